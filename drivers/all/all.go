@@ -1,0 +1,10 @@
+// Package all wires every driver compiled into the buckety binaries. It is
+// the one place a driver is registered: adding a driver is one line here.
+package all
+
+import "github.com/Yolean/buckety-controller/drivers"
+
+// Registry returns a registry of every driver in this build.
+func Registry() *drivers.Registry {
+	return drivers.NewRegistry()
+}

@@ -1,0 +1,132 @@
+package drivers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Driver describes one kind of backing service.
+type Driver interface {
+	// Name is the stable name used as `driver:` in buckety-controller.yaml.
+	// It never changes once released.
+	Name() string
+	// Version is the driver's SemVer. Its major is stamped on resources as
+	// status.driverMajor and gates compatibility.
+	Version() Version
+	// NewConfig returns a pointer to a new, zero options value. A backend's
+	// `config:` block is decoded strictly into it, environment substitution
+	// is applied to its fields tagged `envsubst:"true"`, and then its Validate
+	// is called. Fields tagged `credential:"true"` hold secrets: they are
+	// cleared, never substituted and not required when the config is loaded
+	// for validation only (the admission webhook).
+	NewConfig() Config
+
+	// ValidateName checks a resolved backend resource name against the
+	// service's naming rules. Warnings do not reject the name.
+	ValidateName(fldPath *field.Path, cfg Config, name string) (warnings []string, errs field.ErrorList)
+	// ValidateParameters checks spec.parameters. old is nil on create; on
+	// update it holds the previous parameters so immutable keys can be
+	// enforced. Errors name the key, as fldPath.Key(key).
+	ValidateParameters(fldPath *field.Path, cfg Config, old, new map[string]string) (warnings []string, errs field.ErrorList)
+	// ValidateAccess checks a BucketyAccess role and parameters. Values the
+	// driver accepts but does not enforce yet are accepted with a warning.
+	ValidateAccess(fldPath *field.Path, cfg Config, role string, params map[string]string) (warnings []string, errs field.ErrorList)
+
+	// Open connects a backend. The returned Backend is long-lived and safe for
+	// concurrent use; the caller closes it at shutdown. Open must not block on
+	// the network: an unreachable service surfaces as UnavailableError from
+	// the operations.
+	Open(ctx context.Context, backend string, cfg Config) (Backend, error)
+}
+
+// Config is a driver's options type, decoded from a backend's `config:` block.
+type Config interface {
+	// Validate checks required fields and values. Paths are relative to the
+	// config block, as field.NewPath("seedBrokers"). Credential fields are
+	// checked by the loader, not here.
+	Validate(fldPath *field.Path) field.ErrorList
+}
+
+// Backend is a connected backing-service instance. Every method is
+// idempotent.
+type Backend interface {
+	// Inspect reports whether a resource exists and holds content, so that a
+	// pre-existing resource is never claimed silently. A driver that cannot
+	// tell whether there is content reports HasContent true.
+	Inspect(ctx context.Context, name string) (Inspection, error)
+	// Ensure creates the resource or reconciles it to the parameters,
+	// repairing drift where the service allows. Drift it cannot repair is a
+	// *DriftError. A call that finds nothing to change makes no write.
+	Ensure(ctx context.Context, r Resource) (EnsureResult, error)
+	// Delete removes the resource; a missing resource is success. When more
+	// work remains (a large bucket is emptied in slices) it returns an
+	// *InProgressError and the caller calls again.
+	Delete(ctx context.Context, name string) error
+	// Grant returns the Secret payload for one access, as flat keys.
+	Grant(ctx context.Context, a Access) (Grant, error)
+	// Revoke removes what Grant created on the service; a missing principal
+	// is success.
+	Revoke(ctx context.Context, a Access) error
+	// Close releases connections.
+	Close() error
+}
+
+// Resource is the desired state of one backend resource.
+type Resource struct {
+	// Name is the resolved backend resource name (topic, bucket).
+	Name string
+	// Parameters are the Buckety's spec.parameters.
+	Parameters map[string]string
+}
+
+// Inspection is what Inspect found.
+type Inspection struct {
+	Exists     bool
+	HasContent bool
+	// Detail explains HasContent for messages, such as "partition 3 holds 12 records".
+	Detail string
+}
+
+// EnsureResult reports what Ensure did.
+type EnsureResult struct {
+	// Created is true when this call created the resource.
+	Created bool
+	// Changes lists the writes made to repair drift or apply new parameters,
+	// one human-readable line each; empty when nothing was written.
+	Changes []string
+	// Shortfalls lists parameters the service could not apply (for example a
+	// feature it answers NotImplemented for). The resource is usable; the
+	// shortfall is surfaced as a condition, not as a failure.
+	Shortfalls []Shortfall
+}
+
+// Shortfall is a parameter the service did not apply.
+type Shortfall struct {
+	Parameter string
+	Message   string
+}
+
+// Access identifies one consumer of a resource.
+type Access struct {
+	// Resource is the backend resource name.
+	Resource string
+	// Namespace and Name identify the BucketyAccess, for principal naming.
+	Namespace, Name string
+	// Role is the requested role (ReadWrite, ReadOnly, WriteOnly).
+	Role string
+	// Parameters are the access's spec.parameters.
+	Parameters map[string]string
+}
+
+// Grant is the result of granting an access.
+type Grant struct {
+	// Data is the Secret payload: flat keys, stable per driver.
+	Data map[string][]byte
+	// Principal names the backend-side identity, if the driver has one.
+	Principal string
+	// Scoped is true when the credentials are restricted to the requested
+	// role and parameters. False means every access gets the same
+	// credentials, which the controller surfaces as ScopingNotImplemented.
+	Scoped bool
+}

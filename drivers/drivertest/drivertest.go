@@ -1,0 +1,107 @@
+// Package drivertest provides a driver for tests of the code around drivers:
+// the registry, the config loader, naming and admission. It talks to no
+// service (Open fails), and it is never registered in drivers/all, so no
+// binary can be configured with it.
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Driver is a test driver; Named sets the name it registers under.
+type Driver struct {
+	Named string
+	// Ver is the version reported; zero means 0.1.0.
+	Ver drivers.Version
+}
+
+// Config is the test driver's options: one required field, one credential.
+type Config struct {
+	// Endpoint is required.
+	Endpoint string `json:"endpoint"`
+	// Token is a credential, substituted from the environment.
+	Token string `json:"token,omitempty" envsubst:"true" credential:"true"`
+	// Limit must be non-negative.
+	Limit int `json:"limit,omitempty"`
+}
+
+// Validate implements drivers.Config.
+func (c *Config) Validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Endpoint == "" {
+		errs = append(errs, field.Required(p.Child("endpoint"), "the test service's address"))
+	}
+	if c.Limit < 0 {
+		errs = append(errs, field.Invalid(p.Child("limit"), c.Limit, "must be >= 0"))
+	}
+	return errs
+}
+
+// Name implements drivers.Driver.
+func (d *Driver) Name() string {
+	if d.Named == "" {
+		return "test"
+	}
+	return d.Named
+}
+
+// Version implements drivers.Driver.
+func (d *Driver) Version() drivers.Version {
+	if d.Ver == (drivers.Version{}) {
+		return drivers.Version{Minor: 1}
+	}
+	return d.Ver
+}
+
+// NewConfig implements drivers.Driver.
+func (d *Driver) NewConfig() drivers.Config { return &Config{} }
+
+// ValidateName accepts lowercase letters, digits and '-', at most 20 bytes.
+func (d *Driver) ValidateName(p *field.Path, _ drivers.Config, name string) ([]string, field.ErrorList) {
+	if len(name) == 0 || len(name) > 20 {
+		return nil, field.ErrorList{field.Invalid(p, name, "must be 1 to 20 characters")}
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return nil, field.ErrorList{field.Invalid(p, name, "only lowercase letters, digits and '-'")}
+		}
+	}
+	return nil, nil
+}
+
+// ValidateParameters accepts "size" (a positive integer, immutable).
+func (d *Driver) ValidateParameters(p *field.Path, _ drivers.Config, old, new map[string]string) ([]string, field.ErrorList) {
+	var errs field.ErrorList
+	for k, v := range new {
+		if k != "size" {
+			errs = append(errs, field.NotSupported(p.Key(k), k, []string{"size"}))
+			continue
+		}
+		if n, err := strconv.Atoi(v); err != nil || n <= 0 {
+			errs = append(errs, field.Invalid(p.Key(k), v, "must be a positive integer"))
+		}
+	}
+	if old != nil && old["size"] != new["size"] {
+		errs = append(errs, field.Forbidden(p.Key("size"), "is immutable"))
+	}
+	return nil, errs
+}
+
+// ValidateAccess accepts every role, warning for anything but ReadWrite.
+func (d *Driver) ValidateAccess(_ *field.Path, _ drivers.Config, role string, _ map[string]string) ([]string, field.ErrorList) {
+	if role != "ReadWrite" {
+		return []string{"role " + role + " is not enforced"}, nil
+	}
+	return nil, nil
+}
+
+// Open always fails: the test driver has no service.
+func (d *Driver) Open(context.Context, string, drivers.Config) (drivers.Backend, error) {
+	return nil, errors.New("drivertest: no service to open")
+}

@@ -1,0 +1,55 @@
+package drivers
+
+import (
+	"errors"
+	"fmt"
+)
+
+// DriftError is drift between the parameters and the service that the driver
+// will not repair in place, such as a Kafka partition count that would have
+// to shrink. The controller surfaces it as ParameterDrift and waits for a
+// human.
+type DriftError struct {
+	// Parameter is the spec.parameters key that drifted.
+	Parameter string
+	// Current is the value on the service; Desired the value in the spec.
+	Current, Desired string
+	// Reason explains why it cannot be repaired and what to do.
+	Reason string
+}
+
+func (e *DriftError) Error() string {
+	return fmt.Sprintf("parameter %s: service has %s, spec wants %s: %s", e.Parameter, e.Current, e.Desired, e.Reason)
+}
+
+// InProgressError means Delete made progress but has more to do. The caller
+// shows the progress and calls Delete again.
+type InProgressError struct {
+	// Done and Remaining count the units of work (objects, versions);
+	// Remaining is -1 when unknown.
+	Done, Remaining int64
+	// Message describes the progress.
+	Message string
+}
+
+func (e *InProgressError) Error() string { return "deletion in progress: " + e.Message }
+
+// UnavailableError means the service could not be reached at all (connection
+// refused, timeout, DNS), as opposed to a request that reached it and failed.
+// The controller surfaces it as BackendUnavailable.
+type UnavailableError struct {
+	Backend string
+	Err     error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("backend %s unreachable: %v", e.Backend, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// IsUnavailable reports whether err is or wraps an *UnavailableError.
+func IsUnavailable(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u)
+}

@@ -1,0 +1,57 @@
+package drivers
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// Registry maps driver names to drivers. It is built once at start-up, in
+// package drivers/all, and read-only afterwards.
+type Registry struct {
+	drivers map[string]Driver
+}
+
+// NewRegistry returns a registry holding ds. It panics like Register.
+func NewRegistry(ds ...Driver) *Registry {
+	r := &Registry{drivers: map[string]Driver{}}
+	for _, d := range ds {
+		r.Register(d)
+	}
+	return r
+}
+
+// Register adds d. A nil driver, a malformed name or a name registered twice
+// is a programming error and panics, so a binary that wires drivers wrongly
+// never starts.
+func (r *Registry) Register(d Driver) {
+	if d == nil {
+		panic("drivers: Register of a nil driver")
+	}
+	name := d.Name()
+	if !nameRE.MatchString(name) {
+		panic(fmt.Sprintf("drivers: driver name %q must be lowercase letters, digits and -", name))
+	}
+	if _, dup := r.drivers[name]; dup {
+		panic(fmt.Sprintf("drivers: driver %q registered twice", name))
+	}
+	r.drivers[name] = d
+}
+
+// Get returns the driver registered under name.
+func (r *Registry) Get(name string) (Driver, bool) {
+	d, ok := r.drivers[name]
+	return d, ok
+}
+
+// Names returns the registered driver names, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.drivers))
+	for n := range r.drivers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,186 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RetentionPolicy says what happens to the backend resource when its Buckety
+// is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type RetentionPolicy string
+
+const (
+	// RetentionRetain leaves the backend resource in place. The default: no
+	// data is lost by deleting a Kubernetes object.
+	RetentionRetain RetentionPolicy = "Retain"
+	// RetentionDelete deletes the backend resource, and everything in it,
+	// but only when buckety created it.
+	RetentionDelete RetentionPolicy = "Delete"
+)
+
+// Role is what an access may do with the resource. In v1alpha1 every role
+// receives the same credentials; drivers report that as
+// ScopingNotImplemented instead of treating ReadOnly as ReadWrite silently.
+// +kubebuilder:validation:Enum=ReadWrite;ReadOnly;WriteOnly
+type Role string
+
+const (
+	// RoleReadWrite may read and write.
+	RoleReadWrite Role = "ReadWrite"
+	// RoleReadOnly may only read (consume, get, list).
+	RoleReadOnly Role = "ReadOnly"
+	// RoleWriteOnly may only write (produce, put).
+	RoleWriteOnly Role = "WriteOnly"
+)
+
+// Provenance records whether buckety created the backend resource or took
+// over an existing empty one. retentionPolicy Delete deletes only what
+// buckety created.
+// +kubebuilder:validation:Enum=Created;Adopted
+type Provenance string
+
+const (
+	// ProvenanceCreated means the controller created the backend resource.
+	ProvenanceCreated Provenance = "Created"
+	// ProvenanceAdopted means the backend resource existed, empty, before
+	// this Buckety claimed it.
+	ProvenanceAdopted Provenance = "Adopted"
+)
+
+// BucketySpec is the desired backend resource.
+// +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",message="spec.name is immutable: the backend resource name is resolved once; create a new Buckety to use another name"
+type BucketySpec struct {
+	// Backend names a backend defined in the controller's config file
+	// (buckety-controller.yaml); it determines the driver. Immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.backend is immutable: create a new Buckety to move to another backend"
+	Backend string `json:"backend"`
+
+	// Name is a template for the backend resource name (topic, bucket),
+	// resolved at first reconcile and frozen in status.backendResourceName.
+	// Defaults to ${name}, this object's metadata.name. References:
+	// ${name}, ${namespace}, ${label['key']} and ${backend.key} (the
+	// backend's defaults in the controller config). Immutable.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Name string `json:"name,omitempty"`
+
+	// Parameters configure the backend resource; keys and values are
+	// validated per driver (see the driver's parameters.schema.json).
+	// Mutable per key as the driver allows; the controller reconciles
+	// changes and out-of-band drift to the backend. Omitted keys mean the
+	// backend's own defaults.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=128
+	Parameters map[string]string `json:"parameters,omitempty"`
+
+	// RetentionPolicy is what happens to the backend resource when this
+	// Buckety is deleted: Retain (default) keeps it, Delete removes it and
+	// its content if buckety created it.
+	// +optional
+	// +kubebuilder:default=Retain
+	RetentionPolicy RetentionPolicy `json:"retentionPolicy,omitempty"`
+
+	// DefaultAccess is a single-consumer shortcut: the controller
+	// materialises a BucketyAccess with this object's name, labelled
+	// buckety.yolean.se/implicit=true. It is removed when defaultAccess is
+	// removed or when any explicit BucketyAccess targets this Buckety.
+	// +optional
+	DefaultAccess *DefaultAccess `json:"defaultAccess,omitempty"`
+}
+
+// DefaultAccess describes the implicit BucketyAccess of a Buckety.
+type DefaultAccess struct {
+	// Role of the implicit access. Defaults to ReadWrite.
+	// +optional
+	// +kubebuilder:default=ReadWrite
+	Role Role `json:"role,omitempty"`
+
+	// CredentialsSecretName is the Secret the implicit access writes,
+	// in this namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	CredentialsSecretName string `json:"credentialsSecretName"`
+}
+
+// BucketyStatus is what the controller observed and decided.
+type BucketyStatus struct {
+	// Conditions: Ready, Reconciling, BackendUnavailable,
+	// DriverVersionIncompatible, ParameterDrift, BlockedByAccesses,
+	// ScopingNotImplemented.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Backend is spec.backend as resolved at first reconcile. Sticky.
+	// +optional
+	Backend string `json:"backend,omitempty"`
+
+	// Driver is the driver of that backend at first reconcile. Sticky.
+	// +optional
+	Driver string `json:"driver,omitempty"`
+
+	// DriverMajor is the driver's major version at first reconcile. Sticky:
+	// a controller whose driver major differs pauses reconciliation with
+	// DriverVersionIncompatible.
+	// +optional
+	DriverMajor *int64 `json:"driverMajor,omitempty"`
+
+	// DriverBuildVersion is the full SemVer of the driver that last
+	// reconciled this resource. Informational.
+	// +optional
+	DriverBuildVersion string `json:"driverBuildVersion,omitempty"`
+
+	// BackendResourceName is spec.name resolved: the topic or bucket name on
+	// the backend. Sticky.
+	// +optional
+	BackendResourceName string `json:"backendResourceName,omitempty"`
+
+	// Provenance is Created when buckety created the backend resource and
+	// Adopted when it claimed an existing empty one. Sticky.
+	// +optional
+	Provenance Provenance `json:"provenance,omitempty"`
+
+	// ObservedGeneration is the metadata.generation that has been fully
+	// reconciled: backend resource and every access Secret in sync.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// Buckety is a named, individually configurable resource on a backing
+// service: a Kafka topic or an S3 bucket.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=bucketies,singular=buckety,shortName=bky,categories=buckety
+// +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
+// +kubebuilder:printcolumn:name="Resource",type=string,JSONPath=`.status.backendResourceName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Buckety struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec BucketySpec `json:"spec"`
+	// +optional
+	Status BucketyStatus `json:"status,omitempty"`
+}
+
+// BucketyList is a list of Buckety.
+// +kubebuilder:object:root=true
+type BucketyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Buckety `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Buckety{}, &BucketyList{})
+}

@@ -1,0 +1,96 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BucketyReference points at a Buckety in the same namespace.
+type BucketyReference struct {
+	// Name of the Buckety.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// BucketyAccessSpec is one consumer's access to a Buckety.
+type BucketyAccessSpec struct {
+	// BucketyRef is the Buckety in this namespace to access. Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bucketyRef is immutable: create a new BucketyAccess for another Buckety"
+	BucketyRef BucketyReference `json:"bucketyRef"`
+
+	// CredentialsSecretName is the Secret, in this namespace, that receives
+	// the flat connection keys. Immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.credentialsSecretName is immutable: create a new BucketyAccess to write another Secret"
+	CredentialsSecretName string `json:"credentialsSecretName"`
+
+	// Role is what the consumer may do. Defaults to ReadWrite. v1alpha1
+	// does not scope credentials: other roles are accepted and reported as
+	// ScopingNotImplemented.
+	// +optional
+	// +kubebuilder:default=ReadWrite
+	Role Role `json:"role,omitempty"`
+
+	// Parameters are driver-specific access options, such as a Kafka
+	// consumer-group prefix. Validated per driver.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Parameters map[string]string `json:"parameters,omitempty"`
+}
+
+// BucketyAccessStatus is what the controller observed and decided.
+type BucketyAccessStatus struct {
+	// Conditions: Ready, Reconciling, BackendUnavailable,
+	// DriverVersionIncompatible, ScopingNotImplemented.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Principal is the backend-side identity of these credentials, when the
+	// driver mints one.
+	// +optional
+	Principal string `json:"principal,omitempty"`
+
+	// ObservedGeneration is the metadata.generation whose Secret is in sync.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// BucketyAccess gives one consumer credentials for a Buckety, as a Secret
+// with flat keys per driver (kadm: bootstrap, topic; s3: endpoint, bucket,
+// region, accessKeyID, secretAccessKey).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=bucketyaccesses,singular=bucketyaccess,shortName=bkya,categories=buckety
+// +kubebuilder:printcolumn:name="Buckety",type=string,JSONPath=`.spec.bucketyRef.name`
+// +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.credentialsSecretName`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.role`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BucketyAccess struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec BucketyAccessSpec `json:"spec"`
+	// +optional
+	Status BucketyAccessStatus `json:"status,omitempty"`
+}
+
+// BucketyAccessList is a list of BucketyAccess.
+// +kubebuilder:object:root=true
+type BucketyAccessList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BucketyAccess `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&BucketyAccess{}, &BucketyAccessList{})
+}

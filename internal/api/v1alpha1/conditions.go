@@ -1,0 +1,93 @@
+package v1alpha1
+
+// Condition types. Ready has positive polarity (True is good); every other
+// type has abnormal-true polarity (True means a problem or work in
+// progress), following kstatus so that `kubectl wait --for=condition=Ready`
+// and generic tooling read them correctly. The controller sets every type on
+// every object, Unknown where it could not determine it.
+const (
+	// ConditionReady is True when the backend resource and every access
+	// Secret are in sync with metadata.generation.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the controller is still working
+	// toward metadata.generation (kstatus).
+	ConditionReconciling = "Reconciling"
+	// ConditionBackendUnavailable is True when the resource's backend is no
+	// longer in the controller config (or changed driver), or cannot be
+	// reached. Reconciliation of the backend pauses.
+	ConditionBackendUnavailable = "BackendUnavailable"
+	// ConditionDriverVersionIncompatible is True when the running driver's
+	// major version differs from status.driverMajor. Reconciliation pauses
+	// and nothing is written to the backend.
+	ConditionDriverVersionIncompatible = "DriverVersionIncompatible"
+	// ConditionParameterDrift is True when the backend differs from
+	// spec.parameters in a way the driver will not repair in place, such as
+	// a partition count that would have to shrink.
+	ConditionParameterDrift = "ParameterDrift"
+	// ConditionBlockedByAccesses is True while deletion of a Buckety waits
+	// for the BucketyAccess objects that reference it; the message names
+	// them.
+	ConditionBlockedByAccesses = "BlockedByAccesses"
+	// ConditionScopingNotImplemented is True when the issued credentials are
+	// not restricted to the requested role or access parameters (v1alpha1:
+	// every access receives the backend's credentials).
+	ConditionScopingNotImplemented = "ScopingNotImplemented"
+)
+
+// Condition reasons. Each condition's message carries the specifics.
+const (
+	// ReasonReconciled: everything is in sync (Ready=True).
+	ReasonReconciled = "Reconciled"
+	// ReasonProgressing: work toward the current generation is under way.
+	ReasonProgressing = "Progressing"
+	// ReasonAsExpected: an abnormal-true condition is False.
+	ReasonAsExpected = "AsExpected"
+	// ReasonNotDetermined: the controller could not determine the condition
+	// in this reconcile (Unknown).
+	ReasonNotDetermined = "NotDetermined"
+
+	// ReasonTemplateUnresolvable: spec.name cannot be resolved (syntax or a
+	// missing label or backend default).
+	ReasonTemplateUnresolvable = "TemplateUnresolvable"
+	// ReasonInvalidName: the resolved name breaks the driver's name rules.
+	ReasonInvalidName = "InvalidName"
+	// ReasonInvalidParameters: spec.parameters fail the driver's validation.
+	ReasonInvalidParameters = "InvalidParameters"
+	// ReasonAdoptionRefused: the backend resource already exists and holds
+	// content, so it is not claimed.
+	ReasonAdoptionRefused = "AdoptionRefused"
+	// ReasonNameConflict: another Buckety already owns the backend resource.
+	ReasonNameConflict = "NameConflict"
+	// ReasonSecretConflict: a Secret with the credentials name exists and
+	// was not created by buckety; it is never overwritten.
+	ReasonSecretConflict = "SecretConflict"
+
+	// ReasonBackendNotConfigured: the backend is not in the controller
+	// config, or its driver changed.
+	ReasonBackendNotConfigured = "BackendNotConfigured"
+	// ReasonBackendUnreachable: the backend could not be reached.
+	ReasonBackendUnreachable = "BackendUnreachable"
+	// ReasonBackendError: the backend answered a request with an error.
+	ReasonBackendError = "BackendError"
+	// ReasonDriverMajorMismatch: the running driver's major differs from
+	// status.driverMajor.
+	ReasonDriverMajorMismatch = "DriverMajorMismatch"
+	// ReasonDriftUnrepairable: the driver reported drift it will not repair.
+	ReasonDriftUnrepairable = "DriftUnrepairable"
+	// ReasonParameterNotApplied: the backend does not support a parameter
+	// (it answered NotImplemented); the resource is usable without it.
+	ReasonParameterNotApplied = "ParameterNotApplied"
+	// ReasonAccessesExist: BucketyAccess objects still reference the Buckety.
+	ReasonAccessesExist = "AccessesExist"
+	// ReasonCredentialsNotScoped: credentials are the backend's shared ones.
+	ReasonCredentialsNotScoped = "CredentialsNotScoped"
+	// ReasonDeleting: the backend resource is being deleted; the message
+	// shows progress.
+	ReasonDeleting = "Deleting"
+	// ReasonBucketyNotFound: an access references a Buckety that does not
+	// exist.
+	ReasonBucketyNotFound = "BucketyNotFound"
+	// ReasonBucketyNotReady: an access waits for its Buckety's backend
+	// resource.
+	ReasonBucketyNotReady = "BucketyNotReady"
+)

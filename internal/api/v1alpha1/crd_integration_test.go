@@ -1,0 +1,153 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+)
+
+// TestCRDsOnRealAPIServer installs the generated CRDs on a real
+// kube-apiserver and checks what the CRDs promise: defaults, enums, the CEL
+// immutability rules, the status subresource and the printer columns.
+func TestCRDsOnRealAPIServer(t *testing.T) {
+	cp := controlplane.StartT(t, controlplane.Options{CRDDirs: []string{controlplane.CRDDir()}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cp.RESTConfig, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant1"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	b := &v1.Buckety{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "tenant1", Labels: map[string]string{"yolean.se/generation": "003"}},
+		Spec: v1.BucketySpec{
+			Backend:       "cluster-kafka",
+			Name:          "${namespace}.${name}.v${label['yolean.se/generation']}",
+			Parameters:    map[string]string{"partitions": "12", "config.retention.ms": "604800000"},
+			DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "orders-topic"},
+		},
+	}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatalf("create Buckety: %v", err)
+	}
+	if b.Spec.RetentionPolicy != v1.RetentionRetain {
+		t.Errorf("retentionPolicy: want default Retain, got %q", b.Spec.RetentionPolicy)
+	}
+	if b.Spec.DefaultAccess.Role != v1.RoleReadWrite {
+		t.Errorf("defaultAccess.role: want default ReadWrite, got %q", b.Spec.DefaultAccess.Role)
+	}
+
+	rejected := func(what string, obj client.Object, mutate func(), want string) {
+		t.Helper()
+		mutate()
+		err := c.Update(ctx, obj)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want rejection containing %q, got %v", what, want, err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rejected("change spec.backend", b, func() { b.Spec.Backend = "other" }, "spec.backend is immutable")
+	rejected("change spec.name", b, func() { b.Spec.Name = "${name}" }, "spec.name is immutable")
+	rejected("remove spec.name", b, func() { b.Spec.Name = "" }, "spec.name is immutable")
+	rejected("invalid retentionPolicy", b, func() { b.Spec.RetentionPolicy = "Keep" }, `spec.retentionPolicy: Unsupported value: "Keep": supported values: "Retain", "Delete"`)
+
+	// Mutable fields stay mutable.
+	b.Spec.Parameters["partitions"] = "24"
+	b.Spec.RetentionPolicy = v1.RetentionDelete
+	b.Spec.DefaultAccess = nil
+	if err := c.Update(ctx, b); err != nil {
+		t.Fatalf("update mutable fields: want success, got %v", err)
+	}
+
+	// Adding a name where there was none is a change too.
+	plain := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "cluster-kafka"}}
+	if err := c.Create(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	rejected("add spec.name", plain, func() { plain.Spec.Name = "x" }, "spec.name is immutable")
+
+	bad := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "cluster-kafka", RetentionPolicy: "Forever"}}
+	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), `Unsupported value: "Forever"`) {
+		t.Errorf("create with retentionPolicy Forever: want enum rejection, got %v", err)
+	}
+
+	// The status subresource: status is written separately and shows in
+	// the printer columns.
+	b.Status.BackendResourceName = "tenant1.orders.v003"
+	b.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled, Message: "ok", LastTransitionTime: metav1.Now()}}
+	if err := c.Status().Update(ctx, b); err != nil {
+		t.Fatalf("status update: %v", err)
+	}
+
+	a := &v1.BucketyAccess{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders-reader", Namespace: "tenant1"},
+		Spec:       v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "orders-reader", Role: v1.RoleReadOnly},
+	}
+	if err := c.Create(ctx, a); err != nil {
+		t.Fatalf("create BucketyAccess: %v", err)
+	}
+	rejected("change bucketyRef", a, func() { a.Spec.BucketyRef.Name = "other" }, "spec.bucketyRef is immutable")
+	rejected("change credentialsSecretName", a, func() { a.Spec.CredentialsSecretName = "other" }, "spec.credentialsSecretName is immutable")
+	rejected("invalid role", a, func() { a.Spec.Role = "Admin" }, `spec.role: Unsupported value: "Admin"`)
+	rejected("invalid secret name", a, func() { a.Spec.CredentialsSecretName = "Not_A_Name" }, "spec.credentialsSecretName")
+	a.Spec.Role = v1.RoleReadWrite
+	if err := c.Update(ctx, a); err != nil {
+		t.Fatalf("change role: want success, got %v", err)
+	}
+
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := cp.Kubectl(ctx, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := kubectl("get", "bucketies", "-n", "tenant1")
+	for _, want := range []string{"NAME", "BACKEND", "RESOURCE", "READY", "AGE", "orders", "cluster-kafka", "tenant1.orders.v003", "True"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get bucketies: want %q in\n%s", want, out)
+		}
+	}
+	if out := kubectl("get", "bky", "-n", "tenant1", "-o", "wide"); !strings.Contains(out, "REASON") || !strings.Contains(out, v1.ReasonReconciled) {
+		t.Errorf("kubectl get bky -o wide: want the REASON column with %s, got\n%s", v1.ReasonReconciled, out)
+	}
+	out = kubectl("get", "bkya", "-n", "tenant1")
+	for _, want := range []string{"BUCKETY", "SECRET", "ROLE", "READY", "orders-reader", "orders", "ReadWrite"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get bkya: want %q in\n%s", want, out)
+		}
+	}
+	out = kubectl("get", "buckety", "-n", "tenant1", "-o", "name")
+	for _, want := range []string{"buckety.buckety.yolean.se/orders", "bucketyaccess.buckety.yolean.se/orders-reader"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get buckety (category): want %q in\n%s", want, out)
+		}
+	}
+	if out := kubectl("explain", "buckety.spec.retentionPolicy"); !strings.Contains(out, "Retain (default) keeps it") {
+		t.Errorf("kubectl explain: want the field description, got\n%s", out)
+	}
+}

@@ -1,0 +1,134 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/envsubst"
+)
+
+func registry() *drivers.Registry {
+	return drivers.NewRegistry(&drivertest.Driver{Named: "test"}, &drivertest.Driver{Named: "other"})
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func lookup(m map[string]string) envsubst.LookupFunc {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+const good = `
+backends:
+- name: cluster-a
+  driver: test
+  config:
+    endpoint: a.example:1
+    token: ${TEST_TOKEN}
+  defaults:
+    zone: local
+- name: cluster-b
+  driver: other
+  config:
+    endpoint: b.example:1
+    token: ${TEST_TOKEN_B:-fallback}
+`
+
+func TestLoad(t *testing.T) {
+	c, err := config.Load(writeConfig(t, good), config.Options{Registry: registry(), Lookup: lookup(map[string]string{"TEST_TOKEN": "s3cr3t"})})
+	if err != nil {
+		t.Fatalf("want no error, got %v", err)
+	}
+	if got := strings.Join(c.BackendNames(), ","); got != "cluster-a,cluster-b" {
+		t.Fatalf("want backends cluster-a,cluster-b, got %s", got)
+	}
+	b, ok := c.Backend("cluster-a")
+	if !ok {
+		t.Fatal("want backend cluster-a")
+	}
+	opts := b.Options().(*drivertest.Config)
+	if opts.Endpoint != "a.example:1" || opts.Token != "s3cr3t" {
+		t.Errorf("want endpoint a.example:1 and token s3cr3t, got %+v", opts)
+	}
+	if b.DriverImpl().Name() != "test" || b.Defaults["zone"] != "local" {
+		t.Errorf("want driver test with zone local, got %s %v", b.DriverImpl().Name(), b.Defaults)
+	}
+	if got := c.Backends[1].Options().(*drivertest.Config).Token; got != "fallback" {
+		t.Errorf("want token fallback, got %q", got)
+	}
+	if _, ok := c.Backend("nope"); ok {
+		t.Error("want no backend nope")
+	}
+}
+
+func TestLoadWithoutCredentials(t *testing.T) {
+	// The webhook has no credential env: loading must succeed and the
+	// credential must not be in memory.
+	c, err := config.Load(writeConfig(t, good), config.Options{Registry: registry(), WithoutCredentials: true, Lookup: lookup(nil)})
+	if err != nil {
+		t.Fatalf("want no error without credentials, got %v", err)
+	}
+	if got := c.Backends[0].Options().(*drivertest.Config).Token; got != "" {
+		t.Errorf("want the credential cleared, got %q", got)
+	}
+	// Everything else is still checked.
+	_, err = config.Load(writeConfig(t, "backends:\n- name: a\n  driver: test\n  config: {token: '${X}'}\n"), config.Options{Registry: registry(), WithoutCredentials: true, Lookup: lookup(nil)})
+	if err == nil || !strings.Contains(err.Error(), "backends[0].config.endpoint: Required value") {
+		t.Errorf("want the required endpoint reported without credentials too, got %v", err)
+	}
+}
+
+// TestMisconfigured covers spec scenario 10: each broken file is rejected with
+// the file, the field path and the fix.
+func TestMisconfigured(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       []string
+	}{
+		{"strict decode, top level", "backend:\n- name: a\n", []string{`backend: unknown field "backend"; remove it or fix its spelling (allowed here: backends)`}},
+		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: config, defaults, driver, name"}},
+		{"strict decode, driver options", "backends:\n- name: a\n  driver: test\n  config:\n    endpoint: x\n    endpiont: y\n", []string{`backends[0].config.endpiont: Invalid value: unknown field "endpiont"`, "allowed here: endpoint, limit, token"}},
+		{"wrong type in driver options", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: lots}\n", []string{`backends[0].config.limit: Invalid value: want a int`}},
+		{"undefined variable without default", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, token: '${UNSET_TOKEN}'}\n", []string{`backends[0].config.token: Invalid value: environment variable UNSET_TOKEN is not set: set it, or write ${UNSET_TOKEN:-default}`}},
+		{"substitution in an untagged driver field", "backends:\n- name: a\n  driver: test\n  config: {endpoint: '${HOST}'}\n", []string{`backends[0].config.endpoint: Invalid value: contains ${...} but this field does not support environment substitution`}},
+		{"substitution in an untagged top-level field", "backends:\n- name: ${NAME}\n  driver: test\n", []string{`backends[0].name: contains ${...}`}},
+		{"unknown driver", "backends:\n- name: a\n  driver: kafka\n", []string{`backends[0].driver: Invalid value: "kafka": unknown driver; this build has: other, test`}},
+		{"missing driver", "backends:\n- name: a\n", []string{`backends[0].driver: Required value: one of: other, test`}},
+		{"duplicate backend names", "backends:\n- {name: a, driver: test, config: {endpoint: x}}\n- {name: a, driver: test, config: {endpoint: y}}\n", []string{`backends[1].name: Duplicate value: "a (also backends[0].name); backend names must be unique"`}},
+		{"missing required driver field", "backends:\n- name: a\n  driver: test\n", []string{`backends[0].config.endpoint: Required value: the test service's address`}},
+		{"driver field check", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: -1}\n", []string{`backends[0].config.limit: Invalid value: -1: must be >= 0`}},
+		{"bad backend name", "backends:\n- name: Cluster_A\n  driver: test\n  config: {endpoint: x}\n", []string{`backends[0].name: Invalid value: "Cluster_A": a lowercase RFC 1123 label`}},
+		{"bad defaults key", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  defaults: {my.zone: z}\n", []string{`backends[0].defaults[my.zone]: Invalid value: "my.zone": key must be letters`}},
+		{"no backends", "backends: []\n", []string{`backends: Required value: define at least one backend`}},
+		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeConfig(t, c.body)
+			_, err := config.Load(dir, config.Options{Registry: registry(), Lookup: lookup(nil)})
+			if err == nil {
+				t.Fatalf("want an error, got none")
+			}
+			file := filepath.Join(dir, config.Filename)
+			if !strings.HasPrefix(err.Error(), file+": ") {
+				t.Errorf("want the error to start with %s, got %q", file, err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("want error containing %q, got %q", w, err)
+				}
+			}
+		})
+	}
+}

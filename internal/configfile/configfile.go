@@ -1,0 +1,232 @@
+package configfile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/Yolean/buckety-controller/internal/envsubst"
+)
+
+// DirSetter is implemented by configuration types that resolve relative
+// paths against the directory the file was loaded from.
+type DirSetter interface {
+	SetDir(abs string)
+}
+
+// Defaulter is implemented by configuration types that fill in defaults after
+// decoding and substitution.
+type Defaulter interface {
+	ApplyDefaults()
+}
+
+// Validator is implemented by configuration types that check themselves after
+// defaults are applied.
+type Validator interface {
+	Validate() error
+}
+
+// Error is a configuration error tied to a file and, where known, a field path.
+type Error struct {
+	// File is the path of the configuration file.
+	File string
+	// Path is the field path, such as "backends[1].config.seedBrokers".
+	Path string
+	// Msg says what is wrong and how to fix it.
+	Msg string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads dir/filename into v strictly, substitutes tagged fields from the
+// process environment, and then calls SetDir, ApplyDefaults and Validate on v
+// when it implements them.
+func Load[T any](dir, filename string, v *T) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("config dir %q: %w", dir, err)
+	}
+	file := filepath.Join(abs, filename)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return &Error{File: file, Msg: fmt.Sprintf("file not found: -c names the directory that holds %s", filename), Err: err}
+		}
+		return &Error{File: file, Msg: err.Error(), Err: err}
+	}
+	if err := DecodeStrict(data, v); err != nil {
+		return withFile(err, file)
+	}
+	if err := envsubst.Apply(v, envsubst.OSEnv); err != nil {
+		return withFile(err, file)
+	}
+	if s, ok := any(v).(DirSetter); ok {
+		s.SetDir(abs)
+	}
+	if d, ok := any(v).(Defaulter); ok {
+		d.ApplyDefaults()
+	}
+	if val, ok := any(v).(Validator); ok {
+		if err := val.Validate(); err != nil {
+			return withFile(err, file)
+		}
+	}
+	return nil
+}
+
+// withFile attaches the file name to err, keeping a field path the error
+// already carries.
+func withFile(err error, file string) error {
+	var ce *Error
+	if errors.As(err, &ce) {
+		c := *ce
+		c.File = file
+		return &c
+	}
+	var ee *envsubst.Error
+	if errors.As(err, &ee) {
+		return &Error{File: file, Path: ee.Path, Msg: ee.Msg, Err: err}
+	}
+	return &Error{File: file, Msg: err.Error(), Err: err}
+}
+
+// DecodeStrict decodes YAML (or JSON) into v, failing on duplicate keys, on
+// keys that v's type does not have and on values of the wrong type. Errors
+// carry the field path of the offending key.
+func DecodeStrict(data []byte, v any) error {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return &Error{Msg: "not valid YAML: " + err.Error(), Err: err}
+	}
+	var generic any
+	if err := json.Unmarshal(js, &generic); err != nil {
+		return &Error{Msg: "not valid YAML: " + err.Error(), Err: err}
+	}
+	if err := checkFields(generic, reflect.TypeOf(v), ""); err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &Error{Path: te.Field, Msg: fmt.Sprintf("want a %s, got a JSON %s", te.Type, te.Value), Err: err}
+		}
+		return &Error{Msg: err.Error(), Err: err}
+	}
+	return nil
+}
+
+var (
+	rawMessageType  = reflect.TypeOf(json.RawMessage(nil))
+	unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+)
+
+// checkFields walks decoded JSON alongside the Go type it will decode into and
+// reports the first key the type does not know, with its path.
+func checkFields(v any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Struct:
+			fields := structFields(t)
+			for _, k := range sortedKeys(x) {
+				ft, ok := fields[k]
+				if !ok {
+					return &Error{Path: joinPath(path, k), Msg: fmt.Sprintf("unknown field %q; remove it or fix its spelling (allowed here: %s)", k, strings.Join(sortedKeys(fields), ", "))}
+				}
+				if err := checkFields(x[k], ft, joinPath(path, k)); err != nil {
+					return err
+				}
+			}
+		case reflect.Map:
+			for _, k := range sortedKeys(x) {
+				if err := checkFields(x[k], t.Elem(), path+"["+k+"]"); err != nil {
+					return err
+				}
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, e := range x {
+				if err := checkFields(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// structFields maps JSON names to field types, flattening embedded structs
+// the way encoding/json does.
+func structFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range structFields(ft) {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}

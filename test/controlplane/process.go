@@ -1,0 +1,184 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is a child process started and stopped by PID.
+type Process struct {
+	Name string
+	// Log is the file holding its stdout and stderr.
+	Log string
+	cmd *exec.Cmd
+	// exited is closed when the process has been waited for (child mode).
+	exited chan struct{}
+	err    error
+}
+
+// PID is the process ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// startProcess starts bin with args, logging to dir/logs/<name>.log. In
+// detached mode the process gets its own session and outlives this one; in
+// child mode it is killed when this process dies.
+func startProcess(dir, name, bin string, args []string, env []string, detached bool) (*Process, error) {
+	logDir := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if detached {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Process{Name: name, Log: logPath, cmd: cmd, exited: make(chan struct{})}
+	if detached {
+		if err := os.WriteFile(pidFile(dir, name), []byte(strconv.Itoa(p.PID())+"\n"+bin+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		// Reap it if it dies while we are still running.
+		go func() { p.err = cmd.Wait(); close(p.exited) }()
+	} else {
+		go func() { p.err = cmd.Wait(); close(p.exited) }()
+	}
+	return p, nil
+}
+
+// Exited reports whether the process has ended, with its error.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.exited:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace, then SIGKILL.
+func (p *Process) Stop(grace time.Duration) error {
+	if done, _ := p.Exited(); done {
+		return nil
+	}
+	pgid := p.PID()
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop %s (pid %d): %w", p.Name, pgid, err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(grace):
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %s (pid %d): %w", p.Name, pgid, err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, pgid)
+	}
+}
+
+// Tail returns the last n lines of the process log, for error messages.
+func (p *Process) Tail(n int) string { return tailFile(p.Log, n) }
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func pidFile(dir, name string) string { return filepath.Join(dir, "pids", name+".pid") }
+
+// stopDetached stops a process started detached by an earlier invocation,
+// from its pid file. It checks that the PID still runs the recorded binary,
+// so a recycled PID is never signalled.
+func stopDetached(dir, name string, grace time.Duration) error {
+	b, err := os.ReadFile(pidFile(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fields := strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil || len(fields) != 2 {
+		return fmt.Errorf("%s: malformed pid file", pidFile(dir, name))
+	}
+	if !runs(pid, fields[1]) {
+		return os.Remove(pidFile(dir, name))
+	}
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop %s (pid %d): %w", name, pid, err)
+	}
+	deadline := time.Now().Add(grace)
+	for runs(pid, fields[1]) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if runs(pid, fields[1]) {
+		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
+		}
+		for i := 0; i < 100 && runs(pid, fields[1]); i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if runs(pid, fields[1]) {
+		return fmt.Errorf("%s (pid %d) still running after SIGKILL", name, pid)
+	}
+	return os.Remove(pidFile(dir, name))
+}
+
+// runs reports whether pid is alive (not a zombie) and executes bin.
+func runs(pid int, bin string) bool {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err == nil {
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return false
+		}
+	}
+	return strings.TrimSuffix(exe, " (deleted)") == bin
+}
+
+// FreePort returns a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
