@@ -180,7 +180,3 @@ type BucketyList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Buckety `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Buckety{}, &BucketyList{})
-}

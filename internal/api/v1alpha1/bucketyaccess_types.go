@@ -90,7 +90,3 @@ type BucketyAccessList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []BucketyAccess `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&BucketyAccess{}, &BucketyAccessList{})
-}

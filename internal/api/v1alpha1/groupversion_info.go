@@ -1,8 +1,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -10,7 +11,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "buckety.yolean.se", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the kinds of this package with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the kinds of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
@@ -25,3 +26,9 @@ const Finalizer = "buckety.yolean.se/cleanup"
 // Buckety.spec.defaultAccess. Together with the owner reference it tells the
 // controller which accesses it may delete on its own.
 const ImplicitLabel = "buckety.yolean.se/implicit"
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Buckety{}, &BucketyList{}, &BucketyAccess{}, &BucketyAccessList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

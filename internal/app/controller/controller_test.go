@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestCheck(t *testing.T) {
+	reg := drivers.NewRegistry(&drivertest.Driver{Named: "test"})
+	var out, errb bytes.Buffer
+	dir := writeConfig(t, "backends:\n- {name: a, driver: test, config: {endpoint: x}}\n")
+	if code := run([]string{"check", "-c", dir}, &out, &errb, reg); code != 0 {
+		t.Fatalf("check of a valid config: want exit 0, got %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "valid, 1 backend(s)") || !strings.Contains(out.String(), "a (driver test 0.1.0)") {
+		t.Errorf("want a summary of the backends, got %q", out.String())
+	}
+
+	out.Reset()
+	errb.Reset()
+	dir = writeConfig(t, "backends:\n- {name: a, driver: test, config: {}}\n")
+	if code := run([]string{"check", "-c", dir}, &out, &errb, reg); code != 1 {
+		t.Fatalf("check of an invalid config: want exit 1, got %d", code)
+	}
+	if want := "backends[0].config.endpoint: Required value"; !strings.Contains(errb.String(), want) {
+		t.Errorf("want %q in stderr, got %q", want, errb.String())
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"-c", "x", "extra"}, &out, &errb, drivers.NewRegistry()); code != 2 {
+		t.Errorf("extra argument: want exit 2, got %d", code)
+	}
+	if code := run([]string{"--nope"}, &out, &errb, drivers.NewRegistry()); code != 2 {
+		t.Errorf("unknown flag: want exit 2, got %d", code)
+	}
+}
+
+// TestBinaryMisconfiguredStartup builds the real binary, with a version
+// stamped through -ldflags -X, and checks that each broken config exits
+// non-zero with one message naming the file, the field and the fix (spec
+// scenario 10, as a crash-looping Pod's log would show it).
+func TestBinaryMisconfiguredStartup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; run without -short (make test)")
+	}
+	bin := filepath.Join(t.TempDir(), "buckety-controller")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/Yolean/buckety-controller/internal/version.Version=v9.8.7", "-o", bin, "github.com/Yolean/buckety-controller/cmd/buckety-controller")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "buckety-controller v9.8.7") {
+		t.Fatalf("version: want v9.8.7 from -ldflags -X, got %q (%v)", out, err)
+	}
+	cases := []struct {
+		name, body, want string
+	}{
+		{"strict decode", "backends:\n- name: a\n  drvier: kadm\n", `backends[0].drvier: unknown field "drvier"`},
+		{"undefined variable", "backends:\n- name: ${BKT_UNSET_NAME}\n", `backends[0].name: contains ${...} but this field does not support environment substitution`},
+		{"unknown driver", "backends:\n- name: a\n  driver: mysql\n", `backends[0].driver: Invalid value: "mysql": unknown driver`},
+		{"duplicate backends", "backends:\n- {name: a, driver: mysql}\n- {name: a, driver: mysql}\n", `backends[1].name: Duplicate value`},
+		{"missing file", "", "file not found: -c names the directory that holds buckety-controller.yaml"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.body != "" {
+				dir = writeConfig(t, c.body)
+			}
+			cmd := exec.Command(bin, "-c", dir)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			out, err := cmd.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() != 1 {
+				t.Fatalf("want exit code 1, got %v\n%s", err, out)
+			}
+			msg := string(out)
+			if !strings.HasPrefix(msg, "buckety-controller: invalid configuration: "+filepath.Join(dir, config.Filename)+": ") {
+				t.Errorf("want the message to name the file first, got %q", msg)
+			}
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("want %q in %q", c.want, msg)
+			}
+			if n := strings.Count(strings.TrimSpace(msg), "\n"); n != 0 && !strings.Contains(msg, " problems:\n") {
+				t.Errorf("want a single-line message, got %d extra lines: %q", n, msg)
+			}
+		})
+	}
+}
