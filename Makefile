@@ -25,12 +25,13 @@ build: ## build the three binaries into bin/ with version ldflags
 	$(GOBUILD) -o bin/ ./cmd/buckety-controller ./cmd/buckety-webhook ./cmd/buckety-release
 
 .PHONY: generate
-generate: ## regenerate deepcopy and CRDs from the API types
+generate: ## regenerate deepcopy, CRDs and the published JSON schemas
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./internal/api/...
 	go tool controller-gen crd paths=./internal/api/... output:crd:artifacts:config=deploy/kustomize/base/crds
+	go run ./cmd/buckety-release schemas --root . >/dev/null
 
 # Paths that only `make generate` may write.
-GENERATED := internal/api/v1alpha1/zz_generated.deepcopy.go deploy/kustomize/base/crds
+GENERATED := internal/api/v1alpha1/zz_generated.deepcopy.go deploy/kustomize/base/crds deploy/schema $(wildcard drivers/*/schema)
 
 .PHONY: verify
 verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or staticcheck findings
@@ -61,6 +62,10 @@ test-fuzz: ## bounded fuzzing of the naming-template grammar
 .PHONY: test-integration
 test-integration: ## every test, integration included, on a real control plane
 	BUCKETY_KUBE_BIN=$(KUBE_BIN) go test -count=1 -timeout 20m ./...
+
+.PHONY: bench
+bench: ## run the benchmarks and print their figures (not part of make test)
+	BUCKETY_KUBE_BIN=$(KUBE_BIN) go test -run '^$$' -bench . -benchtime 2000x ./drivers/...
 
 .PHONY: test
 test: verify test-fuzz test-integration ## everything CI runs: verify, fuzz smoke, unit and integration tests

@@ -3,6 +3,8 @@ package drivers
 import (
 	"context"
 
+	"github.com/invopop/jsonschema"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -33,11 +35,26 @@ type Driver interface {
 	// driver accepts but does not enforce yet are accepted with a warning.
 	ValidateAccess(fldPath *field.Path, cfg Config, role string, params map[string]string) (warnings []string, errs field.ErrorList)
 
+	// Schemas describes spec.parameters of a Buckety and of a BucketyAccess
+	// as JSON schemas. CEL rules in x-kubernetes-validations (with oldSelf
+	// for immutability) carry what a schema cannot. The release tool
+	// publishes them; the admission webhook evaluates them.
+	Schemas() Schemas
+
 	// Open connects a backend. The returned Backend is long-lived and safe for
 	// concurrent use; the caller closes it at shutdown. Open must not block on
 	// the network: an unreachable service surfaces as UnavailableError from
 	// the operations.
 	Open(ctx context.Context, backend string, cfg Config) (Backend, error)
+}
+
+// Schemas are a driver's published JSON schemas, besides its config schema,
+// which is reflected from the type NewConfig returns.
+type Schemas struct {
+	// Parameters describes Buckety.spec.parameters.
+	Parameters *jsonschema.Schema
+	// AccessParameters describes BucketyAccess.spec.parameters.
+	AccessParameters *jsonschema.Schema
 }
 
 // Config is a driver's options type, decoded from a backend's `config:` block.

@@ -2,9 +2,14 @@
 // the one place a driver is registered: adding a driver is one line here.
 package all
 
-import "github.com/Yolean/buckety-controller/drivers"
+import (
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/kadm"
+)
 
 // Registry returns a registry of every driver in this build.
 func Registry() *drivers.Registry {
-	return drivers.NewRegistry()
+	return drivers.NewRegistry(
+		kadm.New(),
+	)
 }

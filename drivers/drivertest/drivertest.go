@@ -9,6 +9,8 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/invopop/jsonschema"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -99,6 +101,18 @@ func (d *Driver) ValidateAccess(_ *field.Path, _ drivers.Config, role string, _ 
 		return []string{"role " + role + " is not enforced"}, nil
 	}
 	return nil, nil
+}
+
+// Schemas implements drivers.Driver: "size" is a positive integer string
+// that cannot change.
+func (d *Driver) Schemas() drivers.Schemas {
+	params := jsonschema.NewProperties()
+	params.Set("size", &jsonschema.Schema{Type: "string", Pattern: "^[1-9][0-9]*$"})
+	return drivers.Schemas{
+		Parameters: &jsonschema.Schema{Type: "object", Properties: params, AdditionalProperties: jsonschema.FalseSchema,
+			Extras: map[string]any{"x-kubernetes-validations": []map[string]string{{"rule": "has(self.size) == has(oldSelf.size) && (!has(self.size) || self.size == oldSelf.size)", "message": "size is immutable"}}}},
+		AccessParameters: &jsonschema.Schema{Type: "object", AdditionalProperties: jsonschema.FalseSchema},
+	}
 }
 
 // Open always fails: the test driver has no service.

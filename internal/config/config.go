@@ -144,6 +144,9 @@ func (c *Config) decodeOptions(b *Backend, p *field.Path) field.ErrorList {
 	if err := configfile.DecodeStrict(raw, opts); err != nil {
 		return field.ErrorList{fromConfigfile(p, err)}
 	}
+	if ds, ok := opts.(configfile.DirSetter); ok {
+		ds.SetDir(c.dir)
+	}
 	creds := credentialPaths(reflect.TypeOf(opts), "")
 	if c.opts.WithoutCredentials {
 		clearCredentials(reflect.ValueOf(opts))

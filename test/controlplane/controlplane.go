@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/Yolean/buckety-controller/test/pki"
+	"github.com/Yolean/buckety-controller/test/proc"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -54,11 +57,11 @@ type ControlPlane struct {
 	RESTConfig *rest.Config
 	// CA signed the apiserver's serving certificate and is trusted for
 	// client certificates.
-	CA *CA
+	CA *pki.CA
 	// BinDir holds the binaries the control plane runs from.
 	BinDir string
 
-	procs []*Process
+	procs []*proc.Process
 }
 
 // processNames are the components in start order; stop runs in reverse.
@@ -115,7 +118,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 	}()
 
-	ca, err := NewCA("buckety-test-ca")
+	ca, err := pki.NewCA("buckety-test-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +153,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 
-	ports, err := freePorts(4)
+	ports, err := proc.FreePorts(4)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +221,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 }
 
 func (cp *ControlPlane) start(detached bool, name, bin string, args []string) error {
-	p, err := startProcess(cp.Dir, name, bin, args, nil, detached)
+	p, err := proc.Start(cp.Dir, name, bin, args, nil, detached)
 	if err != nil {
 		return err
 	}
@@ -227,7 +230,7 @@ func (cp *ControlPlane) start(detached bool, name, bin string, args []string) er
 }
 
 // Processes returns the running components.
-func (cp *ControlPlane) Processes() []*Process { return cp.procs }
+func (cp *ControlPlane) Processes() []*proc.Process { return cp.procs }
 
 func (cp *ControlPlane) writeKubeconfig(token string) error {
 	cp.Kubeconfig = filepath.Join(cp.Dir, "kubeconfig")
@@ -302,7 +305,7 @@ func (cp *ControlPlane) Stop() error {
 		if err := cp.procs[i].Stop(15 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
-		if err := os.Remove(pidFile(cp.Dir, cp.procs[i].Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(proc.PidFile(cp.Dir, cp.procs[i].Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -315,7 +318,7 @@ func (cp *ControlPlane) Stop() error {
 func StopDetached(dir string) error {
 	var errs []error
 	for i := len(processNames) - 1; i >= 0; i-- {
-		if err := stopDetached(dir, processNames[i], 15*time.Second); err != nil {
+		if err := proc.StopDetached(dir, processNames[i], 15*time.Second); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -327,31 +330,15 @@ func StopDetached(dir string) error {
 func DetachedStatus(dir string) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range processNames {
-		b, err := os.ReadFile(pidFile(dir, n))
+		b, err := os.ReadFile(proc.PidFile(dir, n))
 		if err != nil {
 			continue
 		}
 		f := strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)
 		pid, err := strconv.Atoi(f[0])
-		out[n] = err == nil && len(f) == 2 && runs(pid, f[1])
+		out[n] = err == nil && len(f) == 2 && proc.Runs(pid, f[1])
 	}
 	return out
-}
-
-func freePorts(n int) ([]int, error) {
-	seen := map[int]bool{}
-	var out []int
-	for len(out) < n {
-		p, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out, nil
 }
 
 func randomToken() string {

@@ -63,21 +63,23 @@ func TestBinaryMisconfiguredStartup(t *testing.T) {
 		t.Skip("builds the binary; run without -short (make test)")
 	}
 	bin := filepath.Join(t.TempDir(), "buckety-controller")
-	build := exec.Command("go", "build", "-ldflags", "-X github.com/Yolean/buckety-controller/internal/version.Version=v9.8.7", "-o", bin, "github.com/Yolean/buckety-controller/cmd/buckety-controller")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/Yolean/buckety-controller/internal/version.Version=v9.8.7 -X github.com/Yolean/buckety-controller/drivers/kadm.version=0.1.42", "-o", bin, "github.com/Yolean/buckety-controller/cmd/buckety-controller")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "buckety-controller v9.8.7") {
-		t.Fatalf("version: want v9.8.7 from -ldflags -X, got %q (%v)", out, err)
+	if err != nil || !strings.Contains(string(out), "buckety-controller v9.8.7") || !strings.Contains(string(out), "driver kadm 0.1.42") {
+		t.Fatalf("version: want v9.8.7 and kadm 0.1.42 from -ldflags -X, got %q (%v)", out, err)
 	}
 	cases := []struct {
 		name, body, want string
 	}{
 		{"strict decode", "backends:\n- name: a\n  drvier: kadm\n", `backends[0].drvier: unknown field "drvier"`},
 		{"undefined variable", "backends:\n- name: ${BKT_UNSET_NAME}\n", `backends[0].name: contains ${...} but this field does not support environment substitution`},
-		{"unknown driver", "backends:\n- name: a\n  driver: mysql\n", `backends[0].driver: Invalid value: "mysql": unknown driver`},
-		{"duplicate backends", "backends:\n- {name: a, driver: mysql}\n- {name: a, driver: mysql}\n", `backends[1].name: Duplicate value`},
+		{"unknown driver", "backends:\n- name: a\n  driver: mysql\n", `backends[0].driver: Invalid value: "mysql": unknown driver; this build has: kadm`},
+		{"duplicate backends", "backends:\n- {name: a, driver: kadm, config: {seedBrokers: ['k:9092']}}\n- {name: a, driver: kadm, config: {seedBrokers: ['k:9092']}}\n", `backends[1].name: Duplicate value: "a (also backends[0].name); backend names must be unique"`},
+		{"missing required driver field", "backends:\n- name: kafka\n  driver: kadm\n  config: {clientID: buckety}\n", `backends[0].config.seedBrokers: Required value: list at least one host:port of the Kafka cluster`},
+		{"undefined variable in a driver field", "backends:\n- name: kafka\n  driver: kadm\n  config:\n    seedBrokers: ['k:9092']\n    sasl: {mechanism: PLAIN, username: u, password: '${BKT_UNSET_PASSWORD}'}\n", `backends[0].config.sasl.password: Invalid value: environment variable BKT_UNSET_PASSWORD is not set`},
 		{"missing file", "", "file not found: -c names the directory that holds buckety-controller.yaml"},
 	}
 	for _, c := range cases {

@@ -1,4 +1,9 @@
-package controlplane
+// Package proc starts and stops the servers tests and local tooling run:
+// every process is started here, logs to a file, and is stopped by PID
+// (its process group), never by name. In child mode a parent-death signal
+// kills it if the test binary dies; in detached mode it gets its own session
+// and a pid file so a later invocation can stop exactly it.
+package proc
 
 import (
 	"errors"
@@ -10,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -27,11 +33,14 @@ type Process struct {
 // PID is the process ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
-// startProcess starts bin with args, logging to dir/logs/<name>.log. In
+// Start starts bin with args, logging to dir/logs/<name>.log. In
 // detached mode the process gets its own session and outlives this one; in
 // child mode it is killed when this process dies.
-func startProcess(dir, name, bin string, args []string, env []string, detached bool) (*Process, error) {
+func Start(dir, name, bin string, args []string, env []string, detached bool) (*Process, error) {
 	logDir := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(filepath.Join(dir, "pids"), 0o755); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -55,7 +64,7 @@ func startProcess(dir, name, bin string, args []string, env []string, detached b
 	}
 	p := &Process{Name: name, Log: logPath, cmd: cmd, exited: make(chan struct{})}
 	if detached {
-		if err := os.WriteFile(pidFile(dir, name), []byte(strconv.Itoa(p.PID())+"\n"+bin+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(PidFile(dir, name), []byte(strconv.Itoa(p.PID())+"\n"+bin+"\n"), 0o644); err != nil {
 			return nil, err
 		}
 		// Reap it if it dies while we are still running.
@@ -116,13 +125,14 @@ func tailFile(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func pidFile(dir, name string) string { return filepath.Join(dir, "pids", name+".pid") }
+// PidFile is where a detached process of that name records its PID.
+func PidFile(dir, name string) string { return filepath.Join(dir, "pids", name+".pid") }
 
-// stopDetached stops a process started detached by an earlier invocation,
+// StopDetached stops a process started detached by an earlier invocation,
 // from its pid file. It checks that the PID still runs the recorded binary,
 // so a recycled PID is never signalled.
-func stopDetached(dir, name string, grace time.Duration) error {
-	b, err := os.ReadFile(pidFile(dir, name))
+func StopDetached(dir, name string, grace time.Duration) error {
+	b, err := os.ReadFile(PidFile(dir, name))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -132,34 +142,34 @@ func stopDetached(dir, name string, grace time.Duration) error {
 	fields := strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)
 	pid, err := strconv.Atoi(fields[0])
 	if err != nil || len(fields) != 2 {
-		return fmt.Errorf("%s: malformed pid file", pidFile(dir, name))
+		return fmt.Errorf("%s: malformed pid file", PidFile(dir, name))
 	}
-	if !runs(pid, fields[1]) {
-		return os.Remove(pidFile(dir, name))
+	if !Runs(pid, fields[1]) {
+		return os.Remove(PidFile(dir, name))
 	}
 	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stop %s (pid %d): %w", name, pid, err)
 	}
 	deadline := time.Now().Add(grace)
-	for runs(pid, fields[1]) && time.Now().Before(deadline) {
+	for Runs(pid, fields[1]) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if runs(pid, fields[1]) {
+	if Runs(pid, fields[1]) {
 		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
 		}
-		for i := 0; i < 100 && runs(pid, fields[1]); i++ {
+		for i := 0; i < 100 && Runs(pid, fields[1]); i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	if runs(pid, fields[1]) {
+	if Runs(pid, fields[1]) {
 		return fmt.Errorf("%s (pid %d) still running after SIGKILL", name, pid)
 	}
-	return os.Remove(pidFile(dir, name))
+	return os.Remove(PidFile(dir, name))
 }
 
-// runs reports whether pid is alive (not a zombie) and executes bin.
-func runs(pid int, bin string) bool {
+// Runs reports whether pid is alive (not a zombie) and executes bin.
+func Runs(pid int, bin string) bool {
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
 		return false
@@ -181,4 +191,45 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreePorts returns n distinct free TCP ports on 127.0.0.1.
+func FreePorts(n int) ([]int, error) {
+	seen := map[int]bool{}
+	var out []int
+	for len(out) < n {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// GoBinary returns the path of the Go command pkg (an import path in this
+// module): the file named by the environment variable env when set (make
+// builds the test binaries once and sets it), else a fresh build in a test
+// temp dir.
+func GoBinary(t testing.TB, env, pkg string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			t.Fatalf("%s=%s: %v", env, p, err)
+		}
+		return abs
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
 }

@@ -1,0 +1,254 @@
+package kadm
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// DefaultRequestTimeout bounds each admin operation when requestTimeout is
+// not set. It is a connection setting, not a resource default.
+const DefaultRequestTimeout = 15 * time.Second
+
+// Config is the `config:` block of a kadm backend in buckety-controller.yaml.
+type Config struct {
+	// SeedBrokers are the host:port addresses the controller uses to reach
+	// the cluster's admin API. Required.
+	SeedBrokers []string `json:"seedBrokers"`
+	// ClientID is the Kafka client.id the controller identifies as.
+	ClientID string `json:"clientID,omitempty"`
+	// Bootstrap is the comma-separated bootstrap address written to access
+	// Secrets, for when consumers must use another address than the
+	// controller. Defaults to seedBrokers joined by commas.
+	Bootstrap string `json:"bootstrap,omitempty"`
+	// RequestTimeout bounds each admin operation, connection attempts
+	// included. Defaults to 15s.
+	RequestTimeout drivers.Duration `json:"requestTimeout,omitempty"`
+	// TLS enables TLS to the brokers when present.
+	TLS *TLS `json:"tls,omitempty"`
+	// SASL enables SASL authentication when present.
+	SASL *SASL `json:"sasl,omitempty"`
+
+	dir string
+}
+
+// TLS configures TLS to the brokers. Certificates are given either as files
+// or as PEM text (typically ${VAR} from a Secret-backed env var), not both.
+type TLS struct {
+	// CAFile is a PEM file of CA certificates to trust instead of the
+	// system roots.
+	CAFile string `json:"caFile,omitempty"`
+	// CA is PEM text of CA certificates to trust instead of the system roots.
+	CA string `json:"ca,omitempty" envsubst:"true"`
+	// CertFile and KeyFile are a PEM client certificate and key for mutual TLS.
+	CertFile string `json:"certFile,omitempty"`
+	// KeyFile is the PEM client key for CertFile.
+	KeyFile string `json:"keyFile,omitempty"`
+	// Cert is PEM text of a client certificate for mutual TLS.
+	Cert string `json:"cert,omitempty" envsubst:"true"`
+	// Key is PEM text of the client key for Cert.
+	Key string `json:"key,omitempty" envsubst:"true" credential:"true"`
+	// ServerName overrides the name verified in the brokers' certificates.
+	ServerName string `json:"serverName,omitempty"`
+}
+
+// SASL configures SASL authentication.
+type SASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string `json:"mechanism" jsonschema:"enum=PLAIN,enum=SCRAM-SHA-256,enum=SCRAM-SHA-512"`
+	// Username to authenticate as.
+	Username string `json:"username" envsubst:"true"`
+	// Password for Username.
+	Password string `json:"password" envsubst:"true" credential:"true"`
+}
+
+// SASL mechanisms the driver supports.
+var saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+// SetDir resolves relative certificate paths against the config directory.
+func (c *Config) SetDir(abs string) { c.dir = abs }
+
+func (c *Config) path(p string) string {
+	if p == "" || filepath.IsAbs(p) || c.dir == "" {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+// Validate implements drivers.Config.
+func (c *Config) Validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(c.SeedBrokers) == 0 {
+		errs = append(errs, field.Required(p.Child("seedBrokers"), "list at least one host:port of the Kafka cluster"))
+	}
+	for i, b := range c.SeedBrokers {
+		if err := validHostPort(b); err != nil {
+			errs = append(errs, field.Invalid(p.Child("seedBrokers").Index(i), b, err.Error()))
+		}
+	}
+	if c.Bootstrap != "" {
+		for _, b := range strings.Split(c.Bootstrap, ",") {
+			if err := validHostPort(strings.TrimSpace(b)); err != nil {
+				errs = append(errs, field.Invalid(p.Child("bootstrap"), c.Bootstrap, "want comma-separated host:port: "+err.Error()))
+				break
+			}
+		}
+	}
+	if c.RequestTimeout.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("requestTimeout"), c.RequestTimeout.String(), "must be positive"))
+	}
+	if t := c.TLS; t != nil {
+		tp := p.Child("tls")
+		if t.CAFile != "" && t.CA != "" {
+			errs = append(errs, field.Forbidden(tp.Child("ca"), "set caFile or ca, not both"))
+		}
+		if (t.CertFile != "" || t.KeyFile != "") && (t.Cert != "" || t.Key != "") {
+			errs = append(errs, field.Forbidden(tp.Child("cert"), "set certFile/keyFile or cert/key, not both"))
+		}
+		if (t.CertFile == "") != (t.KeyFile == "") {
+			errs = append(errs, field.Required(tp.Child("keyFile"), "certFile and keyFile go together"))
+		}
+		if (t.Cert == "") != (t.Key == "") {
+			errs = append(errs, field.Required(tp.Child("key"), "cert and key go together"))
+		}
+		if len(errs) == 0 {
+			if _, err := c.tlsConfig(); err != nil {
+				errs = append(errs, field.Invalid(tp, field.OmitValueType{}, err.Error()))
+			}
+		}
+	}
+	if s := c.SASL; s != nil {
+		sp := p.Child("sasl")
+		if !contains(saslMechanisms, s.Mechanism) {
+			errs = append(errs, field.NotSupported(sp.Child("mechanism"), s.Mechanism, saslMechanisms))
+		}
+		if s.Username == "" {
+			errs = append(errs, field.Required(sp.Child("username"), "the SASL user the controller authenticates as"))
+		}
+		if s.Password == "" {
+			errs = append(errs, field.Required(sp.Child("password"), "set it from a Secret-backed env var, as ${KAFKA_PASSWORD}"))
+		}
+	}
+	return errs
+}
+
+func validHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("want host:port: %v", err)
+	}
+	if host == "" {
+		return fmt.Errorf("want host:port: host is empty")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("want host:port: port %q is not 1-65535", port)
+	}
+	return nil
+}
+
+func (c *Config) timeout() time.Duration {
+	if c.RequestTimeout.Duration > 0 {
+		return c.RequestTimeout.Duration
+	}
+	return DefaultRequestTimeout
+}
+
+func (c *Config) bootstrap() string {
+	if c.Bootstrap != "" {
+		return c.Bootstrap
+	}
+	return strings.Join(c.SeedBrokers, ",")
+}
+
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	t := c.TLS
+	if t == nil {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	ca := []byte(t.CA)
+	if t.CAFile != "" {
+		b, err := os.ReadFile(c.path(t.CAFile))
+		if err != nil {
+			return nil, fmt.Errorf("caFile: %v", err)
+		}
+		ca = b
+	}
+	if len(ca) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, fmt.Errorf("ca: no PEM certificate found")
+		}
+		cfg.RootCAs = pool
+	}
+	switch {
+	case t.CertFile != "":
+		pair, err := tls.LoadX509KeyPair(c.path(t.CertFile), c.path(t.KeyFile))
+		if err != nil {
+			return nil, fmt.Errorf("certFile/keyFile: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	case t.Cert != "" && t.Key != "":
+		pair, err := tls.X509KeyPair([]byte(t.Cert), []byte(t.Key))
+		if err != nil {
+			return nil, fmt.Errorf("cert/key: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// clientOpts builds the kgo options for the admin client.
+func (c *Config) clientOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.SeedBrokers...),
+		kgo.DialTimeout(c.timeout()),
+		kgo.RequestTimeoutOverhead(c.timeout()),
+		kgo.RetryTimeout(c.timeout()),
+		// Admin reads must see topics created moments ago.
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}
+	if c.ClientID != "" {
+		opts = append(opts, kgo.ClientID(c.ClientID))
+	}
+	tc, err := c.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if s := c.SASL; s != nil {
+		switch s.Mechanism {
+		case "PLAIN":
+			opts = append(opts, kgo.SASL(plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()))
+		}
+	}
+	return opts, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

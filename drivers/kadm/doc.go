@@ -1,0 +1,21 @@
+// Package kadm is the kadm driver: Kafka topics on any broker that speaks the
+// Kafka protocol (Apache Kafka, Redpanda, Confluent), through franz-go's kadm
+// admin client.
+//
+// A Buckety is one topic. Its parameters are the topic's partition count,
+// replication factor and topic configs, under Kafka's own names with a
+// "config." prefix. Ensure converges the broker to the spec on every call:
+// it grows partitions, sets configs that differ and deletes dynamic topic
+// configs the spec does not have, so removing a key reverts it to the broker
+// default and out-of-band additions are reverted too. What Kafka cannot do in
+// place (shrink partitions, change the replication factor) is reported as a
+// DriftError and never attempted.
+//
+// The driver keeps no defaults of its own: an omitted partitions or
+// replicationFactor is sent as -1 at creation, so the broker's
+// num.partitions and default.replication.factor apply.
+//
+// v1alpha1 has no per-consumer credentials (auth mode none): every access
+// receives the bootstrap address and the topic name, and roles other than
+// ReadWrite are reported as not scoped.
+package kadm

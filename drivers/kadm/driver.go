@@ -1,0 +1,139 @@
+package kadm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Name is the driver's registry name. It never changes.
+const Name = "kadm"
+
+// version is the driver's SemVer; releases override it with
+// -ldflags "-X github.com/Yolean/buckety-controller/drivers/kadm.version=0.1.1".
+var version = "0.1.0"
+
+// Access parameter keys the driver knows; none are enforced in v1alpha1.
+const (
+	// AccessConsumerGroupPrefix restricts the consumer groups an access may
+	// use (v1alpha2, with SCRAM users and ACLs).
+	AccessConsumerGroupPrefix = "consumerGroupPrefix"
+)
+
+// Driver is the kadm driver.
+type Driver struct {
+	// Hooks are added to every admin client the driver opens; tests count
+	// requests with them.
+	Hooks []kgo.Hook
+}
+
+// New returns the kadm driver.
+func New() *Driver { return &Driver{} }
+
+// Name implements drivers.Driver.
+func (*Driver) Name() string { return Name }
+
+// Version implements drivers.Driver.
+func (*Driver) Version() drivers.Version { return drivers.MustParseVersion(version) }
+
+// NewConfig implements drivers.Driver.
+func (*Driver) NewConfig() drivers.Config { return &Config{} }
+
+// maxTopicName is Kafka's topic-name limit.
+const maxTopicName = 249
+
+// ValidateName applies Kafka's topic-name rules.
+func (*Driver) ValidateName(p *field.Path, _ drivers.Config, name string) (warnings []string, errs field.ErrorList) {
+	switch {
+	case name == "":
+		return nil, field.ErrorList{field.Required(p, "the topic name is empty")}
+	case name == "." || name == "..":
+		return nil, field.ErrorList{field.Invalid(p, name, `"." and ".." are not valid topic names`)}
+	case len(name) > maxTopicName:
+		errs = append(errs, field.TooLong(p, name, maxTopicName))
+	}
+	var bad []string
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			if !contains(bad, string(r)) {
+				bad = append(bad, string(r))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		errs = append(errs, field.Invalid(p, name, fmt.Sprintf("a Kafka topic name may contain only ASCII letters, digits, '.', '_' and '-'; found %q", strings.Join(bad, ""))))
+	}
+	if strings.HasPrefix(name, "__") {
+		errs = append(errs, field.Invalid(p, name, `names starting with "__" are reserved for Kafka's internal topics`))
+	}
+	if strings.Contains(name, ".") && strings.Contains(name, "_") {
+		warnings = append(warnings, fmt.Sprintf("%s: topic name %q mixes '.' and '_': Kafka metric names replace '.' with '_', so it can collide with another topic's metrics", p, name))
+	}
+	return warnings, errs
+}
+
+// ValidateParameters implements drivers.Driver.
+func (*Driver) ValidateParameters(p *field.Path, _ drivers.Config, old, new map[string]string) ([]string, field.ErrorList) {
+	return validateParams(p, old, new)
+}
+
+// ValidateAccess accepts every role and the consumerGroupPrefix parameter,
+// warning that v1alpha1 enforces neither.
+func (*Driver) ValidateAccess(p *field.Path, _ drivers.Config, role string, params map[string]string) (warnings []string, errs field.ErrorList) {
+	for k, v := range params {
+		if k != AccessConsumerGroupPrefix {
+			errs = append(errs, field.NotSupported(p.Key(k), k, []string{AccessConsumerGroupPrefix}))
+			continue
+		}
+		if !validGroupPrefix(v) {
+			errs = append(errs, field.Invalid(p.Key(k), v, "a consumer group prefix may contain only ASCII letters, digits, '.', '_' and '-'"))
+			continue
+		}
+		warnings = append(warnings, fmt.Sprintf("%s: not enforced in v1alpha1 (no per-access Kafka users yet); any consumer group can be used", p.Key(k)))
+	}
+	if role != "" && role != "ReadWrite" {
+		warnings = append(warnings, fmt.Sprintf("role %s is not enforced in v1alpha1: the credentials allow reading and writing (ScopingNotImplemented)", role))
+	}
+	return warnings, errs
+}
+
+func validGroupPrefix(s string) bool {
+	if s == "" || len(s) > maxTopicName {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Open creates the backend's admin client. It does not dial: brokers are
+// contacted by the first operation.
+func (d *Driver) Open(_ context.Context, backend string, cfg drivers.Config) (drivers.Backend, error) {
+	c, ok := cfg.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("kadm: config is %T, want *kadm.Config", cfg)
+	}
+	opts, err := c.clientOpts()
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range d.Hooks {
+		opts = append(opts, kgo.WithHooks(h))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kadm: backend %s: %w", backend, err)
+	}
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(c.timeout().Milliseconds()))
+	return &Backend{name: backend, cfg: c, kgo: cl, adm: adm}, nil
+}

@@ -1,0 +1,361 @@
+package kadm
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// writeCounter counts requests that change the cluster, by API key.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes map[int16]int
+	all    int
+}
+
+var writeKeys = map[int16]bool{
+	kmsg.CreateTopics.Int16():            true,
+	kmsg.DeleteTopics.Int16():            true,
+	kmsg.CreatePartitions.Int16():        true,
+	kmsg.AlterConfigs.Int16():            true,
+	kmsg.IncrementalAlterConfigs.Int16(): true,
+	kmsg.DeleteRecords.Int16():           true,
+}
+
+func (w *writeCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.all++
+	if writeKeys[key] {
+		if w.writes == nil {
+			w.writes = map[int16]int{}
+		}
+		w.writes[key]++
+	}
+}
+
+func (w *writeCounter) reset() (writes, all int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range w.writes {
+		writes += n
+	}
+	all = w.all
+	w.writes, w.all = nil, 0
+	return writes, all
+}
+
+type fixture struct {
+	broker  *kafka.Broker
+	backend *Backend
+	counter *writeCounter
+	// admin is an independent client acting "out of band", as an operator
+	// with rpk or kafka-configs would.
+	admin *kadm.Client
+	kgo   *kgo.Client
+}
+
+func newFixture(t testing.TB, opts kafka.Options, mutate func(*Config)) *fixture {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: runs a real Kafka-protocol broker; run without -short (make test)")
+	}
+	b := kafka.Start(t, opts)
+	cfg := &Config{SeedBrokers: b.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	if errs := cfg.Validate(field.NewPath("config")); len(errs) > 0 {
+		t.Fatalf("config: %v", errs)
+	}
+	counter := &writeCounter{}
+	d := &Driver{Hooks: []kgo.Hook{counter}}
+	be, err := d.Open(context.Background(), "kafka", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	opts2, err := cfg.clientOpts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(opts2...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &fixture{broker: b, backend: be.(*Backend), counter: counter, admin: kadm.NewClient(cl), kgo: cl}
+}
+
+func (f *fixture) ensure(t *testing.T, name string, params map[string]string) drivers.EnsureResult {
+	t.Helper()
+	res, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: name, Parameters: params})
+	if err != nil {
+		t.Fatalf("Ensure(%s, %v): %v", name, params, err)
+	}
+	return res
+}
+
+// state reads a topic from the broker with the independent client.
+func (f *fixture) state(t *testing.T, topic string) (partitions int, rf int, dynamic map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	var st topicState
+	var err error
+	// Give the out-of-band client fresh metadata.
+	for i := 0; i < 50; i++ {
+		st, err = f.backend.describe(ctx, topic, true)
+		if err == nil && st.exists {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || !st.exists {
+		t.Fatalf("topic %s: exists=%v err=%v", topic, st.exists, err)
+	}
+	return int(st.partitions), int(st.replicationFactor), st.dynamic
+}
+
+func (f *fixture) setOutOfBand(t *testing.T, topic string, alters ...kadm.AlterConfig) {
+	t.Helper()
+	resps, err := f.admin.AlterTopicConfigs(context.Background(), alters, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := resps.On(topic, nil); err != nil || r.Err != nil {
+		t.Fatalf("out-of-band alter: %v %v", err, r.Err)
+	}
+}
+
+func TestEnsureCreateWithEveryParameterKind(t *testing.T) {
+	f := newFixture(t, kafka.Options{Brokers: 3}, nil)
+	res := f.ensure(t, "tenant1.orders.v003", map[string]string{
+		"partitions":               "6",
+		"replicationFactor":        "3",
+		"config.retention.ms":      "604800000",
+		"config.cleanup.policy":    "compact",
+		"config.max.message.bytes": "2097152",
+	})
+	if !res.Created {
+		t.Errorf("want Created, got %+v", res)
+	}
+	parts, rf, dyn := f.state(t, "tenant1.orders.v003")
+	if parts != 6 || rf != 3 {
+		t.Errorf("want 6 partitions and replication factor 3, got %d and %d", parts, rf)
+	}
+	want := map[string]string{"retention.ms": "604800000", "cleanup.policy": "compact", "max.message.bytes": "2097152"}
+	for k, v := range want {
+		if dyn[k] != v {
+			t.Errorf("config %s: want %q, got %q (all: %v)", k, v, dyn[k], dyn)
+		}
+	}
+	if len(dyn) != len(want) {
+		t.Errorf("want exactly %d dynamic configs, got %v", len(want), dyn)
+	}
+}
+
+func TestEnsureOmittedMeansBrokerDefault(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	f.ensure(t, "defaults", nil)
+	parts, _, dyn := f.state(t, "defaults")
+	if parts != 1 || len(dyn) != 0 {
+		t.Errorf("want the broker default of 1 partition and no topic configs, got %d partitions and %v", parts, dyn)
+	}
+	// Omitted partitions are never touched later, even when the topic grew.
+	if resp, err := f.admin.UpdatePartitions(context.Background(), 4, "defaults"); err != nil || resp.Error() != nil {
+		t.Fatalf("grow out of band: %v %v", err, resp.Error())
+	}
+	f.counter.reset()
+	res := f.ensure(t, "defaults", nil)
+	if w, _ := f.counter.reset(); w != 0 || len(res.Changes) != 0 {
+		t.Errorf("want no writes for unset partitions, got %d writes, changes %v", w, res.Changes)
+	}
+}
+
+func TestEnsureIsIdempotentWithZeroWrites(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	params := map[string]string{"partitions": "3", "config.retention.ms": "1000", "config.segment.ms": "60000"}
+	f.ensure(t, "idem", params)
+	f.counter.reset()
+	res := f.ensure(t, "idem", params)
+	writes, all := f.counter.reset()
+	if writes != 0 || res.Created || len(res.Changes) != 0 {
+		t.Fatalf("second Ensure: want zero writes and no changes, got %d writes of %d requests, %+v", writes, all, res)
+	}
+	if all == 0 {
+		t.Fatalf("the request counter saw nothing: the hook is not wired")
+	}
+}
+
+func TestEnsureGrowsPartitionsAndReportsShrinkAsDrift(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	f.ensure(t, "grow", map[string]string{"partitions": "2"})
+	res := f.ensure(t, "grow", map[string]string{"partitions": "5"})
+	if parts, _, _ := f.state(t, "grow"); parts != 5 {
+		t.Fatalf("want 5 partitions, got %d", parts)
+	}
+	if len(res.Changes) != 1 || res.Changes[0] != "partitions 2 -> 5" {
+		t.Errorf("want change \"partitions 2 -> 5\", got %v", res.Changes)
+	}
+	f.counter.reset()
+	_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "grow", Parameters: map[string]string{"partitions": "3", "config.retention.ms": "5000"}})
+	var drift *drivers.DriftError
+	if !errors.As(err, &drift) {
+		t.Fatalf("want *drivers.DriftError for a shrink, got %v", err)
+	}
+	if drift.Parameter != "partitions" || drift.Current != "5" || drift.Desired != "3" {
+		t.Errorf("want drift partitions current 5 desired 3, got %+v", drift)
+	}
+	if parts, _, dyn := f.state(t, "grow"); parts != 5 || dyn["retention.ms"] != "5000" {
+		t.Errorf("want partitions untouched (5) and the repairable config applied, got %d and %v", parts, dyn)
+	}
+	if w, _ := f.counter.reset(); w != 1 {
+		t.Errorf("want exactly one write (the config), never a partition request, got %d", w)
+	}
+}
+
+func TestEnsureRevertsOutOfBandConfigChanges(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	params := map[string]string{"config.retention.ms": "604800000"}
+	f.ensure(t, "drift", params)
+	f.setOutOfBand(t, "drift",
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1")},
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")})
+	res := f.ensure(t, "drift", params)
+	_, _, dyn := f.state(t, "drift")
+	if dyn["retention.ms"] != "604800000" {
+		t.Errorf("want retention.ms reverted to 604800000, got %q", dyn["retention.ms"])
+	}
+	if _, ok := dyn["cleanup.policy"]; ok {
+		t.Errorf("want the out-of-band cleanup.policy removed, got %v", dyn)
+	}
+	want := []string{`config retention.ms "1" -> "604800000"`, `config cleanup.policy "compact" removed (not in spec; broker default applies)`}
+	if strings.Join(res.Changes, "|") != strings.Join(want, "|") {
+		t.Errorf("want changes %q, got %q", want, res.Changes)
+	}
+}
+
+func TestEnsureRemovedKeyRevertsToDefault(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	f.ensure(t, "revert", map[string]string{"config.retention.ms": "1000", "config.segment.ms": "60000"})
+	f.ensure(t, "revert", map[string]string{"config.segment.ms": "60000"})
+	_, _, dyn := f.state(t, "revert")
+	if _, ok := dyn["retention.ms"]; ok || dyn["segment.ms"] != "60000" {
+		t.Errorf("want retention.ms back to the broker default and segment.ms kept, got %v", dyn)
+	}
+}
+
+func TestDeleteIsIdempotent(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	f.ensure(t, "gone", nil)
+	for i := 0; i < 2; i++ {
+		if err := f.backend.Delete(context.Background(), "gone"); err != nil {
+			t.Fatalf("delete #%d: %v", i+1, err)
+		}
+	}
+	st, err := f.backend.describe(context.Background(), "gone", false)
+	if err != nil || st.exists {
+		t.Fatalf("want the topic gone, got exists=%v err=%v", st.exists, err)
+	}
+}
+
+func TestInspect(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	in, err := f.backend.Inspect(ctx, "absent")
+	if err != nil || in.Exists || in.HasContent {
+		t.Fatalf("absent topic: want not existing, got %+v %v", in, err)
+	}
+	f.ensure(t, "empty", map[string]string{"partitions": "3"})
+	in, err = f.backend.Inspect(ctx, "empty")
+	if err != nil || !in.Exists || in.HasContent {
+		t.Fatalf("empty topic: want existing without content, got %+v %v", in, err)
+	}
+	f.ensure(t, "full", map[string]string{"partitions": "3"})
+	if err := f.kgo.ProduceSync(ctx, &kgo.Record{Topic: "full", Partition: 2, Value: []byte("hello")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	in, err = f.backend.Inspect(ctx, "full")
+	if err != nil || !in.Exists || !in.HasContent || !strings.Contains(in.Detail, "holds 1 records") {
+		t.Fatalf("non-empty topic: want content with detail, got %+v %v", in, err)
+	}
+}
+
+func TestGrant(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, func(c *Config) { c.Bootstrap = "kafka.example:9092" })
+	g, err := f.backend.Grant(context.Background(), drivers.Access{Resource: "t1", Role: "ReadWrite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Data) != 2 || string(g.Data["bootstrap"]) != "kafka.example:9092" || string(g.Data["topic"]) != "t1" || !g.Scoped {
+		t.Errorf("want exactly bootstrap and topic, scoped for ReadWrite, got %q scoped=%v", g.Data, g.Scoped)
+	}
+	for _, a := range []drivers.Access{{Resource: "t1", Role: "ReadOnly"}, {Resource: "t1", Role: "ReadWrite", Parameters: map[string]string{"consumerGroupPrefix": "x-"}}} {
+		g, err := f.backend.Grant(context.Background(), a)
+		if err != nil || g.Scoped {
+			t.Errorf("%+v: want not scoped, got scoped=%v err=%v", a, g.Scoped, err)
+		}
+	}
+	if err := f.backend.Revoke(context.Background(), drivers.Access{Resource: "t1"}); err != nil {
+		t.Errorf("revoke: %v", err)
+	}
+	// Without a bootstrap override, the seed brokers are the bootstrap.
+	cfg := &Config{SeedBrokers: []string{"a:1", "b:2"}}
+	if got := cfg.bootstrap(); got != "a:1,b:2" {
+		t.Errorf("want a:1,b:2, got %q", got)
+	}
+}
+
+func TestBrokerDownIsUnavailableWithinTimeout(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, func(c *Config) { c.RequestTimeout = drivers.Duration{Duration: 2 * time.Second} })
+	f.ensure(t, "t", nil)
+	if err := f.broker.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "t"})
+	took := time.Since(start)
+	if !drivers.IsUnavailable(err) {
+		t.Fatalf("want *drivers.UnavailableError, got %T %v", err, err)
+	}
+	if took > 4*time.Second {
+		t.Errorf("want the error within about the 2s request timeout, took %s", took)
+	}
+	in, err := f.backend.Inspect(context.Background(), "t")
+	if err == nil || !in.HasContent {
+		t.Errorf("inspect while down: want an error reported as content, got %+v %v", in, err)
+	}
+}
+
+func TestRequestErrorIsNotUnavailable(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	// One broker answers; a replication factor of 7 is impossible.
+	_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "rf", Parameters: map[string]string{"replicationFactor": "7"}})
+	if err == nil {
+		t.Fatal("want the broker to refuse replication factor 7 on one broker")
+	}
+	if !strings.Contains(err.Error(), "create topic rf") {
+		t.Errorf("want the error to say what failed, got %v", err)
+	}
+	if drivers.IsUnavailable(err) {
+		t.Fatalf("a broker's answer must not read as unavailability: %v", err)
+	}
+}

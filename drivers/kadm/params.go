@@ -1,0 +1,157 @@
+package kadm
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Driver-known parameter keys.
+const (
+	// ParamPartitions is the topic's partition count: grows in place, never
+	// shrinks.
+	ParamPartitions = "partitions"
+	// ParamReplicationFactor is the topic's replication factor: set at
+	// creation, immutable.
+	ParamReplicationFactor = "replicationFactor"
+	// ConfigPrefix prefixes Kafka topic configs passed through unmodified.
+	ConfigPrefix = "config."
+)
+
+var knownKeys = []string{ParamPartitions, ParamReplicationFactor}
+
+// configNameRE is the shape of a Kafka config name.
+var configNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*([._-][a-z0-9]+)*$`)
+
+// overlapping are config names that would duplicate a driver-known key.
+var overlapping = map[string]string{
+	"num.partitions":             ParamPartitions,
+	"partitions":                 ParamPartitions,
+	"replication.factor":         ParamReplicationFactor,
+	"default.replication.factor": ParamReplicationFactor,
+}
+
+// apacheTopicConfigs are the topic-level configs of Apache Kafka 4.x. A
+// config outside this list is passed through (Redpanda and Confluent have
+// their own) but earns an admission warning, because it may be a typo.
+var apacheTopicConfigs = map[string]bool{
+	"cleanup.policy": true, "compression.type": true, "compression.gzip.level": true,
+	"compression.lz4.level": true, "compression.zstd.level": true,
+	"delete.retention.ms": true, "file.delete.delay.ms": true, "flush.messages": true,
+	"flush.ms": true, "follower.replication.throttled.replicas": true,
+	"index.interval.bytes": true, "leader.replication.throttled.replicas": true,
+	"local.retention.bytes": true, "local.retention.ms": true, "max.compaction.lag.ms": true,
+	"max.message.bytes": true, "message.downconversion.enable": true,
+	"message.timestamp.after.max.ms": true, "message.timestamp.before.max.ms": true,
+	"message.timestamp.difference.max.ms": true, "message.timestamp.type": true,
+	"min.cleanable.dirty.ratio": true, "min.compaction.lag.ms": true, "min.insync.replicas": true,
+	"preallocate": true, "remote.log.copy.disable": true, "remote.log.delete.on.disable": true,
+	"remote.storage.enable": true, "retention.bytes": true, "retention.ms": true,
+	"segment.bytes": true, "segment.index.bytes": true, "segment.jitter.ms": true,
+	"segment.ms": true, "unclean.leader.election.enable": true,
+	"message.format.version": true,
+}
+
+// cautions are configs that are mutable but can lose data or availability;
+// they are accepted with an admission warning that says why.
+var cautions = map[string]string{
+	"cleanup.policy":                 "changing cleanup.policy changes which records the broker deletes (delete vs compact); existing data may be removed",
+	"retention.ms":                   "lowering retention.ms deletes records older than the new value at the next log cleanup",
+	"retention.bytes":                "lowering retention.bytes deletes the oldest segments beyond the new size",
+	"min.insync.replicas":            "min.insync.replicas above the replication factor makes every acks=all produce fail",
+	"unclean.leader.election.enable": "unclean leader election can lose acknowledged records",
+	"remote.storage.enable":          "tiered storage cannot simply be turned off again: Kafka requires remote.log.delete.on.disable, which deletes the remote data",
+}
+
+// params is the parsed form of spec.parameters.
+type params struct {
+	partitions        int32 // -1: not set
+	replicationFactor int16 // -1: not set
+	configs           map[string]string
+}
+
+// parseParams parses parameters without reporting problems; call
+// validateParams first.
+func parseParams(in map[string]string) params {
+	p := params{partitions: -1, replicationFactor: -1, configs: map[string]string{}}
+	for k, v := range in {
+		switch {
+		case k == ParamPartitions:
+			if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+				p.partitions = int32(n)
+			}
+		case k == ParamReplicationFactor:
+			if n, err := strconv.ParseInt(v, 10, 16); err == nil {
+				p.replicationFactor = int16(n)
+			}
+		case strings.HasPrefix(k, ConfigPrefix):
+			p.configs[strings.TrimPrefix(k, ConfigPrefix)] = v
+		}
+	}
+	return p
+}
+
+// validateParams checks parameters; old is nil on create.
+func validateParams(fp *field.Path, old, new map[string]string) (warnings []string, errs field.ErrorList) {
+	keys := make([]string, 0, len(new))
+	for k := range new {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := new[k]
+		kp := fp.Key(k)
+		switch {
+		case k == ParamPartitions:
+			if n, err := strconv.ParseInt(v, 10, 32); err != nil || n <= 0 || v != strconv.FormatInt(n, 10) {
+				errs = append(errs, field.Invalid(kp, v, "must be a positive integer, as \"12\""))
+			}
+		case k == ParamReplicationFactor:
+			if n, err := strconv.ParseInt(v, 10, 16); err != nil || n <= 0 || v != strconv.FormatInt(n, 10) {
+				errs = append(errs, field.Invalid(kp, v, "must be a positive integer up to 32767, as \"3\""))
+			}
+		case strings.HasPrefix(k, ConfigPrefix):
+			name := strings.TrimPrefix(k, ConfigPrefix)
+			if !configNameRE.MatchString(name) {
+				errs = append(errs, field.Invalid(kp, k, "after \"config.\" must come a Kafka topic config name: lowercase letters and digits separated by '.', '_' or '-', as config.retention.ms"))
+				continue
+			}
+			if known, ok := overlapping[name]; ok {
+				errs = append(errs, field.Invalid(kp, k, fmt.Sprintf("duplicates the driver parameter %q; use %s instead", known, known)))
+				continue
+			}
+			if !apacheTopicConfigs[name] {
+				warnings = append(warnings, fmt.Sprintf("%s: %q is not an Apache Kafka topic config; it is passed to the broker as is, which rejects it if it does not know it", kp, name))
+			}
+			if c, ok := cautions[name]; ok && old != nil && old[k] != v {
+				warnings = append(warnings, fmt.Sprintf("%s: %s", kp, c))
+			}
+		default:
+			errs = append(errs, field.NotSupported(kp, k, append(append([]string{}, knownKeys...), "config.<kafka topic config>")))
+		}
+	}
+	if old == nil {
+		return warnings, errs
+	}
+	if ov, nv := old[ParamReplicationFactor], new[ParamReplicationFactor]; ov != nv {
+		errs = append(errs, field.Forbidden(fp.Key(ParamReplicationFactor), fmt.Sprintf("is immutable after creation (was %s, now %s): Kafka cannot change a topic's replication factor in place", orUnset(ov), orUnset(nv))))
+	}
+	ov, nv := old[ParamPartitions], new[ParamPartitions]
+	on, oerr := strconv.Atoi(ov)
+	nn, nerr := strconv.Atoi(nv)
+	if oerr == nil && nerr == nil && nn < on {
+		errs = append(errs, field.Forbidden(fp.Key(ParamPartitions), fmt.Sprintf("can only grow (was %d, now %d): Kafka cannot remove partitions", on, nn)))
+	}
+	return warnings, errs
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "unset"
+	}
+	return s
+}

@@ -1,0 +1,62 @@
+package kadm
+
+import (
+	"github.com/invopop/jsonschema"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// CEL rules of the parameters schema, evaluated by the admission webhook on
+// update with oldSelf bound to the previous parameters. They mirror
+// validateParams.
+const (
+	ruleRFImmutable   = "has(self.replicationFactor) == has(oldSelf.replicationFactor) && (!has(self.replicationFactor) || self.replicationFactor == oldSelf.replicationFactor)"
+	rulePartitionGrow = "!has(self.partitions) || !has(oldSelf.partitions) || int(self.partitions) >= int(oldSelf.partitions)"
+	ruleNoOverlap     = "['config.num.partitions', 'config.partitions', 'config.replication.factor', 'config.default.replication.factor'].all(k, !(k in self))"
+)
+
+// Schemas implements drivers.Driver.
+func (*Driver) Schemas() drivers.Schemas {
+	props := jsonschema.NewProperties()
+	props.Set(ParamPartitions, &jsonschema.Schema{
+		Type:        "string",
+		Pattern:     `^[1-9][0-9]{0,9}$`,
+		Description: "Partition count. Grows in place; Kafka cannot shrink it (a lower value is rejected on update, and a topic that has more partitions than this reports ParameterDrift). Omitted: the broker's num.partitions at creation, never touched later.",
+	})
+	props.Set(ParamReplicationFactor, &jsonschema.Schema{
+		Type:        "string",
+		Pattern:     `^[1-9][0-9]{0,4}$`,
+		Description: "Replication factor, set at creation. Immutable. Omitted: the broker's default.replication.factor.",
+	})
+	params := &jsonschema.Schema{
+		Type:        "object",
+		Title:       "kadm driver: Buckety spec.parameters",
+		Description: "Parameters of a Kafka topic. Values are strings. Keys are partitions, replicationFactor, or config.<name> for any Kafka topic config (passed through unmodified; keys not in spec are removed from the topic so the broker default applies).",
+		Properties:  props,
+		PatternProperties: map[string]*jsonschema.Schema{
+			`^config\.[a-z][a-z0-9]*([._-][a-z0-9]+)*$`: {Type: "string", Description: "A Kafka topic config under its Kafka name, e.g. config.retention.ms."},
+		},
+		AdditionalProperties: jsonschema.FalseSchema,
+		Extras: map[string]any{
+			"x-kubernetes-validations": []map[string]string{
+				{"rule": ruleRFImmutable, "message": "replicationFactor is immutable after creation: Kafka cannot change a topic's replication factor in place"},
+				{"rule": rulePartitionGrow, "message": "partitions can only grow: Kafka cannot remove partitions"},
+				{"rule": ruleNoOverlap, "message": "config.num.partitions, config.partitions, config.replication.factor and config.default.replication.factor duplicate the driver parameters: use partitions and replicationFactor"},
+			},
+			"x-buckety-immutable": []string{ParamReplicationFactor},
+		},
+	}
+	accessProps := jsonschema.NewProperties()
+	accessProps.Set(AccessConsumerGroupPrefix, &jsonschema.Schema{
+		Type:        "string",
+		Pattern:     `^[a-zA-Z0-9._-]{1,249}$`,
+		Description: "Consumer groups this access may use must start with this prefix. Accepted but not enforced in v1alpha1 (ScopingNotImplemented).",
+	})
+	access := &jsonschema.Schema{
+		Type:                 "object",
+		Title:                "kadm driver: BucketyAccess spec.parameters",
+		Properties:           accessProps,
+		AdditionalProperties: jsonschema.FalseSchema,
+	}
+	return drivers.Schemas{Parameters: params, AccessParameters: access}
+}

@@ -1,0 +1,172 @@
+// Package release holds what buckety-release does: writing the published
+// JSON schemas and rendering the digest-pinned kustomize release base.
+package release
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+	orderedmap "github.com/pb33f/ordered-map/v2"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+// Module is the product's Go module path.
+const Module = "github.com/Yolean/buckety-controller"
+
+// RawBase is where the schemas are published: GitHub raw URLs of the main
+// branch. A consumer that wants a strict pin replaces "main" with a tag.
+const RawBase = "https://raw.githubusercontent.com/Yolean/buckety-controller/main/"
+
+// ControllerSchemaPath is the schema of the whole buckety-controller.yaml.
+const ControllerSchemaPath = "deploy/schema/buckety-controller.schema.json"
+
+// SchemaPaths returns the repository-relative paths of a driver's schemas:
+// drivers/<name>/schema/v<major>.<minor>/{config,parameters,access-parameters}.schema.json.
+func SchemaPaths(d drivers.Driver) (configPath, paramsPath, accessPath string) {
+	dir := filepath.ToSlash(filepath.Join("drivers", d.Name(), "schema", d.Version().SchemaDir()))
+	return dir + "/config.schema.json", dir + "/parameters.schema.json", dir + "/access-parameters.schema.json"
+}
+
+// Schemas renders every schema file, keyed by repository-relative path. It
+// reads Go doc comments for descriptions, so it runs with the working
+// directory at the repository root.
+func Schemas(reg *drivers.Registry) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	var branches []*jsonschema.Schema
+	for _, name := range reg.Names() {
+		d, _ := reg.Get(name)
+		cfgPath, paramsPath, accessPath := SchemaPaths(d)
+		cs, err := configSchema(d)
+		if err != nil {
+			return nil, err
+		}
+		cs.ID = jsonschema.ID(RawBase + cfgPath)
+		cs.Title = fmt.Sprintf("%s driver %s: backend config", name, d.Version().SchemaDir())
+		s := d.Schemas()
+		for path, sch := range map[string]*jsonschema.Schema{cfgPath: cs, paramsPath: s.Parameters, accessPath: s.AccessParameters} {
+			sch.Version = jsonschema.Version
+			sch.ID = jsonschema.ID(RawBase + path)
+			b, err := marshal(sch)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			out[path] = b
+		}
+		props := jsonschema.NewProperties()
+		props.Set("config", &jsonschema.Schema{Ref: RawBase + cfgPath})
+		branches = append(branches, &jsonschema.Schema{
+			If:   &jsonschema.Schema{Properties: constProps("driver", name), Required: []string{"driver"}},
+			Then: &jsonschema.Schema{Properties: props},
+		})
+	}
+	whole, err := controllerSchema(reg.Names(), branches)
+	if err != nil {
+		return nil, err
+	}
+	out[ControllerSchemaPath] = whole
+	return out, nil
+}
+
+func constProps(key, value string) *orderedmap.OrderedMap[string, *jsonschema.Schema] {
+	p := jsonschema.NewProperties()
+	p.Set(key, &jsonschema.Schema{Const: value})
+	return p
+}
+
+// configSchema reflects a driver's options type, with field comments as
+// descriptions.
+func configSchema(d drivers.Driver) (*jsonschema.Schema, error) {
+	t := reflect.TypeOf(d.NewConfig())
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
+	rel := strings.TrimPrefix(t.PkgPath(), Module+"/")
+	if err := r.AddGoComments(Module, "./"+rel); err != nil {
+		return nil, fmt.Errorf("read doc comments of %s (run from the repository root): %w", rel, err)
+	}
+	if err := r.AddGoComments(Module, "./drivers"); err != nil {
+		return nil, err
+	}
+	s := r.ReflectFromType(t)
+	s.Version = ""
+	return s, nil
+}
+
+// controllerSchema describes buckety-controller.yaml: the config type, with
+// each backend's config validated by its driver's schema.
+func controllerSchema(driverNames []string, branches []*jsonschema.Schema) ([]byte, error) {
+	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
+	if err := r.AddGoComments(Module, "./internal/config"); err != nil {
+		return nil, fmt.Errorf("read doc comments of internal/config (run from the repository root): %w", err)
+	}
+	s := r.Reflect(&config.Config{})
+	s.ID = jsonschema.ID(RawBase + ControllerSchemaPath)
+	s.Title = "buckety-controller.yaml"
+	backends, ok := s.Properties.Get("backends")
+	if !ok || backends.Items == nil {
+		return nil, fmt.Errorf("config.Config has no backends list")
+	}
+	item := backends.Items
+	if drv, ok := item.Properties.Get("driver"); ok {
+		enum := make([]any, len(driverNames))
+		for i, n := range driverNames {
+			enum[i] = n
+		}
+		drv.Enum = enum
+	}
+	if cfg, ok := item.Properties.Get("config"); ok {
+		cfg.Type = "object"
+	}
+	item.AllOf = branches
+	return marshal(s)
+}
+
+func marshal(s *jsonschema.Schema) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	// jsonschema.Schema marshals itself with HTML escaping; undo it so the
+	// published files read naturally (the characters are valid JSON).
+	b := bytes.ReplaceAll(buf.Bytes(), []byte(`\u003c`), []byte("<"))
+	b = bytes.ReplaceAll(b, []byte(`\u003e`), []byte(">"))
+	return bytes.ReplaceAll(b, []byte(`\u0026`), []byte("&")), nil
+}
+
+// WriteSchemas writes Schemas under root and removes schema files of driver
+// versions that are no longer built (a major or minor bump moves the
+// directory).
+func WriteSchemas(root string, reg *drivers.Registry) ([]string, error) {
+	files, err := Schemas(reg)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(full, files[p], 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}

@@ -1,0 +1,124 @@
+// Package kafka starts the test Kafka-protocol broker (test/kafka/broker) as
+// a process on free loopback ports, for driver, controller and end-to-end
+// tests.
+package kafka
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Yolean/buckety-controller/test/proc"
+)
+
+// BinaryEnv names the environment variable holding a prebuilt broker.
+const BinaryEnv = "BUCKETY_KFAKE_BROKER"
+
+// Options configure a broker process.
+type Options struct {
+	// Brokers is the number of brokers (default 1).
+	Brokers int
+	// SASL entries are MECHANISM:user:password superusers.
+	SASL []string
+	// TLSCert and TLSKey are PEM files to serve TLS with.
+	TLSCert, TLSKey string
+	// DataDir persists state so a restart keeps topics.
+	DataDir string
+}
+
+// Broker is a running broker process.
+type Broker struct {
+	// Addrs are the brokers' host:port addresses on 127.0.0.1.
+	Addrs []string
+	opts  Options
+	bin   string
+	dir   string
+	ports []int
+	p     *proc.Process
+}
+
+// Start starts a broker and stops it when the test ends.
+func Start(t testing.TB, opts Options) *Broker {
+	t.Helper()
+	if opts.Brokers == 0 {
+		opts.Brokers = 1
+	}
+	ports, err := proc.FreePorts(opts.Brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Broker{opts: opts, bin: proc.GoBinary(t, BinaryEnv, "github.com/Yolean/buckety-controller/test/kafka/broker"), dir: t.TempDir(), ports: ports}
+	b.start(t)
+	t.Cleanup(func() {
+		if err := b.Stop(); err != nil {
+			t.Errorf("stop broker: %v", err)
+		}
+	})
+	return b
+}
+
+// Bootstrap is the comma-separated broker list.
+func (b *Broker) Bootstrap() string { return strings.Join(b.Addrs, ",") }
+
+func (b *Broker) start(t testing.TB) {
+	t.Helper()
+	addrFile := filepath.Join(b.dir, "addrs")
+	if err := os.Remove(addrFile); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	ps := make([]string, len(b.ports))
+	for i, p := range b.ports {
+		ps[i] = strconv.Itoa(p)
+	}
+	args := []string{"--brokers", strconv.Itoa(b.opts.Brokers), "--ports", strings.Join(ps, ","), "--addr-file", addrFile}
+	for _, s := range b.opts.SASL {
+		args = append(args, "--sasl", s)
+	}
+	if b.opts.TLSCert != "" {
+		args = append(args, "--tls-cert", b.opts.TLSCert, "--tls-key", b.opts.TLSKey)
+	}
+	if b.opts.DataDir != "" {
+		args = append(args, "--data-dir", b.opts.DataDir)
+	}
+	p, err := proc.Start(b.dir, "broker", b.bin, args, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.p = p
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if data, err := os.ReadFile(addrFile); err == nil {
+			b.Addrs = strings.Split(strings.TrimSpace(string(data)), ",")
+			return
+		}
+		if done, err := p.Exited(); done {
+			t.Fatalf("broker exited (%v):\n%s", err, p.Tail(20))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker not ready after 20s:\n%s", p.Tail(20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the broker process; it is idempotent.
+func (b *Broker) Stop() error {
+	if b.p == nil {
+		return nil
+	}
+	err := b.p.Stop(10 * time.Second)
+	b.p = nil
+	return err
+}
+
+// Restart starts the broker again on the same ports (and data dir).
+func (b *Broker) Restart(t testing.TB) {
+	t.Helper()
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b.start(t)
+}
