@@ -13,6 +13,11 @@ KUBE_TOOLS := etcd kube-apiserver kube-controller-manager kubectl
 # The directory of the pinned Kubernetes binaries, built on first use and
 # cached outside the clone (see test/tools/install.sh).
 KUBE_BIN    = $$(dirname "$$($(TOOLS) $(KUBE_TOOLS) | tail -1)")
+# Everything the integration tests run: the control plane, the two S3
+# servers and the Kafka-protocol broker, each built once and cached.
+TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
+              BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
+              BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker
 RUN_DIR    := .run
 FUZZTIME   ?= 30s
 
@@ -48,8 +53,12 @@ verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or static
 	go tool staticcheck ./...
 
 .PHONY: tools
-tools: ## build the pinned Kubernetes and etcd binaries (cached outside the clone)
-	$(TOOLS) $(KUBE_TOOLS)
+tools: ## build the pinned Kubernetes, etcd, VersityGW and MinIO binaries (cached outside the clone)
+	$(TOOLS) $(KUBE_TOOLS) versitygw minio
+
+.PHONY: test-binaries
+test-binaries: ## build the test programs (the Kafka-protocol broker)
+	go build -o bin/test/kfake-broker ./test/kafka/broker
 
 .PHONY: test-unit
 test-unit: ## unit tests only (no control plane)
@@ -60,12 +69,12 @@ test-fuzz: ## bounded fuzzing of the naming-template grammar
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/naming
 
 .PHONY: test-integration
-test-integration: ## every test, integration included, on a real control plane
-	BUCKETY_KUBE_BIN=$(KUBE_BIN) go test -count=1 -timeout 20m ./...
+test-integration: test-binaries ## every test, integration included, on a real control plane and real backends
+	$(TEST_ENV) go test -count=1 -timeout 30m ./...
 
 .PHONY: bench
-bench: ## run the benchmarks and print their figures (not part of make test)
-	BUCKETY_KUBE_BIN=$(KUBE_BIN) go test -run '^$$' -bench . -benchtime 2000x ./drivers/...
+bench: test-binaries ## run the benchmarks and print their figures (not part of make test)
+	$(TEST_ENV) go test -run '^$$' -bench . -benchtime 1000x ./drivers/...
 
 .PHONY: test
 test: verify test-fuzz test-integration ## everything CI runs: verify, fuzz smoke, unit and integration tests

@@ -134,6 +134,9 @@ type Access struct {
 	Role string
 	// Parameters are the access's spec.parameters.
 	Parameters map[string]string
+	// ResourceParameters are the Buckety's spec.parameters, for drivers
+	// whose Secret depends on them (an S3 bucket's region).
+	ResourceParameters map[string]string
 }
 
 // Grant is the result of granting an access.

@@ -53,3 +53,23 @@ func IsUnavailable(err error) bool {
 	var u *UnavailableError
 	return errors.As(err, &u)
 }
+
+// AccessDeniedError means the service was reached and refused the
+// controller's credentials or permissions: a configuration problem for the
+// cluster maintainer, not an outage.
+type AccessDeniedError struct {
+	Backend string
+	Err     error
+}
+
+func (e *AccessDeniedError) Error() string {
+	return fmt.Sprintf("backend %s refused the controller's credentials: %v", e.Backend, e.Err)
+}
+
+func (e *AccessDeniedError) Unwrap() error { return e.Err }
+
+// IsAccessDenied reports whether err is or wraps an *AccessDeniedError.
+func IsAccessDenied(err error) bool {
+	var a *AccessDeniedError
+	return errors.As(err, &a)
+}

@@ -2,11 +2,16 @@ package kadm
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/test/kafka"
@@ -33,11 +38,32 @@ func TestSASL(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer be.Close()
-			_, err = be.Ensure(context.Background(), drivers.Resource{Name: "nope"})
-			if err == nil {
+			// kfake drops the connection on a failed authentication where
+			// Kafka answers SASL_AUTHENTICATION_FAILED first; either way the
+			// request must fail (TestClassify covers Kafka's answer).
+			if _, err = be.Ensure(context.Background(), drivers.Resource{Name: "nope"}); err == nil {
 				t.Fatal("want a wrong password refused")
 			}
 		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	b := &Backend{name: "kafka"}
+	for _, err := range []error{kerr.SaslAuthenticationFailed, fmt.Errorf("create: %w", kerr.TopicAuthorizationFailed)} {
+		if got := b.classify(err); !drivers.IsAccessDenied(got) {
+			t.Errorf("%v: want *drivers.AccessDeniedError, got %T", err, got)
+		}
+	}
+	for _, err := range []error{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, context.DeadlineExceeded, io.EOF} {
+		if got := b.classify(err); !drivers.IsUnavailable(got) {
+			t.Errorf("%v: want *drivers.UnavailableError, got %T", err, got)
+		}
+	}
+	for _, err := range []error{kerr.InvalidReplicationFactor, kerr.PolicyViolation} {
+		if got := b.classify(err); drivers.IsUnavailable(got) || drivers.IsAccessDenied(got) {
+			t.Errorf("%v: want a plain request error, got %T", err, got)
+		}
 	}
 }
 

@@ -261,11 +261,14 @@ func (b *Backend) Close() error {
 }
 
 // classify wraps errors that mean "could not reach the cluster" in a
-// *drivers.UnavailableError; request errors answered by a broker pass
-// through.
+// *drivers.UnavailableError and refused credentials or permissions in a
+// *drivers.AccessDeniedError; other request errors pass through.
 func (b *Backend) classify(err error) error {
-	if err == nil || drivers.IsUnavailable(err) {
+	if err == nil || drivers.IsUnavailable(err) || drivers.IsAccessDenied(err) {
 		return err
+	}
+	if errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TopicAuthorizationFailed) {
+		return &drivers.AccessDeniedError{Backend: b.name, Err: err}
 	}
 	var ne net.Error
 	var oe *net.OpError

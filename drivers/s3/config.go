@@ -1,0 +1,238 @@
+package s3
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Known values of the implementation discriminator.
+const (
+	ImplAWS       = "aws"
+	ImplR2        = "r2"
+	ImplMinIO     = "minio"
+	ImplVersityGW = "versitygw"
+)
+
+// Implementations lists the allowed implementation values.
+var Implementations = []string{ImplAWS, ImplR2, ImplMinIO, ImplVersityGW}
+
+// DefaultRequestTimeout bounds each S3 operation when requestTimeout is not
+// set. It is a connection setting, not a resource default.
+const DefaultRequestTimeout = 30 * time.Second
+
+// DefaultDeleteSlice is how many object versions one deletion pass removes.
+const DefaultDeleteSlice = 1000
+
+// Config is the `config:` block of an s3 backend in buckety-controller.yaml.
+type Config struct {
+	// Implementation names the S3 implementation behind the endpoint (aws,
+	// r2, minio, versitygw). It enables capability-gated parameters, such as
+	// R2's jurisdiction. Omitted: no capability gating.
+	Implementation string `json:"implementation,omitempty" jsonschema:"enum=aws,enum=r2,enum=minio,enum=versitygw"`
+	// Endpoint is the S3 API URL the controller uses, as
+	// http://y-s3-api.blobs.svc.cluster.local:9000. Required unless
+	// implementation is aws.
+	Endpoint string `json:"endpoint,omitempty"`
+	// ConsumerEndpoint is the endpoint written to access Secrets, when
+	// workloads must use another URL than the controller. Defaults to
+	// endpoint.
+	ConsumerEndpoint string `json:"consumerEndpoint,omitempty"`
+	// Region is the signing region, and the region written to Secrets.
+	// Omitted: requests are signed for us-east-1 and Secrets have no region
+	// key.
+	Region string `json:"region,omitempty"`
+	// ForcePathStyle addresses buckets as endpoint/bucket instead of
+	// bucket.endpoint; most self-hosted servers need it.
+	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
+	// AccessKeyID is the access key, typically ${VAR} from a Secret-backed
+	// env var. In v1alpha1 it is also handed to every access.
+	AccessKeyID string `json:"accessKeyID" envsubst:"true" credential:"true"`
+	// SecretAccessKey is the secret key for AccessKeyID.
+	SecretAccessKey string `json:"secretAccessKey" envsubst:"true" credential:"true"`
+	// RequestTimeout bounds each S3 operation. Defaults to 30s.
+	RequestTimeout drivers.Duration `json:"requestTimeout,omitempty"`
+	// CAFile is a PEM file of CA certificates to trust for an https
+	// endpoint, instead of the system roots. Relative to the config
+	// directory.
+	CAFile string `json:"caFile,omitempty"`
+	// CA is PEM text of CA certificates to trust, as an alternative to
+	// caFile.
+	CA string `json:"ca,omitempty" envsubst:"true"`
+	// DeleteSlice is how many object versions one deletion pass removes
+	// before it reports progress. Defaults to 1000 (one DeleteObjects call).
+	DeleteSlice int `json:"deleteSlice,omitempty"`
+
+	dir string
+}
+
+// SetDir resolves caFile against the config directory.
+func (c *Config) SetDir(abs string) { c.dir = abs }
+
+// Validate implements drivers.Config.
+func (c *Config) Validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Implementation != "" && !contains(Implementations, c.Implementation) {
+		errs = append(errs, field.NotSupported(p.Child("implementation"), c.Implementation, Implementations))
+	}
+	switch {
+	case c.Endpoint == "" && c.Implementation != ImplAWS:
+		errs = append(errs, field.Required(p.Child("endpoint"), "the S3 API URL, as http://host:port (may be omitted only with implementation: aws)"))
+	case c.Endpoint != "":
+		if err := validURL(c.Endpoint); err != nil {
+			errs = append(errs, field.Invalid(p.Child("endpoint"), c.Endpoint, err.Error()))
+		}
+	}
+	if c.ConsumerEndpoint != "" {
+		if err := validURL(c.ConsumerEndpoint); err != nil {
+			errs = append(errs, field.Invalid(p.Child("consumerEndpoint"), c.ConsumerEndpoint, err.Error()))
+		}
+	}
+	if c.Region != "" && !validRegion(c.Region) {
+		errs = append(errs, field.Invalid(p.Child("region"), c.Region, "a region is lowercase letters, digits and '-', as eu-north-1 or auto"))
+	}
+	if c.AccessKeyID == "" {
+		errs = append(errs, field.Required(p.Child("accessKeyID"), "set it from a Secret-backed env var, as ${S3_ACCESS_KEY_ID}"))
+	}
+	if c.SecretAccessKey == "" {
+		errs = append(errs, field.Required(p.Child("secretAccessKey"), "set it from a Secret-backed env var, as ${S3_SECRET_ACCESS_KEY}"))
+	}
+	if c.RequestTimeout.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("requestTimeout"), c.RequestTimeout.String(), "must be positive"))
+	}
+	if c.DeleteSlice < 0 || c.DeleteSlice > 1000 {
+		errs = append(errs, field.Invalid(p.Child("deleteSlice"), c.DeleteSlice, "must be 1 to 1000 (S3's DeleteObjects limit)"))
+	}
+	if c.CA != "" && c.CAFile != "" {
+		errs = append(errs, field.Forbidden(p.Child("ca"), "set caFile or ca, not both"))
+	} else if _, err := c.rootCAs(); err != nil {
+		errs = append(errs, field.Invalid(p.Child("caFile"), field.OmitValueType{}, err.Error()))
+	}
+	return errs
+}
+
+func validURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("want an http:// or https:// URL")
+	}
+	if u.Host == "" {
+		return fmt.Errorf("the URL has no host")
+	}
+	if u.Path != "" && u.Path != "/" {
+		return fmt.Errorf("want the endpoint without a path (buckets are addressed by the driver)")
+	}
+	return nil
+}
+
+func validRegion(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Config) timeout() time.Duration {
+	if c.RequestTimeout.Duration > 0 {
+		return c.RequestTimeout.Duration
+	}
+	return DefaultRequestTimeout
+}
+
+func (c *Config) deleteSlice() int32 {
+	if c.DeleteSlice > 0 {
+		return int32(c.DeleteSlice)
+	}
+	return DefaultDeleteSlice
+}
+
+func (c *Config) signingRegion() string {
+	if c.Region != "" {
+		return c.Region
+	}
+	return "us-east-1"
+}
+
+// endpoint returns the controller's endpoint; for aws without an explicit
+// endpoint, the regional AWS one.
+func (c *Config) endpoint() string {
+	if c.Endpoint != "" {
+		return strings.TrimSuffix(c.Endpoint, "/")
+	}
+	return "https://s3." + c.signingRegion() + ".amazonaws.com"
+}
+
+func (c *Config) consumerEndpoint() string {
+	if c.ConsumerEndpoint != "" {
+		return strings.TrimSuffix(c.ConsumerEndpoint, "/")
+	}
+	return c.endpoint()
+}
+
+func (c *Config) rootCAs() (*x509.CertPool, error) {
+	pem := []byte(c.CA)
+	if c.CAFile != "" {
+		path := c.CAFile
+		if !filepath.IsAbs(path) && c.dir != "" {
+			path = filepath.Join(c.dir, path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("caFile: %v", err)
+		}
+		pem = b
+	}
+	if len(pem) == 0 {
+		return nil, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no PEM certificate found")
+	}
+	return pool, nil
+}
+
+func (c *Config) httpClient() (*http.Client, error) {
+	pool, err := c.rootCAs()
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: c.timeout(), KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   c.timeout(),
+		ResponseHeaderTimeout: c.timeout(),
+	}
+	return &http.Client{Transport: tr}, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,143 @@
+package s3
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Name is the driver's registry name. It never changes.
+const Name = "s3"
+
+// version is the driver's SemVer; releases override it with
+// -ldflags "-X github.com/Yolean/buckety-controller/drivers/s3.version=0.1.1".
+var version = "0.1.0"
+
+// Driver is the s3 driver.
+type Driver struct {
+	// APIOptions are added to every client the driver opens; tests count
+	// requests with them.
+	APIOptions []func(*middleware.Stack) error
+}
+
+// New returns the s3 driver.
+func New() *Driver { return &Driver{} }
+
+// Name implements drivers.Driver.
+func (*Driver) Name() string { return Name }
+
+// Version implements drivers.Driver.
+func (*Driver) Version() drivers.Version { return drivers.MustParseVersion(version) }
+
+// NewConfig implements drivers.Driver.
+func (*Driver) NewConfig() drivers.Config { return &Config{} }
+
+// ValidateName applies the S3 bucket-naming rules, explaining each
+// violation.
+func (*Driver) ValidateName(p *field.Path, _ drivers.Config, name string) (warnings []string, errs field.ErrorList) {
+	bad := func(msg string) { errs = append(errs, field.Invalid(p, name, msg)) }
+	if len(name) < 3 || len(name) > 63 {
+		bad(fmt.Sprintf("a bucket name is 3 to 63 characters, this one is %d", len(name)))
+	}
+	var illegal []string
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') && !contains(illegal, string(r)) {
+			illegal = append(illegal, string(r))
+		}
+	}
+	if len(illegal) > 0 {
+		bad(fmt.Sprintf("a bucket name has only lowercase letters, digits, '-' and '.'; found %q", strings.Join(illegal, "")))
+	}
+	if name != "" && !alnum(name[0]) {
+		bad("a bucket name starts with a lowercase letter or digit")
+	}
+	if name != "" && !alnum(name[len(name)-1]) {
+		bad("a bucket name ends with a lowercase letter or digit")
+	}
+	if strings.Contains(name, "..") {
+		bad(`a bucket name has no two adjacent periods ("..")`)
+	}
+	if ip := net.ParseIP(name); ip != nil && ip.To4() != nil {
+		bad("a bucket name is not formatted as an IP address")
+	}
+	for _, prefix := range []string{"xn--", "sthree-", "amzn-s3-demo-"} {
+		if strings.HasPrefix(name, prefix) {
+			bad(fmt.Sprintf("a bucket name does not start with %q (reserved)", prefix))
+		}
+	}
+	for _, suffix := range []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"} {
+		if strings.HasSuffix(name, suffix) {
+			bad(fmt.Sprintf("a bucket name does not end with %q (reserved)", suffix))
+		}
+	}
+	if strings.Contains(name, ".") && len(errs) == 0 {
+		warnings = append(warnings, fmt.Sprintf("%s: bucket name %q contains '.': virtual-hosted-style HTTPS cannot verify it, so clients must use path-style addressing", p, name))
+	}
+	return warnings, errs
+}
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+// ValidateParameters implements drivers.Driver.
+func (*Driver) ValidateParameters(p *field.Path, cfg drivers.Config, old, new map[string]string) ([]string, field.ErrorList) {
+	c, _ := cfg.(*Config)
+	return validateParams(p, c, old, new)
+}
+
+// ValidateAccess accepts every role and no access parameters; it warns that
+// v1alpha1 hands every access the backend's keys.
+func (*Driver) ValidateAccess(p *field.Path, _ drivers.Config, role string, params map[string]string) (warnings []string, errs field.ErrorList) {
+	for k := range params {
+		errs = append(errs, field.Invalid(p.Key(k), k, "the s3 driver has no access parameters in v1alpha1"))
+	}
+	warnings = append(warnings, "v1alpha1 hands every s3 access the backend's own keys, not keys scoped to this bucket (ScopingNotImplemented)")
+	if role != "" && role != "ReadWrite" {
+		warnings = append(warnings, fmt.Sprintf("role %s is not enforced in v1alpha1: the keys allow reading and writing", role))
+	}
+	return warnings, errs
+}
+
+// Open creates the backend's client. It does not contact the endpoint.
+func (d *Driver) Open(_ context.Context, backend string, cfg drivers.Config) (drivers.Backend, error) {
+	c, ok := cfg.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("s3: config is %T, want *s3.Config", cfg)
+	}
+	b := &Backend{name: backend, cfg: c, apiOptions: d.APIOptions, clients: map[string]*s3.Client{}}
+	if _, err := b.client(c.Endpoint); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// newClient builds an S3 client for one endpoint ("" = the SDK's AWS
+// resolution).
+func (b *Backend) newClient(endpoint string) (*s3.Client, error) {
+	hc, err := b.cfg.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	opts := s3.Options{
+		Region:                     b.cfg.signingRegion(),
+		Credentials:                credentials.NewStaticCredentialsProvider(b.cfg.AccessKeyID, b.cfg.SecretAccessKey, ""),
+		UsePathStyle:               b.cfg.ForcePathStyle,
+		HTTPClient:                 hc,
+		RetryMaxAttempts:           3,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		APIOptions:                 b.apiOptions,
+	}
+	if endpoint != "" {
+		opts.BaseEndpoint = aws.String(endpoint)
+	}
+	return s3.New(opts), nil
+}

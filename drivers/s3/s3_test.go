@@ -1,0 +1,460 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go/middleware"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+// opCounter counts S3 operations by name, through SDK middleware.
+type opCounter struct {
+	mu  sync.Mutex
+	ops map[string]int
+}
+
+func (c *opCounter) register(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestCount",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			c.mu.Lock()
+			if c.ops == nil {
+				c.ops = map[string]int{}
+			}
+			c.ops[middleware.GetOperationName(ctx)]++
+			c.mu.Unlock()
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+}
+
+func isWrite(op string) bool {
+	for _, p := range []string{"Create", "Put", "Delete", "Abort", "Upload", "Complete", "Copy", "Restore"} {
+		if strings.HasPrefix(op, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// reset returns the write operations and the total count since the last reset.
+func (c *opCounter) reset() (writes []string, all int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for op, n := range c.ops {
+		all += n
+		if isWrite(op) {
+			for i := 0; i < n; i++ {
+				writes = append(writes, op)
+			}
+		}
+	}
+	c.ops = nil
+	return writes, all
+}
+
+type fixture struct {
+	srv     *s3test.Server
+	cfg     *Config
+	backend *Backend
+	counter *opCounter
+	// raw is an independent client acting out of band, as an operator
+	// with the aws CLI would.
+	raw *s3.Client
+}
+
+func newFixture(t testing.TB, impl string, opts s3test.Options, mutate func(*Config)) *fixture {
+	t.Helper()
+	srv := s3test.Start(t, impl, opts)
+	cfg := &Config{Implementation: impl, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second}}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	if errs := cfg.Validate(field.NewPath("config")); len(errs) > 0 {
+		t.Fatalf("config: %v", errs)
+	}
+	counter := &opCounter{}
+	be, err := (&Driver{APIOptions: []func(*middleware.Stack) error{counter.register}}).Open(context.Background(), "s3", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	raw, err := (&Backend{cfg: cfg}).newClient(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{srv: srv, cfg: cfg, backend: be.(*Backend), counter: counter, raw: raw}
+}
+
+// forEach runs f against every S3 implementation, as subtests.
+func forEach(t *testing.T, opts s3test.Options, f func(t *testing.T, fx *fixture)) {
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) { f(t, newFixture(t, impl, opts, nil)) })
+	}
+}
+
+func (f *fixture) ensure(t *testing.T, name string, params map[string]string) drivers.EnsureResult {
+	t.Helper()
+	res, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: name, Parameters: params})
+	if err != nil {
+		t.Fatalf("Ensure(%s, %v): %v", name, params, err)
+	}
+	return res
+}
+
+func (f *fixture) versioning(t *testing.T, bucket string) types.BucketVersioningStatus {
+	t.Helper()
+	out, err := f.raw.GetBucketVersioning(context.Background(), &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Status
+}
+
+func (f *fixture) put(t testing.TB, bucket, key, body string) {
+	t.Helper()
+	_, err := f.raw.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader([]byte(body))})
+	if err != nil {
+		t.Fatalf("put %s/%s: %v", bucket, key, err)
+	}
+}
+
+func TestEnsureCreateAndIdempotence(t *testing.T) {
+	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
+		params := map[string]string{"versioning": "true", "region": f.srv.Region}
+		if f.srv.Implementation == "minio" {
+			params["lifecycle"] = `{"expirationDays": 30, "prefix": "logs/", "abortIncompleteMultipartUploadDays": 7}`
+		}
+		res := f.ensure(t, "tenant1-orders", params)
+		if !res.Created {
+			t.Fatalf("want Created, got %+v", res)
+		}
+		if st := f.versioning(t, "tenant1-orders"); st != types.BucketVersioningStatusEnabled {
+			t.Errorf("want versioning Enabled, got %q", st)
+		}
+		if f.srv.Implementation == "minio" && (len(res.Shortfalls) != 1 || !strings.Contains(res.Shortfalls[0].Message, "abortIncompleteMultipartUploadDays")) {
+			t.Errorf("minio: want a shortfall for the dropped abortIncompleteMultipartUploadDays, got %+v", res.Shortfalls)
+		}
+		f.counter.reset()
+		res = f.ensure(t, "tenant1-orders", params)
+		writes, all := f.counter.reset()
+		if len(writes) != 0 || res.Created || len(res.Changes) != 0 {
+			t.Fatalf("second Ensure: want zero writes and no changes, got writes %v (of %d requests), %+v", writes, all, res)
+		}
+		if all == 0 {
+			t.Fatal("the request counter saw nothing: the middleware is not wired")
+		}
+	})
+}
+
+func TestVersioningToggleAndDrift(t *testing.T) {
+	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		f.ensure(t, "vers", map[string]string{"versioning": "true"})
+		_, err := f.raw.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("vers"), VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := f.ensure(t, "vers", map[string]string{"versioning": "true"})
+		if st := f.versioning(t, "vers"); st != types.BucketVersioningStatusEnabled {
+			t.Errorf("out-of-band suspension: want Enabled again, got %q", st)
+		}
+		if len(res.Changes) != 1 || res.Changes[0] != "versioning Suspended -> Enabled" {
+			t.Errorf("want the repair reported, got %v", res.Changes)
+		}
+		f.ensure(t, "vers", map[string]string{"versioning": "false"})
+		if st := f.versioning(t, "vers"); st != types.BucketVersioningStatusSuspended {
+			t.Errorf("versioning false: want Suspended, got %q", st)
+		}
+		// Omitted: never touched.
+		f.counter.reset()
+		f.ensure(t, "vers", nil)
+		if w, _ := f.counter.reset(); len(w) != 0 {
+			t.Errorf("omitted versioning: want no writes, got %v", w)
+		}
+	})
+}
+
+func TestVersioningNotImplementedFailsSafe(t *testing.T) {
+	f := newFixture(t, "versitygw", s3test.Options{NoVersioning: true}, nil)
+	res := f.ensure(t, "plain", map[string]string{"versioning": "true"})
+	if !res.Created || len(res.Shortfalls) != 1 || res.Shortfalls[0].Parameter != "versioning" {
+		t.Fatalf("want the bucket created with a versioning shortfall, got %+v", res)
+	}
+	if ok, err := f.backend.exists(context.Background(), f.raw, "plain"); !ok || err != nil {
+		t.Fatalf("want the bucket to exist, got %v %v", ok, err)
+	}
+}
+
+func lifecycleRules(t *testing.T, f *fixture, bucket string) []types.LifecycleRule {
+	t.Helper()
+	out, err := f.raw.GetBucketLifecycleConfiguration(context.Background(), &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bucket)})
+	if isCode(err, "NoSuchLifecycleConfiguration") {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Rules
+}
+
+func TestLifecycleOnMinIO(t *testing.T) {
+	f := newFixture(t, "minio", s3test.Options{}, nil)
+	ctx := context.Background()
+	f.ensure(t, "lifecycle-test", map[string]string{"lifecycle": `{"expirationDays": 30}`})
+	rules := lifecycleRules(t, f, "lifecycle-test")
+	if len(rules) != 1 || aws.ToInt32(rules[0].Expiration.Days) != 30 {
+		t.Fatalf("want one rule expiring after 30 days, got %+v", rules)
+	}
+	res := f.ensure(t, "lifecycle-test", map[string]string{"lifecycle": `{"expirationDays": 7, "prefix": "tmp/", "abortIncompleteMultipartUploadDays": 2}`})
+	rules = lifecycleRules(t, f, "lifecycle-test")
+	if len(rules) != 1 || aws.ToInt32(rules[0].Expiration.Days) != 7 || aws.ToString(rules[0].Filter.Prefix) != "tmp/" {
+		t.Fatalf("want the changed rule, got %+v", rules)
+	}
+	if len(res.Changes) != 1 || !strings.HasPrefix(res.Changes[0], "lifecycle replaced") {
+		t.Errorf("want the change reported, got %v", res.Changes)
+	}
+	// MinIO accepts abortIncompleteMultipartUploadDays but does not store
+	// it: reported, not rewritten on every pass.
+	if rules[0].AbortIncompleteMultipartUpload == nil && len(res.Shortfalls) != 1 {
+		t.Errorf("want a shortfall for the dropped abort rule, got %+v", res.Shortfalls)
+	}
+	// Out-of-band: another rule is added; the spec's lifecycle is exactly
+	// buckety's rule, so it is reverted.
+	oob := append(rules, types.LifecycleRule{ID: aws.String("manual"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("x/")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}})
+	if _, err := f.raw.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("lifecycle-test"), LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: oob}}); err != nil {
+		t.Fatal(err)
+	}
+	f.ensure(t, "lifecycle-test", map[string]string{"lifecycle": `{"expirationDays": 7, "prefix": "tmp/", "abortIncompleteMultipartUploadDays": 2}`})
+	if rules = lifecycleRules(t, f, "lifecycle-test"); len(rules) != 1 || aws.ToString(rules[0].ID) != LifecycleRuleID {
+		t.Fatalf("want the out-of-band rule reverted, got %+v", rules)
+	}
+	// Removed from spec: buckety's rule goes, a foreign one stays.
+	foreign := types.LifecycleRule{ID: aws.String("foreign"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("f/")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(3)}}
+	if _, err := f.raw.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("lifecycle-test"), LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: append(rules, foreign)}}); err != nil {
+		t.Fatal(err)
+	}
+	f.ensure(t, "lifecycle-test", nil)
+	if rules = lifecycleRules(t, f, "lifecycle-test"); len(rules) != 1 || aws.ToString(rules[0].ID) != "foreign" {
+		t.Fatalf("want only the foreign rule left, got %+v", rules)
+	}
+	f.ensure(t, "lifecycle-test", map[string]string{"lifecycle": `{"expirationDays": 1}`})
+	f.ensure(t, "lifecycle-test", nil)
+	f.counter.reset()
+	f.ensure(t, "lifecycle-test", nil)
+	if w, _ := f.counter.reset(); len(w) != 0 {
+		t.Errorf("want no writes once converged, got %v", w)
+	}
+}
+
+func TestLifecycleNotImplementedFailsSafeOnVersityGW(t *testing.T) {
+	f := newFixture(t, "versitygw", s3test.Options{}, nil)
+	res := f.ensure(t, "lcv", map[string]string{"lifecycle": `{"expirationDays": 30}`, "versioning": "true"})
+	if !res.Created || len(res.Shortfalls) != 1 || res.Shortfalls[0].Parameter != "lifecycle" || !strings.Contains(res.Shortfalls[0].Message, "NotImplemented") {
+		t.Fatalf("want the bucket created with a lifecycle shortfall, got %+v", res)
+	}
+	if st := f.versioning(t, "lcv"); st != types.BucketVersioningStatusEnabled {
+		t.Errorf("want the rest applied (versioning Enabled), got %q", st)
+	}
+	f.counter.reset()
+	res = f.ensure(t, "lcv", map[string]string{"lifecycle": `{"expirationDays": 30}`, "versioning": "true"})
+	if w, _ := f.counter.reset(); len(w) != 0 || len(res.Shortfalls) != 1 {
+		t.Errorf("want no writes and the shortfall still reported, got %v %+v", w, res)
+	}
+}
+
+func TestRegionOnMinIO(t *testing.T) {
+	f := newFixture(t, "minio", s3test.Options{Region: "eu-north-1"}, nil)
+	f.ensure(t, "regional", map[string]string{"region": "eu-north-1"})
+	out, err := f.raw.GetBucketLocation(context.Background(), &s3.GetBucketLocationInput{Bucket: aws.String("regional")})
+	if err != nil || string(out.LocationConstraint) != "eu-north-1" {
+		t.Fatalf("want location eu-north-1, got %q %v", out.LocationConstraint, err)
+	}
+	_, err = f.backend.Ensure(context.Background(), drivers.Resource{Name: "regional", Parameters: map[string]string{"region": "us-west-2"}})
+	var drift *drivers.DriftError
+	if !errors.As(err, &drift) || drift.Current != "eu-north-1" || drift.Desired != "us-west-2" {
+		t.Fatalf("want region drift eu-north-1 vs us-west-2, got %v", err)
+	}
+}
+
+func TestInspect(t *testing.T) {
+	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		if in, err := f.backend.Inspect(ctx, "absent"); err != nil || in.Exists {
+			t.Fatalf("absent: want not existing, got %+v %v", in, err)
+		}
+		f.ensure(t, "empty", nil)
+		if in, err := f.backend.Inspect(ctx, "empty"); err != nil || !in.Exists || in.HasContent {
+			t.Fatalf("empty: want existing without content, got %+v %v", in, err)
+		}
+		f.ensure(t, "full", nil)
+		f.put(t, "full", "a/b.txt", "hello")
+		if in, err := f.backend.Inspect(ctx, "full"); err != nil || !in.HasContent || !strings.Contains(in.Detail, `"a/b.txt"`) {
+			t.Fatalf("full: want content naming an object, got %+v %v", in, err)
+		}
+	})
+}
+
+// TestRecursiveDelete empties a bucket of 2,500 object versions and delete
+// markers plus an incomplete multipart upload, in bounded slices, then
+// deletes it; a second Delete is a no-op.
+func TestRecursiveDelete(t *testing.T) {
+	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		const bucket = "doomed"
+		f.ensure(t, bucket, map[string]string{"versioning": "true"})
+		// 2,000 keys; 400 overwritten (noncurrent versions); 100 deleted
+		// (delete markers): 2,500 versions and markers.
+		var wg sync.WaitGroup
+		work := make(chan int)
+		errs := make(chan error, 16)
+		for w := 0; w < 16; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					key := fmt.Sprintf("obj/%04d", i)
+					n := 1
+					if i < 400 {
+						n = 2
+					}
+					for j := 0; j < n; j++ {
+						if _, err := f.raw.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(fmt.Sprint(i, j))}); err != nil {
+							errs <- err
+							return
+						}
+					}
+					if i >= 1900 {
+						if _, err := f.raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+			}()
+		}
+		for i := 0; i < 2000; i++ {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if _, err := f.raw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String("big/upload")}); err != nil {
+			t.Fatal(err)
+		}
+
+		passes := 0
+		var total int64
+		for {
+			passes++
+			if passes > 20 {
+				t.Fatalf("not deleted after 20 passes (%d removed)", total)
+			}
+			err := f.backend.Delete(ctx, bucket)
+			var ip *drivers.InProgressError
+			if errors.As(err, &ip) {
+				if ip.Done <= 0 || ip.Done > 1001 {
+					t.Fatalf("pass %d: want a bounded slice of work, got %d (%s)", passes, ip.Done, ip.Message)
+				}
+				total += ip.Done
+				continue
+			}
+			if err != nil {
+				t.Fatalf("pass %d: %v", passes, err)
+			}
+			break
+		}
+		if passes < 3 {
+			t.Errorf("want several bounded passes for 2,500 versions, got %d", passes)
+		}
+		if total < 2000 {
+			t.Errorf("want at least 2,000 versions reported removed before the last pass, got %d", total)
+		}
+		if ok, err := f.backend.exists(ctx, f.raw, bucket); ok || err != nil {
+			t.Fatalf("want the bucket gone, got exists=%v err=%v", ok, err)
+		}
+		if err := f.backend.Delete(ctx, bucket); err != nil {
+			t.Fatalf("second delete: want nil, got %v", err)
+		}
+		t.Logf("%s: deleted in %d passes", f.srv.Implementation, passes)
+	})
+}
+
+func TestGrant(t *testing.T) {
+	f := newFixture(t, "minio", s3test.Options{}, func(c *Config) { c.ConsumerEndpoint = "http://s3.example:9000" })
+	g, err := f.backend.Grant(context.Background(), drivers.Access{Resource: "b1", Role: "ReadWrite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"endpoint": "http://s3.example:9000", "bucket": "b1", "region": "us-east-1", "accessKeyID": f.srv.AccessKey, "secretAccessKey": f.srv.SecretKey}
+	if len(g.Data) != len(want) || g.Scoped {
+		t.Fatalf("want exactly %v, unscoped, got %q scoped=%v", want, g.Data, g.Scoped)
+	}
+	for k, v := range want {
+		if string(g.Data[k]) != v {
+			t.Errorf("%s: want %q, got %q", k, v, g.Data[k])
+		}
+	}
+	noRegion := &Backend{cfg: &Config{Endpoint: "http://x:1"}}
+	g, err = noRegion.Grant(context.Background(), drivers.Access{Resource: "b"})
+	if _, ok := g.Data["region"]; ok || err != nil {
+		t.Errorf("no region configured: want no region key, got %q %v", g.Data, err)
+	}
+	g, err = noRegion.Grant(context.Background(), drivers.Access{Resource: "b", ResourceParameters: map[string]string{"region": "eu-north-1"}})
+	if string(g.Data["region"]) != "eu-north-1" || err != nil {
+		t.Errorf("bucket region: want eu-north-1 in the Secret, got %q %v", g.Data, err)
+	}
+}
+
+func TestEndpointDownIsUnavailableWithinTimeout(t *testing.T) {
+	f := newFixture(t, "versitygw", s3test.Options{}, func(c *Config) { c.RequestTimeout = drivers.Duration{Duration: 2 * time.Second} })
+	if err := f.srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "x-bucket"})
+	if !drivers.IsUnavailable(err) {
+		t.Fatalf("want *drivers.UnavailableError, got %T %v", err, err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("want the error within about the 2s timeout, took %s", took)
+	}
+	if in, err := f.backend.Inspect(context.Background(), "x-bucket"); err == nil || !in.HasContent {
+		t.Errorf("inspect while down: want an error counted as content, got %+v %v", in, err)
+	}
+}
+
+func TestWrongKeysAreAccessDenied(t *testing.T) {
+	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
+		bad := *f.cfg
+		bad.SecretAccessKey = "wrong-secret-key-0000000000"
+		be, err := New().Open(context.Background(), "s3", &bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer be.Close()
+		_, err = be.Ensure(context.Background(), drivers.Resource{Name: "denied"})
+		if !drivers.IsAccessDenied(err) {
+			t.Fatalf("want *drivers.AccessDeniedError, got %T %v", err, err)
+		}
+	})
+}

@@ -1,0 +1,199 @@
+// Package s3 runs real S3 servers for tests and the local stack: VersityGW
+// (posix backend, with a versioning directory) and MinIO (single drive),
+// each as a process on free loopback ports with its own data directory.
+// The binaries are the pinned ones test/tools/install.sh builds.
+package s3
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/Yolean/buckety-controller/test/proc"
+)
+
+// Environment variables holding the server binaries; `make test` sets them
+// from test/tools/install.sh.
+const (
+	VersityGWEnv = "BUCKETY_VERSITYGW"
+	MinIOEnv     = "BUCKETY_MINIO"
+)
+
+// Implementations are the S3 servers the tests run, in a stable order.
+var Implementations = []string{"versitygw", "minio"}
+
+// Server is a running S3 server.
+type Server struct {
+	// Implementation is "versitygw" or "minio".
+	Implementation string
+	// Endpoint is http://127.0.0.1:PORT.
+	Endpoint string
+	// AccessKey and SecretKey are the root credentials.
+	AccessKey, SecretKey string
+	// Region is the server's region.
+	Region string
+
+	p *proc.Process
+}
+
+// Options configure a server.
+type Options struct {
+	// NoVersioning starts VersityGW without --versioning-dir, so versioning
+	// requests answer NotImplemented.
+	NoVersioning bool
+	// Region is the server's region (default us-east-1).
+	Region string
+}
+
+// Start starts the named implementation and stops it when the test ends.
+func Start(t testing.TB, implementation string, opts Options) *Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: runs a real S3 server; run without -short (make test)")
+	}
+	dir, err := os.MkdirTemp("", "bkt-s3-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	s, err := StartIn(dir, implementation, opts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stop %s: %v", implementation, err)
+		}
+	})
+	return s
+}
+
+// StartIn starts a server with its data and logs under dir.
+func StartIn(dir, implementation string, opts Options, detached bool) (*Server, error) {
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		Implementation: implementation,
+		Endpoint:       "http://127.0.0.1:" + strconv.Itoa(ports[0]),
+		AccessKey:      "bucketyroot" + randomHex(4),
+		SecretKey:      randomHex(20),
+		Region:         opts.Region,
+	}
+	if s.Region == "" {
+		s.Region = "us-east-1"
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	var bin string
+	var args, env []string
+	health := s.Endpoint
+	switch implementation {
+	case "versitygw":
+		if bin, err = binary(VersityGWEnv, "versitygw"); err != nil {
+			return nil, err
+		}
+		env = []string{"ROOT_ACCESS_KEY=" + s.AccessKey, "ROOT_SECRET_KEY=" + s.SecretKey}
+		args = []string{"--port", "127.0.0.1:" + strconv.Itoa(ports[0]), "--admin-port", "127.0.0.1:" + strconv.Itoa(ports[1]), "--region", s.Region, "posix"}
+		if !opts.NoVersioning {
+			vdir := filepath.Join(dir, "versions")
+			if err := os.MkdirAll(vdir, 0o755); err != nil {
+				return nil, err
+			}
+			args = append(args, "--versioning-dir", vdir)
+		}
+		args = append(args, data)
+	case "minio":
+		if bin, err = binary(MinIOEnv, "minio"); err != nil {
+			return nil, err
+		}
+		env = []string{"MINIO_ROOT_USER=" + s.AccessKey, "MINIO_ROOT_PASSWORD=" + s.SecretKey, "MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_REGION=" + s.Region}
+		args = []string{"server", "--quiet", "--address", "127.0.0.1:" + strconv.Itoa(ports[0]), "--console-address", "127.0.0.1:" + strconv.Itoa(ports[1]), data}
+		health = s.Endpoint + "/minio/health/live"
+	default:
+		return nil, fmt.Errorf("unknown S3 implementation %q (known: versitygw, minio)", implementation)
+	}
+	p, err := proc.Start(dir, implementation, bin, args, env, detached)
+	if err != nil {
+		return nil, err
+	}
+	s.p = p
+	if err := s.waitReady(health); err != nil {
+		if serr := s.Stop(); serr != nil {
+			err = fmt.Errorf("%w (and stop: %v)", err, serr)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func binary(env, name string) (string, error) {
+	p := os.Getenv(env)
+	if p == "" {
+		return "", fmt.Errorf("%s is not set: run `make test`, or export %s=$(test/tools/install.sh %s)", env, env, name)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s=%s: %w", env, p, err)
+	}
+	return filepath.Abs(p)
+}
+
+func (s *Server) waitReady(url string) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if done, err := s.p.Exited(); done {
+			return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", s.Implementation, err, s.p.Log, s.p.Tail(20))
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			// Any HTTP answer from VersityGW (403 for anonymous) means it
+			// serves; MinIO's health endpoint answers 200.
+			if s.Implementation != "minio" || resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		} else if _, ok := err.(net.Error); !ok && s.Implementation == "versitygw" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after 60s; see %s", s.Implementation, s.p.Log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop stops the server; it is idempotent.
+func (s *Server) Stop() error {
+	if s.p == nil {
+		return nil
+	}
+	err := s.p.Stop(15 * time.Second)
+	s.p = nil
+	return err
+}
+
+// PID is the server's process ID.
+func (s *Server) PID() int { return s.p.PID() }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
