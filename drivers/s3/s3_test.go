@@ -426,20 +426,28 @@ func TestGrant(t *testing.T) {
 }
 
 func TestEndpointDownIsUnavailableWithinTimeout(t *testing.T) {
-	f := newFixture(t, "versitygw", s3test.Options{}, func(c *Config) { c.RequestTimeout = drivers.Duration{Duration: 2 * time.Second} })
-	if err := f.srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "x-bucket"})
-	if !drivers.IsUnavailable(err) {
-		t.Fatalf("want *drivers.UnavailableError, got %T %v", err, err)
-	}
-	if took := time.Since(start); took > 4*time.Second {
-		t.Errorf("want the error within about the 2s timeout, took %s", took)
-	}
-	if in, err := f.backend.Inspect(context.Background(), "x-bucket"); err == nil || !in.HasContent {
-		t.Errorf("inspect while down: want an error counted as content, got %+v %v", in, err)
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) {
+			f := newFixture(t, impl, s3test.Options{}, func(c *Config) { c.RequestTimeout = drivers.Duration{Duration: 2 * time.Second} })
+			f.ensure(t, "x-bucket", nil)
+			if err := f.srv.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "x-bucket"})
+			if !drivers.IsUnavailable(err) {
+				t.Fatalf("want *drivers.UnavailableError, got %T %v", err, err)
+			}
+			if took := time.Since(start); took > 4*time.Second {
+				t.Errorf("want the error within about the 2s timeout, took %s", took)
+			}
+			if in, err := f.backend.Inspect(context.Background(), "x-bucket"); err == nil || !in.HasContent {
+				t.Errorf("inspect while down: want an error counted as content, got %+v %v", in, err)
+			}
+			if err := f.backend.Delete(context.Background(), "x-bucket"); !drivers.IsUnavailable(err) {
+				t.Errorf("delete while down: want unavailable, got %v", err)
+			}
+		})
 	}
 }
 
