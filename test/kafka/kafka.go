@@ -4,6 +4,8 @@
 package kafka
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,20 +40,20 @@ type Broker struct {
 	dir   string
 	ports []int
 	p     *proc.Process
+	// detached brokers get their own session and a pid file.
+	detached bool
 }
+
+// Package is the broker program's import path.
+const Package = "github.com/Yolean/buckety-controller/test/kafka/broker"
 
 // Start starts a broker and stops it when the test ends.
 func Start(t testing.TB, opts Options) *Broker {
 	t.Helper()
-	if opts.Brokers == 0 {
-		opts.Brokers = 1
-	}
-	ports, err := proc.FreePorts(opts.Brokers)
+	b, err := StartIn(t.TempDir(), proc.GoBinary(t, BinaryEnv, Package), opts, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{opts: opts, bin: proc.GoBinary(t, BinaryEnv, "github.com/Yolean/buckety-controller/test/kafka/broker"), dir: t.TempDir(), ports: ports}
-	b.start(t)
 	t.Cleanup(func() {
 		if err := b.Stop(); err != nil {
 			t.Errorf("stop broker: %v", err)
@@ -60,14 +62,30 @@ func Start(t testing.TB, opts Options) *Broker {
 	return b
 }
 
+// StartIn starts the broker binary bin with its files under dir; detached
+// processes outlive this one (the local stack).
+func StartIn(dir, bin string, opts Options, detached bool) (*Broker, error) {
+	if opts.Brokers == 0 {
+		opts.Brokers = 1
+	}
+	ports, err := proc.FreePorts(opts.Brokers)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{opts: opts, bin: bin, dir: dir, ports: ports, detached: detached}
+	if err := b.start(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // Bootstrap is the comma-separated broker list.
 func (b *Broker) Bootstrap() string { return strings.Join(b.Addrs, ",") }
 
-func (b *Broker) start(t testing.TB) {
-	t.Helper()
+func (b *Broker) start() error {
 	addrFile := filepath.Join(b.dir, "addrs")
 	if err := os.Remove(addrFile); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
+		return err
 	}
 	ps := make([]string, len(b.ports))
 	for i, p := range b.ports {
@@ -83,22 +101,23 @@ func (b *Broker) start(t testing.TB) {
 	if b.opts.DataDir != "" {
 		args = append(args, "--data-dir", b.opts.DataDir)
 	}
-	p, err := proc.Start(b.dir, "broker", b.bin, args, nil, false)
+	p, err := proc.Start(b.dir, "broker", b.bin, args, nil, b.detached)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	b.p = p
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if data, err := os.ReadFile(addrFile); err == nil {
 			b.Addrs = strings.Split(strings.TrimSpace(string(data)), ",")
-			return
+			return nil
 		}
 		if done, err := p.Exited(); done {
-			t.Fatalf("broker exited (%v):\n%s", err, p.Tail(20))
+			return fmt.Errorf("broker exited (%v):\n%s", err, p.Tail(20))
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("broker not ready after 20s:\n%s", p.Tail(20))
+			err := fmt.Errorf("broker not ready after 20s:\n%s", p.Tail(20))
+			return errors.Join(err, b.Stop())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -120,5 +139,7 @@ func (b *Broker) Restart(t testing.TB) {
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	b.start(t)
+	if err := b.start(); err != nil {
+		t.Fatal(err)
+	}
 }

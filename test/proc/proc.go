@@ -210,6 +210,26 @@ func FreePorts(n int) ([]int, error) {
 	return out, nil
 }
 
+// BuildGoBinary returns the file named by env when set, else builds pkg
+// into dir.
+func BuildGoBinary(env, pkg, dir string) (string, error) {
+	if p := os.Getenv(env); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", env, p, err)
+		}
+		return abs, nil
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out, nil
+}
+
 // GoBinary returns the path of the Go command pkg (an import path in this
 // module): the file named by the environment variable env when set (make
 // builds the test binaries once and sets it), else a fresh build in a test

@@ -60,6 +60,12 @@ type BucketyAccessStatus struct {
 	// ObservedGeneration is the metadata.generation whose Secret is in sync.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// BucketyGeneration is the Buckety's metadata.generation the Secret was
+	// last written for; the Buckety is Ready only when every access has
+	// caught up with it.
+	// +optional
+	BucketyGeneration int64 `json:"bucketyGeneration,omitempty"`
 }
 
 // BucketyAccess gives one consumer credentials for a Buckety, as a Secret

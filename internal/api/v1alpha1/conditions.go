@@ -32,6 +32,14 @@ const (
 	// not restricted to the requested role or access parameters (v1alpha1:
 	// every access receives the backend's credentials).
 	ConditionScopingNotImplemented = "ScopingNotImplemented"
+	// ConditionProvisioned (Buckety only, positive polarity) is True when the
+	// backend resource exists and matches spec.parameters. Accesses wait for
+	// it; Ready additionally waits for every access's Secret.
+	ConditionProvisioned = "Provisioned"
+	// ConditionDegraded is True when the backend resource works but the
+	// backend did not apply some parameter (it answered NotImplemented).
+	// Ready stays True: the shortfall is reported, not retried forever.
+	ConditionDegraded = "Degraded"
 )
 
 // Condition reasons. Each condition's message carries the specifics.
@@ -90,4 +98,32 @@ const (
 	// ReasonBucketyNotReady: an access waits for its Buckety's backend
 	// resource.
 	ReasonBucketyNotReady = "BucketyNotReady"
+	// ReasonBackendAccessDenied: the backend refused the controller's
+	// credentials or permissions.
+	ReasonBackendAccessDenied = "BackendAccessDenied"
+	// ReasonAccessesNotReady: the backend resource is provisioned, but some
+	// access Secrets are not in sync yet.
+	ReasonAccessesNotReady = "AccessesNotReady"
+	// ReasonDriverChanged: the backend of this name now uses another driver
+	// than status.driver.
+	ReasonDriverChanged = "DriverChanged"
+	// ReasonInvalidAccess: the access's role or parameters fail the driver's
+	// validation.
+	ReasonInvalidAccess = "InvalidAccess"
+	// ReasonNotApplicable: the condition type does not apply to this kind.
+	ReasonNotApplicable = "NotApplicable"
+	// ReasonPaused: reconciliation is paused by another condition.
+	ReasonPaused = "Paused"
+)
+
+// Labels the controller sets.
+const (
+	// ManagedByLabel marks Secrets written by buckety
+	// (app.kubernetes.io/managed-by=buckety); the controller caches only
+	// these.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is ManagedByLabel's value.
+	ManagedByValue = "buckety"
+	// AccessLabel names the BucketyAccess a Secret belongs to.
+	AccessLabel = "buckety.yolean.se/access"
 )

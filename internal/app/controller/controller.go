@@ -1,12 +1,21 @@
 // Package controller is the buckety-controller binary: flags, configuration
-// and wiring. The command is kept thin so that tests can run Main in-process
-// with their own arguments and output.
+// and wiring of the manager, the backends and the two reconcilers. The
+// command is thin so tests can run it in-process with their own arguments.
 package controller
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/all"
@@ -18,9 +27,9 @@ import (
 const DefaultConfigDir = "/etc/buckety"
 
 const usage = `usage:
-  buckety-controller [-c DIR]          run the controller
-  buckety-controller check [-c DIR]    validate DIR/buckety-controller.yaml offline; exit 0 when valid
-  buckety-controller version           print the product and driver versions
+  buckety-controller [-c DIR] [flags]   run the controller
+  buckety-controller check [-c DIR]     validate DIR/buckety-controller.yaml offline; exit 0 when valid
+  buckety-controller version            print the product and driver versions
 `
 
 // Main runs the command with args (without the program name) and returns the
@@ -37,7 +46,17 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	fs := flag.NewFlagSet("buckety-controller "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	dir := fs.String("c", DefaultConfigDir, "directory holding "+config.Filename)
+	o := Options{Registry: reg}
+	fs.StringVar(&o.ConfigDir, "c", DefaultConfigDir, "directory holding "+config.Filename)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles (keep on: two replicas run during a rollout)")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
+	fs.DurationVar(&o.Recheck, "recheck-interval", 5*time.Minute, "how often every resource is re-checked for out-of-band drift (plus up to 10% jitter)")
+	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", 4, "reconciles run in parallel per kind")
+	zo := zap.Options{}
+	zo.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -57,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		}
 		return 0
 	}
-	cfg, err := config.Load(*dir, config.Options{Registry: reg})
+	cfg, err := config.Load(o.ConfigDir, config.Options{Registry: reg})
 	if err != nil {
 		fmt.Fprintf(stderr, "buckety-controller: invalid configuration: %v\n", err)
 		return 1
@@ -69,6 +88,44 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(stderr, "buckety-controller: configuration valid (%d backends), but this build has no reconcilers yet; refusing to run as if it worked\n", len(cfg.Backends))
-	return 3
+	o.Config = cfg
+	o.Log = zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr))
+	ctrl.SetLogger(o.Log)
+	rc, err := restConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "buckety-controller: %v\n", err)
+		return 1
+	}
+	o.RESTConfig = rc
+	if err := Run(ctrl.SetupSignalHandler(), o); err != nil {
+		fmt.Fprintf(stderr, "buckety-controller: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if os.Getenv("KUBECONFIG") != "" {
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+	}
+	rc, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or run in a Pod (%v)", err)
+	}
+	return rc, nil
+}
+
+// podNamespace is the namespace the controller runs in, for the Lease.
+func podNamespace() (string, error) {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns, nil
+	}
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return "", errors.New("leader election needs a namespace: set --leader-election-namespace or POD_NAMESPACE")
+	}
+	return strings.TrimSpace(string(b)), nil
 }

@@ -1,0 +1,190 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"net/http"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/access"
+	"github.com/Yolean/buckety-controller/internal/controller/buckety"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/version"
+)
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=buckety-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=buckety-system,resources=events,verbs=create;patch
+
+// LeaderElectionID names the Lease replicas compete for.
+const LeaderElectionID = "buckety-controller.buckety.yolean.se"
+
+// Options configure a controller run.
+type Options struct {
+	// Config is the loaded buckety-controller.yaml; ConfigDir is where it
+	// came from.
+	Config    *config.Config
+	ConfigDir string
+	// Registry holds the drivers (used for flags parsing and checks).
+	Registry *drivers.Registry
+	// RESTConfig reaches the API server.
+	RESTConfig *rest.Config
+	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
+	MetricsAddr, ProbeAddr string
+	// LeaderElect enables leader election in LeaderElectionNamespace.
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	// Recheck is the drift re-check period.
+	Recheck time.Duration
+	// MaxConcurrent reconciles per kind.
+	MaxConcurrent int
+	// Log is the logger.
+	Log logr.Logger
+	// SkipNameValidation lets tests run several managers in one process.
+	SkipNameValidation bool
+}
+
+// Scheme returns the scheme of the controller's client.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run runs the controller until ctx ends, then shuts down gracefully:
+// in-flight reconciles finish, the Lease is released, backends are closed.
+func Run(ctx context.Context, o Options) (reterr error) {
+	log := o.Log
+	if o.Recheck <= 0 {
+		o.Recheck = 5 * time.Minute
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 4
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	if o.LeaderElect && o.LeaderElectionNamespace == "" {
+		if o.LeaderElectionNamespace, err = podNamespace(); err != nil {
+			return err
+		}
+	}
+	gracePeriod := 30 * time.Second
+	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &gracePeriod,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only buckety's own Secrets, never every Secret in the cluster.
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{v1.ManagedByLabel: v1.ManagedByValue})},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	set, err := backends.Open(ctx, o.Config)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := set.Close(); err != nil {
+			reterr = errors.Join(reterr, fmt.Errorf("close backends: %w", err))
+		}
+	}()
+	if err := shared.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	br := &buckety.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Claims: &shared.Claims{}, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("buckety").
+		For(&v1.Buckety{}).
+		Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			a := obj.(*v1.BucketyAccess)
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}}}
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation}).
+		Complete(br)
+	if err != nil {
+		return err
+	}
+	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck}
+	c := mgr.GetClient()
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("bucketyaccess").
+		For(&v1.BucketyAccess{}).
+		Owns(&corev1.Secret{}).
+		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			var list v1.BucketyAccessList
+			if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{shared.IndexBucketyRef: obj.GetName()}); err != nil {
+				log.Error(err, "list accesses of Buckety", "buckety", obj.GetNamespace()+"/"+obj.GetName())
+				return nil
+			}
+			out := make([]reconcile.Request, len(list.Items))
+			for i, a := range list.Items {
+				out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}}
+			}
+			return out
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation}).
+		Complete(ar)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("cache", func(_ *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("cache not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	collector := newResourceCollector(mgr.GetCache())
+	if err := ctrlmetrics.Registry.Register(collector); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return err
+		}
+		// A previous Run in this process (tests) registered it: reuse it.
+		are.ExistingCollector.(*resourceCollector).set(mgr.GetCache())
+	}
+	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "leaderElection", o.LeaderElect)
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,135 @@
+// Package backends holds the controller's open connections: one
+// drivers.Backend per backend in buckety-controller.yaml, opened at start-up
+// and reused for the life of the process, each instrumented with metrics.
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/metrics"
+)
+
+// Entry is one configured, opened backend.
+type Entry struct {
+	// Name is the backend's name in the config.
+	Name string
+	// Config is the backend's config entry (defaults, options).
+	Config *config.Backend
+	// Driver is the backend's driver.
+	Driver drivers.Driver
+	// Backend is the open connection.
+	Backend drivers.Backend
+}
+
+// Set is every opened backend.
+type Set struct {
+	cfg     *config.Config
+	entries map[string]*Entry
+}
+
+// Open opens every backend of cfg. Drivers do not dial in Open, so an
+// unreachable backend does not stop the controller from starting.
+func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
+	s := &Set{cfg: cfg, entries: map[string]*Entry{}}
+	for i := range cfg.Backends {
+		b := &cfg.Backends[i]
+		be, err := b.DriverImpl().Open(ctx, b.Name, b.Options())
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("open backend %s: %w", b.Name, err), s.Close())
+		}
+		s.entries[b.Name] = &Entry{Name: b.Name, Config: b, Driver: b.DriverImpl(), Backend: &instrumented{Backend: be, backend: b.Name, driver: b.Driver}}
+	}
+	return s, nil
+}
+
+// Get returns the backend named name.
+func (s *Set) Get(name string) (*Entry, bool) {
+	e, ok := s.entries[name]
+	return e, ok
+}
+
+// Names lists the configured backends, in file order.
+func (s *Set) Names() []string { return s.cfg.BackendNames() }
+
+// Close closes every backend.
+func (s *Set) Close() error {
+	var errs []error
+	for _, e := range s.entries {
+		if err := e.Backend.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// instrumented records latency and errors of every operation.
+type instrumented struct {
+	drivers.Backend
+	backend, driver string
+}
+
+func (i *instrumented) observe(op string, start time.Time, err error) {
+	metrics.BackendRequestDuration.WithLabelValues(i.backend, i.driver, op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		metrics.BackendRequestErrors.WithLabelValues(i.backend, i.driver, op, Kind(err)).Inc()
+	}
+}
+
+// Kind classifies a driver error for metrics and conditions.
+func Kind(err error) string {
+	var drift *drivers.DriftError
+	var ip *drivers.InProgressError
+	switch {
+	case err == nil:
+		return ""
+	case drivers.IsUnavailable(err):
+		return "unavailable"
+	case drivers.IsAccessDenied(err):
+		return "access_denied"
+	case errors.As(err, &drift):
+		return "drift"
+	case errors.As(err, &ip):
+		return "in_progress"
+	}
+	return "request"
+}
+
+func (i *instrumented) Inspect(ctx context.Context, name string) (drivers.Inspection, error) {
+	start := time.Now()
+	in, err := i.Backend.Inspect(ctx, name)
+	i.observe("inspect", start, err)
+	return in, err
+}
+
+func (i *instrumented) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
+	start := time.Now()
+	res, err := i.Backend.Ensure(ctx, r)
+	i.observe("ensure", start, err)
+	return res, err
+}
+
+func (i *instrumented) Delete(ctx context.Context, name string) error {
+	start := time.Now()
+	err := i.Backend.Delete(ctx, name)
+	i.observe("delete", start, err)
+	return err
+}
+
+func (i *instrumented) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
+	start := time.Now()
+	g, err := i.Backend.Grant(ctx, a)
+	i.observe("grant", start, err)
+	return g, err
+}
+
+func (i *instrumented) Revoke(ctx context.Context, a drivers.Access) error {
+	start := time.Now()
+	err := i.Backend.Revoke(ctx, a)
+	i.observe("revoke", start, err)
+	return err
+}

@@ -1,0 +1,290 @@
+package access
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses/finalizers,verbs=update
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+
+// ConflictRetry is how soon a Secret conflict is checked again: the common
+// case (implicit to explicit migration with the same Secret name) resolves
+// as soon as the implicit access's Secret is gone.
+const ConflictRetry = 3 * time.Second
+
+// Reconciler reconciles BucketyAccess objects.
+type Reconciler struct {
+	Client ctrl.Client
+	// APIReader reads Secrets the cache does not hold (the cache holds only
+	// buckety's own), to find a foreign Secret before writing.
+	APIReader ctrl.Reader
+	Backends  *backends.Set
+	Recorder  events.EventRecorder
+	Recheck   time.Duration
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
+	a := &v1.BucketyAccess{}
+	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	orig := a.DeepCopy()
+	f := &facts{}
+	defer func() {
+		shared.Apply(&a.Status.Conditions, a.Generation, conditions(a, f))
+		if meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionReady) {
+			a.Status.ObservedGeneration = a.Generation
+		}
+		if equality.Semantic.DeepEqual(orig.Status, a.Status) {
+			return
+		}
+		if err := r.Client.Status().Patch(ctx, a, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+			reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
+		}
+	}()
+
+	if !a.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, a, f)
+	}
+	if !controllerutil.ContainsFinalizer(a, v1.Finalizer) {
+		before := a.DeepCopy()
+		controllerutil.AddFinalizer(a, v1.Finalizer)
+		if err := r.Client.Patch(ctx, a, ctrl.MergeFrom(before)); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	requeue := reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}
+
+	b, e, ok, err := r.buckety(ctx, a, f)
+	if err != nil || !ok {
+		return requeue, err
+	}
+	// Warnings are the webhook's to show; ScopingNotImplemented carries them here.
+	if _, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), string(a.Spec.Role), a.Spec.Parameters); len(errs) > 0 {
+		f.invalid = errs.ToAggregate().Error()
+		return requeue, nil
+	}
+	g, err := e.Backend.Grant(ctx, drivers.Access{
+		Resource: b.Status.BackendResourceName, Namespace: a.Namespace, Name: a.Name,
+		Role: string(a.Spec.Role), Parameters: a.Spec.Parameters, ResourceParameters: b.Spec.Parameters,
+	})
+	if err != nil {
+		r.recordFailure(f, err)
+		return requeue, nil
+	}
+	scoped := g.Scoped
+	f.scoped = &scoped
+	a.Status.Principal = g.Principal
+	conflict, err := r.writeSecret(ctx, a, g.Data, f)
+	if err != nil {
+		return requeue, err
+	}
+	if conflict {
+		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+	}
+	a.Status.BucketyGeneration = b.Generation
+	return requeue, nil
+}
+
+// buckety finds the access's Buckety and its backend, and checks that its
+// backend resource is provisioned for the Buckety's current generation.
+func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts) (*v1.Buckety, *backends.Entry, bool, error) {
+	b := &v1.Buckety{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b)
+	if apierrors.IsNotFound(err) {
+		f.bucketyMissing = true
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", b.Name)
+		return nil, nil, false, nil
+	}
+	e, problem := shared.Resolve(r.Backends, b.Spec.Backend,
+		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor},
+		v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible,
+		v1.ReasonBackendNotConfigured, v1.ReasonDriverChanged, v1.ReasonDriverMajorMismatch)
+	if problem != nil {
+		f.problem = problem
+		return nil, nil, false, nil
+	}
+	prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
+	if b.Status.BackendResourceName == "" || prov == nil || prov.Status != metav1.ConditionTrue || prov.ObservedGeneration != b.Generation {
+		msg := fmt.Sprintf("waiting for Buckety %s to provision its backend resource", b.Name)
+		if prov != nil && prov.Status != metav1.ConditionTrue {
+			msg += " (" + prov.Reason + ": " + prov.Message + ")"
+		}
+		f.bucketyWaiting = msg
+		return nil, nil, false, nil
+	}
+	return b, e, true, nil
+}
+
+func (r *Reconciler) recordFailure(f *facts, err error) {
+	switch backends.Kind(err) {
+	case "unavailable":
+		f.unavailable = err
+	case "access_denied":
+		f.accessDenied = err
+	default:
+		f.backendErr = err
+	}
+}
+
+// owns reports whether s is this access's Secret.
+func owns(a *v1.BucketyAccess, s *corev1.Secret) bool {
+	return s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] == a.Name && metav1.IsControlledBy(s, a)
+}
+
+// writeSecret creates or repairs the access's Secret. It reports a conflict
+// when a Secret of that name exists that this access does not own.
+func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data map[string][]byte, f *facts) (bool, error) {
+	name := a.Spec.CredentialsSecretName
+	f.secretName = name
+	key := types.NamespacedName{Namespace: a.Namespace, Name: name}
+	s := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) {
+		// The cache holds only buckety's Secrets; ask the API server.
+		err = r.APIReader.Get(ctx, key, s)
+		if err == nil {
+			f.secretConflict = fmt.Sprintf("Secret %s already exists and was not created by buckety for this access (no %s=%s label and owner reference); it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, v1.ManagedByLabel, v1.ManagedByValue)
+			r.event(a, corev1.EventTypeWarning, v1.ReasonSecretConflict, "WriteSecret", f.secretConflict)
+			return true, nil
+		}
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		s = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name}},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		}
+		if err := controllerutil.SetControllerReference(a, s, r.Client.Scheme()); err != nil {
+			return false, err
+		}
+		if err := r.Client.Create(ctx, s); err != nil {
+			return false, fmt.Errorf("create Secret %s: %w", name, err)
+		}
+		r.event(a, corev1.EventTypeNormal, "SecretWritten", "WriteSecret", fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
+	case err != nil:
+		return false, err
+	case !owns(a, s):
+		owner := "it was not created by buckety"
+		if s.Labels[v1.ManagedByLabel] == v1.ManagedByValue {
+			owner = fmt.Sprintf("it belongs to BucketyAccess %s", s.Labels[v1.AccessLabel])
+		}
+		f.secretConflict = fmt.Sprintf("Secret %s already exists and %s; it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, owner)
+		r.event(a, corev1.EventTypeWarning, v1.ReasonSecretConflict, "WriteSecret", f.secretConflict)
+		return true, nil
+	case !sameData(s.Data, data) || s.Type != corev1.SecretTypeOpaque:
+		before := s.DeepCopy()
+		s.Data = data
+		if err := r.Client.Patch(ctx, s, ctrl.MergeFrom(before)); err != nil {
+			return false, fmt.Errorf("repair Secret %s: %w", name, err)
+		}
+		r.event(a, corev1.EventTypeNormal, "SecretRepaired", "WriteSecret", fmt.Sprintf("Secret %s did not hold the expected keys; rewrote %v", name, keys(data)))
+	}
+	f.synced = true
+	return false, nil
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reconcileDelete revokes what Grant minted, deletes the Secret and
+// releases the finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f *facts) (reconcile.Result, error) {
+	f.deleting = true
+	if !controllerutil.ContainsFinalizer(a, v1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	if a.Status.Principal != "" {
+		// Something was minted on the backend: revoking it must succeed.
+		b := &v1.Buckety{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b); err != nil {
+			return reconcile.Result{}, fmt.Errorf("revoke %s: get Buckety: %w", a.Status.Principal, err)
+		}
+		e, problem := shared.Resolve(r.Backends, b.Spec.Backend, shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor},
+			v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible, v1.ReasonBackendNotConfigured, v1.ReasonDriverChanged, v1.ReasonDriverMajorMismatch)
+		if problem != nil {
+			f.problem = problem
+			return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, nil
+		}
+		if err := e.Backend.Revoke(ctx, drivers.Access{Resource: b.Status.BackendResourceName, Namespace: a.Namespace, Name: a.Name, Role: string(a.Spec.Role), Parameters: a.Spec.Parameters}); err != nil {
+			r.recordFailure(f, err)
+			return reconcile.Result{}, fmt.Errorf("revoke %s: %w", a.Status.Principal, err)
+		}
+	}
+	s := &corev1.Secret{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}, s)
+	switch {
+	case err == nil && owns(a, s):
+		if err := r.Client.Delete(ctx, s, ctrl.Preconditions{UID: &s.UID}); ctrl.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		}
+	case err != nil && !apierrors.IsNotFound(err):
+		return reconcile.Result{}, err
+	}
+	before := a.DeepCopy()
+	controllerutil.RemoveFinalizer(a, v1.Finalizer)
+	return reconcile.Result{}, ctrl.IgnoreNotFound(r.Client.Patch(ctx, a, ctrl.MergeFrom(before)))
+}
+
+func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string) {
+	// A conflict is retried every few seconds; report it once per episode.
+	if reason == v1.ReasonSecretConflict {
+		if c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonSecretConflict {
+			return
+		}
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(a, nil, typ, reason, action, "%s", note)
+	}
+}

@@ -1,0 +1,69 @@
+package buckety
+
+import (
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+// facts is what one reconcile learned. Phases record facts; status.go turns
+// them into conditions. A zero value means "not reached".
+type facts struct {
+	// deleting is set when the object has a deletionTimestamp.
+	deleting bool
+	// resourceName is the resolved backend resource name.
+	resourceName string
+	// problem pauses reconciliation: backend gone, driver changed, or
+	// driver major mismatch.
+	problem *shared.Problem
+	// templateErr: spec.name cannot be resolved.
+	templateErr error
+	// invalidName: the resolved name breaks the driver's rules.
+	invalidName string
+	// invalidParams: spec.parameters fail the driver's validation.
+	invalidParams string
+	// conflictOwner names the Buckety that owns the backend resource.
+	conflictOwner string
+	// adoptionRefused explains a pre-existing resource with content.
+	adoptionRefused string
+	// unavailable, accessDenied and backendErr are driver failures.
+	unavailable  error
+	accessDenied error
+	backendErr   error
+	// drift the driver would not repair.
+	drift *drivers.DriftError
+	// shortfalls are parameters the backend did not apply.
+	shortfalls []drivers.Shortfall
+	// provisioned: Ensure succeeded (drift aside) in this reconcile.
+	provisioned bool
+	// implicitErr: the implicit access could not be materialised.
+	implicitErr string
+	// accessesChecked: the access phase ran.
+	accessesChecked bool
+	// accessesPending lists accesses whose Secret is not in sync.
+	accessesPending []string
+	// unscoped lists accesses with ScopingNotImplemented=True.
+	unscoped []string
+	// blockedBy lists explicit accesses blocking deletion.
+	blockedBy []string
+	// waitingImplicit is set while the implicit access is being removed
+	// during deletion.
+	waitingImplicit bool
+	// deleteProgress describes deletion progress on the backend.
+	deleteProgress string
+}
+
+// paused reports whether the backend phases were skipped.
+func (f *facts) paused() bool {
+	return f.problem != nil || f.templateErr != nil || f.invalidName != "" || f.invalidParams != "" || f.conflictOwner != "" || f.adoptionRefused != ""
+}
+
+// backendFailure is the driver failure of this reconcile, if any.
+func (f *facts) backendFailure() error {
+	switch {
+	case f.unavailable != nil:
+		return f.unavailable
+	case f.accessDenied != nil:
+		return f.accessDenied
+	}
+	return f.backendErr
+}

@@ -1,0 +1,47 @@
+package shared
+
+import (
+	"fmt"
+
+	"github.com/Yolean/buckety-controller/internal/backends"
+)
+
+// Sticky is what a Buckety's status froze at first reconcile.
+type Sticky struct {
+	Backend     string
+	Driver      string
+	DriverMajor *int64
+}
+
+// Problem says why a resource's backend cannot be reconciled now.
+type Problem struct {
+	// Condition is the condition type it raises (BackendUnavailable or
+	// DriverVersionIncompatible).
+	Condition string
+	// Reason and Message explain it.
+	Reason, Message string
+}
+
+// Resolve finds the backend a resource reconciles against: its sticky
+// backend once stamped (spec.backend before), with the same driver and a
+// driver major equal to the stamped one.
+func Resolve(set *backends.Set, specBackend string, st Sticky, conditionBackend, conditionVersion, reasonMissing, reasonDriver, reasonMajor string) (*backends.Entry, *Problem) {
+	name := specBackend
+	if st.Backend != "" {
+		name = st.Backend
+	}
+	e, ok := set.Get(name)
+	if !ok {
+		return nil, &Problem{Condition: conditionBackend, Reason: reasonMissing,
+			Message: fmt.Sprintf("backend %q is not in the controller config (backends: %v); reconciliation is paused until the maintainer restores it or migrates this resource", name, set.Names())}
+	}
+	if st.Driver != "" && e.Driver.Name() != st.Driver {
+		return nil, &Problem{Condition: conditionBackend, Reason: reasonDriver,
+			Message: fmt.Sprintf("backend %q now uses driver %s, but this resource was provisioned with driver %s; reconciliation is paused", name, e.Driver.Name(), st.Driver)}
+	}
+	if st.DriverMajor != nil && e.Driver.Version().Major != *st.DriverMajor {
+		return nil, &Problem{Condition: conditionVersion, Reason: reasonMajor,
+			Message: fmt.Sprintf("driver %s is version %s (major %d), but this resource was provisioned with major %d; reconciliation is paused and nothing is written to the backend until a compatible controller runs or the resource is migrated", e.Driver.Name(), e.Driver.Version(), e.Driver.Version().Major, *st.DriverMajor)}
+	}
+	return e, nil
+}

@@ -1,0 +1,60 @@
+package shared
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Cond is one condition as a status function derives it.
+type Cond struct {
+	Type    string
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// Apply sets every derived condition on list, keeping transition times of
+// conditions whose status did not change.
+func Apply(list *[]metav1.Condition, generation int64, conds []Cond) {
+	for _, c := range conds {
+		meta.SetStatusCondition(list, metav1.Condition{
+			Type: c.Type, Status: c.Status, Reason: c.Reason, Message: truncate(c.Message), ObservedGeneration: generation,
+		})
+	}
+}
+
+// truncate keeps a message under the API's 32 KiB condition limit.
+func truncate(s string) string {
+	const max = 4096
+	if len(s) <= max {
+		return s
+	}
+	return s[:max-3] + "..."
+}
+
+// Jitter returns d plus up to 10% random, so periodic re-checks of many
+// resources do not line up.
+func Jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+// True, False and Unknown build conditions.
+func True(t, reason, msg string) Cond {
+	return Cond{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+}
+
+// False builds a False condition.
+func False(t, reason, msg string) Cond {
+	return Cond{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+}
+
+// Unknown builds an Unknown condition.
+func Unknown(t, reason, msg string) Cond {
+	return Cond{Type: t, Status: metav1.ConditionUnknown, Reason: reason, Message: msg}
+}

@@ -1,0 +1,314 @@
+package integration
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/all"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/proc"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+// shared infrastructure, started once by TestMain.
+var (
+	cp     *controlplane.ControlPlane
+	broker *kafka.Broker
+	minio  *s3test.Server
+	k8s    client.Client
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	code, err := runWithInfra(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func runWithInfra(m *testing.M) (code int, err error) {
+	dir, err := os.MkdirTemp("", "bkt-it-")
+	if err != nil {
+		return 1, err
+	}
+	keep := false
+	defer func() {
+		if keep {
+			fmt.Fprintf(os.Stderr, "integration: logs kept in %s\n", dir)
+			return
+		}
+		if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp, err = controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(dir, "cp"), ControllerManager: true, CRDDirs: []string{controlplane.CRDDir()}})
+	if err != nil {
+		return 1, err
+	}
+	defer func() {
+		if serr := cp.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	bin, err := proc.BuildGoBinary(kafka.BinaryEnv, kafka.Package, dir)
+	if err != nil {
+		return 1, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "kafka"), 0o755); err != nil {
+		return 1, err
+	}
+	broker, err = kafka.StartIn(filepath.Join(dir, "kafka"), bin, kafka.Options{}, false)
+	if err != nil {
+		return 1, err
+	}
+	defer func() {
+		if serr := broker.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	minio, err = s3test.StartIn(filepath.Join(dir, "minio"), "minio", s3test.Options{}, false)
+	if err != nil {
+		return 1, err
+	}
+	defer func() {
+		if serr := minio.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	scheme, err := appcontroller.Scheme()
+	if err != nil {
+		return 1, err
+	}
+	if k8s, err = client.New(cp.RESTConfig, client.Options{Scheme: scheme}); err != nil {
+		return 1, err
+	}
+	code = m.Run()
+	keep = code != 0
+	return code, nil
+}
+
+// needInfra skips under -short, where TestMain started nothing.
+func needInfra(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs the control plane and backends; run without -short (make test)")
+	}
+}
+
+// configYAML is a controller config for the shared backends; backend names
+// can be changed to simulate a maintainer renaming them.
+func configYAML(kafkaName, s3Name string) string {
+	return fmt.Sprintf(`backends:
+- name: %s
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+    requestTimeout: 5s
+  defaults:
+    zone: local
+- name: %s
+  driver: s3
+  config:
+    implementation: minio
+    endpoint: %s
+    region: %s
+    forcePathStyle: true
+    accessKeyID: ${TEST_S3_ACCESS_KEY}
+    secretAccessKey: ${TEST_S3_SECRET_KEY}
+    requestTimeout: 10s
+  defaults:
+    zone: local
+`, kafkaName, strings.Join(broker.Addrs, ", "), s3Name, minio.Endpoint, minio.Region)
+}
+
+func s3Env() map[string]string {
+	return map[string]string{"TEST_S3_ACCESS_KEY": minio.AccessKey, "TEST_S3_SECRET_KEY": minio.SecretKey}
+}
+
+// controllerRun is an in-process controller.
+type controllerRun struct {
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// startController loads yaml as buckety-controller.yaml and runs the
+// controller until the test ends (or stop is called).
+func startController(t *testing.T, yaml string, reg *drivers.Registry, recheck time.Duration) *controllerRun {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if reg == nil {
+		reg = all.Registry()
+	}
+	env := s3Env()
+	cfg, err := config.Load(dir, config.Options{Registry: reg, Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &controllerRun{cancel: cancel, done: make(chan error, 1)}
+	var log logr.Logger = zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true))
+	go func() {
+		r.done <- appcontroller.Run(ctx, appcontroller.Options{
+			Config: cfg, ConfigDir: dir, Registry: reg, RESTConfig: cp.RESTConfig,
+			MetricsAddr: "0", ProbeAddr: "0", Recheck: recheck, MaxConcurrent: 2,
+			Log: log, SkipNameValidation: true,
+		})
+	}()
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *controllerRun) stop(t *testing.T) {
+	t.Helper()
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("controller: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("controller did not stop within 60s")
+		}
+	})
+}
+
+// testWriter sends controller logs to the test log, so a failing test shows
+// them and a passing one stays quiet.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var nsCounter struct {
+	sync.Mutex
+	n int
+}
+
+// namespace creates a fresh namespace for one test.
+func namespace(t *testing.T) string {
+	t.Helper()
+	nsCounter.Lock()
+	nsCounter.n++
+	name := fmt.Sprintf("%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), nsCounter.n)
+	nsCounter.Unlock()
+	if len(name) > 60 {
+		name = name[len(name)-60:]
+	}
+	name = strings.Trim(strings.ReplaceAll(name, "_", "-"), "-")
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// eventually polls cond until it returns true, failing with its last
+// description after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, desc := cond()
+		if ok {
+			return
+		}
+		last = desc
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s; last seen: %s", what, timeout, last)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+func getBuckety(t *testing.T, ns, name string) *v1.Buckety {
+	t.Helper()
+	b := &v1.Buckety{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func condString(conds []metav1.Condition) string {
+	var parts []string
+	for _, c := range conds {
+		parts = append(parts, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, " | ")
+}
+
+// waitCondition waits for a condition of a Buckety or BucketyAccess to have
+// status (and reason, if given).
+func waitCondition(t *testing.T, obj client.Object, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) metav1.Condition {
+	t.Helper()
+	var got metav1.Condition
+	eventually(t, timeout, fmt.Sprintf("%T %s/%s %s=%s %s", obj, obj.GetNamespace(), obj.GetName(), typ, status, reason), func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, err.Error()
+		}
+		var conds []metav1.Condition
+		switch o := obj.(type) {
+		case *v1.Buckety:
+			conds = o.Status.Conditions
+		case *v1.BucketyAccess:
+			conds = o.Status.Conditions
+		}
+		c := meta.FindStatusCondition(conds, typ)
+		if c == nil {
+			return false, condString(conds)
+		}
+		got = *c
+		return c.Status == status && (reason == "" || c.Reason == reason), condString(conds)
+	})
+	return got
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func secret(t *testing.T, ns, name string) *corev1.Secret {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		t.Fatalf("get Secret %s/%s: %v", ns, name, err)
+	}
+	return s
+}
