@@ -53,7 +53,9 @@ func TestImplicitToExplicitMigration(t *testing.T) {
 		create(t, a)
 	}
 	eventually(t, wait, "implicit access removed", func() (bool, string) { return gone(t, implicit) })
-	eventually(t, wait, "implicit Secret removed", func() (bool, string) { return gone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orders-topic", Namespace: ns}}) })
+	eventually(t, wait, "implicit Secret removed", func() (bool, string) {
+		return gone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orders-topic", Namespace: ns}})
+	})
 	reader := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "orders-reader", Namespace: ns}}
 	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", wait)
 	waitCondition(t, reader, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, wait)
@@ -75,7 +77,9 @@ func TestImplicitToExplicitMigration(t *testing.T) {
 	eventually(t, wait, "implicit access of solo removed", func() (bool, string) {
 		return gone(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "solo", Namespace: ns}})
 	})
-	eventually(t, wait, "solo's Secret removed", func() (bool, string) { return gone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "solo-topic", Namespace: ns}}) })
+	eventually(t, wait, "solo's Secret removed", func() (bool, string) {
+		return gone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "solo-topic", Namespace: ns}})
+	})
 	waitCondition(t, solo, v1.ConditionReady, metav1.ConditionTrue, "", wait)
 }
 

@@ -44,9 +44,9 @@ type Reconciler struct {
 	// the sticky fields, the object is read fresh, so a reconcile that runs
 	// on a cache that has not seen the stamp yet cannot stamp again.
 	APIReader ctrl.Reader
-	Backends *backends.Set
-	Claims   *shared.Claims
-	Recorder events.EventRecorder
+	Backends  *backends.Set
+	Claims    *shared.Claims
+	Recorder  events.EventRecorder
 	// Recheck is the period of the drift re-check (jittered).
 	Recheck time.Duration
 
