@@ -19,7 +19,7 @@ TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
               BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
               BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker
 RUN_DIR    := .run
-FUZZTIME   ?= 30s
+FUZZTIME   ?= 1000000x
 
 .PHONY: help
 help: ## list targets

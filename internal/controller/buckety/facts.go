@@ -52,11 +52,6 @@ type facts struct {
 	deleteProgress string
 }
 
-// paused reports whether the backend phases were skipped.
-func (f *facts) paused() bool {
-	return f.problem != nil || f.templateErr != nil || f.invalidName != "" || f.invalidParams != "" || f.conflictOwner != "" || f.adoptionRefused != ""
-}
-
 // backendFailure is the driver failure of this reconcile, if any.
 func (f *facts) backendFailure() error {
 	switch {

@@ -159,6 +159,7 @@ func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry
 	for _, o := range others.Items {
 		if o.UID != b.UID {
 			f.conflictOwner = o.Namespace + "/" + o.Name
+			r.conflictEvent(b, e, f)
 			return false
 		}
 	}
@@ -172,9 +173,18 @@ func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry
 				}
 			}
 		}
+		r.conflictEvent(b, e, f)
 		return false
 	}
 	return true
+}
+
+// conflictEvent reports a lost claim once per episode.
+func (r *Reconciler) conflictEvent(b *v1.Buckety, e *backends.Entry, f *facts) {
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonNameConflict {
+		return
+	}
+	r.event(b, corev1.EventTypeWarning, v1.ReasonNameConflict, "Claim", fmt.Sprintf("%s on backend %s is owned by Buckety %s", f.resourceName, e.Name, f.conflictOwner))
 }
 
 // provision runs the adoption check on first reconcile, then Ensure, and

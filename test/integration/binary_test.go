@@ -1,0 +1,264 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/proc"
+)
+
+const (
+	systemNS = "buckety-system"
+	saName   = "buckety-controller"
+)
+
+// buildController builds buckety-controller with the kadm driver version
+// stamped through -ldflags -X, as a release would.
+func buildController(t *testing.T, kadmVersion string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "buckety-controller-"+kadmVersion)
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/Yolean/buckety-controller/drivers/kadm.version="+kadmVersion, "-o", out, "github.com/Yolean/buckety-controller/cmd/buckety-controller")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return out
+}
+
+// installRBAC applies the generated roles and binds them to the
+// controller's ServiceAccount, as the deploy base does.
+func installRBAC(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: saName, Namespace: systemNS}}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: saName, Namespace: systemNS}}
+	for {
+		var raw map[string]any
+		if err := dec.Decode(&raw); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		switch raw["kind"] {
+		case "ClusterRole":
+			var cr rbacv1.ClusterRole
+			reDecode(t, raw, &cr)
+			createOrIgnore(t, &cr)
+			createOrIgnore(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cr.Name}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cr.Name}, Subjects: subject})
+		case "Role":
+			var r rbacv1.Role
+			reDecode(t, raw, &r)
+			createOrIgnore(t, &r)
+			createOrIgnore(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: r.Name}, Subjects: subject})
+		}
+	}
+}
+
+func reDecode(t *testing.T, raw map[string]any, into any) {
+	t.Helper()
+	b, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createOrIgnore(t *testing.T, o client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), o); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("create %s: %v", o.GetName(), err)
+	}
+}
+
+// impersonatingKubeconfig writes a kubeconfig whose every request is made as
+// the controller's ServiceAccount.
+func impersonatingKubeconfig(t *testing.T) string {
+	t.Helper()
+	token, err := os.ReadFile(filepath.Join(cp.Dir, "pki", "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.CA.CertPEM}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: string(token), Impersonate: "system:serviceaccount:" + systemNS + ":" + saName}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// controllerProcess runs a built controller binary as its ServiceAccount.
+type controllerProcess struct {
+	p          *proc.Process
+	probe, met string
+}
+
+func runBinary(t *testing.T, bin, kubeconfig, configDir string) *controllerProcess {
+	t.Helper()
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &controllerProcess{probe: fmt.Sprintf("127.0.0.1:%d", ports[0]), met: fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	env := []string{"TEST_S3_ACCESS_KEY=" + minio.AccessKey, "TEST_S3_SECRET_KEY=" + minio.SecretKey}
+	p, err := proc.Start(t.TempDir(), "buckety-controller", bin, []string{
+		"-c", configDir, "--kubeconfig", kubeconfig,
+		"--leader-elect", "--leader-election-namespace", systemNS,
+		"--health-probe-bind-address", cp.probe, "--metrics-bind-address", cp.met,
+		"--recheck-interval", "2s",
+	}, env, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.p = p
+	t.Cleanup(func() { cp.stop(t) })
+	eventually(t, 60*time.Second, "controller ready", func() (bool, string) {
+		if done, err := p.Exited(); done {
+			t.Fatalf("controller exited: %v\n%s", err, p.Tail(30))
+		}
+		resp, err := http.Get("http://" + cp.probe + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
+	return cp
+}
+
+func (c *controllerProcess) stop(t *testing.T) {
+	t.Helper()
+	if c.p == nil {
+		return
+	}
+	log, err := os.ReadFile(c.p.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.p.Stop(30 * time.Second); err != nil {
+		t.Errorf("stop controller: %v", err)
+	}
+	// Graceful shutdown: SIGTERM makes it exit 0 after releasing the Lease.
+	if done, err := c.p.Exited(); !done || err != nil {
+		t.Errorf("want a clean exit on SIGTERM, got done=%v err=%v", done, err)
+	}
+	c.p = nil
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "forbidden") || strings.Contains(line, "Forbidden") {
+			t.Errorf("controller made a forbidden request with its own RBAC: %s", line)
+		}
+	}
+}
+
+// TestBinaryWithGeneratedRBACAndDriverVersions runs the built controller as
+// its ServiceAccount (impersonated, bound by the generated RBAC) through a
+// full lifecycle, then the same controller rebuilt with the next kadm patch
+// (auto-applied) and the next major (DriverVersionIncompatible, no backend
+// writes). Any forbidden request fails the test.
+func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
+	needInfra(t)
+	installRBAC(t)
+	kubeconfig := impersonatingKubeconfig(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(configYAML("kafka", "s3")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := namespace(t)
+
+	c010 := runBinary(t, buildController(t, "0.1.0"), kubeconfig, dir)
+	kb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "versioned", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.versioned",
+		Parameters: map[string]string{"partitions": "1"}, DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "versioned-topic"}}}
+	sb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "objects", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: "${namespace}-objects", RetentionPolicy: v1.RetentionDelete,
+		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "objects-bucket"}}}
+	create(t, kb)
+	create(t, sb)
+	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, sb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	resp, err := http.Get("http://" + c010.met + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"buckety_backend_request_duration_seconds_bucket", `buckety_resources{condition="Ready",kind="Buckety",status="True"}`, "controller_runtime_reconcile_total"} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("want metric %s on /metrics", m)
+		}
+	}
+	// Deletion paths under RBAC: the s3 Buckety with its implicit access.
+	if err := k8s.Delete(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "s3 Buckety deleted", func() (bool, string) { return gone(t, sb) })
+	if bucketExists(t, ns+"-objects") {
+		t.Error("retentionPolicy Delete: want the bucket gone")
+	}
+	c010.stop(t)
+
+	c011 := runBinary(t, buildController(t, "0.1.1"), kubeconfig, dir)
+	eventually(t, wait, "patch version auto-applied", func() (bool, string) {
+		b := getBuckety(t, ns, "versioned")
+		return b.Status.DriverBuildVersion == "0.1.1", b.Status.DriverBuildVersion
+	})
+	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	c011.stop(t)
+
+	runBinary(t, buildController(t, "1.0.0"), kubeconfig, dir)
+	kb = getBuckety(t, ns, "versioned")
+	kb.Spec.Parameters["partitions"] = "3"
+	if err := k8s.Update(ctx, kb); err != nil {
+		t.Fatal(err)
+	}
+	c := waitCondition(t, kb, v1.ConditionDriverVersionIncompatible, metav1.ConditionTrue, v1.ReasonDriverMajorMismatch, wait)
+	if !strings.Contains(c.Message, "major 1") || !strings.Contains(c.Message, "provisioned with major 0") {
+		t.Errorf("want both majors in the message, got %q", c.Message)
+	}
+	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonDriverMajorMismatch, wait)
+	time.Sleep(5 * time.Second) // two re-check periods
+	if n := topic(t, ns+".versioned").partitions; n != 1 {
+		t.Errorf("an incompatible driver must not write to the backend, but partitions became %d", n)
+	}
+	if b := getBuckety(t, ns, "versioned"); *b.Status.DriverMajor != 0 || b.Status.DriverBuildVersion != "0.1.1" {
+		t.Errorf("want driverMajor 0 and driverBuildVersion 0.1.1 kept, got %d %s", *b.Status.DriverMajor, b.Status.DriverBuildVersion)
+	}
+	secret(t, ns, "versioned-topic")
+}
