@@ -90,7 +90,7 @@ run: build ## start a local control plane with the CRDs installed and print how 
 	@echo "  export PATH=$(KUBE_BIN):\$$PATH    # kubectl v1.36.3"
 	@echo "  kubectl get crd"
 	@echo "  kubectl create namespace demo && kubectl apply -n demo -f examples/quickstart/buckety.yaml"
-	@echo "  kubectl get bucketies -n demo    # stored and checked by the CRD schema; no controller reconciles it yet"
+	@echo "  kubectl get bucketies -n demo    # stored and checked by the CRD schema; make run starts no controller or backends yet"
 	@echo "Stop it with: make stop"
 
 .PHONY: stop

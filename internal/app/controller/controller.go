@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -91,6 +92,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	o.Config = cfg
 	o.Log = zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
+	klog.SetLogger(o.Log) // client-go (leader election) logs the same way
 	rc, err := restConfig(*kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "buckety-controller: %v\n", err)
