@@ -12,8 +12,16 @@ import (
 const (
 	ruleRFImmutable   = "has(self.replicationFactor) == has(oldSelf.replicationFactor) && (!has(self.replicationFactor) || self.replicationFactor == oldSelf.replicationFactor)"
 	rulePartitionGrow = "!has(self.partitions) || !has(oldSelf.partitions) || int(self.partitions) >= int(oldSelf.partitions)"
-	ruleNoOverlap     = "['config.num.partitions', 'config.partitions', 'config.replication.factor', 'config.default.replication.factor'].all(k, !(k in self))"
 )
+
+// noOverlap is the rule refusing a config key that duplicates a driver key.
+func noOverlap(key, use string) map[string]string {
+	return map[string]string{
+		"rule":      "!('" + key + "' in self)",
+		"message":   key + " duplicates the driver parameter " + use + "; use " + use + " instead",
+		"fieldPath": "['" + key + "']",
+	}
+}
 
 // Schemas implements drivers.Driver.
 func (*Driver) Schemas() drivers.Schemas {
@@ -39,9 +47,12 @@ func (*Driver) Schemas() drivers.Schemas {
 		AdditionalProperties: jsonschema.FalseSchema,
 		Extras: map[string]any{
 			"x-kubernetes-validations": []map[string]string{
-				{"rule": ruleRFImmutable, "message": "replicationFactor is immutable after creation: Kafka cannot change a topic's replication factor in place"},
-				{"rule": rulePartitionGrow, "message": "partitions can only grow: Kafka cannot remove partitions"},
-				{"rule": ruleNoOverlap, "message": "config.num.partitions, config.partitions, config.replication.factor and config.default.replication.factor duplicate the driver parameters: use partitions and replicationFactor"},
+				{"rule": ruleRFImmutable, "message": "replicationFactor is immutable after creation: Kafka cannot change a topic's replication factor in place", "fieldPath": ".replicationFactor"},
+				{"rule": rulePartitionGrow, "message": "partitions can only grow: Kafka cannot remove partitions", "fieldPath": ".partitions"},
+				noOverlap("config.num.partitions", ParamPartitions),
+				noOverlap("config.partitions", ParamPartitions),
+				noOverlap("config.replication.factor", ParamReplicationFactor),
+				noOverlap("config.default.replication.factor", ParamReplicationFactor),
 			},
 			"x-buckety-immutable": []string{ParamReplicationFactor},
 		},

@@ -9,8 +9,9 @@ import (
 // immutableRule is the CEL transition rule making a parameter immutable.
 func immutableRule(k string) map[string]string {
 	return map[string]string{
-		"rule":    "has(self." + k + ") == has(oldSelf." + k + ") && (!has(self." + k + ") || self." + k + " == oldSelf." + k + ")",
-		"message": k + " is immutable after creation: a bucket's " + k + " is fixed when it is created",
+		"rule":      "has(self." + k + ") == has(oldSelf." + k + ") && (!has(self." + k + ") || self." + k + " == oldSelf." + k + ")",
+		"message":   k + " is immutable after creation: a bucket's " + k + " is fixed when it is created",
+		"fieldPath": "." + k,
 	}
 }
 

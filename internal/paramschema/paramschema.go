@@ -1,0 +1,178 @@
+// Package paramschema evaluates a driver's published parameters schema: the
+// JSON schema (types, patterns, enums, allowed keys) with Kubernetes'
+// OpenAPI validator, and its x-kubernetes-validations CEL rules (with
+// oldSelf transition rules for immutability) with Kubernetes'
+// structural-schema CEL validator, which is built on cel-go.
+//
+// Using the published schema, not only the driver's Go checks, keeps the
+// file that editors and downstream platforms validate against honest: what
+// the schema says is what admission enforces. Everything is compiled once at
+// start-up; validation does no I/O.
+package paramschema
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+)
+
+// CapabilitiesKey is the schema extension mapping a capability-gated
+// parameter to the implementations that allow it.
+const CapabilitiesKey = "x-buckety-capabilities"
+
+// Validator is one compiled parameters schema.
+type Validator struct {
+	openapi      validation.SchemaValidator
+	structural   *structuralschema.Structural
+	cel          *cel.Validator
+	capabilities map[string][]string
+}
+
+// Compile compiles a driver's parameters schema. An error means the
+// published schema is broken (a CEL rule does not compile), which must stop
+// the webhook at start-up rather than admit anything.
+func Compile(s *jsonschema.Schema) (*Validator, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var props apiextensionsv1.JSONSchemaProps
+	if err := json.Unmarshal(raw, &props); err != nil {
+		return nil, fmt.Errorf("schema is not an OpenAPI v3 schema: %w", err)
+	}
+	props.Schema = ""
+	props.ID = ""
+	rules := props.XValidations
+	props.XValidations = nil
+	var internal apiextensions.JSONSchemaProps
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&props, &internal, nil); err != nil {
+		return nil, err
+	}
+	openapi, _, err := validation.NewSchemaValidator(&internal)
+	if err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	v := &Validator{openapi: openapi}
+	// The CEL rules run against a structural view: an object of strings.
+	// Structure itself is checked by the OpenAPI validator above.
+	v.structural = &structuralschema.Structural{
+		Generic: structuralschema.Generic{Type: "object"},
+		AdditionalProperties: &structuralschema.StructuralOrBool{
+			Bool:       true,
+			Structural: &structuralschema.Structural{Generic: structuralschema.Generic{Type: "string"}},
+		},
+		ValidationExtensions: structuralschema.ValidationExtensions{XValidations: rules},
+	}
+	if len(rules) > 0 {
+		v.cel = cel.NewValidator(v.structural, false, celconfig.PerCallLimit)
+		if v.cel == nil {
+			return nil, fmt.Errorf("CEL rules did not compile")
+		}
+		// NewValidator swallows compile errors into per-rule errors that
+		// surface at validation: evaluate once on an empty object to fail
+		// now instead.
+		errs, _ := v.cel.Validate(context.Background(), field.NewPath("parameters"), v.structural, map[string]any{}, map[string]any{}, celconfig.RuntimeCELCostBudget)
+		for _, e := range errs {
+			if e.Type == field.ErrorTypeInternal || strings.Contains(e.Detail, "compilation failed") || strings.Contains(e.Detail, "compile") {
+				return nil, fmt.Errorf("CEL rule: %s", e.Error())
+			}
+		}
+	}
+	if c, ok := s.Extras[CapabilitiesKey]; ok {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &v.capabilities); err != nil {
+			return nil, fmt.Errorf("%s: want a map of parameter to implementations: %w", CapabilitiesKey, err)
+		}
+	}
+	return v, nil
+}
+
+// Validate checks params against the schema, its CEL rules (transition
+// rules only when old is not nil) and capability gating for the backend's
+// implementation ("" when it declares none). Every failing key is reported,
+// under fldPath.
+func (v *Validator) Validate(ctx context.Context, fldPath *field.Path, params, old map[string]string, implementation string) field.ErrorList {
+	obj := toObject(params)
+	errs := validation.ValidateCustomResource(fldPath, obj, v.openapi)
+	if v.cel != nil {
+		var oldObj any
+		if old != nil {
+			oldObj = toObject(old)
+		}
+		celErrs, _ := v.cel.Validate(ctx, fldPath, v.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
+	errs = keyed(fldPath, errs)
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		allowed, gated := v.capabilities[k]
+		if !gated || contains(allowed, implementation) {
+			continue
+		}
+		on := "the backend declares no implementation"
+		if implementation != "" {
+			on = "the backend's implementation is " + implementation
+		}
+		errs = append(errs, field.Forbidden(fldPath.Key(k), fmt.Sprintf("%s is only supported for implementation %s, and %s", k, strings.Join(allowed, ", "), on)))
+	}
+	return errs
+}
+
+// keyed rewrites error paths to name the parameter key, as
+// spec.parameters[config.retention.ms], the way drivers report them: the
+// OpenAPI validator writes keys as dotted paths (ambiguous for keys that
+// contain dots) and reports an unknown key on the parent.
+func keyed(fldPath *field.Path, errs field.ErrorList) field.ErrorList {
+	prefix := fldPath.String()
+	for _, e := range errs {
+		switch {
+		case strings.HasPrefix(e.Field, prefix+"."):
+			key := strings.TrimPrefix(e.Field, prefix+".")
+			if strings.HasPrefix(key, "[") && strings.HasSuffix(key, "]") {
+				key = strings.Trim(key[1:len(key)-1], `'"`)
+			}
+			e.Field = fldPath.Key(key).String()
+		case e.Field == prefix && strings.Contains(e.Detail, "forbidden property"):
+			key := fmt.Sprint(e.BadValue)
+			e.Field = fldPath.Key(key).String()
+			e.Type = field.ErrorTypeNotSupported
+			e.Detail = "not a parameter of this driver (see its parameters.schema.json)"
+		}
+	}
+	return errs
+}
+
+func toObject(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
