@@ -34,10 +34,11 @@ generate: ## regenerate deepcopy, CRDs and the published JSON schemas
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./internal/api/...
 	go tool controller-gen crd paths=./internal/api/... output:crd:artifacts:config=deploy/kustomize/base/crds
 	go tool controller-gen rbac:roleName=buckety-controller paths=./internal/controller/... paths=./internal/app/controller/... output:rbac:artifacts:config=deploy/kustomize/base/rbac
+	go tool controller-gen rbac:roleName=buckety-webhook paths=./internal/app/webhook/... output:rbac:artifacts:config=deploy/kustomize/base/webhook/rbac
 	go run ./cmd/buckety-release schemas --root . >/dev/null
 
 # Paths that only `make generate` may write.
-GENERATED := internal/api/v1alpha1/zz_generated.deepcopy.go deploy/kustomize/base/crds deploy/kustomize/base/rbac deploy/schema $(wildcard drivers/*/schema)
+GENERATED := internal/api/v1alpha1/zz_generated.deepcopy.go deploy/kustomize/base/crds deploy/kustomize/base/rbac deploy/kustomize/base/webhook/rbac deploy/schema $(wildcard drivers/*/schema)
 
 .PHONY: verify
 verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or staticcheck findings

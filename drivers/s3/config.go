@@ -236,3 +236,7 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// ImplementationName is the implementation discriminator, for capability
+// gating by the admission webhook.
+func (c *Config) ImplementationName() string { return c.Implementation }

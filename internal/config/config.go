@@ -40,9 +40,39 @@ type Backend struct {
 	Config json.RawMessage `json:"config,omitempty"`
 	// Defaults are values a naming template reads as ${backend.key}.
 	Defaults map[string]string `json:"defaults,omitempty"`
+	// NamePolicy restricts the backend resource names tenants can claim.
+	NamePolicy *NamePolicy `json:"namePolicy,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
+}
+
+// NamePolicy restricts resolved backend resource names, so that one tenant
+// cannot claim another tenant's topic or bucket name.
+type NamePolicy struct {
+	// Prefix is a naming template (the spec.name grammar) that every
+	// resolved name must start with. The file is environment-substituted,
+	// so template references are escaped with $$: "$${namespace}." or
+	// "$${backend.zone}-$${namespace}-".
+	Prefix string `json:"prefix" envsubst:"true"`
+}
+
+// CheckName applies the backend's name policy to a resolved name, with the
+// same substitution sources as the name. The error quotes the policy.
+func (b *Backend) CheckName(src naming.Source, resolved string) error {
+	if b.NamePolicy == nil {
+		return nil
+	}
+	src.BackendName = b.Name
+	src.Defaults = b.Defaults
+	prefix, err := naming.Resolve(b.NamePolicy.Prefix, src)
+	if err != nil {
+		return fmt.Errorf("backend %s's name policy (prefix %q) cannot be resolved for this object: %v", b.Name, b.NamePolicy.Prefix, err)
+	}
+	if !strings.HasPrefix(resolved, prefix) {
+		return fmt.Errorf("resolves to %q, but backend %s only allows names starting with %s (here %q), so that tenants cannot claim each other's names", resolved, b.Name, b.NamePolicy.Prefix, prefix)
+	}
+	return nil
 }
 
 // Options controls how the file is loaded.
@@ -103,6 +133,15 @@ func (c *Config) Validate() error {
 				errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also backends[%d].name); backend names must be unique", b.Name, j)))
 			}
 			seen[b.Name] = i
+		}
+		if b.NamePolicy != nil {
+			if _, err := naming.Parse(b.NamePolicy.Prefix); err != nil || b.NamePolicy.Prefix == "" {
+				msg := "a naming template, as ${namespace}."
+				if err != nil {
+					msg = err.Error()
+				}
+				errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, msg))
+			}
 		}
 		for k := range b.Defaults {
 			if !naming.ValidBackendKey(k) {

@@ -10,6 +10,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/envsubst"
+	"github.com/Yolean/buckety-controller/internal/naming"
 )
 
 func registry() *drivers.Registry {
@@ -111,6 +112,8 @@ func TestMisconfigured(t *testing.T) {
 		{"bad backend name", "backends:\n- name: Cluster_A\n  driver: test\n  config: {endpoint: x}\n", []string{`backends[0].name: Invalid value: "Cluster_A": a lowercase RFC 1123 label`}},
 		{"bad defaults key", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  defaults: {my.zone: z}\n", []string{`backends[0].defaults[my.zone]: Invalid value: "my.zone": key must be letters`}},
 		{"no backends", "backends: []\n", []string{`backends: Required value: define at least one backend`}},
+		{"bad name policy", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  namePolicy: {prefix: '$$bad'}\n", []string{`backends[0].namePolicy.prefix: Invalid value: "$bad": template "$bad", column 1`}},
+		{"unescaped name policy", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  namePolicy: {prefix: '${namespace}.'}\n", []string{`backends[0].namePolicy.prefix: environment variable namespace is not set: set it, or write ${namespace:-default} to make it optional, or $${namespace} for a literal ${namespace}`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
 	}
 	for _, c := range cases {
@@ -130,5 +133,21 @@ func TestMisconfigured(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestNamePolicy(t *testing.T) {
+	c, err := config.Load(writeConfig(t, "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  defaults: {zone: eu}\n  namePolicy: {prefix: '$${backend.zone}-$${namespace}-'}\n"), config.Options{Registry: registry(), Lookup: lookup(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.Backend("a")
+	src := naming.Source{Name: "orders", Namespace: "tenant1"}
+	if err := b.CheckName(src, "eu-tenant1-orders"); err != nil {
+		t.Errorf("want allowed, got %v", err)
+	}
+	err = b.CheckName(src, "eu-tenant2-orders")
+	if want := `resolves to "eu-tenant2-orders", but backend a only allows names starting with ${backend.zone}-${namespace}- (here "eu-tenant1-")`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("want %q, got %v", want, err)
 	}
 }

@@ -88,7 +88,7 @@ func resolve(expr string, lookup LookupFunc) (string, error) {
 		return v, nil
 	}
 	if !ok {
-		return "", &Error{Msg: fmt.Sprintf("environment variable %s is not set: set it, or write ${%s:-default} to make it optional", name, name)}
+		return "", &Error{Msg: fmt.Sprintf("environment variable %s is not set: set it, or write ${%s:-default} to make it optional, or $${%s} for a literal ${%s}", name, name, name, name)}
 	}
 	return v, nil
 }

@@ -85,6 +85,15 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// Signal sends SIGTERM to the process (not its group) and returns at once;
+// tests use it to watch a graceful shutdown.
+func (p *Process) Signal() error {
+	if done, _ := p.Exited(); done {
+		return nil
+	}
+	return p.cmd.Process.Signal(syscall.SIGTERM)
+}
+
 // Stop sends SIGTERM to the process group, waits up to grace, then SIGKILL.
 func (p *Process) Stop(grace time.Duration) error {
 	if done, _ := p.Exited(); done {

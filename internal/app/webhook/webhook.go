@@ -1,23 +1,211 @@
-// Package webhook is the buckety-webhook binary: flags and wiring of the
-// admission server.
+// Package webhook is the buckety-webhook binary: a separate, horizontally
+// scaled admission webhook that validates Buckety and BucketyAccess with the
+// same config file as the controller, loaded without credentials, so tenants
+// get admission errors even while the controller is scaled to zero.
 package webhook
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/Yolean/buckety-controller/drivers/all"
+	bucketyadmission "github.com/Yolean/buckety-controller/internal/admission"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/version"
 )
 
-// Main parses flags and says what the webhook will do. The admission server
-// is not in this build yet; it exits non-zero rather than pretend to serve.
-func Main(args []string, _, stderr io.Writer) int {
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch
+
+// Paths the webhook serves; the ValidatingWebhookConfiguration names them.
+const (
+	PathBuckety = "/validate-buckety-yolean-se-v1alpha1-buckety"
+	PathAccess  = "/validate-buckety-yolean-se-v1alpha1-bucketyaccess"
+)
+
+// Options configure a webhook run.
+type Options struct {
+	Config     *config.Config
+	RESTConfig *rest.Config
+	// Host and Port are the TLS listen address; CertDir holds tls.crt and
+	// tls.key (reloaded when cert-manager renews them).
+	Host    string
+	Port    int
+	CertDir string
+	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
+	MetricsAddr, ProbeAddr string
+	// ShutdownDelay keeps serving after SIGTERM, not ready, so endpoints
+	// drop the Pod before it stops listening.
+	ShutdownDelay time.Duration
+	Log           logr.Logger
+}
+
+// Main runs the command with args (without the program name) and returns
+// the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("buckety-webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("c", "/etc/buckety", "directory holding buckety-controller.yaml")
-	certDir := fs.String("cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
+	var o Options
+	dir := fs.String("c", "/etc/buckety", "directory holding "+config.Filename+" (loaded without credentials)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	fs.StringVar(&o.Host, "host", "", "address to serve admission on (default: all)")
+	fs.IntVar(&o.Port, "port", 9443, "port to serve admission on")
+	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, keep serving while not ready for this long, so a rolling update drops no admission request")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	zo := zap.Options{}
+	zo.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	fmt.Fprintf(stderr, "buckety-webhook: would validate Buckety and BucketyAccess against %s/buckety-controller.yaml, serving TLS from %s; the admission server is not in this build yet\n", *dir, *certDir)
-	return 3
+	if *showVersion {
+		fmt.Fprintf(stdout, "buckety-webhook %s\n", version.Version)
+		return 0
+	}
+	cfg, err := config.Load(*dir, config.Options{Registry: all.Registry(), WithoutCredentials: true})
+	if err != nil {
+		fmt.Fprintf(stderr, "buckety-webhook: invalid configuration: %v\n", err)
+		return 1
+	}
+	o.Config = cfg
+	o.Log = zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr))
+	ctrl.SetLogger(o.Log)
+	klog.SetLogger(o.Log)
+	if o.RESTConfig, err = restConfig(*kubeconfig); err != nil {
+		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
+		return 1
+	}
+	if err := Run(signalContext(), o); err != nil {
+		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// signalContext is cancelled on SIGTERM or SIGINT.
+func signalContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-ch
+		cancel()
+		<-ch
+		os.Exit(1)
+	}()
+	return ctx
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if os.Getenv("KUBECONFIG") != "" {
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+	}
+	rc, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or run in a Pod (%v)", err)
+	}
+	return rc, nil
+}
+
+// Run serves admission until ctx ends. Then it reports not ready, keeps
+// serving for ShutdownDelay, and stops gracefully, finishing in-flight
+// requests.
+func Run(ctx context.Context, o Options) error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	grace := 30 * time.Second
+	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
+		Scheme:                  scheme,
+		Logger:                  o.Log,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		GracefulShutdownTimeout: &grace,
+		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}),
+		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.Buckety{}: {}}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	validators, err := bucketyadmission.New(o.Config, bucketyadmission.CacheLookup(mgr.GetCache()))
+	if err != nil {
+		return err
+	}
+	srv := mgr.GetWebhookServer()
+	srv.Register(PathBuckety, admission.WithValidator[*v1.Buckety](scheme, bucketyadmission.BucketyValidator{Validators: validators}))
+	srv.Register(PathAccess, admission.WithValidator[*v1.BucketyAccess](scheme, bucketyadmission.AccessValidator{Validators: validators}))
+
+	var draining atomic.Bool
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
+		return err
+	}
+	// Start the Buckety informer with the manager, so the first admission
+	// of an access does not wait for it; readiness waits for its sync.
+	informer, err := mgr.GetCache().GetInformer(ctx, &v1.Buckety{})
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("cache", func(*http.Request) error {
+		if !informer.HasSynced() {
+			return errors.New("Buckety cache not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("draining", func(*http.Request) error {
+		if draining.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	mgrCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		draining.Store(true)
+		o.Log.Info("shutting down: not ready, serving for the shutdown delay", "delay", o.ShutdownDelay.String())
+		time.Sleep(o.ShutdownDelay)
+		stop()
+	}()
+	o.Log.Info("starting", "version", version.Version, "backends", o.Config.BackendNames(), "port", o.Port, "certDir", o.CertDir)
+	return mgr.Start(mgrCtx)
 }

@@ -124,15 +124,20 @@ func (r *Reconciler) resolveName(b *v1.Buckety, e *backends.Entry, f *facts) boo
 		f.resourceName = b.Status.BackendResourceName
 		return true
 	}
-	name, err := naming.Resolve(b.Spec.Name, naming.Source{
+	src := naming.Source{
 		Name: b.Name, Namespace: b.Namespace, Labels: b.Labels,
 		BackendName: e.Name, Defaults: e.Config.Defaults,
-	})
+	}
+	name, err := naming.Resolve(b.Spec.Name, src)
 	if err != nil {
 		f.templateErr = err
 		return false
 	}
 	f.resourceName = name
+	if err := e.Config.CheckName(src, name); err != nil {
+		f.invalidName = "spec.name " + err.Error()
+		return false
+	}
 	if _, errs := e.Driver.ValidateName(field.NewPath("spec", "name").Key("resolved"), e.Config.Options(), name); len(errs) > 0 {
 		f.invalidName = fmt.Sprintf("spec.name resolves to %q, which driver %s rejects: %v", name, e.Driver.Name(), errs.ToAggregate())
 		return false

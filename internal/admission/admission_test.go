@@ -1,0 +1,198 @@
+package admission
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/Yolean/buckety-controller/drivers/all"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+const testConfig = `backends:
+- name: kafka
+  driver: kadm
+  config: {seedBrokers: ['kafka:9092']}
+  defaults: {zone: local}
+- name: tenants
+  driver: kadm
+  config: {seedBrokers: ['kafka:9092']}
+  namePolicy: {prefix: '$${namespace}.'}
+- name: s3
+  driver: s3
+  config: {implementation: minio, endpoint: 'http://minio:9000', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
+- name: r2
+  driver: s3
+  config: {implementation: r2, endpoint: 'https://acct.r2.cloudflarestorage.com', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
+`
+
+func validators(t *testing.T, objs ...*v1.Buckety) *Validators {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(testConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The webhook loads the config without credentials: AK/SK are unset.
+	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), WithoutCredentials: true, Lookup: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]*v1.Buckety{}
+	for _, b := range objs {
+		known[b.Namespace+"/"+b.Name] = b
+	}
+	v, err := New(cfg, func(_ context.Context, ns, name string) (*v1.Buckety, bool) {
+		b, ok := known[ns+"/"+name]
+		return b, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func bky(backend, name string, params map[string]string, labels map[string]string) *v1.Buckety {
+	return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "tenant1", Labels: labels}, Spec: v1.BucketySpec{Backend: backend, Name: name, Parameters: params}}
+}
+
+func TestBucketyCreate(t *testing.T) {
+	v := BucketyValidator{validators(t)}
+	cases := []struct {
+		name string
+		b    *v1.Buckety
+		errs []string
+		warn string
+	}{
+		{name: "good", b: bky("kafka", "${namespace}.${name}.v${label['yolean.se/generation']}", map[string]string{"partitions": "3"}, map[string]string{"yolean.se/generation": "003"})},
+		{name: "unknown backend lists the available ones", b: bky("kafak", "", nil, nil), errs: []string{`spec.backend: Invalid value: "kafak": no such backend in the controller config; available: "kafka", "tenants", "s3", "r2"`}},
+		{name: "missing label", b: bky("kafka", "${namespace}.${name}.v${label['yolean.se/generation']}", nil, nil), errs: []string{`spec.name: Invalid value: "${namespace}.${name}.v${label['yolean.se/generation']}"`, `the Buckety has no label "yolean.se/generation"`}},
+		{name: "missing backend default", b: bky("kafka", "${backend.region}-${name}", nil, nil), errs: []string{`backend "kafka" has no defaults.region`}},
+		{name: "malformed template", b: bky("kafka", "${nam}", nil, nil), errs: []string{`column 3: unknown reference ${nam}`}},
+		{name: "resolved name rejected, and shown", b: bky("s3", "${namespace}_${name}", nil, nil), errs: []string{`resolves to "tenant1_orders", which driver s3 rejects`}},
+		{name: "name policy", b: bky("tenants", "other-tenant.orders", nil, nil), errs: []string{`spec.name: Forbidden: resolves to "other-tenant.orders", but backend tenants only allows names starting with ${namespace}. (here "tenant1.")`}},
+		{name: "name policy satisfied", b: bky("tenants", "${namespace}.orders", nil, nil)},
+		{name: "every bad parameter at once", b: bky("kafka", "", map[string]string{"partitions": "0", "replicationFactor": "x", "config.Bad": "1", "retention": "1"}, nil),
+			errs: []string{"spec.parameters[partitions]", "spec.parameters[replicationFactor]", "spec.parameters[config.Bad]", "spec.parameters[retention]"}},
+		{name: "jurisdiction on r2", b: bky("r2", "orders", map[string]string{"jurisdiction": "eu"}, nil)},
+		{name: "jurisdiction elsewhere names the implementation", b: bky("s3", "orders", map[string]string{"jurisdiction": "eu"}, nil), errs: []string{"jurisdiction is only supported for implementation r2, and the backend's implementation is minio"}},
+		{name: "lifecycle outside the subset", b: bky("s3", "orders", map[string]string{"lifecycle": `{"transitions": []}`}, nil), errs: []string{`spec.parameters[lifecycle]`, `unknown field "transitions"`}},
+		{name: "unknown config warns", b: bky("kafka", "", map[string]string{"config.redpanda.x": "1"}, nil), warn: `"redpanda.x" is not an Apache Kafka topic config`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := v.ValidateCreate(context.Background(), c.b)
+			if len(c.errs) == 0 && err != nil {
+				t.Fatalf("want admitted, got %v", err)
+			}
+			if len(c.errs) > 0 && err == nil {
+				t.Fatalf("want rejected with %q, got admitted", c.errs)
+			}
+			for _, e := range c.errs {
+				if !strings.Contains(err.Error(), e) {
+					t.Errorf("want %q in %v", e, err)
+				}
+			}
+			if c.warn != "" && !strings.Contains(strings.Join(w, "|"), c.warn) {
+				t.Errorf("want warning %q, got %q", c.warn, w)
+			}
+		})
+	}
+}
+
+func TestBucketyUpdate(t *testing.T) {
+	v := BucketyValidator{validators(t)}
+	old := bky("kafka", "x", map[string]string{"partitions": "6", "replicationFactor": "3"}, nil)
+	cases := []struct {
+		name   string
+		mutate func(b *v1.Buckety)
+		errs   []string
+		warn   string
+	}{
+		{name: "grow partitions", mutate: func(b *v1.Buckety) { b.Spec.Parameters["partitions"] = "12" }},
+		{name: "labels only, even ones the template used", mutate: func(b *v1.Buckety) { b.Labels = map[string]string{"a": "b"} }},
+		{name: "backend", mutate: func(b *v1.Buckety) { b.Spec.Backend = "s3" }, errs: []string{`spec.backend: Forbidden: is immutable (was "kafka")`}},
+		{name: "name", mutate: func(b *v1.Buckety) { b.Spec.Name = "y" }, errs: []string{`spec.name: Forbidden: is immutable (was "x")`}},
+		{name: "shrink and rf", mutate: func(b *v1.Buckety) { b.Spec.Parameters["partitions"] = "3"; b.Spec.Parameters["replicationFactor"] = "1" }, errs: []string{
+			"spec.parameters[partitions]: Forbidden: can only grow (was 6, now 3)", "spec.parameters[replicationFactor]: Forbidden: is immutable after creation (was 3, now 1)"}},
+		{name: "deleting always passes", mutate: func(b *v1.Buckety) { now := metav1.Now(); b.DeletionTimestamp = &now; b.Spec.Backend = "s3" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := old.DeepCopy()
+			c.mutate(b)
+			_, err := v.ValidateUpdate(context.Background(), old, b)
+			if (err == nil) != (len(c.errs) == 0) {
+				t.Fatalf("want errors %q, got %v", c.errs, err)
+			}
+			for _, e := range c.errs {
+				if !strings.Contains(err.Error(), e) {
+					t.Errorf("want %q in %v", e, err)
+				}
+			}
+		})
+	}
+	// A Buckety whose backend left the config can still be updated (its
+	// finalizer removed, labels edited), with a warning.
+	gone := bky("removed", "x", nil, nil)
+	gone.Status.Backend = "removed"
+	upd := gone.DeepCopy()
+	upd.Labels = map[string]string{"x": "y"}
+	w, err := v.ValidateUpdate(context.Background(), gone, upd)
+	if err != nil || !strings.Contains(strings.Join(w, "|"), `backend "removed" is not in the controller config`) {
+		t.Errorf("want admitted with a warning, got %v %q", err, w)
+	}
+}
+
+func TestAccess(t *testing.T) {
+	kb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "kafka"}}
+	sb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "files", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "s3"}}
+	v := AccessValidator{validators(t, kb, sb)}
+	acc := func(buckety string, role v1.Role, params map[string]string) *v1.BucketyAccess {
+		return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "tenant1"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: buckety}, CredentialsSecretName: "a", Role: role, Parameters: params}}
+	}
+	cases := []struct {
+		name string
+		a    *v1.BucketyAccess
+		errs []string
+		warn string
+	}{
+		{name: "read write", a: acc("orders", v1.RoleReadWrite, nil)},
+		{name: "read only warns", a: acc("orders", v1.RoleReadOnly, map[string]string{"consumerGroupPrefix": "tenant1-"}), warn: "role ReadOnly is not enforced in v1alpha1"},
+		{name: "bad role", a: acc("orders", "Admin", nil), errs: []string{`spec.role: Unsupported value: "Admin"`}},
+		{name: "unknown kadm access parameter", a: acc("orders", v1.RoleReadWrite, map[string]string{"group": "x"}), errs: []string{`spec.parameters[group]`}},
+		{name: "s3 has no access parameters", a: acc("files", v1.RoleReadWrite, map[string]string{"prefix": "x"}), errs: []string{`spec.parameters[prefix]`}},
+		{name: "s3 warns it is not scoped", a: acc("files", v1.RoleReadWrite, nil), warn: "not keys scoped to this bucket"},
+		{name: "unknown Buckety is admitted with a warning", a: acc("later", v1.RoleReadOnly, nil), warn: "Buckety later not found (yet)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := v.ValidateCreate(context.Background(), c.a)
+			if (err == nil) != (len(c.errs) == 0) {
+				t.Fatalf("want errors %q, got %v", c.errs, err)
+			}
+			for _, e := range c.errs {
+				if !strings.Contains(err.Error(), e) {
+					t.Errorf("want %q in %v", e, err)
+				}
+			}
+			if c.warn != "" && !strings.Contains(strings.Join(w, "|"), c.warn) {
+				t.Errorf("want warning %q, got %q", c.warn, w)
+			}
+		})
+	}
+	old := acc("orders", v1.RoleReadWrite, nil)
+	upd := old.DeepCopy()
+	upd.Spec.BucketyRef.Name = "files"
+	upd.Spec.CredentialsSecretName = "b"
+	_, err := v.ValidateUpdate(context.Background(), old, upd)
+	for _, e := range []string{`spec.bucketyRef: Forbidden: is immutable (was "orders")`, `spec.credentialsSecretName: Forbidden: is immutable (was "a")`} {
+		if err == nil || !strings.Contains(err.Error(), e) {
+			t.Errorf("want %q in %v", e, err)
+		}
+	}
+}
