@@ -76,7 +76,8 @@ test-integration: test-binaries ## every test, integration included, on a real c
 
 .PHONY: bench
 bench: test-binaries ## run the benchmarks and print their figures (not part of make test)
-	$(TEST_ENV) go test -run '^$$' -bench . -benchtime 1000x ./drivers/...
+	$(TEST_ENV) go test -run '^$$' -bench . -benchtime 1000x ./drivers/... ./internal/admission/
+	$(TEST_ENV) go test -run '^$$' -bench Admission -benchtime 500x ./test/integration/
 
 .PHONY: test
 test: verify test-fuzz test-integration ## everything CI runs: verify, fuzz smoke, unit and integration tests

@@ -328,4 +328,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-

@@ -31,7 +31,7 @@ const testConfig = `backends:
   config: {implementation: r2, endpoint: 'https://acct.r2.cloudflarestorage.com', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
 `
 
-func validators(t *testing.T, objs ...*v1.Buckety) *Validators {
+func validators(t testing.TB, objs ...*v1.Buckety) *Validators {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(testConfig), 0o600); err != nil {
@@ -117,7 +117,10 @@ func TestBucketyUpdate(t *testing.T) {
 		{name: "labels only, even ones the template used", mutate: func(b *v1.Buckety) { b.Labels = map[string]string{"a": "b"} }},
 		{name: "backend", mutate: func(b *v1.Buckety) { b.Spec.Backend = "s3" }, errs: []string{`spec.backend: Forbidden: is immutable (was "kafka")`}},
 		{name: "name", mutate: func(b *v1.Buckety) { b.Spec.Name = "y" }, errs: []string{`spec.name: Forbidden: is immutable (was "x")`}},
-		{name: "shrink and rf", mutate: func(b *v1.Buckety) { b.Spec.Parameters["partitions"] = "3"; b.Spec.Parameters["replicationFactor"] = "1" }, errs: []string{
+		{name: "shrink and rf", mutate: func(b *v1.Buckety) {
+			b.Spec.Parameters["partitions"] = "3"
+			b.Spec.Parameters["replicationFactor"] = "1"
+		}, errs: []string{
 			"spec.parameters[partitions]: Forbidden: can only grow (was 6, now 3)", "spec.parameters[replicationFactor]: Forbidden: is immutable after creation (was 3, now 1)"}},
 		{name: "deleting always passes", mutate: func(b *v1.Buckety) { now := metav1.Now(); b.DeletionTimestamp = &now; b.Spec.Backend = "s3" }},
 	}

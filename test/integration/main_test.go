@@ -114,7 +114,7 @@ func runWithInfra(m *testing.M) (code int, err error) {
 }
 
 // needInfra skips under -short, where TestMain started nothing.
-func needInfra(t *testing.T) {
+func needInfra(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs the control plane and backends; run without -short (make test)")
@@ -219,7 +219,7 @@ var nsCounter struct {
 }
 
 // namespace creates a fresh namespace for one test.
-func namespace(t *testing.T) string {
+func namespace(t testing.TB) string {
 	t.Helper()
 	nsCounter.Lock()
 	nsCounter.n++
@@ -237,7 +237,7 @@ func namespace(t *testing.T) string {
 
 // eventually polls cond until it returns true, failing with its last
 // description after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last string
@@ -297,7 +297,7 @@ func waitCondition(t *testing.T, obj client.Object, typ string, status metav1.Co
 	return got
 }
 
-func create(t *testing.T, obj client.Object) {
+func create(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := k8s.Create(context.Background(), obj); err != nil {
 		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)

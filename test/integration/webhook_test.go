@@ -49,7 +49,7 @@ type webhookProcess struct {
 	probe   string
 }
 
-func (w *webhookProcess) issue(t *testing.T) {
+func (w *webhookProcess) issue(t testing.TB) {
 	t.Helper()
 	cert, key, err := w.ca.Issue("buckety-webhook", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, time.Hour)
 	if err != nil {
@@ -69,7 +69,7 @@ func (w *webhookProcess) issue(t *testing.T) {
 }
 
 // servedSerial is the serial of the certificate the webhook presents.
-func (w *webhookProcess) servedSerial(t *testing.T) string {
+func (w *webhookProcess) servedSerial(t testing.TB) string {
 	t.Helper()
 	pool := x509.NewCertPool()
 	pool.AddCert(w.ca.Cert)
@@ -81,7 +81,7 @@ func (w *webhookProcess) servedSerial(t *testing.T) string {
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 }
 
-func startWebhook(t *testing.T) *webhookProcess {
+func startWebhook(t testing.TB) *webhookProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "buckety-webhook")
 	if b, err := exec.Command("go", "build", "-o", bin, "github.com/Yolean/buckety-controller/cmd/buckety-webhook").CombinedOutput(); err != nil {
@@ -141,7 +141,7 @@ func startWebhook(t *testing.T) *webhookProcess {
 
 // register points the API server at the webhook with the CA as caBundle,
 // as cert-manager's CA injector would.
-func (w *webhookProcess) register(t *testing.T) {
+func (w *webhookProcess) register(t testing.TB) {
 	t.Helper()
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
@@ -194,7 +194,7 @@ func (w *warningClient) take() string {
 	return s
 }
 
-func newWarningClient(t *testing.T) *warningClient {
+func newWarningClient(t testing.TB) *warningClient {
 	t.Helper()
 	wc := &warningClient{}
 	rc := rest.CopyConfig(cp.RESTConfig)

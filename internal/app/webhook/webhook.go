@@ -183,7 +183,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := mgr.AddReadyzCheck("cache", func(*http.Request) error {
 		if !informer.HasSynced() {
-			return errors.New("Buckety cache not synced")
+			return errors.New("the Buckety cache is not synced")
 		}
 		return nil
 	}); err != nil {
