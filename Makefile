@@ -29,6 +29,24 @@ help: ## list targets
 build: ## build the three binaries into bin/ with version ldflags
 	$(GOBUILD) -o bin/ ./cmd/buckety-controller ./cmd/buckety-webhook ./cmd/buckety-release
 
+.PHONY: image
+image: ## build the image as an OCI layout in ./oci (BASE_IMAGE: digest-pinned, default hack/base-image)
+	hack/image.sh
+
+.PHONY: image-local
+image-local: ## make image on a stand-in base served by a local registry (no network needed)
+	hack/with-local-base.sh hack/image.sh
+
+.PHONY: pin-base
+pin-base: ## pin hack/base-image to the current digest of the distroless base (needs the registry)
+	ref=$$(sed 's/@.*//' hack/base-image); \
+	digest=$$(go run github.com/google/go-containerregistry/cmd/crane@v0.22.1 digest "$$ref"); \
+	echo "$$ref@$$digest" > hack/base-image; cat hack/base-image
+
+.PHONY: release
+release: ## render deploy/kustomize/release from ./oci (after make image)
+	go run ./cmd/buckety-release render --oci-dir oci --out deploy/kustomize/release
+
 .PHONY: generate
 generate: ## regenerate deepcopy, CRDs and the published JSON schemas
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./internal/api/...

@@ -15,6 +15,10 @@ K8S_VERSION=v1.36.3
 ETCD_VERSION=v3.6.16
 VERSITYGW_VERSION=v1.8.0
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+# contain ships as an npm package holding a prebuilt binary; its tarball is
+# fetched from the npm registry and checked against this SHA-256.
+CONTAIN_VERSION=1.1.0
+CONTAIN_SHA256=46d858c17ae143cfbb86c6a3fdd559e17c638ff716e84b5df44d7552b955b9b5
 
 cache=${BUCKETY_CACHE:-$HOME/.cache/buckety}
 
@@ -35,7 +39,8 @@ dir_for() {
       echo "$cache/k8s-$K8S_VERSION-etcd-$ETCD_VERSION" ;;
     versitygw) echo "$cache/versitygw-$VERSITYGW_VERSION" ;;
     minio) echo "$cache/minio-$MINIO_VERSION" ;;
-    *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio)" >&2; return 2 ;;
+    contain) echo "$cache/contain-$CONTAIN_VERSION" ;;
+    *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio contain)" >&2; return 2 ;;
   esac
 }
 
@@ -53,6 +58,11 @@ build() {
       GOBIN=$tmp CGO_ENABLED=0 go install -trimpath "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" ;;
     minio)
       GOBIN=$tmp CGO_ENABLED=0 go install -trimpath "github.com/minio/minio@$MINIO_VERSION" ;;
+    contain)
+      curl -fsSL --retry 3 -o "$tmp/contain.tgz" "https://registry.npmjs.org/contain-linux-x64/-/contain-linux-x64-$CONTAIN_VERSION.tgz"
+      echo "$CONTAIN_SHA256  $tmp/contain.tgz" | sha256sum -c --quiet -
+      tar -xzf "$tmp/contain.tgz" -C "$tmp" package/bin/contain
+      mv "$tmp/package/bin/contain" "$tmp/contain" ;;
     *)
       (cd "$here/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "$(k8s_ldflags)" -o "$tmp/$name" "k8s.io/kubernetes/cmd/$name") ;;
   esac

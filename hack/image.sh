@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# image.sh builds the buckety image as an OCI layout with contain, without
+# pushing: linux/amd64 and linux/arm64 binaries (CGO off, -trimpath,
+# -buildvcs=false, version ldflags), then `contain build --push=false`.
+#
+#   BASE_IMAGE=<ref@sha256:...> [IMAGE=ghcr.io/yolean/buckety-controller:TAG] [OUT=oci] hack/image.sh
+#
+# Prints the built image reference (tag@sha256:digest) on the last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${BASE_IMAGE:=$(cat hack/base-image)}"
+case "$BASE_IMAGE" in
+  *@sha256:*) ;;
+  *) echo "image.sh: base image $BASE_IMAGE is not pinned by digest: run 'make pin-base' (needs the registry), or set BASE_IMAGE=ref@sha256:..." >&2; exit 2 ;;
+esac
+VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+IMAGE=${IMAGE:-ghcr.io/yolean/buckety-controller:$VERSION}
+OUT=${OUT:-oci}
+LDFLAGS=${LDFLAGS:-"-s -w -X github.com/Yolean/buckety-controller/internal/version.Version=$VERSION"}
+CONTAIN=${CONTAIN:-$(test/tools/install.sh contain)}
+
+for arch in amd64 arm64; do
+  for bin in buckety-controller buckety-webhook; do
+    CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" \
+      -o "dist/linux/$arch/$bin" "./cmd/$bin"
+  done
+done
+rm -rf "$OUT"
+BASE_IMAGE=$BASE_IMAGE IMAGE=$IMAGE "$CONTAIN" build --logger plain --push=false --output "$OUT" --file-output "$OUT.build.json" >&2
+sed -n 's/.*"tag":"\([^"]*\)".*/\1/p' "$OUT.build.json"
