@@ -1,0 +1,360 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/release"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/pki"
+	"github.com/Yolean/buckety-controller/test/proc"
+)
+
+const testDigest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+
+func renderRelease(t *testing.T) string {
+	t.Helper()
+	ref, err := release.PinnedImage(release.ImageName + "@" + testDigest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := release.Render(filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base"), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "release")
+	if err := release.WriteRelease(out, files); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// certManagerCRDs installs cert-manager's CRDs from its Go module.
+func certManagerCRDs(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
+	if err != nil {
+		t.Fatalf("locate the cert-manager module: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cp.InstallCRDs(ctx, filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// objects decodes every document of a rendered file.
+func objects(t *testing.T, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	var out [][]byte
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(doc, []byte("kind:")) {
+			out = append(out, doc)
+		}
+	}
+}
+
+func kindOf(doc []byte) (kind, name string) {
+	var m struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(doc, &m); err != nil {
+		return "", ""
+	}
+	return m.Kind, m.Metadata.Name
+}
+
+// TestReleaseAppliesWithServerSideDryRun: the rendered release applies
+// cleanly against the real API server with cert-manager's CRDs, and its
+// Issuer and Certificate decode strictly into cert-manager's API types.
+func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
+	needInfra(t)
+	certManagerCRDs(t)
+	dir := renderRelease(t)
+	createOrIgnore(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := cp.Kubectl(ctx, "apply", "--server-side", "--dry-run=server", "--field-manager=buckety-release-test", "-k", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply --server-side --dry-run=server -k release: %v\n%s", err, out)
+	}
+	for _, want := range []string{"deployment.apps/buckety-controller serverside-applied (server dry run)", "deployment.apps/buckety-webhook serverside-applied (server dry run)",
+		"certificate.cert-manager.io/buckety-webhook serverside-applied (server dry run)", "validatingwebhookconfiguration.admissionregistration.k8s.io/buckety-webhook serverside-applied (server dry run)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("want %q in\n%s", want, out)
+		}
+	}
+	var issuers, certs int
+	for _, doc := range objects(t, filepath.Join(dir, release.ManifestsFile)) {
+		switch kind, _ := kindOf(doc); kind {
+		case "Issuer":
+			var i certmanagerv1.Issuer
+			if err := yaml.UnmarshalStrict(doc, &i); err != nil || i.Spec.SelfSigned == nil {
+				t.Errorf("Issuer: want a strict decode into cert-manager's type with selfSigned, got %v", err)
+			}
+			issuers++
+		case "Certificate":
+			var c certmanagerv1.Certificate
+			if err := yaml.UnmarshalStrict(doc, &c); err != nil || c.Spec.SecretName != "buckety-webhook-tls" || c.Spec.IssuerRef.Name != "buckety-selfsigned" {
+				t.Errorf("Certificate: want a strict decode into cert-manager's type, got %v %+v", err, c.Spec)
+			}
+			certs++
+		}
+	}
+	if issuers != 1 || certs != 1 {
+		t.Errorf("want one Issuer and one Certificate, got %d and %d", issuers, certs)
+	}
+}
+
+// TestRenderedDeploymentsRun runs buckety-controller and buckety-webhook with
+// the exact command, args, env and mounted files of the rendered
+// Deployments, as processes bound to loopback: mount paths become temp
+// directories, listen addresses become free 127.0.0.1 ports, and each runs
+// as its own ServiceAccount under the release's RBAC.
+func TestRenderedDeploymentsRun(t *testing.T) {
+	needInfra(t)
+	dir := renderRelease(t)
+	deployments := map[string]appsv1.Deployment{}
+	for _, doc := range objects(t, filepath.Join(dir, release.ManifestsFile)) {
+		kind, name := kindOf(doc)
+		var obj client.Object
+		switch kind {
+		case "Deployment":
+			var d appsv1.Deployment
+			if err := yaml.UnmarshalStrict(doc, &d); err != nil {
+				t.Fatal(err)
+			}
+			deployments[name] = d
+			continue
+		case "ServiceAccount":
+			obj = &corev1.ServiceAccount{}
+		case "ClusterRole":
+			obj = &rbacv1.ClusterRole{}
+		case "ClusterRoleBinding":
+			obj = &rbacv1.ClusterRoleBinding{}
+		case "Role":
+			obj = &rbacv1.Role{}
+		case "RoleBinding":
+			obj = &rbacv1.RoleBinding{}
+		case "Namespace":
+			obj = &corev1.Namespace{}
+		default:
+			continue
+		}
+		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+			t.Fatalf("%s %s: %v", kind, name, err)
+		}
+		createOrIgnore(t, obj)
+	}
+	cfgDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cfgDir, config.Filename), []byte(configYAML("kafka", "s3")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.NewCA("release-webhook-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := t.TempDir()
+	crt, key, err := ca.Issue("buckety-webhook", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, b := range map[string][]byte{"tls.crt": crt, "tls.key": key} {
+		if err := os.WriteFile(filepath.Join(certDir, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mounts := map[string]string{"config": cfgDir, "certs": certDir}
+	secrets := map[string]map[string]string{"buckety-controller-credentials": s3Env()}
+	ready := map[string]string{}
+	for _, name := range []string{"buckety-controller", "buckety-webhook"} {
+		d, ok := deployments[name]
+		if !ok {
+			t.Fatalf("no Deployment %s in the release", name)
+		}
+		spec := d.Spec.Template.Spec
+		if len(spec.Containers) != 1 {
+			t.Fatalf("%s: want one container", name)
+		}
+		c := spec.Containers[0]
+		if c.Image != release.ImageName+"@"+testDigest {
+			t.Errorf("%s: want the pinned image, got %s", name, c.Image)
+		}
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || spec.SecurityContext.RunAsNonRoot == nil || !*spec.SecurityContext.RunAsNonRoot {
+			t.Errorf("%s: want non-root, read-only root, no privilege escalation, all capabilities dropped", name)
+		}
+		bin := filepath.Join(t.TempDir(), filepath.Base(c.Command[0]))
+		if b, err := exec.Command("go", "build", "-o", bin, "github.com/Yolean/buckety-controller/cmd"+c.Command[0]).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", c.Command[0], err, b)
+		}
+		// Volume mounts become temp directories.
+		paths := map[string]string{}
+		for _, m := range c.VolumeMounts {
+			var src string
+			for _, v := range spec.Volumes {
+				if v.Name == m.Name {
+					src = mounts[v.Name]
+					if v.Secret != nil && v.Secret.SecretName != "buckety-webhook-tls" || v.ConfigMap != nil && v.ConfigMap.Name != "buckety-controller-config" {
+						t.Errorf("%s: unexpected volume source %+v", name, v)
+					}
+				}
+			}
+			if src == "" {
+				t.Fatalf("%s: no test directory for volume %s", name, m.Name)
+			}
+			paths[m.MountPath] = src
+		}
+		ports, err := proc.FreePorts(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var args []string
+		for _, a := range c.Args {
+			for mp, dir := range paths {
+				a = strings.Replace(a, "="+mp, "="+dir, 1)
+			}
+			switch {
+			case strings.HasPrefix(a, "--metrics-bind-address="):
+				a = fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0])
+			case strings.HasPrefix(a, "--health-probe-bind-address="):
+				a = fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1])
+				ready[name] = fmt.Sprintf("127.0.0.1:%d", ports[1])
+			case strings.HasPrefix(a, "--port="):
+				a = fmt.Sprintf("--port=%d", ports[2])
+				args = append(args, "--host=127.0.0.1")
+				ready[name+"-tls"] = fmt.Sprintf("127.0.0.1:%d", ports[2])
+			}
+			args = append(args, a)
+		}
+		env := []string{"KUBECONFIG=" + saKubeconfig(t, spec.ServiceAccountName)}
+		for _, e := range c.Env {
+			switch {
+			case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+				env = append(env, e.Name+"="+systemNS)
+			case e.ValueFrom == nil:
+				env = append(env, e.Name+"="+e.Value)
+			default:
+				t.Fatalf("%s: unsupported env source %+v", name, e)
+			}
+		}
+		for _, ef := range c.EnvFrom {
+			vals, ok := secrets[ef.SecretRef.Name]
+			if !ok {
+				t.Fatalf("%s: envFrom an unknown Secret %s", name, ef.SecretRef.Name)
+			}
+			for k, v := range vals {
+				env = append(env, k+"="+v)
+			}
+		}
+		if name == "buckety-webhook" && (len(c.EnvFrom) != 0 || len(c.Env) != 0) {
+			t.Errorf("the webhook must get no credential env, got env %v envFrom %v", c.Env, c.EnvFrom)
+		}
+		p := startWithEnv(t, name, bin, args, env)
+		probe := ready[name]
+		eventually(t, 60*time.Second, name+" ready with the rendered arguments", func() (bool, string) {
+			if done, err := p.Exited(); done {
+				t.Fatalf("%s exited: %v\n%s", name, err, p.Tail(30))
+			}
+			resp, err := http.Get("http://" + probe + "/readyz")
+			if err != nil {
+				return false, err.Error()
+			}
+			resp.Body.Close()
+			return resp.StatusCode == 200, resp.Status
+		})
+	}
+	conn, err := tls.Dial("tcp", ready["buckety-webhook-tls"], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks that TLS is served
+	if err != nil {
+		t.Fatalf("webhook TLS: %v", err)
+	}
+	if err := conn.Close(); err != nil {
+		t.Error(err)
+	}
+	ns := namespace(t)
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "rendered", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.rendered"}}
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+}
+
+// startWithEnv starts bin with exactly env (plus PATH), stopped at test end.
+func startWithEnv(t *testing.T, name, bin string, args, env []string) *proc.Process {
+	t.Helper()
+	// proc.Start adds the test's environment; clear the variables that
+	// must not leak into the process under test.
+	for _, k := range []string{"KUBECONFIG", "TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY", "POD_NAMESPACE"} {
+		if _, set := os.LookupEnv(k); set {
+			t.Fatalf("%s must not be set in the test process", k)
+		}
+	}
+	p, err := proc.Start(t.TempDir(), name, bin, args, env, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(30 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+// saKubeconfig is a kubeconfig acting as a ServiceAccount of buckety-system.
+func saKubeconfig(t *testing.T, sa string) string {
+	t.Helper()
+	token, err := os.ReadFile(filepath.Join(cp.Dir, "pki", "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.CA.CertPEM}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: string(token), Impersonate: "system:serviceaccount:" + systemNS + ":" + sa}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
