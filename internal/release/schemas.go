@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/invopop/jsonschema"
+	"sigs.k8s.io/yaml"
 	orderedmap "github.com/pb33f/ordered-map/v2"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -73,7 +74,73 @@ func Schemas(reg *drivers.Registry) (map[string][]byte, error) {
 		return nil, err
 	}
 	out[ControllerSchemaPath] = whole
+	for _, k := range []struct{ crd, path string }{
+		{"deploy/kustomize/base/crds/buckety.yolean.se_bucketies.yaml", BucketySchemaPath},
+		{"deploy/kustomize/base/crds/buckety.yolean.se_bucketyaccesses.yaml", BucketyAccessSchemaPath},
+	} {
+		b, err := kindSchema(k.crd, k.path)
+		if err != nil {
+			return nil, err
+		}
+		out[k.path] = b
+	}
 	return out, nil
+}
+
+// Schemas of the two kinds, for `# yaml-language-server: $schema=` lines on
+// Buckety and BucketyAccess YAML.
+const (
+	BucketySchemaPath       = "deploy/schema/buckety-v1alpha1.schema.json"
+	BucketyAccessSchemaPath = "deploy/schema/bucketyaccess-v1alpha1.schema.json"
+)
+
+// kindSchema turns a generated CRD's openAPIV3Schema into a JSON schema an
+// editor validates a manifest with.
+func kindSchema(crdPath, path string) ([]byte, error) {
+	b, err := os.ReadFile(crdPath)
+	if err != nil {
+		return nil, fmt.Errorf("read %s (run from the repository root, after controller-gen): %w", crdPath, err)
+	}
+	var crd struct {
+		Spec struct {
+			Group string `json:"group"`
+			Names struct {
+				Kind string `json:"kind"`
+			} `json:"names"`
+			Versions []struct {
+				Name   string `json:"name"`
+				Schema struct {
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &crd); err != nil {
+		return nil, fmt.Errorf("%s: %w", crdPath, err)
+	}
+	if len(crd.Spec.Versions) != 1 {
+		return nil, fmt.Errorf("%s: want one version", crdPath)
+	}
+	v := crd.Spec.Versions[0]
+	s := v.Schema.OpenAPIV3Schema
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		return nil, fmt.Errorf("%s: no properties", crdPath)
+	}
+	props["apiVersion"] = map[string]any{"const": crd.Spec.Group + "/" + v.Name}
+	props["kind"] = map[string]any{"const": crd.Spec.Names.Kind}
+	s["required"] = []string{"apiVersion", "kind", "spec"}
+	s["$schema"] = jsonschema.Version
+	s["$id"] = RawBase + path
+	s["title"] = crd.Spec.Names.Kind + " " + crd.Spec.Group + "/" + v.Name
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func constProps(key, value string) *orderedmap.OrderedMap[string, *jsonschema.Schema] {
