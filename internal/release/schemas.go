@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/invopop/jsonschema"
-	"sigs.k8s.io/yaml"
 	orderedmap "github.com/pb33f/ordered-map/v2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/internal/config"
