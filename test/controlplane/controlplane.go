@@ -44,6 +44,11 @@ type Options struct {
 	// Detached starts processes in their own session with pid files under
 	// Dir/pids, so they outlive this process (the quick start).
 	Detached bool
+	// Node prepares the control plane for a kubelet: every default
+	// controller in kube-controller-manager (implies ControllerManager),
+	// kube-scheduler, CSR signing with the CA, and a client certificate for
+	// the apiserver to reach the kubelet, which it finds by hostname.
+	Node bool
 }
 
 // ControlPlane is a running control plane.
@@ -65,7 +70,7 @@ type ControlPlane struct {
 }
 
 // processNames are the components in start order; stop runs in reverse.
-var processNames = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
+var processNames = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
 // ResolveBinDir returns the binary directory from opts or the environment,
 // checking that the binaries are there.
@@ -153,11 +158,30 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 
-	ports, err := proc.FreePorts(4)
+	ports, err := proc.FreePorts(5)
 	if err != nil {
 		return nil, err
 	}
-	etcdClient, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
+	etcdClient, etcdPeer, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	var nodeArgs []string
+	if opts.Node {
+		opts.ControllerManager = true
+		crt, key, err := ca.Issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil, nil, 24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(pki, "kubelet-client.crt"), crt, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(pki, "kubelet-client.key"), key, 0o600); err != nil {
+			return nil, err
+		}
+		nodeArgs = []string{
+			"--kubelet-preferred-address-types=Hostname,InternalIP",
+			"--kubelet-client-certificate=" + filepath.Join(pki, "kubelet-client.crt"),
+			"--kubelet-client-key=" + filepath.Join(pki, "kubelet-client.key"),
+		}
+	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
 	if err := cp.start(opts.Detached, "etcd", filepath.Join(bin, "etcd"), []string{
@@ -172,7 +196,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 
 	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	if err := cp.start(opts.Detached, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), []string{
+	if err := cp.start(opts.Detached, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
 		"--cert-dir=" + pki,
@@ -187,7 +211,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
-	}); err != nil {
+	}, nodeArgs...)); err != nil {
 		return nil, err
 	}
 	if err := cp.writeKubeconfig(token); err != nil {
@@ -197,16 +221,33 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	if opts.ControllerManager {
-		if err := cp.start(opts.Detached, "kube-controller-manager", filepath.Join(bin, "kube-controller-manager"), []string{
+		controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller"
+		var extra []string
+		if opts.Node {
+			controllers = "*"
+			extra = []string{"--cluster-signing-cert-file=" + filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file=" + filepath.Join(pki, "ca.key")}
+		}
+		if err := cp.start(opts.Detached, "kube-controller-manager", filepath.Join(bin, "kube-controller-manager"), append([]string{
 			"--kubeconfig=" + cp.Kubeconfig,
 			"--authentication-kubeconfig=" + cp.Kubeconfig, "--authorization-kubeconfig=" + cp.Kubeconfig,
-			"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller",
+			"--controllers=" + controllers,
 			"--leader-elect=false",
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(kcmPort),
 			"--cert-dir=" + filepath.Join(pki, "kcm"),
 			"--root-ca-file=" + filepath.Join(pki, "ca.crt"),
 			"--service-account-private-key-file=" + saKey,
 			"--use-service-account-credentials=false",
+			"--v=1",
+		}, extra...)); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Node {
+		if err := cp.start(opts.Detached, "kube-scheduler", filepath.Join(bin, "kube-scheduler"), []string{
+			"--kubeconfig=" + cp.Kubeconfig,
+			"--authentication-kubeconfig=" + cp.Kubeconfig, "--authorization-kubeconfig=" + cp.Kubeconfig,
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(schedPort),
 			"--v=1",
 		}); err != nil {
 			return nil, err
