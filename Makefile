@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X $(MODULE)/internal/version.Version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)"
 
 TOOLS      := test/tools/install.sh
-KUBE_TOOLS := etcd kube-apiserver kube-controller-manager kubectl
+KUBE_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
 # The directory of the pinned Kubernetes binaries, built on first use and
 # cached outside the clone (see test/tools/install.sh).
 KUBE_BIN    = $$(dirname "$$($(TOOLS) $(KUBE_TOOLS) | tail -1)")
@@ -74,7 +74,7 @@ verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or static
 
 .PHONY: tools
 tools: ## build the pinned Kubernetes, etcd, VersityGW and MinIO binaries (cached outside the clone)
-	$(TOOLS) $(KUBE_TOOLS) versitygw minio
+	$(TOOLS) $(KUBE_TOOLS) versitygw minio contain
 
 .PHONY: test-binaries
 test-binaries: ## build the test programs (the Kafka-protocol broker)
@@ -101,20 +101,20 @@ bench: test-binaries ## run the benchmarks and print their figures (not part of 
 test: verify test-fuzz test-integration ## everything CI runs: verify, fuzz smoke, unit and integration tests
 
 .PHONY: run
-run: build ## start a local control plane with the CRDs installed and print how to use it
-	@$(TOOLS) $(KUBE_TOOLS) >/dev/null
-	@BUCKETY_KUBE_BIN=$(KUBE_BIN) go run ./test/controlplane/cmd/controlplane up --dir $(RUN_DIR)/controlplane
-	@echo
-	@echo "Use it:"
-	@echo "  export KUBECONFIG=$(CURDIR)/$(RUN_DIR)/controlplane/kubeconfig"
-	@echo "  export PATH=$(KUBE_BIN):\$$PATH    # kubectl v1.36.3"
-	@echo "  kubectl get crd"
-	@echo "  kubectl create namespace demo && kubectl apply -n demo -f examples/quickstart/buckety.yaml"
-	@echo "  kubectl get bucketies -n demo    # stored and checked by the CRD schema; make run starts no controller or backends yet"
-	@echo "Stop it with: make stop"
+run: test-binaries ## the whole product on a local node: node, backends, image, buckety from the release, examples
+	@$(TEST_ENV) go run ./test/localstack/cmd/buckety-local up --dir $(RUN_DIR)/local
 
 .PHONY: stop
-stop: ## stop everything `make run` started
+stop: ## stop everything `make run` started and remove what it left on the host
+	go run ./test/localstack/cmd/buckety-local down --dir $(RUN_DIR)/local
+
+.PHONY: run-controlplane
+run-controlplane: ## only a control plane with the CRDs (no root needed); stop with make stop-controlplane
+	@BUCKETY_KUBE_BIN=$(KUBE_BIN) go run ./test/controlplane/cmd/controlplane up --dir $(RUN_DIR)/controlplane
+	@echo "export KUBECONFIG=$(CURDIR)/$(RUN_DIR)/controlplane/kubeconfig"
+
+.PHONY: stop-controlplane
+stop-controlplane:
 	go run ./test/controlplane/cmd/controlplane down --dir $(RUN_DIR)/controlplane
 
 .PHONY: clean

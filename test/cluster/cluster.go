@@ -224,6 +224,16 @@ state = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
+  # Images are imported, never pulled: a pull of a missing image fails at
+  # once on loopback instead of reaching out to a registry.
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."ghcr.io"]
+    endpoint = ["http://127.0.0.1:9"]
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]
+    endpoint = ["http://127.0.0.1:9"]
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."gcr.io"]
+    endpoint = ["http://127.0.0.1:9"]
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."registry.local"]
+    endpoint = ["http://127.0.0.1:9"]
 `, filepath.Join(d, "root"), filepath.Join(d, "state"), c.Containerd, c.Containerd+".ttrpc", filepath.Join(d, "opt"), PauseImage, filepath.Join(cni, "conf"))
 	if err := os.WriteFile(filepath.Join(d, "config.toml"), []byte(conf), 0o644); err != nil {
 		return err
@@ -271,6 +281,24 @@ func (c *Cluster) ctr(args ...string) error {
 // ImportImage imports a docker or OCI tarball into the node.
 func (c *Cluster) ImportImage(tarPath string, extra ...string) error {
 	return c.ctr(append(append([]string{"images", "import"}, extra...), tarPath)...)
+}
+
+// ImportOCILayout imports an OCI layout (all platforms) and also names the
+// image by its digest reference, so Pods can use repo@sha256:... with
+// imagePullPolicy IfNotPresent and never pull.
+func (c *Cluster) ImportOCILayout(layoutDir, taggedRef, digestRef string) error {
+	tarPath := layoutDir + ".tar"
+	if err := OCIArchive(layoutDir, tarPath); err != nil {
+		return err
+	}
+	defer os.Remove(tarPath)
+	if err := c.ImportImage(tarPath, "--all-platforms"); err != nil {
+		return err
+	}
+	if err := c.ctr("images", "rm", digestRef); err != nil && !strings.Contains(err.Error(), "not found") {
+		return err
+	}
+	return c.ctr("images", "tag", taggedRef, digestRef)
 }
 
 func (c *Cluster) importPause() error {

@@ -191,7 +191,9 @@ func deleteLinks() error {
 	var errs []error
 	links := Links()
 	// veths first, bridges last.
-	sort.SliceStable(links, func(i, j int) bool { return !strings.HasPrefix(links[i], "bkt-") && strings.HasPrefix(links[j], "bkt-") })
+	sort.SliceStable(links, func(i, j int) bool {
+		return !strings.HasPrefix(links[i], "bkt-") && strings.HasPrefix(links[j], "bkt-")
+	})
 	for _, l := range links {
 		if err := run("ip", "link", "del", l); err != nil && linkExists(l) {
 			errs = append(errs, err)

@@ -1,0 +1,138 @@
+// Command buckety-local is `make run` and `make stop`:
+//
+//	buckety-local up [--dir .run/local]     node, backends, image, buckety from the release, examples
+//	buckety-local down [--dir ...]          stop all of it and remove what it left
+//	buckety-local kubeconfig [--dir ...]    print the kubeconfig path
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Yolean/buckety-controller/test/cluster"
+	"github.com/Yolean/buckety-controller/test/localstack"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "buckety-local: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+const examples = `apiVersion: v1
+kind: Namespace
+metadata: {name: demo}
+---
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata:
+  name: orders
+  namespace: demo
+  labels: {yolean.se/generation: "003"}
+spec:
+  backend: kafka
+  name: "${namespace}.${name}.v${label['yolean.se/generation']}"
+  parameters: {partitions: "3", config.retention.ms: "604800000"}
+  defaultAccess: {credentialsSecretName: orders-topic}
+---
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata: {name: files, namespace: demo}
+spec:
+  backend: s3
+  name: "${namespace}-${name}-${backend.zone}"
+  parameters: {versioning: "true"}
+  defaultAccess: {credentialsSecretName: files-bucket}
+`
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: buckety-local up|down|kubeconfig [--dir DIR]")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	dir := fs.String("dir", ".run/local", "state directory")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(abs, "cluster", "controlplane", "kubeconfig")
+	switch args[0] {
+	case "up":
+		if err := cluster.CheckHost(); err != nil {
+			return err
+		}
+		if st := cluster.Status(filepath.Join(abs, "cluster")); st["kubelet"] {
+			fmt.Printf("already up; KUBECONFIG=%s (make stop first to start over)\n", kubeconfig)
+			return nil
+		}
+		if err := localstack.Down(abs); err != nil {
+			return fmt.Errorf("clear a previous run: %w", err)
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		s, err := localstack.Up(ctx, abs, func(l string) { fmt.Println(l) })
+		if err != nil {
+			return err
+		}
+		ex := filepath.Join(abs, "examples.yaml")
+		if err := os.WriteFile(ex, []byte(examples), 0o644); err != nil {
+			return err
+		}
+		if out, err := s.Kubectl(ctx, "apply", "-f", ex); err != nil {
+			return fmt.Errorf("apply examples: %v\n%s", err, out)
+		}
+		if out, err := s.Kubectl(ctx, "-n", "demo", "wait", "--for=condition=Ready", "buckety/orders", "buckety/files", "--timeout=120s"); err != nil {
+			return fmt.Errorf("examples not Ready: %v\n%s", err, out)
+		}
+		out, err := s.Kubectl(ctx, "-n", "demo", "get", "bucketies,bucketyaccesses")
+		if err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+		fmt.Printf("\nbuckety is up in %s: image %s\n\n%s\n", time.Since(start).Round(time.Second), s.Image, out)
+		for _, sec := range []string{"orders-topic", "files-bucket"} {
+			out, err := s.Kubectl(ctx, "-n", "demo", "get", "secret", sec, "-o", "go-template={{range $k, $v := .data}}{{$k}} {{end}}")
+			if err != nil {
+				return fmt.Errorf("%v\n%s", err, out)
+			}
+			keys := strings.Fields(string(out))
+			sort.Strings(keys)
+			fmt.Printf("Secret demo/%s keys: %s\n", sec, strings.Join(keys, ", "))
+		}
+		fmt.Printf(`
+Use it:
+  export KUBECONFIG=%s
+  export PATH=%s:$PATH     # kubectl v1.36.3
+  kubectl -n demo get bky,bkya
+  kubectl -n buckety-system get pods
+  kubectl -n buckety-system scale deploy/buckety-controller --replicas=0   # Secrets keep working
+Backends (loopback): kafka %s, versitygw %s, minio %s
+Logs: %s/*/logs, kubectl -n buckety-system logs deploy/buckety-controller
+Stop everything with: make stop
+`, kubeconfig, filepath.Dir(s.KubectlBin), strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.MinIO.Endpoint, abs)
+		return nil
+	case "down":
+		if err := localstack.Down(abs); err != nil {
+			return err
+		}
+		if left := cluster.Leftovers(filepath.Join(abs, "cluster")); len(left) > 0 {
+			return fmt.Errorf("left behind: %v", left)
+		}
+		fmt.Println("stopped; nothing left behind")
+		return nil
+	case "kubeconfig":
+		fmt.Println(kubeconfig)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}

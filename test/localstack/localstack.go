@@ -1,0 +1,317 @@
+// Package localstack is `make run`: the local node, the backends as
+// loopback processes (a Kafka-protocol broker, VersityGW, MinIO), the
+// buckety image built with contain and imported into the node, and buckety
+// deployed from the rendered release base plus a local overlay, with the
+// harness standing in for cert-manager.
+package localstack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/release"
+	"github.com/Yolean/buckety-controller/test/cluster"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/pki"
+	"github.com/Yolean/buckety-controller/test/proc"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+// ProbeImage is the consumer image built from test/probe.
+const ProbeImage = "registry.local/buckety/probe:v1"
+
+// Stack is a running local stack.
+type Stack struct {
+	Dir        string
+	Kubeconfig string
+	Cluster    *cluster.Cluster
+	Image      string
+	KubectlBin string
+	// Backends, by name in buckety-controller.yaml.
+	Broker         *kafka.Broker
+	VersityGW      *s3test.Server
+	MinIO          *s3test.Server
+	WebhookAddr    string
+	ControllerAddr string // probe address of the controller
+}
+
+// Step logs one line per step with its duration.
+type Step func(string)
+
+func timed(log Step, what string, f func() error) error {
+	start := time.Now()
+	if err := f(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	log(fmt.Sprintf("%-34s %s", what, time.Since(start).Round(100*time.Millisecond)))
+	return nil
+}
+
+// Up brings the whole stack up in dir. Everything it starts is detached and
+// tracked by pid files under dir, so Down stops exactly it.
+func Up(ctx context.Context, dir string, log Step) (s *Stack, err error) {
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	binDir, err := controlplane.ResolveBinDir("")
+	if err != nil {
+		return nil, err
+	}
+	s = &Stack{Dir: dir, KubectlBin: filepath.Join(binDir, "kubectl")}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n(logs: %s)", err, filepath.Join(dir, "*", "logs"))
+		}
+	}()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := timed(log, "node", func() error {
+		c, err := cluster.Up(ctx, filepath.Join(dir, "cluster"), binDir, func(l string) { log("  " + l) })
+		s.Cluster = c
+		if c != nil {
+			s.Kubeconfig = c.Kubeconfig
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := timed(log, "backends (broker, versitygw, minio)", func() error { return s.startBackends() }); err != nil {
+		return nil, err
+	}
+	if err := timed(log, "buckety image (contain)", func() error { return s.buildImage() }); err != nil {
+		return nil, err
+	}
+	if err := timed(log, "probe image", func() error {
+		tarPath := filepath.Join(dir, "probe.tar")
+		if err := cluster.GoImage("github.com/Yolean/buckety-controller/test/probe", ProbeImage, tarPath, 65532); err != nil {
+			return err
+		}
+		return s.Cluster.ImportImage(tarPath)
+	}); err != nil {
+		return nil, err
+	}
+	if err := timed(log, "deploy release + local overlay", func() error { return s.deploy(ctx) }); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) startBackends() error {
+	bdir := filepath.Join(s.Dir, "backends")
+	for _, d := range []string{"kafka", "versitygw", "minio"} {
+		if err := os.MkdirAll(filepath.Join(bdir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	bin, err := proc.BuildGoBinary(kafka.BinaryEnv, kafka.Package, bdir)
+	if err != nil {
+		return err
+	}
+	if s.Broker, err = kafka.StartIn(filepath.Join(bdir, "kafka"), bin, kafka.Options{DataDir: filepath.Join(bdir, "kafka", "data")}, true); err != nil {
+		return err
+	}
+	if s.VersityGW, err = s3test.StartIn(filepath.Join(bdir, "versitygw"), "versitygw", s3test.Options{}, true); err != nil {
+		return err
+	}
+	s.MinIO, err = s3test.StartIn(filepath.Join(bdir, "minio"), "minio", s3test.Options{}, true)
+	return err
+}
+
+func (s *Stack) buildImage() error {
+	out := filepath.Join(s.Dir, "oci")
+	cmd := exec.Command("hack/with-local-base.sh", "hack/image.sh")
+	cmd.Dir = controlplane.RepoRoot()
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	b, err := cmd.Output()
+	if err != nil {
+		msg := err.Error()
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg += "\n" + string(ee.Stderr)
+		}
+		return fmt.Errorf("hack/image.sh: %s", msg)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	built := lines[len(lines)-1] // repo:tag@sha256:...
+	tagged, digest, ok := strings.Cut(built, "@")
+	if !ok {
+		return fmt.Errorf("hack/image.sh printed %q, want ref@sha256:...", built)
+	}
+	ref, err := release.ImageFromOCILayout(out, release.ImageName)
+	if err != nil {
+		return err
+	}
+	if ref.DigestStr() != digest {
+		return fmt.Errorf("layout digest %s differs from the build's %s", ref.DigestStr(), digest)
+	}
+	s.Image = ref.String()
+	return s.Cluster.ImportOCILayout(out, tagged, s.Image)
+}
+
+// ControllerConfig is buckety-controller.yaml for the local backends. The
+// backend names are the driver types (kafka, s3), as the examples use;
+// s3-minio is a second S3 backend.
+func (s *Stack) ControllerConfig() string {
+	return fmt.Sprintf(`# yaml-language-server: $schema=%s%s
+backends:
+- name: kafka
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+    requestTimeout: 10s
+  defaults:
+    zone: local
+- name: s3
+  driver: s3
+  config:
+    implementation: versitygw
+    endpoint: %s
+    region: %s
+    forcePathStyle: true
+    accessKeyID: ${VERSITYGW_ACCESS_KEY}
+    secretAccessKey: ${VERSITYGW_SECRET_KEY}
+  defaults:
+    zone: local
+- name: s3-minio
+  driver: s3
+  config:
+    implementation: minio
+    endpoint: %s
+    region: %s
+    forcePathStyle: true
+    accessKeyID: ${MINIO_ACCESS_KEY}
+    secretAccessKey: ${MINIO_SECRET_KEY}
+  defaults:
+    zone: local
+`, release.RawBase, release.ControllerSchemaPath, strings.Join(s.Broker.Addrs, ", "), s.VersityGW.Endpoint, s.VersityGW.Region, s.MinIO.Endpoint, s.MinIO.Region)
+}
+
+func (s *Stack) credentials() string {
+	return fmt.Sprintf("VERSITYGW_ACCESS_KEY=%s\nVERSITYGW_SECRET_KEY=%s\nMINIO_ACCESS_KEY=%s\nMINIO_SECRET_KEY=%s\n",
+		s.VersityGW.AccessKey, s.VersityGW.SecretKey, s.MinIO.AccessKey, s.MinIO.SecretKey)
+}
+
+// deploy renders the release and applies it with the local overlay.
+func (s *Stack) deploy(ctx context.Context) error {
+	ref, err := release.PinnedImage(s.Image)
+	if err != nil {
+		return err
+	}
+	files, err := release.Render(filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base"), ref)
+	if err != nil {
+		return err
+	}
+	if err := release.WriteRelease(filepath.Join(s.Dir, "release"), files); err != nil {
+		return err
+	}
+	ports, err := proc.FreePorts(5)
+	if err != nil {
+		return err
+	}
+	apiPort := strings.TrimPrefix(s.Cluster.CP.URL, "https://127.0.0.1:")
+	s.WebhookAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
+	s.ControllerAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	overlay := filepath.Join(s.Dir, "overlay")
+	if err := os.MkdirAll(overlay, 0o755); err != nil {
+		return err
+	}
+	write := func(name, body string) error { return os.WriteFile(filepath.Join(overlay, name), []byte(body), 0o644) }
+	if err := write(config.Filename, s.ControllerConfig()); err != nil {
+		return err
+	}
+	if err := write("credentials.env", s.credentials()); err != nil {
+		return err
+	}
+	if err := write("kustomization.yaml", overlayKustomization(apiPort, ports, s.WebhookAddr)); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(s.Cluster.CP.RESTConfig)
+	if err != nil {
+		return err
+	}
+	// cert-manager's CRDs, so the release's Issuer and Certificate apply;
+	// no cert-manager controller runs here: the harness issues the
+	// certificate and injects the CA, as cert-manager would.
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
+	if err != nil {
+		return fmt.Errorf("locate the cert-manager module: %w", err)
+	}
+	if err := s.Cluster.CP.InstallCRDs(ctx, filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")); err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "buckety-system"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	ca, err := pki.NewCA("buckety-webhook-local-ca")
+	if err != nil {
+		return err
+	}
+	crt, key, err := ca.Issue("buckety-webhook", nil, []string{"localhost", "buckety-webhook.buckety-system.svc"}, []net.IP{net.ParseIP("127.0.0.1")}, 30*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-tls", Namespace: "buckety-system"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.CertPEM}}
+	if _, err := cs.CoreV1().Secrets("buckety-system").Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if out, err := s.Kubectl(ctx, "apply", "--server-side", "-k", overlay); err != nil {
+		return fmt.Errorf("kubectl apply -k %s: %v\n%s", overlay, err, out)
+	}
+	patch := fmt.Sprintf(`[{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":%q},{"op":"add","path":"/webhooks/1/clientConfig/caBundle","value":%q}]`, b64(ca.CertPEM), b64(ca.CertPEM))
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, "buckety-webhook", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("inject the webhook CA: %w", err)
+	}
+	for _, d := range []string{"buckety-webhook", "buckety-controller"} {
+		if out, err := s.Kubectl(ctx, "-n", "buckety-system", "rollout", "status", "deploy/"+d, "--timeout=120s"); err != nil {
+			events, _ := s.Kubectl(ctx, "-n", "buckety-system", "get", "events", "--field-selector=type=Warning", "--sort-by=.lastTimestamp")
+			return fmt.Errorf("rollout of %s: %v\n%s\nrecent warnings:\n%s", d, err, out, events)
+		}
+	}
+	return nil
+}
+
+// Kubectl runs the pinned kubectl against the stack.
+func (s *Stack) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, s.KubectlBin, append([]string{"--kubeconfig=" + s.Kubeconfig}, args...)...)
+	return cmd.CombinedOutput()
+}
+
+// Down stops everything Up started in dir.
+func Down(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	var errs []string
+	if err := cluster.Down(filepath.Join(dir, "cluster")); err != nil {
+		errs = append(errs, err.Error())
+	}
+	for _, b := range []struct{ dir, name string }{{"kafka", "broker"}, {"versitygw", "versitygw"}, {"minio", "minio"}} {
+		if err := proc.StopDetached(filepath.Join(dir, "backends", b.dir), b.name, 15*time.Second); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+// Command probe is the consumer workload of the examples and e2e suites. It
+// reads a BucketyAccess Secret's flat keys from its environment, exactly as
+// a workload would with envFrom or secretKeyRef, and round-trips data:
+//
+//   - kadm Secret (bootstrap, topic): produce a record, consume it back;
+//   - s3 Secret (endpoint, bucket, region, accessKeyID, secretAccessKey):
+//     put an object, get it, list it.
+//
+// It exits 0 on success and 1 with a message saying what failed.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var err error
+	switch {
+	case os.Getenv("topic") != "":
+		err = kafka(ctx)
+	case os.Getenv("bucket") != "":
+		err = bucket(ctx)
+	default:
+		err = fmt.Errorf("no Secret in the environment: want keys topic+bootstrap (kadm) or bucket+endpoint+accessKeyID+secretAccessKey (s3)")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "probe: FAIL: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func need(keys ...string) (map[string]string, error) {
+	out := map[string]string{}
+	var missing []string
+	for _, k := range keys {
+		v := os.Getenv(k)
+		if v == "" {
+			missing = append(missing, k)
+		}
+		out[k] = v
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("Secret keys missing from the environment: %s", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+func token() string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func kafka(ctx context.Context) error {
+	env, err := need("bootstrap", "topic")
+	if err != nil {
+		return err
+	}
+	value := "probe-" + token()
+	brokers := strings.Split(env["bootstrap"], ",")
+	p, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if err := p.ProduceSync(ctx, &kgo.Record{Topic: env["topic"], Value: []byte(value)}).FirstErr(); err != nil {
+		return fmt.Errorf("produce to topic %s via %s: %w", env["topic"], env["bootstrap"], err)
+	}
+	c, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(env["topic"]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for {
+		fs := c.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("consume topic %s: record %q not read back in time", env["topic"], value)
+		}
+		found := false
+		fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == value })
+		if found {
+			fmt.Printf("probe: OK: produced and consumed %q on topic %s via %s\n", value, env["topic"], env["bootstrap"])
+			return nil
+		}
+	}
+}
+
+func bucket(ctx context.Context) error {
+	env, err := need("endpoint", "bucket", "accessKeyID", "secretAccessKey")
+	if err != nil {
+		return err
+	}
+	region := os.Getenv("region")
+	if region == "" {
+		region = "us-east-1"
+	}
+	cl := s3.New(s3.Options{
+		Region: region, BaseEndpoint: aws.String(env["endpoint"]), UsePathStyle: true,
+		Credentials:                credentials.NewStaticCredentialsProvider(env["accessKeyID"], env["secretAccessKey"], ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+	key := "probe/" + token() + ".txt"
+	body := "probe " + token()
+	b := aws.String(env["bucket"])
+	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String(key), Body: bytes.NewReader([]byte(body))}); err != nil {
+		return fmt.Errorf("put %s/%s at %s: %w", env["bucket"], key, env["endpoint"], err)
+	}
+	out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String(key)})
+	if err != nil {
+		return fmt.Errorf("get %s/%s: %w", env["bucket"], key, err)
+	}
+	got, err := io.ReadAll(out.Body)
+	if cerr := out.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || string(got) != body {
+		return fmt.Errorf("get %s/%s: want %q, got %q (%v)", env["bucket"], key, body, got, err)
+	}
+	list, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, Prefix: aws.String("probe/")})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", env["bucket"], err)
+	}
+	for _, o := range list.Contents {
+		if aws.ToString(o.Key) == key {
+			fmt.Printf("probe: OK: put, got and listed %s in bucket %s at %s\n", key, env["bucket"], env["endpoint"])
+			return nil
+		}
+	}
+	return fmt.Errorf("list %s: %s not listed", env["bucket"], key)
+}
