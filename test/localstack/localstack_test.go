@@ -155,3 +155,19 @@ spec:
 		t.Fatalf("want the webhook Deployment to reject the Buckety while the controller is at zero, got %v\n%s", err, out)
 	}
 }
+
+// TestExistingOverlay: the overlay for an existing cluster is the release
+// plus the given config and credentials, nothing environment-specific.
+func TestExistingOverlay(t *testing.T) {
+	files, err := localstack.ExistingOverlay(filepath.Join(controlplane.RepoRoot(), "examples", "install"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := string(files["kustomization.yaml"])
+	if !strings.Contains(k, "- ../release") || !strings.Contains(k, "configMapGenerator") || strings.Contains(k, "hostNetwork") {
+		t.Errorf("unexpected overlay:\n%s", k)
+	}
+	if _, err := localstack.ExistingOverlay(t.TempDir()); err == nil {
+		t.Error("want an error without buckety-controller.yaml")
+	}
+}

@@ -68,6 +68,9 @@ func run(args []string) error {
 	kubeconfig := filepath.Join(abs, "cluster", "controlplane", "kubeconfig")
 	switch args[0] {
 	case "up":
+		if kc := os.Getenv("KUBECONFIG"); kc != "" && !strings.HasPrefix(kc, abs) {
+			return upExisting(abs, kc)
+		}
 		if err := cluster.CheckHost(); err != nil {
 			return err
 		}
@@ -135,4 +138,23 @@ Stop everything with: make stop
 		return nil
 	}
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// upExisting deploys into the cluster KUBECONFIG points at.
+func upExisting(abs, kubeconfig string) error {
+	cfgDir := os.Getenv("BUCKETY_CONFIG_DIR")
+	if cfgDir == "" {
+		return fmt.Errorf("KUBECONFIG points at an existing cluster: set BUCKETY_CONFIG_DIR to a directory with buckety-controller.yaml (and credentials.env) whose backends that cluster reaches, e.g. test/e2e/overlays/<implementation>")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	start := time.Now()
+	s, err := localstack.UpExisting(ctx, filepath.Join(abs, "existing"), localstack.ExistingOptions{
+		Kubeconfig: kubeconfig, Image: os.Getenv("CONTROLLER_IMAGE"), ImportCommand: os.Getenv("IMAGE_IMPORT"), ConfigDir: cfgDir,
+	}, func(l string) { fmt.Println(l) })
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nbuckety %s deployed to the cluster of KUBECONFIG=%s in %s\n", s.Image, kubeconfig, time.Since(start).Round(time.Second))
+	return nil
 }
