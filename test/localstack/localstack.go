@@ -150,7 +150,7 @@ func (s *Stack) buildImage() error {
 	built := lines[len(lines)-1] // repo:tag@sha256:...
 	tagged, digest, ok := strings.Cut(built, "@")
 	if !ok {
-		return fmt.Errorf("hack/image.sh printed %q, want ref@sha256:...", built)
+		return fmt.Errorf("hack/image.sh printed %q, want a reference with an @sha256 digest", built)
 	}
 	ref, err := release.ImageFromOCILayout(out, release.ImageName)
 	if err != nil {

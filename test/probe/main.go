@@ -55,7 +55,7 @@ func need(keys ...string) (map[string]string, error) {
 		out[k] = v
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("Secret keys missing from the environment: %s", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("the Secret keys %s are missing from the environment", strings.Join(missing, ", "))
 	}
 	return out, nil
 }
