@@ -26,14 +26,15 @@ const DefaultRequestTimeout = 15 * time.Second
 // Config is the `config:` block of a kadm backend in buckety-controller.yaml.
 type Config struct {
 	// SeedBrokers are the host:port addresses the controller uses to reach
-	// the cluster's admin API. Required.
-	SeedBrokers []string `json:"seedBrokers"`
+	// the cluster's admin API. Required. An entry may hold several,
+	// comma-separated, and may come from the environment (${KAFKA_BOOTSTRAP}).
+	SeedBrokers []string `json:"seedBrokers" envsubst:"true"`
 	// ClientID is the Kafka client.id the controller identifies as.
 	ClientID string `json:"clientID,omitempty"`
 	// Bootstrap is the comma-separated bootstrap address written to access
 	// Secrets, for when consumers must use another address than the
 	// controller. Defaults to seedBrokers joined by commas.
-	Bootstrap string `json:"bootstrap,omitempty"`
+	Bootstrap string `json:"bootstrap,omitempty" envsubst:"true"`
 	// RequestTimeout bounds each admin operation, connection attempts
 	// included. Defaults to 15s.
 	RequestTimeout drivers.Duration `json:"requestTimeout,omitempty"`
@@ -94,9 +95,12 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	if len(c.SeedBrokers) == 0 {
 		errs = append(errs, field.Required(p.Child("seedBrokers"), "list at least one host:port of the Kafka cluster"))
 	}
-	for i, b := range c.SeedBrokers {
-		if err := validHostPort(b); err != nil {
-			errs = append(errs, field.Invalid(p.Child("seedBrokers").Index(i), b, err.Error()))
+	for i, entry := range c.SeedBrokers {
+		for _, b := range strings.Split(entry, ",") {
+			if err := validHostPort(strings.TrimSpace(b)); err != nil {
+				errs = append(errs, field.Invalid(p.Child("seedBrokers").Index(i), entry, err.Error()))
+				break
+			}
 		}
 	}
 	if c.Bootstrap != "" {
@@ -170,7 +174,20 @@ func (c *Config) bootstrap() string {
 	if c.Bootstrap != "" {
 		return c.Bootstrap
 	}
-	return strings.Join(c.SeedBrokers, ",")
+	return strings.Join(c.brokers(), ",")
+}
+
+// brokers is SeedBrokers with comma-separated entries split.
+func (c *Config) brokers() []string {
+	var out []string
+	for _, entry := range c.SeedBrokers {
+		for _, b := range strings.Split(entry, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
 }
 
 func (c *Config) tlsConfig() (*tls.Config, error) {
@@ -214,7 +231,7 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 // clientOpts builds the kgo options for the admin client.
 func (c *Config) clientOpts() ([]kgo.Opt, error) {
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.SeedBrokers...),
+		kgo.SeedBrokers(c.brokers()...),
 		kgo.DialTimeout(c.timeout()),
 		kgo.RequestTimeoutOverhead(c.timeout()),
 		kgo.RetryTimeout(c.timeout()),

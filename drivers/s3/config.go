@@ -44,11 +44,11 @@ type Config struct {
 	// Endpoint is the S3 API URL the controller uses, as
 	// http://y-s3-api.blobs.svc.cluster.local:9000. Required unless
 	// implementation is aws.
-	Endpoint string `json:"endpoint,omitempty"`
+	Endpoint string `json:"endpoint,omitempty" envsubst:"true"`
 	// ConsumerEndpoint is the endpoint written to access Secrets, when
 	// workloads must use another URL than the controller. Defaults to
 	// endpoint.
-	ConsumerEndpoint string `json:"consumerEndpoint,omitempty"`
+	ConsumerEndpoint string `json:"consumerEndpoint,omitempty" envsubst:"true"`
 	// Region is the signing region, and the region written to Secrets.
 	// Omitted: requests are signed for us-east-1 and Secrets have no region
 	// key.

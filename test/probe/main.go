@@ -7,6 +7,10 @@
 //     put an object, get it, list it.
 //
 // It exits 0 on success and 1 with a message saying what failed.
+//
+// `probe kafka-admin CMD ...` acts on the broker out of band, as an operator
+// with rpk would, for the e2e assertions: describe TOPIC, set-config TOPIC
+// KEY=VALUE, grow TOPIC N, create TOPIC PARTITIONS [RECORDS], exists TOPIC.
 package main
 
 import (
@@ -17,13 +21,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func main() {
@@ -31,6 +38,8 @@ func main() {
 	defer cancel()
 	var err error
 	switch {
+	case len(os.Args) > 1 && os.Args[1] == "kafka-admin":
+		err = kafkaAdmin(ctx, os.Args[2:])
 	case os.Getenv("topic") != "":
 		err = kafka(ctx)
 	case os.Getenv("bucket") != "":
@@ -145,4 +154,96 @@ func bucket(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("list %s: %s not listed", env["bucket"], key)
+}
+
+func kafkaAdmin(ctx context.Context, args []string) error {
+	env, err := need("bootstrap")
+	if err != nil {
+		return err
+	}
+	if len(args) < 2 {
+		return fmt.Errorf("usage: probe kafka-admin describe|set-config|grow|create|exists TOPIC [ARGS]")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(env["bootstrap"], ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	cmd, topic := args[0], args[1]
+	switch cmd {
+	case "describe", "exists":
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return err
+		}
+		td, ok := md.Topics[topic]
+		if !ok || td.Err != nil {
+			if cmd == "exists" {
+				fmt.Println("false")
+				return nil
+			}
+			return fmt.Errorf("topic %s not found", topic)
+		}
+		if cmd == "exists" {
+			fmt.Println("true")
+			return nil
+		}
+		fmt.Printf("partitions=%d\n", len(td.Partitions))
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			return err
+		}
+		rc, err := rcs.On(topic, nil)
+		if err != nil {
+			return err
+		}
+		for _, c := range rc.Configs {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				fmt.Printf("config.%s=%s\n", c.Key, c.MaybeValue())
+			}
+		}
+		return nil
+	case "set-config":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: set-config TOPIC KEY=VALUE")
+		}
+		k, v, _ := strings.Cut(args[2], "=")
+		resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)}}, topic)
+		if err == nil {
+			_, err = resps.On(topic, func(r *kadm.AlterConfigsResponse) error { return r.Err })
+		}
+		return err
+	case "grow":
+		n, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		resps, err := adm.UpdatePartitions(ctx, n, topic)
+		if err == nil {
+			err = resps.Error()
+		}
+		return err
+	case "create":
+		n, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		if _, err := adm.CreateTopic(ctx, int32(n), -1, nil, topic); err != nil {
+			return err
+		}
+		if len(args) > 3 {
+			records, err := strconv.Atoi(args[3])
+			if err != nil {
+				return err
+			}
+			for i := 0; i < records; i++ {
+				if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprint("pre-existing ", i))}).FirstErr(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown kafka-admin command %q", cmd)
 }
