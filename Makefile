@@ -97,8 +97,16 @@ bench: test-binaries ## run the benchmarks and print their figures (not part of 
 	$(TEST_ENV) go test -run '^$$' -bench . -benchtime 1000x ./drivers/... ./internal/admission/
 	$(TEST_ENV) go test -run '^$$' -bench Admission -benchtime 500x ./test/integration/
 
+.PHONY: e2e
+e2e: test-binaries ## the e2e scenario suites on the local node (IMPLEMENTATIONS, SCENARIOS, KEEP_FAILED)
+	$(TEST_ENV) test/e2e/local.sh
+
+.PHONY: stop-e2e
+stop-e2e: ## remove an environment make e2e kept (KEEP_FAILED=true)
+	go run ./test/localstack/cmd/buckety-local down --dir $(RUN_DIR)/e2e
+
 .PHONY: test
-test: verify test-fuzz test-integration ## everything CI runs: verify, fuzz smoke, unit and integration tests
+test: verify test-fuzz test-integration e2e ## everything CI runs: verify, fuzz smoke, unit, integration and e2e tests
 
 .PHONY: run
 run: test-binaries ## the whole product on a local node: node, backends, image, buckety from the release, examples

@@ -63,7 +63,20 @@ func timed(log Step, what string, f func() error) error {
 
 // Up brings the whole stack up in dir. Everything it starts is detached and
 // tracked by pid files under dir, so Down stops exactly it.
-func Up(ctx context.Context, dir string, log Step) (s *Stack, err error) {
+func Up(ctx context.Context, dir string, log Step) (*Stack, error) {
+	s, err := Prepare(ctx, dir, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := timed(log, "deploy release + local overlay", func() error { return s.deploy(ctx) }); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Prepare is Up without deploying buckety: the node, the backends, and the
+// buckety and probe images imported. The e2e harness deploys from there.
+func Prepare(ctx context.Context, dir string, log Step) (s *Stack, err error) {
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -106,10 +119,14 @@ func Up(ctx context.Context, dir string, log Step) (s *Stack, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := timed(log, "deploy release + local overlay", func() error { return s.deploy(ctx) }); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s, os.WriteFile(filepath.Join(dir, "backends.env"), []byte(s.BackendsEnv()), 0o600)
+}
+
+// BackendsEnv describes the loopback backends as environment variables, for
+// the e2e overlays (kfake, versitygw, minio).
+func (s *Stack) BackendsEnv() string {
+	return fmt.Sprintf("KAFKA_BOOTSTRAP=%s\nVERSITYGW_ENDPOINT=%s\nVERSITYGW_REGION=%s\n%sMINIO_ENDPOINT=%s\nMINIO_REGION=%s\n",
+		strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.VersityGW.Region, s.credentials(), s.MinIO.Endpoint, s.MinIO.Region)
 }
 
 func (s *Stack) startBackends() error {

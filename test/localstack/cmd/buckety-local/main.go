@@ -58,6 +58,7 @@ func run(args []string) error {
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", ".run/local", "state directory")
+	noDeploy := fs.Bool("no-deploy", false, "up: stop after node, backends and images (the e2e harness deploys); writes DIR/backends.env and DIR/oci")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -84,6 +85,13 @@ func run(args []string) error {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 		defer cancel()
+		if *noDeploy {
+			if _, err := localstack.Prepare(ctx, abs, func(l string) { fmt.Println(l) }); err != nil {
+				return err
+			}
+			fmt.Printf("prepared in %s: KUBECONFIG=%s OCI_DIR=%s E2E_BACKENDS_ENV=%s\n", time.Since(start).Round(time.Second), kubeconfig, filepath.Join(abs, "oci"), filepath.Join(abs, "backends.env"))
+			return nil
+		}
 		s, err := localstack.Up(ctx, abs, func(l string) { fmt.Println(l) })
 		if err != nil {
 			return err

@@ -1,0 +1,82 @@
+// Command e2etool does the few things the shell harness cannot do portably:
+//
+//	e2etool freeports N            print N free TCP ports on 127.0.0.1
+//	e2etool cert DIR               write ca.crt, tls.crt, tls.key for 127.0.0.1 (the webhook's serving certificate)
+//	e2etool load-image STATE OCI   import an OCI layout into the local node of STATE (buckety-local's --dir)
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/Yolean/buckety-controller/internal/release"
+	"github.com/Yolean/buckety-controller/test/cluster"
+	"github.com/Yolean/buckety-controller/test/pki"
+	"github.com/Yolean/buckety-controller/test/proc"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "e2etool: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("usage: e2etool freeports N | cert DIR | load-image STATE OCI")
+	}
+	switch args[0] {
+	case "freeports":
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			return err
+		}
+		ports, err := proc.FreePorts(n)
+		if err != nil {
+			return err
+		}
+		for _, p := range ports {
+			fmt.Println(p)
+		}
+		return nil
+	case "cert":
+		ca, err := pki.NewCA("buckety-e2e-webhook-ca")
+		if err != nil {
+			return err
+		}
+		crt, key, err := ca.Issue("buckety-webhook", nil, []string{"localhost", "buckety-webhook.buckety-system.svc"}, []net.IP{net.ParseIP("127.0.0.1")}, 7*24*time.Hour)
+		if err != nil {
+			return err
+		}
+		for n, b := range map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": crt, "tls.key": key} {
+			if err := os.WriteFile(filepath.Join(args[1], n), b, 0o600); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "load-image":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: e2etool load-image STATE OCI")
+		}
+		ref, err := release.ImageFromOCILayout(args[2], release.ImageName)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(filepath.Join(args[2], "index.json"))
+		if err != nil {
+			return err
+		}
+		tagged := refName(b)
+		if tagged == "" {
+			return fmt.Errorf("%s: no image name in index.json", args[2])
+		}
+		c := &cluster.Cluster{Dir: filepath.Join(args[1], "cluster"), Containerd: filepath.Join(args[1], "cluster", "containerd", "containerd.sock")}
+		return c.ImportOCILayout(args[2], tagged, ref.String())
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}

@@ -1,0 +1,156 @@
+# lib.sh: shared helpers for examples/*/*/assert.sh. An assert.sh runs the
+# same way from test/e2e/run.sh or by hand against a still-standing
+# namespace:
+#
+#   NAMESPACE=e2e-kfake-happy-path examples/kadm/happy-path/assert.sh
+#
+# Environment: NAMESPACE (required), KUBECTL (default kubectl),
+# PROBE_IMAGE, PROBE_HOST_NETWORK (true where backends are on the node's
+# loopback), E2E_TIMEOUT (seconds per wait, default 120).
+set -euo pipefail
+: "${NAMESPACE:?set NAMESPACE to the scenario namespace}"
+KUBECTL=${KUBECTL:-kubectl}
+PROBE_IMAGE=${PROBE_IMAGE:-registry.local/buckety/probe:v1}
+PROBE_HOST_NETWORK=${PROBE_HOST_NETWORK:-false}
+E2E_TIMEOUT=${E2E_TIMEOUT:-120}
+SYSTEM_NS=${SYSTEM_NS:-buckety-system}
+
+k() { "$KUBECTL" -n "$NAMESPACE" "$@"; }
+
+# describe prints what a person debugging the failure wants to see.
+describe() {
+  echo "---- state of namespace $NAMESPACE ----" >&2
+  k get bucketies,bucketyaccesses,secrets,jobs,pods -o wide >&2 2>&1 || true
+  k describe bucketies,bucketyaccesses >&2 2>&1 | tail -60 || true
+  "$KUBECTL" -n "$SYSTEM_NS" logs deploy/buckety-controller --tail=20 >&2 2>&1 || true
+}
+
+fail() {
+  echo "FAIL: $*" >&2
+  describe
+  exit 1
+}
+
+step() { echo "--- $*"; }
+
+# expect_eq WHAT EXPECTED SEEN
+expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', seen '$3'"; }
+
+# expect_contains WHAT NEEDLE HAYSTACK
+expect_contains() { case "$3" in *"$2"*) ;; *) fail "$1: expected to contain '$2', seen '$3'" ;; esac; }
+
+# jp RESOURCE JSONPATH
+jp() { k get "$1" -o jsonpath="$2"; }
+
+cond() { jp "$1" "{.status.conditions[?(@.type==\"$2\")].$3}" 2>/dev/null || true; }
+
+# wait_cond RESOURCE TYPE STATUS [REASON]: waits until the condition has the
+# status (and reason); on timeout prints what it saw.
+wait_cond() {
+  local res=$1 typ=$2 want=$3 reason=${4:-} deadline=$((SECONDS + E2E_TIMEOUT)) st rs
+  while :; do
+    st=$(cond "$res" "$typ" status); rs=$(cond "$res" "$typ" reason)
+    if [ "$st" = "$want" ] && { [ -z "$reason" ] || [ "$rs" = "$reason" ]; }; then return 0; fi
+    [ $SECONDS -lt $deadline ] || fail "$res: expected $typ=$want${reason:+ ($reason)}, seen $typ=$st ($rs: $(cond "$res" "$typ" message))"
+    sleep 1
+  done
+}
+
+# wait_gone RESOURCE
+wait_gone() {
+  local deadline=$((SECONDS + E2E_TIMEOUT))
+  while k get "$1" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || fail "$1: expected it deleted, still there"
+    sleep 1
+  done
+}
+
+# secret_keys NAME: the Secret's keys, sorted, comma-separated.
+secret_keys() { k get secret "$1" -o go-template='{{range $k, $v := .data}}{{$k}}{{"\n"}}{{end}}' | sort | paste -sd, -; }
+
+# secret_value NAME KEY
+secret_value() { k get secret "$1" -o go-template="{{index .data \"$2\" | base64decode}}"; }
+
+# run_pod NAME SECRET ARGS...: runs the probe image once with the Secret as
+# env (envFrom), waits for it to end, prints its log; fails when it fails.
+run_pod() {
+  local name=$1 secret=$2; shift 2
+  local args="" a
+  for a in "$@"; do args="$args\"$a\","; done
+  args="[${args%,}]"
+  k delete pod "$name" --ignore-not-found --wait=true >/dev/null
+  k apply -f - >/dev/null <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: $name}
+spec:
+  restartPolicy: Never
+  hostNetwork: $PROBE_HOST_NETWORK
+  containers:
+  - name: probe
+    image: $PROBE_IMAGE
+    imagePullPolicy: IfNotPresent
+    args: $args
+    envFrom: [{secretRef: {name: $secret}}]
+Y
+  local deadline=$((SECONDS + E2E_TIMEOUT)) phase
+  while :; do
+    phase=$(jp "pod/$name" '{.status.phase}')
+    case "$phase" in Succeeded|Failed) break ;; esac
+    [ $SECONDS -lt $deadline ] || fail "pod $name: expected to finish, still $phase"
+    sleep 1
+  done
+  local log; log=$(k logs "$name" 2>&1 || true)
+  [ "$phase" = Succeeded ] || fail "pod $name (probe ${*:-round trip} with Secret $secret) failed: $log"
+  printf '%s\n' "$log"
+}
+
+# probe SECRET NAME: a consumer Job round-trips data with the Secret's keys.
+probe() {
+  local secret=$1 name=$2
+  k apply -f - >/dev/null <<Y
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $name}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      hostNetwork: $PROBE_HOST_NETWORK
+      containers:
+      - name: probe
+        image: $PROBE_IMAGE
+        imagePullPolicy: IfNotPresent
+        envFrom: [{secretRef: {name: $secret}}]
+Y
+  if ! k wait --for=condition=Complete "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
+    fail "probe Job $name with Secret $secret did not complete: $(k logs "job/$name" 2>&1 | tail -5)"
+  fi
+  local log; log=$(k logs "job/$name")
+  expect_contains "probe Job $name" "probe: OK" "$log"
+  echo "$log"
+}
+
+# kafka_admin SECRET ARGS...: out-of-band broker operations (probe kafka-admin).
+kafka_admin() { local secret=$1; shift; run_pod "admin-$RANDOM" "$secret" kafka-admin "$@"; }
+
+# rejected WHAT EXPECTED-MESSAGE: applies stdin and expects admission to
+# refuse it with that message.
+rejected() {
+  local what=$1 want=$2 out
+  if out=$(k create -f - 2>&1); then
+    fail "$what: expected a rejection containing '$want', but it was admitted"
+  fi
+  expect_contains "$what" "$want" "$out"
+}
+
+# scale_controller N: scales buckety-controller and waits for it.
+scale_controller() {
+  "$KUBECTL" -n "$SYSTEM_NS" scale deploy/buckety-controller --replicas="$1" >/dev/null
+  if [ "$1" = 0 ]; then
+    "$KUBECTL" -n "$SYSTEM_NS" wait --for=delete pod -l app.kubernetes.io/name=buckety-controller --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1 || true
+  else
+    "$KUBECTL" -n "$SYSTEM_NS" rollout status deploy/buckety-controller --timeout="${E2E_TIMEOUT}s" >/dev/null
+  fi
+}

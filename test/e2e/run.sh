@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# run.sh: the e2e harness, one for this machine's local node and for k3d.
+#
+# Inputs (the design's contract):
+#   KUBECONFIG         the cluster the harness may write to (default: the local node of `make e2e`)
+#   OCI_DIR            an OCI layout of the buckety image (wins over CONTROLLER_IMAGE)
+#   CONTROLLER_IMAGE   a pullable ghcr.io/yolean/buckety-controller@sha256:... reference
+#   IMPLEMENTATIONS    comma-separated: kfake (here), redpanda (k3d), versitygw, minio
+#   KEEP_FAILED        true keeps every scenario namespace, not only failed ones
+#   E2E_ENV            local (default) or k3d: selects test/e2e/overlays/env-$E2E_ENV
+#   IMAGE_LOAD         a command that loads OCI_DIR into the cluster (optional)
+#   SCENARIOS          run only these scenario names (comma-separated; optional)
+#
+# For each implementation it deploys buckety from the rendered release with
+# the environment overlay and the implementation overlay (which holds
+# buckety-controller.yaml naming the backend by driver type), then runs every
+# examples/<driver>/<scenario>/ (and examples/<driver>/<implementation>/<scenario>/)
+# that has kustomization.yaml and assert.sh, each in a fresh namespace. A
+# passing scenario's namespace is deleted; a failing one is left standing.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+export ROOT
+
+E2E_ENV=${E2E_ENV:-local}
+IMPLEMENTATIONS=${IMPLEMENTATIONS:-kfake}
+KEEP_FAILED=${KEEP_FAILED:-false}
+export KUBECONFIG=${KUBECONFIG:-$ROOT/.run/e2e/cluster/controlplane/kubeconfig}
+if [ -z "${KUBECTL:-}" ]; then
+  if [ -n "${BUCKETY_KUBE_BIN:-}" ]; then KUBECTL=$BUCKETY_KUBE_BIN/kubectl; else KUBECTL=kubectl; fi
+fi
+export KUBECTL
+overlays=$ROOT/test/e2e/overlays
+
+image_args=()
+if [ -n "${OCI_DIR:-}" ]; then
+  image_args=(--oci-dir "$OCI_DIR")
+  if [ -n "${IMAGE_LOAD:-}" ]; then
+    echo "e2e: loading $OCI_DIR: $IMAGE_LOAD"
+    $IMAGE_LOAD "$OCI_DIR" || { echo "e2e: IMAGE_LOAD failed"; exit 1; }
+  fi
+elif [ -n "${CONTROLLER_IMAGE:-}" ]; then
+  image_args=(--image "$CONTROLLER_IMAGE")
+else
+  echo "e2e: set OCI_DIR (an OCI layout) or CONTROLLER_IMAGE (ref@sha256:...)" >&2
+  exit 2
+fi
+go build -o "$ROOT/bin/buckety-release" ./cmd/buckety-release || exit 1
+
+driver_of() {
+  case $1 in
+    kfake|redpanda) echo kadm ;;
+    versitygw|minio|aws|r2) echo s3 ;;
+    *) echo unknown ;;
+  esac
+}
+
+results=()
+failed=0
+total_start=$SECONDS
+
+deploy() {
+  local impl=$1 stage
+  stage=$(mktemp -d)
+  "$ROOT/bin/buckety-release" render "${image_args[@]}" --out "$stage/release" >/dev/null || return 1
+  cp -r "$overlays/env-$E2E_ENV" "$stage/env" || return 1
+  cp -r "$overlays/$impl" "$stage/impl" || return 1
+  export STAGE=$stage
+  if [ -f "$stage/env/prepare.sh" ]; then (cd "$stage/env" && bash ./prepare.sh) || return 1; fi
+  if [ -f "$stage/impl/prepare.sh" ]; then (cd "$stage/impl" && bash ./prepare.sh) || return 1; fi
+  "$KUBECTL" apply --server-side --force-conflicts -k "$stage/impl" >/dev/null || return 1
+  if [ -f "$stage/env/after-apply.sh" ]; then (cd "$stage/env" && bash ./after-apply.sh) || return 1; fi
+  for d in buckety-webhook buckety-controller; do
+    "$KUBECTL" -n buckety-system rollout status "deploy/$d" --timeout=180s >/dev/null || return 1
+  done
+  [ -f "$stage/env/settings.env" ] && cp "$stage/env/settings.env" "$ROOT/.run/e2e-settings.env"
+  rm -rf "$stage"
+}
+
+run_scenario() {
+  local impl=$1 dir=$2 name ns start log rc
+  name=$(basename "$dir")
+  ns=$(echo "e2e-$impl-$name" | cut -c1-63 | sed 's/-$//')
+  "$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1
+  "$KUBECTL" create namespace "$ns" >/dev/null || return 1
+  start=$SECONDS
+  log=$(mktemp)
+  if "$KUBECTL" apply -n "$ns" -k "$dir" >"$log" 2>&1; then
+    (
+      set -a
+      [ -f "$ROOT/.run/e2e-settings.env" ] && . "$ROOT/.run/e2e-settings.env"
+      set +a
+      cd "$dir" && NAMESPACE=$ns IMPLEMENTATION=$impl timeout 600 bash ./assert.sh
+    ) >>"$log" 2>&1
+    rc=$?
+  else
+    rc=1
+  fi
+  local dur=$((SECONDS - start))
+  if [ $rc -eq 0 ]; then
+    results+=("$(printf '%-10s %-34s PASS %4ss' "$impl" "$name" "$dur")")
+    if [ "$KEEP_FAILED" != true ]; then
+      "$KUBECTL" delete namespace "$ns" --wait=false >/dev/null 2>&1
+    fi
+  else
+    failed=1
+    results+=("$(printf '%-10s %-34s FAIL %4ss  (namespace %s left standing)' "$impl" "$name" "$dur" "$ns")")
+    echo "==== FAIL $impl/$name (namespace $ns left standing) ===="
+    tail -40 "$log"
+  fi
+  rm -f "$log"
+}
+
+IFS=, read -r -a impls <<<"$IMPLEMENTATIONS"
+for impl in "${impls[@]}"; do
+  driver=$(driver_of "$impl")
+  echo "e2e: implementation $impl (driver $driver, environment $E2E_ENV)"
+  if ! deploy "$impl"; then
+    "$KUBECTL" -n buckety-system get pods -o wide 2>&1 | tail -5
+    "$KUBECTL" -n buckety-system logs deploy/buckety-webhook --tail=10 2>&1
+    "$KUBECTL" -n buckety-system logs deploy/buckety-controller --tail=10 2>&1
+    failed=1
+    results+=("$(printf '%-10s %-34s FAIL' "$impl" "(deploy buckety)")")
+    continue
+  fi
+  for dir in "examples/$driver"/*/ "examples/$driver/$impl"/*/; do
+    dir=${dir%/}
+    [ -f "$dir/kustomization.yaml" ] && [ -f "$dir/assert.sh" ] || continue
+    if [ -n "${SCENARIOS:-}" ] && [[ ",$SCENARIOS," != *",$(basename "$dir"),"* ]]; then continue; fi
+    echo "e2e: $impl/$(basename "$dir")"
+    run_scenario "$impl" "$dir"
+  done
+done
+
+echo
+echo "e2e results (environment $E2E_ENV):"
+printf '%s\n' "${results[@]}"
+pass=$(printf '%s\n' "${results[@]}" | grep -c ' PASS ' || true)
+fail=$(printf '%s\n' "${results[@]}" | grep -c ' FAIL' || true)
+echo "e2e wall time: $((SECONDS - total_start))s"
+echo "$pass passed, $fail failed"
+exit $failed
