@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+. "$(dirname "$0")/../../../test/e2e/lib.sh"
+wait_cond buckety/stream Ready True
+probe stream-topic before
+trap 'scale_controller 1' EXIT
+step "scale the controller to zero"
+scale_controller 0
+probe stream-topic while-down
