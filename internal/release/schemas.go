@@ -133,14 +133,7 @@ func kindSchema(crdPath, path string) ([]byte, error) {
 	s["$schema"] = jsonschema.Version
 	s["$id"] = RawBase + path
 	s["title"] = crd.Spec.Names.Kind + " " + crd.Spec.Group + "/" + v.Name
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(s); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return marshal(s)
 }
 
 func constProps(key, value string) *orderedmap.OrderedMap[string, *jsonschema.Schema] {
@@ -198,7 +191,7 @@ func controllerSchema(driverNames []string, branches []*jsonschema.Schema) ([]by
 	return marshal(s)
 }
 
-func marshal(s *jsonschema.Schema) ([]byte, error) {
+func marshal(s any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -418,13 +417,9 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 func Status(dir string) map[string]bool {
 	out := controlplane.DetachedStatus(filepath.Join(dir, "controlplane"))
 	for _, n := range []string{"containerd", "kubelet"} {
-		b, err := os.ReadFile(proc.PidFile(dir, n))
-		if err != nil {
-			continue
+		if up, recorded := proc.Running(dir, n); recorded {
+			out[n] = up
 		}
-		f := strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)
-		pid, err := strconv.Atoi(f[0])
-		out[n] = err == nil && len(f) == 2 && proc.Runs(pid, f[1])
 	}
 	return out
 }

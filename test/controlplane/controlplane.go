@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -371,13 +370,9 @@ func StopDetached(dir string) error {
 func DetachedStatus(dir string) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range processNames {
-		b, err := os.ReadFile(proc.PidFile(dir, n))
-		if err != nil {
-			continue
+		if up, recorded := proc.Running(dir, n); recorded {
+			out[n] = up
 		}
-		f := strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)
-		pid, err := strconv.Atoi(f[0])
-		out[n] = err == nil && len(f) == 2 && proc.Runs(pid, f[1])
 	}
 	return out
 }

@@ -17,8 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -104,23 +102,7 @@ func createOrIgnore(t *testing.T, o client.Object) {
 
 // impersonatingKubeconfig writes a kubeconfig whose every request is made as
 // the controller's ServiceAccount.
-func impersonatingKubeconfig(t *testing.T) string {
-	t.Helper()
-	token, err := os.ReadFile(filepath.Join(cp.Dir, "pki", "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.CA.CertPEM}
-	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: string(token), Impersonate: "system:serviceaccount:" + systemNS + ":" + saName}
-	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	cfg.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+func impersonatingKubeconfig(t *testing.T) string { return saKubeconfig(t, saName) }
 
 // controllerProcess runs a built controller binary as its ServiceAccount.
 type controllerProcess struct {

@@ -43,6 +43,8 @@ patches:
     kind: Deployment
     metadata: {name: buckety-controller}
     spec:
+      # One host network: a surge Pod would collide on its ports.
+      strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}
       template:
         spec:
           hostNetwork: true
@@ -73,6 +75,7 @@ patches:
     metadata: {name: buckety-webhook}
     spec:
       replicas: 1
+      strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}
       template:
         spec:
           hostNetwork: true

@@ -262,3 +262,15 @@ func GoBinary(t testing.TB, env, pkg string) string {
 	}
 	return out
 }
+
+// Running reports whether the detached process name recorded under dir
+// still runs the binary it was started from.
+func Running(dir, name string) (running, recorded bool) {
+	b, err := os.ReadFile(PidFile(dir, name))
+	if err != nil {
+		return false, false
+	}
+	f := strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)
+	pid, err := strconv.Atoi(f[0])
+	return err == nil && len(f) == 2 && Runs(pid, f[1]), true
+}

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -21,6 +19,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/all"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/kubeconfig"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -49,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	o := Options{Registry: reg}
 	fs.StringVar(&o.ConfigDir, "c", DefaultConfigDir, "directory holding "+config.Filename)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	kubeconfigPath := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles (keep on: two replicas run during a rollout)")
@@ -93,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	o.Log = zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log) // client-go (leader election) logs the same way
-	rc, err := restConfig(*kubeconfig)
+	rc, err := kubeconfig.Load(*kubeconfigPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "buckety-controller: %v\n", err)
 		return 1
@@ -104,20 +103,6 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		return 1
 	}
 	return 0
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	if os.Getenv("KUBECONFIG") != "" {
-		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
-	}
-	rc, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or run in a Pod (%v)", err)
-	}
-	return rc, nil
 }
 
 // podNamespace is the namespace the controller runs in, for the Lease.

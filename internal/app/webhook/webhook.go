@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -36,6 +35,7 @@ import (
 	bucketyadmission "github.com/Yolean/buckety-controller/internal/admission"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/kubeconfig"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -71,7 +71,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var o Options
 	dir := fs.String("c", "/etc/buckety", "directory holding "+config.Filename+" (loaded without credentials)")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	kubeconfigPath := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	fs.StringVar(&o.Host, "host", "", "address to serve admission on (default: all)")
 	fs.IntVar(&o.Port, "port", 9443, "port to serve admission on")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
@@ -97,7 +97,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	o.Log = zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log)
-	if o.RESTConfig, err = restConfig(*kubeconfig); err != nil {
+	if o.RESTConfig, err = kubeconfig.Load(*kubeconfigPath); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1
 	}
@@ -120,20 +120,6 @@ func signalContext() context.Context {
 		os.Exit(1)
 	}()
 	return ctx
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	if os.Getenv("KUBECONFIG") != "" {
-		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
-	}
-	rc, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or run in a Pod (%v)", err)
-	}
-	return rc, nil
 }
 
 // Run serves admission until ctx ends. Then it reports not ready, keeps

@@ -72,12 +72,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if !a.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, a, f)
 	}
-	if !controllerutil.ContainsFinalizer(a, v1.Finalizer) {
-		before := a.DeepCopy()
-		controllerutil.AddFinalizer(a, v1.Finalizer)
-		if err := r.Client.Patch(ctx, a, ctrl.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, err
-		}
+	if err := shared.AddFinalizer(ctx, r.Client, a); err != nil {
+		return reconcile.Result{}, err
 	}
 	requeue := reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}
 
@@ -272,9 +268,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 	case err != nil && !apierrors.IsNotFound(err):
 		return reconcile.Result{}, err
 	}
-	before := a.DeepCopy()
-	controllerutil.RemoveFinalizer(a, v1.Finalizer)
-	return reconcile.Result{}, ctrl.IgnoreNotFound(r.Client.Patch(ctx, a, ctrl.MergeFrom(before)))
+	return reconcile.Result{}, shared.RemoveFinalizer(ctx, r.Client, a)
 }
 
 func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string) {

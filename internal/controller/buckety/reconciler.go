@@ -83,12 +83,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, b, f)
 	}
-	if !controllerutil.ContainsFinalizer(b, v1.Finalizer) {
-		before := b.DeepCopy()
-		controllerutil.AddFinalizer(b, v1.Finalizer)
-		if err := r.Client.Patch(ctx, b, ctrl.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, err
-		}
+	if err := shared.AddFinalizer(ctx, r.Client, b); err != nil {
+		return reconcile.Result{}, err
 	}
 	requeue := reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}
 
@@ -431,9 +427,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 	r.mu.Lock()
 	delete(r.deleted, b.UID)
 	r.mu.Unlock()
-	before := b.DeepCopy()
-	controllerutil.RemoveFinalizer(b, v1.Finalizer)
-	return reconcile.Result{}, ctrl.IgnoreNotFound(r.Client.Patch(ctx, b, ctrl.MergeFrom(before)))
+	return reconcile.Result{}, shared.RemoveFinalizer(ctx, r.Client, b)
 }
 
 func (r *Reconciler) addDeleted(uid types.UID, n int64) int64 {
