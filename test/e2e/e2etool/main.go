@@ -3,6 +3,7 @@
 //	e2etool freeports N            print N free TCP ports on 127.0.0.1
 //	e2etool cert DIR               write ca.crt, tls.crt, tls.key for 127.0.0.1 (the webhook's serving certificate)
 //	e2etool load-image STATE OCI   import an OCI layout into the local node of STATE (buckety-local's --dir)
+//	e2etool probe-image TAR        write the probe image (registry.local/buckety/probe:v1) as a docker tarball
 package main
 
 import (
@@ -59,6 +60,8 @@ func run(args []string) error {
 			}
 		}
 		return nil
+	case "probe-image":
+		return cluster.GoImage("github.com/Yolean/buckety-controller/test/probe", "registry.local/buckety/probe:v1", args[1], 65532)
 	case "load-image":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: e2etool load-image STATE OCI")
