@@ -21,8 +21,9 @@ k() { "$KUBECTL" -n "$NAMESPACE" "$@"; }
 describe() {
   echo "---- state of namespace $NAMESPACE ----" >&2
   k get bucketies,bucketyaccesses,secrets,jobs,pods -o wide >&2 2>&1 || true
-  k describe bucketies,bucketyaccesses >&2 2>&1 | tail -60 || true
-  "$KUBECTL" -n "$SYSTEM_NS" logs deploy/buckety-controller --tail=20 >&2 2>&1 || true
+  k describe bucketies,bucketyaccesses >&2 2>&1 | tail -40 || true
+  echo "---- buckety-controller log (last lines) ----" >&2
+  "$KUBECTL" -n "$SYSTEM_NS" logs deploy/buckety-controller --tail=5 >&2 2>&1 || true
 }
 
 fail() {

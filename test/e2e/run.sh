@@ -106,7 +106,9 @@ run_scenario() {
     failed=1
     results+=("$(printf '%-10s %-34s FAIL %4ss  (namespace %s left standing)' "$impl" "$name" "$dur" "$ns")")
     echo "==== FAIL $impl/$name (namespace $ns left standing) ===="
-    tail -40 "$log"
+    grep -m1 '^FAIL: ' "$log" || true
+    echo "---- last lines of the scenario's output ----"
+    tail -30 "$log"
   fi
   rm -f "$log"
 }
