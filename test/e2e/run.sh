@@ -57,6 +57,7 @@ driver_of() {
 
 results=()
 failed=0
+declare -A yaml_hash # scenario -> hash of its YAML, to prove it is the same for every implementation
 total_start=$SECONDS
 
 deploy() {
@@ -81,6 +82,14 @@ run_scenario() {
   local impl=$1 dir=$2 name ns start log rc
   name=$(basename "$dir")
   ns=$(echo "e2e-$impl-$name" | cut -c1-63 | sed 's/-$//')
+  local h
+  h=$("$KUBECTL" kustomize "$dir" | sha256sum | cut -c1-16)
+  if [ -n "${yaml_hash[$dir]:-}" ] && [ "${yaml_hash[$dir]}" != "$h" ]; then
+    failed=1
+    results+=("$(printf '%-10s %-34s FAIL  (scenario YAML differs from another implementation)' "$impl" "$name")")
+    return
+  fi
+  yaml_hash[$dir]=$h
   "$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1
   "$KUBECTL" create namespace "$ns" >/dev/null || return 1
   start=$SECONDS

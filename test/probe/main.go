@@ -11,6 +11,9 @@
 // `probe kafka-admin CMD ...` acts on the broker out of band, as an operator
 // with rpk would, for the e2e assertions: describe TOPIC, set-config TOPIC
 // KEY=VALUE, grow TOPIC N, create TOPIC PARTITIONS [RECORDS], exists TOPIC.
+// `probe s3-admin CMD BUCKET ...` does the same on S3, as with the aws CLI:
+// exists, create [OBJECTS], put-many N, versioning, set-versioning
+// Enabled|Suspended, count.
 package main
 
 import (
@@ -28,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,6 +44,8 @@ func main() {
 	switch {
 	case len(os.Args) > 1 && os.Args[1] == "kafka-admin":
 		err = kafkaAdmin(ctx, os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "s3-admin":
+		err = s3Admin(ctx, os.Args[2:])
 	case os.Getenv("topic") != "":
 		err = kafka(ctx)
 	case os.Getenv("bucket") != "":
@@ -111,21 +117,102 @@ func kafka(ctx context.Context) error {
 	}
 }
 
-func bucket(ctx context.Context) error {
-	env, err := need("endpoint", "bucket", "accessKeyID", "secretAccessKey")
+func s3Client() (*s3.Client, error) {
+	env, err := need("endpoint", "accessKeyID", "secretAccessKey")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	region := os.Getenv("region")
 	if region == "" {
 		region = "us-east-1"
 	}
-	cl := s3.New(s3.Options{
+	return s3.New(s3.Options{
 		Region: region, BaseEndpoint: aws.String(env["endpoint"]), UsePathStyle: true,
 		Credentials:                credentials.NewStaticCredentialsProvider(env["accessKeyID"], env["secretAccessKey"], ""),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
+	}), nil
+}
+
+func s3Admin(ctx context.Context, args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("usage: probe s3-admin exists|create|put-many|versioning|set-versioning|count BUCKET [ARGS]")
+	}
+	cl, err := s3Client()
+	if err != nil {
+		return err
+	}
+	cmd, b := args[0], aws.String(args[1])
+	switch cmd {
+	case "exists":
+		_, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: b})
+		fmt.Println(err == nil)
+		return nil
+	case "create":
+		if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+			return err
+		}
+		if len(args) > 2 {
+			return putMany(ctx, cl, b, args[2])
+		}
+		return nil
+	case "put-many":
+		return putMany(ctx, cl, b, args[2])
+	case "versioning":
+		out, err := cl.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: b})
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(out.Status))
+		return nil
+	case "set-versioning":
+		_, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: b, VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatus(args[2])}})
+		return err
+	case "count":
+		out, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b})
+		if err != nil {
+			return err
+		}
+		fmt.Println(len(out.Contents))
+		return nil
+	}
+	return fmt.Errorf("unknown s3-admin command %q", cmd)
+}
+
+// putMany writes n small objects, 16 at a time.
+func putMany(ctx context.Context, cl *s3.Client, b *string, count string) error {
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		return err
+	}
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem }()
+			_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String(fmt.Sprintf("many/%06d", i)), Body: strings.NewReader("x")})
+			errs <- err
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	fmt.Printf("put %d objects\n", n)
+	return nil
+}
+
+func bucket(ctx context.Context) error {
+	env, err := need("endpoint", "bucket", "accessKeyID", "secretAccessKey")
+	if err != nil {
+		return err
+	}
+	cl, err := s3Client()
+	if err != nil {
+		return err
+	}
 	key := "probe/" + token() + ".txt"
 	body := "probe " + token()
 	b := aws.String(env["bucket"])

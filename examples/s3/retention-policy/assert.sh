@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+. "$(dirname "$0")/../../../test/e2e/lib.sh"
+wait_cond buckety/kept Ready True
+wait_cond buckety/doomed Ready True
+k create secret generic admin --from-literal=endpoint="$(secret_value kept-bucket endpoint)" --from-literal=region="$(secret_value kept-bucket region)" \
+  --from-literal=accessKeyID="$(secret_value kept-bucket accessKeyID)" --from-literal=secretAccessKey="$(secret_value kept-bucket secretAccessKey)" >/dev/null
+run_pod fill-kept admin s3-admin put-many "$NAMESPACE-kept" 10 >/dev/null
+run_pod fill-doomed admin s3-admin put-many "$NAMESPACE-doomed" 3000 >/dev/null
+run_pod refill-doomed admin s3-admin put-many "$NAMESPACE-doomed" 500 >/dev/null # overwrites: noncurrent versions
+step "delete both"
+k delete bucketies kept doomed --wait=false >/dev/null
+step "progress is visible while the bucket empties"
+deadline=$((SECONDS + E2E_TIMEOUT)); seen=
+while k get buckety/doomed >/dev/null 2>&1; do
+  msg=$(cond buckety/doomed Ready message)
+  case "$msg" in *"removed so far"*) seen=$msg ;; esac
+  [ $SECONDS -lt $deadline ] || fail "the Buckety with Delete did not go away; last Ready message: $msg"
+  sleep 0.5
+done
+[ -n "$seen" ] || fail "expected deletion progress in the Ready condition, never saw it"
+echo "progress seen: $seen"
+wait_gone buckety/kept
+expect_eq "Delete removed the bucket" "false" "$(run_pod gone admin s3-admin exists "$NAMESPACE-doomed" | tail -1)"
+expect_eq "Retain kept the bucket" "true" "$(run_pod kept admin s3-admin exists "$NAMESPACE-kept" | tail -1)"
+expect_eq "Retain kept the objects" "10" "$(run_pod count admin s3-admin count "$NAMESPACE-kept" | tail -1)"
