@@ -23,7 +23,7 @@ E2E_IMAGE_NEXT_MAJOR=$(variants next-major 1.0.0) || { echo "e2e: building the n
 export E2E_IMAGE_NEXT_PATCH E2E_IMAGE_NEXT_MAJOR
 rc=0
 KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig OCI_DIR=$PWD/$state/oci E2E_BACKENDS_ENV=$PWD/$state/backends.env \
-  E2E_ENV=local IMPLEMENTATIONS=${IMPLEMENTATIONS:-kfake} test/e2e/run.sh || rc=$?
+  E2E_ENV=local IMPLEMENTATIONS=${IMPLEMENTATIONS:-kfake,versitygw,minio} test/e2e/run.sh || rc=$?
 if [ $rc -ne 0 ] && [ "${KEEP_FAILED:-false}" = true ]; then
   echo "e2e: failed; environment kept (KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig); make stop-e2e removes it"
   exit $rc
