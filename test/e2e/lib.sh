@@ -155,3 +155,46 @@ scale_controller() {
     "$KUBECTL" -n "$SYSTEM_NS" rollout status deploy/buckety-controller --timeout="${E2E_TIMEOUT}s" >/dev/null
   fi
 }
+
+# expect_startup_failures WANT: WANT names an associative array of case →
+# expected log text. For every case, runs the controller image with the
+# ConfigMap named after the case as its config, and expects the Pod to
+# crash-loop with a log naming the config file and the field's problem.
+expect_startup_failures() {
+  local -n _want=$1
+  local image c deadline restarts log
+  image=$("$KUBECTL" -n "$SYSTEM_NS" get deploy buckety-controller -o jsonpath='{.spec.template.spec.containers[0].image}')
+  for c in "${!_want[@]}"; do
+    k apply -f - >/dev/null <<Y
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $c}
+spec:
+  selector: {matchLabels: {case: $c}}
+  template:
+    metadata: {labels: {case: $c}}
+    spec:
+      containers:
+      - name: controller
+        image: $image
+        imagePullPolicy: IfNotPresent
+        command: [/buckety-controller]
+        args: [-c=/etc/buckety, --leader-elect=false]
+        volumeMounts: [{name: config, mountPath: /etc/buckety}]
+      volumes: [{name: config, configMap: {name: $c}}]
+Y
+  done
+  for c in "${!_want[@]}"; do
+    step "$c"
+    deadline=$((SECONDS + E2E_TIMEOUT))
+    while :; do
+      restarts=$(k get pods -l "case=$c" -o jsonpath='{.items[0].status.containerStatuses[0].restartCount}' 2>/dev/null)
+      log=$(k logs -l "case=$c" --tail=5 2>/dev/null || true)
+      [ "${restarts:-0}" -ge 1 ] && [ -n "$log" ] && break
+      [ $SECONDS -lt $deadline ] || fail "$c: expected a restarting Pod with a log, seen restarts=${restarts:-none} log='$log'"
+      sleep 2
+    done
+    expect_contains "$c: the log names the file" "/etc/buckety/buckety-controller.yaml: " "$log"
+    expect_contains "$c: the log names the field and the problem" "${_want[$c]}" "$log"
+  done
+}
