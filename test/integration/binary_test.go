@@ -112,12 +112,18 @@ type controllerProcess struct {
 
 func runBinary(t *testing.T, bin, kubeconfig, configDir string) *controllerProcess {
 	t.Helper()
+	return runBinaryEnv(t, bin, kubeconfig, configDir, nil)
+}
+
+// runBinaryEnv is runBinary with extra environment variables.
+func runBinaryEnv(t *testing.T, bin, kubeconfig, configDir string, extraEnv []string) *controllerProcess {
+	t.Helper()
 	ports, err := proc.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp := &controllerProcess{probe: fmt.Sprintf("127.0.0.1:%d", ports[0]), met: fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	env := []string{"TEST_S3_ACCESS_KEY=" + minio.AccessKey, "TEST_S3_SECRET_KEY=" + minio.SecretKey}
+	env := append([]string{"TEST_S3_ACCESS_KEY=" + minio.AccessKey, "TEST_S3_SECRET_KEY=" + minio.SecretKey}, extraEnv...)
 	p, err := proc.Start(t.TempDir(), "buckety-controller", bin, []string{
 		"-c", configDir, "--kubeconfig", kubeconfig,
 		"--leader-elect", "--leader-election-namespace", systemNS,

@@ -123,10 +123,20 @@ func (b *Broker) start() error {
 	}
 }
 
+// Pause hangs the broker (SIGSTOP): connections stay open, nothing
+// answers. Stop and Restart resume it first.
+func (b *Broker) Pause() error { return b.p.Pause() }
+
+// Resume continues a paused broker.
+func (b *Broker) Resume() error { return b.p.Resume() }
+
 // Stop stops the broker process; it is idempotent.
 func (b *Broker) Stop() error {
 	if b.p == nil {
 		return nil
+	}
+	if err := b.p.Resume(); err != nil {
+		return err
 	}
 	err := b.p.Stop(10 * time.Second)
 	b.p = nil

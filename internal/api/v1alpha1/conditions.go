@@ -38,7 +38,8 @@ const (
 	ConditionProvisioned = "Provisioned"
 	// ConditionDegraded is True when the backend resource works but the
 	// backend did not apply some parameter (it answered NotImplemented).
-	// Ready stays True: the shortfall is reported, not retried forever.
+	// Ready is False meanwhile (reason ParameterNotApplied): a resource
+	// without a parameter its tenant asked for is not in sync.
 	ConditionDegraded = "Degraded"
 )
 

@@ -16,15 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -129,20 +132,26 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err := shared.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	br := &buckety.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Claims: &shared.Claims{}, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck}
+	released := make(chan event.GenericEvent, 64)
+	br := &buckety.Reconciler{Client: mgr.GetClient(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck,
+		Claims:   &shared.Claims{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		Backoff:  &shared.Backoff{},
+		Released: released,
+	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("buckety").
 		For(&v1.Buckety{}).
+		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{})).
 		Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 			a := obj.(*v1.BucketyAccess)
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}}}
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation, RateLimiter: rateLimiter()}).
 		Complete(br)
 	if err != nil {
 		return err
 	}
-	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck}
+	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck, Backoff: &shared.Backoff{}}
 	c := mgr.GetClient()
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("bucketyaccess").
@@ -160,7 +169,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 			}
 			return out
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation, RateLimiter: rateLimiter()}).
 		Complete(ar)
 	if err != nil {
 		return err
@@ -187,4 +196,12 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	}
 	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
+}
+
+// rateLimiter spaces retries of reconciles that returned an error (API
+// conflicts, server errors): 100ms doubling to 20s per object, and no
+// overall token bucket, which would make a thousand retries take minutes.
+// Failures the reconcilers classify themselves use shared.Backoff.
+func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, shared.TransientMax)
 }

@@ -46,6 +46,8 @@ type Reconciler struct {
 	Backends  *backends.Set
 	Recorder  events.EventRecorder
 	Recheck   time.Duration
+	// Backoff spaces retries after backend failures, independent of Recheck.
+	Backoff *shared.Backoff
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -60,6 +62,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		shared.Apply(&a.Status.Conditions, a.Generation, conditions(a, f))
 		if meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionReady) {
 			a.Status.ObservedGeneration = a.Generation
+		}
+		if reterr == nil && !f.deleting && r.Backoff != nil {
+			res = r.retry(a, f, res)
 		}
 		if equality.Semantic.DeepEqual(orig.Status, a.Status) {
 			return
@@ -106,6 +111,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	a.Status.BucketyGeneration = b.Generation
 	return requeue, nil
+}
+
+// retry retries backend failures soon, on a capped exponential backoff;
+// an access waiting for its Buckety is woken by the Buckety watch.
+func (r *Reconciler) retry(a *v1.BucketyAccess, f *facts, res reconcile.Result) reconcile.Result {
+	var d time.Duration
+	switch {
+	case f.unavailable != nil, f.backendErr != nil:
+		d = r.Backoff.Next(a.UID, shared.Transient)
+	case f.accessDenied != nil:
+		d = r.Backoff.Next(a.UID, shared.Permanent)
+	default:
+		r.Backoff.Reset(a.UID)
+		return res
+	}
+	if res.RequeueAfter == 0 || d < res.RequeueAfter {
+		res.RequeueAfter = d
+	}
+	return res
 }
 
 // buckety finds the access's Buckety and its backend, and checks that its
@@ -267,6 +291,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 		}
 	case err != nil && !apierrors.IsNotFound(err):
 		return reconcile.Result{}, err
+	}
+	if r.Backoff != nil {
+		r.Backoff.Reset(a.UID)
 	}
 	return reconcile.Result{}, shared.RemoveFinalizer(ctx, r.Client, a)
 }

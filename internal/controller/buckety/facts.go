@@ -2,6 +2,7 @@ package buckety
 
 import (
 	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
 
@@ -21,6 +22,10 @@ type facts struct {
 	invalidName string
 	// invalidParams: spec.parameters fail the driver's validation.
 	invalidParams string
+	// claim is this Buckety's claim on the backend resource.
+	claim *v1.BucketyClaim
+	// claimErr: claims could not be read or written (API server trouble).
+	claimErr error
 	// conflictOwner names the Buckety that owns the backend resource.
 	conflictOwner string
 	// adoptionRefused explains a pre-existing resource with content.
@@ -59,6 +64,8 @@ func (f *facts) backendFailure() error {
 		return f.unavailable
 	case f.accessDenied != nil:
 		return f.accessDenied
+	case f.claimErr != nil:
+		return f.claimErr
 	}
 	return f.backendErr
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -26,6 +27,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/naming"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch;update;patch
@@ -39,16 +41,20 @@ const DeletePassInterval = time.Second
 
 // Reconciler reconciles Buckety objects.
 type Reconciler struct {
-	Client ctrl.Client
-	// APIReader reads around the cache: before the first reconcile stamps
-	// the sticky fields, the object is read fresh, so a reconcile that runs
-	// on a cache that has not seen the stamp yet cannot stamp again.
-	APIReader ctrl.Reader
-	Backends  *backends.Set
-	Claims    *shared.Claims
-	Recorder  events.EventRecorder
+	Client   ctrl.Client
+	Backends *backends.Set
+	// Claims is the controller's record of which Buckety owns which backend
+	// resource; destructive actions trust only it.
+	Claims   *shared.Claims
+	Recorder events.EventRecorder
 	// Recheck is the period of the drift re-check (jittered).
 	Recheck time.Duration
+	// Backoff spaces retries after failures, independent of Recheck.
+	Backoff *shared.Backoff
+	// Released, when set, receives the Bucketies waiting for a name (Ready
+	// reason NameConflict) whenever a claim is released, so they retry at
+	// once instead of on their backoff.
+	Released chan<- event.GenericEvent
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
@@ -60,17 +66,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
-	if b.Status.Provenance == "" && b.DeletionTimestamp.IsZero() {
-		if err := r.APIReader.Get(ctx, req.NamespacedName, b); err != nil {
-			return reconcile.Result{}, ctrl.IgnoreNotFound(err)
-		}
-	}
 	orig := b.DeepCopy()
 	f := &facts{}
 	defer func() {
 		shared.Apply(&b.Status.Conditions, b.Generation, conditions(b, f))
 		if ready := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); ready != nil && ready.Status == metav1.ConditionTrue {
 			b.Status.ObservedGeneration = b.Generation
+		}
+		if reterr == nil && !f.deleting {
+			res = r.retry(b, f, res)
 		}
 		if equality.Semantic.DeepEqual(orig.Status, b.Status) {
 			return
@@ -93,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		f.problem = problem
 		return requeue, nil
 	}
-	if !r.resolveName(b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
+	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
 		return requeue, nil
 	}
 	ok, err := r.provision(ctx, b, e, f)
@@ -106,6 +110,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	return requeue, nil
 }
 
+// retry picks when to reconcile again: soon, on a capped exponential
+// backoff, after a failure that may clear by itself or by an action outside
+// the object; at the drift re-check interval otherwise.
+func (r *Reconciler) retry(b *v1.Buckety, f *facts, res reconcile.Result) reconcile.Result {
+	if r.Backoff == nil {
+		return res
+	}
+	var d time.Duration
+	switch {
+	case f.unavailable != nil, f.backendErr != nil, f.claimErr != nil:
+		d = r.Backoff.Next(b.UID, shared.Transient)
+	case f.accessDenied != nil, f.adoptionRefused != "", f.conflictOwner != "", len(f.shortfalls) > 0:
+		d = r.Backoff.Next(b.UID, shared.Permanent)
+	default:
+		r.Backoff.Reset(b.UID)
+		return res
+	}
+	if res.RequeueAfter == 0 || d < res.RequeueAfter {
+		res.RequeueAfter = d
+	}
+	return res
+}
+
 func (r *Reconciler) resolve(b *v1.Buckety) (*backends.Entry, *shared.Problem) {
 	return shared.Resolve(r.Backends, b.Spec.Backend,
 		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor},
@@ -113,21 +140,35 @@ func (r *Reconciler) resolve(b *v1.Buckety) (*backends.Entry, *shared.Problem) {
 		v1.ReasonBackendNotConfigured, v1.ReasonDriverChanged, v1.ReasonDriverMajorMismatch)
 }
 
-// resolveName resolves spec.name once; afterwards status.backendResourceName
-// is the name.
-func (r *Reconciler) resolveName(b *v1.Buckety, e *backends.Entry, f *facts) bool {
-	if b.Status.BackendResourceName != "" {
-		f.resourceName = b.Status.BackendResourceName
-		return true
+// resolveName finds the backend resource name: the name of a claim this
+// Buckety already wrote to the backend under (even if the status write that
+// followed was lost), else status.backendResourceName once stamped, else
+// spec.name resolved now. A name that does not come from this Buckety's own
+// claim is checked against the backend's name policy and the driver's rules
+// before anything is claimed, so a tenant-written status field cannot point
+// the controller at a resource the tenant could not have named.
+func (r *Reconciler) resolveName(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
+	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	if err != nil {
+		f.claimErr = err
+		return false
+	}
+	for i := range owned {
+		if cl := &owned[i]; cl.Spec.Phase != v1.ClaimClaimed && cl.Spec.Backend == e.Name {
+			f.resourceName = cl.Spec.ResourceName
+			return true
+		}
 	}
 	src := naming.Source{
 		Name: b.Name, Namespace: b.Namespace, Labels: b.Labels,
 		BackendName: e.Name, Defaults: e.Config.Defaults,
 	}
-	name, err := naming.Resolve(b.Spec.Name, src)
-	if err != nil {
-		f.templateErr = err
-		return false
+	name := b.Status.BackendResourceName
+	if name == "" {
+		if name, err = naming.Resolve(b.Spec.Name, src); err != nil {
+			f.templateErr = err
+			return false
+		}
 	}
 	f.resourceName = name
 	if err := e.Config.CheckName(src, name); err != nil {
@@ -149,34 +190,35 @@ func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *fac
 	return true
 }
 
-// claim makes sure no other Buckety owns the backend resource.
+// claim makes sure this Buckety, and no other, owns the backend resource.
+// Claims on other names that were never written to the backend (the
+// template resolved differently before) are released first.
 func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
-	key := shared.ClaimKey(e.Name, f.resourceName)
-	var others v1.BucketyList
-	if err := r.Client.List(ctx, &others, ctrl.MatchingFields{shared.IndexClaim: key}); err != nil {
-		f.backendErr = fmt.Errorf("list claims: %w", err)
+	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	if err != nil {
+		f.claimErr = err
 		return false
 	}
-	for _, o := range others.Items {
-		if o.UID != b.UID {
-			f.conflictOwner = o.Namespace + "/" + o.Name
-			r.conflictEvent(b, e, f)
-			return false
-		}
-	}
-	if owner, ok := r.Claims.Claim(key, b.UID); !ok {
-		f.conflictOwner = string(owner) + " (claimed moments ago)"
-		var all v1.BucketyList
-		if err := r.Client.List(ctx, &all); err == nil {
-			for _, o := range all.Items {
-				if o.UID == owner {
-					f.conflictOwner = o.Namespace + "/" + o.Name
-				}
+	for i := range owned {
+		cl := &owned[i]
+		if cl.Spec.Phase == v1.ClaimClaimed && (cl.Spec.Backend != e.Name || cl.Spec.ResourceName != f.resourceName) {
+			if err := r.Claims.Release(ctx, cl); err != nil {
+				f.claimErr = fmt.Errorf("release claim on %s: %w", cl.Spec.ResourceName, err)
+				return false
 			}
 		}
+	}
+	cl, conflict, err := r.Claims.Acquire(ctx, b, e.Name, f.resourceName)
+	switch {
+	case err != nil:
+		f.claimErr = err
+		return false
+	case conflict != nil:
+		f.conflictOwner = conflict.Owner
 		r.conflictEvent(b, e, f)
 		return false
 	}
+	f.claim = cl
 	return true
 }
 
@@ -188,13 +230,25 @@ func (r *Reconciler) conflictEvent(b *v1.Buckety, e *backends.Entry, f *facts) {
 	r.event(b, corev1.EventTypeWarning, v1.ReasonNameConflict, "Claim", fmt.Sprintf("%s on backend %s is owned by Buckety %s", f.resourceName, e.Name, f.conflictOwner))
 }
 
-// provision runs the adoption check on first reconcile, then Ensure, and
-// stamps the sticky status. It reports whether the backend resource is
-// usable.
+// provision converges the backend resource through the driver, and on the
+// way records in the claim, before each backend write it depends on, how
+// this Buckety came to own the resource:
+//
+//   - Claimed: the adoption check runs. A resource holding content is
+//     refused and the claim released; an empty one is recorded Adopted;
+//     a missing one is recorded Creating (the intent) before Ensure may
+//     create it.
+//   - Creating, in the pass that recorded it: Ensure reporting that it
+//     created the resource makes it Created; a resource that appeared
+//     between the check and Ensure makes it Adopted.
+//   - Creating, found by a later pass (a crash or a lost write came
+//     between): the resource is buckety's, Created.
+//
+// The sticky status fields are then copied from the claim.
 func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (bool, error) {
-	first := b.Status.Provenance == ""
-	existed := false
-	if first {
+	cl := f.claim
+	justRecorded := false
+	if cl.Spec.Phase == v1.ClaimClaimed {
 		in, err := e.Backend.Inspect(ctx, f.resourceName)
 		if err != nil {
 			r.recordFailure(f, err)
@@ -202,11 +256,22 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		}
 		if in.Exists && in.HasContent {
 			f.adoptionRefused = in.Detail
-			r.Claims.Release(shared.ClaimKey(e.Name, f.resourceName), b.UID)
+			if err := r.Claims.Release(ctx, cl); err != nil {
+				return false, err
+			}
 			r.event(b, corev1.EventTypeWarning, v1.ReasonAdoptionRefused, "Provision", in.Detail)
 			return false, nil
 		}
-		existed = in.Exists
+		phase := v1.ClaimCreating
+		if in.Exists {
+			phase = v1.ClaimAdopted
+		}
+		if err := r.Claims.Advance(ctx, cl, phase); err != nil {
+			f.claimErr = err
+			return false, nil
+		}
+		justRecorded = phase == v1.ClaimCreating
+		testhook.Pause(ctx, testhook.AfterInspect)
 	}
 	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
 	var drift *drivers.DriftError
@@ -219,20 +284,38 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		r.recordFailure(f, err)
 		return false, nil
 	}
+	if res.Created {
+		testhook.Pause(ctx, testhook.AfterCreate)
+	}
+	first := b.Status.Provenance == "" || b.Status.BackendResourceName != cl.Spec.ResourceName
+	if cl.Spec.Phase == v1.ClaimCreating {
+		phase := v1.ClaimCreated
+		if justRecorded && !res.Created {
+			phase = v1.ClaimAdopted
+		}
+		if err := r.Claims.Advance(ctx, cl, phase); err != nil {
+			f.claimErr = err
+			return false, nil
+		}
+	}
 	// With drift the resource exists and is usable; the drift is reported.
 	f.provisioned = true
 	f.shortfalls = res.Shortfalls
-	if first {
-		b.Status.Backend = e.Name
-		b.Status.Driver = e.Driver.Name()
+	provenance := v1.ProvenanceCreated
+	if cl.Spec.Phase == v1.ClaimAdopted {
+		provenance = v1.ProvenanceAdopted
+	}
+	// The status mirrors the claim; a hand-edited status is put back.
+	b.Status.Backend = e.Name
+	b.Status.Driver = e.Driver.Name()
+	if b.Status.DriverMajor == nil {
 		major := e.Driver.Version().Major
 		b.Status.DriverMajor = &major
-		b.Status.BackendResourceName = f.resourceName
-		b.Status.Provenance = v1.ProvenanceAdopted
-		if res.Created || !existed {
-			b.Status.Provenance = v1.ProvenanceCreated
-		}
-		r.event(b, corev1.EventTypeNormal, "Provisioned", "Provision", fmt.Sprintf("%s %s on backend %s (driver %s %s)", strings.ToLower(string(b.Status.Provenance)), f.resourceName, e.Name, e.Driver.Name(), e.Driver.Version()))
+	}
+	b.Status.BackendResourceName = cl.Spec.ResourceName
+	b.Status.Provenance = provenance
+	if first {
+		r.event(b, corev1.EventTypeNormal, "Provisioned", "Provision", fmt.Sprintf("%s %s on backend %s (driver %s %s)", strings.ToLower(string(provenance)), f.resourceName, e.Name, e.Driver.Name(), e.Driver.Version()))
 	} else if len(res.Changes) > 0 {
 		reason := "Updated"
 		if b.Generation == b.Status.ObservedGeneration {
@@ -365,7 +448,12 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 }
 
 // reconcileDelete waits for accesses, then retains or deletes the backend
-// resource, then releases the finalizer.
+// resource, then releases the claim and the finalizer. What to delete comes
+// from this Buckety's claims, read fresh from the API server, never from
+// its status, which a tenant may be allowed to write: only a resource whose
+// claim records that buckety created it, for this Buckety's UID, under a
+// name the backend's current name policy allows for this namespace, is
+// deleted.
 func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *facts) (reconcile.Result, error) {
 	f.deleting = true
 	if !controllerutil.ContainsFinalizer(b, v1.Finalizer) {
@@ -392,42 +480,100 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		// Access deletions trigger this reconcile through the watch.
 		return reconcile.Result{}, nil
 	}
-	if b.Spec.RetentionPolicy == v1.RetentionDelete && b.Status.Provenance == v1.ProvenanceCreated {
-		e, problem := r.resolve(b)
-		if problem != nil {
-			f.problem = problem
-			return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, nil
-		}
-		err := e.Backend.Delete(ctx, b.Status.BackendResourceName)
-		var ip *drivers.InProgressError
-		switch {
-		case errors.As(err, &ip):
-			total := r.addDeleted(b.UID, ip.Done)
-			f.deleteProgress = fmt.Sprintf("deleting %s on backend %s: %d removed so far; %s", b.Status.BackendResourceName, b.Status.Backend, total, ip.Message)
-			r.event(b, corev1.EventTypeNormal, "DeletionProgress", "Delete", f.deleteProgress)
-			return reconcile.Result{RequeueAfter: DeletePassInterval}, nil
-		case err != nil:
-			r.recordFailure(f, err)
-			return reconcile.Result{}, fmt.Errorf("delete %s: %w", b.Status.BackendResourceName, err)
-		}
-		r.event(b, corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted %s on backend %s (retentionPolicy Delete)", b.Status.BackendResourceName, b.Status.Backend))
-	} else if b.Status.BackendResourceName != "" {
-		why := "retentionPolicy Retain"
-		switch {
-		case b.Status.Provenance == v1.ProvenanceAdopted:
-			why = "it was adopted, not created, by buckety"
-		case b.Status.Provenance == "":
-			why = "this Buckety never claimed it"
-		}
-		r.event(b, corev1.EventTypeNormal, "Retained", "Delete", fmt.Sprintf("left %s on backend %s in place: %s", b.Status.BackendResourceName, b.Status.Backend, why))
+	owned, err := r.Claims.Owned(ctx, b.UID)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	if b.Status.Provenance != "" {
-		r.Claims.Release(shared.ClaimKey(b.Status.Backend, b.Status.BackendResourceName), b.UID)
+	for i := range owned {
+		cl := &owned[i]
+		if res, done, err := r.deleteOrRetain(ctx, b, cl, f); !done {
+			return res, err
+		}
+		if err := r.Claims.Release(ctx, cl); err != nil {
+			return reconcile.Result{}, fmt.Errorf("release claim on %s: %w", cl.Spec.ResourceName, err)
+		}
+	}
+	if len(owned) > 0 {
+		r.wakeConflicts(ctx)
+	}
+	if len(owned) == 0 && b.Status.BackendResourceName != "" {
+		r.event(b, corev1.EventTypeNormal, "Retained", "Delete", fmt.Sprintf("left %s on backend %s in place: buckety holds no claim of this Buckety on it", b.Status.BackendResourceName, b.Status.Backend))
 	}
 	r.mu.Lock()
 	delete(r.deleted, b.UID)
 	r.mu.Unlock()
+	if r.Backoff != nil {
+		r.Backoff.Reset(b.UID)
+	}
 	return reconcile.Result{}, shared.RemoveFinalizer(ctx, r.Client, b)
+}
+
+// deleteOrRetain handles one claimed resource of a Buckety being deleted.
+// done is false while the deletion is in progress or failed.
+func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.BucketyClaim, f *facts) (res reconcile.Result, done bool, err error) {
+	name := cl.Spec.ResourceName
+	retain := func(why string) (reconcile.Result, bool, error) {
+		if cl.Spec.Phase != v1.ClaimClaimed {
+			r.event(b, corev1.EventTypeNormal, "Retained", "Delete", fmt.Sprintf("left %s on backend %s in place: %s", name, cl.Spec.Backend, why))
+		}
+		return reconcile.Result{}, true, nil
+	}
+	switch {
+	case b.Spec.RetentionPolicy != v1.RetentionDelete:
+		return retain("retentionPolicy Retain")
+	case cl.Spec.Phase == v1.ClaimAdopted:
+		return retain("it was adopted, not created, by buckety")
+	case !shared.Deletable(cl):
+		return retain("this Buckety never wrote to it")
+	}
+	e, problem := shared.Resolve(r.Backends, cl.Spec.Backend,
+		shared.Sticky{Backend: cl.Spec.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor},
+		v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible,
+		v1.ReasonBackendNotConfigured, v1.ReasonDriverChanged, v1.ReasonDriverMajorMismatch)
+	if problem != nil {
+		f.problem = problem
+		return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, false, nil
+	}
+	src := naming.Source{Name: b.Name, Namespace: b.Namespace, Labels: b.Labels, BackendName: e.Name, Defaults: e.Config.Defaults}
+	if err := e.Config.CheckName(src, name); err != nil {
+		return retain("the backend's name policy does not give this name to namespace " + b.Namespace + " (" + err.Error() + ")")
+	}
+	err = e.Backend.Delete(ctx, name)
+	var ip *drivers.InProgressError
+	switch {
+	case errors.As(err, &ip):
+		total := r.addDeleted(b.UID, ip.Done)
+		f.deleteProgress = fmt.Sprintf("deleting %s on backend %s: %d removed so far; %s", name, e.Name, total, ip.Message)
+		r.event(b, corev1.EventTypeNormal, "DeletionProgress", "Delete", f.deleteProgress)
+		return reconcile.Result{RequeueAfter: DeletePassInterval}, false, nil
+	case err != nil:
+		r.recordFailure(f, err)
+		d := shared.TransientBase
+		if r.Backoff != nil {
+			d = r.Backoff.Next(b.UID, shared.Transient)
+		}
+		return reconcile.Result{RequeueAfter: d}, false, nil
+	}
+	r.event(b, corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted %s on backend %s (retentionPolicy Delete)", name, e.Name))
+	return reconcile.Result{}, true, nil
+}
+
+// wakeConflicts enqueues every Buckety waiting for a name another held.
+func (r *Reconciler) wakeConflicts(ctx context.Context) {
+	if r.Released == nil {
+		return
+	}
+	var list v1.BucketyList
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{shared.IndexNameConflict: "true"}); err != nil {
+		return // they retry on their backoff
+	}
+	for i := range list.Items {
+		select {
+		case r.Released <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (r *Reconciler) addDeleted(uid types.UID, n int64) int64 {

@@ -44,11 +44,7 @@ func conditions(b *v1.Buckety, f *facts) []shared.Cond {
 		add(shared.Unknown(v1.ConditionParameterDrift, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile"))
 	}
 	if len(f.shortfalls) > 0 {
-		msgs := make([]string, len(f.shortfalls))
-		for i, s := range f.shortfalls {
-			msgs[i] = s.Parameter + ": " + s.Message
-		}
-		add(shared.True(v1.ConditionDegraded, v1.ReasonParameterNotApplied, strings.Join(msgs, "; ")))
+		add(shared.True(v1.ConditionDegraded, v1.ReasonParameterNotApplied, shortfallMessage(f)))
 	} else if f.provisioned {
 		add(shared.False(v1.ConditionDegraded, v1.ReasonAsExpected, "every parameter is applied"))
 	} else {
@@ -127,6 +123,11 @@ func conditions(b *v1.Buckety, f *facts) []shared.Cond {
 		progressing = true
 		ready = shared.False(v1.ConditionReady, v1.ReasonBackendError, f.backendErr.Error())
 		notProvisioned(v1.ReasonBackendError, f.backendErr.Error())
+	case f.claimErr != nil:
+		progressing = true
+		msg := "recording this Buckety's claim on the backend resource failed, retrying: " + f.claimErr.Error()
+		ready = shared.False(v1.ConditionReady, v1.ReasonProgressing, msg)
+		notProvisioned(v1.ReasonProgressing, msg)
 	case f.drift != nil:
 		add(shared.True(v1.ConditionProvisioned, v1.ReasonDriftUnrepairable, "the backend resource exists, with drift the driver will not repair: "+f.drift.Error()))
 		ready = shared.False(v1.ConditionReady, v1.ReasonDriftUnrepairable, f.drift.Error())
@@ -137,6 +138,8 @@ func conditions(b *v1.Buckety, f *facts) []shared.Cond {
 	default:
 		add(shared.True(v1.ConditionProvisioned, v1.ReasonReconciled, fmt.Sprintf("%s %s on backend %s", provenanceWord(b), b.Status.BackendResourceName, b.Status.Backend)))
 		switch {
+		case len(f.shortfalls) > 0:
+			ready = shared.False(v1.ConditionReady, v1.ReasonParameterNotApplied, "the backend did not apply every requested parameter: "+shortfallMessage(f))
 		case f.implicitErr != "":
 			ready = shared.False(v1.ConditionReady, v1.ReasonAccessesNotReady, f.implicitErr)
 		case len(f.accessesPending) > 0:
@@ -182,4 +185,12 @@ func readyMessage(b *v1.Buckety, f *facts) string {
 		msg += "; every access Secret is in sync"
 	}
 	return msg
+}
+
+func shortfallMessage(f *facts) string {
+	msgs := make([]string, len(f.shortfalls))
+	for i, s := range f.shortfalls {
+		msgs[i] = s.Parameter + ": " + s.Message
+	}
+	return strings.Join(msgs, "; ")
 }

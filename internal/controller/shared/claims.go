@@ -1,43 +1,182 @@
 package shared
 
 import (
-	"sync"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
-// Claims records which Buckety owns which backend resource, so two Bucketies
-// resolving to the same topic or bucket cannot both claim it. Persisted
-// claims (stamped status) are found through the ClaimIndex; this in-memory
-// registry closes the window between a claim and its status write. The
-// leader-elected controller is the only writer, so one process suffices.
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyclaims,verbs=get;list;watch;create;update;delete
+
+// Claims reads and writes BucketyClaim objects: the controller's own,
+// tenant-unforgeable record of which Buckety owns which backend resource and
+// whether buckety created it. See the package doc for why claims are API
+// objects rather than memory or status fields.
 type Claims struct {
-	mu     sync.Mutex
-	owners map[string]types.UID
+	// Client is the manager's (cached) client; claims are read from its cache
+	// in the steady state.
+	Client ctrl.Client
+	// APIReader reads around the cache where a stale read could hand one
+	// resource to two owners or delete what is not ours.
+	APIReader ctrl.Reader
 }
 
-// ClaimKey identifies a backend resource.
+// ClaimName is the name of the claim on one backend resource: a hash, since
+// resource names (Kafka topics) may hold characters object names cannot.
+func ClaimName(backend, resource string) string {
+	sum := sha256.Sum256([]byte(backend + "\x00" + resource))
+	return "bky-" + hex.EncodeToString(sum[:20])
+}
+
+// ClaimKey identifies a backend resource in the claim index.
 func ClaimKey(backend, resource string) string { return backend + "/" + resource }
 
-// Claim gives key to uid unless another UID holds it, returning the holder.
-func (c *Claims) Claim(key string, uid types.UID) (types.UID, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owners == nil {
-		c.owners = map[string]types.UID{}
-	}
-	if cur, ok := c.owners[key]; ok && cur != uid {
-		return cur, false
-	}
-	c.owners[key] = uid
-	return uid, true
+// Conflict is a claim held by another, existing Buckety.
+type Conflict struct {
+	// Owner is the holder, as namespace/name; it was read fresh and exists.
+	Owner string
+	// Phase is the holder's claim phase.
+	Phase v1.ClaimPhase
 }
 
-// Release drops uid's claim on key.
-func (c *Claims) Release(key string, uid types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owners[key] == uid {
-		delete(c.owners, key)
+// Acquire returns b's claim on resource, creating it in phase Claimed when
+// nobody holds it. A claim held by another Buckety that still exists (read
+// fresh from the API server) is a Conflict. A claim whose owner no longer
+// exists (a Buckety force-deleted without its finalizer) is stale: it is
+// removed and the claim taken, after which the caller's adoption check
+// decides whether the resource may be used.
+func (c *Claims) Acquire(ctx context.Context, b *v1.Buckety, backend, resource string) (*v1.BucketyClaim, *Conflict, error) {
+	name := ClaimName(backend, resource)
+	cl := &v1.BucketyClaim{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, cl); err == nil && cl.Spec.Owner.UID == string(b.UID) && matches(cl, backend, resource) {
+		return cl, nil, nil
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("read claim %s: %w", name, err)
 	}
+	for range 3 {
+		cl = &v1.BucketyClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
+			Spec: v1.BucketyClaimSpec{Backend: backend, ResourceName: resource, Phase: v1.ClaimClaimed,
+				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
+		}
+		err := c.Client.Create(ctx, cl)
+		if err == nil {
+			return cl, nil, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, nil, fmt.Errorf("create claim %s: %w", name, err)
+		}
+		cur := &v1.BucketyClaim{}
+		if err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cur); apierrors.IsNotFound(err) {
+			continue // released meanwhile: try again
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("read claim %s: %w", name, err)
+		}
+		if !matches(cur, backend, resource) {
+			return nil, nil, fmt.Errorf("claim %s is for %s on backend %s, not %s: refusing to share it (hash collision or a hand-made claim)", name, cur.Spec.ResourceName, cur.Spec.Backend, resource)
+		}
+		if cur.Spec.Owner.UID == string(b.UID) {
+			return cur, nil, nil
+		}
+		alive, err := c.ownerExists(ctx, cur)
+		if err != nil {
+			return nil, nil, err
+		}
+		if alive {
+			return nil, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, Phase: cur.Spec.Phase}, nil
+		}
+		if err := c.delete(ctx, cur); err != nil {
+			return nil, nil, fmt.Errorf("remove stale claim %s of deleted Buckety %s/%s: %w", name, cur.Spec.Owner.Namespace, cur.Spec.Owner.Name, err)
+		}
+	}
+	return nil, nil, fmt.Errorf("claim %s changed hands repeatedly; retrying", name)
+}
+
+func matches(cl *v1.BucketyClaim, backend, resource string) bool {
+	return cl.Spec.Backend == backend && cl.Spec.ResourceName == resource
+}
+
+// ownerExists reads the claim's owner fresh: a claim is stale only when no
+// Buckety with its UID exists.
+func (c *Claims) ownerExists(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
+	o := &v1.Buckety{}
+	err := c.APIReader.Get(ctx, types.NamespacedName{Namespace: cl.Spec.Owner.Namespace, Name: cl.Spec.Owner.Name}, o)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read owner of claim %s: %w", cl.Name, err)
+	}
+	return string(o.UID) == cl.Spec.Owner.UID, nil
+}
+
+// Advance moves a claim to phase with an optimistic-lock update, so a claim
+// changed by anyone else meanwhile is never overwritten.
+func (c *Claims) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.ClaimPhase) error {
+	if cl.Spec.Phase == phase {
+		return nil
+	}
+	prev := cl.Spec.Phase
+	cl.Spec.Phase = phase
+	if err := c.Client.Update(ctx, cl); err != nil {
+		cl.Spec.Phase = prev
+		return fmt.Errorf("record claim %s as %s: %w", cl.Name, phase, err)
+	}
+	return nil
+}
+
+// Owned lists every claim b holds, read fresh: deletion and name changes
+// must see claims the cache may not have yet.
+func (c *Claims) Owned(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, error) {
+	var list v1.BucketyClaimList
+	if err := c.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	out := list.Items[:0]
+	for _, cl := range list.Items {
+		if cl.Spec.Owner.UID == string(uid) {
+			out = append(out, cl)
+		}
+	}
+	return out, nil
+}
+
+// OwnedCached lists b's claims from the cache (steady state).
+func (c *Claims) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, error) {
+	var list v1.BucketyClaimList
+	if err := c.Client.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	return list.Items, nil
+}
+
+// Release deletes a claim held by its owner. A claim already gone is fine.
+func (c *Claims) Release(ctx context.Context, cl *v1.BucketyClaim) error {
+	return c.delete(ctx, cl)
+}
+
+func (c *Claims) delete(ctx context.Context, cl *v1.BucketyClaim) error {
+	uid := cl.UID
+	err := c.Client.Delete(ctx, cl, ctrl.Preconditions{UID: &uid})
+	// Conflict on a UID precondition: this claim is already gone and another
+	// took its name; that one is not ours to delete.
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// Deletable reports whether a claim's phase allows retentionPolicy Delete to
+// remove the resource: only what buckety created (or recorded its intent to
+// create before a crash) is ever deleted.
+func Deletable(cl *v1.BucketyClaim) bool {
+	return cl.Spec.Phase == v1.ClaimCreated || cl.Spec.Phase == v1.ClaimCreating
 }

@@ -1,4 +1,46 @@
 // Package shared holds what both reconcilers need: resolving the sticky
 // (backend, driver, driverMajor) triple against the running configuration,
-// claims on backend resource names, field indexes, and condition helpers.
+// claims on backend resource names, retry backoff, field indexes, and
+// condition helpers.
+//
+// # Claims
+//
+// Two Bucketies, in any namespaces, can resolve to the same topic or bucket.
+// Exactly one may own it, across controller restarts, leader hand-overs and
+// caches that lag, and what buckety does to the resource when its owner is
+// deleted must not depend on anything a tenant can write.
+//
+// The mechanism is one cluster-scoped BucketyClaim object per backend
+// resource, named by a hash of (backend, resource name), created before the
+// first backend write:
+//
+//   - Atomic without coordination. The API server refuses a second object
+//     of the same name, so two reconciles (or two controller replicas in a
+//     split-brain moment, or a new leader with a cold cache) cannot both
+//     create the claim. The loser reads the claim fresh and reports the
+//     owner, after checking fresh that the owner exists; a claim whose owner
+//     is gone (force-deleted) is stale, removed with a UID precondition, and
+//     taken.
+//   - Durable intent. The claim's phase is advanced, with an
+//     optimistic-lock update, before the backend write that depends on it:
+//     Claimed (nothing written yet) -> Creating (about to create) ->
+//     Created, or -> Adopted (it existed, empty). A crash or a lost status
+//     patch after the create leaves Creating, which later passes finish as
+//     Created, never as Adopted.
+//   - Unforgeable. Tenants get no RBAC for claims; Buckety status mirrors
+//     the claim and is rewritten from it. Deletion reads the Buckety's
+//     claims fresh (by owner UID) and deletes a resource only when its
+//     claim says Created or Creating and the backend's current name policy
+//     still gives the name to the Buckety's namespace.
+//   - Released on every path: a Buckety's deletion releases every claim
+//     with its UID (whether or not it was ever provisioned), a claim never
+//     written to the backend is released when the resolved name changes
+//     or the adoption check refuses the resource, and a stale claim of a
+//     deleted owner is taken over.
+//
+// The alternatives were weaker: an in-memory table forgets claims on
+// restart and is per process; status fields are written after the backend
+// write (so a crash loses them) and tenants with status access can forge
+// them; a claim recorded on the Buckety itself cannot be made unique across
+// objects without a second, unique record anyway.
 package shared

@@ -3,6 +3,7 @@ package shared
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -12,9 +13,9 @@ import (
 const (
 	// IndexBucketyRef indexes BucketyAccess by spec.bucketyRef.name.
 	IndexBucketyRef = "spec.bucketyRef.name"
-	// IndexClaim indexes stamped Bucketies by their claim key
-	// (status.backend/status.backendResourceName).
-	IndexClaim = "status.claim"
+	// IndexNameConflict indexes Bucketies whose Ready reason is NameConflict,
+	// so a released claim can wake the ones waiting for a name.
+	IndexNameConflict = "status.nameConflict"
 )
 
 // Indexer is the part of a manager that registers field indexes.
@@ -29,11 +30,10 @@ func SetupIndexes(ctx context.Context, idx Indexer) error {
 	}); err != nil {
 		return err
 	}
-	return idx.IndexField(ctx, &v1.Buckety{}, IndexClaim, func(o client.Object) []string {
-		b := o.(*v1.Buckety)
-		if b.Status.Provenance == "" || b.Status.BackendResourceName == "" {
-			return nil
+	return idx.IndexField(ctx, &v1.Buckety{}, IndexNameConflict, func(o client.Object) []string {
+		if c := meta.FindStatusCondition(o.(*v1.Buckety).Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonNameConflict {
+			return []string{"true"}
 		}
-		return []string{ClaimKey(b.Status.Backend, b.Status.BackendResourceName)}
+		return nil
 	})
 }

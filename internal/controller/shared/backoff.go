@@ -1,0 +1,78 @@
+package shared
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Failure classifies why a reconcile could not finish, for the retry delay.
+type Failure int
+
+const (
+	// Transient failures clear by themselves: a backend unreachable or
+	// timing out, a conflict, a server error. They are retried soon.
+	Transient Failure = iota
+	// Permanent failures need someone to act where no watch sees it: the
+	// backend refusing buckety's credentials, a resource holding data that
+	// buckety will not adopt, a name owned by another Buckety. They are
+	// retried on a slower backoff; changes to the object itself retry at
+	// once through the watch.
+	Permanent
+)
+
+// Default retry delays. Transient: 1s doubling to 20s, so a backend that
+// comes back is used again within 20 s whatever the outage's length.
+// Permanent: 5s doubling to 2m, well under the drift re-check interval.
+const (
+	TransientBase = time.Second
+	TransientMax  = 20 * time.Second
+	PermanentBase = 5 * time.Second
+	PermanentMax  = 2 * time.Minute
+)
+
+// Backoff tracks consecutive failures per object and hands out capped
+// exponential retry delays, independent of the drift re-check interval.
+// Success resets an object's count. The zero value uses the defaults.
+type Backoff struct {
+	// Base and Max per Failure kind; zero means the default.
+	TransientBase, TransientMax, PermanentBase, PermanentMax time.Duration
+
+	mu       sync.Mutex
+	failures map[types.UID]int
+}
+
+// Next records one more failure of uid and returns how long to wait.
+func (b *Backoff) Next(uid types.UID, f Failure) time.Duration {
+	b.mu.Lock()
+	if b.failures == nil {
+		b.failures = map[types.UID]int{}
+	}
+	n := b.failures[uid]
+	b.failures[uid] = n + 1
+	b.mu.Unlock()
+	base, max := or(b.TransientBase, TransientBase), or(b.TransientMax, TransientMax)
+	if f == Permanent {
+		base, max = or(b.PermanentBase, PermanentBase), or(b.PermanentMax, PermanentMax)
+	}
+	d := base
+	for i := 0; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// Reset forgets uid's failures (after a success, or when it is deleted).
+func (b *Backoff) Reset(uid types.UID) {
+	b.mu.Lock()
+	delete(b.failures, uid)
+	b.mu.Unlock()
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

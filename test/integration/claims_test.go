@@ -1,0 +1,437 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/testhook"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// hungBroker starts a dedicated broker that a test may pause, and a config
+// naming it as backend "kafka" with a short request timeout.
+func hungBroker(t *testing.T) (*kafka.Broker, string) {
+	t.Helper()
+	br := kafka.Start(t, kafka.Options{})
+	yaml := fmt.Sprintf(`backends:
+- name: kafka
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+    requestTimeout: 2s
+`, strings.Join(br.Addrs, ", "))
+	return br, yaml
+}
+
+func pause(t *testing.T, br *kafka.Broker) {
+	t.Helper()
+	if err := br.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := br.Resume(); err != nil {
+			t.Errorf("resume broker: %v", err)
+		}
+	})
+}
+
+func claimsOf(t *testing.T, uid string) []v1.BucketyClaim {
+	t.Helper()
+	var list v1.BucketyClaimList
+	if err := k8s.List(context.Background(), &list, client.MatchingLabels{v1.ClaimOwnerLabel: uid}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func claimOn(t *testing.T, backend, resource string) (*v1.BucketyClaim, bool) {
+	t.Helper()
+	cl := &v1.BucketyClaim{}
+	err := k8s.Get(context.Background(), client.ObjectKey{Name: shared.ClaimName(backend, resource)}, cl)
+	if err != nil {
+		return nil, false
+	}
+	return cl, true
+}
+
+func topicOn(t *testing.T, addrs []string, name string) bool {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(name)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0
+}
+
+// TestClaimReleasedWhenDeletedBeforeProvisioning is the leaked claim seen on
+// a live node: while the broker hung, a Buckety claimed a topic name and was
+// deleted before it was provisioned. Another Buckety, in another namespace,
+// must then get the name, and no message may name the deleted one.
+func TestClaimReleasedWhenDeletedBeforeProvisioning(t *testing.T) {
+	needInfra(t)
+	br, yaml := hungBroker(t)
+	startController(t, yaml, nil, time.Hour)
+	ctx := context.Background()
+	ns1, ns2 := namespace(t), namespace(t)
+	name := ns1 + ".contested"
+	pause(t, br)
+
+	first := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns1}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
+	create(t, first)
+	eventually(t, wait, "the first Buckety holds a claim", func() (bool, string) {
+		b := getBuckety(t, ns1, "first")
+		return len(claimsOf(t, string(b.UID))) == 1, condString(b.Status.Conditions)
+	})
+	firstUID := string(getBuckety(t, ns1, "first").UID)
+	waitCondition(t, first, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, wait)
+	if err := k8s.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "first Buckety deleted", func() (bool, string) { return gone(t, first) })
+	if n := len(claimsOf(t, firstUID)); n != 0 {
+		t.Fatalf("want the deleted Buckety's claim released, got %d claims", n)
+	}
+
+	second := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: ns2}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
+	create(t, second)
+	time.Sleep(3 * time.Second) // a few reconciles against the hung broker
+	b := getBuckety(t, ns2, "second")
+	if c := condString(b.Status.Conditions); strings.Contains(c, firstUID) || strings.Contains(c, ns1+"/first") || strings.Contains(c, v1.ReasonNameConflict) {
+		t.Errorf("want no conflict naming the deleted Buckety, got %s", c)
+	}
+	if err := br.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, second, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	if cl, ok := claimOn(t, "kafka", name); !ok || cl.Spec.Owner.UID != string(b.UID) || cl.Spec.Phase != v1.ClaimCreated {
+		t.Errorf("want the claim owned by the second Buckety in phase Created, got %+v", cl)
+	}
+	if !topicOn(t, br.Addrs, name) {
+		t.Errorf("want topic %s on the broker", name)
+	}
+}
+
+// TestClaimFollowsTemplateChange: a Buckety not yet provisioned whose
+// template resolves to another name (a label changed) gives up the claim on
+// the old name, which another Buckety can then take.
+func TestClaimFollowsTemplateChange(t *testing.T) {
+	needInfra(t)
+	br, yaml := hungBroker(t)
+	startController(t, yaml, nil, time.Hour)
+	ctx := context.Background()
+	ns := namespace(t)
+	pause(t, br)
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "templated", Namespace: ns, Labels: map[string]string{"gen": "001"}},
+		Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.t${label['gen']}"}}
+	create(t, b)
+	old, renamed := ns+".t001", ns+".t002"
+	eventually(t, wait, "claim on the first name", func() (bool, string) {
+		_, ok := claimOn(t, "kafka", old)
+		return ok, "no claim yet"
+	})
+	b = getBuckety(t, ns, "templated")
+	b.Labels["gen"] = "002"
+	if err := k8s.Update(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "claim moved to the new name", func() (bool, string) {
+		_, oldHeld := claimOn(t, "kafka", old)
+		_, newHeld := claimOn(t, "kafka", renamed)
+		return !oldHeld && newHeld, fmt.Sprintf("old held %v, new held %v", oldHeld, newHeld)
+	})
+	other := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: old}}
+	create(t, other)
+	if err := br.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, other, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	if got := getBuckety(t, ns, "templated").Status.BackendResourceName; got != renamed {
+		t.Errorf("want %s, got %s", renamed, got)
+	}
+}
+
+// TestClaimsHoldAcrossControllers runs two controllers at once with no
+// leader election, the worst case of a hand-over (each with its own cold
+// cache), and races pairs of Bucketies for the same topic: exactly one of
+// each pair may own it.
+func TestClaimsHoldAcrossControllers(t *testing.T) {
+	needInfra(t)
+	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	ns1, ns2 := namespace(t), namespace(t)
+	const pairs = 6
+	var wg sync.WaitGroup
+	for i := range pairs {
+		for _, ns := range []string{ns1, ns2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := k8s.Create(context.Background(), &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("race-%d", i), Namespace: ns},
+					Spec: v1.BucketySpec{Backend: "kafka", Name: fmt.Sprintf("%s.race-%d", ns1, i)}}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for i := range pairs {
+		name := fmt.Sprintf("race-%d", i)
+		var owners []string
+		eventually(t, wait, "both settled", func() (bool, string) {
+			owners = owners[:0]
+			settled := 0
+			var desc []string
+			for _, ns := range []string{ns1, ns2} {
+				b := getBuckety(t, ns, name)
+				for _, c := range b.Status.Conditions {
+					if c.Type != v1.ConditionReady {
+						continue
+					}
+					switch {
+					case c.Status == metav1.ConditionTrue:
+						settled++
+						owners = append(owners, ns)
+					case c.Reason == v1.ReasonNameConflict:
+						settled++
+						if !strings.Contains(c.Message, "/"+name) {
+							t.Errorf("want the conflict to name the owner, got %q", c.Message)
+						}
+					}
+					desc = append(desc, ns+": "+c.Reason)
+				}
+			}
+			return settled == 2, strings.Join(desc, ", ")
+		})
+		if len(owners) != 1 {
+			t.Errorf("%s: want exactly one owner of the topic, got %v", name, owners)
+		}
+	}
+}
+
+// TestStaleClaimIsTakenOver: a claim whose owner no longer exists (it was
+// force-deleted, finalizer and all) does not block the name, and no message
+// names the missing owner.
+func TestStaleClaimIsTakenOver(t *testing.T) {
+	needInfra(t)
+	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	ns := namespace(t)
+	name := ns + ".stale"
+	create(t, &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: shared.ClaimName("kafka", name), Labels: map[string]string{v1.ClaimOwnerLabel: "gone-uid"}},
+		Spec: v1.BucketyClaimSpec{Backend: "kafka", ResourceName: name, Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: ns, Name: "ghost", UID: "gone-uid"}}})
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "heir", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	if strings.Contains(condString(b.Status.Conditions), "ghost") {
+		t.Errorf("want no mention of the missing owner, got %s", condString(b.Status.Conditions))
+	}
+	if cl, ok := claimOn(t, "kafka", name); !ok || cl.Spec.Owner.UID != string(b.UID) {
+		t.Errorf("want the claim taken over by %s, got %+v", b.UID, cl)
+	}
+}
+
+// TestProvenanceSurvivesCrashAfterCreate kills the real controller process
+// right after the driver created the topic, before anything else was
+// written. The restarted controller must still know buckety created it
+// (Created, so retentionPolicy Delete deletes it), not take it for adopted.
+func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
+	needInfra(t)
+	installRBAC(t)
+	kubeconfig := impersonatingKubeconfig(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(configYAML("kafka", "s3")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pauseDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".arm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildController(t, "0.1.0")
+	c := runBinaryEnv(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir})
+	ns := namespace(t)
+	name := ns + ".crash"
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name, RetentionPolicy: v1.RetentionDelete}}
+	create(t, b)
+	eventually(t, wait, "controller paused right after creating the topic", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
+		return err == nil, "not reached"
+	})
+	if err := c.p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.p = nil
+	if !topic(t, name).exists {
+		t.Fatal("want the topic created before the crash")
+	}
+	if got := getBuckety(t, ns, "crash").Status.Provenance; got != "" {
+		t.Fatalf("the crash point is before any status write, but provenance is %q", got)
+	}
+	if err := os.Remove(filepath.Join(pauseDir, testhook.AfterCreate+".arm")); err != nil {
+		t.Fatal(err)
+	}
+	runBinaryEnv(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir})
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	if b.Status.Provenance != v1.ProvenanceCreated {
+		t.Fatalf("want provenance Created after the crash, got %q", b.Status.Provenance)
+	}
+	if err := k8s.Delete(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "Buckety deleted", func() (bool, string) { return gone(t, b) })
+	if topic(t, name).exists {
+		t.Error("retentionPolicy Delete: want the topic buckety created deleted")
+	}
+}
+
+// TestResourceAppearingAfterInspectIsAdopted: a topic someone else creates
+// between the adoption check and the create is adopted, never stamped
+// Created, so retentionPolicy Delete leaves it alone.
+func TestResourceAppearingAfterInspectIsAdopted(t *testing.T) {
+	needInfra(t)
+	pauseDir := t.TempDir()
+	t.Setenv(testhook.Env, pauseDir)
+	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterInspect+".arm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	ns := namespace(t)
+	name := ns + ".sneaky"
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "sneaky", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name, RetentionPolicy: v1.RetentionDelete}}
+	create(t, b)
+	eventually(t, wait, "controller paused between the adoption check and the create", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterInspect+".reached"))
+		return err == nil, "not reached"
+	})
+	adm, _ := kafkaAdmin(t)
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, nil, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(pauseDir, testhook.AfterInspect+".arm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterInspect+".release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	if b.Status.Provenance != v1.ProvenanceAdopted {
+		t.Fatalf("want provenance Adopted for a topic someone else created, got %q", b.Status.Provenance)
+	}
+	if err := k8s.Delete(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "Buckety deleted", func() (bool, string) { return gone(t, b) })
+	if !topic(t, name).exists {
+		t.Error("want the adopted topic retained despite retentionPolicy Delete")
+	}
+}
+
+// outage is how long TestRecoveryAfterBrokerOutage hangs the broker:
+// BUCKETY_OUTAGE_SECONDS (60 for the figure in the README), 12 by default.
+func outage(t *testing.T) time.Duration {
+	if s := os.Getenv("BUCKETY_OUTAGE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("BUCKETY_OUTAGE_SECONDS: %v", err)
+		}
+		return time.Duration(n) * time.Second
+	}
+	return 12 * time.Second
+}
+
+// TestRecoveryAfterBrokerOutage hangs the broker while a Buckety with a
+// default access is being created. With a drift re-check interval of an
+// hour, only the failure backoff can bring it to Ready soon after the broker
+// answers again; the figure is logged.
+func TestRecoveryAfterBrokerOutage(t *testing.T) {
+	needInfra(t)
+	br, yaml := hungBroker(t)
+	startController(t, yaml, nil, time.Hour)
+	ns := namespace(t)
+	pause(t, br)
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "patient", Namespace: ns},
+		Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".patient", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "patient-topic"}}}
+	start := time.Now()
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, wait)
+	time.Sleep(time.Until(start.Add(outage(t))))
+	if err := br.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", 45*time.Second)
+	t.Logf("figure: %s outage during creation: Ready %.1fs after the broker answered again", outage(t), time.Since(back).Seconds())
+	secret(t, ns, "patient-topic")
+}
+
+// TestDeleteIgnoresForgedStatus: a tenant allowed to write bucketies/status
+// points its own Buckety's status at another tenant's topic, claims buckety
+// created it, and deletes its Buckety with retentionPolicy Delete. Only the
+// tenant's own topic may go.
+func TestDeleteIgnoresForgedStatus(t *testing.T) {
+	needInfra(t)
+	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	ctx := context.Background()
+	victimNS, attackerNS := namespace(t), namespace(t)
+	victim := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "precious", Namespace: victimNS}, Spec: v1.BucketySpec{Backend: "kafka", Name: victimNS + ".precious"}}
+	attacker := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: attackerNS}, Spec: v1.BucketySpec{Backend: "kafka", Name: attackerNS + ".mine", RetentionPolicy: v1.RetentionDelete}}
+	create(t, victim)
+	create(t, attacker)
+	waitCondition(t, victim, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, attacker, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	// A foreign topic with data that no Buckety owns.
+	adm, cl := kafkaAdmin(t)
+	foreign := attackerNS + ".foreign"
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: foreign, Value: []byte("not yours")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{victimNS + ".precious", foreign} {
+		a := getBuckety(t, attackerNS, "mine")
+		before := a.DeepCopy()
+		a.Status.BackendResourceName = target
+		a.Status.Provenance = v1.ProvenanceCreated
+		if err := k8s.Status().Patch(ctx, a, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err := k8s.Delete(ctx, attacker); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "attacker's Buckety deleted", func() (bool, string) { return gone(t, attacker) })
+	for _, name := range []string{victimNS + ".precious", foreign} {
+		if !topic(t, name).exists {
+			t.Errorf("topic %s was deleted through a forged status", name)
+		}
+	}
+	if topic(t, attackerNS+".mine").exists {
+		t.Error("want the attacker's own topic (buckety created it, retentionPolicy Delete) deleted")
+	}
+	waitCondition(t, victim, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+}
