@@ -198,3 +198,22 @@ Y
     expect_contains "$c: the log names the field and the problem" "${_want[$c]}" "$log"
   done
 }
+
+# hang_backend pauses the process of this scenario's backend (SIGSTOP): its
+# connections stay open and nothing answers, a hung server. It is continued
+# by resume_backend, and always when the script exits. Needs an environment
+# that runs backends as local processes: E2E_BACKENDS_ENV names the pid file
+# as <IMPLEMENTATION>_PIDFILE.
+hang_backend() {
+  local var file
+  var="$(echo "$IMPLEMENTATION" | tr '[:lower:]' '[:upper:]')_PIDFILE"
+  file=$(sed -n "s/^$var=//p" "${E2E_BACKENDS_ENV:-/dev/null}" 2>/dev/null)
+  [ -n "$file" ] && [ -f "$file" ] || fail "this environment cannot hang the $IMPLEMENTATION backend (no $var in E2E_BACKENDS_ENV)"
+  HUNG_PID=$(head -1 "$file")
+  trap 'kill -CONT "$HUNG_PID" 2>/dev/null || true' EXIT
+  kill -STOP "$HUNG_PID"
+}
+
+# resume_backend continues the process hang_backend paused.
+resume_backend() { kill -CONT "${HUNG_PID:?hang_backend first}"; }
+

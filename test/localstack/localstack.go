@@ -125,8 +125,11 @@ func Prepare(ctx context.Context, dir string, log Step) (s *Stack, err error) {
 // BackendsEnv describes the loopback backends as environment variables, for
 // the e2e overlays (kfake, versitygw, minio).
 func (s *Stack) BackendsEnv() string {
-	return fmt.Sprintf("KAFKA_BOOTSTRAP=%s\nVERSITYGW_ENDPOINT=%s\nVERSITYGW_REGION=%s\n%sMINIO_ENDPOINT=%s\nMINIO_REGION=%s\n",
-		strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.VersityGW.Region, s.credentials(), s.MinIO.Endpoint, s.MinIO.Region)
+	bdir := filepath.Join(s.Dir, "backends")
+	return fmt.Sprintf("KAFKA_BOOTSTRAP=%s\nVERSITYGW_ENDPOINT=%s\nVERSITYGW_REGION=%s\n%sMINIO_ENDPOINT=%s\nMINIO_REGION=%s\n", strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.VersityGW.Region, s.credentials(), s.MinIO.Endpoint, s.MinIO.Region) +
+		// Process IDs, for scenarios that hang a backend (lib.sh hang_backend).
+		fmt.Sprintf("KFAKE_PIDFILE=%s\nVERSITYGW_PIDFILE=%s\nMINIO_PIDFILE=%s\n",
+			proc.PidFile(filepath.Join(bdir, "kafka"), "broker"), proc.PidFile(filepath.Join(bdir, "versitygw"), "versitygw"), proc.PidFile(filepath.Join(bdir, "minio"), "minio"))
 }
 
 func (s *Stack) startBackends() error {

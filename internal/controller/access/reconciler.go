@@ -44,8 +44,11 @@ type Reconciler struct {
 	// buckety's own), to find a foreign Secret before writing.
 	APIReader ctrl.Reader
 	Backends  *backends.Set
-	Recorder  events.EventRecorder
-	Recheck   time.Duration
+	// Claims, when set, supplies the backend resource name from the
+	// Buckety's claim rather than its status, which a tenant may write.
+	Claims   *shared.Claims
+	Recorder events.EventRecorder
+	Recheck  time.Duration
 	// Backoff spaces retries after backend failures, independent of Recheck.
 	Backoff *shared.Backoff
 }
@@ -91,8 +94,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		f.invalid = errs.ToAggregate().Error()
 		return requeue, nil
 	}
+	resource, ok, err := r.resource(ctx, b, e, f)
+	if err != nil || !ok {
+		return requeue, err
+	}
 	g, err := e.Backend.Grant(ctx, drivers.Access{
-		Resource: b.Status.BackendResourceName, Namespace: a.Namespace, Name: a.Name,
+		Resource: resource, Namespace: a.Namespace, Name: a.Name,
 		Role: string(a.Spec.Role), Parameters: a.Spec.Parameters, ResourceParameters: b.Spec.Parameters,
 	})
 	if err != nil {
@@ -168,6 +175,25 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	return b, e, true, nil
 }
 
+// resource is the backend resource name of b: its claim's, which the
+// controller wrote and tenants cannot, once the claim is settled.
+func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (string, bool, error) {
+	if r.Claims == nil {
+		return b.Status.BackendResourceName, true, nil
+	}
+	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	if err != nil {
+		return "", false, err
+	}
+	for _, cl := range owned {
+		if cl.Spec.Backend == e.Name && cl.Spec.ResourceName == b.Status.BackendResourceName && (cl.Spec.Phase == v1.ClaimCreated || cl.Spec.Phase == v1.ClaimAdopted) {
+			return cl.Spec.ResourceName, true, nil
+		}
+	}
+	f.bucketyWaiting = fmt.Sprintf("waiting for Buckety %s to hold its claim on %s", b.Name, b.Status.BackendResourceName)
+	return "", false, nil
+}
+
 func (r *Reconciler) recordFailure(f *facts, err error) {
 	switch backends.Kind(err) {
 	case "unavailable":
@@ -194,8 +220,10 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	err := r.Client.Get(ctx, key, s)
 	if apierrors.IsNotFound(err) {
 		// The cache holds only buckety's Secrets; ask the API server.
+		// A Secret this access owns that the cache has not seen yet (written
+		// moments ago) is not a conflict: the switch below handles it.
 		err = r.APIReader.Get(ctx, key, s)
-		if err == nil {
+		if err == nil && !owns(a, s) {
 			f.secretConflict = fmt.Sprintf("Secret %s already exists and was not created by buckety for this access (no %s=%s label and owner reference); it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, v1.ManagedByLabel, v1.ManagedByValue)
 			r.event(a, corev1.EventTypeWarning, v1.ReasonSecretConflict, "WriteSecret", f.secretConflict)
 			return true, nil

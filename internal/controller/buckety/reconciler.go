@@ -437,6 +437,11 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 	}
 	err := r.Client.Create(ctx, a)
 	if apierrors.IsAlreadyExists(err) {
+		// Ours, created by an earlier pass the cache has not seen yet?
+		cur := &v1.BucketyAccess{}
+		if gerr := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(a), cur); gerr == nil && IsImplicit(cur, b) {
+			return nil
+		}
 		f.implicitErr = fmt.Sprintf("spec.defaultAccess: a BucketyAccess named %s already exists in %s and is not this Buckety's implicit access", b.Name, b.Namespace)
 		return nil
 	}
