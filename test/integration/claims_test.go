@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,23 +21,34 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
+var hungBrokers struct {
+	sync.Mutex
+	n int
+}
+
 // hungBroker starts a dedicated broker that a test may pause, and a config
-// naming it as backend "kafka" with a short request timeout.
-func hungBroker(t *testing.T) (*kafka.Broker, string) {
+// naming it as a backend of its own (so Bucketies other tests left behind
+// never reach it) with a short request timeout.
+func hungBroker(t *testing.T) (br *kafka.Broker, yaml, backend string) {
 	t.Helper()
-	br := kafka.Start(t, kafka.Options{})
-	yaml := fmt.Sprintf(`backends:
-- name: kafka
+	br = kafka.Start(t, kafka.Options{})
+	hungBrokers.Lock()
+	hungBrokers.n++
+	backend = fmt.Sprintf("hung-%d", hungBrokers.n)
+	hungBrokers.Unlock()
+	yaml = fmt.Sprintf(`backends:
+- name: %s
   driver: kadm
   config:
     seedBrokers: [%s]
     requestTimeout: 2s
-`, strings.Join(br.Addrs, ", "))
-	return br, yaml
+`, backend, strings.Join(br.Addrs, ", "))
+	return br, yaml, backend
 }
 
 func pause(t *testing.T, br *kafka.Broker) {
@@ -93,14 +106,14 @@ func topicOn(t *testing.T, addrs []string, name string) bool {
 // must then get the name, and no message may name the deleted one.
 func TestClaimReleasedWhenDeletedBeforeProvisioning(t *testing.T) {
 	needInfra(t)
-	br, yaml := hungBroker(t)
+	br, yaml, backend := hungBroker(t)
 	startController(t, yaml, nil, time.Hour)
 	ctx := context.Background()
 	ns1, ns2 := namespace(t), namespace(t)
 	name := ns1 + ".contested"
 	pause(t, br)
 
-	first := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns1}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
+	first := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns1}, Spec: v1.BucketySpec{Backend: backend, Name: name}}
 	create(t, first)
 	eventually(t, wait, "the first Buckety holds a claim", func() (bool, string) {
 		b := getBuckety(t, ns1, "first")
@@ -116,7 +129,7 @@ func TestClaimReleasedWhenDeletedBeforeProvisioning(t *testing.T) {
 		t.Fatalf("want the deleted Buckety's claim released, got %d claims", n)
 	}
 
-	second := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: ns2}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
+	second := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: ns2}, Spec: v1.BucketySpec{Backend: backend, Name: name}}
 	create(t, second)
 	time.Sleep(3 * time.Second) // a few reconciles against the hung broker
 	b := getBuckety(t, ns2, "second")
@@ -127,7 +140,7 @@ func TestClaimReleasedWhenDeletedBeforeProvisioning(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, second, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	if cl, ok := claimOn(t, "kafka", name); !ok || cl.Spec.Owner.UID != string(b.UID) || cl.Spec.Phase != v1.ClaimCreated {
+	if cl, ok := claimOn(t, backend, name); !ok || cl.Spec.Owner.UID != string(b.UID) || cl.Spec.Phase != v1.ClaimCreated {
 		t.Errorf("want the claim owned by the second Buckety in phase Created, got %+v", cl)
 	}
 	if !topicOn(t, br.Addrs, name) {
@@ -140,17 +153,17 @@ func TestClaimReleasedWhenDeletedBeforeProvisioning(t *testing.T) {
 // the old name, which another Buckety can then take.
 func TestClaimFollowsTemplateChange(t *testing.T) {
 	needInfra(t)
-	br, yaml := hungBroker(t)
+	br, yaml, backend := hungBroker(t)
 	startController(t, yaml, nil, time.Hour)
 	ctx := context.Background()
 	ns := namespace(t)
 	pause(t, br)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "templated", Namespace: ns, Labels: map[string]string{"gen": "001"}},
-		Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.t${label['gen']}"}}
+		Spec: v1.BucketySpec{Backend: backend, Name: "${namespace}.t${label['gen']}"}}
 	create(t, b)
 	old, renamed := ns+".t001", ns+".t002"
 	eventually(t, wait, "claim on the first name", func() (bool, string) {
-		_, ok := claimOn(t, "kafka", old)
+		_, ok := claimOn(t, backend, old)
 		return ok, "no claim yet"
 	})
 	b = getBuckety(t, ns, "templated")
@@ -159,11 +172,11 @@ func TestClaimFollowsTemplateChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, wait, "claim moved to the new name", func() (bool, string) {
-		_, oldHeld := claimOn(t, "kafka", old)
-		_, newHeld := claimOn(t, "kafka", renamed)
+		_, oldHeld := claimOn(t, backend, old)
+		_, newHeld := claimOn(t, backend, renamed)
 		return !oldHeld && newHeld, fmt.Sprintf("old held %v, new held %v", oldHeld, newHeld)
 	})
-	other := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: old}}
+	other := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: old}}
 	create(t, other)
 	if err := br.Resume(); err != nil {
 		t.Fatal(err)
@@ -368,12 +381,12 @@ func outage(t *testing.T) time.Duration {
 // answers again; the figure is logged.
 func TestRecoveryAfterBrokerOutage(t *testing.T) {
 	needInfra(t)
-	br, yaml := hungBroker(t)
+	br, yaml, backend := hungBroker(t)
 	startController(t, yaml, nil, time.Hour)
 	ns := namespace(t)
 	pause(t, br)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "patient", Namespace: ns},
-		Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".patient", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "patient-topic"}}}
+		Spec: v1.BucketySpec{Backend: backend, Name: ns + ".patient", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "patient-topic"}}}
 	start := time.Now()
 	create(t, b)
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, wait)
@@ -434,4 +447,50 @@ func TestDeleteIgnoresForgedStatus(t *testing.T) {
 		t.Error("want the attacker's own topic (buckety created it, retentionPolicy Delete) deleted")
 	}
 	waitCondition(t, victim, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+}
+
+// inspections counts the adoption checks the controller made on a backend.
+func inspections(t *testing.T, backend string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := metrics.BackendRequestDuration.WithLabelValues(backend, "kadm", "inspect").(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+// TestRefusalRetriesOnBackoff: a refused adoption is neither retried in a
+// hot loop nor left until the drift re-check (an hour here): once the topic
+// no longer holds data, the Buckety is Ready on its backoff.
+func TestRefusalRetriesOnBackoff(t *testing.T) {
+	needInfra(t)
+	const backend = "kafka-refusals"
+	startController(t, strings.Replace(configYAML("kafka", "s3"), "- name: kafka\n", "- name: "+backend+"\n", 1), nil, time.Hour)
+	ctx := context.Background()
+	ns := namespace(t)
+	name := ns + ".occupied"
+	adm, cl := kafkaAdmin(t)
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: name, Value: []byte("someone's")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	before := inspections(t, backend)
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "occupied", Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: name}}
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, wait)
+	time.Sleep(12 * time.Second)
+	n := inspections(t, backend) - before
+	t.Logf("adoption checks in the first ~12s of a refusal: %d", n)
+	if n < 2 || n > 6 {
+		t.Errorf("want a refusal retried on a backoff (2 to 6 checks in 12s), got %d checks", n)
+	}
+	if _, err := adm.DeleteTopic(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", 45*time.Second)
+	if b.Status.Provenance != v1.ProvenanceCreated {
+		t.Errorf("want the recreated topic Created, got %q", b.Status.Provenance)
+	}
 }
