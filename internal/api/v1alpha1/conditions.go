@@ -1,10 +1,11 @@
 package v1alpha1
 
-// Condition types. Ready has positive polarity (True is good); every other
-// type has abnormal-true polarity (True means a problem or work in
-// progress), following kstatus so that `kubectl wait --for=condition=Ready`
-// and generic tooling read them correctly. The controller sets every type on
-// every object, Unknown where it could not determine it.
+// Condition types. Each kind's set, with the polarity of each type, is
+// declared once in BucketyConditions and BucketyAccessConditions below; the
+// controller sets every declared type on every object (Unknown where it
+// could not determine it), and the metrics and docs read the declaration.
+// Ready follows kstatus, so `kubectl wait --for=condition=Ready` and generic
+// tooling read it correctly.
 const (
 	// ConditionReady is True when the backend resource and every access
 	// Secret are in sync with metadata.generation.
@@ -42,6 +43,52 @@ const (
 	// without a parameter its tenant asked for is not in sync.
 	ConditionDegraded = "Degraded"
 )
+
+// Polarity says which status of a condition type is the normal one.
+type Polarity string
+
+const (
+	// Positive: True is the normal, good state (Ready, Provisioned).
+	Positive Polarity = "Positive"
+	// Negative: True means a problem or work in progress (abnormal-true,
+	// kstatus' convention for everything but Ready).
+	Negative Polarity = "Negative"
+)
+
+// ConditionDecl declares one condition type a kind carries.
+// +kubebuilder:object:generate=false
+type ConditionDecl struct {
+	Type     string
+	Polarity Polarity
+}
+
+// BucketyConditions is every condition type of a Buckety, in the order the
+// controller writes them.
+var BucketyConditions = []ConditionDecl{
+	{ConditionBackendUnavailable, Negative},
+	{ConditionDriverVersionIncompatible, Negative},
+	{ConditionParameterDrift, Negative},
+	{ConditionDegraded, Negative},
+	{ConditionBlockedByAccesses, Negative},
+	{ConditionScopingNotImplemented, Negative},
+	{ConditionProvisioned, Positive},
+	{ConditionReady, Positive},
+	{ConditionReconciling, Negative},
+}
+
+// BucketyAccessConditions is every condition type of a BucketyAccess, in
+// the order the controller writes them. ParameterDrift and
+// BlockedByAccesses are always False (NotApplicable): the spec's catalog is
+// shared by both kinds.
+var BucketyAccessConditions = []ConditionDecl{
+	{ConditionBackendUnavailable, Negative},
+	{ConditionDriverVersionIncompatible, Negative},
+	{ConditionParameterDrift, Negative},
+	{ConditionBlockedByAccesses, Negative},
+	{ConditionScopingNotImplemented, Negative},
+	{ConditionReady, Positive},
+	{ConditionReconciling, Negative},
+}
 
 // Condition reasons. Each condition's message carries the specifics.
 const (

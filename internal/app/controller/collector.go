@@ -40,21 +40,20 @@ func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	types := []string{v1.ConditionReady, v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible, v1.ConditionParameterDrift, v1.ConditionBlockedByAccesses, v1.ConditionScopingNotImplemented}
-	count := func(kind string, conds [][]metav1.Condition) {
+	count := func(kind string, decls []v1.ConditionDecl, conds [][]metav1.Condition) {
 		n := map[[2]string]float64{}
-		for _, t := range types {
+		for _, d := range decls {
 			for _, s := range []string{"True", "False", "Unknown"} {
-				n[[2]string{t, s}] = 0
+				n[[2]string{d.Type, s}] = 0
 			}
 		}
 		for _, cs := range conds {
-			for _, t := range types {
+			for _, d := range decls {
 				st := "Unknown"
-				if c := meta.FindStatusCondition(cs, t); c != nil {
+				if c := meta.FindStatusCondition(cs, d.Type); c != nil {
 					st = string(c.Status)
 				}
-				n[[2]string{t, st}]++
+				n[[2]string{d.Type, st}]++
 			}
 		}
 		for k, v := range n {
@@ -67,7 +66,7 @@ func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 		for i, b := range bl.Items {
 			conds[i] = b.Status.Conditions
 		}
-		count("Buckety", conds)
+		count("Buckety", v1.BucketyConditions, conds)
 	}
 	var al v1.BucketyAccessList
 	if err := r.List(ctx, &al); err == nil {
@@ -75,6 +74,6 @@ func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 		for i, a := range al.Items {
 			conds[i] = a.Status.Conditions
 		}
-		count("BucketyAccess", conds)
+		count("BucketyAccess", v1.BucketyAccessConditions, conds)
 	}
 }

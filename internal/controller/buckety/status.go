@@ -9,153 +9,277 @@ import (
 )
 
 // conditions derives every condition of a Buckety from the facts of one
-// reconcile. It is the only place Buckety conditions are decided, so the
-// status a user sees can be read off this one function.
+// reconcile, one small function per type (v1.BucketyConditions declares the
+// set). It is the only place Buckety conditions are decided, so the status a
+// user sees can be read off this file.
 func conditions(b *v1.Buckety, f *facts) []shared.Cond {
-	var out []shared.Cond
-	add := func(c shared.Cond) { out = append(out, c) }
+	r := readiness(b, f)
+	return []shared.Cond{
+		backendUnavailable(f),
+		driverVersionIncompatible(b, f),
+		parameterDrift(f),
+		degraded(f),
+		blockedByAccesses(f),
+		scopingNotImplemented(f),
+		provisioned(b, f, r),
+		r.ready,
+		reconciling(r),
+	}
+}
 
-	// BackendUnavailable and DriverVersionIncompatible.
+func backendUnavailable(f *facts) shared.Cond {
+	const t = v1.ConditionBackendUnavailable
 	switch {
-	case f.problem != nil && f.problem.Condition == v1.ConditionBackendUnavailable:
-		add(shared.True(v1.ConditionBackendUnavailable, f.problem.Reason, f.problem.Message))
+	case f.problem != nil && f.problem.Condition == t:
+		return shared.True(t, f.problem.Reason, f.problem.Message)
 	case f.unavailable != nil:
-		add(shared.True(v1.ConditionBackendUnavailable, v1.ReasonBackendUnreachable, f.unavailable.Error()))
+		return shared.True(t, v1.ReasonBackendUnreachable, f.unavailable.Error())
 	case f.problem != nil:
-		add(shared.Unknown(v1.ConditionBackendUnavailable, v1.ReasonPaused, "not checked: "+f.problem.Message))
-	default:
-		add(shared.False(v1.ConditionBackendUnavailable, v1.ReasonAsExpected, "the backend is configured"+reached(f)))
+		return shared.Unknown(t, v1.ReasonPaused, "not checked: "+f.problem.Message)
 	}
-	if f.problem != nil && f.problem.Condition == v1.ConditionDriverVersionIncompatible {
-		add(shared.True(v1.ConditionDriverVersionIncompatible, f.problem.Reason, f.problem.Message))
-	} else if f.problem != nil {
-		add(shared.Unknown(v1.ConditionDriverVersionIncompatible, v1.ReasonPaused, "not checked: the backend is unavailable"))
-	} else {
-		add(shared.False(v1.ConditionDriverVersionIncompatible, v1.ReasonAsExpected, fmt.Sprintf("driver %s %s is compatible", b.Status.Driver, b.Status.DriverBuildVersion)))
-	}
+	return shared.False(t, v1.ReasonAsExpected, "the backend is configured"+reached(f))
+}
 
-	// ParameterDrift and Degraded.
+func driverVersionIncompatible(b *v1.Buckety, f *facts) shared.Cond {
+	const t = v1.ConditionDriverVersionIncompatible
+	switch {
+	case f.problem != nil && f.problem.Condition == t:
+		return shared.True(t, f.problem.Reason, f.problem.Message)
+	case f.problem != nil:
+		return shared.Unknown(t, v1.ReasonPaused, "not checked: the backend is unavailable")
+	}
+	return shared.False(t, v1.ReasonAsExpected, fmt.Sprintf("driver %s %s is compatible", b.Status.Driver, b.Status.DriverBuildVersion))
+}
+
+func parameterDrift(f *facts) shared.Cond {
+	const t = v1.ConditionParameterDrift
 	switch {
 	case f.drift != nil:
-		add(shared.True(v1.ConditionParameterDrift, v1.ReasonDriftUnrepairable, f.drift.Error()))
+		return shared.True(t, v1.ReasonDriftUnrepairable, f.drift.Error())
 	case f.provisioned:
-		add(shared.False(v1.ConditionParameterDrift, v1.ReasonAsExpected, "the backend resource matches spec.parameters"))
-	default:
-		add(shared.Unknown(v1.ConditionParameterDrift, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile"))
+		return shared.False(t, v1.ReasonAsExpected, "the backend resource matches spec.parameters")
 	}
-	if len(f.shortfalls) > 0 {
-		add(shared.True(v1.ConditionDegraded, v1.ReasonParameterNotApplied, shortfallMessage(f)))
-	} else if f.provisioned {
-		add(shared.False(v1.ConditionDegraded, v1.ReasonAsExpected, "every parameter is applied"))
-	} else {
-		add(shared.Unknown(v1.ConditionDegraded, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile"))
-	}
+	return shared.Unknown(t, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile")
+}
 
-	// BlockedByAccesses.
+func degraded(f *facts) shared.Cond {
+	const t = v1.ConditionDegraded
+	switch {
+	case len(f.shortfalls) > 0:
+		return shared.True(t, v1.ReasonParameterNotApplied, shortfallMessage(f))
+	case f.provisioned:
+		return shared.False(t, v1.ReasonAsExpected, "every parameter is applied")
+	}
+	return shared.Unknown(t, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile")
+}
+
+func blockedByAccesses(f *facts) shared.Cond {
+	const t = v1.ConditionBlockedByAccesses
 	if len(f.blockedBy) > 0 {
-		add(shared.True(v1.ConditionBlockedByAccesses, v1.ReasonAccessesExist, "deletion waits for these BucketyAccess objects to be deleted (they are not deleted for you): "+strings.Join(f.blockedBy, ", ")))
-	} else {
-		add(shared.False(v1.ConditionBlockedByAccesses, v1.ReasonAsExpected, "no access blocks deletion"))
+		return shared.True(t, v1.ReasonAccessesExist, "deletion waits for these BucketyAccess objects to be deleted (they are not deleted for you): "+strings.Join(f.blockedBy, ", "))
 	}
+	return shared.False(t, v1.ReasonAsExpected, "no access blocks deletion")
+}
 
-	// ScopingNotImplemented.
+func scopingNotImplemented(f *facts) shared.Cond {
+	const t = v1.ConditionScopingNotImplemented
 	switch {
 	case len(f.unscoped) > 0:
-		add(shared.True(v1.ConditionScopingNotImplemented, v1.ReasonCredentialsNotScoped, "these accesses hold credentials broader than their role or parameters: "+strings.Join(f.unscoped, ", ")))
+		return shared.True(t, v1.ReasonCredentialsNotScoped, "these accesses hold credentials broader than their role or parameters: "+strings.Join(f.unscoped, ", "))
 	case f.accessesChecked:
-		add(shared.False(v1.ConditionScopingNotImplemented, v1.ReasonAsExpected, "every access's credentials match its role"))
-	default:
-		add(shared.Unknown(v1.ConditionScopingNotImplemented, v1.ReasonNotDetermined, "accesses were not checked in this reconcile"))
+		return shared.False(t, v1.ReasonAsExpected, "every access's credentials match its role")
 	}
+	return shared.Unknown(t, v1.ReasonNotDetermined, "accesses were not checked in this reconcile")
+}
 
-	// Provisioned, Ready and Reconciling.
-	notProvisioned := func(reason, msg string) {
-		add(shared.False(v1.ConditionProvisioned, reason, msg))
-	}
-	var ready shared.Cond
-	progressing := false
+// provisioned is True once the backend resource exists (drift aside);
+// otherwise it carries Ready's reason, since the same link failed.
+func provisioned(b *v1.Buckety, f *facts, r readinessResult) shared.Cond {
+	const t = v1.ConditionProvisioned
 	switch {
-	case f.deleting:
-		progressing = true
-		msg := "deleting"
-		switch {
-		case len(f.blockedBy) > 0:
-			msg = "deletion waits for accesses: " + strings.Join(f.blockedBy, ", ")
-		case f.waitingImplicit:
-			msg = "deletion waits for the implicit access and its Secret to be removed"
-		case f.deleteProgress != "":
-			msg = f.deleteProgress
-		case f.problem != nil:
-			msg = "deletion paused: " + f.problem.Message
-		case f.backendFailure() != nil:
-			msg = "deletion failed, retrying: " + f.backendFailure().Error()
+	case r.provisioned && f.drift != nil:
+		return shared.True(t, v1.ReasonDriftUnrepairable, "the backend resource exists, with drift the driver will not repair: "+f.drift.Error())
+	case r.provisioned:
+		return shared.True(t, v1.ReasonReconciled, fmt.Sprintf("%s %s on backend %s", provenanceWord(b), b.Status.BackendResourceName, b.Status.Backend))
+	}
+	return shared.False(t, r.ready.Reason, r.ready.Message)
+}
+
+func reconciling(r readinessResult) shared.Cond {
+	const t = v1.ConditionReconciling
+	if r.progressing {
+		return shared.True(t, v1.ReasonProgressing, r.ready.Message)
+	}
+	return shared.False(t, v1.ReasonAsExpected, "no work in progress")
+}
+
+// readinessResult is where the Ready chain stopped.
+type readinessResult struct {
+	ready shared.Cond
+	// progressing: the controller is still working (Reconciling=True).
+	progressing bool
+	// provisioned: the backend resource exists (every link before the
+	// access links passed).
+	provisioned bool
+}
+
+// link is one step of the Ready chain: it returns a failing result, or nil
+// to pass on to the next link.
+type link func(b *v1.Buckety, f *facts) *readinessResult
+
+// readyChain is checked in order; the first link that fails decides Ready.
+// Before provisionedLinks the backend resource is not usable; after them it
+// exists and Ready waits only on parameters applied and access Secrets.
+var readyChain = []link{
+	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, adoptionLink,
+	unreachableLink, accessDeniedLink, backendErrorLink, claimLink, notYetProvisionedLink,
+	// The backend resource exists from here on.
+	driftLink, shortfallLink, implicitAccessLink, pendingAccessesLink,
+}
+
+// readiness runs the Ready chain.
+func readiness(b *v1.Buckety, f *facts) readinessResult {
+	for _, l := range readyChain {
+		if r := l(b, f); r != nil {
+			return *r
 		}
-		ready = shared.False(v1.ConditionReady, v1.ReasonDeleting, msg)
-		notProvisioned(v1.ReasonDeleting, msg)
+	}
+	return readinessResult{ready: shared.True(v1.ConditionReady, v1.ReasonReconciled, readyMessage(b, f)), provisioned: true}
+}
+
+func notReady(reason, msg string, progressing bool) *readinessResult {
+	return &readinessResult{ready: shared.False(v1.ConditionReady, reason, msg), progressing: progressing}
+}
+
+func existsNotReady(reason, msg string, progressing bool) *readinessResult {
+	r := notReady(reason, msg, progressing)
+	r.provisioned = true
+	return r
+}
+
+func deletingLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if !f.deleting {
+		return nil
+	}
+	msg := "deleting"
+	switch {
+	case len(f.blockedBy) > 0:
+		msg = "deletion waits for accesses: " + strings.Join(f.blockedBy, ", ")
+	case f.waitingImplicit:
+		msg = "deletion waits for the implicit access and its Secret to be removed"
+	case f.deleteProgress != "":
+		msg = f.deleteProgress
 	case f.problem != nil:
-		ready = shared.False(v1.ConditionReady, f.problem.Reason, f.problem.Message)
-		notProvisioned(f.problem.Reason, f.problem.Message)
-	case f.templateErr != nil:
-		ready = shared.False(v1.ConditionReady, v1.ReasonTemplateUnresolvable, "spec.name: "+f.templateErr.Error())
-		notProvisioned(v1.ReasonTemplateUnresolvable, ready.Message)
-	case f.invalidName != "":
-		ready = shared.False(v1.ConditionReady, v1.ReasonInvalidName, f.invalidName)
-		notProvisioned(v1.ReasonInvalidName, f.invalidName)
-	case f.invalidParams != "":
-		ready = shared.False(v1.ConditionReady, v1.ReasonInvalidParameters, f.invalidParams)
-		notProvisioned(v1.ReasonInvalidParameters, f.invalidParams)
-	case f.conflictOwner != "":
-		msg := fmt.Sprintf("backend resource %s on backend %s is owned by Buckety %s; this Buckety will not touch it (deleting this Buckety never deletes it)", resourceOf(b, f), b.Spec.Backend, f.conflictOwner)
-		ready = shared.False(v1.ConditionReady, v1.ReasonNameConflict, msg)
-		notProvisioned(v1.ReasonNameConflict, msg)
-	case f.adoptionRefused != "":
-		msg := f.adoptionRefused + "; buckety does not claim a resource that already holds content: empty it, or choose another spec.name"
-		ready = shared.False(v1.ConditionReady, v1.ReasonAdoptionRefused, msg)
-		notProvisioned(v1.ReasonAdoptionRefused, msg)
-	case f.unavailable != nil:
-		progressing = true
-		ready = shared.False(v1.ConditionReady, v1.ReasonBackendUnreachable, f.unavailable.Error())
-		notProvisioned(v1.ReasonBackendUnreachable, f.unavailable.Error())
-	case f.accessDenied != nil:
-		ready = shared.False(v1.ConditionReady, v1.ReasonBackendAccessDenied, f.accessDenied.Error())
-		notProvisioned(v1.ReasonBackendAccessDenied, f.accessDenied.Error())
-	case f.backendErr != nil:
-		progressing = true
-		ready = shared.False(v1.ConditionReady, v1.ReasonBackendError, f.backendErr.Error())
-		notProvisioned(v1.ReasonBackendError, f.backendErr.Error())
-	case f.claimErr != nil:
-		progressing = true
-		msg := "recording this Buckety's claim on the backend resource failed, retrying: " + f.claimErr.Error()
-		ready = shared.False(v1.ConditionReady, v1.ReasonProgressing, msg)
-		notProvisioned(v1.ReasonProgressing, msg)
-	case f.drift != nil:
-		add(shared.True(v1.ConditionProvisioned, v1.ReasonDriftUnrepairable, "the backend resource exists, with drift the driver will not repair: "+f.drift.Error()))
-		ready = shared.False(v1.ConditionReady, v1.ReasonDriftUnrepairable, f.drift.Error())
-	case !f.provisioned:
-		progressing = true
-		ready = shared.False(v1.ConditionReady, v1.ReasonProgressing, "provisioning")
-		notProvisioned(v1.ReasonProgressing, "provisioning")
-	default:
-		add(shared.True(v1.ConditionProvisioned, v1.ReasonReconciled, fmt.Sprintf("%s %s on backend %s", provenanceWord(b), b.Status.BackendResourceName, b.Status.Backend)))
-		switch {
-		case len(f.shortfalls) > 0:
-			ready = shared.False(v1.ConditionReady, v1.ReasonParameterNotApplied, "the backend did not apply every requested parameter: "+shortfallMessage(f))
-		case f.implicitErr != "":
-			ready = shared.False(v1.ConditionReady, v1.ReasonAccessesNotReady, f.implicitErr)
-		case len(f.accessesPending) > 0:
-			progressing = true
-			ready = shared.False(v1.ConditionReady, v1.ReasonAccessesNotReady, "waiting for access Secrets: "+strings.Join(f.accessesPending, ", "))
-		default:
-			ready = shared.True(v1.ConditionReady, v1.ReasonReconciled, readyMessage(b, f))
-		}
+		msg = "deletion paused: " + f.problem.Message
+	case f.backendFailure() != nil:
+		msg = "deletion failed, retrying: " + f.backendFailure().Error()
 	}
-	add(ready)
-	if progressing {
-		add(shared.True(v1.ConditionReconciling, v1.ReasonProgressing, ready.Message))
-	} else {
-		add(shared.False(v1.ConditionReconciling, v1.ReasonAsExpected, "no work in progress"))
+	return notReady(v1.ReasonDeleting, msg, true)
+}
+
+func problemLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.problem == nil {
+		return nil
 	}
-	return out
+	return notReady(f.problem.Reason, f.problem.Message, false)
+}
+
+func templateLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.templateErr == nil {
+		return nil
+	}
+	return notReady(v1.ReasonTemplateUnresolvable, "spec.name: "+f.templateErr.Error(), false)
+}
+
+func nameLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.invalidName == "" {
+		return nil
+	}
+	return notReady(v1.ReasonInvalidName, f.invalidName, false)
+}
+
+func parametersLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.invalidParams == "" {
+		return nil
+	}
+	return notReady(v1.ReasonInvalidParameters, f.invalidParams, false)
+}
+
+func conflictLink(b *v1.Buckety, f *facts) *readinessResult {
+	if f.conflictOwner == "" {
+		return nil
+	}
+	return notReady(v1.ReasonNameConflict, fmt.Sprintf("backend resource %s on backend %s is owned by Buckety %s; this Buckety will not touch it (deleting this Buckety never deletes it)", resourceOf(b, f), b.Spec.Backend, f.conflictOwner), false)
+}
+
+func adoptionLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.adoptionRefused == "" {
+		return nil
+	}
+	return notReady(v1.ReasonAdoptionRefused, f.adoptionRefused+"; buckety does not claim a resource that already holds content: empty it, or choose another spec.name", false)
+}
+
+func unreachableLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.unavailable == nil {
+		return nil
+	}
+	return notReady(v1.ReasonBackendUnreachable, f.unavailable.Error(), true)
+}
+
+func accessDeniedLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.accessDenied == nil {
+		return nil
+	}
+	return notReady(v1.ReasonBackendAccessDenied, f.accessDenied.Error(), false)
+}
+
+func backendErrorLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.backendErr == nil {
+		return nil
+	}
+	return notReady(v1.ReasonBackendError, f.backendErr.Error(), true)
+}
+
+func claimLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.claimErr == nil {
+		return nil
+	}
+	return notReady(v1.ReasonProgressing, "recording this Buckety's claim on the backend resource failed, retrying: "+f.claimErr.Error(), true)
+}
+
+func notYetProvisionedLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.provisioned || f.drift != nil {
+		return nil
+	}
+	return notReady(v1.ReasonProgressing, "provisioning", true)
+}
+
+func driftLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.drift == nil {
+		return nil
+	}
+	return existsNotReady(v1.ReasonDriftUnrepairable, f.drift.Error(), false)
+}
+
+func shortfallLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if len(f.shortfalls) == 0 {
+		return nil
+	}
+	return existsNotReady(v1.ReasonParameterNotApplied, "the backend did not apply every requested parameter: "+shortfallMessage(f), false)
+}
+
+func implicitAccessLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.implicitErr == "" {
+		return nil
+	}
+	return existsNotReady(v1.ReasonAccessesNotReady, f.implicitErr, false)
+}
+
+func pendingAccessesLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if len(f.accessesPending) == 0 {
+		return nil
+	}
+	return existsNotReady(v1.ReasonAccessesNotReady, "waiting for access Secrets: "+strings.Join(f.accessesPending, ", "), true)
 }
 
 func reached(f *facts) string {

@@ -2,6 +2,7 @@ package buckety
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -9,34 +10,120 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
 
-func ready(conds []shared.Cond) shared.Cond {
+func find(conds []shared.Cond, t string) shared.Cond {
 	for _, c := range conds {
-		if c.Type == v1.ConditionReady {
+		if c.Type == t {
 			return c
 		}
 	}
 	return shared.Cond{}
 }
 
-// TestReadyReasons covers the Ready reasons the changes for data safety
-// introduced or moved.
-func TestReadyReasons(t *testing.T) {
-	b := &v1.Buckety{Status: v1.BucketyStatus{BackendResourceName: "t", Backend: "kafka"}}
+var (
+	errUnreachable = &drivers.UnavailableError{Backend: "kafka", Err: errors.New("i/o timeout")}
+	errDenied      = &drivers.AccessDeniedError{Backend: "kafka", Err: errors.New("SASL failed")}
+	drift          = &drivers.DriftError{Parameter: "partitions", Current: "5", Desired: "2", Reason: "cannot shrink"}
+)
+
+// TestReadyChain covers every Ready reason a tenant can see, each with the
+// link that decides it, what Provisioned and Reconciling say alongside, and
+// a word of the message.
+func TestReadyChain(t *testing.T) {
+	b := &v1.Buckety{Spec: v1.BucketySpec{Backend: "kafka"}, Status: v1.BucketyStatus{BackendResourceName: "t", Backend: "kafka"}}
+	problem := &shared.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonBackendNotConfigured, Message: "backend kafka is not in the controller config"}
+	major := &shared.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch, Message: "major 1"}
 	for _, c := range []struct {
-		name   string
-		f      facts
-		status string
-		reason string
+		name        string
+		f           facts
+		reason      string
+		provisioned bool
+		progressing bool
+		says        string
 	}{
-		{"in sync", facts{provisioned: true, accessesChecked: true}, "True", v1.ReasonReconciled},
-		{"a parameter not applied is not Ready", facts{provisioned: true, accessesChecked: true, shortfalls: []drivers.Shortfall{{Parameter: "lifecycle", Message: "NotImplemented"}}}, "False", v1.ReasonParameterNotApplied},
-		{"claim write failed", facts{claimErr: errors.New("conflict")}, "False", v1.ReasonProgressing},
-		{"conflict", facts{conflictOwner: "ns/other"}, "False", v1.ReasonNameConflict},
-		{"unreachable", facts{unavailable: &drivers.UnavailableError{Backend: "kafka", Err: errors.New("timeout")}}, "False", v1.ReasonBackendUnreachable},
+		{"in sync", facts{provisioned: true, accessesChecked: true}, v1.ReasonReconciled, true, false, "in sync"},
+		{"deleting, blocked", facts{deleting: true, blockedBy: []string{"reader"}}, v1.ReasonDeleting, false, true, "reader"},
+		{"deleting, implicit access going", facts{deleting: true, waitingImplicit: true}, v1.ReasonDeleting, false, true, "implicit access"},
+		{"deleting, in progress", facts{deleting: true, deleteProgress: "300 removed"}, v1.ReasonDeleting, false, true, "300 removed"},
+		{"deleting, failing", facts{deleting: true, unavailable: errUnreachable}, v1.ReasonDeleting, false, true, "retrying"},
+		{"backend not configured", facts{problem: problem}, v1.ReasonBackendNotConfigured, false, false, "not in the controller config"},
+		{"driver major", facts{problem: major}, v1.ReasonDriverMajorMismatch, false, false, "major 1"},
+		{"template", facts{templateErr: errors.New(`label "gen" is missing`)}, v1.ReasonTemplateUnresolvable, false, false, "spec.name"},
+		{"invalid name", facts{invalidName: "spec.name resolves to \"a b\""}, v1.ReasonInvalidName, false, false, "a b"},
+		{"invalid parameters", facts{invalidParams: "spec.parameters[partitions]: Invalid value"}, v1.ReasonInvalidParameters, false, false, "partitions"},
+		{"name conflict", facts{conflictOwner: "other/orders", resourceName: "orders"}, v1.ReasonNameConflict, false, false, "other/orders"},
+		{"adoption refused", facts{adoptionRefused: "topic t holds 3 records"}, v1.ReasonAdoptionRefused, false, false, "3 records"},
+		{"unreachable", facts{unavailable: errUnreachable}, v1.ReasonBackendUnreachable, false, true, "timeout"},
+		{"access denied", facts{accessDenied: errDenied}, v1.ReasonBackendAccessDenied, false, false, "SASL"},
+		{"backend error", facts{backendErr: errors.New("INVALID_CONFIG")}, v1.ReasonBackendError, false, true, "INVALID_CONFIG"},
+		{"claim write failed", facts{claimErr: errors.New("conflict")}, v1.ReasonProgressing, false, true, "claim"},
+		{"provisioning", facts{}, v1.ReasonProgressing, false, true, "provisioning"},
+		{"drift", facts{drift: drift}, v1.ReasonDriftUnrepairable, true, false, "cannot shrink"},
+		{"parameter not applied", facts{provisioned: true, shortfalls: []drivers.Shortfall{{Parameter: "lifecycle", Message: "NotImplemented"}}}, v1.ReasonParameterNotApplied, true, false, "lifecycle"},
+		{"implicit access blocked", facts{provisioned: true, implicitErr: "a BucketyAccess named t already exists"}, v1.ReasonAccessesNotReady, true, false, "already exists"},
+		{"accesses pending", facts{provisioned: true, accessesPending: []string{"reader"}}, v1.ReasonAccessesNotReady, true, true, "reader"},
 	} {
-		got := ready(conditions(b, &c.f))
+		conds := conditions(b, &c.f)
+		ready, prov, rec := find(conds, v1.ConditionReady), find(conds, v1.ConditionProvisioned), find(conds, v1.ConditionReconciling)
+		wantReady := "False"
+		if c.reason == v1.ReasonReconciled {
+			wantReady = "True"
+		}
+		if string(ready.Status) != wantReady || ready.Reason != c.reason || !strings.Contains(ready.Message, c.says) {
+			t.Errorf("%s: want Ready=%s (%s) saying %q, got %s (%s: %s)", c.name, wantReady, c.reason, c.says, ready.Status, ready.Reason, ready.Message)
+		}
+		if got := prov.Status == "True"; got != c.provisioned {
+			t.Errorf("%s: want Provisioned=%v, got %s (%s)", c.name, c.provisioned, prov.Status, prov.Reason)
+		}
+		if !c.provisioned && prov.Reason != c.reason {
+			t.Errorf("%s: want Provisioned to carry Ready's reason %s, got %s", c.name, c.reason, prov.Reason)
+		}
+		if got := rec.Status == "True"; got != c.progressing {
+			t.Errorf("%s: want Reconciling=%v, got %s", c.name, c.progressing, rec.Status)
+		}
+	}
+}
+
+// TestConditionsAreTheDeclaredSet: every reconcile writes exactly the
+// condition types v1.BucketyConditions declares, in its order.
+func TestConditionsAreTheDeclaredSet(t *testing.T) {
+	b := &v1.Buckety{}
+	for _, f := range []facts{{}, {provisioned: true}, {deleting: true}, {drift: drift}, {unavailable: errUnreachable}} {
+		conds := conditions(b, &f)
+		if len(conds) != len(v1.BucketyConditions) {
+			t.Fatalf("want %d conditions, got %d", len(v1.BucketyConditions), len(conds))
+		}
+		for i, d := range v1.BucketyConditions {
+			if conds[i].Type != d.Type {
+				t.Errorf("condition %d: want %s, got %s", i, d.Type, conds[i].Type)
+			}
+		}
+	}
+}
+
+// TestOtherConditions covers each non-Ready condition's reasons.
+func TestOtherConditions(t *testing.T) {
+	b := &v1.Buckety{}
+	for _, c := range []struct {
+		name, typ string
+		f         facts
+		status    string
+		reason    string
+	}{
+		{"unreachable", v1.ConditionBackendUnavailable, facts{unavailable: errUnreachable}, "True", v1.ReasonBackendUnreachable},
+		{"configured", v1.ConditionBackendUnavailable, facts{provisioned: true}, "False", v1.ReasonAsExpected},
+		{"paused by major", v1.ConditionBackendUnavailable, facts{problem: &shared.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch}}, "Unknown", v1.ReasonPaused},
+		{"major mismatch", v1.ConditionDriverVersionIncompatible, facts{problem: &shared.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch}}, "True", v1.ReasonDriverMajorMismatch},
+		{"drift", v1.ConditionParameterDrift, facts{drift: drift}, "True", v1.ReasonDriftUnrepairable},
+		{"not compared", v1.ConditionParameterDrift, facts{}, "Unknown", v1.ReasonNotDetermined},
+		{"shortfall", v1.ConditionDegraded, facts{provisioned: true, shortfalls: []drivers.Shortfall{{Parameter: "p"}}}, "True", v1.ReasonParameterNotApplied},
+		{"blocked", v1.ConditionBlockedByAccesses, facts{blockedBy: []string{"a"}}, "True", v1.ReasonAccessesExist},
+		{"unscoped", v1.ConditionScopingNotImplemented, facts{unscoped: []string{"a"}}, "True", v1.ReasonCredentialsNotScoped},
+		{"scoped", v1.ConditionScopingNotImplemented, facts{accessesChecked: true}, "False", v1.ReasonAsExpected},
+		{"accesses not checked", v1.ConditionScopingNotImplemented, facts{}, "Unknown", v1.ReasonNotDetermined},
+	} {
+		got := find(conditions(b, &c.f), c.typ)
 		if string(got.Status) != c.status || got.Reason != c.reason {
-			t.Errorf("%s: want Ready=%s (%s), got %s (%s: %s)", c.name, c.status, c.reason, got.Status, got.Reason, got.Message)
+			t.Errorf("%s: want %s=%s (%s), got %s (%s)", c.name, c.typ, c.status, c.reason, got.Status, got.Reason)
 		}
 	}
 }
