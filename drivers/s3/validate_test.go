@@ -115,6 +115,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "no keys", cfg: Config{Endpoint: "http://s3:9000"}, errs: []string{"config.accessKeyID: Required value", "config.secretAccessKey: Required value"}},
 		{name: "bad region", cfg: keys(Config{Endpoint: "http://s3:9000", Region: "EU"}), errs: []string{`config.region: Invalid value: "EU"`}},
 		{name: "bad slice", cfg: keys(Config{Endpoint: "http://s3:9000", DeleteSlice: 5000}), errs: []string{"config.deleteSlice: Invalid value: 5000: must be 1 to 1000"}},
+		{name: "jurisdiction endpoints on r2", cfg: keys(Config{Implementation: "r2", Endpoint: "https://acct.r2.cloudflarestorage.com", JurisdictionEndpoints: map[string]string{"eu": "https://eu.example:9000"}})},
+		{name: "jurisdiction endpoints elsewhere", cfg: keys(Config{Implementation: "minio", Endpoint: "http://s3:9000", JurisdictionEndpoints: map[string]string{"eu": "http://eu:9000"}}), errs: []string{"config.jurisdictionEndpoints: Forbidden: jurisdictions are Cloudflare R2's: set implementation: r2, or remove jurisdictionEndpoints (implementation is minio)"}},
+		{name: "unknown jurisdiction endpoint", cfg: keys(Config{Implementation: "r2", Endpoint: "https://acct.r2.cloudflarestorage.com", JurisdictionEndpoints: map[string]string{"us": "https://us.example", "eu": "eu.example"}}),
+			errs: []string{`config.jurisdictionEndpoints[eu]: Invalid value: "eu.example": want an http:// or https:// URL`, `config.jurisdictionEndpoints[us]: Unsupported value: "us": supported values: "eu", "fedramp"`}},
 		{name: "bad ca", cfg: keys(Config{Endpoint: "https://s3:9000", CA: "nope"}), errs: []string{"config.caFile: Invalid value: no PEM certificate found"}},
 	}
 	for _, c := range cases {
@@ -130,6 +134,27 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestJurisdictionEndpointOverride(t *testing.T) {
+	c := &Config{Implementation: ImplR2, Endpoint: "https://acct.r2.cloudflarestorage.com", ConsumerEndpoint: "https://acct.r2.cloudflarestorage.com",
+		JurisdictionEndpoints: map[string]string{"eu": "http://127.0.0.1:9100/"}}
+	for _, c := range []struct{ what, got, want string }{
+		{"eu, controller", must(c.jurisdictionEndpoint("eu")), "http://127.0.0.1:9100"},
+		{"eu, Secrets", must(c.consumerJurisdictionEndpoint("eu")), "http://127.0.0.1:9100"},
+		{"fedramp, derived", must(c.jurisdictionEndpoint("fedramp")), "https://acct.fedramp.r2.cloudflarestorage.com"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: want %s, got %s", c.what, c.want, c.got)
+		}
+	}
+}
+
+func must(s string, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return s
 }
 
 func TestJurisdictionEndpoint(t *testing.T) {

@@ -195,7 +195,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	first := b.Status.Provenance == ""
 	existed := false
 	if first {
-		in, err := e.Backend.Inspect(ctx, f.resourceName)
+		in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
 		if err != nil {
 			r.recordFailure(f, err)
 			return false, nil
@@ -398,7 +398,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 			f.problem = problem
 			return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, nil
 		}
-		err := e.Backend.Delete(ctx, b.Status.BackendResourceName)
+		err := e.Backend.Delete(ctx, drivers.Resource{Name: b.Status.BackendResourceName, Parameters: b.Spec.Parameters})
 		var ip *drivers.InProgressError
 		switch {
 		case errors.As(err, &ip):
