@@ -276,6 +276,10 @@ func TestLifecycleOnMinIO(t *testing.T) {
 	}
 }
 
+// TestLifecycleNotImplementedFailsSafeOnVersityGW covers what admission
+// cannot stop: lifecycle is refused for implementation versitygw, but a
+// value kept from before it was gated (ratcheting), or a backend that
+// declares another implementation than it runs, still reaches Ensure.
 func TestLifecycleNotImplementedFailsSafeOnVersityGW(t *testing.T) {
 	f := newFixture(t, "versitygw", s3test.Options{}, nil)
 	res := f.ensure(t, "lcv", map[string]string{"lifecycle": `{"expirationDays": 30}`, "versioning": "true"})
