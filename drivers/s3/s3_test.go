@@ -346,6 +346,10 @@ func TestInspect(t *testing.T) {
 		exists  bool
 		content bool
 		detail  string
+		// invisibleOn names an implementation whose S3 API cannot show
+		// this content: there the bucket is expected to look empty, so
+		// that the day it can, this test says so.
+		invisibleOn string
 	}{
 		{name: "absent", setup: func(*testing.T, *fixture, string) {}},
 		{name: "empty", exists: true, setup: func(t *testing.T, f *fixture, b string) { f.ensure(t, b, nil) },
@@ -371,7 +375,11 @@ func TestInspect(t *testing.T) {
 					t.Fatalf("setup: want exactly one delete marker, got %d versions and %d markers", len(vs.Versions), len(vs.DeleteMarkers))
 				}
 			}},
-		{name: "in-progress multipart upload only", exists: true, content: true, detail: `holds no objects but in-progress multipart uploads (first: "big/upload"`,
+		// MinIO lists multipart uploads only for one exact object key
+		// ("We do not support prefix based listing", cmd/erasure-multipart.go),
+		// so a bucket-wide listing finds none; MinIO itself deletes such a
+		// bucket and expires stale uploads (24h by default).
+		{name: "in-progress multipart upload only", exists: true, content: true, detail: `holds no objects but in-progress multipart uploads (first: "big/upload"`, invisibleOn: "minio",
 			setup: func(t *testing.T, f *fixture, b string) {
 				f.ensure(t, b, nil)
 				if _, err := f.raw.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: aws.String(b), Key: aws.String("big/upload")}); err != nil {
@@ -400,6 +408,12 @@ func TestInspect(t *testing.T) {
 				in, err := f.backend.Inspect(context.Background(), drivers.Resource{Name: bucket})
 				if err != nil {
 					t.Fatalf("want no error, got %v", err)
+				}
+				if c.invisibleOn == f.srv.Implementation {
+					if !in.Exists || in.HasContent {
+						t.Fatalf("%s cannot list this content bucket-wide: want it to look empty, got %+v; if it can now, drop invisibleOn", c.invisibleOn, in)
+					}
+					return
 				}
 				if in.Exists != c.exists || in.HasContent != c.content {
 					t.Fatalf("want exists=%v content=%v, got %+v", c.exists, c.content, in)
