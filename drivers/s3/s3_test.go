@@ -426,6 +426,24 @@ func TestInspect(t *testing.T) {
 	})
 }
 
+// TestInspectWithoutVersioning: on a VersityGW without --versioning-dir,
+// where versioning answers NotImplemented, an empty bucket is still
+// adoptable and an upload is still content.
+func TestInspectWithoutVersioning(t *testing.T) {
+	f := newFixture(t, "versitygw", s3test.Options{NoVersioning: true}, nil)
+	ctx := context.Background()
+	f.ensure(t, "plain", nil)
+	if in, err := f.backend.Inspect(ctx, drivers.Resource{Name: "plain"}); err != nil || !in.Exists || in.HasContent {
+		t.Fatalf("empty: want existing without content, got %+v %v", in, err)
+	}
+	if _, err := f.raw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("plain"), Key: aws.String("up")}); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := f.backend.Inspect(ctx, drivers.Resource{Name: "plain"}); err != nil || !in.HasContent || !strings.Contains(in.Detail, `in-progress multipart uploads (first: "up"`) {
+		t.Fatalf("upload: want content naming it, got %+v %v", in, err)
+	}
+}
+
 // TestJurisdictionEndpoints points the eu jurisdiction of an r2 backend at
 // a second real S3 server, with the same keys as the account endpoint (as
 // R2's are), and proves that Inspect, Ensure and Delete of an eu bucket all
