@@ -70,16 +70,19 @@ type Config interface {
 type Backend interface {
 	// Inspect reports whether a resource exists and holds content, so that a
 	// pre-existing resource is never claimed silently. A driver that cannot
-	// tell whether there is content reports HasContent true.
-	Inspect(ctx context.Context, name string) (Inspection, error)
+	// tell whether there is content reports HasContent true. It gets the
+	// same Resource as Ensure, so that it looks where Ensure would create
+	// (an R2 bucket's jurisdiction has its own endpoint).
+	Inspect(ctx context.Context, r Resource) (Inspection, error)
 	// Ensure creates the resource or reconciles it to the parameters,
 	// repairing drift where the service allows. Drift it cannot repair is a
 	// *DriftError. A call that finds nothing to change makes no write.
 	Ensure(ctx context.Context, r Resource) (EnsureResult, error)
 	// Delete removes the resource; a missing resource is success. When more
 	// work remains (a large bucket is emptied in slices) it returns an
-	// *InProgressError and the caller calls again.
-	Delete(ctx context.Context, name string) error
+	// *InProgressError and the caller calls again. Like Inspect, it gets the
+	// Resource's parameters, to reach the resource where Ensure created it.
+	Delete(ctx context.Context, r Resource) error
 	// Grant returns the Secret payload for one access, as flat keys.
 	Grant(ctx context.Context, a Access) (Grant, error)
 	// Revoke removes what Grant created on the service; a missing principal

@@ -92,7 +92,8 @@ func (b *Backend) ctx(ctx context.Context) (context.Context, context.CancelFunc)
 // Inspect implements drivers.Backend: a topic holds content when any
 // partition's end offset is past its start offset. Anything it cannot read
 // counts as content.
-func (b *Backend) Inspect(ctx context.Context, name string) (drivers.Inspection, error) {
+func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Inspection, error) {
+	name := r.Name
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	st, err := b.describe(ctx, name, false)
@@ -228,7 +229,8 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 }
 
 // Delete implements drivers.Backend.
-func (b *Backend) Delete(ctx context.Context, name string) error {
+func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
+	name := r.Name
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	resp, err := b.adm.DeleteTopic(ctx, name)

@@ -34,11 +34,11 @@ func TestHungBeforeFirstConnection(t *testing.T) {
 		var err error
 		switch op {
 		case "inspect":
-			_, err = be.Inspect(context.Background(), "hung")
+			_, err = be.Inspect(context.Background(), drivers.Resource{Name: "hung"})
 		case "ensure":
 			_, err = be.Ensure(context.Background(), drivers.Resource{Name: "hung"})
 		case "delete":
-			err = be.Delete(context.Background(), "hung")
+			err = be.Delete(context.Background(), drivers.Resource{Name: "hung"})
 		}
 		took := time.Since(start)
 		if !drivers.IsUnavailable(err) {

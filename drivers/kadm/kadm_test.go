@@ -267,7 +267,7 @@ func TestDeleteIsIdempotent(t *testing.T) {
 	f := newFixture(t, kafka.Options{}, nil)
 	f.ensure(t, "gone", nil)
 	for i := 0; i < 2; i++ {
-		if err := f.backend.Delete(context.Background(), "gone"); err != nil {
+		if err := f.backend.Delete(context.Background(), drivers.Resource{Name: "gone"}); err != nil {
 			t.Fatalf("delete #%d: %v", i+1, err)
 		}
 	}
@@ -280,12 +280,12 @@ func TestDeleteIsIdempotent(t *testing.T) {
 func TestInspect(t *testing.T) {
 	f := newFixture(t, kafka.Options{}, nil)
 	ctx := context.Background()
-	in, err := f.backend.Inspect(ctx, "absent")
+	in, err := f.backend.Inspect(ctx, drivers.Resource{Name: "absent"})
 	if err != nil || in.Exists || in.HasContent {
 		t.Fatalf("absent topic: want not existing, got %+v %v", in, err)
 	}
 	f.ensure(t, "empty", map[string]string{"partitions": "3"})
-	in, err = f.backend.Inspect(ctx, "empty")
+	in, err = f.backend.Inspect(ctx, drivers.Resource{Name: "empty"})
 	if err != nil || !in.Exists || in.HasContent {
 		t.Fatalf("empty topic: want existing without content, got %+v %v", in, err)
 	}
@@ -293,7 +293,7 @@ func TestInspect(t *testing.T) {
 	if err := f.kgo.ProduceSync(ctx, &kgo.Record{Topic: "full", Partition: 2, Value: []byte("hello")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	in, err = f.backend.Inspect(ctx, "full")
+	in, err = f.backend.Inspect(ctx, drivers.Resource{Name: "full"})
 	if err != nil || !in.Exists || !in.HasContent || !strings.Contains(in.Detail, "holds 1 records") {
 		t.Fatalf("non-empty topic: want content with detail, got %+v %v", in, err)
 	}
@@ -339,7 +339,7 @@ func TestBrokerDownIsUnavailableWithinTimeout(t *testing.T) {
 	if took > 4*time.Second {
 		t.Errorf("want the error within about the 2s request timeout, took %s", took)
 	}
-	in, err := f.backend.Inspect(context.Background(), "t")
+	in, err := f.backend.Inspect(context.Background(), drivers.Resource{Name: "t"})
 	if err == nil || !in.HasContent {
 		t.Errorf("inspect while down: want an error reported as content, got %+v %v", in, err)
 	}

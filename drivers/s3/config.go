@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -45,6 +46,13 @@ type Config struct {
 	// http://y-s3-api.blobs.svc.cluster.local:9000. Required unless
 	// implementation is aws.
 	Endpoint string `json:"endpoint,omitempty" envsubst:"true"`
+	// JurisdictionEndpoints overrides, per R2 jurisdiction (eu, fedramp),
+	// the endpoint of buckets with that jurisdiction parameter, which is
+	// otherwise derived from endpoint as
+	// https://ACCOUNT.JURISDICTION.r2.cloudflarestorage.com. Every call on
+	// such a bucket (the adoption check, provisioning, deletion) goes there,
+	// and access Secrets name it. Only with implementation: r2.
+	JurisdictionEndpoints map[string]string `json:"jurisdictionEndpoints,omitempty" envsubst:"true"`
 	// ConsumerEndpoint is the endpoint written to access Secrets, when
 	// workloads must use another URL than the controller. Defaults to
 	// endpoint.
@@ -99,6 +107,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("consumerEndpoint"), c.ConsumerEndpoint, err.Error()))
 		}
 	}
+	errs = append(errs, c.validateJurisdictionEndpoints(p.Child("jurisdictionEndpoints"))...)
 	if c.Region != "" && !validRegion(c.Region) {
 		errs = append(errs, field.Invalid(p.Child("region"), c.Region, "a region is lowercase letters, digits and '-', as eu-north-1 or auto"))
 	}
@@ -120,6 +129,50 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("caFile"), field.OmitValueType{}, err.Error()))
 	}
 	return errs
+}
+
+func (c *Config) validateJurisdictionEndpoints(p *field.Path) field.ErrorList {
+	if len(c.JurisdictionEndpoints) == 0 {
+		return nil
+	}
+	if c.Implementation != ImplR2 {
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("jurisdictions are Cloudflare R2's: set implementation: r2, or remove jurisdictionEndpoints (implementation is %s)", orUnset(c.Implementation)))}
+	}
+	keys := make([]string, 0, len(c.JurisdictionEndpoints))
+	for k := range c.JurisdictionEndpoints {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs field.ErrorList
+	for _, k := range keys {
+		if !contains(jurisdictions, k) {
+			errs = append(errs, field.NotSupported(p.Key(k), k, jurisdictions))
+			continue
+		}
+		if err := validURL(c.JurisdictionEndpoints[k]); err != nil {
+			errs = append(errs, field.Invalid(p.Key(k), c.JurisdictionEndpoints[k], err.Error()))
+		}
+	}
+	return errs
+}
+
+// jurisdictionEndpoint is the controller's endpoint for buckets in a
+// jurisdiction: the configured override, or the one derived from endpoint.
+func (c *Config) jurisdictionEndpoint(jurisdiction string) (string, error) {
+	if ep, ok := c.JurisdictionEndpoints[jurisdiction]; ok {
+		return strings.TrimSuffix(ep, "/"), nil
+	}
+	return jurisdictionEndpoint(c.endpoint(), jurisdiction)
+}
+
+// consumerJurisdictionEndpoint is the endpoint access Secrets name for a
+// bucket in a jurisdiction: the configured override (the same URL serves
+// controller and consumers), or the one derived from consumerEndpoint.
+func (c *Config) consumerJurisdictionEndpoint(jurisdiction string) (string, error) {
+	if ep, ok := c.JurisdictionEndpoints[jurisdiction]; ok {
+		return strings.TrimSuffix(ep, "/"), nil
+	}
+	return jurisdictionEndpoint(c.consumerEndpoint(), jurisdiction)
 }
 
 func validURL(s string) error {

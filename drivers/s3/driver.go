@@ -19,8 +19,15 @@ import (
 const Name = "s3"
 
 // version is the driver's SemVer; releases override it with
-// -ldflags "-X github.com/Yolean/buckety-controller/drivers/s3.version=0.1.1".
-var version = "0.1.0"
+// -ldflags "-X github.com/Yolean/buckety-controller/drivers/s3.version=0.2.1".
+//
+// 0.2.0 capability-gates lifecycle (aws, minio, r2) and versioning (aws,
+// minio, versitygw), and adds the jurisdictionEndpoints config field. A
+// minor: no stored Buckety changes meaning or becomes invalid (gating
+// ratchets: an unchanged value is kept on update, with a warning), so
+// existing resources keep reconciling; only new requests for a parameter
+// the backend cannot apply are refused, which is what gating is for.
+var version = "0.2.0"
 
 // Driver is the s3 driver.
 type Driver struct {

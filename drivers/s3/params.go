@@ -29,8 +29,40 @@ var knownKeys = []string{ParamJurisdiction, ParamLifecycle, ParamRegion, ParamVe
 // jurisdictions R2 accepts.
 var jurisdictions = []string{"eu", "fedramp"}
 
-// capabilityGated maps a gated parameter to the implementations allowing it.
-var capabilityGated = map[string][]string{ParamJurisdiction: {ImplR2}}
+// capabilityGated maps a gated parameter to the implementations allowing
+// it. A parameter is gated when some S3 service the driver claims answers it
+// with NotImplemented: refusing it at admission beats a Buckety that is
+// Ready while what it asked for never happens. A backend without
+// implementation: allows none of them. Widening a list is a minor driver
+// version; narrowing one is a major.
+var capabilityGated = map[string][]string{
+	// Cloudflare R2's feature.
+	ParamJurisdiction: {ImplR2},
+	// VersityGW answers NotImplemented for bucket lifecycle.
+	ParamLifecycle: {ImplAWS, ImplMinIO, ImplR2},
+	// Cloudflare R2 has no object versioning. VersityGW has it when the
+	// gateway runs with --versioning-dir, which the driver cannot see from
+	// its config: without it, versioning stays a runtime shortfall.
+	ParamVersioning: {ImplAWS, ImplMinIO, ImplVersityGW},
+}
+
+// capabilityOf names what a gated parameter needs of the service, for
+// messages.
+var capabilityOf = map[string]string{
+	ParamJurisdiction: "R2 data jurisdictions",
+	ParamLifecycle:    "bucket lifecycle",
+	ParamVersioning:   "bucket versioning",
+}
+
+// gateMessage explains why a gated parameter is refused on impl, and what
+// to do instead.
+func gateMessage(k string, allowed []string, impl string) string {
+	list := strings.Join(allowed, ", ")
+	if impl == "" {
+		return fmt.Sprintf("%s is only supported for implementation %s, and the backend sets no implementation: remove %s, or ask the platform team to set implementation: (%s) in the backend's config if its service implements %s", k, list, k, list, capabilityOf[k])
+	}
+	return fmt.Sprintf("%s is only supported for implementation %s, and the backend's implementation is %s, which does not implement %s: remove %s, or use a backend whose implementation is %s", k, list, impl, capabilityOf[k], k, list)
+}
 
 // immutable parameters cannot be added, changed or removed after creation.
 var immutable = []string{ParamJurisdiction, ParamRegion}
@@ -123,12 +155,14 @@ func validateParams(fp *field.Path, cfg *Config, old, new map[string]string) (wa
 		v := new[k]
 		kp := fp.Key(k)
 		if allowed, gated := capabilityGated[k]; gated && !contains(allowed, impl) {
-			on := "the backend sets no implementation"
-			if impl != "" {
-				on = "the backend's implementation is " + impl
+			if ov, had := old[k]; !had || ov != v {
+				errs = append(errs, field.Forbidden(kp, gateMessage(k, allowed, impl)))
+				continue
 			}
-			errs = append(errs, field.Forbidden(kp, fmt.Sprintf("%s is only supported for implementation %s, and %s", k, strings.Join(allowed, ", "), on)))
-			continue
+			// Ratcheting, as Kubernetes does for CRD validation: a value
+			// admitted before the parameter was gated does not block other
+			// edits, but it is said that it cannot be applied.
+			warnings = append(warnings, fmt.Sprintf("%s: kept because it is unchanged, but %s", kp, gateMessage(k, allowed, impl)))
 		}
 		switch k {
 		case ParamRegion:

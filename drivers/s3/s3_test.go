@@ -82,6 +82,13 @@ func newFixture(t testing.TB, impl string, opts s3test.Options, mutate func(*Con
 	if mutate != nil {
 		mutate(cfg)
 	}
+	be, counter := open(t, cfg)
+	return &fixture{srv: srv, cfg: cfg, backend: be, counter: counter, raw: rawClient(t, cfg, cfg.Endpoint)}
+}
+
+// open validates cfg and opens a backend on it, closed when the test ends.
+func open(t testing.TB, cfg *Config) (*Backend, *opCounter) {
+	t.Helper()
 	if errs := cfg.Validate(field.NewPath("config")); len(errs) > 0 {
 		t.Fatalf("config: %v", errs)
 	}
@@ -95,11 +102,17 @@ func newFixture(t testing.TB, impl string, opts s3test.Options, mutate func(*Con
 			t.Error(err)
 		}
 	})
-	raw, err := (&Backend{cfg: cfg}).newClient(cfg.Endpoint)
+	return be.(*Backend), counter
+}
+
+// rawClient is an independent client for one endpoint, acting out of band.
+func rawClient(t testing.TB, cfg *Config, endpoint string) *s3.Client {
+	t.Helper()
+	raw, err := (&Backend{cfg: cfg}).newClient(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{srv: srv, cfg: cfg, backend: be.(*Backend), counter: counter, raw: raw}
+	return raw
 }
 
 // forEach runs f against every S3 implementation, as subtests.
@@ -263,6 +276,10 @@ func TestLifecycleOnMinIO(t *testing.T) {
 	}
 }
 
+// TestLifecycleNotImplementedFailsSafeOnVersityGW covers what admission
+// cannot stop: lifecycle is refused for implementation versitygw, but a
+// value kept from before it was gated (ratcheting), or a backend that
+// declares another implementation than it runs, still reaches Ensure.
 func TestLifecycleNotImplementedFailsSafeOnVersityGW(t *testing.T) {
 	f := newFixture(t, "versitygw", s3test.Options{}, nil)
 	res := f.ensure(t, "lcv", map[string]string{"lifecycle": `{"expirationDays": 30}`, "versioning": "true"})
@@ -293,22 +310,215 @@ func TestRegionOnMinIO(t *testing.T) {
 	}
 }
 
+// versions lists every object version and delete marker of a bucket, out
+// of band.
+func (f *fixture) versions(t *testing.T, bucket string) *s3.ListObjectVersionsOutput {
+	t.Helper()
+	out, err := f.raw.ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (f *fixture) deleteVersion(t *testing.T, bucket, key, version string) {
+	t.Helper()
+	if _, err := f.raw.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: aws.String(version)}); err != nil {
+		t.Fatalf("delete %s/%s version %s: %v", bucket, key, version, err)
+	}
+}
+
+func (f *fixture) deleteKey(t *testing.T, bucket, key string) {
+	t.Helper()
+	if _, err := f.raw.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+		t.Fatalf("delete %s/%s: %v", bucket, key, err)
+	}
+}
+
+// TestInspect proves that empty means empty: a bucket holding only
+// noncurrent versions, only delete markers or only an in-progress multipart
+// upload is content, each named in the detail, on every implementation.
 func TestInspect(t *testing.T) {
+	versioned := map[string]string{"versioning": "true"}
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, f *fixture, bucket string)
+		exists  bool
+		content bool
+		detail  string
+	}{
+		{name: "absent", setup: func(*testing.T, *fixture, string) {}},
+		{name: "empty", exists: true, setup: func(t *testing.T, f *fixture, b string) { f.ensure(t, b, nil) },
+			detail: "holds no objects, object versions, delete markers or multipart uploads"},
+		{name: "current object", exists: true, content: true, detail: `holds objects (first: "a/b.txt")`,
+			setup: func(t *testing.T, f *fixture, b string) { f.ensure(t, b, nil); f.put(t, b, "a/b.txt", "hello") }},
+		{name: "noncurrent versions only", exists: true, content: true, detail: `holds no current objects but noncurrent object versions (first: "gone.txt" version `,
+			setup: func(t *testing.T, f *fixture, b string) {
+				f.ensure(t, b, versioned)
+				f.put(t, b, "gone.txt", "v1")
+				f.put(t, b, "gone.txt", "v2")
+				f.deleteKey(t, b, "gone.txt")
+			}},
+		{name: "delete markers only", exists: true, content: true, detail: `holds no objects but delete markers (first: "marked.txt" version `,
+			setup: func(t *testing.T, f *fixture, b string) {
+				f.ensure(t, b, versioned)
+				f.put(t, b, "marked.txt", "v1")
+				f.deleteKey(t, b, "marked.txt")
+				for _, v := range f.versions(t, b).Versions {
+					f.deleteVersion(t, b, aws.ToString(v.Key), aws.ToString(v.VersionId))
+				}
+				if vs := f.versions(t, b); len(vs.Versions) != 0 || len(vs.DeleteMarkers) != 1 {
+					t.Fatalf("setup: want exactly one delete marker, got %d versions and %d markers", len(vs.Versions), len(vs.DeleteMarkers))
+				}
+			}},
+		{name: "in-progress multipart upload only", exists: true, content: true, detail: `holds no objects but in-progress multipart uploads (first: "big/upload"`,
+			setup: func(t *testing.T, f *fixture, b string) {
+				f.ensure(t, b, nil)
+				if _, err := f.raw.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: aws.String(b), Key: aws.String("big/upload")}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "versioned and emptied of every version", exists: true, detail: "holds no objects, object versions",
+			setup: func(t *testing.T, f *fixture, b string) {
+				f.ensure(t, b, versioned)
+				f.put(t, b, "tmp.txt", "v1")
+				f.deleteKey(t, b, "tmp.txt")
+				vs := f.versions(t, b)
+				for _, v := range vs.Versions {
+					f.deleteVersion(t, b, aws.ToString(v.Key), aws.ToString(v.VersionId))
+				}
+				for _, m := range vs.DeleteMarkers {
+					f.deleteVersion(t, b, aws.ToString(m.Key), aws.ToString(m.VersionId))
+				}
+			}},
+	}
 	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
-		ctx := context.Background()
-		if in, err := f.backend.Inspect(ctx, "absent"); err != nil || in.Exists {
-			t.Fatalf("absent: want not existing, got %+v %v", in, err)
-		}
-		f.ensure(t, "empty", nil)
-		if in, err := f.backend.Inspect(ctx, "empty"); err != nil || !in.Exists || in.HasContent {
-			t.Fatalf("empty: want existing without content, got %+v %v", in, err)
-		}
-		f.ensure(t, "full", nil)
-		f.put(t, "full", "a/b.txt", "hello")
-		if in, err := f.backend.Inspect(ctx, "full"); err != nil || !in.HasContent || !strings.Contains(in.Detail, `"a/b.txt"`) {
-			t.Fatalf("full: want content naming an object, got %+v %v", in, err)
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				bucket := fmt.Sprintf("inspect-%d", i)
+				c.setup(t, f, bucket)
+				in, err := f.backend.Inspect(context.Background(), drivers.Resource{Name: bucket})
+				if err != nil {
+					t.Fatalf("want no error, got %v", err)
+				}
+				if in.Exists != c.exists || in.HasContent != c.content {
+					t.Fatalf("want exists=%v content=%v, got %+v", c.exists, c.content, in)
+				}
+				if !strings.Contains(in.Detail, c.detail) {
+					t.Errorf("want detail containing %q, got %q", c.detail, in.Detail)
+				}
+			})
 		}
 	})
+}
+
+// TestInspectWithoutVersioning: on a VersityGW without --versioning-dir,
+// where versioning answers NotImplemented, an empty bucket is still
+// adoptable and an upload is still content.
+func TestInspectWithoutVersioning(t *testing.T) {
+	f := newFixture(t, "versitygw", s3test.Options{NoVersioning: true}, nil)
+	ctx := context.Background()
+	f.ensure(t, "plain", nil)
+	if in, err := f.backend.Inspect(ctx, drivers.Resource{Name: "plain"}); err != nil || !in.Exists || in.HasContent {
+		t.Fatalf("empty: want existing without content, got %+v %v", in, err)
+	}
+	if _, err := f.raw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("plain"), Key: aws.String("up")}); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := f.backend.Inspect(ctx, drivers.Resource{Name: "plain"}); err != nil || !in.HasContent || !strings.Contains(in.Detail, `in-progress multipart uploads (first: "up"`) {
+		t.Fatalf("upload: want content naming it, got %+v %v", in, err)
+	}
+}
+
+// TestJurisdictionEndpoints points the eu jurisdiction of an r2 backend at
+// a second real S3 server, with the same keys as the account endpoint (as
+// R2's are), and proves that Inspect, Ensure and Delete of an eu bucket all
+// go there and never to the account endpoint: a bucket of the same name on
+// the account endpoint, holding an object, is never looked at or touched.
+func TestJurisdictionEndpoints(t *testing.T) {
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) {
+			ctx := context.Background()
+			account := newFixture(t, impl, s3test.Options{}, nil)
+			euSrv := s3test.Start(t, impl, s3test.Options{AccessKey: account.srv.AccessKey, SecretKey: account.srv.SecretKey})
+			cfg := *account.cfg
+			cfg.Implementation = ImplR2
+			cfg.JurisdictionEndpoints = map[string]string{"eu": euSrv.Endpoint}
+			r2, _ := open(t, &cfg)
+			f := &fixture{backend: r2}
+			eu := rawClient(t, &cfg, euSrv.Endpoint)
+			euFx := &fixture{raw: eu}
+			inEU := func(name string) drivers.Resource {
+				return drivers.Resource{Name: name, Parameters: map[string]string{"jurisdiction": "eu"}}
+			}
+
+			// The same name on both endpoints: populated in the EU, empty
+			// on the account endpoint.
+			for _, fx := range []*fixture{account, euFx} {
+				if _, err := fx.raw.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("eu-data")}); err != nil && !isCode(err, "BucketAlreadyOwnedByYou", "BucketAlreadyExists") {
+					t.Fatal(err)
+				}
+			}
+			euFx.put(t, "eu-data", "resident.txt", "EU data")
+			in, err := f.backend.Inspect(ctx, inEU("eu-data"))
+			if err != nil || !in.HasContent || !strings.Contains(in.Detail, `"resident.txt"`) {
+				t.Fatalf("Inspect of a populated EU bucket: want HasContent naming resident.txt, got %+v %v", in, err)
+			}
+			if in, err := f.backend.Inspect(ctx, drivers.Resource{Name: "eu-data"}); err != nil || in.HasContent {
+				t.Fatalf("Inspect without jurisdiction: want the account endpoint's empty bucket, got %+v %v", in, err)
+			}
+
+			// Ensure creates in the EU only.
+			account.put(t, "eu-data", "account-only.txt", "account data")
+			res, err := f.backend.Ensure(ctx, inEU("eu-new"))
+			if err != nil || !res.Created {
+				t.Fatalf("Ensure in the EU: want Created, got %+v %v", res, err)
+			}
+			if ok, err := f.backend.exists(ctx, eu, "eu-new"); !ok || err != nil {
+				t.Fatalf("want eu-new on the EU server, got %v %v", ok, err)
+			}
+			if ok, err := f.backend.exists(ctx, account.raw, "eu-new"); ok || err != nil {
+				t.Fatalf("want no eu-new on the account endpoint, got %v %v", ok, err)
+			}
+			if in, err := f.backend.Inspect(ctx, inEU("eu-new")); err != nil || !in.Exists || in.HasContent {
+				t.Fatalf("Inspect of the new EU bucket: want existing and empty, got %+v %v", in, err)
+			}
+
+			// Delete empties and removes the EU bucket; the account
+			// endpoint's bucket of the same name keeps its object.
+			for i := 0; ; i++ {
+				err := f.backend.Delete(ctx, inEU("eu-data"))
+				var ip *drivers.InProgressError
+				if errors.As(err, &ip) && i < 5 {
+					continue
+				}
+				if err != nil {
+					t.Fatalf("Delete in the EU: %v", err)
+				}
+				break
+			}
+			// MinIO may answer HeadBucket for a moment after DeleteBucket.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				ok, err := f.backend.exists(ctx, eu, "eu-data")
+				if !ok && err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("want eu-data gone from the EU server, got exists=%v %v", ok, err)
+				}
+			}
+			out, err := account.raw.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("eu-data")})
+			if err != nil || len(out.Contents) != 1 || aws.ToString(out.Contents[0].Key) != "account-only.txt" {
+				t.Fatalf("want the account endpoint's eu-data untouched, got %v %v", out, err)
+			}
+
+			// Access Secrets name the EU endpoint.
+			g, err := f.backend.Grant(ctx, drivers.Access{Resource: "eu-new", ResourceParameters: map[string]string{"jurisdiction": "eu"}})
+			if err != nil || string(g.Data["endpoint"]) != euSrv.Endpoint {
+				t.Errorf("Grant: want endpoint %s, got %q %v", euSrv.Endpoint, g.Data["endpoint"], err)
+			}
+		})
+	}
 }
 
 // TestRecursiveDelete empties a bucket of 2,500 object versions and delete
@@ -369,7 +579,7 @@ func TestRecursiveDelete(t *testing.T) {
 			if passes > 20 {
 				t.Fatalf("not deleted after 20 passes (%d removed)", total)
 			}
-			err := f.backend.Delete(ctx, bucket)
+			err := f.backend.Delete(ctx, drivers.Resource{Name: bucket})
 			var ip *drivers.InProgressError
 			if errors.As(err, &ip) {
 				if ip.Done <= 0 || ip.Done > 1001 {
@@ -392,7 +602,7 @@ func TestRecursiveDelete(t *testing.T) {
 		if ok, err := f.backend.exists(ctx, f.raw, bucket); ok || err != nil {
 			t.Fatalf("want the bucket gone, got exists=%v err=%v", ok, err)
 		}
-		if err := f.backend.Delete(ctx, bucket); err != nil {
+		if err := f.backend.Delete(ctx, drivers.Resource{Name: bucket}); err != nil {
 			t.Fatalf("second delete: want nil, got %v", err)
 		}
 		t.Logf("%s: deleted in %d passes", f.srv.Implementation, passes)
@@ -441,10 +651,10 @@ func TestEndpointDownIsUnavailableWithinTimeout(t *testing.T) {
 			if took := time.Since(start); took > 4*time.Second {
 				t.Errorf("want the error within about the 2s timeout, took %s", took)
 			}
-			if in, err := f.backend.Inspect(context.Background(), "x-bucket"); err == nil || !in.HasContent {
+			if in, err := f.backend.Inspect(context.Background(), drivers.Resource{Name: "x-bucket"}); err == nil || !in.HasContent {
 				t.Errorf("inspect while down: want an error counted as content, got %+v %v", in, err)
 			}
-			if err := f.backend.Delete(context.Background(), "x-bucket"); !drivers.IsUnavailable(err) {
+			if err := f.backend.Delete(context.Background(), drivers.Resource{Name: "x-bucket"}); !drivers.IsUnavailable(err) {
 				t.Errorf("delete while down: want unavailable, got %v", err)
 			}
 		})

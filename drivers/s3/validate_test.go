@@ -45,7 +45,10 @@ func TestValidateParameters(t *testing.T) {
 	d := New()
 	r2 := &Config{Implementation: ImplR2}
 	minio := &Config{Implementation: ImplMinIO}
+	versitygw := &Config{Implementation: ImplVersityGW}
+	aws := &Config{Implementation: ImplAWS}
 	none := &Config{}
+	lc := `{"expirationDays": 30}`
 	cases := []struct {
 		name     string
 		cfg      *Config
@@ -70,6 +73,23 @@ func TestValidateParameters(t *testing.T) {
 		{name: "jurisdiction immutable", cfg: r2, old: map[string]string{"jurisdiction": "eu"}, new: map[string]string{}, errs: []string{`spec.parameters[jurisdiction]: Forbidden: is immutable after creation (was eu, now unset)`}},
 		{name: "versioning off warns", cfg: minio, old: map[string]string{"versioning": "true"}, new: map[string]string{"versioning": "false"}, warn: "S3 cannot turn versioning off; it is suspended"},
 		{name: "lifecycle mutable", cfg: minio, old: map[string]string{"lifecycle": `{"expirationDays": 1}`}, new: map[string]string{"lifecycle": `{"expirationDays": 2}`}},
+		// Capability gating of what some services answer NotImplemented for.
+		{name: "lifecycle on aws", cfg: aws, new: map[string]string{"lifecycle": lc}},
+		{name: "lifecycle on r2", cfg: r2, new: map[string]string{"lifecycle": lc}},
+		{name: "lifecycle on versitygw", cfg: versitygw, new: map[string]string{"lifecycle": lc},
+			errs: []string{"spec.parameters[lifecycle]: Forbidden: lifecycle is only supported for implementation aws, minio, r2, and the backend's implementation is versitygw, which does not implement bucket lifecycle: remove lifecycle, or use a backend whose implementation is aws, minio, r2"}},
+		{name: "lifecycle without implementation", cfg: none, new: map[string]string{"lifecycle": lc},
+			errs: []string{"lifecycle is only supported for implementation aws, minio, r2, and the backend sets no implementation: remove lifecycle, or ask the platform team to set implementation: (aws, minio, r2) in the backend's config if its service implements bucket lifecycle"}},
+		{name: "lifecycle added on versitygw", cfg: versitygw, old: map[string]string{}, new: map[string]string{"lifecycle": lc}, errs: []string{"the backend's implementation is versitygw"}},
+		{name: "lifecycle changed on versitygw", cfg: versitygw, old: map[string]string{"lifecycle": `{"expirationDays": 1}`}, new: map[string]string{"lifecycle": lc}, errs: []string{"the backend's implementation is versitygw"}},
+		{name: "lifecycle kept on versitygw ratchets", cfg: versitygw, old: map[string]string{"lifecycle": lc}, new: map[string]string{"lifecycle": lc, "versioning": "true"},
+			warn: "spec.parameters[lifecycle]: kept because it is unchanged, but lifecycle is only supported for implementation aws, minio, r2"},
+		{name: "versioning on versitygw", cfg: versitygw, new: map[string]string{"versioning": "true"}},
+		{name: "versioning on aws", cfg: aws, new: map[string]string{"versioning": "false"}},
+		{name: "versioning on r2", cfg: r2, new: map[string]string{"versioning": "true"},
+			errs: []string{"spec.parameters[versioning]: Forbidden: versioning is only supported for implementation aws, minio, versitygw, and the backend's implementation is r2, which does not implement bucket versioning"}},
+		{name: "versioning without implementation", cfg: none, new: map[string]string{"versioning": "true"}, errs: []string{"versioning is only supported for implementation aws, minio, versitygw, and the backend sets no implementation"}},
+		{name: "region is common", cfg: none, new: map[string]string{"region": "eu-north-1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -115,6 +135,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "no keys", cfg: Config{Endpoint: "http://s3:9000"}, errs: []string{"config.accessKeyID: Required value", "config.secretAccessKey: Required value"}},
 		{name: "bad region", cfg: keys(Config{Endpoint: "http://s3:9000", Region: "EU"}), errs: []string{`config.region: Invalid value: "EU"`}},
 		{name: "bad slice", cfg: keys(Config{Endpoint: "http://s3:9000", DeleteSlice: 5000}), errs: []string{"config.deleteSlice: Invalid value: 5000: must be 1 to 1000"}},
+		{name: "jurisdiction endpoints on r2", cfg: keys(Config{Implementation: "r2", Endpoint: "https://acct.r2.cloudflarestorage.com", JurisdictionEndpoints: map[string]string{"eu": "https://eu.example:9000"}})},
+		{name: "jurisdiction endpoints elsewhere", cfg: keys(Config{Implementation: "minio", Endpoint: "http://s3:9000", JurisdictionEndpoints: map[string]string{"eu": "http://eu:9000"}}), errs: []string{"config.jurisdictionEndpoints: Forbidden: jurisdictions are Cloudflare R2's: set implementation: r2, or remove jurisdictionEndpoints (implementation is minio)"}},
+		{name: "unknown jurisdiction endpoint", cfg: keys(Config{Implementation: "r2", Endpoint: "https://acct.r2.cloudflarestorage.com", JurisdictionEndpoints: map[string]string{"us": "https://us.example", "eu": "eu.example"}}),
+			errs: []string{`config.jurisdictionEndpoints[eu]: Invalid value: "eu.example": want an http:// or https:// URL`, `config.jurisdictionEndpoints[us]: Unsupported value: "us": supported values: "eu", "fedramp"`}},
 		{name: "bad ca", cfg: keys(Config{Endpoint: "https://s3:9000", CA: "nope"}), errs: []string{"config.caFile: Invalid value: no PEM certificate found"}},
 	}
 	for _, c := range cases {
@@ -130,6 +154,27 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestJurisdictionEndpointOverride(t *testing.T) {
+	c := &Config{Implementation: ImplR2, Endpoint: "https://acct.r2.cloudflarestorage.com", ConsumerEndpoint: "https://acct.r2.cloudflarestorage.com",
+		JurisdictionEndpoints: map[string]string{"eu": "http://127.0.0.1:9100/"}}
+	for _, c := range []struct{ what, got, want string }{
+		{"eu, controller", must(c.jurisdictionEndpoint("eu")), "http://127.0.0.1:9100"},
+		{"eu, Secrets", must(c.consumerJurisdictionEndpoint("eu")), "http://127.0.0.1:9100"},
+		{"fedramp, derived", must(c.jurisdictionEndpoint("fedramp")), "https://acct.fedramp.r2.cloudflarestorage.com"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: want %s, got %s", c.what, c.want, c.got)
+		}
+	}
+}
+
+func must(s string, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return s
 }
 
 func TestJurisdictionEndpoint(t *testing.T) {

@@ -99,9 +99,9 @@ func Kind(err error) string {
 	return "request"
 }
 
-func (i *instrumented) Inspect(ctx context.Context, name string) (drivers.Inspection, error) {
+func (i *instrumented) Inspect(ctx context.Context, r drivers.Resource) (drivers.Inspection, error) {
 	start := time.Now()
-	in, err := i.Backend.Inspect(ctx, name)
+	in, err := i.Backend.Inspect(ctx, r)
 	i.observe("inspect", start, err)
 	return in, err
 }
@@ -113,9 +113,9 @@ func (i *instrumented) Ensure(ctx context.Context, r drivers.Resource) (drivers.
 	return res, err
 }
 
-func (i *instrumented) Delete(ctx context.Context, name string) error {
+func (i *instrumented) Delete(ctx context.Context, r drivers.Resource) error {
 	start := time.Now()
-	err := i.Backend.Delete(ctx, name)
+	err := i.Backend.Delete(ctx, r)
 	i.observe("delete", start, err)
 	return err
 }

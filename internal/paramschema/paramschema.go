@@ -103,8 +103,11 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 
 // Validate checks params against the schema, its CEL rules (transition
 // rules only when old is not nil) and capability gating for the backend's
-// implementation ("" when it declares none). Every failing key is reported,
-// under fldPath.
+// implementation ("" when it declares none). Gating ratchets like
+// Kubernetes' CRD validation: on update, a gated key whose value is
+// unchanged is not refused again, so a parameter admitted before it was
+// gated does not block other edits. Every failing key is reported, under
+// fldPath.
 func (v *Validator) Validate(ctx context.Context, fldPath *field.Path, params, old map[string]string, implementation string) field.ErrorList {
 	obj := toObject(params)
 	errs := validation.ValidateCustomResource(fldPath, obj, v.openapi)
@@ -125,6 +128,9 @@ func (v *Validator) Validate(ctx context.Context, fldPath *field.Path, params, o
 	for _, k := range keys {
 		allowed, gated := v.capabilities[k]
 		if !gated || contains(allowed, implementation) {
+			continue
+		}
+		if ov, had := old[k]; had && ov == params[k] {
 			continue
 		}
 		on := "the backend declares no implementation"

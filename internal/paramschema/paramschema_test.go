@@ -106,6 +106,20 @@ func TestS3Schema(t *testing.T) {
 	run(t, s3.New(), r2, []check{
 		{name: "jurisdiction on r2", impl: "r2", new: map[string]string{"jurisdiction": "eu"}},
 		{name: "jurisdiction immutable", impl: "r2", old: map[string]string{"jurisdiction": "eu"}, new: map[string]string{}, errs: []string{"jurisdiction is immutable"}},
+		{name: "lifecycle on r2", impl: "r2", new: map[string]string{"lifecycle": `{"expirationDays": 3}`}},
+		{name: "versioning on r2", impl: "r2", new: map[string]string{"versioning": "true"}, errs: []string{"versioning is only supported for implementation aws, minio, versitygw, and the backend's implementation is r2"}},
+	})
+	lc := `{"expirationDays": 3}`
+	run(t, s3.New(), &s3.Config{Implementation: "versitygw"}, []check{
+		{name: "versioning on versitygw", impl: "versitygw", new: map[string]string{"versioning": "true"}},
+		{name: "lifecycle on versitygw", impl: "versitygw", new: map[string]string{"lifecycle": lc}, errs: []string{"lifecycle is only supported for implementation aws, minio, r2, and the backend's implementation is versitygw"}},
+		{name: "lifecycle changed on versitygw", impl: "versitygw", old: map[string]string{"lifecycle": `{"expirationDays": 1}`}, new: map[string]string{"lifecycle": lc}, errs: []string{"spec.parameters[lifecycle]: Forbidden"}},
+		{name: "lifecycle unchanged on versitygw ratchets", impl: "versitygw", old: map[string]string{"lifecycle": lc}, new: map[string]string{"lifecycle": lc, "versioning": "false"}},
+	})
+	run(t, s3.New(), &s3.Config{}, []check{
+		{name: "region without implementation", new: map[string]string{"region": "eu-north-1"}},
+		{name: "lifecycle and versioning without implementation", new: map[string]string{"lifecycle": lc, "versioning": "true"},
+			errs: []string{"spec.parameters[lifecycle]: Forbidden: lifecycle is only supported for implementation aws, minio, r2, and the backend declares no implementation", "spec.parameters[versioning]: Forbidden"}},
 	})
 }
 

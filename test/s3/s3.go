@@ -50,6 +50,10 @@ type Options struct {
 	NoVersioning bool
 	// Region is the server's region (default us-east-1).
 	Region string
+	// AccessKey and SecretKey set the root credentials (default: random),
+	// for two servers standing in for one account's endpoints, as R2's
+	// account and jurisdiction endpoints are.
+	AccessKey, SecretKey string
 }
 
 // Start starts the named implementation and stops it when the test ends.
@@ -91,6 +95,9 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 		AccessKey:      "bucketyroot" + randomHex(4),
 		SecretKey:      randomHex(20),
 		Region:         opts.Region,
+	}
+	if opts.AccessKey != "" {
+		s.AccessKey, s.SecretKey = opts.AccessKey, opts.SecretKey
 	}
 	if s.Region == "" {
 		s.Region = "us-east-1"

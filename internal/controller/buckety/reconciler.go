@@ -249,7 +249,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	cl := f.claim
 	justRecorded := false
 	if cl.Spec.Phase == v1.ClaimClaimed {
-		in, err := e.Backend.Inspect(ctx, f.resourceName)
+		in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
 		if err != nil {
 			r.recordFailure(f, err)
 			return false, nil
@@ -543,7 +543,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	if err := e.Config.CheckName(src, name); err != nil {
 		return retain("the backend's name policy does not give this name to namespace " + b.Namespace + " (" + err.Error() + ")")
 	}
-	err = e.Backend.Delete(ctx, name)
+	err = e.Backend.Delete(ctx, drivers.Resource{Name: name, Parameters: b.Spec.Parameters})
 	var ip *drivers.InProgressError
 	switch {
 	case errors.As(err, &ip):
