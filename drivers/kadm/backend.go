@@ -154,7 +154,7 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		resp, err := b.adm.CreateTopic(ctx, want.partitions, want.replicationFactor, configs, r.Name)
 		switch {
 		case err == nil:
-			return drivers.EnsureResult{Created: true, Changes: []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(configs))}}, nil
+			return drivers.EnsureResult{Created: true, Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(configs))}}, nil
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			// Created concurrently: converge it below.
 			if st, err = b.describe(ctx, r.Name, true); err != nil {
@@ -171,7 +171,7 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 // repair is returned as a *drivers.DriftError after everything repairable
 // has been applied.
 func (b *Backend) converge(ctx context.Context, topic string, want params, st topicState) (drivers.EnsureResult, error) {
-	var res drivers.EnsureResult
+	res := drivers.EnsureResult{Shortfalls: want.shortfalls()}
 	var drift error
 	if want.replicationFactor > 0 && st.replicationFactor != want.replicationFactor {
 		drift = &drivers.DriftError{Parameter: ParamReplicationFactor, Current: strconv.Itoa(int(st.replicationFactor)), Desired: strconv.Itoa(int(want.replicationFactor)),
@@ -206,6 +206,9 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 		}
 	}
 	for _, k := range sortedKeys(st.dynamic) {
+		if _, ok := operationalConfigs[k]; ok {
+			continue // Kafka's tools own it: never reverted
+		}
 		if _, ok := want.configs[k]; !ok {
 			alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 			res.Changes = append(res.Changes, fmt.Sprintf("config %s %q removed (not in spec; broker default applies)", k, st.dynamic[k]))

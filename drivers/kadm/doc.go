@@ -7,7 +7,11 @@
 // "config." prefix. Ensure converges the broker to the spec on every call:
 // it grows partitions, sets configs that differ and deletes dynamic topic
 // configs the spec does not have, so removing a key reverts it to the broker
-// default and out-of-band additions are reverted too. What Kafka cannot do in
+// default and out-of-band additions are reverted too. The exception is the
+// operational configs Kafka's tooling sets while it moves partitions (the
+// replication throttles, see operationalConfigs): reverting them in the
+// middle of a reassignment would undo the throttle an operator just set, so
+// buckety never sets or deletes them and refuses them as parameters. What Kafka cannot do in
 // place (shrink partitions, change the replication factor) is reported as a
 // DriftError and never attempted.
 //
