@@ -19,6 +19,12 @@
 // replicationFactor is sent as -1 at creation, so the broker's
 // num.partitions and default.replication.factor apply.
 //
+// One Backend serves every reconcile worker, and Kafka's admin APIs take many
+// topics per request, so the Backend coalesces concurrent calls into one
+// request per kind of request (coalesce.go): a thousand reconciles at once
+// cost a handful of requests instead of several per topic, which is what
+// keeps a large cluster's drift re-check cheap for the brokers.
+//
 // v1alpha1 has no per-consumer credentials (auth mode none): every access
 // receives the bootstrap address and the topic name, and roles other than
 // ReadWrite are reported as not scoped.

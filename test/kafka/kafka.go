@@ -4,8 +4,10 @@
 package kafka
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,6 +31,9 @@ type Options struct {
 	TLSCert, TLSKey string
 	// DataDir persists state so a restart keeps topics.
 	DataDir string
+	// CountRequests makes the broker count the requests it handles per API
+	// key; Requests reads the counts.
+	CountRequests bool
 }
 
 // Broker is a running broker process.
@@ -39,7 +44,9 @@ type Broker struct {
 	bin   string
 	dir   string
 	ports []int
-	p     *proc.Process
+	// statsPort serves the request counts (Options.CountRequests).
+	statsPort int
+	p         *proc.Process
 	// detached brokers get their own session and a pid file.
 	detached bool
 }
@@ -73,6 +80,11 @@ func StartIn(dir, bin string, opts Options, detached bool) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{opts: opts, bin: bin, dir: dir, ports: ports, detached: detached}
+	if opts.CountRequests {
+		if b.statsPort, err = proc.FreePort(); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.start(); err != nil {
 		return nil, err
 	}
@@ -101,6 +113,9 @@ func (b *Broker) start() error {
 	if b.opts.DataDir != "" {
 		args = append(args, "--data-dir", b.opts.DataDir)
 	}
+	if b.statsPort != 0 {
+		args = append(args, "--stats-addr", "127.0.0.1:"+strconv.Itoa(b.statsPort))
+	}
 	p, err := proc.Start(b.dir, "broker", b.bin, args, nil, b.detached)
 	if err != nil {
 		return err
@@ -121,6 +136,29 @@ func (b *Broker) start() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Requests returns how many requests of each API (by Kafka's name, as
+// "Metadata") the broker has handled since it started. It needs
+// Options.CountRequests.
+func (b *Broker) Requests() (map[string]int64, error) {
+	if b.statsPort == 0 {
+		return nil, errors.New("the broker does not count requests: start it with Options.CountRequests")
+	}
+	cl := &http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://127.0.0.1:" + strconv.Itoa(b.statsPort) + "/requests")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("request counts: %s", resp.Status)
+	}
+	out := map[string]int64{}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("request counts: %w", err)
+	}
+	return out, nil
 }
 
 // Stop stops the broker process; it is idempotent.
