@@ -161,7 +161,9 @@ func (b *Backend) execConfigs(ctx context.Context, calls []*call[struct{}, map[s
 			continue
 		}
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			c.err = fmt.Errorf("describe configs of %s: %w %s", c.topic, err, unptr(r.ErrorMessage))
+			// Classified as before coalescing: kadm's DescribeTopicConfigs
+			// failed the whole call, classified, on an authorization error.
+			c.err = b.classify(fmt.Errorf("describe configs of %s: %w %s", c.topic, err, unptr(r.ErrorMessage)))
 			continue
 		}
 		dyn := map[string]string{}

@@ -27,9 +27,11 @@ import (
 //     before its request is sent.
 //
 // Reads (Metadata, DescribeConfigs, ListOffsets) of one topic asked for twice
-// in one batch share one answer. Writes to one topic are never merged: a
-// second write to a topic already in the batch waits for the next batch, so
-// writes to one topic keep their order.
+// in one batch share one answer. Two writes to one topic are never put in one
+// request (Kafka refuses a topic named twice): the second waits for the next
+// batch. As without coalescing, concurrent writes to one topic have no
+// defined order; the controller never makes them (one reconcile per object
+// at a time, one object per topic).
 const (
 	// defaultLinger is how long the first call of a batch waits for others.
 	// It is what a lone call pays per request; 5 ms is well below a
@@ -125,8 +127,8 @@ func (b *batcher[In, Out]) flushLocked() {
 			break
 		}
 		go b.run(batch)
-		if len(rest) < b.max {
-			break
+		if len(batch) < b.max || len(rest) < b.max {
+			break // what is left waits for the timer
 		}
 	}
 	if len(b.pending) > 0 {

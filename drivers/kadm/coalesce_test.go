@@ -424,10 +424,10 @@ func TestBatcherCancelsRequestOnlyWhenEveryCallerLeft(t *testing.T) {
 	close(release)
 }
 
-// TestCoalescedWritesToOneTopicKeepTheirOrder: two concurrent Delete calls
-// of one topic are not merged into one request (Kafka refuses a duplicate
-// topic in one request); both succeed.
-func TestCoalescedWritesToOneTopicKeepTheirOrder(t *testing.T) {
+// TestCoalescedWritesToOneTopicAreNotMerged: two concurrent Delete calls of
+// one topic are not put in one request (Kafka refuses a duplicate topic in
+// one request); both succeed.
+func TestCoalescedWritesToOneTopicAreNotMerged(t *testing.T) {
 	f := newCountingFixture(t, &Driver{Linger: 50 * time.Millisecond})
 	ctx := context.Background()
 	if _, err := f.backend.Ensure(ctx, drivers.Resource{Name: "twice"}); err != nil {
