@@ -3,6 +3,7 @@ package kadm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -424,4 +425,62 @@ func TestEnsureNeverAppliesOperationalParameters(t *testing.T) {
 	if _, _, dyn := f.state(t, "old-spec"); dyn["leader.replication.throttled.replicas"] != "0:0" {
 		t.Errorf("converge: want Kafka's throttle 0:0 kept, got %v", dyn)
 	}
+}
+
+// TestHungBrokerEachCallUnavailableWithinTimeout: with the broker frozen
+// (SIGSTOP: connections open, no answers), concurrent calls, coalesced into
+// shared requests, each end as unavailable within about the request
+// timeout; once the broker answers again the next calls succeed at once.
+func TestHungBrokerEachCallUnavailableWithinTimeout(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, func(c *Config) { c.RequestTimeout = drivers.Duration{Duration: time.Second} })
+	for i := 0; i < 5; i++ {
+		f.ensure(t, fmt.Sprintf("hung.%d", i), map[string]string{"partitions": "2"})
+	}
+	if err := f.broker.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.broker.Resume(); err != nil {
+			t.Error(err)
+		}
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	took := make([]time.Duration, 10)
+	for i := range errs {
+		wg.Go(func() {
+			start := time.Now()
+			name := fmt.Sprintf("hung.%d", i%5)
+			if i < 5 {
+				_, errs[i] = f.backend.Ensure(context.Background(), drivers.Resource{Name: name, Parameters: map[string]string{"partitions": "2"}})
+			} else {
+				_, errs[i] = f.backend.Inspect(context.Background(), name)
+			}
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !drivers.IsUnavailable(err) {
+			t.Errorf("call %d: want *drivers.UnavailableError, got %T %v", i, err, err)
+		}
+		if took[i] > 2500*time.Millisecond {
+			t.Errorf("call %d: want the error within about the 1s request timeout, took %s", i, took[i])
+		}
+	}
+	if err := f.broker.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for {
+		_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "hung.0", Parameters: map[string]string{"partitions": "2"}})
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("after resume: want Ensure to succeed again, last error %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("first successful Ensure %s after the broker answered again", time.Since(start).Round(time.Millisecond))
 }

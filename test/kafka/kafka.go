@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +50,8 @@ type Broker struct {
 	p         *proc.Process
 	// detached brokers get their own session and a pid file.
 	detached bool
+	// paused: the process is stopped with SIGSTOP (Pause).
+	paused bool
 }
 
 // Package is the broker program's import path.
@@ -161,10 +164,38 @@ func (b *Broker) Requests() (map[string]int64, error) {
 	return out, nil
 }
 
+// Pause freezes the broker process with SIGSTOP: its connections stay open
+// and nothing answers, as with a hung broker. Resume (or Stop) continues it.
+func (b *Broker) Pause() error {
+	if b.p == nil {
+		return errors.New("pause: the broker is not running")
+	}
+	if err := syscall.Kill(b.p.PID(), syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause broker (pid %d): %w", b.p.PID(), err)
+	}
+	b.paused = true
+	return nil
+}
+
+// Resume continues a broker frozen by Pause.
+func (b *Broker) Resume() error {
+	if b.p == nil || !b.paused {
+		return nil
+	}
+	if err := syscall.Kill(b.p.PID(), syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resume broker (pid %d): %w", b.p.PID(), err)
+	}
+	b.paused = false
+	return nil
+}
+
 // Stop stops the broker process; it is idempotent.
 func (b *Broker) Stop() error {
 	if b.p == nil {
 		return nil
+	}
+	if err := b.Resume(); err != nil { // a frozen process cannot act on SIGTERM
+		return err
 	}
 	err := b.p.Stop(10 * time.Second)
 	b.p = nil
