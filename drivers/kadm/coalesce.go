@@ -167,11 +167,15 @@ func (b *batcher[In, Out]) take(pending []*call[In, Out]) (batch, rest []*call[I
 func (b *batcher[In, Out]) run(batch []*call[In, Out]) {
 	ctx, cancel := context.WithTimeout(b.base, b.timeout)
 	defer cancel()
+	// Count every caller before watching any: a caller that has already
+	// left must not bring the count to zero while others are still to come.
 	var live atomic.Int64
+	for _, c := range batch {
+		live.Add(int64(1 + len(c.followers)))
+	}
 	var stops []func() bool
 	for _, c := range batch {
 		for _, w := range append([]*call[In, Out]{c}, c.followers...) {
-			live.Add(1)
 			stops = append(stops, context.AfterFunc(w.ctx, func() {
 				if live.Add(-1) == 0 {
 					cancel()

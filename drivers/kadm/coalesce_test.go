@@ -449,3 +449,25 @@ func TestCoalescedWritesToOneTopicAreNotMerged(t *testing.T) {
 		t.Errorf("want two DeleteTopics requests (one per write to the topic), got %v", d)
 	}
 }
+
+// TestBatcherRunIgnoresACallerAlreadyGone: a batch whose first caller left
+// between being picked and the request being sent still runs, uncancelled,
+// for the caller that waits.
+func TestBatcherRunIgnoresACallerAlreadyGone(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		b := newBatcher(context.Background(), false, time.Millisecond, 10, 5*time.Second, func(ctx context.Context, calls []*call[struct{}, string]) {
+			time.Sleep(time.Millisecond) // let a wrongly scheduled cancel land
+			for _, c := range calls {
+				c.err = ctx.Err()
+			}
+		})
+		gone, cancel := context.WithCancel(context.Background())
+		cancel()
+		a := &call[struct{}, string]{ctx: gone, topic: "a", done: make(chan struct{})}
+		w := &call[struct{}, string]{ctx: context.Background(), topic: "b", done: make(chan struct{})}
+		b.run([]*call[struct{}, string]{a, w})
+		if w.err != nil {
+			t.Fatalf("run %d: want the request to run for the waiting caller, got %v", i, w.err)
+		}
+	}
+}
