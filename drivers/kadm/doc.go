@@ -11,9 +11,9 @@
 // operational configs Kafka's tooling sets while it moves partitions (the
 // replication throttles, see operationalConfigs): reverting them in the
 // middle of a reassignment would undo the throttle an operator just set, so
-// buckety never sets or deletes them and refuses them as parameters. What Kafka cannot do in
-// place (shrink partitions, change the replication factor) is reported as a
-// DriftError and never attempted.
+// buckety never sets or deletes them and refuses them as parameters. What
+// Kafka cannot do in place (shrink partitions, change the replication
+// factor) is reported as a DriftError and never attempted.
 //
 // The driver keeps no defaults of its own: an omitted partitions or
 // replicationFactor is sent as -1 at creation, so the broker's
