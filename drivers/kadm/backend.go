@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,11 +20,41 @@ import (
 )
 
 // Backend is one Kafka cluster, reached through one long-lived admin client.
+// Concurrent calls are coalesced into requests for many topics (see
+// coalesce.go).
 type Backend struct {
 	name string
 	cfg  *Config
 	kgo  *kgo.Client
 	adm  *kadm.Client
+
+	// stop ends the batchers' requests when the backend is closed.
+	stop       context.CancelFunc
+	metadata   *batcher[struct{}, topicState]
+	configs    *batcher[struct{}, map[string]string]
+	offsets    *batcher[int32, topicOffsets]
+	creates    *batcher[params, string]
+	partitions *batcher[int32, string]
+	alters     *batcher[[]kadm.AlterConfig, string]
+	deletes    *batcher[struct{}, string]
+}
+
+// newBackend wires the batchers; linger and maxBatch bound the latency a
+// call can gain and the topics in one request.
+func newBackend(name string, cfg *Config, cl *kgo.Client, linger time.Duration, maxBatch int) *Backend {
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(cfg.timeout().Milliseconds()))
+	base, stop := context.WithCancel(context.Background())
+	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop}
+	t := cfg.timeout()
+	b.metadata = newBatcher(base, true, linger, maxBatch, t, b.execMetadata)
+	b.configs = newBatcher(base, true, linger, maxBatch, t, b.execConfigs)
+	b.offsets = newBatcher(base, true, linger, maxBatch, t, b.execOffsets)
+	b.creates = newBatcher(base, false, linger, maxBatch, t, b.execCreates)
+	b.partitions = newBatcher(base, false, linger, maxBatch, t, b.execPartitions)
+	b.alters = newBatcher(base, false, linger, maxBatch, t, b.execAlters)
+	b.deletes = newBatcher(base, false, linger, maxBatch, t, b.execDeletes)
+	return b
 }
 
 // topicState is what the broker has for a topic.
@@ -38,55 +69,122 @@ type topicState struct {
 // describe reads a topic's metadata (always fresh, never kgo's cache) and,
 // when withConfigs, its dynamic configs.
 func (b *Backend) describe(ctx context.Context, topic string, withConfigs bool) (topicState, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	t := kmsg.NewMetadataRequestTopic()
-	t.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, b.kgo)
+	st, err := b.metadata.do(ctx, topic, struct{}{})
 	if err != nil {
-		return topicState{}, b.classify(err)
+		return topicState{}, b.ctxErr(err)
 	}
-	if len(resp.Topics) != 1 {
-		return topicState{}, fmt.Errorf("metadata for %s: broker answered %d topics", topic, len(resp.Topics))
-	}
-	rt := resp.Topics[0]
-	if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
-		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return topicState{}, nil
-		}
-		return topicState{}, fmt.Errorf("metadata for %s: %w", topic, err)
-	}
-	st := topicState{exists: true, partitions: int32(len(rt.Partitions))}
-	for _, p := range rt.Partitions {
-		if rf := int16(len(p.Replicas)); rf > st.replicationFactor {
-			st.replicationFactor = rf
-		}
-	}
-	if !withConfigs {
+	if !st.exists || !withConfigs {
 		return st, nil
 	}
-	rcs, err := b.adm.DescribeTopicConfigs(ctx, topic)
+	dyn, err := b.configs.do(ctx, topic, struct{}{})
 	if err != nil {
-		return topicState{}, b.classify(err)
+		return topicState{}, b.ctxErr(err)
 	}
-	rc, err := rcs.On(topic, nil)
+	st.dynamic = dyn
+	return st, nil
+}
+
+// ctxErr classifies a call's error when it is the call's own deadline;
+// request errors arrive classified (see fail), and a broker's answer about
+// one topic is left as it is.
+func (b *Backend) ctxErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return b.classify(err)
+	}
+	return err
+}
+
+// execMetadata asks for the metadata of many topics in one request.
+func (b *Backend) execMetadata(ctx context.Context, calls []*call[struct{}, topicState]) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, c := range calls {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(c.topic)
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		return topicState{}, fmt.Errorf("describe configs of %s: %w", topic, err)
+		fail(calls, b.classify(err))
+		return
 	}
-	if rc.Err != nil {
-		return topicState{}, fmt.Errorf("describe configs of %s: %w %s", topic, rc.Err, rc.ErrMessage)
-	}
-	st.dynamic = map[string]string{}
-	for _, c := range rc.Configs {
-		if c.Source == kmsg.ConfigSourceDynamicTopicConfig {
-			st.dynamic[c.Key] = c.MaybeValue()
+	byName := make(map[string]*kmsg.MetadataResponseTopic, len(resp.Topics))
+	for i := range resp.Topics {
+		if n := resp.Topics[i].Topic; n != nil {
+			byName[*n] = &resp.Topics[i]
 		}
 	}
-	return st, nil
+	for _, c := range calls {
+		rt, ok := byName[c.topic]
+		if !ok {
+			c.err = fmt.Errorf("metadata for %s: the broker's answer does not mention the topic", c.topic)
+			continue
+		}
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+				c.err = fmt.Errorf("metadata for %s: %w", c.topic, err)
+			}
+			continue
+		}
+		st := topicState{exists: true, partitions: int32(len(rt.Partitions))}
+		for _, p := range rt.Partitions {
+			if rf := int16(len(p.Replicas)); rf > st.replicationFactor {
+				st.replicationFactor = rf
+			}
+		}
+		c.out = st
+	}
+}
+
+// execConfigs reads the dynamic configs of many topics in one
+// DescribeConfigs request.
+func (b *Backend) execConfigs(ctx context.Context, calls []*call[struct{}, map[string]string]) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, c := range calls {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeTopic
+		r.ResourceName = c.topic
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		fail(calls, b.classify(err))
+		return
+	}
+	byName := make(map[string]*kmsg.DescribeConfigsResponseResource, len(resp.Resources))
+	for i := range resp.Resources {
+		byName[resp.Resources[i].ResourceName] = &resp.Resources[i]
+	}
+	for _, c := range calls {
+		r, ok := byName[c.topic]
+		if !ok {
+			c.err = fmt.Errorf("describe configs of %s: the broker's answer does not mention the topic", c.topic)
+			continue
+		}
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			// Classified as before coalescing: kadm's DescribeTopicConfigs
+			// failed the whole call, classified, on an authorization error.
+			c.err = b.classify(fmt.Errorf("describe configs of %s: %w %s", c.topic, err, unptr(r.ErrorMessage)))
+			continue
+		}
+		dyn := map[string]string{}
+		for _, cf := range r.Configs {
+			if cf.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				dyn[cf.Name] = unptr(cf.Value)
+			}
+		}
+		c.out = dyn
+	}
 }
 
 func (b *Backend) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, b.cfg.timeout())
+}
+
+// topicOffsets is what a topic's start and end offsets say about content.
+type topicOffsets struct {
+	records int64
+	// first is the lowest partition holding records, -1 for none.
+	first int32
 }
 
 // Inspect implements drivers.Backend: a topic holds content when any
@@ -103,39 +201,93 @@ func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Insp
 	if !st.exists {
 		return drivers.Inspection{}, nil
 	}
-	starts, err := b.adm.ListStartOffsets(ctx, name)
-	if err == nil {
-		err = starts.Error()
-	}
+	off, err := b.offsets.do(ctx, name, st.partitions)
 	if err != nil {
-		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot read start offsets: " + err.Error()}, b.classify(err)
+		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot read offsets: " + err.Error()}, b.classify(err)
 	}
-	ends, err := b.adm.ListEndOffsets(ctx, name)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot read end offsets: " + err.Error()}, b.classify(err)
-	}
-	var records int64
-	var first int32 = -1
-	ends.Each(func(e kadm.ListedOffset) {
-		s, ok := starts.Lookup(e.Topic, e.Partition)
-		if !ok {
-			records++ // unknown start: count as content
-			return
-		}
-		if n := e.Offset - s.Offset; n > 0 {
-			records += n
-			if first < 0 || e.Partition < first {
-				first = e.Partition
-			}
-		}
-	})
-	if records > 0 {
-		return drivers.Inspection{Exists: true, HasContent: true, Detail: fmt.Sprintf("topic %s holds %d records (partition %d and maybe others)", name, records, first)}, nil
+	if off.records > 0 {
+		return drivers.Inspection{Exists: true, HasContent: true, Detail: fmt.Sprintf("topic %s holds %d records (partition %d and maybe others)", name, off.records, off.first)}, nil
 	}
 	return drivers.Inspection{Exists: true, Detail: fmt.Sprintf("topic %s exists and holds no records", name)}, nil
+}
+
+// execOffsets lists the start and end offsets of every partition of many
+// topics: one ListOffsets request per partition leader for each.
+func (b *Backend) execOffsets(ctx context.Context, calls []*call[int32, topicOffsets]) {
+	type span struct{ start, end map[int32]int64 }
+	got := make(map[string]*span, len(calls))
+	errs := make(map[string]error)
+	list := func(timestamp int64, which func(*span) map[int32]int64, what string) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		for _, c := range calls {
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = c.topic
+			for p := int32(0); p < c.in; p++ {
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition = p
+				rp.Timestamp = timestamp
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		for _, sh := range b.kgo.RequestSharded(ctx, req) {
+			if sh.Err != nil {
+				for _, t := range sh.Req.(*kmsg.ListOffsetsRequest).Topics {
+					if errs[t.Topic] == nil {
+						errs[t.Topic] = fmt.Errorf("list %s offsets of %s: %w", what, t.Topic, sh.Err)
+					}
+				}
+				continue
+			}
+			for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+				sp := got[t.Topic]
+				if sp == nil {
+					sp = &span{start: map[int32]int64{}, end: map[int32]int64{}}
+					got[t.Topic] = sp
+				}
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						if errs[t.Topic] == nil {
+							errs[t.Topic] = fmt.Errorf("list %s offsets of %s partition %d: %w", what, t.Topic, p.Partition, err)
+						}
+						continue
+					}
+					which(sp)[p.Partition] = p.Offset
+				}
+			}
+		}
+	}
+	list(-2, func(s *span) map[int32]int64 { return s.start }, "start")
+	list(-1, func(s *span) map[int32]int64 { return s.end }, "end")
+	for _, c := range calls {
+		if err := errs[c.topic]; err != nil {
+			c.err = err
+			continue
+		}
+		out := topicOffsets{first: -1}
+		sp := got[c.topic]
+		for p := int32(0); p < c.in; p++ {
+			var s, e int64
+			var okS, okE bool
+			if sp != nil {
+				s, okS = sp.start[p]
+				e, okE = sp.end[p]
+			}
+			switch {
+			case !okS || !okE:
+				out.records++ // unknown: count as content
+				if out.first < 0 {
+					out.first = p
+				}
+			case e > s:
+				out.records += e - s
+				if out.first < 0 {
+					out.first = p
+				}
+			}
+		}
+		c.out = out
+	}
 }
 
 // Ensure implements drivers.Backend.
@@ -148,31 +300,65 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		return drivers.EnsureResult{}, err
 	}
 	if !st.exists {
-		configs := make(map[string]*string, len(want.configs))
-		for k, v := range want.configs {
-			configs[k] = kadm.StringPtr(v)
-		}
-		resp, err := b.adm.CreateTopic(ctx, want.partitions, want.replicationFactor, configs, r.Name)
+		msg, err := b.creates.do(ctx, r.Name, want)
 		switch {
 		case err == nil:
-			return drivers.EnsureResult{Created: true, Changes: []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(configs))}}, nil
+			return drivers.EnsureResult{Created: true, Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}}, nil
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			// Created concurrently: converge it below.
 			if st, err = b.describe(ctx, r.Name, true); err != nil {
 				return drivers.EnsureResult{}, err
 			}
 		default:
-			return drivers.EnsureResult{}, b.classify(fmt.Errorf("create topic %s: %w %s", r.Name, err, resp.ErrMessage))
+			return drivers.EnsureResult{}, b.classify(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
 		}
 	}
 	return b.converge(ctx, r.Name, want, st)
+}
+
+// execCreates creates many topics, each with its own parameters, in one
+// CreateTopics request. A call's out is the broker's error message.
+func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
+	for _, c := range calls {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic = c.topic
+		t.NumPartitions = c.in.partitions
+		t.ReplicationFactor = c.in.replicationFactor
+		for _, k := range sortedKeys(c.in.configs) {
+			cf := kmsg.NewCreateTopicsRequestTopicConfig()
+			cf.Name = k
+			cf.Value = kmsg.StringPtr(c.in.configs[k])
+			t.Configs = append(t.Configs, cf)
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		fail(calls, b.classify(err))
+		return
+	}
+	byName := make(map[string]*kmsg.CreateTopicsResponseTopic, len(resp.Topics))
+	for i := range resp.Topics {
+		byName[resp.Topics[i].Topic] = &resp.Topics[i]
+	}
+	for _, c := range calls {
+		t, ok := byName[c.topic]
+		if !ok {
+			c.err = errors.New("the broker's answer does not mention the topic")
+			continue
+		}
+		c.err = kerr.ErrorForCode(t.ErrorCode)
+		c.out = unptr(t.ErrorMessage)
+	}
 }
 
 // converge brings an existing topic to the parameters. Drift it must not
 // repair is returned as a *drivers.DriftError after everything repairable
 // has been applied.
 func (b *Backend) converge(ctx context.Context, topic string, want params, st topicState) (drivers.EnsureResult, error) {
-	var res drivers.EnsureResult
+	res := drivers.EnsureResult{Shortfalls: want.shortfalls()}
 	var drift error
 	if want.replicationFactor > 0 && st.replicationFactor != want.replicationFactor {
 		drift = &drivers.DriftError{Parameter: ParamReplicationFactor, Current: strconv.Itoa(int(st.replicationFactor)), Desired: strconv.Itoa(int(want.replicationFactor)),
@@ -181,12 +367,9 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 	if want.partitions > 0 {
 		switch {
 		case st.partitions < want.partitions:
-			resp, err := b.adm.UpdatePartitions(ctx, int(want.partitions), topic)
-			if err == nil {
-				err = resp.Error()
-			}
+			msg, err := b.partitions.do(ctx, topic, want.partitions)
 			if err != nil {
-				return res, b.classify(fmt.Errorf("grow partitions of %s to %d: %w", topic, want.partitions, err))
+				return res, b.classify(fmt.Errorf("grow partitions of %s to %d: %w %s", topic, want.partitions, err, msg))
 			}
 			res.Changes = append(res.Changes, fmt.Sprintf("partitions %d -> %d", st.partitions, want.partitions))
 		case st.partitions > want.partitions:
@@ -207,25 +390,88 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 		}
 	}
 	for _, k := range sortedKeys(st.dynamic) {
+		if _, ok := operationalConfigs[k]; ok {
+			continue // Kafka's tools own it: never reverted
+		}
 		if _, ok := want.configs[k]; !ok {
 			alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 			res.Changes = append(res.Changes, fmt.Sprintf("config %s %q removed (not in spec; broker default applies)", k, st.dynamic[k]))
 		}
 	}
 	if len(alters) > 0 {
-		resps, err := b.adm.AlterTopicConfigs(ctx, alters, topic)
-		if err != nil {
-			return res, b.classify(fmt.Errorf("alter configs of %s: %w", topic, err))
-		}
-		r, err := resps.On(topic, nil)
-		if err == nil {
-			err = r.Err
-		}
-		if err != nil {
-			return res, fmt.Errorf("alter configs of %s: %w %s", topic, err, r.ErrMessage)
+		if msg, err := b.alters.do(ctx, topic, alters); err != nil {
+			return res, b.classify(fmt.Errorf("alter configs of %s: %w %s", topic, err, msg))
 		}
 	}
 	return res, drift
+}
+
+// execPartitions grows many topics, each to its own count, in one
+// CreatePartitions request.
+func (b *Backend) execPartitions(ctx context.Context, calls []*call[int32, string]) {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
+	for _, c := range calls {
+		t := kmsg.NewCreatePartitionsRequestTopic()
+		t.Topic = c.topic
+		t.Count = c.in
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		fail(calls, b.classify(err))
+		return
+	}
+	byName := make(map[string]*kmsg.CreatePartitionsResponseTopic, len(resp.Topics))
+	for i := range resp.Topics {
+		byName[resp.Topics[i].Topic] = &resp.Topics[i]
+	}
+	for _, c := range calls {
+		t, ok := byName[c.topic]
+		if !ok {
+			c.err = errors.New("the broker's answer does not mention the topic")
+			continue
+		}
+		c.err = kerr.ErrorForCode(t.ErrorCode)
+		c.out = unptr(t.ErrorMessage)
+	}
+}
+
+// execAlters applies each topic's config changes, all in one
+// IncrementalAlterConfigs request.
+func (b *Backend) execAlters(ctx context.Context, calls []*call[[]kadm.AlterConfig, string]) {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, c := range calls {
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeTopic
+		r.ResourceName = c.topic
+		for _, a := range c.in {
+			cf := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			cf.Name = a.Name
+			cf.Op = kmsg.IncrementalAlterConfigOp(a.Op)
+			cf.Value = a.Value
+			r.Configs = append(r.Configs, cf)
+		}
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		fail(calls, b.classify(err))
+		return
+	}
+	byName := make(map[string]*kmsg.IncrementalAlterConfigsResponseResource, len(resp.Resources))
+	for i := range resp.Resources {
+		byName[resp.Resources[i].ResourceName] = &resp.Resources[i]
+	}
+	for _, c := range calls {
+		r, ok := byName[c.topic]
+		if !ok {
+			c.err = errors.New("the broker's answer does not mention the topic")
+			continue
+		}
+		c.err = kerr.ErrorForCode(r.ErrorCode)
+		c.out = unptr(r.ErrorMessage)
+	}
 }
 
 // Delete implements drivers.Backend.
@@ -233,11 +479,43 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	name := r.Name
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
-	resp, err := b.adm.DeleteTopic(ctx, name)
+	msg, err := b.deletes.do(ctx, name, struct{}{})
 	if err == nil || errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return nil
 	}
-	return b.classify(fmt.Errorf("delete topic %s: %w %s", name, err, resp.ErrMessage))
+	return b.classify(fmt.Errorf("delete topic %s: %w %s", name, err, msg))
+}
+
+// execDeletes deletes many topics in one DeleteTopics request.
+func (b *Backend) execDeletes(ctx context.Context, calls []*call[struct{}, string]) {
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
+	for _, c := range calls {
+		req.TopicNames = append(req.TopicNames, c.topic)
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = kmsg.StringPtr(c.topic)
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		fail(calls, b.classify(err))
+		return
+	}
+	byName := make(map[string]*kmsg.DeleteTopicsResponseTopic, len(resp.Topics))
+	for i := range resp.Topics {
+		if n := resp.Topics[i].Topic; n != nil {
+			byName[*n] = &resp.Topics[i]
+		}
+	}
+	for _, c := range calls {
+		t, ok := byName[c.topic]
+		if !ok {
+			c.err = errors.New("the broker's answer does not mention the topic")
+			continue
+		}
+		c.err = kerr.ErrorForCode(t.ErrorCode)
+		c.out = unptr(t.ErrorMessage)
+	}
 }
 
 // Grant implements drivers.Backend: bootstrap and topic, the same for every
@@ -258,6 +536,7 @@ func (b *Backend) Revoke(context.Context, drivers.Access) error { return nil }
 
 // Close implements drivers.Backend.
 func (b *Backend) Close() error {
+	b.stop()
 	b.adm.Close()
 	return nil
 }
@@ -288,6 +567,13 @@ func orBroker(n int64) string {
 		return "broker default"
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+func unptr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func sortedKeys(m map[string]string) []string {

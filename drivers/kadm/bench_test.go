@@ -3,6 +3,7 @@ package kadm
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -12,9 +13,10 @@ import (
 )
 
 // BenchmarkEnsureExisting measures the steady state of the periodic
-// re-check: Ensure on one of 1000 existing, converged topics. It reports
-// latency (ns/op), requests per Ensure and writes per Ensure (which must be
-// 0).
+// re-check: Ensure on one of 1000 existing, converged topics, one call at a
+// time. It reports latency (ns/op; a lone call waits the coalescing linger
+// once per request, twice here), requests per Ensure and writes per Ensure
+// (which must be 0).
 func BenchmarkEnsureExisting(b *testing.B) {
 	const n = 1000
 	f := newFixture(b, kafka.Options{}, nil)
@@ -51,4 +53,52 @@ func BenchmarkEnsureExisting(b *testing.B) {
 	if writes != 0 {
 		b.Fatalf("want no writes on converged topics, got %d", writes)
 	}
+}
+
+// BenchmarkEnsureConcurrent measures coalescing: each op is 1000 concurrent
+// Ensure calls, first for 1000 new topics (creation), then again on the
+// same, converged topics (the drift re-check). It reports the Kafka
+// requests the broker received per Ensure call, counted by the broker
+// itself, for each pass.
+func BenchmarkEnsureConcurrent(b *testing.B) {
+	const n = 1000
+	f := newCountingFixture(b, &Driver{})
+	ctx := context.Background()
+	params := map[string]string{"partitions": "3", "config.retention.ms": "604800000"}
+	if _, err := f.backend.Inspect(ctx, "warm-up"); err != nil {
+		b.Fatal(err)
+	}
+	run := func(round int) {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range errs {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = f.backend.Ensure(ctx, drivers.Resource{Name: fmt.Sprintf("bench.%d.%04d", round, i), Parameters: params})
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var created, rechecked int64
+	_, base := f.requests(b, nil)
+	round := 0
+	for b.Loop() {
+		run(round)
+		d, now := f.requests(b, base)
+		created += total(d, "Metadata", "DescribeConfigs", "CreateTopics")
+		run(round)
+		d, base = f.requests(b, now)
+		rechecked += total(d, "Metadata", "DescribeConfigs", "IncrementalAlterConfigs", "CreatePartitions")
+		round++
+	}
+	b.ReportMetric(float64(created)/float64(round*n), "create-requests/Ensure")
+	b.ReportMetric(float64(rechecked)/float64(round*n), "recheck-requests/Ensure")
+	b.Logf("%d rounds of %d concurrent Ensure: %.1f requests per 1000 creations, %.1f per re-check of 1000", round, n, float64(created)/float64(round), float64(rechecked)/float64(round))
 }

@@ -7,13 +7,23 @@
 // "config." prefix. Ensure converges the broker to the spec on every call:
 // it grows partitions, sets configs that differ and deletes dynamic topic
 // configs the spec does not have, so removing a key reverts it to the broker
-// default and out-of-band additions are reverted too. What Kafka cannot do in
-// place (shrink partitions, change the replication factor) is reported as a
-// DriftError and never attempted.
+// default and out-of-band additions are reverted too. The exception is the
+// operational configs Kafka's tooling sets while it moves partitions (the
+// replication throttles, see operationalConfigs): reverting them in the
+// middle of a reassignment would undo the throttle an operator just set, so
+// buckety never sets or deletes them and refuses them as parameters. What
+// Kafka cannot do in place (shrink partitions, change the replication
+// factor) is reported as a DriftError and never attempted.
 //
 // The driver keeps no defaults of its own: an omitted partitions or
 // replicationFactor is sent as -1 at creation, so the broker's
 // num.partitions and default.replication.factor apply.
+//
+// One Backend serves every reconcile worker, and Kafka's admin APIs take many
+// topics per request, so the Backend coalesces concurrent calls into one
+// request per kind of request (coalesce.go): a thousand reconciles at once
+// cost a handful of requests instead of several per topic, which is what
+// keeps a large cluster's drift re-check cheap for the brokers.
 //
 // v1alpha1 has no per-consumer credentials (auth mode none): every access
 // receives the bootstrap address and the topic name, and roles other than

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -31,6 +31,24 @@ type Driver struct {
 	// Hooks are added to every admin client the driver opens; tests count
 	// requests with them.
 	Hooks []kgo.Hook
+	// Linger and MaxBatch tune request coalescing (coalesce.go); zero means
+	// the defaults, 5 ms and 500 topics.
+	Linger   time.Duration
+	MaxBatch int
+}
+
+func (d *Driver) linger() time.Duration {
+	if d.Linger > 0 {
+		return d.Linger
+	}
+	return defaultLinger
+}
+
+func (d *Driver) maxBatch() int {
+	if d.MaxBatch > 0 {
+		return d.MaxBatch
+	}
+	return defaultMaxBatch
 }
 
 // New returns the kadm driver.
@@ -133,7 +151,5 @@ func (d *Driver) Open(_ context.Context, backend string, cfg drivers.Config) (dr
 	if err != nil {
 		return nil, fmt.Errorf("kadm: backend %s: %w", backend, err)
 	}
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(c.timeout().Milliseconds()))
-	return &Backend{name: backend, cfg: c, kgo: cl, adm: adm}, nil
+	return newBackend(backend, c, cl, d.linger(), d.maxBatch()), nil
 }

@@ -3,6 +3,7 @@ package kadm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -358,4 +359,128 @@ func TestRequestErrorIsNotUnavailable(t *testing.T) {
 	if drivers.IsUnavailable(err) {
 		t.Fatalf("a broker's answer must not read as unavailability: %v", err)
 	}
+}
+
+// TestEnsureLeavesOperationalConfigsAlone: the replication throttles that
+// kafka-reassign-partitions and Cruise Control set during a reassignment
+// survive a re-check, while every other out-of-band config is still
+// reverted.
+func TestEnsureLeavesOperationalConfigsAlone(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	params := map[string]string{"partitions": "2", "config.retention.ms": "604800000"}
+	f.ensure(t, "moving", params)
+	throttles := map[string]string{
+		"leader.replication.throttled.replicas":   "0:0,1:0",
+		"follower.replication.throttled.replicas": "0:1,1:1",
+	}
+	f.setOutOfBand(t, "moving",
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: kadm.StringPtr(throttles["leader.replication.throttled.replicas"])},
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: kadm.StringPtr(throttles["follower.replication.throttled.replicas"])},
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1")},
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")})
+	res := f.ensure(t, "moving", params)
+	_, _, dyn := f.state(t, "moving")
+	for k, v := range throttles {
+		if dyn[k] != v {
+			t.Errorf("operational config %s: want %q kept, got %q (all: %v)", k, v, dyn[k], dyn)
+		}
+	}
+	if dyn["retention.ms"] != "604800000" {
+		t.Errorf("want retention.ms reverted to 604800000, got %q", dyn["retention.ms"])
+	}
+	if _, ok := dyn["cleanup.policy"]; ok {
+		t.Errorf("want the out-of-band cleanup.policy removed, got %v", dyn)
+	}
+	want := []string{`config retention.ms "1" -> "604800000"`, `config cleanup.policy "compact" removed (not in spec; broker default applies)`}
+	if strings.Join(res.Changes, "|") != strings.Join(want, "|") {
+		t.Errorf("want changes %q, got %q", want, res.Changes)
+	}
+	// Converged apart from the throttles: the next pass writes nothing.
+	f.counter.reset()
+	res = f.ensure(t, "moving", params)
+	if w, _ := f.counter.reset(); w != 0 || len(res.Changes) != 0 {
+		t.Errorf("want no writes while only the throttles differ, got %d writes, changes %v", w, res.Changes)
+	}
+}
+
+// TestEnsureNeverAppliesOperationalParameters: a spec admitted before the
+// operational configs were refused neither sets them at creation nor
+// removes Kafka's values later; each is reported as a shortfall.
+func TestEnsureNeverAppliesOperationalParameters(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	params := map[string]string{"config.leader.replication.throttled.replicas": "*", "config.segment.ms": "60000"}
+	res := f.ensure(t, "old-spec", params)
+	if len(res.Shortfalls) != 1 || res.Shortfalls[0].Parameter != "config.leader.replication.throttled.replicas" || !strings.Contains(res.Shortfalls[0].Message, "never sets or removes") {
+		t.Errorf("create: want one shortfall for the throttle, got %+v", res.Shortfalls)
+	}
+	_, _, dyn := f.state(t, "old-spec")
+	if _, ok := dyn["leader.replication.throttled.replicas"]; ok || dyn["segment.ms"] != "60000" {
+		t.Errorf("create: want segment.ms set and no throttle, got %v", dyn)
+	}
+	f.setOutOfBand(t, "old-spec", kadm.AlterConfig{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: kadm.StringPtr("0:0")})
+	res = f.ensure(t, "old-spec", params)
+	if len(res.Changes) != 0 || len(res.Shortfalls) != 1 {
+		t.Errorf("converge: want no changes and one shortfall, got %+v", res)
+	}
+	if _, _, dyn := f.state(t, "old-spec"); dyn["leader.replication.throttled.replicas"] != "0:0" {
+		t.Errorf("converge: want Kafka's throttle 0:0 kept, got %v", dyn)
+	}
+}
+
+// TestHungBrokerEachCallUnavailableWithinTimeout: with the broker frozen
+// (SIGSTOP: connections open, no answers), concurrent calls, coalesced into
+// shared requests, each end as unavailable within about the request
+// timeout; once the broker answers again the next calls succeed at once.
+func TestHungBrokerEachCallUnavailableWithinTimeout(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, func(c *Config) { c.RequestTimeout = drivers.Duration{Duration: time.Second} })
+	for i := 0; i < 5; i++ {
+		f.ensure(t, fmt.Sprintf("hung.%d", i), map[string]string{"partitions": "2"})
+	}
+	if err := f.broker.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.broker.Resume(); err != nil {
+			t.Error(err)
+		}
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	took := make([]time.Duration, 10)
+	for i := range errs {
+		wg.Go(func() {
+			start := time.Now()
+			name := fmt.Sprintf("hung.%d", i%5)
+			if i < 5 {
+				_, errs[i] = f.backend.Ensure(context.Background(), drivers.Resource{Name: name, Parameters: map[string]string{"partitions": "2"}})
+			} else {
+				_, errs[i] = f.backend.Inspect(context.Background(), name)
+			}
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !drivers.IsUnavailable(err) {
+			t.Errorf("call %d: want *drivers.UnavailableError, got %T %v", i, err, err)
+		}
+		if took[i] > 2500*time.Millisecond {
+			t.Errorf("call %d: want the error within about the 1s request timeout, took %s", i, took[i])
+		}
+	}
+	if err := f.broker.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for {
+		_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "hung.0", Parameters: map[string]string{"partitions": "2"}})
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("after resume: want Ensure to succeed again, last error %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("first successful Ensure %s after the broker answered again", time.Since(start).Round(time.Millisecond))
 }

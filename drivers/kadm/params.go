@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
 )
 
 // Driver-known parameter keys.
@@ -33,6 +35,40 @@ var overlapping = map[string]string{
 	"partitions":                 ParamPartitions,
 	"replication.factor":         ParamReplicationFactor,
 	"default.replication.factor": ParamReplicationFactor,
+}
+
+// Ownership of a topic's dynamic configs. buckety owns a topic's partition
+// count (grow only, when the spec sets it) and every dynamic (per-topic)
+// config on it: the spec's config.* keys are SET, and any other dynamic
+// topic config is DELETEd so the broker default applies. The one exception
+// is operationalConfigs: configs that Kafka's own tooling sets on a topic
+// while it operates on the cluster and removes when it is done. buckety never
+// sets, changes or deletes them, and rejects them as parameters, because
+// reverting them mid-operation breaks that operation (removing the
+// replication throttles during a reassignment lets the move saturate the
+// brokers' network, which is what the throttle is there to prevent).
+//
+// The list is Apache Kafka's topic configs that tools write at run time, from
+// the topic-config reference: only the two replication throttles.
+// Deliberately not on it: confluent.placement.constraints and the other
+// confluent.* topic configs (an operator's or tenant's intent, like any
+// other config; Confluent's self-balancing moves replicas with the same two
+// throttles), and remote.storage.enable / local.retention.* (tiered-storage
+// intent, set by people, not by tools).
+var operationalConfigs = map[string]string{
+	"leader.replication.throttled.replicas":   "set by kafka-reassign-partitions --throttle and by Cruise Control while partitions move, and removed by them when the move completes",
+	"follower.replication.throttled.replicas": "set by kafka-reassign-partitions --throttle and by Cruise Control while partitions move, and removed by them when the move completes",
+}
+
+// OperationalConfigs lists, sorted, the Kafka topic configs buckety never
+// sets, changes or deletes (see operationalConfigs).
+func OperationalConfigs() []string {
+	out := make([]string, 0, len(operationalConfigs))
+	for k := range operationalConfigs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // apacheTopicConfigs are the topic-level configs of Apache Kafka 4.x. A
@@ -72,6 +108,9 @@ type params struct {
 	partitions        int32 // -1: not set
 	replicationFactor int16 // -1: not set
 	configs           map[string]string
+	// operational are spec keys naming operational configs (admitted
+	// before they were refused): never applied, reported as shortfalls.
+	operational []string
 }
 
 // parseParams parses parameters without reporting problems; call
@@ -89,10 +128,26 @@ func parseParams(in map[string]string) params {
 				p.replicationFactor = int16(n)
 			}
 		case strings.HasPrefix(k, ConfigPrefix):
-			p.configs[strings.TrimPrefix(k, ConfigPrefix)] = v
+			name := strings.TrimPrefix(k, ConfigPrefix)
+			if _, ok := operationalConfigs[name]; ok {
+				p.operational = append(p.operational, k)
+				continue
+			}
+			p.configs[name] = v
 		}
 	}
+	sort.Strings(p.operational)
 	return p
+}
+
+// shortfalls reports the spec's operational keys, which are never applied.
+func (p params) shortfalls() []drivers.Shortfall {
+	var out []drivers.Shortfall
+	for _, k := range p.operational {
+		name := strings.TrimPrefix(k, ConfigPrefix)
+		out = append(out, drivers.Shortfall{Parameter: k, Message: operationalMessage(name, operationalConfigs[name]) + "; remove it from spec.parameters"})
+	}
+	return out
 }
 
 // validateParams checks parameters; old is nil on create.
@@ -124,6 +179,10 @@ func validateParams(fp *field.Path, old, new map[string]string) (warnings []stri
 				errs = append(errs, field.Invalid(kp, k, fmt.Sprintf("duplicates the driver parameter %q; use %s instead", known, known)))
 				continue
 			}
+			if why, ok := operationalConfigs[name]; ok {
+				errs = append(errs, field.Invalid(kp, k, operationalMessage(name, why)))
+				continue
+			}
 			if !apacheTopicConfigs[name] {
 				warnings = append(warnings, fmt.Sprintf("%s: %q is not an Apache Kafka topic config; it is passed to the broker as is, which rejects it if it does not know it", kp, name))
 			}
@@ -147,6 +206,11 @@ func validateParams(fp *field.Path, old, new map[string]string) (warnings []stri
 		errs = append(errs, field.Forbidden(fp.Key(ParamPartitions), fmt.Sprintf("can only grow (was %d, now %d): Kafka cannot remove partitions", on, nn)))
 	}
 	return warnings, errs
+}
+
+// operationalMessage is the admission error for an operational config.
+func operationalMessage(name, why string) string {
+	return fmt.Sprintf("%s is an operational config that buckety never sets or removes: it is %s. Leave it to those tools", name, why)
 }
 
 func orUnset(s string) string {

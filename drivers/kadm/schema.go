@@ -23,6 +23,17 @@ func noOverlap(key, use string) map[string]string {
 	}
 }
 
+// notOperational is the rule refusing an operational config (see
+// operationalConfigs): buckety never sets or removes it.
+func notOperational(name string) map[string]string {
+	key := ConfigPrefix + name
+	return map[string]string{
+		"rule":      "!('" + key + "' in self)",
+		"message":   operationalMessage(name, operationalConfigs[name]),
+		"fieldPath": "['" + key + "']",
+	}
+}
+
 // Schemas implements drivers.Driver.
 func (*Driver) Schemas() drivers.Schemas {
 	props := jsonschema.NewProperties()
@@ -39,21 +50,21 @@ func (*Driver) Schemas() drivers.Schemas {
 	params := &jsonschema.Schema{
 		Type:        "object",
 		Title:       "kadm driver: Buckety spec.parameters",
-		Description: "Parameters of a Kafka topic. Values are strings. Keys are partitions, replicationFactor, or config.<name> for any Kafka topic config (passed through unmodified; keys not in spec are removed from the topic so the broker default applies).",
+		Description: "Parameters of a Kafka topic. Values are strings. Keys are partitions, replicationFactor, or config.<name> for any Kafka topic config (passed through unmodified; keys not in spec are removed from the topic so the broker default applies, except the operational configs Kafka's tools set during reassignments, leader.replication.throttled.replicas and follower.replication.throttled.replicas, which buckety never sets or removes and refuses here).",
 		Properties:  props,
 		PatternProperties: map[string]*jsonschema.Schema{
 			`^config\.[a-z][a-z0-9]*([._-][a-z0-9]+)*$`: {Type: "string", Description: "A Kafka topic config under its Kafka name, e.g. config.retention.ms."},
 		},
 		AdditionalProperties: jsonschema.FalseSchema,
 		Extras: map[string]any{
-			"x-kubernetes-validations": []map[string]string{
+			"x-kubernetes-validations": append([]map[string]string{
 				{"rule": ruleRFImmutable, "message": "replicationFactor is immutable after creation: Kafka cannot change a topic's replication factor in place", "fieldPath": ".replicationFactor"},
 				{"rule": rulePartitionGrow, "message": "partitions can only grow: Kafka cannot remove partitions", "fieldPath": ".partitions"},
 				noOverlap("config.num.partitions", ParamPartitions),
 				noOverlap("config.partitions", ParamPartitions),
 				noOverlap("config.replication.factor", ParamReplicationFactor),
 				noOverlap("config.default.replication.factor", ParamReplicationFactor),
-			},
+			}, operationalRules()...),
 			"x-buckety-immutable": []string{ParamReplicationFactor},
 		},
 	}
@@ -70,4 +81,13 @@ func (*Driver) Schemas() drivers.Schemas {
 		AdditionalProperties: jsonschema.FalseSchema,
 	}
 	return drivers.Schemas{Parameters: params, AccessParameters: access}
+}
+
+// operationalRules refuses every operational config, in a stable order.
+func operationalRules() []map[string]string {
+	var out []map[string]string
+	for _, name := range OperationalConfigs() {
+		out = append(out, notOperational(name))
+	}
+	return out
 }

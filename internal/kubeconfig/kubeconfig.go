@@ -1,10 +1,25 @@
 // Package kubeconfig finds the API server both binaries talk to: an
 // explicit --kubeconfig, then $KUBECONFIG, then the Pod's in-cluster
-// configuration.
+// configuration; and it sets the client-side rate limit deliberately.
+//
+// A rest.Config built by clientcmd or InClusterConfig with no QPS set gets
+// client-go's limiter: 5 requests/s, burst 10, separately for every client
+// made from it (each kind's client, the uncached reader, the event
+// recorder). That limit, not the API server, made 1000 Bucketies take 600 s.
+// Both binaries therefore take --kube-api-qps and --kube-api-burst, and the
+// default is no client-side limit, as controller-runtime's own GetConfig
+// sets it: API Priority and Fairness (on by default, GA since Kubernetes
+// 1.29) queues and sheds the controller's requests on the server, fairly
+// per service account, and client-go retries its 429s after Retry-After.
+// A per-client token bucket cannot express a process total, and any value
+// low enough to protect a small API server throttles the burst a platform
+// team causes by applying 1000 Bucketies at once.
 package kubeconfig
 
 import (
+	"flag"
 	"fmt"
+	"math"
 	"os"
 
 	"k8s.io/client-go/rest"
@@ -24,4 +39,61 @@ func Load(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or run in a Pod (%v)", err)
 	}
 	return rc, nil
+}
+
+// Flag names of the rate limit.
+const (
+	QPSFlag   = "kube-api-qps"
+	BurstFlag = "kube-api-burst"
+)
+
+// Defaults of the rate limit: no client-side limit (see the package doc).
+const (
+	DefaultQPS   = -1
+	DefaultBurst = 0
+)
+
+// RateLimit is the client-side rate limit of every Kubernetes client built
+// from a REST configuration. It applies to each client separately.
+type RateLimit struct {
+	// QPS is the sustained requests per second per client; negative turns
+	// the client-side limit off.
+	QPS float64
+	// Burst is the requests a client may send at once above QPS; 0 means
+	// twice QPS. Ignored when QPS is negative.
+	Burst int
+}
+
+// BindFlags adds --kube-api-qps and --kube-api-burst to fs, with the
+// defaults.
+func (r *RateLimit) BindFlags(fs *flag.FlagSet) {
+	fs.Float64Var(&r.QPS, QPSFlag, DefaultQPS, "client-side limit of Kubernetes API requests per second, per client (each kind's client, the uncached reader, the event recorder); -1 turns it off and leaves protecting the API server to API Priority and Fairness")
+	fs.IntVar(&r.Burst, BurstFlag, DefaultBurst, "requests a client may send at once above --"+QPSFlag+" (0: twice --"+QPSFlag+"); ignored when --"+QPSFlag+" is -1")
+}
+
+// Validate names the flag that is wrong. QPS 0 is refused: client-go would
+// read it as its hidden default of 5 per second.
+func (r RateLimit) Validate() error {
+	switch {
+	case math.IsNaN(r.QPS) || math.IsInf(r.QPS, 0):
+		return fmt.Errorf("--%s %v: want a number of requests per second, or -1 for no client-side limit", QPSFlag, r.QPS)
+	case r.QPS == 0:
+		return fmt.Errorf("--%s 0: want a positive number of requests per second, or -1 for no client-side limit (0 would mean client-go's default of 5 per second)", QPSFlag)
+	case r.Burst < 0:
+		return fmt.Errorf("--%s %d: want 0 (twice --%s) or a positive number of requests", BurstFlag, r.Burst, QPSFlag)
+	}
+	return nil
+}
+
+// Apply sets the limit on rc; call Validate first.
+func (r RateLimit) Apply(rc *rest.Config) {
+	if r.QPS < 0 {
+		rc.QPS, rc.Burst = -1, 0
+		return
+	}
+	rc.QPS = float32(r.QPS)
+	rc.Burst = r.Burst
+	if rc.Burst == 0 {
+		rc.Burst = int(math.Ceil(2 * r.QPS))
+	}
 }

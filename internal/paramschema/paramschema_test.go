@@ -86,6 +86,8 @@ func TestKadmSchema(t *testing.T) {
 		{name: "unknown key", new: map[string]string{"retentionMs": "1"}, errs: []string{`spec.parameters[retentionMs]: Unsupported value`}},
 		{name: "bad config name", new: map[string]string{"config.Retention": "1"}, errs: []string{"config.Retention"}},
 		{name: "overlap", new: map[string]string{"config.num.partitions": "3"}, errs: []string{"spec.parameters[config.num.partitions]: Invalid value: config.num.partitions duplicates the driver parameter partitions"}},
+		{name: "leader throttle", new: map[string]string{"config.leader.replication.throttled.replicas": "*"}, errs: []string{"spec.parameters[config.leader.replication.throttled.replicas]", "leader.replication.throttled.replicas is an operational config that buckety never sets or removes"}},
+		{name: "follower throttle", new: map[string]string{"config.follower.replication.throttled.replicas": "0:1", "partitions": "3"}, errs: []string{"spec.parameters[config.follower.replication.throttled.replicas]"}},
 		{name: "grow", old: map[string]string{"partitions": "3"}, new: map[string]string{"partitions": "12"}},
 		{name: "shrink", old: map[string]string{"partitions": "12"}, new: map[string]string{"partitions": "3"}, errs: []string{"partitions can only grow"}},
 		{name: "rf changed", old: map[string]string{"replicationFactor": "3"}, new: map[string]string{"replicationFactor": "1"}, errs: []string{"replicationFactor is immutable"}},

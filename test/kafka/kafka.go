@@ -4,12 +4,15 @@
 package kafka
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +32,9 @@ type Options struct {
 	TLSCert, TLSKey string
 	// DataDir persists state so a restart keeps topics.
 	DataDir string
+	// CountRequests makes the broker count the requests it handles per API
+	// key; Requests reads the counts.
+	CountRequests bool
 }
 
 // Broker is a running broker process.
@@ -39,9 +45,13 @@ type Broker struct {
 	bin   string
 	dir   string
 	ports []int
-	p     *proc.Process
+	// statsPort serves the request counts (Options.CountRequests).
+	statsPort int
+	p         *proc.Process
 	// detached brokers get their own session and a pid file.
 	detached bool
+	// paused: the process is stopped with SIGSTOP (Pause).
+	paused bool
 }
 
 // Package is the broker program's import path.
@@ -73,6 +83,11 @@ func StartIn(dir, bin string, opts Options, detached bool) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{opts: opts, bin: bin, dir: dir, ports: ports, detached: detached}
+	if opts.CountRequests {
+		if b.statsPort, err = proc.FreePort(); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.start(); err != nil {
 		return nil, err
 	}
@@ -101,6 +116,9 @@ func (b *Broker) start() error {
 	if b.opts.DataDir != "" {
 		args = append(args, "--data-dir", b.opts.DataDir)
 	}
+	if b.statsPort != 0 {
+		args = append(args, "--stats-addr", "127.0.0.1:"+strconv.Itoa(b.statsPort))
+	}
 	p, err := proc.Start(b.dir, "broker", b.bin, args, nil, b.detached)
 	if err != nil {
 		return err
@@ -123,19 +141,60 @@ func (b *Broker) start() error {
 	}
 }
 
-// Pause hangs the broker (SIGSTOP): connections stay open, nothing
-// answers. Stop and Restart resume it first.
-func (b *Broker) Pause() error { return b.p.Pause() }
+// Requests returns how many requests of each API (by Kafka's name, as
+// "Metadata") the broker has handled since it started. It needs
+// Options.CountRequests.
+func (b *Broker) Requests() (map[string]int64, error) {
+	if b.statsPort == 0 {
+		return nil, errors.New("the broker does not count requests: start it with Options.CountRequests")
+	}
+	cl := &http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://127.0.0.1:" + strconv.Itoa(b.statsPort) + "/requests")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("request counts: %s", resp.Status)
+	}
+	out := map[string]int64{}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("request counts: %w", err)
+	}
+	return out, nil
+}
 
-// Resume continues a paused broker.
-func (b *Broker) Resume() error { return b.p.Resume() }
+// Pause freezes the broker process with SIGSTOP: its connections stay open
+// and nothing answers, as with a hung broker. Resume (or Stop) continues it.
+func (b *Broker) Pause() error {
+	if b.p == nil {
+		return errors.New("pause: the broker is not running")
+	}
+	if err := syscall.Kill(b.p.PID(), syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause broker (pid %d): %w", b.p.PID(), err)
+	}
+	b.paused = true
+	return nil
+}
+
+// Resume continues a broker frozen by Pause.
+func (b *Broker) Resume() error {
+	if b.p == nil || !b.paused {
+		return nil
+	}
+	if err := syscall.Kill(b.p.PID(), syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resume broker (pid %d): %w", b.p.PID(), err)
+	}
+	b.paused = false
+	return nil
+}
 
 // Stop stops the broker process; it is idempotent.
 func (b *Broker) Stop() error {
 	if b.p == nil {
 		return nil
 	}
-	if err := b.p.Resume(); err != nil {
+	if err := b.Resume(); err != nil { // a frozen process cannot act on SIGTERM
 		return err
 	}
 	err := b.p.Stop(10 * time.Second)

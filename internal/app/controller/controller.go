@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -43,25 +44,17 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	if len(args) > 0 && (args[0] == "check" || args[0] == "version" || args[0] == "help") {
 		cmd, args = args[0], args[1:]
 	}
-	fs := flag.NewFlagSet("buckety-controller "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	o := Options{Registry: reg}
-	fs.StringVar(&o.ConfigDir, "c", DefaultConfigDir, "directory holding "+config.Filename)
-	kubeconfigPath := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles (keep on: two replicas run during a rollout)")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
-	fs.DurationVar(&o.Recheck, "recheck-interval", 5*time.Minute, "how often every resource is re-checked for out-of-band drift (plus up to 10% jitter)")
-	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", 4, "reconciles run in parallel per kind")
-	zo := zap.Options{}
-	zo.BindFlags(fs)
+	fs, cf := newFlagSet(cmd, stderr, &o)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "buckety-controller: unexpected argument %q\n%s", fs.Arg(0), usage)
+		return 2
+	}
+	if err := cf.validate(o); err != nil {
+		fmt.Fprintf(stderr, "buckety-controller: %v\n", err)
 		return 2
 	}
 	switch cmd {
@@ -89,10 +82,10 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		return 0
 	}
 	o.Config = cfg
-	o.Log = zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr))
+	o.Log = zap.New(zap.UseFlagOptions(&cf.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log) // client-go (leader election) logs the same way
-	rc, err := kubeconfig.Load(*kubeconfigPath)
+	rc, err := cf.restConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "buckety-controller: %v\n", err)
 		return 1
@@ -103,6 +96,59 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		return 1
 	}
 	return 0
+}
+
+// DefaultMaxConcurrentReconciles is the default of
+// --max-concurrent-reconciles. A reconcile mostly waits on the API server
+// and the backend, so workers cost almost nothing while they wait; 16 per
+// kind keeps both busy when a platform team applies hundreds of Bucketies
+// at once, and lets the kadm driver coalesce that many topics into one
+// request. API Priority and Fairness bounds what reaches the API server.
+const DefaultMaxConcurrentReconciles = 16
+
+// cliFlags are the command-line values that are not Options fields.
+type cliFlags struct {
+	kubeconfig string
+	limit      kubeconfig.RateLimit
+	zap        zap.Options
+}
+
+// newFlagSet defines the command's flags, writing into o and the returned
+// cliFlags.
+func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFlags) {
+	fs := flag.NewFlagSet("buckety-controller "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	cf := &cliFlags{}
+	fs.StringVar(&o.ConfigDir, "c", DefaultConfigDir, "directory holding "+config.Filename)
+	fs.StringVar(&cf.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	cf.limit.BindFlags(fs)
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles (keep on: two replicas run during a rollout)")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
+	fs.DurationVar(&o.Recheck, "recheck-interval", 5*time.Minute, "how often every resource is re-checked for out-of-band drift (plus up to 10% jitter)")
+	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "reconciles run in parallel per kind")
+	cf.zap.BindFlags(fs)
+	return fs, cf
+}
+
+// validate checks the flag values that the flag package cannot.
+func (cf *cliFlags) validate(o Options) error {
+	if o.MaxConcurrent < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.MaxConcurrent)
+	}
+	return cf.limit.Validate()
+}
+
+// restConfig loads the kubeconfig and applies the rate limit.
+func (cf *cliFlags) restConfig() (*rest.Config, error) {
+	rc, err := kubeconfig.Load(cf.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cf.limit.Apply(rc)
+	return rc, nil
 }
 
 // podNamespace is the namespace the controller runs in, for the Lease.

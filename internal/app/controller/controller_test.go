@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,5 +107,62 @@ func TestBinaryMisconfiguredStartup(t *testing.T) {
 				t.Errorf("want a single-line message, got %d extra lines: %q", n, msg)
 			}
 		})
+	}
+}
+
+func TestFlagWiring(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:6443\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name        string
+		args        []string
+		concurrency int
+		qps         float32
+		burst       int
+	}{
+		{name: "defaults", args: nil, concurrency: 16, qps: -1, burst: 0},
+		{name: "set", args: []string{"--max-concurrent-reconciles", "32", "--kube-api-qps", "100", "--kube-api-burst", "300"}, concurrency: 32, qps: 100, burst: 300},
+		{name: "burst defaults to twice qps", args: []string{"--kube-api-qps", "40"}, concurrency: 16, qps: 40, burst: 80},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var o Options
+			fs, cf := newFlagSet("run", io.Discard, &o)
+			if err := fs.Parse(append([]string{"--kubeconfig", kc}, c.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := cf.validate(o); err != nil {
+				t.Fatal(err)
+			}
+			if o.MaxConcurrent != c.concurrency {
+				t.Errorf("max concurrent reconciles: want %d, got %d", c.concurrency, o.MaxConcurrent)
+			}
+			rc, err := cf.restConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.QPS != c.qps || rc.Burst != c.burst {
+				t.Errorf("REST config: want QPS %v burst %d, got QPS %v burst %d", c.qps, c.burst, rc.QPS, rc.Burst)
+			}
+		})
+	}
+}
+
+func TestBadFlagValuesExit2(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kube-api-qps", "0"}, "buckety-controller: --kube-api-qps 0: want a positive number of requests per second, or -1"},
+		{[]string{"--kube-api-qps", "5", "--kube-api-burst", "-1"}, "buckety-controller: --kube-api-burst -1"},
+		{[]string{"--max-concurrent-reconciles", "0"}, "buckety-controller: --max-concurrent-reconciles 0: want at least 1"},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb, drivers.NewRegistry()); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: want exit 2 and %q, got %d %q", c.args, c.want, code, errb.String())
+		}
 	}
 }

@@ -90,7 +90,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		o.Recheck = 5 * time.Minute
 	}
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 4
+		o.MaxConcurrent = DefaultMaxConcurrentReconciles
 	}
 	scheme, err := Scheme()
 	if err != nil {

@@ -72,6 +72,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var o Options
 	dir := fs.String("c", "/etc/buckety", "directory holding "+config.Filename+" (loaded without credentials)")
 	kubeconfigPath := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	var limit kubeconfig.RateLimit
+	limit.BindFlags(fs)
 	fs.StringVar(&o.Host, "host", "", "address to serve admission on (default: all)")
 	fs.IntVar(&o.Port, "port", 9443, "port to serve admission on")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
@@ -82,6 +84,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	zo := zap.Options{}
 	zo.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := limit.Validate(); err != nil {
+		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 2
 	}
 	if *showVersion {
@@ -101,6 +107,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1
 	}
+	limit.Apply(o.RESTConfig)
 	if err := Run(signalContext(), o); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1

@@ -4,22 +4,37 @@
 //
 //	broker --ports 19092 --addr-file /tmp/addrs [--brokers 1] [--data-dir DIR]
 //	       [--sasl SCRAM-SHA-256:admin:secret] [--tls-cert F --tls-key F]
+//	       [--stats-addr 127.0.0.1:PORT]
 //
 // It writes the comma-separated listen addresses to --addr-file once it
 // accepts connections, and runs until SIGTERM or SIGINT.
+//
+// With --stats-addr it counts every request it handles per API key (kfake's
+// control hooks, observing without intercepting) and serves the counts as a
+// JSON object of API name to count, e.g. {"Metadata":12,"CreateTopics":1},
+// at GET /requests on that loopback address. Benchmarks and tests read it
+// before and after a run to count what a client sent.
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type list []string
@@ -42,6 +57,7 @@ func run() error {
 	partitions := flag.Int("default-partitions", 1, "partitions of a topic created with -1 (Kafka's num.partitions default is 1)")
 	tlsCert := flag.String("tls-cert", "", "PEM certificate to serve TLS with")
 	tlsKey := flag.String("tls-key", "", "PEM key for --tls-cert")
+	statsAddr := flag.String("stats-addr", "", "serve request counts per API key at http://ADDR/requests (a 127.0.0.1 address)")
 	var sasls list
 	flag.Var(&sasls, "sasl", "MECHANISM:user:password of a superuser; enables SASL (repeatable)")
 	flag.Parse()
@@ -83,6 +99,13 @@ func run() error {
 		return err
 	}
 	defer c.Close()
+	if *statsAddr != "" {
+		stop, err := serveStats(c, *statsAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	addrs := strings.Join(c.ListenAddrs(), ",")
 	fmt.Printf("broker: listening on %s\n", addrs)
 	if *addrFile != "" {
@@ -99,4 +122,55 @@ func run() error {
 	s := <-sig
 	fmt.Printf("broker: %s, shutting down\n", s)
 	return nil
+}
+
+// serveStats counts requests per API key and serves the counts on addr,
+// which must be a loopback address.
+func serveStats(c *kfake.Cluster, addr string) (stop func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--stats-addr: %w", err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("--stats-addr %q: want a loopback address such as 127.0.0.1:PORT", addr)
+	}
+	var mu sync.Mutex
+	counts := map[int16]int64{}
+	c.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mu.Lock()
+		counts[req.Key()]++
+		mu.Unlock()
+		return nil, nil, false // observe only: the cluster handles it
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--stats-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /requests", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		out := make(map[string]int64, len(counts))
+		for k, n := range counts {
+			out[kmsg.NameForKey(k)] = n
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(out); err != nil {
+			fmt.Fprintf(os.Stderr, "broker: stats: %v\n", err)
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "broker: stats: %v\n", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "broker: stats shutdown: %v\n", err)
+		}
+	}, nil
 }
