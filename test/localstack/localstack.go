@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -154,7 +155,9 @@ func (s *Stack) buildImage() error {
 	out := filepath.Join(s.Dir, "oci")
 	cmd := exec.Command("hack/with-local-base.sh", "hack/image.sh")
 	cmd.Dir = controlplane.RepoRoot()
-	cmd.Env = append(os.Environ(), "OUT="+out)
+	// Only the node's platform: the local run never needs the other one
+	// (releases build both).
+	cmd.Env = append(os.Environ(), "OUT="+out, "PLATFORMS=linux/"+runtime.GOARCH)
 	b, err := cmd.Output()
 	if err != nil {
 		msg := err.Error()
