@@ -25,7 +25,7 @@ var rbacAllowlist = map[string]string{
 	`ClusterRole/buckety-controller core/secrets`: "create,delete,get,list,patch,watch",
 	// Bucketies: the informer, a direct get before the first stamp, a
 	// finalizer patch. Status only by patch.
-	`ClusterRole/buckety-controller buckety.yolean.se/bucketies`:       "get,list,patch,watch",
+	`ClusterRole/buckety-controller buckety.yolean.se/bucketies`:        "get,list,patch,watch",
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketies/status`: "patch",
 	// The implicit access: created, patched, deleted by the Buckety
 	// reconciler; its finalizer patched by the access reconciler.
@@ -35,7 +35,7 @@ var rbacAllowlist = map[string]string{
 	// Secret -> access) need update on the owner's finalizers.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketies/finalizers`:       "update",
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyaccesses/finalizers`: "update",
-	`ClusterRole/buckety-controller events.k8s.io/events`:                          "create,patch",
+	`ClusterRole/buckety-controller events.k8s.io/events`:                         "create,patch",
 	// The metrics filter: authenticate and authorize each scraper.
 	`ClusterRole/buckety-controller authentication.k8s.io/tokenreviews`:        "create",
 	`ClusterRole/buckety-controller authorization.k8s.io/subjectaccessreviews`: "create",
@@ -46,7 +46,7 @@ var rbacAllowlist = map[string]string{
 
 	// The webhook: an informer of Bucketies (an access's Buckety), and the
 	// metrics filter.
-	`ClusterRole/buckety-webhook buckety.yolean.se/bucketies`:              "list,watch",
+	`ClusterRole/buckety-webhook buckety.yolean.se/bucketies`:               "list,watch",
 	`ClusterRole/buckety-webhook authentication.k8s.io/tokenreviews`:        "create",
 	`ClusterRole/buckety-webhook authorization.k8s.io/subjectaccessreviews`: "create",
 
