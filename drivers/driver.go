@@ -19,9 +19,14 @@ type Driver interface {
 	// NewConfig returns a pointer to a new, zero options value. A backend's
 	// `config:` block is decoded strictly into it, environment substitution
 	// is applied to its fields tagged `envsubst:"true"`, and then its Validate
-	// is called. Fields tagged `credential:"true"` hold secrets: they are
-	// cleared, never substituted and not required when the config is loaded
-	// for validation only (the admission webhook).
+	// is called. When the config is loaded for validation only (the
+	// admission webhook, which has no environment and none of the
+	// controller's files), fields tagged `credential:"true"` (secrets) and
+	// `file:"true"` (paths of files mounted into the controller) are
+	// cleared, tagged fields that reference a variable are cleared, and
+	// Validate's errors on any of them are dropped: Validate must therefore
+	// accept those fields empty, and read files only through file-tagged
+	// fields.
 	NewConfig() Config
 
 	// ValidateName checks a resolved backend resource name against the

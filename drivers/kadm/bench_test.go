@@ -65,7 +65,7 @@ func BenchmarkEnsureConcurrent(b *testing.B) {
 	f := newCountingFixture(b, &Driver{})
 	ctx := context.Background()
 	params := map[string]string{"partitions": "3", "config.retention.ms": "604800000"}
-	if _, err := f.backend.Inspect(ctx, "warm-up"); err != nil {
+	if _, err := f.backend.Inspect(ctx, drivers.Resource{Name: "warm-up"}); err != nil {
 		b.Fatal(err)
 	}
 	run := func(round int) {

@@ -151,7 +151,7 @@ func TestCoalescingManyConcurrentCalls(t *testing.T) {
 		params[i]["replicationFactor"] = "7" // one broker
 	}
 	// The client's first contact (ApiVersions, Metadata) is not coalescing.
-	if _, err := f.backend.Inspect(ctx, "warm-up"); err != nil {
+	if _, err := f.backend.Inspect(ctx, drivers.Resource{Name: "warm-up"}); err != nil {
 		t.Fatal(err)
 	}
 	_, base := f.requests(t, nil)
@@ -287,7 +287,7 @@ func TestCoalescingManyConcurrentCalls(t *testing.T) {
 	// Inspect everything (every topic empty), then Delete everything.
 	inspections := make([]drivers.Inspection, n)
 	errs = all(func(i int) (err error) {
-		inspections[i], err = f.backend.Inspect(ctx, names[i])
+		inspections[i], err = f.backend.Inspect(ctx, drivers.Resource{Name: names[i]})
 		return err
 	})
 	inspected, base := f.requests(t, base)
@@ -300,7 +300,7 @@ func TestCoalescingManyConcurrentCalls(t *testing.T) {
 	if m := total(inspected, "Metadata", "ListOffsets"); m > 20 {
 		t.Errorf("want at most 20 Metadata+ListOffsets requests for 1000 Inspect calls, got %v", inspected)
 	}
-	errs = all(func(i int) error { return f.backend.Delete(ctx, names[i]) })
+	errs = all(func(i int) error { return f.backend.Delete(ctx, drivers.Resource{Name: names[i]}) })
 	deleted, _ := f.requests(t, base)
 	for i, err := range errs {
 		if err != nil {
@@ -322,7 +322,7 @@ func TestCoalescingManyConcurrentCalls(t *testing.T) {
 // other callers' topics are created.
 func TestCoalescingCancelledCallerLeavesOthers(t *testing.T) {
 	f := newCountingFixture(t, &Driver{Linger: 300 * time.Millisecond})
-	if _, err := f.backend.Inspect(context.Background(), "warm-up"); err != nil { // metadata of the first pass
+	if _, err := f.backend.Inspect(context.Background(), drivers.Resource{Name: "warm-up"}); err != nil { // metadata of the first pass
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -437,7 +437,7 @@ func TestCoalescedWritesToOneTopicAreNotMerged(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {
-		wg.Go(func() { errs[i] = f.backend.Delete(ctx, "twice") })
+		wg.Go(func() { errs[i] = f.backend.Delete(ctx, drivers.Resource{Name: "twice"}) })
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -51,13 +51,13 @@ type Config struct {
 type TLS struct {
 	// CAFile is a PEM file of CA certificates to trust instead of the
 	// system roots.
-	CAFile string `json:"caFile,omitempty"`
+	CAFile string `json:"caFile,omitempty" file:"true"`
 	// CA is PEM text of CA certificates to trust instead of the system roots.
 	CA string `json:"ca,omitempty" envsubst:"true"`
 	// CertFile and KeyFile are a PEM client certificate and key for mutual TLS.
-	CertFile string `json:"certFile,omitempty"`
+	CertFile string `json:"certFile,omitempty" file:"true"`
 	// KeyFile is the PEM client key for CertFile.
-	KeyFile string `json:"keyFile,omitempty"`
+	KeyFile string `json:"keyFile,omitempty" file:"true"`
 	// Cert is PEM text of a client certificate for mutual TLS.
 	Cert string `json:"cert,omitempty" envsubst:"true"`
 	// Key is PEM text of the client key for Cert.

@@ -454,7 +454,7 @@ func TestHungBrokerEachCallUnavailableWithinTimeout(t *testing.T) {
 			if i < 5 {
 				_, errs[i] = f.backend.Ensure(context.Background(), drivers.Resource{Name: name, Parameters: map[string]string{"partitions": "2"}})
 			} else {
-				_, errs[i] = f.backend.Inspect(context.Background(), name)
+				_, errs[i] = f.backend.Inspect(context.Background(), drivers.Resource{Name: name})
 			}
 			took[i] = time.Since(start)
 		})

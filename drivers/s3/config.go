@@ -74,7 +74,7 @@ type Config struct {
 	// CAFile is a PEM file of CA certificates to trust for an https
 	// endpoint, instead of the system roots. Relative to the config
 	// directory.
-	CAFile string `json:"caFile,omitempty"`
+	CAFile string `json:"caFile,omitempty" file:"true"`
 	// CA is PEM text of CA certificates to trust, as an alternative to
 	// caFile.
 	CA string `json:"ca,omitempty" envsubst:"true"`

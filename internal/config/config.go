@@ -45,6 +45,9 @@ type Backend struct {
 
 	options drivers.Config
 	driver  drivers.Driver
+	// policyUnresolved is set when the file is loaded without the
+	// environment and namePolicy.prefix references a variable.
+	policyUnresolved bool
 }
 
 // NamePolicy restricts resolved backend resource names, so that one tenant
@@ -60,7 +63,9 @@ type NamePolicy struct {
 // CheckName applies the backend's name policy to a resolved name, with the
 // same substitution sources as the name. The error quotes the policy.
 func (b *Backend) CheckName(src naming.Source, resolved string) error {
-	if b.NamePolicy == nil {
+	if b.NamePolicy == nil || b.policyUnresolved {
+		// Unresolved: the webhook cannot know the prefix; the controller,
+		// which has the environment, enforces it.
 		return nil
 	}
 	src.BackendName = b.Name
@@ -75,12 +80,94 @@ func (b *Backend) CheckName(src naming.Source, resolved string) error {
 	return nil
 }
 
+// namespaceAlphabet is every byte a namespace name (a DNS-1123 label) can
+// hold.
+const namespaceAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+// separators are the bytes checkPolicy suggests after ${namespace}, in order
+// of preference: none can occur in a namespace name.
+var separators = []string{".", "_"}
+
+// checkPolicy rejects a name policy that does not keep tenants apart: one
+// that references a source the tenant controls (${name}, ${label[...]}),
+// that does not reference ${namespace}, or under which one namespace's
+// prefix can be the start of another's ("${namespace}-": namespace team
+// could claim team-x-orders, the natural name of namespace team-x). It is
+// unambiguous when the first ${namespace} is directly followed by a byte
+// that cannot occur in a namespace name, and that byte is one the driver
+// accepts in names.
+func (b *Backend) checkPolicy() error {
+	t, err := naming.Parse(b.NamePolicy.Prefix)
+	if err != nil {
+		return err
+	}
+	hasNamespace := false
+	for _, r := range t.Refs() {
+		switch r.Kind {
+		case naming.Name:
+			return fmt.Errorf("references ${name}, which the tenant chooses, so it separates no one; use $${namespace} followed by a separator, as %s", b.suggestion())
+		case naming.Label:
+			return fmt.Errorf("references %s, which the tenant controls (labels are set by whoever writes the Buckety), so any tenant could take another's prefix; use $${namespace} followed by a separator, as %s", r.String(), b.suggestion())
+		case naming.Namespace:
+			hasNamespace = true
+		}
+	}
+	if !hasNamespace {
+		return fmt.Errorf("does not reference ${namespace}, so every namespace gets the same prefix and tenants can claim each other's names; write, for example, %s", b.suggestion())
+	}
+	skel, err := t.Skeleton(b.Name, b.Defaults)
+	if err != nil {
+		return err
+	}
+	const ns = "${namespace}"
+	rest := skel[strings.Index(skel, ns)+len(ns):]
+	if rest == "" || strings.ContainsRune(namespaceAlphabet, rune(rest[0])) {
+		next := "nothing"
+		if rest != "" {
+			next = fmt.Sprintf("%q", rest[:1])
+		}
+		return fmt.Errorf("is ambiguous: ${namespace} is followed by %s, which a namespace name can also continue with, so namespace team could claim team-x-orders, the natural name of namespace team-x; follow ${namespace} with a character a namespace name cannot hold, as %s", next, b.suggestion())
+	}
+	if _, errs := b.driver.ValidateName(field.NewPath("name"), b.options, b.samplePrefix(skel)+"orders"); len(errs) > 0 {
+		return fmt.Errorf("no name under it is valid for driver %s (%s, for a name like %q); use a separator the driver accepts, as %s", b.Driver, errs.ToAggregate().Error(), b.samplePrefix(skel)+"orders", b.suggestion())
+	}
+	return nil
+}
+
+// samplePrefix resolves a skeleton for namespace team.
+func (b *Backend) samplePrefix(skel string) string {
+	return strings.ReplaceAll(skel, "${namespace}", "team")
+}
+
+// suggestion is an unambiguous policy this backend's driver accepts, in the
+// file's escaped syntax.
+func (b *Backend) suggestion() string {
+	for _, sep := range separators {
+		if b.driver == nil {
+			break
+		}
+		if _, errs := b.driver.ValidateName(field.NewPath("name"), b.options, "team"+sep+"orders"); len(errs) == 0 {
+			return fmt.Sprintf("\"$${namespace}%s\" (a %q cannot occur in a namespace name)", sep, sep)
+		}
+	}
+	return "\"$${namespace}.\" (a \".\" cannot occur in a namespace name), if the driver's names allow it"
+}
+
 // Options controls how the file is loaded.
 type Options struct {
 	// Registry holds the drivers this binary can use.
 	Registry *drivers.Registry
-	// WithoutCredentials loads the file for validation only: fields tagged
-	// `credential:"true"` are cleared, never substituted, and not required.
+	// WithoutCredentials loads the file for validation only, as the
+	// admission webhook does: it runs with no environment and none of the
+	// controller's mounted files, and must load every file the controller
+	// accepts. Fields tagged `credential:"true"` are cleared and not
+	// required; no variable is substituted: a tagged field referencing one
+	// (${VAR} or ${VAR:-default}) is cleared and the checks of its value are
+	// skipped; fields tagged `file:"true"` (paths of files mounted into the
+	// controller, such as caFile) are cleared and never read. Everything
+	// else is validated as for the controller: backend and driver names,
+	// defaults, the name policy, the implementation discriminator and every
+	// literal option value. Lookup is not used.
 	WithoutCredentials bool
 	// Lookup resolves ${VAR} in driver options; nil means the process
 	// environment.
@@ -101,6 +188,28 @@ func Load(dir string, opts Options) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Substitute implements configfile.Substituter: the file's own tagged
+// fields (namePolicy.prefix) are substituted with Options.Lookup, or
+// neutralised when the file is loaded without the environment. Each
+// backend's config block is substituted when it is decoded, in Validate.
+func (c *Config) Substitute() error {
+	if !c.opts.WithoutCredentials {
+		return envsubst.Apply(c, c.opts.Lookup)
+	}
+	unresolved, err := envsubst.Neutralize(c)
+	if err != nil {
+		return err
+	}
+	for _, path := range unresolved {
+		for i := range c.Backends {
+			if path == fmt.Sprintf("backends[%d].namePolicy.prefix", i) {
+				c.Backends[i].policyUnresolved = true
+			}
+		}
+	}
+	return nil
 }
 
 // SetDir implements configfile.DirSetter.
@@ -134,13 +243,15 @@ func (c *Config) Validate() error {
 			}
 			seen[b.Name] = i
 		}
-		if b.NamePolicy != nil {
+		policyOK := true
+		if b.NamePolicy != nil && !b.policyUnresolved {
 			if _, err := naming.Parse(b.NamePolicy.Prefix); err != nil || b.NamePolicy.Prefix == "" {
 				msg := "a naming template, as ${namespace}."
 				if err != nil {
 					msg = err.Error()
 				}
 				errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, msg))
+				policyOK = false
 			}
 		}
 		for k := range b.Defaults {
@@ -158,7 +269,13 @@ func (c *Config) Validate() error {
 			continue
 		}
 		b.driver = d
-		errs = append(errs, c.decodeOptions(b, p.Child("config"))...)
+		optErrs := c.decodeOptions(b, p.Child("config"))
+		errs = append(errs, optErrs...)
+		if b.NamePolicy != nil && !b.policyUnresolved && policyOK && len(optErrs) == 0 {
+			if err := b.checkPolicy(); err != nil {
+				errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, err.Error()))
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return &ValidationError{Errs: errs}
@@ -186,11 +303,21 @@ func (c *Config) decodeOptions(b *Backend, p *field.Path) field.ErrorList {
 	if ds, ok := opts.(configfile.DirSetter); ok {
 		ds.SetDir(c.dir)
 	}
-	creds := credentialPaths(reflect.TypeOf(opts), "")
+	// Paths (relative to the config block) whose checks are skipped when
+	// the file is loaded without the controller's environment and files.
+	var skip []string
+	var err error
 	if c.opts.WithoutCredentials {
-		clearCredentials(reflect.ValueOf(opts))
+		skip = append(taggedPaths(reflect.TypeOf(opts), "", "credential"), taggedPaths(reflect.TypeOf(opts), "", "file")...)
+		clearTagged(reflect.ValueOf(opts), "credential")
+		clearTagged(reflect.ValueOf(opts), "file")
+		var unresolved []string
+		unresolved, err = envsubst.Neutralize(opts)
+		skip = append(skip, unresolved...)
+	} else {
+		err = envsubst.Apply(opts, c.opts.Lookup)
 	}
-	if err := envsubst.Apply(opts, c.opts.Lookup); err != nil {
+	if err != nil {
 		if ee, ok := err.(*envsubst.Error); ok {
 			return field.ErrorList{field.Invalid(sub(p, ee.Path), field.OmitValueType{}, ee.Msg)}
 		}
@@ -198,7 +325,7 @@ func (c *Config) decodeOptions(b *Backend, p *field.Path) field.ErrorList {
 	}
 	var errs field.ErrorList
 	for _, e := range opts.Validate(p) {
-		if c.opts.WithoutCredentials && isCredential(p, e.Field, creds) {
+		if under(p, e.Field, skip) {
 			continue
 		}
 		errs = append(errs, e)
@@ -223,8 +350,8 @@ func fromConfigfile(p *field.Path, err error) *field.Error {
 	return field.Invalid(p, field.OmitValueType{}, err.Error())
 }
 
-// credentialPaths lists the JSON paths of fields tagged credential:"true".
-func credentialPaths(t reflect.Type, prefix string) []string {
+// taggedPaths lists the JSON paths of fields tagged tag:"true".
+func taggedPaths(t reflect.Type, prefix, tag string) []string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -245,17 +372,19 @@ func credentialPaths(t reflect.Type, prefix string) []string {
 		if prefix != "" {
 			p = prefix + "." + name
 		}
-		if f.Tag.Get("credential") == "true" {
+		if f.Tag.Get(tag) == "true" {
 			out = append(out, p)
 			continue
 		}
-		out = append(out, credentialPaths(f.Type, p)...)
+		out = append(out, taggedPaths(f.Type, p, tag)...)
 	}
 	return out
 }
 
-func isCredential(p *field.Path, errField string, creds []string) bool {
-	for _, c := range creds {
+// under reports whether errField is one of paths (relative to p) or inside
+// one.
+func under(p *field.Path, errField string, paths []string) bool {
+	for _, c := range paths {
 		full := p.String() + "." + c
 		if errField == full || strings.HasPrefix(errField, full+".") || strings.HasPrefix(errField, full+"[") {
 			return true
@@ -264,8 +393,8 @@ func isCredential(p *field.Path, errField string, creds []string) bool {
 	return false
 }
 
-// clearCredentials zeroes every field tagged credential:"true".
-func clearCredentials(v reflect.Value) {
+// clearTagged zeroes every field tagged tag:"true".
+func clearTagged(v reflect.Value, tag string) {
 	for v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return
@@ -281,11 +410,11 @@ func clearCredentials(v reflect.Value) {
 		if !f.IsExported() {
 			continue
 		}
-		if f.Tag.Get("credential") == "true" {
+		if f.Tag.Get(tag) == "true" {
 			v.Field(i).SetZero()
 			continue
 		}
-		clearCredentials(v.Field(i))
+		clearTagged(v.Field(i), tag)
 	}
 }
 

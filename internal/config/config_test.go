@@ -1,12 +1,14 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/all"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/envsubst"
@@ -137,17 +139,70 @@ func TestMisconfigured(t *testing.T) {
 }
 
 func TestNamePolicy(t *testing.T) {
-	c, err := config.Load(writeConfig(t, "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  defaults: {zone: eu}\n  namePolicy: {prefix: '$${backend.zone}-$${namespace}-'}\n"), config.Options{Registry: registry(), Lookup: lookup(nil)})
+	c, err := config.Load(writeConfig(t, "backends:\n- name: a\n  driver: kadm\n  config: {seedBrokers: ['k:9092']}\n  defaults: {zone: eu}\n  namePolicy: {prefix: '$${backend.zone}-$${namespace}.'}\n"), config.Options{Registry: all.Registry(), Lookup: lookup(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := c.Backend("a")
 	src := naming.Source{Name: "orders", Namespace: "tenant1"}
-	if err := b.CheckName(src, "eu-tenant1-orders"); err != nil {
+	if err := b.CheckName(src, "eu-tenant1.orders"); err != nil {
 		t.Errorf("want allowed, got %v", err)
 	}
-	err = b.CheckName(src, "eu-tenant2-orders")
-	if want := `resolves to "eu-tenant2-orders", but backend a only allows names starting with ${backend.zone}-${namespace}- (here "eu-tenant1-")`; err == nil || !strings.Contains(err.Error(), want) {
+	err = b.CheckName(src, "eu-tenant2.orders")
+	if want := `resolves to "eu-tenant2.orders", but backend a only allows names starting with ${backend.zone}-${namespace}. (here "eu-tenant1.")`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("want %q, got %v", want, err)
+	}
+}
+
+// TestNamePolicyUnambiguous (issue 14.3): a policy under which one
+// namespace's prefix can start another's, or that reads a source the
+// tenant controls, is rejected at load with why and what to write instead.
+func TestNamePolicyUnambiguous(t *testing.T) {
+	cases := []struct {
+		name, driver, prefix string
+		want                 []string // empty: accepted
+	}{
+		{"kadm: dot separator", "kadm", "$${namespace}.", nil},
+		{"kadm: underscore separator", "kadm", "$${namespace}_", nil},
+		{"kadm: zone then namespace", "kadm", "$${backend.zone}-$${namespace}.", nil},
+		{"kadm: separator from a default", "kadm", "$${namespace}$${backend.sep}", nil},
+		{"s3: dot separator", "s3", "$${namespace}.", nil},
+		{"kadm: dash", "kadm", "$${namespace}-", []string{`is ambiguous: ${namespace} is followed by "-"`, "namespace team could claim team-x-orders", `as "$${namespace}." (a "." cannot occur in a namespace name)`}},
+		{"kadm: digit", "kadm", "$${namespace}1.", []string{`${namespace} is followed by "1"`}},
+		{"kadm: nothing after the namespace", "kadm", "p-$${namespace}", []string{"${namespace} is followed by nothing"}},
+		{"kadm: dash from a default", "kadm", "$${namespace}$${backend.zone}", []string{`${namespace} is followed by "e"`}},
+		{"s3: underscore is no bucket name", "s3", "$${namespace}_", []string{"no name under it is valid for driver s3", `"team_orders"`, `as "$${namespace}."`}},
+		{"s3: dash", "s3", "$${namespace}-", []string{"is ambiguous", `as "$${namespace}."`}},
+		{"label", "kadm", "$${label['team']}.", []string{"references ${label['team']}, which the tenant controls"}},
+		{"label after namespace", "kadm", "$${namespace}.$${label['team']}.", []string{"references ${label['team']}, which the tenant controls"}},
+		{"name", "kadm", "$${namespace}.$${name}", []string{"references ${name}, which the tenant chooses"}},
+		{"no namespace", "kadm", "$${backend.zone}.", []string{"does not reference ${namespace}, so every namespace gets the same prefix"}},
+		{"missing default", "kadm", "$${namespace}$${backend.nope}", []string{`backend "a" has no defaults.nope`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := "{seedBrokers: ['k:9092']}"
+			if c.driver == "s3" {
+				cfg = "{endpoint: 'http://s3:9000', accessKeyID: x, secretAccessKey: y}"
+			}
+			body := fmt.Sprintf("backends:\n- name: a\n  driver: %s\n  config: %s\n  defaults: {zone: eu, sep: '.'}\n  namePolicy: {prefix: %q}\n", c.driver, cfg, c.prefix)
+			for _, withoutEnv := range []bool{false, true} {
+				_, err := config.Load(writeConfig(t, body), config.Options{Registry: all.Registry(), Lookup: lookup(nil), WithoutCredentials: withoutEnv})
+				if len(c.want) == 0 {
+					if err != nil {
+						t.Errorf("webhook=%v: want accepted, got %v", withoutEnv, err)
+					}
+					continue
+				}
+				if err == nil {
+					t.Fatalf("webhook=%v: want rejected, got accepted", withoutEnv)
+				}
+				for _, w := range append([]string{"backends[0].namePolicy.prefix: Invalid value"}, c.want...) {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("webhook=%v: want the error to contain %q, got %v", withoutEnv, w, err)
+					}
+				}
+			}
+		})
 	}
 }

@@ -28,6 +28,14 @@ type Defaulter interface {
 	ApplyDefaults()
 }
 
+// Substituter is implemented by configuration types that substitute their
+// own tagged fields, for example from a lookup other than the process
+// environment, or not at all when a file is only being validated. Load
+// calls Substitute instead of envsubst.Apply with the process environment.
+type Substituter interface {
+	Substitute() error
+}
+
 // Validator is implemented by configuration types that check themselves after
 // defaults are applied.
 type Validator interface {
@@ -61,7 +69,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Load reads dir/filename into v strictly, substitutes tagged fields from the
-// process environment, and then calls SetDir, ApplyDefaults and Validate on v
+// process environment (or calls Substitute when v is a Substituter), and then calls SetDir, ApplyDefaults and Validate on v
 // when it implements them.
 func Load[T any](dir, filename string, v *T) error {
 	abs, err := filepath.Abs(dir)
@@ -79,7 +87,11 @@ func Load[T any](dir, filename string, v *T) error {
 	if err := DecodeStrict(data, v); err != nil {
 		return withFile(err, file)
 	}
-	if err := envsubst.Apply(v, envsubst.OSEnv); err != nil {
+	if sub, ok := any(v).(Substituter); ok {
+		if err := sub.Substitute(); err != nil {
+			return withFile(err, file)
+		}
+	} else if err := envsubst.Apply(v, envsubst.OSEnv); err != nil {
 		return withFile(err, file)
 	}
 	if s, ok := any(v).(DirSetter); ok {

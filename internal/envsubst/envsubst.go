@@ -117,16 +117,50 @@ func Apply(v any, lookup LookupFunc) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("envsubst.Apply: want a non-nil pointer, got %T", v)
 	}
-	return walk(rv.Elem(), "", false, lookup)
+	return walk(rv.Elem(), "", false, func(s, path string, tagged bool) (string, error) {
+		return str(s, path, tagged, lookup)
+	})
 }
 
-func walk(v reflect.Value, path string, tagged bool, lookup LookupFunc) error {
+// Neutralize walks v like Apply, for a caller that validates a file without
+// the environment it will run with (an admission webhook reading a
+// controller's config). It substitutes no variable: every tagged string
+// that references one (${VAR} or ${VAR:-default}, set or not) is cleared and
+// its path returned, so the caller can skip the checks that need its value.
+// Tagged strings without a reference are unescaped ($$) as Apply does, and
+// malformed references and "${" in untagged fields are errors, as with Apply,
+// so Neutralize fails on every file Apply fails on whatever the environment.
+func Neutralize(v any) (unresolved []string, err error) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return nil, fmt.Errorf("envsubst.Neutralize: want a non-nil pointer, got %T", v)
+	}
+	err = walk(rv.Elem(), "", false, func(s, path string, tagged bool) (string, error) {
+		referenced := false
+		out, err := str(s, path, tagged, func(string) (string, bool) { referenced = true; return "", true })
+		if err != nil {
+			return "", err
+		}
+		if referenced {
+			unresolved = append(unresolved, path)
+			return "", nil
+		}
+		return out, nil
+	})
+	return unresolved, err
+}
+
+// strFunc substitutes one string at path; tagged is whether its field opted
+// into substitution.
+type strFunc func(s, path string, tagged bool) (string, error)
+
+func walk(v reflect.Value, path string, tagged bool, fn strFunc) error {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
 		}
-		return walk(v.Elem(), path, tagged, lookup)
+		return walk(v.Elem(), path, tagged, fn)
 	case reflect.Struct:
 		t := v.Type()
 		for i := 0; i < t.NumField(); i++ {
@@ -142,7 +176,7 @@ func walk(v reflect.Value, path string, tagged bool, lookup LookupFunc) error {
 			if f.Anonymous && name == "" {
 				p = path
 			}
-			if err := walk(v.Field(i), p, f.Tag.Get(TagName) == "true", lookup); err != nil {
+			if err := walk(v.Field(i), p, f.Tag.Get(TagName) == "true", fn); err != nil {
 				return err
 			}
 		}
@@ -151,7 +185,7 @@ func walk(v reflect.Value, path string, tagged bool, lookup LookupFunc) error {
 			return nil // raw bytes are opaque
 		}
 		for i := 0; i < v.Len(); i++ {
-			if err := walk(v.Index(i), path+"["+strconv.Itoa(i)+"]", tagged, lookup); err != nil {
+			if err := walk(v.Index(i), path+"["+strconv.Itoa(i)+"]", tagged, fn); err != nil {
 				return err
 			}
 		}
@@ -163,7 +197,7 @@ func walk(v reflect.Value, path string, tagged bool, lookup LookupFunc) error {
 			k, val := iter.Key(), iter.Value()
 			p := path + "[" + fmt.Sprint(k.Interface()) + "]"
 			if val.Kind() == reflect.String {
-				s, err := str(val.String(), p, tagged, lookup)
+				s, err := fn(val.String(), p, tagged)
 				if err != nil {
 					return err
 				}
@@ -177,7 +211,7 @@ func walk(v reflect.Value, path string, tagged bool, lookup LookupFunc) error {
 			// Non-string map values are walked on a copy and stored back.
 			cp := reflect.New(val.Type()).Elem()
 			cp.Set(val)
-			if err := walk(cp, p, tagged, lookup); err != nil {
+			if err := walk(cp, p, tagged, fn); err != nil {
 				return err
 			}
 			updates = append(updates, update{k, cp})
@@ -186,7 +220,7 @@ func walk(v reflect.Value, path string, tagged bool, lookup LookupFunc) error {
 			v.SetMapIndex(u.k, u.v)
 		}
 	case reflect.String:
-		s, err := str(v.String(), path, tagged, lookup)
+		s, err := fn(v.String(), path, tagged)
 		if err != nil {
 			return err
 		}

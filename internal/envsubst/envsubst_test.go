@@ -1,6 +1,7 @@
 package envsubst
 
 import (
+	"sort"
 	"strings"
 	"testing"
 )
@@ -119,4 +120,44 @@ func TestApplyErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestNeutralize(t *testing.T) {
+	type inner struct {
+		Tagged string `json:"tagged" envsubst:"true"`
+	}
+	type cfg struct {
+		Plain   string            `json:"plain"`
+		Ref     string            `json:"ref" envsubst:"true"`
+		Default string            `json:"default" envsubst:"true"`
+		Escaped string            `json:"escaped" envsubst:"true"`
+		List    []string          `json:"list" envsubst:"true"`
+		Map     map[string]string `json:"map" envsubst:"true"`
+		Inner   *inner            `json:"inner"`
+	}
+	c := &cfg{Plain: "p", Ref: "${A}", Default: "${B:-x}", Escaped: "$${name}", List: []string{"h:1", "${C}"}, Map: map[string]string{"k": "${D}"}, Inner: &inner{Tagged: "pre-${E}"}}
+	got, err := Neutralize(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "default,inner.tagged,list[1],map[k],ref"; strings.Join(sorted(got), ",") != want {
+		t.Errorf("unresolved: want %s, got %v", want, got)
+	}
+	if c.Ref != "" || c.Default != "" || c.List[1] != "" || c.Map["k"] != "" || c.Inner.Tagged != "" {
+		t.Errorf("want every referencing field cleared, got %+v %+v", c, c.Inner)
+	}
+	if c.Plain != "p" || c.Escaped != "${name}" || c.List[0] != "h:1" {
+		t.Errorf("want literals kept and $$ unescaped, got %+v", c)
+	}
+	for _, bad := range []*cfg{{Plain: "${X}"}, {Ref: "${unterminated"}, {Ref: "${1X}"}} {
+		if _, err := Neutralize(bad); err == nil {
+			t.Errorf("%+v: want the error Apply reports, got none", bad)
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }

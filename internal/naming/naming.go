@@ -259,6 +259,34 @@ func lookup(r Ref, src Source) (string, bool) {
 	return "", false
 }
 
+// Skeleton renders the template with every ${backend.key} replaced by
+// defaults[key] and every other reference kept in canonical syntax, for
+// checks that reason about what a tenant can and cannot influence. A
+// missing default is reported like Resolve reports it.
+func (t *Template) Skeleton(backend string, defaults map[string]string) (string, error) {
+	var b strings.Builder
+	var missing []string
+	for _, p := range t.parts {
+		switch {
+		case p.ref == nil:
+			b.WriteString(p.lit)
+		case p.ref.Kind == Backend:
+			v, ok := defaults[p.ref.Key]
+			if !ok {
+				missing = append(missing, p.ref.describe(backend))
+				continue
+			}
+			b.WriteString(v)
+		default:
+			b.WriteString(p.ref.String())
+		}
+	}
+	if len(missing) > 0 {
+		return "", &MissingError{Template: t.src, Missing: missing}
+	}
+	return b.String(), nil
+}
+
 // Resolve parses and resolves tmpl in one call.
 func Resolve(tmpl string, src Source) (string, error) {
 	t, err := Parse(tmpl)

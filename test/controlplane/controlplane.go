@@ -36,7 +36,8 @@ type Options struct {
 	// Dir holds data, certificates, kubeconfig and logs/.
 	Dir string
 	// ControllerManager also starts kube-controller-manager with the
-	// garbage-collector and namespace controllers.
+	// garbage-collector, namespace, serviceaccount and clusterrole-aggregation
+	// controllers.
 	ControllerManager bool
 	// CRDDirs are directories of CustomResourceDefinition YAML to install.
 	CRDDirs []string
@@ -220,7 +221,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	if opts.ControllerManager {
-		controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller"
+		controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,clusterrole-aggregation-controller"
 		var extra []string
 		if opts.Node {
 			controllers = "*"

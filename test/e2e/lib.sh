@@ -20,8 +20,8 @@ k() { "$KUBECTL" -n "$NAMESPACE" "$@"; }
 # describe prints what a person debugging the failure wants to see.
 describe() {
   echo "---- state of namespace $NAMESPACE ----" >&2
-  k get bucketies,bucketyaccesses,secrets,jobs,pods -o wide >&2 2>&1 || true
-  k describe bucketies,bucketyaccesses >&2 2>&1 | tail -40 || true
+  k get bky,bkya,secrets,jobs,pods -o wide >&2 2>&1 || true
+  k describe buckety-all >&2 2>&1 | tail -40 || true
   echo "---- buckety-controller log (last lines) ----" >&2
   "$KUBECTL" -n "$SYSTEM_NS" logs deploy/buckety-controller --tail=5 >&2 2>&1 || true
 }
@@ -40,15 +40,31 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', seen '$3'"; }
 # expect_contains WHAT NEEDLE HAYSTACK
 expect_contains() { case "$3" in *"$2"*) ;; *) fail "$1: expected to contain '$2', seen '$3'" ;; esac; }
 
-# jp RESOURCE JSONPATH
-jp() { k get "$1" -o jsonpath="$2"; }
+# obj KIND/NAME: the two words people type, "buckety orders", so every
+# helper exercises the natural kubectl form (kubectl get buckety orders);
+# a CRD category spelled like a singular would break it.
+obj() { printf '%s\n%s\n' "${1%%/*}" "${1#*/}"; }
+
+# jp KIND/NAME JSONPATH: kubectl get KIND NAME -o jsonpath=...
+jp() { local kind name; { read -r kind; read -r name; } < <(obj "$1"); k get "$kind" "$name" -o jsonpath="$2"; }
 
 cond() { jp "$1" "{.status.conditions[?(@.type==\"$2\")].$3}" 2>/dev/null || true; }
 
 # wait_cond RESOURCE TYPE STATUS [REASON]: waits until the condition has the
 # status (and reason); on timeout prints what it saw.
 wait_cond() {
-  local res=$1 typ=$2 want=$3 reason=${4:-} deadline=$((SECONDS + E2E_TIMEOUT)) st rs
+  local res=$1 typ=$2 want=$3 reason=${4:-} deadline=$((SECONDS + E2E_TIMEOUT)) st rs kind name
+  { read -r kind; read -r name; } < <(obj "$res")
+  if [ -z "$reason" ]; then
+    # What a user types: kubectl wait --for=condition=Ready buckety/NAME
+    # (once the object exists; kubectl wait fails at once on a missing one).
+    until k get "$kind" "$name" >/dev/null 2>&1; do
+      [ $SECONDS -lt $deadline ] || fail "$res: expected it to exist"
+      sleep 1
+    done
+    if k wait --for="condition=$typ=$want" "$kind/$name" --timeout="$((deadline - SECONDS + 1))s" >/dev/null 2>&1; then return 0; fi
+    fail "$res: expected $typ=$want, seen $typ=$(cond "$res" "$typ" status) ($(cond "$res" "$typ" reason): $(cond "$res" "$typ" message))"
+  fi
   while :; do
     st=$(cond "$res" "$typ" status); rs=$(cond "$res" "$typ" reason)
     if [ "$st" = "$want" ] && { [ -z "$reason" ] || [ "$rs" = "$reason" ]; }; then return 0; fi
@@ -59,8 +75,9 @@ wait_cond() {
 
 # wait_gone RESOURCE
 wait_gone() {
-  local deadline=$((SECONDS + E2E_TIMEOUT))
-  while k get "$1" >/dev/null 2>&1; do
+  local deadline=$((SECONDS + E2E_TIMEOUT)) kind name
+  { read -r kind; read -r name; } < <(obj "$1")
+  while k get "$kind" "$name" >/dev/null 2>&1; do
     [ $SECONDS -lt $deadline ] || fail "$1: expected it deleted, still there"
     sleep 1
   done

@@ -14,7 +14,7 @@ go run ./test/localstack/cmd/buckety-local up --no-deploy --dir "$state" || exit
 variants() {
   local name=$1 kadm=$2 s3=$3 out="$PWD/$state/oci-$1"
   LDFLAGS="-s -w -X github.com/Yolean/buckety-controller/drivers/kadm.version=$kadm -X github.com/Yolean/buckety-controller/drivers/s3.version=$s3" \
-    IMAGE="ghcr.io/yolean/buckety-controller:e2e-$name" OUT="$out" hack/with-local-base.sh hack/image.sh >/dev/null 2>&1 || return 1
+    PLATFORMS="linux/$(go env GOARCH)" IMAGE="ghcr.io/yolean/buckety-controller:e2e-$name" OUT="$out" hack/with-local-base.sh hack/image.sh >/dev/null 2>&1 || return 1
   go run ./test/e2e/e2etool load-image "$state" "$out" || return 1
   go run ./cmd/buckety-release render --oci-dir "$out" --out "$out.release" >/dev/null || return 1
   sed -n 's/.*image: \(ghcr.io[^ ]*\)$/\1/p' "$out.release/buckety.yaml" | head -1

@@ -119,30 +119,62 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 		t.Fatalf("kubectl apply --server-side --dry-run=server -k release: %v\n%s", err, out)
 	}
 	for _, want := range []string{"deployment.apps/buckety-controller serverside-applied (server dry run)", "deployment.apps/buckety-webhook serverside-applied (server dry run)",
-		"certificate.cert-manager.io/buckety-webhook serverside-applied (server dry run)", "validatingwebhookconfiguration.admissionregistration.k8s.io/buckety-webhook serverside-applied (server dry run)"} {
+		"certificate.cert-manager.io/buckety-webhook serverside-applied (server dry run)", "certificate.cert-manager.io/buckety-webhook-ca serverside-applied (server dry run)",
+		"issuer.cert-manager.io/buckety-ca serverside-applied (server dry run)", "validatingwebhookconfiguration.admissionregistration.k8s.io/buckety-webhook serverside-applied (server dry run)"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("want %q in\n%s", want, out)
 		}
 	}
-	var issuers, certs int
+	// The CA chain (issue 14.2): selfSigned Issuer -> CA Certificate -> CA
+	// Issuer -> serving Certificate, and the caBundle injected from the CA,
+	// so renewing the serving certificate never changes the trust anchor.
+	issuers := map[string]certmanagerv1.Issuer{}
+	certs := map[string]certmanagerv1.Certificate{}
+	var inject string
 	for _, doc := range objects(t, filepath.Join(dir, release.ManifestsFile)) {
-		switch kind, _ := kindOf(doc); kind {
+		switch kind, name := kindOf(doc); kind {
 		case "Issuer":
 			var i certmanagerv1.Issuer
-			if err := yaml.UnmarshalStrict(doc, &i); err != nil || i.Spec.SelfSigned == nil {
-				t.Errorf("Issuer: want a strict decode into cert-manager's type with selfSigned, got %v", err)
+			if err := yaml.UnmarshalStrict(doc, &i); err != nil {
+				t.Errorf("Issuer %s: want a strict decode into cert-manager's type, got %v", name, err)
 			}
-			issuers++
+			issuers[name] = i
 		case "Certificate":
 			var c certmanagerv1.Certificate
-			if err := yaml.UnmarshalStrict(doc, &c); err != nil || c.Spec.SecretName != "buckety-webhook-tls" || c.Spec.IssuerRef.Name != "buckety-selfsigned" {
-				t.Errorf("Certificate: want a strict decode into cert-manager's type, got %v %+v", err, c.Spec)
+			if err := yaml.UnmarshalStrict(doc, &c); err != nil {
+				t.Errorf("Certificate %s: want a strict decode into cert-manager's type, got %v", name, err)
 			}
-			certs++
+			certs[name] = c
+		case "ValidatingWebhookConfiguration":
+			var m metav1.PartialObjectMetadata
+			if err := yaml.Unmarshal(doc, &m); err != nil {
+				t.Fatal(err)
+			}
+			inject = m.Annotations["cert-manager.io/inject-ca-from"]
 		}
 	}
-	if issuers != 1 || certs != 1 {
-		t.Errorf("want one Issuer and one Certificate, got %d and %d", issuers, certs)
+	if len(issuers) != 2 || len(certs) != 2 {
+		t.Fatalf("want two Issuers and two Certificates (the CA chain), got %d and %d", len(issuers), len(certs))
+	}
+	if i := issuers["buckety-selfsigned"]; i.Spec.SelfSigned == nil {
+		t.Errorf("Issuer buckety-selfsigned: want selfSigned, got %+v", i.Spec)
+	}
+	ca := certs["buckety-webhook-ca"]
+	if !ca.Spec.IsCA || ca.Spec.IssuerRef.Name != "buckety-selfsigned" || ca.Spec.SecretName != "buckety-webhook-ca" {
+		t.Errorf("Certificate buckety-webhook-ca: want isCA, issued by buckety-selfsigned into Secret buckety-webhook-ca, got %+v", ca.Spec)
+	}
+	if ca.Spec.PrivateKey == nil || ca.Spec.PrivateKey.RotationPolicy != certmanagerv1.RotationPolicyNever {
+		t.Errorf("Certificate buckety-webhook-ca: want its key kept across renewals (rotationPolicy Never), got %+v", ca.Spec.PrivateKey)
+	}
+	if i := issuers["buckety-ca"]; i.Spec.CA == nil || i.Spec.CA.SecretName != "buckety-webhook-ca" {
+		t.Errorf("Issuer buckety-ca: want a CA issuer on Secret buckety-webhook-ca, got %+v", i.Spec)
+	}
+	leaf := certs["buckety-webhook"]
+	if leaf.Spec.IsCA || leaf.Spec.IssuerRef.Name != "buckety-ca" || leaf.Spec.SecretName != "buckety-webhook-tls" {
+		t.Errorf("Certificate buckety-webhook: want a leaf issued by buckety-ca into Secret buckety-webhook-tls, got %+v", leaf.Spec)
+	}
+	if want := systemNS + "/buckety-webhook-ca"; inject != want {
+		t.Errorf("ValidatingWebhookConfiguration: want cert-manager.io/inject-ca-from %q (the CA, not the leaf), got %q", want, inject)
 	}
 }
 

@@ -83,6 +83,13 @@ func (w *webhookProcess) servedSerial(t testing.TB) string {
 
 func startWebhook(t testing.TB) *webhookProcess {
 	t.Helper()
+	return startWebhookWithConfig(t, webhookConfigYAML())
+}
+
+// startWebhookWithConfig runs the built buckety-webhook with configYAML as
+// its buckety-controller.yaml, registered with the API server.
+func startWebhookWithConfig(t testing.TB, configYAML string) *webhookProcess {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "buckety-webhook")
 	if b, err := exec.Command("go", "build", "-o", bin, "github.com/Yolean/buckety-controller/cmd/buckety-webhook").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
@@ -94,7 +101,7 @@ func startWebhook(t testing.TB) *webhookProcess {
 	w := &webhookProcess{ca: ca, certDir: t.TempDir()}
 	w.issue(t)
 	cfgDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(cfgDir, config.Filename), []byte(webhookConfigYAML()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cfgDir, config.Filename), []byte(configYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ports, err := proc.FreePorts(3)

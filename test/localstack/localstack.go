@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -157,7 +158,9 @@ func (s *Stack) buildImage() error {
 	out := filepath.Join(s.Dir, "oci")
 	cmd := exec.Command("hack/with-local-base.sh", "hack/image.sh")
 	cmd.Dir = controlplane.RepoRoot()
-	cmd.Env = append(os.Environ(), "OUT="+out)
+	// Only the node's platform: the local run never needs the other one
+	// (releases build both).
+	cmd.Env = append(os.Environ(), "OUT="+out, "PLATFORMS=linux/"+runtime.GOARCH)
 	b, err := cmd.Output()
 	if err != nil {
 		msg := err.Error()
@@ -266,7 +269,8 @@ func (s *Stack) deploy(ctx context.Context) error {
 	}
 	// cert-manager's CRDs, so the release's Issuer and Certificate apply;
 	// no cert-manager controller runs here: the harness issues the
-	// certificate and injects the CA, as cert-manager would.
+	// CA and the serving certificate it signs into the chain's two Secrets,
+	// and injects the CA, as cert-manager and its CA injector would.
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
 	if err != nil {
 		return fmt.Errorf("locate the cert-manager module: %w", err)
@@ -285,10 +289,22 @@ func (s *Stack) deploy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-tls", Namespace: "buckety-system"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.CertPEM}}
-	if _, err := cs.CoreV1().Secrets("buckety-system").Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	caKey, err := ca.KeyPEM()
+	if err != nil {
 		return err
+	}
+	// The two Secrets of the release's chain: the CA (Certificate
+	// buckety-webhook-ca, which the CA Issuer signs with) and the serving
+	// leaf it signed (Certificate buckety-webhook).
+	for _, sec := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-ca", Namespace: "buckety-system"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": caKey, "ca.crt": ca.CertPEM}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-tls", Namespace: "buckety-system"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.CertPEM}},
+	} {
+		if _, err := cs.CoreV1().Secrets("buckety-system").Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
 	}
 	if out, err := s.Kubectl(ctx, "apply", "--server-side", "-k", overlay); err != nil {
 		return fmt.Errorf("kubectl apply -k %s: %v\n%s", overlay, err, out)

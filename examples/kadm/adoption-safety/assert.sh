@@ -26,6 +26,6 @@ spec: {backend: kafka, name: "$empty", retentionPolicy: Delete}
 Y
 wait_cond buckety/claims-empty Ready True
 expect_eq "provenance" "Adopted" "$(jp buckety/claims-empty '{.status.provenance}')"
-k delete bucketies claims-empty --wait=false >/dev/null
+k delete buckety claims-empty --wait=false >/dev/null
 wait_gone buckety/claims-empty
 expect_eq "adopted topic kept" "true" "$(kafka_admin helper-topic exists "$empty" | tail -1)"

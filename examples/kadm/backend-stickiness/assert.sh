@@ -23,7 +23,7 @@ wait_cond buckety/sticky BackendUnavailable True BackendNotConfigured
 expect_eq "status.backend stays" "kafka" "$(jp buckety/sticky '{.status.backend}')"
 expect_contains "message names the backend" 'backend "kafka" is not in the controller config' "$(cond buckety/sticky BackendUnavailable message)"
 step "paused: a parameter change is not applied; the Secret still works"
-k patch bucketies sticky --type=merge -p '{"spec":{"parameters":{"partitions":"3"}}}' >/dev/null
+k patch buckety sticky --type=merge -p '{"spec":{"parameters":{"partitions":"3"}}}' >/dev/null
 sleep 12
 expect_contains "no backend writes" "partitions=1" "$(kafka_admin sticky-topic describe "$NAMESPACE.sticky")"
 probe sticky-topic while-unavailable

@@ -20,7 +20,7 @@ wait_cond buckety/versioned Ready True
 step "next major: paused, nothing written"
 ctl set image deploy/buckety-controller controller="$E2E_IMAGE_NEXT_MAJOR" >/dev/null
 ctl rollout status deploy/buckety-controller --timeout=120s >/dev/null
-k patch bucketies versioned --type=merge -p '{"spec":{"parameters":{"partitions":"3"}}}' >/dev/null
+k patch buckety versioned --type=merge -p '{"spec":{"parameters":{"partitions":"3"}}}' >/dev/null
 wait_cond buckety/versioned DriverVersionIncompatible True DriverMajorMismatch
 expect_contains "incompatibility message" "provisioned with major 0" "$(cond buckety/versioned DriverVersionIncompatible message)"
 sleep 12 # more than one re-check period

@@ -5,7 +5,7 @@ want="$NAMESPACE.orders.v003.local"
 expect_eq "resolved name" "$want" "$(jp buckety/orders '{.status.backendResourceName}')"
 expect_eq "Secret topic" "$want" "$(secret_value orders-topic topic)"
 step "a label change renames nothing"
-k label bucketies orders yolean.se/generation=004 --overwrite >/dev/null
+k label buckety orders yolean.se/generation=004 --overwrite >/dev/null
 sleep 3
 expect_eq "frozen name" "$want" "$(jp buckety/orders '{.status.backendResourceName}')"
 step "a missing label is rejected at admission"

@@ -18,6 +18,6 @@ kafka_admin audit-topic grow "$topic" 5 >/dev/null
 wait_cond buckety/audit ParameterDrift True DriftUnrepairable
 expect_contains "drift message" "service has 5, spec wants 2" "$(cond buckety/audit ParameterDrift message)"
 step "raising the spec resolves it"
-k patch bucketies audit --type=merge -p '{"spec":{"parameters":{"partitions":"5"}}}' >/dev/null
+k patch buckety audit --type=merge -p '{"spec":{"parameters":{"partitions":"5"}}}' >/dev/null
 wait_cond buckety/audit ParameterDrift False
 wait_cond buckety/audit Ready True

@@ -6,7 +6,7 @@ bootstrap=$(secret_value kept-topic bootstrap)
 # An admin Secret that outlives both Bucketies.
 k create secret generic admin --from-literal=bootstrap="$bootstrap" >/dev/null
 step "delete both"
-k delete bucketies kept dropped --wait=false >/dev/null
+k delete buckety kept dropped --wait=false >/dev/null
 wait_gone buckety/kept
 wait_gone buckety/dropped
 expect_eq "Retain keeps the topic" "true" "$(kafka_admin admin exists "$NAMESPACE.kept" | tail -1)"

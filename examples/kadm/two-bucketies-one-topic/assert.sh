@@ -16,7 +16,7 @@ metadata: {name: admin}
 spec: {backend: kafka, name: "${namespace}.admin", defaultAccess: {credentialsSecretName: admin-topic}}
 Y
 wait_cond buckety/admin Ready True
-k delete bucketies second --wait=false >/dev/null
+k delete buckety second --wait=false >/dev/null
 wait_gone buckety/second
 expect_eq "the owner's topic survives" "true" "$(kafka_admin admin-topic exists "$NAMESPACE.shared" | tail -1)"
 wait_cond buckety/first Ready True

@@ -21,5 +21,5 @@ kind: Buckety
 metadata: {name: b3}
 spec: {backend: kafka, parameters: {partitions: "zero"}}
 Y
-out=$(k patch bucketies orders --type=merge -p '{"spec":{"parameters":{"replicationFactor":"2"}}}' 2>&1) && fail "an immutable change was admitted"
+out=$(k patch buckety orders --type=merge -p '{"spec":{"parameters":{"replicationFactor":"2"}}}' 2>&1) && fail "an immutable change was admitted"
 expect_contains "immutable update" "is immutable after creation" "$out"

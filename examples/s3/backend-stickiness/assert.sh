@@ -23,7 +23,7 @@ wait_cond buckety/sticky BackendUnavailable True BackendNotConfigured
 expect_eq "status.backend stays" "s3" "$(jp buckety/sticky '{.status.backend}')"
 expect_contains "message names the backend" 'backend "s3" is not in the controller config' "$(cond buckety/sticky BackendUnavailable message)"
 step "paused: a parameter change is not applied; the Secret still works"
-k patch bucketies sticky --type=merge -p '{"spec":{"parameters":{"versioning":"false"}}}' >/dev/null
+k patch buckety sticky --type=merge -p '{"spec":{"parameters":{"versioning":"false"}}}' >/dev/null
 sleep 12
 expect_eq "no backend writes" "Enabled" "$(run_pod "v-$RANDOM" sticky-bucket s3-admin versioning "$NAMESPACE-sticky" | tail -1)"
 probe sticky-bucket while-unavailable

@@ -3,12 +3,12 @@
 bucket="$NAMESPACE-data"
 wait_cond buckety/data Ready True
 expect_eq "versioning" "Enabled" "$(run_pod "v-$RANDOM" data-bucket s3-admin versioning "$bucket" | tail -1)"
-out=$(k patch bucketies data --type=merge -p '{"spec":{"parameters":{"versioning":"false"}}}' 2>&1) || fail "versioning change rejected: $out"
+out=$(k patch buckety data --type=merge -p '{"spec":{"parameters":{"versioning":"false"}}}' 2>&1) || fail "versioning change rejected: $out"
 expect_contains "warning" "S3 cannot turn versioning off; it is suspended" "$out"
 deadline=$((SECONDS + E2E_TIMEOUT))
 until [ "$(run_pod "v-$RANDOM" data-bucket s3-admin versioning "$bucket" | tail -1)" = Suspended ]; do
   [ $SECONDS -lt $deadline ] || fail "versioning not suspended"
   sleep 2
 done
-out=$(k patch bucketies data --type=merge -p '{"spec":{"parameters":{"region":"eu-north-1"}}}' 2>&1) && fail "a region change was admitted"
+out=$(k patch buckety data --type=merge -p '{"spec":{"parameters":{"region":"eu-north-1"}}}' 2>&1) && fail "a region change was admitted"
 expect_contains "region rejection" "is immutable after creation (was unset, now eu-north-1)" "$out"

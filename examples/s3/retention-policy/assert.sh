@@ -8,10 +8,10 @@ run_pod fill-kept admin s3-admin put-many "$NAMESPACE-kept" 10 >/dev/null
 run_pod fill-doomed admin s3-admin put-many "$NAMESPACE-doomed" 3000 >/dev/null
 run_pod refill-doomed admin s3-admin put-many "$NAMESPACE-doomed" 500 >/dev/null # overwrites: noncurrent versions
 step "delete both"
-k delete bucketies kept doomed --wait=false >/dev/null
+k delete buckety kept doomed --wait=false >/dev/null
 step "progress is visible while the bucket empties"
 deadline=$((SECONDS + E2E_TIMEOUT)); seen=
-while k get buckety/doomed >/dev/null 2>&1; do
+while k get buckety doomed >/dev/null 2>&1; do
   msg=$(cond buckety/doomed Ready message)
   case "$msg" in *"removed so far"*) seen=$msg ;; esac
   [ $SECONDS -lt $deadline ] || fail "the Buckety with Delete did not go away; last Ready message: $msg"

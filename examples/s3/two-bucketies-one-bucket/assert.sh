@@ -16,7 +16,7 @@ metadata: {name: admin}
 spec: {backend: s3, name: "${namespace}-admin", defaultAccess: {credentialsSecretName: admin-bucket}}
 Y
 wait_cond buckety/admin Ready True
-k delete bucketies second --wait=false >/dev/null
+k delete buckety second --wait=false >/dev/null
 wait_gone buckety/second
 expect_eq "the owner's bucket survives" "true" "$(run_pod "admin-$RANDOM" admin-bucket s3-admin exists "$NAMESPACE-shared" | tail -1)"
 wait_cond buckety/first Ready True

@@ -21,5 +21,5 @@ kind: Buckety
 metadata: {name: b3}
 spec: {backend: s3, name: "${namespace}-b3", parameters: {versioning: "maybe"}}
 Y
-out=$(k patch bucketies orders --type=merge -p '{"spec":{"parameters":{"region":"eu-north-1"}}}' 2>&1) && fail "an immutable change was admitted"
+out=$(k patch buckety orders --type=merge -p '{"spec":{"parameters":{"region":"eu-north-1"}}}' 2>&1) && fail "an immutable change was admitted"
 expect_contains "immutable update" "is immutable after creation" "$out"

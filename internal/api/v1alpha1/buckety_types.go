@@ -157,7 +157,7 @@ type BucketyStatus struct {
 // service: a Kafka topic or an S3 bucket.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:path=bucketies,singular=buckety,shortName=bky,categories=buckety
+// +kubebuilder:resource:path=bucketies,singular=buckety,shortName=bky,categories=buckety-all
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
 // +kubebuilder:printcolumn:name="Resource",type=string,JSONPath=`.status.backendResourceName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

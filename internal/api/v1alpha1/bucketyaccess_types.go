@@ -73,7 +73,7 @@ type BucketyAccessStatus struct {
 // region, accessKeyID, secretAccessKey).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:path=bucketyaccesses,singular=bucketyaccess,shortName=bkya,categories=buckety
+// +kubebuilder:resource:path=bucketyaccesses,singular=bucketyaccess,shortName=bkya,categories=buckety-all
 // +kubebuilder:printcolumn:name="Buckety",type=string,JSONPath=`.spec.bucketyRef.name`
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.credentialsSecretName`
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.role`

@@ -141,11 +141,34 @@ func TestCRDsOnRealAPIServer(t *testing.T) {
 			t.Errorf("kubectl get bkya: want %q in\n%s", want, out)
 		}
 	}
-	out = kubectl("get", "buckety", "-n", "tenant1", "-o", "name")
-	for _, want := range []string{"buckety.buckety.yolean.se/orders", "bucketyaccess.buckety.yolean.se/orders-reader"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("kubectl get buckety (category): want %q in\n%s", want, out)
+	for _, list := range [][]string{{"buckety-all"}, {"bky,bkya"}} {
+		out = kubectl(append([]string{"get", "-n", "tenant1", "-o", "name"}, list...)...)
+		for _, want := range []string{"buckety.buckety.yolean.se/orders", "bucketyaccess.buckety.yolean.se/orders-reader"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl get %s (both kinds): want %q in\n%s", list[0], want, out)
+			}
 		}
+	}
+	// The commands people type first: the singular with a name. They fail
+	// with "you must specify only one resource" when a category is spelled
+	// like the singular.
+	if out := kubectl("get", "buckety", "orders", "-n", "tenant1"); !strings.Contains(out, "tenant1.orders.v003") {
+		t.Errorf("kubectl get buckety orders: want the row of orders, got\n%s", out)
+	}
+	if out := kubectl("get", "bucketyaccess", "orders-reader", "-n", "tenant1", "-o", "name"); strings.TrimSpace(out) != "bucketyaccess.buckety.yolean.se/orders-reader" {
+		t.Errorf("kubectl get bucketyaccess orders-reader: want its name, got\n%s", out)
+	}
+	if out := kubectl("describe", "buckety", "orders", "-n", "tenant1"); !strings.Contains(out, "Name:         orders") || !strings.Contains(out, "cluster-kafka") {
+		t.Errorf("kubectl describe buckety orders: want the object, got\n%s", out)
+	}
+	if out := kubectl("wait", "--for=condition=Ready", "buckety/orders", "-n", "tenant1", "--timeout=10s"); !strings.Contains(out, "condition met") {
+		t.Errorf("kubectl wait --for=condition=Ready buckety/orders: want condition met, got\n%s", out)
+	}
+	if out := kubectl("delete", "buckety", "orders", "-n", "tenant1"); !strings.Contains(out, `buckety.buckety.yolean.se "orders" deleted`) {
+		t.Errorf("kubectl delete buckety orders: want it deleted, got\n%s", out)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), &v1.Buckety{}); err == nil {
+		t.Errorf("after kubectl delete buckety orders: want it gone, still there")
 	}
 	if out := kubectl("explain", "buckety.spec.retentionPolicy"); !strings.Contains(out, "Retain (default) keeps it") {
 		t.Errorf("kubectl explain: want the field description, got\n%s", out)

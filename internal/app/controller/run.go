@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -39,8 +40,20 @@ import (
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=buckety-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=buckety-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups="",namespace=buckety-system,resources=events,verbs=create;patch
+
+// metricsOptions serves metrics with authentication and authorization (the
+// kubebuilder default) unless insecure: a NetworkPolicy would depend on the
+// cluster's CNI enforcing it, the filter does not.
+func metricsOptions(addr string, insecure bool) metricsserver.Options {
+	if insecure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+}
 
 // LeaderElectionID names the Lease replicas compete for.
 const LeaderElectionID = "buckety-controller.buckety.yolean.se"
@@ -57,6 +70,10 @@ type Options struct {
 	RESTConfig *rest.Config
 	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
 	MetricsAddr, ProbeAddr string
+	// MetricsInsecure serves metrics over plain HTTP to anyone. By default
+	// they are served over HTTPS to callers the API server authenticates
+	// (TokenReview) and authorizes for GET /metrics (SubjectAccessReview).
+	MetricsInsecure bool
 	// LeaderElect enables leader election in LeaderElectionNamespace.
 	LeaderElect             bool
 	LeaderElectionNamespace string
@@ -105,7 +122,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        log,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsInsecure),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              LeaderElectionID,

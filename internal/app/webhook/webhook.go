@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -39,7 +40,9 @@ import (
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
-// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=list;watch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Paths the webhook serves; the ValidatingWebhookConfiguration names them.
 const (
@@ -58,10 +61,22 @@ type Options struct {
 	CertDir string
 	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
 	MetricsAddr, ProbeAddr string
+	// MetricsInsecure serves metrics over plain HTTP to anyone; by default
+	// HTTPS to callers authorized for GET /metrics.
+	MetricsInsecure bool
 	// ShutdownDelay keeps serving after SIGTERM, not ready, so endpoints
 	// drop the Pod before it stops listening.
 	ShutdownDelay time.Duration
 	Log           logr.Logger
+}
+
+// metricsOptions serves metrics with authentication and authorization (the
+// kubebuilder default) unless insecure.
+func metricsOptions(addr string, insecure bool) metricsserver.Options {
+	if insecure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
 }
 
 // Main runs the command with args (without the program name) and returns
@@ -78,6 +93,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Port, "port", 9443, "port to serve admission on")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
+	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP without authentication (default: HTTPS, and only callers the API server authenticates and authorizes for GET /metrics)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, keep serving while not ready for this long, so a rolling update drops no admission request")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -144,7 +160,7 @@ func Run(ctx context.Context, o Options) error {
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Log,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o.MetricsAddr, o.MetricsInsecure),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		GracefulShutdownTimeout: &grace,
 		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}),

@@ -26,11 +26,11 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
 
-// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses/status,verbs=patch
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses/finalizers,verbs=update
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 
 // ConflictRetry is how soon a Secret conflict is checked again: the common
 // case (implicit to explicit migration with the same Secret name) resolves

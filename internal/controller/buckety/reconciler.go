@@ -30,10 +30,10 @@ import (
 	"github.com/Yolean/buckety-controller/internal/testhook"
 )
 
-// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies/status,verbs=patch
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies/finalizers,verbs=update
-// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // DeletePassInterval is how soon a deletion in progress is continued.

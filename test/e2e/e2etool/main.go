@@ -1,7 +1,7 @@
 // Command e2etool does the few things the shell harness cannot do portably:
 //
 //	e2etool freeports N            print N free TCP ports on 127.0.0.1
-//	e2etool cert DIR               write ca.crt, tls.crt, tls.key for 127.0.0.1 (the webhook's serving certificate)
+//	e2etool cert DIR               write ca.crt, ca.key and a leaf it signs, tls.crt, tls.key, for 127.0.0.1 (the webhook's serving certificate)
 //	e2etool load-image STATE OCI   import an OCI layout into the local node of STATE (buckety-local's --dir)
 //	e2etool probe-image TAR        write the probe image (registry.local/buckety/probe:v1) as a docker tarball
 package main
@@ -54,7 +54,11 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		for n, b := range map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": crt, "tls.key": key} {
+		caKey, err := ca.KeyPEM()
+		if err != nil {
+			return err
+		}
+		for n, b := range map[string][]byte{"ca.crt": ca.CertPEM, "ca.key": caKey, "tls.crt": crt, "tls.key": key} {
 			if err := os.WriteFile(filepath.Join(args[1], n), b, 0o600); err != nil {
 				return err
 			}

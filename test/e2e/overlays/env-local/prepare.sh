@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fills the overlay's loopback ports and stands in for cert-manager: issues
-# the webhook certificate into the Secret the Certificate names. Runs in a
+# a CA and the webhook certificate it signs into the Secrets the release's
+# two Certificates name (after-apply.sh injects the CA as caBundle). Runs in a
 # copy of this directory (run.sh stages it). ROOT is the repository.
 set -euo pipefail
 root=${ROOT:?run from test/e2e/run.sh, which sets ROOT}
@@ -14,6 +15,11 @@ mkdir -p certs
 crds=$(cd "$root" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)/deploy/crds
 "$KUBECTL" apply --server-side -f "$crds" >/dev/null
 "$KUBECTL" create namespace buckety-system --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
+# The release's chain has two Secrets: the CA (Certificate
+# buckety-webhook-ca) and the serving leaf it signs (buckety-webhook).
+"$KUBECTL" -n buckety-system create secret generic buckety-webhook-ca \
+  --from-file=tls.crt=certs/ca.crt --from-file=tls.key=certs/ca.key --from-file=ca.crt=certs/ca.crt \
+  --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
 "$KUBECTL" -n buckety-system create secret generic buckety-webhook-tls \
   --from-file=tls.crt=certs/tls.crt --from-file=tls.key=certs/tls.key --from-file=ca.crt=certs/ca.crt \
   --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
