@@ -21,12 +21,7 @@ import (
 // the other takes over at once.
 func TestLeaderElection(t *testing.T) {
 	needInfra(t)
-	installRBAC(t)
-	kubeconfig := impersonatingKubeconfig(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(configYAML("kafka", "s3")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, dir := asServiceAccount(t)
 	bin := buildController(t, "0.1.0")
 	first := runBinary(t, bin, kubeconfig, dir)
 	var leader string

@@ -67,7 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			a.Status.ObservedGeneration = a.Generation
 		}
 		if reterr == nil && !f.deleting && r.Backoff != nil {
-			res = r.retry(a, f, res)
+			res = r.Backoff.Retry(a.UID, failure(f), res)
 		}
 		if equality.Semantic.DeepEqual(orig.Status, a.Status) {
 			return
@@ -120,23 +120,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	return requeue, nil
 }
 
-// retry retries backend failures soon, on a capped exponential backoff;
-// an access waiting for its Buckety is woken by the Buckety watch.
-func (r *Reconciler) retry(a *v1.BucketyAccess, f *facts, res reconcile.Result) reconcile.Result {
-	var d time.Duration
+// failure classifies this reconcile for the retry backoff; an access
+// waiting for its Buckety is woken by the Buckety watch instead.
+func failure(f *facts) shared.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil:
-		d = r.Backoff.Next(a.UID, shared.Transient)
+		return shared.Transient
 	case f.AccessDenied != nil:
-		d = r.Backoff.Next(a.UID, shared.Permanent)
-	default:
-		r.Backoff.Reset(a.UID)
-		return res
+		return shared.Permanent
 	}
-	if res.RequeueAfter == 0 || d < res.RequeueAfter {
-		res.RequeueAfter = d
-	}
-	return res
+	return shared.None
 }
 
 // buckety finds the access's Buckety and its backend, and checks that its

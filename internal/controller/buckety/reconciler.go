@@ -73,8 +73,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if ready := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); ready != nil && ready.Status == metav1.ConditionTrue {
 			b.Status.ObservedGeneration = b.Generation
 		}
-		if reterr == nil && !f.deleting {
-			res = r.retry(b, f, res)
+		if reterr == nil && !f.deleting && r.Backoff != nil {
+			res = r.Backoff.Retry(b.UID, failure(f), res)
 		}
 		if equality.Semantic.DeepEqual(orig.Status, b.Status) {
 			return
@@ -110,27 +110,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	return requeue, nil
 }
 
-// retry picks when to reconcile again: soon, on a capped exponential
-// backoff, after a failure that may clear by itself or by an action outside
-// the object; at the drift re-check interval otherwise.
-func (r *Reconciler) retry(b *v1.Buckety, f *facts, res reconcile.Result) reconcile.Result {
-	if r.Backoff == nil {
-		return res
-	}
-	var d time.Duration
+// failure classifies this reconcile for the retry backoff: soon after a
+// failure that may clear by itself, slower after one that needs someone to
+// act outside the object, and at the drift re-check interval otherwise.
+func failure(f *facts) shared.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil, f.claimErr != nil:
-		d = r.Backoff.Next(b.UID, shared.Transient)
+		return shared.Transient
 	case f.AccessDenied != nil, f.adoptionRefused != "", f.conflictOwner != "", len(f.shortfalls) > 0:
-		d = r.Backoff.Next(b.UID, shared.Permanent)
-	default:
-		r.Backoff.Reset(b.UID)
-		return res
+		return shared.Permanent
 	}
-	if res.RequeueAfter == 0 || d < res.RequeueAfter {
-		res.RequeueAfter = d
-	}
-	return res
+	return shared.None
 }
 
 func (r *Reconciler) resolve(b *v1.Buckety) (*backends.Entry, *shared.Problem) {
