@@ -23,6 +23,13 @@ OUT=${OUT:-oci}
 LDFLAGS=${LDFLAGS:-"-s -w -X github.com/Yolean/buckety-controller/internal/version.Version=$VERSION"}
 CONTAIN=${CONTAIN:-$(test/tools/install.sh contain)}
 
+# contain.yaml reads the binaries from dist/: two builds at once in one tree
+# (the image and local-node tests of `go test ./...` run in parallel) would
+# mix each other's binaries, so a build holds a lock on dist/ throughout.
+mkdir -p dist
+exec 9>dist/.lock
+flock 9
+
 # contain reads PLATFORMS itself: contain.yaml names no platforms.
 export PLATFORMS=${PLATFORMS:-linux/amd64,linux/arm64}
 for platform in ${PLATFORMS//,/ }; do

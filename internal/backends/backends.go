@@ -76,27 +76,48 @@ type instrumented struct {
 func (i *instrumented) observe(op string, start time.Time, err error) {
 	metrics.BackendRequestDuration.WithLabelValues(i.backend, i.driver, op).Observe(time.Since(start).Seconds())
 	if err != nil {
-		metrics.BackendRequestErrors.WithLabelValues(i.backend, i.driver, op, Kind(err)).Inc()
+		metrics.BackendRequestErrors.WithLabelValues(i.backend, i.driver, op, string(Classify(err))).Inc()
 	}
 }
 
-// Kind classifies a driver error for metrics and conditions.
-func Kind(err error) string {
+// Class is how a driver error is handled: it decides the condition reason,
+// the retry backoff and the metric label.
+type Class string
+
+// Error classes; the string is the metrics label.
+const (
+	// ClassNone: no error.
+	ClassNone Class = ""
+	// ClassUnavailable: the backend could not be reached or timed out.
+	ClassUnavailable Class = "unavailable"
+	// ClassAccessDenied: the backend refused the controller's credentials
+	// or permissions.
+	ClassAccessDenied Class = "access_denied"
+	// ClassDrift: drift the driver will not repair.
+	ClassDrift Class = "drift"
+	// ClassInProgress: more work remains (a bucket emptied in slices).
+	ClassInProgress Class = "in_progress"
+	// ClassRequest: the backend answered with an error.
+	ClassRequest Class = "request"
+)
+
+// Classify classifies a driver error.
+func Classify(err error) Class {
 	var drift *drivers.DriftError
 	var ip *drivers.InProgressError
 	switch {
 	case err == nil:
-		return ""
+		return ClassNone
 	case drivers.IsUnavailable(err):
-		return "unavailable"
+		return ClassUnavailable
 	case drivers.IsAccessDenied(err):
-		return "access_denied"
+		return ClassAccessDenied
 	case errors.As(err, &drift):
-		return "drift"
+		return ClassDrift
 	case errors.As(err, &ip):
-		return "in_progress"
+		return ClassInProgress
 	}
-	return "request"
+	return ClassRequest
 }
 
 func (i *instrumented) Inspect(ctx context.Context, r drivers.Resource) (drivers.Inspection, error) {

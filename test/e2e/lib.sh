@@ -234,3 +234,49 @@ hang_backend() {
 # resume_backend continues the process hang_backend paused.
 resume_backend() { kill -CONT "${HUNG_PID:?hang_backend first}"; }
 
+# claims_and_outage BACKEND NAME WHAT: the claims-and-outage scenario of
+# every driver. While the backend hangs, a Buckety claims NAME and is deleted
+# unprovisioned; its claim goes with it, so the next Buckety for NAME waits
+# for the backend, not for a conflict, and is Ready soon after the backend
+# answers again (WHAT names the backend in messages).
+claims_and_outage() {
+  local backend=$1 name=$2 what=$3 reason back took
+  wait_cond buckety/steady Ready True
+  step "the $what hangs; a Buckety claims $name and is deleted unprovisioned"
+  hang_backend
+  k apply -f - >/dev/null <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata: {name: first}
+spec: {backend: $backend, name: "$name"}
+Y
+  wait_cond buckety/first Ready False BackendUnreachable
+  expect_eq "claim of the first Buckety" "$(jp buckety/first '{.metadata.uid}')" \
+    "$("$KUBECTL" get bucketyclaims -o jsonpath="{.items[?(@.spec.resourceName==\"$name\")].spec.owner.uid}")"
+  k delete buckety first --wait=false >/dev/null
+  wait_gone buckety/first
+  expect_eq "claims left for $name" "" \
+    "$("$KUBECTL" get bucketyclaims -o jsonpath="{.items[?(@.spec.resourceName==\"$name\")].metadata.name}")"
+  step "another Buckety for the same name waits for the $what, not for a conflict"
+  k apply -f - >/dev/null <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata: {name: second}
+spec: {backend: $backend, name: "$name", defaultAccess: {credentialsSecretName: second-creds}}
+Y
+  wait_cond buckety/second Ready False BackendUnreachable
+  sleep 12
+  reason=$(cond buckety/second Ready reason)
+  [ "$reason" != NameConflict ] || fail "second: NameConflict after the first Buckety was deleted: $(cond buckety/second Ready message)"
+  step "the $what answers again: Ready within seconds"
+  resume_backend
+  back=$SECONDS
+  wait_cond buckety/second Ready True
+  took=$((SECONDS - back))
+  echo "figure: Ready ${took}s after the $what answered again"
+  [ $took -le 45 ] || fail "second: Ready only ${took}s after the $what came back (retries must not wait for the drift re-check)"
+  expect_eq "provenance" "Created" "$(jp buckety/second '{.status.provenance}')"
+  secret_keys second-creds >/dev/null
+  wait_cond buckety/steady Ready True
+}
+

@@ -101,6 +101,20 @@ func createOrIgnore(t *testing.T, o client.Object) {
 	}
 }
 
+// asServiceAccount prepares a run of the built controller binary: the
+// generated RBAC bound to its ServiceAccount, a kubeconfig acting as it,
+// and a config directory for the shared backends.
+func asServiceAccount(t *testing.T) (kubeconfig, configDir string) {
+	t.Helper()
+	installRBAC(t)
+	kubeconfig = impersonatingKubeconfig(t)
+	configDir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(configDir, config.Filename), []byte(configYAML("kafka", "s3")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, configDir
+}
+
 // impersonatingKubeconfig writes a kubeconfig whose every request is made as
 // the controller's ServiceAccount.
 func impersonatingKubeconfig(t *testing.T) string { return saKubeconfig(t, saName) }
@@ -181,12 +195,7 @@ func (c *controllerProcess) stop(t *testing.T) {
 // writes). Any forbidden request fails the test.
 func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
 	needInfra(t)
-	installRBAC(t)
-	kubeconfig := impersonatingKubeconfig(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(configYAML("kafka", "s3")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, dir := asServiceAccount(t)
 	ctx := context.Background()
 	ns := namespace(t)
 

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/testhook"
@@ -273,12 +272,7 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 // (Created, so retentionPolicy Delete deletes it), not take it for adopted.
 func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 	needInfra(t)
-	installRBAC(t)
-	kubeconfig := impersonatingKubeconfig(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(configYAML("kafka", "s3")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, dir := asServiceAccount(t)
 	pauseDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".arm"), nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
-	"github.com/Yolean/buckety-controller/internal/config"
 )
 
 // TestLeaderElection runs two replicas, as during a rollout: only one holds
@@ -21,12 +18,7 @@ import (
 // the other takes over at once.
 func TestLeaderElection(t *testing.T) {
 	needInfra(t)
-	installRBAC(t)
-	kubeconfig := impersonatingKubeconfig(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(configYAML("kafka", "s3")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, dir := asServiceAccount(t)
 	bin := buildController(t, "0.1.0")
 	first := runBinary(t, bin, kubeconfig, dir)
 	var leader string

@@ -14,8 +14,8 @@ type facts struct {
 	problem *shared.Problem
 	// invalid: the role or parameters fail the driver's validation.
 	invalid string
-	// unavailable, accessDenied and backendErr are driver failures.
-	unavailable, accessDenied, backendErr error
+	// BackendFailure is the driver failure, if any.
+	shared.BackendFailure
 	// secretConflict names a Secret buckety does not own.
 	secretConflict string
 	// scoped is the driver's answer; nil when Grant did not run.

@@ -67,7 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			a.Status.ObservedGeneration = a.Generation
 		}
 		if reterr == nil && !f.deleting && r.Backoff != nil {
-			res = r.retry(a, f, res)
+			res = r.Backoff.Retry(a.UID, failure(f), res)
 		}
 		if equality.Semantic.DeepEqual(orig.Status, a.Status) {
 			return
@@ -103,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		Role: string(a.Spec.Role), Parameters: a.Spec.Parameters, ResourceParameters: b.Spec.Parameters,
 	})
 	if err != nil {
-		r.recordFailure(f, err)
+		f.Record(err)
 		return requeue, nil
 	}
 	scoped := g.Scoped
@@ -120,23 +120,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	return requeue, nil
 }
 
-// retry retries backend failures soon, on a capped exponential backoff;
-// an access waiting for its Buckety is woken by the Buckety watch.
-func (r *Reconciler) retry(a *v1.BucketyAccess, f *facts, res reconcile.Result) reconcile.Result {
-	var d time.Duration
+// failure classifies this reconcile for the retry backoff; an access
+// waiting for its Buckety is woken by the Buckety watch instead.
+func failure(f *facts) shared.Failure {
 	switch {
-	case f.unavailable != nil, f.backendErr != nil:
-		d = r.Backoff.Next(a.UID, shared.Transient)
-	case f.accessDenied != nil:
-		d = r.Backoff.Next(a.UID, shared.Permanent)
-	default:
-		r.Backoff.Reset(a.UID)
-		return res
+	case f.Unavailable != nil, f.Other != nil:
+		return shared.Transient
+	case f.AccessDenied != nil:
+		return shared.Permanent
 	}
-	if res.RequeueAfter == 0 || d < res.RequeueAfter {
-		res.RequeueAfter = d
-	}
-	return res
+	return shared.None
 }
 
 // buckety finds the access's Buckety and its backend, and checks that its
@@ -156,9 +149,7 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 		return nil, nil, false, nil
 	}
 	e, problem := shared.Resolve(r.Backends, b.Spec.Backend,
-		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor},
-		v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible,
-		v1.ReasonBackendNotConfigured, v1.ReasonDriverChanged, v1.ReasonDriverMajorMismatch)
+		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 	if problem != nil {
 		f.problem = problem
 		return nil, nil, false, nil
@@ -192,17 +183,6 @@ func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.En
 	}
 	f.bucketyWaiting = fmt.Sprintf("waiting for Buckety %s to hold its claim on %s", b.Name, b.Status.BackendResourceName)
 	return "", false, nil
-}
-
-func (r *Reconciler) recordFailure(f *facts, err error) {
-	switch backends.Kind(err) {
-	case "unavailable":
-		f.unavailable = err
-	case "access_denied":
-		f.accessDenied = err
-	default:
-		f.backendErr = err
-	}
 }
 
 // owns reports whether s is this access's Secret.
@@ -299,14 +279,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b); err != nil {
 			return reconcile.Result{}, fmt.Errorf("revoke %s: get Buckety: %w", a.Status.Principal, err)
 		}
-		e, problem := shared.Resolve(r.Backends, b.Spec.Backend, shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor},
-			v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible, v1.ReasonBackendNotConfigured, v1.ReasonDriverChanged, v1.ReasonDriverMajorMismatch)
+		e, problem := shared.Resolve(r.Backends, b.Spec.Backend, shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 		if problem != nil {
 			f.problem = problem
 			return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, nil
 		}
 		if err := e.Backend.Revoke(ctx, drivers.Access{Resource: b.Status.BackendResourceName, Namespace: a.Namespace, Name: a.Name, Role: string(a.Spec.Role), Parameters: a.Spec.Parameters}); err != nil {
-			r.recordFailure(f, err)
+			f.Record(err)
 			return reconcile.Result{}, fmt.Errorf("revoke %s: %w", a.Status.Principal, err)
 		}
 	}

@@ -8,78 +8,164 @@ import (
 )
 
 // conditions derives every condition of a BucketyAccess from the facts of
-// one reconcile; it is the only place they are decided.
+// one reconcile, one small function per type (v1.BucketyAccessConditions
+// declares the set); it is the only place they are decided.
 func conditions(a *v1.BucketyAccess, f *facts) []shared.Cond {
-	var out []shared.Cond
-	add := func(c shared.Cond) { out = append(out, c) }
+	r := readiness(a, f)
+	return []shared.Cond{
+		backendUnavailable(f),
+		driverVersionIncompatible(f),
+		shared.False(v1.ConditionParameterDrift, v1.ReasonNotApplicable, "an access has no backend parameters to drift"),
+		shared.False(v1.ConditionBlockedByAccesses, v1.ReasonNotApplicable, "an access is never blocked by accesses"),
+		scopingNotImplemented(a, f),
+		r.ready,
+		reconciling(r),
+	}
+}
 
+// waiting: the Buckety's backend resource is not usable, so the backend
+// was not consulted.
+func (f *facts) waiting() bool { return f.problem != nil || f.bucketyMissing || f.bucketyWaiting != "" }
+
+func backendUnavailable(f *facts) shared.Cond {
+	const t = v1.ConditionBackendUnavailable
 	switch {
-	case f.problem != nil && f.problem.Condition == v1.ConditionBackendUnavailable:
-		add(shared.True(v1.ConditionBackendUnavailable, f.problem.Reason, f.problem.Message))
-	case f.unavailable != nil:
-		add(shared.True(v1.ConditionBackendUnavailable, v1.ReasonBackendUnreachable, f.unavailable.Error()))
-	case f.problem != nil || f.bucketyMissing || f.bucketyWaiting != "":
-		add(shared.Unknown(v1.ConditionBackendUnavailable, v1.ReasonPaused, "not checked: the Buckety's backend resource is not usable yet"))
-	default:
-		add(shared.False(v1.ConditionBackendUnavailable, v1.ReasonAsExpected, "the backend is configured"))
+	case f.problem != nil && f.problem.Condition == t:
+		return shared.True(t, f.problem.Reason, f.problem.Message)
+	case f.Unavailable != nil:
+		return shared.True(t, v1.ReasonBackendUnreachable, f.Unavailable.Error())
+	case f.waiting():
+		return shared.Unknown(t, v1.ReasonPaused, "not checked: the Buckety's backend resource is not usable yet")
 	}
+	return shared.False(t, v1.ReasonAsExpected, "the backend is configured")
+}
+
+func driverVersionIncompatible(f *facts) shared.Cond {
+	const t = v1.ConditionDriverVersionIncompatible
 	switch {
-	case f.problem != nil && f.problem.Condition == v1.ConditionDriverVersionIncompatible:
-		add(shared.True(v1.ConditionDriverVersionIncompatible, f.problem.Reason, f.problem.Message))
-	case f.problem != nil || f.bucketyMissing || f.bucketyWaiting != "":
-		add(shared.Unknown(v1.ConditionDriverVersionIncompatible, v1.ReasonPaused, "not checked"))
-	default:
-		add(shared.False(v1.ConditionDriverVersionIncompatible, v1.ReasonAsExpected, "the driver is compatible"))
+	case f.problem != nil && f.problem.Condition == t:
+		return shared.True(t, f.problem.Reason, f.problem.Message)
+	case f.waiting():
+		return shared.Unknown(t, v1.ReasonPaused, "not checked")
 	}
-	add(shared.False(v1.ConditionParameterDrift, v1.ReasonNotApplicable, "an access has no backend parameters to drift"))
-	add(shared.False(v1.ConditionBlockedByAccesses, v1.ReasonNotApplicable, "an access is never blocked by accesses"))
+	return shared.False(t, v1.ReasonAsExpected, "the driver is compatible")
+}
+
+func scopingNotImplemented(a *v1.BucketyAccess, f *facts) shared.Cond {
+	const t = v1.ConditionScopingNotImplemented
 	switch {
 	case f.scoped == nil:
-		add(shared.Unknown(v1.ConditionScopingNotImplemented, v1.ReasonNotDetermined, "credentials were not issued in this reconcile"))
+		return shared.Unknown(t, v1.ReasonNotDetermined, "credentials were not issued in this reconcile")
 	case !*f.scoped:
-		add(shared.True(v1.ConditionScopingNotImplemented, v1.ReasonCredentialsNotScoped, fmt.Sprintf("role %s and the access parameters are not enforced: v1alpha1 issues the backend's shared credentials", roleOf(a))))
-	default:
-		add(shared.False(v1.ConditionScopingNotImplemented, v1.ReasonAsExpected, "the credentials match the role"))
+		return shared.True(t, v1.ReasonCredentialsNotScoped, fmt.Sprintf("role %s and the access parameters are not enforced: v1alpha1 issues the backend's shared credentials", roleOf(a)))
 	}
+	return shared.False(t, v1.ReasonAsExpected, "the credentials match the role")
+}
 
-	var ready shared.Cond
-	progressing := false
-	switch {
-	case f.deleting:
-		progressing = true
-		ready = shared.False(v1.ConditionReady, v1.ReasonDeleting, "revoking and deleting Secret "+a.Spec.CredentialsSecretName)
-	case f.bucketyMissing:
-		ready = shared.False(v1.ConditionReady, v1.ReasonBucketyNotFound, fmt.Sprintf("Buckety %s does not exist in namespace %s", a.Spec.BucketyRef.Name, a.Namespace))
-	case f.problem != nil:
-		ready = shared.False(v1.ConditionReady, f.problem.Reason, f.problem.Message)
-	case f.bucketyWaiting != "":
-		progressing = true
-		ready = shared.False(v1.ConditionReady, v1.ReasonBucketyNotReady, f.bucketyWaiting)
-	case f.invalid != "":
-		ready = shared.False(v1.ConditionReady, v1.ReasonInvalidAccess, f.invalid)
-	case f.unavailable != nil:
-		progressing = true
-		ready = shared.False(v1.ConditionReady, v1.ReasonBackendUnreachable, f.unavailable.Error())
-	case f.accessDenied != nil:
-		ready = shared.False(v1.ConditionReady, v1.ReasonBackendAccessDenied, f.accessDenied.Error())
-	case f.backendErr != nil:
-		progressing = true
-		ready = shared.False(v1.ConditionReady, v1.ReasonBackendError, f.backendErr.Error())
-	case f.secretConflict != "":
-		ready = shared.False(v1.ConditionReady, v1.ReasonSecretConflict, f.secretConflict)
-	case f.synced:
-		ready = shared.True(v1.ConditionReady, v1.ReasonReconciled, fmt.Sprintf("Secret %s holds the credentials for Buckety %s", f.secretName, a.Spec.BucketyRef.Name))
-	default:
-		progressing = true
-		ready = shared.False(v1.ConditionReady, v1.ReasonProgressing, "writing Secret "+a.Spec.CredentialsSecretName)
+func reconciling(r readinessResult) shared.Cond {
+	const t = v1.ConditionReconciling
+	if r.progressing {
+		return shared.True(t, v1.ReasonProgressing, r.ready.Message)
 	}
-	add(ready)
-	if progressing {
-		add(shared.True(v1.ConditionReconciling, v1.ReasonProgressing, ready.Message))
-	} else {
-		add(shared.False(v1.ConditionReconciling, v1.ReasonAsExpected, "no work in progress"))
+	return shared.False(t, v1.ReasonAsExpected, "no work in progress")
+}
+
+// readinessResult is where the Ready chain stopped.
+type readinessResult struct {
+	ready       shared.Cond
+	progressing bool
+}
+
+// link is one step of the Ready chain: a failing result, or nil to pass.
+type link func(a *v1.BucketyAccess, f *facts) *readinessResult
+
+// readyChain is checked in order; the first failing link decides Ready.
+var readyChain = []link{
+	deletingLink, bucketyMissingLink, problemLink, bucketyWaitingLink, invalidLink,
+	unreachableLink, accessDeniedLink, backendErrorLink, secretConflictLink, notWrittenLink,
+}
+
+func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
+	for _, l := range readyChain {
+		if r := l(a, f); r != nil {
+			return *r
+		}
 	}
-	return out
+	return readinessResult{ready: shared.True(v1.ConditionReady, v1.ReasonReconciled, fmt.Sprintf("Secret %s holds the credentials for Buckety %s", f.secretName, a.Spec.BucketyRef.Name))}
+}
+
+func notReady(reason, msg string, progressing bool) *readinessResult {
+	return &readinessResult{ready: shared.False(v1.ConditionReady, reason, msg), progressing: progressing}
+}
+
+func deletingLink(a *v1.BucketyAccess, f *facts) *readinessResult {
+	if !f.deleting {
+		return nil
+	}
+	return notReady(v1.ReasonDeleting, "revoking and deleting Secret "+a.Spec.CredentialsSecretName, true)
+}
+
+func bucketyMissingLink(a *v1.BucketyAccess, f *facts) *readinessResult {
+	if !f.bucketyMissing {
+		return nil
+	}
+	return notReady(v1.ReasonBucketyNotFound, fmt.Sprintf("Buckety %s does not exist in namespace %s", a.Spec.BucketyRef.Name, a.Namespace), false)
+}
+
+func problemLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.problem == nil {
+		return nil
+	}
+	return notReady(f.problem.Reason, f.problem.Message, false)
+}
+
+func bucketyWaitingLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.bucketyWaiting == "" {
+		return nil
+	}
+	return notReady(v1.ReasonBucketyNotReady, f.bucketyWaiting, true)
+}
+
+func invalidLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.invalid == "" {
+		return nil
+	}
+	return notReady(v1.ReasonInvalidAccess, f.invalid, false)
+}
+
+func unreachableLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.Unavailable == nil {
+		return nil
+	}
+	return notReady(v1.ReasonBackendUnreachable, f.Unavailable.Error(), true)
+}
+
+func accessDeniedLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.AccessDenied == nil {
+		return nil
+	}
+	return notReady(v1.ReasonBackendAccessDenied, f.AccessDenied.Error(), false)
+}
+
+func backendErrorLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.Other == nil {
+		return nil
+	}
+	return notReady(v1.ReasonBackendError, f.Other.Error(), true)
+}
+
+func secretConflictLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.secretConflict == "" {
+		return nil
+	}
+	return notReady(v1.ReasonSecretConflict, f.secretConflict, false)
+}
+
+func notWrittenLink(a *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.synced {
+		return nil
+	}
+	return notReady(v1.ReasonProgressing, "writing Secret "+a.Spec.CredentialsSecretName, true)
 }
 
 func roleOf(a *v1.BucketyAccess) string {

@@ -30,10 +30,8 @@ type facts struct {
 	conflictOwner string
 	// adoptionRefused explains a pre-existing resource with content.
 	adoptionRefused string
-	// unavailable, accessDenied and backendErr are driver failures.
-	unavailable  error
-	accessDenied error
-	backendErr   error
+	// BackendFailure is the driver failure, if any.
+	shared.BackendFailure
 	// drift the driver would not repair.
 	drift *drivers.DriftError
 	// shortfalls are parameters the backend did not apply.
@@ -59,13 +57,8 @@ type facts struct {
 
 // backendFailure is the driver failure of this reconcile, if any.
 func (f *facts) backendFailure() error {
-	switch {
-	case f.unavailable != nil:
-		return f.unavailable
-	case f.accessDenied != nil:
-		return f.accessDenied
-	case f.claimErr != nil:
-		return f.claimErr
+	if err := f.Err(); err != nil {
+		return err
 	}
-	return f.backendErr
+	return f.claimErr
 }

@@ -73,8 +73,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if ready := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); ready != nil && ready.Status == metav1.ConditionTrue {
 			b.Status.ObservedGeneration = b.Generation
 		}
-		if reterr == nil && !f.deleting {
-			res = r.retry(b, f, res)
+		if reterr == nil && !f.deleting && r.Backoff != nil {
+			res = r.Backoff.Retry(b.UID, failure(f), res)
 		}
 		if equality.Semantic.DeepEqual(orig.Status, b.Status) {
 			return
@@ -110,34 +110,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	return requeue, nil
 }
 
-// retry picks when to reconcile again: soon, on a capped exponential
-// backoff, after a failure that may clear by itself or by an action outside
-// the object; at the drift re-check interval otherwise.
-func (r *Reconciler) retry(b *v1.Buckety, f *facts, res reconcile.Result) reconcile.Result {
-	if r.Backoff == nil {
-		return res
-	}
-	var d time.Duration
+// failure classifies this reconcile for the retry backoff: soon after a
+// failure that may clear by itself, slower after one that needs someone to
+// act outside the object, and at the drift re-check interval otherwise.
+func failure(f *facts) shared.Failure {
 	switch {
-	case f.unavailable != nil, f.backendErr != nil, f.claimErr != nil:
-		d = r.Backoff.Next(b.UID, shared.Transient)
-	case f.accessDenied != nil, f.adoptionRefused != "", f.conflictOwner != "", len(f.shortfalls) > 0:
-		d = r.Backoff.Next(b.UID, shared.Permanent)
-	default:
-		r.Backoff.Reset(b.UID)
-		return res
+	case f.Unavailable != nil, f.Other != nil, f.claimErr != nil:
+		return shared.Transient
+	case f.AccessDenied != nil, f.adoptionRefused != "", f.conflictOwner != "", len(f.shortfalls) > 0:
+		return shared.Permanent
 	}
-	if res.RequeueAfter == 0 || d < res.RequeueAfter {
-		res.RequeueAfter = d
-	}
-	return res
+	return shared.None
 }
 
 func (r *Reconciler) resolve(b *v1.Buckety) (*backends.Entry, *shared.Problem) {
 	return shared.Resolve(r.Backends, b.Spec.Backend,
-		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor},
-		v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible,
-		v1.ReasonBackendNotConfigured, v1.ReasonDriverChanged, v1.ReasonDriverMajorMismatch)
+		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 }
 
 // resolveName finds the backend resource name: the name of a claim this
@@ -251,7 +239,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if cl.Spec.Phase == v1.ClaimClaimed {
 		in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
 		if err != nil {
-			r.recordFailure(f, err)
+			f.Record(err)
 			return false, nil
 		}
 		if in.Exists && in.HasContent {
@@ -281,7 +269,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		metrics.DriftDetected.WithLabelValues(e.Name, "false").Inc()
 		r.event(b, corev1.EventTypeWarning, v1.ReasonDriftUnrepairable, "Reconcile", drift.Error())
 	case err != nil:
-		r.recordFailure(f, err)
+		f.Record(err)
 		return false, nil
 	}
 	if res.Created {
@@ -327,17 +315,6 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	}
 	b.Status.DriverBuildVersion = e.Driver.Version().String()
 	return true, nil
-}
-
-func (r *Reconciler) recordFailure(f *facts, err error) {
-	switch backends.Kind(err) {
-	case "unavailable":
-		f.unavailable = err
-	case "access_denied":
-		f.accessDenied = err
-	default:
-		f.backendErr = err
-	}
 }
 
 // reconcileAccesses materialises or removes the implicit access, then
@@ -532,9 +509,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		return retain("this Buckety never wrote to it")
 	}
 	e, problem := shared.Resolve(r.Backends, cl.Spec.Backend,
-		shared.Sticky{Backend: cl.Spec.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor},
-		v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible,
-		v1.ReasonBackendNotConfigured, v1.ReasonDriverChanged, v1.ReasonDriverMajorMismatch)
+		shared.Sticky{Backend: cl.Spec.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 	if problem != nil {
 		f.problem = problem
 		return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, false, nil
@@ -552,7 +527,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		r.event(b, corev1.EventTypeNormal, "DeletionProgress", "Delete", f.deleteProgress)
 		return reconcile.Result{RequeueAfter: DeletePassInterval}, false, nil
 	case err != nil:
-		r.recordFailure(f, err)
+		f.Record(err)
 		d := shared.TransientBase
 		if r.Backoff != nil {
 			d = r.Backoff.Next(b.UID, shared.Transient)

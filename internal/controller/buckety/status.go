@@ -32,8 +32,8 @@ func backendUnavailable(f *facts) shared.Cond {
 	switch {
 	case f.problem != nil && f.problem.Condition == t:
 		return shared.True(t, f.problem.Reason, f.problem.Message)
-	case f.unavailable != nil:
-		return shared.True(t, v1.ReasonBackendUnreachable, f.unavailable.Error())
+	case f.Unavailable != nil:
+		return shared.True(t, v1.ReasonBackendUnreachable, f.Unavailable.Error())
 	case f.problem != nil:
 		return shared.Unknown(t, v1.ReasonPaused, "not checked: "+f.problem.Message)
 	}
@@ -220,24 +220,24 @@ func adoptionLink(_ *v1.Buckety, f *facts) *readinessResult {
 }
 
 func unreachableLink(_ *v1.Buckety, f *facts) *readinessResult {
-	if f.unavailable == nil {
+	if f.Unavailable == nil {
 		return nil
 	}
-	return notReady(v1.ReasonBackendUnreachable, f.unavailable.Error(), true)
+	return notReady(v1.ReasonBackendUnreachable, f.Unavailable.Error(), true)
 }
 
 func accessDeniedLink(_ *v1.Buckety, f *facts) *readinessResult {
-	if f.accessDenied == nil {
+	if f.AccessDenied == nil {
 		return nil
 	}
-	return notReady(v1.ReasonBackendAccessDenied, f.accessDenied.Error(), false)
+	return notReady(v1.ReasonBackendAccessDenied, f.AccessDenied.Error(), false)
 }
 
 func backendErrorLink(_ *v1.Buckety, f *facts) *readinessResult {
-	if f.backendErr == nil {
+	if f.Other == nil {
 		return nil
 	}
-	return notReady(v1.ReasonBackendError, f.backendErr.Error(), true)
+	return notReady(v1.ReasonBackendError, f.Other.Error(), true)
 }
 
 func claimLink(_ *v1.Buckety, f *facts) *readinessResult {
@@ -283,7 +283,7 @@ func pendingAccessesLink(_ *v1.Buckety, f *facts) *readinessResult {
 }
 
 func reached(f *facts) string {
-	if f.provisioned || f.drift != nil || f.accessDenied != nil || f.backendErr != nil {
+	if f.provisioned || f.drift != nil || f.AccessDenied != nil || f.Other != nil {
 		return " and reachable"
 	}
 	return ""

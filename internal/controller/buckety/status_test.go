@@ -44,7 +44,7 @@ func TestReadyChain(t *testing.T) {
 		{"deleting, blocked", facts{deleting: true, blockedBy: []string{"reader"}}, v1.ReasonDeleting, false, true, "reader"},
 		{"deleting, implicit access going", facts{deleting: true, waitingImplicit: true}, v1.ReasonDeleting, false, true, "implicit access"},
 		{"deleting, in progress", facts{deleting: true, deleteProgress: "300 removed"}, v1.ReasonDeleting, false, true, "300 removed"},
-		{"deleting, failing", facts{deleting: true, unavailable: errUnreachable}, v1.ReasonDeleting, false, true, "retrying"},
+		{"deleting, failing", facts{deleting: true, BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}, v1.ReasonDeleting, false, true, "retrying"},
 		{"backend not configured", facts{problem: problem}, v1.ReasonBackendNotConfigured, false, false, "not in the controller config"},
 		{"driver major", facts{problem: major}, v1.ReasonDriverMajorMismatch, false, false, "major 1"},
 		{"template", facts{templateErr: errors.New(`label "gen" is missing`)}, v1.ReasonTemplateUnresolvable, false, false, "spec.name"},
@@ -52,9 +52,9 @@ func TestReadyChain(t *testing.T) {
 		{"invalid parameters", facts{invalidParams: "spec.parameters[partitions]: Invalid value"}, v1.ReasonInvalidParameters, false, false, "partitions"},
 		{"name conflict", facts{conflictOwner: "other/orders", resourceName: "orders"}, v1.ReasonNameConflict, false, false, "other/orders"},
 		{"adoption refused", facts{adoptionRefused: "topic t holds 3 records"}, v1.ReasonAdoptionRefused, false, false, "3 records"},
-		{"unreachable", facts{unavailable: errUnreachable}, v1.ReasonBackendUnreachable, false, true, "timeout"},
-		{"access denied", facts{accessDenied: errDenied}, v1.ReasonBackendAccessDenied, false, false, "SASL"},
-		{"backend error", facts{backendErr: errors.New("INVALID_CONFIG")}, v1.ReasonBackendError, false, true, "INVALID_CONFIG"},
+		{"unreachable", facts{BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}, v1.ReasonBackendUnreachable, false, true, "timeout"},
+		{"access denied", facts{BackendFailure: shared.BackendFailure{AccessDenied: errDenied}}, v1.ReasonBackendAccessDenied, false, false, "SASL"},
+		{"backend error", facts{BackendFailure: shared.BackendFailure{Other: errors.New("INVALID_CONFIG")}}, v1.ReasonBackendError, false, true, "INVALID_CONFIG"},
 		{"claim write failed", facts{claimErr: errors.New("conflict")}, v1.ReasonProgressing, false, true, "claim"},
 		{"provisioning", facts{}, v1.ReasonProgressing, false, true, "provisioning"},
 		{"drift", facts{drift: drift}, v1.ReasonDriftUnrepairable, true, false, "cannot shrink"},
@@ -87,7 +87,7 @@ func TestReadyChain(t *testing.T) {
 // condition types v1.BucketyConditions declares, in its order.
 func TestConditionsAreTheDeclaredSet(t *testing.T) {
 	b := &v1.Buckety{}
-	for _, f := range []facts{{}, {provisioned: true}, {deleting: true}, {drift: drift}, {unavailable: errUnreachable}} {
+	for _, f := range []facts{{}, {provisioned: true}, {deleting: true}, {drift: drift}, {BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}} {
 		conds := conditions(b, &f)
 		if len(conds) != len(v1.BucketyConditions) {
 			t.Fatalf("want %d conditions, got %d", len(v1.BucketyConditions), len(conds))
@@ -109,7 +109,7 @@ func TestOtherConditions(t *testing.T) {
 		status    string
 		reason    string
 	}{
-		{"unreachable", v1.ConditionBackendUnavailable, facts{unavailable: errUnreachable}, "True", v1.ReasonBackendUnreachable},
+		{"unreachable", v1.ConditionBackendUnavailable, facts{BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}, "True", v1.ReasonBackendUnreachable},
 		{"configured", v1.ConditionBackendUnavailable, facts{provisioned: true}, "False", v1.ReasonAsExpected},
 		{"paused by major", v1.ConditionBackendUnavailable, facts{problem: &shared.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch}}, "Unknown", v1.ReasonPaused},
 		{"major mismatch", v1.ConditionDriverVersionIncompatible, facts{problem: &shared.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch}}, "True", v1.ReasonDriverMajorMismatch},

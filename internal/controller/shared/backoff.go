@@ -5,15 +5,18 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Failure classifies why a reconcile could not finish, for the retry delay.
 type Failure int
 
 const (
+	// None: the reconcile finished; the backoff is reset.
+	None Failure = iota - 1
 	// Transient failures clear by themselves: a backend unreachable or
 	// timing out, a conflict, a server error. They are retried soon.
-	Transient Failure = iota
+	Transient
 	// Permanent failures need someone to act where no watch sees it: the
 	// backend refusing buckety's credentials, a resource holding data that
 	// buckety will not adopt, a name owned by another Buckety. They are
@@ -75,4 +78,17 @@ func or(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// Retry records the outcome of one reconcile of uid and returns res with
+// RequeueAfter lowered to the backoff delay after a failure.
+func (b *Backoff) Retry(uid types.UID, f Failure, res reconcile.Result) reconcile.Result {
+	if f == None {
+		b.Reset(uid)
+		return res
+	}
+	if d := b.Next(uid, f); res.RequeueAfter == 0 || d < res.RequeueAfter {
+		res.RequeueAfter = d
+	}
+	return res
 }

@@ -3,6 +3,7 @@ package shared
 import (
 	"fmt"
 
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 )
 
@@ -24,8 +25,16 @@ type Problem struct {
 
 // Resolve finds the backend a resource reconciles against: its sticky
 // backend once stamped (spec.backend before), with the same driver and a
-// driver major equal to the stamped one.
-func Resolve(set *backends.Set, specBackend string, st Sticky, conditionBackend, conditionVersion, reasonMissing, reasonDriver, reasonMajor string) (*backends.Entry, *Problem) {
+// driver major equal to the stamped one. Both kinds report a problem with
+// the same condition types and reasons.
+func Resolve(set *backends.Set, specBackend string, st Sticky) (*backends.Entry, *Problem) {
+	const (
+		conditionBackend = v1.ConditionBackendUnavailable
+		conditionVersion = v1.ConditionDriverVersionIncompatible
+		reasonMissing    = v1.ReasonBackendNotConfigured
+		reasonDriver     = v1.ReasonDriverChanged
+		reasonMajor      = v1.ReasonDriverMajorMismatch
+	)
 	name := specBackend
 	if st.Backend != "" {
 		name = st.Backend

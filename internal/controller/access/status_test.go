@@ -1,0 +1,92 @@
+package access
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+func find(conds []shared.Cond, t string) shared.Cond {
+	for _, c := range conds {
+		if c.Type == t {
+			return c
+		}
+	}
+	return shared.Cond{}
+}
+
+// TestReadyChain covers every Ready reason of a BucketyAccess a tenant can
+// see, with Reconciling alongside and a word of the message.
+func TestReadyChain(t *testing.T) {
+	a := &v1.BucketyAccess{Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "orders-topic"}}
+	no, yes := false, true
+	for _, c := range []struct {
+		name        string
+		f           facts
+		status      string
+		reason      string
+		progressing bool
+		says        string
+	}{
+		{"written", facts{synced: true, secretName: "orders-topic", scoped: &yes}, "True", v1.ReasonReconciled, false, "orders-topic"},
+		{"deleting", facts{deleting: true}, "False", v1.ReasonDeleting, true, "revoking"},
+		{"no Buckety", facts{bucketyMissing: true}, "False", v1.ReasonBucketyNotFound, false, "orders"},
+		{"backend gone", facts{problem: &shared.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonBackendNotConfigured, Message: "not in the config"}}, "False", v1.ReasonBackendNotConfigured, false, "not in the config"},
+		{"Buckety not provisioned", facts{bucketyWaiting: "waiting for Buckety orders"}, "False", v1.ReasonBucketyNotReady, true, "waiting"},
+		{"invalid", facts{invalid: "spec.parameters[x]: not supported"}, "False", v1.ReasonInvalidAccess, false, "spec.parameters"},
+		{"unreachable", facts{BackendFailure: shared.BackendFailure{Unavailable: &drivers.UnavailableError{Backend: "kafka", Err: errors.New("timeout")}}}, "False", v1.ReasonBackendUnreachable, true, "timeout"},
+		{"denied", facts{BackendFailure: shared.BackendFailure{AccessDenied: &drivers.AccessDeniedError{Backend: "kafka", Err: errors.New("SASL")}}}, "False", v1.ReasonBackendAccessDenied, false, "SASL"},
+		{"backend error", facts{BackendFailure: shared.BackendFailure{Other: errors.New("boom")}}, "False", v1.ReasonBackendError, true, "boom"},
+		{"Secret conflict", facts{secretConflict: "Secret orders-topic already exists", scoped: &no}, "False", v1.ReasonSecretConflict, false, "already exists"},
+		{"writing", facts{scoped: &yes}, "False", v1.ReasonProgressing, true, "writing"},
+	} {
+		conds := conditions(a, &c.f)
+		ready, rec := find(conds, v1.ConditionReady), find(conds, v1.ConditionReconciling)
+		if string(ready.Status) != c.status || ready.Reason != c.reason || !strings.Contains(ready.Message, c.says) {
+			t.Errorf("%s: want Ready=%s (%s) saying %q, got %s (%s: %s)", c.name, c.status, c.reason, c.says, ready.Status, ready.Reason, ready.Message)
+		}
+		if got := rec.Status == "True"; got != c.progressing {
+			t.Errorf("%s: want Reconciling=%v, got %s", c.name, c.progressing, rec.Status)
+		}
+	}
+}
+
+// TestConditionsAreTheDeclaredSet: every reconcile writes exactly the types
+// v1.BucketyAccessConditions declares, in its order.
+func TestConditionsAreTheDeclaredSet(t *testing.T) {
+	a := &v1.BucketyAccess{}
+	yes := true
+	for _, f := range []facts{{}, {synced: true, scoped: &yes}, {deleting: true}, {bucketyMissing: true}} {
+		conds := conditions(a, &f)
+		if len(conds) != len(v1.BucketyAccessConditions) {
+			t.Fatalf("want %d conditions, got %d", len(v1.BucketyAccessConditions), len(conds))
+		}
+		for i, d := range v1.BucketyAccessConditions {
+			if conds[i].Type != d.Type {
+				t.Errorf("condition %d: want %s, got %s", i, d.Type, conds[i].Type)
+			}
+		}
+	}
+}
+
+// TestScoping covers ScopingNotImplemented's three states.
+func TestScoping(t *testing.T) {
+	a := &v1.BucketyAccess{Spec: v1.BucketyAccessSpec{Role: v1.RoleReadOnly}}
+	no, yes := false, true
+	for _, c := range []struct {
+		scoped *bool
+		status string
+	}{{nil, "Unknown"}, {&no, "True"}, {&yes, "False"}} {
+		got := find(conditions(a, &facts{scoped: c.scoped}), v1.ConditionScopingNotImplemented)
+		if string(got.Status) != c.status {
+			t.Errorf("scoped %v: want %s, got %s", c.scoped, c.status, got.Status)
+		}
+	}
+	if got := find(conditions(a, &facts{scoped: &no}), v1.ConditionScopingNotImplemented); !strings.Contains(got.Message, "ReadOnly") {
+		t.Errorf("want the role named, got %q", got.Message)
+	}
+}
