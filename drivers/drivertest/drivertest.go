@@ -1,7 +1,8 @@
 // Package drivertest provides a driver for tests of the code around drivers:
-// the registry, the config loader, naming and admission. It talks to no
-// service (Open fails), and it is never registered in drivers/all, so no
-// binary can be configured with it.
+// the registry, the config loader, naming, admission and the reconcilers.
+// Its service, when a test gives it one, is an in-memory Backend that can
+// be told to hang, fail or hold content; it is never registered in
+// drivers/all, so no binary can be configured with it.
 package drivertest
 
 import (
@@ -21,6 +22,8 @@ type Driver struct {
 	Named string
 	// Ver is the version reported; zero means 0.1.0.
 	Ver drivers.Version
+	// Service, when set, is what Open returns.
+	Service *Backend
 }
 
 // Config is the test driver's options: one required field, one credential.
@@ -64,14 +67,15 @@ func (d *Driver) Version() drivers.Version {
 // NewConfig implements drivers.Driver.
 func (d *Driver) NewConfig() drivers.Config { return &Config{} }
 
-// ValidateName accepts lowercase letters, digits and '-', at most 20 bytes.
+// ValidateName accepts lowercase letters, digits, '-' and '.', at most 20
+// bytes.
 func (d *Driver) ValidateName(p *field.Path, _ drivers.Config, name string) ([]string, field.ErrorList) {
 	if len(name) == 0 || len(name) > 20 {
 		return nil, field.ErrorList{field.Invalid(p, name, "must be 1 to 20 characters")}
 	}
 	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return nil, field.ErrorList{field.Invalid(p, name, "only lowercase letters, digits and '-'")}
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return nil, field.ErrorList{field.Invalid(p, name, "only lowercase letters, digits, '-' and '.'")}
 		}
 	}
 	return nil, nil
@@ -115,7 +119,10 @@ func (d *Driver) Schemas() drivers.Schemas {
 	}
 }
 
-// Open always fails: the test driver has no service.
+// Open returns the test's Service; without one it fails.
 func (d *Driver) Open(context.Context, string, drivers.Config) (drivers.Backend, error) {
-	return nil, errors.New("drivertest: no service to open")
+	if d.Service == nil {
+		return nil, errors.New("drivertest: no service to open")
+	}
+	return d.Service, nil
 }

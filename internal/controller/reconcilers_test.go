@@ -1,0 +1,495 @@
+// Package controller_test tests both reconcilers in seconds, without an API
+// server: controller-runtime's fake client and the test driver's in-memory
+// service. The integration tests (test/integration) prove the same paths on
+// a real API server, broker and S3 servers; these cover the many branches
+// that need neither.
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/access"
+	"github.com/Yolean/buckety-controller/internal/controller/buckety"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+// env is one fake cluster with one backend, "svc", on the in-memory service.
+type env struct {
+	t       *testing.T
+	c       client.Client
+	svc     *drivertest.Backend
+	br      *buckety.Reconciler
+	ar      *access.Reconciler
+	backoff *shared.Backoff
+}
+
+type builderIndexer struct{ b *fake.ClientBuilder }
+
+func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, f client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, f)
+	return nil
+}
+
+func newEnv(t *testing.T, configExtra string) *env {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.Buckety{}, &v1.BucketyAccess{})
+	if err := shared.SetupIndexes(context.Background(), builderIndexer{b}); err != nil {
+		t.Fatal(err)
+	}
+	c := b.Build()
+	svc := drivertest.NewBackend()
+	dir := t.TempDir()
+	yaml := "backends:\n- name: svc\n  driver: test\n  config: {endpoint: test://service}\n" + configExtra
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(dir, config.Options{Registry: drivers.NewRegistry(&drivertest.Driver{Service: svc}), Lookup: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := backends.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := &shared.Claims{Client: c, APIReader: c}
+	bo := &shared.Backoff{}
+	return &env{t: t, c: c, svc: svc, backoff: bo,
+		br: &buckety.Reconciler{Client: c, Backends: set, Claims: claims, Recheck: time.Hour, Backoff: bo},
+		ar: &access.Reconciler{Client: c, APIReader: c, Backends: set, Claims: claims, Recheck: time.Hour, Backoff: bo},
+	}
+}
+
+func (e *env) create(obj client.Object) {
+	e.t.Helper()
+	if err := e.c.Create(context.Background(), obj); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// reconcile runs the Buckety reconciler once.
+func (e *env) reconcile(ns, name string) reconcile.Result {
+	e.t.Helper()
+	res, err := e.br.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	if err != nil {
+		e.t.Fatalf("reconcile %s/%s: %v", ns, name, err)
+	}
+	return res
+}
+
+func (e *env) reconcileAccess(ns, name string) reconcile.Result {
+	e.t.Helper()
+	res, err := e.ar.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	if err != nil {
+		e.t.Fatalf("reconcile access %s/%s: %v", ns, name, err)
+	}
+	return res
+}
+
+func (e *env) buckety(ns, name string) *v1.Buckety {
+	e.t.Helper()
+	b := &v1.Buckety{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+func (e *env) claim(resource string) (*v1.BucketyClaim, bool) {
+	cl := &v1.BucketyClaim{}
+	err := e.c.Get(context.Background(), types.NamespacedName{Name: shared.ClaimName("svc", resource)}, cl)
+	return cl, err == nil
+}
+
+func cond(conds []metav1.Condition, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func (e *env) wantReady(b *v1.Buckety, status metav1.ConditionStatus, reason string) metav1.Condition {
+	e.t.Helper()
+	c := cond(b.Status.Conditions, v1.ConditionReady)
+	if c.Status != status || c.Reason != reason {
+		e.t.Errorf("%s: want Ready=%s (%s), got %s (%s: %s)", b.Name, status, reason, c.Status, c.Reason, c.Message)
+	}
+	return c
+}
+
+// newBuckety builds a Buckety with a UID, as the API server would give it
+// (the fake client leaves UIDs empty, which would make every Buckety the
+// owner of every claim).
+func newBuckety(ns, name, resource string) *v1.Buckety {
+	return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name + "-uid")}, Spec: v1.BucketySpec{Backend: "svc", Name: resource}}
+}
+
+// deleteAndReconcile deletes a Buckety and reconciles until it is gone.
+func (e *env) deleteAndReconcile(ns, name string) {
+	e.t.Helper()
+	if err := e.c.Delete(context.Background(), e.buckety(ns, name)); err != nil {
+		e.t.Fatal(err)
+	}
+	for range 5 {
+		e.reconcile(ns, name)
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &v1.Buckety{}); apierrors.IsNotFound(err) {
+			return
+		}
+	}
+	e.t.Fatalf("%s/%s not gone after deletion", ns, name)
+}
+
+func TestProvisionStampsFromTheClaim(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(newBuckety("a", "orders", "orders"))
+	res := e.reconcile("a", "orders")
+	b := e.buckety("a", "orders")
+	e.wantReady(b, metav1.ConditionTrue, v1.ReasonReconciled)
+	if b.Status.Provenance != v1.ProvenanceCreated || b.Status.BackendResourceName != "orders" {
+		t.Errorf("want Created orders, got %s %s", b.Status.Provenance, b.Status.BackendResourceName)
+	}
+	if cl, ok := e.claim("orders"); !ok || cl.Spec.Phase != v1.ClaimCreated || cl.Spec.Owner.UID != string(b.UID) {
+		t.Errorf("want a Created claim owned by the Buckety, got %+v", cl)
+	}
+	if res.RequeueAfter < 50*time.Minute {
+		t.Errorf("want the next pass at the re-check interval, got %s", res.RequeueAfter)
+	}
+	// A hand-edited status is put back from the claim.
+	before := b.DeepCopy()
+	b.Status.BackendResourceName, b.Status.Provenance = "someone-elses", v1.ProvenanceAdopted
+	if err := e.c.Status().Patch(context.Background(), b, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile("a", "orders")
+	if b = e.buckety("a", "orders"); b.Status.BackendResourceName != "orders" || b.Status.Provenance != v1.ProvenanceCreated {
+		t.Errorf("want the status rewritten from the claim, got %s %s", b.Status.BackendResourceName, b.Status.Provenance)
+	}
+}
+
+func TestNameConflictNamesTheLiveOwner(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(newBuckety("a", "orders", "orders"))
+	e.create(newBuckety("b", "orders", "orders"))
+	e.reconcile("a", "orders")
+	res := e.reconcile("b", "orders")
+	c := e.wantReady(e.buckety("b", "orders"), metav1.ConditionFalse, v1.ReasonNameConflict)
+	if !strings.Contains(c.Message, "a/orders") {
+		t.Errorf("want the owner named, got %q", c.Message)
+	}
+	if res.RequeueAfter != shared.PermanentBase {
+		t.Errorf("want a conflict retried on the permanent backoff (%s), got %s", shared.PermanentBase, res.RequeueAfter)
+	}
+	// The owner goes: the name is free, and the waiting Buckety takes it.
+	e.deleteAndReconcile("a", "orders")
+	e.reconcile("b", "orders")
+	e.wantReady(e.buckety("b", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+}
+
+func TestStaleClaimIsTakenOver(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: shared.ClaimName("svc", "orders")},
+		Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "orders", Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: "gone", Name: "ghost", UID: "nope"}}})
+	e.create(newBuckety("a", "orders", "orders"))
+	e.reconcile("a", "orders")
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+}
+
+func TestAdoption(t *testing.T) {
+	e := newEnv(t, "")
+	e.svc.Put("full", 3)
+	e.svc.Put("empty", 0)
+	e.create(newBuckety("a", "full", "full"))
+	e.create(newBuckety("a", "empty", "empty"))
+	res := e.reconcile("a", "full")
+	b := e.buckety("a", "full")
+	c := e.wantReady(b, metav1.ConditionFalse, v1.ReasonAdoptionRefused)
+	if !strings.Contains(c.Message, "3 records") || b.Status.Provenance != "" {
+		t.Errorf("want the content named and nothing stamped, got %q, provenance %q", c.Message, b.Status.Provenance)
+	}
+	if _, held := e.claim("full"); held {
+		t.Error("want the claim of a refused adoption released")
+	}
+	if res.RequeueAfter != shared.PermanentBase {
+		t.Errorf("want a refusal retried on the permanent backoff, got %s", res.RequeueAfter)
+	}
+	e.reconcile("a", "empty")
+	if b := e.buckety("a", "empty"); b.Status.Provenance != v1.ProvenanceAdopted {
+		t.Errorf("want the empty resource Adopted, got %q", b.Status.Provenance)
+	}
+}
+
+func TestAppearingBetweenInspectAndEnsureIsAdopted(t *testing.T) {
+	e := newEnv(t, "")
+	e.svc.BeforeEnsure = func(name string) { e.svc.Put(name, 0) }
+	e.create(newBuckety("a", "sneaky", "sneaky"))
+	e.reconcile("a", "sneaky")
+	if b := e.buckety("a", "sneaky"); b.Status.Provenance != v1.ProvenanceAdopted {
+		t.Errorf("want Adopted, got %q", b.Status.Provenance)
+	}
+}
+
+func TestCreatingClaimResumesAsCreated(t *testing.T) {
+	e := newEnv(t, "")
+	b := newBuckety("a", "crashed", "crashed")
+	e.create(b)
+	b = e.buckety("a", "crashed")
+	// What a crash right after the create leaves: the intent recorded, the
+	// resource there, no status.
+	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: shared.ClaimName("svc", "crashed"), Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
+		Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "crashed", Phase: v1.ClaimCreating, Owner: v1.ClaimOwner{Namespace: "a", Name: "crashed", UID: string(b.UID)}}})
+	e.svc.Put("crashed", 0)
+	e.reconcile("a", "crashed")
+	if b = e.buckety("a", "crashed"); b.Status.Provenance != v1.ProvenanceCreated {
+		t.Errorf("want Created after the crash, got %q", b.Status.Provenance)
+	}
+	if e.svc.Calls("inspect") != 0 {
+		t.Error("want no second adoption check once the intent to create is recorded")
+	}
+}
+
+func TestTransientFailuresBackOff(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(newBuckety("a", "flaky", "flaky"))
+	e.svc.FailNext(drivertest.Unavailable(), drivertest.Unavailable(), drivertest.Unavailable())
+	var delays []time.Duration
+	for range 3 {
+		delays = append(delays, e.reconcile("a", "flaky").RequeueAfter)
+		e.wantReady(e.buckety("a", "flaky"), metav1.ConditionFalse, v1.ReasonBackendUnreachable)
+	}
+	if delays[0] != time.Second || delays[1] != 2*time.Second || delays[2] != 4*time.Second {
+		t.Errorf("want 1s, 2s, 4s, got %v", delays)
+	}
+	e.reconcile("a", "flaky")
+	e.wantReady(e.buckety("a", "flaky"), metav1.ConditionTrue, v1.ReasonReconciled)
+	e.svc.FailNext(errors.New("INVALID_CONFIG"))
+	if d := e.reconcile("a", "flaky").RequeueAfter; d != time.Second {
+		t.Errorf("want the backoff reset by the success, got %s", d)
+	}
+	e.wantReady(e.buckety("a", "flaky"), metav1.ConditionFalse, v1.ReasonBackendError)
+}
+
+func TestHungBackendTimesOut(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(newBuckety("a", "hung", "hung"))
+	e.svc.Hang(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := e.br.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "hung"}}); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	e.svc.Hang(false)
+	e.reconcile("a", "hung")
+	e.wantReady(e.buckety("a", "hung"), metav1.ConditionTrue, v1.ReasonReconciled)
+}
+
+func TestShortfallIsNotReady(t *testing.T) {
+	e := newEnv(t, "")
+	e.svc.Shortfalls = []drivers.Shortfall{{Parameter: "size", Message: "NotImplemented"}}
+	e.create(newBuckety("a", "short", "short"))
+	e.reconcile("a", "short")
+	b := e.buckety("a", "short")
+	e.wantReady(b, metav1.ConditionFalse, v1.ReasonParameterNotApplied)
+	if c := cond(b.Status.Conditions, v1.ConditionDegraded); c.Status != metav1.ConditionTrue {
+		t.Errorf("want Degraded=True, got %s", c.Status)
+	}
+}
+
+func TestDeletion(t *testing.T) {
+	e := newEnv(t, "")
+	for _, c := range []struct {
+		name      string
+		retention v1.RetentionPolicy
+		existing  bool
+		wantGone  bool
+	}{
+		{"created-delete", v1.RetentionDelete, false, true},
+		{"created-retain", v1.RetentionRetain, false, false},
+		{"adopted-delete", v1.RetentionDelete, true, false},
+	} {
+		if c.existing {
+			e.svc.Put(c.name, 0)
+		}
+		b := newBuckety("a", c.name, c.name)
+		b.Spec.RetentionPolicy = c.retention
+		e.create(b)
+		e.reconcile("a", c.name)
+		e.deleteAndReconcile("a", c.name)
+		if _, exists := e.svc.Get(c.name); exists == c.wantGone {
+			t.Errorf("%s: want the resource gone=%v, exists=%v", c.name, c.wantGone, exists)
+		}
+		if _, held := e.claim(c.name); held {
+			t.Errorf("%s: want the claim released", c.name)
+		}
+	}
+}
+
+func TestDeletionTrustsOnlyTheClaim(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(newBuckety("victim", "precious", "precious"))
+	e.reconcile("victim", "precious")
+	b := newBuckety("attacker", "mine", "mine")
+	b.Spec.RetentionPolicy = v1.RetentionDelete
+	e.create(b)
+	e.reconcile("attacker", "mine")
+	b = e.buckety("attacker", "mine")
+	before := b.DeepCopy()
+	b.Status.BackendResourceName, b.Status.Provenance = "precious", v1.ProvenanceCreated
+	if err := e.c.Status().Patch(context.Background(), b, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	e.deleteAndReconcile("attacker", "mine")
+	if _, ok := e.svc.Get("precious"); !ok {
+		t.Error("the victim's resource was deleted through a forged status")
+	}
+	if _, ok := e.svc.Get("mine"); ok {
+		t.Error("want the attacker's own resource deleted")
+	}
+}
+
+func TestDeletionRechecksTheNamePolicy(t *testing.T) {
+	e := newEnv(t, "  namePolicy: {prefix: \"$${namespace}.\"}\n")
+	b := newBuckety("team", "x", "team.x")
+	b.Spec.RetentionPolicy = v1.RetentionDelete
+	e.create(b)
+	e.reconcile("team", "x")
+	b = e.buckety("team", "x")
+	// A claim on a name outside the namespace's prefix (as a maintainer
+	// might have made by hand, or a policy that changed since).
+	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: shared.ClaimName("svc", "other.x"), Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
+		Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "other.x", Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: "team", Name: "x", UID: string(b.UID)}}})
+	e.svc.Put("other.x", 1)
+	e.deleteAndReconcile("team", "x")
+	if _, ok := e.svc.Get("other.x"); !ok {
+		t.Error("want a name outside the namespace's policy never deleted")
+	}
+	if _, ok := e.svc.Get("team.x"); ok {
+		t.Error("want the namespace's own resource deleted")
+	}
+}
+
+func TestDeletionWaitsForAccesses(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(newBuckety("a", "shared", "shared"))
+	e.reconcile("a", "shared")
+	e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "reader", UID: "reader-uid"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "shared"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}})
+	if err := e.c.Delete(context.Background(), e.buckety("a", "shared")); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile("a", "shared")
+	b := e.buckety("a", "shared")
+	if c := cond(b.Status.Conditions, v1.ConditionBlockedByAccesses); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "reader") {
+		t.Errorf("want BlockedByAccesses naming reader, got %s %q", c.Status, c.Message)
+	}
+	if _, held := e.claim("shared"); !held {
+		t.Error("want the claim kept while deletion is blocked")
+	}
+}
+
+func TestImplicitAccessAndItsSecret(t *testing.T) {
+	e := newEnv(t, "")
+	b := newBuckety("a", "orders", "orders")
+	b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders-creds"}
+	e.create(b)
+	e.reconcile("a", "orders")
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonAccessesNotReady)
+	e.reconcileAccess("a", "orders")
+	s := &corev1.Secret{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "orders-creds"}, s); err != nil {
+		t.Fatal(err)
+	}
+	if string(s.Data["resource"]) != "orders" {
+		t.Errorf("want the Secret to name the resource, got %q", s.Data["resource"])
+	}
+	e.reconcile("a", "orders")
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	// An explicit access replaces the implicit one.
+	e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "reader", UID: "reader-uid"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "reader"}})
+	e.reconcile("a", "orders")
+	a := &v1.BucketyAccess{}
+	err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "orders"}, a)
+	if err == nil && a.DeletionTimestamp.IsZero() {
+		t.Error("want the implicit access deleted once an explicit one exists")
+	}
+}
+
+func TestAccessNeverOverwritesAForeignSecret(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(newBuckety("a", "orders", "orders"))
+	e.reconcile("a", "orders")
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "taken"}, Data: map[string][]byte{"mine": []byte("keep")}})
+	e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "reader", UID: "reader-uid"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "taken"}})
+	e.reconcileAccess("a", "reader")
+	a := &v1.BucketyAccess{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "reader"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(a.Status.Conditions, v1.ConditionReady); c.Reason != v1.ReasonSecretConflict {
+		t.Errorf("want SecretConflict, got %s", c.Reason)
+	}
+	s := &corev1.Secret{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "taken"}, s); err != nil {
+		t.Fatal(err)
+	}
+	if string(s.Data["mine"]) != "keep" || len(s.Data) != 1 {
+		t.Errorf("the foreign Secret was overwritten: %v", s.Data)
+	}
+}
+
+func TestAccessWaitsForItsBuckety(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "early", UID: "early-uid"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "later"}, CredentialsSecretName: "early"}})
+	e.reconcileAccess("a", "early")
+	a := &v1.BucketyAccess{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "early"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(a.Status.Conditions, v1.ConditionReady); c.Reason != v1.ReasonBucketyNotFound {
+		t.Errorf("want BucketyNotFound, got %s", c.Reason)
+	}
+	e.create(newBuckety("a", "later", "later"))
+	e.svc.FailNext(drivertest.Unavailable())
+	e.reconcile("a", "later")
+	e.reconcileAccess("a", "early")
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "early"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(a.Status.Conditions, v1.ConditionReady); c.Reason != v1.ReasonBucketyNotReady {
+		t.Errorf("want BucketyNotReady while the Buckety is not provisioned, got %s", c.Reason)
+	}
+	e.reconcile("a", "later")
+	e.reconcileAccess("a", "early")
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "early"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(a.Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("want Ready once the Buckety is provisioned, got %s (%s)", c.Reason, c.Message)
+	}
+}
