@@ -19,7 +19,14 @@ TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
               BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
               BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker
 RUN_DIR    := .run
+# Executions per fuzz target in make test (a count, not a duration: Go's
+# fuzzer can report a spurious "context deadline exceeded" when a duration
+# ends on a loaded machine), and per target in make fuzz.
+FUZZ_SMOKE ?= 2000x
 FUZZTIME   ?= 1000000x
+# Every fuzz target in the tree, as "./pkg FuzzName" lines: a new target is
+# picked up without editing this file.
+FUZZ_TARGETS = grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd internal drivers test | sed -E 's|^(.*)/[^/]*:func (.*)|./\1 \2|' | sort -u
 
 .PHONY: help
 help: ## list targets
@@ -85,12 +92,27 @@ test-unit: ## unit tests only (no control plane)
 	go test -short -race -count=1 ./...
 
 .PHONY: test-fuzz
-test-fuzz: ## bounded fuzzing of the naming-template grammar
-	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/naming
+test-fuzz: ## bounded smoke of every fuzz target (FUZZ_SMOKE executions each; part of make test)
+	@$(FUZZ_TARGETS) | while read -r pkg fn; do \
+	  echo "fuzz $$pkg $$fn ($(FUZZ_SMOKE))"; \
+	  go test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_SMOKE) "$$pkg" || exit 1; \
+	done
+
+.PHONY: fuzz
+fuzz: ## every fuzz target for FUZZTIME each (default 1000000x; not part of make test)
+	@$(FUZZ_TARGETS) | while read -r pkg fn; do \
+	  echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+	  go test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
+	done
 
 .PHONY: test-integration
 test-integration: test-binaries ## every test, integration included, on a real control plane and real backends
 	$(TEST_ENV) go test -count=1 -timeout 30m ./...
+
+.PHONY: faults
+faults: test-binaries ## the fault harness at full size: broker outages, S3 restart mid-delete, controller crash loop, apiserver restart; prints the table (FAULTS_SEED replays)
+	@mkdir -p $(RUN_DIR)
+	$(TEST_ENV) FAULTS_FULL=1 FAULTS_TABLE=$(CURDIR)/$(RUN_DIR)/faults-table.txt go test -count=1 -timeout 90m -v -run '^TestFaults$$' ./test/faults
 
 .PHONY: bench
 bench: test-binaries ## run the benchmarks and print their figures (not part of make test)
