@@ -91,19 +91,26 @@ test-binaries: ## build the test programs (the Kafka-protocol broker)
 test-unit: ## unit tests only (no control plane)
 	go test -short -race -count=1 ./...
 
+# Each package's fuzz test binary is built once (go test -fuzz relinks it
+# per target) and run from the package directory, which is where a failing
+# input is saved (testdata/fuzz) and seeds are read from.
+define fuzz-all
+bin=$$(mktemp -d); trap 'rm -rf "$$bin"' EXIT; cache=$$(go env GOCACHE)/fuzz; \
+$(FUZZ_TARGETS) | while read -r pkg fn; do \
+  t="$$bin/$$(echo "$$pkg" | tr ./ __).test"; \
+  [ -x "$$t" ] || go test -c -fuzz=. -o "$$t" "$$pkg"; \
+  echo "fuzz $$pkg $$fn ($(1))"; \
+  (cd "$$pkg" && "$$t" -test.run='^$$' -test.fuzz="^$$fn\$$" -test.fuzztime=$(1) -test.fuzzcachedir="$$cache") || exit 1; \
+done
+endef
+
 .PHONY: test-fuzz
 test-fuzz: ## bounded smoke of every fuzz target (FUZZ_SMOKE executions each; part of make test)
-	@$(FUZZ_TARGETS) | while read -r pkg fn; do \
-	  echo "fuzz $$pkg $$fn ($(FUZZ_SMOKE))"; \
-	  go test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_SMOKE) "$$pkg" || exit 1; \
-	done
+	@$(call fuzz-all,$(FUZZ_SMOKE))
 
 .PHONY: fuzz
 fuzz: ## every fuzz target for FUZZTIME each (default 1000000x; not part of make test)
-	@$(FUZZ_TARGETS) | while read -r pkg fn; do \
-	  echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
-	  go test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
-	done
+	@$(call fuzz-all,$(FUZZTIME))
 
 .PHONY: test-integration
 test-integration: test-binaries ## every test, integration included, on a real control plane and real backends
