@@ -306,16 +306,20 @@ func runChurn(t *testing.T, e *env, p params, tb *table, run string, f fault) {
 		problems = e.churnProblems(ctx, ns, state, accessOf)
 		return len(problems) == 0
 	})
-	notReady, stuck := 0, 0
+	notReady, stuck, orphanAccesses := 0, 0, 0
 	for _, pr := range problems {
-		if strings.HasPrefix(pr, "stuck") {
+		switch {
+		case strings.HasPrefix(pr, "stuck"):
 			stuck++
-		} else {
+		case strings.HasPrefix(pr, "orphan"):
+			orphanAccesses++
+		default:
 			notReady++
 		}
 	}
 	tb.add(t, run, "Bucketies and accesses Ready, or gone if deleted", fmt.Sprintf("%d not Ready %s", notReady, strings.Join(first(filter(problems, "not Ready"), 3), "; ")), converged || notReady == 0)
 	tb.add(t, run, "stuck finalizers (deleted, still present)", fmt.Sprintf("%d %s", stuck, strings.Join(first(filter(problems, "stuck"), 3), "; ")), stuck == 0)
+	tb.add(t, run, "orphan accesses (no live Buckety or explicit access of the harness)", fmt.Sprintf("%d %s", orphanAccesses, strings.Join(first(filter(problems, "orphan"), 3), "; ")), orphanAccesses == 0)
 
 	// Inventory.
 	topics, err := e.topics(ctx)
@@ -463,8 +467,17 @@ func (e *env) churnProblems(ctx context.Context, ns string, state map[string]*bk
 		return append(out, "not Ready: list accesses: "+err.Error())
 	}
 	for _, o := range al.Items {
-		if _, live := accessOf[o.Name]; !live || o.DeletionTimestamp != nil {
+		_, live := accessOf[o.Name]
+		// The implicit access of a defaultAccess carries the Buckety's name.
+		if b := state[o.Name]; b != nil && b.live && b.defaultSecret != "" && o.Spec.BucketyRef.Name == b.name {
+			live = true
+		}
+		switch {
+		case o.DeletionTimestamp != nil:
 			out = append(out, "stuck: access "+o.Name+" "+condSummary(o.Status.Conditions))
+			continue
+		case !live:
+			out = append(out, "orphan: access "+o.Name+" of Buckety "+o.Spec.BucketyRef.Name)
 			continue
 		}
 		if !ready(o.Status.Conditions, o.Generation) {
