@@ -156,9 +156,16 @@ func runChurn(t *testing.T, e *env, p params, tb *table, run string, f fault) {
 				retention = v1.RetentionDelete
 			}
 			obj := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: ns}, Spec: v1.BucketySpec{Backend: b.backend, RetentionPolicy: retention}}
+			partitions := 1
+			if b.retained && b.partitions > 1 {
+				// A retained topic keeps its partitions, and Kafka cannot
+				// shrink them: a tenant re-creating it asks for at least as
+				// many (fewer is DriftUnrepairable, correctly).
+				partitions = b.partitions
+			}
 			if b.backend == "kafka" {
 				obj.Spec.Name = "${namespace}.${name}"
-				obj.Spec.Parameters = map[string]string{"partitions": "1"}
+				obj.Spec.Parameters = map[string]string{"partitions": strconv.Itoa(partitions)}
 			} else {
 				obj.Spec.Name = "${namespace}-${name}"
 			}
@@ -177,7 +184,7 @@ func runChurn(t *testing.T, e *env, p params, tb *table, run string, f fault) {
 			}
 			ops["create"]++
 			b.adoptedNow = b.retained
-			b.live, b.retention, b.partitions, b.accesses, b.defaultSecret = true, retention, 1, map[string]bool{}, secret
+			b.live, b.retention, b.partitions, b.accesses, b.defaultSecret = true, retention, partitions, map[string]bool{}, secret
 			b.wantPresent, b.wantAbsent = false, false
 			state[b.name] = b
 		case kind < 55:
