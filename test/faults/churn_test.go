@@ -396,18 +396,24 @@ func runChurn(t *testing.T, e *env, p params, tb *table, run string, f fault) {
 	claims := map[string][]string{}
 	var leaked []string
 	for _, o := range list.Items {
-		if o.DeletionTimestamp != nil || o.Status.BackendResourceName == "" {
+		if o.DeletionTimestamp != nil {
+			continue
+		}
+		// Every name in this run has one live Buckety, so a conflict is a
+		// claim left behind by a deleted incarnation (stamped or not).
+		for _, c := range o.Status.Conditions {
+			if c.Reason == v1.ReasonNameConflict {
+				leaked = append(leaked, fmt.Sprintf("%s: %s", o.Name, c.Message))
+				break
+			}
+		}
+		if o.Status.BackendResourceName == "" {
 			continue
 		}
 		key := o.Status.Backend + "/" + o.Status.BackendResourceName
 		claims[key] = append(claims[key], o.Name)
 		if b := state[o.Name]; b != nil && o.Status.BackendResourceName != b.resource(ns) {
 			leaked = append(leaked, fmt.Sprintf("%s holds %s", o.Name, key))
-		}
-		for _, c := range o.Status.Conditions {
-			if c.Reason == v1.ReasonNameConflict {
-				leaked = append(leaked, fmt.Sprintf("%s: %s", o.Name, c.Message))
-			}
 		}
 	}
 	for key, holders := range claims {
