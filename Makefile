@@ -19,7 +19,14 @@ TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
               BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
               BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker
 RUN_DIR    := .run
+# Executions per fuzz target in make test (a count, not a duration: Go's
+# fuzzer can report a spurious "context deadline exceeded" when a duration
+# ends on a loaded machine), and per target in make fuzz.
+FUZZ_SMOKE ?= 2000x
 FUZZTIME   ?= 1000000x
+# Every fuzz target in the tree, as "./pkg FuzzName" lines: a new target is
+# picked up without editing this file.
+FUZZ_TARGETS = grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd internal drivers test | sed -E 's|^(.*)/[^/]*:func (.*)|./\1 \2|' | sort -u
 
 .PHONY: help
 help: ## list targets
@@ -84,13 +91,35 @@ test-binaries: ## build the test programs (the Kafka-protocol broker)
 test-unit: ## unit tests only (no control plane)
 	go test -short -race -count=1 ./...
 
+# Each package's fuzz test binary is built once (go test -fuzz relinks it
+# per target) and run from the package directory, which is where a failing
+# input is saved (testdata/fuzz) and seeds are read from.
+define fuzz-all
+bin=$$(mktemp -d); trap 'rm -rf "$$bin"' EXIT; cache=$$(go env GOCACHE)/fuzz; \
+$(FUZZ_TARGETS) | while read -r pkg fn; do \
+  t="$$bin/$$(echo "$$pkg" | tr ./ __).test"; \
+  [ -x "$$t" ] || go test -c -fuzz=. -o "$$t" "$$pkg"; \
+  echo "fuzz $$pkg $$fn ($(1))"; \
+  (cd "$$pkg" && "$$t" -test.run='^$$' -test.fuzz="^$$fn\$$" -test.fuzztime=$(1) -test.fuzzcachedir="$$cache") || exit 1; \
+done
+endef
+
 .PHONY: test-fuzz
-test-fuzz: ## bounded fuzzing of the naming-template grammar
-	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/naming
+test-fuzz: ## bounded smoke of every fuzz target (FUZZ_SMOKE executions each; part of make test)
+	@$(call fuzz-all,$(FUZZ_SMOKE))
+
+.PHONY: fuzz
+fuzz: ## every fuzz target for FUZZTIME each (default 1000000x; not part of make test)
+	@$(call fuzz-all,$(FUZZTIME))
 
 .PHONY: test-integration
 test-integration: test-binaries ## every test, integration included, on a real control plane and real backends
 	$(TEST_ENV) go test -count=1 -timeout 30m ./...
+
+.PHONY: faults
+faults: test-binaries ## the fault harness at full size: broker outages, S3 restart mid-delete, controller crash loop, apiserver restart; prints the table (FAULTS_SEED replays)
+	@mkdir -p $(RUN_DIR)
+	$(TEST_ENV) FAULTS_FULL=1 FAULTS_TABLE=$(CURDIR)/$(RUN_DIR)/faults-table.txt go test -count=1 -timeout 90m -v -run '^TestFaults$$' ./test/faults
 
 .PHONY: bench
 bench: test-binaries ## run the benchmarks and print their figures (not part of make test)

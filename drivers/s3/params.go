@@ -94,6 +94,9 @@ func (l Lifecycle) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// lifecycleKeys are the JSON keys of Lifecycle.
+var lifecycleKeys = []string{"expirationDays", "prefix", "abortIncompleteMultipartUploadDays"}
+
 // parseLifecycle decodes the lifecycle parameter strictly.
 func parseLifecycle(s string) (Lifecycle, error) {
 	var l Lifecycle
@@ -104,6 +107,17 @@ func parseLifecycle(s string) (Lifecycle, error) {
 	}
 	if dec.More() {
 		return Lifecycle{}, fmt.Errorf("want a single JSON object")
+	}
+	// encoding/json matches keys case-insensitively; the subset's keys are
+	// exact, so "ExpirationDays" is reported instead of silently accepted.
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &keys); err != nil {
+		return Lifecycle{}, fmt.Errorf("want a single JSON object: %v", err)
+	}
+	for k := range keys {
+		if !contains(lifecycleKeys, k) {
+			return Lifecycle{}, fmt.Errorf("unknown key %q: the portable subset has only %s (exact spelling)", k, strings.Join(lifecycleKeys, ", "))
+		}
 	}
 	if l.ExpirationDays < 0 || l.AbortIncompleteMultipartUploadDays < 0 {
 		return Lifecycle{}, fmt.Errorf("days must be positive")

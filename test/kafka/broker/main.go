@@ -108,6 +108,11 @@ func run() error {
 	}
 	addrs := strings.Join(c.ListenAddrs(), ",")
 	fmt.Printf("broker: listening on %s\n", addrs)
+	closeWireLog, err := startWireLog(c) // wirelog.go
+	if err != nil {
+		return err
+	}
+	defer closeWireLog()
 	if *addrFile != "" {
 		tmp := *addrFile + ".tmp"
 		if err := os.WriteFile(tmp, []byte(addrs+"\n"), 0o644); err != nil {

@@ -1,0 +1,407 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/proc"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+const (
+	systemNS = "buckety-system"
+	saName   = "buckety-controller"
+	// wireLogEnv is the broker program's wire-log variable
+	// (test/kafka/broker/wirelog.go).
+	wireLogEnv = "BUCKETY_KFAKE_WIRE_LOG"
+)
+
+// env is one set of real parts shared by the runs: a control plane with
+// kube-controller-manager (garbage collection of owned Secrets), a broker
+// on a data dir, MinIO, and the controller binary.
+type env struct {
+	t          *testing.T
+	dir        string
+	cp         *controlplane.ControlPlane
+	broker     *kafka.Broker
+	wireLog    string
+	s3         *s3test.Server
+	k8s        client.Client
+	s3c        *s3.Client
+	ctrlBin    string
+	kubeconfig string
+	configDir  string
+	ctrl       *proc.Process
+	probe      string
+}
+
+func newEnv(t *testing.T, p params) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fault harness: needs the control plane, the broker and MinIO; run without -short (make test, make faults)")
+	}
+	dir, err := os.MkdirTemp("", "bkt-faults-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("fault harness: logs kept in %s", dir)
+			return
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	e := &env{t: t, dir: dir, wireLog: filepath.Join(dir, "kafka-wire.jsonl")}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if e.cp, err = controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(dir, "cp"), ControllerManager: true, CRDDirs: []string{controlplane.CRDDir()}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.cp.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	bin, err := proc.BuildGoBinary(kafka.BinaryEnv, kafka.Package, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "kafka", "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The broker inherits the variable and appends every CreateTopics and
+	// DeleteTopics topic to the wire log, across restarts.
+	t.Setenv(wireLogEnv, e.wireLog)
+	if e.broker, err = kafka.StartIn(filepath.Join(dir, "kafka"), bin, kafka.Options{DataDir: filepath.Join(dir, "kafka", "data")}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.broker.Stop(); err != nil {
+			t.Errorf("stop broker: %v", err)
+		}
+	})
+	if e.s3, err = s3test.StartIn(filepath.Join(dir, p.S3), p.S3, s3test.Options{}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.s3.Stop(); err != nil {
+			t.Errorf("stop %s: %v", p.S3, err)
+		}
+	})
+	scheme, err := appcontroller.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.k8s, err = client.New(e.cp.RESTConfig, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	e.s3c = s3.New(s3.Options{Region: e.s3.Region, BaseEndpoint: aws.String(e.s3.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(e.s3.AccessKey, e.s3.SecretKey, "")})
+	e.installRBAC()
+	e.kubeconfig = e.saKubeconfig()
+	e.configDir = filepath.Join(dir, "config")
+	if err := os.MkdirAll(e.configDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.configDir, config.Filename), []byte(e.configYAML(p)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ctrlBin = filepath.Join(dir, "buckety-controller")
+	if out, err := exec.Command("go", "build", "-o", e.ctrlBin, "github.com/Yolean/buckety-controller/cmd/buckety-controller").CombinedOutput(); err != nil {
+		t.Fatalf("go build buckety-controller: %v\n%s", err, out)
+	}
+	t.Cleanup(e.stopController)
+	return e
+}
+
+// configYAML names the two backends; deleteSlice is small so that a
+// recursive delete takes many passes, each reporting progress.
+func (e *env) configYAML(p params) string {
+	slice := p.Objects / 15
+	if slice < 10 {
+		slice = 10
+	}
+	if slice > 1000 {
+		slice = 1000
+	}
+	return fmt.Sprintf(`backends:
+- name: kafka
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+    requestTimeout: 5s
+- name: s3
+  driver: s3
+  config:
+    implementation: %s
+    endpoint: %s
+    region: %s
+    forcePathStyle: true
+    accessKeyID: ${FAULTS_S3_ACCESS_KEY}
+    secretAccessKey: ${FAULTS_S3_SECRET_KEY}
+    requestTimeout: 10s
+    deleteSlice: %d
+`, strings.Join(e.broker.Addrs, ", "), p.S3, e.s3.Endpoint, e.s3.Region, slice)
+}
+
+// startController runs the built binary as its ServiceAccount. Leader
+// election is off: one replica runs, and a crashed process's Lease would
+// only add its 15 s expiry to every restart without exercising anything
+// else.
+func (e *env) startController() {
+	e.t.Helper()
+	if e.ctrl != nil {
+		return
+	}
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.probe = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	p, err := proc.Start(e.dir, "buckety-controller", e.ctrlBin, []string{
+		"-c", e.configDir, "--kubeconfig", e.kubeconfig, "--leader-elect=false",
+		"--health-probe-bind-address", e.probe, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+	}, []string{"FAULTS_S3_ACCESS_KEY=" + e.s3.AccessKey, "FAULTS_S3_SECRET_KEY=" + e.s3.SecretKey}, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ctrl = p
+	e.waitControllerReady()
+}
+
+func (e *env) waitControllerReady() {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	cl := &http.Client{Timeout: time.Second}
+	for {
+		if done, err := e.ctrl.Exited(); done {
+			e.t.Fatalf("controller exited: %v\n%s", err, e.ctrl.Tail(30))
+		}
+		if resp, err := cl.Get("http://" + e.probe + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("controller not ready after 60s:\n%s", e.ctrl.Tail(30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// crashController SIGKILLs the controller and starts it again at once, as
+// a kubelet restarting a crashed container would (without its backoff).
+func (e *env) crashController() {
+	e.t.Helper()
+	if err := e.ctrl.Kill(); err != nil {
+		e.t.Fatal(err)
+	}
+	np, err := e.ctrl.Respawn()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ctrl = np
+	e.waitControllerReady()
+}
+
+func (e *env) stopController() {
+	if e.ctrl == nil {
+		return
+	}
+	if err := e.ctrl.Stop(30 * time.Second); err != nil {
+		e.t.Errorf("stop controller: %v", err)
+	}
+	e.ctrl = nil
+}
+
+// installRBAC applies the generated controller role and binds it to the
+// controller's ServiceAccount, as the deploy base does.
+func (e *env) installRBAC() {
+	t := e.t
+	e.createOrIgnore(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}})
+	e.createOrIgnore(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: saName, Namespace: systemNS}})
+	f, err := os.Open(filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: saName, Namespace: systemNS}}
+	for {
+		var raw map[string]any
+		if err := dec.Decode(&raw); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch raw["kind"] {
+		case "ClusterRole":
+			var cr rbacv1.ClusterRole
+			if err := json.Unmarshal(b, &cr); err != nil {
+				t.Fatal(err)
+			}
+			e.createOrIgnore(&cr)
+			e.createOrIgnore(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cr.Name}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cr.Name}, Subjects: subject})
+		case "Role":
+			var r rbacv1.Role
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			e.createOrIgnore(&r)
+			e.createOrIgnore(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: r.Name}, Subjects: subject})
+		}
+	}
+}
+
+func (e *env) createOrIgnore(o client.Object) {
+	e.t.Helper()
+	if err := e.k8s.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatalf("create %s: %v", o.GetName(), err)
+	}
+}
+
+// saKubeconfig writes a kubeconfig whose every request impersonates the
+// controller's ServiceAccount.
+func (e *env) saKubeconfig() string {
+	token, err := os.ReadFile(filepath.Join(e.cp.Dir, "pki", "admin.token"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: e.cp.URL, CertificateAuthorityData: e.cp.CA.CertPEM}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: string(token), Impersonate: "system:serviceaccount:" + systemNS + ":" + saName}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(e.dir, "controller.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
+}
+
+func (e *env) namespace(name string) string {
+	e.t.Helper()
+	e.createOrIgnore(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	return name
+}
+
+// topics lists the broker's topics with a fresh client (kadm's ListTopics
+// reads the client's metadata cache, which a long-lived client would serve
+// stale).
+func (e *env) topics(ctx context.Context) (map[string]bool, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addrs...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, n := range td.Names() {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// buckets lists MinIO's buckets.
+func (e *env) buckets(ctx context.Context) (map[string]bool, error) {
+	out, err := e.s3c.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]bool{}
+	for _, b := range out.Buckets {
+		m[aws.ToString(b.Name)] = true
+	}
+	return m, nil
+}
+
+// wireCreates counts non-validate-only CreateTopics per topic name in the
+// broker's wire log.
+func (e *env) wireCreates() (map[string]int, error) {
+	f, err := os.Open(e.wireLog)
+	if os.IsNotExist(err) {
+		return map[string]int{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct {
+			API          string `json:"api"`
+			Topic        string `json:"topic"`
+			ValidateOnly bool   `json:"validateOnly"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("wire log line %q: %w", sc.Text(), err)
+		}
+		if r.API == "CreateTopics" && !r.ValidateOnly {
+			out[r.Topic]++
+		}
+	}
+	return out, sc.Err()
+}
+
+// sortedKeys lists a set, sorted, for messages.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// until polls cond every 100 ms until it is true or the deadline passes.
+func until(deadline time.Time, cond func() bool) bool {
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,189 @@
+package faults
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// params size the runs. The defaults are the bounded version `make test`
+// runs; FAULTS_FULL=1 (`make faults`) selects issue 15's sizes; each knob
+// can be set on its own:
+//
+//	FAULTS_SEED       seed of every random choice (default: the clock; printed)
+//	FAULTS_RUNS       comma-separated subset of runs (default: all)
+//	FAULTS_BUCKETIES  Bucketies in the broker-outage runs (20; full 200)
+//	FAULTS_OUTAGE     broker outage (5s; full 60s)
+//	FAULTS_OBJECTS    objects in the recursively deleted bucket (300; full 3000)
+//	FAULTS_OPS        churn operations (30; full 300)
+//	FAULTS_KILLS      controller SIGKILLs during churn (3; full 20)
+//	FAULTS_CONVERGE   how long a run may take to converge after its faults (90s; full 300s)
+//	FAULTS_S3         the S3 server: minio (default) or versitygw
+//	FAULTS_TABLE      also write the table to this file
+type params struct {
+	Seed      int64
+	Runs      map[string]bool
+	Bucketies int
+	Outage    time.Duration
+	Objects   int
+	Ops       int
+	Kills     int
+	Converge  time.Duration
+	S3        string
+}
+
+// runNames are the runs in order.
+var runNames = []string{"broker-pause", "broker-kill", "s3-restart-delete", "controller-crash-churn", "apiserver-restart-churn"}
+
+func loadParams(t *testing.T) params {
+	t.Helper()
+	p := params{Seed: time.Now().UnixNano(), Bucketies: 20, Outage: 5 * time.Second, Objects: 300, Ops: 30, Kills: 3, Converge: 90 * time.Second}
+	if os.Getenv("FAULTS_FULL") == "1" {
+		p = params{Seed: p.Seed, Bucketies: 200, Outage: 60 * time.Second, Objects: 3000, Ops: 300, Kills: 20, Converge: 300 * time.Second}
+	}
+	ints := map[string]*int{"FAULTS_BUCKETIES": &p.Bucketies, "FAULTS_OBJECTS": &p.Objects, "FAULTS_OPS": &p.Ops, "FAULTS_KILLS": &p.Kills}
+	for k, dst := range ints {
+		if v := os.Getenv(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				t.Fatalf("%s=%q: want a positive integer", k, v)
+			}
+			*dst = n
+		}
+	}
+	durs := map[string]*time.Duration{"FAULTS_OUTAGE": &p.Outage, "FAULTS_CONVERGE": &p.Converge}
+	for k, dst := range durs {
+		if v := os.Getenv(k); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				t.Fatalf("%s=%q: want a positive duration, as 60s", k, v)
+			}
+			*dst = d
+		}
+	}
+	if v := os.Getenv("FAULTS_SEED"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("FAULTS_SEED=%q: want an integer", v)
+		}
+		p.Seed = n
+	}
+	p.Runs = map[string]bool{}
+	for _, r := range strings.Split(os.Getenv("FAULTS_RUNS"), ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		known := false
+		for _, n := range runNames {
+			known = known || n == r
+		}
+		if !known {
+			t.Fatalf("FAULTS_RUNS: unknown run %q; runs: %s", r, strings.Join(runNames, ", "))
+		}
+		p.Runs[r] = true
+	}
+	if len(p.Runs) == 0 {
+		for _, n := range runNames {
+			p.Runs[n] = true
+		}
+	}
+	p.S3 = "minio"
+	if v := os.Getenv("FAULTS_S3"); v != "" {
+		if v != "minio" && v != "versitygw" {
+			t.Fatalf("FAULTS_S3=%q: want minio or versitygw", v)
+		}
+		p.S3 = v
+	}
+	if p.Kills >= p.Ops {
+		t.Fatalf("FAULTS_KILLS=%d: want fewer kills than operations (%d)", p.Kills, p.Ops)
+	}
+	return p
+}
+
+// row is one figure of the table.
+type row struct {
+	run, figure, value string
+	pass               bool
+}
+
+// table collects figures; a failing figure fails the test.
+type table struct {
+	mu   sync.Mutex
+	seed int64
+	rows []row
+}
+
+// add records a figure; a failing one is reported at once with the seed to
+// replay it.
+func (tb *table) add(t *testing.T, run, figure string, value any, pass bool) {
+	t.Helper()
+	tb.mu.Lock()
+	tb.rows = append(tb.rows, row{run: run, figure: figure, value: fmt.Sprint(value), pass: pass})
+	tb.mu.Unlock()
+	if !pass {
+		t.Errorf("%s: %s = %v (FAIL; replay with FAULTS_SEED=%d FAULTS_RUNS=%s)", run, figure, value, tb.seed, run)
+	}
+}
+
+func (tb *table) String() string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "run\tseed\tfigure\tvalue\tpass")
+	for _, r := range tb.rows {
+		pass := "PASS"
+		if !r.pass {
+			pass = "FAIL"
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", r.run, tb.seed, r.figure, r.value, pass)
+	}
+	if err := w.Flush(); err != nil {
+		return err.Error()
+	}
+	return b.String()
+}
+
+// TestFaults runs every selected run on one set of real parts and prints
+// the table. Each run seeds its own random source from the printed seed, so
+// FAULTS_SEED with FAULTS_RUNS replays one run.
+func TestFaults(t *testing.T) {
+	p := loadParams(t)
+	tb := &table{seed: p.Seed}
+	fmt.Printf("faults: seed %d (replay: FAULTS_SEED=%d); bucketies=%d outage=%s objects=%d ops=%d kills=%d converge=%s s3=%s\n",
+		p.Seed, p.Seed, p.Bucketies, p.Outage, p.Objects, p.Ops, p.Kills, p.Converge, p.S3)
+	e := newEnv(t, p)
+	t.Cleanup(func() {
+		out := tb.String()
+		fmt.Print("\n" + out)
+		if f := os.Getenv("FAULTS_TABLE"); f != "" {
+			if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+				t.Errorf("write %s: %v", f, err)
+			}
+		}
+	})
+	runs := map[string]func(*testing.T, *env, params, *table){
+		"broker-pause":      func(t *testing.T, e *env, p params, tb *table) { runBrokerOutage(t, e, p, tb, false) },
+		"broker-kill":       func(t *testing.T, e *env, p params, tb *table) { runBrokerOutage(t, e, p, tb, true) },
+		"s3-restart-delete": runS3RestartDelete,
+		"controller-crash-churn": func(t *testing.T, e *env, p params, tb *table) {
+			runChurn(t, e, p, tb, "controller-crash-churn", faultControllerKills)
+		},
+		"apiserver-restart-churn": func(t *testing.T, e *env, p params, tb *table) {
+			runChurn(t, e, p, tb, "apiserver-restart-churn", faultAPIServerRestart)
+		},
+	}
+	for _, name := range runNames {
+		if !p.Runs[name] {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			runs[name](t, e, p, tb)
+			t.Logf("%s took %s", name, time.Since(start).Round(time.Second))
+		})
+	}
+}

@@ -1,0 +1,32 @@
+package s3
+
+import "fmt"
+
+// Fault injection for the fault harness (test/faults): the server is
+// killed and restarted by PID, on the same port, data and credentials.
+
+// Kill crashes the server with SIGKILL.
+func (s *Server) Kill() error {
+	if s.p == nil {
+		return fmt.Errorf("kill: %s is not running", s.Implementation)
+	}
+	return s.p.Kill()
+}
+
+// Respawn starts a killed server again with the same arguments and waits
+// until it serves.
+func (s *Server) Respawn() error {
+	if s.p == nil {
+		return fmt.Errorf("respawn: %s was stopped, not killed", s.Implementation)
+	}
+	np, err := s.p.Respawn()
+	if err != nil {
+		return err
+	}
+	s.p = np
+	health := s.Endpoint
+	if s.Implementation == "minio" {
+		health += "/minio/health/live"
+	}
+	return s.waitReady(health)
+}
