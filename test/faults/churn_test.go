@@ -421,6 +421,21 @@ func runChurn(t *testing.T, e *env, p params, tb *table, run string, f fault) {
 			leaked = append(leaked, fmt.Sprintf("%s claimed by %s", key, strings.Join(holders, ", ")))
 		}
 	}
+	// The controller's own records: every BucketyClaim of this run's
+	// namespace must belong to a live Buckety with that UID.
+	liveUID := map[string]bool{}
+	for _, o := range list.Items {
+		liveUID[string(o.UID)] = true
+	}
+	var cls v1.BucketyClaimList
+	if err := e.k8s.List(ctx, &cls); err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range cls.Items {
+		if cl.Spec.Owner.Namespace == ns && !liveUID[cl.Spec.Owner.UID] {
+			leaked = append(leaked, fmt.Sprintf("BucketyClaim %s (%s) of deleted %s", cl.Name, cl.Spec.ResourceName, cl.Spec.Owner.Name))
+		}
+	}
 	sort.Strings(leaked)
 	tb.add(t, run, "leaked claims", count(leaked), len(leaked) == 0)
 

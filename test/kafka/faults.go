@@ -8,23 +8,6 @@ import (
 // Fault injection for the fault harness (test/faults): the broker is
 // paused, killed and restarted by PID, on the same ports and data dir.
 
-// Pause stops the broker with SIGSTOP: connections stay open, nothing
-// answers.
-func (b *Broker) Pause() error {
-	if b.p == nil {
-		return fmt.Errorf("pause: the broker is not running")
-	}
-	return b.p.Pause()
-}
-
-// Resume continues a paused broker.
-func (b *Broker) Resume() error {
-	if b.p == nil {
-		return fmt.Errorf("resume: the broker is not running")
-	}
-	return b.p.Resume()
-}
-
 // Kill crashes the broker with SIGKILL.
 func (b *Broker) Kill() error {
 	if b.p == nil {

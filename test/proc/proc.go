@@ -119,30 +119,6 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 }
 
-// Kill sends SIGKILL to the process group and waits for it to exit: a
-// crash, with no chance to clean up.
-func (p *Process) Kill() error {
-	if done, _ := p.Exited(); done {
-		return nil
-	}
-	if err := syscall.Kill(-p.PID(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill %s (pid %d): %w", p.Name, p.PID(), err)
-	}
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.PID())
-	}
-}
-
-// Pause stops the process with SIGSTOP: its sockets stay open and nothing
-// answers, a faithful hung server. Resume continues it.
-func (p *Process) Pause() error { return p.cmd.Process.Signal(syscall.SIGSTOP) }
-
-// Resume continues a paused process.
-func (p *Process) Resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) }
-
 // Tail returns the last n lines of the process log, for error messages.
 func (p *Process) Tail(n int) string { return tailFile(p.Log, n) }
 
