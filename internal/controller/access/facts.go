@@ -9,6 +9,10 @@ type facts struct {
 	bucketyMissing bool
 	// bucketyWaiting explains why the Buckety's resource is not usable yet.
 	bucketyWaiting string
+	// claimPending: the Buckety is provisioned, but the cache has not seen
+	// its settled claim yet; nothing else will wake this access, so it
+	// retries on its own.
+	claimPending bool
 	// problem pauses reconciliation (backend gone, driver changed, major
 	// mismatch).
 	problem *shared.Problem

@@ -69,11 +69,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if reterr == nil && !f.deleting && r.Backoff != nil {
 			res = r.Backoff.Retry(a.UID, failure(f), res)
 		}
-		if equality.Semantic.DeepEqual(orig.Status, a.Status) {
-			return
+		if !equality.Semantic.DeepEqual(orig.Status, a.Status) {
+			if err := r.Client.Status().Patch(ctx, a, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+				reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
+			}
 		}
-		if err := r.Client.Status().Patch(ctx, a, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-			reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
+		if reterr != nil {
+			res = reconcile.Result{} // the error's rate limiter decides
 		}
 	}()
 
@@ -124,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 // waiting for its Buckety is woken by the Buckety watch instead.
 func failure(f *facts) shared.Failure {
 	switch {
-	case f.Unavailable != nil, f.Other != nil:
+	case f.Unavailable != nil, f.Other != nil, f.claimPending:
 		return shared.Transient
 	case f.AccessDenied != nil:
 		return shared.Permanent
@@ -182,6 +184,7 @@ func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.En
 		}
 	}
 	f.bucketyWaiting = fmt.Sprintf("waiting for Buckety %s to hold its claim on %s", b.Name, b.Status.BackendResourceName)
+	f.claimPending = true
 	return "", false, nil
 }
 

@@ -76,11 +76,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if reterr == nil && !f.deleting && r.Backoff != nil {
 			res = r.Backoff.Retry(b.UID, failure(f), res)
 		}
-		if equality.Semantic.DeepEqual(orig.Status, b.Status) {
-			return
+		if !equality.Semantic.DeepEqual(orig.Status, b.Status) {
+			if err := r.Client.Status().Patch(ctx, b, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+				reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
+			}
 		}
-		if err := r.Client.Status().Patch(ctx, b, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-			reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
+		if reterr != nil {
+			res = reconcile.Result{} // the error's rate limiter decides
 		}
 	}()
 
