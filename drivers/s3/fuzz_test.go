@@ -120,7 +120,14 @@ func FuzzValidateParameters(f *testing.F) {
 				if v != "true" && v != "false" {
 					t.Fatalf("accepted versioning %q, want true or false", v)
 				}
+				// Capability-gated: new or changed only where the service has it.
+				if (old == nil || old[k] != v) && cfg.Implementation != s3.ImplAWS && cfg.Implementation != s3.ImplMinIO && cfg.Implementation != s3.ImplVersityGW {
+					t.Fatalf("accepted new versioning on implementation %q", cfg.Implementation)
+				}
 			case s3.ParamLifecycle:
+				if (old == nil || old[k] != v) && cfg.Implementation != s3.ImplAWS && cfg.Implementation != s3.ImplMinIO && cfg.Implementation != s3.ImplR2 {
+					t.Fatalf("accepted new lifecycle on implementation %q", cfg.Implementation)
+				}
 				var l map[string]any
 				if err := json.Unmarshal([]byte(v), &l); err != nil {
 					t.Fatalf("accepted lifecycle %q, which is not one JSON object: %v", v, err)

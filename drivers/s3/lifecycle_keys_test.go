@@ -20,7 +20,7 @@ func TestLifecycleKeysExact(t *testing.T) {
 		{lifecycle: `{"abortincompletemultipartuploaddays": 2}`, err: `unknown key "abortincompletemultipartuploaddays"`},
 	}
 	for _, c := range cases {
-		_, errs := validateParams(field.NewPath("spec", "parameters"), &Config{}, nil, map[string]string{ParamLifecycle: c.lifecycle})
+		_, errs := validateParams(field.NewPath("spec", "parameters"), &Config{Implementation: ImplMinIO}, nil, map[string]string{ParamLifecycle: c.lifecycle})
 		got := errs.ToAggregate()
 		switch {
 		case c.err == "" && got != nil:
