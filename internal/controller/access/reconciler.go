@@ -3,13 +3,11 @@ package access
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,21 +60,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	orig := a.DeepCopy()
 	f := &facts{}
 	defer func() {
-		shared.Apply(&a.Status.Conditions, a.Generation, conditions(a, f))
-		if meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionReady) {
-			a.Status.ObservedGeneration = a.Generation
-		}
-		if reterr == nil && !f.deleting && r.Backoff != nil {
-			res = r.Backoff.Retry(a.UID, failure(f), res)
-		}
-		if !equality.Semantic.DeepEqual(orig.Status, a.Status) {
-			if err := r.Client.Status().Patch(ctx, a, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-				reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
-			}
-		}
-		if reterr != nil {
-			res = reconcile.Result{} // the error's rate limiter decides
-		}
+		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, a, orig, &orig.Status, &a.Status, shared.Outcome{
+			Conditions: &a.Status.Conditions, ObservedGeneration: &a.Status.ObservedGeneration,
+			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting,
+		}, res, reterr)
 	}()
 
 	if !a.DeletionTimestamp.IsZero() {

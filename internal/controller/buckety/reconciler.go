@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,21 +68,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	orig := b.DeepCopy()
 	f := &facts{}
 	defer func() {
-		shared.Apply(&b.Status.Conditions, b.Generation, conditions(b, f))
-		if ready := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); ready != nil && ready.Status == metav1.ConditionTrue {
-			b.Status.ObservedGeneration = b.Generation
-		}
-		if reterr == nil && !f.deleting && r.Backoff != nil {
-			res = r.Backoff.Retry(b.UID, failure(f), res)
-		}
-		if !equality.Semantic.DeepEqual(orig.Status, b.Status) {
-			if err := r.Client.Status().Patch(ctx, b, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-				reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
-			}
-		}
-		if reterr != nil {
-			res = reconcile.Result{} // the error's rate limiter decides
-		}
+		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, b, orig, &orig.Status, &b.Status, shared.Outcome{
+			Conditions: &b.Status.Conditions, ObservedGeneration: &b.Status.ObservedGeneration,
+			Derived: conditions(b, f), Failure: failure(f), Deleting: f.deleting,
+		}, res, reterr)
 	}()
 
 	if !b.DeletionTimestamp.IsZero() {
