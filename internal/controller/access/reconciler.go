@@ -280,7 +280,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 		}
 	}
 	s := &corev1.Secret{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}, s)
+	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
+	err := r.Client.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) {
+		// A Secret written moments ago (or just before an API server
+		// restart) may not be cached yet: ask the API server before
+		// concluding there is nothing to delete.
+		err = r.APIReader.Get(ctx, key, s)
+	}
 	switch {
 	case err == nil && owns(a, s):
 		if err := r.Client.Delete(ctx, s, ctrl.Preconditions{UID: &s.UID}); ctrl.IgnoreNotFound(err) != nil {
