@@ -339,19 +339,9 @@ func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]
 		fail(calls, b.classify(err))
 		return
 	}
-	byName := make(map[string]*kmsg.CreateTopicsResponseTopic, len(resp.Topics))
-	for i := range resp.Topics {
-		byName[resp.Topics[i].Topic] = &resp.Topics[i]
-	}
-	for _, c := range calls {
-		t, ok := byName[c.topic]
-		if !ok {
-			c.err = errors.New("the broker's answer does not mention the topic")
-			continue
-		}
-		c.err = kerr.ErrorForCode(t.ErrorCode)
-		c.out = unptr(t.ErrorMessage)
-	}
+	answerWrites(calls, resp.Topics, func(r *kmsg.CreateTopicsResponseTopic) (string, int16, *string) {
+		return r.Topic, r.ErrorCode, r.ErrorMessage
+	})
 }
 
 // converge brings an existing topic to the parameters. Drift it must not
@@ -422,19 +412,9 @@ func (b *Backend) execPartitions(ctx context.Context, calls []*call[int32, strin
 		fail(calls, b.classify(err))
 		return
 	}
-	byName := make(map[string]*kmsg.CreatePartitionsResponseTopic, len(resp.Topics))
-	for i := range resp.Topics {
-		byName[resp.Topics[i].Topic] = &resp.Topics[i]
-	}
-	for _, c := range calls {
-		t, ok := byName[c.topic]
-		if !ok {
-			c.err = errors.New("the broker's answer does not mention the topic")
-			continue
-		}
-		c.err = kerr.ErrorForCode(t.ErrorCode)
-		c.out = unptr(t.ErrorMessage)
-	}
+	answerWrites(calls, resp.Topics, func(r *kmsg.CreatePartitionsResponseTopic) (string, int16, *string) {
+		return r.Topic, r.ErrorCode, r.ErrorMessage
+	})
 }
 
 // execAlters applies each topic's config changes, all in one
@@ -459,19 +439,9 @@ func (b *Backend) execAlters(ctx context.Context, calls []*call[[]kadm.AlterConf
 		fail(calls, b.classify(err))
 		return
 	}
-	byName := make(map[string]*kmsg.IncrementalAlterConfigsResponseResource, len(resp.Resources))
-	for i := range resp.Resources {
-		byName[resp.Resources[i].ResourceName] = &resp.Resources[i]
-	}
-	for _, c := range calls {
-		r, ok := byName[c.topic]
-		if !ok {
-			c.err = errors.New("the broker's answer does not mention the topic")
-			continue
-		}
-		c.err = kerr.ErrorForCode(r.ErrorCode)
-		c.out = unptr(r.ErrorMessage)
-	}
+	answerWrites(calls, resp.Resources, func(r *kmsg.IncrementalAlterConfigsResponseResource) (string, int16, *string) {
+		return r.ResourceName, r.ErrorCode, r.ErrorMessage
+	})
 }
 
 // Delete implements drivers.Backend.
@@ -501,21 +471,9 @@ func (b *Backend) execDeletes(ctx context.Context, calls []*call[struct{}, strin
 		fail(calls, b.classify(err))
 		return
 	}
-	byName := make(map[string]*kmsg.DeleteTopicsResponseTopic, len(resp.Topics))
-	for i := range resp.Topics {
-		if n := resp.Topics[i].Topic; n != nil {
-			byName[*n] = &resp.Topics[i]
-		}
-	}
-	for _, c := range calls {
-		t, ok := byName[c.topic]
-		if !ok {
-			c.err = errors.New("the broker's answer does not mention the topic")
-			continue
-		}
-		c.err = kerr.ErrorForCode(t.ErrorCode)
-		c.out = unptr(t.ErrorMessage)
-	}
+	answerWrites(calls, resp.Topics, func(r *kmsg.DeleteTopicsResponseTopic) (string, int16, *string) {
+		return unptr(r.Topic), r.ErrorCode, r.ErrorMessage
+	})
 }
 
 // Grant implements drivers.Backend: bootstrap and topic, the same for every
@@ -567,6 +525,29 @@ func orBroker(n int64) string {
 		return "broker default"
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// answerWrites hands every call of a write batch its topic's answer: the
+// error code as its error and the broker's message as its out. A topic the
+// broker did not answer for is an error of its own. result reads a
+// response entry's topic name, error code and message.
+func answerWrites[In, R any](calls []*call[In, string], answers []R, result func(*R) (string, int16, *string)) {
+	byName := make(map[string]*R, len(answers))
+	for i := range answers {
+		if name, _, _ := result(&answers[i]); name != "" {
+			byName[name] = &answers[i]
+		}
+	}
+	for _, c := range calls {
+		a, ok := byName[c.topic]
+		if !ok {
+			c.err = errors.New("the broker's answer does not mention the topic")
+			continue
+		}
+		_, code, msg := result(a)
+		c.err = kerr.ErrorForCode(code)
+		c.out = unptr(msg)
+	}
 }
 
 func unptr(s *string) string {
