@@ -82,7 +82,7 @@ type link func(a *v1.BucketyAccess, f *facts) *readinessResult
 // readyChain is checked in order; the first failing link decides Ready.
 var readyChain = []link{
 	deletingLink, bucketyMissingLink, problemLink, bucketyWaitingLink, invalidLink,
-	unreachableLink, accessDeniedLink, backendErrorLink, secretConflictLink, notWrittenLink,
+	backendFailureLink, secretConflictLink, notWrittenLink,
 }
 
 func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
@@ -133,25 +133,14 @@ func invalidLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
 	return notReady(v1.ReasonInvalidAccess, f.invalid, false)
 }
 
-func unreachableLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
-	if f.Unavailable == nil {
+// backendFailureLink: the backend was unreachable, refused buckety, or
+// answered with an error.
+func backendFailureLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	reason, msg, progressing, ok := f.BackendFailure.Ready()
+	if !ok {
 		return nil
 	}
-	return notReady(v1.ReasonBackendUnreachable, f.Unavailable.Error(), true)
-}
-
-func accessDeniedLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
-	if f.AccessDenied == nil {
-		return nil
-	}
-	return notReady(v1.ReasonBackendAccessDenied, f.AccessDenied.Error(), false)
-}
-
-func backendErrorLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
-	if f.Other == nil {
-		return nil
-	}
-	return notReady(v1.ReasonBackendError, f.Other.Error(), true)
+	return notReady(reason, msg, progressing)
 }
 
 func secretConflictLink(_ *v1.BucketyAccess, f *facts) *readinessResult {

@@ -132,7 +132,7 @@ type link func(b *v1.Buckety, f *facts) *readinessResult
 // exists and Ready waits only on parameters applied and access Secrets.
 var readyChain = []link{
 	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, adoptionLink,
-	unreachableLink, accessDeniedLink, backendErrorLink, claimLink, notYetProvisionedLink,
+	backendFailureLink, claimLink, notYetProvisionedLink,
 	// The backend resource exists from here on.
 	driftLink, shortfallLink, implicitAccessLink, pendingAccessesLink,
 }
@@ -219,25 +219,14 @@ func adoptionLink(_ *v1.Buckety, f *facts) *readinessResult {
 	return notReady(v1.ReasonAdoptionRefused, f.adoptionRefused+"; buckety does not claim a resource that already holds content: empty it, or choose another spec.name", false)
 }
 
-func unreachableLink(_ *v1.Buckety, f *facts) *readinessResult {
-	if f.Unavailable == nil {
+// backendFailureLink: the backend was unreachable, refused buckety, or
+// answered with an error.
+func backendFailureLink(_ *v1.Buckety, f *facts) *readinessResult {
+	reason, msg, progressing, ok := f.BackendFailure.Ready()
+	if !ok {
 		return nil
 	}
-	return notReady(v1.ReasonBackendUnreachable, f.Unavailable.Error(), true)
-}
-
-func accessDeniedLink(_ *v1.Buckety, f *facts) *readinessResult {
-	if f.AccessDenied == nil {
-		return nil
-	}
-	return notReady(v1.ReasonBackendAccessDenied, f.AccessDenied.Error(), false)
-}
-
-func backendErrorLink(_ *v1.Buckety, f *facts) *readinessResult {
-	if f.Other == nil {
-		return nil
-	}
-	return notReady(v1.ReasonBackendError, f.Other.Error(), true)
+	return notReady(reason, msg, progressing)
 }
 
 func claimLink(_ *v1.Buckety, f *facts) *readinessResult {

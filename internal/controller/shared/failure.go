@@ -1,6 +1,9 @@
 package shared
 
-import "github.com/Yolean/buckety-controller/internal/backends"
+import (
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+)
 
 // BackendFailure is the driver failure of one reconcile, by how it is
 // handled. Both kinds' facts embed it.
@@ -35,4 +38,19 @@ func (b *BackendFailure) Err() error {
 		return b.AccessDenied
 	}
 	return b.Other
+}
+
+// Ready is the Ready reason and message of the recorded failure, and
+// whether the controller is still working on it (it retries soon); ok is
+// false when nothing failed. Both kinds' Ready chains use it.
+func (b *BackendFailure) Ready() (reason, msg string, progressing, ok bool) {
+	switch {
+	case b.Unavailable != nil:
+		return v1.ReasonBackendUnreachable, b.Unavailable.Error(), true, true
+	case b.AccessDenied != nil:
+		return v1.ReasonBackendAccessDenied, b.AccessDenied.Error(), false, true
+	case b.Other != nil:
+		return v1.ReasonBackendError, b.Other.Error(), true, true
+	}
+	return "", "", false, false
 }
