@@ -346,36 +346,69 @@ func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]
 
 // converge brings an existing topic to the parameters. Drift it must not
 // repair is returned as a *drivers.DriftError after everything repairable
-// has been applied.
+// has been applied. What to write is decided by planFor, which Sweep uses
+// too.
 func (b *Backend) converge(ctx context.Context, topic string, want params, st topicState) (drivers.EnsureResult, error) {
 	res := drivers.EnsureResult{Shortfalls: want.shortfalls()}
-	var drift error
+	p := planFor(want, st)
+	if p.growTo > 0 {
+		msg, err := b.partitions.do(ctx, topic, p.growTo)
+		if err != nil {
+			return res, b.classify(fmt.Errorf("grow partitions of %s to %d: %w %s", topic, p.growTo, err, msg))
+		}
+	}
+	res.Changes = p.changes
+	if len(p.alters) > 0 {
+		if msg, err := b.alters.do(ctx, topic, p.alters); err != nil {
+			return res, b.classify(fmt.Errorf("alter configs of %s: %w %s", topic, err, msg))
+		}
+	}
+	if p.drift != nil {
+		return res, p.drift
+	}
+	return res, nil
+}
+
+// plan is what Ensure does to an existing topic to bring it to its
+// parameters.
+type plan struct {
+	// growTo is the partition count to grow to; 0: none.
+	growTo int32
+	// alters are the config changes, in one IncrementalAlterConfigs.
+	alters []kadm.AlterConfig
+	// changes describes every write, one line each (EnsureResult.Changes).
+	changes []string
+	// drift is what Ensure reports and does not repair.
+	drift *drivers.DriftError
+}
+
+// planFor compares a topic's state with the parameters. It is the one place
+// where desired and actual state are compared: Ensure writes what it plans,
+// and Sweep reports a topic as drifted exactly when Ensure would write.
+func planFor(want params, st topicState) plan {
+	var p plan
 	if want.replicationFactor > 0 && st.replicationFactor != want.replicationFactor {
-		drift = &drivers.DriftError{Parameter: ParamReplicationFactor, Current: strconv.Itoa(int(st.replicationFactor)), Desired: strconv.Itoa(int(want.replicationFactor)),
+		p.drift = &drivers.DriftError{Parameter: ParamReplicationFactor, Current: strconv.Itoa(int(st.replicationFactor)), Desired: strconv.Itoa(int(want.replicationFactor)),
 			Reason: "Kafka cannot change a topic's replication factor in place; reassign partitions with Kafka's tools, or recreate the topic"}
 	}
 	if want.partitions > 0 {
 		switch {
 		case st.partitions < want.partitions:
-			msg, err := b.partitions.do(ctx, topic, want.partitions)
-			if err != nil {
-				return res, b.classify(fmt.Errorf("grow partitions of %s to %d: %w %s", topic, want.partitions, err, msg))
-			}
-			res.Changes = append(res.Changes, fmt.Sprintf("partitions %d -> %d", st.partitions, want.partitions))
+			p.growTo = want.partitions
+			p.changes = append(p.changes, fmt.Sprintf("partitions %d -> %d", st.partitions, want.partitions))
 		case st.partitions > want.partitions:
-			drift = &drivers.DriftError{Parameter: ParamPartitions, Current: strconv.Itoa(int(st.partitions)), Desired: strconv.Itoa(int(want.partitions)),
+			p.drift = &drivers.DriftError{Parameter: ParamPartitions, Current: strconv.Itoa(int(st.partitions)), Desired: strconv.Itoa(int(want.partitions)),
 				Reason: "Kafka cannot remove partitions; set partitions to at least the current count, or recreate the topic"}
 		}
 	}
-	var alters []kadm.AlterConfig
 	for _, k := range sortedKeys(want.configs) {
 		v := want.configs[k]
 		if cur, ok := st.dynamic[k]; !ok || cur != v {
-			alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)})
+			p.alters = append(p.alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)})
 			if ok {
-				res.Changes = append(res.Changes, fmt.Sprintf("config %s %q -> %q", k, cur, v))
+				p.changes = append(p.changes, fmt.Sprintf("config %s %q -> %q", k, cur, v))
 			} else {
-				res.Changes = append(res.Changes, fmt.Sprintf("config %s set to %q", k, v))
+				p.changes = append(p.changes, fmt.Sprintf("config %s set to %q", k, v))
 			}
 		}
 	}
@@ -384,16 +417,11 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 			continue // Kafka's tools own it: never reverted
 		}
 		if _, ok := want.configs[k]; !ok {
-			alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-			res.Changes = append(res.Changes, fmt.Sprintf("config %s %q removed (not in spec; broker default applies)", k, st.dynamic[k]))
+			p.alters = append(p.alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+			p.changes = append(p.changes, fmt.Sprintf("config %s %q removed (not in spec; broker default applies)", k, st.dynamic[k]))
 		}
 	}
-	if len(alters) > 0 {
-		if msg, err := b.alters.do(ctx, topic, alters); err != nil {
-			return res, b.classify(fmt.Errorf("alter configs of %s: %w %s", topic, err, msg))
-		}
-	}
-	return res, drift
+	return p
 }
 
 // execPartitions grows many topics, each to its own count, in one

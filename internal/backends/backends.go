@@ -24,6 +24,9 @@ type Entry struct {
 	Driver drivers.Driver
 	// Backend is the open connection.
 	Backend drivers.Backend
+	// Sweeper is the same connection's drift sweep, instrumented; nil when
+	// the driver has none.
+	Sweeper drivers.Sweeper
 }
 
 // Set is every opened backend.
@@ -42,7 +45,12 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("open backend %s: %w", b.Name, err), s.Close())
 		}
-		s.entries[b.Name] = &Entry{Name: b.Name, Config: b, Driver: b.DriverImpl(), Backend: &instrumented{Backend: be, backend: b.Name, driver: b.Driver}}
+		in := &instrumented{Backend: be, backend: b.Name, driver: b.Driver}
+		e := &Entry{Name: b.Name, Config: b, Driver: b.DriverImpl(), Backend: in}
+		if sw, ok := be.(drivers.Sweeper); ok {
+			e.Sweeper = &instrumentedSweeper{Sweeper: sw, in: in}
+		}
+		s.entries[b.Name] = e
 	}
 	return s, nil
 }
@@ -153,4 +161,18 @@ func (i *instrumented) Revoke(ctx context.Context, a drivers.Access) error {
 	err := i.Backend.Revoke(ctx, a)
 	i.observe("revoke", start, err)
 	return err
+}
+
+// instrumentedSweeper records a sweep's latency and failure like the other
+// operations, as operation "sweep".
+type instrumentedSweeper struct {
+	drivers.Sweeper
+	in *instrumented
+}
+
+func (i *instrumentedSweeper) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.SweepVerdict, error) {
+	start := time.Now()
+	v, err := i.Sweeper.Sweep(ctx, rs)
+	i.in.observe("sweep", start, err)
+	return v, err
 }

@@ -128,7 +128,9 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles (keep on: two replicas run during a rollout)")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
-	fs.DurationVar(&o.Recheck, "recheck-interval", 5*time.Minute, "how often every resource is re-checked for out-of-band drift (plus up to 10% jitter)")
+	fs.DurationVar(&o.Recheck, "recheck-interval", 5*time.Minute, "how often each resource is re-checked for out-of-band drift (plus up to 10% jitter), on backends without a complete drift sweep")
+	fs.DurationVar(&o.DriftSweep, "drift-sweep-interval", DefaultDriftSweepInterval, "how often each backend whose driver can sweep is checked for drift in a few batched requests, reconciling only drifted Bucketies; 0 disables sweeping")
+	fs.DurationVar(&o.SweptRecheck, "swept-recheck-interval", DefaultSweptRecheckInterval, "per-resource re-check (plus up to 10% jitter) on backends whose sweep sees all drift (kadm): a safety net")
 	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "reconciles run in parallel per kind")
 	cf.zap.BindFlags(fs)
 	return fs, cf
@@ -138,6 +140,9 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 func (cf *cliFlags) validate(o Options) error {
 	if o.MaxConcurrent < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.MaxConcurrent)
+	}
+	if err := validateSweep(o); err != nil {
+		return err
 	}
 	return cf.limit.Validate()
 }

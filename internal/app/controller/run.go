@@ -79,6 +79,11 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Recheck is the drift re-check period.
 	Recheck time.Duration
+	// DriftSweep is the period of each backend's drift sweep; 0: no sweep
+	// (every Buckety re-checked every Recheck). SweptRecheck is the
+	// per-object re-check on backends whose sweep is complete (0: the
+	// default). See sweep.go.
+	DriftSweep, SweptRecheck time.Duration
 	// MaxConcurrent reconciles per kind.
 	MaxConcurrent int
 	// Log is the logger.
@@ -150,6 +155,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	released := make(chan event.GenericEvent, 64)
+	drifted := make(chan event.GenericEvent, 64)
 	br := &buckety.Reconciler{Client: mgr.GetClient(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck,
 		Claims:   &shared.Claims{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 		Backoff:  &shared.Backoff{},
@@ -159,6 +165,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		Named("buckety").
 		For(&v1.Buckety{}).
 		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(drifted, &handler.EnqueueRequestForObject{})).
 		Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 			a := obj.(*v1.BucketyAccess)
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}}}
@@ -166,6 +173,9 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation, RateLimiter: rateLimiter()}).
 		Complete(br)
 	if err != nil {
+		return err
+	}
+	if err := addSweeper(mgr, o, set, br, drifted); err != nil {
 		return err
 	}
 	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck, Backoff: &shared.Backoff{}, Claims: br.Claims}
@@ -211,7 +221,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		// A previous Run in this process (tests) registered it: reuse it.
 		are.ExistingCollector.(*resourceCollector).set(mgr.GetCache())
 	}
-	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "leaderElection", o.LeaderElect)
+	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", br.SweptRecheck.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
 }
 

@@ -48,6 +48,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Recheck is the period of the drift re-check (jittered).
 	Recheck time.Duration
+	// SweptRecheck, when set, replaces Recheck for Bucketies on a backend
+	// whose drift sweep sees everything Ensure acts on (see sweep.go): a
+	// long safety net.
+	SweptRecheck time.Duration
 	// Backoff spaces retries after failures, independent of Recheck.
 	Backoff *shared.Backoff
 	// Released, when set, receives the Bucketies waiting for a name (Ready
@@ -87,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		f.problem = problem
 		return requeue, nil
 	}
+	requeue.RequeueAfter = shared.Jitter(r.recheck(e))
 	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
 		return requeue, nil
 	}

@@ -1,0 +1,112 @@
+package kadm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+var _ drivers.Sweeper = (*Backend)(nil)
+
+// SweepCoverage implements drivers.Sweeper: a sweep reads the same state
+// Ensure reads (partition count, replication factor, every dynamic config)
+// and judges it with the same planFor, so it sees all drift Ensure repairs
+// or reports.
+func (b *Backend) SweepCoverage() drivers.SweepCoverage { return drivers.SweepComplete }
+
+// Sweep implements drivers.Sweeper: one Metadata request for the topics'
+// existence, partitions and replication factor, and one DescribeConfigs
+// request for the dynamic configs of those that exist, each of at most
+// maxBatch topics (500): a sweep of N topics costs 2×⌈N/500⌉ requests (4
+// for 1000), where a re-check with Ensure costs two per topic. Every
+// request has its own requestTimeout. The requests are sent directly, not
+// through the coalescing batchers, so a sweep does not wait for a linger
+// and its size does not depend on what else is in flight.
+func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.SweepVerdict, error) {
+	out := make([]drivers.SweepVerdict, len(rs))
+	max := b.metadata.max
+	// A topic named twice (two Bucketies on one name cannot both hold the
+	// claim, but the caller's view may lag) is asked about once.
+	idx := map[string][]int{}
+	var topics []string
+	for i, r := range rs {
+		if _, ok := idx[r.Name]; !ok {
+			topics = append(topics, r.Name)
+		}
+		idx[r.Name] = append(idx[r.Name], i)
+	}
+	states := make(map[string]topicState, len(topics))
+	var existing []string
+	for start := 0; start < len(topics); start += max {
+		chunk := topics[start:min(start+max, len(topics))]
+		calls := make([]*call[struct{}, topicState], len(chunk))
+		for i, t := range chunk {
+			calls[i] = &call[struct{}, topicState]{topic: t}
+		}
+		if err := sweepRequest(ctx, b, b.execMetadata, calls); err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			switch {
+			case c.err != nil:
+				for _, i := range idx[c.topic] {
+					out[i].Err = c.err
+				}
+			case !c.out.exists:
+				for _, i := range idx[c.topic] {
+					out[i].Changes = []string{fmt.Sprintf("topic %s does not exist", c.topic)}
+				}
+			default:
+				states[c.topic] = c.out
+				existing = append(existing, c.topic)
+			}
+		}
+	}
+	for start := 0; start < len(existing); start += max {
+		chunk := existing[start:min(start+max, len(existing))]
+		calls := make([]*call[struct{}, map[string]string], len(chunk))
+		for i, t := range chunk {
+			calls[i] = &call[struct{}, map[string]string]{topic: t}
+		}
+		if err := sweepRequest(ctx, b, b.execConfigs, calls); err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			if c.err != nil {
+				for _, i := range idx[c.topic] {
+					out[i].Err = c.err
+				}
+				continue
+			}
+			st := states[c.topic]
+			st.dynamic = c.out
+			for _, i := range idx[c.topic] {
+				p := planFor(parseParams(rs[i].Parameters), st)
+				out[i].Changes, out[i].Drift = p.changes, p.drift
+			}
+		}
+	}
+	return out, nil
+}
+
+// sweepRequest sends one request of a sweep under the backend's
+// requestTimeout. A request that failed as a whole (every topic got an
+// unavailability or access error: the broker could not be reached, or
+// refuses buckety everywhere) fails the sweep; an error about some topics
+// is theirs alone.
+func sweepRequest[In, Out any](ctx context.Context, b *Backend, exec func(context.Context, []*call[In, Out]), calls []*call[In, Out]) error {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	exec(ctx, calls)
+	var first error
+	for _, c := range calls {
+		if c.err == nil || !(drivers.IsUnavailable(c.err) || drivers.IsAccessDenied(c.err)) {
+			return nil
+		}
+		if first == nil {
+			first = c.err
+		}
+	}
+	return first
+}

@@ -1,0 +1,241 @@
+package buckety
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/metrics"
+)
+
+// The drift sweep. Re-checking every Buckety with its own Ensure costs
+// backend requests per Buckety (two per Kafka topic), however rarely
+// anything drifts. A driver that implements drivers.Sweeper judges every
+// resource of a backend in a few batched requests instead, and only the
+// Bucketies it finds drifted are reconciled. The Sweeper runnable below
+// does that once per interval per backend; the per-object re-check of a
+// Buckety whose backend sweeps completely (kadm) becomes a long safety net
+// (Reconciler.SweptRecheck), while a partial sweep (s3: existence only)
+// leaves the ordinary re-check in place.
+
+// Sweeper sweeps every backend whose driver can, once per Interval, and
+// sends the Bucketies found drifted to the Buckety controller. It runs
+// only on the leader, like the reconcilers.
+//
+// A sweep that fails as a whole (the backend unreachable) enqueues
+// nothing and is tried again at the next interval: an outage is the same
+// for every Buckety on the backend, reconciling them all would only
+// record it on each, and when the backend is back the next sweep judges
+// them all and enqueues only the drifted. Bucketies that fail their own
+// reconciles meanwhile retry on their own backoff. A resource the backend
+// answered an error about (rather than its state) is not enqueued either;
+// the sweep counts it, and its per-object re-check still runs.
+type Sweeper struct {
+	// Reader lists Bucketies and claims: the manager's cache.
+	Reader ctrl.Reader
+	// Backends are the open backends; those with a Sweeper are swept.
+	Backends *backends.Set
+	// Interval is the period of each backend's sweep.
+	Interval time.Duration
+	// Drifted receives the Bucketies to reconcile.
+	Drifted chan<- event.GenericEvent
+	// Log is the logger.
+	Log logr.Logger
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the
+// leader sweeps, as only it reconciles.
+func (s *Sweeper) NeedLeaderElection() bool { return true }
+
+// Start implements manager.Runnable: one loop per sweeping backend, until
+// ctx ends. The first sweep is one interval after start, since the leader
+// reconciles every Buckety when it starts.
+func (s *Sweeper) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, name := range s.Backends.Names() {
+		e, ok := s.Backends.Get(name)
+		if !ok || e.Sweeper == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(s.Interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				if err := s.SweepOnce(ctx, e); err != nil && ctx.Err() == nil {
+					s.Log.Error(err, "drift sweep failed; nothing enqueued, next try in one interval", "backend", e.Name, "interval", s.Interval.String())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// SweepOnce sweeps one backend and enqueues the drifted Bucketies.
+func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
+	var list v1.BucketyList
+	if err := s.Reader.List(ctx, &list); err != nil {
+		return fmt.Errorf("list Bucketies: %w", err)
+	}
+	var claims v1.BucketyClaimList
+	if err := s.Reader.List(ctx, &claims); err != nil {
+		return fmt.Errorf("list claims: %w", err)
+	}
+	targets := sweepTargets(list.Items, claims.Items, s.Backends, e.Name)
+	if len(targets) == 0 {
+		metrics.DriftSweeps.WithLabelValues(e.Name, "ok").Inc()
+		return nil
+	}
+	rs := make([]drivers.Resource, len(targets))
+	for i, t := range targets {
+		rs[i] = t.resource
+	}
+	verdicts, err := e.Sweeper.Sweep(ctx, rs)
+	if err == nil && len(verdicts) != len(rs) {
+		err = fmt.Errorf("driver %s returned %d verdicts for %d resources", e.Driver.Name(), len(verdicts), len(rs))
+	}
+	if err != nil {
+		metrics.DriftSweeps.WithLabelValues(e.Name, "error").Inc()
+		return err
+	}
+	metrics.DriftSweeps.WithLabelValues(e.Name, "ok").Inc()
+	var inSync, unjudged int
+	var drifted []string
+	for i, v := range verdicts {
+		b := targets[i].buckety
+		enqueue, why := sweepDecision(b, v)
+		switch {
+		case v.Err != nil:
+			unjudged++
+			s.Log.V(1).Info("drift sweep could not judge a resource", "backend", e.Name, "buckety", b.Namespace+"/"+b.Name, "resource", rs[i].Name, "error", v.Err.Error())
+		case !enqueue:
+			inSync++
+		}
+		if !enqueue {
+			continue
+		}
+		drifted = append(drifted, b.Namespace+"/"+b.Name)
+		s.Log.V(1).Info("drift sweep enqueues", "backend", e.Name, "buckety", b.Namespace+"/"+b.Name, "resource", rs[i].Name, "why", why)
+		select {
+		case s.Drifted <- event.GenericEvent{Object: b}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		metrics.DriftSweepEnqueued.WithLabelValues(e.Name).Inc()
+	}
+	metrics.DriftSweepResources.WithLabelValues(e.Name, "in_sync").Set(float64(inSync))
+	metrics.DriftSweepResources.WithLabelValues(e.Name, "drifted").Set(float64(len(drifted)))
+	metrics.DriftSweepResources.WithLabelValues(e.Name, "unjudged").Set(float64(unjudged))
+	if len(drifted) > 0 || unjudged > 0 {
+		s.Log.Info("drift sweep", "backend", e.Name, "swept", len(rs), "drifted", len(drifted), "unjudged", unjudged, "enqueued", firstN(drifted, 10))
+	}
+	return nil
+}
+
+// sweepTarget is one Buckety and the desired state of its resource.
+type sweepTarget struct {
+	buckety  *v1.Buckety
+	resource drivers.Resource
+}
+
+// sweepTargets picks the Bucketies on backend whose resource is
+// provisioned, with the name and parameters the reconciler would pass to
+// Ensure: the name of this Buckety's claim once it has written to the
+// backend under it (phase Creating, Created or Adopted), else its
+// status.backendResourceName. Bucketies not provisioned yet, being deleted,
+// or whose reconciliation is paused (backend left the config, driver
+// changed, driver major differs) are left to the reconciler. The result
+// is sorted by namespace and name.
+func sweepTargets(list []v1.Buckety, claims []v1.BucketyClaim, set *backends.Set, backend string) []sweepTarget {
+	settled := map[string]string{}
+	for i := range claims {
+		cl := &claims[i]
+		if cl.Spec.Phase != v1.ClaimClaimed && cl.Spec.Backend == backend {
+			settled[cl.Spec.Owner.UID] = cl.Spec.ResourceName
+		}
+	}
+	var out []sweepTarget
+	for i := range list {
+		b := &list[i]
+		if !b.DeletionTimestamp.IsZero() || b.Status.Backend != backend {
+			continue
+		}
+		e, problem := shared.Resolve(set, b.Spec.Backend, shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+		if problem != nil || e.Name != backend {
+			continue
+		}
+		name, ok := settled[string(b.UID)]
+		if !ok {
+			name = b.Status.BackendResourceName
+		}
+		if name == "" {
+			continue
+		}
+		out = append(out, sweepTarget{buckety: b, resource: drivers.Resource{Name: name, Parameters: b.Spec.Parameters}})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].buckety, out[j].buckety
+		return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
+	})
+	return out
+}
+
+// sweepDecision decides from a sweep's verdict whether a Buckety is
+// reconciled now: when Ensure would write, and when the drift it reports
+// and will not repair is not what the Buckety's ParameterDrift condition
+// already says (new, changed or gone). Drift already reported is not
+// re-enqueued at every sweep: the reconcile would find the same thing.
+func sweepDecision(b *v1.Buckety, v drivers.SweepVerdict) (enqueue bool, why string) {
+	if v.Err != nil {
+		return false, "not judged: " + v.Err.Error()
+	}
+	if v.Drifted() {
+		return true, strings.Join(v.Changes, "; ")
+	}
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionParameterDrift)
+	reported := c != nil && c.Status == metav1.ConditionTrue
+	switch {
+	case v.Drift != nil && (!reported || c.Message != v.Drift.Error()):
+		return true, "drift not reported yet: " + v.Drift.Error()
+	case v.Drift == nil && reported:
+		return true, "reported drift is gone"
+	}
+	return false, ""
+}
+
+// recheck is the period of the per-object re-check of a Buckety on e: the
+// long safety net SweptRecheck when e's sweep sees every drift Ensure acts
+// on, Recheck otherwise.
+func (r *Reconciler) recheck(e *backends.Entry) time.Duration {
+	if r.SweptRecheck > 0 && e != nil && e.Sweeper != nil && e.Sweeper.SweepCoverage() == drivers.SweepComplete {
+		return r.SweptRecheck
+	}
+	return r.Recheck
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
+}
