@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,6 +219,57 @@ func TestDriftSweepCostIsBounded(t *testing.T) {
 	}
 	if delta["DescribeConfigs"] < int64(swept-1) {
 		t.Errorf("%v sweeps: want a DescribeConfigs per sweep, got %d: the counter does not see the sweep", swept, delta["DescribeConfigs"])
+	}
+
+	// Half of them changed out of band at once: all reverted within a
+	// sweep or two, in fewer requests than the topics changed.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var altered []string
+	for i := 0; i < n; i += 2 {
+		altered = append(altered, fmt.Sprintf("t%03d", i))
+	}
+	repairedBefore := counterValue(t, metrics.DriftRepaired.WithLabelValues(backend))
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1")}}, altered...); err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	if reqBefore, err = br.Requests(); err != nil { // the controller's requests from here on
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, fmt.Sprintf("%d out-of-band changes repaired", len(altered)), func() (bool, string) {
+		got := counterValue(t, metrics.DriftRepaired.WithLabelValues(backend)) - repairedBefore
+		return got >= float64(len(altered)), fmt.Sprintf("%v repaired", got)
+	})
+	took := time.Since(changed)
+	if reqAfter, err = br.Requests(); err != nil {
+		t.Fatal(err)
+	}
+	delta, total = map[string]int64{}, 0
+	for k, v := range reqAfter {
+		if d := v - reqBefore[k]; d > 0 {
+			delta[k] = d
+			total += d
+		}
+	}
+	t.Logf("%d of %d topics changed out of band: all reverted after %s, in %d Kafka requests (%v)", len(altered), n, took.Round(10*time.Millisecond), total, delta)
+	if total >= int64(len(altered)) {
+		t.Errorf("repairing %d topics: want fewer requests than topics, got %d: %v", len(altered), total, delta)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, altered...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range rcs {
+		for _, c := range rc.Configs {
+			if c.Key == "retention.ms" && c.MaybeValue() == "1" {
+				t.Errorf("%s: want retention.ms reverted, got 1", rc.Name)
+			}
+		}
 	}
 }
 
