@@ -104,6 +104,9 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 	targets := sweepTargets(list.Items, claims.Items, s.Backends, e.Name)
 	if len(targets) == 0 {
 		metrics.DriftSweeps.WithLabelValues(e.Name, "ok").Inc()
+		for _, v := range []string{"in_sync", "drifted", "unjudged"} {
+			metrics.DriftSweepResources.WithLabelValues(e.Name, v).Set(0)
+		}
 		return nil
 	}
 	rs := make([]drivers.Resource, len(targets))
