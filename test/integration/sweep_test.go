@@ -300,3 +300,50 @@ func TestDriftSweepFindsDeletedBucket(t *testing.T) {
 	}
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
 }
+
+// TestDriftSweepOutageEnqueuesNothing: while the broker hangs, every sweep
+// fails and enqueues nothing, so the 20 Bucketies on it are not reconciled
+// all at once (they stay Ready, untouched); when it answers again the next
+// sweep finds them in sync and still enqueues nothing.
+func TestDriftSweepOutageEnqueuesNothing(t *testing.T) {
+	needInfra(t)
+	const n = 20
+	br, yaml, backend := hungBroker(t)
+	startSweepingController(t, yaml, 4)
+	ns := namespace(t)
+	var bs []*v1.Buckety
+	for i := 0; i < n; i++ {
+		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("o%02d", i), Namespace: ns}, Spec: v1.BucketySpec{Backend: backend,
+			Name: fmt.Sprintf("%s.o%02d", ns, i), Parameters: map[string]string{"config.retention.ms": "60000"}}}
+		create(t, b)
+		bs = append(bs, b)
+	}
+	for _, b := range bs {
+		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	}
+	waitSweeps(t, backend, 1)
+	before := enqueued(t, backend)
+	failedBefore := counterValue(t, metrics.DriftSweeps.WithLabelValues(backend, "error"))
+	pause(t, br)
+	// A failing sweep takes the request timeout (2 s) on top of the interval.
+	eventually(t, 20*time.Second, "two failed sweeps", func() (bool, string) {
+		got := counterValue(t, metrics.DriftSweeps.WithLabelValues(backend, "error")) - failedBefore
+		return got >= 2, fmt.Sprintf("%v failed sweeps", got)
+	})
+	if got := enqueued(t, backend) - before; got != 0 {
+		t.Errorf("backend unreachable: want nothing enqueued by the failed sweeps, got %v", got)
+	}
+	for _, b := range bs {
+		got := getBuckety(t, ns, b.Name)
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionReady) {
+			t.Errorf("%s: want it left alone (Ready) by failed sweeps, got %s", b.Name, condString(got.Status.Conditions))
+		}
+	}
+	if err := br.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitSweeps(t, backend, 2)
+	if got := enqueued(t, backend) - before; got != 0 {
+		t.Errorf("backend back, nothing drifted: want nothing enqueued, got %v", got)
+	}
+}
