@@ -7,4 +7,11 @@
 // Reconcile gathers facts in ordered phases; status.go derives every
 // condition from those facts in one function, and one status patch is made
 // per reconcile.
+//
+// Drift is found two ways: a Buckety's periodic re-check runs Ensure on its
+// own resource, and the Sweeper (sweep.go) judges every resource of a
+// backend in a few batched requests and enqueues only the drifted ones.
+// Where the sweep sees everything Ensure acts on, the periodic re-check is
+// only a long safety net, since re-checking one by one costs backend
+// requests per Buckety.
 package buckety
