@@ -175,9 +175,6 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err != nil {
 		return err
 	}
-	if err := addSweeper(mgr, o, set, br, drifted); err != nil {
-		return err
-	}
 	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck, Backoff: &shared.Backoff{}, Claims: br.Claims}
 	c := mgr.GetClient()
 	err = ctrl.NewControllerManagedBy(mgr).
@@ -199,6 +196,9 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation, RateLimiter: rateLimiter()}).
 		Complete(ar)
 	if err != nil {
+		return err
+	}
+	if err := addSweeper(mgr, o, set, br, drifted); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
