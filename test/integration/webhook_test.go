@@ -47,6 +47,9 @@ type webhookProcess struct {
 	certDir string
 	addr    string
 	probe   string
+	// bin, cfgDir and args start more replicas like this one.
+	bin, cfgDir string
+	args        []string
 }
 
 func (w *webhookProcess) issue(t testing.TB) {
@@ -87,8 +90,9 @@ func startWebhook(t testing.TB) *webhookProcess {
 }
 
 // startWebhookWithConfig runs the built buckety-webhook with configYAML as
-// its buckety-controller.yaml, registered with the API server.
-func startWebhookWithConfig(t testing.TB, configYAML string) *webhookProcess {
+// its buckety-controller.yaml, registered with the API server; args are
+// added to its command line.
+func startWebhookWithConfig(t testing.TB, configYAML string, args ...string) *webhookProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "buckety-webhook")
 	if b, err := exec.Command("go", "build", "-o", bin, "github.com/Yolean/buckety-controller/cmd/buckety-webhook").CombinedOutput(); err != nil {
@@ -98,18 +102,39 @@ func startWebhookWithConfig(t testing.TB, configYAML string) *webhookProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &webhookProcess{ca: ca, certDir: t.TempDir()}
+	w := &webhookProcess{ca: ca, certDir: t.TempDir(), bin: bin, cfgDir: t.TempDir(), args: args}
 	w.issue(t)
-	cfgDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(cfgDir, config.Filename), []byte(configYAML), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(w.cfgDir, config.Filename), []byte(configYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ports, err := proc.FreePorts(3)
+	ports, err := proc.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	w.probe = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	w.launch(t)
+	w.register(t)
+	return w
+}
+
+// replica starts another buckety-webhook with w's binary, configuration,
+// certificate and admission address (its own probe and metrics ports), as
+// a second replica of the Deployment would be.
+func (w *webhookProcess) replica(t testing.TB) *webhookProcess {
+	t.Helper()
+	r := &webhookProcess{ca: w.ca, certDir: w.certDir, bin: w.bin, cfgDir: w.cfgDir, args: w.args, addr: w.addr}
+	r.launch(t)
+	return r
+}
+
+// launch starts the process on w.addr and waits for it to be ready.
+func (w *webhookProcess) launch(t testing.TB) {
+	t.Helper()
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.probe = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	// No credential env: the config references ${TEST_S3_ACCESS_KEY} and
 	// ${TEST_S3_SECRET_KEY}, which the webhook must not need.
 	for _, k := range []string{"TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY"} {
@@ -117,11 +142,11 @@ func startWebhookWithConfig(t testing.TB, configYAML string) *webhookProcess {
 			t.Fatalf("%s must not be set in the test process", k)
 		}
 	}
-	p, err := proc.Start(t.TempDir(), "buckety-webhook", bin, []string{
-		"-c", cfgDir, "--kubeconfig", cp.Kubeconfig, "--host", "127.0.0.1", "--port", fmt.Sprint(ports[0]),
-		"--cert-dir", w.certDir, "--health-probe-bind-address", w.probe, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+	p, err := proc.Start(t.TempDir(), "buckety-webhook", w.bin, append([]string{
+		"-c", w.cfgDir, "--kubeconfig", cp.Kubeconfig, "--host", "127.0.0.1", "--port", strings.TrimPrefix(w.addr, "127.0.0.1:"),
+		"--cert-dir", w.certDir, "--health-probe-bind-address", w.probe, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--shutdown-delay", "2s",
-	}, nil, false)
+	}, w.args...), nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +167,6 @@ func startWebhookWithConfig(t testing.TB, configYAML string) *webhookProcess {
 		resp.Body.Close()
 		return resp.StatusCode == 200, resp.Status
 	})
-	w.register(t)
-	return w
 }
 
 // register points the API server at the webhook with the CA as caBundle,

@@ -67,7 +67,10 @@ type Options struct {
 	// ShutdownDelay keeps serving after SIGTERM, not ready, so endpoints
 	// drop the Pod before it stops listening.
 	ShutdownDelay time.Duration
-	Log           logr.Logger
+	// ReusePort shares the admission port with other replicas on the same
+	// host network (SO_REUSEPORT).
+	ReusePort bool
+	Log       logr.Logger
 }
 
 // metricsOptions serves metrics with authentication and authorization (the
@@ -96,6 +99,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP without authentication (default: HTTPS, and only callers the API server authenticates and authorizes for GET /metrics)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, keep serving while not ready for this long, so a rolling update drops no admission request")
+	fs.BoolVar(&o.ReusePort, "reuse-port", false, "share the admission port with other replicas on the same host network (SO_REUSEPORT; for hostNetwork Deployments)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zo := zap.Options{}
 	zo.BindFlags(fs)
@@ -145,7 +149,8 @@ func signalContext() context.Context {
 	return ctx
 }
 
-// Run serves admission until ctx ends. Then it reports not ready, keeps
+// Run serves admission until ctx ends. Then it reports not ready, turns
+// keep-alives off so clients move to other replicas (see server), keeps
 // serving for ShutdownDelay, and stops gracefully, finishing in-flight
 // requests.
 func Run(ctx context.Context, o Options) error {
@@ -157,13 +162,14 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	grace := 30 * time.Second
+	srv := newServer(o.Host, o.Port, o.CertDir, o.ReusePort, o.Log.WithName("admission"))
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Log,
 		Metrics:                 metricsOptions(o.MetricsAddr, o.MetricsInsecure),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		GracefulShutdownTimeout: &grace,
-		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}),
+		WebhookServer:           srv,
 		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.Buckety{}: {}}},
 	})
 	if err != nil {
@@ -173,7 +179,10 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv := mgr.GetWebhookServer()
+	// GetWebhookServer is what adds the server to the manager's runnables.
+	if mgr.GetWebhookServer() != webhook.Server(srv) {
+		return errors.New("the manager does not serve the admission server it was given")
+	}
 	srv.Register(PathBuckety, admission.WithValidator[*v1.Buckety](scheme, bucketyadmission.BucketyValidator{Validators: validators}))
 	srv.Register(PathAccess, admission.WithValidator[*v1.BucketyAccess](scheme, bucketyadmission.AccessValidator{Validators: validators}))
 
@@ -211,7 +220,8 @@ func Run(ctx context.Context, o Options) error {
 	go func() {
 		<-ctx.Done()
 		draining.Store(true)
-		o.Log.Info("shutting down: not ready, serving for the shutdown delay", "delay", o.ShutdownDelay.String())
+		srv.Drain()
+		o.Log.Info("shutting down: not ready, moving clients to other replicas, serving for the shutdown delay", "delay", o.ShutdownDelay.String())
 		time.Sleep(o.ShutdownDelay)
 		stop()
 	}()

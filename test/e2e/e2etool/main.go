@@ -4,6 +4,7 @@
 //	e2etool cert DIR               write ca.crt, ca.key and a leaf it signs, tls.crt, tls.key, for 127.0.0.1 (the webhook's serving certificate)
 //	e2etool load-image STATE OCI   import an OCI layout into the local node of STATE (buckety-local's --dir)
 //	e2etool probe-image TAR        write the probe image (registry.local/buckety/probe:v1) as a docker tarball
+//	e2etool second-replica SUFFIX  read a host-network Deployment (JSON) on stdin, write a one-replica copy on free ports
 package main
 
 import (
@@ -64,6 +65,8 @@ func run(args []string) error {
 			}
 		}
 		return nil
+	case "second-replica":
+		return secondReplica(os.Stdin, os.Stdout, args[1])
 	case "probe-image":
 		return cluster.GoImage("github.com/Yolean/buckety-controller/test/probe", "registry.local/buckety/probe:v1", args[1], 65532)
 	case "load-image":
