@@ -6,6 +6,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -156,6 +159,17 @@ func Run(ctx context.Context, o Options) error {
 	if err := v1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	// The serving certificate is watched here rather than inside the
+	// webhook server, so each (re)load also sets the expiry gauge.
+	certs, err := certwatcher.New(filepath.Join(o.CertDir, "tls.crt"), filepath.Join(o.CertDir, "tls.key"))
+	if err != nil {
+		return fmt.Errorf("load the serving certificate: %w", err)
+	}
+	certs.RegisterCallback(func(c tls.Certificate) {
+		if err := recordExpiry(c); err != nil {
+			o.Log.Error(err, "serving certificate: cannot read its expiry")
+		}
+	})
 	grace := 30 * time.Second
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
 		Scheme:                  scheme,
@@ -163,19 +177,28 @@ func Run(ctx context.Context, o Options) error {
 		Metrics:                 metricsOptions(o.MetricsAddr, o.MetricsInsecure),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		GracefulShutdownTimeout: &grace,
-		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}),
-		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.Buckety{}: {}}},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, TLSOpts: []func(*tls.Config){
+			func(c *tls.Config) { c.GetCertificate = certs.GetCertificate },
+		}}),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.Buckety{}: {}}},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.Add(certs); err != nil {
+		return err
 	}
 	validators, err := bucketyadmission.New(o.Config, bucketyadmission.CacheLookup(mgr.GetCache()))
 	if err != nil {
 		return err
 	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(PathBuckety, admission.WithValidator[*v1.Buckety](scheme, bucketyadmission.BucketyValidator{Validators: validators}))
-	srv.Register(PathAccess, admission.WithValidator[*v1.BucketyAccess](scheme, bucketyadmission.AccessValidator{Validators: validators}))
+	bh := admission.WithValidator[*v1.Buckety](scheme, bucketyadmission.BucketyValidator{Validators: validators})
+	bh.Handler = counted("Buckety", bh.Handler)
+	srv.Register(PathBuckety, bh)
+	ah := admission.WithValidator[*v1.BucketyAccess](scheme, bucketyadmission.AccessValidator{Validators: validators})
+	ah.Handler = counted("BucketyAccess", ah.Handler)
+	srv.Register(PathAccess, ah)
 
 	var draining atomic.Bool
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
