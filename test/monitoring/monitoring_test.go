@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
@@ -498,6 +499,19 @@ func TestMetricsExist(t *testing.T) {
 	}
 }
 
+// strict decodes a rendered object into an API type, refusing unknown
+// fields.
+func strict(t *testing.T, r *resource.Resource, into any) {
+	t.Helper()
+	b, err := r.AsYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, into); err != nil {
+		t.Errorf("%s/%s: want a strict decode into the Prometheus Operator's type, got %v", r.GetKind(), r.GetName(), err)
+	}
+}
+
 // labelValues is a Grafana variable query listing a label's values.
 var labelValues = regexp.MustCompile(`^label_values\((.+),\s*[a-zA-Z_][a-zA-Z0-9_]*\)$`)
 
@@ -577,6 +591,16 @@ func TestComponentRendersWithRelease(t *testing.T) {
 	}
 	if len(with) != len(without)+5 {
 		t.Errorf("want the release's %d objects plus 5, got %d", len(without), len(with))
+	}
+
+	// The operator's objects decode strictly into its API types: a
+	// misspelt field would otherwise be dropped silently.
+	if r := byID["PrometheusRule/buckety"]; r != nil {
+		var pr monitoringv1.PrometheusRule
+		strict(t, r, &pr)
+		if n := len(pr.Spec.Groups); n == 0 {
+			t.Error("PrometheusRule: no groups")
+		}
 	}
 
 	if cm := byID["ConfigMap/buckety-dashboard"]; cm != nil {
@@ -669,34 +693,18 @@ func TestComponentRendersWithRelease(t *testing.T) {
 		if r == nil {
 			continue
 		}
-		m, err := r.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sm struct {
-			Spec struct {
-				Selector struct {
-					MatchLabels map[string]string `json:"matchLabels"`
-				} `json:"selector"`
-				Endpoints []struct {
-					Port   string `json:"port"`
-					Scheme string `json:"scheme"`
-				} `json:"endpoints"`
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(b, &sm); err != nil {
-			t.Fatal(err)
-		}
+		var sm monitoringv1.ServiceMonitor
+		strict(t, r, &sm)
 		if len(sm.Spec.Endpoints) == 0 {
 			t.Errorf("ServiceMonitor %s: no endpoints", name)
 		}
 		for _, ep := range sm.Spec.Endpoints {
-			if ep.Scheme != "https" {
-				t.Errorf("ServiceMonitor %s: want scheme https (metrics are served over TLS), got %q", name, ep.Scheme)
+			if ep.Scheme == nil || !strings.EqualFold(string(*ep.Scheme), string(monitoringv1.SchemeHTTPS)) {
+				t.Errorf("ServiceMonitor %s: want scheme https (metrics are served over TLS), got %v", name, ep.Scheme.String())
+			}
+			//lint:ignore SA1019 deprecated in favour of authorization, which needs a token Secret; the component sends Prometheus' own ServiceAccount token (servicemonitors.yaml says why).
+			if ep.BearerTokenFile == "" {
+				t.Errorf("ServiceMonitor %s: want Prometheus' ServiceAccount token sent (metrics need an authorized caller)", name)
 			}
 			var reached []string
 			for sname, s := range services {
