@@ -14,10 +14,12 @@ KUBE_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet
 # cached outside the clone (see test/tools/install.sh).
 KUBE_BIN    = $$(dirname "$$($(TOOLS) $(KUBE_TOOLS) | tail -1)")
 # Everything the integration tests run: the control plane, the two S3
-# servers and the Kafka-protocol broker, each built once and cached.
+# servers, the Kafka-protocol broker and promtool (the alerting rules' unit
+# tests), each built or fetched once and cached.
 TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
               BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
-              BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker
+              BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker \
+              BUCKETY_PROMTOOL=$$($(TOOLS) promtool)
 RUN_DIR    := .run
 # Executions per fuzz target in make test (a count, not a duration: Go's
 # fuzzer can report a spurious "context deadline exceeded" when a duration
@@ -80,8 +82,8 @@ verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or static
 	go tool staticcheck ./...
 
 .PHONY: tools
-tools: ## build the pinned Kubernetes, etcd, VersityGW and MinIO binaries (cached outside the clone)
-	$(TOOLS) $(KUBE_TOOLS) versitygw minio contain
+tools: ## build the pinned Kubernetes, etcd, VersityGW and MinIO binaries, fetch contain and promtool (cached outside the clone)
+	$(TOOLS) $(KUBE_TOOLS) versitygw minio contain promtool
 
 .PHONY: test-binaries
 test-binaries: ## build the test programs (the Kafka-protocol broker)

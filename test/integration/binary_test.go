@@ -244,7 +244,7 @@ func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("metrics with an authorized token: want 200, got %d: %s", code, body)
 	}
-	for _, m := range []string{"buckety_backend_request_duration_seconds_bucket", `buckety_resources{condition="Ready",kind="Buckety",status="True"}`, "controller_runtime_reconcile_total"} {
+	for _, m := range []string{"buckety_backend_request_duration_seconds_bucket", `buckety_resources{backend="kafka",condition="Ready",kind="Buckety",status="True"}`, "controller_runtime_reconcile_total"} {
 		if !strings.Contains(body, m) {
 			t.Errorf("want metric %s on /metrics", m)
 		}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,14 +50,27 @@ type webhookProcess struct {
 	certDir string
 	addr    string
 	probe   string
+	metrics string
 	// bin, cfgDir and args start more replicas like this one.
 	bin, cfgDir string
 	args        []string
 }
 
-func (w *webhookProcess) issue(t testing.TB) {
+func (w *webhookProcess) issue(t testing.TB) { w.issueFor(t, time.Hour) }
+
+// issueFor writes a serving certificate valid for d and returns its
+// NotAfter.
+func (w *webhookProcess) issueFor(t testing.TB, d time.Duration) time.Time {
 	t.Helper()
-	cert, key, err := w.ca.Issue("buckety-webhook", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, time.Hour)
+	cert, key, err := w.ca.Issue("buckety-webhook", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(cert)
+	if blk == nil {
+		t.Fatal("issued certificate: no PEM block")
+	}
+	parsed, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +85,42 @@ func (w *webhookProcess) issue(t testing.TB) {
 			t.Fatal(err)
 		}
 	}
+	return parsed.NotAfter
+}
+
+// metric scrapes the webhook's metrics endpoint (HTTPS, with the API
+// server's admin token) and returns the value of the series written exactly
+// as in the exposition format, labels sorted by name.
+func (w *webhookProcess) metric(t testing.TB, series string) (float64, bool) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "https://"+w.metrics+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+cp.RESTConfig.BearerToken)
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook metrics: want 200, got %d: %s", resp.StatusCode, body)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", series, err)
+			}
+			return f, true
+		}
+	}
+	return 0, false
 }
 
 // servedSerial is the serial of the certificate the webhook presents.
@@ -135,6 +187,7 @@ func (w *webhookProcess) launch(t testing.TB) {
 		t.Fatal(err)
 	}
 	w.probe = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	w.metrics = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	// No credential env: the config references ${TEST_S3_ACCESS_KEY} and
 	// ${TEST_S3_SECRET_KEY}, which the webhook must not need.
 	for _, k := range []string{"TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY"} {
@@ -144,7 +197,7 @@ func (w *webhookProcess) launch(t testing.TB) {
 	}
 	p, err := proc.Start(t.TempDir(), "buckety-webhook", w.bin, append([]string{
 		"-c", w.cfgDir, "--kubeconfig", cp.Kubeconfig, "--host", "127.0.0.1", "--port", strings.TrimPrefix(w.addr, "127.0.0.1:"),
-		"--cert-dir", w.certDir, "--health-probe-bind-address", w.probe, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--cert-dir", w.certDir, "--health-probe-bind-address", w.probe, "--metrics-bind-address", w.metrics,
 		"--shutdown-delay", "2s",
 	}, w.args...), nil, false)
 	if err != nil {
@@ -249,6 +302,41 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	w := startWebhook(t)
 	ns := namespace(t)
 	ctx := context.Background()
+	// The certificate startWebhook issued (an hour), as the gauge sees it.
+	served := func() time.Time {
+		conn, err := tls.Dial("tcp", w.addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].NotAfter
+	}
+	// The metrics server may start after readiness is reported.
+	eventually(t, 30*time.Second, "webhook metrics served", func() (bool, string) {
+		conn, err := net.Dial("tcp", w.metrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		conn.Close()
+		return true, ""
+	})
+	if got, ok := w.metric(t, "buckety_webhook_certificate_expiration_timestamp_seconds"); !ok || int64(got) != served().Unix() {
+		t.Errorf("certificate expiry gauge: want %d (the served certificate's NotAfter), got %v (present %v)", served().Unix(), got, ok)
+	}
+	const (
+		deniedCreates  = `buckety_admission_requests_total{kind="Buckety",operation="CREATE",result="denied"}`
+		allowedCreates = `buckety_admission_requests_total{kind="Buckety",operation="CREATE",result="allowed"}`
+		deniedAccesses = `buckety_admission_requests_total{kind="BucketyAccess",operation="CREATE",result="denied"}`
+		errored        = `buckety_admission_requests_total{kind="Buckety",operation="CREATE",result="error"}`
+	)
+	before := map[string]float64{}
+	for _, s := range []string{deniedCreates, allowedCreates, deniedAccesses, errored} {
+		v, ok := w.metric(t, s)
+		if !ok {
+			t.Errorf("want series %s on the webhook's /metrics from the start", s)
+		}
+		before[s] = v
+	}
 	c := newWarningClient(t)
 	b := func(name, backend, tmpl string, params, labels map[string]string) *v1.Buckety {
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: v1.BucketySpec{Backend: backend, Name: tmpl, Parameters: params}}
@@ -325,12 +413,32 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 		t.Errorf("access with an unknown parameter: want rejected, got %v", err)
 	}
 
-	// A renewed certificate is served without a restart.
-	before := w.servedSerial(t)
-	w.issue(t)
+	// Each decision above is counted under its result: the probes of
+	// "webhook in effect" and the rejected table are denied creates, good
+	// was an allowed create, bad a denied access; nothing errored.
+	for _, c := range []struct {
+		series string
+		min    float64
+	}{{deniedCreates, float64(len(rejected) + 1)}, {allowedCreates, 1}, {deniedAccesses, 1}} {
+		if v, _ := w.metric(t, c.series); v-before[c.series] < c.min {
+			t.Errorf("%s: want at least %g more, got %g more", c.series, c.min, v-before[c.series])
+		}
+	}
+	if v, _ := w.metric(t, errored); v != before[errored] {
+		t.Errorf("%s: want unchanged, got %g -> %g", errored, before[errored], v)
+	}
+
+	// A renewed certificate is served without a restart, and the expiry
+	// gauge follows it.
+	beforeSerial := w.servedSerial(t)
+	renewed := w.issueFor(t, 3*time.Hour)
 	eventually(t, 30*time.Second, "renewed certificate served", func() (bool, string) {
 		s := w.servedSerial(t)
-		return s != before && !strings.HasPrefix(s, "dial"), s
+		return s != beforeSerial && !strings.HasPrefix(s, "dial"), s
+	})
+	eventually(t, 10*time.Second, "expiry gauge updated", func() (bool, string) {
+		got, _ := w.metric(t, "buckety_webhook_certificate_expiration_timestamp_seconds")
+		return int64(got) == renewed.Unix(), fmt.Sprintf("want %d, got %v", renewed.Unix(), got)
 	})
 	if err := c.Create(ctx, b("after-rotation", "nope", "", nil, nil)); err == nil || !strings.Contains(err.Error(), "no such backend") {
 		t.Errorf("after rotation: want the webhook still rejecting, got %v", err)

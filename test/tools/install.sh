@@ -19,6 +19,12 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 # fetched from the npm registry and checked against this SHA-256.
 CONTAIN_VERSION=1.1.0
 CONTAIN_SHA256=46d858c17ae143cfbb86c6a3fdd559e17c638ff716e84b5df44d7552b955b9b5
+# promtool (Prometheus' rule unit tests) comes from Debian's prometheus
+# package: the .deb is fetched with apt-get download (apt checks it against
+# the signed package lists) and only usr/bin/promtool is unpacked. Nothing is
+# installed into dpkg's state and no prometheus service is started. The newest
+# cmd/promtool does not build from the module proxy here.
+PROMETHEUS_DEB_VERSION=2.42.0+ds-5+deb12u1
 
 cache=${BUCKETY_CACHE:-$HOME/.cache/buckety}
 
@@ -40,7 +46,8 @@ dir_for() {
     versitygw) echo "$cache/versitygw-$VERSITYGW_VERSION" ;;
     minio) echo "$cache/minio-$MINIO_VERSION" ;;
     contain) echo "$cache/contain-$CONTAIN_VERSION" ;;
-    *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio contain)" >&2; return 2 ;;
+    promtool) echo "$cache/promtool-$PROMETHEUS_DEB_VERSION" ;;
+    *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio contain promtool)" >&2; return 2 ;;
   esac
 }
 
@@ -63,6 +70,13 @@ build() {
       echo "$CONTAIN_SHA256  $tmp/contain.tgz" | sha256sum -c --quiet -
       tar -xzf "$tmp/contain.tgz" -C "$tmp" package/bin/contain
       mv "$tmp/package/bin/contain" "$tmp/contain" ;;
+    promtool)
+      # A fresh machine may have no package lists yet: update once and retry.
+      (cd "$tmp" && { apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION" 2>/dev/null ||
+        { apt-get update -qq && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION"; }; }) ||
+        { echo "install.sh: cannot download Debian's prometheus $PROMETHEUS_DEB_VERSION (superseded? bump PROMETHEUS_DEB_VERSION to apt-cache policy prometheus's candidate)" >&2; return 1; }
+      dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/deb"
+      mv "$tmp/deb/usr/bin/promtool" "$tmp/promtool" ;;
     *)
       (cd "$here/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "$(k8s_ldflags)" -o "$tmp/$name" "k8s.io/kubernetes/cmd/$name") ;;
   esac

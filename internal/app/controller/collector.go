@@ -13,67 +13,171 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
-var resourcesDesc = prometheus.NewDesc("buckety_resources",
-	"Buckety and BucketyAccess objects by kind, condition type and status.",
-	[]string{"kind", "condition", "status"}, nil)
+var (
+	resourcesDesc = prometheus.NewDesc("buckety_resources",
+		"Buckety and BucketyAccess objects by kind, backend, condition type and status.",
+		[]string{"kind", "backend", "condition", "status"}, nil)
+	notReadySinceDesc = prometheus.NewDesc("buckety_not_ready_since_timestamp_seconds",
+		"Unix time since which the longest not-Ready object of this kind and backend, with this Ready reason, has not been Ready: its Ready condition's lastTransitionTime, or its creation when it has no Ready condition yet. Absent when every object is Ready.",
+		[]string{"kind", "backend", "reason"}, nil)
+)
+
+// reasonNotReconciled is the reason label of an object that has no Ready
+// condition yet (no reconcile has written its status).
+const reasonNotReconciled = "NotReconciled"
 
 // resourceCollector counts objects by condition from the informer cache at
-// scrape time, so the gauge never drifts from what the API holds.
+// scrape time, so the gauges never drift from what the API holds.
 type resourceCollector struct {
-	mu     sync.Mutex
-	reader client.Reader
+	mu       sync.Mutex
+	reader   client.Reader
+	backends []string
 }
 
-func newResourceCollector(r client.Reader) *resourceCollector { return &resourceCollector{reader: r} }
+func newResourceCollector(r client.Reader, backends []string) *resourceCollector {
+	return &resourceCollector{reader: r, backends: backends}
+}
 
-func (c *resourceCollector) set(r client.Reader) {
+func (c *resourceCollector) set(r client.Reader, backends []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reader = r
+	c.reader, c.backends = r, backends
 }
 
-func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- resourcesDesc }
+func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- resourcesDesc
+	ch <- notReadySinceDesc
+}
 
 func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	r := c.reader
+	r, backends := c.reader, c.backends
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	count := func(kind string, decls []v1.ConditionDecl, conds [][]metav1.Condition) {
-		n := map[[2]string]float64{}
-		for _, d := range decls {
-			for _, s := range []string{"True", "False", "Unknown"} {
-				n[[2]string{d.Type, s}] = 0
-			}
-		}
-		for _, cs := range conds {
-			for _, d := range decls {
-				st := "Unknown"
-				if c := meta.FindStatusCondition(cs, d.Type); c != nil {
-					st = string(c.Status)
-				}
-				n[[2]string{d.Type, st}]++
-			}
-		}
-		for k, v := range n {
-			ch <- prometheus.MustNewConstMetric(resourcesDesc, prometheus.GaugeValue, v, kind, k[0], k[1])
-		}
-	}
+	var in resourceLists
+	in.backends = backends
 	var bl v1.BucketyList
 	if err := r.List(ctx, &bl); err == nil {
-		conds := make([][]metav1.Condition, len(bl.Items))
-		for i, b := range bl.Items {
-			conds[i] = b.Status.Conditions
-		}
-		count("Buckety", v1.BucketyConditions, conds)
+		in.bucketies, in.bucketiesListed = bl.Items, true
 	}
 	var al v1.BucketyAccessList
 	if err := r.List(ctx, &al); err == nil {
-		conds := make([][]metav1.Condition, len(al.Items))
-		for i, a := range al.Items {
-			conds[i] = a.Status.Conditions
-		}
-		count("BucketyAccess", v1.BucketyAccessConditions, conds)
+		in.accesses, in.accessesListed = al.Items, true
 	}
+	for _, s := range resourceSamples(in) {
+		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, s.value, s.labels...)
+	}
+}
+
+// resourceLists is what one scrape read from the cache. A kind whose list
+// failed reports nothing rather than zeros.
+type resourceLists struct {
+	// backends are the configured backends: every kind reports zeros for
+	// each, so a backend's series exist before its first object.
+	backends                        []string
+	bucketies                       []v1.Buckety
+	accesses                        []v1.BucketyAccess
+	bucketiesListed, accessesListed bool
+}
+
+// sample is one gauge value with its label values, in the desc's order.
+type sample struct {
+	desc   *prometheus.Desc
+	value  float64
+	labels []string
+}
+
+// object is what the gauges need of one Buckety or BucketyAccess.
+type object struct {
+	backend    string
+	created    metav1.Time
+	conditions []metav1.Condition
+}
+
+// resourceSamples derives both gauges from the listed objects. An access is
+// counted under its Buckety's backend ("" while the Buckety does not exist).
+func resourceSamples(in resourceLists) []sample {
+	var out []sample
+	if in.bucketiesListed {
+		objs := make([]object, len(in.bucketies))
+		for i, b := range in.bucketies {
+			objs[i] = object{backend: b.Spec.Backend, created: b.CreationTimestamp, conditions: b.Status.Conditions}
+		}
+		out = append(out, kindSamples("Buckety", v1.BucketyConditions, in.backends, objs)...)
+	}
+	if in.accessesListed {
+		backendOf := map[[2]string]string{}
+		for _, b := range in.bucketies {
+			backendOf[[2]string{b.Namespace, b.Name}] = b.Spec.Backend
+		}
+		objs := make([]object, len(in.accesses))
+		for i, a := range in.accesses {
+			objs[i] = object{backend: backendOf[[2]string{a.Namespace, a.Spec.BucketyRef.Name}], created: a.CreationTimestamp, conditions: a.Status.Conditions}
+		}
+		out = append(out, kindSamples("BucketyAccess", v1.BucketyAccessConditions, in.backends, objs)...)
+	}
+	return out
+}
+
+// kindSamples counts one kind's objects per backend, condition type and
+// status (a missing condition counts as Unknown), and finds the oldest
+// not-Ready object per backend and Ready reason.
+func kindSamples(kind string, decls []v1.ConditionDecl, backends []string, objs []object) []sample {
+	type key struct{ backend, condition, status string }
+	counts := map[key]float64{}
+	var order []key
+	zero := func(backend string) {
+		for _, d := range decls {
+			for _, s := range []string{"True", "False", "Unknown"} {
+				k := key{backend, d.Type, s}
+				if _, seen := counts[k]; !seen {
+					counts[k] = 0
+					order = append(order, k)
+				}
+			}
+		}
+	}
+	for _, b := range backends {
+		zero(b)
+	}
+	type nrKey struct{ backend, reason string }
+	since := map[nrKey]time.Time{}
+	var nrOrder []nrKey
+	for _, o := range objs {
+		zero(o.backend)
+		for _, d := range decls {
+			st := "Unknown"
+			if c := meta.FindStatusCondition(o.conditions, d.Type); c != nil {
+				st = string(c.Status)
+			}
+			counts[key{o.backend, d.Type, st}]++
+		}
+		ready := meta.FindStatusCondition(o.conditions, v1.ConditionReady)
+		if ready != nil && ready.Status == metav1.ConditionTrue {
+			continue
+		}
+		k, t := nrKey{o.backend, reasonNotReconciled}, o.created.Time
+		if ready != nil {
+			k.reason = ready.Reason
+			if !ready.LastTransitionTime.IsZero() {
+				t = ready.LastTransitionTime.Time
+			}
+		}
+		old, seen := since[k]
+		if !seen {
+			nrOrder = append(nrOrder, k)
+		}
+		if !seen || t.Before(old) {
+			since[k] = t
+		}
+	}
+	out := make([]sample, 0, len(order)+len(nrOrder))
+	for _, k := range order {
+		out = append(out, sample{resourcesDesc, counts[k], []string{kind, k.backend, k.condition, k.status}})
+	}
+	for _, k := range nrOrder {
+		out = append(out, sample{notReadySinceDesc, float64(since[k].Unix()), []string{kind, k.backend, k.reason}})
+	}
+	return out
 }

@@ -212,14 +212,14 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	}); err != nil {
 		return err
 	}
-	collector := newResourceCollector(mgr.GetCache())
+	collector := newResourceCollector(mgr.GetCache(), set.Names())
 	if err := ctrlmetrics.Registry.Register(collector); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if !errors.As(err, &are) {
 			return err
 		}
 		// A previous Run in this process (tests) registered it: reuse it.
-		are.ExistingCollector.(*resourceCollector).set(mgr.GetCache())
+		are.ExistingCollector.(*resourceCollector).set(mgr.GetCache(), set.Names())
 	}
 	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", br.SweptRecheck.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
@@ -39,7 +38,7 @@ type server struct {
 	*webhook.DefaultServer
 	host      string
 	port      int
-	certDir   string
+	getCert   func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	reusePort bool
 	log       logr.Logger
 
@@ -50,10 +49,12 @@ type server struct {
 
 var _ webhook.Server = (*server)(nil)
 
-func newServer(host string, port int, certDir string, reusePort bool, log logr.Logger) *server {
+// newServer serves on host:port with the certificate getCert returns (the
+// certificate watcher's, so a renewal is served without a restart).
+func newServer(host string, port int, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), reusePort bool, log logr.Logger) *server {
 	return &server{
-		DefaultServer: &webhook.DefaultServer{Options: webhook.Options{Host: host, Port: port, CertDir: certDir}},
-		host:          host, port: port, certDir: certDir, reusePort: reusePort, log: log,
+		DefaultServer: &webhook.DefaultServer{Options: webhook.Options{Host: host, Port: port}},
+		host:          host, port: port, getCert: getCert, reusePort: reusePort, log: log,
 	}
 }
 
@@ -82,15 +83,6 @@ func (s *server) listen(ctx context.Context) (net.Listener, error) {
 // Start serves until ctx ends, then stops gracefully: in-flight requests
 // finish (up to a minute).
 func (s *server) Start(ctx context.Context) error {
-	watcher, err := certwatcher.New(s.certDir+"/tls.crt", s.certDir+"/tls.key")
-	if err != nil {
-		return err
-	}
-	go func() {
-		if err := watcher.Start(ctx); err != nil {
-			s.log.Error(err, "certificate watcher")
-		}
-	}()
 	l, err := s.listen(ctx)
 	if err != nil {
 		return err
@@ -118,7 +110,7 @@ func (s *server) Start(ctx context.Context) error {
 	}()
 	s.log.Info("serving admission", "address", s.addr(), "reusePort", s.reusePort)
 	s.started.Store(true)
-	tl := tls.NewListener(l, &tls.Config{NextProtos: []string{"h2", "http/1.1"}, GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12})
+	tl := tls.NewListener(l, &tls.Config{NextProtos: []string{"h2", "http/1.1"}, GetCertificate: s.getCert, MinVersion: tls.VersionTLS12})
 	if err := srv.Serve(tl); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -6,6 +6,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -161,8 +164,19 @@ func Run(ctx context.Context, o Options) error {
 	if err := v1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	// The serving certificate is watched here rather than inside the
+	// webhook server, so each (re)load also sets the expiry gauge.
+	certs, err := certwatcher.New(filepath.Join(o.CertDir, "tls.crt"), filepath.Join(o.CertDir, "tls.key"))
+	if err != nil {
+		return fmt.Errorf("load the serving certificate: %w", err)
+	}
+	certs.RegisterCallback(func(c tls.Certificate) {
+		if err := recordExpiry(c); err != nil {
+			o.Log.Error(err, "serving certificate: cannot read its expiry")
+		}
+	})
 	grace := 30 * time.Second
-	srv := newServer(o.Host, o.Port, o.CertDir, o.ReusePort, o.Log.WithName("admission"))
+	srv := newServer(o.Host, o.Port, certs.GetCertificate, o.ReusePort, o.Log.WithName("admission"))
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Log,
@@ -175,6 +189,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	if err := mgr.Add(certs); err != nil {
+		return err
+	}
 	validators, err := bucketyadmission.New(o.Config, bucketyadmission.CacheLookup(mgr.GetCache()))
 	if err != nil {
 		return err
@@ -183,8 +200,12 @@ func Run(ctx context.Context, o Options) error {
 	if mgr.GetWebhookServer() != webhook.Server(srv) {
 		return errors.New("the manager does not serve the admission server it was given")
 	}
-	srv.Register(PathBuckety, admission.WithValidator[*v1.Buckety](scheme, bucketyadmission.BucketyValidator{Validators: validators}))
-	srv.Register(PathAccess, admission.WithValidator[*v1.BucketyAccess](scheme, bucketyadmission.AccessValidator{Validators: validators}))
+	bh := admission.WithValidator[*v1.Buckety](scheme, bucketyadmission.BucketyValidator{Validators: validators})
+	bh.Handler = counted("Buckety", bh.Handler)
+	srv.Register(PathBuckety, bh)
+	ah := admission.WithValidator[*v1.BucketyAccess](scheme, bucketyadmission.AccessValidator{Validators: validators})
+	ah.Handler = counted("BucketyAccess", ah.Handler)
+	srv.Register(PathAccess, ah)
 
 	var draining atomic.Bool
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
