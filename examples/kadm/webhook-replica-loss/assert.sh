@@ -43,7 +43,7 @@ Y
 }
 writer 1 & w1=$!
 writer 2 & w2=$!
-trap 'touch "$stream/stop"; wait $w1 $w2 2>/dev/null || true; sys delete deploy buckety-webhook-b --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
+trap 'touch "$stream/stop"; wait $w1 $w2 2>/dev/null || true; rm -rf "$stream"; sys delete deploy buckety-webhook-b --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
 # pod_of SELECTOR: a webhook Pod that is not terminating.
 pod_of() { sys get pods -l "$1" -o go-template='{{range .items}}{{if not .metadata.deletionTimestamp}}{{.metadata.name}}{{"\n"}}{{end}}{{end}}' | head -1; }
 a=app.kubernetes.io/name=buckety-webhook,!buckety.yolean.se/e2e-replica b=$a
@@ -65,10 +65,10 @@ for round in "$a graceful" "$b graceful" "$a forced"; do
 done
 touch "$stream/stop"
 wait $w1 $w2
-sent=$(wc -l <"$stream/sent" 2>/dev/null || echo 0)
-failed=$(wc -l <"$stream/failed" 2>/dev/null || echo 0)
+count() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+sent=$(count "$stream/sent")
+failed=$(count "$stream/failed")
 echo "figure: failed admissions $failed of $((sent + failed)) applies across 3 replica stops"
 [ "$failed" = 0 ] || fail "failed admissions: $(head -3 "$stream/failed")"
 [ "$sent" -ge 10 ] || fail "want a steady stream (10 applies or more), seen $sent"
 expect_contains "the stream's updates reached steady-1" "r" "$(jp buckety/steady-1 '{.metadata.labels.round}')"
-rm -rf "$stream"
