@@ -2,29 +2,22 @@ package integration
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
-	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
-	"github.com/Yolean/buckety-controller/internal/config"
-	"github.com/Yolean/buckety-controller/test/pki"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
 
@@ -39,46 +32,26 @@ func webhookConfigYAML() string {
 `
 }
 
-// webhookProcess is buckety-webhook running as a process, serving TLS with
-// a certificate the test issues (standing in for cert-manager).
+// webhookProcess is buckety-webhook running as a process (test/harness),
+// with the fields the tests read.
 type webhookProcess struct {
-	p       *proc.Process
-	ca      *pki.CA
-	certDir string
-	addr    string
-	probe   string
+	*harness.Webhook
+	p     *proc.Process
+	addr  string
+	probe string
 }
 
 func (w *webhookProcess) issue(t testing.TB) {
 	t.Helper()
-	cert, key, err := w.ca.Issue("buckety-webhook", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, time.Hour)
-	if err != nil {
+	if err := w.Issue(); err != nil {
 		t.Fatal(err)
-	}
-	// Written like the kubelet updates a Secret volume: new files, renamed
-	// into place.
-	for name, b := range map[string][]byte{"tls.key": key, "tls.crt": cert} {
-		tmp := filepath.Join(w.certDir, "."+name+".tmp")
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(w.certDir, name)); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
 // servedSerial is the serial of the certificate the webhook presents.
 func (w *webhookProcess) servedSerial(t testing.TB) string {
 	t.Helper()
-	pool := x509.NewCertPool()
-	pool.AddCert(w.ca.Cert)
-	conn, err := tls.Dial("tcp", w.addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
-	if err != nil {
-		return "dial: " + err.Error()
-	}
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	return w.ServedSerial()
 }
 
 func startWebhook(t testing.TB) *webhookProcess {
@@ -91,25 +64,9 @@ func startWebhook(t testing.TB) *webhookProcess {
 func startWebhookWithConfig(t testing.TB, configYAML string) *webhookProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "buckety-webhook")
-	if b, err := exec.Command("go", "build", "-o", bin, "github.com/Yolean/buckety-controller/cmd/buckety-webhook").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	ca, err := pki.NewCA("buckety-webhook-ca")
-	if err != nil {
+	if err := harness.Build(harness.WebhookPackage, bin, ""); err != nil {
 		t.Fatal(err)
 	}
-	w := &webhookProcess{ca: ca, certDir: t.TempDir()}
-	w.issue(t)
-	cfgDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(cfgDir, config.Filename), []byte(configYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := proc.FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	w.probe = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	// No credential env: the config references ${TEST_S3_ACCESS_KEY} and
 	// ${TEST_S3_SECRET_KEY}, which the webhook must not need.
 	for _, k := range []string{"TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY"} {
@@ -117,67 +74,25 @@ func startWebhookWithConfig(t testing.TB, configYAML string) *webhookProcess {
 			t.Fatalf("%s must not be set in the test process", k)
 		}
 	}
-	p, err := proc.Start(t.TempDir(), "buckety-webhook", bin, []string{
-		"-c", cfgDir, "--kubeconfig", cp.Kubeconfig, "--host", "127.0.0.1", "--port", fmt.Sprint(ports[0]),
-		"--cert-dir", w.certDir, "--health-probe-bind-address", w.probe, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
-		"--shutdown-delay", "2s",
-	}, nil, false)
+	hw, err := harness.StartWebhook(t.TempDir(), bin, cp.Kubeconfig, configYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.p = p
 	t.Cleanup(func() {
-		if err := p.Stop(15 * time.Second); err != nil {
+		if err := hw.P.Stop(15 * time.Second); err != nil {
 			t.Error(err)
 		}
 	})
-	eventually(t, 60*time.Second, "webhook ready", func() (bool, string) {
-		if done, err := p.Exited(); done {
-			t.Fatalf("webhook exited: %v\n%s", err, p.Tail(30))
-		}
-		resp, err := http.Get("http://" + w.probe + "/readyz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, resp.Status
-	})
-	w.register(t)
-	return w
-}
-
-// register points the API server at the webhook with the CA as caBundle,
-// as cert-manager's CA injector would.
-func (w *webhookProcess) register(t testing.TB) {
-	t.Helper()
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
-	hook := func(name, path, resource string) admissionregistrationv1.ValidatingWebhook {
-		url := "https://" + w.addr + path
-		return admissionregistrationv1.ValidatingWebhook{
-			Name:                    name,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.ca.CertPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"buckety.yolean.se"}, APIVersions: []string{"v1alpha1"}, Resources: []string{resource}}}},
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-		}
+	vwc, err := hw.Register(context.Background(), k8s, "buckety-webhook-test")
+	if err != nil {
+		t.Fatal(err)
 	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-test"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("bucketies.buckety.yolean.se", appwebhook.PathBuckety, "bucketies"),
-			hook("bucketyaccesses.buckety.yolean.se", appwebhook.PathAccess, "bucketyaccesses"),
-		},
-	}
-	create(t, vwc)
 	t.Cleanup(func() {
 		if err := k8s.Delete(context.Background(), vwc); err != nil {
 			t.Error(err)
 		}
 	})
+	return &webhookProcess{Webhook: hw, p: hw.P, addr: hw.Addr, probe: hw.Probe}
 }
 
 // warningClient records the admission warnings the API server relays.
