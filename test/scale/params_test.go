@@ -120,6 +120,9 @@ func (tb *table) add(figure string, n int, value, goal string, met *bool, ratio 
 	tb.mu.Lock()
 	tb.rows = append(tb.rows, r)
 	tb.mu.Unlock()
+	// Printed as it is measured, so a long run shows progress and a failed
+	// one keeps what it got.
+	fmt.Printf("scale: N=%s %s: %s (goal %s, met %s, ratio to floor %s)\n", r.n, r.figure, r.value, r.goal, r.met, r.ratio)
 }
 
 func (tb *table) String() string {
