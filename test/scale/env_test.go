@@ -505,7 +505,6 @@ type readyWatch struct {
 	mu      sync.Mutex
 	readyAt map[string]time.Time
 	last    map[string]*v1.Buckety
-	err     error
 }
 
 func isReady(b *v1.Buckety) bool {
@@ -533,9 +532,9 @@ func (e *env) watchReady(ctx context.Context, ns string) *readyWatch {
 			}
 			for ev := range wi.ResultChan() {
 				if ev.Type == watch.Error {
-					// Expired: start again from now; objects already Ready
-					// keep their times, and the next event of the others
-					// comes after.
+					// Expired: watch again without a resource version, which
+					// starts with every object as it is now; objects already
+					// Ready keep their times.
 					rv = ""
 					break
 				}

@@ -22,7 +22,7 @@ import (
 //	SCALE_WEBHOOK_REQS    dry-run creates timed through the API server (50; full 1000)
 //	SCALE_FLOOR_OBJECTS   bare custom resources created to measure the API server's floor (100; full 2000)
 //	SCALE_RECHECK         --recheck-interval of the restarted controller whose re-check is counted (3s; full 30s)
-//	SCALE_MAIN_ARGS       extra flags of the first controller run: provisioning, memory, webhook, revert
+//	SCALE_MAIN_ARGS       extra flags of the first controller run and its cold start: provisioning, memory, webhook, revert
 //	                      (--recheck-interval=3s; full: none, the controller's defaults)
 //	SCALE_CONTROLLER_ARGS extra flags of every controller run, e.g. a sweep interval (none)
 //	SCALE_REVERT_TIMEOUT  how long out-of-band changes may take to be reverted before the run fails (60s; full 7m)

@@ -90,7 +90,8 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 
 	createUnrelatedSecrets(t, e, p.Secrets)
 	e.startWebhook()
-	e.startController(append(append([]string{}, p.ControllerArgs...), p.MainArgs...))
+	mainArgs := append(append([]string{}, p.ControllerArgs...), p.MainArgs...)
+	e.startController(mainArgs)
 
 	// Provisioning.
 	ns := "scale"
@@ -137,16 +138,21 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 		s3Figures(t, e, p, tb, fl)
 	}
 
-	// Cold start with N existing, then one re-check interval.
+	// Cold start with N existing, with the first run's flags (a re-check
+	// interval short enough to come due during the cold start would be
+	// counted as part of it), then a restart with a short re-check
+	// interval and the cost of one interval.
 	e.stopController()
 	var all v1.BucketyList
 	if err := e.k8s.List(ctx, &all); err != nil {
 		t.Fatal(err)
 	}
-	cs := coldStart(t, e, p, len(all.Items))
+	cs := coldStart(t, e, mainArgs, len(all.Items), true)
 	tb.add("cold start: all re-verified", n, secs(cs.elapsed), "≤ 10 s", ptr(cs.elapsed <= 10*time.Second), "")
 	tb.add("cold start: controller API writes", n, cs.writes.String(), "0", ptr(cs.writes.total() == 0), "")
 	tb.add("cold start: Kafka requests", n, cs.kafka.String(), "≤ 20", ptr(cs.kafka.total() <= 20), "")
+	e.stopController()
+	coldStart(t, e, append(append([]string{}, p.ControllerArgs...), "--recheck-interval="+p.Recheck.String()), len(all.Items), false)
 	rc := recheck(t, e, p)
 	tb.add(fmt.Sprintf("kadm: Kafka requests per drift re-check (one %s interval, nothing changed)", p.Recheck), n, rc.kafka.String(), "≤ 20", ptr(rc.kafka.total() <= 20), "")
 	tb.add(fmt.Sprintf("kadm: controller API writes per drift re-check (one %s interval)", p.Recheck), n, rc.writes.String(), "0", ptr(rc.writes.total() == 0), "")
@@ -596,17 +602,17 @@ type coldStarted struct {
 	kafka   counts
 }
 
-// coldStart starts the controller (stopped by the caller) with N Bucketies
-// existing and measures until it has reconciled every Buckety and every
-// access at least once and its queues are empty: the time from process
-// start, its API writes and its Kafka requests. n is the number of
-// Bucketies (each with one access).
-func coldStart(t *testing.T, e *env, p params, n int) coldStarted {
+// coldStart starts the controller (stopped by the caller) with args and N
+// Bucketies existing and measures until it has reconciled every Buckety and
+// every access at least once and, when settle is set, its queues are empty:
+// the time from process start, its API writes and its Kafka requests. n is
+// the number of Bucketies (each with one access).
+func coldStart(t *testing.T, e *env, args []string, n int, settle bool) coldStarted {
 	t.Helper()
 	kc := e.kafkaStart()
 	writes0 := e.apiWrites()
 	start := time.Now()
-	e.startController(append(append([]string{}, p.ControllerArgs...), "--recheck-interval="+p.Recheck.String()))
+	e.startController(args)
 	deadline := start.Add(5*time.Minute + time.Duration(n)*100*time.Millisecond)
 	var last string
 	for {
@@ -620,7 +626,7 @@ func coldStart(t *testing.T, e *env, p params, n int) coldStarted {
 			}
 		}
 		last = fmt.Sprintf("reconciles %v, queue depth %.0f", rec, depth)
-		if rec["buckety"] >= float64(n) && rec["bucketyaccess"] >= float64(n) && depth == 0 {
+		if rec["buckety"] >= float64(n) && rec["bucketyaccess"] >= float64(n) && (depth == 0 || !settle) {
 			break
 		}
 		if time.Now().After(deadline) {
