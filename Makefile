@@ -132,6 +132,13 @@ bench: test-binaries ## run the benchmarks and print their figures (not part of 
 	$(TEST_ENV) go test -run '^$$' -bench . -benchtime 1000x ./drivers/... ./internal/admission/
 	$(TEST_ENV) go test -run '^$$' -bench Admission -benchtime 500x ./test/integration/
 
+.PHONY: bench-scale
+# Issue 16's sizes; SCALE_N and the other SCALE_* knobs of test/scale
+# override them (SCALE_N=200,1000 for a shorter run).
+bench-scale: test-binaries ## the scale benchmark: N kadm Bucketies (200, 1000, 3000), floor, Kafka requests, memory, webhook, cold start; prints the table and writes .run/bench-scale.txt
+	@mkdir -p $(RUN_DIR)
+	$(TEST_ENV) SCALE_FULL=1 SCALE_TABLE=$(CURDIR)/$(RUN_DIR)/bench-scale.txt SCALE_PROFILE_DIR=$${SCALE_PROFILE_DIR:-$(CURDIR)/$(RUN_DIR)} go test -count=1 -timeout 180m -v -run '^TestScale$$' ./test/scale
+
 .PHONY: e2e
 e2e: test-binaries ## the e2e scenario suites on the local node (IMPLEMENTATIONS, SCENARIOS, KEEP_FAILED)
 	$(TEST_ENV) test/e2e/local.sh

@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -21,25 +18,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
 	"github.com/Yolean/buckety-controller/test/proc"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
 const (
-	systemNS = "buckety-system"
-	saName   = "buckety-controller"
 	// wireLogEnv is the broker program's wire-log variable
 	// (test/kafka/broker/wirelog.go).
 	wireLogEnv = "BUCKETY_KFAKE_WIRE_LOG"
@@ -60,8 +51,7 @@ type env struct {
 	ctrlBin    string
 	kubeconfig string
 	configDir  string
-	ctrl       *proc.Process
-	probe      string
+	ctrl       *harness.Controller
 }
 
 func newEnv(t *testing.T, p params) *env {
@@ -128,8 +118,13 @@ func newEnv(t *testing.T, p params) *env {
 	}
 	e.s3c = s3.New(s3.Options{Region: e.s3.Region, BaseEndpoint: aws.String(e.s3.Endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(e.s3.AccessKey, e.s3.SecretKey, "")})
-	e.installRBAC()
-	e.kubeconfig = e.saKubeconfig()
+	if err := harness.InstallRBAC(ctx, e.k8s, harness.ControllerRoleFile(), harness.SystemNamespace, harness.ControllerServiceAccount); err != nil {
+		t.Fatal(err)
+	}
+	e.kubeconfig = filepath.Join(dir, "controller.kubeconfig")
+	if err := harness.ImpersonatingKubeconfig(e.cp, e.kubeconfig, harness.SystemNamespace, harness.ControllerServiceAccount); err != nil {
+		t.Fatal(err)
+	}
 	e.configDir = filepath.Join(dir, "config")
 	if err := os.MkdirAll(e.configDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -138,8 +133,8 @@ func newEnv(t *testing.T, p params) *env {
 		t.Fatal(err)
 	}
 	e.ctrlBin = filepath.Join(dir, "buckety-controller")
-	if out, err := exec.Command("go", "build", "-o", e.ctrlBin, "github.com/Yolean/buckety-controller/cmd/buckety-controller").CombinedOutput(); err != nil {
-		t.Fatalf("go build buckety-controller: %v\n%s", err, out)
+	if err := harness.Build(harness.ControllerPackage, e.ctrlBin, ""); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(e.stopController)
 	return e
@@ -184,140 +179,41 @@ func (e *env) startController() {
 	if e.ctrl != nil {
 		return
 	}
-	ports, err := proc.FreePorts(2)
+	c, err := harness.StartController(harness.ControllerOptions{
+		Dir: e.dir, Bin: e.ctrlBin, Kubeconfig: e.kubeconfig, ConfigDir: e.configDir,
+		Args: []string{"--leader-elect=false"},
+		Env:  []string{"FAULTS_S3_ACCESS_KEY=" + e.s3.AccessKey, "FAULTS_S3_SECRET_KEY=" + e.s3.SecretKey},
+	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.probe = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	p, err := proc.Start(e.dir, "buckety-controller", e.ctrlBin, []string{
-		"-c", e.configDir, "--kubeconfig", e.kubeconfig, "--leader-elect=false",
-		"--health-probe-bind-address", e.probe, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
-	}, []string{"FAULTS_S3_ACCESS_KEY=" + e.s3.AccessKey, "FAULTS_S3_SECRET_KEY=" + e.s3.SecretKey}, false)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.ctrl = p
-	e.waitControllerReady()
-}
-
-func (e *env) waitControllerReady() {
-	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	cl := &http.Client{Timeout: time.Second}
-	for {
-		if done, err := e.ctrl.Exited(); done {
-			e.t.Fatalf("controller exited: %v\n%s", err, e.ctrl.Tail(30))
-		}
-		if resp, err := cl.Get("http://" + e.probe + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("controller not ready after 60s:\n%s", e.ctrl.Tail(30))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	e.ctrl = c
 }
 
 // crashController SIGKILLs the controller and starts it again at once, as
 // a kubelet restarting a crashed container would (without its backoff).
 func (e *env) crashController() {
 	e.t.Helper()
-	if err := e.ctrl.Kill(); err != nil {
+	if err := e.ctrl.Restart(); err != nil {
 		e.t.Fatal(err)
 	}
-	np, err := e.ctrl.Respawn()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.ctrl = np
-	e.waitControllerReady()
 }
 
 func (e *env) stopController() {
 	if e.ctrl == nil {
 		return
 	}
-	if err := e.ctrl.Stop(30 * time.Second); err != nil {
+	if err := e.ctrl.P.Stop(30 * time.Second); err != nil {
 		e.t.Errorf("stop controller: %v", err)
 	}
 	e.ctrl = nil
 }
 
-// installRBAC applies the generated controller role and binds it to the
-// controller's ServiceAccount, as the deploy base does.
-func (e *env) installRBAC() {
-	t := e.t
-	e.createOrIgnore(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}})
-	e.createOrIgnore(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: saName, Namespace: systemNS}})
-	f, err := os.Open(filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "rbac", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
-	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: saName, Namespace: systemNS}}
-	for {
-		var raw map[string]any
-		if err := dec.Decode(&raw); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		b, err := json.Marshal(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch raw["kind"] {
-		case "ClusterRole":
-			var cr rbacv1.ClusterRole
-			if err := json.Unmarshal(b, &cr); err != nil {
-				t.Fatal(err)
-			}
-			e.createOrIgnore(&cr)
-			e.createOrIgnore(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cr.Name}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cr.Name}, Subjects: subject})
-		case "Role":
-			var r rbacv1.Role
-			if err := json.Unmarshal(b, &r); err != nil {
-				t.Fatal(err)
-			}
-			e.createOrIgnore(&r)
-			e.createOrIgnore(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: r.Name}, Subjects: subject})
-		}
-	}
-}
-
-func (e *env) createOrIgnore(o client.Object) {
-	e.t.Helper()
-	if err := e.k8s.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
-		e.t.Fatalf("create %s: %v", o.GetName(), err)
-	}
-}
-
-// saKubeconfig writes a kubeconfig whose every request impersonates the
-// controller's ServiceAccount.
-func (e *env) saKubeconfig() string {
-	token, err := os.ReadFile(filepath.Join(e.cp.Dir, "pki", "admin.token"))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: e.cp.URL, CertificateAuthorityData: e.cp.CA.CertPEM}
-	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: string(token), Impersonate: "system:serviceaccount:" + systemNS + ":" + saName}
-	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	cfg.CurrentContext = "c"
-	path := filepath.Join(e.dir, "controller.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		e.t.Fatal(err)
-	}
-	return path
-}
-
 func (e *env) namespace(name string) string {
 	e.t.Helper()
-	e.createOrIgnore(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err := harness.CreateOrIgnore(context.Background(), e.k8s, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		e.t.Fatal(err)
+	}
 	return name
 }
 

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,15 +13,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
-	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
 
@@ -47,49 +43,7 @@ func buildController(t *testing.T, kadmVersion string) string {
 // controller's ServiceAccount, as the deploy base does.
 func installRBAC(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}}); err != nil && !strings.Contains(err.Error(), "already exists") {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: saName, Namespace: systemNS}}); err != nil && !strings.Contains(err.Error(), "already exists") {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "rbac", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
-	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: saName, Namespace: systemNS}}
-	for {
-		var raw map[string]any
-		if err := dec.Decode(&raw); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		switch raw["kind"] {
-		case "ClusterRole":
-			var cr rbacv1.ClusterRole
-			reDecode(t, raw, &cr)
-			createOrIgnore(t, &cr)
-			createOrIgnore(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cr.Name}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cr.Name}, Subjects: subject})
-		case "Role":
-			var r rbacv1.Role
-			reDecode(t, raw, &r)
-			createOrIgnore(t, &r)
-			createOrIgnore(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: r.Name}, Subjects: subject})
-		}
-	}
-}
-
-func reDecode(t *testing.T, raw map[string]any, into any) {
-	t.Helper()
-	b, err := json.Marshal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, into); err != nil {
+	if err := harness.InstallRBAC(context.Background(), k8s, harness.ControllerRoleFile(), systemNS, saName); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -22,8 +22,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -31,6 +29,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/release"
 	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
@@ -375,17 +374,8 @@ func startWithEnv(t *testing.T, name, bin string, args, env []string) *proc.Proc
 // saKubeconfig is a kubeconfig acting as a ServiceAccount of buckety-system.
 func saKubeconfig(t *testing.T, sa string) string {
 	t.Helper()
-	token, err := os.ReadFile(filepath.Join(cp.Dir, "pki", "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.CA.CertPEM}
-	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: string(token), Impersonate: "system:serviceaccount:" + systemNS + ":" + sa}
-	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	cfg.CurrentContext = "c"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := harness.ImpersonatingKubeconfig(cp, path, systemNS, sa); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -3,14 +3,11 @@ package integration
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,16 +15,13 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
-	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
-	"github.com/Yolean/buckety-controller/internal/config"
-	"github.com/Yolean/buckety-controller/test/pki"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
 
@@ -42,18 +36,14 @@ func webhookConfigYAML() string {
 `
 }
 
-// webhookProcess is buckety-webhook running as a process, serving TLS with
-// a certificate the test issues (standing in for cert-manager).
+// webhookProcess is buckety-webhook running as a process (test/harness),
+// with the fields the tests read.
 type webhookProcess struct {
+	*harness.Webhook
 	p       *proc.Process
-	ca      *pki.CA
-	certDir string
 	addr    string
 	probe   string
 	metrics string
-	// bin, cfgDir and args start more replicas like this one.
-	bin, cfgDir string
-	args        []string
 }
 
 func (w *webhookProcess) issue(t testing.TB) { w.issueFor(t, time.Hour) }
@@ -62,30 +52,11 @@ func (w *webhookProcess) issue(t testing.TB) { w.issueFor(t, time.Hour) }
 // NotAfter.
 func (w *webhookProcess) issueFor(t testing.TB, d time.Duration) time.Time {
 	t.Helper()
-	cert, key, err := w.ca.Issue("buckety-webhook", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, d)
+	notAfter, err := w.IssueFor(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blk, _ := pem.Decode(cert)
-	if blk == nil {
-		t.Fatal("issued certificate: no PEM block")
-	}
-	parsed, err := x509.ParseCertificate(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Written like the kubelet updates a Secret volume: new files, renamed
-	// into place.
-	for name, b := range map[string][]byte{"tls.key": key, "tls.crt": cert} {
-		tmp := filepath.Join(w.certDir, "."+name+".tmp")
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(w.certDir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return parsed.NotAfter
+	return notAfter
 }
 
 // metric scrapes the webhook's metrics endpoint (HTTPS, with the API
@@ -124,16 +95,11 @@ func (w *webhookProcess) metric(t testing.TB, series string) (float64, bool) {
 }
 
 // servedSerial is the serial of the certificate the webhook presents.
+
+// servedSerial is the serial of the certificate the webhook presents.
 func (w *webhookProcess) servedSerial(t testing.TB) string {
 	t.Helper()
-	pool := x509.NewCertPool()
-	pool.AddCert(w.ca.Cert)
-	conn, err := tls.Dial("tcp", w.addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
-	if err != nil {
-		return "dial: " + err.Error()
-	}
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	return w.ServedSerial()
 }
 
 func startWebhook(t testing.TB) *webhookProcess {
@@ -147,47 +113,9 @@ func startWebhook(t testing.TB) *webhookProcess {
 func startWebhookWithConfig(t testing.TB, configYAML string, args ...string) *webhookProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "buckety-webhook")
-	if b, err := exec.Command("go", "build", "-o", bin, "github.com/Yolean/buckety-controller/cmd/buckety-webhook").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	ca, err := pki.NewCA("buckety-webhook-ca")
-	if err != nil {
+	if err := harness.Build(harness.WebhookPackage, bin, ""); err != nil {
 		t.Fatal(err)
 	}
-	w := &webhookProcess{ca: ca, certDir: t.TempDir(), bin: bin, cfgDir: t.TempDir(), args: args}
-	w.issue(t)
-	if err := os.WriteFile(filepath.Join(w.cfgDir, config.Filename), []byte(configYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := proc.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	w.launch(t)
-	w.register(t)
-	return w
-}
-
-// replica starts another buckety-webhook with w's binary, configuration,
-// certificate and admission address (its own probe and metrics ports), as
-// a second replica of the Deployment would be.
-func (w *webhookProcess) replica(t testing.TB) *webhookProcess {
-	t.Helper()
-	r := &webhookProcess{ca: w.ca, certDir: w.certDir, bin: w.bin, cfgDir: w.cfgDir, args: w.args, addr: w.addr}
-	r.launch(t)
-	return r
-}
-
-// launch starts the process on w.addr and waits for it to be ready.
-func (w *webhookProcess) launch(t testing.TB) {
-	t.Helper()
-	ports, err := proc.FreePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.probe = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	w.metrics = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	// No credential env: the config references ${TEST_S3_ACCESS_KEY} and
 	// ${TEST_S3_SECRET_KEY}, which the webhook must not need.
 	for _, k := range []string{"TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY"} {
@@ -195,65 +123,40 @@ func (w *webhookProcess) launch(t testing.TB) {
 			t.Fatalf("%s must not be set in the test process", k)
 		}
 	}
-	p, err := proc.Start(t.TempDir(), "buckety-webhook", w.bin, append([]string{
-		"-c", w.cfgDir, "--kubeconfig", cp.Kubeconfig, "--host", "127.0.0.1", "--port", strings.TrimPrefix(w.addr, "127.0.0.1:"),
-		"--cert-dir", w.certDir, "--health-probe-bind-address", w.probe, "--metrics-bind-address", w.metrics,
-		"--shutdown-delay", "2s",
-	}, w.args...), nil, false)
+	hw, err := harness.StartWebhook(t.TempDir(), bin, cp.Kubeconfig, configYAML, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.p = p
 	t.Cleanup(func() {
-		if err := p.Stop(15 * time.Second); err != nil {
+		if err := hw.P.Stop(15 * time.Second); err != nil {
 			t.Error(err)
 		}
 	})
-	eventually(t, 60*time.Second, "webhook ready", func() (bool, string) {
-		if done, err := p.Exited(); done {
-			t.Fatalf("webhook exited: %v\n%s", err, p.Tail(30))
-		}
-		resp, err := http.Get("http://" + w.probe + "/readyz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, resp.Status
-	})
-}
-
-// register points the API server at the webhook with the CA as caBundle,
-// as cert-manager's CA injector would.
-func (w *webhookProcess) register(t testing.TB) {
-	t.Helper()
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
-	hook := func(name, path, resource string) admissionregistrationv1.ValidatingWebhook {
-		url := "https://" + w.addr + path
-		return admissionregistrationv1.ValidatingWebhook{
-			Name:                    name,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.ca.CertPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"buckety.yolean.se"}, APIVersions: []string{"v1alpha1"}, Resources: []string{resource}}}},
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-		}
+	vwc, err := hw.Register(context.Background(), k8s, "buckety-webhook-test")
+	if err != nil {
+		t.Fatal(err)
 	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-test"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("bucketies.buckety.yolean.se", appwebhook.PathBuckety, "bucketies"),
-			hook("bucketyaccesses.buckety.yolean.se", appwebhook.PathAccess, "bucketyaccesses"),
-		},
-	}
-	create(t, vwc)
 	t.Cleanup(func() {
 		if err := k8s.Delete(context.Background(), vwc); err != nil {
 			t.Error(err)
 		}
 	})
+	return &webhookProcess{Webhook: hw, p: hw.P, addr: hw.Addr, probe: hw.Probe, metrics: hw.Metrics}
+}
+
+// replica starts another replica of w (see harness.Webhook.Replica).
+func (w *webhookProcess) replica(t testing.TB) *webhookProcess {
+	t.Helper()
+	hw, err := w.Replica(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hw.P.Stop(15 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	return &webhookProcess{Webhook: hw, p: hw.P, addr: hw.Addr, probe: hw.Probe, metrics: hw.Metrics}
 }
 
 // warningClient records the admission warnings the API server relays.

@@ -54,6 +54,10 @@ type Options struct {
 	// for two servers standing in for one account's endpoints, as R2's
 	// account and jurisdiction endpoints are.
 	AccessKey, SecretKey string
+	// PublicMetrics lets anyone read MinIO's Prometheus metrics (request
+	// counts per S3 API at /minio/metrics/v3/api/requests), for the scale
+	// benchmark; VersityGW ignores it.
+	PublicMetrics bool
 }
 
 // Start starts the named implementation and stops it when the test ends.
@@ -131,6 +135,9 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 		env = []string{"MINIO_ROOT_USER=" + s.AccessKey, "MINIO_ROOT_PASSWORD=" + s.SecretKey, "MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_REGION=" + s.Region}
 		args = []string{"server", "--quiet", "--address", "127.0.0.1:" + strconv.Itoa(ports[0]), "--console-address", "127.0.0.1:" + strconv.Itoa(ports[1]), data}
 		health = s.Endpoint + "/minio/health/live"
+		if opts.PublicMetrics {
+			env = append(env, "MINIO_PROMETHEUS_AUTH_TYPE=public")
+		}
 	default:
 		return nil, fmt.Errorf("unknown S3 implementation %q (known: versitygw, minio)", implementation)
 	}

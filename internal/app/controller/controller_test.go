@@ -166,3 +166,28 @@ func TestBadFlagValuesExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestPprofFlag: profiling is off unless asked for, since its endpoints are
+// unauthenticated.
+func TestPprofFlag(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "off by default", args: nil, want: "0"},
+		{name: "set", args: []string{"--pprof-bind-address", "127.0.0.1:6060"}, want: "127.0.0.1:6060"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var o Options
+			fs, _ := newFlagSet("run", io.Discard, &o)
+			if err := fs.Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			if o.PprofAddr != c.want {
+				t.Errorf("pprof address: want %q, got %q", c.want, o.PprofAddr)
+			}
+		})
+	}
+}

@@ -70,6 +70,10 @@ type Options struct {
 	RESTConfig *rest.Config
 	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
 	MetricsAddr, ProbeAddr string
+	// PprofAddr serves Go's pprof endpoints without authentication; "" or
+	// "0" (the default) disables it. It is for profiling (the scale
+	// benchmark reads heap profiles from it), never for production.
+	PprofAddr string
 	// MetricsInsecure serves metrics over plain HTTP to anyone. By default
 	// they are served over HTTPS to callers the API server authenticates
 	// (TokenReview) and authorizes for GET /metrics (SubjectAccessReview).
@@ -129,6 +133,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		Logger:                        log,
 		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsInsecure),
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,

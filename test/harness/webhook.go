@@ -1,0 +1,196 @@
+package harness
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/pki"
+	"github.com/Yolean/buckety-controller/test/proc"
+)
+
+// Webhook is buckety-webhook running as a process, serving TLS with a
+// certificate the harness issues from its own CA (standing in for
+// cert-manager).
+type Webhook struct {
+	// P is the process.
+	P *proc.Process
+	// CA signs the serving certificate; it is the caBundle Register sets.
+	CA *pki.CA
+	// CertDir is the webhook's --cert-dir.
+	CertDir string
+	// Addr serves admission over TLS; Probe serves /readyz; Metrics serves
+	// /metrics (HTTPS, authorized callers).
+	Addr, Probe, Metrics string
+	// bin, kubeconfig, cfgDir and args start replicas like this one.
+	bin, kubeconfig, cfgDir string
+	args                    []string
+}
+
+// StartWebhook runs the built binary bin with configYAML as its
+// buckety-controller.yaml and no environment beyond this process's, files
+// under dir, and args added to its command line, and waits until it is
+// ready. Register points the API server at it.
+func StartWebhook(dir, bin, kubeconfig, configYAML string, args ...string) (*Webhook, error) {
+	ca, err := pki.NewCA("buckety-webhook-ca")
+	if err != nil {
+		return nil, err
+	}
+	w := &Webhook{CA: ca, CertDir: filepath.Join(dir, "certs")}
+	cfgDir := filepath.Join(dir, "config")
+	for _, d := range []string{w.CertDir, cfgDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Issue(); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, config.Filename), []byte(configYAML), 0o600); err != nil {
+		return nil, err
+	}
+	ports, err := proc.FreePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	w.Addr = "127.0.0.1:" + strconv.Itoa(ports[0])
+	w.bin, w.kubeconfig, w.cfgDir, w.args = bin, kubeconfig, cfgDir, args
+	if err := w.launch(dir); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Replica starts another buckety-webhook with w's binary, configuration,
+// certificate and admission address (its own probe and metrics ports, files
+// under dir), as a second replica of the Deployment would be; args
+// including --reuse-port let them share the address.
+func (w *Webhook) Replica(dir string) (*Webhook, error) {
+	r := &Webhook{CA: w.CA, CertDir: w.CertDir, Addr: w.Addr, bin: w.bin, kubeconfig: w.kubeconfig, cfgDir: w.cfgDir, args: w.args}
+	if err := r.launch(dir); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// launch starts the process on w.Addr and waits until it is ready.
+func (w *Webhook) launch(dir string) error {
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		return err
+	}
+	w.Probe = "127.0.0.1:" + strconv.Itoa(ports[0])
+	w.Metrics = "127.0.0.1:" + strconv.Itoa(ports[1])
+	_, port, err := net.SplitHostPort(w.Addr)
+	if err != nil {
+		return err
+	}
+	p, err := proc.Start(dir, "buckety-webhook", w.bin, append([]string{
+		"-c", w.cfgDir, "--kubeconfig", w.kubeconfig, "--host", "127.0.0.1", "--port", port,
+		"--cert-dir", w.CertDir, "--health-probe-bind-address", w.Probe, "--metrics-bind-address", w.Metrics,
+		"--shutdown-delay", "2s",
+	}, w.args...), nil, false)
+	if err != nil {
+		return err
+	}
+	w.P = p
+	if err := waitHTTP200(p, "http://"+w.Probe+"/readyz", 60*time.Second); err != nil {
+		return fmt.Errorf("%w (and stop: %v)", err, p.Stop(10*time.Second))
+	}
+	return nil
+}
+
+// Issue writes a new serving certificate signed by the CA, valid for an
+// hour, the way the kubelet updates a Secret volume: new files, renamed
+// into place.
+func (w *Webhook) Issue() error {
+	_, err := w.IssueFor(time.Hour)
+	return err
+}
+
+// IssueFor is Issue with a certificate valid for d; it returns the
+// certificate's NotAfter.
+func (w *Webhook) IssueFor(d time.Duration) (time.Time, error) {
+	cert, key, err := w.CA.Issue("buckety-webhook", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, d)
+	if err != nil {
+		return time.Time{}, err
+	}
+	blk, _ := pem.Decode(cert)
+	if blk == nil {
+		return time.Time{}, errors.New("issued certificate: no PEM block")
+	}
+	parsed, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for name, b := range map[string][]byte{"tls.key": key, "tls.crt": cert} {
+		tmp := filepath.Join(w.CertDir, "."+name+".tmp")
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			return time.Time{}, err
+		}
+		if err := os.Rename(tmp, filepath.Join(w.CertDir, name)); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return parsed.NotAfter, nil
+}
+
+// ServedSerial is the serial of the certificate the webhook presents, or
+// "dial: ..." when it does not answer.
+func (w *Webhook) ServedSerial() string {
+	pool := x509.NewCertPool()
+	pool.AddCert(w.CA.Cert)
+	conn, err := tls.Dial("tcp", w.Addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		return "dial: " + err.Error()
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+}
+
+// Register creates a ValidatingWebhookConfiguration named name pointing the
+// API server at the webhook for CREATE and UPDATE of both kinds, failure
+// policy Fail, with the CA as caBundle (as cert-manager's CA injector
+// would). The caller deletes the returned object.
+func (w *Webhook) Register(ctx context.Context, c client.Client, name string) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	timeout := int32(5)
+	hook := func(name, path, resource string) admissionregistrationv1.ValidatingWebhook {
+		url := "https://" + w.Addr + path
+		return admissionregistrationv1.ValidatingWebhook{
+			Name:                    name,
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.CA.CertPEM},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"buckety.yolean.se"}, APIVersions: []string{"v1alpha1"}, Resources: []string{resource}}}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			hook("bucketies.buckety.yolean.se", appwebhook.PathBuckety, "bucketies"),
+			hook("bucketyaccesses.buckety.yolean.se", appwebhook.PathAccess, "bucketyaccesses"),
+		},
+	}
+	if err := c.Create(ctx, vwc); err != nil {
+		return nil, fmt.Errorf("create ValidatingWebhookConfiguration %s: %w", name, err)
+	}
+	return vwc, nil
+}

@@ -1,0 +1,655 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/harness"
+	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/proc"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+// bins are the binaries built once per run from the tree under test.
+type bins struct {
+	controller, webhook, broker string
+}
+
+func buildBins(t *testing.T, dir string) bins {
+	t.Helper()
+	b := bins{controller: filepath.Join(dir, "buckety-controller"), webhook: filepath.Join(dir, "buckety-webhook")}
+	for pkg, out := range map[string]string{harness.ControllerPackage: b.controller, harness.WebhookPackage: b.webhook} {
+		if err := harness.Build(pkg, out, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	if b.broker, err = proc.BuildGoBinary(kafka.BinaryEnv, kafka.Package, dir); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// env is one fresh set of real parts for one N: a control plane, a
+// request-counting broker, MinIO, the webhook registered with the API
+// server, and the controller binary under its generated RBAC.
+type env struct {
+	t          *testing.T
+	dir        string
+	bins       bins
+	cp         *controlplane.ControlPlane
+	broker     *kafka.Broker
+	s3         *s3test.Server
+	k8s        client.WithWatch
+	kubeconfig string
+	configDir  string
+	ctrl       *harness.Controller
+	hook       *harness.Webhook
+	// own counts the Kafka requests the harness itself sends, per API, so
+	// they are taken out of the broker's counts.
+	own *ownRequests
+	kc  *kgo.Client
+}
+
+func newEnv(t *testing.T, b bins, name string) *env {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bkt-scale-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("scale: logs kept in %s", dir)
+			return
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	e := &env{t: t, dir: dir, bins: b, own: &ownRequests{counts: map[string]int64{}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if e.cp, err = controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(dir, "cp"), CRDDirs: []string{controlplane.CRDDir()}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.cp.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	if err := os.MkdirAll(filepath.Join(dir, "kafka"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if e.broker, err = kafka.StartIn(filepath.Join(dir, "kafka"), b.broker, kafka.Options{CountRequests: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.broker.Stop(); err != nil {
+			t.Errorf("stop broker: %v", err)
+		}
+	})
+	if e.s3, err = s3test.StartIn(filepath.Join(dir, "minio"), "minio", s3test.Options{PublicMetrics: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.s3.Stop(); err != nil {
+			t.Errorf("stop minio: %v", err)
+		}
+	})
+	scheme, err := appcontroller.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.k8s, err = client.NewWithWatch(e.unlimited(), client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	if e.kc, err = kgo.NewClient(kgo.SeedBrokers(e.broker.Addrs...), kgo.WithHooks(e.own)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.kc.Close)
+	if err := harness.InstallRBAC(ctx, e.k8s, harness.ControllerRoleFile(), harness.SystemNamespace, harness.ControllerServiceAccount); err != nil {
+		t.Fatal(err)
+	}
+	e.kubeconfig = filepath.Join(dir, "controller.kubeconfig")
+	if err := harness.ImpersonatingKubeconfig(e.cp, e.kubeconfig, harness.SystemNamespace, harness.ControllerServiceAccount); err != nil {
+		t.Fatal(err)
+	}
+	e.configDir = filepath.Join(dir, "config")
+	if err := os.MkdirAll(e.configDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.configDir, config.Filename), []byte(e.configYAML()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.stopController)
+	return e
+}
+
+// unlimited is the admin REST config with client-go's limiter off, so the
+// harness measures the API server, not its own client.
+func (e *env) unlimited() *rest.Config {
+	rc := rest.CopyConfig(e.cp.RESTConfig)
+	rc.QPS, rc.Burst = -1, 0
+	return rc
+}
+
+func (e *env) configYAML() string {
+	return fmt.Sprintf(`backends:
+- name: kafka
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+- name: s3
+  driver: s3
+  config:
+    implementation: minio
+    endpoint: %s
+    region: %s
+    forcePathStyle: true
+    accessKeyID: ${SCALE_S3_ACCESS_KEY}
+    secretAccessKey: ${SCALE_S3_SECRET_KEY}
+`, strings.Join(e.broker.Addrs, ", "), e.s3.Endpoint, e.s3.Region)
+}
+
+// startWebhook runs buckety-webhook as a process and registers it, as in
+// production, so every Buckety the benchmark creates is admitted by it.
+func (e *env) startWebhook() {
+	e.t.Helper()
+	w, err := harness.StartWebhook(filepath.Join(e.dir, "webhook"), e.bins.webhook, e.cp.Kubeconfig, e.configYAML())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.hook = w
+	e.t.Cleanup(func() {
+		if err := w.P.Stop(15 * time.Second); err != nil {
+			e.t.Errorf("stop webhook: %v", err)
+		}
+	})
+	if _, err := w.Register(context.Background(), e.k8s, "buckety-webhook-scale"); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// startController starts the controller binary as its ServiceAccount,
+// leader election off (one replica), metrics over plain HTTP and pprof on
+// loopback for the harness to read.
+func (e *env) startController(args []string) {
+	e.t.Helper()
+	c, err := harness.StartController(harness.ControllerOptions{
+		Dir: e.dir, Bin: e.bins.controller, Kubeconfig: e.kubeconfig, ConfigDir: e.configDir,
+		Args:            append([]string{"--leader-elect=false"}, args...),
+		Env:             []string{"SCALE_S3_ACCESS_KEY=" + e.s3.AccessKey, "SCALE_S3_SECRET_KEY=" + e.s3.SecretKey},
+		MetricsInsecure: true, Pprof: supportsFlag(e.bins.controller, "pprof-bind-address"),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ctrl = c
+}
+
+func (e *env) stopController() {
+	if e.ctrl == nil {
+		return
+	}
+	if err := e.ctrl.P.Stop(30 * time.Second); err != nil {
+		e.t.Errorf("stop controller: %v", err)
+	}
+	if done, err := e.ctrl.P.Exited(); !done || err != nil {
+		e.t.Errorf("controller: want a clean exit on SIGTERM, got exited=%v err=%v\n%s", done, err, e.ctrl.P.Tail(20))
+	}
+	e.ctrl = nil
+}
+
+// supportsFlag reports whether the binary's usage lists --name, so the
+// harness works against a controller built before a flag existed.
+func supportsFlag(bin, name string) bool {
+	out, _ := execOutput(bin, "help") // help exits 0; its text is what matters
+	return strings.Contains(out, "-"+name+" ")
+}
+
+// ownRequests counts the Kafka requests the harness's client writes, per
+// API name (kgo's broker-write hook).
+type ownRequests struct {
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+func (o *ownRequests) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
+	o.mu.Lock()
+	o.counts[kmsg.NameForKey(key)]++
+	o.mu.Unlock()
+}
+
+func (o *ownRequests) snapshot() map[string]int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[string]int64, len(o.counts))
+	for k, v := range o.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// kafkaCounter measures the controller's Kafka requests over a window: the
+// broker's counts minus the harness's own.
+type kafkaCounter struct {
+	e           *env
+	broker, own map[string]int64
+}
+
+func (e *env) kafkaStart() *kafkaCounter {
+	e.t.Helper()
+	b, err := e.broker.Requests()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &kafkaCounter{e: e, broker: b, own: e.own.snapshot()}
+}
+
+// since returns the controller's requests per API since kafkaStart.
+func (k *kafkaCounter) since() counts {
+	k.e.t.Helper()
+	b, err := k.e.broker.Requests()
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	own := k.e.own.snapshot()
+	out := counts{}
+	for api, n := range b {
+		if d := n - k.broker[api] - (own[api] - k.own[api]); d != 0 {
+			out[api] = d
+		}
+	}
+	return out
+}
+
+// counts are request counts by a key (an API, a verb).
+type counts map[string]int64
+
+func (c counts) total() int64 {
+	var n int64
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// String lists the counts, largest first: "7 (Metadata 4, CreateTopics 3)".
+func (c counts) String() string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if c[keys[i]] != c[keys[j]] {
+			return c[keys[i]] > c[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, c[k])
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", c.total(), strings.Join(parts, ", "))
+}
+
+// get fetches url (with the admin token when auth is set) and returns the
+// body.
+func (e *env) get(url string, auth bool) (string, error) {
+	hc := &http.Client{Timeout: 30 * time.Second}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	if auth {
+		pool := x509.NewCertPool()
+		pool.AddCert(e.cp.CA.Cert)
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+		req.Header.Set("Authorization", "Bearer "+e.cp.RESTConfig.BearerToken)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
+}
+
+// sample is one Prometheus text-format sample.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// samples parses the samples of the metric families named in names from a
+// Prometheus text exposition.
+func samples(text string, names ...string) ([]sample, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []sample
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, rest := line, ""
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name, rest = line[:i], line[i:]
+		}
+		if !want[name] {
+			continue
+		}
+		s := sample{name: name, labels: map[string]string{}}
+		if strings.HasPrefix(rest, "{") {
+			end := strings.LastIndex(rest, "}")
+			if end < 0 {
+				return nil, fmt.Errorf("metric line %q: unterminated labels", line)
+			}
+			for _, kv := range splitLabels(rest[1:end]) {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return nil, fmt.Errorf("metric line %q: label %q", line, kv)
+				}
+				uq, err := strconv.Unquote(v)
+				if err != nil {
+					return nil, fmt.Errorf("metric line %q: label %q: %w", line, kv, err)
+				}
+				s.labels[k] = uq
+			}
+			rest = rest[end+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("metric line %q: no value", line)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		s.value = v
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+// splitLabels splits `a="x",b="y,z"` at the commas outside quotes.
+func splitLabels(s string) []string {
+	var out []string
+	inQuote, esc, start := false, false, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case esc:
+			esc = false
+		case s[i] == '\\':
+			esc = true
+		case s[i] == '"':
+			inQuote = !inQuote
+		case s[i] == ',' && !inQuote:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// writeResources are the resources whose writes are the controller's work:
+// its own kinds, the claims, Secrets and events.
+var writeResources = map[string]bool{"bucketies": true, "bucketyaccesses": true, "bucketyclaims": true, "secrets": true, "events": true}
+
+// apiWrites reads the API server's apiserver_request_total and returns the
+// non-dry-run writes to writeResources by "VERB resource[/subresource]".
+func (e *env) apiWrites() counts {
+	e.t.Helper()
+	body, err := e.get(e.cp.URL+"/metrics", true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ss, err := samples(body, "apiserver_request_total")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := counts{}
+	for _, s := range ss {
+		l := s.labels
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE", "APPLY":
+		default:
+			continue
+		}
+		if !writeResources[l["resource"]] || l["dry_run"] != "" {
+			continue
+		}
+		k := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			k += "/" + l["subresource"]
+		}
+		out[k] += int64(s.value)
+	}
+	return out
+}
+
+// minus returns c - base, dropping zeros.
+func (c counts) minus(base counts) counts {
+	out := counts{}
+	for k, v := range c {
+		if d := v - base[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// controllerMetrics scrapes the controller's metrics (plain HTTP).
+func (e *env) controllerMetrics(names ...string) []sample {
+	e.t.Helper()
+	body, err := e.get("http://"+e.ctrl.Metrics+"/metrics", false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ss, err := samples(body, names...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ss
+}
+
+// readyWatch records when each Buckety of a namespace is first seen Ready
+// for its generation, from a watch (polling N objects would load the API
+// server being measured).
+type readyWatch struct {
+	mu      sync.Mutex
+	readyAt map[string]time.Time
+	last    map[string]*v1.Buckety
+}
+
+func isReady(b *v1.Buckety) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && b.Status.ObservedGeneration == b.Generation && c.ObservedGeneration == b.Generation
+}
+
+// watchReady starts watching namespace ns; it stops when ctx ends.
+func (e *env) watchReady(ctx context.Context, ns string) *readyWatch {
+	e.t.Helper()
+	w := &readyWatch{readyAt: map[string]time.Time{}, last: map[string]*v1.Buckety{}}
+	var list v1.BucketyList
+	if err := e.k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		e.t.Fatal(err)
+	}
+	rv := list.ResourceVersion
+	go func() {
+		for ctx.Err() == nil {
+			wi, err := e.k8s.Watch(ctx, &v1.BucketyList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+			if err != nil {
+				if ctx.Err() == nil {
+					time.Sleep(200 * time.Millisecond)
+				}
+				continue
+			}
+			for ev := range wi.ResultChan() {
+				if ev.Type == watch.Error {
+					// Expired: watch again without a resource version, which
+					// starts with every object as it is now; objects already
+					// Ready keep their times.
+					rv = ""
+					break
+				}
+				b, ok := ev.Object.(*v1.Buckety)
+				if !ok {
+					continue
+				}
+				rv = b.ResourceVersion
+				if ev.Type == watch.Bookmark {
+					continue
+				}
+				w.mu.Lock()
+				w.last[b.Name] = b
+				if _, seen := w.readyAt[b.Name]; !seen && isReady(b) {
+					w.readyAt[b.Name] = time.Now()
+				}
+				w.mu.Unlock()
+			}
+			wi.Stop()
+		}
+	}()
+	return w
+}
+
+// wait blocks until n Bucketies are Ready or timeout passes, and returns
+// the Ready times (sorted) and a description of those not Ready.
+func (w *readyWatch) wait(n int, timeout time.Duration) ([]time.Time, string) {
+	deadline := time.Now().Add(timeout)
+	for {
+		w.mu.Lock()
+		got := len(w.readyAt)
+		w.mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	times := make([]time.Time, 0, len(w.readyAt))
+	for _, t := range w.readyAt {
+		times = append(times, t)
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	var missing []string
+	for name, b := range w.last {
+		if _, ok := w.readyAt[name]; !ok && len(missing) < 5 {
+			c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
+			desc := "no Ready condition"
+			if c != nil {
+				desc = fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+			}
+			missing = append(missing, name+": "+desc)
+		}
+	}
+	return times, strings.Join(missing, "; ")
+}
+
+// topicConfigs describes the topics' configs with the harness's client.
+func (e *env) topicConfigs(ctx context.Context, topics []string) (kadm.ResourceConfigs, error) {
+	return kadm.NewClient(e.kc).DescribeTopicConfigs(ctx, topics...)
+}
+
+// topics lists the broker's topics with a fresh client (a long-lived
+// client's metadata cache can be stale); its requests count as the
+// harness's own.
+func (e *env) topics(ctx context.Context) (map[string]bool, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addrs...), kgo.WithHooks(e.own))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, n := range td.Names() {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// parallel runs f(i) for i in [0, n) on workers goroutines and returns the
+// first error.
+func parallel(n, workers int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// execOutput runs bin with args and returns its combined output.
+func execOutput(bin string, args ...string) (string, error) {
+	b, err := exec.Command(bin, args...).CombinedOutput()
+	return string(b), err
+}

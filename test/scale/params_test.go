@@ -1,0 +1,174 @@
+package scale
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// params size a run. The defaults are the bounded version `make test`
+// runs; SCALE_FULL=1 (`make bench-scale`) selects issue 16's sizes; each
+// knob can be set on its own:
+//
+//	SCALE_N               comma-separated Buckety counts, one fresh environment each (20; full 200,1000,3000)
+//	SCALE_SECRETS         unrelated Secrets created before the controller starts (100; full 10000)
+//	SCALE_DRIFTED         topics changed out of band (5; full 100)
+//	SCALE_S3_N            s3 Bucketies on MinIO, in the first environment (3; full 100)
+//	SCALE_WEBHOOK_REQS    dry-run creates timed through the API server (50; full 1000)
+//	SCALE_FLOOR_OBJECTS   bare custom resources created to measure the API server's floor (100; full 2000)
+//	SCALE_RECHECK         --recheck-interval of the restarted controller whose re-check is counted (3s; full 30s)
+//	SCALE_MAIN_ARGS       extra flags of the first controller run and its cold start: provisioning, memory, webhook, revert
+//	                      (--recheck-interval=3s; full: none, the controller's defaults)
+//	SCALE_CONTROLLER_ARGS extra flags of every controller run, e.g. a sweep interval (none)
+//	SCALE_REVERT_TIMEOUT  how long out-of-band changes may take to be reverted before the run fails (60s; full 7m)
+//	SCALE_TABLE           also write the table to this file
+//	SCALE_PROFILE_DIR     save the controller's heap profile at each N here (default: none)
+type params struct {
+	Ns             []int
+	Secrets        int
+	Drifted        int
+	S3N            int
+	WebhookReqs    int
+	FloorObjects   int
+	Recheck        time.Duration
+	MainArgs       []string
+	ControllerArgs []string
+	RevertTimeout  time.Duration
+	ProfileDir     string
+}
+
+func loadParams(t *testing.T) params {
+	t.Helper()
+	p := params{Ns: []int{20}, Secrets: 100, Drifted: 5, S3N: 3, WebhookReqs: 50, FloorObjects: 100,
+		Recheck: 3 * time.Second, MainArgs: []string{"--recheck-interval=3s"}, RevertTimeout: 60 * time.Second}
+	if os.Getenv("SCALE_FULL") == "1" {
+		p = params{Ns: []int{200, 1000, 3000}, Secrets: 10000, Drifted: 100, S3N: 100, WebhookReqs: 1000, FloorObjects: 2000,
+			Recheck: 30 * time.Second, RevertTimeout: 7 * time.Minute}
+	}
+	if v := os.Getenv("SCALE_N"); v != "" {
+		p.Ns = nil
+		for _, s := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 2 {
+				t.Fatalf("SCALE_N=%q: want comma-separated integers of at least 2, as 200,1000,3000", v)
+			}
+			p.Ns = append(p.Ns, n)
+		}
+	}
+	ints := map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects}
+	for k, dst := range ints {
+		if v := os.Getenv(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				t.Fatalf("%s=%q: want a non-negative integer", k, v)
+			}
+			*dst = n
+		}
+	}
+	durs := map[string]*time.Duration{"SCALE_RECHECK": &p.Recheck, "SCALE_REVERT_TIMEOUT": &p.RevertTimeout}
+	for k, dst := range durs {
+		if v := os.Getenv(k); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				t.Fatalf("%s=%q: want a positive duration, as 30s", k, v)
+			}
+			*dst = d
+		}
+	}
+	if v, ok := os.LookupEnv("SCALE_MAIN_ARGS"); ok {
+		p.MainArgs = strings.Fields(v)
+	}
+	p.ControllerArgs = strings.Fields(os.Getenv("SCALE_CONTROLLER_ARGS"))
+	p.ProfileDir = os.Getenv("SCALE_PROFILE_DIR")
+	if p.WebhookReqs < 2 || p.FloorObjects < 2 {
+		t.Fatalf("SCALE_WEBHOOK_REQS and SCALE_FLOOR_OBJECTS: want at least 2")
+	}
+	return p
+}
+
+// row is one figure of the table.
+type row struct {
+	figure, n, value, goal, met, ratio string
+}
+
+// table collects the figures of a run.
+type table struct {
+	mu   sync.Mutex
+	rows []row
+}
+
+// add records a figure. goal is empty when the issue sets none; met is then
+// "—". ratio is empty when no floor bounds the figure.
+func (tb *table) add(figure string, n int, value, goal string, met *bool, ratio string) {
+	r := row{figure: figure, n: strconv.Itoa(n), value: value, goal: goal, met: "—", ratio: ratio}
+	if n == 0 {
+		r.n = "—"
+	}
+	if goal == "" {
+		r.goal = "—"
+	} else if met != nil {
+		r.met = map[bool]string{true: "yes", false: "NO"}[*met]
+	}
+	if ratio == "" {
+		r.ratio = "—"
+	}
+	tb.mu.Lock()
+	tb.rows = append(tb.rows, r)
+	tb.mu.Unlock()
+	// Printed as it is measured, so a long run shows progress and a failed
+	// one keeps what it got.
+	fmt.Printf("scale: N=%s %s: %s (goal %s, met %s, ratio to floor %s)\n", r.n, r.figure, r.value, r.goal, r.met, r.ratio)
+}
+
+func (tb *table) String() string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "figure\tN\tvalue\tgoal\tmet?\tratio to floor")
+	for _, r := range tb.rows {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.figure, r.n, r.value, r.goal, r.met, r.ratio)
+	}
+	if err := w.Flush(); err != nil {
+		return err.Error()
+	}
+	return b.String()
+}
+
+// Markdown renders the table for the README.
+func (tb *table) Markdown() string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("| figure | N | value | goal | met? | ratio to floor |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range tb.rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.figure, r.n, r.value, r.goal, r.met, r.ratio)
+	}
+	return b.String()
+}
+
+func ptr(b bool) *bool { return &b }
+
+// secs formats a duration in seconds.
+func secs(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// ms formats a duration in milliseconds.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// ratio formats a/b.
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f×", a/b)
+}

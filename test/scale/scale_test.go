@@ -1,0 +1,742 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kadm"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+const (
+	// workers is the number of concurrent clients the harness creates
+	// objects with.
+	workers = 32
+	// retention is the spec's retention.ms; the out-of-band change sets
+	// another value, which the controller must revert.
+	retention = "86400000"
+)
+
+// TestScale runs every figure of issue 16's table for each N on a fresh
+// environment and prints one table; with SCALE_TABLE set it also writes it
+// there (`make bench-scale` writes .run/bench-scale.txt).
+func TestScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scale benchmark: needs the control plane, the broker and MinIO; run without -short (make test, make bench-scale)")
+	}
+	// The harness's clients log nothing; the binaries log to their files.
+	log.SetLogger(logr.Discard())
+	p := loadParams(t)
+	tb := &table{}
+	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q\n",
+		p.Ns, p.Secrets, p.Drifted, p.S3N, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs)
+	t.Cleanup(func() {
+		out := tb.String()
+		fmt.Print("\n" + out)
+		if f := os.Getenv("SCALE_TABLE"); f != "" {
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(f, []byte(out+"\n"+tb.Markdown()), 0o644); err != nil {
+				t.Errorf("write %s: %v", f, err)
+			}
+		}
+	})
+	binDir := t.TempDir()
+	b := buildBins(t, binDir)
+	for i, n := range p.Ns {
+		t.Run("N="+strconv.Itoa(n), func(t *testing.T) {
+			start := time.Now()
+			runN(t, b, p, tb, n, i == 0)
+			t.Logf("N=%d took %s", n, time.Since(start).Round(time.Second))
+		})
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// runN measures one N on a fresh environment, in this order: the API
+// server's floor; unrelated Secrets; provisioning with the first
+// controller run (webhook in the path); its memory; webhook latency; an
+// out-of-band change and its revert; optionally s3; then a cold start of a
+// controller with a short re-check interval and the cost of one re-check.
+func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
+	e := newEnv(t, b, strconv.Itoa(n))
+	ctx := context.Background()
+
+	fl := measureFloor(t, e, p)
+	tb.add("API server floor: creates/s of a bare custom resource", n, fmt.Sprintf("%.0f /s", fl.createsPerSec), "", nil, "")
+	tb.add("API server floor: status updates/s of a bare custom resource", n, fmt.Sprintf("%.0f /s", fl.statusPerSec), "", nil, "")
+	tb.add("API server floor: dry-run create of a bare custom resource p50 / p99", n, ms(fl.dryP50)+" / "+ms(fl.dryP99), "", nil, "")
+
+	createUnrelatedSecrets(t, e, p.Secrets)
+	e.startWebhook()
+	mainArgs := append(append([]string{}, p.ControllerArgs...), p.MainArgs...)
+	e.startController(mainArgs)
+
+	// Provisioning.
+	ns := "scale"
+	if err := e.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("t%05d", i)
+	}
+	prov := provision(t, e, ns, names, "kafka", func(name string) map[string]string {
+		return map[string]string{"partitions": "1", "config.retention.ms": retention}
+	}, time.Duration(n)*700*time.Millisecond+5*time.Minute)
+	checkKafka(t, e, ns, names)
+	floorProv := fl.provisionFloor(n)
+	goal := time.Duration(n) * 10 * time.Millisecond // the issue's 10 s at 1000
+	tb.add("kadm: all Ready with their Secrets (total)", n, secs(prov.total), "≤ "+secs(goal), ptr(prov.total <= goal), ratio(prov.total.Seconds(), floorProv.Seconds()))
+	tb.add("kadm: all Ready with their Secrets (p50)", n, secs(prov.p50), "", nil, ratio(prov.p50.Seconds(), floorProv.Seconds()/2))
+	maxReq := int64(n) * 12 / 10
+	tb.add("kadm: Kafka requests to provision", n, prov.kafka.String(), fmt.Sprintf("≤ %d", maxReq), ptr(prov.kafka.total() <= maxReq), "")
+	perObj := float64(prov.writes.total()) / float64(n)
+	tb.add("kadm: controller API writes to provision, per Buckety (with access, Secret, claim, events)", n, fmt.Sprintf("%.2f = %s", perObj, prov.writes), "", nil, ratio(perObj, minWritesPerBuckety)+" of the minimum 6")
+
+	// Memory, after provisioning settled.
+	rss, heap := memory(t, e, p, n)
+	tb.add("controller RSS (+"+strconv.Itoa(p.Secrets)+" unrelated Secrets)", n, fmt.Sprintf("%.1f MiB", float64(rss)/(1<<20)), rssGoal(n), rssMet(n, rss), "")
+	if heap != "" {
+		tb.add("controller heap in use (pprof, after GC)", n, heap, "", nil, "")
+	}
+
+	// Webhook latency with N Bucketies in its cache.
+	p50, p99 := webhookLatency(t, e, ns, p.WebhookReqs)
+	tb.add("webhook: dry-run create through the API server p99", n, ms(p99), "≤ 10 ms", ptr(p99 <= 10*time.Millisecond), ratio(float64(p99), float64(fl.dryP99)))
+	tb.add("webhook: dry-run create through the API server p50", n, ms(p50), "", nil, ratio(float64(p50), float64(fl.dryP50)))
+
+	// Out-of-band change on topics, reverted by the running controller.
+	if d := min(p.Drifted, n); d > 0 {
+		revert, revertReq := outOfBand(t, e, prov.topics[:d], p.RevertTimeout)
+		tb.add(fmt.Sprintf("kadm: out-of-band change on %d topics → all reverted", d), n, secs(revert), "≤ 60 s", ptr(revert <= 60*time.Second), "")
+		tb.add(fmt.Sprintf("kadm: Kafka requests while reverting %d topics", d), n, revertReq.String(), "", nil, "")
+	}
+
+	if first && p.S3N > 0 {
+		s3Figures(t, e, p, tb, fl)
+	}
+
+	// Cold start with N existing, with the first run's flags (a re-check
+	// interval short enough to come due during the cold start would be
+	// counted as part of it), then a restart with a short re-check
+	// interval and the cost of one interval.
+	e.stopController()
+	var all v1.BucketyList
+	if err := e.k8s.List(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	cs := coldStart(t, e, mainArgs, len(all.Items), true)
+	tb.add("cold start: all re-verified", n, secs(cs.elapsed), "≤ 10 s", ptr(cs.elapsed <= 10*time.Second), "")
+	tb.add("cold start: controller API writes", n, cs.writes.String(), "0", ptr(cs.writes.total() == 0), "")
+	tb.add("cold start: Kafka requests", n, cs.kafka.String(), "≤ 20", ptr(cs.kafka.total() <= 20), "")
+	e.stopController()
+	coldStart(t, e, append(append([]string{}, p.ControllerArgs...), "--recheck-interval="+p.Recheck.String()), len(all.Items), false)
+	rc := recheck(t, e, p)
+	tb.add(fmt.Sprintf("kadm: Kafka requests per drift re-check (one %s interval, nothing changed)", p.Recheck), n, rc.kafka.String(), "≤ 20", ptr(rc.kafka.total() <= 20), "")
+	tb.add(fmt.Sprintf("kadm: controller API writes per drift re-check (one %s interval)", p.Recheck), n, rc.writes.String(), "0", ptr(rc.writes.total() == 0), "")
+	fmt.Print("\n" + tb.String())
+}
+
+// minWritesPerBuckety is the fewest API writes the controller can make for
+// a Buckety with its defaultAccess under the design: the Buckety's
+// finalizer (before any backend write), its claim, the access (created
+// with its finalizer) and its Secret, and the two status writes that
+// report Ready. The tenant's own create is not counted.
+const minWritesPerBuckety = 6.0
+
+func rssGoal(n int) string {
+	if n <= 1000 {
+		return "≤ 60 MiB"
+	}
+	return ""
+}
+
+func rssMet(n int, rss int64) *bool {
+	if n <= 1000 {
+		return ptr(rss <= 60<<20)
+	}
+	return nil
+}
+
+// floor is the API server's own rate for a bare custom resource.
+type floor struct {
+	createsPerSec, statusPerSec float64
+	dryP50, dryP99              time.Duration
+}
+
+// provisionFloor is the time the API server alone needs for the writes
+// every Buckety with defaultAccess cannot avoid: creating the Buckety, its
+// access and its Secret, and a Ready status on the Buckety and the access.
+func (f floor) provisionFloor(n int) time.Duration {
+	s := float64(n)*3/f.createsPerSec + float64(n)*2/f.statusPerSec
+	return time.Duration(s * float64(time.Second))
+}
+
+var floorGVK = schema.GroupVersionKind{Group: "scale.buckety.test", Version: "v1", Kind: "Widget"}
+
+// measureFloor installs a throwaway CRD with a status subresource and times
+// creates and status updates of bare objects with workers concurrent
+// clients (no limiter), then sequential dry-run creates; it deletes them
+// afterwards.
+func measureFloor(t *testing.T, e *env, p params) floor {
+	t.Helper()
+	ctx := context.Background()
+	preserve := true
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.scale.buckety.test"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: floorGVK.Group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
+			}},
+		},
+	}
+	if err := apiextensionsv1.AddToScheme(e.k8s.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.k8s.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the new resource is served.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(floorGVK.GroupVersion().WithKind("WidgetList"))
+		if err := e.k8s.List(ctx, l); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("floor CRD not served after 60s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ns := "floor"
+	if err := e.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	obj := func(i int) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(floorGVK)
+		u.SetNamespace(ns)
+		u.SetName(fmt.Sprintf("w%05d", i))
+		u.Object["spec"] = map[string]any{"size": int64(i)}
+		return u
+	}
+	n := p.FloorObjects
+	// Warm up (discovery, the new resource's first writes), untimed.
+	for i := 0; i < 20; i++ {
+		if err := e.k8s.Create(ctx, obj(1_000_000+i), client.DryRunAll); err != nil {
+			t.Fatalf("floor warm-up: %v", err)
+		}
+	}
+	objs := make([]*unstructured.Unstructured, n)
+	start := time.Now()
+	if err := parallel(n, workers, func(i int) error {
+		u := obj(i)
+		objs[i] = u
+		return e.k8s.Create(ctx, u)
+	}); err != nil {
+		t.Fatalf("floor creates: %v", err)
+	}
+	f := floor{createsPerSec: float64(n) / time.Since(start).Seconds()}
+	start = time.Now()
+	if err := parallel(n, workers, func(i int) error {
+		u := objs[i]
+		u.Object["status"] = map[string]any{"ready": true}
+		return e.k8s.Status().Update(ctx, u)
+	}); err != nil {
+		t.Fatalf("floor status updates: %v", err)
+	}
+	f.statusPerSec = float64(n) / time.Since(start).Seconds()
+	lat := make([]time.Duration, 0, p.WebhookReqs)
+	for i := 0; i < p.WebhookReqs; i++ {
+		s := time.Now()
+		if err := e.k8s.Create(ctx, obj(n+i), client.DryRunAll); err != nil {
+			t.Fatalf("floor dry-run create: %v", err)
+		}
+		lat = append(lat, time.Since(s))
+	}
+	f.dryP50, f.dryP99 = percentiles(lat)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(floorGVK)
+	if err := e.k8s.DeleteAllOf(ctx, u, client.InNamespace(ns)); err != nil {
+		t.Fatalf("delete floor objects: %v", err)
+	}
+	if err := e.k8s.Delete(ctx, crd); err != nil {
+		t.Fatalf("delete floor CRD: %v", err)
+	}
+	t.Logf("floor: %.0f creates/s, %.0f status updates/s, dry-run p50 %s p99 %s (%d objects, %d clients)", f.createsPerSec, f.statusPerSec, f.dryP50, f.dryP99, n, workers)
+	return f
+}
+
+// percentiles returns p50 and p99 of lat.
+func percentiles(lat []time.Duration) (p50, p99 time.Duration) {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat[len(lat)/2], lat[(len(lat)*99)/100]
+}
+
+// createUnrelatedSecrets creates Secrets buckety has nothing to do with,
+// before the controller starts, so its memory shows whether it caches them.
+func createUnrelatedSecrets(t *testing.T, e *env, n int) {
+	t.Helper()
+	ctx := context.Background()
+	ns := "unrelated"
+	if err := e.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte(strings.Repeat("x", 1024))
+	start := time.Now()
+	if err := parallel(n, workers, func(i int) error {
+		return e.k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%05d", i), Namespace: ns}, Data: map[string][]byte{"key": payload}})
+	}); err != nil {
+		t.Fatalf("unrelated Secrets: %v", err)
+	}
+	t.Logf("%d unrelated Secrets in %s", n, time.Since(start).Round(time.Millisecond))
+}
+
+// provisioned is what provisioning measured.
+type provisioned struct {
+	total, p50 time.Duration
+	kafka      counts
+	writes     counts
+	// topics are the backend resource names, in names' order.
+	topics []string
+}
+
+// provision creates one Buckety per name with defaultAccess on backend
+// with workers concurrent clients, waits until every one is Ready, checks
+// their Secrets, then waits until the controller is quiet and returns the
+// time, the backend requests (Kafka only) and the controller's API writes.
+func provision(t *testing.T, e *env, ns string, names []string, backend string, params func(string) map[string]string, timeout time.Duration) provisioned {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := e.watchReady(ctx, ns)
+	kc := e.kafkaStart()
+	writes0 := e.apiWrites()
+	start := time.Now()
+	if err := parallel(len(names), workers, func(i int) error {
+		return e.k8s.Create(ctx, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: ns},
+			Spec: v1.BucketySpec{Backend: backend, Parameters: params(names[i]), DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: names[i] + "-creds"}}})
+	}); err != nil {
+		t.Fatalf("create Bucketies: %v", err)
+	}
+	t.Logf("%d %s Bucketies created in %s", len(names), backend, time.Since(start).Round(time.Millisecond))
+	times, missing := w.wait(len(names), timeout)
+	if len(times) < len(names) {
+		t.Fatalf("%d of %d %s Bucketies Ready after %s; not Ready, e.g.: %s\ncontroller log:\n%s", len(times), len(names), backend, timeout, missing, e.ctrl.P.Tail(20))
+	}
+	out := provisioned{total: times[len(times)-1].Sub(start), p50: times[(len(times)-1)/2].Sub(start)}
+	e.quiet(15 * time.Second)
+	if backend == "kafka" {
+		out.kafka = kc.since()
+	}
+	out.writes = e.apiWrites().minus(writes0)
+	out.writes["POST bucketies"] -= int64(len(names)) // the harness's own creates
+	if out.writes["POST bucketies"] == 0 {
+		delete(out.writes, "POST bucketies")
+	}
+	out.topics = checkSecrets(t, e, ns, names)
+	return out
+}
+
+// quiet waits until the controller's work queues are empty and stay empty
+// for a second, at most max.
+func (e *env) quiet(max time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(max)
+	calm := time.Time{}
+	for time.Now().Before(deadline) {
+		depth := 0.0
+		for _, s := range e.controllerMetrics("workqueue_depth") {
+			depth += s.value
+		}
+		switch {
+		case depth > 0:
+			calm = time.Time{}
+		case calm.IsZero():
+			calm = time.Now()
+		case time.Since(calm) >= time.Second:
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkSecrets asserts that every Buckety's Secret exists with the keys of
+// its driver and names its resource; it returns the resource names.
+func checkSecrets(t *testing.T, e *env, ns string, names []string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var bl v1.BucketyList
+	if err := e.k8s.List(ctx, &bl, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*v1.Buckety{}
+	for i := range bl.Items {
+		byName[bl.Items[i].Name] = &bl.Items[i]
+	}
+	var sl corev1.SecretList
+	if err := e.k8s.List(ctx, &sl, client.InNamespace(ns), client.MatchingLabels{v1.ManagedByLabel: v1.ManagedByValue}); err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]*corev1.Secret{}
+	for i := range sl.Items {
+		secrets[sl.Items[i].Name] = &sl.Items[i]
+	}
+	topics := make([]string, len(names))
+	var bad []string
+	for i, name := range names {
+		b := byName[name]
+		if b == nil || b.Status.BackendResourceName == "" {
+			bad = append(bad, name+": no Buckety with a resolved name")
+			continue
+		}
+		topics[i] = b.Status.BackendResourceName
+		s := secrets[name+"-creds"]
+		if s == nil {
+			bad = append(bad, name+": no Secret "+name+"-creds")
+			continue
+		}
+		var want map[string]string
+		switch b.Spec.Backend {
+		case "kafka":
+			want = map[string]string{"bootstrap": e.broker.Bootstrap(), "topic": b.Status.BackendResourceName}
+		case "s3":
+			want = map[string]string{"endpoint": e.s3.Endpoint, "bucket": b.Status.BackendResourceName, "accessKeyID": e.s3.AccessKey, "secretAccessKey": e.s3.SecretKey}
+		}
+		for k, v := range want {
+			if got := string(s.Data[k]); got != v {
+				bad = append(bad, fmt.Sprintf("%s: Secret key %s: want %q, got %q", name, k, v, got))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		if len(bad) > 10 {
+			bad = append(bad[:10], fmt.Sprintf("... %d more", len(bad)-10))
+		}
+		t.Fatalf("Secrets: %s", strings.Join(bad, "; "))
+	}
+	return topics
+}
+
+// checkKafka asserts every Buckety's topic exists on the broker with the
+// spec's retention.
+func checkKafka(t *testing.T, e *env, ns string, names []string) {
+	t.Helper()
+	ctx := context.Background()
+	have, err := e.topics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bl v1.BucketyList
+	if err := e.k8s.List(ctx, &bl, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, b := range bl.Items {
+		if !have[b.Status.BackendResourceName] {
+			missing = append(missing, b.Status.BackendResourceName)
+		}
+	}
+	if len(bl.Items) != len(names) || len(missing) > 0 {
+		t.Fatalf("topics: want %d Bucketies each with its topic, got %d Bucketies, %d topics missing: %v", len(names), len(bl.Items), len(missing), missing[:min(len(missing), 10)])
+	}
+}
+
+// memory reads the controller's RSS and, when it serves pprof, its heap in
+// use after a GC (saving the profile under p.ProfileDir).
+func memory(t *testing.T, e *env, p params, n int) (int64, string) {
+	t.Helper()
+	rss, err := e.ctrl.RSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ctrl.Pprof == "" {
+		return rss, ""
+	}
+	text, err := e.get("http://"+e.ctrl.Pprof+"/debug/pprof/heap?gc=1&debug=1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heap := ""
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
+			if b, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				heap = fmt.Sprintf("%.1f MiB", b/(1<<20))
+			}
+		}
+	}
+	if p.ProfileDir != "" {
+		raw, err := e.get("http://"+e.ctrl.Pprof+"/debug/pprof/heap", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(p.ProfileDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(p.ProfileDir, fmt.Sprintf("bench-scale-heap-%d.pb.gz", n))
+		if err := os.WriteFile(f, []byte(raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("heap profile at N=%d: %s (go tool pprof -top %s)", n, f, f)
+	}
+	return rss, heap
+}
+
+// webhookLatency times sequential dry-run creates of a Buckety through the
+// API server, which calls buckety-webhook (TLS, AdmissionReview, the
+// naming template and the driver's parameter validation).
+func webhookLatency(t *testing.T, e *env, ns string, reqs int) (p50, p99 time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	// The webhook is in the path: an unknown backend is refused by it.
+	err := e.k8s.Create(ctx, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Spec: v1.BucketySpec{Backend: "nope"}}, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "no such backend") {
+		t.Fatalf("webhook not in the path: want an unknown backend refused by it, got %v", err)
+	}
+	lat := make([]time.Duration, 0, reqs)
+	for i := 0; i < reqs; i++ {
+		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dry%05d", i), Namespace: ns, Labels: map[string]string{"yolean.se/generation": "003"}},
+			Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.${name}.v${label['yolean.se/generation']}", Parameters: map[string]string{"partitions": "3", "config.retention.ms": retention}}}
+		s := time.Now()
+		if err := e.k8s.Create(ctx, b, client.DryRunAll); err != nil {
+			t.Fatalf("dry-run create: %v", err)
+		}
+		lat = append(lat, time.Since(s))
+	}
+	return percentiles(lat)
+}
+
+// outOfBand changes retention.ms on topics directly on the broker (one
+// AlterConfigs request, as an operator with kafka-configs would) and waits
+// until the running controller has set every one back. It returns the time
+// and the controller's Kafka requests meanwhile.
+func outOfBand(t *testing.T, e *env, topics []string, timeout time.Duration) (time.Duration, counts) {
+	t.Helper()
+	ctx := context.Background()
+	adm := kadm.NewClient(e.kc)
+	kc := e.kafkaStart()
+	alter := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1234567")}}
+	res, err := adm.AlterTopicConfigs(ctx, alter, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("alter %s: %v", r.Name, r.Err)
+		}
+	}
+	var left []string
+	for {
+		got, err := retentions(ctx, e, topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = left[:0]
+		for _, tp := range topics {
+			if got[tp] != retention {
+				left = append(left, tp+"="+got[tp])
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("%d of %d out-of-band changes not reverted after %s, e.g. %v", len(left), len(topics), timeout, left[:min(len(left), 5)])
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return time.Since(start), kc.since()
+}
+
+// retentions reads retention.ms of topics (one DescribeConfigs request).
+func retentions(ctx context.Context, e *env, topics []string) (map[string]string, error) {
+	rcs, err := e.topicConfigs(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return nil, fmt.Errorf("describe %s: %w", rc.Name, rc.Err)
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "retention.ms" {
+				out[rc.Name] = c.MaybeValue()
+			}
+		}
+	}
+	return out, nil
+}
+
+// coldStarted is what a cold start measured.
+type coldStarted struct {
+	elapsed time.Duration
+	writes  counts
+	kafka   counts
+}
+
+// coldStart starts the controller (stopped by the caller) with args and N
+// Bucketies existing and measures until it has reconciled every Buckety and
+// every access at least once and, when settle is set, its queues are empty:
+// the time from process start, its API writes and its Kafka requests. n is
+// the number of Bucketies (each with one access).
+func coldStart(t *testing.T, e *env, args []string, n int, settle bool) coldStarted {
+	t.Helper()
+	kc := e.kafkaStart()
+	writes0 := e.apiWrites()
+	start := time.Now()
+	e.startController(args)
+	deadline := start.Add(5*time.Minute + time.Duration(n)*100*time.Millisecond)
+	var last string
+	for {
+		rec := map[string]float64{}
+		depth := 0.0
+		for _, s := range e.controllerMetrics("controller_runtime_reconcile_total", "workqueue_depth") {
+			if s.name == "workqueue_depth" {
+				depth += s.value
+			} else {
+				rec[s.labels["controller"]] += s.value
+			}
+		}
+		last = fmt.Sprintf("reconciles %v, queue depth %.0f", rec, depth)
+		if rec["buckety"] >= float64(n) && rec["bucketyaccess"] >= float64(n) && (depth == 0 || !settle) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cold start: not every object re-verified after %s: %s", time.Since(start).Round(time.Second), last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cs := coldStarted{elapsed: time.Since(start)}
+	cs.kafka = kc.since()
+	cs.writes = e.apiWrites().minus(writes0)
+	t.Logf("cold start: %s (%s)", cs.elapsed.Round(time.Millisecond), last)
+	return cs
+}
+
+// rechecked is the cost of one re-check interval.
+type rechecked struct {
+	kafka, writes counts
+}
+
+// recheck counts the controller's Kafka requests and API writes over one
+// re-check interval with nothing changed, and asserts every Buckety is
+// still Ready afterwards.
+func recheck(t *testing.T, e *env, p params) rechecked {
+	t.Helper()
+	kc := e.kafkaStart()
+	writes0 := e.apiWrites()
+	time.Sleep(p.Recheck)
+	r := rechecked{kafka: kc.since(), writes: e.apiWrites().minus(writes0)}
+	var bl v1.BucketyList
+	if err := e.k8s.List(context.Background(), &bl); err != nil {
+		t.Fatal(err)
+	}
+	for i := range bl.Items {
+		if !isReady(&bl.Items[i]) {
+			t.Fatalf("after a re-check with nothing changed: %s/%s not Ready: %v", bl.Items[i].Namespace, bl.Items[i].Name, bl.Items[i].Status.Conditions)
+		}
+	}
+	return r
+}
+
+// s3Figures provisions p.S3N s3 Bucketies on MinIO and reports the time and
+// MinIO's request counts per S3 API.
+func s3Figures(t *testing.T, e *env, p params, tb *table, fl floor) {
+	t.Helper()
+	ctx := context.Background()
+	ns := "scale-s3"
+	if err := e.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, p.S3N)
+	for i := range names {
+		names[i] = fmt.Sprintf("b%05d", i)
+	}
+	before, err := e.minioRequests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := provision(t, e, ns, names, "s3", func(string) map[string]string { return map[string]string{"versioning": "true"} }, 5*time.Minute+time.Duration(p.S3N)*time.Second)
+	after, err := e.minioRequests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := after.minus(before)
+	if err := e.checkBuckets(ctx, prov.topics); err != nil {
+		t.Fatal(err)
+	}
+	n := p.S3N
+	fp := fl.provisionFloor(n)
+	tb.add("s3 (MinIO): all Ready with their Secrets (total)", n, secs(prov.total), "", nil, ratio(prov.total.Seconds(), fp.Seconds()))
+	tb.add("s3 (MinIO): all Ready with their Secrets (p50)", n, secs(prov.p50), "", nil, ratio(prov.p50.Seconds(), fp.Seconds()/2))
+	tb.add("s3 (MinIO): S3 requests to provision (MinIO's count per API)", n, reqs.String(), "", nil, "")
+	tb.add("s3 (MinIO): controller API writes to provision, per Buckety", n, fmt.Sprintf("%.2f = %s", float64(prov.writes.total())/float64(n), prov.writes), "", nil, "")
+}
+
+// minioRequests reads MinIO's S3 request counts per API.
+func (e *env) minioRequests() (counts, error) {
+	body, err := e.get(e.s3.Endpoint+"/minio/metrics/v3/api/requests", false)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := samples(body, "minio_api_requests_total")
+	if err != nil {
+		return nil, err
+	}
+	out := counts{}
+	for _, s := range ss {
+		if s.labels["type"] == "s3" {
+			out[s.labels["name"]] += int64(s.value)
+		}
+	}
+	return out, nil
+}
+
+// checkBuckets asserts every bucket exists with versioning enabled.
+func (e *env) checkBuckets(ctx context.Context, buckets []string) error {
+	var mu sync.Mutex
+	var errs []error
+	if err := parallel(len(buckets), 8, func(i int) error {
+		v, err := e.bucketVersioning(ctx, buckets[i])
+		if err == nil && v != "Enabled" {
+			err = fmt.Errorf("bucket %s: want versioning Enabled, got %q", buckets[i], v)
+		}
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
