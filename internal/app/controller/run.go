@@ -154,6 +154,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		Claims:   &shared.Claims{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 		Backoff:  &shared.Backoff{},
 		Released: released,
+		Written:  &shared.Written{},
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("buckety").
@@ -168,7 +169,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err != nil {
 		return err
 	}
-	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck, Backoff: &shared.Backoff{}, Claims: br.Claims}
+	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck, Backoff: &shared.Backoff{}, Claims: br.Claims, Written: &shared.Written{}}
 	c := mgr.GetClient()
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("bucketyaccess").

@@ -49,17 +49,29 @@ type Reconciler struct {
 	Recheck  time.Duration
 	// Backoff spaces retries after backend failures, independent of Recheck.
 	Backoff *shared.Backoff
+	// Written skips reconciles that start from a cache older than this
+	// controller's own last write to the object; nil skips none.
+	Written *shared.Written
 }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
 	a := &v1.BucketyAccess{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Written.Forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if r.Written.Stale(a) {
+		// The cache lags this controller's own last write; that write's
+		// watch event brings the object back (shared.Written).
+		return reconcile.Result{}, nil
 	}
 	orig := a.DeepCopy()
 	f := &facts{}
 	defer func() {
+		defer r.Written.Record(a, orig.ResourceVersion)
 		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, a, orig, &orig.Status, &a.Status, shared.Outcome{
 			Conditions: &a.Status.Conditions, ObservedGeneration: &a.Status.ObservedGeneration,
 			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting,

@@ -50,6 +50,9 @@ type Reconciler struct {
 	Recheck time.Duration
 	// Backoff spaces retries after failures, independent of Recheck.
 	Backoff *shared.Backoff
+	// Written skips reconciles that start from a cache older than this
+	// controller's own last write to the object; nil skips none.
+	Written *shared.Written
 	// Released, when set, receives the Bucketies waiting for a name (Ready
 	// reason NameConflict) whenever a claim is released, so they retry at
 	// once instead of on their backoff.
@@ -63,11 +66,20 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
 	b := &v1.Buckety{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Written.Forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if r.Written.Stale(b) {
+		// The cache lags this controller's own last write; that write's
+		// watch event brings the object back (shared.Written).
+		return reconcile.Result{}, nil
 	}
 	orig := b.DeepCopy()
 	f := &facts{}
 	defer func() {
+		defer r.Written.Record(b, orig.ResourceVersion)
 		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, b, orig, &orig.Status, &b.Status, shared.Outcome{
 			Conditions: &b.Status.Conditions, ObservedGeneration: &b.Status.ObservedGeneration,
 			Derived: conditions(b, f), Failure: failure(f), Deleting: f.deleting,
