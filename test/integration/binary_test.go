@@ -241,9 +241,9 @@ func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
 	if code, _ := scrape(""); code != http.StatusUnauthorized {
 		t.Errorf("metrics without a token: want 401, got %d", code)
 	}
-	// The API server's TokenReview reports an error for a token it does not
-	// know, which controller-runtime's filter answers with 500: refused
-	// either way, and no metric is served.
+	// The API server's TokenReview reports a token it does not know as not
+	// authenticated (401 here; controller-runtime's filter, in the webhook,
+	// answers 500): refused either way, and no metric is served.
 	if code, body := scrape("not-a-token"); code == http.StatusOK || strings.Contains(body, "controller_runtime") {
 		t.Errorf("metrics with a bad token: want refused, got %d", code)
 	}
