@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -113,6 +114,17 @@ func (s *writeSim) wrap(c client.WithWatch) (client.Client, client.Reader) {
 		return err
 	}
 	wc := interceptor.NewClient(c, interceptor.Funcs{
+		// The manager's cache holds only buckety's Secrets (by label).
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if sec, ok := obj.(*corev1.Secret); ok && sec.Labels[v1.ManagedByLabel] != v1.ManagedByValue {
+				*sec = corev1.Secret{}
+				return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+			}
+			return nil
+		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			return after(ctx, "create", obj, "", c.Create(ctx, obj, opts...))
 		},
@@ -260,5 +272,36 @@ func TestWritesPerBuckety(t *testing.T) {
 	s.drain(t, e)
 	if len(s.writes) != 0 || len(s.fresh) != 0 {
 		t.Errorf("re-check of a Ready Buckety: want no writes and no fresh reads, got %s; fresh %s", formatCounts(s.writes), formatCounts(s.fresh))
+	}
+}
+
+// TestSecretConflictRetryReadsFirst: the first reconcile of an access
+// creates its Secret without reading first (the API server refuses a create
+// over any Secret); while a conflict with a foreign Secret persists, each
+// retry reads fresh instead, and writes nothing.
+func TestSecretConflictRetryReadsFirst(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	e.br.Recorder, e.ar.Recorder = countingRecorder{s}, countingRecorder{s}
+	e.create(newBuckety("a", "orders", "orders"))
+	e.reconcile("a", "orders")
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "taken"}, Data: map[string][]byte{"mine": []byte("keep")}})
+	e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "reader", UID: "reader-uid"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "taken"}})
+	for i, c := range []struct {
+		writes, fresh map[string]int
+	}{
+		{writes: map[string]int{"create secrets": 1, "patch bucketyaccesses": 1, "patch bucketyaccesses/status": 1, "create events": 1}, fresh: map[string]int{"get secrets": 1}},
+		{writes: map[string]int{}, fresh: map[string]int{"get secrets": 1}},
+	} {
+		s.reset()
+		e.reconcileAccess("a", "reader")
+		if !maps.Equal(s.writes, c.writes) || !maps.Equal(s.fresh, c.fresh) {
+			t.Errorf("reconcile %d: want writes %s and fresh reads %s, got %s and %s", i+1, formatCounts(c.writes), formatCounts(c.fresh), formatCounts(s.writes), formatCounts(s.fresh))
+		}
+	}
+	sec := &corev1.Secret{}
+	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "taken"}, sec); err != nil || string(sec.Data["mine"]) != "keep" || len(sec.Data) != 1 {
+		t.Errorf("want the foreign Secret untouched, got %v (%v)", sec.Data, err)
 	}
 }
