@@ -205,6 +205,8 @@ func TestControllerMemory(t *testing.T) {
 		t.Logf("heap profile: %s", path)
 	}
 	anon, file := procStatusKiB(t, pid, "RssAnon"), procStatusKiB(t, pid, "RssFile")
+	goroutines, _, _ := strings.Cut(string(httpGet(t, "http://"+pprof+"/debug/pprof/goroutine?debug=1")), "\n")
+	t.Logf("%s (no goroutine per object: compare runs with different N)", goroutines)
 	const mib = 1 << 20
 	t.Logf("controller at %d Bucketies (+%d unrelated Secrets): RSS %.1f MiB (anonymous %.1f, the mapped binary %.1f; peak %.1f); heap in use %.1f MiB, heap objects %d, heap idle not returned %.1f MiB, Go runtime total from the OS %.1f MiB",
 		n, m, float64(rss)/1024, float64(anon)/1024, float64(file)/1024, float64(peak)/1024, float64(memStat(t, heap, "HeapInuse"))/mib, memStat(t, heap, "HeapObjects"),
