@@ -54,6 +54,13 @@ func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field s
 
 func newEnv(t *testing.T, configExtra string) *env {
 	t.Helper()
+	return newEnvWith(t, configExtra, nil)
+}
+
+// newEnvWith is newEnv with the fake client wrapped by wrap (nil: not
+// wrapped), and the uncached reader, when given, in place of the client.
+func newEnvWith(t *testing.T, configExtra string, wrap func(client.WithWatch) (client.Client, client.Reader)) *env {
+	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -65,7 +72,11 @@ func newEnv(t *testing.T, configExtra string) *env {
 	if err := shared.SetupIndexes(context.Background(), builderIndexer{b}); err != nil {
 		t.Fatal(err)
 	}
-	c := b.Build()
+	var c client.Client = b.Build()
+	var apiReader client.Reader = c
+	if wrap != nil {
+		c, apiReader = wrap(c.(client.WithWatch))
+	}
 	svc := drivertest.NewBackend()
 	dir := t.TempDir()
 	yaml := "backends:\n- name: svc\n  driver: test\n  config: {endpoint: test://service}\n" + configExtra
@@ -80,11 +91,11 @@ func newEnv(t *testing.T, configExtra string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := &shared.Claims{Client: c, APIReader: c}
+	claims := &shared.Claims{Client: c, APIReader: apiReader}
 	bo := &shared.Backoff{}
 	return &env{t: t, c: c, svc: svc, backoff: bo,
 		br: &buckety.Reconciler{Client: c, Backends: set, Claims: claims, Recheck: time.Hour, Backoff: bo},
-		ar: &access.Reconciler{Client: c, APIReader: c, Backends: set, Claims: claims, Recheck: time.Hour, Backoff: bo},
+		ar: &access.Reconciler{Client: c, APIReader: apiReader, Backends: set, Claims: claims, Recheck: time.Hour, Backoff: bo},
 	}
 }
 
@@ -420,6 +431,12 @@ func TestImplicitAccessAndItsSecret(t *testing.T) {
 	e.create(b)
 	e.reconcile("a", "orders")
 	e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonAccessesNotReady)
+	// The access is created once the Provisioned status it waits on is
+	// recorded: by the next pass, which that status write triggers.
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "orders"}, &v1.BucketyAccess{}); !apierrors.IsNotFound(err) {
+		t.Errorf("want no implicit access before the Buckety's Provisioned status is recorded, got %v", err)
+	}
+	e.reconcile("a", "orders")
 	e.reconcileAccess("a", "orders")
 	s := &corev1.Secret{}
 	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "orders-creds"}, s); err != nil {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -162,6 +163,12 @@ type controllerRun struct {
 // controller until the test ends (or stop is called).
 func startController(t *testing.T, yaml string, reg *drivers.Registry, recheck time.Duration) *controllerRun {
 	t.Helper()
+	return startControllerREST(t, yaml, reg, recheck, cp.RESTConfig)
+}
+
+// startControllerREST is startController reaching the API server through rc.
+func startControllerREST(t *testing.T, yaml string, reg *drivers.Registry, recheck time.Duration, rc *rest.Config) *controllerRun {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -179,7 +186,7 @@ func startController(t *testing.T, yaml string, reg *drivers.Registry, recheck t
 	var log logr.Logger = zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true))
 	go func() {
 		r.done <- appcontroller.Run(ctx, appcontroller.Options{
-			Config: cfg, ConfigDir: dir, Registry: reg, RESTConfig: cp.RESTConfig,
+			Config: cfg, ConfigDir: dir, Registry: reg, RESTConfig: rc,
 			MetricsAddr: "0", ProbeAddr: "0", Recheck: recheck, MaxConcurrent: 2,
 			Log: log, SkipNameValidation: true,
 		})

@@ -126,7 +126,7 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
 	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP without authentication (default: HTTPS, and only callers the API server authenticates and authorizes for GET /metrics)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
-	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "serve Go's pprof endpoints (heap, goroutine, CPU profiles) on this address, unauthenticated; 0 (the default) disables it: bind it to a loopback address and only to profile")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address serving Go's /debug/pprof/ profiles (heap, goroutines, CPU), unauthenticated: bind it to 127.0.0.1 and reach it with kubectl port-forward; 0 disables it")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles (keep on: two replicas run during a rollout)")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
 	fs.DurationVar(&o.Recheck, "recheck-interval", 5*time.Minute, "how often each resource is re-checked for out-of-band drift (plus up to 10% jitter), on backends without a complete drift sweep")

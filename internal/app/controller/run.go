@@ -11,21 +11,18 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -52,7 +49,7 @@ func metricsOptions(addr string, insecure bool) metricsserver.Options {
 	if insecure {
 		return metricsserver.Options{BindAddress: addr}
 	}
-	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: metricsAuth}
 }
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -68,12 +65,9 @@ type Options struct {
 	Registry *drivers.Registry
 	// RESTConfig reaches the API server.
 	RESTConfig *rest.Config
-	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
-	MetricsAddr, ProbeAddr string
-	// PprofAddr serves Go's pprof endpoints without authentication; "" or
-	// "0" (the default) disables it. It is for profiling (the scale
-	// benchmark reads heap profiles from it), never for production.
-	PprofAddr string
+	// MetricsAddr, ProbeAddr and PprofAddr are listen addresses; "0" (and,
+	// for PprofAddr, "") disables.
+	MetricsAddr, ProbeAddr, PprofAddr string
 	// MetricsInsecure serves metrics over plain HTTP to anyone. By default
 	// they are served over HTTPS to callers the API server authenticates
 	// (TokenReview) and authorizes for GET /metrics (SubjectAccessReview).
@@ -139,10 +133,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &gracePeriod,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only buckety's own Secrets, never every Secret in the cluster.
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{v1.ManagedByLabel: v1.ManagedByValue})},
-		}},
+		Cache:                         cacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -165,6 +156,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		Claims:   &shared.Claims{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 		Backoff:  &shared.Backoff{},
 		Released: released,
+		Written:  &shared.Written{},
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("buckety").
@@ -180,7 +172,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err != nil {
 		return err
 	}
-	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck, Backoff: &shared.Backoff{}, Claims: br.Claims}
+	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck, Backoff: &shared.Backoff{}, Claims: br.Claims, Written: &shared.Written{}}
 	c := mgr.GetClient()
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("bucketyaccess").

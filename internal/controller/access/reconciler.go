@@ -49,17 +49,29 @@ type Reconciler struct {
 	Recheck  time.Duration
 	// Backoff spaces retries after backend failures, independent of Recheck.
 	Backoff *shared.Backoff
+	// Written skips reconciles that start from a cache older than this
+	// controller's own last write to the object; nil skips none.
+	Written *shared.Written
 }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
 	a := &v1.BucketyAccess{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Written.Forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if r.Written.Stale(a) {
+		// The cache lags this controller's own last write; that write's
+		// watch event brings the object back (shared.Written).
+		return reconcile.Result{}, nil
 	}
 	orig := a.DeepCopy()
 	f := &facts{}
 	defer func() {
+		defer r.Written.Record(a, orig.ResourceVersion)
 		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, a, orig, &orig.Status, &a.Status, shared.Outcome{
 			Conditions: &a.Status.Conditions, ObservedGeneration: &a.Status.ObservedGeneration,
 			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting,
@@ -182,6 +194,14 @@ func owns(a *v1.BucketyAccess, s *corev1.Secret) bool {
 
 // writeSecret creates or repairs the access's Secret. It reports a conflict
 // when a Secret of that name exists that this access does not own.
+//
+// The cache holds only buckety's own Secrets, so a Secret missing from it
+// may still exist (a foreign one, or this access's own, written moments ago
+// and not yet seen). The create itself answers that: the API server refuses
+// it when any Secret of that name exists, and only then is the Secret read
+// fresh, to tell whose it is. A foreign Secret is never written to. While a
+// conflict persists (it is retried every few seconds) the fresh read comes
+// first, so a retry costs one read, not a refused create and a read.
 func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data map[string][]byte, f *facts) (bool, error) {
 	name := a.Spec.CredentialsSecretName
 	f.secretName = name
@@ -189,36 +209,33 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	s := &corev1.Secret{}
 	err := r.Client.Get(ctx, key, s)
 	if apierrors.IsNotFound(err) {
-		// The cache holds only buckety's Secrets; ask the API server.
-		// A Secret this access owns that the cache has not seen yet (written
-		// moments ago) is not a conflict: the switch below handles it.
-		err = r.APIReader.Get(ctx, key, s)
-		if err == nil && !owns(a, s) {
-			f.secretConflict = fmt.Sprintf("Secret %s already exists and was not created by buckety for this access (no %s=%s label and owner reference); it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, v1.ManagedByLabel, v1.ManagedByValue)
-			r.event(a, corev1.EventTypeWarning, v1.ReasonSecretConflict, "WriteSecret", f.secretConflict)
-			return true, nil
+		if !conflictReported(a) {
+			cerr := r.createSecret(ctx, a, name, data)
+			if cerr == nil {
+				r.event(a, corev1.EventTypeNormal, "SecretWritten", "WriteSecret", fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
+				f.synced = true
+				return false, nil
+			}
+			if !apierrors.IsAlreadyExists(cerr) {
+				return false, fmt.Errorf("create Secret %s: %w", name, cerr)
+			}
 		}
+		err = r.APIReader.Get(ctx, key, s)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		s = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name}},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       data,
-		}
-		if err := controllerutil.SetControllerReference(a, s, r.Client.Scheme()); err != nil {
-			return false, err
-		}
-		if err := r.Client.Create(ctx, s); err != nil {
+		// Gone since the refused create (or, after a conflict, the foreign
+		// Secret was removed): create it now.
+		if err := r.createSecret(ctx, a, name, data); err != nil {
 			return false, fmt.Errorf("create Secret %s: %w", name, err)
 		}
 		r.event(a, corev1.EventTypeNormal, "SecretWritten", "WriteSecret", fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
 	case err != nil:
 		return false, err
 	case !owns(a, s):
-		owner := "it was not created by buckety"
-		if s.Labels[v1.ManagedByLabel] == v1.ManagedByValue {
-			owner = fmt.Sprintf("it belongs to BucketyAccess %s", s.Labels[v1.AccessLabel])
+		owner := fmt.Sprintf("was not created by buckety for this access (no %s=%s label and owner reference)", v1.ManagedByLabel, v1.ManagedByValue)
+		if s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] != a.Name {
+			owner = fmt.Sprintf("belongs to BucketyAccess %s", s.Labels[v1.AccessLabel])
 		}
 		f.secretConflict = fmt.Sprintf("Secret %s already exists and %s; it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, owner)
 		r.event(a, corev1.EventTypeWarning, v1.ReasonSecretConflict, "WriteSecret", f.secretConflict)
@@ -233,6 +250,26 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	}
 	f.synced = true
 	return false, nil
+}
+
+// createSecret creates the access's Secret, labelled and owned by a.
+func (r *Reconciler) createSecret(ctx context.Context, a *v1.BucketyAccess, name string, data map[string][]byte) error {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+	if err := controllerutil.SetControllerReference(a, s, r.Client.Scheme()); err != nil {
+		return err
+	}
+	return r.Client.Create(ctx, s)
+}
+
+// conflictReported reports whether a's status, as read, already reports a
+// Secret conflict.
+func conflictReported(a *v1.BucketyAccess) bool {
+	c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
+	return c != nil && c.Reason == v1.ReasonSecretConflict
 }
 
 func sameData(a, b map[string][]byte) bool {

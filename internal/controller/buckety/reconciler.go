@@ -54,6 +54,9 @@ type Reconciler struct {
 	SweptRecheck time.Duration
 	// Backoff spaces retries after failures, independent of Recheck.
 	Backoff *shared.Backoff
+	// Written skips reconciles that start from a cache older than this
+	// controller's own last write to the object; nil skips none.
+	Written *shared.Written
 	// Released, when set, receives the Bucketies waiting for a name (Ready
 	// reason NameConflict) whenever a claim is released, so they retry at
 	// once instead of on their backoff.
@@ -67,11 +70,20 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
 	b := &v1.Buckety{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Written.Forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if r.Written.Stale(b) {
+		// The cache lags this controller's own last write; that write's
+		// watch event brings the object back (shared.Written).
+		return reconcile.Result{}, nil
 	}
 	orig := b.DeepCopy()
 	f := &facts{}
 	defer func() {
+		defer r.Written.Record(b, orig.ResourceVersion)
 		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, b, orig, &orig.Status, &b.Status, shared.Outcome{
 			Conditions: &b.Status.Conditions, ObservedGeneration: &b.Status.ObservedGeneration,
 			Derived: conditions(b, f), Failure: failure(f), Deleting: f.deleting,
@@ -298,7 +310,12 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	b.Status.BackendResourceName = cl.Spec.ResourceName
 	b.Status.Provenance = provenance
 	if first {
-		r.event(b, corev1.EventTypeNormal, "Provisioned", "Provision", fmt.Sprintf("%s %s on backend %s (driver %s %s)", strings.ToLower(string(provenance)), f.resourceName, e.Name, e.Driver.Name(), e.Driver.Version()))
+		msg := fmt.Sprintf("%s %s on backend %s (driver %s %s)", strings.ToLower(string(provenance)), f.resourceName, e.Name, e.Driver.Name(), e.Driver.Version())
+		if da := b.Spec.DefaultAccess; da != nil {
+			// One event, not a second one when the access is created.
+			msg += fmt.Sprintf("; implicit BucketyAccess %s writes Secret %s", b.Name, da.CredentialsSecretName)
+		}
+		r.event(b, corev1.EventTypeNormal, "Provisioned", "Provision", msg)
 	} else if len(res.Changes) > 0 {
 		reason := "Updated"
 		if b.Generation == b.Status.ObservedGeneration {
@@ -336,7 +353,9 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 		}
 	}
 	if b.Spec.DefaultAccess != nil && len(accesses) == 0 && f.implicitErr == "" {
-		f.accessesPending = append(f.accessesPending, b.Name+" (implicit, being created)")
+		// Named as it will be once created, so the Ready message (and with
+		// it the status) does not change when the access appears.
+		f.accessesPending = append(f.accessesPending, b.Name)
 	}
 	return nil
 }
@@ -400,8 +419,17 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 		}
 		return nil
 	}
+	if !provisionedRecorded(b) {
+		// The access waits for its Buckety's recorded Provisioned status;
+		// created before that is written (by this pass), its first
+		// reconcile would only write a waiting status that is overwritten
+		// a moment later. The status patch of this pass triggers the next,
+		// which creates it.
+		return nil
+	}
 	a := &v1.BucketyAccess{
-		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{v1.ImplicitLabel: "true"}},
+		// Born with the finalizer: one write instead of a create and a patch.
+		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{v1.ImplicitLabel: "true"}, Finalizers: []string{v1.Finalizer}},
 		Spec:       v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: b.Name}, CredentialsSecretName: da.CredentialsSecretName, Role: role},
 	}
 	if err := controllerutil.SetControllerReference(b, a, r.Client.Scheme()); err != nil {
@@ -420,8 +448,21 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 	if err != nil {
 		return err
 	}
-	r.event(b, corev1.EventTypeNormal, "ImplicitAccessCreated", "Reconcile", fmt.Sprintf("created implicit BucketyAccess %s writing Secret %s", a.Name, da.CredentialsSecretName))
+	if b.Status.ObservedGeneration != 0 {
+		// The first provisioning's Provisioned event announced it; a later
+		// creation (defaultAccess added, the access deleted or replaced)
+		// is reported on its own.
+		r.event(b, corev1.EventTypeNormal, "ImplicitAccessCreated", "Reconcile", fmt.Sprintf("created implicit BucketyAccess %s writing Secret %s", a.Name, da.CredentialsSecretName))
+	}
 	return nil
+}
+
+// provisionedRecorded reports whether b's status, as read at the start of
+// this reconcile, already records the backend resource as provisioned for
+// its current generation: what an access waits for (access.Reconciler).
+func provisionedRecorded(b *v1.Buckety) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation && b.Status.BackendResourceName != ""
 }
 
 // reconcileDelete waits for accesses, then retains or deletes the backend

@@ -1,0 +1,307 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+// writeSim plays the manager for one object graph on the fake client: every
+// successful write enqueues what the controller's watches would (a Buckety
+// write its Buckety and its accesses; an access write the access and its
+// Buckety; a Secret write its owning access), and the queue is drained in
+// FIFO order, one reconcile at a time, as with a cache that is never stale.
+// It counts every API request that writes (successful or not) by verb and
+// resource, every event (an event is a write too) and every read that
+// bypasses the cache.
+type writeSim struct {
+	mu     sync.Mutex
+	writes map[string]int
+	fresh  map[string]int
+	events []string
+	queue  []simItem
+	queued map[simItem]bool
+	c      client.Client
+}
+
+type simItem struct {
+	access bool
+	key    types.NamespacedName
+}
+
+func kindOf(obj runtime.Object) string {
+	switch obj.(type) {
+	case *v1.Buckety:
+		return "bucketies"
+	case *v1.BucketyAccess:
+		return "bucketyaccesses"
+	case *v1.BucketyClaim:
+		return "bucketyclaims"
+	case *v1.BucketyList:
+		return "bucketies"
+	case *v1.BucketyClaimList:
+		return "bucketyclaims"
+	case *corev1.Secret:
+		return "secrets"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+func (s *writeSim) count(verb string, obj runtime.Object, sub string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := kindOf(obj)
+	if sub != "" {
+		k += "/" + sub
+	}
+	s.writes[verb+" "+k]++
+}
+
+func (s *writeSim) enqueue(it simItem) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.queued[it] {
+		s.queued[it] = true
+		s.queue = append(s.queue, it)
+	}
+}
+
+// wrote enqueues what the controller's watches enqueue for a write to obj.
+func (s *writeSim) wrote(ctx context.Context, obj client.Object) {
+	ns := obj.GetNamespace()
+	switch o := obj.(type) {
+	case *v1.Buckety:
+		s.enqueue(simItem{key: client.ObjectKeyFromObject(o)})
+		var list v1.BucketyAccessList
+		if err := s.c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{shared.IndexBucketyRef: o.Name}); err == nil {
+			for _, a := range list.Items {
+				s.enqueue(simItem{access: true, key: client.ObjectKeyFromObject(&a)})
+			}
+		}
+	case *v1.BucketyAccess:
+		s.enqueue(simItem{access: true, key: client.ObjectKeyFromObject(o)})
+		s.enqueue(simItem{key: types.NamespacedName{Namespace: ns, Name: o.Spec.BucketyRef.Name}})
+	case *corev1.Secret:
+		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "BucketyAccess" {
+			s.enqueue(simItem{access: true, key: types.NamespacedName{Namespace: ns, Name: ref.Name}})
+		}
+	}
+}
+
+func (s *writeSim) wrap(c client.WithWatch) (client.Client, client.Reader) {
+	s.c = c
+	after := func(ctx context.Context, verb string, obj client.Object, sub string, err error) error {
+		s.count(verb, obj, sub)
+		if err == nil {
+			s.wrote(ctx, obj)
+		}
+		return err
+	}
+	wc := interceptor.NewClient(c, interceptor.Funcs{
+		// The manager's cache holds only buckety's Secrets (by label).
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if sec, ok := obj.(*corev1.Secret); ok && sec.Labels[v1.ManagedByLabel] != v1.ManagedByValue {
+				*sec = corev1.Secret{}
+				return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+			}
+			return nil
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			return after(ctx, "create", obj, "", c.Create(ctx, obj, opts...))
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			return after(ctx, "update", obj, "", c.Update(ctx, obj, opts...))
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			return after(ctx, "patch", obj, "", c.Patch(ctx, obj, patch, opts...))
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			return after(ctx, "delete", obj, "", c.Delete(ctx, obj, opts...))
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			return after(ctx, "update", obj, sub, c.SubResource(sub).Update(ctx, obj, opts...))
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			return after(ctx, "patch", obj, sub, c.SubResource(sub).Patch(ctx, obj, patch, opts...))
+		},
+	})
+	return wc, freshReader{s: s, r: c}
+}
+
+// freshReader counts the reads that go around the cache.
+type freshReader struct {
+	s *writeSim
+	r client.Reader
+}
+
+func (f freshReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	f.s.mu.Lock()
+	f.s.fresh["get "+kindOf(obj)]++
+	f.s.mu.Unlock()
+	return f.r.Get(ctx, key, obj, opts...)
+}
+
+func (f freshReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	f.s.mu.Lock()
+	f.s.fresh["list "+kindOf(list)]++
+	f.s.mu.Unlock()
+	return f.r.List(ctx, list, opts...)
+}
+
+// countingRecorder counts events, which the event broadcaster writes as
+// events.k8s.io Events.
+type countingRecorder struct{ s *writeSim }
+
+func (r countingRecorder) Eventf(_ runtime.Object, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.s.writes["create events"]++
+	r.s.events = append(r.s.events, reason)
+}
+
+// drain reconciles until nothing is enqueued.
+func (s *writeSim) drain(t *testing.T, e *env) int {
+	t.Helper()
+	passes := 0
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return passes
+		}
+		it := s.queue[0]
+		s.queue = s.queue[1:]
+		delete(s.queued, it)
+		s.mu.Unlock()
+		if passes++; passes > 50 {
+			t.Fatalf("still reconciling after 50 passes: the controller keeps writing (writes %v)", s.writes)
+		}
+		var err error
+		if it.access {
+			_, err = e.ar.Reconcile(context.Background(), reconcile.Request{NamespacedName: it.key})
+		} else {
+			_, err = e.br.Reconcile(context.Background(), reconcile.Request{NamespacedName: it.key})
+		}
+		if err != nil {
+			t.Fatalf("reconcile %+v: %v", it, err)
+		}
+	}
+}
+
+func (s *writeSim) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes, s.fresh, s.events = map[string]int{}, map[string]int{}, nil
+}
+
+func formatCounts(m map[string]int) string {
+	var b strings.Builder
+	total := 0
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s=%d ", k, m[k])
+		total += m[k]
+	}
+	fmt.Fprintf(&b, "(total %d)", total)
+	return b.String()
+}
+
+// TestWritesPerBuckety counts the API writes one Buckety with defaultAccess
+// costs from apply to Ready with its Secret, per verb and resource, so a
+// change that adds a write shows here. Of these, the claim's create and
+// its two phase updates are what crash safety costs (shared's package doc):
+// Claimed before the adoption check, Creating before the backend create,
+// Created after it.
+func TestWritesPerBuckety(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	e.br.Recorder, e.ar.Recorder = countingRecorder{s}, countingRecorder{s}
+	b := newBuckety("a", "orders", "orders")
+	b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders-creds"}
+	e.create(b) // the tenant's apply: not counted
+	s.reset()
+	s.enqueue(simItem{key: client.ObjectKeyFromObject(b)})
+	passes := s.drain(t, e)
+
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "orders-creds"}, &corev1.Secret{}); err != nil {
+		t.Fatalf("want the Secret written: %v", err)
+	}
+	want := map[string]int{
+		"patch bucketies":              1, // the finalizer, before anything is claimed
+		"create bucketyclaims":         1, // Claimed
+		"update bucketyclaims":         2, // Creating (before the create), Created (after)
+		"patch bucketies/status":       2, // Provisioned (the access waits on it), then Ready
+		"create bucketyaccesses":       1, // the implicit access, born with its finalizer
+		"create secrets":               1,
+		"patch bucketyaccesses/status": 1, // Ready
+		"create events":                2, // Provisioned, SecretWritten
+	}
+	if !maps.Equal(s.writes, want) {
+		t.Errorf("writes from apply to Ready: want %s, got %s (events %v, %d passes)", formatCounts(want), formatCounts(s.writes), s.events, passes)
+	}
+	wantFresh := map[string]int{}
+	if !maps.Equal(s.fresh, wantFresh) {
+		t.Errorf("reads around the cache: want %s, got %s", formatCounts(wantFresh), formatCounts(s.fresh))
+	}
+	t.Logf("apply to Ready: %s in %d reconciles; fresh reads %s", formatCounts(s.writes), passes, formatCounts(s.fresh))
+
+	// The drift re-check of a Ready Buckety and its access writes nothing.
+	s.reset()
+	s.enqueue(simItem{key: client.ObjectKeyFromObject(b)})
+	s.enqueue(simItem{access: true, key: client.ObjectKeyFromObject(b)})
+	s.drain(t, e)
+	if len(s.writes) != 0 || len(s.fresh) != 0 {
+		t.Errorf("re-check of a Ready Buckety: want no writes and no fresh reads, got %s; fresh %s", formatCounts(s.writes), formatCounts(s.fresh))
+	}
+}
+
+// TestSecretConflictRetryReadsFirst: the first reconcile of an access
+// creates its Secret without reading first (the API server refuses a create
+// over any Secret); while a conflict with a foreign Secret persists, each
+// retry reads fresh instead, and writes nothing.
+func TestSecretConflictRetryReadsFirst(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	e.br.Recorder, e.ar.Recorder = countingRecorder{s}, countingRecorder{s}
+	e.create(newBuckety("a", "orders", "orders"))
+	e.reconcile("a", "orders")
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "taken"}, Data: map[string][]byte{"mine": []byte("keep")}})
+	e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "reader", UID: "reader-uid"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "taken"}})
+	for i, c := range []struct {
+		writes, fresh map[string]int
+	}{
+		{writes: map[string]int{"create secrets": 1, "patch bucketyaccesses": 1, "patch bucketyaccesses/status": 1, "create events": 1}, fresh: map[string]int{"get secrets": 1}},
+		{writes: map[string]int{}, fresh: map[string]int{"get secrets": 1}},
+	} {
+		s.reset()
+		e.reconcileAccess("a", "reader")
+		if !maps.Equal(s.writes, c.writes) || !maps.Equal(s.fresh, c.fresh) {
+			t.Errorf("reconcile %d: want writes %s and fresh reads %s, got %s and %s", i+1, formatCounts(c.writes), formatCounts(c.fresh), formatCounts(s.writes), formatCounts(s.fresh))
+		}
+	}
+	sec := &corev1.Secret{}
+	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "taken"}, sec); err != nil || string(sec.Data["mine"]) != "keep" || len(sec.Data) != 1 {
+		t.Errorf("want the foreign Secret untouched, got %v (%v)", sec.Data, err)
+	}
+}
