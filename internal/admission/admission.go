@@ -160,6 +160,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	w, perrs := v.parameters(ctx, spec.Child("parameters"), be, nil, b.Spec.Parameters)
 	warnings = append(warnings, w...)
 	errs = append(errs, perrs...)
+	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	if da := b.Spec.DefaultAccess; da != nil {
 		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
@@ -197,12 +198,26 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		warnings = append(warnings, w...)
 		errs = append(errs, perrs...)
 	}
+	if b.Spec.Adoption != old.Spec.Adoption {
+		errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
+	}
 	if da := b.Spec.DefaultAccess; da != nil && !reflect.DeepEqual(da, old.Spec.DefaultAccess) {
 		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
 		errs = append(errs, aerrs...)
 	}
 	return warnings, invalid("Buckety", b.Name, errs)
+}
+
+// adoption rejects the tenant's key to adoption when the maintainer's is
+// missing: spec.adoption may ask to adopt only on a backend whose config
+// sets adoption.allow. It is checked on create and when the field changes,
+// so a backend that stops allowing adoption does not block other updates.
+func adoption(p *field.Path, be *config.Backend, a v1.Adoption) field.ErrorList {
+	if !a.Adopts() || be.AllowsAdoption() {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(p, fmt.Sprintf("%s is not allowed on backend %q: its configuration in buckety-controller.yaml does not set adoption.allow, so buckety never takes over an existing resource with content there; remove spec.adoption (or set it to Refuse), or ask the cluster maintainer", a, be.Name))}
 }
 
 // ValidateDelete admits every deletion; the finalizer handles the rest.
