@@ -23,6 +23,7 @@ const testConfig = `backends:
   driver: kadm
   config: {seedBrokers: ['kafka:9092']}
   namePolicy: {prefix: '$${namespace}.'}
+  adoption: {allow: true}
 - name: s3
   driver: s3
   config: {implementation: minio, endpoint: 'http://minio:9000', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
@@ -197,5 +198,47 @@ func TestAccess(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), e) {
 			t.Errorf("want %q in %v", e, err)
 		}
+	}
+}
+
+func TestBucketyAdoption(t *testing.T) {
+	v := BucketyValidator{validators(t)}
+	adopt := func(backend string, a v1.Adoption) *v1.Buckety {
+		b := bky(backend, "${namespace}.orders", nil, nil)
+		b.Spec.Adoption = a
+		return b
+	}
+	const refused = `spec.adoption: Forbidden: Adopt is not allowed on backend "kafka": its configuration in buckety-controller.yaml does not set adoption.allow`
+	for _, c := range []struct {
+		name     string
+		old, new *v1.Buckety
+		err      string
+	}{
+		{name: "create: Adopt where the backend does not allow it", new: adopt("kafka", v1.AdoptionAdopt), err: refused},
+		{name: "create: AdoptAndConverge where the backend does not allow it", new: adopt("kafka", v1.AdoptionAndConverge), err: `spec.adoption: Forbidden: AdoptAndConverge is not allowed on backend "kafka"`},
+		{name: "create: Refuse is always allowed", new: adopt("kafka", v1.AdoptionRefuse)},
+		{name: "create: Adopt where the backend allows it", new: adopt("tenants", v1.AdoptionAdopt)},
+		{name: "update: switching to Adopt where the backend does not allow it", old: adopt("kafka", ""), new: adopt("kafka", v1.AdoptionAdopt), err: refused},
+		{name: "update: Adopt to AdoptAndConverge where allowed", old: adopt("tenants", v1.AdoptionAdopt), new: adopt("tenants", v1.AdoptionAndConverge)},
+		{name: "update: unchanged field is not rechecked (the maintainer withdrew adoption.allow later)", old: adopt("kafka", v1.AdoptionAdopt), new: func() *v1.Buckety {
+			b := adopt("kafka", v1.AdoptionAdopt)
+			b.Spec.RetentionPolicy = v1.RetentionDelete
+			return b
+		}()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			if c.old == nil {
+				_, err = v.ValidateCreate(context.Background(), c.new)
+			} else {
+				_, err = v.ValidateUpdate(context.Background(), c.old, c.new)
+			}
+			switch {
+			case c.err == "" && err != nil:
+				t.Errorf("want admitted, got %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Errorf("want an error containing %q, got %v", c.err, err)
+			}
+		})
 	}
 }
