@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -194,7 +195,14 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		return warnings, invalid("Buckety", b.Name, errs)
 	}
 	if !reflect.DeepEqual(old.Spec.Parameters, b.Spec.Parameters) {
-		w, perrs := v.parameters(ctx, spec.Child("parameters"), be, nonNil(old.Spec.Parameters), b.Spec.Parameters)
+		prev := nonNil(old.Spec.Parameters)
+		if adoptionPending(old) {
+			// Nothing was applied yet: the tenant must be able to write
+			// the values the adopted resource already has, even where
+			// they are lower than (or differ from) what was asked first.
+			prev = nil
+		}
+		w, perrs := v.parameters(ctx, spec.Child("parameters"), be, prev, b.Spec.Parameters)
 		warnings = append(warnings, w...)
 		errs = append(errs, perrs...)
 	}
@@ -207,6 +215,16 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		errs = append(errs, aerrs...)
 	}
 	return warnings, invalid("Buckety", b.Name, errs)
+}
+
+// adoptionPending reports whether b adopted a resource whose differences
+// from spec.parameters wait for the tenant (Ready reason AdoptionDrift) and
+// was never provisioned: nothing of spec.parameters has been applied, so
+// they are validated as on create, without the growth-only and immutability
+// rules that protect an applied value.
+func adoptionPending(b *v1.Buckety) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
+	return b.Status.Provenance == "" && c != nil && c.Reason == v1.ReasonAdoptionDrift
 }
 
 // adoption rejects the tenant's key to adoption when the maintainer's is

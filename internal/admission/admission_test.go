@@ -242,3 +242,25 @@ func TestBucketyAdoption(t *testing.T) {
 		})
 	}
 }
+
+// TestParametersWhileAdoptionPending: an adoption waiting for the tenant
+// (nothing applied yet) accepts the parameters the resource already has,
+// even below what was asked first; once provisioned, the growth-only rule
+// holds again.
+func TestParametersWhileAdoptionPending(t *testing.T) {
+	v := BucketyValidator{validators(t)}
+	old := bky("tenants", "${namespace}.orders", map[string]string{"partitions": "3"}, nil)
+	old.Spec.Adoption = v1.AdoptionAdopt
+	old.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonAdoptionDrift}}
+	lowered := old.DeepCopy()
+	lowered.Spec.Parameters = map[string]string{"partitions": "2"}
+	if _, err := v.ValidateUpdate(context.Background(), old, lowered); err != nil {
+		t.Errorf("want lowering admitted while the adoption is pending, got %v", err)
+	}
+	settled := old.DeepCopy()
+	settled.Status.Provenance = v1.ProvenanceAdopted
+	settled.Status.Conditions[0].Reason = v1.ReasonReconciled
+	if _, err := v.ValidateUpdate(context.Background(), settled, lowered); err == nil || !strings.Contains(err.Error(), "can only grow (was 3, now 2)") {
+		t.Errorf("want the growth-only rule once provisioned, got %v", err)
+	}
+}
