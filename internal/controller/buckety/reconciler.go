@@ -553,11 +553,13 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	switch {
 	case b.Spec.RetentionPolicy != v1.RetentionDelete:
 		return retain("retentionPolicy Retain")
-	case cl.Spec.Phase == v1.ClaimAdopting:
-		return retain("it was adopted, not created, by buckety, and the adoption never settled")
-	case cl.Spec.Phase == v1.ClaimAdopted && !r.deletesAdopted(cl.Spec.Backend):
-		return retain("it was adopted, not created, by buckety (the backend does not set adoption.deleteAdopted)")
-	case !shared.Deletable(cl) && cl.Spec.Phase != v1.ClaimAdopted:
+	case !shared.Deletable(cl, r.deletesAdopted(cl.Spec.Backend)):
+		switch cl.Spec.Phase {
+		case v1.ClaimAdopting:
+			return retain("it was adopted, not created, by buckety, and the adoption never settled")
+		case v1.ClaimAdopted:
+			return retain("it was adopted, not created, by buckety (the backend does not set adoption.deleteAdopted)")
+		}
 		return retain("this Buckety never wrote to it")
 	}
 	e, problem := shared.Resolve(r.Backends, cl.Spec.Backend,
