@@ -81,7 +81,10 @@ type Backend interface {
 	Inspect(ctx context.Context, r Resource) (Inspection, error)
 	// Ensure creates the resource or reconciles it to the parameters,
 	// repairing drift where the service allows. Drift it cannot repair is a
-	// *DriftError. A call that finds nothing to change makes no write.
+	// *DriftError. A call that finds nothing to change makes no write. With
+	// Resource.DryRun it makes no write at all: it reads the resource and
+	// returns, in Changes, the writes it would have made (and any
+	// *DriftError), so the controller can report them before applying.
 	Ensure(ctx context.Context, r Resource) (EnsureResult, error)
 	// Delete removes the resource; a missing resource is success. When more
 	// work remains (a large bucket is emptied in slices) it returns an
@@ -103,6 +106,9 @@ type Resource struct {
 	Name string
 	// Parameters are the Buckety's spec.parameters.
 	Parameters map[string]string
+	// DryRun makes Ensure compare without writing (see Backend.Ensure). The
+	// other operations ignore it.
+	DryRun bool
 }
 
 // Inspection is what Inspect found.
@@ -118,7 +124,8 @@ type EnsureResult struct {
 	// Created is true when this call created the resource.
 	Created bool
 	// Changes lists the writes made to repair drift or apply new parameters,
-	// one human-readable line each; empty when nothing was written.
+	// one human-readable line each; empty when nothing was written. In a dry
+	// run, the writes that would have been made.
 	Changes []string
 	// Shortfalls lists parameters the service could not apply (for example a
 	// feature it answers NotImplemented for). The resource is usable; the

@@ -44,6 +44,14 @@ func (b *Backend) Put(name string, records int) {
 	b.resources[name] = &Stored{Records: records}
 }
 
+// PutWith stores a resource with parameters, as if someone created and
+// configured it out of band.
+func (b *Backend) PutWith(name string, records int, params map[string]string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.resources[name] = &Stored{Records: records, Parameters: params}
+}
+
 // Get returns a stored resource.
 func (b *Backend) Get(name string) (Stored, bool) {
 	b.mu.Lock()
@@ -126,15 +134,20 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 	res := drivers.EnsureResult{Shortfalls: b.Shortfalls}
 	s, ok := b.resources[r.Name]
 	if !ok {
+		res.Changes = []string{"created " + r.Name}
+		if r.DryRun {
+			return res, nil
+		}
 		s = &Stored{}
 		b.resources[r.Name] = s
 		res.Created = true
-		res.Changes = []string{"created " + r.Name}
 	}
 	if fmt.Sprint(s.Parameters) != fmt.Sprint(r.Parameters) && !res.Created {
-		res.Changes = append(res.Changes, "parameters updated")
+		res.Changes = append(res.Changes, fmt.Sprintf("parameters %v -> %v", s.Parameters, r.Parameters))
 	}
-	s.Parameters = r.Parameters
+	if !r.DryRun {
+		s.Parameters = r.Parameters
+	}
 	return res, nil
 }
 

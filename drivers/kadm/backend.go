@@ -299,6 +299,9 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 	if err != nil {
 		return drivers.EnsureResult{}, err
 	}
+	if !st.exists && r.DryRun {
+		return drivers.EnsureResult{Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("create topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}}, nil
+	}
 	if !st.exists {
 		msg, err := b.creates.do(ctx, r.Name, want)
 		switch {
@@ -313,7 +316,7 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			return drivers.EnsureResult{}, b.classify(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
 		}
 	}
-	return b.converge(ctx, r.Name, want, st)
+	return b.converge(ctx, r.Name, want, st, r.DryRun)
 }
 
 // execCreates creates many topics, each with its own parameters, in one
@@ -347,18 +350,19 @@ func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]
 // converge brings an existing topic to the parameters. Drift it must not
 // repair is returned as a *drivers.DriftError after everything repairable
 // has been applied. What to write is decided by planFor, which Sweep uses
-// too.
-func (b *Backend) converge(ctx context.Context, topic string, want params, st topicState) (drivers.EnsureResult, error) {
+// too. With dryRun it only compares: every write is skipped, and Changes
+// lists the writes it would have made.
+func (b *Backend) converge(ctx context.Context, topic string, want params, st topicState, dryRun bool) (drivers.EnsureResult, error) {
 	res := drivers.EnsureResult{Shortfalls: want.shortfalls()}
 	p := planFor(want, st)
-	if p.growTo > 0 {
+	if p.growTo > 0 && !dryRun {
 		msg, err := b.partitions.do(ctx, topic, p.growTo)
 		if err != nil {
 			return res, b.classify(fmt.Errorf("grow partitions of %s to %d: %w %s", topic, p.growTo, err, msg))
 		}
 	}
 	res.Changes = p.changes
-	if len(p.alters) > 0 {
+	if len(p.alters) > 0 && !dryRun {
 		if msg, err := b.alters.do(ctx, topic, p.alters); err != nil {
 			return res, b.classify(fmt.Errorf("alter configs of %s: %w %s", topic, err, msg))
 		}

@@ -484,3 +484,40 @@ func TestHungBrokerEachCallUnavailableWithinTimeout(t *testing.T) {
 	}
 	t.Logf("first successful Ensure %s after the broker answered again", time.Since(start).Round(time.Millisecond))
 }
+
+// TestEnsureDryRunWritesNothing: a dry run lists exactly the changes the
+// real Ensure then makes, with no write to the broker.
+func TestEnsureDryRunWritesNothing(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	f.ensure(t, "legacy", map[string]string{"partitions": "2", "config.retention.ms": "1000", "config.cleanup.policy": "compact"})
+	want := map[string]string{"partitions": "4", "config.retention.ms": "2000"}
+	f.counter.reset()
+	dry, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "legacy", Parameters: want, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, all := f.counter.reset(); w != 0 || all == 0 {
+		t.Errorf("want reads and no writes in a dry run, got %d writes of %d requests", w, all)
+	}
+	if parts, _, dyn := f.state(t, "legacy"); parts != 2 || dyn["retention.ms"] != "1000" || dyn["cleanup.policy"] != "compact" {
+		t.Errorf("want the topic untouched by the dry run, got %d partitions and %v", parts, dyn)
+	}
+	real := f.ensure(t, "legacy", want)
+	if len(dry.Changes) != 3 || strings.Join(dry.Changes, "|") != strings.Join(real.Changes, "|") {
+		t.Errorf("want the dry run to list exactly the 3 changes Ensure makes, got %q, Ensure made %q", dry.Changes, real.Changes)
+	}
+	// Unrepairable drift is reported by a dry run too.
+	_, err = f.backend.Ensure(context.Background(), drivers.Resource{Name: "legacy", Parameters: map[string]string{"partitions": "1"}, DryRun: true})
+	var drift *drivers.DriftError
+	if !errors.As(err, &drift) || drift.Parameter != ParamPartitions {
+		t.Errorf("want a partitions DriftError from the dry run, got %v", err)
+	}
+	// A missing topic is not created.
+	res, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "absent", DryRun: true})
+	if err != nil || res.Created || len(res.Changes) != 1 || !strings.HasPrefix(res.Changes[0], "create topic absent") {
+		t.Errorf("want one \"create topic absent\" change and nothing created, got %+v, %v", res, err)
+	}
+	if in, err := f.backend.Inspect(context.Background(), drivers.Resource{Name: "absent"}); err != nil || in.Exists {
+		t.Errorf("want the topic still absent after a dry run, got %+v, %v", in, err)
+	}
+}

@@ -190,6 +190,10 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 	if err != nil {
 		return res, err
 	}
+	if !ok && r.DryRun {
+		res.Changes = append(res.Changes, "create bucket "+r.Name)
+		return res, nil
+	}
 	if !ok {
 		in := &s3.CreateBucketInput{Bucket: aws.String(r.Name)}
 		if p.region != "" && p.region != "us-east-1" {
@@ -220,16 +224,18 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			}
 		}
 	}
-	if err := b.ensureVersioning(ctx, cl, r.Name, p, &res); err != nil {
+	if err := b.ensureVersioning(ctx, cl, r.Name, p, r.DryRun, &res); err != nil {
 		return res, err
 	}
-	if err := b.ensureLifecycle(ctx, cl, r.Name, p, &res); err != nil {
+	if err := b.ensureLifecycle(ctx, cl, r.Name, p, r.DryRun, &res); err != nil {
 		return res, err
 	}
 	return res, drift
 }
 
-func (b *Backend) ensureVersioning(ctx context.Context, cl *s3.Client, bucket string, p params, res *drivers.EnsureResult) error {
+// ensureVersioning compares the bucket's versioning with the parameter and
+// sets it, unless dryRun, where only the change is listed.
+func (b *Backend) ensureVersioning(ctx context.Context, cl *s3.Client, bucket string, p params, dryRun bool, res *drivers.EnsureResult) error {
 	if p.versioning == nil {
 		return nil
 	}
@@ -250,6 +256,11 @@ func (b *Backend) ensureVersioning(ctx context.Context, cl *s3.Client, bucket st
 	default:
 		return nil
 	}
+	change := fmt.Sprintf("versioning %s -> %s", orNever(string(out.Status)), want)
+	if dryRun {
+		res.Changes = append(res.Changes, change)
+		return nil
+	}
 	_, err = cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket), VersioningConfiguration: &types.VersioningConfiguration{Status: want}})
 	if isNotImplemented(err) {
 		res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamVersioning, Message: "this backend does not implement bucket versioning (it answered NotImplemented); the bucket works without it"})
@@ -258,7 +269,7 @@ func (b *Backend) ensureVersioning(ctx context.Context, cl *s3.Client, bucket st
 	if err != nil {
 		return b.classify(fmt.Errorf("set versioning of %s to %s: %w", bucket, want, err))
 	}
-	res.Changes = append(res.Changes, fmt.Sprintf("versioning %s -> %s", orNever(string(out.Status)), want))
+	res.Changes = append(res.Changes, change)
 	return nil
 }
 
@@ -271,7 +282,8 @@ func orNever(s string) string {
 
 // ensureLifecycle makes the bucket's lifecycle exactly the one buckety rule
 // when the parameter is set, and removes only buckety's rule when it is not.
-func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket string, p params, res *drivers.EnsureResult) error {
+// With dryRun it only lists the change.
+func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket string, p params, dryRun bool, res *drivers.EnsureResult) error {
 	out, err := cl.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bucket)})
 	var rules []types.LifecycleRule
 	switch {
@@ -296,6 +308,10 @@ func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket str
 		if len(keep) == len(rules) {
 			return nil
 		}
+		if dryRun {
+			res.Changes = append(res.Changes, "lifecycle rule removed (not in spec)")
+			return nil
+		}
 		if len(keep) == 0 {
 			_, err = cl.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(bucket)})
 		} else {
@@ -316,6 +332,14 @@ func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket str
 		if dropsAbort && want.AbortIncompleteMultipartUploadDays > 0 {
 			res.Shortfalls = append(res.Shortfalls, abortShortfall)
 		}
+		return nil
+	}
+	change := "lifecycle set: " + want.String()
+	if len(rules) > 0 {
+		change = fmt.Sprintf("lifecycle replaced (%d rules on the bucket) with: %s", len(rules), want.String())
+	}
+	if dryRun {
+		res.Changes = append(res.Changes, change)
 		return nil
 	}
 	rule := types.LifecycleRule{
@@ -349,11 +373,7 @@ func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket str
 			res.Shortfalls = append(res.Shortfalls, abortShortfall)
 		}
 	}
-	if len(rules) == 0 {
-		res.Changes = append(res.Changes, "lifecycle set: "+want.String())
-	} else {
-		res.Changes = append(res.Changes, fmt.Sprintf("lifecycle replaced (%d rules on the bucket) with: %s", len(rules), want.String()))
-	}
+	res.Changes = append(res.Changes, change)
 	return nil
 }
 

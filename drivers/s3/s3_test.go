@@ -676,3 +676,41 @@ func TestWrongKeysAreAccessDenied(t *testing.T) {
 		}
 	})
 }
+
+// TestEnsureDryRunWritesNothing: a dry run lists exactly the changes the
+// real Ensure then makes, with no write to the server.
+func TestEnsureDryRunWritesNothing(t *testing.T) {
+	f := newFixture(t, "minio", s3test.Options{}, nil)
+	ctx := context.Background()
+	f.ensure(t, "legacy", map[string]string{"lifecycle": `{"expirationDays": 30}`})
+	f.put(t, "legacy", "kept", "data")
+	for _, want := range []map[string]string{
+		{"versioning": "true", "lifecycle": `{"expirationDays": 7}`},
+		{"versioning": "false"}, // versioning suspended, buckety's lifecycle rule removed
+	} {
+		before := f.versioning(t, "legacy")
+		rulesBefore := lifecycleRules(t, f, "legacy")
+		f.counter.reset()
+		dry, err := f.backend.Ensure(ctx, drivers.Resource{Name: "legacy", Parameters: want, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, all := f.counter.reset(); len(w) != 0 || all == 0 {
+			t.Errorf("%v: want reads and no writes in a dry run, got writes %v of %d requests", want, w, all)
+		}
+		if st, rules := f.versioning(t, "legacy"), lifecycleRules(t, f, "legacy"); st != before || len(rules) != len(rulesBefore) {
+			t.Errorf("%v: want the bucket untouched by the dry run, versioning %q -> %q, %d -> %d rules", want, before, st, len(rulesBefore), len(rules))
+		}
+		real := f.ensure(t, "legacy", want)
+		if len(dry.Changes) != 2 || strings.Join(dry.Changes, "|") != strings.Join(real.Changes, "|") {
+			t.Errorf("%v: want the dry run to list exactly the 2 changes Ensure makes, got %q, Ensure made %q", want, dry.Changes, real.Changes)
+		}
+	}
+	res, err := f.backend.Ensure(ctx, drivers.Resource{Name: "absent", DryRun: true})
+	if err != nil || res.Created || len(res.Changes) != 1 || res.Changes[0] != "create bucket absent" {
+		t.Errorf("want one \"create bucket absent\" change and nothing created, got %+v, %v", res, err)
+	}
+	if in, err := f.backend.Inspect(ctx, drivers.Resource{Name: "absent"}); err != nil || in.Exists {
+		t.Errorf("want the bucket still absent after a dry run, got %+v, %v", in, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -160,6 +161,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	w, perrs := v.parameters(ctx, spec.Child("parameters"), be, nil, b.Spec.Parameters)
 	warnings = append(warnings, w...)
 	errs = append(errs, perrs...)
+	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	if da := b.Spec.DefaultAccess; da != nil {
 		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
@@ -193,9 +195,19 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		return warnings, invalid("Buckety", b.Name, errs)
 	}
 	if !reflect.DeepEqual(old.Spec.Parameters, b.Spec.Parameters) {
-		w, perrs := v.parameters(ctx, spec.Child("parameters"), be, nonNil(old.Spec.Parameters), b.Spec.Parameters)
+		prev := nonNil(old.Spec.Parameters)
+		if adoptionPending(old) {
+			// Nothing was applied yet: the tenant must be able to write
+			// the values the adopted resource already has, even where
+			// they are lower than (or differ from) what was asked first.
+			prev = nil
+		}
+		w, perrs := v.parameters(ctx, spec.Child("parameters"), be, prev, b.Spec.Parameters)
 		warnings = append(warnings, w...)
 		errs = append(errs, perrs...)
+	}
+	if b.Spec.Adoption != old.Spec.Adoption {
+		errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	}
 	if da := b.Spec.DefaultAccess; da != nil && !reflect.DeepEqual(da, old.Spec.DefaultAccess) {
 		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
@@ -203,6 +215,27 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		errs = append(errs, aerrs...)
 	}
 	return warnings, invalid("Buckety", b.Name, errs)
+}
+
+// adoptionPending reports whether b adopted a resource whose differences
+// from spec.parameters wait for the tenant (Ready reason AdoptionDrift) and
+// was never provisioned: nothing of spec.parameters has been applied, so
+// they are validated as on create, without the growth-only and immutability
+// rules that protect an applied value.
+func adoptionPending(b *v1.Buckety) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
+	return b.Status.Provenance == "" && c != nil && c.Reason == v1.ReasonAdoptionDrift
+}
+
+// adoption rejects the tenant's key to adoption when the maintainer's is
+// missing: spec.adoption may ask to adopt only on a backend whose config
+// sets adoption.allow. It is checked on create and when the field changes,
+// so a backend that stops allowing adoption does not block other updates.
+func adoption(p *field.Path, be *config.Backend, a v1.Adoption) field.ErrorList {
+	if !a.Adopts() || be.AllowsAdoption() {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(p, fmt.Sprintf("%s is not allowed on backend %q: its configuration in buckety-controller.yaml does not set adoption.allow, so buckety never takes over an existing resource with content there; remove spec.adoption (or set it to Refuse), or ask the cluster maintainer", a, be.Name))}
 }
 
 // ValidateDelete admits every deletion; the finalizer handles the rest.

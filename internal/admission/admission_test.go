@@ -23,6 +23,7 @@ const testConfig = `backends:
   driver: kadm
   config: {seedBrokers: ['kafka:9092']}
   namePolicy: {prefix: '$${namespace}.'}
+  adoption: {allow: true}
 - name: s3
   driver: s3
   config: {implementation: minio, endpoint: 'http://minio:9000', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
@@ -197,5 +198,69 @@ func TestAccess(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), e) {
 			t.Errorf("want %q in %v", e, err)
 		}
+	}
+}
+
+func TestBucketyAdoption(t *testing.T) {
+	v := BucketyValidator{validators(t)}
+	adopt := func(backend string, a v1.Adoption) *v1.Buckety {
+		b := bky(backend, "${namespace}.orders", nil, nil)
+		b.Spec.Adoption = a
+		return b
+	}
+	const refused = `spec.adoption: Forbidden: Adopt is not allowed on backend "kafka": its configuration in buckety-controller.yaml does not set adoption.allow`
+	for _, c := range []struct {
+		name     string
+		old, new *v1.Buckety
+		err      string
+	}{
+		{name: "create: Adopt where the backend does not allow it", new: adopt("kafka", v1.AdoptionAdopt), err: refused},
+		{name: "create: AdoptAndConverge where the backend does not allow it", new: adopt("kafka", v1.AdoptionAndConverge), err: `spec.adoption: Forbidden: AdoptAndConverge is not allowed on backend "kafka"`},
+		{name: "create: Refuse is always allowed", new: adopt("kafka", v1.AdoptionRefuse)},
+		{name: "create: Adopt where the backend allows it", new: adopt("tenants", v1.AdoptionAdopt)},
+		{name: "update: switching to Adopt where the backend does not allow it", old: adopt("kafka", ""), new: adopt("kafka", v1.AdoptionAdopt), err: refused},
+		{name: "update: Adopt to AdoptAndConverge where allowed", old: adopt("tenants", v1.AdoptionAdopt), new: adopt("tenants", v1.AdoptionAndConverge)},
+		{name: "update: unchanged field is not rechecked (the maintainer withdrew adoption.allow later)", old: adopt("kafka", v1.AdoptionAdopt), new: func() *v1.Buckety {
+			b := adopt("kafka", v1.AdoptionAdopt)
+			b.Spec.RetentionPolicy = v1.RetentionDelete
+			return b
+		}()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			if c.old == nil {
+				_, err = v.ValidateCreate(context.Background(), c.new)
+			} else {
+				_, err = v.ValidateUpdate(context.Background(), c.old, c.new)
+			}
+			switch {
+			case c.err == "" && err != nil:
+				t.Errorf("want admitted, got %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Errorf("want an error containing %q, got %v", c.err, err)
+			}
+		})
+	}
+}
+
+// TestParametersWhileAdoptionPending: an adoption waiting for the tenant
+// (nothing applied yet) accepts the parameters the resource already has,
+// even below what was asked first; once provisioned, the growth-only rule
+// holds again.
+func TestParametersWhileAdoptionPending(t *testing.T) {
+	v := BucketyValidator{validators(t)}
+	old := bky("tenants", "${namespace}.orders", map[string]string{"partitions": "3"}, nil)
+	old.Spec.Adoption = v1.AdoptionAdopt
+	old.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonAdoptionDrift}}
+	lowered := old.DeepCopy()
+	lowered.Spec.Parameters = map[string]string{"partitions": "2"}
+	if _, err := v.ValidateUpdate(context.Background(), old, lowered); err != nil {
+		t.Errorf("want lowering admitted while the adoption is pending, got %v", err)
+	}
+	settled := old.DeepCopy()
+	settled.Status.Provenance = v1.ProvenanceAdopted
+	settled.Status.Conditions[0].Reason = v1.ReasonReconciled
+	if _, err := v.ValidateUpdate(context.Background(), settled, lowered); err == nil || !strings.Contains(err.Error(), "can only grow (was 3, now 2)") {
+		t.Errorf("want the growth-only rule once provisioned, got %v", err)
 	}
 }

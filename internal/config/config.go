@@ -42,6 +42,9 @@ type Backend struct {
 	Defaults map[string]string `json:"defaults,omitempty"`
 	// NamePolicy restricts the backend resource names tenants can claim.
 	NamePolicy *NamePolicy `json:"namePolicy,omitempty"`
+	// Adoption is the maintainer's key for taking over resources that
+	// already exist with content; absent means adoption is not allowed.
+	Adoption *Adoption `json:"adoption,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
@@ -59,6 +62,27 @@ type NamePolicy struct {
 	// "$${backend.zone}-$${namespace}-".
 	Prefix string `json:"prefix" envsubst:"true"`
 }
+
+// Adoption is the maintainer's half of the two-key opt-in to adopting
+// existing resources that hold content: the tenant's half is
+// Buckety.spec.adoption. Allow it only together with a namePolicy, so that a
+// tenant can adopt only names under its own prefix.
+type Adoption struct {
+	// Allow lets Bucketies on this backend set spec.adoption (Adopt or
+	// AdoptAndConverge) and take over an existing resource with content.
+	Allow bool `json:"allow"`
+	// DeleteAdopted lets retentionPolicy Delete delete a resource whose
+	// adoption settled (claim phase Adopted), content and all. Default
+	// false: an adopted resource is always retained.
+	DeleteAdopted bool `json:"deleteAdopted,omitempty"`
+}
+
+// AllowsAdoption reports whether the maintainer allows adoption on b.
+func (b *Backend) AllowsAdoption() bool { return b.Adoption != nil && b.Adoption.Allow }
+
+// DeletesAdopted reports whether retentionPolicy Delete may delete an
+// adopted resource on b.
+func (b *Backend) DeletesAdopted() bool { return b.Adoption != nil && b.Adoption.DeleteAdopted }
 
 // CheckName applies the backend's name policy to a resolved name, with the
 // same substitution sources as the name. The error quotes the policy.
@@ -253,6 +277,9 @@ func (c *Config) Validate() error {
 				errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, msg))
 				policyOK = false
 			}
+		}
+		if a := b.Adoption; a != nil && a.DeleteAdopted && !a.Allow {
+			errs = append(errs, field.Invalid(p.Child("adoption", "deleteAdopted"), true, "applies only to adopted resources; set adoption.allow: true as well, or remove deleteAdopted"))
 		}
 		for k := range b.Defaults {
 			if !naming.ValidBackendKey(k) {

@@ -100,7 +100,7 @@ func TestMisconfigured(t *testing.T) {
 		want       []string
 	}{
 		{"strict decode, top level", "backend:\n- name: a\n", []string{`backend: unknown field "backend"; remove it or fix its spelling (allowed here: backends)`}},
-		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: config, defaults, driver, name"}},
+		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, defaults, driver, name"}},
 		{"strict decode, driver options", "backends:\n- name: a\n  driver: test\n  config:\n    endpoint: x\n    endpiont: y\n", []string{`backends[0].config.endpiont: Invalid value: unknown field "endpiont"`, "allowed here: endpoint, limit, token"}},
 		{"wrong type in driver options", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: lots}\n", []string{`backends[0].config.limit: Invalid value: want a int`}},
 		{"undefined variable without default", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, token: '${UNSET_TOKEN}'}\n", []string{`backends[0].config.token: Invalid value: environment variable UNSET_TOKEN is not set: set it, or write ${UNSET_TOKEN:-default}`}},
@@ -116,6 +116,9 @@ func TestMisconfigured(t *testing.T) {
 		{"no backends", "backends: []\n", []string{`backends: Required value: define at least one backend`}},
 		{"bad name policy", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  namePolicy: {prefix: '$$bad'}\n", []string{`backends[0].namePolicy.prefix: Invalid value: "$bad": template "$bad", column 1`}},
 		{"unescaped name policy", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  namePolicy: {prefix: '${namespace}.'}\n", []string{`backends[0].namePolicy.prefix: environment variable namespace is not set: set it, or write ${namespace:-default} to make it optional, or $${namespace} for a literal ${namespace}`}},
+		{"misspelled adoption key", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {alow: true}\n", []string{`backends[0].adoption.alow: unknown field "alow"`, "allowed here: allow, deleteAdopted"}},
+		{"adoption value of the wrong type", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {allow: yes-please}\n", []string{`adoption.allow: want a bool`}},
+		{"deleteAdopted without allow", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {deleteAdopted: true}\n", []string{`backends[0].adoption.deleteAdopted: Invalid value: true: applies only to adopted resources; set adoption.allow: true as well`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
 	}
 	for _, c := range cases {

@@ -510,3 +510,175 @@ func TestAccessWaitsForItsBuckety(t *testing.T) {
 		t.Errorf("want Ready once the Buckety is provisioned, got %s (%s)", c.Reason, c.Message)
 	}
 }
+
+// adoptEnv is a backend that allows adoption, with a name policy as the
+// README recommends.
+const adoptEnv = "  namePolicy: {prefix: \"$${namespace}.\"}\n  adoption: {allow: true}\n"
+
+func TestAdoptionNeedsBothKeys(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		config   string
+		adoption v1.Adoption
+		want     string
+		hint     string
+	}{
+		{"neither", "", "", v1.ReasonAdoptionRefused, "empty it"},
+		{"tenant only", "", v1.AdoptionAdopt, v1.ReasonAdoptionRefused, "does not allow adoption"},
+		{"maintainer only", adoptEnv, "", v1.ReasonAdoptionRefused, "set spec.adoption: Adopt"},
+		{"maintainer only, Refuse", adoptEnv, v1.AdoptionRefuse, v1.ReasonAdoptionRefused, "set spec.adoption: Adopt"},
+		{"both", adoptEnv, v1.AdoptionAdopt, v1.ReasonReconciled, "in sync"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.config)
+			e.svc.Put("a.full", 3)
+			b := newBuckety("a", "full", "a.full")
+			b.Spec.Adoption = c.adoption
+			e.create(b)
+			e.reconcile("a", "full")
+			b = e.buckety("a", "full")
+			status := metav1.ConditionFalse
+			if c.want == v1.ReasonReconciled {
+				status = metav1.ConditionTrue
+			}
+			if got := e.wantReady(b, status, c.want); !strings.Contains(got.Message, c.hint) {
+				t.Errorf("want the message to say %q, got %q", c.hint, got.Message)
+			}
+			cl, held := e.claim("a.full")
+			if c.want == v1.ReasonAdoptionRefused {
+				if held {
+					t.Error("want the claim of a refused adoption released")
+				}
+				return
+			}
+			if !held || cl.Spec.Phase != v1.ClaimAdopted || b.Status.Provenance != v1.ProvenanceAdopted {
+				t.Errorf("want claim Adopted and provenance Adopted, got claim %q (held %v), provenance %q", cl.Spec.Phase, held, b.Status.Provenance)
+			}
+			if s, _ := e.svc.Get("a.full"); s.Records != 3 {
+				t.Errorf("want the content kept, got %d records", s.Records)
+			}
+		})
+	}
+}
+
+func TestAdoptionReportsDriftBeforeApplying(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// settle is what the tenant does about the reported drift.
+		settle func(b *v1.Buckety)
+		want   map[string]string
+	}{
+		{"parameters matched", func(b *v1.Buckety) { b.Spec.Parameters = map[string]string{"size": "5"} }, map[string]string{"size": "5"}},
+		{"converge", func(b *v1.Buckety) { b.Spec.Adoption = v1.AdoptionAndConverge }, map[string]string{"size": "9"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, adoptEnv)
+			e.svc.PutWith("a.legacy", 7, map[string]string{"size": "5"})
+			b := newBuckety("a", "legacy", "a.legacy")
+			b.Spec.Adoption = v1.AdoptionAdopt
+			b.Spec.Parameters = map[string]string{"size": "9"}
+			b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "legacy"}
+			e.create(b)
+			for range 2 { // nothing changes on a second pass either
+				res := e.reconcile("a", "legacy")
+				b = e.buckety("a", "legacy")
+				got := e.wantReady(b, metav1.ConditionFalse, v1.ReasonAdoptionDrift)
+				if !strings.Contains(got.Message, "map[size:5] -> map[size:9]") {
+					t.Errorf("want the difference listed, got %q", got.Message)
+				}
+				if p := cond(b.Status.Conditions, v1.ConditionProvisioned); p.Status != metav1.ConditionFalse {
+					t.Errorf("want Provisioned=False while the adoption is not settled (accesses wait), got %s", p.Status)
+				}
+				if res.RequeueAfter < shared.PermanentBase {
+					t.Errorf("want the wait for the tenant on the permanent backoff (at least %s), got %s", shared.PermanentBase, res.RequeueAfter)
+				}
+			}
+			if s, _ := e.svc.Get("a.legacy"); s.Parameters["size"] != "5" {
+				t.Errorf("want nothing applied before the tenant agrees, got %v", s.Parameters)
+			}
+			if cl, _ := e.claim("a.legacy"); cl.Spec.Phase != v1.ClaimAdopting {
+				t.Errorf("want the claim Adopting until settled, got %q", cl.Spec.Phase)
+			}
+			var list v1.BucketyAccessList
+			if err := e.c.List(context.Background(), &list); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 0 {
+				t.Errorf("want no access materialised before the adoption settles, got %d", len(list.Items))
+			}
+			before := b.DeepCopy()
+			c.settle(b)
+			if err := e.c.Patch(context.Background(), b, client.MergeFrom(before)); err != nil {
+				t.Fatal(err)
+			}
+			e.reconcile("a", "legacy")
+			b = e.buckety("a", "legacy")
+			if p := cond(b.Status.Conditions, v1.ConditionProvisioned); p.Status != metav1.ConditionTrue {
+				t.Errorf("want Provisioned=True once settled, got %s (%s)", p.Status, p.Message)
+			}
+			if cl, _ := e.claim("a.legacy"); cl.Spec.Phase != v1.ClaimAdopted || b.Status.Provenance != v1.ProvenanceAdopted {
+				t.Errorf("want claim and provenance Adopted once settled, got %q, %q", cl.Spec.Phase, b.Status.Provenance)
+			}
+			s, _ := e.svc.Get("a.legacy")
+			if s.Parameters["size"] != c.want["size"] || s.Records != 7 {
+				t.Errorf("want parameters %v and 7 records, got %v and %d", c.want, s.Parameters, s.Records)
+			}
+			// Settled: managed normally, so drift out of band is repaired.
+			e.svc.PutWith("a.legacy", 7, map[string]string{"size": "1"})
+			e.reconcile("a", "legacy")
+			if s, _ := e.svc.Get("a.legacy"); s.Parameters["size"] != c.want["size"] {
+				t.Errorf("want drift repaired after the adoption settled, got %v", s.Parameters)
+			}
+		})
+	}
+}
+
+func TestAdoptedDeletionNeedsDeleteAdopted(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		config   string
+		settled  bool
+		wantGone bool
+	}{
+		{"retained by default", adoptEnv, true, false},
+		{"deleted with deleteAdopted", "  namePolicy: {prefix: \"$${namespace}.\"}\n  adoption: {allow: true, deleteAdopted: true}\n", true, true},
+		{"unsettled adoption retained even with deleteAdopted", "  namePolicy: {prefix: \"$${namespace}.\"}\n  adoption: {allow: true, deleteAdopted: true}\n", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.config)
+			e.svc.PutWith("a.old", 4, map[string]string{"size": "5"})
+			b := newBuckety("a", "old", "a.old")
+			b.Spec.Adoption = v1.AdoptionAdopt
+			b.Spec.RetentionPolicy = v1.RetentionDelete
+			b.Spec.Parameters = map[string]string{"size": "9"}
+			if c.settled {
+				b.Spec.Parameters["size"] = "5"
+			}
+			e.create(b)
+			e.reconcile("a", "old")
+			e.deleteAndReconcile("a", "old")
+			if _, exists := e.svc.Get("a.old"); exists == c.wantGone {
+				t.Errorf("want gone=%v, exists=%v", c.wantGone, exists)
+			}
+			if _, held := e.claim("a.old"); held {
+				t.Error("want the claim released")
+			}
+		})
+	}
+}
+
+func TestHostileAdoptionIsRefusedByTheNamePolicy(t *testing.T) {
+	e := newEnv(t, adoptEnv)
+	e.svc.Put("victim.orders", 10)
+	b := newBuckety("attacker", "orders", "victim.orders")
+	b.Spec.Adoption = v1.AdoptionAndConverge
+	e.create(b)
+	e.reconcile("attacker", "orders")
+	e.wantReady(e.buckety("attacker", "orders"), metav1.ConditionFalse, v1.ReasonInvalidName)
+	if _, held := e.claim("victim.orders"); held {
+		t.Error("want no claim on another namespace's name")
+	}
+	if e.svc.Calls("inspect")+e.svc.Calls("ensure") != 0 {
+		t.Error("want the backend untouched")
+	}
+}

@@ -262,6 +262,11 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 		{"every failing parameter in one response", b("f", "kafka", "", map[string]string{"partitions": "0", "replicationFactor": "three", "config.num.partitions": "3", "retentionMs": "1"}, nil), []string{
 			"spec.parameters[partitions]", "spec.parameters[replicationFactor]", "spec.parameters[config.num.partitions]", "spec.parameters[retentionMs]"}},
 		{"capability gating names the implementation", b("g", "s3", "", map[string]string{"jurisdiction": "eu"}, nil), []string{"jurisdiction is only supported for implementation r2, and the backend's implementation is minio"}},
+		{"adoption on a backend that does not allow it", func() *v1.Buckety {
+			o := b("h", "kafka", "", nil, nil)
+			o.Spec.Adoption = v1.AdoptionAdopt
+			return o
+		}(), []string{`spec.adoption: Forbidden: Adopt is not allowed on backend "kafka": its configuration in buckety-controller.yaml does not set adoption.allow`}},
 	}
 	for _, r := range rejected {
 		t.Run(r.name, func(t *testing.T) {

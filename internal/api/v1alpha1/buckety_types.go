@@ -33,17 +33,42 @@ const (
 	RoleWriteOnly Role = "WriteOnly"
 )
 
+// Adoption says whether a Buckety may take over a backend resource that
+// already exists and holds content. It is one of two keys: the backend must
+// also allow adoption (adoption.allow in buckety-controller.yaml).
+// +kubebuilder:validation:Enum=Refuse;Adopt;AdoptAndConverge
+type Adoption string
+
+const (
+	// AdoptionRefuse (the default, also when the field is omitted) never
+	// takes over a resource that holds content: the Buckety reports
+	// AdoptionRefused. An existing empty resource is adopted and converged.
+	AdoptionRefuse Adoption = "Refuse"
+	// AdoptionAdopt takes over an existing resource, content and all, but
+	// writes nothing to it while it differs from spec.parameters: the
+	// Buckety reports the differences (Ready=False, reason AdoptionDrift)
+	// until the parameters match or the field becomes AdoptAndConverge.
+	AdoptionAdopt Adoption = "Adopt"
+	// AdoptionAndConverge takes over an existing resource and converges it
+	// to spec.parameters, announcing the changes in an AdoptionConverging
+	// event before applying them.
+	AdoptionAndConverge Adoption = "AdoptAndConverge"
+)
+
+// Adopts reports whether a asks to take over a resource that holds content.
+func (a Adoption) Adopts() bool { return a == AdoptionAdopt || a == AdoptionAndConverge }
+
 // Provenance records whether buckety created the backend resource or took
-// over an existing empty one. retentionPolicy Delete deletes only what
-// buckety created.
+// over an existing one. retentionPolicy Delete deletes only what buckety
+// created, unless the backend sets adoption.deleteAdopted.
 // +kubebuilder:validation:Enum=Created;Adopted
 type Provenance string
 
 const (
 	// ProvenanceCreated means the controller created the backend resource.
 	ProvenanceCreated Provenance = "Created"
-	// ProvenanceAdopted means the backend resource existed, empty, before
-	// this Buckety claimed it.
+	// ProvenanceAdopted means the backend resource existed before this
+	// Buckety claimed it: empty, or (with spec.adoption) holding content.
 	ProvenanceAdopted Provenance = "Adopted"
 )
 
@@ -90,6 +115,23 @@ type BucketySpec struct {
 	// removed or when any explicit BucketyAccess targets this Buckety.
 	// +optional
 	DefaultAccess *DefaultAccess `json:"defaultAccess,omitempty"`
+
+	// Adoption says whether this Buckety may take over a backend resource
+	// that already exists and holds content (the tenant's key; the backend
+	// must also allow it with adoption.allow, or admission rejects the
+	// field). Refuse (default) reports AdoptionRefused. Adopt takes the
+	// resource over but writes nothing to it while it differs from
+	// spec.parameters: Ready=False, reason AdoptionDrift, lists the
+	// differences until the parameters match (or this field becomes
+	// AdoptAndConverge); the adoption is then settled and the resource is
+	// managed like any other. AdoptAndConverge takes it over and applies
+	// spec.parameters at once, announcing the changes in an event first.
+	// Mutable: changing Adopt to AdoptAndConverge is how a tenant accepts
+	// the reported changes; once the adoption is settled the field has no
+	// effect. An adopted resource is deleted by retentionPolicy Delete only
+	// when the backend sets adoption.deleteAdopted.
+	// +optional
+	Adoption Adoption `json:"adoption,omitempty"`
 }
 
 // DefaultAccess describes the implicit BucketyAccess of a Buckety.
@@ -143,7 +185,7 @@ type BucketyStatus struct {
 	BackendResourceName string `json:"backendResourceName,omitempty"`
 
 	// Provenance is Created when buckety created the backend resource and
-	// Adopted when it claimed an existing empty one. Sticky.
+	// Adopted when it claimed an existing one. Sticky.
 	// +optional
 	Provenance Provenance `json:"provenance,omitempty"`
 

@@ -5,9 +5,9 @@ import (
 )
 
 // ClaimPhase is how far a BucketyClaim's owner has come with the backend
-// resource. It only moves forward: Claimed -> Creating -> Created, or
-// Claimed -> Adopted.
-// +kubebuilder:validation:Enum=Claimed;Creating;Created;Adopted
+// resource. It only moves forward: Claimed -> Creating -> Created,
+// Claimed -> Adopted, or Claimed -> Adopting -> Adopted.
+// +kubebuilder:validation:Enum=Claimed;Creating;Created;Adopting;Adopted
 type ClaimPhase string
 
 const (
@@ -21,9 +21,16 @@ const (
 	ClaimCreating ClaimPhase = "Creating"
 	// ClaimCreated: the driver reported that it created the resource.
 	ClaimCreated ClaimPhase = "Created"
+	// ClaimAdopting: the resource existed before the owner claimed it and
+	// the owner asked to adopt it (spec.adoption); the adoption is not
+	// settled yet: nothing is written to the resource while it differs
+	// from the owner's parameters, unless the owner asks to converge.
+	ClaimAdopting ClaimPhase = "Adopting"
 	// ClaimAdopted: the resource existed (empty) before the owner claimed it,
-	// or appeared between the check and the create. It is never deleted by
-	// retentionPolicy Delete.
+	// or appeared between the check and the create, or an adoption the
+	// owner asked for settled. It is managed like a created resource, but
+	// retentionPolicy Delete deletes it only when the backend's
+	// adoption.deleteAdopted says so.
 	ClaimAdopted ClaimPhase = "Adopted"
 )
 

@@ -112,6 +112,11 @@ const (
 	// ReasonAdoptionRefused: the backend resource already exists and holds
 	// content, so it is not claimed.
 	ReasonAdoptionRefused = "AdoptionRefused"
+	// ReasonAdoptionDrift: the Buckety adopted an existing resource
+	// (spec.adoption: Adopt) that differs from spec.parameters; nothing is
+	// written to it until the parameters match or spec.adoption becomes
+	// AdoptAndConverge. The message lists the differences.
+	ReasonAdoptionDrift = "AdoptionDrift"
 	// ReasonNameConflict: another Buckety already owns the backend resource.
 	ReasonNameConflict = "NameConflict"
 	// ReasonSecretConflict: a Secret with the credentials name exists and

@@ -30,6 +30,11 @@ type facts struct {
 	conflictOwner string
 	// adoptionRefused explains a pre-existing resource with content.
 	adoptionRefused string
+	// adoptionHint says what would let the refused adoption in.
+	adoptionHint string
+	// adoptionDrift lists how an adopted resource whose adoption is not
+	// settled differs from spec.parameters; nothing was applied.
+	adoptionDrift []string
 	// BackendFailure is the driver failure, if any.
 	shared.BackendFailure
 	// drift the driver would not repair.

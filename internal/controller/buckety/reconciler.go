@@ -124,7 +124,7 @@ func failure(f *facts) shared.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil, f.claimErr != nil:
 		return shared.Transient
-	case f.AccessDenied != nil, f.adoptionRefused != "", f.conflictOwner != "", len(f.shortfalls) > 0:
+	case f.AccessDenied != nil, f.adoptionRefused != "", len(f.adoptionDrift) > 0, f.conflictOwner != "", len(f.shortfalls) > 0:
 		return shared.Permanent
 	}
 	return shared.None
@@ -229,10 +229,14 @@ func (r *Reconciler) conflictEvent(b *v1.Buckety, e *backends.Entry, f *facts) {
 // way records in the claim, before each backend write it depends on, how
 // this Buckety came to own the resource:
 //
-//   - Claimed: the adoption check runs. A resource holding content is
-//     refused and the claim released; an empty one is recorded Adopted;
-//     a missing one is recorded Creating (the intent) before Ensure may
-//     create it.
+//   - Claimed: the adoption check runs. When the tenant asks to adopt
+//     (spec.adoption) and the backend allows it, an existing resource,
+//     with content or not, is recorded Adopting. Otherwise a resource
+//     holding content is refused and the claim released, and an empty one
+//     is recorded Adopted. A missing one is recorded Creating (the intent)
+//     before Ensure may create it.
+//   - Adopting: see settleAdoption; nothing is written to the resource
+//     until the adoption settles as Adopted.
 //   - Creating, in the pass that recorded it: Ensure reporting that it
 //     created the resource makes it Created; a resource that appeared
 //     between the check and Ensure makes it Adopted.
@@ -249,8 +253,10 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			f.Record(err)
 			return false, nil
 		}
-		if in.Exists && in.HasContent {
+		adopting := in.Exists && b.Spec.Adoption.Adopts() && e.Config.AllowsAdoption()
+		if in.Exists && in.HasContent && !adopting {
 			f.adoptionRefused = in.Detail
+			f.adoptionHint = adoptionHint(b, e)
 			if err := r.Claims.Release(ctx, cl); err != nil {
 				return false, err
 			}
@@ -258,7 +264,10 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			return false, nil
 		}
 		phase := v1.ClaimCreating
-		if in.Exists {
+		switch {
+		case adopting:
+			phase = v1.ClaimAdopting
+		case in.Exists:
 			phase = v1.ClaimAdopted
 		}
 		if err := r.Claims.Advance(ctx, cl, phase); err != nil {
@@ -267,6 +276,9 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		}
 		justRecorded = phase == v1.ClaimCreating
 		testhook.Pause(ctx, testhook.AfterInspect)
+	}
+	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f) {
+		return false, nil
 	}
 	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
 	var drift *drivers.DriftError
@@ -327,6 +339,54 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	}
 	b.Status.DriverBuildVersion = e.Driver.Version().String()
 	return true, nil
+}
+
+// adoptionHint tells the tenant of a refused adoption what would let it in.
+func adoptionHint(b *v1.Buckety, e *backends.Entry) string {
+	switch {
+	case b.Spec.Adoption.Adopts():
+		return fmt.Sprintf("spec.adoption is %s, but backend %s does not allow adoption (adoption.allow in buckety-controller.yaml): empty it, or choose another spec.name", b.Spec.Adoption, e.Name)
+	case e.Config.AllowsAdoption():
+		return "buckety does not claim a resource that already holds content unless asked to: set spec.adoption: Adopt to take it over, empty it, or choose another spec.name"
+	}
+	return "buckety does not claim a resource that already holds content: empty it, or choose another spec.name"
+}
+
+// settleAdoption decides whether an adoption the tenant asked for (claim
+// phase Adopting) is settled, and records it in the claim (Adopted) before
+// anything is written to the resource. It compares the resource with
+// spec.parameters through the driver's dry run. With differences and
+// spec.adoption other than AdoptAndConverge, nothing is applied: the
+// differences are reported (Ready=False, reason AdoptionDrift) and the
+// claim stays Adopting until the parameters match or the tenant asks to
+// converge. Differences being converged are announced in an event first.
+func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
+	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters, DryRun: true})
+	var drift *drivers.DriftError
+	if err != nil && !errors.As(err, &drift) {
+		f.Record(err)
+		return false
+	}
+	diffs := res.Changes
+	if drift != nil {
+		diffs = append(diffs, drift.Error())
+	}
+	if len(diffs) > 0 && b.Spec.Adoption != v1.AdoptionAndConverge {
+		f.adoptionDrift = diffs
+		f.drift = drift
+		if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c == nil || c.Reason != v1.ReasonAdoptionDrift || c.ObservedGeneration != b.Generation {
+			r.event(b, corev1.EventTypeWarning, v1.ReasonAdoptionDrift, "Adopt", fmt.Sprintf("%s on backend %s differs from spec.parameters; nothing applied: %s", f.resourceName, e.Name, strings.Join(diffs, "; ")))
+		}
+		return false
+	}
+	if len(diffs) > 0 {
+		r.event(b, corev1.EventTypeNormal, "AdoptionConverging", "Adopt", fmt.Sprintf("spec.adoption is AdoptAndConverge; applying to %s on backend %s: %s", f.resourceName, e.Name, strings.Join(diffs, "; ")))
+	}
+	if err := r.Claims.Advance(ctx, f.claim, v1.ClaimAdopted); err != nil {
+		f.claimErr = err
+		return false
+	}
+	return true
 }
 
 // reconcileAccesses materialises or removes the implicit access, then
@@ -539,9 +599,13 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	switch {
 	case b.Spec.RetentionPolicy != v1.RetentionDelete:
 		return retain("retentionPolicy Retain")
-	case cl.Spec.Phase == v1.ClaimAdopted:
-		return retain("it was adopted, not created, by buckety")
-	case !shared.Deletable(cl):
+	case !shared.Deletable(cl, r.deletesAdopted(cl.Spec.Backend)):
+		switch cl.Spec.Phase {
+		case v1.ClaimAdopting:
+			return retain("it was adopted, not created, by buckety, and the adoption never settled")
+		case v1.ClaimAdopted:
+			return retain("it was adopted, not created, by buckety (the backend does not set adoption.deleteAdopted)")
+		}
 		return retain("this Buckety never wrote to it")
 	}
 	e, problem := shared.Resolve(r.Backends, cl.Spec.Backend,
@@ -570,8 +634,20 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		}
 		return reconcile.Result{RequeueAfter: d}, false, nil
 	}
-	r.event(b, corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted %s on backend %s (retentionPolicy Delete)", name, e.Name))
+	why := "retentionPolicy Delete"
+	if cl.Spec.Phase == v1.ClaimAdopted {
+		why += "; adopted, and the backend sets adoption.deleteAdopted"
+	}
+	r.event(b, corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted %s on backend %s (%s)", name, e.Name, why))
 	return reconcile.Result{}, true, nil
+}
+
+// deletesAdopted reports whether the maintainer lets retentionPolicy Delete
+// delete adopted resources on the backend (adoption.deleteAdopted). A
+// backend no longer configured does not.
+func (r *Reconciler) deletesAdopted(backend string) bool {
+	e, ok := r.Backends.Get(backend)
+	return ok && e.Config.DeletesAdopted()
 }
 
 // wakeConflicts enqueues every Buckety waiting for a name another held.

@@ -131,7 +131,7 @@ type link func(b *v1.Buckety, f *facts) *readinessResult
 // Before provisionedLinks the backend resource is not usable; after them it
 // exists and Ready waits only on parameters applied and access Secrets.
 var readyChain = []link{
-	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, adoptionLink,
+	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, adoptionLink, adoptionDriftLink,
 	backendFailureLink, claimLink, notYetProvisionedLink,
 	// The backend resource exists from here on.
 	driftLink, shortfallLink, implicitAccessLink, pendingAccessesLink,
@@ -216,7 +216,21 @@ func adoptionLink(_ *v1.Buckety, f *facts) *readinessResult {
 	if f.adoptionRefused == "" {
 		return nil
 	}
-	return notReady(v1.ReasonAdoptionRefused, f.adoptionRefused+"; buckety does not claim a resource that already holds content: empty it, or choose another spec.name", false)
+	hint := f.adoptionHint
+	if hint == "" {
+		hint = "buckety does not claim a resource that already holds content: empty it, or choose another spec.name"
+	}
+	return notReady(v1.ReasonAdoptionRefused, f.adoptionRefused+"; "+hint, false)
+}
+
+// adoptionDriftLink: an adoption the tenant asked for waits for the
+// tenant, since the resource differs from spec.parameters and nothing is
+// applied before the tenant agrees.
+func adoptionDriftLink(b *v1.Buckety, f *facts) *readinessResult {
+	if len(f.adoptionDrift) == 0 {
+		return nil
+	}
+	return notReady(v1.ReasonAdoptionDrift, fmt.Sprintf("adopted %s on backend %s differs from spec.parameters, and nothing is applied until they match or spec.adoption is AdoptAndConverge; converging would: %s", resourceOf(b, f), b.Spec.Backend, strings.Join(f.adoptionDrift, "; ")), false)
 }
 
 // backendFailureLink: the backend was unreachable, refused buckety, or

@@ -52,6 +52,8 @@ func TestReadyChain(t *testing.T) {
 		{"invalid parameters", facts{invalidParams: "spec.parameters[partitions]: Invalid value"}, v1.ReasonInvalidParameters, false, false, "partitions"},
 		{"name conflict", facts{conflictOwner: "other/orders", resourceName: "orders"}, v1.ReasonNameConflict, false, false, "other/orders"},
 		{"adoption refused", facts{adoptionRefused: "topic t holds 3 records"}, v1.ReasonAdoptionRefused, false, false, "3 records"},
+		{"adoption refused, with the hint", facts{adoptionRefused: "topic t holds 3 records", adoptionHint: "set spec.adoption: Adopt"}, v1.ReasonAdoptionRefused, false, false, "set spec.adoption: Adopt"},
+		{"adoption drift waits for the tenant, before unrepairable drift", facts{adoptionDrift: []string{"partitions 2 -> 3", drift.Error()}, drift: drift}, v1.ReasonAdoptionDrift, false, false, "partitions 2 -> 3; parameter partitions"},
 		{"unreachable", facts{BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}, v1.ReasonBackendUnreachable, false, true, "timeout"},
 		{"access denied", facts{BackendFailure: shared.BackendFailure{AccessDenied: errDenied}}, v1.ReasonBackendAccessDenied, false, false, "SASL"},
 		{"backend error", facts{BackendFailure: shared.BackendFailure{Other: errors.New("INVALID_CONFIG")}}, v1.ReasonBackendError, false, true, "INVALID_CONFIG"},

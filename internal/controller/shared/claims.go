@@ -175,8 +175,16 @@ func (c *Claims) delete(ctx context.Context, cl *v1.BucketyClaim) error {
 }
 
 // Deletable reports whether a claim's phase allows retentionPolicy Delete to
-// remove the resource: only what buckety created (or recorded its intent to
-// create before a crash) is ever deleted.
-func Deletable(cl *v1.BucketyClaim) bool {
-	return cl.Spec.Phase == v1.ClaimCreated || cl.Spec.Phase == v1.ClaimCreating
+// remove the resource: what buckety created (or recorded its intent to
+// create before a crash), and a settled adoption only when the backend's
+// maintainer allows deleting adopted resources (adoption.deleteAdopted).
+// An adoption that never settled, or a claim never written to, never is.
+func Deletable(cl *v1.BucketyClaim, deleteAdopted bool) bool {
+	switch cl.Spec.Phase {
+	case v1.ClaimCreated, v1.ClaimCreating:
+		return true
+	case v1.ClaimAdopted:
+		return deleteAdopted
+	}
+	return false
 }

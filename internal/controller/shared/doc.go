@@ -24,14 +24,18 @@
 //   - Durable intent. The claim's phase is advanced, with an
 //     optimistic-lock update, before the backend write that depends on it:
 //     Claimed (nothing written yet) -> Creating (about to create) ->
-//     Created, or -> Adopted (it existed, empty). A crash or a lost status
-//     patch after the create leaves Creating, which later passes finish as
-//     Created, never as Adopted.
+//     Created, or -> Adopted (it existed, empty), or, when both the tenant
+//     (spec.adoption) and the backend (adoption.allow) opt in to adopting
+//     a resource with content, -> Adopting (nothing written while it
+//     differs from the tenant's parameters) -> Adopted (settled). A crash
+//     or a lost status patch after the create leaves Creating, which later
+//     passes finish as Created, never as Adopted.
 //   - Unforgeable. Tenants get no RBAC for claims; Buckety status mirrors
 //     the claim and is rewritten from it. Deletion reads the Buckety's
 //     claims fresh (by owner UID) and deletes a resource only when its
-//     claim says Created or Creating and the backend's current name policy
-//     still gives the name to the Buckety's namespace.
+//     claim says Created or Creating (or Adopted, on a backend whose
+//     maintainer set adoption.deleteAdopted) and the backend's current
+//     name policy still gives the name to the Buckety's namespace.
 //   - Released on every path: a Buckety's deletion releases every claim
 //     with its UID (whether or not it was ever provisioned), a claim never
 //     written to the backend is released when the resolved name changes
