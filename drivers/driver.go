@@ -45,6 +45,11 @@ type Driver interface {
 	// for immutability) carry what a schema cannot. The release tool
 	// publishes them; the admission webhook evaluates them.
 	Schemas() Schemas
+	// SecretKeys declares the keys of the Secret that Grant returns: each
+	// key's meaning and whether every Secret has it. Grant returns no other
+	// key. The release tool publishes the declaration as the driver's
+	// secret schema.
+	SecretKeys() []SecretKey
 
 	// Open connects a backend. The returned Backend is long-lived and safe for
 	// concurrent use; the caller closes it at shutdown. Open must not block on

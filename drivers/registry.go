@@ -6,7 +6,12 @@ import (
 	"sort"
 )
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+var (
+	nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	// secretKeyRE: a Secret key that is also an environment variable name,
+	// so that envFrom hands a workload every key.
+	secretKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 // Registry maps driver names to drivers. It is built once at start-up, in
 // package drivers/all, and read-only afterwards.
@@ -23,9 +28,9 @@ func NewRegistry(ds ...Driver) *Registry {
 	return r
 }
 
-// Register adds d. A nil driver, a malformed name or a name registered twice
-// is a programming error and panics, so a binary that wires drivers wrongly
-// never starts.
+// Register adds d. A nil driver, a malformed name, a name registered twice
+// or a malformed Secret key declaration is a programming error and panics,
+// so a binary that wires drivers wrongly never starts.
 func (r *Registry) Register(d Driver) {
 	if d == nil {
 		panic("drivers: Register of a nil driver")
@@ -33,6 +38,9 @@ func (r *Registry) Register(d Driver) {
 	name := d.Name()
 	if !nameRE.MatchString(name) {
 		panic(fmt.Sprintf("drivers: driver name %q must be lowercase letters, digits and -", name))
+	}
+	if err := checkSecretKeys(d.SecretKeys()); err != nil {
+		panic(fmt.Sprintf("drivers: driver %q: %v", name, err))
 	}
 	if _, dup := r.drivers[name]; dup {
 		panic(fmt.Sprintf("drivers: driver %q registered twice", name))
@@ -54,4 +62,25 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkSecretKeys: at least one key that every Secret has, every name an
+// environment variable name and declared once, every key described.
+func checkSecretKeys(keys []SecretKey) error {
+	seen := map[string]bool{}
+	for _, k := range keys {
+		switch {
+		case !secretKeyRE.MatchString(k.Name):
+			return fmt.Errorf("secret key %q must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", k.Name)
+		case seen[k.Name]:
+			return fmt.Errorf("secret key %q declared twice", k.Name)
+		case k.Description == "":
+			return fmt.Errorf("secret key %q has no description", k.Name)
+		}
+		seen[k.Name] = true
+	}
+	if len(RequiredSecretKeys(keys)) == 0 {
+		return fmt.Errorf("declares no secret key that every Secret has")
+	}
+	return nil
 }

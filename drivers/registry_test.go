@@ -30,6 +30,18 @@ func TestRegistryPanics(t *testing.T) {
 		},
 		"nil driver": func(r *drivers.Registry) { r.Register(nil) },
 		`driver name "Bad_Name" must be lowercase`: func(r *drivers.Registry) { r.Register(&drivertest.Driver{Named: "Bad_Name"}) },
+		`secret key "a-b" must be an environment variable name`: func(r *drivers.Registry) {
+			r.Register(&drivertest.Driver{Named: "k", Keys: []drivers.SecretKey{{Name: "a-b", Description: "x"}}})
+		},
+		`secret key "a" declared twice`: func(r *drivers.Registry) {
+			r.Register(&drivertest.Driver{Named: "k", Keys: []drivers.SecretKey{{Name: "a", Description: "x"}, {Name: "a", Description: "y"}}})
+		},
+		`secret key "a" has no description`: func(r *drivers.Registry) {
+			r.Register(&drivertest.Driver{Named: "k", Keys: []drivers.SecretKey{{Name: "a"}}})
+		},
+		"declares no secret key that every Secret has": func(r *drivers.Registry) {
+			r.Register(&drivertest.Driver{Named: "k", Keys: []drivers.SecretKey{{Name: "a", Description: "x", Optional: true}}})
+		},
 	}
 	for want, f := range cases {
 		t.Run(want, func(t *testing.T) {
@@ -87,3 +99,29 @@ func TestTypedErrors(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestCheckSecretData(t *testing.T) {
+	keys := []drivers.SecretKey{{Name: "a", Description: "x"}, {Name: "b", Description: "y", Optional: true}}
+	cases := []struct {
+		name string
+		data map[string][]byte
+		err  string
+	}{
+		{name: "required only", data: map[string][]byte{"a": []byte("1")}},
+		{name: "with optional", data: map[string][]byte{"a": []byte("1"), "b": []byte("2")}},
+		{name: "required missing", data: map[string][]byte{"b": []byte("2")}, err: `required key "a" missing or empty`},
+		{name: "required empty", data: map[string][]byte{"a": nil}, err: `required key "a" missing or empty`},
+		{name: "undeclared", data: map[string][]byte{"a": []byte("1"), "z": []byte("3"), "c": []byte("4")}, err: `key "c" is not declared; key "z" is not declared`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := drivers.CheckSecretData(keys, c.data)
+			if c.err == "" && err != nil {
+				t.Fatalf("want no error, got %v", err)
+			}
+			if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("want an error containing %q, got %v", c.err, err)
+			}
+		})
+	}
+}

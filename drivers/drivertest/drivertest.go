@@ -24,6 +24,9 @@ type Driver struct {
 	Ver drivers.Version
 	// Service, when set, is what Open returns.
 	Service *Backend
+	// Keys, when set, is what SecretKeys returns instead of the keys the
+	// in-memory Backend's Grant writes.
+	Keys []drivers.SecretKey
 }
 
 // Config is the test driver's options: one required field, one credential.
@@ -116,6 +119,18 @@ func (d *Driver) Schemas() drivers.Schemas {
 		Parameters: &jsonschema.Schema{Type: "object", Properties: params, AdditionalProperties: jsonschema.FalseSchema,
 			Extras: map[string]any{"x-kubernetes-validations": []map[string]string{{"rule": "has(self.size) == has(oldSelf.size) && (!has(self.size) || self.size == oldSelf.size)", "message": "size is immutable"}}}},
 		AccessParameters: &jsonschema.Schema{Type: "object", AdditionalProperties: jsonschema.FalseSchema},
+	}
+}
+
+// SecretKeys implements drivers.Driver: the keys the in-memory Backend's
+// Grant returns.
+func (d *Driver) SecretKeys() []drivers.SecretKey {
+	if d.Keys != nil {
+		return d.Keys
+	}
+	return []drivers.SecretKey{
+		{Name: "endpoint", Description: "Always test://service."},
+		{Name: "resource", Description: "The resource name."},
 	}
 }
 

@@ -513,8 +513,8 @@ func (b *Backend) execDeletes(ctx context.Context, calls []*call[struct{}, strin
 func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, error) {
 	return drivers.Grant{
 		Data: map[string][]byte{
-			"bootstrap": []byte(b.cfg.bootstrap()),
-			"topic":     []byte(a.Resource),
+			SecretBootstrap: []byte(b.cfg.bootstrap()),
+			SecretTopic:     []byte(a.Resource),
 		},
 		Scoped: (a.Role == "" || a.Role == "ReadWrite") && len(a.Parameters) == 0,
 	}, nil

@@ -306,8 +306,11 @@ func TestGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Data) != 2 || string(g.Data["bootstrap"]) != "kafka.example:9092" || string(g.Data["topic"]) != "t1" || !g.Scoped {
-		t.Errorf("want exactly bootstrap and topic, scoped for ReadWrite, got %q scoped=%v", g.Data, g.Scoped)
+	if err := drivers.CheckSecretData(New().SecretKeys(), g.Data); err != nil {
+		t.Errorf("want the declared Secret keys, got %v", err)
+	}
+	if string(g.Data[SecretBootstrap]) != "kafka.example:9092" || string(g.Data[SecretTopic]) != "t1" || !g.Scoped {
+		t.Errorf("want bootstrap and topic, scoped for ReadWrite, got %q scoped=%v", g.Data, g.Scoped)
 	}
 	for _, a := range []drivers.Access{{Resource: "t1", Role: "ReadOnly"}, {Resource: "t1", Role: "ReadWrite", Parameters: map[string]string{"consumerGroupPrefix": "x-"}}} {
 		g, err := f.backend.Grant(context.Background(), a)

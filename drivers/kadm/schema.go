@@ -1,6 +1,8 @@
 package kadm
 
 import (
+	"slices"
+
 	"github.com/invopop/jsonschema"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -33,6 +35,22 @@ func notOperational(name string) map[string]string {
 		"fieldPath": "['" + key + "']",
 	}
 }
+
+// The keys of a kadm access Secret.
+const (
+	SecretBootstrap = "bootstrap"
+	SecretTopic     = "topic"
+)
+
+// secretKeys is the declaration of the kadm Secret: the one place its keys
+// are listed.
+var secretKeys = []drivers.SecretKey{
+	{Name: SecretBootstrap, Description: "The comma-separated host:port addresses consumers bootstrap from: the backend's bootstrap, or its seedBrokers joined by \",\"."},
+	{Name: SecretTopic, Description: "The topic name (the Buckety's status.backendResourceName)."},
+}
+
+// SecretKeys implements drivers.Driver.
+func (*Driver) SecretKeys() []drivers.SecretKey { return slices.Clone(secretKeys) }
 
 // Schemas implements drivers.Driver.
 func (*Driver) Schemas() drivers.Schemas {

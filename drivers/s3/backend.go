@@ -522,16 +522,16 @@ func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, err
 		endpoint = ep
 	}
 	data := map[string][]byte{
-		"endpoint":        []byte(endpoint),
-		"bucket":          []byte(a.Resource),
-		"accessKeyID":     []byte(b.cfg.AccessKeyID),
-		"secretAccessKey": []byte(b.cfg.SecretAccessKey),
+		SecretEndpoint:        []byte(endpoint),
+		SecretBucket:          []byte(a.Resource),
+		SecretAccessKeyID:     []byte(b.cfg.AccessKeyID),
+		SecretSecretAccessKey: []byte(b.cfg.SecretAccessKey),
 	}
 	switch {
 	case p.region != "":
-		data["region"] = []byte(p.region)
+		data[SecretRegion] = []byte(p.region)
 	case b.cfg.Region != "":
-		data["region"] = []byte(b.cfg.Region)
+		data[SecretRegion] = []byte(b.cfg.Region)
 	}
 	return drivers.Grant{Data: data, Scoped: false}, nil
 }

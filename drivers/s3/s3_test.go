@@ -615,7 +615,10 @@ func TestGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"endpoint": "http://s3.example:9000", "bucket": "b1", "region": "us-east-1", "accessKeyID": f.srv.AccessKey, "secretAccessKey": f.srv.SecretKey}
+	if err := drivers.CheckSecretData(New().SecretKeys(), g.Data); err != nil {
+		t.Errorf("want the declared Secret keys, got %v", err)
+	}
+	want := map[string]string{SecretEndpoint: "http://s3.example:9000", SecretBucket: "b1", SecretRegion: "us-east-1", SecretAccessKeyID: f.srv.AccessKey, SecretSecretAccessKey: f.srv.SecretKey}
 	if len(g.Data) != len(want) || g.Scoped {
 		t.Fatalf("want exactly %v, unscoped, got %q scoped=%v", want, g.Data, g.Scoped)
 	}
@@ -624,10 +627,13 @@ func TestGrant(t *testing.T) {
 			t.Errorf("%s: want %q, got %q", k, v, g.Data[k])
 		}
 	}
-	noRegion := &Backend{cfg: &Config{Endpoint: "http://x:1"}}
+	noRegion := &Backend{cfg: &Config{Endpoint: "http://x:1", AccessKeyID: "ak", SecretAccessKey: "sk"}}
 	g, err = noRegion.Grant(context.Background(), drivers.Access{Resource: "b"})
-	if _, ok := g.Data["region"]; ok || err != nil {
+	if _, ok := g.Data[SecretRegion]; ok || err != nil {
 		t.Errorf("no region configured: want no region key, got %q %v", g.Data, err)
+	}
+	if err := drivers.CheckSecretData(New().SecretKeys(), g.Data); err != nil {
+		t.Errorf("no region configured: want the declared Secret keys, got %v", err)
 	}
 	g, err = noRegion.Grant(context.Background(), drivers.Access{Resource: "b", ResourceParameters: map[string]string{"region": "eu-north-1"}})
 	if string(g.Data["region"]) != "eu-north-1" || err != nil {

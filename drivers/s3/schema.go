@@ -1,6 +1,8 @@
 package s3
 
 import (
+	"slices"
+
 	"github.com/invopop/jsonschema"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -14,6 +16,28 @@ func immutableRule(k string) map[string]string {
 		"fieldPath": "." + k,
 	}
 }
+
+// The keys of an s3 access Secret.
+const (
+	SecretEndpoint        = "endpoint"
+	SecretBucket          = "bucket"
+	SecretRegion          = "region"
+	SecretAccessKeyID     = "accessKeyID"
+	SecretSecretAccessKey = "secretAccessKey"
+)
+
+// secretKeys is the declaration of the s3 Secret: the one place its keys
+// are listed.
+var secretKeys = []drivers.SecretKey{
+	{Name: SecretEndpoint, Description: "The S3 endpoint URL consumers use: the backend's consumerEndpoint, or its endpoint; for an R2 bucket with a jurisdiction, that jurisdiction's endpoint."},
+	{Name: SecretBucket, Description: "The bucket name (the Buckety's status.backendResourceName)."},
+	{Name: SecretRegion, Optional: true, Description: "The bucket's region: its region parameter, or the backend's region. Absent when neither is set."},
+	{Name: SecretAccessKeyID, Description: "The access key ID: the backend's own in v1alpha1 (not scoped to the bucket)."},
+	{Name: SecretSecretAccessKey, Description: "The secret access key that goes with accessKeyID."},
+}
+
+// SecretKeys implements drivers.Driver.
+func (*Driver) SecretKeys() []drivers.SecretKey { return slices.Clone(secretKeys) }
 
 // Schemas implements drivers.Driver.
 func (*Driver) Schemas() drivers.Schemas {

@@ -37,6 +37,68 @@ func SchemaPaths(d drivers.Driver) (configPath, paramsPath, accessPath string) {
 	return dir + "/config.schema.json", dir + "/parameters.schema.json", dir + "/access-parameters.schema.json"
 }
 
+// SecretSchemaPath returns the repository-relative path of a driver's
+// secret schema, beside its other schemas: the keys of the Secret its
+// Grant writes.
+func SecretSchemaPath(d drivers.Driver) string {
+	return filepath.ToSlash(filepath.Join("drivers", d.Name(), "schema", d.Version().SchemaDir(), "secret.schema.json"))
+}
+
+// secretSchema publishes a driver's SecretKeys: one string property per
+// key, the keys every Secret has as required, no others allowed.
+func secretSchema(d drivers.Driver) *jsonschema.Schema {
+	props := jsonschema.NewProperties()
+	var required []string
+	for _, k := range d.SecretKeys() {
+		props.Set(k.Name, &jsonschema.Schema{Type: "string", Description: k.Description})
+		if !k.Optional {
+			required = append(required, k.Name)
+		}
+	}
+	return &jsonschema.Schema{
+		Type:                 "object",
+		Title:                d.Name() + " driver: BucketyAccess Secret keys",
+		Description:          "The keys of the Secret a BucketyAccess gets, with their values decoded (the Secret's stringData view). Required keys are in every Secret; the others only as their description says. A Secret has no other keys.",
+		Properties:           props,
+		Required:             required,
+		AdditionalProperties: jsonschema.FalseSchema,
+	}
+}
+
+// SecretKeysFromSchema reads the declaration back from a published secret
+// schema, in the declared order.
+func SecretKeysFromSchema(b []byte) ([]drivers.SecretKey, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	if s.Properties == nil {
+		return nil, fmt.Errorf("secret schema has no properties")
+	}
+	required := map[string]bool{}
+	for _, r := range s.Required {
+		required[r] = true
+	}
+	var out []drivers.SecretKey
+	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+		out = append(out, drivers.SecretKey{Name: p.Key, Description: p.Value.Description, Optional: !required[p.Key]})
+		delete(required, p.Key)
+	}
+	if len(required) > 0 {
+		return nil, fmt.Errorf("secret schema requires keys it does not describe: %v", sortedKeys(required))
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Schemas renders every schema file, keyed by repository-relative path. It
 // reads Go doc comments for descriptions, so it runs with the working
 // directory at the repository root.
@@ -53,7 +115,7 @@ func Schemas(reg *drivers.Registry) (map[string][]byte, error) {
 		cs.ID = jsonschema.ID(RawBase + cfgPath)
 		cs.Title = fmt.Sprintf("%s driver %s: backend config", name, d.Version().SchemaDir())
 		s := d.Schemas()
-		for path, sch := range map[string]*jsonschema.Schema{cfgPath: cs, paramsPath: s.Parameters, accessPath: s.AccessParameters} {
+		for path, sch := range map[string]*jsonschema.Schema{cfgPath: cs, paramsPath: s.Parameters, accessPath: s.AccessParameters, SecretSchemaPath(d): secretSchema(d)} {
 			sch.Version = jsonschema.Version
 			sch.ID = jsonschema.ID(RawBase + path)
 			b, err := marshal(sch)

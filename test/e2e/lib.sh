@@ -84,7 +84,25 @@ wait_gone() {
 }
 
 # secret_keys NAME: the Secret's keys, sorted, comma-separated.
-secret_keys() { k get secret "$1" -o go-template='{{range $k, $v := .data}}{{$k}}{{"\n"}}{{end}}' | sort | paste -sd, -; }
+secret_keys() { k get secret "$1" -o go-template='{{range $k, $v := .data}}{{$k}}{{"\n"}}{{end}}' | LC_ALL=C sort | paste -sd, -; }
+
+# The repository this lib.sh is in.
+LIB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# release_tool ARGS...: buckety-release of this checkout (BUCKETY_RELEASE,
+# which run.sh builds once, or go run).
+release_tool() {
+  if [ -n "${BUCKETY_RELEASE:-}" ]; then "$BUCKETY_RELEASE" "$@"; else (cd "$LIB_ROOT" && go run ./cmd/buckety-release "$@"); fi
+}
+
+# expect_secret_keys SECRET DRIVER [OPTIONAL-KEY...]: the Secret has exactly
+# the keys DRIVER's published secret schema declares as always present,
+# plus the optional keys named (the scenario knows when they apply).
+expect_secret_keys() {
+  local secret=$1 want; shift
+  want=$(release_tool secret-keys --root "$LIB_ROOT" "$@") || fail "secret keys of driver $1: see the line above"
+  expect_eq "Secret $secret keys (driver $1)" "$want" "$(secret_keys "$secret")"
+}
 
 # secret_value NAME KEY
 secret_value() { k get secret "$1" -o go-template="{{index .data \"$2\" | base64decode}}"; }
@@ -280,3 +298,153 @@ Y
   wait_cond buckety/steady Ready True
 }
 
+
+# driver_version DRIVER PARAMS UNCHANGED: the driver-version scenario of
+# every driver, on buckety/versioned. The Buckety is stamped with DRIVER's
+# registered version (buckety-release drivers); the controller then runs
+# from an image with the next patch of every driver (status.driverBuildVersion
+# follows, automatically) and then the next major (DriverVersionIncompatible,
+# nothing written). The environment builds the two images with
+# `buckety-release drivers --ldflags next-patch|next-major`. PARAMS is a
+# spec.parameters patch (JSON) made while paused; UNCHANGED is a command
+# that fails unless the backend resource still has the old value.
+driver_version() {
+  local driver=$1 params=$2 unchanged=$3 original build major next
+  : "${E2E_IMAGE_NEXT_PATCH:?the environment must build the controller with the next driver patch (see README)}"
+  : "${E2E_IMAGE_NEXT_MAJOR:?the environment must build the controller with the next driver major (see README)}"
+  build=$(release_tool drivers | awk -v d="$driver" '$1 == d {print $2}')
+  [ -n "$build" ] || fail "driver $driver is not registered: $(release_tool drivers)"
+  major=${build%%.*}
+  next="${build%.*}.$((${build##*.} + 1))"
+  original=$(sys get deploy buckety-controller -o jsonpath='{.spec.template.spec.containers[0].image}')
+  # shellcheck disable=SC2064 # the image is fixed now
+  trap "set_controller_image '$original'" EXIT
+  wait_cond buckety/versioned Ready True
+  expect_eq "stamped major" "$major" "$(jp buckety/versioned '{.status.driverMajor}')"
+  expect_eq "driverBuildVersion" "$build" "$(jp buckety/versioned '{.status.driverBuildVersion}')"
+  step "next patch ($next): auto-applied"
+  set_controller_image "$E2E_IMAGE_NEXT_PATCH"
+  local deadline=$((SECONDS + E2E_TIMEOUT))
+  until [ "$(jp buckety/versioned '{.status.driverBuildVersion}')" = "$next" ]; do
+    [ $SECONDS -lt $deadline ] || fail "driverBuildVersion: expected $next, seen $(jp buckety/versioned '{.status.driverBuildVersion}')"
+    sleep 1
+  done
+  wait_cond buckety/versioned Ready True
+  step "next major: paused, nothing written"
+  set_controller_image "$E2E_IMAGE_NEXT_MAJOR"
+  k patch buckety versioned --type=merge -p "{\"spec\":{\"parameters\":$params}}" >/dev/null
+  wait_cond buckety/versioned DriverVersionIncompatible True DriverMajorMismatch
+  expect_contains "incompatibility message" "provisioned with major $major" "$(cond buckety/versioned DriverVersionIncompatible message)"
+  sleep 12 # more than one re-check period
+  $unchanged
+  expect_eq "major stays" "$major" "$(jp buckety/versioned '{.status.driverMajor}')"
+}
+
+# sys ARGS...: kubectl in buckety's own namespace.
+sys() { "$KUBECTL" -n "$SYSTEM_NS" "$@"; }
+
+# set_controller_image REF: rolls buckety-controller to the image REF.
+set_controller_image() {
+  sys set image deploy/buckety-controller controller="$1" >/dev/null
+  sys rollout status deploy/buckety-controller --timeout=120s >/dev/null
+}
+
+# backend_stickiness BACKEND PARAMS UNCHANGED SECRET: the backend-stickiness
+# scenario of every driver, on buckety/sticky of BACKEND. The backend is
+# renamed in the controller's config: the Buckety keeps status.backend,
+# reports BackendNotConfigured, and a parameter change (PARAMS, a JSON
+# spec.parameters patch) is not written (UNCHANGED fails unless the backend
+# resource still has the old value), while the Secret SECRET keeps working.
+backend_stickiness() {
+  local backend=$1 params=$2 unchanged=$3 secret=$4 cm
+  wait_cond buckety/sticky Ready True
+  cm=$(sys get deploy buckety-controller -o jsonpath='{.spec.template.spec.volumes[?(@.name=="config")].configMap.name}')
+  [ -n "$cm" ] || fail "cannot find the controller's config ConfigMap"
+  STICKY_CM=$cm STICKY_RENAMED=$(mktemp)
+  trap restore_config EXIT
+  step "rename the backend in the config and roll the controller"
+  sys get configmap "$cm" -o go-template='{{index .data "buckety-controller.yaml"}}' | sed "s/^- name: $backend\$/- name: $backend-renamed/" > "$STICKY_RENAMED"
+  grep -q "name: $backend-renamed" "$STICKY_RENAMED" || fail "could not rename the backend in: $(cat "$STICKY_RENAMED")"
+  sys create configmap buckety-e2e-renamed --from-file=buckety-controller.yaml="$STICKY_RENAMED" >/dev/null
+  set_config_map buckety-e2e-renamed
+  wait_cond buckety/sticky BackendUnavailable True BackendNotConfigured
+  expect_eq "status.backend stays" "$backend" "$(jp buckety/sticky '{.status.backend}')"
+  expect_contains "message names the backend" "backend \"$backend\" is not in the controller config" "$(cond buckety/sticky BackendUnavailable message)"
+  step "paused: a parameter change is not applied; the Secret still works"
+  k patch buckety sticky --type=merge -p "{\"spec\":{\"parameters\":$params}}" >/dev/null
+  sleep 12
+  $unchanged
+  probe "$secret" while-unavailable
+}
+
+# set_config_map NAME: rolls buckety-controller with its config from NAME.
+set_config_map() {
+  sys patch deploy buckety-controller --type=json -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/volumes/0/configMap/name\",\"value\":\"$1\"}]" >/dev/null
+  sys rollout status deploy/buckety-controller --timeout=120s >/dev/null
+}
+
+# restore_config undoes backend_stickiness's rename.
+restore_config() {
+  set_config_map "$STICKY_CM"
+  sys delete configmap buckety-e2e-renamed --ignore-not-found >/dev/null
+  rm -f "$STICKY_RENAMED"
+}
+
+# two_on_one BACKEND SHARED ADMIN-TEMPLATE ADMIN-SECRET EXISTS: the
+# two-Bucketies-one-name scenario of every driver. buckety/first owns SHARED
+# on BACKEND; a second Buckety for SHARED gets NameConflict, and deleting it
+# (retentionPolicy Delete) leaves the owner's resource alone. A third
+# Buckety, named by ADMIN-TEMPLATE with the Secret ADMIN-SECRET, gives the
+# credentials EXISTS (called as EXISTS SECRET NAME, printing true or false
+# last) checks with.
+two_on_one() {
+  local backend=$1 shared=$2 admin=$3 secret=$4 exists=$5
+  wait_cond buckety/first Ready True
+  k apply -f - >/dev/null <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata: {name: second}
+spec: {backend: $backend, name: "$shared", retentionPolicy: Delete}
+Y
+  wait_cond buckety/second Ready False NameConflict
+  expect_contains "conflict names the owner" "owned by Buckety $NAMESPACE/first" "$(cond buckety/second Ready message)"
+  k apply -f - >/dev/null <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata: {name: admin}
+spec: {backend: $backend, name: "$admin", defaultAccess: {credentialsSecretName: $secret}}
+Y
+  wait_cond buckety/admin Ready True
+  k delete buckety second --wait=false >/dev/null
+  wait_gone buckety/second
+  expect_eq "the owner's $shared survives" "true" "$($exists "$secret" "$shared" | tail -1)"
+  wait_cond buckety/first Ready True
+}
+
+# implicit_to_explicit SECRET: the implicit-to-explicit scenario of every
+# driver, on buckety/orders whose implicit access writes SECRET. Explicit
+# accesses replace the implicit one, which goes with its Secret.
+implicit_to_explicit() {
+  local secret=$1
+  wait_cond buckety/orders Ready True
+  expect_eq "implicit access" "true" "$(jp bucketyaccess/orders '{.metadata.labels.buckety\.yolean\.se/implicit}')"
+  probe "$secret" implicit
+  step "add explicit accesses"
+  k apply -f - >/dev/null <<'Y'
+apiVersion: buckety.yolean.se/v1alpha1
+kind: BucketyAccess
+metadata: {name: orders-app}
+spec: {bucketyRef: {name: orders}, credentialsSecretName: orders-app}
+---
+apiVersion: buckety.yolean.se/v1alpha1
+kind: BucketyAccess
+metadata: {name: orders-reports}
+spec: {bucketyRef: {name: orders}, credentialsSecretName: orders-reports, role: ReadOnly}
+Y
+  wait_gone bucketyaccess/orders
+  wait_gone "secret/$secret"
+  wait_cond bucketyaccess/orders-app Ready True
+  wait_cond bucketyaccess/orders-reports Ready True
+  wait_cond buckety/orders Ready True
+  probe orders-app explicit
+}

@@ -10,17 +10,19 @@ state=.run/e2e
 go run ./test/localstack/cmd/buckety-local up --no-deploy --dir "$state" || exit 1
 # The driver-version scenario needs the controller rebuilt with the next
 # patch and the next major of every driver: build and load those images.
-# variants NAME KADM-VERSION S3-VERSION
+# The drivers and their versions come from the registry (drivers/all).
+# variants NAME (next-patch or next-major)
 variants() {
-  local name=$1 kadm=$2 s3=$3 out="$PWD/$state/oci-$1"
-  LDFLAGS="-s -w -X github.com/Yolean/buckety-controller/drivers/kadm.version=$kadm -X github.com/Yolean/buckety-controller/drivers/s3.version=$s3" \
+  local name=$1 out="$PWD/$state/oci-$1" flags
+  flags=$(go run ./cmd/buckety-release drivers --ldflags "$name") || return 1
+  LDFLAGS="-s -w $flags" \
     PLATFORMS="linux/$(go env GOARCH)" IMAGE="ghcr.io/yolean/buckety-controller:e2e-$name" OUT="$out" hack/with-local-base.sh hack/image.sh >/dev/null 2>&1 || return 1
   go run ./test/e2e/e2etool load-image "$state" "$out" || return 1
   go run ./cmd/buckety-release render --oci-dir "$out" --out "$out.release" >/dev/null || return 1
   sed -n 's/.*image: \(ghcr.io[^ ]*\)$/\1/p' "$out.release/buckety.yaml" | head -1
 }
-E2E_IMAGE_NEXT_PATCH=$(variants next-patch 0.1.1 0.2.1) || { echo "e2e: building the next-patch image failed"; exit 1; }
-E2E_IMAGE_NEXT_MAJOR=$(variants next-major 1.0.0 1.0.0) || { echo "e2e: building the next-major image failed"; exit 1; }
+E2E_IMAGE_NEXT_PATCH=$(variants next-patch) || { echo "e2e: building the next-patch image failed"; exit 1; }
+E2E_IMAGE_NEXT_MAJOR=$(variants next-major) || { echo "e2e: building the next-major image failed"; exit 1; }
 export E2E_IMAGE_NEXT_PATCH E2E_IMAGE_NEXT_MAJOR
 rc=0
 KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig OCI_DIR=$PWD/$state/oci E2E_BACKENDS_ENV=$PWD/$state/backends.env \

@@ -46,13 +46,16 @@ else
   exit 2
 fi
 go build -o "$ROOT/bin/buckety-release" ./cmd/buckety-release || exit 1
+# lib.sh asks it for the registered drivers and their Secret keys.
+export BUCKETY_RELEASE=$ROOT/bin/buckety-release
 
+# driver_of IMPLEMENTATION: the driver the implementation overlay's
+# buckety-controller.yaml names, checked against the registry.
 driver_of() {
-  case $1 in
-    kfake|redpanda) echo kadm ;;
-    versitygw|minio|aws|r2) echo s3 ;;
-    *) echo unknown ;;
-  esac
+  local drivers
+  drivers=$("$BUCKETY_RELEASE" drivers --config "$overlays/$1/buckety-controller.yaml") || return 1
+  [ "$(echo "$drivers" | wc -l)" = 1 ] || { echo "e2e: overlay $1 names several drivers: $drivers" >&2; return 1; }
+  echo "$drivers"
 }
 
 results=()
@@ -124,7 +127,11 @@ run_scenario() {
 
 IFS=, read -r -a impls <<<"$IMPLEMENTATIONS"
 for impl in "${impls[@]}"; do
-  driver=$(driver_of "$impl")
+  if ! driver=$(driver_of "$impl"); then
+    failed=1
+    results+=("$(printf '%-10s %-34s FAIL' "$impl" "(no driver: see above)")")
+    continue
+  fi
   echo "e2e: implementation $impl (driver $driver, environment $E2E_ENV)"
   if ! deploy "$impl"; then
     "$KUBECTL" -n buckety-system get pods -o wide 2>&1 | tail -5

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/release"
 	"github.com/Yolean/buckety-controller/test/cluster"
 	"github.com/Yolean/buckety-controller/test/controlplane"
@@ -229,7 +228,8 @@ func (s *Stack) credentials() string {
 		s.VersityGW.AccessKey, s.VersityGW.SecretKey, s.MinIO.AccessKey, s.MinIO.SecretKey)
 }
 
-// deploy renders the release and applies it with the local overlay.
+// deploy renders the release and applies it with the e2e harness's
+// local-node overlay (env-local) and the run layer over it.
 func (s *Stack) deploy(ctx context.Context) error {
 	ref, err := release.PinnedImage(s.Image)
 	if err != nil {
@@ -242,27 +242,14 @@ func (s *Stack) deploy(ctx context.Context) error {
 	if err := release.WriteRelease(filepath.Join(s.Dir, "release"), files); err != nil {
 		return err
 	}
-	ports, err := proc.FreePorts(5)
+	apiPort := strings.TrimPrefix(s.Cluster.CP.URL, "https://127.0.0.1:")
+	ports, err := writeOverlays(controlplane.RepoRoot(), s.Dir, apiPort, proc.FreePorts, s.ControllerConfig(), s.credentials())
 	if err != nil {
 		return err
 	}
-	apiPort := strings.TrimPrefix(s.Cluster.CP.URL, "https://127.0.0.1:")
-	s.WebhookAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
-	s.ControllerAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	s.WebhookAddr = fmt.Sprintf("127.0.0.1:%d", ports[portWebhook])
+	s.ControllerAddr = fmt.Sprintf("127.0.0.1:%d", ports[portControllerProbes])
 	overlay := filepath.Join(s.Dir, "overlay")
-	if err := os.MkdirAll(overlay, 0o755); err != nil {
-		return err
-	}
-	write := func(name, body string) error { return os.WriteFile(filepath.Join(overlay, name), []byte(body), 0o644) }
-	if err := write(config.Filename, s.ControllerConfig()); err != nil {
-		return err
-	}
-	if err := write("credentials.env", s.credentials()); err != nil {
-		return err
-	}
-	if err := write("kustomization.yaml", overlayKustomization(apiPort, ports, s.WebhookAddr)); err != nil {
-		return err
-	}
 	cs, err := kubernetes.NewForConfig(s.Cluster.CP.RESTConfig)
 	if err != nil {
 		return err

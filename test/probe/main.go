@@ -6,6 +6,9 @@
 //   - s3 Secret (endpoint, bucket, region, accessKeyID, secretAccessKey):
 //     put an object, get it, list it.
 //
+// Which of them it does follows from the registry (drivers/all): the driver
+// whose declared required Secret keys are all in the environment.
+//
 // It exits 0 on success and 1 with a message saying what failed.
 //
 // `probe kafka-admin CMD ...` acts on the broker out of band, as an operator
@@ -35,7 +38,44 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/all"
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 )
+
+// roundTrips are the probe's round trips, by driver name. A registered
+// driver without one fails the probe's tests.
+var roundTrips = map[string]func(context.Context) error{
+	"kadm": kafka,
+	"s3":   bucket,
+}
+
+// chooseDriver returns the registered driver whose required Secret keys are
+// all set in the environment; exactly one must match.
+func chooseDriver(reg *drivers.Registry, getenv func(string) string) (string, error) {
+	var match, want []string
+	for _, name := range reg.Names() {
+		d, _ := reg.Get(name)
+		req := drivers.RequiredSecretKeys(d.SecretKeys())
+		want = append(want, strings.Join(req, "+")+" ("+name+")")
+		ok := true
+		for _, k := range req {
+			ok = ok && getenv(k) != ""
+		}
+		if ok {
+			match = append(match, name)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return "", fmt.Errorf("no Secret in the environment: want keys %s", strings.Join(want, " or "))
+	case 1:
+		return match[0], nil
+	}
+	return "", fmt.Errorf("the environment has the Secret keys of several drivers: %s", strings.Join(match, ", "))
+}
 
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -46,12 +86,15 @@ func main() {
 		err = kafkaAdmin(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "s3-admin":
 		err = s3Admin(ctx, os.Args[2:])
-	case os.Getenv("topic") != "":
-		err = kafka(ctx)
-	case os.Getenv("bucket") != "":
-		err = bucket(ctx)
 	default:
-		err = fmt.Errorf("no Secret in the environment: want keys topic+bootstrap (kadm) or bucket+endpoint+accessKeyID+secretAccessKey (s3)")
+		var name string
+		if name, err = chooseDriver(all.Registry(), os.Getenv); err == nil {
+			if rt, ok := roundTrips[name]; ok {
+				err = rt(ctx)
+			} else {
+				err = fmt.Errorf("driver %s has no round trip in the probe", name)
+			}
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "probe: FAIL: %v\n", err)
@@ -84,21 +127,21 @@ func token() string {
 }
 
 func kafka(ctx context.Context) error {
-	env, err := need("bootstrap", "topic")
+	env, err := need(kadmdriver.SecretBootstrap, kadmdriver.SecretTopic)
 	if err != nil {
 		return err
 	}
 	value := "probe-" + token()
-	brokers := strings.Split(env["bootstrap"], ",")
+	brokers := strings.Split(env[kadmdriver.SecretBootstrap], ",")
 	p, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	if err := p.ProduceSync(ctx, &kgo.Record{Topic: env["topic"], Value: []byte(value)}).FirstErr(); err != nil {
-		return fmt.Errorf("produce to topic %s via %s: %w", env["topic"], env["bootstrap"], err)
+	if err := p.ProduceSync(ctx, &kgo.Record{Topic: env[kadmdriver.SecretTopic], Value: []byte(value)}).FirstErr(); err != nil {
+		return fmt.Errorf("produce to topic %s via %s: %w", env[kadmdriver.SecretTopic], env[kadmdriver.SecretBootstrap], err)
 	}
-	c, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(env["topic"]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(env[kadmdriver.SecretTopic]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return err
 	}
@@ -106,29 +149,29 @@ func kafka(ctx context.Context) error {
 	for {
 		fs := c.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return fmt.Errorf("consume topic %s: record %q not read back in time", env["topic"], value)
+			return fmt.Errorf("consume topic %s: record %q not read back in time", env[kadmdriver.SecretTopic], value)
 		}
 		found := false
 		fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == value })
 		if found {
-			fmt.Printf("probe: OK: produced and consumed %q on topic %s via %s\n", value, env["topic"], env["bootstrap"])
+			fmt.Printf("probe: OK: produced and consumed %q on topic %s via %s\n", value, env[kadmdriver.SecretTopic], env[kadmdriver.SecretBootstrap])
 			return nil
 		}
 	}
 }
 
 func s3Client() (*s3.Client, error) {
-	env, err := need("endpoint", "accessKeyID", "secretAccessKey")
+	env, err := need(s3driver.SecretEndpoint, s3driver.SecretAccessKeyID, s3driver.SecretSecretAccessKey)
 	if err != nil {
 		return nil, err
 	}
-	region := os.Getenv("region")
+	region := os.Getenv(s3driver.SecretRegion)
 	if region == "" {
 		region = "us-east-1"
 	}
 	return s3.New(s3.Options{
-		Region: region, BaseEndpoint: aws.String(env["endpoint"]), UsePathStyle: true,
-		Credentials:                credentials.NewStaticCredentialsProvider(env["accessKeyID"], env["secretAccessKey"], ""),
+		Region: region, BaseEndpoint: aws.String(env[s3driver.SecretEndpoint]), UsePathStyle: true,
+		Credentials:                credentials.NewStaticCredentialsProvider(env[s3driver.SecretAccessKeyID], env[s3driver.SecretSecretAccessKey], ""),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 	}), nil
@@ -205,7 +248,7 @@ func putMany(ctx context.Context, cl *s3.Client, b *string, count string) error 
 }
 
 func bucket(ctx context.Context) error {
-	env, err := need("endpoint", "bucket", "accessKeyID", "secretAccessKey")
+	env, err := need(s3driver.SecretEndpoint, s3driver.SecretBucket, s3driver.SecretAccessKeyID, s3driver.SecretSecretAccessKey)
 	if err != nil {
 		return err
 	}
@@ -215,43 +258,43 @@ func bucket(ctx context.Context) error {
 	}
 	key := "probe/" + token() + ".txt"
 	body := "probe " + token()
-	b := aws.String(env["bucket"])
+	b := aws.String(env[s3driver.SecretBucket])
 	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String(key), Body: bytes.NewReader([]byte(body))}); err != nil {
-		return fmt.Errorf("put %s/%s at %s: %w", env["bucket"], key, env["endpoint"], err)
+		return fmt.Errorf("put %s/%s at %s: %w", env[s3driver.SecretBucket], key, env[s3driver.SecretEndpoint], err)
 	}
 	out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String(key)})
 	if err != nil {
-		return fmt.Errorf("get %s/%s: %w", env["bucket"], key, err)
+		return fmt.Errorf("get %s/%s: %w", env[s3driver.SecretBucket], key, err)
 	}
 	got, err := io.ReadAll(out.Body)
 	if cerr := out.Body.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil || string(got) != body {
-		return fmt.Errorf("get %s/%s: want %q, got %q (%v)", env["bucket"], key, body, got, err)
+		return fmt.Errorf("get %s/%s: want %q, got %q (%v)", env[s3driver.SecretBucket], key, body, got, err)
 	}
 	list, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, Prefix: aws.String("probe/")})
 	if err != nil {
-		return fmt.Errorf("list %s: %w", env["bucket"], err)
+		return fmt.Errorf("list %s: %w", env[s3driver.SecretBucket], err)
 	}
 	for _, o := range list.Contents {
 		if aws.ToString(o.Key) == key {
-			fmt.Printf("probe: OK: put, got and listed %s in bucket %s at %s\n", key, env["bucket"], env["endpoint"])
+			fmt.Printf("probe: OK: put, got and listed %s in bucket %s at %s\n", key, env[s3driver.SecretBucket], env[s3driver.SecretEndpoint])
 			return nil
 		}
 	}
-	return fmt.Errorf("list %s: %s not listed", env["bucket"], key)
+	return fmt.Errorf("list %s: %s not listed", env[s3driver.SecretBucket], key)
 }
 
 func kafkaAdmin(ctx context.Context, args []string) error {
-	env, err := need("bootstrap")
+	env, err := need(kadmdriver.SecretBootstrap)
 	if err != nil {
 		return err
 	}
 	if len(args) < 2 {
 		return fmt.Errorf("usage: probe kafka-admin describe|set-config|grow|create|exists TOPIC [ARGS]")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(env["bootstrap"], ",")...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(env[kadmdriver.SecretBootstrap], ",")...))
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ expect_eq "status.provenance" "Created" "$(jp buckety/orders '{.status.provenanc
 step "the implicit access and its Secret"
 expect_eq "implicit label" "true" "$(jp bucketyaccess/orders '{.metadata.labels.buckety\.yolean\.se/implicit}')"
 wait_cond bucketyaccess/orders Ready True
-expect_eq "Secret keys" "bootstrap,topic" "$(secret_keys orders-topic)"
+expect_secret_keys orders-topic kadm
 expect_eq "Secret topic" "$NAMESPACE.orders" "$(secret_value orders-topic topic)"
 
 step "the topic on the broker"

@@ -1,23 +1,3 @@
 #!/usr/bin/env bash
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
-wait_cond buckety/orders Ready True
-expect_eq "implicit access" "true" "$(jp bucketyaccess/orders '{.metadata.labels.buckety\.yolean\.se/implicit}')"
-probe orders-topic implicit
-step "add explicit accesses"
-k apply -f - >/dev/null <<'Y'
-apiVersion: buckety.yolean.se/v1alpha1
-kind: BucketyAccess
-metadata: {name: orders-app}
-spec: {bucketyRef: {name: orders}, credentialsSecretName: orders-app}
----
-apiVersion: buckety.yolean.se/v1alpha1
-kind: BucketyAccess
-metadata: {name: orders-reports}
-spec: {bucketyRef: {name: orders}, credentialsSecretName: orders-reports, role: ReadOnly}
-Y
-wait_gone bucketyaccess/orders
-wait_gone secret/orders-topic
-wait_cond bucketyaccess/orders-app Ready True
-wait_cond bucketyaccess/orders-reports Ready True
-wait_cond buckety/orders Ready True
-probe orders-app explicit
+implicit_to_explicit orders-topic

@@ -3,7 +3,7 @@
 wait_cond buckety/events Ready True
 for a in events-writer events-reader events-producer; do
   wait_cond "bucketyaccess/$a" Ready True
-  expect_eq "$a Secret keys" "bootstrap,topic" "$(secret_keys "$a")"
+  expect_secret_keys "$a" kadm
 done
 step "identical credentials in v1alpha1"
 expect_eq "reader vs writer topic" "$(secret_value events-writer topic)" "$(secret_value events-reader topic)"

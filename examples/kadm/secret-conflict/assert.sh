@@ -10,4 +10,4 @@ step "the owner removes it; buckety writes its own"
 k delete secret orders-topic >/dev/null
 wait_cond bucketyaccess/orders Ready True
 wait_cond buckety/orders Ready True
-expect_eq "buckety's Secret" "bootstrap,topic" "$(secret_keys orders-topic)"
+expect_secret_keys orders-topic kadm

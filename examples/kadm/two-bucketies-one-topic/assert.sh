@@ -1,22 +1,5 @@
 #!/usr/bin/env bash
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
-wait_cond buckety/first Ready True
-k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: second}
-spec: {backend: kafka, name: "$NAMESPACE.shared", retentionPolicy: Delete}
-Y
-wait_cond buckety/second Ready False NameConflict
-expect_contains "conflict names the owner" "owned by Buckety $NAMESPACE/first" "$(cond buckety/second Ready message)"
-k apply -f - >/dev/null <<'Y'
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: admin}
-spec: {backend: kafka, name: "${namespace}.admin", defaultAccess: {credentialsSecretName: admin-topic}}
-Y
-wait_cond buckety/admin Ready True
-k delete buckety second --wait=false >/dev/null
-wait_gone buckety/second
-expect_eq "the owner's topic survives" "true" "$(kafka_admin admin-topic exists "$NAMESPACE.shared" | tail -1)"
-wait_cond buckety/first Ready True
+topic_exists() { kafka_admin "$1" exists "$2"; }
+# shellcheck disable=SC2016 # ${namespace} is a buckety name template
+two_on_one kafka "$NAMESPACE.shared" '${namespace}.admin' admin-topic topic_exists

@@ -1,29 +1,4 @@
 #!/usr/bin/env bash
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
-ctl() { "$KUBECTL" -n "$SYSTEM_NS" "$@"; }
-wait_cond buckety/sticky Ready True
-cm=$(ctl get deploy buckety-controller -o jsonpath='{.spec.template.spec.volumes[?(@.name=="config")].configMap.name}')
-[ -n "$cm" ] || fail "cannot find the controller's config ConfigMap"
-renamed=
-restore() {
-  ctl patch deploy buckety-controller --type=json -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/volumes/0/configMap/name\",\"value\":\"$cm\"}]" >/dev/null
-  ctl rollout status deploy/buckety-controller --timeout=120s >/dev/null
-  ctl delete configmap buckety-e2e-renamed --ignore-not-found >/dev/null
-  rm -f "$renamed"
-}
-trap restore EXIT
-step "rename the backend in the config and roll the controller"
-renamed=$(mktemp)
-ctl get configmap "$cm" -o go-template='{{index .data "buckety-controller.yaml"}}' | sed 's/^- name: s3$/- name: s3-renamed/' > "$renamed"
-grep -q 'name: s3-renamed' "$renamed" || fail "could not rename the backend in: $(cat "$renamed")"
-ctl create configmap buckety-e2e-renamed --from-file=buckety-controller.yaml="$renamed" >/dev/null
-ctl patch deploy buckety-controller --type=json -p '[{"op":"replace","path":"/spec/template/spec/volumes/0/configMap/name","value":"buckety-e2e-renamed"}]' >/dev/null
-ctl rollout status deploy/buckety-controller --timeout=120s >/dev/null
-wait_cond buckety/sticky BackendUnavailable True BackendNotConfigured
-expect_eq "status.backend stays" "s3" "$(jp buckety/sticky '{.status.backend}')"
-expect_contains "message names the backend" 'backend "s3" is not in the controller config' "$(cond buckety/sticky BackendUnavailable message)"
-step "paused: a parameter change is not applied; the Secret still works"
-k patch buckety sticky --type=merge -p '{"spec":{"parameters":{"versioning":"false"}}}' >/dev/null
-sleep 12
-expect_eq "no backend writes" "Enabled" "$(run_pod "v-$RANDOM" sticky-bucket s3-admin versioning "$NAMESPACE-sticky" | tail -1)"
-probe sticky-bucket while-unavailable
+versioning_unchanged() { expect_eq "no backend writes" "Enabled" "$(run_pod "v-$RANDOM" sticky-bucket s3-admin versioning "$NAMESPACE-sticky" | tail -1)"; }
+backend_stickiness s3 '{"versioning":"false"}' versioning_unchanged sticky-bucket

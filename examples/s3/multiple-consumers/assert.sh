@@ -4,7 +4,7 @@ wait_cond buckety/assets Ready True
 for a in assets-writer assets-reader; do
   wait_cond "bucketyaccess/$a" Ready True
   wait_cond "bucketyaccess/$a" ScopingNotImplemented True CredentialsNotScoped
-  expect_eq "$a keys" "accessKeyID,bucket,endpoint,region,secretAccessKey" "$(secret_keys "$a")"
+  expect_secret_keys "$a" s3 region
 done
 for key in endpoint bucket accessKeyID; do
   expect_eq "identical $key" "$(secret_value assets-writer $key)" "$(secret_value assets-reader $key)"

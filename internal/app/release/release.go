@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -18,6 +19,13 @@ import (
 
 const usage = `usage:
   buckety-release schemas [--root DIR]                       write every driver's schemas and the buckety-controller.yaml schema
+  buckety-release drivers [--config FILE | --ldflags next-patch|next-major]
+                                                             list the registered drivers (name, version, package);
+                                                             or the drivers a buckety-controller.yaml uses;
+                                                             or -ldflags -X arguments stamping every driver's next version
+  buckety-release secret-keys [--root DIR] DRIVER [OPTIONAL-KEY...]
+                                                             the Secret keys DRIVER's published schema declares, sorted and
+                                                             comma-separated: the required ones plus the optional ones named
   buckety-release render (--image REF@sha256:DIGEST | --oci-dir DIR) [--base DIR] [--out DIR]
                                                              render the digest-pinned, self-contained release base
 `
@@ -54,6 +62,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "wrote %s\n", p)
 		}
 		return 0
+	case "drivers":
+		return driversCmd(fs, args[1:], stdout, stderr)
+	case "secret-keys":
+		return secretKeysCmd(fs, args[1:], stdout, stderr)
 	case "render":
 		image := fs.String("image", "", "image reference pinned by digest ("+release.ImageName+"@sha256:...)")
 		ociDir := fs.String("oci-dir", "", "read the digest from this OCI layout (contain build --output) instead of --image")
@@ -94,4 +106,75 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "buckety-release: unknown command %q\n%s", args[0], usage)
 	return 2
+}
+
+func driversCmd(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	configFile := fs.String("config", "", "print the drivers this buckety-controller.yaml uses, one a line")
+	bump := fs.String("ldflags", "", "print -X arguments stamping every driver with this version: "+string(release.NextPatch)+" or "+string(release.NextMajor))
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	reg := all.Registry()
+	switch {
+	case *configFile != "" && *bump != "":
+		fmt.Fprintln(stderr, "buckety-release: drivers takes --config or --ldflags, not both")
+		return 2
+	case *configFile != "":
+		b, err := os.ReadFile(*configFile)
+		if err == nil {
+			var names []string
+			if names, err = release.ConfigDrivers(reg, b); err == nil {
+				fmt.Fprintln(stdout, strings.Join(names, "\n"))
+				return 0
+			}
+		}
+		fmt.Fprintf(stderr, "buckety-release: drivers: %s: %v\n", *configFile, err)
+		return 1
+	case *bump != "":
+		flags, err := release.VersionLDFlags(reg, release.Bump(*bump))
+		if err != nil {
+			fmt.Fprintf(stderr, "buckety-release: drivers: --ldflags: %v\n", err)
+			return 2
+		}
+		fmt.Fprintln(stdout, flags)
+		return 0
+	}
+	for _, d := range release.Drivers(reg) {
+		fmt.Fprintf(stdout, "%s %s %s\n", d.Name, d.Version, d.Package)
+	}
+	return 0
+}
+
+func secretKeysCmd(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	root := fs.String("root", ".", "repository root, where the published schemas are")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() < 1 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	d, ok := all.Registry().Get(fs.Arg(0))
+	if !ok {
+		fmt.Fprintf(stderr, "buckety-release: secret-keys: no driver %q (registered: %s)\n", fs.Arg(0), strings.Join(all.Registry().Names(), ", "))
+		return 2
+	}
+	path := filepath.Join(*root, release.SecretSchemaPath(d))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "buckety-release: secret-keys: %v\n", err)
+		return 1
+	}
+	keys, err := release.SecretKeysFromSchema(b)
+	if err != nil {
+		fmt.Fprintf(stderr, "buckety-release: secret-keys: %s: %v\n", path, err)
+		return 1
+	}
+	names, err := release.ExpectedSecretKeys(keys, fs.Args()[1:])
+	if err != nil {
+		fmt.Fprintf(stderr, "buckety-release: secret-keys: %s: %v\n", path, err)
+		return 2
+	}
+	fmt.Fprintln(stdout, strings.Join(names, ","))
+	return 0
 }
