@@ -255,11 +255,15 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		}
 		adopting := in.Exists && b.Spec.Adoption.Adopts() && e.Config.AllowsAdoption()
 		if in.Exists && in.HasContent && !adopting {
+			// The claim is released only as read (see Claims.Release): a
+			// stale Claimed claim, really Creating or Created, conflicts,
+			// and the next pass sees what buckety wrote.
+			if err := r.Claims.Release(ctx, cl); err != nil {
+				f.claimErr = err
+				return false, nil
+			}
 			f.adoptionRefused = in.Detail
 			f.adoptionHint = adoptionHint(b, e)
-			if err := r.Claims.Release(ctx, cl); err != nil {
-				return false, err
-			}
 			r.event(b, corev1.EventTypeWarning, v1.ReasonAdoptionRefused, "Provision", in.Detail)
 			return false, nil
 		}

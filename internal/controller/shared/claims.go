@@ -158,9 +158,22 @@ func (c *Claims) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyCl
 	return list.Items, nil
 }
 
-// Release deletes a claim held by its owner. A claim already gone is fine.
+// Release deletes a claim held by its owner, as read: the delete carries
+// the claim's UID and resourceVersion, so a claim read from a cache that
+// lags behind (still Claimed there, already Creating or Created on the API
+// server) is never released on the strength of that stale read; the
+// conflict is returned and the caller retries from a fresh state. A claim
+// already gone is fine.
 func (c *Claims) Release(ctx context.Context, cl *v1.BucketyClaim) error {
-	return c.delete(ctx, cl)
+	uid, rv := cl.UID, cl.ResourceVersion
+	err := c.Client.Delete(ctx, cl, ctrl.Preconditions{UID: &uid, ResourceVersion: &rv})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("claim %s changed since it was read (not released): %w", cl.Name, err)
+	}
+	return err
 }
 
 func (c *Claims) delete(ctx context.Context, cl *v1.BucketyClaim) error {
