@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sort"
 	"strconv"
 	"syscall"
@@ -504,15 +505,122 @@ func (b *Backend) execDeletes(ctx context.Context, calls []*call[struct{}, strin
 	})
 }
 
-// Grant implements drivers.Backend: bootstrap and topic, the same for every
-// access in v1alpha1.
+// Secret keys of a kadm access. Keys past bootstrap and topic are named
+// after the Kafka client properties consumers already set (librdkafka's
+// names where Java's differ), so a Secret maps onto a client config
+// key-for-key. Added in driver 0.2.0, additively: a plaintext backend's
+// Secret is unchanged.
+const (
+	// KeyBootstrap is the comma-separated bootstrap address (config
+	// bootstrap, else seedBrokers).
+	KeyBootstrap = "bootstrap"
+	// KeyTopic is the topic name.
+	KeyTopic = "topic"
+	// KeySecurityProtocol is Kafka's security.protocol: SSL, SASL_PLAINTEXT
+	// or SASL_SSL. Absent for a plaintext backend (Kafka's default,
+	// PLAINTEXT).
+	KeySecurityProtocol = "security.protocol"
+	// KeySSLCAPEM is the PEM CA certificates to trust (librdkafka's
+	// ssl.ca.pem; Java: ssl.truststore.type=PEM with
+	// ssl.truststore.certificates). Present when the backend has tls.ca or
+	// tls.caFile.
+	KeySSLCAPEM = "ssl.ca.pem"
+	// KeySASLMechanism is Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-256 or
+	// SCRAM-SHA-512. Present when the backend uses SASL.
+	KeySASLMechanism = "sasl.mechanism"
+	// KeySASLUsername and KeySASLPassword are the backend's own SASL
+	// credentials (librdkafka's names), present only with
+	// shareCredentials: true.
+	KeySASLUsername = "sasl.username"
+	// KeySASLPassword is the password for KeySASLUsername.
+	KeySASLPassword = "sasl.password"
+)
+
+// secretKey describes one Secret key: what it holds and when it is there.
+type secretKey struct {
+	Name, Meaning string
+	// Always is true for keys every Secret has.
+	Always bool
+}
+
+// secretKeys is the kadm Secret's declaration, the one place that lists
+// the keys Grant writes (TestGrantKeysDeclared holds Grant to it).
+var secretKeys = []secretKey{
+	{KeyBootstrap, "comma-separated host:port bootstrap address", true},
+	{KeyTopic, "the topic name", true},
+	{KeySecurityProtocol, "SSL, SASL_PLAINTEXT or SASL_SSL; absent means PLAINTEXT", false},
+	{KeySSLCAPEM, "PEM CA certificates to trust; present when the backend has tls.ca or tls.caFile", false},
+	{KeySASLMechanism, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; present when the backend uses sasl", false},
+	{KeySASLUsername, "the backend's SASL username; present only with shareCredentials: true", false},
+	{KeySASLPassword, "the backend's SASL password; present only with shareCredentials: true", false},
+}
+
+// securityProtocol is Kafka's security.protocol for the backend's
+// connection, "" for plaintext.
+func (c *Config) securityProtocol() string {
+	switch {
+	case c.TLS != nil && c.SASL != nil:
+		return "SASL_SSL"
+	case c.TLS != nil:
+		return "SSL"
+	case c.SASL != nil:
+		return "SASL_PLAINTEXT"
+	}
+	return ""
+}
+
+// caPEM is the backend's configured CA, nil when it trusts the system roots.
+// A caFile is read on every call, so a rotated file reaches new Secrets.
+func (c *Config) caPEM() ([]byte, error) {
+	switch {
+	case c.TLS == nil:
+		return nil, nil
+	case c.TLS.CAFile != "":
+		b, err := os.ReadFile(c.path(c.TLS.CAFile))
+		if err != nil {
+			return nil, fmt.Errorf("tls.caFile: %w", err)
+		}
+		return b, nil
+	case c.TLS.CA != "":
+		return []byte(c.TLS.CA), nil
+	}
+	return nil, nil
+}
+
+// Grant implements drivers.Backend: what a consumer needs to connect as the
+// backend does, the same for every access in v1alpha1 (see secretKeys).
+// The TLS client certificate and key are never written, and tls.serverName
+// is not either: consumers verify the bootstrap address they are given.
+// Shared SASL credentials are not scoped to the access, so they make the
+// grant unscoped (ScopingNotImplemented).
 func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, error) {
+	c := b.cfg
+	data := map[string][]byte{
+		KeyBootstrap: []byte(c.bootstrap()),
+		KeyTopic:     []byte(a.Resource),
+	}
+	if p := c.securityProtocol(); p != "" {
+		data[KeySecurityProtocol] = []byte(p)
+	}
+	ca, err := c.caPEM()
+	if err != nil {
+		return drivers.Grant{}, fmt.Errorf("kadm: backend %s: %w", b.name, err)
+	}
+	if len(ca) > 0 {
+		data[KeySSLCAPEM] = ca
+	}
+	shared := false
+	if s := c.SASL; s != nil {
+		data[KeySASLMechanism] = []byte(s.Mechanism)
+		if c.ShareCredentials {
+			data[KeySASLUsername] = []byte(s.Username)
+			data[KeySASLPassword] = []byte(s.Password)
+			shared = true
+		}
+	}
 	return drivers.Grant{
-		Data: map[string][]byte{
-			"bootstrap": []byte(b.cfg.bootstrap()),
-			"topic":     []byte(a.Resource),
-		},
-		Scoped: (a.Role == "" || a.Role == "ReadWrite") && len(a.Parameters) == 0,
+		Data:   data,
+		Scoped: !shared && (a.Role == "" || a.Role == "ReadWrite") && len(a.Parameters) == 0,
 	}, nil
 }
 

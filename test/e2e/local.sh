@@ -19,7 +19,7 @@ variants() {
   go run ./cmd/buckety-release render --oci-dir "$out" --out "$out.release" >/dev/null || return 1
   sed -n 's/.*image: \(ghcr.io[^ ]*\)$/\1/p' "$out.release/buckety.yaml" | head -1
 }
-E2E_IMAGE_NEXT_PATCH=$(variants next-patch 0.1.1 0.2.1) || { echo "e2e: building the next-patch image failed"; exit 1; }
+E2E_IMAGE_NEXT_PATCH=$(variants next-patch 0.2.1 0.2.1) || { echo "e2e: building the next-patch image failed"; exit 1; }
 E2E_IMAGE_NEXT_MAJOR=$(variants next-major 1.0.0 1.0.0) || { echo "e2e: building the next-major image failed"; exit 1; }
 export E2E_IMAGE_NEXT_PATCH E2E_IMAGE_NEXT_MAJOR
 rc=0

@@ -12,8 +12,8 @@ step "next patch: auto-applied"
 ctl set image deploy/buckety-controller controller="$E2E_IMAGE_NEXT_PATCH" >/dev/null
 ctl rollout status deploy/buckety-controller --timeout=120s >/dev/null
 deadline=$((SECONDS + E2E_TIMEOUT))
-until [ "$(jp buckety/versioned '{.status.driverBuildVersion}')" = "0.1.1" ]; do
-  [ $SECONDS -lt $deadline ] || fail "driverBuildVersion: expected 0.1.1, seen $(jp buckety/versioned '{.status.driverBuildVersion}')"
+until [ "$(jp buckety/versioned '{.status.driverBuildVersion}')" = "0.2.1" ]; do
+  [ $SECONDS -lt $deadline ] || fail "driverBuildVersion: expected 0.2.1, seen $(jp buckety/versioned '{.status.driverBuildVersion}')"
   sleep 1
 done
 wait_cond buckety/versioned Ready True
