@@ -2,7 +2,9 @@
 // reads a BucketyAccess Secret's flat keys from its environment, exactly as
 // a workload would with envFrom or secretKeyRef, and round-trips data:
 //
-//   - kadm Secret (bootstrap, topic): produce a record, consume it back;
+//   - kadm Secret (bootstrap, topic, and for a secured broker the Kafka
+//     client properties security.protocol, ssl.ca.pem, sasl.mechanism,
+//     sasl.username, sasl.password): produce a record, consume it back;
 //   - s3 Secret (endpoint, bucket, region, accessKeyID, secretAccessKey):
 //     put an object, get it, list it.
 //
@@ -20,6 +22,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -35,6 +39,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 func main() {
@@ -47,7 +53,7 @@ func main() {
 	case len(os.Args) > 1 && os.Args[1] == "s3-admin":
 		err = s3Admin(ctx, os.Args[2:])
 	case os.Getenv("topic") != "":
-		err = kafka(ctx)
+		err = kafka(ctx, os.Getenv)
 	case os.Getenv("bucket") != "":
 		err = bucket(ctx)
 	default:
@@ -60,10 +66,15 @@ func main() {
 }
 
 func need(keys ...string) (map[string]string, error) {
+	return needFrom(os.Getenv, keys...)
+}
+
+// needFrom reads keys with getenv and names every one that is missing.
+func needFrom(getenv func(string) string, keys ...string) (map[string]string, error) {
 	out := map[string]string{}
 	var missing []string
 	for _, k := range keys {
-		v := os.Getenv(k)
+		v := getenv(k)
 		if v == "" {
 			missing = append(missing, k)
 		}
@@ -83,14 +94,72 @@ func token() string {
 	return hex.EncodeToString(b)
 }
 
-func kafka(ctx context.Context) error {
-	env, err := need("bootstrap", "topic")
+// kafkaOpts are the client options the Secret's keys describe: the
+// bootstrap, and TLS and SASL as security.protocol says, exactly as a
+// consumer configures its client from the Kafka properties.
+func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
+	env, err := needFrom(getenv, "bootstrap")
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(env["bootstrap"], ",")...)}
+	proto := getenv("security.protocol")
+	var useTLS, useSASL bool
+	switch proto {
+	case "", "PLAINTEXT":
+	case "SSL":
+		useTLS = true
+	case "SASL_PLAINTEXT":
+		useSASL = true
+	case "SASL_SSL":
+		useTLS, useSASL = true, true
+	default:
+		return nil, fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", proto)
+	}
+	if useTLS {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if ca := getenv("ssl.ca.pem"); ca != "" {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM([]byte(ca)) {
+				return nil, fmt.Errorf("ssl.ca.pem: no PEM certificate found")
+			}
+			tc.RootCAs = pool
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if useSASL {
+		s, err := needFrom(getenv, "sasl.mechanism", "sasl.username", "sasl.password")
+		if err != nil {
+			return nil, fmt.Errorf("security.protocol %s: %w", proto, err)
+		}
+		user, pass := s["sasl.username"], s["sasl.password"]
+		switch s["sasl.mechanism"] {
+		case "PLAIN":
+			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		default:
+			return nil, fmt.Errorf("sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s["sasl.mechanism"])
+		}
+	}
+	return opts, nil
+}
+
+// kafka produces a record to the Secret's topic and consumes it back,
+// configured only from the Secret's keys (read with getenv).
+func kafka(ctx context.Context, getenv func(string) string) error {
+	env, err := needFrom(getenv, "bootstrap", "topic")
+	if err != nil {
+		return err
+	}
+	opts, err := kafkaOpts(getenv)
 	if err != nil {
 		return err
 	}
 	value := "probe-" + token()
-	brokers := strings.Split(env["bootstrap"], ",")
-	p, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	p, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -98,7 +167,7 @@ func kafka(ctx context.Context) error {
 	if err := p.ProduceSync(ctx, &kgo.Record{Topic: env["topic"], Value: []byte(value)}).FirstErr(); err != nil {
 		return fmt.Errorf("produce to topic %s via %s: %w", env["topic"], env["bootstrap"], err)
 	}
-	c, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(env["topic"]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(env["topic"]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		return err
 	}
@@ -244,14 +313,14 @@ func bucket(ctx context.Context) error {
 }
 
 func kafkaAdmin(ctx context.Context, args []string) error {
-	env, err := need("bootstrap")
+	opts, err := kafkaOpts(os.Getenv)
 	if err != nil {
 		return err
 	}
 	if len(args) < 2 {
 		return fmt.Errorf("usage: probe kafka-admin describe|set-config|grow|create|exists TOPIC [ARGS]")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(env["bootstrap"], ",")...))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
