@@ -8,9 +8,15 @@ import (
 
 var (
 	nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	// secretKeyRE: a Secret key that is also an environment variable name,
-	// so that envFrom hands a workload every key.
+	// secretKeyRE: a key every Secret has is also an environment variable
+	// name, so that envFrom hands every workload what it needs everywhere.
 	secretKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// optionalSecretKeyRE: an optional key may be any Secret data key, e.g.
+	// a client library's property name (security.protocol): mounted as a
+	// file it keeps its name, and envFrom passes it where the cluster
+	// accepts such environment variable names (Kubernetes 1.32 and later by
+	// default).
+	optionalSecretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 )
 
 // Registry maps driver names to drivers. It is built once at start-up, in
@@ -64,14 +70,17 @@ func (r *Registry) Names() []string {
 	return out
 }
 
-// checkSecretKeys: at least one key that every Secret has, every name an
-// environment variable name and declared once, every key described.
+// checkSecretKeys: at least one key that every Secret has, every required
+// name an environment variable name and every optional one a Secret data
+// key, each declared once, every key described.
 func checkSecretKeys(keys []SecretKey) error {
 	seen := map[string]bool{}
 	for _, k := range keys {
 		switch {
-		case !secretKeyRE.MatchString(k.Name):
-			return fmt.Errorf("secret key %q must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", k.Name)
+		case !k.Optional && !secretKeyRE.MatchString(k.Name):
+			return fmt.Errorf("secret key %q must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*): every Secret has it", k.Name)
+		case k.Optional && !optionalSecretKeyRE.MatchString(k.Name):
+			return fmt.Errorf("optional secret key %q must be a Secret data key ([-._a-zA-Z0-9]+)", k.Name)
 		case seen[k.Name]:
 			return fmt.Errorf("secret key %q declared twice", k.Name)
 		case k.Description == "":

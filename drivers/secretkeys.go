@@ -12,7 +12,8 @@ import (
 // assertions, the probe and README are read from or checked against that
 // declaration.
 type SecretKey struct {
-	// Name is the flat key, usable as an environment variable name.
+	// Name is the flat key: an environment variable name for a key every
+	// Secret has; any Secret data key for an optional one.
 	Name string
 	// Description says what the value is; for an optional key, also when
 	// the Secret has it.

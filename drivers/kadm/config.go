@@ -42,6 +42,12 @@ type Config struct {
 	TLS *TLS `json:"tls,omitempty"`
 	// SASL enables SASL authentication when present.
 	SASL *SASL `json:"sasl,omitempty"`
+	// ShareCredentials writes the backend's own SASL username and password
+	// into every access Secret (sasl.username, sasl.password), for clusters
+	// without per-tenant users. Off by default: the credentials are the
+	// controller's, every access then gets the same ones, and each such
+	// access reports ScopingNotImplemented. Requires sasl.
+	ShareCredentials bool `json:"shareCredentials,omitempty"`
 
 	dir string
 }
@@ -145,6 +151,9 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		if s.Password == "" {
 			errs = append(errs, field.Required(sp.Child("password"), "set it from a Secret-backed env var, as ${KAFKA_PASSWORD}"))
 		}
+	}
+	if c.ShareCredentials && c.SASL == nil {
+		errs = append(errs, field.Invalid(p.Child("shareCredentials"), true, "there are no credentials to share without sasl: only SASL credentials are shared (a TLS client key never is); remove shareCredentials or configure sasl"))
 	}
 	return errs
 }

@@ -27,5 +27,12 @@
 //
 // v1alpha1 has no per-consumer credentials (auth mode none): every access
 // receives the bootstrap address and the topic name, and roles other than
-// ReadWrite are reported as not scoped.
+// ReadWrite are reported as not scoped. Since 0.2.0 (a minor bump: the keys
+// are additive) a Secret also says how to connect when the backend itself
+// connects with TLS or SASL, under the Kafka client property names
+// consumers already set (security.protocol, ssl.ca.pem, sasl.mechanism);
+// a consumer holding only bootstrap and topic could not connect. The SASL
+// credentials are the controller's own, so they are written only when the
+// maintainer opts in per backend (shareCredentials), and every access that
+// receives them is reported as not scoped.
 package kadm

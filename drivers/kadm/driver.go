@@ -16,8 +16,8 @@ import (
 const Name = "kadm"
 
 // version is the driver's SemVer; releases override it with
-// -ldflags "-X github.com/Yolean/buckety-controller/drivers/kadm.version=0.1.1".
-var version = "0.1.0"
+// -ldflags "-X github.com/Yolean/buckety-controller/drivers/kadm.version=0.2.1".
+var version = "0.2.0"
 
 // Access parameter keys the driver knows; none are enforced in v1alpha1.
 const (

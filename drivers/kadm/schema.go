@@ -47,6 +47,11 @@ const (
 var secretKeys = []drivers.SecretKey{
 	{Name: SecretBootstrap, Description: "The comma-separated host:port addresses consumers bootstrap from: the backend's bootstrap, or its seedBrokers joined by \",\"."},
 	{Name: SecretTopic, Description: "The topic name (the Buckety's status.backendResourceName)."},
+	{Name: SecretSecurityProtocol, Optional: true, Description: "Kafka's security.protocol as the backend connects: SSL, SASL_PLAINTEXT or SASL_SSL. Present when the backend has tls or sasl; absent means PLAINTEXT."},
+	{Name: SecretSSLCAPEM, Optional: true, Description: "PEM CA certificates to trust (librdkafka's ssl.ca.pem; Java: ssl.truststore.type=PEM with ssl.truststore.certificates). Present when the backend has tls.ca or tls.caFile."},
+	{Name: SecretSASLMechanism, Optional: true, Description: "Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Present when the backend uses sasl."},
+	{Name: SecretSASLUsername, Optional: true, Description: "The backend's own SASL username. Present only when the backend sets shareCredentials: true (the access is then not scoped)."},
+	{Name: SecretSASLPassword, Optional: true, Description: "The backend's own SASL password. Present only when the backend sets shareCredentials: true."},
 }
 
 // SecretKeys implements drivers.Driver.

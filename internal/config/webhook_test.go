@@ -123,6 +123,7 @@ func TestWebhookStillValidates(t *testing.T) {
 		{"literal endpoint", "backends:\n- {name: a, driver: s3, config: {endpoint: 'ftp://x', accessKeyID: '${A}', secretAccessKey: '${B}'}}\n", "backends[0].config.endpoint: Invalid value"},
 		{"missing endpoint", "backends:\n- {name: a, driver: s3, config: {accessKeyID: '${A}', secretAccessKey: '${B}'}}\n", "backends[0].config.endpoint: Required value"},
 		{"SASL mechanism", "backends:\n- {name: a, driver: kadm, config: {seedBrokers: [k:1], sasl: {mechanism: GSSAPI, username: '${U}', password: '${P}'}}}\n", `backends[0].config.sasl.mechanism: Unsupported value: "GSSAPI"`},
+		{"shareCredentials without sasl", "backends:\n- {name: a, driver: kadm, config: {seedBrokers: [k:1], shareCredentials: true}}\n", "backends[0].config.shareCredentials: Invalid value: true: there are no credentials to share without sasl"},
 		{"unknown option", "backends:\n- {name: a, driver: kadm, config: {seedBrokers: [k:1], seeds: [x]}}\n", `backends[0].config.seeds: Invalid value: unknown field "seeds"`},
 		{"${ in an untagged field", "backends:\n- {name: a, driver: kadm, config: {seedBrokers: [k:1], clientID: '${ID}'}}\n", "backends[0].config.clientID: Invalid value: contains ${...}"},
 		{"malformed reference", "backends:\n- {name: a, driver: kadm, config: {seedBrokers: ['${B']}}\n", "backends[0].config.seedBrokers[0]: Invalid value: unterminated ${"},

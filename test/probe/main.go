@@ -2,7 +2,8 @@
 // reads a BucketyAccess Secret's flat keys from its environment, exactly as
 // a workload would with envFrom or secretKeyRef, and round-trips data:
 //
-//   - kadm Secret (bootstrap, topic): produce a record, consume it back;
+//   - kadm Secret (bootstrap, topic; security.protocol, ssl.ca.pem and
+//     sasl.* for a secured broker): produce a record, consume it back;
 //   - s3 Secret (endpoint, bucket, region, accessKeyID, secretAccessKey):
 //     put an object, get it, list it.
 //
@@ -23,6 +24,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -38,6 +41,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/all"
@@ -48,7 +53,7 @@ import (
 // roundTrips are the probe's round trips, by driver name. A registered
 // driver without one fails the probe's tests.
 var roundTrips = map[string]func(context.Context) error{
-	"kadm": kafka,
+	"kadm": func(ctx context.Context) error { return kafka(ctx, os.Getenv) },
 	"s3":   bucket,
 }
 
@@ -102,11 +107,13 @@ func main() {
 	}
 }
 
-func need(keys ...string) (map[string]string, error) {
+func need(keys ...string) (map[string]string, error) { return needFrom(os.Getenv, keys...) }
+
+func needFrom(getenv func(string) string, keys ...string) (map[string]string, error) {
 	out := map[string]string{}
 	var missing []string
 	for _, k := range keys {
-		v := os.Getenv(k)
+		v := getenv(k)
 		if v == "" {
 			missing = append(missing, k)
 		}
@@ -126,14 +133,72 @@ func token() string {
 	return hex.EncodeToString(b)
 }
 
-func kafka(ctx context.Context) error {
-	env, err := need(kadmdriver.SecretBootstrap, kadmdriver.SecretTopic)
+// kafkaOpts are the client options the Secret's keys describe: the
+// bootstrap, and TLS and SASL as security.protocol says, exactly as a
+// consumer configures its client from the Kafka properties.
+func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
+	env, err := needFrom(getenv, kadmdriver.SecretBootstrap)
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(env[kadmdriver.SecretBootstrap], ",")...)}
+	proto := getenv(kadmdriver.SecretSecurityProtocol)
+	var useTLS, useSASL bool
+	switch proto {
+	case "", "PLAINTEXT":
+	case "SSL":
+		useTLS = true
+	case "SASL_PLAINTEXT":
+		useSASL = true
+	case "SASL_SSL":
+		useTLS, useSASL = true, true
+	default:
+		return nil, fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", proto)
+	}
+	if useTLS {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if ca := getenv(kadmdriver.SecretSSLCAPEM); ca != "" {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM([]byte(ca)) {
+				return nil, fmt.Errorf("ssl.ca.pem: no PEM certificate found")
+			}
+			tc.RootCAs = pool
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if useSASL {
+		s, err := needFrom(getenv, kadmdriver.SecretSASLMechanism, kadmdriver.SecretSASLUsername, kadmdriver.SecretSASLPassword)
+		if err != nil {
+			return nil, fmt.Errorf("security.protocol %s: %w", proto, err)
+		}
+		user, pass := s[kadmdriver.SecretSASLUsername], s[kadmdriver.SecretSASLPassword]
+		switch s[kadmdriver.SecretSASLMechanism] {
+		case "PLAIN":
+			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		default:
+			return nil, fmt.Errorf("sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s[kadmdriver.SecretSASLMechanism])
+		}
+	}
+	return opts, nil
+}
+
+// kafka produces a record to the Secret's topic and consumes it back,
+// configured only from the Secret's keys (read with getenv).
+func kafka(ctx context.Context, getenv func(string) string) error {
+	env, err := needFrom(getenv, kadmdriver.SecretBootstrap, kadmdriver.SecretTopic)
+	if err != nil {
+		return err
+	}
+	opts, err := kafkaOpts(getenv)
 	if err != nil {
 		return err
 	}
 	value := "probe-" + token()
-	brokers := strings.Split(env[kadmdriver.SecretBootstrap], ",")
-	p, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	p, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -141,7 +206,7 @@ func kafka(ctx context.Context) error {
 	if err := p.ProduceSync(ctx, &kgo.Record{Topic: env[kadmdriver.SecretTopic], Value: []byte(value)}).FirstErr(); err != nil {
 		return fmt.Errorf("produce to topic %s via %s: %w", env[kadmdriver.SecretTopic], env[kadmdriver.SecretBootstrap], err)
 	}
-	c, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(env[kadmdriver.SecretTopic]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(env[kadmdriver.SecretTopic]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		return err
 	}
@@ -287,14 +352,14 @@ func bucket(ctx context.Context) error {
 }
 
 func kafkaAdmin(ctx context.Context, args []string) error {
-	env, err := need(kadmdriver.SecretBootstrap)
+	opts, err := kafkaOpts(os.Getenv)
 	if err != nil {
 		return err
 	}
 	if len(args) < 2 {
 		return fmt.Errorf("usage: probe kafka-admin describe|set-config|grow|create|exists TOPIC [ARGS]")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(env[kadmdriver.SecretBootstrap], ",")...))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}

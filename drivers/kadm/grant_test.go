@@ -1,0 +1,200 @@
+package kadm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+// TestGrantConnections checks the Secret for every way a backend connects: a consumer
+// gets exactly the keys it needs to connect as the backend does, the SASL
+// credentials only when the maintainer shares them, and a grant with
+// shared credentials is never reported as scoped.
+func TestGrantConnections(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(testCA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sasl := func() *SASL { return &SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"} }
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		access drivers.Access
+		want   map[string]string
+		scoped bool
+	}{
+		{
+			name:   "plaintext: unchanged from 0.1",
+			cfg:    Config{SeedBrokers: []string{"k0:9092", "k1:9092"}},
+			want:   map[string]string{"bootstrap": "k0:9092,k1:9092", "topic": "orders"},
+			scoped: true,
+		},
+		{
+			name:   "public bootstrap wins over seedBrokers",
+			cfg:    Config{SeedBrokers: []string{"k0:9092"}, Bootstrap: "kafka.example.com:9093", TLS: &TLS{}},
+			want:   map[string]string{"bootstrap": "kafka.example.com:9093", "topic": "orders", "security.protocol": "SSL"},
+			scoped: true,
+		},
+		{
+			name:   "TLS with a CA file relative to the config dir",
+			cfg:    Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CAFile: "ca.pem", ServerName: "kafka.internal"}, dir: dir},
+			want:   map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SSL", "ssl.ca.pem": testCA},
+			scoped: true,
+		},
+		{
+			name:   "mutual TLS: the client key is never handed out",
+			cfg:    Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CA: testCA, Cert: "CERT", Key: "KEY"}},
+			want:   map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SSL", "ssl.ca.pem": testCA},
+			scoped: true,
+		},
+		{
+			name:   "SASL without sharing: the mechanism, no credentials",
+			cfg:    Config{SeedBrokers: []string{"k0:9092"}, SASL: sasl()},
+			want:   map[string]string{"bootstrap": "k0:9092", "topic": "orders", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512"},
+			scoped: true,
+		},
+		{
+			name: "SASL with sharing: the backend's credentials, unscoped",
+			cfg:  Config{SeedBrokers: []string{"k0:9092"}, SASL: sasl(), ShareCredentials: true},
+			want: map[string]string{"bootstrap": "k0:9092", "topic": "orders", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+				"sasl.username": "buckety", "sasl.password": "s3cr3t"},
+		},
+		{
+			name: "SASL over TLS with sharing",
+			cfg:  Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CA: testCA}, SASL: sasl(), ShareCredentials: true},
+			want: map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SASL_SSL", "ssl.ca.pem": testCA, "sasl.mechanism": "SCRAM-SHA-512",
+				"sasl.username": "buckety", "sasl.password": "s3cr3t"},
+		},
+		{
+			name:   "SASL over TLS without sharing, system roots",
+			cfg:    Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{}, SASL: sasl()},
+			want:   map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"},
+			scoped: true,
+		},
+		{
+			name:   "a Read role is not enforced, whatever the connection",
+			cfg:    Config{SeedBrokers: []string{"k0:9092"}, SASL: sasl()},
+			access: drivers.Access{Role: "Read"},
+			want:   map[string]string{"bootstrap": "k0:9092", "topic": "orders", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			b := &Backend{name: "kafka", cfg: &cfg}
+			a := tc.access
+			a.Resource = "orders"
+			g, err := b.Grant(context.Background(), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for k, v := range g.Data {
+				got[k] = string(v)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("want Secret data %v, got %v", tc.want, got)
+			}
+			if g.Scoped != tc.scoped {
+				t.Errorf("want Scoped %v, got %v", tc.scoped, g.Scoped)
+			}
+		})
+	}
+}
+
+// TestGrantCAFileUnreadable: a CA file that went missing fails the grant
+// with the field named, instead of a Secret without the CA.
+func TestGrantCAFileUnreadable(t *testing.T) {
+	b := &Backend{name: "kafka", cfg: &Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CAFile: filepath.Join(t.TempDir(), "gone.pem")}}}
+	_, err := b.Grant(context.Background(), drivers.Access{Resource: "orders"})
+	if err == nil || !strings.Contains(err.Error(), "tls.caFile") || !strings.Contains(err.Error(), "backend kafka") {
+		t.Fatalf("want an error naming backend kafka and tls.caFile, got %v", err)
+	}
+}
+
+// TestGrantKeysDeclared holds Grant to secretKeys, the kadm Secret's one
+// declaration: every key written is declared, every declared key is valid
+// as a Secret data key, and the always-present ones are always written.
+func TestGrantKeysDeclared(t *testing.T) {
+	declared := map[string]drivers.SecretKey{}
+	var always []string
+	for _, k := range secretKeys {
+		declared[k.Name] = k
+		if !k.Optional {
+			always = append(always, k.Name)
+		}
+		for _, r := range k.Name {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+				t.Errorf("key %q: want only [-._a-zA-Z0-9] (a Secret data key), got %q", k.Name, r)
+			}
+		}
+		if k.Description == "" {
+			t.Errorf("key %q: want a meaning, got none", k.Name)
+		}
+	}
+	full := &Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CA: testCA}, SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}, ShareCredentials: true}
+	for _, cfg := range []*Config{{SeedBrokers: []string{"k0:9092"}}, full} {
+		g, err := (&Backend{name: "kafka", cfg: cfg}).Grant(context.Background(), drivers.Access{Resource: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range g.Data {
+			if _, ok := declared[k]; !ok {
+				t.Errorf("Grant wrote %q, which secretKeys does not declare", k)
+			}
+		}
+		for _, k := range always {
+			if _, ok := g.Data[k]; !ok {
+				t.Errorf("want the always-present key %q, got keys %v", k, keysOf(g.Data))
+			}
+		}
+		if cfg == full && len(g.Data) != len(secretKeys) {
+			t.Errorf("want every declared key from a TLS+SASL+shared backend, got %v", keysOf(g.Data))
+		}
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestShareCredentialsNeedsSASL: sharing is refused at config load, with
+// the field named, where there is nothing to share.
+func TestShareCredentialsNeedsSASL(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{"without sasl", Config{SeedBrokers: []string{"k0:9092"}, ShareCredentials: true}, "backends[0].config.shareCredentials"},
+		{"TLS only", Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CA: testCA}, ShareCredentials: true}, "backends[0].config.shareCredentials"},
+		{"with sasl", Config{SeedBrokers: []string{"k0:9092"}, SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}, ShareCredentials: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.cfg.TLS != nil && tc.cfg.TLS.CA == testCA {
+				tc.cfg.TLS.CA = "" // testCA is not a parseable certificate
+			}
+			errs := tc.cfg.Validate(field.NewPath("backends").Index(0).Child("config"))
+			switch {
+			case tc.wantErr == "" && len(errs) > 0:
+				t.Fatalf("want no error, got %v", errs)
+			case tc.wantErr != "" && (len(errs) != 1 || errs[0].Field != tc.wantErr):
+				t.Fatalf("want one error on %s, got %v", tc.wantErr, errs)
+			}
+		})
+	}
+}

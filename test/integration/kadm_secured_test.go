@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// TestSharedSASLCredentialsAreNotScoped: against a real SASL broker, a
+// backend that shares its credentials writes them into the access Secret
+// with the connection keys, and the ReadWrite access that receives them
+// reports ScopingNotImplemented instead of claiming to be scoped; without
+// the opt-in the Secret carries no credentials and the access is scoped.
+func TestSharedSASLCredentialsAreNotScoped(t *testing.T) {
+	needInfra(t)
+	broker := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-256:buckety:s3cr3t"}})
+	for _, tc := range []struct {
+		share    bool
+		wantKeys []string
+		scoped   metav1.ConditionStatus
+	}{
+		{false, []string{"bootstrap", "sasl.mechanism", "security.protocol", "topic"}, metav1.ConditionFalse},
+		{true, []string{"bootstrap", "sasl.mechanism", "sasl.password", "sasl.username", "security.protocol", "topic"}, metav1.ConditionTrue},
+	} {
+		t.Run(fmt.Sprintf("shareCredentials %v", tc.share), func(t *testing.T) {
+			startController(t, fmt.Sprintf(`backends:
+- name: kafka
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+    requestTimeout: 5s
+    sasl: {mechanism: SCRAM-SHA-256, username: buckety, password: s3cr3t}
+    shareCredentials: %v
+`, broker.Bootstrap(), tc.share), nil, time.Hour)
+			ns := namespace(t)
+			b := &v1.Buckety{
+				ObjectMeta: metav1.ObjectMeta{Name: "secured", Namespace: ns},
+				Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.secured",
+					DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "secured-topic"}},
+			}
+			create(t, b)
+			waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, wait)
+			access := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "secured", Namespace: ns}}
+			waitCondition(t, access, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			if access.Spec.Role != v1.RoleReadWrite {
+				t.Fatalf("want the implicit ReadWrite access, got role %s", access.Spec.Role)
+			}
+			reason := v1.ReasonAsExpected
+			if tc.scoped == metav1.ConditionTrue {
+				reason = v1.ReasonCredentialsNotScoped
+			}
+			waitCondition(t, access, v1.ConditionScopingNotImplemented, tc.scoped, reason, wait)
+			s := secret(t, ns, "secured-topic")
+			var keys []string
+			for k := range s.Data {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			if !reflect.DeepEqual(keys, tc.wantKeys) {
+				t.Errorf("want Secret keys %v, got %v", tc.wantKeys, keys)
+			}
+			if got := string(s.Data["security.protocol"]); got != "SASL_PLAINTEXT" {
+				t.Errorf("want security.protocol SASL_PLAINTEXT, got %q", got)
+			}
+			if tc.share && (string(s.Data["sasl.username"]) != "buckety" || string(s.Data["sasl.password"]) != "s3cr3t") {
+				t.Errorf("want the backend's credentials shared, got %q/%q", s.Data["sasl.username"], s.Data["sasl.password"])
+			}
+		})
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
+	testkafka "github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/pki"
+)
+
+// TestKafkaSecuredBrokers runs the probe in-process against real TLS and
+// SASL brokers (the kfake broker process), configured only from the Secret
+// the kadm driver grants: it must connect with the whole Secret, and fail
+// with only the keys driver 0.1 wrote (bootstrap, topic).
+func TestKafkaSecuredBrokers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs a real Kafka-protocol broker; run without -short (make test)")
+	}
+	ca, err := pki.NewCA("kafka-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := ca.Issue("localhost", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"tls.crt": cert, "tls.key": key} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tlsOpts := testkafka.Options{TLSCert: filepath.Join(dir, "tls.crt"), TLSKey: filepath.Join(dir, "tls.key")}
+	for _, tc := range []struct {
+		name   string
+		broker testkafka.Options
+		config func(*kadmdriver.Config)
+		// wantProtocol is the Secret's security.protocol.
+		wantProtocol string
+	}{
+		{
+			name:         "TLS",
+			broker:       tlsOpts,
+			config:       func(c *kadmdriver.Config) { c.TLS = &kadmdriver.TLS{CA: string(ca.CertPEM)} },
+			wantProtocol: "SSL",
+		},
+		{
+			name:   "SASL SCRAM-SHA-256, credentials shared",
+			broker: testkafka.Options{SASL: []string{"SCRAM-SHA-256:buckety:s3cr3t"}},
+			config: func(c *kadmdriver.Config) {
+				c.SASL = &kadmdriver.SASL{Mechanism: "SCRAM-SHA-256", Username: "buckety", Password: "s3cr3t"}
+				c.ShareCredentials = true
+			},
+			wantProtocol: "SASL_PLAINTEXT",
+		},
+		{
+			name:   "SASL PLAIN, credentials shared",
+			broker: testkafka.Options{SASL: []string{"PLAIN:buckety:s3cr3t"}},
+			config: func(c *kadmdriver.Config) {
+				c.SASL = &kadmdriver.SASL{Mechanism: "PLAIN", Username: "buckety", Password: "s3cr3t"}
+				c.ShareCredentials = true
+			},
+			wantProtocol: "SASL_PLAINTEXT",
+		},
+		{
+			name:   "SASL SCRAM-SHA-512 over TLS, credentials shared",
+			broker: testkafka.Options{TLSCert: tlsOpts.TLSCert, TLSKey: tlsOpts.TLSKey, SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}},
+			config: func(c *kadmdriver.Config) {
+				c.TLS = &kadmdriver.TLS{CA: string(ca.CertPEM)}
+				c.SASL = &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}
+				c.ShareCredentials = true
+			},
+			wantProtocol: "SASL_SSL",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := testkafka.Start(t, tc.broker)
+			cfg := &kadmdriver.Config{SeedBrokers: b.Addrs, RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
+			tc.config(cfg)
+			if errs := cfg.Validate(field.NewPath("config")); len(errs) > 0 {
+				t.Fatalf("config: %v", errs)
+			}
+			be, err := kadmdriver.New().Open(context.Background(), "kafka", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := be.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := be.Ensure(ctx, drivers.Resource{Name: "probe-topic"}); err != nil {
+				t.Fatalf("ensure: %v", err)
+			}
+			g, err := be.Grant(ctx, drivers.Access{Resource: "probe-topic", Role: "ReadWrite"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(g.Data[kadmdriver.SecretSecurityProtocol]); got != tc.wantProtocol {
+				t.Fatalf("want security.protocol %s, got %q", tc.wantProtocol, got)
+			}
+			secret := func(keys map[string][]byte) func(string) string {
+				return func(k string) string { return string(keys[k]) }
+			}
+
+			t.Run("with only bootstrap and topic it cannot connect", func(t *testing.T) {
+				old := map[string][]byte{"bootstrap": g.Data["bootstrap"], "topic": g.Data["topic"]}
+				ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+				defer cancel()
+				if err := kafka(ctx, secret(old)); err == nil {
+					t.Fatal("want the probe to fail without the connection keys, got success")
+				}
+			})
+			t.Run("with the whole Secret it produces and consumes", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := kafka(ctx, secret(g.Data)); err != nil {
+					t.Fatalf("want the probe to connect with the Secret %v, got %v", keysOf(g.Data), err)
+				}
+			})
+			if cfg.SASL != nil {
+				t.Run("without the shared credentials it names what is missing", func(t *testing.T) {
+					noCreds := map[string][]byte{}
+					for k, v := range g.Data {
+						if k != kadmdriver.SecretSASLUsername && k != kadmdriver.SecretSASLPassword {
+							noCreds[k] = v
+						}
+					}
+					err := kafka(context.Background(), secret(noCreds))
+					if err == nil || !strings.Contains(err.Error(), "sasl.username, sasl.password") {
+						t.Fatalf("want an error naming sasl.username and sasl.password, got %v", err)
+					}
+				})
+			}
+		})
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
