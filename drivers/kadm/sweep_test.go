@@ -108,6 +108,10 @@ func TestSweepFindsExactlyWhatEnsureRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	delta, base := f.requests(t, base)
+	// A connection the client (re)opens starts with ApiVersions; on a
+	// loaded machine an idle connection may have been closed meanwhile.
+	// That is connection setup, not the sweep's requests.
+	delete(delta, "ApiVersions")
 	for i := range v {
 		if v[i].Drifted() || v[i].Drift != nil || v[i].Err != nil {
 			t.Errorf("%s in sync: want an empty verdict, got %+v", rs[i].Name, v[i])
@@ -142,6 +146,7 @@ func TestSweepFindsExactlyWhatEnsureRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	delta, _ = f.requests(t, base)
+	delete(delta, "ApiVersions")
 	if total(delta, keys(delta)...) > 4 {
 		t.Errorf("sweep after drift: want at most 4 requests, got %v", delta)
 	}
