@@ -598,24 +598,10 @@ func (e *env) topicConfigs(ctx context.Context, topics []string) (kadm.ResourceC
 	return kadm.NewClient(e.kc).DescribeTopicConfigs(ctx, topics...)
 }
 
-// topics lists the broker's topics with a fresh client (a long-lived
-// client's metadata cache can be stale); its requests count as the
-// harness's own.
+// topics lists the broker's topics (harness.Topics); its requests count
+// as the harness's own.
 func (e *env) topics(ctx context.Context) (map[string]bool, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addrs...), kgo.WithHooks(e.own))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	td, err := kadm.NewClient(cl).ListTopics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, n := range td.Names() {
-		out[n] = true
-	}
-	return out, nil
+	return harness.Topics(ctx, e.broker.Addrs, kgo.WithHooks(e.own))
 }
 
 // parallel runs f(i) for i in [0, n) on workers goroutines and returns the
