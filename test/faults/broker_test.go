@@ -111,7 +111,7 @@ func runBrokerOutage(t *testing.T, e *env, p params, tb *table, kill bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creates, err := e.wireCreates()
+	creates, wireDups, err := e.wireCreates()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ func runBrokerOutage(t *testing.T, e *env, p params, tb *table, kill bool) {
 				seen++
 			}
 		}
-		if c := creates[ns+"."+n]; c > 1 {
-			dups += c - 1
-			dupNames = append(dupNames, fmt.Sprintf("%s×%d", n, c))
+		if d := wireDups[ns+"."+n]; d > 0 {
+			dups += d
+			dupNames = append(dupNames, fmt.Sprintf("%s×%d", n, d+1))
 		}
 	}
 	sort.Strings(dupNames)

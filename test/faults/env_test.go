@@ -15,8 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -217,24 +215,9 @@ func (e *env) namespace(name string) string {
 	return name
 }
 
-// topics lists the broker's topics with a fresh client (kadm's ListTopics
-// reads the client's metadata cache, which a long-lived client would serve
-// stale).
+// topics lists the broker's topics (harness.Topics).
 func (e *env) topics(ctx context.Context) (map[string]bool, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addrs...))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	td, err := kadm.NewClient(cl).ListTopics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, n := range td.Names() {
-		out[n] = true
-	}
-	return out, nil
+	return harness.Topics(ctx, e.broker.Addrs)
 }
 
 // buckets lists MinIO's buckets.
@@ -251,17 +234,21 @@ func (e *env) buckets(ctx context.Context) (map[string]bool, error) {
 }
 
 // wireCreates counts non-validate-only CreateTopics per topic name in the
-// broker's wire log.
-func (e *env) wireCreates() (map[string]int, error) {
+// broker's wire log, and the duplicates among them: creates of a topic the
+// broker already had at the time (created earlier in the same broker run,
+// or loaded from its data dir at start). A create after a kill, of a topic
+// the restarted broker had lost, is a re-create, not a duplicate.
+func (e *env) wireCreates() (creates, dups map[string]int, err error) {
+	creates, dups = map[string]int{}, map[string]int{}
 	f, err := os.Open(e.wireLog)
 	if os.IsNotExist(err) {
-		return map[string]int{}, nil
+		return creates, dups, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	out := map[string]int{}
+	has := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var r struct {
@@ -270,13 +257,24 @@ func (e *env) wireCreates() (map[string]int, error) {
 			ValidateOnly bool   `json:"validateOnly"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("wire log line %q: %w", sc.Text(), err)
+			return nil, nil, fmt.Errorf("wire log line %q: %w", sc.Text(), err)
 		}
-		if r.API == "CreateTopics" && !r.ValidateOnly {
-			out[r.Topic]++
+		switch {
+		case r.API == "Start":
+			has = map[string]bool{}
+		case r.API == "Loaded":
+			has[r.Topic] = true
+		case r.API == "DeleteTopics":
+			delete(has, r.Topic)
+		case r.API == "CreateTopics" && !r.ValidateOnly:
+			creates[r.Topic]++
+			if has[r.Topic] {
+				dups[r.Topic]++
+			}
+			has[r.Topic] = true
 		}
 	}
-	return out, sc.Err()
+	return creates, dups, sc.Err()
 }
 
 // sortedKeys lists a set, sorted, for messages.

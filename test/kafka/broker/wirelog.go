@@ -1,18 +1,24 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // WireLogEnv names a file the broker appends one JSON line to for every
 // topic named in a CreateTopics or DeleteTopics request it receives, as
-// {"api":"CreateTopics","topic":"orders","validateOnly":false}. The fault
+// {"api":"CreateTopics","topic":"orders","validateOnly":false}, after a
+// {"api":"Start"} line and a {"api":"Loaded","topic":...} line per topic the
+// broker has when it starts (from its data dir). The fault
 // harness (test/faults) counts creates per topic name on the wire with it.
 // It is an environment variable, not a flag, so test helpers that start the
 // broker pass it without new options; the file is written unbuffered, line
@@ -51,6 +57,17 @@ func startWireLog(c *kfake.Cluster) (func(), error) {
 			fmt.Fprintf(os.Stderr, "broker: wire log: %v\n", err)
 		}
 	}
+	// Each start is marked, with the topics the broker has at start (from
+	// its data dir): a create of a topic the broker lost in a kill is a
+	// re-create, not a duplicate; the harness tells them apart with these.
+	write(WireRecord{API: "Start"})
+	loaded, err := listTopics(c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: list the topics at start: %w", WireLogEnv, err)
+	}
+	for _, t := range loaded {
+		write(WireRecord{API: "Loaded", Topic: t})
+	}
 	observe := func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		switch r := req.(type) {
@@ -77,4 +94,20 @@ func startWireLog(c *kfake.Cluster) (func(), error) {
 			fmt.Fprintf(os.Stderr, "broker: wire log: %v\n", err)
 		}
 	}, nil
+}
+
+// listTopics lists the cluster's topics through its own listener.
+func listTopics(c *kfake.Cluster) ([]string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	td, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return td.Names(), nil
 }
