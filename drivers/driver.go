@@ -1,6 +1,8 @@
 package drivers
 
 import (
+	"time"
+
 	"context"
 
 	"github.com/invopop/jsonschema"
@@ -114,6 +116,17 @@ type Resource struct {
 	// DryRun makes Ensure compare without writing (see Backend.Ensure). The
 	// other operations ignore it.
 	DryRun bool
+	// MaxAge lets Ensure answer from what the backend itself saw of the
+	// resource within MaxAge (its own reads, sweeps and writes) instead of
+	// reading it again, when what it saw needs no write. What it saw is
+	// never acted on otherwise: a resource that differs is read again before
+	// anything is written, and a dry run always reads. 0: read it now.
+	// Drivers that keep no observations ignore it. The controller passes
+	// its drift sweep interval on backends whose sweep is complete: the
+	// sweep already bounds how long drift goes unseen, and a read younger
+	// than one interval adds nothing to that bound. The other operations
+	// ignore it.
+	MaxAge time.Duration
 }
 
 // Inspection is what Inspect found.

@@ -38,6 +38,8 @@ type Backend struct {
 	partitions *batcher[int32, string]
 	alters     *batcher[[]kadm.AlterConfig, string]
 	deletes    *batcher[struct{}, string]
+	// observed is what the backend last saw of each topic (observed.go).
+	observed *observations
 }
 
 // newBackend wires the batchers; linger and maxBatch bound the latency a
@@ -46,7 +48,7 @@ func newBackend(name string, cfg *Config, cl *kgo.Client, linger time.Duration, 
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(cfg.timeout().Milliseconds()))
 	base, stop := context.WithCancel(context.Background())
-	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop}
+	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop, observed: newObservations()}
 	t := cfg.timeout()
 	b.metadata = newBatcher(base, true, linger, maxBatch, t, b.execMetadata)
 	b.configs = newBatcher(base, true, linger, maxBatch, t, b.execConfigs)
@@ -68,11 +70,17 @@ type topicState struct {
 }
 
 // describe reads a topic's metadata (always fresh, never kgo's cache) and,
-// when withConfigs, its dynamic configs.
+// when withConfigs, its dynamic configs. What it finds is recorded as an
+// observation when complete: a missing topic, or an existing one with its
+// configs.
 func (b *Backend) describe(ctx context.Context, topic string, withConfigs bool) (topicState, error) {
+	at := b.observed.now()
 	st, err := b.metadata.do(ctx, topic, struct{}{})
 	if err != nil {
 		return topicState{}, b.ctxErr(err)
+	}
+	if !st.exists {
+		b.observed.put(topic, st, at)
 	}
 	if !st.exists || !withConfigs {
 		return st, nil
@@ -82,6 +90,7 @@ func (b *Backend) describe(ctx context.Context, topic string, withConfigs bool) 
 		return topicState{}, b.ctxErr(err)
 	}
 	st.dynamic = dyn
+	b.observed.put(topic, st, at)
 	return st, nil
 }
 
@@ -105,7 +114,7 @@ func (b *Backend) execMetadata(ctx context.Context, calls []*call[struct{}, topi
 	}
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		fail(calls, b.classify(err))
+		failRequest(b, calls, err)
 		return
 	}
 	byName := make(map[string]*kmsg.MetadataResponseTopic, len(resp.Topics))
@@ -148,7 +157,7 @@ func (b *Backend) execConfigs(ctx context.Context, calls []*call[struct{}, map[s
 	}
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		fail(calls, b.classify(err))
+		failRequest(b, calls, err)
 		return
 	}
 	byName := make(map[string]*kmsg.DescribeConfigsResponseResource, len(resp.Resources))
@@ -291,22 +300,34 @@ func (b *Backend) execOffsets(ctx context.Context, calls []*call[int32, topicOff
 	}
 }
 
-// Ensure implements drivers.Backend.
+// Ensure implements drivers.Backend. With r.MaxAge it may act on a recent
+// observation instead of reading the topic (observed.go).
 func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	want := parseParams(r.Parameters)
-	st, err := b.describe(ctx, r.Name, true)
-	if err != nil {
-		return drivers.EnsureResult{}, err
+	st, seen := b.recent(ctx, r)
+	if seen && st.exists {
+		if p := planFor(want, st); p.empty() {
+			return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
+		}
+		seen = false // something to write: read it first
+	}
+	if !seen {
+		var err error
+		if st, err = b.describe(ctx, r.Name, true); err != nil {
+			return drivers.EnsureResult{}, err
+		}
 	}
 	if !st.exists && r.DryRun {
 		return drivers.EnsureResult{Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("create topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}}, nil
 	}
 	if !st.exists {
+		at := b.observed.now()
 		msg, err := b.creates.do(ctx, r.Name, want)
 		switch {
 		case err == nil:
+			b.observed.put(r.Name, created(want), at)
 			return drivers.EnsureResult{Created: true, Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}}, nil
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			// Created concurrently: converge it below.
@@ -340,7 +361,7 @@ func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]
 	}
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		fail(calls, b.classify(err))
+		failRequest(b, calls, err)
 		return
 	}
 	answerWrites(calls, resp.Topics, func(r *kmsg.CreateTopicsResponseTopic) (string, int16, *string) {
@@ -356,17 +377,23 @@ func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]
 func (b *Backend) converge(ctx context.Context, topic string, want params, st topicState, dryRun bool) (drivers.EnsureResult, error) {
 	res := drivers.EnsureResult{Shortfalls: want.shortfalls()}
 	p := planFor(want, st)
+	at := b.observed.now()
 	if p.growTo > 0 && !dryRun {
 		msg, err := b.partitions.do(ctx, topic, p.growTo)
 		if err != nil {
+			b.observed.forget(topic)
 			return res, b.classify(fmt.Errorf("grow partitions of %s to %d: %w %s", topic, p.growTo, err, msg))
 		}
 	}
 	res.Changes = p.changes
 	if len(p.alters) > 0 && !dryRun {
 		if msg, err := b.alters.do(ctx, topic, p.alters); err != nil {
+			b.observed.forget(topic)
 			return res, b.classify(fmt.Errorf("alter configs of %s: %w %s", topic, err, msg))
 		}
+	}
+	if !dryRun && (p.growTo > 0 || len(p.alters) > 0) {
+		b.observed.put(topic, applied(st, p), at)
 	}
 	if p.drift != nil {
 		return res, p.drift
@@ -385,6 +412,17 @@ type plan struct {
 	changes []string
 	// drift is what Ensure reports and does not repair.
 	drift *drivers.DriftError
+}
+
+// empty reports whether the plan has nothing to write or report.
+func (p plan) empty() bool { return p.growTo == 0 && len(p.alters) == 0 && p.drift == nil }
+
+// created is the state of a topic just created with want: what the request
+// set. A broker default (partitions or replication factor -1) is unknown
+// (0); planFor compares those only when the parameters set them, and a
+// plan that would change them reads the topic first.
+func created(want params) topicState {
+	return topicState{exists: true, partitions: max(want.partitions, 0), replicationFactor: max(want.replicationFactor, 0), dynamic: want.configs}
 }
 
 // planFor compares a topic's state with the parameters. It is the one place
@@ -442,7 +480,7 @@ func (b *Backend) execPartitions(ctx context.Context, calls []*call[int32, strin
 	}
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		fail(calls, b.classify(err))
+		failRequest(b, calls, err)
 		return
 	}
 	answerWrites(calls, resp.Topics, func(r *kmsg.CreatePartitionsResponseTopic) (string, int16, *string) {
@@ -469,7 +507,7 @@ func (b *Backend) execAlters(ctx context.Context, calls []*call[[]kadm.AlterConf
 	}
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		fail(calls, b.classify(err))
+		failRequest(b, calls, err)
 		return
 	}
 	answerWrites(calls, resp.Resources, func(r *kmsg.IncrementalAlterConfigsResponseResource) (string, int16, *string) {
@@ -482,10 +520,13 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	name := r.Name
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
+	at := b.observed.now()
 	msg, err := b.deletes.do(ctx, name, struct{}{})
 	if err == nil || errors.Is(err, kerr.UnknownTopicOrPartition) {
+		b.observed.put(name, topicState{}, at)
 		return nil
 	}
+	b.observed.forget(name)
 	return b.classify(fmt.Errorf("delete topic %s: %w %s", name, err, msg))
 }
 
@@ -501,7 +542,7 @@ func (b *Backend) execDeletes(ctx context.Context, calls []*call[struct{}, strin
 	}
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		fail(calls, b.classify(err))
+		failRequest(b, calls, err)
 		return
 	}
 	answerWrites(calls, resp.Topics, func(r *kmsg.DeleteTopicsResponseTopic) (string, int16, *string) {

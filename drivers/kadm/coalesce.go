@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/Yolean/buckety-controller/drivers"
 )
 
 // Request coalescing. The controller reconciles many Bucketies at once, and
@@ -197,6 +199,17 @@ func (b *batcher[In, Out]) run(batch []*call[In, Out]) {
 }
 
 // fail sets err on every call.
+// failRequest fails every call of a request that failed as a whole. A
+// broker that could not be reached may come back without what it had, so
+// the backend's observations are dropped.
+func failRequest[In, Out any](b *Backend, calls []*call[In, Out], err error) {
+	err = b.classify(err)
+	if drivers.IsUnavailable(err) {
+		b.observed.clear()
+	}
+	fail(calls, err)
+}
+
 func fail[In, Out any](calls []*call[In, Out], err error) {
 	for _, c := range calls {
 		c.err = err

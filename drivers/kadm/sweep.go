@@ -36,6 +36,10 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 		}
 		idx[r.Name] = append(idx[r.Name], i)
 	}
+	// What the sweep sees is recorded as observations (observed.go); an
+	// Ensure that finds none for a topic this sweep reads waits for it.
+	defer b.observed.startSweep(topics)()
+	at := b.observed.now()
 	states := make(map[string]topicState, len(topics))
 	var existing []string
 	for start := 0; start < len(topics); start += max {
@@ -54,6 +58,7 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 					out[i].Err = c.err
 				}
 			case !c.out.exists:
+				b.observed.put(c.topic, c.out, at)
 				for _, i := range idx[c.topic] {
 					out[i].Changes = []string{fmt.Sprintf("topic %s does not exist", c.topic)}
 				}
@@ -81,6 +86,7 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 			}
 			st := states[c.topic]
 			st.dynamic = c.out
+			b.observed.put(c.topic, st, at)
 			for _, i := range idx[c.topic] {
 				p := planFor(parseParams(rs[i].Parameters), st)
 				out[i].Changes, out[i].Drift = p.changes, p.drift

@@ -49,7 +49,8 @@ func validateSweep(o Options) error {
 // addSweeper runs the drift sweep on the leader when o.DriftSweep is set,
 // sending drifted Bucketies to drifted (a source of the Buckety
 // controller), and lengthens br's per-object re-check on backends whose
-// sweep is complete.
+// sweep is complete, where Ensure may also answer from what the backend saw
+// within one sweep interval (drivers.Resource.MaxAge).
 func addSweeper(mgr ctrl.Manager, o Options, set *backends.Set, br *buckety.Reconciler, drifted chan<- event.GenericEvent) error {
 	if o.DriftSweep <= 0 {
 		return nil
@@ -58,6 +59,7 @@ func addSweeper(mgr ctrl.Manager, o Options, set *backends.Set, br *buckety.Reco
 	if br.SweptRecheck <= 0 {
 		br.SweptRecheck = DefaultSweptRecheckInterval
 	}
+	br.ObservedMaxAge = o.DriftSweep
 	return mgr.Add(&buckety.Sweeper{
 		Reader: mgr.GetClient(), Backends: set, Interval: o.DriftSweep, Drifted: drifted,
 		Log: o.Log.WithName("drift-sweep"),

@@ -52,6 +52,10 @@ type Reconciler struct {
 	// whose drift sweep sees everything Ensure acts on (see sweep.go): a
 	// long safety net.
 	SweptRecheck time.Duration
+	// ObservedMaxAge, when set, is the drivers.Resource.MaxAge of Ensure on
+	// backends whose drift sweep is complete: the sweep interval, since the
+	// sweep bounds how long drift goes unseen (see sweep.go).
+	ObservedMaxAge time.Duration
 	// Backoff spaces retries after failures, independent of Recheck.
 	Backoff *shared.Backoff
 	// Written skips reconciles that start from a cache older than this
@@ -284,7 +288,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f) {
 		return false, nil
 	}
-	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
+	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters, MaxAge: r.maxAge(e)})
 	var drift *drivers.DriftError
 	switch {
 	case errors.As(err, &drift):

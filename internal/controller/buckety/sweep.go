@@ -61,8 +61,9 @@ type Sweeper struct {
 func (s *Sweeper) NeedLeaderElection() bool { return true }
 
 // Start implements manager.Runnable: one loop per sweeping backend, until
-// ctx ends. The first sweep is one interval after start, since the leader
-// reconciles every Buckety when it starts.
+// ctx ends. The first sweep is at once: the leader reconciles every Buckety
+// when it starts, and their Ensure calls answer from what the sweep saw
+// (drivers.Resource.MaxAge) instead of reading each resource.
 func (s *Sweeper) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, name := range s.Backends.Names() {
@@ -76,13 +77,13 @@ func (s *Sweeper) Start(ctx context.Context) error {
 			t := time.NewTicker(s.Interval)
 			defer t.Stop()
 			for {
+				if err := s.SweepOnce(ctx, e); err != nil && ctx.Err() == nil {
+					s.Log.Error(err, "drift sweep failed; nothing enqueued, next try in one interval", "backend", e.Name, "interval", s.Interval.String())
+				}
 				select {
 				case <-ctx.Done():
 					return
 				case <-t.C:
-				}
-				if err := s.SweepOnce(ctx, e); err != nil && ctx.Err() == nil {
-					s.Log.Error(err, "drift sweep failed; nothing enqueued, next try in one interval", "backend", e.Name, "interval", s.Interval.String())
 				}
 			}
 		}()
@@ -234,6 +235,15 @@ func (r *Reconciler) recheck(e *backends.Entry) time.Duration {
 		return r.SweptRecheck
 	}
 	return r.Recheck
+}
+
+// maxAge is the drivers.Resource.MaxAge of Ensure on e: ObservedMaxAge
+// when e's sweep sees every drift Ensure acts on, else 0 (read every time).
+func (r *Reconciler) maxAge(e *backends.Entry) time.Duration {
+	if e != nil && e.Sweeper != nil && e.Sweeper.SweepCoverage() == drivers.SweepComplete {
+		return r.ObservedMaxAge
+	}
+	return 0
 }
 
 func firstN(s []string, n int) []string {

@@ -1,0 +1,185 @@
+package kadm
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Observations. A reconcile asks Ensure about its topic on every pass: the
+// pass that creates it, the passes its own status writes and its accesses
+// trigger, and the first pass of every Buckety when the controller starts.
+// Reading the topic every time costs a Metadata and a DescribeConfigs per
+// pass, however rarely anything changed. So the Backend remembers what it
+// last saw of each topic, and when: the answers of its full reads (Ensure's
+// describe, Inspect's "missing", every sweep) and the results of its own
+// writes (a create, a converge, a delete). Ensure answers from an
+// observation younger than the caller's Resource.MaxAge only when it shows
+// nothing to write: a topic in sync is reported in sync; a topic seen
+// missing goes straight to CreateTopics, which cannot harm a topic that
+// appeared meanwhile (the broker refuses, and Ensure reads it then). An
+// observation that shows a change is never acted on: the topic is read
+// again first. A dry run always reads.
+//
+// Observations are dropped when a request fails as unreachable (a broker
+// that went away may come back without what it had), and expire after the
+// largest MaxAge asked for.
+type observations struct {
+	mu sync.Mutex
+	m  map[string]observation
+	// sweeps are the sweeps in flight; a call that finds no observation of
+	// a topic a sweep is reading waits for the sweep instead of reading
+	// the topic on its own (a controller's start: its sweep and its first
+	// reconciles begin together).
+	sweeps map[*sweepInFlight]struct{}
+	// maxAge is the largest MaxAge asked for: older entries are pruned.
+	maxAge time.Duration
+	puts   int
+	now    func() time.Time
+}
+
+type observation struct {
+	// st is the topic's state; st.exists false: seen missing. An existing
+	// topic's observation always holds its dynamic configs.
+	st topicState
+	at time.Time
+}
+
+type sweepInFlight struct {
+	topics map[string]struct{}
+	done   chan struct{}
+}
+
+// pruneEvery is how many puts pass between prunes of expired entries.
+const pruneEvery = 1024
+
+func newObservations() *observations {
+	return &observations{m: map[string]observation{}, sweeps: map[*sweepInFlight]struct{}{}, now: time.Now}
+}
+
+// get returns topic's observation when it was made within maxAge.
+func (o *observations) get(topic string, maxAge time.Duration) (topicState, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if maxAge > o.maxAge {
+		o.maxAge = maxAge
+	}
+	ob, ok := o.m[topic]
+	if !ok || o.now().Sub(ob.at) > maxAge {
+		return topicState{}, false
+	}
+	st := ob.st
+	st.dynamic = maps.Clone(st.dynamic)
+	return st, true
+}
+
+// put records topic's state as seen at at (taken before the read or write
+// that saw it, so an observation never claims to be newer than it is).
+func (o *observations) put(topic string, st topicState, at time.Time) {
+	st.dynamic = maps.Clone(st.dynamic)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cur, ok := o.m[topic]; ok && cur.at.After(at) {
+		return // a newer observation arrived first
+	}
+	o.m[topic] = observation{st: st, at: at}
+	if o.puts++; o.puts%pruneEvery == 0 {
+		now := o.now()
+		for t, ob := range o.m {
+			if now.Sub(ob.at) > o.maxAge {
+				delete(o.m, t)
+			}
+		}
+	}
+}
+
+// forget drops topic's observation: a write to it failed, so what it holds
+// is unknown.
+func (o *observations) forget(topic string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, topic)
+}
+
+// clear drops every observation.
+func (o *observations) clear() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	clear(o.m)
+}
+
+// startSweep registers a sweep of topics; call the returned func when its
+// observations are recorded.
+func (o *observations) startSweep(topics []string) func() {
+	s := &sweepInFlight{topics: make(map[string]struct{}, len(topics)), done: make(chan struct{})}
+	for _, t := range topics {
+		s.topics[t] = struct{}{}
+	}
+	o.mu.Lock()
+	o.sweeps[s] = struct{}{}
+	o.mu.Unlock()
+	return func() {
+		o.mu.Lock()
+		delete(o.sweeps, s)
+		o.mu.Unlock()
+		close(s.done)
+	}
+}
+
+// awaitSweep waits for a sweep in flight that reads topic, if there is one,
+// or for ctx to end.
+func (o *observations) awaitSweep(ctx context.Context, topic string) {
+	o.mu.Lock()
+	var done []chan struct{}
+	for s := range o.sweeps {
+		if _, ok := s.topics[topic]; ok {
+			done = append(done, s.done)
+		}
+	}
+	o.mu.Unlock()
+	for _, d := range done {
+		select {
+		case <-d:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// recent returns a recent enough observation of r's topic for Ensure to act
+// on (see the comment at the top): none for a dry run or a MaxAge of 0.
+func (b *Backend) recent(ctx context.Context, r drivers.Resource) (topicState, bool) {
+	if r.MaxAge <= 0 || r.DryRun {
+		return topicState{}, false
+	}
+	if st, ok := b.observed.get(r.Name, r.MaxAge); ok {
+		return st, true
+	}
+	b.observed.awaitSweep(ctx, r.Name)
+	return b.observed.get(r.Name, r.MaxAge)
+}
+
+// applied is st after p's writes succeeded.
+func applied(st topicState, p plan) topicState {
+	st.dynamic = maps.Clone(st.dynamic)
+	if st.dynamic == nil {
+		st.dynamic = map[string]string{}
+	}
+	if p.growTo > 0 {
+		st.partitions = p.growTo
+	}
+	for _, a := range p.alters {
+		switch a.Op {
+		case kadm.DeleteConfig:
+			delete(st.dynamic, a.Name)
+		case kadm.SetConfig:
+			st.dynamic[a.Name] = unptr(a.Value)
+		}
+	}
+	return st
+}
