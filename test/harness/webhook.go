@@ -16,9 +16,11 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
@@ -162,32 +164,55 @@ func (w *Webhook) ServedSerial() string {
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 }
 
-// Register creates a ValidatingWebhookConfiguration named name pointing the
-// API server at the webhook for CREATE and UPDATE of both kinds, failure
-// policy Fail, with the CA as caBundle (as cert-manager's CA injector
-// would). The caller deletes the returned object.
+// WebhookConfigFile is the deployed ValidatingWebhookConfiguration, the one
+// source of the webhooks' rules and matchConditions.
+func WebhookConfigFile() string {
+	return filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "webhook", "validatingwebhookconfiguration.yaml")
+}
+
+// DeployedWebhooks decodes the webhooks of WebhookConfigFile (strictly, so
+// a field this API version does not know fails here rather than being
+// dropped).
+func DeployedWebhooks() ([]admissionregistrationv1.ValidatingWebhook, error) {
+	b, err := os.ReadFile(WebhookConfigFile())
+	if err != nil {
+		return nil, err
+	}
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := sigsyaml.UnmarshalStrict(b, &vwc); err != nil {
+		return nil, fmt.Errorf("%s: %w", WebhookConfigFile(), err)
+	}
+	if len(vwc.Webhooks) == 0 {
+		return nil, fmt.Errorf("%s: no webhooks", WebhookConfigFile())
+	}
+	return vwc.Webhooks, nil
+}
+
+// Register creates a ValidatingWebhookConfiguration named name with the
+// deployed webhooks (DeployedWebhooks: rules, matchConditions, failure
+// policy, timeouts, exactly as installed), each pointed at this process by
+// URL with the service's path, and the CA as caBundle (as cert-manager's CA
+// injector would). The caller deletes the returned object.
 func (w *Webhook) Register(ctx context.Context, c client.Client, name string) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
-	hook := func(name, path, resource string) admissionregistrationv1.ValidatingWebhook {
-		url := "https://" + w.Addr + path
-		return admissionregistrationv1.ValidatingWebhook{
-			Name:                    name,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.CA.CertPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"buckety.yolean.se"}, APIVersions: []string{"v1alpha1"}, Resources: []string{resource}}}},
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
+	hooks, err := DeployedWebhooks()
+	if err != nil {
+		return nil, err
+	}
+	for i := range hooks {
+		h := &hooks[i]
+		svc := h.ClientConfig.Service
+		if svc == nil || svc.Path == nil {
+			return nil, fmt.Errorf("%s: webhook %s: want clientConfig.service with a path, got %+v", WebhookConfigFile(), h.Name, h.ClientConfig)
 		}
+		if p := *svc.Path; p != appwebhook.PathBuckety && p != appwebhook.PathAccess {
+			return nil, fmt.Errorf("%s: webhook %s: path %q is not served by buckety-webhook (want %s or %s)", WebhookConfigFile(), h.Name, p, appwebhook.PathBuckety, appwebhook.PathAccess)
+		}
+		url := "https://" + w.Addr + *svc.Path
+		h.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.CA.CertPEM}
 	}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("bucketies.buckety.yolean.se", appwebhook.PathBuckety, "bucketies"),
-			hook("bucketyaccesses.buckety.yolean.se", appwebhook.PathAccess, "bucketyaccesses"),
-		},
+		Webhooks:   hooks,
 	}
 	if err := c.Create(ctx, vwc); err != nil {
 		return nil, fmt.Errorf("create ValidatingWebhookConfiguration %s: %w", name, err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,6 +34,10 @@ import (
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
+
+// specChanged is the deployed webhooks' match condition: CREATE always,
+// UPDATE only when spec changed.
+const specChanged = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"
 
 const testDigest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 
@@ -130,6 +135,7 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 	issuers := map[string]certmanagerv1.Issuer{}
 	certs := map[string]certmanagerv1.Certificate{}
 	var inject string
+	var webhooks []admissionregistrationv1.ValidatingWebhook
 	for _, doc := range objects(t, filepath.Join(dir, release.ManifestsFile)) {
 		switch kind, name := kindOf(doc); kind {
 		case "Issuer":
@@ -145,11 +151,12 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 			}
 			certs[name] = c
 		case "ValidatingWebhookConfiguration":
-			var m metav1.PartialObjectMetadata
-			if err := yaml.Unmarshal(doc, &m); err != nil {
-				t.Fatal(err)
+			var m admissionregistrationv1.ValidatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict(doc, &m); err != nil {
+				t.Fatalf("ValidatingWebhookConfiguration: want a strict decode, got %v", err)
 			}
 			inject = m.Annotations["cert-manager.io/inject-ca-from"]
+			webhooks = m.Webhooks
 		}
 	}
 	if len(issuers) != 2 || len(certs) != 2 {
@@ -174,6 +181,20 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 	}
 	if want := systemNS + "/buckety-webhook-ca"; inject != want {
 		t.Errorf("ValidatingWebhookConfiguration: want cert-manager.io/inject-ca-from %q (the CA, not the leaf), got %q", want, inject)
+	}
+	// Metadata-only updates are not sent to the webhook (issue 16): every
+	// released webhook calls it for UPDATE only when spec changed.
+	if len(webhooks) != 2 {
+		t.Fatalf("ValidatingWebhookConfiguration: want 2 webhooks, got %d", len(webhooks))
+	}
+	for _, h := range webhooks {
+		var got []string
+		for _, mc := range h.MatchConditions {
+			got = append(got, mc.Name+": "+mc.Expression)
+		}
+		if want := "spec-changed: " + specChanged; len(got) != 1 || got[0] != want {
+			t.Errorf("webhook %s: want matchConditions [%s], got %q", h.Name, want, got)
+		}
 	}
 }
 

@@ -1,0 +1,228 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
+)
+
+// TestWebhookSkipsMetadataOnlyUpdates: with the deployed matchConditions
+// (harness.Register registers the deploy YAML's webhooks), the real API
+// server sends every CREATE and every UPDATE that changes spec to the
+// webhook, and no metadata-only UPDATE (label, annotation, finalizer,
+// ownerReference): the webhook's verdict depends only on spec, so those
+// calls could only admit. Counted with the webhook's own
+// buckety_admission_requests_total, so without the matchConditions the
+// metadata-only step fails.
+func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
+	needInfra(t)
+	w := startWebhook(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	c := newWarningClient(t)
+	eventually(t, 30*time.Second, "webhook metrics served", func() (bool, string) {
+		conn, err := net.Dial("tcp", w.metrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		conn.Close()
+		return true, ""
+	})
+	// calls is what the webhook answered for kind and operation, summed over
+	// its results.
+	calls := func(kind, op string) float64 {
+		t.Helper()
+		var n float64
+		for _, r := range []string{appwebhook.ResultAllowed, appwebhook.ResultDenied, appwebhook.ResultError} {
+			v, ok := w.metric(t, fmt.Sprintf(`buckety_admission_requests_total{kind=%q,operation=%q,result=%q}`, kind, op, r))
+			if !ok {
+				t.Fatalf("want buckety_admission_requests_total for %s %s %s on the webhook's /metrics", kind, op, r)
+			}
+			n += v
+		}
+		return n
+	}
+	result := func(kind, op, r string) float64 {
+		t.Helper()
+		v, ok := w.metric(t, fmt.Sprintf(`buckety_admission_requests_total{kind=%q,operation=%q,result=%q}`, kind, op, r))
+		if !ok {
+			t.Fatalf("want buckety_admission_requests_total for %s %s %s on the webhook's /metrics", kind, op, r)
+		}
+		return v
+	}
+	// moved checks that the webhook answered exactly want more requests of
+	// kind, op and result r since before.
+	moved := func(what, kind, op, r string, before, want float64) {
+		t.Helper()
+		if got := result(kind, op, r) - before; got != want {
+			t.Errorf("%s: want %g more %s %s %s admission requests at the webhook, got %g more", what, want, kind, op, r, got)
+		}
+	}
+	buckety := func(name, backend string) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Parameters: map[string]string{"partitions": "3"}}}
+	}
+	eventually(t, 30*time.Second, "webhook in effect", func() (bool, string) {
+		err := c.Create(ctx, buckety("probe", "nope"), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
+	})
+
+	// CREATE reaches the webhook: an invalid one is refused naming the
+	// field, a valid one is admitted.
+	const kb, ka = "Buckety", "BucketyAccess"
+	denied, allowed := result(kb, "CREATE", appwebhook.ResultDenied), result(kb, "CREATE", appwebhook.ResultAllowed)
+	if err := c.Create(ctx, buckety("orders", "kafak")); err == nil || !strings.Contains(err.Error(), `admission webhook "bucketies.buckety.yolean.se" denied the request`) || !strings.Contains(err.Error(), `spec.backend: Invalid value: "kafak"`) {
+		t.Errorf("create with an unknown backend: want refused by the webhook naming spec.backend, got %v", err)
+	}
+	b := buckety("orders", "kafka")
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatalf("want a valid Buckety admitted, got %v", err)
+	}
+	moved("invalid Buckety create", kb, "CREATE", appwebhook.ResultDenied, denied, 1)
+	moved("valid Buckety create", kb, "CREATE", appwebhook.ResultAllowed, allowed, 1)
+
+	acc := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "reader"}}
+	badAcc := func() *v1.BucketyAccess {
+		a := acc.DeepCopy()
+		a.Name, a.Spec.Parameters = "bad-reader", map[string]string{"group": "x"}
+		return a
+	}
+	// The access parameters are judged against the Buckety's driver once
+	// it is in the webhook's cache.
+	eventually(t, 10*time.Second, "Buckety in the webhook's cache", func() (bool, string) {
+		err := c.Create(ctx, badAcc(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "spec.parameters[group]"), fmt.Sprint(err)
+	})
+	denied, allowed = result(ka, "CREATE", appwebhook.ResultDenied), result(ka, "CREATE", appwebhook.ResultAllowed)
+	if err := c.Create(ctx, badAcc()); err == nil || !strings.Contains(err.Error(), `admission webhook "bucketyaccesses.buckety.yolean.se" denied the request`) || !strings.Contains(err.Error(), "spec.parameters[group]") {
+		t.Errorf("create access with an unknown parameter: want refused by the webhook naming spec.parameters[group], got %v", err)
+	}
+	if err := c.Create(ctx, acc); err != nil {
+		t.Fatalf("want a valid BucketyAccess admitted, got %v", err)
+	}
+	moved("invalid BucketyAccess create", ka, "CREATE", appwebhook.ResultDenied, denied, 1)
+	moved("valid BucketyAccess create", ka, "CREATE", appwebhook.ResultAllowed, allowed, 1)
+
+	// Metadata-only UPDATEs (an Update and merge patches, as kubectl label
+	// and the controller's finalizer patch send them) succeed and never
+	// reach the webhook, including removing the finalizer again.
+	before := map[string]float64{kb: calls(kb, "UPDATE"), ka: calls(ka, "UPDATE")}
+	label := func(o client.Object) string { return o.GetLabels()["team"] }
+	finalizers := func(o client.Object) string { return strings.Join(o.GetFinalizers(), ",") }
+	addFinalizer := func(o client.Object) error {
+		return c.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+v1.Finalizer+`"]}}`)))
+	}
+	metadataOnly := []struct {
+		name string
+		obj  client.Object
+		edit func(client.Object) error
+		read func(client.Object) string
+		want string
+	}{
+		{"label by update", b, func(o client.Object) error {
+			o.SetLabels(map[string]string{"team": "a"})
+			return c.Update(ctx, o)
+		}, label, "a"},
+		{"label by merge patch", acc, func(o client.Object) error {
+			return c.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`)))
+		}, label, "a"},
+		{"add finalizer", b, addFinalizer, finalizers, v1.Finalizer},
+		{"add finalizer", acc, addFinalizer, finalizers, v1.Finalizer},
+		{"ownerReference", acc, func(o client.Object) error {
+			o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "Buckety", Name: b.Name, UID: b.UID}})
+			return c.Update(ctx, o)
+		}, func(o client.Object) string {
+			var names []string
+			for _, r := range o.GetOwnerReferences() {
+				names = append(names, r.Name)
+			}
+			return strings.Join(names, ",")
+		}, "orders"},
+	}
+	for _, m := range metadataOnly {
+		kind := kb
+		if _, ok := m.obj.(*v1.BucketyAccess); ok {
+			kind = ka
+		}
+		name := kind + " " + m.name
+		if err := m.edit(m.obj); err != nil {
+			t.Errorf("%s: want admitted, got %v", name, err)
+			continue
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(m.obj), m.obj); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.read(m.obj); got != m.want {
+			t.Errorf("%s: want %q stored, got %q", name, m.want, got)
+		}
+	}
+	for _, o := range []client.Object{b, acc} {
+		if err := c.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+			t.Errorf("%s: remove finalizer: want admitted, got %v", o.GetName(), err)
+		}
+		if f := o.GetFinalizers(); len(f) != 0 {
+			t.Errorf("%s: want no finalizers after removal, got %v", o.GetName(), f)
+		}
+	}
+	for _, kind := range []string{kb, ka} {
+		if got := calls(kind, "UPDATE"); got != before[kind] {
+			t.Errorf("metadata-only updates of %s: want no admission request at the webhook, got %g (the matchConditions do not filter them)", kind, got-before[kind])
+		}
+	}
+
+	// A spec UPDATE still reaches the webhook: an invalid one is refused
+	// naming the field, a valid one admitted.
+	denied, allowed = result(kb, "UPDATE", appwebhook.ResultDenied), result(kb, "UPDATE", appwebhook.ResultAllowed)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+		t.Fatal(err)
+	}
+	b.Spec.Parameters["partitions"] = "1"
+	if err := c.Update(ctx, b); err == nil || !strings.Contains(err.Error(), `admission webhook "bucketies.buckety.yolean.se" denied the request`) || !strings.Contains(err.Error(), "spec.parameters[partitions]: Forbidden: can only grow (was 3, now 1)") {
+		t.Errorf("lower partitions: want refused by the webhook naming spec.parameters[partitions], got %v", err)
+	}
+	b.Spec.Parameters["partitions"] = "4"
+	if err := c.Update(ctx, b); err != nil {
+		t.Errorf("grow partitions: want admitted, got %v", err)
+	}
+	moved("invalid Buckety spec update", kb, "UPDATE", appwebhook.ResultDenied, denied, 1)
+	moved("valid Buckety spec update", kb, "UPDATE", appwebhook.ResultAllowed, allowed, 1)
+	// spec.backend and spec.name are immutable by the CRD's CEL rules, which
+	// the API server checks before calling webhooks; still refused naming
+	// the field.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+		t.Fatal(err)
+	}
+	b.Spec.Backend, b.Spec.Name = "s3", "other"
+	if err := c.Update(ctx, b); err == nil || !strings.Contains(err.Error(), "spec.backend") || !strings.Contains(err.Error(), "spec.name") || !strings.Contains(err.Error(), "immutable") {
+		t.Errorf("change backend and name: want refused as immutable naming spec.backend and spec.name, got %v", err)
+	}
+
+	denied, allowed = result(ka, "UPDATE", appwebhook.ResultDenied), result(ka, "UPDATE", appwebhook.ResultAllowed)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(acc), acc); err != nil {
+		t.Fatal(err)
+	}
+	acc.Spec.Parameters = map[string]string{"group": "x"}
+	if err := c.Update(ctx, acc); err == nil || !strings.Contains(err.Error(), `admission webhook "bucketyaccesses.buckety.yolean.se" denied the request`) || !strings.Contains(err.Error(), "spec.parameters[group]") {
+		t.Errorf("access with an unknown parameter: want refused by the webhook naming spec.parameters[group], got %v", err)
+	}
+	acc.Spec.Parameters = nil
+	acc.Spec.Role = v1.RoleReadOnly
+	c.take()
+	if err := c.Update(ctx, acc); err != nil {
+		t.Errorf("access role change: want admitted, got %v", err)
+	}
+	if got := c.take(); !strings.Contains(got, "role ReadOnly is not enforced in v1alpha1") {
+		t.Errorf("access role change: want the webhook's warning relayed, got %q", got)
+	}
+	moved("invalid BucketyAccess spec update", ka, "UPDATE", appwebhook.ResultDenied, denied, 1)
+	moved("valid BucketyAccess spec update", ka, "UPDATE", appwebhook.ResultAllowed, allowed, 1)
+}
