@@ -227,9 +227,9 @@ func formatCounts(m map[string]int) string {
 // TestWritesPerBuckety counts the API writes one Buckety with defaultAccess
 // costs from apply to Ready with its Secret, per verb and resource, so a
 // change that adds a write shows here. Of these, the claim's create and
-// its two phase updates are what crash safety costs (shared's package doc):
-// Claimed before the adoption check, Creating before the backend create,
-// Created after it.
+// its phase update are what crash safety costs (shared's package doc): the
+// claim is born Creating once the adoption check found nothing, before the
+// backend create, and is updated to Created after it.
 func TestWritesPerBuckety(t *testing.T) {
 	s := &writeSim{queued: map[simItem]bool{}}
 	s.reset()
@@ -248,13 +248,13 @@ func TestWritesPerBuckety(t *testing.T) {
 	}
 	want := map[string]int{
 		"patch bucketies":              1, // the finalizer, before anything is claimed
-		"create bucketyclaims":         1, // Claimed
-		"update bucketyclaims":         2, // Creating (before the create), Created (after)
+		"create bucketyclaims":         1, // born Creating, after the adoption check and before the create
+		"update bucketyclaims":         1, // Created (after the create)
 		"patch bucketies/status":       2, // Provisioned (the access waits on it), then Ready
 		"create bucketyaccesses":       1, // the implicit access, born with its finalizer
 		"create secrets":               1,
 		"patch bucketyaccesses/status": 1, // Ready
-		"create events":                2, // Provisioned, SecretWritten
+		"create events":                1, // Provisioned (it names the implicit access and its Secret)
 	}
 	if !maps.Equal(s.writes, want) {
 		t.Errorf("writes from apply to Ready: want %s, got %s (events %v, %d passes)", formatCounts(want), formatCounts(s.writes), s.events, passes)
@@ -272,6 +272,36 @@ func TestWritesPerBuckety(t *testing.T) {
 	s.drain(t, e)
 	if len(s.writes) != 0 || len(s.fresh) != 0 {
 		t.Errorf("re-check of a Ready Buckety: want no writes and no fresh reads, got %s; fresh %s", formatCounts(s.writes), formatCounts(s.fresh))
+	}
+}
+
+// TestRefusedAdoptionWritesNoClaim: the adoption check runs before a claim
+// is taken, so a Buckety refused a resource that holds content writes no
+// claim at all, on its first pass or its retries (a claim created and
+// released each time, before). Each refusal reads the claim fresh once:
+// the cache may not show yet a claim an earlier pass of this Buckety wrote.
+func TestRefusedAdoptionWritesNoClaim(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	e.br.Recorder = countingRecorder{s}
+	e.svc.Put("full", 3)
+	e.create(newBuckety("a", "full", "full"))
+	for pass := 1; pass <= 3; pass++ {
+		s.reset()
+		e.reconcile("a", "full")
+		e.wantReady(e.buckety("a", "full"), metav1.ConditionFalse, v1.ReasonAdoptionRefused)
+		for k := range s.writes {
+			if strings.Contains(k, "bucketyclaims") {
+				t.Errorf("pass %d of a refused adoption: want no claim written, got %s", pass, formatCounts(s.writes))
+			}
+		}
+		if want := map[string]int{"get bucketyclaims": 1}; !maps.Equal(s.fresh, want) {
+			t.Errorf("pass %d of a refused adoption: want fresh reads %s, got %s", pass, formatCounts(want), formatCounts(s.fresh))
+		}
+	}
+	if _, held := e.claim("full"); held {
+		t.Error("want no claim on the refused resource")
 	}
 }
 

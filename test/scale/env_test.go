@@ -71,7 +71,10 @@ type env struct {
 	kubeconfig string
 	configDir  string
 	ctrl       *harness.Controller
-	hook       *harness.Webhook
+	// ctrlEnv is more environment for every controller run
+	// (SCALE_CONTROLLER_ENV).
+	ctrlEnv []string
+	hook    *harness.Webhook
 	// own counts the Kafka requests the harness itself sends, per API, so
 	// they are taken out of the broker's counts.
 	own *ownRequests
@@ -205,7 +208,7 @@ func (e *env) startController(args []string) {
 	c, err := harness.StartController(harness.ControllerOptions{
 		Dir: e.dir, Bin: e.bins.controller, Kubeconfig: e.kubeconfig, ConfigDir: e.configDir,
 		Args:            append([]string{"--leader-elect=false"}, args...),
-		Env:             []string{"SCALE_S3_ACCESS_KEY=" + e.s3.AccessKey, "SCALE_S3_SECRET_KEY=" + e.s3.SecretKey},
+		Env:             append([]string{"SCALE_S3_ACCESS_KEY=" + e.s3.AccessKey, "SCALE_S3_SECRET_KEY=" + e.s3.SecretKey}, e.ctrlEnv...),
 		MetricsInsecure: true, Pprof: supportsFlag(e.bins.controller, "pprof-bind-address"),
 	})
 	if err != nil {

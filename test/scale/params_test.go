@@ -25,6 +25,7 @@ import (
 //	SCALE_MAIN_ARGS       extra flags of the first controller run and its cold start: provisioning, memory, webhook, revert
 //	                      (--recheck-interval=3s; full: none, the controller's defaults)
 //	SCALE_CONTROLLER_ARGS extra flags of every controller run, e.g. a sweep interval (none)
+//	SCALE_CONTROLLER_ENV  extra environment of every controller run, as GOGC=50 GOMEMLIMIT=48MiB (none)
 //	SCALE_REVERT_TIMEOUT  how long out-of-band changes may take to be reverted before the run fails (60s; full 7m)
 //	SCALE_TABLE           also write the table to this file
 //	SCALE_PROFILE_DIR     save the controller's heap profile at each N here (default: none)
@@ -38,6 +39,7 @@ type params struct {
 	Recheck        time.Duration
 	MainArgs       []string
 	ControllerArgs []string
+	ControllerEnv  []string
 	RevertTimeout  time.Duration
 	ProfileDir     string
 }
@@ -84,6 +86,7 @@ func loadParams(t *testing.T) params {
 		p.MainArgs = strings.Fields(v)
 	}
 	p.ControllerArgs = strings.Fields(os.Getenv("SCALE_CONTROLLER_ARGS"))
+	p.ControllerEnv = strings.Fields(os.Getenv("SCALE_CONTROLLER_ENV"))
 	p.ProfileDir = os.Getenv("SCALE_PROFILE_DIR")
 	if p.WebhookReqs < 2 || p.FloorObjects < 2 {
 		t.Fatalf("SCALE_WEBHOOK_REQS and SCALE_FLOOR_OBJECTS: want at least 2")

@@ -46,8 +46,8 @@ func TestScale(t *testing.T) {
 	log.SetLogger(logr.Discard())
 	p := loadParams(t)
 	tb := &table{}
-	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q\n",
-		p.Ns, p.Secrets, p.Drifted, p.S3N, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs)
+	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q controller-env=%q\n",
+		p.Ns, p.Secrets, p.Drifted, p.S3N, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
 	t.Cleanup(func() {
 		out := tb.String()
 		fmt.Print("\n" + out)
@@ -81,6 +81,7 @@ func TestScale(t *testing.T) {
 // controller with a short re-check interval and the cost of one re-check.
 func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	e := newEnv(t, b, strconv.Itoa(n))
+	e.ctrlEnv = p.ControllerEnv
 	ctx := context.Background()
 
 	fl := measureFloor(t, e, p)
@@ -475,6 +476,15 @@ func memory(t *testing.T, e *env, p params, n int) (int64, string) {
 	rss, err := e.ctrl.RSS()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.ctrl.P.PID())); err == nil {
+		var parts []string
+		for _, line := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && (f[0] == "RssAnon:" || f[0] == "RssFile:" || f[0] == "VmHWM:") {
+				parts = append(parts, f[0]+" "+f[1]+" kB")
+			}
+		}
+		t.Logf("controller memory at N=%d: %s", n, strings.Join(parts, ", "))
 	}
 	if e.ctrl.Pprof == "" {
 		return rss, ""

@@ -187,6 +187,17 @@ func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.En
 	return "", false, nil
 }
 
+// secretCreated reports a created Secret in an event, except the first
+// Secret of an implicit access: its Buckety's event (Provisioned, or
+// ImplicitAccessCreated) already named the access and the Secret it
+// writes, and an event is an API write too.
+func (r *Reconciler) secretCreated(a *v1.BucketyAccess, name string, data map[string][]byte) {
+	if a.Labels[v1.ImplicitLabel] == "true" && a.Status.ObservedGeneration == 0 {
+		return
+	}
+	r.event(a, corev1.EventTypeNormal, "SecretWritten", "WriteSecret", fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
+}
+
 // owns reports whether s is this access's Secret.
 func owns(a *v1.BucketyAccess, s *corev1.Secret) bool {
 	return s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] == a.Name && metav1.IsControlledBy(s, a)
@@ -212,7 +223,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 		if !conflictReported(a) {
 			cerr := r.createSecret(ctx, a, name, data)
 			if cerr == nil {
-				r.event(a, corev1.EventTypeNormal, "SecretWritten", "WriteSecret", fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
+				r.secretCreated(a, name, data)
 				f.synced = true
 				return false, nil
 			}
@@ -229,7 +240,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 		if err := r.createSecret(ctx, a, name, data); err != nil {
 			return false, fmt.Errorf("create Secret %s: %w", name, err)
 		}
-		r.event(a, corev1.EventTypeNormal, "SecretWritten", "WriteSecret", fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
+		r.secretCreated(a, name, data)
 	case err != nil:
 		return false, err
 	case !owns(a, s):

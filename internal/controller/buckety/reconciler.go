@@ -189,9 +189,12 @@ func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *fac
 	return true
 }
 
-// claim makes sure this Buckety, and no other, owns the backend resource.
-// Claims on other names that were never written to the backend (the
-// template resolved differently before) are released first.
+// claim makes sure no other Buckety owns the backend resource, and finds
+// this Buckety's claim on it. Claims on other names that were never
+// written to the backend (the template resolved differently before) are
+// released first. A resource nobody holds a claim on is claimed by
+// provision, after its adoption check, in the phase the check decides;
+// f.claim stays nil until then.
 func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
 	owned, err := r.Claims.OwnedCached(ctx, b.UID)
 	if err != nil {
@@ -207,6 +210,25 @@ func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry
 			}
 		}
 	}
+	cl, other, err := r.Claims.Held(ctx, b, e.Name, f.resourceName, false)
+	switch {
+	case err != nil:
+		f.claimErr = err
+		return false
+	case cl != nil:
+		f.claim = cl
+		return true
+	case !other:
+		return true
+	}
+	// Held by another Buckety, as far as the cache shows: Acquire reads it
+	// fresh, and takes over a claim whose owner is gone.
+	return r.acquire(ctx, b, e, f)
+}
+
+// acquire takes the claim through Claims.Acquire (phase Claimed, the
+// adoption check still to run) or reports the conflict.
+func (r *Reconciler) acquire(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
 	cl, conflict, err := r.Claims.Acquire(ctx, b, e.Name, f.resourceName)
 	switch {
 	case err != nil:
@@ -233,7 +255,9 @@ func (r *Reconciler) conflictEvent(b *v1.Buckety, e *backends.Entry, f *facts) {
 // way records in the claim, before each backend write it depends on, how
 // this Buckety came to own the resource:
 //
-//   - Claimed: the adoption check runs. When the tenant asks to adopt
+//   - No claim yet, or Claimed (a claim taken over from a deleted owner, or
+//     left by an older controller): the adoption check runs, and its
+//     verdict is recorded (inspectAndRecord). When the tenant asks to adopt
 //     (spec.adoption) and the backend allows it, an existing resource,
 //     with content or not, is recorded Adopting. Otherwise a resource
 //     holding content is refused and the claim released, and an empty one
@@ -251,39 +275,12 @@ func (r *Reconciler) conflictEvent(b *v1.Buckety, e *backends.Entry, f *facts) {
 func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (bool, error) {
 	cl := f.claim
 	justRecorded := false
-	if cl.Spec.Phase == v1.ClaimClaimed {
-		in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
-		if err != nil {
-			f.Record(err)
+	if cl == nil || cl.Spec.Phase == v1.ClaimClaimed {
+		var ok bool
+		if cl, justRecorded, ok = r.inspectAndRecord(ctx, b, e, f, cl); !ok {
 			return false, nil
 		}
-		adopting := in.Exists && b.Spec.Adoption.Adopts() && e.Config.AllowsAdoption()
-		if in.Exists && in.HasContent && !adopting {
-			// The claim is released only as read (see Claims.Release): a
-			// stale Claimed claim, really Creating or Created, conflicts,
-			// and the next pass sees what buckety wrote.
-			if err := r.Claims.Release(ctx, cl); err != nil {
-				f.claimErr = err
-				return false, nil
-			}
-			f.adoptionRefused = in.Detail
-			f.adoptionHint = adoptionHint(b, e)
-			r.event(b, corev1.EventTypeWarning, v1.ReasonAdoptionRefused, "Provision", in.Detail)
-			return false, nil
-		}
-		phase := v1.ClaimCreating
-		switch {
-		case adopting:
-			phase = v1.ClaimAdopting
-		case in.Exists:
-			phase = v1.ClaimAdopted
-		}
-		if err := r.Claims.Advance(ctx, cl, phase); err != nil {
-			f.claimErr = err
-			return false, nil
-		}
-		justRecorded = phase == v1.ClaimCreating
-		testhook.Pause(ctx, testhook.AfterInspect)
+		f.claim = cl
 	}
 	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f) {
 		return false, nil
@@ -347,6 +344,91 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	}
 	b.Status.DriverBuildVersion = e.Driver.Version().String()
 	return true, nil
+}
+
+// inspectAndRecord runs the adoption check on a resource this Buckety has
+// recorded no verdict for (cl nil: no claim yet; or cl Claimed), and
+// records the verdict in the claim before anything is written to the
+// resource: a new claim is born in that phase (one write), a Claimed one
+// is advanced. It returns the claim, whether this call recorded Creating,
+// and false when provisioning stops here (refused, conflict, or an error,
+// all in f).
+func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim) (*v1.BucketyClaim, bool, bool) {
+	in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
+	if err != nil {
+		f.Record(err)
+		return nil, false, false
+	}
+	adopting := in.Exists && b.Spec.Adoption.Adopts() && e.Config.AllowsAdoption()
+	if in.Exists && in.HasContent && !adopting {
+		if cl == nil {
+			// The cache may not show yet a claim an earlier pass of this
+			// Buckety wrote (and the content may be what its workloads
+			// wrote since): ask the API server before refusing.
+			mine, other, err := r.Claims.Held(ctx, b, e.Name, f.resourceName, true)
+			switch {
+			case err != nil:
+				f.claimErr = err
+				return nil, false, false
+			case mine != nil && mine.Spec.Phase != v1.ClaimClaimed:
+				return mine, false, true
+			case other:
+				// Another Buckety's: a conflict, or a stale claim to take
+				// over (then released below, as refused).
+				if !r.acquire(ctx, b, e, f) {
+					return nil, false, false
+				}
+				mine = f.claim
+			}
+			cl = mine
+		}
+		if cl != nil {
+			// The claim is released only as read (see Claims.Release): a
+			// stale Claimed claim, really Creating or Created, conflicts,
+			// and the next pass sees what buckety wrote.
+			if err := r.Claims.Release(ctx, cl); err != nil {
+				f.claimErr = err
+				return nil, false, false
+			}
+		}
+		f.adoptionRefused = in.Detail
+		f.adoptionHint = adoptionHint(b, e)
+		r.event(b, corev1.EventTypeWarning, v1.ReasonAdoptionRefused, "Provision", in.Detail)
+		return nil, false, false
+	}
+	phase := v1.ClaimCreating
+	switch {
+	case adopting:
+		phase = v1.ClaimAdopting
+	case in.Exists:
+		phase = v1.ClaimAdopted
+	}
+	if cl == nil {
+		got, created, conflict, err := r.Claims.AcquireAs(ctx, b, e.Name, f.resourceName, phase)
+		switch {
+		case err != nil:
+			f.claimErr = err
+			return nil, false, false
+		case conflict != nil:
+			f.conflictOwner = conflict.Owner
+			r.conflictEvent(b, e, f)
+			return nil, false, false
+		case created:
+			testhook.Pause(ctx, testhook.AfterInspect)
+			return got, phase == v1.ClaimCreating, true
+		case got.Spec.Phase != v1.ClaimClaimed:
+			// Recorded by an earlier pass the cache had not shown: that
+			// verdict stands.
+			return got, false, true
+		}
+		cl = got
+	}
+	if err := r.Claims.Advance(ctx, cl, phase); err != nil {
+		f.claimErr = err
+		return nil, false, false
+	}
+	testhook.Pause(ctx, testhook.AfterInspect)
+	return cl, phase == v1.ClaimCreating, true
 }
 
 // adoptionHint tells the tenant of a refused adoption what would let it in.

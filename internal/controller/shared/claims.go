@@ -54,50 +54,83 @@ type Conflict struct {
 // removed and the claim taken, after which the caller's adoption check
 // decides whether the resource may be used.
 func (c *Claims) Acquire(ctx context.Context, b *v1.Buckety, backend, resource string) (*v1.BucketyClaim, *Conflict, error) {
+	cl, _, conflict, err := c.AcquireAs(ctx, b, backend, resource, v1.ClaimClaimed)
+	return cl, conflict, err
+}
+
+// AcquireAs is Acquire for a caller that inspected the resource before
+// claiming it: a claim it creates is born in phase (the adoption check's
+// verdict), one write instead of a create and an update. created reports
+// whether this call created the claim; a claim b already held is returned
+// as it is, in whatever phase an earlier pass recorded.
+func (c *Claims) AcquireAs(ctx context.Context, b *v1.Buckety, backend, resource string, phase v1.ClaimPhase) (cl *v1.BucketyClaim, created bool, conflict *Conflict, err error) {
 	name := ClaimName(backend, resource)
-	cl := &v1.BucketyClaim{}
+	cl = &v1.BucketyClaim{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, cl); err == nil && cl.Spec.Owner.UID == string(b.UID) && matches(cl, backend, resource) {
-		return cl, nil, nil
+		return cl, false, nil, nil
 	} else if err != nil && !apierrors.IsNotFound(err) {
-		return nil, nil, fmt.Errorf("read claim %s: %w", name, err)
+		return nil, false, nil, fmt.Errorf("read claim %s: %w", name, err)
 	}
 	for range 3 {
 		cl = &v1.BucketyClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
-			Spec: v1.BucketyClaimSpec{Backend: backend, ResourceName: resource, Phase: v1.ClaimClaimed,
+			Spec: v1.BucketyClaimSpec{Backend: backend, ResourceName: resource, Phase: phase,
 				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
 		}
 		err := c.Client.Create(ctx, cl)
 		if err == nil {
-			return cl, nil, nil
+			return cl, true, nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return nil, nil, fmt.Errorf("create claim %s: %w", name, err)
+			return nil, false, nil, fmt.Errorf("create claim %s: %w", name, err)
 		}
 		cur := &v1.BucketyClaim{}
 		if err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cur); apierrors.IsNotFound(err) {
 			continue // released meanwhile: try again
 		} else if err != nil {
-			return nil, nil, fmt.Errorf("read claim %s: %w", name, err)
+			return nil, false, nil, fmt.Errorf("read claim %s: %w", name, err)
 		}
 		if !matches(cur, backend, resource) {
-			return nil, nil, fmt.Errorf("claim %s is for %s on backend %s, not %s: refusing to share it (hash collision or a hand-made claim)", name, cur.Spec.ResourceName, cur.Spec.Backend, resource)
+			return nil, false, nil, fmt.Errorf("claim %s is for %s on backend %s, not %s: refusing to share it (hash collision or a hand-made claim)", name, cur.Spec.ResourceName, cur.Spec.Backend, resource)
 		}
 		if cur.Spec.Owner.UID == string(b.UID) {
-			return cur, nil, nil
+			return cur, false, nil, nil
 		}
 		alive, err := c.ownerExists(ctx, cur)
 		if err != nil {
-			return nil, nil, err
+			return nil, false, nil, err
 		}
 		if alive {
-			return nil, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, Phase: cur.Spec.Phase}, nil
+			return nil, false, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, Phase: cur.Spec.Phase}, nil
 		}
 		if err := c.delete(ctx, cur); err != nil {
-			return nil, nil, fmt.Errorf("remove stale claim %s of deleted Buckety %s/%s: %w", name, cur.Spec.Owner.Namespace, cur.Spec.Owner.Name, err)
+			return nil, false, nil, fmt.Errorf("remove stale claim %s of deleted Buckety %s/%s: %w", name, cur.Spec.Owner.Namespace, cur.Spec.Owner.Name, err)
 		}
 	}
-	return nil, nil, fmt.Errorf("claim %s changed hands repeatedly; retrying", name)
+	return nil, false, nil, fmt.Errorf("claim %s changed hands repeatedly; retrying", name)
+}
+
+// Held returns the claim on resource when b holds it, read from the cache
+// when fresh is false, from the API server otherwise; nil when b holds no
+// such claim (nobody does, or another Buckety does: other is then true,
+// as far as that read shows).
+func (c *Claims) Held(ctx context.Context, b *v1.Buckety, backend, resource string, fresh bool) (cl *v1.BucketyClaim, other bool, err error) {
+	name := ClaimName(backend, resource)
+	var r ctrl.Reader = c.Client
+	if fresh {
+		r = c.APIReader
+	}
+	cl = &v1.BucketyClaim{}
+	switch err := r.Get(ctx, types.NamespacedName{Name: name}, cl); {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("read claim %s: %w", name, err)
+	}
+	if cl.Spec.Owner.UID == string(b.UID) && matches(cl, backend, resource) {
+		return cl, false, nil
+	}
+	return nil, true, nil
 }
 
 func matches(cl *v1.BucketyClaim, backend, resource string) bool {

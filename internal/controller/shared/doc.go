@@ -21,13 +21,17 @@
 //     owner, after checking fresh that the owner exists; a claim whose owner
 //     is gone (force-deleted) is stale, removed with a UID precondition, and
 //     taken.
-//   - Durable intent. The claim's phase is advanced, with an
-//     optimistic-lock update, before the backend write that depends on it:
-//     Claimed (nothing written yet) -> Creating (about to create) ->
-//     Created, or -> Adopted (it existed, empty), or, when both the tenant
-//     (spec.adoption) and the backend (adoption.allow) opt in to adopting
-//     a resource with content, -> Adopting (nothing written while it
-//     differs from the tenant's parameters) -> Adopted (settled). A crash
+//   - Durable intent. The claim records, before the backend write that
+//     depends on it, the adoption check's verdict: the check (a read) runs
+//     first, and the claim is born in its phase, Creating (about to
+//     create), Adopted (it existed, empty) or Adopting; a resource refused
+//     for its content is never claimed. Later phases are advanced with an
+//     optimistic-lock update: Creating -> Created once created. A claim
+//     taken over from a deleted owner starts Claimed (nothing written yet),
+//     and the check then advances it. Adopting (both the tenant,
+//     spec.adoption, and the backend, adoption.allow, opt in to adopting
+//     a resource with content; nothing is written while it differs from
+//     the tenant's parameters) -> Adopted once settled. A crash
 //     or a lost status patch after the create leaves Creating, which later
 //     passes finish as Created, never as Adopted.
 //   - Unforgeable. Tenants get no RBAC for claims; Buckety status mirrors
@@ -39,8 +43,8 @@
 //   - Released on every path: a Buckety's deletion releases every claim
 //     with its UID (whether or not it was ever provisioned), a claim never
 //     written to the backend is released when the resolved name changes
-//     or the adoption check refuses the resource, and a stale claim of a
-//     deleted owner is taken over.
+//     or the adoption check refuses the resource (a Claimed one), and a
+//     stale claim of a deleted owner is taken over.
 //
 // The alternatives were weaker: an in-memory table forgets claims on
 // restart and is per process; status fields are written after the backend
