@@ -209,7 +209,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
-		"--profiling=false",
+		// BUCKETY_APISERVER_PROFILING=1 serves /debug/pprof to admins, to
+		// see where a benchmark spends the API server's CPU.
+		"--profiling=" + strconv.FormatBool(os.Getenv("BUCKETY_APISERVER_PROFILING") == "1"),
 		"--v=1",
 	}, nodeArgs...)); err != nil {
 		return nil, err
