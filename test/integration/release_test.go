@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,6 +328,13 @@ func TestRenderedDeploymentsRun(t *testing.T) {
 				env = append(env, e.Name+"="+systemNS)
 			case e.ValueFrom == nil:
 				env = append(env, e.Name+"="+e.Value)
+			case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+				// As the kubelet resolves it (divisor 1: bytes).
+				lim, ok := c.Resources.Limits[corev1.ResourceMemory]
+				if !ok {
+					t.Fatalf("%s: %s reads limits.memory, but the container sets no memory limit", name, e.Name)
+				}
+				env = append(env, fmt.Sprintf("%s=%d", e.Name, lim.Value()))
 			default:
 				t.Fatalf("%s: unsupported env source %+v", name, e)
 			}
@@ -340,8 +348,13 @@ func TestRenderedDeploymentsRun(t *testing.T) {
 				env = append(env, k+"="+v)
 			}
 		}
-		if name == "buckety-webhook" && (len(c.EnvFrom) != 0 || len(c.Env) != 0) {
+		if name == "buckety-webhook" && (len(c.EnvFrom) != 0 || slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name != "GOMEMLIMIT" })) {
 			t.Errorf("the webhook must get no credential env, got env %v envFrom %v", c.Env, c.EnvFrom)
+		}
+		for _, want := range []string{"GOMEMLIMIT"} {
+			if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == want }) {
+				t.Errorf("%s: want %s from the container's memory limit, got env %v", name, want, c.Env)
+			}
 		}
 		p := startWithEnv(t, name, bin, args, env)
 		probe := ready[name]
