@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -30,14 +29,7 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()
 	c := newWarningClient(t)
-	eventually(t, 30*time.Second, "webhook metrics served", func() (bool, string) {
-		conn, err := net.Dial("tcp", w.metrics)
-		if err != nil {
-			return false, err.Error()
-		}
-		conn.Close()
-		return true, ""
-	})
+	w.waitMetrics(t)
 	// calls is what the webhook answered for kind and operation, summed over
 	// its results.
 	calls := func(kind, op string) float64 {

@@ -59,6 +59,20 @@ func (w *webhookProcess) issueFor(t testing.TB, d time.Duration) time.Time {
 	return notAfter
 }
 
+// waitMetrics waits until the webhook's metrics server accepts connections:
+// it may start after readiness is reported.
+func (w *webhookProcess) waitMetrics(t testing.TB) {
+	t.Helper()
+	eventually(t, 30*time.Second, "webhook metrics served", func() (bool, string) {
+		conn, err := net.Dial("tcp", w.metrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		conn.Close()
+		return true, ""
+	})
+}
+
 // metric scrapes the webhook's metrics endpoint (HTTPS, with the API
 // server's admin token) and returns the value of the series written exactly
 // as in the exposition format, labels sorted by name.
@@ -214,15 +228,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0].NotAfter
 	}
-	// The metrics server may start after readiness is reported.
-	eventually(t, 30*time.Second, "webhook metrics served", func() (bool, string) {
-		conn, err := net.Dial("tcp", w.metrics)
-		if err != nil {
-			return false, err.Error()
-		}
-		conn.Close()
-		return true, ""
-	})
+	w.waitMetrics(t)
 	if got, ok := w.metric(t, "buckety_webhook_certificate_expiration_timestamp_seconds"); !ok || int64(got) != served().Unix() {
 		t.Errorf("certificate expiry gauge: want %d (the served certificate's NotAfter), got %v (present %v)", served().Unix(), got, ok)
 	}
