@@ -335,6 +335,11 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 				return drivers.EnsureResult{}, err
 			}
 		default:
+			// The create's outcome may be unknown (no answer before the
+			// deadline: a paused broker may still carry it out), so what
+			// was seen before it no longer stands: the next pass reads the
+			// topic instead of creating it again.
+			b.observed.forget(r.Name)
 			return drivers.EnsureResult{}, b.classify(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
 		}
 	}

@@ -233,3 +233,58 @@ func names(rs []drivers.Resource) []string {
 	}
 	return out
 }
+
+// TestCreateWithoutAnswerIsNotRepeated: a CreateTopics the broker did not
+// answer before the caller's deadline (the broker hung) may still be
+// carried out, here because another caller in the same request waits
+// longer. The topic's observation (missing, from Inspect) no longer
+// stands: the next Ensure reads the topic and finds it, instead of creating
+// it a second time.
+func TestCreateWithoutAnswerIsNotRepeated(t *testing.T) {
+	f := newCountingFixture(t, &Driver{})
+	ctx := context.Background()
+	gaveUp := drivers.Resource{Name: "unanswered", MaxAge: time.Minute, Parameters: map[string]string{"partitions": "2"}}
+	waited := drivers.Resource{Name: "answered", MaxAge: time.Minute, Parameters: map[string]string{"partitions": "2"}}
+	for _, r := range []drivers.Resource{gaveUp, waited} {
+		if in, err := f.backend.Inspect(ctx, r); err != nil || in.Exists {
+			t.Fatalf("inspect %s: want missing, got %+v, %v", r.Name, in, err)
+		}
+	}
+	if err := f.broker.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// Both calls join one CreateTopics request; the first gives up after a
+	// second, the second keeps the request going until the broker answers.
+	errs := make(chan error, 2)
+	go func() {
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := f.backend.Ensure(short, gaveUp)
+		errs <- err
+	}()
+	go func() {
+		_, err := f.backend.Ensure(ctx, waited)
+		errs <- err
+	}()
+	if err := <-errs; err == nil {
+		t.Fatal("Ensure against the paused broker with a 1 s deadline: want an error")
+	}
+	if err := f.broker.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatalf("Ensure that waited for the broker: %v", err)
+	}
+	if st := f.brokerTopics(t, []string{gaveUp.Name})[gaveUp.Name]; st.partitions != 2 {
+		t.Fatalf("the request both calls were in was carried out: want %s created, got %+v", gaveUp.Name, st)
+	}
+	_, base := f.requests(t, nil)
+	res, err := f.backend.Ensure(ctx, gaveUp)
+	if err != nil || res.Created {
+		t.Fatalf("Ensure after the unanswered create: want the existing topic, got %+v, %v", res, err)
+	}
+	delta, _ := f.requests(t, base)
+	if delta["CreateTopics"] != 0 || delta["Metadata"] == 0 {
+		t.Errorf("Ensure after an unanswered create: want the topic read, not created again, got requests %v", delta)
+	}
+}
