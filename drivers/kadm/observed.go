@@ -27,8 +27,9 @@ import (
 // again first. A dry run always reads.
 //
 // Observations are dropped when a request fails as unreachable (a broker
-// that went away may come back without what it had), and expire after the
-// largest MaxAge asked for.
+// that went away may come back without what it had), a topic's when a write
+// to it failed or got no answer (a hung broker may still carry it out), and
+// they expire after the largest MaxAge asked for.
 type observations struct {
 	mu sync.Mutex
 	m  map[string]observation
@@ -98,8 +99,8 @@ func (o *observations) put(topic string, st topicState, at time.Time) {
 	}
 }
 
-// forget drops topic's observation: a write to it failed, so what it holds
-// is unknown.
+// forget drops topic's observation: a write to it failed or got no answer,
+// so what it holds is unknown.
 func (o *observations) forget(topic string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
