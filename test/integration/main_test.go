@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -169,6 +170,17 @@ func startController(t *testing.T, yaml string, reg *drivers.Registry, recheck t
 // startControllerREST is startController reaching the API server through rc.
 func startControllerREST(t *testing.T, yaml string, reg *drivers.Registry, recheck time.Duration, rc *rest.Config) *controllerRun {
 	t.Helper()
+	return startControllerWith(t, yaml, reg, func(o *appcontroller.Options) {
+		o.RESTConfig, o.Recheck = rc, recheck
+	})
+}
+
+// startControllerWith runs an in-process controller with yaml as
+// buckety-controller.yaml (reg: nil for every driver), reaching the API
+// server as admin, two reconciles per kind, no sweep, after opts has
+// changed its options.
+func startControllerWith(t *testing.T, yaml string, reg *drivers.Registry, opts func(*appcontroller.Options)) *controllerRun {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -184,13 +196,13 @@ func startControllerREST(t *testing.T, yaml string, reg *drivers.Registry, reche
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &controllerRun{cancel: cancel, done: make(chan error, 1)}
 	var log logr.Logger = zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true))
-	go func() {
-		r.done <- appcontroller.Run(ctx, appcontroller.Options{
-			Config: cfg, ConfigDir: dir, Registry: reg, RESTConfig: rc,
-			MetricsAddr: "0", ProbeAddr: "0", Recheck: recheck, MaxConcurrent: 2,
-			Log: log, SkipNameValidation: true,
-		})
-	}()
+	o := appcontroller.Options{
+		Config: cfg, ConfigDir: dir, Registry: reg, RESTConfig: cp.RESTConfig,
+		MetricsAddr: "0", ProbeAddr: "0", MaxConcurrent: 2,
+		Log: log, SkipNameValidation: true,
+	}
+	opts(&o)
+	go func() { r.done <- appcontroller.Run(ctx, o) }()
 	t.Cleanup(func() { r.stop(t) })
 	return r
 }
@@ -244,6 +256,24 @@ func namespace(t testing.TB) string {
 
 // eventually polls cond until it returns true, failing with its last
 // description after timeout.
+// waitEvent waits until namespace ns holds an event with reason whose note
+// contains note.
+func waitEvent(t testing.TB, ns, reason, note string) {
+	t.Helper()
+	eventually(t, wait, reason+" event", func() (bool, string) {
+		var evs eventsv1.EventList
+		if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason && strings.Contains(e.Note, note) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none %s with %q", len(evs.Items), reason, note)
+	})
+}
+
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

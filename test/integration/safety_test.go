@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -167,18 +165,7 @@ func TestOutOfBandDrift(t *testing.T) {
 		_, compact := d["cleanup.policy"]
 		return d["retention.ms"] == "604800000" && !compact, strings.TrimSpace(strings.ReplaceAll(fmtMap(d), "\n", " "))
 	})
-	eventually(t, wait, "DriftRepaired event", func() (bool, string) {
-		var evs eventsv1.EventList
-		if err := k8s.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "DriftRepaired" && strings.Contains(e.Note, `config retention.ms "1000" -> "604800000"`) {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d events, none DriftRepaired", len(evs.Items))
-	})
+	waitEvent(t, ns, "DriftRepaired", `config retention.ms "1000" -> "604800000"`)
 	if _, err := adm.UpdatePartitions(ctx, 5, name); err != nil {
 		t.Fatal(err)
 	}

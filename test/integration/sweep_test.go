@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,21 +10,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/Yolean/buckety-controller/drivers/all"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
-	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
@@ -40,28 +33,9 @@ const sweepInterval = 2 * time.Second
 // sweep every sweepInterval and every per-object re-check an hour away.
 func startSweepingController(t *testing.T, yaml string, concurrent int) {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	reg := all.Registry()
-	env := s3Env()
-	cfg, err := config.Load(dir, config.Options{Registry: reg, Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &controllerRun{cancel: cancel, done: make(chan error, 1)}
-	var log logr.Logger = zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true))
-	go func() {
-		r.done <- appcontroller.Run(ctx, appcontroller.Options{
-			Config: cfg, ConfigDir: dir, Registry: reg, RESTConfig: cp.RESTConfig,
-			MetricsAddr: "0", ProbeAddr: "0", MaxConcurrent: concurrent,
-			Recheck: time.Hour, DriftSweep: sweepInterval, SweptRecheck: time.Hour,
-			Log: log, SkipNameValidation: true,
-		})
-	}()
-	t.Cleanup(func() { r.stop(t) })
+	startControllerWith(t, yaml, nil, func(o *appcontroller.Options) {
+		o.MaxConcurrent, o.Recheck, o.DriftSweep, o.SweptRecheck = concurrent, time.Hour, sweepInterval, time.Hour
+	})
 }
 
 func counterValue(t *testing.T, c prometheus.Counter) float64 {
@@ -121,18 +95,7 @@ func TestDriftSweepRevertsOutOfBandChange(t *testing.T) {
 		return d["retention.ms"] == "604800000" && !compact, fmtMap(d)
 	})
 	t.Logf("reverted %s after the out-of-band change (sweep every %s)", time.Since(changed).Round(10*time.Millisecond), sweepInterval)
-	eventually(t, wait, "DriftRepaired event", func() (bool, string) {
-		var evs eventsv1.EventList
-		if err := k8s.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "DriftRepaired" && strings.Contains(e.Note, `config retention.ms "1000" -> "604800000"`) {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d events, none DriftRepaired", len(evs.Items))
-	})
+	waitEvent(t, ns, "DriftRepaired", `config retention.ms "1000" -> "604800000"`)
 
 	if _, err := adm.UpdatePartitions(ctx, 5, name); err != nil {
 		t.Fatal(err)
