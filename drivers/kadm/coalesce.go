@@ -198,7 +198,6 @@ func (b *batcher[In, Out]) run(batch []*call[In, Out]) {
 	}
 }
 
-// fail sets err on every call.
 // failRequest fails every call of a request that failed as a whole. A
 // broker that could not be reached may come back without what it had, so
 // the backend's observations are dropped.
@@ -210,6 +209,7 @@ func failRequest[In, Out any](b *Backend, calls []*call[In, Out], err error) {
 	fail(calls, err)
 }
 
+// fail sets err on every call.
 func fail[In, Out any](calls []*call[In, Out], err error) {
 	for _, c := range calls {
 		c.err = err
