@@ -70,10 +70,7 @@ func TestImplicitToExplicitMigration(t *testing.T) {
 		Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.solo", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "solo-topic"}}}
 	create(t, solo)
 	waitCondition(t, solo, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	solo.Spec.DefaultAccess = nil
-	if err := k8s.Update(context.Background(), solo); err != nil {
-		t.Fatal(err)
-	}
+	patch(t, solo, `{"spec":{"defaultAccess":null}}`)
 	eventually(t, wait, "implicit access of solo removed", func() (bool, string) {
 		return gone(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "solo", Namespace: ns}})
 	})

@@ -242,11 +242,7 @@ func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
 	c011.stop(t)
 
 	runBinary(t, buildController(t, "1.0.0"), kubeconfig, dir)
-	kb = getBuckety(t, ns, "versioned")
-	kb.Spec.Parameters["partitions"] = "3"
-	if err := k8s.Update(ctx, kb); err != nil {
-		t.Fatal(err)
-	}
+	patch(t, kb, `{"spec":{"parameters":{"partitions":"3"}}}`)
 	c := waitCondition(t, kb, v1.ConditionDriverVersionIncompatible, metav1.ConditionTrue, v1.ReasonDriverMajorMismatch, wait)
 	if !strings.Contains(c.Message, "major 1") || !strings.Contains(c.Message, "provisioned with major 0") {
 		t.Errorf("want both majors in the message, got %q", c.Message)

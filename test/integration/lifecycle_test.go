@@ -57,14 +57,8 @@ func TestFirstReconcileStampsStickyFields(t *testing.T) {
 	if info := topic(t, want); !info.exists || info.partitions != 3 || info.dynamic["retention.ms"] != "604800000" {
 		t.Fatalf("want topic %s with 3 partitions and retention.ms, got %+v", want, info)
 	}
-	b.Labels["yolean.se/generation"] = "004"
-	if err := k8s.Update(context.Background(), b); err != nil {
-		t.Fatal(err)
-	}
-	b.Spec.Parameters["partitions"] = "4"
-	if err := k8s.Update(context.Background(), b); err != nil {
-		t.Fatal(err)
-	}
+	patch(t, b, `{"metadata":{"labels":{"yolean.se/generation":"004"}}}`)
+	patch(t, b, `{"spec":{"parameters":{"partitions":"4"}}}`)
 	eventually(t, wait, "partitions grown on the original topic", func() (bool, string) {
 		info := topic(t, want)
 		return info.partitions == 4, "partitions " + string(rune('0'+info.partitions))
@@ -117,10 +111,7 @@ func TestSecretKeysPerDriver(t *testing.T) {
 	waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, wait)
 
 	// Secret drift is repaired: edited, then deleted by hand.
-	ks.Data["topic"] = []byte("tampered")
-	if err := k8s.Update(context.Background(), ks); err != nil {
-		t.Fatal(err)
-	}
+	patch(t, ks, `{"stringData":{"topic":"tampered"}}`)
 	eventually(t, wait, "edited Secret repaired", func() (bool, string) {
 		s := secret(t, ns, "events-topic")
 		return string(s.Data["topic"]) == ns+"-events", string(s.Data["topic"])

@@ -16,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -332,6 +333,16 @@ func waitCondition(t *testing.T, obj client.Object, typ string, status metav1.Co
 		return c.Status == status && (reason == "" || c.Reason == reason), condString(conds)
 	})
 	return got
+}
+
+// patch merge-patches obj the way `kubectl patch --type merge` does: no
+// resourceVersion, so a controller writing status or metadata at the same
+// moment cannot make it fail with a conflict (a GET-modify-Update can).
+func patch(t testing.TB, obj client.Object, mergePatch string) {
+	t.Helper()
+	if err := k8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(mergePatch))); err != nil {
+		t.Fatalf("patch %T %s with %s: %v", obj, obj.GetName(), mergePatch, err)
+	}
 }
 
 func create(t testing.TB, obj client.Object) {

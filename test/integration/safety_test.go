@@ -133,10 +133,7 @@ func TestBackendRenamed(t *testing.T) {
 		t.Errorf("want status.backend to stay kafka, got %q", b.Status.Backend)
 	}
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendNotConfigured, wait)
-	b.Spec.Parameters["partitions"] = "3"
-	if err := k8s.Update(context.Background(), b); err != nil {
-		t.Fatal(err)
-	}
+	patch(t, b, `{"spec":{"parameters":{"partitions":"3"}}}`)
 	time.Sleep(4 * time.Second)
 	if n := topic(t, ns+".orders").partitions; n != 1 {
 		t.Errorf("paused reconciliation must not touch the backend, but partitions became %d", n)
@@ -177,11 +174,7 @@ func TestOutOfBandDrift(t *testing.T) {
 	if n := topic(t, name).partitions; n != 5 {
 		t.Errorf("want partitions never shrunk (5), got %d", n)
 	}
-	b = getBuckety(t, ns, "drift")
-	b.Spec.Parameters["partitions"] = "5"
-	if err := k8s.Update(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	patch(t, b, `{"spec":{"parameters":{"partitions":"5"}}}`)
 	waitCondition(t, b, v1.ConditionParameterDrift, metav1.ConditionFalse, "", wait)
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
 }
