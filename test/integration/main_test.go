@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -217,10 +218,34 @@ func (r *controllerRun) stop(t *testing.T) {
 			if err != nil {
 				t.Errorf("controller: %v", err)
 			}
+			if err != nil && strings.Contains(err.Error(), "grace period") {
+				t.Logf("goroutines still in a reconcile or a driver after the grace period:\n%s", reconcileStacks())
+			}
 		case <-time.After(60 * time.Second):
-			t.Errorf("controller did not stop within 60s")
+			t.Errorf("controller did not stop within 60s; goroutines in a reconcile or a driver:\n%s", reconcileStacks())
 		}
 	})
+}
+
+// reconcileStacks returns the stacks of every goroutine inside a reconcile
+// or a driver: what a shutdown that overruns its grace period waits for.
+func reconcileStacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "reconcileHandler") || strings.Contains(g, "buckety-controller/drivers/") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // testWriter sends controller logs to the test log, so a failing test shows
