@@ -102,7 +102,7 @@ func TestMisconfigured(t *testing.T) {
 		{"strict decode, top level", "backend:\n- name: a\n", []string{`backend: unknown field "backend"; remove it or fix its spelling (allowed here: backends)`}},
 		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, defaults, driver, name"}},
 		{"strict decode, driver options", "backends:\n- name: a\n  driver: test\n  config:\n    endpoint: x\n    endpiont: y\n", []string{`backends[0].config.endpiont: Invalid value: unknown field "endpiont"`, "allowed here: endpoint, limit, token"}},
-		{"wrong type in driver options", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: lots}\n", []string{`backends[0].config.limit: Invalid value: want a int`}},
+		{"wrong type in driver options", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: lots}\n", []string{`backends[0].config.limit: Invalid value: want a whole number, got "lots"`}},
 		{"undefined variable without default", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, token: '${UNSET_TOKEN}'}\n", []string{`backends[0].config.token: Invalid value: environment variable UNSET_TOKEN is not set: set it, or write ${UNSET_TOKEN:-default}`}},
 		{"substitution in an untagged driver field", "backends:\n- name: a\n  driver: test\n  config: {endpoint: '${HOST}'}\n", []string{`backends[0].config.endpoint: Invalid value: contains ${...} but this field does not support environment substitution`}},
 		{"substitution in an untagged top-level field", "backends:\n- name: ${NAME}\n  driver: test\n", []string{`backends[0].name: contains ${...}`}},
@@ -117,7 +117,7 @@ func TestMisconfigured(t *testing.T) {
 		{"bad name policy", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  namePolicy: {prefix: '$$bad'}\n", []string{`backends[0].namePolicy.prefix: Invalid value: "$bad": template "$bad", column 1`}},
 		{"unescaped name policy", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  namePolicy: {prefix: '${namespace}.'}\n", []string{`backends[0].namePolicy.prefix: environment variable namespace is not set: set it, or write ${namespace:-default} to make it optional, or $${namespace} for a literal ${namespace}`}},
 		{"misspelled adoption key", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {alow: true}\n", []string{`backends[0].adoption.alow: unknown field "alow"`, "allowed here: allow, deleteAdopted"}},
-		{"adoption value of the wrong type", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {allow: yes-please}\n", []string{`adoption.allow: want a bool`}},
+		{"adoption value of the wrong type", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {allow: yes-please}\n", []string{`backends[0].adoption.allow: want true or false, got "yes-please"`}},
 		{"deleteAdopted without allow", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {deleteAdopted: true}\n", []string{`backends[0].adoption.deleteAdopted: Invalid value: true: applies only to adopted resources; set adoption.allow: true as well`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
 	}

@@ -163,6 +163,9 @@ func checkFields(v any, t reflect.Type, path string) error {
 	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) {
 		return nil
 	}
+	if err := checkKind(v, t, path); err != nil {
+		return err
+	}
 	switch x := v.(type) {
 	case map[string]any:
 		switch t.Kind() {
@@ -194,6 +197,65 @@ func checkFields(v any, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// checkKind reports a JSON value that cannot decode into t, with its full
+// path (encoding/json's own type error drops array indexes).
+func checkKind(v any, t reflect.Type, path string) error {
+	if v == nil || t.Kind() == reflect.Interface {
+		return nil
+	}
+	var want string
+	switch t.Kind() {
+	case reflect.String:
+		// sigs.k8s.io/yaml decodes a YAML number or boolean into a string
+		// field as its text (region: 1, enabled: yes), so only lists and
+		// mappings are wrong here.
+		switch v.(type) {
+		case map[string]any, []any:
+			want = "a string"
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			want = "true or false"
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if f, ok := v.(float64); !ok || f != float64(int64(f)) {
+			want = "a whole number"
+		}
+	case reflect.Float32, reflect.Float64:
+		if _, ok := v.(float64); !ok {
+			want = "a number"
+		}
+	case reflect.Struct, reflect.Map:
+		if _, ok := v.(map[string]any); !ok {
+			want = "a mapping"
+		}
+	case reflect.Slice, reflect.Array:
+		if _, ok := v.([]any); !ok {
+			want = "a list"
+		}
+	}
+	if want == "" {
+		return nil
+	}
+	return &Error{Path: path, Msg: fmt.Sprintf("want %s, got %s", want, describeJSON(v))}
+}
+
+// describeJSON names a decoded JSON value for an error message.
+func describeJSON(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case bool, float64:
+		return fmt.Sprint(x)
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // structFields maps JSON names to field types, flattening embedded structs

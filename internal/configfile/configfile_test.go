@@ -84,7 +84,11 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown top-level key", "itemz: []\n", `itemz: unknown field "itemz"; remove it or fix its spelling (allowed here: count, items, labels, shared)`},
 		{"unknown nested key", "items:\n- name: a\n- nmae: b\n", `items[1].nmae: unknown field "nmae"`},
 		{"duplicate key", "count: 1\ncount: 2\n", `not valid YAML`},
-		{"wrong type", "count: many\n", `count: want a int`},
+		{"wrong type", "count: many\n", `count: want a whole number, got "many"`},
+		{"wrong type in a list keeps the index", "items:\n- name: a\n- name: [x]\n", `items[1].name: want a string, got a list`},
+		{"fraction for a whole number", "count: 1.5\n", `count: want a whole number, got 1.5`},
+		{"scalar for a list", "items: a\n", `items: want a list, got "a"`},
+		{"scalar for a mapping", "labels: a\n", `labels: want a mapping, got "a"`},
 		{"undefined variable", "items:\n- name: a\n  token: ${CF_UNSET_VAR}\n", `items[0].token: environment variable CF_UNSET_VAR is not set`},
 		{"untagged substitution", "items:\n- name: ${CF_TOKEN}\n", `items[0].name: contains ${...} but this field does not support environment substitution`},
 		{"validate error", "count: 1\n", `items: at least one item is required`},
@@ -120,5 +124,19 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("want errors.Is(err, os.ErrNotExist), got %v", err)
+	}
+}
+
+// TestLoadScalarIntoStringField: a YAML number or boolean in a string field
+// loads as its text, as sigs.k8s.io/yaml decodes it (the type check must
+// not refuse what the decoder accepts).
+func TestLoadScalarIntoStringField(t *testing.T) {
+	dir := write(t, "items:\n- name: 123\n- name: true\n")
+	var s sample
+	if err := Load(dir, "c.yaml", &s); err != nil {
+		t.Fatalf("want no error, got %v", err)
+	}
+	if s.Items[0].Name != "123" || s.Items[1].Name != "true" {
+		t.Errorf("want names 123 and true as text, got %q %q", s.Items[0].Name, s.Items[1].Name)
 	}
 }
