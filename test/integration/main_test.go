@@ -227,8 +227,8 @@ func (r *controllerRun) stop(t *testing.T) {
 	})
 }
 
-// reconcileStacks returns the stacks of every goroutine inside a reconcile
-// or a driver: what a shutdown that overruns its grace period waits for.
+// reconcileStacks returns the stacks of every goroutine in a controller's
+// worker, in buckety's code or in a driver: what a shutdown that overruns its grace period waits for.
 func reconcileStacks() string {
 	buf := make([]byte, 1<<20)
 	for {
@@ -241,7 +241,7 @@ func reconcileStacks() string {
 	}
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "reconcileHandler") || strings.Contains(g, "buckety-controller/drivers/") {
+		if strings.Contains(g, "controller-runtime/pkg/internal/controller.") || strings.Contains(g, "buckety-controller/drivers/") || strings.Contains(g, "buckety-controller/internal/") {
 			out = append(out, g)
 		}
 	}

@@ -167,7 +167,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 			a := obj.(*v1.BucketyAccess)
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}}}
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation, RateLimiter: rateLimiter()}).
+		WithOptions(controllerOptions(o)).
 		Complete(br)
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 			}
 			return out
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrent, SkipNameValidation: &o.SkipNameValidation, RateLimiter: rateLimiter()}).
+		WithOptions(controllerOptions(o)).
 		Complete(ar)
 	if err != nil {
 		return err
@@ -220,6 +220,23 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	}
 	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", br.SweptRecheck.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
+}
+
+// controllerOptions are both controllers' options. They use client-go's work
+// queue, not controller-runtime's priority queue (on by default in v0.24):
+// in v0.24.1 the priority queue can deadlock at shutdown (a worker that
+// left Get still counts as a waiter, so the hand-out goroutine blocks
+// sending to it while holding the lock a finishing worker's Done needs),
+// and the manager then overruns its grace period. TestShutdownWithWorkQueued
+// reproduces it.
+func controllerOptions(o Options) controller.Options {
+	usePriorityQueue := false
+	return controller.Options{
+		MaxConcurrentReconciles: o.MaxConcurrent,
+		SkipNameValidation:      &o.SkipNameValidation,
+		RateLimiter:             rateLimiter(),
+		UsePriorityQueue:        &usePriorityQueue,
+	}
 }
 
 // rateLimiter spaces retries of reconciles that returned an error (API
