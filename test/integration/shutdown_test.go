@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -48,5 +49,16 @@ func TestShutdownWithWorkQueued(t *testing.T) {
 	for i := range n {
 		waitCondition(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%02d", i), Namespace: ns}}, v1.ConditionReady, metav1.ConditionTrue, "", wait)
 		secret(t, ns, fmt.Sprintf("q%02d-topic", i))
+	}
+	// Deleted again, so the controllers of later tests do not spend their
+	// start re-verifying sixty leftovers.
+	for i := range n {
+		if err := k8s.Delete(context.Background(), &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%02d", i), Namespace: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%02d", i), Namespace: ns}}
+		eventually(t, wait, "Buckety "+b.Name+" deleted", func() (bool, string) { return gone(t, b) })
 	}
 }
