@@ -1,6 +1,7 @@
 package configfile
 
 import (
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,8 +151,9 @@ func DecodeStrict(data []byte, v any) error {
 }
 
 var (
-	rawMessageType  = reflect.TypeOf(json.RawMessage(nil))
-	unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+	rawMessageType      = reflect.TypeOf(json.RawMessage(nil))
+	unmarshalerType     = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+	textUnmarshalerType = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
 )
 
 // checkFields walks decoded JSON alongside the Go type it will decode into and
@@ -160,7 +162,9 @@ func checkFields(v any, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) {
+	// Types that decode themselves (a string into a net.IP, say) are
+	// checked by their own decoder.
+	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
 		return nil
 	}
 	if err := checkKind(v, t, path); err != nil {

@@ -3,6 +3,7 @@ package configfile
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +132,14 @@ func TestLoadMissingFile(t *testing.T) {
 // loads as its text, as sigs.k8s.io/yaml decodes it (the type check must
 // not refuse what the decoder accepts).
 func TestLoadScalarIntoStringField(t *testing.T) {
+	type withIP struct {
+		Addr net.IP `json:"addr"`
+	}
+	var w withIP
+	if err := DecodeStrict([]byte("addr: 127.0.0.1\n"), &w); err != nil || !w.Addr.Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Fatalf("a string into a type that decodes itself from text (net.IP): want 127.0.0.1, got %v, %v", w.Addr, err)
+	}
+
 	dir := write(t, "items:\n- name: 123\n- name: true\n")
 	var s sample
 	if err := Load(dir, "c.yaml", &s); err != nil {
