@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/all"
@@ -227,20 +228,16 @@ func (r *controllerRun) stop(t *testing.T) {
 	})
 }
 
-// reconcileStacks returns the stacks of every goroutine in a controller's
-// worker, in buckety's code or in a driver: what a shutdown that overruns its grace period waits for.
+// reconcileStacks returns the stacks of the goroutines in a controller's
+// workers, in buckety's code or in a driver: what a shutdown that overruns
+// its grace period waits for.
 func reconcileStacks() string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
+	var all strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&all, 2); err != nil {
+		return err.Error()
 	}
 	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range strings.Split(all.String(), "\n\n") {
 		if strings.Contains(g, "controller-runtime/pkg/internal/controller.") || strings.Contains(g, "buckety-controller/drivers/") || strings.Contains(g, "buckety-controller/internal/") {
 			out = append(out, g)
 		}
@@ -358,6 +355,38 @@ func waitCondition(t *testing.T, obj client.Object, typ string, status metav1.Co
 		return c.Status == status && (reason == "" || c.Reason == reason), condString(conds)
 	})
 	return got
+}
+
+// waitIdle waits until the in-process controllers have finished no
+// reconcile and run none for a second. (Their queues' depth gauge is no
+// guide: a controller stopped with items queued leaves it raised.)
+func waitIdle(t *testing.T) {
+	t.Helper()
+	last, quiet := -1.0, 0
+	eventually(t, wait, "controllers idle", func() (bool, string) {
+		mfs, err := ctrlmetrics.Registry.Gather()
+		if err != nil {
+			return false, err.Error()
+		}
+		var done, active float64
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				switch mf.GetName() {
+				case "controller_runtime_reconcile_total":
+					done += m.GetCounter().GetValue()
+				case "controller_runtime_active_workers":
+					active += m.GetGauge().GetValue()
+				}
+			}
+		}
+		if done != last || active != 0 {
+			last, quiet = done, 0
+		} else {
+			quiet++
+		}
+		time.Sleep(100 * time.Millisecond)
+		return quiet >= 10, fmt.Sprintf("%v reconciles finished, %v running", done, active)
+	})
 }
 
 // patch merge-patches obj the way `kubectl patch --type merge` does: no

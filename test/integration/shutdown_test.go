@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
@@ -52,13 +53,14 @@ func TestShutdownWithWorkQueued(t *testing.T) {
 	}
 	// Deleted again, so the controllers of later tests do not spend their
 	// start re-verifying sixty leftovers.
-	for i := range n {
-		if err := k8s.Delete(context.Background(), &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%02d", i), Namespace: ns}}); err != nil {
-			t.Fatal(err)
+	if err := k8s.DeleteAllOf(context.Background(), &v1.Buckety{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the Bucketies deleted", func() (bool, string) {
+		var list v1.BucketyList
+		if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
 		}
-	}
-	for i := range n {
-		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%02d", i), Namespace: ns}}
-		eventually(t, wait, "Buckety "+b.Name+" deleted", func() (bool, string) { return gone(t, b) })
-	}
+		return len(list.Items) == 0, fmt.Sprintf("%d left", len(list.Items))
+	})
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
@@ -56,38 +55,6 @@ func sweeps(t *testing.T, backend string) float64 {
 // enqueued counts the Bucketies the sweeps of a backend enqueued so far.
 func enqueued(t *testing.T, backend string) float64 {
 	return counterValue(t, metrics.DriftSweepEnqueued.WithLabelValues(backend))
-}
-
-// waitIdle waits until the in-process controllers have finished no
-// reconcile and run none for a second. (Their queues' depth gauge is no
-// guide: a controller stopped with items queued leaves it raised.)
-func waitIdle(t *testing.T) {
-	t.Helper()
-	last, quiet := -1.0, 0
-	eventually(t, wait, "controllers idle", func() (bool, string) {
-		mfs, err := ctrlmetrics.Registry.Gather()
-		if err != nil {
-			return false, err.Error()
-		}
-		var done, active float64
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				switch mf.GetName() {
-				case "controller_runtime_reconcile_total":
-					done += m.GetCounter().GetValue()
-				case "controller_runtime_active_workers":
-					active += m.GetGauge().GetValue()
-				}
-			}
-		}
-		if done != last || active != 0 {
-			last, quiet = done, 0
-		} else {
-			quiet++
-		}
-		time.Sleep(100 * time.Millisecond)
-		return quiet >= 10, fmt.Sprintf("%v reconciles finished, %v running", done, active)
-	})
 }
 
 // waitSweeps waits until n more sweeps of backend have finished.
