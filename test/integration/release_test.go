@@ -31,6 +31,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/release"
 	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/gomod"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
@@ -62,13 +63,13 @@ func renderRelease(t *testing.T) string {
 // certManagerCRDs installs cert-manager's CRDs from its Go module.
 func certManagerCRDs(t *testing.T) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
+	crds, err := gomod.CertManagerCRDs()
 	if err != nil {
-		t.Fatalf("locate the cert-manager module: %v", err)
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := cp.InstallCRDs(ctx, filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")); err != nil {
+	if err := cp.InstallCRDs(ctx, crds); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,7 +6,10 @@
 package localstack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -25,6 +28,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/release"
 	"github.com/Yolean/buckety-controller/test/cluster"
 	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/gomod"
 	"github.com/Yolean/buckety-controller/test/kafka"
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
@@ -47,6 +51,9 @@ type Stack struct {
 	MinIO          *s3test.Server
 	WebhookAddr    string
 	ControllerAddr string // probe address of the controller
+	// Reused names what an earlier run left running that this one carried
+	// on with ("node", "backends"); the rest it started.
+	Reused []string
 }
 
 // Step logs one line per step with its duration.
@@ -94,17 +101,10 @@ func Prepare(ctx context.Context, dir string, log Step) (s *Stack, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := timed(log, "node", func() error {
-		c, err := cluster.Up(ctx, filepath.Join(dir, "cluster"), binDir, func(l string) { log("  " + l) })
-		s.Cluster = c
-		if c != nil {
-			s.Kubeconfig = c.Kubeconfig
-		}
-		return err
-	}); err != nil {
+	if err := timed(log, "node", func() error { return s.node(ctx, binDir, log) }); err != nil {
 		return nil, err
 	}
-	if err := timed(log, "backends (broker, versitygw, minio)", func() error { return s.startBackends() }); err != nil {
+	if err := timed(log, "backends (broker, versitygw, minio)", func() error { return s.backends(log) }); err != nil {
 		return nil, err
 	}
 	if err := timed(log, "buckety image (contain)", func() error { return s.buildImage() }); err != nil {
@@ -132,10 +132,77 @@ func (s *Stack) BackendsEnv() string {
 			proc.PidFile(filepath.Join(bdir, "kafka"), "broker"), proc.PidFile(filepath.Join(bdir, "versitygw"), "versitygw"), proc.PidFile(filepath.Join(bdir, "minio"), "minio"))
 }
 
-func (s *Stack) startBackends() error {
+// node reuses the node an earlier run left running when all of it works
+// (cluster.Attach), and otherwise clears whatever part of one is left and
+// starts it.
+func (s *Stack) node(ctx context.Context, binDir string, log Step) error {
+	dir := filepath.Join(s.Dir, "cluster")
+	c, err := cluster.Attach(ctx, dir)
+	if err == nil {
+		log("  reusing the running node")
+		s.Reused = append(s.Reused, "node")
+	} else {
+		if _, serr := os.Stat(dir); serr == nil {
+			log("  starting the node again (" + err.Error() + ")")
+		}
+		if err := cluster.Down(dir); err != nil {
+			return fmt.Errorf("clear what is left of an earlier node: %w", err)
+		}
+		if c, err = cluster.Up(ctx, dir, binDir, func(l string) { log("  " + l) }); err != nil {
+			return err
+		}
+	}
+	s.Cluster, s.Kubeconfig = c, c.Kubeconfig
+	return nil
+}
+
+// backendProcs are the backends' state directories under DIR/backends and
+// their process names.
+var backendProcs = []struct{ dir, name string }{{"kafka", "broker"}, {"versitygw", "versitygw"}, {"minio", "minio"}}
+
+// backendsState is what a later run needs to reuse the backends: their
+// addresses and credentials (the processes are found by their pid files).
+type backendsState struct {
+	Kafka     []string      `json:"kafka"`
+	VersityGW s3test.Server `json:"versitygw"`
+	MinIO     s3test.Server `json:"minio"`
+}
+
+// backends reuses the backends an earlier run started when all three still
+// run; otherwise it stops any that survive and starts the three again on
+// new ports, with the same data directories and S3 credentials, so what an
+// earlier run stored stays readable.
+func (s *Stack) backends(log Step) error {
 	bdir := filepath.Join(s.Dir, "backends")
-	for _, d := range []string{"kafka", "versitygw", "minio"} {
-		if err := os.MkdirAll(filepath.Join(bdir, d), 0o755); err != nil {
+	stateFile := filepath.Join(bdir, "state.json")
+	var st backendsState
+	b, err := os.ReadFile(stateFile)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &st); err != nil {
+			return fmt.Errorf("%s: %w", stateFile, err)
+		}
+		running := 0
+		for _, p := range backendProcs {
+			if up, _ := proc.Running(filepath.Join(bdir, p.dir), p.name); up {
+				running++
+			}
+		}
+		if running == len(backendProcs) {
+			log("  reusing the running backends")
+			s.Reused = append(s.Reused, "backends")
+			s.Broker, s.VersityGW, s.MinIO = &kafka.Broker{Addrs: st.Kafka}, &st.VersityGW, &st.MinIO
+			return nil
+		}
+		log(fmt.Sprintf("  %d of %d backends run: starting all again", running, len(backendProcs)))
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	for _, p := range backendProcs {
+		if err := proc.StopDetached(filepath.Join(bdir, p.dir), p.name, 15*time.Second); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(bdir, p.dir), 0o755); err != nil {
 			return err
 		}
 	}
@@ -146,11 +213,17 @@ func (s *Stack) startBackends() error {
 	if s.Broker, err = kafka.StartIn(filepath.Join(bdir, "kafka"), bin, kafka.Options{DataDir: filepath.Join(bdir, "kafka", "data")}, true); err != nil {
 		return err
 	}
-	if s.VersityGW, err = s3test.StartIn(filepath.Join(bdir, "versitygw"), "versitygw", s3test.Options{}, true); err != nil {
+	if s.VersityGW, err = s3test.StartIn(filepath.Join(bdir, "versitygw"), "versitygw", s3test.Options{AccessKey: st.VersityGW.AccessKey, SecretKey: st.VersityGW.SecretKey}, true); err != nil {
 		return err
 	}
-	s.MinIO, err = s3test.StartIn(filepath.Join(bdir, "minio"), "minio", s3test.Options{}, true)
-	return err
+	if s.MinIO, err = s3test.StartIn(filepath.Join(bdir, "minio"), "minio", s3test.Options{AccessKey: st.MinIO.AccessKey, SecretKey: st.MinIO.SecretKey}, true); err != nil {
+		return err
+	}
+	b, err = json.Marshal(backendsState{Kafka: s.Broker.Addrs, VersityGW: *s.VersityGW, MinIO: *s.MinIO})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(stateFile, b, 0o600)
 }
 
 func (s *Stack) buildImage() error {
@@ -258,45 +331,24 @@ func (s *Stack) deploy(ctx context.Context) error {
 	// no cert-manager controller runs here: the harness issues the
 	// CA and the serving certificate it signs into the chain's two Secrets,
 	// and injects the CA, as cert-manager and its CA injector would.
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
+	crds, err := gomod.CertManagerCRDs()
 	if err != nil {
-		return fmt.Errorf("locate the cert-manager module: %w", err)
+		return err
 	}
-	if err := s.Cluster.CP.InstallCRDs(ctx, filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")); err != nil {
+	if err := s.Cluster.CP.InstallCRDs(ctx, crds); err != nil {
 		return err
 	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "buckety-system"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	ca, err := pki.NewCA("buckety-webhook-local-ca")
+	caPEM, err := webhookCertificates(ctx, cs)
 	if err != nil {
 		return err
-	}
-	crt, key, err := ca.Issue("buckety-webhook", nil, []string{"localhost", "buckety-webhook.buckety-system.svc"}, []net.IP{net.ParseIP("127.0.0.1")}, 30*24*time.Hour)
-	if err != nil {
-		return err
-	}
-	caKey, err := ca.KeyPEM()
-	if err != nil {
-		return err
-	}
-	// The two Secrets of the release's chain: the CA (Certificate
-	// buckety-webhook-ca, which the CA Issuer signs with) and the serving
-	// leaf it signed (Certificate buckety-webhook).
-	for _, sec := range []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-ca", Namespace: "buckety-system"}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": caKey, "ca.crt": ca.CertPEM}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-tls", Namespace: "buckety-system"}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.CertPEM}},
-	} {
-		if _, err := cs.CoreV1().Secrets("buckety-system").Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
 	}
 	if out, err := s.Kubectl(ctx, "apply", "--server-side", "-k", overlay); err != nil {
 		return fmt.Errorf("kubectl apply -k %s: %v\n%s", overlay, err, out)
 	}
-	patch := fmt.Sprintf(`[{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":%q},{"op":"add","path":"/webhooks/1/clientConfig/caBundle","value":%q}]`, b64(ca.CertPEM), b64(ca.CertPEM))
+	patch := fmt.Sprintf(`[{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":%q},{"op":"add","path":"/webhooks/1/clientConfig/caBundle","value":%q}]`, b64(caPEM), b64(caPEM))
 	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, "buckety-webhook", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("inject the webhook CA: %w", err)
 	}
@@ -307,6 +359,53 @@ func (s *Stack) deploy(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// webhookCertificates stands in for cert-manager: it writes the two Secrets
+// of the release's certificate chain, the CA (Certificate
+// buckety-webhook-ca, which the CA Issuer signs with) and the serving leaf
+// it signed (Certificate buckety-webhook), and returns the CA to inject as
+// the webhook's caBundle. A chain an earlier run wrote is kept (the running
+// webhook serves it); a half-written or mismatched one is replaced.
+func webhookCertificates(ctx context.Context, cs kubernetes.Interface) ([]byte, error) {
+	secrets := cs.CoreV1().Secrets("buckety-system")
+	caSec, caErr := secrets.Get(ctx, "buckety-webhook-ca", metav1.GetOptions{})
+	leafSec, leafErr := secrets.Get(ctx, "buckety-webhook-tls", metav1.GetOptions{})
+	for _, err := range []error{caErr, leafErr} {
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	if caErr == nil && leafErr == nil && len(caSec.Data["tls.crt"]) > 0 && bytes.Equal(leafSec.Data["ca.crt"], caSec.Data["tls.crt"]) {
+		return caSec.Data["tls.crt"], nil
+	}
+	ca, err := pki.NewCA("buckety-webhook-local-ca")
+	if err != nil {
+		return nil, err
+	}
+	crt, key, err := ca.Issue("buckety-webhook", nil, []string{"localhost", "buckety-webhook.buckety-system.svc"}, []net.IP{net.ParseIP("127.0.0.1")}, 30*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	caKey, err := ca.KeyPEM()
+	if err != nil {
+		return nil, err
+	}
+	for _, sec := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-ca", Namespace: "buckety-system"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": caKey, "ca.crt": ca.CertPEM}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "buckety-webhook-tls", Namespace: "buckety-system"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.CertPEM}},
+	} {
+		_, err := secrets.Create(ctx, sec, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			_, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("write Secret buckety-system/%s: %w", sec.Name, err)
+		}
+	}
+	return ca.CertPEM, nil
 }
 
 // Kubectl runs the pinned kubectl against the stack.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/Yolean/buckety-controller/internal/release"
+	"github.com/Yolean/buckety-controller/test/gomod"
 )
 
 const (
@@ -356,11 +357,11 @@ func registeredMetrics(t *testing.T, dirs ...string) map[string]bool {
 // moduleDir is where the Go toolchain keeps a dependency's source.
 func moduleDir(t *testing.T, mod string) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod).Output()
+	dir, err := gomod.Dir(mod)
 	if err != nil {
-		t.Fatalf("go list -m %s: %v", mod, err)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return dir
 }
 
 var (

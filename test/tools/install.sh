@@ -66,6 +66,7 @@ build() {
     minio)
       GOBIN=$tmp CGO_ENABLED=0 go install -trimpath "github.com/minio/minio@$MINIO_VERSION" ;;
     contain)
+      command -v curl >/dev/null || { echo "install.sh: contain is fetched from the npm registry with curl, which this machine lacks: apt-get install curl" >&2; return 1; }
       curl -fsSL --retry 3 -o "$tmp/contain.tgz" "https://registry.npmjs.org/contain-linux-x64/-/contain-linux-x64-$CONTAIN_VERSION.tgz"
       echo "$CONTAIN_SHA256  $tmp/contain.tgz" | sha256sum -c --quiet -
       tar -xzf "$tmp/contain.tgz" -C "$tmp" package/bin/contain

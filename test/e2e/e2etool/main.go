@@ -5,6 +5,7 @@
 //	e2etool load-image STATE OCI   import an OCI layout into the local node of STATE (buckety-local's --dir)
 //	e2etool probe-image TAR        write the probe image (registry.local/buckety/probe:v1) as a docker tarball
 //	e2etool second-replica SUFFIX  read a host-network Deployment (JSON) on stdin, write a one-replica copy on free ports
+//	e2etool module-dir MODULE      print the directory of a dependency (at go.mod's version), downloading it first
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/internal/release"
 	"github.com/Yolean/buckety-controller/test/cluster"
+	"github.com/Yolean/buckety-controller/test/gomod"
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
@@ -67,6 +69,15 @@ func run(args []string) error {
 		return nil
 	case "second-replica":
 		return secondReplica(os.Stdin, os.Stdout, args[1])
+	case "module-dir":
+		// Not `go list -m -f {{.Dir}}`: it prints nothing for a module
+		// that is not downloaded yet (a fresh machine).
+		dir, err := gomod.Dir(args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Println(dir)
+		return nil
 	case "probe-image":
 		return cluster.GoImage("github.com/Yolean/buckety-controller/test/probe", "registry.local/buckety/probe:v1", args[1], 65532)
 	case "load-image":

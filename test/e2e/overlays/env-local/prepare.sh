@@ -12,7 +12,7 @@ sed -i -e "s/@P0@/${p[0]}/g" -e "s/@P1@/${p[1]}/g" -e "s/@P2@/${p[2]}/g" -e "s/@
 mkdir -p certs
 (cd "$root" && "${tool[@]}" cert "$OLDPWD/certs")
 # cert-manager's CRDs, so the release's Issuer and Certificate apply.
-crds=$(cd "$root" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)/deploy/crds
+crds=$(cd "$root" && "${tool[@]}" module-dir github.com/cert-manager/cert-manager)/deploy/crds || exit 1
 "$KUBECTL" apply --server-side -f "$crds" >/dev/null
 "$KUBECTL" create namespace buckety-system --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
 # The release's chain has two Secrets: the CA (Certificate
