@@ -48,7 +48,7 @@ const (
 var HostPaths = []string{"/run/containerd", "/var/lib/cni", "/var/lib/kubelet/device-plugins", "/var/log/containers", "/var/log/pods"}
 
 // Debian packages the node needs.
-var Packages = []string{"runc", "containerd", "containernetworking-plugins", "iptables", "conntrack", "socat"}
+var Packages = []string{"runc", "containerd", "containernetworking-plugins", "iptables", "conntrack", "socat", "iproute2"}
 
 // Cluster is a running node.
 type Cluster struct {
@@ -148,7 +148,7 @@ func Up(ctx context.Context, dir, binDir string, log func(string)) (c *Cluster, 
 	if err := step("kubelet", func() error { return c.startKubelet(binDir) }); err != nil {
 		return nil, err
 	}
-	if err := step("node Ready", func() error { return c.waitNodeReady(ctx) }); err != nil {
+	if err := step("node Ready", func() error { return c.waitNodeReady(ctx, 90*time.Second) }); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -385,12 +385,12 @@ maxPods: 60
 	return err
 }
 
-func (c *Cluster) waitNodeReady(ctx context.Context) error {
+func (c *Cluster) waitNodeReady(ctx context.Context, timeout time.Duration) error {
 	cs, err := kubernetes.NewForConfig(c.CP.RESTConfig)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(timeout)
 	last := "no node registered"
 	for time.Now().Before(deadline) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -410,7 +410,41 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("node not Ready after 90s (%s); see %s", last, filepath.Join(c.Dir, "logs", "kubelet.log"))
+	return fmt.Errorf("node not Ready after %s (%s); see %s", timeout, last, filepath.Join(c.Dir, "logs", "kubelet.log"))
+}
+
+// Attach returns the node an earlier process started in dir when all of it
+// still works: containerd, the kubelet and every control-plane component
+// run, the node's network link exists, the API server answers and the Node
+// is Ready. Otherwise the error says what is missing; the caller then
+// starts over (Down, then Up). Attach starts and stops nothing.
+func Attach(ctx context.Context, dir string) (*Cluster, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	st := Status(dir)
+	var missing []string
+	for _, n := range []string{"containerd", "kubelet"} {
+		if !st[n] {
+			missing = append(missing, n)
+		}
+	}
+	if !linkExists(NodeBridge) {
+		missing = append(missing, "network link "+NodeBridge)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("not running: %s", strings.Join(missing, ", "))
+	}
+	cp, err := controlplane.Attach(ctx, filepath.Join(dir, "controlplane"), "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+	if err != nil {
+		return nil, fmt.Errorf("control plane: %w", err)
+	}
+	c := &Cluster{Dir: dir, Kubeconfig: cp.Kubeconfig, CP: cp, Containerd: filepath.Join(dir, "containerd", "containerd.sock")}
+	if err := c.waitNodeReady(ctx, 10*time.Second); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Status reports which processes of the node in dir run.

@@ -7,7 +7,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 state=.run/e2e
-go run ./test/localstack/cmd/buckety-local up --no-deploy --dir "$state" || exit 1
+# A failed start is torn down (unless KEEP_FAILED=true): the suite wants a
+# clean node, and the next run on this machine must not meet a half-started
+# one.
+if ! go run ./test/localstack/cmd/buckety-local up --no-deploy --dir "$state"; then
+  [ "${KEEP_FAILED:-false}" = true ] || go run ./test/localstack/cmd/buckety-local down --dir "$state"
+  exit 1
+fi
 # The driver-version scenario needs the controller rebuilt with the next
 # patch and the next major of every driver: build and load those images.
 # The drivers and their versions come from the registry (drivers/all).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/Yolean/buckety-controller/test/cluster"
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/localstack"
+	"github.com/Yolean/buckety-controller/test/proc"
 )
 
 func needRoot(t *testing.T) {
@@ -56,11 +58,16 @@ func TestNodeUpDownTwice(t *testing.T) {
 	}
 }
 
-// TestStackEndToEnd is the first proof on real Pods: buckety deployed from
-// the rendered release as real Deployments, a Buckety on the broker turns
-// Ready, a probe Job round-trips through its Secret, the controller is
-// scaled to zero and a second probe Job still completes, the webhook
-// Deployment rejects a bad Buckety meanwhile, and teardown leaves nothing.
+// TestStackEndToEnd is the first proof on real Pods, reached the way a
+// newcomer often gets there: a first `make run` fails part way (here its
+// image step: node and backends are up, nothing is deployed), one of the
+// backends it started dies meanwhile, and the second run resumes: it reuses
+// the node (the same kube-apiserver process), starts the backends again,
+// and deploys. Then buckety, deployed from the rendered release as real
+// Deployments, makes a Buckety on the broker Ready, a probe Job
+// round-trips through its Secret, the controller is scaled to zero and a
+// second probe Job still completes, the webhook Deployment rejects a bad
+// Buckety meanwhile, and teardown leaves nothing.
 func TestStackEndToEnd(t *testing.T) {
 	needRoot(t)
 	dir := filepath.Join(os.TempDir(), "bkt-stack-test")
@@ -69,14 +76,8 @@ func TestStackEndToEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s, err := localstack.Up(ctx, dir, func(l string) { t.Log(l) })
+	var s *localstack.Stack
 	t.Cleanup(func() {
-		if t.Failed() && s != nil {
-			for _, args := range [][]string{{"get", "pods", "-A"}, {"-n", "buckety-system", "logs", "deploy/buckety-controller", "--tail=40"}, {"get", "events", "-A", "--field-selector=type=Warning"}} {
-				out, _ := s.Kubectl(context.Background(), args...)
-				t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-			}
-		}
 		if err := localstack.Down(dir); err != nil {
 			t.Errorf("down: %v", err)
 		}
@@ -84,8 +85,41 @@ func TestStackEndToEnd(t *testing.T) {
 			t.Errorf("left behind: %v", left)
 		}
 	})
-	if err != nil {
+
+	// The first run: the image step fails (contain is a command that
+	// fails), after the node and the backends came up.
+	if err := os.Setenv("CONTAIN", "/bin/false"); err != nil {
 		t.Fatal(err)
+	}
+	_, err := localstack.Up(ctx, dir, func(l string) { t.Log(l) })
+	if err := os.Unsetenv("CONTAIN"); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "buckety image") {
+		t.Fatalf("want the first run to fail at its image step, got %v", err)
+	}
+	apiserver := pidOf(t, filepath.Join(dir, "cluster", "controlplane"), "kube-apiserver")
+	if err := proc.StopDetached(filepath.Join(dir, "backends", "kafka"), "broker", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = localstack.Up(ctx, dir, func(l string) { t.Log(l) })
+	t.Cleanup(func() {
+		if t.Failed() && s != nil {
+			for _, args := range [][]string{{"get", "pods", "-A"}, {"-n", "buckety-system", "logs", "deploy/buckety-controller", "--tail=40"}, {"get", "events", "-A", "--field-selector=type=Warning"}} {
+				out, _ := s.Kubectl(context.Background(), args...)
+				t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("the second run did not resume: %v", err)
+	}
+	if got := strings.Join(s.Reused, ","); got != "node" {
+		t.Errorf("want the second run to reuse the node and start the backends again (one had died), got reused %q", got)
+	}
+	if got := pidOf(t, filepath.Join(dir, "cluster", "controlplane"), "kube-apiserver"); got != apiserver {
+		t.Errorf("want the node's kube-apiserver (pid %d) reused, got pid %d", apiserver, got)
 	}
 	kubectl := func(stdin string, args ...string) string {
 		t.Helper()
@@ -154,6 +188,21 @@ spec:
 	if err == nil || !strings.Contains(string(out), `the Buckety has no label "missing"`) {
 		t.Fatalf("want the webhook Deployment to reject the Buckety while the controller is at zero, got %v\n%s", err, out)
 	}
+}
+
+// pidOf reads the pid a detached process recorded in dir.
+func pidOf(t *testing.T, dir, name string) int {
+	t.Helper()
+	b, err := os.ReadFile(proc.PidFile(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		t.Fatalf("%s: %v", proc.PidFile(dir, name), err)
+	}
+	return pid
 }
 
 // TestExistingOverlay: the overlay for an existing cluster is the release

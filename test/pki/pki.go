@@ -100,3 +100,28 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+// LoadCA reads back a CA that NewCA made and KeyPEM wrote, so a later
+// process can reattach to a control plane an earlier one started.
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	cb, _ := pem.Decode(certPEM)
+	if cb == nil || cb.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("CA certificate: no PEM CERTIFICATE block")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil || kb.Type != "EC PRIVATE KEY" {
+		return nil, fmt.Errorf("CA key: no PEM EC PRIVATE KEY block")
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("CA key: %w", err)
+	}
+	if time.Now().After(cert.NotAfter) {
+		return nil, fmt.Errorf("CA %s expired at %s", cert.Subject.CommonName, cert.NotAfter.Format(time.RFC3339))
+	}
+	return &CA{Cert: cert, Key: key, CertPEM: certPEM}, nil
+}

@@ -45,9 +45,13 @@ func run(args []string) error {
 	kubeconfig := filepath.Join(abs, "kubeconfig")
 	switch args[0] {
 	case "up":
-		if st := controlplane.DetachedStatus(abs); st["kube-apiserver"] {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if _, err := controlplane.Attach(ctx, abs, "etcd", "kube-apiserver", "kube-controller-manager"); err == nil {
 			fmt.Printf("already running; KUBECONFIG=%s\n", kubeconfig)
 			return nil
+		} else if _, serr := os.Stat(abs); serr == nil {
+			fmt.Printf("starting again: the control plane of an earlier run is not working (%v)\n", err)
 		}
 		// A previous run that died half-way leaves pid files or data: clear it.
 		if err := controlplane.StopDetached(abs); err != nil {
@@ -57,8 +61,6 @@ func run(args []string) error {
 			return err
 		}
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
 		cp, err := controlplane.Start(ctx, controlplane.Options{Dir: abs, Detached: true, ControllerManager: true, CRDDirs: []string{*crds}})
 		if err != nil {
 			return err

@@ -52,12 +52,15 @@ spec:
   defaultAccess: {credentialsSecretName: files-bucket}
 `
 
+// defaultDir is make run's state directory.
+const defaultDir = ".run/local"
+
 func run(args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: buckety-local up|down|kubeconfig [--dir DIR]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	dir := fs.String("dir", ".run/local", "state directory")
+	dir := fs.String("dir", defaultDir, "state directory")
 	noDeploy := fs.Bool("no-deploy", false, "up: stop after node, backends and images (the e2e harness deploys); writes DIR/backends.env and DIR/oci")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -75,36 +78,29 @@ func run(args []string) error {
 		if err := cluster.CheckHost(); err != nil {
 			return err
 		}
-		if st := cluster.Status(filepath.Join(abs, "cluster")); st["kubelet"] {
-			fmt.Printf("already up; KUBECONFIG=%s (make stop first to start over)\n", kubeconfig)
-			return nil
-		}
-		if err := localstack.Down(abs); err != nil {
-			return fmt.Errorf("clear a previous run: %w", err)
-		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 		defer cancel()
 		if *noDeploy {
 			if _, err := localstack.Prepare(ctx, abs, func(l string) { fmt.Println(l) }); err != nil {
-				return err
+				return resumeHint(err, *dir)
 			}
 			fmt.Printf("prepared in %s: KUBECONFIG=%s OCI_DIR=%s E2E_BACKENDS_ENV=%s\n", time.Since(start).Round(time.Second), kubeconfig, filepath.Join(abs, "oci"), filepath.Join(abs, "backends.env"))
 			return nil
 		}
 		s, err := localstack.Up(ctx, abs, func(l string) { fmt.Println(l) })
 		if err != nil {
-			return err
+			return resumeHint(err, *dir)
 		}
 		ex := filepath.Join(abs, "examples.yaml")
 		if err := os.WriteFile(ex, []byte(examples), 0o644); err != nil {
 			return err
 		}
 		if out, err := s.Kubectl(ctx, "apply", "-f", ex); err != nil {
-			return fmt.Errorf("apply examples: %v\n%s", err, out)
+			return resumeHint(fmt.Errorf("apply examples: %v\n%s", err, out), *dir)
 		}
 		if out, err := s.Kubectl(ctx, "-n", "demo", "wait", "--for=condition=Ready", "buckety/orders", "buckety/files", "--timeout=120s"); err != nil {
-			return fmt.Errorf("examples not Ready: %v\n%s", err, out)
+			return resumeHint(fmt.Errorf("examples not Ready: %v\n%s", err, out), *dir)
 		}
 		out, err := s.Kubectl(ctx, "-n", "demo", "get", "bucketies,bucketyaccesses")
 		if err != nil {
@@ -146,6 +142,18 @@ Stop everything with: make stop
 		return nil
 	}
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// resumeHint says, after a failed up, how to get going again: up resumes
+// (localstack.Up), so the same command again, once the cause is fixed,
+// carries on from what runs; down removes everything.
+func resumeHint(err error, dir string) error {
+	again, stop := "make run", "make stop"
+	if filepath.Clean(dir) != filepath.Clean(defaultDir) {
+		again = "go run ./test/localstack/cmd/buckety-local up --dir " + dir
+		stop = "go run ./test/localstack/cmd/buckety-local down --dir " + dir
+	}
+	return fmt.Errorf("%w\n\nWhat was started so far is still running. Fix the cause above, then run `%s` again: it reuses what runs and redoes the rest. `%s` removes everything", err, again, stop)
 }
 
 // upExisting deploys into the cluster KUBECONFIG points at.
