@@ -195,55 +195,6 @@ func TestExpectedSecretKeys(t *testing.T) {
 	}
 }
 
-// TestREADMESecretKeys checks README's Secret key table against the
-// declarations: every key of every driver, and whether every Secret has it.
-func TestREADMESecretKeys(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(data), "<!-- secret keys table")
-	if !ok {
-		t.Fatal("README has no secret keys table marker")
-	}
-	rows := map[string]string{} // driver/key -> always
-	for _, line := range strings.Split(table, "\n")[3:] {
-		if !strings.HasPrefix(line, "| ") {
-			break
-		}
-		cells := strings.Split(line, "|")
-		if len(cells) < 5 || strings.TrimSpace(cells[4]) == "" {
-			t.Errorf("README secret keys row %q: want driver, key, always and a meaning", line)
-			continue
-		}
-		rows[strings.TrimSpace(cells[1])+"/"+strings.Trim(strings.TrimSpace(cells[2]), "`")] = strings.TrimSpace(cells[3])
-	}
-	reg := all.Registry()
-	declared := map[string]bool{}
-	for _, name := range reg.Names() {
-		d, _ := reg.Get(name)
-		for _, k := range d.SecretKeys() {
-			id := name + "/" + k.Name
-			declared[id] = true
-			want := "yes"
-			if k.Optional {
-				want = "no"
-			}
-			got, ok := rows[id]
-			if !ok {
-				t.Errorf("README's secret keys table lacks %s", id)
-			} else if got != want {
-				t.Errorf("%s: want always %s, README says %s", id, want, got)
-			}
-		}
-	}
-	for id := range rows {
-		if !declared[id] {
-			t.Errorf("README's secret keys table lists %s, which no driver declares", id)
-		}
-	}
-}
-
 // TestScenariosReadSecretKeys: no scenario spells out a driver's Secret key
 // list; they ask lib.sh (expect_secret_keys), which reads the published
 // schema.

@@ -227,6 +227,18 @@ func configSchema(d drivers.Driver) (*jsonschema.Schema, error) {
 // controllerSchema describes buckety-controller.yaml: the config type, with
 // each backend's config validated by its driver's schema.
 func controllerSchema(driverNames []string, branches []*jsonschema.Schema) ([]byte, error) {
+	s, err := controllerConfigSchema(driverNames)
+	if err != nil {
+		return nil, err
+	}
+	backends, _ := s.Properties.Get("backends")
+	backends.Items.AllOf = branches
+	return marshal(s)
+}
+
+// controllerConfigSchema reflects config.Config, with field comments as
+// descriptions and the driver field limited to the registered drivers.
+func controllerConfigSchema(driverNames []string) (*jsonschema.Schema, error) {
 	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
 	if err := r.AddGoComments(Module, "./internal/config"); err != nil {
 		return nil, fmt.Errorf("read doc comments of internal/config (run from the repository root): %w", err)
@@ -249,8 +261,7 @@ func controllerSchema(driverNames []string, branches []*jsonschema.Schema) ([]by
 	if cfg, ok := item.Properties.Get("config"); ok {
 		cfg.Type = "object"
 	}
-	item.AllOf = branches
-	return marshal(s)
+	return s, nil
 }
 
 func marshal(s any) ([]byte, error) {

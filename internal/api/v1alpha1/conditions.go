@@ -58,22 +58,61 @@ const (
 // ConditionDecl declares one condition type a kind carries.
 // +kubebuilder:object:generate=false
 type ConditionDecl struct {
-	Type     string
+	// Type is the condition type.
+	Type string
+	// Polarity says which status is the normal one.
 	Polarity Polarity
+	// TrueMeans says, in one line for the people reading `kubectl
+	// describe`, what status True means. README's condition table is
+	// generated from it (buckety-release docs).
+	TrueMeans string
+	// AlwaysFalse marks a type the kind carries only because the spec's
+	// catalog is shared by both kinds: it is always False, reason
+	// NotApplicable.
+	AlwaysFalse bool
+}
+
+// The declaration of each condition type, once: its polarity and what True
+// means. The two kinds' sets below are made of these.
+var (
+	declReady = ConditionDecl{Type: ConditionReady, Polarity: Positive,
+		TrueMeans: "the backend resource and every access Secret are in sync with this generation"}
+	declReconciling = ConditionDecl{Type: ConditionReconciling, Polarity: Negative,
+		TrueMeans: "the controller is still working toward this generation"}
+	declBackendUnavailable = ConditionDecl{Type: ConditionBackendUnavailable, Polarity: Negative,
+		TrueMeans: "the backend left the config, changed driver, or cannot be reached"}
+	declDriverVersionIncompatible = ConditionDecl{Type: ConditionDriverVersionIncompatible, Polarity: Negative,
+		TrueMeans: "the running driver's major differs from `status.driverMajor`; nothing is written"}
+	declParameterDrift = ConditionDecl{Type: ConditionParameterDrift, Polarity: Negative,
+		TrueMeans: "the backend differs from `spec.parameters` in a way the driver will not repair"}
+	declBlockedByAccesses = ConditionDecl{Type: ConditionBlockedByAccesses, Polarity: Negative,
+		TrueMeans: "deletion waits for the accesses the message names"}
+	declScopingNotImplemented = ConditionDecl{Type: ConditionScopingNotImplemented, Polarity: Negative,
+		TrueMeans: "credentials are broader than the role and parameters ask for"}
+	declProvisioned = ConditionDecl{Type: ConditionProvisioned, Polarity: Positive,
+		TrueMeans: "the backend resource exists and matches the spec; accesses wait for it"}
+	declDegraded = ConditionDecl{Type: ConditionDegraded, Polarity: Negative,
+		TrueMeans: "the backend did not apply a requested parameter (`Ready` is False meanwhile)"}
+)
+
+// notApplicable is d as a kind carries it that it does not apply to.
+func notApplicable(d ConditionDecl) ConditionDecl {
+	d.AlwaysFalse = true
+	return d
 }
 
 // BucketyConditions is every condition type of a Buckety, in the order the
 // controller writes them.
 var BucketyConditions = []ConditionDecl{
-	{ConditionBackendUnavailable, Negative},
-	{ConditionDriverVersionIncompatible, Negative},
-	{ConditionParameterDrift, Negative},
-	{ConditionDegraded, Negative},
-	{ConditionBlockedByAccesses, Negative},
-	{ConditionScopingNotImplemented, Negative},
-	{ConditionProvisioned, Positive},
-	{ConditionReady, Positive},
-	{ConditionReconciling, Negative},
+	declBackendUnavailable,
+	declDriverVersionIncompatible,
+	declParameterDrift,
+	declDegraded,
+	declBlockedByAccesses,
+	declScopingNotImplemented,
+	declProvisioned,
+	declReady,
+	declReconciling,
 }
 
 // BucketyAccessConditions is every condition type of a BucketyAccess, in
@@ -81,13 +120,13 @@ var BucketyConditions = []ConditionDecl{
 // BlockedByAccesses are always False (NotApplicable): the spec's catalog is
 // shared by both kinds.
 var BucketyAccessConditions = []ConditionDecl{
-	{ConditionBackendUnavailable, Negative},
-	{ConditionDriverVersionIncompatible, Negative},
-	{ConditionParameterDrift, Negative},
-	{ConditionBlockedByAccesses, Negative},
-	{ConditionScopingNotImplemented, Negative},
-	{ConditionReady, Positive},
-	{ConditionReconciling, Negative},
+	declBackendUnavailable,
+	declDriverVersionIncompatible,
+	notApplicable(declParameterDrift),
+	notApplicable(declBlockedByAccesses),
+	declScopingNotImplemented,
+	declReady,
+	declReconciling,
 }
 
 // Condition reasons. Each condition's message carries the specifics.

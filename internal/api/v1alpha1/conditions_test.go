@@ -1,60 +1,41 @@
 package v1alpha1
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
 
-// TestREADMEConditions checks README's condition table against the declared
-// condition sets: every type of either kind, its polarity, and which kinds
-// carry it.
-func TestREADMEConditions(t *testing.T) {
-	data, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(data), "<!-- conditions table")
-	if !ok {
-		t.Fatal("README has no conditions table marker")
-	}
-	type row struct{ polarity, buckety, access string }
-	rows := map[string]row{}
-	for _, line := range strings.Split(table, "\n")[3:] {
-		if !strings.HasPrefix(line, "| `") {
-			break
+// TestConditionDeclarations: every declared condition says what True means
+// (README's table is generated from it), a type both kinds carry is
+// declared the same way in both, and only a negative type can be carried
+// as always False.
+func TestConditionDeclarations(t *testing.T) {
+	seen := map[string]ConditionDecl{}
+	for kind, decls := range map[string][]ConditionDecl{"Buckety": BucketyConditions, "BucketyAccess": BucketyAccessConditions} {
+		types := map[string]bool{}
+		for _, d := range decls {
+			if types[d.Type] {
+				t.Errorf("%s: %s declared twice", kind, d.Type)
+			}
+			types[d.Type] = true
+			if d.Polarity != Positive && d.Polarity != Negative {
+				t.Errorf("%s %s: want polarity Positive or Negative, got %q", kind, d.Type, d.Polarity)
+			}
+			if strings.TrimSpace(d.TrueMeans) == "" || strings.Contains(d.TrueMeans, "\n") {
+				t.Errorf("%s %s: want a one-line TrueMeans, got %q", kind, d.Type, d.TrueMeans)
+			}
+			if d.AlwaysFalse && d.Polarity != Negative {
+				t.Errorf("%s %s: want only negative types always False, got %s", kind, d.Type, d.Polarity)
+			}
+			general := d
+			general.AlwaysFalse = false
+			if prev, ok := seen[d.Type]; ok && prev != general {
+				t.Errorf("%s: declared as %+v and as %+v", d.Type, prev, general)
+			}
+			seen[d.Type] = general
 		}
-		cells := strings.Split(line, "|")
-		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
-		rows[name] = row{strings.TrimSpace(cells[2]), strings.TrimSpace(cells[3]), strings.TrimSpace(cells[4])}
-	}
-	declared := map[string]row{}
-	for _, d := range BucketyConditions {
-		declared[d.Type] = row{string(d.Polarity), "yes", "no"}
-	}
-	for _, d := range BucketyAccessConditions {
-		r, ok := declared[d.Type]
-		if !ok {
-			r = row{string(d.Polarity), "no", ""}
-		} else if r.polarity != string(d.Polarity) {
-			t.Errorf("%s: declared with two polarities", d.Type)
-		}
-		r.access = "yes"
-		declared[d.Type] = r
-	}
-	for typ, want := range declared {
-		got, ok := rows[typ]
-		if !ok {
-			t.Errorf("README's condition table lacks %s", typ)
-			continue
-		}
-		if got.polarity != want.polarity || got.buckety != want.buckety || !strings.HasPrefix(got.access, want.access) {
-			t.Errorf("%s: want polarity %s, Buckety %s, BucketyAccess %s; README says %s, %s, %s", typ, want.polarity, want.buckety, want.access, got.polarity, got.buckety, got.access)
-		}
-	}
-	for typ := range rows {
-		if _, ok := declared[typ]; !ok {
-			t.Errorf("README's condition table lists %s, which neither kind declares", typ)
+		if !types[ConditionReady] || !types[ConditionReconciling] {
+			t.Errorf("%s: want Ready and Reconciling (kstatus), got %v", kind, types)
 		}
 	}
 }

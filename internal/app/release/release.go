@@ -1,6 +1,6 @@
 // Package release is the buckety-release binary: it writes the drivers'
-// published JSON schemas and renders the digest-pinned kustomize release
-// base.
+// published JSON schemas and the generated tables of the documentation,
+// and renders the digest-pinned kustomize release base.
 package release
 
 import (
@@ -19,6 +19,8 @@ import (
 
 const usage = `usage:
   buckety-release schemas [--root DIR]                       write every driver's schemas and the buckety-controller.yaml schema
+  buckety-release docs [--root DIR]                          rewrite the generated tables of README.md, docs/*.md and
+                                                             drivers/*/README.md (between their GENERATED markers)
   buckety-release drivers [--config FILE | --ldflags next-patch|next-major]
                                                              list the registered drivers (name, version, package);
                                                              or the drivers a buckety-controller.yaml uses;
@@ -40,7 +42,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("buckety-release "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	switch args[0] {
-	case "schemas":
+	case "schemas", "docs":
 		root := fs.String("root", ".", "repository root (doc comments are read from the Go sources there)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return 2
@@ -53,9 +55,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "buckety-release: %v\n", err)
 			return 1
 		}
-		paths, err := release.WriteSchemas(".", all.Registry())
+		write := func() ([]string, error) { return release.WriteSchemas(".", all.Registry()) }
+		if args[0] == "docs" {
+			write = func() ([]string, error) {
+				regions, err := release.DocRegions(all.Registry())
+				if err != nil {
+					return nil, err
+				}
+				return release.UpdateDocs(".", regions)
+			}
+		}
+		paths, err := write()
 		if err != nil {
-			fmt.Fprintf(stderr, "buckety-release: schemas: %v\n", err)
+			fmt.Fprintf(stderr, "buckety-release: %s: %v\n", args[0], err)
 			return 1
 		}
 		for _, p := range paths {

@@ -24,10 +24,12 @@ func TestRenderRefusesToPretend(t *testing.T) {
 	}
 }
 
-func TestSchemasNeedsTheRepositoryRoot(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := Main([]string{"schemas", "--root", t.TempDir()}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "is not the repository root") {
-		t.Errorf("want exit 2 naming the problem, got %d %q", code, errb.String())
+func TestSchemasAndDocsNeedTheRepositoryRoot(t *testing.T) {
+	for _, cmd := range []string{"schemas", "docs"} {
+		var out, errb bytes.Buffer
+		if code := Main([]string{cmd, "--root", t.TempDir()}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "is not the repository root") {
+			t.Errorf("%s: want exit 2 naming the problem, got %d %q", cmd, code, errb.String())
+		}
 	}
 }
 
