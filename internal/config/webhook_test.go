@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,8 +157,9 @@ func TestWebhookSkipsUnresolvedNamePolicy(t *testing.T) {
 var placeholder = regexp.MustCompile(`@[A-Z_]+@`)
 
 // TestExampleConfigsLoadInWebhook: every buckety-controller.yaml in the
-// repository (examples, e2e overlays) and every config in README.md loads in
-// the webhook with no environment and no files.
+// repository (examples, e2e overlays) and every config example in the docs
+// (README.md, docs/*.md, drivers/*/README.md) loads in the webhook with no
+// environment and no files.
 func TestExampleConfigsLoadInWebhook(t *testing.T) {
 	root := filepath.Join("..", "..")
 	configs := map[string]string{}
@@ -185,20 +187,31 @@ func TestExampleConfigsLoadInWebhook(t *testing.T) {
 			})
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	docs := []string{filepath.Join(root, "README.md")}
+	for _, pattern := range []string{"docs/*.md", "drivers/*/README.md"} {
+		files, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, files...)
 	}
 	n := 0
-	for i, block := range strings.Split(string(readme), "```yaml\n")[1:] {
-		block, _, _ = strings.Cut(block, "```")
-		if strings.HasPrefix(block, "backends:") {
-			configs["README.md yaml block "+string(rune('0'+i))] = block
-			n++
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, doc)
+		for i, block := range strings.Split(string(b), "```yaml\n")[1:] {
+			block, _, _ = strings.Cut(block, "```")
+			if strings.HasPrefix(block, "backends:") {
+				configs[fmt.Sprintf("%s yaml block %d", rel, i)] = block
+				n++
+			}
 		}
 	}
-	if n < 2 || len(configs) < 6 {
-		t.Fatalf("want the README's config examples (found %d) and the example files (%d in all)", n, len(configs))
+	if n < 3 || len(configs) < 7 {
+		t.Fatalf("want the docs' config examples (found %d: README and each driver's page) and the example files (%d in all)", n, len(configs))
 	}
 	for name, body := range configs {
 		t.Run(name, func(t *testing.T) {
