@@ -57,15 +57,17 @@ release: ## render deploy/kustomize/release from ./oci (after make image)
 	go run ./cmd/buckety-release render --oci-dir oci --out deploy/kustomize/release
 
 .PHONY: generate
-generate: ## regenerate deepcopy, CRDs and the published JSON schemas
+generate: ## regenerate deepcopy, CRDs, the published JSON schemas and the docs' generated tables
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./internal/api/...
 	go tool controller-gen crd paths=./internal/api/... output:crd:artifacts:config=deploy/kustomize/base/crds
 	go tool controller-gen rbac:roleName=buckety-controller paths=./internal/controller/... paths=./internal/app/controller/... output:rbac:artifacts:config=deploy/kustomize/base/rbac
 	go tool controller-gen rbac:roleName=buckety-webhook paths=./internal/app/webhook/... output:rbac:artifacts:config=deploy/kustomize/base/webhook/rbac
 	go run ./cmd/buckety-release schemas --root . >/dev/null
+	go run ./cmd/buckety-release docs --root . >/dev/null
 
-# Paths that only `make generate` may write.
-GENERATED := internal/api/v1alpha1/zz_generated.deepcopy.go deploy/kustomize/base/crds deploy/kustomize/base/rbac deploy/kustomize/base/webhook/rbac deploy/schema $(wildcard drivers/*/schema)
+# Paths that `make generate` writes: wholly, or (the docs) between their
+# GENERATED markers.
+GENERATED := internal/api/v1alpha1/zz_generated.deepcopy.go deploy/kustomize/base/crds deploy/kustomize/base/rbac deploy/kustomize/base/webhook/rbac deploy/schema $(wildcard drivers/*/schema) README.md docs $(wildcard drivers/*/README.md)
 
 .PHONY: verify
 verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or staticcheck findings
