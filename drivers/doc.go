@@ -22,4 +22,9 @@
 // Every driver in the product is registered explicitly in package
 // drivers/all; there is no init-time self-registration, so what a binary can
 // talk to is visible in one file.
+//
+// The contract stated here is checked once, by the conformance suite in
+// drivers/drivertest, which every driver runs from its own tests against
+// the real services it talks to; a driver's tests add only what is
+// particular to it.
 package drivers

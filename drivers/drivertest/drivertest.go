@@ -1,8 +1,3 @@
-// Package drivertest provides a driver for tests of the code around drivers:
-// the registry, the config loader, naming, admission and the reconcilers.
-// Its service, when a test gives it one, is an in-memory Backend that can
-// be told to hang, fail or hold content; it is never registered in
-// drivers/all, so no binary can be configured with it.
 package drivertest
 
 import (

@@ -1,0 +1,172 @@
+package drivertest
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Secrets: what Grant writes is held to what the driver declares
+// (Driver.SecretKeys), and Revoke is idempotent.
+
+// GrantCase is an access the suite grants, and the Secret it must get.
+type GrantCase struct {
+	// Name names the subtest.
+	Name string
+	// Access is granted. An empty Resource is the suite's own resource.
+	Access drivers.Access
+	// Want are Secret values the grant writes besides the Target's
+	// SecretData; an empty value: any non-empty value. The Secret holds
+	// exactly these keys and the SecretData's.
+	Want map[string]string
+	// Scoped is the Grant's Scoped.
+	Scoped bool
+}
+
+// CheckGrant checks a Grant's Secret data against the declared keys: every
+// required key present and non-empty, no undeclared key, and every key a
+// valid Secret data key.
+func CheckGrant(t testing.TB, keys []drivers.SecretKey, g drivers.Grant) {
+	t.Helper()
+	if err := drivers.CheckSecretData(keys, g.Data); err != nil {
+		t.Errorf("want the declared Secret keys, got %v (keys %v)", err, slices.Sorted(maps.Keys(g.Data)))
+	}
+	for k := range g.Data {
+		if msgs := validation.IsConfigMapKey(k); len(msgs) > 0 {
+			t.Errorf("Secret key %q: want a valid Secret data key, got %v", k, msgs)
+		}
+	}
+}
+
+// runSecretKeys: the declaration is one the registry accepts (at least one
+// key every Secret has, required keys environment variable names, each key
+// declared once and described); NewRegistry panics otherwise.
+func (s *Suite) runSecretKeys(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("want a driver the registry accepts, got %v", r)
+		}
+	}()
+	drivers.NewRegistry(s.Driver)
+}
+
+func (c *contract) grant(t *testing.T) {
+	if len(c.suite.Grants) == 0 {
+		t.Skip("the suite declares no Grants")
+	}
+	keys := c.suite.Driver.SecretKeys()
+	for _, gc := range c.suite.Grants {
+		t.Run(gc.Name, func(t *testing.T) {
+			a := gc.Access
+			if a.Resource == "" {
+				a.Resource = "suite-grant"
+			}
+			g, err := c.tg.Backend.Grant(context.Background(), a)
+			if err != nil {
+				t.Fatalf("Grant(%+v): want no error, got %v", a, err)
+			}
+			CheckGrant(t, keys, g)
+			want := maps.Clone(c.tg.SecretData)
+			if want == nil {
+				want = map[string]string{}
+			}
+			maps.Copy(want, gc.Want)
+			got := map[string]string{}
+			for k, v := range g.Data {
+				got[k] = string(v)
+				if w, ok := want[k]; ok && w == "" && len(v) > 0 {
+					want[k] = got[k] // any non-empty value
+				}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("Grant(%+v): want Secret data %v, got %v", a, want, got)
+			}
+			if g.Scoped != gc.Scoped {
+				t.Errorf("Grant(%+v): want Scoped %v, got %v", a, gc.Scoped, g.Scoped)
+			}
+		})
+	}
+}
+
+// revoke: Revoke of an access never granted is success (a missing principal
+// is success), and so is revoking twice.
+func (c *contract) revoke(t *testing.T) {
+	ctx := context.Background()
+	never := drivers.Access{Resource: "suite-revoke", Namespace: "suite", Name: "never-granted", Role: "ReadWrite"}
+	granted := drivers.Access{Resource: "suite-revoke", Namespace: "suite", Name: "granted", Role: "ReadWrite"}
+	if _, err := c.tg.Backend.Grant(ctx, granted); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []drivers.Access{never, granted} {
+		for i := 1; i <= 2; i++ {
+			if err := c.tg.Backend.Revoke(ctx, a); err != nil {
+				t.Errorf("Revoke #%d of %s: want success, got %v", i, a.Name, err)
+			}
+		}
+	}
+}
+
+// credentials is the extension point for per-access credentials
+// (Target.UseCredentials): Grant is idempotent for one access (the same
+// principal, and a Secret that works), two accesses get two principals,
+// Revoke makes the revoked access's credential refused and leaves the
+// other's working, and revoking again is success. Drivers that hand every
+// access the backend's own credentials skip it.
+func (c *contract) credentials(t *testing.T) {
+	use := c.tg.UseCredentials
+	if use == nil {
+		t.Skip("the driver hands every access the backend's own credentials: no per-access principal (Target.UseCredentials)")
+	}
+	ctx := context.Background()
+	r := c.resource("suite-credentials")
+	c.ensure(t, r)
+	a := drivers.Access{Resource: r.Name, Namespace: "suite", Name: "reader", Role: "ReadWrite", ResourceParameters: r.Parameters}
+	b := a
+	b.Name = "writer"
+	grant := func(a drivers.Access) drivers.Grant {
+		t.Helper()
+		g, err := c.tg.Backend.Grant(ctx, a)
+		if err != nil {
+			t.Fatalf("Grant(%s): want no error, got %v", a.Name, err)
+		}
+		CheckGrant(t, c.suite.Driver.SecretKeys(), g)
+		return g
+	}
+	first, again, other := grant(a), grant(a), grant(b)
+	if first.Principal == "" || again.Principal != first.Principal {
+		t.Errorf("Grant twice for one access: want one principal, got %q and %q", first.Principal, again.Principal)
+	}
+	if other.Principal == first.Principal {
+		t.Errorf("Grant for two accesses: want two principals, got %q for both", first.Principal)
+	}
+	eventually(t, "the granted credential accepted", func() bool { return use(ctx, a, again.Data) == nil })
+	eventually(t, "the other access's credential accepted", func() bool { return use(ctx, b, other.Data) == nil })
+	for i := 1; i <= 2; i++ {
+		if err := c.tg.Backend.Revoke(ctx, a); err != nil {
+			t.Fatalf("Revoke #%d: want success, got %v", i, err)
+		}
+	}
+	eventually(t, "the revoked credential refused", func() bool { return use(ctx, a, again.Data) != nil })
+	if err := use(ctx, b, other.Data); err != nil {
+		t.Errorf("after revoking %s: want %s's credential still accepted, got %v", a.Name, b.Name, err)
+	}
+}
+
+// eventually polls cond for up to 15 s: a service may take a moment to
+// apply a credential (or re-authenticate an open connection).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("want %s within 15s, it was not", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
