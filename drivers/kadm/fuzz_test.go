@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	"github.com/Yolean/buckety-controller/drivers/kadm"
 	"github.com/Yolean/buckety-controller/test/fuzzinput"
 )
@@ -36,19 +36,6 @@ func kadmSeeds(f *testing.F) fuzzinput.Specs {
 // of [a-zA-Z0-9._-], not "." or "..".
 var kafkaTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
-// checkPaths fails when an error is not under the path the caller passed.
-func checkPaths(t *testing.T, errs field.ErrorList, prefix string) {
-	t.Helper()
-	for _, e := range errs {
-		if e.Field != prefix && !strings.HasPrefix(e.Field, prefix+"[") && !strings.HasPrefix(e.Field, prefix+".") {
-			t.Fatalf("want every error under %s, got %q", prefix, e.Field)
-		}
-		if e.ErrorBody() == "" {
-			t.Fatalf("want an explanation for %s, got none", e.Field)
-		}
-	}
-}
-
 // FuzzValidateName: accepted exactly when Kafka accepts the name, minus the
 // "__" prefix reserved for internal topics.
 func FuzzValidateName(f *testing.F) {
@@ -62,7 +49,7 @@ func FuzzValidateName(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string) {
 		p := field.NewPath("spec", "name")
 		_, errs := d.ValidateName(p, &kadm.Config{}, name)
-		checkPaths(t, errs, "spec.name")
+		drivertest.CheckPaths(t, errs, "spec.name")
 		want := kafkaTopic.MatchString(name) && name != "." && name != ".." && !strings.HasPrefix(name, "__")
 		if got := len(errs) == 0; got != want {
 			t.Fatalf("name %q: want accepted=%v, got accepted=%v (%v)", name, want, got, errs)
@@ -93,7 +80,7 @@ func FuzzValidateParameters(f *testing.F) {
 		nw := fuzzinput.Map(newS)
 		p := field.NewPath("spec", "parameters")
 		_, errs := d.ValidateParameters(p, &kadm.Config{}, old, nw)
-		checkPaths(t, errs, "spec.parameters")
+		drivertest.CheckPaths(t, errs, "spec.parameters")
 		if len(errs) > 0 {
 			return
 		}
@@ -143,7 +130,7 @@ func FuzzValidateAccess(f *testing.F) {
 		m := fuzzinput.Map(params)
 		p := field.NewPath("spec", "parameters")
 		_, errs := d.ValidateAccess(p, &kadm.Config{}, role, m)
-		checkPaths(t, errs, "spec.parameters")
+		drivertest.CheckPaths(t, errs, "spec.parameters")
 		if len(errs) > 0 {
 			return
 		}
@@ -189,14 +176,7 @@ func FuzzGrant(f *testing.F) {
 		if err != nil {
 			t.Fatalf("grant: %v", err)
 		}
-		if err := drivers.CheckSecretData(d.SecretKeys(), g.Data); err != nil {
-			t.Fatalf("want the declared Secret keys, got %v (keys %v)", err, keys(g.Data))
-		}
-		for k := range g.Data {
-			if msgs := validation.IsConfigMapKey(k); len(msgs) > 0 {
-				t.Fatalf("Secret key %q is not a valid key: %v", k, msgs)
-			}
-		}
+		drivertest.CheckGrant(t, d.SecretKeys(), g)
 		if got := string(g.Data["topic"]); got != resource {
 			t.Fatalf("want topic %q, got %q", resource, got)
 		}
@@ -217,12 +197,4 @@ func FuzzGrant(f *testing.F) {
 			t.Fatalf("grant for role %q reported scoped, but v1alpha1 hands read-write credentials", role)
 		}
 	})
-}
-
-func keys(m map[string][]byte) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

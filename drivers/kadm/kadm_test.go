@@ -15,55 +15,34 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
-// writeCounter counts requests that change the cluster, by API key.
-type writeCounter struct {
-	mu     sync.Mutex
-	writes map[int16]int
-	all    int
-}
+// requestHook counts, by Kafka API name, the requests the backend's client
+// sent and the broker answered.
+type requestHook struct{ requests *drivertest.Requests }
 
-var writeKeys = map[int16]bool{
-	kmsg.CreateTopics.Int16():            true,
-	kmsg.DeleteTopics.Int16():            true,
-	kmsg.CreatePartitions.Int16():        true,
-	kmsg.AlterConfigs.Int16():            true,
-	kmsg.IncrementalAlterConfigs.Int16(): true,
-	kmsg.DeleteRecords.Int16():           true,
-}
-
-func (w *writeCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if err != nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.all++
-	if writeKeys[key] {
-		if w.writes == nil {
-			w.writes = map[int16]int{}
-		}
-		w.writes[key]++
+func (h requestHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err == nil {
+		h.requests.Add(kmsg.NameForKey(key))
 	}
 }
 
-func (w *writeCounter) reset() (writes, all int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, n := range w.writes {
-		writes += n
-	}
-	all = w.all
-	w.writes, w.all = nil, 0
-	return writes, all
+// writeAPIs are the Kafka APIs the driver sends that change the cluster.
+var writeAPIs = map[string]bool{
+	kmsg.NameForKey(kmsg.CreateTopics.Int16()):            true,
+	kmsg.NameForKey(kmsg.DeleteTopics.Int16()):            true,
+	kmsg.NameForKey(kmsg.CreatePartitions.Int16()):        true,
+	kmsg.NameForKey(kmsg.AlterConfigs.Int16()):            true,
+	kmsg.NameForKey(kmsg.IncrementalAlterConfigs.Int16()): true,
+	kmsg.NameForKey(kmsg.DeleteRecords.Int16()):           true,
 }
 
 type fixture struct {
 	broker  *kafka.Broker
 	backend *Backend
-	counter *writeCounter
+	counter *drivertest.Requests
 	// admin is an independent client acting "out of band", as an operator
 	// with rpk or kafka-configs would.
 	admin *kadm.Client
@@ -83,8 +62,8 @@ func newFixture(t testing.TB, opts kafka.Options, mutate func(*Config)) *fixture
 	if errs := cfg.Validate(field.NewPath("config")); len(errs) > 0 {
 		t.Fatalf("config: %v", errs)
 	}
-	counter := &writeCounter{}
-	d := &Driver{Hooks: []kgo.Hook{counter}}
+	counter := &drivertest.Requests{IsWrite: func(api string) bool { return writeAPIs[api] }}
+	d := &Driver{Hooks: []kgo.Hook{requestHook{counter}}}
 	be, err := d.Open(context.Background(), "kafka", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +95,7 @@ func (f *fixture) ensure(t *testing.T, name string, params map[string]string) dr
 }
 
 // state reads a topic from the broker with the independent client.
-func (f *fixture) state(t *testing.T, topic string) (partitions int, rf int, dynamic map[string]string) {
+func (f *fixture) state(t testing.TB, topic string) (partitions int, rf int, dynamic map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	var st topicState
@@ -184,25 +163,10 @@ func TestEnsureOmittedMeansBrokerDefault(t *testing.T) {
 	if resp, err := f.admin.UpdatePartitions(context.Background(), 4, "defaults"); err != nil || resp.Error() != nil {
 		t.Fatalf("grow out of band: %v %v", err, resp.Error())
 	}
-	f.counter.reset()
+	f.counter.Reset()
 	res := f.ensure(t, "defaults", nil)
-	if w, _ := f.counter.reset(); w != 0 || len(res.Changes) != 0 {
-		t.Errorf("want no writes for unset partitions, got %d writes, changes %v", w, res.Changes)
-	}
-}
-
-func TestEnsureIsIdempotentWithZeroWrites(t *testing.T) {
-	f := newFixture(t, kafka.Options{}, nil)
-	params := map[string]string{"partitions": "3", "config.retention.ms": "1000", "config.segment.ms": "60000"}
-	f.ensure(t, "idem", params)
-	f.counter.reset()
-	res := f.ensure(t, "idem", params)
-	writes, all := f.counter.reset()
-	if writes != 0 || res.Created || len(res.Changes) != 0 {
-		t.Fatalf("second Ensure: want zero writes and no changes, got %d writes of %d requests, %+v", writes, all, res)
-	}
-	if all == 0 {
-		t.Fatalf("the request counter saw nothing: the hook is not wired")
+	if w, _ := f.counter.Reset(); len(w) != 0 || len(res.Changes) != 0 {
+		t.Errorf("want no writes for unset partitions, got writes %v, changes %v", w, res.Changes)
 	}
 }
 
@@ -216,7 +180,7 @@ func TestEnsureGrowsPartitionsAndReportsShrinkAsDrift(t *testing.T) {
 	if len(res.Changes) != 1 || res.Changes[0] != "partitions 2 -> 5" {
 		t.Errorf("want change \"partitions 2 -> 5\", got %v", res.Changes)
 	}
-	f.counter.reset()
+	f.counter.Reset()
 	_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "grow", Parameters: map[string]string{"partitions": "3", "config.retention.ms": "5000"}})
 	var drift *drivers.DriftError
 	if !errors.As(err, &drift) {
@@ -228,8 +192,8 @@ func TestEnsureGrowsPartitionsAndReportsShrinkAsDrift(t *testing.T) {
 	if parts, _, dyn := f.state(t, "grow"); parts != 5 || dyn["retention.ms"] != "5000" {
 		t.Errorf("want partitions untouched (5) and the repairable config applied, got %d and %v", parts, dyn)
 	}
-	if w, _ := f.counter.reset(); w != 1 {
-		t.Errorf("want exactly one write (the config), never a partition request, got %d", w)
+	if w, _ := f.counter.Reset(); len(w) != 1 || w[0] != "IncrementalAlterConfigs" {
+		t.Errorf("want exactly one write (the config), never a partition request, got %v", w)
 	}
 }
 
@@ -261,91 +225,6 @@ func TestEnsureRemovedKeyRevertsToDefault(t *testing.T) {
 	_, _, dyn := f.state(t, "revert")
 	if _, ok := dyn["retention.ms"]; ok || dyn["segment.ms"] != "60000" {
 		t.Errorf("want retention.ms back to the broker default and segment.ms kept, got %v", dyn)
-	}
-}
-
-func TestDeleteIsIdempotent(t *testing.T) {
-	f := newFixture(t, kafka.Options{}, nil)
-	f.ensure(t, "gone", nil)
-	for i := 0; i < 2; i++ {
-		if err := f.backend.Delete(context.Background(), drivers.Resource{Name: "gone"}); err != nil {
-			t.Fatalf("delete #%d: %v", i+1, err)
-		}
-	}
-	st, err := f.backend.describe(context.Background(), "gone", false)
-	if err != nil || st.exists {
-		t.Fatalf("want the topic gone, got exists=%v err=%v", st.exists, err)
-	}
-}
-
-func TestInspect(t *testing.T) {
-	f := newFixture(t, kafka.Options{}, nil)
-	ctx := context.Background()
-	in, err := f.backend.Inspect(ctx, drivers.Resource{Name: "absent"})
-	if err != nil || in.Exists || in.HasContent {
-		t.Fatalf("absent topic: want not existing, got %+v %v", in, err)
-	}
-	f.ensure(t, "empty", map[string]string{"partitions": "3"})
-	in, err = f.backend.Inspect(ctx, drivers.Resource{Name: "empty"})
-	if err != nil || !in.Exists || in.HasContent {
-		t.Fatalf("empty topic: want existing without content, got %+v %v", in, err)
-	}
-	f.ensure(t, "full", map[string]string{"partitions": "3"})
-	if err := f.kgo.ProduceSync(ctx, &kgo.Record{Topic: "full", Partition: 2, Value: []byte("hello")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	in, err = f.backend.Inspect(ctx, drivers.Resource{Name: "full"})
-	if err != nil || !in.Exists || !in.HasContent || !strings.Contains(in.Detail, "holds 1 records") {
-		t.Fatalf("non-empty topic: want content with detail, got %+v %v", in, err)
-	}
-}
-
-func TestGrant(t *testing.T) {
-	f := newFixture(t, kafka.Options{}, func(c *Config) { c.Bootstrap = "kafka.example:9092" })
-	g, err := f.backend.Grant(context.Background(), drivers.Access{Resource: "t1", Role: "ReadWrite"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := drivers.CheckSecretData(New().SecretKeys(), g.Data); err != nil {
-		t.Errorf("want the declared Secret keys, got %v", err)
-	}
-	if string(g.Data[SecretBootstrap]) != "kafka.example:9092" || string(g.Data[SecretTopic]) != "t1" || !g.Scoped {
-		t.Errorf("want bootstrap and topic, scoped for ReadWrite, got %q scoped=%v", g.Data, g.Scoped)
-	}
-	for _, a := range []drivers.Access{{Resource: "t1", Role: "ReadOnly"}, {Resource: "t1", Role: "ReadWrite", Parameters: map[string]string{"consumerGroupPrefix": "x-"}}} {
-		g, err := f.backend.Grant(context.Background(), a)
-		if err != nil || g.Scoped {
-			t.Errorf("%+v: want not scoped, got scoped=%v err=%v", a, g.Scoped, err)
-		}
-	}
-	if err := f.backend.Revoke(context.Background(), drivers.Access{Resource: "t1"}); err != nil {
-		t.Errorf("revoke: %v", err)
-	}
-	// Without a bootstrap override, the seed brokers are the bootstrap.
-	cfg := &Config{SeedBrokers: []string{"a:1", "b:2"}}
-	if got := cfg.bootstrap(); got != "a:1,b:2" {
-		t.Errorf("want a:1,b:2, got %q", got)
-	}
-}
-
-func TestBrokerDownIsUnavailableWithinTimeout(t *testing.T) {
-	f := newFixture(t, kafka.Options{}, func(c *Config) { c.RequestTimeout = drivers.Duration{Duration: 2 * time.Second} })
-	f.ensure(t, "t", nil)
-	if err := f.broker.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "t"})
-	took := time.Since(start)
-	if !drivers.IsUnavailable(err) {
-		t.Fatalf("want *drivers.UnavailableError, got %T %v", err, err)
-	}
-	if took > 4*time.Second {
-		t.Errorf("want the error within about the 2s request timeout, took %s", took)
-	}
-	in, err := f.backend.Inspect(context.Background(), drivers.Resource{Name: "t"})
-	if err == nil || !in.HasContent {
-		t.Errorf("inspect while down: want an error reported as content, got %+v %v", in, err)
 	}
 }
 
@@ -399,10 +278,10 @@ func TestEnsureLeavesOperationalConfigsAlone(t *testing.T) {
 		t.Errorf("want changes %q, got %q", want, res.Changes)
 	}
 	// Converged apart from the throttles: the next pass writes nothing.
-	f.counter.reset()
+	f.counter.Reset()
 	res = f.ensure(t, "moving", params)
-	if w, _ := f.counter.reset(); w != 0 || len(res.Changes) != 0 {
-		t.Errorf("want no writes while only the throttles differ, got %d writes, changes %v", w, res.Changes)
+	if w, _ := f.counter.Reset(); len(w) != 0 || len(res.Changes) != 0 {
+		t.Errorf("want no writes while only the throttles differ, got writes %v, changes %v", w, res.Changes)
 	}
 }
 
@@ -486,41 +365,4 @@ func TestHungBrokerEachCallUnavailableWithinTimeout(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("first successful Ensure %s after the broker answered again", time.Since(start).Round(time.Millisecond))
-}
-
-// TestEnsureDryRunWritesNothing: a dry run lists exactly the changes the
-// real Ensure then makes, with no write to the broker.
-func TestEnsureDryRunWritesNothing(t *testing.T) {
-	f := newFixture(t, kafka.Options{}, nil)
-	f.ensure(t, "legacy", map[string]string{"partitions": "2", "config.retention.ms": "1000", "config.cleanup.policy": "compact"})
-	want := map[string]string{"partitions": "4", "config.retention.ms": "2000"}
-	f.counter.reset()
-	dry, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "legacy", Parameters: want, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w, all := f.counter.reset(); w != 0 || all == 0 {
-		t.Errorf("want reads and no writes in a dry run, got %d writes of %d requests", w, all)
-	}
-	if parts, _, dyn := f.state(t, "legacy"); parts != 2 || dyn["retention.ms"] != "1000" || dyn["cleanup.policy"] != "compact" {
-		t.Errorf("want the topic untouched by the dry run, got %d partitions and %v", parts, dyn)
-	}
-	real := f.ensure(t, "legacy", want)
-	if len(dry.Changes) != 3 || strings.Join(dry.Changes, "|") != strings.Join(real.Changes, "|") {
-		t.Errorf("want the dry run to list exactly the 3 changes Ensure makes, got %q, Ensure made %q", dry.Changes, real.Changes)
-	}
-	// Unrepairable drift is reported by a dry run too.
-	_, err = f.backend.Ensure(context.Background(), drivers.Resource{Name: "legacy", Parameters: map[string]string{"partitions": "1"}, DryRun: true})
-	var drift *drivers.DriftError
-	if !errors.As(err, &drift) || drift.Parameter != ParamPartitions {
-		t.Errorf("want a partitions DriftError from the dry run, got %v", err)
-	}
-	// A missing topic is not created.
-	res, err := f.backend.Ensure(context.Background(), drivers.Resource{Name: "absent", DryRun: true})
-	if err != nil || res.Created || len(res.Changes) != 1 || !strings.HasPrefix(res.Changes[0], "create topic absent") {
-		t.Errorf("want one \"create topic absent\" change and nothing created, got %+v, %v", res, err)
-	}
-	if in, err := f.backend.Inspect(context.Background(), drivers.Resource{Name: "absent"}); err != nil || in.Exists {
-		t.Errorf("want the topic still absent after a dry run, got %+v, %v", in, err)
-	}
 }

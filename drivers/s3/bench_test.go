@@ -24,7 +24,7 @@ func BenchmarkEnsureExisting(b *testing.B) {
 			if _, err := f.backend.Ensure(ctx, r); err != nil {
 				b.Fatal(err)
 			}
-			f.counter.reset()
+			f.counter.Reset()
 			n := 0
 			for b.Loop() {
 				if _, err := f.backend.Ensure(ctx, r); err != nil {
@@ -32,7 +32,7 @@ func BenchmarkEnsureExisting(b *testing.B) {
 				}
 				n++
 			}
-			writes, all := f.counter.reset()
+			writes, all := f.counter.Reset()
 			b.ReportMetric(float64(all)/float64(n), "requests/op")
 			b.ReportMetric(float64(len(writes))/float64(n), "writes/op")
 			if len(writes) != 0 {

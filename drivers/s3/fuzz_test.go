@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	"github.com/Yolean/buckety-controller/drivers/s3"
 	"github.com/Yolean/buckety-controller/test/fuzzinput"
 )
@@ -31,18 +31,6 @@ func s3Seeds(f *testing.F) fuzzinput.Specs {
 		f.Fatalf("want seed parameters and names from examples/s3, got %d and %d", len(s.Parameters), len(s.Names))
 	}
 	return s
-}
-
-func checkPaths(t *testing.T, errs field.ErrorList, prefix string) {
-	t.Helper()
-	for _, e := range errs {
-		if e.Field != prefix && !strings.HasPrefix(e.Field, prefix+"[") && !strings.HasPrefix(e.Field, prefix+".") {
-			t.Fatalf("want every error under %s, got %q", prefix, e.Field)
-		}
-		if e.ErrorBody() == "" {
-			t.Fatalf("want an explanation for %s, got none", e.Field)
-		}
-	}
 }
 
 // implementations indexes the implementation a fuzzed config declares.
@@ -69,7 +57,7 @@ func FuzzValidateName(f *testing.F) {
 	d := s3.New()
 	f.Fuzz(func(t *testing.T, name string) {
 		_, errs := d.ValidateName(field.NewPath("spec", "name"), &s3.Config{}, name)
-		checkPaths(t, errs, "spec.name")
+		drivertest.CheckPaths(t, errs, "spec.name")
 		if len(errs) == 0 {
 			ok := len(name) >= 3 && len(name) <= 63 && !strings.Contains(name, "..") &&
 				regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`).MatchString(name) && !reserved.MatchString(name)
@@ -106,7 +94,7 @@ func FuzzValidateParameters(f *testing.F) {
 		nw := fuzzinput.Map(newS)
 		p := field.NewPath("spec", "parameters")
 		_, errs := d.ValidateParameters(p, cfg, old, nw)
-		checkPaths(t, errs, "spec.parameters")
+		drivertest.CheckPaths(t, errs, "spec.parameters")
 		if len(errs) > 0 {
 			return
 		}
@@ -176,7 +164,7 @@ func FuzzValidateAccess(f *testing.F) {
 	f.Fuzz(func(t *testing.T, role, params string) {
 		m := fuzzinput.Map(params)
 		_, errs := d.ValidateAccess(field.NewPath("spec", "parameters"), &s3.Config{}, role, m)
-		checkPaths(t, errs, "spec.parameters")
+		drivertest.CheckPaths(t, errs, "spec.parameters")
 		if len(errs) == 0 && len(m) > 0 {
 			t.Fatalf("accepted access parameters %v, want none accepted", m)
 		}
@@ -219,14 +207,7 @@ func FuzzGrant(f *testing.F) {
 			}
 			return
 		}
-		if err := drivers.CheckSecretData(d.SecretKeys(), g.Data); err != nil {
-			t.Fatalf("want the declared Secret keys, got %v", err)
-		}
-		for k := range g.Data {
-			if msgs := validation.IsConfigMapKey(k); len(msgs) > 0 {
-				t.Fatalf("Secret key %q is not a valid key: %v", k, msgs)
-			}
-		}
+		drivertest.CheckGrant(t, d.SecretKeys(), g)
 		if got := string(g.Data["bucket"]); got != resource {
 			t.Fatalf("want bucket %q, got %q", resource, got)
 		}

@@ -28,7 +28,7 @@ func TestSweepFindsDeletedBuckets(t *testing.T) {
 		if f.backend.SweepCoverage() != drivers.SweepPartial {
 			t.Errorf("s3 sees only existence in a sweep: want SweepPartial, got %v", f.backend.SweepCoverage())
 		}
-		f.counter.reset()
+		f.counter.Reset()
 		v, err := f.backend.Sweep(ctx, rs)
 		if err != nil {
 			t.Fatal(err)
@@ -38,14 +38,14 @@ func TestSweepFindsDeletedBuckets(t *testing.T) {
 				t.Errorf("%s exists: want an empty verdict, got %+v", rs[i].Name, v[i])
 			}
 		}
-		if ops := f.counter.ops; len(ops) != 1 || ops["ListBuckets"] != 1 {
+		if ops := f.counter.Ops(); len(ops) != 1 || ops["ListBuckets"] != 1 {
 			t.Errorf("sweep of %d buckets: want one ListBuckets, got %v", n, ops)
 		}
 
 		if _, err := f.raw.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("sweep-07")}); err != nil {
 			t.Fatal(err)
 		}
-		f.counter.reset()
+		f.counter.Reset()
 		v, err = f.backend.Sweep(ctx, rs)
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +59,7 @@ func TestSweepFindsDeletedBuckets(t *testing.T) {
 				t.Errorf("%s: want changes %q, got %+v", r.Name, want, v[i])
 			}
 		}
-		if ops := f.counter.ops; len(ops) != 2 || ops["ListBuckets"] != 1 || ops["HeadBucket"] != 1 {
+		if ops := f.counter.Ops(); len(ops) != 2 || ops["ListBuckets"] != 1 || ops["HeadBucket"] != 1 {
 			t.Errorf("sweep with one bucket gone: want one ListBuckets and one HeadBucket, got %v", ops)
 		}
 	})

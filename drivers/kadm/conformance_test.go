@@ -1,0 +1,146 @@
+package kadm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// TestConformance runs the drivers' conformance suite (drivers/drivertest)
+// on the kadm driver: its validation cases, and the backend contract against
+// the kfake broker program (test/kafka).
+func TestConformance(t *testing.T) {
+	suite.Run(t)
+}
+
+// bootstrap is the public bootstrap address of the suite's backends.
+const bootstrap = "kafka.example:9092"
+
+var suite = &drivertest.Suite{
+	Driver:     New(),
+	Names:      nameCases,
+	Parameters: parameterCases,
+	Accesses:   accessCases,
+	Configs:    configCases,
+	Grants: []drivertest.GrantCase{
+		{Name: "read-write", Access: drivers.Access{Resource: "t1", Role: "ReadWrite"}, Want: map[string]string{SecretTopic: "t1"}, Scoped: true},
+		{Name: "read-only is not enforced", Access: drivers.Access{Resource: "t1", Role: "ReadOnly"}, Want: map[string]string{SecretTopic: "t1"}},
+		{Name: "consumer group prefix is not enforced", Access: drivers.Access{Resource: "t1", Role: "ReadWrite", Parameters: map[string]string{AccessConsumerGroupPrefix: "x-"}},
+			Want: map[string]string{SecretTopic: "t1"}},
+	},
+	Services: []drivertest.Service{{
+		Name: "kfake",
+		Open: func(t *testing.T, timeout time.Duration) *drivertest.Target {
+			return newFixture(t, kafka.Options{}, func(c *Config) {
+				c.Bootstrap = bootstrap
+				c.RequestTimeout = drivers.Duration{Duration: timeout}
+			}).target()
+		},
+		Params:        map[string]string{"partitions": "2", "config.retention.ms": "1000", "config.cleanup.policy": "compact"},
+		CreateChange:  "create topic %s (partitions 2, replication factor broker default, 2 configs)",
+		ContentDetail: "holds 1 records",
+		Steps: []drivertest.Step{
+			{Params: map[string]string{"partitions": "4", "config.retention.ms": "2000"},
+				Changes: []string{"partitions 2 -> 4", `config retention.ms "1000" -> "2000"`, `config cleanup.policy "compact" removed (not in spec; broker default applies)`}},
+			{Params: map[string]string{"partitions": "4", "config.retention.ms": "2000", "config.segment.ms": "60000"},
+				Changes: []string{`config segment.ms set to "60000"`}},
+		},
+		Drift:          map[string]string{"partitions": "1"},
+		DriftParameter: ParamPartitions,
+	}},
+}
+
+// target is the fixture as the conformance suite sees it.
+func (f *fixture) target() *drivertest.Target {
+	return &drivertest.Target{
+		Backend:  f.backend,
+		Requests: f.counter,
+		PutContent: func(t testing.TB, r drivers.Resource) {
+			if err := f.kgo.ProduceSync(context.Background(), &kgo.Record{Topic: r.Name, Value: []byte("hello")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Snapshot: func(t testing.TB, r drivers.Resource) string {
+			parts, rf, dyn := f.state(t, r.Name)
+			return fmt.Sprintf("%d partitions, replication factor %d, configs %v", parts, rf, dyn)
+		},
+		SecretData: map[string]string{SecretBootstrap: bootstrap},
+		Stop:       f.broker.Stop,
+	}
+}
+
+var nameCases = []drivertest.NameCase{
+	{Name: "tenant1.orders.v003"},
+	{Name: "Orders-2024"},
+	{Name: strings.Repeat("a", 249)},
+	{Name: strings.Repeat("a", 250), Errs: []string{"may not be more than 249 bytes"}},
+	{Name: "", Errs: []string{"the topic name is empty"}},
+	{Name: ".", Errs: []string{`"." and ".." are not valid topic names`}},
+	{Name: "..", Errs: []string{`"." and ".." are not valid topic names`}},
+	{Name: "a b/c", Errs: []string{`found " /"`}},
+	{Name: "tenant1:orders", Errs: []string{`found ":"`}},
+	{Name: "__consumer_offsets", Errs: []string{`reserved for Kafka's internal topics`}},
+	{Name: "tenant_1.orders", Warns: []string{"mixes '.' and '_'"}},
+}
+
+var parameterCases = []drivertest.ParametersCase{
+	{Name: "all kinds", New: map[string]string{"partitions": "12", "replicationFactor": "3", "config.retention.ms": "604800000", "config.cleanup.policy": "delete"}},
+	{Name: "empty", New: nil},
+	{Name: "zero partitions", New: map[string]string{"partitions": "0"}, Errs: []string{`spec.parameters[partitions]: Invalid value: "0": must be a positive integer`}},
+	{Name: "non-numeric partitions", New: map[string]string{"partitions": "twelve"}, Errs: []string{`spec.parameters[partitions]: Invalid value: "twelve"`}},
+	{Name: "padded partitions", New: map[string]string{"partitions": "012"}, Errs: []string{`spec.parameters[partitions]: Invalid value: "012"`}},
+	{Name: "negative rf", New: map[string]string{"replicationFactor": "-1"}, Errs: []string{`spec.parameters[replicationFactor]: Invalid value: "-1"`}},
+	{Name: "huge rf", New: map[string]string{"replicationFactor": "40000"}, Errs: []string{`spec.parameters[replicationFactor]: Invalid value: "40000": must be a positive integer up to 32767`}},
+	{Name: "unknown key names the allowed keys", New: map[string]string{"retentionMs": "1"}, Errs: []string{`spec.parameters[retentionMs]: Unsupported value: "retentionMs": supported values: "partitions", "replicationFactor", "config.<kafka topic config>"`}},
+	{Name: "overlap with partitions", New: map[string]string{"config.num.partitions": "3"}, Errs: []string{`spec.parameters[config.num.partitions]: Invalid value: "config.num.partitions": duplicates the driver parameter "partitions"; use partitions instead`}},
+	{Name: "overlap with replicationFactor", New: map[string]string{"config.replication.factor": "3"}, Errs: []string{`duplicates the driver parameter "replicationFactor"`}},
+	{Name: "leader throttle is operational", New: map[string]string{"config.leader.replication.throttled.replicas": "*"}, Errs: []string{`spec.parameters[config.leader.replication.throttled.replicas]: Invalid value: "config.leader.replication.throttled.replicas": leader.replication.throttled.replicas is an operational config that buckety never sets or removes: it is set by kafka-reassign-partitions`}},
+	{Name: "follower throttle is operational", New: map[string]string{"config.follower.replication.throttled.replicas": "0:1"}, Errs: []string{`spec.parameters[config.follower.replication.throttled.replicas]: Invalid value: "config.follower.replication.throttled.replicas": follower.replication.throttled.replicas is an operational config`}},
+	{Name: "malformed config name", New: map[string]string{"config.Retention.MS": "1"}, Errs: []string{`spec.parameters[config.Retention.MS]: Invalid value: "config.Retention.MS": after "config." must come a Kafka topic config name`}},
+	{Name: "empty config name", New: map[string]string{"config.": "1"}, Errs: []string{`spec.parameters[config.]`}},
+	{Name: "unknown config warns", New: map[string]string{"config.redpanda.remote.read": "true"}, Warns: []string{`"redpanda.remote.read" is not an Apache Kafka topic config`}},
+	{Name: "every bad key at once", New: map[string]string{"partitions": "x", "replicationFactor": "y", "bogus": "z"}, Errs: []string{"[bogus]", "[partitions]", "[replicationFactor]"}},
+	{Name: "grow partitions", Old: map[string]string{"partitions": "3"}, New: map[string]string{"partitions": "6"}},
+	{Name: "shrink partitions", Old: map[string]string{"partitions": "6"}, New: map[string]string{"partitions": "3"}, Errs: []string{`spec.parameters[partitions]: Forbidden: can only grow (was 6, now 3): Kafka cannot remove partitions`}},
+	{Name: "unset partitions", Old: map[string]string{"partitions": "6"}, New: map[string]string{}},
+	{Name: "change rf", Old: map[string]string{"replicationFactor": "3"}, New: map[string]string{"replicationFactor": "1"}, Errs: []string{`spec.parameters[replicationFactor]: Forbidden: is immutable after creation (was 3, now 1)`}},
+	{Name: "add rf", Old: map[string]string{}, New: map[string]string{"replicationFactor": "3"}, Errs: []string{`is immutable after creation (was unset, now 3)`}},
+	{Name: "remove rf", Old: map[string]string{"replicationFactor": "3"}, New: map[string]string{}, Errs: []string{`is immutable after creation (was 3, now unset)`}},
+	{Name: "dangerous change warns", Old: map[string]string{"config.cleanup.policy": "delete"}, New: map[string]string{"config.cleanup.policy": "compact"}, Warns: []string{"changing cleanup.policy changes which records the broker deletes"}},
+}
+
+var accessCases = []drivertest.AccessCase{
+	{Name: "read-write", Role: "ReadWrite"},
+	{Name: "read-only with a prefix: neither enforced", Role: "ReadOnly", Params: map[string]string{AccessConsumerGroupPrefix: "tenant1-orders-reporting-"},
+		Warns: []string{"spec.parameters[consumerGroupPrefix]: not enforced in v1alpha1", "role ReadOnly is not enforced in v1alpha1"}},
+	{Name: "unknown key and bad prefix", Role: "ReadWrite", Params: map[string]string{"group": "x", AccessConsumerGroupPrefix: "bad prefix"},
+		Errs: []string{`spec.parameters[group]: Unsupported value: "group": supported values: "consumerGroupPrefix"`, `spec.parameters[consumerGroupPrefix]: Invalid value: "bad prefix"`}},
+}
+
+var configCases = []drivertest.ConfigCase{
+	{Name: "minimal", Config: &Config{SeedBrokers: []string{"kafka:9092"}}},
+	{Name: "no brokers", Config: &Config{}, Errs: []string{"config.seedBrokers: Required value: list at least one host:port"}},
+	{Name: "bad broker", Config: &Config{SeedBrokers: []string{"kafka"}}, Errs: []string{`config.seedBrokers[0]: Invalid value: "kafka": want host:port`}},
+	{Name: "bad port", Config: &Config{SeedBrokers: []string{"kafka:0"}}, Errs: []string{`port "0" is not 1-65535`}},
+	{Name: "bad bootstrap", Config: &Config{SeedBrokers: []string{"k:1"}, Bootstrap: "a:1,b"}, Errs: []string{`config.bootstrap: Invalid value: "a:1,b": want comma-separated host:port`}},
+	{Name: "sasl", Config: &Config{SeedBrokers: []string{"k:1"}, SASL: &SASL{Mechanism: "SCRAM-SHA-512", Username: "u", Password: "p"}}},
+	{Name: "sasl incomplete", Config: &Config{SeedBrokers: []string{"k:1"}, SASL: &SASL{Mechanism: "GSSAPI"}}, Errs: []string{
+		`config.sasl.mechanism: Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"`,
+		"config.sasl.username: Required value", "config.sasl.password: Required value"}},
+	{Name: "tls both ca", Config: &Config{SeedBrokers: []string{"k:1"}, TLS: &TLS{CA: "x", CAFile: "y"}}, Errs: []string{"config.tls.ca: Forbidden: set caFile or ca, not both"}},
+	{Name: "tls half pair", Config: &Config{SeedBrokers: []string{"k:1"}, TLS: &TLS{CertFile: "c"}}, Errs: []string{"config.tls.keyFile: Required value: certFile and keyFile go together"}},
+	{Name: "tls bad ca", Config: &Config{SeedBrokers: []string{"k:1"}, TLS: &TLS{CA: "not pem"}}, Errs: []string{"config.tls: Invalid value: ca: no PEM certificate found"}},
+	{Name: "tls missing file", Config: &Config{SeedBrokers: []string{"k:1"}, TLS: &TLS{CAFile: "/nonexistent/ca.pem"}}, Errs: []string{"config.tls: Invalid value: caFile: open /nonexistent/ca.pem"}},
+	// Sharing is refused where there is nothing to share.
+	{Name: "share credentials without sasl", Config: &Config{SeedBrokers: []string{"k0:9092"}, ShareCredentials: true}, Errs: []string{"config.shareCredentials: "}},
+	{Name: "share credentials over TLS only", Config: &Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{}, ShareCredentials: true}, Errs: []string{"config.shareCredentials: "}},
+	{Name: "share credentials with sasl", Config: &Config{SeedBrokers: []string{"k0:9092"}, SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}, ShareCredentials: true}},
+}
