@@ -1,0 +1,112 @@
+package kadm
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Access Secrets. In v1alpha1 every access to a backend gets what a consumer
+// needs to connect as the backend does; there are no per-access principals
+// yet, so Revoke has nothing to remove.
+
+// Optional Secret keys of a kadm access (declared in secretKeys, schema.go),
+// named after the Kafka client properties consumers already set
+// (librdkafka's names where Java's differ), so a Secret maps onto a client
+// config key-for-key. Added in driver 0.2.0, additively: a plaintext
+// backend's Secret is unchanged.
+const (
+	// SecretSecurityProtocol is Kafka's security.protocol: SSL, SASL_PLAINTEXT
+	// or SASL_SSL. Absent for a plaintext backend (Kafka's default,
+	// PLAINTEXT).
+	SecretSecurityProtocol = "security.protocol"
+	// SecretSSLCAPEM is the PEM CA certificates to trust (librdkafka's
+	// ssl.ca.pem; Java: ssl.truststore.type=PEM with
+	// ssl.truststore.certificates). Present when the backend has tls.ca or
+	// tls.caFile.
+	SecretSSLCAPEM = "ssl.ca.pem"
+	// SecretSASLMechanism is Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-256 or
+	// SCRAM-SHA-512. Present when the backend uses SASL.
+	SecretSASLMechanism = "sasl.mechanism"
+	// SecretSASLUsername and SecretSASLPassword are the backend's own SASL
+	// credentials (librdkafka's names), present only with
+	// shareCredentials: true.
+	SecretSASLUsername = "sasl.username"
+	// SecretSASLPassword is the password for SecretSASLUsername.
+	SecretSASLPassword = "sasl.password"
+)
+
+// securityProtocol is Kafka's security.protocol for the backend's
+// connection, "" for plaintext.
+func (c *Config) securityProtocol() string {
+	switch {
+	case c.TLS != nil && c.SASL != nil:
+		return "SASL_SSL"
+	case c.TLS != nil:
+		return "SSL"
+	case c.SASL != nil:
+		return "SASL_PLAINTEXT"
+	}
+	return ""
+}
+
+// caPEM is the backend's configured CA, nil when it trusts the system roots.
+// A caFile is read on every call, so a rotated file reaches new Secrets.
+func (c *Config) caPEM() ([]byte, error) {
+	switch {
+	case c.TLS == nil:
+		return nil, nil
+	case c.TLS.CAFile != "":
+		b, err := os.ReadFile(c.path(c.TLS.CAFile))
+		if err != nil {
+			return nil, fmt.Errorf("tls.caFile: %w", err)
+		}
+		return b, nil
+	case c.TLS.CA != "":
+		return []byte(c.TLS.CA), nil
+	}
+	return nil, nil
+}
+
+// Grant implements drivers.Backend: what a consumer needs to connect as the
+// backend does, the same for every access in v1alpha1 (see secretKeys).
+// The TLS client certificate and key are never written, and tls.serverName
+// is not either: consumers verify the bootstrap address they are given.
+// Shared SASL credentials are not scoped to the access, so they make the
+// grant unscoped (ScopingNotImplemented).
+func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, error) {
+	c := b.cfg
+	data := map[string][]byte{
+		SecretBootstrap: []byte(c.bootstrap()),
+		SecretTopic:     []byte(a.Resource),
+	}
+	if p := c.securityProtocol(); p != "" {
+		data[SecretSecurityProtocol] = []byte(p)
+	}
+	ca, err := c.caPEM()
+	if err != nil {
+		return drivers.Grant{}, fmt.Errorf("kadm: backend %s: %w", b.name, err)
+	}
+	if len(ca) > 0 {
+		data[SecretSSLCAPEM] = ca
+	}
+	shared := false
+	if s := c.SASL; s != nil {
+		data[SecretSASLMechanism] = []byte(s.Mechanism)
+		if c.ShareCredentials {
+			data[SecretSASLUsername] = []byte(s.Username)
+			data[SecretSASLPassword] = []byte(s.Password)
+			shared = true
+		}
+	}
+	return drivers.Grant{
+		Data:   data,
+		Scoped: !shared && (a.Role == "" || a.Role == "ReadWrite") && len(a.Parameters) == 0,
+	}, nil
+}
+
+// Revoke implements drivers.Backend; there is no per-access principal in
+// v1alpha1.
+func (b *Backend) Revoke(context.Context, drivers.Access) error { return nil }

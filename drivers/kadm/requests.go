@@ -1,0 +1,313 @@
+package kadm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request builders. Each exec function builds one Kafka admin request for a
+// batch of calls (coalesce.go), each call about one topic, sends it, and
+// hands every call its own topic's answer. The Backend's operations never
+// build requests themselves: they ask the batchers, which run these.
+
+// execMetadata asks for the metadata of many topics in one request.
+func (b *Backend) execMetadata(ctx context.Context, calls []*call[struct{}, topicState]) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, c := range calls {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(c.topic)
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		failRequest(b, calls, err)
+		return
+	}
+	byName := make(map[string]*kmsg.MetadataResponseTopic, len(resp.Topics))
+	for i := range resp.Topics {
+		if n := resp.Topics[i].Topic; n != nil {
+			byName[*n] = &resp.Topics[i]
+		}
+	}
+	for _, c := range calls {
+		rt, ok := byName[c.topic]
+		if !ok {
+			c.err = fmt.Errorf("metadata for %s: the broker's answer does not mention the topic", c.topic)
+			continue
+		}
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+				c.err = fmt.Errorf("metadata for %s: %w", c.topic, err)
+			}
+			continue
+		}
+		st := topicState{exists: true, partitions: int32(len(rt.Partitions))}
+		for _, p := range rt.Partitions {
+			if rf := int16(len(p.Replicas)); rf > st.replicationFactor {
+				st.replicationFactor = rf
+			}
+		}
+		c.out = st
+	}
+}
+
+// execConfigs reads the dynamic configs of many topics in one
+// DescribeConfigs request.
+func (b *Backend) execConfigs(ctx context.Context, calls []*call[struct{}, map[string]string]) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, c := range calls {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeTopic
+		r.ResourceName = c.topic
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		failRequest(b, calls, err)
+		return
+	}
+	byName := make(map[string]*kmsg.DescribeConfigsResponseResource, len(resp.Resources))
+	for i := range resp.Resources {
+		byName[resp.Resources[i].ResourceName] = &resp.Resources[i]
+	}
+	for _, c := range calls {
+		r, ok := byName[c.topic]
+		if !ok {
+			c.err = fmt.Errorf("describe configs of %s: the broker's answer does not mention the topic", c.topic)
+			continue
+		}
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			// Classified as before coalescing: kadm's DescribeTopicConfigs
+			// failed the whole call, classified, on an authorization error.
+			c.err = b.classify(fmt.Errorf("describe configs of %s: %w %s", c.topic, err, unptr(r.ErrorMessage)))
+			continue
+		}
+		dyn := map[string]string{}
+		for _, cf := range r.Configs {
+			if cf.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				dyn[cf.Name] = unptr(cf.Value)
+			}
+		}
+		c.out = dyn
+	}
+}
+
+// execOffsets lists the start and end offsets of every partition of many
+// topics: one ListOffsets request per partition leader for each.
+func (b *Backend) execOffsets(ctx context.Context, calls []*call[int32, topicOffsets]) {
+	type span struct{ start, end map[int32]int64 }
+	got := make(map[string]*span, len(calls))
+	errs := make(map[string]error)
+	list := func(timestamp int64, which func(*span) map[int32]int64, what string) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		for _, c := range calls {
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = c.topic
+			for p := int32(0); p < c.in; p++ {
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition = p
+				rp.Timestamp = timestamp
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		for _, sh := range b.kgo.RequestSharded(ctx, req) {
+			if sh.Err != nil {
+				for _, t := range sh.Req.(*kmsg.ListOffsetsRequest).Topics {
+					if errs[t.Topic] == nil {
+						errs[t.Topic] = fmt.Errorf("list %s offsets of %s: %w", what, t.Topic, sh.Err)
+					}
+				}
+				continue
+			}
+			for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+				sp := got[t.Topic]
+				if sp == nil {
+					sp = &span{start: map[int32]int64{}, end: map[int32]int64{}}
+					got[t.Topic] = sp
+				}
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						if errs[t.Topic] == nil {
+							errs[t.Topic] = fmt.Errorf("list %s offsets of %s partition %d: %w", what, t.Topic, p.Partition, err)
+						}
+						continue
+					}
+					which(sp)[p.Partition] = p.Offset
+				}
+			}
+		}
+	}
+	list(-2, func(s *span) map[int32]int64 { return s.start }, "start")
+	list(-1, func(s *span) map[int32]int64 { return s.end }, "end")
+	for _, c := range calls {
+		if err := errs[c.topic]; err != nil {
+			c.err = err
+			continue
+		}
+		out := topicOffsets{first: -1}
+		sp := got[c.topic]
+		for p := int32(0); p < c.in; p++ {
+			var s, e int64
+			var okS, okE bool
+			if sp != nil {
+				s, okS = sp.start[p]
+				e, okE = sp.end[p]
+			}
+			switch {
+			case !okS || !okE:
+				out.records++ // unknown: count as content
+				if out.first < 0 {
+					out.first = p
+				}
+			case e > s:
+				out.records += e - s
+				if out.first < 0 {
+					out.first = p
+				}
+			}
+		}
+		c.out = out
+	}
+}
+
+// execCreates creates many topics, each with its own parameters, in one
+// CreateTopics request. A call's out is the broker's error message.
+func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
+	for _, c := range calls {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic = c.topic
+		t.NumPartitions = c.in.partitions
+		t.ReplicationFactor = c.in.replicationFactor
+		for _, k := range sortedKeys(c.in.configs) {
+			cf := kmsg.NewCreateTopicsRequestTopicConfig()
+			cf.Name = k
+			cf.Value = kmsg.StringPtr(c.in.configs[k])
+			t.Configs = append(t.Configs, cf)
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		failRequest(b, calls, err)
+		return
+	}
+	answerWrites(calls, resp.Topics, func(r *kmsg.CreateTopicsResponseTopic) (string, int16, *string) {
+		return r.Topic, r.ErrorCode, r.ErrorMessage
+	})
+}
+
+// execPartitions grows many topics, each to its own count, in one
+// CreatePartitions request.
+func (b *Backend) execPartitions(ctx context.Context, calls []*call[int32, string]) {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
+	for _, c := range calls {
+		t := kmsg.NewCreatePartitionsRequestTopic()
+		t.Topic = c.topic
+		t.Count = c.in
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		failRequest(b, calls, err)
+		return
+	}
+	answerWrites(calls, resp.Topics, func(r *kmsg.CreatePartitionsResponseTopic) (string, int16, *string) {
+		return r.Topic, r.ErrorCode, r.ErrorMessage
+	})
+}
+
+// execAlters applies each topic's config changes, all in one
+// IncrementalAlterConfigs request.
+func (b *Backend) execAlters(ctx context.Context, calls []*call[[]kadm.AlterConfig, string]) {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, c := range calls {
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeTopic
+		r.ResourceName = c.topic
+		for _, a := range c.in {
+			cf := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			cf.Name = a.Name
+			cf.Op = kmsg.IncrementalAlterConfigOp(a.Op)
+			cf.Value = a.Value
+			r.Configs = append(r.Configs, cf)
+		}
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		failRequest(b, calls, err)
+		return
+	}
+	answerWrites(calls, resp.Resources, func(r *kmsg.IncrementalAlterConfigsResponseResource) (string, int16, *string) {
+		return r.ResourceName, r.ErrorCode, r.ErrorMessage
+	})
+}
+
+// execDeletes deletes many topics in one DeleteTopics request.
+func (b *Backend) execDeletes(ctx context.Context, calls []*call[struct{}, string]) {
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
+	for _, c := range calls {
+		req.TopicNames = append(req.TopicNames, c.topic)
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = kmsg.StringPtr(c.topic)
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		failRequest(b, calls, err)
+		return
+	}
+	answerWrites(calls, resp.Topics, func(r *kmsg.DeleteTopicsResponseTopic) (string, int16, *string) {
+		return unptr(r.Topic), r.ErrorCode, r.ErrorMessage
+	})
+}
+
+// answerWrites hands every call of a write batch its topic's answer: the
+// error code as its error and the broker's message as its out. A topic the
+// broker did not answer for is an error of its own. result reads a
+// response entry's topic name, error code and message.
+func answerWrites[In, R any](calls []*call[In, string], answers []R, result func(*R) (string, int16, *string)) {
+	byName := make(map[string]*R, len(answers))
+	for i := range answers {
+		if name, _, _ := result(&answers[i]); name != "" {
+			byName[name] = &answers[i]
+		}
+	}
+	for _, c := range calls {
+		a, ok := byName[c.topic]
+		if !ok {
+			c.err = errors.New("the broker's answer does not mention the topic")
+			continue
+		}
+		_, code, msg := result(a)
+		c.err = kerr.ErrorForCode(code)
+		c.out = unptr(msg)
+	}
+}
+
+func unptr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

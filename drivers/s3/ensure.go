@@ -1,0 +1,122 @@
+package s3
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Ensure: create a bucket, or bring an existing one to its parameters. Each
+// parameter that can drift is compared and written by a function of its own
+// (versioning here, lifecycle in lifecycle.go); a dry run reads the same and
+// writes nothing.
+
+// Ensure implements drivers.Backend.
+func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	p := parseParams(r.Parameters)
+	cl, err := b.clientFor(p)
+	if err != nil {
+		return drivers.EnsureResult{}, err
+	}
+	var res drivers.EnsureResult
+	var drift error
+	ok, err := b.exists(ctx, cl, r.Name)
+	if err != nil {
+		return res, err
+	}
+	if !ok && r.DryRun {
+		res.Changes = append(res.Changes, "create bucket "+r.Name)
+		return res, nil
+	}
+	if !ok {
+		in := &s3.CreateBucketInput{Bucket: aws.String(r.Name)}
+		if p.region != "" && p.region != "us-east-1" {
+			in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(p.region)}
+		}
+		_, err := cl.CreateBucket(ctx, in)
+		switch {
+		case err == nil:
+			res.Created = true
+			res.Changes = append(res.Changes, "created bucket "+r.Name)
+		case isCode(err, "BucketAlreadyOwnedByYou"):
+			// Created concurrently; converge below.
+		default:
+			return res, b.classify(fmt.Errorf("create bucket %s: %w", r.Name, err))
+		}
+	} else if p.region != "" {
+		out, err := cl.GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String(r.Name)})
+		if err != nil && !isNotImplemented(err) {
+			return res, b.classify(fmt.Errorf("get location of %s: %w", r.Name, err))
+		}
+		if err == nil {
+			cur := string(out.LocationConstraint)
+			if cur == "" {
+				cur = "us-east-1"
+			}
+			if cur != p.region {
+				drift = &drivers.DriftError{Parameter: ParamRegion, Current: cur, Desired: p.region, Reason: "a bucket cannot move to another region; recreate it"}
+			}
+		}
+	}
+	if err := b.ensureVersioning(ctx, cl, r.Name, p, r.DryRun, &res); err != nil {
+		return res, err
+	}
+	if err := b.ensureLifecycle(ctx, cl, r.Name, p, r.DryRun, &res); err != nil {
+		return res, err
+	}
+	return res, drift
+}
+
+// ensureVersioning compares the bucket's versioning with the parameter and
+// sets it, unless dryRun, where only the change is listed.
+func (b *Backend) ensureVersioning(ctx context.Context, cl *s3.Client, bucket string, p params, dryRun bool, res *drivers.EnsureResult) error {
+	if p.versioning == nil {
+		return nil
+	}
+	out, err := cl.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+	if isNotImplemented(err) {
+		res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamVersioning, Message: "this backend does not implement bucket versioning (it answered NotImplemented); the bucket works without it"})
+		return nil
+	}
+	if err != nil {
+		return b.classify(fmt.Errorf("get versioning of %s: %w", bucket, err))
+	}
+	var want types.BucketVersioningStatus
+	switch {
+	case *p.versioning && out.Status != types.BucketVersioningStatusEnabled:
+		want = types.BucketVersioningStatusEnabled
+	case !*p.versioning && out.Status == types.BucketVersioningStatusEnabled:
+		want = types.BucketVersioningStatusSuspended
+	default:
+		return nil
+	}
+	change := fmt.Sprintf("versioning %s -> %s", orNever(string(out.Status)), want)
+	if dryRun {
+		res.Changes = append(res.Changes, change)
+		return nil
+	}
+	_, err = cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket), VersioningConfiguration: &types.VersioningConfiguration{Status: want}})
+	if isNotImplemented(err) {
+		res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamVersioning, Message: "this backend does not implement bucket versioning (it answered NotImplemented); the bucket works without it"})
+		return nil
+	}
+	if err != nil {
+		return b.classify(fmt.Errorf("set versioning of %s to %s: %w", bucket, want, err))
+	}
+	res.Changes = append(res.Changes, change)
+	return nil
+}
+
+func orNever(s string) string {
+	if s == "" {
+		return "never enabled"
+	}
+	return s
+}
