@@ -1,16 +1,23 @@
 // Package testhook lets a test stop the controller between two writes, to
 // kill the real process there and prove that what it wrote first is enough
-// to recover. It is inert unless BUCKETY_TEST_PAUSE_DIR is set in the
-// controller's environment, which only tests do.
+// to recover.
+//
+// The hook is compiled in only with the build tag buckety_testhooks, which
+// the integration tests use (make test-integration passes it, and the
+// harness builds the controller binary with it where a test needs the
+// hook). Without the tag, Pause is an empty function the compiler inlines
+// away, so the release binary holds neither the hook's code nor its
+// environment variable: release_test.go checks the binary built as a
+// release is. A test that needs the hook checks Enabled first and fails
+// with NotEnabled when it is compiled out.
 package testhook
 
-import (
-	"context"
-	"errors"
-	"os"
-	"path/filepath"
-	"time"
-)
+// Tag is the build tag that compiles the hook in.
+const Tag = "buckety_testhooks"
+
+// NotEnabled is the failure message of a test that needs the hook in a
+// build without it.
+const NotEnabled = "the test hook is compiled out: build with -tags " + Tag + " (make test-integration does)"
 
 // Env names the directory where pause points are signalled.
 const Env = "BUCKETY_TEST_PAUSE_DIR"
@@ -24,29 +31,3 @@ const (
 	// not been attempted.
 	AfterInspect = "after-inspect"
 )
-
-// Pause, when the pause directory holds a file named point+".arm", creates
-// point+".reached" and blocks until point+".release" exists or ctx ends.
-// Without the environment variable it returns at once.
-func Pause(ctx context.Context, point string) {
-	dir := os.Getenv(Env)
-	if dir == "" {
-		return
-	}
-	if _, err := os.Stat(filepath.Join(dir, point+".arm")); err != nil {
-		return
-	}
-	if err := os.WriteFile(filepath.Join(dir, point+".reached"), nil, 0o644); err != nil {
-		return
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, point+".release")); err == nil || !errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}

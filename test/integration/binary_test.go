@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,13 +29,16 @@ const (
 )
 
 // buildController builds buckety-controller with the kadm driver version
-// stamped through -ldflags -X, as a release would.
-func buildController(t *testing.T, kadmVersion string) string {
+// stamped through -ldflags -X, as a release would, and with the given
+// build tags (testhook.Tag for a test that pauses the binary).
+func buildController(t *testing.T, kadmVersion string, tags ...string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "buckety-controller-"+kadmVersion)
-	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/Yolean/buckety-controller/drivers/kadm.version="+kadmVersion, "-o", out, "github.com/Yolean/buckety-controller/cmd/buckety-controller")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+	if err := harness.BuildWith(harness.ControllerPackage, out, harness.BuildOptions{
+		LDFlags: "-X github.com/Yolean/buckety-controller/drivers/kadm.version=" + kadmVersion,
+		Tags:    tags,
+	}); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -261,10 +261,22 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	}
 }
 
+// needTestHook fails a test that pauses the in-process controller at a
+// testhook point when this test binary was built without the hook, which
+// would otherwise only show as a pause point never reached. (A test that
+// builds the controller binary builds it with the tag itself.)
+func needTestHook(t *testing.T) {
+	t.Helper()
+	if !testhook.Enabled {
+		t.Fatal(testhook.NotEnabled)
+	}
+}
+
 // TestProvenanceSurvivesCrashAfterCreate kills the real controller process
 // right after the driver created the topic, before anything else was
 // written. The restarted controller must still know buckety created it
 // (Created, so retentionPolicy Delete deletes it), not take it for adopted.
+// The binary is built with the test hook (testhook.Tag).
 func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 	needInfra(t)
 	kubeconfig, dir := asServiceAccount(t)
@@ -272,7 +284,7 @@ func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".arm"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := buildController(t, "0.1.0")
+	bin := buildController(t, "0.1.0", testhook.Tag)
 	c := runBinaryEnv(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir})
 	ns := namespace(t)
 	name := ns + ".crash"
@@ -314,6 +326,7 @@ func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 // Created, so retentionPolicy Delete leaves it alone.
 func TestResourceAppearingAfterInspectIsAdopted(t *testing.T) {
 	needInfra(t)
+	needTestHook(t)
 	pauseDir := t.TempDir()
 	t.Setenv(testhook.Env, pauseDir)
 	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterInspect+".arm"), nil, 0o644); err != nil {
