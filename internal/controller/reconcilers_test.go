@@ -32,6 +32,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/access"
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
 
@@ -91,11 +92,11 @@ func newEnvWith(t *testing.T, configExtra string, wrap func(client.WithWatch) (c
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := &shared.Claims{Client: c, APIReader: apiReader}
+	store := &claims.Store{Client: c, APIReader: apiReader}
 	bo := &shared.Backoff{}
 	return &env{t: t, c: c, svc: svc, backoff: bo,
-		br: &buckety.Reconciler{Client: c, Backends: set, Claims: claims, Recheck: time.Hour, Backoff: bo},
-		ar: &access.Reconciler{Client: c, APIReader: apiReader, Backends: set, Claims: claims, Recheck: time.Hour, Backoff: bo},
+		br: &buckety.Reconciler{Client: c, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo},
+		ar: &access.Reconciler{Client: c, APIReader: apiReader, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo},
 	}
 }
 
@@ -136,7 +137,7 @@ func (e *env) buckety(ns, name string) *v1.Buckety {
 
 func (e *env) claim(resource string) (*v1.BucketyClaim, bool) {
 	cl := &v1.BucketyClaim{}
-	err := e.c.Get(context.Background(), types.NamespacedName{Name: shared.ClaimName("svc", resource)}, cl)
+	err := e.c.Get(context.Background(), types.NamespacedName{Name: claims.Name("svc", resource)}, cl)
 	return cl, err == nil
 }
 
@@ -226,7 +227,7 @@ func TestNameConflictNamesTheLiveOwner(t *testing.T) {
 
 func TestStaleClaimIsTakenOver(t *testing.T) {
 	e := newEnv(t, "")
-	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: shared.ClaimName("svc", "orders")},
+	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("svc", "orders")},
 		Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "orders", Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: "gone", Name: "ghost", UID: "nope"}}})
 	e.create(newBuckety("a", "orders", "orders"))
 	e.reconcile("a", "orders")
@@ -274,7 +275,7 @@ func TestCreatingClaimResumesAsCreated(t *testing.T) {
 	b = e.buckety("a", "crashed")
 	// What a crash right after the create leaves: the intent recorded, the
 	// resource there, no status.
-	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: shared.ClaimName("svc", "crashed"), Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
+	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("svc", "crashed"), Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
 		Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "crashed", Phase: v1.ClaimCreating, Owner: v1.ClaimOwner{Namespace: "a", Name: "crashed", UID: string(b.UID)}}})
 	e.svc.Put("crashed", 0)
 	e.reconcile("a", "crashed")
@@ -394,7 +395,7 @@ func TestDeletionRechecksTheNamePolicy(t *testing.T) {
 	b = e.buckety("team", "x")
 	// A claim on a name outside the namespace's prefix (as a maintainer
 	// might have made by hand, or a policy that changed since).
-	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: shared.ClaimName("svc", "other.x"), Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
+	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("svc", "other.x"), Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
 		Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "other.x", Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: "team", Name: "x", UID: string(b.UID)}}})
 	e.svc.Put("other.x", 1)
 	e.deleteAndReconcile("team", "x")

@@ -227,7 +227,7 @@ func formatCounts(m map[string]int) string {
 // TestWritesPerBuckety counts the API writes one Buckety with defaultAccess
 // costs from apply to Ready with its Secret, per verb and resource, so a
 // change that adds a write shows here. Of these, the claim's create and
-// its phase update are what crash safety costs (shared's package doc): the
+// its phase update are what crash safety costs (the claims package doc): the
 // claim is born Creating once the adoption check found nothing, before the
 // backend create, and is updated to Created after it.
 func TestWritesPerBuckety(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/kafka"
@@ -74,7 +74,7 @@ func claimsOf(t *testing.T, uid string) []v1.BucketyClaim {
 func claimOn(t *testing.T, backend, resource string) (*v1.BucketyClaim, bool) {
 	t.Helper()
 	cl := &v1.BucketyClaim{}
-	err := k8s.Get(context.Background(), client.ObjectKey{Name: shared.ClaimName(backend, resource)}, cl)
+	err := k8s.Get(context.Background(), client.ObjectKey{Name: claims.Name(backend, resource)}, cl)
 	if err != nil {
 		return nil, false
 	}
@@ -248,7 +248,7 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
 	ns := namespace(t)
 	name := ns + ".stale"
-	create(t, &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: shared.ClaimName("kafka", name), Labels: map[string]string{v1.ClaimOwnerLabel: "gone-uid"}},
+	create(t, &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("kafka", name), Labels: map[string]string{v1.ClaimOwnerLabel: "gone-uid"}},
 		Spec: v1.BucketyClaimSpec{Backend: "kafka", ResourceName: name, Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: ns, Name: "ghost", UID: "gone-uid"}}})
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "heir", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
 	create(t, b)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 )
 
 // writeCounter counts the controller's writing requests to the API server
@@ -125,7 +125,7 @@ func formatCounts(m map[string]int) string {
 func TestWritesPerBucketyOnAPIServer(t *testing.T) {
 	needInfra(t)
 	ns := namespace(t)
-	wc := &writeCounter{ns: ns, claim: shared.ClaimName("kafka", ns+".orders"), counts: map[string]int{}, failed: map[string]int{}}
+	wc := &writeCounter{ns: ns, claim: claims.Name("kafka", ns+".orders"), counts: map[string]int{}, failed: map[string]int{}}
 	rc := rest.CopyConfig(cp.RESTConfig)
 	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return countingTransport{c: wc, next: next} })
 	startControllerREST(t, configYAML("kafka", "s3"), nil, time.Hour, rc)

@@ -33,6 +33,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/access"
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
@@ -153,7 +154,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	released := make(chan event.GenericEvent, 64)
 	drifted := make(chan event.GenericEvent, 64)
 	br := &buckety.Reconciler{Client: mgr.GetClient(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck,
-		Claims:   &shared.Claims{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		Claims:   &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 		Backoff:  &shared.Backoff{},
 		Released: released,
 		Written:  &shared.Written{},

@@ -6,7 +6,11 @@
 //
 // Reconcile gathers facts in ordered phases; status.go derives every
 // condition from those facts in one function, and one status patch is made
-// per reconcile.
+// per reconcile. The files follow a pass: reconcile.go (the phase list, name and parameter checks), claim.go,
+// provision.go and adoption.go (owning and converging the resource, each
+// step recorded in the claim before the backend write that depends on it),
+// accesses.go (the implicit access and the accesses' readiness), delete.go,
+// then facts.go and status.go.
 //
 // Drift is found two ways: a Buckety's periodic re-check runs Ensure on its
 // own resource, and the Sweeper (sweep.go) judges every resource of a

@@ -1,4 +1,4 @@
-package shared
+package claims
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func TestReleaseRefusesStaleRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(s).Build()
-	claims := &Claims{Client: c, APIReader: c}
+	claims := &Store{Client: c, APIReader: c}
 	ctx := context.Background()
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "team", UID: "uid-1"}}
 	cl, conflict, err := claims.Acquire(ctx, b, "kafka", "team.orders")

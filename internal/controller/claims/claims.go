@@ -1,4 +1,4 @@
-package shared
+package claims
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyclaims,verbs=get;list;watch;create;update;delete
 
-// Claims reads and writes BucketyClaim objects: the controller's own,
+// Store reads and writes BucketyClaim objects: the controller's own,
 // tenant-unforgeable record of which Buckety owns which backend resource and
 // whether buckety created it. See the package doc for why claims are API
-// objects rather than memory or status fields.
-type Claims struct {
+// objects rather than memory or status fields. Both reconcilers share one.
+type Store struct {
 	// Client is the manager's (cached) client; claims are read from its cache
 	// in the steady state.
 	Client ctrl.Client
@@ -29,15 +29,12 @@ type Claims struct {
 	APIReader ctrl.Reader
 }
 
-// ClaimName is the name of the claim on one backend resource: a hash, since
+// Name is the name of the claim on one backend resource: a hash, since
 // resource names (Kafka topics) may hold characters object names cannot.
-func ClaimName(backend, resource string) string {
+func Name(backend, resource string) string {
 	sum := sha256.Sum256([]byte(backend + "\x00" + resource))
 	return "bky-" + hex.EncodeToString(sum[:20])
 }
-
-// ClaimKey identifies a backend resource in the claim index.
-func ClaimKey(backend, resource string) string { return backend + "/" + resource }
 
 // Conflict is a claim held by another, existing Buckety.
 type Conflict struct {
@@ -53,7 +50,7 @@ type Conflict struct {
 // exists (a Buckety force-deleted without its finalizer) is stale: it is
 // removed and the claim taken, after which the caller's adoption check
 // decides whether the resource may be used.
-func (c *Claims) Acquire(ctx context.Context, b *v1.Buckety, backend, resource string) (*v1.BucketyClaim, *Conflict, error) {
+func (c *Store) Acquire(ctx context.Context, b *v1.Buckety, backend, resource string) (*v1.BucketyClaim, *Conflict, error) {
 	cl, _, conflict, err := c.AcquireAs(ctx, b, backend, resource, v1.ClaimClaimed)
 	return cl, conflict, err
 }
@@ -63,8 +60,8 @@ func (c *Claims) Acquire(ctx context.Context, b *v1.Buckety, backend, resource s
 // verdict), one write instead of a create and an update. created reports
 // whether this call created the claim; a claim b already held is returned
 // as it is, in whatever phase an earlier pass recorded.
-func (c *Claims) AcquireAs(ctx context.Context, b *v1.Buckety, backend, resource string, phase v1.ClaimPhase) (cl *v1.BucketyClaim, created bool, conflict *Conflict, err error) {
-	name := ClaimName(backend, resource)
+func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, backend, resource string, phase v1.ClaimPhase) (cl *v1.BucketyClaim, created bool, conflict *Conflict, err error) {
+	name := Name(backend, resource)
 	cl = &v1.BucketyClaim{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, cl); err == nil && cl.Spec.Owner.UID == string(b.UID) && matches(cl, backend, resource) {
 		return cl, false, nil, nil
@@ -114,8 +111,8 @@ func (c *Claims) AcquireAs(ctx context.Context, b *v1.Buckety, backend, resource
 // when fresh is false, from the API server otherwise; nil when b holds no
 // such claim (nobody does, or another Buckety does: other is then true,
 // as far as that read shows).
-func (c *Claims) Held(ctx context.Context, b *v1.Buckety, backend, resource string, fresh bool) (cl *v1.BucketyClaim, other bool, err error) {
-	name := ClaimName(backend, resource)
+func (c *Store) Held(ctx context.Context, b *v1.Buckety, backend, resource string, fresh bool) (cl *v1.BucketyClaim, other bool, err error) {
+	name := Name(backend, resource)
 	var r ctrl.Reader = c.Client
 	if fresh {
 		r = c.APIReader
@@ -139,7 +136,7 @@ func matches(cl *v1.BucketyClaim, backend, resource string) bool {
 
 // ownerExists reads the claim's owner fresh: a claim is stale only when no
 // Buckety with its UID exists.
-func (c *Claims) ownerExists(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
+func (c *Store) ownerExists(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
 	o := &v1.Buckety{}
 	err := c.APIReader.Get(ctx, types.NamespacedName{Namespace: cl.Spec.Owner.Namespace, Name: cl.Spec.Owner.Name}, o)
 	switch {
@@ -153,7 +150,7 @@ func (c *Claims) ownerExists(ctx context.Context, cl *v1.BucketyClaim) (bool, er
 
 // Advance moves a claim to phase with an optimistic-lock update, so a claim
 // changed by anyone else meanwhile is never overwritten.
-func (c *Claims) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.ClaimPhase) error {
+func (c *Store) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.ClaimPhase) error {
 	if cl.Spec.Phase == phase {
 		return nil
 	}
@@ -168,7 +165,7 @@ func (c *Claims) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.Clai
 
 // Owned lists every claim b holds, read fresh: deletion and name changes
 // must see claims the cache may not have yet.
-func (c *Claims) Owned(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, error) {
+func (c *Store) Owned(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, error) {
 	var list v1.BucketyClaimList
 	if err := c.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
@@ -183,7 +180,7 @@ func (c *Claims) Owned(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, e
 }
 
 // OwnedCached lists b's claims from the cache (steady state).
-func (c *Claims) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, error) {
+func (c *Store) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, error) {
 	var list v1.BucketyClaimList
 	if err := c.Client.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
@@ -197,7 +194,7 @@ func (c *Claims) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyCl
 // server) is never released on the strength of that stale read; the
 // conflict is returned and the caller retries from a fresh state. A claim
 // already gone is fine.
-func (c *Claims) Release(ctx context.Context, cl *v1.BucketyClaim) error {
+func (c *Store) Release(ctx context.Context, cl *v1.BucketyClaim) error {
 	uid, rv := cl.UID, cl.ResourceVersion
 	err := c.Client.Delete(ctx, cl, ctrl.Preconditions{UID: &uid, ResourceVersion: &rv})
 	switch {
@@ -209,7 +206,7 @@ func (c *Claims) Release(ctx context.Context, cl *v1.BucketyClaim) error {
 	return err
 }
 
-func (c *Claims) delete(ctx context.Context, cl *v1.BucketyClaim) error {
+func (c *Store) delete(ctx context.Context, cl *v1.BucketyClaim) error {
 	uid := cl.UID
 	err := c.Client.Delete(ctx, cl, ctrl.Preconditions{UID: &uid})
 	// Conflict on a UID precondition: this claim is already gone and another

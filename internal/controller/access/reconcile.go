@@ -1,0 +1,202 @@
+package access
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses/status,verbs=patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses/finalizers,verbs=update
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+
+// Reconciler reconciles BucketyAccess objects.
+type Reconciler struct {
+	// Client is the manager's (cached) client.
+	Client ctrl.Client
+	// APIReader reads Secrets the cache does not hold (the cache holds only
+	// buckety's own), to find a foreign Secret before writing.
+	APIReader ctrl.Reader
+	// Backends are the open backends of the controller config.
+	Backends *backends.Set
+	// Claims, when set, supplies the backend resource name from the
+	// Buckety's claim rather than its status, which a tenant may write.
+	Claims *claims.Store
+	// Recorder records events on accesses; nil records none.
+	Recorder events.EventRecorder
+	// Recheck is the period of the re-check of the Secret and grant
+	// (jittered).
+	Recheck time.Duration
+	// Backoff spaces retries after backend failures, independent of Recheck.
+	Backoff *shared.Backoff
+	// Written skips reconciles that start from a cache older than this
+	// controller's own last write to the object; nil skips none.
+	Written *shared.Written
+}
+
+// Reconcile implements reconcile.Reconciler: it fetches the access, defers
+// the one status write (shared.Finish, from the conditions status.go
+// derives), handles deletion (delete.go) or adds the finalizer, and then
+// runs the phases in order: find the Buckety and check that its resource
+// is provisioned, validate the role and parameters, find the resource name
+// in the Buckety's claim, grant, and write the Secret (secret.go).
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
+	a := &v1.BucketyAccess{}
+	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Written.Forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if r.Written.Stale(a) {
+		// The cache lags this controller's own last write; that write's
+		// watch event brings the object back (shared.Written).
+		return reconcile.Result{}, nil
+	}
+	orig := a.DeepCopy()
+	f := &facts{}
+	defer func() {
+		defer r.Written.Record(a, orig.ResourceVersion)
+		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, a, orig, &orig.Status, &a.Status, shared.Outcome{
+			Conditions: &a.Status.Conditions, ObservedGeneration: &a.Status.ObservedGeneration,
+			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting,
+		}, res, reterr)
+	}()
+
+	if !a.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, a, f)
+	}
+	if err := shared.AddFinalizer(ctx, r.Client, a); err != nil {
+		return reconcile.Result{}, err
+	}
+	requeue := reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}
+
+	b, e, ok, err := r.buckety(ctx, a, f)
+	if err != nil || !ok {
+		return requeue, err
+	}
+	// Warnings are the webhook's to show; ScopingNotImplemented carries them here.
+	if _, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), string(a.Spec.Role), a.Spec.Parameters); len(errs) > 0 {
+		f.invalid = errs.ToAggregate().Error()
+		return requeue, nil
+	}
+	resource, ok, err := r.resource(ctx, b, e, f)
+	if err != nil || !ok {
+		return requeue, err
+	}
+	g, err := e.Backend.Grant(ctx, drivers.Access{
+		Resource: resource, Namespace: a.Namespace, Name: a.Name,
+		Role: string(a.Spec.Role), Parameters: a.Spec.Parameters, ResourceParameters: b.Spec.Parameters,
+	})
+	if err != nil {
+		f.Record(err)
+		return requeue, nil
+	}
+	scoped := g.Scoped
+	f.scoped = &scoped
+	a.Status.Principal = g.Principal
+	conflict, err := r.writeSecret(ctx, a, g.Data, f)
+	if err != nil {
+		return requeue, err
+	}
+	if conflict {
+		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+	}
+	a.Status.BucketyGeneration = b.Generation
+	return requeue, nil
+}
+
+// failure classifies this reconcile for the retry backoff; an access
+// waiting for its Buckety is woken by the Buckety watch instead.
+func failure(f *facts) shared.Failure {
+	switch {
+	case f.Unavailable != nil, f.Other != nil, f.claimPending:
+		return shared.Transient
+	case f.AccessDenied != nil:
+		return shared.Permanent
+	}
+	return shared.None
+}
+
+// buckety finds the access's Buckety and its backend, and checks that its
+// backend resource is provisioned for the Buckety's current generation.
+func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts) (*v1.Buckety, *backends.Entry, bool, error) {
+	b := &v1.Buckety{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b)
+	if apierrors.IsNotFound(err) {
+		f.bucketyMissing = true
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", b.Name)
+		return nil, nil, false, nil
+	}
+	e, problem := shared.Resolve(r.Backends, b.Spec.Backend,
+		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+	if problem != nil {
+		f.problem = problem
+		return nil, nil, false, nil
+	}
+	prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
+	if b.Status.BackendResourceName == "" || prov == nil || prov.Status != metav1.ConditionTrue || prov.ObservedGeneration != b.Generation {
+		msg := fmt.Sprintf("waiting for Buckety %s to provision its backend resource", b.Name)
+		if prov != nil && prov.Status != metav1.ConditionTrue {
+			msg += " (" + prov.Reason + ": " + prov.Message + ")"
+		}
+		f.bucketyWaiting = msg
+		return nil, nil, false, nil
+	}
+	return b, e, true, nil
+}
+
+// resource is the backend resource name of b: its claim's, which the
+// controller wrote and tenants cannot, once the claim is settled.
+func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (string, bool, error) {
+	if r.Claims == nil {
+		return b.Status.BackendResourceName, true, nil
+	}
+	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	if err != nil {
+		return "", false, err
+	}
+	for _, cl := range owned {
+		if cl.Spec.Backend == e.Name && cl.Spec.ResourceName == b.Status.BackendResourceName && (cl.Spec.Phase == v1.ClaimCreated || cl.Spec.Phase == v1.ClaimAdopted) {
+			return cl.Spec.ResourceName, true, nil
+		}
+	}
+	f.bucketyWaiting = fmt.Sprintf("waiting for Buckety %s to hold its claim on %s", b.Name, b.Status.BackendResourceName)
+	f.claimPending = true
+	return "", false, nil
+}
+
+func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string) {
+	// A conflict is retried every few seconds; report it once per episode.
+	if reason == v1.ReasonSecretConflict {
+		if c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonSecretConflict {
+			return
+		}
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(a, nil, typ, reason, action, "%s", note)
+	}
+}

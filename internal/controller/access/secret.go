@@ -1,0 +1,141 @@
+package access
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// ConflictRetry is how soon a Secret conflict is checked again: the common
+// case (implicit to explicit migration with the same Secret name) resolves
+// as soon as the implicit access's Secret is gone.
+const ConflictRetry = 3 * time.Second
+
+// writeSecret creates or repairs the access's Secret. It reports a conflict
+// when a Secret of that name exists that this access does not own.
+//
+// The cache holds only buckety's own Secrets, so a Secret missing from it
+// may still exist (a foreign one, or this access's own, written moments ago
+// and not yet seen). The create itself answers that: the API server refuses
+// it when any Secret of that name exists, and only then is the Secret read
+// fresh, to tell whose it is. A foreign Secret is never written to. While a
+// conflict persists (it is retried every few seconds) the fresh read comes
+// first, so a retry costs one read, not a refused create and a read.
+func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data map[string][]byte, f *facts) (bool, error) {
+	name := a.Spec.CredentialsSecretName
+	f.secretName = name
+	key := types.NamespacedName{Namespace: a.Namespace, Name: name}
+	s := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) {
+		if !conflictReported(a) {
+			cerr := r.createSecret(ctx, a, name, data)
+			if cerr == nil {
+				r.secretCreated(a, name, data)
+				f.synced = true
+				return false, nil
+			}
+			if !apierrors.IsAlreadyExists(cerr) {
+				return false, fmt.Errorf("create Secret %s: %w", name, cerr)
+			}
+		}
+		err = r.APIReader.Get(ctx, key, s)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		// Gone since the refused create (or, after a conflict, the foreign
+		// Secret was removed): create it now.
+		if err := r.createSecret(ctx, a, name, data); err != nil {
+			return false, fmt.Errorf("create Secret %s: %w", name, err)
+		}
+		r.secretCreated(a, name, data)
+	case err != nil:
+		return false, err
+	case !owns(a, s):
+		owner := fmt.Sprintf("was not created by buckety for this access (no %s=%s label and owner reference)", v1.ManagedByLabel, v1.ManagedByValue)
+		if s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] != a.Name {
+			owner = fmt.Sprintf("belongs to BucketyAccess %s", s.Labels[v1.AccessLabel])
+		}
+		f.secretConflict = fmt.Sprintf("Secret %s already exists and %s; it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, owner)
+		r.event(a, corev1.EventTypeWarning, v1.ReasonSecretConflict, "WriteSecret", f.secretConflict)
+		return true, nil
+	case !sameData(s.Data, data) || s.Type != corev1.SecretTypeOpaque:
+		before := s.DeepCopy()
+		s.Data = data
+		if err := r.Client.Patch(ctx, s, ctrl.MergeFrom(before)); err != nil {
+			return false, fmt.Errorf("repair Secret %s: %w", name, err)
+		}
+		r.event(a, corev1.EventTypeNormal, "SecretRepaired", "WriteSecret", fmt.Sprintf("Secret %s did not hold the expected keys; rewrote %v", name, keys(data)))
+	}
+	f.synced = true
+	return false, nil
+}
+
+// createSecret creates the access's Secret, labelled and owned by a.
+func (r *Reconciler) createSecret(ctx context.Context, a *v1.BucketyAccess, name string, data map[string][]byte) error {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+	if err := controllerutil.SetControllerReference(a, s, r.Client.Scheme()); err != nil {
+		return err
+	}
+	return r.Client.Create(ctx, s)
+}
+
+// owns reports whether s is this access's Secret.
+func owns(a *v1.BucketyAccess, s *corev1.Secret) bool {
+	return s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] == a.Name && metav1.IsControlledBy(s, a)
+}
+
+// secretCreated reports a created Secret in an event, except the first
+// Secret of an implicit access: its Buckety's event (Provisioned, or
+// ImplicitAccessCreated) already named the access and the Secret it
+// writes, and an event is an API write too.
+func (r *Reconciler) secretCreated(a *v1.BucketyAccess, name string, data map[string][]byte) {
+	if a.Labels[v1.ImplicitLabel] == "true" && a.Status.ObservedGeneration == 0 {
+		return
+	}
+	r.event(a, corev1.EventTypeNormal, "SecretWritten", "WriteSecret", fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
+}
+
+// conflictReported reports whether a's status, as read, already reports a
+// Secret conflict.
+func conflictReported(a *v1.BucketyAccess) bool {
+	c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
+	return c != nil && c.Reason == v1.ReasonSecretConflict
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

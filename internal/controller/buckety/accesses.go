@@ -1,0 +1,152 @@
+package buckety
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+// reconcileAccesses materialises or removes the implicit access, then
+// checks every access's Secret.
+func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *facts) error {
+	accesses, err := r.accesses(ctx, b)
+	if err != nil {
+		return err
+	}
+	if err := r.reconcileImplicit(ctx, b, accesses, f); err != nil {
+		return err
+	}
+	f.accessesChecked = true
+	for _, a := range accesses {
+		if !a.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ready := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionTrue || a.Status.ObservedGeneration != a.Generation || a.Status.BucketyGeneration != b.Generation {
+			f.accessesPending = append(f.accessesPending, a.Name)
+		}
+		if meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionScopingNotImplemented) {
+			f.unscoped = append(f.unscoped, a.Name)
+		}
+	}
+	if b.Spec.DefaultAccess != nil && len(accesses) == 0 && f.implicitErr == "" {
+		// Named as it will be once created, so the Ready message (and with
+		// it the status) does not change when the access appears.
+		f.accessesPending = append(f.accessesPending, b.Name)
+	}
+	return nil
+}
+
+func (r *Reconciler) accesses(ctx context.Context, b *v1.Buckety) ([]v1.BucketyAccess, error) {
+	var list v1.BucketyAccessList
+	if err := r.Client.List(ctx, &list, ctrl.InNamespace(b.Namespace), ctrl.MatchingFields{shared.IndexBucketyRef: b.Name}); err != nil {
+		return nil, fmt.Errorf("list accesses: %w", err)
+	}
+	return list.Items, nil
+}
+
+// IsImplicit reports whether a is b's implicit access.
+func IsImplicit(a *v1.BucketyAccess, b *v1.Buckety) bool {
+	return a.Labels[v1.ImplicitLabel] == "true" && metav1.IsControlledBy(a, b)
+}
+
+func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, accesses []v1.BucketyAccess, f *facts) error {
+	var implicit *v1.BucketyAccess
+	explicit := 0
+	for i := range accesses {
+		if IsImplicit(&accesses[i], b) {
+			implicit = &accesses[i]
+		} else {
+			explicit++
+		}
+	}
+	want := b.Spec.DefaultAccess != nil && explicit == 0
+	if !want {
+		if implicit != nil && implicit.DeletionTimestamp.IsZero() {
+			why := "spec.defaultAccess was removed"
+			if explicit > 0 {
+				why = "an explicit BucketyAccess targets this Buckety"
+			}
+			if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
+				return err
+			}
+			r.event(b, corev1.EventTypeNormal, "ImplicitAccessRemoved", "Reconcile", fmt.Sprintf("deleted implicit BucketyAccess %s: %s", implicit.Name, why))
+		}
+		return nil
+	}
+	da := b.Spec.DefaultAccess
+	role := da.Role
+	if role == "" {
+		role = v1.RoleReadWrite
+	}
+	if implicit != nil {
+		switch {
+		case !implicit.DeletionTimestamp.IsZero():
+		case implicit.Spec.CredentialsSecretName != da.CredentialsSecretName:
+			// The Secret name of an access is immutable: replace it.
+			if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
+				return err
+			}
+		case implicit.Spec.Role != role:
+			before := implicit.DeepCopy()
+			implicit.Spec.Role = role
+			if err := r.Client.Patch(ctx, implicit, ctrl.MergeFrom(before)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !provisionedRecorded(b) {
+		// The access waits for its Buckety's recorded Provisioned status;
+		// created before that is written (by this pass), its first
+		// reconcile would only write a waiting status that is overwritten
+		// a moment later. The status patch of this pass triggers the next,
+		// which creates it.
+		return nil
+	}
+	a := &v1.BucketyAccess{
+		// Born with the finalizer: one write instead of a create and a patch.
+		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{v1.ImplicitLabel: "true"}, Finalizers: []string{v1.Finalizer}},
+		Spec:       v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: b.Name}, CredentialsSecretName: da.CredentialsSecretName, Role: role},
+	}
+	if err := controllerutil.SetControllerReference(b, a, r.Client.Scheme()); err != nil {
+		return err
+	}
+	err := r.Client.Create(ctx, a)
+	if apierrors.IsAlreadyExists(err) {
+		// Ours, created by an earlier pass the cache has not seen yet?
+		cur := &v1.BucketyAccess{}
+		if gerr := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(a), cur); gerr == nil && IsImplicit(cur, b) {
+			return nil
+		}
+		f.implicitErr = fmt.Sprintf("spec.defaultAccess: a BucketyAccess named %s already exists in %s and is not this Buckety's implicit access", b.Name, b.Namespace)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if b.Status.ObservedGeneration != 0 {
+		// The first provisioning's Provisioned event announced it; a later
+		// creation (defaultAccess added, the access deleted or replaced)
+		// is reported on its own.
+		r.event(b, corev1.EventTypeNormal, "ImplicitAccessCreated", "Reconcile", fmt.Sprintf("created implicit BucketyAccess %s writing Secret %s", a.Name, da.CredentialsSecretName))
+	}
+	return nil
+}
+
+// provisionedRecorded reports whether b's status, as read at the start of
+// this reconcile, already records the backend resource as provisioned for
+// its current generation: what an access waits for (access.Reconciler).
+func provisionedRecorded(b *v1.Buckety) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation && b.Status.BackendResourceName != ""
+}

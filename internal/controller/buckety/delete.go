@@ -1,0 +1,158 @@
+package buckety
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/naming"
+)
+
+// DeletePassInterval is how soon a deletion in progress is continued.
+const DeletePassInterval = time.Second
+
+// reconcileDelete waits for accesses, then retains or deletes the backend
+// resource, then releases the claim and the finalizer. What to delete comes
+// from this Buckety's claims, read fresh from the API server, never from
+// its status, which a tenant may be allowed to write: only a resource whose
+// claim records that buckety created it, for this Buckety's UID, under a
+// name the backend's current name policy allows for this namespace, is
+// deleted.
+func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *facts) (reconcile.Result, error) {
+	f.deleting = true
+	if !controllerutil.ContainsFinalizer(b, v1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	accesses, err := r.accesses(ctx, b)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for i := range accesses {
+		a := &accesses[i]
+		if IsImplicit(a, b) {
+			f.waitingImplicit = true
+			if a.DeletionTimestamp.IsZero() {
+				if err := r.Client.Delete(ctx, a); ctrl.IgnoreNotFound(err) != nil {
+					return reconcile.Result{}, err
+				}
+			}
+			continue
+		}
+		f.blockedBy = append(f.blockedBy, a.Name)
+	}
+	if len(f.blockedBy) > 0 || f.waitingImplicit {
+		// Access deletions trigger this reconcile through the watch.
+		return reconcile.Result{}, nil
+	}
+	owned, err := r.Claims.Owned(ctx, b.UID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for i := range owned {
+		cl := &owned[i]
+		if res, done, err := r.deleteOrRetain(ctx, b, cl, f); !done {
+			return res, err
+		}
+		if err := r.Claims.Release(ctx, cl); err != nil {
+			return reconcile.Result{}, fmt.Errorf("release claim on %s: %w", cl.Spec.ResourceName, err)
+		}
+	}
+	if len(owned) > 0 {
+		r.wakeConflicts(ctx)
+	}
+	if len(owned) == 0 && b.Status.BackendResourceName != "" {
+		r.event(b, corev1.EventTypeNormal, "Retained", "Delete", fmt.Sprintf("left %s on backend %s in place: buckety holds no claim of this Buckety on it", b.Status.BackendResourceName, b.Status.Backend))
+	}
+	r.mu.Lock()
+	delete(r.deleted, b.UID)
+	r.mu.Unlock()
+	if r.Backoff != nil {
+		r.Backoff.Reset(b.UID)
+	}
+	return reconcile.Result{}, shared.RemoveFinalizer(ctx, r.Client, b)
+}
+
+// deleteOrRetain handles one claimed resource of a Buckety being deleted.
+// done is false while the deletion is in progress or failed.
+func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.BucketyClaim, f *facts) (res reconcile.Result, done bool, err error) {
+	name := cl.Spec.ResourceName
+	retain := func(why string) (reconcile.Result, bool, error) {
+		if cl.Spec.Phase != v1.ClaimClaimed {
+			r.event(b, corev1.EventTypeNormal, "Retained", "Delete", fmt.Sprintf("left %s on backend %s in place: %s", name, cl.Spec.Backend, why))
+		}
+		return reconcile.Result{}, true, nil
+	}
+	switch {
+	case b.Spec.RetentionPolicy != v1.RetentionDelete:
+		return retain("retentionPolicy Retain")
+	case !claims.Deletable(cl, r.deletesAdopted(cl.Spec.Backend)):
+		switch cl.Spec.Phase {
+		case v1.ClaimAdopting:
+			return retain("it was adopted, not created, by buckety, and the adoption never settled")
+		case v1.ClaimAdopted:
+			return retain("it was adopted, not created, by buckety (the backend does not set adoption.deleteAdopted)")
+		}
+		return retain("this Buckety never wrote to it")
+	}
+	e, problem := shared.Resolve(r.Backends, cl.Spec.Backend,
+		shared.Sticky{Backend: cl.Spec.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+	if problem != nil {
+		f.problem = problem
+		return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, false, nil
+	}
+	src := naming.Source{Name: b.Name, Namespace: b.Namespace, Labels: b.Labels, BackendName: e.Name, Defaults: e.Config.Defaults}
+	if err := e.Config.CheckName(src, name); err != nil {
+		return retain("the backend's name policy does not give this name to namespace " + b.Namespace + " (" + err.Error() + ")")
+	}
+	err = e.Backend.Delete(ctx, drivers.Resource{Name: name, Parameters: b.Spec.Parameters})
+	var ip *drivers.InProgressError
+	switch {
+	case errors.As(err, &ip):
+		total := r.addDeleted(b.UID, ip.Done)
+		f.deleteProgress = fmt.Sprintf("deleting %s on backend %s: %d removed so far; %s", name, e.Name, total, ip.Message)
+		r.event(b, corev1.EventTypeNormal, "DeletionProgress", "Delete", f.deleteProgress)
+		return reconcile.Result{RequeueAfter: DeletePassInterval}, false, nil
+	case err != nil:
+		f.Record(err)
+		d := shared.TransientBase
+		if r.Backoff != nil {
+			d = r.Backoff.Next(b.UID, shared.Transient)
+		}
+		return reconcile.Result{RequeueAfter: d}, false, nil
+	}
+	why := "retentionPolicy Delete"
+	if cl.Spec.Phase == v1.ClaimAdopted {
+		why += "; adopted, and the backend sets adoption.deleteAdopted"
+	}
+	r.event(b, corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted %s on backend %s (%s)", name, e.Name, why))
+	return reconcile.Result{}, true, nil
+}
+
+// deletesAdopted reports whether the maintainer lets retentionPolicy Delete
+// delete adopted resources on the backend (adoption.deleteAdopted). A
+// backend no longer configured does not.
+func (r *Reconciler) deletesAdopted(backend string) bool {
+	e, ok := r.Backends.Get(backend)
+	return ok && e.Config.DeletesAdopted()
+}
+
+func (r *Reconciler) addDeleted(uid types.UID, n int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.deleted == nil {
+		r.deleted = map[types.UID]int64{}
+	}
+	r.deleted[uid] += n
+	return r.deleted[uid]
+}

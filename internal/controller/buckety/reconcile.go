@@ -1,0 +1,195 @@
+package buckety
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/naming"
+)
+
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies/status,verbs=patch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles Buckety objects.
+type Reconciler struct {
+	// Client is the manager's (cached) client.
+	Client ctrl.Client
+	// Backends are the open backends of the controller config.
+	Backends *backends.Set
+	// Claims is the controller's record of which Buckety owns which backend
+	// resource; destructive actions trust only it.
+	Claims *claims.Store
+	// Recorder records events on Bucketies; nil records none.
+	Recorder events.EventRecorder
+	// Recheck is the period of the drift re-check (jittered).
+	Recheck time.Duration
+	// SweptRecheck, when set, replaces Recheck for Bucketies on a backend
+	// whose drift sweep sees everything Ensure acts on (see sweep.go): a
+	// long safety net.
+	SweptRecheck time.Duration
+	// ObservedMaxAge, when set, is the drivers.Resource.MaxAge of Ensure on
+	// backends whose drift sweep is complete: the sweep interval, since the
+	// sweep bounds how long drift goes unseen (see sweep.go).
+	ObservedMaxAge time.Duration
+	// Backoff spaces retries after failures, independent of Recheck.
+	Backoff *shared.Backoff
+	// Written skips reconciles that start from a cache older than this
+	// controller's own last write to the object; nil skips none.
+	Written *shared.Written
+	// Released, when set, receives the Bucketies waiting for a name (Ready
+	// reason NameConflict) whenever a claim is released, so they retry at
+	// once instead of on their backoff.
+	Released chan<- event.GenericEvent
+
+	mu      sync.Mutex
+	deleted map[types.UID]int64
+}
+
+// Reconcile implements reconcile.Reconciler: it fetches the Buckety, defers
+// the one status write (shared.Finish, from the conditions status.go
+// derives), handles deletion (delete.go) or adds the finalizer, and then
+// runs the phases in order, each recording facts and stopping the pass
+// when the next could not proceed: resolve the backend, resolve and check
+// the name, validate the parameters, claim the resource (claim.go),
+// provision it (provision.go, with the adoption check of adoption.go), and
+// reconcile its accesses (accesses.go).
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
+	b := &v1.Buckety{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Written.Forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if r.Written.Stale(b) {
+		// The cache lags this controller's own last write; that write's
+		// watch event brings the object back (shared.Written).
+		return reconcile.Result{}, nil
+	}
+	orig := b.DeepCopy()
+	f := &facts{}
+	defer func() {
+		defer r.Written.Record(b, orig.ResourceVersion)
+		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, b, orig, &orig.Status, &b.Status, shared.Outcome{
+			Conditions: &b.Status.Conditions, ObservedGeneration: &b.Status.ObservedGeneration,
+			Derived: conditions(b, f), Failure: failure(f), Deleting: f.deleting,
+		}, res, reterr)
+	}()
+
+	if !b.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, b, f)
+	}
+	if err := shared.AddFinalizer(ctx, r.Client, b); err != nil {
+		return reconcile.Result{}, err
+	}
+	requeue := reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}
+
+	e, problem := r.resolve(b)
+	if problem != nil {
+		f.problem = problem
+		return requeue, nil
+	}
+	requeue.RequeueAfter = shared.Jitter(r.recheck(e))
+	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
+		return requeue, nil
+	}
+	ok, err := r.provision(ctx, b, e, f)
+	if err != nil || !ok {
+		return requeue, err
+	}
+	if err := r.reconcileAccesses(ctx, b, f); err != nil {
+		return requeue, err
+	}
+	return requeue, nil
+}
+
+// failure classifies this reconcile for the retry backoff: soon after a
+// failure that may clear by itself, slower after one that needs someone to
+// act outside the object, and at the drift re-check interval otherwise.
+func failure(f *facts) shared.Failure {
+	switch {
+	case f.Unavailable != nil, f.Other != nil, f.claimErr != nil:
+		return shared.Transient
+	case f.AccessDenied != nil, f.adoptionRefused != "", len(f.adoptionDrift) > 0, f.conflictOwner != "", len(f.shortfalls) > 0:
+		return shared.Permanent
+	}
+	return shared.None
+}
+
+func (r *Reconciler) resolve(b *v1.Buckety) (*backends.Entry, *shared.Problem) {
+	return shared.Resolve(r.Backends, b.Spec.Backend,
+		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+}
+
+// resolveName finds the backend resource name: the name of a claim this
+// Buckety already wrote to the backend under (even if the status write that
+// followed was lost), else status.backendResourceName once stamped, else
+// spec.name resolved now. A name that does not come from this Buckety's own
+// claim is checked against the backend's name policy and the driver's rules
+// before anything is claimed, so a tenant-written status field cannot point
+// the controller at a resource the tenant could not have named.
+func (r *Reconciler) resolveName(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
+	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	if err != nil {
+		f.claimErr = err
+		return false
+	}
+	for i := range owned {
+		if cl := &owned[i]; cl.Spec.Phase != v1.ClaimClaimed && cl.Spec.Backend == e.Name {
+			f.resourceName = cl.Spec.ResourceName
+			return true
+		}
+	}
+	src := naming.Source{
+		Name: b.Name, Namespace: b.Namespace, Labels: b.Labels,
+		BackendName: e.Name, Defaults: e.Config.Defaults,
+	}
+	name := b.Status.BackendResourceName
+	if name == "" {
+		if name, err = naming.Resolve(b.Spec.Name, src); err != nil {
+			f.templateErr = err
+			return false
+		}
+	}
+	f.resourceName = name
+	if err := e.Config.CheckName(src, name); err != nil {
+		f.invalidName = "spec.name " + err.Error()
+		return false
+	}
+	if _, errs := e.Driver.ValidateName(field.NewPath("spec", "name").Key("resolved"), e.Config.Options(), name); len(errs) > 0 {
+		f.invalidName = fmt.Sprintf("spec.name resolves to %q, which driver %s rejects: %v", name, e.Driver.Name(), errs.ToAggregate())
+		return false
+	}
+	return true
+}
+
+func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *facts) bool {
+	if _, errs := e.Driver.ValidateParameters(field.NewPath("spec", "parameters"), e.Config.Options(), nil, b.Spec.Parameters); len(errs) > 0 {
+		f.invalidParams = errs.ToAggregate().Error()
+		return false
+	}
+	return true
+}
+
+func (r *Reconciler) event(b *v1.Buckety, typ, reason, action, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(b, nil, typ, reason, action, "%s", note)
+	}
+}
