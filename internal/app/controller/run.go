@@ -4,28 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
 	"net/http"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -151,65 +145,48 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err := shared.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	released := make(chan event.GenericEvent, 64)
-	drifted := make(chan event.GenericEvent, 64)
-	br := &buckety.Reconciler{Client: mgr.GetClient(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck,
-		Claims:   &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
-		Backoff:  &shared.Backoff{},
-		Released: released,
-		Written:  &shared.Written{},
-	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named("buckety").
-		For(&v1.Buckety{}).
-		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(drifted, &handler.EnqueueRequestForObject{})).
-		Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-			a := obj.(*v1.BucketyAccess)
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}}}
-		})).
-		WithOptions(controllerOptions(o)).
-		Complete(br)
-	if err != nil {
+	// One claim store for both kinds: the Buckety controller writes claims,
+	// the access controller reads its Buckety's resource name from them.
+	store := &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	drifted := make(chan event.GenericEvent, driftedBuffer)
+	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, Controller: controllerOptions(o)}
+	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
+	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err
 	}
-	ar := &access.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: set, Recorder: mgr.GetEventRecorder("buckety-controller"), Recheck: o.Recheck, Backoff: &shared.Backoff{}, Claims: br.Claims, Written: &shared.Written{}}
-	c := mgr.GetClient()
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named("bucketyaccess").
-		For(&v1.BucketyAccess{}).
-		Owns(&corev1.Secret{}).
-		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			var list v1.BucketyAccessList
-			if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{shared.IndexBucketyRef: obj.GetName()}); err != nil {
-				log.Error(err, "list accesses of Buckety", "buckety", obj.GetNamespace()+"/"+obj.GetName())
-				return nil
-			}
-			out := make([]reconcile.Request, len(list.Items))
-			for i, a := range list.Items {
-				out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}}
-			}
-			return out
-		})).
-		WithOptions(controllerOptions(o)).
-		Complete(ar)
-	if err != nil {
+	if _, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o)}); err != nil {
 		return err
 	}
-	if err := addSweeper(mgr, o, set, br, drifted); err != nil {
+	if err := addSweeper(mgr, o, set, drifted); err != nil {
 		return err
 	}
+	if err := addHealthChecks(ctx, mgr); err != nil {
+		return err
+	}
+	if err := registerCollector(mgr, set); err != nil {
+		return err
+	}
+	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "leaderElection", o.LeaderElect)
+	return mgr.Start(ctx)
+}
+
+// addHealthChecks serves liveness (the process answers) and readiness (the
+// cache has synced) on the probe address.
+func addHealthChecks(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("cache", func(_ *http.Request) error {
+	return mgr.AddReadyzCheck("cache", func(_ *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return errors.New("cache not synced")
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
+	})
+}
+
+// registerCollector registers the per-backend resource gauges with the
+// controller-runtime metrics registry.
+func registerCollector(mgr ctrl.Manager, set *backends.Set) error {
 	collector := newResourceCollector(mgr.GetCache(), set.Names())
 	if err := ctrlmetrics.Registry.Register(collector); err != nil {
 		var are prometheus.AlreadyRegisteredError
@@ -219,8 +196,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		// A previous Run in this process (tests) registered it: reuse it.
 		are.ExistingCollector.(*resourceCollector).set(mgr.GetCache(), set.Names())
 	}
-	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", br.SweptRecheck.String(), "leaderElection", o.LeaderElect)
-	return mgr.Start(ctx)
+	return nil
 }
 
 // controllerOptions are both controllers' options. They use client-go's work

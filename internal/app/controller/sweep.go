@@ -46,20 +46,34 @@ func validateSweep(o Options) error {
 	return nil
 }
 
+// driftedBuffer is how many drifted Bucketies a sweep may hand over
+// before it waits for the Buckety controller to take them.
+const driftedBuffer = 64
+
+// sweepRecheck is the Buckety reconciler's per-object re-check on backends
+// whose sweep is complete, and the drivers.Resource.MaxAge of its Ensure
+// there (buckety.Options): with the sweep on, a long safety net and one
+// sweep interval, since the sweep bounds how long drift goes unseen; with
+// it off, zero (every Buckety re-checked every Recheck, reading the
+// backend every time).
+func sweepRecheck(o Options) (swept, maxAge time.Duration) {
+	if o.DriftSweep <= 0 {
+		return 0, 0
+	}
+	swept = o.SweptRecheck
+	if swept <= 0 {
+		swept = DefaultSweptRecheckInterval
+	}
+	return swept, o.DriftSweep
+}
+
 // addSweeper runs the drift sweep on the leader when o.DriftSweep is set,
 // sending drifted Bucketies to drifted (a source of the Buckety
-// controller), and lengthens br's per-object re-check on backends whose
-// sweep is complete, where Ensure may also answer from what the backend saw
-// within one sweep interval (drivers.Resource.MaxAge).
-func addSweeper(mgr ctrl.Manager, o Options, set *backends.Set, br *buckety.Reconciler, drifted chan<- event.GenericEvent) error {
+// controller).
+func addSweeper(mgr ctrl.Manager, o Options, set *backends.Set, drifted chan<- event.GenericEvent) error {
 	if o.DriftSweep <= 0 {
 		return nil
 	}
-	br.SweptRecheck = o.SweptRecheck
-	if br.SweptRecheck <= 0 {
-		br.SweptRecheck = DefaultSweptRecheckInterval
-	}
-	br.ObservedMaxAge = o.DriftSweep
 	return mgr.Add(&buckety.Sweeper{
 		Reader: mgr.GetClient(), Backends: set, Interval: o.DriftSweep, Drifted: drifted,
 		Log: o.Log.WithName("drift-sweep"),

@@ -6,6 +6,6 @@
 // Secret.
 //
 // As for Buckety, phases record facts and status.go derives every condition.
-// reconcile.go runs the phases, secret.go writes the Secret, delete.go
-// revokes and cleans up.
+// setup.go says what wakes an access, reconcile.go runs the phases,
+// secret.go writes the Secret, delete.go revokes and cleans up.
 package access

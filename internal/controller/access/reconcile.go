@@ -27,7 +27,8 @@ import (
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 
-// Reconciler reconciles BucketyAccess objects.
+// Reconciler reconciles BucketyAccess objects. SetupWithManager builds it
+// and the controller that feeds it; tests build it directly.
 type Reconciler struct {
 	// Client is the manager's (cached) client.
 	Client ctrl.Client

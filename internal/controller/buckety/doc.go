@@ -6,7 +6,8 @@
 //
 // Reconcile gathers facts in ordered phases; status.go derives every
 // condition from those facts in one function, and one status patch is made
-// per reconcile. The files follow a pass: reconcile.go (the phase list, name and parameter checks), claim.go,
+// per reconcile. The files follow a pass: setup.go (what wakes a Buckety),
+// reconcile.go (the phase list, name and parameter checks), claim.go,
 // provision.go and adoption.go (owning and converging the resource, each
 // step recorded in the claim before the backend write that depends on it),
 // accesses.go (the implicit access and the accesses' readiness), delete.go,

@@ -27,7 +27,8 @@ import (
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler reconciles Buckety objects.
+// Reconciler reconciles Buckety objects. SetupWithManager builds it and the
+// controller that feeds it; tests build it directly.
 type Reconciler struct {
 	// Client is the manager's (cached) client.
 	Client ctrl.Client

@@ -1,0 +1,85 @@
+package access
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+// ControllerName names the BucketyAccess controller (in logs and metrics).
+const ControllerName = "bucketyaccess"
+
+// Options configure the BucketyAccess controller.
+type Options struct {
+	// Backends are the open backends of the controller config.
+	Backends *backends.Set
+	// Claims is the claim store, shared with the Buckety controller.
+	Claims *claims.Store
+	// Recheck is the Reconciler's field of that name.
+	Recheck time.Duration
+	// Controller are the controller's options: workers, rate limiter, queue.
+	Controller controller.Options
+}
+
+// SetupWithManager builds the BucketyAccess reconciler and registers its
+// controller with mgr. What wakes an access:
+//
+//   - a change to the access;
+//   - a change to the Secret it owns (an edit or deletion is repaired);
+//   - a change to the Buckety it names (bucketyToAccesses, through the
+//     shared.IndexBucketyRef index): it waits for the Buckety's resource,
+//     and its grant follows the Buckety's parameters;
+//   - its own requeue: the re-check, a retry, a Secret conflict.
+func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Backends:  o.Backends,
+		Claims:    o.Claims,
+		Recorder:  mgr.GetEventRecorder(shared.EventReporter),
+		Recheck:   o.Recheck,
+		Backoff:   &shared.Backoff{},
+		Written:   &shared.Written{},
+	}
+	err := builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1.BucketyAccess{}).
+		Owns(&corev1.Secret{}).
+		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr))).
+		WithOptions(o.Controller).
+		Complete(r)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// bucketyToAccesses maps a Buckety to the accesses that name it, read from
+// the cache by the shared.IndexBucketyRef index.
+func bucketyToAccesses(mgr manager.Manager) handler.MapFunc {
+	c, log := mgr.GetClient(), mgr.GetLogger()
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var list v1.BucketyAccessList
+		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{shared.IndexBucketyRef: obj.GetName()}); err != nil {
+			log.Error(err, "list accesses of Buckety", "buckety", obj.GetNamespace()+"/"+obj.GetName())
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i, a := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Name}}
+		}
+		return out
+	}
+}

@@ -1,0 +1,90 @@
+package buckety
+
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
+
+// ControllerName names the Buckety controller (in logs and metrics).
+const ControllerName = "buckety"
+
+// releasedBuffer is how many woken Bucketies may wait to be enqueued; a
+// deletion that releases a claim blocks on a full buffer, not drops.
+const releasedBuffer = 64
+
+// Options configure the Buckety controller.
+type Options struct {
+	// Backends are the open backends of the controller config.
+	Backends *backends.Set
+	// Claims is the claim store, shared with the access controller.
+	Claims *claims.Store
+	// Recheck, SweptRecheck and ObservedMaxAge are the Reconciler's fields
+	// of those names.
+	Recheck, SweptRecheck, ObservedMaxAge time.Duration
+	// Drifted, when set, delivers the Bucketies the drift sweep found
+	// drifted (Sweeper.Drifted).
+	Drifted <-chan event.GenericEvent
+	// Controller are the controller's options: workers, rate limiter, queue.
+	Controller controller.Options
+}
+
+// SetupWithManager builds the Buckety reconciler and registers its
+// controller with mgr. What wakes a Buckety:
+//
+//   - a change to the Buckety;
+//   - a change to a BucketyAccess naming it (accessToBuckety): its
+//     accesses' readiness is part of its Ready, the implicit access is its
+//     to keep, and its deletion waits for them;
+//   - a claim released by another Buckety's deletion, when it waits for
+//     that name (Reconciler.Released);
+//   - the drift sweep finding its resource drifted (Options.Drifted);
+//   - its own requeue: the drift re-check, a retry, a deletion pass.
+func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
+	released := make(chan event.GenericEvent, releasedBuffer)
+	r := &Reconciler{
+		Client:         mgr.GetClient(),
+		Backends:       o.Backends,
+		Claims:         o.Claims,
+		Recorder:       mgr.GetEventRecorder(shared.EventReporter),
+		Recheck:        o.Recheck,
+		SweptRecheck:   o.SweptRecheck,
+		ObservedMaxAge: o.ObservedMaxAge,
+		Backoff:        &shared.Backoff{},
+		Written:        &shared.Written{},
+		Released:       released,
+	}
+	b := builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1.Buckety{}).
+		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{}))
+	if o.Drifted != nil {
+		b = b.WatchesRawSource(source.Channel(o.Drifted, &handler.EnqueueRequestForObject{}))
+	}
+	err := b.Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(accessToBuckety)).
+		WithOptions(o.Controller).
+		Complete(r)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// accessToBuckety maps a BucketyAccess to the Buckety it names.
+func accessToBuckety(_ context.Context, obj client.Object) []reconcile.Request {
+	a := obj.(*v1.BucketyAccess)
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}}}
+}
