@@ -75,8 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	f := &facts{}
 	defer func() {
 		defer r.Written.Record(a, orig.ResourceVersion)
-		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, a, orig, &orig.Status, &a.Status, shared.Outcome{
-			Conditions: &a.Status.Conditions, ObservedGeneration: &a.Status.ObservedGeneration,
+		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, statusFields, a, orig, shared.Outcome{
 			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting,
 		}, res, reterr)
 	}()
@@ -192,7 +191,7 @@ func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.En
 
 func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string) {
 	// A conflict is retried every few seconds; report it once per episode.
-	if reason == v1.ReasonSecretConflict {
+	if reason == v1.EventSecretConflict {
 		if c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonSecretConflict {
 			return
 		}

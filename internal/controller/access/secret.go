@@ -69,7 +69,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 			owner = fmt.Sprintf("belongs to BucketyAccess %s", s.Labels[v1.AccessLabel])
 		}
 		f.secretConflict = fmt.Sprintf("Secret %s already exists and %s; it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, owner)
-		r.event(a, corev1.EventTypeWarning, v1.ReasonSecretConflict, "WriteSecret", f.secretConflict)
+		r.event(a, corev1.EventTypeWarning, v1.EventSecretConflict, v1.EventActionWriteSecret, f.secretConflict)
 		return true, nil
 	case !sameData(s.Data, data) || s.Type != corev1.SecretTypeOpaque:
 		before := s.DeepCopy()
@@ -77,7 +77,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 		if err := r.Client.Patch(ctx, s, ctrl.MergeFrom(before)); err != nil {
 			return false, fmt.Errorf("repair Secret %s: %w", name, err)
 		}
-		r.event(a, corev1.EventTypeNormal, "SecretRepaired", "WriteSecret", fmt.Sprintf("Secret %s did not hold the expected keys; rewrote %v", name, keys(data)))
+		r.event(a, corev1.EventTypeNormal, v1.EventSecretRepaired, v1.EventActionWriteSecret, fmt.Sprintf("Secret %s did not hold the expected keys; rewrote %v", name, keys(data)))
 	}
 	f.synced = true
 	return false, nil
@@ -109,7 +109,7 @@ func (r *Reconciler) secretCreated(a *v1.BucketyAccess, name string, data map[st
 	if a.Labels[v1.ImplicitLabel] == "true" && a.Status.ObservedGeneration == 0 {
 		return
 	}
-	r.event(a, corev1.EventTypeNormal, "SecretWritten", "WriteSecret", fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
+	r.event(a, corev1.EventTypeNormal, v1.EventSecretWritten, v1.EventActionWriteSecret, fmt.Sprintf("created Secret %s with keys %v", name, keys(data)))
 }
 
 // conflictReported reports whether a's status, as read, already reports a

@@ -3,9 +3,18 @@ package access
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
+
+// statusFields tells shared.Finish where a BucketyAccess keeps its status.
+var statusFields = shared.StatusFields[*v1.BucketyAccess, v1.BucketyAccessStatus]{
+	Status:             func(a *v1.BucketyAccess) *v1.BucketyAccessStatus { return &a.Status },
+	Conditions:         func(s *v1.BucketyAccessStatus) *[]metav1.Condition { return &s.Conditions },
+	ObservedGeneration: func(s *v1.BucketyAccessStatus) *int64 { return &s.ObservedGeneration },
+}
 
 // conditions derives every condition of a BucketyAccess from the facts of
 // one reconcile, one small function per type (v1.BucketyAccessConditions

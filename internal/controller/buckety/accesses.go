@@ -79,7 +79,7 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 			if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
 				return err
 			}
-			r.event(b, corev1.EventTypeNormal, "ImplicitAccessRemoved", "Reconcile", fmt.Sprintf("deleted implicit BucketyAccess %s: %s", implicit.Name, why))
+			r.event(b, corev1.EventTypeNormal, v1.EventImplicitAccessRemoved, v1.EventActionReconcile, fmt.Sprintf("deleted implicit BucketyAccess %s: %s", implicit.Name, why))
 		}
 		return nil
 	}
@@ -138,7 +138,7 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 		// The first provisioning's Provisioned event announced it; a later
 		// creation (defaultAccess added, the access deleted or replaced)
 		// is reported on its own.
-		r.event(b, corev1.EventTypeNormal, "ImplicitAccessCreated", "Reconcile", fmt.Sprintf("created implicit BucketyAccess %s writing Secret %s", a.Name, da.CredentialsSecretName))
+		r.event(b, corev1.EventTypeNormal, v1.EventImplicitAccessCreated, v1.EventActionReconcile, fmt.Sprintf("created implicit BucketyAccess %s writing Secret %s", a.Name, da.CredentialsSecretName))
 	}
 	return nil
 }

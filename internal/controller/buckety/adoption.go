@@ -62,7 +62,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		}
 		f.adoptionRefused = in.Detail
 		f.adoptionHint = adoptionHint(b, e)
-		r.event(b, corev1.EventTypeWarning, v1.ReasonAdoptionRefused, "Provision", in.Detail)
+		r.event(b, corev1.EventTypeWarning, v1.EventAdoptionRefused, v1.EventActionProvision, in.Detail)
 		return nil, false, false
 	}
 	phase := v1.ClaimCreating
@@ -134,12 +134,12 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 		f.adoptionDrift = diffs
 		f.drift = drift
 		if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c == nil || c.Reason != v1.ReasonAdoptionDrift || c.ObservedGeneration != b.Generation {
-			r.event(b, corev1.EventTypeWarning, v1.ReasonAdoptionDrift, "Adopt", fmt.Sprintf("%s on backend %s differs from spec.parameters; nothing applied: %s", f.resourceName, e.Name, strings.Join(diffs, "; ")))
+			r.event(b, corev1.EventTypeWarning, v1.EventAdoptionDrift, v1.EventActionAdopt, fmt.Sprintf("%s on backend %s differs from spec.parameters; nothing applied: %s", f.resourceName, e.Name, strings.Join(diffs, "; ")))
 		}
 		return false
 	}
 	if len(diffs) > 0 {
-		r.event(b, corev1.EventTypeNormal, "AdoptionConverging", "Adopt", fmt.Sprintf("spec.adoption is AdoptAndConverge; applying to %s on backend %s: %s", f.resourceName, e.Name, strings.Join(diffs, "; ")))
+		r.event(b, corev1.EventTypeNormal, v1.EventAdoptionConverging, v1.EventActionAdopt, fmt.Sprintf("spec.adoption is AdoptAndConverge; applying to %s on backend %s: %s", f.resourceName, e.Name, strings.Join(diffs, "; ")))
 	}
 	if err := r.Claims.Advance(ctx, f.claim, v1.ClaimAdopted); err != nil {
 		f.claimErr = err

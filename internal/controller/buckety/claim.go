@@ -73,7 +73,7 @@ func (r *Reconciler) conflictEvent(b *v1.Buckety, e *backends.Entry, f *facts) {
 	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonNameConflict {
 		return
 	}
-	r.event(b, corev1.EventTypeWarning, v1.ReasonNameConflict, "Claim", fmt.Sprintf("%s on backend %s is owned by Buckety %s", f.resourceName, e.Name, f.conflictOwner))
+	r.event(b, corev1.EventTypeWarning, v1.EventNameConflict, v1.EventActionClaim, fmt.Sprintf("%s on backend %s is owned by Buckety %s", f.resourceName, e.Name, f.conflictOwner))
 }
 
 // wakeConflicts enqueues every Buckety waiting for a name another held.

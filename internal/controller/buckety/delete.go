@@ -72,7 +72,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		r.wakeConflicts(ctx)
 	}
 	if len(owned) == 0 && b.Status.BackendResourceName != "" {
-		r.event(b, corev1.EventTypeNormal, "Retained", "Delete", fmt.Sprintf("left %s on backend %s in place: buckety holds no claim of this Buckety on it", b.Status.BackendResourceName, b.Status.Backend))
+		r.event(b, corev1.EventTypeNormal, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("left %s on backend %s in place: buckety holds no claim of this Buckety on it", b.Status.BackendResourceName, b.Status.Backend))
 	}
 	r.mu.Lock()
 	delete(r.deleted, b.UID)
@@ -89,7 +89,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	name := cl.Spec.ResourceName
 	retain := func(why string) (reconcile.Result, bool, error) {
 		if cl.Spec.Phase != v1.ClaimClaimed {
-			r.event(b, corev1.EventTypeNormal, "Retained", "Delete", fmt.Sprintf("left %s on backend %s in place: %s", name, cl.Spec.Backend, why))
+			r.event(b, corev1.EventTypeNormal, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("left %s on backend %s in place: %s", name, cl.Spec.Backend, why))
 		}
 		return reconcile.Result{}, true, nil
 	}
@@ -121,7 +121,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	case errors.As(err, &ip):
 		total := r.addDeleted(b.UID, ip.Done)
 		f.deleteProgress = fmt.Sprintf("deleting %s on backend %s: %d removed so far; %s", name, e.Name, total, ip.Message)
-		r.event(b, corev1.EventTypeNormal, "DeletionProgress", "Delete", f.deleteProgress)
+		r.event(b, corev1.EventTypeNormal, v1.EventDeletionProgress, v1.EventActionDelete, f.deleteProgress)
 		return reconcile.Result{RequeueAfter: DeletePassInterval}, false, nil
 	case err != nil:
 		f.Record(err)
@@ -135,7 +135,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	if cl.Spec.Phase == v1.ClaimAdopted {
 		why += "; adopted, and the backend sets adoption.deleteAdopted"
 	}
-	r.event(b, corev1.EventTypeNormal, "Deleted", "Delete", fmt.Sprintf("deleted %s on backend %s (%s)", name, e.Name, why))
+	r.event(b, corev1.EventTypeNormal, v1.EventDeleted, v1.EventActionDelete, fmt.Sprintf("deleted %s on backend %s (%s)", name, e.Name, why))
 	return reconcile.Result{}, true, nil
 }
 

@@ -55,7 +55,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	case errors.As(err, &drift):
 		f.drift = drift
 		metrics.DriftDetected.WithLabelValues(e.Name, "false").Inc()
-		r.event(b, corev1.EventTypeWarning, v1.ReasonDriftUnrepairable, "Reconcile", drift.Error())
+		r.event(b, corev1.EventTypeWarning, v1.EventDriftUnrepairable, v1.EventActionReconcile, drift.Error())
 	case err != nil:
 		f.Record(err)
 		return false, nil
@@ -96,15 +96,15 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			// One event, not a second one when the access is created.
 			msg += fmt.Sprintf("; implicit BucketyAccess %s writes Secret %s", b.Name, da.CredentialsSecretName)
 		}
-		r.event(b, corev1.EventTypeNormal, "Provisioned", "Provision", msg)
+		r.event(b, corev1.EventTypeNormal, v1.EventProvisioned, v1.EventActionProvision, msg)
 	} else if len(res.Changes) > 0 {
-		reason := "Updated"
+		reason := v1.EventUpdated
 		if b.Generation == b.Status.ObservedGeneration {
-			reason = "DriftRepaired"
+			reason = v1.EventDriftRepaired
 			metrics.DriftDetected.WithLabelValues(e.Name, "true").Inc()
 			metrics.DriftRepaired.WithLabelValues(e.Name).Inc()
 		}
-		r.event(b, corev1.EventTypeNormal, reason, "Reconcile", strings.Join(res.Changes, "; "))
+		r.event(b, corev1.EventTypeNormal, reason, v1.EventActionReconcile, strings.Join(res.Changes, "; "))
 	}
 	b.Status.DriverBuildVersion = e.Driver.Version().String()
 	return true, nil

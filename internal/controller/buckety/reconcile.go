@@ -88,8 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	f := &facts{}
 	defer func() {
 		defer r.Written.Record(b, orig.ResourceVersion)
-		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, b, orig, &orig.Status, &b.Status, shared.Outcome{
-			Conditions: &b.Status.Conditions, ObservedGeneration: &b.Status.ObservedGeneration,
+		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, shared.Outcome{
 			Derived: conditions(b, f), Failure: failure(f), Deleting: f.deleting,
 		}, res, reterr)
 	}()

@@ -4,9 +4,18 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
+
+// statusFields tells shared.Finish where a Buckety keeps its status.
+var statusFields = shared.StatusFields[*v1.Buckety, v1.BucketyStatus]{
+	Status:             func(b *v1.Buckety) *v1.BucketyStatus { return &b.Status },
+	Conditions:         func(s *v1.BucketyStatus) *[]metav1.Condition { return &s.Conditions },
+	ObservedGeneration: func(s *v1.BucketyStatus) *int64 { return &s.ObservedGeneration },
+}
 
 // conditions derives every condition of a Buckety from the facts of one
 // reconcile, one small function per type (v1.BucketyConditions declares the

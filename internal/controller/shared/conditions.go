@@ -3,6 +3,7 @@ package shared
 import (
 	"math/rand/v2"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,13 +27,23 @@ func Apply(list *[]metav1.Condition, generation int64, conds []Cond) {
 	}
 }
 
-// truncate keeps a message under the API's 32 KiB condition limit.
+// maxMessage is the longest condition message written, in bytes: well
+// under the API's 32 KiB limit, and still readable in kubectl describe.
+const maxMessage = 4096
+
+// truncate keeps a message within maxMessage bytes, ending it with "..."
+// when cut. The cut falls on a character boundary: a multi-byte UTF-8
+// character split in two would make the message invalid UTF-8, which the
+// JSON encoding of the status patch turns into U+FFFD.
 func truncate(s string) string {
-	const max = 4096
-	if len(s) <= max {
+	if len(s) <= maxMessage {
 		return s
 	}
-	return s[:max-3] + "..."
+	cut := maxMessage - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Jitter returns d plus up to 10% random, so periodic re-checks of many

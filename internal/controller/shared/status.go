@@ -16,11 +16,22 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
+// StatusFields tells Finish where objects of one kind, O, keep their
+// status, of type S. Finish reads the status before and after through the
+// same function, so it always compares and patches the object's own
+// status: a status of another kind, or of another object, cannot be passed
+// (it does not compile), where a pointer of the wrong type would have been
+// compared, found unchanged, and never patched.
+type StatusFields[O ctrl.Object, S any] struct {
+	// Status points at obj's status.
+	Status func(obj O) *S
+	// Conditions and ObservedGeneration point into a status.
+	Conditions         func(s *S) *[]metav1.Condition
+	ObservedGeneration func(s *S) *int64
+}
+
 // Outcome is what one reconcile of an object decided, for Finish.
 type Outcome struct {
-	// Conditions and ObservedGeneration point into the object's status.
-	Conditions         *[]metav1.Condition
-	ObservedGeneration *int64
 	// Derived is every condition, as the kind's status.go derived it.
 	Derived []Cond
 	// Failure classifies the reconcile for the retry backoff; Deleting
@@ -30,21 +41,24 @@ type Outcome struct {
 }
 
 // Finish is the deferred tail of every reconcile, the one place status is
-// written: it applies the derived conditions, advances observedGeneration
-// when Ready is True, picks the retry delay, and patches the status
-// subresource when *status changed from *statusBefore (pointers: the
-// status is compared after the conditions are applied, and only the status,
-// so a finalizer patch alone does not cause a status write). On error the
+// written: it applies the derived conditions to obj's status, advances
+// observedGeneration when Ready is True, picks the retry delay, and
+// patches the status subresource when obj's status differs from orig's
+// (orig is obj as read at the start of the reconcile; the status is
+// compared after the conditions are applied, and only the status, so a
+// finalizer patch alone does not cause a status write). On error the
 // result carries no delay: the error's rate limiter decides.
-func Finish(ctx context.Context, c ctrl.Client, backoff *Backoff, obj, orig ctrl.Object, statusBefore, status any, o Outcome, res reconcile.Result, reterr error) (reconcile.Result, error) {
-	Apply(o.Conditions, obj.GetGeneration(), o.Derived)
-	if meta.IsStatusConditionTrue(*o.Conditions, v1.ConditionReady) {
-		*o.ObservedGeneration = obj.GetGeneration()
+func Finish[O ctrl.Object, S any](ctx context.Context, c ctrl.Client, backoff *Backoff, f StatusFields[O, S], obj, orig O, o Outcome, res reconcile.Result, reterr error) (reconcile.Result, error) {
+	status := f.Status(obj)
+	conditions := f.Conditions(status)
+	Apply(conditions, obj.GetGeneration(), o.Derived)
+	if meta.IsStatusConditionTrue(*conditions, v1.ConditionReady) {
+		*f.ObservedGeneration(status) = obj.GetGeneration()
 	}
 	if reterr == nil && !o.Deleting && backoff != nil {
 		res = backoff.Retry(types.UID(obj.GetUID()), o.Failure, res)
 	}
-	if !equality.Semantic.DeepEqual(statusBefore, status) {
+	if !equality.Semantic.DeepEqual(f.Status(orig), status) {
 		if err := c.Status().Patch(ctx, obj, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
 		}

@@ -1,0 +1,85 @@
+package v1alpha1
+
+// Event reasons, one per thing that happened. The controller records
+// events.k8s.io Events on the object they concern; the note carries the
+// specifics. Where an event reports what a condition reason also says, it
+// reuses that reason, so the event and the condition can be matched.
+const (
+	// EventProvisioned (Normal, Buckety): the backend resource was created
+	// or adopted, and the Buckety's status records it for the first time.
+	// The note names the resource, the backend, the driver and, with
+	// spec.defaultAccess, the implicit access and its Secret.
+	EventProvisioned = "Provisioned"
+	// EventUpdated (Normal, Buckety): a change of spec.parameters was
+	// applied to the backend resource; the note lists the changes.
+	EventUpdated = "Updated"
+	// EventDriftRepaired (Normal, Buckety): the backend resource had
+	// drifted from spec.parameters out of band and was put back; the note
+	// lists the changes.
+	EventDriftRepaired = "DriftRepaired"
+	// EventDriftUnrepairable (Warning, Buckety): the driver found drift it
+	// will not repair (condition reason ReasonDriftUnrepairable).
+	EventDriftUnrepairable = ReasonDriftUnrepairable
+	// EventNameConflict (Warning, Buckety): another Buckety owns the backend
+	// resource (condition reason ReasonNameConflict); reported once per
+	// episode.
+	EventNameConflict = ReasonNameConflict
+	// EventAdoptionRefused (Warning, Buckety): the backend resource exists
+	// and holds content, and is not claimed (condition reason
+	// ReasonAdoptionRefused).
+	EventAdoptionRefused = ReasonAdoptionRefused
+	// EventAdoptionDrift (Warning, Buckety): a resource being adopted
+	// differs from spec.parameters and nothing was applied (condition
+	// reason ReasonAdoptionDrift); reported once per generation.
+	EventAdoptionDrift = ReasonAdoptionDrift
+	// EventAdoptionConverging (Normal, Buckety): spec.adoption is
+	// AdoptAndConverge, and the differences in the note are being applied
+	// to the adopted resource.
+	EventAdoptionConverging = "AdoptionConverging"
+	// EventImplicitAccessCreated (Normal, Buckety): the implicit
+	// BucketyAccess of spec.defaultAccess was created after the first
+	// provisioning (whose EventProvisioned announces the first one).
+	EventImplicitAccessCreated = "ImplicitAccessCreated"
+	// EventImplicitAccessRemoved (Normal, Buckety): the implicit
+	// BucketyAccess was deleted, because spec.defaultAccess was removed or
+	// an explicit BucketyAccess targets the Buckety.
+	EventImplicitAccessRemoved = "ImplicitAccessRemoved"
+	// EventRetained (Normal, Buckety): the Buckety was deleted and its
+	// backend resource left in place; the note says why.
+	EventRetained = "Retained"
+	// EventDeletionProgress (Normal, Buckety): deleting the backend resource
+	// takes several passes; the note counts what was removed so far.
+	EventDeletionProgress = "DeletionProgress"
+	// EventDeleted (Normal, Buckety): the backend resource was deleted with
+	// its Buckety.
+	EventDeleted = "Deleted"
+
+	// EventSecretWritten (Normal, BucketyAccess): the credentials Secret was
+	// created; not reported for the first Secret of an implicit access,
+	// which its Buckety's event already announced.
+	EventSecretWritten = "SecretWritten"
+	// EventSecretRepaired (Normal, BucketyAccess): the credentials Secret
+	// did not hold the expected keys and was rewritten.
+	EventSecretRepaired = "SecretRepaired"
+	// EventSecretConflict (Warning, BucketyAccess): a Secret of the
+	// credentials name exists and is not this access's (condition reason
+	// ReasonSecretConflict); reported once per episode.
+	EventSecretConflict = ReasonSecretConflict
+)
+
+// Event actions: what the controller was doing when an event happened.
+const (
+	// EventActionClaim: claiming the backend resource.
+	EventActionClaim = "Claim"
+	// EventActionProvision: checking and provisioning the backend resource.
+	EventActionProvision = "Provision"
+	// EventActionAdopt: settling the adoption of an existing resource.
+	EventActionAdopt = "Adopt"
+	// EventActionReconcile: converging the backend resource and the
+	// implicit access with the spec.
+	EventActionReconcile = "Reconcile"
+	// EventActionDelete: deleting or retaining the backend resource.
+	EventActionDelete = "Delete"
+	// EventActionWriteSecret: writing an access's credentials Secret.
+	EventActionWriteSecret = "WriteSecret"
+)

@@ -1,0 +1,83 @@
+package shared
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+var bucketyStatus = StatusFields[*v1.Buckety, v1.BucketyStatus]{
+	Status:             func(b *v1.Buckety) *v1.BucketyStatus { return &b.Status },
+	Conditions:         func(s *v1.BucketyStatus) *[]metav1.Condition { return &s.Conditions },
+	ObservedGeneration: func(s *v1.BucketyStatus) *int64 { return &s.ObservedGeneration },
+}
+
+// TestFinishPatchesOnlyAChangedStatus: Finish writes the derived
+// conditions, and observedGeneration once Ready, in one status patch; a
+// reconcile that changed nothing in the status (a finalizer aside) makes
+// none; a failure gets the backoff's delay.
+func TestFinishPatchesOnlyAChangedStatus(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	patches := 0
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.Buckety{}).Build(), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	ctx := context.Background()
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "orders", Generation: 3}}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	ready := []Cond{True(v1.ConditionReady, v1.ReasonReconciled, "in sync")}
+	finish := func(derived []Cond, f Failure, edit func(*v1.Buckety)) reconcile.Result {
+		t.Helper()
+		cur := &v1.Buckety{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+			t.Fatal(err)
+		}
+		orig := cur.DeepCopy()
+		if edit != nil {
+			edit(cur)
+		}
+		res, err := Finish(ctx, c, &Backoff{}, bucketyStatus, cur, orig, Outcome{Derived: derived, Failure: f}, reconcile.Result{RequeueAfter: time.Hour}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	finish(ready, None, nil)
+	got := &v1.Buckety{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 || !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionReady) || got.Status.ObservedGeneration != got.Generation {
+		t.Fatalf("first pass: want one status patch writing Ready=True and observedGeneration %d, got %d patches, %+v", got.Generation, patches, got.Status)
+	}
+	finish(ready, None, func(b *v1.Buckety) { b.Finalizers = append(b.Finalizers, v1.Finalizer) })
+	if patches != 1 {
+		t.Errorf("pass with an unchanged status: want no status patch, got %d more", patches-1)
+	}
+	if res := finish(ready, Transient, nil); res.RequeueAfter != TransientBase {
+		t.Errorf("transient failure: want the retry after %s, got %s", TransientBase, res.RequeueAfter)
+	}
+	finish([]Cond{False(v1.ConditionReady, v1.ReasonBackendUnreachable, "down")}, Transient, nil)
+	if patches != 2 {
+		t.Errorf("pass that changed Ready: want one more status patch, got %d more", patches-1)
+	}
+}
