@@ -3,16 +3,80 @@ package claims
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
+
+// newClient is a fake client holding objs that, as an API server does and
+// the fake client does not, gives every object it creates a new UID and
+// refuses a delete whose UID precondition does not match.
+func newClient(t *testing.T, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if obj.GetUID() == "" {
+				obj.SetUID(types.UID(fmt.Sprintf("uid-%d", n.Add(1))))
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			var o client.DeleteOptions
+			o.ApplyOptions(opts)
+			if o.Preconditions != nil && o.Preconditions.UID != nil {
+				cur := obj.DeepCopyObject().(client.Object)
+				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+					return err
+				}
+				if cur.GetUID() != *o.Preconditions.UID {
+					return apierrors.NewConflict(v1.GroupVersion.WithResource("bucketyclaims").GroupResource(), obj.GetName(),
+						fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *o.Preconditions.UID, cur.GetUID()))
+				}
+			}
+			return c.Delete(ctx, obj, opts...)
+		},
+	})
+}
+
+// buckety builds a Buckety with a UID, as the API server would give it.
+func buckety(ns, name string) *v1.Buckety {
+	return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name + "-uid")}}
+}
+
+// claimOf builds the claim on resource held by owner (namespace/name/UID).
+func claimOf(backend, resource, ownerNS, ownerName, ownerUID string, phase v1.ClaimPhase) *v1.BucketyClaim {
+	return &v1.BucketyClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: Name(backend, resource), Labels: map[string]string{v1.ClaimOwnerLabel: ownerUID}},
+		Spec: v1.BucketyClaimSpec{Backend: backend, ResourceName: resource, Phase: phase,
+			Owner: v1.ClaimOwner{Namespace: ownerNS, Name: ownerName, UID: ownerUID}},
+	}
+}
+
+func getClaim(t *testing.T, c client.Reader, backend, resource string) *v1.BucketyClaim {
+	t.Helper()
+	cl := &v1.BucketyClaim{}
+	if err := c.Get(context.Background(), types.NamespacedName{Name: Name(backend, resource)}, cl); err != nil {
+		t.Fatalf("read claim on %s: %v", resource, err)
+	}
+	return cl
+}
 
 func TestDeletable(t *testing.T) {
 	for _, c := range []struct {
@@ -34,15 +98,165 @@ func TestDeletable(t *testing.T) {
 	}
 }
 
+// TestConcurrentAcquisitionHasOneWinner: two Bucketies acquire one
+// resource at once, both having read no claim (each Acquire's first, cached
+// read is held until both have made it, so both go on to create). Exactly
+// one gets the claim; the other gets a Conflict naming the winner, and no
+// error: the API server's refusal of a second object of the same name is
+// the lock.
+func TestConcurrentAcquisitionHasOneWinner(t *testing.T) {
+	for round := range 20 {
+		a, b := buckety("team-a", "orders"), buckety("team-b", "orders")
+		base := newClient(t, a, b)
+		var arrived sync.WaitGroup
+		arrived.Add(2)
+		var first sync.Map
+		c := interceptor.NewClient(base, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				err := c.Get(ctx, key, obj, opts...)
+				if _, ok := obj.(*v1.BucketyClaim); ok {
+					if _, seen := first.LoadOrStore(ctx.Value(ownerKey{}), true); !seen {
+						arrived.Done()
+						arrived.Wait()
+					}
+				}
+				return err
+			},
+		})
+		store := &Store{Client: c, APIReader: base}
+		type result struct {
+			b        *v1.Buckety
+			cl       *v1.BucketyClaim
+			conflict *Conflict
+			err      error
+		}
+		results := make([]result, 2)
+		var done sync.WaitGroup
+		for i, who := range []*v1.Buckety{a, b} {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				ctx := context.WithValue(context.Background(), ownerKey{}, who.Namespace)
+				cl, conflict, err := store.Acquire(ctx, who, "kafka", "orders")
+				results[i] = result{who, cl, conflict, err}
+			}()
+		}
+		done.Wait()
+		var winners, losers []result
+		for _, r := range results {
+			switch {
+			case r.err != nil:
+				t.Fatalf("round %d: %s/%s: want a claim or a conflict, got error %v", round, r.b.Namespace, r.b.Name, r.err)
+			case r.cl != nil && r.conflict == nil:
+				winners = append(winners, r)
+			case r.cl == nil && r.conflict != nil:
+				losers = append(losers, r)
+			default:
+				t.Fatalf("round %d: %s/%s: want a claim or a conflict, got %+v and %+v", round, r.b.Namespace, r.b.Name, r.cl, r.conflict)
+			}
+		}
+		if len(winners) != 1 || len(losers) != 1 {
+			t.Fatalf("round %d: want one winner and one conflict, got %d winners and %d conflicts", round, len(winners), len(losers))
+		}
+		w, l := winners[0], losers[0]
+		if want := w.b.Namespace + "/" + w.b.Name; l.conflict.Owner != want {
+			t.Errorf("round %d: want the conflict to name the winner %s, got %q", round, want, l.conflict.Owner)
+		}
+		if got := getClaim(t, base, "kafka", "orders"); got.Spec.Owner.UID != string(w.b.UID) || got.Spec.Phase != v1.ClaimClaimed {
+			t.Errorf("round %d: want the claim held by the winner %s, Claimed; got owner %s, %s", round, w.b.UID, got.Spec.Owner.UID, got.Spec.Phase)
+		}
+	}
+}
+
+// ownerKey tells TestConcurrentAcquisitionHasOneWinner's reads apart.
+type ownerKey struct{}
+
+// TestStaleClaimIsTakenOver: a claim whose owner no longer exists (a
+// Buckety force-deleted without its finalizer, or deleted and re-created
+// under the same name, so with another UID) is removed and the resource
+// claimed anew, in phase Claimed so the adoption check runs again. A claim
+// whose owner exists is not.
+func TestStaleClaimIsTakenOver(t *testing.T) {
+	heir := buckety("team", "heir")
+	recreated := buckety("old", "orders")
+	recreated.UID = "new-uid"
+	live := buckety("live", "orders")
+	for _, c := range []struct {
+		name     string
+		existing *v1.BucketyClaim
+		takeOver bool
+	}{
+		{"owner deleted", claimOf("kafka", "orders", "gone", "ghost", "ghost-uid", v1.ClaimCreated), true},
+		{"owner re-created with another UID", claimOf("kafka", "orders", "old", "orders", "old-uid", v1.ClaimCreated), true},
+		{"owner exists", claimOf("kafka", "orders", "live", "orders", string(live.UID), v1.ClaimCreated), false},
+	} {
+		base := newClient(t, heir, recreated, live, c.existing)
+		store := &Store{Client: base, APIReader: base}
+		cl, conflict, err := store.Acquire(context.Background(), heir, "kafka", "orders")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := getClaim(t, base, "kafka", "orders")
+		if !c.takeOver {
+			if cl != nil || conflict == nil || conflict.Owner != "live/orders" || conflict.Phase != v1.ClaimCreated {
+				t.Errorf("%s: want a conflict naming live/orders (Created), got claim %v, conflict %+v", c.name, cl, conflict)
+			}
+			if got.Spec.Owner.UID != string(live.UID) {
+				t.Errorf("%s: want the live owner's claim kept, got owner %s", c.name, got.Spec.Owner.UID)
+			}
+			continue
+		}
+		if conflict != nil || cl == nil {
+			t.Fatalf("%s: want the claim taken over, got conflict %+v", c.name, conflict)
+		}
+		if got.Spec.Owner.UID != string(heir.UID) || got.Labels[v1.ClaimOwnerLabel] != string(heir.UID) || got.Spec.Phase != v1.ClaimClaimed {
+			t.Errorf("%s: want the claim held by %s in phase Claimed, got owner %s (label %s), %s", c.name, heir.UID, got.Spec.Owner.UID, got.Labels[v1.ClaimOwnerLabel], got.Spec.Phase)
+		}
+	}
+}
+
+// TestClaimForAnotherResourceIsRefused: a claim named as the claim on a
+// resource but recording another resource or backend (a hash collision,
+// or a claim made by hand) is never shared, taken over or removed, whoever
+// it names as owner: Acquire fails and the claim stays as it was.
+func TestClaimForAnotherResourceIsRefused(t *testing.T) {
+	b, live := buckety("team", "orders"), buckety("live", "other")
+	for _, c := range []struct {
+		name           string
+		backend, rname string
+		owner          *v1.Buckety
+		ownerUID       string
+	}{
+		{"another resource, live owner", "kafka", "other", live, string(live.UID)},
+		{"another resource, deleted owner", "kafka", "other", &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "gone", Name: "ghost"}}, "ghost-uid"},
+		{"another resource, same owner", "kafka", "other", b, string(b.UID)},
+		{"another backend", "s3", "orders", live, string(live.UID)},
+	} {
+		hand := claimOf(c.backend, c.rname, c.owner.Namespace, c.owner.Name, c.ownerUID, v1.ClaimCreated)
+		hand.Name = Name("kafka", "orders")
+		base := newClient(t, b, live, hand)
+		store := &Store{Client: base, APIReader: base}
+		before := getClaim(t, base, "kafka", "orders")
+		cl, conflict, err := store.Acquire(context.Background(), b, "kafka", "orders")
+		if err == nil || !strings.Contains(err.Error(), "refusing to share it") {
+			t.Errorf("%s: want Acquire refused with an error, got claim %v, conflict %+v, error %v", c.name, cl, conflict, err)
+		}
+		if cl != nil || conflict != nil {
+			t.Errorf("%s: want neither a claim nor a conflict, got %v and %+v", c.name, cl, conflict)
+		}
+		after := getClaim(t, base, "kafka", "orders")
+		if after.UID != before.UID || after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("%s: want the claim untouched, got it replaced or changed (uid %s -> %s, rv %s -> %s)", c.name, before.UID, after.UID, before.ResourceVersion, after.ResourceVersion)
+		}
+	}
+}
+
 // TestReleaseRefusesStaleRead: a claim read before it advanced (a cache
 // that lags: Claimed there, Created on the API server) is not released on
-// that read; the claim read as it is now is.
+// that read, nor is a claim read before it was released and taken by
+// another Buckety; the claim read as it is now is.
 func TestReleaseRefusesStaleRead(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := v1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).Build()
+	c := newClient(t)
 	claims := &Store{Client: c, APIReader: c}
 	ctx := context.Background()
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "team", UID: "uid-1"}}
@@ -71,5 +285,21 @@ func TestReleaseRefusesStaleRead(t *testing.T) {
 	}
 	if err := claims.Release(ctx, cur); err != nil {
 		t.Errorf("release of a claim already gone: want nil, got %v", err)
+	}
+
+	// Released, then claimed by another Buckety under the same name: the
+	// first owner's copy (another UID) does not release the new claim.
+	other := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "other", UID: "uid-2"}}
+	taken, conflict, err := claims.Acquire(ctx, other, "kafka", "team.orders")
+	if err != nil || conflict != nil {
+		t.Fatalf("acquire by another Buckety: %v %v", err, conflict)
+	}
+	old := cl.DeepCopy()
+	old.ResourceVersion = taken.ResourceVersion // only the UID tells them apart
+	if err := claims.Release(ctx, old); err == nil {
+		t.Error("release of the first owner's claim after another Buckety took the name: want a conflict, got nil")
+	}
+	if got := getClaim(t, c, "kafka", "team.orders"); got.Spec.Owner.UID != "uid-2" {
+		t.Errorf("want the new owner's claim kept, got owner %s", got.Spec.Owner.UID)
 	}
 }
