@@ -21,6 +21,9 @@ TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
               BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker \
               BUCKETY_PROMTOOL=$$($(TOOLS) promtool)
 RUN_DIR    := .run
+# The build tag that compiles in the controller's test pause points
+# (internal/testhook); the release build never sets it.
+TESTHOOKS  := buckety_testhooks
 # Executions per fuzz target in make test (a count, not a duration: Go's
 # fuzzer can report a spurious "context deadline exceeded" when a duration
 # ends on a loaded machine), and per target in make fuzz.
@@ -81,6 +84,7 @@ verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or static
 	cd test/tools/etcd && go mod tidy -diff
 	@if [ -n "$$(gofmt -l cmd internal drivers test)" ]; then echo "gofmt needed:"; gofmt -l cmd internal drivers test; exit 1; fi
 	go vet ./...
+	go vet -tags $(TESTHOOKS) ./internal/testhook/ ./test/integration/
 	go tool staticcheck ./...
 
 .PHONY: tools
@@ -122,7 +126,7 @@ fuzz: ## every fuzz target for FUZZTIME each (default 1000000x; not part of make
 TEST_FAULTS_SEED ?= 1795333845002920028
 
 test-integration: test-binaries ## every test, integration included, on a real control plane and real backends
-	$(TEST_ENV) FAULTS_SEED=$${FAULTS_SEED:-$(TEST_FAULTS_SEED)} go test -count=1 -timeout 30m ./...
+	$(TEST_ENV) FAULTS_SEED=$${FAULTS_SEED:-$(TEST_FAULTS_SEED)} go test -tags $(TESTHOOKS) -count=1 -timeout 30m ./...
 
 .PHONY: faults
 faults: test-binaries ## the fault harness at full size: broker outages, S3 restart mid-delete, controller crash loop, apiserver restart; prints the table (FAULTS_SEED replays)
