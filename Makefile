@@ -129,7 +129,7 @@ test-integration: test-binaries ## every test, integration included, on a real c
 	$(TEST_ENV) FAULTS_SEED=$${FAULTS_SEED:-$(TEST_FAULTS_SEED)} go test -tags $(TESTHOOKS) -count=1 -timeout 30m ./...
 
 .PHONY: faults
-faults: test-binaries ## the fault harness at full size: broker outages, S3 restart mid-delete, controller crash loop, apiserver restart; prints the table (FAULTS_SEED replays)
+faults: test-binaries ## the fault harness at full size: broker outages, S3 restart mid-delete, controller crash loop, apiserver restart, a hostile tenant; prints the table (FAULTS_SEED replays)
 	@mkdir -p $(RUN_DIR)
 	$(TEST_ENV) FAULTS_FULL=1 FAULTS_TABLE=$(CURDIR)/$(RUN_DIR)/faults-table.txt go test -count=1 -timeout 90m -v -run '^TestFaults$$' ./test/faults
 

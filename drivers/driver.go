@@ -116,6 +116,20 @@ type Resource struct {
 	// DryRun makes Ensure compare without writing (see Backend.Ensure). The
 	// other operations ignore it.
 	DryRun bool
+	// CreateOnly makes Ensure create the resource when it is missing and
+	// write nothing to it when it exists: a resource that appears between
+	// the adoption check and the create is someone else's, and is not
+	// converged (EnsureResult.Created tells which happened). Delete and
+	// Inspect ignore it.
+	CreateOnly bool
+	// BeforeWrite, when set, is called once, before the first write Ensure
+	// makes (a create, a repair, a parameter change), and Ensure writes
+	// nothing when it fails, returning its error. The controller confirms
+	// there, with a fresh read, that it still owns the resource: a claim
+	// seen in a lagging cache must not re-create a resource just deleted,
+	// or push stale parameters onto its next owner. Not called when Ensure
+	// writes nothing.
+	BeforeWrite func(ctx context.Context) error
 	// MaxAge lets Ensure answer from what the backend itself saw of the
 	// resource within MaxAge (its own reads, sweeps and writes) instead of
 	// reading it again, when what it saw needs no write. What it saw is
@@ -159,7 +173,9 @@ type Shortfall struct {
 
 // Access identifies one consumer of a resource.
 type Access struct {
-	// Resource is the backend resource name.
+	// Resource is the backend resource name, from the Buckety's claim. In
+	// Revoke it is empty when the Buckety no longer holds a claim: the
+	// principal is revoked wherever it has rights.
 	Resource string
 	// Namespace and Name identify the BucketyAccess, for principal naming.
 	Namespace, Name string

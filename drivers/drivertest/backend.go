@@ -23,6 +23,39 @@ type Backend struct {
 	BeforeEnsure func(name string)
 	// Shortfalls are reported by every Ensure.
 	Shortfalls []drivers.Shortfall
+
+	lastResource map[string]drivers.Resource
+	lastAccess   map[string]drivers.Access
+}
+
+// LastResource is the Resource the last call of op ("inspect", "ensure",
+// "delete") was given.
+func (b *Backend) LastResource(op string) drivers.Resource {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastResource[op]
+}
+
+// LastAccess is the Access the last call of op ("grant", "revoke") was
+// given.
+func (b *Backend) LastAccess(op string) drivers.Access {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastAccess[op]
+}
+
+func (b *Backend) saw(op string, r *drivers.Resource, a *drivers.Access) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lastResource == nil {
+		b.lastResource, b.lastAccess = map[string]drivers.Resource{}, map[string]drivers.Access{}
+	}
+	if r != nil {
+		b.lastResource[op] = *r
+	}
+	if a != nil {
+		b.lastAccess[op] = *a
+	}
 }
 
 // Stored is one resource on the Backend.
@@ -108,6 +141,7 @@ func (b *Backend) enter(ctx context.Context, op string) error {
 
 // Inspect implements drivers.Backend.
 func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Inspection, error) {
+	b.saw("inspect", &r, nil)
 	if err := b.enter(ctx, "inspect"); err != nil {
 		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot tell: " + err.Error()}, err
 	}
@@ -123,6 +157,7 @@ func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Insp
 
 // Ensure implements drivers.Backend.
 func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
+	b.saw("ensure", &r, nil)
 	if err := b.enter(ctx, "ensure"); err != nil {
 		return drivers.EnsureResult{}, err
 	}
@@ -130,29 +165,52 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		b.BeforeEnsure(r.Name)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	res := drivers.EnsureResult{Shortfalls: b.Shortfalls}
 	s, ok := b.resources[r.Name]
-	if !ok {
+	var differs bool
+	if ok {
+		differs = fmt.Sprint(s.Parameters) != fmt.Sprint(r.Parameters)
+	}
+	b.mu.Unlock()
+	switch {
+	case !ok && r.DryRun:
 		res.Changes = []string{"created " + r.Name}
-		if r.DryRun {
-			return res, nil
+		return res, nil
+	case ok && r.CreateOnly:
+		return res, nil
+	case ok && r.DryRun:
+		if differs {
+			res.Changes = []string{fmt.Sprintf("parameters %v -> %v", s.Parameters, r.Parameters)}
 		}
+		return res, nil
+	case ok && !differs:
+		return res, nil
+	}
+	// A write follows: a create or a parameter change.
+	if r.BeforeWrite != nil {
+		if err := r.BeforeWrite(ctx); err != nil {
+			return res, err
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls["write"]++
+	s, ok = b.resources[r.Name]
+	if !ok {
 		s = &Stored{}
 		b.resources[r.Name] = s
 		res.Created = true
-	}
-	if fmt.Sprint(s.Parameters) != fmt.Sprint(r.Parameters) && !res.Created {
+		res.Changes = []string{"created " + r.Name}
+	} else if fmt.Sprint(s.Parameters) != fmt.Sprint(r.Parameters) {
 		res.Changes = append(res.Changes, fmt.Sprintf("parameters %v -> %v", s.Parameters, r.Parameters))
 	}
-	if !r.DryRun {
-		s.Parameters = r.Parameters
-	}
+	s.Parameters = r.Parameters
 	return res, nil
 }
 
 // Delete implements drivers.Backend.
 func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
+	b.saw("delete", &r, nil)
 	if err := b.enter(ctx, "delete"); err != nil {
 		return err
 	}
@@ -164,6 +222,7 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 
 // Grant implements drivers.Backend: the payload names the resource.
 func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
+	b.saw("grant", nil, &a)
 	if err := b.enter(ctx, "grant"); err != nil {
 		return drivers.Grant{}, err
 	}
@@ -171,7 +230,8 @@ func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 }
 
 // Revoke implements drivers.Backend.
-func (b *Backend) Revoke(ctx context.Context, _ drivers.Access) error {
+func (b *Backend) Revoke(ctx context.Context, a drivers.Access) error {
+	b.saw("revoke", nil, &a)
 	return b.enter(ctx, "revoke")
 }
 

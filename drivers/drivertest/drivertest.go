@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/invopop/jsonschema"
@@ -15,6 +16,9 @@ import (
 // Driver is a test driver; Named sets the name it registers under.
 type Driver struct {
 	Named string
+	// Locate, when set, are the driver's location parameters
+	// (drivers.Locator).
+	Locate []string
 	// Ver is the version reported; zero means 0.1.0.
 	Ver drivers.Version
 	// Service, when set, is what Open returns.
@@ -83,6 +87,9 @@ func (d *Driver) ValidateName(p *field.Path, _ drivers.Config, name string) ([]s
 func (d *Driver) ValidateParameters(p *field.Path, _ drivers.Config, old, new map[string]string) ([]string, field.ErrorList) {
 	var errs field.ErrorList
 	for k, v := range new {
+		if slices.Contains(d.Locate, k) {
+			continue // location parameters take any value
+		}
 		if k != "size" {
 			errs = append(errs, field.NotSupported(p.Key(k), k, []string{"size"}))
 			continue
@@ -136,3 +143,14 @@ func (d *Driver) Open(context.Context, string, drivers.Config) (drivers.Backend,
 	}
 	return d.Service, nil
 }
+
+// ServiceAddresses implements drivers.ServiceAddresser: the endpoint.
+func (c *Config) ServiceAddresses() []string {
+	if c.Endpoint == "" {
+		return nil
+	}
+	return []string{c.Endpoint}
+}
+
+// LocationParameters implements drivers.Locator: Locate.
+func (d *Driver) LocationParameters() []string { return d.Locate }

@@ -159,7 +159,16 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 	if !st.exists && r.DryRun {
 		return drivers.EnsureResult{Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("create topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}}, nil
 	}
+	if st.exists && r.CreateOnly {
+		// Someone else's, since the adoption check: written to only once
+		// its adoption settles.
+		return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
+	}
+	w := beforeWrite(r)
 	if !st.exists {
+		if err := w(ctx); err != nil {
+			return drivers.EnsureResult{}, err
+		}
 		at := b.observed.now()
 		msg, err := b.creates.do(ctx, r.Name, want)
 		switch {
@@ -167,6 +176,10 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			b.observed.put(r.Name, created(want), at)
 			return drivers.EnsureResult{Created: true, Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}}, nil
 		case errors.Is(err, kerr.TopicAlreadyExists):
+			if r.CreateOnly {
+				// Created by someone else since the adoption check.
+				return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
+			}
 			// Created concurrently: converge it below.
 			if st, err = b.describe(ctx, r.Name, true); err != nil {
 				return drivers.EnsureResult{}, err
@@ -180,7 +193,22 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			return drivers.EnsureResult{}, b.classify(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
 		}
 	}
-	return b.converge(ctx, r.Name, want, st, r.DryRun)
+	return b.converge(ctx, r.Name, want, st, r.DryRun, w)
+}
+
+// beforeWrite returns a function that calls r.BeforeWrite the first time
+// it is called, and remembers its answer.
+func beforeWrite(r drivers.Resource) func(context.Context) error {
+	called := false
+	var err error
+	return func(ctx context.Context) error {
+		if r.BeforeWrite == nil || called {
+			return err
+		}
+		called = true
+		err = r.BeforeWrite(ctx)
+		return err
+	}
 }
 
 // converge brings an existing topic to the parameters. Drift it must not
@@ -188,9 +216,14 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 // has been applied. What to write is decided by planFor, which Sweep uses
 // too. With dryRun it only compares: every write is skipped, and Changes
 // lists the writes it would have made.
-func (b *Backend) converge(ctx context.Context, topic string, want params, st topicState, dryRun bool) (drivers.EnsureResult, error) {
+func (b *Backend) converge(ctx context.Context, topic string, want params, st topicState, dryRun bool, beforeWrite func(context.Context) error) (drivers.EnsureResult, error) {
 	res := drivers.EnsureResult{Shortfalls: want.shortfalls()}
 	p := planFor(want, st)
+	if !dryRun && (p.growTo > 0 || len(p.alters) > 0) {
+		if err := beforeWrite(ctx); err != nil {
+			return res, err
+		}
+	}
 	at := b.observed.now()
 	if p.growTo > 0 && !dryRun {
 		msg, err := b.partitions.do(ctx, topic, p.growTo)

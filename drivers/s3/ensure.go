@@ -35,7 +35,16 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		res.Changes = append(res.Changes, "create bucket "+r.Name)
 		return res, nil
 	}
+	if ok && r.CreateOnly {
+		// Someone else's, since the adoption check: written to only once
+		// its adoption settles.
+		return res, nil
+	}
+	g := &writeGate{dryRun: r.DryRun, before: r.BeforeWrite}
 	if !ok {
+		if err := g.open(ctx); err != nil {
+			return res, err
+		}
 		in := &s3.CreateBucketInput{Bucket: aws.String(r.Name)}
 		if p.region != "" && p.region != "us-east-1" {
 			in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(p.region)}
@@ -45,6 +54,9 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		case err == nil:
 			res.Created = true
 			res.Changes = append(res.Changes, "created bucket "+r.Name)
+		case isCode(err, "BucketAlreadyOwnedByYou") && r.CreateOnly:
+			// Created by someone else since the adoption check.
+			return res, nil
 		case isCode(err, "BucketAlreadyOwnedByYou"):
 			// Created concurrently; converge below.
 		default:
@@ -65,10 +77,10 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			}
 		}
 	}
-	if err := b.ensureVersioning(ctx, cl, r.Name, p, r.DryRun, &res); err != nil {
+	if err := b.ensureVersioning(ctx, cl, r.Name, p, g, &res); err != nil {
 		return res, err
 	}
-	if err := b.ensureLifecycle(ctx, cl, r.Name, p, r.DryRun, &res); err != nil {
+	if err := b.ensureLifecycle(ctx, cl, r.Name, p, g, &res); err != nil {
 		return res, err
 	}
 	return res, drift
@@ -76,7 +88,7 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 
 // ensureVersioning compares the bucket's versioning with the parameter and
 // sets it, unless dryRun, where only the change is listed.
-func (b *Backend) ensureVersioning(ctx context.Context, cl *s3.Client, bucket string, p params, dryRun bool, res *drivers.EnsureResult) error {
+func (b *Backend) ensureVersioning(ctx context.Context, cl *s3.Client, bucket string, p params, g *writeGate, res *drivers.EnsureResult) error {
 	if p.versioning == nil {
 		return nil
 	}
@@ -98,9 +110,12 @@ func (b *Backend) ensureVersioning(ctx context.Context, cl *s3.Client, bucket st
 		return nil
 	}
 	change := fmt.Sprintf("versioning %s -> %s", orNever(string(out.Status)), want)
-	if dryRun {
+	if g.dryRun {
 		res.Changes = append(res.Changes, change)
 		return nil
+	}
+	if err := g.open(ctx); err != nil {
+		return err
 	}
 	_, err = cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket), VersioningConfiguration: &types.VersioningConfiguration{Status: want}})
 	if isNotImplemented(err) {
@@ -119,4 +134,24 @@ func orNever(s string) string {
 		return "never enabled"
 	}
 	return s
+}
+
+// writeGate stands before every write of one Ensure: a dry run writes
+// nothing, and otherwise drivers.Resource.BeforeWrite is asked once, before
+// the first write.
+type writeGate struct {
+	dryRun bool
+	before func(context.Context) error
+	asked  bool
+	err    error
+}
+
+// open asks BeforeWrite the first time, and returns its answer.
+func (g *writeGate) open(ctx context.Context) error {
+	if g.before == nil || g.asked {
+		return g.err
+	}
+	g.asked = true
+	g.err = g.before(ctx)
+	return g.err
 }

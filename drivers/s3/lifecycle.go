@@ -23,7 +23,7 @@ const LifecycleRuleID = "buckety"
 // ensureLifecycle makes the bucket's lifecycle exactly the one buckety rule
 // when the parameter is set, and removes only buckety's rule when it is not.
 // With dryRun it only lists the change.
-func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket string, p params, dryRun bool, res *drivers.EnsureResult) error {
+func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket string, p params, g *writeGate, res *drivers.EnsureResult) error {
 	out, err := cl.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bucket)})
 	var rules []types.LifecycleRule
 	switch {
@@ -48,9 +48,12 @@ func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket str
 		if len(keep) == len(rules) {
 			return nil
 		}
-		if dryRun {
+		if g.dryRun {
 			res.Changes = append(res.Changes, "lifecycle rule removed (not in spec)")
 			return nil
+		}
+		if err := g.open(ctx); err != nil {
+			return err
 		}
 		if len(keep) == 0 {
 			_, err = cl.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(bucket)})
@@ -78,9 +81,12 @@ func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket str
 	if len(rules) > 0 {
 		change = fmt.Sprintf("lifecycle replaced (%d rules on the bucket) with: %s", len(rules), want.String())
 	}
-	if dryRun {
+	if g.dryRun {
 		res.Changes = append(res.Changes, change)
 		return nil
+	}
+	if err := g.open(ctx); err != nil {
+		return err
 	}
 	rule := types.LifecycleRule{
 		ID:     aws.String(LifecycleRuleID),

@@ -21,7 +21,10 @@ const testConfig = `backends:
   defaults: {zone: local}
 - name: tenants
   driver: kadm
+  service: kafka
   config: {seedBrokers: ['kafka:9092']}
+  limits: {perNamespace: 2, parameterMax: {partitions: 64}}
+  reservedNames: ["*.reserved-*"]
   namePolicy: {prefix: '$${namespace}.'}
   adoption: {allow: true}
 - name: s3
@@ -123,7 +126,21 @@ func TestBucketyUpdate(t *testing.T) {
 			b.Spec.Parameters["replicationFactor"] = "1"
 		}, errs: []string{
 			"spec.parameters[partitions]: Forbidden: can only grow (was 6, now 3)", "spec.parameters[replicationFactor]: Forbidden: is immutable after creation (was 3, now 1)"}},
-		{name: "deleting always passes", mutate: func(b *v1.Buckety) { now := metav1.Now(); b.DeletionTimestamp = &now; b.Spec.Backend = "s3" }},
+		{name: "deleting, spec unchanged (the finalizer's removal) passes", mutate: func(b *v1.Buckety) {
+			now := metav1.Now()
+			b.DeletionTimestamp = &now
+			b.Finalizers = nil
+		}},
+		{name: "deleting, an immutable parameter changed is refused", mutate: func(b *v1.Buckety) {
+			now := metav1.Now()
+			b.DeletionTimestamp = &now
+			b.Spec.Parameters["replicationFactor"] = "1"
+		}, errs: []string{"spec.parameters[replicationFactor]: Forbidden: is immutable after creation (was 3, now 1)"}},
+		{name: "deleting, a mutable parameter changed passes", mutate: func(b *v1.Buckety) {
+			now := metav1.Now()
+			b.DeletionTimestamp = &now
+			b.Spec.Parameters["partitions"] = "12"
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -262,5 +279,80 @@ func TestParametersWhileAdoptionPending(t *testing.T) {
 	settled.Status.Conditions[0].Reason = v1.ReasonReconciled
 	if _, err := v.ValidateUpdate(context.Background(), settled, lowered); err == nil || !strings.Contains(err.Error(), "can only grow (was 3, now 2)") {
 		t.Errorf("want the growth-only rule once provisioned, got %v", err)
+	}
+}
+
+// TestHostileBuckety: what a tenant cannot get past admission: parameter
+// values beyond the API's bounds, parameters beyond the backend's limits,
+// a Buckety beyond the namespace's limit, a reserved name, and a change of
+// an immutable parameter after its backend left the config.
+func TestHostileBuckety(t *testing.T) {
+	v := validators(t)
+	counts := map[string]int{"tenant1/tenants": 2, "tenant2/tenants": 1}
+	v.WithCounter(func(_ context.Context, ns, backend string) (int, error) { return counts[ns+"/"+backend], nil })
+	bv := BucketyValidator{v}
+	for _, c := range []struct {
+		name string
+		b    *v1.Buckety
+		ns   string
+		err  string
+	}{
+		{"a value beyond the bound", bky("kafka", "", map[string]string{"config.retention.ms": strings.Repeat("9", v1.MaxParameterValueLength+1)}, nil), "tenant2", "spec.parameters[config.retention.ms]: Too long"},
+		{"partitions beyond the backend's limit", bky("tenants", "${namespace}.orders", map[string]string{"partitions": "2147483647"}, nil), "tenant2", "spec.parameters[partitions]: Invalid value: \"2147483647\": backend tenants allows at most 64 (limits.parameterMax.partitions in buckety-controller.yaml)"},
+		{"the namespace at its limit", bky("tenants", "${namespace}.orders", nil, nil), "tenant1", "spec.backend: Forbidden: namespace tenant1 already has 2 Bucketies on backend tenants, the most its limits allow (limits.perNamespace: 2 in buckety-controller.yaml)"},
+		{"a name the backend reserves", bky("tenants", "${namespace}.reserved-x", nil, nil), "tenant2", "which backend tenants reserves"},
+		{"a name the driver reserves", bky("kafka", "_schemas", nil, nil), "tenant2", `resolves to "_schemas", which backend kafka reserves ("_schemas")`},
+		{"a namespace under its limit", bky("tenants", "${namespace}.orders", map[string]string{"partitions": "64"}, nil), "tenant2", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.b.Namespace = c.ns
+			_, err := bv.ValidateCreate(context.Background(), c.b)
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("want it admitted, got %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("want %q, got %v", c.err, err)
+			}
+		})
+	}
+
+	// The backend left the config: its driver's rules on changes still
+	// hold, in every state.
+	gone := bky("gone", "orders", map[string]string{"region": "eu-north-1", "versioning": "true"}, nil)
+	gone.Status.Backend, gone.Status.Driver = "gone", "s3"
+	changed := gone.DeepCopy()
+	changed.Spec.Parameters["region"] = "us-east-1"
+	now := metav1.Now()
+	changed.DeletionTimestamp = &now
+	if _, err := bv.ValidateUpdate(context.Background(), gone, changed); err == nil || !strings.Contains(err.Error(), "spec.parameters[region]") {
+		t.Errorf("want the immutable region's change refused after the backend left the config, during deletion, got %v", err)
+	}
+	mutable := gone.DeepCopy()
+	mutable.Spec.Parameters["versioning"] = "false"
+	if _, err := bv.ValidateUpdate(context.Background(), gone, mutable); err != nil {
+		t.Errorf("want a mutable parameter's change admitted, got %v", err)
+	}
+}
+
+// TestStripBuckety: the webhook's cache keeps of a Buckety only what access
+// validation reads, whatever a tenant put in it.
+func TestStripBuckety(t *testing.T) {
+	major := int64(0)
+	b := &v1.Buckety{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "t", UID: "u", Generation: 3,
+			Labels: map[string]string{"x": "y"}, Annotations: map[string]string{"big": strings.Repeat("x", 1<<16)}},
+		Spec:   v1.BucketySpec{Backend: "kafka", Name: "${name}", Parameters: map[string]string{"config.x": strings.Repeat("y", 4096)}},
+		Status: v1.BucketyStatus{Backend: "kafka", Driver: "kadm", DriverMajor: &major, BackendResourceName: "orders", Conditions: []metav1.Condition{{Type: "Ready", Message: strings.Repeat("m", 4096)}}},
+	}
+	out, err := StripBuckety(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*v1.Buckety)
+	if got.Name != "orders" || got.Namespace != "t" || got.UID != "u" || got.Spec.Backend != "kafka" || got.Status.Driver != "kadm" || got.Status.BackendResourceName != "orders" || got.Status.DriverMajor == nil {
+		t.Errorf("want identity, spec.backend and the sticky status kept, got %+v", got)
+	}
+	if got.Labels != nil || got.Annotations != nil || got.Spec.Parameters != nil || got.Spec.Name != "" || got.Status.Conditions != nil {
+		t.Errorf("want labels, annotations, parameters, name and conditions dropped, got %+v", got)
 	}
 }

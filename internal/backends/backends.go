@@ -61,6 +61,10 @@ func (s *Set) Get(name string) (*Entry, bool) {
 	return e, ok
 }
 
+// ScopeMembers lists the backends whose claims share the claim space
+// scope (config.Config.ScopeMembers).
+func (s *Set) ScopeMembers(scope string) []string { return s.cfg.ScopeMembers(scope) }
+
 // Names lists the configured backends, in file order.
 func (s *Set) Names() []string { return s.cfg.BackendNames() }
 

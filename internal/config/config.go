@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"reflect"
 	"strings"
 
@@ -45,6 +46,22 @@ type Backend struct {
 	// Adoption is the maintainer's key for taking over resources that
 	// already exist with content; absent means adoption is not allowed.
 	Adoption *Adoption `json:"adoption,omitempty"`
+	// Service names the backing service this backend reaches, and so the
+	// space in which each topic or bucket has exactly one owner: claims
+	// are keyed by service and resource name. Default: the backend's own
+	// name. Backends that reach the same service (the same Kafka brokers,
+	// the same S3 endpoint) must name the same service, or the file is
+	// refused: through two claim spaces, a resource created through one
+	// backend could be claimed, adopted and deleted through the other.
+	Service string `json:"service,omitempty"`
+	// Limits bound what one namespace may have on this backend; enforced
+	// at admission and by the controller.
+	Limits *Limits `json:"limits,omitempty"`
+	// ReservedNames are names no Buckety may resolve to on this backend,
+	// as globs (* matches any run of characters), on top of the names the
+	// driver reserves itself (kadm: the internal topics of Kafka, Schema
+	// Registry, Kafka Connect, Confluent and Redpanda).
+	ReservedNames []string `json:"reservedNames,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
@@ -77,104 +94,16 @@ type Adoption struct {
 	DeleteAdopted bool `json:"deleteAdopted,omitempty"`
 }
 
-// AllowsAdoption reports whether the maintainer allows adoption on b.
-func (b *Backend) AllowsAdoption() bool { return b.Adoption != nil && b.Adoption.Allow }
-
-// DeletesAdopted reports whether retentionPolicy Delete may delete an
-// adopted resource on b.
-func (b *Backend) DeletesAdopted() bool { return b.Adoption != nil && b.Adoption.DeleteAdopted }
-
-// CheckName applies the backend's name policy to a resolved name, with the
-// same substitution sources as the name. The error quotes the policy.
-func (b *Backend) CheckName(src naming.Source, resolved string) error {
-	if b.NamePolicy == nil || b.policyUnresolved {
-		// Unresolved: the webhook cannot know the prefix; the controller,
-		// which has the environment, enforces it.
-		return nil
-	}
-	src.BackendName = b.Name
-	src.Defaults = b.Defaults
-	prefix, err := naming.Resolve(b.NamePolicy.Prefix, src)
-	if err != nil {
-		return fmt.Errorf("backend %s's name policy (prefix %q) cannot be resolved for this object: %v", b.Name, b.NamePolicy.Prefix, err)
-	}
-	if !strings.HasPrefix(resolved, prefix) {
-		return fmt.Errorf("resolves to %q, but backend %s only allows names starting with %s (here %q), so that tenants cannot claim each other's names", resolved, b.Name, b.NamePolicy.Prefix, prefix)
-	}
-	return nil
-}
-
-// namespaceAlphabet is every byte a namespace name (a DNS-1123 label) can
-// hold.
-const namespaceAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789-"
-
-// separators are the bytes checkPolicy suggests after ${namespace}, in order
-// of preference: none can occur in a namespace name.
-var separators = []string{".", "_"}
-
-// checkPolicy rejects a name policy that does not keep tenants apart: one
-// that references a source the tenant controls (${name}, ${label[...]}),
-// that does not reference ${namespace}, or under which one namespace's
-// prefix can be the start of another's ("${namespace}-": namespace team
-// could claim team-x-orders, the natural name of namespace team-x). It is
-// unambiguous when the first ${namespace} is directly followed by a byte
-// that cannot occur in a namespace name, and that byte is one the driver
-// accepts in names.
-func (b *Backend) checkPolicy() error {
-	t, err := naming.Parse(b.NamePolicy.Prefix)
-	if err != nil {
-		return err
-	}
-	hasNamespace := false
-	for _, r := range t.Refs() {
-		switch r.Kind {
-		case naming.Name:
-			return fmt.Errorf("references ${name}, which the tenant chooses, so it separates no one; use $${namespace} followed by a separator, as %s", b.suggestion())
-		case naming.Label:
-			return fmt.Errorf("references %s, which the tenant controls (labels are set by whoever writes the Buckety), so any tenant could take another's prefix; use $${namespace} followed by a separator, as %s", r.String(), b.suggestion())
-		case naming.Namespace:
-			hasNamespace = true
-		}
-	}
-	if !hasNamespace {
-		return fmt.Errorf("does not reference ${namespace}, so every namespace gets the same prefix and tenants can claim each other's names; write, for example, %s", b.suggestion())
-	}
-	skel, err := t.Skeleton(b.Name, b.Defaults)
-	if err != nil {
-		return err
-	}
-	const ns = "${namespace}"
-	rest := skel[strings.Index(skel, ns)+len(ns):]
-	if rest == "" || strings.ContainsRune(namespaceAlphabet, rune(rest[0])) {
-		next := "nothing"
-		if rest != "" {
-			next = fmt.Sprintf("%q", rest[:1])
-		}
-		return fmt.Errorf("is ambiguous: ${namespace} is followed by %s, which a namespace name can also continue with, so namespace team could claim team-x-orders, the natural name of namespace team-x; follow ${namespace} with a character a namespace name cannot hold, as %s", next, b.suggestion())
-	}
-	if _, errs := b.driver.ValidateName(field.NewPath("name"), b.options, b.samplePrefix(skel)+"orders"); len(errs) > 0 {
-		return fmt.Errorf("no name under it is valid for driver %s (%s, for a name like %q); use a separator the driver accepts, as %s", b.Driver, errs.ToAggregate().Error(), b.samplePrefix(skel)+"orders", b.suggestion())
-	}
-	return nil
-}
-
-// samplePrefix resolves a skeleton for namespace team.
-func (b *Backend) samplePrefix(skel string) string {
-	return strings.ReplaceAll(skel, "${namespace}", "team")
-}
-
-// suggestion is an unambiguous policy this backend's driver accepts, in the
-// file's escaped syntax.
-func (b *Backend) suggestion() string {
-	for _, sep := range separators {
-		if b.driver == nil {
-			break
-		}
-		if _, errs := b.driver.ValidateName(field.NewPath("name"), b.options, "team"+sep+"orders"); len(errs) == 0 {
-			return fmt.Sprintf("\"$${namespace}%s\" (a %q cannot occur in a namespace name)", sep, sep)
-		}
-	}
-	return "\"$${namespace}.\" (a \".\" cannot occur in a namespace name), if the driver's names allow it"
+// Limits bound what one namespace may have on a backend.
+type Limits struct {
+	// PerNamespace is the most Bucketies one namespace may have on this
+	// backend (counted at admission from the Bucketies naming it, and by
+	// the controller from the claims of the namespace on the backend's
+	// service); 0 or absent: no limit.
+	PerNamespace int `json:"perNamespace,omitempty"`
+	// ParameterMax bounds integer parameters of this backend's driver, by
+	// key: `partitions: 64` refuses spec.parameters.partitions above 64.
+	ParameterMax map[string]int64 `json:"parameterMax,omitempty"`
 }
 
 // Options controls how the file is loaded.
@@ -281,6 +210,26 @@ func (c *Config) Validate() error {
 		if a := b.Adoption; a != nil && a.DeleteAdopted && !a.Allow {
 			errs = append(errs, field.Invalid(p.Child("adoption", "deleteAdopted"), true, "applies only to adopted resources; set adoption.allow: true as well, or remove deleteAdopted"))
 		}
+		if b.Service != "" {
+			for _, msg := range validation.IsDNS1123Label(b.Service) {
+				errs = append(errs, field.Invalid(p.Child("service"), b.Service, msg))
+			}
+		}
+		for j, pat := range b.ReservedNames {
+			if _, err := path.Match(pat, ""); err != nil || pat == "" {
+				errs = append(errs, field.Invalid(p.Child("reservedNames").Index(j), pat, "a name or a glob (* matches any run of characters, ? one character, [a-z] a class)"))
+			}
+		}
+		if l := b.Limits; l != nil {
+			if l.PerNamespace < 0 {
+				errs = append(errs, field.Invalid(p.Child("limits", "perNamespace"), l.PerNamespace, "must be at least 0 (0: no limit)"))
+			}
+			for k, v := range l.ParameterMax {
+				if v < 1 {
+					errs = append(errs, field.Invalid(p.Child("limits", "parameterMax").Key(k), v, "must be at least 1"))
+				}
+			}
+		}
 		for k := range b.Defaults {
 			if !naming.ValidBackendKey(k) {
 				errs = append(errs, field.Invalid(p.Child("defaults").Key(k), k, "key must be letters, digits, _ and -, starting with a letter or _, so templates can use ${backend."+k+"}"))
@@ -304,6 +253,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, c.checkServices(root)...)
 	if len(errs) > 0 {
 		return &ValidationError{Errs: errs}
 	}
@@ -377,74 +327,6 @@ func fromConfigfile(p *field.Path, err error) *field.Error {
 	return field.Invalid(p, field.OmitValueType{}, err.Error())
 }
 
-// taggedPaths lists the JSON paths of fields tagged tag:"true".
-func taggedPaths(t reflect.Type, prefix, tag string) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		p := name
-		if prefix != "" {
-			p = prefix + "." + name
-		}
-		if f.Tag.Get(tag) == "true" {
-			out = append(out, p)
-			continue
-		}
-		out = append(out, taggedPaths(f.Type, p, tag)...)
-	}
-	return out
-}
-
-// under reports whether errField is one of paths (relative to p) or inside
-// one.
-func under(p *field.Path, errField string, paths []string) bool {
-	for _, c := range paths {
-		full := p.String() + "." + c
-		if errField == full || strings.HasPrefix(errField, full+".") || strings.HasPrefix(errField, full+"[") {
-			return true
-		}
-	}
-	return false
-}
-
-// clearTagged zeroes every field tagged tag:"true".
-func clearTagged(v reflect.Value, tag string) {
-	for v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return
-		}
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return
-	}
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		if f.Tag.Get(tag) == "true" {
-			v.Field(i).SetZero()
-			continue
-		}
-		clearTagged(v.Field(i), tag)
-	}
-}
-
 // ValidationError is every problem Validate found.
 type ValidationError struct {
 	Errs field.ErrorList
@@ -460,6 +342,9 @@ func (e *ValidationError) Error() string {
 	}
 	return fmt.Sprintf("%d problems:\n%s", len(e.Errs), strings.Join(lines, "\n"))
 }
+
+// Registry is the driver registry the file was loaded with.
+func (c *Config) Registry() *drivers.Registry { return c.opts.Registry }
 
 // Backend returns the backend named name.
 func (c *Config) Backend(name string) (*Backend, bool) {

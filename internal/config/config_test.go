@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/all"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
@@ -100,7 +102,7 @@ func TestMisconfigured(t *testing.T) {
 		want       []string
 	}{
 		{"strict decode, top level", "backend:\n- name: a\n", []string{`backend: unknown field "backend"; remove it or fix its spelling (allowed here: backends)`}},
-		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, defaults, driver, name"}},
+		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, defaults, driver, limits, name, namePolicy, reservedNames, service"}},
 		{"strict decode, driver options", "backends:\n- name: a\n  driver: test\n  config:\n    endpoint: x\n    endpiont: y\n", []string{`backends[0].config.endpiont: Invalid value: unknown field "endpiont"`, "allowed here: endpoint, limit, token"}},
 		{"wrong type in driver options", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: lots}\n", []string{`backends[0].config.limit: Invalid value: want a whole number, got "lots"`}},
 		{"undefined variable without default", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, token: '${UNSET_TOKEN}'}\n", []string{`backends[0].config.token: Invalid value: environment variable UNSET_TOKEN is not set: set it, or write ${UNSET_TOKEN:-default}`}},
@@ -119,6 +121,11 @@ func TestMisconfigured(t *testing.T) {
 		{"misspelled adoption key", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {alow: true}\n", []string{`backends[0].adoption.alow: unknown field "alow"`, "allowed here: allow, deleteAdopted"}},
 		{"adoption value of the wrong type", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {allow: yes-please}\n", []string{`backends[0].adoption.allow: want true or false, got "yes-please"`}},
 		{"deleteAdopted without allow", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x}\n  adoption: {deleteAdopted: true}\n", []string{`backends[0].adoption.deleteAdopted: Invalid value: true: applies only to adopted resources; set adoption.allow: true as well`}},
+		{"two claim spaces on one service", "backends:\n- {name: a, driver: test, config: {endpoint: x:1}}\n- {name: b, driver: test, config: {endpoint: x:1}}\n", []string{`backends[1].service: Invalid value: "": backends[0] (a) and backends[1] (b) reach the same service (x:1) in two claim spaces, so one resource could get an owner through each; give both the same service, as ` + "`service: a`"}},
+		{"one service, two drivers", "backends:\n- {name: a, driver: test, service: s, config: {endpoint: x:1}}\n- {name: b, driver: other, service: s, config: {endpoint: y:1}}\n", []string{`backends[1].service: Invalid value: "s": is also the service of backends[0] (a), whose driver is test, not other`}},
+		{"bad service name", "backends:\n- {name: a, driver: test, service: Main_Kafka, config: {endpoint: x}}\n", []string{`backends[0].service: Invalid value: "Main_Kafka": a lowercase RFC 1123 label`}},
+		{"bad reserved name", "backends:\n- {name: a, driver: test, reservedNames: ['[a-'], config: {endpoint: x}}\n", []string{`backends[0].reservedNames[0]: Invalid value: "[a-": a name or a glob`}},
+		{"bad limits", "backends:\n- {name: a, driver: test, limits: {perNamespace: -1, parameterMax: {partitions: 0}}, config: {endpoint: x}}\n", []string{`backends[0].limits.perNamespace: Invalid value: -1: must be at least 0`, `backends[0].limits.parameterMax[partitions]: Invalid value: 0: must be at least 1`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
 	}
 	for _, c := range cases {
@@ -207,5 +214,58 @@ func TestNamePolicyUnambiguous(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServicesReservedNamesAndLimits: backends reaching one service share a
+// claim space when they say so; reserved names and parameter limits apply.
+func TestServicesReservedNamesAndLimits(t *testing.T) {
+	body := `backends:
+- {name: a, driver: test, config: {endpoint: x:1}}
+- name: b
+  driver: test
+  service: a
+  config: {endpoint: x:1}
+  reservedNames: ["_schemas", "connect-*"]
+  limits: {perNamespace: 3, parameterMax: {partitions: 8}}
+- {name: c, driver: test, config: {endpoint: y:1}}
+`
+	c, err := config.Load(writeConfig(t, body), config.Options{Registry: registry(), Lookup: lookup(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Backend("a")
+	b, _ := c.Backend("b")
+	cb, _ := c.Backend("c")
+	if a.ClaimScope() != "a" || b.ClaimScope() != "a" || cb.ClaimScope() != "c" {
+		t.Errorf("want claim scopes a, a, c, got %s, %s, %s", a.ClaimScope(), b.ClaimScope(), cb.ClaimScope())
+	}
+	if got := strings.Join(c.ScopeMembers("a"), ","); got != "a,b" {
+		t.Errorf("want scope a shared by a,b, got %s", got)
+	}
+	for name, want := range map[string]bool{"_schemas": true, "connect-offsets": true, "connect": false, "orders": false} {
+		if _, got := b.Reserved(name); got != want {
+			t.Errorf("b: %s reserved: want %v, got %v", name, want, got)
+		}
+		if _, got := a.Reserved(name); got {
+			t.Errorf("a reserves nothing, but %s is reserved", name)
+		}
+	}
+	src := naming.Source{Name: "n", Namespace: "team"}
+	if err := b.CheckName(src, "_schemas"); err == nil || !strings.Contains(err.Error(), `which backend b reserves ("_schemas")`) {
+		t.Errorf("want the reserved name refused, naming the backend and pattern, got %v", err)
+	}
+	p := field.NewPath("spec", "parameters")
+	if errs := b.CheckParameterLimits(p, map[string]string{"partitions": "8"}); len(errs) != 0 {
+		t.Errorf("want 8 partitions allowed, got %v", errs)
+	}
+	for _, v := range []string{"9", "2147483647", "many"} {
+		errs := b.CheckParameterLimits(p, map[string]string{"partitions": v})
+		if len(errs) != 1 || errs[0].Field != "spec.parameters[partitions]" || !strings.Contains(errs[0].Error(), "backend b allows at most 8 (limits.parameterMax.partitions in buckety-controller.yaml)") {
+			t.Errorf("partitions %s: want one error at spec.parameters[partitions] naming the limit, got %v", v, errs)
+		}
+	}
+	if errs := a.CheckParameterLimits(p, map[string]string{"partitions": "9999"}); len(errs) != 0 {
+		t.Errorf("a has no limits, got %v", errs)
 	}
 }

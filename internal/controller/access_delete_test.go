@@ -45,7 +45,8 @@ func (d *secretDeletes) wrap(c client.WithWatch) (client.Client, client.Reader) 
 			return c.Create(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if _, ok := obj.(*corev1.Secret); ok {
+			_, full := obj.(*corev1.Secret)
+			if m, ok := obj.(*metav1.PartialObjectMetadata); full || ok && m.Kind == "Secret" {
 				var o client.DeleteOptions
 				o.ApplyOptions(opts)
 				call := secretDelete{name: obj.GetName()}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,6 +40,7 @@ import (
 // env is one fake cluster with one backend, "svc", on the in-memory service.
 type env struct {
 	t       *testing.T
+	rec     *events.FakeRecorder
 	c       client.Client
 	svc     *drivertest.Backend
 	br      *buckety.Reconciler
@@ -62,6 +64,13 @@ func newEnv(t *testing.T, configExtra string) *env {
 // wrapped), and the uncached reader, when given, in place of the client.
 func newEnvWith(t *testing.T, configExtra string, wrap func(client.WithWatch) (client.Client, client.Reader)) *env {
 	t.Helper()
+	return newEnvDriver(t, configExtra, wrap, &drivertest.Driver{})
+}
+
+// newEnvDriver is newEnvWith with the test driver d (its Service is set
+// here).
+func newEnvDriver(t *testing.T, configExtra string, wrap func(client.WithWatch) (client.Client, client.Reader), d *drivertest.Driver) *env {
+	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -69,7 +78,7 @@ func newEnvWith(t *testing.T, configExtra string, wrap func(client.WithWatch) (c
 	if err := v1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	b := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.Buckety{}, &v1.BucketyAccess{})
+	b := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{})
 	if err := shared.SetupIndexes(context.Background(), builderIndexer{b}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +93,8 @@ func newEnvWith(t *testing.T, configExtra string, wrap func(client.WithWatch) (c
 	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(dir, config.Options{Registry: drivers.NewRegistry(&drivertest.Driver{Service: svc}), Lookup: func(string) (string, bool) { return "", false }})
+	d.Service = svc
+	cfg, err := config.Load(dir, config.Options{Registry: drivers.NewRegistry(d), Lookup: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +104,23 @@ func newEnvWith(t *testing.T, configExtra string, wrap func(client.WithWatch) (c
 	}
 	store := &claims.Store{Client: c, APIReader: apiReader}
 	bo := &shared.Backoff{}
-	return &env{t: t, c: c, svc: svc, backoff: bo,
-		br: &buckety.Reconciler{Client: c, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo},
+	rec := events.NewFakeRecorder(1000)
+	return &env{t: t, c: c, svc: svc, backoff: bo, rec: rec,
+		br: &buckety.Reconciler{Client: c, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo, Recorder: rec, Waiters: &shared.Waiters{}},
 		ar: &access.Reconciler{Client: c, APIReader: apiReader, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo},
+	}
+}
+
+// events drains the events recorded so far, as "Type Reason note" lines.
+func (e *env) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.rec.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
 	}
 }
 
@@ -206,18 +230,32 @@ func TestProvisionStampsFromTheClaim(t *testing.T) {
 	}
 }
 
-func TestNameConflictNamesTheLiveOwner(t *testing.T) {
+// TestNameConflictTellsOnlyWhatTheTenantMayKnow: a Buckety that finds its
+// resource owned by a Buckety of another namespace is told that another
+// Buckety owns it, never which (tenants could enumerate each other's
+// names); an owner in its own namespace is named.
+func TestNameConflictTellsOnlyWhatTheTenantMayKnow(t *testing.T) {
 	e := newEnv(t, "")
 	e.create(newBuckety("a", "orders", "orders"))
 	e.create(newBuckety("b", "orders", "orders"))
+	e.create(newBuckety("a", "second", "orders"))
 	e.reconcile("a", "orders")
 	res := e.reconcile("b", "orders")
 	c := e.wantReady(e.buckety("b", "orders"), metav1.ConditionFalse, v1.ReasonNameConflict)
-	if !strings.Contains(c.Message, "a/orders") {
-		t.Errorf("want the owner named, got %q", c.Message)
+	if strings.Contains(c.Message, "a/orders") || !strings.Contains(c.Message, "owned by another Buckety") {
+		t.Errorf("want the owner in another namespace not named, got %q", c.Message)
+	}
+	for _, ev := range e.events() {
+		if strings.Contains(ev, "a/orders") {
+			t.Errorf("want no event naming the owner in another namespace, got %q", ev)
+		}
 	}
 	if res.RequeueAfter != shared.PermanentBase {
 		t.Errorf("want a conflict retried on the permanent backoff (%s), got %s", shared.PermanentBase, res.RequeueAfter)
+	}
+	e.reconcile("a", "second")
+	if c := e.wantReady(e.buckety("a", "second"), metav1.ConditionFalse, v1.ReasonNameConflict); !strings.Contains(c.Message, "owned by Buckety a/orders") {
+		t.Errorf("want the owner in the same namespace named, got %q", c.Message)
 	}
 	// The owner goes: the name is free, and the waiting Buckety takes it.
 	e.deleteAndReconcile("a", "orders")
@@ -243,8 +281,11 @@ func TestAdoption(t *testing.T) {
 	res := e.reconcile("a", "full")
 	b := e.buckety("a", "full")
 	c := e.wantReady(b, metav1.ConditionFalse, v1.ReasonAdoptionRefused)
-	if !strings.Contains(c.Message, "3 records") || b.Status.Provenance != "" {
-		t.Errorf("want the content named and nothing stamped, got %q, provenance %q", c.Message, b.Status.Provenance)
+	if !strings.Contains(c.Message, "already exists and holds content") || b.Status.Provenance != "" {
+		t.Errorf("want the content reported and nothing stamped, got %q, provenance %q", c.Message, b.Status.Provenance)
+	}
+	if strings.Contains(c.Message, "3 records") {
+		t.Errorf("want the driver's detail of a resource the tenant does not own kept out of the status, got %q", c.Message)
 	}
 	if _, held := e.claim("full"); held {
 		t.Error("want the claim of a refused adoption released")
@@ -258,10 +299,25 @@ func TestAdoption(t *testing.T) {
 	}
 }
 
+// TestAppearingBetweenInspectAndEnsureIsAdopted: a resource someone else
+// creates between the adoption check and the create is never written to
+// in that pass (Ensure is CreateOnly), and is then adopted like any
+// existing resource: Adopted once it matches, never Created.
 func TestAppearingBetweenInspectAndEnsureIsAdopted(t *testing.T) {
 	e := newEnv(t, "")
-	e.svc.BeforeEnsure = func(name string) { e.svc.Put(name, 0) }
+	e.svc.BeforeEnsure = func(name string) {
+		if _, ok := e.svc.Get(name); !ok {
+			e.svc.Put(name, 0)
+		}
+	}
 	e.create(newBuckety("a", "sneaky", "sneaky"))
+	e.reconcile("a", "sneaky")
+	if n := e.svc.Calls("write"); n != 0 {
+		t.Errorf("want nothing written to a resource someone else created, got %d writes", n)
+	}
+	if cl, _ := e.claim("sneaky"); cl.Spec.Phase != v1.ClaimAdopting {
+		t.Errorf("want the claim Adopting after the create found it there, got %s", cl.Spec.Phase)
+	}
 	e.reconcile("a", "sneaky")
 	if b := e.buckety("a", "sneaky"); b.Status.Provenance != v1.ProvenanceAdopted {
 		t.Errorf("want Adopted, got %q", b.Status.Provenance)

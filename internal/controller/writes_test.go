@@ -46,7 +46,7 @@ type simItem struct {
 }
 
 func kindOf(obj runtime.Object) string {
-	switch obj.(type) {
+	switch o := obj.(type) {
 	case *v1.Buckety:
 		return "bucketies"
 	case *v1.BucketyAccess:
@@ -59,6 +59,10 @@ func kindOf(obj runtime.Object) string {
 		return "bucketyclaims"
 	case *corev1.Secret:
 		return "secrets"
+	case *metav1.PartialObjectMetadata:
+		if o.Kind == "Secret" {
+			return "secrets"
+		}
 	}
 	return fmt.Sprintf("%T", obj)
 }
@@ -119,9 +123,16 @@ func (s *writeSim) wrap(c client.WithWatch) (client.Client, client.Reader) {
 			if err := c.Get(ctx, key, obj, opts...); err != nil {
 				return err
 			}
-			if sec, ok := obj.(*corev1.Secret); ok && sec.Labels[v1.ManagedByLabel] != v1.ManagedByValue {
-				*sec = corev1.Secret{}
-				return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+			switch o := obj.(type) {
+			case *corev1.Secret:
+				if o.Labels[v1.ManagedByLabel] != v1.ManagedByValue {
+					*o = corev1.Secret{}
+					return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+				}
+			case *metav1.PartialObjectMetadata:
+				if o.Kind == "Secret" && o.Labels[v1.ManagedByLabel] != v1.ManagedByValue {
+					return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+				}
 			}
 			return nil
 		},

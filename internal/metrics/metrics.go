@@ -36,8 +36,23 @@ var (
 		Name: "buckety_drift_repaired_total",
 		Help: "Out-of-band drift repaired on backend resources.",
 	}, []string{"backend"})
+
+	// NameConflicts counts Bucketies that found their resource owned by
+	// another Buckety, once per episode; the controller's log names both.
+	NameConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "buckety_name_conflicts_total",
+		Help: "Bucketies that found their backend resource owned by another Buckety (the log names the owner).",
+	}, []string{"backend"})
+
+	// AdoptionsRefused counts refused adoptions of resources that hold
+	// content, once per episode; the controller's log has the driver's
+	// detail.
+	AdoptionsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "buckety_adoptions_refused_total",
+		Help: "Bucketies refused an existing backend resource that holds content (the log has the detail).",
+	}, []string{"backend"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(BackendRequestDuration, BackendRequestErrors, DriftDetected, DriftRepaired)
+	ctrlmetrics.Registry.MustRegister(BackendRequestDuration, BackendRequestErrors, DriftDetected, DriftRepaired, NameConflicts, AdoptionsRefused)
 }

@@ -101,6 +101,11 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 	return v, nil
 }
 
+// AnyImplementation, as Validate's implementation, skips capability
+// gating: for a Buckety whose backend left the config, where only the
+// schema's rules (its transitions above all) can still be judged.
+const AnyImplementation = "*"
+
 // Validate checks params against the schema, its CEL rules (transition
 // rules only when old is not nil) and capability gating for the backend's
 // implementation ("" when it declares none). Gating ratchets like
@@ -127,7 +132,7 @@ func (v *Validator) Validate(ctx context.Context, fldPath *field.Path, params, o
 	sort.Strings(keys)
 	for _, k := range keys {
 		allowed, gated := v.capabilities[k]
-		if !gated || contains(allowed, implementation) {
+		if !gated || contains(allowed, implementation) || implementation == AnyImplementation {
 			continue
 		}
 		if ov, had := old[k]; had && ov == params[k] {

@@ -32,6 +32,9 @@ var rbacAllowlist = map[string]string{
 	// update to advance the phase with an optimistic lock, delete to
 	// release.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyclaims`: "create,delete,get,list,update,watch",
+	// A claim's status: ownerGoneSince, stamped once when its owner is
+	// found gone (claims.Janitor).
+	`ClusterRole/buckety-controller buckety.yolean.se/bucketyclaims/status`: "patch",
 	// The implicit access: created, patched, deleted by the Buckety
 	// reconciler; its finalizer patched by the access reconciler.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyaccesses`:        "create,delete,get,list,patch,watch",

@@ -39,6 +39,7 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', seen '$3'"; }
 
 # expect_contains WHAT NEEDLE HAYSTACK
 expect_contains() { case "$3" in *"$2"*) ;; *) fail "$1: expected to contain '$2', seen '$3'" ;; esac; }
+expect_not_contains() { case "$3" in *"$2"*) fail "$1: expected not to contain '$2', seen '$3'" ;; esac; }
 
 # obj KIND/NAME: the two words people type, "buckety orders", so every
 # helper exercises the natural kubectl form (kubectl get buckety orders);

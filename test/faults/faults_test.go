@@ -24,6 +24,9 @@ import (
 //	FAULTS_KILLS      controller SIGKILLs during churn (3; full 20)
 //	FAULTS_CONVERGE   how long a run may take to converge after its faults (90s; full 300s)
 //	FAULTS_S3         the S3 server: minio (default) or versitygw
+//	FAULTS_ATTACK_SECRETS  1 MiB Secrets the hostile tenant creates (100; full 300)
+//	FAULTS_ATTACK_LIMIT    memory limit of the controller and webhook in MiB (96; full 128)
+//	FAULTS_TENANT_LIMIT    limits.perNamespace of the hostile run's backends (20; full 100)
 //	FAULTS_TABLE      also write the table to this file
 type params struct {
 	Seed      int64
@@ -35,18 +38,24 @@ type params struct {
 	Kills     int
 	Converge  time.Duration
 	S3        string
+	// AttackSecrets, AttackLimitMiB and TenantLimit size the hostile
+	// tenant run.
+	AttackSecrets, AttackLimitMiB, TenantLimit int
 }
 
 // runNames are the runs in order.
-var runNames = []string{"broker-pause", "broker-kill", "s3-restart-delete", "controller-crash-churn", "apiserver-restart-churn"}
+var runNames = []string{"broker-pause", "broker-kill", "s3-restart-delete", "controller-crash-churn", "apiserver-restart-churn", "hostile-tenant"}
 
 func loadParams(t *testing.T) params {
 	t.Helper()
-	p := params{Seed: time.Now().UnixNano(), Bucketies: 20, Outage: 5 * time.Second, Objects: 300, Ops: 30, Kills: 3, Converge: 90 * time.Second}
+	p := params{Seed: time.Now().UnixNano(), Bucketies: 20, Outage: 5 * time.Second, Objects: 300, Ops: 30, Kills: 3, Converge: 90 * time.Second,
+		AttackSecrets: 100, AttackLimitMiB: 96, TenantLimit: 20}
 	if os.Getenv("FAULTS_FULL") == "1" {
-		p = params{Seed: p.Seed, Bucketies: 200, Outage: 60 * time.Second, Objects: 3000, Ops: 300, Kills: 20, Converge: 300 * time.Second}
+		p = params{Seed: p.Seed, Bucketies: 200, Outage: 60 * time.Second, Objects: 3000, Ops: 300, Kills: 20, Converge: 300 * time.Second,
+			AttackSecrets: 300, AttackLimitMiB: 128, TenantLimit: 100}
 	}
-	ints := map[string]*int{"FAULTS_BUCKETIES": &p.Bucketies, "FAULTS_OBJECTS": &p.Objects, "FAULTS_OPS": &p.Ops, "FAULTS_KILLS": &p.Kills}
+	ints := map[string]*int{"FAULTS_BUCKETIES": &p.Bucketies, "FAULTS_OBJECTS": &p.Objects, "FAULTS_OPS": &p.Ops, "FAULTS_KILLS": &p.Kills,
+		"FAULTS_ATTACK_SECRETS": &p.AttackSecrets, "FAULTS_ATTACK_LIMIT": &p.AttackLimitMiB, "FAULTS_TENANT_LIMIT": &p.TenantLimit}
 	for k, dst := range ints {
 		if v := os.Getenv(k); v != "" {
 			n, err := strconv.Atoi(v)
@@ -175,6 +184,7 @@ func TestFaults(t *testing.T) {
 		"apiserver-restart-churn": func(t *testing.T, e *env, p params, tb *table) {
 			runChurn(t, e, p, tb, "apiserver-restart-churn", faultAPIServerRestart)
 		},
+		"hostile-tenant": runHostile,
 	}
 	for _, name := range runNames {
 		if !p.Runs[name] {

@@ -19,12 +19,14 @@ import (
 )
 
 // adoptionConfigYAML adds, to the shared backends (which do not allow
-// adoption), backends on the same services that do, each with the name
+// adoption), backends on the same services (one claim space with them:
+// `service`) that do, each with the name
 // policy the README recommends beside adoption: kafka-adopt and s3-adopt
 // retain adopted resources; kafka-adopt-del sets deleteAdopted.
 func adoptionConfigYAML() string {
 	return configYAML("kafka", "s3") + `- name: kafka-adopt
   driver: kadm
+  service: kafka
   config:
     seedBrokers: [` + strings.Join(broker.Addrs, ", ") + `]
     requestTimeout: 5s
@@ -32,6 +34,7 @@ func adoptionConfigYAML() string {
   adoption: {allow: true}
 - name: kafka-adopt-del
   driver: kadm
+  service: kafka
   config:
     seedBrokers: [` + strings.Join(broker.Addrs, ", ") + `]
     requestTimeout: 5s
@@ -39,6 +42,7 @@ func adoptionConfigYAML() string {
   adoption: {allow: true, deleteAdopted: true}
 - name: s3-adopt
   driver: s3
+  service: s3
   config:
     implementation: minio
     endpoint: ` + minio.Endpoint + `
@@ -110,7 +114,7 @@ func TestAdoptionNeedsBothKeys(t *testing.T) {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: c.obj, Namespace: ns}, Spec: v1.BucketySpec{Backend: c.backend, Name: name, Adoption: c.adoption}}
 		create(t, b)
 		got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, wait)
-		if !strings.Contains(got.Message, c.hint) || !strings.Contains(got.Message, "holds 1 records") {
+		if !strings.Contains(got.Message, c.hint) || !strings.Contains(got.Message, "already exists and holds content") {
 			t.Errorf("%s: want the content and %q in the message, got %q", c.obj, c.hint, got.Message)
 		}
 		// A refused Buckety's later passes claim, inspect and release

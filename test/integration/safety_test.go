@@ -46,8 +46,8 @@ func TestAdoptionSafety(t *testing.T) {
 	}
 
 	for _, c := range []struct{ name, backend, resource, detail string }{
-		{"topic", "kafka", full, "holds 1 records"},
-		{"bucket", "s3", bucket, `holds objects (first: "precious")`},
+		{"topic", "kafka", full, "already exists and holds content"},
+		{"bucket", "s3", bucket, "already exists and holds content"},
 	} {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: ns},
 			Spec: v1.BucketySpec{Backend: c.backend, Name: c.resource, DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: c.name + "-creds"}}}
@@ -55,6 +55,9 @@ func TestAdoptionSafety(t *testing.T) {
 		cond := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, wait)
 		if !strings.Contains(cond.Message, c.resource) || !strings.Contains(cond.Message, c.detail) {
 			t.Errorf("%s: want the message to name %s and say %q, got %q", c.name, c.resource, c.detail, cond.Message)
+		}
+		if strings.Contains(cond.Message, "precious") || strings.Contains(cond.Message, "records") {
+			t.Errorf("%s: want nothing of the resource's content quoted to a tenant that does not own it, got %q", c.name, cond.Message)
 		}
 		if b.Status.BackendResourceName != "" || b.Status.Provenance != "" || b.Status.DriverMajor != nil {
 			t.Errorf("%s: want nothing stamped, got %+v", c.name, b.Status)
@@ -98,8 +101,10 @@ func TestTwoBucketiesOneTopic(t *testing.T) {
 	second := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: ns2}, Spec: v1.BucketySpec{Backend: "kafka", Name: shared, RetentionPolicy: v1.RetentionDelete}}
 	create(t, second)
 	c := waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, wait)
-	if !strings.Contains(c.Message, ns1+"/first") || !strings.Contains(c.Message, shared) {
-		t.Errorf("want the conflict to name the owner %s/first and %s, got %q", ns1, shared, c.Message)
+	// The owner is another tenant's: the message names the resource, not
+	// the Buckety that owns it (see TestNothingForeignInStatusOrEvents).
+	if strings.Contains(c.Message, ns1+"/first") || !strings.Contains(c.Message, shared) || !strings.Contains(c.Message, "owned by another Buckety") {
+		t.Errorf("want the conflict to name %s but not its owner %s/first, got %q", shared, ns1, c.Message)
 	}
 	if second.Status.Provenance != "" {
 		t.Errorf("want nothing stamped on the loser, got %+v", second.Status)

@@ -3,23 +3,15 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
-	"github.com/Yolean/buckety-controller/test/controlplane"
 )
 
 // TestTenantRolesAggregate (issue 14.4): with the shipped buckety-edit and
@@ -31,40 +23,11 @@ import (
 func TestTenantRolesAggregate(t *testing.T) {
 	needInfra(t)
 	ctx := context.Background()
-	f, err := os.Open(filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "tenant-roles.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		var cr rbacv1.ClusterRole
-		if err := dec.Decode(&cr); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		createOrIgnore(t, &cr)
-	}
+	installTenantRoles(t)
 	ns := namespace(t)
-	for user, role := range map[string]string{"tenant-editor": "edit", "tenant-viewer": "view"} {
-		create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}})
-	}
-	as := func(user string) client.Client {
-		rc := rest.CopyConfig(cp.RESTConfig)
-		rc.Impersonate = rest.ImpersonationConfig{UserName: user}
-		scheme, err := appcontroller.Scheme()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := client.New(rc, client.Options{Scheme: scheme})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	bindRole(t, ns, "tenant-editor", "edit")
+	bindRole(t, ns, "tenant-viewer", "view")
+	as := func(user string) client.Client { return asUser(t, user) }
 	editor, viewer := as("tenant-editor"), as("tenant-viewer")
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka"}}
 	// Aggregation is asynchronous: wait until edit covers Bucketies.

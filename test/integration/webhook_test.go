@@ -29,6 +29,7 @@ import (
 func webhookConfigYAML() string {
 	return configYAML("kafka", "s3") + `- name: tenants
   driver: kadm
+  service: kafka
   config:
     seedBrokers: [` + strings.Join(broker.Addrs, ", ") + `]
   namePolicy:

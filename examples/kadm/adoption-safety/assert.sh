@@ -13,7 +13,8 @@ metadata: {name: claims-full}
 spec: {backend: kafka, name: "$full", defaultAccess: {credentialsSecretName: full-topic}}
 Y
 wait_cond buckety/claims-full Ready False AdoptionRefused
-expect_contains "refusal" "$full holds 3 records" "$(cond buckety/claims-full Ready message)"
+expect_contains "refusal" "$full on backend kafka already exists and holds content" "$(cond buckety/claims-full Ready message)"
+expect_not_contains "no broker detail about a resource not yet owned" "records" "$(cond buckety/claims-full Ready message)"
 expect_eq "nothing stamped" "" "$(jp buckety/claims-full '{.status.backendResourceName}')"
 sleep 2
 k get secret full-topic >/dev/null 2>&1 && fail "a Secret was written for a refused adoption"

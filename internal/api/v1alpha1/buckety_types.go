@@ -42,7 +42,9 @@ type Adoption string
 const (
 	// AdoptionRefuse (the default, also when the field is omitted) never
 	// takes over a resource that holds content: the Buckety reports
-	// AdoptionRefused. An existing empty resource is adopted and converged.
+	// AdoptionRefused. An existing empty resource is adopted once it
+	// matches spec.parameters, never converged: until then the Buckety
+	// reports AdoptionDrift.
 	AdoptionRefuse Adoption = "Refuse"
 	// AdoptionAdopt takes over an existing resource, content and all, but
 	// writes nothing to it while it differs from spec.parameters: the
@@ -51,7 +53,8 @@ const (
 	AdoptionAdopt Adoption = "Adopt"
 	// AdoptionAndConverge takes over an existing resource and converges it
 	// to spec.parameters, announcing the changes in an AdoptionConverging
-	// event before applying them.
+	// event before applying them. It is the only way buckety changes a
+	// resource it did not create, and needs the backend's adoption.allow.
 	AdoptionAndConverge Adoption = "AdoptAndConverge"
 )
 
@@ -99,7 +102,8 @@ type BucketySpec struct {
 	// changes and out-of-band drift to the backend. Omitted keys mean the
 	// backend's own defaults.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 4096)",message="spec.parameters: keys are at most 253 characters and values at most 4096"
 	Parameters map[string]string `json:"parameters,omitempty"`
 
 	// RetentionPolicy is what happens to the backend resource when this
@@ -119,7 +123,9 @@ type BucketySpec struct {
 	// Adoption says whether this Buckety may take over a backend resource
 	// that already exists and holds content (the tenant's key; the backend
 	// must also allow it with adoption.allow, or admission rejects the
-	// field). Refuse (default) reports AdoptionRefused. Adopt takes the
+	// field; both keys are checked again on every pass until the adoption
+	// settles). Refuse (default) reports AdoptionRefused, and adopts an
+	// existing empty resource only once it matches spec.parameters. Adopt takes the
 	// resource over but writes nothing to it while it differs from
 	// spec.parameters: Ready=False, reason AdoptionDrift, lists the
 	// differences until the parameters match (or this field becomes

@@ -5,8 +5,10 @@ import (
 )
 
 // ClaimPhase is how far a BucketyClaim's owner has come with the backend
-// resource. It only moves forward: Claimed -> Creating -> Created,
-// Claimed -> Adopted, or Claimed -> Adopting -> Adopted.
+// resource: Claimed -> Creating -> Created, or Claimed -> Adopting ->
+// Adopted. Creating moves to Adopting only in the pass that recorded it,
+// when the create found the resource made by someone else meanwhile
+// (nothing was written to it).
 // +kubebuilder:validation:Enum=Claimed;Creating;Created;Adopting;Adopted
 type ClaimPhase string
 
@@ -21,16 +23,17 @@ const (
 	ClaimCreating ClaimPhase = "Creating"
 	// ClaimCreated: the driver reported that it created the resource.
 	ClaimCreated ClaimPhase = "Created"
-	// ClaimAdopting: the resource existed before the owner claimed it and
-	// the owner asked to adopt it (spec.adoption); the adoption is not
-	// settled yet: nothing is written to the resource while it differs
-	// from the owner's parameters, unless the owner asks to converge.
+	// ClaimAdopting: the resource existed before the owner claimed it; the
+	// adoption is not settled yet: nothing is written to the resource while
+	// it differs from the owner's parameters, unless both the backend
+	// (adoption.allow) and the owner (spec.adoption AdoptAndConverge) ask
+	// to converge it.
 	ClaimAdopting ClaimPhase = "Adopting"
-	// ClaimAdopted: the resource existed (empty) before the owner claimed it,
-	// or appeared between the check and the create, or an adoption the
-	// owner asked for settled. It is managed like a created resource, but
-	// retentionPolicy Delete deletes it only when the backend's
-	// adoption.deleteAdopted says so.
+	// ClaimAdopted: the resource existed before the owner claimed it (or
+	// appeared between the check and the create), and its adoption settled:
+	// it matched the owner's parameters, or both keys asked to converge it.
+	// It is managed like a created resource, but retentionPolicy Delete
+	// deletes it only when the backend's adoption.deleteAdopted says so.
 	ClaimAdopted ClaimPhase = "Adopted"
 )
 
@@ -52,6 +55,32 @@ type BucketyClaimSpec struct {
 	// Phase says whether buckety created the resource (only then does
 	// retentionPolicy Delete delete it).
 	Phase ClaimPhase `json:"phase"`
+	// Service is the claim space the claim was made in: the backend's
+	// `service` in buckety-controller.yaml (by default its name). One
+	// resource of one service has one claim, whichever backend names it.
+	// Absent on claims made before services existed (their space is the
+	// backend's name).
+	// +optional
+	Service string `json:"service,omitempty"`
+	// Location holds the owner's parameters that select where the resource
+	// lives (those its driver declares, as an R2 bucket's jurisdiction),
+	// as they were when the claim was made. Every later backend call,
+	// deletion included, is made with them, whatever the Buckety's
+	// parameters say by then.
+	// +optional
+	Location map[string]string `json:"location,omitempty"`
+}
+
+// BucketyClaimStatus is what the controller observed about a claim.
+type BucketyClaimStatus struct {
+	// OwnerGoneSince is when the controller found the owning Buckety gone
+	// while the claim remained: its finalizer was removed by hand, so
+	// buckety never released the claim or applied its retentionPolicy. The
+	// resource is left as it is. A new Buckety that resolves to the same
+	// resource takes the claim over (after its adoption check), and a
+	// maintainer may delete the claim to release the name.
+	// +optional
+	OwnerGoneSince *metav1.Time `json:"ownerGoneSince,omitempty"`
 }
 
 // ClaimOwner identifies a Buckety across deletions and re-creations.
@@ -78,12 +107,15 @@ type ClaimOwner struct {
 // +kubebuilder:printcolumn:name="Owner-Namespace",type=string,JSONPath=`.spec.owner.namespace`
 // +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.spec.phase`
+// +kubebuilder:printcolumn:name="Owner-Gone",type=date,JSONPath=`.status.ownerGoneSince`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:subresource:status
 type BucketyClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec BucketyClaimSpec `json:"spec"`
+	Spec   BucketyClaimSpec   `json:"spec"`
+	Status BucketyClaimStatus `json:"status,omitempty"`
 }
 
 // BucketyClaimList is a list of BucketyClaim.

@@ -151,13 +151,18 @@ const (
 	// ReasonAdoptionRefused: the backend resource already exists and holds
 	// content, so it is not claimed.
 	ReasonAdoptionRefused = "AdoptionRefused"
-	// ReasonAdoptionDrift: the Buckety adopted an existing resource
-	// (spec.adoption: Adopt) that differs from spec.parameters; nothing is
-	// written to it until the parameters match or spec.adoption becomes
-	// AdoptAndConverge. The message lists the differences.
+	// ReasonAdoptionDrift: the backend resource already existed (no
+	// Buckety created it) and differs from spec.parameters; nothing is
+	// written to it until the parameters match, or until both the backend
+	// (adoption.allow) and the tenant (spec.adoption: AdoptAndConverge) ask
+	// to converge it. The message lists the differences.
 	ReasonAdoptionDrift = "AdoptionDrift"
 	// ReasonNameConflict: another Buckety already owns the backend resource.
 	ReasonNameConflict = "NameConflict"
+	// ReasonLimitExceeded: the namespace already has as many Bucketies on
+	// the backend as the backend's limits.perNamespace allows; this one
+	// waits until one of them is deleted.
+	ReasonLimitExceeded = "LimitExceeded"
 	// ReasonSecretConflict: a Secret with the credentials name exists and
 	// was not created by buckety; it is never overwritten.
 	ReasonSecretConflict = "SecretConflict"

@@ -2,42 +2,52 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/naming"
 )
 
-// lastApplied is the annotation kubectl apply (client-side) keeps the whole
-// applied object in.
-const lastApplied = corev1.LastAppliedConfigAnnotation
-
 // cacheOptions limits the informer cache to what the reconcilers read, in
-// the form they read it.
+// the form they read it. What a tenant can create must not make the
+// controller's memory grow without bound: every object a tenant writes is
+// reduced, before it is stored, to a size the API bounds, whatever the
+// tenant put in it.
 //
-//   - Secrets: only buckety's own (by label), never every Secret in the
-//     cluster; a Secret missing from the cache is read fresh where it
-//     matters (access.Reconciler).
-//   - Every cached object is stored without metadata.managedFields (which
-//     server-side field tracking puts on every object and which is often
-//     larger than the object's spec and status together) and, except on
-//     claims, without kubectl's last-applied-configuration annotation (a
-//     second copy of the applied spec). Nothing buckety does reads either.
-//     Writes are unaffected: metadata and status are merge-patched as the
-//     difference between two cached copies, so the stripped fields are in
-//     neither and the patch never mentions them; claims, the one kind
-//     updated whole (optimistic lock), keep their annotations, and an
-//     update that omits managedFields leaves the server's as they are.
+//   - Secrets: only those labelled as buckety's (a label a tenant can put
+//     on any Secret too), and of those only metadata, through a metadata
+//     informer (the access controller watches them with
+//     builder.OnlyMetadata and reads them as PartialObjectMetadata): name,
+//     UID, resourceVersion, buckety's two labels and the controlling owner
+//     reference. A Secret's data is read fresh from the API server only
+//     where buckety writes or checks it (access.Reconciler).
+//   - Bucketies and BucketyAccesses: stored without annotations, without
+//     owner references other than the controlling one, and with only the
+//     labels buckety reads (the labels spec.name's template references;
+//     the implicit-access label). spec.parameters is bounded by the CRD
+//     (v1alpha1.MaxParameters keys of v1alpha1.MaxParameterValueLength).
+//   - Every cached object is stored without metadata.managedFields, and,
+//     except on claims, without kubectl's last-applied-configuration
+//     annotation.
 //
-// Events, Leases and Namespaces are not cached: the event recorder and the
-// leader elector write through the API, and no reconciler reads them.
+// Writes are unaffected: metadata and status are merge-patched as the
+// difference between two cached copies, so the stripped fields are in
+// neither and the patch never mentions them (finalizers are kept whole,
+// since a merge patch replaces the list); claims, the one kind updated
+// whole (optimistic lock), keep their labels and annotations, and tenants
+// cannot write claims. Events, Leases and Namespaces are not cached.
 func cacheOptions() ctrlcache.Options {
 	return ctrlcache.Options{
 		DefaultTransform: stripForCache,
 		ByObject: map[client.Object]ctrlcache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{v1.ManagedByLabel: v1.ManagedByValue})},
+			&corev1.Secret{}: {
+				Label:     labels.SelectorFromSet(labels.Set{v1.ManagedByLabel: v1.ManagedByValue}),
+				Transform: stripSecret,
+			},
 		},
 	}
 }
@@ -56,11 +66,94 @@ func stripForCache(obj any) (any, error) {
 		return obj, nil
 	}
 	o.SetManagedFields(nil)
-	if _, claim := o.(*v1.BucketyClaim); !claim {
-		if a := o.GetAnnotations(); a[lastApplied] != "" {
-			delete(a, lastApplied)
-			o.SetAnnotations(a)
-		}
+	switch t := o.(type) {
+	case *v1.BucketyClaim:
+		return o, nil
+	case *v1.Buckety:
+		o.SetAnnotations(nil)
+		o.SetOwnerReferences(nil)
+		o.SetLabels(keep(o.GetLabels(), templateLabels(t.Spec.Name)...))
+		return o, nil
+	case *v1.BucketyAccess:
+		o.SetAnnotations(nil)
+		o.SetOwnerReferences(controllerOnly(o.GetOwnerReferences()))
+		o.SetLabels(keep(o.GetLabels(), v1.ImplicitLabel))
+		return o, nil
+	}
+	if a := o.GetAnnotations(); a[lastApplied] != "" {
+		delete(a, lastApplied)
+		o.SetAnnotations(a)
 	}
 	return o, nil
+}
+
+// lastApplied is the annotation kubectl apply (client-side) keeps the whole
+// applied object in.
+const lastApplied = corev1.LastAppliedConfigAnnotation
+
+// stripSecret is the Secrets' transform: whatever reaches the cache (the
+// metadata informer's PartialObjectMetadata, or a full Secret should a
+// reader ever ask for one) is reduced to what ownership checks read. A full
+// Secret keeps no data: the access controller reads data fresh.
+func stripSecret(obj any) (any, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		o, err := stripSecret(d.Obj)
+		d.Obj = o
+		return d, err
+	}
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	o.SetManagedFields(nil)
+	o.SetAnnotations(nil)
+	o.SetFinalizers(nil)
+	o.SetOwnerReferences(controllerOnly(o.GetOwnerReferences()))
+	o.SetLabels(keep(o.GetLabels(), v1.ManagedByLabel, v1.AccessLabel))
+	if s, ok := o.(*corev1.Secret); ok {
+		s.Data, s.StringData = nil, nil
+	}
+	return o, nil
+}
+
+// keep returns the labels among keys, or nil.
+func keep(l map[string]string, keys ...string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := l[k]; ok {
+			if out == nil {
+				out = make(map[string]string, len(keys))
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// templateLabels are the label keys a spec.name template references.
+func templateLabels(tmpl string) []string {
+	if tmpl == "" {
+		return nil
+	}
+	t, err := naming.Parse(tmpl)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range t.Refs() {
+		if r.Kind == naming.Label {
+			out = append(out, r.Key)
+		}
+	}
+	return out
+}
+
+// controllerOnly keeps the controlling owner reference, if any.
+func controllerOnly(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	for _, r := range refs {
+		if r.Controller != nil && *r.Controller {
+			return []metav1.OwnerReference{r}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,19 +14,27 @@ import (
 
 func TestStripForCache(t *testing.T) {
 	meta := func() metav1.ObjectMeta {
+		yes := true
 		return metav1.ObjectMeta{Name: "x", Namespace: "a",
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}},
-			Annotations:   map[string]string{lastApplied: `{"spec":{"backend":"kafka"}}`, "team": "orders"}}
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}},
+			Annotations:     map[string]string{lastApplied: `{"spec":{"backend":"kafka"}}`, "team": "orders"},
+			Labels:          map[string]string{"gen": "003", "junk": strings.Repeat("x", 63), v1.ImplicitLabel: "true"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Thing", Name: "a"}, {Kind: "Buckety", Name: "b", Controller: &yes}},
+			Finalizers:      []string{v1.Finalizer, "example.com/other"}}
 	}
+	withName := func(o *v1.Buckety) *v1.Buckety { o.Spec.Name = "${namespace}.v${label['gen']}"; return o }
 	cases := []struct {
 		name            string
 		obj             client.Object
 		wantAnnotations map[string]string
+		wantLabels      map[string]string
+		wantOwners      int
 	}{
-		{"Buckety", &v1.Buckety{ObjectMeta: meta()}, map[string]string{"team": "orders"}},
-		{"BucketyAccess", &v1.BucketyAccess{ObjectMeta: meta()}, map[string]string{"team": "orders"}},
-		{"Secret", &corev1.Secret{ObjectMeta: meta(), Data: map[string][]byte{"topic": []byte("t")}}, map[string]string{"team": "orders"}},
-		{"claim keeps its annotations: it is updated whole", &v1.BucketyClaim{ObjectMeta: meta()}, map[string]string{lastApplied: `{"spec":{"backend":"kafka"}}`, "team": "orders"}},
+		{"Buckety: only the labels its template reads, no annotations, no owners", withName(&v1.Buckety{ObjectMeta: meta()}), nil, map[string]string{"gen": "003"}, 0},
+		{"Buckety without a template keeps no labels", &v1.Buckety{ObjectMeta: meta()}, nil, nil, 0},
+		{"BucketyAccess: the implicit label and its controller", &v1.BucketyAccess{ObjectMeta: meta()}, nil, map[string]string{v1.ImplicitLabel: "true"}, 1},
+		{"claim keeps its annotations and labels: it is updated whole", &v1.BucketyClaim{ObjectMeta: meta()}, map[string]string{lastApplied: `{"spec":{"backend":"kafka"}}`, "team": "orders"}, meta().Labels, 2},
+		{"another kind loses only last-applied", &corev1.ConfigMap{ObjectMeta: meta()}, map[string]string{"team": "orders"}, meta().Labels, 2},
 	}
 	for _, c := range cases {
 		out, err := stripForCache(c.obj)
@@ -39,14 +48,51 @@ func TestStripForCache(t *testing.T) {
 		if !maps.Equal(o.GetAnnotations(), c.wantAnnotations) {
 			t.Errorf("%s: want annotations %v, got %v", c.name, c.wantAnnotations, o.GetAnnotations())
 		}
+		if !maps.Equal(o.GetLabels(), c.wantLabels) {
+			t.Errorf("%s: want labels %v, got %v", c.name, c.wantLabels, o.GetLabels())
+		}
+		if len(o.GetOwnerReferences()) != c.wantOwners {
+			t.Errorf("%s: want %d owner references, got %v", c.name, c.wantOwners, o.GetOwnerReferences())
+		}
+		if len(o.GetFinalizers()) != 2 {
+			t.Errorf("%s: want finalizers kept whole (a merge patch replaces the list), got %v", c.name, o.GetFinalizers())
+		}
 		if o.GetName() != "x" || o.GetNamespace() != "a" {
 			t.Errorf("%s: want the identity kept, got %s/%s", c.name, o.GetNamespace(), o.GetName())
 		}
 	}
-	if s, _ := stripForCache(&corev1.Secret{Data: map[string][]byte{"topic": []byte("t")}}); string(s.(*corev1.Secret).Data["topic"]) != "t" {
-		t.Error("want a Secret's data kept: the access reconciler compares it")
-	}
 	if got, err := stripForCache("not an object"); err != nil || got != "not an object" {
 		t.Errorf("want anything else passed through, got %v, %v", got, err)
+	}
+}
+
+// TestStripSecret: a Secret in the cache, whatever a tenant put in it, is
+// reduced to what ownership checks read.
+func TestStripSecret(t *testing.T) {
+	yes := true
+	om := metav1.ObjectMeta{Name: "s", Namespace: "a", UID: "u", ResourceVersion: "7",
+		Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: "reader", "junk": "x"},
+		Annotations:     map[string]string{"big": strings.Repeat("x", 1<<16)},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Thing", Name: "t"}, {Kind: "BucketyAccess", Name: "reader", Controller: &yes}},
+		Finalizers:      []string{"example.com/x"}}
+	full, err := stripSecret(&corev1.Secret{ObjectMeta: *om.DeepCopy(), Data: map[string][]byte{"k": make([]byte, 1<<20)}, StringData: map[string]string{"s": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial, err := stripSecret(&metav1.PartialObjectMetadata{ObjectMeta: *om.DeepCopy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]any{"Secret": full, "metadata": partial} {
+		o := out.(client.Object)
+		if len(o.GetAnnotations()) != 0 || len(o.GetFinalizers()) != 0 || len(o.GetLabels()) != 2 || len(o.GetOwnerReferences()) != 1 || o.GetOwnerReferences()[0].Kind != "BucketyAccess" {
+			t.Errorf("%s: want only buckety's two labels and the controller reference, got labels %v, annotations %d, owners %v, finalizers %v", name, o.GetLabels(), len(o.GetAnnotations()), o.GetOwnerReferences(), o.GetFinalizers())
+		}
+		if o.GetUID() != "u" || o.GetResourceVersion() != "7" {
+			t.Errorf("%s: want UID and resourceVersion kept, got %s %s", name, o.GetUID(), o.GetResourceVersion())
+		}
+	}
+	if s := full.(*corev1.Secret); s.Data != nil || s.StringData != nil {
+		t.Error("want a full Secret's data dropped: the access reconciler reads data fresh")
 	}
 }

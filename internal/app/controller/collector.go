@@ -17,6 +17,9 @@ var (
 	resourcesDesc = prometheus.NewDesc("buckety_resources",
 		"Buckety and BucketyAccess objects by kind, backend, condition type and status.",
 		[]string{"kind", "backend", "condition", "status"}, nil)
+	claimsDesc = prometheus.NewDesc("buckety_claims",
+		"BucketyClaims by backend, and whether their owning Buckety still exists (owner=present) or is gone with the claim left behind (owner=gone: its finalizer was removed by hand; the resource is retained, and the claim is taken over by the next Buckety that resolves to it).",
+		[]string{"backend", "owner"}, nil)
 	notReadySinceDesc = prometheus.NewDesc("buckety_not_ready_since_timestamp_seconds",
 		"Unix time since which the longest not-Ready object of this kind and backend, with this Ready reason, has not been Ready: its Ready condition's lastTransitionTime, or its creation when it has no Ready condition yet. Absent when every object is Ready.",
 		[]string{"kind", "backend", "reason"}, nil)
@@ -47,6 +50,7 @@ func (c *resourceCollector) set(r client.Reader, backends []string) {
 func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- resourcesDesc
 	ch <- notReadySinceDesc
+	ch <- claimsDesc
 }
 
 func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -65,9 +69,53 @@ func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := r.List(ctx, &al); err == nil {
 		in.accesses, in.accessesListed = al.Items, true
 	}
-	for _, s := range resourceSamples(in) {
+	var cl v1.BucketyClaimList
+	if err := r.List(ctx, &cl); err == nil && in.bucketiesListed {
+		in.claims, in.claimsListed = cl.Items, true
+	}
+	for _, s := range append(resourceSamples(in), claimSamples(in)...) {
 		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, s.value, s.labels...)
 	}
+}
+
+// claimSamples counts claims per backend by whether their owner exists in
+// the cache. Every configured backend reports both series.
+func claimSamples(in resourceLists) []sample {
+	if !in.claimsListed {
+		return nil
+	}
+	present := make(map[string]bool, len(in.bucketies))
+	for i := range in.bucketies {
+		present[string(in.bucketies[i].UID)] = true
+	}
+	type key struct{ backend, owner string }
+	counts := map[key]float64{}
+	var order []key
+	add := func(k key, n float64) {
+		if _, seen := counts[k]; !seen {
+			order = append(order, k)
+		}
+		counts[k] += n
+	}
+	for _, b := range in.backends {
+		add(key{b, "present"}, 0)
+		add(key{b, "gone"}, 0)
+	}
+	for i := range in.claims {
+		c := &in.claims[i]
+		owner := "present"
+		if !present[c.Spec.Owner.UID] {
+			owner = "gone"
+		}
+		add(key{c.Spec.Backend, "present"}, 0)
+		add(key{c.Spec.Backend, "gone"}, 0)
+		add(key{c.Spec.Backend, owner}, 1)
+	}
+	out := make([]sample, 0, len(order))
+	for _, k := range order {
+		out = append(out, sample{desc: claimsDesc, value: counts[k], labels: []string{k.backend, k.owner}})
+	}
+	return out
 }
 
 // resourceLists is what one scrape read from the cache. A kind whose list
@@ -79,6 +127,8 @@ type resourceLists struct {
 	bucketies                       []v1.Buckety
 	accesses                        []v1.BucketyAccess
 	bucketiesListed, accessesListed bool
+	claims                          []v1.BucketyClaim
+	claimsListed                    bool
 }
 
 // sample is one gauge value with its label values, in the desc's order.

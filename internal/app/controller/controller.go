@@ -133,6 +133,7 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 	fs.DurationVar(&o.DriftSweep, "drift-sweep-interval", DefaultDriftSweepInterval, "how often each backend whose driver can sweep is checked for drift in a few batched requests, reconciling only drifted Bucketies; 0 disables sweeping")
 	fs.DurationVar(&o.SweptRecheck, "swept-recheck-interval", DefaultSweptRecheckInterval, "per-resource re-check (plus up to 10% jitter) on backends whose sweep sees all drift (kadm): a safety net")
 	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "reconciles run in parallel per kind")
+	fs.DurationVar(&o.OwnerCheck, "owner-check-interval", DefaultOwnerCheckInterval, "how often claims are checked for an owning Buckety that is gone (its finalizer removed by hand), to report them (status.ownerGoneSince, buckety_claims{owner=\"gone\"})")
 	cf.zap.BindFlags(fs)
 	return fs, cf
 }

@@ -47,6 +47,11 @@ func metricsOptions(addr string, insecure bool) metricsserver.Options {
 	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: metricsAuth}
 }
 
+// DefaultOwnerCheckInterval is how often the leader looks for claims whose
+// owning Buckety is gone: they only tell the maintainer (metric, alert,
+// kubectl column), so a minute is soon enough.
+const DefaultOwnerCheckInterval = time.Minute
+
 // LeaderElectionID names the Lease replicas compete for.
 const LeaderElectionID = "buckety-controller.buckety.yolean.se"
 
@@ -81,6 +86,9 @@ type Options struct {
 	MaxConcurrent int
 	// Log is the logger.
 	Log logr.Logger
+	// OwnerCheck is how often claims are checked for an owner that is gone
+	// (claims.Janitor); 0: DefaultOwnerCheckInterval.
+	OwnerCheck time.Duration
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 }
@@ -158,6 +166,12 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	if err := addSweeper(mgr, o, set, drifted); err != nil {
+		return err
+	}
+	if o.OwnerCheck <= 0 {
+		o.OwnerCheck = DefaultOwnerCheckInterval
+	}
+	if err := mgr.Add(&claims.Janitor{Reader: mgr.GetClient(), Store: store, Interval: o.OwnerCheck, Log: log.WithName("claims")}); err != nil {
 		return err
 	}
 	if err := addHealthChecks(ctx, mgr); err != nil {

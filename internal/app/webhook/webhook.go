@@ -184,7 +184,7 @@ func Run(ctx context.Context, o Options) error {
 		HealthProbeBindAddress:  o.ProbeAddr,
 		GracefulShutdownTimeout: &grace,
 		WebhookServer:           srv,
-		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.Buckety{}: {}}},
+		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.Buckety{}: {Transform: bucketyadmission.StripBuckety}}},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -196,6 +196,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	validators.WithCounter(bucketyadmission.CacheCounter(mgr.GetCache()))
 	// GetWebhookServer is what adds the server to the manager's runnables.
 	if mgr.GetWebhookServer() != webhook.Server(srv) {
 		return errors.New("the manager does not serve the admission server it was given")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,12 +33,26 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 			f.problem = problem
 			return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, nil
 		}
-		if err := e.Backend.Revoke(ctx, drivers.Access{Resource: b.Status.BackendResourceName, Namespace: a.Namespace, Name: a.Name, Role: string(a.Spec.Role), Parameters: a.Spec.Parameters}); err != nil {
+		// The resource is the claim's, never status.backendResourceName,
+		// which a tenant with status access could point at another
+		// resource. No claim (the Buckety never settled one): the
+		// principal is revoked wherever it has rights (Resource empty).
+		var resource string
+		owned, err := r.Claims.Owned(ctx, b.UID)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("revoke %s: %w", a.Status.Principal, err)
+		}
+		for _, cl := range owned {
+			if cl.Spec.Backend == e.Name && cl.Spec.Phase != v1.ClaimClaimed {
+				resource = cl.Spec.ResourceName
+			}
+		}
+		if err := e.Backend.Revoke(ctx, drivers.Access{Resource: resource, Namespace: a.Namespace, Name: a.Name, Role: string(a.Spec.Role), Parameters: a.Spec.Parameters}); err != nil {
 			f.Record(err)
 			return reconcile.Result{}, fmt.Errorf("revoke %s: %w", a.Status.Principal, err)
 		}
 	}
-	s := &corev1.Secret{}
+	s := secretMeta()
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
 	err := r.Client.Get(ctx, key, s)
 	if apierrors.IsNotFound(err) {
@@ -49,13 +62,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 		err = r.APIReader.Get(ctx, key, s)
 	}
 	switch {
-	case err == nil && owns(a, s):
+	case err == nil && ownsSecret(a, s):
 		if err := r.Client.Delete(ctx, s, ctrl.Preconditions{UID: &s.UID}); ctrl.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, err
 		}
 	case err != nil && !apierrors.IsNotFound(err):
 		return reconcile.Result{}, err
 	}
+	r.verified.forget(a.UID)
 	if r.Backoff != nil {
 		r.Backoff.Reset(a.UID)
 	}

@@ -50,6 +50,8 @@ type Reconciler struct {
 	// Written skips reconciles that start from a cache older than this
 	// controller's own last write to the object; nil skips none.
 	Written *shared.Written
+
+	verified verifiedSecrets
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers
@@ -97,13 +99,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		f.invalid = errs.ToAggregate().Error()
 		return requeue, nil
 	}
-	resource, ok, err := r.resource(ctx, b, e, f)
+	cl, ok, err := r.resource(ctx, b, e, f)
 	if err != nil || !ok {
 		return requeue, err
 	}
 	g, err := e.Backend.Grant(ctx, drivers.Access{
-		Resource: resource, Namespace: a.Namespace, Name: a.Name,
-		Role: string(a.Spec.Role), Parameters: a.Spec.Parameters, ResourceParameters: b.Spec.Parameters,
+		Resource: cl.Spec.ResourceName, Namespace: a.Namespace, Name: a.Name,
+		Role: string(a.Spec.Role), Parameters: a.Spec.Parameters,
+		ResourceParameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters),
 	})
 	if err != nil {
 		f.Record(err)
@@ -169,24 +172,22 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	return b, e, true, nil
 }
 
-// resource is the backend resource name of b: its claim's, which the
-// controller wrote and tenants cannot, once the claim is settled.
-func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (string, bool, error) {
-	if r.Claims == nil {
-		return b.Status.BackendResourceName, true, nil
-	}
+// resource is b's settled claim on its backend resource: the name the
+// controller wrote and tenants cannot, and the location it recorded.
+func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (*v1.BucketyClaim, bool, error) {
 	owned, err := r.Claims.OwnedCached(ctx, b.UID)
 	if err != nil {
-		return "", false, err
+		return nil, false, err
 	}
-	for _, cl := range owned {
+	for i := range owned {
+		cl := &owned[i]
 		if cl.Spec.Backend == e.Name && cl.Spec.ResourceName == b.Status.BackendResourceName && (cl.Spec.Phase == v1.ClaimCreated || cl.Spec.Phase == v1.ClaimAdopted) {
-			return cl.Spec.ResourceName, true, nil
+			return cl, true, nil
 		}
 	}
 	f.bucketyWaiting = fmt.Sprintf("waiting for Buckety %s to hold its claim on %s", b.Name, b.Status.BackendResourceName)
 	f.claimPending = true
-	return "", false, nil
+	return nil, false, nil
 }
 
 func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string) {

@@ -3,8 +3,10 @@ package access
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -26,20 +29,32 @@ const ConflictRetry = 3 * time.Second
 // writeSecret creates or repairs the access's Secret. It reports a conflict
 // when a Secret of that name exists that this access does not own.
 //
-// The cache holds only buckety's own Secrets, so a Secret missing from it
-// may still exist (a foreign one, or this access's own, written moments ago
-// and not yet seen). The create itself answers that: the API server refuses
-// it when any Secret of that name exists, and only then is the Secret read
+// The cache holds only the metadata of Secrets labelled as buckety's (see
+// the controller's cacheOptions), so a Secret missing from it may still
+// exist (a foreign one, or this access's own, written moments ago and not
+// yet seen). The create itself answers that: the API server refuses it
+// when any Secret of that name exists, and only then is the Secret read
 // fresh, to tell whose it is. A foreign Secret is never written to. While a
 // conflict persists (it is retried every few seconds) the fresh read comes
 // first, so a retry costs one read, not a refused create and a read.
+//
+// An existing Secret of this access is read fresh (its data is not cached)
+// only when its resourceVersion differs from the one this controller last
+// wrote or checked (verified): after an edit by hand, or once after a
+// restart. A pass over a Secret nobody touched reads nothing.
 func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data map[string][]byte, f *facts) (bool, error) {
 	name := a.Spec.CredentialsSecretName
 	f.secretName = name
 	key := types.NamespacedName{Namespace: a.Namespace, Name: name}
+	m := secretMeta()
+	err := r.Client.Get(ctx, key, m)
+	if err == nil && ownsSecret(a, m) && r.verified.matches(a.UID, m.ResourceVersion, data) {
+		f.synced = true
+		return false, nil
+	}
 	s := &corev1.Secret{}
-	err := r.Client.Get(ctx, key, s)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		if !conflictReported(a) {
 			cerr := r.createSecret(ctx, a, name, data)
 			if cerr == nil {
@@ -52,6 +67,8 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 			}
 		}
 		err = r.APIReader.Get(ctx, key, s)
+	case err == nil:
+		err = r.APIReader.Get(ctx, key, s)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -63,9 +80,9 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 		r.secretCreated(a, name, data)
 	case err != nil:
 		return false, err
-	case !owns(a, s):
+	case !ownsSecret(a, s):
 		owner := fmt.Sprintf("was not created by buckety for this access (no %s=%s label and owner reference)", v1.ManagedByLabel, v1.ManagedByValue)
-		if s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] != a.Name {
+		if s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] != a.Name && isAccessName(s.Labels[v1.AccessLabel]) {
 			owner = fmt.Sprintf("belongs to BucketyAccess %s", s.Labels[v1.AccessLabel])
 		}
 		f.secretConflict = fmt.Sprintf("Secret %s already exists and %s; it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, owner)
@@ -77,10 +94,26 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 		if err := r.Client.Patch(ctx, s, ctrl.MergeFrom(before)); err != nil {
 			return false, fmt.Errorf("repair Secret %s: %w", name, err)
 		}
+		r.verified.record(a.UID, s.ResourceVersion, data)
 		r.event(a, corev1.EventTypeNormal, v1.EventSecretRepaired, v1.EventActionWriteSecret, fmt.Sprintf("Secret %s did not hold the expected keys; rewrote %v", name, keys(data)))
+	default:
+		r.verified.record(a.UID, s.ResourceVersion, data)
 	}
 	f.synced = true
 	return false, nil
+}
+
+// secretMeta is an empty Secret metadata object, for reading the cache.
+func secretMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
+// isAccessName reports whether a label value can name a BucketyAccess, so
+// a conflict message quotes only a name, whatever a label holds.
+func isAccessName(s string) bool {
+	return s != "" && len(validation.IsDNS1123Subdomain(s)) == 0
 }
 
 // createSecret creates the access's Secret, labelled and owned by a.
@@ -93,12 +126,68 @@ func (r *Reconciler) createSecret(ctx context.Context, a *v1.BucketyAccess, name
 	if err := controllerutil.SetControllerReference(a, s, r.Client.Scheme()); err != nil {
 		return err
 	}
-	return r.Client.Create(ctx, s)
+	if err := r.Client.Create(ctx, s); err != nil {
+		return err
+	}
+	r.verified.record(a.UID, s.ResourceVersion, data)
+	return nil
 }
 
-// owns reports whether s is this access's Secret.
-func owns(a *v1.BucketyAccess, s *corev1.Secret) bool {
-	return s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] == a.Name && metav1.IsControlledBy(s, a)
+// ownsSecret reports whether s (a Secret, or its metadata) is this
+// access's Secret: labelled by buckety for it, and controlled by it.
+func ownsSecret(a *v1.BucketyAccess, s metav1.Object) bool {
+	l := s.GetLabels()
+	return l[v1.ManagedByLabel] == v1.ManagedByValue && l[v1.AccessLabel] == a.Name && metav1.IsControlledBy(s, a)
+}
+
+// verifiedSecrets remembers, per access, the resourceVersion of its Secret
+// as this controller last wrote or read it and the data it then held, so a
+// pass that finds the same resourceVersion and wants the same data needs no
+// fresh read. Memory only, one entry per access (dropped when the access
+// is deleted): after a restart each Secret is read once.
+type verifiedSecrets struct {
+	mu sync.Mutex
+	m  map[types.UID]verified
+}
+
+type verified struct {
+	resourceVersion string
+	sum             [sha256.Size]byte
+}
+
+func dataSum(data map[string][]byte) [sha256.Size]byte {
+	h := sha256.New()
+	for _, k := range keys(data) {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write(data[k])
+		h.Write([]byte{0})
+	}
+	var out [sha256.Size]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+func (v *verifiedSecrets) record(uid types.UID, rv string, data map[string][]byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[types.UID]verified{}
+	}
+	v.m[uid] = verified{resourceVersion: rv, sum: dataSum(data)}
+}
+
+func (v *verifiedSecrets) matches(uid types.UID, rv string, data map[string][]byte) bool {
+	v.mu.Lock()
+	got, ok := v.m[uid]
+	v.mu.Unlock()
+	return ok && rv != "" && got.resourceVersion == rv && got.sum == dataSum(data)
+}
+
+func (v *verifiedSecrets) forget(uid types.UID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, uid)
 }
 
 // secretCreated reports a created Secret in an event, except the first

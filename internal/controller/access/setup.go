@@ -56,7 +56,9 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	err := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.BucketyAccess{}).
-		Owns(&corev1.Secret{}).
+		// Metadata only: Secrets a tenant labels as buckety's are in the
+		// cache too, and must not cost their data in memory.
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr))).
 		WithOptions(o.Controller).
 		Complete(r)

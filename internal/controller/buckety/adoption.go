@@ -8,44 +8,64 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 )
+
+// Adoption. buckety writes to a resource it did not create only when both
+// keys agree: the maintainer's (the backend's adoption.allow) and the
+// tenant's (spec.adoption AdoptAndConverge). Without them, a resource that
+// already exists is refused when it holds content, and otherwise adopted
+// only once it already matches spec.parameters: until then the Buckety
+// reports the differences (AdoptionDrift) and nothing is written. So the
+// default never changes a live resource someone else uses, even one whose
+// records have all expired. Both keys are checked again on every pass
+// until the adoption settles.
+
+// adoptionKeys reports whether both keys allow taking over a resource with
+// content.
+func adoptionKeys(b *v1.Buckety, e *backends.Entry) bool {
+	return b.Spec.Adoption.Adopts() && e.Config.AllowsAdoption()
+}
 
 // inspectAndRecord runs the adoption check on a resource this Buckety has
 // recorded no verdict for (cl nil: no claim yet; or cl Claimed), and
 // records the verdict in the claim before anything is written to the
 // resource: a new claim is born in that phase (one write), a Claimed one
-// is advanced. It returns the claim, whether this call recorded Creating,
-// and false when provisioning stops here (refused, conflict, or an error,
-// all in f).
-func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim) (*v1.BucketyClaim, bool, bool) {
+// is advanced. A missing resource is recorded Creating, an existing one
+// Adopting (settleAdoption decides the rest). It returns the claim,
+// whether this call recorded Creating, what the check found, and false
+// when provisioning stops here (refused, conflict, or an error, all in f).
+func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim) (*v1.BucketyClaim, bool, *drivers.Inspection, bool) {
 	in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
 	if err != nil {
 		f.Record(err)
-		return nil, false, false
+		return nil, false, nil, false
 	}
-	adopting := in.Exists && b.Spec.Adoption.Adopts() && e.Config.AllowsAdoption()
-	if in.Exists && in.HasContent && !adopting {
+	k := r.key(e, f.resourceName)
+	if in.Exists && in.HasContent && !adoptionKeys(b, e) {
 		if cl == nil {
 			// The cache may not show yet a claim an earlier pass of this
 			// Buckety wrote (and the content may be what its workloads
 			// wrote since): ask the API server before refusing.
-			mine, other, err := r.Claims.Held(ctx, b, e.Name, f.resourceName, true)
+			mine, other, err := r.Claims.Held(ctx, b, k, true)
 			switch {
 			case err != nil:
 				f.claimErr = err
-				return nil, false, false
+				return nil, false, nil, false
 			case mine != nil && mine.Spec.Phase != v1.ClaimClaimed:
-				return mine, false, true
+				return mine, false, nil, true
 			case other:
 				// Another Buckety's: a conflict, or a stale claim to take
 				// over (then released below, as refused).
 				if !r.acquire(ctx, b, e, f) {
-					return nil, false, false
+					return nil, false, nil, false
 				}
 				mine = f.claim
 			}
@@ -57,47 +77,65 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			// and the next pass sees what buckety wrote.
 			if err := r.Claims.Release(ctx, cl); err != nil {
 				f.claimErr = err
-				return nil, false, false
+				return nil, false, nil, false
 			}
+			r.wake(ctx, cl)
 		}
-		f.adoptionRefused = in.Detail
-		f.adoptionHint = adoptionHint(b, e)
-		r.event(b, corev1.EventTypeWarning, v1.EventAdoptionRefused, v1.EventActionProvision, in.Detail)
-		return nil, false, false
+		r.refuse(ctx, b, e, f, in, "")
+		return nil, false, nil, false
 	}
 	phase := v1.ClaimCreating
-	switch {
-	case adopting:
+	if in.Exists {
 		phase = v1.ClaimAdopting
-	case in.Exists:
-		phase = v1.ClaimAdopted
 	}
+	loc := claims.Location(drivers.LocationParameters(e.Driver), b.Spec.Parameters)
 	if cl == nil {
-		got, created, conflict, err := r.Claims.AcquireAs(ctx, b, e.Name, f.resourceName, phase)
+		got, created, conflict, err := r.Claims.AcquireAs(ctx, b, k, phase, loc)
 		switch {
 		case err != nil:
 			f.claimErr = err
-			return nil, false, false
+			return nil, false, nil, false
 		case conflict != nil:
-			f.conflictOwner = conflict.Owner
-			r.conflictEvent(b, e, f)
-			return nil, false, false
+			r.conflict(ctx, b, e, k, conflict, f)
+			return nil, false, nil, false
 		case created:
 			testhook.Pause(ctx, testhook.AfterInspect)
-			return got, phase == v1.ClaimCreating, true
+			return got, phase == v1.ClaimCreating, &in, true
 		case got.Spec.Phase != v1.ClaimClaimed:
 			// Recorded by an earlier pass the cache had not shown: that
 			// verdict stands.
-			return got, false, true
+			return got, false, nil, true
 		}
 		cl = got
 	}
+	if cl.Spec.Location == nil {
+		cl.Spec.Location = loc
+	}
 	if err := r.Claims.Advance(ctx, cl, phase); err != nil {
 		f.claimErr = err
-		return nil, false, false
+		return nil, false, nil, false
 	}
 	testhook.Pause(ctx, testhook.AfterInspect)
-	return cl, phase == v1.ClaimCreating, true
+	return cl, phase == v1.ClaimCreating, &in, true
+}
+
+// refuse reports a resource that holds content and is not taken over. The
+// tenant reads that it exists and holds content, and what would let it in;
+// the driver's detail (which may quote the first object of a bucket the
+// tenant does not own) goes only to the controller's log, and
+// buckety_adoptions_refused_total counts it.
+func (r *Reconciler) refuse(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, in drivers.Inspection, why string) {
+	if why == "" {
+		why = "already exists and holds content"
+	}
+	f.adoptionRefused = fmt.Sprintf("%s on backend %s %s", f.resourceName, e.Name, why)
+	f.adoptionHint = adoptionHint(b, e)
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonAdoptionRefused && c.ObservedGeneration == b.Generation {
+		return // reported in this episode
+	}
+	metrics.AdoptionsRefused.WithLabelValues(e.Name).Inc()
+	logf.FromContext(ctx).Info("adoption refused: the backend resource holds content", "backend", e.Name, "resource", f.resourceName, "detail", in.Detail, "spec.adoption", string(b.Spec.Adoption), "adoption.allow", e.Config.AllowsAdoption())
+	r.event(b, corev1.EventTypeWarning, v1.EventAdoptionRefused, v1.EventActionProvision, f.adoptionRefused)
 }
 
 // adoptionHint tells the tenant of a refused adoption what would let it in.
@@ -111,16 +149,48 @@ func adoptionHint(b *v1.Buckety, e *backends.Entry) string {
 	return "buckety does not claim a resource that already holds content: empty it, or choose another spec.name"
 }
 
-// settleAdoption decides whether an adoption the tenant asked for (claim
-// phase Adopting) is settled, and records it in the claim (Adopted) before
-// anything is written to the resource. It compares the resource with
-// spec.parameters through the driver's dry run. With differences and
-// spec.adoption other than AdoptAndConverge, nothing is applied: the
-// differences are reported (Ready=False, reason AdoptionDrift) and the
-// claim stays Adopting until the parameters match or the tenant asks to
-// converge. Differences being converged are announced in an event first.
-func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
-	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters, DryRun: true})
+// settleAdoption decides, on every pass while the claim is Adopting,
+// whether the adoption of an existing resource is settled, and records it
+// in the claim (Adopted) before anything is written to the resource. in is
+// what this pass's adoption check found, or nil to look again. Both keys
+// are checked again: a resource with content whose keys were withdrawn
+// meanwhile (the backend's adoption.allow removed, spec.adoption set back
+// to Refuse) is refused and the claim released. The resource is compared
+// with spec.parameters through the driver's dry run; with differences,
+// nothing is applied unless both keys ask to converge (AdoptAndConverge):
+// the differences are reported (Ready=False, reason AdoptionDrift) and the
+// claim stays Adopting until the parameters match. Differences being
+// converged are announced in an event first.
+func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, in *drivers.Inspection, params map[string]string) bool {
+	if in == nil {
+		got, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: params})
+		if err != nil {
+			f.Record(err)
+			return false
+		}
+		in = &got
+	}
+	switch {
+	case !in.Exists:
+		// Gone before anything was written to it: nothing to adopt. The
+		// next pass claims it afresh (and creates it).
+		if err := r.Claims.Release(ctx, f.claim); err != nil {
+			f.claimErr = err
+			return false
+		}
+		r.wake(ctx, f.claim)
+		f.claimErr = errors.New("the existing resource being adopted is gone; claiming it again")
+		return false
+	case in.HasContent && !adoptionKeys(b, e):
+		if err := r.Claims.Release(ctx, f.claim); err != nil {
+			f.claimErr = err
+			return false
+		}
+		r.wake(ctx, f.claim)
+		r.refuse(ctx, b, e, f, *in, "holds content, and the adoption is no longer allowed by both spec.adoption and the backend's adoption.allow")
+		return false
+	}
+	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: params, DryRun: true})
 	var drift *drivers.DriftError
 	if err != nil && !errors.As(err, &drift) {
 		f.Record(err)
@@ -130,8 +200,10 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 	if drift != nil {
 		diffs = append(diffs, drift.Error())
 	}
-	if len(diffs) > 0 && b.Spec.Adoption != v1.AdoptionAndConverge {
+	converge := adoptionKeys(b, e) && b.Spec.Adoption == v1.AdoptionAndConverge
+	if len(diffs) > 0 && !converge {
 		f.adoptionDrift = diffs
+		f.adoptionCanConverge = e.Config.AllowsAdoption()
 		f.drift = drift
 		if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c == nil || c.Reason != v1.ReasonAdoptionDrift || c.ObservedGeneration != b.Generation {
 			r.event(b, corev1.EventTypeWarning, v1.EventAdoptionDrift, v1.EventActionAdopt, fmt.Sprintf("%s on backend %s differs from spec.parameters; nothing applied: %s", f.resourceName, e.Name, strings.Join(diffs, "; ")))

@@ -6,20 +6,33 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 )
+
+// key is the claim key of resource on e: its service's claim space, with
+// every backend sharing it.
+func (r *Reconciler) key(e *backends.Entry, resource string) claims.Key {
+	scope := e.Config.ClaimScope()
+	return claims.Key{Backend: e.Name, Service: scope, Resource: resource, Siblings: r.Backends.ScopeMembers(scope)}
+}
 
 // claim makes sure no other Buckety owns the backend resource, and finds
 // this Buckety's claim on it. Claims on other names that were never
 // written to the backend (the template resolved differently before) are
 // released first. A resource nobody holds a claim on is claimed by
 // provision, after its adoption check, in the phase the check decides;
-// f.claim stays nil until then.
+// f.claim stays nil until then. A Buckety that would take a new claim
+// beyond its namespace's limit on the backend waits (limits.perNamespace).
 func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
 	owned, err := r.Claims.OwnedCached(ctx, b.UID)
 	if err != nil {
@@ -33,17 +46,24 @@ func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry
 				f.claimErr = fmt.Errorf("release claim on %s: %w", cl.Spec.ResourceName, err)
 				return false
 			}
+			r.wake(ctx, cl)
 		}
 	}
-	cl, other, err := r.Claims.Held(ctx, b, e.Name, f.resourceName, false)
+	k := r.key(e, f.resourceName)
+	cl, other, err := r.Claims.Held(ctx, b, k, false)
 	switch {
 	case err != nil:
 		f.claimErr = err
 		return false
 	case cl != nil:
 		f.claim = cl
+		r.Waiters.Done(ctrl.ObjectKeyFromObject(b))
 		return true
-	case !other:
+	}
+	if !r.withinLimit(ctx, b, e, f) {
+		return false
+	}
+	if !other {
 		return true
 	}
 	// Held by another Buckety, as far as the cache shows: Acquire reads it
@@ -51,45 +71,95 @@ func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry
 	return r.acquire(ctx, b, e, f)
 }
 
+// withinLimit checks the backend's limits.perNamespace before this Buckety
+// takes a new claim: the claims the namespace holds on the backend, as the
+// cache shows them. Over the limit, the Buckety waits until one of them is
+// released.
+func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
+	l := e.Config.Limits
+	if l == nil || l.PerNamespace == 0 {
+		return true
+	}
+	var list v1.BucketyClaimList
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{shared.IndexClaimBackendNamespace: shared.BackendNamespace(e.Name, b.Namespace)}); err != nil {
+		f.claimErr = fmt.Errorf("count the claims of namespace %s: %w", b.Namespace, err)
+		return false
+	}
+	if len(list.Items) < l.PerNamespace {
+		return true
+	}
+	f.limitExceeded = fmt.Sprintf("namespace %s has %d Bucketies on backend %s, the most its limits allow (limits.perNamespace: %d in buckety-controller.yaml); this one waits until one of them is deleted", b.Namespace, len(list.Items), e.Name, l.PerNamespace)
+	r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), limitKey(e.Name, b.Namespace))
+	return false
+}
+
 // acquire takes the claim through Store.Acquire (phase Claimed, the
 // adoption check still to run) or reports the conflict.
 func (r *Reconciler) acquire(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
-	cl, conflict, err := r.Claims.Acquire(ctx, b, e.Name, f.resourceName)
+	k := r.key(e, f.resourceName)
+	cl, conflict, err := r.Claims.Acquire(ctx, b, k)
 	switch {
 	case err != nil:
 		f.claimErr = err
 		return false
 	case conflict != nil:
-		f.conflictOwner = conflict.Owner
-		r.conflictEvent(b, e, f)
+		r.conflict(ctx, b, e, k, conflict, f)
 		return false
 	}
 	f.claim = cl
+	r.Waiters.Done(ctrl.ObjectKeyFromObject(b))
 	return true
 }
 
-// conflictEvent reports a lost claim once per episode.
-func (r *Reconciler) conflictEvent(b *v1.Buckety, e *backends.Entry, f *facts) {
-	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonNameConflict {
-		return
+// conflict records that another Buckety owns the resource. The tenant is
+// told only what it may know: the owner's name when it is in the same
+// namespace, otherwise only that another Buckety owns it. The owner is
+// the maintainer's to know: the log and buckety_name_conflicts_total
+// carry it. The Buckety waits for the claim's release.
+func (r *Reconciler) conflict(ctx context.Context, b *v1.Buckety, e *backends.Entry, k claims.Key, c *claims.Conflict, f *facts) {
+	f.conflict = c
+	r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), claimKey(k.Name()))
+	if cond := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); cond != nil && cond.Reason == v1.ReasonNameConflict {
+		return // reported in this episode
 	}
-	r.event(b, corev1.EventTypeWarning, v1.EventNameConflict, v1.EventActionClaim, fmt.Sprintf("%s on backend %s is owned by Buckety %s", f.resourceName, e.Name, f.conflictOwner))
+	metrics.NameConflicts.WithLabelValues(e.Name).Inc()
+	logf.FromContext(ctx).Info("name conflict: the backend resource is another Buckety's", "backend", e.Name, "resource", f.resourceName, "owner", c.Owner, "ownerPhase", c.Phase)
+	r.event(b, corev1.EventTypeWarning, v1.EventNameConflict, v1.EventActionClaim, conflictMessage(f.resourceName, e.Name, c))
 }
 
-// wakeConflicts enqueues every Buckety waiting for a name another held.
-func (r *Reconciler) wakeConflicts(ctx context.Context) {
+// conflictMessage is what a tenant reads about a conflict.
+func conflictMessage(resource, backend string, c *claims.Conflict) string {
+	owner := "another Buckety"
+	if c.SameNamespace {
+		owner = "Buckety " + c.Owner
+	}
+	return fmt.Sprintf("backend resource %s on backend %s is owned by %s; this Buckety will not touch it (deleting this Buckety never deletes it)", resource, backend, owner)
+}
+
+func claimKey(name string) string { return "claim/" + name }
+
+func limitKey(backend, namespace string) string { return "limit/" + backend + "/" + namespace }
+
+// wake enqueues the Bucketies waiting for a claim that was just released:
+// those waiting for its name, and those waiting for their namespace to
+// fall under the backend's limit.
+func (r *Reconciler) wake(ctx context.Context, cl *v1.BucketyClaim) {
 	if r.Released == nil {
 		return
 	}
-	var list v1.BucketyList
-	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{shared.IndexNameConflict: "true"}); err != nil {
-		return // they retry on their backoff
-	}
-	for i := range list.Items {
-		select {
-		case r.Released <- event.GenericEvent{Object: &list.Items[i]}:
-		case <-ctx.Done():
-			return
+	keys := []string{claimKey(cl.Name), limitKey(cl.Spec.Backend, cl.Spec.Owner.Namespace)}
+	for _, k := range keys {
+		for _, nn := range r.Waiters.Waiting(k) {
+			select {
+			case r.Released <- wakeEvent(nn):
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
+}
+
+// wakeEvent is the event that enqueues the Buckety nn.
+func wakeEvent(nn types.NamespacedName) event.GenericEvent {
+	return event.GenericEvent{Object: &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}}
 }

@@ -67,10 +67,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		if err := r.Claims.Release(ctx, cl); err != nil {
 			return reconcile.Result{}, fmt.Errorf("release claim on %s: %w", cl.Spec.ResourceName, err)
 		}
+		r.wake(ctx, cl)
 	}
-	if len(owned) > 0 {
-		r.wakeConflicts(ctx)
-	}
+	r.Waiters.Done(ctrl.ObjectKeyFromObject(b))
 	if len(owned) == 0 && b.Status.BackendResourceName != "" {
 		r.event(b, corev1.EventTypeNormal, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("left %s on backend %s in place: buckety holds no claim of this Buckety on it", b.Status.BackendResourceName, b.Status.Backend))
 	}
@@ -115,7 +114,11 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	if err := e.Config.CheckName(src, name); err != nil {
 		return retain("the backend's name policy does not give this name to namespace " + b.Namespace + " (" + err.Error() + ")")
 	}
-	err = e.Backend.Delete(ctx, drivers.Resource{Name: name, Parameters: b.Spec.Parameters})
+	// Where the resource lives is what the claim recorded, not what the
+	// spec says now: a tenant may edit a Buckety being deleted, and a
+	// changed location parameter must never point the delete at a
+	// resource of the same name elsewhere.
+	err = e.Backend.Delete(ctx, drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters)})
 	var ip *drivers.InProgressError
 	switch {
 	case errors.As(err, &ip):

@@ -3,6 +3,7 @@ package buckety
 import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
 
@@ -26,15 +27,25 @@ type facts struct {
 	claim *v1.BucketyClaim
 	// claimErr: claims could not be read or written (API server trouble).
 	claimErr error
-	// conflictOwner names the Buckety that owns the backend resource.
-	conflictOwner string
-	// adoptionRefused explains a pre-existing resource with content.
+	// conflict is the claim another, existing Buckety holds on the resource.
+	conflict *claims.Conflict
+	// limitExceeded: the namespace holds as many claims on the backend as
+	// its limits.perNamespace allows.
+	limitExceeded string
+	// locationChanged: a location parameter differs from what the claim
+	// recorded (immutable).
+	locationChanged string
+	// adoptionRefused says, in what the tenant may read, why a pre-existing
+	// resource is not taken over.
 	adoptionRefused string
 	// adoptionHint says what would let the refused adoption in.
 	adoptionHint string
 	// adoptionDrift lists how an adopted resource whose adoption is not
 	// settled differs from spec.parameters; nothing was applied.
 	adoptionDrift []string
+	// adoptionCanConverge: the backend allows adoption, so the tenant may
+	// accept adoptionDrift's changes with spec.adoption AdoptAndConverge.
+	adoptionCanConverge bool
 	// BackendFailure is the driver failure, if any.
 	shared.BackendFailure
 	// drift the driver would not repair.

@@ -11,6 +11,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 )
@@ -21,37 +22,66 @@ import (
 //
 //   - No claim yet, or Claimed (a claim taken over from a deleted owner, or
 //     left by an older controller): the adoption check runs, and its
-//     verdict is recorded (inspectAndRecord). When the tenant asks to adopt
-//     (spec.adoption) and the backend allows it, an existing resource,
-//     with content or not, is recorded Adopting. Otherwise a resource
-//     holding content is refused and the claim released, and an empty one
-//     is recorded Adopted. A missing one is recorded Creating (the intent)
-//     before Ensure may create it.
+//     verdict is recorded (inspectAndRecord): a missing resource Creating
+//     (the intent) before Ensure may create it; an existing one Adopting,
+//     unless it holds content and the keys to adopt it are missing
+//     (refused, and a Claimed claim released).
 //   - Adopting: see settleAdoption; nothing is written to the resource
 //     until the adoption settles as Adopted.
-//   - Creating, in the pass that recorded it: Ensure reporting that it
-//     created the resource makes it Created; a resource that appeared
-//     between the check and Ensure makes it Adopted.
+//   - Creating, in the pass that recorded it: Ensure creates the resource
+//     and writes nothing to one that appeared since the check
+//     (CreateOnly): a created one makes the claim Created; one someone
+//     else created meanwhile makes it Adopting, to be settled like any
+//     existing resource.
 //   - Creating, found by a later pass (a crash or a lost write came
 //     between): the resource is buckety's, Created.
 //
+// Every call is made with the location parameters the claim recorded
+// (claims.Effective), and a spec whose location parameters differ from
+// them is reported, not acted on. A write on the strength of a claim read
+// from the cache is preceded by a fresh read of the claim
+// (drivers.Resource.BeforeWrite); a claim this pass wrote needs none.
 // The sticky status fields are then copied from the claim.
 func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (bool, error) {
 	cl := f.claim
-	justRecorded := false
+	justRecorded, fresh := false, false
+	var in *drivers.Inspection
 	if cl == nil || cl.Spec.Phase == v1.ClaimClaimed {
 		var ok bool
-		if cl, justRecorded, ok = r.inspectAndRecord(ctx, b, e, f, cl); !ok {
+		if cl, justRecorded, in, ok = r.inspectAndRecord(ctx, b, e, f, cl); !ok {
 			return false, nil
 		}
 		f.claim = cl
+		fresh = in != nil
 	}
-	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f) {
+	locKeys := drivers.LocationParameters(e.Driver)
+	if msg := claims.LocationChanged(locKeys, cl, b.Spec.Parameters); msg != "" {
+		f.locationChanged = msg
 		return false, nil
 	}
-	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters, MaxAge: r.maxAge(e)})
+	if cl.Spec.Location == nil && cl.Spec.Phase != v1.ClaimAdopting {
+		// A claim made before claims recorded the location: record the
+		// spec's now, once.
+		if err := r.Claims.RecordLocation(ctx, cl, claims.Location(locKeys, b.Spec.Parameters)); err != nil {
+			f.claimErr = err
+			return false, nil
+		}
+	}
+	params := claims.Effective(locKeys, cl, b.Spec.Parameters)
+	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f, in, params) {
+		return false, nil
+	}
+	want := drivers.Resource{Name: f.resourceName, Parameters: params, MaxAge: r.maxAge(e), CreateOnly: justRecorded}
+	if !fresh {
+		want.BeforeWrite = func(ctx context.Context) error { return r.Claims.Confirm(ctx, cl) }
+	}
+	res, err := e.Backend.Ensure(ctx, want)
 	var drift *drivers.DriftError
+	var lost *claims.LostError
 	switch {
+	case errors.As(err, &lost):
+		f.claimErr = err
+		return false, nil
 	case errors.As(err, &drift):
 		f.drift = drift
 		metrics.DriftDetected.WithLabelValues(e.Name, "false").Inc()
@@ -67,10 +97,16 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if cl.Spec.Phase == v1.ClaimCreating {
 		phase := v1.ClaimCreated
 		if justRecorded && !res.Created {
-			phase = v1.ClaimAdopted
+			// Someone else created it between the check and the create:
+			// nothing was written to it; adopt it as any existing one.
+			phase = v1.ClaimAdopting
 		}
 		if err := r.Claims.Advance(ctx, cl, phase); err != nil {
 			f.claimErr = err
+			return false, nil
+		}
+		if phase == v1.ClaimAdopting {
+			f.claimErr = errors.New("the resource appeared between the adoption check and the create; checking it again before adopting it")
 			return false, nil
 		}
 	}

@@ -54,10 +54,13 @@ type Reconciler struct {
 	// Written skips reconciles that start from a cache older than this
 	// controller's own last write to the object; nil skips none.
 	Written *shared.Written
-	// Released, when set, receives the Bucketies waiting for a name (Ready
-	// reason NameConflict) whenever a claim is released, so they retry at
-	// once instead of on their backoff.
+	// Released, when set, receives the Bucketies waiting for a claim that
+	// was released (Ready reason NameConflict for its name, or
+	// LimitExceeded in its owner's namespace), so they retry at once
+	// instead of on their backoff.
 	Released chan<- event.GenericEvent
+	// Waiters remembers which Bucketies wait for which release.
+	Waiters *shared.Waiters
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
@@ -127,7 +130,7 @@ func failure(f *facts) shared.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil, f.claimErr != nil:
 		return shared.Transient
-	case f.AccessDenied != nil, f.adoptionRefused != "", len(f.adoptionDrift) > 0, f.conflictOwner != "", len(f.shortfalls) > 0:
+	case f.AccessDenied != nil, f.adoptionRefused != "", len(f.adoptionDrift) > 0, f.conflict != nil, f.limitExceeded != "", f.locationChanged != "", len(f.shortfalls) > 0:
 		return shared.Permanent
 	}
 	return shared.None
@@ -180,8 +183,17 @@ func (r *Reconciler) resolveName(ctx context.Context, b *v1.Buckety, e *backends
 	return true
 }
 
+// validateParameters checks spec.parameters as admission does, in case a
+// Buckety got past the webhook (installed later, or its config older):
+// the API's bounds, the driver's rules and the backend's limits.
 func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *facts) bool {
-	if _, errs := e.Driver.ValidateParameters(field.NewPath("spec", "parameters"), e.Config.Options(), nil, b.Spec.Parameters); len(errs) > 0 {
+	p := field.NewPath("spec", "parameters")
+	errs := v1.ValidateParameterBounds(p, b.Spec.Parameters)
+	if len(errs) == 0 {
+		_, errs = e.Driver.ValidateParameters(p, e.Config.Options(), nil, b.Spec.Parameters)
+		errs = append(errs, e.Config.CheckParameterLimits(p, b.Spec.Parameters)...)
+	}
+	if len(errs) > 0 {
 		f.invalidParams = errs.ToAggregate().Error()
 		return false
 	}

@@ -49,8 +49,10 @@ type Options struct {
 //   - a change to a BucketyAccess naming it (accessToBuckety): its
 //     accesses' readiness is part of its Ready, the implicit access is its
 //     to keep, and its deletion waits for them;
-//   - a claim released by another Buckety's deletion, when it waits for
-//     that name (Reconciler.Released);
+//   - a claim released (a Buckety deleted, or a claim given up), when it
+//     waits for that name or for room under its namespace's limit on the
+//     backend (Reconciler.Released, Reconciler.Waiters): only the
+//     Bucketies waiting for that release;
 //   - the drift sweep finding its resource drifted (Options.Drifted);
 //   - its own requeue: the drift re-check, a retry, a deletion pass.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
@@ -66,6 +68,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Backoff:        &shared.Backoff{},
 		Written:        &shared.Written{},
 		Released:       released,
+		Waiters:        &shared.Waiters{},
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).

@@ -140,8 +140,8 @@ type link func(b *v1.Buckety, f *facts) *readinessResult
 // Before provisionedLinks the backend resource is not usable; after them it
 // exists and Ready waits only on parameters applied and access Secrets.
 var readyChain = []link{
-	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, adoptionLink, adoptionDriftLink,
-	backendFailureLink, claimLink, notYetProvisionedLink,
+	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, adoptionLink, adoptionDriftLink,
+	locationLink, backendFailureLink, claimLink, notYetProvisionedLink,
 	// The backend resource exists from here on.
 	driftLink, shortfallLink, implicitAccessLink, pendingAccessesLink,
 }
@@ -215,10 +215,27 @@ func parametersLink(_ *v1.Buckety, f *facts) *readinessResult {
 }
 
 func conflictLink(b *v1.Buckety, f *facts) *readinessResult {
-	if f.conflictOwner == "" {
+	if f.conflict == nil {
 		return nil
 	}
-	return notReady(v1.ReasonNameConflict, fmt.Sprintf("backend resource %s on backend %s is owned by Buckety %s; this Buckety will not touch it (deleting this Buckety never deletes it)", resourceOf(b, f), b.Spec.Backend, f.conflictOwner), false)
+	return notReady(v1.ReasonNameConflict, conflictMessage(resourceOf(b, f), b.Spec.Backend, f.conflict), false)
+}
+
+// limitLink: the namespace is at its limit on the backend.
+func limitLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.limitExceeded == "" {
+		return nil
+	}
+	return notReady(v1.ReasonLimitExceeded, f.limitExceeded, false)
+}
+
+// locationLink: a parameter that selects where the resource lives was
+// changed after the resource was claimed.
+func locationLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.locationChanged == "" {
+		return nil
+	}
+	return notReady(v1.ReasonInvalidParameters, f.locationChanged+"; it selects where the resource lives and cannot change: put it back (nothing is written, and deletion uses the claimed value, while they differ)", false)
 }
 
 func adoptionLink(_ *v1.Buckety, f *facts) *readinessResult {
@@ -239,7 +256,11 @@ func adoptionDriftLink(b *v1.Buckety, f *facts) *readinessResult {
 	if len(f.adoptionDrift) == 0 {
 		return nil
 	}
-	return notReady(v1.ReasonAdoptionDrift, fmt.Sprintf("adopted %s on backend %s differs from spec.parameters, and nothing is applied until they match or spec.adoption is AdoptAndConverge; converging would: %s", resourceOf(b, f), b.Spec.Backend, strings.Join(f.adoptionDrift, "; ")), false)
+	accept := "or spec.adoption is AdoptAndConverge"
+	if !f.adoptionCanConverge {
+		accept = "(buckety converges a resource it did not create only when the backend allows adoption and spec.adoption is AdoptAndConverge; this backend does not)"
+	}
+	return notReady(v1.ReasonAdoptionDrift, fmt.Sprintf("%s on backend %s already exists and differs from spec.parameters; nothing is applied until they match %s; converging would: %s", resourceOf(b, f), b.Spec.Backend, accept, strings.Join(f.adoptionDrift, "; ")), false)
 }
 
 // backendFailureLink: the backend was unreachable, refused buckety, or

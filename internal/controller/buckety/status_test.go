@@ -7,6 +7,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
 
@@ -50,7 +51,10 @@ func TestReadyChain(t *testing.T) {
 		{"template", facts{templateErr: errors.New(`label "gen" is missing`)}, v1.ReasonTemplateUnresolvable, false, false, "spec.name"},
 		{"invalid name", facts{invalidName: "spec.name resolves to \"a b\""}, v1.ReasonInvalidName, false, false, "a b"},
 		{"invalid parameters", facts{invalidParams: "spec.parameters[partitions]: Invalid value"}, v1.ReasonInvalidParameters, false, false, "partitions"},
-		{"name conflict", facts{conflictOwner: "other/orders", resourceName: "orders"}, v1.ReasonNameConflict, false, false, "other/orders"},
+		{"name conflict, another namespace's owner is not named", facts{conflict: &claims.Conflict{Owner: "other/orders"}, resourceName: "orders"}, v1.ReasonNameConflict, false, false, "is owned by another Buckety;"},
+		{"name conflict, the same namespace's owner is named", facts{conflict: &claims.Conflict{Owner: "team/first", SameNamespace: true}, resourceName: "orders"}, v1.ReasonNameConflict, false, false, "is owned by Buckety team/first;"},
+		{"namespace at its limit", facts{limitExceeded: "namespace team has 3 Bucketies on backend kafka"}, v1.ReasonLimitExceeded, false, false, "has 3 Bucketies"},
+		{"location parameter changed", facts{locationChanged: `spec.parameters[jurisdiction] is "fedramp", but b was claimed with "eu"`}, v1.ReasonInvalidParameters, false, false, "cannot change"},
 		{"adoption refused", facts{adoptionRefused: "topic t holds 3 records"}, v1.ReasonAdoptionRefused, false, false, "3 records"},
 		{"adoption refused, with the hint", facts{adoptionRefused: "topic t holds 3 records", adoptionHint: "set spec.adoption: Adopt"}, v1.ReasonAdoptionRefused, false, false, "set spec.adoption: Adopt"},
 		{"adoption drift waits for the tenant, before unrepairable drift", facts{adoptionDrift: []string{"partitions 2 -> 3", drift.Error()}, drift: drift}, v1.ReasonAdoptionDrift, false, false, "partitions 2 -> 3; parameter partitions"},

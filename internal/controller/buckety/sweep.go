@@ -17,6 +17,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 )
@@ -170,12 +171,12 @@ type sweepTarget struct {
 // or whose reconciliation is paused (backend left the config, driver
 // changed, driver major differs) are left to the reconciler. The result
 // is sorted by namespace and name.
-func sweepTargets(list []v1.Buckety, claims []v1.BucketyClaim, set *backends.Set, backend string) []sweepTarget {
-	settled := map[string]string{}
-	for i := range claims {
-		cl := &claims[i]
+func sweepTargets(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.Set, backend string) []sweepTarget {
+	settled := map[string]*v1.BucketyClaim{}
+	for i := range claimList {
+		cl := &claimList[i]
 		if cl.Spec.Phase != v1.ClaimClaimed && cl.Spec.Backend == backend {
-			settled[cl.Spec.Owner.UID] = cl.Spec.ResourceName
+			settled[cl.Spec.Owner.UID] = cl
 		}
 	}
 	var out []sweepTarget
@@ -188,14 +189,14 @@ func sweepTargets(list []v1.Buckety, claims []v1.BucketyClaim, set *backends.Set
 		if problem != nil || e.Name != backend {
 			continue
 		}
-		name, ok := settled[string(b.UID)]
-		if !ok {
-			name = b.Status.BackendResourceName
+		name, params := b.Status.BackendResourceName, b.Spec.Parameters
+		if cl, ok := settled[string(b.UID)]; ok {
+			name, params = cl.Spec.ResourceName, claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters)
 		}
 		if name == "" {
 			continue
 		}
-		out = append(out, sweepTarget{buckety: b, resource: drivers.Resource{Name: name, Parameters: b.Spec.Parameters}})
+		out = append(out, sweepTarget{buckety: b, resource: drivers.Resource{Name: name, Parameters: params}})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].buckety, out[j].buckety

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyclaims,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyclaims/status,verbs=patch
 
 // Store reads and writes BucketyClaim objects: the controller's own,
 // tenant-unforgeable record of which Buckety owns which backend resource and
@@ -31,47 +33,119 @@ type Store struct {
 
 // Name is the name of the claim on one backend resource: a hash, since
 // resource names (Kafka topics) may hold characters object names cannot.
-func Name(backend, resource string) string {
-	sum := sha256.Sum256([]byte(backend + "\x00" + resource))
+// space is the claim space: the backend's service (Key.Service).
+func Name(space, resource string) string {
+	sum := sha256.Sum256([]byte(space + "\x00" + resource))
 	return "bky-" + hex.EncodeToString(sum[:20])
+}
+
+// Key identifies one backend resource for claiming.
+type Key struct {
+	// Backend is the backend the Buckety names; the claim records it.
+	Backend string
+	// Service is the claim space (the backend's service in the config, by
+	// default the backend's name): one resource of one service has one
+	// claim, whichever backend names it.
+	Service string
+	// Resource is the resolved resource name (topic, bucket).
+	Resource string
+	// Siblings are every backend of the service, Backend included. Claims
+	// made before services existed are named by backend, not service: a
+	// sibling's claim under that name is found and honoured too.
+	Siblings []string
+}
+
+func (k Key) space() string {
+	if k.Service != "" {
+		return k.Service
+	}
+	return k.Backend
+}
+
+// Name is the name a claim made now on k gets.
+func (k Key) Name() string { return Name(k.space(), k.Resource) }
+
+// names are the names a claim on k may have: Name, then the names of
+// claims made by a sibling before services existed.
+func (k Key) names() []string {
+	out := []string{k.Name()}
+	for _, b := range append([]string{k.Backend}, k.Siblings...) {
+		if n := Name(b, k.Resource); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// covers reports whether cl is a claim on k's resource, through any backend
+// of its service.
+func (k Key) covers(cl *v1.BucketyClaim) bool {
+	return cl.Spec.ResourceName == k.Resource && (cl.Spec.Backend == k.Backend || slices.Contains(k.Siblings, cl.Spec.Backend))
+}
+
+// mine reports whether cl is b's claim on k.
+func (k Key) mine(cl *v1.BucketyClaim, b *v1.Buckety) bool {
+	return cl.Spec.Owner.UID == string(b.UID) && cl.Spec.Backend == k.Backend && cl.Spec.ResourceName == k.Resource
 }
 
 // Conflict is a claim held by another, existing Buckety.
 type Conflict struct {
 	// Owner is the holder, as namespace/name; it was read fresh and exists.
+	// It is the maintainer's to know (logs), not the tenant's: tell a
+	// tenant only SameNamespace owners.
 	Owner string
+	// SameNamespace is true when the holder is in the claimant's namespace.
+	SameNamespace bool
 	// Phase is the holder's claim phase.
 	Phase v1.ClaimPhase
 }
 
-// Acquire returns b's claim on resource, creating it in phase Claimed when
+// Acquire returns b's claim on k, creating it in phase Claimed when
 // nobody holds it. A claim held by another Buckety that still exists (read
 // fresh from the API server) is a Conflict. A claim whose owner no longer
 // exists (a Buckety force-deleted without its finalizer) is stale: it is
 // removed and the claim taken, after which the caller's adoption check
 // decides whether the resource may be used.
-func (c *Store) Acquire(ctx context.Context, b *v1.Buckety, backend, resource string) (*v1.BucketyClaim, *Conflict, error) {
-	cl, _, conflict, err := c.AcquireAs(ctx, b, backend, resource, v1.ClaimClaimed)
+func (c *Store) Acquire(ctx context.Context, b *v1.Buckety, k Key) (*v1.BucketyClaim, *Conflict, error) {
+	cl, _, conflict, err := c.AcquireAs(ctx, b, k, v1.ClaimClaimed, nil)
 	return cl, conflict, err
 }
 
 // AcquireAs is Acquire for a caller that inspected the resource before
 // claiming it: a claim it creates is born in phase (the adoption check's
-// verdict), one write instead of a create and an update. created reports
-// whether this call created the claim; a claim b already held is returned
-// as it is, in whatever phase an earlier pass recorded.
-func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, backend, resource string, phase v1.ClaimPhase) (cl *v1.BucketyClaim, created bool, conflict *Conflict, err error) {
-	name := Name(backend, resource)
-	cl = &v1.BucketyClaim{}
-	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, cl); err == nil && cl.Spec.Owner.UID == string(b.UID) && matches(cl, backend, resource) {
-		return cl, false, nil, nil
-	} else if err != nil && !apierrors.IsNotFound(err) {
-		return nil, false, nil, fmt.Errorf("read claim %s: %w", name, err)
+// verdict) with location recorded, one write instead of a create and an
+// update. created reports whether this call created the claim; a claim b
+// already held is returned as it is, in whatever phase an earlier pass
+// recorded.
+func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.ClaimPhase, location map[string]string) (cl *v1.BucketyClaim, created bool, conflict *Conflict, err error) {
+	// Mine already (under any of its names), as the cache shows?
+	for _, n := range k.names() {
+		cl = &v1.BucketyClaim{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Name: n}, cl); err == nil && k.mine(cl, b) {
+			return cl, false, nil, nil
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			return nil, false, nil, fmt.Errorf("read claim %s: %w", n, err)
+		}
 	}
+	// A sibling's claim made before services existed holds the resource
+	// as much as one under the service's name does.
+	for _, n := range k.names()[1:] {
+		cached := &v1.BucketyClaim{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Name: n}, cached); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, false, nil, fmt.Errorf("read claim %s: %w", n, err)
+		}
+		cur, conflict, err := c.held(ctx, b, k, n)
+		if err != nil || conflict != nil || cur != nil {
+			return cur, false, conflict, err
+		}
+	}
+	name := k.Name()
 	for range 3 {
 		cl = &v1.BucketyClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
-			Spec: v1.BucketyClaimSpec{Backend: backend, ResourceName: resource, Phase: phase,
+			Spec: v1.BucketyClaimSpec{Backend: k.Backend, Service: k.space(), ResourceName: k.Resource, Phase: phase, Location: location,
 				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
 		}
 		err := c.Client.Create(ctx, cl)
@@ -81,57 +155,129 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, backend, resource 
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, false, nil, fmt.Errorf("create claim %s: %w", name, err)
 		}
-		cur := &v1.BucketyClaim{}
-		if err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cur); apierrors.IsNotFound(err) {
-			continue // released meanwhile: try again
-		} else if err != nil {
-			return nil, false, nil, fmt.Errorf("read claim %s: %w", name, err)
-		}
-		if !matches(cur, backend, resource) {
-			return nil, false, nil, fmt.Errorf("claim %s is for %s on backend %s, not %s: refusing to share it (hash collision or a hand-made claim)", name, cur.Spec.ResourceName, cur.Spec.Backend, resource)
-		}
-		if cur.Spec.Owner.UID == string(b.UID) {
-			return cur, false, nil, nil
-		}
-		alive, err := c.ownerExists(ctx, cur)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		if alive {
-			return nil, false, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, Phase: cur.Spec.Phase}, nil
-		}
-		if err := c.delete(ctx, cur); err != nil {
-			return nil, false, nil, fmt.Errorf("remove stale claim %s of deleted Buckety %s/%s: %w", name, cur.Spec.Owner.Namespace, cur.Spec.Owner.Name, err)
+		cur, conflict, err := c.held(ctx, b, k, name)
+		if err != nil || conflict != nil || cur != nil {
+			return cur, false, conflict, err
 		}
 	}
 	return nil, false, nil, fmt.Errorf("claim %s changed hands repeatedly; retrying", name)
 }
 
-// Held returns the claim on resource when b holds it, read from the cache
-// when fresh is false, from the API server otherwise; nil when b holds no
-// such claim (nobody does, or another Buckety does: other is then true,
-// as far as that read shows).
-func (c *Store) Held(ctx context.Context, b *v1.Buckety, backend, resource string, fresh bool) (cl *v1.BucketyClaim, other bool, err error) {
-	name := Name(backend, resource)
+// held reads the claim named name fresh and says what it means for b: b's
+// own (returned), another live Buckety's (a Conflict), gone or stale (both
+// nil: a stale claim of a deleted owner is removed, so the caller may
+// claim).
+func (c *Store) held(ctx context.Context, b *v1.Buckety, k Key, name string) (*v1.BucketyClaim, *Conflict, error) {
+	cur := &v1.BucketyClaim{}
+	if err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cur); apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("read claim %s: %w", name, err)
+	}
+	if !k.covers(cur) {
+		return nil, nil, fmt.Errorf("claim %s is not for %s on backend %s: refusing to share it (hash collision or a hand-made claim)", name, k.Resource, k.Backend)
+	}
+	if k.mine(cur, b) {
+		return cur, nil, nil
+	}
+	alive, err := c.ownerExists(ctx, cur)
+	if err != nil {
+		return nil, nil, err
+	}
+	if alive {
+		return nil, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, SameNamespace: cur.Spec.Owner.Namespace == b.Namespace, Phase: cur.Spec.Phase}, nil
+	}
+	if err := c.delete(ctx, cur); err != nil {
+		return nil, nil, fmt.Errorf("remove stale claim %s of a deleted Buckety: %w", name, err)
+	}
+	return nil, nil, nil
+}
+
+// Held returns b's claim on k, read from the cache when fresh is false,
+// from the API server otherwise; nil when b holds no such claim (nobody
+// does, or another Buckety does: other is then true, as far as that read
+// shows).
+func (c *Store) Held(ctx context.Context, b *v1.Buckety, k Key, fresh bool) (cl *v1.BucketyClaim, other bool, err error) {
 	var r ctrl.Reader = c.Client
 	if fresh {
 		r = c.APIReader
 	}
-	cl = &v1.BucketyClaim{}
-	switch err := r.Get(ctx, types.NamespacedName{Name: name}, cl); {
-	case apierrors.IsNotFound(err):
-		return nil, false, nil
-	case err != nil:
-		return nil, false, fmt.Errorf("read claim %s: %w", name, err)
+	for _, name := range k.names() {
+		cl = &v1.BucketyClaim{}
+		switch err := r.Get(ctx, types.NamespacedName{Name: name}, cl); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, false, fmt.Errorf("read claim %s: %w", name, err)
+		}
+		if k.mine(cl, b) {
+			return cl, false, nil
+		}
+		other = true
 	}
-	if cl.Spec.Owner.UID == string(b.UID) && matches(cl, backend, resource) {
-		return cl, false, nil
-	}
-	return nil, true, nil
+	return nil, other, nil
 }
 
-func matches(cl *v1.BucketyClaim, backend, resource string) bool {
-	return cl.Spec.Backend == backend && cl.Spec.ResourceName == resource
+// Confirm reads cl fresh and fails unless it is still there, unchanged in
+// owner and resource, and not released: what a backend write that may
+// create a resource relies on, where cl came from a cache that may lag (a
+// claim released and taken by another Buckety meanwhile).
+func (c *Store) Confirm(ctx context.Context, cl *v1.BucketyClaim) error {
+	cur := &v1.BucketyClaim{}
+	err := c.APIReader.Get(ctx, types.NamespacedName{Name: cl.Name}, cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &LostError{Claim: cl.Name, Why: "it no longer exists"}
+	case err != nil:
+		return fmt.Errorf("confirm claim %s: %w", cl.Name, err)
+	case cur.UID != cl.UID || cur.Spec.Owner.UID != cl.Spec.Owner.UID || cur.Spec.ResourceName != cl.Spec.ResourceName || cur.Spec.Backend != cl.Spec.Backend:
+		return &LostError{Claim: cl.Name, Why: "it was released and claimed again"}
+	}
+	return nil
+}
+
+// LostError is a claim that Confirm found gone or taken since the cache
+// showed it: nothing may be written to the backend on its strength.
+type LostError struct {
+	Claim, Why string
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("claim %s is not this Buckety's any more (%s; the cache lagged): nothing was written to the backend", e.Claim, e.Why)
+}
+
+// RecordLocation records the location parameters of a claim made before
+// claims recorded them (a one-time backfill), with an optimistic lock.
+func (c *Store) RecordLocation(ctx context.Context, cl *v1.BucketyClaim, location map[string]string) error {
+	if len(cl.Spec.Location) > 0 || len(location) == 0 {
+		return nil
+	}
+	cl.Spec.Location = location
+	if err := c.Client.Update(ctx, cl); err != nil {
+		cl.Spec.Location = nil
+		return fmt.Errorf("record the location of claim %s: %w", cl.Name, err)
+	}
+	return nil
+}
+
+// MarkOwnerGone stamps status.ownerGoneSince on a claim whose owner the
+// caller found gone (read fresh), once.
+func (c *Store) MarkOwnerGone(ctx context.Context, cl *v1.BucketyClaim, now metav1.Time) error {
+	if cl.Status.OwnerGoneSince != nil {
+		return nil
+	}
+	before := cl.DeepCopy()
+	cl.Status.OwnerGoneSince = &now
+	if err := c.Client.Status().Patch(ctx, cl, ctrl.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("mark claim %s: %w", cl.Name, err)
+	}
+	return nil
+}
+
+// OwnerExists reads the claim's owner fresh: a claim is stale only when no
+// Buckety with its UID exists.
+func (c *Store) OwnerExists(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
+	return c.ownerExists(ctx, cl)
 }
 
 // ownerExists reads the claim's owner fresh: a claim is stale only when no

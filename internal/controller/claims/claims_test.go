@@ -137,7 +137,7 @@ func TestConcurrentAcquisitionHasOneWinner(t *testing.T) {
 			go func() {
 				defer done.Done()
 				ctx := context.WithValue(context.Background(), ownerKey{}, who.Namespace)
-				cl, conflict, err := store.Acquire(ctx, who, "kafka", "orders")
+				cl, conflict, err := store.Acquire(ctx, who, Key{Backend: "kafka", Resource: "orders"})
 				results[i] = result{who, cl, conflict, err}
 			}()
 		}
@@ -192,7 +192,7 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	} {
 		base := newClient(t, heir, recreated, live, c.existing)
 		store := &Store{Client: base, APIReader: base}
-		cl, conflict, err := store.Acquire(context.Background(), heir, "kafka", "orders")
+		cl, conflict, err := store.Acquire(context.Background(), heir, Key{Backend: "kafka", Resource: "orders"})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -237,7 +237,7 @@ func TestClaimForAnotherResourceIsRefused(t *testing.T) {
 		base := newClient(t, b, live, hand)
 		store := &Store{Client: base, APIReader: base}
 		before := getClaim(t, base, "kafka", "orders")
-		cl, conflict, err := store.Acquire(context.Background(), b, "kafka", "orders")
+		cl, conflict, err := store.Acquire(context.Background(), b, Key{Backend: "kafka", Resource: "orders"})
 		if err == nil || !strings.Contains(err.Error(), "refusing to share it") {
 			t.Errorf("%s: want Acquire refused with an error, got claim %v, conflict %+v, error %v", c.name, cl, conflict, err)
 		}
@@ -260,7 +260,7 @@ func TestReleaseRefusesStaleRead(t *testing.T) {
 	claims := &Store{Client: c, APIReader: c}
 	ctx := context.Background()
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "team", UID: "uid-1"}}
-	cl, conflict, err := claims.Acquire(ctx, b, "kafka", "team.orders")
+	cl, conflict, err := claims.Acquire(ctx, b, Key{Backend: "kafka", Resource: "team.orders"})
 	if err != nil || conflict != nil {
 		t.Fatalf("acquire: %v %v", err, conflict)
 	}
@@ -290,7 +290,7 @@ func TestReleaseRefusesStaleRead(t *testing.T) {
 	// Released, then claimed by another Buckety under the same name: the
 	// first owner's copy (another UID) does not release the new claim.
 	other := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "other", UID: "uid-2"}}
-	taken, conflict, err := claims.Acquire(ctx, other, "kafka", "team.orders")
+	taken, conflict, err := claims.Acquire(ctx, other, Key{Backend: "kafka", Resource: "team.orders"})
 	if err != nil || conflict != nil {
 		t.Fatalf("acquire by another Buckety: %v %v", err, conflict)
 	}

@@ -11,8 +11,13 @@
 // deleted must not depend on anything a tenant can write.
 //
 // The mechanism is one cluster-scoped BucketyClaim object per backend
-// resource, named by a hash of (backend, resource name), created before the
-// first backend write:
+// resource, named by a hash of (service, resource name), created before the
+// first backend write. The service is the backend's `service` in the config
+// (by default its name): backends that reach one Kafka cluster or S3
+// endpoint share one claim space, so a topic created through one cannot get
+// a second owner through another (the config loader refuses backends that
+// reach one service in two spaces; claims made before services existed,
+// named by backend, are honoured under that name too: Key).
 //
 //   - Atomic without coordination. The API server refuses a second object
 //     of the same name, so two reconciles (or two controller replicas in a
@@ -24,16 +29,27 @@
 //   - Durable intent. The claim records, before the backend write that
 //     depends on it, the adoption check's verdict: the check (a read) runs
 //     first, and the claim is born in its phase, Creating (about to
-//     create), Adopted (it existed, empty) or Adopting; a resource refused
-//     for its content is never claimed. Later phases are advanced with an
-//     optimistic-lock update: Creating -> Created once created. A claim
-//     taken over from a deleted owner starts Claimed (nothing written yet),
-//     and the check then advances it. Adopting (both the tenant,
-//     spec.adoption, and the backend, adoption.allow, opt in to adopting
-//     a resource with content; nothing is written while it differs from
-//     the tenant's parameters) -> Adopted once settled. A crash
-//     or a lost status patch after the create leaves Creating, which later
-//     passes finish as Created, never as Adopted.
+//     create) or Adopting (it exists); a resource refused for its content
+//     is never claimed. Later phases are advanced with an optimistic-lock
+//     update: Creating -> Created once created; Creating -> Adopting when
+//     the create found the resource made by someone else meanwhile (nothing
+//     is written to it: Ensure is CreateOnly). A claim taken over from a
+//     deleted owner starts Claimed (nothing written yet), and the check
+//     then advances it. Adopting -> Adopted once the adoption settles:
+//     nothing is written while the resource differs from the tenant's
+//     parameters, unless both the backend (adoption.allow) and the tenant
+//     (spec.adoption AdoptAndConverge) ask to converge, and a resource with
+//     content needs both keys on every pass. A crash or a lost status patch
+//     after the create leaves Creating, which later passes finish as
+//     Created, never as Adopted.
+//   - Where the resource lives. The claim records the owner's location
+//     parameters (drivers.Locator: R2's jurisdiction) when it is made;
+//     every later backend call uses them (Effective), so an edit of the
+//     spec, even during deletion, never points a call at another resource.
+//   - Fresh before writing. A claim read from the cache is confirmed with a
+//     fresh read (Store.Confirm) before the first backend write that relies
+//     on it, so a lagging cache or a leader that lost its lease cannot
+//     re-create a resource just deleted.
 //   - Unforgeable. Tenants get no RBAC for claims; Buckety status mirrors
 //     the claim and is rewritten from it. Deletion reads the Buckety's
 //     claims fresh (by owner UID) and deletes a resource only when its
@@ -44,7 +60,10 @@
 //     with its UID (whether or not it was ever provisioned), a claim never
 //     written to the backend is released when the resolved name changes
 //     or the adoption check refuses the resource (a Claimed one), and a
-//     stale claim of a deleted owner is taken over.
+//     stale claim of a deleted owner is taken over. A claim whose owner
+//     vanished without its deletion running (its finalizer removed by
+//     hand) is stamped by the Janitor, for the maintainer to see, and
+//     taken over by the next Buckety that resolves to the resource.
 //
 // The alternatives were weaker: an in-memory table forgets claims on
 // restart and is per process; status fields are written after the backend

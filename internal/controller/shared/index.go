@@ -3,7 +3,6 @@ package shared
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -13,10 +12,15 @@ import (
 const (
 	// IndexBucketyRef indexes BucketyAccess by spec.bucketyRef.name.
 	IndexBucketyRef = "spec.bucketyRef.name"
-	// IndexNameConflict indexes Bucketies whose Ready reason is NameConflict,
-	// so a released claim can wake the ones waiting for a name.
-	IndexNameConflict = "status.nameConflict"
+	// IndexClaimBackendNamespace indexes BucketyClaims by backend and owner
+	// namespace (BackendNamespace), to count a namespace's claims against
+	// the backend's limits.perNamespace.
+	IndexClaimBackendNamespace = "spec.backend+spec.owner.namespace"
 )
+
+// BackendNamespace is the IndexClaimBackendNamespace value of claims on
+// backend owned in namespace.
+func BackendNamespace(backend, namespace string) string { return backend + "/" + namespace }
 
 // Indexer is the part of a manager that registers field indexes.
 type Indexer interface {
@@ -30,10 +34,8 @@ func SetupIndexes(ctx context.Context, idx Indexer) error {
 	}); err != nil {
 		return err
 	}
-	return idx.IndexField(ctx, &v1.Buckety{}, IndexNameConflict, func(o client.Object) []string {
-		if c := meta.FindStatusCondition(o.(*v1.Buckety).Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonNameConflict {
-			return []string{"true"}
-		}
-		return nil
+	return idx.IndexField(ctx, &v1.BucketyClaim{}, IndexClaimBackendNamespace, func(o client.Object) []string {
+		cl := o.(*v1.BucketyClaim)
+		return []string{BackendNamespace(cl.Spec.Backend, cl.Spec.Owner.Namespace)}
 	})
 }

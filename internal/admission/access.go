@@ -1,0 +1,108 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+// AccessValidator validates BucketyAccess objects.
+type AccessValidator struct{ *Validators }
+
+var _ admission.Validator[*v1.BucketyAccess] = AccessValidator{}
+
+var roles = []string{string(v1.RoleReadWrite), string(v1.RoleReadOnly), string(v1.RoleWriteOnly)}
+
+// ValidateCreate checks the role and, when the Buckety is known, the
+// access parameters against its driver.
+func (v AccessValidator) ValidateCreate(ctx context.Context, a *v1.BucketyAccess) (admission.Warnings, error) {
+	return v.validate(ctx, a, nil)
+}
+
+// ValidateUpdate enforces immutability of bucketyRef and
+// credentialsSecretName.
+func (v AccessValidator) ValidateUpdate(ctx context.Context, old, a *v1.BucketyAccess) (admission.Warnings, error) {
+	if !a.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	return v.validate(ctx, a, old)
+}
+
+// ValidateDelete admits every deletion.
+func (AccessValidator) ValidateDelete(context.Context, *v1.BucketyAccess) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	if old != nil {
+		if a.Spec.BucketyRef != old.Spec.BucketyRef {
+			errs = append(errs, field.Forbidden(spec.Child("bucketyRef"), fmt.Sprintf("is immutable (was %q): create a new BucketyAccess for another Buckety", old.Spec.BucketyRef.Name)))
+		}
+		if a.Spec.CredentialsSecretName != old.Spec.CredentialsSecretName {
+			errs = append(errs, field.Forbidden(spec.Child("credentialsSecretName"), fmt.Sprintf("is immutable (was %q): create a new BucketyAccess to write another Secret", old.Spec.CredentialsSecretName)))
+		}
+	}
+	role := roleOf(a.Spec.Role)
+	if !contains(roles, role) {
+		errs = append(errs, field.NotSupported(spec.Child("role"), role, roles))
+	}
+	changed := old == nil || role != roleOf(old.Spec.Role) || !reflect.DeepEqual(a.Spec.Parameters, old.Spec.Parameters)
+	if !changed || len(errs) > 0 {
+		return warnings, invalid("BucketyAccess", a.Name, errs)
+	}
+	be, found := v.backendOf(ctx, namespaceOf(ctx, a.Namespace), a.Spec.BucketyRef.Name)
+	if be == nil {
+		if found == "" {
+			warnings = append(warnings, fmt.Sprintf("Buckety %s not found (yet): role and parameters are validated by the controller once it exists", a.Spec.BucketyRef.Name))
+		} else {
+			warnings = append(warnings, fmt.Sprintf("backend %q of Buckety %s is not in the controller config: parameters are not validated", found, a.Spec.BucketyRef.Name))
+		}
+		if role != string(v1.RoleReadWrite) {
+			warnings = append(warnings, fmt.Sprintf("role %s is not enforced in v1alpha1: every access receives the same credentials (ScopingNotImplemented)", role))
+		}
+		return warnings, invalid("BucketyAccess", a.Name, errs)
+	}
+	d := be.DriverImpl()
+	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), role, a.Spec.Parameters)
+	warnings = append(warnings, w...)
+	errs = append(errs, merge(aerrs, v.access[d.Name()].Validate(ctx, spec.Child("parameters"), a.Spec.Parameters, nil, implementation(be)))...)
+	return warnings, invalid("BucketyAccess", a.Name, errs)
+}
+
+// backendOf finds the backend of a Buckety from the cache: the config entry,
+// or the backend name when it is not configured ("" when the Buckety is not
+// found).
+func (v AccessValidator) backendOf(ctx context.Context, ns, name string) (*config.Backend, string) {
+	if v.lookup == nil {
+		return nil, ""
+	}
+	b, ok := v.lookup(ctx, ns, name)
+	if !ok {
+		return nil, ""
+	}
+	backend := b.Status.Backend
+	if backend == "" {
+		backend = b.Spec.Backend
+	}
+	be, ok := v.cfg.Backend(backend)
+	if !ok {
+		return nil, backend
+	}
+	return be, backend
+}
+
+func roleOf(r v1.Role) string {
+	if r == "" {
+		return string(v1.RoleReadWrite)
+	}
+	return string(r)
+}

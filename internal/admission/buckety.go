@@ -1,0 +1,198 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/naming"
+	"github.com/Yolean/buckety-controller/internal/paramschema"
+)
+
+// BucketyValidator validates Buckety objects.
+type BucketyValidator struct{ *Validators }
+
+var _ admission.Validator[*v1.Buckety] = BucketyValidator{}
+
+func invalid(kind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(v1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
+}
+
+// namespaceOf is the object's namespace, or the request's when a create
+// omits it.
+func namespaceOf(ctx context.Context, ns string) string {
+	if ns != "" {
+		return ns
+	}
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		return req.Namespace
+	}
+	return ""
+}
+
+// ValidateCreate checks the backend, resolves the naming template exactly as
+// the controller will, and validates parameters and the default access.
+func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	be, ok := v.cfg.Backend(b.Spec.Backend)
+	if !ok {
+		errs = append(errs, field.Invalid(spec.Child("backend"), b.Spec.Backend, fmt.Sprintf("no such backend in the controller config; available: %s", v.backendList())))
+		return warnings, invalid("Buckety", b.Name, errs)
+	}
+	d := be.DriverImpl()
+	src := naming.Source{Name: b.Name, Namespace: namespaceOf(ctx, b.Namespace), Labels: b.Labels, BackendName: be.Name, Defaults: be.Defaults}
+	tmpl := b.Spec.Name
+	if tmpl == "" {
+		tmpl = naming.DefaultTemplate
+	}
+	resolved, err := naming.Resolve(b.Spec.Name, src)
+	if err != nil {
+		errs = append(errs, field.Invalid(spec.Child("name"), tmpl, err.Error()))
+	} else {
+		w, nerrs := d.ValidateName(spec.Child("name"), be.Options(), resolved)
+		warnings = append(warnings, w...)
+		for _, e := range nerrs {
+			errs = append(errs, field.Invalid(spec.Child("name"), tmpl, fmt.Sprintf("resolves to %q, which driver %s rejects: %s", resolved, d.Name(), e.ErrorBody())))
+		}
+		if err := be.CheckName(src, resolved); err != nil {
+			errs = append(errs, field.Forbidden(spec.Child("name"), err.Error()))
+		}
+	}
+	w, perrs := v.parameters(ctx, spec.Child("parameters"), be, nil, b.Spec.Parameters)
+	warnings = append(warnings, w...)
+	errs = append(errs, perrs...)
+	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
+	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
+	if da := b.Spec.DefaultAccess; da != nil {
+		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
+		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
+		errs = append(errs, aerrs...)
+	}
+	return warnings, invalid("Buckety", b.Name, errs)
+}
+
+// ValidateUpdate enforces the spec's mutability table and validates changed
+// parameters against the previous ones (immutability, growth-only).
+func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety) (admission.Warnings, error) {
+	if !b.DeletionTimestamp.IsZero() && reflect.DeepEqual(old.Spec, b.Spec) {
+		return nil, nil // finalizer removal must always go through
+	}
+	// A spec changed while the Buckety is being deleted is checked like any
+	// other: deletion acts on its parameters, and an immutable one (an R2
+	// jurisdiction, which picks the endpoint the delete goes to) must not
+	// change there either.
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	if b.Spec.Backend != old.Spec.Backend {
+		errs = append(errs, field.Forbidden(spec.Child("backend"), fmt.Sprintf("is immutable (was %q): create a new Buckety to use another backend", old.Spec.Backend)))
+	}
+	if b.Spec.Name != old.Spec.Name {
+		errs = append(errs, field.Forbidden(spec.Child("name"), fmt.Sprintf("is immutable (was %q): the backend resource name is resolved once; create a new Buckety for another name", old.Spec.Name)))
+	}
+	name := old.Status.Backend
+	if name == "" {
+		name = old.Spec.Backend
+	}
+	be, ok := v.cfg.Backend(name)
+	if !ok {
+		// The backend left the config; its driver's published rules on
+		// changes (immutable keys, growth only) still hold.
+		warnings = append(warnings, fmt.Sprintf("backend %q is not in the controller config: only the driver's rules on changes are checked, and the controller reports BackendUnavailable", name))
+		if pv, known := v.params[old.Status.Driver]; known && !reflect.DeepEqual(old.Spec.Parameters, b.Spec.Parameters) {
+			errs = append(errs, transitions(pv.Validate(ctx, spec.Child("parameters"), b.Spec.Parameters, nonNil(old.Spec.Parameters), paramschema.AnyImplementation), old.Spec.Parameters, b.Spec.Parameters)...)
+		}
+		return warnings, invalid("Buckety", b.Name, errs)
+	}
+	if !reflect.DeepEqual(old.Spec.Parameters, b.Spec.Parameters) {
+		prev := nonNil(old.Spec.Parameters)
+		if adoptionPending(old) {
+			// Nothing was applied yet: the tenant must be able to write
+			// the values the adopted resource already has, even where
+			// they are lower than (or differ from) what was asked first.
+			prev = nil
+		}
+		w, perrs := v.parameters(ctx, spec.Child("parameters"), be, prev, b.Spec.Parameters)
+		warnings = append(warnings, w...)
+		errs = append(errs, perrs...)
+	}
+	if b.Spec.Adoption != old.Spec.Adoption {
+		errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
+	}
+	if da := b.Spec.DefaultAccess; da != nil && !reflect.DeepEqual(da, old.Spec.DefaultAccess) {
+		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
+		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
+		errs = append(errs, aerrs...)
+	}
+	return warnings, invalid("Buckety", b.Name, errs)
+}
+
+// transitions keeps the errors on keys that changed (added, removed or
+// altered): what the driver's rules on changes refuse, without judging
+// unchanged values against a backend that is gone.
+func transitions(errs field.ErrorList, old, new map[string]string) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range errs {
+		for k := range union(old, new) {
+			if e.Field == "spec.parameters["+k+"]" && (old[k] != new[k] || hasKey(old, k) != hasKey(new, k)) {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func union(a, b map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// adoptionPending reports whether b adopted a resource whose differences
+// from spec.parameters wait for the tenant (Ready reason AdoptionDrift) and
+// was never provisioned: nothing of spec.parameters has been applied, so
+// they are validated as on create, without the growth-only and immutability
+// rules that protect an applied value.
+func adoptionPending(b *v1.Buckety) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
+	return b.Status.Provenance == "" && c != nil && c.Reason == v1.ReasonAdoptionDrift
+}
+
+// adoption rejects the tenant's key to adoption when the maintainer's is
+// missing: spec.adoption may ask to adopt only on a backend whose config
+// sets adoption.allow. It is checked on create and when the field changes,
+// so a backend that stops allowing adoption does not block other updates.
+func adoption(p *field.Path, be *config.Backend, a v1.Adoption) field.ErrorList {
+	if !a.Adopts() || be.AllowsAdoption() {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(p, fmt.Sprintf("%s is not allowed on backend %q: its configuration in buckety-controller.yaml does not set adoption.allow, so buckety never takes over an existing resource with content there; remove spec.adoption (or set it to Refuse), or ask the cluster maintainer", a, be.Name))}
+}
+
+// ValidateDelete admits every deletion; the finalizer handles the rest.
+func (BucketyValidator) ValidateDelete(context.Context, *v1.Buckety) (admission.Warnings, error) {
+	return nil, nil
+}

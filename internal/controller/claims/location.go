@@ -1,0 +1,76 @@
+package claims
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// Location picks the location parameters (keys, as the driver declares
+// them: drivers.Locator) out of params, for a claim to record; nil when
+// there are none.
+func Location(keys []string, params map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := params[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Effective is params with the location parameters as cl recorded them:
+// what every backend call on cl's resource is made with, so that an edit
+// of a location parameter after the claim (say, during deletion) never
+// points a call at another resource. A claim that recorded no location
+// (made before claims recorded it) leaves params as they are.
+func Effective(keys []string, cl *v1.BucketyClaim, params map[string]string) map[string]string {
+	if cl == nil || cl.Spec.Location == nil || len(keys) == 0 {
+		return params
+	}
+	out := maps.Clone(params)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range keys {
+		if v, ok := cl.Spec.Location[k]; ok {
+			out[k] = v
+		} else {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// LocationChanged describes how params' location parameters differ from
+// those cl recorded, naming each key; "" when they agree (or cl recorded
+// none).
+func LocationChanged(keys []string, cl *v1.BucketyClaim, params map[string]string) string {
+	if cl == nil || cl.Spec.Location == nil {
+		return ""
+	}
+	var diffs []string
+	for _, k := range keys {
+		was, had := cl.Spec.Location[k]
+		now, has := params[k]
+		if had == has && was == now {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("spec.parameters[%s] is %s, but %s was claimed with %s", k, quoteOrUnset(now, has), cl.Spec.ResourceName, quoteOrUnset(was, had)))
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "; ")
+}
+
+func quoteOrUnset(v string, set bool) string {
+	if !set {
+		return "it unset"
+	}
+	return fmt.Sprintf("%q", v)
+}

@@ -1,0 +1,283 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
+)
+
+// Unit tests of what a hostile tenant tries, on the fake client and the
+// in-memory driver; test/integration repeats them on the real control
+// plane and backends.
+
+// patchSpec changes a Buckety's spec as a tenant would.
+func (e *env) patchSpec(ns, name string, mutate func(*v1.Buckety)) {
+	e.t.Helper()
+	b := e.buckety(ns, name)
+	before := b.DeepCopy()
+	mutate(b)
+	if err := e.c.Patch(context.Background(), b, client.MergeFrom(before)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestAdoptionKeysRecheckedEveryPass: an adoption waiting for the tenant
+// (claim Adopting) is not completed once the tenant withdraws its key:
+// the resource, which holds content, is refused and the claim released;
+// nothing is ever written to it.
+func TestAdoptionKeysRecheckedEveryPass(t *testing.T) {
+	e := newEnv(t, "  adoption: {allow: true}\n")
+	e.svc.PutWith("legacy", 5, map[string]string{"size": "1"})
+	b := newBuckety("a", "legacy", "legacy")
+	b.Spec.Adoption = v1.AdoptionAdopt
+	b.Spec.Parameters = map[string]string{"size": "2"}
+	e.create(b)
+	e.reconcile("a", "legacy")
+	e.wantReady(e.buckety("a", "legacy"), metav1.ConditionFalse, v1.ReasonAdoptionDrift)
+	if cl, _ := e.claim("legacy"); cl.Spec.Phase != v1.ClaimAdopting {
+		t.Fatalf("want the adoption pending (Adopting), got %s", cl.Spec.Phase)
+	}
+	// The tenant withdraws its key, then matches the parameters: without
+	// the re-check, the next pass would settle the adoption.
+	e.patchSpec("a", "legacy", func(b *v1.Buckety) {
+		b.Spec.Adoption = v1.AdoptionRefuse
+		b.Spec.Parameters = map[string]string{"size": "1"}
+	})
+	e.reconcile("a", "legacy")
+	e.wantReady(e.buckety("a", "legacy"), metav1.ConditionFalse, v1.ReasonAdoptionRefused)
+	if _, held := e.claim("legacy"); held {
+		t.Error("want the claim released once the key is withdrawn")
+	}
+	if n := e.svc.Calls("write"); n != 0 {
+		t.Errorf("want nothing written to the resource, got %d writes", n)
+	}
+}
+
+// TestMaintainerWithdrawsAdoption: the same, when the maintainer's key
+// goes (the backend no longer sets adoption.allow) while an adoption is
+// pending.
+func TestMaintainerWithdrawsAdoption(t *testing.T) {
+	e := newEnv(t, "")
+	e.svc.PutWith("legacy", 5, nil)
+	b := newBuckety("a", "legacy", "legacy")
+	b.Spec.Adoption = v1.AdoptionAdopt
+	e.create(b)
+	b = e.buckety("a", "legacy")
+	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("svc", "legacy"), Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
+		Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "legacy", Phase: v1.ClaimAdopting, Owner: v1.ClaimOwner{Namespace: "a", Name: "legacy", UID: string(b.UID)}}})
+	e.reconcile("a", "legacy")
+	c := e.wantReady(e.buckety("a", "legacy"), metav1.ConditionFalse, v1.ReasonAdoptionRefused)
+	if !strings.Contains(c.Message, "no longer allowed") {
+		t.Errorf("want the withdrawal explained, got %q", c.Message)
+	}
+	if _, held := e.claim("legacy"); held {
+		t.Error("want the claim released")
+	}
+	if b := e.buckety("a", "legacy"); b.Status.Provenance != "" {
+		t.Errorf("want nothing stamped, got provenance %s", b.Status.Provenance)
+	}
+}
+
+// TestExistingEmptyResourceIsNotConverged: by default, an existing
+// resource nobody claims is adopted only once it matches spec.parameters;
+// until then nothing is written to it (it may be someone else's live
+// resource whose content has expired).
+func TestExistingEmptyResourceIsNotConverged(t *testing.T) {
+	e := newEnv(t, "")
+	e.svc.PutWith("theirs", 0, map[string]string{"size": "604800000"})
+	b := newBuckety("a", "theirs", "theirs")
+	b.Spec.Parameters = map[string]string{"size": "1"}
+	e.create(b)
+	e.reconcile("a", "theirs")
+	c := e.wantReady(e.buckety("a", "theirs"), metav1.ConditionFalse, v1.ReasonAdoptionDrift)
+	if !strings.Contains(c.Message, "this backend does not") {
+		t.Errorf("want the message to say converging needs the backend's key, got %q", c.Message)
+	}
+	if got, _ := e.svc.Get("theirs"); got.Parameters["size"] != "604800000" || e.svc.Calls("write") != 0 {
+		t.Errorf("want the existing resource untouched, got %v after %d writes", got.Parameters, e.svc.Calls("write"))
+	}
+	e.patchSpec("a", "theirs", func(b *v1.Buckety) { b.Spec.Parameters = map[string]string{"size": "604800000"} })
+	e.reconcile("a", "theirs")
+	e.wantReady(e.buckety("a", "theirs"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if b := e.buckety("a", "theirs"); b.Status.Provenance != v1.ProvenanceAdopted {
+		t.Errorf("want it Adopted once it matches, got %s", b.Status.Provenance)
+	}
+}
+
+// TestLocationFromTheClaim: a location parameter edited after the claim
+// (here while the Buckety is deleted) is reported and never used: deletion
+// goes where the claim recorded.
+func TestLocationFromTheClaim(t *testing.T) {
+	e := newEnvDriver(t, "", nil, &drivertest.Driver{Locate: []string{"zone"}})
+	b := newBuckety("a", "orders", "orders")
+	b.Spec.Parameters = map[string]string{"zone": "eu"}
+	b.Spec.RetentionPolicy = v1.RetentionDelete
+	e.create(b)
+	e.reconcile("a", "orders")
+	cl, _ := e.claim("orders")
+	if cl.Spec.Location["zone"] != "eu" {
+		t.Fatalf("want the claim to record zone eu, got %v", cl.Spec.Location)
+	}
+	e.patchSpec("a", "orders", func(b *v1.Buckety) { b.Spec.Parameters = map[string]string{"zone": "us"} })
+	ensures := e.svc.Calls("ensure")
+	e.reconcile("a", "orders")
+	if c := e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonInvalidParameters); !strings.Contains(c.Message, `spec.parameters[zone] is "us", but orders was claimed with "eu"`) {
+		t.Errorf("want the change named, got %q", c.Message)
+	}
+	if e.svc.Calls("ensure") != ensures {
+		t.Error("want no Ensure while the location differs from the claim")
+	}
+	e.deleteAndReconcile("a", "orders")
+	if got := e.svc.LastResource("delete"); got.Name != "orders" || got.Parameters["zone"] != "eu" {
+		t.Errorf("want the delete made with the claimed zone eu, got %+v", got)
+	}
+}
+
+// TestLaggingCacheDoesNotCreate: a claim the cache still shows but the API
+// server no longer has (released, or taken by another Buckety) is
+// confirmed fresh before Ensure writes: the resource, deleted meanwhile,
+// is not re-created as an orphan.
+func TestLaggingCacheDoesNotCreate(t *testing.T) {
+	var gone nameSet
+	e := newEnvWith(t, "", func(c client.WithWatch) (client.Client, client.Reader) {
+		fresh := interceptor.NewClient(c, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*v1.BucketyClaim); ok && gone.is(key.Name) {
+					return apierrors.NewNotFound(v1.GroupVersion.WithResource("bucketyclaims").GroupResource(), key.Name)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+		return c, fresh
+	})
+	e.create(newBuckety("a", "orders", "orders"))
+	e.reconcile("a", "orders")
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	// Out of band: the topic is deleted, and the claim is gone on the API
+	// server while this controller's cache still shows it.
+	if err := e.svc.Delete(context.Background(), drivers.Resource{Name: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	gone.add(claims.Name("svc", "orders"))
+	writes := e.svc.Calls("write")
+	e.reconcile("a", "orders")
+	if _, exists := e.svc.Get("orders"); exists || e.svc.Calls("write") != writes {
+		t.Errorf("want nothing re-created on a claim the API server no longer has, got exists=%v, %d writes", exists, e.svc.Calls("write")-writes)
+	}
+	if c := e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonProgressing); !strings.Contains(c.Message, "nothing was written to the backend") {
+		t.Errorf("want the lost claim reported, got %q", c.Message)
+	}
+}
+
+// TestNamespaceLimit: a namespace at its backend's limit gets no new claim;
+// the Buckety waits, and is woken (alone) when one of the namespace's
+// claims is released.
+func TestNamespaceLimit(t *testing.T) {
+	e := newEnv(t, "  limits: {perNamespace: 1}\n")
+	released := make(chan event.GenericEvent, 10)
+	e.br.Released = released
+	e.create(newBuckety("a", "first", "first"))
+	e.create(newBuckety("a", "second", "second"))
+	e.create(newBuckety("b", "other", "other"))
+	e.create(newBuckety("c", "conflict", "first"))
+	e.reconcile("a", "first")
+	e.reconcile("a", "second")
+	e.reconcile("b", "other")
+	e.reconcile("c", "conflict")
+	e.wantReady(e.buckety("c", "conflict"), metav1.ConditionFalse, v1.ReasonNameConflict)
+	if c := e.wantReady(e.buckety("a", "second"), metav1.ConditionFalse, v1.ReasonLimitExceeded); !strings.Contains(c.Message, "limits.perNamespace: 1") {
+		t.Errorf("want the limit named, got %q", c.Message)
+	}
+	if _, held := e.claim("second"); held {
+		t.Error("want no claim beyond the limit")
+	}
+	e.wantReady(e.buckety("b", "other"), metav1.ConditionTrue, v1.ReasonReconciled)
+	e.deleteAndReconcile("a", "first")
+	woken := map[string]bool{}
+	for len(released) > 0 {
+		ev := <-released
+		woken[ev.Object.GetNamespace()+"/"+ev.Object.GetName()] = true
+	}
+	if !woken["a/second"] || !woken["c/conflict"] || len(woken) != 2 {
+		t.Errorf("want exactly a/second (the namespace's limit) and c/conflict (the name) woken, got %v", woken)
+	}
+	e.reconcile("a", "second")
+	e.wantReady(e.buckety("a", "second"), metav1.ConditionTrue, v1.ReasonReconciled)
+}
+
+// TestRevokeNamesTheClaimedResource: an access's revocation names the
+// resource of its Buckety's claim, not status.backendResourceName, which a
+// tenant with status access could point elsewhere.
+func TestRevokeNamesTheClaimedResource(t *testing.T) {
+	e := newEnvWith(t, "", (&secretDeletes{}).wrap)
+	grantedAccess(t, e, "user-a-reader")
+	b := e.buckety("a", "orders")
+	before := b.DeepCopy()
+	b.Status.BackendResourceName = "someone-elses"
+	if err := e.c.Status().Patch(context.Background(), b, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	e.deleteAccess("a", "reader")
+	e.reconcileAccess("a", "reader")
+	if got := e.svc.LastAccess("revoke"); got.Resource != "orders" {
+		t.Errorf("want Revoke of the claimed resource orders, got %q", got.Resource)
+	}
+}
+
+// TestOwnerGoneIsStamped: a claim whose Buckety was force-deleted (its
+// finalizer removed by hand) is found and stamped, once.
+func TestOwnerGoneIsStamped(t *testing.T) {
+	e := newEnv(t, "")
+	e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("svc", "left")},
+		Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "left", Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: "gone", Name: "ghost", UID: "ghost-uid"}}})
+	e.create(newBuckety("a", "orders", "orders"))
+	e.reconcile("a", "orders")
+	j := &claims.Janitor{Reader: e.c, Store: e.br.Claims}
+	n, err := j.CheckOnce(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("want one claim stamped, got %d (%v)", n, err)
+	}
+	cl, _ := e.claim("left")
+	if cl.Status.OwnerGoneSince == nil {
+		t.Error("want status.ownerGoneSince set")
+	}
+	if mine, _ := e.claim("orders"); mine.Status.OwnerGoneSince != nil {
+		t.Error("want a live owner's claim left alone")
+	}
+	if n, err := j.CheckOnce(context.Background()); err != nil || n != 0 {
+		t.Errorf("want nothing stamped twice, got %d (%v)", n, err)
+	}
+}
+
+// nameSet is a set of names, safe for concurrent use.
+type nameSet struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (s *nameSet) add(n string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.names == nil {
+		s.names = map[string]bool{}
+	}
+	s.names[n] = true
+}
+
+func (s *nameSet) is(n string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.names[n]
+}
