@@ -186,6 +186,20 @@ type Access struct {
 	// ResourceParameters are the Buckety's spec.parameters, for drivers
 	// whose Secret depends on them (an S3 bucket's region).
 	ResourceParameters map[string]string
+	// UID is the BucketyAccess's UID, from which a CredentialScoper
+	// derives principals.
+	UID string
+	// Principal is the access's credential on a CredentialScoper backend
+	// (empty otherwise): Grant creates or updates it, Revoke removes it.
+	Principal string
+	// Secret is the principal's secret (a password) as the access's Secret
+	// holds it; empty when the Secret holds none for this principal, and
+	// Grant then mints a new one.
+	Secret string
+	// Assert asks Grant to create or update the principal with Secret and
+	// to make its rights exactly the role's, rather than trusting that a
+	// previous Grant did.
+	Assert bool
 }
 
 // Grant is the result of granting an access.
@@ -198,4 +212,7 @@ type Grant struct {
 	// role and parameters. False means every access gets the same
 	// credentials, which the controller surfaces as ScopingNotImplemented.
 	Scoped bool
+	// Reason says why the credentials are not scoped (Scoped false): what
+	// the service, the config or the requested role lacks.
+	Reason string
 }

@@ -38,6 +38,8 @@ type Backend struct {
 	deletes    *batcher[struct{}, string]
 	// observed is what the backend last saw of each topic (observed.go).
 	observed *observations
+	// scoping caches whether the cluster can scope credentials (scoped.go).
+	scoping scopingCache
 }
 
 // newBackend wires the batchers; linger and maxBatch bound the latency a

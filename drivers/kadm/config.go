@@ -48,8 +48,21 @@ type Config struct {
 	// controller's, every access then gets the same ones, and each such
 	// access reports ScopingNotImplemented. Requires sasl.
 	ShareCredentials bool `json:"shareCredentials,omitempty"`
+	// Credentials configures the SCRAM user buckety mints per access when
+	// the backend uses sasl without shareCredentials, on a cluster with an
+	// authorizer and the SCRAM admin API (KIP-554). Defaults apply when
+	// absent.
+	Credentials *Credentials `json:"credentials,omitempty"`
 
 	dir string
+}
+
+// Credentials configures per-access SCRAM users.
+type Credentials struct {
+	// Mechanism of the minted users' passwords: SCRAM-SHA-512 (the
+	// default) or SCRAM-SHA-256. Consumers authenticate with it
+	// (sasl.mechanism in the Secret).
+	Mechanism string `json:"mechanism,omitempty" jsonschema:"enum=SCRAM-SHA-512,enum=SCRAM-SHA-256"`
 }
 
 // TLS configures TLS to the brokers. Certificates are given either as files
@@ -154,6 +167,14 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	}
 	if c.ShareCredentials && c.SASL == nil {
 		errs = append(errs, field.Invalid(p.Child("shareCredentials"), true, "there are no credentials to share without sasl: only SASL credentials are shared (a TLS client key never is); remove shareCredentials or configure sasl"))
+	}
+	if cr := c.Credentials; cr != nil {
+		if cr.Mechanism != "" && cr.Mechanism != "SCRAM-SHA-512" && cr.Mechanism != "SCRAM-SHA-256" {
+			errs = append(errs, field.NotSupported(p.Child("credentials", "mechanism"), cr.Mechanism, []string{"SCRAM-SHA-512", "SCRAM-SHA-256"}))
+		}
+		if c.ShareCredentials {
+			errs = append(errs, field.Forbidden(p.Child("credentials"), "shareCredentials gives every access the backend's own user: per-access credentials are not minted, so remove one of the two"))
+		}
 	}
 	return errs
 }

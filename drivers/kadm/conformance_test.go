@@ -31,7 +31,9 @@ var suite = &drivertest.Suite{
 	Accesses:   accessCases,
 	Configs:    configCases,
 	Grants: []drivertest.GrantCase{
-		{Name: "read-write", Access: drivers.Access{Resource: "t1", Role: "ReadWrite"}, Want: map[string]string{SecretTopic: "t1"}, Scoped: true},
+		// A plaintext broker cannot tell clients apart: nothing is scoped
+		// (scoped_test.go covers a SASL broker with ACLs).
+		{Name: "read-write is not scoped without sasl", Access: drivers.Access{Resource: "t1", Role: "ReadWrite"}, Want: map[string]string{SecretTopic: "t1"}},
 		{Name: "read-only is not enforced", Access: drivers.Access{Resource: "t1", Role: "ReadOnly"}, Want: map[string]string{SecretTopic: "t1"}},
 		{Name: "consumer group prefix is not enforced", Access: drivers.Access{Resource: "t1", Role: "ReadWrite", Parameters: map[string]string{AccessConsumerGroupPrefix: "x-"}},
 			Want: map[string]string{SecretTopic: "t1"}},
@@ -120,7 +122,7 @@ var parameterCases = []drivertest.ParametersCase{
 var accessCases = []drivertest.AccessCase{
 	{Name: "read-write", Role: "ReadWrite"},
 	{Name: "read-only with a prefix: neither enforced", Role: "ReadOnly", Params: map[string]string{AccessConsumerGroupPrefix: "tenant1-orders-reporting-"},
-		Warns: []string{"spec.parameters[consumerGroupPrefix]: not enforced in v1alpha1", "role ReadOnly is not enforced in v1alpha1"}},
+		Warns: []string{"spec.parameters[consumerGroupPrefix]: not enforced on this backend", "role ReadOnly is not enforced on this backend"}},
 	{Name: "unknown key and bad prefix", Role: "ReadWrite", Params: map[string]string{"group": "x", AccessConsumerGroupPrefix: "bad prefix"},
 		Errs: []string{`spec.parameters[group]: Unsupported value: "group": supported values: "consumerGroupPrefix"`, `spec.parameters[consumerGroupPrefix]: Invalid value: "bad prefix"`}},
 }

@@ -16,13 +16,13 @@ import (
 const Name = "kadm"
 
 // version is the driver's SemVer; releases override it with
-// -ldflags "-X github.com/Yolean/buckety-controller/drivers/kadm.version=0.2.1".
-var version = "0.2.0"
+// -ldflags "-X github.com/Yolean/buckety-controller/drivers/kadm.version=0.3.1".
+var version = "0.3.0"
 
-// Access parameter keys the driver knows; none are enforced in v1alpha1.
+// Access parameter keys the driver knows.
 const (
-	// AccessConsumerGroupPrefix restricts the consumer groups an access may
-	// use (v1alpha2, with SCRAM users and ACLs).
+	// AccessConsumerGroupPrefix is appended to the access's own group
+	// prefix on a scoped backend (scoped.go).
 	AccessConsumerGroupPrefix = "consumerGroupPrefix"
 )
 
@@ -102,8 +102,13 @@ func (*Driver) ValidateParameters(p *field.Path, _ drivers.Config, old, new map[
 }
 
 // ValidateAccess accepts every role and the consumerGroupPrefix parameter,
-// warning that v1alpha1 enforces neither.
-func (*Driver) ValidateAccess(p *field.Path, _ drivers.Config, role string, params map[string]string) (warnings []string, errs field.ErrorList) {
+// warning when the backend's config rules out enforcing them (no sasl, or
+// shareCredentials). A backend that may scope enforces them when its
+// cluster has an authorizer and the SCRAM admin API; the access's
+// ScopingNotImplemented condition says whether it does.
+func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role string, params map[string]string) (warnings []string, errs field.ErrorList) {
+	c, _ := cfg.(*Config)
+	unscoped := c == nil || c.unscopedReason("") != ""
 	for k, v := range params {
 		if k != AccessConsumerGroupPrefix {
 			errs = append(errs, field.NotSupported(p.Key(k), k, []string{AccessConsumerGroupPrefix}))
@@ -113,10 +118,12 @@ func (*Driver) ValidateAccess(p *field.Path, _ drivers.Config, role string, para
 			errs = append(errs, field.Invalid(p.Key(k), v, "a consumer group prefix may contain only ASCII letters, digits, '.', '_' and '-'"))
 			continue
 		}
-		warnings = append(warnings, fmt.Sprintf("%s: not enforced in v1alpha1 (no per-access Kafka users yet); any consumer group can be used", p.Key(k)))
+		if unscoped {
+			warnings = append(warnings, fmt.Sprintf("%s: not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials); any consumer group can be used", p.Key(k)))
+		}
 	}
-	if role != "" && role != "ReadWrite" {
-		warnings = append(warnings, fmt.Sprintf("role %s is not enforced in v1alpha1: the credentials allow reading and writing (ScopingNotImplemented)", role))
+	if unscoped && role != "" && role != "ReadWrite" {
+		warnings = append(warnings, fmt.Sprintf("role %s is not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials): the credentials allow reading and writing (ScopingNotImplemented)", role))
 	}
 	return warnings, errs
 }

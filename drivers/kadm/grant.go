@@ -8,9 +8,8 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
-// Access Secrets. In v1alpha1 every access to a backend gets what a consumer
-// needs to connect as the backend does; there are no per-access principals
-// yet, so Revoke has nothing to remove.
+// Access Secrets: what a consumer needs to connect, and on a backend that
+// scopes, the access's own SCRAM user (scoped.go).
 
 // Optional Secret keys of a kadm access (declared in secretKeys, schema.go),
 // named after the Kafka client properties consumers already set
@@ -70,13 +69,14 @@ func (c *Config) caPEM() ([]byte, error) {
 	return nil, nil
 }
 
-// Grant implements drivers.Backend: what a consumer needs to connect as the
-// backend does, the same for every access in v1alpha1 (see secretKeys).
-// The TLS client certificate and key are never written, and tls.serverName
-// is not either: consumers verify the bootstrap address they are given.
-// Shared SASL credentials are not scoped to the access, so they make the
-// grant unscoped (ScopingNotImplemented).
-func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, error) {
+// Grant implements drivers.Backend: what a consumer needs to connect, and,
+// on a backend that scopes (scoped.go, Access.Principal set), the access's
+// own SCRAM user and ACLs. The TLS client certificate and key are never
+// written, and tls.serverName is not either: consumers verify the
+// bootstrap address they are given. Shared SASL credentials are not
+// scoped to the access, so they make the grant unscoped
+// (ScopingNotImplemented), as a backend without SASL does.
+func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
 	c := b.cfg
 	data := map[string][]byte{
 		SecretBootstrap: []byte(c.bootstrap()),
@@ -92,21 +92,28 @@ func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, err
 	if len(ca) > 0 {
 		data[SecretSSLCAPEM] = ca
 	}
-	shared := false
+	if a.Principal != "" {
+		return b.grantScoped(ctx, a, data)
+	}
 	if s := c.SASL; s != nil {
 		data[SecretSASLMechanism] = []byte(s.Mechanism)
 		if c.ShareCredentials {
 			data[SecretSASLUsername] = []byte(s.Username)
 			data[SecretSASLPassword] = []byte(s.Password)
-			shared = true
 		}
 	}
-	return drivers.Grant{
-		Data:   data,
-		Scoped: !shared && (a.Role == "" || a.Role == "ReadWrite") && len(a.Parameters) == 0,
-	}, nil
+	reason := c.unscopedReason(b.name)
+	if reason == "" {
+		reason = fmt.Sprintf("backend %s did not mint a user for this access", b.name)
+	}
+	return drivers.Grant{Data: data, Reason: reason}, nil
 }
 
-// Revoke implements drivers.Backend; there is no per-access principal in
-// v1alpha1.
-func (b *Backend) Revoke(context.Context, drivers.Access) error { return nil }
+// Revoke implements drivers.Backend: a scoped access's ACLs, then its
+// user; an unscoped access has nothing to revoke.
+func (b *Backend) Revoke(ctx context.Context, a drivers.Access) error {
+	if a.Principal == "" {
+		return nil
+	}
+	return b.revokeScoped(ctx, a.Principal)
+}

@@ -18,8 +18,8 @@ const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 // TestGrantConnections checks the Secret for every way a backend connects: a consumer
 // gets exactly the keys it needs to connect as the backend does, the SASL
-// credentials only when the maintainer shares them, and a grant with
-// shared credentials is never reported as scoped.
+// credentials only when the maintainer shares them, and a grant without a
+// principal of the access's own (scoped.go) is never reported as scoped.
 func TestGrantConnections(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(testCA), 0o600); err != nil {
@@ -31,37 +31,31 @@ func TestGrantConnections(t *testing.T) {
 		cfg    Config
 		access drivers.Access
 		want   map[string]string
-		scoped bool
 	}{
 		{
-			name:   "plaintext: unchanged from 0.1",
-			cfg:    Config{SeedBrokers: []string{"k0:9092", "k1:9092"}},
-			want:   map[string]string{"bootstrap": "k0:9092,k1:9092", "topic": "orders"},
-			scoped: true,
+			name: "plaintext: unchanged from 0.1",
+			cfg:  Config{SeedBrokers: []string{"k0:9092", "k1:9092"}},
+			want: map[string]string{"bootstrap": "k0:9092,k1:9092", "topic": "orders"},
 		},
 		{
-			name:   "public bootstrap wins over seedBrokers",
-			cfg:    Config{SeedBrokers: []string{"k0:9092"}, Bootstrap: "kafka.example.com:9093", TLS: &TLS{}},
-			want:   map[string]string{"bootstrap": "kafka.example.com:9093", "topic": "orders", "security.protocol": "SSL"},
-			scoped: true,
+			name: "public bootstrap wins over seedBrokers",
+			cfg:  Config{SeedBrokers: []string{"k0:9092"}, Bootstrap: "kafka.example.com:9093", TLS: &TLS{}},
+			want: map[string]string{"bootstrap": "kafka.example.com:9093", "topic": "orders", "security.protocol": "SSL"},
 		},
 		{
-			name:   "TLS with a CA file relative to the config dir",
-			cfg:    Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CAFile: "ca.pem", ServerName: "kafka.internal"}, dir: dir},
-			want:   map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SSL", "ssl.ca.pem": testCA},
-			scoped: true,
+			name: "TLS with a CA file relative to the config dir",
+			cfg:  Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CAFile: "ca.pem", ServerName: "kafka.internal"}, dir: dir},
+			want: map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SSL", "ssl.ca.pem": testCA},
 		},
 		{
-			name:   "mutual TLS: the client key is never handed out",
-			cfg:    Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CA: testCA, Cert: "CERT", Key: "KEY"}},
-			want:   map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SSL", "ssl.ca.pem": testCA},
-			scoped: true,
+			name: "mutual TLS: the client key is never handed out",
+			cfg:  Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CA: testCA, Cert: "CERT", Key: "KEY"}},
+			want: map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SSL", "ssl.ca.pem": testCA},
 		},
 		{
-			name:   "SASL without sharing: the mechanism, no credentials",
-			cfg:    Config{SeedBrokers: []string{"k0:9092"}, SASL: sasl()},
-			want:   map[string]string{"bootstrap": "k0:9092", "topic": "orders", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512"},
-			scoped: true,
+			name: "SASL without sharing: the mechanism, no credentials",
+			cfg:  Config{SeedBrokers: []string{"k0:9092"}, SASL: sasl()},
+			want: map[string]string{"bootstrap": "k0:9092", "topic": "orders", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512"},
 		},
 		{
 			name: "SASL with sharing: the backend's credentials, unscoped",
@@ -76,10 +70,9 @@ func TestGrantConnections(t *testing.T) {
 				"sasl.username": "buckety", "sasl.password": "s3cr3t"},
 		},
 		{
-			name:   "SASL over TLS without sharing, system roots",
-			cfg:    Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{}, SASL: sasl()},
-			want:   map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"},
-			scoped: true,
+			name: "SASL over TLS without sharing, system roots",
+			cfg:  Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{}, SASL: sasl()},
+			want: map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"},
 		},
 		{
 			name:   "a Read role is not enforced, whatever the connection",
@@ -104,8 +97,8 @@ func TestGrantConnections(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("want Secret data %v, got %v", tc.want, got)
 			}
-			if g.Scoped != tc.scoped {
-				t.Errorf("want Scoped %v, got %v", tc.scoped, g.Scoped)
+			if g.Scoped || g.Reason == "" {
+				t.Errorf("want a grant without a principal unscoped, with the reason, got Scoped %v, Reason %q", g.Scoped, g.Reason)
 			}
 		})
 	}
@@ -134,8 +127,10 @@ func TestGrantKeysDeclared(t *testing.T) {
 			t.Fatal(err)
 		}
 		drivertest.CheckGrant(t, secretKeys, g)
-		if cfg == full && len(g.Data) != len(secretKeys) {
-			t.Errorf("want every declared key from a TLS+SASL+shared backend, got %v", slices.Sorted(maps.Keys(g.Data)))
+		// Every declared key but the group prefix, which only a scoped
+		// grant has (TestScopedRoles checks that Secret).
+		if cfg == full && len(g.Data) != len(secretKeys)-1 {
+			t.Errorf("want every declared key but %s from a TLS+SASL+shared backend, got %v", SecretGroupPrefix, slices.Sorted(maps.Keys(g.Data)))
 		}
 	}
 }

@@ -31,12 +31,15 @@ func (h requestHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ 
 
 // writeAPIs are the Kafka APIs the driver sends that change the cluster.
 var writeAPIs = map[string]bool{
-	kmsg.NameForKey(kmsg.CreateTopics.Int16()):            true,
-	kmsg.NameForKey(kmsg.DeleteTopics.Int16()):            true,
-	kmsg.NameForKey(kmsg.CreatePartitions.Int16()):        true,
-	kmsg.NameForKey(kmsg.AlterConfigs.Int16()):            true,
-	kmsg.NameForKey(kmsg.IncrementalAlterConfigs.Int16()): true,
-	kmsg.NameForKey(kmsg.DeleteRecords.Int16()):           true,
+	kmsg.NameForKey(kmsg.CreateTopics.Int16()):              true,
+	kmsg.NameForKey(kmsg.DeleteTopics.Int16()):              true,
+	kmsg.NameForKey(kmsg.CreatePartitions.Int16()):          true,
+	kmsg.NameForKey(kmsg.AlterConfigs.Int16()):              true,
+	kmsg.NameForKey(kmsg.IncrementalAlterConfigs.Int16()):   true,
+	kmsg.NameForKey(kmsg.DeleteRecords.Int16()):             true,
+	kmsg.NameForKey(kmsg.AlterUserSCRAMCredentials.Int16()): true,
+	kmsg.NameForKey(kmsg.CreateACLs.Int16()):                true,
+	kmsg.NameForKey(kmsg.DeleteACLs.Int16()):                true,
 }
 
 type fixture struct {

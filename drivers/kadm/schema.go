@@ -49,9 +49,10 @@ var secretKeys = []drivers.SecretKey{
 	{Name: SecretTopic, Description: "The topic name (the Buckety's status.backendResourceName)."},
 	{Name: SecretSecurityProtocol, Optional: true, Description: "Kafka's security.protocol as the backend connects: SSL, SASL_PLAINTEXT or SASL_SSL. Present when the backend has tls or sasl; absent means PLAINTEXT."},
 	{Name: SecretSSLCAPEM, Optional: true, Description: "PEM CA certificates to trust (librdkafka's ssl.ca.pem; Java: ssl.truststore.type=PEM with ssl.truststore.certificates). Present when the backend has tls.ca or tls.caFile."},
-	{Name: SecretSASLMechanism, Optional: true, Description: "Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Present when the backend uses sasl."},
-	{Name: SecretSASLUsername, Optional: true, Description: "The backend's own SASL username. Present only when the backend sets shareCredentials: true (the access is then not scoped)."},
-	{Name: SecretSASLPassword, Optional: true, Description: "The backend's own SASL password. Present only when the backend sets shareCredentials: true."},
+	{Name: SecretSASLMechanism, Optional: true, Description: "Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Present when the backend uses sasl; for a scoped access, the mechanism of its own user (credentials.mechanism, SCRAM-SHA-512 by default)."},
+	{Name: SecretSASLUsername, Optional: true, Description: "The SASL username: the access's own SCRAM user when the access is scoped (ScopingNotImplemented=False), or the backend's own user when the backend sets shareCredentials: true (not scoped)."},
+	{Name: SecretSASLPassword, Optional: true, Description: "The password of sasl.username: random (256 bits) for a scoped access, and stored nowhere but this Secret."},
+	{Name: SecretGroupPrefix, Optional: true, Description: "The prefix of the consumer groups (group.id) and transactional ids (transactional.id) a scoped access may use: bky.<namespace>.<access>.<hash>. followed by its consumerGroupPrefix parameter. Present when the access is scoped; added in driver 0.3.0."},
 }
 
 // SecretKeys implements drivers.Driver.
@@ -95,7 +96,7 @@ func (*Driver) Schemas() drivers.Schemas {
 	accessProps.Set(AccessConsumerGroupPrefix, &jsonschema.Schema{
 		Type:        "string",
 		Pattern:     `^[a-zA-Z0-9._-]{1,249}$`,
-		Description: "Consumer groups this access may use must start with this prefix. Accepted but not enforced in v1alpha1 (ScopingNotImplemented).",
+		Description: "Appended to the access's own group prefix (Secret key group.id.prefix) on a scoped backend, whose ACLs then allow only groups and transactional ids starting with the result. Not enforced on a backend that does not scope (ScopingNotImplemented).",
 	})
 	access := &jsonschema.Schema{
 		Type:                 "object",

@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/Yolean/buckety-controller/drivers"
 )
@@ -32,7 +33,7 @@ func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, err
 	case b.cfg.Region != "":
 		data[SecretRegion] = []byte(b.cfg.Region)
 	}
-	return drivers.Grant{Data: data, Scoped: false}, nil
+	return drivers.Grant{Data: data, Reason: fmt.Sprintf("backend %s hands every access its own keys: the s3 driver does not mint keys per access", b.name)}, nil
 }
 
 // Revoke implements drivers.Backend; no per-access keys exist in v1alpha1.

@@ -183,7 +183,7 @@ func TestAccess(t *testing.T) {
 		warn string
 	}{
 		{name: "read write", a: acc("orders", v1.RoleReadWrite, nil)},
-		{name: "read only warns", a: acc("orders", v1.RoleReadOnly, map[string]string{"consumerGroupPrefix": "tenant1-"}), warn: "role ReadOnly is not enforced in v1alpha1"},
+		{name: "read only warns", a: acc("orders", v1.RoleReadOnly, map[string]string{"consumerGroupPrefix": "tenant1-"}), warn: "role ReadOnly is not enforced"},
 		{name: "bad role", a: acc("orders", "Admin", nil), errs: []string{`spec.role: Unsupported value: "Admin"`}},
 		{name: "unknown kadm access parameter", a: acc("orders", v1.RoleReadWrite, map[string]string{"group": "x"}), errs: []string{`spec.parameters[group]`}},
 		{name: "s3 has no access parameters", a: acc("files", v1.RoleReadWrite, map[string]string{"prefix": "x"}), errs: []string{`spec.parameters[prefix]`}},

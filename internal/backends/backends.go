@@ -27,6 +27,9 @@ type Entry struct {
 	// Sweeper is the same connection's drift sweep, instrumented; nil when
 	// the driver has none.
 	Sweeper drivers.Sweeper
+	// Scoper is the same connection's per-access credentials,
+	// instrumented; nil when the driver has none.
+	Scoper drivers.CredentialScoper
 }
 
 // Set is every opened backend.
@@ -49,6 +52,9 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		e := &Entry{Name: b.Name, Config: b, Driver: b.DriverImpl(), Backend: in}
 		if sw, ok := be.(drivers.Sweeper); ok {
 			e.Sweeper = &instrumentedSweeper{Sweeper: sw, in: in}
+		}
+		if sc, ok := be.(drivers.CredentialScoper); ok {
+			e.Scoper = &instrumentedScoper{CredentialScoper: sc, in: in}
 		}
 		s.entries[b.Name] = e
 	}
@@ -179,4 +185,25 @@ func (i *instrumentedSweeper) Sweep(ctx context.Context, rs []drivers.Resource) 
 	v, err := i.Sweeper.Sweep(ctx, rs)
 	i.in.observe("sweep", start, err)
 	return v, err
+}
+
+// instrumentedScoper records the scoping probe and principal inspections
+// as operations "scoping" and "inspect-principal".
+type instrumentedScoper struct {
+	drivers.CredentialScoper
+	in *instrumented
+}
+
+func (i *instrumentedScoper) Scoping(ctx context.Context) (drivers.Scoping, error) {
+	start := time.Now()
+	s, err := i.CredentialScoper.Scoping(ctx)
+	i.in.observe("scoping", start, err)
+	return s, err
+}
+
+func (i *instrumentedScoper) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
+	start := time.Now()
+	ok, err := i.CredentialScoper.InspectPrincipal(ctx, principal)
+	i.in.observe("inspect-principal", start, err)
+	return ok, err
 }

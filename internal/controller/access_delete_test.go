@@ -19,6 +19,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/access"
 )
 
 // secretDeletes records the Secret deletes the controller makes, with the
@@ -90,8 +91,8 @@ func (e *env) secret(ns, name string) (*corev1.Secret, bool) {
 }
 
 // grantedAccess provisions Buckety a/orders and an access a/reader writing
-// Secret reader-creds, and records on the access the principal a driver
-// that mints one per access would have reported.
+// Secret reader-creds, and records for the access the principal a driver
+// that mints one per access would have minted (a BucketyCredential).
 func grantedAccess(t *testing.T, e *env, principal string) *corev1.Secret {
 	t.Helper()
 	e.create(newBuckety("a", "orders", "orders"))
@@ -104,11 +105,10 @@ func grantedAccess(t *testing.T, e *env, principal string) *corev1.Secret {
 	}
 	a, _ := e.access("a", "reader")
 	if principal != "" {
-		before := a.DeepCopy()
-		a.Status.Principal = principal
-		if err := e.c.Status().Patch(context.Background(), a, client.MergeFrom(before)); err != nil {
-			t.Fatal(err)
-		}
+		// The record a scoping backend's mint leaves (credential.go).
+		e.create(&v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: access.CredentialName("svc", principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
+			Spec: v1.BucketyCredentialSpec{Backend: "svc", Service: "svc", Principal: principal, Serial: 1, Phase: v1.CredentialActive,
+				Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}})
 	}
 	return s
 }

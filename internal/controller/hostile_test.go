@@ -217,22 +217,26 @@ func TestNamespaceLimit(t *testing.T) {
 	e.wantReady(e.buckety("a", "second"), metav1.ConditionTrue, v1.ReasonReconciled)
 }
 
-// TestRevokeNamesTheClaimedResource: an access's revocation names the
-// resource of its Buckety's claim, not status.backendResourceName, which a
-// tenant with status access could point elsewhere.
-func TestRevokeNamesTheClaimedResource(t *testing.T) {
+// TestRevokeNamesTheRecordedPrincipal: an access's revocation revokes the
+// principal of its BucketyCredential record, which only the controller
+// writes, whatever the access's status says.
+func TestRevokeNamesTheRecordedPrincipal(t *testing.T) {
 	e := newEnvWith(t, "", (&secretDeletes{}).wrap)
 	grantedAccess(t, e, "user-a-reader")
-	b := e.buckety("a", "orders")
-	before := b.DeepCopy()
-	b.Status.BackendResourceName = "someone-elses"
-	if err := e.c.Status().Patch(context.Background(), b, client.MergeFrom(before)); err != nil {
+	a, _ := e.access("a", "reader")
+	before := a.DeepCopy()
+	a.Status.Principal = "someone-elses"
+	if err := e.c.Status().Patch(context.Background(), a, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
 	e.deleteAccess("a", "reader")
 	e.reconcileAccess("a", "reader")
-	if got := e.svc.LastAccess("revoke"); got.Resource != "orders" {
-		t.Errorf("want Revoke of the claimed resource orders, got %q", got.Resource)
+	if got := e.svc.LastAccess("revoke"); got.Principal != "user-a-reader" {
+		t.Errorf("want Revoke of the recorded principal user-a-reader, got %q", got.Principal)
+	}
+	var list v1.BucketyCredentialList
+	if err := e.c.List(context.Background(), &list); err != nil || len(list.Items) != 0 {
+		t.Errorf("want the record deleted after the revoke, got %d (%v)", len(list.Items), err)
 	}
 }
 

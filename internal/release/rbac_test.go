@@ -35,6 +35,10 @@ var rbacAllowlist = map[string]string{
 	// A claim's status: ownerGoneSince, stamped once when its owner is
 	// found gone (claims.Janitor).
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyclaims/status`: "patch",
+	// Credential records: created before a per-access principal is minted,
+	// patched Minting -> Active once the Secret holds it, deleted after the
+	// principal is revoked (access/credential.go); listed by owner.
+	`ClusterRole/buckety-controller buckety.yolean.se/bucketycredentials`: "create,delete,get,list,patch,watch",
 	// The implicit access: created, patched, deleted by the Buckety
 	// reconciler; its finalizer patched by the access reconciler.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyaccesses`:        "create,delete,get,list,patch,watch",

@@ -560,7 +560,7 @@ func (b *heldBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// removeWhileRunning deletes the namespace's Bucketies at the end of the
+// removeWhileRunning deletes the namespace's accesses and Bucketies at the end of the
 // test while the test's controller still runs (cleanups run last-in
 // first-out, so call it after startController). Later tests' controllers,
 // configured without this test's limits, would otherwise reconcile what
@@ -568,6 +568,10 @@ func (b *heldBody) Read(p []byte) (int, error) {
 func removeWhileRunning(t *testing.T, ns string) {
 	t.Helper()
 	t.Cleanup(func() {
+		// Accesses first: a Buckety's deletion waits for explicit ones.
+		if err := k8s.DeleteAllOf(context.Background(), &v1.BucketyAccess{}, client.InNamespace(ns)); err != nil {
+			t.Errorf("delete the accesses of %s: %v", ns, err)
+		}
 		if err := k8s.DeleteAllOf(context.Background(), &v1.Buckety{}, client.InNamespace(ns)); err != nil {
 			t.Errorf("delete the Bucketies of %s: %v", ns, err)
 		}

@@ -212,7 +212,7 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	if err := c.Update(ctx, acc); err != nil {
 		t.Errorf("access role change: want admitted, got %v", err)
 	}
-	if got := c.take(); !strings.Contains(got, "role ReadOnly is not enforced in v1alpha1") {
+	if got := c.take(); !strings.Contains(got, "role ReadOnly is not enforced") {
 		t.Errorf("access role change: want the webhook's warning relayed, got %q", got)
 	}
 	moved("invalid BucketyAccess spec update", ka, "UPDATE", appwebhook.ResultDenied, denied, 1)

@@ -320,7 +320,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	eventually(t, 10*time.Second, "Buckety in the webhook's cache", func() (bool, string) {
 		err := c.Create(ctx, acc.DeepCopy(), client.DryRunAll)
 		w := c.take()
-		return err == nil && strings.Contains(w, "role ReadOnly is not enforced in v1alpha1"), fmt.Sprint(err, w)
+		return err == nil && strings.Contains(w, "role ReadOnly is not enforced"), fmt.Sprint(err, w)
 	})
 	bad := acc.DeepCopy()
 	bad.Name, bad.Spec.Parameters = "bad-reader", map[string]string{"group": "x"}

@@ -28,6 +28,12 @@ type Options struct {
 	Brokers int
 	// SASL entries are MECHANISM:user:password superusers.
 	SASL []string
+	// ACLs enforces ACLs (with SASL: every user but the superusers is
+	// allowed only what its ACLs say).
+	ACLs bool
+	// ReauthMS is the broker's connections.max.reauth.ms: a SASL
+	// connection must re-authenticate within it, or is closed.
+	ReauthMS int
 	// TLSCert and TLSKey are PEM files to serve TLS with.
 	TLSCert, TLSKey string
 	// DataDir persists state so a restart keeps topics.
@@ -109,6 +115,12 @@ func (b *Broker) start() error {
 	args := []string{"--brokers", strconv.Itoa(b.opts.Brokers), "--ports", strings.Join(ps, ","), "--addr-file", addrFile}
 	for _, s := range b.opts.SASL {
 		args = append(args, "--sasl", s)
+	}
+	if b.opts.ACLs {
+		args = append(args, "--acls")
+	}
+	if b.opts.ReauthMS > 0 {
+		args = append(args, "--reauth-ms", strconv.Itoa(b.opts.ReauthMS))
 	}
 	if b.opts.TLSCert != "" {
 		args = append(args, "--tls-cert", b.opts.TLSCert, "--tls-key", b.opts.TLSKey)

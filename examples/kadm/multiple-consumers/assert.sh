@@ -9,7 +9,7 @@ step "identical credentials in v1alpha1"
 expect_eq "reader vs writer topic" "$(secret_value events-writer topic)" "$(secret_value events-reader topic)"
 expect_eq "reader vs writer bootstrap" "$(secret_value events-writer bootstrap)" "$(secret_value events-reader bootstrap)"
 step "scoping is reported, not pretended"
-wait_cond bucketyaccess/events-writer ScopingNotImplemented False
+wait_cond bucketyaccess/events-writer ScopingNotImplemented True CredentialsNotScoped
 wait_cond bucketyaccess/events-reader ScopingNotImplemented True CredentialsNotScoped
 wait_cond bucketyaccess/events-producer ScopingNotImplemented True CredentialsNotScoped
 wait_cond buckety/events ScopingNotImplemented True CredentialsNotScoped

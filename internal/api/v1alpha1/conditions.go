@@ -166,6 +166,10 @@ const (
 	// ReasonSecretConflict: a Secret with the credentials name exists and
 	// was not created by buckety; it is never overwritten.
 	ReasonSecretConflict = "SecretConflict"
+	// ReasonPrincipalConflict: the principal buckety would mint for the
+	// access exists on the backend and buckety did not create it (or it
+	// is recorded for another access); it is never altered or deleted.
+	ReasonPrincipalConflict = "PrincipalConflict"
 
 	// ReasonBackendNotConfigured: the backend is not in the controller
 	// config, or its driver changed.

@@ -28,7 +28,7 @@ const Finalizer = "buckety.yolean.se/cleanup"
 const ImplicitLabel = "buckety.yolean.se/implicit"
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Buckety{}, &BucketyList{}, &BucketyAccess{}, &BucketyAccessList{}, &BucketyClaim{}, &BucketyClaimList{})
+	s.AddKnownTypes(GroupVersion, &Buckety{}, &BucketyList{}, &BucketyAccess{}, &BucketyAccessList{}, &BucketyClaim{}, &BucketyClaimList{}, &BucketyCredential{}, &BucketyCredentialList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

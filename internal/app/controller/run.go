@@ -162,7 +162,8 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err
 	}
-	if _, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o)}); err != nil {
+	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o)})
+	if err != nil {
 		return err
 	}
 	if err := addSweeper(mgr, o, set, drifted); err != nil {
@@ -172,6 +173,9 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		o.OwnerCheck = DefaultOwnerCheckInterval
 	}
 	if err := mgr.Add(&claims.Janitor{Reader: mgr.GetClient(), Store: store, Interval: o.OwnerCheck, Log: log.WithName("claims")}); err != nil {
+		return err
+	}
+	if err := mgr.Add(&access.Orphans{Reconciler: ar, Interval: o.OwnerCheck, Log: log.WithName("credentials")}); err != nil {
 		return err
 	}
 	if err := addHealthChecks(ctx, mgr); err != nil {

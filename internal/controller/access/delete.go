@@ -2,7 +2,6 @@ package access
 
 import (
 	"context"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
@@ -22,35 +20,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 	if !controllerutil.ContainsFinalizer(a, v1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	if a.Status.Principal != "" {
-		// Something was minted on the backend: revoking it must succeed.
-		b := &v1.Buckety{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b); err != nil {
-			return reconcile.Result{}, fmt.Errorf("revoke %s: get Buckety: %w", a.Status.Principal, err)
-		}
-		e, problem := shared.Resolve(r.Backends, b.Spec.Backend, shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
-		if problem != nil {
-			f.problem = problem
+	// Every principal recorded for the access is revoked (its rights,
+	// then the principal) before its Secret and the finalizer go; one
+	// that cannot be revoked keeps the finalizer, retried on backoff.
+	if done, err := r.revokeAll(ctx, a, f); err != nil || !done {
+		if err == nil {
 			return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, nil
 		}
-		// The resource is the claim's, never status.backendResourceName,
-		// which a tenant with status access could point at another
-		// resource. No claim (the Buckety never settled one): the
-		// principal is revoked wherever it has rights (Resource empty).
-		var resource string
-		owned, err := r.Claims.Owned(ctx, b.UID)
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("revoke %s: %w", a.Status.Principal, err)
-		}
-		for _, cl := range owned {
-			if cl.Spec.Backend == e.Name && cl.Spec.Phase != v1.ClaimClaimed {
-				resource = cl.Spec.ResourceName
-			}
-		}
-		if err := e.Backend.Revoke(ctx, drivers.Access{Resource: resource, Namespace: a.Namespace, Name: a.Name, Role: string(a.Spec.Role), Parameters: a.Spec.Parameters}); err != nil {
-			f.Record(err)
-			return reconcile.Result{}, fmt.Errorf("revoke %s: %w", a.Status.Principal, err)
-		}
+		return reconcile.Result{}, err
 	}
 	s := secretMeta()
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
@@ -70,6 +47,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 		return reconcile.Result{}, err
 	}
 	r.verified.forget(a.UID)
+	r.secrets.forget(a.UID)
 	if r.Backoff != nil {
 		r.Backoff.Reset(a.UID)
 	}

@@ -22,8 +22,15 @@ type facts struct {
 	shared.BackendFailure
 	// secretConflict names a Secret buckety does not own.
 	secretConflict string
+	// principalConflict: the access's principal exists and is not this
+	// access's (credential.go).
+	principalConflict string
+	// revokeWaiting: a recorded credential cannot be revoked yet.
+	revokeWaiting string
 	// scoped is the driver's answer; nil when Grant did not run.
 	scoped *bool
+	// unscoped says why not, from the driver.
+	unscoped string
 	// synced: the Secret holds the driver's payload.
 	synced bool
 	// secretName is the Secret written.

@@ -52,6 +52,9 @@ type Reconciler struct {
 	Written *shared.Written
 
 	verified verifiedSecrets
+	// secrets holds the secret of each scoped access's Secret
+	// (credential.go).
+	secrets knownSecrets
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers
@@ -103,17 +106,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err != nil || !ok {
 		return requeue, err
 	}
-	g, err := e.Backend.Grant(ctx, drivers.Access{
-		Resource: cl.Spec.ResourceName, Namespace: a.Namespace, Name: a.Name,
+	acc := drivers.Access{
+		Resource: cl.Spec.ResourceName, Namespace: a.Namespace, Name: a.Name, UID: string(a.UID),
 		Role: string(a.Spec.Role), Parameters: a.Spec.Parameters,
 		ResourceParameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters),
-	})
+	}
+	var scoping drivers.Scoping
+	var cred *v1.BucketyCredential
+	if e.Scoper != nil {
+		if scoping, err = e.Scoper.Scoping(ctx); err != nil {
+			f.Record(err)
+			return requeue, nil
+		}
+	}
+	if scoping.Scoped {
+		if cred, err = r.credential(ctx, a, e, &acc, f); cred == nil || err != nil {
+			return requeue, err
+		}
+	}
+	g, err := e.Backend.Grant(ctx, acc)
 	if err != nil {
 		f.Record(err)
 		return requeue, nil
 	}
 	scoped := g.Scoped
 	f.scoped = &scoped
+	f.unscoped = scoping.Reason
+	if f.unscoped == "" {
+		f.unscoped = g.Reason
+	}
 	a.Status.Principal = g.Principal
 	conflict, err := r.writeSecret(ctx, a, g.Data, f)
 	if err != nil {
@@ -121,6 +142,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	if conflict {
 		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+	}
+	if cred != nil {
+		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, string(g.Data["sasl.password"]))
+		if err := r.activate(ctx, cred); err != nil {
+			return requeue, err
+		}
 	}
 	a.Status.BucketyGeneration = b.Generation
 	return requeue, nil

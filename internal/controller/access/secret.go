@@ -184,6 +184,14 @@ func (v *verifiedSecrets) matches(uid types.UID, rv string, data map[string][]by
 	return ok && rv != "" && got.resourceVersion == rv && got.sum == dataSum(data)
 }
 
+// resourceVersion is the Secret's resourceVersion as this controller last
+// wrote or read it.
+func (v *verifiedSecrets) resourceVersion(uid types.UID) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.m[uid].resourceVersion
+}
+
 func (v *verifiedSecrets) forget(uid types.UID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

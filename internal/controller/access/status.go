@@ -66,9 +66,9 @@ func scopingNotImplemented(a *v1.BucketyAccess, f *facts) shared.Cond {
 	case f.scoped == nil:
 		return shared.Unknown(t, v1.ReasonNotDetermined, "credentials were not issued in this reconcile")
 	case !*f.scoped:
-		return shared.True(t, v1.ReasonCredentialsNotScoped, fmt.Sprintf("role %s and the access parameters are not enforced: v1alpha1 issues the backend's shared credentials", roleOf(a)))
+		return shared.True(t, v1.ReasonCredentialsNotScoped, fmt.Sprintf("role %s and the access parameters are not enforced: %s", roleOf(a), f.unscoped))
 	}
-	return shared.False(t, v1.ReasonAsExpected, "the credentials match the role")
+	return shared.False(t, v1.ReasonAsExpected, "the credentials are this access's own, with the rights of its role")
 }
 
 func reconciling(r readinessResult) shared.Cond {
@@ -91,7 +91,7 @@ type link func(a *v1.BucketyAccess, f *facts) *readinessResult
 // readyChain is checked in order; the first failing link decides Ready.
 var readyChain = []link{
 	deletingLink, bucketyMissingLink, problemLink, bucketyWaitingLink, invalidLink,
-	backendFailureLink, secretConflictLink, notWrittenLink,
+	backendFailureLink, principalConflictLink, secretConflictLink, notWrittenLink,
 }
 
 func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
@@ -110,6 +110,9 @@ func notReady(reason, msg string, progressing bool) *readinessResult {
 func deletingLink(a *v1.BucketyAccess, f *facts) *readinessResult {
 	if !f.deleting {
 		return nil
+	}
+	if f.revokeWaiting != "" {
+		return notReady(v1.ReasonDeleting, f.revokeWaiting, true)
 	}
 	return notReady(v1.ReasonDeleting, "revoking and deleting Secret "+a.Spec.CredentialsSecretName, true)
 }
@@ -150,6 +153,13 @@ func backendFailureLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
 		return nil
 	}
 	return notReady(reason, msg, progressing)
+}
+
+func principalConflictLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.principalConflict == "" {
+		return nil
+	}
+	return notReady(v1.ReasonPrincipalConflict, f.principalConflict, false)
 }
 
 func secretConflictLink(_ *v1.BucketyAccess, f *facts) *readinessResult {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -78,12 +79,32 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		b = b.WatchesRawSource(source.Channel(o.Drifted, &handler.EnqueueRequestForObject{}))
 	}
 	err := b.Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(accessToBuckety)).
+		Watches(&v1.BucketyClaim{}, claimReleased(r.Waiters)).
 		WithOptions(o.Controller).
 		Complete(r)
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// claimReleased wakes, when a claim's deletion reaches the cache, the
+// Bucketies waiting for its name or for room under its namespace's limit.
+// Reconcile's own wake (Reconciler.Released) is sooner but may run before
+// the cache has seen the deletion, and a namespace's count is read from
+// the cache: this second wake finds it updated.
+func claimReleased(w *shared.Waiters) handler.Funcs {
+	return handler.Funcs{DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		cl, ok := e.Object.(*v1.BucketyClaim)
+		if !ok {
+			return
+		}
+		for _, k := range []string{claimKey(cl.Name), limitKey(cl.Spec.Backend, cl.Spec.Owner.Namespace)} {
+			for _, nn := range w.Waiting(k) {
+				q.Add(reconcile.Request{NamespacedName: nn})
+			}
+		}
+	}}
 }
 
 // accessToBuckety maps a BucketyAccess to the Buckety it names.

@@ -3,7 +3,7 @@
 // TCP: clients speak the Kafka protocol to it exactly as to Kafka.
 //
 //	broker --ports 19092 --addr-file /tmp/addrs [--brokers 1] [--data-dir DIR]
-//	       [--sasl SCRAM-SHA-256:admin:secret] [--tls-cert F --tls-key F]
+//	       [--sasl SCRAM-SHA-256:admin:secret [--acls] [--reauth-ms N]] [--tls-cert F --tls-key F]
 //	       [--stats-addr 127.0.0.1:PORT]
 //
 // It writes the comma-separated listen addresses to --addr-file once it
@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -60,6 +61,8 @@ func run() error {
 	statsAddr := flag.String("stats-addr", "", "serve request counts per API key at http://ADDR/requests (a 127.0.0.1 address)")
 	var sasls list
 	flag.Var(&sasls, "sasl", "MECHANISM:user:password of a superuser; enables SASL (repeatable)")
+	acls := flag.Bool("acls", false, "enforce ACLs: users other than the --sasl superusers may do only what their ACLs allow")
+	reauthMS := flag.Int("reauth-ms", 0, "connections.max.reauth.ms: SASL connections must re-authenticate within it (0: never)")
 	flag.Parse()
 
 	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.DefaultNumPartitions(*partitions)}
@@ -94,6 +97,12 @@ func run() error {
 			opts = append(opts, kfake.Superuser(parts[0], parts[1], parts[2]))
 		}
 	}
+	if *acls {
+		opts = append(opts, kfake.EnableACLs())
+	}
+	if *reauthMS > 0 {
+		opts = append(opts, kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": strconv.Itoa(*reauthMS)}))
+	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return err
@@ -105,6 +114,9 @@ func run() error {
 			return err
 		}
 		defer stop()
+	}
+	if !*acls {
+		withoutAuthorizer(c)
 	}
 	addrs := strings.Join(c.ListenAddrs(), ",")
 	fmt.Printf("broker: listening on %s\n", addrs)
@@ -178,4 +190,41 @@ func serveStats(c *kfake.Cluster, addr string) (stop func(), err error) {
 			fmt.Fprintf(os.Stderr, "broker: stats shutdown: %v\n", err)
 		}
 	}, nil
+}
+
+// withoutAuthorizer answers the ACL APIs as Kafka does on a cluster without
+// an authorizer (SECURITY_DISABLED), which kfake does not model: it accepts
+// ACLs it then does not enforce. Clients that check for an authorizer, as
+// buckety does before minting per-access users, see the truth.
+func withoutAuthorizer(c *kfake.Cluster) {
+	disabled := func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		code := kerr.SecurityDisabled.Code
+		switch r := req.(type) {
+		case *kmsg.DescribeACLsRequest:
+			resp := r.ResponseKind().(*kmsg.DescribeACLsResponse)
+			resp.ErrorCode = code
+			return resp, nil, true
+		case *kmsg.CreateACLsRequest:
+			resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
+			for range r.Creations {
+				res := kmsg.NewCreateACLsResponseResult()
+				res.ErrorCode = code
+				resp.Results = append(resp.Results, res)
+			}
+			return resp, nil, true
+		case *kmsg.DeleteACLsRequest:
+			resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
+			for range r.Filters {
+				res := kmsg.NewDeleteACLsResponseResult()
+				res.ErrorCode = code
+				resp.Results = append(resp.Results, res)
+			}
+			return resp, nil, true
+		}
+		return nil, nil, false
+	}
+	for _, k := range []kmsg.Key{kmsg.DescribeACLs, kmsg.CreateACLs, kmsg.DeleteACLs} {
+		c.ControlKey(int16(k), disabled)
+	}
 }

@@ -1,0 +1,44 @@
+package drivers
+
+import "context"
+
+// CredentialScoper is implemented by a Backend that can mint a credential
+// per access: a principal of its own on the service, with rights on the
+// access's resource per role and nothing else. The controller then records
+// each principal it is about to mint (a BucketyCredential) before calling
+// Grant, so a crash between the mint and the Secret write leaves a record
+// the next pass finishes or revokes, and passes the principal and the
+// secret the access's Secret holds (the Secret is the only store of the
+// secret) to Grant and Revoke.
+//
+// Grant on such a backend creates or updates the principal when
+// Access.Assert is set (a new credential, a new secret, a Secret read
+// afresh, or a changed role) and makes its rights exactly the role's;
+// otherwise it returns the Secret payload without a request to the
+// service. Revoke removes the principal's rights, then the principal; a
+// missing principal is success.
+type CredentialScoper interface {
+	// Scoping reports whether this backend mints credentials per access,
+	// and when not, why (Scoping.Reason, shown in ScopingNotImplemented).
+	// The answer may be cached; an error means the service could not be
+	// asked and the access waits.
+	Scoping(ctx context.Context) (Scoping, error)
+	// Principal derives the principal of an access's credential from the
+	// access's UID and the credential's serial (1, then one more per
+	// rotation): two accesses never share one, and a tenant cannot choose
+	// another's.
+	Principal(a Access, serial int) string
+	// InspectPrincipal reports whether the principal exists on the service.
+	// The controller refuses a principal that exists before it recorded
+	// its intent to mint it: such a principal is not buckety's, and is
+	// never altered or deleted.
+	InspectPrincipal(ctx context.Context, principal string) (bool, error)
+}
+
+// Scoping is a backend's answer to CredentialScoper.Scoping.
+type Scoping struct {
+	// Scoped is true when every access gets its own credential.
+	Scoped bool
+	// Reason says why not, naming what the service or the config lacks.
+	Reason string
+}

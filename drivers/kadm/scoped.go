@@ -1,0 +1,434 @@
+package kadm
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Per-access credentials (drivers.CredentialScoper). A backend whose admin
+// connection uses SASL, without shareCredentials, on a cluster with an
+// authorizer and the SCRAM admin API (KIP-554), gives every access a SCRAM
+// user of its own and ACLs for its role on its topic:
+//
+//	ReadWrite  topic (literal)          Read, Write, Describe
+//	           group (prefixed)         Read, Describe
+//	           transactional id (pref.) Write, Describe
+//	ReadOnly   topic (literal)          Read, Describe
+//	           group (prefixed)         Read, Describe
+//	WriteOnly  topic (literal)          Write, Describe
+//	           transactional id (pref.) Write, Describe
+//
+// The prefix of groups and transactional ids is the access's own (Secret
+// key group.id.prefix): derived from the access's UID, so no two accesses
+// share it and it survives rotation (a consumer keeps its offsets), and
+// followed by the access's consumerGroupPrefix parameter when set.
+// Idempotent producers need nothing more: since Kafka 3.0 (KIP-679) Write
+// on the topic allows them; a cluster older than that needs the
+// IdempotentWrite cluster ACL, which buckety never grants (nothing
+// cluster-wide for tenants), so producers there set enable.idempotence
+// false. Nothing else is granted: no cluster ACL, no topic creation, no
+// other topic.
+
+// SecretGroupPrefix is the Secret key holding the prefix of the consumer
+// groups and transactional ids a scoped access may use.
+const SecretGroupPrefix = "group.id.prefix"
+
+// principalPrefix starts every principal and group prefix buckety mints,
+// so an operator listing users or ACLs sees which are buckety's.
+const principalPrefix = "bky."
+
+// scramIterations is the SCRAM iteration count of minted passwords: 4096,
+// Kafka's minimum and kafka-configs' default (it accepts up to 16384). The
+// password is 256 random bits, so more iterations would add nothing
+// against guessing; and kfake, the local broker, announces 4096 whatever
+// a user was stored with.
+const scramIterations = 4096
+
+// scopingTTL is how long a backend's answer to Scoping is kept: a cluster
+// that gains an authorizer or SCRAM is noticed within it.
+const scopingTTL = 5 * time.Minute
+
+// scopingCache holds a backend's last Scoping answer.
+type scopingCache struct {
+	mu  sync.Mutex
+	at  time.Time
+	got drivers.Scoping
+}
+
+var _ drivers.CredentialScoper = (*Backend)(nil)
+
+// Scoping implements drivers.CredentialScoper.
+func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
+	if why := b.cfg.unscopedReason(b.name); why != "" {
+		return drivers.Scoping{Reason: why}, nil
+	}
+	b.scoping.mu.Lock()
+	defer b.scoping.mu.Unlock()
+	if !b.scoping.at.IsZero() && time.Since(b.scoping.at) < scopingTTL {
+		return b.scoping.got, nil
+	}
+	got, err := b.probeScoping(ctx)
+	if err != nil {
+		return drivers.Scoping{}, err
+	}
+	b.scoping.at, b.scoping.got = time.Now(), got
+	return got, nil
+}
+
+// unscopedReason is why a backend's config rules out per-access
+// credentials, "" when it does not.
+func (c *Config) unscopedReason(backend string) string {
+	switch {
+	case c.SASL == nil:
+		return fmt.Sprintf("backend %s connects without SASL, so the cluster cannot tell one client from another: every access can do what any client can (configure sasl on a cluster with SCRAM and an authorizer for per-access users)", backend)
+	case c.ShareCredentials:
+		return fmt.Sprintf("backend %s has shareCredentials: every access gets the backend's own user", backend)
+	}
+	return ""
+}
+
+// probeScoping asks the cluster whether it has the SCRAM admin API and an
+// authorizer.
+func (b *Backend) probeScoping(ctx context.Context) (drivers.Scoping, error) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	if _, err := b.adm.DescribeUserSCRAMs(ctx, principalPrefix+"probe"); err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+		if errors.Is(err, kerr.UnsupportedVersion) || errors.Is(err, kerr.InvalidRequest) || isUnknownKey(err) {
+			return drivers.Scoping{Reason: fmt.Sprintf("the cluster of backend %s has no SCRAM admin API (KIP-554, Kafka 2.7): %v", b.name, err)}, nil
+		}
+		return drivers.Scoping{}, b.classify(fmt.Errorf("describe SCRAM users: %w", err))
+	}
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType = kmsg.ACLResourceTypeAny
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+	req.Operation = kmsg.ACLOperationAny
+	req.PermissionType = kmsg.ACLPermissionTypeAny
+	p := "User:" + principalPrefix + "probe"
+	req.Principal = &p
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		return drivers.Scoping{}, b.classify(fmt.Errorf("describe ACLs: %w", err))
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		if errors.Is(err, kerr.SecurityDisabled) {
+			return drivers.Scoping{Reason: fmt.Sprintf("the cluster of backend %s has no authorizer (DescribeACLs: SECURITY_DISABLED), so ACLs would not be enforced", b.name)}, nil
+		}
+		return drivers.Scoping{}, b.classify(fmt.Errorf("describe ACLs: %w", err))
+	}
+	return drivers.Scoping{Scoped: true}, nil
+}
+
+// isUnknownKey reports kgo's refusal to send a request the broker did not
+// advertise in ApiVersions (its errors for that are not exported).
+func isUnknownKey(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "broker is too old") || strings.Contains(s, "request key is unknown")
+}
+
+// accessBase is what every principal and the group prefix of one access
+// start with: readable (namespace and name) and unique (the UID's hash).
+func accessBase(a drivers.Access) string {
+	sum := sha256.Sum256([]byte(a.UID))
+	return principalPrefix + a.Namespace + "." + a.Name + "." + hex.EncodeToString(sum[:6])
+}
+
+// Principal implements drivers.CredentialScoper (PrincipalFor).
+func (b *Backend) Principal(a drivers.Access, serial int) string { return PrincipalFor(a, serial) }
+
+// PrincipalFor is the SCRAM user of an access's credential serial:
+// bky.<namespace>.<access>.<12 hex digits of the access UID's
+// SHA-256>.<serial>.
+func PrincipalFor(a drivers.Access, serial int) string {
+	return accessBase(a) + "." + strconv.Itoa(serial)
+}
+
+// groupPrefix is the prefix of an access's consumer groups and
+// transactional ids.
+func groupPrefix(a drivers.Access) string {
+	return accessBase(a) + "." + a.Parameters[AccessConsumerGroupPrefix]
+}
+
+// InspectPrincipal implements drivers.CredentialScoper.
+func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	got, err := b.adm.DescribeUserSCRAMs(ctx, principal)
+	if err != nil {
+		if errors.Is(err, kerr.ResourceNotFound) {
+			return false, nil
+		}
+		return false, b.classify(fmt.Errorf("describe SCRAM user %s: %w", principal, err))
+	}
+	d, ok := got[principal]
+	if !ok || errors.Is(d.Err, kerr.ResourceNotFound) {
+		return false, nil
+	}
+	if d.Err != nil {
+		return false, b.classify(fmt.Errorf("describe SCRAM user %s: %w", principal, d.Err))
+	}
+	return len(d.CredInfos) > 0, nil
+}
+
+// mechanism is the SCRAM mechanism of minted users.
+func (c *Config) mechanism() (kadm.ScramMechanism, string) {
+	if c.Credentials != nil && c.Credentials.Mechanism == "SCRAM-SHA-256" {
+		return kadm.ScramSha256, "SCRAM-SHA-256"
+	}
+	return kadm.ScramSha512, "SCRAM-SHA-512"
+}
+
+// newPassword is a password from crypto/rand: 32 bytes, URL-safe base64.
+func newPassword() (string, error) {
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(buf), nil
+}
+
+// grantScoped mints or re-asserts an access's own user and ACLs, and
+// returns its Secret payload on top of base (bootstrap, topic, TLS).
+func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
+	if a.Resource == "" {
+		return drivers.Grant{}, fmt.Errorf("kadm: backend %s: grant %s: no topic", b.name, a.Principal)
+	}
+	password, assert := a.Secret, a.Assert
+	if password == "" {
+		p, err := newPassword()
+		if err != nil {
+			return drivers.Grant{}, err
+		}
+		password, assert = p, true
+	}
+	mech, mechName := b.cfg.mechanism()
+	if assert {
+		if err := b.upsertUser(ctx, a.Principal, mech, password); err != nil {
+			return drivers.Grant{}, err
+		}
+		if err := b.setACLs(ctx, a.Principal, wantACLs(a)); err != nil {
+			return drivers.Grant{}, err
+		}
+	}
+	data[SecretSASLMechanism] = []byte(mechName)
+	data[SecretSASLUsername] = []byte(a.Principal)
+	data[SecretSASLPassword] = []byte(password)
+	data[SecretGroupPrefix] = []byte(groupPrefix(a))
+	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
+}
+
+// upsertUser sets principal's password for mech, and removes its password
+// for the other mechanism, if any (a changed credentials.mechanism).
+func (b *Backend) upsertUser(ctx context.Context, principal string, mech kadm.ScramMechanism, password string) error {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	res, err := b.adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: principal, Mechanism: mech, Iterations: scramIterations, Password: password}})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		return b.classify(fmt.Errorf("set the SCRAM password of %s: %w", principal, err))
+	}
+	return nil
+}
+
+// acl is one ACL of a principal, as buckety compares them.
+type acl struct {
+	typ     kmsg.ACLResourceType
+	name    string
+	pattern kmsg.ACLResourcePatternType
+	op      kmsg.ACLOperation
+}
+
+// wantACLs is the exact ACL set of an access's role.
+func wantACLs(a drivers.Access) []acl {
+	lit, pre := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
+	topic, group, txn := kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId
+	read, write, describe := kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribe
+	gp := groupPrefix(a)
+	var out []acl
+	switch a.Role {
+	case "ReadOnly":
+		out = append(out, acl{topic, a.Resource, lit, read}, acl{topic, a.Resource, lit, describe},
+			acl{group, gp, pre, read}, acl{group, gp, pre, describe})
+	case "WriteOnly":
+		out = append(out, acl{topic, a.Resource, lit, write}, acl{topic, a.Resource, lit, describe},
+			acl{txn, gp, pre, write}, acl{txn, gp, pre, describe})
+	default:
+		out = append(out, acl{topic, a.Resource, lit, read}, acl{topic, a.Resource, lit, write}, acl{topic, a.Resource, lit, describe},
+			acl{group, gp, pre, read}, acl{group, gp, pre, describe},
+			acl{txn, gp, pre, write}, acl{txn, gp, pre, describe})
+	}
+	return out
+}
+
+// setACLs makes principal's ACLs exactly want: it reads them (one
+// DescribeACLs), deletes those not wanted and creates those missing.
+// Every ACL of a buckety principal is buckety's (the principal is).
+func (b *Backend) setACLs(ctx context.Context, principal string, want []acl) error {
+	have, err := b.describeACLs(ctx, principal)
+	if err != nil {
+		return err
+	}
+	wantSet := map[acl]bool{}
+	for _, w := range want {
+		wantSet[w] = true
+	}
+	var extra []acl
+	for h := range have {
+		if !wantSet[h] {
+			extra = append(extra, h)
+		}
+	}
+	var missing []acl
+	for _, w := range want {
+		if !have[w] {
+			missing = append(missing, w)
+		}
+	}
+	if len(extra) > 0 {
+		if err := b.deleteACLs(ctx, principal, extra); err != nil {
+			return err
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	req := kmsg.NewPtrCreateACLsRequest()
+	for _, m := range missing {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = m.typ, m.name, m.pattern
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:"+principal, "*", m.op, kmsg.ACLPermissionTypeAllow
+		req.Creations = append(req.Creations, c)
+	}
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		return b.classify(fmt.Errorf("create ACLs of %s: %w", principal, err))
+	}
+	for _, r := range resp.Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return b.classify(fmt.Errorf("create ACLs of %s: %w", principal, err))
+		}
+	}
+	return nil
+}
+
+// describeACLs reads every allow ACL of principal.
+func (b *Backend) describeACLs(ctx context.Context, principal string) (map[acl]bool, error) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType = kmsg.ACLResourceTypeAny
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+	req.Operation = kmsg.ACLOperationAny
+	req.PermissionType = kmsg.ACLPermissionTypeAny
+	p := "User:" + principal
+	req.Principal = &p
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		return nil, b.classify(fmt.Errorf("describe ACLs of %s: %w", principal, err))
+	}
+	out := map[acl]bool{}
+	for _, r := range resp.Resources {
+		for _, x := range r.ACLs {
+			if x.Principal != p {
+				continue
+			}
+			// A deny or a host-restricted ACL is not one buckety makes:
+			// it is removed like any other extra (keyed apart).
+			k := acl{r.ResourceType, r.ResourceName, r.ResourcePatternType, x.Operation}
+			if x.PermissionType != kmsg.ACLPermissionTypeAllow || x.Host != "*" {
+				k.op = -x.Operation - 1
+			}
+			out[k] = true
+		}
+	}
+	return out, nil
+}
+
+// deleteACLs deletes principal's ACLs in list (any host and permission).
+func (b *Backend) deleteACLs(ctx context.Context, principal string, list []acl) error {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	req := kmsg.NewPtrDeleteACLsRequest()
+	p := "User:" + principal
+	for _, x := range list {
+		f := kmsg.NewDeleteACLsRequestFilter()
+		name := x.name
+		op := x.op
+		if op < 0 {
+			op = -op - 1
+		}
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = x.typ, &name, x.pattern
+		f.Principal, f.Operation, f.PermissionType = &p, op, kmsg.ACLPermissionTypeAny
+		req.Filters = append(req.Filters, f)
+	}
+	return b.execDeleteACLs(ctx, principal, req)
+}
+
+func (b *Backend) execDeleteACLs(ctx context.Context, principal string, req *kmsg.DeleteACLsRequest) error {
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		return b.classify(fmt.Errorf("delete ACLs of %s: %w", principal, err))
+	}
+	for _, r := range resp.Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return b.classify(fmt.Errorf("delete ACLs of %s: %w", principal, err))
+		}
+	}
+	return nil
+}
+
+// revokeScoped deletes every ACL of the principal, then the principal's
+// SCRAM passwords (both mechanisms). A missing principal is success.
+func (b *Backend) revokeScoped(ctx context.Context, principal string) error {
+	cctx, cancel := b.ctx(ctx)
+	defer cancel()
+	req := kmsg.NewPtrDeleteACLsRequest()
+	p := "User:" + principal
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	f.Principal, f.Operation, f.PermissionType = &p, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	req.Filters = append(req.Filters, f)
+	if err := b.execDeleteACLs(cctx, principal, req); err != nil {
+		return err
+	}
+	got, err := b.adm.DescribeUserSCRAMs(cctx, principal)
+	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+		return b.classify(fmt.Errorf("describe SCRAM user %s: %w", principal, err))
+	}
+	d, ok := got[principal]
+	if !ok || d.Err != nil {
+		return nil
+	}
+	// One user per request (Kafka refuses a user twice in one request).
+	for _, ci := range d.CredInfos {
+		res, err := b.adm.AlterUserSCRAMs(cctx, []kadm.DeleteSCRAM{{User: principal, Mechanism: ci.Mechanism}}, nil)
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+			return b.classify(fmt.Errorf("delete SCRAM user %s: %w", principal, err))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package kadm
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// scopedFixture is a broker with SASL/SCRAM and ACLs enforced, and the
+// backend as its superuser.
+func scopedFixture(t *testing.T, acls bool) *fixture {
+	t.Helper()
+	return newFixture(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: acls}, func(c *Config) {
+		c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}
+	})
+}
+
+// secretClient connects with nothing but a Secret's keys.
+func secretClient(t *testing.T, data map[string][]byte, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	if got := string(data[SecretSASLMechanism]); got != "SCRAM-SHA-512" {
+		t.Fatalf("want sasl.mechanism SCRAM-SHA-512, got %q", got)
+	}
+	auth := scram.Auth{User: string(data[SecretSASLUsername]), Pass: string(data[SecretSASLPassword])}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(string(data[SecretBootstrap]), ",")...),
+		kgo.SASL(auth.AsSha512Mechanism()), kgo.RequestRetries(0), kgo.RetryTimeout(2 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func produce(cl *kgo.Client, topic string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+}
+
+// consume reads one record of topic in group, or returns the error.
+func consume(t *testing.T, data map[string][]byte, topic, group string) error {
+	cl := secretClient(t, data, kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return ferr
+		}
+		if fs.NumRecords() > 0 {
+			return nil
+		}
+	}
+}
+
+func grantAs(t *testing.T, be *Backend, topic, uid, role string, secret string, assert bool) map[string][]byte {
+	t.Helper()
+	a := drivers.Access{Resource: topic, Namespace: "team", Name: "app-" + strings.ToLower(role), UID: uid, Role: role}
+	a.Principal, a.Secret, a.Assert = be.Principal(a, 1), secret, assert
+	g, err := be.Grant(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Scoped || g.Principal != a.Principal {
+		t.Fatalf("want a scoped grant for %s, got %+v", a.Principal, g)
+	}
+	drivertest.CheckGrant(t, secretKeys, g)
+	return g.Data
+}
+
+// TestScopingNeedsSASLAndAnAuthorizer: a backend scopes only with SASL, no
+// shareCredentials, and a cluster that enforces ACLs; otherwise it says why.
+func TestScopingNeedsSASLAndAnAuthorizer(t *testing.T) {
+	plain := newFixture(t, kafka.Options{}, nil)
+	if s, err := plain.backend.Scoping(context.Background()); err != nil || s.Scoped || !strings.Contains(s.Reason, "without SASL") {
+		t.Errorf("plaintext: want not scoped, without SASL; got %+v, %v", s, err)
+	}
+	noAuthz := scopedFixture(t, false)
+	if s, err := noAuthz.backend.Scoping(context.Background()); err != nil || s.Scoped || !strings.Contains(s.Reason, "no authorizer") {
+		t.Errorf("SASL without ACLs: want not scoped, no authorizer; got %+v, %v", s, err)
+	}
+	scoped := scopedFixture(t, true)
+	if s, err := scoped.backend.Scoping(context.Background()); err != nil || !s.Scoped {
+		t.Errorf("SASL with ACLs: want scoped, got %+v, %v", s, err)
+	}
+}
+
+// TestScopedRoles: each Secret can do what its role says on its topic, and
+// nothing on a neighbour's topic or in a group outside its prefix; a
+// revoked user cannot authenticate.
+func TestScopedRoles(t *testing.T) {
+	f := scopedFixture(t, true)
+	f.ensure(t, "orders", nil)
+	f.ensure(t, "payroll", nil)
+	rw := grantAs(t, f.backend, "orders", "uid-rw", "ReadWrite", "", false)
+	ro := grantAs(t, f.backend, "orders", "uid-ro", "ReadOnly", "", false)
+	wo := grantAs(t, f.backend, "orders", "uid-wo", "WriteOnly", "", false)
+
+	if err := produce(secretClient(t, rw), "orders"); err != nil {
+		t.Fatalf("ReadWrite: want produce allowed, got %v", err)
+	}
+	if err := produce(secretClient(t, wo), "orders"); err != nil {
+		t.Errorf("WriteOnly: want produce allowed, got %v", err)
+	}
+	// An idempotent producer (the default) is refused its producer id, a
+	// plain one the write itself.
+	if err := produce(secretClient(t, ro), "orders"); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("ReadOnly: want an idempotent produce refused with CLUSTER_AUTHORIZATION_FAILED, got %v", err)
+	}
+	if err := produce(secretClient(t, ro, kgo.DisableIdempotentWrite()), "orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("ReadOnly: want a produce refused with TOPIC_AUTHORIZATION_FAILED, got %v", err)
+	}
+	if err := consume(t, ro, "orders", string(ro[SecretGroupPrefix])+"reader"); err != nil {
+		t.Errorf("ReadOnly: want consume in its group prefix allowed, got %v", err)
+	}
+	if err := consume(t, ro, "orders", "someone-elses-group"); err == nil {
+		t.Error("ReadOnly: want a group outside its prefix refused")
+	}
+	if err := consume(t, wo, "orders", string(wo[SecretGroupPrefix])+"reader"); err == nil {
+		t.Error("WriteOnly: want consume refused")
+	}
+	if err := produce(secretClient(t, rw), "payroll"); err == nil {
+		t.Error("ReadWrite on orders: want produce to the neighbour's payroll refused")
+	}
+	if err := consume(t, rw, "payroll", string(rw[SecretGroupPrefix])+"x"); err == nil {
+		t.Error("ReadWrite on orders: want consume of the neighbour's payroll refused")
+	}
+	if string(rw[SecretGroupPrefix]) == string(ro[SecretGroupPrefix]) || !strings.HasPrefix(string(rw[SecretGroupPrefix]), "bky.team.") {
+		t.Errorf("want distinct bky.<namespace>. group prefixes, got %q and %q", rw[SecretGroupPrefix], ro[SecretGroupPrefix])
+	}
+
+	if err := f.backend.Revoke(context.Background(), drivers.Access{Principal: string(rw[SecretSASLUsername])}); err != nil {
+		t.Fatal(err)
+	}
+	if err := produce(secretClient(t, rw), "orders"); err == nil {
+		t.Error("want a revoked user refused on a new connection")
+	}
+	if ok, err := f.backend.InspectPrincipal(context.Background(), string(rw[SecretSASLUsername])); err != nil || ok {
+		t.Errorf("want the revoked principal gone, got %v, %v", ok, err)
+	}
+	acls, err := f.backend.describeACLs(context.Background(), string(rw[SecretSASLUsername]))
+	if err != nil || len(acls) != 0 {
+		t.Errorf("want the revoked principal's ACLs gone, got %v, %v", acls, err)
+	}
+	if err := f.backend.Revoke(context.Background(), drivers.Access{Principal: string(rw[SecretSASLUsername])}); err != nil {
+		t.Errorf("want revoking a missing principal to succeed, got %v", err)
+	}
+}
+
+// TestScopedSecretIsTheSourceOfTruth: a Grant with the Secret's password
+// and no Assert writes nothing; with Assert it re-asserts that password
+// (drifted on the broker) and makes the ACLs exactly the role's.
+func TestScopedSecretIsTheSourceOfTruth(t *testing.T) {
+	f := scopedFixture(t, true)
+	f.ensure(t, "orders", nil)
+	first := grantAs(t, f.backend, "orders", "uid-1", "ReadWrite", "", false)
+	principal, password := string(first[SecretSASLUsername]), string(first[SecretSASLPassword])
+	if len(password) < 32 {
+		t.Fatalf("want a long random password, got %d characters", len(password))
+	}
+	// Drift: the password changed and the role narrowed out of band.
+	if err := f.backend.upsertUser(context.Background(), principal, 2, "changed-by-hand"); err != nil {
+		t.Fatal(err)
+	}
+	f.counter.Reset()
+	again := grantAs(t, f.backend, "orders", "uid-1", "ReadWrite", password, false)
+	if _, all := f.counter.Reset(); string(again[SecretSASLPassword]) != password || all != 0 {
+		t.Errorf("without Assert: want the Secret's password kept and no request, got %d requests", all)
+	}
+	grantAs(t, f.backend, "orders", "uid-1", "ReadWrite", password, true)
+	if err := produce(secretClient(t, first), "orders"); err != nil {
+		t.Errorf("after Assert: want the Secret's password to work again, got %v", err)
+	}
+	// ReadOnly now: Write is removed, exactly.
+	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app-readwrite", UID: "uid-1", Role: "ReadOnly", Principal: principal, Secret: password, Assert: true}
+	if _, err := f.backend.Grant(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := produce(secretClient(t, first, kgo.DisableIdempotentWrite()), "orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("after the role became ReadOnly: want produce refused, got %v", err)
+	}
+	have, err := f.backend.describeACLs(context.Background(), principal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(have) != len(wantACLs(a)) {
+		t.Errorf("want exactly the ReadOnly ACLs (%d), got %d: %v", len(wantACLs(a)), len(have), have)
+	}
+}

@@ -1,0 +1,75 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CredentialPhase is where a minted credential is in its life.
+// +kubebuilder:validation:Enum=Minting;Active
+type CredentialPhase string
+
+const (
+	// CredentialMinting: the controller recorded its intent to mint the
+	// principal and may have created it on the backend; the access's
+	// Secret may not hold it yet. A later pass finishes the mint with a
+	// new secret, or revokes it when its access is gone.
+	CredentialMinting CredentialPhase = "Minting"
+	// CredentialActive: the access's Secret holds the principal and its
+	// secret.
+	CredentialActive CredentialPhase = "Active"
+)
+
+// BucketyCredentialSpec records one principal the controller minted on a
+// backend for one BucketyAccess.
+type BucketyCredentialSpec struct {
+	// Backend is the backend's name in buckety-controller.yaml.
+	// +kubebuilder:validation:MinLength=1
+	Backend string `json:"backend"`
+	// Service is the backend's claim space (its `service`, by default its
+	// name): one principal of one service has one record.
+	// +kubebuilder:validation:MinLength=1
+	Service string `json:"service"`
+	// Principal is the user (Kafka SCRAM user) on the service.
+	// +kubebuilder:validation:MinLength=1
+	Principal string `json:"principal"`
+	// Owner is the BucketyAccess the principal was minted for.
+	Owner ClaimOwner `json:"owner"`
+	// Serial counts the access's credentials: 1, then one more per
+	// rotation. The principal is derived from the access's UID and it.
+	// +kubebuilder:validation:Minimum=1
+	Serial int32 `json:"serial"`
+	// Phase says whether the access's Secret holds the principal yet.
+	Phase CredentialPhase `json:"phase"`
+}
+
+// BucketyCredential is the controller's own record of a principal it minted
+// for an access: written before the principal is created on the backend,
+// so that a crash between the two leaves a record the next pass finishes,
+// or revokes when the access is gone, and so that a principal buckety did
+// not record is never altered or deleted. Cluster-scoped and written only
+// by the controller (tenants get no RBAC for it), like BucketyClaim; named
+// by a hash of service and principal, so one principal has one record.
+// The principal's secret is never here: the access's Secret is its only
+// store.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,path=bucketycredentials,singular=bucketycredential,shortName=bkycred
+// +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
+// +kubebuilder:printcolumn:name="Principal",type=string,JSONPath=`.spec.principal`
+// +kubebuilder:printcolumn:name="Owner-Namespace",type=string,JSONPath=`.spec.owner.namespace`
+// +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.spec.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BucketyCredential struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec BucketyCredentialSpec `json:"spec"`
+}
+
+// BucketyCredentialList is a list of BucketyCredential.
+// +kubebuilder:object:root=true
+type BucketyCredentialList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BucketyCredential `json:"items"`
+}

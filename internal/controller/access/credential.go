@@ -1,0 +1,255 @@
+package access
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+)
+
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketycredentials,verbs=get;list;watch;create;patch;delete
+
+// Per-access credentials on a backend that scopes them
+// (drivers.CredentialScoper). Before a principal is created on the
+// backend, a BucketyCredential records it (phase Minting); the access's
+// Secret is the only store of its secret. So:
+//
+//   - a principal that exists on the backend before its record is not
+//     buckety's: the access reports PrincipalConflict and the principal is
+//     never altered or deleted;
+//   - a crash between the mint and the Secret write leaves a Minting
+//     record: the next pass mints again with a new secret (the driver's
+//     upsert replaces the lost one), writes the Secret, and marks it
+//     Active; if the access is gone by then, the orphan sweep revokes it;
+//   - a Secret deleted or emptied by its tenant gets a new secret for the
+//     same principal, which makes the old one fail at once;
+//   - deleting the access revokes every principal it has a record of
+//     (rights, then the principal), then deletes the records, then the
+//     Secret, then the finalizer.
+
+// CredentialName names the record of principal on service: one principal
+// of one service has one record, so creating it is atomic across
+// controller replicas.
+func CredentialName(service, principal string) string {
+	sum := sha256.Sum256([]byte(service + "\x00" + principal))
+	return "bkycred-" + hex.EncodeToString(sum[:20])
+}
+
+// credentials lists the records of access uid, from the cache.
+func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.BucketyCredential, error) {
+	var list v1.BucketyCredentialList
+	if err := r.Client.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+		return nil, fmt.Errorf("list credentials: %w", err)
+	}
+	out := list.Items[:0]
+	for _, c := range list.Items {
+		if c.Spec.Owner.UID == string(uid) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// credential finds or records the access's current credential and fills
+// acc's Principal, Secret and Assert. It returns nil, with the reason in
+// f, when the access must not be granted anything.
+func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
+	creds, err := r.credentials(ctx, a.UID)
+	if err != nil {
+		return nil, err
+	}
+	var cur *v1.BucketyCredential
+	for i := range creds {
+		if c := &creds[i]; c.Spec.Backend == e.Name && (cur == nil || c.Spec.Serial > cur.Spec.Serial) {
+			cur = c
+		}
+	}
+	if cur == nil {
+		if cur, err = r.record(ctx, a, e, acc, 1, f); cur == nil || err != nil {
+			return nil, err
+		}
+	}
+	acc.Principal = cur.Spec.Principal
+	secret, fresh, err := r.secretOf(ctx, a, cur.Spec.Principal)
+	if err != nil {
+		return nil, err
+	}
+	acc.Secret = secret
+	acc.Assert = fresh || cur.Spec.Phase == v1.CredentialMinting || a.Generation != a.Status.ObservedGeneration
+	return cur, nil
+}
+
+// record creates the record of the access's credential serial, after
+// checking that its principal does not exist yet (so it cannot be anyone
+// else's). A record left by an earlier pass (AlreadyExists: the cache had
+// not seen it) is this access's when its owner UID says so.
+func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, error) {
+	principal := e.Scoper.Principal(*acc, serial)
+	service := e.Config.ClaimScope()
+	c := &v1.BucketyCredential{
+		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
+		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Serial: int32(serial), Phase: v1.CredentialMinting,
+			Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}},
+	}
+	existing := &v1.BucketyCredential{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Name: c.Name}, existing)
+	switch {
+	case err == nil && existing.Spec.Owner.UID == string(a.UID):
+		return existing, nil
+	case err == nil:
+		f.principalConflict = fmt.Sprintf("principal %s on backend %s is recorded for another access; nothing was granted", principal, e.Name)
+		return nil, nil
+	case !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	exists, err := e.Scoper.InspectPrincipal(ctx, principal)
+	if err != nil {
+		f.Record(err)
+		return nil, nil
+	}
+	if exists {
+		f.principalConflict = fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete that user to let buckety mint it)", principal, e.Name)
+		return nil, nil
+	}
+	if err := r.Client.Create(ctx, c); err != nil {
+		return nil, fmt.Errorf("record credential %s: %w", principal, err)
+	}
+	return c, nil
+}
+
+// activate marks a Minting record Active once the Secret holds it.
+func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential) error {
+	if c.Spec.Phase == v1.CredentialActive {
+		return nil
+	}
+	before := c.DeepCopy()
+	c.Spec.Phase = v1.CredentialActive
+	if err := r.Client.Patch(ctx, c, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("activate credential %s: %w", c.Spec.Principal, err)
+	}
+	return nil
+}
+
+// secretOf returns the secret the access's Secret holds for principal ("":
+// none), and whether it was read afresh. The Secret's data is not cached:
+// it is read when its resourceVersion differs from the one this
+// controller last wrote or read (kept in memory, with the secret).
+func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, principal string) (string, bool, error) {
+	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
+	m := secretMeta()
+	err := r.Client.Get(ctx, key, m)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", false, err
+	}
+	if err == nil && ownsSecret(a, m) {
+		if got, ok := r.secrets.get(a.UID, m.ResourceVersion, principal); ok {
+			return got, false, nil
+		}
+	}
+	s := &corev1.Secret{}
+	err = r.APIReader.Get(ctx, key, s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", true, nil
+	case err != nil:
+		return "", false, err
+	case !ownsSecret(a, s):
+		// writeSecret reports the conflict; nothing is read from a
+		// Secret that is not this access's.
+		return "", true, nil
+	}
+	if string(s.Data["sasl.username"]) != principal {
+		return "", true, nil
+	}
+	secret := string(s.Data["sasl.password"])
+	r.secrets.put(a.UID, s.ResourceVersion, principal, secret)
+	return secret, true, nil
+}
+
+// knownSecrets remembers, per access, the secret its Secret held at a
+// resourceVersion, so a pass over an untouched Secret reads nothing.
+type knownSecrets struct {
+	mu sync.Mutex
+	m  map[types.UID]knownSecret
+}
+
+type knownSecret struct{ resourceVersion, principal, secret string }
+
+func (k *knownSecrets) get(uid types.UID, rv, principal string) (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	got, ok := k.m[uid]
+	if !ok || rv == "" || got.resourceVersion != rv || got.principal != principal {
+		return "", false
+	}
+	return got.secret, true
+}
+
+func (k *knownSecrets) put(uid types.UID, rv, principal, secret string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[types.UID]knownSecret{}
+	}
+	k.m[uid] = knownSecret{rv, principal, secret}
+}
+
+func (k *knownSecrets) forget(uid types.UID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, uid)
+}
+
+// revokeAll revokes every principal recorded for the access, then deletes
+// the records. It reads the records from the API server: a record the
+// cache has not seen yet must be revoked too.
+func (r *Reconciler) revokeAll(ctx context.Context, a *v1.BucketyAccess, f *facts) (bool, error) {
+	var list v1.BucketyCredentialList
+	if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(a.UID)}); err != nil {
+		return false, fmt.Errorf("list credentials: %w", err)
+	}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Spec.Owner.UID != string(a.UID) {
+			continue
+		}
+		if done, err := r.revoke(ctx, c, f); !done || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// revoke removes one recorded principal from its backend, then its record.
+// A backend no longer in the config keeps the record (and the caller's
+// finalizer): nothing is revoked blind.
+func (r *Reconciler) revoke(ctx context.Context, c *v1.BucketyCredential, f *facts) (bool, error) {
+	e, ok := r.Backends.Get(c.Spec.Backend)
+	if !ok {
+		if f != nil {
+			f.revokeWaiting = fmt.Sprintf("credential %s is on backend %s, which is not in the controller config: it stays until the maintainer restores the backend or deletes the user and then BucketyCredential %s", c.Spec.Principal, c.Spec.Backend, c.Name)
+		}
+		return false, nil
+	}
+	if err := e.Backend.Revoke(ctx, drivers.Access{Principal: c.Spec.Principal, Namespace: c.Spec.Owner.Namespace, Name: c.Spec.Owner.Name, UID: c.Spec.Owner.UID}); err != nil {
+		if f != nil {
+			f.Record(err)
+		}
+		return false, fmt.Errorf("revoke %s: %w", c.Spec.Principal, err)
+	}
+	if err := r.Client.Delete(ctx, c, ctrl.Preconditions{UID: &c.UID}); ctrl.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("delete credential record %s: %w", c.Name, err)
+	}
+	return true, nil
+}

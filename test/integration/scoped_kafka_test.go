@@ -1,0 +1,301 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/controller/access"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// scopedBroker is a broker with SCRAM and ACLs enforced; buckety is its
+// superuser.
+func scopedBroker(t *testing.T) (*kafka.Broker, string) {
+	t.Helper()
+	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	return b, fmt.Sprintf(`backends:
+- name: kafka
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+    requestTimeout: 5s
+    sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}
+`, b.Bootstrap())
+}
+
+// superAdmin is an admin client on b as its superuser, acting out of band.
+func superAdmin(t *testing.T, b *kafka.Broker) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: "s3cr3t"}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// secretKafka connects with nothing but a Secret's keys, as a workload.
+func secretKafka(t *testing.T, data map[string][]byte, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	if got := string(data["sasl.mechanism"]); got != "SCRAM-SHA-512" {
+		t.Fatalf("want sasl.mechanism SCRAM-SHA-512 in the Secret, got %q", got)
+	}
+	auth := scram.Auth{User: string(data["sasl.username"]), Pass: string(data["sasl.password"])}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(string(data["bootstrap"]), ",")...),
+		kgo.SASL(auth.AsSha512Mechanism()), kgo.RequestRetries(0), kgo.RetryTimeout(2 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func produceWith(t *testing.T, data map[string][]byte, topic string, opts ...kgo.Opt) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return secretKafka(t, data, opts...).ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+}
+
+// consumeWith reads one record of topic in group, or returns the error.
+func consumeWith(t *testing.T, data map[string][]byte, topic, group string) error {
+	cl := secretKafka(t, data, kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return ferr
+		}
+		if fs.NumRecords() > 0 {
+			return nil
+		}
+	}
+}
+
+func credentialsOf(t *testing.T, uid types.UID) []v1.BucketyCredential {
+	t.Helper()
+	var list v1.BucketyCredentialList
+	if err := k8s.List(context.Background(), &list, client.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestScopedKafkaAccesses: on a SASL cluster with ACLs, every access gets
+// its own SCRAM user with its role's ACLs on its topic: a ReadOnly Secret
+// consumes but cannot produce, no Secret reaches a neighbour's topic or a
+// group outside its prefix, and deleting the access revokes the user.
+func TestScopedKafkaAccesses(t *testing.T) {
+	needInfra(t)
+	b, cfg := scopedBroker(t)
+	startController(t, cfg, nil, time.Hour)
+	ns, other := namespace(t), namespace(t)
+	removeWhileRunning(t, ns)
+	removeWhileRunning(t, other)
+	orders := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".orders"}}
+	payroll := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "payroll", Namespace: other}, Spec: v1.BucketySpec{Backend: "kafka", Name: other + ".payroll"}}
+	create(t, orders)
+	create(t, payroll)
+	reader := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{
+		BucketyRef: v1.BucketyReference{Name: "orders"}, Role: v1.RoleReadOnly, CredentialsSecretName: "orders-ro"}}
+	writer := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: ns}, Spec: v1.BucketyAccessSpec{
+		BucketyRef: v1.BucketyReference{Name: "orders"}, Role: v1.RoleReadWrite, CredentialsSecretName: "orders-rw"}}
+	create(t, reader)
+	create(t, writer)
+	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, payroll, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, reader, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
+	waitCondition(t, writer, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	rw, ro := secret(t, ns, "orders-rw").Data, secret(t, ns, "orders-ro").Data
+	for _, k := range []string{"bootstrap", "topic", "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "group.id.prefix"} {
+		if len(ro[k]) == 0 || len(rw[k]) == 0 {
+			t.Errorf("want key %s in both Secrets", k)
+		}
+	}
+	if string(rw["sasl.username"]) == string(ro["sasl.username"]) {
+		t.Fatalf("want a user per access, both got %s", rw["sasl.username"])
+	}
+	if creds := credentialsOf(t, reader.UID); len(creds) != 1 || creds[0].Spec.Principal != string(ro["sasl.username"]) || creds[0].Spec.Phase != v1.CredentialActive {
+		t.Errorf("want one Active BucketyCredential for the reader's user, got %+v", creds)
+	}
+
+	topic := ns + ".orders"
+	if err := produceWith(t, rw, topic); err != nil {
+		t.Fatalf("ReadWrite: want produce allowed, got %v", err)
+	}
+	if err := produceWith(t, ro, topic, kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("ReadOnly: want produce refused with TOPIC_AUTHORIZATION_FAILED, got %v", err)
+	}
+	if err := consumeWith(t, ro, topic, string(ro["group.id.prefix"])+"app"); err != nil {
+		t.Errorf("ReadOnly: want consume in its group prefix allowed, got %v", err)
+	}
+	if err := consumeWith(t, ro, topic, "not-my-group"); err == nil {
+		t.Error("ReadOnly: want a consumer group outside its prefix refused")
+	}
+	if err := produceWith(t, rw, other+".payroll"); err == nil {
+		t.Error("want the neighbour's topic refused to this namespace's ReadWrite Secret")
+	}
+
+	// Revocation: the user and its ACLs go before the finalizer.
+	principal := string(ro["sasl.username"])
+	if err := k8s.Delete(context.Background(), reader); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the reader access gone", func() (bool, string) { return gone(t, reader) })
+	if err := produceWith(t, ro, topic); err == nil || errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("after the access is deleted: want authentication refused, got %v", err)
+	}
+	users, err := superAdmin(t, b).DescribeUserSCRAMs(context.Background(), principal)
+	if d, ok := users[principal]; err == nil && ok && d.Err == nil && len(d.CredInfos) > 0 {
+		t.Errorf("want user %s deleted, it has %v", principal, d.CredInfos)
+	}
+	if creds := credentialsOf(t, reader.UID); len(creds) != 0 {
+		t.Errorf("want the reader's BucketyCredential deleted, got %d", len(creds))
+	}
+}
+
+// TestScopedSecretDeletedGetsANewPassword: a tenant who deletes the
+// Secret gets a new password for the same user, and the old one stops
+// working at once.
+func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t)
+	startController(t, cfg, nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bk := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".events",
+		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "events"}}}
+	create(t, bk)
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	old := secret(t, ns, "events").Data
+	if err := produceWith(t, old, ns+".events"); err != nil {
+		t.Fatalf("want the Secret to work, got %v", err)
+	}
+	if err := k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	var now map[string][]byte
+	eventually(t, wait, "the Secret re-created with a new password", func() (bool, string) {
+		s := &corev1.Secret{}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "events"}, s); err != nil {
+			return false, err.Error()
+		}
+		now = s.Data
+		return string(now["sasl.password"]) != string(old["sasl.password"]), "same password"
+	})
+	if string(now["sasl.username"]) != string(old["sasl.username"]) {
+		t.Errorf("want the same user, got %s then %s", old["sasl.username"], now["sasl.username"])
+	}
+	if err := produceWith(t, now, ns+".events"); err != nil {
+		t.Errorf("want the new password to work, got %v", err)
+	}
+	if err := produceWith(t, old, ns+".events"); err == nil {
+		t.Error("want the old password refused")
+	}
+}
+
+// TestScopedCrashBetweenMintAndSecret: a record left Minting with its user
+// created (the controller died before writing the Secret) is finished by
+// the next pass with a new password; one whose access is gone is revoked.
+// A user that exists without a record is not buckety's: the access gets
+// PrincipalConflict and the user keeps its password.
+func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
+	needInfra(t)
+	b, cfg := scopedBroker(t)
+	adm := superAdmin(t, b)
+	ctx := context.Background()
+	ns := namespace(t)
+	mkUser := func(user, pass string) {
+		t.Helper()
+		res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: pass}})
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	record := func(a *v1.BucketyAccess, uid types.UID, principal string) {
+		t.Helper()
+		c := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: access.CredentialName("kafka", principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(uid)}},
+			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: principal, Serial: 1, Phase: v1.CredentialMinting,
+				Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(uid)}}}
+		create(t, c)
+	}
+	// The Buckety waits (no controller yet); its accesses exist, so their
+	// UIDs and principals are known.
+	bk := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".ledger"}}
+	create(t, bk)
+	mid := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "mid", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "mid"}}
+	foreign := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "foreign"}}
+	create(t, mid)
+	create(t, foreign)
+	principalOf := func(a *v1.BucketyAccess) string {
+		return kadmdriver.PrincipalFor(drivers.Access{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}, 1)
+	}
+	midUser, foreignUser := principalOf(mid), principalOf(foreign)
+	record(mid, mid.UID, midUser)
+	mkUser(midUser, "lost-with-the-crash")
+	mkUser(foreignUser, "someone-elses")
+	gone := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns}}
+	goneUser := kadmdriver.PrincipalFor(drivers.Access{Namespace: ns, Name: "gone", UID: "0b5e55ed-0000-4000-8000-000000000000"}, 1)
+	record(gone, "0b5e55ed-0000-4000-8000-000000000000", goneUser)
+	mkUser(goneUser, "orphaned")
+
+	startControllerWith(t, cfg, nil, func(o *appcontroller.Options) { o.Recheck, o.OwnerCheck = time.Hour, 200*time.Millisecond })
+	removeWhileRunning(t, ns)
+	waitCondition(t, mid, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	data := secret(t, ns, "mid").Data
+	if string(data["sasl.username"]) != midUser {
+		t.Errorf("want the recorded user %s finished, got %s", midUser, data["sasl.username"])
+	}
+	if err := produceWith(t, data, ns+".ledger"); err != nil {
+		t.Errorf("want the finished credential to work, got %v", err)
+	}
+	c := waitCondition(t, foreign, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonPrincipalConflict, wait)
+	if !strings.Contains(c.Message, foreignUser) || !strings.Contains(c.Message, "buckety did not create it") {
+		t.Errorf("want the foreign user named and refused, got %q", c.Message)
+	}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "foreign"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("want no Secret for the refused access, got %v", err)
+	}
+	if err := produceWith(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte(foreignUser), "sasl.password": []byte("someone-elses")}, "__probe", kgo.DisableIdempotentWrite()); err != nil && !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("want the foreign user's password untouched (it authenticates), got %v", err)
+	}
+	eventually(t, wait, "the orphaned user revoked and its record deleted", func() (bool, string) {
+		users, err := adm.DescribeUserSCRAMs(ctx, goneUser)
+		if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+			return false, err.Error()
+		}
+		if d, ok := users[goneUser]; ok && d.Err == nil && len(d.CredInfos) > 0 {
+			return false, "user still there"
+		}
+		err = k8s.Get(ctx, types.NamespacedName{Name: access.CredentialName("kafka", goneUser)}, &v1.BucketyCredential{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("record: %v", err)
+	})
+}
