@@ -33,6 +33,10 @@ type CredentialScoper interface {
 	// its intent to mint it: such a principal is not buckety's, and is
 	// never altered or deleted.
 	InspectPrincipal(ctx context.Context, principal string) (bool, error)
+	// CredentialKeys names the Secret keys that hold the principal and its
+	// secret (kadm: sasl.username, sasl.password): the controller reads the
+	// secret back from them.
+	CredentialKeys() (principal, secret string)
 }
 
 // Scoping is a backend's answer to CredentialScoper.Scoping.
@@ -41,4 +45,17 @@ type Scoping struct {
 	Scoped bool
 	// Reason says why not, naming what the service or the config lacks.
 	Reason string
+}
+
+// CredentialSweeper is implemented by a CredentialScoper that can judge, in
+// a few requests for a whole backend, whether each minted principal still
+// exists with exactly its role's rights: the drift sweep's counterpart of
+// Sweeper for credentials. Changed, added or removed rights and a missing
+// principal count as drift; the controller then re-asserts those accesses
+// (Grant with Assert), from their Secrets.
+type CredentialSweeper interface {
+	// SweepCredentials returns the indices, in as, of the accesses whose
+	// principal drifted. Each Access has Principal, Resource, Role,
+	// Parameters and the access's identity set.
+	SweepCredentials(ctx context.Context, as []Access) ([]int, error)
 }

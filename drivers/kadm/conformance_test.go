@@ -3,11 +3,13 @@ package kadm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
@@ -57,7 +59,45 @@ var suite = &drivertest.Suite{
 		},
 		Drift:          map[string]string{"partitions": "1"},
 		DriftParameter: ParamPartitions,
+	}, {
+		// SASL/SCRAM with ACLs enforced: a user and ACLs per access.
+		Name: "kfake-scoped",
+		Open: func(t *testing.T, timeout time.Duration) *drivertest.Target {
+			f := newFixture(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true}, func(c *Config) {
+				c.Bootstrap = bootstrap
+				c.RequestTimeout = drivers.Duration{Duration: timeout}
+				c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}
+			})
+			tg := f.target()
+			tg.SecretData = map[string]string{SecretBootstrap: bootstrap, SecretSecurityProtocol: "SASL_PLAINTEXT", SecretSASLMechanism: "SCRAM-SHA-512"}
+			tg.UseCredentials = func(ctx context.Context, a drivers.Access, data map[string][]byte) error {
+				data = maps.Clone(data)
+				data[SecretBootstrap] = []byte(f.broker.Bootstrap())
+				return useSecret(ctx, a.Resource, data)
+			}
+			return tg
+		},
+		Params:         map[string]string{"partitions": "2"},
+		CreateChange:   "create topic %s (partitions 2, replication factor broker default, 0 configs)",
+		ContentDetail:  "holds 1 records",
+		Steps:          []drivertest.Step{{Params: map[string]string{"partitions": "3"}, Changes: []string{"partitions 2 -> 3"}}},
+		Drift:          map[string]string{"partitions": "1"},
+		DriftParameter: ParamPartitions,
 	}},
+}
+
+// useSecret produces one record to topic with nothing but a Secret's keys.
+func useSecret(ctx context.Context, topic string, data map[string][]byte) error {
+	auth := scram.Auth{User: string(data[SecretSASLUsername]), Pass: string(data[SecretSASLPassword])}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(string(data[SecretBootstrap]), ",")...),
+		kgo.SASL(auth.AsSha512Mechanism()), kgo.RequestRetries(0), kgo.RetryTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
 }
 
 // target is the fixture as the conformance suite sees it.

@@ -157,6 +157,9 @@ func PrincipalFor(a drivers.Access, serial int) string {
 	return accessBase(a) + "." + strconv.Itoa(serial)
 }
 
+// CredentialKeys implements drivers.CredentialScoper.
+func (b *Backend) CredentialKeys() (string, string) { return SecretSASLUsername, SecretSASLPassword }
+
 // groupPrefix is the prefix of an access's consumer groups and
 // transactional ids.
 func groupPrefix(a drivers.Access) string {
@@ -431,4 +434,70 @@ func (b *Backend) revokeScoped(ctx context.Context, principal string) error {
 		}
 	}
 	return nil
+}
+
+var _ drivers.CredentialSweeper = (*Backend)(nil)
+
+// SweepCredentials implements drivers.CredentialSweeper with two requests
+// for the whole cluster: DescribeUserSCRAMs of every user, and
+// DescribeACLs of every ACL. Only the principals in as are judged; every
+// other user and ACL is someone else's and is not looked at further.
+func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
+	if len(as) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	users, err := b.adm.DescribeUserSCRAMs(ctx)
+	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+		return nil, b.classify(fmt.Errorf("describe SCRAM users: %w", err))
+	}
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType = kmsg.ACLResourceTypeAny
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+	req.Operation = kmsg.ACLOperationAny
+	req.PermissionType = kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		return nil, b.classify(fmt.Errorf("describe ACLs: %w", err))
+	}
+	have := map[string]map[acl]bool{}
+	for _, r := range resp.Resources {
+		for _, x := range r.ACLs {
+			p, ok := strings.CutPrefix(x.Principal, "User:")
+			if !ok || !strings.HasPrefix(p, principalPrefix) {
+				continue
+			}
+			k := acl{r.ResourceType, r.ResourceName, r.ResourcePatternType, x.Operation}
+			if x.PermissionType != kmsg.ACLPermissionTypeAllow || x.Host != "*" {
+				k.op = -x.Operation - 1
+			}
+			if have[p] == nil {
+				have[p] = map[acl]bool{}
+			}
+			have[p][k] = true
+		}
+	}
+	var drifted []int
+	for i, a := range as {
+		if d, ok := users[a.Principal]; !ok || d.Err != nil || len(d.CredInfos) == 0 || !sameACLs(have[a.Principal], wantACLs(a)) {
+			drifted = append(drifted, i)
+		}
+	}
+	return drifted, nil
+}
+
+func sameACLs(have map[acl]bool, want []acl) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		if !have[w] {
+			return false
+		}
+	}
+	return true
 }

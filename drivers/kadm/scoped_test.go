@@ -3,10 +3,12 @@ package kadm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -200,5 +202,58 @@ func TestScopedSecretIsTheSourceOfTruth(t *testing.T) {
 	}
 	if len(have) != len(wantACLs(a)) {
 		t.Errorf("want exactly the ReadOnly ACLs (%d), got %d: %v", len(wantACLs(a)), len(have), have)
+	}
+}
+
+// TestSweepCredentials: one pass over the whole cluster finds the
+// principals whose user or ACLs drifted, and only those.
+func TestSweepCredentials(t *testing.T) {
+	f := scopedFixture(t, true)
+	f.ensure(t, "orders", nil)
+	var as []drivers.Access
+	for i, role := range []string{"ReadWrite", "ReadOnly", "WriteOnly", "ReadWrite"} {
+		a := drivers.Access{Resource: "orders", Namespace: "team", Name: fmt.Sprintf("app-%d", i), UID: fmt.Sprintf("uid-%d", i), Role: role}
+		a.Principal = f.backend.Principal(a, 1)
+		if _, err := f.backend.Grant(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		as = append(as, a)
+	}
+	// Out of band: an ACL added for app-0, one removed from app-1, app-2's
+	// user deleted; app-3 untouched. A foreign user's ACLs are not judged.
+	ctx := context.Background()
+	if _, err := f.admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:"+as[0].Principal).Topics("payroll").Operations(kadm.OpRead)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.admin.DeleteACLs(ctx, kadm.NewACLs().Allow("User:"+as[1].Principal).AllowHosts().Topics("orders").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.admin.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: as[2].Principal, Mechanism: kadm.ScramSha512}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:someone").Topics("orders").Operations(kadm.OpRead)); err != nil {
+		t.Fatal(err)
+	}
+	f.counter.Reset()
+	got, err := f.backend.SweepCredentials(ctx, as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[0 1 2]" {
+		t.Errorf("want accesses 0, 1 and 2 drifted, got %v", got)
+	}
+	if writes, all := f.counter.Reset(); len(writes) != 0 || all != 2 {
+		t.Errorf("want two reads for the whole cluster, got %d requests, writes %v", all, writes)
+	}
+	// Re-asserting repairs them.
+	for _, i := range got {
+		a := as[i]
+		a.Assert, a.Secret = true, "the-secret"
+		if _, err := f.backend.Grant(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := f.backend.SweepCredentials(ctx, as); err != nil || len(got) != 0 {
+		t.Errorf("after re-asserting: want no drift, got %v (%v)", got, err)
 	}
 }

@@ -30,6 +30,9 @@ type Entry struct {
 	// Scoper is the same connection's per-access credentials,
 	// instrumented; nil when the driver has none.
 	Scoper drivers.CredentialScoper
+	// CredentialSweeper is the same connection's credential drift sweep,
+	// instrumented; nil when the driver has none.
+	CredentialSweeper drivers.CredentialSweeper
 }
 
 // Set is every opened backend.
@@ -55,6 +58,9 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		}
 		if sc, ok := be.(drivers.CredentialScoper); ok {
 			e.Scoper = &instrumentedScoper{CredentialScoper: sc, in: in}
+		}
+		if cs, ok := be.(drivers.CredentialSweeper); ok {
+			e.CredentialSweeper = &instrumentedCredentialSweeper{CredentialSweeper: cs, in: in}
 		}
 		s.entries[b.Name] = e
 	}
@@ -206,4 +212,18 @@ func (i *instrumentedScoper) InspectPrincipal(ctx context.Context, principal str
 	ok, err := i.CredentialScoper.InspectPrincipal(ctx, principal)
 	i.in.observe("inspect-principal", start, err)
 	return ok, err
+}
+
+// instrumentedCredentialSweeper records a credential sweep as operation
+// "sweep-credentials".
+type instrumentedCredentialSweeper struct {
+	drivers.CredentialSweeper
+	in *instrumented
+}
+
+func (i *instrumentedCredentialSweeper) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
+	start := time.Now()
+	d, err := i.CredentialSweeper.SweepCredentials(ctx, as)
+	i.in.observe("sweep-credentials", start, err)
+	return d, err
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"reflect"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -62,6 +63,9 @@ type Backend struct {
 	// driver reserves itself (kadm: the internal topics of Kafka, Schema
 	// Registry, Kafka Connect, Confluent and Redpanda).
 	ReservedNames []string `json:"reservedNames,omitempty"`
+	// Credentials configures the lifecycle of the credentials minted per
+	// access, on a backend whose driver mints them.
+	Credentials *Credentials `json:"credentials,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
@@ -104,6 +108,36 @@ type Limits struct {
 	// ParameterMax bounds integer parameters of this backend's driver, by
 	// key: `partitions: 64` refuses spec.parameters.partitions above 64.
 	ParameterMax map[string]int64 `json:"parameterMax,omitempty"`
+}
+
+// Credentials configures the rotation of per-access credentials.
+type Credentials struct {
+	// MaxAge rotates a credential once it is this old (as a rotation the
+	// tenant asked for with spec.rotation); 0 or absent: only on request.
+	MaxAge drivers.Duration `json:"maxAge,omitempty"`
+	// RotationGrace is how long a rotated credential keeps working after
+	// its successor was written to the Secret, for consumers to reload
+	// it. Default 10m.
+	RotationGrace *drivers.Duration `json:"rotationGrace,omitempty"`
+}
+
+// DefaultRotationGrace is Credentials.RotationGrace when not set.
+const DefaultRotationGrace = 10 * time.Minute
+
+// RotationGrace is b's credentials.rotationGrace, or its default.
+func (b *Backend) RotationGrace() time.Duration {
+	if b.Credentials != nil && b.Credentials.RotationGrace != nil {
+		return b.Credentials.RotationGrace.Duration
+	}
+	return DefaultRotationGrace
+}
+
+// CredentialMaxAge is b's credentials.maxAge; 0: no maximum.
+func (b *Backend) CredentialMaxAge() time.Duration {
+	if b.Credentials == nil {
+		return 0
+	}
+	return b.Credentials.MaxAge.Duration
 }
 
 // Options controls how the file is loaded.
@@ -218,6 +252,17 @@ func (c *Config) Validate() error {
 		for j, pat := range b.ReservedNames {
 			if _, err := path.Match(pat, ""); err != nil || pat == "" {
 				errs = append(errs, field.Invalid(p.Child("reservedNames").Index(j), pat, "a name or a glob (* matches any run of characters, ? one character, [a-z] a class)"))
+			}
+		}
+		if cr := b.Credentials; cr != nil {
+			if cr.MaxAge.Duration < 0 {
+				errs = append(errs, field.Invalid(p.Child("credentials", "maxAge"), cr.MaxAge.String(), "must not be negative"))
+			}
+			if cr.RotationGrace != nil && cr.RotationGrace.Duration < 0 {
+				errs = append(errs, field.Invalid(p.Child("credentials", "rotationGrace"), cr.RotationGrace.String(), "must not be negative"))
+			}
+			if cr.RotationGrace != nil && cr.MaxAge.Duration > 0 && cr.RotationGrace.Duration >= cr.MaxAge.Duration {
+				errs = append(errs, field.Invalid(p.Child("credentials", "rotationGrace"), cr.RotationGrace.String(), "must be shorter than maxAge"))
 			}
 		}
 		if l := b.Limits; l != nil {

@@ -102,7 +102,7 @@ func TestMisconfigured(t *testing.T) {
 		want       []string
 	}{
 		{"strict decode, top level", "backend:\n- name: a\n", []string{`backend: unknown field "backend"; remove it or fix its spelling (allowed here: backends)`}},
-		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, defaults, driver, limits, name, namePolicy, reservedNames, service"}},
+		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, credentials, defaults, driver, limits, name, namePolicy, reservedNames, service"}},
 		{"strict decode, driver options", "backends:\n- name: a\n  driver: test\n  config:\n    endpoint: x\n    endpiont: y\n", []string{`backends[0].config.endpiont: Invalid value: unknown field "endpiont"`, "allowed here: endpoint, limit, token"}},
 		{"wrong type in driver options", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: lots}\n", []string{`backends[0].config.limit: Invalid value: want a whole number, got "lots"`}},
 		{"undefined variable without default", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, token: '${UNSET_TOKEN}'}\n", []string{`backends[0].config.token: Invalid value: environment variable UNSET_TOKEN is not set: set it, or write ${UNSET_TOKEN:-default}`}},
@@ -125,6 +125,7 @@ func TestMisconfigured(t *testing.T) {
 		{"one service, two drivers", "backends:\n- {name: a, driver: test, service: s, config: {endpoint: x:1}}\n- {name: b, driver: other, service: s, config: {endpoint: y:1}}\n", []string{`backends[1].service: Invalid value: "s": is also the service of backends[0] (a), whose driver is test, not other`}},
 		{"bad service name", "backends:\n- {name: a, driver: test, service: Main_Kafka, config: {endpoint: x}}\n", []string{`backends[0].service: Invalid value: "Main_Kafka": a lowercase RFC 1123 label`}},
 		{"bad reserved name", "backends:\n- {name: a, driver: test, reservedNames: ['[a-'], config: {endpoint: x}}\n", []string{`backends[0].reservedNames[0]: Invalid value: "[a-": a name or a glob`}},
+		{"bad credentials", "backends:\n- {name: a, driver: test, credentials: {maxAge: 1h, rotationGrace: 2h}, config: {endpoint: x}}\n- {name: b, driver: test, credentials: {maxAge: -1s}, config: {endpoint: y}}\n", []string{`backends[0].credentials.rotationGrace: Invalid value: "2h0m0s": must be shorter than maxAge`, `backends[1].credentials.maxAge: Invalid value: "-1s": must not be negative`}},
 		{"bad limits", "backends:\n- {name: a, driver: test, limits: {perNamespace: -1, parameterMax: {partitions: 0}}, config: {endpoint: x}}\n", []string{`backends[0].limits.perNamespace: Invalid value: -1: must be at least 0`, `backends[0].limits.parameterMax[partitions]: Invalid value: 0: must be at least 1`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
 	}

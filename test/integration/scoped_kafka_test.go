@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,9 +29,11 @@ import (
 
 // scopedBroker is a broker with SCRAM and ACLs enforced; buckety is its
 // superuser.
-func scopedBroker(t *testing.T) (*kafka.Broker, string) {
+// Its connections must re-authenticate every 3 s
+// (connections.max.reauth.ms).
+func scopedBroker(t *testing.T, extra ...string) (*kafka.Broker, string) {
 	t.Helper()
-	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, ReauthMS: 3000})
 	return b, fmt.Sprintf(`backends:
 - name: kafka
   driver: kadm
@@ -38,7 +41,27 @@ func scopedBroker(t *testing.T) (*kafka.Broker, string) {
     seedBrokers: [%s]
     requestTimeout: 5s
     sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}
-`, b.Bootstrap())
+%s`, b.Bootstrap(), strings.Join(extra, ""))
+}
+
+// metadataOf asks for topic's metadata on cl's existing connections.
+func metadataOf(cl *kgo.Client, topic string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // superAdmin is an admin client on b as its superuser, acting out of band.
@@ -143,6 +166,21 @@ func TestScopedKafkaAccesses(t *testing.T) {
 		t.Errorf("want one Active BucketyCredential for the reader's user, got %+v", creds)
 	}
 
+	// A Buckety of another namespace naming the same topic is in
+	// NameConflict: its access gets nothing, no user, no Secret.
+	grab := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "grab", Namespace: other}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".orders"}}
+	create(t, grab)
+	thief := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "thief", Namespace: other}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "grab"}, CredentialsSecretName: "thief"}}
+	create(t, thief)
+	waitCondition(t, grab, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, wait)
+	waitCondition(t, thief, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, wait)
+	if creds := credentialsOf(t, thief.UID); len(creds) != 0 {
+		t.Errorf("want no credential for an access to a Buckety in NameConflict, got %d", len(creds))
+	}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: other, Name: "thief"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("want no Secret for an access to a Buckety in NameConflict, got %v", err)
+	}
+
 	topic := ns + ".orders"
 	if err := produceWith(t, rw, topic); err != nil {
 		t.Fatalf("ReadWrite: want produce allowed, got %v", err)
@@ -160,7 +198,13 @@ func TestScopedKafkaAccesses(t *testing.T) {
 		t.Error("want the neighbour's topic refused to this namespace's ReadWrite Secret")
 	}
 
-	// Revocation: the user and its ACLs go before the finalizer.
+	// Revocation: the user and its ACLs go before the finalizer. A
+	// connection opened before keeps working only until it must
+	// re-authenticate (connections.max.reauth.ms, 3 s here).
+	open := secretKafka(t, ro)
+	if err := metadataOf(open, topic); err != nil {
+		t.Fatalf("want the reader's connection open, got %v", err)
+	}
 	principal := string(ro["sasl.username"])
 	if err := k8s.Delete(context.Background(), reader); err != nil {
 		t.Fatal(err)
@@ -169,6 +213,10 @@ func TestScopedKafkaAccesses(t *testing.T) {
 	if err := produceWith(t, ro, topic); err == nil || errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("after the access is deleted: want authentication refused, got %v", err)
 	}
+	eventually(t, 10*time.Second, "the open connection refused at its re-authentication", func() (bool, string) {
+		err := metadataOf(open, topic)
+		return err != nil, fmt.Sprint(err)
+	})
 	users, err := superAdmin(t, b).DescribeUserSCRAMs(context.Background(), principal)
 	if d, ok := users[principal]; err == nil && ok && d.Err == nil && len(d.CredInfos) > 0 {
 		t.Errorf("want user %s deleted, it has %v", principal, d.CredInfos)
@@ -298,4 +346,144 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 		err = k8s.Get(ctx, types.NamespacedName{Name: access.CredentialName("kafka", goneUser)}, &v1.BucketyCredential{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("record: %v", err)
 	})
+}
+
+// TestScopedRotation: changing spec.rotation mints a new user, writes it
+// to the Secret, and revokes the old one after the backend's
+// rotationGrace. A consumer that reloads its Secret never fails to
+// authenticate; the old user is refused once the grace is over.
+func TestScopedRotation(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, "  credentials: {rotationGrace: 4s}\n")
+	startController(t, cfg, nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	topic := ns + ".ticks"
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic}})
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"}, CredentialsSecretName: "app"}}
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	first := secret(t, ns, "app").Data
+
+	// The consumer: reloads the Secret every 100 ms, reconnects when it
+	// changed, and asks for its topic on every round.
+	stop, done := make(chan struct{}), make(chan struct{})
+	var failures []string
+	users := map[string]bool{}
+	go func() {
+		defer close(done)
+		var cl *kgo.Client
+		defer func() {
+			if cl != nil {
+				cl.Close()
+			}
+		}()
+		var user string
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			s := &corev1.Secret{}
+			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "app"}, s); err != nil {
+				failures = append(failures, "read Secret: "+err.Error())
+				continue
+			}
+			if u := string(s.Data["sasl.username"]); u != user {
+				if cl != nil {
+					cl.Close()
+				}
+				user, users[u] = u, true
+				auth := scram.Auth{User: u, Pass: string(s.Data["sasl.password"])}
+				var err error
+				if cl, err = kgo.NewClient(kgo.SeedBrokers(strings.Split(string(s.Data["bootstrap"]), ",")...), kgo.SASL(auth.AsSha512Mechanism()), kgo.RequestRetries(0)); err != nil {
+					failures = append(failures, err.Error())
+					continue
+				}
+			}
+			if err := metadataOf(cl, topic); err != nil {
+				failures = append(failures, fmt.Sprintf("%s as %s: %v", time.Now().Format("15:04:05.000"), user, err))
+			}
+		}
+	}()
+	time.Sleep(time.Second)
+	patch(t, a, `{"spec":{"rotation":"2026-11-23"}}`)
+	var second map[string][]byte
+	eventually(t, wait, "a new user in the Secret", func() (bool, string) {
+		second = secret(t, ns, "app").Data
+		return string(second["sasl.username"]) != string(first["sasl.username"]), string(second["sasl.username"])
+	})
+	waitEvent(t, ns, v1.EventCredentialRotated, string(second["sasl.username"]))
+	if err := produceWith(t, first, topic); err != nil {
+		t.Errorf("within the grace: want the old user to keep working, got %v", err)
+	}
+	if err := produceWith(t, second, topic); err != nil {
+		t.Errorf("want the new user to work, got %v", err)
+	}
+	eventually(t, wait, "the old user's record revoked after the grace", func() (bool, string) {
+		creds := credentialsOf(t, a.UID)
+		return len(creds) == 1 && creds[0].Spec.Principal == string(second["sasl.username"]), fmt.Sprintf("%d records", len(creds))
+	})
+	if err := produceWith(t, first, topic); err == nil {
+		t.Error("after the grace: want the old user refused")
+	}
+	cur := &v1.BucketyAccess{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(a), cur); err != nil || cur.Status.Rotation != "2026-11-23" {
+		t.Errorf("want status.rotation 2026-11-23, got %q (%v)", cur.Status.Rotation, err)
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	<-done
+	if len(failures) > 0 || len(users) != 2 {
+		t.Errorf("want the reloading consumer to switch users (saw %d) without a failure, got %q", len(users), failures)
+	}
+}
+
+// TestScopedCredentialDriftIsRepaired: ACLs removed or added out of band
+// for a buckety user, and a deleted user, are found by the drift sweep and
+// put back to exactly the role's, from the Secret.
+func TestScopedCredentialDriftIsRepaired(t *testing.T) {
+	needInfra(t)
+	b, cfg := scopedBroker(t)
+	startControllerWith(t, cfg, nil, func(o *appcontroller.Options) { o.Recheck, o.DriftSweep = time.Hour, time.Second })
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	topic := ns + ".audit"
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "audit", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic}})
+	writer := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "audit"}, CredentialsSecretName: "writer"}}
+	reader := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "audit"}, Role: v1.RoleReadOnly, CredentialsSecretName: "reader"}}
+	create(t, writer)
+	create(t, reader)
+	waitCondition(t, writer, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	w, r := secret(t, ns, "writer").Data, secret(t, ns, "reader").Data
+	adm := superAdmin(t, b)
+	ctx := context.Background()
+	plain := kgo.DisableIdempotentWrite()
+
+	// The writer's Write removed, the reader given Write, out of band.
+	if _, err := adm.DeleteACLs(ctx, kadm.NewACLs().Allow("User:"+string(w["sasl.username"])).AllowHosts().Topics(topic).Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:"+string(r["sasl.username"])).Topics(topic).Operations(kadm.OpWrite)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the writer's Write restored and the reader's removed", func() (bool, string) {
+		werr, rerr := produceWith(t, w, topic, plain), produceWith(t, r, topic, plain)
+		return werr == nil && errors.Is(rerr, kerr.TopicAuthorizationFailed), fmt.Sprintf("writer: %v, reader: %v", werr, rerr)
+	})
+
+	// The writer's user deleted out of band: re-created with the Secret's
+	// password.
+	if _, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: string(w["sasl.username"]), Mechanism: kadm.ScramSha512}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the writer's user re-created", func() (bool, string) {
+		err := produceWith(t, w, topic, plain)
+		return err == nil, fmt.Sprint(err)
+	})
+	if now := secret(t, ns, "writer").Data; string(now["sasl.password"]) != string(w["sasl.password"]) {
+		t.Error("want the Secret's password kept: the Secret is the source of truth")
+	}
 }

@@ -29,9 +29,9 @@ type BucketyAccessSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.credentialsSecretName is immutable: create a new BucketyAccess to write another Secret"
 	CredentialsSecretName string `json:"credentialsSecretName"`
 
-	// Role is what the consumer may do. Defaults to ReadWrite. v1alpha1
-	// does not scope credentials: other roles are accepted and reported as
-	// ScopingNotImplemented.
+	// Role is what the consumer may do. Defaults to ReadWrite. Enforced on
+	// a backend that mints credentials per access; elsewhere every role
+	// gets the same credentials, reported as ScopingNotImplemented.
 	// +optional
 	// +kubebuilder:default=ReadWrite
 	Role Role `json:"role,omitempty"`
@@ -41,6 +41,17 @@ type BucketyAccessSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	Parameters map[string]string `json:"parameters,omitempty"`
+
+	// Rotation asks for a new credential on a backend that mints one per
+	// access: set it, or change it, to any new value (a date, a counter).
+	// The controller mints a new principal, writes it to the Secret, and
+	// revokes the previous one after the backend's
+	// credentials.rotationGrace, so a consumer that reloads its Secret
+	// meanwhile never fails to authenticate. status.rotation records the
+	// value honoured. No effect where credentials are not scoped.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Rotation string `json:"rotation,omitempty"`
 }
 
 // BucketyAccessStatus is what the controller observed and decided.
@@ -60,6 +71,11 @@ type BucketyAccessStatus struct {
 	// ObservedGeneration is the metadata.generation whose Secret is in sync.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Rotation is the spec.rotation value the current credential was
+	// minted for.
+	// +optional
+	Rotation string `json:"rotation,omitempty"`
 
 	// BucketyGeneration is the Buckety's metadata.generation the Secret was
 	// last written for; the Buckety is Ready only when every access has

@@ -5,7 +5,7 @@ import (
 )
 
 // CredentialPhase is where a minted credential is in its life.
-// +kubebuilder:validation:Enum=Minting;Active
+// +kubebuilder:validation:Enum=Minting;Active;Retiring
 type CredentialPhase string
 
 const (
@@ -17,6 +17,11 @@ const (
 	// CredentialActive: the access's Secret holds the principal and its
 	// secret.
 	CredentialActive CredentialPhase = "Active"
+	// CredentialRetiring: a newer credential of the access replaced this
+	// one in the Secret (a rotation); it still works until retireAfter,
+	// for consumers that have not reloaded the Secret, and is then
+	// revoked.
+	CredentialRetiring CredentialPhase = "Retiring"
 )
 
 // BucketyCredentialSpec records one principal the controller minted on a
@@ -38,8 +43,12 @@ type BucketyCredentialSpec struct {
 	// rotation. The principal is derived from the access's UID and it.
 	// +kubebuilder:validation:Minimum=1
 	Serial int32 `json:"serial"`
-	// Phase says whether the access's Secret holds the principal yet.
+	// Phase says whether the access's Secret holds the principal yet, or
+	// no longer.
 	Phase CredentialPhase `json:"phase"`
+	// RetireAfter is when a Retiring credential is revoked.
+	// +optional
+	RetireAfter *metav1.Time `json:"retireAfter,omitempty"`
 }
 
 // BucketyCredential is the controller's own record of a principal it minted
@@ -58,6 +67,7 @@ type BucketyCredentialSpec struct {
 // +kubebuilder:printcolumn:name="Owner-Namespace",type=string,JSONPath=`.spec.owner.namespace`
 // +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.spec.phase`
+// +kubebuilder:printcolumn:name="Retire-After",type=date,JSONPath=`.spec.retireAfter`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BucketyCredential struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -58,6 +58,11 @@ const (
 	// created; not reported for the first Secret of an implicit access,
 	// which its Buckety's event already announced.
 	EventSecretWritten = "SecretWritten"
+	// EventCredentialRotated (Normal, BucketyAccess): a rotation (spec.rotation
+	// changed, or the credential reached the backend's credentials.maxAge)
+	// minted a new principal for the access's Secret; the note names the
+	// new and the old principal, and how long the old one keeps working.
+	EventCredentialRotated = "CredentialRotated"
 	// EventSecretRepaired (Normal, BucketyAccess): the credentials Secret
 	// did not hold the expected keys and was rewritten.
 	EventSecretRepaired = "SecretRepaired"

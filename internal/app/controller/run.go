@@ -162,9 +162,15 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err
 	}
-	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o)})
+	credDrifted := make(chan event.GenericEvent, driftedBuffer)
+	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), CredentialDrift: credDrifted})
 	if err != nil {
 		return err
+	}
+	if o.DriftSweep > 0 {
+		if err := mgr.Add(&access.CredentialSweep{Reconciler: ar, Interval: o.DriftSweep, Drifted: credDrifted, Log: log.WithName("credential-sweep")}); err != nil {
+			return err
+		}
 	}
 	if err := addSweeper(mgr, o, set, drifted); err != nil {
 		return err

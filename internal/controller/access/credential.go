@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,31 +64,102 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 
 // credential finds or records the access's current credential and fills
 // acc's Principal, Secret and Assert. It returns nil, with the reason in
-// f, when the access must not be granted anything.
+// f, when the access must not be granted anything. It also rotates: when
+// spec.rotation differs from status.rotation, or the current credential
+// is older than the backend's credentials.maxAge, it records the next
+// serial, which this pass mints and writes to the Secret (settle then
+// retires the previous one). Retiring credentials past their retireAfter
+// are revoked here.
 func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
 	creds, err := r.credentials(ctx, a.UID)
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	var cur *v1.BucketyCredential
+	top := 0
 	for i := range creds {
-		if c := &creds[i]; c.Spec.Backend == e.Name && (cur == nil || c.Spec.Serial > cur.Spec.Serial) {
+		c := &creds[i]
+		if c.Spec.Backend != e.Name {
+			continue
+		}
+		top = max(top, int(c.Spec.Serial))
+		if c.Spec.Phase == v1.CredentialRetiring {
+			if c.Spec.RetireAfter == nil || !now.Before(c.Spec.RetireAfter.Time) {
+				if _, err := r.revoke(ctx, c, f); err != nil {
+					return nil, err
+				}
+			} else {
+				f.wakeAt(c.Spec.RetireAfter.Time)
+			}
+			continue
+		}
+		if cur == nil || c.Spec.Serial > cur.Spec.Serial {
 			cur = c
 		}
 	}
-	if cur == nil {
-		if cur, err = r.record(ctx, a, e, acc, 1, f); cur == nil || err != nil {
-			return nil, err
+	rotate := ""
+	switch {
+	case cur == nil:
+		rotate = "first"
+	case cur.Spec.Phase != v1.CredentialActive:
+	case a.Spec.Rotation != a.Status.Rotation:
+		rotate = fmt.Sprintf("spec.rotation %q", a.Spec.Rotation)
+	case e.Config.CredentialMaxAge() > 0:
+		due := cur.CreationTimestamp.Add(e.Config.CredentialMaxAge())
+		if !now.Before(due) {
+			rotate = fmt.Sprintf("older than credentials.maxAge %s", e.Config.CredentialMaxAge())
+		} else {
+			f.wakeAt(due)
 		}
 	}
+	if rotate != "" {
+		next, err := r.record(ctx, a, e, acc, top+1, f)
+		if next == nil || err != nil {
+			return nil, err
+		}
+		if cur != nil {
+			r.event(a, corev1.EventTypeNormal, v1.EventCredentialRotated, v1.EventActionWriteSecret,
+				fmt.Sprintf("minting %s to replace %s (%s); %s keeps working for %s", next.Spec.Principal, cur.Spec.Principal, rotate, cur.Spec.Principal, e.Config.RotationGrace()))
+		}
+		cur = next
+	}
 	acc.Principal = cur.Spec.Principal
-	secret, fresh, err := r.secretOf(ctx, a, cur.Spec.Principal)
+	secret, fresh, err := r.secretOf(ctx, a, e.Scoper, cur.Spec.Principal)
 	if err != nil {
 		return nil, err
 	}
 	acc.Secret = secret
-	acc.Assert = fresh || cur.Spec.Phase == v1.CredentialMinting || a.Generation != a.Status.ObservedGeneration
+	acc.Assert = r.reassert.take(a.UID) || fresh || cur.Spec.Phase == v1.CredentialMinting || a.Generation != a.Status.ObservedGeneration
 	return cur, nil
+}
+
+// settle runs once the Secret holds cur: cur becomes Active, every other
+// credential of the access on that backend Retiring (revoked after the
+// backend's rotationGrace), and status.rotation the value cur honours.
+func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, f *facts) error {
+	if err := r.activate(ctx, cur); err != nil {
+		return err
+	}
+	a.Status.Rotation = a.Spec.Rotation
+	creds, err := r.credentials(ctx, a.UID)
+	if err != nil {
+		return err
+	}
+	after := metav1.NewTime(time.Now().Add(e.Config.RotationGrace()))
+	for i := range creds {
+		c := &creds[i]
+		if c.Spec.Backend != e.Name || c.Name == cur.Name || c.Spec.Phase == v1.CredentialRetiring {
+			continue
+		}
+		before := c.DeepCopy()
+		c.Spec.Phase, c.Spec.RetireAfter = v1.CredentialRetiring, &after
+		if err := r.Client.Patch(ctx, c, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("retire credential %s: %w", c.Spec.Principal, err)
+		}
+		f.wakeAt(after.Time)
+	}
+	return nil
 }
 
 // record creates the record of the access's credential serial, after
@@ -145,7 +217,8 @@ func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential) erro
 // none), and whether it was read afresh. The Secret's data is not cached:
 // it is read when its resourceVersion differs from the one this
 // controller last wrote or read (kept in memory, with the secret).
-func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, principal string) (string, bool, error) {
+func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialScoper, principal string) (string, bool, error) {
+	principalKey, secretKey := sc.CredentialKeys()
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
@@ -169,10 +242,10 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, principa
 		// Secret that is not this access's.
 		return "", true, nil
 	}
-	if string(s.Data["sasl.username"]) != principal {
+	if string(s.Data[principalKey]) != principal {
 		return "", true, nil
 	}
-	secret := string(s.Data["sasl.password"])
+	secret := string(s.Data[secretKey])
 	r.secrets.put(a.UID, s.ResourceVersion, principal, secret)
 	return secret, true, nil
 }

@@ -1,6 +1,10 @@
 package access
 
-import "github.com/Yolean/buckety-controller/internal/controller/shared"
+import (
+	"time"
+
+	"github.com/Yolean/buckety-controller/internal/controller/shared"
+)
 
 // facts is what one reconcile learned.
 type facts struct {
@@ -27,6 +31,9 @@ type facts struct {
 	principalConflict string
 	// revokeWaiting: a recorded credential cannot be revoked yet.
 	revokeWaiting string
+	// wake is the earliest time a credential must be rotated or revoked
+	// (zero: none).
+	wake time.Time
 	// scoped is the driver's answer; nil when Grant did not run.
 	scoped *bool
 	// unscoped says why not, from the driver.
@@ -35,4 +42,11 @@ type facts struct {
 	synced bool
 	// secretName is the Secret written.
 	secretName string
+}
+
+// wakeAt records that a credential needs the access reconciled at t.
+func (f *facts) wakeAt(t time.Time) {
+	if f.wake.IsZero() || t.Before(f.wake) {
+		f.wake = t
+	}
 }

@@ -55,6 +55,8 @@ type Reconciler struct {
 	// secrets holds the secret of each scoped access's Secret
 	// (credential.go).
 	secrets knownSecrets
+	// reassert holds the accesses the credential sweep found drifted.
+	reassert reassertSet
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers
@@ -144,9 +146,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	if cred != nil {
-		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, string(g.Data["sasl.password"]))
-		if err := r.activate(ctx, cred); err != nil {
+		_, secretKey := e.Scoper.CredentialKeys()
+		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, string(g.Data[secretKey]))
+		if err := r.settle(ctx, a, e, cred, f); err != nil {
 			return requeue, err
+		}
+		if !f.wake.IsZero() {
+			if d := time.Until(f.wake) + time.Second; d < requeue.RequeueAfter {
+				requeue.RequeueAfter = d
+			}
 		}
 	}
 	a.Status.BucketyGeneration = b.Generation

@@ -8,9 +8,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
@@ -31,6 +33,9 @@ type Options struct {
 	Recheck time.Duration
 	// Controller are the controller's options: workers, rate limiter, queue.
 	Controller controller.Options
+	// CredentialDrift carries the accesses the credential sweep found
+	// drifted (CredentialSweep); nil: none.
+	CredentialDrift <-chan event.GenericEvent
 }
 
 // SetupWithManager builds the BucketyAccess reconciler and registers its
@@ -41,7 +46,10 @@ type Options struct {
 //   - a change to the Buckety it names (bucketyToAccesses, through the
 //     shared.IndexBucketyRef index): it waits for the Buckety's resource,
 //     and its grant follows the Buckety's parameters;
-//   - its own requeue: the re-check, a retry, a Secret conflict.
+//   - the credential sweep finding its principal drifted
+//     (Options.CredentialDrift);
+//   - its own requeue: the re-check, a retry, a Secret conflict, a
+//     credential to retire or rotate.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
@@ -53,9 +61,13 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Backoff:   &shared.Backoff{},
 		Written:   &shared.Written{},
 	}
-	err := builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1.BucketyAccess{}).
+		For(&v1.BucketyAccess{})
+	if o.CredentialDrift != nil {
+		b = b.WatchesRawSource(source.Channel(o.CredentialDrift, &handler.EnqueueRequestForObject{}))
+	}
+	err := b.
 		// Metadata only: Secrets a tenant labels as buckety's are in the
 		// cache too, and must not cost their data in memory.
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).

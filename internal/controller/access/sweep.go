@@ -1,0 +1,163 @@
+package access
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// CredentialSweep is the drift sweep of minted credentials: each Interval,
+// per backend whose driver is a drivers.CredentialSweeper, one call judges
+// every Active credential of that backend (kadm: two requests for the
+// whole cluster), and the accesses whose principal drifted (rights added
+// or removed out of band, the principal deleted) are reconciled with
+// Assert, which restores the principal from the Secret and makes its
+// rights exactly the role's. Runs on the leader only.
+type CredentialSweep struct {
+	// Reconciler supplies the clients, backends and claims, and takes the
+	// drifted accesses.
+	Reconciler *Reconciler
+	// Interval is the period of the sweep.
+	Interval time.Duration
+	// Drifted receives the accesses to reconcile (a source of the access
+	// controller).
+	Drifted chan<- event.GenericEvent
+	// Log is the logger.
+	Log logr.Logger
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (s *CredentialSweep) NeedLeaderElection() bool { return true }
+
+// Start implements manager.Runnable.
+func (s *CredentialSweep) Start(ctx context.Context) error {
+	t := time.NewTicker(s.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if n, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Error(err, "sweeping credentials")
+		} else if n > 0 {
+			s.Log.Info("credentials drifted out of band; re-asserting them", "accesses", n)
+		}
+	}
+}
+
+// SweepOnce sweeps every backend once and hands over the drifted
+// accesses; it returns how many drifted.
+func (s *CredentialSweep) SweepOnce(ctx context.Context) (int, error) {
+	r := s.Reconciler
+	var list v1.BucketyCredentialList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return 0, err
+	}
+	type item struct {
+		uid    types.UID
+		access types.NamespacedName
+	}
+	byBackend := map[string][]drivers.Access{}
+	items := map[string][]item{}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Spec.Phase != v1.CredentialActive {
+			continue
+		}
+		acc, key, ok := s.expected(ctx, c)
+		if !ok {
+			continue
+		}
+		byBackend[c.Spec.Backend] = append(byBackend[c.Spec.Backend], acc)
+		items[c.Spec.Backend] = append(items[c.Spec.Backend], item{types.UID(c.Spec.Owner.UID), key})
+	}
+	n := 0
+	var firstErr error
+	for name, as := range byBackend {
+		e, ok := r.Backends.Get(name)
+		if !ok || e.CredentialSweeper == nil {
+			continue
+		}
+		drifted, err := e.CredentialSweeper.SweepCredentials(ctx, as)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		for _, i := range drifted {
+			it := items[name][i]
+			r.reassert.mark(it.uid)
+			select {
+			case s.Drifted <- event.GenericEvent{Object: &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: it.access.Namespace, Name: it.access.Name}}}:
+				n++
+			case <-ctx.Done():
+				return n, ctx.Err()
+			}
+		}
+	}
+	return n, firstErr
+}
+
+// expected is what the credential's principal should be allowed, from the
+// cache: its access's role and parameters on its Buckety's claimed
+// resource. Credentials whose access or claim is not settled are left to
+// their access's own reconcile.
+func (s *CredentialSweep) expected(ctx context.Context, c *v1.BucketyCredential) (drivers.Access, types.NamespacedName, bool) {
+	r := s.Reconciler
+	key := types.NamespacedName{Namespace: c.Spec.Owner.Namespace, Name: c.Spec.Owner.Name}
+	a := &v1.BucketyAccess{}
+	if err := r.Client.Get(ctx, key, a); err != nil || string(a.UID) != c.Spec.Owner.UID || !a.DeletionTimestamp.IsZero() {
+		return drivers.Access{}, key, false
+	}
+	b := &v1.Buckety{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b); err != nil {
+		return drivers.Access{}, key, false
+	}
+	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	if err != nil {
+		return drivers.Access{}, key, false
+	}
+	for _, cl := range owned {
+		if cl.Spec.Backend == c.Spec.Backend && (cl.Spec.Phase == v1.ClaimCreated || cl.Spec.Phase == v1.ClaimAdopted) {
+			return drivers.Access{Resource: cl.Spec.ResourceName, Namespace: a.Namespace, Name: a.Name, UID: string(a.UID),
+				Role: string(a.Spec.Role), Parameters: a.Spec.Parameters, Principal: c.Spec.Principal}, key, true
+		}
+	}
+	return drivers.Access{}, key, false
+}
+
+// reassertSet holds the accesses the sweep found drifted, until their next
+// reconcile asserts their credential.
+type reassertSet struct {
+	mu sync.Mutex
+	m  map[types.UID]bool
+}
+
+func (s *reassertSet) mark(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.UID]bool{}
+	}
+	s.m[uid] = true
+}
+
+// take reports whether uid was marked, and unmarks it.
+func (s *reassertSet) take(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := s.m[uid]
+	delete(s.m, uid)
+	return ok
+}
