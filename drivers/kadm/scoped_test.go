@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
@@ -33,9 +32,7 @@ func secretClient(t *testing.T, data map[string][]byte, opts ...kgo.Opt) *kgo.Cl
 	if got := string(data[SecretSASLMechanism]); got != "SCRAM-SHA-512" {
 		t.Fatalf("want sasl.mechanism SCRAM-SHA-512, got %q", got)
 	}
-	auth := scram.Auth{User: string(data[SecretSASLUsername]), Pass: string(data[SecretSASLPassword])}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(string(data[SecretBootstrap]), ",")...),
-		kgo.SASL(auth.AsSha512Mechanism()), kgo.RequestRetries(0), kgo.RetryTimeout(2 * time.Second)}, opts...)...)
+	cl, err := kafka.SecretClient(data, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,20 +51,7 @@ func consume(t *testing.T, data map[string][]byte, topic, group string) error {
 	cl := secretClient(t, data, kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return ferr
-		}
-		if fs.NumRecords() > 0 {
-			return nil
-		}
-	}
+	return kafka.ConsumeOne(ctx, cl)
 }
 
 func grantAs(t *testing.T, be *Backend, topic, uid, role string, secret string, assert bool) map[string][]byte {
@@ -95,6 +79,12 @@ func TestScopingNeedsSASLAndAnAuthorizer(t *testing.T) {
 	noAuthz := scopedFixture(t, false)
 	if s, err := noAuthz.backend.Scoping(context.Background()); err != nil || s.Scoped || !strings.Contains(s.Reason, "no authorizer") {
 		t.Errorf("SASL without ACLs: want not scoped, no authorizer; got %+v, %v", s, err)
+	}
+	old := newFixture(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, Kafka26: true}, func(c *Config) {
+		c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}
+	})
+	if s, err := old.backend.Scoping(context.Background()); err != nil || s.Scoped || !strings.Contains(s.Reason, "no SCRAM admin API") {
+		t.Errorf("Kafka 2.6: want not scoped, no SCRAM admin API; got %+v, %v", s, err)
 	}
 	scoped := scopedFixture(t, true)
 	if s, err := scoped.backend.Scoping(context.Background()); err != nil || !s.Scoped {

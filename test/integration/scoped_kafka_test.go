@@ -81,9 +81,7 @@ func secretKafka(t *testing.T, data map[string][]byte, opts ...kgo.Opt) *kgo.Cli
 	if got := string(data["sasl.mechanism"]); got != "SCRAM-SHA-512" {
 		t.Fatalf("want sasl.mechanism SCRAM-SHA-512 in the Secret, got %q", got)
 	}
-	auth := scram.Auth{User: string(data["sasl.username"]), Pass: string(data["sasl.password"])}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(string(data["bootstrap"]), ",")...),
-		kgo.SASL(auth.AsSha512Mechanism()), kgo.RequestRetries(0), kgo.RetryTimeout(2 * time.Second)}, opts...)...)
+	cl, err := kafka.SecretClient(data, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,20 +100,7 @@ func consumeWith(t *testing.T, data map[string][]byte, topic, group string) erro
 	cl := secretKafka(t, data, kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return ferr
-		}
-		if fs.NumRecords() > 0 {
-			return nil
-		}
-	}
+	return kafka.ConsumeOne(ctx, cl)
 }
 
 func credentialsOf(t *testing.T, uid types.UID) []v1.BucketyCredential {
@@ -395,9 +380,8 @@ func TestScopedRotation(t *testing.T) {
 					cl.Close()
 				}
 				user, users[u] = u, true
-				auth := scram.Auth{User: u, Pass: string(s.Data["sasl.password"])}
 				var err error
-				if cl, err = kgo.NewClient(kgo.SeedBrokers(strings.Split(string(s.Data["bootstrap"]), ",")...), kgo.SASL(auth.AsSha512Mechanism()), kgo.RequestRetries(0)); err != nil {
+				if cl, err = kafka.SecretClient(s.Data); err != nil {
 					failures = append(failures, err.Error())
 					continue
 				}

@@ -34,6 +34,9 @@ type Options struct {
 	// ReauthMS is the broker's connections.max.reauth.ms: a SASL
 	// connection must re-authenticate within it, or is closed.
 	ReauthMS int
+	// Kafka26 makes the broker answer only Kafka 2.6's API versions,
+	// without the SCRAM admin API.
+	Kafka26 bool
 	// TLSCert and TLSKey are PEM files to serve TLS with.
 	TLSCert, TLSKey string
 	// DataDir persists state so a restart keeps topics.
@@ -118,6 +121,9 @@ func (b *Broker) start() error {
 	}
 	if b.opts.ACLs {
 		args = append(args, "--acls")
+	}
+	if b.opts.Kafka26 {
+		args = append(args, "--kafka-2.6")
 	}
 	if b.opts.ReauthMS > 0 {
 		args = append(args, "--reauth-ms", strconv.Itoa(b.opts.ReauthMS))

@@ -3,7 +3,8 @@
 // TCP: clients speak the Kafka protocol to it exactly as to Kafka.
 //
 //	broker --ports 19092 --addr-file /tmp/addrs [--brokers 1] [--data-dir DIR]
-//	       [--sasl SCRAM-SHA-256:admin:secret [--acls] [--reauth-ms N]] [--tls-cert F --tls-key F]
+//	       [--sasl SCRAM-SHA-256:admin:secret [--acls] [--reauth-ms N]] [--kafka-2.6]
+//	       [--tls-cert F --tls-key F]
 //	       [--stats-addr 127.0.0.1:PORT]
 //
 // It writes the comma-separated listen addresses to --addr-file once it
@@ -36,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 type list []string
@@ -63,6 +65,7 @@ func run() error {
 	flag.Var(&sasls, "sasl", "MECHANISM:user:password of a superuser; enables SASL (repeatable)")
 	acls := flag.Bool("acls", false, "enforce ACLs: users other than the --sasl superusers may do only what their ACLs allow")
 	reauthMS := flag.Int("reauth-ms", 0, "connections.max.reauth.ms: SASL connections must re-authenticate within it (0: never)")
+	kafka26 := flag.Bool("kafka-2.6", false, "answer only the API versions of Kafka 2.6: no SCRAM admin API (KIP-554)")
 	flag.Parse()
 
 	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.DefaultNumPartitions(*partitions)}
@@ -99,6 +102,9 @@ func run() error {
 	}
 	if *acls {
 		opts = append(opts, kfake.EnableACLs())
+	}
+	if *kafka26 {
+		opts = append(opts, kfake.MaxVersions(kversion.V2_6_0()))
 	}
 	if *reauthMS > 0 {
 		opts = append(opts, kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": strconv.Itoa(*reauthMS)}))

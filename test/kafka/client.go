@@ -1,0 +1,49 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// SecretClient connects as a workload does, with nothing but an access
+// Secret's keys: bootstrap, and the SCRAM user of sasl.username,
+// sasl.password and sasl.mechanism. It does not retry, so a refusal
+// surfaces at once.
+func SecretClient(data map[string][]byte, opts ...kgo.Opt) (*kgo.Client, error) {
+	auth := scram.Auth{User: string(data["sasl.username"]), Pass: string(data["sasl.password"])}
+	var mech kgo.Opt
+	switch m := string(data["sasl.mechanism"]); m {
+	case "SCRAM-SHA-512":
+		mech = kgo.SASL(auth.AsSha512Mechanism())
+	case "SCRAM-SHA-256":
+		mech = kgo.SASL(auth.AsSha256Mechanism())
+	default:
+		return nil, fmt.Errorf("sasl.mechanism %q: want SCRAM-SHA-512 or SCRAM-SHA-256", m)
+	}
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(string(data["bootstrap"]), ",")...),
+		mech, kgo.RequestRetries(0), kgo.RetryTimeout(2 * time.Second)}, opts...)...)
+}
+
+// ConsumeOne polls cl (a consumer) until it has a record, or returns the
+// first error it fetches, or ctx's.
+func ConsumeOne(ctx context.Context, cl *kgo.Client) error {
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return ferr
+		}
+		if fs.NumRecords() > 0 {
+			return nil
+		}
+	}
+}
