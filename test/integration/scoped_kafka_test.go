@@ -422,6 +422,31 @@ func TestScopedRotation(t *testing.T) {
 	if len(failures) > 0 || len(users) != 2 {
 		t.Errorf("want the reloading consumer to switch users (saw %d) without a failure, got %q", len(users), failures)
 	}
+
+	// One rotation at a time: asked again while the previous user is still
+	// Retiring, the next rotation waits for its revocation, so an access
+	// never has more than two users.
+	patch(t, a, `{"spec":{"rotation":"again"}}`)
+	var third map[string][]byte
+	eventually(t, wait, "a third user in the Secret", func() (bool, string) {
+		third = secret(t, ns, "app").Data
+		return string(third["sasl.username"]) != string(second["sasl.username"]), string(third["sasl.username"])
+	})
+	patch(t, a, `{"spec":{"rotation":"and-again"}}`)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := len(credentialsOf(t, a.UID)); n > 2 {
+			t.Fatalf("want at most two users per access, got %d records", n)
+		}
+		if u := string(secret(t, ns, "app").Data["sasl.username"]); u != string(third["sasl.username"]) {
+			t.Fatalf("want the next rotation to wait for the previous user's revocation, the Secret moved to %s", u)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	eventually(t, wait, "the waiting rotation done after the grace", func() (bool, string) {
+		u := string(secret(t, ns, "app").Data["sasl.username"])
+		return u != string(third["sasl.username"]), u
+	})
 }
 
 // TestScopedCredentialDriftIsRepaired: ACLs removed or added out of band

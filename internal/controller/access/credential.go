@@ -68,8 +68,10 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 // spec.rotation differs from status.rotation, or the current credential
 // is older than the backend's credentials.maxAge, it records the next
 // serial, which this pass mints and writes to the Secret (settle then
-// retires the previous one). Retiring credentials past their retireAfter
-// are revoked here.
+// retires the previous one), unless a previous rotation's credential is
+// still Retiring: then it waits for that one's revocation (and
+// status.rotation keeps the value last honoured). Retiring
+// credentials past their retireAfter are revoked here.
 func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
 	creds, err := r.credentials(ctx, a.UID)
 	if err != nil {
@@ -77,7 +79,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 	}
 	now := time.Now()
 	var cur *v1.BucketyCredential
-	top := 0
+	top, retiring := 0, false
 	for i := range creds {
 		c := &creds[i]
 		if c.Spec.Backend != e.Name {
@@ -90,6 +92,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 					return nil, err
 				}
 			} else {
+				retiring = true
 				f.wakeAt(c.Spec.RetireAfter.Time)
 			}
 			continue
@@ -112,6 +115,12 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		} else {
 			f.wakeAt(due)
 		}
+	}
+	if rotate != "" && cur != nil && retiring {
+		// One rotation at a time: the next waits until the previous
+		// credential is revoked, so an access has at most two principals
+		// however often its tenant changes spec.rotation.
+		rotate, f.rotationDeferred = "", true
 	}
 	if rotate != "" {
 		next, err := r.record(ctx, a, e, acc, top+1, f)
@@ -136,12 +145,15 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 
 // settle runs once the Secret holds cur: cur becomes Active, every other
 // credential of the access on that backend Retiring (revoked after the
-// backend's rotationGrace), and status.rotation the value cur honours.
+// backend's rotationGrace), and status.rotation the value cur honours
+// (unchanged while a rotation waits).
 func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, f *facts) error {
 	if err := r.activate(ctx, cur); err != nil {
 		return err
 	}
-	a.Status.Rotation = a.Spec.Rotation
+	if !f.rotationDeferred {
+		a.Status.Rotation = a.Spec.Rotation
+	}
 	creds, err := r.credentials(ctx, a.UID)
 	if err != nil {
 		return err

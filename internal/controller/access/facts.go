@@ -31,6 +31,9 @@ type facts struct {
 	principalConflict string
 	// revokeWaiting: a recorded credential cannot be revoked yet.
 	revokeWaiting string
+	// rotationDeferred: a rotation was asked for while the previous one's
+	// credential is still Retiring; it runs once that one is revoked.
+	rotationDeferred bool
 	// wake is the earliest time a credential must be rotated or revoked
 	// (zero: none).
 	wake time.Time
