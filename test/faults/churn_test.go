@@ -169,6 +169,13 @@ func runChurn(t *testing.T, e *env, p params, tb *table, run string, f fault) {
 			} else {
 				obj.Spec.Name = "${namespace}-${name}"
 			}
+			if b.retained {
+				// Over the resource a previous incarnation retained, which
+				// may hold that incarnation's parameters: buckety converges
+				// a resource that existed before only when both the backend
+				// and the Buckety ask it to.
+				obj.Spec.Adoption = v1.AdoptionAndConverge
+			}
 			secret := ""
 			if r.Intn(2) == 0 {
 				secret = b.name + "-default"

@@ -154,8 +154,13 @@ func (e *env) configYAML(p params) string {
   config:
     seedBrokers: [%s]
     requestTimeout: 5s
+  # A churned Buckety re-created over the resource its previous
+  # incarnation retained asks to adopt and converge it (churn_test.go).
+  namePolicy: {prefix: "$${namespace}."}
+  adoption: {allow: true}
 - name: s3
   driver: s3
+  adoption: {allow: true}
   config:
     implementation: %s
     endpoint: %s
