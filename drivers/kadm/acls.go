@@ -21,6 +21,14 @@ type acl struct {
 	name    string
 	pattern kmsg.ACLResourcePatternType
 	op      kmsg.ACLOperation
+	// foreign: a deny or host-restricted ACL, which buckety never makes:
+	// it never matches a wanted one, so it is removed as an extra.
+	foreign bool
+}
+
+// allowed is the kind of ACL buckety makes: allow, any host.
+func allowed(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, op kmsg.ACLOperation) acl {
+	return acl{typ: typ, name: name, pattern: pattern, op: op}
 }
 
 // wantACLs is the exact ACL set of an access's role.
@@ -32,15 +40,15 @@ func wantACLs(a drivers.Access) []acl {
 	var out []acl
 	switch a.Role {
 	case "ReadOnly":
-		out = append(out, acl{topic, a.Resource, lit, read}, acl{topic, a.Resource, lit, describe},
-			acl{group, gp, pre, read}, acl{group, gp, pre, describe})
+		out = append(out, allowed(topic, a.Resource, lit, read), allowed(topic, a.Resource, lit, describe),
+			allowed(group, gp, pre, read), allowed(group, gp, pre, describe))
 	case "WriteOnly":
-		out = append(out, acl{topic, a.Resource, lit, write}, acl{topic, a.Resource, lit, describe},
-			acl{txn, gp, pre, write}, acl{txn, gp, pre, describe})
+		out = append(out, allowed(topic, a.Resource, lit, write), allowed(topic, a.Resource, lit, describe),
+			allowed(txn, gp, pre, write), allowed(txn, gp, pre, describe))
 	default:
-		out = append(out, acl{topic, a.Resource, lit, read}, acl{topic, a.Resource, lit, write}, acl{topic, a.Resource, lit, describe},
-			acl{group, gp, pre, read}, acl{group, gp, pre, describe},
-			acl{txn, gp, pre, write}, acl{txn, gp, pre, describe})
+		out = append(out, allowed(topic, a.Resource, lit, read), allowed(topic, a.Resource, lit, write), allowed(topic, a.Resource, lit, describe),
+			allowed(group, gp, pre, read), allowed(group, gp, pre, describe),
+			allowed(txn, gp, pre, write), allowed(txn, gp, pre, describe))
 	}
 	return out
 }
@@ -98,40 +106,62 @@ func (b *Backend) setACLs(ctx context.Context, principal string, want []acl) err
 	return nil
 }
 
-// describeACLs reads every allow ACL of principal.
-func (b *Backend) describeACLs(ctx context.Context, principal string) (map[acl]bool, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
+// describeACLsRequest asks for every ACL of principal (a Kafka principal,
+// User:name), or of everyone when principal is nil.
+func describeACLsRequest(principal *string) *kmsg.DescribeACLsRequest {
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType = kmsg.ACLResourceTypeAny
 	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
 	req.Operation = kmsg.ACLOperationAny
 	req.PermissionType = kmsg.ACLPermissionTypeAny
-	p := "User:" + principal
-	req.Principal = &p
-	resp, err := req.RequestWith(ctx, b.kgo)
+	req.Principal = principal
+	return req
+}
+
+// listACLs reads the ACLs of buckety's principals (users named with
+// principalPrefix), by user name: of principal only, or of all of them
+// when principal is "" (one request either way).
+func (b *Backend) listACLs(ctx context.Context, principal string) (map[string]map[acl]bool, error) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	var filter *string
+	if principal != "" {
+		filter = kmsg.StringPtr("User:" + principal)
+	}
+	resp, err := describeACLsRequest(filter).RequestWith(ctx, b.kgo)
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	if err != nil {
-		return nil, b.classify(fmt.Errorf("describe ACLs of %s: %w", principal, err))
+		return nil, b.classify(fmt.Errorf("describe ACLs: %w", err))
 	}
-	out := map[acl]bool{}
+	out := map[string]map[acl]bool{}
 	for _, r := range resp.Resources {
 		for _, x := range r.ACLs {
-			if x.Principal != p {
+			user, ok := strings.CutPrefix(x.Principal, "User:")
+			if !ok || !strings.HasPrefix(user, principalPrefix) || (principal != "" && user != principal) {
 				continue
 			}
-			// A deny or a host-restricted ACL is not one buckety makes:
-			// it is removed like any other extra (keyed apart).
-			k := acl{r.ResourceType, r.ResourceName, r.ResourcePatternType, x.Operation}
-			if x.PermissionType != kmsg.ACLPermissionTypeAllow || x.Host != "*" {
-				k.op = -x.Operation - 1
+			if out[user] == nil {
+				out[user] = map[acl]bool{}
 			}
-			out[k] = true
+			out[user][acl{typ: r.ResourceType, name: r.ResourceName, pattern: r.ResourcePatternType, op: x.Operation,
+				foreign: x.PermissionType != kmsg.ACLPermissionTypeAllow || x.Host != "*"}] = true
 		}
 	}
 	return out, nil
+}
+
+// describeACLs reads every ACL of principal.
+func (b *Backend) describeACLs(ctx context.Context, principal string) (map[acl]bool, error) {
+	all, err := b.listACLs(ctx, principal)
+	if err != nil {
+		return nil, err
+	}
+	if all[principal] == nil {
+		return map[acl]bool{}, nil
+	}
+	return all[principal], nil
 }
 
 // deleteACLs deletes principal's ACLs in list (any host and permission).
@@ -142,13 +172,8 @@ func (b *Backend) deleteACLs(ctx context.Context, principal string, list []acl) 
 	p := "User:" + principal
 	for _, x := range list {
 		f := kmsg.NewDeleteACLsRequestFilter()
-		name := x.name
-		op := x.op
-		if op < 0 {
-			op = -op - 1
-		}
-		f.ResourceType, f.ResourceName, f.ResourcePatternType = x.typ, &name, x.pattern
-		f.Principal, f.Operation, f.PermissionType = &p, op, kmsg.ACLPermissionTypeAny
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = x.typ, kmsg.StringPtr(x.name), x.pattern
+		f.Principal, f.Operation, f.PermissionType = &p, x.op, kmsg.ACLPermissionTypeAny
 		req.Filters = append(req.Filters, f)
 	}
 	return b.execDeleteACLs(ctx, principal, req)
@@ -183,34 +208,9 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
 		return nil, b.classify(fmt.Errorf("describe SCRAM users: %w", err))
 	}
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType = kmsg.ACLResourceTypeAny
-	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
-	req.Operation = kmsg.ACLOperationAny
-	req.PermissionType = kmsg.ACLPermissionTypeAny
-	resp, err := req.RequestWith(ctx, b.kgo)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
+	have, err := b.listACLs(ctx, "")
 	if err != nil {
-		return nil, b.classify(fmt.Errorf("describe ACLs: %w", err))
-	}
-	have := map[string]map[acl]bool{}
-	for _, r := range resp.Resources {
-		for _, x := range r.ACLs {
-			p, ok := strings.CutPrefix(x.Principal, "User:")
-			if !ok || !strings.HasPrefix(p, principalPrefix) {
-				continue
-			}
-			k := acl{r.ResourceType, r.ResourceName, r.ResourcePatternType, x.Operation}
-			if x.PermissionType != kmsg.ACLPermissionTypeAllow || x.Host != "*" {
-				k.op = -x.Operation - 1
-			}
-			if have[p] == nil {
-				have[p] = map[acl]bool{}
-			}
-			have[p][k] = true
-		}
+		return nil, err
 	}
 	var drifted []int
 	for i, a := range as {

@@ -113,13 +113,7 @@ func (b *Backend) probeScoping(ctx context.Context) (drivers.Scoping, error) {
 		}
 		return drivers.Scoping{}, b.classify(fmt.Errorf("describe SCRAM users: %w", err))
 	}
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType = kmsg.ACLResourceTypeAny
-	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
-	req.Operation = kmsg.ACLOperationAny
-	req.PermissionType = kmsg.ACLPermissionTypeAny
-	p := "User:" + principalPrefix + "probe"
-	req.Principal = &p
+	req := describeACLsRequest(kmsg.StringPtr("User:" + principalPrefix + "probe"))
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
 		return drivers.Scoping{}, b.classify(fmt.Errorf("describe ACLs: %w", err))
