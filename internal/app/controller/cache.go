@@ -52,40 +52,46 @@ func cacheOptions() ctrlcache.Options {
 	}
 }
 
-// stripForCache is the cache's transform (see cacheOptions). It runs on the
-// informer's goroutine before the object is stored, on objects the informer
-// owns, so it may change them in place.
-func stripForCache(obj any) (any, error) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		o, err := stripForCache(d.Obj)
-		d.Obj = o
-		return d, err
-	}
-	o, ok := obj.(client.Object)
-	if !ok {
+// objectTransform makes strip a cache transform: it runs on the
+// informer's goroutine before an object is stored, on objects the informer
+// owns, so strip may change them in place. A deletion tombstone is
+// unwrapped; anything that is not an object passes through.
+func objectTransform(strip func(client.Object)) func(any) (any, error) {
+	var t func(any) (any, error)
+	t = func(obj any) (any, error) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			o, err := t(d.Obj)
+			d.Obj = o
+			return d, err
+		}
+		if o, ok := obj.(client.Object); ok {
+			o.SetManagedFields(nil)
+			strip(o)
+		}
 		return obj, nil
 	}
-	o.SetManagedFields(nil)
+	return t
+}
+
+// stripForCache is the cache's transform (see cacheOptions).
+var stripForCache = objectTransform(func(o client.Object) {
 	switch t := o.(type) {
 	case *v1.BucketyClaim:
-		return o, nil
 	case *v1.Buckety:
 		o.SetAnnotations(nil)
 		o.SetOwnerReferences(nil)
 		o.SetLabels(keep(o.GetLabels(), templateLabels(t.Spec.Name)...))
-		return o, nil
 	case *v1.BucketyAccess:
 		o.SetAnnotations(nil)
 		o.SetOwnerReferences(controllerOnly(o.GetOwnerReferences()))
 		o.SetLabels(keep(o.GetLabels(), v1.ImplicitLabel))
-		return o, nil
+	default:
+		if a := o.GetAnnotations(); a[lastApplied] != "" {
+			delete(a, lastApplied)
+			o.SetAnnotations(a)
+		}
 	}
-	if a := o.GetAnnotations(); a[lastApplied] != "" {
-		delete(a, lastApplied)
-		o.SetAnnotations(a)
-	}
-	return o, nil
-}
+})
 
 // lastApplied is the annotation kubectl apply (client-side) keeps the whole
 // applied object in.
@@ -95,17 +101,7 @@ const lastApplied = corev1.LastAppliedConfigAnnotation
 // metadata informer's PartialObjectMetadata, or a full Secret should a
 // reader ever ask for one) is reduced to what ownership checks read. A full
 // Secret keeps no data: the access controller reads data fresh.
-func stripSecret(obj any) (any, error) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		o, err := stripSecret(d.Obj)
-		d.Obj = o
-		return d, err
-	}
-	o, ok := obj.(client.Object)
-	if !ok {
-		return obj, nil
-	}
-	o.SetManagedFields(nil)
+var stripSecret = objectTransform(func(o client.Object) {
 	o.SetAnnotations(nil)
 	o.SetFinalizers(nil)
 	o.SetOwnerReferences(controllerOnly(o.GetOwnerReferences()))
@@ -113,8 +109,7 @@ func stripSecret(obj any) (any, error) {
 	if s, ok := o.(*corev1.Secret); ok {
 		s.Data, s.StringData = nil, nil
 	}
-	return o, nil
-}
+})
 
 // keep returns the labels among keys, or nil.
 func keep(l map[string]string, keys ...string) map[string]string {
