@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,11 +52,11 @@ func wantACLs(a drivers.Access) []acl {
 	return out
 }
 
-// setACLs makes principal's ACLs exactly want: it reads them (one
-// DescribeACLs), deletes those not wanted and creates those missing.
+// setACLs makes principal's ACLs exactly want: it reads them, deletes
+// those not wanted and creates those missing (each a batched request).
 // Every ACL of a buckety principal is buckety's (the principal is).
 func (b *Backend) setACLs(ctx context.Context, principal string, want []acl) error {
-	have, err := b.describeACLs(ctx, principal)
+	have, err := b.principalACLs(ctx, principal)
 	if err != nil {
 		return err
 	}
@@ -85,25 +84,7 @@ func (b *Backend) setACLs(ctx context.Context, principal string, want []acl) err
 	if len(missing) == 0 {
 		return nil
 	}
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	req := kmsg.NewPtrCreateACLsRequest()
-	for _, m := range missing {
-		c := kmsg.NewCreateACLsRequestCreation()
-		c.ResourceType, c.ResourceName, c.ResourcePatternType = m.typ, m.name, m.pattern
-		c.Principal, c.Host, c.Operation, c.PermissionType = "User:"+principal, "*", m.op, kmsg.ACLPermissionTypeAllow
-		req.Creations = append(req.Creations, c)
-	}
-	resp, err := req.RequestWith(ctx, b.kgo)
-	if err != nil {
-		return b.classify(fmt.Errorf("create ACLs of %s: %w", principal, err))
-	}
-	for _, r := range resp.Results {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			return b.classify(fmt.Errorf("create ACLs of %s: %w", principal, err))
-		}
-	}
-	return nil
+	return b.createACLs(ctx, principal, missing)
 }
 
 // describeACLsRequest asks for every ACL of principal (a Kafka principal,
@@ -118,78 +99,17 @@ func describeACLsRequest(principal *string) *kmsg.DescribeACLsRequest {
 	return req
 }
 
-// listACLs reads the ACLs of buckety's principals (users named with
-// principalPrefix), by user name: of principal only, or of all of them
-// when principal is "" (one request either way).
-func (b *Backend) listACLs(ctx context.Context, principal string) (map[string]map[acl]bool, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	var filter *string
-	if principal != "" {
-		filter = kmsg.StringPtr("User:" + principal)
-	}
-	resp, err := describeACLsRequest(filter).RequestWith(ctx, b.kgo)
+// listACLs reads the ACLs of every buckety principal (users named with
+// principalPrefix), by user name, in one request.
+func (b *Backend) listACLs(ctx context.Context) (map[string]map[acl]bool, error) {
+	resp, err := describeACLsRequest(nil).RequestWith(ctx, b.kgo)
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	if err != nil {
 		return nil, b.classify(fmt.Errorf("describe ACLs: %w", err))
 	}
-	out := map[string]map[acl]bool{}
-	for _, r := range resp.Resources {
-		for _, x := range r.ACLs {
-			user, ok := strings.CutPrefix(x.Principal, "User:")
-			if !ok || !strings.HasPrefix(user, principalPrefix) || (principal != "" && user != principal) {
-				continue
-			}
-			if out[user] == nil {
-				out[user] = map[acl]bool{}
-			}
-			out[user][acl{typ: r.ResourceType, name: r.ResourceName, pattern: r.ResourcePatternType, op: x.Operation,
-				foreign: x.PermissionType != kmsg.ACLPermissionTypeAllow || x.Host != "*"}] = true
-		}
-	}
-	return out, nil
-}
-
-// describeACLs reads every ACL of principal.
-func (b *Backend) describeACLs(ctx context.Context, principal string) (map[acl]bool, error) {
-	all, err := b.listACLs(ctx, principal)
-	if err != nil {
-		return nil, err
-	}
-	if all[principal] == nil {
-		return map[acl]bool{}, nil
-	}
-	return all[principal], nil
-}
-
-// deleteACLs deletes principal's ACLs in list (any host and permission).
-func (b *Backend) deleteACLs(ctx context.Context, principal string, list []acl) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	req := kmsg.NewPtrDeleteACLsRequest()
-	p := "User:" + principal
-	for _, x := range list {
-		f := kmsg.NewDeleteACLsRequestFilter()
-		f.ResourceType, f.ResourceName, f.ResourcePatternType = x.typ, kmsg.StringPtr(x.name), x.pattern
-		f.Principal, f.Operation, f.PermissionType = &p, x.op, kmsg.ACLPermissionTypeAny
-		req.Filters = append(req.Filters, f)
-	}
-	return b.execDeleteACLs(ctx, principal, req)
-}
-
-func (b *Backend) execDeleteACLs(ctx context.Context, principal string, req *kmsg.DeleteACLsRequest) error {
-	resp, err := req.RequestWith(ctx, b.kgo)
-	if err != nil {
-		return b.classify(fmt.Errorf("delete ACLs of %s: %w", principal, err))
-	}
-	for _, r := range resp.Results {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			return b.classify(fmt.Errorf("delete ACLs of %s: %w", principal, err))
-		}
-	}
-	return nil
+	return parseACLs(resp), nil
 }
 
 var _ drivers.CredentialSweeper = (*Backend)(nil)
@@ -208,7 +128,7 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
 		return nil, b.classify(fmt.Errorf("describe SCRAM users: %w", err))
 	}
-	have, err := b.listACLs(ctx, "")
+	have, err := b.listACLs(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,12 @@ type Backend struct {
 	partitions *batcher[int32, string]
 	alters     *batcher[[]kadm.AlterConfig, string]
 	deletes    *batcher[struct{}, string]
+	// Batchers of per-access users and ACLs (credbatch.go).
+	scramReads  *batcher[struct{}, kadm.DescribedUserSCRAM]
+	scramWrites *batcher[scramOp, struct{}]
+	aclReads    *batcher[struct{}, map[acl]bool]
+	aclCreates  *batcher[[]acl, struct{}]
+	aclDeletes  *batcher[[]acl, struct{}]
 	// observed is what the backend last saw of each topic (observed.go).
 	observed *observations
 	// scoping caches whether the cluster can scope credentials (scoped.go).
@@ -57,6 +63,7 @@ func newBackend(name string, cfg *Config, cl *kgo.Client, linger time.Duration, 
 	b.partitions = newBatcher(base, false, linger, maxBatch, t, b.execPartitions)
 	b.alters = newBatcher(base, false, linger, maxBatch, t, b.execAlters)
 	b.deletes = newBatcher(base, false, linger, maxBatch, t, b.execDeletes)
+	b.wireCredentialBatchers(base, linger, maxBatch)
 	return b
 }
 

@@ -162,21 +162,9 @@ func groupPrefix(a drivers.Access) string {
 
 // InspectPrincipal implements drivers.CredentialScoper.
 func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	got, err := b.adm.DescribeUserSCRAMs(ctx, principal)
+	d, err := b.describeUser(ctx, principal)
 	if err != nil {
-		if errors.Is(err, kerr.ResourceNotFound) {
-			return false, nil
-		}
-		return false, b.classify(fmt.Errorf("describe SCRAM user %s: %w", principal, err))
-	}
-	d, ok := got[principal]
-	if !ok || errors.Is(d.Err, kerr.ResourceNotFound) {
-		return false, nil
-	}
-	if d.Err != nil {
-		return false, b.classify(fmt.Errorf("describe SCRAM user %s: %w", principal, d.Err))
+		return false, err
 	}
 	return len(d.CredInfos) > 0, nil
 }
@@ -228,51 +216,28 @@ func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[st
 	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
 }
 
-// upsertUser sets principal's password for mech, and removes its password
-// for the other mechanism, if any (a changed credentials.mechanism).
+// upsertUser sets principal's password for mech. After a change of
+// credentials.mechanism a user keeps its password for the other mechanism
+// too (the same password: nothing more is known to anyone) until it is
+// revoked; rotation moves an access to a user of the new mechanism only.
 func (b *Backend) upsertUser(ctx context.Context, principal string, mech kadm.ScramMechanism, password string) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	res, err := b.adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: principal, Mechanism: mech, Iterations: scramIterations, Password: password}})
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
-		return b.classify(fmt.Errorf("set the SCRAM password of %s: %w", principal, err))
-	}
-	return nil
+	return b.alterUser(ctx, principal, scramOp{upsert: &kadm.UpsertSCRAM{User: principal, Mechanism: mech, Iterations: scramIterations, Password: password}})
 }
 
 // revokeScoped deletes every ACL of the principal, then the principal's
 // SCRAM passwords (both mechanisms). A missing principal is success.
 func (b *Backend) revokeScoped(ctx context.Context, principal string) error {
-	cctx, cancel := b.ctx(ctx)
-	defer cancel()
-	req := kmsg.NewPtrDeleteACLsRequest()
-	p := "User:" + principal
-	f := kmsg.NewDeleteACLsRequestFilter()
-	f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
-	f.Principal, f.Operation, f.PermissionType = &p, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	req.Filters = append(req.Filters, f)
-	if err := b.execDeleteACLs(cctx, principal, req); err != nil {
+	if err := b.deleteACLs(ctx, principal, nil); err != nil {
 		return err
 	}
-	got, err := b.adm.DescribeUserSCRAMs(cctx, principal)
-	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
-		return b.classify(fmt.Errorf("describe SCRAM user %s: %w", principal, err))
+	d, err := b.describeUser(ctx, principal)
+	if err != nil {
+		return err
 	}
-	d, ok := got[principal]
-	if !ok || d.Err != nil {
-		return nil
-	}
-	// One user per request (Kafka refuses a user twice in one request).
+	// One mechanism per request (Kafka refuses a user twice in one).
 	for _, ci := range d.CredInfos {
-		res, err := b.adm.AlterUserSCRAMs(cctx, []kadm.DeleteSCRAM{{User: principal, Mechanism: ci.Mechanism}}, nil)
-		if err == nil {
-			err = res.Error()
-		}
-		if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
-			return b.classify(fmt.Errorf("delete SCRAM user %s: %w", principal, err))
+		if err := b.alterUser(ctx, principal, scramOp{del: &kadm.DeleteSCRAM{User: principal, Mechanism: ci.Mechanism}}); err != nil {
+			return err
 		}
 	}
 	return nil

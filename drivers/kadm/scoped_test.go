@@ -145,7 +145,7 @@ func TestScopedRoles(t *testing.T) {
 	if ok, err := f.backend.InspectPrincipal(context.Background(), string(rw[SecretSASLUsername])); err != nil || ok {
 		t.Errorf("want the revoked principal gone, got %v, %v", ok, err)
 	}
-	acls, err := f.backend.describeACLs(context.Background(), string(rw[SecretSASLUsername]))
+	acls, err := f.backend.principalACLs(context.Background(), string(rw[SecretSASLUsername]))
 	if err != nil || len(acls) != 0 {
 		t.Errorf("want the revoked principal's ACLs gone, got %v, %v", acls, err)
 	}
@@ -186,7 +186,7 @@ func TestScopedSecretIsTheSourceOfTruth(t *testing.T) {
 	if err := produce(secretClient(t, first, kgo.DisableIdempotentWrite()), "orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("after the role became ReadOnly: want produce refused, got %v", err)
 	}
-	have, err := f.backend.describeACLs(context.Background(), principal)
+	have, err := f.backend.principalACLs(context.Background(), principal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,5 +245,100 @@ func TestSweepCredentials(t *testing.T) {
 	}
 	if got, err := f.backend.SweepCredentials(ctx, as); err != nil || len(got) != 0 {
 		t.Errorf("after re-asserting: want no drift, got %v (%v)", got, err)
+	}
+}
+
+// TestScopedGrantsAreBatched: many accesses granted and revoked at once
+// meet in a few requests per kind (users, ACLs), as topic creates do: far
+// fewer than one request per access, and every access still gets exactly
+// its own user and ACLs.
+func TestScopedGrantsAreBatched(t *testing.T) {
+	const n = 40
+	f := scopedFixture(t, true)
+	ctx := context.Background()
+	as := make([]drivers.Access, n)
+	for i := range as {
+		topic := fmt.Sprintf("batched-%02d", i)
+		f.ensure(t, topic, nil)
+		as[i] = drivers.Access{Resource: topic, Namespace: "team", Name: fmt.Sprintf("app-%02d", i), UID: fmt.Sprintf("uid-batched-%02d", i), Role: "ReadOnly", Assert: true}
+		as[i].Principal = f.backend.Principal(as[i], 1)
+	}
+	f.counter.Reset()
+	grants := make([]drivers.Grant, n)
+	errs := make(chan error, n)
+	for i := range as {
+		go func() {
+			if exists, err := f.backend.InspectPrincipal(ctx, as[i].Principal); err != nil || exists {
+				errs <- fmt.Errorf("inspect %s: exists=%v err=%v", as[i].Principal, exists, err)
+				return
+			}
+			g, err := f.backend.Grant(ctx, as[i])
+			grants[i] = g
+			errs <- err
+		}()
+	}
+	for range as {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := f.counter.Ops()
+	credOps := []string{"DescribeUserSCRAMCredentials", "AlterUserSCRAMCredentials", "DescribeACLs", "CreateACLs", "DeleteACLs"}
+	total := 0
+	for _, op := range credOps {
+		total += ops[op]
+	}
+	t.Logf("granting %d accesses at once: %v", n, ops)
+	if total > n/4 {
+		t.Errorf("granting %d accesses: want the user and ACL requests batched (at most %d), got %d: %v", n, n/4, total, ops)
+	}
+	for i, g := range grants {
+		have, err := f.backend.principalACLs(ctx, as[i].Principal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameACLs(have, wantACLs(as[i])) {
+			t.Errorf("%s: want exactly its role's ACLs %v, got %v", as[i].Principal, wantACLs(as[i]), have)
+		}
+		if i%10 == 0 {
+			cl := secretClient(t, g.Data, kgo.DisableIdempotentWrite())
+			if err := produce(cl, as[i].Resource); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+				t.Errorf("%s (ReadOnly) produce: want TOPIC_AUTHORIZATION_FAILED, got %v", as[i].Principal, err)
+			}
+		}
+	}
+
+	f.counter.Reset()
+	for i := range as {
+		go func() { errs <- f.backend.Revoke(ctx, as[i]) }()
+	}
+	for range as {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops, total = f.counter.Ops(), 0
+	for _, op := range credOps {
+		total += ops[op]
+	}
+	t.Logf("revoking %d accesses at once: %v", n, ops)
+	if total > n/4 {
+		t.Errorf("revoking %d accesses: want the user and ACL requests batched (at most %d), got %d: %v", n, n/4, total, ops)
+	}
+	users, err := f.admin.DescribeUserSCRAMs(ctx)
+	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+		t.Fatal(err)
+	}
+	acls, err := f.backend.listACLs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		if _, ok := users[a.Principal]; ok {
+			t.Errorf("%s: still a SCRAM user after Revoke", a.Principal)
+		}
+		if len(acls[a.Principal]) > 0 {
+			t.Errorf("%s: ACLs left after Revoke: %v", a.Principal, acls[a.Principal])
+		}
 	}
 }
