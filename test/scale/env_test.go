@@ -66,6 +66,9 @@ type env struct {
 	bins       bins
 	cp         *controlplane.ControlPlane
 	broker     *kafka.Broker
+	// scoped is a second broker with SASL/SCRAM and ACLs enforced, the
+	// cluster of backend kafka-scoped (per-access users and ACLs).
+	scoped     *kafka.Broker
 	s3         *s3test.Server
 	k8s        client.WithWatch
 	kubeconfig string
@@ -116,6 +119,18 @@ func newEnv(t *testing.T, b bins, name string) *env {
 	t.Cleanup(func() {
 		if err := e.broker.Stop(); err != nil {
 			t.Errorf("stop broker: %v", err)
+		}
+	})
+	if err := os.MkdirAll(filepath.Join(dir, "kafka-scoped"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scopedOpts := kafka.Options{CountRequests: true, ACLs: true, SASL: []string{"SCRAM-SHA-512:buckety:" + scopedPassword}}
+	if e.scoped, err = kafka.StartIn(filepath.Join(dir, "kafka-scoped"), b.broker, scopedOpts, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.scoped.Stop(); err != nil {
+			t.Errorf("stop scoped broker: %v", err)
 		}
 	})
 	if e.s3, err = s3test.StartIn(filepath.Join(dir, "minio"), "minio", s3test.Options{PublicMetrics: true}, false); err != nil {
@@ -169,6 +184,14 @@ func (e *env) configYAML() string {
   driver: kadm
   config:
     seedBrokers: [%s]
+- name: %s
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+    sasl:
+      mechanism: SCRAM-SHA-512
+      username: buckety
+      password: ${SCALE_KAFKA_PASSWORD}
 - name: s3
   driver: s3
   config:
@@ -178,7 +201,7 @@ func (e *env) configYAML() string {
     forcePathStyle: true
     accessKeyID: ${SCALE_S3_ACCESS_KEY}
     secretAccessKey: ${SCALE_S3_SECRET_KEY}
-`, strings.Join(e.broker.Addrs, ", "), e.s3.Endpoint, e.s3.Region)
+`, strings.Join(e.broker.Addrs, ", "), scopedBackend, strings.Join(e.scoped.Addrs, ", "), e.s3.Endpoint, e.s3.Region)
 }
 
 // startWebhook runs buckety-webhook as a process and registers it, as in
@@ -208,7 +231,7 @@ func (e *env) startController(args []string) {
 	c, err := harness.StartController(harness.ControllerOptions{
 		Dir: e.dir, Bin: e.bins.controller, Kubeconfig: e.kubeconfig, ConfigDir: e.configDir,
 		Args:            append([]string{"--leader-elect=false"}, args...),
-		Env:             append([]string{"SCALE_S3_ACCESS_KEY=" + e.s3.AccessKey, "SCALE_S3_SECRET_KEY=" + e.s3.SecretKey}, e.ctrlEnv...),
+		Env:             append([]string{"SCALE_S3_ACCESS_KEY=" + e.s3.AccessKey, "SCALE_S3_SECRET_KEY=" + e.s3.SecretKey, "SCALE_KAFKA_PASSWORD=" + scopedPassword}, e.ctrlEnv...),
 		MetricsInsecure: true, Pprof: supportsFlag(e.bins.controller, "pprof-bind-address"),
 	})
 	if err != nil {

@@ -135,6 +135,10 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 		tb.add(fmt.Sprintf("kadm: Kafka requests while reverting %d topics", d), n, revertReq.String(), "", nil, "")
 	}
 
+	if p.ScopedNs[n] {
+		scopedFigures(t, e, tb, n, prov)
+	}
+
 	if first && p.S3N > 0 {
 		s3Figures(t, e, p, tb, fl)
 	}
@@ -427,6 +431,8 @@ func checkSecrets(t *testing.T, e *env, ns string, names []string) []string {
 		switch b.Spec.Backend {
 		case "kafka":
 			want = map[string]string{"bootstrap": e.broker.Bootstrap(), "topic": b.Status.BackendResourceName}
+		case scopedBackend:
+			want = map[string]string{"bootstrap": e.scoped.Bootstrap(), "topic": b.Status.BackendResourceName, "sasl.mechanism": "SCRAM-SHA-512"}
 		case "s3":
 			want = map[string]string{"endpoint": e.s3.Endpoint, "bucket": b.Status.BackendResourceName, "accessKeyID": e.s3.AccessKey, "secretAccessKey": e.s3.SecretKey}
 		}

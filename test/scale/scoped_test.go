@@ -1,0 +1,199 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// scopedBackend is the kadm backend on the broker with SASL/SCRAM and ACLs
+// enforced, where every access gets its own user and ACLs.
+const (
+	scopedBackend  = "kafka-scoped"
+	scopedPassword = "scale-superuser"
+)
+
+// credentialAPIs are the Kafka APIs of per-access users and ACLs.
+var credentialAPIs = []string{"DescribeUserSCRAMCredentials", "AlterUserSCRAMCredentials", "DescribeACLs", "CreateACLs", "DeleteACLs"}
+
+// scopedFigures provisions n Bucketies, each with its defaultAccess, on the
+// scoped backend and compares them with the unscoped figure of the same
+// run: the time until all are Ready, and the Kafka requests for users and
+// ACLs per access. Then it deletes them and counts what revocation costs,
+// and that no user or ACL is left.
+func scopedFigures(t *testing.T, e *env, tb *table, n int, unscoped provisioned) {
+	t.Helper()
+	ctx := context.Background()
+	ns := "scale-scoped"
+	if err := e.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("s%05d", i)
+	}
+	before := e.scopedRequests()
+	prov := provision(t, e, ns, names, scopedBackend, func(string) map[string]string {
+		return map[string]string{"partitions": "1", "config.retention.ms": retention}
+	}, time.Duration(n)*700*time.Millisecond+5*time.Minute)
+	reqs := e.scopedRequests().minus(before)
+	e.checkScopedSecrets(ctx, ns, names)
+
+	goal := time.Duration(float64(unscoped.total) * 1.3)
+	tb.add("kadm scoped: all Ready with their Secrets and own users (total)", n, secs(prov.total), "≤ 1.3 × unscoped = "+secs(goal), ptr(prov.total <= goal),
+		fmt.Sprintf("%.2f× unscoped", prov.total.Seconds()/unscoped.total.Seconds()))
+	cred := credentialCounts(reqs)
+	perAccess := float64(cred.total()) / float64(n)
+	tb.add("kadm scoped: Kafka requests for users and ACLs, per access", n, fmt.Sprintf("%.3f = %s", perAccess, cred), "≤ 2", ptr(perAccess <= 2), "")
+	tb.add("kadm scoped: all Kafka requests to provision", n, reqs.String(), "", nil, "")
+
+	// Deletion revokes every user and its ACLs before the finalizers go.
+	before = e.scopedRequests()
+	start := time.Now()
+	if err := e.k8s.DeleteAllOf(ctx, &v1.Buckety{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := start.Add(5*time.Minute + time.Duration(n)*200*time.Millisecond)
+	for {
+		var bl v1.BucketyList
+		if err := e.k8s.List(ctx, &bl, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		var al v1.BucketyAccessList
+		if err := e.k8s.List(ctx, &al, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(bl.Items) == 0 && len(al.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d scoped Bucketies and %d accesses left %s after deleting them\ncontroller log:\n%s", len(bl.Items), len(al.Items), time.Since(start).Round(time.Second), e.ctrl.P.Tail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	gone := time.Since(start)
+	e.quiet(15 * time.Second)
+	revoke := credentialCounts(e.scopedRequests().minus(before))
+	tb.add("kadm scoped: all deleted, users and ACLs revoked", n, secs(gone), "", nil, "")
+	tb.add("kadm scoped: Kafka requests for users and ACLs to revoke, per access", n, fmt.Sprintf("%.3f = %s", float64(revoke.total())/float64(n), revoke), "", nil, "")
+	users, acls := e.scopedLeftovers(ctx)
+	tb.add("kadm scoped: buckety users / ACLs left after deletion", n, fmt.Sprintf("%d / %d", users, acls), "0 / 0", ptr(users == 0 && acls == 0), "")
+	if users != 0 || acls != 0 {
+		t.Errorf("after deleting every scoped Buckety: %d buckety users and %d of their ACLs left on the broker", users, acls)
+	}
+	var cl v1.BucketyCredentialList
+	if err := e.k8s.List(ctx, &cl); err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.Items) != 0 {
+		t.Errorf("after deleting every scoped Buckety: %d BucketyCredentials left, e.g. %s", len(cl.Items), cl.Items[0].Name)
+	}
+}
+
+// scopedRequests reads the scoped broker's request counts; the harness
+// sends it nothing while they are compared.
+func (e *env) scopedRequests() counts {
+	e.t.Helper()
+	got, err := e.scoped.Requests()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return counts(got)
+}
+
+func credentialCounts(c counts) counts {
+	out := counts{}
+	for _, api := range credentialAPIs {
+		if c[api] != 0 {
+			out[api] = c[api]
+		}
+	}
+	return out
+}
+
+// checkScopedSecrets asserts that every Secret names a user of its own,
+// and that a sample of them produce to their own topic with nothing but
+// the Secret (the harness's requests come after the counts were read).
+func (e *env) checkScopedSecrets(ctx context.Context, ns string, names []string) {
+	e.t.Helper()
+	users := map[string]string{}
+	for i, name := range names {
+		var s corev1.Secret
+		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-creds"}, &s); err != nil {
+			e.t.Fatal(err)
+		}
+		u := string(s.Data["sasl.username"])
+		if u == "" || users[u] != "" {
+			e.t.Fatalf("Secret %s: want a sasl.username of its own, got %q (also in %s's)", s.Name, u, users[u])
+		}
+		users[u] = name
+		if i%max(1, len(names)/5) != 0 {
+			continue
+		}
+		cl, err := kafka.SecretClient(s.Data, kgo.DisableIdempotentWrite())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = cl.ProduceSync(pctx, &kgo.Record{Topic: string(s.Data["topic"]), Value: []byte("v")}).FirstErr()
+		cancel()
+		cl.Close()
+		if err != nil {
+			e.t.Errorf("Secret %s: produce to its own topic %s: %v", s.Name, s.Data["topic"], err)
+		}
+	}
+}
+
+// scopedLeftovers counts buckety's users (named bky.) and their ACLs on
+// the scoped broker, as its superuser.
+func (e *env) scopedLeftovers(ctx context.Context) (users, acls int) {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.scoped.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: scopedPassword}.AsSha512Mechanism()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	got, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+		e.t.Fatal(err)
+	}
+	for u := range got {
+		if strings.HasPrefix(u, "bky.") {
+			users++
+		}
+	}
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, r := range resp.Resources {
+		for _, x := range r.ACLs {
+			if strings.HasPrefix(x.Principal, "User:bky.") {
+				acls++
+			}
+		}
+	}
+	return users, acls
+}
