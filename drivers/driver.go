@@ -200,6 +200,11 @@ type Access struct {
 	// to make its rights exactly the role's, rather than trusting that a
 	// previous Grant did.
 	Assert bool
+	// New says the principal is being minted and its access has not
+	// changed since the mint was recorded: it has no rights on the
+	// backend but what this grant (or an interrupted attempt of it) makes,
+	// so Grant may create them without reading them first.
+	New bool
 }
 
 // Grant is the result of granting an access.

@@ -202,10 +202,24 @@ func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[st
 	}
 	mech, mechName := b.cfg.mechanism()
 	if assert {
-		if err := b.upsertUser(ctx, a.Principal, mech, password); err != nil {
-			return drivers.Grant{}, err
+		// The password and the ACLs at once: Kafka keeps ACLs of a
+		// principal that has no user yet, and both requests are batched
+		// with other grants'. A new principal's ACLs are created without
+		// reading them (its only ACLs are this grant's); an existing
+		// one's are made exactly the role's.
+		acls := make(chan error, 1)
+		go func() {
+			if a.New {
+				acls <- b.createACLs(ctx, a.Principal, wantACLs(a))
+				return
+			}
+			acls <- b.setACLs(ctx, a.Principal, wantACLs(a))
+		}()
+		err := b.upsertUser(ctx, a.Principal, mech, password)
+		if aerr := <-acls; err == nil {
+			err = aerr
 		}
-		if err := b.setACLs(ctx, a.Principal, wantACLs(a)); err != nil {
+		if err != nil {
 			return drivers.Grant{}, err
 		}
 	}

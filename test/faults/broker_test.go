@@ -156,6 +156,7 @@ func runBrokerOutage(t *testing.T, e *env, p params, tb *table, kill bool) {
 	}
 	tb.add(t, run, "topics without a Buckety", len(orphans), len(orphans) == 0)
 	tb.add(t, run, "Bucketies without their topic", len(missing), len(missing) == 0)
+	e.credentialFigures(t, tb, run, ns, p.Converge, true)
 }
 
 func first(l []string, n int) []string {

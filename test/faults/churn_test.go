@@ -469,6 +469,7 @@ func runChurn(t *testing.T, e *env, p params, tb *table, run string, f fault) {
 	}
 	sort.Strings(orphans)
 	tb.add(t, run, "orphan Secrets", count(orphans), len(orphans) == 0)
+	e.credentialFigures(t, tb, run, ns, p.Converge, false)
 }
 
 // churnProblems lists what keeps the run from having converged.

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +34,10 @@ const (
 	// wireLogEnv is the broker program's wire-log variable
 	// (test/kafka/broker/wirelog.go).
 	wireLogEnv = "BUCKETY_KFAKE_WIRE_LOG"
+	// superuserPassword is the broker's superuser buckety: the broker
+	// runs with SASL/SCRAM and ACLs enforced, as the local node does, so
+	// every access gets a user of its own and the runs count them.
+	superuserPassword = "faults-superuser"
 )
 
 // env is one set of real parts shared by the runs: a control plane with
@@ -91,7 +97,8 @@ func newEnv(t *testing.T, p params) *env {
 	// The broker inherits the variable and appends every CreateTopics and
 	// DeleteTopics topic to the wire log, across restarts.
 	t.Setenv(wireLogEnv, e.wireLog)
-	if e.broker, err = kafka.StartIn(filepath.Join(dir, "kafka"), bin, kafka.Options{DataDir: filepath.Join(dir, "kafka", "data")}, false); err != nil {
+	if e.broker, err = kafka.StartIn(filepath.Join(dir, "kafka"), bin, kafka.Options{DataDir: filepath.Join(dir, "kafka", "data"),
+		SASL: []string{"SCRAM-SHA-512:buckety:" + superuserPassword}, ACLs: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -154,6 +161,10 @@ func (e *env) configYAML(p params) string {
   config:
     seedBrokers: [%s]
     requestTimeout: 5s
+    sasl:
+      mechanism: SCRAM-SHA-512
+      username: buckety
+      password: ${FAULTS_KAFKA_PASSWORD}
   # A churned Buckety re-created over the resource its previous
   # incarnation retained asks to adopt and converge it (churn_test.go).
   namePolicy: {prefix: "$${namespace}."}
@@ -185,7 +196,7 @@ func (e *env) startController() {
 	c, err := harness.StartController(harness.ControllerOptions{
 		Dir: e.dir, Bin: e.ctrlBin, Kubeconfig: e.kubeconfig, ConfigDir: e.configDir,
 		Args: []string{"--leader-elect=false"},
-		Env:  []string{"FAULTS_S3_ACCESS_KEY=" + e.s3.AccessKey, "FAULTS_S3_SECRET_KEY=" + e.s3.SecretKey},
+		Env:  e.controllerEnv(),
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -220,9 +231,19 @@ func (e *env) namespace(name string) string {
 	return name
 }
 
+// controllerEnv is what the controller's config refers to.
+func (e *env) controllerEnv() []string {
+	return []string{"FAULTS_S3_ACCESS_KEY=" + e.s3.AccessKey, "FAULTS_S3_SECRET_KEY=" + e.s3.SecretKey, "FAULTS_KAFKA_PASSWORD=" + superuserPassword}
+}
+
+// superuser is the harness's own client options: the broker's superuser.
+func (e *env) superuser() []kgo.Opt {
+	return []kgo.Opt{kgo.SeedBrokers(e.broker.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: superuserPassword}.AsSha512Mechanism())}
+}
+
 // topics lists the broker's topics (harness.Topics).
 func (e *env) topics(ctx context.Context) (map[string]bool, error) {
-	return harness.Topics(ctx, e.broker.Addrs)
+	return harness.Topics(ctx, e.broker.Addrs, e.superuser()[1:]...)
 }
 
 // buckets lists MinIO's buckets.

@@ -27,6 +27,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/harness"
+	"github.com/Yolean/buckety-controller/test/kafka"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
 
@@ -66,7 +67,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 	ctrl, err := harness.StartController(harness.ControllerOptions{
 		Dir: filepath.Join(e.dir, "hostile-controller"), Bin: e.ctrlBin, Kubeconfig: e.kubeconfig, ConfigDir: cfgDir,
 		Args: []string{"--leader-elect=false", "--owner-check-interval=1s"}, MetricsInsecure: true,
-		Env: []string{"FAULTS_S3_ACCESS_KEY=" + e.s3.AccessKey, "FAULTS_S3_SECRET_KEY=" + e.s3.SecretKey},
+		Env: e.controllerEnv(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +312,10 @@ func (e *env) hostileConfigYAML(p params) string {
   config:
     seedBrokers: [%[1]s]
     requestTimeout: 5s
+    sasl:
+      mechanism: SCRAM-SHA-512
+      username: buckety
+      password: ${FAULTS_KAFKA_PASSWORD}
   limits: {perNamespace: %[2]d, parameterMax: {partitions: 64}}
 - name: kafka-b
   driver: kadm
@@ -318,6 +323,10 @@ func (e *env) hostileConfigYAML(p params) string {
   config:
     seedBrokers: [%[1]s]
     requestTimeout: 5s
+    sasl:
+      mechanism: SCRAM-SHA-512
+      username: buckety
+      password: ${FAULTS_KAFKA_PASSWORD}
   limits: {perNamespace: %[2]d, parameterMax: {partitions: 64}}
 - name: s3
   driver: s3
@@ -347,7 +356,7 @@ func (e *env) useAlice(t *testing.T, ns, topicSecret, bucketSecret, tag string) 
 		return s.Data
 	}
 	td := read(topicSecret)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(string(td["bootstrap"]), ",")...), kgo.ConsumeTopics(string(td["topic"])), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kafka.SecretClient(td, kgo.ConsumeTopics(string(td["topic"])), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +388,7 @@ func (e *env) fingerprint(t *testing.T, topic, bucket string) map[string]string 
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addrs...))
+	cl, err := kgo.NewClient(e.superuser()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -495,4 +496,78 @@ func TestScopedCredentialDriftIsRepaired(t *testing.T) {
 	if now := secret(t, ns, "writer").Data; string(now["sasl.password"]) != string(w["sasl.password"]) {
 		t.Error("want the Secret's password kept: the Secret is the source of truth")
 	}
+}
+
+// TestScopedRestartAssertsNothing: a restarted controller reads every
+// Secret afresh, and finds in each credential's record the digest of the
+// password it asserted: it sends the broker no user or ACL write. A
+// password its tenant edited in the Secret is a different one: it is
+// made the broker's, and the record's digest follows.
+func TestScopedRestartAssertsNothing(t *testing.T) {
+	needInfra(t)
+	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, CountRequests: true})
+	cfg := fmt.Sprintf(`backends:
+- name: kafka
+  driver: kadm
+  config:
+    seedBrokers: [%s]
+    requestTimeout: 5s
+    sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}
+`, b.Bootstrap())
+	run := startController(t, cfg, nil, time.Hour)
+	ns := namespace(t)
+	bk := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".events",
+		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "events"}}}
+	create(t, bk)
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	creds := credentialsOf(t, a.UID)
+	if len(creds) != 1 || creds[0].Spec.Phase != v1.CredentialActive || creds[0].Spec.SecretDigest == "" {
+		t.Fatalf("want one Active credential with the digest of its secret, got %+v", creds)
+	}
+	run.stop(t)
+	writes := func() int64 {
+		got, err := b.Requests()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["AlterUserSCRAMCredentials"] + got["CreateACLs"] + got["DeleteACLs"]
+	}
+	before := writes()
+	startController(t, cfg, nil, time.Hour)
+	removeWhileRunning(t, ns)
+	// The access's pass after the restart stamps its status; give it time
+	// to have sent anything it would.
+	eventually(t, wait, "the restarted controller verified the access", func() (bool, string) {
+		cur := &v1.BucketyAccess{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(a), cur); err != nil {
+			return false, err.Error()
+		}
+		return meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady), "not Ready"
+	})
+	time.Sleep(2 * time.Second)
+	if got := writes() - before; got != 0 {
+		t.Errorf("after a restart: want no user or ACL writes, got %d", got)
+	}
+	data := secret(t, ns, "events").Data
+	if err := produceWith(t, data, ns+".events"); err != nil {
+		t.Fatalf("after a restart: want the Secret to work, got %v", err)
+	}
+
+	// The tenant sets a password of their own in the Secret.
+	s := secret(t, ns, "events")
+	s.Data["sasl.password"] = []byte("tenant-chosen-password-0123456789")
+	if err := k8s.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the edited password works", func() (bool, string) {
+		if err := produceWith(t, s.Data, ns+".events"); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	eventually(t, wait, "the record's digest follows the Secret", func() (bool, string) {
+		c := credentialsOf(t, a.UID)
+		return len(c) == 1 && c[0].Spec.SecretDigest == access.SecretDigest("tenant-chosen-password-0123456789"), fmt.Sprintf("%+v", c)
+	})
 }

@@ -49,6 +49,18 @@ type BucketyCredentialSpec struct {
 	// RetireAfter is when a Retiring credential is revoked.
 	// +optional
 	RetireAfter *metav1.Time `json:"retireAfter,omitempty"`
+	// AccessGeneration is the access's metadata.generation when the
+	// record was written. A Minting credential whose access is still at
+	// it has nothing on the backend but what this mint makes, so the
+	// mint creates its rights without reading them first.
+	// +optional
+	AccessGeneration int64 `json:"accessGeneration,omitempty"`
+	// SecretDigest is the hex SHA-256 of the secret last asserted on the
+	// backend for the principal (never the secret itself). A Secret read
+	// afresh, after a restart, that still holds it is not asserted again;
+	// one that holds another (edited by its tenant) is.
+	// +optional
+	SecretDigest string `json:"secretDigest,omitempty"`
 }
 
 // BucketyCredential is the controller's own record of a principal it minted

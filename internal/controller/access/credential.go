@@ -139,7 +139,13 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		return nil, err
 	}
 	acc.Secret = secret
-	acc.Assert = r.reassert.take(a.UID) || fresh || cur.Spec.Phase == v1.CredentialMinting || a.Generation != a.Status.ObservedGeneration
+	// A Secret read afresh (edited, or this process is new) is asserted
+	// unless it holds the secret last asserted for the principal: a
+	// restart re-asserts nothing, an edited password is made the
+	// backend's.
+	edited := fresh && (secret == "" || cur.Spec.SecretDigest != SecretDigest(secret))
+	acc.Assert = r.reassert.take(a.UID) || edited || cur.Spec.Phase == v1.CredentialMinting || a.Generation != a.Status.ObservedGeneration
+	acc.New = cur.Spec.Phase == v1.CredentialMinting && cur.Spec.AccessGeneration == a.Generation
 	return cur, nil
 }
 
@@ -147,8 +153,8 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 // credential of the access on that backend Retiring (revoked after the
 // backend's rotationGrace), and status.rotation the value cur honours
 // (unchanged while a rotation waits).
-func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, f *facts) error {
-	if err := r.activate(ctx, cur); err != nil {
+func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, secret string, f *facts) error {
+	if err := r.activate(ctx, cur, SecretDigest(secret)); err != nil {
 		return err
 	}
 	if !f.rotationDeferred {
@@ -184,7 +190,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 	c := &v1.BucketyCredential{
 		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
 		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Serial: int32(serial), Phase: v1.CredentialMinting,
-			Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}},
+			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}},
 	}
 	existing := &v1.BucketyCredential{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Name: c.Name}, existing)
@@ -212,13 +218,15 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 	return c, nil
 }
 
-// activate marks a Minting record Active once the Secret holds it.
-func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential) error {
-	if c.Spec.Phase == v1.CredentialActive {
+// activate marks a Minting record Active once the Secret holds it, with
+// the digest of the secret it holds (one patch, and none when neither
+// changed).
+func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, digest string) error {
+	if c.Spec.Phase == v1.CredentialActive && c.Spec.SecretDigest == digest {
 		return nil
 	}
 	before := c.DeepCopy()
-	c.Spec.Phase = v1.CredentialActive
+	c.Spec.Phase, c.Spec.SecretDigest = v1.CredentialActive, digest
 	if err := r.Client.Patch(ctx, c, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("activate credential %s: %w", c.Spec.Principal, err)
 	}
@@ -337,4 +345,13 @@ func (r *Reconciler) revoke(ctx context.Context, c *v1.BucketyCredential, f *fac
 		return false, fmt.Errorf("delete credential record %s: %w", c.Name, err)
 	}
 	return true, nil
+}
+
+// SecretDigest is the hex SHA-256 of a principal's secret, as a
+// BucketyCredential records it: enough to tell whether a Secret still
+// holds what was asserted, nothing to authenticate with (the secret is
+// 256 random bits).
+func SecretDigest(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
 }

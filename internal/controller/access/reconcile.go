@@ -148,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if cred != nil {
 		_, secretKey := e.Scoper.CredentialKeys()
 		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, string(g.Data[secretKey]))
-		if err := r.settle(ctx, a, e, cred, f); err != nil {
+		if err := r.settle(ctx, a, e, cred, string(g.Data[secretKey]), f); err != nil {
 			return requeue, err
 		}
 		if !f.wake.IsZero() {
