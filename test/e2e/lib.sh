@@ -98,10 +98,13 @@ release_tool() {
 
 # expect_secret_keys SECRET DRIVER [OPTIONAL-KEY...]: the Secret has exactly
 # the keys DRIVER's published secret schema declares as always present,
-# plus the optional keys named (the scenario knows when they apply).
+# plus the optional keys named (the scenario knows when they apply), plus
+# the keys of a user of its own where the implementation scopes kadm.
 expect_secret_keys() {
   local secret=$1 want; shift
-  want=$(release_tool secret-keys --root "$LIB_ROOT" "$@") || fail "secret keys of driver $1: see the line above"
+  local extra=()
+  if [ "$1" = kadm ] && scoped_kafka; then extra=("${kafka_scoped_keys[@]}"); fi
+  want=$(release_tool secret-keys --root "$LIB_ROOT" "$@" "${extra[@]}") || fail "secret keys of driver $1: see the line above"
   expect_eq "Secret $secret keys (driver $1)" "$want" "$(secret_keys "$secret")"
 }
 
@@ -142,9 +145,11 @@ Y
   printf '%s\n' "$log"
 }
 
-# probe SECRET NAME: a consumer Job round-trips data with the Secret's keys.
+# probe SECRET NAME [ROLE]: a consumer Job uses the Secret's keys as ROLE
+# (ReadWrite by default: round-trips data; ReadOnly reads, WriteOnly
+# writes; a Secret with a user of its own must also be refused the rest).
 probe() {
-  local secret=$1 name=$2
+  local secret=$1 name=$2 role=${3:-ReadWrite}
   k apply -f - >/dev/null <<Y
 apiVersion: batch/v1
 kind: Job
@@ -160,6 +165,7 @@ spec:
         image: $PROBE_IMAGE
         imagePullPolicy: IfNotPresent
         envFrom: [{secretRef: {name: $secret}}]
+        env: [{name: PROBE_ROLE, value: $role}]
 Y
   if ! k wait --for=condition=Complete "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
     fail "probe Job $name with Secret $secret did not complete: $(k logs "job/$name" 2>&1 | tail -5)"
@@ -169,8 +175,29 @@ Y
   echo "$log"
 }
 
-# kafka_admin SECRET ARGS...: out-of-band broker operations (probe kafka-admin).
-kafka_admin() { local secret=$1; shift; run_pod "admin-$RANDOM" "$secret" kafka-admin "$@"; }
+# kafka_admin SECRET ARGS...: out-of-band broker operations (probe
+# kafka-admin), as the broker's operator. Where the broker enforces ACLs
+# (E2E_KAFKA_ADMIN_PASSWORD, from the implementation's settings), a
+# tenant's Secret may do nothing of the sort: the operator's own Secret,
+# e2e-kafka-admin, is used instead, with SECRET's bootstrap.
+kafka_admin() {
+  local secret=$1; shift
+  if [ -n "${E2E_KAFKA_ADMIN_PASSWORD:-}" ]; then
+    k create secret generic e2e-kafka-admin --dry-run=client -o yaml \
+      --from-literal=bootstrap="$E2E_KAFKA_BOOTSTRAP" --from-literal=security.protocol=SASL_PLAINTEXT \
+      --from-literal=sasl.mechanism=SCRAM-SHA-512 --from-literal=sasl.username="$E2E_KAFKA_ADMIN_USER" \
+      --from-literal=sasl.password="$E2E_KAFKA_ADMIN_PASSWORD" | k apply -f - >/dev/null
+    secret=e2e-kafka-admin
+  fi
+  run_pod "admin-$RANDOM" "$secret" kafka-admin "$@"
+}
+
+# scoped_kafka: the implementation's broker gives every access a user of
+# its own (E2E_KAFKA_SCOPED, from the implementation's settings).
+scoped_kafka() { [ "${E2E_KAFKA_SCOPED:-false}" = true ]; }
+
+# kafka_scoped_keys: the Secret keys a scoped kadm access adds.
+kafka_scoped_keys=(group.id.prefix sasl.mechanism sasl.password sasl.username security.protocol)
 
 # rejected WHAT EXPECTED-MESSAGE: applies stdin and expects admission to
 # refuse it with that message.

@@ -77,7 +77,10 @@ deploy() {
   for d in buckety-webhook buckety-controller; do
     "$KUBECTL" -n buckety-system rollout status "deploy/$d" --timeout=180s >/dev/null || return 1
   done
-  [ -f "$stage/env/settings.env" ] && cp "$stage/env/settings.env" "$ROOT/.run/e2e-settings.env"
+  # The scenarios' settings: the environment's, then the implementation's
+  # (written by their prepare.sh), fresh for every implementation.
+  mkdir -p "$ROOT/.run"
+  cat "$stage/env/settings.env" "$stage/impl/settings.env" 2>/dev/null > "$ROOT/.run/e2e-settings.env" || true
   rm -rf "$stage"
 }
 

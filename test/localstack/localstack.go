@@ -8,6 +8,8 @@ package localstack
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +48,10 @@ type Stack struct {
 	Image      string
 	KubectlBin string
 	// Backends, by name in buckety-controller.yaml.
-	Broker         *kafka.Broker
+	Broker *kafka.Broker
+	// KafkaPassword is the password of the broker's superuser,
+	// KafkaSuperuser.
+	KafkaPassword  string
 	VersityGW      *s3test.Server
 	MinIO          *s3test.Server
 	WebhookAddr    string
@@ -54,6 +59,18 @@ type Stack struct {
 	// Reused names what an earlier run left running that this one carried
 	// on with ("node", "backends"); the rest it started.
 	Reused []string
+}
+
+// KafkaSuperuser is the broker's superuser: buckety's admin login.
+const KafkaSuperuser = "buckety"
+
+// randomHex is n random bytes, hex-encoded.
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // Step logs one line per step with its duration.
@@ -163,9 +180,14 @@ var backendProcs = []struct{ dir, name string }{{"kafka", "broker"}, {"versitygw
 // backendsState is what a later run needs to reuse the backends: their
 // addresses and credentials (the processes are found by their pid files).
 type backendsState struct {
-	Kafka     []string      `json:"kafka"`
-	VersityGW s3test.Server `json:"versitygw"`
-	MinIO     s3test.Server `json:"minio"`
+	Kafka []string `json:"kafka"`
+	// KafkaPassword is the broker superuser's (buckety's) password: the
+	// broker enforces SASL/SCRAM and ACLs, so every access gets a user of
+	// its own. The broker's data dir keeps the users, so the password is
+	// kept with it.
+	KafkaPassword string        `json:"kafkaPassword"`
+	VersityGW     s3test.Server `json:"versitygw"`
+	MinIO         s3test.Server `json:"minio"`
 }
 
 // backends reuses the backends an earlier run started when all three still
@@ -188,10 +210,11 @@ func (s *Stack) backends(log Step) error {
 				running++
 			}
 		}
-		if running == len(backendProcs) {
+		if running == len(backendProcs) && st.KafkaPassword != "" {
 			log("  reusing the running backends")
 			s.Reused = append(s.Reused, "backends")
 			s.Broker, s.VersityGW, s.MinIO = &kafka.Broker{Addrs: st.Kafka}, &st.VersityGW, &st.MinIO
+			s.KafkaPassword = st.KafkaPassword
 			return nil
 		}
 		log(fmt.Sprintf("  %d of %d backends run: starting all again", running, len(backendProcs)))
@@ -210,7 +233,13 @@ func (s *Stack) backends(log Step) error {
 	if err != nil {
 		return err
 	}
-	if s.Broker, err = kafka.StartIn(filepath.Join(bdir, "kafka"), bin, kafka.Options{DataDir: filepath.Join(bdir, "kafka", "data")}, true); err != nil {
+	if s.KafkaPassword = st.KafkaPassword; s.KafkaPassword == "" {
+		if s.KafkaPassword, err = randomHex(16); err != nil {
+			return err
+		}
+	}
+	kopts := kafka.Options{DataDir: filepath.Join(bdir, "kafka", "data"), SASL: []string{"SCRAM-SHA-512:" + KafkaSuperuser + ":" + s.KafkaPassword}, ACLs: true}
+	if s.Broker, err = kafka.StartIn(filepath.Join(bdir, "kafka"), bin, kopts, true); err != nil {
 		return err
 	}
 	if s.VersityGW, err = s3test.StartIn(filepath.Join(bdir, "versitygw"), "versitygw", s3test.Options{AccessKey: st.VersityGW.AccessKey, SecretKey: st.VersityGW.SecretKey}, true); err != nil {
@@ -219,7 +248,7 @@ func (s *Stack) backends(log Step) error {
 	if s.MinIO, err = s3test.StartIn(filepath.Join(bdir, "minio"), "minio", s3test.Options{AccessKey: st.MinIO.AccessKey, SecretKey: st.MinIO.SecretKey}, true); err != nil {
 		return err
 	}
-	b, err = json.Marshal(backendsState{Kafka: s.Broker.Addrs, VersityGW: *s.VersityGW, MinIO: *s.MinIO})
+	b, err = json.Marshal(backendsState{Kafka: s.Broker.Addrs, KafkaPassword: s.KafkaPassword, VersityGW: *s.VersityGW, MinIO: *s.MinIO})
 	if err != nil {
 		return err
 	}
@@ -269,6 +298,12 @@ backends:
   config:
     seedBrokers: [%s]
     requestTimeout: 10s
+    # The broker enforces SASL/SCRAM and ACLs: buckety is its superuser
+    # and gives every access a user of its own.
+    sasl:
+      mechanism: SCRAM-SHA-512
+      username: %s
+      password: ${KAFKA_PASSWORD}
   defaults:
     zone: local
 - name: s3
@@ -293,12 +328,12 @@ backends:
     secretAccessKey: ${MINIO_SECRET_KEY}
   defaults:
     zone: local
-`, release.RawBase, release.ControllerSchemaPath, strings.Join(s.Broker.Addrs, ", "), s.VersityGW.Endpoint, s.VersityGW.Region, s.MinIO.Endpoint, s.MinIO.Region)
+`, release.RawBase, release.ControllerSchemaPath, strings.Join(s.Broker.Addrs, ", "), KafkaSuperuser, s.VersityGW.Endpoint, s.VersityGW.Region, s.MinIO.Endpoint, s.MinIO.Region)
 }
 
 func (s *Stack) credentials() string {
-	return fmt.Sprintf("VERSITYGW_ACCESS_KEY=%s\nVERSITYGW_SECRET_KEY=%s\nMINIO_ACCESS_KEY=%s\nMINIO_SECRET_KEY=%s\n",
-		s.VersityGW.AccessKey, s.VersityGW.SecretKey, s.MinIO.AccessKey, s.MinIO.SecretKey)
+	return fmt.Sprintf("KAFKA_PASSWORD=%s\nVERSITYGW_ACCESS_KEY=%s\nVERSITYGW_SECRET_KEY=%s\nMINIO_ACCESS_KEY=%s\nMINIO_SECRET_KEY=%s\n",
+		s.KafkaPassword, s.VersityGW.AccessKey, s.VersityGW.SecretKey, s.MinIO.AccessKey, s.MinIO.SecretKey)
 }
 
 // deploy renders the release and applies it with the e2e harness's

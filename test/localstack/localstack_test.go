@@ -150,6 +150,9 @@ spec:
   defaultAccess: {credentialsSecretName: stream-topic}
 `, "apply")
 	kubectl("", "-n", "e2e", "wait", "--for=condition=Ready", "buckety/stream", "--timeout=120s")
+	// The local broker enforces SASL and ACLs: the access has a user of
+	// its own.
+	kubectl("", "-n", "e2e", "wait", "--for=condition=ScopingNotImplemented=False", "bucketyaccess/stream", "--timeout=60s")
 	probe := func(name string) {
 		t.Helper()
 		kubectl(fmt.Sprintf(`apiVersion: batch/v1

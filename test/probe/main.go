@@ -22,6 +22,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -39,6 +40,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -186,8 +188,17 @@ func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// kafka produces a record to the Secret's topic and consumes it back,
-// configured only from the Secret's keys (read with getenv).
+// kafka exercises the Secret's topic as its role allows, configured only
+// from the Secret's keys (read with getenv). The role is PROBE_ROLE
+// (ReadWrite when unset):
+//
+//   - ReadWrite produces a record and consumes it back;
+//   - ReadOnly consumes a record (one a writer produced before it);
+//   - WriteOnly produces a record.
+//
+// A scoped Secret (one with group.id.prefix: a user of its own) consumes in
+// a group under that prefix, and must also be refused what its role does
+// not allow: ReadOnly producing, WriteOnly consuming.
 func kafka(ctx context.Context, getenv func(string) string) error {
 	env, err := needFrom(getenv, kadmdriver.SecretBootstrap, kadmdriver.SecretTopic)
 	if err != nil {
@@ -197,16 +208,86 @@ func kafka(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	value := "probe-" + token()
+	topic, prefix := env[kadmdriver.SecretTopic], getenv(kadmdriver.SecretGroupPrefix)
+	role := getenv("PROBE_ROLE")
+	if role == "" {
+		role = "ReadWrite"
+	}
+	var done []string
+	switch role {
+	case "ReadWrite":
+		value := "probe-" + token()
+		if err := produce(ctx, opts, topic, value, false); err != nil {
+			return fmt.Errorf("produce to topic %s via %s: %w", topic, env[kadmdriver.SecretBootstrap], err)
+		}
+		if err := consume(ctx, opts, topic, prefix, value); err != nil {
+			return err
+		}
+		done = append(done, fmt.Sprintf("produced and consumed %q", value))
+	case "ReadOnly":
+		if err := consume(ctx, opts, topic, prefix, ""); err != nil {
+			return err
+		}
+		done = append(done, "consumed a record")
+		if prefix != "" {
+			if err := refused(produce(ctx, opts, topic, "probe-"+token(), true)); err != nil {
+				return fmt.Errorf("ReadOnly: produce to topic %s: %w", topic, err)
+			}
+			done = append(done, "was refused producing")
+		}
+	case "WriteOnly":
+		if err := produce(ctx, opts, topic, "probe-"+token(), false); err != nil {
+			return fmt.Errorf("produce to topic %s via %s: %w", topic, env[kadmdriver.SecretBootstrap], err)
+		}
+		done = append(done, "produced a record")
+		if prefix != "" {
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			// Without a group: the topic's own Read is what is refused.
+			err := consume(cctx, opts, topic, "", "")
+			cancel()
+			if err := refused(err); err != nil {
+				return fmt.Errorf("WriteOnly: consume topic %s: %w", topic, err)
+			}
+			done = append(done, "was refused consuming")
+		}
+	default:
+		return fmt.Errorf("PROBE_ROLE %q: want ReadWrite, ReadOnly or WriteOnly", role)
+	}
+	fmt.Printf("probe: OK: %s (%s) %s on topic %s via %s\n", role, scopeOf(prefix), strings.Join(done, ", "), topic, env[kadmdriver.SecretBootstrap])
+	return nil
+}
+
+func scopeOf(prefix string) string {
+	if prefix == "" {
+		return "shared credentials"
+	}
+	return "own user, groups " + prefix + "*"
+}
+
+// produce writes one record; refusal disables idempotence, so a refused
+// producer hears TOPIC_AUTHORIZATION_FAILED rather than the cluster
+// authorization an idempotent producer's InitProducerID may get.
+func produce(ctx context.Context, opts []kgo.Opt, topic, value string, refusal bool) error {
+	if refusal {
+		opts = append(opts, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
+	}
 	p, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	if err := p.ProduceSync(ctx, &kgo.Record{Topic: env[kadmdriver.SecretTopic], Value: []byte(value)}).FirstErr(); err != nil {
-		return fmt.Errorf("produce to topic %s via %s: %w", env[kadmdriver.SecretTopic], env[kadmdriver.SecretBootstrap], err)
+	return p.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(value)}).FirstErr()
+}
+
+// consume reads topic from the start until it has value (any record when
+// value is ""), in a group under prefix when there is one; it returns the
+// first fetch error, as a refused consumer hears it.
+func consume(ctx context.Context, opts []kgo.Opt, topic, prefix, value string) error {
+	opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if prefix != "" {
+		opts = append(opts, kgo.ConsumerGroup(prefix+"probe-"+token()))
 	}
-	c, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(env[kadmdriver.SecretTopic]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	c, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -214,15 +295,33 @@ func kafka(ctx context.Context, getenv func(string) string) error {
 	for {
 		fs := c.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return fmt.Errorf("consume topic %s: record %q not read back in time", env[kadmdriver.SecretTopic], value)
+			if value == "" {
+				return fmt.Errorf("consume topic %s: no record read in time (a ReadOnly probe needs a writer to have produced one)", topic)
+			}
+			return fmt.Errorf("consume topic %s: record %q not read back in time", topic, value)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return fmt.Errorf("consume topic %s: %w", topic, ferr)
 		}
 		found := false
-		fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == value })
+		fs.EachRecord(func(r *kgo.Record) { found = found || value == "" || string(r.Value) == value })
 		if found {
-			fmt.Printf("probe: OK: produced and consumed %q on topic %s via %s\n", value, env[kadmdriver.SecretTopic], env[kadmdriver.SecretBootstrap])
 			return nil
 		}
 	}
+}
+
+// refused is nil when err is the broker's authorization refusal.
+func refused(err error) error {
+	switch {
+	case err == nil:
+		return errors.New("want it refused (the role does not allow it), but it succeeded")
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return nil
+	}
+	return fmt.Errorf("want an authorization refusal, got %w", err)
 }
 
 func s3Client() (*s3.Client, error) {

@@ -154,3 +154,63 @@ func keysOf(m map[string][]byte) []string {
 	}
 	return out
 }
+
+// TestKafkaProbeRoles runs the probe per role against a broker that
+// enforces ACLs, with Secrets the kadm driver minted: each role does what
+// it may and is refused what it may not; a probe asking a ReadOnly Secret
+// to write fails.
+func TestKafkaProbeRoles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs a real Kafka-protocol broker; run without -short (make test)")
+	}
+	b := testkafka.Start(t, testkafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	cfg := &kadmdriver.Config{SeedBrokers: b.Addrs, RequestTimeout: drivers.Duration{Duration: 5 * time.Second},
+		SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}}
+	be, err := kadmdriver.New().Open(context.Background(), "kafka", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := be.Ensure(ctx, drivers.Resource{Name: "roles"}); err != nil {
+		t.Fatal(err)
+	}
+	sc := be.(drivers.CredentialScoper)
+	grant := func(role string) func(string) string {
+		a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: role, Assert: true, New: true}
+		a.Principal = sc.Principal(a, 1)
+		g, err := be.Grant(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(k string) string {
+			if k == "PROBE_ROLE" {
+				return role
+			}
+			return string(g.Data[k])
+		}
+	}
+	rw, ro, wo := grant("ReadWrite"), grant("ReadOnly"), grant("WriteOnly")
+	for _, tc := range []struct {
+		name string
+		env  func(string) string
+	}{{"ReadWrite", rw}, {"WriteOnly", wo}, {"ReadOnly", ro}} {
+		if err := kafka(ctx, tc.env); err != nil {
+			t.Errorf("%s: want the probe to pass, got %v", tc.name, err)
+		}
+	}
+	asWriter := func(k string) string {
+		if k == "PROBE_ROLE" {
+			return "ReadWrite"
+		}
+		return ro(k)
+	}
+	if err := kafka(ctx, asWriter); err == nil || !strings.Contains(err.Error(), "TOPIC_AUTHORIZATION_FAILED") && !strings.Contains(err.Error(), "CLUSTER_AUTHORIZATION_FAILED") {
+		t.Errorf("a ReadOnly Secret probed as ReadWrite: want the produce refused, got %v", err)
+	}
+}

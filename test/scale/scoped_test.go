@@ -61,6 +61,8 @@ func scopedFigures(t *testing.T, e *env, tb *table, n int, unscoped provisioned)
 	perAccess := float64(cred.total()) / float64(n)
 	tb.add("kadm scoped: Kafka requests for users and ACLs, per access", n, fmt.Sprintf("%.3f = %s", perAccess, cred), "≤ 2", ptr(perAccess <= 2), "")
 	tb.add("kadm scoped: all Kafka requests to provision", n, reqs.String(), "", nil, "")
+	tb.add("kadm scoped: controller API writes to provision, per Buckety (with access, Secret, claim, credential, events)", n,
+		fmt.Sprintf("%.2f = %s", float64(prov.writes.total())/float64(n), prov.writes), "", nil, "")
 
 	// Deletion revokes every user and its ACLs before the finalizers go.
 	before = e.scopedRequests()

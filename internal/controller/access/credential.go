@@ -134,7 +134,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		cur = next
 	}
 	acc.Principal = cur.Spec.Principal
-	secret, fresh, err := r.secretOf(ctx, a, e.Scoper, cur.Spec.Principal)
+	secret, fresh, err := r.secretOf(ctx, a, e.Scoper, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +182,10 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 
 // record creates the record of the access's credential serial, after
 // checking that its principal does not exist yet (so it cannot be anyone
-// else's). A record left by an earlier pass (AlreadyExists: the cache had
-// not seen it) is this access's when its owner UID says so.
+// else's). A record an earlier pass left (the cache has not seen it yet)
+// is read live only when the principal exists or the create finds it:
+// it is this access's when its owner UID says so. A new access costs one
+// backend read and one create.
 func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, error) {
 	principal := e.Scoper.Principal(*acc, serial)
 	service := e.Config.ClaimScope()
@@ -192,16 +194,19 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Serial: int32(serial), Phase: v1.CredentialMinting,
 			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}},
 	}
-	existing := &v1.BucketyCredential{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Name: c.Name}, existing)
-	switch {
-	case err == nil && existing.Spec.Owner.UID == string(a.UID):
-		return existing, nil
-	case err == nil:
-		f.principalConflict = fmt.Sprintf("principal %s on backend %s is recorded for another access; nothing was granted", principal, e.Name)
-		return nil, nil
-	case !apierrors.IsNotFound(err):
-		return nil, err
+	earlier := func() (*v1.BucketyCredential, bool, error) {
+		existing := &v1.BucketyCredential{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Name: c.Name}, existing)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, false, nil
+		case err != nil:
+			return nil, false, err
+		case existing.Spec.Owner.UID != string(a.UID):
+			f.principalConflict = fmt.Sprintf("principal %s on backend %s is recorded for another access; nothing was granted", principal, e.Name)
+			return nil, true, nil
+		}
+		return existing, true, nil
 	}
 	exists, err := e.Scoper.InspectPrincipal(ctx, principal)
 	if err != nil {
@@ -209,10 +214,18 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		return nil, nil
 	}
 	if exists {
+		if got, found, err := earlier(); found || err != nil {
+			return got, err
+		}
 		f.principalConflict = fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete that user to let buckety mint it)", principal, e.Name)
 		return nil, nil
 	}
 	if err := r.Client.Create(ctx, c); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			if got, found, err := earlier(); found || err != nil {
+				return got, err
+			}
+		}
 		return nil, fmt.Errorf("record credential %s: %w", principal, err)
 	}
 	return c, nil
@@ -237,13 +250,21 @@ func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, dige
 // none), and whether it was read afresh. The Secret's data is not cached:
 // it is read when its resourceVersion differs from the one this
 // controller last wrote or read (kept in memory, with the secret).
-func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialScoper, principal string) (string, bool, error) {
+func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialScoper, principal string, minting bool) (string, bool, error) {
 	principalKey, secretKey := sc.CredentialKeys()
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", false, err
+	}
+	if err != nil && minting {
+		// A credential still being minted is in no Secret anyone relies
+		// on: a new access's Secret is not read live only to find it
+		// missing. (Should the cache lag a Secret an interrupted mint
+		// wrote, the mint finishes with a new password, as it would had
+		// the Secret not been written.)
+		return "", true, nil
 	}
 	if err == nil && ownsSecret(a, m) {
 		if got, ok := r.secrets.get(a.UID, m.ResourceVersion, principal); ok {

@@ -36,8 +36,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 type list []string
@@ -126,7 +129,7 @@ func run() error {
 	}
 	addrs := strings.Join(c.ListenAddrs(), ",")
 	fmt.Printf("broker: listening on %s\n", addrs)
-	closeWireLog, err := startWireLog(c) // wirelog.go
+	closeWireLog, err := startWireLog(c, superuserLogin(sasls)) // wirelog.go
 	if err != nil {
 		return err
 	}
@@ -232,5 +235,22 @@ func withoutAuthorizer(c *kfake.Cluster) {
 	}
 	for _, k := range []kmsg.Key{kmsg.DescribeACLs, kmsg.CreateACLs, kmsg.DeleteACLs} {
 		c.ControlKey(int16(k), disabled)
+	}
+}
+
+// superuserLogin is the client option that logs in as the first --sasl
+// superuser (none without SASL), for the broker's own reads.
+func superuserLogin(sasls []string) []kgo.Opt {
+	if len(sasls) == 0 {
+		return nil
+	}
+	parts := strings.SplitN(sasls[0], ":", 3)
+	switch parts[0] {
+	case "PLAIN":
+		return []kgo.Opt{kgo.SASL(plain.Auth{User: parts[1], Pass: parts[2]}.AsMechanism())}
+	case "SCRAM-SHA-256":
+		return []kgo.Opt{kgo.SASL(scram.Auth{User: parts[1], Pass: parts[2]}.AsSha256Mechanism())}
+	default:
+		return []kgo.Opt{kgo.SASL(scram.Auth{User: parts[1], Pass: parts[2]}.AsSha512Mechanism())}
 	}
 }

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Writes the broker address of the local environment (E2E_BACKENDS_ENV,
-# written by `make e2e`) into buckety-controller.yaml.
+# Writes the broker of the local environment (E2E_BACKENDS_ENV, written by
+# `make e2e`) into buckety-controller.yaml, its superuser's password into
+# credentials.env, and into settings.env what the scenarios need to know:
+# that accesses get users of their own, and the operator's login for
+# out-of-band changes (lib.sh kafka_admin).
 set -euo pipefail
 : "${E2E_BACKENDS_ENV:?set E2E_BACKENDS_ENV to the backends file of the local environment}"
-bootstrap=$(sed -n 's/^KAFKA_BOOTSTRAP=//p' "$E2E_BACKENDS_ENV")
+get() { sed -n "s/^$1=//p" "$E2E_BACKENDS_ENV"; }
+bootstrap=$(get KAFKA_BOOTSTRAP)
+password=$(get KAFKA_PASSWORD)
+[ -n "$password" ] || { echo "kfake overlay: $E2E_BACKENDS_ENV has no KAFKA_PASSWORD (a broker started before it enforced SASL: make stop-e2e, then make e2e)" >&2; exit 1; }
 sed -i "s|@KAFKA_BOOTSTRAP@|$bootstrap|" buckety-controller.yaml
-: > credentials.env
+printf 'KAFKA_PASSWORD=%s\n' "$password" > credentials.env
+printf 'E2E_KAFKA_SCOPED=true\nE2E_KAFKA_BOOTSTRAP=%s\nE2E_KAFKA_ADMIN_USER=buckety\nE2E_KAFKA_ADMIN_PASSWORD=%s\n' "$bootstrap" "$password" > settings.env
