@@ -175,6 +175,37 @@ Y
   echo "$log"
 }
 
+# probe_refused SECRET NAME ROLE PATTERN [TOPIC]: a Job using the Secret as
+# ROLE (on TOPIC instead of the Secret's, when given) must fail, with
+# PATTERN (an extended regex) in its log: what a workload without the right
+# sees.
+probe_refused() {
+  local secret=$1 name=$2 role=$3 pattern=$4 topic=${5:-}
+  k apply -f - >/dev/null <<Y
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $name}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      hostNetwork: $PROBE_HOST_NETWORK
+      containers:
+      - name: probe
+        image: $PROBE_IMAGE
+        imagePullPolicy: IfNotPresent
+        envFrom: [{secretRef: {name: $secret}}]
+        env: [{name: PROBE_ROLE, value: $role}, {name: PROBE_TOPIC, value: "$topic"}, {name: PROBE_EXPECT_REFUSED, value: "true"}]
+Y
+  if ! k wait --for=condition=Failed "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
+    fail "probe Job $name with Secret $secret as $role${topic:+ on $topic}: expected it refused, seen $(k get job "$name" -o jsonpath='{.status.conditions[*].type}'): $(k logs "job/$name" 2>&1 | tail -3)"
+  fi
+  local log; log=$(k logs "job/$name" 2>&1)
+  echo "$log" | grep -Eq "$pattern" || fail "probe Job $name: expected its log to match '$pattern', seen: $log"
+  echo "$log"
+}
+
 # kafka_admin SECRET ARGS...: out-of-band broker operations (probe
 # kafka-admin), as the broker's operator. Where the broker enforces ACLs
 # (E2E_KAFKA_ADMIN_PASSWORD, from the implementation's settings), a

@@ -190,7 +190,7 @@ func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
 
 // kafka exercises the Secret's topic as its role allows, configured only
 // from the Secret's keys (read with getenv). The role is PROBE_ROLE
-// (ReadWrite when unset):
+// (ReadWrite when unset), on the Secret's topic or PROBE_TOPIC:
 //
 //   - ReadWrite produces a record and consumes it back;
 //   - ReadOnly consumes a record (one a writer produced before it);
@@ -208,7 +208,19 @@ func kafka(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	if getenv("PROBE_EXPECT_REFUSED") == "true" {
+		// A probe that should be refused gives up at the first refusal
+		// instead of retrying as a workload would: a failed login
+		// (a revoked user, an old password) surfaces at once.
+		opts = append(opts, kgo.RequestRetries(0), kgo.RecordRetries(0), kgo.RetryTimeout(5*time.Second), kgo.RecordDeliveryTimeout(10*time.Second))
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	topic, prefix := env[kadmdriver.SecretTopic], getenv(kadmdriver.SecretGroupPrefix)
+	if t := getenv("PROBE_TOPIC"); t != "" {
+		topic = t // a workload trying another topic than its Secret's
+	}
 	role := getenv("PROBE_ROLE")
 	if role == "" {
 		role = "ReadWrite"

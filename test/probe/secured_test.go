@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +211,85 @@ func TestKafkaProbeRoles(t *testing.T) {
 		}
 		return ro(k)
 	}
+	if _, err := be.Ensure(ctx, drivers.Resource{Name: "neighbour"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, env := range map[string]func(string) string{"ReadOnly": ro, "WriteOnly": wo} {
+		onNeighbour := func(k string) string {
+			switch k {
+			case "PROBE_TOPIC":
+				return "neighbour"
+			case "PROBE_EXPECT_REFUSED":
+				return "true"
+			}
+			return env(k)
+		}
+		if err := kafka(ctx, onNeighbour); err == nil || !strings.Contains(err.Error(), "AUTHORIZATION_FAILED") {
+			t.Errorf("%s on the neighbour's topic: want an authorization refusal, got %v", name, err)
+		}
+	}
 	if err := kafka(ctx, asWriter); err == nil || !strings.Contains(err.Error(), "TOPIC_AUTHORIZATION_FAILED") && !strings.Contains(err.Error(), "CLUSTER_AUTHORIZATION_FAILED") {
 		t.Errorf("a ReadOnly Secret probed as ReadWrite: want the produce refused, got %v", err)
+	}
+}
+
+// TestKafkaProbeRefusedLogin: a probe expecting refusal, with a Secret whose
+// user was revoked or whose password is no longer the user's, fails at
+// once with the failed login (the e2e scenarios match its log).
+func TestKafkaProbeRefusedLogin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs a real Kafka-protocol broker; run without -short (make test)")
+	}
+	b := testkafka.Start(t, testkafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	cfg := &kadmdriver.Config{SeedBrokers: b.Addrs, RequestTimeout: drivers.Duration{Duration: 5 * time.Second},
+		SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}}
+	be, err := kadmdriver.New().Open(context.Background(), "kafka", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := context.Background()
+	if _, err := be.Ensure(ctx, drivers.Resource{Name: "logins"}); err != nil {
+		t.Fatal(err)
+	}
+	a := drivers.Access{Resource: "logins", Namespace: "team", Name: "w", UID: "uid-w", Role: "ReadWrite", Assert: true, New: true}
+	a.Principal = be.(drivers.CredentialScoper).Principal(a, 1)
+	g, err := be.Grant(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(data map[string][]byte) func(string) string {
+		return func(k string) string {
+			switch k {
+			case "PROBE_ROLE":
+				return "WriteOnly"
+			case "PROBE_EXPECT_REFUSED":
+				return "true"
+			}
+			return string(data[k])
+		}
+	}
+	refusedLogin := regexp.MustCompile(`SASL_AUTHENTICATION_FAILED|closed the connection|EOF`)
+	wrong := map[string][]byte{}
+	for k, v := range g.Data {
+		wrong[k] = v
+	}
+	wrong[kadmdriver.SecretSASLPassword] = []byte("not-the-password")
+	start := time.Now()
+	if err := kafka(ctx, env(wrong)); err == nil || !refusedLogin.MatchString(err.Error()) {
+		t.Errorf("an old password: want a refused login, got %v", err)
+	}
+	if err := be.Revoke(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := kafka(ctx, env(g.Data)); err == nil || !refusedLogin.MatchString(err.Error()) {
+		t.Errorf("a revoked user: want a refused login, got %v", err)
+	}
+	if d := time.Since(start); d > 40*time.Second {
+		t.Errorf("want refusals to surface at once, took %s", d)
 	}
 }
