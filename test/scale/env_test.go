@@ -465,7 +465,7 @@ func splitLabels(s string) []string {
 
 // writeResources are the resources whose writes are the controller's work:
 // its own kinds, the claims, Secrets and events.
-var writeResources = map[string]bool{"bucketies": true, "bucketyaccesses": true, "bucketyclaims": true, "secrets": true, "events": true}
+var writeResources = map[string]bool{"bucketies": true, "bucketyaccesses": true, "bucketyclaims": true, "secrets": true, "events": true, "bucketycredentials": true}
 
 // apiWrites reads the API server's apiserver_request_total and returns the
 // non-dry-run writes to writeResources by "VERB resource[/subresource]".
