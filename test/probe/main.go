@@ -22,12 +22,12 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"

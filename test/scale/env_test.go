@@ -61,11 +61,11 @@ func buildBins(t *testing.T, dir string) bins {
 // request-counting broker, MinIO, the webhook registered with the API
 // server, and the controller binary under its generated RBAC.
 type env struct {
-	t          *testing.T
-	dir        string
-	bins       bins
-	cp         *controlplane.ControlPlane
-	broker     *kafka.Broker
+	t      *testing.T
+	dir    string
+	bins   bins
+	cp     *controlplane.ControlPlane
+	broker *kafka.Broker
 	// scoped is a second broker with SASL/SCRAM and ACLs enforced, the
 	// cluster of backend kafka-scoped (per-access users and ACLs).
 	scoped     *kafka.Broker
