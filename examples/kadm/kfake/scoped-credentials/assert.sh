@@ -13,12 +13,12 @@ keep() { # keep SECRET COPY: the tenant keeps a copy of the Secret's keys, as a 
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 
 step "each access has a user of its own"
-for a in ledger ledger-reader payroll; do wait_cond "bucketyaccess/$a" Ready True; done
+for a in ledger-writer ledger-reader payroll; do wait_cond "bucketyaccess/$a" Ready True; done
 wait_cond bucketyaccess/ledger-reader ScopingNotImplemented False AsExpected
 expect_secret_keys ledger-reader kadm
 writer=$(secret_value ledger-topic sasl.username)
-expect_contains "the user names its namespace and access" "bky.$NAMESPACE.ledger." "$writer"
-expect_eq "the status names the user" "$writer" "$(jp bucketyaccess/ledger '{.status.principal}')"
+expect_contains "the user names its namespace and access" "bky.$NAMESPACE.ledger-writer." "$writer"
+expect_eq "the status names the user" "$writer" "$(jp bucketyaccess/ledger-writer '{.status.principal}')"
 
 step "the writer round-trips; the reader reads and may not write"
 probe ledger-topic writer ReadWrite
