@@ -2,21 +2,17 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
 // credentialFigures checks per-access credentials after a run: on the
@@ -54,19 +50,9 @@ func (e *env) credentialProblems(ctx context.Context, ns string) (orphanUsers, o
 		return nil, nil, nil, 0, err
 	}
 	defer cl.Close()
-	users, err := kadm.NewClient(cl).DescribeUserSCRAMs(ctx)
-	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
-		return nil, nil, nil, 0, err
-	}
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
-	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
+	users, userACLs, err := kafka.BucketyCredentials(ctx, cl)
 	if err != nil {
-		return nil, nil, nil, 0, fmt.Errorf("describe ACLs: %w", err)
+		return nil, nil, nil, 0, err
 	}
 	var accesses v1.BucketyAccessList
 	if err := e.k8s.List(ctx, &accesses); err != nil {
@@ -86,16 +72,16 @@ func (e *env) credentialProblems(ctx context.Context, ns string) (orphanUsers, o
 			held[c.Spec.Principal] = true
 		}
 	}
-	for u := range users {
-		if strings.HasPrefix(u, "bky.") && !held[u] {
-			orphanUsers = append(orphanUsers, u)
+	for u, list := range userACLs {
+		if !held[u] {
+			for _, x := range list {
+				orphanACLs = append(orphanACLs, u+" on "+x)
+			}
 		}
 	}
-	for _, r := range resp.Resources {
-		for _, x := range r.ACLs {
-			if u, ok := strings.CutPrefix(x.Principal, "User:"); ok && strings.HasPrefix(u, "bky.") && !held[u] {
-				orphanACLs = append(orphanACLs, fmt.Sprintf("%s on %s %s", u, r.ResourceType, r.ResourceName))
-			}
+	for u := range users {
+		if !held[u] {
+			orphanUsers = append(orphanUsers, u)
 		}
 	}
 	for _, a := range accesses.Items {

@@ -2,11 +2,15 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
@@ -46,4 +50,39 @@ func ConsumeOne(ctx context.Context, cl *kgo.Client) error {
 			return nil
 		}
 	}
+}
+
+// BucketyCredentials reads, as an admin client cl, the SCRAM users buckety
+// minted (named bky.) and the ACLs of each, as "TYPE NAME" per ACL, for
+// the harnesses that count what is left of per-access credentials.
+func BucketyCredentials(ctx context.Context, cl *kgo.Client) (users map[string]kadm.DescribedUserSCRAM, acls map[string][]string, err error) {
+	all, err := kadm.NewClient(cl).DescribeUserSCRAMs(ctx)
+	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+		return nil, nil, err
+	}
+	users = map[string]kadm.DescribedUserSCRAM{}
+	for u, d := range all {
+		if strings.HasPrefix(u, "bky.") {
+			users[u] = d
+		}
+	}
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("describe ACLs: %w", err)
+	}
+	acls = map[string][]string{}
+	for _, r := range resp.Resources {
+		for _, x := range r.ACLs {
+			if u, ok := strings.CutPrefix(x.Principal, "User:"); ok && strings.HasPrefix(u, "bky.") {
+				acls[u] = append(acls[u], fmt.Sprintf("%s %s", r.ResourceType, r.ResourceName))
+			}
+		}
+	}
+	return users, acls, nil
 }

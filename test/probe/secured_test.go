@@ -164,18 +164,7 @@ func TestKafkaProbeRoles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: runs a real Kafka-protocol broker; run without -short (make test)")
 	}
-	b := testkafka.Start(t, testkafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
-	cfg := &kadmdriver.Config{SeedBrokers: b.Addrs, RequestTimeout: drivers.Duration{Duration: 5 * time.Second},
-		SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}}
-	be, err := kadmdriver.New().Open(context.Background(), "kafka", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := be.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	be := scopedBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if _, err := be.Ensure(ctx, drivers.Resource{Name: "roles"}); err != nil {
@@ -240,18 +229,7 @@ func TestKafkaProbeRefusedLogin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: runs a real Kafka-protocol broker; run without -short (make test)")
 	}
-	b := testkafka.Start(t, testkafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
-	cfg := &kadmdriver.Config{SeedBrokers: b.Addrs, RequestTimeout: drivers.Duration{Duration: 5 * time.Second},
-		SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}}
-	be, err := kadmdriver.New().Open(context.Background(), "kafka", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := be.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	be := scopedBackend(t)
 	ctx := context.Background()
 	if _, err := be.Ensure(ctx, drivers.Resource{Name: "logins"}); err != nil {
 		t.Fatal(err)
@@ -292,4 +270,24 @@ func TestKafkaProbeRefusedLogin(t *testing.T) {
 	if d := time.Since(start); d > 40*time.Second {
 		t.Errorf("want refusals to surface at once, took %s", d)
 	}
+}
+
+// scopedBackend opens the kadm driver on a broker that enforces SASL/SCRAM
+// and ACLs, as its superuser: every access it grants gets a user of its
+// own.
+func scopedBackend(t *testing.T) drivers.Backend {
+	t.Helper()
+	b := testkafka.Start(t, testkafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	cfg := &kadmdriver.Config{SeedBrokers: b.Addrs, RequestTimeout: drivers.Duration{Duration: 5 * time.Second},
+		SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}}
+	be, err := kadmdriver.New().Open(context.Background(), "kafka", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return be
 }

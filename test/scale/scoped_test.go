@@ -2,16 +2,11 @@ package scale
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,32 +165,12 @@ func (e *env) scopedLeftovers(ctx context.Context) (users, acls int) {
 		e.t.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	got, err := adm.DescribeUserSCRAMs(ctx)
-	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
-		e.t.Fatal(err)
-	}
-	for u := range got {
-		if strings.HasPrefix(u, "bky.") {
-			users++
-		}
-	}
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
-	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
+	got, all, err := kafka.BucketyCredentials(ctx, cl)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	for _, r := range resp.Resources {
-		for _, x := range r.ACLs {
-			if strings.HasPrefix(x.Principal, "User:bky.") {
-				acls++
-			}
-		}
+	for _, list := range all {
+		acls += len(list)
 	}
-	return users, acls
+	return len(got), acls
 }
