@@ -175,8 +175,8 @@ spec:
 		if err != nil {
 			t.Fatalf("probe job %s did not complete: %v\n%s\nlogs:\n%s", name, err, out, logs)
 		}
-		if !strings.Contains(string(logs), "probe: OK: produced and consumed") {
-			t.Fatalf("probe job %s: want an OK round trip, got\n%s", name, logs)
+		if !strings.Contains(string(logs), "probe: OK: ReadWrite (own user") || !strings.Contains(string(logs), "produced and consumed") {
+			t.Fatalf("probe job %s: want an OK round trip with a user of its own, got\n%s", name, logs)
 		}
 	}
 	probe("probe-1")

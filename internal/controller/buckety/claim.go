@@ -3,6 +3,8 @@ package buckety
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -74,11 +76,26 @@ func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry
 // withinLimit checks the backend's limits.perNamespace before this Buckety
 // takes a new claim: the claims the namespace holds on the backend, as the
 // cache shows them. Over the limit, the Buckety waits until one of them is
-// released.
+// released. Passes that may take a new claim in one namespace on one
+// backend run one at a time (the gate is held until the pass ends), and a
+// pass that took a claim lets the next one in only once the cache shows
+// it: concurrent passes each counting the same cached claims would
+// otherwise take one claim each past the limit.
 func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
 	l := e.Config.Limits
 	if l == nil || l.PerNamespace == 0 {
 		return true
+	}
+	if f.releaseLimit == nil {
+		g, _ := r.limitGates.LoadOrStore(limitKey(e.Name, b.Namespace), &sync.Mutex{})
+		mu := g.(*sync.Mutex)
+		mu.Lock()
+		f.releaseLimit = func() {
+			if f.claim != nil {
+				r.awaitCached(f.claim)
+			}
+			mu.Unlock()
+		}
 	}
 	var list v1.BucketyClaimList
 	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{shared.IndexClaimBackendNamespace: shared.BackendNamespace(e.Name, b.Namespace)}); err != nil {
@@ -162,4 +179,18 @@ func (r *Reconciler) wake(ctx context.Context, cl *v1.BucketyClaim) {
 // wakeEvent is the event that enqueues the Buckety nn.
 func wakeEvent(nn types.NamespacedName) event.GenericEvent {
 	return event.GenericEvent{Object: &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}}
+}
+
+// awaitCached waits, at most a few seconds, until the cache shows the
+// claim, so the next pass through its limit gate counts it.
+func (r *Reconciler) awaitCached(cl *v1.BucketyClaim) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		var got v1.BucketyClaim
+		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(cl), &got); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -32,6 +32,9 @@ type facts struct {
 	// limitExceeded: the namespace holds as many claims on the backend as
 	// its limits.perNamespace allows.
 	limitExceeded string
+	// releaseLimit ends this pass's hold on its namespace's limit gate
+	// (claim.go withinLimit); nil when it holds none.
+	releaseLimit func()
 	// locationChanged: a location parameter differs from what the claim
 	// recorded (immutable).
 	locationChanged string

@@ -64,6 +64,9 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
+	// limitGates serialise, per backend and namespace, the passes that
+	// may take a new claim under limits.perNamespace (claim.go).
+	limitGates sync.Map
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the Buckety, defers
@@ -89,6 +92,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	orig := b.DeepCopy()
 	f := &facts{}
+	defer func() {
+		if f.releaseLimit != nil {
+			f.releaseLimit()
+		}
+	}()
 	defer func() {
 		defer r.Written.Record(b, orig.ResourceVersion)
 		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, shared.Outcome{
