@@ -188,7 +188,11 @@ func (b *Backend) execCreateACLs(ctx context.Context, calls []*call[[]acl, struc
 		failRequest(b, calls, err)
 		return
 	}
-	answerByIndex(calls, len(resp.Results), func(i int) error {
+	counts := make([]int, len(calls))
+	for i, c := range calls {
+		counts[i] = len(c.in)
+	}
+	answerByCount(calls, counts, len(resp.Results), func(i int) error {
 		r := resp.Results[i]
 		return withMessage(kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
 	})
@@ -233,16 +237,6 @@ func (b *Backend) execDeleteACLs(ctx context.Context, calls []*call[[]acl, struc
 		r := resp.Results[i]
 		return withMessage(kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
 	})
-}
-
-// answerByIndex answers calls whose inputs are lists, sent in order, from
-// a response with one result per element.
-func answerByIndex(calls []*call[[]acl, struct{}], results int, errAt func(int) error) {
-	counts := make([]int, len(calls))
-	for i, c := range calls {
-		counts[i] = len(c.in)
-	}
-	answerByCount(calls, counts, results, errAt)
 }
 
 // answerByCount gives call i the first error among its counts[i] results,

@@ -145,15 +145,13 @@ Y
   printf '%s\n' "$log"
 }
 
-# probe SECRET NAME [ROLE]: a consumer Job uses the Secret's keys as ROLE
-# (ReadWrite by default: round-trips data; ReadOnly reads, WriteOnly
-# writes; a Secret with a user of its own must also be refused the rest).
-probe() {
-  local secret=$1 name=$2 role=${3:-ReadWrite}
+# probe_job NAME SECRET ENV: starts the probe image once as a Job with the
+# Secret as its environment (envFrom), plus ENV (a YAML list of env vars).
+probe_job() {
   k apply -f - >/dev/null <<Y
 apiVersion: batch/v1
 kind: Job
-metadata: {name: $name}
+metadata: {name: $1}
 spec:
   backoffLimit: 0
   template:
@@ -164,9 +162,17 @@ spec:
       - name: probe
         image: $PROBE_IMAGE
         imagePullPolicy: IfNotPresent
-        envFrom: [{secretRef: {name: $secret}}]
-        env: [{name: PROBE_ROLE, value: $role}]
+        envFrom: [{secretRef: {name: $2}}]
+        env: $3
 Y
+}
+
+# probe SECRET NAME [ROLE]: a consumer Job uses the Secret's keys as ROLE
+# (ReadWrite by default: round-trips data; ReadOnly reads, WriteOnly
+# writes; a Secret with a user of its own must also be refused the rest).
+probe() {
+  local secret=$1 name=$2 role=${3:-ReadWrite}
+  probe_job "$name" "$secret" "[{name: PROBE_ROLE, value: $role}]"
   if ! k wait --for=condition=Complete "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
     fail "probe Job $name with Secret $secret did not complete: $(k logs "job/$name" 2>&1 | tail -5)"
   fi
@@ -181,23 +187,7 @@ Y
 # sees.
 probe_refused() {
   local secret=$1 name=$2 role=$3 pattern=$4 topic=${5:-}
-  k apply -f - >/dev/null <<Y
-apiVersion: batch/v1
-kind: Job
-metadata: {name: $name}
-spec:
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      hostNetwork: $PROBE_HOST_NETWORK
-      containers:
-      - name: probe
-        image: $PROBE_IMAGE
-        imagePullPolicy: IfNotPresent
-        envFrom: [{secretRef: {name: $secret}}]
-        env: [{name: PROBE_ROLE, value: $role}, {name: PROBE_TOPIC, value: "$topic"}, {name: PROBE_EXPECT_REFUSED, value: "true"}]
-Y
+  probe_job "$name" "$secret" "[{name: PROBE_ROLE, value: $role}, {name: PROBE_TOPIC, value: \"$topic\"}, {name: PROBE_EXPECT_REFUSED, value: \"true\"}]"
   if ! k wait --for=condition=Failed "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
     fail "probe Job $name with Secret $secret as $role${topic:+ on $topic}: expected it refused, seen $(k get job "$name" -o jsonpath='{.status.conditions[*].type}'): $(k logs "job/$name" 2>&1 | tail -3)"
   fi
