@@ -30,4 +30,7 @@ const (
 	// AfterInspect: the adoption check found no resource; the create has
 	// not been attempted.
 	AfterInspect = "after-inspect"
+	// AfterMint: a scoped access's credential is set on the backend (user
+	// and grants); its Secret has not been written since.
+	AfterMint = "after-mint"
 )

@@ -298,6 +298,21 @@ hang_backend() {
   kill -STOP "$HUNG_PID"
 }
 
+# kill_controller SIGKILLs the controller's process, as a crash or an OOM
+# kill would: no graceful shutdown, no Lease released (unlike kubectl
+# delete pod). The kubelet restarts the container; the new process leads
+# once the old Lease expires. Needs an environment whose E2E_BACKENDS_ENV
+# names the node's CONTAINERD_ADDRESS, and ctr.
+kill_controller() {
+  local addr id
+  addr=$(sed -n 's/^CONTAINERD_ADDRESS=//p' "${E2E_BACKENDS_ENV:-/dev/null}" 2>/dev/null)
+  [ -n "$addr" ] || fail "this environment cannot SIGKILL the controller (no CONTAINERD_ADDRESS in E2E_BACKENDS_ENV)"
+  id=$(sys get pod -l app.kubernetes.io/name=buckety-controller -o jsonpath='{.items[0].status.containerStatuses[?(@.name=="controller")].containerID}')
+  id=${id#containerd://}
+  [ -n "$id" ] || fail "kill_controller: no controller container is running"
+  ctr --address "$addr" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null || fail "kill_controller: ctr could not kill container $id"
+}
+
 # resume_backend continues the process hang_backend paused.
 resume_backend() { kill -CONT "${HUNG_PID:?hang_backend first}"; }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,9 @@ import (
 	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/access"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
@@ -570,4 +574,107 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 		c := credentialsOf(t, a.UID)
 		return len(c) == 1 && c[0].Spec.SecretDigest == access.SecretDigest("tenant-chosen-password-0123456789"), fmt.Sprintf("%+v", c)
 	})
+}
+
+// TestScopedSIGKILLBetweenMintAndSecret kills the real controller process
+// right after it set two accesses' users and ACLs on the broker, before it
+// wrote their Secrets. While it is down, one access is deleted. The
+// restarted controller must finish the other with its recorded user (a
+// working Secret) and revoke the deleted one's: afterwards the broker has
+// exactly one buckety user in the namespace, with ACLs of its own only.
+// The binary is built with the test hook (testhook.Tag).
+func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
+	needInfra(t)
+	b, cfg := scopedBroker(t)
+	kubeconfig, dir := asServiceAccount(t)
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pauseDir := t.TempDir()
+	arm := filepath.Join(pauseDir, testhook.AfterMint+".arm")
+	if err := os.WriteFile(arm, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildController(t, "0.3.0", testhook.Tag)
+	c := runBinaryEnv(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir})
+	ns := namespace(t)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".ledger"}})
+	kept := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "kept"}}
+	dropped := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "dropped", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "dropped", Role: v1.RoleReadOnly}}
+	create(t, kept)
+	create(t, dropped)
+	principalOf := func(a *v1.BucketyAccess) string {
+		return kadmdriver.PrincipalFor(drivers.Access{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}, 1)
+	}
+	keptUser, droppedUser := principalOf(kept), principalOf(dropped)
+	adm := superAdmin(t, b)
+	ctx := context.Background()
+	users := func() (map[string]bool, map[string]int, error) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: "s3cr3t"}.AsSha512Mechanism()))
+		if err != nil {
+			return nil, nil, err
+		}
+		defer cl.Close()
+		us, acls, err := kafka.BucketyCredentials(ctx, cl)
+		if err != nil {
+			return nil, nil, err
+		}
+		mine, grants := map[string]bool{}, map[string]int{}
+		for u := range us {
+			if strings.HasPrefix(u, "bky."+ns+".") {
+				mine[u] = true
+			}
+		}
+		for u, as := range acls {
+			if strings.HasPrefix(u, "bky."+ns+".") {
+				grants[u] = len(as)
+			}
+		}
+		return mine, grants, nil
+	}
+	eventually(t, wait, "both users and their ACLs set, the controller paused before their Secrets", func() (bool, string) {
+		mine, grants, err := users()
+		if err != nil {
+			return false, err.Error()
+		}
+		_, err = os.Stat(filepath.Join(pauseDir, testhook.AfterMint+".reached"))
+		return err == nil && mine[keptUser] && mine[droppedUser] && grants[keptUser] > 0 && grants[droppedUser] > 0, fmt.Sprintf("users %v, ACLs %v, paused: %v", mine, grants, err == nil)
+	})
+	if err := c.p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.p = nil
+	for _, name := range []string{"kept", "dropped"} {
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the crash point is before the Secret write, but Secret %s: %v", name, err)
+		}
+	}
+	if err := k8s.Delete(ctx, dropped); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(arm); err != nil {
+		t.Fatal(err)
+	}
+	runBinaryEnv(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir})
+	removeWhileRunning(t, ns)
+	waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	data := secret(t, ns, "kept").Data
+	if got := string(data["sasl.username"]); got != keptUser {
+		t.Errorf("want the recorded user %s finished, got %q", keptUser, got)
+	}
+	if err := produceWith(t, data, ns+".ledger"); err != nil {
+		t.Errorf("want the finished credential to work, got %v", err)
+	}
+	eventually(t, wait, "the deleted access gone, its user and ACLs revoked", func() (bool, string) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(dropped), &v1.BucketyAccess{})
+		mine, grants, uerr := users()
+		if uerr != nil {
+			return false, uerr.Error()
+		}
+		return apierrors.IsNotFound(err) && len(mine) == 1 && mine[keptUser] && len(grants) == 1 && grants[keptUser] > 0,
+			fmt.Sprintf("access: %v; users %v; ACLs %v", err, mine, grants)
+	})
+	if d, err := adm.DescribeUserSCRAMs(ctx, droppedUser); err == nil && len(d[droppedUser].CredInfos) > 0 {
+		t.Errorf("want %s deleted from the broker, still described: %+v", droppedUser, d[droppedUser])
+	}
 }

@@ -146,7 +146,10 @@ func (s *Stack) BackendsEnv() string {
 	return fmt.Sprintf("KAFKA_BOOTSTRAP=%s\nVERSITYGW_ENDPOINT=%s\nVERSITYGW_REGION=%s\n%sMINIO_ENDPOINT=%s\nMINIO_REGION=%s\n", strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.VersityGW.Region, s.credentials(), s.MinIO.Endpoint, s.MinIO.Region) +
 		// Process IDs, for scenarios that hang a backend (lib.sh hang_backend).
 		fmt.Sprintf("KFAKE_PIDFILE=%s\nVERSITYGW_PIDFILE=%s\nMINIO_PIDFILE=%s\n",
-			proc.PidFile(filepath.Join(bdir, "kafka"), "broker"), proc.PidFile(filepath.Join(bdir, "versitygw"), "versitygw"), proc.PidFile(filepath.Join(bdir, "minio"), "minio"))
+			proc.PidFile(filepath.Join(bdir, "kafka"), "broker"), proc.PidFile(filepath.Join(bdir, "versitygw"), "versitygw"), proc.PidFile(filepath.Join(bdir, "minio"), "minio")) +
+		// The node's containerd, for scenarios that SIGKILL the
+		// controller's process (lib.sh kill_controller).
+		fmt.Sprintf("CONTAINERD_ADDRESS=%s\n", s.Cluster.Containerd)
 }
 
 // node reuses the node an earlier run left running when all of it works

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -197,7 +198,7 @@ func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
 //   - WriteOnly produces a record.
 //
 // A scoped Secret (one with group.id.prefix: a user of its own) consumes in
-// a group under that prefix, and must also be refused what its role does
+// a group under that prefix (PROBE_GROUP names another), and must also be refused what its role does
 // not allow: ReadOnly producing, WriteOnly consuming.
 func kafka(ctx context.Context, getenv func(string) string) error {
 	env, err := needFrom(getenv, kadmdriver.SecretBootstrap, kadmdriver.SecretTopic)
@@ -221,6 +222,12 @@ func kafka(ctx context.Context, getenv func(string) string) error {
 	if t := getenv("PROBE_TOPIC"); t != "" {
 		topic = t // a workload trying another topic than its Secret's
 	}
+	group := ""
+	if g := getenv("PROBE_GROUP"); g != "" {
+		group = g // a workload choosing a group outside its prefix
+	} else if prefix != "" {
+		group = prefix + "probe-" + token()
+	}
 	role := getenv("PROBE_ROLE")
 	if role == "" {
 		role = "ReadWrite"
@@ -232,15 +239,18 @@ func kafka(ctx context.Context, getenv func(string) string) error {
 		if err := produce(ctx, opts, topic, value, false); err != nil {
 			return fmt.Errorf("produce to topic %s via %s: %w", topic, env[kadmdriver.SecretBootstrap], err)
 		}
-		if err := consume(ctx, opts, topic, prefix, value); err != nil {
+		if err := consume(ctx, opts, topic, group, value); err != nil {
 			return err
 		}
 		done = append(done, fmt.Sprintf("produced and consumed %q", value))
 	case "ReadOnly":
-		if err := consume(ctx, opts, topic, prefix, ""); err != nil {
+		if err := consume(ctx, opts, topic, group, ""); err != nil {
 			return err
 		}
 		done = append(done, "consumed a record")
+		if group != "" {
+			done[len(done)-1] += " in group " + group
+		}
 		if prefix != "" {
 			if err := refused(produce(ctx, opts, topic, "probe-"+token(), true)); err != nil {
 				return fmt.Errorf("ReadOnly: produce to topic %s: %w", topic, err)
@@ -265,13 +275,18 @@ func kafka(ctx context.Context, getenv func(string) string) error {
 	default:
 		return fmt.Errorf("PROBE_ROLE %q: want ReadWrite, ReadOnly or WriteOnly", role)
 	}
-	fmt.Printf("probe: OK: %s (%s) %s on topic %s via %s\n", role, scopeOf(prefix), strings.Join(done, ", "), topic, env[kadmdriver.SecretBootstrap])
+	fmt.Printf("probe: OK: %s (%s) %s on topic %s via %s\n", role, scopeOf(role, prefix), strings.Join(done, ", "), topic, env[kadmdriver.SecretBootstrap])
 	return nil
 }
 
-func scopeOf(prefix string) string {
-	if prefix == "" {
+// scopeOf names what a Secret is: shared, or a user of its own with the
+// prefix its role may use (a WriteOnly user has transactional ids only).
+func scopeOf(role, prefix string) string {
+	switch {
+	case prefix == "":
 		return "shared credentials"
+	case role == "WriteOnly":
+		return "own user, transactional ids " + prefix + "*"
 	}
 	return "own user, groups " + prefix + "*"
 }
@@ -292,12 +307,12 @@ func produce(ctx context.Context, opts []kgo.Opt, topic, value string, refusal b
 }
 
 // consume reads topic from the start until it has value (any record when
-// value is ""), in a group under prefix when there is one; it returns the
-// first fetch error, as a refused consumer hears it.
-func consume(ctx context.Context, opts []kgo.Opt, topic, prefix, value string) error {
+// value is ""), in group when there is one; it returns the first fetch
+// error (a group's refusal arrives as one), as a refused consumer hears it.
+func consume(ctx context.Context, opts []kgo.Opt, topic, group, value string) error {
 	opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if prefix != "" {
-		opts = append(opts, kgo.ConsumerGroup(prefix+"probe-"+token()))
+	if group != "" {
+		opts = append(opts, kgo.ConsumerGroup(group))
 	}
 	c, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -467,8 +482,8 @@ func kafkaAdmin(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) < 2 {
-		return fmt.Errorf("usage: probe kafka-admin describe|set-config|grow|create|exists TOPIC [ARGS]")
+	if len(args) < 1 || len(args) < 2 && args[0] != "users" {
+		return fmt.Errorf("usage: probe kafka-admin describe|set-config|grow|create|exists TOPIC [ARGS] | users | user-add USER PASSWORD | acls USER | acl-add|acl-delete USER TOPIC OPERATION")
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -476,6 +491,10 @@ func kafkaAdmin(ctx context.Context, args []string) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	switch args[0] {
+	case "users", "user-add", "acls", "acl-add", "acl-delete":
+		return kafkaPrincipals(ctx, adm, args)
+	}
 	cmd, topic := args[0], args[1]
 	switch cmd {
 	case "describe", "exists":
@@ -552,4 +571,98 @@ func kafkaAdmin(ctx context.Context, args []string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown kafka-admin command %q", cmd)
+}
+
+// kafkaPrincipals is kafka-admin's out-of-band user and ACL operations, as
+// the broker's operator types them:
+//
+//	users                             every SCRAM user, one per line
+//	user-add USER PASSWORD            creates or re-keys USER (SCRAM-SHA-512)
+//	acls USER                         USER's ACLs: TYPE NAME PATTERN OPERATION PERMISSION
+//	acl-add|acl-delete USER TOPIC OP  allows or stops allowing OP on the literal TOPIC
+func kafkaPrincipals(ctx context.Context, adm *kadm.Client, args []string) error {
+	switch args[0] {
+	case "users":
+		users, err := adm.DescribeUserSCRAMs(ctx)
+		if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+			return err
+		}
+		names := make([]string, 0, len(users))
+		for u, d := range users {
+			if d.Err == nil {
+				names = append(names, u)
+			}
+		}
+		sort.Strings(names)
+		for _, u := range names {
+			fmt.Println(u)
+		}
+		return nil
+	case "user-add":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: user-add USER PASSWORD")
+		}
+		res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: args[1], Mechanism: kadm.ScramSha512, Iterations: 4096, Password: args[2]}})
+		if err == nil {
+			err = res.Error()
+		}
+		return err
+	case "acls":
+		b := kadm.NewACLs().Allow("User:" + args[1]).AllowHosts().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny)
+		res, err := adm.DescribeACLs(ctx, b)
+		if err != nil {
+			return err
+		}
+		var lines []string
+		for _, r := range res {
+			if r.Err != nil {
+				return r.Err
+			}
+			for _, d := range r.Described {
+				lines = append(lines, fmt.Sprintf("%s %s %s %s %s", d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
+			}
+		}
+		sort.Strings(lines)
+		for _, l := range lines {
+			fmt.Println(l)
+		}
+		return nil
+	case "acl-add", "acl-delete":
+		if len(args) != 4 {
+			return fmt.Errorf("usage: %s USER TOPIC OPERATION", args[0])
+		}
+		op, err := kmsg.ParseACLOperation(strings.ToLower(args[3]))
+		if err != nil {
+			return fmt.Errorf("operation %q: %w", args[3], err)
+		}
+		b := kadm.NewACLs().Allow("User:" + args[1]).AllowHosts().Topics(args[2]).ResourcePatternType(kadm.ACLPatternLiteral).Operations(op)
+		if args[0] == "acl-add" {
+			res, err := adm.CreateACLs(ctx, b)
+			if err != nil {
+				return err
+			}
+			for _, r := range res {
+				if r.Err != nil {
+					return r.Err
+				}
+			}
+			return nil
+		}
+		res, err := adm.DeleteACLs(ctx, b)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, r := range res {
+			if r.Err != nil {
+				return r.Err
+			}
+			n += len(r.Deleted)
+		}
+		if n == 0 {
+			return fmt.Errorf("no %s ACL of User:%s on topic %s to delete", args[3], args[1], args[2])
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown kafka-admin command %q", args[0])
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -217,6 +218,18 @@ func TestKafkaProbeRoles(t *testing.T) {
 			t.Errorf("%s on the neighbour's topic: want an authorization refusal, got %v", name, err)
 		}
 	}
+	outsidePrefix := func(k string) string {
+		switch k {
+		case "PROBE_GROUP":
+			return "someone-elses-group"
+		case "PROBE_EXPECT_REFUSED":
+			return "true"
+		}
+		return ro(k)
+	}
+	if err := kafka(ctx, outsidePrefix); err == nil || !strings.Contains(err.Error(), "GROUP_AUTHORIZATION_FAILED") {
+		t.Errorf("ReadOnly in a group outside its prefix: want GROUP_AUTHORIZATION_FAILED, got %v", err)
+	}
 	if err := kafka(ctx, asWriter); err == nil || !strings.Contains(err.Error(), "TOPIC_AUTHORIZATION_FAILED") && !strings.Contains(err.Error(), "CLUSTER_AUTHORIZATION_FAILED") {
 		t.Errorf("a ReadOnly Secret probed as ReadWrite: want the produce refused, got %v", err)
 	}
@@ -290,4 +303,74 @@ func scopedBackend(t *testing.T) drivers.Backend {
 		}
 	})
 	return be
+}
+
+// TestKafkaAdminPrincipals: kafka-admin's user and ACL commands, which the
+// e2e scenarios use as the broker's operator acting out of band, against
+// a broker that enforces SCRAM and ACLs.
+func TestKafkaAdminPrincipals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs a real Kafka-protocol broker; run without -short (make test)")
+	}
+	b := testkafka.Start(t, testkafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	for k, v := range map[string]string{kadmdriver.SecretBootstrap: strings.Join(b.Addrs, ","), kadmdriver.SecretSecurityProtocol: "SASL_PLAINTEXT",
+		kadmdriver.SecretSASLMechanism: "SCRAM-SHA-512", kadmdriver.SecretSASLUsername: "buckety", kadmdriver.SecretSASLPassword: "s3cr3t"} {
+		t.Setenv(k, v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := captureStdout(t, func() error { return kafkaAdmin(ctx, args) })
+		if err != nil {
+			t.Fatalf("kafka-admin %v: %v", args, err)
+		}
+		return out
+	}
+	run("user-add", "someone", "pw-of-someone")
+	if got := run("users"); !strings.Contains(got, "someone\n") {
+		t.Errorf("users: want someone listed, got %q", got)
+	}
+	run("acl-add", "someone", "ledger", "Write")
+	if got, want := run("acls", "someone"), "TOPIC ledger LITERAL WRITE ALLOW\n"; got != want {
+		t.Errorf("acls after acl-add: want %q, got %q", want, got)
+	}
+	run("acl-delete", "someone", "ledger", "Write")
+	if got := run("acls", "someone"); got != "" {
+		t.Errorf("acls after acl-delete: want none, got %q", got)
+	}
+	if _, err := captureStdout(t, func() error { return kafkaAdmin(ctx, []string{"acl-delete", "someone", "ledger", "Write"}) }); err == nil {
+		t.Error("acl-delete of an ACL that is not there: want an error")
+	}
+}
+
+// captureStdout runs f with os.Stdout going to a pipe and returns what f
+// printed.
+func captureStdout(t *testing.T, f func() error) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type read struct {
+		b   []byte
+		err error
+	}
+	out := make(chan read)
+	go func() {
+		b, err := io.ReadAll(r)
+		out <- read{b, err}
+	}()
+	saved := os.Stdout
+	os.Stdout = w
+	ferr := f()
+	os.Stdout = saved
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-out
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	return string(got.b), ferr
 }

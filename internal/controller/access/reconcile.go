@@ -19,6 +19,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=get;list;watch;patch
@@ -138,6 +139,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		f.unscoped = g.Reason
 	}
 	a.Status.Principal = g.Principal
+	if cred != nil {
+		testhook.Pause(ctx, testhook.AfterMint)
+	}
 	conflict, err := r.writeSecret(ctx, a, g.Data, f)
 	if err != nil {
 		return requeue, err

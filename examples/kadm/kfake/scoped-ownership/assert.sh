@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+. "$(dirname "$0")/../../../../test/e2e/lib.sh"
+scoped_kafka || fail "this scenario needs a broker that enforces SASL and ACLs (E2E_KAFKA_SCOPED=true)"
+topic="$NAMESPACE.orders"
+# acls_of USER: the user's ACLs on the broker, one "TYPE NAME PATTERN OPERATION PERMISSION" per line
+acls_of() { kafka_admin orders-writer acls "$1"; }
+# mine: the buckety users of this namespace on the broker
+mine() { local all; all=$(kafka_admin orders-writer users) || exit 1; echo "$all" | grep "^bky\.$NAMESPACE\." || true; }
+TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+# eventually WHAT CMD...: retries CMD until it succeeds
+eventually() {
+  local what=$1 deadline=$((SECONDS + E2E_TIMEOUT)); shift
+  until "$@"; do
+    [ $SECONDS -lt $deadline ] || fail "$what: not within ${E2E_TIMEOUT}s"
+    sleep 2
+  done
+}
+
+step "the operator changes the reader's ACLs; the drift sweep puts them back"
+wait_cond bucketyaccess/orders-writer Ready True
+wait_cond bucketyaccess/orders-reader Ready True
+probe orders-writer writer ReadWrite
+reader=$(jp bucketyaccess/orders-reader '{.status.principal}')
+acls_of "$reader"
+kafka_admin orders-writer acl-delete "$reader" "$topic" Read
+kafka_admin orders-writer acl-add "$reader" "$topic" Write
+read_restored_write_gone() {
+  local acls; acls=$(acls_of "$reader")
+  [[ "$acls" == *"TOPIC $topic LITERAL READ ALLOW"* && "$acls" != *"TOPIC $topic LITERAL WRITE ALLOW"* ]]
+}
+eventually "the reader's Read restored and the operator's Write removed" read_restored_write_gone
+acls_of "$reader"
+probe orders-reader reader-after-drift ReadOnly
+
+step "a user someone else created with buckety's name for an access is never touched"
+k apply -f - >/dev/null <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: BucketyAccess
+metadata: {name: squatted}
+spec: {bucketyRef: {name: vault}, credentialsSecretName: squatted}
+Y
+uid=$(jp bucketyaccess/squatted '{.metadata.uid}')
+squatter="bky.$NAMESPACE.squatted.$(printf %s "$uid" | sha256sum | cut -c1-12).1"
+kafka_admin orders-writer user-add "$squatter" their-own-password
+k apply -f - >/dev/null <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata: {name: vault}
+spec: {backend: kafka, name: "$NAMESPACE.vault"}
+Y
+wait_cond bucketyaccess/squatted Ready False PrincipalConflict
+wait_cond buckety/vault Ready False AccessesNotReady
+expect_contains "the conflict names the user" "$squatter" "$(cond bucketyaccess/squatted Ready message)"
+k describe bucketyaccess squatted | grep -q PrincipalConflict || fail "describe does not show PrincipalConflict"
+if k get secret squatted >/dev/null 2>&1; then fail "the refused access got a Secret"; fi
+k create secret generic squatter --from-literal=bootstrap="$E2E_KAFKA_BOOTSTRAP" --from-literal=topic="$NAMESPACE.vault" \
+  --from-literal=security.protocol=SASL_PLAINTEXT --from-literal=sasl.mechanism=SCRAM-SHA-512 \
+  --from-literal=sasl.username="$squatter" --from-literal=sasl.password=their-own-password >/dev/null
+# Logged in with its own password (authorization, not authentication, is refused: it has no ACLs).
+probe_refused squatter squatter-still-logs-in WriteOnly 'TOPIC_AUTHORIZATION_FAILED'
+k delete bucketyaccess squatted --wait=true >/dev/null
+mine | grep -qx "$squatter" || fail "the foreign user $squatter was deleted with the access"
+wait_cond buckety/vault Ready True
+
+step "30 accesses, the controller SIGKILLed while it grants them: every access gets its own user, none is left over"
+for i in $(seq 1 30); do
+  printf -- '---\napiVersion: buckety.yolean.se/v1alpha1\nkind: BucketyAccess\nmetadata: {name: crowd-%s}\nspec: {bucketyRef: {name: orders}, credentialsSecretName: crowd-%s, role: ReadOnly}\n' "$i" "$i"
+done > "$TMP/crowd.yaml"
+recorded() { "$KUBECTL" get bucketycredentials -o jsonpath='{range .items[*]}{.spec.owner.namespace}/{.spec.owner.name}{"\n"}{end}' | grep -c "^$NAMESPACE/crowd-" || true; }
+k apply -f "$TMP/crowd.yaml" >/dev/null
+some_recorded() { [ "$(recorded)" -gt 0 ]; }
+eventually "a crowd credential recorded" some_recorded
+kill_controller
+echo "controller killed with $(recorded) of 30 credentials recorded, $(k get secrets -o name | grep -c '/crowd-' || true) Secrets written"
+for i in $(seq 1 30); do wait_cond "bucketyaccess/crowd-$i" Ready True; done
+principals=$(for i in $(seq 1 30); do jp "bucketyaccess/crowd-$i" '{.status.principal}'; echo; done | sort)
+for i in $(seq 1 30); do
+  expect_eq "crowd-$i's Secret names its user" "$(jp "bucketyaccess/crowd-$i" '{.status.principal}')" "$(secret_value "crowd-$i" sasl.username)"
+done
+expect_eq "distinct users" 30 "$(echo "$principals" | sort -u | wc -l)"
+on_broker=$(mine | grep -v -x "$squatter" | sort)
+expect_eq "the namespace's users on the broker are exactly the accesses'" "$(printf '%s\n%s\n%s' "$principals" "$(jp bucketyaccess/orders-writer '{.status.principal}')" "$reader" | sort)" "$on_broker"
+probe crowd-17 crowd-reader ReadOnly
+crowd17=$(jp bucketyaccess/crowd-17 '{.status.principal}')
+
+step "the controller SIGKILLed while the 30 are deleted: every user is revoked"
+k delete bucketyaccess $(seq -f 'crowd-%g' 1 30) --wait=false >/dev/null
+some_revoked() { [ "$(recorded)" -lt 30 ]; }
+eventually "a crowd access revoked" some_revoked
+kill_controller
+for i in $(seq 1 30); do wait_gone "bucketyaccess/crowd-$i"; done
+expect_eq "the crowd's users on the broker" "" "$(mine | grep "^bky\.$NAMESPACE\.crowd-" || true)"
+expect_eq "crowd-17's ACLs on the broker" "" "$(acls_of "$crowd17")"
+mine | grep -qx "$squatter" || fail "the foreign user $squatter was touched"
