@@ -35,6 +35,11 @@ type Backend struct {
 	// AbortIncompleteMultipartUpload (MinIO cleans stale uploads itself), so
 	// the missing field is a shortfall, not drift to rewrite every pass.
 	dropsAbortUploads bool
+	// scoped is the state of keys per access (scoped.go).
+	scoped scoped
+	// policies is where the next credential sweep's MinIO policy reads
+	// start (credsweep.go).
+	policies policyCursor
 }
 
 // client returns the long-lived client for an endpoint, made on first use.

@@ -81,8 +81,78 @@ type Config struct {
 	// DeleteSlice is how many object versions one deletion pass removes
 	// before it reports progress. Defaults to 1000 (one DeleteObjects call).
 	DeleteSlice int `json:"deleteSlice,omitempty"`
+	// Credentials turns on a key per access, on implementation minio (a
+	// service account per access, under a dedicated parent user) and
+	// versitygw (a user per access, granted by buckety's statements in
+	// the bucket policy). Each access's key may do what its role allows on
+	// its bucket, and nothing else. Omitted: every access gets the
+	// backend's own keys, and reports ScopingNotImplemented.
+	Credentials *Credentials `json:"credentials,omitempty"`
 
 	dir string
+}
+
+// Credentials configures the keys minted per access.
+type Credentials struct {
+	// ParentUser (minio) is the MinIO user that owns every access's
+	// service account; a service account can never do more than its
+	// parent. Omitted: buckety-tenants, which buckety creates and gives a
+	// policy of its own (object actions on any bucket; nothing on buckets
+	// themselves, no admin). A user named here must exist: buckety uses it
+	// as it is, and never the root user.
+	ParentUser string `json:"parentUser,omitempty"`
+	// AdminEndpoint (versitygw) is the URL of the gateway's admin API (its
+	// --admin-port). Omitted: endpoint. The gateway must run with an IAM
+	// store (--iam-dir or another), or users cannot be created.
+	AdminEndpoint string `json:"adminEndpoint,omitempty" envsubst:"true"`
+}
+
+// DefaultParentUser is credentials.parentUser when not set.
+const DefaultParentUser = "buckety-tenants"
+
+// parentUser is the MinIO parent of minted service accounts.
+func (c *Config) parentUser() string {
+	if c.Credentials != nil && c.Credentials.ParentUser != "" {
+		return c.Credentials.ParentUser
+	}
+	return DefaultParentUser
+}
+
+// adminEndpoint is the VersityGW admin API URL.
+func (c *Config) adminEndpoint() string {
+	if c.Credentials != nil && c.Credentials.AdminEndpoint != "" {
+		return c.Credentials.AdminEndpoint
+	}
+	return c.Endpoint
+}
+
+// validateCredentials checks shareCredentials and credentials.
+func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	cr := c.Credentials
+	if cr == nil {
+		return nil
+	}
+	cp := p.Child("credentials")
+	if c.Implementation != ImplMinIO && c.Implementation != ImplVersityGW {
+		errs = append(errs, field.Invalid(cp, "{...}", fmt.Sprintf("keys per access are minted on implementation minio or versitygw, not on %q: remove credentials (every access then gets the backend's own keys)", c.Implementation)))
+	}
+	if cr.ParentUser != "" {
+		switch {
+		case c.Implementation != ImplMinIO:
+			errs = append(errs, field.Forbidden(cp.Child("parentUser"), "only implementation minio has a parent user"))
+		case cr.ParentUser == c.AccessKeyID:
+			errs = append(errs, field.Invalid(cp.Child("parentUser"), cr.ParentUser, "the parent of every access's key must not be the root user: a service account of root without its inline policy would hold root's rights"))
+		}
+	}
+	if cr.AdminEndpoint != "" {
+		if c.Implementation != ImplVersityGW {
+			errs = append(errs, field.Forbidden(cp.Child("adminEndpoint"), "only implementation versitygw has an admin endpoint of its own"))
+		} else if err := validURL(cr.AdminEndpoint); err != nil {
+			errs = append(errs, field.Invalid(cp.Child("adminEndpoint"), cr.AdminEndpoint, err.Error()))
+		}
+	}
+	return errs
 }
 
 // SetDir resolves caFile against the config directory.
@@ -108,6 +178,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		}
 	}
 	errs = append(errs, c.validateJurisdictionEndpoints(p.Child("jurisdictionEndpoints"))...)
+	errs = append(errs, c.validateCredentials(p)...)
 	if c.Region != "" && !validRegion(c.Region) {
 		errs = append(errs, field.Invalid(p.Child("region"), c.Region, "a region is lowercase letters, digits and '-', as eu-north-1 or auto"))
 	}

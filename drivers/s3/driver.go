@@ -123,6 +123,9 @@ func (d *Driver) Open(_ context.Context, backend string, cfg drivers.Config) (dr
 	if _, err := b.client(c.Endpoint); err != nil {
 		return nil, err
 	}
+	if err := b.openAdmin(); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 

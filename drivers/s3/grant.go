@@ -7,11 +7,13 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
-// Access Secrets. In v1alpha1 every access gets the backend's own keys;
-// there are no per-access keys yet, so Revoke has nothing to remove.
+// Access Secrets: a key of the access's own where the backend mints them
+// (scoped.go: credentials set, on minio or versitygw; the controller then
+// names the principal in Access.Principal), and otherwise the backend's
+// own keys.
 
-// Grant implements drivers.Backend: the backend's own keys in v1alpha1.
-func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, error) {
+// Grant implements drivers.Backend.
+func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
 	p := parseParams(a.ResourceParameters)
 	endpoint := b.cfg.consumerEndpoint()
 	if p.jurisdiction != "" {
@@ -27,14 +29,32 @@ func (b *Backend) Grant(_ context.Context, a drivers.Access) (drivers.Grant, err
 		SecretAccessKeyID:     []byte(b.cfg.AccessKeyID),
 		SecretSecretAccessKey: []byte(b.cfg.SecretAccessKey),
 	}
+	if a.Principal != "" {
+		// a key of its own: the backend's never reaches its Secret
+		delete(data, SecretAccessKeyID)
+		delete(data, SecretSecretAccessKey)
+	}
 	switch {
 	case p.region != "":
 		data[SecretRegion] = []byte(p.region)
 	case b.cfg.Region != "":
 		data[SecretRegion] = []byte(b.cfg.Region)
 	}
-	return drivers.Grant{Data: data, Reason: fmt.Sprintf("backend %s hands every access its own keys: the s3 driver does not mint keys per access", b.name)}, nil
+	if a.Principal != "" {
+		return b.grantScoped(ctx, a, data)
+	}
+	reason := b.cfg.unscopedReason(b.name)
+	if reason == "" {
+		reason = fmt.Sprintf("backend %s handed this access its own keys", b.name)
+	}
+	return drivers.Grant{Data: data, Reason: reason}, nil
 }
 
-// Revoke implements drivers.Backend; no per-access keys exist in v1alpha1.
-func (b *Backend) Revoke(context.Context, drivers.Access) error { return nil }
+// Revoke implements drivers.Backend: an access's own key is removed; the
+// backend's own keys, which shared accesses hold, never are.
+func (b *Backend) Revoke(ctx context.Context, a drivers.Access) error {
+	if a.Principal == "" {
+		return nil
+	}
+	return b.revokeScoped(ctx, a)
+}

@@ -39,6 +39,9 @@ type Server struct {
 	AccessKey, SecretKey string
 	// Region is the server's region.
 	Region string
+	// AdminEndpoint is VersityGW's admin API, http://127.0.0.1:PORT (empty
+	// for MinIO, whose admin API is on Endpoint).
+	AdminEndpoint string
 
 	p *proc.Process
 }
@@ -58,6 +61,11 @@ type Options struct {
 	// counts per S3 API at /minio/metrics/v3/api/requests), for the scale
 	// benchmark; VersityGW ignores it.
 	PublicMetrics bool
+	// IAM starts VersityGW with its internal IAM service (--iam-dir), so
+	// the admin API can create users; without it VersityGW runs in single
+	// root-account mode and answers XAdminMethodNotSupported. MinIO ignores
+	// it (it always has users).
+	IAM bool
 }
 
 // Start starts the named implementation and stops it when the test ends.
@@ -119,7 +127,18 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 			return nil, err
 		}
 		env = []string{"ROOT_ACCESS_KEY=" + s.AccessKey, "ROOT_SECRET_KEY=" + s.SecretKey}
-		args = []string{"--port", "127.0.0.1:" + strconv.Itoa(ports[0]), "--admin-port", "127.0.0.1:" + strconv.Itoa(ports[1]), "--region", s.Region, "posix"}
+		s.AdminEndpoint = "http://127.0.0.1:" + strconv.Itoa(ports[1])
+		args = []string{"--port", "127.0.0.1:" + strconv.Itoa(ports[0]), "--admin-port", "127.0.0.1:" + strconv.Itoa(ports[1]), "--region", s.Region}
+		if opts.IAM {
+			// A global flag: it goes before the posix subcommand. The
+			// directory's users.json holds the users' secrets in clear.
+			idir := filepath.Join(dir, "iam")
+			if err := os.MkdirAll(idir, 0o700); err != nil {
+				return nil, err
+			}
+			args = append(args, "--iam-dir", idir)
+		}
+		args = append(args, "posix")
 		if !opts.NoVersioning {
 			vdir := filepath.Join(dir, "versions")
 			if err := os.MkdirAll(vdir, 0o755); err != nil {

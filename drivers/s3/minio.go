@@ -1,0 +1,822 @@
+package s3
+
+// A small client for MinIO's admin API v3, enough to give every access a
+// service account of its own under one dedicated parent user.
+//
+// Why not madmin-go: its module pulls in prometheus/prometheus, gopsutil
+// and some 25 other modules for the six routes used here. The wire format
+// below is madmin-go v3.0.109's (api.go, user-commands.go,
+// policy-commands.go, encrypt.go); the server pinned by test/tools is a
+// 2026 build that speaks admin API v3 and refuses v4 with 426.
+//
+// Requests are SigV4-signed with service "s3", and X-Amz-Content-Sha256
+// is the hex SHA-256 of the body (MinIO refuses UNSIGNED-PAYLOAD here).
+// Bodies carrying secrets, and some responses, are encrypted with the root
+// secret key in madmin's EncryptData format:
+//
+//	salt (32) | AEAD id (1) | nonce (8) | sio stream
+//
+// What we send uses id 0x02 (PBKDF2-SHA256, 8192 rounds, AES-256-GCM): the
+// server's DecryptData accepts every id, and PBKDF2 avoids argon2id's
+// 64 MiB per call in the controller. What the server sends uses argon2id
+// (0x00 AES-256-GCM or 0x01 ChaCha20-Poly1305, chosen by its CPU), so
+// reading an encrypted response costs us one argon2id derivation.
+
+import (
+	"bytes"
+	"context"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/secure-io/sio-go"
+	"golang.org/x/crypto/argon2"
+)
+
+// Admin API routes, relative to the endpoint.
+const (
+	minioAdminPrefix       = "/minio/admin/v3"
+	routeUserInfo          = "/user-info"
+	routeAddUser           = "/add-user"
+	routeInfoCannedPolicy  = "/info-canned-policy"
+	routeAddCannedPolicy   = "/add-canned-policy"
+	routeAttachPolicy      = "/idp/builtin/policy/attach"
+	routeAddServiceAcct    = "/add-service-account"
+	routeUpdateServiceAcct = "/update-service-account"
+	routeInfoServiceAcct   = "/info-service-account"
+	routeDeleteServiceAcct = "/delete-service-account"
+	routeListServiceAccts  = "/list-service-accounts"
+)
+
+// Limits: the server's (policy, name, description) and the client's own
+// (response sizes).
+const (
+	minioMaxInlinePolicy   = 4096
+	minioMaxNameLen        = 32
+	minioMaxDescriptionLen = 256
+	minioMaxResponse       = 16 << 20
+	minioMaxErrorBody      = 64 << 10
+	// minioParentSecretBytes, hex-encoded, is 40 characters: MinIO's
+	// maximum secret length.
+	minioParentSecretBytes = 20
+	// minioEmptyPayloadSHA256 is X-Amz-Content-Sha256 of an empty body.
+	minioEmptyPayloadSHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+)
+
+// MinIO error codes this client acts on.
+const (
+	// codeNoSuchServiceAccount answers info, update and delete of a
+	// service account that does not exist (HTTP 404).
+	codeNoSuchServiceAccount = "XMinioInvalidIAMCredentials"
+	// codeNoSuchUser answers user-info of a missing user (HTTP 404).
+	codeNoSuchUser = "XMinioAdminNoSuchUser"
+	// codeNoSuchPolicy answers info-canned-policy of a missing policy (404).
+	codeNoSuchPolicy = "XMinioAdminNoSuchPolicy"
+	// codePolicyAlreadyApplied answers attaching an attached policy (400).
+	codePolicyAlreadyApplied = "XMinioAdminPolicyChangeAlreadyApplied"
+	// codeServiceAccountNotAllowed answers, among other refusals, adding an
+	// access key that is taken (400); the message then says "taken".
+	codeServiceAccountNotAllowed = "XMinioIAMServiceAccountNotAllowed"
+)
+
+var (
+	// errServiceAccountExists: add was refused because the access key is
+	// already in use (a service account, of this parent or another, or a
+	// user).
+	errServiceAccountExists = errors.New("the access key is already taken")
+	// errServiceAccountNotFound: update of a service account that does
+	// not exist.
+	errServiceAccountNotFound = errors.New("no such service account")
+)
+
+// minioAdminError is a refusal from the admin API.
+type minioAdminError struct {
+	// Route is the admin route, e.g. /add-service-account.
+	Route string
+	// Status is the HTTP status.
+	Status int
+	// Code and Message are MinIO's error code and message.
+	Code, Message string
+}
+
+func (e *minioAdminError) Error() string {
+	return fmt.Sprintf("minio admin %s: HTTP %d %s: %s", e.Route, e.Status, e.Code, e.Message)
+}
+
+// Is maps the refusals callers branch on to sentinels.
+func (e *minioAdminError) Is(target error) bool {
+	switch target {
+	case errServiceAccountExists:
+		// The same code also refuses a parent that is itself a service
+		// account; only the "taken" messages mean the key is in use.
+		return e.Code == codeServiceAccountNotAllowed && strings.Contains(e.Message, "taken")
+	case errServiceAccountNotFound:
+		return e.Status == http.StatusNotFound && e.Code == codeNoSuchServiceAccount
+	}
+	return false
+}
+
+// isAdminCode reports whether err is a refusal with this code and status.
+func isAdminCode(err error, status int, code string) bool {
+	var ae *minioAdminError
+	return errors.As(err, &ae) && ae.Status == status && ae.Code == code
+}
+
+// minioAdmin calls MinIO's admin API as the root user.
+type minioAdmin struct {
+	endpoint string
+	region   string
+	creds    aws.Credentials
+	hc       *http.Client
+	signer   *v4.Signer
+}
+
+// newMinioAdmin returns a client for the admin API at endpoint (the S3
+// endpoint: MinIO serves both). hc nil means http.DefaultClient; deadlines
+// come from the contexts.
+func newMinioAdmin(endpoint, region, accessKey, secretKey string, hc *http.Client) *minioAdmin {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &minioAdmin{
+		endpoint: strings.TrimRight(endpoint, "/"),
+		region:   region,
+		creds:    aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey},
+		hc:       hc,
+		signer:   v4.NewSigner(),
+	}
+}
+
+// minioServiceAccount is a service account as info and list report it.
+type minioServiceAccount struct {
+	AccessKey, ParentUser, Name, Description string
+	// Status is "on" or "off".
+	Status string
+	// ImpliedPolicy: the account has no inline policy and holds all its
+	// parent's rights.
+	ImpliedPolicy bool
+	// Policy is the inline policy as the server stores it (info only; on
+	// an implied policy, the parent's). The server re-marshals what it was
+	// given: compare with samePolicy, not ==.
+	Policy string
+}
+
+// call sends one signed request and returns the body of a response with
+// one of the wanted statuses; any other status is a *minioAdminError.
+func (m *minioAdmin) call(ctx context.Context, method, route string, query url.Values, body []byte, want ...int) ([]byte, error) {
+	u := m.endpoint + minioAdminPrefix + route
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("minio admin %s: %w", route, err)
+	}
+	hash := minioEmptyPayloadSHA256
+	if len(body) > 0 {
+		sum := sha256.Sum256(body)
+		hash = hex.EncodeToString(sum[:])
+	}
+	req.Header.Set("X-Amz-Content-Sha256", hash)
+	if len(body) > 0 {
+		// Required by /idp/builtin/policy/attach (400 BadRequest without
+		// it), harmless elsewhere.
+		req.Header.Set("Content-Type", "application/octet-stream")
+	}
+	if err := m.signer.SignHTTP(ctx, m.creds, req, hash, "s3", m.region, time.Now()); err != nil {
+		return nil, fmt.Errorf("minio admin %s: sign: %w", route, err)
+	}
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("minio admin %s: %w", route, err)
+	}
+	defer resp.Body.Close()
+	if !slices.Contains(want, resp.StatusCode) {
+		return nil, adminError(route, resp)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, minioMaxResponse+1))
+	if err != nil {
+		return nil, fmt.Errorf("minio admin %s: read response: %w", route, err)
+	}
+	if len(data) > minioMaxResponse {
+		return nil, fmt.Errorf("minio admin %s: response larger than %d bytes", route, minioMaxResponse)
+	}
+	return data, nil
+}
+
+// adminError reads MinIO's error body: JSON from admin handlers, XML from
+// the generic ones (signature, upgrade required).
+func adminError(route string, resp *http.Response) error {
+	e := &minioAdminError{Route: route, Status: resp.StatusCode}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, minioMaxErrorBody))
+	if err != nil {
+		e.Code, e.Message = resp.Status, "read error body: "+err.Error()
+		return e
+	}
+	var body struct {
+		Code    string `json:"Code" xml:"Code"`
+		Message string `json:"Message" xml:"Message"`
+	}
+	if json.Unmarshal(data, &body) == nil || xml.Unmarshal(data, &body) == nil {
+		e.Code, e.Message = body.Code, body.Message
+	}
+	if e.Code == "" {
+		e.Code, e.Message = resp.Status, strings.TrimSpace(string(data))
+	}
+	return e
+}
+
+// ensureParent makes user a MinIO user holding exactly the canned policy
+// policyName = policy, creating what is missing. An existing user's secret
+// is never changed: nothing of buckety signs with it, but someone else
+// may. Policies attached to the user by others are left alone; they cannot
+// widen a service account beyond its inline policy.
+func (m *minioAdmin) ensureParent(ctx context.Context, user, policyName string, policy []byte) error {
+	if user == m.creds.AccessKeyID {
+		// Root's service accounts could hold root's rights; and attaching
+		// a policy to root is refused anyway.
+		return fmt.Errorf("the parent user must not be the root user %q", user)
+	}
+	attached, err := m.userPolicies(ctx, user)
+	if err != nil {
+		return err
+	}
+	if attached == nil {
+		if err := m.addUser(ctx, user); err != nil {
+			return err
+		}
+	}
+	if err := m.ensureCannedPolicy(ctx, policyName, policy); err != nil {
+		return err
+	}
+	if slices.Contains(attached, policyName) {
+		return nil
+	}
+	return m.attachPolicy(ctx, user, policyName)
+}
+
+// userPolicies returns the policies attached to user, nil if the user does
+// not exist (non-nil and empty if it exists with none).
+func (m *minioAdmin) userPolicies(ctx context.Context, user string) ([]string, error) {
+	data, err := m.call(ctx, http.MethodGet, routeUserInfo, url.Values{"accessKey": {user}}, nil, http.StatusOK)
+	if isAdminCode(err, http.StatusNotFound, codeNoSuchUser) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Plain JSON on the pinned server; decrypt in case a later one
+	// encrypts it, as it does the service-account routes.
+	if data, err = openIfEncrypted(m.creds.SecretAccessKey, data); err != nil {
+		return nil, fmt.Errorf("minio admin %s: %w", routeUserInfo, err)
+	}
+	var info struct {
+		PolicyName string `json:"policyName"`
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("minio admin %s: decode: %w", routeUserInfo, err)
+	}
+	policies := []string{}
+	for p := range strings.SplitSeq(info.PolicyName, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			policies = append(policies, p)
+		}
+	}
+	return policies, nil
+}
+
+// addUser creates (or, as add-user is an upsert, re-keys) an enabled user
+// with a random secret. Two controllers racing here both succeed and the
+// last secret wins, which is harmless: the secret is never used.
+func (m *minioAdmin) addUser(ctx context.Context, user string) error {
+	secret := make([]byte, minioParentSecretBytes)
+	if _, err := rand.Read(secret); err != nil {
+		return fmt.Errorf("minio admin %s: random secret: %w", routeAddUser, err)
+	}
+	body, err := m.sealJSON(map[string]string{"secretKey": hex.EncodeToString(secret), "status": "enabled"})
+	if err != nil {
+		return fmt.Errorf("minio admin %s: %w", routeAddUser, err)
+	}
+	_, err = m.call(ctx, http.MethodPut, routeAddUser, url.Values{"accessKey": {user}}, body, http.StatusOK)
+	return err
+}
+
+// ensureCannedPolicy writes the canned policy unless the server already
+// holds the same one, so a steady state costs one read.
+func (m *minioAdmin) ensureCannedPolicy(ctx context.Context, name string, policy []byte) error {
+	data, err := m.call(ctx, http.MethodGet, routeInfoCannedPolicy, url.Values{"name": {name}}, nil, http.StatusOK)
+	switch {
+	case err == nil && samePolicy(string(data), string(policy)):
+		return nil
+	case err != nil && !isAdminCode(err, http.StatusNotFound, codeNoSuchPolicy):
+		return err
+	}
+	_, err = m.call(ctx, http.MethodPut, routeAddCannedPolicy, url.Values{"name": {name}}, policy, http.StatusOK)
+	return err
+}
+
+// attachPolicy attaches a canned policy to a user, keeping the others.
+// Attaching an attached policy answers 400 XMinioAdminPolicyChangeAlready-
+// Applied: success here. (The older /set-user-or-group-policy replaces the
+// user's policies instead and is deprecated.)
+func (m *minioAdmin) attachPolicy(ctx context.Context, user, policyName string) error {
+	body, err := m.sealJSON(struct {
+		Policies []string `json:"policies"`
+		User     string   `json:"user"`
+	}{[]string{policyName}, user})
+	if err != nil {
+		return fmt.Errorf("minio admin %s: %w", routeAttachPolicy, err)
+	}
+	// The server answers 200 with an encrypted summary (older ones 201 or
+	// 204); nothing in it is needed, so it is not decrypted.
+	_, err = m.call(ctx, http.MethodPost, routeAttachPolicy, nil, body, http.StatusOK, http.StatusCreated, http.StatusNoContent)
+	if isAdminCode(err, http.StatusBadRequest, codePolicyAlreadyApplied) {
+		return nil
+	}
+	return err
+}
+
+// info returns a service account; found is false if it does not exist.
+// A key that belongs to a regular user is not reported as missing: the
+// server answers it with 403 AccessDenied, returned as an error.
+func (m *minioAdmin) info(ctx context.Context, access string) (minioServiceAccount, bool, error) {
+	data, err := m.call(ctx, http.MethodGet, routeInfoServiceAcct, url.Values{"accessKey": {access}}, nil, http.StatusOK)
+	if errors.Is(err, errServiceAccountNotFound) {
+		return minioServiceAccount{}, false, nil
+	}
+	if err != nil {
+		return minioServiceAccount{}, false, err
+	}
+	if data, err = openAdminBody(m.creds.SecretAccessKey, data); err != nil {
+		return minioServiceAccount{}, false, fmt.Errorf("minio admin %s: %w", routeInfoServiceAcct, err)
+	}
+	var r struct {
+		ParentUser    string `json:"parentUser"`
+		AccountStatus string `json:"accountStatus"`
+		ImpliedPolicy bool   `json:"impliedPolicy"`
+		Policy        string `json:"policy"`
+		Name          string `json:"name"`
+		Description   string `json:"description"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return minioServiceAccount{}, false, fmt.Errorf("minio admin %s: decode: %w", routeInfoServiceAcct, err)
+	}
+	return minioServiceAccount{AccessKey: access, ParentUser: r.ParentUser, Status: r.AccountStatus, Name: r.Name,
+		Description: r.Description, ImpliedPolicy: r.ImpliedPolicy, Policy: r.Policy}, true, nil
+}
+
+// add creates a service account of parent with this key and inline
+// policy. A taken access key is an error matching errServiceAccountExists;
+// the existing account is left as it was.
+func (m *minioAdmin) add(ctx context.Context, parent, access, secret string, policy []byte, name, description string) error {
+	if err := validMinIOKey(access); err != nil {
+		return err
+	}
+	if err := validMinIOSecret(secret); err != nil {
+		return err
+	}
+	if err := validInlinePolicy(policy); err != nil {
+		return err
+	}
+	// The server answers a bad name or description with a generic
+	// XMinioInvalidResource; say what is wrong instead.
+	if name != "" && !minioNameRE.MatchString(name) {
+		return fmt.Errorf("service account name %q: want at most %d ASCII letters, digits, '_' or '-', starting with a letter", name, minioMaxNameLen)
+	}
+	if len(description) > minioMaxDescriptionLen {
+		return fmt.Errorf("service account description: want at most %d bytes, got %d", minioMaxDescriptionLen, len(description))
+	}
+	body, err := m.sealJSON(struct {
+		Policy      json.RawMessage `json:"policy"`
+		TargetUser  string          `json:"targetUser"`
+		AccessKey   string          `json:"accessKey"`
+		SecretKey   string          `json:"secretKey"`
+		Name        string          `json:"name,omitempty"`
+		Description string          `json:"description,omitempty"`
+	}{policy, parent, access, secret, name, description})
+	if err != nil {
+		return fmt.Errorf("minio admin %s: %w", routeAddServiceAcct, err)
+	}
+	// The answer is the credentials we sent, encrypted with argon2id:
+	// not worth 64 MiB to read.
+	_, err = m.call(ctx, http.MethodPut, routeAddServiceAcct, nil, body, http.StatusOK)
+	return err
+}
+
+// update sets a service account's inline policy and, if secret is not
+// empty, its secret. The policy is always sent: an update without
+// newPolicy silently drops the inline policy, leaving the account with all
+// its parent's rights. Name and description are kept. A missing account
+// is an error matching errServiceAccountNotFound.
+func (m *minioAdmin) update(ctx context.Context, access, secret string, policy []byte) error {
+	if secret != "" {
+		if err := validMinIOSecret(secret); err != nil {
+			return err
+		}
+	}
+	if err := validInlinePolicy(policy); err != nil {
+		return err
+	}
+	body, err := m.sealJSON(struct {
+		NewPolicy    json.RawMessage `json:"newPolicy"`
+		NewSecretKey string          `json:"newSecretKey,omitempty"`
+	}{policy, secret})
+	if err != nil {
+		return fmt.Errorf("minio admin %s: %w", routeUpdateServiceAcct, err)
+	}
+	_, err = m.call(ctx, http.MethodPost, routeUpdateServiceAcct, url.Values{"accessKey": {access}}, body, http.StatusNoContent)
+	return err
+}
+
+// delete removes a service account; a missing one is success.
+func (m *minioAdmin) delete(ctx context.Context, access string) error {
+	_, err := m.call(ctx, http.MethodDelete, routeDeleteServiceAcct, url.Values{"accessKey": {access}}, nil, http.StatusNoContent)
+	if errors.Is(err, errServiceAccountNotFound) {
+		return nil
+	}
+	return err
+}
+
+// list returns parent's service accounts, without their policies.
+func (m *minioAdmin) list(ctx context.Context, parent string) ([]minioServiceAccount, error) {
+	data, err := m.call(ctx, http.MethodGet, routeListServiceAccts, url.Values{"user": {parent}}, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	if data, err = openAdminBody(m.creds.SecretAccessKey, data); err != nil {
+		return nil, fmt.Errorf("minio admin %s: %w", routeListServiceAccts, err)
+	}
+	var r struct {
+		Accounts []struct {
+			AccessKey     string `json:"accessKey"`
+			ParentUser    string `json:"parentUser"`
+			AccountStatus string `json:"accountStatus"`
+			ImpliedPolicy bool   `json:"impliedPolicy"`
+			Name          string `json:"name"`
+			Description   string `json:"description"`
+		} `json:"accounts"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("minio admin %s: decode: %w", routeListServiceAccts, err)
+	}
+	out := make([]minioServiceAccount, 0, len(r.Accounts))
+	for _, a := range r.Accounts {
+		out = append(out, minioServiceAccount{AccessKey: a.AccessKey, ParentUser: a.ParentUser, Status: a.AccountStatus,
+			Name: a.Name, Description: a.Description, ImpliedPolicy: a.ImpliedPolicy})
+	}
+	return out, nil
+}
+
+// sealJSON marshals v and encrypts it for the server.
+func (m *minioAdmin) sealJSON(v any) ([]byte, error) {
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return sealAdminBody(m.creds.SecretAccessKey, madminPBKDF2AESGCM, plain)
+}
+
+// Policies.
+
+// iamPolicy is the policy document buckety writes.
+type iamPolicy struct {
+	Version   string         `json:"Version"`
+	Statement []iamStatement `json:"Statement"`
+}
+
+type iamStatement struct {
+	Effect   string   `json:"Effect"`
+	Action   []string `json:"Action"`
+	Resource []string `json:"Resource"`
+}
+
+// roleNames is actionsOf's roles in a stable order.
+func roleNames() []string {
+	names := make([]string, 0, len(actionsOf))
+	for r := range actionsOf {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// parentPolicy is the parent user's canned policy: every role's actions on
+// every bucket, and nothing else (no bucket creation, deletion, policy or
+// admin). A service account's rights are its parent's ∩ its inline policy,
+// so this bounds what any minted key can ever do, even if its inline
+// policy were lost.
+func parentPolicy() []byte {
+	var bucket, object []string
+	for _, r := range roleNames() {
+		bucket = append(bucket, actionsOf[r].Bucket...)
+		object = append(object, actionsOf[r].Object...)
+	}
+	p := iamPolicy{Version: "2012-10-17", Statement: []iamStatement{
+		{Effect: "Allow", Action: sortedSet(bucket), Resource: []string{bucketARN("*")}},
+		{Effect: "Allow", Action: sortedSet(object), Resource: []string{objectsARN("*")}},
+	}}
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Marshalling strings and slices of them cannot fail.
+		panic(err)
+	}
+	return b
+}
+
+// minioBucketRE is the characters of an S3 bucket name. Anything else,
+// notably '*' and '?', would make the policy's ARNs match other buckets.
+var minioBucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// minioAccessPolicy is the inline policy of an access's service account:
+// exactly the role's actions on that bucket. Role "" is ReadWrite.
+func minioAccessPolicy(bucket, role string) ([]byte, error) {
+	if role == "" {
+		role = "ReadWrite"
+	}
+	a, ok := actionsOf[role]
+	if !ok {
+		return nil, fmt.Errorf("unknown role %q (known: %s)", role, strings.Join(roleNames(), ", "))
+	}
+	if !minioBucketRE.MatchString(bucket) {
+		return nil, fmt.Errorf("bucket %q is not a plain S3 bucket name", bucket)
+	}
+	var st []iamStatement
+	if len(a.Bucket) > 0 {
+		st = append(st, iamStatement{Effect: "Allow", Action: sortedSet(a.Bucket), Resource: []string{bucketARN(bucket)}})
+	}
+	if len(a.Object) > 0 {
+		st = append(st, iamStatement{Effect: "Allow", Action: sortedSet(a.Object), Resource: []string{objectsARN(bucket)}})
+	}
+	b, err := json.Marshal(iamPolicy{Version: "2012-10-17", Statement: st})
+	if err != nil {
+		return nil, err
+	}
+	if err := validInlinePolicy(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// validInlinePolicy checks MinIO's limit on a service account's policy.
+// The server measures its own re-marshalled form, which for buckety's
+// compact policies is no longer than what is sent.
+func validInlinePolicy(p []byte) error {
+	if len(p) == 0 {
+		// An empty policy would give the account all its parent's rights.
+		return errors.New("service account policy: empty (it would hold all its parent's rights)")
+	}
+	if len(p) > minioMaxInlinePolicy {
+		return fmt.Errorf("service account policy: want at most %d bytes, got %d", minioMaxInlinePolicy, len(p))
+	}
+	return nil
+}
+
+func sortedSet(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// samePolicy reports whether two policy documents mean the same: equal
+// after JSON normalisation, with a single string and a one-element list
+// alike, and the order of actions, resources and statements (and
+// duplicates among them) ignored. MinIO stores what it parsed and answers
+// with its own formatting and order, so byte comparison would see drift
+// that is not there. Documents that do not parse are compared as bytes.
+func samePolicy(a, b string) bool {
+	na, errA := normalisePolicy(a)
+	nb, errB := normalisePolicy(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return na == nb
+}
+
+// setKeys are the statement fields whose values are sets of strings.
+var setKeys = []string{"Action", "NotAction", "Resource", "NotResource"}
+
+func normalisePolicy(s string) (string, error) {
+	var doc map[string]any
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	if err := d.Decode(&doc); err != nil {
+		return "", err
+	}
+	var stmts []any
+	switch st := doc["Statement"].(type) {
+	case []any:
+		stmts = st
+	case map[string]any:
+		stmts = []any{st}
+	case nil:
+	default:
+		return "", fmt.Errorf("the statement list is a %T", st)
+	}
+	canon := make([]string, 0, len(stmts))
+	for _, x := range stmts {
+		st, ok := x.(map[string]any)
+		if !ok {
+			return "", fmt.Errorf("statement is a %T", x)
+		}
+		for _, k := range setKeys {
+			if v, ok := st[k]; ok {
+				set, err := stringSet(v)
+				if err != nil {
+					return "", fmt.Errorf("%s: %w", k, err)
+				}
+				if len(set) == 0 {
+					delete(st, k)
+				} else {
+					st[k] = set
+				}
+			}
+		}
+		// Empty Sid and Condition mean the same as absent ones.
+		if sid, ok := st["Sid"].(string); ok && sid == "" {
+			delete(st, "Sid")
+		}
+		if c, ok := st["Condition"].(map[string]any); ok && len(c) == 0 {
+			delete(st, "Condition")
+		}
+		b, err := json.Marshal(st) // maps marshal with sorted keys
+		if err != nil {
+			return "", err
+		}
+		canon = append(canon, string(b))
+	}
+	doc["Statement"] = sortedSet(canon)
+	if id, ok := doc["ID"].(string); ok && id == "" {
+		delete(doc, "ID")
+	}
+	b, err := json.Marshal(doc)
+	return string(b), err
+}
+
+func stringSet(v any) ([]string, error) {
+	switch v := v.(type) {
+	case string:
+		return []string{v}, nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return nil, fmt.Errorf("element is a %T", x)
+			}
+			out = append(out, s)
+		}
+		return sortedSet(out), nil
+	case nil:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("is a %T", v)
+}
+
+// Keys.
+
+var (
+	minioKeyRE  = regexp.MustCompile(`^[a-z0-9-]{3,20}$`)
+	minioNameRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]{0,31}$`)
+)
+
+// validMinIOKey checks an access key buckety derives: MinIO takes 3–20
+// characters without '=' or ','; buckety keeps to [a-z0-9-] so keys are
+// safe in URLs, policies and Secrets alike.
+func validMinIOKey(access string) error {
+	if !minioKeyRE.MatchString(access) {
+		return fmt.Errorf("service account access key %q: want 3-20 characters of [a-z0-9-]", access)
+	}
+	return nil
+}
+
+// validMinIOSecret checks a secret key buckety derives: MinIO takes 8–40
+// characters; buckety keeps to printable ASCII without spaces, so a secret
+// survives environment variables and config files unquoted.
+func validMinIOSecret(s string) error {
+	if len(s) < 8 || len(s) > 40 {
+		return fmt.Errorf("service account secret key: want 8-40 characters, got %d", len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return fmt.Errorf("service account secret key: character %d is not printable ASCII", i)
+		}
+	}
+	return nil
+}
+
+// madmin's encrypted bodies.
+
+// AEAD ids of madmin's EncryptData, and its key-derivation parameters.
+const (
+	madminArgon2idAESGCM   = 0x00
+	madminArgon2idChaCha20 = 0x01
+	madminPBKDF2AESGCM     = 0x02
+
+	madminSaltLen        = 32
+	madminNonceLen       = 8
+	madminHeaderLen      = madminSaltLen + 1 + madminNonceLen
+	madminArgon2idTime   = 1
+	madminArgon2idMemory = 64 * 1024 // KiB
+	madminArgon2idThread = 4
+	madminPBKDF2Cost     = 8192
+	madminKeyLen         = 32
+)
+
+// argon2Mu serialises argon2id derivations (as madmin does): each takes
+// 64 MiB, and concurrent reconciles must not multiply that.
+var argon2Mu sync.Mutex
+
+// madminStream derives the key for an AEAD id and returns its sio stream.
+func madminStream(password string, id byte, salt []byte) (*sio.Stream, error) {
+	switch id {
+	case madminArgon2idAESGCM, madminArgon2idChaCha20:
+		argon2Mu.Lock()
+		key := argon2.IDKey([]byte(password), salt, madminArgon2idTime, madminArgon2idMemory, madminArgon2idThread, madminKeyLen)
+		argon2Mu.Unlock()
+		if id == madminArgon2idAESGCM {
+			return sio.AES_256_GCM.Stream(key)
+		}
+		return sio.ChaCha20Poly1305.Stream(key)
+	case madminPBKDF2AESGCM:
+		key, err := pbkdf2.Key(sha256.New, password, salt, madminPBKDF2Cost, madminKeyLen)
+		if err != nil {
+			return nil, err
+		}
+		return sio.AES_256_GCM.Stream(key)
+	}
+	return nil, fmt.Errorf("unknown madmin encryption id 0x%02x", id)
+}
+
+// sealAdminBody encrypts plaintext in madmin's EncryptData format with the
+// given AEAD id (buckety sends madminPBKDF2AESGCM).
+func sealAdminBody(password string, id byte, plaintext []byte) ([]byte, error) {
+	hdr := make([]byte, madminHeaderLen)
+	if _, err := rand.Read(hdr[:madminSaltLen]); err != nil {
+		return nil, err
+	}
+	hdr[madminSaltLen] = id
+	if _, err := rand.Read(hdr[madminSaltLen+1:]); err != nil {
+		return nil, err
+	}
+	stream, err := madminStream(password, id, hdr[:madminSaltLen])
+	if err != nil {
+		return nil, err
+	}
+	nonce := hdr[madminSaltLen+1:]
+	if len(nonce) != stream.NonceSize() {
+		return nil, fmt.Errorf("nonce size %d, stream wants %d", len(nonce), stream.NonceSize())
+	}
+	out := bytes.NewBuffer(make([]byte, 0, int64(len(hdr)+len(plaintext))+stream.Overhead(int64(len(plaintext)))))
+	out.Write(hdr)
+	w := stream.EncryptWriter(out, nonce, nil)
+	if _, err := w.Write(plaintext); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// openAdminBody decrypts a body in madmin's EncryptData format, whichever
+// AEAD id the server chose.
+func openAdminBody(password string, data []byte) ([]byte, error) {
+	if len(data) < madminHeaderLen {
+		return nil, fmt.Errorf("encrypted body: %d bytes, shorter than its %d-byte header", len(data), madminHeaderLen)
+	}
+	salt, id, nonce := data[:madminSaltLen], data[madminSaltLen], data[madminSaltLen+1:madminHeaderLen]
+	stream, err := madminStream(password, id, salt)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := io.ReadAll(stream.DecryptReader(bytes.NewReader(data[madminHeaderLen:]), nonce, nil))
+	if err != nil {
+		return nil, fmt.Errorf("decrypt body: %w", err)
+	}
+	return plain, nil
+}
+
+// openIfEncrypted returns JSON bodies as they are and decrypts others (a
+// random salt is valid JSON practically never).
+func openIfEncrypted(password string, data []byte) ([]byte, error) {
+	if json.Valid(data) {
+		return data, nil
+	}
+	return openAdminBody(password, data)
+}

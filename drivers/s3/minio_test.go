@@ -1,0 +1,638 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+// TestMinIOEncryptedBodies round-trips every AEAD id of madmin's format
+// and checks that tampering, a wrong password and an unknown id fail. The
+// server tests below prove interoperability (it decrypts our 0x02 bodies,
+// we decrypt its argon2id ones); 0x01 is only seen from servers without
+// AES instructions, so only this test covers it.
+func TestMinIOEncryptedBodies(t *testing.T) {
+	plain := []byte(`{"secretKey":"s3cr3t-s3cr3t","status":"enabled"}`)
+	for _, id := range []byte{madminArgon2idAESGCM, madminArgon2idChaCha20, madminPBKDF2AESGCM} {
+		sealed, err := sealAdminBody("root-secret", id, plain)
+		if err != nil {
+			t.Fatalf("id %d: seal: %v", id, err)
+		}
+		if sealed[madminSaltLen] != id {
+			t.Errorf("id %d: want id byte %d, got %d", id, id, sealed[madminSaltLen])
+		}
+		got, err := openAdminBody("root-secret", sealed)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Errorf("id %d: want %s, got %s (%v)", id, plain, got, err)
+		}
+		if _, err := openAdminBody("other-secret", sealed); err == nil {
+			t.Errorf("id %d: want an error with the wrong password, got none", id)
+		}
+		tampered := bytes.Clone(sealed)
+		tampered[len(tampered)-1] ^= 1
+		if _, err := openAdminBody("root-secret", tampered); err == nil {
+			t.Errorf("id %d: want an error on a tampered body, got none", id)
+		}
+	}
+	if _, err := sealAdminBody("p", 0x07, plain); err == nil {
+		t.Error("want an error sealing with id 7, got none")
+	}
+	if _, err := openAdminBody("p", make([]byte, 20)); err == nil {
+		t.Error("want an error on a body shorter than the header, got none")
+	}
+	if got, err := openIfEncrypted("p", []byte(`{"policyName":"x"}`)); err != nil || string(got) != `{"policyName":"x"}` {
+		t.Errorf("want plain JSON passed through, got %s (%v)", got, err)
+	}
+}
+
+func TestMinIOPolicyDocuments(t *testing.T) {
+	var parent iamPolicy
+	if err := json.Unmarshal(parentPolicy(), &parent); err != nil {
+		t.Fatal(err)
+	}
+	var allowed []string
+	for _, st := range parent.Statement {
+		for _, a := range st.Action {
+			for _, r := range st.Resource {
+				allowed = append(allowed, a+" "+r)
+			}
+		}
+	}
+	var want []string
+	for _, ra := range actionsOf {
+		for _, a := range ra.Bucket {
+			want = append(want, a+" arn:aws:s3:::*")
+		}
+		for _, a := range ra.Object {
+			want = append(want, a+" arn:aws:s3:::*/*")
+		}
+	}
+	if slices.Sort(allowed); !slices.Equal(allowed, sortedSet(want)) {
+		t.Errorf("parent policy: want exactly\n%v\ngot\n%v", sortedSet(want), allowed)
+	}
+
+	for role, ra := range map[string]roleActions{"": actionsOf["ReadWrite"], "ReadWrite": actionsOf["ReadWrite"], "ReadOnly": actionsOf["ReadOnly"], "WriteOnly": actionsOf["WriteOnly"]} {
+		p, err := minioAccessPolicy("bucket-a", role)
+		if err != nil {
+			t.Fatalf("role %q: %v", role, err)
+		}
+		want := iamPolicy{Version: "2012-10-17", Statement: []iamStatement{
+			{Effect: "Allow", Action: ra.Bucket, Resource: []string{"arn:aws:s3:::bucket-a"}},
+			{Effect: "Allow", Action: ra.Object, Resource: []string{"arn:aws:s3:::bucket-a/*"}},
+		}}
+		wb, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !samePolicy(string(p), string(wb)) {
+			t.Errorf("role %q: want %s, got %s", role, wb, p)
+		}
+	}
+	for _, c := range []struct{ bucket, role string }{{"bucket-a", "Admin"}, {"*", "ReadOnly"}, {"a*", "ReadOnly"}, {"b/c", "ReadOnly"}, {"", "ReadOnly"}} {
+		if p, err := minioAccessPolicy(c.bucket, c.role); err == nil {
+			t.Errorf("minioAccessPolicy(%q, %q): want an error, got %s", c.bucket, c.role, p)
+		}
+	}
+	if err := validInlinePolicy(bytes.Repeat([]byte("x"), 4097)); err == nil {
+		t.Error("want an error for a 4097-byte policy, got none")
+	}
+}
+
+func TestMinIOSamePolicy(t *testing.T) {
+	const sent = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:ListBucket","s3:GetBucketLocation"],"Resource":["arn:aws:s3:::a"]},{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::a/*"]}]}`
+	for _, c := range []struct {
+		name string
+		b    string
+		same bool
+	}{
+		{"identical", sent, true},
+		// What MinIO's info-service-account answers: indented, sorted.
+		{"server formatting", "{\n \"Version\": \"2012-10-17\",\n \"Statement\": [\n  {\n   \"Effect\": \"Allow\",\n   \"Action\": [\n    \"s3:GetBucketLocation\",\n    \"s3:ListBucket\"\n   ],\n   \"Resource\": [\n    \"arn:aws:s3:::a\"\n   ]\n  },\n  {\n   \"Effect\": \"Allow\",\n   \"Action\": [\n    \"s3:GetObject\"\n   ],\n   \"Resource\": [\n    \"arn:aws:s3:::a/*\"\n   ]\n  }\n ]\n}", true},
+		{"string for one-element list, statements swapped", `{"Statement":[{"Resource":"arn:aws:s3:::a/*","Action":"s3:GetObject","Effect":"Allow","Sid":""},{"Effect":"Allow","Action":["s3:GetBucketLocation","s3:ListBucket","s3:ListBucket"],"Resource":"arn:aws:s3:::a"}],"Version":"2012-10-17"}`, true},
+		{"extra action", strings.Replace(sent, `"s3:GetObject"`, `"s3:GetObject","s3:PutObject"`, 1), false},
+		{"other bucket", strings.ReplaceAll(sent, ":::a", ":::b"), false},
+		{"deny", strings.Replace(sent, `"Allow"`, `"Deny"`, 1), false},
+		{"missing statement", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::a/*"]}]}`, false},
+		{"condition", strings.Replace(sent, `"Effect":"Allow",`, `"Effect":"Allow","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}},`, 1), false},
+		{"not json", `not json`, false},
+	} {
+		if got := samePolicy(sent, c.b); got != c.same {
+			t.Errorf("%s: want samePolicy %v, got %v", c.name, c.same, got)
+		}
+	}
+}
+
+func TestMinIOKeyValidation(t *testing.T) {
+	for _, c := range []struct {
+		s      string
+		key    bool
+		secret bool
+	}{
+		{"abc", true, false},
+		{"ab", false, false},
+		{"a-0123456789abcdefgh", true, true},   // 20
+		{"a-0123456789abcdefghi", false, true}, // 21
+		{"UPPER", false, false},
+		{"a=b", false, false},
+		{"abcdefgh", true, true},
+		{"abc defgh", false, false},
+		{strings.Repeat("s", 40), false, true},
+		{strings.Repeat("s", 41), false, false},
+	} {
+		if err := validMinIOKey(c.s); (err == nil) != c.key {
+			t.Errorf("validMinIOKey(%q): want ok=%v, got %v", c.s, c.key, err)
+		}
+		if err := validMinIOSecret(c.s); (err == nil) != c.secret {
+			t.Errorf("validMinIOSecret(%q): want ok=%v, got %v", c.s, c.secret, err)
+		}
+	}
+}
+
+// writeCounter counts the admin requests that are not GETs.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		w.mu.Lock()
+		w.writes = append(w.writes, r.Method+" "+r.URL.Path)
+		w.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (w *writeCounter) reset() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.writes
+	w.writes = nil
+	return out
+}
+
+// startMinIOAdmin starts MinIO and returns a root admin client once IAM
+// is up: /minio/health/live answers before it, and admin calls until then
+// answer 503 XMinioServerNotInitialized.
+func startMinIOAdmin(t testing.TB) (*s3test.Server, *minioAdmin, *writeCounter) {
+	t.Helper()
+	srv := s3test.Start(t, "minio", s3test.Options{})
+	wc := &writeCounter{}
+	m := newMinioAdmin(srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey, &http.Client{Transport: wc, Timeout: 10 * time.Second})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := m.userPolicies(context.Background(), "nobody")
+		if err == nil {
+			return srv, m, wc
+		}
+		if !isAdminCode(err, http.StatusServiceUnavailable, "XMinioServerNotInitialized") || time.Now().After(deadline) {
+			t.Fatalf("MinIO admin API not ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// s3As is an S3 client signing with the given keys, without retries.
+func s3As(srv *s3test.Server, access, secret string) *s3.Client {
+	return s3.New(s3.Options{
+		Region:                     srv.Region,
+		BaseEndpoint:               aws.String(srv.Endpoint),
+		UsePathStyle:               true,
+		Credentials:                credentials.NewStaticCredentialsProvider(access, secret, ""),
+		RetryMaxAttempts:           1,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+}
+
+// s3Ops are the checks run as one key; each returns the request's error.
+type s3Ops struct {
+	t  *testing.T
+	cl *s3.Client
+}
+
+func (o s3Ops) put(bucket, key string) error {
+	_, err := o.cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader("body of " + key)})
+	return err
+}
+
+func (o s3Ops) get(bucket, key string) error {
+	out, err := o.cl.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return err
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err == nil && string(b) != "body of "+key {
+		o.t.Errorf("get %s/%s: want %q, got %q", bucket, key, "body of "+key, b)
+	}
+	return err
+}
+
+func (o s3Ops) list(bucket string) error {
+	_, err := o.cl.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	return err
+}
+
+func (o s3Ops) del(bucket, key string) error {
+	_, err := o.cl.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	return err
+}
+
+func (o s3Ops) createBucket(bucket string) error {
+	_, err := o.cl.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+	return err
+}
+
+func (o s3Ops) putPolicy(bucket string) error {
+	_, err := o.cl.PutBucketPolicy(context.Background(), &s3.PutBucketPolicyInput{Bucket: aws.String(bucket),
+		Policy: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + bucket + `/*"]}]}`)})
+	return err
+}
+
+func wantOK(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: want success, got %v", what, err)
+	}
+}
+
+func wantDenied(t *testing.T, what string, err error) {
+	t.Helper()
+	if !isCode(err, "AccessDenied") {
+		t.Errorf("%s: want AccessDenied, got %v", what, err)
+	}
+}
+
+// wantRefusedKey: the key itself is refused (unknown or wrong secret).
+func wantRefusedKey(t *testing.T, what string, err error) {
+	t.Helper()
+	if !isCode(err, "InvalidAccessKeyId", "SignatureDoesNotMatch") {
+		t.Errorf("%s: want InvalidAccessKeyId or SignatureDoesNotMatch, got %v", what, err)
+	}
+}
+
+const (
+	testParent       = "buckety-tenants"
+	testParentPolicy = "buckety-tenants"
+)
+
+// timed runs f and adds its duration to the named total.
+func timed(totals map[string][]time.Duration, name string, f func() error) error {
+	start := time.Now()
+	err := f()
+	totals[name] = append(totals[name], time.Since(start))
+	return err
+}
+
+func TestMinIOServiceAccounts(t *testing.T) {
+	srv, m, wc := startMinIOAdmin(t)
+	ctx := context.Background()
+	calls := map[string][]time.Duration{}
+
+	// The parent: created, then converged with reads only.
+	if err := timed(calls, "ensureParent (create)", func() error { return m.ensureParent(ctx, testParent, testParentPolicy, parentPolicy()) }); err != nil {
+		t.Fatal(err)
+	}
+	wc.reset()
+	if err := timed(calls, "ensureParent (converged)", func() error { return m.ensureParent(ctx, testParent, testParentPolicy, parentPolicy()) }); err != nil {
+		t.Fatalf("second ensureParent: %v", err)
+	}
+	if w := wc.reset(); len(w) != 0 {
+		t.Errorf("second ensureParent: want no writes, got %v", w)
+	}
+	if pols, err := m.userPolicies(ctx, testParent); err != nil || !slices.Equal(pols, []string{testParentPolicy}) {
+		t.Errorf("parent's policies: want [%s], got %v (%v)", testParentPolicy, pols, err)
+	}
+
+	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
+	for _, b := range []string{"bucket-a", "bucket-b"} {
+		if err := root.createBucket(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := root.put(b, "seed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rwPolicy, err := minioAccessPolicy("bucket-a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roPolicy, err := minioAccessPolicy("bucket-a", "ReadOnly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rwKey, rwSecret, roKey, roSecret = "acc-rw", "rw-secret-0001", "acc-ro", "ro-secret-0001"
+	if err := timed(calls, "add", func() error { return m.add(ctx, testParent, rwKey, rwSecret, rwPolicy, "team-a-rw", "ns/a rw") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := timed(calls, "add", func() error { return m.add(ctx, testParent, roKey, roSecret, roPolicy, "team-a-ro", "ns/a ro") }); err != nil {
+		t.Fatal(err)
+	}
+
+	rw := s3Ops{t, s3As(srv, rwKey, rwSecret)}
+	ro := s3Ops{t, s3As(srv, roKey, roSecret)}
+	t.Run("ReadWrite in its bucket", func(t *testing.T) {
+		rw.t = t
+		wantOK(t, "put", rw.put("bucket-a", "rw-obj"))
+		wantOK(t, "get", rw.get("bucket-a", "rw-obj"))
+		wantOK(t, "list", rw.list("bucket-a"))
+		wantOK(t, "delete", rw.del("bucket-a", "rw-obj"))
+	})
+	t.Run("ReadOnly in its bucket", func(t *testing.T) {
+		ro.t = t
+		wantOK(t, "list", ro.list("bucket-a"))
+		wantOK(t, "get", ro.get("bucket-a", "seed"))
+		wantDenied(t, "put", ro.put("bucket-a", "ro-obj"))
+		wantDenied(t, "delete", ro.del("bucket-a", "seed"))
+	})
+	for name, o := range map[string]s3Ops{"ReadWrite": rw, "ReadOnly": ro} {
+		t.Run(name+" elsewhere", func(t *testing.T) {
+			o.t = t
+			wantDenied(t, "list neighbour", o.list("bucket-b"))
+			wantDenied(t, "get neighbour", o.get("bucket-b", "seed"))
+			wantDenied(t, "put neighbour", o.put("bucket-b", "x"))
+			wantDenied(t, "delete neighbour", o.del("bucket-b", "seed"))
+			wantDenied(t, "create bucket", o.createBucket("bucket-c-"+strings.ToLower(name)))
+			wantDenied(t, "put bucket policy", o.putPolicy("bucket-a"))
+		})
+	}
+
+	// info: what was set, and the stored policy is the server's
+	// re-formatting of what was sent.
+	var sa minioServiceAccount
+	var found bool
+	if err := timed(calls, "info", func() (err error) { sa, found, err = m.info(ctx, roKey); return err }); err != nil || !found {
+		t.Fatalf("info(%s): want found, got %v, %v", roKey, found, err)
+	}
+	if sa.ParentUser != testParent || sa.Name != "team-a-ro" || sa.Description != "ns/a ro" || sa.Status != "on" || sa.ImpliedPolicy {
+		t.Errorf("info(%s): want parent %s, name team-a-ro, description ns/a ro, status on, inline policy; got %+v", roKey, testParent, sa)
+	}
+	if !samePolicy(sa.Policy, string(roPolicy)) {
+		t.Errorf("info(%s): want policy like %s, got %s", roKey, roPolicy, sa.Policy)
+	}
+	if sa.Policy == string(roPolicy) {
+		t.Logf("note: the server returned the policy byte for byte as sent")
+	}
+	if _, found, err := m.info(ctx, "acc-missing"); found || err != nil {
+		t.Errorf("info(acc-missing): want not found and no error, got %v, %v", found, err)
+	}
+
+	// add of a taken key: refused, and the account is unchanged.
+	err = m.add(ctx, testParent, roKey, "other-secret-99", rwPolicy, "", "")
+	if !errors.Is(err, errServiceAccountExists) {
+		t.Errorf("add of a taken key: want errServiceAccountExists, got %v", err)
+	}
+	wantOK(t, "RO get after refused re-add", ro.get("bucket-a", "seed"))
+	wantDenied(t, "RO put after refused re-add (policy unchanged)", ro.put("bucket-a", "x"))
+	if err := m.add(ctx, srv.AccessKey, rwKey, "other-secret-99", rwPolicy, "", ""); !errors.Is(err, errServiceAccountExists) {
+		t.Errorf("add of a key taken under another parent: want errServiceAccountExists, got %v", err)
+	}
+
+	// update: new secret, same policy.
+	const roSecret2 = "ro-secret-0002"
+	if err := timed(calls, "update", func() error { return m.update(ctx, roKey, roSecret2, roPolicy) }); err != nil {
+		t.Fatal(err)
+	}
+	wantRefusedKey(t, "old secret after update", ro.list("bucket-a"))
+	ro2 := s3Ops{t, s3As(srv, roKey, roSecret2)}
+	wantOK(t, "new secret after update", ro2.get("bucket-a", "seed"))
+	wantDenied(t, "put with new secret (inline policy kept)", ro2.put("bucket-a", "x"))
+	if sa, _, err := m.info(ctx, roKey); err != nil || sa.Name != "team-a-ro" || sa.Description != "ns/a ro" || !samePolicy(sa.Policy, string(roPolicy)) {
+		t.Errorf("info after update: want name, description and policy kept, got %+v (%v)", sa, err)
+	}
+	if err := m.update(ctx, "acc-missing", "", roPolicy); !errors.Is(err, errServiceAccountNotFound) {
+		t.Errorf("update of a missing account: want errServiceAccountNotFound, got %v", err)
+	}
+
+	// list: both, and only the parent's.
+	var l []minioServiceAccount
+	if err := timed(calls, "list", func() (err error) { l, err = m.list(ctx, testParent); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, a := range l {
+		keys = append(keys, a.AccessKey)
+		if a.ParentUser != testParent || a.ImpliedPolicy {
+			t.Errorf("list: want parent %s and an inline policy, got %+v", testParent, a)
+		}
+	}
+	if slices.Sort(keys); !slices.Equal(keys, []string{roKey, rwKey}) {
+		t.Errorf("list(%s): want [%s %s], got %v", testParent, roKey, rwKey, keys)
+	}
+	if l, err := m.list(ctx, "nobody"); err != nil || len(l) != 0 {
+		t.Errorf("list(nobody): want empty, got %v (%v)", l, err)
+	}
+
+	// delete: refused at once; deleting again succeeds.
+	if err := timed(calls, "delete", func() error { return m.delete(ctx, rwKey) }); err != nil {
+		t.Fatal(err)
+	}
+	wantRefusedKey(t, "deleted key", rw.list("bucket-a"))
+	if err := m.delete(ctx, rwKey); err != nil {
+		t.Errorf("delete of a missing account: want success, got %v", err)
+	}
+	if _, found, err := m.info(ctx, rwKey); found || err != nil {
+		t.Errorf("info after delete: want not found, got %v, %v", found, err)
+	}
+
+	for name, ds := range calls {
+		var sum time.Duration
+		for _, d := range ds {
+			sum += d
+		}
+		t.Logf("%s: %v per call (%d calls)", name, sum/time.Duration(len(ds)), len(ds))
+	}
+}
+
+// TestMinIOPolicyDrift: an inline policy changed out of band shows in
+// info, and an update without newPolicy drops it (why update always
+// sends the policy).
+func TestMinIOPolicyDrift(t *testing.T) {
+	srv, m, _ := startMinIOAdmin(t)
+	ctx := context.Background()
+	if err := m.ensureParent(ctx, testParent, testParentPolicy, parentPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
+	if err := root.createBucket("bucket-a"); err != nil {
+		t.Fatal(err)
+	}
+	roPolicy, err := minioAccessPolicy("bucket-a", "ReadOnly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key, secret = "acc-drift", "drift-secret-01"
+	if err := m.add(ctx, testParent, key, secret, roPolicy, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	ro := s3Ops{t, s3As(srv, key, secret)}
+	wantDenied(t, "put before drift", ro.put("bucket-a", "x"))
+
+	// Out of band, root broadens the inline policy.
+	broad, err := minioAccessPolicy("bucket-a", "ReadWrite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.update(ctx, key, "", broad); err != nil {
+		t.Fatal(err)
+	}
+	sa, _, err := m.info(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if samePolicy(sa.Policy, string(roPolicy)) {
+		t.Errorf("after drift: want a policy different from %s, got %s", roPolicy, sa.Policy)
+	}
+	wantOK(t, "put after drift", ro.put("bucket-a", "x"))
+
+	// Converging resends the policy.
+	if err := m.update(ctx, key, "", roPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if sa, _, err := m.info(ctx, key); err != nil || !samePolicy(sa.Policy, string(roPolicy)) {
+		t.Errorf("after converging: want %s, got %s (%v)", roPolicy, sa.Policy, err)
+	}
+	wantDenied(t, "put after converging", ro.put("bucket-a", "y"))
+
+	// An update without newPolicy (as madmin's UpdateServiceAccount with
+	// only NewSecretKey sends) leaves the account on its parent's rights.
+	body, err := m.sealJSON(map[string]string{"newSecretKey": secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.call(ctx, http.MethodPost, routeUpdateServiceAcct, url.Values{"accessKey": {key}}, body, http.StatusNoContent); err != nil {
+		t.Fatal(err)
+	}
+	if sa, _, err := m.info(ctx, key); err != nil || !sa.ImpliedPolicy {
+		t.Errorf("update without newPolicy: want the inline policy dropped (impliedPolicy), got %+v (%v)", sa, err)
+	}
+	wantOK(t, "put with the parent's rights", ro.put("bucket-a", "z"))
+}
+
+// TestMinIOParentExisting: ensureParent on a user that exists keeps its
+// secret, attaches the policy, and attaching twice is no error.
+func TestMinIOParentExisting(t *testing.T) {
+	srv, m, _ := startMinIOAdmin(t)
+	ctx := context.Background()
+	const user, secret = "existing-parent", "existing-secret-1"
+	body, err := m.sealJSON(map[string]string{"secretKey": secret, "status": "enabled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.call(ctx, http.MethodPut, routeAddUser, url.Values{"accessKey": {user}}, body, http.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ensureParent(ctx, user, testParentPolicy, parentPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
+	if err := root.createBucket("bucket-a"); err != nil {
+		t.Fatal(err)
+	}
+	parent := s3Ops{t, s3As(srv, user, secret)}
+	wantOK(t, "parent's own secret still works, with the policy attached", parent.list("bucket-a"))
+	wantDenied(t, "parent creates a bucket", parent.createBucket("bucket-z"))
+
+	// The raw answer to attaching again, and attachPolicy's reading of it.
+	body, err = m.sealJSON(map[string]any{"policies": []string{testParentPolicy}, "user": user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.call(ctx, http.MethodPost, routeAttachPolicy, nil, body, http.StatusOK)
+	if !isAdminCode(err, http.StatusBadRequest, codePolicyAlreadyApplied) {
+		t.Errorf("attach twice: want 400 %s, got %v", codePolicyAlreadyApplied, err)
+	}
+	if err := m.attachPolicy(ctx, user, testParentPolicy); err != nil {
+		t.Errorf("attachPolicy twice: want success, got %v", err)
+	}
+	if err := m.ensureParent(ctx, srv.AccessKey, testParentPolicy, parentPolicy()); err == nil {
+		t.Error("ensureParent(root): want an error, got none")
+	}
+	// A changed parent policy is rewritten.
+	narrow := []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::*/*"]}]}`)
+	if err := m.ensureParent(ctx, user, testParentPolicy, narrow); err != nil {
+		t.Fatal(err)
+	}
+	wantDenied(t, "list after narrowing the parent policy", parent.list("bucket-a"))
+}
+
+// BenchmarkMinIOAdd measures add, info and update per call (each op: one
+// add, one info, one update, one delete).
+func BenchmarkMinIOAdd(b *testing.B) {
+	_, m, _ := startMinIOAdmin(b)
+	ctx := context.Background()
+	if err := m.ensureParent(ctx, testParent, testParentPolicy, parentPolicy()); err != nil {
+		b.Fatal(err)
+	}
+	pol, err := minioAccessPolicy("bucket-a", "ReadWrite")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var add, info, update, del time.Duration
+	n := 0
+	for b.Loop() {
+		start := time.Now()
+		if err := m.add(ctx, testParent, "acc-bench", "bench-secret-01", pol, "", ""); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, _, err := m.info(ctx, "acc-bench"); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := m.update(ctx, "acc-bench", "bench-secret-02", pol); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		if err := m.delete(ctx, "acc-bench"); err != nil {
+			b.Fatal(err)
+		}
+		add, info, update, del = add+t1.Sub(start), info+t2.Sub(t1), update+t3.Sub(t2), del+time.Since(t3)
+		n++
+	}
+	for name, d := range map[string]time.Duration{"add": add, "info": info, "update": update, "delete": del} {
+		b.ReportMetric(float64(d.Microseconds())/1000/float64(n), name+"-ms/op")
+	}
+}
+
+// BenchmarkMinIOBodies measures the client's share of each encrypted
+// call: sealing a request (PBKDF2) and opening a response (argon2id).
+func BenchmarkMinIOBodies(b *testing.B) {
+	plain := []byte(`{"newPolicy":{},"newSecretKey":"bench-secret-01"}`)
+	b.Run("seal-pbkdf2", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := sealAdminBody("root-secret", madminPBKDF2AESGCM, plain); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	sealed, err := sealAdminBody("root-secret", madminArgon2idAESGCM, plain)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("open-argon2id", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := openAdminBody("root-secret", sealed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

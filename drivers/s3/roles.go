@@ -1,0 +1,36 @@
+package s3
+
+// The S3 actions each role's per-access key is allowed, on its bucket only,
+// where the implementation mints keys per access (minio: a service
+// account's inline policy; versitygw: bucket-policy statements). Never
+// bucket creation, deletion, policy, versioning or lifecycle: those are
+// the controller's.
+//
+// Bucket-level actions apply to arn:aws:s3:::BUCKET, object-level ones to
+// arn:aws:s3:::BUCKET/*.
+
+// roleActions is a role's actions, split by the resource they apply to.
+type roleActions struct {
+	Bucket []string
+	Object []string
+}
+
+// actionsOf maps a role (v1alpha1 Role) to its actions.
+var actionsOf = map[string]roleActions{
+	"ReadWrite": {
+		Bucket: []string{"s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"},
+		Object: []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"},
+	},
+	"ReadOnly": {
+		Bucket: []string{"s3:ListBucket", "s3:GetBucketLocation"},
+		Object: []string{"s3:GetObject"},
+	},
+	"WriteOnly": {
+		Bucket: []string{"s3:GetBucketLocation", "s3:ListBucketMultipartUploads"},
+		Object: []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"},
+	},
+}
+
+// bucketARN and objectsARN are the resources of a bucket's actions.
+func bucketARN(bucket string) string  { return "arn:aws:s3:::" + bucket }
+func objectsARN(bucket string) string { return "arn:aws:s3:::" + bucket + "/*" }

@@ -1,0 +1,372 @@
+package s3
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Keys per access (drivers.CredentialScoper). A backend with credentials
+// set, on implementation minio or versitygw, gives every access a key of
+// its own that may do what its role allows (roles.go) on its bucket and
+// nothing else:
+//
+//   - minio: a service account under the parent user (credentials.parentUser,
+//     default buckety-tenants), with an inline policy for the role on the
+//     bucket. A service account's rights are its parent's policy and its
+//     inline policy both, so the parent's policy (object actions on any
+//     bucket) is the ceiling and root is never a parent.
+//   - versitygw: a user with role user (no rights of its own), named in
+//     buckety's statements of the bucket's policy (Sid buckety-...), one
+//     statement per role and resource level listing every access key of
+//     that role; statements buckety did not write are kept as they are.
+//
+// The access key is the principal: bky<12 hex digits of the SHA-256 of the
+// access UID>-<serial>, at most 20 characters of [a-z0-9-] (MinIO's limit),
+// so reconciles are idempotent and a tenant cannot choose another's. The
+// secret is 40 characters from crypto/rand, stored only in the Secret.
+
+// scopingTTL is how long a backend's answer to Scoping is kept.
+const scopingTTL = 5 * time.Minute
+
+var _ drivers.CredentialScoper = (*Backend)(nil)
+
+// scoped is the per-access key state of a Backend.
+type scoped struct {
+	mu      sync.Mutex
+	at      time.Time
+	got     drivers.Scoping
+	minio   *minioAdmin
+	versity *versityAdmin
+	// buckets serialises read-modify-write of one bucket's policy
+	// (versitygw): two grants on one bucket must not lose each other's
+	// statement.
+	buckets sync.Map // bucket → *sync.Mutex
+}
+
+// unscopedReason is why a backend's config rules out keys per access, ""
+// when it does not.
+func (c *Config) unscopedReason(backend string) string {
+	switch {
+	case c.Credentials == nil:
+		return fmt.Sprintf("backend %s hands every access its own keys: set credentials (implementation minio or versitygw) for a key per access", backend)
+	case c.Implementation != ImplMinIO && c.Implementation != ImplVersityGW:
+		return fmt.Sprintf("backend %s is implementation %q: buckety mints keys per access only on minio and versitygw", backend, c.Implementation)
+	}
+	return ""
+}
+
+// Scoping implements drivers.CredentialScoper. On minio it makes sure the
+// parent user and its policy exist; on versitygw that the gateway has an
+// IAM store (users can be listed).
+func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
+	if why := b.cfg.unscopedReason(b.name); why != "" {
+		return drivers.Scoping{Reason: why}, nil
+	}
+	b.scoped.mu.Lock()
+	defer b.scoped.mu.Unlock()
+	if !b.scoped.at.IsZero() && time.Since(b.scoped.at) < scopingTTL {
+		return b.scoped.got, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	got := drivers.Scoping{Scoped: true}
+	switch b.cfg.Implementation {
+	case ImplMinIO:
+		if err := b.minioAdmin().ensureParent(ctx, b.cfg.parentUser(), b.cfg.parentUser(), parentPolicy()); err != nil {
+			return drivers.Scoping{}, b.adminError("make the parent user "+b.cfg.parentUser(), err)
+		}
+	case ImplVersityGW:
+		if _, err := b.versityAdmin().listUsers(ctx); err != nil {
+			if noIAM(err) {
+				got = drivers.Scoping{Reason: fmt.Sprintf("the gateway of backend %s has no IAM store (run it with --iam-dir), so it cannot have a user per access: %v", b.name, err)}
+			} else {
+				return drivers.Scoping{}, b.adminError("list users", err)
+			}
+		}
+	}
+	b.scoped.at, b.scoped.got = time.Now(), got
+	return got, nil
+}
+
+// adminError classifies an admin API failure: refused keys (the backend's
+// keys are not the server's admin) as access denied, a server error or an
+// unreachable server as unavailable (the access waits and retries), and
+// the rest as a request error naming what was asked.
+func (b *Backend) adminError(what string, err error) error {
+	err = fmt.Errorf("s3 admin: %s: %w", what, err)
+	status := 0
+	var me *minioAdminError
+	var ve *versityAdminError
+	switch {
+	case errors.As(err, &me):
+		status = me.Status
+	case errors.As(err, &ve):
+		status = ve.Status
+	default:
+		return b.classify(err)
+	}
+	switch {
+	case status == http.StatusForbidden:
+		return &drivers.AccessDeniedError{Backend: b.name, Err: err}
+	case status >= 500 && status != http.StatusNotImplemented:
+		return &drivers.UnavailableError{Backend: b.name, Err: err}
+	}
+	return err
+}
+
+// noIAM reports a gateway without an IAM store: its admin API answers 501
+// (XAdminMethodNotSupported) to user requests.
+func noIAM(err error) bool {
+	var ve *versityAdminError
+	return errors.As(err, &ve) && ve.Status == http.StatusNotImplemented
+}
+
+// openAdmin makes the admin client of a backend with credentials, once,
+// when the backend is opened.
+func (b *Backend) openAdmin() error {
+	if b.cfg.Credentials == nil {
+		return nil
+	}
+	hc, err := b.cfg.httpClient()
+	if err != nil {
+		return err
+	}
+	switch b.cfg.Implementation {
+	case ImplMinIO:
+		b.scoped.minio = newMinioAdmin(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
+	case ImplVersityGW:
+		b.scoped.versity = newVersityAdmin(b.cfg.adminEndpoint(), b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
+	}
+	return nil
+}
+
+func (b *Backend) minioAdmin() *minioAdmin     { return b.scoped.minio }
+func (b *Backend) versityAdmin() *versityAdmin { return b.scoped.versity }
+
+// Principal implements drivers.CredentialScoper.
+func (b *Backend) Principal(a drivers.Access, serial int) string { return PrincipalFor(a, serial) }
+
+// PrincipalFor is the access key of an access's credential serial.
+func PrincipalFor(a drivers.Access, serial int) string {
+	sum := sha256.Sum256([]byte(a.UID))
+	return "bky" + hex.EncodeToString(sum[:6]) + "-" + strconv.Itoa(serial)
+}
+
+// CredentialKeys implements drivers.CredentialScoper.
+func (b *Backend) CredentialKeys() (string, string) { return SecretAccessKeyID, SecretSecretAccessKey }
+
+// InspectPrincipal implements drivers.CredentialScoper.
+func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	switch b.cfg.Implementation {
+	case ImplMinIO:
+		_, found, err := b.minioAdmin().info(ctx, principal)
+		if err != nil {
+			return false, b.adminError("inspect service account "+principal, err)
+		}
+		return found, nil
+	case ImplVersityGW:
+		users, err := b.versityAdmin().listUsers(ctx)
+		if err != nil {
+			return false, b.adminError("list users", err)
+		}
+		_, found := users[principal]
+		return found, nil
+	}
+	return false, fmt.Errorf("s3: backend %s: no keys per access on implementation %q", b.name, b.cfg.Implementation)
+}
+
+// secretAlphabet is what minted secrets are made of: letters and digits,
+// which every implementation and every client's config format accepts.
+const secretAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// newSecret is 40 characters from crypto/rand (238 bits), MinIO's longest.
+func newSecret() (string, error) {
+	buf := make([]byte, 40)
+	max := big.NewInt(int64(len(secretAlphabet)))
+	for i := range buf {
+		n, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			return "", err
+		}
+		buf[i] = secretAlphabet[n.Int64()]
+	}
+	return string(buf), nil
+}
+
+// roleOf is an access's role, ReadWrite when unset.
+func roleOf(a drivers.Access) string {
+	if a.Role == "" {
+		return "ReadWrite"
+	}
+	return a.Role
+}
+
+// grantScoped mints or re-asserts an access's own key and its rights, and
+// returns its Secret payload on top of data (endpoint, bucket, region).
+func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
+	if a.Resource == "" {
+		return drivers.Grant{}, fmt.Errorf("s3: backend %s: grant %s: no bucket", b.name, a.Principal)
+	}
+	if _, ok := actionsOf[roleOf(a)]; !ok {
+		return drivers.Grant{}, fmt.Errorf("s3: backend %s: role %q has no actions", b.name, a.Role)
+	}
+	secret, assert := a.Secret, a.Assert
+	if secret == "" {
+		s, err := newSecret()
+		if err != nil {
+			return drivers.Grant{}, err
+		}
+		secret, assert = s, true
+	}
+	if assert {
+		ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+		defer cancel()
+		var err error
+		switch b.cfg.Implementation {
+		case ImplMinIO:
+			err = b.grantMinIO(ctx, a, secret)
+		case ImplVersityGW:
+			err = b.grantVersity(ctx, a, secret)
+		default:
+			err = fmt.Errorf("no keys per access on implementation %q", b.cfg.Implementation)
+		}
+		if err != nil {
+			return drivers.Grant{}, err
+		}
+	}
+	data[SecretAccessKeyID] = []byte(a.Principal)
+	data[SecretSecretAccessKey] = []byte(secret)
+	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
+}
+
+// grantMinIO creates or updates the access's service account, always with
+// its inline policy (an update without one would drop it, and the key
+// would hold its parent's rights on every bucket).
+func (b *Backend) grantMinIO(ctx context.Context, a drivers.Access, secret string) error {
+	policy, err := minioAccessPolicy(a.Resource, roleOf(a))
+	if err != nil {
+		return err
+	}
+	m := b.minioAdmin()
+	if !a.New {
+		err := m.update(ctx, a.Principal, secret, policy)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errServiceAccountNotFound) {
+			return b.adminError("update service account "+a.Principal, err)
+		}
+	}
+	name, desc := "buckety", fmt.Sprintf("buckety: BucketyAccess %s/%s on bucket %s", a.Namespace, a.Name, a.Resource)
+	err = m.add(ctx, b.cfg.parentUser(), a.Principal, secret, policy, name, desc)
+	if errors.Is(err, errServiceAccountExists) {
+		// An interrupted grant of this record created it: it is ours
+		// when its parent is ours (the controller refused a principal
+		// that existed before it recorded its intent).
+		sa, found, ierr := m.info(ctx, a.Principal)
+		if ierr != nil {
+			return b.adminError("inspect service account "+a.Principal, ierr)
+		}
+		if !found || sa.ParentUser != b.cfg.parentUser() {
+			return fmt.Errorf("s3: backend %s: service account %s exists with parent %q, not %s: buckety did not create it and leaves it alone", b.name, a.Principal, sa.ParentUser, b.cfg.parentUser())
+		}
+		if err := m.update(ctx, a.Principal, secret, policy); err != nil {
+			return b.adminError("update service account "+a.Principal, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return b.adminError("add service account "+a.Principal, err)
+	}
+	return nil
+}
+
+// bucketLock is the lock of one bucket's policy.
+func (b *Backend) bucketLock(bucket string) *sync.Mutex {
+	l, _ := b.scoped.buckets.LoadOrStore(bucket, &sync.Mutex{})
+	return l.(*sync.Mutex)
+}
+
+// grantVersity creates or re-keys the access's user, then names it in
+// buckety's statements of the bucket policy for its role.
+func (b *Backend) grantVersity(ctx context.Context, a drivers.Access, secret string) error {
+	v := b.versityAdmin()
+	err := v.createUser(ctx, a.Principal, secret)
+	if errors.Is(err, errUserExists) {
+		err = v.updateSecret(ctx, a.Principal, secret)
+	}
+	if err != nil {
+		return b.adminError("make user "+a.Principal, err)
+	}
+	return b.setBucketGrant(ctx, a.Resource, a.Principal, roleOf(a))
+}
+
+// setBucketGrant makes principal's grant on bucket role ("" removes it)
+// in buckety's statements of the bucket policy, keeping every other
+// statement as it is.
+func (b *Backend) setBucketGrant(ctx context.Context, bucket, principal, role string) error {
+	l := b.bucketLock(bucket)
+	l.Lock()
+	defer l.Unlock()
+	cl, err := b.client(b.cfg.Endpoint)
+	if err != nil {
+		return err
+	}
+	cur, err := b.bucketPolicy(ctx, cl, bucket)
+	if err != nil {
+		return err
+	}
+	grants, err := bucketyGrants(cur)
+	if err != nil {
+		grants = map[string]string{} // buckety's statements are rewritten from what is known
+	}
+	if role == "" {
+		delete(grants, principal)
+	} else {
+		grants[principal] = role
+	}
+	next, changed, err := mergeBucketPolicy(cur, bucket, grants)
+	if err != nil {
+		return err
+	}
+	if !changed {
+		return nil
+	}
+	return b.putBucketPolicy(ctx, cl, bucket, next)
+}
+
+// revokeScoped removes an access's key: its rights first, then the key.
+// A missing key is success.
+func (b *Backend) revokeScoped(ctx context.Context, a drivers.Access) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	switch b.cfg.Implementation {
+	case ImplMinIO:
+		if err := b.minioAdmin().delete(ctx, a.Principal); err != nil {
+			return b.adminError("delete service account "+a.Principal, err)
+		}
+	case ImplVersityGW:
+		if a.Resource != "" {
+			if err := b.setBucketGrant(ctx, a.Resource, a.Principal, ""); err != nil && !isNoSuchBucket(err) {
+				return err
+			}
+		}
+		if err := b.versityAdmin().deleteUser(ctx, a.Principal); err != nil {
+			return b.adminError("delete user "+a.Principal, err)
+		}
+	}
+	return nil
+}
