@@ -333,6 +333,20 @@ func (b *Backend) setBucketGrant(ctx context.Context, bucket, principal, role st
 	if err != nil {
 		grants = map[string]string{} // buckety's statements are rewritten from what is known
 	}
+	// The gateway refuses a policy naming a user that does not exist, so
+	// a key deleted without its statement (by an operator, or a record
+	// older than BucketyCredential's resource) would block every later
+	// write of this bucket's policy: buckety's statements keep only keys
+	// that exist.
+	users, err := b.versityAdmin().listUsers(ctx)
+	if err != nil {
+		return b.adminError("list users", err)
+	}
+	for p := range grants {
+		if _, ok := users[p]; !ok {
+			delete(grants, p)
+		}
+	}
 	if role == "" {
 		delete(grants, principal)
 	} else {

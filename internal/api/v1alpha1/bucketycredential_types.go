@@ -34,9 +34,15 @@ type BucketyCredentialSpec struct {
 	// name): one principal of one service has one record.
 	// +kubebuilder:validation:MinLength=1
 	Service string `json:"service"`
-	// Principal is the user (Kafka SCRAM user) on the service.
+	// Principal is the user (Kafka SCRAM user, S3 access key) on the
+	// service.
 	// +kubebuilder:validation:MinLength=1
 	Principal string `json:"principal"`
+	// Resource is the topic or bucket the principal was granted on, so
+	// that it can be revoked there after its access is gone (a bucket
+	// policy names its principals).
+	// +optional
+	Resource string `json:"resource,omitempty"`
 	// Owner is the BucketyAccess the principal was minted for.
 	Owner ClaimOwner `json:"owner"`
 	// Serial counts the access's credentials: 1, then one more per

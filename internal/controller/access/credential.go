@@ -191,7 +191,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 	service := e.Config.ClaimScope()
 	c := &v1.BucketyCredential{
 		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
-		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Serial: int32(serial), Phase: v1.CredentialMinting,
+		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Resource: acc.Resource, Serial: int32(serial), Phase: v1.CredentialMinting,
 			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}},
 	}
 	earlier := func() (*v1.BucketyCredential, bool, error) {
@@ -356,7 +356,7 @@ func (r *Reconciler) revoke(ctx context.Context, c *v1.BucketyCredential, f *fac
 		}
 		return false, nil
 	}
-	if err := e.Backend.Revoke(ctx, drivers.Access{Principal: c.Spec.Principal, Namespace: c.Spec.Owner.Namespace, Name: c.Spec.Owner.Name, UID: c.Spec.Owner.UID}); err != nil {
+	if err := e.Backend.Revoke(ctx, drivers.Access{Principal: c.Spec.Principal, Resource: c.Spec.Resource, Namespace: c.Spec.Owner.Namespace, Name: c.Spec.Owner.Name, UID: c.Spec.Owner.UID}); err != nil {
 		if f != nil {
 			f.Record(err)
 		}
