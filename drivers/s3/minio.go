@@ -41,10 +41,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/secure-io/sio-go"
 	"golang.org/x/crypto/argon2"
 )
@@ -75,8 +72,6 @@ const (
 	// minioParentSecretBytes, hex-encoded, is 40 characters: MinIO's
 	// maximum secret length.
 	minioParentSecretBytes = 20
-	// minioEmptyPayloadSHA256 is X-Amz-Content-Sha256 of an empty body.
-	minioEmptyPayloadSHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 )
 
 // MinIO error codes this client acts on.
@@ -139,13 +134,7 @@ func isAdminCode(err error, status int, code string) bool {
 }
 
 // minioAdmin calls MinIO's admin API as the root user.
-type minioAdmin struct {
-	endpoint string
-	region   string
-	creds    aws.Credentials
-	hc       *http.Client
-	signer   *v4.Signer
-}
+type minioAdmin struct{ adminHTTP }
 
 // newMinioAdmin returns a client for the admin API at endpoint (the S3
 // endpoint: MinIO serves both). hc nil means http.DefaultClient; deadlines
@@ -154,13 +143,7 @@ func newMinioAdmin(endpoint, region, accessKey, secretKey string, hc *http.Clien
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &minioAdmin{
-		endpoint: strings.TrimRight(endpoint, "/"),
-		region:   region,
-		creds:    aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey},
-		hc:       hc,
-		signer:   v4.NewSigner(),
-	}
+	return &minioAdmin{newAdminHTTP(endpoint, region, accessKey, secretKey, hc)}
 }
 
 // minioServiceAccount is a service account as info and list report it.
@@ -180,29 +163,13 @@ type minioServiceAccount struct {
 // call sends one signed request and returns the body of a response with
 // one of the wanted statuses; any other status is a *minioAdminError.
 func (m *minioAdmin) call(ctx context.Context, method, route string, query url.Values, body []byte, want ...int) ([]byte, error) {
-	u := m.endpoint + minioAdminPrefix + route
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("minio admin %s: %w", route, err)
-	}
-	hash := minioEmptyPayloadSHA256
-	if len(body) > 0 {
-		sum := sha256.Sum256(body)
-		hash = hex.EncodeToString(sum[:])
-	}
-	req.Header.Set("X-Amz-Content-Sha256", hash)
+	contentType := ""
 	if len(body) > 0 {
 		// Required by /idp/builtin/policy/attach (400 BadRequest without
 		// it), harmless elsewhere.
-		req.Header.Set("Content-Type", "application/octet-stream")
+		contentType = "application/octet-stream"
 	}
-	if err := m.signer.SignHTTP(ctx, m.creds, req, hash, "s3", m.region, time.Now()); err != nil {
-		return nil, fmt.Errorf("minio admin %s: sign: %w", route, err)
-	}
-	resp, err := m.hc.Do(req)
+	resp, err := m.send(ctx, method, minioAdminPrefix+route, query, body, contentType)
 	if err != nil {
 		return nil, fmt.Errorf("minio admin %s: %w", route, err)
 	}

@@ -27,8 +27,6 @@ package s3
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -41,9 +39,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // errUserExists is what createUser returns, wrapped, when the access key
@@ -70,13 +65,7 @@ const versityPolicyMaxBytes = 3800
 // versityAdmin is a client of VersityGW's admin API: SigV4-signed (service
 // s3) PATCH requests with XML bodies, on the gateway's --admin-port. It has
 // no Go client upstream; this mirrors its CLI (cmd/internal/gwcli).
-type versityAdmin struct {
-	endpoint string
-	region   string
-	creds    aws.Credentials
-	signer   *v4.Signer
-	hc       *http.Client
-}
+type versityAdmin struct{ adminHTTP }
 
 // newVersityAdmin returns an admin client signing as accessKey (the root
 // or an admin-role user). A nil hc gets a client with a 30 s timeout.
@@ -84,13 +73,7 @@ func newVersityAdmin(endpoint, region, accessKey, secretKey string, hc *http.Cli
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &versityAdmin{
-		endpoint: strings.TrimSuffix(endpoint, "/"),
-		region:   region,
-		creds:    aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey},
-		signer:   v4.NewSigner(),
-		hc:       hc,
-	}
+	return &versityAdmin{newAdminHTTP(endpoint, region, accessKey, secretKey, hc)}
 }
 
 // versityRoleUser is the only role buckety gives: it allows nothing beyond
@@ -217,22 +200,7 @@ const maxAdminAnswer = 64 << 20
 // do sends one signed PATCH and returns the answer's body, or a
 // *versityAdminError for an error status.
 func (a *versityAdmin) do(ctx context.Context, route string, query url.Values, body []byte) ([]byte, error) {
-	u := a.endpoint + route
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("versitygw admin %s: %w", route, err)
-	}
-	sum := sha256.Sum256(body)
-	payloadHash := hex.EncodeToString(sum[:])
-	// The gateway verifies the payload against this header, as S3 does.
-	req.Header.Set("X-Amz-Content-Sha256", payloadHash)
-	if err := a.signer.SignHTTP(ctx, a.creds, req, payloadHash, "s3", a.region, time.Now()); err != nil {
-		return nil, fmt.Errorf("versitygw admin %s: sign: %w", route, err)
-	}
-	resp, err := a.hc.Do(req)
+	resp, err := a.send(ctx, http.MethodPatch, route, query, body, "")
 	if err != nil {
 		return nil, fmt.Errorf("versitygw admin %s: %w", route, err)
 	}

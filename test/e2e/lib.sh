@@ -172,7 +172,9 @@ Y
 # writes; a Secret with a user of its own must also be refused the rest).
 probe() {
   local secret=$1 name=$2 role=${3:-ReadWrite}
-  probe_job "$name" "$secret" "[{name: PROBE_ROLE, value: $role}]"
+  local shared=true
+  scoped_s3 && shared=false
+  probe_job "$name" "$secret" "[{name: PROBE_ROLE, value: $role}, {name: PROBE_SHARED, value: \"$shared\"}]"
   if ! k wait --for=condition=Complete "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
     fail "probe Job $name with Secret $secret did not complete: $(k logs "job/$name" 2>&1 | tail -5)"
   fi
@@ -182,12 +184,12 @@ probe() {
 }
 
 # probe_refused SECRET NAME ROLE PATTERN [TOPIC]: a Job using the Secret as
-# ROLE (on TOPIC instead of the Secret's, when given) must fail, with
+# ROLE (on TOPIC, a topic or bucket, instead of the Secret's, when given) must fail, with
 # PATTERN (an extended regex) in its log: what a workload without the right
 # sees.
 probe_refused() {
   local secret=$1 name=$2 role=$3 pattern=$4 topic=${5:-}
-  probe_job "$name" "$secret" "[{name: PROBE_ROLE, value: $role}, {name: PROBE_TOPIC, value: \"$topic\"}, {name: PROBE_EXPECT_REFUSED, value: \"true\"}]"
+  probe_job "$name" "$secret" "[{name: PROBE_ROLE, value: $role}, {name: PROBE_TOPIC, value: \"$topic\"}, {name: PROBE_BUCKET, value: \"$topic\"}, {name: PROBE_EXPECT_REFUSED, value: \"true\"}]"
   if ! k wait --for=condition=Failed "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
     fail "probe Job $name with Secret $secret as $role${topic:+ on $topic}: expected it refused, seen $(k get job "$name" -o jsonpath='{.status.conditions[*].type}'): $(k logs "job/$name" 2>&1 | tail -3)"
   fi
@@ -212,6 +214,27 @@ kafka_admin() {
   fi
   run_pod "admin-$RANDOM" "$secret" kafka-admin "$@"
 }
+
+# s3_admin SECRET ARGS...: out-of-band S3 operations (probe s3-admin), as
+# the server's operator. Where accesses get keys of their own
+# (E2E_S3_ADMIN_ACCESS_KEY, from the implementation's settings), a tenant's
+# Secret may do nothing of the sort: the operator's own Secret,
+# e2e-s3-admin, is used instead, with SECRET's endpoint and region.
+s3_admin() {
+  local secret=$1; shift
+  if [ -n "${E2E_S3_ADMIN_ACCESS_KEY:-}" ]; then
+    k create secret generic e2e-s3-admin --dry-run=client -o yaml \
+      --from-literal=endpoint="$(secret_value "$secret" endpoint)" --from-literal=region="$(secret_value "$secret" region)" \
+      --from-literal=bucket="$(secret_value "$secret" bucket)" \
+      --from-literal=accessKeyID="$E2E_S3_ADMIN_ACCESS_KEY" --from-literal=secretAccessKey="$E2E_S3_ADMIN_SECRET_KEY" | k apply -f - >/dev/null
+    secret=e2e-s3-admin
+  fi
+  run_pod "admin-$RANDOM" "$secret" s3-admin "$@"
+}
+
+# scoped_s3: the implementation's server gives every access a key of its
+# own (E2E_S3_SCOPED, from the implementation's settings).
+scoped_s3() { [ "${E2E_S3_SCOPED:-false}" = true ]; }
 
 # scoped_kafka: the implementation's broker gives every access a user of
 # its own (E2E_KAFKA_SCOPED, from the implementation's settings).

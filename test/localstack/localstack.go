@@ -143,7 +143,7 @@ func Prepare(ctx context.Context, dir string, log Step) (s *Stack, err error) {
 // the e2e overlays (kfake, versitygw, minio).
 func (s *Stack) BackendsEnv() string {
 	bdir := filepath.Join(s.Dir, "backends")
-	return fmt.Sprintf("KAFKA_BOOTSTRAP=%s\nVERSITYGW_ENDPOINT=%s\nVERSITYGW_REGION=%s\n%sMINIO_ENDPOINT=%s\nMINIO_REGION=%s\n", strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.VersityGW.Region, s.credentials(), s.MinIO.Endpoint, s.MinIO.Region) +
+	return fmt.Sprintf("KAFKA_BOOTSTRAP=%s\nVERSITYGW_ENDPOINT=%s\nVERSITYGW_ADMIN_ENDPOINT=%s\nVERSITYGW_REGION=%s\n%sMINIO_ENDPOINT=%s\nMINIO_REGION=%s\n", strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.VersityGW.AdminEndpoint, s.VersityGW.Region, s.credentials(), s.MinIO.Endpoint, s.MinIO.Region) +
 		// Process IDs, for scenarios that hang a backend (lib.sh hang_backend).
 		fmt.Sprintf("KFAKE_PIDFILE=%s\nVERSITYGW_PIDFILE=%s\nMINIO_PIDFILE=%s\n",
 			proc.PidFile(filepath.Join(bdir, "kafka"), "broker"), proc.PidFile(filepath.Join(bdir, "versitygw"), "versitygw"), proc.PidFile(filepath.Join(bdir, "minio"), "minio")) +
@@ -213,7 +213,9 @@ func (s *Stack) backends(log Step) error {
 				running++
 			}
 		}
-		if running == len(backendProcs) && st.KafkaPassword != "" {
+		// Backends started before the broker enforced SASL, or before
+		// VersityGW had an IAM store, are started again.
+		if running == len(backendProcs) && st.KafkaPassword != "" && st.VersityGW.AdminEndpoint != "" {
 			log("  reusing the running backends")
 			s.Reused = append(s.Reused, "backends")
 			s.Broker, s.VersityGW, s.MinIO = &kafka.Broker{Addrs: st.Kafka}, &st.VersityGW, &st.MinIO
@@ -245,7 +247,7 @@ func (s *Stack) backends(log Step) error {
 	if s.Broker, err = kafka.StartIn(filepath.Join(bdir, "kafka"), bin, kopts, true); err != nil {
 		return err
 	}
-	if s.VersityGW, err = s3test.StartIn(filepath.Join(bdir, "versitygw"), "versitygw", s3test.Options{AccessKey: st.VersityGW.AccessKey, SecretKey: st.VersityGW.SecretKey}, true); err != nil {
+	if s.VersityGW, err = s3test.StartIn(filepath.Join(bdir, "versitygw"), "versitygw", s3test.Options{AccessKey: st.VersityGW.AccessKey, SecretKey: st.VersityGW.SecretKey, IAM: true}, true); err != nil {
 		return err
 	}
 	if s.MinIO, err = s3test.StartIn(filepath.Join(bdir, "minio"), "minio", s3test.Options{AccessKey: st.MinIO.AccessKey, SecretKey: st.MinIO.SecretKey}, true); err != nil {
@@ -318,6 +320,8 @@ backends:
     forcePathStyle: true
     accessKeyID: ${VERSITYGW_ACCESS_KEY}
     secretAccessKey: ${VERSITYGW_SECRET_KEY}
+    # A user of its own per access, granted in the bucket's policy.
+    credentials: {adminEndpoint: %s}
   defaults:
     zone: local
 - name: s3-minio
@@ -329,9 +333,11 @@ backends:
     forcePathStyle: true
     accessKeyID: ${MINIO_ACCESS_KEY}
     secretAccessKey: ${MINIO_SECRET_KEY}
+    # A service account of its own per access, under buckety-tenants.
+    credentials: {}
   defaults:
     zone: local
-`, release.RawBase, release.ControllerSchemaPath, strings.Join(s.Broker.Addrs, ", "), KafkaSuperuser, s.VersityGW.Endpoint, s.VersityGW.Region, s.MinIO.Endpoint, s.MinIO.Region)
+`, release.RawBase, release.ControllerSchemaPath, strings.Join(s.Broker.Addrs, ", "), KafkaSuperuser, s.VersityGW.Endpoint, s.VersityGW.Region, s.VersityGW.AdminEndpoint, s.MinIO.Endpoint, s.MinIO.Region)
 }
 
 func (s *Stack) credentials() string {

@@ -40,6 +40,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -109,8 +110,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-func need(keys ...string) (map[string]string, error) { return needFrom(os.Getenv, keys...) }
 
 func needFrom(getenv func(string) string, keys ...string) (map[string]string, error) {
 	out := map[string]string{}
@@ -351,12 +350,15 @@ func refused(err error) error {
 	return fmt.Errorf("want an authorization refusal, got %w", err)
 }
 
-func s3Client() (*s3.Client, error) {
-	env, err := need(s3driver.SecretEndpoint, s3driver.SecretAccessKeyID, s3driver.SecretSecretAccessKey)
+func s3Client() (*s3.Client, error) { return s3ClientFrom(os.Getenv) }
+
+// s3ClientFrom is an S3 client from the Secret's keys (read with getenv).
+func s3ClientFrom(getenv func(string) string) (*s3.Client, error) {
+	env, err := needFrom(getenv, s3driver.SecretEndpoint, s3driver.SecretAccessKeyID, s3driver.SecretSecretAccessKey)
 	if err != nil {
 		return nil, err
 	}
-	region := os.Getenv(s3driver.SecretRegion)
+	region := getenv(s3driver.SecretRegion)
 	if region == "" {
 		region = "us-east-1"
 	}
@@ -438,43 +440,156 @@ func putMany(ctx context.Context, cl *s3.Client, b *string, count string) error 
 	return nil
 }
 
-func bucket(ctx context.Context) error {
-	env, err := need(s3driver.SecretEndpoint, s3driver.SecretBucket, s3driver.SecretAccessKeyID, s3driver.SecretSecretAccessKey)
+func bucket(ctx context.Context) error { return bucketAs(ctx, os.Getenv) }
+
+// bucketAs exercises the Secret's bucket (or PROBE_BUCKET) as its role
+// allows, with nothing but the Secret's keys (read with getenv). The role
+// is PROBE_ROLE (ReadWrite when unset):
+//
+//   - ReadWrite puts an object, gets it back and lists it;
+//   - ReadOnly lists the bucket and gets an object in it when there is one;
+//   - WriteOnly puts an object.
+//
+// A Secret with a key of its own (unless PROBE_SHARED=true: the backend's
+// own keys) must also be refused what its role does not allow: ReadOnly
+// putting, WriteOnly getting. PROBE_EXPECT_REFUSED=true makes one request
+// the role would make, and fails with the server's answer: a refusal, as
+// the e2e scenarios expect (succeeding there means it was not refused).
+func bucketAs(ctx context.Context, getenv func(string) string) error {
+	env, err := needFrom(getenv, s3driver.SecretEndpoint, s3driver.SecretBucket, s3driver.SecretAccessKeyID, s3driver.SecretSecretAccessKey)
 	if err != nil {
 		return err
 	}
-	cl, err := s3Client()
+	cl, err := s3ClientFrom(getenv)
 	if err != nil {
 		return err
 	}
+	name := env[s3driver.SecretBucket]
+	if b := getenv("PROBE_BUCKET"); b != "" {
+		name = b // a workload trying another bucket than its Secret's
+	}
+	b, at := aws.String(name), env[s3driver.SecretEndpoint]
 	key := "probe/" + token() + ".txt"
 	body := "probe " + token()
-	b := aws.String(env[s3driver.SecretBucket])
-	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String(key), Body: bytes.NewReader([]byte(body))}); err != nil {
-		return fmt.Errorf("put %s/%s at %s: %w", env[s3driver.SecretBucket], key, env[s3driver.SecretEndpoint], err)
+	put := func() error {
+		_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String(key), Body: bytes.NewReader([]byte(body))})
+		return err
 	}
-	out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String(key)})
-	if err != nil {
-		return fmt.Errorf("get %s/%s: %w", env[s3driver.SecretBucket], key, err)
-	}
-	got, err := io.ReadAll(out.Body)
-	if cerr := out.Body.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || string(got) != body {
-		return fmt.Errorf("get %s/%s: want %q, got %q (%v)", env[s3driver.SecretBucket], key, body, got, err)
-	}
-	list, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, Prefix: aws.String("probe/")})
-	if err != nil {
-		return fmt.Errorf("list %s: %w", env[s3driver.SecretBucket], err)
-	}
-	for _, o := range list.Contents {
-		if aws.ToString(o.Key) == key {
-			fmt.Printf("probe: OK: put, got and listed %s in bucket %s at %s\n", key, env[s3driver.SecretBucket], env[s3driver.SecretEndpoint])
-			return nil
+	get := func(k string) ([]byte, error) {
+		out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String(k)})
+		if err != nil {
+			return nil, err
 		}
+		got, err := io.ReadAll(out.Body)
+		if cerr := out.Body.Close(); err == nil {
+			err = cerr
+		}
+		return got, err
 	}
-	return fmt.Errorf("list %s: %s not listed", env[s3driver.SecretBucket], key)
+	list := func() (*s3.ListObjectsV2Output, error) {
+		return cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, Prefix: aws.String("probe/")})
+	}
+	role := getenv("PROBE_ROLE")
+	if role == "" {
+		role = "ReadWrite"
+	}
+	if getenv("PROBE_EXPECT_REFUSED") == "true" {
+		// One request the role would make, which must be refused.
+		switch role {
+		case "ReadOnly":
+			_, err = list()
+		case "WriteOnly":
+			err = put()
+		default:
+			err = put()
+			if err == nil {
+				_, err = list()
+			}
+		}
+		if err != nil {
+			// Refused, as expected: the probe fails with the server's
+			// answer, which the e2e scenario matches (as a workload
+			// without the right sees it).
+			return fmt.Errorf("%s on bucket %s at %s: %w", role, name, at, err)
+		}
+		fmt.Printf("probe: %s was allowed on bucket %s at %s, which should have refused it\n", role, name, at)
+		return nil
+	}
+	own := getenv("PROBE_SHARED") != "true"
+	var done []string
+	switch role {
+	case "ReadWrite":
+		if err := put(); err != nil {
+			return fmt.Errorf("put %s/%s at %s: %w", name, key, at, err)
+		}
+		got, err := get(key)
+		if err != nil || string(got) != body {
+			return fmt.Errorf("get %s/%s: want %q, got %q (%v)", name, key, body, got, err)
+		}
+		l, err := list()
+		if err != nil {
+			return fmt.Errorf("list %s: %w", name, err)
+		}
+		listed := false
+		for _, o := range l.Contents {
+			listed = listed || aws.ToString(o.Key) == key
+		}
+		if !listed {
+			return fmt.Errorf("list %s: %s not listed", name, key)
+		}
+		done = append(done, "put, got and listed "+key)
+	case "ReadOnly":
+		l, err := list()
+		if err != nil {
+			return fmt.Errorf("list %s: %w", name, err)
+		}
+		done = append(done, fmt.Sprintf("listed %d objects", len(l.Contents)))
+		if len(l.Contents) > 0 {
+			if _, err := get(aws.ToString(l.Contents[0].Key)); err != nil {
+				return fmt.Errorf("get %s/%s: %w", name, aws.ToString(l.Contents[0].Key), err)
+			}
+			done = append(done, "got "+aws.ToString(l.Contents[0].Key))
+		}
+		if own {
+			if err := s3Refused(put()); err != nil {
+				return fmt.Errorf("ReadOnly: put in %s: %w", name, err)
+			}
+			done = append(done, "was refused putting")
+		}
+	case "WriteOnly":
+		if err := put(); err != nil {
+			return fmt.Errorf("put %s/%s at %s: %w", name, key, at, err)
+		}
+		done = append(done, "put "+key)
+		if own {
+			_, err := get(key)
+			if err := s3Refused(err); err != nil {
+				return fmt.Errorf("WriteOnly: get from %s: %w", name, err)
+			}
+			done = append(done, "was refused getting it back")
+		}
+	default:
+		return fmt.Errorf("PROBE_ROLE %q: want ReadWrite, ReadOnly or WriteOnly", role)
+	}
+	keys := "own key"
+	if !own {
+		keys = "shared keys"
+	}
+	fmt.Printf("probe: OK: %s (%s) %s in bucket %s at %s\n", role, keys, strings.Join(done, ", "), name, at)
+	return nil
+}
+
+// s3Refused is nil when err is the server's refusal: of the request
+// (AccessDenied) or of the key itself (a revoked key, an old secret).
+func s3Refused(err error) error {
+	var ae smithy.APIError
+	switch {
+	case err == nil:
+		return errors.New("want it refused (the role or the key does not allow it), but it succeeded")
+	case errors.As(err, &ae) && (ae.ErrorCode() == "AccessDenied" || ae.ErrorCode() == "InvalidAccessKeyId" || ae.ErrorCode() == "SignatureDoesNotMatch"):
+		return nil
+	}
+	return fmt.Errorf("want AccessDenied, InvalidAccessKeyId or SignatureDoesNotMatch, got %w", err)
 }
 
 func kafkaAdmin(ctx context.Context, args []string) error {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
 wait_cond buckety/helper Ready True
-run_pod precreate helper-bucket s3-admin create "$NAMESPACE-preexisting" 3 >/dev/null
+s3_admin helper-bucket create "$NAMESPACE-preexisting" 3 >/dev/null
 k apply -f - >/dev/null <<Y
 apiVersion: buckety.yolean.se/v1alpha1
 kind: Buckety

@@ -1,4 +1,4 @@
 #!/usr/bin/env bash
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
-versioning_unchanged() { expect_eq "no backend writes" "Enabled" "$(run_pod "v-$RANDOM" sticky-bucket s3-admin versioning "$NAMESPACE-sticky" | tail -1)"; }
+versioning_unchanged() { expect_eq "no backend writes" "Enabled" "$(s3_admin sticky-bucket versioning "$NAMESPACE-sticky" | tail -1)"; }
 backend_stickiness s3 '{"versioning":"false"}' versioning_unchanged sticky-bucket

@@ -1,4 +1,4 @@
 #!/usr/bin/env bash
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
-versioning_unchanged() { expect_eq "no backend writes" "Enabled" "$(run_pod "v-$RANDOM" versioned-bucket s3-admin versioning "$NAMESPACE-versioned" | tail -1)"; }
+versioning_unchanged() { expect_eq "no backend writes" "Enabled" "$(s3_admin versioned-bucket versioning "$NAMESPACE-versioned" | tail -1)"; }
 driver_version s3 '{"versioning":"false"}' versioning_unchanged

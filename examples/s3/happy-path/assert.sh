@@ -5,6 +5,10 @@ expect_eq "resolved name" "$NAMESPACE-files" "$(jp buckety/files '{.status.backe
 wait_cond bucketyaccess/files Ready True
 expect_secret_keys files-bucket s3 region # the e2e backends have a region
 expect_eq "Secret bucket" "$NAMESPACE-files" "$(secret_value files-bucket bucket)"
-expect_eq "versioning on the server" "Enabled" "$(run_pod "admin-$RANDOM" files-bucket s3-admin versioning "$NAMESPACE-files" | tail -1)"
-wait_cond bucketyaccess/files ScopingNotImplemented True CredentialsNotScoped
+expect_eq "versioning on the server" "Enabled" "$(s3_admin files-bucket versioning "$NAMESPACE-files" | tail -1)"
+if scoped_s3; then
+  wait_cond bucketyaccess/files ScopingNotImplemented False AsExpected
+else
+  wait_cond bucketyaccess/files ScopingNotImplemented True CredentialsNotScoped
+fi
 probe files-bucket consumer

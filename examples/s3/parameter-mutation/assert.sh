@@ -2,11 +2,11 @@
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
 bucket="$NAMESPACE-data"
 wait_cond buckety/data Ready True
-expect_eq "versioning" "Enabled" "$(run_pod "v-$RANDOM" data-bucket s3-admin versioning "$bucket" | tail -1)"
+expect_eq "versioning" "Enabled" "$(s3_admin data-bucket versioning "$bucket" | tail -1)"
 out=$(k patch buckety data --type=merge -p '{"spec":{"parameters":{"versioning":"false"}}}' 2>&1) || fail "versioning change rejected: $out"
 expect_contains "warning" "S3 cannot turn versioning off; it is suspended" "$out"
 deadline=$((SECONDS + E2E_TIMEOUT))
-until [ "$(run_pod "v-$RANDOM" data-bucket s3-admin versioning "$bucket" | tail -1)" = Suspended ]; do
+until [ "$(s3_admin data-bucket versioning "$bucket" | tail -1)" = Suspended ]; do
   [ $SECONDS -lt $deadline ] || fail "versioning not suspended"
   sleep 2
 done

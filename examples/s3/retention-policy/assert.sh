@@ -4,9 +4,9 @@ wait_cond buckety/kept Ready True
 wait_cond buckety/doomed Ready True
 k create secret generic admin --from-literal=endpoint="$(secret_value kept-bucket endpoint)" --from-literal=region="$(secret_value kept-bucket region)" \
   --from-literal=accessKeyID="$(secret_value kept-bucket accessKeyID)" --from-literal=secretAccessKey="$(secret_value kept-bucket secretAccessKey)" >/dev/null
-run_pod fill-kept admin s3-admin put-many "$NAMESPACE-kept" 10 >/dev/null
-run_pod fill-doomed admin s3-admin put-many "$NAMESPACE-doomed" 3000 >/dev/null
-run_pod refill-doomed admin s3-admin put-many "$NAMESPACE-doomed" 500 >/dev/null # overwrites: noncurrent versions
+s3_admin admin put-many "$NAMESPACE-kept" 10 >/dev/null
+s3_admin admin put-many "$NAMESPACE-doomed" 3000 >/dev/null
+s3_admin admin put-many "$NAMESPACE-doomed" 500 >/dev/null # overwrites: noncurrent versions
 step "delete both"
 k delete buckety kept doomed --wait=false >/dev/null
 step "progress is visible while the bucket empties"
@@ -20,6 +20,6 @@ done
 [ -n "$seen" ] || fail "expected deletion progress in the Ready condition, never saw it"
 echo "progress seen: $seen"
 wait_gone buckety/kept
-expect_eq "Delete removed the bucket" "false" "$(run_pod gone admin s3-admin exists "$NAMESPACE-doomed" | tail -1)"
-expect_eq "Retain kept the bucket" "true" "$(run_pod kept admin s3-admin exists "$NAMESPACE-kept" | tail -1)"
-expect_eq "Retain kept the objects" "10" "$(run_pod count admin s3-admin count "$NAMESPACE-kept" | tail -1)"
+expect_eq "Delete removed the bucket" "false" "$(s3_admin admin exists "$NAMESPACE-doomed" | tail -1)"
+expect_eq "Retain kept the bucket" "true" "$(s3_admin admin exists "$NAMESPACE-kept" | tail -1)"
+expect_eq "Retain kept the objects" "10" "$(s3_admin admin count "$NAMESPACE-kept" | tail -1)"

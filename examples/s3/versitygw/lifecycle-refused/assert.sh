@@ -17,7 +17,7 @@ expect_eq "nothing stored" "" "$(k get bucketies expiring --ignore-not-found -o 
 step "the Buckety without lifecycle is Ready, not Degraded, and works"
 wait_cond buckety/logs Ready True
 wait_cond buckety/logs Degraded False
-expect_eq "versioning applied" "Enabled" "$(run_pod "admin-$RANDOM" logs-bucket s3-admin versioning "$NAMESPACE-logs" | tail -1)"
+expect_eq "versioning applied" "Enabled" "$(s3_admin logs-bucket versioning "$NAMESPACE-logs" | tail -1)"
 probe logs-bucket consumer
 step "adding lifecycle to it is refused too"
 if out=$(k patch bucketies logs --type=merge -p '{"spec":{"parameters":{"lifecycle":"{\"expirationDays\": 30}"}}}' 2>&1); then

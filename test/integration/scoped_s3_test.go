@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+// scopedS3 starts impl with an IAM store and returns it with a config
+// whose backend s3-scoped mints a key per access on it.
+func scopedS3(t *testing.T, impl string) (*s3test.Server, string) {
+	t.Helper()
+	srv := s3test.Start(t, impl, s3test.Options{IAM: true})
+	admin := ""
+	if srv.AdminEndpoint != "" {
+		admin = "adminEndpoint: " + srv.AdminEndpoint
+	}
+	return srv, fmt.Sprintf(`backends:
+- name: s3-scoped
+  driver: s3
+  config:
+    implementation: %s
+    endpoint: %s
+    region: %s
+    forcePathStyle: true
+    accessKeyID: %s
+    secretAccessKey: %s
+    requestTimeout: 10s
+    credentials: {%s}
+  credentials: {rotationGrace: 3s}
+`, impl, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey, admin)
+}
+
+// s3With is an S3 client with nothing but a Secret's keys, as a workload.
+func s3With(data map[string][]byte) *s3.Client {
+	return s3.New(s3.Options{
+		Region: string(data["region"]), BaseEndpoint: aws.String(string(data["endpoint"])), UsePathStyle: true, RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider(string(data["accessKeyID"]), string(data["secretAccessKey"]), ""),
+	})
+}
+
+func putWith(data map[string][]byte, bucket, key string) error {
+	_, err := s3With(data).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: nil})
+	return err
+}
+
+func listWith(data map[string][]byte, bucket string) error {
+	_, err := s3With(data).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	return err
+}
+
+// apiCode is an S3 error's code ("" for success, the error's text when it
+// is not an S3 answer).
+func apiCode(err error) string {
+	var ae smithy.APIError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &ae):
+		return ae.ErrorCode()
+	}
+	return err.Error()
+}
+
+// refusedKey: the key itself is refused (unknown, or not its secret).
+func refusedKey(err error) bool {
+	c := apiCode(err)
+	return c == "InvalidAccessKeyId" || c == "SignatureDoesNotMatch"
+}
+
+// TestScopedS3Accesses: with credentials set, on MinIO and VersityGW, the
+// controller gives every access a key of its own: ReadOnly cannot write,
+// no key reaches a neighbour's bucket; a Secret its tenant deletes is
+// written again with a new secret and the old one is refused; a rotation
+// overlaps the old key for the grace period, then revokes it; deleting
+// the access revokes its key before the access is gone.
+func TestScopedS3Accesses(t *testing.T) {
+	needInfra(t)
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) {
+			srv, cfg := scopedS3(t, impl)
+			startController(t, cfg, nil, time.Hour)
+			ns := namespace(t)
+			removeWhileRunning(t, ns)
+			ledger := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-scoped", Name: ns + "-ledger"}}
+			payroll := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "payroll", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-scoped", Name: ns + "-payroll",
+				DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "payroll"}}}
+			create(t, ledger)
+			create(t, payroll)
+			writer := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "writer"}}
+			reader := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
+			create(t, writer)
+			create(t, reader)
+			for _, a := range []*v1.BucketyAccess{writer, reader} {
+				waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+				waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
+			}
+			waitCondition(t, payroll, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			w, r := secret(t, ns, "writer").Data, secret(t, ns, "reader").Data
+			if string(w["accessKeyID"]) == srv.AccessKey || string(w["accessKeyID"]) == string(r["accessKeyID"]) {
+				t.Fatalf("want a key per access, not the root's: writer %s, reader %s", w["accessKeyID"], r["accessKeyID"])
+			}
+			bucket, neighbour := ns+"-ledger", ns+"-payroll"
+			if err := putWith(w, bucket, "a"); err != nil {
+				t.Errorf("ReadWrite put: %v", err)
+			}
+			if err := listWith(r, bucket); err != nil {
+				t.Errorf("ReadOnly list: %v", err)
+			}
+			if c := apiCode(putWith(r, bucket, "b")); c != "AccessDenied" {
+				t.Errorf("ReadOnly put: want AccessDenied, got %q", c)
+			}
+			if c := apiCode(listWith(w, neighbour)); c != "AccessDenied" {
+				t.Errorf("the neighbour's bucket: want AccessDenied, got %q", c)
+			}
+
+			// The tenant deletes the reader's Secret: a new secret, the old refused.
+			old := r
+			if err := k8s.Delete(context.Background(), secret(t, ns, "reader")); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, wait, "the reader's Secret written again with a new secret", func() (bool, string) {
+				s := &corev1.Secret{}
+				if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "reader"}, s); err != nil {
+					return false, err.Error()
+				}
+				r = s.Data
+				return string(r["secretAccessKey"]) != string(old["secretAccessKey"]), "same secret"
+			})
+			if err := listWith(r, bucket); err != nil {
+				t.Errorf("the new secret: %v", err)
+			}
+			if err := listWith(old, bucket); !refusedKey(err) {
+				t.Errorf("the deleted Secret's secret: want the key refused, got %v", err)
+			}
+
+			// Rotation: a new key; the old one works for the grace, then is refused.
+			if err := k8s.Patch(context.Background(), reader, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"rotation":"now"}}`))); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, wait, "the reader's Secret rotated to a new key", func() (bool, string) {
+				s := &corev1.Secret{}
+				if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "reader"}, s); err != nil {
+					return false, err.Error()
+				}
+				return string(s.Data["accessKeyID"]) != string(r["accessKeyID"]), string(s.Data["accessKeyID"])
+			})
+			rotated := secret(t, ns, "reader").Data
+			if err := listWith(r, bucket); err != nil {
+				t.Errorf("the old key within its grace: %v", err)
+			}
+			if err := listWith(rotated, bucket); err != nil {
+				t.Errorf("the rotated key: %v", err)
+			}
+			eventually(t, wait, "the old key refused after its grace", func() (bool, string) {
+				err := listWith(r, bucket)
+				return refusedKey(err), fmt.Sprint(err)
+			})
+
+			// Deleting the access revokes its key before it is gone.
+			if err := k8s.Delete(context.Background(), writer); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, wait, "the writer access gone", func() (bool, string) { return gone(t, writer) })
+			if err := putWith(w, bucket, "c"); !refusedKey(err) {
+				t.Errorf("a deleted access's key: want it refused, got %v", err)
+			}
+			if creds := credentialsOf(t, writer.UID); len(creds) != 0 {
+				t.Errorf("want the writer's BucketyCredential deleted, got %d", len(creds))
+			}
+		})
+	}
+}

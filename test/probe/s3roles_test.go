@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+// TestS3ProbeRoles: the probe's S3 round trip per role, with keys of their
+// own on real MinIO and VersityGW: each role passes on its bucket, and is
+// refused on the neighbour's (what the e2e scenarios rely on).
+func TestS3ProbeRoles(t *testing.T) {
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) {
+			srv := s3test.Start(t, impl, s3test.Options{IAM: true})
+			cfg := &s3driver.Config{Implementation: impl, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+				AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second},
+				Credentials: &s3driver.Credentials{AdminEndpoint: srv.AdminEndpoint}}
+			be, err := s3driver.New().Open(context.Background(), "s3", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := be.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			sc := be.(drivers.CredentialScoper)
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				s, err := sc.Scoping(ctx)
+				if err == nil && s.Scoped {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("scoping: %+v %v", s, err)
+				}
+			}
+			for _, b := range []string{"roles", "neighbour"} {
+				if _, err := be.Ensure(ctx, drivers.Resource{Name: b}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			grant := func(role string) map[string][]byte {
+				a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: role, Assert: true, New: true}
+				a.Principal = sc.Principal(a, 1)
+				g, err := be.Grant(ctx, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g.Data
+			}
+			env := func(data map[string][]byte, extra map[string]string) func(string) string {
+				return func(k string) string {
+					if v, ok := extra[k]; ok {
+						return v
+					}
+					return string(data[k])
+				}
+			}
+			rw, ro, wo := grant("ReadWrite"), grant("ReadOnly"), grant("WriteOnly")
+			for _, tc := range []struct {
+				role string
+				data map[string][]byte
+			}{{"ReadWrite", rw}, {"WriteOnly", wo}, {"ReadOnly", ro}} {
+				if err := bucketAs(ctx, env(tc.data, map[string]string{"PROBE_ROLE": tc.role})); err != nil {
+					t.Errorf("%s: want the probe to pass, got %v", tc.role, err)
+				}
+				if err := bucketAs(ctx, env(tc.data, map[string]string{"PROBE_ROLE": tc.role, "PROBE_BUCKET": "neighbour", "PROBE_EXPECT_REFUSED": "true"})); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+					t.Errorf("%s on the neighbour's bucket: want it refused with AccessDenied, got %v", tc.role, err)
+				}
+				if err := bucketAs(ctx, env(tc.data, map[string]string{"PROBE_ROLE": tc.role, "PROBE_EXPECT_REFUSED": "true"})); err != nil {
+					t.Errorf("%s on its own bucket expecting a refusal: want the probe to pass (and say it was allowed), got %v", tc.role, err)
+				}
+			}
+			if err := bucketAs(ctx, env(ro, map[string]string{"PROBE_ROLE": "ReadWrite"})); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+				t.Errorf("a ReadOnly key probed as ReadWrite: want the put refused, got %v", err)
+			}
+			if err := bucketAs(ctx, env(rw, map[string]string{"PROBE_ROLE": "ReadOnly"})); err == nil || !strings.Contains(err.Error(), "succeeded") {
+				t.Errorf("a ReadWrite key probed as its own ReadOnly: want the probe to see it can put, got %v", err)
+			}
+		})
+	}
+}
