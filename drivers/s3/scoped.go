@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -383,4 +384,37 @@ func (b *Backend) revokeScoped(ctx context.Context, a drivers.Access) error {
 		}
 	}
 	return nil
+}
+
+// MintedKeys lists the keys buckety minted on the backend's server: the
+// service accounts of the parent user (minio), the users whose access key
+// starts with bky (versitygw). Operators and the fault harness use it to
+// count keys left without an access.
+func (b *Backend) MintedKeys(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	out := map[string]bool{}
+	switch {
+	case b.scoped.minio != nil:
+		accounts, err := b.scoped.minio.list(ctx, b.cfg.parentUser())
+		if err != nil {
+			return nil, b.adminError("list the service accounts of "+b.cfg.parentUser(), err)
+		}
+		for _, sa := range accounts {
+			out[sa.AccessKey] = true
+		}
+	case b.scoped.versity != nil:
+		users, err := b.scoped.versity.listUsers(ctx)
+		if err != nil {
+			return nil, b.adminError("list users", err)
+		}
+		for u := range users {
+			if strings.HasPrefix(u, "bky") {
+				out[u] = true
+			}
+		}
+	default:
+		return nil, fmt.Errorf("s3: backend %s mints no keys (credentials not set, or implementation %q)", b.name, b.cfg.Implementation)
+	}
+	return out, nil
 }

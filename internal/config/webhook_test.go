@@ -179,6 +179,8 @@ func TestExampleConfigsLoadInWebhook(t *testing.T) {
 					return "127.0.0.1:9092"
 				case "@ENDPOINT@":
 					return "http://127.0.0.1:7070"
+				case "@ADMIN_ENDPOINT@":
+					return "http://127.0.0.1:7071"
 				case "@REGION@":
 					return "us-east-1"
 				}

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/Yolean/buckety-controller/drivers"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
@@ -39,6 +41,87 @@ func (e *env) credentialFigures(t *testing.T, tb *table, run, ns string, converg
 	tb.add(t, run, "SCRAM users without an access", count(orphanUsers), len(orphanUsers) == 0)
 	tb.add(t, run, "ACLs of principals without an access", count(orphanACLs), len(orphanACLs) == 0)
 	tb.add(t, run, "accesses without their user", count(unbacked), len(unbacked) == 0)
+	var orphanKeys, keyless []string
+	var keyed int
+	until(time.Now().Add(converge), func() bool {
+		var err error
+		orphanKeys, keyless, keyed, err = e.s3CredentialProblems(context.Background(), ns)
+		if err != nil {
+			t.Logf("%s: S3 credential check: %v", run, err)
+			return false
+		}
+		return len(orphanKeys)+len(keyless) == 0
+	})
+	tb.add(t, run, "Ready s3 accesses with a key of their own", keyed, true)
+	tb.add(t, run, "S3 keys without an access", count(orphanKeys), len(orphanKeys) == 0)
+	tb.add(t, run, "s3 accesses without their key", count(keyless), len(keyless) == 0)
+}
+
+// s3CredentialProblems lists the keys buckety minted on the S3 server that
+// no existing access holds (through its BucketyCredential), and Ready s3
+// accesses in ns whose Secret holds a key the server does not have (or the
+// server's root key); keyed counts the Ready s3 accesses in ns with a key
+// of their own.
+func (e *env) s3CredentialProblems(ctx context.Context, ns string) (orphanKeys, keyless []string, keyed int, err error) {
+	be, err := s3driver.New().Open(ctx, "s3", &s3driver.Config{Implementation: e.s3.Implementation, Endpoint: e.s3.Endpoint, Region: e.s3.Region,
+		ForcePathStyle: true, AccessKeyID: e.s3.AccessKey, SecretAccessKey: e.s3.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second},
+		Credentials: &s3driver.Credentials{AdminEndpoint: e.s3.AdminEndpoint}})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer func() {
+		if cerr := be.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	keys, err := be.(*s3driver.Backend).MintedKeys(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var accesses v1.BucketyAccessList
+	if err := e.k8s.List(ctx, &accesses); err != nil {
+		return nil, nil, 0, err
+	}
+	var creds v1.BucketyCredentialList
+	if err := e.k8s.List(ctx, &creds); err != nil {
+		return nil, nil, 0, err
+	}
+	live := map[string]bool{}
+	for _, a := range accesses.Items {
+		live[string(a.UID)] = true
+	}
+	held := map[string]bool{}
+	for _, c := range creds.Items {
+		if live[c.Spec.Owner.UID] {
+			held[c.Spec.Principal] = true
+		}
+	}
+	for k := range keys {
+		if !held[k] {
+			orphanKeys = append(orphanKeys, k)
+		}
+	}
+	for _, a := range accesses.Items {
+		if a.Namespace != ns || a.DeletionTimestamp != nil || !ready(a.Status.Conditions, a.Generation) {
+			continue
+		}
+		var s corev1.Secret
+		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Spec.CredentialsSecretName}, &s); err != nil {
+			keyless = append(keyless, fmt.Sprintf("%s: Secret %s: %v", a.Name, a.Spec.CredentialsSecretName, err))
+			continue
+		}
+		if _, s3 := s.Data["bucket"]; !s3 {
+			continue
+		}
+		if k := string(s.Data["accessKeyID"]); !keys[k] {
+			keyless = append(keyless, fmt.Sprintf("%s: key %q", a.Name, k))
+			continue
+		}
+		keyed++
+	}
+	sort.Strings(orphanKeys)
+	sort.Strings(keyless)
+	return orphanKeys, keyless, keyed, nil
 }
 
 // credentialProblems lists buckety users and ACLs without an access, and

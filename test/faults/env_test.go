@@ -106,7 +106,7 @@ func newEnv(t *testing.T, p params) *env {
 			t.Errorf("stop broker: %v", err)
 		}
 	})
-	if e.s3, err = s3test.StartIn(filepath.Join(dir, p.S3), p.S3, s3test.Options{}, false); err != nil {
+	if e.s3, err = s3test.StartIn(filepath.Join(dir, p.S3), p.S3, s3test.Options{IAM: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -181,7 +181,18 @@ func (e *env) configYAML(p params) string {
     secretAccessKey: ${FAULTS_S3_SECRET_KEY}
     requestTimeout: 10s
     deleteSlice: %d
-`, strings.Join(e.broker.Addrs, ", "), p.S3, e.s3.Endpoint, e.s3.Region, slice)
+    # A key of its own per access (counted by credentialFigures).
+    credentials: {%s}
+`, strings.Join(e.broker.Addrs, ", "), p.S3, e.s3.Endpoint, e.s3.Region, slice, e.s3AdminEndpoint())
+}
+
+// s3AdminEndpoint is the credentials setting of the S3 server's admin API
+// (VersityGW's own port; MinIO serves it on its S3 port).
+func (e *env) s3AdminEndpoint() string {
+	if e.s3.AdminEndpoint == "" {
+		return ""
+	}
+	return "adminEndpoint: " + e.s3.AdminEndpoint
 }
 
 // startController runs the built binary as its ServiceAccount. Leader
