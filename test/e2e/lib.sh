@@ -236,6 +236,49 @@ s3_admin() {
 # own (E2E_S3_SCOPED, from the implementation's settings).
 scoped_s3() { [ "${E2E_S3_SCOPED:-false}" = true ]; }
 
+# keep_secret SECRET COPY: the tenant keeps a copy of the Secret's keys in
+# Secret COPY, as a running Pod's environment would keep them.
+keep_secret() {
+  local f; f=$(mktemp)
+  k get secret "$1" -o go-template='{{range $k, $v := .data}}{{$k}}={{$v | base64decode}}{{"\n"}}{{end}}' > "$f"
+  k create secret generic "$2" --from-env-file="$f" >/dev/null
+  rm -f "$f"
+}
+
+# rotate ACCESS VALUE: asks for a new credential (spec.rotation) and waits
+# until the access reports it (status.rotation).
+rotate() {
+  k patch bucketyaccess "$1" --type=merge -p "{\"spec\":{\"rotation\":\"$2\"}}" >/dev/null
+  local deadline=$((SECONDS + E2E_TIMEOUT))
+  until [ "$(jp "bucketyaccess/$1" '{.status.rotation}')" = "$2" ]; do
+    [ $SECONDS -lt $deadline ] || fail "$1: status.rotation did not follow spec.rotation $2"
+    sleep 1
+  done
+  k describe bucketyaccess "$1" | grep -q CredentialRotated || fail "$1: no CredentialRotated event after the rotation"
+}
+
+# wait_credential_gone PRINCIPAL: waits until no BucketyCredential records
+# the principal (a rotated one is revoked after the backend's grace).
+wait_credential_gone() {
+  local deadline=$((SECONDS + E2E_TIMEOUT))
+  while "$KUBECTL" get bucketycredentials -o jsonpath='{.items[*].spec.principal}' | tr ' ' '\n' | grep -qx "$1"; do
+    [ $SECONDS -lt $deadline ] || fail "credential $1 still on record after its grace period"
+    sleep 2
+  done
+}
+
+# delete_secret_until_rewritten SECRET COPY KEY: the tenant deletes the
+# Secret; waits until the controller has written it again with another
+# KEY (a new password or secret) than the tenant's COPY holds.
+delete_secret_until_rewritten() {
+  k delete secret "$1" >/dev/null
+  local deadline=$((SECONDS + E2E_TIMEOUT))
+  until k get secret "$1" >/dev/null 2>&1 && [ "$(secret_value "$1" "$3")" != "$(secret_value "$2" "$3")" ]; do
+    [ $SECONDS -lt $deadline ] || fail "the deleted Secret $1 was not written again with a new $3"
+    sleep 1
+  done
+}
+
 # scoped_kafka: the implementation's broker gives every access a user of
 # its own (E2E_KAFKA_SCOPED, from the implementation's settings).
 scoped_kafka() { [ "${E2E_KAFKA_SCOPED:-false}" = true ]; }

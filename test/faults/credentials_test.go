@@ -78,43 +78,22 @@ func (e *env) s3CredentialProblems(ctx context.Context, ns string) (orphanKeys, 
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	var accesses v1.BucketyAccessList
-	if err := e.k8s.List(ctx, &accesses); err != nil {
+	held, secrets, err := e.heldAndReady(ctx, ns, "bucket")
+	if err != nil {
 		return nil, nil, 0, err
-	}
-	var creds v1.BucketyCredentialList
-	if err := e.k8s.List(ctx, &creds); err != nil {
-		return nil, nil, 0, err
-	}
-	live := map[string]bool{}
-	for _, a := range accesses.Items {
-		live[string(a.UID)] = true
-	}
-	held := map[string]bool{}
-	for _, c := range creds.Items {
-		if live[c.Spec.Owner.UID] {
-			held[c.Spec.Principal] = true
-		}
 	}
 	for k := range keys {
 		if !held[k] {
 			orphanKeys = append(orphanKeys, k)
 		}
 	}
-	for _, a := range accesses.Items {
-		if a.Namespace != ns || a.DeletionTimestamp != nil || !ready(a.Status.Conditions, a.Generation) {
+	for _, r := range secrets {
+		if r.problem != "" {
+			keyless = append(keyless, r.problem)
 			continue
 		}
-		var s corev1.Secret
-		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Spec.CredentialsSecretName}, &s); err != nil {
-			keyless = append(keyless, fmt.Sprintf("%s: Secret %s: %v", a.Name, a.Spec.CredentialsSecretName, err))
-			continue
-		}
-		if _, s3 := s.Data["bucket"]; !s3 {
-			continue
-		}
-		if k := string(s.Data["accessKeyID"]); !keys[k] {
-			keyless = append(keyless, fmt.Sprintf("%s: key %q", a.Name, k))
+		if k := string(r.data["accessKeyID"]); !keys[k] {
+			keyless = append(keyless, fmt.Sprintf("%s: key %q", r.name, k))
 			continue
 		}
 		keyed++
@@ -137,23 +116,9 @@ func (e *env) credentialProblems(ctx context.Context, ns string) (orphanUsers, o
 	if err != nil {
 		return nil, nil, nil, 0, err
 	}
-	var accesses v1.BucketyAccessList
-	if err := e.k8s.List(ctx, &accesses); err != nil {
+	held, secrets, err := e.heldAndReady(ctx, ns, "topic")
+	if err != nil {
 		return nil, nil, nil, 0, err
-	}
-	var creds v1.BucketyCredentialList
-	if err := e.k8s.List(ctx, &creds); err != nil {
-		return nil, nil, nil, 0, err
-	}
-	liveAccess := map[string]bool{}
-	for _, a := range accesses.Items {
-		liveAccess[string(a.UID)] = true
-	}
-	held := map[string]bool{} // principals whose record's access exists
-	for _, c := range creds.Items {
-		if liveAccess[c.Spec.Owner.UID] {
-			held[c.Spec.Principal] = true
-		}
 	}
 	for u, list := range userACLs {
 		if !held[u] {
@@ -167,21 +132,14 @@ func (e *env) credentialProblems(ctx context.Context, ns string) (orphanUsers, o
 			orphanUsers = append(orphanUsers, u)
 		}
 	}
-	for _, a := range accesses.Items {
-		if a.Namespace != ns || a.DeletionTimestamp != nil || !ready(a.Status.Conditions, a.Generation) {
+	for _, r := range secrets {
+		if r.problem != "" {
+			unbacked = append(unbacked, r.problem)
 			continue
 		}
-		var s corev1.Secret
-		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Spec.CredentialsSecretName}, &s); err != nil {
-			unbacked = append(unbacked, fmt.Sprintf("%s: Secret %s: %v", a.Name, a.Spec.CredentialsSecretName, err))
-			continue
-		}
-		if _, kafka := s.Data["topic"]; !kafka {
-			continue
-		}
-		u := string(s.Data["sasl.username"])
+		u := string(r.data["sasl.username"])
 		if d, ok := users[u]; !ok || d.Err != nil || len(d.CredInfos) == 0 {
-			unbacked = append(unbacked, fmt.Sprintf("%s: user %q", a.Name, u))
+			unbacked = append(unbacked, fmt.Sprintf("%s: user %q", r.name, u))
 			continue
 		}
 		scoped++
@@ -190,4 +148,50 @@ func (e *env) credentialProblems(ctx context.Context, ns string) (orphanUsers, o
 	sort.Strings(orphanACLs)
 	sort.Strings(unbacked)
 	return orphanUsers, orphanACLs, unbacked, scoped, nil
+}
+
+// readySecret is a Ready access's Secret: its data, or why it could not be
+// read.
+type readySecret struct {
+	name, problem string
+	data          map[string][]byte
+}
+
+// heldAndReady returns the principals whose BucketyCredential's access
+// still exists, and the Secrets of the Ready accesses in ns whose Secret
+// has driverKey (topic: kadm; bucket: s3).
+func (e *env) heldAndReady(ctx context.Context, ns, driverKey string) (map[string]bool, []readySecret, error) {
+	var accesses v1.BucketyAccessList
+	if err := e.k8s.List(ctx, &accesses); err != nil {
+		return nil, nil, err
+	}
+	var creds v1.BucketyCredentialList
+	if err := e.k8s.List(ctx, &creds); err != nil {
+		return nil, nil, err
+	}
+	live := map[string]bool{}
+	for _, a := range accesses.Items {
+		live[string(a.UID)] = true
+	}
+	held := map[string]bool{}
+	for _, c := range creds.Items {
+		if live[c.Spec.Owner.UID] {
+			held[c.Spec.Principal] = true
+		}
+	}
+	var out []readySecret
+	for _, a := range accesses.Items {
+		if a.Namespace != ns || a.DeletionTimestamp != nil || !ready(a.Status.Conditions, a.Generation) {
+			continue
+		}
+		var sec corev1.Secret
+		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Spec.CredentialsSecretName}, &sec); err != nil {
+			out = append(out, readySecret{name: a.Name, problem: fmt.Sprintf("%s: Secret %s: %v", a.Name, a.Spec.CredentialsSecretName, err)})
+			continue
+		}
+		if _, ok := sec.Data[driverKey]; ok {
+			out = append(out, readySecret{name: a.Name, data: sec.Data})
+		}
+	}
+	return held, out, nil
 }
