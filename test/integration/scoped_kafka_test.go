@@ -576,6 +576,10 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 	})
 }
 
+// noLease runs a killed-and-restarted binary without leader election: the
+// killed process's Lease would only add its 15 s expiry to the restart.
+var noLease = []string{"--leader-elect=false"}
+
 // TestScopedSIGKILLBetweenMintAndSecret kills the real controller process
 // right after it set two accesses' users and ACLs on the broker, before it
 // wrote their Secrets. While it is down, one access is deleted. The
@@ -600,7 +604,7 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildController(t, "0.3.0", testhook.Tag)
-	c := runBinaryEnv(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir})
+	c := runBinaryArgs(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir}, noLease)
 	ns := namespace(t)
 	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka-sigkill", Name: ns + ".ledger"}})
 	kept := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "kept"}}
@@ -659,7 +663,7 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 	if err := os.Remove(arm); err != nil {
 		t.Fatal(err)
 	}
-	runBinaryEnv(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir})
+	runBinaryArgs(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir}, noLease)
 	removeWhileRunning(t, ns)
 	waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", wait)
 	data := secret(t, ns, "kept").Data

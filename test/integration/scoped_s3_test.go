@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,11 +15,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/Yolean/buckety-controller/drivers"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -182,6 +190,97 @@ func TestScopedS3Accesses(t *testing.T) {
 			if creds := credentialsOf(t, writer.UID); len(creds) != 0 {
 				t.Errorf("want the writer's BucketyCredential deleted, got %d", len(creds))
 			}
+		})
+	}
+}
+
+// TestScopedS3SIGKILLBetweenMintAndSecret is the S3 side of
+// TestScopedSIGKILLBetweenMintAndSecret, on MinIO and VersityGW: the real
+// controller process is killed right after two accesses' keys and rights
+// were set on the server, before their Secrets were written; one access
+// is deleted while it is down. The restarted controller finishes the other
+// with its recorded key (a working Secret) and revokes the deleted one's:
+// afterwards the server holds exactly the kept access's key.
+func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
+	needInfra(t)
+	bin := buildController(t, "0.3.0", testhook.Tag)
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) {
+			srv, cfg := scopedS3(t, impl)
+			// A backend name of its own: the binary watches every namespace.
+			cfg = strings.Replace(cfg, "- name: s3-scoped\n", "- name: s3-sigkill\n", 1)
+			kubeconfig, dir := asServiceAccount(t)
+			if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			pauseDir := t.TempDir()
+			arm := filepath.Join(pauseDir, testhook.AfterMint+".arm")
+			if err := os.WriteFile(arm, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := runBinaryArgs(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir}, noLease)
+			ns := namespace(t)
+			bucket := ns + "-ledger"
+			create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-sigkill", Name: bucket}})
+			kept := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "kept"}}
+			dropped := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "dropped", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "dropped", Role: v1.RoleReadOnly}}
+			create(t, kept)
+			create(t, dropped)
+			keptKey := s3driver.PrincipalFor(drivers.Access{UID: string(kept.UID)}, 1)
+			droppedKey := s3driver.PrincipalFor(drivers.Access{UID: string(dropped.UID)}, 1)
+			be, err := s3driver.New().Open(context.Background(), "s3", &s3driver.Config{Implementation: impl, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+				AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second},
+				Credentials: &s3driver.Credentials{AdminEndpoint: srv.AdminEndpoint}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := be.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			minted := func() (map[string]bool, error) { return be.(*s3driver.Backend).MintedKeys(context.Background()) }
+			eventually(t, wait, "both keys minted, the controller paused before their Secrets", func() (bool, string) {
+				keys, err := minted()
+				if err != nil {
+					return false, err.Error()
+				}
+				_, perr := os.Stat(filepath.Join(pauseDir, testhook.AfterMint+".reached"))
+				return perr == nil && keys[keptKey] && keys[droppedKey], fmt.Sprintf("keys %v, paused: %v", keys, perr == nil)
+			})
+			if err := c.p.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			c.p = nil
+			for _, name := range []string{"kept", "dropped"} {
+				if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+					t.Fatalf("the crash point is before the Secret write, but Secret %s: %v", name, err)
+				}
+			}
+			if err := k8s.Delete(context.Background(), dropped); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(arm); err != nil {
+				t.Fatal(err)
+			}
+			runBinaryArgs(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir}, noLease)
+			removeWhileRunning(t, ns)
+			waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			data := secret(t, ns, "kept").Data
+			if got := string(data["accessKeyID"]); got != keptKey {
+				t.Errorf("want the recorded key %s finished, got %q", keptKey, got)
+			}
+			if err := putWith(data, bucket, "after-the-crash"); err != nil {
+				t.Errorf("want the finished key to work, got %v", err)
+			}
+			eventually(t, wait, "the deleted access gone and its key revoked", func() (bool, string) {
+				err := k8s.Get(context.Background(), client.ObjectKeyFromObject(dropped), &v1.BucketyAccess{})
+				keys, kerr := minted()
+				if kerr != nil {
+					return false, kerr.Error()
+				}
+				return apierrors.IsNotFound(err) && len(keys) == 1 && keys[keptKey], fmt.Sprintf("access: %v; keys %v", err, keys)
+			})
 		})
 	}
 }
