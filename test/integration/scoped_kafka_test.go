@@ -576,10 +576,6 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 	})
 }
 
-// noLease runs a killed-and-restarted binary without leader election: the
-// killed process's Lease would only add its 15 s expiry to the restart.
-var noLease = []string{"--leader-elect=false"}
-
 // TestScopedSIGKILLBetweenMintAndSecret kills the real controller process
 // right after it set two accesses' users and ACLs on the broker, before it
 // wrote their Secrets. While it is down, one access is deleted. The
@@ -594,17 +590,7 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 	// what earlier tests left on backend kafka must not take its workers
 	// into the armed pause before this test's accesses get there.
 	cfg = strings.Replace(cfg, "- name: kafka\n", "- name: kafka-sigkill\n", 1)
-	kubeconfig, dir := asServiceAccount(t)
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pauseDir := t.TempDir()
-	arm := filepath.Join(pauseDir, testhook.AfterMint+".arm")
-	if err := os.WriteFile(arm, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := buildController(t, "0.3.0", testhook.Tag)
-	c := runBinaryArgs(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir}, noLease)
+	m := startMintCrash(t, buildController(t, "0.3.0", testhook.Tag), cfg)
 	ns := namespace(t)
 	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka-sigkill", Name: ns + ".ledger"}})
 	kept := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "kept"}}
@@ -645,26 +631,9 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		_, err = os.Stat(filepath.Join(pauseDir, testhook.AfterMint+".reached"))
-		return err == nil && mine[keptUser] && mine[droppedUser] && grants[keptUser] > 0 && grants[droppedUser] > 0, fmt.Sprintf("users %v, ACLs %v, paused: %v", mine, grants, err == nil)
+		return m.paused() && mine[keptUser] && mine[droppedUser] && grants[keptUser] > 0 && grants[droppedUser] > 0, fmt.Sprintf("users %v, ACLs %v, paused: %v", mine, grants, m.paused())
 	})
-	if err := c.p.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	c.p = nil
-	for _, name := range []string{"kept", "dropped"} {
-		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-			t.Fatalf("the crash point is before the Secret write, but Secret %s: %v", name, err)
-		}
-	}
-	if err := k8s.Delete(ctx, dropped); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(arm); err != nil {
-		t.Fatal(err)
-	}
-	runBinaryArgs(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir}, noLease)
-	removeWhileRunning(t, ns)
+	m.killAndRestart(ns, dropped, "kept", "dropped")
 	waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", wait)
 	data := secret(t, ns, "kept").Data
 	if got := string(data["sasl.username"]); got != keptUser {
@@ -685,4 +654,63 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 	if d, err := adm.DescribeUserSCRAMs(ctx, droppedUser); err == nil && len(d[droppedUser].CredInfos) > 0 {
 		t.Errorf("want %s deleted from the broker, still described: %+v", droppedUser, d[droppedUser])
 	}
+}
+
+// mintCrash is the controller binary (built with the test hook) running
+// on a config of its own with the after-mint pause armed: the SIGKILL
+// tests' shared part.
+type mintCrash struct {
+	t                                   *testing.T
+	bin, kubeconfig, dir, pauseDir, arm string
+	c                                   *controllerProcess
+}
+
+// noLease runs the binary without leader election: a killed process's
+// Lease would only add its 15 s expiry to the restart.
+var noLease = []string{"--leader-elect=false"}
+
+func startMintCrash(t *testing.T, bin, cfg string) *mintCrash {
+	t.Helper()
+	m := &mintCrash{t: t, bin: bin, pauseDir: t.TempDir()}
+	m.kubeconfig, m.dir = asServiceAccount(t)
+	if err := os.WriteFile(filepath.Join(m.dir, config.Filename), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.arm = filepath.Join(m.pauseDir, testhook.AfterMint+".arm")
+	if err := os.WriteFile(m.arm, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.c = runBinaryArgs(t, bin, m.kubeconfig, m.dir, []string{testhook.Env + "=" + m.pauseDir}, noLease)
+	return m
+}
+
+// paused reports whether a grant reached the pause.
+func (m *mintCrash) paused() bool {
+	_, err := os.Stat(filepath.Join(m.pauseDir, testhook.AfterMint+".reached"))
+	return err == nil
+}
+
+// killAndRestart SIGKILLs the paused process, checks that none of the
+// Secrets was written, deletes dropped while nothing runs, and starts the
+// binary again unarmed (removing ns's objects while it runs, at cleanup).
+func (m *mintCrash) killAndRestart(ns string, dropped client.Object, secrets ...string) {
+	t := m.t
+	t.Helper()
+	if err := m.c.p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	m.c.p = nil
+	for _, name := range secrets {
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the crash point is before the Secret write, but Secret %s: %v", name, err)
+		}
+	}
+	if err := k8s.Delete(context.Background(), dropped); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(m.arm); err != nil {
+		t.Fatal(err)
+	}
+	runBinaryArgs(t, m.bin, m.kubeconfig, m.dir, []string{testhook.Env + "=" + m.pauseDir}, noLease)
+	removeWhileRunning(t, ns)
 }

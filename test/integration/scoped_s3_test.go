@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +21,6 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
@@ -209,16 +206,7 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 			srv, cfg := scopedS3(t, impl)
 			// A backend name of its own: the binary watches every namespace.
 			cfg = strings.Replace(cfg, "- name: s3-scoped\n", "- name: s3-sigkill\n", 1)
-			kubeconfig, dir := asServiceAccount(t)
-			if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			pauseDir := t.TempDir()
-			arm := filepath.Join(pauseDir, testhook.AfterMint+".arm")
-			if err := os.WriteFile(arm, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			c := runBinaryArgs(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir}, noLease)
+			m := startMintCrash(t, bin, cfg)
 			ns := namespace(t)
 			bucket := ns + "-ledger"
 			create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-sigkill", Name: bucket}})
@@ -245,26 +233,9 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 				if err != nil {
 					return false, err.Error()
 				}
-				_, perr := os.Stat(filepath.Join(pauseDir, testhook.AfterMint+".reached"))
-				return perr == nil && keys[keptKey] && keys[droppedKey], fmt.Sprintf("keys %v, paused: %v", keys, perr == nil)
+				return m.paused() && keys[keptKey] && keys[droppedKey], fmt.Sprintf("keys %v, paused: %v", keys, m.paused())
 			})
-			if err := c.p.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			c.p = nil
-			for _, name := range []string{"kept", "dropped"} {
-				if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-					t.Fatalf("the crash point is before the Secret write, but Secret %s: %v", name, err)
-				}
-			}
-			if err := k8s.Delete(context.Background(), dropped); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Remove(arm); err != nil {
-				t.Fatal(err)
-			}
-			runBinaryArgs(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir}, noLease)
-			removeWhileRunning(t, ns)
+			m.killAndRestart(ns, dropped, "kept", "dropped")
 			waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", wait)
 			data := secret(t, ns, "kept").Data
 			if got := string(data["accessKeyID"]); got != keptKey {
