@@ -123,7 +123,7 @@ Use it:
   kubectl -n demo get bky,bkya
   kubectl -n buckety-system get pods
   kubectl -n buckety-system scale deploy/buckety-controller --replicas=0   # Secrets keep working
-Backends (loopback): kafka %s (SASL/SCRAM and ACLs: every access gets a user of its own), versitygw %s, minio %s
+Backends (loopback): kafka %s (SASL/SCRAM and ACLs: every access gets a user of its own), versitygw %s and minio %s (every access gets a key of its own)
 Logs: %s/*/logs, kubectl -n buckety-system logs deploy/buckety-controller
 Stop everything with: make stop
 `, kubeconfig, filepath.Dir(s.KubectlBin), strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.MinIO.Endpoint, abs)
