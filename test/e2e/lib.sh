@@ -116,7 +116,9 @@ secret_value() { k get secret "$1" -o go-template="{{index .data \"$2\" | base64
 run_pod() {
   local name=$1 secret=$2; shift 2
   local args="" a
-  for a in "$@"; do args="$args\"$a\","; done
+  # Each argument a YAML double-quoted string: its \ and " escaped (a JSON
+  # policy is one argument).
+  for a in "$@"; do a=${a//\\/\\\\}; args="$args\"${a//\"/\\\"}\","; done
   args="[${args%,}]"
   k delete pod "$name" --ignore-not-found --wait=true >/dev/null
   k apply -f - >/dev/null <<Y
@@ -216,7 +218,8 @@ kafka_admin() {
 }
 
 # s3_admin SECRET ARGS...: out-of-band S3 operations (probe s3-admin), as
-# the server's operator. Where accesses get keys of their own
+# the server's operator: on buckets, and on keys through the server's admin
+# API (E2E_S3_ADMIN_ENDPOINT where it has its own, as VersityGW's). Where accesses get keys of their own
 # (E2E_S3_ADMIN_ACCESS_KEY, from the implementation's settings), a tenant's
 # Secret may do nothing of the sort: the operator's own Secret,
 # e2e-s3-admin, is used instead, with SECRET's endpoint and region.
@@ -226,10 +229,20 @@ s3_admin() {
     k create secret generic e2e-s3-admin --dry-run=client -o yaml \
       --from-literal=endpoint="$(secret_value "$secret" endpoint)" --from-literal=region="$(secret_value "$secret" region)" \
       --from-literal=bucket="$(secret_value "$secret" bucket)" \
-      --from-literal=accessKeyID="$E2E_S3_ADMIN_ACCESS_KEY" --from-literal=secretAccessKey="$E2E_S3_ADMIN_SECRET_KEY" | k apply -f - >/dev/null
+      --from-literal=accessKeyID="$E2E_S3_ADMIN_ACCESS_KEY" --from-literal=secretAccessKey="$E2E_S3_ADMIN_SECRET_KEY" \
+      --from-literal=implementation="$IMPLEMENTATION" --from-literal=adminEndpoint="${E2E_S3_ADMIN_ENDPOINT:-}" | k apply -f - >/dev/null
     secret=e2e-s3-admin
   fi
   run_pod "admin-$RANDOM" "$secret" s3-admin "$@"
+}
+
+# eventually WHAT CMD...: retries CMD until it succeeds, for E2E_TIMEOUT.
+eventually() {
+  local what=$1 deadline=$((SECONDS + E2E_TIMEOUT)); shift
+  until "$@"; do
+    [ $SECONDS -lt $deadline ] || fail "$what: not within ${E2E_TIMEOUT}s"
+    sleep 2
+  done
 }
 
 # scoped_s3: the implementation's server gives every access a key of its

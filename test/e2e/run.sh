@@ -84,20 +84,29 @@ deploy() {
   rm -rf "$stage"
 }
 
-run_scenario() {
-  local impl=$1 dir=$2 name ns start log rc
-  name=$(basename "$dir")
-  ns=$(echo "e2e-$impl-$name" | cut -c1-63 | sed 's/-$//')
-  local h
+# yaml_same IMPL DIR: the scenario's YAML is the same as for the
+# implementations before (a scenario must not depend on the implementation);
+# a difference is recorded as a failure in RESULT_DIR.
+yaml_same() {
+  local impl=$1 dir=$2 h
   h=$("$KUBECTL" kustomize "$dir" | sha256sum | cut -c1-16)
   if [ -n "${yaml_hash[$dir]:-}" ] && [ "${yaml_hash[$dir]}" != "$h" ]; then
-    failed=1
-    results+=("$(printf '%-10s %-34s FAIL  (scenario YAML differs from another implementation)' "$impl" "$name")")
-    return
+    printf '%-10s %-34s FAIL  (scenario YAML differs from another implementation)\n' "$impl" "$(basename "$dir")" > "$RESULT_DIR/$impl-$(basename "$dir")"
+    return 1
   fi
   yaml_hash[$dir]=$h
+}
+
+# run_scenario IMPL DIR: one scenario in a fresh namespace. Its result line
+# goes to a file of RESULT_DIR, and a failure's output is printed in one
+# piece, so scenarios can run side by side.
+run_scenario() {
+  local impl=$1 dir=$2 name ns start log rc out
+  name=$(basename "$dir")
+  ns=$(echo "e2e-$impl-$name" | cut -c1-63 | sed 's/-$//')
+  out="$RESULT_DIR/$impl-$name"
   "$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1
-  "$KUBECTL" create namespace "$ns" >/dev/null || return 1
+  "$KUBECTL" create namespace "$ns" >/dev/null || { printf '%-10s %-34s FAIL  (cannot create namespace %s)\n' "$impl" "$name" "$ns" > "$out"; return; }
   start=$SECONDS
   log=$(mktemp)
   if "$KUBECTL" apply -n "$ns" -k "$dir" >"$log" 2>&1; then
@@ -113,20 +122,35 @@ run_scenario() {
   fi
   local dur=$((SECONDS - start))
   if [ $rc -eq 0 ]; then
-    results+=("$(printf '%-10s %-34s PASS %4ss' "$impl" "$name" "$dur")")
+    printf '%-10s %-34s PASS %4ss\n' "$impl" "$name" "$dur" > "$out"
     if [ "$KEEP_FAILED" != true ]; then
       "$KUBECTL" delete namespace "$ns" --wait=false >/dev/null 2>&1
     fi
   else
-    failed=1
-    results+=("$(printf '%-10s %-34s FAIL %4ss  (namespace %s left standing)' "$impl" "$name" "$dur" "$ns")")
-    echo "==== FAIL $impl/$name (namespace $ns left standing) ===="
-    grep -m1 '^FAIL: ' "$log" || true
-    echo "---- last lines of the scenario's output ----"
-    tail -30 "$log"
+    printf '%-10s %-34s FAIL %4ss  (namespace %s left standing)\n' "$impl" "$name" "$dur" "$ns" > "$out"
+    {
+      echo "==== FAIL $impl/$name (namespace $ns left standing) ===="
+      grep -m1 '^FAIL: ' "$log" || true
+      echo "---- last lines of the scenario's output ----"
+      tail -30 "$log"
+    } > "$log.report"
+    cat "$log.report"
+    rm -f "$log.report"
   fi
   rm -f "$log"
 }
+
+# exclusive DIR: the scenario changes what every namespace shares (the
+# controller's Deployment, config or process, the webhook, the backend's
+# process), so it runs alone. Its assert.sh says so in a line
+# "# e2e: exclusive (why)".
+exclusive() { grep -q '^# e2e: exclusive' "$1/assert.sh"; }
+
+# E2E_PARALLEL scenarios of an implementation run side by side, each in its
+# namespace; then the exclusive ones, one at a time.
+E2E_PARALLEL=${E2E_PARALLEL:-3}
+RESULT_DIR=$(mktemp -d)
+trap 'rm -rf "$RESULT_DIR"' EXIT
 
 IFS=, read -r -a impls <<<"$IMPLEMENTATIONS"
 for impl in "${impls[@]}"; do
@@ -144,12 +168,29 @@ for impl in "${impls[@]}"; do
     results+=("$(printf '%-10s %-34s FAIL' "$impl" "(deploy buckety)")")
     continue
   fi
+  all=() shared=() alone=()
   for dir in "examples/$driver"/*/ "examples/$driver/$impl"/*/; do
     dir=${dir%/}
     [ -f "$dir/kustomization.yaml" ] && [ -f "$dir/assert.sh" ] || continue
     if [ -n "${SCENARIOS:-}" ] && [[ ",$SCENARIOS," != *",$(basename "$dir"),"* ]]; then continue; fi
+    all+=("$dir")
+    yaml_same "$impl" "$dir" || continue
+    if exclusive "$dir"; then alone+=("$dir"); else shared+=("$dir"); fi
+  done
+  for dir in "${shared[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$E2E_PARALLEL" ]; do wait -n; done
     echo "e2e: $impl/$(basename "$dir")"
+    run_scenario "$impl" "$dir" &
+  done
+  wait
+  for dir in "${alone[@]}"; do
+    echo "e2e: $impl/$(basename "$dir") (alone)"
     run_scenario "$impl" "$dir"
+  done
+  for dir in "${all[@]}"; do
+    f="$RESULT_DIR/$impl-$(basename "$dir")"
+    if [ -s "$f" ]; then results+=("$(cat "$f")"); else results+=("$(printf '%-10s %-34s FAIL  (no result)' "$impl" "$(basename "$dir")")"); fi
+    grep -q ' PASS ' "$f" 2>/dev/null || failed=1
   done
 done
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e: exclusive (scales the controller to zero)
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
 wait_cond buckety/orders Ready True
 trap 'scale_controller 1' EXIT

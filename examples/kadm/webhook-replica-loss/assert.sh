@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e: exclusive (deletes webhook replicas)
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
 sys() { "$KUBECTL" -n "$SYSTEM_NS" "$@"; }
 wait_cond buckety/steady Ready True

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e: exclusive (SIGKILLs the controller)
 . "$(dirname "$0")/../../../../test/e2e/lib.sh"
 scoped_kafka || fail "this scenario needs a broker that enforces SASL and ACLs (E2E_KAFKA_SCOPED=true)"
 topic="$NAMESPACE.orders"
@@ -7,14 +8,6 @@ acls_of() { kafka_admin orders-writer acls "$1"; }
 # mine: the buckety users of this namespace on the broker
 mine() { local all; all=$(kafka_admin orders-writer users) || exit 1; echo "$all" | grep "^bky\.$NAMESPACE\." || true; }
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
-# eventually WHAT CMD...: retries CMD until it succeeds
-eventually() {
-  local what=$1 deadline=$((SECONDS + E2E_TIMEOUT)); shift
-  until "$@"; do
-    [ $SECONDS -lt $deadline ] || fail "$what: not within ${E2E_TIMEOUT}s"
-    sleep 2
-  done
-}
 
 step "the operator changes the reader's ACLs; the drift sweep puts them back"
 wait_cond bucketyaccess/orders-writer Ready True
