@@ -183,10 +183,14 @@ func parameterCases() []drivertest.ParametersCase {
 }
 
 var accessCases = []drivertest.AccessCase{
-	{Name: "read-write", Role: "ReadWrite", Warns: []string{"not keys scoped to this bucket (ScopingNotImplemented)"}},
+	{Name: "read-write", Role: "ReadWrite", Warns: []string{"not a key scoped to this bucket"}},
 	{Name: "read-only with a parameter", Role: "ReadOnly", Params: map[string]string{"prefix": "x"},
 		Errs:  []string{`spec.parameters[prefix]: Invalid value: "prefix": the s3 driver has no access parameters`},
 		Warns: []string{"hands every s3 access the backend's own keys", "role ReadOnly is not enforced"}},
+	{Name: "read-only, a key per access on minio", Role: "ReadOnly", Config: withKeys(Config{Implementation: ImplMinIO, Endpoint: "http://s3:9000", Credentials: &Credentials{}})},
+	{Name: "write-only, a key per access on versitygw", Role: "WriteOnly", Config: withKeys(Config{Implementation: ImplVersityGW, Endpoint: "http://s3:7070", Credentials: &Credentials{AdminEndpoint: "http://s3:7071"}})},
+	{Name: "read-only, credentials on aws do not scope", Role: "ReadOnly", Config: withKeys(Config{Implementation: "aws", Region: "eu-north-1", Credentials: &Credentials{}}),
+		Warns: []string{"hands every s3 access the backend's own keys", "role ReadOnly is not enforced on this backend"}},
 }
 
 // withKeys gives a config the keys every config needs.

@@ -100,15 +100,23 @@ func (*Driver) ValidateParameters(p *field.Path, cfg drivers.Config, old, new ma
 	return validateParams(p, c, old, new)
 }
 
-// ValidateAccess accepts every role and no access parameters; it warns that
-// v1alpha1 hands every access the backend's keys.
-func (*Driver) ValidateAccess(p *field.Path, _ drivers.Config, role string, params map[string]string) (warnings []string, errs field.ErrorList) {
+// ValidateAccess accepts every role and no access parameters. It warns
+// when the backend's config rules out a key per access (no credentials, or
+// an implementation other than minio and versitygw): every access then gets
+// the backend's own keys and its role is not enforced. A backend that may
+// scope does so when its server's admin API answers; the access's
+// ScopingNotImplemented condition says whether it does.
+func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role string, params map[string]string) (warnings []string, errs field.ErrorList) {
 	for k := range params {
 		errs = append(errs, field.Invalid(p.Key(k), k, "the s3 driver has no access parameters in v1alpha1"))
 	}
-	warnings = append(warnings, "v1alpha1 hands every s3 access the backend's own keys, not keys scoped to this bucket (ScopingNotImplemented)")
+	c, _ := cfg.(*Config)
+	if c != nil && c.unscopedReason("") == "" {
+		return nil, errs
+	}
+	warnings = append(warnings, "this backend hands every s3 access the backend's own keys, not a key scoped to this bucket (no credentials in its config, or an implementation other than minio and versitygw: ScopingNotImplemented)")
 	if role != "" && role != "ReadWrite" {
-		warnings = append(warnings, fmt.Sprintf("role %s is not enforced in v1alpha1: the keys allow reading and writing", role))
+		warnings = append(warnings, fmt.Sprintf("role %s is not enforced on this backend (no key per access): the keys allow reading and writing (ScopingNotImplemented)", role))
 	}
 	return warnings, errs
 }

@@ -17,7 +17,9 @@
 // KEY=VALUE, grow TOPIC N, create TOPIC PARTITIONS [RECORDS], exists TOPIC.
 // `probe s3-admin CMD BUCKET ...` does the same on S3, as with the aws CLI:
 // exists, create [OBJECTS], put-many N, versioning, set-versioning
-// Enabled|Suspended, count.
+// Enabled|Suspended, count, policy, set-policy JSON; and on keys, as with
+// mc admin or the gateway's CLI (`probe s3-admin CMD KEY ...`): key-add
+// SECRET, key-exists, key-policy, set-key-policy JSON.
 package main
 
 import (
@@ -27,6 +29,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -370,9 +373,21 @@ func s3ClientFrom(getenv func(string) string) (*s3.Client, error) {
 	}), nil
 }
 
+// s3AdminUsage names every s3-admin command; the bucket commands need
+// only the Secret's keys, the key commands (key-*) also the server's
+// implementation and, for VersityGW, its adminEndpoint (Secret keys
+// implementation and adminEndpoint).
+const s3AdminUsage = `usage: probe s3-admin COMMAND ARGS
+  exists|versioning|count|policy BUCKET
+  create BUCKET [OBJECTS] | put-many BUCKET N | set-versioning BUCKET STATUS | set-policy BUCKET JSON
+  key-add KEY SECRET | key-exists KEY | key-policy KEY | set-key-policy KEY JSON`
+
 func s3Admin(ctx context.Context, args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: probe s3-admin exists|create|put-many|versioning|set-versioning|count BUCKET [ARGS]")
+		return errors.New(s3AdminUsage)
+	}
+	if strings.HasPrefix(args[0], "key-") || args[0] == "set-key-policy" {
+		return s3KeyAdmin(ctx, args)
 	}
 	cl, err := s3Client()
 	if err != nil {
@@ -380,6 +395,23 @@ func s3Admin(ctx context.Context, args []string) error {
 	}
 	cmd, b := args[0], aws.String(args[1])
 	switch cmd {
+	case "policy":
+		out, err := cl.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: b})
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucketPolicy" {
+			fmt.Println("none")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return printJSON(aws.ToString(out.Policy))
+	case "set-policy":
+		if len(args) < 3 {
+			return errors.New(s3AdminUsage)
+		}
+		_, err := cl.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: aws.String(args[2])})
+		return err
 	case "exists":
 		_, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: b})
 		fmt.Println(err == nil)
@@ -412,7 +444,78 @@ func s3Admin(ctx context.Context, args []string) error {
 		fmt.Println(len(out.Contents))
 		return nil
 	}
-	return fmt.Errorf("unknown s3-admin command %q", cmd)
+	return fmt.Errorf("unknown s3-admin command %q\n%s", cmd, s3AdminUsage)
+}
+
+// printJSON prints a policy on one line (servers answer it indented), so
+// that a script can take the probe's last line.
+func printJSON(s string) error {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(s)); err != nil {
+		return fmt.Errorf("the server answered a policy that is not JSON: %w: %q", err, s)
+	}
+	fmt.Println(buf.String())
+	return nil
+}
+
+// s3KeyAdmin runs the s3-admin commands on keys, through the server's
+// admin API as the driver speaks it (drivers/s3 operator.go).
+func s3KeyAdmin(ctx context.Context, args []string) (err error) {
+	env, err := needFrom(os.Getenv, s3driver.SecretEndpoint, s3driver.SecretAccessKeyID, s3driver.SecretSecretAccessKey, "implementation")
+	if err != nil {
+		return err
+	}
+	region := os.Getenv(s3driver.SecretRegion)
+	if region == "" {
+		region = "us-east-1"
+	}
+	be, err := s3driver.New().Open(ctx, "s3-admin", &s3driver.Config{Implementation: env["implementation"], Endpoint: env[s3driver.SecretEndpoint], Region: region,
+		ForcePathStyle: true, AccessKeyID: env[s3driver.SecretAccessKeyID], SecretAccessKey: env[s3driver.SecretSecretAccessKey],
+		RequestTimeout: drivers.Duration{Duration: 30 * time.Second}, Credentials: &s3driver.Credentials{AdminEndpoint: os.Getenv("adminEndpoint")}})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := be.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	admin := be.(*s3driver.Backend)
+	cmd, key := args[0], args[1]
+	arg := func() (string, error) {
+		if len(args) < 3 {
+			return "", errors.New(s3AdminUsage)
+		}
+		return args[2], nil
+	}
+	switch cmd {
+	case "key-add":
+		secret, err := arg()
+		if err != nil {
+			return err
+		}
+		return admin.AddForeignKey(ctx, key, secret)
+	case "key-exists":
+		found, err := admin.InspectPrincipal(ctx, key)
+		if err != nil {
+			return err
+		}
+		fmt.Println(found)
+		return nil
+	case "key-policy":
+		policy, err := admin.KeyPolicy(ctx, key)
+		if err != nil {
+			return err
+		}
+		return printJSON(policy)
+	case "set-key-policy":
+		policy, err := arg()
+		if err != nil {
+			return err
+		}
+		return admin.SetKeyPolicy(ctx, key, policy)
+	}
+	return fmt.Errorf("unknown s3-admin command %q\n%s", cmd, s3AdminUsage)
 }
 
 // putMany writes n small objects, 16 at a time.

@@ -88,3 +88,72 @@ func TestS3ProbeRoles(t *testing.T) {
 		})
 	}
 }
+
+// TestS3AdminOutOfBand: the probe's out-of-band commands on real MinIO and
+// VersityGW, as the e2e scenarios use them: a foreign key is created and
+// known to the server yet reaches no bucket; a bucket policy is written and
+// read back; on MinIO a key's inline policy is read and replaced.
+func TestS3AdminOutOfBand(t *testing.T) {
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) {
+			srv := s3test.Start(t, impl, s3test.Options{IAM: true})
+			for k, v := range map[string]string{s3driver.SecretEndpoint: srv.Endpoint, s3driver.SecretRegion: srv.Region,
+				s3driver.SecretAccessKeyID: srv.AccessKey, s3driver.SecretSecretAccessKey: srv.SecretKey,
+				"implementation": impl, "adminEndpoint": srv.AdminEndpoint, s3driver.SecretBucket: "ledger"} {
+				t.Setenv(k, v)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			run := func(args ...string) (string, error) {
+				t.Helper()
+				return captureStdout(t, func() error { return s3Admin(ctx, args) })
+			}
+			must := func(args ...string) string {
+				t.Helper()
+				out, err := run(args...)
+				if err != nil {
+					t.Fatalf("s3-admin %v: %v", args, err)
+				}
+				return out
+			}
+			must("create", "ledger")
+			if got := must("key-exists", "squatter0123456789"); got != "false\n" {
+				t.Errorf("key-exists before key-add: want false, got %q", got)
+			}
+			must("key-add", "squatter0123456789", "SquatterSecret0123456789")
+			if got := must("key-exists", "squatter0123456789"); got != "true\n" {
+				t.Errorf("key-exists after key-add: want true, got %q", got)
+			}
+			foreign := map[string]string{s3driver.SecretEndpoint: srv.Endpoint, s3driver.SecretRegion: srv.Region, s3driver.SecretBucket: "ledger",
+				s3driver.SecretAccessKeyID: "squatter0123456789", s3driver.SecretSecretAccessKey: "SquatterSecret0123456789", "PROBE_EXPECT_REFUSED": "true", "PROBE_ROLE": "WriteOnly"}
+			if err := bucketAs(ctx, func(k string) string { return foreign[k] }); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+				t.Errorf("the foreign key writing a bucket: want AccessDenied (known, not authorized), got %v", err)
+			}
+
+			if got := must("policy", "ledger"); got != "none\n" {
+				t.Errorf("policy of a new bucket: want none, got %q", got)
+			}
+			pol := `{"Version":"2012-10-17","Statement":[{"Sid":"ops-audit","Effect":"Allow","Principal":{"AWS":["squatter0123456789"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::ledger/*"]}]}`
+			must("set-policy", "ledger", pol)
+			if got := must("policy", "ledger"); strings.Count(got, "\n") != 1 || !strings.Contains(got, "ops-audit") {
+				t.Errorf("policy after set-policy: want the ops-audit statement, got %q", got)
+			}
+
+			_, err := run("key-policy", "squatter0123456789")
+			if impl == s3driver.ImplVersityGW {
+				if err == nil || !strings.Contains(err.Error(), "bucket-policy statements") {
+					t.Errorf("key-policy on VersityGW: want an error saying its rights are bucket-policy statements, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			narrowed := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::ledger/*"]}]}`
+			must("set-key-policy", "squatter0123456789", narrowed)
+			if got := must("key-policy", "squatter0123456789"); strings.Count(got, "\n") != 1 || !strings.Contains(got, "arn:aws:s3:::ledger/*") || strings.Contains(got, "ListAllMyBuckets") {
+				t.Errorf("key-policy after set-key-policy: want the new policy, got %q", got)
+			}
+		})
+	}
+}

@@ -9,4 +9,4 @@ set -euo pipefail
 get() { sed -n "s/^$1=//p" "$E2E_BACKENDS_ENV"; }
 sed -i -e "s|@ENDPOINT@|$(get VERSITYGW_ENDPOINT)|" -e "s|@REGION@|$(get VERSITYGW_REGION)|" -e "s|@ADMIN_ENDPOINT@|$(get VERSITYGW_ADMIN_ENDPOINT)|" buckety-controller.yaml
 printf 'S3_ACCESS_KEY_ID=%s\nS3_SECRET_ACCESS_KEY=%s\n' "$(get VERSITYGW_ACCESS_KEY)" "$(get VERSITYGW_SECRET_KEY)" > credentials.env
-printf 'E2E_S3_SCOPED=true\nE2E_S3_ADMIN_ACCESS_KEY=%s\nE2E_S3_ADMIN_SECRET_KEY=%s\n' "$(get VERSITYGW_ACCESS_KEY)" "$(get VERSITYGW_SECRET_KEY)" > settings.env
+printf 'E2E_S3_SCOPED=true\nE2E_S3_ADMIN_ACCESS_KEY=%s\nE2E_S3_ADMIN_SECRET_KEY=%s\nE2E_S3_ADMIN_ENDPOINT=%s\n' "$(get VERSITYGW_ACCESS_KEY)" "$(get VERSITYGW_SECRET_KEY)" "$(get VERSITYGW_ADMIN_ENDPOINT)" > settings.env
