@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -392,6 +393,23 @@ func TestMinIOServiceAccounts(t *testing.T) {
 	}
 	if _, found, err := m.info(ctx, "acc-missing"); found || err != nil {
 		t.Errorf("info(acc-missing): want not found and no error, got %v, %v", found, err)
+	}
+	// exists answers the same from the status alone (nothing decrypted).
+	if err := timed(calls, "exists", func() error {
+		found, err := m.exists(ctx, roKey)
+		if err == nil && !found {
+			err = fmt.Errorf("exists(%s): want true", roKey)
+		}
+		return err
+	}); err != nil {
+		t.Error(err)
+	}
+	if found, err := m.exists(ctx, "acc-missing"); found || err != nil {
+		t.Errorf("exists(acc-missing): want false and no error, got %v, %v", found, err)
+	}
+	_, infoFound, infoErr := m.info(ctx, srv.AccessKey)
+	if found, err := m.exists(ctx, srv.AccessKey); found != infoFound || (err == nil) != (infoErr == nil) {
+		t.Errorf("exists(the root key): want info's answer (%v, %v), got %v, %v", infoFound, infoErr, found, err)
 	}
 
 	// add of a taken key: refused, and the account is unchanged.

@@ -173,7 +173,7 @@ func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool,
 	defer cancel()
 	switch b.cfg.Implementation {
 	case ImplMinIO:
-		_, found, err := b.minioAdmin().info(ctx, principal)
+		found, err := b.minioAdmin().exists(ctx, principal)
 		if err != nil {
 			return false, b.adminError("inspect service account "+principal, err)
 		}

@@ -70,6 +70,9 @@ type env struct {
 	// cluster of backend kafka-scoped (per-access users and ACLs).
 	scoped     *kafka.Broker
 	s3         *s3test.Server
+	// sharedS3 and scopedS3 count what backends s3-shared and s3-scoped
+	// send MinIO.
+	sharedS3, scopedS3 *countingProxy
 	k8s        client.WithWatch
 	kubeconfig string
 	configDir  string
@@ -141,6 +144,8 @@ func newEnv(t *testing.T, b bins, name string) *env {
 			t.Errorf("stop minio: %v", err)
 		}
 	})
+	e.sharedS3 = startCountingProxy(t, e.s3.Endpoint)
+	e.scopedS3 = startCountingProxy(t, e.s3.Endpoint)
 	scheme, err := appcontroller.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +206,27 @@ func (e *env) configYAML() string {
     forcePathStyle: true
     accessKeyID: ${SCALE_S3_ACCESS_KEY}
     secretAccessKey: ${SCALE_S3_SECRET_KEY}
-`, strings.Join(e.broker.Addrs, ", "), scopedBackend, strings.Join(e.scoped.Addrs, ", "), e.s3.Endpoint, e.s3.Region)
+- name: %[6]s
+  driver: s3
+  config:
+    implementation: minio
+    endpoint: %[7]s
+    region: %[5]s
+    forcePathStyle: true
+    accessKeyID: ${SCALE_S3_ACCESS_KEY}
+    secretAccessKey: ${SCALE_S3_SECRET_KEY}
+- name: %[8]s
+  driver: s3
+  config:
+    implementation: minio
+    endpoint: %[9]s
+    region: %[5]s
+    forcePathStyle: true
+    accessKeyID: ${SCALE_S3_ACCESS_KEY}
+    secretAccessKey: ${SCALE_S3_SECRET_KEY}
+    credentials: {}
+`, strings.Join(e.broker.Addrs, ", "), scopedBackend, strings.Join(e.scoped.Addrs, ", "), e.s3.Endpoint, e.s3.Region,
+		sharedS3Backend, e.sharedS3.URL, scopedS3Backend, e.scopedS3.URL)
 }
 
 // startWebhook runs buckety-webhook as a process and registers it, as in

@@ -21,6 +21,8 @@ import (
 //	SCALE_S3_N            s3 Bucketies on MinIO, in the first environment (3; full 100)
 //	SCALE_SCOPED_N        the Ns whose environment also provisions N Bucketies on a kadm backend with per-access
 //	                      SCRAM users and ACLs, compared with the unscoped figure of that N (20; full 1000)
+//	SCALE_S3_SCOPED_N     accesses provisioned on MinIO with shared root keys and then with a key per access, in the
+//	                      first environment, each size on its own (3; full 100,1000; empty for none)
 //	SCALE_WEBHOOK_REQS    dry-run creates timed through the API server (50; full 1000)
 //	SCALE_FLOOR_OBJECTS   bare custom resources created to measure the API server's floor (100; full 2000)
 //	SCALE_RECHECK         --recheck-interval of the restarted controller whose re-check is counted (3s; full 30s)
@@ -34,6 +36,7 @@ import (
 type params struct {
 	Ns             []int
 	ScopedNs       map[int]bool
+	S3ScopedNs     []int
 	Secrets        int
 	Drifted        int
 	S3N            int
@@ -49,10 +52,10 @@ type params struct {
 
 func loadParams(t *testing.T) params {
 	t.Helper()
-	p := params{Ns: []int{20}, ScopedNs: map[int]bool{20: true}, Secrets: 100, Drifted: 5, S3N: 3, WebhookReqs: 50, FloorObjects: 100,
+	p := params{Ns: []int{20}, ScopedNs: map[int]bool{20: true}, S3ScopedNs: []int{3}, Secrets: 100, Drifted: 5, S3N: 3, WebhookReqs: 50, FloorObjects: 100,
 		Recheck: 3 * time.Second, MainArgs: []string{"--recheck-interval=3s"}, RevertTimeout: 60 * time.Second}
 	if os.Getenv("SCALE_FULL") == "1" {
-		p = params{Ns: []int{200, 1000, 3000}, ScopedNs: map[int]bool{1000: true}, Secrets: 10000, Drifted: 100, S3N: 100, WebhookReqs: 1000, FloorObjects: 2000,
+		p = params{Ns: []int{200, 1000, 3000}, ScopedNs: map[int]bool{1000: true}, S3ScopedNs: []int{100, 1000}, Secrets: 10000, Drifted: 100, S3N: 100, WebhookReqs: 1000, FloorObjects: 2000,
 			Recheck: 30 * time.Second, RevertTimeout: 7 * time.Minute}
 	}
 	if v := os.Getenv("SCALE_N"); v != "" {
@@ -67,13 +70,12 @@ func loadParams(t *testing.T) params {
 	}
 	if v, ok := os.LookupEnv("SCALE_SCOPED_N"); ok {
 		p.ScopedNs = map[int]bool{}
-		for _, s := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				t.Fatalf("SCALE_SCOPED_N=%q: want comma-separated positive integers (Ns of SCALE_N), or empty for none", v)
-			}
+		for _, n := range positiveInts(t, "SCALE_SCOPED_N", v) {
 			p.ScopedNs[n] = true
 		}
+	}
+	if v, ok := os.LookupEnv("SCALE_S3_SCOPED_N"); ok {
+		p.S3ScopedNs = positiveInts(t, "SCALE_S3_SCOPED_N", v)
 	}
 	ints := map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects}
 	for k, dst := range ints {
@@ -105,6 +107,21 @@ func loadParams(t *testing.T) params {
 		t.Fatalf("SCALE_WEBHOOK_REQS and SCALE_FLOOR_OBJECTS: want at least 2")
 	}
 	return p
+}
+
+// positiveInts parses the comma-separated positive integers of the
+// variable key (empty is none).
+func positiveInts(t *testing.T, key, v string) []int {
+	t.Helper()
+	var out []int
+	for _, s := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want comma-separated positive integers, or empty for none", key, v)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // row is one figure of the table.

@@ -46,8 +46,8 @@ func TestScale(t *testing.T) {
 	log.SetLogger(logr.Discard())
 	p := loadParams(t)
 	tb := &table{}
-	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q controller-env=%q\n",
-		p.Ns, p.Secrets, p.Drifted, p.S3N, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
+	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d s3-scoped=%v webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q controller-env=%q\n",
+		p.Ns, p.Secrets, p.Drifted, p.S3N, p.S3ScopedNs, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
 	t.Cleanup(func() {
 		out := tb.String()
 		fmt.Print("\n" + out)
@@ -141,6 +141,11 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 
 	if first && p.S3N > 0 {
 		s3Figures(t, e, p, tb, fl)
+	}
+	if first {
+		for _, m := range p.S3ScopedNs {
+			scopedS3Figures(t, e, tb, m)
+		}
 	}
 
 	// Cold start with N existing, with the first run's flags (a re-check
@@ -435,6 +440,10 @@ func checkSecrets(t *testing.T, e *env, ns string, names []string) []string {
 			want = map[string]string{"bootstrap": e.scoped.Bootstrap(), "topic": b.Status.BackendResourceName, "sasl.mechanism": "SCRAM-SHA-512"}
 		case "s3":
 			want = map[string]string{"endpoint": e.s3.Endpoint, "bucket": b.Status.BackendResourceName, "accessKeyID": e.s3.AccessKey, "secretAccessKey": e.s3.SecretKey}
+		case sharedS3Backend:
+			want = map[string]string{"endpoint": e.sharedS3.URL, "bucket": b.Status.BackendResourceName, "accessKeyID": e.s3.AccessKey, "secretAccessKey": e.s3.SecretKey}
+		case scopedS3Backend: // the key is checked by checkScopedS3Secrets
+			want = map[string]string{"endpoint": e.scopedS3.URL, "bucket": b.Status.BackendResourceName}
 		}
 		for k, v := range want {
 			if got := string(s.Data[k]); got != v {

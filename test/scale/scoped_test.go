@@ -61,29 +61,7 @@ func scopedFigures(t *testing.T, e *env, tb *table, n int, unscoped provisioned)
 
 	// Deletion revokes every user and its ACLs before the finalizers go.
 	before = e.scopedRequests()
-	start := time.Now()
-	if err := e.k8s.DeleteAllOf(ctx, &v1.Buckety{}, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	deadline := start.Add(5*time.Minute + time.Duration(n)*200*time.Millisecond)
-	for {
-		var bl v1.BucketyList
-		if err := e.k8s.List(ctx, &bl, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		var al v1.BucketyAccessList
-		if err := e.k8s.List(ctx, &al, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		if len(bl.Items) == 0 && len(al.Items) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d scoped Bucketies and %d accesses left %s after deleting them\ncontroller log:\n%s", len(bl.Items), len(al.Items), time.Since(start).Round(time.Second), e.ctrl.P.Tail(20))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	gone := time.Since(start)
+	gone := deleteAllIn(t, e, ns, 5*time.Minute+time.Duration(n)*200*time.Millisecond)
 	e.quiet(15 * time.Second)
 	revoke := credentialCounts(e.scopedRequests().minus(before))
 	tb.add("kadm scoped: all deleted, users and ACLs revoked", n, secs(gone), "", nil, "")
