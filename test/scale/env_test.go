@@ -68,15 +68,15 @@ type env struct {
 	broker *kafka.Broker
 	// scoped is a second broker with SASL/SCRAM and ACLs enforced, the
 	// cluster of backend kafka-scoped (per-access users and ACLs).
-	scoped     *kafka.Broker
-	s3         *s3test.Server
+	scoped *kafka.Broker
+	s3     *s3test.Server
 	// sharedS3 and scopedS3 count what backends s3-shared and s3-scoped
 	// send MinIO.
 	sharedS3, scopedS3 *countingProxy
-	k8s        client.WithWatch
-	kubeconfig string
-	configDir  string
-	ctrl       *harness.Controller
+	k8s                client.WithWatch
+	kubeconfig         string
+	configDir          string
+	ctrl               *harness.Controller
 	// ctrlEnv is more environment for every controller run
 	// (SCALE_CONTROLLER_ENV).
 	ctrlEnv []string
