@@ -77,6 +77,11 @@ func (c *Config) caPEM() ([]byte, error) {
 // scoped to the access, so they make the grant unscoped
 // (ScopingNotImplemented), as a backend without SASL does.
 func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
+	if a.Resource == "" {
+		// The controller grants only on a resolved name; a Secret
+		// without its topic would be worse than none.
+		return drivers.Grant{}, fmt.Errorf("kadm: backend %s: grant for %s/%s: no topic", b.name, a.Namespace, a.Name)
+	}
 	c := b.cfg
 	data := map[string][]byte{
 		SecretBootstrap: []byte(c.bootstrap()),

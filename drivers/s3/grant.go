@@ -14,6 +14,11 @@ import (
 
 // Grant implements drivers.Backend.
 func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
+	if a.Resource == "" {
+		// The controller grants only on a resolved name; a Secret
+		// without its bucket would be worse than none.
+		return drivers.Grant{}, fmt.Errorf("s3: backend %s: grant for %s/%s: no bucket", b.name, a.Namespace, a.Name)
+	}
 	p := parseParams(a.ResourceParameters)
 	endpoint := b.cfg.consumerEndpoint()
 	if p.jurisdiction != "" {

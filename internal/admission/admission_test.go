@@ -187,7 +187,7 @@ func TestAccess(t *testing.T) {
 		{name: "bad role", a: acc("orders", "Admin", nil), errs: []string{`spec.role: Unsupported value: "Admin"`}},
 		{name: "unknown kadm access parameter", a: acc("orders", v1.RoleReadWrite, map[string]string{"group": "x"}), errs: []string{`spec.parameters[group]`}},
 		{name: "s3 has no access parameters", a: acc("files", v1.RoleReadWrite, map[string]string{"prefix": "x"}), errs: []string{`spec.parameters[prefix]`}},
-		{name: "s3 warns it is not scoped", a: acc("files", v1.RoleReadWrite, nil), warn: "not keys scoped to this bucket"},
+		{name: "s3 warns it is not scoped", a: acc("files", v1.RoleReadWrite, nil), warn: "not a key scoped to this bucket"},
 		{name: "unknown Buckety is admitted with a warning", a: acc("later", v1.RoleReadOnly, nil), warn: "Buckety later not found (yet)"},
 	}
 	for _, c := range cases {

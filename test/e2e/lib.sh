@@ -245,6 +245,39 @@ eventually() {
   done
 }
 
+# squatted_access BUCKETY SPEC PRINCIPAL-OF ADD: the foreign-principal step
+# of the scoped-ownership scenarios. The access squatted (Secret squatted)
+# is created before its Buckety BUCKETY, so its UID, and with it the
+# principal buckety would mint, is known: PRINCIPAL-OF UID prints it. ADD
+# PRINCIPAL creates that principal out of band, as the server's operator.
+# Then BUCKETY is created with SPEC (flow YAML): the access reports
+# PrincipalConflict naming the principal and gets no Secret, and the
+# Buckety AccessesNotReady. Sets SQUATTER to the principal.
+squatted_access() {
+  local buckety=$1 spec=$2 principal_of=$3 add=$4 uid
+  k apply -f - >/dev/null <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: BucketyAccess
+metadata: {name: squatted}
+spec: {bucketyRef: {name: $buckety}, credentialsSecretName: squatted}
+Y
+  uid=$(jp bucketyaccess/squatted '{.metadata.uid}')
+  [ -n "$uid" ] || fail "the access squatted has no UID"
+  SQUATTER=$("$principal_of" "$uid")
+  "$add" "$SQUATTER"
+  k apply -f - >/dev/null <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata: {name: $buckety}
+spec: $spec
+Y
+  wait_cond bucketyaccess/squatted Ready False PrincipalConflict
+  wait_cond "buckety/$buckety" Ready False AccessesNotReady
+  expect_contains "the conflict names the principal" "$SQUATTER" "$(cond bucketyaccess/squatted Ready message)"
+  k describe bucketyaccess squatted | grep -q PrincipalConflict || fail "describe does not show PrincipalConflict"
+  if k get secret squatted >/dev/null 2>&1; then fail "the refused access got a Secret"; fi
+}
+
 # scoped_s3: the implementation's server gives every access a key of its
 # own (E2E_S3_SCOPED, from the implementation's settings).
 scoped_s3() { [ "${E2E_S3_SCOPED:-false}" = true ]; }

@@ -38,26 +38,10 @@ if [ "$IMPLEMENTATION" = minio ]; then
 fi
 
 step "a key someone else created with buckety's name for an access is never touched"
-k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: BucketyAccess
-metadata: {name: squatted}
-spec: {bucketyRef: {name: annex}, credentialsSecretName: squatted}
-Y
-uid=$(jp bucketyaccess/squatted '{.metadata.uid}')
-squatter="bky$(printf %s "$uid" | sha256sum | cut -c1-12)-1"
-s3_admin vault-bucket key-add "$squatter" TheirOwnSecret0123456789
-k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: annex}
-spec: {backend: s3, name: "$NAMESPACE-annex"}
-Y
-wait_cond bucketyaccess/squatted Ready False PrincipalConflict
-wait_cond buckety/annex Ready False AccessesNotReady
-expect_contains "the conflict names the key" "$squatter" "$(cond bucketyaccess/squatted Ready message)"
-k describe bucketyaccess squatted | grep -q PrincipalConflict || fail "describe does not show PrincipalConflict"
-if k get secret squatted >/dev/null 2>&1; then fail "the refused access got a Secret"; fi
+key_of() { echo "bky$(printf %s "$1" | sha256sum | cut -c1-12)-1"; }
+add_key() { s3_admin vault-bucket key-add "$1" TheirOwnSecret0123456789; }
+squatted_access annex "{backend: s3, name: \"$NAMESPACE-annex\"}" key_of add_key
+squatter=$SQUATTER
 k create secret generic squatter --from-literal=endpoint="$(secret_value vault-bucket endpoint)" --from-literal=region="$(secret_value vault-bucket region)" \
   --from-literal=bucket="$NAMESPACE-annex" --from-literal=accessKeyID="$squatter" --from-literal=secretAccessKey=TheirOwnSecret0123456789 >/dev/null
 # Known to the server with its own secret: refused authorization, not authentication.

@@ -217,7 +217,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		if got, found, err := earlier(); found || err != nil {
 			return got, err
 		}
-		f.principalConflict = fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete that user to let buckety mint it)", principal, e.Name)
+		f.principalConflict = fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete it, user or key, to let buckety mint it)", principal, e.Name)
 		return nil, nil
 	}
 	if err := r.Client.Create(ctx, c); err != nil {

@@ -26,26 +26,10 @@ acls_of "$reader"
 probe orders-reader reader-after-drift ReadOnly
 
 step "a user someone else created with buckety's name for an access is never touched"
-k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: BucketyAccess
-metadata: {name: squatted}
-spec: {bucketyRef: {name: vault}, credentialsSecretName: squatted}
-Y
-uid=$(jp bucketyaccess/squatted '{.metadata.uid}')
-squatter="bky.$NAMESPACE.squatted.$(printf %s "$uid" | sha256sum | cut -c1-12).1"
-kafka_admin orders-writer user-add "$squatter" their-own-password
-k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: vault}
-spec: {backend: kafka, name: "$NAMESPACE.vault"}
-Y
-wait_cond bucketyaccess/squatted Ready False PrincipalConflict
-wait_cond buckety/vault Ready False AccessesNotReady
-expect_contains "the conflict names the user" "$squatter" "$(cond bucketyaccess/squatted Ready message)"
-k describe bucketyaccess squatted | grep -q PrincipalConflict || fail "describe does not show PrincipalConflict"
-if k get secret squatted >/dev/null 2>&1; then fail "the refused access got a Secret"; fi
+user_of() { echo "bky.$NAMESPACE.squatted.$(printf %s "$1" | sha256sum | cut -c1-12).1"; }
+add_user() { kafka_admin orders-writer user-add "$1" their-own-password; }
+squatted_access vault "{backend: kafka, name: \"$NAMESPACE.vault\"}" user_of add_user
+squatter=$SQUATTER
 k create secret generic squatter --from-literal=bootstrap="$E2E_KAFKA_BOOTSTRAP" --from-literal=topic="$NAMESPACE.vault" \
   --from-literal=security.protocol=SASL_PLAINTEXT --from-literal=sasl.mechanism=SCRAM-SHA-512 \
   --from-literal=sasl.username="$squatter" --from-literal=sasl.password=their-own-password >/dev/null
