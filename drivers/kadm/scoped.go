@@ -189,9 +189,6 @@ func newPassword() (string, error) {
 // grantScoped mints or re-asserts an access's own user and ACLs, and
 // returns its Secret payload on top of base (bootstrap, topic, TLS).
 func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
-	if a.Resource == "" {
-		return drivers.Grant{}, fmt.Errorf("kadm: backend %s: grant %s: no topic", b.name, a.Principal)
-	}
 	password, assert := a.Secret, a.Assert
 	if password == "" {
 		p, err := newPassword()

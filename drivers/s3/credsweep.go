@@ -2,7 +2,8 @@ package s3
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -92,7 +93,7 @@ func (b *Backend) sweepMinIO(ctx context.Context, as []drivers.Access) ([]int, e
 	b.policies.mu.Lock()
 	b.policies.next = (start + checked) % len(as)
 	b.policies.mu.Unlock()
-	return sortedKeys(drifted), nil
+	return slices.Sorted(maps.Keys(drifted)), nil
 }
 
 func (b *Backend) sweepVersity(ctx context.Context, as []drivers.Access) ([]int, error) {
@@ -127,14 +128,5 @@ func (b *Backend) sweepVersity(ctx context.Context, as []drivers.Access) ([]int,
 			}
 		}
 	}
-	return sortedKeys(drifted), nil
-}
-
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for i := range m {
-		out = append(out, i)
-	}
-	sort.Ints(out)
-	return out
+	return slices.Sorted(maps.Keys(drifted)), nil
 }

@@ -218,9 +218,6 @@ func roleOf(a drivers.Access) string {
 // grantScoped mints or re-asserts an access's own key and its rights, and
 // returns its Secret payload on top of data (endpoint, bucket, region).
 func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
-	if a.Resource == "" {
-		return drivers.Grant{}, fmt.Errorf("s3: backend %s: grant %s: no bucket", b.name, a.Principal)
-	}
 	if _, ok := actionsOf[roleOf(a)]; !ok {
 		return drivers.Grant{}, fmt.Errorf("s3: backend %s: role %q has no actions", b.name, a.Role)
 	}
