@@ -13,21 +13,38 @@ import (
 
 // ACLs of per-access users (scoped.go): the role's exact set, and the
 // credential sweep that judges every user of a cluster in two requests.
+//
+// Buckety owns the ALLOW ACLs of its principals and none of their DENY
+// ACLs. An ALLOW beyond the role's widens what the credential may do, so
+// it is drift and removed. A DENY only narrows it, and buckety never makes
+// one, so a DENY on a buckety principal is an operator's decision (cut a
+// tenant off a topic during an incident, say): it is never drift and never
+// deleted, not even at revocation, and the operator removes it. DENY wins
+// over ALLOW in Kafka, so keeping it keeps the operator's intent whatever
+// buckety restores.
+//
+// Deletion is exact for the same reason: a DeleteACLs filter matches every
+// ACL its fields allow, so a filter with permission ANY, or any host, would
+// delete an operator's DENY, or the role's any-host ALLOW behind a
+// host-restricted one, along with the ACL it was meant for. Every filter
+// buckety sends names permission ALLOW, and every filter but revocation's
+// (which removes all of them) the exact resource, pattern, operation and
+// host of one ACL it read.
 
-// acl is one ACL of a principal, as buckety compares them.
+// acl is one ALLOW ACL of a principal, as buckety compares them.
 type acl struct {
 	typ     kmsg.ACLResourceType
 	name    string
 	pattern kmsg.ACLResourcePatternType
 	op      kmsg.ACLOperation
-	// foreign: a deny or host-restricted ACL, which buckety never makes:
-	// it never matches a wanted one, so it is removed as an extra.
-	foreign bool
+	// host is "*" (any host) in the ACLs buckety makes; a host-restricted
+	// ALLOW is never wanted, so it is removed as an extra.
+	host string
 }
 
 // allowed is the kind of ACL buckety makes: allow, any host.
 func allowed(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, op kmsg.ACLOperation) acl {
-	return acl{typ: typ, name: name, pattern: pattern, op: op}
+	return acl{typ: typ, name: name, pattern: pattern, op: op, host: "*"}
 }
 
 // wantACLs is the exact ACL set of an access's role.
@@ -52,9 +69,10 @@ func wantACLs(a drivers.Access) []acl {
 	return out
 }
 
-// setACLs makes principal's ACLs exactly want: it reads them, deletes
-// those not wanted and creates those missing (each a batched request).
-// Every ACL of a buckety principal is buckety's (the principal is).
+// setACLs makes principal's ALLOW ACLs exactly want: it reads them,
+// deletes those not wanted and creates those missing (each a batched
+// request). Every ALLOW ACL of a buckety principal is buckety's (the
+// principal is); its DENY ACLs are not read, deleted or counted.
 func (b *Backend) setACLs(ctx context.Context, principal string, want []acl) error {
 	have, err := b.principalACLs(ctx, principal)
 	if err != nil {
@@ -99,8 +117,8 @@ func describeACLsRequest(principal *string) *kmsg.DescribeACLsRequest {
 	return req
 }
 
-// listACLs reads the ACLs of every buckety principal (users named with
-// principalPrefix), by user name, in one request.
+// listACLs reads the ALLOW ACLs of every buckety principal (users named
+// with principalPrefix), by user name, in one request.
 func (b *Backend) listACLs(ctx context.Context) (map[string]map[acl]bool, error) {
 	resp, err := describeACLsRequest(nil).RequestWith(ctx, b.kgo)
 	if err == nil {
@@ -116,8 +134,9 @@ var _ drivers.CredentialSweeper = (*Backend)(nil)
 
 // SweepCredentials implements drivers.CredentialSweeper with two requests
 // for the whole cluster: DescribeUserSCRAMs of every user, and
-// DescribeACLs of every ACL. Only the principals in as are judged; every
-// other user and ACL is someone else's and is not looked at further.
+// DescribeACLs of every ACL. Only the principals in as are judged, and
+// only on their ALLOW ACLs (an operator's DENY is not drift); every other
+// user and ACL is someone else's and is not looked at further.
 func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
 	if len(as) == 0 {
 		return nil, nil
@@ -141,6 +160,7 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 	return drifted, nil
 }
 
+// sameACLs reports whether have is exactly want.
 func sameACLs(have map[acl]bool, want []acl) bool {
 	if len(have) != len(want) {
 		return false

@@ -114,7 +114,7 @@ func (b *Backend) execAlterSCRAMs(ctx context.Context, calls []*call[scramOp, st
 	}
 }
 
-// principalACLs reads every ACL of a buckety principal.
+// principalACLs reads every ALLOW ACL of a buckety principal.
 func (b *Backend) principalACLs(ctx context.Context, principal string) (map[acl]bool, error) {
 	got, err := b.aclReads.do(ctx, principal, struct{}{})
 	if err != nil {
@@ -145,21 +145,21 @@ func (b *Backend) execDescribeACLs(ctx context.Context, calls []*call[struct{}, 
 	}
 }
 
-// parseACLs sorts a DescribeACLs answer by buckety principal (users named
-// with principalPrefix); every other principal's ACLs are left out.
+// parseACLs sorts the ALLOW ACLs of a DescribeACLs answer by buckety
+// principal (users named with principalPrefix). Every other principal's
+// ACLs, and every DENY ACL (an operator's, acls.go), are left out.
 func parseACLs(resp *kmsg.DescribeACLsResponse) map[string]map[acl]bool {
 	out := map[string]map[acl]bool{}
 	for _, r := range resp.Resources {
 		for _, x := range r.ACLs {
 			user, ok := strings.CutPrefix(x.Principal, "User:")
-			if !ok || !strings.HasPrefix(user, principalPrefix) {
+			if !ok || !strings.HasPrefix(user, principalPrefix) || x.PermissionType != kmsg.ACLPermissionTypeAllow {
 				continue
 			}
 			if out[user] == nil {
 				out[user] = map[acl]bool{}
 			}
-			out[user][acl{typ: r.ResourceType, name: r.ResourceName, pattern: r.ResourcePatternType, op: x.Operation,
-				foreign: x.PermissionType != kmsg.ACLPermissionTypeAllow || x.Host != "*"}] = true
+			out[user][acl{typ: r.ResourceType, name: r.ResourceName, pattern: r.ResourcePatternType, op: x.Operation, host: x.Host}] = true
 		}
 	}
 	return out
@@ -198,8 +198,9 @@ func (b *Backend) execCreateACLs(ctx context.Context, calls []*call[[]acl, struc
 	})
 }
 
-// deleteACLs deletes principal's ACLs in list (any permission); a nil list
-// deletes every ACL of the principal.
+// deleteACLs deletes principal's ALLOW ACLs in list, each exactly (its
+// resource, pattern, operation and host); a nil list deletes every ALLOW
+// ACL of the principal. DENY ACLs are never deleted (acls.go).
 func (b *Backend) deleteACLs(ctx context.Context, principal string, list []acl) error {
 	if _, err := b.aclDeletes.do(ctx, principal, list); err != nil {
 		return b.classify(fmt.Errorf("delete ACLs of %s: %w", principal, b.ctxErr(err)))
@@ -215,7 +216,7 @@ func (b *Backend) execDeleteACLs(ctx context.Context, calls []*call[[]acl, struc
 		if c.in == nil {
 			f := kmsg.NewDeleteACLsRequestFilter()
 			f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
-			f.Principal, f.Operation, f.PermissionType = &p, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			f.Principal, f.Operation, f.PermissionType = &p, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAllow
 			req.Filters = append(req.Filters, f)
 			counts[i] = 1
 			continue
@@ -223,7 +224,7 @@ func (b *Backend) execDeleteACLs(ctx context.Context, calls []*call[[]acl, struc
 		for _, x := range c.in {
 			f := kmsg.NewDeleteACLsRequestFilter()
 			f.ResourceType, f.ResourceName, f.ResourcePatternType = x.typ, kmsg.StringPtr(x.name), x.pattern
-			f.Principal, f.Operation, f.PermissionType = &p, x.op, kmsg.ACLPermissionTypeAny
+			f.Principal, f.Host, f.Operation, f.PermissionType = &p, kmsg.StringPtr(x.host), x.op, kmsg.ACLPermissionTypeAllow
 			req.Filters = append(req.Filters, f)
 		}
 		counts[i] = len(c.in)

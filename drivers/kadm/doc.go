@@ -25,14 +25,23 @@
 // cost a handful of requests instead of several per topic, which is what
 // keeps a large cluster's drift re-check cheap for the brokers.
 //
-// v1alpha1 has no per-consumer credentials (auth mode none): every access
-// receives the bootstrap address and the topic name, and roles other than
-// ReadWrite are reported as not scoped. Since 0.2.0 (a minor bump: the keys
-// are additive) a Secret also says how to connect when the backend itself
-// connects with TLS or SASL, under the Kafka client property names
-// consumers already set (security.protocol, ssl.ca.pem, sasl.mechanism);
-// a consumer holding only bootstrap and topic could not connect. The SASL
-// credentials are the controller's own, so they are written only when the
-// maintainer opts in per backend (shareCredentials), and every access that
-// receives them is reported as not scoped.
+// Every access receives the bootstrap address and the topic name. Since
+// 0.2.0 (a minor bump: the keys are additive) a Secret also says how to
+// connect when the backend itself connects with TLS or SASL, under the
+// Kafka client property names consumers already set (security.protocol,
+// ssl.ca.pem, sasl.mechanism); a consumer holding only bootstrap and topic
+// could not connect. The backend's own SASL credentials are the
+// controller's, so they are written only when the maintainer opts in per
+// backend (shareCredentials), and every access that receives them is
+// reported as not scoped.
+//
+// Since 0.3.0 a SASL backend without shareCredentials, on a cluster that
+// enforces ACLs, gives every access a SCRAM user of its own and ALLOW ACLs
+// for its role (scoped.go, acls.go). Tenants choose access names, so
+// nothing an access is granted may follow from another's name: its groups
+// and transactional ids sit under a PREFIXED ACL whose access part ends
+// in a character Kubernetes names cannot hold, so no tenant can name an
+// access into another's prefix. Operators keep their say too: a DENY ACL
+// on a buckety user is never buckety's to remove, because it only narrows
+// what buckety granted and Kafka lets DENY win.
 package kadm

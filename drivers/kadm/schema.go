@@ -52,7 +52,7 @@ var secretKeys = []drivers.SecretKey{
 	{Name: SecretSASLMechanism, Optional: true, Description: "Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Present when the backend uses sasl; for a scoped access, the mechanism of its own user (credentials.mechanism, SCRAM-SHA-512 by default)."},
 	{Name: SecretSASLUsername, Optional: true, Description: "The SASL username: the access's own SCRAM user when the access is scoped (ScopingNotImplemented=False), or the backend's own user when the backend sets shareCredentials: true (not scoped)."},
 	{Name: SecretSASLPassword, Optional: true, Description: "The password of sasl.username: random (256 bits) for a scoped access, and stored nowhere but this Secret."},
-	{Name: SecretGroupPrefix, Optional: true, Description: "The prefix of the consumer groups (group.id) and transactional ids (transactional.id) a scoped access may use: bky.<namespace>.<access>.<hash>. followed by its consumerGroupPrefix parameter. Present when the access is scoped; added in driver 0.3.0."},
+	{Name: SecretGroupPrefix, Optional: true, Description: "The prefix of the consumer groups (group.id) and transactional ids (transactional.id) a scoped access may use: bky.<namespace>.<access>.<hash>_ followed by its consumerGroupPrefix parameter. Present when the access is scoped; added in driver 0.3.0."},
 }
 
 // SecretKeys implements drivers.Driver.

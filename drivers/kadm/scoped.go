@@ -36,7 +36,9 @@ import (
 // The prefix of groups and transactional ids is the access's own (Secret
 // key group.id.prefix): derived from the access's UID, so no two accesses
 // share it and it survives rotation (a consumer keeps its offsets), and
-// followed by the access's consumerGroupPrefix parameter when set.
+// followed by the access's consumerGroupPrefix parameter when set. The
+// ACLs on it are PREFIXED, so it must not start another access's prefix:
+// see groupPrefix for why it ends its access's part with '_'.
 // Idempotent producers need nothing more: since Kafka 3.0 (KIP-679) Write
 // on the topic allows them; a cluster older than that needs the
 // IdempotentWrite cluster ACL, which buckety never grants (nothing
@@ -154,10 +156,27 @@ func PrincipalFor(a drivers.Access, serial int) string {
 // CredentialKeys implements drivers.CredentialScoper.
 func (b *Backend) CredentialKeys() (string, string) { return SecretSASLUsername, SecretSASLPassword }
 
+// accessEnd ends the part of a group prefix that names its access. It is
+// a character no Kubernetes name holds (a namespace is a DNS label, an
+// access name a DNS subdomain: [a-z0-9.-]) and none of accessBase's, and
+// one Kafka and its tools accept in names ([a-zA-Z0-9._-]).
+const accessEnd = "_"
+
 // groupPrefix is the prefix of an access's consumer groups and
-// transactional ids.
+// transactional ids: bky.<namespace>.<access>.<hash>_ followed by the
+// consumerGroupPrefix parameter.
+//
+// Its ACLs are PREFIXED, so one access's prefix starting another's would
+// give the first the second's groups. accessBase alone cannot end it: an
+// access name may hold dots, so a tenant who names an access
+// b.<b's hash>.x makes b's bky.<namespace>.b.<hash>. start the new
+// access's (the shape before accessEnd). With accessEnd, the first '_' of
+// a prefix is the one right after its accessBase, whatever the parameter
+// holds, so one prefix starts another only when their accessBase is the
+// same: the same namespace (it holds no '.'), hash (12 hex digits, last)
+// and so name between them, one access.
 func groupPrefix(a drivers.Access) string {
-	return accessBase(a) + "." + a.Parameters[AccessConsumerGroupPrefix]
+	return accessBase(a) + accessEnd + a.Parameters[AccessConsumerGroupPrefix]
 }
 
 // InspectPrincipal implements drivers.CredentialScoper.
@@ -235,8 +254,9 @@ func (b *Backend) upsertUser(ctx context.Context, principal string, mech kadm.Sc
 	return b.alterUser(ctx, principal, scramOp{upsert: &kadm.UpsertSCRAM{User: principal, Mechanism: mech, Iterations: scramIterations, Password: password}})
 }
 
-// revokeScoped deletes every ACL of the principal, then the principal's
-// SCRAM passwords (both mechanisms). A missing principal is success.
+// revokeScoped deletes every ALLOW ACL of the principal (an operator's
+// DENY ACLs are the operator's, see acls.go), then the principal's SCRAM
+// passwords (both mechanisms). A missing principal is success.
 func (b *Backend) revokeScoped(ctx context.Context, principal string) error {
 	if err := b.deleteACLs(ctx, principal, nil); err != nil {
 		return err
