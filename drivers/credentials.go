@@ -45,6 +45,13 @@ type Scoping struct {
 	Scoped bool
 	// Reason says why not, naming what the service or the config lacks.
 	Reason string
+	// Required is true when the backend's config asks for a credential per
+	// access (s3: credentials set). Then, whenever Scoped is false (the
+	// service cannot mint them now: an admin API that answers 501, a
+	// release too old to trust), no access is handed the backend's own
+	// credentials instead: accesses report the Reason and keep the Secret
+	// they have, and new accesses wait.
+	Required bool
 }
 
 // CredentialSweeper is implemented by a CredentialScoper that can judge, in
@@ -56,6 +63,9 @@ type Scoping struct {
 type CredentialSweeper interface {
 	// SweepCredentials returns the indices, in as, of the accesses whose
 	// principal drifted. Each Access has Principal, Resource, Role,
-	// Parameters and the access's identity set.
+	// Parameters and the access's identity set. An error with no indices
+	// means nothing was judged; with indices, that some accesses could not
+	// be judged (one tenant's broken resource never stops the repair of
+	// the others), and the indices returned are still to be re-asserted.
 	SweepCredentials(ctx context.Context, as []Access) ([]int, error)
 }

@@ -25,14 +25,38 @@ type adminHTTP struct {
 	hc       *http.Client
 }
 
+// newAdminHTTP returns the shared part of an admin client. Whatever client
+// it is given, it never follows a redirect (a signed request carrying a
+// secret must not be resent to another host: a 3xx is answered as the
+// error it is) and never waits longer than adminTimeout for an answer;
+// hc nil means a plain transport with those bounds.
 func newAdminHTTP(endpoint, region, accessKey, secretKey string, hc *http.Client) adminHTTP {
 	return adminHTTP{
 		endpoint: strings.TrimRight(endpoint, "/"),
 		region:   region,
 		creds:    aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey},
 		signer:   v4.NewSigner(),
-		hc:       hc,
+		hc:       boundedAdminClient(hc, adminTimeout),
 	}
+}
+
+// adminTimeout bounds one admin request, answer included, when the
+// backend's requestTimeout does not say otherwise (openAdmin passes it).
+const adminTimeout = DefaultRequestTimeout
+
+// boundedAdminClient is a copy of hc (nil: a plain transport) that does
+// not follow redirects and gives up on a request after timeout, unless hc
+// already has a shorter timeout.
+func boundedAdminClient(hc *http.Client, timeout time.Duration) *http.Client {
+	c := &http.Client{}
+	if hc != nil {
+		*c = *hc
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if c.Timeout <= 0 || c.Timeout > timeout {
+		c.Timeout = timeout
+	}
+	return c
 }
 
 // send signs and sends method on endpoint+path?query with body (and the

@@ -37,9 +37,6 @@ type Backend struct {
 	dropsAbortUploads bool
 	// scoped is the state of keys per access (scoped.go).
 	scoped scoped
-	// policies is where the next credential sweep's MinIO policy reads
-	// start (credsweep.go).
-	policies policyCursor
 }
 
 // client returns the long-lived client for an endpoint, made on first use.

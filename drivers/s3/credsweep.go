@@ -2,45 +2,38 @@ package s3
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
 var _ drivers.CredentialSweeper = (*Backend)(nil)
 
-// policyChecksPerSweep bounds how many MinIO inline policies one sweep
-// reads. MinIO lists a parent's service accounts in one request, with
-// their status and whether they have an inline policy at all, but not the
-// policy: that takes a request per account whose answer is encrypted with
-// argon2id (64 MiB and tens of milliseconds per read). So each sweep reads
-// this many, the ones read longest ago first: with a 30 s sweep, every one
-// of 1000 accesses is read within 20 minutes.
-const policyChecksPerSweep = 25
-
-// policyCursor is where the next sweep's policy reads start.
-type policyCursor struct {
-	mu   sync.Mutex
-	next int
-}
-
 // SweepCredentials implements drivers.CredentialSweeper.
 //
-//   - minio: one ListServiceAccounts of the parent user: a missing or
-//     disabled account, or one without its inline policy, drifted; and
-//     the inline policies of up to policyChecksPerSweep accounts, compared
-//     with their role's.
+//   - minio: one list-users and one list-canned-policies for the whole
+//     backend: a missing or disabled user, one holding any policy but its
+//     own, or its own policy edited or missing, drifted (a legacy service
+//     account is not a user: it drifts, and its re-assert replaces it).
 //   - versitygw: one ListUsers, and one GetBucketPolicy per bucket: a
 //     missing user, or a principal whose grant in buckety's statements is
 //     not its role (or buckety's statements edited), drifted.
+//
+// One access or bucket that cannot be judged (a policy the gateway will
+// not return) does not keep the others from being judged: the drifted
+// accesses found are returned with an error naming what was skipped.
 func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
 	if len(as) == 0 {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
 	defer cancel()
+	if b.cfg.Credentials == nil {
+		return nil, nil // keys kept after credentials was unset are not repaired
+	}
 	switch b.cfg.Implementation {
 	case ImplMinIO:
 		return b.sweepMinIO(ctx, as)
@@ -52,48 +45,33 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 
 func (b *Backend) sweepMinIO(ctx context.Context, as []drivers.Access) ([]int, error) {
 	m := b.minioAdmin()
-	accounts, err := m.list(ctx, b.cfg.parentUser())
+	if m == nil {
+		return nil, b.noAdmin()
+	}
+	users, err := m.listUsers(ctx)
 	if err != nil {
-		return nil, b.adminError("list the service accounts of "+b.cfg.parentUser(), err)
+		return nil, b.adminError("list users", err)
 	}
-	have := make(map[string]minioServiceAccount, len(accounts))
-	for _, sa := range accounts {
-		have[sa.AccessKey] = sa
+	policies, err := m.listCannedPolicies(ctx)
+	if err != nil {
+		return nil, b.adminError("list policies", err)
 	}
-	drifted := map[int]bool{}
+	var drifted []int
+	var skipped []error
 	for i, a := range as {
-		sa, ok := have[a.Principal]
-		if !ok || sa.Status != "on" || sa.ImpliedPolicy {
-			drifted[i] = true
-		}
-	}
-	b.policies.mu.Lock()
-	start := b.policies.next
-	b.policies.mu.Unlock()
-	checked := 0
-	for k := 0; k < len(as) && checked < policyChecksPerSweep; k++ {
-		i := (start + k) % len(as)
-		if drifted[i] {
-			continue
-		}
-		checked++
-		a := as[i]
 		want, err := minioAccessPolicy(a.Resource, roleOf(a))
 		if err != nil {
-			return nil, err
+			skipped = append(skipped, fmt.Errorf("%s: %w", a.Principal, err))
+			continue
 		}
-		sa, found, err := m.info(ctx, a.Principal)
-		if err != nil {
-			return nil, b.adminError("inspect service account "+a.Principal, err)
-		}
-		if !found || !samePolicy(sa.Policy, string(want)) {
-			drifted[i] = true
+		name := minioPolicyName(a.Principal)
+		u, ok := users[a.Principal]
+		got, hasPolicy := policies[name]
+		if !ok || u.Status != "enabled" || !slices.Equal(u.policies(), []string{name}) || !hasPolicy || !samePolicy(got, string(want)) {
+			drifted = append(drifted, i)
 		}
 	}
-	b.policies.mu.Lock()
-	b.policies.next = (start + checked) % len(as)
-	b.policies.mu.Unlock()
-	return slices.Sorted(maps.Keys(drifted)), nil
+	return drifted, errors.Join(skipped...)
 }
 
 func (b *Backend) sweepVersity(ctx context.Context, as []drivers.Access) ([]int, error) {
@@ -113,13 +91,14 @@ func (b *Backend) sweepVersity(ctx context.Context, as []drivers.Access) ([]int,
 		}
 		byBucket[a.Resource] = append(byBucket[a.Resource], i)
 	}
+	var skipped []error
 	for bucket, idx := range byBucket {
 		policy, err := b.bucketPolicy(ctx, cl, bucket)
 		if err != nil {
-			if isNoSuchBucket(err) {
-				continue // the Buckety's own re-check sees to the bucket
+			if !isNoSuchBucket(err) { // the Buckety's own re-check sees to a missing bucket
+				skipped = append(skipped, fmt.Errorf("bucket %s: %w", bucket, err))
 			}
-			return nil, err
+			continue
 		}
 		grants, err := bucketyGrants(policy)
 		for _, i := range idx {
@@ -128,5 +107,5 @@ func (b *Backend) sweepVersity(ctx context.Context, as []drivers.Access) ([]int,
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(drifted)), nil
+	return slices.Sorted(maps.Keys(drifted)), errors.Join(skipped...)
 }

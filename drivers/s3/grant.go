@@ -48,6 +48,11 @@ func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 	if a.Principal != "" {
 		return b.grantScoped(ctx, a, data)
 	}
+	if b.cfg.Credentials != nil {
+		// The maintainer asked for a key per access: the backend's own
+		// keys never reach a tenant's Secret instead.
+		return drivers.Grant{}, fmt.Errorf("s3: backend %s: grant for %s/%s without a key of its own: credentials is set, so the backend's own keys are never handed out", b.name, a.Namespace, a.Name)
+	}
 	reason := b.cfg.unscopedReason(b.name)
 	if reason == "" {
 		reason = fmt.Sprintf("backend %s handed this access its own keys", b.name)

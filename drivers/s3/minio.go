@@ -28,7 +28,6 @@ import (
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -41,6 +40,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/secure-io/sio-go"
 	"golang.org/x/crypto/argon2"
@@ -53,12 +53,17 @@ const (
 	routeAddUser           = "/add-user"
 	routeInfoCannedPolicy  = "/info-canned-policy"
 	routeAddCannedPolicy   = "/add-canned-policy"
-	routeAttachPolicy      = "/idp/builtin/policy/attach"
 	routeAddServiceAcct    = "/add-service-account"
 	routeUpdateServiceAcct = "/update-service-account"
 	routeInfoServiceAcct   = "/info-service-account"
 	routeDeleteServiceAcct = "/delete-service-account"
 	routeListServiceAccts  = "/list-service-accounts"
+	routeRemoveUser        = "/remove-user"
+	routeListUsers         = "/list-users"
+	routeSetUserPolicy     = "/set-user-or-group-policy"
+	routeListCannedPolicy  = "/list-canned-policies"
+	routeRemoveCannedPol   = "/remove-canned-policy"
+	routeServerInfo        = "/info"
 )
 
 // Limits: the server's (policy, name, description) and the client's own
@@ -69,9 +74,6 @@ const (
 	minioMaxDescriptionLen = 256
 	minioMaxResponse       = 16 << 20
 	minioMaxErrorBody      = 64 << 10
-	// minioParentSecretBytes, hex-encoded, is 40 characters: MinIO's
-	// maximum secret length.
-	minioParentSecretBytes = 20
 )
 
 // MinIO error codes this client acts on.
@@ -83,8 +85,12 @@ const (
 	codeNoSuchUser = "XMinioAdminNoSuchUser"
 	// codeNoSuchPolicy answers info-canned-policy of a missing policy (404).
 	codeNoSuchPolicy = "XMinioAdminNoSuchPolicy"
-	// codePolicyAlreadyApplied answers attaching an attached policy (400).
-	codePolicyAlreadyApplied = "XMinioAdminPolicyChangeAlreadyApplied"
+	// codeIAMActionNotAllowed answers user-info and remove-user of a key
+	// that is a service account or a temporary key, not a user (403).
+	codeIAMActionNotAllowed = "XMinioIAMActionNotAllowed"
+	// codeInvalidIAMCredentials answers add-user of a key that is a
+	// service account or a temporary key (403).
+	codeInvalidIAMCredentials = "XMinioInvalidIAMCredentials"
 	// codeServiceAccountNotAllowed answers, among other refusals, adding an
 	// access key that is taken (400); the message then says "taken".
 	codeServiceAccountNotAllowed = "XMinioIAMServiceAccountNotAllowed"
@@ -137,12 +143,8 @@ func isAdminCode(err error, status int, code string) bool {
 type minioAdmin struct{ adminHTTP }
 
 // newMinioAdmin returns a client for the admin API at endpoint (the S3
-// endpoint: MinIO serves both). hc nil means http.DefaultClient; deadlines
-// come from the contexts.
+// endpoint: MinIO serves both); hc as newAdminHTTP takes it.
 func newMinioAdmin(endpoint, region, accessKey, secretKey string, hc *http.Client) *minioAdmin {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
 	return &minioAdmin{newAdminHTTP(endpoint, region, accessKey, secretKey, hc)}
 }
 
@@ -209,116 +211,6 @@ func adminError(route string, resp *http.Response) error {
 	return e
 }
 
-// ensureParent makes user a MinIO user holding exactly the canned policy
-// policyName = policy, creating what is missing. An existing user's secret
-// is never changed: nothing of buckety signs with it, but someone else
-// may. Policies attached to the user by others are left alone; they cannot
-// widen a service account beyond its inline policy.
-func (m *minioAdmin) ensureParent(ctx context.Context, user, policyName string, policy []byte) error {
-	if user == m.creds.AccessKeyID {
-		// Root's service accounts could hold root's rights; and attaching
-		// a policy to root is refused anyway.
-		return fmt.Errorf("the parent user must not be the root user %q", user)
-	}
-	attached, err := m.userPolicies(ctx, user)
-	if err != nil {
-		return err
-	}
-	if attached == nil {
-		if err := m.addUser(ctx, user); err != nil {
-			return err
-		}
-	}
-	if err := m.ensureCannedPolicy(ctx, policyName, policy); err != nil {
-		return err
-	}
-	if slices.Contains(attached, policyName) {
-		return nil
-	}
-	return m.attachPolicy(ctx, user, policyName)
-}
-
-// userPolicies returns the policies attached to user, nil if the user does
-// not exist (non-nil and empty if it exists with none).
-func (m *minioAdmin) userPolicies(ctx context.Context, user string) ([]string, error) {
-	data, err := m.call(ctx, http.MethodGet, routeUserInfo, url.Values{"accessKey": {user}}, nil, http.StatusOK)
-	if isAdminCode(err, http.StatusNotFound, codeNoSuchUser) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Plain JSON on the pinned server; decrypt in case a later one
-	// encrypts it, as it does the service-account routes.
-	if data, err = openIfEncrypted(m.creds.SecretAccessKey, data); err != nil {
-		return nil, fmt.Errorf("minio admin %s: %w", routeUserInfo, err)
-	}
-	var info struct {
-		PolicyName string `json:"policyName"`
-	}
-	if err := json.Unmarshal(data, &info); err != nil {
-		return nil, fmt.Errorf("minio admin %s: decode: %w", routeUserInfo, err)
-	}
-	policies := []string{}
-	for p := range strings.SplitSeq(info.PolicyName, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			policies = append(policies, p)
-		}
-	}
-	return policies, nil
-}
-
-// addUser creates (or, as add-user is an upsert, re-keys) an enabled user
-// with a random secret. Two controllers racing here both succeed and the
-// last secret wins, which is harmless: the secret is never used.
-func (m *minioAdmin) addUser(ctx context.Context, user string) error {
-	secret := make([]byte, minioParentSecretBytes)
-	if _, err := rand.Read(secret); err != nil {
-		return fmt.Errorf("minio admin %s: random secret: %w", routeAddUser, err)
-	}
-	body, err := m.sealJSON(map[string]string{"secretKey": hex.EncodeToString(secret), "status": "enabled"})
-	if err != nil {
-		return fmt.Errorf("minio admin %s: %w", routeAddUser, err)
-	}
-	_, err = m.call(ctx, http.MethodPut, routeAddUser, url.Values{"accessKey": {user}}, body, http.StatusOK)
-	return err
-}
-
-// ensureCannedPolicy writes the canned policy unless the server already
-// holds the same one, so a steady state costs one read.
-func (m *minioAdmin) ensureCannedPolicy(ctx context.Context, name string, policy []byte) error {
-	data, err := m.call(ctx, http.MethodGet, routeInfoCannedPolicy, url.Values{"name": {name}}, nil, http.StatusOK)
-	switch {
-	case err == nil && samePolicy(string(data), string(policy)):
-		return nil
-	case err != nil && !isAdminCode(err, http.StatusNotFound, codeNoSuchPolicy):
-		return err
-	}
-	_, err = m.call(ctx, http.MethodPut, routeAddCannedPolicy, url.Values{"name": {name}}, policy, http.StatusOK)
-	return err
-}
-
-// attachPolicy attaches a canned policy to a user, keeping the others.
-// Attaching an attached policy answers 400 XMinioAdminPolicyChangeAlready-
-// Applied: success here. (The older /set-user-or-group-policy replaces the
-// user's policies instead and is deprecated.)
-func (m *minioAdmin) attachPolicy(ctx context.Context, user, policyName string) error {
-	body, err := m.sealJSON(struct {
-		Policies []string `json:"policies"`
-		User     string   `json:"user"`
-	}{[]string{policyName}, user})
-	if err != nil {
-		return fmt.Errorf("minio admin %s: %w", routeAttachPolicy, err)
-	}
-	// The server answers 200 with an encrypted summary (older ones 201 or
-	// 204); nothing in it is needed, so it is not decrypted.
-	_, err = m.call(ctx, http.MethodPost, routeAttachPolicy, nil, body, http.StatusOK, http.StatusCreated, http.StatusNoContent)
-	if isAdminCode(err, http.StatusBadRequest, codePolicyAlreadyApplied) {
-		return nil
-	}
-	return err
-}
-
 // info returns a service account; found is false if it does not exist.
 // A key that belongs to a regular user is not reported as missing: the
 // server answers it with 403 AccessDenied, returned as an error.
@@ -346,19 +238,6 @@ func (m *minioAdmin) info(ctx context.Context, access string) (minioServiceAccou
 	}
 	return minioServiceAccount{AccessKey: access, ParentUser: r.ParentUser, Status: r.AccountStatus, Name: r.Name,
 		Description: r.Description, ImpliedPolicy: r.ImpliedPolicy, Policy: r.Policy}, true, nil
-}
-
-// exists says whether a service account has this key, from the answer's
-// status alone. Its body is encrypted with argon2id, 64 MiB and tens of
-// milliseconds to open, and openings are serialised (argon2Mu): a check
-// before every new access's mint would queue each access behind the
-// others'. A key that belongs to a regular user is an error, as for info.
-func (m *minioAdmin) exists(ctx context.Context, access string) (bool, error) {
-	_, err := m.call(ctx, http.MethodGet, routeInfoServiceAcct, url.Values{"accessKey": {access}}, nil, http.StatusOK)
-	if errors.Is(err, errServiceAccountNotFound) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // add creates a service account of parent with this key and inline
@@ -483,8 +362,14 @@ type iamPolicy struct {
 type iamStatement struct {
 	Effect   string   `json:"Effect"`
 	Action   []string `json:"Action"`
-	Resource []string `json:"Resource"`
+	Resource []string `json:"Resource,omitempty"`
 }
+
+// denyAdmin is the statement every minted key's policy ends with: no
+// admin action at all, its own keys included. MinIO lets a user manage
+// its own account (change its secret, make service accounts of itself)
+// unless a policy denies it explicitly.
+var denyAdmin = iamStatement{Effect: "Deny", Action: []string{"admin:*"}}
 
 // roleNames is actionsOf's roles in a stable order.
 func roleNames() []string {
@@ -496,35 +381,13 @@ func roleNames() []string {
 	return names
 }
 
-// parentPolicy is the parent user's canned policy: every role's actions on
-// every bucket, and nothing else (no bucket creation, deletion, policy or
-// admin). A service account's rights are its parent's ∩ its inline policy,
-// so this bounds what any minted key can ever do, even if its inline
-// policy were lost.
-func parentPolicy() []byte {
-	var bucket, object []string
-	for _, r := range roleNames() {
-		bucket = append(bucket, actionsOf[r].Bucket...)
-		object = append(object, actionsOf[r].Object...)
-	}
-	p := iamPolicy{Version: "2012-10-17", Statement: []iamStatement{
-		{Effect: "Allow", Action: sortedSet(bucket), Resource: []string{bucketARN("*")}},
-		{Effect: "Allow", Action: sortedSet(object), Resource: []string{objectsARN("*")}},
-	}}
-	b, err := json.Marshal(p)
-	if err != nil {
-		// Marshalling strings and slices of them cannot fail.
-		panic(err)
-	}
-	return b
-}
-
 // minioBucketRE is the characters of an S3 bucket name. Anything else,
 // notably '*' and '?', would make the policy's ARNs match other buckets.
 var minioBucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 
-// minioAccessPolicy is the inline policy of an access's service account:
-// exactly the role's actions on that bucket. Role "" is ReadWrite.
+// minioAccessPolicy is the policy of an access's user: exactly the
+// role's actions on that bucket, and every admin action denied. Role ""
+// is ReadWrite.
 func minioAccessPolicy(bucket, role string) ([]byte, error) {
 	if role == "" {
 		role = "ReadWrite"
@@ -543,6 +406,7 @@ func minioAccessPolicy(bucket, role string) ([]byte, error) {
 	if len(a.Object) > 0 {
 		st = append(st, iamStatement{Effect: "Allow", Action: sortedSet(a.Object), Resource: []string{objectsARN(bucket)}})
 	}
+	st = append(st, denyAdmin)
 	b, err := json.Marshal(iamPolicy{Version: "2012-10-17", Statement: st})
 	if err != nil {
 		return nil, err
@@ -799,4 +663,229 @@ func openIfEncrypted(password string, data []byte) ([]byte, error) {
 		return data, nil
 	}
 	return openAdminBody(password, data)
+}
+
+// Users: what buckety mints per access (scoped.go). A MinIO user owns no
+// other key, and a service account of one user cannot reach another
+// user's keys; the policy buckety attaches also denies every admin action,
+// so a minted key cannot list, inspect, create or delete any key, its own
+// included, nor change its own secret.
+
+// minioUser is a user as user-info and list-users report it.
+type minioUser struct {
+	// Status is "enabled" or "disabled".
+	Status string `json:"status"`
+	// PolicyName is the user's attached policies, comma-separated.
+	PolicyName string `json:"policyName"`
+}
+
+// policies is the user's attached policies, in the server's order.
+func (u minioUser) policies() []string {
+	var out []string
+	for p := range strings.SplitSeq(u.PolicyName, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// keyTaken reports whether an access key is in use on the server, as a
+// user (user-info answers it) or as a service account or temporary key
+// (user-info refuses it with XMinioIAMActionNotAllowed). One request,
+// whose answer is plain JSON: no argon2id.
+func (m *minioAdmin) keyTaken(ctx context.Context, access string) (bool, error) {
+	_, err := m.call(ctx, http.MethodGet, routeUserInfo, url.Values{"accessKey": {access}}, nil, http.StatusOK)
+	switch {
+	case err == nil:
+		return true, nil
+	case isAdminCode(err, http.StatusNotFound, codeNoSuchUser):
+		return false, nil
+	case isAdminCode(err, http.StatusForbidden, codeIAMActionNotAllowed):
+		return true, nil
+	}
+	return false, err
+}
+
+// errNotAUser: add-user or remove-user of a key that is a service account
+// or a temporary key.
+var errNotAUser = errors.New("the access key is a service account or a temporary key, not a user")
+
+// setUser creates an enabled user with this secret, or sets an existing
+// user's secret and enables it (add-user is an upsert). A key that is a
+// service account is an error matching errNotAUser.
+func (m *minioAdmin) setUser(ctx context.Context, user, secret string) error {
+	if err := validMinIOKey(user); err != nil {
+		return err
+	}
+	if err := validMinIOSecret(secret); err != nil {
+		return err
+	}
+	body, err := m.sealJSON(map[string]string{"secretKey": secret, "status": "enabled"})
+	if err != nil {
+		return fmt.Errorf("minio admin %s: %w", routeAddUser, err)
+	}
+	_, err = m.call(ctx, http.MethodPut, routeAddUser, url.Values{"accessKey": {user}}, body, http.StatusOK)
+	if isAdminCode(err, http.StatusForbidden, codeInvalidIAMCredentials) {
+		return fmt.Errorf("%w: %w", errNotAUser, err)
+	}
+	return err
+}
+
+// putCannedPolicy writes a canned policy (created or replaced).
+func (m *minioAdmin) putCannedPolicy(ctx context.Context, name string, policy []byte) error {
+	_, err := m.call(ctx, http.MethodPut, routeAddCannedPolicy, url.Values{"name": {name}}, policy, http.StatusOK)
+	return err
+}
+
+// setUserPolicy makes policyName the user's only policy: set-user-or-
+// group-policy replaces what is attached (attach would keep a policy an
+// operator added beside it).
+func (m *minioAdmin) setUserPolicy(ctx context.Context, user, policyName string) error {
+	_, err := m.call(ctx, http.MethodPut, routeSetUserPolicy,
+		url.Values{"policyName": {policyName}, "userOrGroup": {user}, "isGroup": {"false"}}, nil, http.StatusOK, http.StatusNoContent)
+	return err
+}
+
+// removeUser deletes a user (and with it any key the user made for
+// itself); a missing user is success, a key that is a service account an
+// error matching errNotAUser.
+func (m *minioAdmin) removeUser(ctx context.Context, user string) error {
+	_, err := m.call(ctx, http.MethodDelete, routeRemoveUser, url.Values{"accessKey": {user}}, nil, http.StatusOK, http.StatusNoContent)
+	switch {
+	case isAdminCode(err, http.StatusNotFound, codeNoSuchUser):
+		return nil
+	case isAdminCode(err, http.StatusForbidden, codeIAMActionNotAllowed):
+		return fmt.Errorf("%w: %w", errNotAUser, err)
+	}
+	return err
+}
+
+// removeCannedPolicy deletes a canned policy; a missing one is success.
+// The server refuses to delete a policy still attached to a user.
+func (m *minioAdmin) removeCannedPolicy(ctx context.Context, name string) error {
+	_, err := m.call(ctx, http.MethodDelete, routeRemoveCannedPol, url.Values{"name": {name}}, nil, http.StatusOK, http.StatusNoContent)
+	if isAdminCode(err, http.StatusNotFound, codeNoSuchPolicy) {
+		return nil
+	}
+	return err
+}
+
+// listUsers returns every user of the server by access key. The answer is
+// encrypted (one argon2id derivation per call): the credential sweep makes
+// one per pass.
+func (m *minioAdmin) listUsers(ctx context.Context) (map[string]minioUser, error) {
+	data, err := m.call(ctx, http.MethodGet, routeListUsers, nil, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	if data, err = openIfEncrypted(m.creds.SecretAccessKey, data); err != nil {
+		return nil, fmt.Errorf("minio admin %s: %w", routeListUsers, err)
+	}
+	out := map[string]minioUser{}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("minio admin %s: decode: %w", routeListUsers, err)
+	}
+	return out, nil
+}
+
+// listCannedPolicies returns every canned policy of the server by name,
+// as the server formats it (compare with samePolicy).
+func (m *minioAdmin) listCannedPolicies(ctx context.Context) (map[string]string, error) {
+	data, err := m.call(ctx, http.MethodGet, routeListCannedPolicy, nil, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("minio admin %s: decode: %w", routeListCannedPolicy, err)
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		out[k] = string(v)
+	}
+	return out, nil
+}
+
+// cannedPolicy returns one canned policy; found is false if it is missing.
+func (m *minioAdmin) cannedPolicy(ctx context.Context, name string) (string, bool, error) {
+	data, err := m.call(ctx, http.MethodGet, routeInfoCannedPolicy, url.Values{"name": {name}}, nil, http.StatusOK)
+	switch {
+	case isAdminCode(err, http.StatusNotFound, codeNoSuchPolicy):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	return string(data), true, nil
+}
+
+// userInfo returns a user; found is false if no user has this key.
+func (m *minioAdmin) userInfo(ctx context.Context, user string) (minioUser, bool, error) {
+	data, err := m.call(ctx, http.MethodGet, routeUserInfo, url.Values{"accessKey": {user}}, nil, http.StatusOK)
+	switch {
+	case isAdminCode(err, http.StatusNotFound, codeNoSuchUser):
+		return minioUser{}, false, nil
+	case err != nil:
+		return minioUser{}, false, err
+	}
+	if data, err = openIfEncrypted(m.creds.SecretAccessKey, data); err != nil {
+		return minioUser{}, false, fmt.Errorf("minio admin %s: %w", routeUserInfo, err)
+	}
+	var u minioUser
+	if err := json.Unmarshal(data, &u); err != nil {
+		return minioUser{}, false, fmt.Errorf("minio admin %s: decode: %w", routeUserInfo, err)
+	}
+	return u, true, nil
+}
+
+// MinMinIORelease is the oldest MinIO release buckety mints keys on:
+// RELEASE.2025-10-15T17-29-55Z fixed GHSA-jjjj-jwhf-8rgr, through which a
+// key with a restricted policy could make itself a service account
+// without that restriction. On an older server (or one whose release
+// cannot be told), a backend with credentials mints nothing, and no access
+// is handed the root keys instead (drivers.Scoping.Required).
+var MinMinIORelease = time.Date(2025, 10, 15, 17, 29, 55, 0, time.UTC)
+
+// serverRelease returns the release of every server of the deployment, as
+// the admin info reports it (an RFC 3339 time; "DEVELOPMENT.GOGET" for a
+// build without release stamps).
+func (m *minioAdmin) serverRelease(ctx context.Context) ([]string, error) {
+	data, err := m.call(ctx, http.MethodGet, routeServerInfo, nil, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	var info struct {
+		Servers []struct {
+			Endpoint string `json:"endpoint"`
+			Version  string `json:"version"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("minio admin %s: decode: %w", routeServerInfo, err)
+	}
+	var out []string
+	for _, s := range info.Servers {
+		out = append(out, s.Version)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("minio admin %s: the answer names no server", routeServerInfo)
+	}
+	return out, nil
+}
+
+// releaseProblem says why a deployment's releases are not supported, ""
+// when every server is MinMinIORelease or newer.
+func releaseProblem(versions []string) string {
+	for _, v := range versions {
+		t, err := time.Parse(time.RFC3339, v)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("a server reports release %q, which does not say when it was built; buckety mints keys only on MinIO RELEASE.%s or newer (build MinIO with its release stamps, as its own releases are)",
+				v, MinMinIORelease.Format("2006-01-02T15-04-05Z"))
+		case t.Before(MinMinIORelease):
+			return fmt.Sprintf("a server runs MinIO RELEASE.%s, older than RELEASE.%s, the oldest buckety mints keys on (GHSA-jjjj-jwhf-8rgr: a restricted key can make itself an unrestricted one); upgrade MinIO",
+				t.UTC().Format("2006-01-02T15-04-05Z"), MinMinIORelease.Format("2006-01-02T15-04-05Z"))
+		}
+	}
+	return ""
 }

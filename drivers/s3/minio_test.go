@@ -62,31 +62,6 @@ func TestMinIOEncryptedBodies(t *testing.T) {
 }
 
 func TestMinIOPolicyDocuments(t *testing.T) {
-	var parent iamPolicy
-	if err := json.Unmarshal(parentPolicy(), &parent); err != nil {
-		t.Fatal(err)
-	}
-	var allowed []string
-	for _, st := range parent.Statement {
-		for _, a := range st.Action {
-			for _, r := range st.Resource {
-				allowed = append(allowed, a+" "+r)
-			}
-		}
-	}
-	var want []string
-	for _, ra := range actionsOf {
-		for _, a := range ra.Bucket {
-			want = append(want, a+" arn:aws:s3:::*")
-		}
-		for _, a := range ra.Object {
-			want = append(want, a+" arn:aws:s3:::*/*")
-		}
-	}
-	if slices.Sort(allowed); !slices.Equal(allowed, sortedSet(want)) {
-		t.Errorf("parent policy: want exactly\n%v\ngot\n%v", sortedSet(want), allowed)
-	}
-
 	for role, ra := range map[string]roleActions{"": actionsOf["ReadWrite"], "ReadWrite": actionsOf["ReadWrite"], "ReadOnly": actionsOf["ReadOnly"], "WriteOnly": actionsOf["WriteOnly"]} {
 		p, err := minioAccessPolicy("bucket-a", role)
 		if err != nil {
@@ -95,6 +70,7 @@ func TestMinIOPolicyDocuments(t *testing.T) {
 		want := iamPolicy{Version: "2012-10-17", Statement: []iamStatement{
 			{Effect: "Allow", Action: ra.Bucket, Resource: []string{"arn:aws:s3:::bucket-a"}},
 			{Effect: "Allow", Action: ra.Object, Resource: []string{"arn:aws:s3:::bucket-a/*"}},
+			{Effect: "Deny", Action: []string{"admin:*"}},
 		}}
 		wb, err := json.Marshal(want)
 		if err != nil {
@@ -197,7 +173,7 @@ func startMinIOAdmin(t testing.TB) (*s3test.Server, *minioAdmin, *writeCounter) 
 	m := newMinioAdmin(srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey, &http.Client{Transport: wc, Timeout: 10 * time.Second})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := m.userPolicies(context.Background(), "nobody")
+		_, err := m.keyTaken(context.Background(), "nobody")
 		if err == nil {
 			return srv, m, wc
 		}
@@ -306,20 +282,12 @@ func TestMinIOServiceAccounts(t *testing.T) {
 	ctx := context.Background()
 	calls := map[string][]time.Duration{}
 
-	// The parent: created, then converged with reads only.
-	if err := timed(calls, "ensureParent (create)", func() error { return m.ensureParent(ctx, testParent, testParentPolicy, parentPolicy()) }); err != nil {
-		t.Fatal(err)
+	// The parent, as buckety made it before keys were users of their own.
+	makeLegacyParent(t, m)
+	if u, found, err := m.userInfo(ctx, testParent); err != nil || !found || !slices.Equal(u.policies(), []string{testParentPolicy}) {
+		t.Errorf("parent's policies: want [%s], got %+v, %v (%v)", testParentPolicy, u, found, err)
 	}
 	wc.reset()
-	if err := timed(calls, "ensureParent (converged)", func() error { return m.ensureParent(ctx, testParent, testParentPolicy, parentPolicy()) }); err != nil {
-		t.Fatalf("second ensureParent: %v", err)
-	}
-	if w := wc.reset(); len(w) != 0 {
-		t.Errorf("second ensureParent: want no writes, got %v", w)
-	}
-	if pols, err := m.userPolicies(ctx, testParent); err != nil || !slices.Equal(pols, []string{testParentPolicy}) {
-		t.Errorf("parent's policies: want [%s], got %v (%v)", testParentPolicy, pols, err)
-	}
 
 	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
 	for _, b := range []string{"bucket-a", "bucket-b"} {
@@ -394,22 +362,22 @@ func TestMinIOServiceAccounts(t *testing.T) {
 	if _, found, err := m.info(ctx, "acc-missing"); found || err != nil {
 		t.Errorf("info(acc-missing): want not found and no error, got %v, %v", found, err)
 	}
-	// exists answers the same from the status alone (nothing decrypted).
-	if err := timed(calls, "exists", func() error {
-		found, err := m.exists(ctx, roKey)
+	// keyTaken sees a service account's key (user-info refuses it), a
+	// user's, and not a missing one, from plain answers.
+	if err := timed(calls, "keyTaken", func() error {
+		found, err := m.keyTaken(ctx, roKey)
 		if err == nil && !found {
-			err = fmt.Errorf("exists(%s): want true", roKey)
+			err = fmt.Errorf("keyTaken(%s): want true", roKey)
 		}
 		return err
 	}); err != nil {
 		t.Error(err)
 	}
-	if found, err := m.exists(ctx, "acc-missing"); found || err != nil {
-		t.Errorf("exists(acc-missing): want false and no error, got %v, %v", found, err)
+	if found, err := m.keyTaken(ctx, testParent); !found || err != nil {
+		t.Errorf("keyTaken(a user): want true and no error, got %v, %v", found, err)
 	}
-	_, infoFound, infoErr := m.info(ctx, srv.AccessKey)
-	if found, err := m.exists(ctx, srv.AccessKey); found != infoFound || (err == nil) != (infoErr == nil) {
-		t.Errorf("exists(the root key): want info's answer (%v, %v), got %v, %v", infoFound, infoErr, found, err)
+	if found, err := m.keyTaken(ctx, "acc-missing"); found || err != nil {
+		t.Errorf("keyTaken(acc-missing): want false and no error, got %v, %v", found, err)
 	}
 
 	// add of a taken key: refused, and the account is unchanged.
@@ -485,9 +453,7 @@ func TestMinIOServiceAccounts(t *testing.T) {
 func TestMinIOPolicyDrift(t *testing.T) {
 	srv, m, _ := startMinIOAdmin(t)
 	ctx := context.Background()
-	if err := m.ensureParent(ctx, testParent, testParentPolicy, parentPolicy()); err != nil {
-		t.Fatal(err)
-	}
+	makeLegacyParent(t, m)
 	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
 	if err := root.createBucket("bucket-a"); err != nil {
 		t.Fatal(err)
@@ -544,88 +510,192 @@ func TestMinIOPolicyDrift(t *testing.T) {
 	wantOK(t, "put with the parent's rights", ro.put("bucket-a", "z"))
 }
 
-// TestMinIOParentExisting: ensureParent on a user that exists keeps its
-// secret, attaches the policy, and attaching twice is no error.
-func TestMinIOParentExisting(t *testing.T) {
-	srv, m, _ := startMinIOAdmin(t)
+// makeLegacyParent makes testParent as buckety made credentials.parentUser
+// before keys were users of their own: a user holding object actions on
+// every bucket, the ceiling of its service accounts.
+func makeLegacyParent(t testing.TB, m *minioAdmin) {
+	t.Helper()
 	ctx := context.Background()
-	const user, secret = "existing-parent", "existing-secret-1"
-	body, err := m.sealJSON(map[string]string{"secretKey": secret, "status": "enabled"})
-	if err != nil {
+	policy := []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:ListBucket","s3:GetBucketLocation"],"Resource":["arn:aws:s3:::*"]},{"Effect":"Allow","Action":["s3:GetObject","s3:PutObject","s3:DeleteObject","s3:AbortMultipartUpload","s3:ListMultipartUploadParts"],"Resource":["arn:aws:s3:::*/*"]}]}`)
+	if err := m.putCannedPolicy(ctx, testParentPolicy, policy); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.call(ctx, http.MethodPut, routeAddUser, url.Values{"accessKey": {user}}, body, http.StatusOK); err != nil {
+	if err := m.setUser(ctx, testParent, "legacy-parent-secret-01"); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.ensureParent(ctx, user, testParentPolicy, parentPolicy()); err != nil {
+	if err := m.setUserPolicy(ctx, testParent, testParentPolicy); err != nil {
 		t.Fatal(err)
 	}
-	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
-	if err := root.createBucket("bucket-a"); err != nil {
-		t.Fatal(err)
-	}
-	parent := s3Ops{t, s3As(srv, user, secret)}
-	wantOK(t, "parent's own secret still works, with the policy attached", parent.list("bucket-a"))
-	wantDenied(t, "parent creates a bucket", parent.createBucket("bucket-z"))
-
-	// The raw answer to attaching again, and attachPolicy's reading of it.
-	body, err = m.sealJSON(map[string]any{"policies": []string{testParentPolicy}, "user": user})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.call(ctx, http.MethodPost, routeAttachPolicy, nil, body, http.StatusOK)
-	if !isAdminCode(err, http.StatusBadRequest, codePolicyAlreadyApplied) {
-		t.Errorf("attach twice: want 400 %s, got %v", codePolicyAlreadyApplied, err)
-	}
-	if err := m.attachPolicy(ctx, user, testParentPolicy); err != nil {
-		t.Errorf("attachPolicy twice: want success, got %v", err)
-	}
-	if err := m.ensureParent(ctx, srv.AccessKey, testParentPolicy, parentPolicy()); err == nil {
-		t.Error("ensureParent(root): want an error, got none")
-	}
-	// A changed parent policy is rewritten.
-	narrow := []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::*/*"]}]}`)
-	if err := m.ensureParent(ctx, user, testParentPolicy, narrow); err != nil {
-		t.Fatal(err)
-	}
-	wantDenied(t, "list after narrowing the parent policy", parent.list("bucket-a"))
 }
 
-// BenchmarkMinIOAdd measures add, info and update per call (each op: one
-// add, one info, one update, one delete).
-func BenchmarkMinIOAdd(b *testing.B) {
+// TestMinIOUsers: the calls a key per access is made of, on the real
+// server: a canned policy, a user with its secret, the policy as the
+// user's only one (replacing one an operator attached beside it), the
+// lists the sweep reads, and removal, missing things being success.
+func TestMinIOUsers(t *testing.T) {
+	srv, m, _ := startMinIOAdmin(t)
+	ctx := context.Background()
+	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
+	for _, b := range []string{"bucket-a", "bucket-b"} {
+		if err := root.createBucket(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := root.put(b, "seed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roPolicy, err := minioAccessPolicy("bucket-a", "ReadOnly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key, secret, name = "bky-user-1", "user-secret-0001", "buckety-bky-user-1"
+	if err := m.putCannedPolicy(ctx, name, roPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.setUser(ctx, key, secret); err != nil {
+		t.Fatal(err)
+	}
+	u := s3Ops{t, s3As(srv, key, secret)}
+	wantDenied(t, "a user without its policy reads", u.get("bucket-a", "seed"))
+	if err := m.setUserPolicy(ctx, key, name); err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, "ReadOnly get", u.get("bucket-a", "seed"))
+	wantDenied(t, "ReadOnly put", u.put("bucket-a", "x"))
+	wantDenied(t, "the neighbour's bucket", u.get("bucket-b", "seed"))
+
+	// An operator attaches readwrite beside it; setUserPolicy replaces.
+	if _, err := m.call(ctx, http.MethodPut, routeSetUserPolicy, url.Values{"policyName": {name + ",readwrite"}, "userOrGroup": {key}, "isGroup": {"false"}}, nil, http.StatusOK, http.StatusNoContent); err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, "put with readwrite attached", u.put("bucket-b", "x"))
+	users, err := m.listUsers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := users[key].policies(); len(got) != 2 || users[key].Status != "enabled" {
+		t.Errorf("list-users: want %s enabled with two policies, got %+v", key, users[key])
+	}
+	if err := m.setUserPolicy(ctx, key, name); err != nil {
+		t.Fatal(err)
+	}
+	wantDenied(t, "put after setUserPolicy replaced the operator's", u.put("bucket-b", "y"))
+	if got, found, err := m.userInfo(ctx, key); err != nil || !found || !slices.Equal(got.policies(), []string{name}) {
+		t.Errorf("userInfo: want exactly [%s], got %+v, %v (%v)", name, got, found, err)
+	}
+	policies, err := m.listCannedPolicies(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !samePolicy(policies[name], string(roPolicy)) {
+		t.Errorf("list-canned-policies: want %s like %s, got %q", name, roPolicy, policies[name])
+	}
+
+	// A new secret (add-user is an upsert) refuses the old one.
+	if err := m.setUser(ctx, key, "user-secret-0002"); err != nil {
+		t.Fatal(err)
+	}
+	wantRefusedKey(t, "old secret", u.get("bucket-a", "seed"))
+	wantOK(t, "new secret, policy kept", s3Ops{t, s3As(srv, key, "user-secret-0002")}.get("bucket-a", "seed"))
+
+	// add-user of a service account's key is errNotAUser, and so is remove-user.
+	if err := m.add(ctx, "", "svc-key-1", "svc-secret-001", roPolicy, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.setUser(ctx, "svc-key-1", "user-secret-0003"); !errors.Is(err, errNotAUser) {
+		t.Errorf("setUser of a service account's key: want errNotAUser, got %v", err)
+	}
+	if err := m.removeUser(ctx, "svc-key-1"); !errors.Is(err, errNotAUser) {
+		t.Errorf("removeUser of a service account's key: want errNotAUser, got %v", err)
+	}
+
+	// Removal: the key fails at once; the policy goes after; both again succeed.
+	if err := m.removeCannedPolicy(ctx, name); err == nil {
+		t.Error("remove a policy still attached: want refused, got success")
+	}
+	if err := m.removeUser(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	wantRefusedKey(t, "removed user", s3Ops{t, s3As(srv, key, "user-secret-0002")}.get("bucket-a", "seed"))
+	for i := 0; i < 2; i++ {
+		if err := m.removeCannedPolicy(ctx, name); err != nil {
+			t.Errorf("remove policy (%d): %v", i, err)
+		}
+		if err := m.removeUser(ctx, key); err != nil {
+			t.Errorf("remove user again (%d): %v", i, err)
+		}
+	}
+	if _, found, err := m.cannedPolicy(ctx, name); found || err != nil {
+		t.Errorf("policy after removal: want missing, got %v (%v)", found, err)
+	}
+}
+
+// TestMinIORelease: the pinned server reports a release (install.sh
+// stamps it as MinIO's release builds are), which is new enough; and
+// releaseProblem refuses older, unstamped and unparsable ones.
+func TestMinIORelease(t *testing.T) {
+	_, m, _ := startMinIOAdmin(t)
+	got, err := m.serverRelease(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := releaseProblem(got); p != "" {
+		t.Errorf("the pinned server (%v): want supported, got %s", got, p)
+	}
+	for _, c := range []struct {
+		versions []string
+		want     string
+	}{
+		{[]string{"2026-02-12T20:18:48Z"}, ""},
+		{[]string{"2025-10-15T17:29:55Z"}, ""},
+		{[]string{"2025-10-15T17:29:55Z", "2025-09-07T16:13:09Z"}, "RELEASE.2025-09-07T16-13-09Z, older than RELEASE.2025-10-15T17-29-55Z"},
+		{[]string{"2024-02-04T22:36:13Z"}, "older than"},
+		{[]string{"DEVELOPMENT.GOGET"}, `"DEVELOPMENT.GOGET", which does not say when it was built`},
+		{[]string{""}, "does not say"},
+	} {
+		got := releaseProblem(c.versions)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("releaseProblem(%v): want %q, got %q", c.versions, c.want, got)
+		}
+	}
+}
+
+// BenchmarkMinIOUser measures the calls of a key per access (each op:
+// put its policy, set the user, attach, then remove user and policy).
+func BenchmarkMinIOUser(b *testing.B) {
 	_, m, _ := startMinIOAdmin(b)
 	ctx := context.Background()
-	if err := m.ensureParent(ctx, testParent, testParentPolicy, parentPolicy()); err != nil {
-		b.Fatal(err)
-	}
 	pol, err := minioAccessPolicy("bucket-a", "ReadWrite")
 	if err != nil {
 		b.Fatal(err)
 	}
-	var add, info, update, del time.Duration
+	const key, name = "bky-bench-1", "buckety-bky-bench-1"
+	var policy, user, attach, remove time.Duration
 	n := 0
 	for b.Loop() {
-		start := time.Now()
-		if err := m.add(ctx, testParent, "acc-bench", "bench-secret-01", pol, "", ""); err != nil {
+		t0 := time.Now()
+		if err := m.putCannedPolicy(ctx, name, pol); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, _, err := m.info(ctx, "acc-bench"); err != nil {
+		if err := m.setUser(ctx, key, "bench-secret-01"); err != nil {
 			b.Fatal(err)
 		}
 		t2 := time.Now()
-		if err := m.update(ctx, "acc-bench", "bench-secret-02", pol); err != nil {
+		if err := m.setUserPolicy(ctx, key, name); err != nil {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
-		if err := m.delete(ctx, "acc-bench"); err != nil {
+		if err := m.removeUser(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		add, info, update, del = add+t1.Sub(start), info+t2.Sub(t1), update+t3.Sub(t2), del+time.Since(t3)
+		if err := m.removeCannedPolicy(ctx, name); err != nil {
+			b.Fatal(err)
+		}
+		policy, user, attach, remove = policy+t1.Sub(t0), user+t2.Sub(t1), attach+t3.Sub(t2), remove+time.Since(t3)
 		n++
 	}
-	for name, d := range map[string]time.Duration{"add": add, "info": info, "update": update, "delete": del} {
+	for name, d := range map[string]time.Duration{"policy": policy, "user": user, "attach": attach, "remove": remove} {
 		b.ReportMetric(float64(d.Microseconds())/1000/float64(n), name+"-ms/op")
 	}
 }

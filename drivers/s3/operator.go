@@ -33,36 +33,33 @@ func (b *Backend) AddForeignKey(ctx context.Context, access, secret string) erro
 	return b.noAdmin()
 }
 
-// KeyPolicy returns a MinIO service account's inline policy.
+// KeyPolicy returns the policy of a key buckety minted on MinIO (its
+// user's own canned policy).
 func (b *Backend) KeyPolicy(ctx context.Context, access string) (string, error) {
 	if b.scoped.minio == nil {
 		return "", b.noKeyPolicies()
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
 	defer cancel()
-	sa, found, err := b.scoped.minio.info(ctx, access)
+	p, found, err := b.scoped.minio.cannedPolicy(ctx, minioPolicyName(access))
 	if err != nil {
 		return "", err
 	}
 	if !found {
-		return "", fmt.Errorf("s3: backend %s: no service account %s", b.name, access)
+		return "", fmt.Errorf("s3: backend %s: no policy %s", b.name, minioPolicyName(access))
 	}
-	return sa.Policy, nil
+	return p, nil
 }
 
-// SetKeyPolicy replaces a MinIO service account's inline policy, keeping
-// its secret.
+// SetKeyPolicy replaces the policy of a key buckety minted on MinIO, as an
+// operator editing it with mc admin policy create would.
 func (b *Backend) SetKeyPolicy(ctx context.Context, access, policy string) error {
 	if b.scoped.minio == nil {
 		return b.noKeyPolicies()
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
 	defer cancel()
-	return b.scoped.minio.update(ctx, access, "", []byte(policy))
-}
-
-func (b *Backend) noAdmin() error {
-	return fmt.Errorf("s3: backend %s: no admin API (credentials not set, or implementation %q)", b.name, b.cfg.Implementation)
+	return b.scoped.minio.putCannedPolicy(ctx, minioPolicyName(access), []byte(policy))
 }
 
 func (b *Backend) noKeyPolicies() error {

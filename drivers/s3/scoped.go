@@ -22,11 +22,13 @@ import (
 // its own that may do what its role allows (roles.go) on its bucket and
 // nothing else:
 //
-//   - minio: a service account under the parent user (credentials.parentUser,
-//     default buckety-tenants), with an inline policy for the role on the
-//     bucket. A service account's rights are its parent's policy and its
-//     inline policy both, so the parent's policy (object actions on any
-//     bucket) is the ceiling and root is never a parent.
+//   - minio: a user per access, holding one canned policy of its own
+//     (buckety-<access key>): the role's actions on the bucket, and every
+//     admin action denied. A user owns no other key, so no minted key can
+//     reach another's (service accounts of one parent can delete each
+//     other: keys minted before this were such, under
+//     credentials.parentUser, and are replaced by users as they are next
+//     asserted). Only MinIO MinMinIORelease or newer is trusted.
 //   - versitygw: a user with role user (no rights of its own), named in
 //     buckety's statements of the bucket's policy (Sid buckety-...), one
 //     statement per role and resource level listing every access key of
@@ -36,6 +38,11 @@ import (
 // access UID>-<serial>, at most 20 characters of [a-z0-9-] (MinIO's limit),
 // so reconciles are idempotent and a tenant cannot choose another's. The
 // secret is 40 characters from crypto/rand, stored only in the Secret.
+//
+// Whenever the config asks for keys per access and the server cannot mint
+// them (an old MinIO, a gateway without an IAM store), Scoping says so
+// with Required set: the controller then hands no access the backend's own
+// keys, and Grant refuses to as well.
 
 // scopingTTL is how long a backend's answer to Scoping is kept.
 const scopingTTL = 5 * time.Minute
@@ -74,6 +81,9 @@ func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
 	if why := b.cfg.unscopedReason(b.name); why != "" {
 		return drivers.Scoping{Reason: why}, nil
 	}
+	if b.scoped.minio == nil && b.scoped.versity == nil {
+		return drivers.Scoping{}, b.noAdmin()
+	}
 	b.scoped.mu.Lock()
 	defer b.scoped.mu.Unlock()
 	if !b.scoped.at.IsZero() && time.Since(b.scoped.at) < scopingTTL {
@@ -81,16 +91,20 @@ func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
 	defer cancel()
-	got := drivers.Scoping{Scoped: true}
+	got := drivers.Scoping{Scoped: true, Required: true}
 	switch b.cfg.Implementation {
 	case ImplMinIO:
-		if err := b.minioAdmin().ensureParent(ctx, b.cfg.parentUser(), b.cfg.parentUser(), parentPolicy()); err != nil {
-			return drivers.Scoping{}, b.adminError("make the parent user "+b.cfg.parentUser(), err)
+		versions, err := b.minioAdmin().serverRelease(ctx)
+		if err != nil {
+			return drivers.Scoping{}, b.adminError("read the server's release", err)
+		}
+		if why := releaseProblem(versions); why != "" {
+			got = drivers.Scoping{Required: true, Reason: fmt.Sprintf("backend %s sets credentials, but %s", b.name, why)}
 		}
 	case ImplVersityGW:
 		if _, err := b.versityAdmin().listUsers(ctx); err != nil {
 			if noIAM(err) {
-				got = drivers.Scoping{Reason: fmt.Sprintf("the gateway of backend %s has no IAM store (run it with --iam-dir), so it cannot have a user per access: %v", b.name, err)}
+				got = drivers.Scoping{Required: true, Reason: fmt.Sprintf("backend %s sets credentials, but its gateway has no IAM store (run it with --iam-dir), so it cannot have a user per access: %v", b.name, err)}
 			} else {
 				return drivers.Scoping{}, b.adminError("list users", err)
 			}
@@ -133,16 +147,19 @@ func noIAM(err error) bool {
 	return errors.As(err, &ve) && ve.Status == http.StatusNotImplemented
 }
 
-// openAdmin makes the admin client of a backend with credentials, once,
-// when the backend is opened.
+// openAdmin makes the admin client of a minio or versitygw backend, once,
+// when the backend is opened: with credentials set it mints keys, and
+// without it still revokes the keys it minted while credentials were set
+// (the controller keeps those until their accesses go).
 func (b *Backend) openAdmin() error {
-	if b.cfg.Credentials == nil {
+	if b.cfg.Implementation != ImplMinIO && b.cfg.Implementation != ImplVersityGW {
 		return nil
 	}
 	hc, err := b.cfg.httpClient()
 	if err != nil {
 		return err
 	}
+	hc.Timeout = b.cfg.timeout()
 	switch b.cfg.Implementation {
 	case ImplMinIO:
 		b.scoped.minio = newMinioAdmin(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
@@ -150,6 +167,12 @@ func (b *Backend) openAdmin() error {
 		b.scoped.versity = newVersityAdmin(b.cfg.adminEndpoint(), b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
 	}
 	return nil
+}
+
+// noAdmin is the error of a call that needs an admin client the backend
+// does not have (implementation neither minio nor versitygw).
+func (b *Backend) noAdmin() error {
+	return fmt.Errorf("s3: backend %s: no admin API (implementation %q)", b.name, b.cfg.Implementation)
 }
 
 func (b *Backend) minioAdmin() *minioAdmin     { return b.scoped.minio }
@@ -173,12 +196,18 @@ func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool,
 	defer cancel()
 	switch b.cfg.Implementation {
 	case ImplMinIO:
-		found, err := b.minioAdmin().exists(ctx, principal)
+		if b.scoped.minio == nil {
+			return false, b.noAdmin()
+		}
+		found, err := b.minioAdmin().keyTaken(ctx, principal)
 		if err != nil {
-			return false, b.adminError("inspect service account "+principal, err)
+			return false, b.adminError("inspect key "+principal, err)
 		}
 		return found, nil
 	case ImplVersityGW:
+		if b.scoped.versity == nil {
+			return false, b.noAdmin()
+		}
 		users, err := b.versityAdmin().listUsers(ctx)
 		if err != nil {
 			return false, b.adminError("list users", err)
@@ -233,10 +262,13 @@ func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[st
 		ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
 		defer cancel()
 		var err error
-		switch b.cfg.Implementation {
-		case ImplMinIO:
+		switch {
+		case b.cfg.Credentials == nil:
+			// Keys are kept, not minted, once credentials are unset.
+			err = fmt.Errorf("backend %s mints no keys: credentials is not set", b.name)
+		case b.cfg.Implementation == ImplMinIO:
 			err = b.grantMinIO(ctx, a, secret)
-		case ImplVersityGW:
+		case b.cfg.Implementation == ImplVersityGW:
 			err = b.grantVersity(ctx, a, secret)
 		default:
 			err = fmt.Errorf("no keys per access on implementation %q", b.cfg.Implementation)
@@ -250,46 +282,68 @@ func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[st
 	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
 }
 
-// grantMinIO creates or updates the access's service account, always with
-// its inline policy (an update without one would drop it, and the key
-// would hold its parent's rights on every bucket).
+// minioPolicyName is the canned policy of a minted key's user.
+func minioPolicyName(principal string) string { return "buckety-" + principal }
+
+// grantMinIO makes the access's user hold its secret and exactly its own
+// canned policy: the policy first, then the user, then the attachment, so
+// a user that exists at any point between has no rights or its role's.
+// Every step is an upsert: a grant that stopped half way is finished by
+// the next. A key minted before keys were users (a service account of the
+// legacy parent) is replaced by a user with the same key and secret.
 func (b *Backend) grantMinIO(ctx context.Context, a drivers.Access, secret string) error {
 	policy, err := minioAccessPolicy(a.Resource, roleOf(a))
 	if err != nil {
 		return err
 	}
-	m := b.minioAdmin()
-	if !a.New {
-		err := m.update(ctx, a.Principal, secret, policy)
-		if err == nil {
-			return nil
+	m, name := b.minioAdmin(), minioPolicyName(a.Principal)
+	for try := 0; ; try++ {
+		if err := m.putCannedPolicy(ctx, name, policy); err != nil {
+			return b.adminError("write policy "+name, err)
 		}
-		if !errors.Is(err, errServiceAccountNotFound) {
-			return b.adminError("update service account "+a.Principal, err)
+		err = m.setUser(ctx, a.Principal, secret)
+		if errors.Is(err, errNotAUser) {
+			if err = b.dropLegacyKey(ctx, a.Principal); err == nil {
+				err = m.setUser(ctx, a.Principal, secret)
+			}
 		}
-	}
-	name, desc := "buckety", fmt.Sprintf("buckety: BucketyAccess %s/%s on bucket %s", a.Namespace, a.Name, a.Resource)
-	err = m.add(ctx, b.cfg.parentUser(), a.Principal, secret, policy, name, desc)
-	if errors.Is(err, errServiceAccountExists) {
-		// An interrupted grant of this record created it: it is ours
-		// when its parent is ours (the controller refused a principal
-		// that existed before it recorded its intent).
-		sa, found, ierr := m.info(ctx, a.Principal)
-		if ierr != nil {
-			return b.adminError("inspect service account "+a.Principal, ierr)
+		if err != nil {
+			return b.adminError("make user "+a.Principal, err)
 		}
-		if !found || sa.ParentUser != b.cfg.parentUser() {
-			return fmt.Errorf("s3: backend %s: service account %s exists with parent %q, not %s: buckety did not create it and leaves it alone", b.name, a.Principal, sa.ParentUser, b.cfg.parentUser())
+		err = m.setUserPolicy(ctx, a.Principal, name)
+		// A server that reloads its IAM state from disk while we write
+		// (MinIO does so periodically, and first just after it starts)
+		// may lose a write made during the reload: the attach then finds
+		// no policy or user. Writing both again settles it.
+		if try == 0 && (isAdminCode(err, http.StatusNotFound, codeNoSuchPolicy) || isAdminCode(err, http.StatusNotFound, codeNoSuchUser)) {
+			continue
 		}
-		if err := m.update(ctx, a.Principal, secret, policy); err != nil {
-			return b.adminError("update service account "+a.Principal, err)
+		if err != nil {
+			return b.adminError("attach policy "+name+" to "+a.Principal, err)
 		}
 		return nil
 	}
-	if err != nil {
-		return b.adminError("add service account "+a.Principal, err)
+}
+
+// errForeignKey: a key under a name buckety recorded is not buckety's.
+var errForeignKey = errors.New("s3: not a key buckety minted")
+
+// dropLegacyKey deletes a service account buckety minted under the legacy
+// parent (credentials.parentUser) before keys were users. A service
+// account of any other parent is not buckety's: it is left alone, and an
+// error says so.
+func (b *Backend) dropLegacyKey(ctx context.Context, principal string) error {
+	m := b.minioAdmin()
+	sa, found, err := m.info(ctx, principal)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return nil
+	case sa.ParentUser != b.cfg.parentUser():
+		return fmt.Errorf("%w: backend %s: key %s is a service account of %q, which buckety did not mint: it is left alone", errForeignKey, b.name, principal, sa.ParentUser)
 	}
-	return nil
+	return m.delete(ctx, principal)
 }
 
 // bucketLock is the lock of one bucket's policy.
@@ -367,10 +421,14 @@ func (b *Backend) revokeScoped(ctx context.Context, a drivers.Access) error {
 	defer cancel()
 	switch b.cfg.Implementation {
 	case ImplMinIO:
-		if err := b.minioAdmin().delete(ctx, a.Principal); err != nil {
-			return b.adminError("delete service account "+a.Principal, err)
+		if b.scoped.minio == nil {
+			return b.noAdmin()
 		}
+		return b.revokeMinIO(ctx, a.Principal)
 	case ImplVersityGW:
+		if b.scoped.versity == nil {
+			return b.noAdmin()
+		}
 		if a.Resource != "" {
 			if err := b.setBucketGrant(ctx, a.Resource, a.Principal, ""); err != nil && !isNoSuchBucket(err) {
 				return err
@@ -383,9 +441,29 @@ func (b *Backend) revokeScoped(ctx context.Context, a drivers.Access) error {
 	return nil
 }
 
+// revokeMinIO deletes the access's user (its key fails at once), then its
+// policy; a legacy service account is deleted instead of a user.
+func (b *Backend) revokeMinIO(ctx context.Context, principal string) error {
+	m := b.minioAdmin()
+	err := m.removeUser(ctx, principal)
+	if errors.Is(err, errNotAUser) {
+		if err = b.dropLegacyKey(ctx, principal); errors.Is(err, errForeignKey) {
+			err = nil // nothing of buckety's goes by that name any more
+		}
+	}
+	if err != nil {
+		return b.adminError("delete user "+principal, err)
+	}
+	if err := m.removeCannedPolicy(ctx, minioPolicyName(principal)); err != nil {
+		return b.adminError("delete policy "+minioPolicyName(principal), err)
+	}
+	return nil
+}
+
 // MintedKeys lists the keys buckety minted on the backend's server: the
-// service accounts of the parent user (minio), the users whose access key
-// starts with bky (versitygw). Operators and the fault harness use it to
+// users whose access key starts with bky, and the service accounts of the
+// legacy parent user (minio); the users whose access key starts with bky
+// (versitygw). Operators and the fault harness use it to
 // count keys left without an access.
 func (b *Backend) MintedKeys(ctx context.Context) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
@@ -393,12 +471,24 @@ func (b *Backend) MintedKeys(ctx context.Context) (map[string]bool, error) {
 	out := map[string]bool{}
 	switch {
 	case b.scoped.minio != nil:
-		accounts, err := b.scoped.minio.list(ctx, b.cfg.parentUser())
+		m := b.scoped.minio
+		users, err := m.listUsers(ctx)
 		if err != nil {
-			return nil, b.adminError("list the service accounts of "+b.cfg.parentUser(), err)
+			return nil, b.adminError("list users", err)
 		}
-		for _, sa := range accounts {
-			out[sa.AccessKey] = true
+		for u := range users {
+			if strings.HasPrefix(u, "bky") {
+				out[u] = true
+			}
+		}
+		if _, ok := users[b.cfg.parentUser()]; ok {
+			accounts, err := m.list(ctx, b.cfg.parentUser())
+			if err != nil {
+				return nil, b.adminError("list the service accounts of "+b.cfg.parentUser(), err)
+			}
+			for _, sa := range accounts {
+				out[sa.AccessKey] = true
+			}
 		}
 	case b.scoped.versity != nil:
 		users, err := b.scoped.versity.listUsers(ctx)

@@ -2,6 +2,9 @@ package s3
 
 import (
 	"context"
+	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +121,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := be.minioAdmin().update(ctx, ro.Principal, "", policy); err != nil {
+				if err := be.minioAdmin().putCannedPolicy(ctx, minioPolicyName(ro.Principal), policy); err != nil {
 					t.Fatal(err)
 				}
 			case ImplVersityGW:
@@ -186,12 +189,20 @@ func TestScopedForeignPrincipal(t *testing.T) {
 			principal := be.Principal(a, 1)
 			switch impl {
 			case ImplMinIO:
+				// A service account of root's, and a user of its own.
 				policy, err := minioAccessPolicy("ledger", "ReadOnly")
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := be.minioAdmin().add(ctx, DefaultParentUser, principal, "someone-elses-secret", policy, "theirs", "not buckety's"); err != nil {
+				if err := be.minioAdmin().add(ctx, "", principal, "someone-elses-secret", policy, "theirs", "not buckety's"); err != nil {
 					t.Fatal(err)
+				}
+				user := be.Principal(drivers.Access{UID: "uid-squatted-user"}, 1)
+				if err := be.minioAdmin().setUser(ctx, user, "someone-elses-secret"); err != nil {
+					t.Fatal(err)
+				}
+				if found, err := be.InspectPrincipal(ctx, user); err != nil || !found {
+					t.Errorf("inspect a user someone else made: want found, got %v (%v)", found, err)
 				}
 			case ImplVersityGW:
 				if err := be.versityAdmin().createUser(ctx, principal, "someone-elses-secret"); err != nil {
@@ -211,7 +222,168 @@ func TestScopedForeignPrincipal(t *testing.T) {
 	cfg := *noIAM.cfg
 	cfg.Credentials = &Credentials{AdminEndpoint: noIAM.srv.AdminEndpoint}
 	be, _ := open(t, &cfg)
-	if sc := scopingOf(t, be); sc.Scoped || !strings.Contains(sc.Reason, "--iam-dir") {
-		t.Errorf("a gateway without an IAM store: want unscoped with the reason, got %+v", sc)
+	sc := scopingOf(t, be)
+	if sc.Scoped || !sc.Required || !strings.Contains(sc.Reason, "--iam-dir") {
+		t.Errorf("a gateway without an IAM store: want unscoped, required, with the reason, got %+v", sc)
 	}
+	// Nor does Grant hand out the gateway's own keys on such a backend.
+	g, err := be.Grant(context.Background(), drivers.Access{Resource: "ledger", Namespace: "team", Name: "a", UID: "uid-a"})
+	if err == nil || strings.Contains(string(g.Data[SecretSecretAccessKey]), cfg.SecretAccessKey) {
+		t.Errorf("grant without a key of its own on a backend with credentials: want refused, got %v (%v)", g.Data, err)
+	}
+	if unscoped.backend.cfg.Credentials == nil {
+		if sc := scopingOf(t, unscoped.backend); sc.Required {
+			t.Errorf("a backend without credentials: want not required, got %+v", sc)
+		}
+	}
+}
+
+// TestMinIOTenantKeyReachesNoKey: tenant A's minted key, used as a hostile
+// tenant would against MinIO's admin API, lists, inspects, adds, re-keys
+// and deletes no key, its own or tenant B's, and B keeps working.
+func TestMinIOTenantKeyReachesNoKey(t *testing.T) {
+	fx := scopedFixture(t, ImplMinIO)
+	be := fx.backend
+	ctx := context.Background()
+	if sc := scopingOf(t, be); !sc.Scoped {
+		t.Fatalf("want the backend scoped, got %+v", sc)
+	}
+	fx.ensure(t, "bucket-a", nil)
+	fx.ensure(t, "bucket-b", nil)
+	fx.put(t, "bucket-b", "seed", "body of seed")
+	grant := func(ns, bucket string) drivers.Access {
+		a := drivers.Access{Resource: bucket, Namespace: ns, Name: "app", UID: "uid-" + ns, Assert: true, New: true}
+		a.Principal = be.Principal(a, 1)
+		g, err := be.Grant(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Secret = string(g.Data[SecretSecretAccessKey])
+		return a
+	}
+	a, b := grant("tenant-a", "bucket-a"), grant("tenant-b", "bucket-b")
+	bOps := s3Ops{t, s3As(fx.srv, b.Principal, b.Secret)}
+	wantOK(t, "B reads its bucket", bOps.get("bucket-b", "seed"))
+
+	// A's key, signing admin requests as MinIO's own client would.
+	evil := newMinioAdmin(fx.srv.Endpoint, fx.srv.Region, a.Principal, a.Secret, nil)
+	policy, err := minioAccessPolicy("bucket-b", "ReadWrite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := map[string]func() error{
+		"list B's service accounts": func() error { _, err := evil.list(ctx, b.Principal); return err },
+		"info of its own key":       func() error { _, _, err := evil.info(ctx, a.Principal); return err },
+		"info of B's key":           func() error { _, _, err := evil.info(ctx, b.Principal); return err },
+		"add a service account of itself, without a policy": func() error {
+			return evil.add(ctx, "", "bkyevil-1", "evil-secret-0001", []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::*"]}]}`), "", "")
+		},
+		"add a service account of B": func() error { return evil.add(ctx, b.Principal, "bkyevil-2", "evil-secret-0002", policy, "", "") },
+		"remove B's user":            func() error { return evil.removeUser(ctx, b.Principal) },
+		"remove its own user":        func() error { return evil.removeUser(ctx, a.Principal) },
+		"user-info of B":             func() error { _, _, err := evil.userInfo(ctx, b.Principal); return err },
+		"user-info of itself":        func() error { _, _, err := evil.userInfo(ctx, a.Principal); return err },
+		"list users":                 func() error { _, err := evil.listUsers(ctx); return err },
+		"change its own secret":      func() error { return evil.setUser(ctx, a.Principal, "evil-secret-0003") },
+		"re-key B":                   func() error { return evil.setUser(ctx, b.Principal, "evil-secret-0004") },
+		"attach readwrite to itself": func() error { return evil.setUserPolicy(ctx, a.Principal, "readwrite") },
+		"rewrite its own policy":     func() error { return evil.putCannedPolicy(ctx, minioPolicyName(a.Principal), policy) },
+		"list policies":              func() error { _, err := evil.listCannedPolicies(ctx); return err },
+	}
+	for what, try := range attempts {
+		if err := try(); err == nil {
+			t.Errorf("tenant A's key: %s: want refused, it succeeded", what)
+		}
+	}
+	// Two routes MinIO answers whatever a policy says: a user's list of
+	// its own service accounts (a minted key has none, and can make none),
+	// and delete-service-account, which does nothing to a key that is a
+	// user.
+	if own, err := evil.list(ctx, a.Principal); err == nil && len(own) != 0 {
+		t.Errorf("tenant A's own service accounts: want none, got %v", own)
+	}
+	if _, err := evil.call(ctx, http.MethodDelete, routeDeleteServiceAcct, url.Values{"accessKey": {b.Principal}}, nil, http.StatusNoContent); err != nil {
+		t.Logf("delete-service-account of B's key: %v", err)
+	}
+	wantOK(t, "B still reads its bucket", bOps.get("bucket-b", "seed"))
+	wantOK(t, "A still reaches its own bucket", s3Ops{t, s3As(fx.srv, a.Principal, a.Secret)}.list("bucket-a"))
+	wantDenied(t, "A reads B's bucket", s3Ops{t, s3As(fx.srv, a.Principal, a.Secret)}.get("bucket-b", "seed"))
+	if d, err := be.SweepCredentials(ctx, []drivers.Access{a, b}); err != nil || len(d) != 0 {
+		t.Errorf("sweep after the attempts: want no drift, got %v (%v)", d, err)
+	}
+	for _, k := range []string{"bkyevil-1", "bkyevil-2"} {
+		if found, err := be.InspectPrincipal(ctx, k); err != nil || found {
+			t.Errorf("key %s the attacker tried to add: want absent, got %v (%v)", k, found, err)
+		}
+	}
+}
+
+// TestMinIOLegacyKeyReplaced: a key minted before keys were users (a
+// service account of the legacy parent) drifts in the sweep, and its
+// re-assert replaces it with a user of the same key and secret (the
+// Secret keeps working); revocation of such a key deletes it; a service
+// account of another parent under buckety's name is left alone.
+func TestMinIOLegacyKeyReplaced(t *testing.T) {
+	fx := scopedFixture(t, ImplMinIO)
+	be := fx.backend
+	ctx := context.Background()
+	scopingOf(t, be)
+	m := be.minioAdmin()
+	makeLegacyParent(t, m)
+	fx.ensure(t, "ledger", nil)
+	fx.put(t, "ledger", "seed", "body of seed")
+	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: "old", UID: "uid-old", Role: "ReadOnly", Secret: "legacy-secret-000001"}
+	a.Principal = be.Principal(a, 1)
+	policy, err := minioAccessPolicy("ledger", "ReadOnly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.add(ctx, testParent, a.Principal, a.Secret, policy, "buckety", "legacy"); err != nil {
+		t.Fatal(err)
+	}
+	key := s3Ops{t, s3As(fx.srv, a.Principal, a.Secret)}
+	wantOK(t, "legacy key reads", key.get("ledger", "seed"))
+	if d, err := be.SweepCredentials(ctx, []drivers.Access{a}); err != nil || len(d) != 1 {
+		t.Fatalf("sweep of a legacy key: want it drifted, got %v (%v)", d, err)
+	}
+	a.Assert = true
+	if _, err := be.Grant(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if u, found, err := m.userInfo(ctx, a.Principal); !found || err != nil || !slices.Equal(u.policies(), []string{minioPolicyName(a.Principal)}) {
+		t.Errorf("legacy key after the re-assert: want a user holding its own policy, got %+v, %v (%v)", u, found, err)
+	}
+	if accounts, err := m.list(ctx, testParent); err != nil || len(accounts) != 0 {
+		t.Errorf("legacy parent's service accounts after the re-assert: want none, got %v (%v)", accounts, err)
+	}
+	wantOK(t, "the same key and secret read, as a user", key.get("ledger", "seed"))
+	wantDenied(t, "and may not write", key.put("ledger", "w"))
+	if d, err := be.SweepCredentials(ctx, []drivers.Access{a}); err != nil || len(d) != 0 {
+		t.Errorf("sweep after the re-assert: want no drift, got %v (%v)", d, err)
+	}
+
+	// Revoking a legacy key that was never replaced.
+	b := drivers.Access{Resource: "ledger", Namespace: "team", Name: "older", UID: "uid-older", Secret: "legacy-secret-000002"}
+	b.Principal = be.Principal(b, 1)
+	if err := m.add(ctx, testParent, b.Principal, b.Secret, policy, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Revoke(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	wantRefusedKey(t, "revoked legacy key", s3Ops{t, s3As(fx.srv, b.Principal, b.Secret)}.get("ledger", "seed"))
+
+	// A service account of root under a recorded name is not buckety's.
+	c := drivers.Access{Resource: "ledger", Namespace: "team", Name: "squat", UID: "uid-squat", Secret: "squat-secret-000003", Assert: true}
+	c.Principal = be.Principal(c, 1)
+	if err := m.add(ctx, "", c.Principal, c.Secret, policy, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := be.Grant(ctx, c); err == nil || !strings.Contains(err.Error(), "did not mint") {
+		t.Errorf("grant over root's service account: want refused as not buckety's, got %v", err)
+	}
+	if err := be.Revoke(ctx, c); err != nil {
+		t.Errorf("revoke of a name someone else holds: want success without touching it, got %v", err)
+	}
+	wantOK(t, "root's service account still works", s3Ops{t, s3As(fx.srv, c.Principal, c.Secret)}.get("ledger", "seed"))
 }

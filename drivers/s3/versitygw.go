@@ -38,7 +38,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 )
 
 // errUserExists is what createUser returns, wrapped, when the access key
@@ -68,11 +67,8 @@ const versityPolicyMaxBytes = 3800
 type versityAdmin struct{ adminHTTP }
 
 // newVersityAdmin returns an admin client signing as accessKey (the root
-// or an admin-role user). A nil hc gets a client with a 30 s timeout.
+// or an admin-role user); hc as newAdminHTTP takes it.
 func newVersityAdmin(endpoint, region, accessKey, secretKey string, hc *http.Client) *versityAdmin {
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
 	return &versityAdmin{newAdminHTTP(endpoint, region, accessKey, secretKey, hc)}
 }
 

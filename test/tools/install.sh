@@ -15,6 +15,10 @@ K8S_VERSION=v1.36.3
 ETCD_VERSION=v3.6.16
 VERSITYGW_VERSION=v1.8.0
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+# The release MinIO's admin API reports for that commit (its commit time),
+# in MinIO's release-tag and RFC 3339 forms.
+MINIO_RELEASE=2026-02-12T20-18-48Z
+MINIO_RELEASE_TIME=2026-02-12T20:18:48Z
 # contain ships as an npm package holding a prebuilt binary; its tarball is
 # fetched from the npm registry and checked against this SHA-256.
 CONTAIN_VERSION=1.1.0
@@ -44,7 +48,7 @@ dir_for() {
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|etcd)
       echo "$cache/k8s-$K8S_VERSION-etcd-$ETCD_VERSION" ;;
     versitygw) echo "$cache/versitygw-$VERSITYGW_VERSION" ;;
-    minio) echo "$cache/minio-$MINIO_VERSION" ;;
+    minio) echo "$cache/minio-$MINIO_VERSION-$MINIO_RELEASE" ;;
     contain) echo "$cache/contain-$CONTAIN_VERSION" ;;
     promtool) echo "$cache/promtool-$PROMETHEUS_DEB_VERSION" ;;
     *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio contain promtool)" >&2; return 2 ;;
@@ -64,7 +68,10 @@ build() {
     versitygw)
       GOBIN=$tmp CGO_ENABLED=0 go install -trimpath "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" ;;
     minio)
-      GOBIN=$tmp CGO_ENABLED=0 go install -trimpath "github.com/minio/minio@$MINIO_VERSION" ;;
+      # Stamped as MinIO's own release builds are (buildscripts/gen-ldflags.go):
+      # the admin API then reports the release, which buckety checks.
+      local pkg=github.com/minio/minio/cmd
+      GOBIN=$tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X $pkg.Version=$MINIO_RELEASE_TIME -X $pkg.ReleaseTag=RELEASE.$MINIO_RELEASE -X $pkg.CommitID=${MINIO_VERSION##*-} -X $pkg.ShortCommitID=${MINIO_VERSION##*-}" "github.com/minio/minio@$MINIO_VERSION" ;;
     contain)
       command -v curl >/dev/null || { echo "install.sh: contain is fetched from the npm registry with curl, which this machine lacks: apt-get install curl" >&2; return 1; }
       curl -fsSL --retry 3 -o "$tmp/contain.tgz" "https://registry.npmjs.org/contain-linux-x64/-/contain-linux-x64-$CONTAIN_VERSION.tgz"

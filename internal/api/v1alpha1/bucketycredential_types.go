@@ -45,6 +45,17 @@ type BucketyCredentialSpec struct {
 	Resource string `json:"resource,omitempty"`
 	// Owner is the BucketyAccess the principal was minted for.
 	Owner ClaimOwner `json:"owner"`
+	// BucketyUID is the UID of the Buckety the principal was granted on.
+	// When that Buckety is gone (even with its finalizer removed by hand)
+	// the principal is revoked, whatever state its access is in: a name
+	// claimed again must not be reached by the old owner's key.
+	// +optional
+	BucketyUID string `json:"bucketyUID,omitempty"`
+	// Claim is the BucketyClaim (by name) through which the Buckety held
+	// the resource when the principal was granted. When the claim is gone
+	// or changes owner, the principal is revoked.
+	// +optional
+	Claim string `json:"claim,omitempty"`
 	// Serial counts the access's credentials: 1, then one more per
 	// rotation. The principal is derived from the access's UID and it.
 	// +kubebuilder:validation:Minimum=1

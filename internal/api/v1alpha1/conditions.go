@@ -190,6 +190,17 @@ const (
 	ReasonAccessesExist = "AccessesExist"
 	// ReasonCredentialsNotScoped: credentials are the backend's shared ones.
 	ReasonCredentialsNotScoped = "CredentialsNotScoped"
+	// ReasonScopingUnavailable: the backend's config asks for a credential
+	// per access and the backend cannot mint one now (an admin API that
+	// answers 501, a server release too old to trust): the access's
+	// Secret is kept as it is, a new access gets none, and the backend's
+	// own credentials are never written instead.
+	ReasonScopingUnavailable = "ScopingUnavailable"
+	// ReasonCredentialKept: the backend no longer mints a credential per
+	// access (its maintainer removed credentials), and the access keeps
+	// the one of its own that its Secret holds, neither rotated nor
+	// repaired, until the access is deleted.
+	ReasonCredentialKept = "CredentialKept"
 	// ReasonDeleting: the backend resource is being deleted; the message
 	// shows progress.
 	ReasonDeleting = "Deleting"

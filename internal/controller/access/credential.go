@@ -72,7 +72,7 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 // still Retiring: then it waits for that one's revocation (and
 // status.rotation keeps the value last honoured). Retiring
 // credentials past their retireAfter are revoked here.
-func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
+func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
 	creds, err := r.credentials(ctx, a.UID)
 	if err != nil {
 		return nil, err
@@ -86,6 +86,15 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 			continue
 		}
 		top = max(top, int(c.Spec.Serial))
+		if !boundTo(c, b, cl) {
+			// Granted on another Buckety or claim (the Buckety was
+			// deleted with its finalizer removed and made again, or the
+			// claim changed hands): revoked now, and a new one minted.
+			if _, err := r.revoke(ctx, c, f); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if c.Spec.Phase == v1.CredentialRetiring {
 			if c.Spec.RetireAfter == nil || !now.Before(c.Spec.RetireAfter.Time) {
 				if _, err := r.revoke(ctx, c, f); err != nil {
@@ -123,7 +132,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		rotate, f.rotationDeferred = "", true
 	}
 	if rotate != "" {
-		next, err := r.record(ctx, a, e, acc, top+1, f)
+		next, err := r.record(ctx, a, e, b, cl, acc, top+1, f)
 		if next == nil || err != nil {
 			return nil, err
 		}
@@ -153,8 +162,8 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 // credential of the access on that backend Retiring (revoked after the
 // backend's rotationGrace), and status.rotation the value cur honours
 // (unchanged while a rotation waits).
-func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, secret string, f *facts) error {
-	if err := r.activate(ctx, cur, SecretDigest(secret)); err != nil {
+func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, cur *v1.BucketyCredential, secret string, f *facts) error {
+	if err := r.activate(ctx, cur, SecretDigest(secret), b, cl); err != nil {
 		return err
 	}
 	if !f.rotationDeferred {
@@ -186,13 +195,14 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 // is read live only when the principal exists or the create finds it:
 // it is this access's when its owner UID says so. A new access costs one
 // backend read and one create.
-func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, error) {
+func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, error) {
 	principal := e.Scoper.Principal(*acc, serial)
 	service := e.Config.ClaimScope()
 	c := &v1.BucketyCredential{
 		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
 		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Resource: acc.Resource, Serial: int32(serial), Phase: v1.CredentialMinting,
-			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}},
+			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)},
+			BucketyUID: string(b.UID), Claim: cl.Name},
 	}
 	earlier := func() (*v1.BucketyCredential, bool, error) {
 		existing := &v1.BucketyCredential{}
@@ -231,15 +241,77 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 	return c, nil
 }
 
+// boundTo reports whether credential c was granted on Buckety b through
+// claim cl. A record from before credentials were bound (no BucketyUID)
+// is taken to be, and is bound when next activated.
+func boundTo(c *v1.BucketyCredential, b *v1.Buckety, cl *v1.BucketyClaim) bool {
+	return c.Spec.BucketyUID == "" || (c.Spec.BucketyUID == string(b.UID) && c.Spec.Claim == cl.Name)
+}
+
+// revokeCached revokes the access's credentials when the cache holds any
+// (an access whose Buckety is gone is reconciled now and then: it costs
+// no live read while it has none).
+func (r *Reconciler) revokeCached(ctx context.Context, a *v1.BucketyAccess, f *facts) error {
+	creds, err := r.credentials(ctx, a.UID)
+	if err != nil || len(creds) == 0 {
+		return err
+	}
+	_, err = r.revokeAll(ctx, a, f)
+	return err
+}
+
+// keepOwn handles an access on a backend whose config no longer asks for
+// a credential per access (credentials removed by its maintainer): an
+// access that holds a credential of its own keeps it, as it is, in its
+// Secret (nothing rotates or repairs it, and it is revoked when the access
+// goes), rather than being handed the backend's own credentials. It
+// reports whether the access was kept so. An access whose Secret is gone
+// has its credentials revoked, and is then granted as any new access.
+func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, f *facts) (bool, error) {
+	creds, err := r.credentials(ctx, a.UID)
+	if err != nil {
+		return false, err
+	}
+	var own *v1.BucketyCredential
+	for i := range creds {
+		c := &creds[i]
+		if c.Spec.Backend == e.Name && c.Spec.Phase == v1.CredentialActive && (own == nil || c.Spec.Serial > own.Spec.Serial) {
+			own = c
+		}
+	}
+	if own == nil {
+		return false, nil
+	}
+	m := secretMeta()
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}, m)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	if err == nil && ownsSecret(a, m) {
+		f.keptOwn = own.Spec.Principal
+		f.synced, f.secretName = true, a.Spec.CredentialsSecretName
+		return true, nil
+	}
+	if _, err := r.revokeAll(ctx, a, f); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
 // activate marks a Minting record Active once the Secret holds it, with
 // the digest of the secret it holds (one patch, and none when neither
 // changed).
-func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, digest string) error {
-	if c.Spec.Phase == v1.CredentialActive && c.Spec.SecretDigest == digest {
+func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, digest string, b *v1.Buckety, cl *v1.BucketyClaim) error {
+	if c.Spec.Phase == v1.CredentialActive && c.Spec.SecretDigest == digest && c.Spec.BucketyUID != "" {
 		return nil
 	}
 	before := c.DeepCopy()
 	c.Spec.Phase, c.Spec.SecretDigest = v1.CredentialActive, digest
+	if c.Spec.BucketyUID == "" {
+		// A record written before credentials were bound: bound now, to
+		// what it was just granted on.
+		c.Spec.BucketyUID, c.Spec.Claim = string(b.UID), cl.Name
+	}
 	if err := r.Client.Patch(ctx, c, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("activate credential %s: %w", c.Spec.Principal, err)
 	}
@@ -317,6 +389,19 @@ func (k *knownSecrets) put(uid types.UID, rv, principal, secret string) {
 		k.m = map[types.UID]knownSecret{}
 	}
 	k.m[uid] = knownSecret{rv, principal, secret}
+}
+
+// prune drops the secrets of accesses that are not live: an access
+// deleted with its finalizer removed by hand never passes through
+// deletion's forget, and a create-then-strip loop must not grow memory.
+func (k *knownSecrets) prune(live map[types.UID]bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for uid := range k.m {
+		if !live[uid] {
+			delete(k.m, uid)
+		}
+	}
 }
 
 func (k *knownSecrets) forget(uid types.UID) {

@@ -37,6 +37,13 @@ type facts struct {
 	// wake is the earliest time a credential must be rotated or revoked
 	// (zero: none).
 	wake time.Time
+	// scopingUnavailable: the backend's config asks for a credential per
+	// access and it cannot mint one now (why); nothing was granted or
+	// written.
+	scopingUnavailable string
+	// keptOwn: the backend no longer mints credentials per access, and the
+	// access keeps the one of its own its Secret holds (this principal).
+	keptOwn string
 	// scoped is the driver's answer; nil when Grant did not run.
 	scoped *bool
 	// unscoped says why not, from the driver.

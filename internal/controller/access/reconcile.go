@@ -122,8 +122,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			return requeue, nil
 		}
 	}
-	if scoping.Scoped {
-		if cred, err = r.credential(ctx, a, e, &acc, f); cred == nil || err != nil {
+	switch {
+	case scoping.Scoped:
+		if cred, err = r.credential(ctx, a, e, b, cl, &acc, f); cred == nil || err != nil {
+			return requeue, err
+		}
+	case scoping.Required:
+		// The config asks for a credential per access and the backend
+		// cannot mint one now: the Secret stays as it is, and the
+		// backend's own credentials are never written instead.
+		f.scopingUnavailable = scoping.Reason
+		return requeue, nil
+	default:
+		if kept, err := r.keepOwn(ctx, a, e, f); kept || err != nil {
 			return requeue, err
 		}
 	}
@@ -152,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if cred != nil {
 		_, secretKey := e.Scoper.CredentialKeys()
 		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, string(g.Data[secretKey]))
-		if err := r.settle(ctx, a, e, cred, string(g.Data[secretKey]), f); err != nil {
+		if err := r.settle(ctx, a, e, b, cl, cred, string(g.Data[secretKey]), f); err != nil {
 			return requeue, err
 		}
 		if !f.wake.IsZero() {
@@ -184,6 +195,12 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b)
 	if apierrors.IsNotFound(err) {
 		f.bucketyMissing = true
+		// A credential never outlives the Buckety it was granted on: were
+		// the name claimed again (by this namespace or, once the claim is
+		// released, another), the old key must not reach the new resource.
+		if err := r.revokeCached(ctx, a, f); err != nil {
+			return nil, nil, false, err
+		}
 		return nil, nil, false, nil
 	}
 	if err != nil {

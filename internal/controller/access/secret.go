@@ -192,6 +192,18 @@ func (v *verifiedSecrets) resourceVersion(uid types.UID) string {
 	return v.m[uid].resourceVersion
 }
 
+// prune drops the entries of accesses that are not live (deleted with
+// their finalizer removed by hand never pass through deletion's forget).
+func (v *verifiedSecrets) prune(live map[types.UID]bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for uid := range v.m {
+		if !live[uid] {
+			delete(v.m, uid)
+		}
+	}
+}
+
 func (v *verifiedSecrets) forget(uid types.UID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -43,6 +43,8 @@ func TestReadyChain(t *testing.T) {
 		{"backend error", facts{BackendFailure: shared.BackendFailure{Other: errors.New("boom")}}, "False", v1.ReasonBackendError, true, "boom"},
 		{"Secret conflict", facts{secretConflict: "Secret orders-topic already exists", scoped: &no}, "False", v1.ReasonSecretConflict, false, "already exists"},
 		{"writing", facts{scoped: &yes}, "False", v1.ReasonProgressing, true, "writing"},
+		{"scoping unavailable", facts{scopingUnavailable: "no IAM store"}, "False", v1.ReasonScopingUnavailable, false, "kept as it is"},
+		{"own key kept", facts{keptOwn: "bky1-1", synced: true, secretName: "orders-topic"}, "True", v1.ReasonReconciled, false, "orders-topic"},
 	} {
 		conds := conditions(a, &c.f)
 		ready, rec := find(conds, v1.ConditionReady), find(conds, v1.ConditionReconciling)
@@ -51,6 +53,28 @@ func TestReadyChain(t *testing.T) {
 		}
 		if got := rec.Status == "True"; got != c.progressing {
 			t.Errorf("%s: want Reconciling=%v, got %s", c.name, c.progressing, rec.Status)
+		}
+	}
+}
+
+// TestScopingConditions: an access waiting for a backend that cannot mint
+// says so on ScopingNotImplemented (True: nothing of its own issued); one
+// that keeps its own key after the backend stopped minting says that its
+// credential is still its own (False), and why nothing repairs it.
+func TestScopingConditions(t *testing.T) {
+	a := &v1.BucketyAccess{Spec: v1.BucketyAccessSpec{CredentialsSecretName: "orders-topic"}}
+	for _, c := range []struct {
+		f      facts
+		status string
+		reason string
+		says   string
+	}{
+		{facts{scopingUnavailable: "no IAM store"}, "True", v1.ReasonScopingUnavailable, "never handed out"},
+		{facts{keptOwn: "bky1-1"}, "False", v1.ReasonCredentialKept, "neither rotated nor repaired"},
+	} {
+		got := find(conditions(a, &c.f), v1.ConditionScopingNotImplemented)
+		if string(got.Status) != c.status || got.Reason != c.reason || !strings.Contains(got.Message, c.says) {
+			t.Errorf("want ScopingNotImplemented=%s (%s) saying %q, got %s (%s: %s)", c.status, c.reason, c.says, got.Status, got.Reason, got.Message)
 		}
 	}
 }

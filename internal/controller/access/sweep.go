@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -42,15 +43,20 @@ func (s *CredentialSweep) Start(ctx context.Context) error {
 	t := time.NewTicker(s.Interval)
 	defer t.Stop()
 	for {
+		// A sweep at once when this replica leads: what an upgrade
+		// changed in a role's rights (a new group prefix) is asserted
+		// now, not an interval later.
+		n, err := s.SweepOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.Log.Error(err, "sweeping credentials")
+		}
+		if n > 0 {
+			s.Log.Info("credentials drifted out of band; re-asserting them", "accesses", n)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-		}
-		if n, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
-			s.Log.Error(err, "sweeping credentials")
-		} else if n > 0 {
-			s.Log.Info("credentials drifted out of band; re-asserting them", "accesses", n)
 		}
 	}
 }
@@ -85,15 +91,22 @@ func (s *CredentialSweep) SweepOnce(ctx context.Context) (int, error) {
 	var firstErr error
 	for name, as := range byBackend {
 		e, ok := r.Backends.Get(name)
-		if !ok || e.CredentialSweeper == nil {
+		if !ok || e.CredentialSweeper == nil || e.Scoper == nil {
 			continue
 		}
-		drifted, err := e.CredentialSweeper.SweepCredentials(ctx, as)
-		if err != nil {
-			if firstErr == nil {
+		// A backend that does not mint credentials now (its config no
+		// longer asks, or it cannot) has nothing to repair them with.
+		if sc, err := e.Scoper.Scoping(ctx); err != nil || !sc.Scoped {
+			if err != nil && firstErr == nil {
 				firstErr = err
 			}
 			continue
+		}
+		// Some accesses may come back unjudged (with an error) beside the
+		// drifted ones: the drifted are still re-asserted.
+		drifted, err := e.CredentialSweeper.SweepCredentials(ctx, as)
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("backend %s: %w", name, err)
 		}
 		for _, i := range drifted {
 			it := items[name][i]
