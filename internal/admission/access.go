@@ -71,6 +71,9 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 		}
 		return warnings, invalid("BucketyAccess", a.Name, errs)
 	}
+	if old == nil {
+		errs = append(errs, v.accessLimit(ctx, spec.Child("bucketyRef"), be, namespaceOf(ctx, a.Namespace), a.Spec.BucketyRef.Name)...)
+	}
 	d := be.DriverImpl()
 	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), role, a.Spec.Parameters)
 	warnings = append(warnings, w...)

@@ -19,11 +19,83 @@ import (
 // Validators holds what both validators share: the config and compiled
 // schemas.
 type Validators struct {
-	cfg    *config.Config
-	params map[string]*paramschema.Validator
-	access map[string]*paramschema.Validator
-	lookup BucketyLookup
-	count  BucketyCounter
+	cfg      *config.Config
+	params   map[string]*paramschema.Validator
+	access   map[string]*paramschema.Validator
+	lookup   BucketyLookup
+	count    BucketyCounter
+	accesses AccessCounter
+}
+
+// AccessCounter counts the BucketyAccesses of a namespace, for the
+// backend's limits.accessesPerBuckety and accessesPerNamespace: those
+// naming Buckety bucketyRef, and those whose Buckety is on backend. The
+// webhook reads its informer cache (CacheAccessCounter).
+type AccessCounter func(ctx context.Context, namespace, bucketyRef, backend string) (perBuckety, onBackend int, err error)
+
+// CacheAccessCounter counts BucketyAccesses in a controller-runtime cache,
+// finding each one's backend from the Bucketies in the same cache.
+func CacheAccessCounter(r client.Reader) AccessCounter {
+	return func(ctx context.Context, ns, ref, backend string) (int, int, error) {
+		var al v1.BucketyAccessList
+		if err := r.List(ctx, &al, client.InNamespace(ns)); err != nil {
+			return 0, 0, err
+		}
+		var bl v1.BucketyList
+		if err := r.List(ctx, &bl, client.InNamespace(ns)); err != nil {
+			return 0, 0, err
+		}
+		backendOf := make(map[string]string, len(bl.Items))
+		for i := range bl.Items {
+			b := &bl.Items[i]
+			backendOf[b.Name] = b.Spec.Backend
+			if b.Status.Backend != "" {
+				backendOf[b.Name] = b.Status.Backend
+			}
+		}
+		perBuckety, onBackend := 0, 0
+		for i := range al.Items {
+			a := &al.Items[i]
+			if !a.DeletionTimestamp.IsZero() {
+				continue
+			}
+			if a.Spec.BucketyRef.Name == ref {
+				perBuckety++
+			}
+			if backendOf[a.Spec.BucketyRef.Name] == backend {
+				onBackend++
+			}
+		}
+		return perBuckety, onBackend, nil
+	}
+}
+
+// WithAccessCounter sets how accesses are counted against the backend's
+// access limits; without one those limits are left to the controller.
+func (v *Validators) WithAccessCounter(c AccessCounter) *Validators {
+	v.accesses = c
+	return v
+}
+
+// StripAccess is the webhook cache's transform of a BucketyAccess: what
+// the access limits count (identity and spec.bucketyRef), nothing a
+// tenant can grow.
+func StripAccess(obj any) (any, error) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		o, err := StripAccess(d.Obj)
+		d.Obj = o
+		return d, err
+	}
+	a, ok := obj.(*v1.BucketyAccess)
+	if !ok {
+		return obj, nil
+	}
+	return &v1.BucketyAccess{
+		TypeMeta: a.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, UID: a.UID, ResourceVersion: a.ResourceVersion,
+			CreationTimestamp: a.CreationTimestamp, DeletionTimestamp: a.DeletionTimestamp},
+		Spec: v1.BucketyAccessSpec{BucketyRef: a.Spec.BucketyRef},
+	}, nil
 }
 
 // BucketyCounter counts the Bucketies of a namespace on a backend, for the
@@ -168,6 +240,26 @@ func (v *Validators) limit(ctx context.Context, p *field.Path, b *config.Backend
 		return nil
 	}
 	return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %s already has %d Bucketies on backend %s, the most its limits allow (limits.perNamespace: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ns, n, b.Name, b.Limits.PerNamespace))}
+}
+
+// accessLimit refuses a new access beyond its backend's
+// limits.accessesPerBuckety or accessesPerNamespace, as the webhook's
+// cache counts (the controller enforces the same limits, oldest first).
+func (v *Validators) accessLimit(ctx context.Context, p *field.Path, b *config.Backend, ns, ref string) field.ErrorList {
+	l := b.Limits
+	if v.accesses == nil || l == nil || (l.AccessesPerBuckety == 0 && l.AccessesPerNamespace == 0) {
+		return nil
+	}
+	perBuckety, onBackend, err := v.accesses(ctx, ns, ref, b.Name)
+	switch {
+	case err != nil:
+		return nil
+	case l.AccessesPerBuckety > 0 && perBuckety >= l.AccessesPerBuckety:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("Buckety %s already has %d BucketyAccesses, the most backend %s allows per Buckety (limits.accessesPerBuckety: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ref, perBuckety, b.Name, l.AccessesPerBuckety))}
+	case l.AccessesPerNamespace > 0 && onBackend >= l.AccessesPerNamespace:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s, the most its limits allow (limits.accessesPerNamespace: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ns, onBackend, b.Name, l.AccessesPerNamespace))}
+	}
+	return nil
 }
 
 func (v *Validators) backendList() string {

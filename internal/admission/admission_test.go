@@ -23,7 +23,7 @@ const testConfig = `backends:
   driver: kadm
   service: kafka
   config: {seedBrokers: ['kafka:9092']}
-  limits: {perNamespace: 2, parameterMax: {partitions: 64}}
+  limits: {perNamespace: 2, accessesPerNamespace: 5, accessesPerBuckety: 3, parameterMax: {partitions: 64}}
   reservedNames: ["*.reserved-*"]
   namePolicy: {prefix: '$${namespace}.'}
   adoption: {allow: true}
@@ -354,5 +354,73 @@ func TestStripBuckety(t *testing.T) {
 	}
 	if got.Labels != nil || got.Annotations != nil || got.Spec.Parameters != nil || got.Spec.Name != "" || got.Status.Conditions != nil {
 		t.Errorf("want labels, annotations, parameters, name and conditions dropped, got %+v", got)
+	}
+}
+
+// TestAccessFlood: a new access beyond its backend's
+// limits.accessesPerBuckety or accessesPerNamespace is refused naming
+// spec.bucketyRef and the limit; an update of an existing access is not
+// counted, and a backend without access limits admits any number.
+func TestAccessFlood(t *testing.T) {
+	tb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "tenants"}}
+	kb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "open", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "kafka"}}
+	v := validators(t, tb, kb)
+	var perBuckety, onBackend int
+	v.WithAccessCounter(func(_ context.Context, ns, ref, backend string) (int, int, error) {
+		if ns != "tenant1" || backend != "tenants" && backend != "kafka" {
+			t.Errorf("counted namespace %s backend %s", ns, backend)
+		}
+		return perBuckety, onBackend, nil
+	})
+	av := AccessValidator{v}
+	acc := func(ref string) *v1.BucketyAccess {
+		return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "tenant1"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: ref}, CredentialsSecretName: "a"}}
+	}
+	for _, c := range []struct {
+		name              string
+		ref               string
+		perBuckety, total int
+		err               string
+	}{
+		{"under both limits", "orders", 2, 4, ""},
+		{"the Buckety at its limit", "orders", 3, 3, "spec.bucketyRef: Forbidden: Buckety orders already has 3 BucketyAccesses, the most backend tenants allows per Buckety (limits.accessesPerBuckety: 3 in buckety-controller.yaml)"},
+		{"the namespace at its limit", "orders", 1, 5, "spec.bucketyRef: Forbidden: namespace tenant1 already has 5 BucketyAccesses on backend tenants, the most its limits allow (limits.accessesPerNamespace: 5 in buckety-controller.yaml)"},
+		{"a backend without access limits", "open", 1000, 1000, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			perBuckety, onBackend = c.perBuckety, c.total
+			_, err := av.ValidateCreate(context.Background(), acc(c.ref))
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("want it admitted, got %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("want %q, got %v", c.err, err)
+			}
+		})
+	}
+	perBuckety, onBackend = 100, 100
+	old := acc("orders")
+	upd := old.DeepCopy()
+	upd.Spec.Role = v1.RoleReadOnly
+	if _, err := av.ValidateUpdate(context.Background(), old, upd); err != nil {
+		t.Errorf("an update of an existing access: want it admitted whatever the counts, got %v", err)
+	}
+}
+
+// TestStripAccess: the webhook's cache keeps of an access only what the
+// access limits count.
+func TestStripAccess(t *testing.T) {
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "t", UID: "u", Annotations: map[string]string{"big": strings.Repeat("x", 1<<16)}},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "s", Parameters: map[string]string{"x": "y"}}}
+	out, err := StripAccess(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*v1.BucketyAccess)
+	if got.Name != "a" || got.Namespace != "t" || got.UID != "u" || got.Spec.BucketyRef.Name != "orders" {
+		t.Errorf("want identity and spec.bucketyRef kept, got %+v", got)
+	}
+	if got.Annotations != nil || got.Spec.Parameters != nil || got.Spec.CredentialsSecretName != "" {
+		t.Errorf("want annotations, parameters and the Secret name dropped, got %+v", got)
 	}
 }

@@ -105,6 +105,19 @@ type Limits struct {
 	// the controller from the claims of the namespace on the backend's
 	// service); 0 or absent: no limit.
 	PerNamespace int `json:"perNamespace,omitempty"`
+	// AccessesPerNamespace is the most BucketyAccesses (explicit and
+	// implicit) one namespace may have on Bucketies of this backend: each
+	// may hold a credential of its own on the backend (a user, a key, and
+	// its rights), which costs the backend for every tenant. Counted at
+	// admission and by the controller, which grants the oldest accesses
+	// first and lets the others wait (LimitExceeded); 0 or absent: no
+	// limit.
+	AccessesPerNamespace int `json:"accessesPerNamespace,omitempty"`
+	// AccessesPerBuckety is the most BucketyAccesses that may name one
+	// Buckety of this backend (a bucket policy, for one, holds a statement
+	// per key); counted as AccessesPerNamespace is; 0 or absent: no
+	// limit.
+	AccessesPerBuckety int `json:"accessesPerBuckety,omitempty"`
 	// ParameterMax bounds integer parameters of this backend's driver, by
 	// key: `partitions: 64` refuses spec.parameters.partitions above 64.
 	ParameterMax map[string]int64 `json:"parameterMax,omitempty"`
@@ -266,8 +279,13 @@ func (c *Config) Validate() error {
 			}
 		}
 		if l := b.Limits; l != nil {
-			if l.PerNamespace < 0 {
-				errs = append(errs, field.Invalid(p.Child("limits", "perNamespace"), l.PerNamespace, "must be at least 0 (0: no limit)"))
+			for _, c := range []struct {
+				key string
+				n   int
+			}{{"perNamespace", l.PerNamespace}, {"accessesPerNamespace", l.AccessesPerNamespace}, {"accessesPerBuckety", l.AccessesPerBuckety}} {
+				if c.n < 0 {
+					errs = append(errs, field.Invalid(p.Child("limits", c.key), c.n, "must be at least 0 (0: no limit)"))
+				}
 			}
 			for k, v := range l.ParameterMax {
 				if v < 1 {

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +125,64 @@ func TestAccessWithoutItsBucketyRevokes(t *testing.T) {
 	if err := e.c.List(context.Background(), &list); err != nil || len(list.Items) != 0 {
 		t.Errorf("want the record deleted, got %d (%v)", len(list.Items), err)
 	}
+}
+
+// TestAccessLimits: a backend's limits.accessesPerBuckety and
+// accessesPerNamespace grant the oldest accesses and hold the others at
+// LimitExceeded with no grant and no Secret, naming the limit; a deleted
+// access frees its place for the next in line; an access granted once
+// keeps its grant when the limit is lowered under it.
+func TestAccessLimits(t *testing.T) {
+	e := newEnvWith(t, "  limits: {accessesPerBuckety: 2, accessesPerNamespace: 3}\n", (&secretDeletes{}).wrap)
+	e.create(newBuckety("a", "orders", "orders"))
+	e.create(newBuckety("a", "ledger", "ledger"))
+	e.create(newBuckety("b", "other", "other"))
+	for _, b := range [][2]string{{"a", "orders"}, {"a", "ledger"}, {"b", "other"}} {
+		e.reconcile(b[0], b[1])
+	}
+	base := time.Now().Add(-time.Hour)
+	mk := func(ns, name, buckety string, age int) {
+		e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), CreationTimestamp: metav1.NewTime(base.Add(time.Duration(age) * time.Minute))},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: buckety}, CredentialsSecretName: name}})
+	}
+	// Created in this order; reconciled newest first, as a flood would be.
+	mk("a", "o1", "orders", 1)
+	mk("a", "o2", "orders", 2)
+	mk("a", "o3", "orders", 3)
+	mk("a", "l1", "ledger", 4)
+	mk("a", "l2", "ledger", 5)
+	mk("b", "x1", "other", 6)
+	for _, n := range []string{"l2", "l1", "o3", "o2", "o1"} {
+		e.reconcileAccess("a", n)
+	}
+	e.reconcileAccess("b", "x1")
+	want := map[string]string{"o1": "", "o2": "", "o3": "limits.accessesPerBuckety: 2", "l1": "", "l2": "limits.accessesPerNamespace: 3"}
+	check := func() {
+		t.Helper()
+		for n, limit := range want {
+			a, _ := e.access("a", n)
+			c := cond(a.Status.Conditions, v1.ConditionReady)
+			_, hasSecret := e.secret("a", n)
+			switch {
+			case limit == "" && (c.Status != metav1.ConditionTrue || !hasSecret):
+				t.Errorf("%s: want granted, got Ready=%s (%s: %s), Secret %v", n, c.Status, c.Reason, c.Message, hasSecret)
+			case limit != "" && (c.Reason != v1.ReasonLimitExceeded || !strings.Contains(c.Message, limit) || hasSecret):
+				t.Errorf("%s: want LimitExceeded naming %s and no Secret, got %s (%s: %s), Secret %v", n, limit, c.Status, c.Reason, c.Message, hasSecret)
+			}
+		}
+	}
+	check()
+	if a, _ := e.access("b", "x1"); cond(a.Status.Conditions, v1.ConditionReady).Status != metav1.ConditionTrue {
+		t.Errorf("another namespace's access: want granted, got %+v", cond(a.Status.Conditions, v1.ConditionReady))
+	}
+
+	// o1 goes: o3 takes its place on orders (3 on the backend: o2, o3, l1),
+	// and l2 still waits.
+	e.deleteAccess("a", "o1")
+	e.reconcileAccess("a", "o1")
+	delete(want, "o1")
+	want["o3"] = ""
+	e.reconcileAccess("a", "o3")
+	e.reconcileAccess("a", "l2")
+	check()
 }

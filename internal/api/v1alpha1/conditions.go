@@ -160,7 +160,9 @@ const (
 	// ReasonNameConflict: another Buckety already owns the backend resource.
 	ReasonNameConflict = "NameConflict"
 	// ReasonLimitExceeded: the namespace already has as many Bucketies on
-	// the backend as the backend's limits.perNamespace allows; this one
+	// the backend as the backend's limits.perNamespace allows (a Buckety),
+	// or as many accesses as limits.accessesPerNamespace or, on its
+	// Buckety, limits.accessesPerBuckety allows (an access); this one
 	// waits until one of them is deleted.
 	ReasonLimitExceeded = "LimitExceeded"
 	// ReasonSecretConflict: a Secret with the credentials name exists and

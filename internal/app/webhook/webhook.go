@@ -44,6 +44,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=list;watch
+// +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=list;watch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -184,7 +185,10 @@ func Run(ctx context.Context, o Options) error {
 		HealthProbeBindAddress:  o.ProbeAddr,
 		GracefulShutdownTimeout: &grace,
 		WebhookServer:           srv,
-		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.Buckety{}: {Transform: bucketyadmission.StripBuckety}}},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1.Buckety{}:       {Transform: bucketyadmission.StripBuckety},
+			&v1.BucketyAccess{}: {Transform: bucketyadmission.StripAccess},
+		}},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -197,6 +201,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	validators.WithCounter(bucketyadmission.CacheCounter(mgr.GetCache()))
+	validators.WithAccessCounter(bucketyadmission.CacheAccessCounter(mgr.GetCache()))
 	// GetWebhookServer is what adds the server to the manager's runnables.
 	if mgr.GetWebhookServer() != webhook.Server(srv) {
 		return errors.New("the manager does not serve the admission server it was given")
@@ -221,9 +226,13 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	accessInformer, err := mgr.GetCache().GetInformer(ctx, &v1.BucketyAccess{})
+	if err != nil {
+		return err
+	}
 	if err := mgr.AddReadyzCheck("cache", func(*http.Request) error {
-		if !informer.HasSynced() {
-			return errors.New("the Buckety cache is not synced")
+		if !informer.HasSynced() || !accessInformer.HasSynced() {
+			return errors.New("the Buckety and BucketyAccess caches are not synced")
 		}
 		return nil
 	}); err != nil {

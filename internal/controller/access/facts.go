@@ -20,6 +20,9 @@ type facts struct {
 	// problem pauses reconciliation (backend gone, driver changed, major
 	// mismatch).
 	problem *shared.Problem
+	// limitExceeded: the namespace or the Buckety is at its backend's
+	// access limit, and this access waits (limits.go).
+	limitExceeded string
 	// invalid: the role or parameters fail the driver's validation.
 	invalid string
 	// BackendFailure is the driver failure, if any.

@@ -100,6 +100,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err != nil || !ok {
 		return requeue, err
 	}
+	if ok, err := r.withinLimits(ctx, a, e, f); err != nil || !ok {
+		return reconcile.Result{RequeueAfter: shared.Jitter(LimitRetry)}, err
+	}
 	// Warnings are the webhook's to show; ScopingNotImplemented carries them here.
 	if _, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), string(a.Spec.Role), a.Spec.Parameters); len(errs) > 0 {
 		f.invalid = errs.ToAggregate().Error()

@@ -34,7 +34,9 @@ func conditions(a *v1.BucketyAccess, f *facts) []shared.Cond {
 
 // waiting: the Buckety's backend resource is not usable, so the backend
 // was not consulted.
-func (f *facts) waiting() bool { return f.problem != nil || f.bucketyMissing || f.bucketyWaiting != "" }
+func (f *facts) waiting() bool {
+	return f.problem != nil || f.bucketyMissing || f.bucketyWaiting != "" || f.limitExceeded != ""
+}
 
 func backendUnavailable(f *facts) shared.Cond {
 	const t = v1.ConditionBackendUnavailable
@@ -94,7 +96,7 @@ type link func(a *v1.BucketyAccess, f *facts) *readinessResult
 
 // readyChain is checked in order; the first failing link decides Ready.
 var readyChain = []link{
-	deletingLink, bucketyMissingLink, problemLink, bucketyWaitingLink, invalidLink,
+	deletingLink, bucketyMissingLink, problemLink, bucketyWaitingLink, limitLink, invalidLink,
 	backendFailureLink, scopingUnavailableLink, principalConflictLink, secretConflictLink, notWrittenLink,
 }
 
@@ -140,6 +142,15 @@ func bucketyWaitingLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
 		return nil
 	}
 	return notReady(v1.ReasonBucketyNotReady, f.bucketyWaiting, true)
+}
+
+// limitLink: the namespace or the Buckety is at its backend's access
+// limit; nothing was granted.
+func limitLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.limitExceeded == "" {
+		return nil
+	}
+	return notReady(v1.ReasonLimitExceeded, f.limitExceeded, false)
 }
 
 func invalidLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
