@@ -56,6 +56,9 @@ type scoped struct {
 	got     drivers.Scoping
 	minio   *minioAdmin
 	versity *versityAdmin
+	// hc is the admin clients' HTTP client, also for versitygw's key
+	// probes (keyKnown).
+	hc *http.Client
 	// buckets serialises read-modify-write of one bucket's policy
 	// (versitygw): two grants on one bucket must not lose each other's
 	// statement.
@@ -160,6 +163,7 @@ func (b *Backend) openAdmin() error {
 		return err
 	}
 	hc.Timeout = b.cfg.timeout()
+	b.scoped.hc = boundedAdminClient(hc, b.cfg.timeout())
 	switch b.cfg.Implementation {
 	case ImplMinIO:
 		b.scoped.minio = newMinioAdmin(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
@@ -208,11 +212,10 @@ func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool,
 		if b.scoped.versity == nil {
 			return false, b.noAdmin()
 		}
-		users, err := b.versityAdmin().listUsers(ctx)
+		found, err := keyKnown(ctx, b.cfg.Endpoint, b.cfg.signingRegion(), principal, b.scoped.hc)
 		if err != nil {
-			return false, b.adminError("list users", err)
+			return false, b.classify(err)
 		}
-		_, found := users[principal]
 		return found, nil
 	}
 	return false, fmt.Errorf("s3: backend %s: no keys per access on implementation %q", b.name, b.cfg.Implementation)
@@ -352,24 +355,34 @@ func (b *Backend) bucketLock(bucket string) *sync.Mutex {
 	return l.(*sync.Mutex)
 }
 
-// grantVersity creates or re-keys the access's user, then names it in
-// buckety's statements of the bucket policy for its role.
+// grantVersity names the access's key in buckety's statements of the
+// bucket policy for its role, creating or re-keying its user once the new
+// policy is known to fit: a bucket whose policy cannot name one more key
+// gets no user that would be left over.
 func (b *Backend) grantVersity(ctx context.Context, a drivers.Access, secret string) error {
 	v := b.versityAdmin()
-	err := v.createUser(ctx, a.Principal, secret)
-	if errors.Is(err, errUserExists) {
-		err = v.updateSecret(ctx, a.Principal, secret)
-	}
-	if err != nil {
-		return b.adminError("make user "+a.Principal, err)
-	}
-	return b.setBucketGrant(ctx, a.Resource, a.Principal, roleOf(a))
+	return b.setBucketGrant(ctx, a.Resource, a.Principal, roleOf(a), func(ctx context.Context) error {
+		err := v.createUser(ctx, a.Principal, secret)
+		if errors.Is(err, errUserExists) {
+			err = v.updateSecret(ctx, a.Principal, secret)
+		}
+		if err != nil {
+			return b.adminError("make user "+a.Principal, err)
+		}
+		return nil
+	})
 }
 
 // setBucketGrant makes principal's grant on bucket role ("" removes it)
 // in buckety's statements of the bucket policy, keeping every other
-// statement as it is.
-func (b *Backend) setBucketGrant(ctx context.Context, bucket, principal, role string) error {
+// statement as it is. before, when set, runs once the new policy is
+// known to fit, and before it is written (the user it names must exist
+// by then). A grant costs a read and a write of the bucket's policy,
+// whatever the number of users: the gateway's users are listed only when
+// it refuses a policy (it refuses one naming a user that no longer
+// exists, deleted out of band), to drop such keys from buckety's
+// statements.
+func (b *Backend) setBucketGrant(ctx context.Context, bucket, principal, role string, before func(context.Context) error) error {
 	l := b.bucketLock(bucket)
 	l.Lock()
 	defer l.Unlock()
@@ -385,20 +398,6 @@ func (b *Backend) setBucketGrant(ctx context.Context, bucket, principal, role st
 	if err != nil {
 		grants = map[string]string{} // buckety's statements are rewritten from what is known
 	}
-	// The gateway refuses a policy naming a user that does not exist, so
-	// a key deleted without its statement (by an operator, or a record
-	// older than BucketyCredential's resource) would block every later
-	// write of this bucket's policy: buckety's statements keep only keys
-	// that exist.
-	users, err := b.versityAdmin().listUsers(ctx)
-	if err != nil {
-		return b.adminError("list users", err)
-	}
-	for p := range grants {
-		if _, ok := users[p]; !ok {
-			delete(grants, p)
-		}
-	}
 	if role == "" {
 		delete(grants, principal)
 	} else {
@@ -408,8 +407,34 @@ func (b *Backend) setBucketGrant(ctx context.Context, bucket, principal, role st
 	if err != nil {
 		return err
 	}
+	if before != nil {
+		if err := before(ctx); err != nil {
+			return err
+		}
+	}
 	if !changed {
 		return nil
+	}
+	werr := b.putBucketPolicy(ctx, cl, bucket, next)
+	if werr == nil || drivers.IsUnavailable(werr) || drivers.IsAccessDenied(werr) {
+		return werr
+	}
+	users, err := b.versityAdmin().listUsers(ctx)
+	if err != nil {
+		return errors.Join(werr, b.adminError("list users", err))
+	}
+	dropped := false
+	for p := range grants {
+		if _, ok := users[p]; !ok && p != principal {
+			delete(grants, p)
+			dropped = true
+		}
+	}
+	if !dropped {
+		return werr
+	}
+	if next, _, err = mergeBucketPolicy(cur, bucket, grants); err != nil {
+		return err
 	}
 	return b.putBucketPolicy(ctx, cl, bucket, next)
 }
@@ -430,7 +455,7 @@ func (b *Backend) revokeScoped(ctx context.Context, a drivers.Access) error {
 			return b.noAdmin()
 		}
 		if a.Resource != "" {
-			if err := b.setBucketGrant(ctx, a.Resource, a.Principal, ""); err != nil && !isNoSuchBucket(err) {
+			if err := b.setBucketGrant(ctx, a.Resource, a.Principal, "", nil); err != nil && !isNoSuchBucket(err) {
 				return err
 			}
 		}

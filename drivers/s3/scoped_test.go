@@ -2,6 +2,8 @@ package s3
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -125,7 +127,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 					t.Fatal(err)
 				}
 			case ImplVersityGW:
-				if err := be.setBucketGrant(ctx, "ledger", ro.Principal, "ReadWrite"); err != nil {
+				if err := be.setBucketGrant(ctx, "ledger", ro.Principal, "ReadWrite", nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -386,4 +388,44 @@ func TestMinIOLegacyKeyReplaced(t *testing.T) {
 		t.Errorf("revoke of a name someone else holds: want success without touching it, got %v", err)
 	}
 	wantOK(t, "root's service account still works", s3Ops{t, s3As(fx.srv, c.Principal, c.Secret)}.get("ledger", "seed"))
+}
+
+// TestVersityFullPolicyMintsNoUser: once a bucket's policy cannot name one
+// more key, a grant on it fails before the gateway has a user for it, so
+// an access flood leaves no users behind; and the access keys it probes
+// for are answered by one S3 request, not by listing every user.
+func TestVersityFullPolicyMintsNoUser(t *testing.T) {
+	fx := scopedFixture(t, ImplVersityGW)
+	be := fx.backend
+	ctx := context.Background()
+	scopingOf(t, be)
+	fx.ensure(t, "ledger", nil)
+	full := -1
+	for i := 0; i < 200; i++ {
+		a := drivers.Access{Resource: "ledger", Namespace: "flood", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-flood-%d", i), Assert: true, New: true}
+		a.Principal = be.Principal(a, 1)
+		_, err := be.Grant(ctx, a)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, errPolicyTooLarge) {
+			t.Fatalf("grant %d: want success or errPolicyTooLarge, got %v", i, err)
+		}
+		if found, ierr := be.InspectPrincipal(ctx, a.Principal); ierr != nil || found {
+			t.Fatalf("grant %d refused as too large: want no user left for %s, got %v (%v)", i, a.Principal, found, ierr)
+		}
+		full = i
+		break
+	}
+	if full < 10 {
+		t.Fatalf("want the policy full after some tens of keys, got %d", full)
+	}
+	t.Logf("bucket policy full after %d keys", full)
+	users, err := be.versityAdmin().listUsers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(users) != full {
+		t.Errorf("want exactly the %d granted users, got %d", full, len(users))
+	}
 }

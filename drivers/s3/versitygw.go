@@ -619,3 +619,37 @@ func mergeBucketPolicy(existing []byte, bucket string, grants map[string]string)
 	}
 	return buf.Bytes(), changed, nil
 }
+
+// keyKnown reports whether the gateway knows an access key, from one S3
+// request signed with that key and a secret nobody has: the gateway
+// answers an unknown key InvalidAccessKeyId and a known one (a user's, or
+// the root's) SignatureDoesNotMatch. Listing users instead would cost a
+// request whose answer grows with every user, secrets included.
+func keyKnown(ctx context.Context, endpoint, region, access string, hc *http.Client) (bool, error) {
+	probe, err := newSecret()
+	if err != nil {
+		return false, err
+	}
+	resp, err := newAdminHTTP(endpoint, region, access, probe, hc).send(ctx, http.MethodGet, "/", nil, nil, "")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return false, err
+	}
+	var xe struct {
+		Code string `xml:"Code"`
+	}
+	if xml.Unmarshal(answer, &xe) != nil {
+		xe.Code = ""
+	}
+	switch xe.Code {
+	case "InvalidAccessKeyId":
+		return false, nil
+	case "SignatureDoesNotMatch":
+		return true, nil
+	}
+	return false, fmt.Errorf("versitygw: probing access key %s: HTTP %d %s, neither InvalidAccessKeyId nor SignatureDoesNotMatch", access, resp.StatusCode, xe.Code)
+}

@@ -1,0 +1,52 @@
+package s3
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestAdminClientFollowsNoRedirect: an admin endpoint that answers with a
+// redirect (a misconfigured proxy, or a hostile one) never receives the
+// signed request, body and all, at the address it names: the client
+// stops at the redirect and reports it; and a server that never answers
+// is given up on after the client's timeout.
+func TestAdminClientFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	for _, hc := range []*http.Client{nil, {}, {Timeout: time.Hour}} {
+		m := newMinioAdmin(redirector.URL, "us-east-1", "root", "root-secret-0001", hc)
+		if err := m.setUser(context.Background(), "bkyabc-1", "a-secret-to-keep-0001"); err == nil {
+			t.Error("add-user through a redirect: want an error, got success")
+		}
+		v := newVersityAdmin(redirector.URL, "us-east-1", "root", "root-secret-0001", hc)
+		if err := v.createUser(context.Background(), "bkyabc-1", "a-secret-to-keep-0001"); err == nil {
+			t.Error("create-user through a redirect: want an error, got success")
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("want no request at the redirect's target, got %d", n)
+	}
+
+	hang := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
+	defer silent.Close()
+	defer close(hang)
+	c := boundedAdminClient(&http.Client{Timeout: time.Hour}, 200*time.Millisecond)
+	start := time.Now()
+	m := newMinioAdmin(silent.URL, "us-east-1", "root", "root-secret-0001", c)
+	if _, err := m.keyTaken(context.Background(), "bkyabc-1"); err == nil {
+		t.Error("a server that never answers: want an error, got success")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a server that never answers: want the client to give up after its timeout, took %v", d)
+	}
+}
