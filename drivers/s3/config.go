@@ -82,9 +82,10 @@ type Config struct {
 	// before it reports progress. Defaults to 1000 (one DeleteObjects call).
 	DeleteSlice int `json:"deleteSlice,omitempty"`
 	// Credentials turns on a key per access, on implementation minio (a
-	// service account per access, under a dedicated parent user) and
-	// versitygw (a user per access, granted by buckety's statements in
-	// the bucket policy). Each access's key may do what its role allows on
+	// user per access, with a policy of its own that denies every admin
+	// action; MinIO RELEASE.2025-10-15T17-29-55Z or newer) and versitygw (a
+	// user per access, granted by buckety's statements in the bucket
+	// policy). Each access's key may do what its role allows on
 	// its bucket, and nothing else. Omitted: every access gets the
 	// backend's own keys, and reports ScopingNotImplemented.
 	Credentials *Credentials `json:"credentials,omitempty"`
@@ -94,12 +95,12 @@ type Config struct {
 
 // Credentials configures the keys minted per access.
 type Credentials struct {
-	// ParentUser (minio) is the MinIO user that owns every access's
-	// service account; a service account can never do more than its
-	// parent. Omitted: buckety-tenants, which buckety creates and gives a
-	// policy of its own (object actions on any bucket; nothing on buckets
-	// themselves, no admin). A user named here must exist: buckety uses it
-	// as it is, and never the root user.
+	// ParentUser (minio) is the parent of the service accounts that
+	// buckety minted before keys were users of their own: as each is
+	// asserted again it is replaced by a user with the same key and
+	// secret, and a service account of any other parent under buckety's
+	// name is never touched. Omitted: buckety-tenants. Never the root
+	// user.
 	ParentUser string `json:"parentUser,omitempty"`
 	// AdminEndpoint (versitygw) is the URL of the gateway's admin API (its
 	// --admin-port). Omitted: endpoint. The gateway must run with an IAM
