@@ -205,6 +205,12 @@ type Access struct {
 	// backend but what this grant (or an interrupted attempt of it) makes,
 	// so Grant may create them without reading them first.
 	New bool
+	// Recorded says the controller recorded the principal in this very
+	// pass, right after it saw that the principal did not exist: one that
+	// exists when Grant creates it was made by someone else meanwhile, and
+	// Grant returns a *PrincipalExistsError rather than take it over
+	// (where the service can create without overwriting).
+	Recorded bool
 }
 
 // Grant is the result of granting an access.

@@ -73,3 +73,21 @@ func IsAccessDenied(err error) bool {
 	var a *AccessDeniedError
 	return errors.As(err, &a)
 }
+
+// PrincipalExistsError means Grant found the principal it was to create
+// already there, made by someone else after the controller checked
+// (Access.Recorded): it is never altered, and the access reports
+// PrincipalConflict.
+type PrincipalExistsError struct {
+	Backend, Principal string
+}
+
+func (e *PrincipalExistsError) Error() string {
+	return fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete it to let buckety mint it)", e.Principal, e.Backend)
+}
+
+// IsPrincipalExists reports whether err is or wraps a *PrincipalExistsError.
+func IsPrincipalExists(err error) bool {
+	var p *PrincipalExistsError
+	return errors.As(err, &p)
+}

@@ -364,6 +364,11 @@ func (b *Backend) grantVersity(ctx context.Context, a drivers.Access, secret str
 	return b.setBucketGrant(ctx, a.Resource, a.Principal, roleOf(a), func(ctx context.Context) error {
 		err := v.createUser(ctx, a.Principal, secret)
 		if errors.Is(err, errUserExists) {
+			if a.Recorded {
+				// Not an interrupted mint of ours: someone made it
+				// since the controller saw it absent.
+				return &drivers.PrincipalExistsError{Backend: b.name, Principal: a.Principal}
+			}
 			err = v.updateSecret(ctx, a.Principal, secret)
 		}
 		if err != nil {

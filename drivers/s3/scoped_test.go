@@ -429,3 +429,30 @@ func TestVersityFullPolicyMintsNoUser(t *testing.T) {
 		t.Errorf("want exactly the %d granted users, got %d", full, len(users))
 	}
 }
+
+// TestVersityForeignUserNotTakenOver: a user someone made under buckety's
+// name after the controller saw it absent and recorded it (Recorded) is
+// refused, not re-keyed: its own secret keeps working. A later pass (an
+// interrupted mint of buckety's own, not Recorded) does re-key it.
+func TestVersityForeignUserNotTakenOver(t *testing.T) {
+	fx := scopedFixture(t, ImplVersityGW)
+	be := fx.backend
+	ctx := context.Background()
+	scopingOf(t, be)
+	fx.ensure(t, "ledger", nil)
+	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: "raced", UID: "uid-raced", Assert: true, New: true, Recorded: true}
+	a.Principal = be.Principal(a, 1)
+	if err := be.versityAdmin().createUser(ctx, a.Principal, "TheirOwnSecret0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := be.Grant(ctx, a)
+	if !drivers.IsPrincipalExists(err) {
+		t.Fatalf("grant over a user made in the meantime: want a PrincipalExistsError, got %v", err)
+	}
+	theirs := s3Ops{t, s3As(fx.srv, a.Principal, "TheirOwnSecret0123456789")}
+	wantDenied(t, "their key still authenticates (and is granted nothing)", theirs.list("ledger"))
+	a.Recorded = false
+	if _, err := be.Grant(ctx, a); err != nil {
+		t.Fatalf("a later pass of the same mint: %v", err)
+	}
+}

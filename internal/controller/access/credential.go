@@ -238,6 +238,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		}
 		return nil, fmt.Errorf("record credential %s: %w", principal, err)
 	}
+	acc.Recorded = true
 	return c, nil
 }
 

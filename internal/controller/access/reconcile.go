@@ -142,6 +142,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 	}
 	g, err := e.Backend.Grant(ctx, acc)
+	if drivers.IsPrincipalExists(err) {
+		f.principalConflict = err.Error()
+		return requeue, nil
+	}
 	if err != nil {
 		f.Record(err)
 		return requeue, nil
