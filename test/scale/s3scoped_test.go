@@ -171,9 +171,9 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, m int) {
 			records++
 		}
 	}
-	tb.add("s3 (MinIO) scoped: service accounts / BucketyCredentials left after deletion", m, fmt.Sprintf("%d / %d", len(keys), records), "0 / 0", ptr(len(keys) == 0 && records == 0), "")
+	tb.add("s3 (MinIO) scoped: minted keys / BucketyCredentials left after deletion", m, fmt.Sprintf("%d / %d", len(keys), records), "0 / 0", ptr(len(keys) == 0 && records == 0), "")
 	if len(keys) != 0 || records != 0 {
-		t.Errorf("after deleting every scoped s3 Buckety: %d service accounts and %d BucketyCredentials of %s left", len(keys), records, scopedS3Backend)
+		t.Errorf("after deleting every scoped s3 Buckety: %d minted keys and %d BucketyCredentials of %s left", len(keys), records, scopedS3Backend)
 	}
 	deleteAllIn(t, e, sharedNs, 5*time.Minute+time.Duration(m)*200*time.Millisecond)
 }
@@ -229,7 +229,7 @@ func accessDenied(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "AccessDenied"
 }
 
-// mintedS3Keys lists the service accounts buckety minted on MinIO, read
+// mintedS3Keys lists the keys buckety minted on MinIO (users), read
 // as the driver reads them, directly (not through a counting proxy).
 func (e *env) mintedS3Keys(ctx context.Context) (keys map[string]bool, err error) {
 	be, err := s3driver.New().Open(ctx, scopedS3Backend, &s3driver.Config{Implementation: "minio", Endpoint: e.s3.Endpoint, Region: e.s3.Region,
