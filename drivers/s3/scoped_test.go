@@ -456,3 +456,30 @@ func TestVersityForeignUserNotTakenOver(t *testing.T) {
 		t.Fatalf("a later pass of the same mint: %v", err)
 	}
 }
+
+// TestSweepJudgesTheOthers: one access whose rights cannot be judged (a
+// record naming a bucket no policy can name) does not keep the sweep from
+// judging, and reporting, the others' drift.
+func TestSweepJudgesTheOthers(t *testing.T) {
+	fx := scopedFixture(t, ImplMinIO)
+	be := fx.backend
+	ctx := context.Background()
+	scopingOf(t, be)
+	fx.ensure(t, "ledger", nil)
+	ok := drivers.Access{Resource: "ledger", Namespace: "team", Name: "ok", UID: "uid-ok", Assert: true, New: true}
+	ok.Principal = be.Principal(ok, 1)
+	if _, err := be.Grant(ctx, ok); err != nil {
+		t.Fatal(err)
+	}
+	gone := drivers.Access{Resource: "ledger", Namespace: "team", Name: "gone", UID: "uid-gone"}
+	gone.Principal = be.Principal(gone, 1) // never minted: drifted
+	broken := drivers.Access{Resource: "no*such", Namespace: "other", Name: "broken", UID: "uid-broken"}
+	broken.Principal = be.Principal(broken, 1)
+	d, err := be.SweepCredentials(ctx, []drivers.Access{broken, ok, gone})
+	if err == nil || !strings.Contains(err.Error(), broken.Principal) {
+		t.Errorf("want an error naming the access that could not be judged, got %v", err)
+	}
+	if len(d) != 1 || d[0] != 2 {
+		t.Errorf("want the missing key (index 2) reported drifted beside the error, got %v", d)
+	}
+}
