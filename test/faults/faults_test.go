@@ -9,6 +9,9 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // params size the runs. The defaults are the bounded version `make test`
@@ -27,6 +30,7 @@ import (
 //	FAULTS_ATTACK_SECRETS  1 MiB Secrets the hostile tenant creates (100; full 300)
 //	FAULTS_ATTACK_LIMIT    memory limit of the controller and webhook in MiB (96; full 128)
 //	FAULTS_TENANT_LIMIT    limits.perNamespace of the hostile run's backends (20; full 100)
+//	FAULTS_ATTACK_ACCESSES BucketyAccesses of the hostile tenant's access flood (30; full 200)
 //	FAULTS_TABLE      also write the table to this file
 type params struct {
 	Seed      int64
@@ -38,9 +42,9 @@ type params struct {
 	Kills     int
 	Converge  time.Duration
 	S3        string
-	// AttackSecrets, AttackLimitMiB and TenantLimit size the hostile
-	// tenant run.
-	AttackSecrets, AttackLimitMiB, TenantLimit int
+	// AttackSecrets, AttackLimitMiB, TenantLimit and AttackAccesses size
+	// the hostile tenant run.
+	AttackSecrets, AttackLimitMiB, TenantLimit, AttackAccesses int
 }
 
 // runNames are the runs in order.
@@ -49,13 +53,14 @@ var runNames = []string{"broker-pause", "broker-kill", "s3-restart-delete", "con
 func loadParams(t *testing.T) params {
 	t.Helper()
 	p := params{Seed: time.Now().UnixNano(), Bucketies: 20, Outage: 5 * time.Second, Objects: 300, Ops: 30, Kills: 3, Converge: 90 * time.Second,
-		AttackSecrets: 100, AttackLimitMiB: 96, TenantLimit: 20}
+		AttackSecrets: 100, AttackLimitMiB: 96, TenantLimit: 20, AttackAccesses: 30}
 	if os.Getenv("FAULTS_FULL") == "1" {
 		p = params{Seed: p.Seed, Bucketies: 200, Outage: 60 * time.Second, Objects: 3000, Ops: 300, Kills: 20, Converge: 300 * time.Second,
-			AttackSecrets: 300, AttackLimitMiB: 128, TenantLimit: 100}
+			AttackSecrets: 300, AttackLimitMiB: 128, TenantLimit: 100, AttackAccesses: 200}
 	}
 	ints := map[string]*int{"FAULTS_BUCKETIES": &p.Bucketies, "FAULTS_OBJECTS": &p.Objects, "FAULTS_OPS": &p.Ops, "FAULTS_KILLS": &p.Kills,
-		"FAULTS_ATTACK_SECRETS": &p.AttackSecrets, "FAULTS_ATTACK_LIMIT": &p.AttackLimitMiB, "FAULTS_TENANT_LIMIT": &p.TenantLimit}
+		"FAULTS_ATTACK_SECRETS": &p.AttackSecrets, "FAULTS_ATTACK_LIMIT": &p.AttackLimitMiB, "FAULTS_TENANT_LIMIT": &p.TenantLimit,
+		"FAULTS_ATTACK_ACCESSES": &p.AttackAccesses}
 	for k, dst := range ints {
 		if v := os.Getenv(k); v != "" {
 			n, err := strconv.Atoi(v)
@@ -160,6 +165,10 @@ func (tb *table) String() string {
 // the table. Each run seeds its own random source from the printed seed, so
 // FAULTS_SEED with FAULTS_RUNS replays one run.
 func TestFaults(t *testing.T) {
+	// The harness's own clients log nothing: an API warning (a tenant's
+	// access created before its Buckety) would otherwise make
+	// controller-runtime print a stack about an unset logger.
+	ctrllog.SetLogger(logr.Discard())
 	p := loadParams(t)
 	tb := &table{seed: p.Seed}
 	fmt.Printf("faults: seed %d (replay: FAULTS_SEED=%d); bucketies=%d outage=%s objects=%d ops=%d kills=%d converge=%s s3=%s\n",

@@ -40,11 +40,19 @@ import (
 // limit and a partitions limit, and a second backend on the same broker
 // sharing the first one's claim space.
 //
+// Her Secrets are her own keys on every backend (a SCRAM user; a MinIO
+// user or a VersityGW user), and while mallory attacks, alice's workload
+// uses them (victim_test.go); mallory then goes after those keys
+// (attacker_test.go: admin API calls with her own key, a stripped Buckety
+// whose name alice claims, an access flood, a backend whose admin API
+// answers 501).
+//
 // Figures: alice's Ready latency quiet and under attack; restarts and OOM
 // kills of both processes; alice's resources changed or deleted; details
 // of alice's resources in mallory's status and events; the attacks the
 // webhook refused; the claim left without an owner, as the maintainer sees
-// it.
+// it; each attack's own; alice's failed requests, foreign credentials that
+// work on her resources, and root keys in tenant Secrets.
 func runHostile(t *testing.T, e *env, p params, tb *table) {
 	const run = "hostile-tenant"
 	r := rng(p.Seed, run)
@@ -55,11 +63,12 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 
 	// The run's own controller and webhook, with the platform's config.
 	e.stopController()
+	s3x := e.startAttackS3(t)
 	cfgDir := filepath.Join(e.dir, "hostile-config")
 	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	yaml := e.hostileConfigYAML(p)
+	yaml := e.hostileConfigYAML(p, s3x)
 	if err := os.WriteFile(filepath.Join(cfgDir, config.Filename), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +76,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 	ctrl, err := harness.StartController(harness.ControllerOptions{
 		Dir: filepath.Join(e.dir, "hostile-controller"), Bin: e.ctrlBin, Kubeconfig: e.kubeconfig, ConfigDir: cfgDir,
 		Args: []string{"--leader-elect=false", "--owner-check-interval=1s"}, MetricsInsecure: true,
-		Env: e.controllerEnv(),
+		Env: append(e.controllerEnv(), s3x.env()...),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +156,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 	aliceTopic, aliceBucket := aliceNS+".orders", aliceNS+"-files"
 	e.useAlice(t, aliceNS, "orders-topic", "files-bucket", "before")
 	before := e.fingerprint(t, aliceTopic, aliceBucket)
+	vic := e.startVictim(t, aliceNS, "orders-topic", "files-bucket")
 
 	// Mallory.
 	attacks := &attackLog{}
@@ -228,6 +238,10 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 			t.Errorf("%s: want NameConflict", b.Name)
 		}
 	}
+	// Mallory goes after the keys (issue 33 §6).
+	atk := &attack{t: t, e: e, p: p, tb: tb, r: r, ctx: ctx, run: run, id: id, alice: alice, mallory: mallory,
+		aliceNS: aliceNS, malloryNS: malloryNS, s3x: s3x, vic: vic}
+	atk.runAttacks()
 	// What mallory can read, while her probes exist (the names she typed
 	// are hers to read back).
 	leaks := e.foreignDetails(t, malloryNS, aliceNS, "orders", "payments", "files", "alice")
@@ -302,11 +316,16 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 	tb.add(t, run, "attacks refused at admission", attacks.String(), attacks.all())
 	tb.add(t, run, fmt.Sprintf("mallory's claims on kafka (limit %d)", p.TenantLimit), held, held <= p.TenantLimit)
 	tb.add(t, run, "claims without owner, visible to the maintainer", orphaned, orphaned >= 1)
+	atk.summary()
 }
 
-// hostileConfigYAML is the platform's config of the hostile run.
-func (e *env) hostileConfigYAML(p params) string {
-	return fmt.Sprintf(`backends:
+// hostileConfigYAML is the platform's config of the hostile run: every
+// backend with limits, and every S3 backend minting a key per access,
+// including s3-noiam, whose admin API answers 501.
+func (e *env) hostileConfigYAML(p params, s3x *attackS3) string {
+	perB, perNS := accessLimits(p)
+	limits := fmt.Sprintf("perNamespace: %d, accessesPerNamespace: %d, accessesPerBuckety: %d", p.TenantLimit, perNS, perB)
+	out := fmt.Sprintf(`backends:
 - name: kafka
   driver: kadm
   config:
@@ -316,7 +335,7 @@ func (e *env) hostileConfigYAML(p params) string {
       mechanism: SCRAM-SHA-512
       username: buckety
       password: ${FAULTS_KAFKA_PASSWORD}
-  limits: {perNamespace: %[2]d, parameterMax: {partitions: 64}}
+  limits: {%[2]s, parameterMax: {partitions: 64}}
 - name: kafka-b
   driver: kadm
   service: kafka
@@ -327,19 +346,15 @@ func (e *env) hostileConfigYAML(p params) string {
       mechanism: SCRAM-SHA-512
       username: buckety
       password: ${FAULTS_KAFKA_PASSWORD}
-  limits: {perNamespace: %[2]d, parameterMax: {partitions: 64}}
-- name: s3
-  driver: s3
-  config:
-    implementation: %[3]s
-    endpoint: %[4]s
-    region: %[5]s
-    forcePathStyle: true
-    accessKeyID: ${FAULTS_S3_ACCESS_KEY}
-    secretAccessKey: ${FAULTS_S3_SECRET_KEY}
-    requestTimeout: 10s
-  limits: {perNamespace: %[2]d}
-`, strings.Join(e.broker.Addrs, ", "), p.TenantLimit, p.S3, e.s3.Endpoint, e.s3.Region)
+  limits: {%[2]s, parameterMax: {partitions: 64}}
+`, strings.Join(e.broker.Addrs, ", "), limits)
+	out += s3BackendYAML("s3", "", p.S3, e.s3.Endpoint, e.s3.Region, "FAULTS_S3", e.s3AdminEndpoint(), limits)
+	if s3x.vgwBackend != "s3" {
+		out += s3BackendYAML(s3x.vgwBackend, "", "versitygw", s3x.vgw.Endpoint, s3x.vgw.Region, "FAULTS_VGW", "adminEndpoint: "+s3x.vgw.AdminEndpoint, limits)
+	}
+	// The gateway's S3 API, with its admin API answering 501: the same
+	// service as the backend minting keys there.
+	return out + s3BackendYAML(noIAMBackend, s3x.vgwBackend, "versitygw", s3x.vgw.Endpoint, s3x.vgw.Region, "FAULTS_VGW", "adminEndpoint: "+s3x.noIAM.AdminEndpoint, limits)
 }
 
 // useAlice produces and consumes a record, and puts and gets an object,
@@ -434,8 +449,9 @@ func diffFingerprints(a, b map[string]string) []string {
 }
 
 // foreignDetails lists what mallory can read, in her namespace's status
-// and events, that mentions any of words (alice's namespace, names), once
-// the resource names mallory typed herself are taken out.
+// (Bucketies and accesses) and events, that mentions any of words (alice's
+// namespace, names), once the resource names mallory typed herself are
+// taken out.
 func (e *env) foreignDetails(t *testing.T, ns string, words ...string) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -462,6 +478,17 @@ func (e *env) foreignDetails(t *testing.T, ns string, words ...string) []string 
 	for _, b := range bl.Items {
 		for _, c := range b.Status.Conditions {
 			check(b.Name+" "+c.Type, c.Message)
+		}
+	}
+	// Her accesses too: one whose Buckety she stripped, on a name alice
+	// claimed since, must not learn who holds it now.
+	var al v1.BucketyAccessList
+	if err := e.k8s.List(ctx, &al, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range al.Items {
+		for _, c := range a.Status.Conditions {
+			check("access "+a.Name+" "+c.Type, c.Message)
 		}
 	}
 	var events eventsv1.EventList

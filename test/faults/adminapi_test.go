@@ -1,0 +1,258 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/secure-io/sio-go"
+)
+
+// adminCall is one admin API request of the sibling-key attack and what
+// the server answered.
+type adminCall struct {
+	what   string
+	status int
+	body   string
+	// noOp: a 2xx answer is allowed, because the server does nothing
+	// (MinIO's delete-service-account answers 204 for a key that is a user,
+	// not a service account); alice's failures afterwards are what count.
+	noOp bool
+}
+
+// refused reports whether the server refused the call, or answered a call
+// that does nothing.
+func (c adminCall) refused() bool { return c.noOp || c.status < 200 || c.status > 299 }
+
+// signedAdmin sends one admin API request signed with SigV4 (service s3)
+// as the keys ak/sk, the way MinIO's mc and VersityGW's CLI sign theirs:
+// X-Amz-Content-Sha256 is the hex SHA-256 of the body. It returns the
+// status and the start of the body.
+func signedAdmin(ctx context.Context, endpoint, region, ak, sk, method, path string, query url.Values, body []byte) (int, string, error) {
+	u := strings.TrimRight(endpoint, "/") + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	sum := sha256.Sum256(body)
+	hash := hex.EncodeToString(sum[:])
+	req.Header.Set("X-Amz-Content-Sha256", hash)
+	if len(body) > 0 {
+		req.Header.Set("Content-Type", "application/octet-stream")
+	}
+	if err := v4.NewSigner().SignHTTP(ctx, aws.Credentials{AccessKeyID: ak, SecretAccessKey: sk}, req, hash, "s3", region, time.Now()); err != nil {
+		return 0, "", err
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return resp.StatusCode, strings.TrimSpace(string(b)), nil
+}
+
+// sealMadmin encrypts a MinIO admin request body as madmin's EncryptData
+// does, with the caller's secret key: salt (32) | AEAD id 0x02 (PBKDF2-
+// SHA256, 8192 rounds, AES-256-GCM) | nonce (8) | sio stream. MinIO
+// decrypts such a body with the secret key of the key that signed it.
+func sealMadmin(password string, plain []byte) ([]byte, error) {
+	hdr := make([]byte, 32+1+8)
+	if _, err := rand.Read(hdr); err != nil {
+		return nil, err
+	}
+	hdr[32] = 0x02
+	key, err := pbkdf2.Key(sha256.New, password, hdr[:32], 8192, 32)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := sio.AES_256_GCM.Stream(key)
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.NewBuffer(append([]byte{}, hdr...))
+	w := stream.EncryptWriter(out, hdr[33:], nil)
+	if _, err := w.Write(plain); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// forgedKey is an access key and secret mallory chooses, shaped as MinIO
+// and VersityGW accept them.
+func (a *attack) forgedKey() (string, string) {
+	return fmt.Sprintf("mal%012d", a.r.Int63n(1e12)), fmt.Sprintf("%016x%016x", a.r.Uint64(), a.r.Uint64())
+}
+
+// siblingKeys: mallory takes her own access's key on each S3 server that
+// mints keys and calls its admin API on alice's key (which she is assumed
+// to know): list, inspect, add, change and delete users and service
+// accounts. Every call must be refused; then alice's key must still work,
+// and no key mallory tried to create or set may work on alice's bucket
+// (the foreign-credentials figure tries them).
+func (a *attack) siblingKeys() {
+	t, ctx := a.t, a.ctx
+	type target struct {
+		backend, impl, endpoint, adminEndpoint, region string
+		// aliceSecret is the Secret of alice's key on the backend.
+		aliceSecret string
+	}
+	var targets []target
+	if a.e.s3.Implementation == "minio" {
+		targets = append(targets, target{"s3", "minio", a.e.s3.Endpoint, a.e.s3.Endpoint, a.e.s3.Region, "files-bucket"})
+	} else {
+		a.tb.add(t, a.run, "sibling keys on minio", "skipped: the harness's S3 server is VersityGW (FAULTS_S3)", true)
+	}
+	vs := "files-bucket"
+	if a.s3x.vgwBackend != "s3" {
+		vs = "reclaim-v"
+		if !a.reclaimed[vs] {
+			vs = ""
+		}
+	}
+	if vs != "" {
+		targets = append(targets, target{a.s3x.vgwBackend, "versitygw", a.s3x.vgw.Endpoint, a.s3x.vgw.AdminEndpoint, a.s3x.vgw.Region, vs})
+	} else {
+		a.tb.add(t, a.run, "sibling keys on versitygw", "not run: alice has no key there (her reclaim failed)", false)
+	}
+	for _, tg := range targets {
+		md := a.waitSecret(a.malloryNS, "keys-"+tg.backend)
+		ad := a.waitSecret(a.aliceNS, tg.aliceSecret)
+		mk, ms := string(md["accessKeyID"]), string(md["secretAccessKey"])
+		ak, bucket := string(ad["accessKeyID"]), string(ad["bucket"])
+		send := func(c adminCall, method, path string, q url.Values, body []byte) adminCall {
+			st, b, err := signedAdmin(ctx, tg.adminEndpoint, tg.region, mk, ms, method, path, q, body)
+			if err != nil {
+				t.Fatalf("%s as mallory: %v", c.what, err)
+			}
+			c.status, c.body = st, b
+			return c
+		}
+		forge := func(access, secret string) {
+			a.forged = append(a.forged, map[string][]byte{"endpoint": []byte(tg.endpoint), "region": []byte(tg.region), "accessKeyID": []byte(access), "secretAccessKey": []byte(secret)})
+		}
+		var calls []adminCall
+		switch tg.impl {
+		case "minio":
+			seal := func(v any) []byte {
+				plain, err := json.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := sealMadmin(ms, plain)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			const p = "/minio/admin/v3"
+			key := url.Values{"accessKey": {ak}}
+			_, newSecret := a.forgedKey()
+			k1, s1 := a.forgedKey()
+			k2, s2 := a.forgedKey()
+			_, s3 := a.forgedKey()
+			forge(ak, newSecret)
+			forge(k1, s1)
+			forge(k2, s2)
+			forge(ak, s3)
+			calls = append(calls,
+				send(adminCall{what: "list-users"}, http.MethodGet, p+"/list-users", nil, nil),
+				send(adminCall{what: "list-users of alice's bucket"}, http.MethodGet, p+"/list-users", url.Values{"bucket": {bucket}}, nil),
+				send(adminCall{what: "user-info of alice's key"}, http.MethodGet, p+"/user-info", key, nil),
+				send(adminCall{what: "info-service-account of alice's key"}, http.MethodGet, p+"/info-service-account", key, nil),
+				send(adminCall{what: "list-service-accounts of alice's key"}, http.MethodGet, p+"/list-service-accounts", url.Values{"user": {ak}}, nil),
+				send(adminCall{what: "delete-service-account of alice's key", noOp: true}, http.MethodDelete, p+"/delete-service-account", key, nil),
+				send(adminCall{what: "remove-user of alice's key"}, http.MethodDelete, p+"/remove-user", key, nil),
+				send(adminCall{what: "set-user-status of alice's key to disabled"}, http.MethodPut, p+"/set-user-status", url.Values{"accessKey": {ak}, "status": {"disabled"}}, nil),
+				send(adminCall{what: "add-user with alice's key (a new secret)"}, http.MethodPut, p+"/add-user", key,
+					seal(map[string]string{"secretKey": newSecret, "status": "enabled"})),
+				send(adminCall{what: "add-service-account under alice's key"}, http.MethodPut, p+"/add-service-account", nil,
+					seal(map[string]any{"targetUser": ak, "accessKey": k1, "secretKey": s1})),
+				send(adminCall{what: "add-service-account of her own, without a policy"}, http.MethodPut, p+"/add-service-account", nil,
+					seal(map[string]any{"accessKey": k2, "secretKey": s2})),
+				send(adminCall{what: "update-service-account of alice's key (a new secret)"}, http.MethodPost, p+"/update-service-account", key,
+					seal(map[string]any{"newSecretKey": s3})),
+				send(adminCall{what: "set-user-or-group-policy readwrite on her own key"}, http.MethodPut, p+"/set-user-or-group-policy",
+					url.Values{"policyName": {"readwrite"}, "userOrGroup": {mk}, "isGroup": {"false"}}, nil),
+			)
+		case "versitygw":
+			type account struct {
+				XMLName   xml.Name `xml:"Account"`
+				Access    string   `xml:"Access"`
+				Secret    string   `xml:"Secret"`
+				Role      string   `xml:"Role"`
+				UserID    int      `xml:"UserID"`
+				GroupID   int      `xml:"GroupID"`
+				ProjectID int      `xml:"ProjectID"`
+			}
+			type props struct {
+				XMLName xml.Name `xml:"MutableProps"`
+				Secret  string   `xml:"Secret"`
+			}
+			enc := func(v any) []byte {
+				b, err := xml.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			_, newSecret := a.forgedKey()
+			k1, s1 := a.forgedKey()
+			forge(ak, newSecret)
+			forge(k1, s1)
+			calls = append(calls,
+				send(adminCall{what: "list-users"}, http.MethodPatch, "/list-users", nil, nil),
+				send(adminCall{what: "list-buckets"}, http.MethodPatch, "/list-buckets", nil, nil),
+				send(adminCall{what: "delete-user of alice's key"}, http.MethodPatch, "/delete-user", url.Values{"access": {ak}}, nil),
+				send(adminCall{what: "update-user of alice's key (a new secret)"}, http.MethodPatch, "/update-user", url.Values{"access": {ak}}, enc(props{Secret: newSecret})),
+				send(adminCall{what: "create-user with role admin"}, http.MethodPatch, "/create-user", nil, enc(account{Access: k1, Secret: s1, Role: "admin"})),
+				send(adminCall{what: "change-bucket-owner of alice's bucket to her own key"}, http.MethodPatch, "/change-bucket-owner", url.Values{"bucket": {bucket}, "owner": {mk}}, nil),
+			)
+		}
+		refused := 0
+		var allowed, answers []string
+		for _, c := range calls {
+			answers = append(answers, fmt.Sprintf("%s: %d", c.what, c.status))
+			if c.refused() {
+				refused++
+			} else {
+				allowed = append(allowed, fmt.Sprintf("%s: HTTP %d %s", c.what, c.status, c.body))
+			}
+			if c.noOp && c.status >= 200 && c.status <= 299 {
+				t.Logf("%s: %s answered HTTP %d (a no-op on a user; alice's key is checked next)", a.run, c.what, c.status)
+			}
+		}
+		t.Logf("%s: %s admin API as mallory: %s", a.run, tg.impl, strings.Join(answers, "; "))
+		a.tb.add(t, a.run, fmt.Sprintf("sibling keys on %s: admin API calls with mallory's key on alice's key refused", tg.impl), fmt.Sprintf("%d of %d", refused, len(calls)), len(allowed) == 0)
+		if len(allowed) > 0 {
+			t.Logf("%s: %s admin API calls mallory's key was allowed: %v", a.run, tg.impl, allowed)
+		}
+		// Alice's key, after the attack: still hers, still working.
+		a.aliceRequests++
+		if err := aliceWrites(ctx, ad, victimResource{kind: "bucket", name: bucket, endpoint: tg.endpoint, key: "after-admin-attack"}); err != nil {
+			a.aliceFailed = append(a.aliceFailed, fmt.Sprintf("her %s key after mallory's admin API calls: %v", tg.impl, err))
+		}
+	}
+}
