@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
@@ -122,7 +121,7 @@ func victimOnce(cl *kgo.Client, topic string, sc *s3.Client, bucket string, n in
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tag)}).FirstErr(); err != nil {
 		fail("produce", err)
 		fail("consume", errors.New("not tried: nothing produced"))
-	} else if err := consumeValue(ctx, cl, tag); err != nil {
+	} else if err := kafka.ConsumeMatching(ctx, cl, func(r *kgo.Record) bool { return string(r.Value) == tag }); err != nil {
 		fail("consume", err)
 	}
 	key := "victim/" + tag
@@ -140,27 +139,6 @@ func victimOnce(cl *kgo.Client, topic string, sc *s3.Client, bucket string, n in
 	}
 	r.took = time.Since(r.at)
 	return r
-}
-
-// consumeValue polls cl (a consumer) until it fetches a record with this
-// value, or returns the first fetch error, or ctx's.
-func consumeValue(ctx context.Context, cl *kgo.Client, value string) error {
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return ferr
-		}
-		found := false
-		fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == value })
-		if found {
-			return nil
-		}
-	}
 }
 
 // regionOf is an S3 access Secret's region, us-east-1 when it has none.
@@ -208,7 +186,7 @@ func reach(ctx context.Context, cred map[string][]byte, r victimResource) (worke
 			return nil, true
 		}
 		defer cl.Close()
-		err = kafkaDescribe(ctx, cl, r.name)
+		err = kafka.Describe(ctx, cl, r.name)
 		var ke *kerr.Error
 		if err != nil && !errors.As(err, &ke) {
 			// No Kafka answer at all: the broker closed the connection,
@@ -252,22 +230,6 @@ func reach(ctx context.Context, cred map[string][]byte, r victimResource) (worke
 	return worked, true
 }
 
-// kafkaDescribe asks for topic's metadata: nil when cl may describe it.
-func kafkaDescribe(ctx context.Context, cl *kgo.Client, topic string) error {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return err
-	}
-	if len(resp.Topics) != 1 {
-		return fmt.Errorf("metadata of %s: want 1 topic, got %d", topic, len(resp.Topics))
-	}
-	return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-}
-
 // ownResourceWorks checks, without writing, that an access Secret's
 // credential reaches its own resource: Metadata on a topic, ListObjects on
 // a bucket.
@@ -280,7 +242,7 @@ func ownResourceWorks(ctx context.Context, d map[string][]byte, tg reclaimTarget
 			return err
 		}
 		defer cl.Close()
-		return kafkaDescribe(ctx, cl, tg.name)
+		return kafka.Describe(ctx, cl, tg.name)
 	}
 	sc := s3Client(string(d["endpoint"]), regionOf(d), string(d["accessKeyID"]), string(d["secretAccessKey"]))
 	_, err := sc.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(tg.name), MaxKeys: aws.Int32(1)})
@@ -301,7 +263,7 @@ func aliceWrites(ctx context.Context, d map[string][]byte, r victimResource) err
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.name, Value: []byte(r.key)}).FirstErr(); err != nil {
 			return fmt.Errorf("produce: %w", err)
 		}
-		if err := consumeValue(ctx, cl, r.key); err != nil {
+		if err := kafka.ConsumeMatching(ctx, cl, func(rec *kgo.Record) bool { return string(rec.Value) == r.key }); err != nil {
 			return fmt.Errorf("consume: %w", err)
 		}
 		return nil

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,20 +52,7 @@ func scopedBroker(t *testing.T, extra ...string) (*kafka.Broker, string) {
 func metadataOf(cl *kgo.Client, topic string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return err
-	}
-	for _, t := range resp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return err
-		}
-	}
-	return nil
+	return kafka.Describe(ctx, cl, topic)
 }
 
 // superAdmin is an admin client on b as its superuser, acting out of band.

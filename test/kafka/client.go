@@ -36,6 +36,12 @@ func SecretClient(data map[string][]byte, opts ...kgo.Opt) (*kgo.Client, error) 
 // ConsumeOne polls cl (a consumer) until it has a record, or returns the
 // first error it fetches, or ctx's.
 func ConsumeOne(ctx context.Context, cl *kgo.Client) error {
+	return ConsumeMatching(ctx, cl, func(*kgo.Record) bool { return true })
+}
+
+// ConsumeMatching polls cl (a consumer) until it fetches a record for
+// which match is true, or returns the first error it fetches, or ctx's.
+func ConsumeMatching(ctx context.Context, cl *kgo.Client, match func(*kgo.Record) bool) error {
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -46,10 +52,30 @@ func ConsumeOne(ctx context.Context, cl *kgo.Client) error {
 		if ferr != nil {
 			return ferr
 		}
-		if fs.NumRecords() > 0 {
+		found := false
+		fs.EachRecord(func(r *kgo.Record) { found = found || match(r) })
+		if found {
 			return nil
 		}
 	}
+}
+
+// Describe asks for topic's metadata on cl: nil when cl may describe it,
+// the topic's error (TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION)
+// otherwise.
+func Describe(ctx context.Context, cl *kgo.Client, topic string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("metadata of %s: want 1 topic, got %d", topic, len(resp.Topics))
+	}
+	return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 }
 
 // BucketyCredentials reads, as an admin client cl, the SCRAM users buckety

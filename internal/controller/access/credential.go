@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -398,11 +399,7 @@ func (k *knownSecrets) put(uid types.UID, rv, principal, secret string) {
 func (k *knownSecrets) prune(live map[types.UID]bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for uid := range k.m {
-		if !live[uid] {
-			delete(k.m, uid)
-		}
-	}
+	maps.DeleteFunc(k.m, func(uid types.UID, _ knownSecret) bool { return !live[uid] })
 }
 
 func (k *knownSecrets) forget(uid types.UID) {

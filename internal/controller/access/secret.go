@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -197,11 +198,7 @@ func (v *verifiedSecrets) resourceVersion(uid types.UID) string {
 func (v *verifiedSecrets) prune(live map[types.UID]bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for uid := range v.m {
-		if !live[uid] {
-			delete(v.m, uid)
-		}
-	}
+	maps.DeleteFunc(v.m, func(uid types.UID, _ verified) bool { return !live[uid] })
 }
 
 func (v *verifiedSecrets) forget(uid types.UID) {
