@@ -56,9 +56,10 @@ var rbacAllowlist = map[string]string{
 	`Role/buckety-system/buckety-controller coordination.k8s.io/leases`: "create,get,update",
 	`Role/buckety-system/buckety-controller core/events`:                "create,patch",
 
-	// The webhook: an informer of Bucketies (an access's Buckety), and the
-	// metrics filter.
+	// The webhook: informers of Bucketies (an access's Buckety) and of
+	// accesses (limits.accessesPer*), and the metrics filter.
 	`ClusterRole/buckety-webhook buckety.yolean.se/bucketies`:               "list,watch",
+	`ClusterRole/buckety-webhook buckety.yolean.se/bucketyaccesses`:         "list,watch",
 	`ClusterRole/buckety-webhook authentication.k8s.io/tokenreviews`:        "create",
 	`ClusterRole/buckety-webhook authorization.k8s.io/subjectaccessreviews`: "create",
 
