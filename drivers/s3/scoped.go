@@ -103,6 +103,13 @@ func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
 		}
 		if why := releaseProblem(versions); why != "" {
 			got = drivers.Scoping{Required: true, Reason: fmt.Sprintf("backend %s sets credentials, but %s", b.name, why)}
+			break
+		}
+		// The server answers its info before its IAM is up (503
+		// XMinioServerNotInitialized until then): an answer here means
+		// keys can be minted now.
+		if _, err := b.minioAdmin().keyTaken(ctx, "bkyprobe-0"); err != nil {
+			return drivers.Scoping{}, b.adminError("reach the server's IAM", err)
 		}
 	case ImplVersityGW:
 		if _, err := b.versityAdmin().listUsers(ctx); err != nil {
@@ -162,8 +169,8 @@ func (b *Backend) openAdmin() error {
 	if err != nil {
 		return err
 	}
-	hc.Timeout = b.cfg.timeout()
-	b.scoped.hc = boundedAdminClient(hc, b.cfg.timeout())
+	hc = boundedAdminClient(hc, b.cfg.timeout())
+	b.scoped.hc = hc
 	switch b.cfg.Implementation {
 	case ImplMinIO:
 		b.scoped.minio = newMinioAdmin(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
