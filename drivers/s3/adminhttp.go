@@ -28,8 +28,8 @@ type adminHTTP struct {
 // newAdminHTTP returns the shared part of an admin client. Whatever client
 // it is given, it never follows a redirect (a signed request carrying a
 // secret must not be resent to another host: a 3xx is answered as the
-// error it is) and never waits longer than adminTimeout for an answer;
-// hc nil means a plain transport with those bounds.
+// error it is), and a client without a timeout of its own gets
+// adminTimeout; hc nil means a plain transport with those bounds.
 func newAdminHTTP(endpoint, region, accessKey, secretKey string, hc *http.Client) adminHTTP {
 	return adminHTTP{
 		endpoint: strings.TrimRight(endpoint, "/"),
@@ -40,20 +40,19 @@ func newAdminHTTP(endpoint, region, accessKey, secretKey string, hc *http.Client
 	}
 }
 
-// adminTimeout bounds one admin request, answer included, when the
-// backend's requestTimeout does not say otherwise (openAdmin passes it).
+// adminTimeout bounds one admin request, answer included, when the client
+// has no timeout of its own (openAdmin gives the backend's requestTimeout).
 const adminTimeout = DefaultRequestTimeout
 
 // boundedAdminClient is a copy of hc (nil: a plain transport) that does
-// not follow redirects and gives up on a request after timeout, unless hc
-// already has a shorter timeout.
+// not follow redirects, with timeout when hc has none.
 func boundedAdminClient(hc *http.Client, timeout time.Duration) *http.Client {
 	c := &http.Client{}
 	if hc != nil {
 		*c = *hc
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	if c.Timeout <= 0 || c.Timeout > timeout {
+	if c.Timeout <= 0 {
 		c.Timeout = timeout
 	}
 	return c

@@ -40,7 +40,7 @@ func TestAdminClientFollowsNoRedirect(t *testing.T) {
 	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
 	defer silent.Close()
 	defer close(hang)
-	c := boundedAdminClient(&http.Client{Timeout: time.Hour}, 200*time.Millisecond)
+	c := boundedAdminClient(&http.Client{}, 200*time.Millisecond)
 	start := time.Now()
 	m := newMinioAdmin(silent.URL, "us-east-1", "root", "root-secret-0001", c)
 	if _, err := m.keyTaken(context.Background(), "bkyabc-1"); err == nil {

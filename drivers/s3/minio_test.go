@@ -289,15 +289,7 @@ func TestMinIOServiceAccounts(t *testing.T) {
 	}
 	wc.reset()
 
-	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
-	for _, b := range []string{"bucket-a", "bucket-b"} {
-		if err := root.createBucket(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := root.put(b, "seed"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	seedBuckets(t, srv, "bucket-a", "bucket-b")
 
 	rwPolicy, err := minioAccessPolicy("bucket-a", "")
 	if err != nil {
@@ -510,6 +502,20 @@ func TestMinIOPolicyDrift(t *testing.T) {
 	wantOK(t, "put with the parent's rights", ro.put("bucket-a", "z"))
 }
 
+// seedBuckets creates each bucket as root, with an object "seed" in it.
+func seedBuckets(t *testing.T, srv *s3test.Server, buckets ...string) {
+	t.Helper()
+	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
+	for _, b := range buckets {
+		if err := root.createBucket(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := root.put(b, "seed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // makeLegacyParent makes testParent as buckety made credentials.parentUser
 // before keys were users of their own: a user holding object actions on
 // every bucket, the ceiling of its service accounts.
@@ -535,15 +541,7 @@ func makeLegacyParent(t testing.TB, m *minioAdmin) {
 func TestMinIOUsers(t *testing.T) {
 	srv, m, _ := startMinIOAdmin(t)
 	ctx := context.Background()
-	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
-	for _, b := range []string{"bucket-a", "bucket-b"} {
-		if err := root.createBucket(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := root.put(b, "seed"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	seedBuckets(t, srv, "bucket-a", "bucket-b")
 	roPolicy, err := minioAccessPolicy("bucket-a", "ReadOnly")
 	if err != nil {
 		t.Fatal(err)

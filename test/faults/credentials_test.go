@@ -11,9 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/Yolean/buckety-controller/drivers"
-	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
@@ -63,7 +62,7 @@ func (e *env) credentialFigures(t *testing.T, tb *table, run, ns string, converg
 // server's root key); keyed counts the Ready s3 accesses in ns with a key
 // of their own.
 func (e *env) s3CredentialProblems(ctx context.Context, ns string) (orphanKeys, keyless []string, keyed int, err error) {
-	keys, err := e.mintedS3Keys(ctx)
+	keys, err := harness.MintedS3Keys(ctx, e.s3)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -90,23 +89,6 @@ func (e *env) s3CredentialProblems(ctx context.Context, ns string) (orphanKeys, 
 	sort.Strings(orphanKeys)
 	sort.Strings(keyless)
 	return orphanKeys, keyless, keyed, nil
-}
-
-// mintedS3Keys lists the keys buckety minted on the harness's S3 server
-// (s3driver.Backend.MintedKeys, as the server's root).
-func (e *env) mintedS3Keys(ctx context.Context) (keys map[string]bool, err error) {
-	be, err := s3driver.New().Open(ctx, "s3", &s3driver.Config{Implementation: e.s3.Implementation, Endpoint: e.s3.Endpoint, Region: e.s3.Region,
-		ForcePathStyle: true, AccessKeyID: e.s3.AccessKey, SecretAccessKey: e.s3.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second},
-		Credentials: &s3driver.Credentials{AdminEndpoint: e.s3.AdminEndpoint}})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := be.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	return be.(*s3driver.Backend).MintedKeys(ctx)
 }
 
 // credentialProblems lists buckety users and ACLs without an access, and

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
@@ -197,7 +198,7 @@ func (a *attack) floodCount(ctx context.Context, kcl *kgo.Client, parts []floodP
 	if err != nil {
 		return c, err
 	}
-	keys, err := a.e.mintedS3Keys(ctx)
+	keys, err := harness.MintedS3Keys(ctx, a.e.s3)
 	if err != nil {
 		return c, err
 	}

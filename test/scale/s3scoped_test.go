@@ -21,9 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/Yolean/buckety-controller/drivers"
-	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/harness"
 )
 
 // The two MinIO backends the scoped S3 figures compare, each reached
@@ -157,7 +156,7 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, m int) {
 	revoke := e.scopedS3.snapshot().minus(before)
 	tb.add("s3 (MinIO) scoped: all deleted, keys revoked", m, secs(gone), "", nil, "")
 	tb.add("s3 (MinIO) scoped: admin requests to revoke, per access", m, per(revoke.admin()), "", nil, "")
-	keys, err := e.mintedS3Keys(ctx)
+	keys, err := harness.MintedS3Keys(ctx, e.s3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +183,7 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, m int) {
 // harness's requests come after the counts were read).
 func (e *env) checkScopedS3Secrets(ctx context.Context, ns string, names, buckets []string) {
 	e.t.Helper()
-	minted, err := e.mintedS3Keys(ctx)
+	minted, err := harness.MintedS3Keys(ctx, e.s3)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -227,23 +226,6 @@ func (e *env) checkScopedS3Secrets(ctx context.Context, ns string, names, bucket
 func accessDenied(err error) bool {
 	var ae smithy.APIError
 	return errors.As(err, &ae) && ae.ErrorCode() == "AccessDenied"
-}
-
-// mintedS3Keys lists the keys buckety minted on MinIO (users), read
-// as the driver reads them, directly (not through a counting proxy).
-func (e *env) mintedS3Keys(ctx context.Context) (keys map[string]bool, err error) {
-	be, err := s3driver.New().Open(ctx, scopedS3Backend, &s3driver.Config{Implementation: "minio", Endpoint: e.s3.Endpoint, Region: e.s3.Region,
-		ForcePathStyle: true, AccessKeyID: e.s3.AccessKey, SecretAccessKey: e.s3.SecretKey, RequestTimeout: drivers.Duration{Duration: 30 * time.Second},
-		Credentials: &s3driver.Credentials{}})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := be.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	return be.(*s3driver.Backend).MintedKeys(ctx)
 }
 
 // deleteAllIn deletes every Buckety in ns and waits until they and their

@@ -97,6 +97,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	requeue := reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}
 
 	b, e, ok, err := r.buckety(ctx, a, f)
+	if f.bucketyMissing {
+		// A credential never outlives the Buckety it was granted on: were
+		// the name claimed again (by this namespace or, once the claim is
+		// released, another), the old key must not reach the new resource.
+		return requeue, r.revokeCached(ctx, a, f)
+	}
 	if err != nil || !ok {
 		return requeue, err
 	}
@@ -202,12 +208,6 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b)
 	if apierrors.IsNotFound(err) {
 		f.bucketyMissing = true
-		// A credential never outlives the Buckety it was granted on: were
-		// the name claimed again (by this namespace or, once the claim is
-		// released, another), the old key must not reach the new resource.
-		if err := r.revokeCached(ctx, a, f); err != nil {
-			return nil, nil, false, err
-		}
 		return nil, nil, false, nil
 	}
 	if err != nil {
