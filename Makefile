@@ -14,12 +14,14 @@ KUBE_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet
 # cached outside the clone (see test/tools/install.sh).
 KUBE_BIN    = $$(dirname "$$($(TOOLS) $(KUBE_TOOLS) | tail -1)")
 # Everything the integration tests run: the control plane, the two S3
-# servers, the Kafka-protocol broker and promtool (the alerting rules' unit
-# tests), each built or fetched once and cached.
+# servers, the Kafka-protocol broker, promtool (the alerting rules' unit
+# tests) and the real Kafka and S3 clients (a directory of wrappers: kcat,
+# python3 with confluent-kafka and boto3, aws, rclone, node with kafkajs),
+# each built or fetched once and cached.
 TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
               BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
               BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker \
-              BUCKETY_PROMTOOL=$$($(TOOLS) promtool)
+              BUCKETY_PROMTOOL=$$($(TOOLS) promtool) BUCKETY_CLIENTS=$$($(TOOLS) clients)
 RUN_DIR    := .run
 # The build tag that compiles in the controller's test pause points
 # (internal/testhook); the release build never sets it.
@@ -88,12 +90,12 @@ verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or static
 	go tool staticcheck ./...
 
 .PHONY: tools
-tools: ## build the pinned Kubernetes, etcd, VersityGW and MinIO binaries, fetch contain and promtool (cached outside the clone)
-	$(TOOLS) $(KUBE_TOOLS) versitygw minio contain promtool
+tools: ## build the pinned Kubernetes, etcd, VersityGW and MinIO binaries, fetch contain, promtool and the real clients (cached outside the clone)
+	$(TOOLS) $(KUBE_TOOLS) versitygw minio contain promtool clients
 
 .PHONY: test-binaries
 test-binaries: ## build the test programs (the Kafka-protocol broker)
-	go build -o bin/test/kfake-broker ./test/kafka/broker
+	go run ./test/kafka/cmd/build-broker bin/test/kfake-broker
 
 .PHONY: test-unit
 test-unit: ## unit tests only (no control plane)

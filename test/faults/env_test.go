@@ -26,7 +26,6 @@ import (
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
-	"github.com/Yolean/buckety-controller/test/proc"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -87,7 +86,7 @@ func newEnv(t *testing.T, p params) *env {
 			t.Errorf("stop control plane: %v", err)
 		}
 	})
-	bin, err := proc.BuildGoBinary(kafka.BinaryEnv, kafka.Package, dir)
+	bin, err := kafka.Binary(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

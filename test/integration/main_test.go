@@ -30,7 +30,6 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/kafka"
-	"github.com/Yolean/buckety-controller/test/proc"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -81,7 +80,7 @@ func runWithInfra(m *testing.M) (code int, err error) {
 			err = serr
 		}
 	}()
-	bin, err := proc.BuildGoBinary(kafka.BinaryEnv, kafka.Package, dir)
+	bin, err := kafka.Binary(dir)
 	if err != nil {
 		return 1, err
 	}

@@ -69,7 +69,7 @@ const Package = "github.com/Yolean/buckety-controller/test/kafka/broker"
 // Start starts a broker and stops it when the test ends.
 func Start(t testing.TB, opts Options) *Broker {
 	t.Helper()
-	b, err := StartIn(t.TempDir(), proc.GoBinary(t, BinaryEnv, Package), opts, false)
+	b, err := StartIn(t.TempDir(), TestBinary(t), opts, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,7 +234,7 @@ func (s *Stack) backends(log Step) error {
 			return err
 		}
 	}
-	bin, err := proc.BuildGoBinary(kafka.BinaryEnv, kafka.Package, bdir)
+	bin, err := kafka.Binary(bdir)
 	if err != nil {
 		return err
 	}

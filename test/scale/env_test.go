@@ -33,7 +33,6 @@ import (
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
-	"github.com/Yolean/buckety-controller/test/proc"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -51,7 +50,7 @@ func buildBins(t *testing.T, dir string) bins {
 		}
 	}
 	var err error
-	if b.broker, err = proc.BuildGoBinary(kafka.BinaryEnv, kafka.Package, dir); err != nil {
+	if b.broker, err = kafka.Binary(dir); err != nil {
 		t.Fatal(err)
 	}
 	return b

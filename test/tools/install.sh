@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # install.sh builds pinned test binaries into a per-version cache outside the
-# clone and prints the absolute path of each one, a line per name. A binary
-# already in the cache is reused, so CI on the same machine pays the cold build
-# once; a version bump here lands in a new directory and never reuses a stale
-# binary.
+# clone and prints the absolute path of each one, a line per name (for
+# `clients`, a directory: see below). A binary already in the cache is reused,
+# so CI on the same machine pays the cold build once; a version bump here lands
+# in a new directory and never reuses a stale binary.
 #
 #   test/tools/install.sh kube-apiserver etcd kubectl
+#
+# `clients` is not one binary but the real Kafka and S3 clients the tests run
+# against the local backends (kcat, confluent-kafka and boto3 for Python, the
+# AWS CLI, rclone, kafkajs for Node): for it the script prints a directory of
+# wrapper scripts, bin/, each exec'ing one client with exactly the environment
+# it needs (bin/VERSIONS lists what is in it). Tests find it in
+# BUCKETY_CLIENTS.
 #
 # BUCKETY_CACHE overrides the cache root (default ~/.cache/buckety).
 set -euo pipefail
@@ -29,6 +36,19 @@ CONTAIN_SHA256=46d858c17ae143cfbb86c6a3fdd559e17c638ff716e84b5df44d7552b955b9b5
 # installed into dpkg's state and no prometheus service is started. The newest
 # cmd/promtool does not build from the module proxy here.
 PROMETHEUS_DEB_VERSION=2.42.0+ds-5+deb12u1
+# The real clients (tool `clients`): Debian bookworm packages at these
+# versions, downloaded with their dependency closure by apt (checked against
+# the signed package lists) and unpacked with dpkg-deb -x into the cache; as
+# with promtool nothing enters dpkg's state and no service is started. A
+# dependency the machine already has installed is not downloaded: the
+# machine's copy is used. The Python clients run on Debian's /usr/bin/python3,
+# whose ABI the packages are built for. kafkajs comes from the npm registry,
+# pinned with its integrity in test/tools/clients/package-lock.json (npm ci
+# checks the tarball against it).
+CLIENT_DEBS="kcat=1.7.1-2 librdkafka1=2.0.2-1 python3-confluent-kafka=1.7.0-4 python3-boto3=1.26.27+dfsg-1 rclone=1.60.1+dfsg-2+b5 awscli=2.9.19-1"
+# Bump when the layout of the clients directory or its wrappers changes, so
+# that a cached directory of the old layout is not reused.
+CLIENTS_LAYOUT=1
 
 cache=${BUCKETY_CACHE:-$HOME/.cache/buckety}
 
@@ -51,7 +71,10 @@ dir_for() {
     minio) echo "$cache/minio-$MINIO_VERSION-$MINIO_RELEASE" ;;
     contain) echo "$cache/contain-$CONTAIN_VERSION" ;;
     promtool) echo "$cache/promtool-$PROMETHEUS_DEB_VERSION" ;;
-    *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio contain promtool)" >&2; return 2 ;;
+    # Named by a digest of every pin, so a bump of any lands in a new
+    # directory.
+    clients) echo "$cache/clients-$( { echo "$CLIENTS_LAYOUT $CLIENT_DEBS"; cat "$here/clients/package-lock.json"; } | sha256sum | cut -c1-16)" ;;
+    *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio contain promtool clients)" >&2; return 2 ;;
   esac
 }
 
@@ -93,8 +116,110 @@ build() {
   echo "$dir/$name"
 }
 
+# wrapper OUT [NAME=VALUE...] -- CMD [ARG...] writes the executable script
+# OUT that execs CMD ARGS (and its own arguments) with exactly those
+# variables set by us. Where PYTHONPATH is set, PYTHONHOME is unset, so that a
+# pyenv or venv Python in the caller's environment cannot redirect Debian's
+# python3.
+wrapper() {
+  local out=$1
+  shift
+  {
+    echo '#!/bin/bash'
+    echo '# Written by test/tools/install.sh clients; bin/VERSIONS lists the versions.'
+    while [ "$1" != -- ]; do
+      printf 'export %s=%q\n' "${1%%=*}" "${1#*=}"
+      [ "${1%%=*}" != PYTHONPATH ] || echo 'unset PYTHONHOME'
+      shift
+    done
+    shift
+    printf 'exec'; printf ' %q' "$@"; printf ' "$@"\n'
+  } > "$out"
+  chmod 0755 "$out"
+}
+
+# clients installs the real clients into their cache directory (see
+# CLIENT_DEBS) and prints its bin/. The directory is built beside the cache
+# under a temporary name and renamed into place whole, so a directory that
+# exists is complete; a concurrent install that loses the rename discards
+# its copy.
+clients() {
+  local dir tmp pin pkg deb root multiarch python node
+  dir=$(dir_for clients)
+  if [ -f "$dir/bin/VERSIONS" ]; then echo "$dir/bin"; return 0; fi
+  python=/usr/bin/python3
+  [ -x "$python" ] || { echo "install.sh: clients: the Python clients are Debian's and need Debian's python3 at $python: apt-get install python3" >&2; return 1; }
+  node=$(command -v node) && command -v npm >/dev/null ||
+    { echo "install.sh: clients: kafkajs needs node and npm: apt-get install nodejs npm" >&2; return 1; }
+  mkdir -p "$cache"
+  echo "install.sh: installing the clients into $dir" >&2
+  tmp=$(mktemp -d "$cache/.clients.XXXXXX")
+  chmod 0755 "$tmp"
+  mkdir -p "$tmp/debs/partial" "$tmp/root" "$tmp/node" "$tmp/bin"
+  # --download-only resolves the pins' dependency closure against what the
+  # machine has installed and only fetches the .debs. A fresh machine may
+  # have no package lists yet (or stale ones): update once and retry.
+  local get=(apt-get install --download-only -qq -y --no-install-recommends -o "Dir::Cache::archives=$tmp/debs")
+  # shellcheck disable=SC2086 # CLIENT_DEBS is a word list
+  "${get[@]}" $CLIENT_DEBS >/dev/null 2>&1 || { apt-get update -qq && "${get[@]}" $CLIENT_DEBS >/dev/null; } ||
+    { rm -rf "$tmp"; echo "install.sh: clients: cannot download Debian's $CLIENT_DEBS (a pin superseded? bump it in CLIENT_DEBS to apt-cache policy PACKAGE's candidate)" >&2; return 1; }
+  # A pin the machine already has installed is not downloaded by install;
+  # fetch it by name so the cache holds every client.
+  for pin in $CLIENT_DEBS; do
+    pkg=${pin%%=*}
+    compgen -G "$tmp/debs/${pkg}_*.deb" >/dev/null ||
+      (cd "$tmp/debs" && apt-get download -qq "$pin") ||
+      { rm -rf "$tmp"; echo "install.sh: clients: cannot download Debian's $pin (superseded? bump it in CLIENT_DEBS)" >&2; return 1; }
+  done
+  for deb in "$tmp"/debs/*.deb; do
+    dpkg-deb -x "$deb" "$tmp/root"
+    echo "deb $(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)" >> "$tmp/bin/VERSIONS.debs"
+  done
+  rm -rf "$tmp/debs"
+  cp "$here/clients/package.json" "$here/clients/package-lock.json" "$tmp/node/"
+  (cd "$tmp/node" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    { rm -rf "$tmp"; echo "install.sh: clients: npm ci of test/tools/clients failed (see above)" >&2; return 1; }
+  # The wrappers name the final directory, which exists once renamed.
+  root=$dir/root
+  multiarch=$(uname -m)-linux-gnu
+  wrapper "$tmp/bin/kcat" "LD_LIBRARY_PATH=$root/usr/lib/$multiarch" -- "$root/usr/bin/kcat"
+  wrapper "$tmp/bin/python3" "PYTHONPATH=$root/usr/lib/python3/dist-packages" \
+    "LD_LIBRARY_PATH=$root/usr/lib/$multiarch" PYTHONNOUSERSITE=1 -- "$python"
+  # Debian's aws is a script for /usr/bin/python3: run it with the path set.
+  wrapper "$tmp/bin/aws" "PYTHONPATH=$root/usr/lib/python3/dist-packages" PYTHONNOUSERSITE=1 -- "$python" "$root/usr/bin/aws"
+  wrapper "$tmp/bin/rclone" -- "$root/usr/bin/rclone"
+  wrapper "$tmp/bin/node" "NODE_PATH=$dir/node/node_modules" -- "$node"
+  {
+    echo "# The clients in this directory (test/tools/install.sh clients): NAME VERSION [FROM]."
+    for pin in $CLIENT_DEBS; do echo "${pin%%=*} ${pin#*=} debian"; done
+    echo "kafkajs $(cd "$tmp/node" && "$node" -p 'require("kafkajs/package.json").version') npm"
+    echo "python3 $("$python" -c 'import platform; print(platform.python_version())') $python (the machine's)"
+    echo "node $("$node" --version) $node (the machine's)"
+    echo "# Every unpacked .deb, the pins' dependency closure included:"
+    sort "$tmp/bin/VERSIONS.debs"
+  } > "$tmp/bin/VERSIONS"
+  rm "$tmp/bin/VERSIONS.debs"
+  # Only a complete directory has bin/VERSIONS; one without is a leftover.
+  [ -f "$dir/bin/VERSIONS" ] || rm -rf "$dir"
+  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+  [ -f "$dir/bin/VERSIONS" ] || { echo "install.sh: clients: $dir is incomplete" >&2; return 1; }
+  # Smoke: each wrapper runs its client from the final directory.
+  "$dir/bin/kcat" -V >/dev/null &&
+    "$dir/bin/python3" -c 'import confluent_kafka, boto3' &&
+    "$dir/bin/aws" --version >/dev/null &&
+    "$dir/bin/rclone" version >/dev/null &&
+    "$dir/bin/node" -e 'require("kafkajs")' ||
+    { rm -rf "$dir"; echo "install.sh: clients: a client does not run from $dir/bin (see above); removed it" >&2; return 1; }
+  echo "$dir/bin"
+}
+
 if [ $# -eq 0 ]; then
   echo "usage: $0 TOOL..." >&2
   exit 2
 fi
-for t in "$@"; do build "$t"; done
+for t in "$@"; do
+  case $t in
+    clients) clients ;;
+    *) build "$t" ;;
+  esac
+done

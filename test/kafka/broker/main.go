@@ -15,6 +15,10 @@
 // JSON object of API name to count, e.g. {"Metadata":12,"CreateTopics":1},
 // at GET /requests on that loopback address. Benchmarks and tests read it
 // before and after a run to count what a client sent.
+//
+// It advertises SaslHandshake from v0 in ApiVersions, as Kafka does, so that
+// librdkafka clients (kcat, confluent-kafka) can log in with SASL; see
+// handshake.go for why and for what still differs from Kafka.
 package main
 
 import (
@@ -86,12 +90,16 @@ func run() error {
 	if *dataDir != "" {
 		opts = append(opts, kfake.DataDir(*dataDir))
 	}
+	// selfDial is how the broker connects to its own listener: as the first
+	// superuser, over TLS when it serves TLS.
+	selfDial := superuserLogin(sasls)
 	if *tlsCert != "" {
 		pair, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
 		if err != nil {
 			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 		opts = append(opts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}))
+		selfDial = append(selfDial, selfTLS(pair)) // handshake.go
 	}
 	if len(sasls) > 0 {
 		opts = append(opts, kfake.EnableSASL())
@@ -117,6 +125,15 @@ func run() error {
 		return err
 	}
 	defer c.Close()
+	// The cluster's own ApiVersions answer, captured before any control is
+	// installed (the broker's own connection is not counted). Control
+	// functions of a key run in the order they were added, and the first
+	// that handles a request ends the run: the request counter comes first,
+	// then the controls that answer requests themselves.
+	own, err := captureApiVersions(c, selfDial) // handshake.go
+	if err != nil {
+		return err
+	}
 	if *statsAddr != "" {
 		stop, err := serveStats(c, *statsAddr)
 		if err != nil {
@@ -124,12 +141,15 @@ func run() error {
 		}
 		defer stop()
 	}
+	if err := advertiseSASLHandshakeV0(c, own, selfDial); err != nil {
+		return err
+	}
 	if !*acls {
 		withoutAuthorizer(c)
 	}
 	addrs := strings.Join(c.ListenAddrs(), ",")
 	fmt.Printf("broker: listening on %s\n", addrs)
-	closeWireLog, err := startWireLog(c, superuserLogin(sasls)) // wirelog.go
+	closeWireLog, err := startWireLog(c, selfDial) // wirelog.go
 	if err != nil {
 		return err
 	}
@@ -151,7 +171,12 @@ func run() error {
 }
 
 // serveStats counts requests per API key and serves the counts on addr,
-// which must be a loopback address.
+// which must be a loopback address. It must run before the controls that
+// answer requests themselves (ApiVersions, the ACL APIs without --acls):
+// kfake runs a key's own controls before the catch-all ones (key -1) and
+// stops at the first that handles a request, so a catch-all counter would
+// miss every request another control answers. The counter is therefore
+// installed on every key, first.
 func serveStats(c *kfake.Cluster, addr string) (stop func(), err error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -162,13 +187,16 @@ func serveStats(c *kfake.Cluster, addr string) (stop func(), err error) {
 	}
 	var mu sync.Mutex
 	counts := map[int16]int64{}
-	c.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
+	count := func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		mu.Lock()
 		counts[req.Key()]++
 		mu.Unlock()
-		return nil, nil, false // observe only: the cluster handles it
-	})
+		return nil, nil, false // observe only: the next control or the cluster handles it
+	}
+	for k := int16(0); k <= kmsg.MaxKey; k++ {
+		c.ControlKey(k, count)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--stats-addr: %w", err)

@@ -35,7 +35,7 @@ type WireRecord struct {
 
 // startWireLog installs an observe-only control function when WireLogEnv is
 // set; the returned function closes the file.
-func startWireLog(c *kfake.Cluster, login []kgo.Opt) (func(), error) {
+func startWireLog(c *kfake.Cluster, dial []kgo.Opt) (func(), error) {
 	path := os.Getenv(WireLogEnv)
 	if path == "" {
 		return func() {}, nil
@@ -61,7 +61,7 @@ func startWireLog(c *kfake.Cluster, login []kgo.Opt) (func(), error) {
 	// its data dir): a create of a topic the broker lost in a kill is a
 	// re-create, not a duplicate; the harness tells them apart with these.
 	write(WireRecord{API: "Start"})
-	loaded, err := listTopics(c, login)
+	loaded, err := listTopics(c, dial)
 	if err != nil {
 		return nil, fmt.Errorf("%s: list the topics at start: %w", WireLogEnv, err)
 	}
@@ -96,9 +96,10 @@ func startWireLog(c *kfake.Cluster, login []kgo.Opt) (func(), error) {
 	}, nil
 }
 
-// listTopics lists the cluster's topics through its own listener.
-func listTopics(c *kfake.Cluster, login []kgo.Opt) ([]string, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, login...)...)
+// listTopics lists the cluster's topics through its own listener, connecting
+// with dial (the superuser's login and TLS, as main sets up).
+func listTopics(c *kfake.Cluster, dial []kgo.Opt) ([]string, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, dial...)...)
 	if err != nil {
 		return nil, err
 	}
