@@ -211,6 +211,9 @@ type Access struct {
 	// Grant returns a *PrincipalExistsError rather than take it over
 	// (where the service can create without overwriting).
 	Recorded bool
+	// SecretFormats are the access's spec.secretFormats: Grant adds the
+	// keys of each (SecretFormatter) to Data, from the same credentials.
+	SecretFormats []string
 }
 
 // Grant is the result of granting an access.

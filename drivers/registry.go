@@ -48,6 +48,9 @@ func (r *Registry) Register(d Driver) {
 	if err := checkSecretKeys(d.SecretKeys()); err != nil {
 		panic(fmt.Sprintf("drivers: driver %q: %v", name, err))
 	}
+	if err := checkSecretFormats(d.SecretKeys(), Formats(d)); err != nil {
+		panic(fmt.Sprintf("drivers: driver %q: %v", name, err))
+	}
 	if _, dup := r.drivers[name]; dup {
 		panic(fmt.Sprintf("drivers: driver %q registered twice", name))
 	}

@@ -21,6 +21,9 @@ type SecretKey struct {
 	// Optional is true for a key only some Secrets have; every Secret has
 	// every other key.
 	Optional bool
+	// Formats names the secret formats that add the key (SecretFormat),
+	// empty for a default key.
+	Formats []string
 }
 
 // RequiredSecretKeys returns the names of the keys every Secret has, in

@@ -16,8 +16,11 @@ import (
 const Name = "kadm"
 
 // version is the driver's SemVer; releases override it with
-// -ldflags "-X github.com/Yolean/buckety-controller/drivers/kadm.version=0.3.1".
-var version = "0.3.0"
+// -ldflags "-X github.com/Yolean/buckety-controller/drivers/kadm.version=0.4.1".
+//
+// 0.4.0 adds secret formats (java, librdkafka): keys an access asks for in
+// spec.secretFormats, additively; a Secret without them is unchanged.
+var version = "0.4.0"
 
 // Access parameter keys the driver knows.
 const (

@@ -77,6 +77,18 @@ func (c *Config) caPEM() ([]byte, error) {
 // scoped to the access, so they make the grant unscoped
 // (ScopingNotImplemented), as a backend without SASL does.
 func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
+	g, err := b.grant(ctx, a)
+	if err != nil || len(a.SecretFormats) == 0 {
+		return g, err
+	}
+	if err := renderFormats(a.SecretFormats, g.Data); err != nil {
+		return drivers.Grant{}, fmt.Errorf("kadm: backend %s: grant for %s/%s: %w", b.name, a.Namespace, a.Name, err)
+	}
+	return g, nil
+}
+
+// grant is Grant before the secret formats are added.
+func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
 	if a.Resource == "" {
 		// The controller grants only on a resolved name; a Secret
 		// without its topic would be worse than none.

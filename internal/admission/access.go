@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
 )
@@ -55,7 +57,8 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 	if !contains(roles, role) {
 		errs = append(errs, field.NotSupported(spec.Child("role"), role, roles))
 	}
-	changed := old == nil || role != roleOf(old.Spec.Role) || !reflect.DeepEqual(a.Spec.Parameters, old.Spec.Parameters)
+	changed := old == nil || role != roleOf(old.Spec.Role) || !reflect.DeepEqual(a.Spec.Parameters, old.Spec.Parameters) ||
+		!slices.Equal(a.Spec.SecretFormats, old.Spec.SecretFormats)
 	if !changed || len(errs) > 0 {
 		return warnings, invalid("BucketyAccess", a.Name, errs)
 	}
@@ -78,6 +81,7 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), role, a.Spec.Parameters)
 	warnings = append(warnings, w...)
 	errs = append(errs, merge(aerrs, v.access[d.Name()].Validate(ctx, spec.Child("parameters"), a.Spec.Parameters, nil, implementation(be)))...)
+	errs = append(errs, drivers.ValidateSecretFormats(spec.Child("secretFormats"), d, a.Spec.SecretFormats)...)
 	return warnings, invalid("BucketyAccess", a.Name, errs)
 }
 

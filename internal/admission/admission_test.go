@@ -64,6 +64,11 @@ func bky(backend, name string, params map[string]string, labels map[string]strin
 	return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "tenant1", Labels: labels}, Spec: v1.BucketySpec{Backend: backend, Name: name, Parameters: params}}
 }
 
+func withDefaultAccess(b *v1.Buckety, formats ...string) *v1.Buckety {
+	b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "creds", SecretFormats: formats}
+	return b
+}
+
 func TestBucketyCreate(t *testing.T) {
 	v := BucketyValidator{validators(t)}
 	cases := []struct {
@@ -86,6 +91,9 @@ func TestBucketyCreate(t *testing.T) {
 		{name: "jurisdiction elsewhere names the implementation", b: bky("s3", "orders", map[string]string{"jurisdiction": "eu"}, nil), errs: []string{"jurisdiction is only supported for implementation r2, and the backend's implementation is minio"}},
 		{name: "lifecycle outside the subset", b: bky("s3", "orders", map[string]string{"lifecycle": `{"transitions": []}`}, nil), errs: []string{`spec.parameters[lifecycle]`, `unknown field "transitions"`}},
 		{name: "unknown config warns", b: bky("kafka", "", map[string]string{"config.redpanda.x": "1"}, nil), warn: `"redpanda.x" is not an Apache Kafka topic config`},
+		{name: "default access formats", b: withDefaultAccess(bky("s3", "orders", nil, nil), "aws-env", "obc")},
+		{name: "unknown default access format", b: withDefaultAccess(bky("kafka", "", nil, nil), "jaas"),
+			errs: []string{`spec.defaultAccess.secretFormats[0]: Unsupported value: "jaas": supported values: "java", "librdkafka"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,6 +177,11 @@ func TestBucketyUpdate(t *testing.T) {
 	}
 }
 
+func withFormats(a *v1.BucketyAccess, formats ...string) *v1.BucketyAccess {
+	a.Spec.SecretFormats = formats
+	return a
+}
+
 func TestAccess(t *testing.T) {
 	kb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "kafka"}}
 	sb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "files", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "s3"}}
@@ -189,6 +202,10 @@ func TestAccess(t *testing.T) {
 		{name: "s3 has no access parameters", a: acc("files", v1.RoleReadWrite, map[string]string{"prefix": "x"}), errs: []string{`spec.parameters[prefix]`}},
 		{name: "s3 warns it is not scoped", a: acc("files", v1.RoleReadWrite, nil), warn: "not a key scoped to this bucket"},
 		{name: "unknown Buckety is admitted with a warning", a: acc("later", v1.RoleReadOnly, nil), warn: "Buckety later not found (yet)"},
+		{name: "kadm secret formats", a: withFormats(acc("orders", v1.RoleReadWrite, nil), "java", "librdkafka")},
+		{name: "s3 secret formats", a: withFormats(acc("files", v1.RoleReadWrite, nil), "aws-env", "aws-files", "obc", "rclone")},
+		{name: "a format of the other driver", a: withFormats(acc("orders", v1.RoleReadWrite, nil), "java", "aws-env"),
+			errs: []string{`spec.secretFormats[1]: Unsupported value: "aws-env": supported values: "java", "librdkafka"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -205,6 +222,11 @@ func TestAccess(t *testing.T) {
 				t.Errorf("want warning %q, got %q", c.warn, w)
 			}
 		})
+	}
+	// A format added on update is validated too.
+	fmtOld := acc("files", v1.RoleReadWrite, nil)
+	if _, err := v.ValidateUpdate(context.Background(), fmtOld, withFormats(fmtOld.DeepCopy(), "s3cmd")); err == nil || !strings.Contains(err.Error(), `spec.secretFormats[0]: Unsupported value: "s3cmd"`) {
+		t.Errorf("want an unknown format refused on update, got %v", err)
 	}
 	old := acc("orders", v1.RoleReadWrite, nil)
 	upd := old.DeepCopy()

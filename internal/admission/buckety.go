@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/naming"
@@ -79,6 +80,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
 		errs = append(errs, aerrs...)
+		errs = append(errs, drivers.ValidateSecretFormats(spec.Child("defaultAccess", "secretFormats"), d, da.SecretFormats)...)
 	}
 	return warnings, invalid("Buckety", b.Name, errs)
 }
@@ -135,6 +137,7 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
 		errs = append(errs, aerrs...)
+		errs = append(errs, drivers.ValidateSecretFormats(spec.Child("defaultAccess", "secretFormats"), be.DriverImpl(), da.SecretFormats)...)
 	}
 	return warnings, invalid("Buckety", b.Name, errs)
 }

@@ -70,9 +70,9 @@ func DocRegions(reg *drivers.Registry) ([]DocRegion, error) {
 	}
 	backends, _ := ctl.Properties.Get("backends")
 	regions := []DocRegion{
-		{File: "README.md", Name: "conditions", Body: ConditionTable(v1.BucketyConditions, v1.BucketyAccessConditions)},
-		{File: "README.md", Name: "secret-keys", Body: SecretKeyTable(reg)},
-		{File: "README.md", Name: "config", Body: ConfigTable(backends.Items, reflect.TypeFor[config.Backend]())},
+		{File: "docs/reference.md", Name: "conditions", Body: ConditionTable(v1.BucketyConditions, v1.BucketyAccessConditions)},
+		{File: "docs/reference.md", Name: "secret-keys", Body: SecretKeyTable(reg)},
+		{File: "docs/configuration.md", Name: "config", Body: ConfigTable(backends.Items, reflect.TypeFor[config.Backend]())},
 	}
 	for _, name := range reg.Names() {
 		d, _ := reg.Get(name)
@@ -81,6 +81,9 @@ func DocRegions(reg *drivers.Registry) ([]DocRegion, error) {
 			return nil, err
 		}
 		regions = append(regions, DocRegion{File: "drivers/" + name + "/README.md", Name: "config-" + name, Body: ConfigTable(s, reflect.TypeOf(d.NewConfig()))})
+		if len(drivers.Formats(d)) > 0 {
+			regions = append(regions, DocRegion{File: "drivers/" + name + "/README.md", Name: "secret-formats-" + name, Body: SecretFormatTable(d)})
+		}
 	}
 	b, err := os.ReadFile(AlertRulesPath)
 	if err != nil {
@@ -94,7 +97,7 @@ func DocRegions(reg *drivers.Registry) ([]DocRegion, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", AlertRulesPath, err)
 	}
-	const alertsFile = "README.md"
+	const alertsFile = "docs/operations.md"
 	regions = append(regions, DocRegion{File: alertsFile, Name: "alerts", Body: body, Check: func(doc string) error {
 		return CheckRunbooks(alertsFile, doc, alerts)
 	}})

@@ -225,7 +225,7 @@ func TestDocRegions(t *testing.T) {
 		body[r.File+" "+r.Name] = r.Body
 	}
 	for key, want := range map[string][]string{
-		"README.md config": {
+		"docs/configuration.md config": {
 			"| `name` | string | yes |  | `name` is what Buckety.spec.backend refers to",
 			"| `driver` | one of `kadm`, `s3` | yes |",
 			"| `namePolicy.prefix` | string | yes, in `namePolicy` | `${VAR}` |",
@@ -240,9 +240,9 @@ func TestDocRegions(t *testing.T) {
 		"drivers/s3/README.md config-s3": {
 			"| `accessKeyID` | string | yes | `${VAR}`, credential |",
 		},
-		"README.md alerts":      {"[runbook](#runbook-bucketybackendunavailable)"},
-		"README.md conditions":  {"| `Ready` | Positive | yes | yes |"},
-		"README.md secret-keys": {"| kadm | `topic` | yes |"},
+		"docs/operations.md alerts":     {"[runbook](#runbook-bucketybackendunavailable)"},
+		"docs/reference.md conditions":  {"| `Ready` | Positive | yes | yes |"},
+		"docs/reference.md secret-keys": {"| kadm | `topic` | yes |"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(body[key], w) {

@@ -77,8 +77,8 @@ func carried(d v1.ConditionDecl) string {
 	return "yes"
 }
 
-// SecretKeyTable renders every registered driver's Secret keys, as each
-// declares them (Driver.SecretKeys).
+// SecretKeyTable renders every registered driver's default Secret keys,
+// as each declares them (Driver.SecretKeys).
 func SecretKeyTable(reg *drivers.Registry) string {
 	var rows [][]string
 	for _, name := range reg.Names() {
@@ -92,6 +92,23 @@ func SecretKeyTable(reg *drivers.Registry) string {
 		}
 	}
 	return table([]string{"driver", "key", "always", "meaning"}, rows)
+}
+
+// SecretFormatTable renders a driver's secret formats (SecretFormatter):
+// a row per format, then a row per key it adds.
+func SecretFormatTable(d drivers.Driver) string {
+	var rows [][]string
+	for _, f := range drivers.Formats(d) {
+		rows = append(rows, []string{"`" + f.Name + "`", "", cell(f.Description)})
+		for _, k := range f.Keys {
+			key := "`" + k.Name + "`"
+			if k.Optional {
+				key += " (not always)"
+			}
+			rows = append(rows, []string{"", key, cell(k.Description)})
+		}
+	}
+	return table([]string{"spec.secretFormats", "adds key", "meaning"}, rows)
 }
 
 // ConfigTable renders the fields of a config object schema, nested objects

@@ -44,25 +44,40 @@ func SecretSchemaPath(d drivers.Driver) string {
 	return filepath.ToSlash(filepath.Join("drivers", d.Name(), "schema", d.Version().SchemaDir(), "secret.schema.json"))
 }
 
-// secretSchema publishes a driver's SecretKeys: one string property per
-// key, the keys every Secret has as required, no others allowed.
+// secretSchema publishes a driver's SecretKeys and the keys of its secret
+// formats: one string property per key, the keys every Secret has as
+// required, no others allowed. A format's key names the formats that add
+// it in x-buckety-formats; the formats themselves, with their
+// descriptions, are listed in the schema's own x-buckety-formats.
 func secretSchema(d drivers.Driver) *jsonschema.Schema {
 	props := jsonschema.NewProperties()
 	var required []string
-	for _, k := range d.SecretKeys() {
-		props.Set(k.Name, &jsonschema.Schema{Type: "string", Description: k.Description})
+	for _, k := range drivers.AllSecretKeys(d) {
+		p := &jsonschema.Schema{Type: "string", Description: k.Description}
+		if len(k.Formats) > 0 {
+			p.Extras = map[string]any{"x-buckety-formats": k.Formats}
+		}
+		props.Set(k.Name, p)
 		if !k.Optional {
 			required = append(required, k.Name)
 		}
 	}
-	return &jsonschema.Schema{
+	s := &jsonschema.Schema{
 		Type:                 "object",
 		Title:                d.Name() + " driver: BucketyAccess Secret keys",
-		Description:          "The keys of the Secret a BucketyAccess gets, with their values decoded (the Secret's stringData view). Required keys are in every Secret; the others only as their description says. A Secret has no other keys.",
+		Description:          "The keys of the Secret a BucketyAccess gets, with their values decoded (the Secret's stringData view). Required keys are in every Secret; the others only as their description says, and the keys of a secret format (x-buckety-formats) only when the access lists the format in spec.secretFormats. A Secret has no other keys.",
 		Properties:           props,
 		Required:             required,
 		AdditionalProperties: jsonschema.FalseSchema,
 	}
+	var formats []map[string]string
+	for _, f := range drivers.Formats(d) {
+		formats = append(formats, map[string]string{"name": f.Name, "description": f.Description})
+	}
+	if len(formats) > 0 {
+		s.Extras = map[string]any{"x-buckety-formats": formats}
+	}
+	return s
 }
 
 // SecretKeysFromSchema reads the declaration back from a published secret
@@ -70,6 +85,16 @@ func secretSchema(d drivers.Driver) *jsonschema.Schema {
 func SecretKeysFromSchema(b []byte) ([]drivers.SecretKey, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	// jsonschema.Schema does not read extensions back: the formats that
+	// add each key are read on their own.
+	var formats struct {
+		Properties map[string]struct {
+			Formats []string `json:"x-buckety-formats"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &formats); err != nil {
 		return nil, err
 	}
 	if s.Properties == nil {
@@ -81,7 +106,7 @@ func SecretKeysFromSchema(b []byte) ([]drivers.SecretKey, error) {
 	}
 	var out []drivers.SecretKey
 	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
-		out = append(out, drivers.SecretKey{Name: p.Key, Description: p.Value.Description, Optional: !required[p.Key]})
+		out = append(out, drivers.SecretKey{Name: p.Key, Description: p.Value.Description, Optional: !required[p.Key], Formats: formats.Properties[p.Key].Formats})
 		delete(required, p.Key)
 	}
 	if len(required) > 0 {

@@ -154,6 +154,15 @@ type DefaultAccess struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	CredentialsSecretName string `json:"credentialsSecretName"`
+
+	// SecretFormats of the implicit access: shapes of the same credentials
+	// added to its Secret besides the default keys (see
+	// BucketyAccess.spec.secretFormats).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$`
+	SecretFormats []string `json:"secretFormats,omitempty"`
 }
 
 // BucketyStatus is what the controller observed and decided.

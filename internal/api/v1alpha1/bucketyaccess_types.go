@@ -52,6 +52,20 @@ type BucketyAccessSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Rotation string `json:"rotation,omitempty"`
+
+	// SecretFormats adds shapes of the same credentials to the Secret,
+	// besides its default keys, for clients that read a file or variables
+	// of their own: kadm java (client.properties, sasl.jaas.config,
+	// bootstrap.servers) and librdkafka (librdkafka.config); s3 aws-env
+	// (AWS_* variables), aws-files (credentials and config), obc
+	// (BUCKET_* and AWS_* keys of ObjectBucketClaims) and rclone
+	// (rclone.conf). Validated per driver. Every shape is rewritten with
+	// the default keys, at once, when the credentials change.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$`
+	SecretFormats []string `json:"secretFormats,omitempty"`
 }
 
 // BucketyAccessStatus is what the controller observed and decided.

@@ -3,6 +3,7 @@ package buckety
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,9 +97,10 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 			if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
 				return err
 			}
-		case implicit.Spec.Role != role:
+		case implicit.Spec.Role != role || !slices.Equal(implicit.Spec.SecretFormats, da.SecretFormats):
 			before := implicit.DeepCopy()
 			implicit.Spec.Role = role
+			implicit.Spec.SecretFormats = slices.Clone(da.SecretFormats)
 			if err := r.Client.Patch(ctx, implicit, ctrl.MergeFrom(before)); err != nil {
 				return err
 			}
@@ -116,7 +118,7 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 	a := &v1.BucketyAccess{
 		// Born with the finalizer: one write instead of a create and a patch.
 		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{v1.ImplicitLabel: "true"}, Finalizers: []string{v1.Finalizer}},
-		Spec:       v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: b.Name}, CredentialsSecretName: da.CredentialsSecretName, Role: role},
+		Spec:       v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: b.Name}, CredentialsSecretName: da.CredentialsSecretName, Role: role, SecretFormats: slices.Clone(da.SecretFormats)},
 	}
 	if err := controllerutil.SetControllerReference(b, a, r.Client.Scheme()); err != nil {
 		return err
