@@ -61,7 +61,7 @@ var secretFormats = []drivers.SecretFormat{
 		Description: "An AWS shared credentials and config file pair, profile default: mount the Secret and set AWS_SHARED_CREDENTIALS_FILE=<mount>/credentials and AWS_CONFIG_FILE=<mount>/config. endpoint_url in the config file is read by AWS CLI 2.13, boto3 1.28, aws-sdk-go-v2 (2023) and later.",
 		Keys: []drivers.SecretKey{
 			{Name: SecretAWSCredentialsFile, Description: "The shared credentials file: [default] with aws_access_key_id and aws_secret_access_key."},
-			{Name: SecretAWSConfigFile, Description: "The shared config file: [default] with region, endpoint_url and, where the backend sets forcePathStyle, s3 addressing_style = path."},
+			{Name: SecretAWSConfigFile, Description: "The shared config file: [default] with region, endpoint_url, s3 signature_version = s3v4 (older SDKs presign with SigV2 otherwise) and, where the backend sets forcePathStyle, s3 addressing_style = path."},
 		},
 	},
 	{
@@ -115,9 +115,11 @@ func (c *Config) renderFormats(formats []string, data map[string][]byte) error {
 			data[SecretAWSDefaultRegion] = []byte(region)
 		case FormatAWSFiles:
 			data[SecretAWSCredentialsFile] = fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", id, secret)
-			conf := fmt.Sprintf("[default]\nregion = %s\nendpoint_url = %s\n", region, endpoint)
+			// SigV4 everywhere: older SDKs presign with SigV2 by
+			// default, which VersityGW and newer regions refuse.
+			conf := fmt.Sprintf("[default]\nregion = %s\nendpoint_url = %s\ns3 =\n    signature_version = s3v4\n", region, endpoint)
 			if c.ForcePathStyle {
-				conf += "s3 =\n    addressing_style = path\n"
+				conf += "    addressing_style = path\n"
 			}
 			data[SecretAWSConfigFile] = []byte(conf)
 		case FormatOBC:

@@ -627,3 +627,88 @@ Y
   wait_cond buckety/orders Ready True
   probe orders-app explicit
 }
+
+# Real clients (no one here wrote them), on the host: BUCKETY_CLIENTS is
+# the bin directory `test/tools/install.sh clients` prints (make tools):
+# kcat, aws, rclone, python3 with confluent-kafka and boto3, node with
+# kafkajs, each pinned. The Go clients run in the probe image, in a Pod.
+
+# with_secret SECRET CMD...: runs CMD on the host as a Pod with the Secret
+# as envFrom and as a volume at $SECRET_DIR sees it: its environment holds
+# exactly the Secret's keys and values (plus PATH, HOME, TMPDIR and
+# SECRET_DIR), the directory a file per key. Nothing is translated.
+with_secret() {
+  local secret=$1; shift
+  [ -n "${BUCKETY_CLIENTS:-}" ] || fail "BUCKETY_CLIENTS is not set: run make e2e, or export BUCKETY_CLIENTS=\$(test/tools/install.sh clients)"
+  local dir key v rc=0 envs=()
+  dir=$(mktemp -d)
+  mkdir -p "$dir/secret" "$dir/home" "$dir/tmp"
+  while read -r key; do
+    [ -n "$key" ] || continue
+    secret_value "$secret" "$key" > "$dir/secret/$key"
+    v=$(cat "$dir/secret/$key"; printf x)
+    envs+=("$key=${v%x}")
+  done < <(k get secret "$secret" -o go-template='{{range $k, $v := .data}}{{$k}}{{"\n"}}{{end}}')
+  (cd "$dir/tmp" && env -i PATH="$BUCKETY_CLIENTS:/usr/bin:/bin" HOME="$dir/home" TMPDIR="$dir/tmp" SECRET_DIR="$dir/secret" "${envs[@]}" "$@") || rc=$?
+  rm -rf "$dir"
+  return $rc
+}
+
+# client NAME SECRET CMD...: with_secret, its output shown indented and
+# checked for "clients: OK"; fails naming the client otherwise.
+client() {
+  local name=$1 secret=$2 out; shift 2
+  if ! out=$(with_secret "$secret" "$@" 2>&1); then
+    printf '%s\n' "$out" | sed 's/^/    /' >&2
+    fail "client $name with Secret $secret failed: $(printf '%s\n' "$out" | grep -m1 '^FAIL' || printf '%s\n' "$out" | tail -3)"
+  fi
+  printf '%s\n' "$out" | sed 's/^/    /'
+  expect_contains "client $name with Secret $secret" "clients: OK" "$out"
+}
+
+# clients_dir: the e2e's client programs (test/e2e/clients).
+clients_dir() { echo "$LIB_ROOT/test/e2e/clients"; }
+
+# client_pod NAME SECRET FROM ENV ARGS...: runs the probe image's Go
+# clients once in a Pod (probe ARGS), with the Secret as envFrom (FROM env)
+# or as a volume at /secret (FROM files: PROBE_SECRET_DIR), plus ENV (a
+# YAML list of env vars); prints its log, fails unless it ends "probe: OK".
+client_pod() {
+  local name=$1 secret=$2 from=$3 env=$4; shift 4
+  local args="" a mount=""
+  for a in "$@"; do args="$args\"$a\","; done
+  if [ "$from" = files ]; then
+    env="${env%]}, {name: PROBE_SECRET_DIR, value: /secret}]"
+    env=${env/\[, /[}
+    mount="volumeMounts: [{name: secret, mountPath: /secret, readOnly: true}]"
+  fi
+  k delete pod "$name" --ignore-not-found --wait=true >/dev/null
+  k apply -f - >/dev/null <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: $name}
+spec:
+  restartPolicy: Never
+  hostNetwork: $PROBE_HOST_NETWORK
+  volumes: [{name: secret, secret: {secretName: $secret}}]
+  containers:
+  - name: probe
+    image: $PROBE_IMAGE
+    imagePullPolicy: IfNotPresent
+    args: [${args%,}]
+    env: $env
+    $( [ "$from" = env ] && echo "envFrom: [{secretRef: {name: $secret}}]" )
+    $mount
+Y
+  local deadline=$((SECONDS + E2E_TIMEOUT)) phase
+  while :; do
+    phase=$(jp "pod/$name" '{.status.phase}')
+    case "$phase" in Succeeded|Failed) break ;; esac
+    [ $SECONDS -lt $deadline ] || fail "pod $name: expected to finish, still $phase"
+    sleep 1
+  done
+  local log; log=$(k logs "$name" 2>&1 || true)
+  [ "$phase" = Succeeded ] || fail "pod $name (probe $* with Secret $secret as $from) failed: $log"
+  printf '%s\n' "$log" | sed 's/^/    /'
+  expect_contains "pod $name" "probe: OK" "$log"
+}

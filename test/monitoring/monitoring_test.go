@@ -176,7 +176,7 @@ func TestRulesPromtool(t *testing.T) {
 // TestAlertAnnotations: every alert is warning or critical and has a
 // summary and a description that points at its runbook. The runbooks
 // themselves (one per alert, where each runbook_url points) are checked by
-// `make generate`, which renders README's alert table from these rules
+// `make generate`, which renders docs/operations.md's alert table from these rules
 // (internal/release CheckRunbooks).
 func TestAlertAnnotations(t *testing.T) {
 	for _, g := range prometheusRule(t) {

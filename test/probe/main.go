@@ -20,6 +20,10 @@
 // Enabled|Suspended, count, policy, set-policy JSON; and on keys, as with
 // mc admin or the gateway's CLI (`probe s3-admin CMD KEY ...`): key-add
 // SECRET, key-exists, key-policy, set-key-policy JSON.
+//
+// `probe clients kafka sarama|franz-go` and `probe clients s3
+// aws-sdk-go-v2|aws-env` do the same with other client libraries, as
+// workloads written with them would (clients.go).
 package main
 
 import (
@@ -98,6 +102,8 @@ func main() {
 		err = kafkaAdmin(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "s3-admin":
 		err = s3Admin(ctx, os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "clients":
+		err = clients(ctx, os.Args[2:], os.Getenv)
 	default:
 		var name string
 		if name, err = chooseDriver(all.Registry(), os.Getenv); err == nil {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+. "$(dirname "$0")/../../../test/e2e/lib.sh"
+c=$(clients_dir)
+neighbour=""
+scoped_s3 && neighbour=$NAMESPACE-payroll
+
+step "the Secrets hold the default keys and the shapes they asked for"
+for a in app viewer payroll; do wait_cond "bucketyaccess/$a" Ready True; done
+region=$(secret_keys media-app | tr , "\n" | grep -x region || true)
+expect_secret_keys media-app s3 $region AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION credentials config BUCKET_HOST BUCKET_PORT BUCKET_NAME BUCKET_REGION rclone.conf
+expect_eq "AWS_ACCESS_KEY_ID" "$(secret_value media-app accessKeyID)" "$(secret_value media-app AWS_ACCESS_KEY_ID)"
+expect_eq "BUCKET_NAME" "$(secret_value media-app bucket)" "$(secret_value media-app BUCKET_NAME)"
+endpoint=$(secret_value media-app endpoint)
+expect_eq "BUCKET_HOST:BUCKET_PORT" "$endpoint" "http://$(secret_value media-app BUCKET_HOST):$(secret_value media-app BUCKET_PORT)"
+
+step "the AWS CLI: the aws-env keys, the aws-files pair"
+client aws media-app bash "$c/s3_cli.sh" aws ReadWrite "$neighbour"
+scoped_s3 && client aws-readonly media-viewer bash "$c/s3_cli.sh" aws ReadOnly
+
+step "boto3: the aws-env keys and the aws-files config"
+client boto3 media-app sh -c "AWS_CONFIG_FILE=\$SECRET_DIR/config exec python3 $c/s3_boto3.py ReadWrite $neighbour"
+scoped_s3 && client boto3-readonly media-viewer sh -c "AWS_CONFIG_FILE=\$SECRET_DIR/config exec python3 $c/s3_boto3.py ReadOnly"
+
+step "rclone: rclone.conf, its bucket: remote"
+client rclone media-app bash "$c/s3_cli.sh" rclone ReadWrite "$neighbour"
+scoped_s3 && client rclone-readonly media-viewer bash "$c/s3_cli.sh" rclone ReadOnly
+
+step "aws-sdk-go-v2 in Pods: from the default keys (envFrom), from the aws-env keys alone, from the mounted files"
+shared=$(scoped_s3 && echo false || echo true)
+client_pod sdk media-app env "[{name: PROBE_ROLE, value: ReadWrite}, {name: PROBE_SHARED, value: \"$shared\"}, {name: PROBE_NEIGHBOUR_BUCKET, value: \"$neighbour\"}]" clients s3 aws-sdk-go-v2
+client_pod sdk-aws-env media-app env "[{name: PROBE_ROLE, value: ReadWrite}, {name: PROBE_SHARED, value: \"$shared\"}]" clients s3 aws-env
+scoped_s3 && client_pod sdk-readonly media-viewer files "[{name: PROBE_ROLE, value: ReadOnly}, {name: PROBE_SHARED, value: \"$shared\"}]" clients s3 aws-sdk-go-v2
+
+if scoped_s3; then
+  step "rotation rewrites every shape at once: the clients use the new key"
+  old=$(secret_value media-app accessKeyID)
+  rotate app r1
+  new=$(secret_value media-app accessKeyID)
+  [ "$old" != "$new" ] || fail "rotation: the Secret still names $old"
+  for key in AWS_ACCESS_KEY_ID credentials rclone.conf; do
+    expect_contains "$key after rotation" "$new" "$(secret_value media-app "$key")"
+  done
+  client rclone-rotated media-app bash "$c/s3_cli.sh" rclone ReadWrite
+fi
