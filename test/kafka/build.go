@@ -2,6 +2,7 @@ package kafka
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -35,12 +36,21 @@ func BuildBroker(root, out string) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	src, err := exec.Command("go", "list", "-C", root, "-m", "-f", "{{.Dir}}", kfakeModule).Output()
+	// go mod download, not go list -m: on an empty module cache (a
+	// newcomer's machine) the module is not there yet, and go list -m
+	// prints no Dir for it.
+	dl := exec.Command("go", "mod", "download", "-json", kfakeModule)
+	dl.Dir = root
+	b, err := dl.Output()
 	if err != nil {
-		return fmt.Errorf("go list -m %s: %w", kfakeModule, err)
+		return fmt.Errorf("go mod download %s: %w", kfakeModule, err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(b, &mod); err != nil || mod.Dir == "" {
+		return fmt.Errorf("go mod download %s: no directory (%v %s)", kfakeModule, err, mod.Error)
 	}
 	dst := filepath.Join(work, "kfake")
-	if err := copyTree(strings.TrimSpace(string(src)), dst); err != nil {
+	if err := copyTree(mod.Dir, dst); err != nil {
 		return fmt.Errorf("copy %s: %w", kfakeModule, err)
 	}
 	if err := os.WriteFile(filepath.Join(dst, "17_sasl_handshake.go"), saslHandshakePatch, 0o644); err != nil {
