@@ -29,11 +29,15 @@ func fastLoops(o *appcontroller.Options) {
 // finalizer patched away first, so buckety never runs its deletion.
 func stripAndDelete(t *testing.T, b *v1.Buckety) {
 	t.Helper()
+	// Deleted first, then stripped: stripped first, the controller could
+	// add its finalizer again before the delete (it does for any Buckety
+	// without one), and the Buckety would wait for its accesses as usual.
+	// Once it is being deleted, no finalizer can be added.
 	cur := getBuckety(t, b.Namespace, b.Name)
-	if err := k8s.Patch(context.Background(), cur, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+	if err := k8s.Delete(context.Background(), cur); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Delete(context.Background(), cur); client.IgnoreNotFound(err) != nil {
+	if err := k8s.Patch(context.Background(), cur, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
 	eventually(t, wait, "the stripped Buckety gone", func() (bool, string) { return gone(t, b) })

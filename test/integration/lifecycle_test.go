@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
@@ -42,7 +43,7 @@ func TestFirstReconcileStampsStickyFields(t *testing.T) {
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, wait)
 	want := ns + ".orders.v003.local"
 	if b.Status.BackendResourceName != want || b.Status.Backend != "kafka" || b.Status.Driver != "kadm" || b.Status.DriverMajor == nil || *b.Status.DriverMajor != 0 ||
-		b.Status.DriverBuildVersion != "0.3.0" || b.Status.Provenance != v1.ProvenanceCreated || b.Status.ObservedGeneration != b.Generation {
+		b.Status.DriverBuildVersion != kadmdriver.New().Version().String() || b.Status.Provenance != v1.ProvenanceCreated || b.Status.ObservedGeneration != b.Generation {
 		t.Fatalf("want stamped status for %s, got %+v", want, b.Status)
 	}
 	for _, typ := range []string{v1.ConditionReady, v1.ConditionReconciling, v1.ConditionBackendUnavailable, v1.ConditionDriverVersionIncompatible, v1.ConditionParameterDrift, v1.ConditionBlockedByAccesses, v1.ConditionScopingNotImplemented} {
