@@ -69,3 +69,28 @@ type CredentialSweeper interface {
 	// the others), and the indices returned are still to be re-asserted.
 	SweepCredentials(ctx context.Context, as []Access) ([]int, error)
 }
+
+// IssuedSecrets is implemented by a CredentialScoper whose service issues
+// a principal's key and secret itself (AWS IAM's CreateAccessKey) instead
+// of taking the secret buckety mints: the Secret's key then names the
+// issued key, not the principal. SecretFrom reads, from an access's
+// Secret data, the secret to hand back to Grant as Access.Secret for
+// principal ("" when the data holds none); Grant checks it against the
+// service when asked to assert.
+type IssuedSecrets interface {
+	SecretFrom(principal string, data map[string][]byte) string
+}
+
+// SecretOf returns the secret an access's Secret data holds for principal,
+// "" when it holds none: the CredentialKeys' secret where the principal
+// key names principal, or what an IssuedSecrets backend reads.
+func SecretOf(sc CredentialScoper, principal string, data map[string][]byte) string {
+	if is, ok := sc.(IssuedSecrets); ok {
+		return is.SecretFrom(principal, data)
+	}
+	principalKey, secretKey := sc.CredentialKeys()
+	if string(data[principalKey]) != principal {
+		return ""
+	}
+	return string(data[secretKey])
+}

@@ -325,7 +325,6 @@ func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, dige
 // it is read when its resourceVersion differs from the one this
 // controller last wrote or read (kept in memory, with the secret).
 func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialScoper, principal string, minting bool) (string, bool, error) {
-	principalKey, secretKey := sc.CredentialKeys()
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
@@ -357,10 +356,10 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 		// Secret that is not this access's.
 		return "", true, nil
 	}
-	if string(s.Data[principalKey]) != principal {
+	secret := drivers.SecretOf(sc, principal, s.Data)
+	if secret == "" {
 		return "", true, nil
 	}
-	secret := string(s.Data[secretKey])
 	r.secrets.put(a.UID, s.ResourceVersion, principal, secret)
 	return secret, true, nil
 }

@@ -176,9 +176,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	if cred != nil {
-		_, secretKey := e.Scoper.CredentialKeys()
-		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, string(g.Data[secretKey]))
-		if err := r.settle(ctx, a, e, b, cl, cred, string(g.Data[secretKey]), f); err != nil {
+		secret := drivers.SecretOf(e.Scoper, cred.Spec.Principal, g.Data)
+		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, secret)
+		if err := r.settle(ctx, a, e, b, cl, cred, secret, f); err != nil {
 			return requeue, err
 		}
 		if !f.wake.IsZero() {
