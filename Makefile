@@ -13,13 +13,14 @@ KUBE_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet
 # The directory of the pinned Kubernetes binaries, built on first use and
 # cached outside the clone (see test/tools/install.sh).
 KUBE_BIN    = $$(dirname "$$($(TOOLS) $(KUBE_TOOLS) | tail -1)")
-# Everything the integration tests run: the control plane, the two S3
-# servers, the Kafka-protocol broker, promtool (the alerting rules' unit
+# Everything the integration tests run: the control plane, the three S3
+# servers (VersityGW, MinIO, SeaweedFS), the Kafka-protocol broker, promtool (the alerting rules' unit
 # tests) and the real Kafka and S3 clients (a directory of wrappers: kcat,
 # python3 with confluent-kafka and boto3, aws, rclone, node with kafkajs),
 # each built or fetched once and cached.
 TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
               BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
+              BUCKETY_SEAWEEDFS=$$($(TOOLS) seaweedfs) \
               BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker \
               BUCKETY_PROMTOOL=$$($(TOOLS) promtool) BUCKETY_CLIENTS=$$($(TOOLS) clients)
 RUN_DIR    := .run
@@ -90,8 +91,8 @@ verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or static
 	go tool staticcheck ./...
 
 .PHONY: tools
-tools: ## build the pinned Kubernetes, etcd, VersityGW and MinIO binaries, fetch contain, promtool and the real clients (cached outside the clone)
-	$(TOOLS) $(KUBE_TOOLS) versitygw minio contain promtool clients
+tools: ## build the pinned Kubernetes, etcd, VersityGW, MinIO and SeaweedFS binaries, fetch contain, promtool and the real clients (cached outside the clone)
+	$(TOOLS) $(KUBE_TOOLS) versitygw minio seaweedfs contain promtool clients
 
 .PHONY: test-binaries
 test-binaries: ## build the test programs (the Kafka-protocol broker)

@@ -26,6 +26,13 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 # in MinIO's release-tag and RFC 3339 forms.
 MINIO_RELEASE=2026-02-12T20-18-48Z
 MINIO_RELEASE_TIME=2026-02-12T20:18:48Z
+# SeaweedFS (S3 and the AWS IAM API on one port). The module proxy serves
+# only this pseudo-version (its release tags are not semver). Its go.mod has
+# replace lines, so `go install` refuses it: the module source is downloaded,
+# copied to a writable directory and ./weed built there as the main module.
+# The commit is stamped into `weed version` as its own builds do; the source
+# says 4.53.
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 # contain ships as an npm package holding a prebuilt binary; its tarball is
 # fetched from the npm registry and checked against this SHA-256.
 CONTAIN_VERSION=1.1.0
@@ -69,12 +76,13 @@ dir_for() {
       echo "$cache/k8s-$K8S_VERSION-etcd-$ETCD_VERSION" ;;
     versitygw) echo "$cache/versitygw-$VERSITYGW_VERSION" ;;
     minio) echo "$cache/minio-$MINIO_VERSION-$MINIO_RELEASE" ;;
+    seaweedfs) echo "$cache/seaweedfs-$SEAWEEDFS_VERSION" ;;
     contain) echo "$cache/contain-$CONTAIN_VERSION" ;;
     promtool) echo "$cache/promtool-$PROMETHEUS_DEB_VERSION" ;;
     # Named by a digest of every pin, so a bump of any lands in a new
     # directory.
     clients) echo "$cache/clients-$( { echo "$CLIENTS_LAYOUT $CLIENT_DEBS"; cat "$here/clients/package-lock.json"; } | sha256sum | cut -c1-16)" ;;
-    *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio contain promtool clients)" >&2; return 2 ;;
+    *) echo "install.sh: unknown tool $1 (known: kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd versitygw minio seaweedfs contain promtool clients)" >&2; return 2 ;;
   esac
 }
 
@@ -95,6 +103,17 @@ build() {
       # the admin API then reports the release, which buckety checks.
       local pkg=github.com/minio/minio/cmd
       GOBIN=$tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X $pkg.Version=$MINIO_RELEASE_TIME -X $pkg.ReleaseTag=RELEASE.$MINIO_RELEASE -X $pkg.CommitID=${MINIO_VERSION##*-} -X $pkg.ShortCommitID=${MINIO_VERSION##*-}" "github.com/minio/minio@$MINIO_VERSION" ;;
+    seaweedfs)
+      # Downloaded from the empty build directory, outside any module, so
+      # no go.mod or go.sum is touched; the copy is writable, unlike the
+      # module cache.
+      local src
+      src=$(cd "$tmp" && GOWORK=off go mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+      [ -n "$src" ] && [ -f "$src/go.mod" ] || { echo "install.sh: go mod download github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION gave no directory" >&2; return 1; }
+      cp -R "$src" "$tmp/src"
+      chmod -R u+w "$tmp/src"
+      (cd "$tmp/src" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=${SEAWEEDFS_VERSION##*-}" -o "$tmp/$name" ./weed)
+      rm -rf "$tmp/src" ;;
     contain)
       command -v curl >/dev/null || { echo "install.sh: contain is fetched from the npm registry with curl, which this machine lacks: apt-get install curl" >&2; return 1; }
       curl -fsSL --retry 3 -o "$tmp/contain.tgz" "https://registry.npmjs.org/contain-linux-x64/-/contain-linux-x64-$CONTAIN_VERSION.tgz"
