@@ -88,6 +88,13 @@ func SecretOf(sc CredentialScoper, principal string, data map[string][]byte) str
 	if is, ok := sc.(IssuedSecrets); ok {
 		return is.SecretFrom(principal, data)
 	}
+	return KeyedSecret(sc, principal, data)
+}
+
+// KeyedSecret is the secret of a principal whose name its Secret holds:
+// the CredentialKeys' secret where the principal key names principal, ""
+// otherwise.
+func KeyedSecret(sc CredentialScoper, principal string, data map[string][]byte) string {
 	principalKey, secretKey := sc.CredentialKeys()
 	if string(data[principalKey]) != principal {
 		return ""

@@ -24,10 +24,11 @@ const (
 	ImplR2        = "r2"
 	ImplMinIO     = "minio"
 	ImplVersityGW = "versitygw"
+	ImplSeaweedFS = "seaweedfs"
 )
 
 // Implementations lists the allowed implementation values.
-var Implementations = []string{ImplAWS, ImplR2, ImplMinIO, ImplVersityGW}
+var Implementations = []string{ImplAWS, ImplR2, ImplMinIO, ImplVersityGW, ImplSeaweedFS}
 
 // DefaultRequestTimeout bounds each S3 operation when requestTimeout is not
 // set. It is a connection setting, not a resource default.
@@ -39,9 +40,9 @@ const DefaultDeleteSlice = 1000
 // Config is the `config:` block of an s3 backend in buckety-controller.yaml.
 type Config struct {
 	// Implementation names the S3 implementation behind the endpoint (aws,
-	// r2, minio, versitygw). It enables capability-gated parameters, such as
-	// R2's jurisdiction. Omitted: no capability gating.
-	Implementation string `json:"implementation,omitempty" jsonschema:"enum=aws,enum=r2,enum=minio,enum=versitygw"`
+	// r2, minio, versitygw, seaweedfs). It enables capability-gated
+	// parameters, such as R2's jurisdiction. Omitted: no capability gating.
+	Implementation string `json:"implementation,omitempty" jsonschema:"enum=aws,enum=r2,enum=minio,enum=versitygw,enum=seaweedfs"`
 	// Endpoint is the S3 API URL the controller uses, as
 	// http://y-s3-api.blobs.svc.cluster.local:9000. Required unless
 	// implementation is aws.
@@ -83,11 +84,13 @@ type Config struct {
 	DeleteSlice int `json:"deleteSlice,omitempty"`
 	// Credentials turns on a key per access, on implementation minio (a
 	// user per access, with a policy of its own that denies every admin
-	// action; MinIO RELEASE.2025-10-15T17-29-55Z or newer) and versitygw (a
+	// action; MinIO RELEASE.2025-10-15T17-29-55Z or newer), versitygw (a
 	// user per access, granted by buckety's statements in the bucket
-	// policy). Each access's key may do what its role allows on
-	// its bucket, and nothing else. Omitted: every access gets the
-	// backend's own keys, and reports ScopingNotImplemented.
+	// policy), and aws and seaweedfs (an IAM user per access, under path
+	// /buckety/, with an inline policy of its own and an access key IAM
+	// issues). Each access's key may do what its role allows on its
+	// bucket, and nothing else. Omitted: every access gets the backend's
+	// own keys, and reports ScopingNotImplemented.
 	Credentials *Credentials `json:"credentials,omitempty"`
 
 	dir string
@@ -106,6 +109,11 @@ type Credentials struct {
 	// --admin-port). Omitted: endpoint. The gateway must run with an IAM
 	// store (--iam-dir or another), or users cannot be created.
 	AdminEndpoint string `json:"adminEndpoint,omitempty" envsubst:"true"`
+	// IAMEndpoint (aws, seaweedfs) is the URL of the AWS IAM API that
+	// users per access are made through. Omitted: https://iam.amazonaws.com
+	// on aws (requests signed for us-east-1), endpoint on seaweedfs (which
+	// serves IAM on its S3 port).
+	IAMEndpoint string `json:"iamEndpoint,omitempty" envsubst:"true"`
 }
 
 // DefaultParentUser is credentials.parentUser when not set.
@@ -135,8 +143,15 @@ func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 		return nil
 	}
 	cp := p.Child("credentials")
-	if c.Implementation != ImplMinIO && c.Implementation != ImplVersityGW {
-		errs = append(errs, field.Invalid(cp, "{...}", fmt.Sprintf("keys per access are minted on implementation minio or versitygw, not on %q: remove credentials (every access then gets the backend's own keys)", c.Implementation)))
+	if !mintsKeys(c.Implementation) {
+		errs = append(errs, field.Invalid(cp, "{...}", fmt.Sprintf("keys per access are minted on implementation minio, versitygw, aws or seaweedfs, not on %q: remove credentials (every access then gets the backend's own keys)", c.Implementation)))
+	}
+	if cr.IAMEndpoint != "" {
+		if !usesIAM(c.Implementation) {
+			errs = append(errs, field.Forbidden(cp.Child("iamEndpoint"), "only implementations aws and seaweedfs make keys through the IAM API"))
+		} else if err := validURL(cr.IAMEndpoint); err != nil {
+			errs = append(errs, field.Invalid(cp.Child("iamEndpoint"), cr.IAMEndpoint, err.Error()))
+		}
 	}
 	if cr.ParentUser != "" {
 		switch {
@@ -154,6 +169,11 @@ func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// mintsKeys reports an implementation buckety mints keys per access on.
+func mintsKeys(impl string) bool {
+	return impl == ImplMinIO || impl == ImplVersityGW || usesIAM(impl)
 }
 
 // SetDir resolves caFile against the config directory.

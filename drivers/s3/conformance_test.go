@@ -189,7 +189,9 @@ var accessCases = []drivertest.AccessCase{
 		Warns: []string{"hands every s3 access the backend's own keys", "role ReadOnly is not enforced"}},
 	{Name: "read-only, a key per access on minio", Role: "ReadOnly", Config: withKeys(Config{Implementation: ImplMinIO, Endpoint: "http://s3:9000", Credentials: &Credentials{}})},
 	{Name: "write-only, a key per access on versitygw", Role: "WriteOnly", Config: withKeys(Config{Implementation: ImplVersityGW, Endpoint: "http://s3:7070", Credentials: &Credentials{AdminEndpoint: "http://s3:7071"}})},
-	{Name: "read-only, credentials on aws do not scope", Role: "ReadOnly", Config: withKeys(Config{Implementation: "aws", Region: "eu-north-1", Credentials: &Credentials{}}),
+	{Name: "read-only, an IAM user per access on aws", Role: "ReadOnly", Config: withKeys(Config{Implementation: ImplAWS, Region: "eu-north-1", Credentials: &Credentials{}})},
+	{Name: "write-only, an IAM user per access on seaweedfs", Role: "WriteOnly", Config: withKeys(Config{Implementation: ImplSeaweedFS, Endpoint: "http://s3:8333", Credentials: &Credentials{}})},
+	{Name: "read-only, r2 without credentials does not scope", Role: "ReadOnly", Config: withKeys(Config{Implementation: ImplR2, Endpoint: "https://acct.r2.cloudflarestorage.com"}),
 		Warns: []string{"hands every s3 access the backend's own keys", "role ReadOnly is not enforced on this backend"}},
 }
 

@@ -39,6 +39,11 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 		return b.sweepMinIO(ctx, as)
 	case ImplVersityGW:
 		return b.sweepVersity(ctx, as)
+	case ImplAWS, ImplSeaweedFS:
+		if b.scoped.iam == nil {
+			return nil, b.noAdmin()
+		}
+		return b.sweepIAM(ctx, as)
 	}
 	return nil, nil
 }

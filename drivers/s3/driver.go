@@ -106,7 +106,7 @@ func (*Driver) ValidateParameters(p *field.Path, cfg drivers.Config, old, new ma
 
 // ValidateAccess accepts every role and no access parameters. It warns
 // when the backend's config rules out a key per access (no credentials, or
-// an implementation other than minio and versitygw): every access then gets
+// an implementation that mints none): every access then gets
 // the backend's own keys and its role is not enforced. A backend that may
 // scope does so when its server's admin API answers; the access's
 // ScopingNotImplemented condition says whether it does.
@@ -118,7 +118,7 @@ func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role string, pa
 	if c != nil && c.unscopedReason("") == "" {
 		return nil, errs
 	}
-	warnings = append(warnings, "this backend hands every s3 access the backend's own keys, not a key scoped to this bucket (no credentials in its config, or an implementation other than minio and versitygw: ScopingNotImplemented)")
+	warnings = append(warnings, "this backend hands every s3 access the backend's own keys, not a key scoped to this bucket (no credentials in its config, or an implementation other than minio, versitygw, aws and seaweedfs: ScopingNotImplemented)")
 	if role != "" && role != "ReadWrite" {
 		warnings = append(warnings, fmt.Sprintf("role %s is not enforced on this backend (no key per access): the keys allow reading and writing (ScopingNotImplemented)", role))
 	}

@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/iam"
 )
 
 // Keys per access (drivers.CredentialScoper). A backend with credentials
-// set, on implementation minio or versitygw, gives every access a key of
+// set, on implementation minio, versitygw, aws or seaweedfs, gives every access a key of
 // its own that may do what its role allows (roles.go) on its bucket and
 // nothing else:
 //
@@ -33,6 +34,8 @@ import (
 //     buckety's statements of the bucket's policy (Sid buckety-...), one
 //     statement per role and resource level listing every access key of
 //     that role; statements buckety did not write are kept as they are.
+//   - aws, seaweedfs: an IAM user with one inline policy and one key IAM
+//     issues (iamkeys.go).
 //
 // The access key is the principal: bky<12 hex digits of the SHA-256 of the
 // access UID>-<serial>, at most 20 characters of [a-z0-9-] (MinIO's limit),
@@ -56,6 +59,7 @@ type scoped struct {
 	got     drivers.Scoping
 	minio   *minioAdmin
 	versity *versityAdmin
+	iam     *iam.Client
 	// hc is the admin clients' HTTP client, also for versitygw's key
 	// probes (keyKnown).
 	hc *http.Client
@@ -70,9 +74,9 @@ type scoped struct {
 func (c *Config) unscopedReason(backend string) string {
 	switch {
 	case c.Credentials == nil:
-		return fmt.Sprintf("backend %s hands every access its own keys: set credentials (implementation minio or versitygw) for a key per access", backend)
-	case c.Implementation != ImplMinIO && c.Implementation != ImplVersityGW:
-		return fmt.Sprintf("backend %s is implementation %q: buckety mints keys per access only on minio and versitygw", backend, c.Implementation)
+		return fmt.Sprintf("backend %s hands every access its own keys: set credentials (implementation minio, versitygw, aws or seaweedfs) for a key per access", backend)
+	case !mintsKeys(c.Implementation):
+		return fmt.Sprintf("backend %s is implementation %q: buckety mints keys per access only on minio, versitygw, aws and seaweedfs", backend, c.Implementation)
 	}
 	return ""
 }
@@ -84,7 +88,7 @@ func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
 	if why := b.cfg.unscopedReason(b.name); why != "" {
 		return drivers.Scoping{Reason: why}, nil
 	}
-	if b.scoped.minio == nil && b.scoped.versity == nil {
+	if b.scoped.minio == nil && b.scoped.versity == nil && b.scoped.iam == nil {
 		return drivers.Scoping{}, b.noAdmin()
 	}
 	b.scoped.mu.Lock()
@@ -118,6 +122,10 @@ func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
 			} else {
 				return drivers.Scoping{}, b.adminError("list users", err)
 			}
+		}
+	case ImplAWS, ImplSeaweedFS:
+		if err := b.scopingIAM(ctx); err != nil {
+			return drivers.Scoping{}, err
 		}
 	}
 	b.scoped.at, b.scoped.got = time.Now(), got
@@ -157,12 +165,12 @@ func noIAM(err error) bool {
 	return errors.As(err, &ve) && ve.Status == http.StatusNotImplemented
 }
 
-// openAdmin makes the admin client of a minio or versitygw backend, once,
+// openAdmin makes the admin client of a backend that mints keys, once,
 // when the backend is opened: with credentials set it mints keys, and
 // without it still revokes the keys it minted while credentials were set
 // (the controller keeps those until their accesses go).
 func (b *Backend) openAdmin() error {
-	if b.cfg.Implementation != ImplMinIO && b.cfg.Implementation != ImplVersityGW {
+	if !mintsKeys(b.cfg.Implementation) {
 		return nil
 	}
 	hc, err := b.cfg.httpClient()
@@ -176,6 +184,8 @@ func (b *Backend) openAdmin() error {
 		b.scoped.minio = newMinioAdmin(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
 	case ImplVersityGW:
 		b.scoped.versity = newVersityAdmin(b.cfg.adminEndpoint(), b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
+	case ImplAWS, ImplSeaweedFS:
+		b.scoped.iam = iam.New(b.cfg.iamEndpoint(), b.cfg.iamRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
 	}
 	return nil
 }
@@ -224,6 +234,11 @@ func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool,
 			return false, b.classify(err)
 		}
 		return found, nil
+	case ImplAWS, ImplSeaweedFS:
+		if b.scoped.iam == nil {
+			return false, b.noAdmin()
+		}
+		return b.inspectIAM(ctx, principal)
 	}
 	return false, fmt.Errorf("s3: backend %s: no keys per access on implementation %q", b.name, b.cfg.Implementation)
 }
@@ -280,6 +295,11 @@ func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[st
 			err = b.grantMinIO(ctx, a, secret)
 		case b.cfg.Implementation == ImplVersityGW:
 			err = b.grantVersity(ctx, a, secret)
+		case usesIAM(b.cfg.Implementation):
+			var id, sec string
+			if id, sec, err = b.grantIAM(ctx, a, secret); err == nil {
+				secret = id + ":" + sec
+			}
 		default:
 			err = fmt.Errorf("no keys per access on implementation %q", b.cfg.Implementation)
 		}
@@ -289,6 +309,14 @@ func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[st
 	}
 	data[SecretAccessKeyID] = []byte(a.Principal)
 	data[SecretSecretAccessKey] = []byte(secret)
+	if usesIAM(b.cfg.Implementation) {
+		// IAM issued the key: the Secret holds it, not the user's name.
+		id, sec, ok := splitIssued(secret)
+		if !ok {
+			return drivers.Grant{}, fmt.Errorf("s3: backend %s: the Secret of %s/%s holds no key IAM issued", b.name, a.Namespace, a.Name)
+		}
+		data[SecretAccessKeyID], data[SecretSecretAccessKey] = []byte(id), []byte(sec)
+	}
 	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
 }
 
@@ -474,6 +502,11 @@ func (b *Backend) revokeScoped(ctx context.Context, a drivers.Access) error {
 		if err := b.versityAdmin().deleteUser(ctx, a.Principal); err != nil {
 			return b.adminError("delete user "+a.Principal, err)
 		}
+	case ImplAWS, ImplSeaweedFS:
+		if b.scoped.iam == nil {
+			return b.noAdmin()
+		}
+		return b.revokeIAM(ctx, a.Principal)
 	}
 	return nil
 }
@@ -537,6 +570,8 @@ func (b *Backend) MintedKeys(ctx context.Context) (map[string]bool, error) {
 				out[u] = true
 			}
 		}
+	case b.scoped.iam != nil:
+		return b.mintedIAMUsers(ctx)
 	default:
 		return nil, fmt.Errorf("s3: backend %s mints no keys (credentials not set, or implementation %q)", b.name, b.cfg.Implementation)
 	}

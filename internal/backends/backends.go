@@ -227,3 +227,9 @@ func (i *instrumentedCredentialSweeper) SweepCredentials(ctx context.Context, as
 	i.in.observe("sweep-credentials", start, err)
 	return d, err
 }
+
+// SecretFrom passes drivers.IssuedSecrets through to the backend, which
+// the wrapper would hide.
+func (i *instrumentedScoper) SecretFrom(principal string, data map[string][]byte) string {
+	return drivers.SecretOf(i.CredentialScoper, principal, data)
+}

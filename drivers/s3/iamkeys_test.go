@@ -1,0 +1,199 @@
+package s3
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/iam"
+	"github.com/Yolean/buckety-controller/test/seaweedfs"
+)
+
+// iamFixture opens a backend with credentials on a SeaweedFS, whose IAM
+// API is the one users per access are made through.
+func iamFixture(t *testing.T) (*seaweedfs.Server, *Backend, *iam.Client) {
+	t.Helper()
+	srv := seaweedfs.Start(t, seaweedfs.Options{})
+	cfg := &Config{Implementation: ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second},
+		Credentials: &Credentials{}}
+	be, _ := open(t, cfg)
+	return srv, be, iam.New(srv.Endpoint, "us-east-1", srv.AccessKey, srv.SecretKey, &http.Client{Timeout: 10 * time.Second})
+}
+
+// seaweedAs is an S3 client of srv signing with a Secret's keys.
+func seaweedAs(srv *seaweedfs.Server, data map[string][]byte) s3Ops {
+	return s3Ops{cl: s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true, RetryMaxAttempts: 1,
+		Credentials:                credentials.NewStaticCredentialsProvider(string(data[SecretAccessKeyID]), string(data[SecretSecretAccessKey]), ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})}
+}
+
+// TestIAMKeysPerAccess: on SeaweedFS through the IAM API, an access's
+// Secret holds a key IAM issued to a user of its own, which does what its
+// role allows on its bucket only; a grant read back from the Secret keeps
+// the key; a grant whose Secret lost the key (a crash before the write)
+// replaces it and leaves the user one key; the sweep sees a deleted key
+// and an edited policy; revocation leaves nothing usable; a user buckety
+// did not make is refused.
+func TestIAMKeysPerAccess(t *testing.T) {
+	srv, be, admin := iamFixture(t)
+	ctx := context.Background()
+	if sc, err := be.Scoping(ctx); err != nil || !sc.Scoped {
+		t.Fatalf("want the backend scoped, got %+v, %v", sc, err)
+	}
+	rawOps := s3Ops{t: t, cl: rawClient(t, be.cfg, be.cfg.Endpoint)}
+	for _, b := range []string{"ledger", "payroll"} {
+		if err := rawOps.createBucket(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := rawOps.put(b, "seed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	access := func(name, role string, serial int) drivers.Access {
+		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: role, Assert: true, New: true, Recorded: true}
+		a.Principal = be.Principal(a, serial)
+		return a
+	}
+	w := access("writer", "ReadWrite", 1)
+	if found, err := be.InspectPrincipal(ctx, w.Principal); err != nil || found {
+		t.Fatalf("inspect before the mint: %v %v", found, err)
+	}
+	g, err := be.Grant(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Principal != w.Principal || string(g.Data[SecretAccessKeyID]) == w.Principal || !g.Scoped {
+		t.Fatalf("want the user %s with a key IAM issued, got %+v", w.Principal, g)
+	}
+	ops := seaweedAs(srv, g.Data)
+	ops.t = t
+	for what, err := range map[string]error{"put": ops.put("ledger", "w"), "get": ops.get("ledger", "seed"), "list": ops.list("ledger")} {
+		if err != nil {
+			t.Errorf("writer %s on its bucket: %v", what, err)
+		}
+	}
+	for what, err := range map[string]error{"put": ops.put("payroll", "w"), "list": ops.list("payroll"), "create": ops.createBucket("mine")} {
+		if err == nil {
+			t.Errorf("writer %s outside its bucket: want refused", what)
+		}
+	}
+	r := access("reader", "ReadOnly", 1)
+	gr, err := be.Grant(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := seaweedAs(srv, gr.Data)
+	ro.t = t
+	if err := ro.get("ledger", "seed"); err != nil {
+		t.Errorf("reader get: %v", err)
+	}
+	if err := ro.put("ledger", "r"); err == nil {
+		t.Error("reader put: want refused")
+	}
+
+	// Asserted again from its Secret: the same key, nothing new.
+	again := w
+	again.New, again.Recorded = false, false
+	again.Secret = be.SecretFrom(w.Principal, g.Data)
+	g2, err := be.Grant(ctx, again)
+	if err != nil || string(g2.Data[SecretAccessKeyID]) != string(g.Data[SecretAccessKeyID]) {
+		t.Fatalf("re-assert from the Secret: want key %s kept, got %s (%v)", g.Data[SecretAccessKeyID], g2.Data[SecretAccessKeyID], err)
+	}
+	// The Secret lost (a crash before its write): a new key, the old one
+	// deleted, one key left.
+	lost := again
+	lost.Secret = ""
+	g3, err := be.Grant(ctx, lost)
+	if err != nil || string(g3.Data[SecretAccessKeyID]) == string(g.Data[SecretAccessKeyID]) {
+		t.Fatalf("grant without the Secret: want a new key, got %s (%v)", g3.Data[SecretAccessKeyID], err)
+	}
+	if keys, err := admin.ListAccessKeys(ctx, w.Principal); err != nil || len(keys) != 1 {
+		t.Fatalf("want one key left, got %v (%v)", keys, err)
+	}
+	if err := seaweedAs(srv, g.Data).list("ledger"); err == nil {
+		t.Error("the replaced key still works")
+	}
+
+	// Drift: a deleted key, an edited policy; the others are judged too.
+	w3 := again
+	w3.Secret = be.SecretFrom(w.Principal, g3.Data)
+	if err := admin.DeleteAccessKey(ctx, w.Principal, string(g3.Data[SecretAccessKeyID])); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.PutUserPolicy(ctx, r.Principal, iamPolicyName, iam.BucketPolicy("payroll", []string{"s3:ListBucket"}, []string{"s3:GetObject"}).JSON()); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.PutUserPolicy(ctx, r.Principal, "extra", iam.BucketPolicy("payroll", []string{"s3:ListBucket"}, nil).JSON()); err != nil {
+		t.Fatal(err)
+	}
+	clean := access("clean", "ReadOnly", 1)
+	if _, err := be.Grant(ctx, clean); err != nil {
+		t.Fatal(err)
+	}
+	drifted, err := be.SweepCredentials(ctx, []drivers.Access{w3, r, clean})
+	if err != nil || len(drifted) != 2 || drifted[0] != 0 || drifted[1] != 1 {
+		t.Fatalf("sweep: want accesses 0 and 1 drifted, got %v (%v)", drifted, err)
+	}
+	gw, err := be.Grant(ctx, w3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.New, r.Recorded, r.Secret = false, false, be.SecretFrom(r.Principal, gr.Data)
+	if _, err := be.Grant(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if drifted, err := be.SweepCredentials(ctx, []drivers.Access{{Resource: "ledger", Role: "ReadWrite", Principal: w.Principal}, r}); err != nil || len(drifted) != 0 {
+		t.Fatalf("after the re-asserts: want no drift, got %v (%v)", drifted, err)
+	}
+	if err := ro.list("payroll"); err == nil {
+		t.Error("the reader's repaired policies still reach payroll")
+	}
+	if names, err := admin.ListUserPolicies(ctx, r.Principal); err != nil || len(names) != 1 || names[0] != iamPolicyName {
+		t.Errorf("after the repair: want only policy %s, got %v (%v)", iamPolicyName, names, err)
+	}
+	if err := seaweedAs(srv, gw.Data).put("ledger", "again"); err != nil {
+		t.Errorf("the writer's new key after the repair: %v", err)
+	}
+
+	// Revocation: the key fails at once, the user is gone; again is
+	// success.
+	if err := be.Revoke(ctx, w3); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Revoke(ctx, w3); err != nil {
+		t.Fatalf("revoke again: %v", err)
+	}
+	if err := seaweedAs(srv, gw.Data).list("ledger"); err == nil {
+		t.Error("a revoked key still works")
+	}
+	if found, err := be.InspectPrincipal(ctx, w.Principal); err != nil || found {
+		t.Errorf("after revocation: want the user gone, got %v (%v)", found, err)
+	}
+	minted, err := be.MintedKeys(ctx)
+	if err != nil || minted[w.Principal] || !minted[r.Principal] {
+		t.Errorf("minted keys: want %s and not %s, got %v (%v)", r.Principal, w.Principal, minted, err)
+	}
+
+	// A user of that name made by someone else since the controller saw
+	// it absent is not taken over.
+	f := access("foreign", "ReadWrite", 1)
+	if _, err := admin.CreateUser(ctx, f.Principal, "/", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := be.Grant(ctx, f); !drivers.IsPrincipalExists(err) {
+		t.Fatalf("a foreign user: want PrincipalExistsError, got %v", err)
+	}
+	if keys, err := admin.ListAccessKeys(ctx, f.Principal); err != nil || len(keys) != 0 {
+		t.Errorf("the foreign user got keys: %v (%v)", keys, err)
+	}
+}
