@@ -40,7 +40,7 @@ type Driver interface {
 	ValidateParameters(fldPath *field.Path, cfg Config, old, new map[string]string) (warnings []string, errs field.ErrorList)
 	// ValidateAccess checks a BucketyAccess role and parameters. Values the
 	// driver accepts but does not enforce yet are accepted with a warning.
-	ValidateAccess(fldPath *field.Path, cfg Config, role string, params map[string]string) (warnings []string, errs field.ErrorList)
+	ValidateAccess(fldPath *field.Path, cfg Config, role Role, params map[string]string) (warnings []string, errs field.ErrorList)
 
 	// Schemas describes spec.parameters of a Buckety and of a BucketyAccess
 	// as JSON schemas. CEL rules in x-kubernetes-validations (with oldSelf
@@ -105,6 +105,25 @@ type Backend interface {
 	Revoke(ctx context.Context, a Access) error
 	// Close releases connections.
 	Close() error
+}
+
+// Role is what an access may do with its resource: BucketyAccess
+// spec.role, as the drivers see it.
+type Role string
+
+// The roles, as the API spells them.
+const (
+	RoleReadWrite Role = "ReadWrite"
+	RoleReadOnly  Role = "ReadOnly"
+	RoleWriteOnly Role = "WriteOnly"
+)
+
+// OrDefault is r, or ReadWrite (the API's default) when r is empty.
+func (r Role) OrDefault() Role {
+	if r == "" {
+		return RoleReadWrite
+	}
+	return r
 }
 
 // Resource is the desired state of one backend resource.
@@ -179,8 +198,8 @@ type Access struct {
 	Resource string
 	// Namespace and Name identify the BucketyAccess, for principal naming.
 	Namespace, Name string
-	// Role is the requested role (ReadWrite, ReadOnly, WriteOnly).
-	Role string
+	// Role is the requested role; "" is ReadWrite (Role.OrDefault).
+	Role Role
 	// Parameters are the access's spec.parameters.
 	Parameters map[string]string
 	// ResourceParameters are the Buckety's spec.parameters, for drivers

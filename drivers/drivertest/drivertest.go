@@ -105,9 +105,9 @@ func (d *Driver) ValidateParameters(p *field.Path, _ drivers.Config, old, new ma
 }
 
 // ValidateAccess accepts every role, warning for anything but ReadWrite.
-func (d *Driver) ValidateAccess(_ *field.Path, _ drivers.Config, role string, _ map[string]string) ([]string, field.ErrorList) {
-	if role != "ReadWrite" {
-		return []string{"role " + role + " is not enforced"}, nil
+func (d *Driver) ValidateAccess(_ *field.Path, _ drivers.Config, role drivers.Role, _ map[string]string) ([]string, field.ErrorList) {
+	if role != drivers.RoleReadWrite {
+		return []string{"role " + string(role) + " is not enforced"}, nil
 	}
 	return nil, nil
 }

@@ -98,8 +98,8 @@ func (c *contract) grant(t *testing.T) {
 // is success), and so is revoking twice.
 func (c *contract) revoke(t *testing.T) {
 	ctx := context.Background()
-	never := drivers.Access{Resource: "suite-revoke", Namespace: "suite", Name: "never-granted", Role: "ReadWrite"}
-	granted := drivers.Access{Resource: "suite-revoke", Namespace: "suite", Name: "granted", Role: "ReadWrite"}
+	never := drivers.Access{Resource: "suite-revoke", Namespace: "suite", Name: "never-granted", Role: drivers.RoleReadWrite}
+	granted := drivers.Access{Resource: "suite-revoke", Namespace: "suite", Name: "granted", Role: drivers.RoleReadWrite}
 	if _, err := c.tg.Backend.Grant(ctx, granted); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func (c *contract) credentials(t *testing.T) {
 	ctx := context.Background()
 	r := c.resource("suite-credentials")
 	c.ensure(t, r)
-	a := drivers.Access{Resource: r.Name, Namespace: "suite", Name: "reader", UID: "suite-reader-uid", Role: "ReadWrite", ResourceParameters: r.Parameters}
+	a := drivers.Access{Resource: r.Name, Namespace: "suite", Name: "reader", UID: "suite-reader-uid", Role: drivers.RoleReadWrite, ResourceParameters: r.Parameters}
 	b := a
 	b.Name, b.UID = "writer", "suite-writer-uid"
 	// A CredentialScoper's principals are derived for the controller,

@@ -50,7 +50,7 @@ type AccessCase struct {
 	Name string
 	// Config is the backend's config; nil is allowed.
 	Config drivers.Config
-	Role   string
+	Role   drivers.Role
 	Params map[string]string
 	// Errs, Warns and NumErrs are as in NameCase.
 	Errs, Warns []string

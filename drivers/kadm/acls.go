@@ -55,10 +55,10 @@ func wantACLs(a drivers.Access) []acl {
 	gp := groupPrefix(a)
 	var out []acl
 	switch a.Role {
-	case "ReadOnly":
+	case drivers.RoleReadOnly:
 		out = append(out, allowed(topic, a.Resource, lit, read), allowed(topic, a.Resource, lit, describe),
 			allowed(group, gp, pre, read), allowed(group, gp, pre, describe))
-	case "WriteOnly":
+	case drivers.RoleWriteOnly:
 		out = append(out, allowed(topic, a.Resource, lit, write), allowed(topic, a.Resource, lit, describe),
 			allowed(txn, gp, pre, write), allowed(txn, gp, pre, describe))
 	default:

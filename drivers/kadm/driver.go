@@ -109,7 +109,7 @@ func (*Driver) ValidateParameters(p *field.Path, _ drivers.Config, old, new map[
 // shareCredentials). A backend that may scope enforces them when its
 // cluster has an authorizer and the SCRAM admin API; the access's
 // ScopingNotImplemented condition says whether it does.
-func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role string, params map[string]string) (warnings []string, errs field.ErrorList) {
+func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role drivers.Role, params map[string]string) (warnings []string, errs field.ErrorList) {
 	c, _ := cfg.(*Config)
 	unscoped := c == nil || c.unscopedReason("") != ""
 	for k, v := range params {
@@ -125,7 +125,7 @@ func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role string, pa
 			warnings = append(warnings, fmt.Sprintf("%s: not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials); any consumer group can be used", p.Key(k)))
 		}
 	}
-	if unscoped && role != "" && role != "ReadWrite" {
+	if unscoped && role.OrDefault() != drivers.RoleReadWrite {
 		warnings = append(warnings, fmt.Sprintf("role %s is not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials): the credentials allow reading and writing (ScopingNotImplemented)", role))
 	}
 	return warnings, errs

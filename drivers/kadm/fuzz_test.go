@@ -129,7 +129,7 @@ func FuzzValidateAccess(f *testing.F) {
 	f.Fuzz(func(t *testing.T, role, params string) {
 		m := fuzzinput.Map(params)
 		p := field.NewPath("spec", "parameters")
-		_, errs := d.ValidateAccess(p, &kadm.Config{}, role, m)
+		_, errs := d.ValidateAccess(p, &kadm.Config{}, drivers.Role(role), m)
 		drivertest.CheckPaths(t, errs, "spec.parameters")
 		if len(errs) > 0 {
 			return
@@ -171,7 +171,7 @@ func FuzzGrant(f *testing.F) {
 				t.Errorf("close: %v", err)
 			}
 		}()
-		g, err := be.Grant(context.Background(), drivers.Access{Resource: resource, Namespace: ns, Name: name, Role: role,
+		g, err := be.Grant(context.Background(), drivers.Access{Resource: resource, Namespace: ns, Name: name, Role: drivers.Role(role),
 			Parameters: fuzzinput.Map(params), ResourceParameters: fuzzinput.Map(resourceParams)})
 		if resource == "" {
 			if err == nil {

@@ -61,7 +61,7 @@ func consume(t *testing.T, data map[string][]byte, topic, group string) error {
 
 func grantAs(t *testing.T, be *Backend, topic, uid, role string, secret string, assert bool) map[string][]byte {
 	t.Helper()
-	a := drivers.Access{Resource: topic, Namespace: "team", Name: "app-" + strings.ToLower(role), UID: uid, Role: role}
+	a := drivers.Access{Resource: topic, Namespace: "team", Name: "app-" + strings.ToLower(role), UID: uid, Role: drivers.Role(role)}
 	a.Principal, a.Secret, a.Assert = be.Principal(a, 1), secret, assert
 	g, err := be.Grant(context.Background(), a)
 	if err != nil {
@@ -207,7 +207,7 @@ func TestSweepCredentials(t *testing.T) {
 	f.ensure(t, "orders", nil)
 	var as []drivers.Access
 	for i, role := range []string{"ReadWrite", "ReadOnly", "WriteOnly", "ReadWrite"} {
-		a := drivers.Access{Resource: "orders", Namespace: "team", Name: fmt.Sprintf("app-%d", i), UID: fmt.Sprintf("uid-%d", i), Role: role}
+		a := drivers.Access{Resource: "orders", Namespace: "team", Name: fmt.Sprintf("app-%d", i), UID: fmt.Sprintf("uid-%d", i), Role: drivers.Role(role)}
 		a.Principal = f.backend.Principal(a, 1)
 		if _, err := f.backend.Grant(context.Background(), a); err != nil {
 			t.Fatal(err)

@@ -107,7 +107,7 @@ func (b *Backend) sweepVersity(ctx context.Context, as []drivers.Access) ([]int,
 		}
 		grants, err := bucketyGrants(policy)
 		for _, i := range idx {
-			if err != nil || grants[as[i].Principal] != roleOf(as[i]) {
+			if err != nil || grants[as[i].Principal] != string(roleOf(as[i])) {
 				drifted[i] = true
 			}
 		}

@@ -110,7 +110,7 @@ func (*Driver) ValidateParameters(p *field.Path, cfg drivers.Config, old, new ma
 // the backend's own keys and its role is not enforced. A backend that may
 // scope does so when its server's admin API answers; the access's
 // ScopingNotImplemented condition says whether it does.
-func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role string, params map[string]string) (warnings []string, errs field.ErrorList) {
+func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role drivers.Role, params map[string]string) (warnings []string, errs field.ErrorList) {
 	for k := range params {
 		errs = append(errs, field.Invalid(p.Key(k), k, "the s3 driver has no access parameters in v1alpha1"))
 	}
@@ -119,7 +119,7 @@ func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role string, pa
 		return nil, errs
 	}
 	warnings = append(warnings, "this backend hands every s3 access the backend's own keys, not a key scoped to this bucket (no credentials in its config, or an implementation other than minio, versitygw, aws and seaweedfs: ScopingNotImplemented)")
-	if role != "" && role != "ReadWrite" {
+	if role.OrDefault() != drivers.RoleReadWrite {
 		warnings = append(warnings, fmt.Sprintf("role %s is not enforced on this backend (no key per access): the keys allow reading and writing (ScopingNotImplemented)", role))
 	}
 	return warnings, errs

@@ -163,7 +163,7 @@ func FuzzValidateAccess(f *testing.F) {
 	d := s3.New()
 	f.Fuzz(func(t *testing.T, role, params string) {
 		m := fuzzinput.Map(params)
-		_, errs := d.ValidateAccess(field.NewPath("spec", "parameters"), &s3.Config{}, role, m)
+		_, errs := d.ValidateAccess(field.NewPath("spec", "parameters"), &s3.Config{}, drivers.Role(role), m)
 		drivertest.CheckPaths(t, errs, "spec.parameters")
 		if len(errs) == 0 && len(m) > 0 {
 			t.Fatalf("accepted access parameters %v, want none accepted", m)
@@ -200,7 +200,7 @@ func FuzzGrant(f *testing.F) {
 			}
 		}()
 		rp := fuzzinput.Map(resourceParams)
-		g, err := be.Grant(context.Background(), drivers.Access{Resource: resource, Namespace: ns, Name: "a", Role: role, ResourceParameters: rp})
+		g, err := be.Grant(context.Background(), drivers.Access{Resource: resource, Namespace: ns, Name: "a", Role: drivers.Role(role), ResourceParameters: rp})
 		if resource == "" {
 			if err == nil {
 				t.Fatalf("grant without a bucket: want an error, got Secret keys %v", g.Data)

@@ -85,7 +85,7 @@ func splitIssued(s string) (id, secret string, ok bool) {
 }
 
 // iamAccessPolicy is the inline policy of a role's key on bucket.
-func iamAccessPolicy(bucket, role string) ([]byte, error) {
+func iamAccessPolicy(bucket string, role drivers.Role) ([]byte, error) {
 	acts, ok := actionsOf[role]
 	if !ok {
 		return nil, fmt.Errorf("role %q has no actions", role)

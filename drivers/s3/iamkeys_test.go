@@ -60,7 +60,7 @@ func TestIAMKeysPerAccess(t *testing.T) {
 		}
 	}
 	access := func(name, role string, serial int) drivers.Access {
-		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: role, Assert: true, New: true, Recorded: true}
+		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: true, New: true, Recorded: true}
 		a.Principal = be.Principal(a, serial)
 		return a
 	}

@@ -23,6 +23,8 @@ package s3
 // reading an encrypted response costs us one argon2id derivation.
 
 import (
+	"github.com/Yolean/buckety-controller/drivers"
+
 	"bytes"
 	"context"
 	"crypto/pbkdf2"
@@ -375,7 +377,7 @@ var denyAdmin = iamStatement{Effect: "Deny", Action: []string{"admin:*"}}
 func roleNames() []string {
 	names := make([]string, 0, len(actionsOf))
 	for r := range actionsOf {
-		names = append(names, r)
+		names = append(names, string(r))
 	}
 	sort.Strings(names)
 	return names
@@ -388,11 +390,8 @@ var minioBucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 // minioAccessPolicy is the policy of an access's user: exactly the
 // role's actions on that bucket, and every admin action denied. Role ""
 // is ReadWrite.
-func minioAccessPolicy(bucket, role string) ([]byte, error) {
-	if role == "" {
-		role = "ReadWrite"
-	}
-	a, ok := actionsOf[role]
+func minioAccessPolicy(bucket string, role drivers.Role) ([]byte, error) {
+	a, ok := actionsOf[role.OrDefault()]
 	if !ok {
 		return nil, fmt.Errorf("unknown role %q (known: %s)", role, strings.Join(roleNames(), ", "))
 	}

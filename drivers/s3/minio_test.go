@@ -1,6 +1,8 @@
 package s3
 
 import (
+	"github.com/Yolean/buckety-controller/drivers"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -63,7 +65,7 @@ func TestMinIOEncryptedBodies(t *testing.T) {
 
 func TestMinIOPolicyDocuments(t *testing.T) {
 	for role, ra := range map[string]roleActions{"": actionsOf["ReadWrite"], "ReadWrite": actionsOf["ReadWrite"], "ReadOnly": actionsOf["ReadOnly"], "WriteOnly": actionsOf["WriteOnly"]} {
-		p, err := minioAccessPolicy("bucket-a", role)
+		p, err := minioAccessPolicy("bucket-a", drivers.Role(role))
 		if err != nil {
 			t.Fatalf("role %q: %v", role, err)
 		}
@@ -81,7 +83,7 @@ func TestMinIOPolicyDocuments(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ bucket, role string }{{"bucket-a", "Admin"}, {"*", "ReadOnly"}, {"a*", "ReadOnly"}, {"b/c", "ReadOnly"}, {"", "ReadOnly"}} {
-		if p, err := minioAccessPolicy(c.bucket, c.role); err == nil {
+		if p, err := minioAccessPolicy(c.bucket, drivers.Role(c.role)); err == nil {
 			t.Errorf("minioAccessPolicy(%q, %q): want an error, got %s", c.bucket, c.role, p)
 		}
 	}

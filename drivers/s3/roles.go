@@ -1,5 +1,7 @@
 package s3
 
+import "github.com/Yolean/buckety-controller/drivers"
+
 // The S3 actions each role's per-access key is allowed, on its bucket only,
 // where the implementation mints keys per access (minio: a service
 // account's inline policy; versitygw: bucket-policy statements). Never
@@ -16,16 +18,16 @@ type roleActions struct {
 }
 
 // actionsOf maps a role (v1alpha1 Role) to its actions.
-var actionsOf = map[string]roleActions{
-	"ReadWrite": {
+var actionsOf = map[drivers.Role]roleActions{
+	drivers.RoleReadWrite: {
 		Bucket: []string{"s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"},
 		Object: []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"},
 	},
-	"ReadOnly": {
+	drivers.RoleReadOnly: {
 		Bucket: []string{"s3:ListBucket", "s3:GetBucketLocation"},
 		Object: []string{"s3:GetObject"},
 	},
-	"WriteOnly": {
+	drivers.RoleWriteOnly: {
 		Bucket: []string{"s3:GetBucketLocation", "s3:ListBucketMultipartUploads"},
 		Object: []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"},
 	},

@@ -262,12 +262,7 @@ func newSecret() (string, error) {
 }
 
 // roleOf is an access's role, ReadWrite when unset.
-func roleOf(a drivers.Access) string {
-	if a.Role == "" {
-		return "ReadWrite"
-	}
-	return a.Role
-}
+func roleOf(a drivers.Access) drivers.Role { return a.Role.OrDefault() }
 
 // grantScoped mints or re-asserts an access's own key and its rights, and
 // returns its Secret payload on top of data (endpoint, bucket, region).
@@ -396,7 +391,7 @@ func (b *Backend) bucketLock(bucket string) *sync.Mutex {
 // gets no user that would be left over.
 func (b *Backend) grantVersity(ctx context.Context, a drivers.Access, secret string) error {
 	v := b.versityAdmin()
-	return b.setBucketGrant(ctx, a.Resource, a.Principal, roleOf(a), func(ctx context.Context) error {
+	return b.setBucketGrant(ctx, a.Resource, a.Principal, string(roleOf(a)), func(ctx context.Context) error {
 		err := v.createUser(ctx, a.Principal, secret)
 		if errors.Is(err, errUserExists) {
 			if a.Recorded {

@@ -72,7 +72,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 			fx.put(t, "payroll", "seed", "body of seed")
 			grant := func(name, role string, serial int, secret string, fresh bool) drivers.Access {
 				t.Helper()
-				a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: role, Secret: secret, Assert: true, New: fresh}
+				a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Secret: secret, Assert: true, New: fresh}
 				a.Principal = be.Principal(a, serial)
 				if fresh {
 					if found, err := be.InspectPrincipal(ctx, a.Principal); err != nil || found {

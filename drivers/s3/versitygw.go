@@ -25,6 +25,8 @@ package s3
 //     resource level, listing every principal, rather than one per access.
 
 import (
+	"github.com/Yolean/buckety-controller/drivers"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -353,7 +355,7 @@ func parseBucketySid(sid string) (role, level string, ok bool) {
 		return "", "", false
 	}
 	role, level = rest[:i], rest[i+1:]
-	if _, known := actionsOf[role]; !known || (level != policyLevelBucket && level != policyLevelObjects) {
+	if _, known := actionsOf[drivers.Role(role)]; !known || (level != policyLevelBucket && level != policyLevelObjects) {
 		return "", "", false
 	}
 	return role, level, true
@@ -361,9 +363,9 @@ func parseBucketySid(sid string) (role, level string, ok bool) {
 
 // actionsFor is a role's actions at one level, sorted.
 func actionsFor(role, level string) []string {
-	a := actionsOf[role].Bucket
+	a := actionsOf[drivers.Role(role)].Bucket
 	if level == policyLevelObjects {
-		a = actionsOf[role].Object
+		a = actionsOf[drivers.Role(role)].Object
 	}
 	return slices.Sorted(slices.Values(a))
 }
@@ -484,9 +486,9 @@ func desiredStatements(bucket string, grants map[string]string) ([]bucketyStatem
 	byRole := map[string][]string{}
 	for k, role := range grants {
 		if role == "" {
-			role = "ReadWrite"
+			role = string(drivers.RoleReadWrite)
 		}
-		if _, ok := actionsOf[role]; !ok {
+		if _, ok := actionsOf[drivers.Role(role)]; !ok {
 			return nil, fmt.Errorf("access key %s: unknown role %q", k, role)
 		}
 		if err := validVersityKey(k); err != nil {

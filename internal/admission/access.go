@@ -78,7 +78,7 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 		errs = append(errs, v.accessLimit(ctx, spec.Child("bucketyRef"), be, namespaceOf(ctx, a.Namespace), a.Spec.BucketyRef.Name)...)
 	}
 	d := be.DriverImpl()
-	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), role, a.Spec.Parameters)
+	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), drivers.Role(role), a.Spec.Parameters)
 	warnings = append(warnings, w...)
 	errs = append(errs, merge(aerrs, v.access[d.Name()].Validate(ctx, spec.Child("parameters"), a.Spec.Parameters, nil, implementation(be)))...)
 	errs = append(errs, drivers.ValidateSecretFormats(spec.Child("secretFormats"), d, a.Spec.SecretFormats)...)

@@ -77,7 +77,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
 	if da := b.Spec.DefaultAccess; da != nil {
-		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
+		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
 		errs = append(errs, aerrs...)
 		errs = append(errs, drivers.ValidateSecretFormats(spec.Child("defaultAccess", "secretFormats"), d, da.SecretFormats)...)
@@ -134,7 +134,7 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	}
 	if da := b.Spec.DefaultAccess; da != nil && !reflect.DeepEqual(da, old.Spec.DefaultAccess) {
-		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), roleOf(da.Role), nil)
+		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
 		errs = append(errs, aerrs...)
 		errs = append(errs, drivers.ValidateSecretFormats(spec.Child("defaultAccess", "secretFormats"), be.DriverImpl(), da.SecretFormats)...)

@@ -70,7 +70,7 @@ func TestClientsKafkaRoles(t *testing.T) {
 	}
 	sc := be.(drivers.CredentialScoper)
 	grant := func(role string) map[string][]byte {
-		a := drivers.Access{Resource: "clients", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: role, Assert: true, New: true}
+		a := drivers.Access{Resource: "clients", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: true, New: true}
 		a.Principal = sc.Principal(a, 1)
 		g, err := be.Grant(ctx, a)
 		if err != nil {
@@ -217,7 +217,7 @@ func TestClientsS3Roles(t *testing.T) {
 				}
 			}
 			grant := func(role string, formats ...string) map[string][]byte {
-				a := drivers.Access{Resource: "clients", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: role, Assert: true, New: true, SecretFormats: formats}
+				a := drivers.Access{Resource: "clients", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: true, New: true, SecretFormats: formats}
 				a.Principal = sc.Principal(a, 1)
 				g, err := be.Grant(ctx, a)
 				if err != nil {

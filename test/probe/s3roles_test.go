@@ -48,7 +48,7 @@ func TestS3ProbeRoles(t *testing.T) {
 				}
 			}
 			grant := func(role string) map[string][]byte {
-				a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: role, Assert: true, New: true}
+				a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: true, New: true}
 				a.Principal = sc.Principal(a, 1)
 				g, err := be.Grant(ctx, a)
 				if err != nil {

@@ -173,7 +173,7 @@ func TestKafkaProbeRoles(t *testing.T) {
 	}
 	sc := be.(drivers.CredentialScoper)
 	grant := func(role string) func(string) string {
-		a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: role, Assert: true, New: true}
+		a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: true, New: true}
 		a.Principal = sc.Principal(a, 1)
 		g, err := be.Grant(ctx, a)
 		if err != nil {

@@ -110,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{RequeueAfter: shared.Jitter(LimitRetry)}, err
 	}
 	// Warnings are the webhook's to show; ScopingNotImplemented carries them here.
-	_, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), string(a.Spec.Role), a.Spec.Parameters)
+	_, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), drivers.Role(a.Spec.Role), a.Spec.Parameters)
 	errs = append(errs, drivers.ValidateSecretFormats(field.NewPath("spec", "secretFormats"), e.Driver, a.Spec.SecretFormats)...)
 	if len(errs) > 0 {
 		f.invalid = errs.ToAggregate().Error()
@@ -122,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	acc := drivers.Access{
 		Resource: cl.Spec.ResourceName, Namespace: a.Namespace, Name: a.Name, UID: string(a.UID),
-		Role: string(a.Spec.Role), Parameters: a.Spec.Parameters, SecretFormats: a.Spec.SecretFormats,
+		Role: drivers.Role(a.Spec.Role), Parameters: a.Spec.Parameters, SecretFormats: a.Spec.SecretFormats,
 		ResourceParameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters),
 	}
 	var scoping drivers.Scoping

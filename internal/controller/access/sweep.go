@@ -144,7 +144,7 @@ func (s *CredentialSweep) expected(ctx context.Context, c *v1.BucketyCredential)
 	for _, cl := range owned {
 		if cl.Spec.Backend == c.Spec.Backend && (cl.Spec.Phase == v1.ClaimCreated || cl.Spec.Phase == v1.ClaimAdopted) {
 			return drivers.Access{Resource: cl.Spec.ResourceName, Namespace: a.Namespace, Name: a.Name, UID: string(a.UID),
-				Role: string(a.Spec.Role), Parameters: a.Spec.Parameters, Principal: c.Spec.Principal}, key, true
+				Role: drivers.Role(a.Spec.Role), Parameters: a.Spec.Parameters, Principal: c.Spec.Principal}, key, true
 		}
 	}
 	return drivers.Access{}, key, false
