@@ -135,15 +135,21 @@ spec:
     args: $args
     envFrom: [{secretRef: {name: $secret}}]
 Y
-  local deadline=$((SECONDS + E2E_TIMEOUT)) phase
+  pod_log "$name" "probe ${*:-round trip} with Secret $secret"
+}
+
+# pod_log NAME WHAT: waits for the Pod to end and prints its log; fails,
+# saying WHAT the Pod did, unless it succeeded.
+pod_log() {
+  local name=$1 what=$2 deadline=$((SECONDS + E2E_TIMEOUT)) phase log
   while :; do
     phase=$(jp "pod/$name" '{.status.phase}')
     case "$phase" in Succeeded|Failed) break ;; esac
     [ $SECONDS -lt $deadline ] || fail "pod $name: expected to finish, still $phase"
     sleep 1
   done
-  local log; log=$(k logs "$name" 2>&1 || true)
-  [ "$phase" = Succeeded ] || fail "pod $name (probe ${*:-round trip} with Secret $secret) failed: $log"
+  log=$(k logs "$name" 2>&1 || true)
+  [ "$phase" = Succeeded ] || fail "pod $name ($what) failed: $log"
   printf '%s\n' "$log"
 }
 
@@ -700,15 +706,7 @@ spec:
     $( [ "$from" = env ] && echo "envFrom: [{secretRef: {name: $secret}}]" )
     $mount
 Y
-  local deadline=$((SECONDS + E2E_TIMEOUT)) phase
-  while :; do
-    phase=$(jp "pod/$name" '{.status.phase}')
-    case "$phase" in Succeeded|Failed) break ;; esac
-    [ $SECONDS -lt $deadline ] || fail "pod $name: expected to finish, still $phase"
-    sleep 1
-  done
-  local log; log=$(k logs "$name" 2>&1 || true)
-  [ "$phase" = Succeeded ] || fail "pod $name (probe $* with Secret $secret as $from) failed: $log"
+  local log; log=$(pod_log "$name" "probe $* with Secret $secret as $from")
   printf '%s\n' "$log" | sed 's/^/    /'
   expect_contains "pod $name" "probe: OK" "$log"
 }
