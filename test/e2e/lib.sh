@@ -111,15 +111,20 @@ expect_secret_keys() {
 # secret_value NAME KEY
 secret_value() { k get secret "$1" -o go-template="{{index .data \"$2\" | base64decode}}"; }
 
+# yaml_list ARGS...: the arguments as a YAML flow list, each a
+# double-quoted string with its \ and " escaped (a JSON policy is one
+# argument).
+yaml_list() {
+  local out="" a
+  for a in "$@"; do a=${a//\\/\\\\}; out="$out\"${a//\"/\\\"}\","; done
+  echo "[${out%,}]"
+}
+
 # run_pod NAME SECRET ARGS...: runs the probe image once with the Secret as
 # env (envFrom), waits for it to end, prints its log; fails when it fails.
 run_pod() {
   local name=$1 secret=$2; shift 2
-  local args="" a
-  # Each argument a YAML double-quoted string: its \ and " escaped (a JSON
-  # policy is one argument).
-  for a in "$@"; do a=${a//\\/\\\\}; args="$args\"${a//\"/\\\"}\","; done
-  args="[${args%,}]"
+  local args; args=$(yaml_list "$@")
   k delete pod "$name" --ignore-not-found --wait=true >/dev/null
   k apply -f - >/dev/null <<Y
 apiVersion: v1
@@ -681,8 +686,8 @@ clients_dir() { echo "$LIB_ROOT/test/e2e/clients"; }
 # YAML list of env vars); prints its log, fails unless it ends "probe: OK".
 client_pod() {
   local name=$1 secret=$2 from=$3 env=$4; shift 4
-  local args="" a mount=""
-  for a in "$@"; do args="$args\"$a\","; done
+  local args mount=""
+  args=$(yaml_list "$@")
   if [ "$from" = files ]; then
     env="${env%]}, {name: PROBE_SECRET_DIR, value: /secret}]"
     env=${env/\[, /[}
@@ -701,7 +706,7 @@ spec:
   - name: probe
     image: $PROBE_IMAGE
     imagePullPolicy: IfNotPresent
-    args: [${args%,}]
+    args: $args
     env: $env
     $( [ "$from" = env ] && echo "envFrom: [{secretRef: {name: $secret}}]" )
     $mount

@@ -196,18 +196,9 @@ func kafkaConnFrom(getenv func(string) string) (kafkaConn, error) {
 		return kafkaConn{}, err
 	}
 	c := kafkaConn{brokers: strings.Split(env[kadmdriver.SecretBootstrap], ",")}
-	proto := getenv(kadmdriver.SecretSecurityProtocol)
-	var useTLS, useSASL bool
-	switch proto {
-	case "", "PLAINTEXT":
-	case "SSL":
-		useTLS = true
-	case "SASL_PLAINTEXT":
-		useSASL = true
-	case "SASL_SSL":
-		useTLS, useSASL = true, true
-	default:
-		return kafkaConn{}, fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", proto)
+	useTLS, useSASL, err := securityOf(getenv(kadmdriver.SecretSecurityProtocol))
+	if err != nil {
+		return kafkaConn{}, err
 	}
 	if useTLS {
 		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -222,7 +213,7 @@ func kafkaConnFrom(getenv func(string) string) (kafkaConn, error) {
 	if useSASL {
 		s, err := needFrom(getenv, kadmdriver.SecretSASLMechanism, kadmdriver.SecretSASLUsername, kadmdriver.SecretSASLPassword)
 		if err != nil {
-			return kafkaConn{}, fmt.Errorf("security.protocol %s: %w", proto, err)
+			return kafkaConn{}, fmt.Errorf("security.protocol %s: %w", getenv(kadmdriver.SecretSecurityProtocol), err)
 		}
 		c.mechanism, c.user, c.password = s[kadmdriver.SecretSASLMechanism], s[kadmdriver.SecretSASLUsername], s[kadmdriver.SecretSASLPassword]
 		switch c.mechanism {

@@ -147,14 +147,9 @@ func token() string {
 // kafkaOpts are the client options the Secret's keys describe: the
 // bootstrap, and TLS and SASL as security.protocol says, exactly as a
 // consumer configures its client from the Kafka properties.
-func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
-	env, err := needFrom(getenv, kadmdriver.SecretBootstrap)
-	if err != nil {
-		return nil, err
-	}
-	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(env[kadmdriver.SecretBootstrap], ",")...)}
-	proto := getenv(kadmdriver.SecretSecurityProtocol)
-	var useTLS, useSASL bool
+// securityOf reads Kafka's security.protocol: whether it uses TLS and
+// SASL.
+func securityOf(proto string) (useTLS, useSASL bool, err error) {
 	switch proto {
 	case "", "PLAINTEXT":
 	case "SSL":
@@ -164,7 +159,20 @@ func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
 	case "SASL_SSL":
 		useTLS, useSASL = true, true
 	default:
-		return nil, fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", proto)
+		err = fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", proto)
+	}
+	return useTLS, useSASL, err
+}
+
+func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
+	env, err := needFrom(getenv, kadmdriver.SecretBootstrap)
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(env[kadmdriver.SecretBootstrap], ",")...)}
+	useTLS, useSASL, err := securityOf(getenv(kadmdriver.SecretSecurityProtocol))
+	if err != nil {
+		return nil, err
 	}
 	if useTLS {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -180,7 +188,7 @@ func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
 	if useSASL {
 		s, err := needFrom(getenv, kadmdriver.SecretSASLMechanism, kadmdriver.SecretSASLUsername, kadmdriver.SecretSASLPassword)
 		if err != nil {
-			return nil, fmt.Errorf("security.protocol %s: %w", proto, err)
+			return nil, fmt.Errorf("security.protocol %s: %w", getenv(kadmdriver.SecretSecurityProtocol), err)
 		}
 		user, pass := s[kadmdriver.SecretSASLUsername], s[kadmdriver.SecretSASLPassword]
 		switch s[kadmdriver.SecretSASLMechanism] {
