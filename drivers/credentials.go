@@ -2,11 +2,11 @@ package drivers
 
 import "context"
 
-// CredentialScoper is implemented by a Backend that can mint a credential
+// CredentialScoper is implemented by a Backend that can issue a credential
 // per access: a principal of its own on the service, with rights on the
 // access's resource per role and nothing else. The controller then records
-// each principal it is about to mint (a BucketyCredential) before calling
-// Grant, so a crash between the mint and the Secret write leaves a record
+// each principal it is about to issue (a BucketyCredential) before calling
+// Grant, so a crash between the issue and the Secret write leaves a record
 // the next pass finishes or revokes, and passes the principal and the
 // secret the access's Secret holds (the Secret is the only store of the
 // secret) to Grant and Revoke.
@@ -18,7 +18,7 @@ import "context"
 // service. Revoke removes the principal's rights, then the principal; a
 // missing principal is success.
 type CredentialScoper interface {
-	// Scoping reports whether this backend mints credentials per access,
+	// Scoping reports whether this backend issues credentials per access,
 	// and when not, why (Scoping.Reason, shown in ScopingNotImplemented).
 	// The answer may be cached; an error means the service could not be
 	// asked and the access waits.
@@ -30,7 +30,7 @@ type CredentialScoper interface {
 	Principal(a Access, serial int) string
 	// InspectPrincipal reports whether the principal exists on the service.
 	// The controller refuses a principal that exists before it recorded
-	// its intent to mint it: such a principal is not buckety's, and is
+	// its intent to issue it: such a principal is not buckety's, and is
 	// never altered or deleted.
 	InspectPrincipal(ctx context.Context, principal string) (bool, error)
 	// CredentialKeys names the Secret keys that hold the principal and its
@@ -47,7 +47,7 @@ type Scoping struct {
 	Reason string
 	// Required is true when the backend's config asks for a credential per
 	// access (s3: credentials set). Then, whenever Scoped is false (the
-	// service cannot mint them now: an admin API that answers 501, a
+	// service cannot issue them now: an admin API that answers 501, a
 	// release too old to trust), no access is handed the backend's own
 	// credentials instead: accesses report the Reason and keep the Secret
 	// they have, and new accesses wait.
@@ -55,7 +55,7 @@ type Scoping struct {
 }
 
 // CredentialSweeper is implemented by a CredentialScoper that can judge, in
-// a few requests for a whole backend, whether each minted principal still
+// a few requests for a whole backend, whether each issued principal still
 // exists with exactly its role's rights: the drift sweep's counterpart of
 // Sweeper for credentials. Changed, added or removed rights and a missing
 // principal count as drift; the controller then re-asserts those accesses
@@ -72,7 +72,7 @@ type CredentialSweeper interface {
 
 // IssuedSecrets is implemented by a CredentialScoper whose service issues
 // a principal's key and secret itself (AWS IAM's CreateAccessKey) instead
-// of taking the secret buckety mints: the Secret's key then names the
+// of taking the secret buckety issues: the Secret's key then names the
 // issued key, not the principal. SecretFrom reads, from an access's
 // Secret data, the secret to hand back to Grant as Access.Secret for
 // principal ("" when the data holds none); Grant checks it against the

@@ -213,14 +213,14 @@ type Access struct {
 	Principal string
 	// Secret is the principal's secret (a password) as the access's Secret
 	// holds it; empty when the Secret holds none for this principal, and
-	// Grant then mints a new one.
+	// Grant then issues a new one.
 	Secret string
 	// Assert asks Grant to create or update the principal with Secret and
 	// to make its rights exactly the role's, rather than trusting that a
 	// previous Grant did.
 	Assert bool
-	// New says the principal is being minted and its access has not
-	// changed since the mint was recorded: it has no rights on the
+	// New says the principal is being issued and its access has not
+	// changed since the issue was recorded: it has no rights on the
 	// backend but what this grant (or an interrupted attempt of it) makes,
 	// so Grant may create them without reading them first.
 	New bool

@@ -83,7 +83,7 @@ type PrincipalExistsError struct {
 }
 
 func (e *PrincipalExistsError) Error() string {
-	return fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete it to let buckety mint it)", e.Principal, e.Backend)
+	return fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete it to let buckety issue it)", e.Principal, e.Backend)
 }
 
 // IsPrincipalExists reports whether err is or wraps a *PrincipalExistsError.

@@ -48,7 +48,7 @@ type Config struct {
 	// controller's, every access then gets the same ones, and each such
 	// access reports ScopingNotImplemented. Requires sasl.
 	ShareCredentials bool `json:"shareCredentials,omitempty"`
-	// Credentials configures the SCRAM user buckety mints per access when
+	// Credentials configures the SCRAM user buckety issues per access when
 	// the backend uses sasl without shareCredentials, on a cluster with an
 	// authorizer and the SCRAM admin API (KIP-554). Defaults apply when
 	// absent.
@@ -59,7 +59,7 @@ type Config struct {
 
 // Credentials configures per-access SCRAM users.
 type Credentials struct {
-	// Mechanism of the minted users' passwords: SCRAM-SHA-512 (the
+	// Mechanism of the issued users' passwords: SCRAM-SHA-512 (the
 	// default) or SCRAM-SHA-256. Consumers authenticate with it
 	// (sasl.mechanism in the Secret).
 	Mechanism string `json:"mechanism,omitempty" jsonschema:"enum=SCRAM-SHA-512,enum=SCRAM-SHA-256"`
@@ -173,7 +173,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(p.Child("credentials", "mechanism"), cr.Mechanism, []string{"SCRAM-SHA-512", "SCRAM-SHA-256"}))
 		}
 		if c.ShareCredentials {
-			errs = append(errs, field.Forbidden(p.Child("credentials"), "shareCredentials gives every access the backend's own user: per-access credentials are not minted, so remove one of the two"))
+			errs = append(errs, field.Forbidden(p.Child("credentials"), "shareCredentials gives every access the backend's own user: per-access credentials are not issued, so remove one of the two"))
 		}
 	}
 	return errs

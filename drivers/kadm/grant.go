@@ -121,7 +121,7 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 	}
 	reason := c.unscopedReason(b.name)
 	if reason == "" {
-		reason = fmt.Sprintf("backend %s did not mint a user for this access", b.name)
+		reason = fmt.Sprintf("backend %s did not issue a user for this access", b.name)
 	}
 	return drivers.Grant{Data: data, Reason: reason}, nil
 }

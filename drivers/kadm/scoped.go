@@ -50,11 +50,11 @@ import (
 // groups and transactional ids a scoped access may use.
 const SecretGroupPrefix = "group.id.prefix"
 
-// principalPrefix starts every principal and group prefix buckety mints,
+// principalPrefix starts every principal and group prefix buckety issues,
 // so an operator listing users or ACLs sees which are buckety's.
 const principalPrefix = "bky."
 
-// scramIterations is the SCRAM iteration count of minted passwords: 4096,
+// scramIterations is the SCRAM iteration count of issued passwords: 4096,
 // Kafka's minimum and kafka-configs' default (it accepts up to 16384). The
 // password is 256 random bits, so more iterations would add nothing
 // against guessing; and kfake, the local broker, announces 4096 whatever
@@ -188,7 +188,7 @@ func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool,
 	return len(d.CredInfos) > 0, nil
 }
 
-// mechanism is the SCRAM mechanism of minted users.
+// mechanism is the SCRAM mechanism of issued users.
 func (c *Config) mechanism() (kadm.ScramMechanism, string) {
 	if c.Credentials != nil && c.Credentials.Mechanism == "SCRAM-SHA-256" {
 		return kadm.ScramSha256, "SCRAM-SHA-256"
@@ -205,7 +205,7 @@ func newPassword() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(buf), nil
 }
 
-// grantScoped mints or re-asserts an access's own user and ACLs, and
+// grantScoped issues or re-asserts an access's own user and ACLs, and
 // returns its Secret payload on top of base (bootstrap, topic, TLS).
 func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
 	password, assert := a.Secret, a.Assert

@@ -35,8 +35,8 @@ type Backend struct {
 	// AbortIncompleteMultipartUpload (MinIO cleans stale uploads itself), so
 	// the missing field is a shortfall, not drift to rewrite every pass.
 	dropsAbortUploads bool
-	// scoped is the state of keys per access (scoped.go).
-	scoped scoped
+	// scoping is the state of credentials per access (credentials.go).
+	scoping scoping
 }
 
 // client returns the long-lived client for an endpoint, made on first use.

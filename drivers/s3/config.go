@@ -96,10 +96,10 @@ type Config struct {
 	dir string
 }
 
-// Credentials configures the keys minted per access.
+// Credentials configures the keys issued per access.
 type Credentials struct {
 	// ParentUser (minio) is the parent of the service accounts that
-	// buckety minted before keys were users of their own: as each is
+	// buckety issued before keys were users of their own: as each is
 	// asserted again it is replaced by a user with the same key and
 	// secret, and a service account of any other parent under buckety's
 	// name is never touched. Omitted: buckety-tenants. Never the root
@@ -119,7 +119,7 @@ type Credentials struct {
 // DefaultParentUser is credentials.parentUser when not set.
 const DefaultParentUser = "buckety-tenants"
 
-// parentUser is the MinIO parent of minted service accounts.
+// parentUser is the MinIO parent of issued service accounts.
 func (c *Config) parentUser() string {
 	if c.Credentials != nil && c.Credentials.ParentUser != "" {
 		return c.Credentials.ParentUser
@@ -143,8 +143,8 @@ func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 		return nil
 	}
 	cp := p.Child("credentials")
-	if !mintsKeys(c.Implementation) {
-		errs = append(errs, field.Invalid(cp, "{...}", fmt.Sprintf("keys per access are minted on implementation minio, versitygw, aws or seaweedfs, not on %q: remove credentials (every access then gets the backend's own keys)", c.Implementation)))
+	if !issuesCredentials(c.Implementation) {
+		errs = append(errs, field.Invalid(cp, "{...}", fmt.Sprintf("keys per access are issued on implementation minio, versitygw, aws or seaweedfs, not on %q: remove credentials (every access then gets the backend's own keys)", c.Implementation)))
 	}
 	if cr.IAMEndpoint != "" {
 		if !usesIAM(c.Implementation) {
@@ -169,11 +169,6 @@ func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// mintsKeys reports an implementation buckety mints keys per access on.
-func mintsKeys(impl string) bool {
-	return impl == ImplMinIO || impl == ImplVersityGW || usesIAM(impl)
 }
 
 // SetDir resolves caFile against the config directory.

@@ -33,6 +33,6 @@
 // reporting progress, so a bucket with millions of objects is deleted across
 // many reconciles and resumes after a restart.
 //
-// v1alpha1 mints no per-consumer credentials: every access receives the
+// v1alpha1 issues no per-consumer credentials: every access receives the
 // backend's configured keys, reported as not scoped.
 package s3

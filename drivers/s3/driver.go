@@ -106,7 +106,7 @@ func (*Driver) ValidateParameters(p *field.Path, cfg drivers.Config, old, new ma
 
 // ValidateAccess accepts every role and no access parameters. It warns
 // when the backend's config rules out a key per access (no credentials, or
-// an implementation that mints none): every access then gets
+// an implementation that issues none): every access then gets
 // the backend's own keys and its role is not enforced. A backend that may
 // scope does so when its server's admin API answers; the access's
 // ScopingNotImplemented condition says whether it does.
@@ -135,9 +135,11 @@ func (d *Driver) Open(_ context.Context, backend string, cfg drivers.Config) (dr
 	if _, err := b.client(c.Endpoint); err != nil {
 		return nil, err
 	}
-	if err := b.openAdmin(); err != nil {
+	is, err := b.newIssuer()
+	if err != nil {
 		return nil, err
 	}
+	b.scoping.issuer = is
 	return b, nil
 }
 

@@ -99,7 +99,7 @@ func (c *Config) renderFormats(formats []string, data map[string][]byte) error {
 	}
 	for _, v := range [][]byte{[]byte(endpoint), id, secret, []byte(region), data[SecretBucket]} {
 		// Every format is line-oriented: a line break in a value would
-		// read as another setting. None is expected (keys are minted
+		// read as another setting. None is expected (keys are issued
 		// from a safe alphabet; the endpoint is a parsed URL).
 		if strings.ContainsAny(string(v), "\r\n") {
 			return fmt.Errorf("secret formats: a value of the Secret holds a line break, which no format can hold")

@@ -7,7 +7,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
-// Access Secrets: a key of the access's own where the backend mints them
+// Access Secrets: a key of the access's own where the backend issues them
 // (scoped.go: credentials set, on minio, versitygw, aws or seaweedfs; the controller then
 // names the principal in Access.Principal), and otherwise the backend's
 // own keys.
@@ -58,7 +58,7 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 		data[SecretRegion] = []byte(b.cfg.Region)
 	}
 	if a.Principal != "" {
-		return b.grantScoped(ctx, a, data)
+		return b.grantCredential(ctx, a, data)
 	}
 	if b.cfg.Credentials != nil {
 		// The maintainer asked for a key per access: the backend's own
@@ -78,5 +78,5 @@ func (b *Backend) Revoke(ctx context.Context, a drivers.Access) error {
 	if a.Principal == "" {
 		return nil
 	}
-	return b.revokeScoped(ctx, a)
+	return b.revokeCredential(ctx, a)
 }

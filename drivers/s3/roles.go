@@ -3,8 +3,9 @@ package s3
 import "github.com/Yolean/buckety-controller/drivers"
 
 // The S3 actions each role's per-access key is allowed, on its bucket only,
-// where the implementation mints keys per access (minio: a service
-// account's inline policy; versitygw: bucket-policy statements). Never
+// where the implementation issues credentials per access (minio: the
+// user's canned policy; versitygw: bucket-policy statements; aws,
+// seaweedfs: the IAM user's inline policy). Never
 // bucket creation, deletion, policy, versioning or lifecycle: those are
 // the controller's.
 //
@@ -32,7 +33,3 @@ var actionsOf = map[drivers.Role]roleActions{
 		Object: []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"},
 	},
 }
-
-// bucketARN and objectsARN are the resources of a bucket's actions.
-func bucketARN(bucket string) string  { return "arn:aws:s3:::" + bucket }
-func objectsARN(bucket string) string { return "arn:aws:s3:::" + bucket + "/*" }

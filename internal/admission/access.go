@@ -70,7 +70,7 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 			warnings = append(warnings, fmt.Sprintf("backend %q of Buckety %s is not in the controller config: parameters are not validated", found, a.Spec.BucketyRef.Name))
 		}
 		if role != string(v1.RoleReadWrite) {
-			warnings = append(warnings, fmt.Sprintf("role %s is not enforced unless the Buckety's backend mints credentials per access (its ScopingNotImplemented condition says)", role))
+			warnings = append(warnings, fmt.Sprintf("role %s is not enforced unless the Buckety's backend issues credentials per access (its ScopingNotImplemented condition says)", role))
 		}
 		return warnings, invalid("BucketyAccess", a.Name, errs)
 	}

@@ -63,8 +63,8 @@ type Backend struct {
 	// driver reserves itself (kadm: the internal topics of Kafka, Schema
 	// Registry, Kafka Connect, Confluent and Redpanda).
 	ReservedNames []string `json:"reservedNames,omitempty"`
-	// Credentials configures the lifecycle of the credentials minted per
-	// access, on a backend whose driver mints them.
+	// Credentials configures the lifecycle of the credentials issued per
+	// access, on a backend whose driver issues them.
 	Credentials *Credentials `json:"credentials,omitempty"`
 
 	options drivers.Config

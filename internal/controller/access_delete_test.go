@@ -92,7 +92,7 @@ func (e *env) secret(ns, name string) (*corev1.Secret, bool) {
 
 // grantedAccess provisions Buckety a/orders and an access a/reader writing
 // Secret reader-creds, and records for the access the principal a driver
-// that mints one per access would have minted (a BucketyCredential).
+// that issues one per access would have issued (a BucketyCredential).
 func grantedAccess(t *testing.T, e *env, principal string) *corev1.Secret {
 	t.Helper()
 	e.create(newBuckety("a", "orders", "orders"))
@@ -105,7 +105,7 @@ func grantedAccess(t *testing.T, e *env, principal string) *corev1.Secret {
 	}
 	a, _ := e.access("a", "reader")
 	if principal != "" {
-		// The record a scoping backend's mint leaves (credential.go).
+		// The record a scoping backend's issue leaves (credential.go).
 		e.create(&v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: access.CredentialName("svc", principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
 			Spec: v1.BucketyCredentialSpec{Backend: "svc", Service: "svc", Principal: principal, Serial: 1, Phase: v1.CredentialActive,
 				Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}})
@@ -125,7 +125,7 @@ func (e *env) deleteAccess(ns, name string) {
 }
 
 // TestAccessDeletionRevokesAndDeletesItsSecret: deleting an access whose
-// grant minted a principal revokes it on the backend, deletes the access's
+// grant issued a principal revokes it on the backend, deletes the access's
 // own Secret with a UID precondition (so a Secret re-created under the name
 // meanwhile is not deleted on the strength of the old one's read), and
 // releases the finalizer.
@@ -150,7 +150,7 @@ func TestAccessDeletionRevokesAndDeletesItsSecret(t *testing.T) {
 }
 
 // TestAccessDeletionWithoutPrincipalRevokesNothing: an access whose grant
-// minted nothing (status.principal empty: the backend's shared
+// issued nothing (status.principal empty: the backend's shared
 // credentials) has nothing to revoke.
 func TestAccessDeletionWithoutPrincipalRevokesNothing(t *testing.T) {
 	e := newEnvWith(t, "", (&secretDeletes{}).wrap)

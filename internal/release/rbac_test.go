@@ -35,7 +35,7 @@ var rbacAllowlist = map[string]string{
 	// A claim's status: ownerGoneSince, stamped once when its owner is
 	// found gone (claims.Janitor).
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyclaims/status`: "patch",
-	// Credential records: created before a per-access principal is minted,
+	// Credential records: created before a per-access principal is issued,
 	// patched Minting -> Active once the Secret holds it, deleted after the
 	// principal is revoked (access/credential.go); listed by owner.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketycredentials`: "create,delete,get,list,patch,watch",

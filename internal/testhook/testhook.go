@@ -32,5 +32,5 @@ const (
 	AfterInspect = "after-inspect"
 	// AfterMint: a scoped access's credential is set on the backend (user
 	// and grants); its Secret has not been written since.
-	AfterMint = "after-mint"
+	AfterMint = "after-issue"
 )

@@ -244,7 +244,7 @@ func TestScopingUnavailableKeepsSecrets(t *testing.T) {
 	waitCondition(t, second, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonScopingUnavailable, wait)
 	time.Sleep(3 * time.Second) // sweeps and checks run
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "second"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		t.Errorf("a new access on a backend that cannot mint: want no Secret, got %v", err)
+		t.Errorf("a new access on a backend that cannot issue: want no Secret, got %v", err)
 	}
 	got := secret(t, ns, "first")
 	if got.ResourceVersion != own.ResourceVersion || strings.Contains(string(got.Data["accessKeyID"]), srv.AccessKey) {

@@ -68,7 +68,7 @@ func TestAdoptionSafety(t *testing.T) {
 			waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, wait)
 		}
 		if ok, _ := gone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.name + "-creds", Namespace: ns}}); !ok {
-			t.Errorf("%s: want no Secret minted for a refused adoption", c.name)
+			t.Errorf("%s: want no Secret issued for a refused adoption", c.name)
 		}
 	}
 

@@ -324,7 +324,7 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 	})
 }
 
-// TestScopedRotation: changing spec.rotation mints a new user, writes it
+// TestScopedRotation: changing spec.rotation issues a new user, writes it
 // to the Secret, and revokes the old one after the backend's
 // rotationGrace. A consumer that reloads its Secret never fails to
 // authenticate; the old user is refused once the grace is over.
@@ -643,7 +643,7 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 }
 
 // mintCrash is the controller binary (built with the test hook) running
-// on a config of its own with the after-mint pause armed: the SIGKILL
+// on a config of its own with the after-issue pause armed: the SIGKILL
 // tests' shared part.
 type mintCrash struct {
 	t                                   *testing.T

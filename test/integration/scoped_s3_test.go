@@ -26,7 +26,7 @@ import (
 )
 
 // scopedS3 starts impl with an IAM store and returns it with a config
-// whose backend s3-scoped mints a key per access on it.
+// whose backend s3-scoped issues a key per access on it.
 func scopedS3(t *testing.T, impl string) (*s3test.Server, string) {
 	t.Helper()
 	srv := s3test.Start(t, impl, s3test.Options{IAM: true})
@@ -227,9 +227,9 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			minted := func() (map[string]bool, error) { return be.(*s3driver.Backend).MintedKeys(context.Background()) }
-			eventually(t, wait, "both keys minted, the controller paused before their Secrets", func() (bool, string) {
-				keys, err := minted()
+			issued := func() (map[string]bool, error) { return be.(*s3driver.Backend).IssuedCredentials(context.Background()) }
+			eventually(t, wait, "both keys issued, the controller paused before their Secrets", func() (bool, string) {
+				keys, err := issued()
 				if err != nil {
 					return false, err.Error()
 				}
@@ -246,7 +246,7 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 			}
 			eventually(t, wait, "the deleted access gone and its key revoked", func() (bool, string) {
 				err := k8s.Get(context.Background(), client.ObjectKeyFromObject(dropped), &v1.BucketyAccess{})
-				keys, kerr := minted()
+				keys, kerr := issued()
 				if kerr != nil {
 					return false, kerr.Error()
 				}

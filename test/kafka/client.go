@@ -79,7 +79,7 @@ func Describe(ctx context.Context, cl *kgo.Client, topic string) error {
 }
 
 // BucketyCredentials reads, as an admin client cl, the SCRAM users buckety
-// minted (named bky.) and the ACLs of each, as "TYPE NAME" per ACL, for
+// issued (named bky.) and the ACLs of each, as "TYPE NAME" per ACL, for
 // the harnesses that count what is left of per-access credentials.
 func BucketyCredentials(ctx context.Context, cl *kgo.Client) (users map[string]kadm.DescribedUserSCRAM, acls map[string][]string, err error) {
 	all, err := kadm.NewClient(cl).DescribeUserSCRAMs(ctx)

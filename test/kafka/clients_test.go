@@ -54,7 +54,7 @@ func clients(t *testing.T) string {
 
 // TestLibrdkafkaClients logs in to the test broker with librdkafka's own
 // clients, kcat and confluent-kafka for Python, as a SCRAM-SHA-512 user with
-// ACLs (what buckety mints for an access), over plaintext and over TLS: each
+// ACLs (what buckety issues for an access), over plaintext and over TLS: each
 // produces a record, each reads both, and a wrong password is refused. It
 // guards the broker's ApiVersions patch (broker/handshake.go): without
 // SaslHandshake v0 advertised, librdkafka refuses to log in at all.

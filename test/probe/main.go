@@ -19,7 +19,9 @@
 // exists, create [OBJECTS], put-many N, versioning, set-versioning
 // Enabled|Suspended, count, policy, set-policy JSON; and on keys, as with
 // mc admin or the gateway's CLI (`probe s3-admin CMD KEY ...`): key-add
-// SECRET, key-exists, key-policy, set-key-policy JSON.
+// SECRET, key-exists, key-policy, set-key-policy JSON. Where keys are IAM
+// users (seaweedfs, aws) KEY names the user, and key-add prints the key and
+// secret IAM issued (keyadmin_iam.go).
 //
 // `probe clients kafka sarama|franz-go` and `probe clients s3
 // aws-sdk-go-v2|aws-env` do the same with other client libraries, as
@@ -473,8 +475,9 @@ func printJSON(s string) error {
 }
 
 // s3KeyAdmin runs the s3-admin commands on keys, through the server's
-// admin API as the driver speaks it (drivers/s3 operator.go).
-func s3KeyAdmin(ctx context.Context, args []string) (err error) {
+// admin API as its operator would with mc or the gateway's CLI, out of
+// buckety's hands (keyadmin.go).
+func s3KeyAdmin(ctx context.Context, args []string) error {
 	env, err := needFrom(os.Getenv, s3driver.SecretEndpoint, s3driver.SecretAccessKeyID, s3driver.SecretSecretAccessKey, "implementation")
 	if err != nil {
 		return err
@@ -483,18 +486,12 @@ func s3KeyAdmin(ctx context.Context, args []string) (err error) {
 	if region == "" {
 		region = "us-east-1"
 	}
-	be, err := s3driver.New().Open(ctx, "s3-admin", &s3driver.Config{Implementation: env["implementation"], Endpoint: env[s3driver.SecretEndpoint], Region: region,
-		ForcePathStyle: true, AccessKeyID: env[s3driver.SecretAccessKeyID], SecretAccessKey: env[s3driver.SecretSecretAccessKey],
-		RequestTimeout: drivers.Duration{Duration: 30 * time.Second}, Credentials: &s3driver.Credentials{AdminEndpoint: os.Getenv("adminEndpoint")}})
+	ka, err := newKeyAdmin(env["implementation"], env[s3driver.SecretEndpoint], os.Getenv("adminEndpoint"), region, env[s3driver.SecretAccessKeyID], env[s3driver.SecretSecretAccessKey])
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := be.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	admin := be.(*s3driver.Backend)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	cmd, key := args[0], args[1]
 	arg := func() (string, error) {
 		if len(args) < 3 {
@@ -508,16 +505,16 @@ func s3KeyAdmin(ctx context.Context, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		return admin.AddForeignKey(ctx, key, secret)
+		return ka.add(ctx, key, secret)
 	case "key-exists":
-		found, err := admin.InspectPrincipal(ctx, key)
+		found, err := ka.exists(ctx, key)
 		if err != nil {
 			return err
 		}
 		fmt.Println(found)
 		return nil
 	case "key-policy":
-		policy, err := admin.KeyPolicy(ctx, key)
+		policy, err := ka.policy(ctx, key)
 		if err != nil {
 			return err
 		}
@@ -527,7 +524,7 @@ func s3KeyAdmin(ctx context.Context, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		return admin.SetKeyPolicy(ctx, key, policy)
+		return ka.setPolicy(ctx, key, policy)
 	}
 	return fmt.Errorf("unknown s3-admin command %q\n%s", cmd, s3AdminUsage)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/Yolean/buckety-controller/drivers/s3/iam"
+	"github.com/Yolean/buckety-controller/drivers/s3/policy"
 )
 
 // The actions of buckety's ReadWrite role (drivers/s3/roles.go).
@@ -93,7 +94,7 @@ func TestKeyPerAccess(t *testing.T) {
 	if key.AccessKeyID == "" || len(key.SecretAccessKey) < 40 || key.UserName != user || key.Status != "Active" {
 		t.Fatalf("want an active key with a 40-character secret for %s, got %+v", user, key)
 	}
-	if err := adminIAM.PutUserPolicy(ctx, user, "buckety", iam.BucketPolicy("bucket-b", readWriteBucket, readWriteObject).JSON()); err != nil {
+	if err := adminIAM.PutUserPolicy(ctx, user, "buckety", policy.ForBucket("bucket-b", readWriteBucket, readWriteObject).JSON()); err != nil {
 		t.Fatalf("PutUserPolicy: %v", err)
 	}
 
@@ -168,7 +169,7 @@ func TestKeyPerAccess(t *testing.T) {
 		if _, err := mine.CreateAccessKey(ctx, user); !iam.IsAccessDenied(err) {
 			t.Errorf("CreateAccessKey for itself: want AccessDenied, got %v", err)
 		}
-		if err := mine.PutUserPolicy(ctx, user, "more", iam.BucketPolicy("bucket-c", nil, []string{"s3:GetObject"}).JSON()); !iam.IsAccessDenied(err) {
+		if err := mine.PutUserPolicy(ctx, user, "more", policy.ForBucket("bucket-c", nil, []string{"s3:GetObject"}).JSON()); !iam.IsAccessDenied(err) {
 			t.Errorf("PutUserPolicy on itself: want AccessDenied, got %v", err)
 		}
 		if err := mine.DeleteAccessKey(ctx, user, key.AccessKeyID); !iam.IsAccessDenied(err) {
@@ -307,7 +308,7 @@ func TestIAMBehaviour(t *testing.T) {
 		if _, err := adminIAM.CreateAccessKey(ctx, "nobody"); !iam.IsNoSuchEntity(err) {
 			t.Errorf("CreateAccessKey for nobody: want NoSuchEntity, got %v", err)
 		}
-		if err := adminIAM.PutUserPolicy(ctx, "nobody", "p", iam.BucketPolicy("bucket-b", nil, []string{"s3:GetObject"}).JSON()); !iam.IsNoSuchEntity(err) {
+		if err := adminIAM.PutUserPolicy(ctx, "nobody", "p", policy.ForBucket("bucket-b", nil, []string{"s3:GetObject"}).JSON()); !iam.IsNoSuchEntity(err) {
 			t.Errorf("PutUserPolicy for nobody: want NoSuchEntity, got %v", err)
 		}
 		if _, err := adminIAM.GetUserPolicy(ctx, "tagged", "none"); !iam.IsNoSuchEntity(err) {
@@ -364,7 +365,7 @@ func TestIAMBehaviour(t *testing.T) {
 		}
 		// With an inline policy but no keys the user goes (AWS:
 		// DeleteConflict), and its policies with it.
-		if err := adminIAM.PutUserPolicy(ctx, "tagged", "p", iam.BucketPolicy("bucket-b", nil, []string{"s3:GetObject"}).JSON()); err != nil {
+		if err := adminIAM.PutUserPolicy(ctx, "tagged", "p", policy.ForBucket("bucket-b", nil, []string{"s3:GetObject"}).JSON()); err != nil {
 			t.Fatal(err)
 		}
 		if err := adminIAM.DeleteUser(ctx, "tagged"); err != nil {
@@ -392,7 +393,7 @@ func TestIAMBehaviour(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := adminIAM.PutUserPolicy(ctx, name, "buckety", iam.BucketPolicy("bucket-b", r.bucket, r.object).JSON()); err != nil {
+		if err := adminIAM.PutUserPolicy(ctx, name, "buckety", policy.ForBucket("bucket-b", r.bucket, r.object).JSON()); err != nil {
 			t.Fatal(err)
 		}
 		clients[name] = s3Client(srv.Endpoint, k.AccessKeyID, k.SecretAccessKey)
@@ -475,7 +476,7 @@ func TestSelfServiceKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := adminIAM.PutUserPolicy(ctx, "tenant", "buckety", iam.BucketPolicy("bucket-b", readWriteBucket, readWriteObject).JSON()); err != nil {
+	if err := adminIAM.PutUserPolicy(ctx, "tenant", "buckety", policy.ForBucket("bucket-b", readWriteBucket, readWriteObject).JSON()); err != nil {
 		t.Fatal(err)
 	}
 	mine := iam.New(srv.Endpoint, Region, key.AccessKeyID, key.SecretAccessKey, nil)

@@ -1,22 +1,16 @@
 package iam
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/Yolean/buckety-controller/drivers/s3/adminhttp"
 )
 
 // AWS's IAM endpoint (global, partition aws) and the region its requests
@@ -31,42 +25,22 @@ const APIVersion = "2010-05-08"
 
 // DefaultTimeout bounds one request, answer included, when the client is
 // given an http.Client without a timeout of its own.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = adminhttp.DefaultTimeout
 
 // maxResponse caps how much of an answer is read.
 const maxResponse = 1 << 20
 
 // Client calls one IAM endpoint with one set of keys. It is safe for
 // concurrent use.
-type Client struct {
-	endpoint string
-	region   string
-	creds    aws.Credentials
-	signer   *v4.Signer
-	hc       *http.Client
-}
+type Client struct{ s *adminhttp.Signer }
 
 // New returns a client of endpoint (AWSEndpoint on AWS; a SeaweedFS S3
 // endpoint serves IAM too) signing for region (AWSSigningRegion on AWS)
 // with the given keys. hc nil means a plain transport; whatever client is
-// given, the copy used follows no redirect and has DefaultTimeout unless it
-// has a timeout of its own.
+// given, the copy used has adminhttp's defaults: it follows no redirect
+// and has DefaultTimeout unless it has a timeout of its own.
 func New(endpoint, region, accessKey, secretKey string, hc *http.Client) *Client {
-	c := &http.Client{}
-	if hc != nil {
-		*c = *hc
-	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	return &Client{
-		endpoint: strings.TrimRight(endpoint, "/"),
-		region:   region,
-		creds:    aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey},
-		signer:   v4.NewSigner(),
-		hc:       c,
-	}
+	return &Client{adminhttp.New(endpoint, region, "iam", accessKey, secretKey, adminhttp.Client(hc, DefaultTimeout))}
 }
 
 // Tag is a user's tag.
@@ -325,22 +299,12 @@ func (c *Client) call(ctx context.Context, action string, form url.Values, out a
 	}
 	f.Set("Action", action)
 	f.Set("Version", APIVersion)
-	body := []byte(f.Encode())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint+"/", bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("iam %s: %w", action, err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	sum := sha256.Sum256(body)
-	if err := c.signer.SignHTTP(ctx, c.creds, req, hex.EncodeToString(sum[:]), "iam", c.region, time.Now()); err != nil {
-		return fmt.Errorf("iam %s: sign: %w", action, err)
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.s.Send(ctx, http.MethodPost, "/", nil, []byte(f.Encode()), "application/x-www-form-urlencoded; charset=utf-8")
 	if err != nil {
 		return fmt.Errorf("iam %s: %w", action, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	b, err := adminhttp.ReadAll(resp.Body, maxResponse)
 	if err != nil {
 		return fmt.Errorf("iam %s: read the answer: %w", action, err)
 	}

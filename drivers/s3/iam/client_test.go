@@ -117,11 +117,3 @@ func TestNoRedirect(t *testing.T) {
 		t.Fatal("want an error for a redirect, got none")
 	}
 }
-
-func TestBucketPolicy(t *testing.T) {
-	got := string(BucketPolicy("b", []string{"s3:ListBucket"}, []string{"s3:GetObject"}).JSON())
-	want := `{"Version":"2012-10-17","Statement":[{"Sid":"Bucket","Effect":"Allow","Action":["s3:ListBucket"],"Resource":["arn:aws:s3:::b"]},{"Sid":"Objects","Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::b/*"]}]}`
-	if got != want {
-		t.Errorf("want %s, got %s", want, got)
-	}
-}

@@ -30,7 +30,7 @@ type BucketyAccessSpec struct {
 	CredentialsSecretName string `json:"credentialsSecretName"`
 
 	// Role is what the consumer may do. Defaults to ReadWrite. Enforced on
-	// a backend that mints credentials per access; elsewhere every role
+	// a backend that issues credentials per access; elsewhere every role
 	// gets the same credentials, reported as ScopingNotImplemented.
 	// +optional
 	// +kubebuilder:default=ReadWrite
@@ -42,9 +42,9 @@ type BucketyAccessSpec struct {
 	// +kubebuilder:validation:MaxProperties=64
 	Parameters map[string]string `json:"parameters,omitempty"`
 
-	// Rotation asks for a new credential on a backend that mints one per
+	// Rotation asks for a new credential on a backend that issues one per
 	// access: set it, or change it, to any new value (a date, a counter).
-	// The controller mints a new principal, writes it to the Secret, and
+	// The controller issues a new principal, writes it to the Secret, and
 	// revokes the previous one after the backend's
 	// credentials.rotationGrace, so a consumer that reloads its Secret
 	// meanwhile never fails to authenticate. status.rotation records the
@@ -78,7 +78,7 @@ type BucketyAccessStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Principal is the backend-side identity of these credentials, when the
-	// driver mints one.
+	// driver issues one.
 	// +optional
 	Principal string `json:"principal,omitempty"`
 
@@ -87,7 +87,7 @@ type BucketyAccessStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Rotation is the spec.rotation value the current credential was
-	// minted for.
+	// issued for.
 	// +optional
 	Rotation string `json:"rotation,omitempty"`
 

@@ -4,14 +4,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// CredentialPhase is where a minted credential is in its life.
+// CredentialPhase is where an issued credential is in its life.
 // +kubebuilder:validation:Enum=Minting;Active;Retiring
 type CredentialPhase string
 
 const (
-	// CredentialMinting: the controller recorded its intent to mint the
+	// CredentialMinting: the controller recorded its intent to issue the
 	// principal and may have created it on the backend; the access's
-	// Secret may not hold it yet. A later pass finishes the mint with a
+	// Secret may not hold it yet. A later pass finishes the issue with a
 	// new secret, or revokes it when its access is gone.
 	CredentialMinting CredentialPhase = "Minting"
 	// CredentialActive: the access's Secret holds the principal and its
@@ -24,7 +24,7 @@ const (
 	CredentialRetiring CredentialPhase = "Retiring"
 )
 
-// BucketyCredentialSpec records one principal the controller minted on a
+// BucketyCredentialSpec records one principal the controller issued on a
 // backend for one BucketyAccess.
 type BucketyCredentialSpec struct {
 	// Backend is the backend's name in buckety-controller.yaml.
@@ -43,7 +43,7 @@ type BucketyCredentialSpec struct {
 	// policy names its principals).
 	// +optional
 	Resource string `json:"resource,omitempty"`
-	// Owner is the BucketyAccess the principal was minted for.
+	// Owner is the BucketyAccess the principal was issued for.
 	Owner ClaimOwner `json:"owner"`
 	// BucketyUID is the UID of the Buckety the principal was granted on.
 	// When that Buckety is gone (even with its finalizer removed by hand)
@@ -68,8 +68,8 @@ type BucketyCredentialSpec struct {
 	RetireAfter *metav1.Time `json:"retireAfter,omitempty"`
 	// AccessGeneration is the access's metadata.generation when the
 	// record was written. A Minting credential whose access is still at
-	// it has nothing on the backend but what this mint makes, so the
-	// mint creates its rights without reading them first.
+	// it has nothing on the backend but what this issue makes, so the
+	// issue creates its rights without reading them first.
 	// +optional
 	AccessGeneration int64 `json:"accessGeneration,omitempty"`
 	// SecretDigest is the hex SHA-256 of the secret last asserted on the
@@ -80,7 +80,7 @@ type BucketyCredentialSpec struct {
 	SecretDigest string `json:"secretDigest,omitempty"`
 }
 
-// BucketyCredential is the controller's own record of a principal it minted
+// BucketyCredential is the controller's own record of a principal it issued
 // for an access: written before the principal is created on the backend,
 // so that a crash between the two leaves a record the next pass finishes,
 // or revokes when the access is gone, and so that a principal buckety did

@@ -168,7 +168,7 @@ const (
 	// ReasonSecretConflict: a Secret with the credentials name exists and
 	// was not created by buckety; it is never overwritten.
 	ReasonSecretConflict = "SecretConflict"
-	// ReasonPrincipalConflict: the principal buckety would mint for the
+	// ReasonPrincipalConflict: the principal buckety would issue for the
 	// access exists on the backend and buckety did not create it (or it
 	// is recorded for another access); it is never altered or deleted.
 	ReasonPrincipalConflict = "PrincipalConflict"
@@ -193,12 +193,12 @@ const (
 	// ReasonCredentialsNotScoped: credentials are the backend's shared ones.
 	ReasonCredentialsNotScoped = "CredentialsNotScoped"
 	// ReasonScopingUnavailable: the backend's config asks for a credential
-	// per access and the backend cannot mint one now (an admin API that
+	// per access and the backend cannot issue one now (an admin API that
 	// answers 501, a server release too old to trust): the access's
 	// Secret is kept as it is, a new access gets none, and the backend's
 	// own credentials are never written instead.
 	ReasonScopingUnavailable = "ScopingUnavailable"
-	// ReasonCredentialKept: the backend no longer mints a credential per
+	// ReasonCredentialKept: the backend no longer issues a credential per
 	// access (its maintainer removed credentials), and the access keeps
 	// the one of its own that its Secret holds, neither rotated nor
 	// repaired, until the access is deleted.

@@ -60,7 +60,7 @@ const (
 	EventSecretWritten = "SecretWritten"
 	// EventCredentialRotated (Normal, BucketyAccess): a rotation (spec.rotation
 	// changed, or the credential reached the backend's credentials.maxAge)
-	// minted a new principal for the access's Secret; the note names the
+	// issued a new principal for the access's Secret; the note names the
 	// new and the old principal, and how long the old one keeps working.
 	EventCredentialRotated = "CredentialRotated"
 	// EventSecretRepaired (Normal, BucketyAccess): the credentials Secret

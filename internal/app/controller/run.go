@@ -196,7 +196,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 }
 
 // reportScoping asks, once at startup, every backend whose config asks for
-// a credential per access whether it can mint them, and logs an error for
+// a credential per access whether it can issue them, and logs an error for
 // each that cannot (a MinIO release too old to trust, a gateway without an
 // IAM store): their accesses wait, with ScopingUnavailable, and no access
 // is handed the backend's own credentials. Asked in the background, so an
@@ -212,9 +212,9 @@ func reportScoping(ctx context.Context, log logr.Logger, set *backends.Set) {
 		cancel()
 		switch {
 		case err != nil:
-			log.Info("could not ask the backend whether it mints a credential per access; its accesses will ask again", "backend", name, "error", err.Error())
+			log.Info("could not ask the backend whether it issues a credential per access; its accesses will ask again", "backend", name, "error", err.Error())
 		case sc.Required && !sc.Scoped:
-			log.Error(errors.New(sc.Reason), "backend refused: its config asks for a credential per access, which it cannot mint; its accesses wait (ScopingUnavailable), and none gets the backend's own credentials", "backend", name)
+			log.Error(errors.New(sc.Reason), "backend refused: its config asks for a credential per access, which it cannot issue; its accesses wait (ScopingUnavailable), and none gets the backend's own credentials", "backend", name)
 		}
 	}
 }

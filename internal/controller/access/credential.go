@@ -30,8 +30,8 @@ import (
 //   - a principal that exists on the backend before its record is not
 //     buckety's: the access reports PrincipalConflict and the principal is
 //     never altered or deleted;
-//   - a crash between the mint and the Secret write leaves a Minting
-//     record: the next pass mints again with a new secret (the driver's
+//   - a crash between the issue and the Secret write leaves a Minting
+//     record: the next pass issues again with a new secret (the driver's
 //     upsert replaces the lost one), writes the Secret, and marks it
 //     Active; if the access is gone by then, the orphan sweep revokes it;
 //   - a Secret deleted or emptied by its tenant gets a new secret for the
@@ -68,7 +68,7 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 // f, when the access must not be granted anything. It also rotates: when
 // spec.rotation differs from status.rotation, or the current credential
 // is older than the backend's credentials.maxAge, it records the next
-// serial, which this pass mints and writes to the Secret (settle then
+// serial, which this pass issues and writes to the Secret (settle then
 // retires the previous one), unless a previous rotation's credential is
 // still Retiring: then it waits for that one's revocation (and
 // status.rotation keeps the value last honoured). Retiring
@@ -90,7 +90,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		if !boundTo(c, b, cl) {
 			// Granted on another Buckety or claim (the Buckety was
 			// deleted with its finalizer removed and made again, or the
-			// claim changed hands): revoked now, and a new one minted.
+			// claim changed hands): revoked now, and a new one issued.
 			if _, err := r.revoke(ctx, c, f); err != nil {
 				return nil, err
 			}
@@ -139,7 +139,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		}
 		if cur != nil {
 			r.event(a, corev1.EventTypeNormal, v1.EventCredentialRotated, v1.EventActionWriteSecret,
-				fmt.Sprintf("minting %s to replace %s (%s); %s keeps working for %s", next.Spec.Principal, cur.Spec.Principal, rotate, cur.Spec.Principal, e.Config.RotationGrace()))
+				fmt.Sprintf("issuing %s to replace %s (%s); %s keeps working for %s", next.Spec.Principal, cur.Spec.Principal, rotate, cur.Spec.Principal, e.Config.RotationGrace()))
 		}
 		cur = next
 	}
@@ -228,7 +228,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		if got, found, err := earlier(); found || err != nil {
 			return got, err
 		}
-		f.principalConflict = fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete it, user or key, to let buckety mint it)", principal, e.Name)
+		f.principalConflict = fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete it, user or key, to let buckety issue it)", principal, e.Name)
 		return nil, nil
 	}
 	if err := r.Client.Create(ctx, c); err != nil {
@@ -324,18 +324,18 @@ func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, dige
 // none), and whether it was read afresh. The Secret's data is not cached:
 // it is read when its resourceVersion differs from the one this
 // controller last wrote or read (kept in memory, with the secret).
-func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialScoper, principal string, minting bool) (string, bool, error) {
+func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialScoper, principal string, issuing bool) (string, bool, error) {
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", false, err
 	}
-	if err != nil && minting {
-		// A credential still being minted is in no Secret anyone relies
+	if err != nil && issuing {
+		// A credential still being issued is in no Secret anyone relies
 		// on: a new access's Secret is not read live only to find it
-		// missing. (Should the cache lag a Secret an interrupted mint
-		// wrote, the mint finishes with a new password, as it would had
+		// missing. (Should the cache lag a Secret an interrupted issue
+		// wrote, the issue finishes with a new password, as it would had
 		// the Secret not been written.)
 		return "", true, nil
 	}

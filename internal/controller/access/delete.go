@@ -13,7 +13,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 )
 
-// reconcileDelete revokes what Grant minted, deletes the Secret and
+// reconcileDelete revokes what Grant issued, deletes the Secret and
 // releases the finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f *facts) (reconcile.Result, error) {
 	f.deleting = true

@@ -41,10 +41,10 @@ type facts struct {
 	// (zero: none).
 	wake time.Time
 	// scopingUnavailable: the backend's config asks for a credential per
-	// access and it cannot mint one now (why); nothing was granted or
+	// access and it cannot issue one now (why); nothing was granted or
 	// written.
 	scopingUnavailable string
-	// keptOwn: the backend no longer mints credentials per access, and the
+	// keptOwn: the backend no longer issues credentials per access, and the
 	// access keeps the one of its own its Secret holds (this principal).
 	keptOwn string
 	// scoped is the driver's answer; nil when Grant did not run.

@@ -17,7 +17,7 @@ import (
 // their access is in:
 //
 //   - the access is gone (its finalizer was removed by hand, or a crash
-//     came between a mint and a deletion that then completed without the
+//     came between an issue and a deletion that then completed without the
 //     record);
 //   - the Buckety the credential was granted on is gone, or the claim it
 //     was granted through is gone or owned by another Buckety (a Buckety

@@ -140,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 	case scoping.Required:
 		// The config asks for a credential per access and the backend
-		// cannot mint one now: the Secret stays as it is, and the
+		// cannot issue one now: the Secret stays as it is, and the
 		// backend's own credentials are never written instead.
 		f.scopingUnavailable = scoping.Reason
 		return requeue, nil

@@ -66,9 +66,9 @@ func scopingNotImplemented(a *v1.BucketyAccess, f *facts) shared.Cond {
 	const t = v1.ConditionScopingNotImplemented
 	switch {
 	case f.scopingUnavailable != "":
-		return shared.True(t, v1.ReasonScopingUnavailable, "no credential of its own can be minted now, and the backend's own are never handed out instead: "+f.scopingUnavailable)
+		return shared.True(t, v1.ReasonScopingUnavailable, "no credential of its own can be issued now, and the backend's own are never handed out instead: "+f.scopingUnavailable)
 	case f.keptOwn != "":
-		return shared.False(t, v1.ReasonCredentialKept, fmt.Sprintf("Secret %s keeps %s, a credential of the access's own, with the rights of its role; the backend no longer mints them, so it is neither rotated nor repaired, and is revoked when the access is deleted", a.Spec.CredentialsSecretName, f.keptOwn))
+		return shared.False(t, v1.ReasonCredentialKept, fmt.Sprintf("Secret %s keeps %s, a credential of the access's own, with the rights of its role; the backend no longer issues them, so it is neither rotated nor repaired, and is revoked when the access is deleted", a.Spec.CredentialsSecretName, f.keptOwn))
 	case f.scoped == nil:
 		return shared.Unknown(t, v1.ReasonNotDetermined, "credentials were not issued in this reconcile")
 	case !*f.scoped:
@@ -170,13 +170,13 @@ func backendFailureLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
 	return notReady(reason, msg, progressing)
 }
 
-// scopingUnavailableLink: the access waits for the backend to mint
+// scopingUnavailableLink: the access waits for the backend to issue
 // credentials per access again; its Secret, if any, is kept as it is.
 func scopingUnavailableLink(a *v1.BucketyAccess, f *facts) *readinessResult {
 	if f.scopingUnavailable == "" {
 		return nil
 	}
-	return notReady(v1.ReasonScopingUnavailable, fmt.Sprintf("Secret %s is kept as it is, and nothing is granted until the backend mints a credential per access again: %s", a.Spec.CredentialsSecretName, f.scopingUnavailable), false)
+	return notReady(v1.ReasonScopingUnavailable, fmt.Sprintf("Secret %s is kept as it is, and nothing is granted until the backend issues a credential per access again: %s", a.Spec.CredentialsSecretName, f.scopingUnavailable), false)
 }
 
 func principalConflictLink(_ *v1.BucketyAccess, f *facts) *readinessResult {

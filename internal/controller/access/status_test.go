@@ -57,9 +57,9 @@ func TestReadyChain(t *testing.T) {
 	}
 }
 
-// TestScopingConditions: an access waiting for a backend that cannot mint
+// TestScopingConditions: an access waiting for a backend that cannot issue
 // says so on ScopingNotImplemented (True: nothing of its own issued); one
-// that keeps its own key after the backend stopped minting says that its
+// that keeps its own key after the backend stopped issuing says that its
 // credential is still its own (False), and why nothing repairs it.
 func TestScopingConditions(t *testing.T) {
 	a := &v1.BucketyAccess{Spec: v1.BucketyAccessSpec{CredentialsSecretName: "orders-topic"}}

@@ -15,7 +15,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
-// CredentialSweep is the drift sweep of minted credentials: each Interval,
+// CredentialSweep is the drift sweep of issued credentials: each Interval,
 // per backend whose driver is a drivers.CredentialSweeper, one call judges
 // every Active credential of that backend (kadm: two requests for the
 // whole cluster), and the accesses whose principal drifted (rights added
@@ -94,7 +94,7 @@ func (s *CredentialSweep) SweepOnce(ctx context.Context) (int, error) {
 		if !ok || e.CredentialSweeper == nil || e.Scoper == nil {
 			continue
 		}
-		// A backend that does not mint credentials now (its config no
+		// A backend that does not issue credentials now (its config no
 		// longer asks, or it cannot) has nothing to repair them with.
 		if sc, err := e.Scoper.Scoping(ctx); err != nil || !sc.Scoped {
 			if err != nil && firstErr == nil {

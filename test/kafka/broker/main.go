@@ -232,7 +232,7 @@ func serveStats(c *kfake.Cluster, addr string) (stop func(), err error) {
 // withoutAuthorizer answers the ACL APIs as Kafka does on a cluster without
 // an authorizer (SECURITY_DISABLED), which kfake does not model: it accepts
 // ACLs it then does not enforce. Clients that check for an authorizer, as
-// buckety does before minting per-access users, see the truth.
+// buckety does before issuing per-access users, see the truth.
 func withoutAuthorizer(c *kfake.Cluster) {
 	disabled := func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()

@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/s3/iam"
+	"github.com/Yolean/buckety-controller/drivers/s3/policy"
 )
 
-// Keys per access through the AWS IAM API (implementation aws or
-// seaweedfs, with credentials set): an IAM user per access credential,
+// The IAM issuer (implementation aws or seaweedfs, with credentials
+// set): an IAM user per access credential,
 // named like the other implementations' keys (bky<hash>-<serial>, under
 // the path /buckety/ and tagged with the access's UID where the server
 // keeps them), holding one inline policy, buckety, with its role's actions
@@ -32,16 +32,11 @@ import (
 // IAMPath is the path of the users buckety makes.
 const IAMPath = "/buckety/"
 
-// iamPolicyName is the inline policy of a minted user.
+// iamPolicyName is the inline policy of an issued user.
 const iamPolicyName = "buckety"
 
 // iamTagAccess is the tag naming the access a user was made for.
 const iamTagAccess = "buckety.yolean.se/access-uid"
-
-var _ drivers.IssuedSecrets = (*Backend)(nil)
-
-// usesIAM reports an implementation whose keys per access are IAM users.
-func usesIAM(impl string) bool { return impl == ImplAWS || impl == ImplSeaweedFS }
 
 // iamEndpoint is the IAM API URL: credentials.iamEndpoint, else AWS's
 // global endpoint on aws, else the S3 endpoint (SeaweedFS serves IAM on
@@ -64,24 +59,10 @@ func (c *Config) iamRegion() string {
 	return c.signingRegion()
 }
 
-// SecretFrom implements drivers.IssuedSecrets: on an IAM backend, the
-// Secret's key and secret as one value, key:secret. Other
-// implementations take the secret buckety minted, keyed by the principal.
-func (b *Backend) SecretFrom(principal string, data map[string][]byte) string {
-	if !usesIAM(b.cfg.Implementation) {
-		return drivers.KeyedSecret(b, principal, data)
-	}
-	id, secret := string(data[SecretAccessKeyID]), string(data[SecretSecretAccessKey])
-	if id == "" || secret == "" {
-		return ""
-	}
-	return id + ":" + secret
-}
-
-// splitIssued splits a key:secret value; ok false when it is not one.
-func splitIssued(s string) (id, secret string, ok bool) {
-	id, secret, ok = strings.Cut(s, ":")
-	return id, secret, ok && id != "" && secret != ""
+// iamIssuer issues IAM users.
+type iamIssuer struct {
+	b   *Backend
+	iam *iam.Client
 }
 
 // iamAccessPolicy is the inline policy of a role's key on bucket.
@@ -90,51 +71,46 @@ func iamAccessPolicy(bucket string, role drivers.Role) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("role %q has no actions", role)
 	}
-	return iam.BucketPolicy(bucket, acts.Bucket, acts.Object).JSON(), nil
+	if !bucketNameRE.MatchString(bucket) {
+		return nil, fmt.Errorf("bucket %q is not a plain S3 bucket name", bucket)
+	}
+	return policy.ForBucket(bucket, acts.Bucket, acts.Object).JSON(), nil
 }
 
-// iamError classifies an IAM failure like the admin APIs' (adminError).
-func (b *Backend) iamError(what string, err error) error {
-	err = fmt.Errorf("s3 iam: %s: %w", what, err)
-	var ie *iam.Error
-	if !errors.As(err, &ie) {
-		return b.classify(err)
+// ready asks IAM for buckety's users: an answer means users can be made
+// with these keys.
+func (i *iamIssuer) ready(ctx context.Context) (string, error) {
+	if _, err := i.iam.ListUsers(ctx, IAMPath); err != nil {
+		return "", i.b.adminError("list users", err)
 	}
-	switch {
-	case iam.IsAccessDenied(err) || ie.Status == http.StatusForbidden:
-		return &drivers.AccessDeniedError{Backend: b.name, Err: err}
-	case ie.Status >= 500 || ie.Code == iam.CodeThrottling:
-		return &drivers.UnavailableError{Backend: b.name, Err: err}
-	}
-	return err
-}
-
-// scopingIAM asks IAM for buckety's users: an answer means users can be
-// made with these keys.
-func (b *Backend) scopingIAM(ctx context.Context) error {
-	if _, err := b.scoped.iam.ListUsers(ctx, IAMPath); err != nil {
-		return b.iamError("list users", err)
-	}
-	return nil
+	return "", nil
 }
 
 // inspectIAM reports whether the user principal exists.
-func (b *Backend) inspectIAM(ctx context.Context, principal string) (bool, error) {
-	_, err := b.scoped.iam.GetUser(ctx, principal)
+func (i *iamIssuer) inspect(ctx context.Context, principal string) (bool, error) {
+	_, err := i.iam.GetUser(ctx, principal)
 	switch {
 	case iam.IsNoSuchEntity(err):
 		return false, nil
 	case err != nil:
-		return false, b.iamError("get user "+principal, err)
+		return false, i.b.adminError("get user "+principal, err)
 	}
 	return true, nil
 }
 
-// grantIAM makes the access's user, its policy and its key, and returns
-// the key and secret: issued (a key:secret value in secret is kept when
-// the user still has that key).
-func (b *Backend) grantIAM(ctx context.Context, a drivers.Access, secret string) (string, string, error) {
-	c := b.scoped.iam
+// grant makes the access's user, its policy and its key, and returns the
+// key and secret the server issued (an issuedSecret value in secret is
+// kept when the user still has that key).
+func (i *iamIssuer) grant(ctx context.Context, a drivers.Access, secret string) (string, error) {
+	id, sec, err := i.grantKey(ctx, a, secret)
+	if err != nil {
+		return "", err
+	}
+	return issuedSecret(id, sec), nil
+}
+
+func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret string) (string, string, error) {
+	b, c := i.b, i.iam
 	policy, err := iamAccessPolicy(a.Resource, roleOf(a))
 	if err != nil {
 		return "", "", err
@@ -146,34 +122,34 @@ func (b *Backend) grantIAM(ctx context.Context, a drivers.Access, secret string)
 		if _, err := c.CreateUser(ctx, a.Principal, IAMPath, tags); iam.IsEntityAlreadyExists(err) {
 			return "", "", &drivers.PrincipalExistsError{Backend: b.name, Principal: a.Principal}
 		} else if err != nil {
-			return "", "", b.iamError("create user "+a.Principal, err)
+			return "", "", b.adminError("create user "+a.Principal, err)
 		}
 	} else if _, err := c.GetUser(ctx, a.Principal); iam.IsNoSuchEntity(err) {
 		if _, err := c.CreateUser(ctx, a.Principal, IAMPath, tags); err != nil && !iam.IsEntityAlreadyExists(err) {
-			return "", "", b.iamError("create user "+a.Principal, err)
+			return "", "", b.adminError("create user "+a.Principal, err)
 		}
 	} else if err != nil {
-		return "", "", b.iamError("get user "+a.Principal, err)
+		return "", "", b.adminError("get user "+a.Principal, err)
 	}
 	if err := c.PutUserPolicy(ctx, a.Principal, iamPolicyName, policy); err != nil {
-		return "", "", b.iamError("put the policy of "+a.Principal, err)
+		return "", "", b.adminError("put the policy of "+a.Principal, err)
 	}
 	names, err := c.ListUserPolicies(ctx, a.Principal)
 	if err != nil {
-		return "", "", b.iamError("list the policies of "+a.Principal, err)
+		return "", "", b.adminError("list the policies of "+a.Principal, err)
 	}
 	for _, n := range names {
 		// buckety's user holds its own policy only: one added out of
 		// band would widen the key past its role.
 		if n != iamPolicyName {
 			if err := c.DeleteUserPolicy(ctx, a.Principal, n); err != nil && !iam.IsNoSuchEntity(err) {
-				return "", "", b.iamError("delete policy "+n+" of "+a.Principal, err)
+				return "", "", b.adminError("delete policy "+n+" of "+a.Principal, err)
 			}
 		}
 	}
 	keys, err := c.ListAccessKeys(ctx, a.Principal)
 	if err != nil {
-		return "", "", b.iamError("list the keys of "+a.Principal, err)
+		return "", "", b.adminError("list the keys of "+a.Principal, err)
 	}
 	id, sec, ok := splitIssued(secret)
 	keep := ok && slices.ContainsFunc(keys, func(k iam.AccessKeyMetadata) bool { return k.AccessKeyID == id })
@@ -185,7 +161,7 @@ func (b *Backend) grantIAM(ctx context.Context, a drivers.Access, secret string)
 		// its Secret was written, or made out of band. IAM holds two
 		// keys at most: it goes before a new one is made.
 		if err := c.DeleteAccessKey(ctx, a.Principal, k.AccessKeyID); err != nil && !iam.IsNoSuchEntity(err) {
-			return "", "", b.iamError("delete key "+k.AccessKeyID+" of "+a.Principal, err)
+			return "", "", b.adminError("delete key "+k.AccessKeyID+" of "+a.Principal, err)
 		}
 	}
 	if keep {
@@ -193,16 +169,16 @@ func (b *Backend) grantIAM(ctx context.Context, a drivers.Access, secret string)
 	}
 	k, err := c.CreateAccessKey(ctx, a.Principal)
 	if err != nil {
-		return "", "", b.iamError("create a key for "+a.Principal, err)
+		return "", "", b.adminError("create a key for "+a.Principal, err)
 	}
 	return k.AccessKeyID, k.SecretAccessKey, nil
 }
 
-// revokeIAM deletes the user's keys, its policies, then the user. A user
+// revoke deletes the user's keys, its policies, then the user. A user
 // already gone is success.
-func (b *Backend) revokeIAM(ctx context.Context, principal string) error {
-	if err := b.scoped.iam.DeleteUserAndKeys(ctx, principal); err != nil {
-		return b.iamError("delete user "+principal, err)
+func (i *iamIssuer) revoke(ctx context.Context, a drivers.Access) error {
+	if err := i.iam.DeleteUserAndKeys(ctx, a.Principal); err != nil {
+		return i.b.adminError("delete user "+a.Principal, err)
 	}
 	return nil
 }
@@ -211,11 +187,11 @@ func (b *Backend) revokeIAM(ctx context.Context, principal string) error {
 // policy but buckety's, or buckety's edited, drifted. One ListUsers for
 // the backend, then ListAccessKeys and ListUserPolicies per user and
 // GetUserPolicy: IAM has no bulk read that every server serves.
-func (b *Backend) sweepIAM(ctx context.Context, as []drivers.Access) ([]int, error) {
-	c := b.scoped.iam
+func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, error) {
+	b, c := i.b, i.iam
 	users, err := c.ListUsers(ctx, IAMPath)
 	if err != nil {
-		return nil, b.iamError("list users", err)
+		return nil, b.adminError("list users", err)
 	}
 	exists := map[string]bool{}
 	for _, u := range users {
@@ -223,37 +199,37 @@ func (b *Backend) sweepIAM(ctx context.Context, as []drivers.Access) ([]int, err
 	}
 	var drifted []int
 	var skipped []error
-	for i, a := range as {
+	for n, a := range as {
 		if !exists[a.Principal] {
-			drifted = append(drifted, i)
+			drifted = append(drifted, n)
 			continue
 		}
-		ok, err := b.iamUserHolds(ctx, a)
+		ok, err := i.holds(ctx, a)
 		if err != nil {
 			skipped = append(skipped, fmt.Errorf("%s: %w", a.Principal, err))
 			continue
 		}
 		if !ok {
-			drifted = append(drifted, i)
+			drifted = append(drifted, n)
 		}
 	}
 	return drifted, errors.Join(skipped...)
 }
 
-// iamUserHolds reports whether a's user has a key, and exactly buckety's
+// holds reports whether a's user has a key, and exactly buckety's
 // policy with its role's actions on its bucket.
-func (b *Backend) iamUserHolds(ctx context.Context, a drivers.Access) (bool, error) {
-	c := b.scoped.iam
+func (i *iamIssuer) holds(ctx context.Context, a drivers.Access) (bool, error) {
+	b, c := i.b, i.iam
 	keys, err := c.ListAccessKeys(ctx, a.Principal)
 	if err != nil {
-		return false, b.iamError("list the keys of "+a.Principal, err)
+		return false, b.adminError("list the keys of "+a.Principal, err)
 	}
 	if len(keys) == 0 {
 		return false, nil
 	}
 	names, err := c.ListUserPolicies(ctx, a.Principal)
 	if err != nil {
-		return false, b.iamError("list the policies of "+a.Principal, err)
+		return false, b.adminError("list the policies of "+a.Principal, err)
 	}
 	if !slices.Equal(names, []string{iamPolicyName}) {
 		return false, nil
@@ -263,7 +239,7 @@ func (b *Backend) iamUserHolds(ctx context.Context, a drivers.Access) (bool, err
 		return false, nil
 	}
 	if err != nil {
-		return false, b.iamError("get the policy of "+a.Principal, err)
+		return false, b.adminError("get the policy of "+a.Principal, err)
 	}
 	want, err := iamAccessPolicy(a.Resource, roleOf(a))
 	if err != nil {
@@ -271,15 +247,15 @@ func (b *Backend) iamUserHolds(ctx context.Context, a drivers.Access) (bool, err
 	}
 	// Servers store a one-item list as a string (SeaweedFS does):
 	// compared as policies, not as text.
-	return samePolicy(string(got), string(want)), nil
+	return policy.Equal(string(got), string(want)), nil
 }
 
-// mintedIAMUsers lists the users buckety made (path /buckety/ where the
-// server keeps paths; every bky user where it does not).
-func (b *Backend) mintedIAMUsers(ctx context.Context) (map[string]bool, error) {
-	users, err := b.scoped.iam.ListUsers(ctx, IAMPath)
+// list names the users buckety made (path /buckety/ where the server
+// keeps paths; every bky user where it does not).
+func (i *iamIssuer) list(ctx context.Context) (map[string]bool, error) {
+	users, err := i.iam.ListUsers(ctx, IAMPath)
 	if err != nil {
-		return nil, b.iamError("list users", err)
+		return nil, i.b.adminError("list users", err)
 	}
 	out := map[string]bool{}
 	for _, u := range users {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/s3/iam"
+	"github.com/Yolean/buckety-controller/drivers/s3/policy"
 	"github.com/Yolean/buckety-controller/test/seaweedfs"
 )
 
@@ -66,7 +67,7 @@ func TestIAMKeysPerAccess(t *testing.T) {
 	}
 	w := access("writer", "ReadWrite", 1)
 	if found, err := be.InspectPrincipal(ctx, w.Principal); err != nil || found {
-		t.Fatalf("inspect before the mint: %v %v", found, err)
+		t.Fatalf("inspect before the issue: %v %v", found, err)
 	}
 	g, err := be.Grant(ctx, w)
 	if err != nil {
@@ -130,10 +131,10 @@ func TestIAMKeysPerAccess(t *testing.T) {
 	if err := admin.DeleteAccessKey(ctx, w.Principal, string(g3.Data[SecretAccessKeyID])); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.PutUserPolicy(ctx, r.Principal, iamPolicyName, iam.BucketPolicy("payroll", []string{"s3:ListBucket"}, []string{"s3:GetObject"}).JSON()); err != nil {
+	if err := admin.PutUserPolicy(ctx, r.Principal, iamPolicyName, policy.ForBucket("payroll", []string{"s3:ListBucket"}, []string{"s3:GetObject"}).JSON()); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.PutUserPolicy(ctx, r.Principal, "extra", iam.BucketPolicy("payroll", []string{"s3:ListBucket"}, nil).JSON()); err != nil {
+	if err := admin.PutUserPolicy(ctx, r.Principal, "extra", policy.ForBucket("payroll", []string{"s3:ListBucket"}, nil).JSON()); err != nil {
 		t.Fatal(err)
 	}
 	clean := access("clean", "ReadOnly", 1)
@@ -179,9 +180,9 @@ func TestIAMKeysPerAccess(t *testing.T) {
 	if found, err := be.InspectPrincipal(ctx, w.Principal); err != nil || found {
 		t.Errorf("after revocation: want the user gone, got %v (%v)", found, err)
 	}
-	minted, err := be.MintedKeys(ctx)
-	if err != nil || minted[w.Principal] || !minted[r.Principal] {
-		t.Errorf("minted keys: want %s and not %s, got %v (%v)", r.Principal, w.Principal, minted, err)
+	issued, err := be.MintedKeys(ctx)
+	if err != nil || issued[w.Principal] || !issued[r.Principal] {
+		t.Errorf("issued keys: want %s and not %s, got %v (%v)", r.Principal, w.Principal, issued, err)
 	}
 
 	// A user of that name made by someone else since the controller saw

@@ -2,6 +2,8 @@ package s3
 
 import (
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/minioadmin"
+	"github.com/Yolean/buckety-controller/drivers/s3/policy"
 
 	"bytes"
 	"context"
@@ -10,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -24,52 +25,13 @@ import (
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
-// TestMinIOEncryptedBodies round-trips every AEAD id of madmin's format
-// and checks that tampering, a wrong password and an unknown id fail. The
-// server tests below prove interoperability (it decrypts our 0x02 bodies,
-// we decrypt its argon2id ones); 0x01 is only seen from servers without
-// AES instructions, so only this test covers it.
-func TestMinIOEncryptedBodies(t *testing.T) {
-	plain := []byte(`{"secretKey":"s3cr3t-s3cr3t","status":"enabled"}`)
-	for _, id := range []byte{madminArgon2idAESGCM, madminArgon2idChaCha20, madminPBKDF2AESGCM} {
-		sealed, err := sealAdminBody("root-secret", id, plain)
-		if err != nil {
-			t.Fatalf("id %d: seal: %v", id, err)
-		}
-		if sealed[madminSaltLen] != id {
-			t.Errorf("id %d: want id byte %d, got %d", id, id, sealed[madminSaltLen])
-		}
-		got, err := openAdminBody("root-secret", sealed)
-		if err != nil || !bytes.Equal(got, plain) {
-			t.Errorf("id %d: want %s, got %s (%v)", id, plain, got, err)
-		}
-		if _, err := openAdminBody("other-secret", sealed); err == nil {
-			t.Errorf("id %d: want an error with the wrong password, got none", id)
-		}
-		tampered := bytes.Clone(sealed)
-		tampered[len(tampered)-1] ^= 1
-		if _, err := openAdminBody("root-secret", tampered); err == nil {
-			t.Errorf("id %d: want an error on a tampered body, got none", id)
-		}
-	}
-	if _, err := sealAdminBody("p", 0x07, plain); err == nil {
-		t.Error("want an error sealing with id 7, got none")
-	}
-	if _, err := openAdminBody("p", make([]byte, 20)); err == nil {
-		t.Error("want an error on a body shorter than the header, got none")
-	}
-	if got, err := openIfEncrypted("p", []byte(`{"policyName":"x"}`)); err != nil || string(got) != `{"policyName":"x"}` {
-		t.Errorf("want plain JSON passed through, got %s (%v)", got, err)
-	}
-}
-
 func TestMinIOPolicyDocuments(t *testing.T) {
 	for role, ra := range map[string]roleActions{"": actionsOf["ReadWrite"], "ReadWrite": actionsOf["ReadWrite"], "ReadOnly": actionsOf["ReadOnly"], "WriteOnly": actionsOf["WriteOnly"]} {
 		p, err := minioAccessPolicy("bucket-a", drivers.Role(role))
 		if err != nil {
 			t.Fatalf("role %q: %v", role, err)
 		}
-		want := iamPolicy{Version: "2012-10-17", Statement: []iamStatement{
+		want := policy.Document{Version: "2012-10-17", Statement: []policy.Statement{
 			{Effect: "Allow", Action: ra.Bucket, Resource: []string{"arn:aws:s3:::bucket-a"}},
 			{Effect: "Allow", Action: ra.Object, Resource: []string{"arn:aws:s3:::bucket-a/*"}},
 			{Effect: "Deny", Action: []string{"admin:*"}},
@@ -78,7 +40,7 @@ func TestMinIOPolicyDocuments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !samePolicy(string(p), string(wb)) {
+		if !policy.Equal(string(p), string(wb)) {
 			t.Errorf("role %q: want %s, got %s", role, wb, p)
 		}
 	}
@@ -87,32 +49,8 @@ func TestMinIOPolicyDocuments(t *testing.T) {
 			t.Errorf("minioAccessPolicy(%q, %q): want an error, got %s", c.bucket, c.role, p)
 		}
 	}
-	if err := validInlinePolicy(bytes.Repeat([]byte("x"), 4097)); err == nil {
+	if err := minioadmin.ValidInlinePolicy(bytes.Repeat([]byte("x"), 4097)); err == nil {
 		t.Error("want an error for a 4097-byte policy, got none")
-	}
-}
-
-func TestMinIOSamePolicy(t *testing.T) {
-	const sent = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:ListBucket","s3:GetBucketLocation"],"Resource":["arn:aws:s3:::a"]},{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::a/*"]}]}`
-	for _, c := range []struct {
-		name string
-		b    string
-		same bool
-	}{
-		{"identical", sent, true},
-		// What MinIO's info-service-account answers: indented, sorted.
-		{"server formatting", "{\n \"Version\": \"2012-10-17\",\n \"Statement\": [\n  {\n   \"Effect\": \"Allow\",\n   \"Action\": [\n    \"s3:GetBucketLocation\",\n    \"s3:ListBucket\"\n   ],\n   \"Resource\": [\n    \"arn:aws:s3:::a\"\n   ]\n  },\n  {\n   \"Effect\": \"Allow\",\n   \"Action\": [\n    \"s3:GetObject\"\n   ],\n   \"Resource\": [\n    \"arn:aws:s3:::a/*\"\n   ]\n  }\n ]\n}", true},
-		{"string for one-element list, statements swapped", `{"Statement":[{"Resource":"arn:aws:s3:::a/*","Action":"s3:GetObject","Effect":"Allow","Sid":""},{"Effect":"Allow","Action":["s3:GetBucketLocation","s3:ListBucket","s3:ListBucket"],"Resource":"arn:aws:s3:::a"}],"Version":"2012-10-17"}`, true},
-		{"extra action", strings.Replace(sent, `"s3:GetObject"`, `"s3:GetObject","s3:PutObject"`, 1), false},
-		{"other bucket", strings.ReplaceAll(sent, ":::a", ":::b"), false},
-		{"deny", strings.Replace(sent, `"Allow"`, `"Deny"`, 1), false},
-		{"missing statement", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::a/*"]}]}`, false},
-		{"condition", strings.Replace(sent, `"Effect":"Allow",`, `"Effect":"Allow","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}},`, 1), false},
-		{"not json", `not json`, false},
-	} {
-		if got := samePolicy(sent, c.b); got != c.same {
-			t.Errorf("%s: want samePolicy %v, got %v", c.name, c.same, got)
-		}
 	}
 }
 
@@ -133,11 +71,11 @@ func TestMinIOKeyValidation(t *testing.T) {
 		{strings.Repeat("s", 40), false, true},
 		{strings.Repeat("s", 41), false, false},
 	} {
-		if err := validMinIOKey(c.s); (err == nil) != c.key {
-			t.Errorf("validMinIOKey(%q): want ok=%v, got %v", c.s, c.key, err)
+		if err := minioadmin.ValidKey(c.s); (err == nil) != c.key {
+			t.Errorf("minioadmin.ValidKey(%q): want ok=%v, got %v", c.s, c.key, err)
 		}
-		if err := validMinIOSecret(c.s); (err == nil) != c.secret {
-			t.Errorf("validMinIOSecret(%q): want ok=%v, got %v", c.s, c.secret, err)
+		if err := minioadmin.ValidSecret(c.s); (err == nil) != c.secret {
+			t.Errorf("minioadmin.ValidSecret(%q): want ok=%v, got %v", c.s, c.secret, err)
 		}
 	}
 }
@@ -168,18 +106,18 @@ func (w *writeCounter) reset() []string {
 // startMinIOAdmin starts MinIO and returns a root admin client once IAM
 // is up: /minio/health/live answers before it, and admin calls until then
 // answer 503 XMinioServerNotInitialized.
-func startMinIOAdmin(t testing.TB) (*s3test.Server, *minioAdmin, *writeCounter) {
+func startMinIOAdmin(t testing.TB) (*s3test.Server, *minioadmin.Client, *writeCounter) {
 	t.Helper()
 	srv := s3test.Start(t, "minio", s3test.Options{})
 	wc := &writeCounter{}
-	m := newMinioAdmin(srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey, &http.Client{Transport: wc, Timeout: 10 * time.Second})
+	m := minioadmin.New(srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey, &http.Client{Transport: wc, Timeout: 10 * time.Second})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := m.keyTaken(context.Background(), "nobody")
+		_, err := m.KeyTaken(context.Background(), "nobody")
 		if err == nil {
 			return srv, m, wc
 		}
-		if !isAdminCode(err, http.StatusServiceUnavailable, "XMinioServerNotInitialized") || time.Now().After(deadline) {
+		if !minioadmin.IsCode(err, http.StatusServiceUnavailable, "XMinioServerNotInitialized") || time.Now().After(deadline) {
 			t.Fatalf("MinIO admin API not ready: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -286,7 +224,7 @@ func TestMinIOServiceAccounts(t *testing.T) {
 
 	// The parent, as buckety made it before keys were users of their own.
 	makeLegacyParent(t, m)
-	if u, found, err := m.userInfo(ctx, testParent); err != nil || !found || !slices.Equal(u.policies(), []string{testParentPolicy}) {
+	if u, found, err := m.UserInfo(ctx, testParent); err != nil || !found || !slices.Equal(u.Policies(), []string{testParentPolicy}) {
 		t.Errorf("parent's policies: want [%s], got %+v, %v (%v)", testParentPolicy, u, found, err)
 	}
 	wc.reset()
@@ -302,10 +240,10 @@ func TestMinIOServiceAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rwKey, rwSecret, roKey, roSecret = "acc-rw", "rw-secret-0001", "acc-ro", "ro-secret-0001"
-	if err := timed(calls, "add", func() error { return m.add(ctx, testParent, rwKey, rwSecret, rwPolicy, "team-a-rw", "ns/a rw") }); err != nil {
+	if err := timed(calls, "add", func() error { return m.Add(ctx, testParent, rwKey, rwSecret, rwPolicy, "team-a-rw", "ns/a rw") }); err != nil {
 		t.Fatal(err)
 	}
-	if err := timed(calls, "add", func() error { return m.add(ctx, testParent, roKey, roSecret, roPolicy, "team-a-ro", "ns/a ro") }); err != nil {
+	if err := timed(calls, "add", func() error { return m.Add(ctx, testParent, roKey, roSecret, roPolicy, "team-a-ro", "ns/a ro") }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -339,27 +277,27 @@ func TestMinIOServiceAccounts(t *testing.T) {
 
 	// info: what was set, and the stored policy is the server's
 	// re-formatting of what was sent.
-	var sa minioServiceAccount
+	var sa minioadmin.ServiceAccount
 	var found bool
-	if err := timed(calls, "info", func() (err error) { sa, found, err = m.info(ctx, roKey); return err }); err != nil || !found {
+	if err := timed(calls, "info", func() (err error) { sa, found, err = m.Info(ctx, roKey); return err }); err != nil || !found {
 		t.Fatalf("info(%s): want found, got %v, %v", roKey, found, err)
 	}
 	if sa.ParentUser != testParent || sa.Name != "team-a-ro" || sa.Description != "ns/a ro" || sa.Status != "on" || sa.ImpliedPolicy {
 		t.Errorf("info(%s): want parent %s, name team-a-ro, description ns/a ro, status on, inline policy; got %+v", roKey, testParent, sa)
 	}
-	if !samePolicy(sa.Policy, string(roPolicy)) {
+	if !policy.Equal(sa.Policy, string(roPolicy)) {
 		t.Errorf("info(%s): want policy like %s, got %s", roKey, roPolicy, sa.Policy)
 	}
 	if sa.Policy == string(roPolicy) {
 		t.Logf("note: the server returned the policy byte for byte as sent")
 	}
-	if _, found, err := m.info(ctx, "acc-missing"); found || err != nil {
+	if _, found, err := m.Info(ctx, "acc-missing"); found || err != nil {
 		t.Errorf("info(acc-missing): want not found and no error, got %v, %v", found, err)
 	}
 	// keyTaken sees a service account's key (user-info refuses it), a
 	// user's, and not a missing one, from plain answers.
 	if err := timed(calls, "keyTaken", func() error {
-		found, err := m.keyTaken(ctx, roKey)
+		found, err := m.KeyTaken(ctx, roKey)
 		if err == nil && !found {
 			err = fmt.Errorf("keyTaken(%s): want true", roKey)
 		}
@@ -367,43 +305,43 @@ func TestMinIOServiceAccounts(t *testing.T) {
 	}); err != nil {
 		t.Error(err)
 	}
-	if found, err := m.keyTaken(ctx, testParent); !found || err != nil {
+	if found, err := m.KeyTaken(ctx, testParent); !found || err != nil {
 		t.Errorf("keyTaken(a user): want true and no error, got %v, %v", found, err)
 	}
-	if found, err := m.keyTaken(ctx, "acc-missing"); found || err != nil {
+	if found, err := m.KeyTaken(ctx, "acc-missing"); found || err != nil {
 		t.Errorf("keyTaken(acc-missing): want false and no error, got %v, %v", found, err)
 	}
 
 	// add of a taken key: refused, and the account is unchanged.
-	err = m.add(ctx, testParent, roKey, "other-secret-99", rwPolicy, "", "")
-	if !errors.Is(err, errServiceAccountExists) {
-		t.Errorf("add of a taken key: want errServiceAccountExists, got %v", err)
+	err = m.Add(ctx, testParent, roKey, "other-secret-99", rwPolicy, "", "")
+	if !errors.Is(err, minioadmin.ErrServiceAccountExists) {
+		t.Errorf("add of a taken key: want minioadmin.ErrServiceAccountExists, got %v", err)
 	}
 	wantOK(t, "RO get after refused re-add", ro.get("bucket-a", "seed"))
 	wantDenied(t, "RO put after refused re-add (policy unchanged)", ro.put("bucket-a", "x"))
-	if err := m.add(ctx, srv.AccessKey, rwKey, "other-secret-99", rwPolicy, "", ""); !errors.Is(err, errServiceAccountExists) {
-		t.Errorf("add of a key taken under another parent: want errServiceAccountExists, got %v", err)
+	if err := m.Add(ctx, srv.AccessKey, rwKey, "other-secret-99", rwPolicy, "", ""); !errors.Is(err, minioadmin.ErrServiceAccountExists) {
+		t.Errorf("add of a key taken under another parent: want minioadmin.ErrServiceAccountExists, got %v", err)
 	}
 
 	// update: new secret, same policy.
 	const roSecret2 = "ro-secret-0002"
-	if err := timed(calls, "update", func() error { return m.update(ctx, roKey, roSecret2, roPolicy) }); err != nil {
+	if err := timed(calls, "update", func() error { return m.Update(ctx, roKey, roSecret2, roPolicy) }); err != nil {
 		t.Fatal(err)
 	}
 	wantRefusedKey(t, "old secret after update", ro.list("bucket-a"))
 	ro2 := s3Ops{t, s3As(srv, roKey, roSecret2)}
 	wantOK(t, "new secret after update", ro2.get("bucket-a", "seed"))
 	wantDenied(t, "put with new secret (inline policy kept)", ro2.put("bucket-a", "x"))
-	if sa, _, err := m.info(ctx, roKey); err != nil || sa.Name != "team-a-ro" || sa.Description != "ns/a ro" || !samePolicy(sa.Policy, string(roPolicy)) {
+	if sa, _, err := m.Info(ctx, roKey); err != nil || sa.Name != "team-a-ro" || sa.Description != "ns/a ro" || !policy.Equal(sa.Policy, string(roPolicy)) {
 		t.Errorf("info after update: want name, description and policy kept, got %+v (%v)", sa, err)
 	}
-	if err := m.update(ctx, "acc-missing", "", roPolicy); !errors.Is(err, errServiceAccountNotFound) {
-		t.Errorf("update of a missing account: want errServiceAccountNotFound, got %v", err)
+	if err := m.Update(ctx, "acc-missing", "", roPolicy); !errors.Is(err, minioadmin.ErrServiceAccountNotFound) {
+		t.Errorf("update of a missing account: want minioadmin.ErrServiceAccountNotFound, got %v", err)
 	}
 
 	// list: both, and only the parent's.
-	var l []minioServiceAccount
-	if err := timed(calls, "list", func() (err error) { l, err = m.list(ctx, testParent); return err }); err != nil {
+	var l []minioadmin.ServiceAccount
+	if err := timed(calls, "list", func() (err error) { l, err = m.List(ctx, testParent); return err }); err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
@@ -416,19 +354,19 @@ func TestMinIOServiceAccounts(t *testing.T) {
 	if slices.Sort(keys); !slices.Equal(keys, []string{roKey, rwKey}) {
 		t.Errorf("list(%s): want [%s %s], got %v", testParent, roKey, rwKey, keys)
 	}
-	if l, err := m.list(ctx, "nobody"); err != nil || len(l) != 0 {
+	if l, err := m.List(ctx, "nobody"); err != nil || len(l) != 0 {
 		t.Errorf("list(nobody): want empty, got %v (%v)", l, err)
 	}
 
 	// delete: refused at once; deleting again succeeds.
-	if err := timed(calls, "delete", func() error { return m.delete(ctx, rwKey) }); err != nil {
+	if err := timed(calls, "delete", func() error { return m.Delete(ctx, rwKey) }); err != nil {
 		t.Fatal(err)
 	}
 	wantRefusedKey(t, "deleted key", rw.list("bucket-a"))
-	if err := m.delete(ctx, rwKey); err != nil {
+	if err := m.Delete(ctx, rwKey); err != nil {
 		t.Errorf("delete of a missing account: want success, got %v", err)
 	}
-	if _, found, err := m.info(ctx, rwKey); found || err != nil {
+	if _, found, err := m.Info(ctx, rwKey); found || err != nil {
 		t.Errorf("info after delete: want not found, got %v, %v", found, err)
 	}
 
@@ -439,69 +377,6 @@ func TestMinIOServiceAccounts(t *testing.T) {
 		}
 		t.Logf("%s: %v per call (%d calls)", name, sum/time.Duration(len(ds)), len(ds))
 	}
-}
-
-// TestMinIOPolicyDrift: an inline policy changed out of band shows in
-// info, and an update without newPolicy drops it (why update always
-// sends the policy).
-func TestMinIOPolicyDrift(t *testing.T) {
-	srv, m, _ := startMinIOAdmin(t)
-	ctx := context.Background()
-	makeLegacyParent(t, m)
-	root := s3Ops{t, s3As(srv, srv.AccessKey, srv.SecretKey)}
-	if err := root.createBucket("bucket-a"); err != nil {
-		t.Fatal(err)
-	}
-	roPolicy, err := minioAccessPolicy("bucket-a", "ReadOnly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const key, secret = "acc-drift", "drift-secret-01"
-	if err := m.add(ctx, testParent, key, secret, roPolicy, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	ro := s3Ops{t, s3As(srv, key, secret)}
-	wantDenied(t, "put before drift", ro.put("bucket-a", "x"))
-
-	// Out of band, root broadens the inline policy.
-	broad, err := minioAccessPolicy("bucket-a", "ReadWrite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.update(ctx, key, "", broad); err != nil {
-		t.Fatal(err)
-	}
-	sa, _, err := m.info(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if samePolicy(sa.Policy, string(roPolicy)) {
-		t.Errorf("after drift: want a policy different from %s, got %s", roPolicy, sa.Policy)
-	}
-	wantOK(t, "put after drift", ro.put("bucket-a", "x"))
-
-	// Converging resends the policy.
-	if err := m.update(ctx, key, "", roPolicy); err != nil {
-		t.Fatal(err)
-	}
-	if sa, _, err := m.info(ctx, key); err != nil || !samePolicy(sa.Policy, string(roPolicy)) {
-		t.Errorf("after converging: want %s, got %s (%v)", roPolicy, sa.Policy, err)
-	}
-	wantDenied(t, "put after converging", ro.put("bucket-a", "y"))
-
-	// An update without newPolicy (as madmin's UpdateServiceAccount with
-	// only NewSecretKey sends) leaves the account on its parent's rights.
-	body, err := m.sealJSON(map[string]string{"newSecretKey": secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.call(ctx, http.MethodPost, routeUpdateServiceAcct, url.Values{"accessKey": {key}}, body, http.StatusNoContent); err != nil {
-		t.Fatal(err)
-	}
-	if sa, _, err := m.info(ctx, key); err != nil || !sa.ImpliedPolicy {
-		t.Errorf("update without newPolicy: want the inline policy dropped (impliedPolicy), got %+v (%v)", sa, err)
-	}
-	wantOK(t, "put with the parent's rights", ro.put("bucket-a", "z"))
 }
 
 // seedBuckets creates each bucket as root, with an object "seed" in it.
@@ -521,17 +396,17 @@ func seedBuckets(t *testing.T, srv *s3test.Server, buckets ...string) {
 // makeLegacyParent makes testParent as buckety made credentials.parentUser
 // before keys were users of their own: a user holding object actions on
 // every bucket, the ceiling of its service accounts.
-func makeLegacyParent(t testing.TB, m *minioAdmin) {
+func makeLegacyParent(t testing.TB, m *minioadmin.Client) {
 	t.Helper()
 	ctx := context.Background()
 	policy := []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:ListBucket","s3:GetBucketLocation"],"Resource":["arn:aws:s3:::*"]},{"Effect":"Allow","Action":["s3:GetObject","s3:PutObject","s3:DeleteObject","s3:AbortMultipartUpload","s3:ListMultipartUploadParts"],"Resource":["arn:aws:s3:::*/*"]}]}`)
-	if err := m.putCannedPolicy(ctx, testParentPolicy, policy); err != nil {
+	if err := m.PutCannedPolicy(ctx, testParentPolicy, policy); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.setUser(ctx, testParent, "legacy-parent-secret-01"); err != nil {
+	if err := m.SetUser(ctx, testParent, "legacy-parent-secret-01"); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.setUserPolicy(ctx, testParent, testParentPolicy); err != nil {
+	if err := m.SetUserPolicy(ctx, testParent, testParentPolicy); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -549,15 +424,15 @@ func TestMinIOUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key, secret, name = "bky-user-1", "user-secret-0001", "buckety-bky-user-1"
-	if err := m.putCannedPolicy(ctx, name, roPolicy); err != nil {
+	if err := m.PutCannedPolicy(ctx, name, roPolicy); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.setUser(ctx, key, secret); err != nil {
+	if err := m.SetUser(ctx, key, secret); err != nil {
 		t.Fatal(err)
 	}
 	u := s3Ops{t, s3As(srv, key, secret)}
 	wantDenied(t, "a user without its policy reads", u.get("bucket-a", "seed"))
-	if err := m.setUserPolicy(ctx, key, name); err != nil {
+	if err := m.SetUserPolicy(ctx, key, name); err != nil {
 		t.Fatal(err)
 	}
 	wantOK(t, "ReadOnly get", u.get("bucket-a", "seed"))
@@ -565,81 +440,81 @@ func TestMinIOUsers(t *testing.T) {
 	wantDenied(t, "the neighbour's bucket", u.get("bucket-b", "seed"))
 
 	// An operator attaches readwrite beside it; setUserPolicy replaces.
-	if _, err := m.call(ctx, http.MethodPut, routeSetUserPolicy, url.Values{"policyName": {name + ",readwrite"}, "userOrGroup": {key}, "isGroup": {"false"}}, nil, http.StatusOK, http.StatusNoContent); err != nil {
+	if err := m.SetUserPolicy(ctx, key, name+",readwrite"); err != nil {
 		t.Fatal(err)
 	}
 	wantOK(t, "put with readwrite attached", u.put("bucket-b", "x"))
-	users, err := m.listUsers(ctx)
+	users, err := m.ListUsers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := users[key].policies(); len(got) != 2 || users[key].Status != "enabled" {
+	if got := users[key].Policies(); len(got) != 2 || users[key].Status != "enabled" {
 		t.Errorf("list-users: want %s enabled with two policies, got %+v", key, users[key])
 	}
-	if err := m.setUserPolicy(ctx, key, name); err != nil {
+	if err := m.SetUserPolicy(ctx, key, name); err != nil {
 		t.Fatal(err)
 	}
 	wantDenied(t, "put after setUserPolicy replaced the operator's", u.put("bucket-b", "y"))
-	if got, found, err := m.userInfo(ctx, key); err != nil || !found || !slices.Equal(got.policies(), []string{name}) {
+	if got, found, err := m.UserInfo(ctx, key); err != nil || !found || !slices.Equal(got.Policies(), []string{name}) {
 		t.Errorf("userInfo: want exactly [%s], got %+v, %v (%v)", name, got, found, err)
 	}
-	policies, err := m.listCannedPolicies(ctx)
+	policies, err := m.ListCannedPolicies(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !samePolicy(policies[name], string(roPolicy)) {
+	if !policy.Equal(policies[name], string(roPolicy)) {
 		t.Errorf("list-canned-policies: want %s like %s, got %q", name, roPolicy, policies[name])
 	}
 
 	// A new secret (add-user is an upsert) refuses the old one.
-	if err := m.setUser(ctx, key, "user-secret-0002"); err != nil {
+	if err := m.SetUser(ctx, key, "user-secret-0002"); err != nil {
 		t.Fatal(err)
 	}
 	wantRefusedKey(t, "old secret", u.get("bucket-a", "seed"))
 	wantOK(t, "new secret, policy kept", s3Ops{t, s3As(srv, key, "user-secret-0002")}.get("bucket-a", "seed"))
 
-	// add-user of a service account's key is errNotAUser, and so is remove-user.
-	if err := m.add(ctx, "", "svc-key-1", "svc-secret-001", roPolicy, "", ""); err != nil {
+	// add-user of a service account's key is minioadmin.ErrNotAUser, and so is remove-user.
+	if err := m.Add(ctx, "", "svc-key-1", "svc-secret-001", roPolicy, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.setUser(ctx, "svc-key-1", "user-secret-0003"); !errors.Is(err, errNotAUser) {
-		t.Errorf("setUser of a service account's key: want errNotAUser, got %v", err)
+	if err := m.SetUser(ctx, "svc-key-1", "user-secret-0003"); !errors.Is(err, minioadmin.ErrNotAUser) {
+		t.Errorf("setUser of a service account's key: want minioadmin.ErrNotAUser, got %v", err)
 	}
-	if err := m.removeUser(ctx, "svc-key-1"); !errors.Is(err, errNotAUser) {
-		t.Errorf("removeUser of a service account's key: want errNotAUser, got %v", err)
+	if err := m.RemoveUser(ctx, "svc-key-1"); !errors.Is(err, minioadmin.ErrNotAUser) {
+		t.Errorf("removeUser of a service account's key: want minioadmin.ErrNotAUser, got %v", err)
 	}
 
 	// Removal: the key fails at once; the policy goes after; both again succeed.
-	if err := m.removeCannedPolicy(ctx, name); err == nil {
+	if err := m.RemoveCannedPolicy(ctx, name); err == nil {
 		t.Error("remove a policy still attached: want refused, got success")
 	}
-	if err := m.removeUser(ctx, key); err != nil {
+	if err := m.RemoveUser(ctx, key); err != nil {
 		t.Fatal(err)
 	}
 	wantRefusedKey(t, "removed user", s3Ops{t, s3As(srv, key, "user-secret-0002")}.get("bucket-a", "seed"))
 	for i := 0; i < 2; i++ {
-		if err := m.removeCannedPolicy(ctx, name); err != nil {
+		if err := m.RemoveCannedPolicy(ctx, name); err != nil {
 			t.Errorf("remove policy (%d): %v", i, err)
 		}
-		if err := m.removeUser(ctx, key); err != nil {
+		if err := m.RemoveUser(ctx, key); err != nil {
 			t.Errorf("remove user again (%d): %v", i, err)
 		}
 	}
-	if _, found, err := m.cannedPolicy(ctx, name); found || err != nil {
+	if _, found, err := m.CannedPolicy(ctx, name); found || err != nil {
 		t.Errorf("policy after removal: want missing, got %v (%v)", found, err)
 	}
 }
 
 // TestMinIORelease: the pinned server reports a release (install.sh
 // stamps it as MinIO's release builds are), which is new enough; and
-// releaseProblem refuses older, unstamped and unparsable ones.
+// minioadmin.ReleaseProblem refuses older, unstamped and unparsable ones.
 func TestMinIORelease(t *testing.T) {
 	_, m, _ := startMinIOAdmin(t)
-	got, err := m.serverRelease(context.Background())
+	got, err := m.ServerRelease(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := releaseProblem(got); p != "" {
+	if p := minioadmin.ReleaseProblem(got); p != "" {
 		t.Errorf("the pinned server (%v): want supported, got %s", got, p)
 	}
 	for _, c := range []struct {
@@ -653,9 +528,9 @@ func TestMinIORelease(t *testing.T) {
 		{[]string{"DEVELOPMENT.GOGET"}, `"DEVELOPMENT.GOGET", which does not say when it was built`},
 		{[]string{""}, "does not say"},
 	} {
-		got := releaseProblem(c.versions)
+		got := minioadmin.ReleaseProblem(c.versions)
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
-			t.Errorf("releaseProblem(%v): want %q, got %q", c.versions, c.want, got)
+			t.Errorf("minioadmin.ReleaseProblem(%v): want %q, got %q", c.versions, c.want, got)
 		}
 	}
 }
@@ -674,22 +549,22 @@ func BenchmarkMinIOUser(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		t0 := time.Now()
-		if err := m.putCannedPolicy(ctx, name, pol); err != nil {
+		if err := m.PutCannedPolicy(ctx, name, pol); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if err := m.setUser(ctx, key, "bench-secret-01"); err != nil {
+		if err := m.SetUser(ctx, key, "bench-secret-01"); err != nil {
 			b.Fatal(err)
 		}
 		t2 := time.Now()
-		if err := m.setUserPolicy(ctx, key, name); err != nil {
+		if err := m.SetUserPolicy(ctx, key, name); err != nil {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
-		if err := m.removeUser(ctx, key); err != nil {
+		if err := m.RemoveUser(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		if err := m.removeCannedPolicy(ctx, name); err != nil {
+		if err := m.RemoveCannedPolicy(ctx, name); err != nil {
 			b.Fatal(err)
 		}
 		policy, user, attach, remove = policy+t1.Sub(t0), user+t2.Sub(t1), attach+t3.Sub(t2), remove+time.Since(t3)
@@ -698,29 +573,4 @@ func BenchmarkMinIOUser(b *testing.B) {
 	for name, d := range map[string]time.Duration{"policy": policy, "user": user, "attach": attach, "remove": remove} {
 		b.ReportMetric(float64(d.Microseconds())/1000/float64(n), name+"-ms/op")
 	}
-}
-
-// BenchmarkMinIOBodies measures the client's share of each encrypted
-// call: sealing a request (PBKDF2) and opening a response (argon2id).
-func BenchmarkMinIOBodies(b *testing.B) {
-	plain := []byte(`{"newPolicy":{},"newSecretKey":"bench-secret-01"}`)
-	b.Run("seal-pbkdf2", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := sealAdminBody("root-secret", madminPBKDF2AESGCM, plain); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	sealed, err := sealAdminBody("root-secret", madminArgon2idAESGCM, plain)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("open-argon2id", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := openAdminBody("root-secret", sealed); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }

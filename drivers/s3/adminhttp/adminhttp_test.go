@@ -1,4 +1,4 @@
-package s3
+package adminhttp_test
 
 import (
 	"context"
@@ -7,6 +7,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Yolean/buckety-controller/drivers/s3/adminhttp"
+	"github.com/Yolean/buckety-controller/drivers/s3/iam"
+	"github.com/Yolean/buckety-controller/drivers/s3/minioadmin"
+	"github.com/Yolean/buckety-controller/drivers/s3/versityadmin"
 )
 
 // TestAdminClientFollowsNoRedirect: an admin endpoint that answers with a
@@ -23,12 +28,16 @@ func TestAdminClientFollowsNoRedirect(t *testing.T) {
 	}))
 	defer redirector.Close()
 	for _, hc := range []*http.Client{nil, {}, {Timeout: time.Hour}} {
-		m := newMinioAdmin(redirector.URL, "us-east-1", "root", "root-secret-0001", hc)
-		if err := m.setUser(context.Background(), "bkyabc-1", "a-secret-to-keep-0001"); err == nil {
+		i := iam.New(redirector.URL, "us-east-1", "root", "root-secret-0001", hc)
+		if _, err := i.CreateUser(context.Background(), "bkyabc-1", "/buckety/", nil); err == nil {
+			t.Error("IAM CreateUser through a redirect: want an error, got success")
+		}
+		m := minioadmin.New(redirector.URL, "us-east-1", "root", "root-secret-0001", hc)
+		if err := m.SetUser(context.Background(), "bkyabc-1", "a-secret-to-keep-0001"); err == nil {
 			t.Error("add-user through a redirect: want an error, got success")
 		}
-		v := newVersityAdmin(redirector.URL, "us-east-1", "root", "root-secret-0001", hc)
-		if err := v.createUser(context.Background(), "bkyabc-1", "a-secret-to-keep-0001"); err == nil {
+		v := versityadmin.New(redirector.URL, "us-east-1", "root", "root-secret-0001", hc)
+		if err := v.CreateUser(context.Background(), "bkyabc-1", "a-secret-to-keep-0001"); err == nil {
 			t.Error("create-user through a redirect: want an error, got success")
 		}
 	}
@@ -40,10 +49,10 @@ func TestAdminClientFollowsNoRedirect(t *testing.T) {
 	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
 	defer silent.Close()
 	defer close(hang)
-	c := boundedAdminClient(&http.Client{}, 200*time.Millisecond)
+	c := adminhttp.Client(&http.Client{}, 200*time.Millisecond)
 	start := time.Now()
-	m := newMinioAdmin(silent.URL, "us-east-1", "root", "root-secret-0001", c)
-	if _, err := m.keyTaken(context.Background(), "bkyabc-1"); err == nil {
+	m := minioadmin.New(silent.URL, "us-east-1", "root", "root-secret-0001", c)
+	if _, err := m.KeyTaken(context.Background(), "bkyabc-1"); err == nil {
 		t.Error("a server that never answers: want an error, got success")
 	}
 	if d := time.Since(start); d > 5*time.Second {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/versityadmin"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -24,7 +26,7 @@ import (
 // client acting as buckety does.
 type versityEnv struct {
 	srv   *s3test.Server
-	admin *versityAdmin
+	admin *versityadmin.Client
 	root  *s3.Client
 }
 
@@ -38,7 +40,7 @@ func startVersity(t *testing.T) *versityEnv {
 	t.Cleanup(hc.CloseIdleConnections)
 	return &versityEnv{
 		srv:   srv,
-		admin: newVersityAdmin(srv.AdminEndpoint, srv.Region, srv.AccessKey, srv.SecretKey, hc),
+		admin: versityadmin.New(srv.AdminEndpoint, srv.Region, srv.AccessKey, srv.SecretKey, hc),
 		root:  versityClient(t, srv, srv.AccessKey, srv.SecretKey),
 	}
 }
@@ -60,7 +62,7 @@ func versityCtx(t *testing.T) context.Context {
 
 func (e *versityEnv) createUser(t *testing.T, access, secret string) {
 	t.Helper()
-	if err := e.admin.createUser(versityCtx(t), access, secret); err != nil {
+	if err := e.admin.CreateUser(versityCtx(t), access, secret); err != nil {
 		t.Fatalf("createUser(%s): %v", access, err)
 	}
 }
@@ -251,17 +253,17 @@ func TestVersityRevokeAndUsers(t *testing.T) {
 		t.Errorf("grants after revoke: want map[%s:ReadWrite], got %v (%v)", vgKeyA, got, err)
 	}
 	ctx := versityCtx(t)
-	if err := e.admin.deleteUser(ctx, vgKeyB); err != nil {
+	if err := e.admin.DeleteUser(ctx, vgKeyB); err != nil {
 		t.Fatalf("deleteUser(B): %v", err)
 	}
 	expectOps(t, "B after delete", b, "data-bucket", map[string]string{"list": "InvalidAccessKeyId", "get": "InvalidAccessKeyId"})
-	if err := e.admin.deleteUser(ctx, vgKeyB); err != nil {
+	if err := e.admin.DeleteUser(ctx, vgKeyB); err != nil {
 		t.Errorf("deleteUser(B) again: want success, got %v", err)
 	}
-	if err := e.admin.deleteUser(ctx, "never-existed-key-0"); err != nil {
+	if err := e.admin.DeleteUser(ctx, "never-existed-key-0"); err != nil {
 		t.Errorf("deleteUser(missing): want success, got %v", err)
 	}
-	users, err := e.admin.listUsers(ctx)
+	users, err := e.admin.ListUsers(ctx)
 	if err != nil {
 		t.Fatalf("listUsers: %v", err)
 	}
@@ -280,9 +282,9 @@ func TestVersityRevokeAndUsers(t *testing.T) {
 
 	// An existing key is reported, not overwritten: root's and A's.
 	for _, key := range []string{vgKeyA, e.srv.AccessKey} {
-		err := e.admin.createUser(ctx, key, "another-secret-000000000000")
-		if !errors.Is(err, errUserExists) {
-			t.Errorf("createUser(existing %s): want errUserExists, got %v", key, err)
+		err := e.admin.CreateUser(ctx, key, "another-secret-000000000000")
+		if !errors.Is(err, versityadmin.ErrUserExists) {
+			t.Errorf("createUser(existing %s): want versityadmin.ErrUserExists, got %v", key, err)
 		} else if !strings.Contains(err.Error(), "/create-user") || !strings.Contains(err.Error(), "XAdminUserExists") {
 			t.Errorf("createUser(existing): want route and code in %q", err)
 		}
@@ -294,24 +296,24 @@ func TestVersityRevokeAndUsers(t *testing.T) {
 
 	// Rotation takes effect at once.
 	const vgSecretA2 = "rotated-secret-of-a-0000000000000000000"
-	if err := e.admin.updateSecret(ctx, vgKeyA, vgSecretA2); err != nil {
+	if err := e.admin.UpdateSecret(ctx, vgKeyA, vgSecretA2); err != nil {
 		t.Fatalf("updateSecret(A): %v", err)
 	}
 	expectOps(t, "A with its old secret", a, "data-bucket", map[string]string{"list": "SignatureDoesNotMatch"})
 	expectOps(t, "A with its new secret", versityClient(t, e.srv, vgKeyA, vgSecretA2), "data-bucket", map[string]string{"list": "ok"})
-	err = e.admin.updateSecret(ctx, "never-existed-key-0", vgSecretA2)
-	var ae *versityAdminError
+	err = e.admin.UpdateSecret(ctx, "never-existed-key-0", vgSecretA2)
+	var ae *versityadmin.Error
 	if !errors.As(err, &ae) || ae.Code != "XAdminUserNotFound" || ae.Route != "/update-user" {
 		t.Errorf("updateSecret(missing): want XAdminUserNotFound from /update-user, got %v", err)
 	}
 
 	// Wrong admin keys name the route and the gateway's code.
-	bad := newVersityAdmin(e.srv.AdminEndpoint, e.srv.Region, e.srv.AccessKey, "wrong-secret-0000000000", nil)
-	if _, err := bad.listUsers(ctx); !errors.As(err, &ae) || ae.Code != "SignatureDoesNotMatch" || ae.Route != "/list-users" {
+	bad := versityadmin.New(e.srv.AdminEndpoint, e.srv.Region, e.srv.AccessKey, "wrong-secret-0000000000", nil)
+	if _, err := bad.ListUsers(ctx); !errors.As(err, &ae) || ae.Code != "SignatureDoesNotMatch" || ae.Route != "/list-users" {
 		t.Errorf("listUsers with a wrong secret: want SignatureDoesNotMatch from /list-users, got %v", err)
 	}
-	notAdmin := newVersityAdmin(e.srv.AdminEndpoint, e.srv.Region, vgKeyA, vgSecretA2, nil)
-	if err := notAdmin.createUser(ctx, "created-by-a-user-0", vgSecretB); !errors.As(err, &ae) || ae.Code != "XAdminAccessDenied" {
+	notAdmin := versityadmin.New(e.srv.AdminEndpoint, e.srv.Region, vgKeyA, vgSecretA2, nil)
+	if err := notAdmin.CreateUser(ctx, "created-by-a-user-0", vgSecretB); !errors.As(err, &ae) || ae.Code != "XAdminAccessDenied" {
 		t.Errorf("createUser as a user: want XAdminAccessDenied, got %v", err)
 	}
 }
@@ -590,7 +592,7 @@ func TestVersityBucketyGrantsDrift(t *testing.T) {
 	}{
 		"effect Deny":             {rw + `,"Effect":"Allow"`, rw + `,"Effect":"Deny"`, map[string]string{vgKeyB: "ReadOnly"}},
 		"unknown field":           {rw + `,`, rw + `,"Condition":{"Bool":{"aws:SecureTransport":"true"}},`, map[string]string{vgKeyB: "ReadOnly"}},
-		"other bucket":            {`"Resource":"arn:aws:s3:::data-bucket/*"}`, `"Resource":"arn:aws:s3:::other-bucket/*"}`, map[string]string{vgKeyA: "ReadWrite"}},
+		"other bucket":            {`"Resource":["arn:aws:s3:::data-bucket/*"]}`, `"Resource":["arn:aws:s3:::other-bucket/*"]}`, map[string]string{vgKeyA: "ReadWrite"}},
 		"action dropped":          {`"s3:DeleteObject",`, ``, map[string]string{vgKeyB: "ReadOnly"}},
 		"principal as string":     {`{"AWS":["` + vgKeyA + `"]}`, `"*"`, map[string]string{vgKeyB: "ReadOnly"}},
 		"unknown role in Sid":     {`buckety-ReadOnly-bucket`, `buckety-Owner-bucket`, map[string]string{vgKeyA: "ReadWrite"}},
@@ -617,27 +619,16 @@ func TestVersityBucketyGrantsDrift(t *testing.T) {
 	if got, err := bucketyGrants(good); err != nil || len(got) != 2 {
 		t.Errorf("untouched policy: want 2 grants and no error, got %v (%v)", got, err)
 	}
-}
-
-func TestVersityValidKey(t *testing.T) {
-	for key, ok := range map[string]bool{
-		"bkt-test-access-a":      true,
-		"ABCDEFGHIJ0123456789":   true,
-		"under_score_key_0001":   true,
-		strings.Repeat("k", 16):  true,
-		strings.Repeat("k", 15):  false,
-		strings.Repeat("k", 128): true,
-		strings.Repeat("k", 129): false,
-		"*":                      false,
-		"has/slash-0000000000":   false,
-		"has,comma-0000000000":   false,
-		"has=equals-000000000":   false,
-		"has space-0000000000":   false,
-		"arn:aws:iam::0000000":   false,
-		"nön-ascii-0000000000":   false,
-	} {
-		if err := validVersityKey(key); (err == nil) != ok {
-			t.Errorf("validVersityKey(%q): want ok=%v, got %v", key, ok, err)
-		}
+	// Releases before the one policy model wrote each resource as a
+	// string: the same grants, and nothing to rewrite.
+	old := regexp.MustCompile(`"Resource":\["(arn:aws:s3:::data-bucket[^"]*)"\]`).ReplaceAllString(string(good), `"Resource":"$1"`)
+	if old == string(good) {
+		t.Fatal("no resource list to turn into a string")
+	}
+	if got, err := bucketyGrants([]byte(old)); err != nil || len(got) != 2 {
+		t.Errorf("resources as strings: want 2 grants and no error, got %v (%v)", got, err)
+	}
+	if _, changed, err := mergeBucketPolicy([]byte(old), "data-bucket", map[string]string{vgKeyA: "ReadWrite", vgKeyB: "ReadOnly"}); err != nil || changed {
+		t.Errorf("resources as strings: want nothing to rewrite, got changed=%v, err %v", changed, err)
 	}
 }

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/minioadmin"
+	"github.com/Yolean/buckety-controller/drivers/s3/versityadmin"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -76,7 +76,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 				a.Principal = be.Principal(a, serial)
 				if fresh {
 					if found, err := be.InspectPrincipal(ctx, a.Principal); err != nil || found {
-						t.Fatalf("inspect %s before its mint: want absent, got %v (%v)", a.Principal, found, err)
+						t.Fatalf("inspect %s before its issue: want absent, got %v (%v)", a.Principal, found, err)
 					}
 				}
 				g, err := be.Grant(ctx, a)
@@ -123,11 +123,11 @@ func TestScopedKeysPerAccess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := be.minioAdmin().putCannedPolicy(ctx, minioPolicyName(ro.Principal), policy); err != nil {
+				if err := be.minioAdmin().PutCannedPolicy(ctx, MinIOPolicyName(ro.Principal), policy); err != nil {
 					t.Fatal(err)
 				}
 			case ImplVersityGW:
-				if err := be.setBucketGrant(ctx, "ledger", ro.Principal, "ReadWrite", nil); err != nil {
+				if err := be.versityIssuer().setBucketGrant(ctx, "ledger", ro.Principal, "ReadWrite", nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -167,7 +167,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 				// A user deleted without its statement (out of band)
 				// must not block the next grant on the bucket: the
 				// gateway refuses policies naming missing users.
-				if err := be.versityAdmin().deleteUser(ctx, ro2.Principal); err != nil {
+				if err := be.versityAdmin().DeleteUser(ctx, ro2.Principal); err != nil {
 					t.Fatal(err)
 				}
 				wo := grant("producer", "WriteOnly", 1, "", true)
@@ -177,7 +177,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 	}
 }
 
-// TestScopedForeignPrincipal: a key that exists before buckety minted it
+// TestScopedForeignPrincipal: a key that exists before buckety issued it
 // (someone else's) is reported by InspectPrincipal, which is how the
 // controller refuses it; an unscoped backend says why in Scoping.
 func TestScopedForeignPrincipal(t *testing.T) {
@@ -196,18 +196,18 @@ func TestScopedForeignPrincipal(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := be.minioAdmin().add(ctx, "", principal, "someone-elses-secret", policy, "theirs", "not buckety's"); err != nil {
+				if err := be.minioAdmin().Add(ctx, "", principal, "someone-elses-secret", policy, "theirs", "not buckety's"); err != nil {
 					t.Fatal(err)
 				}
 				user := be.Principal(drivers.Access{UID: "uid-squatted-user"}, 1)
-				if err := be.minioAdmin().setUser(ctx, user, "someone-elses-secret"); err != nil {
+				if err := be.minioAdmin().SetUser(ctx, user, "someone-elses-secret"); err != nil {
 					t.Fatal(err)
 				}
 				if found, err := be.InspectPrincipal(ctx, user); err != nil || !found {
 					t.Errorf("inspect a user someone else made: want found, got %v (%v)", found, err)
 				}
 			case ImplVersityGW:
-				if err := be.versityAdmin().createUser(ctx, principal, "someone-elses-secret"); err != nil {
+				if err := be.versityAdmin().CreateUser(ctx, principal, "someone-elses-secret"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -240,7 +240,7 @@ func TestScopedForeignPrincipal(t *testing.T) {
 	}
 }
 
-// TestMinIOTenantKeyReachesNoKey: tenant A's minted key, used as a hostile
+// TestMinIOTenantKeyReachesNoKey: tenant A's issued key, used as a hostile
 // tenant would against MinIO's admin API, lists, inspects, adds, re-keys
 // and deletes no key, its own or tenant B's, and B keeps working.
 func TestMinIOTenantKeyReachesNoKey(t *testing.T) {
@@ -268,29 +268,29 @@ func TestMinIOTenantKeyReachesNoKey(t *testing.T) {
 	wantOK(t, "B reads its bucket", bOps.get("bucket-b", "seed"))
 
 	// A's key, signing admin requests as MinIO's own client would.
-	evil := newMinioAdmin(fx.srv.Endpoint, fx.srv.Region, a.Principal, a.Secret, nil)
+	evil := minioadmin.New(fx.srv.Endpoint, fx.srv.Region, a.Principal, a.Secret, nil)
 	policy, err := minioAccessPolicy("bucket-b", "ReadWrite")
 	if err != nil {
 		t.Fatal(err)
 	}
 	attempts := map[string]func() error{
-		"list B's service accounts": func() error { _, err := evil.list(ctx, b.Principal); return err },
-		"info of its own key":       func() error { _, _, err := evil.info(ctx, a.Principal); return err },
-		"info of B's key":           func() error { _, _, err := evil.info(ctx, b.Principal); return err },
+		"list B's service accounts": func() error { _, err := evil.List(ctx, b.Principal); return err },
+		"info of its own key":       func() error { _, _, err := evil.Info(ctx, a.Principal); return err },
+		"info of B's key":           func() error { _, _, err := evil.Info(ctx, b.Principal); return err },
 		"add a service account of itself, without a policy": func() error {
-			return evil.add(ctx, "", "bkyevil-1", "evil-secret-0001", []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::*"]}]}`), "", "")
+			return evil.Add(ctx, "", "bkyevil-1", "evil-secret-0001", []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::*"]}]}`), "", "")
 		},
-		"add a service account of B": func() error { return evil.add(ctx, b.Principal, "bkyevil-2", "evil-secret-0002", policy, "", "") },
-		"remove B's user":            func() error { return evil.removeUser(ctx, b.Principal) },
-		"remove its own user":        func() error { return evil.removeUser(ctx, a.Principal) },
-		"user-info of B":             func() error { _, _, err := evil.userInfo(ctx, b.Principal); return err },
-		"user-info of itself":        func() error { _, _, err := evil.userInfo(ctx, a.Principal); return err },
-		"list users":                 func() error { _, err := evil.listUsers(ctx); return err },
-		"change its own secret":      func() error { return evil.setUser(ctx, a.Principal, "evil-secret-0003") },
-		"re-key B":                   func() error { return evil.setUser(ctx, b.Principal, "evil-secret-0004") },
-		"attach readwrite to itself": func() error { return evil.setUserPolicy(ctx, a.Principal, "readwrite") },
-		"rewrite its own policy":     func() error { return evil.putCannedPolicy(ctx, minioPolicyName(a.Principal), policy) },
-		"list policies":              func() error { _, err := evil.listCannedPolicies(ctx); return err },
+		"add a service account of B": func() error { return evil.Add(ctx, b.Principal, "bkyevil-2", "evil-secret-0002", policy, "", "") },
+		"remove B's user":            func() error { return evil.RemoveUser(ctx, b.Principal) },
+		"remove its own user":        func() error { return evil.RemoveUser(ctx, a.Principal) },
+		"user-info of B":             func() error { _, _, err := evil.UserInfo(ctx, b.Principal); return err },
+		"user-info of itself":        func() error { _, _, err := evil.UserInfo(ctx, a.Principal); return err },
+		"list users":                 func() error { _, err := evil.ListUsers(ctx); return err },
+		"change its own secret":      func() error { return evil.SetUser(ctx, a.Principal, "evil-secret-0003") },
+		"re-key B":                   func() error { return evil.SetUser(ctx, b.Principal, "evil-secret-0004") },
+		"attach readwrite to itself": func() error { return evil.SetUserPolicy(ctx, a.Principal, "readwrite") },
+		"rewrite its own policy":     func() error { return evil.PutCannedPolicy(ctx, MinIOPolicyName(a.Principal), policy) },
+		"list policies":              func() error { _, err := evil.ListCannedPolicies(ctx); return err },
 	}
 	for what, try := range attempts {
 		if err := try(); err == nil {
@@ -298,13 +298,13 @@ func TestMinIOTenantKeyReachesNoKey(t *testing.T) {
 		}
 	}
 	// Two routes MinIO answers whatever a policy says: a user's list of
-	// its own service accounts (a minted key has none, and can make none),
+	// its own service accounts (an issued key has none, and can make none),
 	// and delete-service-account, which does nothing to a key that is a
 	// user.
-	if own, err := evil.list(ctx, a.Principal); err == nil && len(own) != 0 {
+	if own, err := evil.List(ctx, a.Principal); err == nil && len(own) != 0 {
 		t.Errorf("tenant A's own service accounts: want none, got %v", own)
 	}
-	if _, err := evil.call(ctx, http.MethodDelete, routeDeleteServiceAcct, url.Values{"accessKey": {b.Principal}}, nil, http.StatusNoContent); err != nil {
+	if err := evil.Delete(ctx, b.Principal); err != nil {
 		t.Logf("delete-service-account of B's key: %v", err)
 	}
 	wantOK(t, "B still reads its bucket", bOps.get("bucket-b", "seed"))
@@ -320,7 +320,7 @@ func TestMinIOTenantKeyReachesNoKey(t *testing.T) {
 	}
 }
 
-// TestMinIOLegacyKeyReplaced: a key minted before keys were users (a
+// TestMinIOLegacyKeyReplaced: a key issued before keys were users (a
 // service account of the legacy parent) drifts in the sweep, and its
 // re-assert replaces it with a user of the same key and secret (the
 // Secret keeps working); revocation of such a key deletes it; a service
@@ -340,7 +340,7 @@ func TestMinIOLegacyKeyReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.add(ctx, testParent, a.Principal, a.Secret, policy, "buckety", "legacy"); err != nil {
+	if err := m.Add(ctx, testParent, a.Principal, a.Secret, policy, "buckety", "legacy"); err != nil {
 		t.Fatal(err)
 	}
 	key := s3Ops{t, s3As(fx.srv, a.Principal, a.Secret)}
@@ -352,10 +352,10 @@ func TestMinIOLegacyKeyReplaced(t *testing.T) {
 	if _, err := be.Grant(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if u, found, err := m.userInfo(ctx, a.Principal); !found || err != nil || !slices.Equal(u.policies(), []string{minioPolicyName(a.Principal)}) {
+	if u, found, err := m.UserInfo(ctx, a.Principal); !found || err != nil || !slices.Equal(u.Policies(), []string{MinIOPolicyName(a.Principal)}) {
 		t.Errorf("legacy key after the re-assert: want a user holding its own policy, got %+v, %v (%v)", u, found, err)
 	}
-	if accounts, err := m.list(ctx, testParent); err != nil || len(accounts) != 0 {
+	if accounts, err := m.List(ctx, testParent); err != nil || len(accounts) != 0 {
 		t.Errorf("legacy parent's service accounts after the re-assert: want none, got %v (%v)", accounts, err)
 	}
 	wantOK(t, "the same key and secret read, as a user", key.get("ledger", "seed"))
@@ -367,7 +367,7 @@ func TestMinIOLegacyKeyReplaced(t *testing.T) {
 	// Revoking a legacy key that was never replaced.
 	b := drivers.Access{Resource: "ledger", Namespace: "team", Name: "older", UID: "uid-older", Secret: "legacy-secret-000002"}
 	b.Principal = be.Principal(b, 1)
-	if err := m.add(ctx, testParent, b.Principal, b.Secret, policy, "", ""); err != nil {
+	if err := m.Add(ctx, testParent, b.Principal, b.Secret, policy, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := be.Revoke(ctx, b); err != nil {
@@ -378,10 +378,10 @@ func TestMinIOLegacyKeyReplaced(t *testing.T) {
 	// A service account of root under a recorded name is not buckety's.
 	c := drivers.Access{Resource: "ledger", Namespace: "team", Name: "squat", UID: "uid-squat", Secret: "squat-secret-000003", Assert: true}
 	c.Principal = be.Principal(c, 1)
-	if err := m.add(ctx, "", c.Principal, c.Secret, policy, "", ""); err != nil {
+	if err := m.Add(ctx, "", c.Principal, c.Secret, policy, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := be.Grant(ctx, c); err == nil || !strings.Contains(err.Error(), "did not mint") {
+	if _, err := be.Grant(ctx, c); err == nil || !strings.Contains(err.Error(), "did not issue") {
 		t.Errorf("grant over root's service account: want refused as not buckety's, got %v", err)
 	}
 	if err := be.Revoke(ctx, c); err != nil {
@@ -421,7 +421,7 @@ func TestVersityFullPolicyMintsNoUser(t *testing.T) {
 		t.Fatalf("want the policy full after some tens of keys, got %d", full)
 	}
 	t.Logf("bucket policy full after %d keys", full)
-	users, err := be.versityAdmin().listUsers(ctx)
+	users, err := be.versityAdmin().ListUsers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestVersityFullPolicyMintsNoUser(t *testing.T) {
 // TestVersityForeignUserNotTakenOver: a user someone made under buckety's
 // name after the controller saw it absent and recorded it (Recorded) is
 // refused, not re-keyed: its own secret keeps working. A later pass (an
-// interrupted mint of buckety's own, not Recorded) does re-key it.
+// interrupted issue of buckety's own, not Recorded) does re-key it.
 func TestVersityForeignUserNotTakenOver(t *testing.T) {
 	fx := scopedFixture(t, ImplVersityGW)
 	be := fx.backend
@@ -442,7 +442,7 @@ func TestVersityForeignUserNotTakenOver(t *testing.T) {
 	fx.ensure(t, "ledger", nil)
 	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: "raced", UID: "uid-raced", Assert: true, New: true, Recorded: true}
 	a.Principal = be.Principal(a, 1)
-	if err := be.versityAdmin().createUser(ctx, a.Principal, "TheirOwnSecret0123456789"); err != nil {
+	if err := be.versityAdmin().CreateUser(ctx, a.Principal, "TheirOwnSecret0123456789"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := be.Grant(ctx, a)
@@ -453,7 +453,7 @@ func TestVersityForeignUserNotTakenOver(t *testing.T) {
 	wantDenied(t, "their key still authenticates (and is granted nothing)", theirs.list("ledger"))
 	a.Recorded = false
 	if _, err := be.Grant(ctx, a); err != nil {
-		t.Fatalf("a later pass of the same mint: %v", err)
+		t.Fatalf("a later pass of the same issue: %v", err)
 	}
 }
 
@@ -472,7 +472,7 @@ func TestSweepJudgesTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := drivers.Access{Resource: "ledger", Namespace: "team", Name: "gone", UID: "uid-gone"}
-	gone.Principal = be.Principal(gone, 1) // never minted: drifted
+	gone.Principal = be.Principal(gone, 1) // never issued: drifted
 	broken := drivers.Access{Resource: "no*such", Namespace: "other", Name: "broken", UID: "uid-broken"}
 	broken.Principal = be.Principal(broken, 1)
 	d, err := be.SweepCredentials(ctx, []drivers.Access{broken, ok, gone})
@@ -483,3 +483,12 @@ func TestSweepJudgesTheOthers(t *testing.T) {
 		t.Errorf("want the missing key (index 2) reported drifted beside the error, got %v", d)
 	}
 }
+
+// The issuers' admin clients, for tests that change the server out of
+// band as its operator would.
+
+func (b *Backend) minioAdmin() *minioadmin.Client { return b.scoping.issuer.(*minioIssuer).admin }
+
+func (b *Backend) versityAdmin() *versityadmin.Client { return b.scoping.issuer.(*versityIssuer).admin }
+
+func (b *Backend) versityIssuer() *versityIssuer { return b.scoping.issuer.(*versityIssuer) }

@@ -1,0 +1,386 @@
+package s3
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/adminhttp"
+	"github.com/Yolean/buckety-controller/drivers/s3/iam"
+	"github.com/Yolean/buckety-controller/drivers/s3/minioadmin"
+	"github.com/Yolean/buckety-controller/drivers/s3/versityadmin"
+)
+
+// Credentials per access (drivers.CredentialScoper, CredentialSweeper). A
+// backend with credentials set, on implementation minio, versitygw, aws or
+// seaweedfs, gives every access a credential of its own: a key on the
+// server that may do what its role allows (roles.go) on its bucket and
+// nothing else. Each implementation is one issuer:
+//
+//   - minio (credentials_minio.go): a user per access, holding one canned
+//     policy of its own, with every admin action denied;
+//   - versitygw (credentials_versitygw.go): a user with role user (no
+//     rights of its own), named in buckety's statements of the bucket's
+//     policy;
+//   - aws, seaweedfs (credentials_iam.go): an IAM user with one inline
+//     policy and one key IAM issues.
+//
+// The words, in this driver, the controller and the API alike: a
+// credential is an access's own identity on the server; its principal is
+// the name the server knows it by; buckety issues a credential (grant),
+// the issuer's server checks it, and revocation removes it. An access is
+// scoped when it has a credential of its own rather than the backend's
+// keys.
+//
+// The principal is bky<12 hex digits of the SHA-256 of the access UID>-
+// <serial>, at most 20 characters of [a-z0-9-] (MinIO's limit), so
+// reconciles are idempotent and a tenant cannot choose another's. The
+// secret is 40 characters from crypto/rand, stored only in the Secret
+// (where the server issues the key, as IAM does, the Secret holds the
+// issued key and secret).
+//
+// Whenever the config asks for credentials per access and the server
+// cannot issue them (an old MinIO, a gateway without an IAM store),
+// Scoping says so with Required set: the controller then hands no access
+// the backend's own keys, and Grant refuses to as well.
+
+// issuer gives every access a credential of its own on one
+// implementation's server. Adding an implementation (Garage, Ceph RGW) is
+// one issuer and its test server. Every method is bounded by the context
+// the Backend gives it (the backend's requestTimeout).
+type issuer interface {
+	// ready reports whether the server can issue credentials now: "" when
+	// it can, else why not, naming what the server lacks. An error means
+	// it could not be asked.
+	ready(ctx context.Context) (string, error)
+	// grant makes a's credential (a.Principal) exist with secret and
+	// exactly its role's rights on a.Resource, and returns the secret the
+	// Secret holds: secret itself, or a key and secret the server issued
+	// (issuedSecret). Every step is an upsert, so a grant that stopped
+	// half way is finished by the next; a principal that exists although
+	// a.Recorded says buckety has just seen it absent is someone else's
+	// (*drivers.PrincipalExistsError).
+	grant(ctx context.Context, a drivers.Access, secret string) (string, error)
+	// revoke removes a's credential: its rights first, so a revocation
+	// that stops half way leaves nothing usable, then the credential. A
+	// missing one is success.
+	revoke(ctx context.Context, a drivers.Access) error
+	// inspect reports whether a principal exists on the server.
+	inspect(ctx context.Context, principal string) (bool, error)
+	// list names every credential buckety issued on the server.
+	list(ctx context.Context) (map[string]bool, error)
+	// sweep returns the indices, in as, of the accesses whose credential
+	// drifted (missing, disabled, or holding other rights than its role's),
+	// in a few requests for the whole backend; with an error naming what
+	// could not be judged (drivers.CredentialSweeper).
+	sweep(ctx context.Context, as []drivers.Access) ([]int, error)
+}
+
+// issuesCredentials reports an implementation buckety issues credentials
+// per access on.
+func issuesCredentials(impl string) bool {
+	return impl == ImplMinIO || impl == ImplVersityGW || usesIAM(impl)
+}
+
+// usesIAM reports an implementation whose credentials are IAM users.
+func usesIAM(impl string) bool { return impl == ImplAWS || impl == ImplSeaweedFS }
+
+// newIssuer is the issuer of the backend's implementation, nil for one
+// buckety issues no credentials on. It is made when the backend is
+// opened, whether or not credentials is set: without it the backend still
+// revokes the credentials it issued while it was set (the controller keeps
+// those until their accesses go).
+func (b *Backend) newIssuer() (issuer, error) {
+	if !issuesCredentials(b.cfg.Implementation) {
+		return nil, nil
+	}
+	hc, err := b.cfg.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	hc = adminhttp.Client(hc, b.cfg.timeout())
+	switch b.cfg.Implementation {
+	case ImplMinIO:
+		return &minioIssuer{b: b, admin: minioadmin.New(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}, nil
+	case ImplVersityGW:
+		return &versityIssuer{b: b, hc: hc, admin: versityadmin.New(b.cfg.adminEndpoint(), b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}, nil
+	}
+	return &iamIssuer{b: b, iam: iam.New(b.cfg.iamEndpoint(), b.cfg.iamRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}, nil
+}
+
+// scopingTTL is how long a backend's answer to Scoping is kept.
+const scopingTTL = 5 * time.Minute
+
+var (
+	_ drivers.CredentialScoper  = (*Backend)(nil)
+	_ drivers.CredentialSweeper = (*Backend)(nil)
+	_ drivers.IssuedSecrets     = (*Backend)(nil)
+)
+
+// scoping is the credential state of a Backend.
+type scoping struct {
+	mu  sync.Mutex
+	at  time.Time
+	got drivers.Scoping
+	// issuer is nil on an implementation without credentials per access.
+	issuer issuer
+}
+
+// unscopedReason is why a backend's config rules out credentials per
+// access, "" when it does not.
+func (c *Config) unscopedReason(backend string) string {
+	switch {
+	case c.Credentials == nil:
+		return fmt.Sprintf("backend %s hands every access its own keys: set credentials (implementation minio, versitygw, aws or seaweedfs) for a key per access", backend)
+	case !issuesCredentials(c.Implementation):
+		return fmt.Sprintf("backend %s is implementation %q: buckety issues keys per access only on minio, versitygw, aws and seaweedfs", backend, c.Implementation)
+	}
+	return ""
+}
+
+// Scoping implements drivers.CredentialScoper: the issuer's ready, kept
+// for scopingTTL.
+func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
+	if why := b.cfg.unscopedReason(b.name); why != "" {
+		return drivers.Scoping{Reason: why}, nil
+	}
+	is, err := b.issuer()
+	if err != nil {
+		return drivers.Scoping{}, err
+	}
+	b.scoping.mu.Lock()
+	defer b.scoping.mu.Unlock()
+	if !b.scoping.at.IsZero() && time.Since(b.scoping.at) < scopingTTL {
+		return b.scoping.got, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	why, err := is.ready(ctx)
+	if err != nil {
+		return drivers.Scoping{}, err
+	}
+	got := drivers.Scoping{Scoped: true, Required: true}
+	if why != "" {
+		got = drivers.Scoping{Required: true, Reason: fmt.Sprintf("backend %s sets credentials, but %s", b.name, why)}
+	}
+	b.scoping.at, b.scoping.got = time.Now(), got
+	return got, nil
+}
+
+// issuer is the backend's issuer, or an error naming the implementation
+// that has none.
+func (b *Backend) issuer() (issuer, error) {
+	if b.scoping.issuer == nil {
+		return nil, fmt.Errorf("s3: backend %s: no credentials per access on implementation %q", b.name, b.cfg.Implementation)
+	}
+	return b.scoping.issuer, nil
+}
+
+// adminError classifies a failure of an issuer's admin API (MinIO's,
+// VersityGW's, IAM): refused keys (the backend's keys are not the server's
+// admin) as access denied, a server error, throttling or an unreachable
+// server as unavailable (the access waits and retries), and the rest as an
+// error naming what was asked.
+func (b *Backend) adminError(what string, err error) error {
+	err = fmt.Errorf("s3 admin: %s: %w", what, err)
+	var (
+		me *minioadmin.Error
+		ve *versityadmin.Error
+		ie *iam.Error
+	)
+	status := 0
+	switch {
+	case errors.As(err, &me):
+		status = me.Status
+	case errors.As(err, &ve):
+		status = ve.Status
+	case errors.As(err, &ie):
+		status = ie.Status
+		switch {
+		case iam.IsAccessDenied(err):
+			status = http.StatusForbidden
+		case ie.Code == iam.CodeThrottling:
+			status = http.StatusServiceUnavailable
+		}
+	default:
+		return b.classify(err)
+	}
+	switch {
+	case status == http.StatusForbidden:
+		return &drivers.AccessDeniedError{Backend: b.name, Err: err}
+	case status >= 500 && status != http.StatusNotImplemented:
+		return &drivers.UnavailableError{Backend: b.name, Err: err}
+	}
+	return err
+}
+
+// Principal implements drivers.CredentialScoper.
+func (b *Backend) Principal(a drivers.Access, serial int) string { return PrincipalFor(a, serial) }
+
+// PrincipalFor is the principal of an access's credential serial.
+func PrincipalFor(a drivers.Access, serial int) string {
+	sum := sha256.Sum256([]byte(a.UID))
+	return "bky" + hex.EncodeToString(sum[:6]) + "-" + strconv.Itoa(serial)
+}
+
+// CredentialKeys implements drivers.CredentialScoper.
+func (b *Backend) CredentialKeys() (string, string) { return SecretAccessKeyID, SecretSecretAccessKey }
+
+// InspectPrincipal implements drivers.CredentialScoper.
+func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
+	is, err := b.issuer()
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	return is.inspect(ctx, principal)
+}
+
+// SecretFrom implements drivers.IssuedSecrets: where the server issues the
+// key (IAM), the Secret's key and secret as one value, key:secret; on the
+// other implementations the secret buckety made, keyed by the principal.
+func (b *Backend) SecretFrom(principal string, data map[string][]byte) string {
+	if !usesIAM(b.cfg.Implementation) {
+		return drivers.KeyedSecret(b, principal, data)
+	}
+	id, secret := string(data[SecretAccessKeyID]), string(data[SecretSecretAccessKey])
+	if id == "" || secret == "" {
+		return ""
+	}
+	return issuedSecret(id, secret)
+}
+
+// issuedSecret is a key and secret the server issued, as one value that
+// Access.Secret carries; splitIssued splits it.
+func issuedSecret(id, secret string) string { return id + ":" + secret }
+
+// splitIssued splits a key:secret value; ok false when it is not one.
+func splitIssued(s string) (id, secret string, ok bool) {
+	id, secret, ok = strings.Cut(s, ":")
+	return id, secret, ok && id != "" && secret != ""
+}
+
+// secretAlphabet is what secrets buckety makes are made of: letters and
+// digits, which every implementation and every client's config format
+// accepts.
+const secretAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// newSecret is 40 characters from crypto/rand (238 bits), MinIO's longest.
+func newSecret() (string, error) {
+	buf := make([]byte, 40)
+	max := big.NewInt(int64(len(secretAlphabet)))
+	for i := range buf {
+		n, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			return "", err
+		}
+		buf[i] = secretAlphabet[n.Int64()]
+	}
+	return string(buf), nil
+}
+
+// roleOf is an access's role, ReadWrite when unset.
+func roleOf(a drivers.Access) drivers.Role { return a.Role.OrDefault() }
+
+// grantCredential issues or re-asserts an access's credential and its
+// rights, and returns its Secret payload on top of data (endpoint,
+// bucket, region).
+func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
+	if _, ok := actionsOf[roleOf(a)]; !ok {
+		return drivers.Grant{}, fmt.Errorf("s3: backend %s: role %q has no actions", b.name, a.Role)
+	}
+	secret, assert := a.Secret, a.Assert
+	if secret == "" {
+		s, err := newSecret()
+		if err != nil {
+			return drivers.Grant{}, err
+		}
+		secret, assert = s, true
+	}
+	if assert {
+		if b.cfg.Credentials == nil {
+			// Credentials are kept, not issued, once credentials is unset.
+			return drivers.Grant{}, fmt.Errorf("backend %s issues no credentials: credentials is not set", b.name)
+		}
+		is, err := b.issuer()
+		if err != nil {
+			return drivers.Grant{}, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+		defer cancel()
+		if secret, err = is.grant(ctx, a, secret); err != nil {
+			return drivers.Grant{}, err
+		}
+	}
+	data[SecretAccessKeyID] = []byte(a.Principal)
+	data[SecretSecretAccessKey] = []byte(secret)
+	if usesIAM(b.cfg.Implementation) {
+		// The server issued the key: the Secret holds it, not the
+		// principal.
+		id, sec, ok := splitIssued(secret)
+		if !ok {
+			return drivers.Grant{}, fmt.Errorf("s3: backend %s: the Secret of %s/%s holds no key the server issued", b.name, a.Namespace, a.Name)
+		}
+		data[SecretAccessKeyID], data[SecretSecretAccessKey] = []byte(id), []byte(sec)
+	}
+	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
+}
+
+// revokeCredential removes an access's credential; a missing one is
+// success.
+func (b *Backend) revokeCredential(ctx context.Context, a drivers.Access) error {
+	is, err := b.issuer()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	return is.revoke(ctx, a)
+}
+
+// SweepCredentials implements drivers.CredentialSweeper through the
+// issuer's sweep. Credentials kept after credentials was unset are not
+// repaired.
+func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
+	if len(as) == 0 || b.cfg.Credentials == nil {
+		return nil, nil
+	}
+	is, err := b.issuer()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	return is.sweep(ctx, as)
+}
+
+// IssuedCredentials names the credentials buckety issued on the backend's
+// server (principals starting with bky, on MinIO also the service accounts
+// of the legacy parent user). Operators and the fault harness use it to
+// count credentials left without an access.
+func (b *Backend) IssuedCredentials(ctx context.Context) (map[string]bool, error) {
+	is, err := b.issuer()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	defer cancel()
+	return is.list(ctx)
+}
+
+// MintedKeys is IssuedCredentials under its old name, for callers not yet
+// moved (removed with them).
+func (b *Backend) MintedKeys(ctx context.Context) (map[string]bool, error) {
+	return b.IssuedCredentials(ctx)
+}

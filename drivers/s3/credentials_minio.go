@@ -1,0 +1,235 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/minioadmin"
+	"github.com/Yolean/buckety-controller/drivers/s3/policy"
+)
+
+// The MinIO issuer: a user per access, holding one canned policy of its
+// own (buckety-<principal>): the role's actions on the bucket, and every
+// admin action denied. A user owns no other key, so no credential can
+// reach another's (service accounts of one parent can delete each other:
+// credentials issued before users were service accounts under
+// credentials.parentUser, and are replaced by users as they are next
+// asserted). Only MinIO minioadmin.MinRelease or newer is trusted.
+type minioIssuer struct {
+	b     *Backend
+	admin *minioadmin.Client
+}
+
+// ready checks the server's release, then that its IAM answers: the
+// server answers its info before its IAM is up (503
+// XMinioServerNotInitialized until then), and an answer here means
+// credentials can be issued now.
+func (m *minioIssuer) ready(ctx context.Context) (string, error) {
+	versions, err := m.admin.ServerRelease(ctx)
+	if err != nil {
+		return "", m.b.adminError("read the server's release", err)
+	}
+	if why := minioadmin.ReleaseProblem(versions); why != "" {
+		return why, nil
+	}
+	if _, err := m.admin.KeyTaken(ctx, "bkyprobe-0"); err != nil {
+		return "", m.b.adminError("reach the server's IAM", err)
+	}
+	return "", nil
+}
+
+// inspect reports whether the key is taken, by a user or a service account.
+func (m *minioIssuer) inspect(ctx context.Context, principal string) (bool, error) {
+	found, err := m.admin.KeyTaken(ctx, principal)
+	if err != nil {
+		return false, m.b.adminError("inspect key "+principal, err)
+	}
+	return found, nil
+}
+
+// MinIOPolicyName is the canned policy of a credential's user on MinIO.
+func MinIOPolicyName(principal string) string { return "buckety-" + principal }
+
+// grant makes the access's user hold its secret and exactly its own
+// canned policy: the policy first, then the user, then the attachment, so
+// a user that exists at any point between has no rights or its role's.
+// Every step is an upsert: a grant that stopped half way is finished by
+// the next. A credential issued before credentials were users (a service
+// account of the legacy parent) is replaced by a user with the same key
+// and secret.
+func (m *minioIssuer) grant(ctx context.Context, a drivers.Access, secret string) (string, error) {
+	doc, err := minioAccessPolicy(a.Resource, roleOf(a))
+	if err != nil {
+		return "", err
+	}
+	name := MinIOPolicyName(a.Principal)
+	for try := 0; ; try++ {
+		if err := m.admin.PutCannedPolicy(ctx, name, doc); err != nil {
+			return "", m.b.adminError("write policy "+name, err)
+		}
+		err = m.admin.SetUser(ctx, a.Principal, secret)
+		if errors.Is(err, minioadmin.ErrNotAUser) {
+			if err = m.dropLegacyKey(ctx, a.Principal); err == nil {
+				err = m.admin.SetUser(ctx, a.Principal, secret)
+			}
+		}
+		if err != nil {
+			return "", m.b.adminError("make user "+a.Principal, err)
+		}
+		err = m.admin.SetUserPolicy(ctx, a.Principal, name)
+		// A server that reloads its IAM state from disk while we write
+		// (MinIO does so periodically, and first just after it starts)
+		// may lose a write made during the reload: the attach then finds
+		// no policy or user. Writing both again settles it.
+		if try == 0 && (minioadmin.IsCode(err, http.StatusNotFound, minioadmin.CodeNoSuchPolicy) || minioadmin.IsCode(err, http.StatusNotFound, minioadmin.CodeNoSuchUser)) {
+			continue
+		}
+		if err != nil {
+			return "", m.b.adminError("attach policy "+name+" to "+a.Principal, err)
+		}
+		return secret, nil
+	}
+}
+
+// errForeignKey: a key under a name buckety recorded is not buckety's.
+var errForeignKey = errors.New("s3: not a key buckety issued")
+
+// dropLegacyKey deletes a service account buckety issued under the legacy
+// parent (credentials.parentUser) before credentials were users. A service
+// account of any other parent is not buckety's: it is left alone, and an
+// error says so.
+func (m *minioIssuer) dropLegacyKey(ctx context.Context, principal string) error {
+	sa, found, err := m.admin.Info(ctx, principal)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return nil
+	case sa.ParentUser != m.b.cfg.parentUser():
+		return fmt.Errorf("%w: backend %s: key %s is a service account of %q, which buckety did not issue: it is left alone", errForeignKey, m.b.name, principal, sa.ParentUser)
+	}
+	return m.admin.Delete(ctx, principal)
+}
+
+// revoke deletes the access's user (its key fails at once), then its
+// policy; a legacy service account is deleted instead of a user.
+func (m *minioIssuer) revoke(ctx context.Context, a drivers.Access) error {
+	principal := a.Principal
+	err := m.admin.RemoveUser(ctx, principal)
+	if errors.Is(err, minioadmin.ErrNotAUser) {
+		if err = m.dropLegacyKey(ctx, principal); errors.Is(err, errForeignKey) {
+			err = nil // nothing of buckety's goes by that name any more
+		}
+	}
+	if err != nil {
+		return m.b.adminError("delete user "+principal, err)
+	}
+	if err := m.admin.RemoveCannedPolicy(ctx, MinIOPolicyName(principal)); err != nil {
+		return m.b.adminError("delete policy "+MinIOPolicyName(principal), err)
+	}
+	return nil
+}
+
+// list names the users whose access key starts with bky, and the service
+// accounts of the legacy parent user.
+func (m *minioIssuer) list(ctx context.Context) (map[string]bool, error) {
+	users, err := m.admin.ListUsers(ctx)
+	if err != nil {
+		return nil, m.b.adminError("list users", err)
+	}
+	out := map[string]bool{}
+	for u := range users {
+		if strings.HasPrefix(u, "bky") {
+			out[u] = true
+		}
+	}
+	parent := m.b.cfg.parentUser()
+	if _, ok := users[parent]; ok {
+		accounts, err := m.admin.List(ctx, parent)
+		if err != nil {
+			return nil, m.b.adminError("list the service accounts of "+parent, err)
+		}
+		for _, sa := range accounts {
+			out[sa.AccessKey] = true
+		}
+	}
+	return out, nil
+}
+
+// sweep makes one list-users and one list-canned-policies for the whole
+// backend: a missing or disabled user, one holding any policy but its own,
+// or its own policy edited or missing, drifted (a legacy service account
+// is not a user: it drifts, and its re-assert replaces it).
+func (m *minioIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, error) {
+	users, err := m.admin.ListUsers(ctx)
+	if err != nil {
+		return nil, m.b.adminError("list users", err)
+	}
+	policies, err := m.admin.ListCannedPolicies(ctx)
+	if err != nil {
+		return nil, m.b.adminError("list policies", err)
+	}
+	var drifted []int
+	var skipped []error
+	for i, a := range as {
+		want, err := minioAccessPolicy(a.Resource, roleOf(a))
+		if err != nil {
+			skipped = append(skipped, fmt.Errorf("%s: %w", a.Principal, err))
+			continue
+		}
+		name := MinIOPolicyName(a.Principal)
+		u, ok := users[a.Principal]
+		got, hasPolicy := policies[name]
+		if !ok || u.Status != "enabled" || !slices.Equal(u.Policies(), []string{name}) || !hasPolicy || !policy.Equal(got, string(want)) {
+			drifted = append(drifted, i)
+		}
+	}
+	return drifted, errors.Join(skipped...)
+}
+
+// denyAdmin is the statement every credential's policy ends with: no
+// admin action at all, its own keys included. MinIO lets a user manage
+// its own account (change its secret, make service accounts of itself)
+// unless a policy denies it explicitly.
+var denyAdmin = policy.Statement{Effect: policy.Deny, Action: policy.Strings{"admin:*"}}
+
+// roleNames is actionsOf's roles in a stable order.
+func roleNames() []string {
+	names := make([]string, 0, len(actionsOf))
+	for r := range actionsOf {
+		names = append(names, string(r))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// bucketNameRE is the characters of an S3 bucket name. Anything else,
+// notably '*' and '?', would make a policy's ARNs match other buckets.
+var bucketNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// minioAccessPolicy is the policy of an access's user: exactly the
+// role's actions on that bucket, and every admin action denied. Role ""
+// is ReadWrite.
+func minioAccessPolicy(bucket string, role drivers.Role) ([]byte, error) {
+	a, ok := actionsOf[role.OrDefault()]
+	if !ok {
+		return nil, fmt.Errorf("unknown role %q (known: %s)", role, strings.Join(roleNames(), ", "))
+	}
+	if !bucketNameRE.MatchString(bucket) {
+		return nil, fmt.Errorf("bucket %q is not a plain S3 bucket name", bucket)
+	}
+	doc := policy.ForBucket(bucket, a.Bucket, a.Object)
+	doc.Statement = append(doc.Statement, denyAdmin)
+	b := doc.JSON()
+	if err := minioadmin.ValidInlinePolicy(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
