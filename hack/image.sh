@@ -30,6 +30,10 @@ mkdir -p dist
 exec 9>dist/.lock
 flock 9
 
+# A developer's GOFLAGS (-tags buckety_testhooks, -race, -cover) must not
+# reach a release image: the build flags are this script's alone.
+export GOFLAGS=
+
 # contain reads PLATFORMS itself: contain.yaml names no platforms.
 export PLATFORMS=${PLATFORMS:-linux/amd64,linux/arm64}
 for platform in ${PLATFORMS//,/ }; do

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
+	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/proc"
 )
@@ -51,11 +52,11 @@ func startRegistry(t *testing.T) string {
 	return ""
 }
 
-func build(t *testing.T, base, out string) string {
+func build(t *testing.T, base, out string, env ...string) string {
 	t.Helper()
 	cmd := exec.Command("hack/image.sh")
 	cmd.Dir = controlplane.RepoRoot()
-	cmd.Env = append(os.Environ(), "BASE_IMAGE="+base, "OUT="+out, "VERSION=v0.0.0-test", "IMAGE=ghcr.io/yolean/buckety-controller:v0.0.0-test")
+	cmd.Env = append(append(os.Environ(), "BASE_IMAGE="+base, "OUT="+out, "VERSION=v0.0.0-test", "IMAGE=ghcr.io/yolean/buckety-controller:v0.0.0-test"), env...)
 	b, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
@@ -69,7 +70,10 @@ func build(t *testing.T, base, out string) string {
 }
 
 // TestImageIsReproducible builds the image twice from the same tree and base
-// and requires the same digest, then checks what is inside.
+// and requires the same digest, then checks what is inside. The second
+// build runs with a developer's GOFLAGS (the test hooks' build tag, which
+// would change the binaries): the script must not let them reach a release
+// image.
 func TestImageIsReproducible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the image for two platforms; run without -short (make test)")
@@ -77,9 +81,9 @@ func TestImageIsReproducible(t *testing.T) {
 	base := startRegistry(t)
 	dir := t.TempDir()
 	first := build(t, base, filepath.Join(dir, "oci1"))
-	second := build(t, base, filepath.Join(dir, "oci2"))
+	second := build(t, base, filepath.Join(dir, "oci2"), "GOFLAGS=-tags="+testhook.Tag)
 	if !strings.Contains(first, "@sha256:") || first != second {
-		t.Fatalf("want the same digest from two builds, got\n%s\n%s", first, second)
+		t.Fatalf("want the same digest from two builds, the second with GOFLAGS=-tags=%s, got\n%s\n%s", testhook.Tag, first, second)
 	}
 	t.Logf("image %s", first)
 

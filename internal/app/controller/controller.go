@@ -138,6 +138,13 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 	return fs, cf
 }
 
+// Flags are the command's flags with their defaults, for its generated
+// reference (buckety-release docs).
+func Flags() *flag.FlagSet {
+	fs, _ := newFlagSet("", io.Discard, &Options{})
+	return fs
+}
+
 // validate checks the flag values that the flag package cannot.
 func (cf *cliFlags) validate(o Options) error {
 	if o.MaxConcurrent < 1 {

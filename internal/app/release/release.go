@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/Yolean/buckety-controller/drivers/all"
+	"github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/app/webhook"
 	"github.com/Yolean/buckety-controller/internal/release"
 )
 
@@ -62,6 +64,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 				if err != nil {
 					return nil, err
 				}
+				// The binaries' flags, from the FlagSets they parse with
+				// (here: internal/release does not import the commands).
+				regions = append(regions,
+					release.DocRegion{File: "docs/operations.md", Name: "flags-controller", Body: release.FlagTable(controller.Flags())},
+					release.DocRegion{File: "docs/operations.md", Name: "flags-webhook", Body: release.FlagTable(webhook.Flags())})
 				return release.UpdateDocs(".", regions)
 			}
 		}

@@ -86,16 +86,23 @@ func metricsOptions(addr string, insecure bool) metricsserver.Options {
 	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
 }
 
-// Main runs the command with args (without the program name) and returns
-// the exit code.
-func Main(args []string, stdout, stderr io.Writer) int {
+// cliFlags are the command-line values that are not Options fields.
+type cliFlags struct {
+	dir, kubeconfig string
+	limit           kubeconfig.RateLimit
+	version         bool
+	zap             zap.Options
+}
+
+// newFlagSet defines the command's flags, writing into o and the returned
+// cliFlags.
+func newFlagSet(stderr io.Writer, o *Options) (*flag.FlagSet, *cliFlags) {
 	fs := flag.NewFlagSet("buckety-webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o Options
-	dir := fs.String("c", "/etc/buckety", "directory holding "+config.Filename+" (loaded without credentials)")
-	kubeconfigPath := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
-	var limit kubeconfig.RateLimit
-	limit.BindFlags(fs)
+	cf := &cliFlags{}
+	fs.StringVar(&cf.dir, "c", "/etc/buckety", "directory holding "+config.Filename+" (loaded without credentials)")
+	fs.StringVar(&cf.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	cf.limit.BindFlags(fs)
 	fs.StringVar(&o.Host, "host", "", "address to serve admission on (default: all)")
 	fs.IntVar(&o.Port, "port", 9443, "port to serve admission on")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
@@ -104,34 +111,48 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, keep serving while not ready for this long, so a rolling update drops no admission request")
 	fs.BoolVar(&o.ReusePort, "reuse-port", false, "share the admission port with other replicas on the same host network (SO_REUSEPORT; for hostNetwork Deployments)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	zo := zap.Options{}
-	zo.BindFlags(fs)
+	fs.BoolVar(&cf.version, "version", false, "print the version and exit")
+	cf.zap.BindFlags(fs)
+	return fs, cf
+}
+
+// Flags are the command's flags with their defaults, for its generated
+// reference (buckety-release docs).
+func Flags() *flag.FlagSet {
+	fs, _ := newFlagSet(io.Discard, &Options{})
+	return fs
+}
+
+// Main runs the command with args (without the program name) and returns
+// the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	var o Options
+	fs, cf := newFlagSet(stderr, &o)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := limit.Validate(); err != nil {
+	if err := cf.limit.Validate(); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 2
 	}
-	if *showVersion {
+	if cf.version {
 		fmt.Fprintf(stdout, "buckety-webhook %s\n", version.Version)
 		return 0
 	}
-	cfg, err := config.Load(*dir, config.Options{Registry: all.Registry(), WithoutCredentials: true})
+	cfg, err := config.Load(cf.dir, config.Options{Registry: all.Registry(), WithoutCredentials: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: invalid configuration: %v\n", err)
 		return 1
 	}
 	o.Config = cfg
-	o.Log = zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr))
+	o.Log = zap.New(zap.UseFlagOptions(&cf.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log)
-	if o.RESTConfig, err = kubeconfig.Load(*kubeconfigPath); err != nil {
+	if o.RESTConfig, err = kubeconfig.Load(cf.kubeconfig); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1
 	}
-	limit.Apply(o.RESTConfig)
+	cf.limit.Apply(o.RESTConfig)
 	if err := Run(signalContext(), o); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1
