@@ -9,8 +9,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 )
 
 // Orphans revokes credentials that must not work any more, whatever state
@@ -30,6 +32,7 @@ import (
 // record proves the principal is buckety's: nothing unrecorded is touched.
 // Runs on the leader only.
 type Orphans struct {
+	periodic.LeaderOnly
 	// Reconciler revokes (its Backends and clients).
 	Reconciler *Reconciler
 	// Interval is how often the records are checked.
@@ -38,25 +41,16 @@ type Orphans struct {
 	Log logr.Logger
 }
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (o *Orphans) NeedLeaderElection() bool { return true }
-
 // Start implements manager.Runnable: a check at once, then one per Interval.
 func (o *Orphans) Start(ctx context.Context) error {
-	t := time.NewTicker(o.Interval)
-	defer t.Stop()
-	for {
+	periodic.Every(ctx, o.Interval, func(ctx context.Context) {
 		if n, err := o.CheckOnce(ctx); err != nil && ctx.Err() == nil {
 			o.Log.Error(err, "revoking credentials whose access is gone")
 		} else if n > 0 {
 			o.Log.Info("revoked credentials whose access is gone (its finalizer was removed by hand)", "revoked", n)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
+	return nil
 }
 
 // CheckOnce revokes every recorded credential that must not work any
@@ -165,3 +159,6 @@ func cond(ok bool, s string) string {
 	}
 	return ""
 }
+
+// The leader alone runs it (periodic.LeaderOnly).
+var _ manager.LeaderElectionRunnable = (*Orphans)(nil)

@@ -10,9 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 )
 
 // CredentialSweep is the drift sweep of issued credentials: each Interval,
@@ -23,6 +25,7 @@ import (
 // Assert, which restores the principal from the Secret and makes its
 // rights exactly the role's. Runs on the leader only.
 type CredentialSweep struct {
+	periodic.LeaderOnly // only the leader sweeps, as only it reconciles
 	// Reconciler supplies the clients, backends and claims, and takes the
 	// drifted accesses.
 	Reconciler *Reconciler
@@ -35,17 +38,11 @@ type CredentialSweep struct {
 	Log logr.Logger
 }
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (s *CredentialSweep) NeedLeaderElection() bool { return true }
-
-// Start implements manager.Runnable.
+// Start implements manager.Runnable: a sweep at once when this replica
+// leads (what an upgrade changed in a role's rights, a new group prefix, is
+// asserted now, not an interval later), then one per Interval.
 func (s *CredentialSweep) Start(ctx context.Context) error {
-	t := time.NewTicker(s.Interval)
-	defer t.Stop()
-	for {
-		// A sweep at once when this replica leads: what an upgrade
-		// changed in a role's rights (a new group prefix) is asserted
-		// now, not an interval later.
+	periodic.Every(ctx, s.Interval, func(ctx context.Context) {
 		n, err := s.SweepOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.Log.Error(err, "sweeping credentials")
@@ -53,12 +50,8 @@ func (s *CredentialSweep) Start(ctx context.Context) error {
 		if n > 0 {
 			s.Log.Info("credentials drifted out of band; re-asserting them", "accesses", n)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
+	return nil
 }
 
 // SweepOnce sweeps every backend once and hands over the drifted
@@ -174,3 +167,6 @@ func (s *reassertSet) take(uid types.UID) bool {
 	delete(s.m, uid)
 	return ok
 }
+
+// The leader alone runs it (periodic.LeaderOnly).
+var _ manager.LeaderElectionRunnable = (*CredentialSweep)(nil)

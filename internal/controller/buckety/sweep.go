@@ -13,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 	"github.com/Yolean/buckety-controller/internal/controller/shared"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 )
@@ -45,6 +47,7 @@ import (
 // answered an error about (rather than its state) is not enqueued either;
 // the sweep counts it, and its per-object re-check still runs.
 type Sweeper struct {
+	periodic.LeaderOnly // only the leader sweeps, as only it reconciles
 	// Reader lists Bucketies and claims: the manager's cache.
 	Reader ctrl.Reader
 	// Backends are the open backends; those with a Sweeper are swept.
@@ -56,10 +59,6 @@ type Sweeper struct {
 	// Log is the logger.
 	Log logr.Logger
 }
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable: only the
-// leader sweeps, as only it reconciles.
-func (s *Sweeper) NeedLeaderElection() bool { return true }
 
 // Start implements manager.Runnable: one loop per sweeping backend, until
 // ctx ends. The first sweep is at once: the leader reconciles every Buckety
@@ -75,18 +74,11 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.NewTicker(s.Interval)
-			defer t.Stop()
-			for {
+			periodic.Every(ctx, s.Interval, func(ctx context.Context) {
 				if err := s.SweepOnce(ctx, e); err != nil && ctx.Err() == nil {
 					s.Log.Error(err, "drift sweep failed; nothing enqueued, next try in one interval", "backend", e.Name, "interval", s.Interval.String())
 				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-			}
+			})
 		}()
 	}
 	wg.Wait()
@@ -253,3 +245,6 @@ func firstN(s []string, n int) []string {
 	}
 	return s
 }
+
+// The leader alone runs it (periodic.LeaderOnly).
+var _ manager.LeaderElectionRunnable = (*Sweeper)(nil)

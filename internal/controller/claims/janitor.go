@@ -7,8 +7,10 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 )
 
 // Janitor finds claims whose owning Buckety is gone, and stamps their
@@ -22,6 +24,7 @@ import (
 // adoption check, and a maintainer may delete the claim to release the
 // name. The Janitor runs on the leader only.
 type Janitor struct {
+	periodic.LeaderOnly
 	// Reader lists claims and Bucketies: the manager's cache.
 	Reader ctrl.Reader
 	// Store confirms each candidate fresh and writes the stamp.
@@ -32,25 +35,16 @@ type Janitor struct {
 	Log logr.Logger
 }
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (j *Janitor) NeedLeaderElection() bool { return true }
-
 // Start implements manager.Runnable: a check at once, then one per Interval.
 func (j *Janitor) Start(ctx context.Context) error {
-	t := time.NewTicker(j.Interval)
-	defer t.Stop()
-	for {
+	periodic.Every(ctx, j.Interval, func(ctx context.Context) {
 		if n, err := j.CheckOnce(ctx); err != nil && ctx.Err() == nil {
 			j.Log.Error(err, "checking claims for owners that are gone")
 		} else if n > 0 {
 			j.Log.Info("claims whose owning Buckety is gone (its finalizer was removed by hand); their resources are left as they are", "newlyFound", n)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
+	return nil
 }
 
 // CheckOnce stamps every claim whose owner is gone (as a fresh read
@@ -89,3 +83,6 @@ func (j *Janitor) CheckOnce(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// The leader alone runs it (periodic.LeaderOnly).
+var _ manager.LeaderElectionRunnable = (*Janitor)(nil)
