@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/Yolean/buckety-controller/drivers/all"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/release"
 	"github.com/Yolean/buckety-controller/test/controlplane"
 )
@@ -121,6 +123,66 @@ func TestSchemasAreDeterministic(t *testing.T) {
 	for _, want := range []string{"drivers/kadm/schema/v0.4/parameters.schema.json", "drivers/s3/schema/v0.3/config.schema.json", release.ControllerSchemaPath} {
 		if _, ok := a[want]; !ok {
 			t.Errorf("want %s generated", want)
+		}
+	}
+}
+
+// TestParameterBoundsPublished: every driver's published parameters and
+// access-parameters schemas carry the bounds the API enforces on
+// spec.parameters, from v1alpha1's constants: at most MaxParameters keys
+// of MaxParameterKeyLength characters, every string value at most
+// MaxParameterValueLength.
+func TestParameterBoundsPublished(t *testing.T) {
+	t.Chdir(controlplane.RepoRoot()) // Schemas reads doc comments
+	files, err := release.Schemas(all.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type bounded struct {
+		MaxProperties *int `json:"maxProperties"`
+		PropertyNames *struct {
+			MaxLength *int `json:"maxLength"`
+		} `json:"propertyNames"`
+		Properties map[string]struct {
+			Type      string `json:"type"`
+			MaxLength *int   `json:"maxLength"`
+		} `json:"properties"`
+		PatternProperties map[string]struct {
+			Type      string `json:"type"`
+			MaxLength *int   `json:"maxLength"`
+		} `json:"patternProperties"`
+	}
+	reg := all.Registry()
+	for _, name := range reg.Names() {
+		d, _ := reg.Get(name)
+		_, params, access := release.SchemaPaths(d)
+		for _, path := range []string{params, access} {
+			var s bounded
+			if err := json.Unmarshal(files[path], &s); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if s.MaxProperties == nil || *s.MaxProperties != v1.MaxParameters {
+				t.Errorf("%s: want maxProperties %d, got %v", path, v1.MaxParameters, s.MaxProperties)
+			}
+			if s.PropertyNames == nil || s.PropertyNames.MaxLength == nil || *s.PropertyNames.MaxLength != v1.MaxParameterKeyLength {
+				t.Errorf("%s: want propertyNames.maxLength %d", path, v1.MaxParameterKeyLength)
+			}
+			values := 0
+			for k, p := range s.Properties {
+				if p.Type == "string" && (p.MaxLength == nil || *p.MaxLength > v1.MaxParameterValueLength) {
+					t.Errorf("%s: property %s: want maxLength at most %d, got %v", path, k, v1.MaxParameterValueLength, p.MaxLength)
+				}
+				values++
+			}
+			for k, p := range s.PatternProperties {
+				if p.Type == "string" && (p.MaxLength == nil || *p.MaxLength > v1.MaxParameterValueLength) {
+					t.Errorf("%s: pattern %s: want maxLength at most %d, got %v", path, k, v1.MaxParameterValueLength, p.MaxLength)
+				}
+				values++
+			}
+			if path == params && values == 0 {
+				t.Errorf("%s: no parameters at all", path)
+			}
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/invopop/jsonschema"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	orderedmap "github.com/pb33f/ordered-map/v2"
 	"sigs.k8s.io/yaml"
 
@@ -140,6 +142,8 @@ func Schemas(reg *drivers.Registry) (map[string][]byte, error) {
 		cs.ID = jsonschema.ID(RawBase + cfgPath)
 		cs.Title = fmt.Sprintf("%s driver %s: backend config", name, d.Version().SchemaDir())
 		s := d.Schemas()
+		boundParameters(s.Parameters)
+		boundParameters(s.AccessParameters)
 		for path, sch := range map[string]*jsonschema.Schema{cfgPath: cs, paramsPath: s.Parameters, accessPath: s.AccessParameters, SecretSchemaPath(d): secretSchema(d)} {
 			sch.Version = jsonschema.Version
 			sch.ID = jsonschema.ID(RawBase + path)
@@ -173,6 +177,39 @@ func Schemas(reg *drivers.Registry) (map[string][]byte, error) {
 	}
 	return out, nil
 }
+
+// boundParameters writes into a parameters schema the bounds the API
+// server, the webhook and the controller enforce on every spec.parameters
+// (v1alpha1.MaxParameters keys of at most MaxParameterKeyLength characters,
+// values of at most MaxParameterValueLength), from the same constants, so
+// an editor shows them before kubectl apply does. A bound a driver set
+// itself is kept.
+func boundParameters(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if s.MaxProperties == nil {
+		s.MaxProperties = ptr(uint64(v1.MaxParameters))
+	}
+	if s.PropertyNames == nil {
+		s.PropertyNames = &jsonschema.Schema{MaxLength: ptr(uint64(v1.MaxParameterKeyLength))}
+	}
+	value := func(v *jsonschema.Schema) {
+		if v != nil && v.Type == "string" && v.MaxLength == nil {
+			v.MaxLength = ptr(uint64(v1.MaxParameterValueLength))
+		}
+	}
+	if s.Properties != nil {
+		for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
+			value(pair.Value)
+		}
+	}
+	for _, v := range s.PatternProperties {
+		value(v)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // Schemas of the two kinds, for `# yaml-language-server: $schema=` lines on
 // Buckety and BucketyAccess YAML.
