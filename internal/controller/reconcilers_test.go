@@ -34,7 +34,8 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/access"
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 )
 
 // env is one fake cluster with one backend, "svc", on the in-memory service.
@@ -45,7 +46,7 @@ type env struct {
 	svc     *drivertest.Backend
 	br      *buckety.Reconciler
 	ar      *access.Reconciler
-	backoff *shared.Backoff
+	backoff *retry.Backoff
 }
 
 type builderIndexer struct{ b *fake.ClientBuilder }
@@ -79,7 +80,7 @@ func newEnvDriver(t *testing.T, configExtra string, wrap func(client.WithWatch) 
 		t.Fatal(err)
 	}
 	b := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{})
-	if err := shared.SetupIndexes(context.Background(), builderIndexer{b}); err != nil {
+	if err := objects.SetupIndexes(context.Background(), builderIndexer{b}); err != nil {
 		t.Fatal(err)
 	}
 	var c client.Client = b.Build()
@@ -103,10 +104,10 @@ func newEnvDriver(t *testing.T, configExtra string, wrap func(client.WithWatch) 
 		t.Fatal(err)
 	}
 	store := &claims.Store{Client: c, APIReader: apiReader}
-	bo := &shared.Backoff{}
+	bo := &retry.Backoff{}
 	rec := events.NewFakeRecorder(1000)
 	return &env{t: t, c: c, svc: svc, backoff: bo, rec: rec,
-		br: &buckety.Reconciler{Client: c, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo, Recorder: rec, Waiters: &shared.Waiters{}},
+		br: &buckety.Reconciler{Client: c, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo, Recorder: rec, Waiters: &retry.Waiters{}},
 		ar: &access.Reconciler{Client: c, APIReader: apiReader, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo},
 	}
 }
@@ -250,8 +251,8 @@ func TestNameConflictTellsOnlyWhatTheTenantMayKnow(t *testing.T) {
 			t.Errorf("want no event naming the owner in another namespace, got %q", ev)
 		}
 	}
-	if res.RequeueAfter != shared.PermanentBase {
-		t.Errorf("want a conflict retried on the permanent backoff (%s), got %s", shared.PermanentBase, res.RequeueAfter)
+	if res.RequeueAfter != retry.PermanentBase {
+		t.Errorf("want a conflict retried on the permanent backoff (%s), got %s", retry.PermanentBase, res.RequeueAfter)
 	}
 	e.reconcile("a", "second")
 	if c := e.wantReady(e.buckety("a", "second"), metav1.ConditionFalse, v1.ReasonNameConflict); !strings.Contains(c.Message, "owned by Buckety a/orders") {
@@ -290,7 +291,7 @@ func TestAdoption(t *testing.T) {
 	if _, held := e.claim("full"); held {
 		t.Error("want the claim of a refused adoption released")
 	}
-	if res.RequeueAfter != shared.PermanentBase {
+	if res.RequeueAfter != retry.PermanentBase {
 		t.Errorf("want a refusal retried on the permanent backoff, got %s", res.RequeueAfter)
 	}
 	e.reconcile("a", "empty")
@@ -646,8 +647,8 @@ func TestAdoptionReportsDriftBeforeApplying(t *testing.T) {
 				if p := cond(b.Status.Conditions, v1.ConditionProvisioned); p.Status != metav1.ConditionFalse {
 					t.Errorf("want Provisioned=False while the adoption is not settled (accesses wait), got %s", p.Status)
 				}
-				if res.RequeueAfter < shared.PermanentBase {
-					t.Errorf("want the wait for the tenant on the permanent backoff (at least %s), got %s", shared.PermanentBase, res.RequeueAfter)
+				if res.RequeueAfter < retry.PermanentBase {
+					t.Errorf("want the wait for the tenant on the permanent backoff (at least %s), got %s", retry.PermanentBase, res.RequeueAfter)
 				}
 			}
 			if s, _ := e.svc.Get("a.legacy"); s.Parameters["size"] != "5" {

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // writeSim plays the manager for one object graph on the fake client: every
@@ -93,7 +93,7 @@ func (s *writeSim) wrote(ctx context.Context, obj client.Object) {
 	case *v1.Buckety:
 		s.enqueue(simItem{key: client.ObjectKeyFromObject(o)})
 		var list v1.BucketyAccessList
-		if err := s.c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{shared.IndexBucketyRef: o.Name}); err == nil {
+		if err := s.c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{objects.IndexBucketyRef: o.Name}); err == nil {
 			for _, a := range list.Items {
 				s.enqueue(simItem{access: true, key: client.ObjectKeyFromObject(&a)})
 			}

@@ -28,7 +28,8 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/access"
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -150,7 +151,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 			reterr = errors.Join(reterr, fmt.Errorf("close backends: %w", err))
 		}
 	}()
-	if err := shared.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := objects.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	// One claim store for both kinds: the Buckety controller writes claims,
@@ -268,7 +269,7 @@ func controllerOptions(o Options) controller.Options {
 // rateLimiter spaces retries of reconciles that returned an error (API
 // conflicts, server errors): 100ms doubling to 20s per object, and no
 // overall token bucket, which would make a thousand retries take minutes.
-// Failures the reconcilers classify themselves use shared.Backoff.
+// Failures the reconcilers classify themselves use retry.Backoff.
 func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, shared.TransientMax)
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, retry.TransientMax)
 }

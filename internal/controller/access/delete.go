@@ -10,7 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 )
 
 // reconcileDelete revokes what Grant issued, deletes the Secret and
@@ -25,7 +26,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 	// that cannot be revoked keeps the finalizer, retried on backoff.
 	if done, err := r.revokeAll(ctx, a, f); err != nil || !done {
 		if err == nil {
-			return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, nil
+			return reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}, nil
 		}
 		return reconcile.Result{}, err
 	}
@@ -51,5 +52,5 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 	if r.Backoff != nil {
 		r.Backoff.Reset(a.UID)
 	}
-	return reconcile.Result{}, shared.RemoveFinalizer(ctx, r.Client, a)
+	return reconcile.Result{}, objects.RemoveFinalizer(ctx, r.Client, a)
 }

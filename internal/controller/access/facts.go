@@ -3,7 +3,8 @@ package access
 import (
 	"time"
 
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 )
 
 // facts is what one reconcile learned.
@@ -19,14 +20,14 @@ type facts struct {
 	claimPending bool
 	// problem pauses reconciliation (backend gone, driver changed, major
 	// mismatch).
-	problem *shared.Problem
+	problem *backends.Problem
 	// limitExceeded: the namespace or the Buckety is at its backend's
 	// access limit, and this access waits (limits.go).
 	limitExceeded string
 	// invalid: the role or parameters fail the driver's validation.
 	invalid string
 	// BackendFailure is the driver failure, if any.
-	shared.BackendFailure
+	retry.BackendFailure
 	// secretConflict names a Secret buckety does not own.
 	secretConflict string
 	// principalConflict: the access's principal exists and is not this

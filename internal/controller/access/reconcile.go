@@ -18,7 +18,9 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 )
 
@@ -47,10 +49,10 @@ type Reconciler struct {
 	// (jittered).
 	Recheck time.Duration
 	// Backoff spaces retries after backend failures, independent of Recheck.
-	Backoff *shared.Backoff
+	Backoff *retry.Backoff
 	// Written skips reconciles that start from a cache older than this
 	// controller's own last write to the object; nil skips none.
-	Written *shared.Written
+	Written *status.Written
 
 	verified verifiedSecrets
 	// secrets holds the secret of each scoped access's Secret
@@ -61,7 +63,7 @@ type Reconciler struct {
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers
-// the one status write (shared.Finish, from the conditions status.go
+// the one status write (status.Finish, from the conditions status.go
 // derives), handles deletion (delete.go) or adds the finalizer, and then
 // runs the phases in order: find the Buckety and check that its resource
 // is provisioned, validate the role and parameters, find the resource name
@@ -76,14 +78,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	if r.Written.Stale(a) {
 		// The cache lags this controller's own last write; that write's
-		// watch event brings the object back (shared.Written).
+		// watch event brings the object back (status.Written).
 		return reconcile.Result{}, nil
 	}
 	orig := a.DeepCopy()
 	f := &facts{}
 	defer func() {
 		defer r.Written.Record(a, orig.ResourceVersion)
-		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, statusFields, a, orig, shared.Outcome{
+		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, a, orig, status.Outcome{
 			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting,
 		}, res, reterr)
 	}()
@@ -91,10 +93,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if !a.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, a, f)
 	}
-	if err := shared.AddFinalizer(ctx, r.Client, a); err != nil {
+	if err := objects.AddFinalizer(ctx, r.Client, a); err != nil {
 		return reconcile.Result{}, err
 	}
-	requeue := reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}
+	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
 	b, e, ok, err := r.buckety(ctx, a, f)
 	if f.bucketyMissing {
@@ -107,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return requeue, err
 	}
 	if ok, err := r.withinLimits(ctx, a, e, f); err != nil || !ok {
-		return reconcile.Result{RequeueAfter: shared.Jitter(LimitRetry)}, err
+		return reconcile.Result{RequeueAfter: retry.Jitter(LimitRetry)}, err
 	}
 	// Warnings are the webhook's to show; ScopingNotImplemented carries them here.
 	_, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), drivers.Role(a.Spec.Role), a.Spec.Parameters)
@@ -193,14 +195,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 
 // failure classifies this reconcile for the retry backoff; an access
 // waiting for its Buckety is woken by the Buckety watch instead.
-func failure(f *facts) shared.Failure {
+func failure(f *facts) retry.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil, f.claimPending:
-		return shared.Transient
+		return retry.Transient
 	case f.AccessDenied != nil:
-		return shared.Permanent
+		return retry.Permanent
 	}
-	return shared.None
+	return retry.None
 }
 
 // buckety finds the access's Buckety and its backend, and checks that its
@@ -219,8 +221,8 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", b.Name)
 		return nil, nil, false, nil
 	}
-	e, problem := shared.Resolve(r.Backends, b.Spec.Backend,
-		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+	e, problem := backends.Resolve(r.Backends, b.Spec.Backend,
+		backends.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 	if problem != nil {
 		f.problem = problem
 		return nil, nil, false, nil

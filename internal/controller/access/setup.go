@@ -17,7 +17,9 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // ControllerName names the BucketyAccess controller (in logs and metrics).
@@ -44,7 +46,7 @@ type Options struct {
 //   - a change to the access;
 //   - a change to the Secret it owns (an edit or deletion is repaired);
 //   - a change to the Buckety it names (bucketyToAccesses, through the
-//     shared.IndexBucketyRef index): it waits for the Buckety's resource,
+//     objects.IndexBucketyRef index): it waits for the Buckety's resource,
 //     and its grant follows the Buckety's parameters;
 //   - the credential sweep finding its principal drifted
 //     (Options.CredentialDrift);
@@ -56,10 +58,10 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		APIReader: mgr.GetAPIReader(),
 		Backends:  o.Backends,
 		Claims:    o.Claims,
-		Recorder:  mgr.GetEventRecorder(shared.EventReporter),
+		Recorder:  mgr.GetEventRecorder(status.EventReporter),
 		Recheck:   o.Recheck,
-		Backoff:   &shared.Backoff{},
-		Written:   &shared.Written{},
+		Backoff:   &retry.Backoff{},
+		Written:   &status.Written{},
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -81,12 +83,12 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 }
 
 // bucketyToAccesses maps a Buckety to the accesses that name it, read from
-// the cache by the shared.IndexBucketyRef index.
+// the cache by the objects.IndexBucketyRef index.
 func bucketyToAccesses(mgr manager.Manager) handler.MapFunc {
 	c, log := mgr.GetClient(), mgr.GetLogger()
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var list v1.BucketyAccessList
-		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{shared.IndexBucketyRef: obj.GetName()}); err != nil {
+		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{objects.IndexBucketyRef: obj.GetName()}); err != nil {
 			log.Error(err, "list accesses of Buckety", "buckety", obj.GetNamespace()+"/"+obj.GetName())
 			return nil
 		}

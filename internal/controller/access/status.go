@@ -6,11 +6,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
-// statusFields tells shared.Finish where a BucketyAccess keeps its status.
-var statusFields = shared.StatusFields[*v1.BucketyAccess, v1.BucketyAccessStatus]{
+// statusFields tells status.Finish where a BucketyAccess keeps its status.
+var statusFields = status.StatusFields[*v1.BucketyAccess, v1.BucketyAccessStatus]{
 	Status:             func(a *v1.BucketyAccess) *v1.BucketyAccessStatus { return &a.Status },
 	Conditions:         func(s *v1.BucketyAccessStatus) *[]metav1.Condition { return &s.Conditions },
 	ObservedGeneration: func(s *v1.BucketyAccessStatus) *int64 { return &s.ObservedGeneration },
@@ -19,13 +19,13 @@ var statusFields = shared.StatusFields[*v1.BucketyAccess, v1.BucketyAccessStatus
 // conditions derives every condition of a BucketyAccess from the facts of
 // one reconcile, one small function per type (v1.BucketyAccessConditions
 // declares the set); it is the only place they are decided.
-func conditions(a *v1.BucketyAccess, f *facts) []shared.Cond {
+func conditions(a *v1.BucketyAccess, f *facts) []status.Cond {
 	r := readiness(a, f)
-	return []shared.Cond{
+	return []status.Cond{
 		backendUnavailable(f),
 		driverVersionIncompatible(f),
-		shared.False(v1.ConditionParameterDrift, v1.ReasonNotApplicable, "an access has no backend parameters to drift"),
-		shared.False(v1.ConditionBlockedByAccesses, v1.ReasonNotApplicable, "an access is never blocked by accesses"),
+		status.False(v1.ConditionParameterDrift, v1.ReasonNotApplicable, "an access has no backend parameters to drift"),
+		status.False(v1.ConditionBlockedByAccesses, v1.ReasonNotApplicable, "an access is never blocked by accesses"),
 		scopingNotImplemented(a, f),
 		r.ready,
 		reconciling(r),
@@ -38,56 +38,56 @@ func (f *facts) waiting() bool {
 	return f.problem != nil || f.bucketyMissing || f.bucketyWaiting != "" || f.limitExceeded != ""
 }
 
-func backendUnavailable(f *facts) shared.Cond {
+func backendUnavailable(f *facts) status.Cond {
 	const t = v1.ConditionBackendUnavailable
 	switch {
 	case f.problem != nil && f.problem.Condition == t:
-		return shared.True(t, f.problem.Reason, f.problem.Message)
+		return status.True(t, f.problem.Reason, f.problem.Message)
 	case f.Unavailable != nil:
-		return shared.True(t, v1.ReasonBackendUnreachable, f.Unavailable.Error())
+		return status.True(t, v1.ReasonBackendUnreachable, f.Unavailable.Error())
 	case f.waiting():
-		return shared.Unknown(t, v1.ReasonPaused, "not checked: the Buckety's backend resource is not usable yet")
+		return status.Unknown(t, v1.ReasonPaused, "not checked: the Buckety's backend resource is not usable yet")
 	}
-	return shared.False(t, v1.ReasonAsExpected, "the backend is configured")
+	return status.False(t, v1.ReasonAsExpected, "the backend is configured")
 }
 
-func driverVersionIncompatible(f *facts) shared.Cond {
+func driverVersionIncompatible(f *facts) status.Cond {
 	const t = v1.ConditionDriverVersionIncompatible
 	switch {
 	case f.problem != nil && f.problem.Condition == t:
-		return shared.True(t, f.problem.Reason, f.problem.Message)
+		return status.True(t, f.problem.Reason, f.problem.Message)
 	case f.waiting():
-		return shared.Unknown(t, v1.ReasonPaused, "not checked")
+		return status.Unknown(t, v1.ReasonPaused, "not checked")
 	}
-	return shared.False(t, v1.ReasonAsExpected, "the driver is compatible")
+	return status.False(t, v1.ReasonAsExpected, "the driver is compatible")
 }
 
-func scopingNotImplemented(a *v1.BucketyAccess, f *facts) shared.Cond {
+func scopingNotImplemented(a *v1.BucketyAccess, f *facts) status.Cond {
 	const t = v1.ConditionScopingNotImplemented
 	switch {
 	case f.scopingUnavailable != "":
-		return shared.True(t, v1.ReasonScopingUnavailable, "no credential of its own can be issued now, and the backend's own are never handed out instead: "+f.scopingUnavailable)
+		return status.True(t, v1.ReasonScopingUnavailable, "no credential of its own can be issued now, and the backend's own are never handed out instead: "+f.scopingUnavailable)
 	case f.keptOwn != "":
-		return shared.False(t, v1.ReasonCredentialKept, fmt.Sprintf("Secret %s keeps %s, a credential of the access's own, with the rights of its role; the backend no longer issues them, so it is neither rotated nor repaired, and is revoked when the access is deleted", a.Spec.CredentialsSecretName, f.keptOwn))
+		return status.False(t, v1.ReasonCredentialKept, fmt.Sprintf("Secret %s keeps %s, a credential of the access's own, with the rights of its role; the backend no longer issues them, so it is neither rotated nor repaired, and is revoked when the access is deleted", a.Spec.CredentialsSecretName, f.keptOwn))
 	case f.scoped == nil:
-		return shared.Unknown(t, v1.ReasonNotDetermined, "credentials were not issued in this reconcile")
+		return status.Unknown(t, v1.ReasonNotDetermined, "credentials were not issued in this reconcile")
 	case !*f.scoped:
-		return shared.True(t, v1.ReasonCredentialsNotScoped, fmt.Sprintf("role %s and the access parameters are not enforced: %s", roleOf(a), f.unscoped))
+		return status.True(t, v1.ReasonCredentialsNotScoped, fmt.Sprintf("role %s and the access parameters are not enforced: %s", roleOf(a), f.unscoped))
 	}
-	return shared.False(t, v1.ReasonAsExpected, "the credentials are this access's own, with the rights of its role")
+	return status.False(t, v1.ReasonAsExpected, "the credentials are this access's own, with the rights of its role")
 }
 
-func reconciling(r readinessResult) shared.Cond {
+func reconciling(r readinessResult) status.Cond {
 	const t = v1.ConditionReconciling
 	if r.progressing {
-		return shared.True(t, v1.ReasonProgressing, r.ready.Message)
+		return status.True(t, v1.ReasonProgressing, r.ready.Message)
 	}
-	return shared.False(t, v1.ReasonAsExpected, "no work in progress")
+	return status.False(t, v1.ReasonAsExpected, "no work in progress")
 }
 
 // readinessResult is where the Ready chain stopped.
 type readinessResult struct {
-	ready       shared.Cond
+	ready       status.Cond
 	progressing bool
 }
 
@@ -106,11 +106,11 @@ func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
 			return *r
 		}
 	}
-	return readinessResult{ready: shared.True(v1.ConditionReady, v1.ReasonReconciled, fmt.Sprintf("Secret %s holds the credentials for Buckety %s", f.secretName, a.Spec.BucketyRef.Name))}
+	return readinessResult{ready: status.True(v1.ConditionReady, v1.ReasonReconciled, fmt.Sprintf("Secret %s holds the credentials for Buckety %s", f.secretName, a.Spec.BucketyRef.Name))}
 }
 
 func notReady(reason, msg string, progressing bool) *readinessResult {
-	return &readinessResult{ready: shared.False(v1.ConditionReady, reason, msg), progressing: progressing}
+	return &readinessResult{ready: status.False(v1.ConditionReady, reason, msg), progressing: progressing}
 }
 
 func deletingLink(a *v1.BucketyAccess, f *facts) *readinessResult {

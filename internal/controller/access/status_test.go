@@ -7,16 +7,18 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
-func find(conds []shared.Cond, t string) shared.Cond {
+func find(conds []status.Cond, t string) status.Cond {
 	for _, c := range conds {
 		if c.Type == t {
 			return c
 		}
 	}
-	return shared.Cond{}
+	return status.Cond{}
 }
 
 // TestReadyChain covers every Ready reason of a BucketyAccess a tenant can
@@ -35,12 +37,12 @@ func TestReadyChain(t *testing.T) {
 		{"written", facts{synced: true, secretName: "orders-topic", scoped: &yes}, "True", v1.ReasonReconciled, false, "orders-topic"},
 		{"deleting", facts{deleting: true}, "False", v1.ReasonDeleting, true, "revoking"},
 		{"no Buckety", facts{bucketyMissing: true}, "False", v1.ReasonBucketyNotFound, false, "orders"},
-		{"backend gone", facts{problem: &shared.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonBackendNotConfigured, Message: "not in the config"}}, "False", v1.ReasonBackendNotConfigured, false, "not in the config"},
+		{"backend gone", facts{problem: &backends.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonBackendNotConfigured, Message: "not in the config"}}, "False", v1.ReasonBackendNotConfigured, false, "not in the config"},
 		{"Buckety not provisioned", facts{bucketyWaiting: "waiting for Buckety orders"}, "False", v1.ReasonBucketyNotReady, true, "waiting"},
 		{"invalid", facts{invalid: "spec.parameters[x]: not supported"}, "False", v1.ReasonInvalidAccess, false, "spec.parameters"},
-		{"unreachable", facts{BackendFailure: shared.BackendFailure{Unavailable: &drivers.UnavailableError{Backend: "kafka", Err: errors.New("timeout")}}}, "False", v1.ReasonBackendUnreachable, true, "timeout"},
-		{"denied", facts{BackendFailure: shared.BackendFailure{AccessDenied: &drivers.AccessDeniedError{Backend: "kafka", Err: errors.New("SASL")}}}, "False", v1.ReasonBackendAccessDenied, false, "SASL"},
-		{"backend error", facts{BackendFailure: shared.BackendFailure{Other: errors.New("boom")}}, "False", v1.ReasonBackendError, true, "boom"},
+		{"unreachable", facts{BackendFailure: retry.BackendFailure{Unavailable: &drivers.UnavailableError{Backend: "kafka", Err: errors.New("timeout")}}}, "False", v1.ReasonBackendUnreachable, true, "timeout"},
+		{"denied", facts{BackendFailure: retry.BackendFailure{AccessDenied: &drivers.AccessDeniedError{Backend: "kafka", Err: errors.New("SASL")}}}, "False", v1.ReasonBackendAccessDenied, false, "SASL"},
+		{"backend error", facts{BackendFailure: retry.BackendFailure{Other: errors.New("boom")}}, "False", v1.ReasonBackendError, true, "boom"},
 		{"Secret conflict", facts{secretConflict: "Secret orders-topic already exists", scoped: &no}, "False", v1.ReasonSecretConflict, false, "already exists"},
 		{"writing", facts{scoped: &yes}, "False", v1.ReasonProgressing, true, "writing"},
 		{"scoping unavailable", facts{scopingUnavailable: "no IAM store"}, "False", v1.ReasonScopingUnavailable, false, "kept as it is"},

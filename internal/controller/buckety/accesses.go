@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // reconcileAccesses materialises or removes the implicit access, then
@@ -49,7 +49,7 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 
 func (r *Reconciler) accesses(ctx context.Context, b *v1.Buckety) ([]v1.BucketyAccess, error) {
 	var list v1.BucketyAccessList
-	if err := r.Client.List(ctx, &list, ctrl.InNamespace(b.Namespace), ctrl.MatchingFields{shared.IndexBucketyRef: b.Name}); err != nil {
+	if err := r.Client.List(ctx, &list, ctrl.InNamespace(b.Namespace), ctrl.MatchingFields{objects.IndexBucketyRef: b.Name}); err != nil {
 		return nil, fmt.Errorf("list accesses: %w", err)
 	}
 	return list.Items, nil

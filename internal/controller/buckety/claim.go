@@ -17,7 +17,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 )
 
@@ -98,7 +98,7 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 		}
 	}
 	var list v1.BucketyClaimList
-	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{shared.IndexClaimBackendNamespace: shared.BackendNamespace(e.Name, b.Namespace)}); err != nil {
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}); err != nil {
 		f.claimErr = fmt.Errorf("count the claims of namespace %s: %w", b.Namespace, err)
 		return false
 	}

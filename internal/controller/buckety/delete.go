@@ -14,8 +14,10 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/naming"
 )
 
@@ -79,7 +81,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 	if r.Backoff != nil {
 		r.Backoff.Reset(b.UID)
 	}
-	return reconcile.Result{}, shared.RemoveFinalizer(ctx, r.Client, b)
+	return reconcile.Result{}, objects.RemoveFinalizer(ctx, r.Client, b)
 }
 
 // deleteOrRetain handles one claimed resource of a Buckety being deleted.
@@ -104,11 +106,11 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		}
 		return retain("this Buckety never wrote to it")
 	}
-	e, problem := shared.Resolve(r.Backends, cl.Spec.Backend,
-		shared.Sticky{Backend: cl.Spec.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+	e, problem := backends.Resolve(r.Backends, cl.Spec.Backend,
+		backends.Sticky{Backend: cl.Spec.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 	if problem != nil {
 		f.problem = problem
-		return reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}, false, nil
+		return reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}, false, nil
 	}
 	src := naming.Source{Name: b.Name, Namespace: b.Namespace, Labels: b.Labels, BackendName: e.Name, Defaults: e.Config.Defaults}
 	if err := e.Config.CheckName(src, name); err != nil {
@@ -128,9 +130,9 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		return reconcile.Result{RequeueAfter: DeletePassInterval}, false, nil
 	case err != nil:
 		f.Record(err)
-		d := shared.TransientBase
+		d := retry.TransientBase
 		if r.Backoff != nil {
-			d = r.Backoff.Next(b.UID, shared.Transient)
+			d = r.Backoff.Next(b.UID, retry.Transient)
 		}
 		return reconcile.Result{RequeueAfter: d}, false, nil
 	}

@@ -3,8 +3,9 @@ package buckety
 import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 )
 
 // facts is what one reconcile learned. Phases record facts; status.go turns
@@ -16,7 +17,7 @@ type facts struct {
 	resourceName string
 	// problem pauses reconciliation: backend gone, driver changed, or
 	// driver major mismatch.
-	problem *shared.Problem
+	problem *backends.Problem
 	// templateErr: spec.name cannot be resolved.
 	templateErr error
 	// invalidName: the resolved name breaks the driver's rules.
@@ -50,7 +51,7 @@ type facts struct {
 	// accept adoptionDrift's changes with spec.adoption AdoptAndConverge.
 	adoptionCanConverge bool
 	// BackendFailure is the driver failure, if any.
-	shared.BackendFailure
+	retry.BackendFailure
 	// drift the driver would not repair.
 	drift *drivers.DriftError
 	// shortfalls are parameters the backend did not apply.

@@ -17,7 +17,9 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/naming"
 )
 
@@ -50,17 +52,17 @@ type Reconciler struct {
 	// sweep bounds how long drift goes unseen (see sweep.go).
 	ObservedMaxAge time.Duration
 	// Backoff spaces retries after failures, independent of Recheck.
-	Backoff *shared.Backoff
+	Backoff *retry.Backoff
 	// Written skips reconciles that start from a cache older than this
 	// controller's own last write to the object; nil skips none.
-	Written *shared.Written
+	Written *status.Written
 	// Released, when set, receives the Bucketies waiting for a claim that
 	// was released (Ready reason NameConflict for its name, or
 	// LimitExceeded in its owner's namespace), so they retry at once
 	// instead of on their backoff.
 	Released chan<- event.GenericEvent
 	// Waiters remembers which Bucketies wait for which release.
-	Waiters *shared.Waiters
+	Waiters *retry.Waiters
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
@@ -70,7 +72,7 @@ type Reconciler struct {
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the Buckety, defers
-// the one status write (shared.Finish, from the conditions status.go
+// the one status write (status.Finish, from the conditions status.go
 // derives), handles deletion (delete.go) or adds the finalizer, and then
 // runs the phases in order, each recording facts and stopping the pass
 // when the next could not proceed: resolve the backend, resolve and check
@@ -87,7 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	if r.Written.Stale(b) {
 		// The cache lags this controller's own last write; that write's
-		// watch event brings the object back (shared.Written).
+		// watch event brings the object back (status.Written).
 		return reconcile.Result{}, nil
 	}
 	orig := b.DeepCopy()
@@ -99,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}()
 	defer func() {
 		defer r.Written.Record(b, orig.ResourceVersion)
-		res, reterr = shared.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, shared.Outcome{
+		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, status.Outcome{
 			Derived: conditions(b, f), Failure: failure(f), Deleting: f.deleting,
 		}, res, reterr)
 	}()
@@ -107,17 +109,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, b, f)
 	}
-	if err := shared.AddFinalizer(ctx, r.Client, b); err != nil {
+	if err := objects.AddFinalizer(ctx, r.Client, b); err != nil {
 		return reconcile.Result{}, err
 	}
-	requeue := reconcile.Result{RequeueAfter: shared.Jitter(r.Recheck)}
+	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
 	e, problem := r.resolve(b)
 	if problem != nil {
 		f.problem = problem
 		return requeue, nil
 	}
-	requeue.RequeueAfter = shared.Jitter(r.recheck(e))
+	requeue.RequeueAfter = retry.Jitter(r.recheck(e))
 	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
 		return requeue, nil
 	}
@@ -134,19 +136,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 // failure classifies this reconcile for the retry backoff: soon after a
 // failure that may clear by itself, slower after one that needs someone to
 // act outside the object, and at the drift re-check interval otherwise.
-func failure(f *facts) shared.Failure {
+func failure(f *facts) retry.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil, f.claimErr != nil:
-		return shared.Transient
+		return retry.Transient
 	case f.AccessDenied != nil, f.adoptionRefused != "", len(f.adoptionDrift) > 0, f.conflict != nil, f.limitExceeded != "", f.locationChanged != "", len(f.shortfalls) > 0:
-		return shared.Permanent
+		return retry.Permanent
 	}
-	return shared.None
+	return retry.None
 }
 
-func (r *Reconciler) resolve(b *v1.Buckety) (*backends.Entry, *shared.Problem) {
-	return shared.Resolve(r.Backends, b.Spec.Backend,
-		shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+func (r *Reconciler) resolve(b *v1.Buckety) (*backends.Entry, *backends.Problem) {
+	return backends.Resolve(r.Backends, b.Spec.Backend,
+		backends.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 }
 
 // resolveName finds the backend resource name: the name of a claim this

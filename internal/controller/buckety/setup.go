@@ -17,7 +17,8 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // ControllerName names the Buckety controller (in logs and metrics).
@@ -62,14 +63,14 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Client:         mgr.GetClient(),
 		Backends:       o.Backends,
 		Claims:         o.Claims,
-		Recorder:       mgr.GetEventRecorder(shared.EventReporter),
+		Recorder:       mgr.GetEventRecorder(status.EventReporter),
 		Recheck:        o.Recheck,
 		SweptRecheck:   o.SweptRecheck,
 		ObservedMaxAge: o.ObservedMaxAge,
-		Backoff:        &shared.Backoff{},
-		Written:        &shared.Written{},
+		Backoff:        &retry.Backoff{},
+		Written:        &status.Written{},
 		Released:       released,
-		Waiters:        &shared.Waiters{},
+		Waiters:        &retry.Waiters{},
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -93,7 +94,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 // Reconcile's own wake (Reconciler.Released) is sooner but may run before
 // the cache has seen the deletion, and a namespace's count is read from
 // the cache: this second wake finds it updated.
-func claimReleased(w *shared.Waiters) handler.Funcs {
+func claimReleased(w *retry.Waiters) handler.Funcs {
 	return handler.Funcs{DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		cl, ok := e.Object.(*v1.BucketyClaim)
 		if !ok {

@@ -7,11 +7,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
-// statusFields tells shared.Finish where a Buckety keeps its status.
-var statusFields = shared.StatusFields[*v1.Buckety, v1.BucketyStatus]{
+// statusFields tells status.Finish where a Buckety keeps its status.
+var statusFields = status.StatusFields[*v1.Buckety, v1.BucketyStatus]{
 	Status:             func(b *v1.Buckety) *v1.BucketyStatus { return &b.Status },
 	Conditions:         func(s *v1.BucketyStatus) *[]metav1.Condition { return &s.Conditions },
 	ObservedGeneration: func(s *v1.BucketyStatus) *int64 { return &s.ObservedGeneration },
@@ -21,9 +21,9 @@ var statusFields = shared.StatusFields[*v1.Buckety, v1.BucketyStatus]{
 // reconcile, one small function per type (v1.BucketyConditions declares the
 // set). It is the only place Buckety conditions are decided, so the status a
 // user sees can be read off this file.
-func conditions(b *v1.Buckety, f *facts) []shared.Cond {
+func conditions(b *v1.Buckety, f *facts) []status.Cond {
 	r := readiness(b, f)
-	return []shared.Cond{
+	return []status.Cond{
 		backendUnavailable(f),
 		driverVersionIncompatible(b, f),
 		parameterDrift(f),
@@ -36,95 +36,95 @@ func conditions(b *v1.Buckety, f *facts) []shared.Cond {
 	}
 }
 
-func backendUnavailable(f *facts) shared.Cond {
+func backendUnavailable(f *facts) status.Cond {
 	const t = v1.ConditionBackendUnavailable
 	switch {
 	case f.problem != nil && f.problem.Condition == t:
-		return shared.True(t, f.problem.Reason, f.problem.Message)
+		return status.True(t, f.problem.Reason, f.problem.Message)
 	case f.Unavailable != nil:
-		return shared.True(t, v1.ReasonBackendUnreachable, f.Unavailable.Error())
+		return status.True(t, v1.ReasonBackendUnreachable, f.Unavailable.Error())
 	case f.problem != nil:
-		return shared.Unknown(t, v1.ReasonPaused, "not checked: "+f.problem.Message)
+		return status.Unknown(t, v1.ReasonPaused, "not checked: "+f.problem.Message)
 	}
-	return shared.False(t, v1.ReasonAsExpected, "the backend is configured"+reached(f))
+	return status.False(t, v1.ReasonAsExpected, "the backend is configured"+reached(f))
 }
 
-func driverVersionIncompatible(b *v1.Buckety, f *facts) shared.Cond {
+func driverVersionIncompatible(b *v1.Buckety, f *facts) status.Cond {
 	const t = v1.ConditionDriverVersionIncompatible
 	switch {
 	case f.problem != nil && f.problem.Condition == t:
-		return shared.True(t, f.problem.Reason, f.problem.Message)
+		return status.True(t, f.problem.Reason, f.problem.Message)
 	case f.problem != nil:
-		return shared.Unknown(t, v1.ReasonPaused, "not checked: the backend is unavailable")
+		return status.Unknown(t, v1.ReasonPaused, "not checked: the backend is unavailable")
 	}
-	return shared.False(t, v1.ReasonAsExpected, fmt.Sprintf("driver %s %s is compatible", b.Status.Driver, b.Status.DriverBuildVersion))
+	return status.False(t, v1.ReasonAsExpected, fmt.Sprintf("driver %s %s is compatible", b.Status.Driver, b.Status.DriverBuildVersion))
 }
 
-func parameterDrift(f *facts) shared.Cond {
+func parameterDrift(f *facts) status.Cond {
 	const t = v1.ConditionParameterDrift
 	switch {
 	case f.drift != nil:
-		return shared.True(t, v1.ReasonDriftUnrepairable, f.drift.Error())
+		return status.True(t, v1.ReasonDriftUnrepairable, f.drift.Error())
 	case f.provisioned:
-		return shared.False(t, v1.ReasonAsExpected, "the backend resource matches spec.parameters")
+		return status.False(t, v1.ReasonAsExpected, "the backend resource matches spec.parameters")
 	}
-	return shared.Unknown(t, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile")
+	return status.Unknown(t, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile")
 }
 
-func degraded(f *facts) shared.Cond {
+func degraded(f *facts) status.Cond {
 	const t = v1.ConditionDegraded
 	switch {
 	case len(f.shortfalls) > 0:
-		return shared.True(t, v1.ReasonParameterNotApplied, shortfallMessage(f))
+		return status.True(t, v1.ReasonParameterNotApplied, shortfallMessage(f))
 	case f.provisioned:
-		return shared.False(t, v1.ReasonAsExpected, "every parameter is applied")
+		return status.False(t, v1.ReasonAsExpected, "every parameter is applied")
 	}
-	return shared.Unknown(t, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile")
+	return status.Unknown(t, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile")
 }
 
-func blockedByAccesses(f *facts) shared.Cond {
+func blockedByAccesses(f *facts) status.Cond {
 	const t = v1.ConditionBlockedByAccesses
 	if len(f.blockedBy) > 0 {
-		return shared.True(t, v1.ReasonAccessesExist, "deletion waits for these BucketyAccess objects to be deleted (they are not deleted for you): "+strings.Join(f.blockedBy, ", "))
+		return status.True(t, v1.ReasonAccessesExist, "deletion waits for these BucketyAccess objects to be deleted (they are not deleted for you): "+strings.Join(f.blockedBy, ", "))
 	}
-	return shared.False(t, v1.ReasonAsExpected, "no access blocks deletion")
+	return status.False(t, v1.ReasonAsExpected, "no access blocks deletion")
 }
 
-func scopingNotImplemented(f *facts) shared.Cond {
+func scopingNotImplemented(f *facts) status.Cond {
 	const t = v1.ConditionScopingNotImplemented
 	switch {
 	case len(f.unscoped) > 0:
-		return shared.True(t, v1.ReasonCredentialsNotScoped, "these accesses hold credentials broader than their role or parameters: "+strings.Join(f.unscoped, ", "))
+		return status.True(t, v1.ReasonCredentialsNotScoped, "these accesses hold credentials broader than their role or parameters: "+strings.Join(f.unscoped, ", "))
 	case f.accessesChecked:
-		return shared.False(t, v1.ReasonAsExpected, "every access's credentials match its role")
+		return status.False(t, v1.ReasonAsExpected, "every access's credentials match its role")
 	}
-	return shared.Unknown(t, v1.ReasonNotDetermined, "accesses were not checked in this reconcile")
+	return status.Unknown(t, v1.ReasonNotDetermined, "accesses were not checked in this reconcile")
 }
 
 // provisioned is True once the backend resource exists (drift aside);
 // otherwise it carries Ready's reason, since the same link failed.
-func provisioned(b *v1.Buckety, f *facts, r readinessResult) shared.Cond {
+func provisioned(b *v1.Buckety, f *facts, r readinessResult) status.Cond {
 	const t = v1.ConditionProvisioned
 	switch {
 	case r.provisioned && f.drift != nil:
-		return shared.True(t, v1.ReasonDriftUnrepairable, "the backend resource exists, with drift the driver will not repair: "+f.drift.Error())
+		return status.True(t, v1.ReasonDriftUnrepairable, "the backend resource exists, with drift the driver will not repair: "+f.drift.Error())
 	case r.provisioned:
-		return shared.True(t, v1.ReasonReconciled, fmt.Sprintf("%s %s on backend %s", provenanceWord(b), b.Status.BackendResourceName, b.Status.Backend))
+		return status.True(t, v1.ReasonReconciled, fmt.Sprintf("%s %s on backend %s", provenanceWord(b), b.Status.BackendResourceName, b.Status.Backend))
 	}
-	return shared.False(t, r.ready.Reason, r.ready.Message)
+	return status.False(t, r.ready.Reason, r.ready.Message)
 }
 
-func reconciling(r readinessResult) shared.Cond {
+func reconciling(r readinessResult) status.Cond {
 	const t = v1.ConditionReconciling
 	if r.progressing {
-		return shared.True(t, v1.ReasonProgressing, r.ready.Message)
+		return status.True(t, v1.ReasonProgressing, r.ready.Message)
 	}
-	return shared.False(t, v1.ReasonAsExpected, "no work in progress")
+	return status.False(t, v1.ReasonAsExpected, "no work in progress")
 }
 
 // readinessResult is where the Ready chain stopped.
 type readinessResult struct {
-	ready shared.Cond
+	ready status.Cond
 	// progressing: the controller is still working (Reconciling=True).
 	progressing bool
 	// provisioned: the backend resource exists (every link before the
@@ -153,11 +153,11 @@ func readiness(b *v1.Buckety, f *facts) readinessResult {
 			return *r
 		}
 	}
-	return readinessResult{ready: shared.True(v1.ConditionReady, v1.ReasonReconciled, readyMessage(b, f)), provisioned: true}
+	return readinessResult{ready: status.True(v1.ConditionReady, v1.ReasonReconciled, readyMessage(b, f)), provisioned: true}
 }
 
 func notReady(reason, msg string, progressing bool) *readinessResult {
-	return &readinessResult{ready: shared.False(v1.ConditionReady, reason, msg), progressing: progressing}
+	return &readinessResult{ready: status.False(v1.ConditionReady, reason, msg), progressing: progressing}
 }
 
 func existsNotReady(reason, msg string, progressing bool) *readinessResult {

@@ -7,17 +7,19 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
-func find(conds []shared.Cond, t string) shared.Cond {
+func find(conds []status.Cond, t string) status.Cond {
 	for _, c := range conds {
 		if c.Type == t {
 			return c
 		}
 	}
-	return shared.Cond{}
+	return status.Cond{}
 }
 
 var (
@@ -31,8 +33,8 @@ var (
 // a word of the message.
 func TestReadyChain(t *testing.T) {
 	b := &v1.Buckety{Spec: v1.BucketySpec{Backend: "kafka"}, Status: v1.BucketyStatus{BackendResourceName: "t", Backend: "kafka"}}
-	problem := &shared.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonBackendNotConfigured, Message: "backend kafka is not in the controller config"}
-	major := &shared.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch, Message: "major 1"}
+	problem := &backends.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonBackendNotConfigured, Message: "backend kafka is not in the controller config"}
+	major := &backends.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch, Message: "major 1"}
 	for _, c := range []struct {
 		name        string
 		f           facts
@@ -45,7 +47,7 @@ func TestReadyChain(t *testing.T) {
 		{"deleting, blocked", facts{deleting: true, blockedBy: []string{"reader"}}, v1.ReasonDeleting, false, true, "reader"},
 		{"deleting, implicit access going", facts{deleting: true, waitingImplicit: true}, v1.ReasonDeleting, false, true, "implicit access"},
 		{"deleting, in progress", facts{deleting: true, deleteProgress: "300 removed"}, v1.ReasonDeleting, false, true, "300 removed"},
-		{"deleting, failing", facts{deleting: true, BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}, v1.ReasonDeleting, false, true, "retrying"},
+		{"deleting, failing", facts{deleting: true, BackendFailure: retry.BackendFailure{Unavailable: errUnreachable}}, v1.ReasonDeleting, false, true, "retrying"},
 		{"backend not configured", facts{problem: problem}, v1.ReasonBackendNotConfigured, false, false, "not in the controller config"},
 		{"driver major", facts{problem: major}, v1.ReasonDriverMajorMismatch, false, false, "major 1"},
 		{"template", facts{templateErr: errors.New(`label "gen" is missing`)}, v1.ReasonTemplateUnresolvable, false, false, "spec.name"},
@@ -58,9 +60,9 @@ func TestReadyChain(t *testing.T) {
 		{"adoption refused", facts{adoptionRefused: "topic t holds 3 records"}, v1.ReasonAdoptionRefused, false, false, "3 records"},
 		{"adoption refused, with the hint", facts{adoptionRefused: "topic t holds 3 records", adoptionHint: "set spec.adoption: Adopt"}, v1.ReasonAdoptionRefused, false, false, "set spec.adoption: Adopt"},
 		{"adoption drift waits for the tenant, before unrepairable drift", facts{adoptionDrift: []string{"partitions 2 -> 3", drift.Error()}, drift: drift}, v1.ReasonAdoptionDrift, false, false, "partitions 2 -> 3; parameter partitions"},
-		{"unreachable", facts{BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}, v1.ReasonBackendUnreachable, false, true, "timeout"},
-		{"access denied", facts{BackendFailure: shared.BackendFailure{AccessDenied: errDenied}}, v1.ReasonBackendAccessDenied, false, false, "SASL"},
-		{"backend error", facts{BackendFailure: shared.BackendFailure{Other: errors.New("INVALID_CONFIG")}}, v1.ReasonBackendError, false, true, "INVALID_CONFIG"},
+		{"unreachable", facts{BackendFailure: retry.BackendFailure{Unavailable: errUnreachable}}, v1.ReasonBackendUnreachable, false, true, "timeout"},
+		{"access denied", facts{BackendFailure: retry.BackendFailure{AccessDenied: errDenied}}, v1.ReasonBackendAccessDenied, false, false, "SASL"},
+		{"backend error", facts{BackendFailure: retry.BackendFailure{Other: errors.New("INVALID_CONFIG")}}, v1.ReasonBackendError, false, true, "INVALID_CONFIG"},
 		{"claim write failed", facts{claimErr: errors.New("conflict")}, v1.ReasonProgressing, false, true, "claim"},
 		{"provisioning", facts{}, v1.ReasonProgressing, false, true, "provisioning"},
 		{"drift", facts{drift: drift}, v1.ReasonDriftUnrepairable, true, false, "cannot shrink"},
@@ -93,7 +95,7 @@ func TestReadyChain(t *testing.T) {
 // condition types v1.BucketyConditions declares, in its order.
 func TestConditionsAreTheDeclaredSet(t *testing.T) {
 	b := &v1.Buckety{}
-	for _, f := range []facts{{}, {provisioned: true}, {deleting: true}, {drift: drift}, {BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}} {
+	for _, f := range []facts{{}, {provisioned: true}, {deleting: true}, {drift: drift}, {BackendFailure: retry.BackendFailure{Unavailable: errUnreachable}}} {
 		conds := conditions(b, &f)
 		if len(conds) != len(v1.BucketyConditions) {
 			t.Fatalf("want %d conditions, got %d", len(v1.BucketyConditions), len(conds))
@@ -115,10 +117,10 @@ func TestOtherConditions(t *testing.T) {
 		status    string
 		reason    string
 	}{
-		{"unreachable", v1.ConditionBackendUnavailable, facts{BackendFailure: shared.BackendFailure{Unavailable: errUnreachable}}, "True", v1.ReasonBackendUnreachable},
+		{"unreachable", v1.ConditionBackendUnavailable, facts{BackendFailure: retry.BackendFailure{Unavailable: errUnreachable}}, "True", v1.ReasonBackendUnreachable},
 		{"configured", v1.ConditionBackendUnavailable, facts{provisioned: true}, "False", v1.ReasonAsExpected},
-		{"paused by major", v1.ConditionBackendUnavailable, facts{problem: &shared.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch}}, "Unknown", v1.ReasonPaused},
-		{"major mismatch", v1.ConditionDriverVersionIncompatible, facts{problem: &shared.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch}}, "True", v1.ReasonDriverMajorMismatch},
+		{"paused by major", v1.ConditionBackendUnavailable, facts{problem: &backends.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch}}, "Unknown", v1.ReasonPaused},
+		{"major mismatch", v1.ConditionDriverVersionIncompatible, facts{problem: &backends.Problem{Condition: v1.ConditionDriverVersionIncompatible, Reason: v1.ReasonDriverMajorMismatch}}, "True", v1.ReasonDriverMajorMismatch},
 		{"drift", v1.ConditionParameterDrift, facts{drift: drift}, "True", v1.ReasonDriftUnrepairable},
 		{"not compared", v1.ConditionParameterDrift, facts{}, "Unknown", v1.ReasonNotDetermined},
 		{"shortfall", v1.ConditionDegraded, facts{provisioned: true, shortfalls: []drivers.Shortfall{{Parameter: "p"}}}, "True", v1.ReasonParameterNotApplied},

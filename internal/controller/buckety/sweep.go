@@ -20,7 +20,6 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
-	"github.com/Yolean/buckety-controller/internal/controller/shared"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 )
 
@@ -177,7 +176,7 @@ func sweepTargets(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.
 		if !b.DeletionTimestamp.IsZero() || b.Status.Backend != backend {
 			continue
 		}
-		e, problem := shared.Resolve(set, b.Spec.Backend, shared.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+		e, problem := backends.Resolve(set, b.Spec.Backend, backends.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 		if problem != nil || e.Name != backend {
 			continue
 		}

@@ -1,4 +1,4 @@
-package shared
+package status
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 )
 
 var bucketyStatus = StatusFields[*v1.Buckety, v1.BucketyStatus]{
@@ -44,7 +45,7 @@ func TestFinishPatchesOnlyAChangedStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready := []Cond{True(v1.ConditionReady, v1.ReasonReconciled, "in sync")}
-	finish := func(derived []Cond, f Failure, edit func(*v1.Buckety)) reconcile.Result {
+	finish := func(derived []Cond, f retry.Failure, edit func(*v1.Buckety)) reconcile.Result {
 		t.Helper()
 		cur := &v1.Buckety{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
@@ -54,14 +55,14 @@ func TestFinishPatchesOnlyAChangedStatus(t *testing.T) {
 		if edit != nil {
 			edit(cur)
 		}
-		res, err := Finish(ctx, c, &Backoff{}, bucketyStatus, cur, orig, Outcome{Derived: derived, Failure: f}, reconcile.Result{RequeueAfter: time.Hour}, nil)
+		res, err := Finish(ctx, c, &retry.Backoff{}, bucketyStatus, cur, orig, Outcome{Derived: derived, Failure: f}, reconcile.Result{RequeueAfter: time.Hour}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
 
-	finish(ready, None, nil)
+	finish(ready, retry.None, nil)
 	got := &v1.Buckety{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
 		t.Fatal(err)
@@ -69,14 +70,14 @@ func TestFinishPatchesOnlyAChangedStatus(t *testing.T) {
 	if patches != 1 || !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionReady) || got.Status.ObservedGeneration != got.Generation {
 		t.Fatalf("first pass: want one status patch writing Ready=True and observedGeneration %d, got %d patches, %+v", got.Generation, patches, got.Status)
 	}
-	finish(ready, None, func(b *v1.Buckety) { b.Finalizers = append(b.Finalizers, v1.Finalizer) })
+	finish(ready, retry.None, func(b *v1.Buckety) { b.Finalizers = append(b.Finalizers, v1.Finalizer) })
 	if patches != 1 {
 		t.Errorf("pass with an unchanged status: want no status patch, got %d more", patches-1)
 	}
-	if res := finish(ready, Transient, nil); res.RequeueAfter != TransientBase {
-		t.Errorf("transient failure: want the retry after %s, got %s", TransientBase, res.RequeueAfter)
+	if res := finish(ready, retry.Transient, nil); res.RequeueAfter != retry.TransientBase {
+		t.Errorf("transient failure: want the retry after %s, got %s", retry.TransientBase, res.RequeueAfter)
 	}
-	finish([]Cond{False(v1.ConditionReady, v1.ReasonBackendUnreachable, "down")}, Transient, nil)
+	finish([]Cond{False(v1.ConditionReady, v1.ReasonBackendUnreachable, "down")}, retry.Transient, nil)
 	if patches != 2 {
 		t.Errorf("pass that changed Ready: want one more status patch, got %d more", patches-1)
 	}

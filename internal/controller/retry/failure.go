@@ -1,4 +1,4 @@
-package shared
+package retry
 
 import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"

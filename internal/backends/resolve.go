@@ -1,10 +1,9 @@
-package shared
+package backends
 
 import (
 	"fmt"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/backends"
 )
 
 // Sticky is what a Buckety's status froze at first reconcile.
@@ -27,7 +26,7 @@ type Problem struct {
 // backend once stamped (spec.backend before), with the same driver and a
 // driver major equal to the stamped one. Both kinds report a problem with
 // the same condition types and reasons.
-func Resolve(set *backends.Set, specBackend string, st Sticky) (*backends.Entry, *Problem) {
+func Resolve(set *Set, specBackend string, st Sticky) (*Entry, *Problem) {
 	const (
 		conditionBackend = v1.ConditionBackendUnavailable
 		conditionVersion = v1.ConditionDriverVersionIncompatible

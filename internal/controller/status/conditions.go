@@ -1,8 +1,6 @@
-package shared
+package status
 
 import (
-	"math/rand/v2"
-	"time"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,15 +42,6 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + "..."
-}
-
-// Jitter returns d plus up to 10% random, so periodic re-checks of many
-// resources do not line up.
-func Jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d + time.Duration(rand.Int64N(int64(d)/10+1))
 }
 
 // True, False and Unknown build conditions.

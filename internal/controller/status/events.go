@@ -1,4 +1,4 @@
-package shared
+package status
 
 // EventReporter is the name both controllers record their events under
 // (the events' reportingController).

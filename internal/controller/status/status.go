@@ -1,4 +1,4 @@
-package shared
+package status
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 )
 
 // StatusFields tells Finish where objects of one kind, O, keep their
@@ -36,7 +37,7 @@ type Outcome struct {
 	Derived []Cond
 	// Failure classifies the reconcile for the retry backoff; Deleting
 	// objects are not backed off (deletion paces itself).
-	Failure  Failure
+	Failure  retry.Failure
 	Deleting bool
 }
 
@@ -48,7 +49,7 @@ type Outcome struct {
 // compared after the conditions are applied, and only the status, so a
 // finalizer patch alone does not cause a status write). On error the
 // result carries no delay: the error's rate limiter decides.
-func Finish[O ctrl.Object, S any](ctx context.Context, c ctrl.Client, backoff *Backoff, f StatusFields[O, S], obj, orig O, o Outcome, res reconcile.Result, reterr error) (reconcile.Result, error) {
+func Finish[O ctrl.Object, S any](ctx context.Context, c ctrl.Client, backoff *retry.Backoff, f StatusFields[O, S], obj, orig O, o Outcome, res reconcile.Result, reterr error) (reconcile.Result, error) {
 	status := f.Status(obj)
 	conditions := f.Conditions(status)
 	Apply(conditions, obj.GetGeneration(), o.Derived)
