@@ -11,7 +11,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
-// ACLs of per-access users (scoped.go): the role's exact set, and the
+// ACLs of per-access users (credentials.go): the role's exact set, and the
 // credential sweep that judges every user of a cluster in two requests.
 //
 // Buckety owns the ALLOW ACLs of its principals and none of their DENY

@@ -44,7 +44,7 @@ type Backend struct {
 	aclDeletes  *batcher[[]acl, struct{}]
 	// observed is what the backend last saw of each topic (observed.go).
 	observed *observations
-	// scoping caches whether the cluster can scope credentials (scoped.go).
+	// scoping caches whether the cluster can scope credentials (credentials.go).
 	scoping scopingCache
 }
 

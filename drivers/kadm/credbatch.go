@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Batched requests of per-access credentials (scoped.go, acls.go). As for
+// Batched requests of per-access credentials (credentials.go, acls.go). As for
 // topics (coalesce.go), concurrent grants and revocations meet in one
 // request per kind, keyed by principal: DescribeUserSCRAMs and
 // AlterUserSCRAMs take many users, CreateACLs many creations, DeleteACLs

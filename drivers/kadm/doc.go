@@ -37,7 +37,7 @@
 //
 // Since 0.3.0 a SASL backend without shareCredentials, on a cluster that
 // enforces ACLs, gives every access a SCRAM user of its own and ALLOW ACLs
-// for its role (scoped.go, acls.go). Tenants choose access names, so
+// for its role (credentials.go, acls.go). Tenants choose access names, so
 // nothing an access is granted may follow from another's name: its groups
 // and transactional ids sit under a PREFIXED ACL whose access part ends
 // in a character Kubernetes names cannot hold, so no tenant can name an

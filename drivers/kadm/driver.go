@@ -25,7 +25,7 @@ var version = "0.4.0"
 // Access parameter keys the driver knows.
 const (
 	// AccessConsumerGroupPrefix is appended to the access's own group
-	// prefix on a scoped backend (scoped.go).
+	// prefix on a scoped backend (credentials.go).
 	AccessConsumerGroupPrefix = "consumerGroupPrefix"
 )
 

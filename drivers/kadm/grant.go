@@ -9,7 +9,7 @@ import (
 )
 
 // Access Secrets: what a consumer needs to connect, and on a backend that
-// scopes, the access's own SCRAM user (scoped.go).
+// scopes, the access's own SCRAM user (credentials.go).
 
 // Optional Secret keys of a kadm access (declared in secretKeys, schema.go),
 // named after the Kafka client properties consumers already set
@@ -70,7 +70,7 @@ func (c *Config) caPEM() ([]byte, error) {
 }
 
 // Grant implements drivers.Backend: what a consumer needs to connect, and,
-// on a backend that scopes (scoped.go, Access.Principal set), the access's
+// on a backend that scopes (credentials.go, Access.Principal set), the access's
 // own SCRAM user and ACLs. The TLS client certificate and key are never
 // written, and tls.serverName is not either: consumers verify the
 // bootstrap address they are given. Shared SASL credentials are not
@@ -110,7 +110,7 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 		data[SecretSSLCAPEM] = ca
 	}
 	if a.Principal != "" {
-		return b.grantScoped(ctx, a, data)
+		return b.grantCredential(ctx, a, data)
 	}
 	if s := c.SASL; s != nil {
 		data[SecretSASLMechanism] = []byte(s.Mechanism)
@@ -132,5 +132,5 @@ func (b *Backend) Revoke(ctx context.Context, a drivers.Access) error {
 	if a.Principal == "" {
 		return nil
 	}
-	return b.revokeScoped(ctx, a.Principal)
+	return b.revokeCredential(ctx, a.Principal)
 }

@@ -19,7 +19,7 @@ const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 // TestGrantConnections checks the Secret for every way a backend connects: a consumer
 // gets exactly the keys it needs to connect as the backend does, the SASL
 // credentials only when the maintainer shares them, and a grant without a
-// principal of the access's own (scoped.go) is never reported as scoped.
+// principal of the access's own (credentials.go) is never reported as scoped.
 func TestGrantConnections(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(testCA), 0o600); err != nil {

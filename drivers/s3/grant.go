@@ -8,7 +8,7 @@ import (
 )
 
 // Access Secrets: a key of the access's own where the backend issues them
-// (scoped.go: credentials set, on minio, versitygw, aws or seaweedfs; the controller then
+// (credentials.go: credentials set, on minio, versitygw, aws or seaweedfs; the controller then
 // names the principal in Access.Principal), and otherwise the backend's
 // own keys.
 

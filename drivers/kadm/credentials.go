@@ -205,9 +205,9 @@ func newPassword() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(buf), nil
 }
 
-// grantScoped issues or re-asserts an access's own user and ACLs, and
+// grantCredential issues or re-asserts an access's own user and ACLs, and
 // returns its Secret payload on top of base (bootstrap, topic, TLS).
-func (b *Backend) grantScoped(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
+func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
 	password, assert := a.Secret, a.Assert
 	if password == "" {
 		p, err := newPassword()
@@ -254,10 +254,10 @@ func (b *Backend) upsertUser(ctx context.Context, principal string, mech kadm.Sc
 	return b.alterUser(ctx, principal, scramOp{upsert: &kadm.UpsertSCRAM{User: principal, Mechanism: mech, Iterations: scramIterations, Password: password}})
 }
 
-// revokeScoped deletes every ALLOW ACL of the principal (an operator's
+// revokeCredential deletes every ALLOW ACL of the principal (an operator's
 // DENY ACLs are the operator's, see acls.go), then the principal's SCRAM
 // passwords (both mechanisms). A missing principal is success.
-func (b *Backend) revokeScoped(ctx context.Context, principal string) error {
+func (b *Backend) revokeCredential(ctx context.Context, principal string) error {
 	if err := b.deleteACLs(ctx, principal, nil); err != nil {
 		return err
 	}
