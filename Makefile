@@ -18,11 +18,14 @@ KUBE_BIN    = $$(dirname "$$($(TOOLS) $(KUBE_TOOLS) | tail -1)")
 # tests) and the real Kafka and S3 clients (a directory of wrappers: kcat,
 # python3 with confluent-kafka and boto3, aws, rclone, node with kafkajs),
 # each built or fetched once and cached.
-TEST_ENV    = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
-              BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
-              BUCKETY_SEAWEEDFS=$$($(TOOLS) seaweedfs) \
-              BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker \
+TEST_ENV    = $(RUN_ENV) BUCKETY_SEAWEEDFS=$$($(TOOLS) seaweedfs) \
               BUCKETY_PROMTOOL=$$($(TOOLS) promtool) BUCKETY_CLIENTS=$$($(TOOLS) clients)
+# What make run needs: the node and the three default backends. SeaweedFS
+# (a cold build of minutes) only with SEAWEEDFS=true.
+RUN_ENV     = BUCKETY_KUBE_BIN=$(KUBE_BIN) \
+              BUCKETY_VERSITYGW=$$($(TOOLS) versitygw) BUCKETY_MINIO=$$($(TOOLS) minio) \
+              BUCKETY_KFAKE_BROKER=$(CURDIR)/bin/test/kfake-broker
+SEAWEEDFS  ?= false
 RUN_DIR    := .run
 # The build tag that compiles in the controller's test pause points
 # (internal/testhook); the release build never sets it.
@@ -132,7 +135,7 @@ test-integration: test-binaries ## every test, integration included, on a real c
 	$(TEST_ENV) FAULTS_SEED=$${FAULTS_SEED:-$(TEST_FAULTS_SEED)} go test -tags $(TESTHOOKS) -count=1 -timeout 30m ./...
 
 .PHONY: faults
-faults: test-binaries ## the fault harness at full size: broker outages, S3 restart mid-delete, controller crash loop, apiserver restart, a hostile tenant; prints the table (FAULTS_SEED replays)
+faults: test-binaries ## the fault harness at full size: broker outages, S3 restart mid-delete, controller crash loop, apiserver restart, a hostile tenant; prints the table (FAULTS_SEED replays; FAULTS_S3=versitygw or seaweedfs picks the S3 server)
 	@mkdir -p $(RUN_DIR)
 	$(TEST_ENV) FAULTS_FULL=1 FAULTS_TABLE=$(CURDIR)/$(RUN_DIR)/faults-table.txt go test -count=1 -timeout 90m -v -run '^TestFaults$$' ./test/faults
 
@@ -144,7 +147,7 @@ bench: test-binaries ## run the benchmarks and print their figures (not part of 
 .PHONY: bench-scale
 # Issue 16's sizes; SCALE_N and the other SCALE_* knobs of test/scale
 # override them (SCALE_N=200,1000 for a shorter run).
-bench-scale: test-binaries ## the scale benchmark: N kadm Bucketies (200, 1000, 3000), floor, Kafka requests, memory, webhook, cold start; prints the table and writes .run/bench-scale.txt
+bench-scale: test-binaries ## the scale benchmark: N kadm Bucketies (200, 1000, 3000), floor, Kafka requests, memory, webhook, cold start, keys per access on MinIO and SeaweedFS; prints the table and writes .run/bench-scale.txt
 	@mkdir -p $(RUN_DIR)
 	$(TEST_ENV) SCALE_FULL=1 SCALE_TABLE=$(CURDIR)/$(RUN_DIR)/bench-scale.txt SCALE_PROFILE_DIR=$${SCALE_PROFILE_DIR:-$(CURDIR)/$(RUN_DIR)} go test -count=1 -timeout 180m -v -run '^TestScale$$' ./test/scale
 
@@ -160,8 +163,8 @@ stop-e2e: ## remove an environment make e2e kept (KEEP_FAILED=true)
 test: verify test-fuzz test-integration e2e ## everything CI runs: verify, fuzz smoke, unit, integration and e2e tests
 
 .PHONY: run
-run: test-binaries ## the whole product on a local node: node, backends, image, buckety from the release, examples
-	@$(TEST_ENV) go run ./test/localstack/cmd/buckety-local up --dir $(RUN_DIR)/local
+run: test-binaries ## the whole product on a local node: node, backends, image, buckety from the release, examples (SEAWEEDFS=true adds SeaweedFS)
+	@$(RUN_ENV) $(if $(filter true,$(SEAWEEDFS)),BUCKETY_SEAWEEDFS=$$($(TOOLS) seaweedfs)) go run ./test/localstack/cmd/buckety-local up --dir $(RUN_DIR)/local $(if $(filter true,$(SEAWEEDFS)),--seaweedfs)
 
 .PHONY: stop
 stop: ## stop everything `make run` started and remove what it left on the host

@@ -176,8 +176,8 @@ func parameterCases() []drivertest.ParametersCase {
 		{Name: "versioning on versitygw", Config: versitygw, New: map[string]string{"versioning": "true"}},
 		{Name: "versioning on aws", Config: aws, New: map[string]string{"versioning": "false"}},
 		{Name: "versioning on r2", Config: r2, New: map[string]string{"versioning": "true"},
-			Errs: []string{"spec.parameters[versioning]: Forbidden: versioning is only supported for implementation aws, minio, versitygw, and the backend's implementation is r2, which does not implement bucket versioning"}},
-		{Name: "versioning without implementation", Config: none, New: map[string]string{"versioning": "true"}, Errs: []string{"versioning is only supported for implementation aws, minio, versitygw, and the backend sets no implementation"}},
+			Errs: []string{"spec.parameters[versioning]: Forbidden: versioning is only supported for implementation aws, minio, versitygw, seaweedfs, and the backend's implementation is r2, which does not implement bucket versioning"}},
+		{Name: "versioning without implementation", Config: none, New: map[string]string{"versioning": "true"}, Errs: []string{"versioning is only supported for implementation aws, minio, versitygw, seaweedfs, and the backend sets no implementation"}},
 		{Name: "region is common", Config: none, New: map[string]string{"region": "eu-north-1"}},
 	}
 }

@@ -21,6 +21,9 @@ const Name = "s3"
 // version is the driver's SemVer; releases override it with
 // -ldflags "-X github.com/Yolean/buckety-controller/drivers/s3.version=0.3.1".
 //
+// 0.4.0 adds implementation seaweedfs (keys per access as IAM users, as
+// on aws) and allows versioning on it: widening a capability gate, a minor.
+//
 // 0.3.0 adds secret formats (aws-env, aws-files, obc, rclone): keys an
 // access asks for in spec.secretFormats, additively; a Secret without them
 // is unchanged.
@@ -31,7 +34,7 @@ const Name = "s3"
 // ratchets: an unchanged value is kept on update, with a warning), so
 // existing resources keep reconciling; only new requests for a parameter
 // the backend cannot apply are refused, which is what gating is for.
-var version = "0.3.0"
+var version = "0.4.0"
 
 // Driver is the s3 driver.
 type Driver struct {

@@ -43,7 +43,8 @@ var capabilityGated = map[string][]string{
 	// Cloudflare R2 has no object versioning. VersityGW has it when the
 	// gateway runs with --versioning-dir, which the driver cannot see from
 	// its config: without it, versioning stays a runtime shortfall.
-	ParamVersioning: {ImplAWS, ImplMinIO, ImplVersityGW},
+	// SeaweedFS (4.53) keeps versioning as S3 does (e2e, every scenario).
+	ParamVersioning: {ImplAWS, ImplMinIO, ImplVersityGW, ImplSeaweedFS},
 }
 
 // capabilityOf names what a gated parameter needs of the service, for

@@ -48,7 +48,7 @@ func (*Driver) Schemas() drivers.Schemas {
 	})
 	props.Set(ParamVersioning, &jsonschema.Schema{
 		Type: "string", Enum: []any{"true", "false"},
-		Description: "Bucket versioning. \"false\" suspends versioning on a bucket where it was enabled (S3 cannot remove it). Reconciled: out-of-band changes are reverted. Omitted: never touched. Capability-gated (x-buckety-capabilities): only for backends with implementation aws, minio or versitygw (R2 has no versioning; VersityGW needs --versioning-dir).",
+		Description: "Bucket versioning. \"false\" suspends versioning on a bucket where it was enabled (S3 cannot remove it). Reconciled: out-of-band changes are reverted. Omitted: never touched. Capability-gated (x-buckety-capabilities): only for backends with implementation aws, minio, versitygw or seaweedfs (R2 has no versioning; VersityGW needs --versioning-dir).",
 	})
 	props.Set(ParamLifecycle, &jsonschema.Schema{
 		Type: "string", Pattern: `^\s*\{.*\}\s*$`,

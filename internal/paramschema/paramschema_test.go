@@ -109,7 +109,7 @@ func TestS3Schema(t *testing.T) {
 		{name: "jurisdiction on r2", impl: "r2", new: map[string]string{"jurisdiction": "eu"}},
 		{name: "jurisdiction immutable", impl: "r2", old: map[string]string{"jurisdiction": "eu"}, new: map[string]string{}, errs: []string{"jurisdiction is immutable"}},
 		{name: "lifecycle on r2", impl: "r2", new: map[string]string{"lifecycle": `{"expirationDays": 3}`}},
-		{name: "versioning on r2", impl: "r2", new: map[string]string{"versioning": "true"}, errs: []string{"versioning is only supported for implementation aws, minio, versitygw, and the backend's implementation is r2"}},
+		{name: "versioning on r2", impl: "r2", new: map[string]string{"versioning": "true"}, errs: []string{"versioning is only supported for implementation aws, minio, versitygw, seaweedfs, and the backend's implementation is r2"}},
 	})
 	lc := `{"expirationDays": 3}`
 	run(t, s3.New(), &s3.Config{Implementation: "versitygw"}, []check{

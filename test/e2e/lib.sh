@@ -293,6 +293,31 @@ Y
 # own (E2E_S3_SCOPED, from the implementation's settings).
 scoped_s3() { [ "${E2E_S3_SCOPED:-false}" = true ]; }
 
+# issued_s3: the server's IAM issues the keys (E2E_S3_ISSUED_KEYS, from the
+# implementation's settings: seaweedfs, aws). The principal
+# (status.principal, the BucketyCredential) is then the access's IAM user,
+# and the Secret's accessKeyID the key IAM issued to it; elsewhere the key
+# is the principal.
+issued_s3() { [ "${E2E_S3_ISSUED_KEYS:-false}" = true ]; }
+
+# expect_principal_of ACCESS SECRET: the access's status names the
+# principal of its Secret's key: the key itself, or where IAM issues keys
+# the access's own user (bky, 12 hex digits of its UID's SHA-256, -serial),
+# which the server knows.
+expect_principal_of() {
+  local access=$1 secret=$2 principal key uid
+  principal=$(jp "bucketyaccess/$access" '{.status.principal}')
+  key=$(secret_value "$secret" accessKeyID)
+  if ! issued_s3; then
+    expect_eq "$access: the status names its key" "$key" "$principal"
+    return
+  fi
+  uid=$(jp "bucketyaccess/$access" '{.metadata.uid}')
+  [[ "$principal" =~ ^bky$(printf %s "$uid" | sha256sum | cut -c1-12)-[0-9]+$ ]] || fail "$access: expected the status to name its IAM user bky<hash of its UID>-<serial>, seen '$principal'"
+  [ "$principal" != "$key" ] || fail "$access: the status names the key IAM issued ($key), not its user"
+  expect_eq "$access: its user exists" true "$(s3_admin "$secret" key-exists "$principal" | tail -1)"
+}
+
 # keep_secret SECRET COPY: the tenant keeps a copy of the Secret's keys in
 # Secret COPY, as a running Pod's environment would keep them.
 keep_secret() {

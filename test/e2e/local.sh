@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # local.sh: the e2e suite on this machine. Like the GitHub workflow's job
 # body, it only prepares an environment and calls run.sh: start the local
-# node with the backends (broker, VersityGW, MinIO) and the images, run the
-# harness, and tear everything down (unless KEEP_FAILED=true and a scenario
-# failed, so its namespace can be inspected; `make stop-e2e` then).
+# node with the backends (broker, VersityGW, MinIO, and SeaweedFS when
+# IMPLEMENTATIONS names it) and the images, run the harness, and tear
+# everything down (unless KEEP_FAILED=true and a scenario failed, so its
+# namespace can be inspected; `make stop-e2e` then).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 state=.run/e2e
+IMPLEMENTATIONS=${IMPLEMENTATIONS:-kfake,versitygw,minio,seaweedfs}
+# SeaweedFS is started only when a run tests it: it needs BUCKETY_SEAWEEDFS,
+# a binary that takes minutes to build cold, which a run of the other
+# implementations by hand need not have.
+up_flags=()
+if [[ ",$IMPLEMENTATIONS," == *",seaweedfs,"* ]]; then up_flags+=(--seaweedfs); fi
 # A failed start is torn down (unless KEEP_FAILED=true): the suite wants a
 # clean node, and the next run on this machine must not meet a half-started
 # one.
-if ! go run ./test/localstack/cmd/buckety-local up --no-deploy --dir "$state"; then
+if ! go run ./test/localstack/cmd/buckety-local up --no-deploy --dir "$state" "${up_flags[@]}"; then
   [ "${KEEP_FAILED:-false}" = true ] || go run ./test/localstack/cmd/buckety-local down --dir "$state"
   exit 1
 fi
@@ -32,7 +39,7 @@ E2E_IMAGE_NEXT_MAJOR=$(variants next-major) || { echo "e2e: building the next-ma
 export E2E_IMAGE_NEXT_PATCH E2E_IMAGE_NEXT_MAJOR
 rc=0
 KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig OCI_DIR=$PWD/$state/oci E2E_BACKENDS_ENV=$PWD/$state/backends.env \
-  E2E_ENV=local IMPLEMENTATIONS=${IMPLEMENTATIONS:-kfake,versitygw,minio} test/e2e/run.sh || rc=$?
+  E2E_ENV=local IMPLEMENTATIONS=$IMPLEMENTATIONS test/e2e/run.sh || rc=$?
 if [ $rc -ne 0 ] && [ "${KEEP_FAILED:-false}" = true ]; then
   echo "e2e: failed; environment kept (KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig); make stop-e2e removes it"
   exit $rc

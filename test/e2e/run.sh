@@ -5,7 +5,7 @@
 #   KUBECONFIG         the cluster the harness may write to (default: the local node of `make e2e`)
 #   OCI_DIR            an OCI layout of the buckety image (wins over CONTROLLER_IMAGE)
 #   CONTROLLER_IMAGE   a pullable ghcr.io/yolean/buckety-controller@sha256:... reference
-#   IMPLEMENTATIONS    comma-separated: kfake (here), redpanda (k3d), versitygw, minio
+#   IMPLEMENTATIONS    comma-separated: kfake (here), redpanda (k3d), versitygw, minio, seaweedfs
 #   KEEP_FAILED        true keeps every scenario namespace, not only failed ones
 #   E2E_ENV            local (default) or k3d: selects test/e2e/overlays/env-$E2E_ENV
 #   IMAGE_LOAD         a command that loads OCI_DIR into the cluster (optional)

@@ -1,8 +1,8 @@
 // Package localstack is `make run`: the local node, the backends as
-// loopback processes (a Kafka-protocol broker, VersityGW, MinIO), the
-// buckety image built with contain and imported into the node, and buckety
-// deployed from the rendered release base plus a local overlay, with the
-// harness standing in for cert-manager.
+// loopback processes (a Kafka-protocol broker, VersityGW, MinIO, and
+// SeaweedFS when asked for), the buckety image built with contain and
+// imported into the node, and buckety deployed from the rendered release
+// base plus a local overlay, with the harness standing in for cert-manager.
 package localstack
 
 import (
@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/seaweedfs"
 )
 
 // ProbeImage is the consumer image built from test/probe.
@@ -51,9 +53,12 @@ type Stack struct {
 	Broker *kafka.Broker
 	// KafkaPassword is the password of the broker's superuser,
 	// KafkaSuperuser.
-	KafkaPassword  string
-	VersityGW      *s3test.Server
-	MinIO          *s3test.Server
+	KafkaPassword string
+	VersityGW     *s3test.Server
+	MinIO         *s3test.Server
+	// SeaweedFS runs only when Options.SeaweedFS asked for it (nil
+	// otherwise).
+	SeaweedFS      *seaweedfs.Server
 	WebhookAddr    string
 	ControllerAddr string // probe address of the controller
 	// Reused names what an earlier run left running that this one carried
@@ -85,10 +90,19 @@ func timed(log Step, what string, f func() error) error {
 	return nil
 }
 
+// Options choose what the stack runs beyond the node and the default
+// backends.
+type Options struct {
+	// SeaweedFS also starts a SeaweedFS (S3 and IAM on one port): opt-in,
+	// as its binary takes minutes to build cold, and the e2e harness
+	// needs it only for implementation seaweedfs.
+	SeaweedFS bool
+}
+
 // Up brings the whole stack up in dir. Everything it starts is detached and
 // tracked by pid files under dir, so Down stops exactly it.
-func Up(ctx context.Context, dir string, log Step) (*Stack, error) {
-	s, err := Prepare(ctx, dir, log)
+func Up(ctx context.Context, dir string, opts Options, log Step) (*Stack, error) {
+	s, err := Prepare(ctx, dir, opts, log)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +114,7 @@ func Up(ctx context.Context, dir string, log Step) (*Stack, error) {
 
 // Prepare is Up without deploying buckety: the node, the backends, and the
 // buckety and probe images imported. The e2e harness deploys from there.
-func Prepare(ctx context.Context, dir string, log Step) (s *Stack, err error) {
+func Prepare(ctx context.Context, dir string, opts Options, log Step) (s *Stack, err error) {
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -121,7 +135,11 @@ func Prepare(ctx context.Context, dir string, log Step) (s *Stack, err error) {
 	if err := timed(log, "node", func() error { return s.node(ctx, binDir, log) }); err != nil {
 		return nil, err
 	}
-	if err := timed(log, "backends (broker, versitygw, minio)", func() error { return s.backends(log) }); err != nil {
+	what := "backends (broker, versitygw, minio)"
+	if opts.SeaweedFS {
+		what = "backends (+ seaweedfs)"
+	}
+	if err := timed(log, what, func() error { return s.backends(opts, log) }); err != nil {
 		return nil, err
 	}
 	if err := timed(log, "buckety image (contain)", func() error { return s.buildImage() }); err != nil {
@@ -140,10 +158,15 @@ func Prepare(ctx context.Context, dir string, log Step) (s *Stack, err error) {
 }
 
 // BackendsEnv describes the loopback backends as environment variables, for
-// the e2e overlays (kfake, versitygw, minio).
+// the e2e overlays (kfake, versitygw, minio, and seaweedfs when it runs).
 func (s *Stack) BackendsEnv() string {
 	bdir := filepath.Join(s.Dir, "backends")
-	return fmt.Sprintf("KAFKA_BOOTSTRAP=%s\nVERSITYGW_ENDPOINT=%s\nVERSITYGW_ADMIN_ENDPOINT=%s\nVERSITYGW_REGION=%s\n%sMINIO_ENDPOINT=%s\nMINIO_REGION=%s\n", strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.VersityGW.AdminEndpoint, s.VersityGW.Region, s.credentials(), s.MinIO.Endpoint, s.MinIO.Region) +
+	sw := ""
+	if s.SeaweedFS != nil {
+		sw = fmt.Sprintf("SEAWEEDFS_ENDPOINT=%s\nSEAWEEDFS_REGION=%s\nSEAWEEDFS_PIDFILE=%s\n",
+			s.SeaweedFS.Endpoint, seaweedfs.Region, proc.PidFile(filepath.Join(bdir, "seaweedfs"), seaweedfs.PidName))
+	}
+	return sw + fmt.Sprintf("KAFKA_BOOTSTRAP=%s\nVERSITYGW_ENDPOINT=%s\nVERSITYGW_ADMIN_ENDPOINT=%s\nVERSITYGW_REGION=%s\n%sMINIO_ENDPOINT=%s\nMINIO_REGION=%s\n", strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.VersityGW.AdminEndpoint, s.VersityGW.Region, s.credentials(), s.MinIO.Endpoint, s.MinIO.Region) +
 		// Process IDs, for scenarios that hang a backend (lib.sh hang_backend).
 		fmt.Sprintf("KFAKE_PIDFILE=%s\nVERSITYGW_PIDFILE=%s\nMINIO_PIDFILE=%s\n",
 			proc.PidFile(filepath.Join(bdir, "kafka"), "broker"), proc.PidFile(filepath.Join(bdir, "versitygw"), "versitygw"), proc.PidFile(filepath.Join(bdir, "minio"), "minio")) +
@@ -176,9 +199,23 @@ func (s *Stack) node(ctx context.Context, binDir string, log Step) error {
 	return nil
 }
 
-// backendProcs are the backends' state directories under DIR/backends and
-// their process names.
-var backendProcs = []struct{ dir, name string }{{"kafka", "broker"}, {"versitygw", "versitygw"}, {"minio", "minio"}}
+// backendProc is a backend's state directory under DIR/backends and its
+// process name.
+type backendProc struct{ dir, name string }
+
+// backendProcs are the backends that always run.
+var backendProcs = []backendProc{{"kafka", "broker"}, {"versitygw", "versitygw"}, {"minio", "minio"}}
+
+// seaweedfsProc is SeaweedFS, which runs when asked for.
+var seaweedfsProc = backendProc{"seaweedfs", seaweedfs.PidName}
+
+// wanted are the backends a run with opts needs running.
+func wanted(opts Options) []backendProc {
+	if opts.SeaweedFS {
+		return append(slices.Clone(backendProcs), seaweedfsProc)
+	}
+	return backendProcs
+}
 
 // backendsState is what a later run needs to reuse the backends: their
 // addresses and credentials (the processes are found by their pid files).
@@ -191,13 +228,28 @@ type backendsState struct {
 	KafkaPassword string        `json:"kafkaPassword"`
 	VersityGW     s3test.Server `json:"versitygw"`
 	MinIO         s3test.Server `json:"minio"`
+	// SeaweedFS is set when a run asked for it.
+	SeaweedFS *seaweedfs.Server `json:"seaweedfs,omitempty"`
 }
 
-// backends reuses the backends an earlier run started when all three still
-// run; otherwise it stops any that survive and starts the three again on
-// new ports, with the same data directories and S3 credentials, so what an
-// earlier run stored stays readable.
-func (s *Stack) backends(log Step) error {
+// reusable reports whether what an earlier run recorded in st, with
+// running of the backends opts wants running, can be carried on with:
+// all of them run, and were started by a version of this code that
+// records everything a run needs. A SeaweedFS that runs but was not asked
+// for does not matter: it is kept, and stopped by Down.
+func reusable(st backendsState, opts Options, running int) bool {
+	if running != len(wanted(opts)) || st.KafkaPassword == "" || st.VersityGW.AdminEndpoint == "" {
+		return false
+	}
+	return !opts.SeaweedFS || (st.SeaweedFS != nil && st.SeaweedFS.Endpoint != "" && st.SeaweedFS.AccessKey != "")
+}
+
+// backends reuses the backends an earlier run started when all it wants
+// (three, or four with SeaweedFS) still run; otherwise it stops any that
+// survive and starts them again on new ports, with the same data
+// directories and S3 credentials, so what an earlier run stored stays
+// readable.
+func (s *Stack) backends(opts Options, log Step) error {
 	bdir := filepath.Join(s.Dir, "backends")
 	stateFile := filepath.Join(bdir, "state.json")
 	var st backendsState
@@ -208,21 +260,24 @@ func (s *Stack) backends(log Step) error {
 			return fmt.Errorf("%s: %w", stateFile, err)
 		}
 		running := 0
-		for _, p := range backendProcs {
+		for _, p := range wanted(opts) {
 			if up, _ := proc.Running(filepath.Join(bdir, p.dir), p.name); up {
 				running++
 			}
 		}
 		// Backends started before the broker enforced SASL, or before
 		// VersityGW had an IAM store, are started again.
-		if running == len(backendProcs) && st.KafkaPassword != "" && st.VersityGW.AdminEndpoint != "" {
+		if reusable(st, opts, running) {
 			log("  reusing the running backends")
 			s.Reused = append(s.Reused, "backends")
 			s.Broker, s.VersityGW, s.MinIO = &kafka.Broker{Addrs: st.Kafka}, &st.VersityGW, &st.MinIO
 			s.KafkaPassword = st.KafkaPassword
+			if opts.SeaweedFS {
+				s.SeaweedFS = st.SeaweedFS
+			}
 			return nil
 		}
-		log(fmt.Sprintf("  %d of %d backends run: starting all again", running, len(backendProcs)))
+		log(fmt.Sprintf("  %d of %d backends run: starting all again", running, len(wanted(opts))))
 	case !errors.Is(err, os.ErrNotExist):
 		return err
 	}
@@ -233,6 +288,12 @@ func (s *Stack) backends(log Step) error {
 		if err := os.MkdirAll(filepath.Join(bdir, p.dir), 0o755); err != nil {
 			return err
 		}
+	}
+	// A SeaweedFS an earlier run left is stopped whether or not this one
+	// wants it: all start again together, and one not asked for would run
+	// on unrecorded.
+	if err := seaweedfs.StopDetached(filepath.Join(bdir, seaweedfsProc.dir), 15*time.Second); err != nil {
+		return err
 	}
 	bin, err := kafka.Binary(bdir)
 	if err != nil {
@@ -253,7 +314,16 @@ func (s *Stack) backends(log Step) error {
 	if s.MinIO, err = s3test.StartIn(filepath.Join(bdir, "minio"), "minio", s3test.Options{AccessKey: st.MinIO.AccessKey, SecretKey: st.MinIO.SecretKey}, true); err != nil {
 		return err
 	}
-	b, err = json.Marshal(backendsState{Kafka: s.Broker.Addrs, KafkaPassword: s.KafkaPassword, VersityGW: *s.VersityGW, MinIO: *s.MinIO})
+	if opts.SeaweedFS {
+		var sw seaweedfs.Options
+		if st.SeaweedFS != nil {
+			sw.AccessKey, sw.SecretKey = st.SeaweedFS.AccessKey, st.SeaweedFS.SecretKey
+		}
+		if s.SeaweedFS, err = seaweedfs.StartIn(filepath.Join(bdir, seaweedfsProc.dir), sw, true); err != nil {
+			return err
+		}
+	}
+	b, err = json.Marshal(backendsState{Kafka: s.Broker.Addrs, KafkaPassword: s.KafkaPassword, VersityGW: *s.VersityGW, MinIO: *s.MinIO, SeaweedFS: s.SeaweedFS})
 	if err != nil {
 		return err
 	}
@@ -294,8 +364,26 @@ func (s *Stack) buildImage() error {
 
 // ControllerConfig is buckety-controller.yaml for the local backends. The
 // backend names are the driver types (kafka, s3), as the examples use;
-// s3-minio is a second S3 backend.
+// s3-minio is a second S3 backend, and s3-seaweedfs a third when SeaweedFS
+// runs.
 func (s *Stack) ControllerConfig() string {
+	sw := ""
+	if s.SeaweedFS != nil {
+		sw = fmt.Sprintf(`- name: s3-seaweedfs
+  driver: s3
+  config:
+    implementation: seaweedfs
+    endpoint: %s
+    region: %s
+    forcePathStyle: true
+    accessKeyID: ${SEAWEEDFS_ACCESS_KEY}
+    secretAccessKey: ${SEAWEEDFS_SECRET_KEY}
+    # An IAM user of its own per access, with a key IAM issues.
+    credentials: {}
+  defaults:
+    zone: local
+`, s.SeaweedFS.Endpoint, seaweedfs.Region)
+	}
 	return fmt.Sprintf(`# yaml-language-server: $schema=%s%s
 backends:
 - name: kafka
@@ -337,12 +425,16 @@ backends:
     credentials: {}
   defaults:
     zone: local
-`, release.RawBase, release.ControllerSchemaPath, strings.Join(s.Broker.Addrs, ", "), KafkaSuperuser, s.VersityGW.Endpoint, s.VersityGW.Region, s.VersityGW.AdminEndpoint, s.MinIO.Endpoint, s.MinIO.Region)
+`, release.RawBase, release.ControllerSchemaPath, strings.Join(s.Broker.Addrs, ", "), KafkaSuperuser, s.VersityGW.Endpoint, s.VersityGW.Region, s.VersityGW.AdminEndpoint, s.MinIO.Endpoint, s.MinIO.Region) + sw
 }
 
 func (s *Stack) credentials() string {
-	return fmt.Sprintf("KAFKA_PASSWORD=%s\nVERSITYGW_ACCESS_KEY=%s\nVERSITYGW_SECRET_KEY=%s\nMINIO_ACCESS_KEY=%s\nMINIO_SECRET_KEY=%s\n",
+	c := fmt.Sprintf("KAFKA_PASSWORD=%s\nVERSITYGW_ACCESS_KEY=%s\nVERSITYGW_SECRET_KEY=%s\nMINIO_ACCESS_KEY=%s\nMINIO_SECRET_KEY=%s\n",
 		s.KafkaPassword, s.VersityGW.AccessKey, s.VersityGW.SecretKey, s.MinIO.AccessKey, s.MinIO.SecretKey)
+	if s.SeaweedFS != nil {
+		c += fmt.Sprintf("SEAWEEDFS_ACCESS_KEY=%s\nSEAWEEDFS_SECRET_KEY=%s\n", s.SeaweedFS.AccessKey, s.SeaweedFS.SecretKey)
+	}
+	return c
 }
 
 // deploy renders the release and applies it with the e2e harness's
@@ -468,10 +560,13 @@ func Down(dir string) error {
 	if err := cluster.Down(filepath.Join(dir, "cluster")); err != nil {
 		errs = append(errs, err.Error())
 	}
-	for _, b := range []struct{ dir, name string }{{"kafka", "broker"}, {"versitygw", "versitygw"}, {"minio", "minio"}} {
+	for _, b := range backendProcs {
 		if err := proc.StopDetached(filepath.Join(dir, "backends", b.dir), b.name, 15*time.Second); err != nil {
 			errs = append(errs, err.Error())
 		}
+	}
+	if err := seaweedfs.StopDetached(filepath.Join(dir, "backends", seaweedfsProc.dir), 15*time.Second); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, err.Error())

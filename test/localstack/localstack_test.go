@@ -91,7 +91,7 @@ func TestStackEndToEnd(t *testing.T) {
 	if err := os.Setenv("CONTAIN", "/bin/false"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := localstack.Up(ctx, dir, func(l string) { t.Log(l) })
+	_, err := localstack.Up(ctx, dir, localstack.Options{}, func(l string) { t.Log(l) })
 	if err := os.Unsetenv("CONTAIN"); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestStackEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err = localstack.Up(ctx, dir, func(l string) { t.Log(l) })
+	s, err = localstack.Up(ctx, dir, localstack.Options{}, func(l string) { t.Log(l) })
 	t.Cleanup(func() {
 		if t.Failed() && s != nil {
 			for _, args := range [][]string{{"get", "pods", "-A"}, {"-n", "buckety-system", "logs", "deploy/buckety-controller", "--tail=40"}, {"get", "events", "-A", "--field-selector=type=Warning"}} {

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,6 +45,10 @@ const Env = "BUCKETY_SEAWEEDFS"
 
 // Region is the region the server answers for (SeaweedFS has one).
 const Region = "us-east-1"
+
+// PidName is the process name of a detached server: its pid file is
+// proc.PidFile(dir, PidName).
+const PidName = "seaweedfs"
 
 // Server is a running SeaweedFS.
 type Server struct {
@@ -67,6 +72,10 @@ type Options struct {
 	// SelfServiceKeys keeps SeaweedFS' default: any key may create, list
 	// and delete keys of its own user without an iam: grant.
 	SelfServiceKeys bool
+	// AccessKey and SecretKey are the admin identity's keys; random when
+	// empty. A server started again on an earlier one's directory (the
+	// local stack's) keeps its keys this way.
+	AccessKey, SecretKey string
 }
 
 // Start starts a server and stops it, and removes its directory, when the
@@ -98,31 +107,44 @@ func Start(t testing.TB, opts Options) *Server {
 }
 
 // StartIn starts a server with its data and logs under dir. In detached
-// mode it outlives this process (proc.StopDetached stops it by its pid
-// file, name "seaweedfs").
+// mode it outlives this process (StopDetached stops it by its pid file,
+// name PidName).
+//
+// A server started again in the directory of an earlier one (the local
+// stack's, after it died) takes the earlier one's ports when they are all
+// free: the master keeps its state under a directory named by its port,
+// and one that finds none starts a new cluster, whose master then refuses
+// to grow volumes for the old volume server's data ("volume growth
+// frozen": no new bucket takes writes). When any of them is taken, the
+// earlier data is removed and the server starts afresh on new ports.
 func StartIn(dir string, opts Options, detached bool) (*Server, error) {
 	bin, err := binary()
 	if err != nil {
 		return nil, err
 	}
-	// Ten listeners: HTTP and gRPC of master, volume server, filer, S3 and
-	// the admin server. gRPC ports are explicit: weed's default (HTTP port
-	// + 10000) overflows for a free port above 55535.
-	ports, err := proc.FreePorts(10)
+	ports, err := portsIn(dir)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		Endpoint:  "http://127.0.0.1:" + strconv.Itoa(ports[6]),
-		AccessKey: "bucketyadmin" + randomHex(4),
-		SecretKey: randomHex(20),
+		AccessKey: opts.AccessKey,
+		SecretKey: opts.SecretKey,
 		Dir:       dir,
 		bin:       bin,
 		grpc:      []int{ports[1], ports[3], ports[5], ports[7], ports[9]},
 		detached:  detached,
 	}
+	if s.AccessKey == "" || s.SecretKey == "" {
+		s.AccessKey, s.SecretKey = "bucketyadmin"+randomHex(4), randomHex(20)
+	}
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	// The gRPC sockets weed leaves in /tmp (Stop), for StopDetached, which
+	// knows only the directory.
+	if err := os.WriteFile(filepath.Join(dir, socketsFile), []byte(strings.Join(s.sockets(), "\n")+"\n"), 0o644); err != nil {
 		return nil, err
 	}
 	config := filepath.Join(dir, "s3.json")
@@ -177,7 +199,7 @@ func StartIn(dir string, opts Options, detached bool) (*Server, error) {
 }
 
 func (s *Server) start() error {
-	p, err := proc.Start(s.Dir, "seaweedfs", s.bin, s.args, s.env, s.detached)
+	p, err := proc.Start(s.Dir, PidName, s.bin, s.args, s.env, s.detached)
 	if err != nil {
 		return err
 	}
@@ -209,6 +231,64 @@ func binary() (string, error) {
 		return "", fmt.Errorf("%s=%s: %w", Env, p, err)
 	}
 	return filepath.Abs(p)
+}
+
+// portsFile, in the server's directory, lists the ports it was started on.
+const portsFile = "ports"
+
+// portsIn returns the ten ports to start on in dir: HTTP and gRPC of master,
+// volume server, filer, S3 and the admin server (gRPC ports are explicit:
+// weed's default, HTTP port + 10000, overflows for a free port above
+// 55535). Those recorded by an earlier server in dir when all are free,
+// else new free ones, the earlier data removed (see StartIn); they are
+// recorded for the next.
+func portsIn(dir string) ([]int, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, portsFile)
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var ports []int
+	if err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			p, err := strconv.Atoi(f)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			ports = append(ports, p)
+		}
+		if len(ports) == 10 && allFree(ports) {
+			return ports, nil
+		}
+		if err := os.RemoveAll(filepath.Join(dir, "data")); err != nil {
+			return nil, err
+		}
+	}
+	if ports, err = proc.FreePorts(10); err != nil {
+		return nil, err
+	}
+	var out strings.Builder
+	for _, p := range ports {
+		fmt.Fprintln(&out, p)
+	}
+	return ports, os.WriteFile(path, []byte(out.String()), 0o644)
+}
+
+// allFree reports whether every port can be listened on at 127.0.0.1.
+func allFree(ports []int) bool {
+	for _, p := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		if err := l.Close(); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // masterTOML is the master's configuration: one volume per bucket instead
@@ -305,17 +385,50 @@ func (s *Server) Stop() error {
 	}
 	err := s.p.Stop(15 * time.Second)
 	if err == nil {
-		// weed puts its in-process gRPC sockets in /tmp whatever the
-		// flags, named by port; a killed server leaves them behind.
-		for i, name := range []string{"master", "volume", "filer", "s3", "admin"} {
-			sock := fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", name, s.grpc[i])
-			if rerr := os.Remove(sock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-				err = rerr
-			}
-		}
+		err = removeSockets(s.sockets())
 	}
 	s.p = nil
 	return err
+}
+
+// socketsFile, in the server's directory, lists its gRPC sockets.
+const socketsFile = "grpc-sockets"
+
+// sockets are the in-process gRPC sockets weed puts in /tmp whatever the
+// flags, named by port; a killed server leaves them behind.
+func (s *Server) sockets() []string {
+	var out []string
+	for i, name := range []string{"master", "volume", "filer", "s3", "admin"} {
+		out = append(out, fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", name, s.grpc[i]))
+	}
+	return out
+}
+
+func removeSockets(socks []string) error {
+	var errs []error
+	for _, sock := range socks {
+		if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StopDetached stops a server StartIn started detached in dir, by its pid
+// file, and removes the sockets it left in /tmp. Nothing running there is
+// success.
+func StopDetached(dir string, grace time.Duration) error {
+	if err := proc.StopDetached(dir, PidName, grace); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, socketsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return removeSockets(strings.Fields(string(b)))
 }
 
 // PID is the server's process ID.

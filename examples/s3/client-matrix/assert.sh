@@ -22,7 +22,14 @@ client boto3 media-app sh -c "AWS_CONFIG_FILE=\$SECRET_DIR/config exec python3 $
 scoped_s3 && client boto3-readonly media-viewer sh -c "AWS_CONFIG_FILE=\$SECRET_DIR/config exec python3 $c/s3_boto3.py ReadOnly"
 
 step "rclone: rclone.conf, its bucket: remote"
-client rclone media-app bash "$c/s3_cli.sh" rclone ReadWrite "$neighbour"
+# rclone 1.60 sends X-Amz-Acl: private with every upload, whatever acl says;
+# SeaweedFS then wants s3:PutObjectAcl, which buckety does not grant (with it
+# a tenant's key can make its objects public-read, anonymous reads and all).
+# There rclone lists and reads with a writer's key and its uploads are
+# refused (drivers/s3/README.md); everywhere else it writes.
+rclone_writes=ReadWrite
+[ "$IMPLEMENTATION" = seaweedfs ] && rclone_writes=ReadOnly
+client rclone media-app bash "$c/s3_cli.sh" rclone "$rclone_writes" "$neighbour"
 scoped_s3 && client rclone-readonly media-viewer bash "$c/s3_cli.sh" rclone ReadOnly
 
 step "aws-sdk-go-v2 in Pods: from the default keys (envFrom), from the aws-env keys alone, from the mounted files"
@@ -40,5 +47,5 @@ if scoped_s3; then
   for key in AWS_ACCESS_KEY_ID credentials rclone.conf; do
     expect_contains "$key after rotation" "$new" "$(secret_value media-app "$key")"
   done
-  client rclone-rotated media-app bash "$c/s3_cli.sh" rclone ReadWrite
+  client rclone-rotated media-app bash "$c/s3_cli.sh" rclone "$rclone_writes"
 fi

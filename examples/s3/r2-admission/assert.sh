@@ -26,4 +26,4 @@ kind: Buckety
 metadata: {name: versioned}
 spec: {backend: r2, name: "${namespace}-versioned", parameters: {versioning: "true"}}
 Y
-expect_contains "rejection names the implementation" "versioning is only supported for implementation aws, minio, versitygw, and the backend's implementation is r2" "$out"
+expect_contains "rejection names the implementation" "versioning is only supported for implementation aws, minio, versitygw, seaweedfs, and the backend's implementation is r2" "$out"

@@ -1,6 +1,6 @@
 // Command buckety-local is `make run` and `make stop`:
 //
-//	buckety-local up [--dir .run/local]     node, backends, image, buckety from the release, examples
+//	buckety-local up [--dir .run/local] [--seaweedfs]   node, backends, image, buckety from the release, examples
 //	buckety-local down [--dir ...]          stop all of it and remove what it left
 //	buckety-local kubeconfig [--dir ...]    print the kubeconfig path
 package main
@@ -57,11 +57,14 @@ const defaultDir = ".run/local"
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: buckety-local up|down|kubeconfig [--dir DIR]")
+		return fmt.Errorf("usage: buckety-local up|down|kubeconfig [--dir DIR] [--seaweedfs]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", defaultDir, "state directory")
 	noDeploy := fs.Bool("no-deploy", false, "up: stop after node, backends and images (the e2e harness deploys); writes DIR/backends.env and DIR/oci")
+	// Opt-in: SeaweedFS' binary takes minutes to build cold
+	// (BUCKETY_SEAWEEDFS), which a first make run must not wait for.
+	withSeaweedFS := fs.Bool("seaweedfs", false, "up: also run SeaweedFS (needs BUCKETY_SEAWEEDFS); backend s3-seaweedfs, and SEAWEEDFS_* in DIR/backends.env")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -78,29 +81,30 @@ func run(args []string) error {
 		if err := cluster.CheckHost(); err != nil {
 			return err
 		}
+		opts := localstack.Options{SeaweedFS: *withSeaweedFS}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 		defer cancel()
 		if *noDeploy {
-			if _, err := localstack.Prepare(ctx, abs, func(l string) { fmt.Println(l) }); err != nil {
-				return resumeHint(err, *dir)
+			if _, err := localstack.Prepare(ctx, abs, opts, func(l string) { fmt.Println(l) }); err != nil {
+				return resumeHint(err, *dir, opts)
 			}
 			fmt.Printf("prepared in %s: KUBECONFIG=%s OCI_DIR=%s E2E_BACKENDS_ENV=%s\n", time.Since(start).Round(time.Second), kubeconfig, filepath.Join(abs, "oci"), filepath.Join(abs, "backends.env"))
 			return nil
 		}
-		s, err := localstack.Up(ctx, abs, func(l string) { fmt.Println(l) })
+		s, err := localstack.Up(ctx, abs, opts, func(l string) { fmt.Println(l) })
 		if err != nil {
-			return resumeHint(err, *dir)
+			return resumeHint(err, *dir, opts)
 		}
 		ex := filepath.Join(abs, "examples.yaml")
 		if err := os.WriteFile(ex, []byte(examples), 0o644); err != nil {
 			return err
 		}
 		if out, err := s.Kubectl(ctx, "apply", "-f", ex); err != nil {
-			return resumeHint(fmt.Errorf("apply examples: %v\n%s", err, out), *dir)
+			return resumeHint(fmt.Errorf("apply examples: %v\n%s", err, out), *dir, opts)
 		}
 		if out, err := s.Kubectl(ctx, "-n", "demo", "wait", "--for=condition=Ready", "buckety/orders", "buckety/files", "--timeout=120s"); err != nil {
-			return resumeHint(fmt.Errorf("examples not Ready: %v\n%s", err, out), *dir)
+			return resumeHint(fmt.Errorf("examples not Ready: %v\n%s", err, out), *dir, opts)
 		}
 		out, err := s.Kubectl(ctx, "-n", "demo", "get", "bucketies,bucketyaccesses")
 		if err != nil {
@@ -123,10 +127,10 @@ Use it:
   kubectl -n demo get bky,bkya
   kubectl -n buckety-system get pods
   kubectl -n buckety-system scale deploy/buckety-controller --replicas=0   # Secrets keep working
-Backends (loopback): kafka %s (SASL/SCRAM and ACLs: every access gets a user of its own), versitygw %s and minio %s (every access gets a key of its own)
+Backends (loopback): kafka %s (SASL/SCRAM and ACLs: every access gets a user of its own), versitygw %s and minio %s%s (every access gets a key of its own)
 Logs: %s/*/logs, kubectl -n buckety-system logs deploy/buckety-controller
 Stop everything with: make stop
-`, kubeconfig, filepath.Dir(s.KubectlBin), strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.MinIO.Endpoint, abs)
+`, kubeconfig, filepath.Dir(s.KubectlBin), strings.Join(s.Broker.Addrs, ","), s.VersityGW.Endpoint, s.MinIO.Endpoint, seaweedfsLine(s), abs)
 		return nil
 	case "down":
 		if err := localstack.Down(abs); err != nil {
@@ -144,13 +148,28 @@ Stop everything with: make stop
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
+// seaweedfsLine names SeaweedFS among the backends when it runs.
+func seaweedfsLine(s *localstack.Stack) string {
+	if s.SeaweedFS == nil {
+		return ""
+	}
+	return ", seaweedfs " + s.SeaweedFS.Endpoint + " (backend s3-seaweedfs)"
+}
+
 // resumeHint says, after a failed up, how to get going again: up resumes
 // (localstack.Up), so the same command again, once the cause is fixed,
-// carries on from what runs; down removes everything.
-func resumeHint(err error, dir string) error {
+// carries on from what runs (with the same options: without --seaweedfs a
+// running SeaweedFS is not reused); down removes everything.
+func resumeHint(err error, dir string, opts localstack.Options) error {
 	again, stop := "make run", "make stop"
+	if opts.SeaweedFS {
+		again += " SEAWEEDFS=true"
+	}
 	if filepath.Clean(dir) != filepath.Clean(defaultDir) {
 		again = "go run ./test/localstack/cmd/buckety-local up --dir " + dir
+		if opts.SeaweedFS {
+			again += " --seaweedfs"
+		}
 		stop = "go run ./test/localstack/cmd/buckety-local down --dir " + dir
 	}
 	return fmt.Errorf("%w\n\nWhat was started so far is still running. Fix the cause above, then run `%s` again: it reuses what runs and redoes the rest. `%s` removes everything", err, again, stop)

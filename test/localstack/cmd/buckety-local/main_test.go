@@ -4,18 +4,26 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/Yolean/buckety-controller/test/localstack"
 )
 
 // TestResumeHint: a failed up names the command that gets the user going
-// again, and the one that removes everything, for make run's directory and
-// for any other.
+// again (SeaweedFS still asked for), and the one that removes everything,
+// for make run's directory and for any other.
 func TestResumeHint(t *testing.T) {
-	for _, tc := range []struct{ dir, again, stop string }{
-		{".run/local", "`make run`", "`make stop`"},
-		{".run/local/", "`make run`", "`make stop`"},
-		{".run/e2e", "`go run ./test/localstack/cmd/buckety-local up --dir .run/e2e`", "`go run ./test/localstack/cmd/buckety-local down --dir .run/e2e`"},
+	for _, tc := range []struct {
+		dir         string
+		seaweedfs   bool
+		again, stop string
+	}{
+		{".run/local", false, "`make run`", "`make stop`"},
+		{".run/local/", false, "`make run`", "`make stop`"},
+		{".run/local", true, "`make run SEAWEEDFS=true`", "`make stop`"},
+		{".run/e2e", false, "`go run ./test/localstack/cmd/buckety-local up --dir .run/e2e`", "`go run ./test/localstack/cmd/buckety-local down --dir .run/e2e`"},
+		{".run/e2e", true, "`go run ./test/localstack/cmd/buckety-local up --dir .run/e2e --seaweedfs`", "`go run ./test/localstack/cmd/buckety-local down --dir .run/e2e`"},
 	} {
-		err := resumeHint(errors.New("deploy release + local overlay: boom"), tc.dir)
+		err := resumeHint(errors.New("deploy release + local overlay: boom"), tc.dir, localstack.Options{SeaweedFS: tc.seaweedfs})
 		msg := err.Error()
 		for _, want := range []string{"deploy release + local overlay: boom", tc.again + " again", tc.stop + " removes everything"} {
 			if !strings.Contains(msg, want) {
