@@ -513,6 +513,22 @@ Y
   wait_cond buckety/steady Ready True
 }
 
+# next_image VAR: the image the environment built for VAR
+# (E2E_IMAGE_NEXT_PATCH or E2E_IMAGE_NEXT_MAJOR): the variable itself, or
+# the file VAR_FILE names once the build that local.sh runs in the
+# background writes it.
+next_image() {
+  local var=$1 file_var=${1}_FILE deadline=$((SECONDS + 600))
+  if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
+  local file=${!file_var:-}
+  [ -n "$file" ] || fail "the environment must build the controller with the next driver patch and major: set $var or $file_var (see README)"
+  until [ -s "$file" ]; do
+    [ ! -e "$file.failed" ] || fail "$var: the environment's build of it failed"
+    [ $SECONDS -lt $deadline ] || fail "$var: $file not written within 600s"
+    sleep 2
+  done
+  cat "$file"
+}
 
 # driver_version DRIVER PARAMS UNCHANGED: the driver-version scenario of
 # every driver, on buckety/versioned. The Buckety is stamped with DRIVER's
@@ -525,8 +541,8 @@ Y
 # that fails unless the backend resource still has the old value.
 driver_version() {
   local driver=$1 params=$2 unchanged=$3 original build major next
-  : "${E2E_IMAGE_NEXT_PATCH:?the environment must build the controller with the next driver patch (see README)}"
-  : "${E2E_IMAGE_NEXT_MAJOR:?the environment must build the controller with the next driver major (see README)}"
+  E2E_IMAGE_NEXT_PATCH=$(next_image E2E_IMAGE_NEXT_PATCH) || exit 1
+  E2E_IMAGE_NEXT_MAJOR=$(next_image E2E_IMAGE_NEXT_MAJOR) || exit 1
   build=$(release_tool drivers | awk -v d="$driver" '$1 == d {print $2}')
   [ -n "$build" ] || fail "driver $driver is not registered: $(release_tool drivers)"
   major=${build%%.*}

@@ -34,12 +34,29 @@ variants() {
   go run ./cmd/buckety-release render --oci-dir "$out" --out "$out.release" >/dev/null || return 1
   sed -n 's/.*image: \(ghcr.io[^ ]*\)$/\1/p' "$out.release/buckety.yaml" | head -1
 }
-E2E_IMAGE_NEXT_PATCH=$(variants next-patch) || { echo "e2e: building the next-patch image failed"; exit 1; }
-E2E_IMAGE_NEXT_MAJOR=$(variants next-major) || { echo "e2e: building the next-major image failed"; exit 1; }
-export E2E_IMAGE_NEXT_PATCH E2E_IMAGE_NEXT_MAJOR
+# They are built in the background while the scenarios before the first
+# driver-version run (a minute and more saved): each reference lands in the
+# file E2E_IMAGE_NEXT_*_FILE names, which lib.sh waits for; a failed build
+# leaves NAME.failed instead.
+vdir=$PWD/$state/variants
+rm -rf "$vdir" && mkdir -p "$vdir"
+(
+  for v in next-patch next-major; do
+    if ref=$(variants "$v") && [ -n "$ref" ]; then
+      echo "$ref" > "$vdir/$v.tmp" && mv "$vdir/$v.tmp" "$vdir/$v"
+    else
+      echo "e2e: building the $v image failed" >&2
+      : > "$vdir/$v.failed"
+    fi
+  done
+) &
+variants_pid=$!
+export E2E_IMAGE_NEXT_PATCH_FILE=$vdir/next-patch E2E_IMAGE_NEXT_MAJOR_FILE=$vdir/next-major
 rc=0
 KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig OCI_DIR=$PWD/$state/oci E2E_BACKENDS_ENV=$PWD/$state/backends.env \
   E2E_ENV=local IMPLEMENTATIONS=$IMPLEMENTATIONS test/e2e/run.sh || rc=$?
+# Nothing the script started outlives it: the builds end on their own.
+wait "$variants_pid" || true
 if [ $rc -ne 0 ] && [ "${KEEP_FAILED:-false}" = true ]; then
   echo "e2e: failed; environment kept (KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig); make stop-e2e removes it"
   exit $rc
