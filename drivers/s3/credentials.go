@@ -351,7 +351,10 @@ func (b *Backend) revokeCredential(ctx context.Context, a drivers.Access) error 
 
 // SweepCredentials implements drivers.CredentialSweeper through the
 // issuer's sweep. Credentials kept after credentials was unset are not
-// repaired.
+// repaired. Each request is bounded by requestTimeout (the admin clients'
+// HTTP client), the sweep as a whole only by ctx: on IAM it is three
+// requests per access, and one requestTimeout for all of them ran out at
+// a few hundred accesses, judging only those it reached.
 func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
 	if len(as) == 0 || b.cfg.Credentials == nil {
 		return nil, nil
@@ -360,8 +363,6 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
-	defer cancel()
 	return is.sweep(ctx, as)
 }
 
@@ -377,10 +378,4 @@ func (b *Backend) IssuedCredentials(ctx context.Context) (map[string]bool, error
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
 	defer cancel()
 	return is.list(ctx)
-}
-
-// MintedKeys is IssuedCredentials under its old name, for callers not yet
-// moved (removed with them).
-func (b *Backend) MintedKeys(ctx context.Context) (map[string]bool, error) {
-	return b.IssuedCredentials(ctx)
 }

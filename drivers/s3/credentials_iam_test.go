@@ -2,7 +2,11 @@ package s3
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"testing"
 	"time"
 
@@ -180,7 +184,7 @@ func TestIAMKeysPerAccess(t *testing.T) {
 	if found, err := be.InspectPrincipal(ctx, w.Principal); err != nil || found {
 		t.Errorf("after revocation: want the user gone, got %v (%v)", found, err)
 	}
-	issued, err := be.MintedKeys(ctx)
+	issued, err := be.IssuedCredentials(ctx)
 	if err != nil || issued[w.Principal] || !issued[r.Principal] {
 		t.Errorf("issued keys: want %s and not %s, got %v (%v)", r.Principal, w.Principal, issued, err)
 	}
@@ -196,5 +200,50 @@ func TestIAMKeysPerAccess(t *testing.T) {
 	}
 	if keys, err := admin.ListAccessKeys(ctx, f.Principal); err != nil || len(keys) != 0 {
 		t.Errorf("the foreign user got keys: %v (%v)", keys, err)
+	}
+}
+
+// TestIAMSweepOutlastsOneRequestTimeout: the IAM sweep is three requests
+// per access, each bounded by requestTimeout, the whole only by the
+// caller: through a proxy that holds every request 100 ms, a sweep of 8
+// accesses (25 requests, 2.5 s) judges every one with a requestTimeout of
+// 1 s (one requestTimeout for the whole sweep ran out at a few hundred
+// accesses on a real server, judging only those it reached).
+func TestIAMSweepOutlastsOneRequestTimeout(t *testing.T) {
+	srv, be, _ := iamFixture(t)
+	ctx := context.Background()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		rp.ServeHTTP(w, r)
+	}))
+	defer slow.Close()
+	if err := (s3Ops{t: t, cl: rawClient(t, be.cfg, be.cfg.Endpoint)}).createBucket("ledger"); err != nil {
+		t.Fatal(err)
+	}
+	var as []drivers.Access
+	for i := range 8 {
+		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-sweep-%d", i), Role: drivers.RoleReadOnly, Assert: true, New: true, Recorded: true}
+		a.Principal = be.Principal(a, 1)
+		if _, err := be.Grant(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		as = append(as, a)
+	}
+	cfg := *be.cfg
+	cfg.Credentials = &Credentials{IAMEndpoint: slow.URL}
+	cfg.RequestTimeout = drivers.Duration{Duration: time.Second}
+	slowBe, _ := open(t, &cfg)
+	start := time.Now()
+	drifted, err := slowBe.SweepCredentials(ctx, as)
+	if err != nil || len(drifted) != 0 {
+		t.Fatalf("sweep of %d accesses through the slow proxy: want all judged, none drifted, got %v (%v)", len(as), drifted, err)
+	}
+	if took := time.Since(start); took < cfg.RequestTimeout.Duration {
+		t.Errorf("the sweep took %v: want longer than one requestTimeout (%v), or the test proves nothing", took, cfg.RequestTimeout.Duration)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/secure-io/sio-go"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/Yolean/buckety-controller/drivers/s3/iam"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
 // adminCall is one admin API request of the sibling-key attack and what
@@ -109,33 +114,48 @@ func (a *attack) forgedKey() (string, string) {
 // siblingKeys: mallory takes her own access's key on each S3 server that
 // mints keys and calls its admin API on alice's key (which she is assumed
 // to know): list, inspect, add, change and delete users and service
-// accounts. Every call must be refused; then alice's key must still work,
-// and no key mallory tried to create or set may work on alice's bucket
-// (the foreign-credentials figure tries them).
+// accounts; on SeaweedFS, whose keys are IAM users, its IAM API on alice's
+// user (iamCalls). Every call must be refused; then alice's key must still
+// work, and no key mallory tried to create or set may work on alice's
+// bucket (the foreign-credentials figure tries them).
 func (a *attack) siblingKeys() {
 	t, ctx := a.t, a.ctx
 	type target struct {
 		backend, impl, endpoint, adminEndpoint, region string
-		// aliceSecret is the Secret of alice's key on the backend.
-		aliceSecret string
+		// aliceSecret is the Secret of alice's key on the backend, and
+		// aliceAccess its access (whose status names her IAM user).
+		aliceSecret, aliceAccess string
 	}
 	var targets []target
 	if a.e.s3.Implementation == "minio" {
-		targets = append(targets, target{"s3", "minio", a.e.s3.Endpoint, a.e.s3.Endpoint, a.e.s3.Region, "files-bucket"})
+		targets = append(targets, target{"s3", "minio", a.e.s3.Endpoint, a.e.s3.Endpoint, a.e.s3.Region, "files-bucket", "files"})
 	} else {
-		a.tb.add(t, a.run, "sibling keys on minio", "skipped: the harness's S3 server is VersityGW (FAULTS_S3)", true)
+		a.tb.add(t, a.run, "sibling keys on minio", "skipped: the harness's S3 server is "+a.e.s3.Implementation+" (FAULTS_S3)", true)
 	}
-	vs := "files-bucket"
-	if a.s3x.vgwBackend != "s3" {
-		vs = "reclaim-v"
-		if !a.reclaimed[vs] {
-			vs = ""
+	// Alice's key on the other servers: on the harness's own, her
+	// files bucket's (Secret files-bucket of the implicit access files);
+	// on a server this run started, her reclaimed bucket's (Secret and
+	// implicit access named as the Buckety).
+	aliceOn := func(backend, reclaim string) (secret, access string) {
+		if backend == "s3" {
+			return "files-bucket", "files"
 		}
+		if a.reclaimed[reclaim] {
+			return reclaim, reclaim
+		}
+		return "", ""
 	}
-	if vs != "" {
-		targets = append(targets, target{a.s3x.vgwBackend, "versitygw", a.s3x.vgw.Endpoint, a.s3x.vgw.AdminEndpoint, a.s3x.vgw.Region, vs})
+	if vs, va := aliceOn(a.s3x.vgwBackend, "reclaim-v"); vs != "" {
+		targets = append(targets, target{a.s3x.vgwBackend, "versitygw", a.s3x.vgw.Endpoint, a.s3x.vgw.AdminEndpoint, a.s3x.vgw.Region, vs, va})
 	} else {
 		a.tb.add(t, a.run, "sibling keys on versitygw", "not run: alice has no key there (her reclaim failed)", false)
+	}
+	// SeaweedFS has no admin API beside S3: what mallory tries there is
+	// its IAM API, which serves on the S3 port.
+	if ws, wa := aliceOn(a.s3x.weedBackend, "reclaim-w"); ws != "" {
+		targets = append(targets, target{a.s3x.weedBackend, "seaweedfs", a.s3x.weed.Endpoint, a.s3x.weed.Endpoint, a.s3x.weed.Region, ws, wa})
+	} else {
+		a.tb.add(t, a.run, "sibling keys on seaweedfs", "not run: alice has no key there (her reclaim failed)", false)
 	}
 	for _, tg := range targets {
 		md := a.waitSecret(a.malloryNS, "keys-"+tg.backend)
@@ -230,6 +250,8 @@ func (a *attack) siblingKeys() {
 				send(adminCall{what: "create-user with role admin"}, http.MethodPatch, "/create-user", nil, enc(account{Access: k1, Secret: s1, Role: "admin"})),
 				send(adminCall{what: "change-bucket-owner of alice's bucket to her own key"}, http.MethodPatch, "/change-bucket-owner", url.Values{"bucket": {bucket}, "owner": {mk}}, nil),
 			)
+		case "seaweedfs":
+			calls = a.iamCalls(tg.endpoint, tg.region, mk, ms, a.principal(a.malloryNS, "keys-"+tg.backend), a.principal(a.aliceNS, tg.aliceAccess), ak, bucket, string(md["bucket"]), forge)
 		}
 		refused := 0
 		var allowed, answers []string
@@ -244,15 +266,94 @@ func (a *attack) siblingKeys() {
 				t.Logf("%s: %s answered HTTP %d (a no-op on a user; alice's key is checked next)", a.run, c.what, c.status)
 			}
 		}
-		t.Logf("%s: %s admin API as mallory: %s", a.run, tg.impl, strings.Join(answers, "; "))
-		a.tb.add(t, a.run, fmt.Sprintf("sibling keys on %s: admin API calls with mallory's key on alice's key refused", tg.impl), fmt.Sprintf("%d of %d", refused, len(calls)), len(allowed) == 0)
+		api, on := "admin API", "alice's key"
+		if tg.impl == "seaweedfs" {
+			api, on = "IAM API", "alice's user"
+		}
+		t.Logf("%s: %s %s as mallory: %s", a.run, tg.impl, api, strings.Join(answers, "; "))
+		a.tb.add(t, a.run, fmt.Sprintf("sibling keys on %s: %s calls with mallory's key on %s refused", tg.impl, api, on), fmt.Sprintf("%d of %d", refused, len(calls)), len(allowed) == 0 && len(calls) > 0)
 		if len(allowed) > 0 {
-			t.Logf("%s: %s admin API calls mallory's key was allowed: %v", a.run, tg.impl, allowed)
+			t.Logf("%s: %s %s calls mallory's key was allowed: %v", a.run, tg.impl, api, allowed)
 		}
 		// Alice's key, after the attack: still hers, still working.
 		a.aliceRequests++
 		if err := aliceWrites(ctx, ad, victimResource{kind: "bucket", name: bucket, endpoint: tg.endpoint, key: "after-admin-attack"}); err != nil {
-			a.aliceFailed = append(a.aliceFailed, fmt.Sprintf("her %s key after mallory's admin API calls: %v", tg.impl, err))
+			a.aliceFailed = append(a.aliceFailed, fmt.Sprintf("her %s key after mallory's %s calls: %v", tg.impl, api, err))
 		}
+	}
+}
+
+// principal is an access's status.principal (its IAM user on SeaweedFS),
+// waited for up to a minute.
+func (a *attack) principal(ns, access string) string {
+	a.t.Helper()
+	var cur v1.BucketyAccess
+	if !until(time.Now().Add(time.Minute), func() bool {
+		return a.e.k8s.Get(a.ctx, client.ObjectKey{Namespace: ns, Name: access}, &cur) == nil && cur.Status.Principal != ""
+	}) {
+		a.t.Fatalf("access %s/%s names no principal: %v", ns, access, cur.Status.Conditions)
+	}
+	return cur.Status.Principal
+}
+
+// iamCalls are mallory's IAM API calls on SeaweedFS, signed with her own
+// access's key (mk/ms, of her user mu), aimed at alice's user au, her key
+// ak and her bucket: read alice's user, keys and policy; make, delete and
+// re-scope keys and policies of alice's; delete alice's user; make a user
+// of her own; make a second key for herself (-s3.iam.selfServiceRequiresGrant
+// must hold); widen her own policy to alice's bucket. A key a call returns
+// is handed to forge, so the foreign-credentials figure tries it on alice's
+// resources.
+func (a *attack) iamCalls(endpoint, region, mk, ms, mu, au, ak, bucket, ownBucket string, forge func(access, secret string)) []adminCall {
+	t, ctx := a.t, a.ctx
+	mc := iam.New(endpoint, region, mk, ms, &http.Client{Timeout: 15 * time.Second})
+	call := func(what string, fn func() error) adminCall {
+		c := adminCall{what: what, status: http.StatusOK}
+		var ie *iam.Error
+		switch err := fn(); {
+		case err == nil:
+		case errors.As(err, &ie):
+			c.status, c.body = ie.Status, ie.Code+": "+ie.Message
+		default:
+			t.Fatalf("IAM %s as mallory: %v", what, err)
+		}
+		return c
+	}
+	key := func(user string) func() error {
+		return func() error {
+			k, err := mc.CreateAccessKey(ctx, user)
+			if err == nil {
+				forge(k.AccessKeyID, k.SecretAccessKey)
+			}
+			return err
+		}
+	}
+	everything := func(b string) []byte {
+		return []byte(fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::%s","arn:aws:s3:::%s/*"]}]}`, b, b))
+	}
+	forgedUser, _ := a.forgedKey()
+	return []adminCall{
+		call("ListUsers", func() error { _, err := mc.ListUsers(ctx, ""); return err }),
+		call("GetUser of alice's user", func() error { _, err := mc.GetUser(ctx, au); return err }),
+		call("ListAccessKeys of alice's user", func() error { _, err := mc.ListAccessKeys(ctx, au); return err }),
+		call("ListUserPolicies of alice's user", func() error { _, err := mc.ListUserPolicies(ctx, au); return err }),
+		call("GetUserPolicy buckety of alice's user", func() error { _, err := mc.GetUserPolicy(ctx, au, "buckety"); return err }),
+		call("CreateAccessKey for alice's user", key(au)),
+		call("DeleteAccessKey of alice's key", func() error { return mc.DeleteAccessKey(ctx, au, ak) }),
+		call("PutUserPolicy buckety of alice's user (her own bucket instead of alice's)", func() error { return mc.PutUserPolicy(ctx, au, "buckety", everything(ownBucket)) }),
+		call("DeleteUserPolicy buckety of alice's user", func() error { return mc.DeleteUserPolicy(ctx, au, "buckety") }),
+		call("TagUser alice's user", func() error {
+			return mc.TagUser(ctx, au, []iam.Tag{{Key: "buckety.yolean.se/access-uid", Value: "mallory"}})
+		}),
+		call("DeleteUser alice's user", func() error { return mc.DeleteUser(ctx, au) }),
+		call("CreateUser of her own", func() error {
+			if _, err := mc.CreateUser(ctx, "bky"+forgedUser, "/buckety/", nil); err != nil {
+				return err
+			}
+			return key("bky" + forgedUser)()
+		}),
+		call("CreateAccessKey, a second key for herself", key("")),
+		call("CreateAccessKey for her own user by name", key(mu)),
+		call("PutUserPolicy on her own user, s3:* on alice's bucket", func() error { return mc.PutUserPolicy(ctx, mu, "more", everything(bucket)) }),
 	}
 }

@@ -24,8 +24,9 @@ import (
 // buckety mints, while alice's workload (victim_test.go) keeps using her
 // topic and bucket with the Secrets buckety gave her:
 //
-//  1. sibling keys: mallory signs admin API requests with her own
-//     access's S3 key, aimed at alice's key (adminapi_test.go);
+//  1. sibling keys: mallory signs admin API requests (on SeaweedFS: IAM
+//     API requests) with her own access's S3 key, aimed at alice's key
+//     and user (adminapi_test.go);
 //  2. strip and reclaim: mallory copies her Secrets, deletes her Buckety
 //     with its finalizer patched away, and alice claims the emptied name;
 //     mallory's copies must not reach alice's resource;
@@ -41,6 +42,12 @@ import (
 
 // attackS3 is the hostile run's S3 servers beyond the harness's own.
 type attackS3 struct {
+	// weed is a SeaweedFS, whose keys per access are IAM users: the
+	// harness's server when it is SeaweedFS, otherwise one this run
+	// starts (backend s3-w), so that every run counts IAM keys.
+	weed *s3test.Server
+	// weedBackend is the backend that mints IAM users on weed: s3 or s3-w.
+	weedBackend string
 	// vgw is a VersityGW with an IAM store: the harness's server when it
 	// is VersityGW, otherwise one this run starts (backend s3-v).
 	vgw *s3test.Server
@@ -55,12 +62,12 @@ type attackS3 struct {
 // noIAMBackend is the backend whose admin API answers 501.
 const noIAMBackend = "s3-noiam"
 
-// startAttackS3 starts the gateways the attacks need, stopped by PID when
+// startAttackS3 starts the servers the attacks need, stopped by PID when
 // the test ends.
 func (e *env) startAttackS3(t *testing.T) *attackS3 {
 	t.Helper()
-	start := func(dir string, opts s3test.Options) *s3test.Server {
-		s, err := s3test.StartIn(filepath.Join(e.dir, dir), "versitygw", opts, false)
+	startImpl := func(impl, dir string, opts s3test.Options) *s3test.Server {
+		s, err := s3test.StartIn(filepath.Join(e.dir, dir), impl, opts, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +78,11 @@ func (e *env) startAttackS3(t *testing.T) *attackS3 {
 		})
 		return s
 	}
-	a := &attackS3{vgw: e.s3, vgwBackend: "s3"}
+	start := func(dir string, opts s3test.Options) *s3test.Server { return startImpl("versitygw", dir, opts) }
+	a := &attackS3{vgw: e.s3, vgwBackend: "s3", weed: e.s3, weedBackend: "s3"}
+	if e.s3.Implementation != "seaweedfs" {
+		a.weed, a.weedBackend = startImpl("seaweedfs", "hostile-seaweedfs", s3test.Options{}), "s3-w"
+	}
 	if e.s3.Implementation != "versitygw" {
 		a.vgw, a.vgwBackend = start("hostile-versitygw", s3test.Options{IAM: true, Region: e.s3.Region}), "s3-v"
 	}
@@ -81,7 +92,20 @@ func (e *env) startAttackS3(t *testing.T) *attackS3 {
 
 // env is what the hostile controller's config reads of these servers.
 func (a *attackS3) env() []string {
-	return []string{"FAULTS_VGW_ACCESS_KEY=" + a.vgw.AccessKey, "FAULTS_VGW_SECRET_KEY=" + a.vgw.SecretKey}
+	return []string{"FAULTS_VGW_ACCESS_KEY=" + a.vgw.AccessKey, "FAULTS_VGW_SECRET_KEY=" + a.vgw.SecretKey,
+		"FAULTS_WEED_ACCESS_KEY=" + a.weed.AccessKey, "FAULTS_WEED_SECRET_KEY=" + a.weed.SecretKey}
+}
+
+// keyBackends are the S3 backends that mint a key per access: s3, and
+// s3-v and s3-w unless s3 is that server.
+func (a *attackS3) keyBackends() []string {
+	out := []string{"s3"}
+	for _, be := range []string{a.vgwBackend, a.weedBackend} {
+		if be != "s3" {
+			out = append(out, be)
+		}
+	}
+	return out
 }
 
 // s3BackendYAML is one s3 backend of the hostile run's config.
@@ -172,6 +196,10 @@ func (a *attack) reclaimTargets() []reclaimTarget {
 		out = append(out, reclaimTarget{kind: "bucket", obj: "reclaim-v", name: fmt.Sprintf("f-reclaim-%d-v", a.id), malloryBackend: a.s3x.vgwBackend, aliceBackend: a.s3x.vgwBackend,
 			endpoint: a.s3x.vgw.Endpoint, region: a.s3x.vgw.Region})
 	}
+	if a.s3x.weedBackend != "s3" {
+		out = append(out, reclaimTarget{kind: "bucket", obj: "reclaim-w", name: fmt.Sprintf("f-reclaim-%d-w", a.id), malloryBackend: a.s3x.weedBackend, aliceBackend: a.s3x.weedBackend,
+			endpoint: a.s3x.weed.Endpoint, region: a.s3x.weed.Region})
+	}
 	return out
 }
 
@@ -217,10 +245,7 @@ func (a *attack) runAttacks() {
 		victimResource{kind: "topic", name: a.aliceNS + ".orders"},
 		victimResource{kind: "bucket", name: a.aliceNS + "-files", endpoint: a.e.s3.Endpoint, key: "before"})
 	// Everything mallory needs is created at once, so the waits overlap.
-	keyBackends := []string{"s3"}
-	if a.s3x.vgwBackend != "s3" {
-		keyBackends = append(keyBackends, a.s3x.vgwBackend)
-	}
+	keyBackends := a.s3x.keyBackends()
 	for _, be := range keyBackends {
 		a.create(a.mallory, keysBuckety(a.malloryNS, be))
 	}
@@ -432,7 +457,8 @@ func (a *attack) summary() {
 	if len(works) > 0 {
 		t.Logf("%s: foreign credentials that work: %v", a.run, first(works, 10))
 	}
-	keys := []string{a.e.s3.AccessKey, a.e.s3.SecretKey, a.s3x.vgw.AccessKey, a.s3x.vgw.SecretKey, a.s3x.noIAM.AccessKey, a.s3x.noIAM.SecretKey, superuserPassword}
+	keys := []string{a.e.s3.AccessKey, a.e.s3.SecretKey, a.s3x.vgw.AccessKey, a.s3x.vgw.SecretKey, a.s3x.noIAM.AccessKey, a.s3x.noIAM.SecretKey,
+		a.s3x.weed.AccessKey, a.s3x.weed.SecretKey, superuserPassword}
 	var holding []string
 	for _, ns := range []string{a.aliceNS, a.malloryNS} {
 		if err := a.e.eachSecret(ctx, ns, func(s *corev1.Secret) {
@@ -443,10 +469,7 @@ func (a *attack) summary() {
 			t.Fatal(err)
 		}
 	}
-	backends := "kafka, kafka-b, s3, " + noIAMBackend
-	if a.s3x.vgwBackend != "s3" {
-		backends += ", " + a.s3x.vgwBackend
-	}
+	backends := "kafka, kafka-b, " + strings.Join(a.s3x.keyBackends(), ", ") + ", " + noIAMBackend
 	a.tb.add(t, a.run, fmt.Sprintf("root keys in tenant Secrets (%s)", backends), len(holding), len(holding) == 0)
 	if len(holding) > 0 {
 		t.Logf("%s: Secrets holding a backend's own keys: %v", a.run, holding)

@@ -1,8 +1,9 @@
 // Package faults is buckety's standing fault harness. A platform team adopts
 // a controller for what it survives, so the harness breaks things on purpose
 // against real parts only — a real kube-apiserver (test/controlplane), the
-// Kafka-protocol broker process (test/kafka), a real MinIO (test/s3) and the
-// built buckety-controller binary running under its generated RBAC — and
+// Kafka-protocol broker process (test/kafka), a real S3 server (test/s3:
+// MinIO, or VersityGW or SeaweedFS with FAULTS_S3) and the built
+// buckety-controller binary running under its generated RBAC — and
 // prints one table of figures: an inventory of what exists at the end,
 // compared with what should exist, in the spirit of Jepsen's checks.
 //

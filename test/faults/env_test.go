@@ -41,7 +41,7 @@ const (
 
 // env is one set of real parts shared by the runs: a control plane with
 // kube-controller-manager (garbage collection of owned Secrets), a broker
-// on a data dir, MinIO, and the controller binary.
+// on a data dir, the S3 server (FAULTS_S3), and the controller binary.
 type env struct {
 	t          *testing.T
 	dir        string
@@ -60,7 +60,7 @@ type env struct {
 func newEnv(t *testing.T, p params) *env {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("fault harness: needs the control plane, the broker and MinIO; run without -short (make test, make faults)")
+		t.Skip("fault harness: needs the control plane, the broker and an S3 server; run without -short (make test, make faults)")
 	}
 	dir, err := os.MkdirTemp("", "bkt-faults-")
 	if err != nil {
@@ -186,7 +186,8 @@ func (e *env) configYAML(p params) string {
 }
 
 // s3AdminEndpoint is the credentials setting of the S3 server's admin API
-// (VersityGW's own port; MinIO serves it on its S3 port).
+// (VersityGW's own port; MinIO serves it on its S3 port, and SeaweedFS the
+// IAM API).
 func (e *env) s3AdminEndpoint() string {
 	if e.s3.AdminEndpoint == "" {
 		return ""
@@ -256,7 +257,7 @@ func (e *env) topics(ctx context.Context) (map[string]bool, error) {
 	return harness.Topics(ctx, e.broker.Addrs, e.superuser()[1:]...)
 }
 
-// buckets lists MinIO's buckets.
+// buckets lists the S3 server's buckets.
 func (e *env) buckets(ctx context.Context) (map[string]bool, error) {
 	out, err := e.s3c.ListBuckets(ctx, &s3.ListBucketsInput{})
 	if err != nil {

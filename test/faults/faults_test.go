@@ -26,7 +26,7 @@ import (
 //	FAULTS_OPS        churn operations (30; full 300)
 //	FAULTS_KILLS      controller SIGKILLs during churn (3; full 20)
 //	FAULTS_CONVERGE   how long a run may take to converge after its faults (90s; full 300s)
-//	FAULTS_S3         the S3 server: minio (default) or versitygw
+//	FAULTS_S3         the S3 server: minio (default), versitygw or seaweedfs (keys per access as IAM users)
 //	FAULTS_ATTACK_SECRETS  1 MiB Secrets the hostile tenant creates (100; full 300)
 //	FAULTS_ATTACK_LIMIT    memory limit of the controller and webhook in MiB (96; full 128)
 //	FAULTS_TENANT_LIMIT    limits.perNamespace of the hostile run's backends (20; full 100)
@@ -108,8 +108,8 @@ func loadParams(t *testing.T) params {
 	}
 	p.S3 = "minio"
 	if v := os.Getenv("FAULTS_S3"); v != "" {
-		if v != "minio" && v != "versitygw" {
-			t.Fatalf("FAULTS_S3=%q: want minio or versitygw", v)
+		if v != "minio" && v != "versitygw" && v != "seaweedfs" {
+			t.Fatalf("FAULTS_S3=%q: want minio, versitygw or seaweedfs", v)
 		}
 		p.S3 = v
 	}

@@ -198,7 +198,7 @@ func (a *attack) floodCount(ctx context.Context, kcl *kgo.Client, parts []floodP
 	if err != nil {
 		return c, err
 	}
-	keys, err := harness.MintedS3Keys(ctx, a.e.s3)
+	keys, err := harness.IssuedS3Keys(ctx, a.e.s3)
 	if err != nil {
 		return c, err
 	}

@@ -41,18 +41,20 @@ import (
 // sharing the first one's claim space.
 //
 // Her Secrets are her own keys on every backend (a SCRAM user; a MinIO
-// user or a VersityGW user), and while mallory attacks, alice's workload
-// uses them (victim_test.go); mallory then goes after those keys
-// (attacker_test.go: admin API calls with her own key, a stripped Buckety
-// whose name alice claims, an access flood, a backend whose admin API
-// answers 501).
+// user, a VersityGW user or a SeaweedFS IAM user), and while mallory
+// attacks, alice's workload uses them (victim_test.go); mallory then goes
+// after those keys (attacker_test.go: admin or IAM API calls with her own
+// key, a stripped Buckety whose name alice claims, an access flood, a
+// backend whose admin API answers 501).
 //
 // Figures: alice's Ready latency quiet and under attack; restarts and OOM
 // kills of both processes; alice's resources changed or deleted; details
 // of alice's resources in mallory's status and events; the attacks the
 // webhook refused; the claim left without an owner, as the maintainer sees
 // it; each attack's own; alice's failed requests, foreign credentials that
-// work on her resources, and root keys in tenant Secrets.
+// work on her resources, and root keys in tenant Secrets; and SeaweedFS's
+// IAM users without an access, or Ready accesses without their own user's
+// key, after it all.
 func runHostile(t *testing.T, e *env, p params, tb *table) {
 	const run = "hostile-tenant"
 	r := rng(p.Seed, run)
@@ -317,10 +319,14 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 	tb.add(t, run, fmt.Sprintf("mallory's claims on kafka (limit %d)", p.TenantLimit), held, held <= p.TenantLimit)
 	tb.add(t, run, "claims without owner, visible to the maintainer", orphaned, orphaned >= 1)
 	atk.summary()
+	// The IAM users of both tenants on SeaweedFS, after every attack: none
+	// without an access, every Ready access with a key of its own user.
+	e.s3KeyFigures(t, tb, run, s3x.weed, "seaweedfs, "+s3x.weedBackend, "", time.Minute)
 }
 
 // hostileConfigYAML is the platform's config of the hostile run: every
-// backend with limits, and every S3 backend minting a key per access,
+// backend with limits, and every S3 backend minting a key per access
+// (s3-v on VersityGW and s3-w on SeaweedFS unless s3 is that server),
 // including s3-noiam, whose admin API answers 501.
 func (e *env) hostileConfigYAML(p params, s3x *attackS3) string {
 	perB, perNS := accessLimits(p)
@@ -351,6 +357,10 @@ func (e *env) hostileConfigYAML(p params, s3x *attackS3) string {
 	out += s3BackendYAML("s3", "", p.S3, e.s3.Endpoint, e.s3.Region, "FAULTS_S3", e.s3AdminEndpoint(), limits)
 	if s3x.vgwBackend != "s3" {
 		out += s3BackendYAML(s3x.vgwBackend, "", "versitygw", s3x.vgw.Endpoint, s3x.vgw.Region, "FAULTS_VGW", "adminEndpoint: "+s3x.vgw.AdminEndpoint, limits)
+	}
+	if s3x.weedBackend != "s3" {
+		// An IAM user per access, through the IAM API on its S3 port.
+		out += s3BackendYAML(s3x.weedBackend, "", "seaweedfs", s3x.weed.Endpoint, s3x.weed.Region, "FAULTS_WEED", "", limits)
 	}
 	// The gateway's S3 API, with its admin API answering 501: the same
 	// service as the backend minting keys there.

@@ -7,6 +7,9 @@ import "fmt"
 
 // Kill crashes the server with SIGKILL.
 func (s *Server) Kill() error {
+	if s.weed != nil {
+		return s.weed.Kill()
+	}
 	if s.p == nil {
 		return fmt.Errorf("kill: %s is not running", s.Implementation)
 	}
@@ -14,8 +17,11 @@ func (s *Server) Kill() error {
 }
 
 // Respawn starts a killed server again with the same arguments and waits
-// until it serves.
+// until it serves (SeaweedFS: until it takes writes, about 17 s).
 func (s *Server) Respawn() error {
+	if s.weed != nil {
+		return s.weed.Restart()
+	}
 	if s.p == nil {
 		return fmt.Errorf("respawn: %s was stopped, not killed", s.Implementation)
 	}

@@ -1,6 +1,8 @@
 // Package s3 runs real S3 servers for tests and the local stack: VersityGW
 // (posix backend, with a versioning directory) and MinIO (single drive),
-// each as a process on free loopback ports with its own data directory.
+// each as a process on free loopback ports with its own data directory,
+// and SeaweedFS through test/seaweedfs, so that a harness that takes its
+// S3 server by name (the fault and scale harnesses) runs on it too.
 // The binaries are the pinned ones test/tools/install.sh builds.
 package s3
 
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/Yolean/buckety-controller/test/proc"
+	"github.com/Yolean/buckety-controller/test/seaweedfs"
 )
 
 // Environment variables holding the server binaries; `make test` sets them
@@ -27,11 +30,13 @@ const (
 )
 
 // Implementations are the S3 servers the tests run, in a stable order.
+// SeaweedFS is not among them: StartIn starts it by name, and its own
+// tests are in test/seaweedfs.
 var Implementations = []string{"versitygw", "minio"}
 
 // Server is a running S3 server.
 type Server struct {
-	// Implementation is "versitygw" or "minio".
+	// Implementation is "versitygw", "minio" or "seaweedfs".
 	Implementation string
 	// Endpoint is http://127.0.0.1:PORT.
 	Endpoint string
@@ -44,6 +49,8 @@ type Server struct {
 	AdminEndpoint string
 
 	p *proc.Process
+	// weed is the server when Implementation is seaweedfs (p is nil).
+	weed *seaweedfs.Server
 }
 
 // Options configure a server.
@@ -95,8 +102,13 @@ func Start(t testing.TB, implementation string, opts Options) *Server {
 	return s
 }
 
-// StartIn starts a server with its data and logs under dir.
+// StartIn starts a server with its data and logs under dir. SeaweedFS
+// (test/seaweedfs) has one region, us-east-1, and keys of its own choosing,
+// with IAM writes on: Options other than Region us-east-1 are refused.
 func StartIn(dir, implementation string, opts Options, detached bool) (*Server, error) {
+	if implementation == "seaweedfs" {
+		return startSeaweedFS(dir, opts, detached)
+	}
 	ports, err := proc.FreePorts(2)
 	if err != nil {
 		return nil, err
@@ -158,7 +170,7 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 			env = append(env, "MINIO_PROMETHEUS_AUTH_TYPE=public")
 		}
 	default:
-		return nil, fmt.Errorf("unknown S3 implementation %q (known: versitygw, minio)", implementation)
+		return nil, fmt.Errorf("unknown S3 implementation %q (known: versitygw, minio, seaweedfs)", implementation)
 	}
 	p, err := proc.Start(dir, implementation, bin, args, env, detached)
 	if err != nil {
@@ -210,8 +222,23 @@ func (s *Server) waitReady(url string) error {
 	}
 }
 
+// startSeaweedFS starts SeaweedFS under dir as a Server.
+func startSeaweedFS(dir string, opts Options, detached bool) (*Server, error) {
+	if opts.NoVersioning || opts.PublicMetrics || opts.AccessKey != "" || (opts.Region != "" && opts.Region != seaweedfs.Region) {
+		return nil, fmt.Errorf("seaweedfs: options %+v: only Region %s (and IAM, always on) apply", opts, seaweedfs.Region)
+	}
+	w, err := seaweedfs.StartIn(dir, seaweedfs.Options{}, detached)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Implementation: "seaweedfs", Endpoint: w.Endpoint, AccessKey: w.AccessKey, SecretKey: w.SecretKey, Region: seaweedfs.Region, weed: w}, nil
+}
+
 // Stop stops the server; it is idempotent.
 func (s *Server) Stop() error {
+	if s.weed != nil {
+		return s.weed.Stop()
+	}
 	if s.p == nil {
 		return nil
 	}
@@ -221,7 +248,12 @@ func (s *Server) Stop() error {
 }
 
 // PID is the server's process ID.
-func (s *Server) PID() int { return s.p.PID() }
+func (s *Server) PID() int {
+	if s.weed != nil {
+		return s.weed.PID()
+	}
+	return s.p.PID()
+}
 
 func randomHex(n int) string {
 	b := make([]byte, n)

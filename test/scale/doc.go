@@ -5,9 +5,10 @@
 // limiter, how many Kafka requests a topic costs, and memory with a
 // cluster's worth of Secrets. So the benchmark runs the real parts only —
 // the no-root control plane (test/controlplane), the request-counting
-// Kafka-protocol broker process (test/kafka), MinIO (test/s3), and the
-// buckety-controller and buckety-webhook binaries built from the tree under
-// test and running under their generated RBAC (test/harness) — and prints
+// Kafka-protocol broker process (test/kafka), MinIO and SeaweedFS
+// (test/s3), and the buckety-controller and buckety-webhook binaries built
+// from the tree under test and running under their generated RBAC
+// (test/harness) — and prints
 // one table of figures, each next to its goal and, where the API server
 // bounds it, as a ratio to the API server's own floor measured in the same
 // run.

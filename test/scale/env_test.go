@@ -57,8 +57,9 @@ func buildBins(t *testing.T, dir string) bins {
 }
 
 // env is one fresh set of real parts for one N: a control plane, a
-// request-counting broker, MinIO, the webhook registered with the API
-// server, and the controller binary under its generated RBAC.
+// request-counting broker, MinIO (and in the first, SeaweedFS), the
+// webhook registered with the API server, and the controller binary under
+// its generated RBAC.
 type env struct {
 	t      *testing.T
 	dir    string
@@ -72,10 +73,15 @@ type env struct {
 	// sharedS3 and scopedS3 count what backends s3-shared and s3-scoped
 	// send MinIO.
 	sharedS3, scopedS3 *countingProxy
-	k8s                client.WithWatch
-	kubeconfig         string
-	configDir          string
-	ctrl               *harness.Controller
+	// weed is a SeaweedFS, started when its scoped figures are measured
+	// (nil otherwise); sharedWeed and iamWeed count what backends
+	// s3w-shared and s3w-iam send it.
+	weed                *s3test.Server
+	sharedWeed, iamWeed *countingProxy
+	k8s                 client.WithWatch
+	kubeconfig          string
+	configDir           string
+	ctrl                *harness.Controller
 	// ctrlEnv is more environment for every controller run
 	// (SCALE_CONTROLLER_ENV).
 	ctrlEnv []string
@@ -86,7 +92,9 @@ type env struct {
 	kc  *kgo.Client
 }
 
-func newEnv(t *testing.T, b bins, name string) *env {
+// newEnv starts the parts of one N; withWeed also starts SeaweedFS and
+// its two backends.
+func newEnv(t *testing.T, b bins, name string, withWeed bool) *env {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "bkt-scale-"+name+"-")
 	if err != nil {
@@ -145,6 +153,18 @@ func newEnv(t *testing.T, b bins, name string) *env {
 	})
 	e.sharedS3 = startCountingProxy(t, e.s3.Endpoint)
 	e.scopedS3 = startCountingProxy(t, e.s3.Endpoint)
+	if withWeed {
+		if e.weed, err = s3test.StartIn(filepath.Join(dir, "seaweedfs"), "seaweedfs", s3test.Options{}, false); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := e.weed.Stop(); err != nil {
+				t.Errorf("stop seaweedfs: %v", err)
+			}
+		})
+		e.sharedWeed = startCountingProxy(t, e.weed.Endpoint)
+		e.iamWeed = startCountingProxy(t, e.weed.Endpoint)
+	}
 	scheme, err := appcontroller.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +245,36 @@ func (e *env) configYAML() string {
     secretAccessKey: ${SCALE_S3_SECRET_KEY}
     credentials: {}
 `, strings.Join(e.broker.Addrs, ", "), scopedBackend, strings.Join(e.scoped.Addrs, ", "), e.s3.Endpoint, e.s3.Region,
-		sharedS3Backend, e.sharedS3.URL, scopedS3Backend, e.scopedS3.URL)
+		sharedS3Backend, e.sharedS3.URL, scopedS3Backend, e.scopedS3.URL) + e.weedYAML()
+}
+
+// weedYAML is SeaweedFS's two backends, when it runs: its admin identity's
+// keys for every access, and an IAM user per access (the IAM API is the
+// S3 endpoint's, so the proxy counts it too).
+func (e *env) weedYAML() string {
+	if e.weed == nil {
+		return ""
+	}
+	return fmt.Sprintf(`- name: %[1]s
+  driver: s3
+  config:
+    implementation: seaweedfs
+    endpoint: %[2]s
+    region: %[3]s
+    forcePathStyle: true
+    accessKeyID: ${SCALE_WEED_ACCESS_KEY}
+    secretAccessKey: ${SCALE_WEED_SECRET_KEY}
+- name: %[4]s
+  driver: s3
+  config:
+    implementation: seaweedfs
+    endpoint: %[5]s
+    region: %[3]s
+    forcePathStyle: true
+    accessKeyID: ${SCALE_WEED_ACCESS_KEY}
+    secretAccessKey: ${SCALE_WEED_SECRET_KEY}
+    credentials: {}
+`, sharedWeedBackend, e.sharedWeed.URL, e.weed.Region, iamWeedBackend, e.iamWeed.URL)
 }
 
 // startWebhook runs buckety-webhook as a process and registers it, as in
@@ -255,13 +304,22 @@ func (e *env) startController(args []string) {
 	c, err := harness.StartController(harness.ControllerOptions{
 		Dir: e.dir, Bin: e.bins.controller, Kubeconfig: e.kubeconfig, ConfigDir: e.configDir,
 		Args:            append([]string{"--leader-elect=false"}, args...),
-		Env:             append([]string{"SCALE_S3_ACCESS_KEY=" + e.s3.AccessKey, "SCALE_S3_SECRET_KEY=" + e.s3.SecretKey, "SCALE_KAFKA_PASSWORD=" + scopedPassword}, e.ctrlEnv...),
+		Env:             append(e.backendEnv(), e.ctrlEnv...),
 		MetricsInsecure: true, Pprof: supportsFlag(e.bins.controller, "pprof-bind-address"),
 	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.ctrl = c
+}
+
+// backendEnv is what the controller's config refers to.
+func (e *env) backendEnv() []string {
+	out := []string{"SCALE_S3_ACCESS_KEY=" + e.s3.AccessKey, "SCALE_S3_SECRET_KEY=" + e.s3.SecretKey, "SCALE_KAFKA_PASSWORD=" + scopedPassword}
+	if e.weed != nil {
+		out = append(out, "SCALE_WEED_ACCESS_KEY="+e.weed.AccessKey, "SCALE_WEED_SECRET_KEY="+e.weed.SecretKey)
+	}
+	return out
 }
 
 func (e *env) stopController() {

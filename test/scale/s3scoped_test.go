@@ -1,9 +1,11 @@
 package scale
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -23,20 +25,50 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
-// The two MinIO backends the scoped S3 figures compare, each reached
-// through a counting proxy of its own: s3-shared hands every access the
-// root keys, s3-scoped a service account per access.
+// The backends the scoped S3 figures compare, two per server, each reached
+// through a counting proxy of its own: on MinIO, s3-shared hands every
+// access the root keys and s3-scoped a key of its own (a user per access);
+// on SeaweedFS, s3w-shared the admin identity's keys and s3w-iam an IAM
+// user per access, made through the IAM API on the S3 port.
 const (
-	sharedS3Backend = "s3-shared"
-	scopedS3Backend = "s3-scoped"
+	sharedS3Backend   = "s3-shared"
+	scopedS3Backend   = "s3-scoped"
+	sharedWeedBackend = "s3w-shared"
+	iamWeedBackend    = "s3w-iam"
 )
 
-// countingProxy is a loopback reverse proxy in front of MinIO that counts
-// what one backend sends: admin API requests by operation, S3 requests by
-// method. MinIO's own metrics count no admin requests. The client's Host
-// header is passed on unchanged, as SigV4 signed it.
+// scopedS3Server is one server of the scoped S3 figures: its label and
+// what its keys are, its two backends and their proxies, and the API that
+// makes and deletes keys, as its rows name it (api) and the proxy counts
+// it (keyPrefix: "admin " on MinIO, "iam " on SeaweedFS).
+type scopedS3Server struct {
+	label, keys              string
+	srv                      *s3test.Server
+	shared, scoped           string
+	sharedProxy, scopedProxy *countingProxy
+	api, keyPrefix           string
+}
+
+// minioScoped is MinIO's: a user per access through its admin API.
+func (e *env) minioScoped() scopedS3Server {
+	return scopedS3Server{label: "s3 (MinIO)", keys: "scoped", srv: e.s3, shared: sharedS3Backend, scoped: scopedS3Backend,
+		sharedProxy: e.sharedS3, scopedProxy: e.scopedS3, api: "admin", keyPrefix: "admin "}
+}
+
+// weedScoped is SeaweedFS's: an IAM user per access through its IAM API.
+func (e *env) weedScoped() scopedS3Server {
+	return scopedS3Server{label: "s3 (SeaweedFS)", keys: "IAM user per access", srv: e.weed, shared: sharedWeedBackend, scoped: iamWeedBackend,
+		sharedProxy: e.sharedWeed, scopedProxy: e.iamWeed, api: "IAM", keyPrefix: "iam "}
+}
+
+// countingProxy is a loopback reverse proxy in front of an S3 server that
+// counts what one backend sends: MinIO's admin API requests by operation,
+// IAM API requests (SeaweedFS serves them on its S3 port) by action, S3
+// requests by method. Neither server's own metrics count those. The
+// client's Host header is passed on unchanged, as SigV4 signed it.
 type countingProxy struct {
 	URL string
 	srv *http.Server
@@ -60,8 +92,13 @@ func startCountingProxy(t *testing.T, target string) *countingProxy {
 		r.Out.Host = r.In.Host
 	}}
 	p.srv = &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind, err := requestKind(r)
+		if err != nil {
+			http.Error(w, "counting proxy: "+err.Error(), http.StatusBadGateway)
+			return
+		}
 		p.mu.Lock()
-		p.n[requestKind(r)]++
+		p.n[kind]++
 		p.mu.Unlock()
 		rp.ServeHTTP(w, r)
 	})}
@@ -78,13 +115,33 @@ func startCountingProxy(t *testing.T, target string) *countingProxy {
 	return p
 }
 
-// requestKind is "admin <operation>" for MinIO's admin API, else "S3 <method>".
-func requestKind(r *http.Request) string {
+// requestKind is "admin <operation>" for MinIO's admin API, "iam <Action>"
+// for an IAM API request (a form POST to / with Action), else
+// "S3 <method>". An IAM request's body is read and put back as it was,
+// for the server checks the signature of its hash.
+func requestKind(r *http.Request) (string, error) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/minio/admin/"); ok {
 		parts := strings.Split(rest, "/") // v3/add-service-account
-		return "admin " + parts[len(parts)-1]
+		return "admin " + parts[len(parts)-1], nil
 	}
-	return "S3 " + r.Method
+	if r.Method == http.MethodPost && r.URL.Path == "/" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			return "", fmt.Errorf("read an IAM request: %w", err)
+		}
+		if err := r.Body.Close(); err != nil {
+			return "", err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return "", fmt.Errorf("parse an IAM request: %w", err)
+		}
+		if a := form.Get("Action"); a != "" {
+			return "iam " + a, nil
+		}
+	}
+	return "S3 " + r.Method, nil
 }
 
 func (p *countingProxy) snapshot() counts {
@@ -97,9 +154,8 @@ func (p *countingProxy) snapshot() counts {
 	return out
 }
 
-// admin and s3 split a count into its admin and S3 requests.
-func (c counts) admin() counts { return c.with("admin ") }
-func (c counts) s3() counts    { return c.with("S3 ") }
+// s3 is a count's S3 requests (with counts the rest by prefix).
+func (c counts) s3() counts { return c.with("S3 ") }
 func (c counts) with(prefix string) counts {
 	out := counts{}
 	for k, v := range c {
@@ -110,13 +166,14 @@ func (c counts) with(prefix string) counts {
 	return out
 }
 
-// scopedS3Figures provisions m Bucketies with their defaultAccess on MinIO
-// twice, with shared root keys and with a service account per access, and
-// reports the time until all are Ready and the requests per access of
-// each; then it deletes the scoped ones and counts what revocation costs
-// and that no key is left. The shared ones are deleted too, so the cold
-// start that follows re-verifies what it did before.
-func scopedS3Figures(t *testing.T, e *env, tb *table, m int) {
+// scopedS3Figures provisions m Bucketies with their defaultAccess on one
+// server (MinIO or SeaweedFS) twice, with shared root keys and with a key
+// of its own per access, and reports the time until all are Ready and the
+// requests per access of each; then it deletes the scoped ones and counts
+// what revocation costs and that no key is left. The shared ones are
+// deleted too, so the cold start that follows re-verifies what it did
+// before.
+func scopedS3Figures(t *testing.T, e *env, tb *table, sv scopedS3Server, m int) {
 	t.Helper()
 	ctx := context.Background()
 	timeout := 5*time.Minute + time.Duration(m)*700*time.Millisecond
@@ -136,27 +193,29 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, m int) {
 		prov := provision(t, e, ns, names, backend, func(string) map[string]string { return nil }, timeout)
 		return ns, names, prov, p.snapshot().minus(before)
 	}
-	sharedNs, _, shared, sharedReqs := run(sharedS3Backend, e.sharedS3, "u")
-	scopedNs, names, scoped, scopedReqs := run(scopedS3Backend, e.scopedS3, "k")
-	e.checkScopedS3Secrets(ctx, scopedNs, names, scoped.topics)
+	sharedNs, _, shared, sharedReqs := run(sv.shared, sv.sharedProxy, "u")
+	scopedNs, names, scoped, scopedReqs := run(sv.scoped, sv.scopedProxy, "k")
+	e.checkScopedS3Secrets(ctx, sv, scopedNs, names, scoped.topics)
 
 	per := func(c counts) string { return fmt.Sprintf("%.3f = %s", float64(c.total())/float64(m), c) }
-	tb.add("s3 (MinIO) shared root keys: all Ready with their Secrets (total)", m, secs(shared.total), "", nil, "")
-	tb.add("s3 (MinIO) scoped: all Ready with their Secrets and own keys (total)", m, secs(scoped.total), "", nil,
+	api := sv.api
+	name := sv.label + " " + sv.keys
+	tb.add(sv.label+" shared root keys: all Ready with their Secrets (total)", m, secs(shared.total), "", nil, "")
+	tb.add(name+": all Ready with their Secrets and own keys (total)", m, secs(scoped.total), "", nil,
 		fmt.Sprintf("%.2f× shared", scoped.total.Seconds()/shared.total.Seconds()))
-	tb.add("s3 (MinIO) scoped: admin requests per access", m, per(scopedReqs.admin()), "", nil, "")
-	tb.add("s3 (MinIO) scoped: S3 requests per access (shared: "+per(sharedReqs.s3())+")", m, per(scopedReqs.s3()), "", nil, "")
-	tb.add("s3 (MinIO) scoped: controller API writes to provision, per Buckety (with access, Secret, claim, credential, events)", m,
+	tb.add(fmt.Sprintf("%s: %s requests per access", name, api), m, per(scopedReqs.with(sv.keyPrefix)), "", nil, "")
+	tb.add(name+": S3 requests per access (shared: "+per(sharedReqs.s3())+")", m, per(scopedReqs.s3()), "", nil, "")
+	tb.add(name+": controller API writes to provision, per Buckety (with access, Secret, claim, credential, events)", m,
 		fmt.Sprintf("%.2f = %s", float64(scoped.writes.total())/float64(m), scoped.writes), "", nil, "")
 
 	// Deletion revokes every key before the finalizers go.
-	before := e.scopedS3.snapshot()
+	before := sv.scopedProxy.snapshot()
 	gone := deleteAllIn(t, e, scopedNs, 5*time.Minute+time.Duration(m)*200*time.Millisecond)
 	e.quiet(15 * time.Second)
-	revoke := e.scopedS3.snapshot().minus(before)
-	tb.add("s3 (MinIO) scoped: all deleted, keys revoked", m, secs(gone), "", nil, "")
-	tb.add("s3 (MinIO) scoped: admin requests to revoke, per access", m, per(revoke.admin()), "", nil, "")
-	keys, err := harness.MintedS3Keys(ctx, e.s3)
+	revoke := sv.scopedProxy.snapshot().minus(before)
+	tb.add(name+": all deleted, keys revoked", m, secs(gone), "", nil, "")
+	tb.add(fmt.Sprintf("%s: %s requests to revoke, per access", name, api), m, per(revoke.with(sv.keyPrefix)), "", nil, "")
+	keys, err := harness.IssuedS3Keys(ctx, sv.srv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,24 +225,25 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, m int) {
 	}
 	records := 0
 	for _, c := range cl.Items {
-		if c.Spec.Backend == scopedS3Backend {
+		if c.Spec.Backend == sv.scoped {
 			records++
 		}
 	}
-	tb.add("s3 (MinIO) scoped: minted keys / BucketyCredentials left after deletion", m, fmt.Sprintf("%d / %d", len(keys), records), "0 / 0", ptr(len(keys) == 0 && records == 0), "")
+	tb.add(name+": minted keys / BucketyCredentials left after deletion", m, fmt.Sprintf("%d / %d", len(keys), records), "0 / 0", ptr(len(keys) == 0 && records == 0), "")
 	if len(keys) != 0 || records != 0 {
-		t.Errorf("after deleting every scoped s3 Buckety: %d minted keys and %d BucketyCredentials of %s left", len(keys), records, scopedS3Backend)
+		t.Errorf("after deleting every scoped s3 Buckety on %s: %d minted keys and %d BucketyCredentials of %s left", sv.srv.Implementation, len(keys), records, sv.scoped)
 	}
 	deleteAllIn(t, e, sharedNs, 5*time.Minute+time.Duration(m)*200*time.Millisecond)
 }
 
 // checkScopedS3Secrets asserts that every Secret holds a key of its own,
-// minted on MinIO, and that a sample of them write and read their own
+// minted on the server (on SeaweedFS: a key of the IAM user the access's
+// status names), and that a sample of them write and read their own
 // bucket and are refused a neighbour's bucket and creating one (the
 // harness's requests come after the counts were read).
-func (e *env) checkScopedS3Secrets(ctx context.Context, ns string, names, buckets []string) {
+func (e *env) checkScopedS3Secrets(ctx context.Context, sv scopedS3Server, ns string, names, buckets []string) {
 	e.t.Helper()
-	minted, err := harness.MintedS3Keys(ctx, e.s3)
+	_, owners, err := harness.S3KeyOwners(ctx, sv.srv)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -193,9 +253,14 @@ func (e *env) checkScopedS3Secrets(ctx context.Context, ns string, names, bucket
 		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-creds"}, &s); err != nil {
 			e.t.Fatal(err)
 		}
+		var a v1.BucketyAccess
+		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &a); err != nil {
+			e.t.Fatal(err)
+		}
 		k := string(s.Data["accessKeyID"])
-		if k == "" || k == e.s3.AccessKey || keys[k] != "" || !minted[k] {
-			e.t.Fatalf("Secret %s: want a minted key of its own, got %q (root %t, minted %t, also in %q's)", s.Name, k, k == e.s3.AccessKey, minted[k], keys[k])
+		if owner, minted := owners[k]; k == "" || k == sv.srv.AccessKey || keys[k] != "" || !minted || owner != a.Status.Principal {
+			e.t.Fatalf("Secret %s: want a minted key of its own, of its access's principal %q, got %q (root %t, minted for %q, also in %q's)",
+				s.Name, a.Status.Principal, k, k == sv.srv.AccessKey, owner, keys[k])
 		}
 		keys[k] = name
 		if i%max(1, len(names)/5) != 0 {

@@ -40,14 +40,14 @@ const (
 // there (`make bench-scale` writes .run/bench-scale.txt).
 func TestScale(t *testing.T) {
 	if testing.Short() {
-		t.Skip("scale benchmark: needs the control plane, the broker and MinIO; run without -short (make test, make bench-scale)")
+		t.Skip("scale benchmark: needs the control plane, the broker, MinIO and SeaweedFS; run without -short (make test, make bench-scale)")
 	}
 	// The harness's clients log nothing; the binaries log to their files.
 	log.SetLogger(logr.Discard())
 	p := loadParams(t)
 	tb := &table{}
-	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d s3-scoped=%v webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q controller-env=%q\n",
-		p.Ns, p.Secrets, p.Drifted, p.S3N, p.S3ScopedNs, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
+	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d s3-scoped=%v s3-iam=%v webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q controller-env=%q\n",
+		p.Ns, p.Secrets, p.Drifted, p.S3N, p.S3ScopedNs, p.S3IAMNs, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
 	t.Cleanup(func() {
 		out := tb.String()
 		fmt.Print("\n" + out)
@@ -80,7 +80,7 @@ func TestScale(t *testing.T) {
 // out-of-band change and its revert; optionally s3; then a cold start of a
 // controller with a short re-check interval and the cost of one re-check.
 func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
-	e := newEnv(t, b, strconv.Itoa(n))
+	e := newEnv(t, b, strconv.Itoa(n), first && len(p.S3IAMNs) > 0)
 	e.ctrlEnv = p.ControllerEnv
 	ctx := context.Background()
 
@@ -144,7 +144,10 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	}
 	if first {
 		for _, m := range p.S3ScopedNs {
-			scopedS3Figures(t, e, tb, m)
+			scopedS3Figures(t, e, tb, e.minioScoped(), m)
+		}
+		for _, m := range p.S3IAMNs {
+			scopedS3Figures(t, e, tb, e.weedScoped(), m)
 		}
 	}
 
@@ -444,6 +447,10 @@ func checkSecrets(t *testing.T, e *env, ns string, names []string) []string {
 			want = map[string]string{"endpoint": e.sharedS3.URL, "bucket": b.Status.BackendResourceName, "accessKeyID": e.s3.AccessKey, "secretAccessKey": e.s3.SecretKey}
 		case scopedS3Backend: // the key is checked by checkScopedS3Secrets
 			want = map[string]string{"endpoint": e.scopedS3.URL, "bucket": b.Status.BackendResourceName}
+		case sharedWeedBackend:
+			want = map[string]string{"endpoint": e.sharedWeed.URL, "bucket": b.Status.BackendResourceName, "accessKeyID": e.weed.AccessKey, "secretAccessKey": e.weed.SecretKey}
+		case iamWeedBackend: // the key is checked by checkScopedS3Secrets
+			want = map[string]string{"endpoint": e.iamWeed.URL, "bucket": b.Status.BackendResourceName}
 		}
 		for k, v := range want {
 			if got := string(s.Data[k]); got != v {
