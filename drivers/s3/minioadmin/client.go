@@ -181,12 +181,9 @@ func (m *Client) call(ctx context.Context, method, route string, query url.Value
 	if !slices.Contains(want, resp.StatusCode) {
 		return nil, adminError(route, resp)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	data, err := adminhttp.ReadAll(resp.Body, maxResponse)
 	if err != nil {
 		return nil, fmt.Errorf("minio admin %s: read response: %w", route, err)
-	}
-	if len(data) > maxResponse {
-		return nil, fmt.Errorf("minio admin %s: response larger than %d bytes", route, maxResponse)
 	}
 	return data, nil
 }

@@ -1,27 +1,4 @@
 #!/usr/bin/env bash
 . "$(dirname "$0")/../../../../test/e2e/lib.sh"
-gate="lifecycle is only supported for implementation aws, minio, r2, and the backend's implementation is versitygw"
-step "a new Buckety with lifecycle is refused at admission, naming the implementation"
-rejected "lifecycle on versitygw" "spec.parameters[lifecycle]: Forbidden: $gate" <<'Y'
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: expiring}
-spec:
-  backend: s3
-  name: "${namespace}-expiring"
-  parameters:
-    versioning: "true"
-    lifecycle: '{"expirationDays": 30, "prefix": "tmp/"}'
-Y
-expect_eq "nothing stored" "" "$(k get bucketies expiring --ignore-not-found -o name)"
-step "the Buckety without lifecycle is Ready, not Degraded, and works"
-wait_cond buckety/logs Ready True
-wait_cond buckety/logs Degraded False
+lifecycle_refused 'versioning: "true"'
 expect_eq "versioning applied" "Enabled" "$(s3_admin logs-bucket versioning "$NAMESPACE-logs" | tail -1)"
-probe logs-bucket consumer
-step "adding lifecycle to it is refused too"
-if out=$(k patch bucketies logs --type=merge -p '{"spec":{"parameters":{"lifecycle":"{\"expirationDays\": 30}"}}}' 2>&1); then
-  fail "adding lifecycle to an existing Buckety was admitted"
-fi
-expect_contains "update refused" "$gate" "$out"
-expect_eq "parameters unchanged" "" "$(jp buckety/logs '{.spec.parameters.lifecycle}')"
