@@ -40,8 +40,11 @@ type observations struct {
 	sweeps map[*sweepInFlight]struct{}
 	// maxAge is the largest MaxAge asked for: older entries are pruned.
 	maxAge time.Duration
-	puts   int
-	now    func() time.Time
+	// cleared is when every observation was last dropped: a read that
+	// started before it is not recorded when its answer comes late.
+	cleared time.Time
+	puts    int
+	now     func() time.Time
 }
 
 type observation struct {
@@ -49,6 +52,11 @@ type observation struct {
 	// topic's observation always holds its dynamic configs.
 	st topicState
 	at time.Time
+	// doubt marks a topic whose last write failed or got no answer: get
+	// finds nothing, and put refuses what a read that started before the
+	// doubt saw (a Metadata sent before a create that got no answer can
+	// be answered after it, still showing the topic missing).
+	doubt bool
 }
 
 type sweepInFlight struct {
@@ -71,7 +79,7 @@ func (o *observations) get(topic string, maxAge time.Duration) (topicState, bool
 		o.maxAge = maxAge
 	}
 	ob, ok := o.m[topic]
-	if !ok || o.now().Sub(ob.at) > maxAge {
+	if !ok || ob.doubt || o.now().Sub(ob.at) > maxAge {
 		return topicState{}, false
 	}
 	st := ob.st
@@ -86,7 +94,10 @@ func (o *observations) put(topic string, st topicState, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if cur, ok := o.m[topic]; ok && cur.at.After(at) {
-		return // a newer observation arrived first
+		return // a newer observation, or a doubt, arrived first
+	}
+	if o.cleared.After(at) {
+		return // read before the outage that dropped everything
 	}
 	o.m[topic] = observation{st: st, at: at}
 	if o.puts++; o.puts%pruneEvery == 0 {
@@ -100,18 +111,19 @@ func (o *observations) put(topic string, st topicState, at time.Time) {
 }
 
 // forget drops topic's observation: a write to it failed or got no answer,
-// so what it holds is unknown.
+// so what it holds is unknown until a read that starts now.
 func (o *observations) forget(topic string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.m, topic)
+	o.m[topic] = observation{doubt: true, at: o.now()}
 }
 
-// clear drops every observation.
+// clear drops every observation, and what reads in flight will answer.
 func (o *observations) clear() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	clear(o.m)
+	o.cleared = o.now()
 }
 
 // startSweep registers a sweep of topics; call the returned func when its

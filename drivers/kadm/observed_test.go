@@ -288,3 +288,37 @@ func TestCreateWithoutAnswerIsNotRepeated(t *testing.T) {
 		t.Errorf("Ensure after an unanswered create: want the topic read, not created again, got requests %v", delta)
 	}
 }
+
+// TestLateReadDoesNotOutliveADoubt: a read that started before a write got
+// no answer (or before an outage dropped everything) is not recorded when
+// its answer comes after: it would show the topic missing, and the next
+// Ensure would create it a second time.
+func TestLateReadDoesNotOutliveADoubt(t *testing.T) {
+	o := newObservations()
+	clock := time.Unix(1000, 0)
+	o.now = func() time.Time { return clock }
+	readAt := clock // a Metadata is sent
+	clock = clock.Add(time.Second)
+	o.forget("a") // a CreateTopics sent after it got no answer
+	clock = clock.Add(time.Second)
+	o.put("a", topicState{}, readAt) // the Metadata's answer: missing
+	if st, ok := o.get("a", time.Minute); ok {
+		t.Fatalf("after a doubt, a read from before it: want no observation, got %+v", st)
+	}
+	o.put("a", topicState{exists: true}, clock) // a read after the doubt
+	if st, ok := o.get("a", time.Minute); !ok || !st.exists {
+		t.Fatalf("a read after the doubt: want it recorded, got %+v, %v", st, ok)
+	}
+
+	readAt = clock
+	clock = clock.Add(time.Second)
+	o.clear() // the broker became unreachable
+	o.put("b", topicState{}, readAt)
+	if _, ok := o.get("b", time.Minute); ok {
+		t.Fatal("after an outage, a read from before it: want no observation")
+	}
+	o.put("b", topicState{}, clock)
+	if _, ok := o.get("b", time.Minute); !ok {
+		t.Fatal("a read after the outage: want it recorded")
+	}
+}
