@@ -65,8 +65,10 @@ type iamIssuer struct {
 	iam *iam.Client
 }
 
-// iamAccessPolicy is the inline policy of a role's key on bucket.
-func iamAccessPolicy(bucket string, role drivers.Role) ([]byte, error) {
+// iamAccessPolicy is the inline policy of a role's key on bucket; with
+// aclHeaders a role that uploads may also send ACL headers
+// (s3:PutObjectAcl, see publicacls.go).
+func iamAccessPolicy(bucket string, role drivers.Role, aclHeaders bool) ([]byte, error) {
 	acts, ok := actionsOf[role]
 	if !ok {
 		return nil, fmt.Errorf("role %q has no actions", role)
@@ -74,7 +76,20 @@ func iamAccessPolicy(bucket string, role drivers.Role) ([]byte, error) {
 	if !bucketNameRE.MatchString(bucket) {
 		return nil, fmt.Errorf("bucket %q is not a plain S3 bucket name", bucket)
 	}
-	return policy.ForBucket(bucket, acts.Bucket, acts.Object).JSON(), nil
+	object := acts.Object
+	if aclHeaders && slices.Contains(object, "s3:PutObject") {
+		object = append(slices.Clip(object), "s3:PutObjectAcl")
+	}
+	return policy.ForBucket(bucket, acts.Bucket, object).JSON(), nil
+}
+
+// accessPolicy is a's inline policy, as the bucket stands now.
+func (i *iamIssuer) accessPolicy(ctx context.Context, a drivers.Access) ([]byte, error) {
+	acl, err := i.b.aclHeadersAllowed(ctx, a.Resource)
+	if err != nil {
+		return nil, err
+	}
+	return iamAccessPolicy(a.Resource, roleOf(a), acl)
 }
 
 // ready asks IAM for buckety's users: an answer means users can be made
@@ -111,7 +126,7 @@ func (i *iamIssuer) grant(ctx context.Context, a drivers.Access, secret string) 
 
 func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret string) (string, string, error) {
 	b, c := i.b, i.iam
-	policy, err := iamAccessPolicy(a.Resource, roleOf(a))
+	policy, err := i.accessPolicy(ctx, a)
 	if err != nil {
 		return "", "", err
 	}
@@ -241,7 +256,7 @@ func (i *iamIssuer) holds(ctx context.Context, a drivers.Access) (bool, error) {
 	if err != nil {
 		return false, b.adminError("get the policy of "+a.Principal, err)
 	}
-	want, err := iamAccessPolicy(a.Resource, roleOf(a))
+	want, err := i.accessPolicy(ctx, a)
 	if err != nil {
 		return false, err
 	}

@@ -13,8 +13,8 @@ import (
 
 // Ensure: create a bucket, or bring an existing one to its parameters. Each
 // parameter that can drift is compared and written by a function of its own
-// (versioning here, lifecycle in lifecycle.go); a dry run reads the same and
-// writes nothing.
+// (versioning here, lifecycle in lifecycle.go, the public ACL block of
+// seaweedfs in publicacls.go); a dry run reads the same and writes nothing.
 
 // Ensure implements drivers.Backend.
 func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
@@ -81,6 +81,9 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		return res, err
 	}
 	if err := b.ensureLifecycle(ctx, cl, r.Name, p, g, &res); err != nil {
+		return res, err
+	}
+	if err := b.ensurePublicACLsBlocked(ctx, cl, r.Name, g, &res); err != nil {
 		return res, err
 	}
 	return res, drift

@@ -19,6 +19,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/secure-io/sio-go"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -252,6 +254,7 @@ func (a *attack) siblingKeys() {
 			)
 		case "seaweedfs":
 			calls = a.iamCalls(tg.endpoint, tg.region, mk, ms, a.principal(a.malloryNS, "keys-"+tg.backend), a.principal(a.aliceNS, tg.aliceAccess), ak, bucket, string(md["bucket"]), forge)
+			a.publicACLs(tg.endpoint, tg.region, mk, ms, string(md["bucket"]))
 		}
 		refused := 0
 		var allowed, answers []string
@@ -356,4 +359,65 @@ func (a *attack) iamCalls(endpoint, region, mk, ms, mu, au, ak, bucket, ownBucke
 		call("CreateAccessKey for her own user by name", key(mu)),
 		call("PutUserPolicy on her own user, s3:* on alice's bucket", func() error { return mc.PutUserPolicy(ctx, mu, "more", everything(bucket)) }),
 	}
+}
+
+// publicACLs: on SeaweedFS mallory's writer key may send ACL headers
+// (buckety grants s3:PutObjectAcl there while the bucket blocks public
+// ACLs: drivers/s3/publicacls.go). She uploads with X-Amz-Acl: private, as
+// rclone does, which must work; then tries to make her bucket's objects
+// public: a public-read upload, PutObjectAcl and PutBucketAcl public-read,
+// and removing or rewriting the bucket's public access block. Each must be
+// refused, and her object must not be served to an anonymous reader.
+func (a *attack) publicACLs(endpoint, region, mk, ms, bucket string) {
+	t, ctx := a.t, a.ctx
+	cl := s3Client(endpoint, region, mk, ms)
+	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("acl-private"), Body: strings.NewReader("m"), ACL: types.ObjectCannedACLPrivate}); err != nil {
+		a.tb.add(t, a.run, "public ACLs on seaweedfs: mallory's upload with X-Amz-Acl: private (rclone's) works", err.Error(), false)
+		return
+	}
+	off := &types.PublicAccessBlockConfiguration{BlockPublicAcls: aws.Bool(false), IgnorePublicAcls: aws.Bool(false), BlockPublicPolicy: aws.Bool(false), RestrictPublicBuckets: aws.Bool(false)}
+	tries := []struct {
+		what string
+		fn   func() error
+	}{
+		{"public-read upload", func() error {
+			_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("acl-public"), Body: strings.NewReader("m"), ACL: types.ObjectCannedACLPublicRead})
+			return err
+		}},
+		{"PutObjectAcl public-read", func() error {
+			_, err := cl.PutObjectAcl(ctx, &s3.PutObjectAclInput{Bucket: aws.String(bucket), Key: aws.String("acl-private"), ACL: types.ObjectCannedACLPublicRead})
+			return err
+		}},
+		{"PutBucketAcl public-read", func() error {
+			_, err := cl.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String(bucket), ACL: types.BucketCannedACLPublicRead})
+			return err
+		}},
+		{"DeletePublicAccessBlock", func() error {
+			_, err := cl.DeletePublicAccessBlock(ctx, &s3.DeletePublicAccessBlockInput{Bucket: aws.String(bucket)})
+			return err
+		}},
+		{"PutPublicAccessBlock all off", func() error {
+			_, err := cl.PutPublicAccessBlock(ctx, &s3.PutPublicAccessBlockInput{Bucket: aws.String(bucket), PublicAccessBlockConfiguration: off})
+			return err
+		}},
+	}
+	var allowed []string
+	for _, try := range tries {
+		if err := try.fn(); err == nil {
+			allowed = append(allowed, try.what)
+		}
+	}
+	resp, err := http.Get(endpoint + "/" + bucket + "/acl-private")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		allowed = append(allowed, fmt.Sprintf("an anonymous GET of her object answered %d", resp.StatusCode))
+	}
+	v := fmt.Sprintf("%d of %d refused, anonymous read %d", len(tries)+1-len(allowed), len(tries)+1, resp.StatusCode)
+	if len(allowed) > 0 {
+		v += " (allowed: " + strings.Join(allowed, ", ") + ")"
+	}
+	a.tb.add(t, a.run, "public ACLs on seaweedfs: mallory's attempts to publish her bucket refused (her private-ACL upload works)", v, len(allowed) == 0)
 }
