@@ -39,6 +39,15 @@ func GoImage(pkg, ref, tarPath string, uid int) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
+	return BinaryImage(bin, ref, tarPath, uid)
+}
+
+// BinaryImage writes a single-binary linux/amd64 image of the static
+// binary bin as a docker tarball tagged ref: the binary at /<base name>
+// (its entrypoint), a world-writable /tmp, run as uid. Used for the test
+// servers of the k3d environment (e2etool server-image), built from the
+// same pinned sources as the local ones.
+func BinaryImage(bin, ref, tarPath string, uid int) error {
 	body, err := os.ReadFile(bin)
 	if err != nil {
 		return err
@@ -51,7 +60,7 @@ func GoImage(pkg, ref, tarPath string, uid int) error {
 			return err
 		}
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: filepath.Base(pkg), Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(body)), ModTime: epoch}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: filepath.Base(bin), Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(body)), ModTime: epoch}); err != nil {
 		return err
 	}
 	if _, err := tw.Write(body); err != nil {
@@ -76,7 +85,7 @@ func GoImage(pkg, ref, tarPath string, uid int) error {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
 	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Entrypoint = []string{"/" + filepath.Base(pkg)}
+	cf.Config.Entrypoint = []string{"/" + filepath.Base(bin)}
 	cf.Config.User = fmt.Sprint(uid)
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err

@@ -4,6 +4,7 @@
 //	e2etool cert DIR               write ca.crt, ca.key and a leaf it signs, tls.crt, tls.key, for 127.0.0.1 (the webhook's serving certificate)
 //	e2etool load-image STATE OCI   import an OCI layout into the local node of STATE (buckety-local's --dir)
 //	e2etool probe-image TAR        write the probe image (registry.local/buckety/probe:v1) as a docker tarball
+//	e2etool server-image NAME TAR  write the image of test server NAME (minio, seaweedfs: registry.local/buckety/NAME:e2e), built by test/tools/install.sh from its pin, as a docker tarball
 //	e2etool second-replica SUFFIX  read a host-network Deployment (JSON) on stdin, write a one-replica copy on free ports
 //	e2etool module-dir MODULE      print the directory of a dependency (at go.mod's version), downloading it first
 package main
@@ -12,12 +13,15 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Yolean/buckety-controller/internal/release"
 	"github.com/Yolean/buckety-controller/test/cluster"
+	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/gomod"
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
@@ -80,6 +84,22 @@ func run(args []string) error {
 		return nil
 	case "probe-image":
 		return cluster.GoImage("github.com/Yolean/buckety-controller/test/probe", "registry.local/buckety/probe:v1", args[1], 65532)
+	case "server-image":
+		// The k3d environment runs the S3 servers the local one runs,
+		// from the same pins: MinIO's last image on quay.io predates the
+		// release buckety issues keys on, and one pin per server keeps
+		// the two environments alike.
+		if len(args) != 3 || (args[1] != "minio" && args[1] != "seaweedfs") {
+			return fmt.Errorf("usage: e2etool server-image minio|seaweedfs TAR")
+		}
+		cmd := exec.Command("bash", filepath.Join(controlplane.RepoRoot(), "test/tools/install.sh"), args[1])
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("install.sh %s: %w", args[1], err)
+		}
+		bin := strings.TrimSpace(string(out))
+		return cluster.BinaryImage(bin, "registry.local/buckety/"+args[1]+":e2e", args[2], 65532)
 	case "load-image":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: e2etool load-image STATE OCI")
