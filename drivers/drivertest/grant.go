@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // Secrets: what Grant writes is held to what the driver declares
@@ -156,28 +157,28 @@ func (c *contract) credentials(t *testing.T) {
 	if other.Principal == first.Principal {
 		t.Errorf("Grant for two accesses: want two principals, got %q for both", first.Principal)
 	}
-	eventually(t, "the granted credential accepted", func() bool { return use(ctx, a, again.Data) == nil })
-	eventually(t, "the other access's credential accepted", func() bool { return use(ctx, b, other.Data) == nil })
+	// A service may take a moment to apply a credential (or to
+	// re-authenticate an open connection).
+	wait.For(t, applyTimeout, "the granted credential accepted", func() (bool, string) { return errDetail(use(ctx, a, again.Data)) })
+	wait.For(t, applyTimeout, "the other access's credential accepted", func() (bool, string) { return errDetail(use(ctx, b, other.Data)) })
 	for i := 1; i <= 2; i++ {
 		if err := c.tg.Backend.Revoke(ctx, a); err != nil {
 			t.Fatalf("Revoke #%d: want success, got %v", i, err)
 		}
 	}
-	eventually(t, "the revoked credential refused", func() bool { return use(ctx, a, again.Data) != nil })
+	wait.For(t, applyTimeout, "the revoked credential refused", func() (bool, string) { return use(ctx, a, again.Data) != nil, "still accepted" })
 	if err := use(ctx, b, other.Data); err != nil {
 		t.Errorf("after revoking %s: want %s's credential still accepted, got %v", a.Name, b.Name, err)
 	}
 }
 
-// eventually polls cond for up to 15 s: a service may take a moment to
-// apply a credential (or re-authenticate an open connection).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("want %s within 15s, it was not", what)
-		}
-		time.Sleep(200 * time.Millisecond)
+// applyTimeout bounds how long a service may take to apply a credential.
+const applyTimeout = 15 * time.Second
+
+// errDetail is a wait.For condition that holds when err is nil.
+func errDetail(err error) (bool, string) {
+	if err != nil {
+		return false, err.Error()
 	}
+	return true, ""
 }

@@ -37,7 +37,7 @@ type Config struct {
 	Bootstrap string `json:"bootstrap,omitempty" envsubst:"true"`
 	// RequestTimeout bounds each admin operation, connection attempts
 	// included. Defaults to 15s.
-	RequestTimeout drivers.Duration `json:"requestTimeout,omitempty"`
+	RequestTimeout drivers.Duration `json:"requestTimeout,omitzero"`
 	// TLS enables TLS to the brokers when present.
 	TLS *TLS `json:"tls,omitempty"`
 	// SASL enables SASL authentication when present.

@@ -71,7 +71,7 @@ type Config struct {
 	// SecretAccessKey is the secret key for AccessKeyID.
 	SecretAccessKey string `json:"secretAccessKey" envsubst:"true" credential:"true"`
 	// RequestTimeout bounds each S3 operation. Defaults to 30s.
-	RequestTimeout drivers.Duration `json:"requestTimeout,omitempty"`
+	RequestTimeout drivers.Duration `json:"requestTimeout,omitzero"`
 	// CAFile is a PEM file of CA certificates to trust for an https
 	// endpoint, instead of the system roots. Relative to the config
 	// directory.

@@ -39,32 +39,7 @@ func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket str
 		rules = out.Rules
 	}
 	if p.lifecycle == nil {
-		var keep []types.LifecycleRule
-		for _, r := range rules {
-			if aws.ToString(r.ID) != LifecycleRuleID {
-				keep = append(keep, r)
-			}
-		}
-		if len(keep) == len(rules) {
-			return nil
-		}
-		if g.dryRun {
-			res.Changes = append(res.Changes, "lifecycle rule removed (not in spec)")
-			return nil
-		}
-		if err := g.open(ctx); err != nil {
-			return err
-		}
-		if len(keep) == 0 {
-			_, err = cl.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(bucket)})
-		} else {
-			_, err = cl.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String(bucket), LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: keep}})
-		}
-		if err != nil {
-			return b.classify(fmt.Errorf("remove buckety's lifecycle rule from %s: %w", bucket, err))
-		}
-		res.Changes = append(res.Changes, "lifecycle rule removed (not in spec)")
-		return nil
+		return b.removeLifecycleRule(ctx, cl, bucket, rules, g, res)
 	}
 	want := *p.lifecycle
 	b.mu.Lock()
@@ -88,17 +63,7 @@ func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket str
 	if err := g.open(ctx); err != nil {
 		return err
 	}
-	rule := types.LifecycleRule{
-		ID:     aws.String(LifecycleRuleID),
-		Status: types.ExpirationStatusEnabled,
-		Filter: &types.LifecycleRuleFilter{Prefix: aws.String(want.Prefix)},
-	}
-	if want.ExpirationDays > 0 {
-		rule.Expiration = &types.LifecycleExpiration{Days: aws.Int32(want.ExpirationDays)}
-	}
-	if want.AbortIncompleteMultipartUploadDays > 0 {
-		rule.AbortIncompleteMultipartUpload = &types.AbortIncompleteMultipartUpload{DaysAfterInitiation: aws.Int32(want.AbortIncompleteMultipartUploadDays)}
-	}
+	rule := ruleFor(want)
 	_, err = cl.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String(bucket), LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{rule}}})
 	if isNotImplemented(err) {
 		res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamLifecycle, Message: "this backend does not implement bucket lifecycle (it answered NotImplemented); objects will not expire"})
@@ -121,6 +86,55 @@ func (b *Backend) ensureLifecycle(ctx context.Context, cl *s3.Client, bucket str
 	}
 	res.Changes = append(res.Changes, change)
 	return nil
+}
+
+// removeLifecycleRule removes buckety's rule from rules, the bucket's
+// lifecycle, leaving the other rules as they are (the parameter is not
+// set). With dryRun it only lists the change.
+func (b *Backend) removeLifecycleRule(ctx context.Context, cl *s3.Client, bucket string, rules []types.LifecycleRule, g *writeGate, res *drivers.EnsureResult) error {
+	var keep []types.LifecycleRule
+	for _, r := range rules {
+		if aws.ToString(r.ID) != LifecycleRuleID {
+			keep = append(keep, r)
+		}
+	}
+	if len(keep) == len(rules) {
+		return nil
+	}
+	if g.dryRun {
+		res.Changes = append(res.Changes, "lifecycle rule removed (not in spec)")
+		return nil
+	}
+	if err := g.open(ctx); err != nil {
+		return err
+	}
+	var err error
+	if len(keep) == 0 {
+		_, err = cl.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(bucket)})
+	} else {
+		_, err = cl.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String(bucket), LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: keep}})
+	}
+	if err != nil {
+		return b.classify(fmt.Errorf("remove buckety's lifecycle rule from %s: %w", bucket, err))
+	}
+	res.Changes = append(res.Changes, "lifecycle rule removed (not in spec)")
+	return nil
+}
+
+// ruleFor is buckety's rule for want.
+func ruleFor(want Lifecycle) types.LifecycleRule {
+	rule := types.LifecycleRule{
+		ID:     aws.String(LifecycleRuleID),
+		Status: types.ExpirationStatusEnabled,
+		Filter: &types.LifecycleRuleFilter{Prefix: aws.String(want.Prefix)},
+	}
+	if want.ExpirationDays > 0 {
+		rule.Expiration = &types.LifecycleExpiration{Days: aws.Int32(want.ExpirationDays)}
+	}
+	if want.AbortIncompleteMultipartUploadDays > 0 {
+		rule.AbortIncompleteMultipartUpload = &types.AbortIncompleteMultipartUpload{DaysAfterInitiation: aws.Int32(want.AbortIncompleteMultipartUploadDays)}
+	}
+	return rule
 }
 
 // ruleMatches reports whether r is exactly buckety's rule for want. With

@@ -127,7 +127,7 @@ type Limits struct {
 type Credentials struct {
 	// MaxAge rotates a credential once it is this old (as a rotation the
 	// tenant asked for with spec.rotation); 0 or absent: only on request.
-	MaxAge drivers.Duration `json:"maxAge,omitempty"`
+	MaxAge drivers.Duration `json:"maxAge,omitzero"`
 	// RotationGrace is how long a rotated credential keeps working after
 	// its successor was written to the Secret, for consumers to reload
 	// it. Default 10m.
@@ -243,61 +243,8 @@ func (c *Config) Validate() error {
 			}
 			seen[b.Name] = i
 		}
-		policyOK := true
-		if b.NamePolicy != nil && !b.policyUnresolved {
-			if _, err := naming.Parse(b.NamePolicy.Prefix); err != nil || b.NamePolicy.Prefix == "" {
-				msg := "a naming template, as ${namespace}."
-				if err != nil {
-					msg = err.Error()
-				}
-				errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, msg))
-				policyOK = false
-			}
-		}
-		if a := b.Adoption; a != nil && a.DeleteAdopted && !a.Allow {
-			errs = append(errs, field.Invalid(p.Child("adoption", "deleteAdopted"), true, "applies only to adopted resources; set adoption.allow: true as well, or remove deleteAdopted"))
-		}
-		if b.Service != "" {
-			for _, msg := range validation.IsDNS1123Label(b.Service) {
-				errs = append(errs, field.Invalid(p.Child("service"), b.Service, msg))
-			}
-		}
-		for j, pat := range b.ReservedNames {
-			if _, err := path.Match(pat, ""); err != nil || pat == "" {
-				errs = append(errs, field.Invalid(p.Child("reservedNames").Index(j), pat, "a name or a glob (* matches any run of characters, ? one character, [a-z] a class)"))
-			}
-		}
-		if cr := b.Credentials; cr != nil {
-			if cr.MaxAge.Duration < 0 {
-				errs = append(errs, field.Invalid(p.Child("credentials", "maxAge"), cr.MaxAge.String(), "must not be negative"))
-			}
-			if cr.RotationGrace != nil && cr.RotationGrace.Duration < 0 {
-				errs = append(errs, field.Invalid(p.Child("credentials", "rotationGrace"), cr.RotationGrace.String(), "must not be negative"))
-			}
-			if cr.RotationGrace != nil && cr.MaxAge.Duration > 0 && cr.RotationGrace.Duration >= cr.MaxAge.Duration {
-				errs = append(errs, field.Invalid(p.Child("credentials", "rotationGrace"), cr.RotationGrace.String(), "must be shorter than maxAge"))
-			}
-		}
-		if l := b.Limits; l != nil {
-			for _, c := range []struct {
-				key string
-				n   int
-			}{{"perNamespace", l.PerNamespace}, {"accessesPerNamespace", l.AccessesPerNamespace}, {"accessesPerBuckety", l.AccessesPerBuckety}} {
-				if c.n < 0 {
-					errs = append(errs, field.Invalid(p.Child("limits", c.key), c.n, "must be at least 0 (0: no limit)"))
-				}
-			}
-			for k, v := range l.ParameterMax {
-				if v < 1 {
-					errs = append(errs, field.Invalid(p.Child("limits", "parameterMax").Key(k), v, "must be at least 1"))
-				}
-			}
-		}
-		for k := range b.Defaults {
-			if !naming.ValidBackendKey(k) {
-				errs = append(errs, field.Invalid(p.Child("defaults").Key(k), k, "key must be letters, digits, _ and -, starting with a letter or _, so templates can use ${backend."+k+"}"))
-			}
-		}
+		fieldErrs, policyOK := b.validateFields(p)
+		errs = append(errs, fieldErrs...)
 		if b.Driver == "" {
 			errs = append(errs, field.Required(p.Child("driver"), fmt.Sprintf("one of: %s", c.driverList())))
 			continue
@@ -321,6 +268,68 @@ func (c *Config) Validate() error {
 		return &ValidationError{Errs: errs}
 	}
 	return nil
+}
+
+// validateFields checks b's own fields, those that need no driver: the
+// name policy's template (policyOK false when it does not parse), adoption,
+// service, reserved names, credentials, limits and defaults keys.
+func (b *Backend) validateFields(p *field.Path) (errs field.ErrorList, policyOK bool) {
+	policyOK = true
+	if b.NamePolicy != nil && !b.policyUnresolved {
+		if _, err := naming.Parse(b.NamePolicy.Prefix); err != nil || b.NamePolicy.Prefix == "" {
+			msg := "a naming template, as ${namespace}."
+			if err != nil {
+				msg = err.Error()
+			}
+			errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, msg))
+			policyOK = false
+		}
+	}
+	if a := b.Adoption; a != nil && a.DeleteAdopted && !a.Allow {
+		errs = append(errs, field.Invalid(p.Child("adoption", "deleteAdopted"), true, "applies only to adopted resources; set adoption.allow: true as well, or remove deleteAdopted"))
+	}
+	if b.Service != "" {
+		for _, msg := range validation.IsDNS1123Label(b.Service) {
+			errs = append(errs, field.Invalid(p.Child("service"), b.Service, msg))
+		}
+	}
+	for j, pat := range b.ReservedNames {
+		if _, err := path.Match(pat, ""); err != nil || pat == "" {
+			errs = append(errs, field.Invalid(p.Child("reservedNames").Index(j), pat, "a name or a glob (* matches any run of characters, ? one character, [a-z] a class)"))
+		}
+	}
+	if cr := b.Credentials; cr != nil {
+		if cr.MaxAge.Duration < 0 {
+			errs = append(errs, field.Invalid(p.Child("credentials", "maxAge"), cr.MaxAge.String(), "must not be negative"))
+		}
+		if cr.RotationGrace != nil && cr.RotationGrace.Duration < 0 {
+			errs = append(errs, field.Invalid(p.Child("credentials", "rotationGrace"), cr.RotationGrace.String(), "must not be negative"))
+		}
+		if cr.RotationGrace != nil && cr.MaxAge.Duration > 0 && cr.RotationGrace.Duration >= cr.MaxAge.Duration {
+			errs = append(errs, field.Invalid(p.Child("credentials", "rotationGrace"), cr.RotationGrace.String(), "must be shorter than maxAge"))
+		}
+	}
+	if l := b.Limits; l != nil {
+		for _, c := range []struct {
+			key string
+			n   int
+		}{{"perNamespace", l.PerNamespace}, {"accessesPerNamespace", l.AccessesPerNamespace}, {"accessesPerBuckety", l.AccessesPerBuckety}} {
+			if c.n < 0 {
+				errs = append(errs, field.Invalid(p.Child("limits", c.key), c.n, "must be at least 0 (0: no limit)"))
+			}
+		}
+		for k, v := range l.ParameterMax {
+			if v < 1 {
+				errs = append(errs, field.Invalid(p.Child("limits", "parameterMax").Key(k), v, "must be at least 1"))
+			}
+		}
+	}
+	for k := range b.Defaults {
+		if !naming.ValidBackendKey(k) {
+			errs = append(errs, field.Invalid(p.Child("defaults").Key(k), k, "key must be letters, digits, _ and -, starting with a letter or _, so templates can use ${backend."+k+"}"))
+		}
+	}
+	return errs, policyOK
 }
 
 func (c *Config) driverList() string {

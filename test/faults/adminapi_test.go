@@ -26,6 +26,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers/s3/iam"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // adminCall is one admin API request of the sibling-key attack and what
@@ -291,7 +292,7 @@ func (a *attack) siblingKeys() {
 func (a *attack) principal(ns, access string) string {
 	a.t.Helper()
 	var cur v1.BucketyAccess
-	if !until(time.Now().Add(time.Minute), func() bool {
+	if !wait.Until(time.Now().Add(time.Minute), func() bool {
 		return a.e.k8s.Get(a.ctx, client.ObjectKey{Namespace: ns, Name: access}, &cur) == nil && cur.Status.Principal != ""
 	}) {
 		a.t.Fatalf("access %s/%s names no principal: %v", ns, access, cur.Status.Conditions)

@@ -15,8 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // The attacks of issue 33 §6, "Run it as an attacker": mallory, with the
@@ -108,25 +112,16 @@ func (a *attackS3) keyBackends() []string {
 	return out
 }
 
-// s3BackendYAML is one s3 backend of the hostile run's config.
-func s3BackendYAML(name, service, impl, endpoint, region, keyVar, credentials, limits string) string {
-	svc := ""
-	if service != "" {
-		svc = "\n  service: " + service
-	}
-	return fmt.Sprintf(`- name: %s
-  driver: s3%s
-  config:
-    implementation: %s
-    endpoint: %s
-    region: %s
-    forcePathStyle: true
-    accessKeyID: ${%s_ACCESS_KEY}
-    secretAccessKey: ${%s_SECRET_KEY}
-    requestTimeout: 10s
-    credentials: {%s}
-  limits: {%s}
-`, name, svc, impl, endpoint, region, keyVar, keyVar, credentials, limits)
+// s3Backend is one s3 backend of the hostile run's config: its keys are
+// the variables keyVar_ACCESS_KEY and keyVar_SECRET_KEY, a key per access
+// (through adminEndpoint where the server has one apart), with limits.
+func s3Backend(name, service, impl, endpoint, region, keyVar, adminEndpoint string, limits *config.Limits) config.Backend {
+	c := harness.S3Server(impl, endpoint, region, keyVar+"_ACCESS_KEY", keyVar+"_SECRET_KEY")
+	c.RequestTimeout = harness.Duration(10 * time.Second)
+	c.Credentials = &s3driver.Credentials{AdminEndpoint: adminEndpoint}
+	b := harness.S3(name, c)
+	b.Service, b.Limits = service, limits
+	return b
 }
 
 // accessLimits are limits.accessesPerBuckety and accessesPerNamespace of
@@ -334,7 +329,7 @@ func (a *attack) stripAndReclaim(targets []reclaimTarget) {
 	for _, tg := range targets {
 		mine := a.reclaimBuckety(a.aliceNS, tg.aliceBackend, tg)
 		var cur v1.Buckety
-		if !until(time.Now().Add(2*time.Minute), func() bool {
+		if !wait.Until(time.Now().Add(2*time.Minute), func() bool {
 			return a.e.k8s.Get(ctx, client.ObjectKeyFromObject(mine), &cur) == nil && ready(cur.Status.Conditions, cur.Generation)
 		}) {
 			t.Logf("%s: alice's %s on %s not Ready: %v", a.run, tg.obj, tg.name, cur.Status.Conditions)
@@ -380,7 +375,7 @@ func (a *attack) strip(b *v1.Buckety) {
 	if err := a.mallory.Delete(ctx, b); err != nil {
 		t.Fatalf("delete %s: %v", b.Name, err)
 	}
-	if !until(time.Now().Add(time.Minute), func() bool {
+	if !wait.Until(time.Now().Add(time.Minute), func() bool {
 		cur := &v1.Buckety{}
 		err := a.e.k8s.Get(ctx, client.ObjectKeyFromObject(b), cur)
 		if apierrors.IsNotFound(err) {
@@ -423,7 +418,7 @@ func (a *attack) scopingUnavailable() {
 		return n
 	}
 	n := 0
-	until(time.Now().Add(time.Minute), func() bool { n = waiting(); return n == len(names) })
+	wait.Until(time.Now().Add(time.Minute), func() bool { n = waiting(); return n == len(names) })
 	a.tb.add(t, a.run, fmt.Sprintf("accesses on %s (credentials set, admin API 501) with Ready=False ScopingUnavailable", noIAMBackend), fmt.Sprintf("%d of %d", n, len(names)), n == len(names))
 	var holding []string
 	for _, name := range []string{"rootgrab", ra.Spec.CredentialsSecretName} { // the Secrets
@@ -570,7 +565,7 @@ func (a *attack) waitSecret(ns, name string) map[string][]byte {
 	a.t.Helper()
 	var d map[string][]byte
 	var err error
-	if !until(time.Now().Add(time.Minute), func() bool { d, err = a.e.secretData(a.ctx, ns, name); return err == nil }) {
+	if !wait.Until(time.Now().Add(time.Minute), func() bool { d, err = a.e.secretData(a.ctx, ns, name); return err == nil }) {
 		a.t.Fatalf("Secret %s/%s: %v", ns, name, err)
 	}
 	return d

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // rng is a run's own random source, derived from the seed and the run's
@@ -97,7 +98,7 @@ func runBrokerOutage(t *testing.T, e *env, p params, tb *table, kill bool) {
 		}
 		return out
 	}
-	allReady := until(back.Add(p.Converge), func() bool { return len(notReady()) == 0 })
+	allReady := wait.Until(back.Add(p.Converge), func() bool { return len(notReady()) == 0 })
 	secs := time.Since(back).Seconds()
 	left := notReady()
 	tb.add(t, run, "Bucketies Ready", fmt.Sprintf("%d/%d", len(names)-len(left), len(names)), allReady)

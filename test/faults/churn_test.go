@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // fault is what a churn run does to the system while the operations run:
@@ -316,7 +317,7 @@ func runChurn(t *testing.T, e *env, p params, tb *table, run string, f fault) {
 
 	// Converge: every live Buckety and access Ready, every deleted one gone.
 	var problems []string
-	converged := until(time.Now().Add(p.Converge), func() bool {
+	converged := wait.Until(time.Now().Add(p.Converge), func() bool {
 		problems = e.churnProblems(ctx, ns, state, accessOf)
 		return len(problems) == 0
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // credentialFigures checks per-access credentials after a run: on the
@@ -38,7 +39,7 @@ func (e *env) credentialFigures(t *testing.T, tb *table, run, ns string, converg
 		}
 		return len(orphanUsers)+len(orphanACLs)+len(unbacked) == 0
 	}
-	until(time.Now().Add(converge), check)
+	wait.Until(time.Now().Add(converge), check)
 	tb.add(t, run, "Ready kafka accesses with a user of their own", scoped, scoped > 0 || !wantScoped)
 	tb.add(t, run, "SCRAM users without an access", count(orphanUsers), len(orphanUsers) == 0)
 	tb.add(t, run, "ACLs of principals without an access", count(orphanACLs), len(orphanACLs) == 0)
@@ -57,7 +58,7 @@ func (e *env) credentialFigures(t *testing.T, tb *table, run, ns string, converg
 func (e *env) s3KeyFigures(t *testing.T, tb *table, run string, srv *s3test.Server, label, ns string, converge time.Duration) {
 	t.Helper()
 	var pr s3KeyProblems
-	until(time.Now().Add(converge), func() bool {
+	wait.Until(time.Now().Add(converge), func() bool {
 		var err error
 		pr, err = e.s3CredentialProblems(context.Background(), srv, ns)
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
-	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
@@ -62,30 +62,11 @@ func newEnv(t *testing.T, p params) *env {
 	if testing.Short() {
 		t.Skip("fault harness: needs the control plane, the broker and an S3 server; run without -short (make test, make faults)")
 	}
-	dir, err := os.MkdirTemp("", "bkt-faults-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("fault harness: logs kept in %s", dir)
-			return
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("remove %s: %v", dir, err)
-		}
-	})
+	dir := harness.TempDir(t, "bkt-faults-", "fault harness")
 	e := &env{t: t, dir: dir, wireLog: filepath.Join(dir, "kafka-wire.jsonl")}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if e.cp, err = controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(dir, "cp"), ControllerManager: true, CRDDirs: []string{controlplane.CRDDir()}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
+	e.cp = harness.ControlPlane(ctx, t, dir, true)
 	bin, err := kafka.Binary(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -100,19 +81,11 @@ func newEnv(t *testing.T, p params) *env {
 		SASL: []string{"SCRAM-SHA-512:buckety:" + superuserPassword}, ACLs: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := e.broker.Stop(); err != nil {
-			t.Errorf("stop broker: %v", err)
-		}
-	})
+	harness.StopAtCleanup(t, "broker", e.broker.Stop)
 	if e.s3, err = s3test.StartIn(filepath.Join(dir, p.S3), p.S3, s3test.Options{IAM: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := e.s3.Stop(); err != nil {
-			t.Errorf("stop %s: %v", p.S3, err)
-		}
-	})
+	harness.StopAtCleanup(t, p.S3, e.s3.Stop)
 	scheme, err := appcontroller.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -122,20 +95,7 @@ func newEnv(t *testing.T, p params) *env {
 	}
 	e.s3c = s3.New(s3.Options{Region: e.s3.Region, BaseEndpoint: aws.String(e.s3.Endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(e.s3.AccessKey, e.s3.SecretKey, "")})
-	if err := harness.InstallRBAC(ctx, e.k8s, harness.ControllerRoleFile(), harness.SystemNamespace, harness.ControllerServiceAccount); err != nil {
-		t.Fatal(err)
-	}
-	e.kubeconfig = filepath.Join(dir, "controller.kubeconfig")
-	if err := harness.ImpersonatingKubeconfig(e.cp, e.kubeconfig, harness.SystemNamespace, harness.ControllerServiceAccount); err != nil {
-		t.Fatal(err)
-	}
-	e.configDir = filepath.Join(dir, "config")
-	if err := os.MkdirAll(e.configDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.configDir, config.Filename), []byte(e.configYAML(p)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.kubeconfig, e.configDir = harness.ControllerFiles(ctx, t, e.cp, e.k8s, dir, e.configYAML(p))
 	e.ctrlBin = filepath.Join(dir, "buckety-controller")
 	if err := harness.Build(harness.ControllerPackage, e.ctrlBin, ""); err != nil {
 		t.Fatal(err)
@@ -147,52 +107,19 @@ func newEnv(t *testing.T, p params) *env {
 // configYAML names the two backends; deleteSlice is small so that a
 // recursive delete takes many passes, each reporting progress.
 func (e *env) configYAML(p params) string {
-	slice := p.Objects / 15
-	if slice < 10 {
-		slice = 10
-	}
-	if slice > 1000 {
-		slice = 1000
-	}
-	return fmt.Sprintf(`backends:
-- name: kafka
-  driver: kadm
-  config:
-    seedBrokers: [%s]
-    requestTimeout: 5s
-    sasl:
-      mechanism: SCRAM-SHA-512
-      username: buckety
-      password: ${FAULTS_KAFKA_PASSWORD}
-  # A churned Buckety re-created over the resource its previous
-  # incarnation retained asks to adopt and converge it (churn_test.go).
-  namePolicy: {prefix: "$${namespace}."}
-  adoption: {allow: true}
-- name: s3
-  driver: s3
-  adoption: {allow: true}
-  config:
-    implementation: %s
-    endpoint: %s
-    region: %s
-    forcePathStyle: true
-    accessKeyID: ${FAULTS_S3_ACCESS_KEY}
-    secretAccessKey: ${FAULTS_S3_SECRET_KEY}
-    requestTimeout: 10s
-    deleteSlice: %d
-    # A key of its own per access (counted by credentialFigures).
-    credentials: {%s}
-`, strings.Join(e.broker.Addrs, ", "), p.S3, e.s3.Endpoint, e.s3.Region, slice, e.s3AdminEndpoint())
-}
-
-// s3AdminEndpoint is the credentials setting of the S3 server's admin API
-// (VersityGW's own port; MinIO serves it on its S3 port, and SeaweedFS the
-// IAM API).
-func (e *env) s3AdminEndpoint() string {
-	if e.s3.AdminEndpoint == "" {
-		return ""
-	}
-	return "adminEndpoint: " + e.s3.AdminEndpoint
+	k := harness.Kadm("kafka", kadmdriver.Config{SeedBrokers: e.broker.Addrs, RequestTimeout: harness.Duration(5 * time.Second),
+		SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "${FAULTS_KAFKA_PASSWORD}"}})
+	// A churned Buckety re-created over the resource its previous
+	// incarnation retained asks to adopt and converge it (churn_test.go).
+	k = harness.Tenancy(k, "$${namespace}.", true)
+	c := harness.S3Server(p.S3, e.s3.Endpoint, e.s3.Region, "FAULTS_S3_ACCESS_KEY", "FAULTS_S3_SECRET_KEY")
+	c.RequestTimeout = harness.Duration(10 * time.Second)
+	c.DeleteSlice = min(max(p.Objects/15, 10), 1000)
+	// A key of its own per access (counted by credentialFigures), through
+	// the server's admin API (VersityGW's own port; MinIO serves it on its
+	// S3 port, and SeaweedFS the IAM API).
+	c.Credentials = &s3driver.Credentials{AdminEndpoint: e.s3.AdminEndpoint}
+	return harness.ConfigYAML(k, harness.Tenancy(harness.S3("s3", c), "", true))
 }
 
 // startController runs the built binary as its ServiceAccount. Leader
@@ -322,17 +249,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// until polls cond every 100 ms until it is true or the deadline passes.
-func until(deadline time.Time, cond func() bool) bool {
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -58,28 +59,10 @@ func loadParams(t *testing.T) params {
 		p = params{Seed: p.Seed, Bucketies: 200, Outage: 60 * time.Second, Objects: 3000, Ops: 300, Kills: 20, Converge: 300 * time.Second,
 			AttackSecrets: 300, AttackLimitMiB: 128, TenantLimit: 100, AttackAccesses: 200}
 	}
-	ints := map[string]*int{"FAULTS_BUCKETIES": &p.Bucketies, "FAULTS_OBJECTS": &p.Objects, "FAULTS_OPS": &p.Ops, "FAULTS_KILLS": &p.Kills,
+	harness.EnvInts(t, 1, map[string]*int{"FAULTS_BUCKETIES": &p.Bucketies, "FAULTS_OBJECTS": &p.Objects, "FAULTS_OPS": &p.Ops, "FAULTS_KILLS": &p.Kills,
 		"FAULTS_ATTACK_SECRETS": &p.AttackSecrets, "FAULTS_ATTACK_LIMIT": &p.AttackLimitMiB, "FAULTS_TENANT_LIMIT": &p.TenantLimit,
-		"FAULTS_ATTACK_ACCESSES": &p.AttackAccesses}
-	for k, dst := range ints {
-		if v := os.Getenv(k); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				t.Fatalf("%s=%q: want a positive integer", k, v)
-			}
-			*dst = n
-		}
-	}
-	durs := map[string]*time.Duration{"FAULTS_OUTAGE": &p.Outage, "FAULTS_CONVERGE": &p.Converge}
-	for k, dst := range durs {
-		if v := os.Getenv(k); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				t.Fatalf("%s=%q: want a positive duration, as 60s", k, v)
-			}
-			*dst = d
-		}
-	}
+		"FAULTS_ATTACK_ACCESSES": &p.AttackAccesses})
+	harness.EnvDurations(t, map[string]*time.Duration{"FAULTS_OUTAGE": &p.Outage, "FAULTS_CONVERGE": &p.Converge})
 	if v := os.Getenv("FAULTS_SEED"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

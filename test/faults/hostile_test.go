@@ -24,11 +24,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
 	"github.com/Yolean/buckety-controller/test/proc"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // runHostile is the hostile-tenant run: mallory, with nothing but the edit
@@ -140,7 +142,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 		if err := c.Create(ctx, b); err != nil {
 			t.Fatalf("create %s/%s: %v", b.Namespace, b.Name, err)
 		}
-		if !until(time.Now().Add(3*time.Minute), func() bool {
+		if !wait.Until(time.Now().Add(3*time.Minute), func() bool {
 			cur := &v1.Buckety{}
 			return e.k8s.Get(ctx, client.ObjectKeyFromObject(b), cur) == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady)
 		}) {
@@ -229,7 +231,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 	attacked := ready(alice, topicOf("payments"))
 	e.useAlice(t, aliceNS, "orders-topic", "files-bucket", "during")
 	for _, b := range probes {
-		if !until(time.Now().Add(2*time.Minute), func() bool {
+		if !wait.Until(time.Now().Add(2*time.Minute), func() bool {
 			cur := &v1.Buckety{}
 			if e.k8s.Get(ctx, client.ObjectKeyFromObject(b), cur) != nil {
 				return false
@@ -255,7 +257,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 	// The maintainer sees the claim mallory left: in the gauge, and
 	// stamped on the claim (kubectl get bucketyclaims, Owner-Gone).
 	orphaned := 0
-	until(time.Now().Add(time.Minute), func() bool {
+	wait.Until(time.Now().Add(time.Minute), func() bool {
 		var cl v1.BucketyClaimList
 		if err := e.k8s.List(ctx, &cl); err != nil {
 			t.Fatal(err)
@@ -330,41 +332,28 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 // including s3-noiam, whose admin API answers 501.
 func (e *env) hostileConfigYAML(p params, s3x *attackS3) string {
 	perB, perNS := accessLimits(p)
-	limits := fmt.Sprintf("perNamespace: %d, accessesPerNamespace: %d, accessesPerBuckety: %d", p.TenantLimit, perNS, perB)
-	out := fmt.Sprintf(`backends:
-- name: kafka
-  driver: kadm
-  config:
-    seedBrokers: [%[1]s]
-    requestTimeout: 5s
-    sasl:
-      mechanism: SCRAM-SHA-512
-      username: buckety
-      password: ${FAULTS_KAFKA_PASSWORD}
-  limits: {%[2]s, parameterMax: {partitions: 64}}
-- name: kafka-b
-  driver: kadm
-  service: kafka
-  config:
-    seedBrokers: [%[1]s]
-    requestTimeout: 5s
-    sasl:
-      mechanism: SCRAM-SHA-512
-      username: buckety
-      password: ${FAULTS_KAFKA_PASSWORD}
-  limits: {%[2]s, parameterMax: {partitions: 64}}
-`, strings.Join(e.broker.Addrs, ", "), limits)
-	out += s3BackendYAML("s3", "", p.S3, e.s3.Endpoint, e.s3.Region, "FAULTS_S3", e.s3AdminEndpoint(), limits)
+	limits := &config.Limits{PerNamespace: p.TenantLimit, AccessesPerNamespace: perNS, AccessesPerBuckety: perB}
+	kafkaLimits := *limits
+	kafkaLimits.ParameterMax = map[string]int64{"partitions": 64}
+	kafka := func(name, service string) config.Backend {
+		b := harness.Kadm(name, kadmdriver.Config{SeedBrokers: e.broker.Addrs, RequestTimeout: harness.Duration(5 * time.Second),
+			SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "${FAULTS_KAFKA_PASSWORD}"}})
+		b.Service, b.Limits = service, &kafkaLimits
+		return b
+	}
+	bs := []config.Backend{kafka("kafka", ""), kafka("kafka-b", "kafka"),
+		s3Backend("s3", "", p.S3, e.s3.Endpoint, e.s3.Region, "FAULTS_S3", e.s3.AdminEndpoint, limits)}
 	if s3x.vgwBackend != "s3" {
-		out += s3BackendYAML(s3x.vgwBackend, "", "versitygw", s3x.vgw.Endpoint, s3x.vgw.Region, "FAULTS_VGW", "adminEndpoint: "+s3x.vgw.AdminEndpoint, limits)
+		bs = append(bs, s3Backend(s3x.vgwBackend, "", "versitygw", s3x.vgw.Endpoint, s3x.vgw.Region, "FAULTS_VGW", s3x.vgw.AdminEndpoint, limits))
 	}
 	if s3x.weedBackend != "s3" {
 		// An IAM user per access, through the IAM API on its S3 port.
-		out += s3BackendYAML(s3x.weedBackend, "", "seaweedfs", s3x.weed.Endpoint, s3x.weed.Region, "FAULTS_WEED", "", limits)
+		bs = append(bs, s3Backend(s3x.weedBackend, "", "seaweedfs", s3x.weed.Endpoint, s3x.weed.Region, "FAULTS_WEED", "", limits))
 	}
 	// The gateway's S3 API, with its admin API answering 501: the same
-	// service as the backend minting keys there.
-	return out + s3BackendYAML(noIAMBackend, s3x.vgwBackend, "versitygw", s3x.vgw.Endpoint, s3x.vgw.Region, "FAULTS_VGW", "adminEndpoint: "+s3x.noIAM.AdminEndpoint, limits)
+	// service as the backend issuing keys there.
+	bs = append(bs, s3Backend(noIAMBackend, s3x.vgwBackend, "versitygw", s3x.vgw.Endpoint, s3x.vgw.Region, "FAULTS_VGW", s3x.noIAM.AdminEndpoint, limits))
+	return harness.ConfigYAML(bs...)
 }
 
 // useAlice produces and consumes a record, and puts and gets an object,
@@ -581,7 +570,7 @@ func parallelN(t *testing.T, n int, f func(i int) error) {
 // waitReady waits until b is Ready.
 func waitReady(t *testing.T, e *env, b *v1.Buckety, timeout time.Duration) {
 	t.Helper()
-	if !until(time.Now().Add(timeout), func() bool {
+	if !wait.Until(time.Now().Add(timeout), func() bool {
 		cur := &v1.Buckety{}
 		return e.k8s.Get(context.Background(), client.ObjectKeyFromObject(b), cur) == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady)
 	}) {

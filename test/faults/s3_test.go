@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 var removedSoFar = regexp.MustCompile(`(\d+) removed so far`)
@@ -43,7 +44,7 @@ func runS3RestartDelete(t *testing.T, e *env, p params, tb *table) {
 			t.Fatal(err)
 		}
 	}
-	if !until(time.Now().Add(p.Converge), func() bool {
+	if !wait.Until(time.Now().Add(p.Converge), func() bool {
 		for _, b := range []*v1.Buckety{big, keep} {
 			if err := e.k8s.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil || !ready(b.Status.Conditions, b.Generation) {
 				return false
@@ -117,7 +118,7 @@ func runS3RestartDelete(t *testing.T, e *env, p params, tb *table) {
 	total := p.Objects + p.Objects/10
 	target := total/3 + r.Intn(total/3+1)
 	var atKill int
-	if !until(time.Now().Add(p.Converge), func() bool { atKill = progress(); return atKill >= target }) {
+	if !wait.Until(time.Now().Add(p.Converge), func() bool { atKill = progress(); return atKill >= target }) {
 		tb.add(t, run, "delete reached the kill point", fmt.Sprintf("progress %d of %d versions, wanted %d", atKill, total, target), false)
 		return
 	}
@@ -134,7 +135,7 @@ func runS3RestartDelete(t *testing.T, e *env, p params, tb *table) {
 	if err := e.s3.Respawn(); err != nil {
 		t.Fatal(err)
 	}
-	gone := until(time.Now().Add(p.Converge), func() bool {
+	gone := wait.Until(time.Now().Add(p.Converge), func() bool {
 		err := e.k8s.Get(ctx, client.ObjectKeyFromObject(big), &v1.Buckety{})
 		return apierrors.IsNotFound(err)
 	})

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 func gone(t *testing.T, obj client.Object) (bool, string) {
@@ -35,7 +36,7 @@ func TestImplicitToExplicitMigration(t *testing.T) {
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
 		Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.orders", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "orders-topic"}}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	implicit := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(implicit), implicit); err != nil {
 		t.Fatal(err)
@@ -52,15 +53,15 @@ func TestImplicitToExplicitMigration(t *testing.T) {
 	} {
 		create(t, a)
 	}
-	eventually(t, wait, "implicit access removed", func() (bool, string) { return gone(t, implicit) })
-	eventually(t, wait, "implicit Secret removed", func() (bool, string) {
+	wait.For(t, waitTimeout, "implicit access removed", func() (bool, string) { return gone(t, implicit) })
+	wait.For(t, waitTimeout, "implicit Secret removed", func() (bool, string) {
 		return gone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orders-topic", Namespace: ns}})
 	})
 	reader := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "orders-reader", Namespace: ns}}
-	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, reader, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, wait)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, b, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, wait)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, reader, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, waitTimeout)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, b, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, waitTimeout)
 	if r, w := secret(t, ns, "orders-reader"), secret(t, ns, "orders-writer"); string(r.Data["topic"]) != string(w.Data["topic"]) || string(r.Data["bootstrap"]) != string(w.Data["bootstrap"]) {
 		t.Errorf("v1alpha1: want identical credentials for every access, got %q and %q", r.Data, w.Data)
 	}
@@ -69,15 +70,15 @@ func TestImplicitToExplicitMigration(t *testing.T) {
 	solo := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "solo", Namespace: ns},
 		Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.solo", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "solo-topic"}}}
 	create(t, solo)
-	waitCondition(t, solo, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, solo, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	patch(t, solo, `{"spec":{"defaultAccess":null}}`)
-	eventually(t, wait, "implicit access of solo removed", func() (bool, string) {
+	wait.For(t, waitTimeout, "implicit access of solo removed", func() (bool, string) {
 		return gone(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "solo", Namespace: ns}})
 	})
-	eventually(t, wait, "solo's Secret removed", func() (bool, string) {
+	wait.For(t, waitTimeout, "solo's Secret removed", func() (bool, string) {
 		return gone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "solo-topic", Namespace: ns}})
 	})
-	waitCondition(t, solo, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, solo, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 // TestForeignSecretIsNeverOverwritten: a Secret buckety did not create keeps
@@ -93,11 +94,11 @@ func TestForeignSecretIsNeverOverwritten(t *testing.T) {
 		Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.orders", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "orders-topic"}}}
 	create(t, b)
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}}
-	c := waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSecretConflict, wait)
+	c := waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSecretConflict, waitTimeout)
 	if want := "Secret orders-topic already exists and was not created by buckety"; !contains(c.Message, want) {
 		t.Errorf("want message containing %q, got %q", want, c.Message)
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAccessesNotReady, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAccessesNotReady, waitTimeout)
 	time.Sleep(2 * time.Second) // several reconciles
 	s := secret(t, ns, "orders-topic")
 	if string(s.Data["password"]) != "keep-me" || len(s.Data) != 1 || s.Labels[v1.ManagedByLabel] != "" {
@@ -106,8 +107,8 @@ func TestForeignSecretIsNeverOverwritten(t *testing.T) {
 	if err := k8s.Delete(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

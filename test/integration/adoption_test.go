@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // adoptionConfigYAML adds, to the shared backends (which do not allow
@@ -113,14 +114,14 @@ func TestAdoptionNeedsBothKeys(t *testing.T) {
 	} {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: c.obj, Namespace: ns}, Spec: v1.BucketySpec{Backend: c.backend, Name: name, Adoption: c.adoption}}
 		create(t, b)
-		got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, wait)
+		got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
 		if !strings.Contains(got.Message, c.hint) || !strings.Contains(got.Message, "already exists and holds content") {
 			t.Errorf("%s: want the content and %q in the message, got %q", c.obj, c.hint, got.Message)
 		}
 		// A refused Buckety's later passes claim, inspect and release
 		// again (on its backoff, and once more after its own status write),
 		// so the claim may be seen for a moment: it must not stay.
-		eventually(t, 20*time.Second, c.obj+": claim released", func() (bool, string) {
+		wait.For(t, 20*time.Second, c.obj+": claim released", func() (bool, string) {
 			_, held := claimOn(t, c.backend, name)
 			return !held, "claim held"
 		})
@@ -149,7 +150,7 @@ func TestAdoptionOnKadm(t *testing.T) {
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "legacy-topic"},
 	}}
 	create(t, b)
-	got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, wait)
+	got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, waitTimeout)
 	for _, want := range []string{"partitions 2 -> 3", `config retention.ms "1000000" -> "2000000"`} {
 		if !strings.Contains(got.Message, want) {
 			t.Errorf("want the drift report to list %q, got %q", want, got.Message)
@@ -169,7 +170,7 @@ func TestAdoptionOnKadm(t *testing.T) {
 	patchSpec(t, b, func(s *v1.BucketySpec) {
 		s.Parameters = map[string]string{"partitions": "2", "config.retention.ms": "1000000"}
 	})
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if b.Status.Provenance != v1.ProvenanceAdopted || b.Status.BackendResourceName != name {
 		t.Errorf("want provenance Adopted on %s, got %q on %q", name, b.Status.Provenance, b.Status.BackendResourceName)
 	}
@@ -185,7 +186,7 @@ func TestAdoptionOnKadm(t *testing.T) {
 
 	// Settled: managed normally, a parameter change is applied.
 	patchSpec(t, b, func(s *v1.BucketySpec) { s.Parameters["config.retention.ms"] = "3000000" })
-	eventually(t, wait, "the new retention applied", func() (bool, string) {
+	wait.For(t, waitTimeout, "the new retention applied", func() (bool, string) {
 		info := topic(t, name)
 		return info.dynamic["retention.ms"] == "3000000", strings.Join([]string{info.dynamic["retention.ms"]}, "")
 	})
@@ -193,7 +194,7 @@ func TestAdoptionOnKadm(t *testing.T) {
 	if err := k8s.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "adopted Buckety deleted", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "adopted Buckety deleted", func() (bool, string) { return gone(t, b) })
 	if !topic(t, name).exists || records(t, name) != 2 {
 		t.Fatal("retentionPolicy Delete deleted an adopted topic on a backend without adoption.deleteAdopted")
 	}
@@ -213,15 +214,15 @@ func TestAdoptedDeletedOnlyWithDeleteAdopted(t *testing.T) {
 		Parameters: map[string]string{"config.retention.ms": "5000000"},
 	}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if info := topic(t, name); info.dynamic["retention.ms"] != "5000000" || b.Status.Provenance != v1.ProvenanceAdopted {
 		t.Errorf("want AdoptAndConverge to apply the spec at once and record Adopted, got %v, %q", info.dynamic, b.Status.Provenance)
 	}
 	if err := k8s.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "adopted Buckety deleted", func() (bool, string) { return gone(t, b) })
-	eventually(t, wait, "the adopted topic deleted", func() (bool, string) { return !topic(t, name).exists, "still there" })
+	wait.For(t, waitTimeout, "adopted Buckety deleted", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "the adopted topic deleted", func() (bool, string) { return !topic(t, name).exists, "still there" })
 }
 
 // TestAdoptionOnS3: a bucket holding an object, with versioning enabled by
@@ -256,7 +257,7 @@ func TestAdoptionOnS3(t *testing.T) {
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "legacy-bucket"},
 	}}
 	create(t, b)
-	got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, wait)
+	got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, waitTimeout)
 	if !strings.Contains(got.Message, "versioning Enabled -> Suspended") {
 		t.Errorf("want the drift report to list the versioning change, got %q", got.Message)
 	}
@@ -266,7 +267,7 @@ func TestAdoptionOnS3(t *testing.T) {
 	}
 
 	patchSpec(t, b, func(s *v1.BucketySpec) { s.Adoption = v1.AdoptionAndConverge })
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if st := versioning(); st != types.BucketVersioningStatusSuspended {
 		t.Errorf("want versioning Suspended once the tenant said to converge, got %q", st)
 	}
@@ -281,7 +282,7 @@ func TestAdoptionOnS3(t *testing.T) {
 	if err := k8s.Delete(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "adopted Buckety deleted", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "adopted Buckety deleted", func() (bool, string) { return gone(t, b) })
 	if !bucketExists(t, bucket) {
 		t.Fatal("retentionPolicy Delete deleted an adopted bucket on a backend without adoption.deleteAdopted")
 	}
@@ -301,7 +302,7 @@ func TestHostileAdoptionRefusedByNamePolicy(t *testing.T) {
 		Parameters: map[string]string{"config.retention.ms": "1"},
 	}}
 	create(t, b)
-	got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInvalidName, wait)
+	got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInvalidName, waitTimeout)
 	if !strings.Contains(got.Message, "only allows names starting with") {
 		t.Errorf("want the name policy named, got %q", got.Message)
 	}
@@ -311,7 +312,7 @@ func TestHostileAdoptionRefusedByNamePolicy(t *testing.T) {
 	if err := k8s.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "attacker's Buckety deleted", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "attacker's Buckety deleted", func() (bool, string) { return gone(t, b) })
 	if info := topic(t, name); !info.exists || info.dynamic["retention.ms"] != "1000000" || records(t, name) != 1 {
 		t.Errorf("want the victim's topic untouched, got %+v", info)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/proc"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 const (
@@ -114,7 +115,7 @@ func runBinaryArgs(t *testing.T, bin, kubeconfig, configDir string, extraEnv, ex
 	}
 	cp.p = p
 	t.Cleanup(func() { cp.stop(t) })
-	eventually(t, 60*time.Second, "controller ready", func() (bool, string) {
+	wait.For(t, 60*time.Second, "controller ready", func() (bool, string) {
 		if done, err := p.Exited(); done {
 			t.Fatalf("controller exited: %v\n%s", err, p.Tail(30))
 		}
@@ -170,8 +171,8 @@ func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "objects-bucket"}}}
 	create(t, kb)
 	create(t, sb)
-	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, sb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, sb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	// Metrics are served over HTTPS (a self-signed certificate) to callers
 	// the API server authenticates and authorizes (issue 14.5).
 	scrape := func(token string) (int, string) {
@@ -229,27 +230,27 @@ func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
 	if err := k8s.Delete(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "s3 Buckety deleted", func() (bool, string) { return gone(t, sb) })
+	wait.For(t, waitTimeout, "s3 Buckety deleted", func() (bool, string) { return gone(t, sb) })
 	if bucketExists(t, ns+"-objects") {
 		t.Error("retentionPolicy Delete: want the bucket gone")
 	}
 	c010.stop(t)
 
 	c011 := runBinary(t, buildController(t, "0.1.1"), kubeconfig, dir)
-	eventually(t, wait, "patch version auto-applied", func() (bool, string) {
+	wait.For(t, waitTimeout, "patch version auto-applied", func() (bool, string) {
 		b := getBuckety(t, ns, "versioned")
 		return b.Status.DriverBuildVersion == "0.1.1", b.Status.DriverBuildVersion
 	})
-	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	c011.stop(t)
 
 	runBinary(t, buildController(t, "1.0.0"), kubeconfig, dir)
 	patch(t, kb, `{"spec":{"parameters":{"partitions":"3"}}}`)
-	c := waitCondition(t, kb, v1.ConditionDriverVersionIncompatible, metav1.ConditionTrue, v1.ReasonDriverMajorMismatch, wait)
+	c := waitCondition(t, kb, v1.ConditionDriverVersionIncompatible, metav1.ConditionTrue, v1.ReasonDriverMajorMismatch, waitTimeout)
 	if !strings.Contains(c.Message, "major 1") || !strings.Contains(c.Message, "provisioned with major 0") {
 		t.Errorf("want both majors in the message, got %q", c.Message)
 	}
-	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonDriverMajorMismatch, wait)
+	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonDriverMajorMismatch, waitTimeout)
 	time.Sleep(5 * time.Second) // two re-check periods
 	if n := topic(t, ns+".versioned").partitions; n != 1 {
 		t.Errorf("an incompatible driver must not write to the backend, but partitions became %d", n)

@@ -18,11 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/testhook"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 var hungBrokers struct {
@@ -40,13 +43,7 @@ func hungBroker(t *testing.T) (br *kafka.Broker, yaml, backend string) {
 	hungBrokers.n++
 	backend = fmt.Sprintf("hung-%d", hungBrokers.n)
 	hungBrokers.Unlock()
-	yaml = fmt.Sprintf(`backends:
-- name: %s
-  driver: kadm
-  config:
-    seedBrokers: [%s]
-    requestTimeout: 2s
-`, backend, strings.Join(br.Addrs, ", "))
+	yaml = harness.ConfigYAML(harness.Kadm(backend, kadmdriver.Config{SeedBrokers: br.Addrs, RequestTimeout: harness.Duration(2 * time.Second)}))
 	return br, yaml, backend
 }
 
@@ -122,7 +119,7 @@ func TestClaimReleasedWhenDeletedBeforeProvisioning(t *testing.T) {
 
 	first := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns1}, Spec: v1.BucketySpec{Backend: backend, Name: name}}
 	create(t, first)
-	waitCondition(t, first, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, wait)
+	waitCondition(t, first, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, waitTimeout)
 	firstUID := string(getBuckety(t, ns1, "first").UID)
 	if n := len(claimsOf(t, firstUID)); n != 0 {
 		t.Errorf("a Buckety whose backend could not be checked: want no claim, got %d", n)
@@ -130,7 +127,7 @@ func TestClaimReleasedWhenDeletedBeforeProvisioning(t *testing.T) {
 	if err := k8s.Delete(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "first Buckety deleted", func() (bool, string) { return gone(t, first) })
+	wait.For(t, waitTimeout, "first Buckety deleted", func() (bool, string) { return gone(t, first) })
 	if n := len(claimsOf(t, firstUID)); n != 0 {
 		t.Fatalf("want the deleted Buckety's claim released, got %d claims", n)
 	}
@@ -145,7 +142,7 @@ func TestClaimReleasedWhenDeletedBeforeProvisioning(t *testing.T) {
 	if err := br.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, second, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, second, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if cl, ok := claimOn(t, backend, name); !ok || cl.Spec.Owner.UID != string(b.UID) || cl.Spec.Phase != v1.ClaimCreated {
 		t.Errorf("want the claim owned by the second Buckety in phase Created, got %+v", cl)
 	}
@@ -168,7 +165,7 @@ func TestClaimFollowsTemplateChange(t *testing.T) {
 		Spec: v1.BucketySpec{Backend: backend, Name: "${namespace}.t${label['gen']}"}}
 	create(t, b)
 	old, renamed := ns+".t001", ns+".t002"
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, waitTimeout)
 	patch(t, b, `{"metadata":{"labels":{"gen":"002"}}}`)
 	time.Sleep(2 * time.Second) // reconciles of the new name against the hung broker
 	for _, n := range []string{old, renamed} {
@@ -181,8 +178,8 @@ func TestClaimFollowsTemplateChange(t *testing.T) {
 	if err := br.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, other, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, other, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if got := getBuckety(t, ns, "templated").Status.BackendResourceName; got != renamed {
 		t.Errorf("want %s, got %s", renamed, got)
 	}
@@ -215,7 +212,7 @@ func TestClaimsHoldAcrossControllers(t *testing.T) {
 	for i := range pairs {
 		name := fmt.Sprintf("race-%d", i)
 		var owners []string
-		eventually(t, wait, "both settled", func() (bool, string) {
+		wait.For(t, waitTimeout, "both settled", func() (bool, string) {
 			owners = owners[:0]
 			settled := 0
 			var desc []string
@@ -259,7 +256,7 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 		Spec: v1.BucketyClaimSpec{Backend: "kafka", ResourceName: name, Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: ns, Name: "ghost", UID: "gone-uid"}}})
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "heir", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if strings.Contains(condString(b.Status.Conditions), "ghost") {
 		t.Errorf("want no mention of the missing owner, got %s", condString(b.Status.Conditions))
 	}
@@ -297,7 +294,7 @@ func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 	name := ns + ".crash"
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name, RetentionPolicy: v1.RetentionDelete}}
 	create(t, b)
-	eventually(t, wait, "controller paused right after creating the topic", func() (bool, string) {
+	wait.For(t, waitTimeout, "controller paused right after creating the topic", func() (bool, string) {
 		_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
 		return err == nil, "not reached"
 	})
@@ -315,14 +312,14 @@ func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	runBinaryEnv(t, bin, kubeconfig, dir, []string{testhook.Env + "=" + pauseDir})
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if b.Status.Provenance != v1.ProvenanceCreated {
 		t.Fatalf("want provenance Created after the crash, got %q", b.Status.Provenance)
 	}
 	if err := k8s.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "Buckety deleted", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
 	if topic(t, name).exists {
 		t.Error("retentionPolicy Delete: want the topic buckety created deleted")
 	}
@@ -344,7 +341,7 @@ func TestResourceAppearingAfterInspectIsAdopted(t *testing.T) {
 	name := ns + ".sneaky"
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "sneaky", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name, RetentionPolicy: v1.RetentionDelete}}
 	create(t, b)
-	eventually(t, wait, "controller paused between the adoption check and the create", func() (bool, string) {
+	wait.For(t, waitTimeout, "controller paused between the adoption check and the create", func() (bool, string) {
 		_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterInspect+".reached"))
 		return err == nil, "not reached"
 	})
@@ -358,14 +355,14 @@ func TestResourceAppearingAfterInspectIsAdopted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterInspect+".release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if b.Status.Provenance != v1.ProvenanceAdopted {
 		t.Fatalf("want provenance Adopted for a topic someone else created, got %q", b.Status.Provenance)
 	}
 	if err := k8s.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "Buckety deleted", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
 	if !topic(t, name).exists {
 		t.Error("want the adopted topic retained despite retentionPolicy Delete")
 	}
@@ -398,7 +395,7 @@ func TestRecoveryAfterBrokerOutage(t *testing.T) {
 		Spec: v1.BucketySpec{Backend: backend, Name: ns + ".patient", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "patient-topic"}}}
 	start := time.Now()
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendUnreachable, waitTimeout)
 	time.Sleep(time.Until(start.Add(outage(t))))
 	if err := br.Resume(); err != nil {
 		t.Fatal(err)
@@ -422,8 +419,8 @@ func TestDeleteIgnoresForgedStatus(t *testing.T) {
 	attacker := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: attackerNS}, Spec: v1.BucketySpec{Backend: "kafka", Name: attackerNS + ".mine", RetentionPolicy: v1.RetentionDelete}}
 	create(t, victim)
 	create(t, attacker)
-	waitCondition(t, victim, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, attacker, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, victim, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, attacker, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	// A foreign topic with data that no Buckety owns.
 	adm, cl := kafkaAdmin(t)
 	foreign := attackerNS + ".foreign"
@@ -446,7 +443,7 @@ func TestDeleteIgnoresForgedStatus(t *testing.T) {
 	if err := k8s.Delete(ctx, attacker); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "attacker's Buckety deleted", func() (bool, string) { return gone(t, attacker) })
+	wait.For(t, waitTimeout, "attacker's Buckety deleted", func() (bool, string) { return gone(t, attacker) })
 	for _, name := range []string{victimNS + ".precious", foreign} {
 		if !topic(t, name).exists {
 			t.Errorf("topic %s was deleted through a forged status", name)
@@ -455,7 +452,7 @@ func TestDeleteIgnoresForgedStatus(t *testing.T) {
 	if topic(t, attackerNS+".mine").exists {
 		t.Error("want the attacker's own topic (buckety created it, retentionPolicy Delete) deleted")
 	}
-	waitCondition(t, victim, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, victim, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 // inspections counts the adoption checks the controller made on a backend.
@@ -488,7 +485,7 @@ func TestRefusalRetriesOnBackoff(t *testing.T) {
 	before := inspections(t, backend)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "occupied", Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: name}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
 	time.Sleep(12 * time.Second)
 	n := inspections(t, backend) - before
 	t.Logf("adoption checks in the first ~12s of a refusal: %d", n)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // TestDeletionBlockedThenRetainOrDelete: deletion waits for explicit
@@ -31,11 +32,11 @@ func TestDeletionBlockedThenRetainOrDelete(t *testing.T) {
 		create(t, b)
 		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: name + "-app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: name}, CredentialsSecretName: name + "-app"}}
 		create(t, a)
-		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 		if err := k8s.Delete(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		c := waitCondition(t, b, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, v1.ReasonAccessesExist, wait)
+		c := waitCondition(t, b, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, v1.ReasonAccessesExist, waitTimeout)
 		if !strings.Contains(c.Message, name+"-app") {
 			t.Errorf("%s: want the blocking access named, got %q", policy, c.Message)
 		}
@@ -49,7 +50,7 @@ func TestDeletionBlockedThenRetainOrDelete(t *testing.T) {
 		if err := k8s.Delete(ctx, a); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, wait, string(policy)+" Buckety deleted", func() (bool, string) { return gone(t, b) })
+		wait.For(t, waitTimeout, string(policy)+" Buckety deleted", func() (bool, string) { return gone(t, b) })
 		if exists := topic(t, resource).exists; exists != (policy == v1.RetentionRetain) {
 			t.Errorf("%s: want topic exists=%v, got %v", policy, policy == v1.RetentionRetain, exists)
 		}
@@ -67,7 +68,7 @@ func TestRecursiveBucketDeletion(t *testing.T) {
 	bucket := ns + "-doomed"
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "doomed", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket, RetentionPolicy: v1.RetentionDelete, Parameters: map[string]string{"versioning": "true"}}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	cl := rootS3(t)
 	errs := make(chan error, 2500)
 	sem := make(chan struct{}, 16)
@@ -87,11 +88,11 @@ func TestRecursiveBucketDeletion(t *testing.T) {
 	if err := k8s.Delete(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonDeleting, wait)
-	eventually(t, 60*time.Second, "bucket gone", func() (bool, string) {
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonDeleting, waitTimeout)
+	wait.For(t, 60*time.Second, "bucket gone", func() (bool, string) {
 		return !bucketExists(t, bucket), "exists"
 	})
-	eventually(t, wait, "Buckety gone", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "Buckety gone", func() (bool, string) { return gone(t, b) })
 	var evs eventsv1.EventList
 	if err := k8s.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

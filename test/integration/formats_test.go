@@ -12,6 +12,7 @@ import (
 
 	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // shapesHold checks that every shape of a Secret holds the user and
@@ -40,7 +41,7 @@ func shapesHold(data map[string][]byte) string {
 // reach its implicit access.
 func TestSecretFormats(t *testing.T) {
 	needInfra(t)
-	_, cfg := scopedBroker(t, "  credentials: {rotationGrace: 2s}\n")
+	_, cfg := scopedBroker(t, 2*time.Second)
 	startController(t, cfg, nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
@@ -48,12 +49,12 @@ func TestSecretFormats(t *testing.T) {
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "implicit"}}}
 	create(t, b)
 	implicit := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}}
-	waitCondition(t, implicit, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, implicit, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if _, ok := secret(t, ns, "implicit").Data[kadmdriver.SecretClientProperties]; ok {
 		t.Fatal("a Secret without secretFormats has client.properties")
 	}
 	patch(t, b, `{"spec":{"defaultAccess":{"secretFormats":["java"]}}}`)
-	eventually(t, wait, "the implicit access's Secret with the java format", func() (bool, string) {
+	wait.For(t, waitTimeout, "the implicit access's Secret with the java format", func() (bool, string) {
 		d := secret(t, ns, "implicit").Data
 		_, ok := d[kadmdriver.SecretClientProperties]
 		return ok && shapesHold(d) == "", strings.Join(slices.Sorted(maps.Keys(d)), ",")
@@ -63,7 +64,7 @@ func TestSecretFormats(t *testing.T) {
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"},
 		CredentialsSecretName: "app", SecretFormats: []string{"librdkafka", "java"}}}
 	create(t, a)
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	first := secret(t, ns, "app").Data
 	want := []string{"bootstrap", "bootstrap.servers", "client.properties", "group.id.prefix", "librdkafka.config", "sasl.jaas.config", "sasl.mechanism", "sasl.password", "sasl.username", "security.protocol", "topic"}
 	if got := slices.Sorted(maps.Keys(first)); !slices.Equal(got, want) {
@@ -78,7 +79,7 @@ func TestSecretFormats(t *testing.T) {
 
 	// Rotation: every read of the Secret shows all shapes on one user.
 	patch(t, a, `{"spec":{"rotation":"r1"}}`)
-	eventually(t, wait, "a new user in every shape", func() (bool, string) {
+	wait.For(t, waitTimeout, "a new user in every shape", func() (bool, string) {
 		d := secret(t, ns, "app").Data
 		if bad := shapesHold(d); bad != "" {
 			t.Fatalf("a Secret whose shapes disagree with its user %s: %s", d["sasl.username"], bad)
@@ -88,7 +89,7 @@ func TestSecretFormats(t *testing.T) {
 
 	// Removing a format removes its keys, and only those.
 	patch(t, a, `{"spec":{"secretFormats":["java"]}}`)
-	eventually(t, wait, "librdkafka.config removed", func() (bool, string) {
+	wait.For(t, waitTimeout, "librdkafka.config removed", func() (bool, string) {
 		d := secret(t, ns, "app").Data
 		_, gone := d[kadmdriver.SecretLibrdkafkaConfig]
 		_, kept := d[kadmdriver.SecretClientProperties]

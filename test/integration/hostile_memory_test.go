@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/test/proc"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // TestTenantCannotExhaustMemory (item 1): a tenant with nothing but the
@@ -77,7 +78,7 @@ func TestTenantCannotExhaustMemory(t *testing.T) {
 				t.Errorf("delete the Secrets of %s: %v", ns, err)
 			}
 		}
-		eventually(t, 3*time.Minute, "the attack's Bucketies gone", func() (bool, string) {
+		wait.For(t, 3*time.Minute, "the attack's Bucketies gone", func() (bool, string) {
 			var list v1.BucketyList
 			if err := k8s.List(ctx, &list, client.InNamespace(attacker)); err != nil {
 				return false, err.Error()
@@ -108,7 +109,7 @@ func TestTenantCannotExhaustMemory(t *testing.T) {
 
 	during := readyAfter(t, alice, victim, "attacked")
 	// Let both informers hold everything, then look.
-	eventually(t, 2*time.Minute, "the attacker's Bucketies reconciled", func() (bool, string) {
+	wait.For(t, 2*time.Minute, "the attacker's Bucketies reconciled", func() (bool, string) {
 		var list v1.BucketyList
 		if err := k8s.List(ctx, &list, client.InNamespace(attacker)); err != nil {
 			return false, err.Error()

@@ -25,6 +25,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // Hostile tenants, round two: each test is one attack of the issue, on the
@@ -70,7 +71,7 @@ func TestDeleteGoesWhereTheClaimSays(t *testing.T) {
 		Backend: "r2", Name: name, RetentionPolicy: v1.RetentionDelete, Parameters: map[string]string{"jurisdiction": "eu"}}}
 	create(t, b)
 	create(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "data"}, CredentialsSecretName: "reader"}})
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if cl, ok := claimOn(t, "r2", name); !ok || cl.Spec.Location["jurisdiction"] != "eu" {
 		t.Fatalf("want the claim to record jurisdiction eu, got %+v", cl)
 	}
@@ -88,12 +89,12 @@ func TestDeleteGoesWhereTheClaimSays(t *testing.T) {
 	if err := k8s.Delete(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, b, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, "", waitTimeout)
 	patch(t, b, `{"spec":{"parameters":{"jurisdiction":null}}}`)
 	if err := k8s.Delete(ctx, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "Buckety deleted", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
 	if _, err := rootS3(t).HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(name), Key: aws.String("victim")}); err != nil {
 		t.Errorf("want the account endpoint's bucket and object untouched, got %v", err)
 	}
@@ -122,21 +123,21 @@ func TestOneServiceOneClaimSpace(t *testing.T) {
 	name := owner + ".shared"
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: owner}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	hostile := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "grab", Namespace: attacker}, Spec: v1.BucketySpec{Backend: "kafka-b", Name: name, RetentionPolicy: v1.RetentionDelete}}
 	create(t, hostile)
-	c := waitCondition(t, hostile, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, wait)
+	c := waitCondition(t, hostile, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, waitTimeout)
 	if strings.Contains(c.Message, "Buckety "+owner+"/") || !strings.Contains(c.Message, "owned by another Buckety") {
 		t.Errorf("want the owner (in another namespace) not named, got %q", c.Message)
 	}
 	if err := k8s.Delete(context.Background(), hostile); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the hostile Buckety deleted", func() (bool, string) { return gone(t, hostile) })
+	wait.For(t, waitTimeout, "the hostile Buckety deleted", func() (bool, string) { return gone(t, hostile) })
 	if !topic(t, name).exists {
 		t.Error("want the owner's topic to survive the other backend's Buckety")
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 // TestAdoptionWithdrawnIsRefused (item 4): an adoption waiting for the
@@ -155,9 +156,9 @@ func TestAdoptionWithdrawnIsRefused(t *testing.T) {
 		Parameters:    map[string]string{"partitions": "3"},
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "legacy-topic"}}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, waitTimeout)
 	patch(t, b, `{"spec":{"adoption":"Refuse","parameters":{"partitions":"2","config.retention.ms":"1000000"}}}`)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
 	if _, ok := claimOn(t, "kafka-adopt", name); ok {
 		t.Error("want the claim released")
 	}
@@ -183,7 +184,7 @@ func TestNothingForeignInStatusOrEvents(t *testing.T) {
 	ctx := context.Background()
 	owned := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "payroll", Namespace: victim}, Spec: v1.BucketySpec{Backend: "kafka", Name: "payroll-" + victim}}
 	create(t, owned)
-	waitCondition(t, owned, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, owned, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	bucket := attacker + "-probe"
 	if _, err := rootS3(t).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
@@ -198,8 +199,8 @@ func TestNothingForeignInStatusOrEvents(t *testing.T) {
 	for _, p := range probes {
 		create(t, p)
 	}
-	waitCondition(t, probes[0], v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, wait)
-	waitCondition(t, probes[1], v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, wait)
+	waitCondition(t, probes[0], v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, waitTimeout)
+	waitCondition(t, probes[1], v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
 	waitEvent(t, attacker, v1.EventAdoptionRefused, bucket)
 	if leaks := foreignDetails(t, attacker, victim, "payroll", "q3-salaries", "records"); len(leaks) > 0 {
 		t.Errorf("want nothing about other tenants' resources, found %q", leaks)
@@ -267,7 +268,7 @@ func TestLiveEmptyTopicIsNotConverged(t *testing.T) {
 	}
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "offsets", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
 	create(t, b)
-	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, wait)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, waitTimeout)
 	if !strings.Contains(c.Message, "cleanup.policy") {
 		t.Errorf("want the difference named, got %q", c.Message)
 	}
@@ -276,14 +277,14 @@ func TestLiveEmptyTopicIsNotConverged(t *testing.T) {
 		t.Errorf("want the live topic's cleanup.policy kept, got %q", got)
 	}
 	patch(t, b, `{"spec":{"parameters":{"config.cleanup.policy":"compact"}}}`)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if b.Status.Provenance != v1.ProvenanceAdopted {
 		t.Errorf("want it Adopted once it matches, got %s", b.Status.Provenance)
 	}
 
 	schemas := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "schemas", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: "_schemas"}}
 	create(t, schemas)
-	if c := waitCondition(t, schemas, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInvalidName, wait); !strings.Contains(c.Message, "reserves") {
+	if c := waitCondition(t, schemas, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInvalidName, waitTimeout); !strings.Contains(c.Message, "reserves") {
 		t.Errorf("want the reserved name refused, got %q", c.Message)
 	}
 }
@@ -309,19 +310,19 @@ func TestClaimWithoutOwnerIsVisibleAndReclaimable(t *testing.T) {
 	if err := ed.Create(context.Background(), &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "abandoned"}, CredentialsSecretName: "holder"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if err := ed.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, b, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, "", waitTimeout)
 	cur := getBuckety(t, ns, "abandoned")
 	before := cur.DeepCopy()
 	cur.Finalizers = nil
 	if err := ed.Patch(context.Background(), cur, client.MergeFrom(before)); err != nil {
 		t.Fatalf("edit may patch the finalizer away (that is the attack): %v", err)
 	}
-	eventually(t, wait, "the Buckety gone", func() (bool, string) { return gone(t, b) })
-	eventually(t, wait, "the claim stamped owner-gone", func() (bool, string) {
+	wait.For(t, waitTimeout, "the Buckety gone", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "the claim stamped owner-gone", func() (bool, string) {
 		cl, ok := claimOn(t, "kafka", name)
 		return ok && cl.Status.OwnerGoneSince != nil, fmt.Sprintf("%+v", cl)
 	})
@@ -335,7 +336,7 @@ func TestClaimWithoutOwnerIsVisibleAndReclaimable(t *testing.T) {
 	if err := ed.Create(context.Background(), again); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, again, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, again, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if cl, ok := claimOn(t, "kafka", name); !ok || cl.Spec.Owner.UID != string(again.UID) || cl.Status.OwnerGoneSince != nil {
 		t.Errorf("want the claim taken over by the new Buckety, got %+v", cl)
 	}
@@ -379,7 +380,7 @@ func TestLimitsPerBackend(t *testing.T) {
 	removeWhileRunning(t, ns)
 	huge := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "huge", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".huge", Parameters: map[string]string{"partitions": "64"}}}
 	create(t, huge)
-	if c := waitCondition(t, huge, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInvalidParameters, wait); !strings.Contains(c.Message, "spec.parameters[partitions]") || !strings.Contains(c.Message, "at most 8") {
+	if c := waitCondition(t, huge, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInvalidParameters, waitTimeout); !strings.Contains(c.Message, "spec.parameters[partitions]") || !strings.Contains(c.Message, "at most 8") {
 		t.Errorf("want the partitions limit named, got %q", c.Message)
 	}
 	var third *v1.Buckety
@@ -387,11 +388,11 @@ func TestLimitsPerBackend(t *testing.T) {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", i), Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: fmt.Sprintf("%s.t%d", ns, i)}}
 		create(t, b)
 		if i < 2 {
-			waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 		}
 		third = b
 	}
-	if c := waitCondition(t, third, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonLimitExceeded, wait); !strings.Contains(c.Message, "limits.perNamespace: 2") {
+	if c := waitCondition(t, third, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonLimitExceeded, waitTimeout); !strings.Contains(c.Message, "limits.perNamespace: 2") {
 		t.Errorf("want the namespace limit named, got %q", c.Message)
 	}
 	if topic(t, ns+".t2").exists {
@@ -415,17 +416,17 @@ func TestReleaseWakesOnlyItsWaiters(t *testing.T) {
 	for _, n := range []string{"x", "y"} {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "own-" + n, Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + "." + n}}
 		create(t, b)
-		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	}
 	const waiters = 30
 	for i := range waiters {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("want-x-%02d", i), Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".x"}}
 		create(t, b)
-		waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, wait)
+		waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, waitTimeout)
 	}
 	wantY := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "want-y", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".y"}}
 	create(t, wantY)
-	waitCondition(t, wantY, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, wait)
+	waitCondition(t, wantY, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, waitTimeout)
 	waitIdle(t)
 	before := reconciles(t, "buckety")
 	if err := k8s.Delete(context.Background(), &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "own-y", Namespace: ns}}); err != nil {
@@ -479,7 +480,7 @@ func TestLaggingCacheDoesNotRecreate(t *testing.T) {
 	name := ns + ".orders"
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	cl, ok := claimOn(t, "kafka", name)
 	if !ok {
 		t.Fatal("want a claim")
@@ -495,7 +496,7 @@ func TestLaggingCacheDoesNotRecreate(t *testing.T) {
 	}
 	// Wake the Buckety (a change of a mutable field).
 	patch(t, b, `{"spec":{"retentionPolicy":"Delete"}}`)
-	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonProgressing, wait)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonProgressing, waitTimeout)
 	if !strings.Contains(c.Message, "nothing was written to the backend") {
 		t.Errorf("want the lost claim reported, got %q", c.Message)
 	}
@@ -522,7 +523,7 @@ func (h *heldWatches) set(held bool) {
 	}
 }
 
-func (h *heldWatches) wait() {
+func (h *heldWatches) waitTimeout() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cond == nil {
@@ -556,7 +557,7 @@ type heldBody struct {
 
 func (b *heldBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	b.h.wait()
+	b.h.waitTimeout()
 	return n, err
 }
 
@@ -575,7 +576,7 @@ func removeWhileRunning(t *testing.T, ns string) {
 		if err := k8s.DeleteAllOf(context.Background(), &v1.Buckety{}, client.InNamespace(ns)); err != nil {
 			t.Errorf("delete the Bucketies of %s: %v", ns, err)
 		}
-		eventually(t, time.Minute, "the Bucketies of "+ns+" gone", func() (bool, string) {
+		wait.For(t, time.Minute, "the Bucketies of "+ns+" gone", func() (bool, string) {
 			var list v1.BucketyList
 			if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 				return false, err.Error()

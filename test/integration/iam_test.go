@@ -11,9 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	"github.com/Yolean/buckety-controller/drivers/s3/iam"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/seaweedfs"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // getAccess reads an access fresh.
@@ -36,20 +39,11 @@ func TestIAMScopedAccess(t *testing.T) {
 	needInfra(t)
 	srv := seaweedfs.Start(t, seaweedfs.Options{})
 	admin := iam.New(srv.Endpoint, "us-east-1", srv.AccessKey, srv.SecretKey, &http.Client{Timeout: 10 * time.Second})
-	startController(t, fmt.Sprintf(`backends:
-- name: s3-iam
-  driver: s3
-  config:
-    implementation: seaweedfs
-    endpoint: %s
-    region: us-east-1
-    forcePathStyle: true
-    accessKeyID: %s
-    secretAccessKey: %s
-    requestTimeout: 10s
-    credentials: {}
-  credentials: {rotationGrace: 3s}
-`, srv.Endpoint, srv.AccessKey, srv.SecretKey), nil, time.Hour)
+	sc := s3driver.Config{Implementation: s3driver.ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second), Credentials: &s3driver.Credentials{}}
+	be := harness.S3("s3-iam", sc)
+	be.Credentials = harness.Grace(3 * time.Second)
+	startController(t, harness.ConfigYAML(be), nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 	for _, name := range []string{"ledger", "payroll"} {
@@ -57,8 +51,8 @@ func TestIAMScopedAccess(t *testing.T) {
 	}
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "app"}}
 	create(t, a)
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, "", wait)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, "", waitTimeout)
 	first := secret(t, ns, "app").Data
 	user := getAccess(t, ns, "app").Status.Principal
 	if user == "" || string(first["accessKeyID"]) == user {
@@ -73,14 +67,14 @@ func TestIAMScopedAccess(t *testing.T) {
 
 	patch(t, a, `{"spec":{"rotation":"r1"}}`)
 	var second map[string][]byte
-	eventually(t, wait, "a new key in the Secret", func() (bool, string) {
+	wait.For(t, waitTimeout, "a new key in the Secret", func() (bool, string) {
 		second = secret(t, ns, "app").Data
 		return string(second["accessKeyID"]) != string(first["accessKeyID"]), string(second["accessKeyID"])
 	})
 	if err := listWith(second, ns+"-ledger"); err != nil {
 		t.Errorf("the rotated key: %v", err)
 	}
-	eventually(t, wait, "the old user revoked after the grace", func() (bool, string) {
+	wait.For(t, waitTimeout, "the old user revoked after the grace", func() (bool, string) {
 		_, err := admin.GetUser(context.Background(), user)
 		return iam.IsNoSuchEntity(err), fmt.Sprint(err)
 	})
@@ -93,7 +87,7 @@ func TestIAMScopedAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	var third map[string][]byte
-	eventually(t, wait, "the Secret written again with a new key", func() (bool, string) {
+	wait.For(t, waitTimeout, "the Secret written again with a new key", func() (bool, string) {
 		s := &corev1.Secret{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, s); err != nil {
 			return false, err.Error()
@@ -112,7 +106,7 @@ func TestIAMScopedAccess(t *testing.T) {
 	if err := k8s.Delete(context.Background(), getAccess(t, ns, "app")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the deleted access's user gone", func() (bool, string) {
+	wait.For(t, waitTimeout, "the deleted access's user gone", func() (bool, string) {
 		_, err := admin.GetUser(context.Background(), cur)
 		return iam.IsNoSuchEntity(err), fmt.Sprint(err)
 	})

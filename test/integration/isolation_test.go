@@ -16,6 +16,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // fastLoops runs the credential sweep and the owner and orphan checks
@@ -40,7 +41,7 @@ func stripAndDelete(t *testing.T, b *v1.Buckety) {
 	if err := k8s.Patch(context.Background(), cur, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the stripped Buckety gone", func() (bool, string) { return gone(t, b) })
+	wait.For(t, waitTimeout, "the stripped Buckety gone", func() (bool, string) { return gone(t, b) })
 }
 
 // TestStripAndReclaimRevokes: tenant A deletes its Buckety with the
@@ -56,7 +57,7 @@ func TestStripAndReclaimRevokes(t *testing.T) {
 		works func(t *testing.T, data map[string][]byte, resource string) error
 	}
 	s3Works := func(_ *testing.T, data map[string][]byte, bucket string) error { return listWith(data, bucket) }
-	cases := []backend{{"kafka", func(t *testing.T) string { _, cfg := scopedBroker(t); return cfg },
+	cases := []backend{{"kafka", func(t *testing.T) string { _, cfg := scopedBroker(t, 0); return cfg },
 		// Metadata needs Describe, which every role has, and leaves the
 		// topic empty (a topic with content is not claimed again).
 		func(t *testing.T, data map[string][]byte, topic string) error {
@@ -82,15 +83,15 @@ func TestStripAndReclaimRevokes(t *testing.T) {
 			holder := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: a}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "shared"}, CredentialsSecretName: "holder"}}
 			create(t, mine)
 			create(t, holder)
-			waitCondition(t, holder, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			waitCondition(t, holder, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 			old := secret(t, a, "holder").Data
 			if err := c.works(t, old, resource); err != nil {
 				t.Fatalf("A's Secret on its own resource: %v", err)
 			}
 
 			stripAndDelete(t, mine)
-			waitCondition(t, holder, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotFound, wait)
-			eventually(t, wait, "A's credential revoked", func() (bool, string) {
+			waitCondition(t, holder, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotFound, waitTimeout)
+			wait.For(t, waitTimeout, "A's credential revoked", func() (bool, string) {
 				n := len(credentialsOf(t, holder.UID))
 				return n == 0, fmt.Sprintf("%d records", n)
 			})
@@ -99,8 +100,8 @@ func TestStripAndReclaimRevokes(t *testing.T) {
 			user := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: b}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "taken"}, CredentialsSecretName: "user"}}
 			create(t, theirs)
 			create(t, user)
-			waitCondition(t, theirs, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-			waitCondition(t, user, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			waitCondition(t, theirs, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			waitCondition(t, user, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 			if err := c.works(t, secret(t, b, "user").Data, resource); err != nil {
 				t.Errorf("B's Secret on the resource B now owns: %v", err)
 			}
@@ -144,18 +145,18 @@ func TestScopingSwitchedOffAndOn(t *testing.T) {
 			create(t, kept)
 			create(t, gone1)
 			for _, a := range []*v1.BucketyAccess{kept, gone1} {
-				waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
+				waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
 			}
 			own, leaving := secret(t, ns, "kept").Data, secret(t, ns, "leaving").Data
 			run.stop(t)
 
 			// Off: nothing crashes, kept keys stay, a new access gets the backend's keys.
 			run = startControllerWith(t, off, nil, fastLoops)
-			waitCondition(t, kept, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonCredentialKept, wait)
-			waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			waitCondition(t, kept, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonCredentialKept, waitTimeout)
+			waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 			shared := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "shared"}}
 			create(t, shared)
-			waitCondition(t, shared, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, wait)
+			waitCondition(t, shared, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, waitTimeout)
 			if got := secret(t, ns, "shared").Data; string(got["accessKeyID"]) != srv.AccessKey {
 				t.Errorf("a new access on a backend without credentials: want the backend's keys, got %s", got["accessKeyID"])
 			}
@@ -174,7 +175,7 @@ func TestScopingSwitchedOffAndOn(t *testing.T) {
 				if err := k8s.Delete(context.Background(), gone1); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, wait, "the leaving access gone", func() (bool, string) { return gone(t, gone1) })
+				wait.For(t, waitTimeout, "the leaving access gone", func() (bool, string) { return gone(t, gone1) })
 				if err := listWith(leaving, bucket); !refusedKey(err) {
 					t.Errorf("a kept key after its access was deleted: want refused, got %v", err)
 				}
@@ -184,18 +185,18 @@ func TestScopingSwitchedOffAndOn(t *testing.T) {
 			// On again: the access with the backend's keys gets one of its own.
 			startControllerWith(t, on, nil, fastLoops)
 			removeWhileRunning(t, ns)
-			eventually(t, wait, "the shared access's Secret holding a key of its own", func() (bool, string) {
+			wait.For(t, waitTimeout, "the shared access's Secret holding a key of its own", func() (bool, string) {
 				s := &corev1.Secret{}
 				if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "shared"}, s); err != nil {
 					return false, err.Error()
 				}
 				return string(s.Data["accessKeyID"]) != srv.AccessKey && len(s.Data["accessKeyID"]) > 0, string(s.Data["accessKeyID"])
 			})
-			waitCondition(t, shared, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
+			waitCondition(t, shared, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
 			if err := listWith(secret(t, ns, "shared").Data, bucket); err != nil {
 				t.Errorf("the shared access's own key: %v", err)
 			}
-			waitCondition(t, kept, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
+			waitCondition(t, kept, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
 			if got := secret(t, ns, "kept").Data; string(got["accessKeyID"]) != string(own["accessKeyID"]) {
 				t.Errorf("the kept access: want its key unchanged, got %s", got["accessKeyID"])
 			}
@@ -203,7 +204,7 @@ func TestScopingSwitchedOffAndOn(t *testing.T) {
 				if err := k8s.Delete(context.Background(), gone1); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, wait, "the leaving access gone", func() (bool, string) { return gone(t, gone1) })
+				wait.For(t, waitTimeout, "the leaving access gone", func() (bool, string) { return gone(t, gone1) })
 				if err := listWith(leaving, bucket); !refusedKey(err) {
 					t.Errorf("a kept key after its access was deleted: want refused, got %v", err)
 				}
@@ -228,20 +229,20 @@ func TestScopingUnavailableKeepsSecrets(t *testing.T) {
 	run := startControllerWith(t, cfg, nil, fastLoops)
 	create(t, ledger)
 	create(t, first)
-	waitCondition(t, first, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
+	waitCondition(t, first, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
 	own := secret(t, ns, "first")
 	run.stop(t)
 
 	broken := strings.Replace(cfg, "adminEndpoint: "+srv.AdminEndpoint, "adminEndpoint: "+noIAM.AdminEndpoint, 1)
 	run = startControllerWith(t, broken, nil, fastLoops)
-	c := waitCondition(t, first, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonScopingUnavailable, wait)
+	c := waitCondition(t, first, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonScopingUnavailable, waitTimeout)
 	if !strings.Contains(c.Message, "--iam-dir") {
 		t.Errorf("want the reason named, got %q", c.Message)
 	}
 	second := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "second"}}
 	create(t, second)
-	waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonScopingUnavailable, wait)
-	waitCondition(t, second, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonScopingUnavailable, wait)
+	waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonScopingUnavailable, waitTimeout)
+	waitCondition(t, second, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonScopingUnavailable, waitTimeout)
 	time.Sleep(3 * time.Second) // sweeps and checks run
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "second"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a new access on a backend that cannot issue: want no Secret, got %v", err)
@@ -261,7 +262,7 @@ func TestScopingUnavailableKeepsSecrets(t *testing.T) {
 	run.stop(t)
 	startControllerWith(t, cfg, nil, fastLoops)
 	removeWhileRunning(t, ns)
-	waitCondition(t, second, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
+	waitCondition(t, second, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
 	if err := listWith(secret(t, ns, "second").Data, bucket); err != nil {
 		t.Errorf("the second access's own key: %v", err)
 	}

@@ -10,7 +10,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
@@ -33,15 +35,8 @@ func TestSharedSASLCredentialsAreNotScoped(t *testing.T) {
 		{true, []string{"bootstrap", "sasl.mechanism", "sasl.password", "sasl.username", "security.protocol", "topic"}, metav1.ConditionTrue},
 	} {
 		t.Run(fmt.Sprintf("shareCredentials %v", tc.share), func(t *testing.T) {
-			startController(t, fmt.Sprintf(`backends:
-- name: kafka
-  driver: kadm
-  config:
-    seedBrokers: [%s]
-    requestTimeout: 5s
-    sasl: {mechanism: SCRAM-SHA-256, username: buckety, password: s3cr3t}
-    shareCredentials: %v
-`, broker.Bootstrap(), tc.share), nil, time.Hour)
+			startController(t, harness.ConfigYAML(harness.Kadm("kafka", kadmdriver.Config{SeedBrokers: []string{broker.Bootstrap()}, RequestTimeout: harness.Duration(5 * time.Second),
+				SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-256", Username: "buckety", Password: "s3cr3t"}, ShareCredentials: tc.share})), nil, time.Hour)
 			ns := namespace(t)
 			b := &v1.Buckety{
 				ObjectMeta: metav1.ObjectMeta{Name: "secured", Namespace: ns},
@@ -49,13 +44,13 @@ func TestSharedSASLCredentialsAreNotScoped(t *testing.T) {
 					DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "secured-topic"}},
 			}
 			create(t, b)
-			waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, wait)
+			waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, waitTimeout)
 			access := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "secured", Namespace: ns}}
-			waitCondition(t, access, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			waitCondition(t, access, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 			if access.Spec.Role != v1.RoleReadWrite {
 				t.Fatalf("want the implicit ReadWrite access, got role %s", access.Spec.Role)
 			}
-			c := waitCondition(t, access, v1.ConditionScopingNotImplemented, tc.scoped, v1.ReasonCredentialsNotScoped, wait)
+			c := waitCondition(t, access, v1.ConditionScopingNotImplemented, tc.scoped, v1.ReasonCredentialsNotScoped, waitTimeout)
 			why := "no authorizer"
 			if tc.share {
 				why = "shareCredentials"

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // TestLeaderElection runs two replicas, as during a rollout: only one holds
@@ -22,7 +23,7 @@ func TestLeaderElection(t *testing.T) {
 	bin := buildController(t, "0.1.0")
 	first := runBinary(t, bin, kubeconfig, dir)
 	var leader string
-	eventually(t, wait, "first replica leads", func() (bool, string) {
+	wait.For(t, waitTimeout, "first replica leads", func() (bool, string) {
 		leader = holder(t)
 		return leader != "", "no holder"
 	})
@@ -35,14 +36,14 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatalf("the waiting replica exited: %v", err)
 	}
 	first.stop(t)
-	eventually(t, 10*time.Second, "second replica takes over at once", func() (bool, string) {
+	wait.For(t, 10*time.Second, "second replica takes over at once", func() (bool, string) {
 		h := holder(t)
 		return h != "" && h != leader, h
 	})
 	ns := namespace(t)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "led", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.led"}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 func holder(t *testing.T) string {

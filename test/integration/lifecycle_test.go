@@ -13,9 +13,10 @@ import (
 
 	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
-const wait = 30 * time.Second
+const waitTimeout = 30 * time.Second
 
 func keysOf(m map[string][]byte) string {
 	var out []string
@@ -40,7 +41,7 @@ func TestFirstReconcileStampsStickyFields(t *testing.T) {
 			DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "orders-topic"}},
 	}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, waitTimeout)
 	want := ns + ".orders.v003.local"
 	if b.Status.BackendResourceName != want || b.Status.Backend != "kafka" || b.Status.Driver != "kadm" || b.Status.DriverMajor == nil || *b.Status.DriverMajor != 0 ||
 		b.Status.DriverBuildVersion != kadmdriver.New().Version().String() || b.Status.Provenance != v1.ProvenanceCreated || b.Status.ObservedGeneration != b.Generation {
@@ -60,7 +61,7 @@ func TestFirstReconcileStampsStickyFields(t *testing.T) {
 	}
 	patch(t, b, `{"metadata":{"labels":{"yolean.se/generation":"004"}}}`)
 	patch(t, b, `{"spec":{"parameters":{"partitions":"4"}}}`)
-	eventually(t, wait, "partitions grown on the original topic", func() (bool, string) {
+	wait.For(t, waitTimeout, "partitions grown on the original topic", func() (bool, string) {
 		info := topic(t, want)
 		return info.partitions == 4, "partitions " + string(rune('0'+info.partitions))
 	})
@@ -85,8 +86,8 @@ func TestSecretKeysPerDriver(t *testing.T) {
 		Spec: v1.BucketySpec{Backend: "s3", Name: "${namespace}-files", Parameters: map[string]string{"versioning": "true"}, DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "files-bucket"}}}
 	create(t, kb)
 	create(t, sb)
-	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, sb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, sb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 
 	ks := secret(t, ns, "events-topic")
 	if got := keysOf(ks.Data); got != "bootstrap,topic" {
@@ -109,18 +110,18 @@ func TestSecretKeysPerDriver(t *testing.T) {
 
 	// ScopingNotImplemented: s3 keys are the backend's own.
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "files", Namespace: ns}}
-	waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, wait)
+	waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, waitTimeout)
 
 	// Secret drift is repaired: edited, then deleted by hand.
 	patch(t, ks, `{"stringData":{"topic":"tampered"}}`)
-	eventually(t, wait, "edited Secret repaired", func() (bool, string) {
+	wait.For(t, waitTimeout, "edited Secret repaired", func() (bool, string) {
 		s := secret(t, ns, "events-topic")
 		return string(s.Data["topic"]) == ns+"-events", string(s.Data["topic"])
 	})
 	if err := k8s.Delete(context.Background(), ks); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "deleted Secret recreated", func() (bool, string) {
+	wait.For(t, waitTimeout, "deleted Secret recreated", func() (bool, string) {
 		s := &corev1.Secret{}
 		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "events-topic"}, s)
 		return err == nil && string(s.Data["topic"]) == ns+"-events", "not yet"

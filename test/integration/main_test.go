@@ -25,12 +25,16 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/all"
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // shared infrastructure, started once by TestMain.
@@ -128,27 +132,13 @@ func needInfra(t testing.TB) {
 // configYAML is a controller config for the shared backends; backend names
 // can be changed to simulate a maintainer renaming them.
 func configYAML(kafkaName, s3Name string) string {
-	return fmt.Sprintf(`backends:
-- name: %s
-  driver: kadm
-  config:
-    seedBrokers: [%s]
-    requestTimeout: 5s
-  defaults:
-    zone: local
-- name: %s
-  driver: s3
-  config:
-    implementation: minio
-    endpoint: %s
-    region: %s
-    forcePathStyle: true
-    accessKeyID: ${TEST_S3_ACCESS_KEY}
-    secretAccessKey: ${TEST_S3_SECRET_KEY}
-    requestTimeout: 10s
-  defaults:
-    zone: local
-`, kafkaName, strings.Join(broker.Addrs, ", "), s3Name, minio.Endpoint, minio.Region)
+	k := harness.Kadm(kafkaName, kadmdriver.Config{SeedBrokers: broker.Addrs, RequestTimeout: harness.Duration(5 * time.Second)})
+	k.Defaults = map[string]string{"zone": "local"}
+	sc := harness.S3Server(s3driver.ImplMinIO, minio.Endpoint, minio.Region, "TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY")
+	sc.RequestTimeout = harness.Duration(10 * time.Second)
+	s := harness.S3(s3Name, sc)
+	s.Defaults = map[string]string{"zone": "local"}
+	return harness.ConfigYAML(k, s)
 }
 
 func s3Env() map[string]string {
@@ -282,7 +272,7 @@ func namespace(t testing.TB) string {
 // contains note.
 func waitEvent(t testing.TB, ns, reason, note string) {
 	t.Helper()
-	eventually(t, wait, reason+" event", func() (bool, string) {
+	wait.For(t, waitTimeout, reason+" event", func() (bool, string) {
 		var evs eventsv1.EventList
 		if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -294,23 +284,6 @@ func waitEvent(t testing.TB, ns, reason, note string) {
 		}
 		return false, fmt.Sprintf("%d events, none %s with %q", len(evs.Items), reason, note)
 	})
-}
-
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		last = desc
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %s; last seen: %s", what, timeout, last)
-		}
-		time.Sleep(150 * time.Millisecond)
-	}
 }
 
 func getBuckety(t *testing.T, ns, name string) *v1.Buckety {
@@ -335,7 +308,7 @@ func condString(conds []metav1.Condition) string {
 func waitCondition(t *testing.T, obj client.Object, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) metav1.Condition {
 	t.Helper()
 	var got metav1.Condition
-	eventually(t, timeout, fmt.Sprintf("%T %s/%s %s=%s %s", obj, obj.GetNamespace(), obj.GetName(), typ, status, reason), func() (bool, string) {
+	wait.For(t, timeout, fmt.Sprintf("%T %s/%s %s=%s %s", obj, obj.GetNamespace(), obj.GetName(), typ, status, reason), func() (bool, string) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return false, err.Error()
 		}
@@ -362,7 +335,7 @@ func waitCondition(t *testing.T, obj client.Object, typ string, status metav1.Co
 func waitIdle(t *testing.T) {
 	t.Helper()
 	last, quiet := -1.0, 0
-	eventually(t, wait, "controllers idle", func() (bool, string) {
+	wait.For(t, waitTimeout, "controllers idle", func() (bool, string) {
 		mfs, err := ctrlmetrics.Registry.Gather()
 		if err != nil {
 			return false, err.Error()

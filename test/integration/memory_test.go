@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/test/proc"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // memoryGoalMiB is issue 16's goal for the controller's resident memory at
@@ -171,7 +172,7 @@ func TestControllerMemory(t *testing.T) {
 			Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.${name}", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: name}}})
 	})
 	t.Logf("created %d Secrets and %d Bucketies in %s", m, n, time.Since(start).Round(time.Millisecond))
-	eventually(t, time.Minute+time.Duration(n)*200*time.Millisecond, fmt.Sprintf("%d Bucketies Ready", n), func() (bool, string) {
+	wait.For(t, time.Minute+time.Duration(n)*200*time.Millisecond, fmt.Sprintf("%d Bucketies Ready", n), func() (bool, string) {
 		var list v1.BucketyList
 		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()

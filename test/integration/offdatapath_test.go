@@ -20,8 +20,8 @@ func TestControllerStoppedConsumersWork(t *testing.T) {
 	sb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "blobs", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: "${namespace}-blobs", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "blobs-bucket"}}}
 	create(t, kb)
 	create(t, sb)
-	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, sb, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, kb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, sb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	ks, ss := secret(t, ns, "stream-topic"), secret(t, ns, "blobs-bucket")
 	run.stop(t)
 	produceConsume(t, string(ks.Data["bootstrap"]), string(ks.Data["topic"]), "while the controller is down")

@@ -35,6 +35,7 @@ import (
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/pki"
 	"github.com/Yolean/buckety-controller/test/proc"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // specChanged is the deployed webhooks' match condition: CREATE always,
@@ -359,7 +360,7 @@ func TestRenderedDeploymentsRun(t *testing.T) {
 		}
 		p := startWithEnv(t, name, bin, args, env)
 		probe := ready[name]
-		eventually(t, 60*time.Second, name+" ready with the rendered arguments", func() (bool, string) {
+		wait.For(t, 60*time.Second, name+" ready with the rendered arguments", func() (bool, string) {
 			if done, err := p.Exited(); done {
 				t.Fatalf("%s exited: %v\n%s", name, err, p.Tail(30))
 			}
@@ -381,7 +382,7 @@ func TestRenderedDeploymentsRun(t *testing.T) {
 	ns := namespace(t)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "rendered", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.rendered"}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 // startWithEnv starts bin with exactly env (plus PATH), stopped at test end.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // TestAdoptionSafety: a pre-existing topic or bucket holding content is not
@@ -52,7 +53,7 @@ func TestAdoptionSafety(t *testing.T) {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: ns},
 			Spec: v1.BucketySpec{Backend: c.backend, Name: c.resource, DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: c.name + "-creds"}}}
 		create(t, b)
-		cond := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, wait)
+		cond := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
 		if !strings.Contains(cond.Message, c.resource) || !strings.Contains(cond.Message, c.detail) {
 			t.Errorf("%s: want the message to name %s and say %q, got %q", c.name, c.resource, c.detail, cond.Message)
 		}
@@ -65,7 +66,7 @@ func TestAdoptionSafety(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: ns}}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(a), a); err == nil {
-			waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, wait)
+			waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, waitTimeout)
 		}
 		if ok, _ := gone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.name + "-creds", Namespace: ns}}); !ok {
 			t.Errorf("%s: want no Secret issued for a refused adoption", c.name)
@@ -75,14 +76,14 @@ func TestAdoptionSafety(t *testing.T) {
 	adopted := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "adopted", Namespace: ns},
 		Spec: v1.BucketySpec{Backend: "kafka", Name: empty, RetentionPolicy: v1.RetentionDelete}}
 	create(t, adopted)
-	waitCondition(t, adopted, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, adopted, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if adopted.Status.Provenance != v1.ProvenanceAdopted {
 		t.Fatalf("want provenance Adopted, got %q", adopted.Status.Provenance)
 	}
 	if err := k8s.Delete(ctx, adopted); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "adopted Buckety deleted", func() (bool, string) { return gone(t, adopted) })
+	wait.For(t, waitTimeout, "adopted Buckety deleted", func() (bool, string) { return gone(t, adopted) })
 	if !topic(t, empty).exists {
 		t.Fatal("retentionPolicy Delete deleted a topic buckety had adopted, not created")
 	}
@@ -97,10 +98,10 @@ func TestTwoBucketiesOneTopic(t *testing.T) {
 	shared := ns1 + ".shared"
 	first := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns1}, Spec: v1.BucketySpec{Backend: "kafka", Name: shared}}
 	create(t, first)
-	waitCondition(t, first, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, first, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	second := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: ns2}, Spec: v1.BucketySpec{Backend: "kafka", Name: shared, RetentionPolicy: v1.RetentionDelete}}
 	create(t, second)
-	c := waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, wait)
+	c := waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, waitTimeout)
 	// The owner is another tenant's: the message names the resource, not
 	// the Buckety that owns it (see TestNothingForeignInStatusOrEvents).
 	if strings.Contains(c.Message, ns1+"/first") || !strings.Contains(c.Message, shared) || !strings.Contains(c.Message, "owned by another Buckety") {
@@ -112,11 +113,11 @@ func TestTwoBucketiesOneTopic(t *testing.T) {
 	if err := k8s.Delete(context.Background(), second); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "second Buckety deleted", func() (bool, string) { return gone(t, second) })
+	wait.For(t, waitTimeout, "second Buckety deleted", func() (bool, string) { return gone(t, second) })
 	if !topic(t, shared).exists {
 		t.Fatal("deleting the Buckety that lost the claim deleted the owner's topic")
 	}
-	waitCondition(t, first, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, first, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 // TestBackendRenamed: a controller restarted with the backend renamed keeps
@@ -127,17 +128,17 @@ func TestBackendRenamed(t *testing.T) {
 	ns := namespace(t)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.orders", Parameters: map[string]string{"partitions": "1"}}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	run.stop(t)
 	startController(t, configYAML("kafka-renamed", "s3"), nil, 2*time.Second)
-	c := waitCondition(t, b, v1.ConditionBackendUnavailable, metav1.ConditionTrue, v1.ReasonBackendNotConfigured, wait)
+	c := waitCondition(t, b, v1.ConditionBackendUnavailable, metav1.ConditionTrue, v1.ReasonBackendNotConfigured, waitTimeout)
 	if !strings.Contains(c.Message, `backend "kafka" is not in the controller config`) {
 		t.Errorf("want the message to name the missing backend, got %q", c.Message)
 	}
 	if b.Status.Backend != "kafka" {
 		t.Errorf("want status.backend to stay kafka, got %q", b.Status.Backend)
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendNotConfigured, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendNotConfigured, waitTimeout)
 	patch(t, b, `{"spec":{"parameters":{"partitions":"3"}}}`)
 	time.Sleep(4 * time.Second)
 	if n := topic(t, ns+".orders").partitions; n != 1 {
@@ -156,13 +157,13 @@ func TestOutOfBandDrift(t *testing.T) {
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "drift", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name,
 		Parameters: map[string]string{"partitions": "2", "config.retention.ms": "604800000"}}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	adm, _ := kafkaAdmin(t)
 	ctx := context.Background()
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1000")}, {Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, name); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "out-of-band configs reverted within a re-check", func() (bool, string) {
+	wait.For(t, 10*time.Second, "out-of-band configs reverted within a re-check", func() (bool, string) {
 		d := topic(t, name).dynamic
 		_, compact := d["cleanup.policy"]
 		return d["retention.ms"] == "604800000" && !compact, strings.TrimSpace(strings.ReplaceAll(fmtMap(d), "\n", " "))
@@ -175,13 +176,13 @@ func TestOutOfBandDrift(t *testing.T) {
 	if !strings.Contains(c.Message, "service has 5, spec wants 2") {
 		t.Errorf("want the driver's message with both counts, got %q", c.Message)
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonDriftUnrepairable, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonDriftUnrepairable, waitTimeout)
 	if n := topic(t, name).partitions; n != 5 {
 		t.Errorf("want partitions never shrunk (5), got %d", n)
 	}
 	patch(t, b, `{"spec":{"parameters":{"partitions":"5"}}}`)
-	waitCondition(t, b, v1.ConditionParameterDrift, metav1.ConditionFalse, "", wait)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionParameterDrift, metav1.ConditionFalse, "", waitTimeout)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 func fmtMap(m map[string]string) string {

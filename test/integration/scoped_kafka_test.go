@@ -28,24 +28,30 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/access"
 	"github.com/Yolean/buckety-controller/internal/testhook"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // scopedBroker is a broker with SCRAM and ACLs enforced; buckety is its
 // superuser.
 // Its connections must re-authenticate every 3 s
 // (connections.max.reauth.ms).
-func scopedBroker(t *testing.T, extra ...string) (*kafka.Broker, string) {
+func scopedBroker(t *testing.T, grace time.Duration) (*kafka.Broker, string) {
 	t.Helper()
 	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, ReauthMS: 3000})
-	return b, fmt.Sprintf(`backends:
-- name: kafka
-  driver: kadm
-  config:
-    seedBrokers: [%s]
-    requestTimeout: 5s
-    sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}
-%s`, b.Bootstrap(), strings.Join(extra, ""))
+	return b, harness.ConfigYAML(superuserBackend(b, grace))
+}
+
+// superuserBackend is backend kafka on b as its superuser; grace, when not
+// 0, is its credentials.rotationGrace.
+func superuserBackend(b *kafka.Broker, grace time.Duration) config.Backend {
+	be := harness.Kadm("kafka", kadmdriver.Config{SeedBrokers: []string{b.Bootstrap()}, RequestTimeout: harness.Duration(5 * time.Second),
+		SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}})
+	if grace != 0 {
+		be.Credentials = harness.Grace(grace)
+	}
+	return be
 }
 
 // metadataOf asks for topic's metadata on cl's existing connections.
@@ -109,7 +115,7 @@ func credentialsOf(t *testing.T, uid types.UID) []v1.BucketyCredential {
 // group outside its prefix, and deleting the access revokes the user.
 func TestScopedKafkaAccesses(t *testing.T) {
 	needInfra(t)
-	b, cfg := scopedBroker(t)
+	b, cfg := scopedBroker(t, 0)
 	startController(t, cfg, nil, time.Hour)
 	ns, other := namespace(t), namespace(t)
 	removeWhileRunning(t, ns)
@@ -124,11 +130,11 @@ func TestScopedKafkaAccesses(t *testing.T) {
 		BucketyRef: v1.BucketyReference{Name: "orders"}, Role: v1.RoleReadWrite, CredentialsSecretName: "orders-rw"}}
 	create(t, reader)
 	create(t, writer)
-	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, payroll, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, reader, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
-	waitCondition(t, writer, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, payroll, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, reader, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
+	waitCondition(t, writer, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	rw, ro := secret(t, ns, "orders-rw").Data, secret(t, ns, "orders-ro").Data
 	for _, k := range []string{"bootstrap", "topic", "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "group.id.prefix"} {
 		if len(ro[k]) == 0 || len(rw[k]) == 0 {
@@ -148,8 +154,8 @@ func TestScopedKafkaAccesses(t *testing.T) {
 	create(t, grab)
 	thief := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "thief", Namespace: other}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "grab"}, CredentialsSecretName: "thief"}}
 	create(t, thief)
-	waitCondition(t, grab, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, wait)
-	waitCondition(t, thief, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, wait)
+	waitCondition(t, grab, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNameConflict, waitTimeout)
+	waitCondition(t, thief, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, waitTimeout)
 	if creds := credentialsOf(t, thief.UID); len(creds) != 0 {
 		t.Errorf("want no credential for an access to a Buckety in NameConflict, got %d", len(creds))
 	}
@@ -185,11 +191,11 @@ func TestScopedKafkaAccesses(t *testing.T) {
 	if err := k8s.Delete(context.Background(), reader); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the reader access gone", func() (bool, string) { return gone(t, reader) })
+	wait.For(t, waitTimeout, "the reader access gone", func() (bool, string) { return gone(t, reader) })
 	if err := produceWith(t, ro, topic); err == nil || errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("after the access is deleted: want authentication refused, got %v", err)
 	}
-	eventually(t, 10*time.Second, "the open connection refused at its re-authentication", func() (bool, string) {
+	wait.For(t, 10*time.Second, "the open connection refused at its re-authentication", func() (bool, string) {
 		err := metadataOf(open, topic)
 		return err != nil, fmt.Sprint(err)
 	})
@@ -207,7 +213,7 @@ func TestScopedKafkaAccesses(t *testing.T) {
 // working at once.
 func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
 	needInfra(t)
-	_, cfg := scopedBroker(t)
+	_, cfg := scopedBroker(t, 0)
 	startController(t, cfg, nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
@@ -215,7 +221,7 @@ func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "events"}}}
 	create(t, bk)
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	old := secret(t, ns, "events").Data
 	if err := produceWith(t, old, ns+".events"); err != nil {
 		t.Fatalf("want the Secret to work, got %v", err)
@@ -224,7 +230,7 @@ func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	var now map[string][]byte
-	eventually(t, wait, "the Secret re-created with a new password", func() (bool, string) {
+	wait.For(t, waitTimeout, "the Secret re-created with a new password", func() (bool, string) {
 		s := &corev1.Secret{}
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "events"}, s); err != nil {
 			return false, err.Error()
@@ -250,7 +256,7 @@ func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
 // PrincipalConflict and the user keeps its password.
 func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 	needInfra(t)
-	b, cfg := scopedBroker(t)
+	b, cfg := scopedBroker(t, 0)
 	adm := superAdmin(t, b)
 	ctx := context.Background()
 	ns := namespace(t)
@@ -293,7 +299,7 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 
 	startControllerWith(t, cfg, nil, func(o *appcontroller.Options) { o.Recheck, o.OwnerCheck = time.Hour, 200*time.Millisecond })
 	removeWhileRunning(t, ns)
-	waitCondition(t, mid, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, mid, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	data := secret(t, ns, "mid").Data
 	if string(data["sasl.username"]) != midUser {
 		t.Errorf("want the recorded user %s finished, got %s", midUser, data["sasl.username"])
@@ -301,7 +307,7 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 	if err := produceWith(t, data, ns+".ledger"); err != nil {
 		t.Errorf("want the finished credential to work, got %v", err)
 	}
-	c := waitCondition(t, foreign, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonPrincipalConflict, wait)
+	c := waitCondition(t, foreign, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonPrincipalConflict, waitTimeout)
 	if !strings.Contains(c.Message, foreignUser) || !strings.Contains(c.Message, "buckety did not create it") {
 		t.Errorf("want the foreign user named and refused, got %q", c.Message)
 	}
@@ -311,7 +317,7 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 	if err := produceWith(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte(foreignUser), "sasl.password": []byte("someone-elses")}, "__probe", kgo.DisableIdempotentWrite()); err != nil && !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("want the foreign user's password untouched (it authenticates), got %v", err)
 	}
-	eventually(t, wait, "the orphaned user revoked and its record deleted", func() (bool, string) {
+	wait.For(t, waitTimeout, "the orphaned user revoked and its record deleted", func() (bool, string) {
 		users, err := adm.DescribeUserSCRAMs(ctx, goneUser)
 		if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
 			return false, err.Error()
@@ -330,7 +336,7 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 // authenticate; the old user is refused once the grace is over.
 func TestScopedRotation(t *testing.T) {
 	needInfra(t)
-	_, cfg := scopedBroker(t, "  credentials: {rotationGrace: 4s}\n")
+	_, cfg := scopedBroker(t, 4*time.Second)
 	startController(t, cfg, nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
@@ -338,7 +344,7 @@ func TestScopedRotation(t *testing.T) {
 	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic}})
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"}, CredentialsSecretName: "app"}}
 	create(t, a)
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	first := secret(t, ns, "app").Data
 
 	// The consumer: reloads the Secret every 100 ms, reconnects when it
@@ -385,7 +391,7 @@ func TestScopedRotation(t *testing.T) {
 	time.Sleep(time.Second)
 	patch(t, a, `{"spec":{"rotation":"2026-11-23"}}`)
 	var second map[string][]byte
-	eventually(t, wait, "a new user in the Secret", func() (bool, string) {
+	wait.For(t, waitTimeout, "a new user in the Secret", func() (bool, string) {
 		second = secret(t, ns, "app").Data
 		return string(second["sasl.username"]) != string(first["sasl.username"]), string(second["sasl.username"])
 	})
@@ -396,7 +402,7 @@ func TestScopedRotation(t *testing.T) {
 	if err := produceWith(t, second, topic); err != nil {
 		t.Errorf("want the new user to work, got %v", err)
 	}
-	eventually(t, wait, "the old user's record revoked after the grace", func() (bool, string) {
+	wait.For(t, waitTimeout, "the old user's record revoked after the grace", func() (bool, string) {
 		creds := credentialsOf(t, a.UID)
 		return len(creds) == 1 && creds[0].Spec.Principal == string(second["sasl.username"]), fmt.Sprintf("%d records", len(creds))
 	})
@@ -419,7 +425,7 @@ func TestScopedRotation(t *testing.T) {
 	// never has more than two users.
 	patch(t, a, `{"spec":{"rotation":"again"}}`)
 	var third map[string][]byte
-	eventually(t, wait, "a third user in the Secret", func() (bool, string) {
+	wait.For(t, waitTimeout, "a third user in the Secret", func() (bool, string) {
 		third = secret(t, ns, "app").Data
 		return string(third["sasl.username"]) != string(second["sasl.username"]), string(third["sasl.username"])
 	})
@@ -434,7 +440,7 @@ func TestScopedRotation(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	eventually(t, wait, "the waiting rotation done after the grace", func() (bool, string) {
+	wait.For(t, waitTimeout, "the waiting rotation done after the grace", func() (bool, string) {
 		u := string(secret(t, ns, "app").Data["sasl.username"])
 		return u != string(third["sasl.username"]), u
 	})
@@ -445,7 +451,7 @@ func TestScopedRotation(t *testing.T) {
 // put back to exactly the role's, from the Secret.
 func TestScopedCredentialDriftIsRepaired(t *testing.T) {
 	needInfra(t)
-	b, cfg := scopedBroker(t)
+	b, cfg := scopedBroker(t, 0)
 	startControllerWith(t, cfg, nil, func(o *appcontroller.Options) { o.Recheck, o.DriftSweep = time.Hour, time.Second })
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
@@ -455,8 +461,8 @@ func TestScopedCredentialDriftIsRepaired(t *testing.T) {
 	reader := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "audit"}, Role: v1.RoleReadOnly, CredentialsSecretName: "reader"}}
 	create(t, writer)
 	create(t, reader)
-	waitCondition(t, writer, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, writer, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	w, r := secret(t, ns, "writer").Data, secret(t, ns, "reader").Data
 	adm := superAdmin(t, b)
 	ctx := context.Background()
@@ -469,7 +475,7 @@ func TestScopedCredentialDriftIsRepaired(t *testing.T) {
 	if _, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:"+string(r["sasl.username"])).Topics(topic).Operations(kadm.OpWrite)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the writer's Write restored and the reader's removed", func() (bool, string) {
+	wait.For(t, waitTimeout, "the writer's Write restored and the reader's removed", func() (bool, string) {
 		werr, rerr := produceWith(t, w, topic, plain), produceWith(t, r, topic, plain)
 		return werr == nil && errors.Is(rerr, kerr.TopicAuthorizationFailed), fmt.Sprintf("writer: %v, reader: %v", werr, rerr)
 	})
@@ -479,7 +485,7 @@ func TestScopedCredentialDriftIsRepaired(t *testing.T) {
 	if _, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: string(w["sasl.username"]), Mechanism: kadm.ScramSha512}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the writer's user re-created", func() (bool, string) {
+	wait.For(t, waitTimeout, "the writer's user re-created", func() (bool, string) {
 		err := produceWith(t, w, topic, plain)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -496,21 +502,14 @@ func TestScopedCredentialDriftIsRepaired(t *testing.T) {
 func TestScopedRestartAssertsNothing(t *testing.T) {
 	needInfra(t)
 	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, CountRequests: true})
-	cfg := fmt.Sprintf(`backends:
-- name: kafka
-  driver: kadm
-  config:
-    seedBrokers: [%s]
-    requestTimeout: 5s
-    sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}
-`, b.Bootstrap())
+	cfg := harness.ConfigYAML(superuserBackend(b, 0))
 	run := startController(t, cfg, nil, time.Hour)
 	ns := namespace(t)
 	bk := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".events",
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "events"}}}
 	create(t, bk)
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	creds := credentialsOf(t, a.UID)
 	if len(creds) != 1 || creds[0].Spec.Phase != v1.CredentialActive || creds[0].Spec.SecretDigest == "" {
 		t.Fatalf("want one Active credential with the digest of its secret, got %+v", creds)
@@ -528,7 +527,7 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 	removeWhileRunning(t, ns)
 	// The access's pass after the restart stamps its status; give it time
 	// to have sent anything it would.
-	eventually(t, wait, "the restarted controller verified the access", func() (bool, string) {
+	wait.For(t, waitTimeout, "the restarted controller verified the access", func() (bool, string) {
 		cur := &v1.BucketyAccess{}
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(a), cur); err != nil {
 			return false, err.Error()
@@ -550,13 +549,13 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 	if err := k8s.Update(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the edited password works", func() (bool, string) {
+	wait.For(t, waitTimeout, "the edited password works", func() (bool, string) {
 		if err := produceWith(t, s.Data, ns+".events"); err != nil {
 			return false, err.Error()
 		}
 		return true, ""
 	})
-	eventually(t, wait, "the record's digest follows the Secret", func() (bool, string) {
+	wait.For(t, waitTimeout, "the record's digest follows the Secret", func() (bool, string) {
 		c := credentialsOf(t, a.UID)
 		return len(c) == 1 && c[0].Spec.SecretDigest == access.SecretDigest("tenant-chosen-password-0123456789"), fmt.Sprintf("%+v", c)
 	})
@@ -571,7 +570,7 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 // The binary is built with the test hook (testhook.Tag).
 func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 	needInfra(t)
-	b, cfg := scopedBroker(t)
+	b, cfg := scopedBroker(t, 0)
 	// A backend name of its own: the binary watches every namespace, and
 	// what earlier tests left on backend kafka must not take its workers
 	// into the armed pause before this test's accesses get there.
@@ -612,7 +611,7 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 		}
 		return mine, grants, nil
 	}
-	eventually(t, wait, "both users and their ACLs set, the controller paused before their Secrets", func() (bool, string) {
+	wait.For(t, waitTimeout, "both users and their ACLs set, the controller paused before their Secrets", func() (bool, string) {
 		mine, grants, err := users()
 		if err != nil {
 			return false, err.Error()
@@ -620,7 +619,7 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 		return m.paused() && mine[keptUser] && mine[droppedUser] && grants[keptUser] > 0 && grants[droppedUser] > 0, fmt.Sprintf("users %v, ACLs %v, paused: %v", mine, grants, m.paused())
 	})
 	m.killAndRestart(ns, dropped, "kept", "dropped")
-	waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	data := secret(t, ns, "kept").Data
 	if got := string(data["sasl.username"]); got != keptUser {
 		t.Errorf("want the recorded user %s finished, got %q", keptUser, got)
@@ -628,7 +627,7 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 	if err := produceWith(t, data, ns+".ledger"); err != nil {
 		t.Errorf("want the finished credential to work, got %v", err)
 	}
-	eventually(t, wait, "the deleted access gone, its user and ACLs revoked", func() (bool, string) {
+	wait.For(t, waitTimeout, "the deleted access gone, its user and ACLs revoked", func() (bool, string) {
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(dropped), &v1.BucketyAccess{})
 		mine, grants, uerr := users()
 		if uerr != nil {

@@ -22,7 +22,9 @@ import (
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/testhook"
+	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // scopedS3 starts impl with an IAM store and returns it with a config
@@ -30,24 +32,11 @@ import (
 func scopedS3(t *testing.T, impl string) (*s3test.Server, string) {
 	t.Helper()
 	srv := s3test.Start(t, impl, s3test.Options{IAM: true})
-	admin := ""
-	if srv.AdminEndpoint != "" {
-		admin = "adminEndpoint: " + srv.AdminEndpoint
-	}
-	return srv, fmt.Sprintf(`backends:
-- name: s3-scoped
-  driver: s3
-  config:
-    implementation: %s
-    endpoint: %s
-    region: %s
-    forcePathStyle: true
-    accessKeyID: %s
-    secretAccessKey: %s
-    requestTimeout: 10s
-    credentials: {%s}
-  credentials: {rotationGrace: 3s}
-`, impl, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey, admin)
+	be := harness.S3("s3-scoped", s3driver.Config{Implementation: impl, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second),
+		Credentials: &s3driver.Credentials{AdminEndpoint: srv.AdminEndpoint}})
+	be.Credentials = harness.Grace(3 * time.Second)
+	return srv, harness.ConfigYAML(be)
 }
 
 // s3With is an S3 client with nothing but a Secret's keys, as a workload.
@@ -111,10 +100,10 @@ func TestScopedS3Accesses(t *testing.T) {
 			create(t, writer)
 			create(t, reader)
 			for _, a := range []*v1.BucketyAccess{writer, reader} {
-				waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", wait)
-				waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, wait)
+				waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+				waitCondition(t, a, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
 			}
-			waitCondition(t, payroll, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			waitCondition(t, payroll, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 			w, r := secret(t, ns, "writer").Data, secret(t, ns, "reader").Data
 			if string(w["accessKeyID"]) == srv.AccessKey || string(w["accessKeyID"]) == string(r["accessKeyID"]) {
 				t.Fatalf("want a key per access, not the root's: writer %s, reader %s", w["accessKeyID"], r["accessKeyID"])
@@ -138,7 +127,7 @@ func TestScopedS3Accesses(t *testing.T) {
 			if err := k8s.Delete(context.Background(), secret(t, ns, "reader")); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, wait, "the reader's Secret written again with a new secret", func() (bool, string) {
+			wait.For(t, waitTimeout, "the reader's Secret written again with a new secret", func() (bool, string) {
 				s := &corev1.Secret{}
 				if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "reader"}, s); err != nil {
 					return false, err.Error()
@@ -157,7 +146,7 @@ func TestScopedS3Accesses(t *testing.T) {
 			if err := k8s.Patch(context.Background(), reader, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"rotation":"now"}}`))); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, wait, "the reader's Secret rotated to a new key", func() (bool, string) {
+			wait.For(t, waitTimeout, "the reader's Secret rotated to a new key", func() (bool, string) {
 				s := &corev1.Secret{}
 				if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "reader"}, s); err != nil {
 					return false, err.Error()
@@ -171,7 +160,7 @@ func TestScopedS3Accesses(t *testing.T) {
 			if err := listWith(rotated, bucket); err != nil {
 				t.Errorf("the rotated key: %v", err)
 			}
-			eventually(t, wait, "the old key refused after its grace", func() (bool, string) {
+			wait.For(t, waitTimeout, "the old key refused after its grace", func() (bool, string) {
 				err := listWith(r, bucket)
 				return refusedKey(err), fmt.Sprint(err)
 			})
@@ -180,7 +169,7 @@ func TestScopedS3Accesses(t *testing.T) {
 			if err := k8s.Delete(context.Background(), writer); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, wait, "the writer access gone", func() (bool, string) { return gone(t, writer) })
+			wait.For(t, waitTimeout, "the writer access gone", func() (bool, string) { return gone(t, writer) })
 			if err := putWith(w, bucket, "c"); !refusedKey(err) {
 				t.Errorf("a deleted access's key: want it refused, got %v", err)
 			}
@@ -228,7 +217,7 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 				}
 			})
 			issued := func() (map[string]bool, error) { return be.(*s3driver.Backend).IssuedCredentials(context.Background()) }
-			eventually(t, wait, "both keys issued, the controller paused before their Secrets", func() (bool, string) {
+			wait.For(t, waitTimeout, "both keys issued, the controller paused before their Secrets", func() (bool, string) {
 				keys, err := issued()
 				if err != nil {
 					return false, err.Error()
@@ -236,7 +225,7 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 				return m.paused() && keys[keptKey] && keys[droppedKey], fmt.Sprintf("keys %v, paused: %v", keys, m.paused())
 			})
 			m.killAndRestart(ns, dropped, "kept", "dropped")
-			waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+			waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 			data := secret(t, ns, "kept").Data
 			if got := string(data["accessKeyID"]); got != keptKey {
 				t.Errorf("want the recorded key %s finished, got %q", keptKey, got)
@@ -244,7 +233,7 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 			if err := putWith(data, bucket, "after-the-crash"); err != nil {
 				t.Errorf("want the finished key to work, got %v", err)
 			}
-			eventually(t, wait, "the deleted access gone and its key revoked", func() (bool, string) {
+			wait.For(t, waitTimeout, "the deleted access gone and its key revoked", func() (bool, string) {
 				err := k8s.Get(context.Background(), client.ObjectKeyFromObject(dropped), &v1.BucketyAccess{})
 				keys, kerr := issued()
 				if kerr != nil {

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // TestShutdownWithWorkQueued: a controller stopped while its work queues
@@ -48,7 +49,7 @@ func TestShutdownWithWorkQueued(t *testing.T) {
 	// to the end makes every one Ready.
 	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
 	for i := range n {
-		waitCondition(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%02d", i), Namespace: ns}}, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+		waitCondition(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%02d", i), Namespace: ns}}, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 		secret(t, ns, fmt.Sprintf("q%02d-topic", i))
 	}
 	// Deleted again, so the controllers of later tests do not spend their
@@ -56,7 +57,7 @@ func TestShutdownWithWorkQueued(t *testing.T) {
 	if err := k8s.DeleteAllOf(context.Background(), &v1.Buckety{}, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the Bucketies deleted", func() (bool, string) {
+	wait.For(t, waitTimeout, "the Bucketies deleted", func() (bool, string) {
 		var list v1.BucketyList
 		if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()

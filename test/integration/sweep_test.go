@@ -18,10 +18,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // sweepInterval is the drift sweep of these tests; the per-object
@@ -61,7 +64,7 @@ func enqueued(t *testing.T, backend string) float64 {
 func waitSweeps(t *testing.T, backend string, n float64) {
 	t.Helper()
 	from := sweeps(t, backend)
-	eventually(t, time.Duration(n+3)*sweepInterval, fmt.Sprintf("%v sweeps of %s", n, backend), func() (bool, string) {
+	wait.For(t, time.Duration(n+3)*sweepInterval, fmt.Sprintf("%v sweeps of %s", n, backend), func() (bool, string) {
 		got := sweeps(t, backend) - from
 		return got >= n, fmt.Sprintf("%v sweeps", got)
 	})
@@ -80,7 +83,7 @@ func TestDriftSweepRevertsOutOfBandChange(t *testing.T) {
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "swept", Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: name,
 		Parameters: map[string]string{"partitions": "2", "config.retention.ms": "604800000"}}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	waitSweeps(t, backend, 1)
 
 	adm, _ := kafkaAdmin(t)
@@ -89,7 +92,7 @@ func TestDriftSweepRevertsOutOfBandChange(t *testing.T) {
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1000")}, {Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, name); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*sweepInterval, "out-of-band configs reverted by the sweep", func() (bool, string) {
+	wait.For(t, 3*sweepInterval, "out-of-band configs reverted by the sweep", func() (bool, string) {
 		d := topic(t, name).dynamic
 		_, compact := d["cleanup.policy"]
 		return d["retention.ms"] == "604800000" && !compact, fmtMap(d)
@@ -124,14 +127,14 @@ func TestDriftSweepCostIsBounded(t *testing.T) {
 	const n = 200
 	br := kafka.Start(t, kafka.Options{CountRequests: true})
 	const backend = "kafka-counted"
-	startSweepingController(t, fmt.Sprintf("backends:\n- name: %s\n  driver: kadm\n  config:\n    seedBrokers: [%s]\n    requestTimeout: 5s\n", backend, strings.Join(br.Addrs, ", ")), 16)
+	startSweepingController(t, harness.ConfigYAML(harness.Kadm(backend, kadmdriver.Config{SeedBrokers: br.Addrs, RequestTimeout: harness.Duration(5 * time.Second)})), 16)
 	ns := namespace(t)
 	for i := 0; i < n; i++ {
 		create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%03d", i), Namespace: ns}, Spec: v1.BucketySpec{Backend: backend,
 			Parameters: map[string]string{"partitions": "1", "config.retention.ms": strconv.Itoa(60000 + i)}}})
 	}
 	ctx := context.Background()
-	eventually(t, 3*time.Minute, fmt.Sprintf("%d Bucketies Ready", n), func() (bool, string) {
+	wait.For(t, 3*time.Minute, fmt.Sprintf("%d Bucketies Ready", n), func() (bool, string) {
 		var list v1.BucketyList
 		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -204,7 +207,7 @@ func TestDriftSweepCostIsBounded(t *testing.T) {
 	if reqBefore, err = br.Requests(); err != nil { // the controller's requests from here on
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, fmt.Sprintf("%d out-of-band changes repaired", len(altered)), func() (bool, string) {
+	wait.For(t, 60*time.Second, fmt.Sprintf("%d out-of-band changes repaired", len(altered)), func() (bool, string) {
 		got := counterValue(t, metrics.DriftRepaired.WithLabelValues(backend)) - repairedBefore
 		return got >= float64(len(altered)), fmt.Sprintf("%v repaired", got)
 	})
@@ -247,7 +250,7 @@ func TestDriftSweepFindsDeletedBucket(t *testing.T) {
 	name := ns + ".swept"
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "swept", Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: name}}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	waitSweeps(t, backend, 1)
 	// s3 reads the bucket on every pass, so a pass still queued (this
 	// Buckety's own follow-up, behind objects earlier tests left) would
@@ -258,14 +261,14 @@ func TestDriftSweepFindsDeletedBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	eventually(t, 4*sweepInterval, "bucket deleted out of band re-created after a sweep", func() (bool, string) {
+	wait.For(t, 4*sweepInterval, "bucket deleted out of band re-created after a sweep", func() (bool, string) {
 		return bucketExists(t, name), fmt.Sprintf("%v enqueued by sweeps", enqueued(t, backend)-before)
 	})
 	t.Logf("re-created %s after the out-of-band delete (sweep every %s)", time.Since(deleted).Round(10*time.Millisecond), sweepInterval)
 	if got := enqueued(t, backend) - before; got < 1 {
 		t.Errorf("want the Buckety enqueued by a sweep, got %v", got)
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
 // TestDriftSweepOutageEnqueuesNothing: while the broker hangs, every sweep
@@ -286,14 +289,14 @@ func TestDriftSweepOutageEnqueuesNothing(t *testing.T) {
 		bs = append(bs, b)
 	}
 	for _, b := range bs {
-		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", wait)
+		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	}
 	waitSweeps(t, backend, 1)
 	before := enqueued(t, backend)
 	failedBefore := counterValue(t, metrics.DriftSweeps.WithLabelValues(backend, "error"))
 	pause(t, br)
 	// A failing sweep takes the request timeout (2 s) on top of the interval.
-	eventually(t, 20*time.Second, "two failed sweeps", func() (bool, string) {
+	wait.For(t, 20*time.Second, "two failed sweeps", func() (bool, string) {
 		got := counterValue(t, metrics.DriftSweeps.WithLabelValues(backend, "error")) - failedBefore
 		return got >= 2, fmt.Sprintf("%v failed sweeps", got)
 	})

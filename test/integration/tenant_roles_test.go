@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // TestTenantRolesAggregate (issue 14.4): with the shipped buckety-edit and
@@ -31,7 +32,7 @@ func TestTenantRolesAggregate(t *testing.T) {
 	editor, viewer := as("tenant-editor"), as("tenant-viewer")
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka"}}
 	// Aggregation is asynchronous: wait until edit covers Bucketies.
-	eventually(t, 60*time.Second, "edit aggregates buckety-edit", func() (bool, string) {
+	wait.For(t, 60*time.Second, "edit aggregates buckety-edit", func() (bool, string) {
 		err := editor.Create(ctx, b.DeepCopy(), client.DryRunAll)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -56,7 +57,7 @@ func TestTenantRolesAggregate(t *testing.T) {
 		}
 	}
 	var list v1.BucketyList
-	eventually(t, 60*time.Second, "view aggregates buckety-view", func() (bool, string) {
+	wait.For(t, 60*time.Second, "view aggregates buckety-view", func() (bool, string) {
 		err := viewer.List(ctx, &list, client.InNamespace(ns))
 		return err == nil && len(list.Items) == 1, fmt.Sprint(err, len(list.Items))
 	})

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // TestWebhookSkipsMetadataOnlyUpdates: with the deployed matchConditions
@@ -63,7 +64,7 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	buckety := func(name, backend string) *v1.Buckety {
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Parameters: map[string]string{"partitions": "3"}}}
 	}
-	eventually(t, 30*time.Second, "webhook in effect", func() (bool, string) {
+	wait.For(t, 30*time.Second, "webhook in effect", func() (bool, string) {
 		err := c.Create(ctx, buckety("probe", "nope"), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
 	})
@@ -90,7 +91,7 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	}
 	// The access parameters are judged against the Buckety's driver once
 	// it is in the webhook's cache.
-	eventually(t, 10*time.Second, "Buckety in the webhook's cache", func() (bool, string) {
+	wait.For(t, 10*time.Second, "Buckety in the webhook's cache", func() (bool, string) {
 		err := c.Create(ctx, badAcc(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "spec.parameters[group]"), fmt.Sprint(err)
 	})

@@ -23,6 +23,7 @@ import (
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/proc"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // webhookConfigYAML adds a backend with a name policy to the shared config.
@@ -64,7 +65,7 @@ func (w *webhookProcess) issueFor(t testing.TB, d time.Duration) time.Time {
 // it may start after readiness is reported.
 func (w *webhookProcess) waitMetrics(t testing.TB) {
 	t.Helper()
-	eventually(t, 30*time.Second, "webhook metrics served", func() (bool, string) {
+	wait.For(t, 30*time.Second, "webhook metrics served", func() (bool, string) {
 		conn, err := net.Dial("tcp", w.metrics)
 		if err != nil {
 			return false, err.Error()
@@ -252,7 +253,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: v1.BucketySpec{Backend: backend, Name: tmpl, Parameters: params}}
 	}
 	// The API server may take a moment to pick the configuration up.
-	eventually(t, 30*time.Second, "webhook in effect", func() (bool, string) {
+	wait.For(t, 30*time.Second, "webhook in effect", func() (bool, string) {
 		err := c.Create(ctx, b("probe", "nope", "", nil, nil), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
 	})
@@ -317,7 +318,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 
 	// Access: ReadOnly is admitted with a warning; a bad parameter is not.
 	acc := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "good"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
-	eventually(t, 10*time.Second, "Buckety in the webhook's cache", func() (bool, string) {
+	wait.For(t, 10*time.Second, "Buckety in the webhook's cache", func() (bool, string) {
 		err := c.Create(ctx, acc.DeepCopy(), client.DryRunAll)
 		w := c.take()
 		return err == nil && strings.Contains(w, "role ReadOnly is not enforced"), fmt.Sprint(err, w)
@@ -347,11 +348,11 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	// gauge follows it.
 	beforeSerial := w.servedSerial(t)
 	renewed := w.issueFor(t, 3*time.Hour)
-	eventually(t, 30*time.Second, "renewed certificate served", func() (bool, string) {
+	wait.For(t, 30*time.Second, "renewed certificate served", func() (bool, string) {
 		s := w.servedSerial(t)
 		return s != beforeSerial && !strings.HasPrefix(s, "dial"), s
 	})
-	eventually(t, 10*time.Second, "expiry gauge updated", func() (bool, string) {
+	wait.For(t, 10*time.Second, "expiry gauge updated", func() (bool, string) {
 		got, _ := w.metric(t, "buckety_webhook_certificate_expiration_timestamp_seconds")
 		return int64(got) == renewed.Unix(), fmt.Sprintf("want %d, got %v", renewed.Unix(), got)
 	})
@@ -364,7 +365,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	if err := w.p.Signal(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "not ready while draining", func() (bool, string) {
+	wait.For(t, 5*time.Second, "not ready while draining", func() (bool, string) {
 		resp, err := http.Get("http://" + w.probe + "/readyz")
 		if err != nil {
 			return false, err.Error()
@@ -375,7 +376,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	if s := w.servedSerial(t); strings.HasPrefix(s, "dial") {
 		t.Errorf("want admission still served while draining, got %s", s)
 	}
-	eventually(t, 20*time.Second, "clean exit", func() (bool, string) {
+	wait.For(t, 20*time.Second, "clean exit", func() (bool, string) {
 		done, err := w.p.Exited()
 		if done && err != nil {
 			t.Fatalf("want exit 0, got %v\n%s", err, w.p.Tail(20))

@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // writeCounter counts the controller's writing requests to the API server
@@ -134,11 +135,11 @@ func TestWritesPerBucketyOnAPIServer(t *testing.T) {
 		Spec:       v1.BucketySpec{Backend: "kafka", Name: "${namespace}.${name}", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "orders-topic"}},
 	}
 	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, wait)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, waitTimeout)
 	secret(t, ns, "orders-topic")
 	// Idle: nothing more is written (events are sent asynchronously).
 	var got, failed map[string]int
-	eventually(t, 10*time.Second, "the controller idle", func() (bool, string) {
+	wait.For(t, 10*time.Second, "the controller idle", func() (bool, string) {
 		before, _ := wc.snapshot()
 		time.Sleep(2 * time.Second)
 		got, failed = wc.snapshot()

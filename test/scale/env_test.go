@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
@@ -96,41 +98,19 @@ type env struct {
 // its two backends.
 func newEnv(t *testing.T, b bins, name string, withWeed bool) *env {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "bkt-scale-"+name+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("scale: logs kept in %s", dir)
-			return
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("remove %s: %v", dir, err)
-		}
-	})
+	dir := harness.TempDir(t, "bkt-scale-"+name+"-", "scale")
 	e := &env{t: t, dir: dir, bins: b, own: &ownRequests{counts: map[string]int64{}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if e.cp, err = controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(dir, "cp"), CRDDirs: []string{controlplane.CRDDir()}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
+	e.cp = harness.ControlPlane(ctx, t, dir, false)
+	var err error
 	if err := os.MkdirAll(filepath.Join(dir, "kafka"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if e.broker, err = kafka.StartIn(filepath.Join(dir, "kafka"), b.broker, kafka.Options{CountRequests: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := e.broker.Stop(); err != nil {
-			t.Errorf("stop broker: %v", err)
-		}
-	})
+	harness.StopAtCleanup(t, "broker", e.broker.Stop)
 	if err := os.MkdirAll(filepath.Join(dir, "kafka-scoped"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -138,30 +118,18 @@ func newEnv(t *testing.T, b bins, name string, withWeed bool) *env {
 	if e.scoped, err = kafka.StartIn(filepath.Join(dir, "kafka-scoped"), b.broker, scopedOpts, false); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := e.scoped.Stop(); err != nil {
-			t.Errorf("stop scoped broker: %v", err)
-		}
-	})
+	harness.StopAtCleanup(t, "scoped broker", e.scoped.Stop)
 	if e.s3, err = s3test.StartIn(filepath.Join(dir, "minio"), "minio", s3test.Options{PublicMetrics: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := e.s3.Stop(); err != nil {
-			t.Errorf("stop minio: %v", err)
-		}
-	})
+	harness.StopAtCleanup(t, "minio", e.s3.Stop)
 	e.sharedS3 = startCountingProxy(t, e.s3.Endpoint)
 	e.scopedS3 = startCountingProxy(t, e.s3.Endpoint)
 	if withWeed {
 		if e.weed, err = s3test.StartIn(filepath.Join(dir, "seaweedfs"), "seaweedfs", s3test.Options{}, false); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			if err := e.weed.Stop(); err != nil {
-				t.Errorf("stop seaweedfs: %v", err)
-			}
-		})
+		harness.StopAtCleanup(t, "seaweedfs", e.weed.Stop)
 		e.sharedWeed = startCountingProxy(t, e.weed.Endpoint)
 		e.iamWeed = startCountingProxy(t, e.weed.Endpoint)
 	}
@@ -176,20 +144,7 @@ func newEnv(t *testing.T, b bins, name string, withWeed bool) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.kc.Close)
-	if err := harness.InstallRBAC(ctx, e.k8s, harness.ControllerRoleFile(), harness.SystemNamespace, harness.ControllerServiceAccount); err != nil {
-		t.Fatal(err)
-	}
-	e.kubeconfig = filepath.Join(dir, "controller.kubeconfig")
-	if err := harness.ImpersonatingKubeconfig(e.cp, e.kubeconfig, harness.SystemNamespace, harness.ControllerServiceAccount); err != nil {
-		t.Fatal(err)
-	}
-	e.configDir = filepath.Join(dir, "config")
-	if err := os.MkdirAll(e.configDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.configDir, config.Filename), []byte(e.configYAML()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.kubeconfig, e.configDir = harness.ControllerFiles(ctx, t, e.cp, e.k8s, dir, e.configYAML())
 	t.Cleanup(e.stopController)
 	return e
 }
@@ -203,78 +158,29 @@ func (e *env) unlimited() *rest.Config {
 }
 
 func (e *env) configYAML() string {
-	return fmt.Sprintf(`backends:
-- name: kafka
-  driver: kadm
-  config:
-    seedBrokers: [%s]
-- name: %s
-  driver: kadm
-  config:
-    seedBrokers: [%s]
-    sasl:
-      mechanism: SCRAM-SHA-512
-      username: buckety
-      password: ${SCALE_KAFKA_PASSWORD}
-- name: s3
-  driver: s3
-  config:
-    implementation: minio
-    endpoint: %s
-    region: %s
-    forcePathStyle: true
-    accessKeyID: ${SCALE_S3_ACCESS_KEY}
-    secretAccessKey: ${SCALE_S3_SECRET_KEY}
-- name: %[6]s
-  driver: s3
-  config:
-    implementation: minio
-    endpoint: %[7]s
-    region: %[5]s
-    forcePathStyle: true
-    accessKeyID: ${SCALE_S3_ACCESS_KEY}
-    secretAccessKey: ${SCALE_S3_SECRET_KEY}
-- name: %[8]s
-  driver: s3
-  config:
-    implementation: minio
-    endpoint: %[9]s
-    region: %[5]s
-    forcePathStyle: true
-    accessKeyID: ${SCALE_S3_ACCESS_KEY}
-    secretAccessKey: ${SCALE_S3_SECRET_KEY}
-    credentials: {}
-`, strings.Join(e.broker.Addrs, ", "), scopedBackend, strings.Join(e.scoped.Addrs, ", "), e.s3.Endpoint, e.s3.Region,
-		sharedS3Backend, e.sharedS3.URL, scopedS3Backend, e.scopedS3.URL) + e.weedYAML()
-}
-
-// weedYAML is SeaweedFS's two backends, when it runs: its admin identity's
-// keys for every access, and an IAM user per access (the IAM API is the
-// S3 endpoint's, so the proxy counts it too).
-func (e *env) weedYAML() string {
-	if e.weed == nil {
-		return ""
+	s3 := func(name, impl, endpoint, region, keyVar string, issue bool) config.Backend {
+		c := harness.S3Server(impl, endpoint, region, keyVar+"_ACCESS_KEY", keyVar+"_SECRET_KEY")
+		if issue {
+			c.Credentials = &s3driver.Credentials{}
+		}
+		return harness.S3(name, c)
 	}
-	return fmt.Sprintf(`- name: %[1]s
-  driver: s3
-  config:
-    implementation: seaweedfs
-    endpoint: %[2]s
-    region: %[3]s
-    forcePathStyle: true
-    accessKeyID: ${SCALE_WEED_ACCESS_KEY}
-    secretAccessKey: ${SCALE_WEED_SECRET_KEY}
-- name: %[4]s
-  driver: s3
-  config:
-    implementation: seaweedfs
-    endpoint: %[5]s
-    region: %[3]s
-    forcePathStyle: true
-    accessKeyID: ${SCALE_WEED_ACCESS_KEY}
-    secretAccessKey: ${SCALE_WEED_SECRET_KEY}
-    credentials: {}
-`, sharedWeedBackend, e.sharedWeed.URL, e.weed.Region, iamWeedBackend, e.iamWeed.URL)
+	bs := []config.Backend{
+		harness.Kadm("kafka", kadmdriver.Config{SeedBrokers: e.broker.Addrs}),
+		harness.Kadm(scopedBackend, kadmdriver.Config{SeedBrokers: e.scoped.Addrs,
+			SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "${SCALE_KAFKA_PASSWORD}"}}),
+		s3("s3", s3driver.ImplMinIO, e.s3.Endpoint, e.s3.Region, "SCALE_S3", false),
+		s3(sharedS3Backend, s3driver.ImplMinIO, e.sharedS3.URL, e.s3.Region, "SCALE_S3", false),
+		s3(scopedS3Backend, s3driver.ImplMinIO, e.scopedS3.URL, e.s3.Region, "SCALE_S3", true),
+	}
+	// SeaweedFS's two backends, when it runs: its admin identity's keys for
+	// every access, and an IAM user per access (the IAM API is the S3
+	// endpoint's, so the proxy counts it too).
+	if e.weed != nil {
+		bs = append(bs, s3(sharedWeedBackend, s3driver.ImplSeaweedFS, e.sharedWeed.URL, e.weed.Region, "SCALE_WEED", false),
+			s3(iamWeedBackend, s3driver.ImplSeaweedFS, e.iamWeed.URL, e.weed.Region, "SCALE_WEED", true))
+	}
+	return harness.ConfigYAML(bs...)
 }
 
 // startWebhook runs buckety-webhook as a process and registers it, as in

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/Yolean/buckety-controller/test/harness"
 )
 
 // params size a run. The defaults are the bounded version `make test`
@@ -84,26 +86,8 @@ func loadParams(t *testing.T) params {
 	if v, ok := os.LookupEnv("SCALE_S3_IAM_N"); ok {
 		p.S3IAMNs = positiveInts(t, "SCALE_S3_IAM_N", v)
 	}
-	ints := map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects}
-	for k, dst := range ints {
-		if v := os.Getenv(k); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				t.Fatalf("%s=%q: want a non-negative integer", k, v)
-			}
-			*dst = n
-		}
-	}
-	durs := map[string]*time.Duration{"SCALE_RECHECK": &p.Recheck, "SCALE_REVERT_TIMEOUT": &p.RevertTimeout}
-	for k, dst := range durs {
-		if v := os.Getenv(k); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				t.Fatalf("%s=%q: want a positive duration, as 30s", k, v)
-			}
-			*dst = d
-		}
-	}
+	harness.EnvInts(t, 0, map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects})
+	harness.EnvDurations(t, map[string]*time.Duration{"SCALE_RECHECK": &p.Recheck, "SCALE_REVERT_TIMEOUT": &p.RevertTimeout})
 	if v, ok := os.LookupEnv("SCALE_MAIN_ARGS"); ok {
 		p.MainArgs = strings.Fields(v)
 	}

@@ -45,86 +45,98 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	switch args[0] {
 	case "schemas", "docs":
-		root := fs.String("root", ".", "repository root (doc comments are read from the Go sources there)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return 2
-		}
-		if _, err := os.Stat(filepath.Join(*root, "go.mod")); err != nil {
-			fmt.Fprintf(stderr, "buckety-release: --root %s is not the repository root (no go.mod)\n", *root)
-			return 2
-		}
-		if err := os.Chdir(*root); err != nil {
-			fmt.Fprintf(stderr, "buckety-release: %v\n", err)
-			return 1
-		}
-		write := func() ([]string, error) { return release.WriteSchemas(".", all.Registry()) }
-		if args[0] == "docs" {
-			write = func() ([]string, error) {
-				regions, err := release.DocRegions(all.Registry())
-				if err != nil {
-					return nil, err
-				}
-				// The binaries' flags, from the FlagSets they parse with
-				// (here: internal/release does not import the commands).
-				regions = append(regions,
-					release.DocRegion{File: "docs/operations.md", Name: "flags-controller", Body: release.FlagTable(controller.Flags())},
-					release.DocRegion{File: "docs/operations.md", Name: "flags-webhook", Body: release.FlagTable(webhook.Flags())})
-				return release.UpdateDocs(".", regions)
-			}
-		}
-		paths, err := write()
-		if err != nil {
-			fmt.Fprintf(stderr, "buckety-release: %s: %v\n", args[0], err)
-			return 1
-		}
-		for _, p := range paths {
-			fmt.Fprintf(stdout, "wrote %s\n", p)
-		}
-		return 0
+		return generateCmd(fs, args[0], args[1:], stdout, stderr)
 	case "drivers":
 		return driversCmd(fs, args[1:], stdout, stderr)
 	case "secret-keys":
 		return secretKeysCmd(fs, args[1:], stdout, stderr)
 	case "render":
-		image := fs.String("image", "", "image reference pinned by digest ("+release.ImageName+"@sha256:...)")
-		ociDir := fs.String("oci-dir", "", "read the digest from this OCI layout (contain build --output) instead of --image")
-		repo := fs.String("repository", release.ImageName, "repository for --oci-dir")
-		base := fs.String("base", "deploy/kustomize/base", "kustomize base to render")
-		out := fs.String("out", "deploy/kustomize/release", "output directory (replaced)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return 2
-		}
-		var ref name.Digest
-		var err error
-		switch {
-		case *image != "" && *ociDir != "":
-			fmt.Fprintln(stderr, "buckety-release: give --image or --oci-dir, not both")
-			return 2
-		case *ociDir != "":
-			ref, err = release.ImageFromOCILayout(*ociDir, *repo)
-		case *image != "":
-			ref, err = release.PinnedImage(*image)
-		default:
-			fmt.Fprintln(stderr, "buckety-release: render needs --image REF@sha256:DIGEST or --oci-dir DIR")
-			return 2
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "buckety-release: %v\n", err)
-			return 2
-		}
-		files, err := release.Render(*base, ref)
-		if err == nil {
-			err = release.WriteRelease(*out, files)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "buckety-release: render: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "rendered %s with %s\n", *out, ref)
-		return 0
+		return renderCmd(fs, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "buckety-release: unknown command %q\n%s", args[0], usage)
 	return 2
+}
+
+// generateCmd writes the files generated from the drivers and the
+// binaries' flags: the schema files (cmd schemas) or the generated regions
+// of the docs (cmd docs).
+func generateCmd(fs *flag.FlagSet, cmd string, args []string, stdout, stderr io.Writer) int {
+	root := fs.String("root", ".", "repository root (doc comments are read from the Go sources there)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if _, err := os.Stat(filepath.Join(*root, "go.mod")); err != nil {
+		fmt.Fprintf(stderr, "buckety-release: --root %s is not the repository root (no go.mod)\n", *root)
+		return 2
+	}
+	if err := os.Chdir(*root); err != nil {
+		fmt.Fprintf(stderr, "buckety-release: %v\n", err)
+		return 1
+	}
+	write := func() ([]string, error) { return release.WriteSchemas(".", all.Registry()) }
+	if cmd == "docs" {
+		write = func() ([]string, error) {
+			regions, err := release.DocRegions(all.Registry())
+			if err != nil {
+				return nil, err
+			}
+			// The binaries' flags, from the FlagSets they parse with
+			// (here: internal/release does not import the commands).
+			regions = append(regions,
+				release.DocRegion{File: "docs/operations.md", Name: "flags-controller", Body: release.FlagTable(controller.Flags())},
+				release.DocRegion{File: "docs/operations.md", Name: "flags-webhook", Body: release.FlagTable(webhook.Flags())})
+			return release.UpdateDocs(".", regions)
+		}
+	}
+	paths, err := write()
+	if err != nil {
+		fmt.Fprintf(stderr, "buckety-release: %s: %v\n", cmd, err)
+		return 1
+	}
+	for _, p := range paths {
+		fmt.Fprintf(stdout, "wrote %s\n", p)
+	}
+	return 0
+}
+
+// renderCmd renders the digest-pinned release base.
+func renderCmd(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	image := fs.String("image", "", "image reference pinned by digest ("+release.ImageName+"@sha256:...)")
+	ociDir := fs.String("oci-dir", "", "read the digest from this OCI layout (contain build --output) instead of --image")
+	repo := fs.String("repository", release.ImageName, "repository for --oci-dir")
+	base := fs.String("base", "deploy/kustomize/base", "kustomize base to render")
+	out := fs.String("out", "deploy/kustomize/release", "output directory (replaced)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var ref name.Digest
+	var err error
+	switch {
+	case *image != "" && *ociDir != "":
+		fmt.Fprintln(stderr, "buckety-release: give --image or --oci-dir, not both")
+		return 2
+	case *ociDir != "":
+		ref, err = release.ImageFromOCILayout(*ociDir, *repo)
+	case *image != "":
+		ref, err = release.PinnedImage(*image)
+	default:
+		fmt.Fprintln(stderr, "buckety-release: render needs --image REF@sha256:DIGEST or --oci-dir DIR")
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "buckety-release: %v\n", err)
+		return 2
+	}
+	files, err := release.Render(*base, ref)
+	if err == nil {
+		err = release.WriteRelease(*out, files)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "buckety-release: render: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "rendered %s with %s\n", *out, ref)
+	return 0
 }
 
 func driversCmd(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {

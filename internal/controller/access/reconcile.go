@@ -65,9 +65,10 @@ type Reconciler struct {
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers
 // the one status write (status.Finish, from the conditions status.go
 // derives), handles deletion (delete.go) or adds the finalizer, and then
-// runs the phases in order: find the Buckety and check that its resource
-// is provisioned, validate the role and parameters, find the resource name
-// in the Buckety's claim, grant, and write the Secret (secret.go).
+// runs the phases in order (reconcileLive): find the Buckety and check that
+// its resource is provisioned, validate the role and parameters, find the
+// resource name in the Buckety's claim, grant, and write the Secret
+// (publish, secret.go).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
 	a := &v1.BucketyAccess{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
@@ -96,6 +97,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err := objects.AddFinalizer(ctx, r.Client, a); err != nil {
 		return reconcile.Result{}, err
 	}
+	return r.reconcileLive(ctx, a, f)
+}
+
+// reconcileLive runs the phases of an access that is not being deleted, in
+// order; each records what it found in f, from which the deferred status
+// write derives the conditions.
+func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *facts) (reconcile.Result, error) {
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
 	b, e, ok, err := r.buckety(ctx, a, f)
@@ -111,11 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if ok, err := r.withinLimits(ctx, a, e, f); err != nil || !ok {
 		return reconcile.Result{RequeueAfter: retry.Jitter(LimitRetry)}, err
 	}
-	// Warnings are the webhook's to show; ScopingNotImplemented carries them here.
-	_, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), drivers.Role(a.Spec.Role), a.Spec.Parameters)
-	errs = append(errs, drivers.ValidateSecretFormats(field.NewPath("spec", "secretFormats"), e.Driver, a.Spec.SecretFormats)...)
-	if len(errs) > 0 {
-		f.invalid = errs.ToAggregate().Error()
+	if !valid(a, e, f) {
 		return requeue, nil
 	}
 	cl, ok, err := r.resource(ctx, b, e, f)
@@ -170,7 +174,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if cred != nil {
 		testhook.Pause(ctx, testhook.AfterMint)
 	}
-	conflict, err := r.writeSecret(ctx, a, g.Data, f)
+	return r.publish(ctx, a, e, b, cl, cred, g.Data, f, requeue)
+}
+
+// valid checks the access's parameters and secret formats against its
+// backend's driver, recording what is wrong in f. Warnings are the
+// webhook's to show; ScopingNotImplemented carries them here.
+func valid(a *v1.BucketyAccess, e *backends.Entry, f *facts) bool {
+	_, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), drivers.Role(a.Spec.Role), a.Spec.Parameters)
+	errs = append(errs, drivers.ValidateSecretFormats(field.NewPath("spec", "secretFormats"), e.Driver, a.Spec.SecretFormats)...)
+	if len(errs) > 0 {
+		f.invalid = errs.ToAggregate().Error()
+		return false
+	}
+	return true
+}
+
+// publish writes what the grant returned to the access's Secret and, for
+// a credential of its own, settles its record (rotation, revocation of
+// the ones it replaced), waking the access when a grace ends.
+func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, cred *v1.BucketyCredential, data map[string][]byte, f *facts, requeue reconcile.Result) (reconcile.Result, error) {
+	conflict, err := r.writeSecret(ctx, a, data, f)
 	if err != nil {
 		return requeue, err
 	}
@@ -178,7 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	if cred != nil {
-		secret := drivers.SecretOf(e.Scoper, cred.Spec.Principal, g.Data)
+		secret := drivers.SecretOf(e.Scoper, cred.Spec.Principal, data)
 		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, secret)
 		if err := r.settle(ctx, a, e, b, cl, cred, secret, f); err != nil {
 			return requeue, err

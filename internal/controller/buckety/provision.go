@@ -113,6 +113,15 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	// With drift the resource exists and is usable; the drift is reported.
 	f.provisioned = true
 	f.shortfalls = res.Shortfalls
+	r.mirrorClaim(b, e, cl, res.Changes, first, f)
+	return true, nil
+}
+
+// mirrorClaim copies the sticky fields of the claim into the status (a
+// hand-edited status is put back) and tells what this pass did: an event
+// when the resource was first provisioned, or when it was changed (a
+// parameter applied, or drift repaired).
+func (r *Reconciler) mirrorClaim(b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, changes []string, first bool, f *facts) {
 	provenance := v1.ProvenanceCreated
 	if cl.Spec.Phase == v1.ClaimAdopted {
 		provenance = v1.ProvenanceAdopted
@@ -133,15 +142,14 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			msg += fmt.Sprintf("; implicit BucketyAccess %s writes Secret %s", b.Name, da.CredentialsSecretName)
 		}
 		r.event(b, corev1.EventTypeNormal, v1.EventProvisioned, v1.EventActionProvision, msg)
-	} else if len(res.Changes) > 0 {
+	} else if len(changes) > 0 {
 		reason := v1.EventUpdated
 		if b.Generation == b.Status.ObservedGeneration {
 			reason = v1.EventDriftRepaired
 			metrics.DriftDetected.WithLabelValues(e.Name, "true").Inc()
 			metrics.DriftRepaired.WithLabelValues(e.Name).Inc()
 		}
-		r.event(b, corev1.EventTypeNormal, reason, v1.EventActionReconcile, strings.Join(res.Changes, "; "))
+		r.event(b, corev1.EventTypeNormal, reason, v1.EventActionReconcile, strings.Join(changes, "; "))
 	}
 	b.Status.DriverBuildVersion = e.Driver.Version().String()
-	return true, nil
 }
