@@ -24,6 +24,8 @@ import (
 // upload, only while its bucket blocks and ignores public ACLs: read when
 // the key is granted and at every credential sweep, so a block removed
 // out of band narrows the keys on that bucket until Ensure sets it again.
+// Ensure sets it on the buckets it creates or converges; a bucket adopted
+// without converging (Adopt) is left as it is.
 
 // publicACLsBlocked reports whether bucket refuses and ignores public ACLs.
 // A bucket without a public access block, a missing bucket, or a server
@@ -44,10 +46,12 @@ func (b *Backend) publicACLsBlocked(ctx context.Context, cl *s3.Client, bucket s
 }
 
 // ensurePublicACLsBlocked sets BlockPublicAcls and IgnorePublicAcls on a
-// seaweedfs bucket (see the top of this file), unless dryRun, where only
-// the change is listed.
+// seaweedfs bucket (see the top of this file). The block is not a
+// parameter: a dry run neither writes nor lists it, so a Buckety that
+// adopts a bucket without converging it (Adopt) reports no difference and
+// leaves the bucket as it is; its keys then get no s3:PutObjectAcl.
 func (b *Backend) ensurePublicACLsBlocked(ctx context.Context, cl *s3.Client, bucket string, g *writeGate, res *drivers.EnsureResult) error {
-	if b.cfg.Implementation != ImplSeaweedFS {
+	if b.cfg.Implementation != ImplSeaweedFS || g.dryRun {
 		return nil
 	}
 	ok, cur, err := b.publicACLsBlocked(ctx, cl, bucket)
@@ -55,10 +59,6 @@ func (b *Backend) ensurePublicACLsBlocked(ctx context.Context, cl *s3.Client, bu
 		return err
 	}
 	const change = "block and ignore public ACLs (public access block: BlockPublicAcls, IgnorePublicAcls)"
-	if g.dryRun {
-		res.Changes = append(res.Changes, change)
-		return nil
-	}
 	if err := g.open(ctx); err != nil {
 		return err
 	}
