@@ -299,9 +299,7 @@ func deleteAllIn(t *testing.T, e *env, ns string, timeout time.Duration) time.Du
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	if err := e.k8s.DeleteAllOf(ctx, &v1.Buckety{}, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	deleteCollection(t, e.k8s, ns, &v1.Buckety{}, &v1.BucketyList{})
 	for {
 		var bl v1.BucketyList
 		if err := e.k8s.List(ctx, &bl, client.InNamespace(ns)); err != nil {

@@ -296,9 +296,9 @@ func measureFloor(t *testing.T, e *env, p params) floor {
 	f.dryP50, f.dryP99 = percentiles(lat)
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(floorGVK)
-	if err := e.k8s.DeleteAllOf(ctx, u, client.InNamespace(ns)); err != nil {
-		t.Fatalf("delete floor objects: %v", err)
-	}
+	ul := &unstructured.UnstructuredList{}
+	ul.SetGroupVersionKind(floorGVK.GroupVersion().WithKind(floorGVK.Kind + "List"))
+	deleteCollection(t, e.k8s, ns, u, ul)
 	if err := e.k8s.Delete(ctx, crd); err != nil {
 		t.Fatalf("delete floor CRD: %v", err)
 	}
