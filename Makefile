@@ -134,6 +134,16 @@ TEST_FAULTS_SEED ?= 1795333845002920028
 test-integration: test-binaries ## every test, integration included, on a real control plane and real backends
 	$(TEST_ENV) FAULTS_SEED=$${FAULTS_SEED:-$(TEST_FAULTS_SEED)} go test -tags $(TESTHOOKS) -count=1 -timeout 30m ./...
 
+# make test runs the Go tests beside the e2e suite, which mostly waits. The
+# local node (test/cluster) is one per machine: test/localstack's tests
+# bring it up as the e2e does, so they run after it.
+NODE_PKGS := ./test/localstack
+.PHONY: test-integration-off-node test-node
+test-integration-off-node: test-binaries
+	$(TEST_ENV) FAULTS_SEED=$${FAULTS_SEED:-$(TEST_FAULTS_SEED)} go test -tags $(TESTHOOKS) -count=1 -timeout 30m $$(go list ./... | grep -v '/test/localstack$$')
+test-node: test-binaries
+	$(TEST_ENV) go test -tags $(TESTHOOKS) -count=1 -timeout 30m $(NODE_PKGS)
+
 .PHONY: faults
 faults: test-binaries ## the fault harness at full size: broker outages, S3 restart mid-delete, controller crash loop, apiserver restart, a hostile tenant; prints the table (FAULTS_SEED replays; FAULTS_S3=versitygw or seaweedfs picks the S3 server)
 	@mkdir -p $(RUN_DIR)
@@ -160,7 +170,11 @@ stop-e2e: ## remove an environment make e2e kept (KEEP_FAILED=true)
 	go run ./test/localstack/cmd/buckety-local down --dir $(RUN_DIR)/e2e
 
 .PHONY: test
-test: verify test-fuzz test-integration e2e ## everything CI runs: verify, fuzz smoke, unit, integration and e2e tests
+test: verify test-fuzz tools test-binaries ## everything CI runs: verify, fuzz smoke, unit, integration and e2e tests
+	@# Side by side, each target's output printed whole when it ends; the
+	@# tools are built first, so the two never build one into the cache.
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-integration-off-node e2e
+	$(MAKE) --no-print-directory test-node
 
 .PHONY: run
 run: test-binaries ## the whole product on a local node: node, backends, image, buckety from the release, examples (SEAWEEDFS=true adds SeaweedFS)
