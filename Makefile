@@ -170,11 +170,19 @@ stop-e2e: ## remove an environment make e2e kept (KEEP_FAILED=true)
 	go run ./test/localstack/cmd/buckety-local down --dir $(RUN_DIR)/e2e
 
 .PHONY: test
-test: verify test-fuzz tools test-binaries ## everything CI runs: verify, fuzz smoke, unit, integration and e2e tests
-	@# Side by side, each target's output printed whole when it ends; the
-	@# tools are built first, so the two never build one into the cache.
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-integration-off-node e2e
+test: verify tools test-binaries ## everything CI runs: verify, fuzz smoke, unit, integration and e2e tests
+	@# Side by side, each target's output printed whole when it ends. verify
+	@# (which regenerates files the e2e builds from) and the tools come
+	@# first, so the two sides never build one tool into the cache at once.
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-go e2e
 	$(MAKE) --no-print-directory test-node
+
+# test-go is make test's Go side, one step after the other: the fuzz
+# smoke, then every Go test but the node's.
+.PHONY: test-go
+test-go:
+	$(MAKE) --no-print-directory test-fuzz
+	$(MAKE) --no-print-directory test-integration-off-node
 
 .PHONY: run
 run: test-binaries ## the whole product on a local node: node, backends, image, buckety from the release, examples (SEAWEEDFS=true adds SeaweedFS)

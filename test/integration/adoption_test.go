@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -25,36 +27,15 @@ import (
 // policy the README recommends beside adoption: kafka-adopt and s3-adopt
 // retain adopted resources; kafka-adopt-del sets deleteAdopted.
 func adoptionConfigYAML() string {
-	return configYAML("kafka", "s3") + `- name: kafka-adopt
-  driver: kadm
-  service: kafka
-  config:
-    seedBrokers: [` + strings.Join(broker.Addrs, ", ") + `]
-    requestTimeout: 5s
-  namePolicy: {prefix: "$${namespace}."}
-  adoption: {allow: true}
-- name: kafka-adopt-del
-  driver: kadm
-  service: kafka
-  config:
-    seedBrokers: [` + strings.Join(broker.Addrs, ", ") + `]
-    requestTimeout: 5s
-  namePolicy: {prefix: "$${namespace}."}
-  adoption: {allow: true, deleteAdopted: true}
-- name: s3-adopt
-  driver: s3
-  service: s3
-  config:
-    implementation: minio
-    endpoint: ` + minio.Endpoint + `
-    region: ` + minio.Region + `
-    forcePathStyle: true
-    accessKeyID: ${TEST_S3_ACCESS_KEY}
-    secretAccessKey: ${TEST_S3_SECRET_KEY}
-    requestTimeout: 10s
-  namePolicy: {prefix: "$${namespace}."}
-  adoption: {allow: true}
-`
+	adopt := func(b config.Backend, service string, deleteAdopted bool) config.Backend {
+		b = harness.Tenancy(b, "$${namespace}.", true)
+		b.Service, b.Adoption.DeleteAdopted = service, deleteAdopted
+		return b
+	}
+	return harness.ConfigYAML(append(sharedBackends("kafka", "s3"),
+		adopt(sharedKafka("kafka-adopt"), "kafka", false),
+		adopt(sharedKafka("kafka-adopt-del"), "kafka", true),
+		adopt(harness.S3("s3-adopt", sharedS3()), "s3", false))...)
 }
 
 // legacyTopic creates a topic out of band, as a team moving in has it:

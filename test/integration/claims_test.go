@@ -471,7 +471,7 @@ func inspections(t *testing.T, backend string) uint64 {
 func TestRefusalRetriesOnBackoff(t *testing.T) {
 	needInfra(t)
 	const backend = "kafka-refusals"
-	startController(t, strings.Replace(configYAML("kafka", "s3"), "- name: kafka\n", "- name: "+backend+"\n", 1), nil, time.Hour)
+	startController(t, configYAML(backend, "s3"), nil, time.Hour)
 	ctx := context.Background()
 	ns := namespace(t)
 	name := ns + ".occupied"

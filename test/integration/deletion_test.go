@@ -62,7 +62,7 @@ func TestDeletionBlockedThenRetainOrDelete(t *testing.T) {
 // then removes the bucket.
 func TestRecursiveBucketDeletion(t *testing.T) {
 	needInfra(t)
-	startController(t, configYAML("kafka", "s3")+"", nil, time.Hour)
+	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
 	ns := namespace(t)
 	ctx := context.Background()
 	bucket := ns + "-doomed"

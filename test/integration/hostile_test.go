@@ -22,8 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
@@ -38,19 +41,11 @@ import (
 // share them); its account endpoint is the shared MinIO, so it shares the
 // s3 backend's claim space.
 func r2YAML(eu *s3test.Server) string {
-	return configYAML("kafka", "s3") + `- name: r2
-  driver: s3
-  service: s3
-  config:
-    implementation: r2
-    endpoint: ` + minio.Endpoint + `
-    jurisdictionEndpoints: {eu: ` + eu.Endpoint + `}
-    region: ` + minio.Region + `
-    forcePathStyle: true
-    accessKeyID: ${TEST_S3_ACCESS_KEY}
-    secretAccessKey: ${TEST_S3_SECRET_KEY}
-    requestTimeout: 10s
-`
+	c := sharedS3()
+	c.Implementation, c.JurisdictionEndpoints = s3driver.ImplR2, map[string]string{"eu": eu.Endpoint}
+	r2 := harness.S3("r2", c)
+	r2.Service = "s3"
+	return harness.ConfigYAML(append(sharedBackends("kafka", "s3"), r2)...)
 }
 
 // TestDeleteGoesWhereTheClaimSays (item 2): a tenant deletes a Buckety an
@@ -109,13 +104,9 @@ func TestDeleteGoesWhereTheClaimSays(t *testing.T) {
 // namespace.
 func TestOneServiceOneClaimSpace(t *testing.T) {
 	needInfra(t)
-	yaml := configYAML("kafka", "s3") + `- name: kafka-b
-  driver: kadm
-  service: kafka
-  config:
-    seedBrokers: [` + strings.Join(broker.Addrs, ", ") + `]
-    requestTimeout: 5s
-`
+	kafkaB := sharedKafka("kafka-b")
+	kafkaB.Service = "kafka"
+	yaml := harness.ConfigYAML(append(sharedBackends("kafka", "s3"), kafkaB)...)
 	startController(t, yaml, nil, time.Hour)
 	owner, attacker := namespace(t), namespace(t)
 	removeWhileRunning(t, owner)
@@ -374,7 +365,9 @@ func gauge(t *testing.T, name string, labels map[string]string) float64 {
 // field and the limit.
 func TestLimitsPerBackend(t *testing.T) {
 	needInfra(t)
-	yaml := strings.Replace(configYAML("kafka", "s3"), "  defaults:\n    zone: local\n", "  defaults:\n    zone: local\n  limits: {perNamespace: 2, parameterMax: {partitions: 8}}\n", 1)
+	bs := sharedBackends("kafka", "s3")
+	bs[0].Limits = &config.Limits{PerNamespace: 2, ParameterMax: map[string]int64{"partitions": 8}}
+	yaml := harness.ConfigYAML(bs...)
 	startController(t, yaml, nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)

@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
@@ -65,8 +67,9 @@ func TestStripAndReclaimRevokes(t *testing.T) {
 		}}}
 	for _, impl := range s3test.Implementations {
 		cases = append(cases, backend{impl, func(t *testing.T) string {
-			_, cfg := scopedS3(t, impl)
-			return strings.ReplaceAll(cfg, "name: s3-scoped", "name: kafka") // one backend name for every case
+			_, be := scopedS3(t, impl)
+			be.Name = "kafka" // one backend name for every case
+			return harness.ConfigYAML(be)
 		}, s3Works})
 	}
 	for _, c := range cases {
@@ -129,10 +132,11 @@ func TestScopingSwitchedOffAndOn(t *testing.T) {
 	needInfra(t)
 	for _, impl := range s3test.Implementations {
 		t.Run(impl, func(t *testing.T) {
-			srv, on := scopedS3(t, impl)
-			off := strings.Replace(on, on[strings.Index(on, "    credentials: {"):strings.Index(on, "  credentials: {rotationGrace")], "", 1)
-			if strings.Contains(off, "    credentials:") {
-				t.Fatalf("config without credentials still has them:\n%s", off)
+			srv, be := scopedS3(t, impl)
+			on := harness.ConfigYAML(be)
+			off := harness.ConfigYAML(scopedS3Backend(srv, impl, func(c *s3driver.Config) { c.Credentials = nil }))
+			if strings.Contains(off, "adminEndpoint") || strings.Count(off, "credentials:") != 1 {
+				t.Fatalf("want the config without the driver's credentials (the backend's rotationGrace kept), got:\n%s", off)
 			}
 			ns := namespace(t)
 			bucket := ns + "-ledger"
@@ -220,7 +224,8 @@ func TestScopingSwitchedOffAndOn(t *testing.T) {
 // waits with no Secret; both say ScopingUnavailable.
 func TestScopingUnavailableKeepsSecrets(t *testing.T) {
 	needInfra(t)
-	srv, cfg := scopedS3(t, "versitygw")
+	srv, be := scopedS3(t, "versitygw")
+	cfg := harness.ConfigYAML(be)
 	noIAM := s3test.Start(t, "versitygw", s3test.Options{AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
 	ns := namespace(t)
 	bucket := ns + "-ledger"
@@ -233,7 +238,7 @@ func TestScopingUnavailableKeepsSecrets(t *testing.T) {
 	own := secret(t, ns, "first")
 	run.stop(t)
 
-	broken := strings.Replace(cfg, "adminEndpoint: "+srv.AdminEndpoint, "adminEndpoint: "+noIAM.AdminEndpoint, 1)
+	broken := harness.ConfigYAML(scopedS3Backend(srv, "versitygw", func(c *s3driver.Config) { c.Credentials.AdminEndpoint = noIAM.AdminEndpoint }))
 	run = startControllerWith(t, broken, nil, fastLoops)
 	c := waitCondition(t, first, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonScopingUnavailable, waitTimeout)
 	if !strings.Contains(c.Message, "--iam-dir") {

@@ -132,13 +132,29 @@ func needInfra(t testing.TB) {
 // configYAML is a controller config for the shared backends; backend names
 // can be changed to simulate a maintainer renaming them.
 func configYAML(kafkaName, s3Name string) string {
-	k := harness.Kadm(kafkaName, kadmdriver.Config{SeedBrokers: broker.Addrs, RequestTimeout: harness.Duration(5 * time.Second)})
+	return harness.ConfigYAML(sharedBackends(kafkaName, s3Name)...)
+}
+
+// sharedBackends are configYAML's backends, for a test to add to or change.
+func sharedBackends(kafkaName, s3Name string) []config.Backend {
+	k := sharedKafka(kafkaName)
 	k.Defaults = map[string]string{"zone": "local"}
-	sc := harness.S3Server(s3driver.ImplMinIO, minio.Endpoint, minio.Region, "TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY")
-	sc.RequestTimeout = harness.Duration(10 * time.Second)
-	s := harness.S3(s3Name, sc)
+	s := harness.S3(s3Name, sharedS3())
 	s.Defaults = map[string]string{"zone": "local"}
-	return harness.ConfigYAML(k, s)
+	return []config.Backend{k, s}
+}
+
+// sharedKafka is a kadm backend named name on the shared broker.
+func sharedKafka(name string) config.Backend {
+	return harness.Kadm(name, kadmdriver.Config{SeedBrokers: broker.Addrs, RequestTimeout: harness.Duration(5 * time.Second)})
+}
+
+// sharedS3 is the s3 config of the shared MinIO, with the keys from
+// s3Env's variables.
+func sharedS3() s3driver.Config {
+	c := harness.S3Server(s3driver.ImplMinIO, minio.Endpoint, minio.Region, "TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY")
+	c.RequestTimeout = harness.Duration(10 * time.Second)
+	return c
 }
 
 func s3Env() map[string]string {

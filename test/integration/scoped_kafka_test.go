@@ -570,12 +570,13 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 // The binary is built with the test hook (testhook.Tag).
 func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 	needInfra(t)
-	b, cfg := scopedBroker(t, 0)
+	b, _ := scopedBroker(t, 0)
 	// A backend name of its own: the binary watches every namespace, and
 	// what earlier tests left on backend kafka must not take its workers
 	// into the armed pause before this test's accesses get there.
-	cfg = strings.Replace(cfg, "- name: kafka\n", "- name: kafka-sigkill\n", 1)
-	m := startMintCrash(t, buildController(t, "0.3.0", testhook.Tag), cfg)
+	be := superuserBackend(b, 0)
+	be.Name = "kafka-sigkill"
+	m := startMintCrash(t, buildController(t, "0.3.0", testhook.Tag), harness.ConfigYAML(be))
 	ns := namespace(t)
 	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka-sigkill", Name: ns + ".ledger"}})
 	kept := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "kept"}}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,22 +20,31 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
-// scopedS3 starts impl with an IAM store and returns it with a config
-// whose backend s3-scoped issues a key per access on it.
-func scopedS3(t *testing.T, impl string) (*s3test.Server, string) {
+// scopedS3 starts impl with an IAM store and returns it with backend
+// s3-scoped, which issues a key per access on it.
+func scopedS3(t *testing.T, impl string) (*s3test.Server, config.Backend) {
 	t.Helper()
 	srv := s3test.Start(t, impl, s3test.Options{IAM: true})
-	be := harness.S3("s3-scoped", s3driver.Config{Implementation: impl, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+	return srv, scopedS3Backend(srv, impl, func(*s3driver.Config) {})
+}
+
+// scopedS3Backend is backend s3-scoped on srv, its driver config changed
+// by edit.
+func scopedS3Backend(srv *s3test.Server, impl string, edit func(*s3driver.Config)) config.Backend {
+	c := s3driver.Config{Implementation: impl, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
 		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second),
-		Credentials: &s3driver.Credentials{AdminEndpoint: srv.AdminEndpoint}})
+		Credentials: &s3driver.Credentials{AdminEndpoint: srv.AdminEndpoint}}
+	edit(&c)
+	be := harness.S3("s3-scoped", c)
 	be.Credentials = harness.Grace(3 * time.Second)
-	return srv, harness.ConfigYAML(be)
+	return be
 }
 
 // s3With is an S3 client with nothing but a Secret's keys, as a workload.
@@ -86,8 +94,8 @@ func TestScopedS3Accesses(t *testing.T) {
 	needInfra(t)
 	for _, impl := range s3test.Implementations {
 		t.Run(impl, func(t *testing.T) {
-			srv, cfg := scopedS3(t, impl)
-			startController(t, cfg, nil, time.Hour)
+			srv, be := scopedS3(t, impl)
+			startController(t, harness.ConfigYAML(be), nil, time.Hour)
 			ns := namespace(t)
 			removeWhileRunning(t, ns)
 			ledger := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-scoped", Name: ns + "-ledger"}}
@@ -192,10 +200,10 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 	bin := buildController(t, "0.3.0", testhook.Tag)
 	for _, impl := range s3test.Implementations {
 		t.Run(impl, func(t *testing.T) {
-			srv, cfg := scopedS3(t, impl)
+			srv, sigkill := scopedS3(t, impl)
 			// A backend name of its own: the binary watches every namespace.
-			cfg = strings.Replace(cfg, "- name: s3-scoped\n", "- name: s3-sigkill\n", 1)
-			m := startMintCrash(t, bin, cfg)
+			sigkill.Name = "s3-sigkill"
+			m := startMintCrash(t, bin, harness.ConfigYAML(sigkill))
 			ns := namespace(t)
 			bucket := ns + "-ledger"
 			create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-sigkill", Name: bucket}})

@@ -77,7 +77,7 @@ func waitSweeps(t *testing.T, backend string, n float64) {
 func TestDriftSweepRevertsOutOfBandChange(t *testing.T) {
 	needInfra(t)
 	const backend = "kafka-swept"
-	startSweepingController(t, strings.Replace(configYAML("kafka", "s3"), "- name: kafka\n", "- name: "+backend+"\n", 1), 2)
+	startSweepingController(t, configYAML(backend, "s3"), 2)
 	ns := namespace(t)
 	name := ns + ".swept"
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "swept", Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: name,

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/test/harness"
@@ -28,14 +29,9 @@ import (
 
 // webhookConfigYAML adds a backend with a name policy to the shared config.
 func webhookConfigYAML() string {
-	return configYAML("kafka", "s3") + `- name: tenants
-  driver: kadm
-  service: kafka
-  config:
-    seedBrokers: [` + strings.Join(broker.Addrs, ", ") + `]
-  namePolicy:
-    prefix: "$${namespace}."
-`
+	tenants := harness.Tenancy(harness.Kadm("tenants", kadmdriver.Config{SeedBrokers: broker.Addrs}), "$${namespace}.", false)
+	tenants.Service = "kafka"
+	return harness.ConfigYAML(append(sharedBackends("kafka", "s3"), tenants)...)
 }
 
 // webhookProcess is buckety-webhook running as a process (test/harness),
