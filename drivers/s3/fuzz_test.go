@@ -109,7 +109,7 @@ func FuzzValidateParameters(f *testing.F) {
 					t.Fatalf("accepted versioning %q, want true or false", v)
 				}
 				// Capability-gated: new or changed only where the service has it.
-				if (old == nil || old[k] != v) && cfg.Implementation != s3.ImplAWS && cfg.Implementation != s3.ImplMinIO && cfg.Implementation != s3.ImplVersityGW {
+				if (old == nil || old[k] != v) && cfg.Implementation != s3.ImplAWS && cfg.Implementation != s3.ImplMinIO && cfg.Implementation != s3.ImplVersityGW && cfg.Implementation != s3.ImplSeaweedFS {
 					t.Fatalf("accepted new versioning on implementation %q", cfg.Implementation)
 				}
 			case s3.ParamLifecycle:
