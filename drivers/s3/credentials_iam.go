@@ -77,19 +77,34 @@ func iamAccessPolicy(bucket string, role drivers.Role, aclHeaders bool) ([]byte,
 		return nil, fmt.Errorf("bucket %q is not a plain S3 bucket name", bucket)
 	}
 	object := acts.Object
-	if aclHeaders && slices.Contains(object, "s3:PutObject") {
+	if aclHeaders && uploads(acts) {
 		object = append(slices.Clip(object), "s3:PutObjectAcl")
 	}
 	return policy.ForBucket(bucket, acts.Bucket, object).JSON(), nil
 }
 
-// accessPolicy is a's inline policy, as the bucket stands now.
-func (i *iamIssuer) accessPolicy(ctx context.Context, a drivers.Access) ([]byte, error) {
-	acl, err := i.b.aclHeadersAllowed(ctx, a.Resource)
-	if err != nil {
-		return nil, err
+// uploads reports whether a role's actions include uploading.
+func uploads(acts roleActions) bool { return slices.Contains(acts.Object, "s3:PutObject") }
+
+// accessPolicy is a's inline policy, as the bucket stands now. blocked
+// remembers, for one sweep, what each bucket's public access block said
+// (nil: read it). A role that does not upload needs no read.
+func (i *iamIssuer) accessPolicy(ctx context.Context, a drivers.Access, blocked map[string]bool) ([]byte, error) {
+	role := roleOf(a)
+	acl := false
+	if acts, ok := actionsOf[role]; ok && uploads(acts) {
+		var seen bool
+		if acl, seen = blocked[a.Resource]; !seen {
+			var err error
+			if acl, err = i.b.aclHeadersAllowed(ctx, a.Resource); err != nil {
+				return nil, err
+			}
+			if blocked != nil {
+				blocked[a.Resource] = acl
+			}
+		}
 	}
-	return iamAccessPolicy(a.Resource, roleOf(a), acl)
+	return iamAccessPolicy(a.Resource, role, acl)
 }
 
 // ready asks IAM for buckety's users: an answer means users can be made
@@ -126,7 +141,7 @@ func (i *iamIssuer) grant(ctx context.Context, a drivers.Access, secret string) 
 
 func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret string) (string, string, error) {
 	b, c := i.b, i.iam
-	policy, err := i.accessPolicy(ctx, a)
+	policy, err := i.accessPolicy(ctx, a, nil)
 	if err != nil {
 		return "", "", err
 	}
@@ -214,12 +229,13 @@ func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, erro
 	}
 	var drifted []int
 	var skipped []error
+	blocked := map[string]bool{} // one public access block read per bucket
 	for n, a := range as {
 		if !exists[a.Principal] {
 			drifted = append(drifted, n)
 			continue
 		}
-		ok, err := i.holds(ctx, a)
+		ok, err := i.holds(ctx, a, blocked)
 		if err != nil {
 			skipped = append(skipped, fmt.Errorf("%s: %w", a.Principal, err))
 			continue
@@ -232,8 +248,8 @@ func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, erro
 }
 
 // holds reports whether a's user has a key, and exactly buckety's
-// policy with its role's actions on its bucket.
-func (i *iamIssuer) holds(ctx context.Context, a drivers.Access) (bool, error) {
+// policy with its role's actions on its bucket (blocked: as accessPolicy).
+func (i *iamIssuer) holds(ctx context.Context, a drivers.Access, blocked map[string]bool) (bool, error) {
 	b, c := i.b, i.iam
 	keys, err := c.ListAccessKeys(ctx, a.Principal)
 	if err != nil {
@@ -256,7 +272,7 @@ func (i *iamIssuer) holds(ctx context.Context, a drivers.Access) (bool, error) {
 	if err != nil {
 		return false, b.adminError("get the policy of "+a.Principal, err)
 	}
-	want, err := i.accessPolicy(ctx, a)
+	want, err := i.accessPolicy(ctx, a, blocked)
 	if err != nil {
 		return false, err
 	}

@@ -2,8 +2,13 @@ package s3
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -171,5 +176,54 @@ func TestSeaweedFSPublicACLBlock(t *testing.T) {
 	}
 	if code := anonymousGet("open", "public"); code != http.StatusOK {
 		t.Errorf("control, no block: want the public-read object served anonymously (200), got %d", code)
+	}
+}
+
+// TestIAMSweepReadsEachBucketBlockOnce: a credential sweep reads a
+// bucket's public access block once, however many of its accesses upload,
+// and not for a role that does not upload.
+func TestIAMSweepReadsEachBucketBlockOnce(t *testing.T) {
+	srv, be, _ := iamFixture(t)
+	ctx := context.Background()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var reads atomic.Int64
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("publicAccessBlock") {
+			reads.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer counting.Close()
+	cfg := *be.cfg
+	cfg.Endpoint = counting.URL
+	cbe, _ := open(t, &cfg)
+	for _, bucket := range []string{"media", "logs"} {
+		if _, err := cbe.Ensure(ctx, drivers.Resource{Name: bucket}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var as []drivers.Access
+	for i, a := range []struct {
+		bucket string
+		role   drivers.Role
+	}{{"media", drivers.RoleReadWrite}, {"media", drivers.RoleWriteOnly}, {"media", drivers.RoleReadWrite}, {"media", drivers.RoleReadOnly}, {"logs", drivers.RoleReadOnly}} {
+		acc := drivers.Access{Resource: a.bucket, Namespace: "team", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-once-%d", i), Role: a.role, Assert: true, New: true, Recorded: true}
+		acc.Principal = cbe.Principal(acc, 1)
+		if _, err := cbe.Grant(ctx, acc); err != nil {
+			t.Fatal(err)
+		}
+		as = append(as, acc)
+	}
+	reads.Store(0)
+	drifted, err := cbe.SweepCredentials(ctx, as)
+	if err != nil || len(drifted) != 0 {
+		t.Fatalf("sweep: want none drifted, got %v, %v", drifted, err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("sweep of three uploading accesses on one bucket and two readers: want 1 public access block read, got %d", n)
 	}
 }

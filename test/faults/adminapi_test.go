@@ -403,9 +403,12 @@ func (a *attack) publicACLs(endpoint, region, mk, ms, bucket string) {
 		}},
 	}
 	var allowed []string
+	refused := 0
 	for _, try := range tries {
 		if err := try.fn(); err == nil {
 			allowed = append(allowed, try.what)
+		} else {
+			refused++
 		}
 	}
 	resp, err := http.Get(endpoint + "/" + bucket + "/acl-private")
@@ -416,7 +419,7 @@ func (a *attack) publicACLs(endpoint, region, mk, ms, bucket string) {
 	if resp.StatusCode != http.StatusForbidden {
 		allowed = append(allowed, fmt.Sprintf("an anonymous GET of her object answered %d", resp.StatusCode))
 	}
-	v := fmt.Sprintf("%d of %d refused, anonymous read %d", len(tries)+1-len(allowed), len(tries)+1, resp.StatusCode)
+	v := fmt.Sprintf("%d of %d refused, anonymous read %d", refused, len(tries), resp.StatusCode)
 	if len(allowed) > 0 {
 		v += " (allowed: " + strings.Join(allowed, ", ") + ")"
 	}
