@@ -25,6 +25,7 @@ type Validators struct {
 	lookup   BucketyLookup
 	count    BucketyCounter
 	accesses AccessCounter
+	budget   BudgetCounter
 }
 
 // AccessCounter counts the BucketyAccesses of a namespace, for the

@@ -76,6 +76,9 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	errs = append(errs, perrs...)
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
+	if len(perrs) == 0 {
+		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, b.Spec.Parameters)...)
+	}
 	if da := b.Spec.DefaultAccess; da != nil {
 		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
@@ -129,6 +132,9 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		w, perrs := v.parameters(ctx, spec.Child("parameters"), be, prev, b.Spec.Parameters)
 		warnings = append(warnings, w...)
 		errs = append(errs, perrs...)
+		if len(perrs) == 0 {
+			errs = append(errs, v.checkBudget(ctx, spec, be, namespaceOf(ctx, b.Namespace), b.Name, nonNil(old.Spec.Parameters), b.Spec.Parameters)...)
+		}
 	}
 	if b.Spec.Adoption != old.Spec.Adoption {
 		errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)

@@ -33,6 +33,9 @@ type Entry struct {
 	// CredentialSweeper is the same connection's credential drift sweep,
 	// instrumented; nil when the driver has none.
 	CredentialSweeper drivers.CredentialSweeper
+	// Usage is the same connection's usage measurement, instrumented; nil
+	// when the driver has none.
+	Usage drivers.UsageReporter
 }
 
 // Set is every opened backend.
@@ -61,6 +64,9 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		}
 		if cs, ok := be.(drivers.CredentialSweeper); ok {
 			e.CredentialSweeper = &instrumentedCredentialSweeper{CredentialSweeper: cs, in: in}
+		}
+		if u, ok := be.(drivers.UsageReporter); ok {
+			e.Usage = &instrumentedUsage{UsageReporter: u, in: in}
 		}
 		s.entries[b.Name] = e
 	}
@@ -226,6 +232,19 @@ func (i *instrumentedCredentialSweeper) SweepCredentials(ctx context.Context, as
 	d, err := i.CredentialSweeper.SweepCredentials(ctx, as)
 	i.in.observe("sweep-credentials", start, err)
 	return d, err
+}
+
+// instrumentedUsage records a usage measurement as operation "usage".
+type instrumentedUsage struct {
+	drivers.UsageReporter
+	in *instrumented
+}
+
+func (i *instrumentedUsage) Usage(ctx context.Context, rs []drivers.Resource) ([]drivers.Usage, error) {
+	start := time.Now()
+	u, err := i.UsageReporter.Usage(ctx, rs)
+	i.in.observe("usage", start, err)
+	return u, err
 }
 
 // SecretFrom passes drivers.IssuedSecrets through to the backend, which

@@ -121,6 +121,26 @@ type Limits struct {
 	// ParameterMax bounds integer parameters of this backend's driver, by
 	// key: `partitions: 64` refuses spec.parameters.partitions above 64.
 	ParameterMax map[string]int64 `json:"parameterMax,omitempty"`
+
+	// Partitions is the most topic partitions one namespace may have on
+	// this backend, summed over its topics (a topic that leaves its count
+	// to the broker counts as one); 0 or absent: no budget.
+	Partitions int64 `json:"partitions,omitempty"`
+	// DiskBytes is the most disk one namespace's topics may claim on this
+	// backend: retention.bytes × partitions, summed. With a disk budget, a
+	// topic must set config.retention.bytes (unbounded retention is
+	// refused). Absent: no budget.
+	DiskBytes drivers.ByteSize `json:"diskBytes,omitzero"`
+	// QuotaBytes is the most bucket quota one namespace may have on this
+	// backend: its buckets' quota parameters, summed. With a quota
+	// budget, a bucket must set a quota. Absent: no budget.
+	QuotaBytes drivers.ByteSize `json:"quotaBytes,omitzero"`
+}
+
+// HasByteBudget reports whether the limits budget partitions or bytes (the
+// budgets summed over resources, not counted).
+func (l *Limits) HasByteBudget() bool {
+	return l != nil && (l.Partitions > 0 || l.DiskBytes.Bytes > 0 || l.QuotaBytes.Bytes > 0)
 }
 
 // Credentials configures the rotation of per-access credentials.
@@ -317,6 +337,9 @@ func (b *Backend) validateFields(p *field.Path) (errs field.ErrorList, policyOK 
 			if c.n < 0 {
 				errs = append(errs, field.Invalid(p.Child("limits", c.key), c.n, "must be at least 0 (0: no limit)"))
 			}
+		}
+		if l.Partitions < 0 {
+			errs = append(errs, field.Invalid(p.Child("limits", "partitions"), l.Partitions, "must be at least 0 (0: no budget)"))
 		}
 		for k, v := range l.ParameterMax {
 			if v < 1 {

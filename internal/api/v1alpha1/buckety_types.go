@@ -168,8 +168,8 @@ type DefaultAccess struct {
 // BucketyStatus is what the controller observed and decided.
 type BucketyStatus struct {
 	// Conditions: Ready, Reconciling, BackendUnavailable,
-	// DriverVersionIncompatible, ParameterDrift, BlockedByAccesses,
-	// ScopingNotImplemented.
+	// DriverVersionIncompatible, ParameterDrift, Degraded,
+	// BlockedByAccesses, ScopingNotImplemented, QuotaWarning, Provisioned.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -208,6 +208,37 @@ type BucketyStatus struct {
 	// reconciled: backend resource and every access Secret in sync.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Usage is what the backend resource holds, as its service last
+	// reported it; refreshed once per usage interval (the controller's
+	// --usage-interval). Absent until first measured, and on services that
+	// cannot tell.
+	// +optional
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is a backend resource's measured usage.
+type Usage struct {
+	// Bytes stored: a bucket's object bytes; a topic's log bytes summed
+	// over its partitions (one replica each, as retention.bytes counts).
+	Bytes int64 `json:"bytes"`
+	// Objects in a bucket.
+	// +optional
+	Objects *int64 `json:"objects,omitempty"`
+	// Partitions of a topic.
+	// +optional
+	Partitions *int64 `json:"partitions,omitempty"`
+	// EndOffsets is a topic's end offsets summed over its partitions: the
+	// records written to it since it was created.
+	// +optional
+	EndOffsets *int64 `json:"endOffsets,omitempty"`
+	// MeasuredAt is when the service measured it (MinIO reports from its
+	// own periodic scan, so this may be older than the refresh).
+	MeasuredAt metav1.Time `json:"measuredAt"`
+	// Source says how it was measured: DescribeLogDirs, minio data usage,
+	// ListObjectsV2.
+	// +optional
+	Source string `json:"source,omitempty"`
 }
 
 // Buckety is a named, individually configurable resource on a backing
@@ -219,6 +250,9 @@ type BucketyStatus struct {
 // +kubebuilder:printcolumn:name="Resource",type=string,JSONPath=`.status.backendResourceName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Used",type=integer,format=int64,JSONPath=`.status.usage.bytes`,description="bytes the resource holds, as last measured"
+// +kubebuilder:printcolumn:name="Quota",type=string,JSONPath=`.spec.parameters.quota`,priority=1
+// +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.spec.parameters.anonymousRead`,description="anonymous read of the bucket"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Buckety struct {
 	metav1.TypeMeta   `json:",inline"`

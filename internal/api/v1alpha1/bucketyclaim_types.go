@@ -69,6 +69,28 @@ type BucketyClaimSpec struct {
 	// parameters say by then.
 	// +optional
 	Location map[string]string `json:"location,omitempty"`
+	// Budgeted is what the resource counts against its namespace's budget
+	// on the backend (limits.partitions, diskBytes, quotaBytes), recorded
+	// when the claim is made and before the resource grows, while the
+	// namespace's budget is checked: the controller sums the claims, which
+	// only it writes, so concurrent passes cannot each spend the same room.
+	// Absent where the backend has no such budget (the owner's parameters
+	// count instead).
+	// +optional
+	Budgeted *Budgeted `json:"budgeted,omitempty"`
+}
+
+// Budgeted is what one resource counts against its namespace's budget.
+type Budgeted struct {
+	// Partitions of a topic.
+	// +optional
+	Partitions int64 `json:"partitions,omitempty"`
+	// DiskBytes a topic may hold: retention.bytes × partitions.
+	// +optional
+	DiskBytes int64 `json:"diskBytes,omitempty"`
+	// QuotaBytes is a bucket's hard quota.
+	// +optional
+	QuotaBytes int64 `json:"quotaBytes,omitempty"`
 }
 
 // BucketyClaimStatus is what the controller observed about a claim.

@@ -42,6 +42,12 @@ const (
 	// Ready is False meanwhile (reason ParameterNotApplied): a resource
 	// without a parameter its tenant asked for is not in sync.
 	ConditionDegraded = "Degraded"
+	// ConditionQuotaWarning (Buckety only) is True when the resource's
+	// measured usage (status.usage) has reached its soft quota (reason
+	// SoftQuotaReached) or its hard quota (reason QuotaReached). Nothing is
+	// refused because of it: the service enforces a hard quota, and a soft
+	// quota only warns.
+	ConditionQuotaWarning = "QuotaWarning"
 )
 
 // Polarity says which status of a condition type is the normal one.
@@ -93,6 +99,8 @@ var (
 		TrueMeans: "the backend resource exists and matches the spec; accesses wait for it"}
 	declDegraded = ConditionDecl{Type: ConditionDegraded, Polarity: Negative,
 		TrueMeans: "the backend did not apply a requested parameter (`Ready` is False meanwhile)"}
+	declQuotaWarning = ConditionDecl{Type: ConditionQuotaWarning, Polarity: Negative,
+		TrueMeans: "the measured usage (`status.usage`) reached the soft or the hard quota"}
 )
 
 // notApplicable is d as a kind carries it that it does not apply to.
@@ -110,6 +118,7 @@ var BucketyConditions = []ConditionDecl{
 	declDegraded,
 	declBlockedByAccesses,
 	declScopingNotImplemented,
+	declQuotaWarning,
 	declProvisioned,
 	declReady,
 	declReconciling,
@@ -165,6 +174,24 @@ const (
 	// Buckety, limits.accessesPerBuckety allows (an access); this one
 	// waits until one of them is deleted.
 	ReasonLimitExceeded = "LimitExceeded"
+	// ReasonBudgetExceeded: the namespace's budget on the backend
+	// (limits.partitions, diskBytes or quotaBytes) has no room for what
+	// this Buckety asks for; the message says what the namespace uses,
+	// what this one asks for and the budget. A new resource is not
+	// created; an existing one keeps what it has and does not grow.
+	ReasonBudgetExceeded = "BudgetExceeded"
+	// ReasonSoftQuotaReached: status.usage reached the soft quota
+	// (QuotaWarning).
+	ReasonSoftQuotaReached = "SoftQuotaReached"
+	// ReasonQuotaReached: status.usage reached the hard quota, which the
+	// service enforces: writes are refused (QuotaWarning).
+	ReasonQuotaReached = "QuotaReached"
+	// ReasonBelowQuota: usage is below every quota, or no quota is set
+	// (QuotaWarning False).
+	ReasonBelowQuota = "BelowQuota"
+	// ReasonUsageUnknown: the usage has not been measured (QuotaWarning
+	// False while the resource has a quota).
+	ReasonUsageUnknown = "UsageUnknown"
 	// ReasonSecretConflict: a Secret with the credentials name exists and
 	// was not created by buckety; it is never overwritten.
 	ReasonSecretConflict = "SecretConflict"

@@ -53,6 +53,18 @@ const (
 	// EventDeleted (Normal, Buckety): the backend resource was deleted with
 	// its Buckety.
 	EventDeleted = "Deleted"
+	// EventQuotaReached (Warning, Buckety): status.usage reached the hard
+	// quota, and the service refuses writes (condition QuotaWarning,
+	// reason ReasonQuotaReached); once per episode.
+	EventQuotaReached = ReasonQuotaReached
+	// EventSoftQuotaReached (Warning, Buckety): status.usage reached the
+	// soft quota (condition QuotaWarning, reason ReasonSoftQuotaReached);
+	// once per episode.
+	EventSoftQuotaReached = ReasonSoftQuotaReached
+	// EventBudgetExceeded (Warning, Buckety): the namespace's budget on the
+	// backend has no room for the Buckety or its growth (Ready reason
+	// ReasonBudgetExceeded); once per episode.
+	EventBudgetExceeded = ReasonBudgetExceeded
 
 	// EventSecretWritten (Normal, BucketyAccess): the credentials Secret was
 	// created; not reported for the first Secret of an implicit access,

@@ -95,7 +95,7 @@ func TestResourceSamples(t *testing.T) {
 				"buckety_resources{Buckety,removed,BackendUnavailable,True} 1",
 				"buckety_resources{Buckety,removed,Ready,Unknown} 1",
 			},
-			wantLines: 3 * 9 * 3,
+			wantLines: 3 * len(v1.BucketyConditions) * 3, // backends × condition types × statuses
 		},
 		{
 			name:  "a kind whose list failed reports nothing",

@@ -134,6 +134,7 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 	fs.DurationVar(&o.SweptRecheck, "swept-recheck-interval", DefaultSweptRecheckInterval, "per-resource re-check (plus up to 10% jitter) on backends whose sweep sees all drift (kadm): a safety net")
 	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "reconciles run in parallel per kind")
 	fs.DurationVar(&o.OwnerCheck, "owner-check-interval", DefaultOwnerCheckInterval, "how often claims are checked for an owning Buckety that is gone (its finalizer removed by hand), to report them (status.ownerGoneSince, buckety_claims{owner=\"gone\"})")
+	fs.DurationVar(&o.Usage, "usage-interval", DefaultUsageInterval, "how often each backend's resources are measured for status.usage, QuotaWarning and the usage and budget metrics, in a few requests per backend where the service allows; 0 disables it")
 	cf.zap.BindFlags(fs)
 	return fs, cf
 }
@@ -149,6 +150,9 @@ func Flags() *flag.FlagSet {
 func (cf *cliFlags) validate(o Options) error {
 	if o.MaxConcurrent < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.MaxConcurrent)
+	}
+	if err := validateUsage(o); err != nil {
+		return err
 	}
 	if err := validateSweep(o); err != nil {
 		return err

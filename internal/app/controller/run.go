@@ -90,6 +90,9 @@ type Options struct {
 	// OwnerCheck is how often claims are checked for an owner that is gone
 	// (claims.Janitor); 0: DefaultOwnerCheckInterval.
 	OwnerCheck time.Duration
+	// Usage is the period of each backend's usage refresh (status.usage,
+	// the usage and budget metrics); 0: no refresh. See usage.go.
+	Usage time.Duration
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 }
@@ -158,7 +161,8 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	// the access controller reads its Buckety's resource name from them.
 	store := &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	drifted := make(chan event.GenericEvent, driftedBuffer)
-	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, Controller: controllerOptions(o)}
+	usageChanged := make(chan event.GenericEvent, driftedBuffer)
+	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o)}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err
@@ -174,6 +178,9 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		}
 	}
 	if err := addSweeper(mgr, o, set, drifted); err != nil {
+		return err
+	}
+	if err := addUsage(mgr, o, set, usageChanged); err != nil {
 		return err
 	}
 	if o.OwnerCheck <= 0 {
@@ -192,7 +199,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	go reportScoping(ctx, log, set)
-	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "leaderElection", o.LeaderElect)
+	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
 }
 

@@ -207,7 +207,7 @@ func Run(ctx context.Context, o Options) error {
 		GracefulShutdownTimeout: &grace,
 		WebhookServer:           srv,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1.Buckety{}:       {Transform: bucketyadmission.StripBuckety},
+			&v1.Buckety{}:       {Transform: bucketyadmission.StripBucketyCounting(o.Config)},
 			&v1.BucketyAccess{}: {Transform: bucketyadmission.StripAccess},
 		}},
 	})
@@ -223,6 +223,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	validators.WithCounter(bucketyadmission.CacheCounter(mgr.GetCache()))
 	validators.WithAccessCounter(bucketyadmission.CacheAccessCounter(mgr.GetCache()))
+	validators.WithBudgetCounter(bucketyadmission.CacheBudgetCounter(mgr.GetCache()))
 	// GetWebhookServer is what adds the server to the manager's runnables.
 	if mgr.GetWebhookServer() != webhook.Server(srv) {
 		return errors.New("the manager does not serve the admission server it was given")

@@ -90,7 +90,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 	}
 	loc := claims.Location(drivers.LocationParameters(e.Driver), b.Spec.Parameters)
 	if cl == nil {
-		got, created, conflict, err := r.Claims.AcquireAs(ctx, b, k, phase, loc)
+		got, created, conflict, err := r.Claims.AcquireAs(ctx, b, k, phase, loc, f.budgeted)
 		switch {
 		case err != nil:
 			f.claimErr = err

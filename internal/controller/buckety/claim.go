@@ -83,31 +83,40 @@ func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry
 // otherwise take one claim each past the limit.
 func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
 	l := e.Config.Limits
-	if l == nil || l.PerNamespace == 0 {
+	if l == nil || (l.PerNamespace == 0 && !l.HasByteBudget()) {
 		return true
 	}
-	if f.releaseLimit == nil {
-		g, _ := r.limitGates.LoadOrStore(limitKey(e.Name, b.Namespace), &sync.Mutex{})
-		mu := g.(*sync.Mutex)
-		mu.Lock()
-		f.releaseLimit = func() {
-			if f.claim != nil {
-				r.awaitCached(f.claim)
-			}
-			mu.Unlock()
-		}
-	}
+	r.holdGate(b, e, f)
 	var list v1.BucketyClaimList
 	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}); err != nil {
 		f.claimErr = fmt.Errorf("count the claims of namespace %s: %w", b.Namespace, err)
 		return false
 	}
-	if len(list.Items) < l.PerNamespace {
-		return true
+	if l.PerNamespace > 0 && len(list.Items) >= l.PerNamespace {
+		f.limitExceeded = fmt.Sprintf("namespace %s has %d Bucketies on backend %s, the most its limits allow (limits.perNamespace: %d in buckety-controller.yaml); this one waits until one of them is deleted", b.Namespace, len(list.Items), e.Name, l.PerNamespace)
+		r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), limitKey(e.Name, b.Namespace))
+		return false
 	}
-	f.limitExceeded = fmt.Sprintf("namespace %s has %d Bucketies on backend %s, the most its limits allow (limits.perNamespace: %d in buckety-controller.yaml); this one waits until one of them is deleted", b.Namespace, len(list.Items), e.Name, l.PerNamespace)
-	r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), limitKey(e.Name, b.Namespace))
-	return false
+	return r.withinBudget(ctx, b, e, f, list.Items, nil)
+}
+
+// holdGate makes this pass hold its namespace's gate on the backend until
+// it ends: passes that may take a new claim, or grow one under a budget,
+// run one at a time, and a pass that wrote a claim lets the next one in
+// only once the cache shows that write.
+func (r *Reconciler) holdGate(b *v1.Buckety, e *backends.Entry, f *facts) {
+	if f.releaseLimit != nil {
+		return
+	}
+	g, _ := r.limitGates.LoadOrStore(limitKey(e.Name, b.Namespace), &sync.Mutex{})
+	mu := g.(*sync.Mutex)
+	mu.Lock()
+	f.releaseLimit = func() {
+		if f.claim != nil {
+			r.awaitCached(f.claim)
+		}
+		mu.Unlock()
+	}
 }
 
 // acquire takes the claim through Store.Acquire (phase Claimed, the
@@ -182,13 +191,14 @@ func wakeEvent(nn types.NamespacedName) event.GenericEvent {
 }
 
 // awaitCached waits, at most a few seconds, until the cache shows the
-// claim, so the next pass through its limit gate counts it.
+// claim as this pass last wrote it, so the next pass through its gate
+// counts it.
 func (r *Reconciler) awaitCached(cl *v1.BucketyClaim) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		var got v1.BucketyClaim
-		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(cl), &got); err == nil {
+		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(cl), &got); err == nil && (cl.ResourceVersion == "" || got.ResourceVersion == cl.ResourceVersion) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

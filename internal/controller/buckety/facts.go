@@ -33,6 +33,15 @@ type facts struct {
 	// limitExceeded: the namespace holds as many claims on the backend as
 	// its limits.perNamespace allows.
 	limitExceeded string
+	// budgetExceeded: the namespace's partition or byte budget on the
+	// backend has no room for what this Buckety asks (budget.go).
+	budgetExceeded string
+	// budgeted is what a claim this pass creates records against the
+	// namespace's budget (nil: the backend budgets nothing summed).
+	budgeted *v1.Budgeted
+	// quota is what the Buckety's parameters say of its quotas, for
+	// QuotaWarning (usage.go); set once the backend resolves.
+	quota *drivers.Footprint
 	// releaseLimit ends this pass's hold on its namespace's limit gate
 	// (claim.go withinLimit); nil when it holds none.
 	releaseLimit func()

@@ -71,6 +71,9 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f, in, params) {
 		return false, nil
 	}
+	if !r.budgetFits(ctx, b, e, f, cl, params) {
+		return false, nil
+	}
 	want := drivers.Resource{Name: f.resourceName, Parameters: params, MaxAge: r.maxAge(e), CreateOnly: justRecorded}
 	if !fresh {
 		want.BeforeWrite = func(ctx context.Context) error { return r.Claims.Confirm(ctx, cl) }

@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -16,6 +19,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/budget"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
@@ -101,8 +105,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}()
 	defer func() {
 		defer r.Written.Record(b, orig.ResourceVersion)
+		derived := conditions(b, f)
+		r.announce(b, derived)
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, status.Outcome{
-			Derived: conditions(b, f), Failure: failure(f), Deleting: f.deleting,
+			Derived: derived, Failure: failure(f), Deleting: f.deleting,
 		}, res, reterr)
 	}()
 
@@ -120,6 +126,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return requeue, nil
 	}
 	requeue.RequeueAfter = retry.Jitter(r.recheck(e))
+	fp := budget.Footprint(e.Config, b.Spec.Parameters)
+	f.quota = &fp
 	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
 		return requeue, nil
 	}
@@ -140,7 +148,7 @@ func failure(f *facts) retry.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil, f.claimErr != nil:
 		return retry.Transient
-	case f.AccessDenied != nil, f.adoptionRefused != "", len(f.adoptionDrift) > 0, f.conflict != nil, f.limitExceeded != "", f.locationChanged != "", len(f.shortfalls) > 0:
+	case f.AccessDenied != nil, f.adoptionRefused != "", len(f.adoptionDrift) > 0, f.conflict != nil, f.limitExceeded != "", f.budgetExceeded != "", f.locationChanged != "", len(f.shortfalls) > 0:
 		return retry.Permanent
 	}
 	return retry.None
@@ -208,6 +216,24 @@ func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *fac
 		return false
 	}
 	return true
+}
+
+// announce records a Warning event when the pass turns QuotaWarning True
+// or changes its reason, or first finds the namespace's budget exceeded:
+// once per episode, as the condition changes, not once per pass.
+func (r *Reconciler) announce(b *v1.Buckety, derived []status.Cond) {
+	for _, c := range derived {
+		prev := meta.FindStatusCondition(b.Status.Conditions, c.Type)
+		if prev != nil && prev.Status == c.Status && prev.Reason == c.Reason {
+			continue
+		}
+		switch {
+		case c.Type == v1.ConditionQuotaWarning && c.Status == metav1.ConditionTrue:
+			r.event(b, corev1.EventTypeWarning, c.Reason, v1.EventActionReconcile, c.Message)
+		case c.Type == v1.ConditionReady && c.Reason == v1.ReasonBudgetExceeded:
+			r.event(b, corev1.EventTypeWarning, v1.EventBudgetExceeded, v1.EventActionClaim, c.Message)
+		}
+	}
 }
 
 func (r *Reconciler) event(b *v1.Buckety, typ, reason, action, note string) {

@@ -40,6 +40,9 @@ type Options struct {
 	// Drifted, when set, delivers the Bucketies the drift sweep found
 	// drifted (Sweeper.Drifted).
 	Drifted <-chan event.GenericEvent
+	// UsageChanged, when set, delivers the Bucketies whose QuotaWarning the
+	// usage refresher found changed (UsageRefresher.Changed).
+	UsageChanged <-chan event.GenericEvent
 	// Controller are the controller's options: workers, rate limiter, queue.
 	Controller controller.Options
 }
@@ -56,6 +59,9 @@ type Options struct {
 //     backend (Reconciler.Released, Reconciler.Waiters): only the
 //     Bucketies waiting for that release;
 //   - the drift sweep finding its resource drifted (Options.Drifted);
+//   - the usage refresher finding its QuotaWarning changed
+//     (Options.UsageChanged); a write of status.usage alone does not wake
+//     it (UsageOnly);
 //   - its own requeue: the drift re-check, a retry, a deletion pass.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	released := make(chan event.GenericEvent, releasedBuffer)
@@ -74,10 +80,13 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1.Buckety{}).
+		For(&v1.Buckety{}, builder.WithPredicates(UsageOnly())).
 		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{}))
 	if o.Drifted != nil {
 		b = b.WatchesRawSource(source.Channel(o.Drifted, &handler.EnqueueRequestForObject{}))
+	}
+	if o.UsageChanged != nil {
+		b = b.WatchesRawSource(source.Channel(o.UsageChanged, &handler.EnqueueRequestForObject{}))
 	}
 	err := b.Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(accessToBuckety)).
 		Watches(&v1.BucketyClaim{}, claimReleased(r.Waiters)).

@@ -30,6 +30,7 @@ func conditions(b *v1.Buckety, f *facts) []status.Cond {
 		degraded(f),
 		blockedByAccesses(f),
 		scopingNotImplemented(f),
+		quotaWarning(b, f.quota),
 		provisioned(b, f, r),
 		r.ready,
 		reconciling(r),
@@ -140,7 +141,7 @@ type link func(b *v1.Buckety, f *facts) *readinessResult
 // Before provisionedLinks the backend resource is not usable; after them it
 // exists and Ready waits only on parameters applied and access Secrets.
 var readyChain = []link{
-	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, adoptionLink, adoptionDriftLink,
+	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, budgetLink, adoptionLink, adoptionDriftLink,
 	locationLink, backendFailureLink, claimLink, notYetProvisionedLink,
 	// The backend resource exists from here on.
 	driftLink, shortfallLink, implicitAccessLink, pendingAccessesLink,
@@ -227,6 +228,19 @@ func limitLink(_ *v1.Buckety, f *facts) *readinessResult {
 		return nil
 	}
 	return notReady(v1.ReasonLimitExceeded, f.limitExceeded, false)
+}
+
+// budgetLink: the namespace's budget has no room for this Buckety (a new
+// one is not created) or for its growth (an existing one keeps what it
+// has).
+func budgetLink(b *v1.Buckety, f *facts) *readinessResult {
+	if f.budgetExceeded == "" {
+		return nil
+	}
+	if f.claim != nil && b.Status.Provenance != "" {
+		return existsNotReady(v1.ReasonBudgetExceeded, f.budgetExceeded+"; the resource keeps its current parameters", false)
+	}
+	return notReady(v1.ReasonBudgetExceeded, f.budgetExceeded+"; this Buckety waits", false)
 }
 
 // locationLink: a parameter that selects where the resource lives was

@@ -107,17 +107,18 @@ type Conflict struct {
 // removed and the claim taken, after which the caller's adoption check
 // decides whether the resource may be used.
 func (c *Store) Acquire(ctx context.Context, b *v1.Buckety, k Key) (*v1.BucketyClaim, *Conflict, error) {
-	cl, _, conflict, err := c.AcquireAs(ctx, b, k, v1.ClaimClaimed, nil)
+	cl, _, conflict, err := c.AcquireAs(ctx, b, k, v1.ClaimClaimed, nil, nil)
 	return cl, conflict, err
 }
 
 // AcquireAs is Acquire for a caller that inspected the resource before
 // claiming it: a claim it creates is born in phase (the adoption check's
 // verdict) with location recorded, one write instead of a create and an
-// update. created reports whether this call created the claim; a claim b
+// update (and, under a namespace budget, what the resource counts against
+// it). created reports whether this call created the claim; a claim b
 // already held is returned as it is, in whatever phase an earlier pass
 // recorded.
-func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.ClaimPhase, location map[string]string) (cl *v1.BucketyClaim, created bool, conflict *Conflict, err error) {
+func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.ClaimPhase, location map[string]string, budgeted *v1.Budgeted) (cl *v1.BucketyClaim, created bool, conflict *Conflict, err error) {
 	// Mine already (under any of its names), as the cache shows?
 	for _, n := range k.names() {
 		cl = &v1.BucketyClaim{}
@@ -145,7 +146,7 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 	for range 3 {
 		cl = &v1.BucketyClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
-			Spec: v1.BucketyClaimSpec{Backend: k.Backend, Service: k.space(), ResourceName: k.Resource, Phase: phase, Location: location,
+			Spec: v1.BucketyClaimSpec{Backend: k.Backend, Service: k.space(), ResourceName: k.Resource, Phase: phase, Location: location, Budgeted: budgeted,
 				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
 		}
 		err := c.Client.Create(ctx, cl)
@@ -256,6 +257,19 @@ func (c *Store) RecordLocation(ctx context.Context, cl *v1.BucketyClaim, locatio
 	if err := c.Client.Update(ctx, cl); err != nil {
 		cl.Spec.Location = nil
 		return fmt.Errorf("record the location of claim %s: %w", cl.Name, err)
+	}
+	return nil
+}
+
+// RecordBudgeted records what the claim's resource counts against its
+// namespace's budget, with an optimistic lock: a claim changed since it
+// was read is not overwritten, and the pass tries again.
+func (c *Store) RecordBudgeted(ctx context.Context, cl *v1.BucketyClaim, b v1.Budgeted) error {
+	prev := cl.Spec.Budgeted
+	cl.Spec.Budgeted = &b
+	if err := c.Client.Update(ctx, cl); err != nil {
+		cl.Spec.Budgeted = prev
+		return fmt.Errorf("record the budget of claim %s: %w", cl.Name, err)
 	}
 	return nil
 }

@@ -1,0 +1,94 @@
+package budget
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+func backend(l config.Limits) *config.Backend {
+	return &config.Backend{Name: "kafka", Limits: &l}
+}
+
+func TestExceeded(t *testing.T) {
+	gi := int64(1 << 30)
+	b := backend(config.Limits{Partitions: 10, DiskBytes: drivers.ByteSize{Bytes: 10 * gi}})
+	tests := []struct {
+		name               string
+		others, asked, had v1.Budgeted
+		want               []string // substrings; none: fits
+	}{
+		{name: "fits exactly", others: v1.Budgeted{Partitions: 7}, asked: v1.Budgeted{Partitions: 3}},
+		{name: "one partition over", others: v1.Budgeted{Partitions: 8}, asked: v1.Budgeted{Partitions: 3},
+			want: []string{"namespace team has no room on backend kafka", "it uses 8 and asks for 3 more, over its budget of 10 partitions (limits.partitions)"}},
+		{name: "disk over, in binary units", others: v1.Budgeted{DiskBytes: 9 * gi}, asked: v1.Budgeted{DiskBytes: 2 * gi},
+			want: []string{"it uses 9Gi and asks for 2Gi more, over its budget of 10Gi of disk (retention.bytes × partitions) (limits.diskBytes)"}},
+		{name: "growth counts from what it had", others: v1.Budgeted{Partitions: 6}, asked: v1.Budgeted{Partitions: 5}, had: v1.Budgeted{Partitions: 3},
+			want: []string{"it uses 9 and asks for 2 more"}},
+		{name: "over budget but not growing passes", others: v1.Budgeted{Partitions: 20}, asked: v1.Budgeted{Partitions: 3}, had: v1.Budgeted{Partitions: 3}},
+		{name: "shrinking passes over budget", others: v1.Budgeted{Partitions: 20, DiskBytes: 20 * gi}, asked: v1.Budgeted{DiskBytes: gi}, had: v1.Budgeted{DiskBytes: 2 * gi}},
+		{name: "an unbudgeted dimension never refuses", others: v1.Budgeted{QuotaBytes: 1 << 50}, asked: v1.Budgeted{QuotaBytes: 1 << 50}},
+		{name: "both reported", others: v1.Budgeted{Partitions: 10, DiskBytes: 10 * gi}, asked: v1.Budgeted{Partitions: 1, DiskBytes: 1},
+			want: []string{"limits.partitions", "limits.diskBytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Exceeded(b, "team", tt.others, tt.asked, tt.had)
+			if len(tt.want) == 0 && got != "" {
+				t.Fatalf("want it to fit, got %q", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("want %q in %q", w, got)
+				}
+			}
+		})
+	}
+	if got := Exceeded(&config.Backend{Name: "kafka"}, "team", v1.Budgeted{Partitions: 1 << 40}, v1.Budgeted{Partitions: 1}, v1.Budgeted{}); got != "" {
+		t.Errorf("no limits: want no refusal, got %q", got)
+	}
+}
+
+func TestUnbounded(t *testing.T) {
+	p := field.NewPath("spec", "parameters")
+	disk := backend(config.Limits{DiskBytes: drivers.ByteSize{Bytes: 1 << 30}})
+	if errs := Unbounded(p, disk, drivers.Footprint{Partitions: 3, DiskBytes: -1}); len(errs) != 1 || errs[0].Field != "spec.parameters[config.retention.bytes]" || !strings.Contains(errs[0].Detail, "limits.diskBytes: 1Gi") {
+		t.Errorf("unbounded topic under a disk budget: got %v", errs)
+	}
+	if errs := Unbounded(p, disk, drivers.Footprint{QuotaBytes: -1}); len(errs) != 0 {
+		t.Errorf("a bucket without quota under a disk budget only: want no error, got %v", errs)
+	}
+	quota := backend(config.Limits{QuotaBytes: drivers.ByteSize{Bytes: 1 << 40}})
+	if errs := Unbounded(p, quota, drivers.Footprint{QuotaBytes: -1}); len(errs) != 1 || errs[0].Field != "spec.parameters[quota]" || !strings.Contains(errs[0].Detail, "limits.quotaBytes: 1Ti") {
+		t.Errorf("bucket without quota under a quota budget: got %v", errs)
+	}
+	if errs := Unbounded(p, backend(config.Limits{Partitions: 5}), drivers.Footprint{DiskBytes: -1, QuotaBytes: -1}); len(errs) != 0 {
+		t.Errorf("partition budget only: want no error, got %v", errs)
+	}
+}
+
+func TestCounted(t *testing.T) {
+	got := Counted(drivers.Footprint{Partitions: 3, DiskBytes: -1, QuotaBytes: 5})
+	if got != (v1.Budgeted{Partitions: 3, QuotaBytes: 5}) {
+		t.Errorf("got %+v", got)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"10Gi": 10 << 30, "500M": 500e6, "1048576": 1 << 20, "0": 0} {
+		got, err := drivers.ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1", "1.5", "ten", "1m"} {
+		if _, err := drivers.ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q): want an error", in)
+		}
+	}
+}

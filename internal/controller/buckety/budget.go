@@ -1,0 +1,109 @@
+package buckety
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/budget"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+)
+
+// The namespace budget (config limits.partitions, diskBytes, quotaBytes),
+// enforced again here after admission: the webhook sums from a cache that
+// may lag a burst of creates. The controller sums the namespace's claims,
+// which only it writes, each recording what its resource counts
+// (claim.spec.budgeted), and checks and records under the namespace's gate
+// (holdGate): a new claim is created with its figure, and a resource that
+// grows records its new figure before Ensure applies it. A claim made
+// before the budget existed counts what its owner's parameters say.
+
+// withinBudget checks the budget for b, whose claim (nil for a new one)
+// is not among claims. It records in f what a new claim must carry.
+func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, claims []v1.BucketyClaim, own *v1.BucketyClaim) bool {
+	if !e.Config.Limits.HasByteBudget() {
+		return true
+	}
+	fp := budget.Footprint(e.Config, b.Spec.Parameters)
+	if errs := budget.Unbounded(nil, e.Config, fp); len(errs) > 0 {
+		f.budgetExceeded = errs[0].Detail
+		return false
+	}
+	asked := budget.Counted(fp)
+	var had v1.Budgeted
+	if own != nil && own.Spec.Budgeted != nil {
+		had = *own.Spec.Budgeted
+	}
+	others, err := r.othersUse(ctx, b, e, claims)
+	if err != nil {
+		f.claimErr = err
+		return false
+	}
+	if msg := budget.Exceeded(e.Config, b.Namespace, others, asked, had); msg != "" {
+		f.budgetExceeded = msg
+		r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), limitKey(e.Name, b.Namespace))
+		return false
+	}
+	f.budgeted = &asked
+	return true
+}
+
+// othersUse sums what the namespace's claims other than b's count.
+func (r *Reconciler) othersUse(ctx context.Context, b *v1.Buckety, e *backends.Entry, claims []v1.BucketyClaim) (v1.Budgeted, error) {
+	var sum v1.Budgeted
+	for i := range claims {
+		cl := &claims[i]
+		if cl.Spec.Owner.UID == string(b.UID) {
+			continue
+		}
+		if cl.Spec.Budgeted != nil {
+			sum = budget.Add(sum, *cl.Spec.Budgeted)
+			continue
+		}
+		owner := &v1.Buckety{}
+		if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: cl.Spec.Owner.Namespace, Name: cl.Spec.Owner.Name}, owner); err != nil {
+			if ctrl.IgnoreNotFound(err) != nil {
+				return sum, fmt.Errorf("read Buckety %s/%s for its namespace's budget: %w", cl.Spec.Owner.Namespace, cl.Spec.Owner.Name, err)
+			}
+			continue
+		}
+		sum = budget.Add(sum, budget.Counted(budget.Footprint(e.Config, owner.Spec.Parameters)))
+	}
+	return sum, nil
+}
+
+// budgetFits is the check before Ensure on a resource that holds a claim:
+// when what the parameters count differs from what the claim recorded,
+// the growth is checked against the namespace's budget under its gate and
+// the new figure recorded in the claim before anything is written to the
+// backend. Shrinking always fits. A refused growth leaves the resource as
+// it is.
+func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim, params map[string]string) bool {
+	if !e.Config.Limits.HasByteBudget() {
+		return true
+	}
+	asked := budget.Counted(budget.Footprint(e.Config, params))
+	if cl.Spec.Budgeted != nil && *cl.Spec.Budgeted == asked {
+		return true
+	}
+	r.holdGate(b, e, f)
+	var list v1.BucketyClaimList
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}); err != nil {
+		f.claimErr = fmt.Errorf("sum the claims of namespace %s: %w", b.Namespace, err)
+		return false
+	}
+	probe := *b
+	probe.Spec.Parameters = params
+	if !r.withinBudget(ctx, &probe, e, f, list.Items, cl) {
+		return false
+	}
+	if err := r.Claims.RecordBudgeted(ctx, cl, asked); err != nil {
+		f.claimErr = err
+		return false
+	}
+	f.claim = cl
+	return true
+}
