@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+. "$(dirname "$0")/../../../../test/e2e/lib.sh"
+wait_cond buckety/uploads Ready True
+bucket="$NAMESPACE-uploads"
+
+step "kubectl get shows it public, and -o wide its quota"
+expect_contains "PUBLIC column" PUBLIC "$(k get buckety uploads)"
+expect_eq "anonymousRead" true "$(jp buckety/uploads '{.spec.parameters.anonymousRead}')"
+expect_contains "QUOTA column" 1Mi "$(k get buckety uploads -o wide)"
+
+step "600 KiB fits under the 1 MiB hard quota; a second 600 KiB upload is refused by MinIO"
+upload() {
+  with_secret uploads-bucket sh -c 'head -c 614400 /dev/urandom > part && timeout 120 aws --endpoint-url "$AWS_ENDPOINT_URL_S3" s3 cp part "s3://$(cat "$SECRET_DIR/bucket")/$1" --only-show-errors 2>&1' upload "$1"
+}
+out=$(upload first) || fail "the first upload failed: $out"
+if out=$(upload second); then
+  fail "the second upload passed the 1 MiB hard quota"
+fi
+expect_contains "MinIO's refusal" "XMinioAdminBucketQuotaExceeded" "$out"
+
+step "status.usage shows what MinIO reports within a refresh; QuotaWarning is True with an event"
+measured() { [ "$(jp buckety/uploads '{.status.usage.bytes}')" = 614400 ]; }
+eventually "status.usage.bytes = 614400" measured
+expect_eq "one object" 1 "$(jp buckety/uploads '{.status.usage.objects}')"
+wait_cond buckety/uploads QuotaWarning True SoftQuotaReached
+expect_contains "the event" SoftQuotaReached "$(k get events --field-selector involvedObject.name=uploads -o jsonpath='{.items[*].reason}')"
+
+step "an object is readable anonymously; the bucket cannot be listed anonymously"
+endpoint=$(secret_value uploads-bucket endpoint)
+code() { python3 -c 'import sys, urllib.request, urllib.error
+try: print(urllib.request.urlopen(sys.argv[1], timeout=30).status)
+except urllib.error.HTTPError as e: print(e.code)' "$1"; }
+expect_eq "anonymous GET of the object" 200 "$(code "$endpoint/$bucket/first")"
+expect_eq "anonymous LIST" 403 "$(code "$endpoint/$bucket/")"
