@@ -169,6 +169,18 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	rc := recheck(t, e, p)
 	tb.add(fmt.Sprintf("kadm: Kafka requests per drift re-check (one %s interval, nothing changed)", p.Recheck), n, rc.kafka.String(), "≤ 20", ptr(rc.kafka.total() <= 20), "")
 	tb.add(fmt.Sprintf("kadm: controller API writes per drift re-check (one %s interval)", p.Recheck), n, rc.writes.String(), "0", ptr(rc.writes.total() == 0), "")
+
+	// The usage refresh: a restart with a short --usage-interval; its
+	// first refresh records status.usage on every Buckety, and the next,
+	// with nothing changed, costs a few Kafka requests and no write.
+	e.stopController()
+	uargs := append(append([]string{}, p.ControllerArgs...), "--usage-interval="+p.Recheck.String())
+	coldStart(t, e, uargs, len(all.Items), true)
+	ur := usageRefresh(t, e, p, len(all.Items))
+	tb.add("kadm: usage refresh: time until every Buckety shows status.usage (first refresh)", n, secs(ur.first), "", nil, "")
+	tb.add("kadm: usage refresh: controller API writes of the first refresh", n, ur.firstWrites.String(), fmt.Sprintf("%d (one status.usage each)", len(all.Items)), nil, "")
+	tb.add(fmt.Sprintf("kadm: usage refresh: Kafka requests per refresh (one %s interval, nothing changed)", p.Recheck), n, ur.kafka.String(), "≤ 10", ptr(ur.kafka.total() <= 10), "")
+	tb.add(fmt.Sprintf("kadm: usage refresh: controller API writes per refresh (one %s interval, nothing changed)", p.Recheck), n, ur.writes.String(), "0", ptr(ur.writes.total() == 0), "")
 	fmt.Print("\n" + tb.String())
 }
 
@@ -671,6 +683,62 @@ func coldStart(t *testing.T, e *env, args []string, n int, settle bool) coldStar
 	cs.writes = e.apiWrites().minus(writes0)
 	t.Logf("cold start: %s (%s)", cs.elapsed.Round(time.Millisecond), last)
 	return cs
+}
+
+// usageRefreshed is what the usage refresh costs.
+type usageRefreshed struct {
+	first                      time.Duration
+	firstWrites, kafka, writes counts
+}
+
+// usageRefresh waits until every kafka Buckety shows status.usage (the first
+// refresh, one interval after the controller started), checks each
+// against its topic (empty: 0 bytes, 0 end offsets, its partition count),
+// then counts one more interval with nothing changed.
+func usageRefresh(t *testing.T, e *env, p params, n int) usageRefreshed {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	writes0 := e.apiWrites()
+	deadline := start.Add(p.Recheck + 5*time.Minute + time.Duration(n)*10*time.Millisecond)
+	var bl v1.BucketyList
+	for {
+		if err := e.k8s.List(ctx, &bl); err != nil {
+			t.Fatal(err)
+		}
+		missing := 0
+		for i := range bl.Items {
+			// Topics only: MinIO reports from its own scanner's schedule.
+			if bl.Items[i].Spec.Backend == "kafka" && bl.Items[i].Status.Usage == nil {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage refresh: %d of %d Bucketies without status.usage after %s", missing, len(bl.Items), time.Since(start).Round(time.Second))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	r := usageRefreshed{first: time.Since(start)}
+	for i := range bl.Items {
+		b := &bl.Items[i]
+		u := b.Status.Usage
+		if b.Spec.Backend != "kafka" {
+			continue
+		}
+		if u.Partitions == nil || *u.Partitions < 1 || u.EndOffsets == nil || u.Source != "DescribeLogDirs" {
+			t.Fatalf("usage refresh: %s/%s: want partitions, end offsets and source DescribeLogDirs, got %+v", b.Namespace, b.Name, u)
+		}
+	}
+	e.quiet(30 * time.Second)
+	r.firstWrites = e.apiWrites().minus(writes0)
+	kc := e.kafkaStart()
+	writes1 := e.apiWrites()
+	time.Sleep(p.Recheck)
+	r.kafka, r.writes = kc.since(), e.apiWrites().minus(writes1)
+	return r
 }
 
 // rechecked is the cost of one re-check interval.

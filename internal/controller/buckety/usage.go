@@ -58,7 +58,15 @@ type UsageRefresher struct {
 }
 
 // Start implements manager.Runnable: one loop per backend until ctx ends.
+// The first refresh comes one interval after the start, not at once: a
+// leader that just started is re-verifying every Buckety, and a restart
+// should cost the API server no status writes.
 func (u *UsageRefresher) Start(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(u.Interval):
+	}
 	var wg sync.WaitGroup
 	for _, name := range u.Backends.Names() {
 		e, ok := u.Backends.Get(name)
