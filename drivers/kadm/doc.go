@@ -51,4 +51,11 @@
 // has no per-access users the quota parameters are refused rather than
 // applied to the shared user. Every quota on a buckety user's own entity is
 // buckety's, for the same reason its ALLOW ACLs are: the user is.
+//
+// Usage (usage.go) is measured for the whole cluster at once, because
+// Kafka answers that way: DescribeLogDirs reports every replica of a
+// broker in one answer, so a thousand topics cost what one does. A topic
+// counts one replica per partition, as retention.bytes does, so a topic's
+// usage and its footprint (retention.bytes × partitions, from the
+// parameters alone, so the webhook agrees with the controller) compare.
 package kadm
