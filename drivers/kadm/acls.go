@@ -132,11 +132,12 @@ func (b *Backend) listACLs(ctx context.Context) (map[string]map[acl]bool, error)
 
 var _ drivers.CredentialSweeper = (*Backend)(nil)
 
-// SweepCredentials implements drivers.CredentialSweeper with two requests
-// for the whole cluster: DescribeUserSCRAMs of every user, and
-// DescribeACLs of every ACL. Only the principals in as are judged, and
-// only on their ALLOW ACLs (an operator's DENY is not drift); every other
-// user and ACL is someone else's and is not looked at further.
+// SweepCredentials implements drivers.CredentialSweeper with three
+// requests for the whole cluster: DescribeUserSCRAMs of every user,
+// DescribeACLs of every ACL and DescribeClientQuotas of every user entity.
+// Only the principals in as are judged: on their ALLOW ACLs (an operator's
+// DENY is not drift) and their client quotas (quotas.go); every other
+// user, ACL and quota is someone else's and is not looked at further.
 func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
 	if len(as) == 0 {
 		return nil, nil
@@ -151,13 +152,24 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 	if err != nil {
 		return nil, err
 	}
+	quotas, err := b.listQuotas(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var drifted []int
+	var errs []error
 	for i, a := range as {
-		if d, ok := users[a.Principal]; !ok || d.Err != nil || len(d.CredInfos) == 0 || !sameACLs(have[a.Principal], wantACLs(a)) {
+		want, err := b.cfg.wantQuotas(a.Parameters)
+		if err != nil {
+			// Its re-assert reports the parameter.
+			errs = append(errs, fmt.Errorf("access %s/%s: %w", a.Namespace, a.Name, err))
+		}
+		if d, ok := users[a.Principal]; err != nil || !ok || d.Err != nil || len(d.CredInfos) == 0 ||
+			!sameACLs(have[a.Principal], wantACLs(a)) || !sameQuotas(quotas[a.Principal], want) {
 			drifted = append(drifted, i)
 		}
 	}
-	return drifted, nil
+	return drifted, errors.Join(errs...)
 }
 
 // sameACLs reports whether have is exactly want.

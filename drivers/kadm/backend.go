@@ -42,6 +42,9 @@ type Backend struct {
 	aclReads    *batcher[struct{}, map[acl]bool]
 	aclCreates  *batcher[[]acl, struct{}]
 	aclDeletes  *batcher[[]acl, struct{}]
+	// Batchers of per-access users' client quotas (quotaops.go).
+	quotaReads  *batcher[struct{}, map[string]float64]
+	quotaWrites *batcher[[]quotaOp, struct{}]
 	// observed is what the backend last saw of each topic (observed.go).
 	observed *observations
 	// scoping caches whether the cluster can scope credentials (credentials.go).

@@ -53,6 +53,12 @@ type Config struct {
 	// authorizer and the SCRAM admin API (KIP-554). Defaults apply when
 	// absent.
 	Credentials *Credentials `json:"credentials,omitempty"`
+	// Quotas bounds the Kafka client quotas an access may ask for on its
+	// own user (producerByteRate, consumerByteRate, requestPercentage,
+	// controllerMutationRate) and gives every per-access user defaults for
+	// those it does not set. Only for backends that issue a user per
+	// access: sasl without shareCredentials.
+	Quotas *Quotas `json:"quotas,omitempty"`
 
 	dir string
 }
@@ -176,7 +182,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(p.Child("credentials"), "shareCredentials gives every access the backend's own user: per-access credentials are not issued, so remove one of the two"))
 		}
 	}
-	return errs
+	return append(errs, c.validateQuotas(p.Child("quotas"))...)
 }
 
 func validHostPort(s string) error {

@@ -164,7 +164,13 @@ var accessCases = []drivertest.AccessCase{
 	{Name: "read-only with a prefix: neither enforced", Role: "ReadOnly", Params: map[string]string{AccessConsumerGroupPrefix: "tenant1-orders-reporting-"},
 		Warns: []string{"spec.parameters[consumerGroupPrefix]: not enforced on this backend", "role ReadOnly is not enforced on this backend"}},
 	{Name: "unknown key and bad prefix", Role: "ReadWrite", Params: map[string]string{"group": "x", AccessConsumerGroupPrefix: "bad prefix"},
-		Errs: []string{`spec.parameters[group]: Unsupported value: "group": supported values: "consumerGroupPrefix"`, `spec.parameters[consumerGroupPrefix]: Invalid value: "bad prefix"`}},
+		Errs: []string{`spec.parameters[group]: Unsupported value: "group": supported values: "consumerGroupPrefix", "producerByteRate", "consumerByteRate", "requestPercentage", "controllerMutationRate"`, `spec.parameters[consumerGroupPrefix]: Invalid value: "bad prefix"`}},
+	{Name: "quotas on a backend with users per access", Role: "ReadOnly", Config: scopedConfig(&Quotas{MaxConsumerByteRate: ptr[int64](1 << 20)}),
+		Params: map[string]string{AccessConsumerByteRate: "1048576", AccessRequestPercentage: "12.5"}},
+	{Name: "a quota above the maximum", Role: "ReadWrite", Config: scopedConfig(&Quotas{MaxConsumerByteRate: ptr[int64](1 << 20)}),
+		Params: map[string]string{AccessConsumerByteRate: "1048577"}, Errs: []string{`spec.parameters[consumerByteRate]: Invalid value: "1048577": consumerByteRate 1048577 is above this backend's maximum of 1048576 (quotas.maxConsumerByteRate)`}},
+	{Name: "a quota without users per access", Role: "ReadWrite", Params: map[string]string{AccessProducerByteRate: "1024"},
+		Errs: []string{`spec.parameters[producerByteRate]: Forbidden: this backend issues no user per access`}},
 }
 
 var configCases = []drivertest.ConfigCase{
@@ -185,4 +191,8 @@ var configCases = []drivertest.ConfigCase{
 	{Name: "share credentials without sasl", Config: &Config{SeedBrokers: []string{"k0:9092"}, ShareCredentials: true}, Errs: []string{"config.shareCredentials: "}},
 	{Name: "share credentials over TLS only", Config: &Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{}, ShareCredentials: true}, Errs: []string{"config.shareCredentials: "}},
 	{Name: "share credentials with sasl", Config: &Config{SeedBrokers: []string{"k0:9092"}, SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}, ShareCredentials: true}},
+	{Name: "quota defaults within maxima", Config: scopedConfig(&Quotas{MaxProducerByteRate: ptr[int64](1 << 20), DefaultProducerByteRate: ptr[int64](1 << 19)})},
+	{Name: "quota default above maximum", Config: scopedConfig(&Quotas{MaxRequestPercentage: ptr(25.0), DefaultRequestPercentage: ptr(30.0)}),
+		Errs: []string{`config.quotas.defaultRequestPercentage: Invalid value: "30": is above maxRequestPercentage (25)`}},
+	{Name: "quotas without sasl", Config: &Config{SeedBrokers: []string{"k0:9092"}, Quotas: &Quotas{}}, Errs: []string{"config.quotas: Forbidden: "}},
 }

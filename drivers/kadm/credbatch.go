@@ -37,6 +37,8 @@ func (b *Backend) wireCredentialBatchers(base context.Context, linger time.Durat
 	b.aclReads = newBatcher(base, true, linger, maxBatch, t, b.execDescribeACLs)
 	b.aclCreates = newBatcher(base, false, linger, maxBatch, t, b.execCreateACLs)
 	b.aclDeletes = newBatcher(base, false, linger, maxBatch, t, b.execDeleteACLs)
+	b.quotaReads = newBatcher(base, true, linger, maxBatch, t, b.execDescribeQuotas)
+	b.quotaWrites = newBatcher(base, false, linger, maxBatch, t, b.execAlterQuotas)
 }
 
 // describeUser reads one user's SCRAM credentials; a missing user has none.

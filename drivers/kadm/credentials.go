@@ -104,6 +104,18 @@ func (c *Config) unscopedReason(backend string) string {
 	return ""
 }
 
+// unscopedWhy is, in a few words, why a backend's config rules out
+// per-access users, "" when it does not.
+func (c *Config) unscopedWhy() string {
+	switch {
+	case c.SASL == nil:
+		return "it connects without sasl"
+	case c.ShareCredentials:
+		return "it has shareCredentials"
+	}
+	return ""
+}
+
 // probeScoping asks the cluster whether it has the SCRAM admin API and an
 // authorizer.
 func (b *Backend) probeScoping(ctx context.Context) (drivers.Scoping, error) {
@@ -205,8 +217,9 @@ func newPassword() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(buf), nil
 }
 
-// grantCredential issues or re-asserts an access's own user and ACLs, and
-// returns its Secret payload on top of base (bootstrap, topic, TLS).
+// grantCredential issues or re-asserts an access's own user, ACLs and
+// client quotas, and returns its Secret payload on top of base
+// (bootstrap, topic, TLS).
 func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
 	password, assert := a.Secret, a.Assert
 	if password == "" {
@@ -218,24 +231,7 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 	}
 	mech, mechName := b.cfg.mechanism()
 	if assert {
-		// The password and the ACLs at once: Kafka keeps ACLs of a
-		// principal that has no user yet, and both requests are batched
-		// with other grants'. A new principal's ACLs are created without
-		// reading them (its only ACLs are this grant's); an existing
-		// one's are made exactly the role's.
-		acls := make(chan error, 1)
-		go func() {
-			if a.New {
-				acls <- b.createACLs(ctx, a.Principal, wantACLs(a))
-				return
-			}
-			acls <- b.setACLs(ctx, a.Principal, wantACLs(a))
-		}()
-		err := b.upsertUser(ctx, a.Principal, mech, password)
-		if aerr := <-acls; err == nil {
-			err = aerr
-		}
-		if err != nil {
+		if err := b.assertCredential(ctx, a, mech, password); err != nil {
 			return drivers.Grant{}, err
 		}
 	}
@@ -244,6 +240,50 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 	data[SecretSASLPassword] = []byte(password)
 	data[SecretGroupPrefix] = []byte(groupPrefix(a))
 	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
+}
+
+// assertCredential sets the password, the ACLs and the client quotas of
+// an access's user at once: Kafka keeps ACLs and quotas of a principal
+// that has no user yet, and each request is batched with other grants'.
+// A new principal's ACLs and quotas are created without reading them (its
+// only ones are this grant's); an existing one's are made exactly the
+// role's and the parameters'.
+func (b *Backend) assertCredential(ctx context.Context, a drivers.Access, mech kadm.ScramMechanism, password string) error {
+	quotas, err := b.cfg.wantQuotas(a.Parameters)
+	if err != nil {
+		return fmt.Errorf("kadm: backend %s: grant for %s/%s: %w", b.name, a.Namespace, a.Name, err)
+	}
+	return concurrently(
+		func() error { return b.upsertUser(ctx, a.Principal, mech, password) },
+		func() error {
+			if a.New {
+				return b.createACLs(ctx, a.Principal, wantACLs(a))
+			}
+			return b.setACLs(ctx, a.Principal, wantACLs(a))
+		},
+		func() error { return b.setQuotas(ctx, a.Principal, quotas, a.New) },
+	)
+}
+
+// concurrently runs fns at once and returns the first of their errors,
+// in the order of fns, once all have returned.
+func concurrently(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // upsertUser sets principal's password for mech. After a change of
@@ -255,10 +295,14 @@ func (b *Backend) upsertUser(ctx context.Context, principal string, mech kadm.Sc
 }
 
 // revokeCredential deletes every ALLOW ACL of the principal (an operator's
-// DENY ACLs are the operator's, see acls.go), then the principal's SCRAM
-// passwords (both mechanisms). A missing principal is success.
+// DENY ACLs are the operator's, see acls.go) and its client quotas, then
+// the principal's SCRAM passwords (both mechanisms). A missing principal
+// is success.
 func (b *Backend) revokeCredential(ctx context.Context, principal string) error {
-	if err := b.deleteACLs(ctx, principal, nil); err != nil {
+	if err := concurrently(
+		func() error { return b.deleteACLs(ctx, principal, nil) },
+		func() error { return b.clearQuotas(ctx, principal) },
+	); err != nil {
 		return err
 	}
 	d, err := b.describeUser(ctx, principal)

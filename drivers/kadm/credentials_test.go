@@ -237,8 +237,8 @@ func TestSweepCredentials(t *testing.T) {
 	if fmt.Sprint(got) != "[0 1 2]" {
 		t.Errorf("want accesses 0, 1 and 2 drifted, got %v", got)
 	}
-	if writes, all := f.counter.Reset(); len(writes) != 0 || all != 2 {
-		t.Errorf("want two reads for the whole cluster, got %d requests, writes %v", all, writes)
+	if writes, all := f.counter.Reset(); len(writes) != 0 || all != 3 {
+		t.Errorf("want three reads for the whole cluster (users, ACLs, quotas), got %d requests, writes %v", all, writes)
 	}
 	// Re-asserting repairs them.
 	for _, i := range got {
@@ -265,7 +265,8 @@ func TestScopedGrantsAreBatched(t *testing.T) {
 	for i := range as {
 		topic := fmt.Sprintf("batched-%02d", i)
 		f.ensure(t, topic, nil)
-		as[i] = drivers.Access{Resource: topic, Namespace: "team", Name: fmt.Sprintf("app-%02d", i), UID: fmt.Sprintf("uid-batched-%02d", i), Role: "ReadOnly", Assert: true}
+		as[i] = drivers.Access{Resource: topic, Namespace: "team", Name: fmt.Sprintf("app-%02d", i), UID: fmt.Sprintf("uid-batched-%02d", i), Role: "ReadOnly", Assert: true,
+			Parameters: map[string]string{AccessConsumerByteRate: fmt.Sprint(1024 * (i + 1))}}
 		as[i].Principal = f.backend.Principal(as[i], 1)
 	}
 	f.counter.Reset()
@@ -288,7 +289,7 @@ func TestScopedGrantsAreBatched(t *testing.T) {
 		}
 	}
 	ops := f.counter.Ops()
-	credOps := []string{"DescribeUserSCRAMCredentials", "AlterUserSCRAMCredentials", "DescribeACLs", "CreateACLs", "DeleteACLs"}
+	credOps := []string{"DescribeUserSCRAMCredentials", "AlterUserSCRAMCredentials", "DescribeACLs", "CreateACLs", "DeleteACLs", "DescribeClientQuotas", "AlterClientQuotas"}
 	total := 0
 	for _, op := range credOps {
 		total += ops[op]
@@ -304,6 +305,9 @@ func TestScopedGrantsAreBatched(t *testing.T) {
 		}
 		if !sameACLs(have, wantACLs(as[i])) {
 			t.Errorf("%s: want exactly its role's ACLs %v, got %v", as[i].Principal, wantACLs(as[i]), have)
+		}
+		if q := quotasOf(t, f, as[i].Principal); q["consumer_byte_rate"] != float64(1024*(i+1)) || len(q) != 1 {
+			t.Errorf("%s: want its own consumer_byte_rate %d, got %v", as[i].Principal, 1024*(i+1), q)
 		}
 		if i%10 == 0 {
 			cl := secretClient(t, g.Data, kgo.DisableIdempotentWrite())
@@ -344,6 +348,9 @@ func TestScopedGrantsAreBatched(t *testing.T) {
 		}
 		if len(acls[a.Principal]) > 0 {
 			t.Errorf("%s: ACLs left after Revoke: %v", a.Principal, acls[a.Principal])
+		}
+		if q := quotasOf(t, f, a.Principal); len(q) > 0 {
+			t.Errorf("%s: quotas left after Revoke: %v", a.Principal, q)
 		}
 	}
 }

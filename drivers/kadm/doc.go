@@ -44,4 +44,18 @@
 // access into another's prefix. Operators keep their say too: a DENY ACL
 // on a buckety user is never buckety's to remove, because it only narrows
 // what buckety granted and Kafka lets DENY win.
+//
+// Client quotas (quotas.go) are set on those per-access users only. Kafka
+// throttles a quota's entity as a whole, so a quota on a user every access
+// shares would throttle every tenant by the busiest one: where a backend
+// has no per-access users the quota parameters are refused rather than
+// applied to the shared user. Every quota on a buckety user's own entity is
+// buckety's, for the same reason its ALLOW ACLs are: the user is.
+//
+// Usage (usage.go) is measured for the whole cluster at once, because
+// Kafka answers that way: DescribeLogDirs reports every replica of a
+// broker in one answer, so a thousand topics cost what one does. A topic
+// counts one replica per partition, as retention.bytes does, so a topic's
+// usage and its footprint (retention.bytes × partitions, from the
+// parameters alone, so the webhook agrees with the controller) compare.
 package kadm

@@ -104,31 +104,45 @@ func (*Driver) ValidateParameters(p *field.Path, _ drivers.Config, old, new map[
 	return validateParams(p, old, new)
 }
 
-// ValidateAccess accepts every role and the consumerGroupPrefix parameter,
-// warning when the backend's config rules out enforcing them (no sasl, or
-// shareCredentials). A backend that may scope enforces them when its
-// cluster has an authorizer and the SCRAM admin API; the access's
+// ValidateAccess accepts every role, the consumerGroupPrefix parameter and
+// the client quota parameters (quotas.go). Role and prefix are accepted
+// with a warning when the backend's config rules out enforcing them (no
+// sasl, or shareCredentials); quotas are refused there, because they
+// would throttle the shared user. A backend that may scope enforces them
+// when its cluster has an authorizer and the SCRAM admin API; the access's
 // ScopingNotImplemented condition says whether it does.
 func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role drivers.Role, params map[string]string) (warnings []string, errs field.ErrorList) {
 	c, _ := cfg.(*Config)
-	unscoped := c == nil || c.unscopedReason("") != ""
-	for k, v := range params {
-		if k != AccessConsumerGroupPrefix {
-			errs = append(errs, field.NotSupported(p.Key(k), k, []string{AccessConsumerGroupPrefix}))
-			continue
-		}
-		if !validGroupPrefix(v) {
-			errs = append(errs, field.Invalid(p.Key(k), v, "a consumer group prefix may contain only ASCII letters, digits, '.', '_' and '-'"))
-			continue
-		}
-		if unscoped {
-			warnings = append(warnings, fmt.Sprintf("%s: not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials); any consumer group can be used", p.Key(k)))
+	unscoped := c == nil || c.unscopedWhy() != ""
+	for _, k := range sortedKeys(params) {
+		kp, v := p.Key(k), params[k]
+		q, isQuota := quotaKeyOf(k)
+		switch {
+		case isQuota:
+			if err := validateQuota(kp, c, q, v); err != nil {
+				errs = append(errs, err)
+			}
+		case k == AccessConsumerGroupPrefix && !validGroupPrefix(v):
+			errs = append(errs, field.Invalid(kp, v, "a consumer group prefix may contain only ASCII letters, digits, '.', '_' and '-'"))
+		case k == AccessConsumerGroupPrefix && unscoped:
+			warnings = append(warnings, fmt.Sprintf("%s: not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials); any consumer group can be used", kp))
+		case k != AccessConsumerGroupPrefix:
+			errs = append(errs, field.NotSupported(kp, k, accessKeys()))
 		}
 	}
 	if unscoped && role.OrDefault() != drivers.RoleReadWrite {
 		warnings = append(warnings, fmt.Sprintf("role %s is not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials): the credentials allow reading and writing (ScopingNotImplemented)", role))
 	}
 	return warnings, errs
+}
+
+// accessKeys are the access parameters the driver knows.
+func accessKeys() []string {
+	out := []string{AccessConsumerGroupPrefix}
+	for _, q := range quotaKeys {
+		out = append(out, q.param)
+	}
+	return out
 }
 
 func validGroupPrefix(s string) bool {

@@ -115,8 +115,10 @@ func FuzzValidateParameters(f *testing.F) {
 	})
 }
 
-// FuzzValidateAccess: errors name a parameter; accepted parameters are only
-// consumerGroupPrefix.
+// FuzzValidateAccess: errors name a parameter; on a backend without
+// per-access users the only accepted parameter is consumerGroupPrefix; on
+// one with them, the quota parameters too, each a positive number within
+// the backend's maximum.
 func FuzzValidateAccess(f *testing.F) {
 	s := kadmSeeds(f)
 	for _, p := range s.AccessParameters {
@@ -125,18 +127,37 @@ func FuzzValidateAccess(f *testing.F) {
 		}
 	}
 	f.Add("Admin", "consumerGroupPrefix=\nx=y")
+	f.Add("ReadOnly", "producerByteRate=1048576\nrequestPercentage=12.5\ncontrollerMutationRate=0.5")
+	f.Add("ReadWrite", "consumerByteRate=0\nrequestPercentage=51")
 	d := kadm.New()
+	maxPercentage := 50.0
+	scoped := &kadm.Config{SeedBrokers: []string{"k:9092"}, SASL: &kadm.SASL{Mechanism: "PLAIN", Username: "u", Password: "p"},
+		Quotas: &kadm.Quotas{MaxRequestPercentage: &maxPercentage}}
+	quotaKeys := map[string]bool{kadm.AccessProducerByteRate: true, kadm.AccessConsumerByteRate: true, kadm.AccessRequestPercentage: true, kadm.AccessControllerMutationRate: true}
 	f.Fuzz(func(t *testing.T, role, params string) {
 		m := fuzzinput.Map(params)
 		p := field.NewPath("spec", "parameters")
 		_, errs := d.ValidateAccess(p, &kadm.Config{}, drivers.Role(role), m)
 		drivertest.CheckPaths(t, errs, "spec.parameters")
+		for k := range m {
+			if len(errs) == 0 && k != kadm.AccessConsumerGroupPrefix {
+				t.Fatalf("without sasl: accepted access parameter %q, want only %s", k, kadm.AccessConsumerGroupPrefix)
+			}
+		}
+		_, errs = d.ValidateAccess(p, scoped, drivers.Role(role), m)
+		drivertest.CheckPaths(t, errs, "spec.parameters")
 		if len(errs) > 0 {
 			return
 		}
-		for k := range m {
-			if k != kadm.AccessConsumerGroupPrefix {
-				t.Fatalf("accepted access parameter %q, want only %s", k, kadm.AccessConsumerGroupPrefix)
+		for k, v := range m {
+			if k == kadm.AccessConsumerGroupPrefix {
+				continue
+			}
+			if !quotaKeys[k] {
+				t.Fatalf("accepted access parameter %q, want only %s and the quotas", k, kadm.AccessConsumerGroupPrefix)
+			}
+			if n, err := strconv.ParseFloat(v, 64); err != nil || !(n > 0) || (k == kadm.AccessRequestPercentage && n > maxPercentage) {
+				t.Fatalf("accepted %s=%q, want a positive number (requestPercentage at most %v)", k, v, maxPercentage)
 			}
 		}
 	})

@@ -40,6 +40,7 @@ var writeAPIs = map[string]bool{
 	kmsg.NameForKey(kmsg.AlterUserSCRAMCredentials.Int16()): true,
 	kmsg.NameForKey(kmsg.CreateACLs.Int16()):                true,
 	kmsg.NameForKey(kmsg.DeleteACLs.Int16()):                true,
+	kmsg.NameForKey(kmsg.AlterClientQuotas.Int16()):         true,
 }
 
 type fixture struct {

@@ -1,9 +1,12 @@
 package kadm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -101,80 +104,87 @@ func (b *Backend) execConfigs(ctx context.Context, calls []*call[struct{}, map[s
 // execOffsets lists the start and end offsets of every partition of many
 // topics: one ListOffsets request per partition leader for each.
 func (b *Backend) execOffsets(ctx context.Context, calls []*call[int32, topicOffsets]) {
-	type span struct{ start, end map[int32]int64 }
-	got := make(map[string]*span, len(calls))
-	errs := make(map[string]error)
-	list := func(timestamp int64, which func(*span) map[int32]int64, what string) {
-		req := kmsg.NewPtrListOffsetsRequest()
-		for _, c := range calls {
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = c.topic
-			for p := int32(0); p < c.in; p++ {
-				rp := kmsg.NewListOffsetsRequestTopicPartition()
-				rp.Partition = p
-				rp.Timestamp = timestamp
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
-		}
-		for _, sh := range b.kgo.RequestSharded(ctx, req) {
-			if sh.Err != nil {
-				for _, t := range sh.Req.(*kmsg.ListOffsetsRequest).Topics {
-					if errs[t.Topic] == nil {
-						errs[t.Topic] = fmt.Errorf("list %s offsets of %s: %w", what, t.Topic, sh.Err)
-					}
-				}
-				continue
-			}
-			for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
-				sp := got[t.Topic]
-				if sp == nil {
-					sp = &span{start: map[int32]int64{}, end: map[int32]int64{}}
-					got[t.Topic] = sp
-				}
-				for _, p := range t.Partitions {
-					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-						if errs[t.Topic] == nil {
-							errs[t.Topic] = fmt.Errorf("list %s offsets of %s partition %d: %w", what, t.Topic, p.Partition, err)
-						}
-						continue
-					}
-					which(sp)[p.Partition] = p.Offset
-				}
-			}
-		}
-	}
-	list(-2, func(s *span) map[int32]int64 { return s.start }, "start")
-	list(-1, func(s *span) map[int32]int64 { return s.end }, "end")
+	parts := make(map[string]int32, len(calls))
 	for _, c := range calls {
-		if err := errs[c.topic]; err != nil {
+		parts[c.topic] = c.in
+	}
+	start, errs := b.listOffsets(ctx, parts, -2, "start")
+	end, endErrs := b.listOffsets(ctx, parts, -1, "end")
+	for _, c := range calls {
+		if err := cmp.Or(errs[c.topic], endErrs[c.topic]); err != nil {
 			c.err = err
 			continue
 		}
-		out := topicOffsets{first: -1}
-		sp := got[c.topic]
-		for p := int32(0); p < c.in; p++ {
-			var s, e int64
-			var okS, okE bool
-			if sp != nil {
-				s, okS = sp.start[p]
-				e, okE = sp.end[p]
+		c.out = contentOf(c.in, start[c.topic], end[c.topic])
+	}
+}
+
+// contentOf counts the records between start and end offsets of a topic's
+// partitions; a partition missing from either counts as content.
+func contentOf(partitions int32, start, end map[int32]int64) topicOffsets {
+	out := topicOffsets{first: -1}
+	for p := int32(0); p < partitions; p++ {
+		s, okS := start[p]
+		e, okE := end[p]
+		switch {
+		case !okS || !okE:
+			out.records++ // unknown: count as content
+		case e > s:
+			out.records += e - s
+		default:
+			continue
+		}
+		if out.first < 0 {
+			out.first = p
+		}
+	}
+	return out
+}
+
+// listOffsets lists one offset (timestamp -2: start, -1: end) of every
+// partition of the topics in parts (topic: partition count), in one
+// ListOffsets request per partition leader. A topic that could not be
+// listed, whole or in part, has an error instead of offsets.
+func (b *Backend) listOffsets(ctx context.Context, parts map[string]int32, timestamp int64, what string) (map[string]map[int32]int64, map[string]error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	for _, topic := range slices.Sorted(maps.Keys(parts)) {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for p := int32(0); p < parts[topic]; p++ {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition = p
+			rp.Timestamp = timestamp
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	got := make(map[string]map[int32]int64, len(parts))
+	errs := make(map[string]error)
+	for _, sh := range b.kgo.RequestSharded(ctx, req) {
+		if sh.Err != nil {
+			for _, t := range sh.Req.(*kmsg.ListOffsetsRequest).Topics {
+				if errs[t.Topic] == nil {
+					errs[t.Topic] = fmt.Errorf("list %s offsets of %s: %w", what, t.Topic, sh.Err)
+				}
 			}
-			switch {
-			case !okS || !okE:
-				out.records++ // unknown: count as content
-				if out.first < 0 {
-					out.first = p
+			continue
+		}
+		for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			if got[t.Topic] == nil {
+				got[t.Topic] = map[int32]int64{}
+			}
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					if errs[t.Topic] == nil {
+						errs[t.Topic] = fmt.Errorf("list %s offsets of %s partition %d: %w", what, t.Topic, p.Partition, err)
+					}
+					continue
 				}
-			case e > s:
-				out.records += e - s
-				if out.first < 0 {
-					out.first = p
-				}
+				got[t.Topic][p.Partition] = p.Offset
 			}
 		}
-		c.out = out
 	}
+	return got, errs
 }
 
 // execCreates creates many topics, each with its own parameters, in one

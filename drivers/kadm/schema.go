@@ -98,6 +98,9 @@ func (*Driver) Schemas() drivers.Schemas {
 		Pattern:     `^[a-zA-Z0-9._-]{1,249}$`,
 		Description: "Appended to the access's own group prefix (Secret key group.id.prefix) on a scoped backend, whose ACLs then allow only groups and transactional ids starting with the result. Not enforced on a backend that does not scope (ScopingNotImplemented).",
 	})
+	for _, q := range quotaKeys {
+		accessProps.Set(q.param, q.schema())
+	}
 	access := &jsonschema.Schema{
 		Type:                 "object",
 		Title:                "kadm driver: BucketyAccess spec.parameters",
@@ -105,6 +108,24 @@ func (*Driver) Schemas() drivers.Schemas {
 		AdditionalProperties: jsonschema.FalseSchema,
 	}
 	return drivers.Schemas{Parameters: params, AccessParameters: access}
+}
+
+// quotaDocs describes each quota parameter, for the access-parameters
+// schema.
+var quotaDocs = map[string]string{
+	AccessProducerByteRate:       "Kafka client quota producer_byte_rate of the access's own user: the bytes per second it may produce, per broker, as a positive integer.",
+	AccessConsumerByteRate:       "Kafka client quota consumer_byte_rate of the access's own user: the bytes per second it may fetch, per broker, as a positive integer.",
+	AccessRequestPercentage:      "Kafka client quota request_percentage of the access's own user: the percentage of one broker thread's time its requests may take (above 100 spans threads), as a positive decimal such as 25 or 12.5.",
+	AccessControllerMutationRate: "Kafka client quota controller_mutation_rate of the access's own user: the partitions per second it may create or delete, as a positive decimal.",
+}
+
+// schema is the access-parameters schema of a quota parameter.
+func (q quotaKey) schema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type:        "string",
+		Pattern:     q.pattern().String(),
+		Description: quotaDocs[q.param] + " At most the backend's quotas." + q.maxField() + "; when unset, the backend's quotas." + q.defaultField() + " applies, if any. Only on a backend that issues a user per access (sasl without shareCredentials): refused elsewhere, where it would throttle every tenant.",
+	}
 }
 
 // operationalRules refuses every operational config, in a stable order.

@@ -1,0 +1,202 @@
+package kadm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Usage and footprint. Kafka answers for a whole cluster at once: one
+// Metadata request (per 500 topics) says which topics exist and their
+// partitions, one DescribeLogDirs request per broker the size of every
+// replica, and one ListOffsets request per partition leader the end
+// offsets. Measuring a thousand topics costs what measuring one does, give
+// or take a Metadata request per 500.
+
+// usageSource is Usage.Source of every measurement.
+const usageSource = "DescribeLogDirs"
+
+var _ drivers.UsageReporter = (*Backend)(nil)
+
+// Usage implements drivers.UsageReporter. A topic's Bytes are the sizes of
+// its partitions, one replica each (the largest: a follower that lags holds
+// less, and kfake reports every partition on every broker), as
+// retention.bytes counts them; EndOffsets sums its partitions' end offsets.
+// A topic that does not exist, or whose every partition could not be
+// measured, is not Known.
+func (b *Backend) Usage(ctx context.Context, rs []drivers.Resource) ([]drivers.Usage, error) {
+	topics := distinctNames(rs)
+	parts, err := b.partitionCounts(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	at := time.Now()
+	sizes, err := b.replicaSizes(ctx, parts)
+	if err != nil {
+		return nil, err
+	}
+	ends, endErrs := b.endOffsets(ctx, parts)
+	byTopic := make(map[string]drivers.Usage, len(parts))
+	for topic, n := range parts {
+		if endErrs[topic] != nil {
+			continue
+		}
+		if u, ok := topicUsage(n, sizes[topic], ends[topic]); ok {
+			u.MeasuredAt = at
+			byTopic[topic] = u
+		}
+	}
+	out := make([]drivers.Usage, len(rs))
+	for i, r := range rs {
+		out[i] = byTopic[r.Name] // absent: Known false
+	}
+	return out, nil
+}
+
+// distinctNames lists the names of rs, each once, in order.
+func distinctNames(rs []drivers.Resource) []string {
+	seen := make(map[string]bool, len(rs))
+	var out []string
+	for _, r := range rs {
+		if !seen[r.Name] {
+			seen[r.Name] = true
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// partitionCounts reads which topics exist and their partition counts:
+// one Metadata request per maxBatch topics. A topic the broker answered
+// about with an error is left out, as a missing one is.
+func (b *Backend) partitionCounts(ctx context.Context, topics []string) (map[string]int32, error) {
+	out := make(map[string]int32, len(topics))
+	max := b.metadata.max
+	for start := 0; start < len(topics); start += max {
+		chunk := topics[start:min(start+max, len(topics))]
+		calls := make([]*call[struct{}, topicState], len(chunk))
+		for i, t := range chunk {
+			calls[i] = &call[struct{}, topicState]{topic: t}
+		}
+		if err := sweepRequest(ctx, b, b.execMetadata, calls); err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			if c.err == nil && c.out.exists {
+				out[c.topic] = c.out.partitions
+			}
+		}
+	}
+	return out, nil
+}
+
+// replicaSizes reads the size of every partition of the topics in parts
+// with DescribeLogDirs (one request per broker), keeping the largest
+// replica of each. A broker that failed to answer, or a log directory in
+// error, leaves its replicas out; when every broker failed, the
+// measurement fails.
+func (b *Backend) replicaSizes(ctx context.Context, parts map[string]int32) (map[string]map[int32]int64, error) {
+	out := make(map[string]map[int32]int64, len(parts))
+	if len(parts) == 0 {
+		return out, nil
+	}
+	set := make(kadm.TopicsSet, len(parts))
+	for topic, n := range parts {
+		for p := int32(0); p < n; p++ {
+			set.Add(topic, p)
+		}
+	}
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	all, err := b.adm.DescribeAllLogDirs(ctx, set)
+	if se, ok := errors.AsType[*kadm.ShardErrors](err); ok && !se.AllFailed {
+		err = nil // some brokers answered: their replicas stand
+	}
+	if err != nil {
+		return nil, b.classify(fmt.Errorf("describe log dirs: %w", err))
+	}
+	all.Each(func(d kadm.DescribedLogDir) {
+		if d.Err != nil {
+			return
+		}
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if p.IsFuture || !set.Lookup(p.Topic, p.Partition) {
+				return
+			}
+			if out[p.Topic] == nil {
+				out[p.Topic] = map[int32]int64{}
+			}
+			if cur, ok := out[p.Topic][p.Partition]; !ok || p.Size > cur {
+				out[p.Topic][p.Partition] = p.Size
+			}
+		})
+	})
+	return out, nil
+}
+
+// endOffsets lists the end offset of every partition of the topics in
+// parts, one ListOffsets request per partition leader.
+func (b *Backend) endOffsets(ctx context.Context, parts map[string]int32) (map[string]map[int32]int64, map[string]error) {
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	return b.listOffsets(ctx, parts, -1, "end")
+}
+
+// topicUsage sums a topic's partitions; false when any partition's size or
+// end offset is missing.
+func topicUsage(partitions int32, sizes, ends map[int32]int64) (drivers.Usage, bool) {
+	u := drivers.Usage{Known: true, Partitions: int64(partitions), Source: usageSource}
+	for p := int32(0); p < partitions; p++ {
+		size, okS := sizes[p]
+		end, okE := ends[p]
+		if !okS || !okE {
+			return drivers.Usage{}, false
+		}
+		u.Bytes += size
+		u.EndOffsets += end
+	}
+	return u, true
+}
+
+var _ drivers.FootprintMeasurer = (*Driver)(nil)
+
+// Footprint implements drivers.FootprintMeasurer: a topic counts its
+// partitions (1 when the broker's default applies: the parameters cannot
+// tell it) and, on disk, retention.bytes per partition. A topic without
+// retention.bytes (or with -1), or one that is compacted only (Kafka then
+// deletes nothing by size), is unbounded: DiskBytes -1.
+func (*Driver) Footprint(_ drivers.Config, params map[string]string) drivers.Footprint {
+	p := parseParams(params)
+	parts := int64(1)
+	if p.partitions > 0 {
+		parts = int64(p.partitions)
+	}
+	return drivers.Footprint{Partitions: parts, DiskBytes: diskBytes(p.configs, parts)}
+}
+
+// diskBytes is retention.bytes × partitions, -1 when unbounded, and the
+// largest int64 where the product would not fit.
+func diskBytes(configs map[string]string, partitions int64) int64 {
+	if policy, ok := configs["cleanup.policy"]; ok && !strings.Contains(policy, "delete") {
+		return -1
+	}
+	retention, err := strconv.ParseInt(configs["retention.bytes"], 10, 64)
+	if err != nil || retention < 0 {
+		return -1
+	}
+	if retention > math.MaxInt64/partitions {
+		return math.MaxInt64
+	}
+	return retention * partitions
+}
