@@ -37,6 +37,16 @@ type Backend struct {
 	dropsAbortUploads bool
 	// scoping is the state of credentials per access (credentials.go).
 	scoping scoping
+	// policyLocks serialise read-modify-write of one bucket's policy: two
+	// writers of buckety's statements on one bucket must not lose each
+	// other's.
+	policyLocks sync.Map // bucket → *sync.Mutex
+}
+
+// policyLock is the lock of one bucket's policy.
+func (b *Backend) policyLock(bucket string) *sync.Mutex {
+	l, _ := b.policyLocks.LoadOrStore(bucket, &sync.Mutex{})
+	return l.(*sync.Mutex)
 }
 
 // client returns the long-lived client for an endpoint, made on first use.
