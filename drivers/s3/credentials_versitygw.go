@@ -249,8 +249,8 @@ var errPolicyTooLarge = errors.New("bucket policy too large for versitygw")
 const versityPolicyMaxBytes = 3800
 
 // Grants in bucket policies. The issuer owns the statements whose Sid
-// starts with bucketySidPrefix (policy.go), one per role and resource
-// level:
+// starts with bucketySidPrefix (but for the anonymous read statement,
+// policy.go), one per role and resource level:
 //
 //	buckety-ReadWrite-bucket  actions on arn:aws:s3:::BUCKET
 //	buckety-ReadWrite-objects actions on arn:aws:s3:::BUCKET/*

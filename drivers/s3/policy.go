@@ -44,17 +44,27 @@ func (b *Backend) putBucketPolicy(ctx context.Context, cl *s3.Client, bucket str
 // isNoSuchBucket reports a bucket that is gone.
 func isNoSuchBucket(err error) bool { return isCode(err, "NoSuchBucket", "NotFound") }
 
-// A bucket's policy holds buckety's statements (the VersityGW issuer's
-// grants to keys, credentials_versitygw.go) and anyone else's. An owner
-// of buckety's statements reads and rewrites only its own, told by Sid,
-// and copies every other statement byte for byte, holding the bucket's
-// policyLock while it reads and writes.
+// A bucket's policy holds the statements of several owners: the
+// VersityGW issuer's grants to keys (credentials_versitygw.go), the
+// anonymous read statement (anonread.go), and anyone else's. Each of
+// buckety's owners reads and rewrites only its own statements, told by
+// Sid, and copies every other statement byte for byte; both hold the
+// bucket's policyLock while they read and write.
 
 // bucketySidPrefix marks buckety's statements.
 const bucketySidPrefix = "buckety-"
 
+// AnonymousReadSid is the Sid of the statement letting anyone read a
+// bucket's objects (anonymousRead).
+const AnonymousReadSid = bucketySidPrefix + "anonymous-read"
+
 // isGrantSid tells the VersityGW issuer's statements.
-func isGrantSid(sid string) bool { return strings.HasPrefix(sid, bucketySidPrefix) }
+func isGrantSid(sid string) bool {
+	return strings.HasPrefix(sid, bucketySidPrefix) && sid != AnonymousReadSid
+}
+
+// isAnonymousReadSid tells the anonymous read statement.
+func isAnonymousReadSid(sid string) bool { return sid == AnonymousReadSid }
 
 // parsedPolicy is a bucket policy split into one owner's statements and
 // the rest.
