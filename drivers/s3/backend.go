@@ -17,6 +17,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/adminhttp"
+	"github.com/Yolean/buckety-controller/drivers/s3/minioadmin"
 )
 
 // Backend is one S3 endpoint, reached through long-lived clients (one per
@@ -37,6 +39,44 @@ type Backend struct {
 	dropsAbortUploads bool
 	// scoping is the state of credentials per access (credentials.go).
 	scoping scoping
+	// minio is MinIO's admin API (nil on other implementations): hard
+	// quotas, the data usage report and keys per access.
+	minio *minioadmin.Client
+	// quotas reads and writes hard bucket quotas; nil on an
+	// implementation without them (quota.go).
+	quotas quotaStore
+	// policyLocks serialise read-modify-write of one bucket's policy, whose
+	// statements Ensure (anonymous read) and the VersityGW issuer (keys'
+	// grants) both write: neither may lose the other's.
+	policyLocks sync.Map // bucket → *sync.Mutex
+	// usage bounds the listing of a usage measurement; zero: the defaults
+	// (usage.go).
+	usage usageListing
+}
+
+// policyLock is the lock of one bucket's policy.
+func (b *Backend) policyLock(bucket string) *sync.Mutex {
+	l, _ := b.policyLocks.LoadOrStore(bucket, &sync.Mutex{})
+	return l.(*sync.Mutex)
+}
+
+// openAdmin makes the clients of what a service keeps outside the S3
+// API: MinIO's admin API, SeaweedFS's bucket quota extension. It does not
+// contact the endpoint.
+func (b *Backend) openAdmin() error {
+	hc, err := b.cfg.httpClient()
+	if err != nil {
+		return err
+	}
+	hc = adminhttp.Client(hc, b.cfg.timeout())
+	switch b.cfg.Implementation {
+	case ImplMinIO:
+		b.minio = minioadmin.New(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
+		b.quotas = minioQuotas{b.minio}
+	case ImplSeaweedFS:
+		b.quotas = seaweedQuotas{adminhttp.New(b.cfg.Endpoint, b.cfg.signingRegion(), "s3", b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}
+	}
+	return nil
 }
 
 // client returns the long-lived client for an endpoint, made on first use.

@@ -92,6 +92,13 @@ type Config struct {
 	// bucket, and nothing else. Omitted: every access gets the backend's
 	// own keys, and reports ScopingNotImplemented.
 	Credentials *Credentials `json:"credentials,omitempty"`
+	// AllowAnonymousRead lets Bucketies on this backend ask for
+	// anonymousRead: "true", a bucket policy statement letting anyone read
+	// (s3:GetObject, no listing) the bucket's objects. Only with
+	// implementation minio, versitygw or seaweedfs. Omitted or false:
+	// anonymousRead is refused at admission, and a statement buckety wrote
+	// before is removed at the bucket's next reconcile.
+	AllowAnonymousRead bool `json:"allowAnonymousRead,omitempty"`
 
 	dir string
 }
@@ -195,6 +202,9 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	}
 	errs = append(errs, c.validateJurisdictionEndpoints(p.Child("jurisdictionEndpoints"))...)
 	errs = append(errs, c.validateCredentials(p)...)
+	if c.AllowAnonymousRead && !contains(capabilityGated[ParamAnonymousRead], c.Implementation) {
+		errs = append(errs, field.Forbidden(p.Child("allowAnonymousRead"), fmt.Sprintf("anonymous reads are served through a bucket policy on implementation %s only, not on %s: remove allowAnonymousRead", strings.Join(capabilityGated[ParamAnonymousRead], ", "), orUnset(c.Implementation))))
+	}
 	if c.Region != "" && !validRegion(c.Region) {
 		errs = append(errs, field.Invalid(p.Child("region"), c.Region, "a region is lowercase letters, digits and '-', as eu-north-1 or auto"))
 	}

@@ -46,6 +46,8 @@ var suite = &drivertest.Suite{
 			Steps: []drivertest.Step{
 				{Params: map[string]string{ParamVersioning: "false"}, Changes: []string{"versioning Enabled -> Suspended"}},
 				{Params: map[string]string{ParamVersioning: "true"}, Changes: []string{"versioning Suspended -> Enabled"}},
+				{Params: map[string]string{ParamVersioning: "true", ParamAnonymousRead: "true"}, Changes: []string{anonymousReadAllowed}},
+				{Params: map[string]string{ParamVersioning: "true", ParamAnonymousRead: "false"}, Changes: []string{anonymousReadRemoved}},
 			},
 			Drift:          map[string]string{ParamRegion: "us-west-2"},
 			DriftParameter: ParamRegion,
@@ -62,6 +64,12 @@ var suite = &drivertest.Suite{
 				// Versioning suspended, buckety's lifecycle rule removed.
 				{Params: map[string]string{ParamVersioning: "false"},
 					Changes: []string{"versioning Enabled -> Suspended", "lifecycle rule removed (not in spec)"}},
+				{Params: map[string]string{ParamVersioning: "false", ParamQuota: "1Mi", ParamAnonymousRead: "true"},
+					Changes: []string{"quota none -> 1048576 bytes", anonymousReadAllowed}},
+				{Params: map[string]string{ParamVersioning: "false", ParamQuota: "2Mi", ParamSoftQuota: "1Mi", ParamAnonymousRead: "true"},
+					Changes: []string{"quota 1048576 bytes -> 2097152 bytes"}},
+				// Both removed with their parameters.
+				{Params: map[string]string{ParamVersioning: "false"}, Changes: []string{"quota 2097152 bytes -> none", anonymousReadRemoved}},
 			},
 			Drift:          map[string]string{ParamRegion: "us-west-2"},
 			DriftParameter: ParamRegion,
@@ -69,12 +77,19 @@ var suite = &drivertest.Suite{
 	},
 }
 
+// The Changes lines of the anonymous read statement.
+const (
+	anonymousReadAllowed = "anonymous read allowed (bucket policy statement buckety-anonymous-read: s3:GetObject for anyone)"
+	anonymousReadRemoved = "anonymous read removed (bucket policy statement buckety-anonymous-read)"
+)
+
 // openService opens the suite's backends on a server of one implementation.
 func openService(impl string) func(t *testing.T, timeout time.Duration) *drivertest.Target {
 	return func(t *testing.T, timeout time.Duration) *drivertest.Target {
 		return newFixture(t, impl, s3test.Options{}, func(c *Config) {
 			c.ConsumerEndpoint = consumerEndpoint
 			c.RequestTimeout = drivers.Duration{Duration: timeout}
+			c.AllowAnonymousRead = true
 		}).target()
 	}
 }
@@ -92,7 +107,8 @@ func (f *fixture) target() *drivertest.Target {
 	}
 }
 
-// snapshot is a bucket's versioning and lifecycle rules, read out of band.
+// snapshot is a bucket's versioning, lifecycle rules, policy and quota,
+// read out of band.
 func (f *fixture) snapshot(t testing.TB, r drivers.Resource) string {
 	t.Helper()
 	ctx := context.Background()
@@ -115,7 +131,35 @@ func (f *fixture) snapshot(t testing.TB, r drivers.Resource) string {
 			rules = append(rules, fmt.Sprintf("%s: expire after %dd", aws.ToString(r.ID), days))
 		}
 	}
-	return fmt.Sprintf("versioning %q, lifecycle rules %q", v.Status, rules)
+	return fmt.Sprintf("versioning %q, lifecycle rules %q, policy %q, quota %d", v.Status, rules, f.policy(t, r.Name), f.quota(t, r.Name))
+}
+
+// policy is a bucket's policy, read out of band ("" for none).
+func (f *fixture) policy(t testing.TB, bucket string) string {
+	t.Helper()
+	out, err := f.raw.GetBucketPolicy(context.Background(), &s3.GetBucketPolicyInput{Bucket: aws.String(bucket)})
+	if isCode(err, "NoSuchBucketPolicy") {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.Policy)
+}
+
+// quota is a bucket's hard quota in bytes (0: none), read through the
+// backend's own quota store (an admin API the SDK does not speak); 0 on
+// implementations without quotas.
+func (f *fixture) quota(t testing.TB, bucket string) int64 {
+	t.Helper()
+	if f.backend.quotas == nil {
+		return 0
+	}
+	n, err := f.backend.quotas.get(context.Background(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 var nameCases = []drivertest.NameCase{
@@ -152,7 +196,7 @@ func parameterCases() []drivertest.ParametersCase {
 		{Name: "lifecycle not json", Config: minio, New: map[string]string{"lifecycle": `expire=30`}, Errs: []string{`spec.parameters[lifecycle]`}},
 		{Name: "lifecycle empty", Config: minio, New: map[string]string{"lifecycle": `{"prefix": "x/"}`}, Errs: []string{"set expirationDays and/or abortIncompleteMultipartUploadDays"}},
 		{Name: "lifecycle negative", Config: minio, New: map[string]string{"lifecycle": `{"expirationDays": -1}`}, Errs: []string{"days must be positive"}},
-		{Name: "unknown key", Config: minio, New: map[string]string{"acl": "public-read"}, Errs: []string{`spec.parameters[acl]: Unsupported value: "acl": supported values: "jurisdiction", "lifecycle", "region", "versioning"`}},
+		{Name: "unknown key", Config: minio, New: map[string]string{"acl": "public-read"}, Errs: []string{`spec.parameters[acl]: Unsupported value: "acl": supported values: "anonymousRead", "jurisdiction", "lifecycle", "quota", "region", "softQuota", "versioning"`}},
 		{Name: "jurisdiction on r2", Config: r2, New: map[string]string{"jurisdiction": "eu"}},
 		{Name: "bad jurisdiction on r2", Config: r2, New: map[string]string{"jurisdiction": "us"}, Errs: []string{`spec.parameters[jurisdiction]: Unsupported value: "us": supported values: "eu", "fedramp"`}},
 		{Name: "jurisdiction on minio", Config: minio, New: map[string]string{"jurisdiction": "eu"}, Errs: []string{`spec.parameters[jurisdiction]: Forbidden: jurisdiction is only supported for implementation r2, and the backend's implementation is minio`}},
@@ -179,6 +223,32 @@ func parameterCases() []drivertest.ParametersCase {
 			Errs: []string{"spec.parameters[versioning]: Forbidden: versioning is only supported for implementation aws, minio, versitygw, seaweedfs, and the backend's implementation is r2, which does not implement bucket versioning"}},
 		{Name: "versioning without implementation", Config: none, New: map[string]string{"versioning": "true"}, Errs: []string{"versioning is only supported for implementation aws, minio, versitygw, seaweedfs, and the backend sets no implementation"}},
 		{Name: "region is common", Config: none, New: map[string]string{"region": "eu-north-1"}},
+		// Quotas: the hard one where the service has one, the soft one everywhere.
+		{Name: "quota on minio", Config: minio, New: map[string]string{"quota": "10Gi", "softQuota": "8Gi"}},
+		{Name: "quota on seaweedfs", Config: &Config{Implementation: ImplSeaweedFS}, New: map[string]string{"quota": "500M"}},
+		{Name: "quota on versitygw", Config: versitygw, New: map[string]string{"quota": "10Gi"},
+			Errs: []string{"spec.parameters[quota]: Forbidden: quota is only supported for implementation minio, seaweedfs, and the backend's implementation is versitygw, which does not implement a bucket quota (VersityGW has no bucket quota; a quota of the filesystem under it is the operator's): remove quota, or use a backend whose implementation is minio, seaweedfs; softQuota, a warning without a limit, is allowed on every implementation"}},
+		{Name: "quota on aws", Config: aws, New: map[string]string{"quota": "10Gi"}, Errs: []string{"(S3 has no bucket quota)"}},
+		{Name: "quota on r2", Config: r2, New: map[string]string{"quota": "10Gi"}, Errs: []string{"(R2 has no bucket quota)"}},
+		{Name: "quota kept on versitygw ratchets", Config: versitygw, Old: map[string]string{"quota": "1Gi"}, New: map[string]string{"quota": "1Gi", "versioning": "true"},
+			Warns: []string{"spec.parameters[quota]: kept because it is unchanged, but quota is only supported for implementation minio, seaweedfs"}},
+		{Name: "softQuota everywhere", Config: none, New: map[string]string{"softQuota": "100Gi"}},
+		{Name: "softQuota above quota", Config: minio, New: map[string]string{"quota": "1G", "softQuota": "1Gi"},
+			Errs: []string{"spec.parameters[softQuota]: Invalid value: \"1Gi\": softQuota (1Gi, 1073741824 bytes) must not exceed quota (1G, 1000000000 bytes)"}},
+		{Name: "quota not a size", Config: minio, New: map[string]string{"quota": "10GB"}, Errs: []string{"spec.parameters[quota]: Invalid value: \"10GB\": want a byte size"}},
+		{Name: "quota zero", Config: minio, New: map[string]string{"quota": "0"}, Errs: []string{"spec.parameters[quota]"}},
+		{Name: "softQuota fractional", Config: minio, New: map[string]string{"softQuota": "1.5"}, Errs: []string{"spec.parameters[softQuota]: Invalid value: \"1.5\": 1.5 is 1.500 bytes, not a whole number of bytes"}},
+		// Anonymous read: the implementation and the backend's config decide.
+		{Name: "anonymousRead allowed", Config: &Config{Implementation: ImplVersityGW, AllowAnonymousRead: true}, New: map[string]string{"anonymousRead": "true"}},
+		{Name: "anonymousRead not allowed by the config", Config: minio, New: map[string]string{"anonymousRead": "true"},
+			Errs: []string{"spec.parameters[anonymousRead]: Forbidden: anonymousRead needs allowAnonymousRead: true in the backend's s3 config"}},
+		{Name: "anonymousRead kept when the config stopped allowing it", Config: minio, Old: map[string]string{"anonymousRead": "true"}, New: map[string]string{"anonymousRead": "true", "versioning": "true"},
+			Warns: []string{"spec.parameters[anonymousRead]: kept because it is unchanged, but anonymousRead needs allowAnonymousRead"}},
+		{Name: "anonymousRead on aws", Config: &Config{Implementation: ImplAWS, AllowAnonymousRead: true}, New: map[string]string{"anonymousRead": "true"},
+			Errs: []string{"which does not implement anonymous reads through a bucket policy (S3 Block Public Access"}},
+		{Name: "anonymousRead on r2", Config: r2, New: map[string]string{"anonymousRead": "false"}, Errs: []string{"(R2 has no bucket policies"}},
+		{Name: "anonymousRead yes", Config: &Config{Implementation: ImplMinIO, AllowAnonymousRead: true}, New: map[string]string{"anonymousRead": "yes"},
+			Errs: []string{`spec.parameters[anonymousRead]: Unsupported value: "yes": supported values: "true", "false"`}},
 	}
 }
 
@@ -214,4 +284,7 @@ var configCases = []drivertest.ConfigCase{
 	{Name: "unknown jurisdiction endpoint", Config: withKeys(Config{Implementation: "r2", Endpoint: "https://acct.r2.cloudflarestorage.com", JurisdictionEndpoints: map[string]string{"us": "https://us.example", "eu": "eu.example"}}),
 		Errs: []string{`config.jurisdictionEndpoints[eu]: Invalid value: "eu.example": want an http:// or https:// URL`, `config.jurisdictionEndpoints[us]: Unsupported value: "us": supported values: "eu", "fedramp"`}},
 	{Name: "bad ca", Config: withKeys(Config{Endpoint: "https://s3:9000", CA: "nope"}), Errs: []string{"config.caFile: Invalid value: no PEM certificate found"}},
+	{Name: "anonymous read allowed on seaweedfs", Config: withKeys(Config{Implementation: "seaweedfs", Endpoint: "http://s3:8333", AllowAnonymousRead: true})},
+	{Name: "anonymous read allowed on aws", Config: withKeys(Config{Implementation: "aws", Region: "eu-north-1", AllowAnonymousRead: true}),
+		Errs: []string{"config.allowAnonymousRead: Forbidden: anonymous reads are served through a bucket policy on implementation minio, versitygw, seaweedfs only, not on aws"}},
 }

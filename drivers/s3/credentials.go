@@ -111,7 +111,7 @@ func (b *Backend) newIssuer() (issuer, error) {
 	hc = adminhttp.Client(hc, b.cfg.timeout())
 	switch b.cfg.Implementation {
 	case ImplMinIO:
-		return &minioIssuer{b: b, admin: minioadmin.New(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}, nil
+		return &minioIssuer{b: b, admin: b.minio}, nil
 	case ImplVersityGW:
 		return &versityIssuer{b: b, hc: hc, admin: versityadmin.New(b.cfg.adminEndpoint(), b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}, nil
 	}
@@ -186,8 +186,8 @@ func (b *Backend) issuer() (issuer, error) {
 	return b.scoping.issuer, nil
 }
 
-// adminError classifies a failure of an issuer's admin API (MinIO's,
-// VersityGW's, IAM): refused keys (the backend's keys are not the server's
+// adminError classifies a failure of an admin API (MinIO's, VersityGW's,
+// IAM, SeaweedFS's quota extension): refused keys (the backend's keys are not the server's
 // admin) as access denied, a server error, throttling or an unreachable
 // server as unavailable (the access waits and retries), and the rest as an
 // error naming what was asked.
@@ -197,11 +197,14 @@ func (b *Backend) adminError(what string, err error) error {
 		me *minioadmin.Error
 		ve *versityadmin.Error
 		ie *iam.Error
+		we *seaweedQuotaError
 	)
 	status := 0
 	switch {
 	case errors.As(err, &me):
 		status = me.Status
+	case errors.As(err, &we):
+		status = we.Status
 	case errors.As(err, &ve):
 		status = ve.Status
 	case errors.As(err, &ie):

@@ -27,7 +27,6 @@ package s3
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -35,7 +34,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/s3/policy"
@@ -49,9 +47,6 @@ type versityIssuer struct {
 	// hc is the admin client's HTTP client, also for key probes
 	// (versityadmin.KeyKnown).
 	hc *http.Client
-	// buckets serialises read-modify-write of one bucket's policy: two
-	// grants on one bucket must not lose each other's statement.
-	buckets sync.Map // bucket → *sync.Mutex
 }
 
 // ready lists the gateway's users: one without an IAM store answers 501
@@ -130,12 +125,6 @@ func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret stri
 	return secret, err
 }
 
-// bucketLock is the lock of one bucket's policy.
-func (v *versityIssuer) bucketLock(bucket string) *sync.Mutex {
-	l, _ := v.buckets.LoadOrStore(bucket, &sync.Mutex{})
-	return l.(*sync.Mutex)
-}
-
 // setBucketGrant makes principal's grant on bucket role ("" removes it)
 // in buckety's statements of the bucket policy, keeping every other
 // statement as it is. before, when set, runs once the new policy is
@@ -147,7 +136,7 @@ func (v *versityIssuer) bucketLock(bucket string) *sync.Mutex {
 // statements.
 func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, role string, before func(context.Context) error) error {
 	b := v.b
-	l := v.bucketLock(bucket)
+	l := b.policyLock(bucket)
 	l.Lock()
 	defer l.Unlock()
 	cl, err := b.client(b.cfg.Endpoint)
@@ -259,8 +248,9 @@ var errPolicyTooLarge = errors.New("bucket policy too large for versitygw")
 // block, so keep a margin rather than meet a retried InternalError.
 const versityPolicyMaxBytes = 3800
 
-// Bucket policies. buckety owns the statements whose Sid starts with
-// bucketySidPrefix, one per role and resource level:
+// Grants in bucket policies. The issuer owns the statements whose Sid
+// starts with bucketySidPrefix (but for the anonymous read statement,
+// policy.go), one per role and resource level:
 //
 //	buckety-ReadWrite-bucket  actions on arn:aws:s3:::BUCKET
 //	buckety-ReadWrite-objects actions on arn:aws:s3:::BUCKET/*
@@ -269,73 +259,11 @@ const versityPolicyMaxBytes = 3800
 // statement is someone else's and is copied byte for byte (GetBucketPolicy
 // returns the stored bytes unchanged, so the Sid is a reliable marker).
 
-// bucketySidPrefix marks buckety's statements.
-const bucketySidPrefix = "buckety-"
-
 // The resource levels, as they appear in Sids.
 const (
 	policyLevelBucket  = "bucket"
 	policyLevelObjects = "objects"
 )
-
-// parsedPolicy is a bucket policy split into its owners' parts.
-type parsedPolicy struct {
-	// top holds the members other than Statement, as written.
-	top map[string]json.RawMessage
-	// foreign are the statements buckety did not write, as written.
-	foreign []json.RawMessage
-	// buckety are buckety's statements that have exactly buckety's shape;
-	// malformed are the Sids of those that do not.
-	buckety   []policy.Statement
-	malformed []string
-}
-
-// parsePolicy splits a policy; an empty one has no parts.
-func parsePolicy(doc []byte) (*parsedPolicy, error) {
-	p := &parsedPolicy{top: map[string]json.RawMessage{}}
-	if len(bytes.TrimSpace(doc)) == 0 {
-		return p, nil
-	}
-	if err := json.Unmarshal(doc, &p.top); err != nil {
-		return nil, fmt.Errorf("bucket policy is not a JSON object: %w", err)
-	}
-	raw, ok := p.top["Statement"]
-	delete(p.top, "Statement")
-	if !ok {
-		return p, nil
-	}
-	var stmts []json.RawMessage
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
-		// AWS's grammar allows a single statement object.
-		stmts = []json.RawMessage{raw}
-	} else if err := json.Unmarshal(raw, &stmts); err != nil {
-		return nil, fmt.Errorf("bucket policy Statement is neither a list nor an object: %w", err)
-	}
-	for i, s := range stmts {
-		var head struct {
-			Sid json.RawMessage `json:"Sid"`
-		}
-		if err := json.Unmarshal(s, &head); err != nil {
-			return nil, fmt.Errorf("bucket policy statement %d is not an object: %w", i, err)
-		}
-		// A Sid that is absent or not a string is not buckety's: the
-		// decode error is the answer, not a failure.
-		var sid string
-		if json.Unmarshal(head.Sid, &sid) != nil || !strings.HasPrefix(sid, bucketySidPrefix) {
-			p.foreign = append(p.foreign, s)
-			continue
-		}
-		var st policy.Statement
-		dec := json.NewDecoder(bytes.NewReader(s))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&st); err != nil {
-			p.malformed = append(p.malformed, sid)
-			continue
-		}
-		p.buckety = append(p.buckety, st)
-	}
-	return p, nil
-}
 
 // parseBucketySid splits buckety-ROLE-LEVEL.
 func parseBucketySid(sid string) (role, level string, ok bool) {
@@ -414,7 +342,7 @@ func wellFormed(st policy.Statement, bucket string) string {
 // different buckets, or grants a principal at one level only or two roles:
 // such principals are left out, and the caller rewrites the policy.
 func bucketyGrants(doc []byte) (map[string]string, error) {
-	p, err := parsePolicy(doc)
+	p, err := parsePolicy(doc, isGrantSid)
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +358,7 @@ func (p *parsedPolicy) grants(bucket string) (map[string]string, error) {
 	// levels[key][role] counts the levels a key is granted per role.
 	levels := map[string]map[string]int{}
 	seen := map[string]bool{}
-	for _, st := range p.buckety {
+	for _, st := range p.owned {
 		if why := wellFormed(st, bucket); why != "" {
 			problems = append(problems, st.Sid+": "+why)
 			continue
@@ -522,7 +450,7 @@ func mergeBucketPolicy(existing []byte, bucket string, grants map[string]string)
 	if bucket == "" {
 		return nil, false, errors.New("merge bucket policy: no bucket")
 	}
-	p, err := parsePolicy(existing)
+	p, err := parsePolicy(existing, isGrantSid)
 	if err != nil {
 		return nil, false, err
 	}
@@ -530,73 +458,16 @@ func mergeBucketPolicy(existing []byte, bucket string, grants map[string]string)
 	if err != nil {
 		return nil, false, err
 	}
-	changed = len(p.malformed) > 0 || len(p.buckety) != len(want)
-	if !changed {
-		have := make([]string, len(p.buckety))
-		for i, st := range p.buckety {
-			have[i] = st.Canonical()
-		}
-		sort.Strings(have)
-		// want is in Sid order, and Sids are unique.
-		for i, st := range want {
-			if have[i] != st.Canonical() {
-				changed = true
-				break
-			}
-		}
+	changed = !p.ownedAre(want)
+	merged, err = p.render(want, len(bytes.TrimSpace(existing)) == 0)
+	if err != nil {
+		return nil, false, err
 	}
-	empty := len(bytes.TrimSpace(existing)) == 0
-	if len(p.foreign) == 0 && len(want) == 0 {
-		return nil, !empty, nil
+	if merged == nil {
+		return nil, len(bytes.TrimSpace(existing)) > 0, nil
 	}
-
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	if empty {
-		// Only for a new policy: a foreign policy without Version means
-		// 2008-10-17, which its statements may rely on.
-		p.top["Version"] = json.RawMessage(`"` + policy.Version + `"`)
+	if changed && len(merged) > versityPolicyMaxBytes {
+		return nil, false, fmt.Errorf("%w: %d bytes for bucket %s with %d grants, at most %d fit", errPolicyTooLarge, len(merged), bucket, len(grants), versityPolicyMaxBytes)
 	}
-	// Version first, then the rest (Id, anything else) sorted, then the
-	// statements.
-	for _, k := range slices.SortedFunc(maps.Keys(p.top), func(a, b string) int {
-		if (a == "Version") != (b == "Version") {
-			if a == "Version" {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	}) {
-		name, err := json.Marshal(k)
-		if err != nil {
-			return nil, false, err
-		}
-		buf.Write(name)
-		buf.WriteByte(':')
-		buf.Write(p.top[k])
-		buf.WriteByte(',')
-	}
-	buf.WriteString(`"Statement":[`)
-	for i, s := range p.foreign {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(s)
-	}
-	for i, st := range want {
-		if i > 0 || len(p.foreign) > 0 {
-			buf.WriteByte(',')
-		}
-		b, err := json.Marshal(st)
-		if err != nil {
-			return nil, false, err
-		}
-		buf.Write(b)
-	}
-	buf.WriteString("]}")
-	if changed && buf.Len() > versityPolicyMaxBytes {
-		return nil, false, fmt.Errorf("%w: %d bytes for bucket %s with %d grants, at most %d fit", errPolicyTooLarge, buf.Len(), bucket, len(grants), versityPolicyMaxBytes)
-	}
-	return buf.Bytes(), changed, nil
+	return merged, changed, nil
 }

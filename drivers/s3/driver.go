@@ -21,6 +21,16 @@ const Name = "s3"
 // version is the driver's SemVer; releases override it with
 // -ldflags "-X github.com/Yolean/buckety-controller/drivers/s3.version=0.3.1".
 //
+// 0.5.0 adds the parameters quota (a hard bucket quota, capability-gated
+// to minio and seaweedfs), softQuota (every implementation) and
+// anonymousRead (capability-gated to minio, versitygw and seaweedfs, and
+// allowed only by the new config field allowAnonymousRead), and reports
+// usage (drivers.UsageReporter) and footprints (drivers.FootprintMeasurer):
+// a minor, as nothing stored changes meaning. Ensure now reads a minio or
+// seaweedfs bucket's quota, and a minio, versitygw or seaweedfs bucket's
+// policy, on every pass, and removes a quota or an anonymous read
+// statement that no parameter asks for.
+//
 // 0.4.0 adds implementation seaweedfs (keys per access as IAM users, as
 // on aws) and allows versioning on it: widening a capability gate, a minor.
 //
@@ -34,7 +44,7 @@ const Name = "s3"
 // ratchets: an unchanged value is kept on update, with a warning), so
 // existing resources keep reconciling; only new requests for a parameter
 // the backend cannot apply are refused, which is what gating is for.
-var version = "0.4.0"
+var version = "0.5.0"
 
 // Driver is the s3 driver.
 type Driver struct {
@@ -136,6 +146,9 @@ func (d *Driver) Open(_ context.Context, backend string, cfg drivers.Config) (dr
 	}
 	b := &Backend{name: backend, cfg: c, apiOptions: d.APIOptions, clients: map[string]*s3.Client{}}
 	if _, err := b.client(c.Endpoint); err != nil {
+		return nil, err
+	}
+	if err := b.openAdmin(); err != nil {
 		return nil, err
 	}
 	is, err := b.newIssuer()

@@ -13,8 +13,9 @@ import (
 
 // Ensure: create a bucket, or bring an existing one to its parameters. Each
 // parameter that can drift is compared and written by a function of its own
-// (versioning here, lifecycle in lifecycle.go, the public ACL block of
-// seaweedfs in publicacls.go); a dry run reads the same and writes nothing.
+// (versioning here, lifecycle in lifecycle.go, the hard quota in quota.go,
+// anonymous read in anonread.go, the public ACL block of seaweedfs in
+// publicacls.go); a dry run reads the same and writes nothing.
 
 // Ensure implements drivers.Backend.
 func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
@@ -77,16 +78,27 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			}
 		}
 	}
-	if err := b.ensureVersioning(ctx, cl, r.Name, p, g, &res); err != nil {
-		return res, err
-	}
-	if err := b.ensureLifecycle(ctx, cl, r.Name, p, g, &res); err != nil {
-		return res, err
-	}
-	if err := b.ensurePublicACLsBlocked(ctx, cl, r.Name, g, &res); err != nil {
+	if err := b.converge(ctx, cl, r.Name, p, g, &res); err != nil {
 		return res, err
 	}
 	return res, drift
+}
+
+// converge brings an existing bucket's reconciled parameters to p, one
+// function each, in order.
+func (b *Backend) converge(ctx context.Context, cl *s3.Client, bucket string, p params, g *writeGate, res *drivers.EnsureResult) error {
+	for _, step := range []func() error{
+		func() error { return b.ensureVersioning(ctx, cl, bucket, p, g, res) },
+		func() error { return b.ensureLifecycle(ctx, cl, bucket, p, g, res) },
+		func() error { return b.ensureQuota(ctx, bucket, p, g, res) },
+		func() error { return b.ensureAnonymousRead(ctx, cl, bucket, p, g, res) },
+		func() error { return b.ensurePublicACLsBlocked(ctx, cl, bucket, g, res) },
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ensureVersioning compares the bucket's versioning with the parameter and

@@ -22,9 +22,21 @@ const (
 	// ParamJurisdiction is R2's data jurisdiction; capability-gated to
 	// implementation r2, immutable.
 	ParamJurisdiction = "jurisdiction"
+	// ParamQuota is the bucket's hard quota, a byte size; capability-gated
+	// to the implementations with a bucket quota in their API; reconciled.
+	ParamQuota = "quota"
+	// ParamSoftQuota is the usage, a byte size, above which the controller
+	// warns (QuotaWarning); every implementation. The driver only
+	// validates it and reports it in its Footprint.
+	ParamSoftQuota = "softQuota"
+	// ParamAnonymousRead is "true" or "false": anyone may read the
+	// bucket's objects (s3:GetObject, no listing). Capability-gated, and
+	// allowed only where the backend's config sets allowAnonymousRead;
+	// reconciled.
+	ParamAnonymousRead = "anonymousRead"
 )
 
-var knownKeys = []string{ParamJurisdiction, ParamLifecycle, ParamRegion, ParamVersioning}
+var knownKeys = []string{ParamAnonymousRead, ParamJurisdiction, ParamLifecycle, ParamQuota, ParamRegion, ParamSoftQuota, ParamVersioning}
 
 // jurisdictions R2 accepts.
 var jurisdictions = []string{"eu", "fedramp"}
@@ -45,6 +57,13 @@ var capabilityGated = map[string][]string{
 	// its config: without it, versioning stays a runtime shortfall.
 	// SeaweedFS (4.53) keeps versioning as S3 does (e2e, every scenario).
 	ParamVersioning: {ImplAWS, ImplMinIO, ImplVersityGW, ImplSeaweedFS},
+	// MinIO sets a bucket's hard quota through its admin API, SeaweedFS
+	// through an S3 extension (PUT /BUCKET?seaweedfs-quota); S3, R2 and
+	// VersityGW have no bucket quota (quota.go).
+	ParamQuota: {ImplMinIO, ImplSeaweedFS},
+	// A bucket policy statement for everyone (anonread.go), honoured by
+	// these three (tested); see gateWhy for aws and r2.
+	ParamAnonymousRead: {ImplMinIO, ImplVersityGW, ImplSeaweedFS},
 }
 
 // capabilityOf names what a gated parameter needs of the service, for
@@ -53,6 +72,29 @@ var capabilityOf = map[string]string{
 	ParamJurisdiction: "R2 data jurisdictions",
 	ParamLifecycle:    "bucket lifecycle",
 	ParamVersioning:   "bucket versioning",
+	ParamQuota:        "a bucket quota",
+	// The statement is the mechanism; anonymous reads are what is asked.
+	ParamAnonymousRead: "anonymous reads through a bucket policy",
+}
+
+// gateWhy says, where it is known, why an implementation does not have a
+// gated parameter's capability, for the refusal's message.
+var gateWhy = map[string]map[string]string{
+	ParamQuota: {
+		ImplAWS:       "S3 has no bucket quota",
+		ImplR2:        "R2 has no bucket quota",
+		ImplVersityGW: "VersityGW has no bucket quota; a quota of the filesystem under it is the operator's",
+	},
+	ParamAnonymousRead: {
+		ImplAWS: "S3 Block Public Access, on for every new bucket and usually for the account, refuses public bucket policies, and buckety does not turn it off",
+		ImplR2:  "R2 has no bucket policies: a public R2 bucket is an r2.dev or custom domain setting, outside the S3 API",
+	},
+}
+
+// gateHint is what to use instead of a gated parameter, where there is
+// something.
+var gateHint = map[string]string{
+	ParamQuota: "; softQuota, a warning without a limit, is allowed on every implementation",
 }
 
 // gateMessage explains why a gated parameter is refused on impl, and what
@@ -60,10 +102,18 @@ var capabilityOf = map[string]string{
 func gateMessage(k string, allowed []string, impl string) string {
 	list := strings.Join(allowed, ", ")
 	if impl == "" {
-		return fmt.Sprintf("%s is only supported for implementation %s, and the backend sets no implementation: remove %s, or ask the platform team to set implementation: (%s) in the backend's config if its service implements %s", k, list, k, list, capabilityOf[k])
+		return fmt.Sprintf("%s is only supported for implementation %s, and the backend sets no implementation: remove %s, or ask the platform team to set implementation: (%s) in the backend's config if its service implements %s%s", k, list, k, list, capabilityOf[k], gateHint[k])
 	}
-	return fmt.Sprintf("%s is only supported for implementation %s, and the backend's implementation is %s, which does not implement %s: remove %s, or use a backend whose implementation is %s", k, list, impl, capabilityOf[k], k, list)
+	why := ""
+	if w := gateWhy[k][impl]; w != "" {
+		why = " (" + w + ")"
+	}
+	return fmt.Sprintf("%s is only supported for implementation %s, and the backend's implementation is %s, which does not implement %s%s: remove %s, or use a backend whose implementation is %s%s", k, list, impl, capabilityOf[k], why, k, list, gateHint[k])
 }
+
+// anonymousReadRefused is why anonymousRead is refused on a backend whose
+// config does not allow it.
+const anonymousReadRefused = "anonymousRead needs allowAnonymousRead: true in the backend's s3 config (whether a backend may serve buckets to anyone is the platform team's decision): remove anonymousRead, or ask the platform team to allow it"
 
 // immutable parameters cannot be added, changed or removed after creation.
 var immutable = []string{ParamJurisdiction, ParamRegion}
@@ -138,22 +188,40 @@ type params struct {
 	versioning   *bool
 	lifecycle    *Lifecycle
 	jurisdiction string
+	// quota and softQuota are bytes, 0 when unset.
+	quota, softQuota int64
+	anonymousRead    *bool
 }
 
 func parseParams(in map[string]string) params {
 	var p params
 	p.region = in[ParamRegion]
 	p.jurisdiction = in[ParamJurisdiction]
-	if v, ok := in[ParamVersioning]; ok {
-		b := v == "true"
-		p.versioning = &b
-	}
+	p.versioning = parseBool(in, ParamVersioning)
+	p.anonymousRead = parseBool(in, ParamAnonymousRead)
 	if v, ok := in[ParamLifecycle]; ok {
 		if l, err := parseLifecycle(v); err == nil {
 			p.lifecycle = &l
 		}
 	}
+	// Admission refuses a size that does not parse: 0 is an unset one.
+	if n, err := parseByteSize(in[ParamQuota]); err == nil {
+		p.quota = n
+	}
+	if n, err := parseByteSize(in[ParamSoftQuota]); err == nil {
+		p.softQuota = n
+	}
 	return p
+}
+
+// parseBool is a "true"/"false" parameter, nil when unset.
+func parseBool(in map[string]string, k string) *bool {
+	v, ok := in[k]
+	if !ok {
+		return nil
+	}
+	b := v == "true"
+	return &b
 }
 
 func validateParams(fp *field.Path, cfg *Config, old, new map[string]string) (warnings []string, errs field.ErrorList) {
@@ -162,47 +230,16 @@ func validateParams(fp *field.Path, cfg *Config, old, new map[string]string) (wa
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	impl := ""
-	if cfg != nil {
-		impl = cfg.Implementation
-	}
 	for _, k := range keys {
-		v := new[k]
-		kp := fp.Key(k)
-		if allowed, gated := capabilityGated[k]; gated && !contains(allowed, impl) {
-			if ov, had := old[k]; !had || ov != v {
-				errs = append(errs, field.Forbidden(kp, gateMessage(k, allowed, impl)))
-				continue
-			}
-			// Ratcheting, as Kubernetes does for CRD validation: a value
-			// admitted before the parameter was gated does not block other
-			// edits, but it is said that it cannot be applied.
-			warnings = append(warnings, fmt.Sprintf("%s: kept because it is unchanged, but %s", kp, gateMessage(k, allowed, impl)))
+		w, e := validateGates(fp.Key(k), cfg, k, new[k], old)
+		if len(e) == 0 {
+			// A refused parameter's value is not worth judging too.
+			w2, e2 := validateValue(fp.Key(k), k, new[k], old)
+			w, e = append(w, w2...), e2
 		}
-		switch k {
-		case ParamRegion:
-			if !validRegion(v) {
-				errs = append(errs, field.Invalid(kp, v, "a region is lowercase letters, digits and '-', as eu-north-1"))
-			}
-		case ParamVersioning:
-			if v != "true" && v != "false" {
-				errs = append(errs, field.NotSupported(kp, v, []string{"true", "false"}))
-			}
-			if v == "false" && old != nil && old[k] == "true" {
-				warnings = append(warnings, fmt.Sprintf("%s: S3 cannot turn versioning off; it is suspended, and existing versions stay", kp))
-			}
-		case ParamLifecycle:
-			if _, err := parseLifecycle(v); err != nil {
-				errs = append(errs, field.Invalid(kp, v, err.Error()))
-			}
-		case ParamJurisdiction:
-			if !contains(jurisdictions, v) {
-				errs = append(errs, field.NotSupported(kp, v, jurisdictions))
-			}
-		default:
-			errs = append(errs, field.NotSupported(kp, k, knownKeys))
-		}
+		warnings, errs = append(warnings, w...), append(errs, e...)
 	}
+	errs = append(errs, validateQuotas(fp, new)...)
 	if old != nil {
 		for _, k := range immutable {
 			if ov, nv := old[k], new[k]; ov != nv {
@@ -211,6 +248,75 @@ func validateParams(fp *field.Path, cfg *Config, old, new map[string]string) (wa
 		}
 	}
 	return warnings, errs
+}
+
+// validateGates refuses a parameter the backend cannot honour: a
+// capability-gated one on another implementation, anonymousRead where the
+// config does not allow it. Gating ratchets, as Kubernetes does for CRD
+// validation: a value admitted before it was refused does not block other
+// edits when it is unchanged, but it is said that it is not applied.
+func validateGates(kp *field.Path, cfg *Config, k, v string, old map[string]string) (warnings []string, errs field.ErrorList) {
+	impl := ""
+	if cfg != nil {
+		impl = cfg.Implementation
+	}
+	why := ""
+	if allowed, gated := capabilityGated[k]; gated && !contains(allowed, impl) {
+		why = gateMessage(k, allowed, impl)
+	} else if k == ParamAnonymousRead && (cfg == nil || !cfg.AllowAnonymousRead) {
+		why = anonymousReadRefused
+	}
+	if why == "" {
+		return nil, nil
+	}
+	if ov, had := old[k]; had && ov == v {
+		return []string{fmt.Sprintf("%s: kept because it is unchanged, but %s", kp, why)}, nil
+	}
+	return nil, field.ErrorList{field.Forbidden(kp, why)}
+}
+
+// validateValue checks one parameter's value.
+func validateValue(kp *field.Path, k, v string, old map[string]string) (warnings []string, errs field.ErrorList) {
+	switch k {
+	case ParamRegion:
+		if !validRegion(v) {
+			errs = append(errs, field.Invalid(kp, v, "a region is lowercase letters, digits and '-', as eu-north-1"))
+		}
+	case ParamVersioning, ParamAnonymousRead:
+		if v != "true" && v != "false" {
+			errs = append(errs, field.NotSupported(kp, v, []string{"true", "false"}))
+		}
+		if k == ParamVersioning && v == "false" && old != nil && old[k] == "true" {
+			warnings = append(warnings, fmt.Sprintf("%s: S3 cannot turn versioning off; it is suspended, and existing versions stay", kp))
+		}
+	case ParamLifecycle:
+		if _, err := parseLifecycle(v); err != nil {
+			errs = append(errs, field.Invalid(kp, v, err.Error()))
+		}
+	case ParamJurisdiction:
+		if !contains(jurisdictions, v) {
+			errs = append(errs, field.NotSupported(kp, v, jurisdictions))
+		}
+	case ParamQuota, ParamSoftQuota:
+		if _, err := parseByteSize(v); err != nil {
+			errs = append(errs, field.Invalid(kp, v, err.Error()))
+		}
+	default:
+		errs = append(errs, field.NotSupported(kp, k, knownKeys))
+	}
+	return warnings, errs
+}
+
+// validateQuotas refuses a softQuota above the quota: the warning would
+// come only after writes are refused.
+func validateQuotas(fp *field.Path, in map[string]string) field.ErrorList {
+	hard, errH := parseByteSize(in[ParamQuota])
+	soft, errS := parseByteSize(in[ParamSoftQuota])
+	if errH != nil || errS != nil || hard == 0 || soft <= hard {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fp.Key(ParamSoftQuota), in[ParamSoftQuota],
+		fmt.Sprintf("softQuota (%s, %d bytes) must not exceed quota (%s, %d bytes): the warning would come only after writes are refused", in[ParamSoftQuota], soft, in[ParamQuota], hard))}
 }
 
 func orUnset(s string) string {

@@ -17,6 +17,14 @@ func immutableRule(k string) map[string]string {
 	}
 }
 
+// softQuotaRule is the CEL rule keeping softQuota at most quota (sizes
+// that are no quantity are the pattern's to refuse).
+var softQuotaRule = map[string]string{
+	"rule":      "!has(self.quota) || !has(self.softQuota) || !isQuantity(self.quota) || !isQuantity(self.softQuota) || quantity(self.softQuota).compareTo(quantity(self.quota)) <= 0",
+	"message":   "softQuota must not exceed quota: the warning would come only after writes are refused",
+	"fieldPath": "." + ParamSoftQuota,
+}
+
 // The keys of an s3 access Secret.
 const (
 	SecretEndpoint        = "endpoint"
@@ -58,6 +66,18 @@ func (*Driver) Schemas() drivers.Schemas {
 		Type: "string", Enum: []any{"eu", "fedramp"},
 		Description: "Cloudflare R2 data jurisdiction. Only for backends with implementation: r2; set at creation, immutable.",
 	})
+	props.Set(ParamQuota, &jsonschema.Schema{
+		Type: "string", Pattern: byteSizePattern,
+		Description: "The bucket's hard quota, a byte size in Kubernetes quantity syntax (10Gi, 500M, or a whole number of bytes; more than 0): writes past it are refused. Reconciled: a quota changed out of band is set back; removing the parameter removes the bucket's quota. Capability-gated (x-buckety-capabilities): only for backends with implementation minio (its admin API; each upload is checked against the size MinIO's scanner last counted plus the upload) or seaweedfs (its ?seaweedfs-quota extension; the gateway turns a bucket over its quota read-only within a minute). S3, R2 and VersityGW have no bucket quota.",
+	})
+	props.Set(ParamSoftQuota, &jsonschema.Schema{
+		Type: "string", Pattern: byteSizePattern,
+		Description: "The usage, a byte size as quota takes it, above which the Buckety reports QuotaWarning; nothing is refused. At most quota. Omitted: 90% of quota when quota is set, else no warning. Every implementation.",
+	})
+	props.Set(ParamAnonymousRead, &jsonschema.Schema{
+		Type: "string", Enum: []any{"true", "false"},
+		Description: "\"true\": anyone may read the bucket's objects by key without credentials (a bucket policy statement, Sid " + AnonymousReadSid + ", allowing s3:GetObject to Principal \"*\"); listing, writing and deleting stay refused. \"false\" or omitted: the statement is removed. Reconciled. Only where the backend's config sets allowAnonymousRead: true, and capability-gated (x-buckety-capabilities): only for backends with implementation minio, versitygw or seaweedfs (S3's Block Public Access refuses public policies; R2 has no bucket policies).",
+	})
 	params := &jsonschema.Schema{
 		Type:                 "object",
 		Title:                "s3 driver: Buckety spec.parameters",
@@ -65,7 +85,7 @@ func (*Driver) Schemas() drivers.Schemas {
 		Properties:           props,
 		AdditionalProperties: jsonschema.FalseSchema,
 		Extras: map[string]any{
-			"x-kubernetes-validations": []map[string]string{immutableRule(ParamRegion), immutableRule(ParamJurisdiction)},
+			"x-kubernetes-validations": []map[string]string{immutableRule(ParamRegion), immutableRule(ParamJurisdiction), softQuotaRule},
 			"x-buckety-immutable":      immutable,
 			"x-buckety-capabilities":   capabilityGated,
 		},

@@ -1,11 +1,12 @@
 // Package minioadmin is a small client for MinIO's admin API v3: the
 // users, canned policies and service accounts the s3 driver gives every
-// access a key of its own with, and the server's release.
+// access a key of its own with, the server's release, bucket quotas and
+// the data usage report.
 //
 // Why not madmin-go: its module pulls in prometheus/prometheus, gopsutil
 // and some 25 other modules for the six routes used here. The wire format
 // below is madmin-go v3.0.109's (api.go, user-commands.go,
-// policy-commands.go, encrypt.go); the server pinned by test/tools is a
+// policy-commands.go, encrypt.go, quota-commands.go, info-commands.go); the server pinned by test/tools is a
 // 2026 build that speaks admin API v3 and refuses v4 with 426.
 //
 // Requests are SigV4-signed with service "s3", and X-Amz-Content-Sha256
@@ -65,6 +66,9 @@ const (
 	routeListCannedPolicy  = "/list-canned-policies"
 	routeRemoveCannedPol   = "/remove-canned-policy"
 	routeServerInfo        = "/info"
+	routeGetBucketQuota    = "/get-bucket-quota"
+	routeSetBucketQuota    = "/set-bucket-quota"
+	routeDataUsageInfo     = "/datausageinfo"
 )
 
 // Limits: the server's (policy, name, description) and the client's own
@@ -720,4 +724,106 @@ func ReleaseProblem(versions []string) string {
 		}
 	}
 	return ""
+}
+
+// Bucket quotas and usage: what the s3 driver's quota parameter and its
+// usage report read and write (its quota.go and usage.go).
+
+// QuotaHard is the one quota type MinIO enforces: a PUT that would take
+// the bucket past the quota is refused (XMinioAdminBucketQuotaExceeded).
+const QuotaHard = "hard"
+
+// BucketQuota is a bucket's quota as get-bucket-quota reports it and
+// set-bucket-quota takes it (madmin-go's BucketQuota). A bucket without a
+// quota reports zeros.
+type BucketQuota struct {
+	// Quota is the limit in bytes as releases before August 2023 wrote it;
+	// newer ones read Size first, and Quota when Size is 0.
+	Quota uint64 `json:"quota"`
+	// Size is the limit in bytes.
+	Size uint64 `json:"size"`
+	// Rate and Requests are stored by the server; buckety keeps them as
+	// they are.
+	Rate     uint64 `json:"rate"`
+	Requests uint64 `json:"requests"`
+	// Type is QuotaHard, or empty for none.
+	Type string `json:"quotatype,omitempty"`
+}
+
+// Bytes is the hard limit the server enforces, 0 for none.
+func (q BucketQuota) Bytes() uint64 {
+	if q.Type != QuotaHard {
+		return 0
+	}
+	if q.Size > 0 {
+		return q.Size
+	}
+	return q.Quota
+}
+
+// WithBytes is q with its hard limit set to n (0: no quota), in both
+// fields, so that a server of either generation enforces it.
+func (q BucketQuota) WithBytes(n uint64) BucketQuota {
+	q.Quota, q.Size, q.Type = n, n, QuotaHard
+	if n == 0 {
+		q.Type = ""
+	}
+	return q
+}
+
+// BucketQuota returns a bucket's quota.
+func (m *Client) BucketQuota(ctx context.Context, bucket string) (BucketQuota, error) {
+	data, err := m.call(ctx, http.MethodGet, routeGetBucketQuota, url.Values{"bucket": {bucket}}, nil, http.StatusOK)
+	if err != nil {
+		return BucketQuota{}, err
+	}
+	var q BucketQuota
+	if err := json.Unmarshal(data, &q); err != nil {
+		return BucketQuota{}, fmt.Errorf("minio admin %s: decode: %w", routeGetBucketQuota, err)
+	}
+	return q, nil
+}
+
+// SetBucketQuota writes a bucket's quota; q.Bytes() 0 removes the limit.
+func (m *Client) SetBucketQuota(ctx context.Context, bucket string, q BucketQuota) error {
+	body, err := json.Marshal(q)
+	if err != nil {
+		return fmt.Errorf("minio admin %s: %w", routeSetBucketQuota, err)
+	}
+	_, err = m.call(ctx, http.MethodPut, routeSetBucketQuota, url.Values{"bucket": {bucket}}, body, http.StatusOK)
+	return err
+}
+
+// DataUsage is MinIO's data usage report: what its scanner last counted,
+// per bucket. The scanner runs on its own schedule (a cycle a minute at
+// the default speed, MINIO_SCANNER_SPEED), so the report lags writes.
+type DataUsage struct {
+	// LastUpdate is when the scanner last updated the report; zero before
+	// its first pass.
+	LastUpdate time.Time `json:"lastUpdate"`
+	// Buckets are the buckets the scanner has counted, by name.
+	Buckets map[string]BucketUsage `json:"bucketsUsageInfo"`
+}
+
+// BucketUsage is one bucket in the data usage report.
+type BucketUsage struct {
+	// Size is the bytes of every version of every object.
+	Size uint64 `json:"size"`
+	// Objects counts objects (not their versions).
+	Objects uint64 `json:"objectsCount"`
+	// Versions counts object versions (0 in an unversioned bucket).
+	Versions uint64 `json:"versionsCount"`
+}
+
+// DataUsage returns the data usage report: one request for every bucket.
+func (m *Client) DataUsage(ctx context.Context) (DataUsage, error) {
+	data, err := m.call(ctx, http.MethodGet, routeDataUsageInfo, nil, nil, http.StatusOK)
+	if err != nil {
+		return DataUsage{}, err
+	}
+	var u DataUsage
+	if err := json.Unmarshal(data, &u); err != nil {
+		return DataUsage{}, fmt.Errorf("minio admin %s: decode: %w", routeDataUsageInfo, err)
+	}
+	return u, nil
 }

@@ -1,0 +1,136 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/s3/policy"
+)
+
+// Anonymous read: with anonymousRead "true" (and allowAnonymousRead in the
+// backend's config) the bucket's policy holds one statement of buckety's,
+// Sid AnonymousReadSid, letting anyone (Principal "*") get the bucket's
+// objects: s3:GetObject on arn:aws:s3:::BUCKET/*, which also answers HEAD.
+// Not s3:ListBucket: a reader needs the keys it was given, and anonymous
+// callers cannot enumerate a bucket's keys. Every other statement in the
+// policy (an operator's, the VersityGW issuer's grants) is kept as it is.
+// MinIO, VersityGW and SeaweedFS honour the statement (tested); S3 and R2
+// are refused at admission (gateWhy).
+
+// anonymousReadStatements is what buckety wants of the statement: one, or
+// none.
+func anonymousReadStatements(bucket string, want bool) []policy.Statement {
+	if !want {
+		return nil
+	}
+	return []policy.Statement{{
+		Sid:       AnonymousReadSid,
+		Effect:    policy.Allow,
+		Principal: &policy.Principal{AWS: policy.Strings{"*"}},
+		Action:    policy.Strings{"s3:GetObject"},
+		Resource:  policy.Strings{policy.ObjectsARN(bucket)},
+	}}
+}
+
+// mergeAnonymousRead is the one comparison of a bucket's policy with the
+// anonymous read buckety wants: the change to make ("" when in sync), and
+// the policy that makes it (nil: delete the policy, nothing is left in
+// it). maxBytes, when not 0, bounds the policy (VersityGW's).
+func mergeAnonymousRead(existing []byte, bucket string, want bool, maxBytes int) (merged []byte, change string, err error) {
+	p, err := parsePolicy(existing, isAnonymousReadSid)
+	if err != nil {
+		return nil, "", err
+	}
+	stmts := anonymousReadStatements(bucket, want)
+	if p.ownedAre(stmts) {
+		return nil, "", nil
+	}
+	switch {
+	case !want:
+		change = "anonymous read removed (bucket policy statement " + AnonymousReadSid + ")"
+	case len(p.owned)+len(p.malformed) > 0:
+		change = "anonymous read repaired (bucket policy statement " + AnonymousReadSid + ": s3:GetObject for anyone)"
+	default:
+		change = "anonymous read allowed (bucket policy statement " + AnonymousReadSid + ": s3:GetObject for anyone)"
+	}
+	empty := len(bytes.TrimSpace(existing)) == 0
+	if merged, err = p.render(stmts, empty); err != nil {
+		return nil, "", err
+	}
+	if maxBytes > 0 && len(merged) > maxBytes {
+		return nil, "", fmt.Errorf("%w: %d bytes for bucket %s with the anonymous read statement, at most %d fit", errPolicyTooLarge, len(merged), bucket, maxBytes)
+	}
+	return merged, change, nil
+}
+
+// ensureAnonymousRead brings the bucket policy's anonymous read statement
+// to the parameter, on the implementations that have it. A policy that
+// the backend's keys may not read, or a server without bucket policies,
+// is left alone when the parameter is not set: no statement was written
+// there.
+func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket string, p params, g *writeGate, res *drivers.EnsureResult) error {
+	want, ok := b.anonymousReadWanted(p, res)
+	if !ok {
+		return nil
+	}
+	l := b.policyLock(bucket)
+	l.Lock()
+	defer l.Unlock()
+	cur, err := b.bucketPolicy(ctx, cl, bucket)
+	switch {
+	case err != nil && p.anonymousRead == nil && (drivers.IsAccessDenied(err) || isNotImplemented(err)):
+		return nil
+	case err != nil:
+		return err
+	}
+	next, change, err := mergeAnonymousRead(cur, bucket, want, b.policyMaxBytes())
+	if err != nil || change == "" {
+		return err
+	}
+	if g.dryRun {
+		res.Changes = append(res.Changes, change)
+		return nil
+	}
+	if err := g.open(ctx); err != nil {
+		return err
+	}
+	if err := b.putBucketPolicy(ctx, cl, bucket, next); err != nil {
+		return err
+	}
+	res.Changes = append(res.Changes, change)
+	return nil
+}
+
+// anonymousReadWanted is whether the bucket is to be readable by anyone,
+// and ok false where the implementation has no such statement to read
+// (nothing to do). A parameter that asks for it where it cannot be had (it
+// was admitted before the gate or the config refused it) is a shortfall,
+// and the statement is removed from a bucket on a backend whose config
+// no longer allows it.
+func (b *Backend) anonymousReadWanted(p params, res *drivers.EnsureResult) (want, ok bool) {
+	asked := p.anonymousRead != nil && *p.anonymousRead
+	switch {
+	case !contains(capabilityGated[ParamAnonymousRead], b.cfg.Implementation):
+		if asked {
+			res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamAnonymousRead, Message: "this backend's implementation does not serve anonymous reads through a bucket policy; the bucket is not public"})
+		}
+		return false, false
+	case asked && !b.cfg.AllowAnonymousRead:
+		res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamAnonymousRead, Message: "the backend's config does not set allowAnonymousRead, so the bucket is not public (an anonymous read statement buckety wrote before is removed)"})
+		return false, true
+	}
+	return asked, true
+}
+
+// policyMaxBytes bounds the bucket policies buckety writes: VersityGW's
+// posix backend stores them in an extended attribute of limited size.
+func (b *Backend) policyMaxBytes() int {
+	if b.cfg.Implementation == ImplVersityGW {
+		return versityPolicyMaxBytes
+	}
+	return 0
+}
