@@ -20,7 +20,7 @@ const Name = "kadm"
 //
 // 0.4.0 adds secret formats (java, librdkafka): keys an access asks for in
 // spec.secretFormats, additively; a Secret without them is unchanged.
-var version = "0.4.0"
+var version = "0.5.0"
 
 // Access parameter keys the driver knows.
 const (

@@ -45,7 +45,7 @@ func Unbounded(p *field.Path, b *config.Backend, f drivers.Footprint) field.Erro
 	l := b.Limits
 	var errs field.ErrorList
 	if l != nil && l.DiskBytes.Bytes > 0 && f.DiskBytes < 0 {
-		errs = append(errs, field.Required(p.Key("config.retention.bytes"), fmt.Sprintf("backend %s gives each namespace a disk budget (limits.diskBytes: %s in buckety-controller.yaml), and a topic counts retention.bytes × partitions against it: set config.retention.bytes to a byte count (unbounded retention is refused)", b.Name, drivers.FormatBytes(l.DiskBytes.Bytes))))
+		errs = append(errs, field.Required(p.Key("config.retention.bytes"), fmt.Sprintf("backend %s gives each namespace a disk budget (limits.diskBytes: %s in buckety-controller.yaml), and a topic counts retention.bytes × partitions against it: set config.retention.bytes to a byte count, with a cleanup.policy that deletes (unbounded retention and compaction alone, which Kafka never trims by size, are refused)", b.Name, drivers.FormatBytes(l.DiskBytes.Bytes))))
 	}
 	if l != nil && l.QuotaBytes.Bytes > 0 && f.QuotaBytes < 0 {
 		errs = append(errs, field.Required(p.Key("quota"), fmt.Sprintf("backend %s gives each namespace a bucket quota budget (limits.quotaBytes: %s in buckety-controller.yaml), and a bucket counts its quota against it: set quota to a byte count", b.Name, drivers.FormatBytes(l.QuotaBytes.Bytes))))

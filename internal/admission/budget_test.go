@@ -1,0 +1,153 @@
+package admission
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/Yolean/buckety-controller/drivers/all"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+const budgetConfig = `backends:
+- name: kafka
+  driver: kadm
+  config: {seedBrokers: ['kafka:9092']}
+  limits: {partitions: 6, diskBytes: 6Mi}
+- name: open
+  driver: kadm
+  service: kafka
+  config: {seedBrokers: ['kafka:9092']}
+- name: s3
+  driver: s3
+  config: {implementation: minio, endpoint: 'http://minio:9000', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
+  limits: {quotaBytes: 2Gi}
+`
+
+// budgetValidators are validators on budgetConfig whose budget counter
+// reads existing Bucketies through the webhook cache's transform, as the
+// webhook does.
+func budgetValidators(t *testing.T, existing ...*v1.Buckety) *Validators {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(budgetConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), WithoutCredentials: true, Lookup: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	transform := StripBucketyCounting(cfg)
+	var objs []client.Object
+	for _, b := range existing {
+		s, err := transform(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, s.(*v1.Buckety))
+	}
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.WithBudgetCounter(CacheBudgetCounter(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()))
+}
+
+func topicOf(ns, name, backend, partitions, retention string) *v1.Buckety {
+	p := map[string]string{"partitions": partitions}
+	if retention != "" {
+		p["config.retention.bytes"] = retention
+	}
+	return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Parameters: p}}
+}
+
+// TestBudgetAtAdmission (#37): the webhook refuses a create or a growth
+// past the namespace's budget on the backend, summed from its cache, with
+// what the namespace uses, what it asks for and the budget; unbounded
+// resources under a byte budget; and admits what does not grow.
+func TestBudgetAtAdmission(t *testing.T) {
+	orders := topicOf("team", "orders", "kafka", "4", "1048576")
+	v := budgetValidators(t, orders,
+		topicOf("other", "big", "kafka", "6", "1048576"),   // another namespace
+		topicOf("team", "elsewhere", "open", "50", "")) // another backend without a budget
+	bv := BucketyValidator{v}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		b    *v1.Buckety
+		err  string
+	}{
+		{"fits", topicOf("team", "payments", "kafka", "2", "1048576"), ""},
+		{"partitions over", topicOf("team", "payments", "kafka", "3", "1048576"),
+			"spec.parameters: Forbidden: namespace team has no room on backend kafka: it uses 4 and asks for 3 more, over its budget of 6 partitions (limits.partitions)"},
+		{"disk over", topicOf("team", "payments", "kafka", "2", "2097152"),
+			"it uses 4Mi and asks for 4Mi more, over its budget of 6Mi of disk (retention.bytes × partitions) (limits.diskBytes)"},
+		{"unbounded retention", topicOf("team", "payments", "kafka", "1", ""),
+			"spec.parameters[config.retention.bytes]: Required value: backend kafka gives each namespace a disk budget (limits.diskBytes: 6Mi"},
+		{"compacted topics never shrink by size", func() *v1.Buckety {
+			b := topicOf("team", "payments", "kafka", "1", "1024")
+			b.Spec.Parameters["config.cleanup.policy"] = "compact"
+			return b
+		}(), "spec.parameters[config.retention.bytes]: Required value"},
+		{"a bucket without quota under a quota budget", &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "files", Namespace: "team"}, Spec: v1.BucketySpec{Backend: "s3"}},
+			"spec.parameters[quota]: Required value: backend s3 gives each namespace a bucket quota budget (limits.quotaBytes: 2Gi"},
+		{"no budget on the backend", topicOf("team", "more", "open", "500", ""), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := bv.ValidateCreate(ctx, c.b)
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("want it admitted, got %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("want %q, got %v", c.err, err)
+			}
+		})
+	}
+
+	grow := orders.DeepCopy()
+	grow.Spec.Parameters["partitions"] = "7"
+	if _, err := bv.ValidateUpdate(ctx, orders, grow); err == nil || !strings.Contains(err.Error(), "it uses 4 and asks for 3 more, over its budget of 6 partitions") {
+		t.Errorf("growth past the budget: want it refused with the numbers, got %v", err)
+	}
+	within := orders.DeepCopy()
+	within.Spec.Parameters["partitions"] = "6"
+	if _, err := bv.ValidateUpdate(ctx, orders, within); err != nil {
+		t.Errorf("growth within the budget (its own 4 partitions count once): want it admitted, got %v", err)
+	}
+}
+
+// TestBudgetLoweredBlocksOnlyGrowth: a namespace already over its budget
+// (lowered by the maintainer) may change what does not grow and shrink,
+// and may not grow.
+func TestBudgetLoweredBlocksOnlyGrowth(t *testing.T) {
+	a, b := topicOf("team", "a", "kafka", "5", "1048576"), topicOf("team", "b", "kafka", "5", "1048576")
+	bv := BucketyValidator{budgetValidators(t, a, b)}
+	ctx := context.Background()
+	same := a.DeepCopy()
+	same.Spec.Parameters["config.retention.ms"] = "3600000"
+	if _, err := bv.ValidateUpdate(ctx, a, same); err != nil {
+		t.Errorf("a change that does not grow, over budget: want it admitted, got %v", err)
+	}
+	shrink := a.DeepCopy()
+	shrink.Spec.Parameters["config.retention.bytes"] = "1024"
+	if _, err := bv.ValidateUpdate(ctx, a, shrink); err != nil {
+		t.Errorf("shrinking, over budget: want it admitted, got %v", err)
+	}
+	grow := a.DeepCopy()
+	grow.Spec.Parameters["config.retention.bytes"] = "2097152"
+	if _, err := bv.ValidateUpdate(ctx, a, grow); err == nil || !strings.Contains(err.Error(), "limits.diskBytes") {
+		t.Errorf("growing, over budget: want it refused, got %v", err)
+	}
+}
