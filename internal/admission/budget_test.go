@@ -80,8 +80,8 @@ func topicOf(ns, name, backend, partitions, retention string) *v1.Buckety {
 func TestBudgetAtAdmission(t *testing.T) {
 	orders := topicOf("team", "orders", "kafka", "4", "1048576")
 	v := budgetValidators(t, orders,
-		topicOf("other", "big", "kafka", "6", "1048576"),   // another namespace
-		topicOf("team", "elsewhere", "open", "50", "")) // another backend without a budget
+		topicOf("other", "big", "kafka", "6", "1048576"), // another namespace
+		topicOf("team", "elsewhere", "open", "50", ""))   // another backend without a budget
 	bv := BucketyValidator{v}
 	ctx := context.Background()
 	for _, c := range []struct {
