@@ -73,7 +73,8 @@ func FuzzValidateName(f *testing.F) {
 
 // FuzzValidateParameters: errors name a parameter; accepted parameters use
 // only the documented keys with well-formed values; jurisdiction passes
-// only on implementation r2; an accepted update keeps region and
+// only on implementation r2, quota only on minio and seaweedfs, a new
+// anonymousRead only where the backend allows it (never, here); an accepted update keeps region and
 // jurisdiction; re-applying an accepted object unchanged is accepted.
 func FuzzValidateParameters(f *testing.F) {
 	s := s3Seeds(f)
@@ -132,8 +133,29 @@ func FuzzValidateParameters(f *testing.F) {
 				if v != "eu" && v != "fedramp" {
 					t.Fatalf("accepted jurisdiction %q", v)
 				}
+			case s3.ParamQuota, s3.ParamSoftQuota:
+				n, err := drivers.ParseBytes(v)
+				if err != nil || n <= 0 {
+					t.Fatalf("accepted %s %q, want a positive byte count (%v)", k, v, err)
+				}
+				if k == s3.ParamQuota && (old == nil || old[k] != v) && cfg.Implementation != s3.ImplMinIO && cfg.Implementation != s3.ImplSeaweedFS {
+					t.Fatalf("accepted a new quota on implementation %q, want minio or seaweedfs only", cfg.Implementation)
+				}
+				if hard, ok := nw[s3.ParamQuota]; ok && k == s3.ParamSoftQuota {
+					if h, err := drivers.ParseBytes(hard); err == nil && n > h {
+						t.Fatalf("accepted softQuota %q above quota %q", v, hard)
+					}
+				}
+			case s3.ParamAnonymousRead:
+				if v != "true" && v != "false" {
+					t.Fatalf("accepted anonymousRead %q, want true or false", v)
+				}
+				// The fuzzed config never sets allowAnonymousRead.
+				if old == nil || old[k] != v {
+					t.Fatalf("accepted a new anonymousRead %q on a backend without allowAnonymousRead", v)
+				}
 			default:
-				t.Fatalf("accepted key %q, want region, versioning, lifecycle or jurisdiction", k)
+				t.Fatalf("accepted key %q, want region, versioning, lifecycle, jurisdiction, quota, softQuota or anonymousRead", k)
 			}
 		}
 		if old != nil {

@@ -257,6 +257,7 @@ func (a *attack) siblingKeys() {
 			calls = a.iamCalls(tg.endpoint, tg.region, mk, ms, a.principal(a.malloryNS, "keys-"+tg.backend), a.principal(a.aliceNS, tg.aliceAccess), ak, bucket, string(md["bucket"]), forge)
 			a.publicACLs(tg.endpoint, tg.region, mk, ms, string(md["bucket"]))
 		}
+		a.openBucket(tg.impl, tg.endpoint, tg.region, mk, ms, string(md["bucket"]), send)
 		refused := 0
 		var allowed, answers []string
 		for _, c := range calls {
@@ -360,6 +361,70 @@ func (a *attack) iamCalls(endpoint, region, mk, ms, mu, au, ak, bucket, ownBucke
 		call("CreateAccessKey for her own user by name", key(mu)),
 		call("PutUserPolicy on her own user, s3:* on alice's bucket", func() error { return mc.PutUserPolicy(ctx, mu, "more", everything(bucket)) }),
 	}
+}
+
+// openBucket: mallory's writer key tries to take the limits off her own
+// bucket: lift its hard quota (MinIO's admin set-bucket-quota, SeaweedFS's
+// PUT ?seaweedfs-quota; the bucket has one only where the maintainer's
+// parameters put it, and a key must not be able to remove it), and open it
+// to anonymous readers with a bucket policy, which only the backend's
+// allowAnonymousRead lets a tenant ask buckety for. Each must be refused,
+// and her object must not be served to an anonymous reader.
+func (a *attack) openBucket(impl, endpoint, region, mk, ms, bucket string, send func(adminCall, string, string, url.Values, []byte) adminCall) {
+	t, ctx := a.t, a.ctx
+	cl := s3Client(endpoint, region, mk, ms)
+	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("open-me"), Body: strings.NewReader("m")}); err != nil {
+		a.tb.add(t, a.run, "limits on "+impl+": mallory's writes to her own bucket work", err.Error(), false)
+		return
+	}
+	public := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["*"]},"Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::%s","arn:aws:s3:::%s/*"]}]}`, bucket, bucket)
+	calls := []adminCall{}
+	s3call := func(what string, fn func() error) adminCall {
+		c := adminCall{what: what, status: http.StatusOK}
+		var re interface{ HTTPStatusCode() int }
+		if err := fn(); errors.As(err, &re) {
+			c.status, c.body = re.HTTPStatusCode(), err.Error()
+		} else if err != nil {
+			t.Fatalf("%s as mallory on %s: %v", what, impl, err)
+		}
+		return c
+	}
+	calls = append(calls, s3call("PutBucketPolicy public read", func() error {
+		_, err := cl.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bucket), Policy: aws.String(public)})
+		return err
+	}))
+	switch impl {
+	case "minio":
+		calls = append(calls, send(adminCall{what: "set-bucket-quota of her bucket to none"}, http.MethodPut, "/minio/admin/v3/set-bucket-quota", url.Values{"bucket": {bucket}}, []byte(`{"quota":0,"size":0,"quotatype":"hard"}`)))
+	case "seaweedfs":
+		st, body, err := signedAdmin(ctx, endpoint, region, mk, ms, http.MethodPut, "/"+bucket, url.Values{"seaweedfs-quota": {""}}, []byte(`{"quota_size":0,"quota_unit":"B","quota_enabled":false}`))
+		if err != nil {
+			t.Fatalf("PUT ?seaweedfs-quota as mallory: %v", err)
+		}
+		calls = append(calls, adminCall{what: "PUT ?seaweedfs-quota of her bucket to none", status: st, body: body})
+	}
+	var allowed []string
+	refused := 0
+	for _, c := range calls {
+		if c.refused() {
+			refused++
+		} else {
+			allowed = append(allowed, fmt.Sprintf("%s: HTTP %d", c.what, c.status))
+		}
+	}
+	resp, err := http.Get(endpoint + "/" + bucket + "/open-me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		allowed = append(allowed, fmt.Sprintf("an anonymous GET of her object answered %d", resp.StatusCode))
+	}
+	v := fmt.Sprintf("%d of %d refused, anonymous read %d", refused, len(calls), resp.StatusCode)
+	if len(allowed) > 0 {
+		v += " (allowed: " + strings.Join(allowed, ", ") + ")"
+	}
+	a.tb.add(t, a.run, "limits on "+impl+": mallory's attempts to lift her bucket's quota or open it to anonymous readers refused", v, len(allowed) == 0)
 }
 
 // publicACLs: on SeaweedFS mallory's writer key may send ACL headers
