@@ -111,7 +111,9 @@ func (v *Validators) checkBudget(ctx context.Context, p *field.Path, b *config.B
 		return nil
 	}
 	asked := budget.Footprint(b, new)
-	if errs := budget.Unbounded(p.Child("parameters"), b, asked); len(errs) > 0 {
+	if errs := budget.Unbounded(p.Child("parameters"), b, asked); len(errs) > 0 && (old == nil || len(budget.Unbounded(p.Child("parameters"), b, budget.Footprint(b, old))) == 0) {
+		// Unbounded is refused on create, and when an update makes it so;
+		// a resource unbounded since before the budget keeps its other edits.
 		return errs
 	}
 	if v.budget == nil {

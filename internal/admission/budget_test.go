@@ -151,3 +151,22 @@ func TestBudgetLoweredBlocksOnlyGrowth(t *testing.T) {
 		t.Errorf("growing, over budget: want it refused, got %v", err)
 	}
 }
+
+// TestBudgetGrandfathersUnbounded: a topic unbounded since before the disk
+// budget keeps its other edits; making a bounded one unbounded is refused.
+func TestBudgetGrandfathersUnbounded(t *testing.T) {
+	old := topicOf("team", "legacy", "kafka", "1", "")
+	bv := BucketyValidator{budgetValidators(t, old)}
+	ctx := context.Background()
+	edit := old.DeepCopy()
+	edit.Spec.Parameters["config.retention.ms"] = "3600000"
+	if _, err := bv.ValidateUpdate(ctx, old, edit); err != nil {
+		t.Errorf("an edit of a topic unbounded since before the budget: want it admitted, got %v", err)
+	}
+	bounded := topicOf("team", "legacy", "kafka", "1", "1024")
+	open := bounded.DeepCopy()
+	delete(open.Spec.Parameters, "config.retention.bytes")
+	if _, err := bv.ValidateUpdate(ctx, bounded, open); err == nil || !strings.Contains(err.Error(), "spec.parameters[config.retention.bytes]: Required value") {
+		t.Errorf("removing retention.bytes under a disk budget: want it refused, got %v", err)
+	}
+}

@@ -29,6 +29,12 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 	}
 	fp := budget.Footprint(e.Config, b.Spec.Parameters)
 	if errs := budget.Unbounded(nil, e.Config, fp); len(errs) > 0 {
+		if own != nil && own.Spec.Budgeted == nil {
+			// Claimed before the budget existed, unbounded then as now: it
+			// keeps working as it is (a budget never takes anything away),
+			// uncounted, and any growth is checked once it is bounded.
+			return true
+		}
 		f.budgetExceeded = errs[0].Detail
 		return false
 	}
@@ -99,6 +105,9 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	probe.Spec.Parameters = params
 	if !r.withinBudget(ctx, &probe, e, f, list.Items, cl) {
 		return false
+	}
+	if f.budgeted == nil {
+		return true // grandfathered unbounded (withinBudget): nothing to record
 	}
 	if err := r.Claims.RecordBudgeted(ctx, cl, asked); err != nil {
 		f.claimErr = err
