@@ -105,14 +105,7 @@ func (b *Backend) execAlterSCRAMs(ctx context.Context, calls []*call[scramOp, st
 	}
 	for _, c := range calls {
 		r, ok := res[c.topic]
-		switch {
-		case !ok:
-			c.err = errors.New("the broker's answer does not mention the user")
-		case r.Err != nil && r.ErrMessage != "":
-			c.err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
-		default:
-			c.err = r.Err
-		}
+		c.err = userResult(ok, r.Err, r.ErrMessage)
 	}
 }
 
@@ -263,6 +256,19 @@ func answerByCount(calls []*call[[]acl, struct{}], counts []int, results int, er
 func withMessage(err error, msg *string) error {
 	if err != nil && msg != nil && *msg != "" {
 		return fmt.Errorf("%w: %s", err, *msg)
+	}
+	return err
+}
+
+// userResult is the error a per-user batch answer gives one user: none
+// when the broker did not mention it, the error with the broker's message
+// when it has one.
+func userResult(mentioned bool, err error, msg string) error {
+	switch {
+	case !mentioned:
+		return errors.New("the broker's answer does not mention the user")
+	case err != nil && msg != "":
+		return fmt.Errorf("%w: %s", err, msg)
 	}
 	return err
 }

@@ -162,13 +162,6 @@ func (b *Backend) execAlterQuotas(ctx context.Context, calls []*call[[]quotaOp, 
 	}
 	for _, c := range calls {
 		r, ok := answers[c.topic]
-		switch {
-		case !ok:
-			c.err = errors.New("the broker's answer does not mention the user")
-		case r.Err != nil && r.ErrMessage != "":
-			c.err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
-		default:
-			c.err = r.Err
-		}
+		c.err = userResult(ok, r.Err, r.ErrMessage)
 	}
 }

@@ -42,30 +42,24 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 	at := b.observed.now()
 	states := make(map[string]topicState, len(topics))
 	var existing []string
-	for start := 0; start < len(topics); start += max {
-		chunk := topics[start:min(start+max, len(topics))]
-		calls := make([]*call[struct{}, topicState], len(chunk))
-		for i, t := range chunk {
-			calls[i] = &call[struct{}, topicState]{topic: t}
-		}
-		if err := sweepRequest(ctx, b, b.execMetadata, calls); err != nil {
-			return nil, err
-		}
-		for _, c := range calls {
-			switch {
-			case c.err != nil:
-				for _, i := range idx[c.topic] {
-					out[i].Err = c.err
-				}
-			case !c.out.exists:
-				b.observed.put(c.topic, c.out, at)
-				for _, i := range idx[c.topic] {
-					out[i].Changes = []string{fmt.Sprintf("topic %s does not exist", c.topic)}
-				}
-			default:
-				states[c.topic] = c.out
-				existing = append(existing, c.topic)
+	metas, err := b.metadataOf(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range metas {
+		switch {
+		case c.err != nil:
+			for _, i := range idx[c.topic] {
+				out[i].Err = c.err
 			}
+		case !c.out.exists:
+			b.observed.put(c.topic, c.out, at)
+			for _, i := range idx[c.topic] {
+				out[i].Changes = []string{fmt.Sprintf("topic %s does not exist", c.topic)}
+			}
+		default:
+			states[c.topic] = c.out
+			existing = append(existing, c.topic)
 		}
 	}
 	for start := 0; start < len(existing); start += max {

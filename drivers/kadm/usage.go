@@ -79,6 +79,23 @@ func distinctNames(rs []drivers.Resource) []string {
 // about with an error is left out, as a missing one is.
 func (b *Backend) partitionCounts(ctx context.Context, topics []string) (map[string]int32, error) {
 	out := make(map[string]int32, len(topics))
+	calls, err := b.metadataOf(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range calls {
+		if c.err == nil && c.out.exists {
+			out[c.topic] = c.out.partitions
+		}
+	}
+	return out, nil
+}
+
+// metadataOf reads the metadata of topics, one Metadata request per
+// maxBatch of them, as the sweep and the usage measurement do: a call per
+// topic, with its answer or the broker's error about it.
+func (b *Backend) metadataOf(ctx context.Context, topics []string) ([]*call[struct{}, topicState], error) {
+	all := make([]*call[struct{}, topicState], 0, len(topics))
 	max := b.metadata.max
 	for start := 0; start < len(topics); start += max {
 		chunk := topics[start:min(start+max, len(topics))]
@@ -89,13 +106,9 @@ func (b *Backend) partitionCounts(ctx context.Context, topics []string) (map[str
 		if err := sweepRequest(ctx, b, b.execMetadata, calls); err != nil {
 			return nil, err
 		}
-		for _, c := range calls {
-			if c.err == nil && c.out.exists {
-				out[c.topic] = c.out.partitions
-			}
-		}
+		all = append(all, calls...)
 	}
-	return out, nil
+	return all, nil
 }
 
 // replicaSizes reads the size of every partition of the topics in parts

@@ -35,17 +35,24 @@ const testConfig = `backends:
   config: {implementation: r2, endpoint: 'https://acct.r2.cloudflarestorage.com', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
 `
 
-func validators(t testing.TB, objs ...*v1.Buckety) *Validators {
+// webhookConfig loads text as the webhook does: without credentials (AK
+// and SK are unset).
+func webhookConfig(t testing.TB, text string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(testConfig), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The webhook loads the config without credentials: AK/SK are unset.
 	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), WithoutCredentials: true, Lookup: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func validators(t testing.TB, objs ...*v1.Buckety) *Validators {
+	t.Helper()
+	cfg := webhookConfig(t, testConfig)
 	known := map[string]*v1.Buckety{}
 	for _, b := range objs {
 		known[b.Namespace+"/"+b.Name] = b

@@ -2,8 +2,6 @@ package admission
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,9 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/Yolean/buckety-controller/drivers/all"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/config"
 )
 
 const budgetConfig = `backends:
@@ -37,14 +33,7 @@ const budgetConfig = `backends:
 // webhook does.
 func budgetValidators(t *testing.T, existing ...*v1.Buckety) *Validators {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(budgetConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), WithoutCredentials: true, Lookup: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := webhookConfig(t, budgetConfig)
 	transform := StripBucketyCounting(cfg)
 	var objs []client.Object
 	for _, b := range existing {

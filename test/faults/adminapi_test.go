@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -412,19 +413,8 @@ func (a *attack) openBucket(impl, endpoint, region, mk, ms, bucket string, send 
 			allowed = append(allowed, fmt.Sprintf("%s: HTTP %d", c.what, c.status))
 		}
 	}
-	resp, err := http.Get(endpoint + "/" + bucket + "/open-me")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		allowed = append(allowed, fmt.Sprintf("an anonymous GET of her object answered %d", resp.StatusCode))
-	}
-	v := fmt.Sprintf("%d of %d refused, anonymous read %d", refused, len(calls), resp.StatusCode)
-	if len(allowed) > 0 {
-		v += " (allowed: " + strings.Join(allowed, ", ") + ")"
-	}
-	a.tb.add(t, a.run, "limits on "+impl+": mallory's attempts to lift her bucket's quota or open it to anonymous readers refused", v, len(allowed) == 0)
+	v, ok := anonymousVerdict(t, endpoint+"/"+bucket+"/open-me", refused, len(calls), allowed)
+	a.tb.add(t, a.run, "limits on "+impl+": mallory's attempts to lift her bucket's quota or open it to anonymous readers refused", v, ok)
 }
 
 // publicACLs: on SeaweedFS mallory's writer key may send ACL headers
@@ -476,7 +466,16 @@ func (a *attack) publicACLs(endpoint, region, mk, ms, bucket string) {
 			refused++
 		}
 	}
-	resp, err := http.Get(endpoint + "/" + bucket + "/acl-private")
+	v, ok := anonymousVerdict(t, endpoint+"/"+bucket+"/acl-private", refused, len(tries), allowed)
+	a.tb.add(t, a.run, "public ACLs on seaweedfs: mallory's attempts to publish her bucket refused (her private-ACL upload works)", v, ok)
+}
+
+// anonymousVerdict is the verdict of an attempt to publish a bucket:
+// refused of tries were refused, and an anonymous GET of url (her object)
+// must answer 403; allowed lists what was not refused.
+func anonymousVerdict(t *testing.T, url string, refused, tries int, allowed []string) (string, bool) {
+	t.Helper()
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,9 +483,9 @@ func (a *attack) publicACLs(endpoint, region, mk, ms, bucket string) {
 	if resp.StatusCode != http.StatusForbidden {
 		allowed = append(allowed, fmt.Sprintf("an anonymous GET of her object answered %d", resp.StatusCode))
 	}
-	v := fmt.Sprintf("%d of %d refused, anonymous read %d", refused, len(tries), resp.StatusCode)
+	v := fmt.Sprintf("%d of %d refused, anonymous read %d", refused, tries, resp.StatusCode)
 	if len(allowed) > 0 {
 		v += " (allowed: " + strings.Join(allowed, ", ") + ")"
 	}
-	a.tb.add(t, a.run, "public ACLs on seaweedfs: mallory's attempts to publish her bucket refused (her private-ACL upload works)", v, len(allowed) == 0)
+	return v, len(allowed) == 0
 }
