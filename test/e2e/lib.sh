@@ -718,6 +718,29 @@ client() {
   expect_contains "client $name with Secret $secret" "clients: OK" "$out"
 }
 
+# together NAME CMD...: runs CMD (a client or client_pod call) in the
+# background, its output kept under NAME; settle waits for every one,
+# prints their output in the order they started, and fails naming those
+# that failed. A scenario's clients use objects of their own (random keys,
+# Pods of their own names), so they run side by side: the client matrices
+# are the longest scenarios, and mostly wait.
+TOGETHER=()
+together() {
+  local name=$1; shift
+  [ -n "${TOGETHER_DIR:-}" ] || TOGETHER_DIR=$(mktemp -d)
+  ( "$@" ) > "$TOGETHER_DIR/$name" 2>&1 &
+  TOGETHER+=("$!:$name")
+}
+settle() {
+  local e failed=()
+  for e in "${TOGETHER[@]}"; do
+    wait "${e%%:*}" || failed+=("${e#*:}")
+    cat "$TOGETHER_DIR/${e#*:}"
+  done
+  TOGETHER=()
+  [ ${#failed[@]} -eq 0 ] || fail "clients failed (their output above): ${failed[*]}"
+}
+
 # clients_dir: the e2e's client programs (test/e2e/clients).
 clients_dir() { echo "$LIB_ROOT/test/e2e/clients"; }
 
