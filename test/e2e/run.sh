@@ -148,9 +148,9 @@ exclusive() { grep -q '^# e2e: exclusive' "$1/assert.sh"; }
 
 # E2E_PARALLEL scenarios of an implementation run side by side, each in its
 # namespace; then the exclusive ones, one at a time. The scenarios mostly
-# wait (on the controller, on rotation graces), so six at a time cost the
+# wait (on the controller, on rotation graces), so five at a time cost the
 # machine little more than three did, and end the suite sooner.
-E2E_PARALLEL=${E2E_PARALLEL:-6}
+E2E_PARALLEL=${E2E_PARALLEL:-5}
 RESULT_DIR=$(mktemp -d)
 trap 'rm -rf "$RESULT_DIR"' EXIT
 
