@@ -124,11 +124,7 @@ func (b *Backend) execDescribeQuotas(ctx context.Context, calls []*call[struct{}
 	}
 	got, err := b.adm.DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{filter})
 	if err != nil {
-		if noQuotaAPI(err) {
-			fail(calls, err)
-			return
-		}
-		failRequest(b, calls, err)
+		failQuotaRequest(b, calls, err)
 		return
 	}
 	all := byUser(got)
@@ -147,11 +143,7 @@ func (b *Backend) execAlterQuotas(ctx context.Context, calls []*call[[]quotaOp, 
 	}
 	res, err := b.adm.AlterClientQuotas(ctx, entries)
 	if err != nil {
-		if noQuotaAPI(err) {
-			fail(calls, err)
-			return
-		}
-		failRequest(b, calls, err)
+		failQuotaRequest(b, calls, err)
 		return
 	}
 	answers := map[string]kadm.AlteredClientQuota{}
@@ -164,4 +156,15 @@ func (b *Backend) execAlterQuotas(ctx context.Context, calls []*call[[]quotaOp, 
 		r, ok := answers[c.topic]
 		c.err = userResult(ok, r.Err, r.ErrMessage)
 	}
+}
+
+// failQuotaRequest fails a batch of quota calls: as the cluster's answer
+// when it has no quota API (no retry helps), as a failed request
+// otherwise.
+func failQuotaRequest[In, Out any](b *Backend, calls []*call[In, Out], err error) {
+	if noQuotaAPI(err) {
+		fail(calls, err)
+		return
+	}
+	failRequest(b, calls, err)
 }
