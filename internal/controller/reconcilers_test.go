@@ -36,6 +36,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // env is one fake cluster with one backend, "svc", on the in-memory service.
@@ -85,6 +86,7 @@ func newEnvDriver(t *testing.T, configExtra string, wrap func(client.WithWatch) 
 	}
 	var c client.Client = b.Build()
 	var apiReader client.Reader = c
+	held := &status.Held{}
 	if wrap != nil {
 		c, apiReader = wrap(c.(client.WithWatch))
 	}
@@ -107,8 +109,8 @@ func newEnvDriver(t *testing.T, configExtra string, wrap func(client.WithWatch) 
 	bo := &retry.Backoff{}
 	rec := events.NewFakeRecorder(1000)
 	return &env{t: t, c: c, svc: svc, backoff: bo, rec: rec,
-		br: &buckety.Reconciler{Client: c, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo, Recorder: rec, Waiters: &retry.Waiters{}},
-		ar: &access.Reconciler{Client: c, APIReader: apiReader, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo},
+		br: &buckety.Reconciler{Client: c, APIReader: apiReader, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo, Recorder: rec, Waiters: &retry.Waiters{}, Held: held},
+		ar: &access.Reconciler{Client: c, APIReader: apiReader, Backends: set, Claims: store, Recheck: time.Hour, Backoff: bo, Held: held},
 	}
 }
 
@@ -488,13 +490,20 @@ func TestImplicitAccessAndItsSecret(t *testing.T) {
 	b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders-creds"}
 	e.create(b)
 	e.reconcile("a", "orders")
-	e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonAccessesNotReady)
-	// The access is created once the Provisioned status it waits on is
-	// recorded: by the next pass, which that status write triggers.
-	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "orders"}, &v1.BucketyAccess{}); !apierrors.IsNotFound(err) {
-		t.Errorf("want no implicit access before the Buckety's Provisioned status is recorded, got %v", err)
+	// The pass that provisioned the resource creates the access and holds
+	// its status (status.Held) while only the access is pending: the
+	// access reads it as recorded, and the Buckety's status is written
+	// once, Ready, when the access is.
+	if got := e.buckety("a", "orders"); len(got.Status.Conditions) != 0 {
+		t.Errorf("want the status held, not written, while only the access is pending, got %v", got.Status.Conditions)
 	}
-	e.reconcile("a", "orders")
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "orders"}, &v1.BucketyAccess{}); err != nil {
+		t.Errorf("want the implicit access created by the provisioning pass, got %v", err)
+	}
+	e.reconcile("a", "orders") // woken by the access's creation: still held
+	if got := e.buckety("a", "orders"); len(got.Status.Conditions) != 0 {
+		t.Errorf("want the status still held, got %v", got.Status.Conditions)
+	}
 	e.reconcileAccess("a", "orders")
 	s := &corev1.Secret{}
 	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "orders-creds"}, s); err != nil {
@@ -669,6 +678,8 @@ func TestAdoptionReportsDriftBeforeApplying(t *testing.T) {
 			if err := e.c.Patch(context.Background(), b, client.MergeFrom(before)); err != nil {
 				t.Fatal(err)
 			}
+			e.reconcile("a", "legacy")
+			e.reconcileAccess("a", "legacy") // the access the settled adoption created
 			e.reconcile("a", "legacy")
 			b = e.buckety("a", "legacy")
 			if p := cond(b.Status.Conditions, v1.ConditionProvisioned); p.Status != metav1.ConditionTrue {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // writeSim plays the manager for one object graph on the fake client: every
@@ -237,10 +239,12 @@ func formatCounts(m map[string]int) string {
 
 // TestWritesPerBuckety counts the API writes one Buckety with defaultAccess
 // costs from apply to Ready with its Secret, per verb and resource, so a
-// change that adds a write shows here. Of these, the claim's create and
-// its phase update are what crash safety costs (the claims package doc): the
-// claim is born Creating once the adoption check found nothing, before the
-// backend create, and is updated to Created after it.
+// change that adds a write shows here. Six, the design's minimum: the
+// finalizer; the claim, born Created after the adoption check and before
+// the backend create (what crash safety costs, the claims package doc); the
+// access, its Secret and its status; and the Buckety's status once, Ready
+// (the provisioning pass holds it for the access, status.Held). A new
+// resource is told by the status, not by an event.
 func TestWritesPerBuckety(t *testing.T) {
 	s := &writeSim{queued: map[simItem]bool{}}
 	s.reset()
@@ -259,13 +263,11 @@ func TestWritesPerBuckety(t *testing.T) {
 	}
 	want := map[string]int{
 		"patch bucketies":              1, // the finalizer, before anything is claimed
-		"create bucketyclaims":         1, // born Creating, after the adoption check and before the create
-		"update bucketyclaims":         1, // Created (after the create)
-		"patch bucketies/status":       2, // Provisioned (the access waits on it), then Ready
+		"create bucketyclaims":         1, // born Created, after the adoption check and before the create
+		"patch bucketies/status":       1, // Ready: the provisioning pass held its status for the access
 		"create bucketyaccesses":       1, // the implicit access, born with its finalizer
 		"create secrets":               1,
 		"patch bucketyaccesses/status": 1, // Ready
-		"create events":                1, // Provisioned (it names the implicit access and its Secret)
 	}
 	if !maps.Equal(s.writes, want) {
 		t.Errorf("writes from apply to Ready: want %s, got %s (events %v, %d passes)", formatCounts(want), formatCounts(s.writes), s.events, passes)
@@ -344,5 +346,60 @@ func TestSecretConflictRetryReadsFirst(t *testing.T) {
 	sec := &corev1.Secret{}
 	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "taken"}, sec); err != nil || string(sec.Data["mine"]) != "keep" || len(sec.Data) != 1 {
 		t.Errorf("want the foreign Secret untouched, got %v (%v)", sec.Data, err)
+	}
+}
+
+// TestHeldStatusIsBounded: a provisioning pass holds its status only while
+// its access may still turn Ready soon. An access that does not reconcile
+// within Held.For (a stuck backend, a long queue) leaves the Buckety's
+// status written after it, saying what is pending; and a controller that
+// restarts while a status is held (the memory lost) writes it, while the
+// access waits for the recorded status as before.
+func TestHeldStatusIsBounded(t *testing.T) {
+	e := newEnv(t, "")
+	b := newBuckety("a", "orders", "orders")
+	b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders-creds"}
+	e.create(b)
+	e.br.Held.For = 200 * time.Millisecond
+	res := e.reconcile("a", "orders")
+	if got := e.buckety("a", "orders"); len(got.Status.Conditions) != 0 {
+		t.Fatalf("want the status held, got %v", got.Status.Conditions)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
+		t.Errorf("want the held pass back when the hold ends (about 200ms), got requeue after %s", res.RequeueAfter)
+	}
+	time.Sleep(250 * time.Millisecond)
+	e.reconcile("a", "orders") // the access never reconciled
+	got := e.buckety("a", "orders")
+	e.wantReady(got, metav1.ConditionFalse, v1.ReasonAccessesNotReady)
+	if p := cond(got.Status.Conditions, v1.ConditionProvisioned); p.Status != metav1.ConditionTrue {
+		t.Errorf("want Provisioned=True written once the hold ended, got %s", p.Status)
+	}
+
+	// A restart: nothing held, the second Buckety's status is not recorded.
+	b2 := newBuckety("a", "events", "events")
+	b2.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "events-creds"}
+	e.create(b2)
+	e.reconcile("a", "events")
+	fresh := &status.Held{}
+	e.br.Held, e.ar.Held = fresh, fresh
+	e.reconcileAccess("a", "events")
+	a := &v1.BucketyAccess{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "events"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if r := cond(a.Status.Conditions, v1.ConditionReady); r.Status == metav1.ConditionTrue {
+		t.Errorf("after a restart the access must wait for the recorded status, got Ready=True")
+	}
+	e.reconcile("a", "events") // the restarted controller's first pass holds again
+	e.reconcileAccess("a", "events")
+	e.reconcile("a", "events")
+	e.wantReady(e.buckety("a", "events"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if fresh.Len() != 1 {
+		t.Errorf("want the held status kept until the cache shows it recorded, got %d held", fresh.Len())
+	}
+	e.reconcile("a", "events")
+	if fresh.Len() != 0 {
+		t.Errorf("want nothing held once the status is recorded, got %d", fresh.Len())
 	}
 }

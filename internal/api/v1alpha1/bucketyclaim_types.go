@@ -5,10 +5,12 @@ import (
 )
 
 // ClaimPhase is how far a BucketyClaim's owner has come with the backend
-// resource: Claimed -> Creating -> Created, or Claimed -> Adopting ->
-// Adopted. Creating moves to Adopting only in the pass that recorded it,
-// when the create found the resource made by someone else meanwhile
-// (nothing was written to it).
+// resource: Created (recorded before the create), or Adopting -> Adopted;
+// Claimed first for a claim taken over from a deleted owner. Created moves
+// to Adopting only in the pass that recorded it, when the create found the
+// resource made by someone else meanwhile (nothing was written to it).
+// Creating is what older controllers recorded before the create (and
+// Created after it); it is treated as Created.
 // +kubebuilder:validation:Enum=Claimed;Creating;Created;Adopting;Adopted
 type ClaimPhase string
 
@@ -16,12 +18,14 @@ const (
 	// ClaimClaimed: the name is reserved for the owner; nothing was written
 	// to the backend on its behalf yet, so the claim can be given up freely.
 	ClaimClaimed ClaimPhase = "Claimed"
-	// ClaimCreating: the controller recorded its intent to create the
-	// resource and may have created it. It is treated as Created: a crash
-	// between the create and the next write must not turn a resource buckety
-	// created into one it merely adopted.
+	// ClaimCreating: an older controller recorded its intent to create the
+	// resource and may have created it. It is treated as Created (and
+	// advanced to it): a crash between the create and the next write must
+	// not turn a resource buckety created into one it merely adopted.
 	ClaimCreating ClaimPhase = "Creating"
-	// ClaimCreated: the driver reported that it created the resource.
+	// ClaimCreated: buckety creates the resource: recorded after the
+	// adoption check found it missing and before the create, so a crash in
+	// between cannot turn it into a resource buckety merely adopted.
 	ClaimCreated ClaimPhase = "Created"
 	// ClaimAdopting: the resource existed before the owner claimed it; the
 	// adoption is not settled yet: nothing is written to the resource while

@@ -30,6 +30,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -162,13 +163,16 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	store := &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	drifted := make(chan event.GenericEvent, driftedBuffer)
 	usageChanged := make(chan event.GenericEvent, driftedBuffer)
-	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o)}
+	// A provisioning pass holds its status for its accesses to read, and
+	// wakes them, instead of writing it twice (status.Held).
+	held, accessWake := &status.Held{}, make(chan event.GenericEvent, driftedBuffer)
+	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o), Held: held, AccessWake: accessWake}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err
 	}
 	credDrifted := make(chan event.GenericEvent, driftedBuffer)
-	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), CredentialDrift: credDrifted})
+	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), CredentialDrift: credDrifted, Held: held, Woken: accessWake})
 	if err != nil {
 		return err
 	}

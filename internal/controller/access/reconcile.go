@@ -53,6 +53,9 @@ type Reconciler struct {
 	// Written skips reconciles that start from a cache older than this
 	// controller's own last write to the object; nil skips none.
 	Written *status.Written
+	// Held, when set, supplies the status the Buckety reconciler computed
+	// but has not written yet (status.Held), read as if recorded.
+	Held *status.Held
 
 	verified verifiedSecrets
 	// secrets holds the secret of each scoped access's Secret
@@ -241,6 +244,7 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	if err != nil {
 		return nil, nil, false, err
 	}
+	r.Held.Overlay(b)
 	if !b.DeletionTimestamp.IsZero() {
 		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", b.Name)
 		return nil, nil, false, nil

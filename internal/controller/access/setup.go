@@ -38,6 +38,11 @@ type Options struct {
 	// CredentialDrift carries the accesses the credential sweep found
 	// drifted (CredentialSweep); nil: none.
 	CredentialDrift <-chan event.GenericEvent
+	// Held is shared with the Buckety controller (Reconciler.Held).
+	Held *status.Held
+	// Woken carries the accesses whose Buckety holds a status they should
+	// read (the Buckety controller's AccessWake); nil: none.
+	Woken <-chan event.GenericEvent
 }
 
 // SetupWithManager builds the BucketyAccess reconciler and registers its
@@ -50,6 +55,8 @@ type Options struct {
 //     and its grant follows the Buckety's parameters;
 //   - the credential sweep finding its principal drifted
 //     (Options.CredentialDrift);
+//   - its Buckety holding a provisioned status back for it (Options.Woken,
+//     status.Held);
 //   - its own requeue: the re-check, a retry, a Secret conflict, a
 //     credential to retire or rotate.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
@@ -62,12 +69,16 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Recheck:   o.Recheck,
 		Backoff:   &retry.Backoff{},
 		Written:   &status.Written{},
+		Held:      o.Held,
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.BucketyAccess{})
 	if o.CredentialDrift != nil {
 		b = b.WatchesRawSource(source.Channel(o.CredentialDrift, &handler.EnqueueRequestForObject{}))
+	}
+	if o.Woken != nil {
+		b = b.WatchesRawSource(source.Channel(o.Woken, &handler.EnqueueRequestForObject{}))
 	}
 	err := b.
 		// Metadata only: Secrets a tenant labels as buckety's are in the

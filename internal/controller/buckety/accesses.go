@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // reconcileAccesses materialises or removes the implicit access, then
@@ -107,12 +108,13 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 		}
 		return nil
 	}
-	if !provisionedRecorded(b) {
+	if r.Held == nil && !status.ProvisionedRecorded(b) {
 		// The access waits for its Buckety's recorded Provisioned status;
 		// created before that is written (by this pass), its first
 		// reconcile would only write a waiting status that is overwritten
 		// a moment later. The status patch of this pass triggers the next,
-		// which creates it.
+		// which creates it. With Held, this pass already put the
+		// provisioned status where the access reads it (hold.go).
 		return nil
 	}
 	a := &v1.BucketyAccess{
@@ -126,9 +128,15 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 	err := r.Client.Create(ctx, a)
 	if apierrors.IsAlreadyExists(err) {
 		// Ours, created by an earlier pass the cache has not seen yet?
+		var reader ctrl.Reader = r.Client
+		if r.APIReader != nil {
+			reader = r.APIReader
+		}
 		cur := &v1.BucketyAccess{}
-		if gerr := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(a), cur); gerr == nil && IsImplicit(cur, b) {
+		if gerr := reader.Get(ctx, ctrl.ObjectKeyFromObject(a), cur); gerr == nil && IsImplicit(cur, b) {
 			return nil
+		} else if gerr != nil && !apierrors.IsNotFound(gerr) {
+			return gerr
 		}
 		f.implicitErr = fmt.Sprintf("spec.defaultAccess: a BucketyAccess named %s already exists in %s and is not this Buckety's implicit access", b.Name, b.Namespace)
 		return nil
@@ -143,12 +151,4 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 		r.event(b, corev1.EventTypeNormal, v1.EventImplicitAccessCreated, v1.EventActionReconcile, fmt.Sprintf("created implicit BucketyAccess %s writing Secret %s", a.Name, da.CredentialsSecretName))
 	}
 	return nil
-}
-
-// provisionedRecorded reports whether b's status, as read at the start of
-// this reconcile, already records the backend resource as provisioned for
-// its current generation: what an access waits for (access.Reconciler).
-func provisionedRecorded(b *v1.Buckety) bool {
-	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation && b.Status.BackendResourceName != ""
 }

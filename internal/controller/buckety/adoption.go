@@ -38,9 +38,12 @@ func adoptionKeys(b *v1.Buckety, e *backends.Entry) bool {
 // recorded no verdict for (cl nil: no claim yet; or cl Claimed), and
 // records the verdict in the claim before anything is written to the
 // resource: a new claim is born in that phase (one write), a Claimed one
-// is advanced. A missing resource is recorded Creating, an existing one
-// Adopting (settleAdoption decides the rest). It returns the claim,
-// whether this call recorded Creating, what the check found, and false
+// is advanced. A missing resource is recorded Created before Ensure
+// creates it (the claim's final phase, so the create costs no second claim
+// write; a resource someone else creates between the check and the create
+// turns it Adopting, see provision), an existing one Adopting
+// (settleAdoption decides the rest). It returns the claim, whether this
+// call recorded Created, what the check found, and false
 // when provisioning stops here (refused, conflict, or an error, all in f).
 func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim) (*v1.BucketyClaim, bool, *drivers.Inspection, bool) {
 	in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
@@ -84,7 +87,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		r.refuse(ctx, b, e, f, in, "")
 		return nil, false, nil, false
 	}
-	phase := v1.ClaimCreating
+	phase := v1.ClaimCreated
 	if in.Exists {
 		phase = v1.ClaimAdopting
 	}
@@ -100,7 +103,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			return nil, false, nil, false
 		case created:
 			testhook.Pause(ctx, testhook.AfterInspect)
-			return got, phase == v1.ClaimCreating, &in, true
+			return got, phase == v1.ClaimCreated, &in, true
 		case got.Spec.Phase != v1.ClaimClaimed:
 			// Recorded by an earlier pass the cache had not shown: that
 			// verdict stands.
@@ -116,7 +119,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		return nil, false, nil, false
 	}
 	testhook.Pause(ctx, testhook.AfterInspect)
-	return cl, phase == v1.ClaimCreating, &in, true
+	return cl, phase == v1.ClaimCreated, &in, true
 }
 
 // refuse reports a resource that holds content and is not taken over. The

@@ -1,6 +1,8 @@
 package buckety
 
 import (
+	"time"
+
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
@@ -67,6 +69,13 @@ type facts struct {
 	shortfalls []drivers.Shortfall
 	// provisioned: Ensure succeeded (drift aside) in this reconcile.
 	provisioned bool
+	// recorded: the status as read from the cache records the resource
+	// provisioned for this generation (status.ProvisionedRecorded).
+	recorded bool
+	// held: the status this pass started from is the one an earlier pass
+	// held (status.Held), since heldSince.
+	held      bool
+	heldSince time.Time
 	// implicitErr: the implicit access could not be materialised.
 	implicitErr string
 	// accessesChecked: the access phase ran.

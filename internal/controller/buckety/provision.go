@@ -22,19 +22,20 @@ import (
 //
 //   - No claim yet, or Claimed (a claim taken over from a deleted owner, or
 //     left by an older controller): the adoption check runs, and its
-//     verdict is recorded (inspectAndRecord): a missing resource Creating
-//     (the intent) before Ensure may create it; an existing one Adopting,
-//     unless it holds content and the keys to adopt it are missing
-//     (refused, and a Claimed claim released).
+//     verdict is recorded (inspectAndRecord): a missing resource Created
+//     (the intent, in its final phase) before Ensure may create it; an
+//     existing one Adopting, unless it holds content and the keys to adopt
+//     it are missing (refused, and a Claimed claim released).
 //   - Adopting: see settleAdoption; nothing is written to the resource
 //     until the adoption settles as Adopted.
-//   - Creating, in the pass that recorded it: Ensure creates the resource
+//   - Created, in the pass that recorded it: Ensure creates the resource
 //     and writes nothing to one that appeared since the check
-//     (CreateOnly): a created one makes the claim Created; one someone
-//     else created meanwhile makes it Adopting, to be settled like any
-//     existing resource.
-//   - Creating, found by a later pass (a crash or a lost write came
-//     between): the resource is buckety's, Created.
+//     (CreateOnly): one someone else created meanwhile makes the claim
+//     Adopting, to be settled like any existing resource.
+//   - Created, found by a later pass (a crash or a lost write may have
+//     come between the claim and the create): the resource is buckety's.
+//     So is a claim left Creating by an older controller, which is
+//     advanced to Created.
 //
 // Every call is made with the location parameters the claim recorded
 // (claims.Effective), and a spec whose location parameters differ from
@@ -97,13 +98,16 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		testhook.Pause(ctx, testhook.AfterCreate)
 	}
 	first := b.Status.Provenance == "" || b.Status.BackendResourceName != cl.Spec.ResourceName
-	if cl.Spec.Phase == v1.ClaimCreating {
-		phase := v1.ClaimCreated
-		if justRecorded && !res.Created {
-			// Someone else created it between the check and the create:
-			// nothing was written to it; adopt it as any existing one.
-			phase = v1.ClaimAdopting
-		}
+	phase := cl.Spec.Phase
+	switch {
+	case justRecorded && !res.Created:
+		// Someone else created it between the check and the create:
+		// nothing was written to it; adopt it as any existing one.
+		phase = v1.ClaimAdopting
+	case phase == v1.ClaimCreating:
+		phase = v1.ClaimCreated
+	}
+	if phase != cl.Spec.Phase {
 		if err := r.Claims.Advance(ctx, cl, phase); err != nil {
 			f.claimErr = err
 			return false, nil
@@ -117,18 +121,24 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	f.provisioned = true
 	f.shortfalls = res.Shortfalls
 	r.mirrorClaim(b, e, cl, res.Changes, first, f)
+	r.holdProvisioned(b, f)
 	return true, nil
 }
 
 // mirrorClaim copies the sticky fields of the claim into the status (a
-// hand-edited status is put back) and tells what this pass did: an event
-// when the resource was first provisioned, or when it was changed (a
-// parameter applied, or drift repaired).
+// hand-edited status is put back) and tells what this pass did with an
+// event where a person should see it: a resource adopted, a Buckety moved
+// to another resource, or a resource changed (a parameter applied, or drift
+// repaired). A resource created for a new Buckety, the expected outcome of
+// every apply, is told by the status alone (Provisioned, with its
+// lastTransitionTime): an event per create would be an API write per
+// Buckety that says nothing the condition does not.
 func (r *Reconciler) mirrorClaim(b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, changes []string, first bool, f *facts) {
 	provenance := v1.ProvenanceCreated
 	if cl.Spec.Phase == v1.ClaimAdopted {
 		provenance = v1.ProvenanceAdopted
 	}
+	moved := b.Status.BackendResourceName != "" && b.Status.BackendResourceName != cl.Spec.ResourceName
 	// The status mirrors the claim; a hand-edited status is put back.
 	b.Status.Backend = e.Name
 	b.Status.Driver = e.Driver.Name()
@@ -138,14 +148,17 @@ func (r *Reconciler) mirrorClaim(b *v1.Buckety, e *backends.Entry, cl *v1.Bucket
 	}
 	b.Status.BackendResourceName = cl.Spec.ResourceName
 	b.Status.Provenance = provenance
-	if first {
+	switch {
+	case first && (provenance == v1.ProvenanceAdopted || moved):
 		msg := fmt.Sprintf("%s %s on backend %s (driver %s %s)", strings.ToLower(string(provenance)), f.resourceName, e.Name, e.Driver.Name(), e.Driver.Version())
 		if da := b.Spec.DefaultAccess; da != nil {
 			// One event, not a second one when the access is created.
 			msg += fmt.Sprintf("; implicit BucketyAccess %s writes Secret %s", b.Name, da.CredentialsSecretName)
 		}
 		r.event(b, corev1.EventTypeNormal, v1.EventProvisioned, v1.EventActionProvision, msg)
-	} else if len(changes) > 0 {
+	case first:
+		// Created for a new Buckety: the status tells it.
+	case len(changes) > 0:
 		reason := v1.EventUpdated
 		if b.Generation == b.Status.ObservedGeneration {
 			reason = v1.EventDriftRepaired

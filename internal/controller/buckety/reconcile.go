@@ -67,6 +67,18 @@ type Reconciler struct {
 	Released chan<- event.GenericEvent
 	// Waiters remembers which Bucketies wait for which release.
 	Waiters *retry.Waiters
+	// Held, when set, holds the status of a pass that provisioned the
+	// resource while only its accesses are left, shared with the access
+	// reconciler, which reads it as recorded (hold.go); nil writes the
+	// status in every pass.
+	Held *status.Held
+	// AccessWake, when set, receives the accesses a held status concerns,
+	// which no status write wakes.
+	AccessWake chan<- event.GenericEvent
+	// APIReader reads around the cache where it may lag this controller's
+	// own writes (an implicit access created by the pass before); nil
+	// reads the cache.
+	APIReader ctrl.Reader
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
@@ -88,6 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Written.Forget(req.NamespacedName)
+			r.Held.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
@@ -97,7 +110,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, nil
 	}
 	orig := b.DeepCopy()
-	f := &facts{}
+	f := &facts{recorded: status.ProvisionedRecorded(orig)}
+	f.heldSince, f.held = r.Held.Overlay(b)
 	defer func() {
 		if f.releaseLimit != nil {
 			f.releaseLimit()
@@ -107,12 +121,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		defer r.Written.Record(b, orig.ResourceVersion)
 		derived := conditions(b, f)
 		r.announce(b, derived)
+		hold := r.holding(f, reterr)
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, status.Outcome{
-			Derived: derived, Failure: failure(f), Deleting: f.deleting,
+			Derived: derived, Failure: failure(f), Deleting: f.deleting, Hold: hold,
 		}, res, reterr)
+		if hold {
+			res = r.hold(ctx, b, f, res)
+		}
 	}()
 
 	if !b.DeletionTimestamp.IsZero() {
+		r.Held.Forget(req.NamespacedName)
 		return r.reconcileDelete(ctx, b, f)
 	}
 	if err := objects.AddFinalizer(ctx, r.Client, b); err != nil {

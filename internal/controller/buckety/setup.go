@@ -43,6 +43,11 @@ type Options struct {
 	// UsageChanged, when set, delivers the Bucketies whose QuotaWarning the
 	// usage refresher found changed (UsageRefresher.Changed).
 	UsageChanged <-chan event.GenericEvent
+	// Held is shared with the access controller (Reconciler.Held); nil
+	// holds no status.
+	Held *status.Held
+	// AccessWake is the Reconciler's field of that name.
+	AccessWake chan<- event.GenericEvent
 	// Controller are the controller's options: workers, rate limiter, queue.
 	Controller controller.Options
 }
@@ -77,6 +82,9 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Written:        &status.Written{},
 		Released:       released,
 		Waiters:        &retry.Waiters{},
+		Held:           o.Held,
+		AccessWake:     o.AccessWake,
+		APIReader:      mgr.GetAPIReader(),
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).

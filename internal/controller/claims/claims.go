@@ -29,6 +29,8 @@ type Store struct {
 	// APIReader reads around the cache where a stale read could hand one
 	// resource to two owners or delete what is not ours.
 	APIReader ctrl.Reader
+
+	recent recent
 }
 
 // Name is the name of the claim on one backend resource: a hash, since
@@ -122,7 +124,7 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 	// Mine already (under any of its names), as the cache shows?
 	for _, n := range k.names() {
 		cl = &v1.BucketyClaim{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Name: n}, cl); err == nil && k.mine(cl, b) {
+		if err := c.cachedGet(ctx, n, cl); err == nil && k.mine(cl, b) {
 			return cl, false, nil, nil
 		} else if err != nil && !apierrors.IsNotFound(err) {
 			return nil, false, nil, fmt.Errorf("read claim %s: %w", n, err)
@@ -132,7 +134,7 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 	// as much as one under the service's name does.
 	for _, n := range k.names()[1:] {
 		cached := &v1.BucketyClaim{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Name: n}, cached); apierrors.IsNotFound(err) {
+		if err := c.cachedGet(ctx, n, cached); apierrors.IsNotFound(err) {
 			continue
 		} else if err != nil {
 			return nil, false, nil, fmt.Errorf("read claim %s: %w", n, err)
@@ -151,6 +153,7 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 		}
 		err := c.Client.Create(ctx, cl)
 		if err == nil {
+			c.recent.put(cl)
 			return cl, true, nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -199,13 +202,15 @@ func (c *Store) held(ctx context.Context, b *v1.Buckety, k Key, name string) (*v
 // does, or another Buckety does: other is then true, as far as that read
 // shows).
 func (c *Store) Held(ctx context.Context, b *v1.Buckety, k Key, fresh bool) (cl *v1.BucketyClaim, other bool, err error) {
-	var r ctrl.Reader = c.Client
+	get := c.cachedGet
 	if fresh {
-		r = c.APIReader
+		get = func(ctx context.Context, name string, into *v1.BucketyClaim) error {
+			return c.APIReader.Get(ctx, types.NamespacedName{Name: name}, into)
+		}
 	}
 	for _, name := range k.names() {
 		cl = &v1.BucketyClaim{}
-		switch err := r.Get(ctx, types.NamespacedName{Name: name}, cl); {
+		switch err := get(ctx, name, cl); {
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
@@ -258,6 +263,7 @@ func (c *Store) RecordLocation(ctx context.Context, cl *v1.BucketyClaim, locatio
 		cl.Spec.Location = nil
 		return fmt.Errorf("record the location of claim %s: %w", cl.Name, err)
 	}
+	c.recent.put(cl)
 	return nil
 }
 
@@ -271,6 +277,7 @@ func (c *Store) RecordBudgeted(ctx context.Context, cl *v1.BucketyClaim, b v1.Bu
 		cl.Spec.Budgeted = prev
 		return fmt.Errorf("record the budget of claim %s: %w", cl.Name, err)
 	}
+	c.recent.put(cl)
 	return nil
 }
 
@@ -320,6 +327,7 @@ func (c *Store) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.Claim
 		cl.Spec.Phase = prev
 		return fmt.Errorf("record claim %s as %s: %w", cl.Name, phase, err)
 	}
+	c.recent.put(cl)
 	return nil
 }
 
@@ -339,11 +347,26 @@ func (c *Store) Owned(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, er
 	return out, nil
 }
 
-// OwnedCached lists b's claims from the cache (steady state).
+// OwnedCached lists b's claims from the cache (steady state), with the
+// claims this store wrote that the cache does not show yet.
 func (c *Store) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, error) {
 	var list v1.BucketyClaimList
 	if err := c.Client.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	for _, name := range c.recent.owned(uid) {
+		i := slices.IndexFunc(list.Items, func(cl v1.BucketyClaim) bool { return cl.Name == name })
+		var cached *v1.BucketyClaim
+		if i >= 0 {
+			cached = &list.Items[i]
+		}
+		switch mine := c.recent.newer(name, cached); {
+		case mine == nil:
+		case i >= 0:
+			list.Items[i] = *mine
+		default:
+			list.Items = append(list.Items, *mine)
+		}
 	}
 	return list.Items, nil
 }
@@ -358,7 +381,10 @@ func (c *Store) Release(ctx context.Context, cl *v1.BucketyClaim) error {
 	uid, rv := cl.UID, cl.ResourceVersion
 	err := c.Client.Delete(ctx, cl, ctrl.Preconditions{UID: &uid, ResourceVersion: &rv})
 	switch {
+	case err == nil:
+		c.recent.drop(cl.Name)
 	case apierrors.IsNotFound(err):
+		c.recent.drop(cl.Name)
 		return nil
 	case apierrors.IsConflict(err):
 		return fmt.Errorf("claim %s changed since it was read (not released): %w", cl.Name, err)
@@ -369,6 +395,9 @@ func (c *Store) Release(ctx context.Context, cl *v1.BucketyClaim) error {
 func (c *Store) delete(ctx context.Context, cl *v1.BucketyClaim) error {
 	uid := cl.UID
 	err := c.Client.Delete(ctx, cl, ctrl.Preconditions{UID: &uid})
+	if err == nil || apierrors.IsNotFound(err) {
+		c.recent.drop(cl.Name)
+	}
 	// Conflict on a UID precondition: this claim is already gone and another
 	// took its name; that one is not ours to delete.
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

@@ -303,3 +303,69 @@ func TestReleaseRefusesStaleRead(t *testing.T) {
 		t.Errorf("want the new owner's claim kept, got owner %s", got.Spec.Owner.UID)
 	}
 }
+
+// laggingCache is a client whose reads come from a cache that shows only
+// what was there when it was frozen, as an informer that has not delivered
+// the latest writes yet; writes go to the API server.
+type laggingCache struct {
+	client.Client
+	cache client.Reader
+}
+
+func (l laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return l.cache.Get(ctx, key, obj, opts...)
+}
+
+func (l laggingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return l.cache.List(ctx, list, opts...)
+}
+
+// TestClaimsReadTheirOwnWrites: the pass after the one that wrote a claim
+// reads claims from a cache whose claim watch may not have delivered that
+// write; the store answers with what it wrote, so that pass neither
+// inspects the backend nor tries the create again. Once the cache catches
+// up, or the claim is released, it answers from the cache alone.
+func TestClaimsReadTheirOwnWrites(t *testing.T) {
+	ctx := context.Background()
+	api := newClient(t)
+	s := &Store{Client: laggingCache{Client: api, cache: newClient(t)}, APIReader: api}
+	b := buckety("a", "orders")
+	k := Key{Backend: "kafka", Resource: "orders"}
+	cl, created, conflict, err := s.AcquireAs(ctx, b, k, v1.ClaimCreated, nil, nil)
+	if err != nil || conflict != nil || !created {
+		t.Fatalf("acquire: created %v, conflict %v, err %v", created, conflict, err)
+	}
+	owned, err := s.OwnedCached(ctx, b.UID)
+	if err != nil || len(owned) != 1 || owned[0].Name != cl.Name || owned[0].Spec.Phase != v1.ClaimCreated {
+		t.Fatalf("want the claim just written listed although the cache lags, got %v (%v)", owned, err)
+	}
+	if got, other, err := s.Held(ctx, b, k, false); err != nil || other || got == nil || got.UID != cl.UID {
+		t.Fatalf("want Held to find the claim just written, got %v, other %v, err %v", got, other, err)
+	}
+	again, created, _, err := s.AcquireAs(ctx, b, k, v1.ClaimCreated, nil, nil)
+	if err != nil || created || again.UID != cl.UID {
+		t.Fatalf("want the claim just written returned, not created again: created %v, err %v", created, err)
+	}
+	if err := s.Advance(ctx, cl, v1.ClaimAdopting); err != nil {
+		t.Fatal(err)
+	}
+	if owned, _ := s.OwnedCached(ctx, b.UID); len(owned) != 1 || owned[0].Spec.Phase != v1.ClaimAdopting {
+		t.Fatalf("want the update just written shown, got %v", owned)
+	}
+	// Another Buckety's view is unchanged: only the owner's claims merge.
+	if owned, _ := s.OwnedCached(ctx, buckety("a", "other").UID); len(owned) != 0 {
+		t.Fatalf("want no claim for another owner, got %v", owned)
+	}
+	// The cache catches up: it is believed again.
+	s.Client = laggingCache{Client: api, cache: api}
+	if owned, _ := s.OwnedCached(ctx, b.UID); len(owned) != 1 || owned[0].Spec.Phase != v1.ClaimAdopting {
+		t.Fatalf("want the claim from the caught-up cache, got %v", owned)
+	}
+	if err := s.Release(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	s.Client = laggingCache{Client: api, cache: newClient(t)}
+	if owned, _ := s.OwnedCached(ctx, b.UID); len(owned) != 0 {
+		t.Fatalf("want a released claim forgotten, got %v", owned)
+	}
+}

@@ -28,20 +28,26 @@
 //     taken.
 //   - Durable intent. The claim records, before the backend write that
 //     depends on it, the adoption check's verdict: the check (a read) runs
-//     first, and the claim is born in its phase, Creating (about to
-//     create) or Adopting (it exists); a resource refused for its content
-//     is never claimed. Later phases are advanced with an optimistic-lock
-//     update: Creating -> Created once created; Creating -> Adopting when
-//     the create found the resource made by someone else meanwhile (nothing
-//     is written to it: Ensure is CreateOnly). A claim taken over from a
-//     deleted owner starts Claimed (nothing written yet), and the check
-//     then advances it. Adopting -> Adopted once the adoption settles:
-//     nothing is written while the resource differs from the tenant's
-//     parameters, unless both the backend (adoption.allow) and the tenant
-//     (spec.adoption AdoptAndConverge) ask to converge, and a resource with
-//     content needs both keys on every pass. A crash or a lost status patch
-//     after the create leaves Creating, which later passes finish as
-//     Created, never as Adopted.
+//     first, and the claim is born in its phase, Created (about to create:
+//     the final phase, so a create costs one claim write) or Adopting (it
+//     exists); a resource refused for its content is never claimed. Later
+//     phases are advanced with an optimistic-lock update: Created ->
+//     Adopting only in the pass that recorded it, when the create found the
+//     resource made by someone else meanwhile (nothing is written to it:
+//     Ensure is CreateOnly). A claim taken over from a deleted owner starts
+//     Claimed (nothing written yet), and the check then advances it.
+//     Adopting -> Adopted once the adoption settles: nothing is written
+//     while the resource differs from the tenant's parameters, unless both
+//     the backend (adoption.allow) and the tenant (spec.adoption
+//     AdoptAndConverge) ask to converge, and a resource with content needs
+//     both keys on every pass. A crash between the claim and the create
+//     leaves Created, so later passes create the resource as buckety's,
+//     never as Adopted. Claims left Creating by an older controller (which
+//     recorded the intent first and Created after the create) are treated
+//     as Created and advanced to it.
+//   - Read your writes. The store remembers the claims it wrote until the
+//     cache shows them (recent.go), so the pass right after a claim's
+//     create, which its own writes wake, does not inspect and claim again.
 //   - Where the resource lives. The claim records the owner's location
 //     parameters (drivers.Locator: R2's jurisdiction) when it is made;
 //     every later backend call uses them (Effective), so an edit of the

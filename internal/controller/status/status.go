@@ -39,6 +39,9 @@ type Outcome struct {
 	// objects are not backed off (deletion paces itself).
 	Failure  retry.Failure
 	Deleting bool
+	// Hold computes the status but does not write it: the caller keeps it
+	// (Held) and writes it with a later pass.
+	Hold bool
 }
 
 // Finish is the deferred tail of every reconcile, the one place status is
@@ -59,7 +62,7 @@ func Finish[O ctrl.Object, S any](ctx context.Context, c ctrl.Client, backoff *r
 	if reterr == nil && !o.Deleting && backoff != nil {
 		res = backoff.Retry(types.UID(obj.GetUID()), o.Failure, res)
 	}
-	if !equality.Semantic.DeepEqual(f.Status(orig), status) {
+	if !o.Hold && !equality.Semantic.DeepEqual(f.Status(orig), status) {
 		if err := c.Status().Patch(ctx, obj, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
 		}

@@ -1,0 +1,74 @@
+package buckety
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
+)
+
+// A pass that provisions a Buckety's resource for a generation the cache
+// does not show recorded puts its status in Held before it creates or
+// wakes any access (holdProvisioned), so the accesses proceed at once; if
+// nothing but its accesses is left at its end, it holds the status write
+// back (holding, hold) and the pass the first access's status wakes writes
+// it, Ready, once. See status.Held.
+
+// holdProvisioned puts b's status, with the resource provisioned for its
+// generation, in Held for the accesses to read.
+func (r *Reconciler) holdProvisioned(b *v1.Buckety, f *facts) {
+	if r.Held == nil || f.recorded {
+		return
+	}
+	st := b.Status.DeepCopy()
+	status.Apply(&st.Conditions, b.Generation, []status.Cond{provisioned(b, f, readinessResult{provisioned: true})})
+	r.Held.Put(b, st)
+}
+
+// holding reports whether this pass's status write waits: the resource is
+// provisioned for a generation whose status is not recorded, nothing went
+// wrong, only accesses are pending, and the hold began less than
+// Held.For ago.
+func (r *Reconciler) holding(f *facts, reterr error) bool {
+	if r.Held == nil || reterr != nil || f.deleting || f.recorded || !f.provisioned || f.drift != nil ||
+		len(f.shortfalls) > 0 || f.implicitErr != "" || len(f.accessesPending) == 0 || f.Unavailable != nil || f.AccessDenied != nil || f.Other != nil || f.claimErr != nil {
+		return false
+	}
+	return !f.held || time.Since(f.heldSince) < r.Held.Limit()
+}
+
+// hold keeps the status this pass computed, wakes the accesses it concerns
+// when the hold begins (no status write wakes them), and comes back when
+// the hold ends, should no access wake the Buckety before.
+func (r *Reconciler) hold(ctx context.Context, b *v1.Buckety, f *facts, res reconcile.Result) reconcile.Result {
+	r.Held.Put(b, &b.Status)
+	since := f.heldSince
+	if !f.held {
+		since = time.Now()
+		r.wakeAccesses(ctx, b, f.accessesPending)
+	}
+	if left := r.Held.Limit() - time.Since(since) + 100*time.Millisecond; res.RequeueAfter == 0 || left < res.RequeueAfter {
+		res.RequeueAfter = left
+	}
+	return res
+}
+
+// wakeAccesses enqueues the named accesses of b's namespace with the
+// access controller.
+func (r *Reconciler) wakeAccesses(ctx context.Context, b *v1.Buckety, names []string) {
+	if r.AccessWake == nil {
+		return
+	}
+	for _, n := range names {
+		select {
+		case r.AccessWake <- event.GenericEvent{Object: &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: n}}}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}

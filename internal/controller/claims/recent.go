@@ -1,0 +1,111 @@
+package claims
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// recentFor is how long a claim this store wrote is remembered while the
+// cache does not show it: far longer than a healthy watch lags, short
+// enough that a claim deleted behind the controller's back is not believed
+// for long (and every backend write on a claim not written by the pass
+// itself reads it fresh first: drivers.Resource.BeforeWrite).
+const recentFor = 30 * time.Second
+
+// recent remembers the claims this store created or updated until the
+// cache shows them: the pass that wrote a claim is followed at once by
+// others (its own writes wake them), which read claims from a cache whose
+// claim watch may not have delivered that write yet. Without this they
+// would inspect the backend again and try to create the claim again.
+type recent struct {
+	mu sync.Mutex
+	m  map[string]recentClaim
+}
+
+type recentClaim struct {
+	claim *v1.BucketyClaim
+	at    time.Time
+}
+
+func (r *recent) put(cl *v1.BucketyClaim) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]recentClaim{}
+	}
+	now := time.Now()
+	for name, e := range r.m {
+		if now.Sub(e.at) > recentFor {
+			delete(r.m, name)
+		}
+	}
+	r.m[cl.Name] = recentClaim{claim: cl.DeepCopy(), at: now}
+}
+
+func (r *recent) drop(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, name)
+}
+
+// newer returns the remembered claim name when the cache's copy (nil: the
+// cache has none) is older than it; a cache that caught up ends the
+// remembering.
+func (r *recent) newer(name string, cached *v1.BucketyClaim) *v1.BucketyClaim {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[name]
+	if !ok {
+		return nil
+	}
+	if time.Since(e.at) > recentFor {
+		delete(r.m, name)
+		return nil
+	}
+	if cached != nil {
+		cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, e.claim.ResourceVersion)
+		if err != nil || cmp >= 0 || cached.UID != e.claim.UID {
+			delete(r.m, name)
+			return nil
+		}
+	}
+	return e.claim.DeepCopy()
+}
+
+// owned returns the remembered claims of owner uid.
+func (r *recent) owned(uid types.UID) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for name, e := range r.m {
+		if e.claim.Spec.Owner.UID == string(uid) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// cachedGet reads the claim name from the cache, or the newer copy this
+// store wrote when the cache lags it.
+func (c *Store) cachedGet(ctx context.Context, name string, into *v1.BucketyClaim) error {
+	err := c.Client.Get(ctx, types.NamespacedName{Name: name}, into)
+	var cached *v1.BucketyClaim
+	switch {
+	case err == nil:
+		cached = into
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	if mine := c.recent.newer(name, cached); mine != nil {
+		*into = *mine
+		return nil
+	}
+	return err
+}

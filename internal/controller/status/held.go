@@ -1,0 +1,135 @@
+package status
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// Held keeps, in this process only, the status a Buckety reconcile
+// computed once it provisioned the backend resource for a generation, until
+// the cache shows that status recorded.
+//
+// A Buckety's accesses wait for its resource (the Provisioned condition of
+// the generation). Were that status written in the pass that provisioned
+// the resource, only to be written again when the accesses are Ready a
+// moment later, every Buckety with an access would cost two status writes.
+// Instead the provisioning pass puts its status here before it creates or
+// wakes any access, and holds the write back while nothing but its
+// accesses is left (HoldFor at most); the access reconciler reads the held
+// status as if recorded, and the Buckety's next pass (the access turning
+// Ready wakes it) writes it once, Ready.
+//
+// Memory only, and only a fast path: after a restart, or past HoldFor, the
+// status is written as before and accesses wait for it. A status a tenant
+// wrote cannot get in here: only the Buckety reconciler puts, from what it
+// just did. Entries leave once the cache shows a recorded Provisioned
+// status for the generation, or the Buckety is gone.
+type Held struct {
+	// For is how long a provisioning pass may hold its status write back
+	// waiting for its accesses (HoldFor when zero): past it the status is
+	// written, and shows what is pending.
+	For time.Duration
+
+	mu sync.Mutex
+	m  map[types.NamespacedName]heldStatus
+}
+
+// HoldFor is the default Held.For.
+const HoldFor = 10 * time.Second
+
+// Limit is h.For, or HoldFor.
+func (h *Held) Limit() time.Duration {
+	if h.For > 0 {
+		return h.For
+	}
+	return HoldFor
+}
+
+type heldStatus struct {
+	uid        types.UID
+	generation int64
+	status     *v1.BucketyStatus
+	since      time.Time
+}
+
+// Put holds st as b's status for its current generation. The first Put of
+// a generation starts its HoldFor.
+func (h *Held) Put(b *v1.Buckety, st *v1.BucketyStatus) {
+	if h == nil {
+		return
+	}
+	key := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[types.NamespacedName]heldStatus{}
+	}
+	since := time.Now()
+	if cur, ok := h.m[key]; ok && cur.uid == b.UID && cur.generation == b.Generation {
+		since = cur.since
+	}
+	h.m[key] = heldStatus{uid: b.UID, generation: b.Generation, status: st.DeepCopy(), since: since}
+}
+
+// Overlay replaces b's status, as read from the cache, by the status held
+// for its generation, and reports when that hold started. Once the cache
+// shows a Provisioned status of the generation, the held one is dropped
+// and b is left as it is.
+func (h *Held) Overlay(b *v1.Buckety) (since time.Time, ok bool) {
+	if h == nil {
+		return time.Time{}, false
+	}
+	key := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cur, ok := h.m[key]
+	if !ok {
+		return time.Time{}, false
+	}
+	if cur.uid != b.UID || cur.generation < b.Generation || ProvisionedRecorded(b) {
+		delete(h.m, key)
+		return time.Time{}, false
+	}
+	if cur.generation != b.Generation {
+		// A pass on a newer generation than the cache shows: leave it.
+		return time.Time{}, false
+	}
+	usage := b.Status.Usage
+	b.Status = *cur.status.DeepCopy()
+	b.Status.Usage = usage
+	return cur.since, true
+}
+
+// Forget drops what is held for the Buckety key.
+func (h *Held) Forget(key types.NamespacedName) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, key)
+}
+
+// Len is how many statuses are held (for tests and memory accounting).
+func (h *Held) Len() int {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.m)
+}
+
+// ProvisionedRecorded reports whether b's status records the backend
+// resource as provisioned for its current generation: what an access
+// waits for.
+func ProvisionedRecorded(b *v1.Buckety) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation && b.Status.BackendResourceName != ""
+}
