@@ -124,6 +124,27 @@ type row struct {
 type table struct {
 	mu   sync.Mutex
 	rows []row
+	// ready is the time to all Ready at each N of the run, for the
+	// linearity row.
+	ready map[int]time.Duration
+}
+
+// readyAt records the time to all Ready at n.
+func (tb *table) readyAt(n int, d time.Duration) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if tb.ready == nil {
+		tb.ready = map[int]time.Duration{}
+	}
+	tb.ready[n] = d
+}
+
+// readyAtN is the time to all Ready recorded at n, if any.
+func (tb *table) readyAtN(n int) (time.Duration, bool) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	d, ok := tb.ready[n]
+	return d, ok
 }
 
 // add records a figure. goal is empty when the issue sets none; met is then
