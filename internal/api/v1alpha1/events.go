@@ -5,10 +5,13 @@ package v1alpha1
 // specifics. Where an event reports what a condition reason also says, it
 // reuses that reason, so the event and the condition can be matched.
 const (
-	// EventProvisioned (Normal, Buckety): the backend resource was created
-	// or adopted, and the Buckety's status records it for the first time.
-	// The note names the resource, the backend, the driver and, with
-	// spec.defaultAccess, the implicit access and its Secret.
+	// EventProvisioned (Normal, Buckety): an existing backend resource was
+	// adopted, or the Buckety moved to another resource, and its status
+	// records it for the first time. The note names the resource, the
+	// backend, the driver and, with spec.defaultAccess, the implicit access
+	// and its Secret. A resource created for a new Buckety sends no event:
+	// the Provisioned condition tells it, and an event per create would be
+	// an API write per Buckety.
 	EventProvisioned = "Provisioned"
 	// EventUpdated (Normal, Buckety): a change of spec.parameters was
 	// applied to the backend resource; the note lists the changes.
@@ -38,7 +41,8 @@ const (
 	EventAdoptionConverging = "AdoptionConverging"
 	// EventImplicitAccessCreated (Normal, Buckety): the implicit
 	// BucketyAccess of spec.defaultAccess was created after the first
-	// provisioning (whose EventProvisioned announces the first one).
+	// provisioning (the first one is told by the status, or by
+	// EventProvisioned for an adoption).
 	EventImplicitAccessCreated = "ImplicitAccessCreated"
 	// EventImplicitAccessRemoved (Normal, Buckety): the implicit
 	// BucketyAccess was deleted, because spec.defaultAccess was removed or
