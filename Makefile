@@ -168,6 +168,20 @@ bench-scale-10k: test-binaries ## the scale benchmark's kadm rows at N = 1000 an
 	@mkdir -p $(RUN_DIR)
 	$(TEST_ENV) SCALE_FULL=1 SCALE_N=$${SCALE_N:-1000,10000} SCALE_S3_N=0 SCALE_S3_SCOPED_N= SCALE_S3_IAM_N= SCALE_SCOPED_N= SCALE_TABLE=$(CURDIR)/$(RUN_DIR)/bench-scale-10k.txt SCALE_PROFILE_DIR=$${SCALE_PROFILE_DIR:-$(CURDIR)/$(RUN_DIR)} go test -count=1 -timeout 180m -v -run '^TestScale$$' ./test/scale
 
+.PHONY: bench-peers
+# Issue 36: buckety against crossplane-contrib/provider-kafka, built from
+# PEER_SRC (docs/performance.md, "Against provider-kafka", names the commit
+# and how to get it). BENCH_PEERS_N, BENCH_PEERS_REPS and the other knobs of
+# test/scale/peers_test.go override the sizes.
+bench-peers: ## buckety vs provider-kafka (PEER_SRC=checkout): N=1000 topics with access and Secret, interleaved repetitions, ratios; writes .run/bench-peers.txt
+	@if [ -z "$(PEER_SRC)" ]; then \
+	  echo "bench-peers: PEER_SRC is not set: a checkout of crossplane-contrib/provider-kafka at the commit docs/performance.md names, e.g."; \
+	  echo "  git clone https://github.com/crossplane-contrib/provider-kafka /tmp/provider-kafka && git -C /tmp/provider-kafka checkout ead84f9"; \
+	  echo "  make bench-peers PEER_SRC=/tmp/provider-kafka"; exit 2; fi
+	$(MAKE) --no-print-directory test-binaries
+	@mkdir -p $(RUN_DIR)
+	$(TEST_ENV) PEER_SRC=$(abspath $(PEER_SRC)) BENCH_PEERS_FULL=1 BENCH_PEERS_TABLE=$(CURDIR)/$(RUN_DIR)/bench-peers.txt go test -count=1 -timeout 240m -v -run '^TestPeers$$' ./test/scale
+
 .PHONY: e2e
 e2e: test-binaries ## the e2e scenario suites on the local node (IMPLEMENTATIONS, SCENARIOS, KEEP_FAILED)
 	$(TEST_ENV) test/e2e/local.sh

@@ -4,12 +4,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/Yolean/buckety-controller/test/proc"
 )
 
 // The broker program is built against kfake with one file replaced:
@@ -50,7 +51,7 @@ func BuildBroker(root, out string) error {
 		return fmt.Errorf("go mod download %s: no directory (%v %s)", kfakeModule, err, mod.Error)
 	}
 	dst := filepath.Join(work, "kfake")
-	if err := copyTree(mod.Dir, dst); err != nil {
+	if err := proc.CopyTree(mod.Dir, dst); err != nil {
 		return fmt.Errorf("copy %s: %w", kfakeModule, err)
 	}
 	if err := os.WriteFile(filepath.Join(dst, "17_sasl_handshake.go"), saslHandshakePatch, 0o644); err != nil {
@@ -80,28 +81,6 @@ func BuildBroker(root, out string) error {
 		return fmt.Errorf("go build %s (kfake patched): %v\n%s", Package, err, b)
 	}
 	return nil
-}
-
-// copyTree copies the regular files under src to dst, writable.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
 }
 
 // Binary returns the broker program: the file BinaryEnv names when set

@@ -8,6 +8,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -217,6 +218,36 @@ func FreePorts(n int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// CopyTree copies the directories and regular files under src to dst,
+// writable, leaving out .git directories and anything else (links,
+// devices): a source tree to build from that must not be written to, as a
+// module in the read-only module cache or a checkout the caller provides.
+func CopyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir() && d.Name() == ".git":
+			return filepath.SkipDir
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
 }
 
 // BuildGoBinary returns the file named by env when set, else builds pkg

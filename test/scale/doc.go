@@ -18,4 +18,13 @@
 // the right keys, every out-of-band change actually reverted), so it can
 // fail. `make test` runs a bounded small-N version to keep it working; see
 // scale_test.go for the knobs.
+//
+// The same package holds the comparison with a peer (`make bench-peers`,
+// issue 36, peers_test.go): buckety and crossplane-contrib/provider-kafka,
+// built from a source tree the caller provides, on one control plane and
+// one counting broker, interleaved, every figure a ratio to the peer's. An
+// absolute time from this machine says little; the same workload on the
+// same parts, run by both in turn, says how far apart they are. It shares
+// the environment, the counters and the checks above, so both are measured
+// the same way.
 package scale

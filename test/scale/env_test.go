@@ -98,11 +98,31 @@ type env struct {
 // its two backends.
 func newEnv(t *testing.T, b bins, name string, withWeed bool) *env {
 	t.Helper()
+	return newEnvWith(t, b, name, envParts{scoped: true, s3: true, weed: withWeed})
+}
+
+// envParts say which parts beyond the control plane and the counting
+// broker an environment starts.
+type envParts struct {
+	// scoped is the second broker, with SASL/SCRAM and ACLs.
+	scoped bool
+	// s3 is MinIO with its two counting proxies; weed is SeaweedFS with
+	// its two (needs s3).
+	s3, weed bool
+	// kcm runs kube-controller-manager beside the API server: garbage
+	// collection of owned Secrets and namespace deletion.
+	kcm bool
+}
+
+// newEnvWith starts the control plane, the counting broker and the parts
+// p names, and writes the controller's files for them.
+func newEnvWith(t *testing.T, b bins, name string, p envParts) *env {
+	t.Helper()
 	dir := harness.TempDir(t, "bkt-scale-"+name+"-", "scale")
 	e := &env{t: t, dir: dir, bins: b, own: &ownRequests{counts: map[string]int64{}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e.cp = harness.ControlPlane(ctx, t, dir, false)
+	e.cp = harness.ControlPlane(ctx, t, dir, p.kcm)
 	var err error
 	if err := os.MkdirAll(filepath.Join(dir, "kafka"), 0o755); err != nil {
 		t.Fatal(err)
@@ -111,21 +131,25 @@ func newEnv(t *testing.T, b bins, name string, withWeed bool) *env {
 		t.Fatal(err)
 	}
 	harness.StopAtCleanup(t, "broker", e.broker.Stop)
-	if err := os.MkdirAll(filepath.Join(dir, "kafka-scoped"), 0o755); err != nil {
-		t.Fatal(err)
+	if p.scoped {
+		if err := os.MkdirAll(filepath.Join(dir, "kafka-scoped"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		scopedOpts := kafka.Options{CountRequests: true, ACLs: true, SASL: []string{"SCRAM-SHA-512:buckety:" + scopedPassword}}
+		if e.scoped, err = kafka.StartIn(filepath.Join(dir, "kafka-scoped"), b.broker, scopedOpts, false); err != nil {
+			t.Fatal(err)
+		}
+		harness.StopAtCleanup(t, "scoped broker", e.scoped.Stop)
 	}
-	scopedOpts := kafka.Options{CountRequests: true, ACLs: true, SASL: []string{"SCRAM-SHA-512:buckety:" + scopedPassword}}
-	if e.scoped, err = kafka.StartIn(filepath.Join(dir, "kafka-scoped"), b.broker, scopedOpts, false); err != nil {
-		t.Fatal(err)
+	if p.s3 {
+		if e.s3, err = s3test.StartIn(filepath.Join(dir, "minio"), "minio", s3test.Options{PublicMetrics: true}, false); err != nil {
+			t.Fatal(err)
+		}
+		harness.StopAtCleanup(t, "minio", e.s3.Stop)
+		e.sharedS3 = startCountingProxy(t, e.s3.Endpoint)
+		e.scopedS3 = startCountingProxy(t, e.s3.Endpoint)
 	}
-	harness.StopAtCleanup(t, "scoped broker", e.scoped.Stop)
-	if e.s3, err = s3test.StartIn(filepath.Join(dir, "minio"), "minio", s3test.Options{PublicMetrics: true}, false); err != nil {
-		t.Fatal(err)
-	}
-	harness.StopAtCleanup(t, "minio", e.s3.Stop)
-	e.sharedS3 = startCountingProxy(t, e.s3.Endpoint)
-	e.scopedS3 = startCountingProxy(t, e.s3.Endpoint)
-	if withWeed {
+	if p.s3 && p.weed {
 		if e.weed, err = s3test.StartIn(filepath.Join(dir, "seaweedfs"), "seaweedfs", s3test.Options{}, false); err != nil {
 			t.Fatal(err)
 		}
@@ -165,13 +189,15 @@ func (e *env) configYAML() string {
 		}
 		return harness.S3(name, c)
 	}
-	bs := []config.Backend{
-		harness.Kadm("kafka", kadmdriver.Config{SeedBrokers: e.broker.Addrs}),
-		harness.Kadm(scopedBackend, kadmdriver.Config{SeedBrokers: e.scoped.Addrs,
-			SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "${SCALE_KAFKA_PASSWORD}"}}),
-		s3("s3", s3driver.ImplMinIO, e.s3.Endpoint, e.s3.Region, "SCALE_S3", false),
-		s3(sharedS3Backend, s3driver.ImplMinIO, e.sharedS3.URL, e.s3.Region, "SCALE_S3", false),
-		s3(scopedS3Backend, s3driver.ImplMinIO, e.scopedS3.URL, e.s3.Region, "SCALE_S3", true),
+	bs := []config.Backend{harness.Kadm("kafka", kadmdriver.Config{SeedBrokers: e.broker.Addrs})}
+	if e.scoped != nil {
+		bs = append(bs, harness.Kadm(scopedBackend, kadmdriver.Config{SeedBrokers: e.scoped.Addrs,
+			SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "${SCALE_KAFKA_PASSWORD}"}}))
+	}
+	if e.s3 != nil {
+		bs = append(bs, s3("s3", s3driver.ImplMinIO, e.s3.Endpoint, e.s3.Region, "SCALE_S3", false),
+			s3(sharedS3Backend, s3driver.ImplMinIO, e.sharedS3.URL, e.s3.Region, "SCALE_S3", false),
+			s3(scopedS3Backend, s3driver.ImplMinIO, e.scopedS3.URL, e.s3.Region, "SCALE_S3", true))
 	}
 	// SeaweedFS's two backends, when it runs: its admin identity's keys for
 	// every access, and an IAM user per access (the IAM API is the S3
@@ -221,7 +247,10 @@ func (e *env) startController(args []string) {
 
 // backendEnv is what the controller's config refers to.
 func (e *env) backendEnv() []string {
-	out := []string{"SCALE_S3_ACCESS_KEY=" + e.s3.AccessKey, "SCALE_S3_SECRET_KEY=" + e.s3.SecretKey, "SCALE_KAFKA_PASSWORD=" + scopedPassword}
+	out := []string{"SCALE_KAFKA_PASSWORD=" + scopedPassword}
+	if e.s3 != nil {
+		out = append(out, "SCALE_S3_ACCESS_KEY="+e.s3.AccessKey, "SCALE_S3_SECRET_KEY="+e.s3.SecretKey)
+	}
 	if e.weed != nil {
 		out = append(out, "SCALE_WEED_ACCESS_KEY="+e.weed.AccessKey, "SCALE_WEED_SECRET_KEY="+e.weed.SecretKey)
 	}
@@ -459,6 +488,12 @@ var writeResources = map[string]bool{"bucketies": true, "bucketyaccesses": true,
 // non-dry-run writes to writeResources by "VERB resource[/subresource]".
 func (e *env) apiWrites() counts {
 	e.t.Helper()
+	return e.apiWritesOf(writeResources)
+}
+
+// apiWritesOf is apiWrites for the writes to resources.
+func (e *env) apiWritesOf(resources map[string]bool) counts {
+	e.t.Helper()
 	body, err := e.get(e.cp.URL+"/metrics", true)
 	if err != nil {
 		e.t.Fatal(err)
@@ -475,7 +510,7 @@ func (e *env) apiWrites() counts {
 		default:
 			continue
 		}
-		if !writeResources[l["resource"]] || l["dry_run"] != "" {
+		if !resources[l["resource"]] || l["dry_run"] != "" {
 			continue
 		}
 		k := l["verb"] + " " + l["resource"]
@@ -501,7 +536,13 @@ func (c counts) minus(base counts) counts {
 // controllerMetrics scrapes the controller's metrics (plain HTTP).
 func (e *env) controllerMetrics(names ...string) []sample {
 	e.t.Helper()
-	body, err := e.get("http://"+e.ctrl.Metrics+"/metrics", false)
+	return e.metricsAt(e.ctrl.Metrics, names...)
+}
+
+// metricsAt scrapes the plain-HTTP metrics served on addr (host:port).
+func (e *env) metricsAt(addr string, names ...string) []sample {
+	e.t.Helper()
+	body, err := e.get("http://"+addr+"/metrics", false)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -512,13 +553,14 @@ func (e *env) controllerMetrics(names ...string) []sample {
 	return ss
 }
 
-// readyWatch records when each Buckety of a namespace is first seen Ready
-// for its generation, from a watch (polling N objects would load the API
-// server being measured).
+// readyWatch records when each object of a kind in a namespace is first
+// seen Ready for its generation, from a watch (polling N objects would load
+// the API server being measured).
 type readyWatch struct {
 	mu      sync.Mutex
 	readyAt map[string]time.Time
-	last    map[string]*v1.Buckety
+	// notReady describes the last state seen of each object not yet Ready.
+	notReady map[string]string
 }
 
 func isReady(b *v1.Buckety) bool {
@@ -526,18 +568,42 @@ func isReady(b *v1.Buckety) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && b.Status.ObservedGeneration == b.Generation && c.ObservedGeneration == b.Generation
 }
 
-// watchReady starts watching namespace ns; it stops when ctx ends.
+// bucketyReady is isReady for a watch, with a description of a Buckety
+// that is not Ready.
+func bucketyReady(o client.Object) (bool, string) {
+	b, ok := o.(*v1.Buckety)
+	if !ok {
+		return false, fmt.Sprintf("not a Buckety: %T", o)
+	}
+	if isReady(b) {
+		return true, ""
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil {
+		return false, fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	return false, "no Ready condition"
+}
+
+// watchReady starts watching the Bucketies of namespace ns; it stops when
+// ctx ends.
 func (e *env) watchReady(ctx context.Context, ns string) *readyWatch {
 	e.t.Helper()
-	w := &readyWatch{readyAt: map[string]time.Time{}, last: map[string]*v1.Buckety{}}
-	var list v1.BucketyList
-	if err := e.k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+	return e.watchReadyOf(ctx, ns, func() client.ObjectList { return &v1.BucketyList{} }, bucketyReady)
+}
+
+// watchReadyOf watches the objects that newList lists in namespace ns,
+// judging each with ready; it stops when ctx ends.
+func (e *env) watchReadyOf(ctx context.Context, ns string, newList func() client.ObjectList, ready func(client.Object) (bool, string)) *readyWatch {
+	e.t.Helper()
+	w := &readyWatch{readyAt: map[string]time.Time{}, notReady: map[string]string{}}
+	list := newList()
+	if err := e.k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
 		e.t.Fatal(err)
 	}
-	rv := list.ResourceVersion
+	rv := list.GetResourceVersion()
 	go func() {
 		for ctx.Err() == nil {
-			wi, err := e.k8s.Watch(ctx, &v1.BucketyList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+			wi, err := e.k8s.Watch(ctx, newList(), client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 			if err != nil {
 				if ctx.Err() == nil {
 					time.Sleep(200 * time.Millisecond)
@@ -552,18 +618,23 @@ func (e *env) watchReady(ctx context.Context, ns string) *readyWatch {
 					rv = ""
 					break
 				}
-				b, ok := ev.Object.(*v1.Buckety)
+				o, ok := ev.Object.(client.Object)
 				if !ok {
 					continue
 				}
-				rv = b.ResourceVersion
+				rv = o.GetResourceVersion()
 				if ev.Type == watch.Bookmark {
 					continue
 				}
+				ok, desc := ready(o)
 				w.mu.Lock()
-				w.last[b.Name] = b
-				if _, seen := w.readyAt[b.Name]; !seen && isReady(b) {
-					w.readyAt[b.Name] = time.Now()
+				if _, seen := w.readyAt[o.GetName()]; !seen {
+					if ok {
+						w.readyAt[o.GetName()] = time.Now()
+						delete(w.notReady, o.GetName())
+					} else {
+						w.notReady[o.GetName()] = desc
+					}
 				}
 				w.mu.Unlock()
 			}
@@ -573,7 +644,7 @@ func (e *env) watchReady(ctx context.Context, ns string) *readyWatch {
 	return w
 }
 
-// wait blocks until n Bucketies are Ready or timeout passes, and returns
+// wait blocks until n objects are Ready or timeout passes, and returns
 // the Ready times (sorted) and a description of those not Ready.
 func (w *readyWatch) wait(n int, timeout time.Duration) ([]time.Time, string) {
 	deadline := time.Now().Add(timeout)
@@ -594,13 +665,8 @@ func (w *readyWatch) wait(n int, timeout time.Duration) ([]time.Time, string) {
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
 	var missing []string
-	for name, b := range w.last {
-		if _, ok := w.readyAt[name]; !ok && len(missing) < 5 {
-			c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
-			desc := "no Ready condition"
-			if c != nil {
-				desc = fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
-			}
+	for name, desc := range w.notReady {
+		if len(missing) < 5 {
 			missing = append(missing, name+": "+desc)
 		}
 	}

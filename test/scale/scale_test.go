@@ -416,11 +416,17 @@ func provision(t *testing.T, e *env, ns string, names []string, backend string, 
 // for a second, at most max.
 func (e *env) quiet(max time.Duration) {
 	e.t.Helper()
+	e.quietAt(e.ctrl.Metrics, max)
+}
+
+// quietAt is quiet for the controller whose metrics are served on addr.
+func (e *env) quietAt(addr string, max time.Duration) {
+	e.t.Helper()
 	deadline := time.Now().Add(max)
 	calm := time.Time{}
 	for time.Now().Before(deadline) {
 		depth := 0.0
-		for _, s := range e.controllerMetrics("workqueue_depth") {
+		for _, s := range e.metricsAt(addr, "workqueue_depth") {
 			depth += s.value
 		}
 		switch {
