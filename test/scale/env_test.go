@@ -369,7 +369,12 @@ func (c counts) String() string {
 // get fetches url (with the admin token when auth is set) and returns the
 // body.
 func (e *env) get(url string, auth bool) (string, error) {
-	hc := &http.Client{Timeout: 30 * time.Second}
+	return e.getWithin(url, auth, 30*time.Second)
+}
+
+// getWithin is get with a timeout of its own.
+func (e *env) getWithin(url string, auth bool, timeout time.Duration) (string, error) {
+	hc := &http.Client{Timeout: timeout}
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return "", err

@@ -103,9 +103,11 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	for i := range names {
 		names[i] = fmt.Sprintf("t%05d", i)
 	}
+	profiled := profileProvisioning(t, e, p, n)
 	prov := provision(t, e, ns, names, "kafka", func(name string) map[string]string {
 		return map[string]string{"partitions": "1", "config.retention.ms": retention}
 	}, time.Duration(n)*700*time.Millisecond+5*time.Minute)
+	profiled()
 	checkKafka(t, e, ns, names)
 	floorProv := fl.provisionFloor(n)
 	// Issue 36: within 2.5× the floor of the same run, and linear in N.
@@ -868,4 +870,37 @@ func (e *env) checkBuckets(ctx context.Context, buckets []string) error {
 		return err
 	}
 	return errors.Join(errs...)
+}
+
+// profileProvisioning, with BUCKETY_APISERVER_PROFILING=1 and a profile
+// directory, takes 15 s CPU profiles of the API server and the controller
+// from the start of provisioning (apiserver-cpu-N.pb.gz,
+// controller-cpu-N.pb.gz): where the machine's cores go while N Bucketies
+// are provisioned. The returned func waits for them.
+func profileProvisioning(t *testing.T, e *env, p params, n int) func() {
+	if os.Getenv("BUCKETY_APISERVER_PROFILING") != "1" || p.ProfileDir == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	take := func(name, url string, auth bool) {
+		defer wg.Done()
+		body, err := e.getWithin(url, auth, 45*time.Second)
+		if err != nil {
+			t.Logf("profile %s: %v", name, err)
+			return
+		}
+		f := filepath.Join(p.ProfileDir, fmt.Sprintf("%s-cpu-%d.pb.gz", name, n))
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Errorf("write %s: %v", f, err)
+			return
+		}
+		t.Logf("CPU profile of the %s while provisioning N=%d: go tool pprof -top %s", name, n, f)
+	}
+	wg.Add(1)
+	go take("apiserver", e.cp.URL+"/debug/pprof/profile?seconds=15", true)
+	if e.ctrl != nil && e.ctrl.Pprof != "" {
+		wg.Add(1)
+		go take("controller", "http://"+e.ctrl.Pprof+"/debug/pprof/profile?seconds=15", false)
+	}
+	return wg.Wait
 }
