@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,6 +62,12 @@ func IsImplicit(a *v1.BucketyAccess, b *v1.Buckety) bool {
 	return a.Labels[v1.ImplicitLabel] == "true" && metav1.IsControlledBy(a, b)
 }
 
+// recentlyCreated is how long an implicit access this controller created
+// is taken to exist while the cache does not show it: the passes right
+// after the one that created it (its own writes wake them) would otherwise
+// try the create again, and be refused.
+const recentlyCreated = 30 * time.Second
+
 func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, accesses []v1.BucketyAccess, f *facts) error {
 	var implicit *v1.BucketyAccess
 	explicit := 0
@@ -70,6 +77,9 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 		} else {
 			explicit++
 		}
+	}
+	if implicit != nil {
+		r.createdImplicit.Delete(b.UID) // the cache shows it
 	}
 	want := b.Spec.DefaultAccess != nil && explicit == 0
 	if !want {
@@ -117,6 +127,10 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 		// provisioned status where the access reads it (hold.go).
 		return nil
 	}
+	if at, ok := r.createdImplicit.Load(b.UID); ok && time.Since(at.(time.Time)) < recentlyCreated {
+		// Created by a pass moments ago; the cache has not shown it yet.
+		return nil
+	}
 	a := &v1.BucketyAccess{
 		// Born with the finalizer: one write instead of a create and a patch.
 		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{v1.ImplicitLabel: "true"}, Finalizers: []string{v1.Finalizer}},
@@ -144,6 +158,13 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 	if err != nil {
 		return err
 	}
+	r.createdImplicit.Range(func(k, at any) bool {
+		if time.Since(at.(time.Time)) >= recentlyCreated {
+			r.createdImplicit.Delete(k)
+		}
+		return true
+	})
+	r.createdImplicit.Store(b.UID, time.Now())
 	if b.Status.ObservedGeneration != 0 {
 		// The first provisioning's Provisioned event announced it; a later
 		// creation (defaultAccess added, the access deleted or replaced)

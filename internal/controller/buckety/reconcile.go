@@ -82,6 +82,9 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
+	// createdImplicit: when this controller created each Buckety's
+	// implicit access, until the cache shows it (accesses.go).
+	createdImplicit sync.Map
 	// limitGates serialise, per backend and namespace, the passes that
 	// may take a new claim under limits.perNamespace (claim.go).
 	limitGates sync.Map
