@@ -166,7 +166,7 @@ bench-scale: test-binaries ## the scale benchmark: N kadm Bucketies (200, 1000, 
 # the linearity row compares the two on the same machine state.
 bench-scale-10k: test-binaries ## the scale benchmark's kadm rows at N = 1000 and 10,000 in one run (linearity, memory, cold start, re-check at 10,000); writes .run/bench-scale-10k.txt
 	@mkdir -p $(RUN_DIR)
-	$(TEST_ENV) SCALE_FULL=1 SCALE_N=$${SCALE_N:-1000,10000} SCALE_S3_N=0 SCALE_S3_SCOPED_N= SCALE_S3_IAM_N= SCALE_SCOPED_N= SCALE_TABLE=$(CURDIR)/$(RUN_DIR)/bench-scale-10k.txt SCALE_PROFILE_DIR=$${SCALE_PROFILE_DIR:-$(CURDIR)/$(RUN_DIR)} go test -count=1 -timeout 180m -v -run '^TestScale$$' ./test/scale
+	$(TEST_ENV) SCALE_FULL=1 SCALE_N=$${SCALE_N:-1000,10000} SCALE_S3_N=0 SCALE_S3_SCOPED_N= SCALE_S3_IAM_N= SCALE_S3_VERSITY_N= SCALE_SCOPED_N= SCALE_TABLE=$(CURDIR)/$(RUN_DIR)/bench-scale-10k.txt SCALE_PROFILE_DIR=$${SCALE_PROFILE_DIR:-$(CURDIR)/$(RUN_DIR)} go test -count=1 -timeout 180m -v -run '^TestScale$$' ./test/scale
 
 .PHONY: bench-peers
 # Issue 36: buckety against crossplane-contrib/provider-kafka, built from

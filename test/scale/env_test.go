@@ -80,10 +80,16 @@ type env struct {
 	// s3w-shared and s3w-iam send it.
 	weed                *s3test.Server
 	sharedWeed, iamWeed *countingProxy
-	k8s                 client.WithWatch
-	kubeconfig          string
-	configDir           string
-	ctrl                *harness.Controller
+	// versity is a VersityGW with its internal IAM, started when its scoped
+	// figures are measured (nil otherwise); sharedVersity and
+	// scopedVersity count what backends s3v-shared and s3v-scoped send its
+	// S3 port, versityAdmin what s3v-scoped sends its admin port.
+	versity                                    *s3test.Server
+	sharedVersity, scopedVersity, versityAdmin *countingProxy
+	k8s                                        client.WithWatch
+	kubeconfig                                 string
+	configDir                                  string
+	ctrl                                       *harness.Controller
 	// ctrlEnv is more environment for every controller run
 	// (SCALE_CONTROLLER_ENV).
 	ctrlEnv []string
@@ -94,21 +100,14 @@ type env struct {
 	kc  *kgo.Client
 }
 
-// newEnv starts the parts of one N; withWeed also starts SeaweedFS and
-// its two backends.
-func newEnv(t *testing.T, b bins, name string, withWeed bool) *env {
-	t.Helper()
-	return newEnvWith(t, b, name, envParts{scoped: true, s3: true, weed: withWeed})
-}
-
 // envParts say which parts beyond the control plane and the counting
 // broker an environment starts.
 type envParts struct {
 	// scoped is the second broker, with SASL/SCRAM and ACLs.
 	scoped bool
 	// s3 is MinIO with its two counting proxies; weed is SeaweedFS with
-	// its two (needs s3).
-	s3, weed bool
+	// its two, versity VersityGW with its three (both need s3).
+	s3, weed, versity bool
 	// kcm runs kube-controller-manager beside the API server: garbage
 	// collection of owned Secrets and namespace deletion.
 	kcm bool
@@ -156,6 +155,15 @@ func newEnvWith(t *testing.T, b bins, name string, p envParts) *env {
 		harness.StopAtCleanup(t, "seaweedfs", e.weed.Stop)
 		e.sharedWeed = startCountingProxy(t, e.weed.Endpoint)
 		e.iamWeed = startCountingProxy(t, e.weed.Endpoint)
+	}
+	if p.s3 && p.versity {
+		if e.versity, err = s3test.StartIn(filepath.Join(dir, "versitygw"), "versitygw", s3test.Options{IAM: true}, false); err != nil {
+			t.Fatal(err)
+		}
+		harness.StopAtCleanup(t, "versitygw", e.versity.Stop)
+		e.sharedVersity = startCountingProxy(t, e.versity.Endpoint)
+		e.scopedVersity = startCountingProxy(t, e.versity.Endpoint)
+		e.versityAdmin = startAdminProxy(t, e.versity.AdminEndpoint)
 	}
 	scheme, err := appcontroller.Scheme()
 	if err != nil {
@@ -206,6 +214,15 @@ func (e *env) configYAML() string {
 		bs = append(bs, s3(sharedWeedBackend, s3driver.ImplSeaweedFS, e.sharedWeed.URL, e.weed.Region, "SCALE_WEED", false),
 			s3(iamWeedBackend, s3driver.ImplSeaweedFS, e.iamWeed.URL, e.weed.Region, "SCALE_WEED", true))
 	}
+	// VersityGW's two backends, when it runs: the root keys for every
+	// access, and a gateway user per access, made through the admin port's
+	// proxy.
+	if e.versity != nil {
+		scoped := harness.S3Server(s3driver.ImplVersityGW, e.scopedVersity.URL, e.versity.Region, "SCALE_VERSITY_ACCESS_KEY", "SCALE_VERSITY_SECRET_KEY")
+		scoped.Credentials = &s3driver.Credentials{AdminEndpoint: e.versityAdmin.URL}
+		bs = append(bs, s3(sharedVersityBackend, s3driver.ImplVersityGW, e.sharedVersity.URL, e.versity.Region, "SCALE_VERSITY", false),
+			harness.S3(scopedVersityBackend, scoped))
+	}
 	return harness.ConfigYAML(bs...)
 }
 
@@ -253,6 +270,9 @@ func (e *env) backendEnv() []string {
 	}
 	if e.weed != nil {
 		out = append(out, "SCALE_WEED_ACCESS_KEY="+e.weed.AccessKey, "SCALE_WEED_SECRET_KEY="+e.weed.SecretKey)
+	}
+	if e.versity != nil {
+		out = append(out, "SCALE_VERSITY_ACCESS_KEY="+e.versity.AccessKey, "SCALE_VERSITY_SECRET_KEY="+e.versity.SecretKey)
 	}
 	return out
 }

@@ -28,6 +28,8 @@ import (
 //	SCALE_S3_IAM_N        the same on SeaweedFS, with an IAM user per access made through its IAM API (3; full 100: its
 //	                      IAM costs in proportion to the users there, and 1000 do not fit the provisioning timeout;
 //	                      empty for none, and then no SeaweedFS is started)
+//	SCALE_S3_VERSITY_N    the same on VersityGW, with a gateway user per access named in its bucket's policy (3; full
+//	                      100,1000; empty for none, and then no VersityGW is started)
 //	SCALE_WEBHOOK_REQS    dry-run creates timed through the API server (50; full 1000)
 //	SCALE_FLOOR_OBJECTS   bare custom resources created to measure the API server's floor (100; full 2000)
 //	SCALE_RECHECK         --recheck-interval of the restarted controller whose re-check is counted (3s; full 30s)
@@ -43,6 +45,7 @@ type params struct {
 	ScopedNs       map[int]bool
 	S3ScopedNs     []int
 	S3IAMNs        []int
+	S3VersityNs    []int
 	Secrets        int
 	Drifted        int
 	S3N            int
@@ -58,10 +61,10 @@ type params struct {
 
 func loadParams(t *testing.T) params {
 	t.Helper()
-	p := params{Ns: []int{20}, ScopedNs: map[int]bool{20: true}, S3ScopedNs: []int{3}, S3IAMNs: []int{3}, Secrets: 100, Drifted: 5, S3N: 3, WebhookReqs: 50, FloorObjects: 100,
+	p := params{Ns: []int{20}, ScopedNs: map[int]bool{20: true}, S3ScopedNs: []int{3}, S3IAMNs: []int{3}, S3VersityNs: []int{3}, Secrets: 100, Drifted: 5, S3N: 3, WebhookReqs: 50, FloorObjects: 100,
 		Recheck: 3 * time.Second, MainArgs: []string{"--recheck-interval=3s"}, RevertTimeout: 60 * time.Second}
 	if os.Getenv("SCALE_FULL") == "1" {
-		p = params{Ns: []int{200, 1000, 3000}, ScopedNs: map[int]bool{1000: true}, S3ScopedNs: []int{100, 1000}, S3IAMNs: []int{100}, Secrets: 10000, Drifted: 100, S3N: 100, WebhookReqs: 1000, FloorObjects: 2000,
+		p = params{Ns: []int{200, 1000, 3000}, ScopedNs: map[int]bool{1000: true}, S3ScopedNs: []int{100, 1000}, S3IAMNs: []int{100}, S3VersityNs: []int{100, 1000}, Secrets: 10000, Drifted: 100, S3N: 100, WebhookReqs: 1000, FloorObjects: 2000,
 			Recheck: 30 * time.Second, RevertTimeout: 7 * time.Minute}
 	}
 	if v := os.Getenv("SCALE_N"); v != "" {
@@ -85,6 +88,9 @@ func loadParams(t *testing.T) params {
 	}
 	if v, ok := os.LookupEnv("SCALE_S3_IAM_N"); ok {
 		p.S3IAMNs = positiveInts(t, "SCALE_S3_IAM_N", v)
+	}
+	if v, ok := os.LookupEnv("SCALE_S3_VERSITY_N"); ok {
+		p.S3VersityNs = positiveInts(t, "SCALE_S3_VERSITY_N", v)
 	}
 	harness.EnvInts(t, 0, map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects})
 	harness.EnvDurations(t, map[string]*time.Duration{"SCALE_RECHECK": &p.Recheck, "SCALE_REVERT_TIMEOUT": &p.RevertTimeout})

@@ -46,8 +46,8 @@ func TestScale(t *testing.T) {
 	log.SetLogger(logr.Discard())
 	p := loadParams(t)
 	tb := &table{}
-	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d s3-scoped=%v s3-iam=%v webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q controller-env=%q\n",
-		p.Ns, p.Secrets, p.Drifted, p.S3N, p.S3ScopedNs, p.S3IAMNs, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
+	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d s3-scoped=%v s3-iam=%v s3-versity=%v webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q controller-env=%q\n",
+		p.Ns, p.Secrets, p.Drifted, p.S3N, p.S3ScopedNs, p.S3IAMNs, p.S3VersityNs, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
 	t.Cleanup(func() {
 		out := tb.String()
 		fmt.Print("\n" + out)
@@ -80,7 +80,7 @@ func TestScale(t *testing.T) {
 // out-of-band change and its revert; optionally s3; then a cold start of a
 // controller with a short re-check interval and the cost of one re-check.
 func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
-	e := newEnv(t, b, strconv.Itoa(n), first && len(p.S3IAMNs) > 0)
+	e := newEnvWith(t, b, strconv.Itoa(n), envParts{scoped: true, s3: true, weed: first && len(p.S3IAMNs) > 0, versity: first && len(p.S3VersityNs) > 0})
 	e.ctrlEnv = p.ControllerEnv
 	ctx := context.Background()
 
@@ -156,6 +156,9 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 		}
 		for _, m := range p.S3IAMNs {
 			scopedS3Figures(t, e, tb, e.weedScoped(), m)
+		}
+		for _, m := range p.S3VersityNs {
+			scopedS3Figures(t, e, tb, e.versityScoped(), m)
 		}
 	}
 
@@ -371,8 +374,8 @@ func createUnrelatedSecrets(t *testing.T, e *env, n int) {
 // provisioned is what provisioning measured.
 type provisioned struct {
 	total, p50, first time.Duration
-	kafka      counts
-	writes     counts
+	kafka             counts
+	writes            counts
 	// topics are the backend resource names, in names' order.
 	topics []string
 }
