@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -80,23 +79,12 @@ func (c *Cluster) removeContainers() error {
 
 // shimPIDs finds containerd shims (and their children) serving sock.
 func shimPIDs(sock string) []int {
-	var pids []int
-	entries, err := os.ReadDir("/proc")
+	pids, err := proc.Matching(func(args []string) bool {
+		cmd := strings.Join(args, " ")
+		return strings.Contains(cmd, "containerd-shim") && strings.Contains(cmd, sock)
+	})
 	if err != nil {
 		return nil
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(string(b), "containerd-shim") && strings.Contains(string(b), sock) {
-			pids = append(pids, pid)
-		}
 	}
 	return pids
 }

@@ -11,11 +11,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +29,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/test/harness"
+	"github.com/Yolean/buckety-controller/test/proc"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -111,25 +110,16 @@ func (e *env) cpu(sv scopedS3Server) (ctrl, server, cp float64) {
 // their own).
 func (e *env) controlPlaneCPU() float64 {
 	e.t.Helper()
-	procs, err := os.ReadDir("/proc")
+	pids, err := proc.Matching(func(args []string) bool {
+		name := filepath.Base(args[0])
+		return (name == "etcd" || name == "kube-apiserver") && strings.Contains(strings.Join(args, " "), e.cp.Dir)
+	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	total := 0.0
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil {
-			continue // gone meanwhile, or not ours to read
-		}
-		args := strings.Split(string(cmd), "\x00")
-		if name := filepath.Base(args[0]); (name != "etcd" && name != "kube-apiserver") || !strings.Contains(string(cmd), e.cp.Dir) {
-			continue
-		}
-		if s, err := harness.CPUSeconds(pid); err == nil {
+	for _, pid := range pids {
+		if s, err := harness.CPUSeconds(pid); err == nil { // gone meanwhile: nothing more to count
 			total += s
 		}
 	}
