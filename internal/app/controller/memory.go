@@ -117,25 +117,27 @@ func exeRanges(r io.Reader, dev, ino uint64) ([]addrRange, error) {
 		if i, err := strconv.ParseUint(f[4], 10, 64); err != nil || i != ino {
 			continue
 		}
-		maj, min, ok := strings.Cut(f[3], ":")
-		if !ok {
+		maj, min, ok := hexPair(f[3], ":", 32)
+		if !ok || unix.Mkdev(uint32(maj), uint32(min)) != dev {
 			continue
 		}
-		ma, err1 := strconv.ParseUint(maj, 16, 32)
-		mi, err2 := strconv.ParseUint(min, 16, 32)
-		if err1 != nil || err2 != nil || unix.Mkdev(uint32(ma), uint32(mi)) != dev {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		a, err1 := strconv.ParseUint(lo, 16, 64)
-		b, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || b <= a {
+		a, b, ok := hexPair(f[0], "-", 64)
+		if !ok || b <= a {
 			return nil, fmt.Errorf("/proc/self/maps: bad range %q", f[0])
 		}
 		out = append(out, addrRange{uintptr(a), uintptr(b)})
 	}
 	return out, sc.Err()
+}
+
+// hexPair parses two hexadecimal numbers of at most bits bits separated by
+// sep, as a maps line's "start-end" and "major:minor".
+func hexPair(s, sep string, bits int) (a, b uint64, ok bool) {
+	x, y, ok := strings.Cut(s, sep)
+	if !ok {
+		return 0, 0, false
+	}
+	a, err1 := strconv.ParseUint(x, 16, bits)
+	b, err2 := strconv.ParseUint(y, 16, bits)
+	return a, b, err1 == nil && err2 == nil
 }
