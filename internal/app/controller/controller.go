@@ -82,6 +82,8 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		return 0
 	}
 	o.Config = cfg
+	o.GOGC = applyGCDefault(os.Getenv)
+	o.ReleaseStartupPages = true
 	o.Log = zap.New(zap.UseFlagOptions(&cf.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log) // client-go (leader election) logs the same way

@@ -94,6 +94,14 @@ type Options struct {
 	// Usage is the period of each backend's usage refresh (status.usage,
 	// the usage and budget metrics); 0: no refresh. See usage.go.
 	Usage time.Duration
+	// GOGC is the garbage collector's setting in effect (DefaultGOGC unless
+	// the environment set one), for the start-up log.
+	GOGC string
+	// ReleaseStartupPages hands the kernel back the binary's pages that
+	// start-up touched, once the caches have synced (see startupPages):
+	// the command sets it; tests that run the controller in their own
+	// process leave it off.
+	ReleaseStartupPages bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 }
@@ -196,6 +204,11 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err := mgr.Add(&access.Orphans{Reconciler: ar, Interval: o.OwnerCheck, Log: log.WithName("credentials")}); err != nil {
 		return err
 	}
+	if o.ReleaseStartupPages {
+		if err := mgr.Add(&startupPages{synced: mgr.GetCache().WaitForCacheSync, log: log}); err != nil {
+			return err
+		}
+	}
 	if err := addHealthChecks(ctx, mgr); err != nil {
 		return err
 	}
@@ -203,7 +216,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	go reportScoping(ctx, log, set)
-	log.Info("starting", "version", version.Version, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "leaderElection", o.LeaderElect)
+	log.Info("starting", "version", version.Version, "GOGC", o.GOGC, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
 }
 

@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"context"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/go-logr/logr"
+)
+
+// DefaultGOGC is the garbage collector's target (the percentage of the live
+// heap it lets grow before collecting) when the GOGC environment variable
+// is unset. Go's own default, 100, lets the heap reach twice the live data,
+// and the controller's heap is nearly all its informer caches, which live
+// as long as the process: at 1000 Bucketies the headroom was as large as
+// the live heap. At 25 the heap grows a quarter above the live data, for
+// more collections, each small (see docs/performance.md, Memory). An
+// operator's GOGC (including GOGC=off) wins; GOMEMLIMIT works as ever.
+const DefaultGOGC = 25
+
+// applyGCDefault sets DefaultGOGC unless getenv("GOGC") is set, and
+// returns the setting in effect, for the start-up log.
+func applyGCDefault(getenv func(string) string) string {
+	if v := getenv("GOGC"); v != "" {
+		return v
+	}
+	debug.SetGCPercent(DefaultGOGC)
+	return strconv.Itoa(DefaultGOGC)
+}
+
+// startupPages hands the kernel back, once the caches have synced, the
+// pages of the controller's own binary that it has mapped so far: most
+// were touched once, at start (package initialisation, API type
+// registration, flag and config parsing, the caches' first list), and
+// would otherwise stay resident, about 10 MiB of the 31 MiB the binary
+// maps. They are clean pages of the executable file, so nothing is lost:
+// what the controller runs afterwards is read back on first use, and stays
+// (see docs/performance.md, Memory). It never fails the controller: a
+// kernel without MADV_PAGEOUT (before Linux 5.4), a sandbox that refuses
+// it, or another OS only leaves the pages where they were.
+type startupPages struct {
+	// synced waits for the caches.
+	synced func(context.Context) bool
+	log    logr.Logger
+}
+
+// NeedLeaderElection is false: a replica that waits for the lease has paid
+// the same start-up cost.
+func (s *startupPages) NeedLeaderElection() bool { return false }
+
+// Start waits for the caches, then releases the binary's pages once.
+func (s *startupPages) Start(ctx context.Context) error {
+	if !s.synced(ctx) {
+		return nil
+	}
+	n, err := releaseBinaryPages()
+	if err != nil {
+		s.log.Info("could not release the binary's start-up pages; they stay resident", "error", err.Error())
+		return nil
+	}
+	s.log.V(1).Info("released the binary's start-up pages", "mappedBytes", n)
+	return nil
+}
