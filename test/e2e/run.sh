@@ -146,8 +146,13 @@ run_scenario() {
 # "# e2e: exclusive (why)".
 exclusive() { grep -q '^# e2e: exclusive' "$1/assert.sh"; }
 
+# slow DIR: one of the longest scenarios, started before the others so
+# that the side-by-side phase does not end waiting on a long one started
+# last. Its assert.sh says so in a line "# e2e: slow (why)".
+slow() { grep -q '^# e2e: slow' "$1/assert.sh"; }
+
 # E2E_PARALLEL scenarios of an implementation run side by side, each in its
-# namespace; then the exclusive ones, one at a time. The scenarios mostly
+# namespace, the slow ones first; then the exclusive ones, one at a time. The scenarios mostly
 # wait (on the controller, on rotation graces), so five at a time cost the
 # machine little more than three did, and end the suite sooner.
 E2E_PARALLEL=${E2E_PARALLEL:-5}
@@ -170,15 +175,16 @@ for impl in "${impls[@]}"; do
     results+=("$(printf '%-10s %-34s FAIL' "$impl" "(deploy buckety)")")
     continue
   fi
-  all=() shared=() alone=()
+  all=() shared=() alone=() later=()
   for dir in "examples/$driver"/*/ "examples/$driver/$impl"/*/; do
     dir=${dir%/}
     [ -f "$dir/kustomization.yaml" ] && [ -f "$dir/assert.sh" ] || continue
     if [ -n "${SCENARIOS:-}" ] && [[ ",$SCENARIOS," != *",$(basename "$dir"),"* ]]; then continue; fi
     all+=("$dir")
     yaml_same "$impl" "$dir" || continue
-    if exclusive "$dir"; then alone+=("$dir"); else shared+=("$dir"); fi
+    if exclusive "$dir"; then alone+=("$dir"); elif slow "$dir"; then shared+=("$dir"); else later+=("$dir"); fi
   done
+  shared+=(${later[@]+"${later[@]}"})
   for dir in "${shared[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$E2E_PARALLEL" ]; do wait -n; done
     echo "e2e: $impl/$(basename "$dir")"

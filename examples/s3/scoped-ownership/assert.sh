@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e: slow (started first, so the longest scenarios do not run last)
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
 scoped_s3 || fail "this scenario needs a backend that mints keys per access (E2E_S3_SCOPED=true)"
 bucket="$NAMESPACE-vault"

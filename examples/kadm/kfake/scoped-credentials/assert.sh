@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e: slow (started first, so the longest scenarios do not run last)
 . "$(dirname "$0")/../../../../test/e2e/lib.sh"
 scoped_kafka || fail "this scenario needs a broker that enforces SASL and ACLs (E2E_KAFKA_SCOPED=true)"
 refused='AUTHORIZATION_FAILED'
