@@ -18,6 +18,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketycredentials,verbs=get;list;watch;create;patch;delete
@@ -51,7 +52,7 @@ func CredentialName(service, principal string) string {
 // credentials lists the records of access uid, from the cache.
 func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.BucketyCredential, error) {
 	var list v1.BucketyCredentialList
-	if err := r.Client.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexCredentialOwner: string(uid)}); err != nil {
 		return nil, fmt.Errorf("list credentials: %w", err)
 	}
 	out := list.Items[:0]

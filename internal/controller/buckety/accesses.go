@@ -68,6 +68,28 @@ func IsImplicit(a *v1.BucketyAccess, b *v1.Buckety) bool {
 // try the create again, and be refused.
 const recentlyCreated = 30 * time.Second
 
+// pruneCreatedImplicit drops the entries of createdImplicit the cache never
+// showed (the access was deleted at once), at most once per
+// recentlyCreated, so a burst of creates costs no scan each.
+func (r *Reconciler) pruneCreatedImplicit() {
+	now := time.Now()
+	r.mu.Lock()
+	due := now.Sub(r.prunedImplicit) > recentlyCreated
+	if due {
+		r.prunedImplicit = now
+	}
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	r.createdImplicit.Range(func(k, at any) bool {
+		if now.Sub(at.(time.Time)) >= recentlyCreated {
+			r.createdImplicit.Delete(k)
+		}
+		return true
+	})
+}
+
 func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, accesses []v1.BucketyAccess, f *facts) error {
 	var implicit *v1.BucketyAccess
 	explicit := 0
@@ -158,12 +180,7 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 	if err != nil {
 		return err
 	}
-	r.createdImplicit.Range(func(k, at any) bool {
-		if time.Since(at.(time.Time)) >= recentlyCreated {
-			r.createdImplicit.Delete(k)
-		}
-		return true
-	})
+	r.pruneCreatedImplicit()
 	r.createdImplicit.Store(b.UID, time.Now())
 	if b.Status.ObservedGeneration != 0 {
 		// The first provisioning's Provisioned event announced it; a later

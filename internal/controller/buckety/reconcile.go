@@ -85,6 +85,7 @@ type Reconciler struct {
 	// createdImplicit: when this controller created each Buckety's
 	// implicit access, until the cache shows it (accesses.go).
 	createdImplicit sync.Map
+	prunedImplicit  time.Time
 	// limitGates serialise, per backend and namespace, the passes that
 	// may take a new claim under limits.perNamespace (claim.go).
 	limitGates sync.Map

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyclaims,verbs=get;list;watch;create;update;delete
@@ -351,7 +352,7 @@ func (c *Store) Owned(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, er
 // claims this store wrote that the cache does not show yet.
 func (c *Store) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, error) {
 	var list v1.BucketyClaimList
-	if err := c.Client.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+	if err := c.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimOwner: string(uid)}); err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
 	}
 	for _, name := range c.recent.owned(uid) {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // newClient is a fake client holding objs that, as an API server does and
@@ -30,7 +31,11 @@ func newClient(t *testing.T, objs ...client.Object) client.WithWatch {
 		t.Fatal(err)
 	}
 	var n atomic.Int64
-	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), interceptor.Funcs{
+	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...)
+	if err := objects.SetupIndexes(context.Background(), builderIndexer{b}); err != nil {
+		t.Fatal(err)
+	}
+	return interceptor.NewClient(b.Build(), interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if obj.GetUID() == "" {
 				obj.SetUID(types.UID(fmt.Sprintf("uid-%d", n.Add(1))))
@@ -53,6 +58,15 @@ func newClient(t *testing.T, objs ...client.Object) client.WithWatch {
 			return c.Delete(ctx, obj, opts...)
 		},
 	})
+}
+
+// builderIndexer registers the reconcilers' field indexes on a fake
+// client builder, as the manager does on its cache.
+type builderIndexer struct{ b *fake.ClientBuilder }
+
+func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, f client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, f)
+	return nil
 }
 
 // buckety builds a Buckety with a UID, as the API server would give it.

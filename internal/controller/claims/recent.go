@@ -27,6 +27,10 @@ const recentFor = 30 * time.Second
 type recent struct {
 	mu sync.Mutex
 	m  map[string]recentClaim
+	// byOwner names each owner's remembered claims.
+	byOwner map[string]map[string]bool
+	// pruned is when expired entries were last dropped.
+	pruned time.Time
 }
 
 type recentClaim struct {
@@ -38,21 +42,45 @@ func (r *recent) put(cl *v1.BucketyClaim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[string]recentClaim{}
+		r.m, r.byOwner = map[string]recentClaim{}, map[string]map[string]bool{}
 	}
 	now := time.Now()
-	for name, e := range r.m {
-		if now.Sub(e.at) > recentFor {
-			delete(r.m, name)
+	if now.Sub(r.pruned) > recentFor {
+		// At most once per recentFor, so a burst of writes costs no scan
+		// each.
+		r.pruned = now
+		for name, e := range r.m {
+			if now.Sub(e.at) > recentFor {
+				r.deleteLocked(name)
+			}
 		}
 	}
+	r.deleteLocked(cl.Name)
 	r.m[cl.Name] = recentClaim{claim: cl.DeepCopy(), at: now}
+	owner := cl.Spec.Owner.UID
+	if r.byOwner[owner] == nil {
+		r.byOwner[owner] = map[string]bool{}
+	}
+	r.byOwner[owner][cl.Name] = true
 }
 
 func (r *recent) drop(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.deleteLocked(name)
+}
+
+func (r *recent) deleteLocked(name string) {
+	e, ok := r.m[name]
+	if !ok {
+		return
+	}
 	delete(r.m, name)
+	owner := e.claim.Spec.Owner.UID
+	delete(r.byOwner[owner], name)
+	if len(r.byOwner[owner]) == 0 {
+		delete(r.byOwner, owner)
+	}
 }
 
 // newer returns the remembered claim name when the cache's copy (nil: the
@@ -66,13 +94,13 @@ func (r *recent) newer(name string, cached *v1.BucketyClaim) *v1.BucketyClaim {
 		return nil
 	}
 	if time.Since(e.at) > recentFor {
-		delete(r.m, name)
+		r.deleteLocked(name)
 		return nil
 	}
 	if cached != nil {
 		cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, e.claim.ResourceVersion)
 		if err != nil || cmp >= 0 || cached.UID != e.claim.UID {
-			delete(r.m, name)
+			r.deleteLocked(name)
 			return nil
 		}
 	}
@@ -84,10 +112,8 @@ func (r *recent) owned(uid types.UID) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var names []string
-	for name, e := range r.m {
-		if e.claim.Spec.Owner.UID == string(uid) {
-			names = append(names, name)
-		}
+	for name := range r.byOwner[string(uid)] {
+		names = append(names, name)
 	}
 	return names
 }
