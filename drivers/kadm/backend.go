@@ -49,6 +49,8 @@ type Backend struct {
 	observed *observations
 	// scoping caches whether the cluster can scope credentials (credentials.go).
 	scoping scopingCache
+	// purge drops bulk reads from the client's metadata cache (metacache.go).
+	purge metaPurge
 }
 
 // newBackend wires the batchers; linger and maxBatch bound the latency a

@@ -59,9 +59,15 @@ type observation struct {
 	doubt bool
 }
 
+// sweepInFlight is a sweep being read, chunk by chunk: a topic's
+// observation is recorded when its chunk is done.
 type sweepInFlight struct {
-	topics map[string]struct{}
-	done   chan struct{}
+	// topics maps each topic to the index of its chunk.
+	topics map[string]int
+	// done[i] is closed when chunk i is done (closed[i], under the
+	// observations' lock).
+	done   []chan struct{}
+	closed []bool
 }
 
 // pruneEvery is how many puts pass between prunes of expired entries.
@@ -126,32 +132,58 @@ func (o *observations) clear() {
 	o.cleared = o.now()
 }
 
-// startSweep registers a sweep of topics; call the returned func when its
-// observations are recorded.
+// startSweep registers a sweep of topics in one chunk; call the returned
+// func when its observations are recorded.
 func (o *observations) startSweep(topics []string) func() {
-	s := &sweepInFlight{topics: make(map[string]struct{}, len(topics)), done: make(chan struct{})}
-	for _, t := range topics {
-		s.topics[t] = struct{}{}
+	_, end := o.startSweepChunks([][]string{topics})
+	return end
+}
+
+// startSweepChunks registers a sweep that reads chunks one after another:
+// call chunkDone(i) when chunk i's observations are recorded, so the calls
+// waiting for its topics go on while the rest is read, and end when the
+// sweep ends (it finishes every chunk not done).
+func (o *observations) startSweepChunks(chunks [][]string) (chunkDone func(int), end func()) {
+	s := &sweepInFlight{topics: map[string]int{}, done: make([]chan struct{}, len(chunks)), closed: make([]bool, len(chunks))}
+	for i, c := range chunks {
+		s.done[i] = make(chan struct{})
+		for _, t := range c {
+			s.topics[t] = i
+		}
 	}
 	o.mu.Lock()
 	o.sweeps[s] = struct{}{}
 	o.mu.Unlock()
-	return func() {
-		o.mu.Lock()
-		delete(o.sweeps, s)
-		o.mu.Unlock()
-		close(s.done)
+	finish := func(i int) {
+		if !s.closed[i] {
+			s.closed[i] = true
+			close(s.done[i])
+		}
 	}
+	chunkDone = func(i int) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		finish(i)
+	}
+	end = func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		delete(o.sweeps, s)
+		for i := range s.done {
+			finish(i)
+		}
+	}
+	return chunkDone, end
 }
 
-// awaitSweep waits for a sweep in flight that reads topic, if there is one,
-// or for ctx to end.
+// awaitSweep waits until every sweep in flight that reads topic has read
+// it (recorded the observations of its chunk), or for ctx to end.
 func (o *observations) awaitSweep(ctx context.Context, topic string) {
 	o.mu.Lock()
 	var done []chan struct{}
 	for s := range o.sweeps {
-		if _, ok := s.topics[topic]; ok {
-			done = append(done, s.done)
+		if i, ok := s.topics[topic]; ok {
+			done = append(done, s.done[i])
 		}
 	}
 	o.mu.Unlock()

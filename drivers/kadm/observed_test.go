@@ -226,6 +226,39 @@ func TestAwaitSweepWaitsForTheSweepReadingTheTopic(t *testing.T) {
 	o.awaitSweep(ctx, "d") // returns: its context ended
 }
 
+// TestAwaitSweepWaitsForTheTopicsChunk: a sweep read chunk by chunk lets
+// the calls waiting for a topic go on when that topic's chunk is done,
+// while the calls waiting for a later chunk still wait; its end releases
+// every chunk.
+func TestAwaitSweepWaitsForTheTopicsChunk(t *testing.T) {
+	o := newObservations()
+	chunkDone, end := o.startSweepChunks([][]string{{"a", "b"}, {"c"}})
+	waited := make(chan string, 3)
+	for _, tp := range []string{"a", "c"} {
+		go func() { o.awaitSweep(context.Background(), tp); waited <- tp }()
+	}
+	select {
+	case got := <-waited:
+		t.Fatalf("awaitSweep(%s) returned before its chunk was read", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	chunkDone(0)
+	if got := <-waited; got != "a" {
+		t.Fatalf("want a once the first chunk is done, got %s", got)
+	}
+	select {
+	case got := <-waited:
+		t.Fatalf("awaitSweep(%s) returned while its chunk was still being read", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	chunkDone(0) // again: harmless
+	end()
+	if got := <-waited; got != "c" {
+		t.Fatalf("want c once the sweep ended, got %s", got)
+	}
+	o.awaitSweep(context.Background(), "b") // the sweep is over: returns at once
+}
+
 func names(rs []drivers.Resource) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {

@@ -23,6 +23,13 @@ func (b *Backend) SweepCoverage() drivers.SweepCoverage { return drivers.SweepCo
 // request has its own requestTimeout. The requests are sent directly, not
 // through the coalescing batchers, so a sweep does not wait for a linger
 // and its size does not depend on what else is in flight.
+//
+// The topics are read chunk by chunk (a chunk's Metadata, then its
+// DescribeConfigs), and each chunk's observations are recorded as soon as
+// it is read: an Ensure waiting for the sweep (a controller's start, when
+// every Buckety's first pass comes with the first sweep) waits for its
+// topic's chunk, not for the whole sweep, which at 10,000 topics is 40
+// requests long.
 func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.SweepVerdict, error) {
 	out := make([]drivers.SweepVerdict, len(rs))
 	max := b.metadata.max
@@ -36,16 +43,38 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 		}
 		idx[r.Name] = append(idx[r.Name], i)
 	}
-	// What the sweep sees is recorded as observations (observed.go); an
-	// Ensure that finds none for a topic this sweep reads waits for it.
-	defer b.observed.startSweep(topics)()
-	at := b.observed.now()
-	states := make(map[string]topicState, len(topics))
-	var existing []string
-	metas, err := b.metadataOf(ctx, topics)
-	if err != nil {
-		return nil, err
+	var chunks [][]string
+	for start := 0; start < len(topics); start += max {
+		chunks = append(chunks, topics[start:min(start+max, len(topics))])
 	}
+	// What the sweep sees is recorded as observations (observed.go); an
+	// Ensure that finds none for a topic this sweep reads waits for its
+	// chunk.
+	chunkDone, end := b.observed.startSweepChunks(chunks)
+	defer end()
+	defer b.forgetMetadata(topics)
+	for i, chunk := range chunks {
+		if err := b.sweepChunk(ctx, chunk, rs, idx, out); err != nil {
+			return nil, err
+		}
+		chunkDone(i)
+	}
+	return out, nil
+}
+
+// sweepChunk reads one chunk of a sweep (at most maxBatch topics), records
+// what it saw and fills in the verdicts of the resources on its topics.
+func (b *Backend) sweepChunk(ctx context.Context, chunk []string, rs []drivers.Resource, idx map[string][]int, out []drivers.SweepVerdict) error {
+	at := b.observed.now()
+	metas := make([]*call[struct{}, topicState], len(chunk))
+	for i, t := range chunk {
+		metas[i] = &call[struct{}, topicState]{topic: t}
+	}
+	if err := sweepRequest(ctx, b, b.execMetadata, metas); err != nil {
+		return err
+	}
+	states := make(map[string]topicState, len(chunk))
+	var existing []*call[struct{}, map[string]string]
 	for _, c := range metas {
 		switch {
 		case c.err != nil:
@@ -59,35 +88,31 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 			}
 		default:
 			states[c.topic] = c.out
-			existing = append(existing, c.topic)
+			existing = append(existing, &call[struct{}, map[string]string]{topic: c.topic})
 		}
 	}
-	for start := 0; start < len(existing); start += max {
-		chunk := existing[start:min(start+max, len(existing))]
-		calls := make([]*call[struct{}, map[string]string], len(chunk))
-		for i, t := range chunk {
-			calls[i] = &call[struct{}, map[string]string]{topic: t}
-		}
-		if err := sweepRequest(ctx, b, b.execConfigs, calls); err != nil {
-			return nil, err
-		}
-		for _, c := range calls {
-			if c.err != nil {
-				for _, i := range idx[c.topic] {
-					out[i].Err = c.err
-				}
-				continue
-			}
-			st := states[c.topic]
-			st.dynamic = c.out
-			b.observed.put(c.topic, st, at)
+	if len(existing) == 0 {
+		return nil
+	}
+	if err := sweepRequest(ctx, b, b.execConfigs, existing); err != nil {
+		return err
+	}
+	for _, c := range existing {
+		if c.err != nil {
 			for _, i := range idx[c.topic] {
-				p := planFor(parseParams(rs[i].Parameters), st)
-				out[i].Changes, out[i].Drift = p.changes, p.drift
+				out[i].Err = c.err
 			}
+			continue
+		}
+		st := states[c.topic]
+		st.dynamic = c.out
+		b.observed.put(c.topic, st, at)
+		for _, i := range idx[c.topic] {
+			p := planFor(parseParams(rs[i].Parameters), st)
+			out[i].Changes, out[i].Drift = p.changes, p.drift
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // sweepRequest sends one request of a sweep under the backend's

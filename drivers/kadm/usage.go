@@ -34,6 +34,7 @@ var _ drivers.UsageReporter = (*Backend)(nil)
 // measured, is not Known.
 func (b *Backend) Usage(ctx context.Context, rs []drivers.Resource) ([]drivers.Usage, error) {
 	topics := distinctNames(rs)
+	defer b.forgetMetadata(topics)
 	parts, err := b.partitionCounts(ctx, topics)
 	if err != nil {
 		return nil, err

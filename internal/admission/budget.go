@@ -79,7 +79,7 @@ type BudgetCounter func(ctx context.Context, namespace, backend, except string) 
 func CacheBudgetCounter(r client.Reader) BudgetCounter {
 	return func(ctx context.Context, ns, backend, except string) (v1.Budgeted, error) {
 		var list v1.BucketyList
-		if err := r.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if err := r.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return v1.Budgeted{}, err
 		}
 		var sum v1.Budgeted

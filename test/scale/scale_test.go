@@ -131,10 +131,14 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 		tb.add("controller heap in use (pprof, after GC)", n, heap, "", nil, "")
 	}
 
-	// Webhook latency with N Bucketies in its cache.
-	p50, p99 := webhookLatency(t, e, ns, p.WebhookReqs)
-	tb.add("webhook: dry-run create through the API server p99", n, ms(p99), "≤ 1.5× bare", ptr(float64(p99) <= 1.5*float64(fl.dryP99)), ratio(float64(p99), float64(fl.dryP99)))
-	tb.add("webhook: dry-run create through the API server p50", n, ms(p50), "", nil, ratio(float64(p50), float64(fl.dryP50)))
+	// Webhook latency with N Bucketies in its cache, timed side by side
+	// with the bare resource's dry runs: both in the same window, on an
+	// API server that also serves the running controller.
+	wh := webhookLatency(t, e, ns, p.WebhookReqs, fl.bareDryRun)
+	tb.add("webhook: dry-run create through the API server p99", n, ms(wh.p99), "≤ 1.5× bare", ptr(float64(wh.p99) <= 1.5*float64(wh.bareP99)), ratio(float64(wh.p99), float64(wh.bareP99)))
+	tb.add("webhook: dry-run create through the API server p50", n, ms(wh.p50), "", nil, ratio(float64(wh.p50), float64(wh.bareP50)))
+	tb.add("bare custom resource: dry-run create p50 / p99, side by side with the webhook's", n, ms(wh.bareP50)+" / "+ms(wh.bareP99), "", nil, "")
+	tb.add("webhook: dry-run create p99 against the floor's (bare, before the controller started)", n, ms(wh.p99), "", nil, ratio(float64(wh.p99), float64(fl.dryP99)))
 
 	// Out-of-band change on topics, reverted by the running controller.
 	if d := min(p.Drifted, n); d > 0 {
@@ -171,7 +175,7 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	if err := e.k8s.List(ctx, &all); err != nil {
 		t.Fatal(err)
 	}
-	cs := coldStart(t, e, mainArgs, len(all.Items), true)
+	cs := coldStart(t, e, mainArgs, len(all.Items), true, func() func() { return profile(t, e, p, n, "-cold", "cold-starting with") })
 	coldGoal, reqGoal := 10*time.Second, int64(20) // issue 16, up to 3000
 	if n > 3000 {
 		coldGoal, reqGoal = 20*time.Second, 40 // issue 36, at 10,000
@@ -180,7 +184,7 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	tb.add("cold start: controller API writes", n, cs.writes.String(), "0", ptr(cs.writes.total() == 0), "")
 	tb.add("cold start: Kafka requests", n, cs.kafka.String(), fmt.Sprintf("≤ %d", reqGoal), ptr(cs.kafka.total() <= reqGoal), "")
 	e.stopController()
-	coldStart(t, e, append(append([]string{}, p.ControllerArgs...), "--recheck-interval="+p.Recheck.String()), len(all.Items), false)
+	coldStart(t, e, append(append([]string{}, p.ControllerArgs...), "--recheck-interval="+p.Recheck.String()), len(all.Items), false, nil)
 	rc := recheck(t, e, p)
 	tb.add(fmt.Sprintf("kadm: Kafka requests per drift re-check (one %s interval, nothing changed)", p.Recheck), n, rc.kafka.String(), fmt.Sprintf("≤ %d", reqGoal), ptr(rc.kafka.total() <= reqGoal), "")
 	tb.add(fmt.Sprintf("kadm: controller API writes per drift re-check (one %s interval)", p.Recheck), n, rc.writes.String(), "0", ptr(rc.writes.total() == 0), "")
@@ -190,7 +194,7 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	// with nothing changed, costs a few Kafka requests and no write.
 	e.stopController()
 	uargs := append(append([]string{}, p.ControllerArgs...), "--usage-interval="+p.Recheck.String())
-	coldStart(t, e, uargs, len(all.Items), true)
+	coldStart(t, e, uargs, len(all.Items), true, nil)
 	ur := usageRefresh(t, e, p, len(all.Items))
 	tb.add("kadm: usage refresh: time until every Buckety shows status.usage (first refresh)", n, secs(ur.first), "", nil, "")
 	tb.add("kadm: usage refresh: controller API writes of the first refresh", n, ur.firstWrites.String(), fmt.Sprintf("%d (one status.usage each)", len(all.Items)), nil, "")
@@ -237,6 +241,10 @@ func rssMet(n int, rss int64) *bool {
 type floor struct {
 	createsPerSec, statusPerSec float64
 	dryP50, dryP99              time.Duration
+	// bareDryRun dry-run creates one more bare object (the floor's CRD
+	// stays served until the end of the N's run), for timing it side by
+	// side with the webhook's.
+	bareDryRun func() error
 }
 
 // provisionFloor is the time the API server alone needs for the writes
@@ -339,8 +347,12 @@ func measureFloor(t *testing.T, e *env, p params) floor {
 	ul := &unstructured.UnstructuredList{}
 	ul.SetGroupVersionKind(floorGVK.GroupVersion().WithKind(floorGVK.Kind + "List"))
 	deleteCollection(t, e.k8s, ns, u, ul)
-	if err := e.k8s.Delete(ctx, crd); err != nil {
-		t.Fatalf("delete floor CRD: %v", err)
+	// The CRD stays (no objects: dry runs store nothing) for the
+	// webhook's side-by-side timing, and goes with the N's control plane.
+	next := n + p.WebhookReqs
+	f.bareDryRun = func() error {
+		next++
+		return e.k8s.Create(ctx, obj(next), client.DryRunAll)
 	}
 	t.Logf("floor: %.0f creates/s, %.0f status updates/s, dry-run p50 %s p99 %s (%d objects, %d clients)", f.createsPerSec, f.statusPerSec, f.dryP50, f.dryP99, n, workers)
 	return f
@@ -586,10 +598,20 @@ func memory(t *testing.T, e *env, p params, n int) (int64, string) {
 	return rss, heap
 }
 
+// webhookTimes are the webhook's dry-run latencies and the bare
+// resource's, timed side by side.
+type webhookTimes struct {
+	p50, p99, bareP50, bareP99 time.Duration
+}
+
 // webhookLatency times sequential dry-run creates of a Buckety through the
 // API server, which calls buckety-webhook (TLS, AdmissionReview, the
-// naming template and the driver's parameter validation).
-func webhookLatency(t *testing.T, e *env, ns string, reqs int) (p50, p99 time.Duration) {
+// naming template and the driver's parameter validation), alternating
+// with as many dry-run creates of the bare resource (bare), which no
+// webhook sees: both are timed in the same window, on an API server
+// busy with whatever else runs then, so their ratio is the webhook's
+// cost alone. Which goes first alternates.
+func webhookLatency(t *testing.T, e *env, ns string, reqs int, bare func() error) webhookTimes {
 	t.Helper()
 	ctx := context.Background()
 	// The webhook is in the path: an unknown backend is refused by it.
@@ -598,7 +620,8 @@ func webhookLatency(t *testing.T, e *env, ns string, reqs int) (p50, p99 time.Du
 		t.Fatalf("webhook not in the path: want an unknown backend refused by it, got %v", err)
 	}
 	lat := make([]time.Duration, 0, reqs)
-	for i := 0; i < reqs; i++ {
+	bareLat := make([]time.Duration, 0, reqs)
+	hooked := func(i int) {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dry%05d", i), Namespace: ns, Labels: map[string]string{"yolean.se/generation": "003"}},
 			Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.${name}.v${label['yolean.se/generation']}", Parameters: map[string]string{"partitions": "3", "config.retention.ms": retention}}}
 		s := time.Now()
@@ -607,7 +630,27 @@ func webhookLatency(t *testing.T, e *env, ns string, reqs int) (p50, p99 time.Du
 		}
 		lat = append(lat, time.Since(s))
 	}
-	return percentiles(lat)
+	unhooked := func() {
+		s := time.Now()
+		if err := bare(); err != nil {
+			t.Fatalf("bare dry-run create: %v", err)
+		}
+		bareLat = append(bareLat, time.Since(s))
+	}
+	for i := 0; i < reqs; i++ {
+		if i%2 == 0 {
+			hooked(i)
+			unhooked()
+		} else {
+			unhooked()
+			hooked(i)
+		}
+	}
+	var w webhookTimes
+	w.p50, w.p99 = percentiles(lat)
+	w.bareP50, w.bareP99 = percentiles(bareLat)
+	t.Logf("webhook dry runs p50 %s p99 %s; bare side by side p50 %s p99 %s", w.p50, w.p99, w.bareP50, w.bareP99)
+	return w
 }
 
 // outOfBand changes retention.ms on topics directly on the broker (one
@@ -685,12 +728,15 @@ type coldStarted struct {
 // every access at least once and, when settle is set, its queues are empty:
 // the time from process start, its API writes and its Kafka requests. n is
 // the number of Bucketies (each with one access).
-func coldStart(t *testing.T, e *env, args []string, n int, settle bool) coldStarted {
+func coldStart(t *testing.T, e *env, args []string, n int, settle bool, profiling func() func()) coldStarted {
 	t.Helper()
 	kc := e.kafkaStart()
 	writes0 := e.apiWrites()
 	start := time.Now()
 	e.startController(args)
+	if profiling != nil {
+		defer profiling()()
+	}
 	deadline := start.Add(5*time.Minute + time.Duration(n)*100*time.Millisecond)
 	var last string
 	for {
@@ -881,6 +927,12 @@ func (e *env) checkBuckets(ctx context.Context, buckets []string) error {
 // controller-cpu-N.pb.gz): where the machine's cores go while N Bucketies
 // are provisioned. The returned func waits for them.
 func profileProvisioning(t *testing.T, e *env, p params, n int) func() {
+	return profile(t, e, p, n, "", "provisioning")
+}
+
+// profile takes the 15 s CPU profiles profileProvisioning describes, their
+// files named with phase ("-cold" for a cold start, "" for provisioning).
+func profile(t *testing.T, e *env, p params, n int, phase, what string) func() {
 	if os.Getenv("BUCKETY_APISERVER_PROFILING") != "1" || p.ProfileDir == "" {
 		return func() {}
 	}
@@ -892,12 +944,12 @@ func profileProvisioning(t *testing.T, e *env, p params, n int) func() {
 			t.Logf("profile %s: %v", name, err)
 			return
 		}
-		f := filepath.Join(p.ProfileDir, fmt.Sprintf("%s-cpu-%d.pb.gz", name, n))
+		f := filepath.Join(p.ProfileDir, fmt.Sprintf("%s-cpu%s-%d.pb.gz", name, phase, n))
 		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
 			t.Errorf("write %s: %v", f, err)
 			return
 		}
-		t.Logf("CPU profile of the %s while provisioning N=%d: go tool pprof -top %s", name, n, f)
+		t.Logf("CPU profile of the %s while %s N=%d: go tool pprof -top %s", name, what, n, f)
 	}
 	wg.Add(1)
 	go take("apiserver", e.cp.URL+"/debug/pprof/profile?seconds=15", true)

@@ -58,6 +58,8 @@ type Reconciler struct {
 	Held *status.Held
 
 	verified verifiedSecrets
+	// prefetch reads every buckety Secret once after a start (prefetch.go).
+	prefetch secretPrefetch
 	// secrets holds the secret of each scoped access's Secret
 	// (credential.go).
 	secrets knownSecrets

@@ -49,6 +49,9 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	key := types.NamespacedName{Namespace: a.Namespace, Name: name}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
+	if err == nil && ownsSecret(a, m) && !r.verified.has(a.UID) {
+		r.prefetchSecrets(ctx) // once after a start (prefetch.go)
+	}
 	if err == nil && ownsSecret(a, m) && r.verified.matches(a.UID, m.ResourceVersion, data) {
 		f.synced = true
 		return false, nil
@@ -176,6 +179,30 @@ func (v *verifiedSecrets) record(uid types.UID, rv string, data map[string][]byt
 		v.m = map[types.UID]verified{}
 	}
 	v.m[uid] = verified{resourceVersion: rv, sum: dataSum(data)}
+}
+
+// recordIfAbsent records what was read of uid's Secret unless something
+// is recorded for it already (a write or read of this controller, newer
+// than a list that started before it); it reports whether it recorded.
+func (v *verifiedSecrets) recordIfAbsent(uid types.UID, rv string, data map[string][]byte) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.m[uid]; ok {
+		return false
+	}
+	if v.m == nil {
+		v.m = map[types.UID]verified{}
+	}
+	v.m[uid] = verified{resourceVersion: rv, sum: dataSum(data)}
+	return true
+}
+
+// has reports whether anything is recorded for uid's Secret.
+func (v *verifiedSecrets) has(uid types.UID) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.m[uid]
+	return ok
 }
 
 func (v *verifiedSecrets) matches(uid types.UID, rv string, data map[string][]byte) bool {

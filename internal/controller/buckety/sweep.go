@@ -86,12 +86,15 @@ func (s *Sweeper) Start(ctx context.Context) error {
 
 // SweepOnce sweeps one backend and enqueues the drifted Bucketies.
 func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
+	// The sweep only reads the objects (and hands the drifted ones to the
+	// queue, which keeps their keys), so it reads the cached objects
+	// themselves rather than a copy of every one per interval.
 	var list v1.BucketyList
-	if err := s.Reader.List(ctx, &list); err != nil {
+	if err := s.Reader.List(ctx, &list, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list Bucketies: %w", err)
 	}
 	var claims v1.BucketyClaimList
-	if err := s.Reader.List(ctx, &claims); err != nil {
+	if err := s.Reader.List(ctx, &claims, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list claims: %w", err)
 	}
 	targets := sweepTargets(list.Items, claims.Items, s.Backends, e.Name)

@@ -91,12 +91,14 @@ func (u *UsageRefresher) Start(ctx context.Context) error {
 // that changed, enqueues the Bucketies whose QuotaWarning would change
 // and replaces the backend's usage and budget metrics.
 func (u *UsageRefresher) RefreshOnce(ctx context.Context, e *backends.Entry) error {
+	// The cached objects themselves, not a copy of each per interval:
+	// nothing here changes them (record copies the one it writes).
 	var list v1.BucketyList
-	if err := u.Client.List(ctx, &list); err != nil {
+	if err := u.Client.List(ctx, &list, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list Bucketies: %w", err)
 	}
 	var claimList v1.BucketyClaimList
-	if err := u.Client.List(ctx, &claimList); err != nil {
+	if err := u.Client.List(ctx, &claimList, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list claims: %w", err)
 	}
 	if err := u.budgets(ctx, e, list.Items, claimList.Items); err != nil {
@@ -114,7 +116,8 @@ func (u *UsageRefresher) RefreshOnce(ctx context.Context, e *backends.Entry) err
 	for i, t := range targets {
 		b := t.buckety
 		if usages != nil && usages[i].Known {
-			if err := u.record(ctx, b, usages[i]); err != nil {
+			var err error
+			if b, err = u.record(ctx, b, usages[i]); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -156,19 +159,24 @@ func (u *UsageRefresher) measure(ctx context.Context, e *backends.Entry, targets
 }
 
 // record writes b's status.usage when a figure changed, or when the one
-// it has is older than UsageRewrite; b's copy is updated either way.
-func (u *UsageRefresher) record(ctx context.Context, b *v1.Buckety, m drivers.Usage) error {
+// it has is older than UsageRewrite. It returns b as the rest of the
+// refresh judges it: a copy with the new status.usage (written or not),
+// or b itself when nothing was to be written. b may be the cached object
+// itself (RefreshOnce lists without copies), so it is never changed: the
+// patch is built on, and its answer decoded into, the copy.
+func (u *UsageRefresher) record(ctx context.Context, b *v1.Buckety, m drivers.Usage) (*v1.Buckety, error) {
 	next := apiUsage(m)
 	cur := b.Status.Usage
 	if cur != nil && sameFigures(cur, next) && next.MeasuredAt.Sub(cur.MeasuredAt.Time) < UsageRewrite {
-		return nil
+		return b, nil
 	}
-	orig := b.DeepCopy()
+	orig := b
+	b = b.DeepCopy()
 	b.Status.Usage = next
 	if err := u.Client.Status().Patch(ctx, b, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("write status.usage of Buckety %s/%s: %w", b.Namespace, b.Name, err)
+		return b, fmt.Errorf("write status.usage of Buckety %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	return nil
+	return b, nil
 }
 
 // apiUsage is a driver's measurement as status.usage shows it.
@@ -265,7 +273,7 @@ func UsageOnly() predicate.Predicate {
 // claims on it, what it uses of each budget, and the budgets set.
 func (u *UsageRefresher) budgets(ctx context.Context, e *backends.Entry, list []v1.Buckety, claimList []v1.BucketyClaim) error {
 	var accesses v1.BucketyAccessList
-	if err := u.Client.List(ctx, &accesses); err != nil {
+	if err := u.Client.List(ctx, &accesses, ctrl.UnsafeDisableDeepCopy); err != nil { // counted only
 		return fmt.Errorf("list BucketyAccesses: %w", err)
 	}
 	owners := make(map[string]*v1.Buckety, len(list))

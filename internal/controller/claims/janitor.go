@@ -51,7 +51,7 @@ func (j *Janitor) Start(ctx context.Context) error {
 // confirms) and is not stamped yet; it returns how many it stamped.
 func (j *Janitor) CheckOnce(ctx context.Context) (int, error) {
 	var bl v1.BucketyList
-	if err := j.Reader.List(ctx, &bl); err != nil {
+	if err := j.Reader.List(ctx, &bl, ctrl.UnsafeDisableDeepCopy); err != nil { // only their UIDs are read
 		return 0, err
 	}
 	present := make(map[string]bool, len(bl.Items))

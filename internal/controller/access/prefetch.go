@@ -1,0 +1,105 @@
+package access
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// Secrets after a start. The cache holds Secrets' metadata, not their data
+// (see the controller's cacheOptions), and what this controller verified
+// of each access's Secret (verifiedSecrets) is in memory. So after a start
+// every access would read its Secret fresh once: at 10,000 accesses,
+// 10,000 GETs in the first minute, most of a cold start's API requests.
+// Instead, the first pass that needs a fresh read of a Secret it has never
+// verified reads every buckety Secret at once, in pages of
+// prefetchPage, and records what it finds as verified at the
+// resourceVersion read: a Secret of type Opaque whose controlling owner is
+// a BucketyAccess, under that access's UID, with the sum of its data as it
+// is. An access's pass then compares that sum with the data it would write
+// (verifiedSecrets.matches), exactly as it would have compared the fresh
+// read: equal, nothing is read or written; different (edited by hand while
+// no controller ran, or the access changed), or edited since the list
+// (another resourceVersion), the Secret is read fresh and repaired as
+// before. Data is hashed page by page and not kept.
+//
+// It runs at most once per process, on the leader (only its reconcilers
+// run). A failed list is not retried: the passes read their Secrets one by
+// one instead, as before.
+type secretPrefetch struct {
+	mu   sync.Mutex
+	done bool
+}
+
+// prefetchPage is how many Secrets one list request of the prefetch asks
+// for; prefetchTimeout bounds the whole prefetch (the passes waiting for
+// it read their Secrets one by one after it).
+const (
+	prefetchPage    = 500
+	prefetchTimeout = time.Minute
+)
+
+// prefetchSecrets runs the prefetch unless it ran; concurrent callers wait
+// for the one that runs it.
+func (r *Reconciler) prefetchSecrets(ctx context.Context) {
+	p := &r.prefetch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	p.done = true
+	ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
+	defer cancel()
+	n, err := r.listSecretsVerified(ctx)
+	log := logf.FromContext(ctx)
+	if err != nil {
+		log.Error(err, "reading every buckety Secret at once failed; accesses read their own Secrets instead", "recorded", n)
+		return
+	}
+	log.V(1).Info("read every buckety Secret once after start", "recorded", n)
+}
+
+// listSecretsVerified lists buckety's Secrets in pages and records each
+// that an access controls; it returns how many it recorded.
+func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
+	n := 0
+	cont := ""
+	for {
+		var list corev1.SecretList
+		if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ManagedByLabel: v1.ManagedByValue}, ctrl.Limit(prefetchPage), ctrl.Continue(cont)); err != nil {
+			return n, err
+		}
+		for i := range list.Items {
+			s := &list.Items[i]
+			if s.Type != corev1.SecretTypeOpaque {
+				continue
+			}
+			if uid, ok := controllingAccess(s.OwnerReferences); ok && r.verified.recordIfAbsent(uid, s.ResourceVersion, s.Data) {
+				n++
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			return n, nil
+		}
+	}
+}
+
+// controllingAccess is the UID of the BucketyAccess that controls an
+// object with refs, if one does.
+func controllingAccess(refs []metav1.OwnerReference) (types.UID, bool) {
+	for _, ref := range refs {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "BucketyAccess" && ref.APIVersion == v1.GroupVersion.String() {
+			return ref.UID, true
+		}
+	}
+	return "", false
+}
