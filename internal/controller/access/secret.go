@@ -35,7 +35,9 @@ const ConflictRetry = 3 * time.Second
 // exist (a foreign one, or this access's own, written moments ago and not
 // yet seen). The create itself answers that: the API server refuses it
 // when any Secret of that name exists, and only then is the Secret read
-// fresh, to tell whose it is. A foreign Secret is never written to. While a
+// fresh, to tell whose it is; but when this controller has written or
+// checked a Secret for this access before, it is read fresh first (a
+// read, where the create would be a refused write). A foreign Secret is never written to. While a
 // conflict persists (it is retried every few seconds) the fresh read comes
 // first, so a retry costs one read, not a refused create and a read.
 //
@@ -59,7 +61,11 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	s := &corev1.Secret{}
 	switch {
 	case apierrors.IsNotFound(err):
-		if !conflictReported(a) {
+		// A Secret this controller already wrote or checked for this
+		// access that the cache does not show is most likely one the
+		// cache has not caught up with (the pass its own create woke):
+		// read it rather than send a create the API server refuses.
+		if !conflictReported(a) && !r.verified.has(a.UID) {
 			cerr := r.createSecret(ctx, a, name, data)
 			if cerr == nil {
 				r.secretCreated(a, name, data)
