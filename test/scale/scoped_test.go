@@ -49,8 +49,10 @@ func scopedFigures(t *testing.T, e *env, tb *table, n int, unscoped provisioned)
 	reqs := e.scopedRequests().minus(before)
 	e.checkScopedSecrets(ctx, ns, names)
 
-	goal := time.Duration(float64(unscoped.total) * 1.3)
-	tb.add("kadm scoped: all Ready with their Secrets and own users (total)", n, secs(prov.total), "≤ 1.3 × unscoped = "+secs(goal), ptr(prov.total <= goal),
+	// Issue 36: a user of its own per access at ≤ 1.1× the unscoped time
+	// (issue 33 had asked ≤ 1.3×).
+	goal := time.Duration(float64(unscoped.total) * 1.1)
+	tb.add("kadm scoped: all Ready with their Secrets and own users (total)", n, secs(prov.total), "≤ 1.1 × unscoped = "+secs(goal), ptr(prov.total <= goal),
 		fmt.Sprintf("%.2f× unscoped", prov.total.Seconds()/unscoped.total.Seconds()))
 	cred := credentialCounts(reqs)
 	perAccess := float64(cred.total()) / float64(n)
