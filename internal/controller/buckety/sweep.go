@@ -97,7 +97,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 	if err := s.Reader.List(ctx, &claims, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list claims: %w", err)
 	}
-	targets := sweepTargets(list.Items, claims.Items, s.Backends, e.Name)
+	targets := driftTargets(list.Items, claims.Items, s.Backends, e.Name)
 	if len(targets) == 0 {
 		metrics.DriftSweeps.WithLabelValues(e.Name, "ok").Inc()
 		for _, v := range []string{"in_sync", "drifted", "unjudged"} {
@@ -166,6 +166,24 @@ type sweepTarget struct {
 // changed, driver major differs) are left to the reconciler. The result
 // is sorted by namespace and name.
 func sweepTargets(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.Set, backend string) []sweepTarget {
+	return targetsOf(list, claimList, set, backend, false)
+}
+
+// driftTargets are the drift sweep's targets: sweepTargets, and also the
+// Bucketies whose status does not record a backend yet but whose claim on
+// this backend is settled (Created or Adopted): a Buckety provisioned
+// under load, whose status write waits in the queue (or is held for its
+// access, status.Held) for longer than one interval. Their passes then
+// find a recent observation of their resource rather than reading it
+// again (at 10,000 Bucketies, about 5,000 Kafka requests). The usage
+// refresh keeps to sweepTargets: it writes status.usage, and a Buckety
+// whose first status write is still to come gets none before it.
+func driftTargets(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.Set, backend string) []sweepTarget {
+	return targetsOf(list, claimList, set, backend, true)
+}
+
+// targetsOf is sweepTargets, with unrecorded: driftTargets.
+func targetsOf(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.Set, backend string, unrecorded bool) []sweepTarget {
 	settled := map[string]*v1.BucketyClaim{}
 	for i := range claimList {
 		cl := &claimList[i]
@@ -176,8 +194,13 @@ func sweepTargets(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.
 	var out []sweepTarget
 	for i := range list {
 		b := &list[i]
-		if !b.DeletionTimestamp.IsZero() || b.Status.Backend != backend {
+		if !b.DeletionTimestamp.IsZero() {
 			continue
+		}
+		if b.Status.Backend != backend {
+			if _, ok := settled[string(b.UID)]; !unrecorded || !ok || b.Status.Backend != "" {
+				continue
+			}
 		}
 		e, problem := backends.Resolve(set, b.Spec.Backend, backends.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 		if problem != nil || e.Name != backend {

@@ -68,6 +68,9 @@ func TestSweepTargets(t *testing.T) {
 		bk("driver-changed", "kafka", "s3", &major, "t.driver-changed"),
 		bk("major-differs", "kafka", "kadm", &other, "t.major-differs"),
 		bk("claim-elsewhere", "kafka", "kadm", &major, "t.claim-elsewhere"),
+		bk("unrecorded", "", "", nil, ""),
+		bk("unrecorded-claimed", "", "", nil, ""),
+		bk("unrecorded-s3", "", "", nil, ""),
 	}
 	claim := func(owner, backend, resource string, phase v1.ClaimPhase) v1.BucketyClaim {
 		return v1.BucketyClaim{Spec: v1.BucketyClaimSpec{Backend: backend, ResourceName: resource, Phase: phase, Owner: v1.ClaimOwner{UID: "uid-" + owner}}}
@@ -76,6 +79,9 @@ func TestSweepTargets(t *testing.T) {
 		claim("by-claim", "kafka", "t.by-claim", v1.ClaimCreated),
 		claim("claimed-only", "kafka", "t.claimed-only", v1.ClaimClaimed),
 		claim("claim-elsewhere", "s3", "elsewhere", v1.ClaimAdopted),
+		claim("unrecorded", "kafka", "t.unrecorded", v1.ClaimCreated),
+		claim("unrecorded-claimed", "kafka", "t.unrecorded-claimed", v1.ClaimClaimed),
+		claim("unrecorded-s3", "s3", "t.unrecorded-s3", v1.ClaimCreated),
 	}
 	got := sweepTargets(list, claims, set, "kafka")
 	var names []string
@@ -88,6 +94,17 @@ func TestSweepTargets(t *testing.T) {
 	want := "by-claim=t.by-claim by-status=t.by-status claim-elsewhere=t.claim-elsewhere"
 	if strings.Join(names, " ") != want {
 		t.Errorf("want targets %q, got %q", want, strings.Join(names, " "))
+	}
+	// The drift sweep also takes a Buckety whose status records no backend
+	// yet once its claim on this backend is settled; the usage refresh
+	// (sweepTargets) does not.
+	names = nil
+	for _, tg := range driftTargets(list, claims, set, "kafka") {
+		names = append(names, tg.buckety.Name+"="+tg.resource.Name)
+	}
+	want = "by-claim=t.by-claim by-status=t.by-status claim-elsewhere=t.claim-elsewhere unrecorded=t.unrecorded"
+	if strings.Join(names, " ") != want {
+		t.Errorf("drift sweep: want targets %q, got %q", want, strings.Join(names, " "))
 	}
 }
 
