@@ -66,11 +66,8 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 // what it saw and fills in the verdicts of the resources on its topics.
 func (b *Backend) sweepChunk(ctx context.Context, chunk []string, rs []drivers.Resource, idx map[string][]int, out []drivers.SweepVerdict) error {
 	at := b.observed.now()
-	metas := make([]*call[struct{}, topicState], len(chunk))
-	for i, t := range chunk {
-		metas[i] = &call[struct{}, topicState]{topic: t}
-	}
-	if err := sweepRequest(ctx, b, b.execMetadata, metas); err != nil {
+	metas, err := b.metadataOf(ctx, chunk) // one request: a chunk is at most maxBatch
+	if err != nil {
 		return err
 	}
 	states := make(map[string]topicState, len(chunk))

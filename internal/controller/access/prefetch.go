@@ -40,10 +40,14 @@ type secretPrefetch struct {
 }
 
 // prefetchPage is how many Secrets one list request of the prefetch asks
-// for; prefetchTimeout bounds the whole prefetch (the passes waiting for
-// it read their Secrets one by one after it).
+// for. Any tenant can put buckety's label on Secrets of up to 1 MiB each,
+// so a page holds at most prefetchPage MiB of data: 50 keeps that within
+// what the 16 workers' own GETs could hold at once (16 MiB) times a few,
+// at 200 requests for 10,000 Secrets. prefetchTimeout bounds the whole
+// prefetch (the passes waiting for it read their Secrets one by one after
+// it).
 const (
-	prefetchPage    = 500
+	prefetchPage    = 50
 	prefetchTimeout = time.Minute
 )
 

@@ -37,9 +37,10 @@ const ConflictRetry = 3 * time.Second
 // when any Secret of that name exists, and only then is the Secret read
 // fresh, to tell whose it is; but when this controller has written or
 // checked a Secret for this access before, it is read fresh first (a
-// read, where the create would be a refused write). A foreign Secret is never written to. While a
-// conflict persists (it is retried every few seconds) the fresh read comes
-// first, so a retry costs one read, not a refused create and a read.
+// read, where the create would be a refused write). A foreign Secret is
+// never written to. While a conflict persists (it is retried every few
+// seconds) the fresh read comes first, so a retry costs one read, not a
+// refused create and a read.
 //
 // An existing Secret of this access is read fresh (its data is not cached)
 // only when its resourceVersion differs from the one this controller last
@@ -51,12 +52,14 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	key := types.NamespacedName{Namespace: a.Namespace, Name: name}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
-	if err == nil && ownsSecret(a, m) && !r.verified.has(a.UID) {
-		r.prefetchSecrets(ctx) // once after a start (prefetch.go)
-	}
-	if err == nil && ownsSecret(a, m) && r.verified.matches(a.UID, m.ResourceVersion, data) {
-		f.synced = true
-		return false, nil
+	if err == nil && ownsSecret(a, m) {
+		if !r.verified.has(a.UID) {
+			r.prefetchSecrets(ctx) // once after a start (prefetch.go)
+		}
+		if r.verified.matches(a.UID, m.ResourceVersion, data) {
+			f.synced = true
+			return false, nil
+		}
 	}
 	s := &corev1.Secret{}
 	switch {
@@ -179,21 +182,20 @@ func dataSum(data map[string][]byte) [sha256.Size]byte {
 }
 
 func (v *verifiedSecrets) record(uid types.UID, rv string, data map[string][]byte) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.m == nil {
-		v.m = map[types.UID]verified{}
-	}
-	v.m[uid] = verified{resourceVersion: rv, sum: dataSum(data)}
+	v.put(uid, rv, data, true)
 }
 
 // recordIfAbsent records what was read of uid's Secret unless something
 // is recorded for it already (a write or read of this controller, newer
 // than a list that started before it); it reports whether it recorded.
 func (v *verifiedSecrets) recordIfAbsent(uid types.UID, rv string, data map[string][]byte) bool {
+	return v.put(uid, rv, data, false)
+}
+
+func (v *verifiedSecrets) put(uid types.UID, rv string, data map[string][]byte, replace bool) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if _, ok := v.m[uid]; ok {
+	if _, ok := v.m[uid]; ok && !replace {
 		return false
 	}
 	if v.m == nil {

@@ -197,10 +197,10 @@ func targetsOf(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.Set
 		if !b.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if b.Status.Backend != backend {
-			if _, ok := settled[string(b.UID)]; !unrecorded || !ok || b.Status.Backend != "" {
-				continue
-			}
+		_, claimed := settled[string(b.UID)]
+		recorded := b.Status.Backend == backend
+		if !recorded && !(unrecorded && claimed && b.Status.Backend == "") {
+			continue
 		}
 		e, problem := backends.Resolve(set, b.Spec.Backend, backends.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 		if problem != nil || e.Name != backend {
