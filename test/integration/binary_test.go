@@ -187,6 +187,9 @@ func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
 		hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		resp, err := hc.Do(req)
 		if err != nil {
+			if done, exit := c010.p.Exited(); done {
+				t.Fatalf("scrape metrics: %v: the controller exited (%v):\n%s", err, exit, c010.p.Tail(40))
+			}
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
@@ -196,6 +199,8 @@ func TestBinaryWithGeneratedRBACAndDriverVersions(t *testing.T) {
 		}
 		return resp.StatusCode, string(b)
 	}
+	// The metrics server starts beside the probes, not before them.
+	waitListening(t, c010.met, "controller metrics served")
 	if code, _ := scrape(""); code != http.StatusUnauthorized {
 		t.Errorf("metrics without a token: want 401, got %d", code)
 	}

@@ -61,12 +61,21 @@ func (w *webhookProcess) issueFor(t testing.TB, d time.Duration) time.Time {
 // it may start after readiness is reported.
 func (w *webhookProcess) waitMetrics(t testing.TB) {
 	t.Helper()
-	wait.For(t, 30*time.Second, "webhook metrics served", func() (bool, string) {
-		conn, err := net.Dial("tcp", w.metrics)
+	waitListening(t, w.metrics, "webhook metrics served")
+}
+
+// waitListening waits until addr accepts TCP connections, as a scraper
+// retries a target that is starting.
+func waitListening(t testing.TB, addr, what string) {
+	t.Helper()
+	wait.For(t, 30*time.Second, what, func() (bool, string) {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return false, err.Error()
 		}
-		conn.Close()
+		if err := conn.Close(); err != nil {
+			return false, err.Error()
+		}
 		return true, ""
 	})
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -42,11 +43,11 @@ import (
 // metricsOptions serves metrics with authentication and authorization (the
 // kubebuilder default) unless insecure: a NetworkPolicy would depend on the
 // cluster's CNI enforcing it, the filter does not.
-func metricsOptions(addr string, insecure bool) metricsserver.Options {
+func metricsOptions(addr string, insecure bool) (metricsserver.Options, error) {
 	if insecure {
-		return metricsserver.Options{BindAddress: addr}
+		return metricsserver.Options{BindAddress: addr}, nil
 	}
-	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: metricsAuth}
+	return metrics.SecureOptions(addr, metricsAuth)
 }
 
 // DefaultOwnerCheckInterval is how often the leader looks for claims whose
@@ -138,10 +139,14 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		}
 	}
 	gracePeriod := 30 * time.Second
+	mo, err := metricsOptions(o.MetricsAddr, o.MetricsInsecure)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        log,
-		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsInsecure),
+		Metrics:                       mo,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,

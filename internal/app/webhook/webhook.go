@@ -40,6 +40,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/kubeconfig"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -79,11 +80,11 @@ type Options struct {
 
 // metricsOptions serves metrics with authentication and authorization (the
 // kubebuilder default) unless insecure.
-func metricsOptions(addr string, insecure bool) metricsserver.Options {
+func metricsOptions(addr string, insecure bool) (metricsserver.Options, error) {
 	if insecure {
-		return metricsserver.Options{BindAddress: addr}
+		return metricsserver.Options{BindAddress: addr}, nil
 	}
-	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+	return metrics.SecureOptions(addr, filters.WithAuthenticationAndAuthorization)
 }
 
 // cliFlags are the command-line values that are not Options fields.
@@ -199,10 +200,14 @@ func Run(ctx context.Context, o Options) error {
 	})
 	grace := 30 * time.Second
 	srv := newServer(o.Host, o.Port, certs.GetCertificate, o.ReusePort, o.Log.WithName("admission"))
+	mo, err := metricsOptions(o.MetricsAddr, o.MetricsInsecure)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Log,
-		Metrics:                 metricsOptions(o.MetricsAddr, o.MetricsInsecure),
+		Metrics:                 mo,
 		HealthProbeBindAddress:  o.ProbeAddr,
 		GracefulShutdownTimeout: &grace,
 		WebhookServer:           srv,
