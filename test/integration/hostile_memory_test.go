@@ -147,9 +147,10 @@ func TestTenantCannotExhaustMemory(t *testing.T) {
 		}
 	}
 	t.Logf("the other tenant's Buckety Ready in %s quiet, %s under attack", quiet.Round(time.Millisecond), during.Round(time.Millisecond))
-	// The attacker's Bucketies queue ahead of the victim's (one FIFO queue;
-	// limits.perNamespace bounds how many a namespace may have): a generous
-	// bound, the figure is what make faults reports.
+	// The queues take turns by namespace (TestBurstDoesNotStarveAnotherNamespace),
+	// but the attacker's 200 KiB writes still load the API server every
+	// write of the victim's goes through: a generous bound, the figure is
+	// what make faults reports.
 	if during > time.Minute {
 		t.Errorf("want the other tenant's Buckety Ready within a minute under attack, took %s", during)
 	}

@@ -284,7 +284,8 @@ func registerCollector(mgr ctrl.Manager, set *backends.Set) error {
 // left Get still counts as a waiter, so the hand-out goroutine blocks
 // sending to it while holding the lock a finishing worker's Done needs),
 // and the manager then overruns its grace period. TestShutdownWithWorkQueued
-// reproduces it.
+// reproduces it. The queue hands work out in turns by namespace
+// (queue.go).
 func controllerOptions(o Options) controller.Options {
 	usePriorityQueue := false
 	return controller.Options{
@@ -292,6 +293,7 @@ func controllerOptions(o Options) controller.Options {
 		SkipNameValidation:      &o.SkipNameValidation,
 		RateLimiter:             rateLimiter(),
 		UsePriorityQueue:        &usePriorityQueue,
+		NewQueue:                newFairQueue,
 	}
 }
 
