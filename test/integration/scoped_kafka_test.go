@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -523,7 +526,10 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 		return got["AlterUserSCRAMCredentials"] + got["CreateACLs"] + got["DeleteACLs"]
 	}
 	before := writes()
-	startController(t, cfg, nil, time.Hour)
+	reads := &secretReads{ns: ns, gets: map[string]int{}}
+	rc := rest.CopyConfig(cp.RESTConfig)
+	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretReadTransport{c: reads, next: next} })
+	startControllerREST(t, cfg, nil, time.Hour, rc)
 	removeWhileRunning(t, ns)
 	// The access's pass after the restart stamps its status; give it time
 	// to have sent anything it would.
@@ -537,6 +543,12 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if got := writes() - before; got != 0 {
 		t.Errorf("after a restart: want no user or ACL writes, got %d", got)
+	}
+	reads.mu.Lock()
+	gets, full := maps.Clone(reads.gets), reads.full
+	reads.mu.Unlock()
+	if full < 1 || len(gets) != 0 {
+		t.Errorf("after a restart: want the Secret read in the list of every buckety Secret, not on its own; got %d lists, GETs %v", full, gets)
 	}
 	data := secret(t, ns, "events").Data
 	if err := produceWith(t, data, ns+".events"); err != nil {
@@ -559,6 +571,56 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 		c := credentialsOf(t, a.UID)
 		return len(c) == 1 && c[0].Spec.SecretDigest == access.SecretDigest("tenant-chosen-password-0123456789"), fmt.Sprintf("%+v", c)
 	})
+}
+
+// TestScopedPasswordEditedWhileStopped: a password its tenant put in the
+// Secret while no controller ran is found in the list a starting
+// controller reads every buckety Secret with (no GET of its own), and is
+// still made the broker's, as a fresh read of the Secret would have it.
+func TestScopedPasswordEditedWhileStopped(t *testing.T) {
+	needInfra(t)
+	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	cfg := harness.ConfigYAML(superuserBackend(b, 0))
+	run := startController(t, cfg, nil, time.Hour)
+	ns := namespace(t)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".ledger",
+		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "ledger"}}})
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}}
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	run.stop(t)
+
+	const mine = "tenant-chosen-while-stopped-0123456789"
+	s := secret(t, ns, "ledger")
+	s.Data["sasl.password"] = []byte(mine)
+	if err := k8s.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceWith(t, s.Data, ns+".ledger"); err == nil {
+		t.Fatal("the edited password works before any controller ran: the test proves nothing")
+	}
+	reads := &secretReads{ns: ns, gets: map[string]int{}}
+	rc := rest.CopyConfig(cp.RESTConfig)
+	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretReadTransport{c: reads, next: next} })
+	startControllerREST(t, cfg, nil, time.Hour, rc)
+	removeWhileRunning(t, ns)
+	wait.For(t, waitTimeout, "the password edited while stopped works", func() (bool, string) {
+		if err := produceWith(t, s.Data, ns+".ledger"); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	wait.For(t, waitTimeout, "the record's digest follows the Secret", func() (bool, string) {
+		c := credentialsOf(t, a.UID)
+		return len(c) == 1 && c[0].Spec.SecretDigest == access.SecretDigest(mine), fmt.Sprintf("%+v", c)
+	})
+	if got := string(secret(t, ns, "ledger").Data["sasl.password"]); got != mine {
+		t.Errorf("want the tenant's password kept in the Secret, got %q", got)
+	}
+	reads.mu.Lock()
+	defer reads.mu.Unlock()
+	if reads.full < 1 || len(reads.gets) != 0 {
+		t.Errorf("want the Secret read in the start's list, not on its own; got %d lists, GETs %v", reads.full, reads.gets)
+	}
 }
 
 // TestScopedSIGKILLBetweenMintAndSecret kills the real controller process

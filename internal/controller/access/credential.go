@@ -341,8 +341,11 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 		return "", true, nil
 	}
 	if err == nil && ownsSecret(a, m) {
-		if got, ok := r.secrets.get(a.UID, m.ResourceVersion, principal); ok {
-			return got, false, nil
+		if !r.secrets.has(a.UID) {
+			r.prefetchSecrets(ctx) // once after a start (prefetch.go)
+		}
+		if got, fresh, ok := r.secrets.get(a.UID, m.ResourceVersion, principal); ok {
+			return got, fresh, nil
 		}
 	}
 	s := &corev1.Secret{}
@@ -372,16 +375,32 @@ type knownSecrets struct {
 	m  map[types.UID]knownSecret
 }
 
-type knownSecret struct{ resourceVersion, principal, secret string }
+type knownSecret struct {
+	resourceVersion, principal, secret string
+	// fresh marks a secret the start's prefetch read (prefetch.go): it
+	// counts as read afresh, as the GET it saves would have (a password
+	// edited while no controller ran is asserted), until a pass replaces
+	// it with what it wrote or checked.
+	fresh bool
+}
 
-func (k *knownSecrets) get(uid types.UID, rv, principal string) (string, bool) {
+// get returns the secret remembered for uid at rv and principal, and
+// whether it counts as read afresh.
+func (k *knownSecrets) get(uid types.UID, rv, principal string) (secret string, fresh, ok bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	got, ok := k.m[uid]
 	if !ok || rv == "" || got.resourceVersion != rv || got.principal != principal {
-		return "", false
+		return "", false, false
 	}
-	return got.secret, true
+	return got.secret, got.fresh, true
+}
+
+func (k *knownSecrets) has(uid types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.m[uid]
+	return ok
 }
 
 func (k *knownSecrets) put(uid types.UID, rv, principal, secret string) {
@@ -390,7 +409,20 @@ func (k *knownSecrets) put(uid types.UID, rv, principal, secret string) {
 	if k.m == nil {
 		k.m = map[types.UID]knownSecret{}
 	}
-	k.m[uid] = knownSecret{rv, principal, secret}
+	k.m[uid] = knownSecret{resourceVersion: rv, principal: principal, secret: secret}
+}
+
+// putFresh records what the prefetch read, unless a pass recorded the
+// access's secret meanwhile (from a newer resourceVersion).
+func (k *knownSecrets) putFresh(uid types.UID, rv, principal, secret string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[types.UID]knownSecret{}
+	}
+	if _, ok := k.m[uid]; !ok {
+		k.m[uid] = knownSecret{resourceVersion: rv, principal: principal, secret: secret, fresh: true}
+	}
 }
 
 // prune drops the secrets of accesses that are not live: an access

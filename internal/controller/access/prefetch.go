@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
@@ -29,7 +31,11 @@ import (
 // read: equal, nothing is read or written; different (edited by hand while
 // no controller ran, or the access changed), or edited since the list
 // (another resourceVersion), the Secret is read fresh and repaired as
-// before. Data is hashed page by page and not kept.
+// before. Data is hashed page by page and not kept, except the credential
+// a Secret holds for a backend that issues one per access (its principal
+// and secret, which the pass's secretOf would otherwise GET): kept as
+// read afresh, so it is compared with the record's digest exactly as a
+// GET's answer would be (knowScopedSecret).
 //
 // It runs at most once per process, on the leader (only its reconcilers
 // run). A failed list is not retried: the passes read their Secrets one by
@@ -49,6 +55,9 @@ type secretPrefetch struct {
 const (
 	prefetchPage    = 50
 	prefetchTimeout = time.Minute
+	// scopingWait bounds the prefetch's question to each backend whether
+	// it scopes credentials now.
+	scopingWait = 5 * time.Second
 )
 
 // prefetchSecrets runs the prefetch unless it ran; concurrent callers wait
@@ -77,6 +86,7 @@ func (r *Reconciler) prefetchSecrets(ctx context.Context) {
 func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
 	n := 0
 	cont := ""
+	keys := r.scopedKeys(ctx)
 	for {
 		var list corev1.SecretList
 		if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ManagedByLabel: v1.ManagedByValue}, ctrl.Limit(prefetchPage), ctrl.Continue(cont)); err != nil {
@@ -87,12 +97,73 @@ func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
 			if s.Type != corev1.SecretTypeOpaque {
 				continue
 			}
-			if uid, ok := controllingAccess(s.OwnerReferences); ok && r.verified.recordIfAbsent(uid, s.ResourceVersion, s.Data) {
+			uid, ok := controllingAccess(s.OwnerReferences)
+			if !ok {
+				continue
+			}
+			if r.verified.recordIfAbsent(uid, s.ResourceVersion, s.Data) {
 				n++
 			}
+			r.knowScopedSecret(keys, uid, s)
 		}
 		if cont = list.Continue; cont == "" {
 			return n, nil
+		}
+	}
+}
+
+// scopedKeys are the Secret keys of the backends that issue a credential
+// per access now (principal and secret key, once each), for the prefetch
+// to remember the credential each Secret holds (knowScopedSecret).
+func (r *Reconciler) scopedKeys(ctx context.Context) []scopedKey {
+	if r.Backends == nil {
+		return nil
+	}
+	var keys []scopedKey
+	for _, name := range r.Backends.Names() {
+		e, ok := r.Backends.Get(name)
+		if !ok || e.Scoper == nil {
+			continue
+		}
+		// Usually cached (the pass that started the prefetch asked); a
+		// backend that does not answer soon only costs its accesses
+		// their GETs, not everyone's prefetch.
+		sctx, cancel := context.WithTimeout(ctx, scopingWait)
+		sc, err := e.Scoper.Scoping(sctx)
+		cancel()
+		if err != nil || !sc.Scoped {
+			continue
+		}
+		k := scopedKey{sc: e.Scoper}
+		k.principal, k.secret = e.Scoper.CredentialKeys()
+		if !slices.ContainsFunc(keys, func(o scopedKey) bool { return o.principal == k.principal && o.secret == k.secret }) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+type scopedKey struct {
+	sc                drivers.CredentialScoper
+	principal, secret string
+}
+
+// knowScopedSecret remembers the credential Secret s holds, under the
+// keys of a scoping backend, so its access's pass finds it without a GET
+// (credential.go, secretOf). The access's backend is not known here: a
+// pair that is not its current credential is never asked for (secretOf
+// asks by principal). Where the service issues the keys (IAM), the
+// Secret names the key, not the principal: such an access misses, and
+// reads its Secret on its own as before.
+func (r *Reconciler) knowScopedSecret(keys []scopedKey, uid types.UID, s *corev1.Secret) {
+	for _, k := range keys {
+		principal := string(s.Data[k.principal])
+		if principal == "" {
+			continue
+		}
+		if secret := drivers.SecretOf(k.sc, principal, s.Data); secret != "" {
+			r.secrets.putFresh(uid, s.ResourceVersion, principal, secret)
+			return
 		}
 	}
 }
