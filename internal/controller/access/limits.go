@@ -33,7 +33,8 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 		return true, nil
 	}
 	var list v1.BucketyAccessList
-	if err := r.Client.List(ctx, &list, ctrl.InNamespace(a.Namespace)); err != nil {
+	// Counted, never written: the cache's own objects, not copies.
+	if err := r.Client.List(ctx, &list, ctrl.InNamespace(a.Namespace), ctrl.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("count the accesses of namespace %s: %w", a.Namespace, err)
 	}
 	backendOf := map[string]string{a.Spec.BucketyRef.Name: e.Name}

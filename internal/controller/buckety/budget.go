@@ -97,7 +97,8 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	}
 	r.holdGate(b, e, f)
 	var list v1.BucketyClaimList
-	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}); err != nil {
+	// Summed, never written (withinBudget): the cache's own objects.
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}, ctrl.UnsafeDisableDeepCopy); err != nil {
 		f.claimErr = fmt.Errorf("sum the claims of namespace %s: %w", b.Namespace, err)
 		return false
 	}

@@ -88,7 +88,9 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 	}
 	r.holdGate(b, e, f)
 	var list v1.BucketyClaimList
-	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}); err != nil {
+	// Counted and summed, never written (withinBudget): the cache's own
+	// objects, not copies.
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}, ctrl.UnsafeDisableDeepCopy); err != nil {
 		f.claimErr = fmt.Errorf("count the claims of namespace %s: %w", b.Namespace, err)
 		return false
 	}
