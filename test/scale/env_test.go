@@ -547,6 +547,27 @@ func (e *env) apiWritesOf(resources map[string]bool) counts {
 	return out
 }
 
+// secretGets is how many single-Secret GETs the API server has served (a
+// controller's fresh reads of a Secret's data; lists are LIST).
+func (e *env) secretGets() int64 {
+	e.t.Helper()
+	body, err := e.get(e.cp.URL+"/metrics", true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ss, err := samples(body, "apiserver_request_total")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var n int64
+	for _, s := range ss {
+		if s.labels["verb"] == "GET" && s.labels["resource"] == "secrets" && s.labels["subresource"] == "" {
+			n += int64(s.value)
+		}
+	}
+	return n
+}
+
 // minus returns c - base, dropping zeros.
 func (c counts) minus(base counts) counts {
 	out := counts{}

@@ -148,7 +148,7 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	}
 
 	if p.ScopedNs[n] {
-		scopedFigures(t, e, tb, n, prov)
+		scopedFigures(t, e, tb, n, prov, mainArgs)
 	}
 
 	if first && p.S3N > 0 {
