@@ -45,6 +45,17 @@ func (t secretReadTransport) RoundTrip(req *http.Request) (*http.Response, error
 	return t.next.RoundTrip(req)
 }
 
+// startCountingSecretReads starts a controller with yaml whose reads of
+// Secrets' data in ns are counted.
+func startCountingSecretReads(t *testing.T, yaml, ns string) *secretReads {
+	t.Helper()
+	reads := &secretReads{ns: ns, gets: map[string]int{}}
+	rc := rest.CopyConfig(cp.RESTConfig)
+	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretReadTransport{c: reads, next: next} })
+	startControllerREST(t, yaml, nil, time.Hour, rc)
+	return reads
+}
+
 // TestRestartReadsEverySecretOnce: a controller that starts reads the
 // data of buckety's Secrets in one paged list, not one GET per access; it
 // still finds and repairs a Secret edited by hand while no controller ran
@@ -74,10 +85,7 @@ func TestRestartReadsEverySecretOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	reads := &secretReads{ns: ns, gets: map[string]int{}}
-	rc := rest.CopyConfig(cp.RESTConfig)
-	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretReadTransport{c: reads, next: next} })
-	startControllerREST(t, configYAML("kafka", "s3"), nil, time.Hour, rc)
+	reads := startCountingSecretReads(t, configYAML("kafka", "s3"), ns)
 	wait.For(t, waitTimeout, "the edited Secret repaired", func() (bool, string) {
 		got := string(secret(t, ns, "orders-topic").Data["topic"])
 		return got == want, "topic=" + got

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -526,10 +524,7 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 		return got["AlterUserSCRAMCredentials"] + got["CreateACLs"] + got["DeleteACLs"]
 	}
 	before := writes()
-	reads := &secretReads{ns: ns, gets: map[string]int{}}
-	rc := rest.CopyConfig(cp.RESTConfig)
-	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretReadTransport{c: reads, next: next} })
-	startControllerREST(t, cfg, nil, time.Hour, rc)
+	reads := startCountingSecretReads(t, cfg, ns)
 	removeWhileRunning(t, ns)
 	// The access's pass after the restart stamps its status; give it time
 	// to have sent anything it would.
@@ -561,15 +556,22 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 	if err := k8s.Update(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
+	waitPasswordMadeTheBrokers(t, s.Data, ns+".events", a.UID, "tenant-chosen-password-0123456789")
+}
+
+// waitPasswordMadeTheBrokers waits until the Secret data's password works
+// on topic and the access's one credential record holds its digest.
+func waitPasswordMadeTheBrokers(t *testing.T, data map[string][]byte, topic string, uid types.UID, password string) {
+	t.Helper()
 	wait.For(t, waitTimeout, "the edited password works", func() (bool, string) {
-		if err := produceWith(t, s.Data, ns+".events"); err != nil {
+		if err := produceWith(t, data, topic); err != nil {
 			return false, err.Error()
 		}
 		return true, ""
 	})
 	wait.For(t, waitTimeout, "the record's digest follows the Secret", func() (bool, string) {
-		c := credentialsOf(t, a.UID)
-		return len(c) == 1 && c[0].Spec.SecretDigest == access.SecretDigest("tenant-chosen-password-0123456789"), fmt.Sprintf("%+v", c)
+		c := credentialsOf(t, uid)
+		return len(c) == 1 && c[0].Spec.SecretDigest == access.SecretDigest(password), fmt.Sprintf("%+v", c)
 	})
 }
 
@@ -598,21 +600,9 @@ func TestScopedPasswordEditedWhileStopped(t *testing.T) {
 	if err := produceWith(t, s.Data, ns+".ledger"); err == nil {
 		t.Fatal("the edited password works before any controller ran: the test proves nothing")
 	}
-	reads := &secretReads{ns: ns, gets: map[string]int{}}
-	rc := rest.CopyConfig(cp.RESTConfig)
-	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretReadTransport{c: reads, next: next} })
-	startControllerREST(t, cfg, nil, time.Hour, rc)
+	reads := startCountingSecretReads(t, cfg, ns)
 	removeWhileRunning(t, ns)
-	wait.For(t, waitTimeout, "the password edited while stopped works", func() (bool, string) {
-		if err := produceWith(t, s.Data, ns+".ledger"); err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
-	wait.For(t, waitTimeout, "the record's digest follows the Secret", func() (bool, string) {
-		c := credentialsOf(t, a.UID)
-		return len(c) == 1 && c[0].Spec.SecretDigest == access.SecretDigest(mine), fmt.Sprintf("%+v", c)
-	})
+	waitPasswordMadeTheBrokers(t, s.Data, ns+".ledger", a.UID, mine)
 	if got := string(secret(t, ns, "ledger").Data["sasl.password"]); got != mine {
 		t.Errorf("want the tenant's password kept in the Secret, got %q", got)
 	}

@@ -519,16 +519,8 @@ func (e *env) apiWrites() counts {
 // apiWritesOf is apiWrites for the writes to resources.
 func (e *env) apiWritesOf(resources map[string]bool) counts {
 	e.t.Helper()
-	body, err := e.get(e.cp.URL+"/metrics", true)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ss, err := samples(body, "apiserver_request_total")
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	out := counts{}
-	for _, s := range ss {
+	for _, s := range e.apiRequests() {
 		l := s.labels
 		switch l["verb"] {
 		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE", "APPLY":
@@ -551,6 +543,18 @@ func (e *env) apiWritesOf(resources map[string]bool) counts {
 // controller's fresh reads of a Secret's data; lists are LIST).
 func (e *env) secretGets() int64 {
 	e.t.Helper()
+	var n int64
+	for _, s := range e.apiRequests() {
+		if s.labels["verb"] == "GET" && s.labels["resource"] == "secrets" && s.labels["subresource"] == "" {
+			n += int64(s.value)
+		}
+	}
+	return n
+}
+
+// apiRequests reads the API server's apiserver_request_total series.
+func (e *env) apiRequests() []sample {
+	e.t.Helper()
 	body, err := e.get(e.cp.URL+"/metrics", true)
 	if err != nil {
 		e.t.Fatal(err)
@@ -559,13 +563,7 @@ func (e *env) secretGets() int64 {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var n int64
-	for _, s := range ss {
-		if s.labels["verb"] == "GET" && s.labels["resource"] == "secrets" && s.labels["subresource"] == "" {
-			n += int64(s.value)
-		}
-	}
-	return n
+	return ss
 }
 
 // minus returns c - base, dropping zeros.
