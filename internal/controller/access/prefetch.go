@@ -58,6 +58,11 @@ const (
 	// scopingWait bounds the prefetch's question to each backend whether
 	// it scopes credentials now.
 	scopingWait = 5 * time.Second
+	// maxKeptCredential bounds the principal and the secret the prefetch
+	// keeps per access (buckety's are under 100 bytes): a tenant who puts
+	// a megabyte under those keys in a Secret its access controls makes
+	// that access read its Secret on its own, not the controller hold it.
+	maxKeptCredential = 512
 )
 
 // prefetchSecrets runs the prefetch unless it ran; concurrent callers wait
@@ -157,11 +162,12 @@ type scopedKey struct {
 // reads its Secret on its own as before.
 func (r *Reconciler) knowScopedSecret(keys []scopedKey, uid types.UID, s *corev1.Secret) {
 	for _, k := range keys {
-		principal := string(s.Data[k.principal])
-		if principal == "" {
+		p := s.Data[k.principal]
+		if len(p) == 0 || len(p) > maxKeptCredential {
 			continue
 		}
-		if secret := drivers.SecretOf(k.sc, principal, s.Data); secret != "" {
+		principal := string(p)
+		if secret := drivers.SecretOf(k.sc, principal, s.Data); secret != "" && len(secret) <= maxKeptCredential {
 			r.secrets.putFresh(uid, s.ResourceVersion, principal, secret)
 			return
 		}
