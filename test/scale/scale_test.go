@@ -89,6 +89,14 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	tb.add("API server floor: status updates/s of a bare custom resource", n, fmt.Sprintf("%.0f /s", fl.statusPerSec), "", nil, "")
 	tb.add("API server floor: dry-run create of a bare custom resource p50 / p99", n, ms(fl.dryP50)+" / "+ms(fl.dryP99), "", nil, "")
 
+	// What a status write with every condition costs, before anything
+	// else runs.
+	sc := measureStatusCost(t, e, p.FloorObjects)
+	tb.add("API server: status writes/s of a Buckety with every condition (conditions one atomic list)", n,
+		fmt.Sprintf("%.0f /s (object %d bytes)", sc.atomicPerSec, sc.atomicBytes), "", nil, ratio(fl.statusPerSec, sc.atomicPerSec))
+	tb.add("API server: status writes/s of a Buckety with every condition (conditions a map by type, as before)", n,
+		fmt.Sprintf("%.0f /s (object %d bytes)", sc.mapPerSec, sc.mapBytes), "", nil, ratio(fl.statusPerSec, sc.mapPerSec))
+
 	createUnrelatedSecrets(t, e, p.Secrets)
 	e.startWebhook()
 	mainArgs := append(append([]string{}, p.ControllerArgs...), p.MainArgs...)

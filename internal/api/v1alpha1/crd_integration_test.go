@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -101,6 +102,35 @@ func TestCRDsOnRealAPIServer(t *testing.T) {
 	if err := c.Status().Update(ctx, b); err != nil {
 		t.Fatalf("status update: %v", err)
 	}
+	// Conditions are one atomic list: a status write with every declared
+	// condition records one field for them in managedFields, not six per
+	// condition (docs/performance.md, "Conditions as one atomic list").
+	all := make([]metav1.Condition, 0, len(v1.BucketyConditions))
+	for _, d := range v1.BucketyConditions {
+		c := metav1.Condition{Type: d.Type, Status: metav1.ConditionFalse, Reason: v1.ReasonAsExpected, Message: "ok", LastTransitionTime: metav1.Now()}
+		if d.Type == v1.ConditionReady { // for the printer columns below
+			c.Status, c.Reason = metav1.ConditionTrue, v1.ReasonReconciled
+		}
+		all = append(all, c)
+	}
+	b.Status.Conditions = all
+	if err := c.Status().Update(ctx, b); err != nil {
+		t.Fatalf("status update with every condition: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Status.Conditions) != len(v1.BucketyConditions) {
+		t.Errorf("status conditions: want %d, got %d", len(v1.BucketyConditions), len(b.Status.Conditions))
+	}
+	for _, m := range b.ManagedFields {
+		if m.Subresource != "status" || m.FieldsV1 == nil {
+			continue
+		}
+		if f := m.FieldsV1.GetRawString(); !strings.Contains(f, `"f:conditions":{}`) || strings.Contains(f, `k:{`) {
+			t.Errorf("managedFields of the status write: want conditions as one atomic field, got %s", f)
+		}
+	}
 
 	a := &v1.BucketyAccess{
 		ObjectMeta: metav1.ObjectMeta{Name: "orders-reader", Namespace: "tenant1"},
@@ -172,5 +202,108 @@ func TestCRDsOnRealAPIServer(t *testing.T) {
 	}
 	if out := kubectl("explain", "buckety.spec.retentionPolicy"); !strings.Contains(out, "Retain (default) keeps it") {
 		t.Errorf("kubectl explain: want the field description, got\n%s", out)
+	}
+}
+
+// TestConditionsAtomicAfterUpgrade is the upgrade from a release whose
+// CRDs kept conditions as a map keyed by type: objects whose managedFields
+// hold an entry per condition take status writes under the atomic list,
+// which then records the conditions as one field.
+func TestConditionsAtomicAfterUpgrade(t *testing.T) {
+	cp := controlplane.StartT(t, controlplane.Options{CRDDirs: []string{controlplane.CRDDir()}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cp.RESTConfig, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "bucketies.buckety.yolean.se"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	setListType := func(listType string, keys []string) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			t.Fatal(err)
+		}
+		conds := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["conditions"]
+		conds.XListType, conds.XListMapKeys = &listType, keys
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["conditions"] = conds
+		if err := c.Update(ctx, crd); err != nil {
+			t.Fatalf("CRD with conditions as %s: %v", listType, err)
+		}
+	}
+	generated := *crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["conditions"].XListType
+	if generated != "atomic" {
+		t.Fatalf("generated CRD: want status.conditions atomic, got %q", generated)
+	}
+	setListType("map", []string{"type"})
+
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant1"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "cluster-kafka"}}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	statusFields := func() string {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range b.ManagedFields {
+			if m.Subresource == "status" && m.FieldsV1 != nil {
+				return m.FieldsV1.GetRawString()
+			}
+		}
+		return ""
+	}
+	write := func(status metav1.ConditionStatus) error {
+		b.Status.Conditions = []metav1.Condition{
+			{Type: v1.ConditionReady, Status: status, Reason: v1.ReasonReconciled, Message: "m", LastTransitionTime: metav1.Now()},
+			{Type: v1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: v1.ReasonAsExpected, Message: "m", LastTransitionTime: metav1.Now()},
+		}
+		return c.Status().Update(ctx, b)
+	}
+	// The API server takes a moment to serve the changed schema.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := write(metav1.ConditionFalse); err != nil {
+			t.Fatalf("status write under the map list: %v", err)
+		}
+		if strings.Contains(statusFields(), `k:{\"type\":\"Ready\"}`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status managedFields under the map list: want an entry per condition, got %s", statusFields())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	setListType(generated, nil) // the upgrade
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		if err := write(metav1.ConditionTrue); err != nil {
+			t.Fatalf("status write after the upgrade: %v", err)
+		}
+		if f := statusFields(); strings.Contains(f, `"f:conditions":{}`) && !strings.Contains(f, "k:{") {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("status managedFields after the upgrade: want conditions as one field, got %s", f)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(b.Status.Conditions) != 2 || b.Status.Conditions[0].Status != metav1.ConditionTrue {
+		t.Errorf("conditions after the upgrade: want the written two with Ready True, got %+v", b.Status.Conditions)
 	}
 }
