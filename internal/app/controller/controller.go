@@ -131,6 +131,9 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address serving Go's /debug/pprof/ profiles (heap, goroutines, CPU), unauthenticated: bind it to 127.0.0.1 and reach it with kubectl port-forward; 0 disables it")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles (keep on: two replicas run during a rollout)")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long standby replicas wait, after the leader last renewed the Lease, before one takes it: the failover time when the leader crashes or loses the API server (a leader that stops cleanly releases it at once)")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader retries a failed renewal before it stops reconciling and exits; less than the lease duration")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often replicas try to take or renew the Lease")
 	fs.DurationVar(&o.Recheck, "recheck-interval", 5*time.Minute, "how often each resource is re-checked for out-of-band drift (plus up to 10% jitter), on backends without a complete drift sweep")
 	fs.DurationVar(&o.DriftSweep, "drift-sweep-interval", DefaultDriftSweepInterval, "how often each backend whose driver can sweep is checked for drift in a few batched requests, reconciling only drifted Bucketies; 0 disables sweeping")
 	fs.DurationVar(&o.SweptRecheck, "swept-recheck-interval", DefaultSweptRecheckInterval, "per-resource re-check (plus up to 10% jitter) on backends whose sweep sees all drift (kadm): a safety net")
@@ -154,6 +157,9 @@ func (cf *cliFlags) validate(o Options) error {
 		return fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.MaxConcurrent)
 	}
 	if err := validateUsage(o); err != nil {
+		return err
+	}
+	if err := validateLeaderElection(o); err != nil {
 		return err
 	}
 	if err := validateSweep(o); err != nil {

@@ -78,6 +78,9 @@ type Options struct {
 	// LeaderElect enables leader election in LeaderElectionNamespace.
 	LeaderElect             bool
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
+	// election (leader.go); 0: the defaults.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Recheck is the drift re-check period.
 	Recheck time.Duration
 	// DriftSweep is the period of each backend's drift sweep; 0: no sweep
@@ -143,6 +146,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err != nil {
 		return err
 	}
+	lease, renew, retry := leaderTimings(o)
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        log,
@@ -153,6 +157,9 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 lease,
+		RenewDeadline:                 renew,
+		RetryPeriod:                   retry,
 		GracefulShutdownTimeout:       &gracePeriod,
 		Cache:                         cacheOptions(),
 	})
