@@ -21,21 +21,10 @@ import (
 // kube-apiserver and checks what the CRDs promise: defaults, enums, the CEL
 // immutability rules, the status subresource and the printer columns.
 func TestCRDsOnRealAPIServer(t *testing.T) {
-	cp := controlplane.StartT(t, controlplane.Options{CRDDirs: []string{controlplane.CRDDir()}})
+	cp, c := startWithCRDs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cp.RESTConfig, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant1"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,23 +199,9 @@ func TestCRDsOnRealAPIServer(t *testing.T) {
 // hold an entry per condition take status writes under the atomic list,
 // which then records the conditions as one field.
 func TestConditionsAtomicAfterUpgrade(t *testing.T) {
-	cp := controlplane.StartT(t, controlplane.Options{CRDDirs: []string{controlplane.CRDDir()}})
+	_, c := startWithCRDs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cp.RESTConfig, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "bucketies.buckety.yolean.se"}, crd); err != nil {
 		t.Fatal(err)
@@ -306,4 +281,22 @@ func TestConditionsAtomicAfterUpgrade(t *testing.T) {
 	if len(b.Status.Conditions) != 2 || b.Status.Conditions[0].Status != metav1.ConditionTrue {
 		t.Errorf("conditions after the upgrade: want the written two with Ready True, got %+v", b.Status.Conditions)
 	}
+}
+
+// startWithCRDs starts a control plane with the generated CRDs and returns
+// an admin client that knows the built-in kinds, buckety's and the CRDs'.
+func startWithCRDs(t *testing.T) (*controlplane.ControlPlane, client.Client) {
+	t.Helper()
+	cp := controlplane.StartT(t, controlplane.Options{CRDDirs: []string{controlplane.CRDDir()}})
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cp.RESTConfig, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, c
 }
