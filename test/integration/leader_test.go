@@ -79,6 +79,16 @@ func TestFrozenLeaderIsReplaced(t *testing.T) {
 	if err := first.p.Pause(); err != nil {
 		t.Fatal(err)
 	}
+	// Should the test stop while the leader is frozen, its teardown's
+	// SIGTERM must reach a running process (cleanups run last first).
+	t.Cleanup(func() {
+		if first.p == nil {
+			return
+		}
+		if err := first.p.Resume(); err != nil {
+			t.Logf("resume the frozen leader: %v", err)
+		}
+	})
 	frozen := time.Now()
 	wait.For(t, 30*time.Second, "second replica takes the Lease of the frozen one", func() (bool, string) {
 		h := holder(t)
