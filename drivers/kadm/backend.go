@@ -61,7 +61,7 @@ func newBackend(name string, cfg *Config, cl *kgo.Client, linger time.Duration, 
 	base, stop := context.WithCancel(context.Background())
 	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop, observed: newObservations()}
 	t := cfg.timeout()
-	b.metadata = newBatcher(base, true, linger, maxBatch, t, b.execMetadata)
+	b.metadata = newBatcher(base, true, linger, maxBatch*metadataBatchFactor, t, b.execMetadata)
 	b.configs = newBatcher(base, true, linger, maxBatch, t, b.execConfigs)
 	b.offsets = newBatcher(base, true, linger, maxBatch, t, b.execOffsets)
 	b.creates = newBatcher(base, false, linger, maxBatch, t, b.execCreates)

@@ -44,6 +44,13 @@ const (
 	// request and its answer (a DescribeConfigs answer is a few hundred
 	// bytes per config per topic).
 	defaultMaxBatch = 500
+	// metadataBatchFactor makes a Metadata request's bound that many
+	// times maxBatch (5000 topics by default). A Metadata answer is tens of
+	// bytes per partition, a hundredth of a DescribeConfigs answer, and
+	// Kafka's own clients ask for every topic of a cluster in one: the
+	// sweep and the usage refresh of 10,000 topics then cost 2 Metadata
+	// requests, not 20.
+	metadataBatchFactor = 10
 )
 
 // call is one caller's part of a batch.

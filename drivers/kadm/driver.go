@@ -35,7 +35,8 @@ type Driver struct {
 	// requests with them.
 	Hooks []kgo.Hook
 	// Linger and MaxBatch tune request coalescing (coalesce.go); zero means
-	// the defaults, 5 ms and 500 topics.
+	// the defaults, 5 ms and 500 topics (a Metadata request
+	// metadataBatchFactor times as many).
 	Linger   time.Duration
 	MaxBatch int
 }

@@ -3,6 +3,7 @@ package kadm
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/Yolean/buckety-controller/drivers"
 )
@@ -15,24 +16,23 @@ var _ drivers.Sweeper = (*Backend)(nil)
 // or reports.
 func (b *Backend) SweepCoverage() drivers.SweepCoverage { return drivers.SweepComplete }
 
-// Sweep implements drivers.Sweeper: one Metadata request for the topics'
-// existence, partitions and replication factor, and one DescribeConfigs
-// request for the dynamic configs of those that exist, each of at most
-// maxBatch topics (500): a sweep of N topics costs 2×⌈N/500⌉ requests (4
-// for 1000), where a re-check with Ensure costs two per topic. Every
-// request has its own requestTimeout. The requests are sent directly, not
-// through the coalescing batchers, so a sweep does not wait for a linger
-// and its size does not depend on what else is in flight.
+// Sweep implements drivers.Sweeper: Metadata requests for the topics'
+// existence, partitions and replication factor (one per 5000 topics), and
+// DescribeConfigs requests for the dynamic configs of those that exist (one
+// per maxBatch, 500): a sweep of N topics costs ⌈N/5000⌉ + ⌈N/500⌉
+// requests (3 for 1000, 22 for 10,000), where a re-check with Ensure costs
+// two per topic. Every request has its own requestTimeout. The requests are
+// sent directly, not through the coalescing batchers, so a sweep does not
+// wait for a linger and its size does not depend on what else is in
+// flight.
 //
-// The topics are read chunk by chunk (a chunk's Metadata, then its
-// DescribeConfigs), and each chunk's observations are recorded as soon as
-// it is read: an Ensure waiting for the sweep (a controller's start, when
-// every Buckety's first pass comes with the first sweep) waits for its
-// topic's chunk, not for the whole sweep, which at 10,000 topics is 40
-// requests long.
+// The configs are read chunk by chunk, and each chunk's observations are
+// recorded as soon as it is read: an Ensure waiting for the sweep (a
+// controller's start, when every Buckety's first pass comes with the
+// first sweep) waits for its topic's chunk, not for the whole sweep, which
+// at 10,000 topics is 22 requests long.
 func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.SweepVerdict, error) {
 	out := make([]drivers.SweepVerdict, len(rs))
-	max := b.metadata.max
 	// A topic named twice (two Bucketies on one name cannot both hold the
 	// claim, but the caller's view may lag) is asked about once.
 	idx := map[string][]int{}
@@ -43,6 +43,7 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 		}
 		idx[r.Name] = append(idx[r.Name], i)
 	}
+	max := b.configs.max
 	var chunks [][]string
 	for start := 0; start < len(topics); start += max {
 		chunks = append(chunks, topics[start:min(start+max, len(topics))])
@@ -53,26 +54,43 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 	chunkDone, end := b.observed.startSweepChunks(chunks)
 	defer end()
 	defer b.forgetMetadata(topics)
-	for i, chunk := range chunks {
-		if err := b.sweepChunk(ctx, chunk, rs, idx, out); err != nil {
+	// One Metadata request serves this many chunks.
+	per := b.metadata.max / max
+	for g := 0; g < len(chunks); g += per {
+		group := chunks[g:min(g+per, len(chunks))]
+		var names []string
+		for _, chunk := range group {
+			names = append(names, chunk...)
+		}
+		// Observations are as of before the Metadata request: one an
+		// Ensure records meanwhile is newer and stands.
+		at := b.observed.now()
+		metas, err := b.metadataOf(ctx, names)
+		if err != nil {
 			return nil, err
 		}
-		chunkDone(i)
+		byTopic := make(map[string]*call[struct{}, topicState], len(metas))
+		for _, c := range metas {
+			byTopic[c.topic] = c
+		}
+		for i, chunk := range group {
+			if err := b.sweepChunk(ctx, at, chunk, byTopic, rs, idx, out); err != nil {
+				return nil, err
+			}
+			chunkDone(g + i)
+		}
 	}
 	return out, nil
 }
 
-// sweepChunk reads one chunk of a sweep (at most maxBatch topics), records
-// what it saw and fills in the verdicts of the resources on its topics.
-func (b *Backend) sweepChunk(ctx context.Context, chunk []string, rs []drivers.Resource, idx map[string][]int, out []drivers.SweepVerdict) error {
-	at := b.observed.now()
-	metas, err := b.metadataOf(ctx, chunk) // one request: a chunk is at most maxBatch
-	if err != nil {
-		return err
-	}
+// sweepChunk judges one chunk of a sweep (at most maxBatch topics) from
+// its topics' metadata and one DescribeConfigs request, records what it
+// saw and fills in the verdicts of the resources on its topics.
+func (b *Backend) sweepChunk(ctx context.Context, at time.Time, chunk []string, metas map[string]*call[struct{}, topicState], rs []drivers.Resource, idx map[string][]int, out []drivers.SweepVerdict) error {
 	states := make(map[string]topicState, len(chunk))
 	var existing []*call[struct{}, map[string]string]
-	for _, c := range metas {
+	for _, topic := range chunk {
+		c := metas[topic]
 		switch {
 		case c.err != nil:
 			for _, i := range idx[c.topic] {

@@ -80,10 +80,24 @@ func btoi(b bool) int {
 // TestSweepFindsExactlyWhatEnsureRepairs sweeps 1000 topics on the
 // request-counting broker: in sync, a sweep is a few requests and reports
 // nothing; after out-of-band changes on some, it reports exactly those,
-// with the changes Ensure then makes.
+// with the changes Ensure then makes. With the default bounds it is one
+// Metadata request (5000 topics) and two DescribeConfigs (500 each); with
+// a bound of 30, one Metadata per 300 topics serves ten DescribeConfigs
+// chunks, the last group short.
 func TestSweepFindsExactlyWhatEnsureRepairs(t *testing.T) {
+	for _, c := range []struct {
+		maxBatch                  int
+		metadata, describeConfigs int64
+	}{{0, 1, 2}, {30, 4, 34}} {
+		t.Run(fmt.Sprintf("maxBatch %d", c.maxBatch), func(t *testing.T) {
+			sweepFindsExactlyWhatEnsureRepairs(t, c.maxBatch, c.metadata, c.describeConfigs)
+		})
+	}
+}
+
+func sweepFindsExactlyWhatEnsureRepairs(t *testing.T, maxBatch int, wantMetadata, wantConfigs int64) {
 	const n = 1000
-	f := newCountingFixture(t, &Driver{})
+	f := newCountingFixture(t, &Driver{MaxBatch: maxBatch})
 	ctx := context.Background()
 	rs := make([]drivers.Resource, n)
 	for i := range rs {
@@ -117,9 +131,9 @@ func TestSweepFindsExactlyWhatEnsureRepairs(t *testing.T) {
 			t.Errorf("%s in sync: want an empty verdict, got %+v", rs[i].Name, v[i])
 		}
 	}
-	// 2×⌈1000/500⌉, and nothing else.
-	if delta["Metadata"] != 2 || delta["DescribeConfigs"] != 2 || total(delta, "Metadata", "DescribeConfigs") != total(delta, keys(delta)...) {
-		t.Errorf("sweep of %d topics in sync: want 2 Metadata + 2 DescribeConfigs requests, got %v", n, delta)
+	// ⌈1000/(10×maxBatch)⌉ + ⌈1000/maxBatch⌉, and nothing else.
+	if delta["Metadata"] != wantMetadata || delta["DescribeConfigs"] != wantConfigs || total(delta, "Metadata", "DescribeConfigs") != total(delta, keys(delta)...) {
+		t.Errorf("sweep of %d topics in sync: want %d Metadata + %d DescribeConfigs requests, got %v", n, wantMetadata, wantConfigs, delta)
 	}
 	t.Logf("sweep of %d topics in sync: %v", n, delta)
 
@@ -147,8 +161,8 @@ func TestSweepFindsExactlyWhatEnsureRepairs(t *testing.T) {
 	}
 	delta, _ = f.requests(t, base)
 	delete(delta, "ApiVersions")
-	if total(delta, keys(delta)...) > 4 {
-		t.Errorf("sweep after drift: want at most 4 requests, got %v", delta)
+	if total(delta, keys(delta)...) > wantMetadata+wantConfigs {
+		t.Errorf("sweep after drift: want at most %d requests, got %v", wantMetadata+wantConfigs, delta)
 	}
 	isAltered, isGrown, isDeleted := set(alters), set(grown), set(deleted)
 	for i, r := range rs {

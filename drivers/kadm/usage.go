@@ -15,11 +15,11 @@ import (
 )
 
 // Usage and footprint. Kafka answers for a whole cluster at once: one
-// Metadata request (per 500 topics) says which topics exist and their
+// Metadata request (per 5000 topics) says which topics exist and their
 // partitions, one DescribeLogDirs request per broker the size of every
 // replica, and one ListOffsets request per partition leader the end
 // offsets. Measuring a thousand topics costs what measuring one does, give
-// or take a Metadata request per 500.
+// or take a Metadata request per 5000.
 
 // usageSource is Usage.Source of every measurement.
 const usageSource = "DescribeLogDirs"
@@ -76,7 +76,7 @@ func distinctNames(rs []drivers.Resource) []string {
 }
 
 // partitionCounts reads which topics exist and their partition counts:
-// one Metadata request per maxBatch topics. A topic the broker answered
+// one Metadata request per 5000 topics. A topic the broker answered
 // about with an error is left out, as a missing one is.
 func (b *Backend) partitionCounts(ctx context.Context, topics []string) (map[string]int32, error) {
 	out := make(map[string]int32, len(topics))
@@ -93,7 +93,8 @@ func (b *Backend) partitionCounts(ctx context.Context, topics []string) (map[str
 }
 
 // metadataOf reads the metadata of topics, one Metadata request per
-// maxBatch of them, as the sweep and the usage measurement do: a call per
+// 5000 of them (maxBatch × metadataBatchFactor), as the sweep and the
+// usage measurement do: a call per
 // topic, with its answer or the broker's error about it.
 func (b *Backend) metadataOf(ctx context.Context, topics []string) ([]*call[struct{}, topicState], error) {
 	all := make([]*call[struct{}, topicState], 0, len(topics))
