@@ -81,6 +81,17 @@ type IssuedSecrets interface {
 	SecretFrom(principal string, data map[string][]byte) string
 }
 
+// SecretMinter is implemented by a CredentialScoper that takes the secret
+// buckety issues for a principal. NewSecret returns a fresh one in the
+// service's format, or "" when this backend's service issues its own (an
+// IAM server: IssuedSecrets), and Grant then issues it. The controller
+// mints the secret of a new principal before recording it, so the record
+// carries its digest from the start and needs no second write once the
+// Secret holds it.
+type SecretMinter interface {
+	NewSecret() (string, error)
+}
+
 // SecretOf returns the secret an access's Secret data holds for principal,
 // "" when it holds none: the CredentialKeys' secret where the principal
 // key names principal, or what an IssuedSecrets backend reads.

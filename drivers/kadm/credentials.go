@@ -72,7 +72,10 @@ type scopingCache struct {
 	got drivers.Scoping
 }
 
-var _ drivers.CredentialScoper = (*Backend)(nil)
+var (
+	_ drivers.CredentialScoper = (*Backend)(nil)
+	_ drivers.SecretMinter     = (*Backend)(nil)
+)
 
 // Scoping implements drivers.CredentialScoper.
 func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
@@ -207,6 +210,9 @@ func (c *Config) mechanism() (kadm.ScramMechanism, string) {
 	}
 	return kadm.ScramSha512, "SCRAM-SHA-512"
 }
+
+// NewSecret implements drivers.SecretMinter: a new user's password.
+func (*Backend) NewSecret() (string, error) { return newPassword() }
 
 // newPassword is a password from crypto/rand: 32 bytes, URL-safe base64.
 func newPassword() (string, error) {

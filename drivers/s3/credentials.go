@@ -125,6 +125,7 @@ var (
 	_ drivers.CredentialScoper  = (*Backend)(nil)
 	_ drivers.CredentialSweeper = (*Backend)(nil)
 	_ drivers.IssuedSecrets     = (*Backend)(nil)
+	_ drivers.SecretMinter      = (*Backend)(nil)
 )
 
 // scoping is the credential state of a Backend.
@@ -262,6 +263,15 @@ func (b *Backend) SecretFrom(principal string, data map[string][]byte) string {
 		return ""
 	}
 	return issuedSecret(id, secret)
+}
+
+// NewSecret implements drivers.SecretMinter: the secret key of a new
+// principal, "" where the server issues the key (IAM).
+func (b *Backend) NewSecret() (string, error) {
+	if usesIAM(b.cfg.Implementation) {
+		return "", nil
+	}
+	return newSecret()
 }
 
 // issuedSecret is a key and secret the server issued, as one value that

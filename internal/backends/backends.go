@@ -247,6 +247,15 @@ func (i *instrumentedUsage) Usage(ctx context.Context, rs []drivers.Resource) ([
 	return u, err
 }
 
+// NewSecret passes drivers.SecretMinter through to the backend, which the
+// wrapper would hide: "" when the backend mints none.
+func (i *instrumentedScoper) NewSecret() (string, error) {
+	if m, ok := i.CredentialScoper.(drivers.SecretMinter); ok {
+		return m.NewSecret()
+	}
+	return "", nil
+}
+
 // SecretFrom passes drivers.IssuedSecrets through to the backend, which
 // the wrapper would hide.
 func (i *instrumentedScoper) SecretFrom(principal string, data map[string][]byte) string {

@@ -36,7 +36,8 @@ var rbacAllowlist = map[string]string{
 	// found gone (claims.Janitor).
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyclaims/status`: "patch",
 	// Credential records: created before a per-access principal is issued,
-	// patched Minting -> Active once the Secret holds it, deleted after the
+	// patched once the Secret holds a secret other than the one recorded
+	// (Minting -> Active where the service issues it), deleted after the
 	// principal is revoked (access/credential.go); listed by owner.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketycredentials`: "create,delete,get,list,patch,watch",
 	// The implicit access: created, patched, deleted by the Buckety

@@ -147,6 +147,10 @@ func TestScopedKafkaAccesses(t *testing.T) {
 	}
 	if creds := credentialsOf(t, reader.UID); len(creds) != 1 || creds[0].Spec.Principal != string(ro["sasl.username"]) || creds[0].Spec.Phase != v1.CredentialActive {
 		t.Errorf("want one Active BucketyCredential for the reader's user, got %+v", creds)
+	} else if c := creds[0]; c.Generation != 1 || c.Spec.SecretDigest != access.SecretDigest(string(ro["sasl.password"])) {
+		// Born Active with the digest of the password it was minted
+		// with: one write, none once the Secret holds it.
+		t.Errorf("want the record written once (generation 1) with the digest of the Secret's password, got generation %d, digest %q", c.Generation, c.Spec.SecretDigest)
 	}
 
 	// A Buckety of another namespace naming the same topic is in
@@ -252,7 +256,9 @@ func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
 
 // TestScopedCrashBetweenMintAndSecret: a record left Minting with its user
 // created (the controller died before writing the Secret) is finished by
-// the next pass with a new password; one whose access is gone is revoked.
+// the next pass with a new password, and so is one born Active with the
+// digest of a password minted for it (how a record is written where
+// buckety mints the secret); one whose access is gone is revoked.
 // A user that exists without a record is not buckety's: the access gets
 // PrincipalConflict and the user keeps its password.
 func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
@@ -271,12 +277,16 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	record := func(a *v1.BucketyAccess, uid types.UID, principal string) {
+	recordAs := func(a *v1.BucketyAccess, uid types.UID, principal string, phase v1.CredentialPhase, digest string) {
 		t.Helper()
 		c := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: access.CredentialName("kafka", principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(uid)}},
-			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: principal, Serial: 1, Phase: v1.CredentialMinting,
+			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: principal, Serial: 1, Phase: phase, SecretDigest: digest,
 				Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(uid)}}}
 		create(t, c)
+	}
+	record := func(a *v1.BucketyAccess, uid types.UID, principal string) {
+		t.Helper()
+		recordAs(a, uid, principal, v1.CredentialMinting, "")
 	}
 	// The Buckety waits (no controller yet); its accesses exist, so their
 	// UIDs and principals are known.
@@ -284,14 +294,18 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 	create(t, bk)
 	mid := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "mid", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "mid"}}
 	foreign := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "foreign"}}
+	born := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "born", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "born"}}
 	create(t, mid)
 	create(t, foreign)
+	create(t, born)
 	principalOf := func(a *v1.BucketyAccess) string {
 		return kadmdriver.PrincipalFor(drivers.Access{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}, 1)
 	}
-	midUser, foreignUser := principalOf(mid), principalOf(foreign)
+	midUser, foreignUser, bornUser := principalOf(mid), principalOf(foreign), principalOf(born)
 	record(mid, mid.UID, midUser)
 	mkUser(midUser, "lost-with-the-crash")
+	recordAs(born, born.UID, bornUser, v1.CredentialActive, access.SecretDigest("lost-at-birth"))
+	mkUser(bornUser, "lost-at-birth")
 	mkUser(foreignUser, "someone-elses")
 	gone := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns}}
 	goneUser := kadmdriver.PrincipalFor(drivers.Access{Namespace: ns, Name: "gone", UID: "0b5e55ed-0000-4000-8000-000000000000"}, 1)
@@ -307,6 +321,17 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 	}
 	if err := produceWith(t, data, ns+".ledger"); err != nil {
 		t.Errorf("want the finished credential to work, got %v", err)
+	}
+	waitCondition(t, born, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	data = secret(t, ns, "born").Data
+	if got, pass := string(data["sasl.username"]), string(data["sasl.password"]); got != bornUser || pass == "" || pass == "lost-at-birth" {
+		t.Errorf("want the recorded user %s finished with a new password, got %s with %q", bornUser, got, pass)
+	}
+	if err := produceWith(t, data, ns+".ledger"); err != nil {
+		t.Errorf("want the finished credential born Active to work, got %v", err)
+	}
+	if creds := credentialsOf(t, born.UID); len(creds) != 1 || creds[0].Spec.Phase != v1.CredentialActive || creds[0].Spec.SecretDigest != access.SecretDigest(string(data["sasl.password"])) {
+		t.Errorf("want the record Active with the digest of the password its Secret holds, got %+v", creds)
 	}
 	c := waitCondition(t, foreign, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonPrincipalConflict, waitTimeout)
 	if !strings.Contains(c.Message, foreignUser) || !strings.Contains(c.Message, "buckety did not create it") {

@@ -21,6 +21,7 @@ import (
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/access"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
@@ -115,6 +116,12 @@ func TestScopedS3Accesses(t *testing.T) {
 			w, r := secret(t, ns, "writer").Data, secret(t, ns, "reader").Data
 			if string(w["accessKeyID"]) == srv.AccessKey || string(w["accessKeyID"]) == string(r["accessKeyID"]) {
 				t.Fatalf("want a key per access, not the root's: writer %s, reader %s", w["accessKeyID"], r["accessKeyID"])
+			}
+			// Born Active with the digest of the secret minted for it: one
+			// write of the record, none once the Secret holds it.
+			if creds := credentialsOf(t, writer.UID); len(creds) != 1 || creds[0].Generation != 1 || creds[0].Spec.Phase != v1.CredentialActive ||
+				creds[0].Spec.SecretDigest != access.SecretDigest(string(w["secretAccessKey"])) {
+				t.Errorf("want the writer's record written once, Active with the digest of its Secret's secret, got %+v", creds)
 			}
 			bucket, neighbour := ns+"-ledger", ns+"-payroll"
 			if err := putWith(w, bucket, "a"); err != nil {

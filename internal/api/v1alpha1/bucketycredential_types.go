@@ -10,12 +10,16 @@ type CredentialPhase string
 
 const (
 	// CredentialMinting: the controller recorded its intent to issue the
-	// principal and may have created it on the backend; the access's
-	// Secret may not hold it yet. A later pass finishes the issue with a
-	// new secret, or revokes it when its access is gone.
+	// principal, whose secret the service issues (IAM), and may have
+	// created it on the backend; the access's Secret may not hold it yet.
+	// A later pass finishes the issue with a new secret, or revokes it
+	// when its access is gone.
 	CredentialMinting CredentialPhase = "Minting"
-	// CredentialActive: the access's Secret holds the principal and its
-	// secret.
+	// CredentialActive: the principal is the access's, with the secret
+	// whose digest the record holds. Where buckety mints the secret it is
+	// recorded Active from the start: until the Secret holds that secret
+	// (a crash in between), the next pass issues a new one for the same
+	// principal, as for a Secret its tenant deleted.
 	CredentialActive CredentialPhase = "Active"
 	// CredentialRetiring: a newer credential of the access replaced this
 	// one in the Secret (a rotation); it still works until retireAfter,

@@ -133,11 +133,13 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		// however often its tenant changes spec.rotation.
 		rotate, f.rotationDeferred = "", true
 	}
+	minted := ""
 	if rotate != "" {
-		next, err := r.record(ctx, a, e, b, cl, acc, top+1, f)
+		next, secret, err := r.record(ctx, a, e, b, cl, acc, top+1, f)
 		if next == nil || err != nil {
 			return nil, err
 		}
+		minted = secret
 		if cur != nil {
 			r.event(a, corev1.EventTypeNormal, v1.EventCredentialRotated, v1.EventActionWriteSecret,
 				fmt.Sprintf("issuing %s to replace %s (%s); %s keeps working for %s", next.Spec.Principal, cur.Spec.Principal, rotate, cur.Spec.Principal, e.Config.RotationGrace()))
@@ -145,6 +147,13 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		cur = next
 	}
 	acc.Principal = cur.Spec.Principal
+	if minted != "" {
+		// Recorded in this pass with the secret minted for it: no Secret
+		// holds it yet, so there is nothing to read.
+		acc.Secret, acc.Assert, acc.New = minted, true, true
+		r.reassert.take(a.UID) // asserted now in any case
+		return cur, nil
+	}
 	secret, fresh, err := r.secretOf(ctx, a, e.Scoper, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
 	if err != nil {
 		return nil, err
@@ -197,7 +206,18 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 // is read live only when the principal exists or the create finds it:
 // it is this access's when its owner UID says so. A new access costs one
 // backend read and one create.
-func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, error) {
+//
+// Where the backend takes the secret buckety issues (drivers.SecretMinter),
+// the secret is minted first and the record is born Active with its
+// digest: it is returned with the record, this pass asserts it and writes
+// it to the Secret, and the record needs no second write. A crash before
+// the Secret holds it leaves an Active record whose Secret holds no
+// secret for its principal: the next pass issues a new one for the same
+// principal (as for a Secret its tenant deleted), or the orphan sweep
+// revokes it when the access is gone. Elsewhere (an IAM server issues the
+// key) the record is born Minting, and activated once the Secret holds
+// what Grant issued.
+func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, string, error) {
 	principal := e.Scoper.Principal(*acc, serial)
 	service := e.Config.ClaimScope()
 	c := &v1.BucketyCredential{
@@ -205,6 +225,16 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Resource: acc.Resource, Serial: int32(serial), Phase: v1.CredentialMinting,
 			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)},
 			BucketyUID: string(b.UID), Claim: cl.Name},
+	}
+	minted := ""
+	if m, ok := e.Scoper.(drivers.SecretMinter); ok {
+		s, err := m.NewSecret()
+		if err != nil {
+			return nil, "", fmt.Errorf("mint a secret for %s: %w", principal, err)
+		}
+		if s != "" {
+			minted, c.Spec.Phase, c.Spec.SecretDigest = s, v1.CredentialActive, SecretDigest(s)
+		}
 	}
 	earlier := func() (*v1.BucketyCredential, bool, error) {
 		existing := &v1.BucketyCredential{}
@@ -223,25 +253,25 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 	exists, err := e.Scoper.InspectPrincipal(ctx, principal)
 	if err != nil {
 		f.Record(err)
-		return nil, nil
+		return nil, "", nil
 	}
 	if exists {
 		if got, found, err := earlier(); found || err != nil {
-			return got, err
+			return got, "", err
 		}
 		f.principalConflict = fmt.Sprintf("principal %s already exists on backend %s and buckety did not create it: it is never altered or deleted, and nothing was granted (a maintainer may delete it, user or key, to let buckety issue it)", principal, e.Name)
-		return nil, nil
+		return nil, "", nil
 	}
 	if err := r.Client.Create(ctx, c); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			if got, found, err := earlier(); found || err != nil {
-				return got, err
+				return got, "", err
 			}
 		}
-		return nil, fmt.Errorf("record credential %s: %w", principal, err)
+		return nil, "", fmt.Errorf("record credential %s: %w", principal, err)
 	}
 	acc.Recorded = true
-	return c, nil
+	return c, minted, nil
 }
 
 // boundTo reports whether credential c was granted on Buckety b through
