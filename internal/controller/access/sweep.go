@@ -118,12 +118,14 @@ func (s *CredentialSweep) SweepOnce(ctx context.Context) (int, error) {
 // expected is what the credential's principal should be allowed, from the
 // cache: its access's role and parameters on its Buckety's claimed
 // resource. Credentials whose access or claim is not settled are left to
-// their access's own reconcile.
+// their access's own reconcile, and so is one its access's status does not
+// name yet: a record born Active (a minted secret) whose issue is in
+// flight, or was cut short, and which that pass finishes.
 func (s *CredentialSweep) expected(ctx context.Context, c *v1.BucketyCredential) (drivers.Access, types.NamespacedName, bool) {
 	r := s.Reconciler
 	key := types.NamespacedName{Namespace: c.Spec.Owner.Namespace, Name: c.Spec.Owner.Name}
 	a := &v1.BucketyAccess{}
-	if err := r.Client.Get(ctx, key, a); err != nil || string(a.UID) != c.Spec.Owner.UID || !a.DeletionTimestamp.IsZero() {
+	if err := r.Client.Get(ctx, key, a); err != nil || string(a.UID) != c.Spec.Owner.UID || !a.DeletionTimestamp.IsZero() || a.Status.Principal != c.Spec.Principal {
 		return drivers.Access{}, key, false
 	}
 	b := &v1.Buckety{}
