@@ -472,6 +472,72 @@ func TestScopedRotation(t *testing.T) {
 	})
 }
 
+// TestScopedRotationCutShort: a rotation cut short after its new user was
+// recorded (born Active, with the digest of a password minted for it) and
+// created on the broker, but before the Secret held it, is finished by the
+// next controller with that user: no third user is issued, the old one is
+// retired, and status.rotation follows.
+func TestScopedRotationCutShort(t *testing.T) {
+	needInfra(t)
+	b, cfg := scopedBroker(t, time.Hour)
+	run := startController(t, cfg, nil, time.Hour)
+	ns := namespace(t)
+	ctx := context.Background()
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".ledger"}})
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "app"}}
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	first := credentialsOf(t, a.UID)
+	if len(first) != 1 {
+		t.Fatalf("want one credential, got %+v", first)
+	}
+	run.stop(t)
+
+	// What the cut-short pass left: spec.rotation changed, serial 2
+	// recorded Active with its minted password's digest, the user created
+	// with that password, the Secret still holding serial 1.
+	patch(t, a, `{"spec":{"rotation":"cut-short"}}`)
+	second := kadmdriver.PrincipalFor(drivers.Access{Namespace: ns, Name: "app", UID: string(a.UID)}, 2)
+	spec := first[0].Spec
+	spec.Principal, spec.Serial, spec.Phase, spec.SecretDigest, spec.RetireAfter = second, 2, v1.CredentialActive, access.SecretDigest("minted-then-lost"), nil
+	create(t, &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: access.CredentialName("kafka", second), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}}, Spec: spec})
+	res, err := superAdmin(t, b).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: second, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "minted-then-lost"}})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	startController(t, cfg, nil, time.Hour)
+	removeWhileRunning(t, ns)
+	wait.For(t, waitTimeout, "the rotation finished with the recorded user", func() (bool, string) {
+		if n := len(credentialsOf(t, a.UID)); n > 2 {
+			t.Fatalf("want no third user for a rotation cut short, got %d records", n)
+		}
+		cur := &v1.BucketyAccess{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(a), cur); err != nil {
+			return false, err.Error()
+		}
+		u := string(secret(t, ns, "app").Data["sasl.username"])
+		return u == second && cur.Status.Rotation == "cut-short", fmt.Sprintf("Secret user %s, status.rotation %q", u, cur.Status.Rotation)
+	})
+	data := secret(t, ns, "app").Data
+	if string(data["sasl.password"]) == "minted-then-lost" {
+		t.Error("want a new password: the minted one was lost with the pass")
+	}
+	if err := produceWith(t, data, ns+".ledger"); err != nil {
+		t.Errorf("want the finished user to work, got %v", err)
+	}
+	phases := map[string]v1.CredentialPhase{}
+	for _, c := range credentialsOf(t, a.UID) {
+		phases[c.Spec.Principal] = c.Spec.Phase
+	}
+	if len(phases) != 2 || phases[first[0].Spec.Principal] != v1.CredentialRetiring || phases[second] != v1.CredentialActive {
+		t.Errorf("want serial 1 Retiring and serial 2 Active, nothing else, got %v", phases)
+	}
+}
+
 // TestScopedCredentialDriftIsRepaired: ACLs removed or added out of band
 // for a buckety user, and a deleted user, are found by the drift sweep and
 // put back to exactly the role's, from the Secret.

@@ -117,6 +117,10 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 	case cur == nil:
 		rotate = "first"
 	case cur.Spec.Phase != v1.CredentialActive:
+	case a.Status.Principal != cur.Spec.Principal:
+		// Born Active but not yet handed over (a rotation cut short after
+		// its record): this pass finishes it before any next one, so a
+		// crash mid-rotation does not issue a third principal.
 	case a.Spec.Rotation != a.Status.Rotation:
 		rotate = fmt.Sprintf("spec.rotation %q", a.Spec.Rotation)
 	case e.Config.CredentialMaxAge() > 0:
@@ -305,10 +309,17 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 	if err != nil {
 		return false, err
 	}
+	// The one the access's status names (what its Secret was last
+	// written with), else the newest: a record born Active whose issue was
+	// cut short is not what the Secret holds.
+	named := func(c *v1.BucketyCredential) bool { return c.Spec.Principal == a.Status.Principal }
 	var own *v1.BucketyCredential
 	for i := range creds {
 		c := &creds[i]
-		if c.Spec.Backend == e.Name && c.Spec.Phase == v1.CredentialActive && (own == nil || c.Spec.Serial > own.Spec.Serial) {
+		if c.Spec.Backend != e.Name || c.Spec.Phase != v1.CredentialActive {
+			continue
+		}
+		if own == nil || (named(c) && !named(own)) || (named(c) == named(own) && c.Spec.Serial > own.Spec.Serial) {
 			own = c
 		}
 	}
