@@ -445,25 +445,26 @@ func (k *knownSecrets) has(uid types.UID) bool {
 }
 
 func (k *knownSecrets) put(uid types.UID, rv, principal, secret string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m == nil {
-		k.m = map[types.UID]knownSecret{}
-	}
-	k.m[uid] = knownSecret{resourceVersion: rv, principal: principal, secret: secret}
+	k.store(uid, knownSecret{resourceVersion: rv, principal: principal, secret: secret}, true)
 }
 
 // putFresh records what the prefetch read, unless a pass recorded the
 // access's secret meanwhile (from a newer resourceVersion).
 func (k *knownSecrets) putFresh(uid types.UID, rv, principal, secret string) {
+	k.store(uid, knownSecret{resourceVersion: rv, principal: principal, secret: secret, fresh: true}, false)
+}
+
+// store records s for uid, replacing what is there only when replace.
+func (k *knownSecrets) store(uid types.UID, s knownSecret, replace bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
 		k.m = map[types.UID]knownSecret{}
 	}
-	if _, ok := k.m[uid]; !ok {
-		k.m[uid] = knownSecret{resourceVersion: rv, principal: principal, secret: secret, fresh: true}
+	if _, ok := k.m[uid]; ok && !replace {
+		return
 	}
+	k.m[uid] = s
 }
 
 // prune drops the secrets of accesses that are not live: an access
