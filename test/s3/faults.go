@@ -32,7 +32,7 @@ func (s *Server) Respawn() error {
 	s.p = np
 	health := s.Endpoint
 	if s.Implementation == "minio" {
-		health += "/minio/health/live"
+		health += minioHealth
 	}
 	return s.waitReady(health)
 }

@@ -169,7 +169,7 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 			// so a test sees a write in the report within seconds.
 			"MINIO_SCANNER_SPEED=fastest"}
 		args = []string{"server", "--quiet", "--address", "127.0.0.1:" + strconv.Itoa(ports[0]), "--console-address", "127.0.0.1:" + strconv.Itoa(ports[1]), data}
-		health = s.Endpoint + "/minio/health/live"
+		health = s.Endpoint + minioHealth
 		if opts.PublicMetrics {
 			env = append(env, "MINIO_PROMETHEUS_AUTH_TYPE=public")
 		}
@@ -200,6 +200,11 @@ func binary(env, name string) (string, error) {
 	}
 	return filepath.Abs(p)
 }
+
+// minioHealth answers 200 only once MinIO's IAM and bucket metadata are
+// loaded: /minio/health/live answers before that, and admin calls made
+// then answer 503 XMinioServerNotInitialized (a CI run failed on one).
+const minioHealth = "/minio/health/cluster"
 
 func (s *Server) waitReady(url string) error {
 	client := &http.Client{Timeout: time.Second}
