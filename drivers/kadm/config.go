@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -270,7 +271,7 @@ func (c *Config) clientOpts() ([]kgo.Opt, error) {
 		kgo.SeedBrokers(c.brokers()...),
 		kgo.DialTimeout(c.timeout()),
 		kgo.RequestTimeoutOverhead(c.timeout()),
-		kgo.RetryTimeout(c.timeout()),
+		kgo.RetryTimeoutFn(c.retryTimeout),
 		// Admin reads must see topics created moments ago.
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
@@ -295,6 +296,22 @@ func (c *Config) clientOpts() ([]kgo.Opt, error) {
 		}
 	}
 	return opts, nil
+}
+
+// retryTimeout bounds how long the client may send a request again:
+// the request timeout, except for CreateTopics, which is sent once. Were
+// a create's answer lost (a reset connection) and the client to send it
+// again, the second answer, TOPIC_ALREADY_EXISTS, would pass buckety's
+// own create off as someone else's, and a create-only call would hand
+// the topic to the adoption check; the error reports an unknown outcome
+// instead, and the next pass, on a claim already recorded, reads the
+// topic and converges it. (kgo retries while the time since the first
+// try stays within this; 0 would mean no limit, so 1ns.)
+func (c *Config) retryTimeout(key int16) time.Duration {
+	if key == kmsg.CreateTopics.Int16() {
+		return time.Nanosecond
+	}
+	return c.timeout()
 }
 
 func contains(list []string, s string) bool {

@@ -163,7 +163,15 @@ func TestEnsureActsOnRecentObservationsOnly(t *testing.T) {
 			c.setup()
 		}
 		_, base = f.requests(t, base)
-		if _, err := f.backend.Ensure(ctx, c.r); err != nil {
+		_, err := f.backend.Ensure(ctx, c.r)
+		if c.r.Name == rs[5].Name && drivers.IsUnavailable(err) {
+			// A connection the restart closed may carry the first
+			// create: a create is sent once (a lost answer must not
+			// read as someone else's topic), so that pass fails as
+			// unreachable and the next one creates the topic.
+			_, err = f.backend.Ensure(ctx, c.r)
+		}
+		if err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}
 		delta, base = f.requests(t, base)

@@ -50,7 +50,14 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		if p.region != "" && p.region != "us-east-1" {
 			in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(p.region)}
 		}
-		_, err := cl.CreateBucket(ctx, in)
+		// Sent once: were its answer lost (a reset connection, a proxy's
+		// 502) and the SDK to send it again, the second answer,
+		// BucketAlreadyOwnedByYou, would pass this create off as someone
+		// else's, and a CreateOnly call would hand the bucket to the
+		// adoption check. The error reports an unknown outcome instead,
+		// and the next pass, on a claim already recorded, finds the
+		// bucket and converges it.
+		_, err := cl.CreateBucket(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 		switch {
 		case err == nil:
 			res.Created = true

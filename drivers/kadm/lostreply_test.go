@@ -1,0 +1,152 @@
+package kadm
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// replyLoser dials real connections to the broker and loses the answer to
+// the first CreateTopics request written on any of them: the broker gets
+// the request and answers it, and the client reads a closed connection
+// instead, as when a network drops a reply.
+type replyLoser struct {
+	armed atomic.Bool
+	lost  atomic.Int32
+}
+
+func (l *replyLoser) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	return &losingConn{Conn: c, l: l}, nil
+}
+
+type losingConn struct {
+	net.Conn
+	l *replyLoser
+	// lose is the correlation ID whose answer is lost, once set.
+	mu      sync.Mutex
+	lose    bool
+	lostFor int32
+}
+
+// Write passes every request on (kgo writes one request per Write: size,
+// key, version, correlation ID, ...), noting the first CreateTopics.
+func (c *losingConn) Write(p []byte) (int, error) {
+	if len(p) >= 12 && int16(binary.BigEndian.Uint16(p[4:6])) == kmsg.CreateTopics.Int16() && c.l.armed.CompareAndSwap(true, false) {
+		c.mu.Lock()
+		c.lose, c.lostFor = true, int32(binary.BigEndian.Uint32(p[8:12]))
+		c.mu.Unlock()
+	}
+	return c.Conn.Write(p)
+}
+
+// Read, once a create's answer is to be lost, reads the broker's answers
+// up to that one (so the broker has carried the create out), drops them
+// and closes the connection, reading a reset.
+func (c *losingConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	lose, id := c.lose, c.lostFor
+	c.mu.Unlock()
+	if !lose {
+		return c.Conn.Read(p)
+	}
+	for {
+		var head [8]byte
+		if _, err := io.ReadFull(c.Conn, head[:]); err != nil {
+			return 0, err
+		}
+		if _, err := io.CopyN(io.Discard, c.Conn, int64(binary.BigEndian.Uint32(head[:4]))-4); err != nil {
+			return 0, err
+		}
+		if int32(binary.BigEndian.Uint32(head[4:])) == id {
+			break
+		}
+	}
+	c.l.lost.Add(1)
+	if err := c.Conn.Close(); err != nil {
+		return 0, err
+	}
+	// What a reset connection reads (an EOF on a connection's first
+	// answer kgo takes for a refused SASL handshake, and sends nothing
+	// again).
+	return 0, &net.OpError{Op: "read", Net: "tcp", Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+}
+
+// TestLostCreateReplyIsNotSomeoneElsesTopic: the first create of a topic
+// (a claim just recorded, create only) whose answer the network loses
+// after the broker created it. Sent again, the create would be answered
+// TOPIC_ALREADY_EXISTS and read as a topic someone else made since the
+// adoption check, which the controller hands to adoption: its own new
+// topic refused or adopted (and so kept on delete). The create is sent
+// once, its error says the outcome is unknown (unavailable), and the
+// next pass converges the topic the broker has.
+func TestLostCreateReplyIsNotSomeoneElsesTopic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs a real Kafka-protocol broker; run without -short (make test)")
+	}
+	broker := kafka.Start(t, kafka.Options{})
+	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
+	loser := &replyLoser{}
+	opts, err := cfg.clientOpts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.Dialer(loser.dial))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Driver{}
+	be := newBackend("kafka", cfg, cl, d.linger(), d.maxBatch())
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := context.Background()
+	in, err := be.Inspect(ctx, drivers.Resource{Name: "lost-reply"})
+	if err != nil || in.Exists {
+		t.Fatalf("inspect before the create: want no topic, got %+v %v", in, err)
+	}
+
+	loser.armed.Store(true)
+	params := map[string]string{"partitions": "3", "config.retention.ms": "3600000"}
+	res, err := be.Ensure(ctx, drivers.Resource{Name: "lost-reply", Parameters: params, CreateOnly: true})
+	if n := loser.lost.Load(); n != 1 {
+		t.Fatalf("want the create's answer lost once, lost %d (result %+v, err %v)", n, res, err)
+	}
+	if err == nil {
+		t.Fatalf("a create whose answer was lost: want an error (outcome unknown), got none and %+v, which reads as a topic someone else created", res)
+	}
+	if !drivers.IsUnavailable(err) {
+		t.Errorf("a create whose answer was lost: want *drivers.UnavailableError, got %T %v", err, err)
+	}
+
+	// The next pass: the claim is recorded, so not create-only.
+	res, err = be.Ensure(ctx, drivers.Resource{Name: "lost-reply", Parameters: params})
+	if err != nil {
+		t.Fatalf("the next pass: %v", err)
+	}
+	if res.Created {
+		t.Errorf("the next pass: the broker created the topic on the lost create; want it found, got Created")
+	}
+	st, err := be.describe(ctx, "lost-reply", true)
+	if err != nil || !st.exists || st.partitions != 3 || st.dynamic["retention.ms"] != "3600000" {
+		t.Errorf("the topic after the next pass: want 3 partitions and retention.ms 3600000, got %+v %v", st, err)
+	}
+}
