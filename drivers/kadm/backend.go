@@ -48,7 +48,7 @@ type Backend struct {
 	// observed is what the backend last saw of each topic (observed.go).
 	observed *observations
 	// scoping caches whether the cluster can scope credentials (credentials.go).
-	scoping scopingCache
+	scoping drivers.ScopingCache
 	// purge drops bulk reads from the client's metadata cache (metacache.go).
 	purge metaPurge
 }

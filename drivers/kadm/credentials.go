@@ -65,13 +65,6 @@ const scramIterations = 4096
 // that gains an authorizer or SCRAM is noticed within it.
 const scopingTTL = 5 * time.Minute
 
-// scopingCache holds a backend's last Scoping answer.
-type scopingCache struct {
-	mu  sync.Mutex
-	at  time.Time
-	got drivers.Scoping
-}
-
 var (
 	_ drivers.CredentialScoper = (*Backend)(nil)
 	_ drivers.SecretMinter     = (*Backend)(nil)
@@ -82,17 +75,7 @@ func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
 	if why := b.cfg.unscopedReason(b.name); why != "" {
 		return drivers.Scoping{Reason: why}, nil
 	}
-	b.scoping.mu.Lock()
-	defer b.scoping.mu.Unlock()
-	if !b.scoping.at.IsZero() && time.Since(b.scoping.at) < scopingTTL {
-		return b.scoping.got, nil
-	}
-	got, err := b.probeScoping(ctx)
-	if err != nil {
-		return drivers.Scoping{}, err
-	}
-	b.scoping.at, b.scoping.got = time.Now(), got
-	return got, nil
+	return b.scoping.Get(ctx, scopingTTL, b.probeScoping)
 }
 
 // unscopedReason is why a backend's config rules out per-access

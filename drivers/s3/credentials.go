@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -130,9 +129,7 @@ var (
 
 // scoping is the credential state of a Backend.
 type scoping struct {
-	mu  sync.Mutex
-	at  time.Time
-	got drivers.Scoping
+	cache drivers.ScopingCache
 	// issuer is nil on an implementation without credentials per access.
 	issuer issuer
 }
@@ -150,7 +147,7 @@ func (c *Config) unscopedReason(backend string) string {
 }
 
 // Scoping implements drivers.CredentialScoper: the issuer's ready, kept
-// for scopingTTL.
+// for scopingTTL (a failure for drivers.ScopingFailTTL).
 func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
 	if why := b.cfg.unscopedReason(b.name); why != "" {
 		return drivers.Scoping{Reason: why}, nil
@@ -159,23 +156,18 @@ func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
 	if err != nil {
 		return drivers.Scoping{}, err
 	}
-	b.scoping.mu.Lock()
-	defer b.scoping.mu.Unlock()
-	if !b.scoping.at.IsZero() && time.Since(b.scoping.at) < scopingTTL {
-		return b.scoping.got, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
-	defer cancel()
-	why, err := is.ready(ctx)
-	if err != nil {
-		return drivers.Scoping{}, err
-	}
-	got := drivers.Scoping{Scoped: true, Required: true}
-	if why != "" {
-		got = drivers.Scoping{Required: true, Reason: fmt.Sprintf("backend %s sets credentials, but %s", b.name, why)}
-	}
-	b.scoping.at, b.scoping.got = time.Now(), got
-	return got, nil
+	return b.scoping.cache.Get(ctx, scopingTTL, func(ctx context.Context) (drivers.Scoping, error) {
+		ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+		defer cancel()
+		why, err := is.ready(ctx)
+		if err != nil {
+			return drivers.Scoping{}, err
+		}
+		if why != "" {
+			return drivers.Scoping{Required: true, Reason: fmt.Sprintf("backend %s sets credentials, but %s", b.name, why)}, nil
+		}
+		return drivers.Scoping{Scoped: true, Required: true}, nil
+	})
 }
 
 // issuer is the backend's issuer, or an error naming the implementation
