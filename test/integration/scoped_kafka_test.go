@@ -843,3 +843,48 @@ func (m *mintCrash) killAndRestart(ns string, dropped client.Object, secrets ...
 	runBinaryArgs(t, m.bin, m.kubeconfig, m.dir, []string{testhook.Env + "=" + m.pauseDir}, noLease)
 	removeWhileRunning(t, ns)
 }
+
+// TestScopedSecretConflictWritesNothing: an access whose Secret name is
+// held by a Secret buckety did not create is retried every few seconds,
+// and each retry must not mint and grant its credential again (a new
+// SCRAM password per retry, which a tenant could multiply by pointing
+// many accesses at one Secret). Once the foreign Secret is gone, the
+// access gets its Secret, and it works.
+func TestScopedSecretConflictWritesNothing(t *testing.T) {
+	needInfra(t)
+	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, CountRequests: true})
+	startController(t, harness.ConfigYAML(superuserBackend(b, 0)), nil, time.Hour)
+	ns := namespace(t)
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}, StringData: map[string]string{"password": "keep-me"}}
+	create(t, foreign)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".events",
+		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "events"}}})
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSecretConflict, waitTimeout)
+	writes := func() int64 {
+		got, err := b.Requests()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["AlterUserSCRAMCredentials"] + got["CreateACLs"] + got["DeleteACLs"]
+	}
+	before := writes()
+	time.Sleep(3*access.ConflictRetry + time.Second) // three retries
+	if got := writes() - before; got != 0 {
+		t.Errorf("while the Secret conflict lasts: want no user or ACL writes, got %d", got)
+	}
+	c := waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSecretConflict, waitTimeout)
+	if want := "Secret events already exists and was not created by buckety"; !strings.Contains(c.Message, want) {
+		t.Errorf("want message containing %q, got %q", want, c.Message)
+	}
+	if s := secret(t, ns, "events"); string(s.Data["password"]) != "keep-me" || len(s.Data) != 1 {
+		t.Fatalf("the foreign Secret was touched: %q", s.Data)
+	}
+	if err := k8s.Delete(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if err := produceWith(t, secret(t, ns, "events").Data, ns+".events"); err != nil {
+		t.Fatalf("after the conflict: want the Secret to work, got %v", err)
+	}
+}

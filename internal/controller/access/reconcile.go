@@ -146,6 +146,14 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	}
 	switch {
 	case scoping.Scoped:
+		if conflict, err := r.conflictPersists(ctx, a, f); err != nil || conflict {
+			if err != nil {
+				return requeue, err
+			}
+			scoped := true // as the pass that found the conflict granted it
+			f.scoped = &scoped
+			return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+		}
 		if cred, err = r.credential(ctx, a, e, b, cl, &acc, f); cred == nil || err != nil {
 			return requeue, err
 		}

@@ -94,11 +94,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	case err != nil:
 		return false, err
 	case !ownsSecret(a, s):
-		owner := fmt.Sprintf("was not created by buckety for this access (no %s=%s label and owner reference)", v1.ManagedByLabel, v1.ManagedByValue)
-		if s.Labels[v1.ManagedByLabel] == v1.ManagedByValue && s.Labels[v1.AccessLabel] != a.Name && isAccessName(s.Labels[v1.AccessLabel]) {
-			owner = fmt.Sprintf("belongs to BucketyAccess %s", s.Labels[v1.AccessLabel])
-		}
-		f.secretConflict = fmt.Sprintf("Secret %s already exists and %s; it is never overwritten: delete or rename it, or choose another credentialsSecretName", name, owner)
+		f.secretConflict = conflictMessage(a, s)
 		r.event(a, corev1.EventTypeWarning, v1.EventSecretConflict, v1.EventActionWriteSecret, f.secretConflict)
 		return true, nil
 	case !sameData(s.Data, data) || s.Type != corev1.SecretTypeOpaque:
@@ -114,6 +110,45 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	}
 	f.synced = true
 	return false, nil
+}
+
+// conflictMessage says that Secret s holds the access's credentialsSecretName
+// and whose it is.
+func conflictMessage(a *v1.BucketyAccess, s metav1.Object) string {
+	owner := fmt.Sprintf("was not created by buckety for this access (no %s=%s label and owner reference)", v1.ManagedByLabel, v1.ManagedByValue)
+	if l := s.GetLabels(); l[v1.ManagedByLabel] == v1.ManagedByValue && l[v1.AccessLabel] != a.Name && isAccessName(l[v1.AccessLabel]) {
+		owner = fmt.Sprintf("belongs to BucketyAccess %s", l[v1.AccessLabel])
+	}
+	return fmt.Sprintf("Secret %s already exists and %s; it is never overwritten: delete or rename it, or choose another credentialsSecretName", s.GetName(), owner)
+}
+
+// conflictPersists, for an access on a backend that issues it a credential
+// of its own and whose status reports a Secret conflict, reads the
+// Secret's metadata fresh and reports whether a Secret the access does not
+// own still holds the name. While one does, the pass ends there: no
+// credential is minted or granted again. Otherwise each retry
+// (every ConflictRetry, for as long as the conflict lasts) would write to
+// the backend for a Secret it cannot write: a new SCRAM password, an IAM
+// key deleted and created again, which a tenant could multiply by
+// pointing many accesses at one Secret of their own.
+func (r *Reconciler) conflictPersists(ctx context.Context, a *v1.BucketyAccess, f *facts) (bool, error) {
+	if !conflictReported(a) {
+		return false, nil
+	}
+	name := a.Spec.CredentialsSecretName
+	m := secretMeta()
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: name}, m)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read Secret %s: %w", name, err)
+	case ownsSecret(a, m):
+		return false, nil
+	}
+	f.secretName = name
+	f.secretConflict = conflictMessage(a, m)
+	return true, nil
 }
 
 // secretMeta is an empty Secret metadata object, for reading the cache.
