@@ -103,8 +103,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	b := &v1.Buckety{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
+			// Gone, maybe without the pass that deletes it (its finalizer
+			// removed by hand): nothing of it is kept.
 			r.Written.Forget(req.NamespacedName)
 			r.Held.Forget(req.NamespacedName)
+			r.Waiters.Done(req.NamespacedName)
 		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}

@@ -38,22 +38,52 @@ const (
 // Backoff tracks consecutive failures per object and hands out capped
 // exponential retry delays, independent of the drift re-check interval.
 // Success resets an object's count. The zero value uses the defaults.
+//
+// An object deleted without its last pass (its finalizer removed by hand)
+// is never reset: a count not added to for StaleAfter is dropped, so
+// objects created, failed and deleted in a loop cannot grow the map. A
+// failing object is retried within PermanentMax, far less, so only a
+// count that no longer matters goes (at worst an object's next failure
+// waits the base delay again).
 type Backoff struct {
 	// Base and Max per Failure kind; zero means the default.
 	TransientBase, TransientMax, PermanentBase, PermanentMax time.Duration
 
 	mu       sync.Mutex
-	failures map[types.UID]int
+	failures map[types.UID]failureCount
+	swept    time.Time
+	// now is the clock (tests); nil is time.Now.
+	now func() time.Time
+}
+
+// StaleAfter is how long a failure count is kept without another failure.
+const StaleAfter = 10 * time.Minute
+
+type failureCount struct {
+	n    int
+	last time.Time
 }
 
 // Next records one more failure of uid and returns how long to wait.
 func (b *Backoff) Next(uid types.UID, f Failure) time.Duration {
+	now := time.Now()
+	if b.now != nil {
+		now = b.now()
+	}
 	b.mu.Lock()
 	if b.failures == nil {
-		b.failures = map[types.UID]int{}
+		b.failures = map[types.UID]failureCount{}
 	}
-	n := b.failures[uid]
-	b.failures[uid] = n + 1
+	if now.Sub(b.swept) >= StaleAfter {
+		for k, c := range b.failures {
+			if now.Sub(c.last) >= StaleAfter {
+				delete(b.failures, k)
+			}
+		}
+		b.swept = now
+	}
+	n := b.failures[uid].n
+	b.failures[uid] = failureCount{n: n + 1, last: now}
 	b.mu.Unlock()
 	base, max := or(b.TransientBase, TransientBase), or(b.TransientMax, TransientMax)
 	if f == Permanent {

@@ -1,8 +1,11 @@
 package retry
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestBackoff(t *testing.T) {
@@ -25,5 +28,34 @@ func TestBackoff(t *testing.T) {
 	b.Reset("a")
 	if got := b.Next("a", Transient); got != time.Second {
 		t.Errorf("after reset: want 1s, got %s", got)
+	}
+}
+
+// TestBackoffDropsStaleCounts: the count of an object that stopped failing
+// without a reset (deleted with its finalizer removed by hand) is dropped
+// once stale, so a create-fail-delete loop does not grow the map; an
+// object still failing keeps its count.
+func TestBackoffDropsStaleCounts(t *testing.T) {
+	clock := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	b := Backoff{now: func() time.Time { return clock }}
+	for i := range 1000 {
+		b.Next(types.UID(fmt.Sprintf("gone-%d", i)), Permanent)
+	}
+	for range 3 {
+		b.Next("failing", Transient)
+	}
+	clock = clock.Add(StaleAfter - time.Minute)
+	if got := b.Next("failing", Transient); got != 8*time.Second {
+		t.Errorf("fourth failure of an object still failing: want 8s, got %s", got)
+	}
+	clock = clock.Add(2 * time.Minute) // the 1000 are stale now, "failing" is not
+	if got := b.Next("failing", Transient); got != 16*time.Second {
+		t.Errorf("fifth failure: want its count kept (16s), got %s", got)
+	}
+	b.mu.Lock()
+	n := len(b.failures)
+	b.mu.Unlock()
+	if n != 1 {
+		t.Errorf("after the stale counts were dropped: want 1 object counted, got %d", n)
 	}
 }
