@@ -40,6 +40,7 @@ type BucketyAccessSpec struct {
 	// consumer-group prefix. Validated per driver.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 4096)",message="spec.parameters: keys are at most 253 characters and values at most 4096"
 	Parameters map[string]string `json:"parameters,omitempty"`
 
 	// Rotation asks for a new credential on a backend that issues one per

@@ -132,6 +132,15 @@ func TestCRDsOnRealAPIServer(t *testing.T) {
 	rejected("change credentialsSecretName", a, func() { a.Spec.CredentialsSecretName = "other" }, "spec.credentialsSecretName is immutable")
 	rejected("invalid role", a, func() { a.Spec.Role = "Admin" }, `spec.role: Unsupported value: "Admin"`)
 	rejected("invalid secret name", a, func() { a.Spec.CredentialsSecretName = "Not_A_Name" }, "spec.credentialsSecretName")
+	// An access's parameters are bounded as a Buckety's are, by the API
+	// server itself: what a tenant can make the controller cache is
+	// bounded per object even where no webhook runs.
+	rejected("an access parameter value over the bound", a, func() {
+		a.Spec.Parameters = map[string]string{"consumerGroupPrefix": strings.Repeat("x", v1.MaxParameterValueLength+1)}
+	}, "spec.parameters: keys are at most 253 characters and values at most 4096")
+	rejected("a Buckety parameter value over the bound", b, func() {
+		b.Spec.Parameters = map[string]string{"partitions": strings.Repeat("1", v1.MaxParameterValueLength+1)}
+	}, "spec.parameters: keys are at most 253 characters and values at most 4096")
 	a.Spec.Role = v1.RoleReadWrite
 	if err := c.Update(ctx, a); err != nil {
 		t.Fatalf("change role: want success, got %v", err)
