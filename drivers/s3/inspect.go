@@ -29,6 +29,12 @@ func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Insp
 		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot tell: " + err.Error()}, err
 	}
 	ok, err := b.exists(ctx, cl, name)
+	if drivers.IsAccessDenied(err) && httpStatus(err) == 403 && b.keysWork(ctx, cl) {
+		// HeadBucket has no body to tell refused keys from someone else's
+		// bucket; keys that list buckets work, so the bucket is not ours
+		// to read.
+		return drivers.Inspection{Exists: true, HasContent: true, Detail: fmt.Sprintf("bucket %s exists and refuses buckety's keys (403): it belongs to someone else", name)}, nil
+	}
 	if err != nil {
 		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot tell: " + err.Error()}, err
 	}
@@ -76,4 +82,11 @@ func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Insp
 		return content(fmt.Sprintf("bucket %s holds no objects but in-progress multipart uploads (first: %q, initiated %s): someone is writing to it", name, aws.ToString(u.Key), aws.ToTime(u.Initiated).UTC().Format(time.RFC3339)))
 	}
 	return drivers.Inspection{Exists: true, Detail: fmt.Sprintf("bucket %s exists and holds no objects, object versions, delete markers or multipart uploads", name)}, nil
+}
+
+// keysWork reports whether the backend's keys are the server's: one
+// ListBuckets, which the drift sweep needs them to allow anyway.
+func (b *Backend) keysWork(ctx context.Context, cl *s3.Client) bool {
+	_, err := cl.ListBuckets(ctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
+	return err == nil
 }
