@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
@@ -118,34 +119,10 @@ func TestLostCreateReplyIsNotSomeoneElsesTopic(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	ctx := context.Background()
-	in, err := be.Inspect(ctx, drivers.Resource{Name: "lost-reply"})
-	if err != nil || in.Exists {
-		t.Fatalf("inspect before the create: want no topic, got %+v %v", in, err)
-	}
-
-	loser.armed.Store(true)
 	params := map[string]string{"partitions": "3", "config.retention.ms": "3600000"}
-	res, err := be.Ensure(ctx, drivers.Resource{Name: "lost-reply", Parameters: params, CreateOnly: true})
-	if n := loser.lost.Load(); n != 1 {
-		t.Fatalf("want the create's answer lost once, lost %d (result %+v, err %v)", n, res, err)
-	}
-	if err == nil {
-		t.Fatalf("a create whose answer was lost: want an error (outcome unknown), got none and %+v, which reads as a topic someone else created", res)
-	}
-	if !drivers.IsUnavailable(err) {
-		t.Errorf("a create whose answer was lost: want *drivers.UnavailableError, got %T %v", err, err)
-	}
-
-	// The next pass: the claim is recorded, so not create-only.
-	res, err = be.Ensure(ctx, drivers.Resource{Name: "lost-reply", Parameters: params})
-	if err != nil {
-		t.Fatalf("the next pass: %v", err)
-	}
-	if res.Created {
-		t.Errorf("the next pass: the broker created the topic on the lost create; want it found, got Created")
-	}
-	st, err := be.describe(ctx, "lost-reply", true)
+	drivertest.LostCreateSettles(t, be, drivers.Resource{Name: "lost-reply", Parameters: params},
+		func() { loser.armed.Store(true) }, func() int { return int(loser.lost.Load()) })
+	st, err := be.describe(context.Background(), "lost-reply", true)
 	if err != nil || !st.exists || st.partitions != 3 || st.dynamic["retention.ms"] != "3600000" {
 		t.Errorf("the topic after the next pass: want 3 partitions and retention.ms 3600000, got %+v %v", st, err)
 	}

@@ -14,6 +14,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -66,32 +67,9 @@ func TestLostCreateReplyIsNotSomeoneElsesBucket(t *testing.T) {
 					t.Error(err)
 				}
 			})
+			drivertest.LostCreateSettles(t, be, drivers.Resource{Name: "lost-reply", Parameters: map[string]string{ParamVersioning: "true"}},
+				func() { armed.Store(true) }, func() int { return int(lost.Load()) })
 			ctx := context.Background()
-			if in, err := be.Inspect(ctx, drivers.Resource{Name: "lost-reply"}); err != nil || in.Exists {
-				t.Fatalf("inspect before the create: want no bucket, got %+v %v", in, err)
-			}
-
-			armed.Store(true)
-			params := map[string]string{ParamVersioning: "true"}
-			res, err := be.Ensure(ctx, drivers.Resource{Name: "lost-reply", Parameters: params, CreateOnly: true})
-			if n := lost.Load(); n != 1 {
-				t.Fatalf("want the create's answer lost once, lost %d (result %+v, err %v)", n, res, err)
-			}
-			if err == nil {
-				t.Fatalf("a create whose answer was lost: want an error (outcome unknown), got none and %+v, which reads as a bucket someone else created", res)
-			}
-			if !drivers.IsUnavailable(err) {
-				t.Errorf("a create whose answer was lost: want *drivers.UnavailableError, got %T %v", err, err)
-			}
-
-			// The next pass: the claim is recorded, so not create-only.
-			res, err = be.Ensure(ctx, drivers.Resource{Name: "lost-reply", Parameters: params})
-			if err != nil {
-				t.Fatalf("the next pass: %v", err)
-			}
-			if res.Created {
-				t.Errorf("the next pass: the server created the bucket on the lost create; want it found, got Created")
-			}
 			raw := rawClient(t, cfg, cfg.Endpoint)
 			v, err := raw.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("lost-reply")})
 			if err != nil || v.Status != "Enabled" {

@@ -55,6 +55,17 @@ func superuserBackend(b *kafka.Broker, grace time.Duration) config.Backend {
 	return be
 }
 
+// userAndACLWrites is how many user and ACL writes broker b (started with
+// CountRequests) has answered.
+func userAndACLWrites(t *testing.T, b *kafka.Broker) int64 {
+	t.Helper()
+	got, err := b.Requests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got["AlterUserSCRAMCredentials"] + got["CreateACLs"] + got["DeleteACLs"]
+}
+
 // metadataOf asks for topic's metadata on cl's existing connections.
 func metadataOf(cl *kgo.Client, topic string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -607,13 +618,7 @@ func TestScopedRestartAssertsNothing(t *testing.T) {
 		t.Fatalf("want one Active credential with the digest of its secret, got %+v", creds)
 	}
 	run.stop(t)
-	writes := func() int64 {
-		got, err := b.Requests()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got["AlterUserSCRAMCredentials"] + got["CreateACLs"] + got["DeleteACLs"]
-	}
+	writes := func() int64 { return userAndACLWrites(t, b) }
 	before := writes()
 	reads := startCountingSecretReads(t, cfg, ns)
 	removeWhileRunning(t, ns)
@@ -861,13 +866,7 @@ func TestScopedSecretConflictWritesNothing(t *testing.T) {
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "events"}}})
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}
 	waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSecretConflict, waitTimeout)
-	writes := func() int64 {
-		got, err := b.Requests()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got["AlterUserSCRAMCredentials"] + got["CreateACLs"] + got["DeleteACLs"]
-	}
+	writes := func() int64 { return userAndACLWrites(t, b) }
 	before := writes()
 	time.Sleep(3*access.ConflictRetry + time.Second) // three retries
 	if got := writes() - before; got != 0 {
