@@ -5,12 +5,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
@@ -284,4 +287,62 @@ func (s *nameSet) is(n string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.names[n]
+}
+
+// TestLimitGateDoesNotParkWorkers: under limits.perNamespace a namespace's
+// passes that may take a new claim run one at a time. A pass that finds
+// its namespace's gate held, here by a pass stuck in a slow backend call,
+// must not wait for it (each waiting pass would hold one of the workers
+// every namespace shares): it ends at once, writes no status, and asks to
+// be retried soon; once the gate is free it provisions. Another
+// namespace's pass is not held up either.
+func TestLimitGateDoesNotParkWorkers(t *testing.T) {
+	e := newEnv(t, "  limits: {perNamespace: 5}\n")
+	e.create(newBuckety("a", "slow", "slow"))
+	e.create(newBuckety("a", "next", "next"))
+	e.create(newBuckety("b", "other", "other"))
+	stuck, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.svc.BeforeEnsure = func(name string) {
+		if name == "slow" {
+			once.Do(func() { close(stuck) })
+			<-release
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.br.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "slow"}})
+		done <- err
+	}()
+	<-stuck // a/slow holds namespace a's gate, in its backend call
+
+	before := e.buckety("a", "next").ResourceVersion
+	returned := make(chan reconcile.Result, 1)
+	go func() { returned <- e.reconcile("a", "next") }()
+	select {
+	case res := <-returned:
+		if res.RequeueAfter <= 0 || res.RequeueAfter > 2*time.Second {
+			t.Errorf("a pass that found its gate held: want a retry within 2s, got %+v", res)
+		}
+	case <-time.After(2 * time.Second):
+		close(release)
+		<-returned
+		t.Fatal("a pass that found its namespace's gate held waited for it")
+	}
+	if rv := e.buckety("a", "next").ResourceVersion; rv != before {
+		// Its first pass adds the finalizer: allowed; a status write is not.
+		if c := cond(e.buckety("a", "next").Status.Conditions, v1.ConditionReady); c.Reason != "" {
+			t.Errorf("a pass that found its gate held: want no status written, got Ready %s (%s)", c.Status, c.Reason)
+		}
+	}
+	e.reconcile("b", "other")
+	e.wantReady(e.buckety("b", "other"), metav1.ConditionTrue, v1.ReasonReconciled)
+
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.wantReady(e.buckety("a", "slow"), metav1.ConditionTrue, v1.ReasonReconciled)
+	e.reconcile("a", "next")
+	e.wantReady(e.buckety("a", "next"), metav1.ConditionTrue, v1.ReasonReconciled)
 }

@@ -95,7 +95,9 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	if cl.Spec.Budgeted != nil && *cl.Spec.Budgeted == asked {
 		return true
 	}
-	r.holdGate(b, e, f)
+	if !r.holdGate(b, e, f) {
+		return false
+	}
 	var list v1.BucketyClaimList
 	// Summed, never written (withinBudget): the cache's own objects.
 	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}, ctrl.UnsafeDisableDeepCopy); err != nil {

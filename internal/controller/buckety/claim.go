@@ -86,7 +86,9 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 	if l == nil || (l.PerNamespace == 0 && !l.HasByteBudget()) {
 		return true
 	}
-	r.holdGate(b, e, f)
+	if !r.holdGate(b, e, f) {
+		return false
+	}
 	var list v1.BucketyClaimList
 	// Counted and summed, never written (withinBudget): the cache's own
 	// objects, not copies.
@@ -105,19 +107,59 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 // holdGate makes this pass hold its namespace's gate on the backend until
 // it ends: passes that may take a new claim, or grow one under a budget,
 // run one at a time, and a pass that wrote a claim lets the next one in
-// only once the cache shows that write.
-func (r *Reconciler) holdGate(b *v1.Buckety, e *backends.Entry, f *facts) {
+// only once the cache shows that write. A pass that finds the gate held
+// does not wait for it: it reports false and sets f.gateBusy, and the
+// pass ends without a status write, to be woken when the gate is freed
+// (wakeOne) or retried (gateRetry), whichever comes first. A
+// waiting pass would hold one of the workers every namespace shares, for
+// as long as the holder's backend calls take: a tenant's burst on a slow
+// backend would park them all.
+func (r *Reconciler) holdGate(b *v1.Buckety, e *backends.Entry, f *facts) bool {
 	if f.releaseLimit != nil {
-		return
+		return true
 	}
-	g, _ := r.limitGates.LoadOrStore(limitKey(e.Name, b.Namespace), &sync.Mutex{})
+	key := limitKey(e.Name, b.Namespace)
+	g, _ := r.limitGates.LoadOrStore(key, &sync.Mutex{})
 	mu := g.(*sync.Mutex)
-	mu.Lock()
+	if !mu.TryLock() {
+		f.gateBusy = true
+		r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), gateKey(key))
+		return false
+	}
+	r.gateBackoff.Reset(b.UID)
+	// Waiting for the gate no more (what the pass goes on to wait for, it
+	// registers again).
+	r.Waiters.Done(ctrl.ObjectKeyFromObject(b))
 	f.releaseLimit = func() {
 		if f.claim != nil {
 			r.awaitCached(f.claim)
 		}
 		mu.Unlock()
+		r.wakeOne(gateKey(key))
+	}
+	return true
+}
+
+func gateKey(limit string) string { return "gate/" + limit }
+
+// wakeOne enqueues one of the Bucketies waiting for key (a gate just
+// freed), as a lock hands itself to one waiter: waking all would have
+// every one of a burst try the gate again after each pass. The wake is
+// not waited for: one the queue cannot take now is made good by the
+// waiter's own retry (gateRetry).
+func (r *Reconciler) wakeOne(key string) {
+	if r.Released == nil {
+		return
+	}
+	waiting := r.Waiters.Waiting(key)
+	if len(waiting) == 0 {
+		return
+	}
+	nn := waiting[0]
+	r.Waiters.Done(nn)
+	select {
+	case r.Released <- wakeEvent(nn):
+	default:
 	}
 }
 

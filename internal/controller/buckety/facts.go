@@ -47,6 +47,9 @@ type facts struct {
 	// releaseLimit ends this pass's hold on its namespace's limit gate
 	// (claim.go withinLimit); nil when it holds none.
 	releaseLimit func()
+	// gateBusy: another pass holds that gate; this one ends without a
+	// status write and is retried soon (claim.go holdGate).
+	gateBusy bool
 	// locationChanged: a location parameter differs from what the claim
 	// recorded (immutable).
 	locationChanged string

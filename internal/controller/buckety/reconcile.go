@@ -89,7 +89,19 @@ type Reconciler struct {
 	// limitGates serialise, per backend and namespace, the passes that
 	// may take a new claim under limits.perNamespace (claim.go).
 	limitGates sync.Map
+	// gateBackoff paces the retries of passes that found their gate held:
+	// gateRetryBase doubling to gateRetryMax, reset when one holds it.
+	gateBackoff retry.Backoff
 }
+
+// The retry delays of a pass that found its namespace's gate held, in
+// case the wake when it is freed (wakeOne) is lost: the holder is one
+// pass, and a burst of a namespace's new Bucketies goes through the gate
+// one by one.
+const (
+	gateRetryBase = 500 * time.Millisecond
+	gateRetryMax  = 5 * time.Second
+)
 
 // Reconcile implements reconcile.Reconciler: it fetches the Buckety, defers
 // the one status write (status.Finish, from the conditions status.go
@@ -126,6 +138,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}()
 	defer func() {
 		defer r.Written.Record(b, orig.ResourceVersion)
+		if f.gateBusy && reterr == nil {
+			// Nothing was found out: the status stays as it is. The
+			// Backoff's transient delays (1 s doubling to 20 s), scaled
+			// to gateRetryBase.
+			res = reconcile.Result{RequeueAfter: min(gateRetryBase*r.gateBackoff.Next(b.UID, retry.Transient)/retry.TransientBase, gateRetryMax)}
+			return
+		}
 		derived := conditions(b, f)
 		r.announce(b, derived)
 		hold := r.holding(f, reterr)
