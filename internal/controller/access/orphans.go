@@ -95,7 +95,9 @@ func (o *Orphans) CheckOnce(ctx context.Context) (int, error) {
 // prune drops what the reconciler remembers of accesses that are gone.
 func (o *Orphans) prune(ctx context.Context) error {
 	var al v1.BucketyAccessList
-	if err := o.Reconciler.Client.List(ctx, &al); err != nil {
+	// Only the UIDs are read: the cache's own objects, not a copy of
+	// every access each minute.
+	if err := o.Reconciler.Client.List(ctx, &al, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	live := make(map[types.UID]bool, len(al.Items))

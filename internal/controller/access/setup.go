@@ -99,7 +99,8 @@ func bucketyToAccesses(mgr manager.Manager) handler.MapFunc {
 	c, log := mgr.GetClient(), mgr.GetLogger()
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var list v1.BucketyAccessList
-		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{objects.IndexBucketyRef: obj.GetName()}); err != nil {
+		// Only names are read: the cache's own objects, not copies.
+		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{objects.IndexBucketyRef: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 			log.Error(err, "list accesses of Buckety", "buckety", obj.GetNamespace()+"/"+obj.GetName())
 			return nil
 		}
