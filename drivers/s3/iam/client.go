@@ -108,8 +108,7 @@ func (c *Client) GetUser(ctx context.Context, name string) (User, error) {
 // paths): it lists every user.
 func (c *Client) ListUsers(ctx context.Context, pathPrefix string) ([]User, error) {
 	var users []User
-	marker := ""
-	for {
+	err := c.pages("ListUsers", func(marker string) (string, bool, error) {
 		form := url.Values{}
 		if pathPrefix != "" {
 			form.Set("PathPrefix", pathPrefix)
@@ -123,15 +122,42 @@ func (c *Client) ListUsers(ctx context.Context, pathPrefix string) ([]User, erro
 			Marker      string `xml:"ListUsersResult>Marker"`
 		}
 		if err := c.call(ctx, "ListUsers", form, &out); err != nil {
-			return nil, err
+			return "", false, err
 		}
 		users = append(users, out.Users...)
-		if !out.IsTruncated || out.Marker == "" || out.Marker == marker {
-			return users, nil
+		return out.Marker, out.IsTruncated, nil
+	})
+	return users, err
+}
+
+// pages calls page with each marker the server hands back, "" first,
+// until a page is not truncated (or names no marker, or the one it was
+// asked with, as SeaweedFS's last page may). A marker the server handed
+// back before, or more than maxPages pages, is an error: a server whose
+// pages loop must not keep a sweep listing, and growing the list, forever.
+func (c *Client) pages(action string, page func(marker string) (next string, truncated bool, err error)) error {
+	seen := map[string]bool{}
+	marker := ""
+	for n := 1; ; n++ {
+		next, truncated, err := page(marker)
+		switch {
+		case err != nil:
+			return err
+		case !truncated || next == "" || next == marker:
+			return nil
+		case seen[next]:
+			return &Error{Action: action, Code: "PagesLoop", Message: fmt.Sprintf("the server handed back marker %q a second time", next)}
+		case n >= maxPages:
+			return &Error{Action: action, Code: "TooManyPages", Message: fmt.Sprintf("more than %d pages", maxPages)}
 		}
-		marker = out.Marker
+		seen[next] = true
+		marker = next
 	}
 }
+
+// maxPages bounds one listing: 10,000 pages of IAM's default 100 items
+// is a million users, far past what a backend issues.
+const maxPages = 10000
 
 // TagUser adds tags to a user (replacing the values of keys it has).
 func (c *Client) TagUser(ctx context.Context, name string, tags []Tag) error {
@@ -168,8 +194,7 @@ func (c *Client) CreateAccessKey(ctx context.Context, user string) (AccessKey, e
 // ListAccessKeys lists a user's keys.
 func (c *Client) ListAccessKeys(ctx context.Context, user string) ([]AccessKeyMetadata, error) {
 	var keys []AccessKeyMetadata
-	marker := ""
-	for {
+	err := c.pages("ListAccessKeys", func(marker string) (string, bool, error) {
 		form := url.Values{"UserName": {user}}
 		if marker != "" {
 			form.Set("Marker", marker)
@@ -180,14 +205,12 @@ func (c *Client) ListAccessKeys(ctx context.Context, user string) ([]AccessKeyMe
 			Marker      string              `xml:"ListAccessKeysResult>Marker"`
 		}
 		if err := c.call(ctx, "ListAccessKeys", form, &out); err != nil {
-			return nil, err
+			return "", false, err
 		}
 		keys = append(keys, out.Keys...)
-		if !out.IsTruncated || out.Marker == "" || out.Marker == marker {
-			return keys, nil
-		}
-		marker = out.Marker
-	}
+		return out.Marker, out.IsTruncated, nil
+	})
+	return keys, err
 }
 
 // DeleteAccessKey deletes a user's key. AWS answers NoSuchEntity for a key
@@ -224,8 +247,7 @@ func (c *Client) GetUserPolicy(ctx context.Context, user, name string) ([]byte, 
 // ListUserPolicies lists the names of a user's inline policies.
 func (c *Client) ListUserPolicies(ctx context.Context, user string) ([]string, error) {
 	var names []string
-	marker := ""
-	for {
+	err := c.pages("ListUserPolicies", func(marker string) (string, bool, error) {
 		form := url.Values{"UserName": {user}}
 		if marker != "" {
 			form.Set("Marker", marker)
@@ -236,14 +258,12 @@ func (c *Client) ListUserPolicies(ctx context.Context, user string) ([]string, e
 			Marker      string   `xml:"ListUserPoliciesResult>Marker"`
 		}
 		if err := c.call(ctx, "ListUserPolicies", form, &out); err != nil {
-			return nil, err
+			return "", false, err
 		}
 		names = append(names, out.Names...)
-		if !out.IsTruncated || out.Marker == "" || out.Marker == marker {
-			return names, nil
-		}
-		marker = out.Marker
-	}
+		return out.Marker, out.IsTruncated, nil
+	})
+	return names, err
 }
 
 // DeleteUserPolicy deletes a user's inline policy.

@@ -117,3 +117,48 @@ func TestNoRedirect(t *testing.T) {
 		t.Fatal("want an error for a redirect, got none")
 	}
 }
+
+// TestListUsersPages: the markers are followed page by page; a server
+// whose markers loop (A, B, A, ...) is an error, not an endless listing.
+func TestListUsersPages(t *testing.T) {
+	page := func(user, marker string, truncated bool) string {
+		return `<ListUsersResponse><ListUsersResult><Users><member><UserName>` + user + `</UserName></member></Users><IsTruncated>` +
+			map[bool]string{true: "true", false: "false"}[truncated] + `</IsTruncated><Marker>` + marker + `</Marker></ListUsersResult></ListUsersResponse>`
+	}
+	serve := func(next map[string]string) (*httptest.Server, *int) {
+		calls := 0
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls++
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Error(err)
+			}
+			form, err := url.ParseQuery(string(b))
+			if err != nil {
+				t.Error(err)
+			}
+			m := form.Get("Marker")
+			n, more := next[m]
+			if _, err := io.WriteString(w, page("user-at-"+m, n, more)); err != nil {
+				t.Error(err)
+			}
+		})), &calls
+	}
+
+	srv, _ := serve(map[string]string{"": "A", "A": "B"})
+	defer srv.Close()
+	users, err := New(srv.URL, AWSSigningRegion, "AK", "SK", nil).ListUsers(context.Background(), "")
+	if err != nil || len(users) != 3 || users[2].UserName != "user-at-B" {
+		t.Errorf("three pages: want 3 users, the last from marker B, got %+v %v", users, err)
+	}
+
+	loop, calls := serve(map[string]string{"": "A", "A": "B", "B": "A"})
+	defer loop.Close()
+	_, err = New(loop.URL, AWSSigningRegion, "AK", "SK", nil).ListUsers(context.Background(), "")
+	if err == nil || !strings.Contains(err.Error(), `marker "A" a second time`) {
+		t.Errorf("pages that loop: want an error naming the repeated marker, got %v", err)
+	}
+	if *calls != 3 {
+		t.Errorf("pages that loop: want the listing to stop at the repeat (3 requests), got %d", *calls)
+	}
+}
