@@ -108,7 +108,7 @@ func (c *Client) GetUser(ctx context.Context, name string) (User, error) {
 // paths): it lists every user.
 func (c *Client) ListUsers(ctx context.Context, pathPrefix string) ([]User, error) {
 	var users []User
-	err := c.pages("ListUsers", func(marker string) (string, bool, error) {
+	err := pages("ListUsers", func(marker string) (string, bool, error) {
 		form := url.Values{}
 		if pathPrefix != "" {
 			form.Set("PathPrefix", pathPrefix)
@@ -135,7 +135,7 @@ func (c *Client) ListUsers(ctx context.Context, pathPrefix string) ([]User, erro
 // asked with, as SeaweedFS's last page may). A marker the server handed
 // back before, or more than maxPages pages, is an error: a server whose
 // pages loop must not keep a sweep listing, and growing the list, forever.
-func (c *Client) pages(action string, page func(marker string) (next string, truncated bool, err error)) error {
+func pages(action string, page func(marker string) (next string, truncated bool, err error)) error {
 	seen := map[string]bool{}
 	marker := ""
 	for n := 1; ; n++ {
@@ -194,7 +194,7 @@ func (c *Client) CreateAccessKey(ctx context.Context, user string) (AccessKey, e
 // ListAccessKeys lists a user's keys.
 func (c *Client) ListAccessKeys(ctx context.Context, user string) ([]AccessKeyMetadata, error) {
 	var keys []AccessKeyMetadata
-	err := c.pages("ListAccessKeys", func(marker string) (string, bool, error) {
+	err := pages("ListAccessKeys", func(marker string) (string, bool, error) {
 		form := url.Values{"UserName": {user}}
 		if marker != "" {
 			form.Set("Marker", marker)
@@ -247,7 +247,7 @@ func (c *Client) GetUserPolicy(ctx context.Context, user, name string) ([]byte, 
 // ListUserPolicies lists the names of a user's inline policies.
 func (c *Client) ListUserPolicies(ctx context.Context, user string) ([]string, error) {
 	var names []string
-	err := c.pages("ListUserPolicies", func(marker string) (string, bool, error) {
+	err := pages("ListUserPolicies", func(marker string) (string, bool, error) {
 		form := url.Values{"UserName": {user}}
 		if marker != "" {
 			form.Set("Marker", marker)

@@ -110,7 +110,7 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 // only once the cache shows that write. A pass that finds the gate held
 // does not wait for it: it reports false and sets f.gateBusy, and the
 // pass ends without a status write, to be woken when the gate is freed
-// (wakeOne) or retried (gateRetry), whichever comes first. A
+// (wakeOne) or retried (gateBackoff), whichever comes first. A
 // waiting pass would hold one of the workers every namespace shares, for
 // as long as the holder's backend calls take: a tenant's burst on a slow
 // backend would park them all.
@@ -126,7 +126,7 @@ func (r *Reconciler) holdGate(b *v1.Buckety, e *backends.Entry, f *facts) bool {
 		r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), gateKey(key))
 		return false
 	}
-	r.gateBackoff.Reset(b.UID)
+	gateBackoff.Reset(b.UID)
 	// Waiting for the gate no more (what the pass goes on to wait for, it
 	// registers again).
 	r.Waiters.Done(ctrl.ObjectKeyFromObject(b))
@@ -146,7 +146,7 @@ func gateKey(limit string) string { return "gate/" + limit }
 // freed), as a lock hands itself to one waiter: waking all would have
 // every one of a burst try the gate again after each pass. The wake is
 // not waited for: one the queue cannot take now is made good by the
-// waiter's own retry (gateRetry).
+// waiter's own retry (gateBackoff).
 func (r *Reconciler) wakeOne(key string) {
 	if r.Released == nil {
 		return

@@ -89,19 +89,14 @@ type Reconciler struct {
 	// limitGates serialise, per backend and namespace, the passes that
 	// may take a new claim under limits.perNamespace (claim.go).
 	limitGates sync.Map
-	// gateBackoff paces the retries of passes that found their gate held:
-	// gateRetryBase doubling to gateRetryMax, reset when one holds it.
-	gateBackoff retry.Backoff
 }
 
-// The retry delays of a pass that found its namespace's gate held, in
-// case the wake when it is freed (wakeOne) is lost: the holder is one
-// pass, and a burst of a namespace's new Bucketies goes through the gate
-// one by one.
-const (
-	gateRetryBase = 500 * time.Millisecond
-	gateRetryMax  = 5 * time.Second
-)
+// gateBackoff paces the retries of passes that found their namespace's
+// gate held, in case the wake when it is freed (wakeOne) is lost: 0.5 s
+// doubling to 5 s, reset when a pass holds the gate. Short, since the
+// holder is one pass and a burst of a namespace's new Bucketies goes
+// through the gate one by one.
+var gateBackoff = retry.Backoff{TransientBase: 500 * time.Millisecond, TransientMax: 5 * time.Second}
 
 // Reconcile implements reconcile.Reconciler: it fetches the Buckety, defers
 // the one status write (status.Finish, from the conditions status.go
@@ -139,10 +134,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	defer func() {
 		defer r.Written.Record(b, orig.ResourceVersion)
 		if f.gateBusy && reterr == nil {
-			// Nothing was found out: the status stays as it is. The
-			// Backoff's transient delays (1 s doubling to 20 s), scaled
-			// to gateRetryBase.
-			res = reconcile.Result{RequeueAfter: min(gateRetryBase*r.gateBackoff.Next(b.UID, retry.Transient)/retry.TransientBase, gateRetryMax)}
+			// Nothing was found out: the status stays as it is.
+			res = reconcile.Result{RequeueAfter: gateBackoff.Next(b.UID, retry.Transient)}
 			return
 		}
 		derived := conditions(b, f)
