@@ -3,6 +3,7 @@ package drivers
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/invopop/jsonschema"
@@ -68,4 +69,14 @@ func (ByteSize) JSONSchema() *jsonschema.Schema {
 		},
 		Description: "A byte count: a Kubernetes quantity such as 10Gi or 500M, or a plain integer.",
 	}
+}
+
+// AddSaturating is a + b for non-negative figures, the largest int64
+// where the sum would not fit: a sum of budget figures never wraps to a
+// negative that fits every budget.
+func AddSaturating(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -52,12 +52,22 @@ type Usage struct {
 // webhook, which has no connection to the service, reaches the same
 // figure as the controller.
 type Footprint struct {
-	// Partitions of a topic (0 for a bucket). A topic whose partition
-	// count is left to the broker's default counts as one.
+	// Partitions of a topic (0 for a bucket). -1 when the parameters
+	// leave the count to the broker's default, which they cannot tell
+	// (num.partitions may be anything): unbounded.
 	Partitions int64
-	// DiskBytes a topic may hold: retention.bytes × partitions. -1 when
-	// unbounded (no retention.bytes, or -1). 0 for a bucket.
+	// DiskBytes a topic may hold: what each partition may keep beyond its
+	// retention (retention.bytes plus its active segment, segment.bytes),
+	// times partitions. -1 when unbounded (DiskUnboundedBy says which
+	// parameter). 0 for a bucket.
 	DiskBytes int64
+	// DiskUnboundedBy is the parameter whose value (or absence) makes
+	// DiskBytes unbounded, "" when it is bounded.
+	DiskUnboundedBy string
+	// DiskRefused are parameters, with why, that would let the resource
+	// hold disk DiskBytes does not count (deleted segments kept for long,
+	// index files grown past their default): refused under a disk budget.
+	DiskRefused map[string]string
 	// QuotaBytes is a bucket's hard quota, -1 when the bucket has none. 0
 	// for a topic.
 	QuotaBytes int64

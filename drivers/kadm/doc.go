@@ -56,6 +56,6 @@
 // Kafka answers that way: DescribeLogDirs reports every replica of a
 // broker in one answer, so a thousand topics cost what one does. A topic
 // counts one replica per partition, as retention.bytes does, so a topic's
-// usage and its footprint (retention.bytes × partitions, from the
+// usage and its footprint ((retention.bytes + segment.bytes) × partitions, from the
 // parameters alone, so the webhook agrees with the controller) compare.
 package kadm

@@ -20,7 +20,11 @@ const Name = "kadm"
 //
 // 0.4.0 adds secret formats (java, librdkafka): keys an access asks for in
 // spec.secretFormats, additively; a Secret without them is unchanged.
-var version = "0.5.0"
+//
+// 0.6.0 refuses removing partitions once set (the topic keeps them, so
+// a budget counting the broker's default would be walked past), in
+// ValidateParameters and the published schema's transition rule.
+var version = "0.6.0"
 
 // Access parameter keys the driver knows.
 const (

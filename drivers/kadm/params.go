@@ -202,8 +202,13 @@ func validateParams(fp *field.Path, old, new map[string]string) (warnings []stri
 	ov, nv := old[ParamPartitions], new[ParamPartitions]
 	on, oerr := strconv.Atoi(ov)
 	nn, nerr := strconv.Atoi(nv)
-	if oerr == nil && nerr == nil && nn < on {
+	switch {
+	case oerr == nil && nerr == nil && nn < on:
 		errs = append(errs, field.Forbidden(fp.Key(ParamPartitions), fmt.Sprintf("can only grow (was %d, now %d): Kafka cannot remove partitions", on, nn)))
+	case oerr == nil && nv == "":
+		// Removing the key would leave the topic its partitions while
+		// its budget counted the broker's default.
+		errs = append(errs, field.Forbidden(fp.Key(ParamPartitions), fmt.Sprintf("cannot be removed once set (was %d): Kafka cannot remove partitions, so the topic keeps them; keep partitions: %q or more", on, ov)))
 	}
 	return warnings, errs
 }

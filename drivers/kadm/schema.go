@@ -13,7 +13,7 @@ import (
 // validateParams.
 const (
 	ruleRFImmutable   = "has(self.replicationFactor) == has(oldSelf.replicationFactor) && (!has(self.replicationFactor) || self.replicationFactor == oldSelf.replicationFactor)"
-	rulePartitionGrow = "!has(self.partitions) || !has(oldSelf.partitions) || int(self.partitions) >= int(oldSelf.partitions)"
+	rulePartitionGrow = "!has(oldSelf.partitions) || (has(self.partitions) && int(self.partitions) >= int(oldSelf.partitions))"
 )
 
 // noOverlap is the rule refusing a config key that duplicates a driver key.
@@ -83,7 +83,7 @@ func (*Driver) Schemas() drivers.Schemas {
 		Extras: map[string]any{
 			"x-kubernetes-validations": append([]map[string]string{
 				{"rule": ruleRFImmutable, "message": "replicationFactor is immutable after creation: Kafka cannot change a topic's replication factor in place", "fieldPath": ".replicationFactor"},
-				{"rule": rulePartitionGrow, "message": "partitions can only grow: Kafka cannot remove partitions", "fieldPath": ".partitions"},
+				{"rule": rulePartitionGrow, "message": "partitions can only grow, and cannot be removed once set: Kafka cannot remove partitions", "fieldPath": ".partitions"},
 				noOverlap("config.num.partitions", ParamPartitions),
 				noOverlap("config.partitions", ParamPartitions),
 				noOverlap("config.replication.factor", ParamReplicationFactor),

@@ -187,31 +187,84 @@ func topicUsage(partitions int32, sizes, ends map[int32]int64) (drivers.Usage, b
 var _ drivers.FootprintMeasurer = (*Driver)(nil)
 
 // Footprint implements drivers.FootprintMeasurer: a topic counts its
-// partitions (1 when the broker's default applies: the parameters cannot
-// tell it) and, on disk, retention.bytes per partition. A topic without
-// retention.bytes (or with -1), or one that is compacted only (Kafka then
-// deletes nothing by size), is unbounded: DiskBytes -1.
+// partitions and, on disk, what each partition may keep: retention.bytes
+// of closed segments plus its active segment, which Kafka never deletes
+// (segment.bytes: with preallocate, its file takes that much from the
+// start). Unbounded (-1): partitions left to the broker's default, whose
+// num.partitions the parameters cannot tell; a disk figure without
+// retention.bytes (or -1), without segment.bytes (the broker's default,
+// 1 GiB unless it says otherwise), or compacted only (Kafka then deletes
+// nothing by size). Refused under a disk budget: segments kept after
+// their deletion past Kafka's default minute (file.delete.delay.ms), and
+// index files above their default 10 MiB (segment.index.bytes), which
+// the figure does not count.
 func (*Driver) Footprint(_ drivers.Config, params map[string]string) drivers.Footprint {
 	p := parseParams(params)
-	parts := int64(1)
+	f := drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskRefused: diskRefused(p.configs)}
 	if p.partitions > 0 {
-		parts = int64(p.partitions)
+		f.Partitions = int64(p.partitions)
 	}
-	return drivers.Footprint{Partitions: parts, DiskBytes: diskBytes(p.configs, parts)}
+	f.DiskBytes, f.DiskUnboundedBy = diskBytes(p.configs, f.Partitions)
+	return f
 }
 
-// diskBytes is retention.bytes × partitions, -1 when unbounded, and the
-// largest int64 where the product would not fit.
-func diskBytes(configs map[string]string, partitions int64) int64 {
+// The largest file.delete.delay.ms and segment.index.bytes a topic may
+// set under a disk budget: Kafka's defaults.
+const (
+	maxFileDeleteDelayMs   = 60000
+	maxSegmentIndexBytes   = 10 << 20
+	configRetentionBytes   = ConfigPrefix + "retention.bytes"
+	configSegmentBytes     = ConfigPrefix + "segment.bytes"
+	configFileDeleteDelay  = ConfigPrefix + "file.delete.delay.ms"
+	configSegmentIndexSize = ConfigPrefix + "segment.index.bytes"
+)
+
+// diskRefused lists the configs that hold disk the footprint does not
+// count, each with why.
+func diskRefused(configs map[string]string) map[string]string {
+	var out map[string]string
+	refuse := func(name, key string, limit int64, why string) {
+		v, ok := configs[name]
+		if !ok {
+			return
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n <= limit {
+			return
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[key] = why
+	}
+	refuse("file.delete.delay.ms", configFileDeleteDelay, maxFileDeleteDelayMs,
+		"must be at most 60000 (Kafka's default) under a disk budget: a deleted segment stays on disk this long, uncounted")
+	refuse("segment.index.bytes", configSegmentIndexSize, maxSegmentIndexBytes,
+		"must be at most 10485760 (Kafka's default) under a disk budget: each partition's active segment preallocates two index files of this size, uncounted")
+	return out
+}
+
+// diskBytes is (retention.bytes + segment.bytes) × partitions, saturated
+// at the largest int64, or -1 and the parameter that makes it unbounded.
+// A topic with unbounded partitions is unbounded on disk too (the caller
+// reports the partitions).
+func diskBytes(configs map[string]string, partitions int64) (int64, string) {
 	if policy, ok := configs["cleanup.policy"]; ok && !strings.Contains(policy, "delete") {
-		return -1
+		return -1, configRetentionBytes // compaction alone: the fix is a deleting policy with retention.bytes
 	}
 	retention, err := strconv.ParseInt(configs["retention.bytes"], 10, 64)
 	if err != nil || retention < 0 {
-		return -1
+		return -1, configRetentionBytes
 	}
-	if retention > math.MaxInt64/partitions {
-		return math.MaxInt64
+	segment, err := strconv.ParseInt(configs["segment.bytes"], 10, 64)
+	if err != nil || segment <= 0 {
+		return -1, configSegmentBytes
 	}
-	return retention * partitions
+	if partitions < 0 {
+		return -1, ParamPartitions
+	}
+	perPartition := drivers.AddSaturating(retention, segment)
+	if partitions > 0 && perPartition > math.MaxInt64/partitions {
+		return math.MaxInt64, ""
+	}
+	return perPartition * partitions, ""
 }

@@ -3,6 +3,7 @@ package kadm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"testing"
 	"time"
@@ -128,30 +129,60 @@ func TestUsageRequestsDoNotGrowWithTopics(t *testing.T) {
 	}
 }
 
-// TestFootprint: partitions (1 when the broker decides) and
-// retention.bytes per partition on disk; unbounded without it, with -1,
-// or when the topic is compacted only.
+// TestFootprint: partitions (unbounded when the broker decides) and, per
+// partition on disk, retention.bytes plus the active segment; unbounded
+// without either, with retention -1, or when the topic is compacted only;
+// and what holds disk uncounted named for refusal.
 func TestFootprint(t *testing.T) {
+	const mi = 1 << 20
+	seg := func(kv ...string) map[string]string {
+		m := map[string]string{"config.segment.bytes": "1048576"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
 	for _, tc := range []struct {
 		name   string
 		params map[string]string
 		want   drivers.Footprint
 	}{
-		{name: "nothing set", params: nil, want: drivers.Footprint{Partitions: 1, DiskBytes: -1}},
-		{name: "partitions only", params: map[string]string{"partitions": "12"}, want: drivers.Footprint{Partitions: 12, DiskBytes: -1}},
-		{name: "retention bytes times partitions", params: map[string]string{"partitions": "6", "config.retention.bytes": "1073741824"}, want: drivers.Footprint{Partitions: 6, DiskBytes: 6 << 30}},
-		{name: "retention bytes, broker's partitions", params: map[string]string{"config.retention.bytes": "1000"}, want: drivers.Footprint{Partitions: 1, DiskBytes: 1000}},
-		{name: "retention bytes -1", params: map[string]string{"partitions": "3", "config.retention.bytes": "-1"}, want: drivers.Footprint{Partitions: 3, DiskBytes: -1}},
-		{name: "retention bytes 0", params: map[string]string{"partitions": "3", "config.retention.bytes": "0"}, want: drivers.Footprint{Partitions: 3, DiskBytes: 0}},
-		{name: "compacted only", params: map[string]string{"partitions": "3", "config.retention.bytes": "1000", "config.cleanup.policy": "compact"}, want: drivers.Footprint{Partitions: 3, DiskBytes: -1}},
-		{name: "compacted and deleted", params: map[string]string{"partitions": "3", "config.retention.bytes": "1000", "config.cleanup.policy": "compact,delete"}, want: drivers.Footprint{Partitions: 3, DiskBytes: 3000}},
-		{name: "overflow saturates", params: map[string]string{"partitions": "1000", "config.retention.bytes": "9223372036854775807"}, want: drivers.Footprint{Partitions: 1000, DiskBytes: math.MaxInt64}},
-		{name: "not a number", params: map[string]string{"config.retention.bytes": "1GB"}, want: drivers.Footprint{Partitions: 1, DiskBytes: -1}},
+		{name: "nothing set", params: nil, want: drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
+		{name: "partitions only", params: map[string]string{"partitions": "12"}, want: drivers.Footprint{Partitions: 12, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
+		{name: "retention without segment.bytes: the broker's 1 GiB segments", params: map[string]string{"partitions": "6", "config.retention.bytes": "1"}, want: drivers.Footprint{Partitions: 6, DiskBytes: -1, DiskUnboundedBy: "config.segment.bytes"}},
+		{name: "retention and a segment per partition", params: seg("partitions", "6", "config.retention.bytes", "1073741824"), want: drivers.Footprint{Partitions: 6, DiskBytes: 6*(1<<30) + 6*mi}},
+		{name: "retention 1 still counts the segments", params: seg("partitions", "10", "config.retention.bytes", "1", "config.preallocate", "true"), want: drivers.Footprint{Partitions: 10, DiskBytes: 10 * (mi + 1)}},
+		{name: "broker's partitions", params: seg("config.retention.bytes", "1000"), want: drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskUnboundedBy: "partitions"}},
+		{name: "retention bytes -1", params: seg("partitions", "3", "config.retention.bytes", "-1"), want: drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
+		{name: "retention bytes 0", params: seg("partitions", "3", "config.retention.bytes", "0"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * mi}},
+		{name: "compacted only", params: seg("partitions", "3", "config.retention.bytes", "1000", "config.cleanup.policy", "compact"), want: drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
+		{name: "compacted and deleted", params: seg("partitions", "3", "config.retention.bytes", "1000", "config.cleanup.policy", "compact,delete"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * (mi + 1000)}},
+		{name: "overflow saturates", params: seg("partitions", "1000", "config.retention.bytes", "9223372036854775807"), want: drivers.Footprint{Partitions: 1000, DiskBytes: math.MaxInt64}},
+		{name: "retention plus segment overflow saturates", params: map[string]string{"partitions": "1", "config.retention.bytes": "9223372036854775807", "config.segment.bytes": "9223372036854775807"}, want: drivers.Footprint{Partitions: 1, DiskBytes: math.MaxInt64}},
+		{name: "not a number", params: seg("config.retention.bytes", "1GB"), want: drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
+		{name: "deleted segments kept for an hour", params: seg("partitions", "1", "config.retention.bytes", "1", "config.file.delete.delay.ms", "3600000"),
+			want: drivers.Footprint{Partitions: 1, DiskBytes: mi + 1, DiskRefused: map[string]string{"config.file.delete.delay.ms": "x"}}},
+		{name: "index files of a gigabyte", params: seg("partitions", "1", "config.retention.bytes", "1", "config.segment.index.bytes", "1073741824"),
+			want: drivers.Footprint{Partitions: 1, DiskBytes: mi + 1, DiskRefused: map[string]string{"config.segment.index.bytes": "x"}}},
+		{name: "Kafka's defaults are not refused", params: seg("partitions", "1", "config.retention.bytes", "1", "config.segment.index.bytes", "10485760", "config.file.delete.delay.ms", "60000"),
+			want: drivers.Footprint{Partitions: 1, DiskBytes: mi + 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := New().Footprint(&Config{}, tc.params); got != tc.want {
+			got := New().Footprint(&Config{}, tc.params)
+			if got.Partitions != tc.want.Partitions || got.DiskBytes != tc.want.DiskBytes || got.DiskUnboundedBy != tc.want.DiskUnboundedBy || got.QuotaBytes != 0 {
 				t.Errorf("want %+v, got %+v", tc.want, got)
+			}
+			if k := keysOnly(got.DiskRefused); !maps.Equal(k, keysOnly(tc.want.DiskRefused)) {
+				t.Errorf("want refused %v, got %v", tc.want.DiskRefused, got.DiskRefused)
 			}
 		})
 	}
+}
+
+func keysOnly(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k := range m {
+		out[k] = "x"
+	}
+	return out
 }

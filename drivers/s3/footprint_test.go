@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -22,7 +23,7 @@ func TestFootprint(t *testing.T) {
 		{"90% of the largest does not overflow", map[string]string{ParamQuota: "9223372036854775807"}, drivers.Footprint{QuotaBytes: 1<<63 - 1, SoftQuotaBytes: 8301034833169298226}},
 		{"other parameters count nothing", map[string]string{ParamVersioning: "true", ParamAnonymousRead: "true"}, drivers.Footprint{QuotaBytes: -1}},
 	} {
-		if got := New().Footprint(&Config{}, c.params); got != c.want {
+		if got := New().Footprint(&Config{}, c.params); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: want %+v, got %+v", c.name, c.want, got)
 		}
 	}

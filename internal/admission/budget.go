@@ -120,14 +120,16 @@ func (v *Validators) checkBudget(ctx context.Context, p *field.Path, b *config.B
 		return nil
 	}
 	var had v1.Budgeted
+	counted := budget.Counted(asked)
 	if old != nil {
 		had = budget.Counted(budget.Footprint(b, old))
+		counted = budget.Kept(asked, counted, had)
 	}
 	others, err := v.budget(ctx, ns, b.Name, name)
 	if err != nil {
 		return nil // the controller checks from its claims
 	}
-	if msg := budget.Exceeded(b, ns, others, budget.Counted(asked), had); msg != "" {
+	if msg := budget.Exceeded(b, ns, others, counted, had); msg != "" {
 		return field.ErrorList{field.Forbidden(p.Child("parameters"), msg)}
 	}
 	return nil

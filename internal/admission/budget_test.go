@@ -17,7 +17,7 @@ const budgetConfig = `backends:
 - name: kafka
   driver: kadm
   config: {seedBrokers: ['kafka:9092']}
-  limits: {partitions: 6, diskBytes: 6Mi}
+  limits: {partitions: 6, diskBytes: 12Mi}
 - name: open
   driver: kadm
   service: kafka
@@ -57,7 +57,9 @@ func budgetValidators(t *testing.T, existing ...*v1.Buckety) *Validators {
 func topicOf(ns, name, backend, partitions, retention string) *v1.Buckety {
 	p := map[string]string{"partitions": partitions}
 	if retention != "" {
+		// Each partition counts retention.bytes and a segment as large.
 		p["config.retention.bytes"] = retention
+		p["config.segment.bytes"] = retention
 	}
 	return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Parameters: p}}
 }
@@ -82,9 +84,9 @@ func TestBudgetAtAdmission(t *testing.T) {
 		{"partitions over", topicOf("team", "payments", "kafka", "3", "1048576"),
 			"spec.parameters: Forbidden: namespace team has no room on backend kafka: it uses 4 and asks for 3 more, over its budget of 6 partitions (limits.partitions)"},
 		{"disk over", topicOf("team", "payments", "kafka", "2", "2097152"),
-			"it uses 4Mi and asks for 4Mi more, over its budget of 6Mi of disk (retention.bytes × partitions) (limits.diskBytes)"},
+			"it uses 8Mi and asks for 8Mi more, over its budget of 12Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)"},
 		{"unbounded retention", topicOf("team", "payments", "kafka", "1", ""),
-			"spec.parameters[config.retention.bytes]: Required value: backend kafka gives each namespace a disk budget (limits.diskBytes: 6Mi"},
+			"spec.parameters[config.retention.bytes]: Required value: backend kafka gives each namespace a disk budget (limits.diskBytes: 12Mi"},
 		{"compacted topics never shrink by size", func() *v1.Buckety {
 			b := topicOf("team", "payments", "kafka", "1", "1024")
 			b.Spec.Parameters["config.cleanup.policy"] = "compact"
@@ -157,5 +159,49 @@ func TestBudgetGrandfathersUnbounded(t *testing.T) {
 	delete(open.Spec.Parameters, "config.retention.bytes")
 	if _, err := bv.ValidateUpdate(ctx, bounded, open); err == nil || !strings.Contains(err.Error(), "spec.parameters[config.retention.bytes]: Required value") {
 		t.Errorf("removing retention.bytes under a disk budget: want it refused, got %v", err)
+	}
+}
+
+// TestBudgetEscapesAtAdmission (issue 50): what a tenant who reads the
+// code tries is refused at the webhook, by field.
+func TestBudgetEscapesAtAdmission(t *testing.T) {
+	ctx := context.Background()
+	bucket := func(name, quota string) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}, Spec: v1.BucketySpec{Backend: "s3", Parameters: map[string]string{"quota": quota}}}
+	}
+	// 1: a sum wrapped past the largest int64 fit every budget.
+	bv := BucketyValidator{budgetValidators(t, bucket("small", "1"))}
+	if _, err := bv.ValidateCreate(ctx, bucket("huge", "9223372036854775807")); err == nil || !strings.Contains(err.Error(), "over its budget of 2Gi of bucket quota (limits.quotaBytes)") {
+		t.Errorf("a quota near the largest int64 after one of 1: want it refused, got %v", err)
+	}
+	if _, err := bv.ValidateCreate(ctx, bucket("alone", "3Gi")); err == nil || !strings.Contains(err.Error(), "limits.quotaBytes") {
+		t.Errorf("a single quota above the budget: want it refused, got %v", err)
+	}
+	topic := topicOf("team", "orders", "kafka", "4", "1048576")
+	tv := BucketyValidator{budgetValidators(t, topic)}
+	// 2: removing partitions would count the broker's default.
+	removed := topic.DeepCopy()
+	delete(removed.Spec.Parameters, "partitions")
+	if _, err := tv.ValidateUpdate(ctx, topic, removed); err == nil || !strings.Contains(err.Error(), "spec.parameters[partitions]: Forbidden: cannot be removed once set (was 4)") {
+		t.Errorf("partitions removed: want it refused by field, got %v", err)
+	}
+	// 6: the broker's partition count, the broker's 1 GiB segments, and
+	// configs that keep disk uncounted.
+	for _, c := range []struct {
+		name, drop, set, value, want string
+	}{
+		{name: "broker's partitions", drop: "partitions", want: "spec.parameters[partitions]: Required value: backend kafka gives each namespace a partition budget (limits.partitions: 6"},
+		{name: "broker's segment size", drop: "config.segment.bytes", want: "spec.parameters[config.segment.bytes]: Required value"},
+		{name: "deleted segments kept", set: "config.file.delete.delay.ms", value: "86400000", want: "spec.parameters[config.file.delete.delay.ms]: Forbidden: must be at most 60000"},
+		{name: "index files grown", set: "config.segment.index.bytes", value: "1073741824", want: "spec.parameters[config.segment.index.bytes]: Forbidden: must be at most 10485760"},
+	} {
+		b := topicOf("team", "slack", "kafka", "1", "1024")
+		delete(b.Spec.Parameters, c.drop)
+		if c.set != "" {
+			b.Spec.Parameters[c.set] = c.value
+		}
+		if _, err := tv.ValidateCreate(ctx, b); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: want %q, got %v", c.name, c.want, err)
+		}
 	}
 }

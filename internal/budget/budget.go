@@ -7,6 +7,8 @@ package budget
 
 import (
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,21 +35,81 @@ func Counted(f drivers.Footprint) v1.Budgeted {
 	return v1.Budgeted{Partitions: max(f.Partitions, 0), DiskBytes: max(f.DiskBytes, 0), QuotaBytes: max(f.QuotaBytes, 0)}
 }
 
-// Add sums two uses.
+// Add sums two uses, each dimension saturating at the largest int64: a
+// figure a tenant sets near it must not wrap the sum to a negative that
+// fits every budget.
 func Add(a, b v1.Budgeted) v1.Budgeted {
-	return v1.Budgeted{Partitions: a.Partitions + b.Partitions, DiskBytes: a.DiskBytes + b.DiskBytes, QuotaBytes: a.QuotaBytes + b.QuotaBytes}
+	return v1.Budgeted{
+		Partitions: drivers.AddSaturating(a.Partitions, b.Partitions),
+		DiskBytes:  drivers.AddSaturating(a.DiskBytes, b.DiskBytes),
+		QuotaBytes: drivers.AddSaturating(a.QuotaBytes, b.QuotaBytes),
+	}
+}
+
+// Kept is what a resource that counted had counts now that its parameters
+// ask for asked, where f is the footprint asked came from: a topic's
+// partitions never shrink (Kafka cannot remove them, so a partitions
+// parameter removed or lowered leaves the topic as it was), so it counts
+// at least the partitions it had, with its disk per partition scaled to
+// them; and a dimension the parameters leave unbounded (left to the
+// broker's default: admission refuses that on a new resource) keeps
+// counting what was recorded.
+func Kept(f drivers.Footprint, asked, had v1.Budgeted) v1.Budgeted {
+	out := asked
+	if f.Partitions < 0 || out.Partitions < had.Partitions {
+		out.Partitions = max(out.Partitions, had.Partitions)
+		if asked.Partitions > 0 && asked.DiskBytes > 0 {
+			perPartition := asked.DiskBytes / asked.Partitions
+			if perPartition > math.MaxInt64/out.Partitions {
+				out.DiskBytes = math.MaxInt64
+			} else {
+				out.DiskBytes = perPartition * out.Partitions
+			}
+		}
+	}
+	if f.DiskBytes < 0 {
+		out.DiskBytes = max(out.DiskBytes, had.DiskBytes)
+	}
+	if f.QuotaBytes < 0 {
+		out.QuotaBytes = max(out.QuotaBytes, had.QuotaBytes)
+	}
+	return out
 }
 
 // Unbounded refuses a resource whose footprint has no bound in a dimension
-// the backend budgets: a topic without retention.bytes under a disk
-// budget, a bucket without a quota under a quota budget.
+// the backend budgets: a topic that leaves its partitions to the broker
+// under a partition or disk budget; a topic without retention.bytes or
+// segment.bytes, or compacted only, under a disk budget, or one setting
+// what holds disk uncounted (Footprint.DiskRefused); a bucket without a
+// quota under a quota budget.
 func Unbounded(p *field.Path, b *config.Backend, f drivers.Footprint) field.ErrorList {
 	l := b.Limits
-	var errs field.ErrorList
-	if l != nil && l.DiskBytes.Bytes > 0 && f.DiskBytes < 0 {
-		errs = append(errs, field.Required(p.Key("config.retention.bytes"), fmt.Sprintf("backend %s gives each namespace a disk budget (limits.diskBytes: %s in buckety-controller.yaml), and a topic counts retention.bytes × partitions against it: set config.retention.bytes to a byte count, with a cleanup.policy that deletes (unbounded retention and compaction alone, which Kafka never trims by size, are refused)", b.Name, drivers.FormatBytes(l.DiskBytes.Bytes))))
+	if l == nil {
+		return nil
 	}
-	if l != nil && l.QuotaBytes.Bytes > 0 && f.QuotaBytes < 0 {
+	var errs field.ErrorList
+	disk := l.DiskBytes.Bytes > 0
+	if (l.Partitions > 0 || disk) && f.Partitions < 0 {
+		which := fmt.Sprintf("a partition budget (limits.partitions: %d", l.Partitions)
+		if l.Partitions == 0 {
+			which = fmt.Sprintf("a disk budget (limits.diskBytes: %s", drivers.FormatBytes(l.DiskBytes.Bytes))
+		}
+		errs = append(errs, field.Required(p.Key("partitions"), fmt.Sprintf("backend %s gives each namespace %s in buckety-controller.yaml), and a topic that leaves its partition count to the broker's default could take any number: set partitions", b.Name, which)))
+	}
+	if disk && f.DiskBytes < 0 && f.DiskUnboundedBy != "" && f.DiskUnboundedBy != "partitions" {
+		errs = append(errs, field.Required(p.Key(f.DiskUnboundedBy), fmt.Sprintf("backend %s gives each namespace a disk budget (limits.diskBytes: %s in buckety-controller.yaml), and a topic counts (retention.bytes + segment.bytes) × partitions against it, since Kafka keeps each partition's active segment beyond retention.bytes: set config.retention.bytes and config.segment.bytes to byte counts, with a cleanup.policy that deletes (unbounded retention, the broker's default segment size and compaction alone, which Kafka never trims by size, are refused)", b.Name, drivers.FormatBytes(l.DiskBytes.Bytes))))
+	}
+	if disk {
+		keys := make([]string, 0, len(f.DiskRefused))
+		for k := range f.DiskRefused {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			errs = append(errs, field.Forbidden(p.Key(k), fmt.Sprintf("%s (backend %s, limits.diskBytes: %s in buckety-controller.yaml)", f.DiskRefused[k], b.Name, drivers.FormatBytes(l.DiskBytes.Bytes))))
+		}
+	}
+	if l.QuotaBytes.Bytes > 0 && f.QuotaBytes < 0 {
 		errs = append(errs, field.Required(p.Key("quota"), fmt.Sprintf("backend %s gives each namespace a bucket quota budget (limits.quotaBytes: %s in buckety-controller.yaml), and a bucket counts its quota against it: set quota to a byte count", b.Name, drivers.FormatBytes(l.QuotaBytes.Bytes))))
 	}
 	return errs
@@ -65,7 +127,7 @@ func dimensions(l *config.Limits) []dimension {
 	plain := func(n int64) string { return fmt.Sprint(n) }
 	return []dimension{
 		{"partitions", "partitions", l.Partitions, func(u v1.Budgeted) int64 { return u.Partitions }, plain},
-		{"diskBytes", "of disk (retention.bytes × partitions)", l.DiskBytes.Bytes, func(u v1.Budgeted) int64 { return u.DiskBytes }, drivers.FormatBytes},
+		{"diskBytes", "of disk ((retention.bytes + segment.bytes) × partitions)", l.DiskBytes.Bytes, func(u v1.Budgeted) int64 { return u.DiskBytes }, drivers.FormatBytes},
 		{"quotaBytes", "of bucket quota", l.QuotaBytes.Bytes, func(u v1.Budgeted) int64 { return u.QuotaBytes }, drivers.FormatBytes},
 	}
 }
@@ -83,11 +145,11 @@ func Exceeded(b *config.Backend, ns string, others, asked, had v1.Budgeted) stri
 	}
 	var over []string
 	for _, d := range dimensions(l) {
-		if d.budget <= 0 || d.get(asked) <= d.get(had) || d.get(others)+d.get(asked) <= d.budget {
+		if d.budget <= 0 || d.get(asked) <= d.get(had) || drivers.AddSaturating(d.get(others), d.get(asked)) <= d.budget {
 			continue
 		}
 		over = append(over, fmt.Sprintf("it uses %s and asks for %s more, over its budget of %s %s (limits.%s)",
-			d.format(d.get(others)+d.get(had)), d.format(d.get(asked)-d.get(had)), d.format(d.budget), d.unit, d.key))
+			d.format(drivers.AddSaturating(d.get(others), d.get(had))), d.format(d.get(asked)-d.get(had)), d.format(d.budget), d.unit, d.key))
 	}
 	if len(over) == 0 {
 		return ""

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestExceeded(t *testing.T) {
 		{name: "one partition over", others: v1.Budgeted{Partitions: 8}, asked: v1.Budgeted{Partitions: 3},
 			want: []string{"namespace team has no room on backend kafka", "it uses 8 and asks for 3 more, over its budget of 10 partitions (limits.partitions)"}},
 		{name: "disk over, in binary units", others: v1.Budgeted{DiskBytes: 9 * gi}, asked: v1.Budgeted{DiskBytes: 2 * gi},
-			want: []string{"it uses 9Gi and asks for 2Gi more, over its budget of 10Gi of disk (retention.bytes × partitions) (limits.diskBytes)"}},
+			want: []string{"it uses 9Gi and asks for 2Gi more, over its budget of 10Gi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)"}},
 		{name: "growth counts from what it had", others: v1.Budgeted{Partitions: 6}, asked: v1.Budgeted{Partitions: 5}, had: v1.Budgeted{Partitions: 3},
 			want: []string{"it uses 9 and asks for 2 more"}},
 		{name: "over budget but not growing passes", others: v1.Budgeted{Partitions: 20}, asked: v1.Budgeted{Partitions: 3}, had: v1.Budgeted{Partitions: 3}},
@@ -57,7 +58,7 @@ func TestExceeded(t *testing.T) {
 func TestUnbounded(t *testing.T) {
 	p := field.NewPath("spec", "parameters")
 	disk := backend(config.Limits{DiskBytes: drivers.ByteSize{Bytes: 1 << 30}})
-	if errs := Unbounded(p, disk, drivers.Footprint{Partitions: 3, DiskBytes: -1}); len(errs) != 1 || errs[0].Field != "spec.parameters[config.retention.bytes]" || !strings.Contains(errs[0].Detail, "limits.diskBytes: 1Gi") {
+	if errs := Unbounded(p, disk, drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}); len(errs) != 1 || errs[0].Field != "spec.parameters[config.retention.bytes]" || !strings.Contains(errs[0].Detail, "limits.diskBytes: 1Gi") {
 		t.Errorf("unbounded topic under a disk budget: got %v", errs)
 	}
 	if errs := Unbounded(p, disk, drivers.Footprint{QuotaBytes: -1}); len(errs) != 0 {
@@ -90,5 +91,72 @@ func TestParseBytes(t *testing.T) {
 		if _, err := drivers.ParseBytes(in); err == nil {
 			t.Errorf("ParseBytes(%q): want an error", in)
 		}
+	}
+}
+
+// TestSumsSaturate (issue 50, 1): a figure near the largest int64 does not
+// wrap a namespace's sum to a negative that fits every budget.
+func TestSumsSaturate(t *testing.T) {
+	const most = int64(math.MaxInt64)
+	got := Add(v1.Budgeted{QuotaBytes: 1, DiskBytes: 5, Partitions: 2}, v1.Budgeted{QuotaBytes: most, DiskBytes: most, Partitions: most})
+	if got != (v1.Budgeted{QuotaBytes: most, DiskBytes: most, Partitions: most}) {
+		t.Errorf("want every dimension saturated at %d, got %+v", most, got)
+	}
+	quota := backend(config.Limits{QuotaBytes: drivers.ByteSize{Bytes: 2 << 30}})
+	for _, c := range []struct {
+		name          string
+		others, asked v1.Budgeted
+	}{
+		{"a second figure near the largest", v1.Budgeted{QuotaBytes: 1}, v1.Budgeted{QuotaBytes: most}},
+		{"a single figure above the budget", v1.Budgeted{}, v1.Budgeted{QuotaBytes: 3 << 30}},
+		{"after a saturated sum", Add(v1.Budgeted{QuotaBytes: most}, v1.Budgeted{QuotaBytes: most}), v1.Budgeted{QuotaBytes: 1}},
+	} {
+		if msg := Exceeded(quota, "team", c.others, c.asked, v1.Budgeted{}); !strings.Contains(msg, "limits.quotaBytes") {
+			t.Errorf("%s: want it refused under a 2Gi quota budget, got %q", c.name, msg)
+		}
+	}
+}
+
+// TestKept (issue 50, 2): a topic's recorded partitions never drop when
+// its parameters remove or lower them (the topic keeps them), its disk
+// scaled to them; a dimension left unbounded keeps what was recorded.
+func TestKept(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		f               drivers.Footprint
+		asked, had, out v1.Budgeted
+	}{
+		{"growth counts as asked", drivers.Footprint{Partitions: 8, DiskBytes: 80}, v1.Budgeted{Partitions: 8, DiskBytes: 80}, v1.Budgeted{Partitions: 4, DiskBytes: 40}, v1.Budgeted{Partitions: 8, DiskBytes: 80}},
+		{"partitions removed keep the count", drivers.Footprint{Partitions: -1, DiskBytes: -1}, v1.Budgeted{}, v1.Budgeted{Partitions: 200, DiskBytes: 2000}, v1.Budgeted{Partitions: 200, DiskBytes: 2000}},
+		{"partitions lowered keep the count, disk per partition scaled", drivers.Footprint{Partitions: 1, DiskBytes: 10}, v1.Budgeted{Partitions: 1, DiskBytes: 10}, v1.Budgeted{Partitions: 200, DiskBytes: 2000}, v1.Budgeted{Partitions: 200, DiskBytes: 2000}},
+		{"retention lowered shrinks disk", drivers.Footprint{Partitions: 4, DiskBytes: 4}, v1.Budgeted{Partitions: 4, DiskBytes: 4}, v1.Budgeted{Partitions: 4, DiskBytes: 40}, v1.Budgeted{Partitions: 4, DiskBytes: 4}},
+		{"a bucket's quota removed keeps it", drivers.Footprint{QuotaBytes: -1}, v1.Budgeted{}, v1.Budgeted{QuotaBytes: 5}, v1.Budgeted{QuotaBytes: 5}},
+	} {
+		if got := Kept(c.f, c.asked, c.had); got != c.out {
+			t.Errorf("%s: want %+v, got %+v", c.name, c.out, got)
+		}
+	}
+}
+
+// TestUnboundedTopics (issue 50, 2 and 6): under a partition or disk
+// budget a topic names its partitions; under a disk budget it names its
+// segment size, and what holds disk uncounted is refused by name.
+func TestUnboundedTopics(t *testing.T) {
+	p := field.NewPath("spec", "parameters")
+	parts := backend(config.Limits{Partitions: 10})
+	if errs := Unbounded(p, parts, drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskUnboundedBy: "partitions"}); len(errs) != 1 || errs[0].Field != "spec.parameters[partitions]" || !strings.Contains(errs[0].Detail, "limits.partitions: 10") {
+		t.Errorf("broker's partitions under a partition budget: want partitions required, got %v", errs)
+	}
+	disk := backend(config.Limits{DiskBytes: drivers.ByteSize{Bytes: 1 << 30}})
+	if errs := Unbounded(p, disk, drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.segment.bytes"}); len(errs) != 1 || errs[0].Field != "spec.parameters[config.segment.bytes]" {
+		t.Errorf("no segment.bytes under a disk budget: want it required, got %v", errs)
+	}
+	refused := drivers.Footprint{Partitions: 1, DiskBytes: 10, DiskRefused: map[string]string{"config.file.delete.delay.ms": "must be at most 60000", "config.segment.index.bytes": "must be at most 10485760"}}
+	errs := Unbounded(p, disk, refused)
+	if len(errs) != 2 || errs[0].Field != "spec.parameters[config.file.delete.delay.ms]" || errs[1].Field != "spec.parameters[config.segment.index.bytes]" || !strings.Contains(errs[0].Detail, "limits.diskBytes: 1Gi") {
+		t.Errorf("configs holding disk uncounted: want both refused by name, got %v", errs)
+	}
+	if errs := Unbounded(p, parts, refused); len(errs) != 0 {
+		t.Errorf("without a disk budget: want nothing refused, got %v", errs)
 	}
 }

@@ -123,13 +123,18 @@ type Limits struct {
 	ParameterMax map[string]int64 `json:"parameterMax,omitempty"`
 
 	// Partitions is the most topic partitions one namespace may have on
-	// this backend, summed over its topics (a topic that leaves its count
-	// to the broker counts as one); 0 or absent: no budget.
+	// this backend, summed over its topics. With a partition budget, a
+	// topic must set partitions (the broker's default could be anything),
+	// and may not remove it once set; 0 or absent: no budget.
 	Partitions int64 `json:"partitions,omitempty"`
 	// DiskBytes is the most disk one namespace's topics may claim on this
-	// backend: retention.bytes × partitions, summed. With a disk budget, a
-	// topic must set config.retention.bytes (unbounded retention is
-	// refused). Absent: no budget.
+	// backend: (retention.bytes + segment.bytes) × partitions, summed,
+	// since Kafka keeps each partition's active segment beyond its
+	// retention. With a disk budget, a topic must set partitions,
+	// config.retention.bytes and config.segment.bytes (unbounded retention
+	// and the broker's default segment size are refused), and may not set
+	// file.delete.delay.ms or segment.index.bytes above Kafka's defaults.
+	// Absent: no budget.
 	DiskBytes drivers.ByteSize `json:"diskBytes,omitzero"`
 	// QuotaBytes is the most bucket quota one namespace may have on this
 	// backend: its buckets' quota parameters, summed. With a quota

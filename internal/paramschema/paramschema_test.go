@@ -90,6 +90,8 @@ func TestKadmSchema(t *testing.T) {
 		{name: "follower throttle", new: map[string]string{"config.follower.replication.throttled.replicas": "0:1", "partitions": "3"}, errs: []string{"spec.parameters[config.follower.replication.throttled.replicas]"}},
 		{name: "grow", old: map[string]string{"partitions": "3"}, new: map[string]string{"partitions": "12"}},
 		{name: "shrink", old: map[string]string{"partitions": "12"}, new: map[string]string{"partitions": "3"}, errs: []string{"partitions can only grow"}},
+		{name: "removed", old: map[string]string{"partitions": "12"}, new: map[string]string{}, errs: []string{"cannot be removed once set"}},
+		{name: "set where the broker decided", old: map[string]string{}, new: map[string]string{"partitions": "3"}},
 		{name: "rf changed", old: map[string]string{"replicationFactor": "3"}, new: map[string]string{"replicationFactor": "1"}, errs: []string{"replicationFactor is immutable"}},
 		{name: "rf added", old: map[string]string{}, new: map[string]string{"replicationFactor": "1"}, errs: []string{"replicationFactor is immutable"}},
 		{name: "rf on create", new: map[string]string{"replicationFactor": "1"}},

@@ -27,7 +27,9 @@ import (
 func budgetTopic(ns, name string, partitions int, retention string) *v1.Buckety {
 	params := map[string]string{"partitions": fmt.Sprint(partitions)}
 	if retention != "" {
+		// Each partition counts its retention and its active segment.
 		params["config.retention.bytes"] = retention
+		params["config.segment.bytes"] = "1048576"
 	}
 	return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1.BucketySpec{Backend: "kafka", Name: ns + "." + name, Parameters: params}}
@@ -60,12 +62,12 @@ func settled(t *testing.T, b *v1.Buckety) metav1.Condition {
 func TestNamespaceBudgetHoldsUnderBurst(t *testing.T) {
 	needInfra(t)
 	bs := sharedBackends("kafka", "s3")
-	bs[0].Limits = &config.Limits{Partitions: 10, DiskBytes: drivers.ByteSize{Bytes: 10 << 20}}
+	bs[0].Limits = &config.Limits{Partitions: 10, DiskBytes: drivers.ByteSize{Bytes: 20 << 20}}
 	startController(t, harness.ConfigYAML(bs...), nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 
-	const burst = 8 // 3 partitions × 1 MiB each: room for 3
+	const burst = 8 // 3 partitions × (1 MiB + a 1 MiB segment) each: room for 3
 	var wg sync.WaitGroup
 	bk := make([]*v1.Buckety, burst)
 	for i := range burst {
@@ -122,7 +124,7 @@ func TestNamespaceBudgetHoldsUnderBurst(t *testing.T) {
 		t.Errorf("want unbounded retention named, got %q", c.Message)
 	}
 
-	// Deleting a Ready topic frees 3 partitions and 3 MiB: one waiting
+	// Deleting a Ready topic frees 3 partitions and 6 MiB: one waiting
 	// Buckety gets in, woken by the release (the refused growth is put
 	// back first, or it would compete for the room).
 	patch(t, ready[1], `{"spec":{"parameters":{"partitions":"3"}}}`)

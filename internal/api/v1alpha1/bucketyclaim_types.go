@@ -89,7 +89,8 @@ type Budgeted struct {
 	// Partitions of a topic.
 	// +optional
 	Partitions int64 `json:"partitions,omitempty"`
-	// DiskBytes a topic may hold: retention.bytes × partitions.
+	// DiskBytes a topic may hold: (retention.bytes + segment.bytes) ×
+	// partitions.
 	// +optional
 	DiskBytes int64 `json:"diskBytes,omitempty"`
 	// QuotaBytes is a bucket's hard quota.

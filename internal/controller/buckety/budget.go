@@ -28,21 +28,30 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 		return true
 	}
 	fp := budget.Footprint(e.Config, b.Spec.Parameters)
-	if errs := budget.Unbounded(nil, e.Config, fp); len(errs) > 0 {
-		if own != nil && own.Spec.Budgeted == nil {
-			// Claimed before the budget existed, unbounded then as now: it
-			// keeps working as it is (a budget never takes anything away),
-			// uncounted, and any growth is checked once it is bounded.
-			return true
-		}
-		f.budgetExceeded = errs[0].Detail
-		return false
-	}
-	asked := budget.Counted(fp)
 	var had v1.Budgeted
 	if own != nil && own.Spec.Budgeted != nil {
 		had = *own.Spec.Budgeted
 	}
+	if errs := budget.Unbounded(nil, e.Config, fp); len(errs) > 0 {
+		switch {
+		case own != nil && own.Spec.Budgeted == nil:
+			// Claimed before the budget existed, unbounded then as now: it
+			// keeps working as it is (a budget never takes anything away),
+			// uncounted, and any growth is checked once it is bounded.
+			return true
+		case own == nil, e.Config.Limits.DiskBytes.Bytes > 0 && len(fp.DiskRefused) > 0:
+			// New, or setting what holds disk uncounted: refused (an
+			// existing resource keeps its current parameters).
+			f.budgetExceeded = errs[0].Detail
+			return false
+		}
+		// A resource that counted and is unbounded now (admission refuses
+		// the update that makes it so; this one came before the rule, as a
+		// topic that left its partitions to the broker): the unbounded
+		// dimensions keep what was recorded (budget.Kept), the others
+		// are checked for growth below.
+	}
+	asked := budget.Kept(fp, budget.Counted(fp), had)
 	others, err := r.othersUse(ctx, b, e, claims)
 	if err != nil {
 		f.claimErr = err
@@ -91,7 +100,11 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	if !e.Config.Limits.HasByteBudget() {
 		return true
 	}
-	asked := budget.Counted(budget.Footprint(e.Config, params))
+	fp := budget.Footprint(e.Config, params)
+	asked := budget.Counted(fp)
+	if cl.Spec.Budgeted != nil {
+		asked = budget.Kept(fp, asked, *cl.Spec.Budgeted)
+	}
 	if cl.Spec.Budgeted != nil && *cl.Spec.Budgeted == asked {
 		return true
 	}

@@ -24,12 +24,12 @@ metadata: {name: payments}
 spec:
   backend: kafka-budget
   name: "\${namespace}.payments"
-  parameters: {partitions: "3", config.retention.bytes: "1048576"}
+  parameters: {partitions: "3", config.retention.bytes: "1048576", config.segment.bytes: "1048576"}
 Y
 expect_eq "nothing stored" "" "$(k get bucketies payments --ignore-not-found -o name)"
 
 step "a topic with unbounded retention is refused under a disk budget"
-rejected "no retention.bytes" 'spec.parameters[config.retention.bytes]: Required value: backend kafka-budget gives each namespace a disk budget (limits.diskBytes: 6Mi' <<Y
+rejected "no retention.bytes" 'spec.parameters[config.retention.bytes]: Required value: backend kafka-budget gives each namespace a disk budget (limits.diskBytes: 12Mi' <<Y
 apiVersion: buckety.yolean.se/v1alpha1
 kind: Buckety
 metadata: {name: audit}
@@ -47,7 +47,7 @@ metadata: {name: payments}
 spec:
   backend: kafka-budget
   name: "\${namespace}.payments"
-  parameters: {partitions: "2", config.retention.bytes: "1048576"}
+  parameters: {partitions: "2", config.retention.bytes: "1048576", config.segment.bytes: "1048576"}
 Y
 wait_cond buckety/payments Ready True
 
@@ -58,6 +58,23 @@ fi
 expect_contains "growth refused" "it uses 6 and asks for 1 more, over its budget of 6 partitions (limits.partitions)" "$out"
 k patch buckety orders --type=merge -p '{"spec":{"parameters":{"config.retention.bytes":"524288"}}}' >/dev/null
 wait_cond buckety/orders Ready True
+
+step "removing partitions, which the topic keeps, is refused by name"
+if out=$(k patch buckety orders --type=json -p '[{"op":"remove","path":"/spec/parameters/partitions"}]' 2>&1); then
+  fail "removing partitions from orders was admitted"
+fi
+expect_contains "removal refused" "spec.parameters[partitions]: Forbidden: cannot be removed once set (was 4)" "$out"
+
+step "a topic left to the broker's 1 GiB segments is refused under the disk budget"
+rejected "no segment.bytes" 'spec.parameters[config.segment.bytes]: Required value: backend kafka-budget gives each namespace a disk budget' <<Y
+apiVersion: buckety.yolean.se/v1alpha1
+kind: Buckety
+metadata: {name: slack}
+spec:
+  backend: kafka-budget
+  name: "\${namespace}.slack"
+  parameters: {partitions: "1", config.retention.bytes: "1"}
+Y
 
 step "a producer byte rate above the backend's maximum is refused at admission"
 rejected "producerByteRate above the maximum" "spec.parameters[producerByteRate]" <<Y
