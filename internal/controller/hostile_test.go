@@ -191,7 +191,9 @@ func TestNamespaceLimit(t *testing.T) {
 	e := newEnv(t, "  limits: {perNamespace: 1}\n")
 	released := make(chan event.GenericEvent, 10)
 	e.br.Released = released
-	e.create(newBuckety("a", "first", "first"))
+	first := newBuckety("a", "first", "first")
+	first.Spec.RetentionPolicy = v1.RetentionDelete // its deletion frees the place
+	e.create(first)
 	e.create(newBuckety("a", "second", "second"))
 	e.create(newBuckety("b", "other", "other"))
 	e.create(newBuckety("c", "conflict", "first"))
@@ -218,6 +220,77 @@ func TestNamespaceLimit(t *testing.T) {
 	}
 	e.reconcile("a", "second")
 	e.wantReady(e.buckety("a", "second"), metav1.ConditionTrue, v1.ReasonReconciled)
+}
+
+// TestRetainedCountsUntilReleased (issue 50, 3): a Buckety deleted with
+// retentionPolicy Retain leaves its resource on the backend, and its
+// claim stays, retained, counting against the namespace: create, delete,
+// repeat no longer walks past limits.perNamespace. Re-applying a Buckety
+// for the retained resource takes it over under the usual adoption rules
+// (here refused: it holds content), and the refusal reverts the claim to
+// retained, still counted. A maintainer's release frees the place.
+func TestRetainedCountsUntilReleased(t *testing.T) {
+	e := newEnv(t, "  limits: {perNamespace: 1}\n")
+	e.create(newBuckety("a", "first", "first"))
+	e.reconcile("a", "first")
+	e.wantReady(e.buckety("a", "first"), metav1.ConditionTrue, v1.ReasonReconciled)
+	e.svc.Put("first", 3) // the tenant filled it
+	e.deleteAndReconcile("a", "first")
+	cl, held := e.claim("first")
+	if !held || !claims.IsRetained(cl) || cl.Spec.Retained.Owner.Name != "first" || cl.Spec.Retained.Phase != v1.ClaimCreated {
+		t.Fatalf("want the claim kept, retained from a/first (Created), got held=%v %+v", held, cl.Spec)
+	}
+	if _, exists := e.svc.Get("first"); !exists {
+		t.Fatal("want the resource retained on the backend")
+	}
+	e.create(newBuckety("a", "second", "second"))
+	e.reconcile("a", "second")
+	if c := e.wantReady(e.buckety("a", "second"), metav1.ConditionFalse, v1.ReasonLimitExceeded); !strings.Contains(c.Message, "counting 1 resources retained on the backend") {
+		t.Errorf("want the retained resource named in the limit, got %q", c.Message)
+	}
+
+	// The same Buckety applied again: the resource holds content and no
+	// adoption key is set, so it is refused, and the claim stays counted.
+	again := newBuckety("a", "first", "first")
+	again.UID = "a-first-uid-2"
+	e.create(again)
+	e.reconcile("a", "first")
+	e.wantReady(e.buckety("a", "first"), metav1.ConditionFalse, v1.ReasonAdoptionRefused)
+	if cl, held := e.claim("first"); !held || !claims.IsRetained(cl) || cl.Spec.Owner.UID != "a-first-uid" {
+		t.Fatalf("want the refused takeover reverted to the retained claim of a/first, got held=%v %+v", held, cl.Spec)
+	}
+	e.deleteAndReconcile("a", "first")
+	e.reconcile("a", "second")
+	e.wantReady(e.buckety("a", "second"), metav1.ConditionFalse, v1.ReasonLimitExceeded)
+
+	// The maintainer releases it: the place is free.
+	cl, _ = e.claim("first")
+	if err := e.c.Delete(context.Background(), cl); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile("a", "second")
+	e.wantReady(e.buckety("a", "second"), metav1.ConditionTrue, v1.ReasonReconciled)
+}
+
+// TestRetainedTakenOverEmpty: a retained resource that is empty is taken
+// over by the Buckety applied again (adopted, as today) without a second
+// place: the retained claim becomes its claim.
+func TestRetainedTakenOverEmpty(t *testing.T) {
+	e := newEnv(t, "  limits: {perNamespace: 1}\n")
+	e.create(newBuckety("a", "first", "first"))
+	e.reconcile("a", "first")
+	e.deleteAndReconcile("a", "first")
+	again := newBuckety("a", "first", "first")
+	again.UID = "a-first-uid-2"
+	e.create(again)
+	for range 3 {
+		e.reconcile("a", "first")
+	}
+	e.wantReady(e.buckety("a", "first"), metav1.ConditionTrue, v1.ReasonReconciled)
+	cl, held := e.claim("first")
+	if !held || cl.Spec.Owner.UID != "a-first-uid-2" || cl.Spec.Retained != nil || cl.Spec.Phase != v1.ClaimAdopted {
+		t.Fatalf("want the claim a/first's new UID's, Adopted, no longer retained, got held=%v %+v", held, cl.Spec)
+	}
 }
 
 // TestRevokeNamesTheRecordedPrincipal: an access's revocation revokes the

@@ -416,8 +416,10 @@ func TestDeletion(t *testing.T) {
 		if _, exists := e.svc.Get(c.name); exists == c.wantGone {
 			t.Errorf("%s: want the resource gone=%v, exists=%v", c.name, c.wantGone, exists)
 		}
-		if _, held := e.claim(c.name); held {
-			t.Errorf("%s: want the claim released", c.name)
+		// A resource left on the backend keeps its claim, retained, so it
+		// keeps counting against the namespace (issue 50, 3).
+		if cl, held := e.claim(c.name); held != !c.wantGone || (held && !claims.IsRetained(cl)) {
+			t.Errorf("%s: want the claim released=%v (else retained), got held=%v %+v", c.name, c.wantGone, held, cl.Spec)
 		}
 	}
 }
@@ -729,8 +731,12 @@ func TestAdoptedDeletionNeedsDeleteAdopted(t *testing.T) {
 			if _, exists := e.svc.Get("a.old"); exists == c.wantGone {
 				t.Errorf("want gone=%v, exists=%v", c.wantGone, exists)
 			}
-			if _, held := e.claim("a.old"); held {
-				t.Error("want the claim released")
+			// Kept, retained, where the owner wrote to a resource left in
+			// place; released where it is gone or never written to (an
+			// adoption that never settled).
+			keep := c.settled && !c.wantGone
+			if cl, held := e.claim("a.old"); held != keep || (held && !claims.IsRetained(cl)) {
+				t.Errorf("want the claim kept as retained=%v, got held=%v %+v", keep, held, cl.Spec)
 			}
 		})
 	}

@@ -82,6 +82,27 @@ type BucketyClaimSpec struct {
 	// count instead).
 	// +optional
 	Budgeted *Budgeted `json:"budgeted,omitempty"`
+	// Retained records that the resource stays on the backend after the
+	// Buckety that wrote to it was deleted without deleting it
+	// (retentionPolicy Retain, or a resource it may not delete), or lost
+	// its finalizer: the claim stays, and keeps counting against that
+	// Buckety's namespace (limits.perNamespace and its budgets), until a
+	// cluster maintainer releases it (kubectl delete bucketyclaim) or a
+	// new Buckety takes the resource over under the usual adoption rules.
+	// A takeover keeps the record until the new owner has written to the
+	// resource; one refused or given up reverts the claim to it.
+	// +optional
+	Retained *ClaimRetained `json:"retained,omitempty"`
+}
+
+// ClaimRetained is the Buckety a resource was retained from.
+type ClaimRetained struct {
+	// Since is when the resource was retained.
+	Since metav1.Time `json:"since"`
+	// Owner is the Buckety that wrote to the resource, now deleted.
+	Owner ClaimOwner `json:"owner"`
+	// Phase is that owner's claim phase.
+	Phase ClaimPhase `json:"phase"`
 }
 
 // Budgeted is what one resource counts against its namespace's budget.
@@ -135,6 +156,7 @@ type ClaimOwner struct {
 // +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.spec.phase`
 // +kubebuilder:printcolumn:name="Owner-Gone",type=date,JSONPath=`.status.ownerGoneSince`
+// +kubebuilder:printcolumn:name="Retained",type=date,JSONPath=`.spec.retained.since`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:subresource:status
 type BucketyClaim struct {

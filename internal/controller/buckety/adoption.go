@@ -78,11 +78,10 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			// The claim is released only as read (see claims.Store.Release): a
 			// stale Claimed claim, really Creating or Created, conflicts,
 			// and the next pass sees what buckety wrote.
-			if err := r.Claims.Release(ctx, cl); err != nil {
+			if err := r.letGo(ctx, cl); err != nil {
 				f.claimErr = err
 				return nil, false, nil, false
 			}
-			r.wake(ctx, cl)
 		}
 		r.refuse(ctx, b, e, f, in, "")
 		return nil, false, nil, false
@@ -185,11 +184,10 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 		f.claimErr = errors.New("the existing resource being adopted is gone; claiming it again")
 		return false
 	case in.HasContent && !adoptionKeys(b, e):
-		if err := r.Claims.Release(ctx, f.claim); err != nil {
+		if err := r.letGo(ctx, f.claim); err != nil {
 			f.claimErr = err
 			return false
 		}
-		r.wake(ctx, f.claim)
 		r.refuse(ctx, b, e, f, *in, "holds content, and the adoption is no longer allowed by both spec.adoption and the backend's adoption.allow")
 		return false
 	}

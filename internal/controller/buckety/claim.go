@@ -44,11 +44,10 @@ func (r *Reconciler) claim(ctx context.Context, b *v1.Buckety, e *backends.Entry
 	for i := range owned {
 		cl := &owned[i]
 		if cl.Spec.Phase == v1.ClaimClaimed && (cl.Spec.Backend != e.Name || cl.Spec.ResourceName != f.resourceName) {
-			if err := r.Claims.Release(ctx, cl); err != nil {
+			if err := r.letGo(ctx, cl); err != nil {
 				f.claimErr = fmt.Errorf("release claim on %s: %w", cl.Spec.ResourceName, err)
 				return false
 			}
-			r.wake(ctx, cl)
 		}
 	}
 	k := r.key(e, f.resourceName)
@@ -96,12 +95,43 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 		f.claimErr = fmt.Errorf("count the claims of namespace %s: %w", b.Namespace, err)
 		return false
 	}
-	if l.PerNamespace > 0 && len(list.Items) >= l.PerNamespace {
-		f.limitExceeded = fmt.Sprintf("namespace %s has %d Bucketies on backend %s, the most its limits allow (limits.perNamespace: %d in buckety-controller.yaml); this one waits until one of them is deleted", b.Namespace, len(list.Items), e.Name, l.PerNamespace)
+	// A claim on this very resource (retained from a deleted Buckety, or
+	// held by another) is not counted: taking it over replaces it, and
+	// one held by a live Buckety is a conflict, reported as such.
+	counted := make([]v1.BucketyClaim, 0, len(list.Items))
+	retained := 0
+	for i := range list.Items {
+		cl := &list.Items[i]
+		if cl.Spec.ResourceName == f.resourceName {
+			continue
+		}
+		if claims.IsRetained(cl) {
+			retained++
+		}
+		counted = append(counted, *cl)
+	}
+	if l.PerNamespace > 0 && len(counted) >= l.PerNamespace {
+		f.limitExceeded = fmt.Sprintf("namespace %s has %d Bucketies on backend %s, the most its limits allow (limits.perNamespace: %d in buckety-controller.yaml)%s; this one waits until one of them is deleted", b.Namespace, len(counted), e.Name, l.PerNamespace, retainedNote(retained))
 		r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), limitKey(e.Name, b.Namespace))
 		return false
 	}
-	return r.withinBudget(ctx, b, e, f, list.Items, nil)
+	if !r.withinBudget(ctx, b, e, f, counted, nil) {
+		if f.budgetExceeded != "" && retained > 0 {
+			f.budgetExceeded += retainedNote(retained)
+		}
+		return false
+	}
+	return true
+}
+
+// retainedNote tells a tenant that n of the resources its namespace is
+// counted for were retained from deleted Bucketies (retentionPolicy
+// Retain), which it cannot see or release itself.
+func retainedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", counting %d resources retained on the backend from deleted Bucketies of the namespace (retentionPolicy Retain), which count until a cluster maintainer releases them (kubectl get bucketyclaims shows them, RETAINED)", n)
 }
 
 // holdGate makes this pass hold its namespace's gate on the backend until
@@ -209,6 +239,16 @@ func conflictMessage(resource, backend string, c *claims.Conflict) string {
 func claimKey(name string) string { return "claim/" + name }
 
 func limitKey(backend, namespace string) string { return "limit/" + backend + "/" + namespace }
+
+// letGo gives up cl (claims.Store.LetGo: a resource left on the backend
+// stays counted, as retained) and wakes those waiting for its release.
+func (r *Reconciler) letGo(ctx context.Context, cl *v1.BucketyClaim) error {
+	if _, err := r.Claims.LetGo(ctx, cl); err != nil {
+		return err
+	}
+	r.wake(ctx, cl)
+	return nil
+}
 
 // wake enqueues the Bucketies waiting for a claim that was just released:
 // those waiting for its name, and those waiting for their namespace to

@@ -63,13 +63,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 	}
 	for i := range owned {
 		cl := &owned[i]
-		if res, done, err := r.deleteOrRetain(ctx, b, cl, f); !done {
+		res, done, deleted, err := r.deleteOrRetain(ctx, b, cl, f)
+		if !done {
 			return res, err
 		}
-		if err := r.Claims.Release(ctx, cl); err != nil {
+		if deleted {
+			err = r.Claims.Release(ctx, cl)
+			r.wake(ctx, cl)
+		} else {
+			// Left on the backend: it keeps counting against the
+			// namespace, as retained, until a maintainer releases it.
+			err = r.letGo(ctx, cl)
+		}
+		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("release claim on %s: %w", cl.Spec.ResourceName, err)
 		}
-		r.wake(ctx, cl)
 	}
 	r.Waiters.Done(ctrl.ObjectKeyFromObject(b))
 	if len(owned) == 0 && b.Status.BackendResourceName != "" {
@@ -85,14 +93,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 }
 
 // deleteOrRetain handles one claimed resource of a Buckety being deleted.
-// done is false while the deletion is in progress or failed.
-func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.BucketyClaim, f *facts) (res reconcile.Result, done bool, err error) {
+// done is false while the deletion is in progress or failed; deleted is
+// true when the resource was deleted.
+func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.BucketyClaim, f *facts) (res reconcile.Result, done, deleted bool, err error) {
 	name := cl.Spec.ResourceName
-	retain := func(why string) (reconcile.Result, bool, error) {
+	retain := func(why string) (reconcile.Result, bool, bool, error) {
+		if claims.Written(cl.Spec.Phase) {
+			why += fmt.Sprintf("; it keeps counting against namespace %s's limits on the backend until a cluster maintainer releases it (kubectl delete bucketyclaim %s)", b.Namespace, cl.Name)
+		}
 		if cl.Spec.Phase != v1.ClaimClaimed {
 			r.event(b, corev1.EventTypeNormal, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("left %s on backend %s in place: %s", name, cl.Spec.Backend, why))
 		}
-		return reconcile.Result{}, true, nil
+		return reconcile.Result{}, true, false, nil
 	}
 	switch {
 	case b.Spec.RetentionPolicy != v1.RetentionDelete:
@@ -110,7 +122,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		backends.Sticky{Backend: cl.Spec.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 	if problem != nil {
 		f.problem = problem
-		return reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}, false, nil
+		return reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}, false, false, nil
 	}
 	src := naming.Source{Name: b.Name, Namespace: b.Namespace, Labels: b.Labels, BackendName: e.Name, Defaults: e.Config.Defaults}
 	if err := e.Config.CheckName(src, name); err != nil {
@@ -127,21 +139,21 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		total := r.addDeleted(b.UID, ip.Done)
 		f.deleteProgress = fmt.Sprintf("deleting %s on backend %s: %d removed so far; %s", name, e.Name, total, ip.Message)
 		r.event(b, corev1.EventTypeNormal, v1.EventDeletionProgress, v1.EventActionDelete, f.deleteProgress)
-		return reconcile.Result{RequeueAfter: DeletePassInterval}, false, nil
+		return reconcile.Result{RequeueAfter: DeletePassInterval}, false, false, nil
 	case err != nil:
 		f.Record(err)
 		d := retry.TransientBase
 		if r.Backoff != nil {
 			d = r.Backoff.Next(b.UID, retry.Transient)
 		}
-		return reconcile.Result{RequeueAfter: d}, false, nil
+		return reconcile.Result{RequeueAfter: d}, false, false, nil
 	}
 	why := "retentionPolicy Delete"
 	if cl.Spec.Phase == v1.ClaimAdopted {
 		why += "; adopted, and the backend sets adoption.deleteAdopted"
 	}
 	r.event(b, corev1.EventTypeNormal, v1.EventDeleted, v1.EventActionDelete, fmt.Sprintf("deleted %s on backend %s (%s)", name, e.Name, why))
-	return reconcile.Result{}, true, nil
+	return reconcile.Result{}, true, true, nil
 }
 
 // deletesAdopted reports whether the maintainer lets retentionPolicy Delete

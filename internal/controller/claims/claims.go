@@ -140,9 +140,9 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 		} else if err != nil {
 			return nil, false, nil, fmt.Errorf("read claim %s: %w", n, err)
 		}
-		cur, conflict, err := c.held(ctx, b, k, n)
+		cur, took, conflict, err := c.held(ctx, b, k, n, phase, location, budgeted)
 		if err != nil || conflict != nil || cur != nil {
-			return cur, false, conflict, err
+			return cur, took, conflict, err
 		}
 	}
 	name := k.Name()
@@ -160,9 +160,9 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, false, nil, fmt.Errorf("create claim %s: %w", name, err)
 		}
-		cur, conflict, err := c.held(ctx, b, k, name)
+		cur, took, conflict, err := c.held(ctx, b, k, name, phase, location, budgeted)
 		if err != nil || conflict != nil || cur != nil {
-			return cur, false, conflict, err
+			return cur, took, conflict, err
 		}
 	}
 	return nil, false, nil, fmt.Errorf("claim %s changed hands repeatedly; retrying", name)
@@ -171,31 +171,128 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 // held reads the claim named name fresh and says what it means for b: b's
 // own (returned), another live Buckety's (a Conflict), gone or stale (both
 // nil: a stale claim of a deleted owner is removed, so the caller may
-// claim).
-func (c *Store) held(ctx context.Context, b *v1.Buckety, k Key, name string) (*v1.BucketyClaim, *Conflict, error) {
+// claim). A stale claim on a resource buckety wrote to (or one retained
+// already) is not removed: it counts against its namespace until a
+// maintainer releases it, so b takes it over in place (took), in phase
+// with location and budgeted, keeping the retained record
+// (ClaimRetained) until b has written to the resource itself, so a
+// takeover that is refused or given up reverts to it (LetGo) instead of
+// freeing what the resource counts.
+func (c *Store) held(ctx context.Context, b *v1.Buckety, k Key, name string, phase v1.ClaimPhase, location map[string]string, budgeted *v1.Budgeted) (*v1.BucketyClaim, bool, *Conflict, error) {
 	cur := &v1.BucketyClaim{}
 	if err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cur); apierrors.IsNotFound(err) {
-		return nil, nil, nil
+		return nil, false, nil, nil
 	} else if err != nil {
-		return nil, nil, fmt.Errorf("read claim %s: %w", name, err)
+		return nil, false, nil, fmt.Errorf("read claim %s: %w", name, err)
 	}
 	if !k.covers(cur) {
-		return nil, nil, fmt.Errorf("claim %s is not for %s on backend %s: refusing to share it (hash collision or a hand-made claim)", name, k.Resource, k.Backend)
+		return nil, false, nil, fmt.Errorf("claim %s is not for %s on backend %s: refusing to share it (hash collision or a hand-made claim)", name, k.Resource, k.Backend)
 	}
 	if k.mine(cur, b) {
-		return cur, nil, nil
+		return cur, false, nil, nil
 	}
 	alive, err := c.ownerExists(ctx, cur)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
 	if alive {
-		return nil, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, SameNamespace: cur.Spec.Owner.Namespace == b.Namespace, Phase: cur.Spec.Phase}, nil
+		return nil, false, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, SameNamespace: cur.Spec.Owner.Namespace == b.Namespace, Phase: cur.Spec.Phase}, nil
+	}
+	if Written(cur.Spec.Phase) || cur.Spec.Retained != nil {
+		return c.takeOver(ctx, b, cur, phase, location, budgeted)
 	}
 	if err := c.delete(ctx, cur); err != nil {
-		return nil, nil, fmt.Errorf("remove stale claim %s of a deleted Buckety: %w", name, err)
+		return nil, false, nil, fmt.Errorf("remove stale claim %s of a deleted Buckety: %w", name, err)
 	}
-	return nil, nil, nil
+	return nil, false, nil, nil
+}
+
+// Written reports whether a claim's owner has written to its resource
+// (created it, or settled its adoption): the resource then counts against
+// the owner's namespace until it is deleted or released.
+func Written(p v1.ClaimPhase) bool {
+	return p == v1.ClaimCreated || p == v1.ClaimCreating || p == v1.ClaimAdopted
+}
+
+// takeOver makes cur, whose owner is gone, b's in phase, keeping (or
+// starting, from the gone owner's) the retained record unless b's phase
+// says the resource is gone (Created: nothing is left to count). An
+// optimistic-lock update: a claim changed meanwhile is read again by the
+// caller's loop.
+func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, cur *v1.BucketyClaim, phase v1.ClaimPhase, location map[string]string, budgeted *v1.Budgeted) (*v1.BucketyClaim, bool, *Conflict, error) {
+	cl := cur.DeepCopy()
+	if Written(cl.Spec.Phase) {
+		cl.Spec.Retained = &v1.ClaimRetained{Since: metav1.Now(), Owner: cl.Spec.Owner, Phase: cl.Spec.Phase}
+		if cur.Spec.Retained != nil && cur.Spec.Retained.Owner.UID == cur.Spec.Owner.UID {
+			cl.Spec.Retained.Since = cur.Spec.Retained.Since
+		}
+	}
+	if phase == v1.ClaimCreated {
+		cl.Spec.Retained = nil
+	}
+	cl.Spec.Owner = v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}
+	cl.Spec.Phase = phase
+	cl.Spec.Location = location
+	if budgeted != nil {
+		cl.Spec.Budgeted = budgeted
+	}
+	if cl.Labels == nil {
+		cl.Labels = map[string]string{}
+	}
+	cl.Labels[v1.ClaimOwnerLabel] = string(b.UID)
+	if err := c.Client.Update(ctx, cl); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil, false, nil, nil
+		}
+		return nil, false, nil, fmt.Errorf("take over claim %s of a deleted Buckety: %w", cl.Name, err)
+	}
+	c.recent.put(cl)
+	return cl, true, nil, nil
+}
+
+// LetGo gives up a claim whose owner no longer holds its resource (the
+// owner is deleted, moved to another name, or was refused the resource)
+// without freeing what a resource left on the backend counts: a claim
+// its owner wrote to is kept as retained from that owner; one that took
+// over a retained resource and never wrote to it reverts to the record
+// it took over; any other is released. It returns whether the claim was
+// released (deleted). Optimistic locks throughout, as Release.
+func (c *Store) LetGo(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
+	next := cl.DeepCopy()
+	switch {
+	case Written(cl.Spec.Phase):
+		if cl.Spec.Retained != nil && cl.Spec.Retained.Owner.UID == cl.Spec.Owner.UID {
+			return false, nil // retained already (a deletion pass run again)
+		}
+		next.Spec.Retained = &v1.ClaimRetained{Since: metav1.Now(), Owner: cl.Spec.Owner, Phase: cl.Spec.Phase}
+	case cl.Spec.Retained != nil:
+		r := cl.Spec.Retained
+		if r.Owner.UID == cl.Spec.Owner.UID {
+			return false, nil
+		}
+		next.Spec.Owner, next.Spec.Phase = r.Owner, r.Phase
+		if next.Labels == nil {
+			next.Labels = map[string]string{}
+		}
+		next.Labels[v1.ClaimOwnerLabel] = r.Owner.UID
+	default:
+		return true, c.Release(ctx, cl)
+	}
+	if err := c.Client.Update(ctx, next); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("retain claim %s (not released): %w", cl.Name, err)
+	}
+	c.recent.drop(cl.Name)
+	*cl = *next
+	return false, nil
+}
+
+// IsRetained reports whether a claim holds a resource retained from a
+// deleted Buckety that nobody has taken over.
+func IsRetained(cl *v1.BucketyClaim) bool {
+	return cl.Spec.Retained != nil && cl.Spec.Retained.Owner.UID == cl.Spec.Owner.UID
 }
 
 // Held returns b's claim on k, read from the cache when fresh is false,
@@ -322,10 +419,14 @@ func (c *Store) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.Claim
 	if cl.Spec.Phase == phase {
 		return nil
 	}
-	prev := cl.Spec.Phase
+	prev, retained := cl.Spec.Phase, cl.Spec.Retained
 	cl.Spec.Phase = phase
+	if Written(phase) && retained != nil && retained.Owner.UID != cl.Spec.Owner.UID {
+		// The new owner holds the resource now: it counts as its own.
+		cl.Spec.Retained = nil
+	}
 	if err := c.Client.Update(ctx, cl); err != nil {
-		cl.Spec.Phase = prev
+		cl.Spec.Phase, cl.Spec.Retained = prev, retained
 		return fmt.Errorf("record claim %s as %s: %w", cl.Name, phase, err)
 	}
 	c.recent.put(cl)

@@ -65,7 +65,9 @@ func (j *Janitor) CheckOnce(ctx context.Context) (int, error) {
 	n := 0
 	for i := range cl.Items {
 		c := &cl.Items[i]
-		if c.Status.OwnerGoneSince != nil || present[c.Spec.Owner.UID] {
+		if c.Status.OwnerGoneSince != nil || present[c.Spec.Owner.UID] || IsRetained(c) {
+			// A retained claim's owner is gone by design: spec.retained
+			// tells it.
 			continue
 		}
 		alive, err := j.Store.OwnerExists(ctx, c)
