@@ -145,6 +145,8 @@ type attack struct {
 
 	alice, mallory     client.Client
 	aliceNS, malloryNS string
+	// ctrl is the run's controller (its metrics and pprof addresses).
+	ctrl *harness.Controller
 	s3x                *attackS3
 	vic                *victim
 
@@ -269,6 +271,8 @@ func (a *attack) runAttacks() {
 	t.Logf("%s: access flood done at %s", a.run, time.Since(start).Round(time.Millisecond))
 	a.scopingUnavailable()
 	t.Logf("%s: the attacks of issue 33 §6 took %s", a.run, time.Since(start).Round(time.Millisecond))
+	a.budgetEscapes()
+	t.Logf("%s: the budget escapes of issue 50 done at %s", a.run, time.Since(start).Round(time.Millisecond))
 }
 
 // create creates obj as c, or fails the test.

@@ -79,7 +79,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 	t.Setenv("GOMEMLIMIT", strconv.FormatInt(limit, 10))
 	ctrl, err := harness.StartController(harness.ControllerOptions{
 		Dir: filepath.Join(e.dir, "hostile-controller"), Bin: e.ctrlBin, Kubeconfig: e.kubeconfig, ConfigDir: cfgDir,
-		Args: []string{"--leader-elect=false", "--owner-check-interval=1s"}, MetricsInsecure: true,
+		Args: []string{"--leader-elect=false", "--owner-check-interval=1s"}, MetricsInsecure: true, Pprof: true,
 		Env: append(e.controllerEnv(), s3x.env()...),
 	})
 	if err != nil {
@@ -243,7 +243,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 		}
 	}
 	// Mallory goes after the keys (issue 33 §6).
-	atk := &attack{t: t, e: e, p: p, tb: tb, r: r, ctx: ctx, run: run, id: id, alice: alice, mallory: mallory,
+	atk := &attack{t: t, e: e, p: p, tb: tb, r: r, ctx: ctx, run: run, id: id, alice: alice, mallory: mallory, ctrl: ctrl,
 		aliceNS: aliceNS, malloryNS: malloryNS, s3x: s3x, vic: vic}
 	atk.runAttacks()
 	// What mallory can read, while her probes exist (the names she typed
@@ -343,6 +343,7 @@ func (e *env) hostileConfigYAML(p params, s3x *attackS3) string {
 	}
 	bs := []config.Backend{kafka("kafka", ""), kafka("kafka-b", "kafka"),
 		s3Backend("s3", "", p.S3, e.s3.Endpoint, e.s3.Region, "FAULTS_S3", e.s3.AdminEndpoint, limits)}
+	bs = append(bs, budgetBackends(bs[0], bs[2])...)
 	if s3x.vgwBackend != "s3" {
 		bs = append(bs, s3Backend(s3x.vgwBackend, "", "versitygw", s3x.vgw.Endpoint, s3x.vgw.Region, "FAULTS_VGW", s3x.vgw.AdminEndpoint, limits))
 	}

@@ -379,6 +379,10 @@ func TestLimitsPerBackend(t *testing.T) {
 	var third *v1.Buckety
 	for i := range 3 {
 		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", i), Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: fmt.Sprintf("%s.t%d", ns, i)}}
+		if i == 0 {
+			// Deleted below to free a place: a retained topic would keep it.
+			b.Spec.RetentionPolicy = v1.RetentionDelete
+		}
 		create(t, b)
 		if i < 2 {
 			waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)

@@ -129,6 +129,8 @@ func TestNamespaceBudgetHoldsUnderBurst(t *testing.T) {
 	// back first, or it would compete for the room).
 	patch(t, ready[1], `{"spec":{"parameters":{"partitions":"3"}}}`)
 	waitCondition(t, ready[1], v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	// Deleted with its topic: a retained one would keep counting.
+	patch(t, ready[2], `{"spec":{"retentionPolicy":"Delete"}}`)
 	deleteBuckety(t, ready[2])
 	wait.For(t, waitTimeout, "a waiting Buckety to take the freed room", func() (bool, string) {
 		n := 0
