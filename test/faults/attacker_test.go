@@ -147,8 +147,8 @@ type attack struct {
 	aliceNS, malloryNS string
 	// ctrl is the run's controller (its metrics and pprof addresses).
 	ctrl *harness.Controller
-	s3x                *attackS3
-	vic                *victim
+	s3x  *attackS3
+	vic  *victim
 
 	// stolen is the data of Secrets mallory copied before she lost their
 	// accesses, by Secret name.
