@@ -9,7 +9,6 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/budget"
-	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // The namespace budget (config limits.partitions, diskBytes, quotaBytes),
@@ -111,15 +110,16 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	if !r.holdGate(b, e, f) {
 		return false
 	}
-	var list v1.BucketyClaimList
-	// Summed, never written (withinBudget): the cache's own objects.
-	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}, ctrl.UnsafeDisableDeepCopy); err != nil {
+	// Summed, never written (withinBudget): the cache's own objects, with
+	// the claims this controller wrote that the cache does not show yet.
+	items, err := r.Claims.InNamespace(ctx, e.Name, b.Namespace)
+	if err != nil {
 		f.claimErr = fmt.Errorf("sum the claims of namespace %s: %w", b.Namespace, err)
 		return false
 	}
 	probe := *b
 	probe.Spec.Parameters = params
-	if !r.withinBudget(ctx, &probe, e, f, list.Items, cl) {
+	if !r.withinBudget(ctx, &probe, e, f, items, cl) {
 		return false
 	}
 	if f.budgeted == nil {

@@ -17,7 +17,6 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 )
 
@@ -88,13 +87,15 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 	if !r.holdGate(b, e, f) {
 		return false
 	}
-	var list v1.BucketyClaimList
 	// Counted and summed, never written (withinBudget): the cache's own
-	// objects, not copies.
-	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(e.Name, b.Namespace)}, ctrl.UnsafeDisableDeepCopy); err != nil {
+	// objects, with the claims this controller wrote that the cache does
+	// not show yet.
+	items, err := r.Claims.InNamespace(ctx, e.Name, b.Namespace)
+	if err != nil {
 		f.claimErr = fmt.Errorf("count the claims of namespace %s: %w", b.Namespace, err)
 		return false
 	}
+	list := v1.BucketyClaimList{Items: items}
 	// A claim on this very resource (retained from a deleted Buckety, or
 	// held by another) is not counted: taking it over replaces it, and
 	// one held by a live Buckety is a conflict, reported as such.

@@ -473,6 +473,36 @@ func (c *Store) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyCla
 	return list.Items, nil
 }
 
+// InNamespace lists the claims of namespace ns on backend from the cache,
+// with the claims this store wrote that the cache does not show yet: what
+// a namespace's limits count. The cache alone may lag a claim the last
+// pass through the namespace's gate wrote (that pass waits a few seconds
+// at most for the cache to show it). The items are the cache's own (or
+// copies of what this store wrote): read them, never write them.
+func (c *Store) InNamespace(ctx context.Context, backend, ns string) ([]v1.BucketyClaim, error) {
+	var list v1.BucketyClaimList
+	if err := c.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(backend, ns)}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for _, name := range c.recent.matching(func(cl *v1.BucketyClaim) bool {
+		return cl.Spec.Backend == backend && cl.Spec.Owner.Namespace == ns
+	}) {
+		i := slices.IndexFunc(list.Items, func(cl v1.BucketyClaim) bool { return cl.Name == name })
+		var cached *v1.BucketyClaim
+		if i >= 0 {
+			cached = &list.Items[i]
+		}
+		switch mine := c.recent.newer(name, cached); {
+		case mine == nil:
+		case i >= 0:
+			list.Items[i] = *mine
+		default:
+			list.Items = append(list.Items, *mine)
+		}
+	}
+	return list.Items, nil
+}
+
 // Release deletes a claim held by its owner, as read: the delete carries
 // the claim's UID and resourceVersion, so a claim read from a cache that
 // lags behind (still Claimed there, already Creating or Created on the API

@@ -383,3 +383,75 @@ func TestClaimsReadTheirOwnWrites(t *testing.T) {
 		t.Fatalf("want a released claim forgotten, got %v", owned)
 	}
 }
+
+// TestLetGoKeepsWhatStays (issue 50, 3): a claim whose owner wrote to its
+// resource is kept, retained from that owner; a takeover of it that never
+// wrote reverts to that record, whoever takes it; a claim nobody wrote
+// to is released; a takeover that writes holds the resource as its own.
+func TestLetGoKeepsWhatStays(t *testing.T) {
+	ctx := context.Background()
+	gone := claimOf("kafka", "orders", "team", "orders", "gone-uid", v1.ClaimCreated)
+	heir := buckety("other", "grab")
+	api := newClient(t, heir, gone)
+	s := &Store{Client: api, APIReader: api}
+	cl := getClaim(t, api, "kafka", "orders")
+	if released, err := s.LetGo(ctx, cl); err != nil || released {
+		t.Fatalf("a Created claim: want it kept, got released %v, %v", released, err)
+	}
+	cl = getClaim(t, api, "kafka", "orders")
+	if !IsRetained(cl) || cl.Spec.Retained.Owner.Namespace != "team" || cl.Spec.Retained.Phase != v1.ClaimCreated {
+		t.Fatalf("want it retained from team/orders (Created), got %+v", cl.Spec)
+	}
+	// Another namespace's Buckety takes it over (its owner is gone), and
+	// is refused: the count goes back to team.
+	taken, conflict, err := s.Acquire(ctx, heir, Key{Backend: "kafka", Resource: "orders"})
+	if err != nil || conflict != nil || taken == nil || taken.Spec.Owner.UID != string(heir.UID) || taken.Spec.Retained == nil || IsRetained(taken) {
+		t.Fatalf("want it taken over in place, the record kept, got %+v, %v, %v", taken, conflict, err)
+	}
+	if released, err := s.LetGo(ctx, taken); err != nil || released {
+		t.Fatalf("a takeover never written to: want it reverted, got released %v, %v", released, err)
+	}
+	cl = getClaim(t, api, "kafka", "orders")
+	if !IsRetained(cl) || cl.Spec.Owner.Namespace != "team" || cl.Labels[v1.ClaimOwnerLabel] != "gone-uid" || cl.Spec.Phase != v1.ClaimCreated {
+		t.Fatalf("want it reverted to team/orders' retained claim, got %+v %v", cl.Spec, cl.Labels)
+	}
+	// Taken over again and settled: the heir's own, no longer retained.
+	taken, _, err = s.Acquire(ctx, heir, Key{Backend: "kafka", Resource: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Advance(ctx, taken, v1.ClaimAdopted); err != nil {
+		t.Fatal(err)
+	}
+	if cl = getClaim(t, api, "kafka", "orders"); cl.Spec.Retained != nil || cl.Spec.Owner.UID != string(heir.UID) {
+		t.Fatalf("want the settled takeover the heir's own, got %+v", cl.Spec)
+	}
+	// A claim nobody wrote to is released.
+	fresh := claimOf("kafka", "new", "team", "new", "new-uid", v1.ClaimClaimed)
+	if err := api.Create(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if released, err := s.LetGo(ctx, getClaim(t, api, "kafka", "new")); err != nil || !released {
+		t.Fatalf("a Claimed claim: want it released, got %v, %v", released, err)
+	}
+}
+
+// TestInNamespaceCountsOwnWrites: what a namespace's limits count includes
+// the claims this store wrote that the cache does not show yet, so the
+// gate's next pass cannot count past them when the cache lags longer
+// than the gate waits.
+func TestInNamespaceCountsOwnWrites(t *testing.T) {
+	ctx := context.Background()
+	api := newClient(t)
+	s := &Store{Client: laggingCache{Client: api, cache: newClient(t)}, APIReader: api}
+	if _, _, _, err := s.AcquireAs(ctx, buckety("team", "a"), Key{Backend: "kafka", Resource: "team.a"}, v1.ClaimCreated, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.AcquireAs(ctx, buckety("other", "b"), Key{Backend: "kafka", Resource: "other.b"}, v1.ClaimCreated, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.InNamespace(ctx, "kafka", "team")
+	if err != nil || len(got) != 1 || got[0].Spec.ResourceName != "team.a" {
+		t.Fatalf("want team's one claim, written and not yet cached, got %v (%v)", got, err)
+	}
+}

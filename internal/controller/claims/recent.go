@@ -107,6 +107,19 @@ func (r *recent) newer(name string, cached *v1.BucketyClaim) *v1.BucketyClaim {
 	return e.claim.DeepCopy()
 }
 
+// matching returns the names of the remembered claims keep selects.
+func (r *recent) matching(keep func(*v1.BucketyClaim) bool) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for name, e := range r.m {
+		if keep(e.claim) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // owned returns the remembered claims of owner uid.
 func (r *recent) owned(uid types.UID) []string {
 	r.mu.Lock()
