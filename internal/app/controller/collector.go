@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 )
 
 var (
@@ -18,7 +19,7 @@ var (
 		"Buckety and BucketyAccess objects by kind, backend, condition type and status.",
 		[]string{"kind", "backend", "condition", "status"}, nil)
 	claimsDesc = prometheus.NewDesc("buckety_claims",
-		"BucketyClaims by backend, and whether their owning Buckety still exists (owner=present) or is gone with the claim left behind (owner=gone: its finalizer was removed by hand; the resource is retained, and the claim is taken over by the next Buckety that resolves to it).",
+		"BucketyClaims by backend, and whether their owning Buckety still exists (owner=present), was deleted leaving its resource on the backend (owner=retained: retentionPolicy Retain; the claim counts against its namespace until a maintainer releases it), or is gone with the claim left behind (owner=gone: its finalizer was removed by hand; the resource is retained, and the claim is taken over by the next Buckety that resolves to it).",
 		[]string{"backend", "owner"}, nil)
 	notReadySinceDesc = prometheus.NewDesc("buckety_not_ready_since_timestamp_seconds",
 		"Unix time since which the longest not-Ready object of this kind and backend, with this Ready reason, has not been Ready: its Ready condition's lastTransitionTime, or its creation when it has no Ready condition yet. Absent when every object is Ready.",
@@ -100,18 +101,24 @@ func claimSamples(in resourceLists) []sample {
 		}
 		counts[k] += n
 	}
+	owners := []string{"present", "retained", "gone"}
 	for _, b := range in.backends {
-		add(key{b, "present"}, 0)
-		add(key{b, "gone"}, 0)
+		for _, o := range owners {
+			add(key{b, o}, 0)
+		}
 	}
 	for i := range in.claims {
 		c := &in.claims[i]
 		owner := "present"
-		if !present[c.Spec.Owner.UID] {
+		switch {
+		case claims.IsRetained(c):
+			owner = "retained"
+		case !present[c.Spec.Owner.UID]:
 			owner = "gone"
 		}
-		add(key{c.Spec.Backend, "present"}, 0)
-		add(key{c.Spec.Backend, "gone"}, 0)
+		for _, o := range owners {
+			add(key{c.Spec.Backend, o}, 0)
+		}
 		add(key{c.Spec.Backend, owner}, 1)
 	}
 	out := make([]sample, 0, len(order))

@@ -121,3 +121,28 @@ func TestResourceSamples(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimSamplesRetained: a claim retained from a deleted Buckety is
+// counted as retained, not as gone (whose alert says a finalizer was
+// removed by hand): with the default retentionPolicy every kept resource
+// has one.
+func TestClaimSamplesRetained(t *testing.T) {
+	live := v1.Buckety{ObjectMeta: metav1.ObjectMeta{UID: "live"}}
+	claim := func(owner string, retained bool) v1.BucketyClaim {
+		c := v1.BucketyClaim{Spec: v1.BucketyClaimSpec{Backend: "kafka", Owner: v1.ClaimOwner{UID: owner}}}
+		if retained {
+			c.Spec.Retained = &v1.ClaimRetained{Owner: c.Spec.Owner}
+		}
+		return c
+	}
+	in := resourceLists{backends: []string{"kafka"}, bucketies: []v1.Buckety{live}, bucketiesListed: true, claimsListed: true,
+		claims: []v1.BucketyClaim{claim("live", false), claim("deleted", true), claim("stripped", false)}}
+	got := map[string]float64{}
+	for _, s := range claimSamples(in) {
+		got[strings.Join(s.labels, ",")] = s.value
+	}
+	want := map[string]float64{"kafka,present": 1, "kafka,retained": 1, "kafka,gone": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("want %v, got %v", want, got)
+	}
+}
