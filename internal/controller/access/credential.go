@@ -409,8 +409,18 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 	return secret, true, nil
 }
 
+// maxKeptCredential bounds the principal and the secret knownSecrets
+// keeps per access, whoever read them (a pass's GET, what it wrote, the
+// start's prefetch). Buckety issues both under 100 bytes; a tenant can
+// write up to 1 MiB into a Secret its access controls, and a value past
+// this bound is not buckety's: it is not kept (the access's next pass
+// reads its Secret afresh, as for a secret never seen), so the controller
+// does not hold a tenant's megabyte for the life of the access.
+const maxKeptCredential = 512
+
 // knownSecrets remembers, per access, the secret its Secret held at a
-// resourceVersion, so a pass over an untouched Secret reads nothing.
+// resourceVersion, so a pass over an untouched Secret reads nothing. It
+// keeps nothing past maxKeptCredential.
 type knownSecrets struct {
 	mu sync.Mutex
 	m  map[types.UID]knownSecret
@@ -454,10 +464,18 @@ func (k *knownSecrets) putFresh(uid types.UID, rv, principal, secret string) {
 	k.store(uid, knownSecret{resourceVersion: rv, principal: principal, secret: secret, fresh: true}, false)
 }
 
-// store records s for uid, replacing what is there only when replace.
+// store records s for uid, replacing what is there only when replace. A
+// principal or secret past maxKeptCredential is not kept: with replace,
+// what was kept of an earlier resourceVersion goes too.
 func (k *knownSecrets) store(uid types.UID, s knownSecret, replace bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if len(s.principal) > maxKeptCredential || len(s.secret) > maxKeptCredential {
+		if replace {
+			delete(k.m, uid)
+		}
+		return
+	}
 	if k.m == nil {
 		k.m = map[types.UID]knownSecret{}
 	}

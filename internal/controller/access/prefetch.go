@@ -58,11 +58,6 @@ const (
 	// scopingWait bounds the prefetch's question to each backend whether
 	// it scopes credentials now.
 	scopingWait = 5 * time.Second
-	// maxKeptCredential bounds the principal and the secret the prefetch
-	// keeps per access (buckety's are under 100 bytes): a tenant who puts
-	// a megabyte under those keys in a Secret its access controls makes
-	// that access read its Secret on its own, not the controller hold it.
-	maxKeptCredential = 512
 )
 
 // prefetchSecrets runs the prefetch unless it ran; concurrent callers wait
@@ -163,6 +158,8 @@ type scopedKey struct {
 func (r *Reconciler) knowScopedSecret(keys []scopedKey, uid types.UID, s *corev1.Secret) {
 	for _, k := range keys {
 		p := s.Data[k.principal]
+		// Checked here too (knownSecrets.store would refuse it), so a
+		// huge principal is not even copied into a string.
 		if len(p) == 0 || len(p) > maxKeptCredential {
 			continue
 		}

@@ -1,0 +1,100 @@
+package access
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// TestKnownSecretsKeepNothingPastTheBound: whoever stores it (a pass's
+// read or write, the start's prefetch), a principal or secret longer than
+// maxKeptCredential is not kept, and one stored over an earlier record
+// drops that record.
+func TestKnownSecretsKeepNothingPastTheBound(t *testing.T) {
+	atBound, past := strings.Repeat("s", maxKeptCredential), strings.Repeat("s", maxKeptCredential+1)
+	huge := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		name              string
+		principal, secret string
+		fresh             bool
+		kept              bool
+	}{
+		{"a credential buckety issues", "u-a", "pw", false, true},
+		{"a secret at the bound", "u-a", atBound, false, true},
+		{"a secret past the bound", "u-a", past, false, false},
+		{"a tenant's megabyte, read by a pass", "u-a", huge, false, false},
+		{"a tenant's megabyte, read by the prefetch", "u-a", huge, true, false},
+		{"a megabyte principal", huge, "pw", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var k knownSecrets
+			if tc.fresh {
+				k.putFresh("a", "2", tc.principal, tc.secret)
+			} else {
+				k.put("a", "2", tc.principal, tc.secret)
+			}
+			if got := k.has("a"); got != tc.kept {
+				t.Errorf("want kept %v, got %v", tc.kept, got)
+			}
+		})
+	}
+	var k knownSecrets
+	k.put("a", "1", "u-a", "pw")
+	k.put("a", "2", "u-a", huge)
+	if k.has("a") {
+		t.Error("a megabyte stored over an earlier record: want nothing kept for the access, got a record kept")
+	}
+}
+
+// TestSecretOfDoesNotKeepATenantMegabyte: a tenant writes 1 MiB as the
+// password of its access's Secret. The pass that reads it uses it, as it
+// would any edited password, but does not keep it: every pass reads the
+// Secret afresh, as for a secret never seen. A password of buckety's size
+// is kept, and the next pass reads nothing.
+func TestSecretOfDoesNotKeepATenantMegabyte(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		password string
+		kept     bool
+	}{
+		{"buckety's size", strings.Repeat("p", 43), true},
+		{"a tenant's megabyte", strings.Repeat("x", 1<<20), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := limitsEnv(t, 0)
+			r.prefetch.done = true // nothing to prefetch in this test
+			ctx := context.Background()
+			a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "app", UID: types.UID("uid-app")},
+				Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}}
+			principal, controller := "u-"+string(a.UID), true
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "app",
+				Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: a.Name, UID: a.UID, Controller: &controller}}},
+				Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"user": []byte(principal), "password": []byte(tc.password)}}
+			if err := r.Client.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			for pass := range 2 {
+				got, fresh, err := r.secretOf(ctx, a, keyedScoper{}, principal, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != tc.password {
+					t.Fatalf("pass %d: want the Secret's password (%d bytes), got %d bytes", pass, len(tc.password), len(got))
+				}
+				if wantFresh := pass == 0 || !tc.kept; fresh != wantFresh {
+					t.Errorf("pass %d: want read afresh %v, got %v", pass, wantFresh, fresh)
+				}
+				if r.secrets.has(a.UID) != tc.kept {
+					t.Errorf("pass %d: want the password kept in memory %v, got %v", pass, tc.kept, !tc.kept)
+				}
+			}
+		})
+	}
+}
