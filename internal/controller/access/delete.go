@@ -49,6 +49,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 	}
 	r.verified.forget(a.UID)
 	r.secrets.forget(a.UID)
+	r.gates.settle(a.UID)
 	if r.Backoff != nil {
 		r.Backoff.Reset(a.UID)
 	}

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/config"
 )
 
 // LimitRetry is how soon an access waiting for its namespace's or its
@@ -20,28 +23,60 @@ const LimitRetry = time.Minute
 
 // withinLimits checks the backend's limits.accessesPerBuckety and
 // limits.accessesPerNamespace before an access is granted for the first
-// time. Accesses granted once (status.bucketyGeneration set) hold their
-// place, even under a limit lowered later; the others of the namespace on
-// the backend are taken oldest first (by creation, then name), each
-// granted while its Buckety and the namespace are under their limits, so
-// the answer is the same whichever pass runs first (the cache holds an
-// access only after every access created before it). All is read from the
-// cache.
+// time. Accesses that hold a place (granted once: status.bucketyGeneration
+// set; or let through the gate by this process and not shown granted by
+// the cache yet) keep it, even under a limit lowered later; the others of
+// the namespace on the backend are taken oldest first (by creation, then
+// name), each while its Buckety and the namespace are under their limits
+// (admit).
+//
+// The decision runs under the namespace's gate on the backend (grantGates),
+// and an access let through is counted as holding its place from then on:
+// creationTimestamp has second precision, so two accesses created in the
+// same second are ordered by name, not by the order the cache saw them; a
+// pass that found only "z" grants it, and one for "a" that found "z" not
+// granted yet (its status not cached yet) and not older would grant "a"
+// too. All is read from the cache.
 func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, f *facts) (bool, error) {
 	l := e.Config.Limits
-	if l == nil || (l.AccessesPerNamespace == 0 && l.AccessesPerBuckety == 0) || a.Status.BucketyGeneration != 0 {
+	if l == nil || (l.AccessesPerNamespace == 0 && l.AccessesPerBuckety == 0) {
 		return true, nil
 	}
+	if a.Status.BucketyGeneration != 0 {
+		// The cache shows the grant: it holds the place from now on.
+		r.gates.settle(a.UID)
+		return true, nil
+	}
+	if r.gates.placed(a.UID) {
+		return true, nil
+	}
+	key := gateKey(e.Name, a.Namespace)
+	unlock := r.gates.lock(key)
+	defer unlock()
+	// The accesses this gate let through: each holds its place until the
+	// cache shows it granted (counted from the cache from then on) or
+	// deleted (counted no more); those are forgotten. Read before the
+	// list: one a pass forgets meanwhile (its access's own pass, finding
+	// it granted) is granted in the list too.
+	placed := r.gates.placedIn(key)
 	var list v1.BucketyAccessList
 	// Counted, never written: the cache's own objects, not copies.
 	if err := r.Client.List(ctx, &list, ctrl.InNamespace(a.Namespace), ctrl.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("count the accesses of namespace %s: %w", a.Namespace, err)
 	}
+	settled := make(map[types.UID]struct{}, len(placed))
+	for uid := range placed {
+		settled[uid] = struct{}{}
+	}
 	backendOf := map[string]string{a.Spec.BucketyRef.Name: e.Name}
-	perBuckety, total := map[string]int{}, 0
-	var waiting []*v1.BucketyAccess
+	others := make([]contender, 0, len(list.Items))
 	for i := range list.Items {
 		o := &list.Items[i]
+		granted := o.Status.BucketyGeneration != 0
+		_, letThrough := placed[o.UID]
+		if letThrough && !granted && o.DeletionTimestamp.IsZero() {
+			delete(settled, o.UID)
+		}
 		if o.UID == a.UID || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -50,49 +85,80 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 			be = r.backendOf(ctx, a.Namespace, o.Spec.BucketyRef.Name)
 			backendOf[o.Spec.BucketyRef.Name] = be
 		}
+		if be != e.Name && !letThrough {
+			continue
+		}
+		others = append(others, contender{ref: o.Spec.BucketyRef.Name, created: o.CreationTimestamp, name: o.Name, held: granted || letThrough})
+	}
+	r.gates.forget(settled)
+	ref := a.Spec.BucketyRef.Name
+	perBuckety, total, ok := admit(*l, contender{ref: ref, created: a.CreationTimestamp, name: a.Name}, others)
+	switch {
+	case ok:
+		r.gates.place(a.UID, key)
+		return true, nil
+	case l.AccessesPerBuckety > 0 && perBuckety >= l.AccessesPerBuckety:
+		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (limits.accessesPerBuckety: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", ref, perBuckety, e.Name, l.AccessesPerBuckety)
+	default:
+		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (limits.accessesPerNamespace: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, l.AccessesPerNamespace)
+	}
+	return false, nil
+}
+
+// contender is an access as the access limits count it.
+type contender struct {
+	// ref is the Buckety it names.
+	ref     string
+	created metav1.Time
+	name    string
+	// held: it holds a place (granted, or let through the gate).
+	held bool
+}
+
+// admit decides whether access a, not holding a place, may be granted
+// under limits l, given the other live accesses of its namespace on its
+// backend. Those holding a place count first, whatever the limits are now;
+// then those waiting ahead of a (older, or as old and named before it) take
+// a place each while their Buckety and the namespace are under their
+// limits. It returns what a's Buckety and the namespace then count, and
+// whether a fits.
+func admit(l config.Limits, a contender, others []contender) (perBuckety, total int, ok bool) {
+	count := map[string]int{}
+	var waiting []contender
+	for _, o := range others {
 		switch {
-		case be != e.Name:
-		case o.Status.BucketyGeneration != 0:
-			perBuckety[o.Spec.BucketyRef.Name]++
+		case o.held:
+			count[o.ref]++
 			total++
 		case olderThan(o, a):
 			waiting = append(waiting, o)
 		}
 	}
 	fits := func(ref string) bool {
-		return (l.AccessesPerBuckety == 0 || perBuckety[ref] < l.AccessesPerBuckety) && (l.AccessesPerNamespace == 0 || total < l.AccessesPerNamespace)
+		return (l.AccessesPerBuckety == 0 || count[ref] < l.AccessesPerBuckety) && (l.AccessesPerNamespace == 0 || total < l.AccessesPerNamespace)
 	}
-	slices.SortFunc(waiting, func(x, y *v1.BucketyAccess) int {
+	slices.SortFunc(waiting, func(x, y contender) int {
 		if olderThan(x, y) {
 			return -1
 		}
 		return 1
 	})
 	for _, o := range waiting {
-		if fits(o.Spec.BucketyRef.Name) {
-			perBuckety[o.Spec.BucketyRef.Name]++
+		if fits(o.ref) {
+			count[o.ref]++
 			total++
 		}
 	}
-	ref := a.Spec.BucketyRef.Name
-	switch {
-	case l.AccessesPerBuckety > 0 && perBuckety[ref] >= l.AccessesPerBuckety:
-		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses, the most backend %s allows per Buckety (limits.accessesPerBuckety: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", ref, perBuckety[ref], e.Name, l.AccessesPerBuckety)
-	case l.AccessesPerNamespace > 0 && total >= l.AccessesPerNamespace:
-		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s, the most its limits allow (limits.accessesPerNamespace: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, l.AccessesPerNamespace)
-	default:
-		return true, nil
-	}
-	return false, nil
+	return count[a.ref], total, fits(a.ref)
 }
 
 // olderThan orders accesses by creation, then name: the order in which
 // limits grant them.
-func olderThan(o, a *v1.BucketyAccess) bool {
-	if !o.CreationTimestamp.Equal(&a.CreationTimestamp) {
-		return o.CreationTimestamp.Before(&a.CreationTimestamp)
+func olderThan(o, a contender) bool {
+	if !o.created.Equal(&a.created) {
+		return o.created.Before(&a.created)
 	}
-	return o.Name < a.Name
+	return o.name < a.name
 }
 
 // backendOf is the backend of Buckety ns/name as the cache shows it, ""
@@ -106,4 +172,118 @@ func (r *Reconciler) backendOf(ctx context.Context, ns, name string) string {
 		return b.Status.Backend
 	}
 	return b.Spec.Backend
+}
+
+func gateKey(backend, namespace string) string { return backend + "/" + namespace }
+
+// grantGates serialise, per backend and namespace, the decision that an
+// access may be granted its first credentials under the access limits,
+// and remember the accesses a gate let through (placed) until the cache
+// shows them granted: the decisions that follow count them, however far
+// the cache lags the status write that records the grant.
+//
+// Unlike the Buckety controller's claim gate, which a pass holds across
+// its backend calls, and so is taken with TryLock lest a tenant's burst
+// park every worker behind a slow backend, this gate is held only while
+// the decision reads the cache: a pass waits for it no longer than
+// another's count, and nothing has to be retried.
+type grantGates struct {
+	gates sync.Map // gateKey → *sync.Mutex
+
+	mu sync.Mutex
+	// byGate: the accesses each gate let through, not cached as granted
+	// yet; gateOf is the same, by access, with when.
+	byGate map[string]map[types.UID]struct{}
+	gateOf map[types.UID]placement
+}
+
+type placement struct {
+	key string
+	at  time.Time
+}
+
+// lock takes the gate of key, and returns its unlock.
+func (g *grantGates) lock(key string) func() {
+	m, _ := g.gates.LoadOrStore(key, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// place records that the gate of key let access uid through.
+func (g *grantGates) place(uid types.UID, key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byGate == nil {
+		g.byGate, g.gateOf = map[string]map[types.UID]struct{}{}, map[types.UID]placement{}
+	}
+	if g.byGate[key] == nil {
+		g.byGate[key] = map[types.UID]struct{}{}
+	}
+	g.byGate[key][uid] = struct{}{}
+	g.gateOf[uid] = placement{key: key, at: time.Now()}
+}
+
+// placed reports whether a gate let access uid through.
+func (g *grantGates) placed(uid types.UID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.gateOf[uid]
+	return ok
+}
+
+// placedIn returns (a copy of) the accesses the gate of key let through.
+func (g *grantGates) placedIn(key string) map[types.UID]struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[types.UID]struct{}, len(g.byGate[key]))
+	for uid := range g.byGate[key] {
+		out[uid] = struct{}{}
+	}
+	return out
+}
+
+// settle forgets access uid: the cache shows it granted, or it is gone.
+func (g *grantGates) settle(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.drop(uid)
+}
+
+// forget settles every access of uids.
+func (g *grantGates) forget(uids map[types.UID]struct{}) {
+	if len(uids) == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for uid := range uids {
+		g.drop(uid)
+	}
+}
+
+// prune forgets the accesses let through before listed that are not live
+// as listed then (one deleted with its finalizer removed by hand never
+// passes through deletion); one let through since may be newer than the
+// list.
+func (g *grantGates) prune(live map[types.UID]bool, listed time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for uid, p := range g.gateOf {
+		if !live[uid] && p.at.Before(listed) {
+			g.drop(uid)
+		}
+	}
+}
+
+func (g *grantGates) drop(uid types.UID) {
+	p, ok := g.gateOf[uid]
+	if !ok {
+		return
+	}
+	delete(g.gateOf, uid)
+	delete(g.byGate[p.key], uid)
+	if len(g.byGate[p.key]) == 0 {
+		delete(g.byGate, p.key)
+	}
 }

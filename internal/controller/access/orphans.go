@@ -95,6 +95,7 @@ func (o *Orphans) CheckOnce(ctx context.Context) (int, error) {
 // prune drops what the reconciler remembers of accesses that are gone.
 func (o *Orphans) prune(ctx context.Context) error {
 	var al v1.BucketyAccessList
+	listed := time.Now()
 	// Only the UIDs are read: the cache's own objects, not a copy of
 	// every access each minute.
 	if err := o.Reconciler.Client.List(ctx, &al, client.UnsafeDisableDeepCopy); err != nil {
@@ -106,6 +107,7 @@ func (o *Orphans) prune(ctx context.Context) error {
 	}
 	o.Reconciler.verified.prune(live)
 	o.Reconciler.secrets.prune(live)
+	o.Reconciler.gates.prune(live, listed)
 	return nil
 }
 

@@ -65,6 +65,8 @@ type Reconciler struct {
 	secrets knownSecrets
 	// reassert holds the accesses the credential sweep found drifted.
 	reassert reassertSet
+	// gates serialise first grants under the access limits (limits.go).
+	gates grantGates
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers

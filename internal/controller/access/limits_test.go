@@ -1,0 +1,194 @@
+package access
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+// TestAdmit: those holding a place count whatever the limits are now;
+// the waiting ones ahead (older, or as old and named before) take a place
+// each while it fits; the same second orders by name.
+func TestAdmit(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Second))
+	c := func(ref string, at metav1.Time, name string, held bool) contender {
+		return contender{ref: ref, created: at, name: name, held: held}
+	}
+	for _, tc := range []struct {
+		name          string
+		l             config.Limits
+		a             contender
+		others        []contender
+		ok            bool
+		perB, onTotal int
+	}{
+		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0},
+		{"z held, a as old and named before: z keeps its place", config.Limits{AccessesPerNamespace: 1},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1},
+		{"z waiting, a as old and named before: a goes first", config.Limits{AccessesPerNamespace: 1},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0},
+		{"a waiting ahead of z in the same second", config.Limits{AccessesPerNamespace: 1},
+			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1},
+		{"an older one waiting takes the place", config.Limits{AccessesPerNamespace: 1},
+			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1},
+		{"a newer one waiting does not", config.Limits{AccessesPerNamespace: 1},
+			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0},
+		{"held over a lowered limit", config.Limits{AccessesPerNamespace: 1},
+			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2},
+		{"an older one waiting that does not fit its Buckety takes no place", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
+			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1},
+		{"the Buckety full", config.Limits{AccessesPerBuckety: 1},
+			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			perB, total, ok := admit(tc.l, tc.a, tc.others)
+			if ok != tc.ok || perB != tc.perB || total != tc.onTotal {
+				t.Errorf("want ok %v, per Buckety %d, total %d; got ok %v, %d, %d", tc.ok, tc.perB, tc.onTotal, ok, perB, total)
+			}
+		})
+	}
+}
+
+// limitsEnv is a Reconciler on a fake cache holding Buckety o/orders on
+// backend svc, which allows limit accesses per namespace.
+func limitsEnv(t *testing.T, limit int) (*Reconciler, *backends.Entry) {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.BucketyAccess{}).
+		WithObjects(&v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "orders"}, Spec: v1.BucketySpec{Backend: "svc"}}).Build()
+	e := &backends.Entry{Name: "svc", Config: &config.Backend{Name: "svc", Limits: &config.Limits{AccessesPerNamespace: limit}}}
+	return &Reconciler{Client: c, APIReader: c}, e
+}
+
+// mkAccess creates access o/name created at at, and returns it as read back.
+func mkAccess(t *testing.T, c client.Client, name string, at time.Time) *v1.BucketyAccess {
+	t.Helper()
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(at)},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: name}}
+	if err := c.Create(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.BucketyAccess{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(a), got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestSameSecondAccessesGrantOne: "z" is let through while the cache holds
+// it alone; "a", created in the same second, is cached before z's grant
+// is. a is ordered before z (same second, then name), but z holds its
+// place from the moment the gate let it through: a waits, naming
+// limits.accessesPerNamespace, and still waits once the cache shows z
+// granted.
+func TestSameSecondAccessesGrantOne(t *testing.T) {
+	r, e := limitsEnv(t, 1)
+	ctx := context.Background()
+	at := time.Now().Truncate(time.Second)
+	z := mkAccess(t, r.Client, "z", at)
+	if ok, err := r.withinLimits(ctx, z, e, &facts{}); err != nil || !ok {
+		t.Fatalf("z alone: want it let through, got %v (%v)", ok, err)
+	}
+	a := mkAccess(t, r.Client, "a", at)
+	if !a.CreationTimestamp.Equal(&z.CreationTimestamp) {
+		t.Fatalf("want both created in the same second, got %v and %v", z.CreationTimestamp, a.CreationTimestamp)
+	}
+	check := func(when string) {
+		t.Helper()
+		f := &facts{}
+		ok, err := r.withinLimits(ctx, a, e, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok || !strings.Contains(f.limitExceeded, "limits.accessesPerNamespace: 1") {
+			t.Errorf("%s: want a held at limits.accessesPerNamespace: 1, got let through %v (%q)", when, ok, f.limitExceeded)
+		}
+	}
+	check("z's grant not cached yet")
+	// z's pass goes on (its own later passes hold the place too).
+	if ok, err := r.withinLimits(ctx, z, e, &facts{}); err != nil || !ok {
+		t.Errorf("z again: want it let through, got %v (%v)", ok, err)
+	}
+	z.Status.BucketyGeneration = 1
+	if err := r.Client.Status().Update(ctx, z); err != nil {
+		t.Fatal(err)
+	}
+	check("z's grant cached")
+	if r.gates.placed(z.UID) {
+		t.Error("want z's place forgotten once the cache shows it granted")
+	}
+	check("z counted from the cache")
+}
+
+// TestConcurrentAccessesGrantAtMostTheLimit: accesses created in one
+// second by many at once, each pass deciding as soon as its access is
+// cached (seeing some of the others, none granted yet): exactly the limit
+// are let through, whatever the interleaving; later passes change nothing.
+func TestConcurrentAccessesGrantAtMostTheLimit(t *testing.T) {
+	const n, limit = 24, 3
+	for round := range 20 {
+		r, e := limitsEnv(t, limit)
+		at := time.Now().Truncate(time.Second)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		granted := map[string]bool{}
+		accesses := make([]*v1.BucketyAccess, n)
+		for i := range n {
+			wg.Go(func() {
+				// Names in no order the creation follows.
+				a := mkAccess(t, r.Client, fmt.Sprintf("acc-%02d", (i*7)%n), at)
+				accesses[i] = a
+				ok, err := r.withinLimits(context.Background(), a, e, &facts{})
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				granted[a.Name] = ok
+			})
+		}
+		wg.Wait()
+		count := func() (int, []string) {
+			var names []string
+			for name, ok := range granted {
+				if ok {
+					names = append(names, name)
+				}
+			}
+			return len(names), names
+		}
+		if got, names := count(); got != limit {
+			t.Fatalf("round %d: want %d of %d let through, got %d: %v", round, limit, n, got, names)
+		}
+		for _, a := range accesses {
+			ok, err := r.withinLimits(context.Background(), a, e, &facts{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != granted[a.Name] {
+				t.Errorf("round %d: %s: want the decision kept (%v) on its next pass, got %v", round, a.Name, granted[a.Name], ok)
+			}
+		}
+	}
+}

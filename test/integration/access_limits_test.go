@@ -1,0 +1,226 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/testhook"
+	"github.com/Yolean/buckety-controller/test/harness"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// limitOutcome is what the accesses of ns named names hold: the granted
+// ones (Ready with a Secret) and the held ones (LimitExceeded naming limit,
+// no Secret); anything else is described in other.
+func limitOutcome(t *testing.T, ns, limit string, names []string) (granted, held, other []string) {
+	t.Helper()
+	for _, n := range names {
+		a := &v1.BucketyAccess{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, a); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, &corev1.Secret{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		hasSecret := err == nil
+		switch {
+		case c != nil && c.Status == metav1.ConditionTrue && hasSecret:
+			granted = append(granted, n)
+		case c != nil && c.Reason == v1.ReasonLimitExceeded && strings.Contains(c.Message, limit) && !hasSecret:
+			held = append(held, n)
+		default:
+			other = append(other, fmt.Sprintf("%s (Secret %v): %s", n, hasSecret, condString(a.Status.Conditions)))
+		}
+	}
+	return granted, held, other
+}
+
+// passAgain makes every access of names reconciled again (an annotation
+// changed) and waits until the controllers are idle.
+func passAgain(t *testing.T, ns string, names []string, round int) {
+	t.Helper()
+	for _, n := range names {
+		patch(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}, fmt.Sprintf(`{"metadata":{"annotations":{"test.buckety.yolean.se/pass":"%d"}}}`, round))
+	}
+	waitIdle(t)
+}
+
+// TestSameSecondAccessesGetOneCredential (issue 50, item 4): under
+// limits.accessesPerNamespace: 1, access "z" is created, and "a" in the
+// same second while z's first grant is under way (paused after its user is
+// set on the broker, before its Secret and status are written). The two
+// are ordered by name within the second, so a is "older"; but z was let
+// through first, and holds its place: exactly one of them gets a user and
+// a Secret, the other reports the limit, and further passes change
+// nothing. (Before the grant gate, a's pass, seeing z not granted yet and
+// not older, granted a too.)
+func TestSameSecondAccessesGetOneCredential(t *testing.T) {
+	needInfra(t)
+	needTestHook(t)
+	b, _ := scopedBroker(t, 0)
+	be := superuserBackend(b, 0)
+	be.Limits = &config.Limits{AccessesPerNamespace: 1}
+	pauseDir := t.TempDir()
+	t.Setenv(testhook.Env, pauseDir)
+	arm, reached, release := filepath.Join(pauseDir, testhook.AfterMint+".arm"), filepath.Join(pauseDir, testhook.AfterMint+".reached"), filepath.Join(pauseDir, testhook.AfterMint+".release")
+	startController(t, harness.ConfigYAML(be), nil, time.Hour)
+	// Runs before the controller stops: nothing stays paused.
+	t.Cleanup(func() {
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	})
+	const limit = "limits.accessesPerNamespace: 1"
+	mk := func(ns, name string) *v1.BucketyAccess {
+		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: name}}
+		create(t, a)
+		return a
+	}
+	for attempt := 1; ; attempt++ {
+		if attempt > 5 {
+			t.Fatal("could not create z and a in the same second in 5 attempts")
+		}
+		for _, f := range []string{reached, release} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+		ns := namespace(t)
+		removeWhileRunning(t, ns)
+		bk := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".orders"}}
+		create(t, bk)
+		waitCondition(t, bk, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+		if err := os.WriteFile(arm, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Just after a second starts, so z's grant has most of a second
+		// to reach the pause before a is created.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
+		z := mk(ns, "z")
+		wait.For(t, waitTimeout, "z's grant paused after its user is set", func() (bool, string) {
+			_, err := os.Stat(reached)
+			return err == nil, "not reached"
+		})
+		a := mk(ns, "a")
+		same := a.CreationTimestamp.Equal(&z.CreationTimestamp)
+		if same {
+			// a's pass decides while z's grant is paused: it is held at
+			// the limit, or (without the gate) it mints a user of its own
+			// and pauses too.
+			wait.For(t, waitTimeout, "a's pass decided", func() (bool, string) {
+				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(a), a); err != nil {
+					return false, err.Error()
+				}
+				if c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonLimitExceeded {
+					return true, ""
+				}
+				return len(credentialsOf(t, a.UID)) > 0, condString(a.Status.Conditions)
+			})
+		}
+		if err := os.Remove(arm); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names := []string{"z", "a"}
+		var granted, held, other []string
+		wait.For(t, waitTimeout, "one of z and a granted, the other held at the limit", func() (bool, string) {
+			granted, held, other = limitOutcome(t, ns, limit, names)
+			return len(granted)+len(held) == 2, fmt.Sprintf("granted %v, held %v, other %v", granted, held, other)
+		})
+		if !same {
+			t.Logf("attempt %d: z created at %s, a at %s: split by a second boundary; again", attempt, z.CreationTimestamp, a.CreationTimestamp)
+			continue
+		}
+		t.Logf("attempt %d: z and a both created at %s", attempt, z.CreationTimestamp)
+		first := slices.Clone(granted)
+		for round := range 4 {
+			if len(granted) != 1 || len(held) != 1 {
+				t.Fatalf("pass %d: want exactly one of z and a granted and the other held at %s, got granted %v, held %v, other %v", round, limit, granted, held, other)
+			}
+			if !slices.Equal(granted, first) {
+				t.Fatalf("pass %d: want %v granted still, got %v", round, first, granted)
+			}
+			heldAccess := &v1.BucketyAccess{}
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: held[0]}, heldAccess); err != nil {
+				t.Fatal(err)
+			}
+			if creds := credentialsOf(t, heldAccess.UID); len(creds) != 0 {
+				t.Fatalf("pass %d: want no user recorded for the held access %s, got %d", round, held[0], len(creds))
+			}
+			passAgain(t, ns, names, round)
+			granted, held, other = limitOutcome(t, ns, limit, names)
+		}
+		return
+	}
+}
+
+// TestBurstOfAccessesGrantsExactlyTheLimit (issue 50, item 4): a tenant
+// creates many accesses at once, as a burst the webhook would admit while
+// its cache lags; under limits.accessesPerNamespace: k the controller
+// grants exactly k, holds the others at LimitExceeded naming the limit,
+// and keeps it so over further passes.
+func TestBurstOfAccessesGrantsExactlyTheLimit(t *testing.T) {
+	needInfra(t)
+	const n, k = 12, 3
+	bs := sharedBackends("kafka", "s3")
+	bs[0].Limits = &config.Limits{AccessesPerNamespace: k}
+	startController(t, harness.ConfigYAML(bs...), nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bk := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".orders"}}
+	create(t, bk)
+	waitCondition(t, bk, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	names := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		// Names in no order the creation follows.
+		names[i] = fmt.Sprintf("app-%02d", (i*5)%n)
+		wg.Go(func() {
+			a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: names[i]}}
+			if err := k8s.Create(context.Background(), a); err != nil {
+				t.Errorf("create %s: %v", names[i], err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	limit := fmt.Sprintf("limits.accessesPerNamespace: %d", k)
+	var granted, held, other []string
+	wait.For(t, waitTimeout, "every access granted or held", func() (bool, string) {
+		granted, held, other = limitOutcome(t, ns, limit, names)
+		return len(other) == 0, fmt.Sprintf("granted %v, held %d, other %v", granted, len(held), other)
+	})
+	first := slices.Clone(granted)
+	for round := range 3 {
+		if len(granted) != k || len(held) != n-k {
+			t.Fatalf("pass %d: want %d granted and %d held at %s, got granted %v, held %v, other %v", round, k, n-k, limit, granted, held, other)
+		}
+		if !slices.Equal(granted, first) {
+			t.Fatalf("pass %d: want %v granted still, got %v", round, first, granted)
+		}
+		passAgain(t, ns, names, round)
+		granted, held, other = limitOutcome(t, ns, limit, names)
+	}
+}
