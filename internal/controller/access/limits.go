@@ -14,6 +14,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // LimitRetry is how soon an access waiting for its namespace's or its
@@ -53,6 +54,14 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 	key := gateKey(e.Name, a.Namespace)
 	unlock := r.gates.lock(key)
 	defer unlock()
+	if held, err := r.issued(ctx, a.UID); err != nil || held {
+		// Issued a credential before a crash lost the gate's memory and
+		// its status: it holds its place.
+		if held {
+			r.gates.place(a.UID, key)
+		}
+		return held, err
+	}
 	// The accesses this gate let through: each holds its place until the
 	// cache shows it granted (counted from the cache from then on) or
 	// deleted (counted no more); those are forgotten. Read before the
@@ -88,7 +97,18 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 		if be != e.Name && !letThrough {
 			continue
 		}
-		others = append(others, contender{ref: o.Spec.BucketyRef.Name, created: o.CreationTimestamp, name: o.Name, held: granted || letThrough})
+		held := granted || letThrough
+		if !held {
+			// A credential recorded and no grant shown: a controller
+			// crashed between issuing it and the status write, and this
+			// process never let it through. Its user may work: it holds
+			// its place.
+			var err error
+			if held, err = r.issued(ctx, o.UID); err != nil {
+				return false, err
+			}
+		}
+		others = append(others, contender{ref: o.Spec.BucketyRef.Name, created: o.CreationTimestamp, name: o.Name, held: held})
 	}
 	r.gates.forget(settled)
 	ref := a.Spec.BucketyRef.Name
@@ -101,6 +121,21 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (limits.accessesPerBuckety: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", ref, perBuckety, e.Name, l.AccessesPerBuckety)
 	default:
 		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (limits.accessesPerNamespace: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, l.AccessesPerNamespace)
+	}
+	return false, nil
+}
+
+// issued reports whether the access uid has a credential record (a
+// principal of its own issued, or about to be), as the cache shows.
+func (r *Reconciler) issued(ctx context.Context, uid types.UID) (bool, error) {
+	var list v1.BucketyCredentialList
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexCredentialOwner: string(uid)}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("list the credentials of access %s: %w", uid, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.Owner.UID == string(uid) {
+			return true, nil
+		}
 	}
 	return false, nil
 }

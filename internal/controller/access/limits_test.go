@@ -18,6 +18,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // TestAdmit: those holding a place count whatever the limits are now;
@@ -76,6 +77,9 @@ func limitsEnv(t *testing.T, limit int) (*Reconciler, *backends.Entry) {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.BucketyAccess{}).
+		WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, func(o client.Object) []string {
+			return []string{o.GetLabels()[v1.ClaimOwnerLabel]}
+		}).
 		WithObjects(&v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "orders"}, Spec: v1.BucketySpec{Backend: "svc"}}).Build()
 	e := &backends.Entry{Name: "svc", Config: &config.Backend{Name: "svc", Limits: &config.Limits{AccessesPerNamespace: limit}}}
 	return &Reconciler{Client: c, APIReader: c}, e
@@ -190,5 +194,31 @@ func TestConcurrentAccessesGrantAtMostTheLimit(t *testing.T) {
 				t.Errorf("round %d: %s: want the decision kept (%v) on its next pass, got %v", round, a.Name, granted[a.Name], ok)
 			}
 		}
+	}
+}
+
+// TestIssuedBeforeACrashHoldsItsPlace: "z" was let through by a
+// controller that crashed after recording its credential (its user may
+// work) and before its status showed the grant; the new process's gate
+// never let it through. "a", created in the same second and ordered
+// before it, must not take a second place: z's credential record holds
+// it, and z's own pass goes on.
+func TestIssuedBeforeACrashHoldsItsPlace(t *testing.T) {
+	r, e := limitsEnv(t, 1)
+	ctx := context.Background()
+	at := time.Now().Truncate(time.Second)
+	z := mkAccess(t, r.Client, "z", at)
+	a := mkAccess(t, r.Client, "a", at)
+	rec := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-z", Labels: map[string]string{v1.ClaimOwnerLabel: string(z.UID)}},
+		Spec: v1.BucketyCredentialSpec{Owner: v1.ClaimOwner{Namespace: "o", Name: "z", UID: string(z.UID)}, Principal: "user-z"}}
+	if err := r.Client.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	f := &facts{}
+	if ok, err := r.withinLimits(ctx, a, e, f); err != nil || ok {
+		t.Fatalf("a: want it held behind z's issued credential, got let through %v (%v)", ok, err)
+	}
+	if ok, err := r.withinLimits(ctx, z, e, &facts{}); err != nil || !ok {
+		t.Fatalf("z: want its issued credential to keep its place, got %v (%v)", ok, err)
 	}
 }
