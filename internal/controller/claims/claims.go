@@ -246,6 +246,11 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, cur *v1.BucketyClai
 		}
 		return nil, false, nil, fmt.Errorf("take over claim %s of a deleted Buckety: %w", cl.Name, err)
 	}
+	// Its owner is b now: the stamp (kubectl get bkyc, Owner-Gone) is no
+	// longer true.
+	if err := c.ClearOwnerGone(ctx, cl); err != nil {
+		return nil, false, nil, err
+	}
 	c.recent.put(cl)
 	return cl, true, nil, nil
 }
@@ -389,6 +394,20 @@ func (c *Store) MarkOwnerGone(ctx context.Context, cl *v1.BucketyClaim, now meta
 	cl.Status.OwnerGoneSince = &now
 	if err := c.Client.Status().Patch(ctx, cl, ctrl.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("mark claim %s: %w", cl.Name, err)
+	}
+	return nil
+}
+
+// ClearOwnerGone removes status.ownerGoneSince from a claim taken over by
+// a new owner.
+func (c *Store) ClearOwnerGone(ctx context.Context, cl *v1.BucketyClaim) error {
+	if cl.Status.OwnerGoneSince == nil {
+		return nil
+	}
+	before := cl.DeepCopy()
+	cl.Status.OwnerGoneSince = nil
+	if err := c.Client.Status().Patch(ctx, cl, ctrl.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("clear the owner-gone stamp of claim %s: %w", cl.Name, err)
 	}
 	return nil
 }

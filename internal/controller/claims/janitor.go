@@ -65,6 +65,14 @@ func (j *Janitor) CheckOnce(ctx context.Context) (int, error) {
 	n := 0
 	for i := range cl.Items {
 		c := &cl.Items[i]
+		if c.Status.OwnerGoneSince != nil && present[c.Spec.Owner.UID] {
+			// Taken over since it was stamped (Store.takeOver clears the
+			// stamp; this is for a takeover whose clearing failed).
+			if err := j.Store.ClearOwnerGone(ctx, c.DeepCopy()); err != nil {
+				return n, err
+			}
+			continue
+		}
 		if c.Status.OwnerGoneSince != nil || present[c.Spec.Owner.UID] || IsRetained(c) {
 			// A retained claim's owner is gone by design: spec.retained
 			// tells it.
