@@ -475,21 +475,7 @@ func (c *Store) OwnedCached(ctx context.Context, uid types.UID) ([]v1.BucketyCla
 	if err := c.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimOwner: string(uid)}); err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
 	}
-	for _, name := range c.recent.owned(uid) {
-		i := slices.IndexFunc(list.Items, func(cl v1.BucketyClaim) bool { return cl.Name == name })
-		var cached *v1.BucketyClaim
-		if i >= 0 {
-			cached = &list.Items[i]
-		}
-		switch mine := c.recent.newer(name, cached); {
-		case mine == nil:
-		case i >= 0:
-			list.Items[i] = *mine
-		default:
-			list.Items = append(list.Items, *mine)
-		}
-	}
-	return list.Items, nil
+	return c.withRecent(list.Items, c.recent.owned(uid)), nil
 }
 
 // InNamespace lists the claims of namespace ns on backend from the cache,
@@ -503,23 +489,29 @@ func (c *Store) InNamespace(ctx context.Context, backend, ns string) ([]v1.Bucke
 	if err := c.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimBackendNamespace: objects.BackendNamespace(backend, ns)}, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	for _, name := range c.recent.matching(func(cl *v1.BucketyClaim) bool {
+	return c.withRecent(list.Items, c.recent.matching(func(cl *v1.BucketyClaim) bool {
 		return cl.Spec.Backend == backend && cl.Spec.Owner.Namespace == ns
-	}) {
-		i := slices.IndexFunc(list.Items, func(cl v1.BucketyClaim) bool { return cl.Name == name })
+	})), nil
+}
+
+// withRecent is items, from the cache, with the claims named that this
+// store wrote and the cache shows older or not at all.
+func (c *Store) withRecent(items []v1.BucketyClaim, names []string) []v1.BucketyClaim {
+	for _, name := range names {
+		i := slices.IndexFunc(items, func(cl v1.BucketyClaim) bool { return cl.Name == name })
 		var cached *v1.BucketyClaim
 		if i >= 0 {
-			cached = &list.Items[i]
+			cached = &items[i]
 		}
 		switch mine := c.recent.newer(name, cached); {
 		case mine == nil:
 		case i >= 0:
-			list.Items[i] = *mine
+			items[i] = *mine
 		default:
-			list.Items = append(list.Items, *mine)
+			items = append(items, *mine)
 		}
 	}
-	return list.Items, nil
+	return items
 }
 
 // Release deletes a claim held by its owner, as read: the delete carries
