@@ -571,11 +571,12 @@ func parallelN(t *testing.T, n int, f func(i int) error) {
 // waitReady waits until b is Ready.
 func waitReady(t *testing.T, e *env, b *v1.Buckety, timeout time.Duration) {
 	t.Helper()
+	cur := &v1.Buckety{}
 	if !wait.Until(time.Now().Add(timeout), func() bool {
-		cur := &v1.Buckety{}
 		return e.k8s.Get(context.Background(), client.ObjectKeyFromObject(b), cur) == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady)
 	}) {
-		t.Fatalf("%s/%s not Ready after %s", b.Namespace, b.Name, timeout)
+		ready := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionReady)
+		t.Fatalf("%s/%s not Ready after %s: %+v", b.Namespace, b.Name, timeout, ready)
 	}
 }
 

@@ -199,7 +199,7 @@ func (c *Store) held(ctx context.Context, b *v1.Buckety, k Key, name string, pha
 		return nil, false, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, SameNamespace: cur.Spec.Owner.Namespace == b.Namespace, Phase: cur.Spec.Phase}, nil
 	}
 	if Written(cur.Spec.Phase) || cur.Spec.Retained != nil {
-		return c.takeOver(ctx, b, cur, phase, location, budgeted)
+		return c.takeOver(ctx, b, k, cur, phase, location, budgeted)
 	}
 	if err := c.delete(ctx, cur); err != nil {
 		return nil, false, nil, fmt.Errorf("remove stale claim %s of a deleted Buckety: %w", name, err)
@@ -219,7 +219,7 @@ func Written(p v1.ClaimPhase) bool {
 // says the resource is gone (Created: nothing is left to count). An
 // optimistic-lock update: a claim changed meanwhile is read again by the
 // caller's loop.
-func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, cur *v1.BucketyClaim, phase v1.ClaimPhase, location map[string]string, budgeted *v1.Budgeted) (*v1.BucketyClaim, bool, *Conflict, error) {
+func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.BucketyClaim, phase v1.ClaimPhase, location map[string]string, budgeted *v1.Budgeted) (*v1.BucketyClaim, bool, *Conflict, error) {
 	cl := cur.DeepCopy()
 	if Written(cl.Spec.Phase) {
 		cl.Spec.Retained = &v1.ClaimRetained{Since: metav1.Now(), Owner: cl.Spec.Owner, Phase: cl.Spec.Phase}
@@ -231,6 +231,9 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, cur *v1.BucketyClai
 		cl.Spec.Retained = nil
 	}
 	cl.Spec.Owner = v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}
+	// Through the backend b names (a sibling of the same service may have
+	// made it), as a claim b made would be.
+	cl.Spec.Backend, cl.Spec.Service = k.Backend, k.space()
 	cl.Spec.Phase = phase
 	cl.Spec.Location = location
 	if budgeted != nil {

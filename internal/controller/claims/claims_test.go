@@ -455,3 +455,25 @@ func TestInNamespaceCountsOwnWrites(t *testing.T) {
 		t.Fatalf("want team's one claim, written and not yet cached, got %v (%v)", got, err)
 	}
 }
+
+// TestTakeOverThroughASibling: a claim made through one backend of a
+// service (kafka-b), whose owner is gone, taken over by a Buckety that
+// names another (kafka), is that Buckety's: it records the backend the
+// Buckety names, so its next pass finds it its own, not a conflict with
+// itself.
+func TestTakeOverThroughASibling(t *testing.T) {
+	ctx := context.Background()
+	heir := buckety("alice", "reclaim")
+	stale := claimOf("kafka", "orders", "mallory", "grab", "gone-uid", v1.ClaimCreated)
+	stale.Spec.Backend, stale.Spec.Service = "kafka-b", "kafka"
+	api := newClient(t, heir, stale)
+	s := &Store{Client: api, APIReader: api}
+	k := Key{Backend: "kafka", Service: "kafka", Resource: "orders", Siblings: []string{"kafka", "kafka-b"}}
+	if _, conflict, err := s.Acquire(ctx, heir, k); err != nil || conflict != nil {
+		t.Fatalf("want it taken over, got conflict %+v, %v", conflict, err)
+	}
+	mine, other, err := s.Held(ctx, heir, k, true)
+	if err != nil || mine == nil || other || mine.Spec.Backend != "kafka" {
+		t.Fatalf("want the claim the heir's own through kafka, got %+v, other %v, %v", mine, other, err)
+	}
+}
