@@ -307,8 +307,8 @@ func (a *attack) segmentSlackEscape(topic func(ns, name string, params ...string
 // MiB written.
 func (a *attack) oversizedSecretEscape(ns string, c client.Client) {
 	t := a.t
-	_, perNS := accessLimits(a.p)
-	n := perNS - 1
+	perB, perNS := accessLimits(a.p)
+	n := min(perB, perNS)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big"}, Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.${name}", Parameters: map[string]string{"partitions": "1"}}}
 	if err := c.Create(a.ctx, b); err != nil {
 		t.Fatal(err)
@@ -323,7 +323,8 @@ func (a *attack) oversizedSecretEscape(ns string, c client.Client) {
 		a.waitSecret(ns, fmt.Sprintf("x%d", i))
 	}
 	before := a.liveHeap()
-	big := strings.Repeat("p", 1<<20)
+	// As much as a Secret takes beside its other keys (1 MiB in all).
+	big := strings.Repeat("p", 1<<20-16<<10)
 	for i := range n {
 		s := &corev1.Secret{}
 		if err := c.Get(a.ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("x%d", i)}, s); err != nil {
