@@ -27,9 +27,9 @@ step "MinIO refuses another 600 KiB: it would pass the 1 MiB hard quota"
 # MinIO checks an upload against its own count of the bucket, which it
 # caches for up to 10 s after the scanner's report: the same object is
 # tried again until the count has caught up.
-deadline=$((SECONDS + 60))
+deadline=$((SECONDS + E2E_TIMEOUT))
 until ! out=$(upload second); do
-  [ $SECONDS -lt $deadline ] || fail "MinIO still accepted 600 KiB more into a bucket holding 600 KiB under a 1 MiB hard quota after 60s"
+  [ $SECONDS -lt $deadline ] || fail "MinIO still accepted 600 KiB more into a bucket holding 600 KiB under a 1 MiB hard quota after ${E2E_TIMEOUT}s"
   sleep 3
 done
 expect_contains "MinIO's refusal" "XMinioAdminBucketQuotaExceeded" "$out"
