@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -100,7 +101,8 @@ func TestKafkaSecuredBrokers(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			// Backstops that end a hung test, not speed goals.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			if _, err := be.Ensure(ctx, drivers.Resource{Name: "probe-topic"}); err != nil {
 				t.Fatalf("ensure: %v", err)
@@ -125,7 +127,7 @@ func TestKafkaSecuredBrokers(t *testing.T) {
 				}
 			})
 			t.Run("with the whole Secret it produces and consumes", func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				if err := kafka(ctx, secret(g.Data)); err != nil {
 					t.Fatalf("want the probe to connect with the Secret %v, got %v", keysOf(g.Data), err)
@@ -270,19 +272,24 @@ func TestKafkaProbeRefusedLogin(t *testing.T) {
 		wrong[k] = v
 	}
 	wrong[kadmdriver.SecretSASLPassword] = []byte("not-the-password")
-	start := time.Now()
-	if err := kafka(ctx, env(wrong)); err == nil || !refusedLogin.MatchString(err.Error()) {
-		t.Errorf("an old password: want a refused login, got %v", err)
+	// At once: the probe ends with the refusal itself, not with its own
+	// deadline (30 s) after retrying it; how long it took is a figure.
+	refused := func(what string, err error) {
+		t.Helper()
+		switch {
+		case err == nil || !refusedLogin.MatchString(err.Error()):
+			t.Errorf("%s: want a refused login, got %v", what, err)
+		case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded"):
+			t.Errorf("%s: want the refusal reported at once, got it only at the probe's deadline: %v", what, err)
+		}
 	}
+	start := time.Now()
+	refused("an old password", kafka(ctx, env(wrong)))
 	if err := be.Revoke(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := kafka(ctx, env(g.Data)); err == nil || !refusedLogin.MatchString(err.Error()) {
-		t.Errorf("a revoked user: want a refused login, got %v", err)
-	}
-	if d := time.Since(start); d > 40*time.Second {
-		t.Errorf("want refusals to surface at once, took %s", d)
-	}
+	refused("a revoked user", kafka(ctx, env(g.Data)))
+	t.Logf("figure: both refusals surfaced in %s", time.Since(start).Round(time.Millisecond))
 }
 
 // scopedBackend opens the kadm driver on a broker that enforces SASL/SCRAM
