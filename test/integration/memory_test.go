@@ -128,10 +128,11 @@ func memStat(t *testing.T, profile, name string) uint64 {
 
 // buildReleaseController builds buckety-controller as make build and the
 // image do (no cgo, stripped): what the binary maps counts in its RSS.
-func buildReleaseController(t *testing.T) string {
+// tags are added build tags (testhook.Tag for a test that pauses it).
+func buildReleaseController(t *testing.T, tags ...string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "buckety-controller")
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out, "github.com/Yolean/buckety-controller/cmd/buckety-controller")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-tags", strings.Join(tags, ","), "-o", out, "github.com/Yolean/buckety-controller/cmd/buckety-controller")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
@@ -175,7 +176,7 @@ func TestControllerMemory(t *testing.T) {
 			Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.${name}", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: name}}})
 	})
 	t.Logf("created %d Secrets and %d Bucketies in %s", m, n, time.Since(start).Round(time.Millisecond))
-	wait.For(t, time.Minute+time.Duration(n)*200*time.Millisecond, fmt.Sprintf("%d Bucketies Ready", n), func() (bool, string) {
+	wait.For(t, waitTimeout+time.Duration(n)*200*time.Millisecond, fmt.Sprintf("%d Bucketies Ready", n), func() (bool, string) {
 		var list v1.BucketyList
 		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
