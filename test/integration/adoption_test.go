@@ -102,7 +102,7 @@ func TestAdoptionNeedsBothKeys(t *testing.T) {
 		// A refused Buckety's later passes claim, inspect and release
 		// again (on its backoff, and once more after its own status write),
 		// so the claim may be seen for a moment: it must not stay.
-		wait.For(t, 20*time.Second, c.obj+": claim released", func() (bool, string) {
+		wait.For(t, waitTimeout, c.obj+": claim released", func() (bool, string) {
 			_, held := claimOn(t, c.backend, name)
 			return !held, "claim held"
 		})

@@ -28,7 +28,7 @@ func BenchmarkAdmissionThroughAPIServer(b *testing.B) {
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b%d", i), Namespace: ns, Labels: map[string]string{"yolean.se/generation": "003"}},
 			Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.${name}.v${label['yolean.se/generation']}", Parameters: map[string]string{"partitions": "3"}}}
 	}
-	wait.For(b, 30*time.Second, "webhook in effect", func() (bool, string) {
+	wait.For(b, waitTimeout, "webhook in effect", func() (bool, string) {
 		bad := mk(0)
 		bad.Spec.Backend = "nope"
 		err := c.Create(ctx, bad, client.DryRunAll)

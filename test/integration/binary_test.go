@@ -115,7 +115,7 @@ func runBinaryArgs(t *testing.T, bin, kubeconfig, configDir string, extraEnv, ex
 	}
 	cp.p = p
 	t.Cleanup(func() { cp.stop(t) })
-	wait.For(t, 60*time.Second, "controller ready", func() (bool, string) {
+	wait.For(t, waitTimeout, "controller ready", func() (bool, string) {
 		if done, err := p.Exited(); done {
 			t.Fatalf("controller exited: %v\n%s", err, p.Tail(30))
 		}

@@ -89,7 +89,7 @@ func TestRecursiveBucketDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonDeleting, waitTimeout)
-	wait.For(t, 60*time.Second, "bucket gone", func() (bool, string) {
+	wait.For(t, waitTimeout, "bucket gone", func() (bool, string) {
 		return !bucketExists(t, bucket), "exists"
 	})
 	wait.For(t, waitTimeout, "Buckety gone", func() (bool, string) { return gone(t, b) })

@@ -52,7 +52,7 @@ func TestBurstDoesNotStarveAnotherNamespace(t *testing.T) {
 		for _, ns := range []string{mallory, alice} {
 			deleteEach(t, ns, &v1.BucketyList{})
 		}
-		wait.For(t, 3*time.Minute, "the Bucketies removed", func() (bool, string) {
+		wait.For(t, burstBackstop, "the Bucketies removed", func() (bool, string) {
 			left := 0
 			for _, ns := range []string{mallory, alice} {
 				var list metav1.PartialObjectMetadataList
@@ -87,8 +87,8 @@ func TestBurstDoesNotStarveAnotherNamespace(t *testing.T) {
 		if meta.IsStatusConditionTrue(ledger.Status.Conditions, v1.ConditionReady) {
 			break
 		}
-		if time.Since(start) > 2*time.Minute {
-			t.Fatalf("the other namespace's Buckety not Ready after 2m: %v", ledger.Status.Conditions)
+		if time.Since(start) > burstBackstop {
+			t.Fatalf("the other namespace's Buckety not Ready after %s (a backstop that ends a hung test, not a speed goal): %v", burstBackstop, ledger.Status.Conditions)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -96,11 +96,11 @@ func TestBurstDoesNotStarveAnotherNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the other namespace's Buckety (with its access) Ready after %s, with %d of the burst's %d Ready", time.Since(start).Round(time.Millisecond), ready, burst)
+	t.Logf("figure: the other namespace's Buckety (with its access) Ready after %s, with %d of the burst's %d Ready", time.Since(start).Round(time.Millisecond), ready, burst)
 	if ready > burst/2 {
 		t.Errorf("want the other namespace's Buckety Ready before most of a burst queued ahead of it, got it after %d of %d", ready, burst)
 	}
-	wait.For(t, 2*time.Minute, "the burst Ready", func() (bool, string) {
+	wait.For(t, burstBackstop, "the burst Ready (a backstop that ends a hung test, not a speed goal)", func() (bool, string) {
 		n, err := readyIn(mallory)
 		if err != nil {
 			return false, err.Error()
@@ -108,3 +108,9 @@ func TestBurstDoesNotStarveAnotherNamespace(t *testing.T) {
 		return n == burst, fmt.Sprintf("%d of %d", n, burst)
 	})
 }
+
+// burstBackstop ends a hung TestBurstDoesNotStarveAnotherNamespace. What
+// the test asserts is counted (how much of the burst was Ready first), so
+// the bound is only there to end the test, and generous: 120 Bucketies by
+// two workers can take minutes on a loaded machine.
+const burstBackstop = 10 * time.Minute

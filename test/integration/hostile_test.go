@@ -573,7 +573,7 @@ func removeWhileRunning(t *testing.T, ns string) {
 		if err := k8s.DeleteAllOf(context.Background(), &v1.Buckety{}, client.InNamespace(ns)); err != nil {
 			t.Errorf("delete the Bucketies of %s: %v", ns, err)
 		}
-		wait.For(t, time.Minute, "the Bucketies of "+ns+" gone", func() (bool, string) {
+		wait.For(t, waitTimeout, "the Bucketies of "+ns+" gone", func() (bool, string) {
 			var list v1.BucketyList
 			if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 				return false, err.Error()

@@ -16,7 +16,14 @@ import (
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
-const waitTimeout = 30 * time.Second
+// waitTimeout is the backstop of the suite's waits for a condition that
+// must come true: it ends a hung test and is no speed goal. What takes a
+// second on an idle machine can take tens on a loaded 2-core one (the
+// first make test on a fresh machine builds beside it), so it is minutes.
+// A test that must tell one mechanism from a slower one (a release from a
+// backoff, a re-check from an hourly one) makes the slower one slower than
+// this, rather than bounding the faster one in seconds.
+const waitTimeout = 2 * time.Minute
 
 func keysOf(m map[string][]byte) string {
 	var out []string

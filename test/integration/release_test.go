@@ -360,7 +360,7 @@ func TestRenderedDeploymentsRun(t *testing.T) {
 		}
 		p := startWithEnv(t, name, bin, args, env)
 		probe := ready[name]
-		wait.For(t, 60*time.Second, name+" ready with the rendered arguments", func() (bool, string) {
+		wait.For(t, waitTimeout, name+" ready with the rendered arguments", func() (bool, string) {
 			if done, err := p.Exited(); done {
 				t.Fatalf("%s exited: %v\n%s", name, err, p.Tail(30))
 			}

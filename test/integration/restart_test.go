@@ -93,7 +93,7 @@ func TestRestartReadsEverySecretOnce(t *testing.T) {
 	// Every access passed (idle: no more reads for 2 s).
 	var gets map[string]int
 	var full int
-	wait.For(t, 20*time.Second, "the controller idle", func() (bool, string) {
+	wait.For(t, waitTimeout, "the controller idle", func() (bool, string) {
 		reads.mu.Lock()
 		n0 := reads.full + len(reads.gets)
 		reads.mu.Unlock()

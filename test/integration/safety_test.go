@@ -146,9 +146,9 @@ func TestBackendRenamed(t *testing.T) {
 	}
 }
 
-// TestOutOfBandDrift: a config changed on the broker is reverted within one
-// re-check (event DriftRepaired); partitions grown beyond the spec surface
-// ParameterDrift.
+// TestOutOfBandDrift: a config changed on the broker is reverted by the
+// re-check (every 2 s here, and nothing else looks: event DriftRepaired);
+// partitions grown beyond the spec surface ParameterDrift.
 func TestOutOfBandDrift(t *testing.T) {
 	needInfra(t)
 	startController(t, configYAML("kafka", "s3"), nil, 2*time.Second)
@@ -163,7 +163,7 @@ func TestOutOfBandDrift(t *testing.T) {
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1000")}, {Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, name); err != nil {
 		t.Fatal(err)
 	}
-	wait.For(t, 10*time.Second, "out-of-band configs reverted within a re-check", func() (bool, string) {
+	wait.For(t, waitTimeout, "out-of-band configs reverted by a re-check", func() (bool, string) {
 		d := topic(t, name).dynamic
 		_, compact := d["cleanup.policy"]
 		return d["retention.ms"] == "604800000" && !compact, strings.TrimSpace(strings.ReplaceAll(fmtMap(d), "\n", " "))
@@ -172,7 +172,7 @@ func TestOutOfBandDrift(t *testing.T) {
 	if _, err := adm.UpdatePartitions(ctx, 5, name); err != nil {
 		t.Fatal(err)
 	}
-	c := waitCondition(t, b, v1.ConditionParameterDrift, metav1.ConditionTrue, v1.ReasonDriftUnrepairable, 10*time.Second)
+	c := waitCondition(t, b, v1.ConditionParameterDrift, metav1.ConditionTrue, v1.ReasonDriftUnrepairable, waitTimeout)
 	if !strings.Contains(c.Message, "service has 5, spec wants 2") {
 		t.Errorf("want the driver's message with both counts, got %q", c.Message)
 	}

@@ -211,7 +211,7 @@ func TestScopedKafkaAccesses(t *testing.T) {
 	if err := produceWith(t, ro, topic); err == nil || errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("after the access is deleted: want authentication refused, got %v", err)
 	}
-	wait.For(t, 10*time.Second, "the open connection refused at its re-authentication", func() (bool, string) {
+	wait.For(t, waitTimeout, "the open connection refused at its re-authentication", func() (bool, string) {
 		err := metadataOf(open, topic)
 		return err != nil, fmt.Sprint(err)
 	})

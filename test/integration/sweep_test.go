@@ -28,8 +28,8 @@ import (
 )
 
 // sweepInterval is the drift sweep of these tests; the per-object
-// re-check is an hour, so whatever is repaired within seconds was found
-// by a sweep.
+// re-check is an hour, so whatever is repaired before the waits' backstop
+// (waitTimeout, minutes) was found by a sweep.
 const sweepInterval = 2 * time.Second
 
 // startSweepingController runs an in-process controller with the drift
@@ -64,15 +64,14 @@ func enqueued(t *testing.T, backend string) float64 {
 func waitSweeps(t *testing.T, backend string, n float64) {
 	t.Helper()
 	from := sweeps(t, backend)
-	wait.For(t, time.Duration(n+3)*sweepInterval, fmt.Sprintf("%v sweeps of %s", n, backend), func() (bool, string) {
+	wait.For(t, waitTimeout+time.Duration(n)*sweepInterval, fmt.Sprintf("%v sweeps of %s", n, backend), func() (bool, string) {
 		got := sweeps(t, backend) - from
 		return got >= n, fmt.Sprintf("%v sweeps", got)
 	})
 }
 
 // TestDriftSweepRevertsOutOfBandChange: configs changed on the broker are
-// reverted within a sweep or two although the per-object re-check is an
-// hour away; partitions grown out of band surface ParameterDrift the same
+// reverted by the sweep although the per-object re-check is an hour away; partitions grown out of band surface ParameterDrift the same
 // way, and drift already reported is not reconciled again at every sweep.
 func TestDriftSweepRevertsOutOfBandChange(t *testing.T) {
 	needInfra(t)
@@ -92,7 +91,7 @@ func TestDriftSweepRevertsOutOfBandChange(t *testing.T) {
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1000")}, {Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, name); err != nil {
 		t.Fatal(err)
 	}
-	wait.For(t, 3*sweepInterval, "out-of-band configs reverted by the sweep", func() (bool, string) {
+	wait.For(t, waitTimeout, "out-of-band configs reverted by the sweep", func() (bool, string) {
 		d := topic(t, name).dynamic
 		_, compact := d["cleanup.policy"]
 		return d["retention.ms"] == "604800000" && !compact, fmtMap(d)
@@ -103,7 +102,7 @@ func TestDriftSweepRevertsOutOfBandChange(t *testing.T) {
 	if _, err := adm.UpdatePartitions(ctx, 5, name); err != nil {
 		t.Fatal(err)
 	}
-	c := waitCondition(t, b, v1.ConditionParameterDrift, metav1.ConditionTrue, v1.ReasonDriftUnrepairable, 3*sweepInterval)
+	c := waitCondition(t, b, v1.ConditionParameterDrift, metav1.ConditionTrue, v1.ReasonDriftUnrepairable, waitTimeout)
 	if !strings.Contains(c.Message, "service has 5, spec wants 2") {
 		t.Errorf("want the driver's message with both counts, got %q", c.Message)
 	}
@@ -187,8 +186,8 @@ func TestDriftSweepCostIsBounded(t *testing.T) {
 		t.Errorf("%v sweeps: want a DescribeConfigs per sweep, got %d: the counter does not see the sweep", swept, delta["DescribeConfigs"])
 	}
 
-	// Half of them changed out of band at once: all reverted within a
-	// sweep or two, in fewer requests than the topics changed.
+	// Half of them changed out of band at once: all reverted by the
+	// sweeps, in fewer requests than the topics changed.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs...))
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +206,7 @@ func TestDriftSweepCostIsBounded(t *testing.T) {
 	if reqBefore, err = br.Requests(); err != nil { // the controller's requests from here on
 		t.Fatal(err)
 	}
-	wait.For(t, 60*time.Second, fmt.Sprintf("%d out-of-band changes repaired", len(altered)), func() (bool, string) {
+	wait.For(t, waitTimeout, fmt.Sprintf("%d out-of-band changes repaired", len(altered)), func() (bool, string) {
 		got := counterValue(t, metrics.DriftRepaired.WithLabelValues(backend)) - repairedBefore
 		return got >= float64(len(altered)), fmt.Sprintf("%v repaired", got)
 	})
@@ -261,7 +260,7 @@ func TestDriftSweepFindsDeletedBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	wait.For(t, 4*sweepInterval, "bucket deleted out of band re-created after a sweep", func() (bool, string) {
+	wait.For(t, waitTimeout, "bucket deleted out of band re-created after a sweep", func() (bool, string) {
 		return bucketExists(t, name), fmt.Sprintf("%v enqueued by sweeps", enqueued(t, backend)-before)
 	})
 	t.Logf("re-created %s after the out-of-band delete (sweep every %s)", time.Since(deleted).Round(10*time.Millisecond), sweepInterval)
@@ -296,7 +295,7 @@ func TestDriftSweepOutageEnqueuesNothing(t *testing.T) {
 	failedBefore := counterValue(t, metrics.DriftSweeps.WithLabelValues(backend, "error"))
 	pause(t, br)
 	// A failing sweep takes the request timeout (2 s) on top of the interval.
-	wait.For(t, 20*time.Second, "two failed sweeps", func() (bool, string) {
+	wait.For(t, waitTimeout, "two failed sweeps", func() (bool, string) {
 		got := counterValue(t, metrics.DriftSweeps.WithLabelValues(backend, "error")) - failedBefore
 		return got >= 2, fmt.Sprintf("%v failed sweeps", got)
 	})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +31,7 @@ func TestTenantRolesAggregate(t *testing.T) {
 	editor, viewer := as("tenant-editor"), as("tenant-viewer")
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka"}}
 	// Aggregation is asynchronous: wait until edit covers Bucketies.
-	wait.For(t, 60*time.Second, "edit aggregates buckety-edit", func() (bool, string) {
+	wait.For(t, waitTimeout, "edit aggregates buckety-edit", func() (bool, string) {
 		err := editor.Create(ctx, b.DeepCopy(), client.DryRunAll)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -57,7 +56,7 @@ func TestTenantRolesAggregate(t *testing.T) {
 		}
 	}
 	var list v1.BucketyList
-	wait.For(t, 60*time.Second, "view aggregates buckety-view", func() (bool, string) {
+	wait.For(t, waitTimeout, "view aggregates buckety-view", func() (bool, string) {
 		err := viewer.List(ctx, &list, client.InNamespace(ns))
 		return err == nil && len(list.Items) == 1, fmt.Sprint(err, len(list.Items))
 	})

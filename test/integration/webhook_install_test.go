@@ -64,7 +64,7 @@ func TestWebhookStartsWithEnvironmentConfig(t *testing.T) {
 	ctx := context.Background()
 	c := newWarningClient(t)
 	bad := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: "someone-else.orders"}}
-	wait.For(t, 30*time.Second, "webhook in effect", func() (bool, string) {
+	wait.For(t, waitTimeout, "webhook in effect", func() (bool, string) {
 		err := c.Create(ctx, bad.DeepCopy(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "only allows names starting with ${namespace}."), fmt.Sprint(err)
 	})
@@ -128,7 +128,7 @@ func admissionLoad(ns string) (stop func() (sent, failed int64, first []string))
 // waitWebhookInEffect waits until the API server calls the webhook.
 func waitWebhookInEffect(t *testing.T, ns string) {
 	t.Helper()
-	wait.For(t, 30*time.Second, "webhook in effect", func() (bool, string) {
+	wait.For(t, waitTimeout, "webhook in effect", func() (bool, string) {
 		err := k8s.Create(context.Background(), &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}, Spec: v1.BucketySpec{Backend: "nope"}}, client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
 	})
@@ -150,7 +150,7 @@ func TestWebhookRenewalDropsNoAdmission(t *testing.T) {
 		time.Sleep(time.Second)
 		before := w.servedSerial(t)
 		w.issue(t)
-		wait.For(t, 30*time.Second, "renewed certificate served", func() (bool, string) {
+		wait.For(t, waitTimeout, "renewed certificate served", func() (bool, string) {
 			s := w.servedSerial(t)
 			return s != before && !strings.HasPrefix(s, "dial"), s
 		})
@@ -205,7 +205,7 @@ func TestWebhookReplicaLossDropsNoAdmission(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		wait.For(t, 30*time.Second, "the stopped replica exits", func() (bool, string) {
+		wait.For(t, waitTimeout, "the stopped replica exits", func() (bool, string) {
 			done, err := old.Exited()
 			if done && err != nil && !forced {
 				t.Fatalf("want exit 0, got %v\n%s", err, old.Tail(20))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,7 +63,7 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	buckety := func(name, backend string) *v1.Buckety {
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Parameters: map[string]string{"partitions": "3"}}}
 	}
-	wait.For(t, 30*time.Second, "webhook in effect", func() (bool, string) {
+	wait.For(t, waitTimeout, "webhook in effect", func() (bool, string) {
 		err := c.Create(ctx, buckety("probe", "nope"), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
 	})
@@ -91,7 +90,7 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	}
 	// The access parameters are judged against the Buckety's driver once
 	// it is in the webhook's cache.
-	wait.For(t, 10*time.Second, "Buckety in the webhook's cache", func() (bool, string) {
+	wait.For(t, waitTimeout, "Buckety in the webhook's cache", func() (bool, string) {
 		err := c.Create(ctx, badAcc(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "spec.parameters[group]"), fmt.Sprint(err)
 	})

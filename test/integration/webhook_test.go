@@ -68,7 +68,7 @@ func (w *webhookProcess) waitMetrics(t testing.TB) {
 // retries a target that is starting.
 func waitListening(t testing.TB, addr, what string) {
 	t.Helper()
-	wait.For(t, 30*time.Second, what, func() (bool, string) {
+	wait.For(t, waitTimeout, what, func() (bool, string) {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return false, err.Error()
@@ -115,7 +115,9 @@ func (w *webhookProcess) metric(t testing.TB, series string) (float64, bool) {
 	return 0, false
 }
 
-// servedSerial is the serial of the certificate the webhook presents.
+// drainDelay is TestWebhookRejectsWithoutController's --shutdown-delay:
+// the window in which it must see the webhook not ready yet serving.
+const drainDelay = 10 * time.Second
 
 // servedSerial is the serial of the certificate the webhook presents.
 func (w *webhookProcess) servedSerial(t testing.TB) string {
@@ -223,7 +225,9 @@ func newWarningClient(t testing.TB) *warningClient {
 // server, and checks every rejection a tenant can see.
 func TestWebhookRejectsWithoutController(t *testing.T) {
 	needInfra(t)
-	w := startWebhook(t)
+	// The drain is observed from outside, so it lasts long enough for a
+	// loaded machine to look (the harness's default is 2 s).
+	w := startWebhookWithConfig(t, webhookConfigYAML(), "--shutdown-delay", drainDelay.String())
 	ns := namespace(t)
 	ctx := context.Background()
 	// The certificate startWebhook issued (an hour), as the gauge sees it.
@@ -258,7 +262,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: v1.BucketySpec{Backend: backend, Name: tmpl, Parameters: params}}
 	}
 	// The API server may take a moment to pick the configuration up.
-	wait.For(t, 30*time.Second, "webhook in effect", func() (bool, string) {
+	wait.For(t, waitTimeout, "webhook in effect", func() (bool, string) {
 		err := c.Create(ctx, b("probe", "nope", "", nil, nil), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
 	})
@@ -323,7 +327,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 
 	// Access: ReadOnly is admitted with a warning; a bad parameter is not.
 	acc := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "good"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
-	wait.For(t, 10*time.Second, "Buckety in the webhook's cache", func() (bool, string) {
+	wait.For(t, waitTimeout, "Buckety in the webhook's cache", func() (bool, string) {
 		err := c.Create(ctx, acc.DeepCopy(), client.DryRunAll)
 		w := c.take()
 		return err == nil && strings.Contains(w, "role ReadOnly is not enforced"), fmt.Sprint(err, w)
@@ -353,11 +357,11 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	// gauge follows it.
 	beforeSerial := w.servedSerial(t)
 	renewed := w.issueFor(t, 3*time.Hour)
-	wait.For(t, 30*time.Second, "renewed certificate served", func() (bool, string) {
+	wait.For(t, waitTimeout, "renewed certificate served", func() (bool, string) {
 		s := w.servedSerial(t)
 		return s != beforeSerial && !strings.HasPrefix(s, "dial"), s
 	})
-	wait.For(t, 10*time.Second, "expiry gauge updated", func() (bool, string) {
+	wait.For(t, waitTimeout, "expiry gauge updated", func() (bool, string) {
 		got, _ := w.metric(t, "buckety_webhook_certificate_expiration_timestamp_seconds")
 		return int64(got) == renewed.Unix(), fmt.Sprintf("want %d, got %v", renewed.Unix(), got)
 	})
@@ -370,7 +374,9 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	if err := w.p.Signal(); err != nil {
 		t.Fatal(err)
 	}
-	wait.For(t, 5*time.Second, "not ready while draining", func() (bool, string) {
+	// Not ready at once; after the delay it exits and nothing answers, so
+	// this wait ends with it.
+	wait.For(t, drainDelay, "not ready while draining", func() (bool, string) {
 		resp, err := http.Get("http://" + w.probe + "/readyz")
 		if err != nil {
 			return false, err.Error()
@@ -381,7 +387,7 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	if s := w.servedSerial(t); strings.HasPrefix(s, "dial") {
 		t.Errorf("want admission still served while draining, got %s", s)
 	}
-	wait.For(t, 20*time.Second, "clean exit", func() (bool, string) {
+	wait.For(t, waitTimeout, "clean exit", func() (bool, string) {
 		done, err := w.p.Exited()
 		if done && err != nil {
 			t.Fatalf("want exit 0, got %v\n%s", err, w.p.Tail(20))

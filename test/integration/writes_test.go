@@ -139,7 +139,7 @@ func TestWritesPerBucketyOnAPIServer(t *testing.T) {
 	secret(t, ns, "orders-topic")
 	// Idle: nothing more is written (events are sent asynchronously).
 	var got, failed map[string]int
-	wait.For(t, 10*time.Second, "the controller idle", func() (bool, string) {
+	wait.For(t, waitTimeout, "the controller idle", func() (bool, string) {
 		before, _ := wc.snapshot()
 		time.Sleep(2 * time.Second)
 		got, failed = wc.snapshot()
