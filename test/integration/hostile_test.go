@@ -26,6 +26,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 	"github.com/Yolean/buckety-controller/test/wait"
@@ -368,7 +369,7 @@ func TestLimitsPerBackend(t *testing.T) {
 	bs := sharedBackends("kafka", "s3")
 	bs[0].Limits = &config.Limits{PerNamespace: 2, ParameterMax: map[string]int64{"partitions": 8}}
 	yaml := harness.ConfigYAML(bs...)
-	startController(t, yaml, nil, time.Hour)
+	startControllerWith(t, yaml, nil, wakeOnly)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 	huge := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "huge", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".huge", Parameters: map[string]string{"partitions": "64"}}}
@@ -398,8 +399,17 @@ func TestLimitsPerBackend(t *testing.T) {
 	if err := k8s.Delete(context.Background(), &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "t0", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	// Woken by the release, not by its backoff (5 s doubling).
-	waitCondition(t, third, v1.ConditionReady, metav1.ConditionTrue, "", 4*time.Second)
+	// Woken by the release: its retries are an hour apart (wakeOnly).
+	waitCondition(t, third, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+}
+
+// wakeOnly runs a controller whose Buckety passes are never retried
+// within a test (failures back off for an hour, re-checks are an hour
+// apart), so what turns a waiting Buckety Ready is its wake alone, however
+// slow the machine.
+func wakeOnly(o *appcontroller.Options) {
+	o.Recheck = time.Hour
+	o.RetryBackoff = &retry.Backoff{TransientBase: time.Hour, TransientMax: time.Hour, PermanentBase: time.Hour, PermanentMax: time.Hour}
 }
 
 // TestReleaseWakesOnlyItsWaiters (item 7): releasing a claim reconciles
@@ -407,7 +417,7 @@ func TestLimitsPerBackend(t *testing.T) {
 // in the cluster.
 func TestReleaseWakesOnlyItsWaiters(t *testing.T) {
 	needInfra(t)
-	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	startControllerWith(t, configYAML("kafka", "s3"), nil, wakeOnly)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 	for _, n := range []string{"x", "y"} {
@@ -429,7 +439,7 @@ func TestReleaseWakesOnlyItsWaiters(t *testing.T) {
 	if err := k8s.Delete(context.Background(), &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "own-y", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, wantY, v1.ConditionReady, metav1.ConditionTrue, "", 4*time.Second)
+	waitCondition(t, wantY, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	waitIdle(t)
 	// own-y's deletion passes, want-y's provisioning passes: a handful;
 	// waking every Buckety in NameConflict would add the 30 waiting for x.

@@ -108,6 +108,10 @@ type Options struct {
 	ReleaseStartupPages bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
+	// RetryBackoff spaces the Buckety reconciler's retries after failures;
+	// nil: retry.Backoff's defaults. Tests that tell a wake from a retry
+	// set it to hours.
+	RetryBackoff *retry.Backoff
 }
 
 // Scheme returns the scheme of the controller's client.
@@ -186,7 +190,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	// A provisioning pass holds its status for its accesses to read, and
 	// wakes them, instead of writing it twice (status.Held).
 	held, accessWake := &status.Held{}, make(chan event.GenericEvent, driftedBuffer)
-	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o), Held: held, AccessWake: accessWake}
+	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o), Held: held, AccessWake: accessWake, Backoff: o.RetryBackoff}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err

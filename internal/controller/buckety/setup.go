@@ -50,6 +50,8 @@ type Options struct {
 	AccessWake chan<- event.GenericEvent
 	// Controller are the controller's options: workers, rate limiter, queue.
 	Controller controller.Options
+	// Backoff is the Reconciler's field of that name; nil: the defaults.
+	Backoff *retry.Backoff
 }
 
 // SetupWithManager builds the Buckety reconciler and registers its
@@ -70,6 +72,9 @@ type Options struct {
 //   - its own requeue: the drift re-check, a retry, a deletion pass.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	released := make(chan event.GenericEvent, releasedBuffer)
+	if o.Backoff == nil {
+		o.Backoff = &retry.Backoff{}
+	}
 	r := &Reconciler{
 		Client:         mgr.GetClient(),
 		Backends:       o.Backends,
@@ -78,7 +83,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Recheck:        o.Recheck,
 		SweptRecheck:   o.SweptRecheck,
 		ObservedMaxAge: o.ObservedMaxAge,
-		Backoff:        &retry.Backoff{},
+		Backoff:        o.Backoff,
 		Written:        &status.Written{},
 		Released:       released,
 		Waiters:        &retry.Waiters{},
