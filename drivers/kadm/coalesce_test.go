@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,8 +346,11 @@ func TestCoalescingCancelledCallerLeavesOthers(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if !errors.Is(errs[0], context.Canceled) || took[0] > 200*time.Millisecond {
-		t.Errorf("cancelled caller: want context.Canceled well before the 300ms linger, got %v after %s", errs[0], took[0])
+	// Returned when cancelled, not when the batch it left was answered:
+	// before every caller that waited for it (a figure in time, an order
+	// in the check).
+	if !errors.Is(errs[0], context.Canceled) || took[0] >= slices.Min(took[1:]) {
+		t.Errorf("cancelled caller: want context.Canceled before the callers that waited for the batch returned, got %v after %s (they after %v)", errs[0], took[0], took[1:])
 	}
 	for i := 1; i < 5; i++ {
 		if errs[i] != nil {
@@ -393,8 +397,8 @@ func TestBatcherCancelsRequestOnlyWhenEveryCallerLeft(t *testing.T) {
 	var reqCtx context.Context
 	select {
 	case reqCtx = <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the batch was never sent")
+	case <-time.After(time.Minute):
+		t.Fatal("the batch was never sent (a minute's backstop)")
 	}
 	cancelA()
 	if r := <-a; !errors.Is(r.err, context.Canceled) {
@@ -421,8 +425,8 @@ func TestBatcherCancelsRequestOnlyWhenEveryCallerLeft(t *testing.T) {
 	<-c
 	select {
 	case <-reqCtx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("want the request cancelled once its only caller left")
+	case <-time.After(time.Minute):
+		t.Fatal("want the request cancelled once its only caller left (a minute's backstop)")
 	}
 	close(release)
 }

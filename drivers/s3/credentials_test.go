@@ -39,7 +39,7 @@ func scopedFixture(t *testing.T, impl string) *fixture {
 // S3, which the controller, too, waits out as unavailable).
 func scopingOf(t *testing.T, be *Backend) drivers.Scoping {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		sc, err := be.Scoping(context.Background())
 		switch {

@@ -69,7 +69,7 @@ func TestMinIOQuotaAndUsage(t *testing.T) {
 		wantOK(t, "a 300 kB PUT under the quota", f.putSize(bucket, k, 300_000))
 	}
 	checkMinIOUsage(t, f, bucket)
-	wait.For(t, 30*time.Second, "a PUT past the quota refused", func() (bool, string) {
+	wait.For(t, 3*time.Minute, "a PUT past the quota refused", func() (bool, string) {
 		err := f.putSize(bucket, "d", 200_000)
 		return isCode(err, "XMinioAdminBucketQuotaExceeded"), fmt.Sprint(err)
 	})
@@ -109,7 +109,7 @@ func checkMinIOUsage(t *testing.T, f *fixture, bucket string) {
 	t.Helper()
 	start := time.Now()
 	var us []drivers.Usage
-	wait.For(t, 60*time.Second, "the usage report counting "+bucket, func() (bool, string) {
+	wait.For(t, 3*time.Minute, "the usage report counting "+bucket, func() (bool, string) {
 		us = f.usageOf(t, bucket, "never-made")
 		return us[0].Known && us[0].Objects == 3, fmt.Sprintf("%+v", us[0])
 	})

@@ -481,7 +481,7 @@ func TestJurisdictionEndpoints(t *testing.T) {
 				break
 			}
 			// MinIO may answer HeadBucket for a moment after DeleteBucket.
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 				ok, err := f.backend.exists(ctx, eu, "eu-data")
 				if !ok && err == nil {
 					break
