@@ -95,14 +95,13 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 		f.claimErr = fmt.Errorf("count the claims of namespace %s: %w", b.Namespace, err)
 		return false
 	}
-	list := v1.BucketyClaimList{Items: items}
 	// A claim on this very resource (retained from a deleted Buckety, or
 	// held by another) is not counted: taking it over replaces it, and
 	// one held by a live Buckety is a conflict, reported as such.
-	counted := make([]v1.BucketyClaim, 0, len(list.Items))
+	counted := make([]v1.BucketyClaim, 0, len(items))
 	retained := 0
-	for i := range list.Items {
-		cl := &list.Items[i]
+	for i := range items {
+		cl := &items[i]
 		if cl.Spec.ResourceName == f.resourceName {
 			continue
 		}
