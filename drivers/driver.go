@@ -208,6 +208,12 @@ type Access struct {
 	// UID is the BucketyAccess's UID, from which a CredentialScoper
 	// derives principals.
 	UID string
+	// Installation names the controller's installation
+	// (buckety-controller.yaml installation): a CredentialScoper puts its
+	// marker (InstallationMarker) in the names of the principals it
+	// derives, so that a sweep can tell this installation's from
+	// another's. Empty: principals named as by earlier releases.
+	Installation string
 	// Principal is the access's credential on a CredentialScoper backend
 	// (empty otherwise): Grant creates or updates it, Revoke removes it.
 	Principal string

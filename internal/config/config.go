@@ -22,6 +22,16 @@ const Filename = "buckety-controller.yaml"
 
 // Config is the content of buckety-controller.yaml.
 type Config struct {
+	// Installation names this installation of buckety: one name per
+	// controller deployment, written into every owner record buckety keeps
+	// on a backend and marked in the names of the principals it issues,
+	// so that two installations sharing a broker or an S3 server never
+	// take over, write or revoke each other's resources, and an
+	// installation rebuilt from git re-attaches its own. A DNS-1123 label
+	// of at most 40 characters. Absent: derived from the cluster (the UID
+	// of namespace kube-system), which a rebuilt cluster does not keep:
+	// set it explicitly for disaster recovery.
+	Installation string `json:"installation,omitempty"`
 	// Backends are the named backing-service connections a Buckety can
 	// select with spec.backend.
 	Backends []Backend `json:"backends"`
@@ -66,6 +76,9 @@ type Backend struct {
 	// Credentials configures the lifecycle of the credentials issued per
 	// access, on a backend whose driver issues them.
 	Credentials *Credentials `json:"credentials,omitempty"`
+	// Ownership configures handovers of resources between installations
+	// (a cluster migration).
+	Ownership *Ownership `json:"ownership,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
@@ -157,6 +170,74 @@ type Credentials struct {
 	// its successor was written to the Secret, for consumers to reload
 	// it. Default 10m.
 	RotationGrace *drivers.Duration `json:"rotationGrace,omitempty"`
+	// OrphanGrace is how long a principal this installation issued may
+	// exist on the backend with no live access accounting for it (after a
+	// rebuild, or a BucketyCredential deleted by hand) before it is
+	// revoked. Default 5m.
+	OrphanGrace *drivers.Duration `json:"orphanGrace,omitempty"`
+}
+
+// Ownership configures the handover of this backend's resources between
+// installations. A handover needs both sides: the giving installation
+// sets handOverTo, which marks the owner record of each of its resources
+// on the backend handed over (and stops writing to them, revoking their
+// credentials), and the receiving installation lists the giver in
+// acceptFrom, so that its Bucketies of the same namespace and name take
+// the resources over with their data.
+type Ownership struct {
+	// HandOverTo names the installation this one hands every resource it
+	// owns on the backend over to.
+	HandOverTo string `json:"handOverTo,omitempty"`
+	// AcceptFrom names the installations whose handovers to this one are
+	// accepted on the backend.
+	AcceptFrom []string `json:"acceptFrom,omitempty"`
+}
+
+// HandOverTo is the installation b's resources are handed over to, "" for
+// none.
+func (b *Backend) HandOverTo() string {
+	if b.Ownership == nil {
+		return ""
+	}
+	return b.Ownership.HandOverTo
+}
+
+// AcceptsHandoverFrom reports whether b accepts resources handed over by
+// installation.
+func (b *Backend) AcceptsHandoverFrom(installation string) bool {
+	if b.Ownership == nil {
+		return false
+	}
+	for _, i := range b.Ownership.AcceptFrom {
+		if i == installation {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultOrphanGrace is Credentials.OrphanGrace when not set.
+const DefaultOrphanGrace = 5 * time.Minute
+
+// OrphanGrace is b's credentials.orphanGrace, or its default.
+func (b *Backend) OrphanGrace() time.Duration {
+	if b.Credentials != nil && b.Credentials.OrphanGrace != nil {
+		return b.Credentials.OrphanGrace.Duration
+	}
+	return DefaultOrphanGrace
+}
+
+// MaxInstallationLen bounds Config.Installation.
+const MaxInstallationLen = 40
+
+// ValidInstallation returns what is wrong with an installation name, nil
+// when nothing.
+func ValidInstallation(name string) []string {
+	msgs := validation.IsDNS1123Label(name)
+	if len(name) > MaxInstallationLen {
+		msgs = append(msgs, fmt.Sprintf("must be at most %d characters", MaxInstallationLen))
+	}
+	return msgs
 }
 
 // DefaultRotationGrace is Credentials.RotationGrace when not set.
@@ -248,6 +329,16 @@ func (c *Config) Dir() string { return c.dir }
 // the driver's checks, and defaults keys are usable in templates.
 func (c *Config) Validate() error {
 	var errs field.ErrorList
+	if c.Installation != "" {
+		for _, msg := range ValidInstallation(c.Installation) {
+			errs = append(errs, field.Invalid(field.NewPath("installation"), c.Installation, msg))
+		}
+		for i := range c.Backends {
+			if to := c.Backends[i].HandOverTo(); to == c.Installation {
+				errs = append(errs, field.Invalid(field.NewPath("backends").Index(i).Child("ownership", "handOverTo"), to, "names this installation; name the installation that receives the backend's resources"))
+			}
+		}
+	}
 	root := field.NewPath("backends")
 	if len(c.Backends) == 0 {
 		errs = append(errs, field.Required(root, "define at least one backend (name, driver, config)"))
@@ -330,8 +421,23 @@ func (b *Backend) validateFields(p *field.Path) (errs field.ErrorList, policyOK 
 		if cr.RotationGrace != nil && cr.RotationGrace.Duration < 0 {
 			errs = append(errs, field.Invalid(p.Child("credentials", "rotationGrace"), cr.RotationGrace.String(), "must not be negative"))
 		}
+		if cr.OrphanGrace != nil && cr.OrphanGrace.Duration < 0 {
+			errs = append(errs, field.Invalid(p.Child("credentials", "orphanGrace"), cr.OrphanGrace.String(), "must not be negative"))
+		}
 		if cr.RotationGrace != nil && cr.MaxAge.Duration > 0 && cr.RotationGrace.Duration >= cr.MaxAge.Duration {
 			errs = append(errs, field.Invalid(p.Child("credentials", "rotationGrace"), cr.RotationGrace.String(), "must be shorter than maxAge"))
+		}
+	}
+	if o := b.Ownership; o != nil {
+		if o.HandOverTo != "" {
+			for _, msg := range ValidInstallation(o.HandOverTo) {
+				errs = append(errs, field.Invalid(p.Child("ownership", "handOverTo"), o.HandOverTo, msg))
+			}
+		}
+		for j, from := range o.AcceptFrom {
+			for _, msg := range ValidInstallation(from) {
+				errs = append(errs, field.Invalid(p.Child("ownership", "acceptFrom").Index(j), from, msg))
+			}
 		}
 	}
 	if l := b.Limits; l != nil {

@@ -1,0 +1,118 @@
+package drivers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
+
+// Owner records. Claims, provenance and credential records live in one
+// cluster's API server; a second installation pointed at the same service,
+// or the same installation rebuilt from git after its etcd was lost, sees
+// none of them. So buckety also keeps, on the service itself, a record of
+// which installation owns each resource it created: an S3 bucket's tags, a
+// Kafka backend's registry topic. Only buckety's own (admin) credentials
+// can read or change it: no tenant principal is ever granted a right on it.
+//
+// The controller reads the record wherever a claim alone decided before:
+// an existing resource whose record names another installation is never
+// adopted or written; one whose record names this installation and the
+// same Buckety (namespace and name) is re-attached after a rebuild; a
+// retained one is adopted only with today's keys.
+
+// OwnerState is what the owner record says about its owner's hold.
+type OwnerState string
+
+const (
+	// OwnerHeld: the installation holds the resource for the Buckety named.
+	OwnerHeld OwnerState = "Held"
+	// OwnerRetained: the Buckety named was deleted with retentionPolicy
+	// Retain; the resource is kept, and re-attached to nobody without the
+	// adoption keys.
+	OwnerRetained OwnerState = "Retained"
+	// OwnerHandedOver: the installation gives the resource to the
+	// installation named in To, whose maintainer must accept it.
+	OwnerHandedOver OwnerState = "HandedOver"
+)
+
+// OwnerRecord is the record of ownership buckety keeps on the service with
+// a resource.
+type OwnerRecord struct {
+	// Installation names the owning installation (buckety-controller.yaml
+	// installation).
+	Installation string `json:"installation"`
+	// Namespace, Name and UID identify the owning Buckety.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// State is Held, Retained or HandedOver.
+	State OwnerState `json:"state"`
+	// To names the receiving installation of a handover.
+	To string `json:"to,omitempty"`
+}
+
+// String describes the record for messages.
+func (o OwnerRecord) String() string {
+	s := fmt.Sprintf("installation %s (Buckety %s/%s)", o.Installation, o.Namespace, o.Name)
+	switch o.State {
+	case OwnerRetained:
+		s += ", retained"
+	case OwnerHandedOver:
+		s += ", handed over to installation " + o.To
+	}
+	return s
+}
+
+// Same reports whether o and p hold the same values.
+func (o *OwnerRecord) Same(p *OwnerRecord) bool {
+	if o == nil || p == nil {
+		return o == p
+	}
+	return *o == *p
+}
+
+// OwnerRecorder is an optional capability of a Backend: keeping an owner
+// record with each resource on the service.
+type OwnerRecorder interface {
+	// OwnerRecords reports whether this backend keeps owner records, and
+	// when not, why (an S3 implementation without bucket tagging): the
+	// controller then says so in a condition and keeps today's claims
+	// alone. The answer may be cached; an error means the service could not
+	// be asked.
+	OwnerRecords(ctx context.Context) (bool, string, error)
+	// ReadOwner returns the owner record of the resource r names, nil when
+	// it has none (or the resource does not exist). With r.MaxAge 0 it
+	// reads the service now: another installation's write made a moment
+	// ago is seen. With r.MaxAge > 0 it may answer from what this backend
+	// read or wrote within MaxAge.
+	ReadOwner(ctx context.Context, r Resource) (*OwnerRecord, error)
+	// WriteOwner makes rec the owner record of the resource r names (nil
+	// removes it). It keeps whatever else the service holds with the
+	// resource (a bucket's other tags). The controller has checked, with a
+	// fresh ReadOwner, that the record it replaces is its own or none.
+	WriteOwner(ctx context.Context, r Resource, rec *OwnerRecord) error
+}
+
+// PrincipalLister is an optional capability of a CredentialScoper: listing
+// the principals one installation issued on the service, so that after a
+// rebuild (or a BucketyCredential record deleted by hand) the principals no
+// live access accounts for are revoked, and another installation's are
+// never touched. A principal carries its installation's marker in its
+// name (Access.Installation, see CredentialScoper.Principal).
+type PrincipalLister interface {
+	// ListPrincipals returns the principals on the service whose names
+	// carry installation's marker.
+	ListPrincipals(ctx context.Context, installation string) ([]string, error)
+}
+
+// InstallationMarker is the short, fixed-length mark of an installation in
+// the names of the principals it issues: 8 hex digits of its SHA-256.
+func InstallationMarker(installation string) string {
+	return shortHash(installation, 4)
+}
+
+func shortHash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:n])
+}
