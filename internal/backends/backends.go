@@ -36,18 +36,25 @@ type Entry struct {
 	// Usage is the same connection's usage measurement, instrumented; nil
 	// when the driver has none.
 	Usage drivers.UsageReporter
+	// Owners is the same connection's owner records, instrumented; nil
+	// when the driver keeps none.
+	Owners drivers.OwnerRecorder
+	// Principals lists the same connection's principals by installation;
+	// nil when the driver cannot.
+	Principals drivers.PrincipalLister
 }
 
 // Set is every opened backend.
 type Set struct {
-	cfg     *config.Config
-	entries map[string]*Entry
+	cfg          *config.Config
+	entries      map[string]*Entry
+	installation string
 }
 
 // Open opens every backend of cfg. Drivers do not dial in Open, so an
 // unreachable backend does not stop the controller from starting.
 func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
-	s := &Set{cfg: cfg, entries: map[string]*Entry{}}
+	s := &Set{cfg: cfg, entries: map[string]*Entry{}, installation: cfg.Installation}
 	for i := range cfg.Backends {
 		b := &cfg.Backends[i]
 		be, err := b.DriverImpl().Open(ctx, b.Name, b.Options())
@@ -68,9 +75,32 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		if u, ok := be.(drivers.UsageReporter); ok {
 			e.Usage = &instrumentedUsage{UsageReporter: u, in: in}
 		}
+		if o, ok := be.(drivers.OwnerRecorder); ok {
+			e.Owners = &instrumentedOwners{OwnerRecorder: o, in: in}
+		}
+		if pl, ok := be.(drivers.PrincipalLister); ok {
+			e.Principals = &instrumentedPrincipals{PrincipalLister: pl, in: in}
+		}
 		s.entries[b.Name] = e
 	}
 	return s, nil
+}
+
+// Installation is the installation's name: the config's, or the default
+// the controller derived from its cluster (SetInstallation).
+func (s *Set) Installation() string { return s.installation }
+
+// SetInstallation sets the name Installation returns; the controller calls
+// it once, before its reconcilers start.
+func (s *Set) SetInstallation(name string) { s.installation = name }
+
+// Entries lists the open backends, in file order.
+func (s *Set) Entries() []*Entry {
+	var es []*Entry
+	for _, n := range s.Names() {
+		es = append(es, s.entries[n])
+	}
+	return es
 }
 
 // Get returns the backend named name.
@@ -260,4 +290,38 @@ func (i *instrumentedScoper) NewSecret() (string, error) {
 // the wrapper would hide.
 func (i *instrumentedScoper) SecretFrom(principal string, data map[string][]byte) string {
 	return drivers.SecretOf(i.CredentialScoper, principal, data)
+}
+
+// instrumentedOwners records owner-record reads and writes as operations
+// "read_owner" and "write_owner".
+type instrumentedOwners struct {
+	drivers.OwnerRecorder
+	in *instrumented
+}
+
+func (i *instrumentedOwners) ReadOwner(ctx context.Context, r drivers.Resource) (*drivers.OwnerRecord, error) {
+	start := time.Now()
+	o, err := i.OwnerRecorder.ReadOwner(ctx, r)
+	i.in.observe("read_owner", start, err)
+	return o, err
+}
+
+func (i *instrumentedOwners) WriteOwner(ctx context.Context, r drivers.Resource, rec *drivers.OwnerRecord) error {
+	start := time.Now()
+	err := i.OwnerRecorder.WriteOwner(ctx, r, rec)
+	i.in.observe("write_owner", start, err)
+	return err
+}
+
+// instrumentedPrincipals records a listing as operation "list_principals".
+type instrumentedPrincipals struct {
+	drivers.PrincipalLister
+	in *instrumented
+}
+
+func (i *instrumentedPrincipals) ListPrincipals(ctx context.Context, installation string) ([]string, error) {
+	start := time.Now()
+	ps, err := i.PrincipalLister.ListPrincipals(ctx, installation)
+	i.in.observe("list_principals", start, err)
+	return ps, err
 }

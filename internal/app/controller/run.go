@@ -179,6 +179,13 @@ func Run(ctx context.Context, o Options) (reterr error) {
 			reterr = errors.Join(reterr, fmt.Errorf("close backends: %w", err))
 		}
 	}()
+	if set.Installation() == "" {
+		name, err := defaultInstallation(ctx, mgr.GetAPIReader())
+		if err != nil {
+			return err
+		}
+		set.SetInstallation(name)
+	}
 	if err := objects.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -232,7 +239,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	go reportScoping(ctx, log, set)
-	log.Info("starting", "version", version.Version, "GOGC", o.GOGC, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "leaderElection", o.LeaderElect)
+	log.Info("starting", "version", version.Version, "installation", set.Installation(), "GOGC", o.GOGC, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
 }
 

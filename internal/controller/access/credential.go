@@ -222,7 +222,9 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 // key) the record is born Minting, and activated once the Secret holds
 // what Grant issued.
 func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, string, error) {
-	principal := e.Scoper.Principal(*acc, serial)
+	named := *acc
+	named.Installation = r.Backends.Installation()
+	principal := e.Scoper.Principal(named, serial)
 	service := e.Config.ClaimScope()
 	c := &v1.BucketyCredential{
 		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
