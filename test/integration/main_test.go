@@ -329,9 +329,15 @@ func condString(conds []metav1.Condition) string {
 // status (and reason, if given).
 func waitCondition(t *testing.T, obj client.Object, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) metav1.Condition {
 	t.Helper()
+	return waitConditionOn(t, k8s, obj, typ, status, reason, timeout)
+}
+
+// waitConditionOn is waitCondition on the API server c reaches.
+func waitConditionOn(t *testing.T, c client.Client, obj client.Object, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) metav1.Condition {
+	t.Helper()
 	var got metav1.Condition
 	wait.For(t, timeout, fmt.Sprintf("%T %s/%s %s=%s %s", obj, obj.GetNamespace(), obj.GetName(), typ, status, reason), func() (bool, string) {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return false, err.Error()
 		}
 		var conds []metav1.Condition

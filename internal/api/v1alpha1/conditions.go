@@ -98,7 +98,7 @@ var (
 	declProvisioned = ConditionDecl{Type: ConditionProvisioned, Polarity: Positive,
 		TrueMeans: "the backend resource exists and matches the spec; accesses wait for it"}
 	declDegraded = ConditionDecl{Type: ConditionDegraded, Polarity: Negative,
-		TrueMeans: "the backend did not apply a requested parameter (`Ready` is False meanwhile)"}
+		TrueMeans: "the backend did not apply a requested parameter (`Ready` is False meanwhile), or keeps no owner record with the resource (`OwnerRecordsUnavailable`: ownership is kept in this cluster only)"}
 	declQuotaWarning = ConditionDecl{Type: ConditionQuotaWarning, Polarity: Negative,
 		TrueMeans: "the measured usage (`status.usage`) reached the soft or the hard quota"}
 )
@@ -160,6 +160,19 @@ const (
 	// ReasonAdoptionRefused: the backend resource already exists and holds
 	// content, so it is not claimed.
 	ReasonAdoptionRefused = "AdoptionRefused"
+	// ReasonOwnedElsewhere: the backend resource's owner record names
+	// another buckety installation (or another Buckety of this one), so it
+	// is never adopted or written, whatever spec.adoption says. The
+	// message names the owner.
+	ReasonOwnedElsewhere = "OwnedElsewhere"
+	// ReasonHandedOver: the backend hands its resources over to another
+	// installation (ownership.handOverTo); nothing more is written to this
+	// one from this installation.
+	ReasonHandedOver = "HandedOver"
+	// ReasonOwnerRecordsUnavailable: the backend keeps no owner record with
+	// its resources (an S3 service without bucket tagging): ownership is
+	// kept only in this cluster (Degraded).
+	ReasonOwnerRecordsUnavailable = "OwnerRecordsUnavailable"
 	// ReasonAdoptionDrift: the backend resource already existed (no
 	// Buckety created it) and differs from spec.parameters; nothing is
 	// written to it until the parameters match, or until both the backend

@@ -12,6 +12,9 @@ type facts struct {
 	deleting bool
 	// bucketyMissing: the referenced Buckety does not exist.
 	bucketyMissing bool
+	// handedOver: the Buckety's backend hands its resources over to
+	// another installation; the access's credentials are revoked.
+	handedOver bool
 	// bucketyWaiting explains why the Buckety's resource is not usable yet.
 	bucketyWaiting string
 	// claimPending: the Buckety is provisioned, but the cache has not seen

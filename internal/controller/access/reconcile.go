@@ -114,7 +114,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
 	b, e, ok, err := r.buckety(ctx, a, f)
-	if f.bucketyMissing {
+	if f.bucketyMissing || f.handedOver {
 		// A credential never outlives the Buckety it was granted on: were
 		// the name claimed again (by this namespace or, once the claim is
 		// released, another), the old key must not reach the new resource.
@@ -265,6 +265,13 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 		backends.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 	if problem != nil {
 		f.problem = problem
+		return nil, nil, false, nil
+	}
+	if to := e.Config.HandOverTo(); to != "" {
+		// The backend's resources go to another installation: credentials
+		// this one issued on them stop working (reconcileLive revokes).
+		f.bucketyWaiting = fmt.Sprintf("backend %s hands its resources over to installation %s (ownership.handOverTo): the credentials this installation issued on it are revoked", e.Name, to)
+		f.handedOver = true
 		return nil, nil, false, nil
 	}
 	prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)

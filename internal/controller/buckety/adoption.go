@@ -52,7 +52,24 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		return nil, false, nil, false
 	}
 	k := r.key(e, f.resourceName)
-	if in.Exists && in.HasContent && !adoptionKeys(b, e) {
+	// The owner record on the backend, read fresh: another installation's
+	// resource is never taken, empty or not; this installation's own, for
+	// this Buckety (a cluster rebuilt from git), or one handed over to it,
+	// is re-attached whatever it holds.
+	reattach := false
+	if in.Exists {
+		v, ok := r.ownerVerdict(ctx, b, e, f)
+		if !ok {
+			if cl != nil {
+				if err := r.letGo(ctx, cl); err != nil {
+					f.claimErr = err
+				}
+			}
+			return nil, false, nil, false
+		}
+		reattach = v == ownerMine || v == ownerHandedToMe
+	}
+	if in.Exists && in.HasContent && !adoptionKeys(b, e) && !reattach {
 		if cl == nil {
 			// The cache may not show yet a claim an earlier pass of this
 			// Buckety wrote (and the content may be what its workloads
@@ -87,9 +104,12 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		return nil, false, nil, false
 	}
 	phase := v1.ClaimCreated
-	if in.Exists {
+	if in.Exists && !reattach {
 		phase = v1.ClaimAdopting
 	}
+	// Ensure creates only what this pass found missing (CreateOnly); a
+	// re-attached resource exists and is converged as any of its own.
+	creates := phase == v1.ClaimCreated && !in.Exists
 	loc := claims.Location(drivers.LocationParameters(e.Driver), b.Spec.Parameters)
 	if cl == nil {
 		got, created, conflict, err := r.Claims.AcquireAs(ctx, b, k, phase, loc, f.budgeted)
@@ -102,7 +122,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			return nil, false, nil, false
 		case created:
 			testhook.Pause(ctx, testhook.AfterInspect)
-			return got, phase == v1.ClaimCreated, &in, true
+			return got, creates, &in, true
 		case got.Spec.Phase != v1.ClaimClaimed:
 			// Recorded by an earlier pass the cache had not shown: that
 			// verdict stands.
@@ -118,7 +138,33 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		return nil, false, nil, false
 	}
 	testhook.Pause(ctx, testhook.AfterInspect)
-	return cl, phase == v1.ClaimCreated, &in, true
+	return cl, creates, &in, true
+}
+
+// ownerVerdict reads, fresh, the owner record of an existing resource this
+// Buckety has no verdict for, and judges it: false (with f set) when the
+// record keeps this Buckety out.
+func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (ownerVerdict, bool) {
+	ok, err := r.ownerRecords(ctx, e, f)
+	if err != nil {
+		f.Record(err)
+		return ownerNone, false
+	}
+	if !ok {
+		return ownerNone, true
+	}
+	rec, err := r.readOwner(ctx, e, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters}, 0)
+	if err != nil {
+		f.Record(err)
+		return ownerNone, false
+	}
+	v, why := judgeOwner(rec, b, e, r.Backends.Installation())
+	switch {
+	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
+		r.ownedElsewhere(b, e, f, why)
+		return v, false
+	}
+	return v, true
 }
 
 // refuse reports a resource that holds content and is not taken over. The
@@ -164,6 +210,10 @@ func adoptionHint(b *v1.Buckety, e *backends.Entry) string {
 // claim stays Adopting until the parameters match. Differences being
 // converged are announced in an event first.
 func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, in *drivers.Inspection, params map[string]string) bool {
+	// This pass's adoption check read the owner record; a later pass
+	// reads it again, since another installation may have written one
+	// while the adoption waited.
+	ownerRead := in != nil
 	if in == nil {
 		got, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: params})
 		if err != nil {
@@ -171,6 +221,14 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 			return false
 		}
 		in = &got
+	}
+	if in.Exists && !ownerRead {
+		if _, ok := r.ownerVerdict(ctx, b, e, f); !ok {
+			if err := r.letGo(ctx, f.claim); err != nil {
+				f.claimErr = err
+			}
+			return false
+		}
 	}
 	switch {
 	case !in.Exists:

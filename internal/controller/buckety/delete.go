@@ -108,6 +108,17 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	}
 	switch {
 	case b.Spec.RetentionPolicy != v1.RetentionDelete:
+		// Retained on the backend too: its record no longer re-attaches it
+		// to a Buckety of this name without the adoption keys.
+		if claims.Written(cl.Spec.Phase) {
+			if e, ok := r.Backends.Get(cl.Spec.Backend); ok {
+				at := drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters)}
+				if err := r.retainOwner(ctx, b, e, at); err != nil {
+					f.Record(err)
+					return reconcile.Result{RequeueAfter: retry.TransientBase}, false, false, nil
+				}
+			}
+		}
 		return retain("retentionPolicy Retain")
 	case !claims.Deletable(cl, r.deletesAdopted(cl.Spec.Backend)):
 		switch cl.Spec.Phase {
@@ -132,7 +143,19 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	// spec says now: a tenant may edit a Buckety being deleted, and a
 	// changed location parameter must never point the delete at a
 	// resource of the same name elsewhere.
-	err = e.Backend.Delete(ctx, drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters)})
+	at := drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters)}
+	// The record on the backend has the last word: a resource another
+	// installation holds (or this one handed over) is never deleted.
+	why, err := r.deletableByRecord(ctx, b, e, at)
+	if err == nil && why != "" {
+		return retain(why)
+	}
+	if err == nil {
+		err = e.Backend.Delete(ctx, at)
+	}
+	if err == nil {
+		err = r.dropOwner(ctx, e, at)
+	}
 	var ip *drivers.InProgressError
 	switch {
 	case errors.As(err, &ip):
@@ -148,7 +171,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		}
 		return reconcile.Result{RequeueAfter: d}, false, false, nil
 	}
-	why := "retentionPolicy Delete"
+	why = "retentionPolicy Delete"
 	if cl.Spec.Phase == v1.ClaimAdopted {
 		why += "; adopted, and the backend sets adoption.deleteAdopted"
 	}

@@ -56,6 +56,14 @@ type facts struct {
 	// adoptionRefused says, in what the tenant may read, why a pre-existing
 	// resource is not taken over.
 	adoptionRefused string
+	// ownedElsewhere says why the resource's owner record keeps this
+	// Buckety out (owners.go).
+	ownedElsewhere string
+	// handedOver says the resource is handed over to another installation
+	// (ownership.handOverTo): nothing more is written to it.
+	handedOver string
+	// ownerRecordsUnavailable says the backend keeps no owner records.
+	ownerRecordsUnavailable string
 	// adoptionHint says what would let the refused adoption in.
 	adoptionHint string
 	// adoptionDrift lists how an adopted resource whose adoption is not

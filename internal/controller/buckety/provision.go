@@ -75,6 +75,17 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if !r.budgetFits(ctx, b, e, f, cl, params) {
 		return false, nil
 	}
+	at := drivers.Resource{Name: f.resourceName, Parameters: params}
+	if e.Config.HandOverTo() != "" && cl.Spec.Phase != v1.ClaimAdopting {
+		r.handOver(ctx, b, e, f, at)
+		return false, nil
+	}
+	// A resource this pass found missing has no record to check, and one
+	// this pass's adoption check found has had its record read; any other
+	// is checked before it is written to (once per process).
+	if !justRecorded && !fresh && !r.checkOwner(ctx, b, e, f, at) {
+		return false, nil
+	}
 	want := drivers.Resource{Name: f.resourceName, Parameters: params, MaxAge: r.maxAge(e), CreateOnly: justRecorded}
 	if !fresh {
 		want.BeforeWrite = func(ctx context.Context) error { return r.Claims.Confirm(ctx, cl) }
@@ -116,6 +127,9 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			f.claimErr = errors.New("the resource appeared between the adoption check and the create; checking it again before adopting it")
 			return false, nil
 		}
+	}
+	if !r.keepOwner(ctx, b, e, f, at, res.Created) {
+		return false, nil
 	}
 	// With drift the resource exists and is usable; the drift is reported.
 	f.provisioned = true

@@ -38,6 +38,9 @@ import (
 type Reconciler struct {
 	// Client is the manager's (cached) client.
 	Client ctrl.Client
+	// owners remembers the owner records this process read or wrote
+	// (owners.go).
+	owners ownerMemo
 	// Backends are the open backends of the controller config.
 	Backends *backends.Set
 	// Claims is the controller's record of which Buckety owns which backend
@@ -186,7 +189,7 @@ func failure(f *facts) retry.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil, f.claimErr != nil:
 		return retry.Transient
-	case f.AccessDenied != nil, f.adoptionRefused != "", len(f.adoptionDrift) > 0, f.conflict != nil, f.limitExceeded != "", f.budgetExceeded != "", f.locationChanged != "", len(f.shortfalls) > 0:
+	case f.AccessDenied != nil, f.adoptionRefused != "", f.ownedElsewhere != "", f.handedOver != "", len(f.adoptionDrift) > 0, f.conflict != nil, f.limitExceeded != "", f.budgetExceeded != "", f.locationChanged != "", len(f.shortfalls) > 0:
 		return retry.Permanent
 	}
 	return retry.None

@@ -77,6 +77,8 @@ func degraded(f *facts) status.Cond {
 	switch {
 	case len(f.shortfalls) > 0:
 		return status.True(t, v1.ReasonParameterNotApplied, shortfallMessage(f))
+	case f.ownerRecordsUnavailable != "" && f.provisioned:
+		return status.True(t, v1.ReasonOwnerRecordsUnavailable, f.ownerRecordsUnavailable)
 	case f.provisioned:
 		return status.False(t, v1.ReasonAsExpected, "every parameter is applied")
 	}
@@ -141,7 +143,7 @@ type link func(b *v1.Buckety, f *facts) *readinessResult
 // Before provisionedLinks the backend resource is not usable; after them it
 // exists and Ready waits only on parameters applied and access Secrets.
 var readyChain = []link{
-	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, budgetLink, adoptionLink, adoptionDriftLink,
+	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, budgetLink, ownerLink, handedOverLink, adoptionLink, adoptionDriftLink,
 	locationLink, backendFailureLink, claimLink, notYetProvisionedLink,
 	// The backend resource exists from here on.
 	driftLink, shortfallLink, implicitAccessLink, pendingAccessesLink,
@@ -261,6 +263,23 @@ func adoptionLink(_ *v1.Buckety, f *facts) *readinessResult {
 		hint = "buckety does not claim a resource that already holds content: empty it, or choose another spec.name"
 	}
 	return notReady(v1.ReasonAdoptionRefused, f.adoptionRefused+"; "+hint, false)
+}
+
+// ownerLink: the resource's owner record names another installation.
+func ownerLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.ownedElsewhere == "" {
+		return nil
+	}
+	return notReady(v1.ReasonOwnedElsewhere, f.ownedElsewhere, false)
+}
+
+// handedOverLink: the backend hands its resources over to another
+// installation.
+func handedOverLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.handedOver == "" {
+		return nil
+	}
+	return notReady(v1.ReasonHandedOver, f.handedOver, false)
 }
 
 // adoptionDriftLink: an adoption the tenant asked for waits for the

@@ -1,0 +1,328 @@
+package buckety
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+)
+
+// Owner records on the backend (drivers.OwnerRecorder). Claims decide
+// ownership inside one cluster; the record on the backend decides it
+// between installations, and for an installation rebuilt from git whose
+// claims were lost with its etcd:
+//
+//   - an existing resource whose record names another installation is never
+//     adopted or written, empty or not, whatever spec.adoption says
+//     (OwnedElsewhere), unless that installation handed it over to this one
+//     and this backend accepts handovers from it (ownership.acceptFrom), for
+//     a Buckety of the same namespace and name;
+//   - one whose record names this installation, held for a Buckety of the
+//     same namespace and name, is re-attached without any adoption key:
+//     claimed Created, converged, deleted by retentionPolicy Delete;
+//   - a retained one (its Buckety was deleted with Retain), or one with no
+//     record, follows the adoption rules;
+//   - every resource this installation writes to gets its record, Held,
+//     after the create, and on its next pass for one created by an earlier
+//     release; a Buckety deleted with Retain marks it Retained, one deleted
+//     with Delete removes it with the resource;
+//   - a backend whose ownership.handOverTo names another installation marks
+//     each of its records handed over, and writes nothing more to them.
+//
+// Records are read fresh (MaxAge 0) wherever a resource would be taken
+// over or deleted, and remembered per process otherwise, so a steady-state
+// pass costs no request.
+
+// ownerVerdict is what a record means for a Buckety of this installation.
+type ownerVerdict int
+
+const (
+	// ownerNone: no record; the adoption rules apply.
+	ownerNone ownerVerdict = iota
+	// ownerMine: held by this installation for this Buckety (namespace and
+	// name): re-attached.
+	ownerMine
+	// ownerHandedToMe: handed over to this installation by one this backend
+	// accepts, for a Buckety of this namespace and name: taken over.
+	ownerHandedToMe
+	// ownerRetained: this installation retained it: the adoption rules
+	// apply.
+	ownerRetained
+	// ownerSibling: held by this installation for another Buckety: refused
+	// unless both adoption keys allow taking it over.
+	ownerSibling
+	// ownerForeign: another installation's, or handed over by this one:
+	// never adopted or written.
+	ownerForeign
+)
+
+// judgeOwner reads rec for Buckety b on backend e of installation inst.
+// why explains a refusal, in what the tenant may read.
+func judgeOwner(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst string) (v ownerVerdict, why string) {
+	if rec == nil {
+		return ownerNone, ""
+	}
+	same := rec.Namespace == b.Namespace && rec.Name == b.Name
+	if rec.Installation != inst {
+		switch {
+		case rec.State == drivers.OwnerHandedOver && rec.To == inst && !e.Config.AcceptsHandoverFrom(rec.Installation):
+			return ownerForeign, fmt.Sprintf("is handed over to this installation (%s) by installation %s, which backend %s does not accept: its maintainer lists %s in ownership.acceptFrom to take it over", inst, rec.Installation, e.Name, rec.Installation)
+		case rec.State == drivers.OwnerHandedOver && rec.To == inst && !same:
+			return ownerForeign, fmt.Sprintf("is handed over to this installation by installation %s for Buckety %s/%s; only a Buckety of that namespace and name takes it over", rec.Installation, rec.Namespace, rec.Name)
+		case rec.State == drivers.OwnerHandedOver && rec.To == inst:
+			return ownerHandedToMe, ""
+		}
+		return ownerForeign, fmt.Sprintf("is owned by another buckety installation: %s", rec)
+	}
+	switch rec.State {
+	case drivers.OwnerRetained:
+		return ownerRetained, ""
+	case drivers.OwnerHandedOver:
+		return ownerForeign, fmt.Sprintf("was handed over by this installation to installation %s", rec.To)
+	}
+	if !same {
+		return ownerSibling, fmt.Sprintf("is held by this installation for Buckety %s/%s", rec.Namespace, rec.Name)
+	}
+	return ownerMine, ""
+}
+
+// ownerMemo remembers, per backend resource, the record this process last
+// read or wrote, so a steady-state pass costs no request.
+type ownerMemo struct {
+	m sync.Map // backend/resource -> drivers.OwnerRecord
+}
+
+func memoKey(e *backends.Entry, name string) string { return e.Name + "/" + name }
+
+func (m *ownerMemo) get(e *backends.Entry, name string) (drivers.OwnerRecord, bool) {
+	v, ok := m.m.Load(memoKey(e, name))
+	if !ok {
+		return drivers.OwnerRecord{}, false
+	}
+	return v.(drivers.OwnerRecord), true
+}
+
+func (m *ownerMemo) put(e *backends.Entry, name string, rec *drivers.OwnerRecord) {
+	if rec == nil {
+		m.m.Delete(memoKey(e, name))
+		return
+	}
+	m.m.Store(memoKey(e, name), *rec)
+}
+
+// ownerRecords reports whether e keeps owner records, and records in f why
+// not where its driver could but the service cannot.
+func (r *Reconciler) ownerRecords(ctx context.Context, e *backends.Entry, f *facts) (bool, error) {
+	if e.Owners == nil {
+		return false, nil
+	}
+	ok, why, err := e.Owners.OwnerRecords(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		f.ownerRecordsUnavailable = fmt.Sprintf("backend %s keeps no owner record with its resources (%s): ownership is kept only in this cluster, so another installation on the same service is not kept out", e.Name, why)
+	}
+	return ok, nil
+}
+
+// readOwner reads the record of the resource, fresh when maxAge is 0.
+func (r *Reconciler) readOwner(ctx context.Context, e *backends.Entry, res drivers.Resource, maxAge time.Duration) (*drivers.OwnerRecord, error) {
+	res.MaxAge = maxAge
+	res.DryRun, res.CreateOnly, res.BeforeWrite = false, false, nil
+	rec, err := e.Owners.ReadOwner(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	r.owners.put(e, res.Name, rec)
+	return rec, nil
+}
+
+// heldRecord is the record this installation keeps for b.
+func (r *Reconciler) heldRecord(b *v1.Buckety) *drivers.OwnerRecord {
+	return &drivers.OwnerRecord{Installation: r.Backends.Installation(), Namespace: b.Namespace, Name: b.Name, UID: string(b.UID), State: drivers.OwnerHeld}
+}
+
+// checkOwner is the owner check of an existing resource this Buckety
+// already claims, before anything is written to it: false (with f set)
+// when the record says it is not this Buckety's to write. It reads the
+// record once per process and remembers it.
+func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource) bool {
+	ok, err := r.ownerRecords(ctx, e, f)
+	if err != nil {
+		f.Record(err)
+		return false
+	}
+	if !ok {
+		return true
+	}
+	if rec, known := r.owners.get(e, res.Name); known && rec.Same(r.heldRecord(b)) {
+		return true
+	}
+	rec, err := r.readOwner(ctx, e, res, r.Recheck)
+	if err != nil {
+		f.Record(err)
+		return false
+	}
+	switch v, why := judgeOwner(rec, b, e, r.Backends.Installation()); v {
+	case ownerForeign:
+		r.ownedElsewhere(b, e, f, why)
+		return false
+	case ownerSibling:
+		if !adoptionKeys(b, e) {
+			r.ownedElsewhere(b, e, f, why)
+			return false
+		}
+	}
+	return true
+}
+
+// keepOwner writes the Held record of a resource this Buckety owns when the
+// backend does not hold it yet (a create, a re-attach, an adoption, a
+// resource created by an earlier release), after Ensure succeeded. Unless
+// this very pass created the resource, the record is read fresh first: an
+// installation that adopted an empty resource must not write over the
+// record its creator wrote a moment after the create.
+func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource, created bool) bool {
+	if e.Owners == nil || f.ownerRecordsUnavailable != "" {
+		return true
+	}
+	want := r.heldRecord(b)
+	if rec, known := r.owners.get(e, res.Name); known && rec.Same(want) {
+		return true
+	}
+	if !created {
+		rec, err := r.readOwner(ctx, e, res, 0)
+		if err != nil {
+			f.Record(err)
+			return false
+		}
+		switch v, why := judgeOwner(rec, b, e, r.Backends.Installation()); {
+		case rec.Same(want):
+			return true
+		case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
+			r.ownedElsewhere(b, e, f, why)
+			return false
+		}
+	}
+	res.DryRun, res.CreateOnly, res.BeforeWrite, res.MaxAge = false, false, nil, 0
+	if err := e.Owners.WriteOwner(ctx, res, want); err != nil {
+		f.Record(fmt.Errorf("write the owner record of %s: %w", res.Name, err))
+		return false
+	}
+	r.owners.put(e, res.Name, want)
+	return true
+}
+
+// ownedElsewhere reports a resource whose record keeps this Buckety out.
+func (r *Reconciler) ownedElsewhere(b *v1.Buckety, e *backends.Entry, f *facts, why string) {
+	f.ownedElsewhere = fmt.Sprintf("%s on backend %s %s; buckety never adopts or writes it, whatever spec.adoption says: choose another spec.name", f.resourceName, e.Name, why)
+	r.event(b, corev1.EventTypeWarning, v1.ReasonOwnedElsewhere, v1.EventActionProvision, f.ownedElsewhere)
+}
+
+// handOver marks the record of a resource this installation owns handed
+// over to the installation the backend names (ownership.handOverTo), and
+// writes nothing more to the resource. It reports the handover in f.
+func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource) {
+	to := e.Config.HandOverTo()
+	ok, err := r.ownerRecords(ctx, e, f)
+	if err != nil {
+		f.Record(err)
+		return
+	}
+	if !ok {
+		f.handedOver = fmt.Sprintf("backend %s hands its resources over to installation %s (ownership.handOverTo), but keeps no owner record; nothing is written to %s", e.Name, to, f.resourceName)
+		return
+	}
+	rec, err := r.readOwner(ctx, e, res, 0)
+	if err != nil {
+		f.Record(err)
+		return
+	}
+	inst := r.Backends.Installation()
+	switch {
+	case rec != nil && rec.Installation == to:
+		f.handedOver = fmt.Sprintf("%s on backend %s was handed over to installation %s, which holds it now", f.resourceName, e.Name, to)
+		return
+	case rec != nil && rec.Installation != inst:
+		_, why := judgeOwner(rec, b, e, inst)
+		r.ownedElsewhere(b, e, f, why)
+		return
+	}
+	want := r.heldRecord(b)
+	want.State, want.To = drivers.OwnerHandedOver, to
+	if !rec.Same(want) {
+		if err := e.Owners.WriteOwner(ctx, res, want); err != nil {
+			f.Record(fmt.Errorf("mark %s handed over: %w", res.Name, err))
+			return
+		}
+		r.owners.put(e, res.Name, want)
+		r.event(b, corev1.EventTypeNormal, v1.ReasonHandedOver, v1.EventActionProvision, fmt.Sprintf("marked %s on backend %s handed over to installation %s (ownership.handOverTo); nothing more is written to it from this installation", f.resourceName, e.Name, to))
+	}
+	f.handedOver = fmt.Sprintf("%s on backend %s is handed over to installation %s (ownership.handOverTo), waiting for it to take it over; nothing more is written to it from this installation", f.resourceName, e.Name, to)
+}
+
+// deletableByRecord reads the record, fresh, before the resource is
+// deleted: why is non-empty when it is not this installation's to delete.
+func (r *Reconciler) deletableByRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, res drivers.Resource) (why string, err error) {
+	var f facts
+	ok, err := r.ownerRecords(ctx, e, &f)
+	if err != nil || !ok {
+		return "", err
+	}
+	rec, err := r.readOwner(ctx, e, res, 0)
+	if err != nil {
+		return "", err
+	}
+	switch v, msg := judgeOwner(rec, b, e, r.Backends.Installation()); v {
+	case ownerForeign, ownerSibling:
+		return "its owner record on the backend says it " + msg, nil
+	}
+	return "", nil
+}
+
+// dropOwner removes the record of a resource this Buckety deleted.
+func (r *Reconciler) dropOwner(ctx context.Context, e *backends.Entry, res drivers.Resource) error {
+	if e.Owners == nil {
+		return nil
+	}
+	var f facts
+	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
+		return err
+	}
+	if err := e.Owners.WriteOwner(ctx, res, nil); err != nil {
+		return fmt.Errorf("remove the owner record of %s: %w", res.Name, err)
+	}
+	r.owners.put(e, res.Name, nil)
+	return nil
+}
+
+// retainOwner marks the record of a resource a Buckety deleted with Retain
+// left on the backend, when the record is this Buckety's: retained, it is
+// re-attached to nobody without the adoption keys.
+func (r *Reconciler) retainOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, res drivers.Resource) error {
+	var f facts
+	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
+		return err
+	}
+	rec, err := r.readOwner(ctx, e, res, 0)
+	if err != nil {
+		return err
+	}
+	if v, _ := judgeOwner(rec, b, e, r.Backends.Installation()); v != ownerMine {
+		return nil
+	}
+	want := *rec
+	want.State = drivers.OwnerRetained
+	if err := e.Owners.WriteOwner(ctx, res, &want); err != nil {
+		return fmt.Errorf("mark the owner record of %s retained: %w", res.Name, err)
+	}
+	r.owners.put(e, res.Name, &want)
+	return nil
+}

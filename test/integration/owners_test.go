@@ -1,0 +1,322 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/twmb/franz-go/pkg/kadm"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/seaweedfs"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// ownedCase is one backend of the ownership tests: a scoped backend named
+// "owned" on a server of its own, and how a Secret reaches its resource.
+type ownedCase struct {
+	name string
+	// backend starts the server and returns the backend, and how the
+	// server's admin sees whether a resource exists.
+	backend func(t *testing.T) (config.Backend, func(resource string) bool)
+	// resource is the backend resource name for namespace ns.
+	resource func(ns string) string
+	// write puts data into the resource with a Secret's credentials.
+	write func(t *testing.T, data map[string][]byte, resource string) error
+	// read reads the data back with a Secret's credentials.
+	read func(t *testing.T, data map[string][]byte, resource string) error
+}
+
+func ownedCases() []ownedCase {
+	kafkaCase := ownedCase{name: "kafka",
+		backend: func(t *testing.T) (config.Backend, func(string) bool) {
+			b, _ := scopedBroker(t, 0)
+			be := superuserBackend(b, 0)
+			be.Name = "owned"
+			admin := secretKafka(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte("buckety"), "sasl.password": []byte("s3cr3t")})
+			return be, func(topic string) bool {
+				td, err := kadm.NewClient(admin).ListTopics(context.Background(), topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return td.Has(topic) && td[topic].Err == nil
+			}
+		},
+		resource: func(ns string) string { return ns + ".orders" },
+		write:    func(t *testing.T, data map[string][]byte, topic string) error { return produceWith(t, data, topic) },
+		read: func(t *testing.T, data map[string][]byte, topic string) error {
+			return consumeWith(t, data, topic, string(data["group.id.prefix"])+"reader")
+		},
+	}
+	s3Write := func(_ *testing.T, data map[string][]byte, bucket string) error {
+		_, err := s3With(data).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("order-1"), Body: strings.NewReader("the first cluster's")})
+		return err
+	}
+	s3Read := func(_ *testing.T, data map[string][]byte, bucket string) error {
+		_, err := s3With(data).GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("order-1")})
+		return err
+	}
+	cases := []ownedCase{kafkaCase}
+	for _, impl := range s3test.Implementations {
+		cases = append(cases, ownedCase{name: impl,
+			backend: func(t *testing.T) (config.Backend, func(string) bool) {
+				srv, be := scopedS3(t, impl)
+				be.Name = "owned"
+				return be, bucketOn(srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
+			},
+			resource: func(ns string) string { return ns + "-orders" },
+			write:    s3Write, read: s3Read,
+		})
+	}
+	cases = append(cases, ownedCase{name: "seaweedfs",
+		backend: func(t *testing.T) (config.Backend, func(string) bool) {
+			srv := seaweedfs.Start(t, seaweedfs.Options{})
+			sc := s3driver.Config{Implementation: s3driver.ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
+				AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second), Credentials: &s3driver.Credentials{}}
+			be := harness.S3("owned", sc)
+			be.Credentials = harness.Grace(3 * time.Second)
+			return be, bucketOn(srv.Endpoint, "us-east-1", srv.AccessKey, srv.SecretKey)
+		},
+		resource: func(ns string) string { return ns + "-orders" },
+		write:    s3Write, read: s3Read,
+	})
+	return cases
+}
+
+// bucketOn reports, with a server's root keys, whether a bucket exists.
+func bucketOn(endpoint, region, key, secret string) func(string) bool {
+	cl := s3.New(s3.Options{Region: region, BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(key, secret, "")})
+	return func(bucket string) bool {
+		_, err := cl.HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String(bucket)})
+		return err == nil
+	}
+}
+
+// installationYAML is buckety-controller.yaml of installation inst with
+// backends.
+func installationYAML(inst string, backends ...config.Backend) string {
+	return "installation: " + inst + "\n" + harness.ConfigYAML(backends...)
+}
+
+// otherCluster is a second control plane, with a client, for a second
+// installation (or a cluster rebuilt from git).
+func otherCluster(t *testing.T) (*rest.Config, client.Client) {
+	t.Helper()
+	other := controlplane.StartT(t, controlplane.Options{CRDDirs: []string{controlplane.CRDDir()}})
+	scheme, err := appcontroller.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(other.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return other.RESTConfig, c
+}
+
+// applyOn creates objs on the API server c reaches, as kubectl apply of
+// the same manifests would on every cluster.
+func applyOn(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s/%s: %v", o, o.GetNamespace(), o.GetName(), err)
+		}
+	}
+}
+
+// tenantManifests are the manifests of one tenant as git holds them: a
+// namespace, a Buckety orders on resource, and an access app.
+func tenantManifests(ns, resource string, adoption v1.Adoption) (*corev1.Namespace, *v1.Buckety, *v1.BucketyAccess) {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "owned", Name: resource, Adoption: adoption, RetentionPolicy: v1.RetentionDelete}},
+		&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}}
+}
+
+func secretOn(t *testing.T, c client.Client, ns, name string) map[string][]byte {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Data
+}
+
+// TestSecondInstallationKeptOut (issue 49) on the real broker, MinIO,
+// VersityGW and SeaweedFS: two control planes, a controller each
+// (installations east and west), one backend. East's tenant gets a new,
+// empty resource; west's tenant, in a namespace of the same name, applies
+// the same manifests with spec.adoption AdoptAndConverge on a backend whose
+// maintainer allows adoption: refused (OwnedElsewhere, naming east), no
+// credential issued. Then a handover, which needs both sides: east hands
+// the backend over (ownership.handOverTo: west), west accepts it
+// (ownership.acceptFrom: [east]); west's Buckety takes the resource over
+// with its data, and east's credential stops working.
+func TestSecondInstallationKeptOut(t *testing.T) {
+	needInfra(t)
+	westREST, west := otherCluster(t)
+	westRun := func(t *testing.T, be config.Backend) *controllerRun {
+		return startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) {
+			fastLoops(o)
+			o.RESTConfig = westREST
+		})
+	}
+	for _, c := range ownedCases() {
+		t.Run(c.name, func(t *testing.T) {
+			be, exists := c.backend(t)
+			eastRun := startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+			adopting := be
+			adopting.Adoption = &config.Adoption{Allow: true}
+			westCtl := westRun(t, adopting)
+
+			ns := namespace(t)
+			removeWhileRunning(t, ns)
+			resource := c.resource(ns)
+			_, eb, ea := tenantManifests(ns, resource, "")
+			create(t, eb)
+			create(t, ea)
+			waitCondition(t, ea, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			eastSecret := secret(t, ns, "app").Data
+
+			wnsObj, wb, wa := tenantManifests(ns, resource, v1.AdoptionAndConverge)
+			applyOn(t, west, wnsObj, wb, wa)
+			got := waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+			if !strings.Contains(got.Message, "installation east") {
+				t.Errorf("want the refusal to name the owning installation, got %q", got.Message)
+			}
+			if err := c.write(t, eastSecret, resource); err != nil {
+				t.Fatalf("east's Secret on its own resource: %v", err)
+			}
+			// West's tenant holds no right on it: no credential was issued.
+			waitConditionOn(t, west, wa, v1.ConditionReady, metav1.ConditionFalse, "", waitTimeout)
+			var creds v1.BucketyCredentialList
+			if err := west.List(context.Background(), &creds); err != nil {
+				t.Fatal(err)
+			}
+			if len(creds.Items) != 0 {
+				t.Errorf("want no credential issued by west, got %d", len(creds.Items))
+			}
+			if err := west.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, &corev1.Secret{}); err == nil {
+				t.Errorf("want no Secret written by west")
+			}
+
+			// The handover: both sides.
+			eastRun.stop(t)
+			westCtl.stop(t)
+			giving := be
+			giving.Ownership = &config.Ownership{HandOverTo: "west"}
+			startControllerWith(t, installationYAML("east", giving), nil, fastLoops)
+			waitCondition(t, eb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonHandedOver, waitTimeout)
+			receiving := be
+			receiving.Ownership = &config.Ownership{AcceptFrom: []string{"east"}}
+			westRun(t, receiving)
+			waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if wb.Status.Provenance != v1.ProvenanceCreated {
+				t.Errorf("want the handed-over resource provenance Created (Delete deletes it), got %q", wb.Status.Provenance)
+			}
+			waitConditionOn(t, west, wa, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if err := c.read(t, secretOn(t, west, ns, "app"), resource); err != nil {
+				t.Errorf("west's Secret on the data handed over: %v", err)
+			}
+			wait.For(t, waitTimeout, "east's credential revoked", func() (bool, string) {
+				err := c.write(t, eastSecret, resource)
+				return err != nil, fmt.Sprintf("east's Secret still works: %v", err)
+			})
+			// West owns it now: deleting west's Buckety (Delete) deletes it,
+			// and east's Bucketies let go without deleting anything.
+			deleteOn(t, west, wa)
+			deleteOn(t, west, wb)
+			wait.For(t, waitTimeout, resource+" deleted by west's retentionPolicy Delete", func() (bool, string) {
+				return !exists(resource), "still there"
+			})
+		})
+	}
+}
+
+func deleteOn(t *testing.T, c client.Client, o client.Object) {
+	t.Helper()
+	if err := c.Delete(context.Background(), o); err != nil {
+		t.Fatalf("delete %T %s: %v", o, o.GetName(), err)
+	}
+	wait.For(t, waitTimeout, fmt.Sprintf("%T %s gone", o, o.GetName()), func() (bool, string) {
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(o), o)
+		return err != nil && client.IgnoreNotFound(err) == nil, fmt.Sprint(err)
+	})
+}
+
+// TestRebuiltInstallationReattaches (issue 49) on the real broker, MinIO,
+// VersityGW and SeaweedFS: an installation's tenant fills its resource;
+// the cluster is lost (its controller stopped, its etcd never seen again)
+// and rebuilt: a new control plane, buckety reinstalled with the same
+// installation name and the same manifests. The Buckety is Ready on its
+// data with provenance Created and no adoption key; the new Secret reads
+// the data; the old principal (its record lost with the old etcd) is
+// revoked after credentials.orphanGrace; retentionPolicy Delete deletes
+// the resource.
+func TestRebuiltInstallationReattaches(t *testing.T) {
+	needInfra(t)
+	for _, c := range ownedCases() {
+		t.Run(c.name, func(t *testing.T) {
+			be, exists := c.backend(t)
+			grace := harness.Duration(2 * time.Second)
+			be.Credentials = &config.Credentials{OrphanGrace: &grace, RotationGrace: &grace}
+			lost := startControllerWith(t, installationYAML("north", be), nil, fastLoops)
+			ns := namespace(t)
+			resource := c.resource(ns)
+			_, b, a := tenantManifests(ns, resource, "")
+			create(t, b)
+			create(t, a)
+			waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			old := secret(t, ns, "app").Data
+			if err := c.write(t, old, resource); err != nil {
+				t.Fatalf("the Secret on its resource: %v", err)
+			}
+			lost.stop(t)
+
+			rebuiltREST, rebuilt := otherCluster(t)
+			startControllerWith(t, installationYAML("north", be), nil, func(o *appcontroller.Options) {
+				fastLoops(o)
+				o.RESTConfig = rebuiltREST
+			})
+			nsObj, rb, ra := tenantManifests(ns, resource, "")
+			applyOn(t, rebuilt, nsObj, rb, ra)
+			waitConditionOn(t, rebuilt, rb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if rb.Status.Provenance != v1.ProvenanceCreated {
+				t.Errorf("want the re-attached resource provenance Created, got %q", rb.Status.Provenance)
+			}
+			waitConditionOn(t, rebuilt, ra, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if err := c.read(t, secretOn(t, rebuilt, ns, "app"), resource); err != nil {
+				t.Errorf("the new Secret on the data: %v", err)
+			}
+			wait.For(t, waitTimeout, "the lost cluster's credential revoked", func() (bool, string) {
+				err := c.write(t, old, resource)
+				return err != nil, fmt.Sprintf("the old Secret still works: %v", err)
+			})
+			deleteOn(t, rebuilt, ra)
+			deleteOn(t, rebuilt, rb)
+			wait.For(t, waitTimeout, resource+" deleted by retentionPolicy Delete", func() (bool, string) {
+				return !exists(resource), "still there"
+			})
+			// The lost cluster's objects: strip them, as its etcd is gone.
+			for _, o := range []client.Object{a, b} {
+				patch(t, o, `{"metadata":{"finalizers":null}}`)
+			}
+		})
+	}
+}
