@@ -1,0 +1,48 @@
+package buckety
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+// TestJudgeOwner: what each owner record means for a Buckety of
+// installation east, on a backend that accepts handovers from west only.
+func TestJudgeOwner(t *testing.T) {
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "orders", UID: "new-uid"}}
+	e := &backends.Entry{Name: "kafka", Config: &config.Backend{Ownership: &config.Ownership{AcceptFrom: []string{"west"}}}}
+	rec := func(inst, ns, name string, state drivers.OwnerState, to string) *drivers.OwnerRecord {
+		return &drivers.OwnerRecord{Installation: inst, Namespace: ns, Name: name, UID: "old-uid", State: state, To: to}
+	}
+	for _, c := range []struct {
+		name string
+		rec  *drivers.OwnerRecord
+		want ownerVerdict
+		why  string
+	}{
+		{"no record", nil, ownerNone, ""},
+		{"mine after a rebuild (another UID)", rec("east", "team-a", "orders", drivers.OwnerHeld, ""), ownerMine, ""},
+		{"another installation's, same names", rec("north", "team-a", "orders", drivers.OwnerHeld, ""), ownerForeign, "installation north"},
+		{"another installation's, retained", rec("north", "team-a", "orders", drivers.OwnerRetained, ""), ownerForeign, "installation north"},
+		{"handed to me by an accepted giver", rec("west", "team-a", "orders", drivers.OwnerHandedOver, "east"), ownerHandedToMe, ""},
+		{"handed to me by a giver not accepted", rec("north", "team-a", "orders", drivers.OwnerHandedOver, "east"), ownerForeign, "ownership.acceptFrom"},
+		{"handed to me for another Buckety", rec("west", "team-b", "orders", drivers.OwnerHandedOver, "east"), ownerForeign, "team-b/orders"},
+		{"handed to a third installation", rec("west", "team-a", "orders", drivers.OwnerHandedOver, "south"), ownerForeign, "installation west"},
+		{"handed over by me", rec("east", "team-a", "orders", drivers.OwnerHandedOver, "west"), ownerForeign, "handed over by this installation to installation west"},
+		{"retained by me", rec("east", "team-a", "orders", drivers.OwnerRetained, ""), ownerRetained, ""},
+		{"mine, another Buckety", rec("east", "team-b", "orders", drivers.OwnerHeld, ""), ownerSibling, "team-b/orders"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, why := judgeOwner(c.rec, b, e, "east")
+			if got != c.want || (c.why != "" && !strings.Contains(why, c.why)) || (c.why == "" && why != "") {
+				t.Errorf("want %d %q, got %d %q", c.want, c.why, got, why)
+			}
+		})
+	}
+}
