@@ -84,7 +84,11 @@ func judgeOwner(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst
 	case drivers.OwnerRetained:
 		return ownerRetained, ""
 	case drivers.OwnerHandedOver:
-		return ownerForeign, fmt.Sprintf("was handed over by this installation to installation %s", rec.To)
+		if e.Config.HandOverTo() != "" || !same {
+			return ownerForeign, fmt.Sprintf("was handed over by this installation to installation %s", rec.To)
+		}
+		// The handover was called off (handOverTo removed) before the
+		// receiver took it: this installation takes it back.
 	}
 	if !same {
 		return ownerSibling, fmt.Sprintf("is held by this installation for Buckety %s/%s", rec.Namespace, rec.Name)

@@ -34,11 +34,16 @@ func TestJudgeOwner(t *testing.T) {
 		{"handed to me by a giver not accepted", rec("north", "team-a", "orders", drivers.OwnerHandedOver, "east"), ownerForeign, "ownership.acceptFrom"},
 		{"handed to me for another Buckety", rec("west", "team-b", "orders", drivers.OwnerHandedOver, "east"), ownerForeign, "team-b/orders"},
 		{"handed to a third installation", rec("west", "team-a", "orders", drivers.OwnerHandedOver, "south"), ownerForeign, "installation west"},
-		{"handed over by me", rec("east", "team-a", "orders", drivers.OwnerHandedOver, "west"), ownerForeign, "handed over by this installation to installation west"},
+		{"handed over by me, still on", rec("east", "team-a", "orders", drivers.OwnerHandedOver, "west"), ownerForeign, "handed over by this installation to installation west"},
+		{"handed over by me, called off", rec("east", "team-a", "orders", drivers.OwnerHandedOver, "west"), ownerMine, ""},
 		{"retained by me", rec("east", "team-a", "orders", drivers.OwnerRetained, ""), ownerRetained, ""},
 		{"mine, another Buckety", rec("east", "team-b", "orders", drivers.OwnerHeld, ""), ownerSibling, "team-b/orders"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			e := e
+			if strings.HasSuffix(c.name, "still on") {
+				e = &backends.Entry{Name: "kafka", Config: &config.Backend{Ownership: &config.Ownership{HandOverTo: "west", AcceptFrom: []string{"west"}}}}
+			}
 			got, why := judgeOwner(c.rec, b, e, "east")
 			if got != c.want || (c.why != "" && !strings.Contains(why, c.why)) || (c.why == "" && why != "") {
 				t.Errorf("want %d %q, got %d %q", c.want, c.why, got, why)
