@@ -273,6 +273,8 @@ func (a *attack) runAttacks() {
 	t.Logf("%s: the attacks of issue 33 §6 took %s", a.run, time.Since(start).Round(time.Millisecond))
 	a.budgetEscapes()
 	t.Logf("%s: the budget escapes of issue 50 done at %s", a.run, time.Since(start).Round(time.Millisecond))
+	a.secondInstallation()
+	t.Logf("%s: the second installation of issue 49 done at %s", a.run, time.Since(start).Round(time.Millisecond))
 }
 
 // create creates obj as c, or fails the test.
