@@ -15,11 +15,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/testhook"
@@ -308,6 +311,10 @@ func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 	if got := getBuckety(t, ns, "crash").Status.Provenance; got != "" {
 		t.Fatalf("the crash point is before any status write, but provenance is %q", got)
 	}
+	// The crash came between the create and the owner record (issue 49).
+	if rec := ownerOf(t, name); rec != nil {
+		t.Fatalf("the crash point is before the owner record, but the topic has one: %+v", rec)
+	}
 	if err := os.Remove(filepath.Join(pauseDir, testhook.AfterCreate+".arm")); err != nil {
 		t.Fatal(err)
 	}
@@ -315,6 +322,12 @@ func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if b.Status.Provenance != v1.ProvenanceCreated {
 		t.Fatalf("want provenance Created after the crash, got %q", b.Status.Provenance)
+	}
+	// The next pass finished it: the record names this cluster's
+	// installation (the default: no installation in the config).
+	want := drivers.OwnerRecord{Installation: defaultInstallation(t), Namespace: ns, Name: "crash", UID: string(b.UID), State: drivers.OwnerHeld}
+	if rec := ownerOf(t, name); rec == nil || *rec != want {
+		t.Fatalf("after the restart: want the owner record %+v, got %+v", want, rec)
 	}
 	if err := k8s.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
@@ -509,4 +522,40 @@ func TestRefusalRetriesOnBackoff(t *testing.T) {
 	if b.Status.Provenance != v1.ProvenanceCreated {
 		t.Errorf("want the recreated topic Created, got %q", b.Status.Provenance)
 	}
+}
+
+// ownerOf reads the owner record of a topic on the shared broker, as the
+// kadm driver keeps it, fresh.
+func ownerOf(t *testing.T, topic string) *drivers.OwnerRecord {
+	t.Helper()
+	cfg := kadmdriver.Config{SeedBrokers: broker.Addrs, RequestTimeout: harness.Duration(5 * time.Second)}
+	be, err := (&kadmdriver.Driver{}).Open(context.Background(), "kafka", &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	o, ok := be.(drivers.OwnerRecorder)
+	if !ok {
+		t.Fatalf("the kadm driver keeps no owner records (drivers.OwnerRecorder)")
+	}
+	rec, err := o.ReadOwner(context.Background(), drivers.Resource{Name: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// defaultInstallation is the installation name of a controller on the
+// shared control plane whose config sets none.
+func defaultInstallation(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+		t.Fatal(err)
+	}
+	return appcontroller.InstallationFromUID(string(ns.UID))
 }
