@@ -48,7 +48,10 @@ var rbacAllowlist = map[string]string{
 	// Secret -> access) need update on the owner's finalizers.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketies/finalizers`:       "update",
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyaccesses/finalizers`: "update",
-	`ClusterRole/buckety-controller events.k8s.io/events`:                         "create,patch",
+	// Namespace kube-system only (resourceNames): its UID is the default
+	// installation name when the config sets none (installation.go).
+	`ClusterRole/buckety-controller core/namespaces`:      "get",
+	`ClusterRole/buckety-controller events.k8s.io/events`: "create,patch",
 	// The metrics filter: authenticate and authorize each scraper.
 	`ClusterRole/buckety-controller authentication.k8s.io/tokenreviews`:        "create",
 	`ClusterRole/buckety-controller authorization.k8s.io/subjectaccessreviews`: "create",
