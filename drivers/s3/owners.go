@@ -145,11 +145,12 @@ const ownerProbeBucket = "buckety-owner-records-probe-0"
 
 // OwnerRecords implements drivers.OwnerRecorder. It asks the server once:
 // GetBucketTagging on the first bucket the backend's keys list (a name
-// no one holds when there is none). NotImplemented (R2 documents bucket
-// tagging as unimplemented; VersityGW on a backend without tags answers
-// so too) means no records; any S3 answer about the bucket's tags (tags,
-// NoSuchTagSet, NoSuchBucket) means records are kept. The answer is kept
-// for the backend's life; a NotImplemented seen later by ReadOwner or
+// no one holds when there is none). NotImplemented (VersityGW on a
+// backend without tags; R2 if it answers so: untested, no server here
+// stands in for it) means no records; any S3 answer about the bucket's
+// tags (tags, NoSuchTagSet, NoSuchBucket: a server may check the bucket
+// before the operation) means records are kept. The answer is kept for
+// the backend's life; a NotImplemented seen later by ReadOwner or
 // WriteOwner turns it to false. An error (refused keys, an unreachable
 // server) is not kept.
 func (b *Backend) OwnerRecords(ctx context.Context) (bool, string, error) {

@@ -3,10 +3,17 @@ package s3
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -425,5 +432,59 @@ func TestListPrincipals(t *testing.T) {
 				t.Errorf("after revoking %s: want [%s], got %v %v", a2.Principal, a1.Principal, got, err)
 			}
 		})
+	}
+}
+
+// TestOwnerRecordsNotImplemented: a server that answers bucket tagging
+// with NotImplemented (here a real MinIO behind a proxy that answers so,
+// as a gateway without tags does) keeps no records: OwnerRecords says so
+// naming the implementation, and ReadOwner and WriteOwner fail rather
+// than report "no owner".
+func TestOwnerRecordsNotImplemented(t *testing.T) {
+	srv := s3test.Start(t, ImplMinIO, s3test.Options{})
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.URL.Query()["tagging"]; ok {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotImplemented)
+			_, err := io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>`)
+			if err != nil {
+				t.Error(err)
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	cfg := &Config{Implementation: ImplMinIO, Endpoint: proxy.URL, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second}}
+	be, _ := open(t, cfg)
+	ctx := context.Background()
+	if _, err := be.Ensure(ctx, drivers.Resource{Name: "ledger"}); err != nil {
+		t.Fatal(err)
+	}
+	ok, why, err := be.OwnerRecords(ctx)
+	if err != nil || ok || !strings.Contains(why, "implementation minio") || !strings.Contains(why, "NotImplemented") {
+		t.Fatalf("want no records, with a reason naming the implementation, got %v %q %v", ok, why, err)
+	}
+	r := drivers.Resource{Name: "ledger"}
+	if rec, err := be.ReadOwner(ctx, r); !errors.Is(err, ErrNoOwnerRecords) {
+		t.Fatalf("ReadOwner: want ErrNoOwnerRecords, got %v %v", rec, err)
+	}
+	if err := be.WriteOwner(ctx, r, &drivers.OwnerRecord{Installation: "prod-a", State: drivers.OwnerHeld}); !errors.Is(err, ErrNoOwnerRecords) {
+		t.Fatalf("WriteOwner: want ErrNoOwnerRecords, got %v", err)
+	}
+	// A backend that first saw tags work learns otherwise from a read.
+	fresh, _ := open(t, cfg)
+	fresh.owners.known, fresh.owners.kept = true, true
+	if _, err := fresh.ReadOwner(ctx, r); !errors.Is(err, ErrNoOwnerRecords) {
+		t.Fatalf("ReadOwner: want ErrNoOwnerRecords, got %v", err)
+	}
+	if ok, why, err := fresh.OwnerRecords(ctx); err != nil || ok || why == "" {
+		t.Fatalf("after a NotImplemented read: want no records, got %v %q %v", ok, why, err)
 	}
 }
