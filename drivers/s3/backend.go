@@ -39,6 +39,9 @@ type Backend struct {
 	dropsAbortUploads bool
 	// scoping is the state of credentials per access (credentials.go).
 	scoping scoping
+	// owners is what the backend knows of the server's bucket tags, where
+	// owner records are kept (owners.go).
+	owners owners
 	// minio is MinIO's admin API (nil on other implementations): hard
 	// quotas, the data usage report and keys per access.
 	minio *minioadmin.Client

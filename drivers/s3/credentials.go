@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -41,9 +43,15 @@ import (
 // scoped when it has a credential of its own rather than the backend's
 // keys.
 //
-// The principal is bky<12 hex digits of the SHA-256 of the access UID>-
-// <serial>, at most 20 characters of [a-z0-9-] (MinIO's limit), so
-// reconciles are idempotent and a tenant cannot choose another's. The
+// The principal is bky<installation marker>-<12 hex digits of the SHA-256
+// of the access UID>-<serial> (bky<12 hex>-<serial> for an access without
+// an installation, as every principal was before installations had
+// names), characters of [a-z0-9-], so reconciles are idempotent, a
+// tenant cannot choose another's, and an installation lists its own
+// (ListPrincipals). A marked name is 26 characters at serial 1: MinIO
+// users take any length from 3 (only its service accounts stop at 20, and
+// buckety issues none any more), VersityGW 16 to 128 (versityadmin), IAM
+// user names 1 to 64. The
 // secret is 40 characters from crypto/rand, stored only in the Secret
 // (where the server issues the key, as IAM does, the Secret holds the
 // issued key and secret).
@@ -223,10 +231,63 @@ func (b *Backend) adminError(what string, err error) error {
 // Principal implements drivers.CredentialScoper.
 func (b *Backend) Principal(a drivers.Access, serial int) string { return PrincipalFor(a, serial) }
 
-// PrincipalFor is the principal of an access's credential serial.
+// PrincipalFor is the principal of an access's credential serial:
+// bky<marker>-<12 hex>-<serial> with a.Installation's marker
+// (drivers.InstallationMarker), bky<12 hex>-<serial> without one (as
+// issued before installations had names). The two are told apart by the
+// character after the first 11: '-' in a marked name, a hex digit in a
+// legacy one (principalMarker).
 func PrincipalFor(a drivers.Access, serial int) string {
 	sum := sha256.Sum256([]byte(a.UID))
-	return "bky" + hex.EncodeToString(sum[:6]) + "-" + strconv.Itoa(serial)
+	h := hex.EncodeToString(sum[:6])
+	if a.Installation == "" {
+		return "bky" + h + "-" + strconv.Itoa(serial)
+	}
+	return "bky" + drivers.InstallationMarker(a.Installation) + "-" + h + "-" + strconv.Itoa(serial)
+}
+
+// markedPrincipalRE is a principal named with an installation's marker
+// (its first group).
+var markedPrincipalRE = regexp.MustCompile(`^bky([0-9a-f]{8})-[0-9a-f]{12}-[0-9]+$`)
+
+// principalMarker is the installation marker in a principal's name; ok
+// false for a legacy name (bky<12 hex>-<serial>) or any other.
+func principalMarker(principal string) (marker string, ok bool) {
+	m := markedPrincipalRE.FindStringSubmatch(principal)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+var _ drivers.PrincipalLister = (*Backend)(nil)
+
+// ListPrincipals implements drivers.PrincipalLister: of the credentials
+// the issuer lists (IssuedCredentials), those whose names carry
+// installation's marker. Legacy names carry none and are never listed;
+// nor is any name of another form. Each request is bounded by
+// requestTimeout, the listing as a whole only by ctx (IAM pages).
+func (b *Backend) ListPrincipals(ctx context.Context, installation string) ([]string, error) {
+	if installation == "" {
+		return nil, fmt.Errorf("s3: backend %s: list principals: %w", b.name, errNoInstallation)
+	}
+	is, err := b.issuer()
+	if err != nil {
+		return nil, err
+	}
+	all, err := is.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := drivers.InstallationMarker(installation)
+	var out []string
+	for p := range all {
+		if m, ok := principalMarker(p); ok && m == want {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // CredentialKeys implements drivers.CredentialScoper.

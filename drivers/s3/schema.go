@@ -40,7 +40,7 @@ var secretKeys = []drivers.SecretKey{
 	{Name: SecretEndpoint, Description: "The S3 endpoint URL consumers use: the backend's consumerEndpoint, or its endpoint; for an R2 bucket with a jurisdiction, that jurisdiction's endpoint."},
 	{Name: SecretBucket, Description: "The bucket name (the Buckety's status.backendResourceName)."},
 	{Name: SecretRegion, Optional: true, Description: "The bucket's region: its region parameter, or the backend's region. Absent when neither is set."},
-	{Name: SecretAccessKeyID, Description: "The access key ID: the access's own key where the backend issues keys per access (credentials; ScopingNotImplemented=False): bky<hash>-<serial> on minio and versitygw, the key IAM issued to the access's user bky<hash>-<serial> on aws and seaweedfs; otherwise the backend's own (not scoped to the bucket)."},
+	{Name: SecretAccessKeyID, Description: "The access key ID: the access's own key where the backend issues keys per access (credentials; ScopingNotImplemented=False): bky<installation marker>-<hash>-<serial> (bky<hash>-<serial> when issued before the installation was named) on minio and versitygw, the key IAM issued to the access's user of that name on aws and seaweedfs; otherwise the backend's own (not scoped to the bucket)."},
 	{Name: SecretSecretAccessKey, Description: "The secret access key that goes with accessKeyID: for the access's own key, 40 random characters stored nowhere but this Secret."},
 }
 

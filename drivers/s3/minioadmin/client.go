@@ -385,6 +385,21 @@ func ValidKey(access string) error {
 	return nil
 }
 
+// userKeyRE is ValidUserKey's rule.
+var userKeyRE = regexp.MustCompile(`^[a-z0-9-]{3,64}$`)
+
+// ValidUserKey checks the access key of a user buckety makes: MinIO
+// takes a user's key of 3 characters or more without '=' or ','
+// (auth.IsAccessKeyValid, ContainsReservedChars; the 20-character limit
+// of ValidKey is its service accounts'); buckety keeps to 3-64 characters
+// of [a-z0-9-], which an IAM user name would also take.
+func ValidUserKey(access string) error {
+	if !userKeyRE.MatchString(access) {
+		return fmt.Errorf("user access key %q: want 3-64 characters of [a-z0-9-]", access)
+	}
+	return nil
+}
+
 // ValidSecret checks a secret key buckety derives: MinIO takes 8–40
 // characters; buckety keeps to printable ASCII without spaces, so a secret
 // survives environment variables and config files unquoted.
@@ -551,7 +566,7 @@ var ErrNotAUser = errors.New("the access key is a service account or a temporary
 // user's secret and enables it (add-user is an upsert). A key that is a
 // service account is an error matching ErrNotAUser.
 func (m *Client) SetUser(ctx context.Context, user, secret string) error {
-	if err := ValidKey(user); err != nil {
+	if err := ValidUserKey(user); err != nil {
 		return err
 	}
 	if err := ValidSecret(secret); err != nil {
