@@ -197,6 +197,9 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 	topic := b.cfg.registryTopic()
 	res, err := b.kgo.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(r.Name), Value: value}).First()
 	if err != nil {
+		// The registry may have moved or gone: the next catch-up reads
+		// its metadata again (and creates it when it is missing).
+		b.forgetRegistry()
 		return b.classify(fmt.Errorf("write owner record of %s to %s: %w", r.Name, topic, err))
 	}
 	t.mu.Lock()
