@@ -118,7 +118,7 @@ func describeACLsRequest(principal *string) *kmsg.DescribeACLsRequest {
 }
 
 // listACLs reads the ALLOW ACLs of every buckety principal (users named
-// with principalPrefix), by user name, in one request.
+// as isBucketyUser says), by user name, in one request.
 func (b *Backend) listACLs(ctx context.Context) (map[string]map[acl]bool, error) {
 	resp, err := describeACLsRequest(nil).RequestWith(ctx, b.kgo)
 	if err == nil {

@@ -33,6 +33,7 @@ type Backend struct {
 	configs    *batcher[struct{}, map[string]string]
 	offsets    *batcher[int32, topicOffsets]
 	creates    *batcher[params, string]
+	probes     *batcher[params, string]
 	partitions *batcher[int32, string]
 	alters     *batcher[[]kadm.AlterConfig, string]
 	deletes    *batcher[struct{}, string]
@@ -51,6 +52,11 @@ type Backend struct {
 	scoping drivers.ScopingCache
 	// purge drops bulk reads from the client's metadata cache (metacache.go).
 	purge metaPurge
+	// owners is the owner registry, as far as this backend has read it
+	// (owners.go).
+	owners *ownerTable
+	// base ends when the backend is closed.
+	base context.Context
 }
 
 // newBackend wires the batchers; linger and maxBatch bound the latency a
@@ -59,12 +65,13 @@ func newBackend(name string, cfg *Config, cl *kgo.Client, linger time.Duration, 
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(cfg.timeout().Milliseconds()))
 	base, stop := context.WithCancel(context.Background())
-	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop, observed: newObservations()}
+	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop, observed: newObservations(), owners: newOwnerTable(), base: base}
 	t := cfg.timeout()
 	b.metadata = newBatcher(base, true, linger, maxBatch*metadataBatchFactor, t, b.execMetadata)
 	b.configs = newBatcher(base, true, linger, maxBatch, t, b.execConfigs)
 	b.offsets = newBatcher(base, true, linger, maxBatch, t, b.execOffsets)
 	b.creates = newBatcher(base, false, linger, maxBatch, t, b.execCreates)
+	b.probes = newBatcher(base, true, linger, maxBatch, t, b.execProbes)
 	b.partitions = newBatcher(base, false, linger, maxBatch, t, b.execPartitions)
 	b.alters = newBatcher(base, false, linger, maxBatch, t, b.execAlters)
 	b.deletes = newBatcher(base, false, linger, maxBatch, t, b.execDeletes)
@@ -130,15 +137,38 @@ type topicOffsets struct {
 // Inspect implements drivers.Backend: a topic holds content when any
 // partition's end offset is past its start offset. Anything it cannot read
 // counts as content.
+//
+// Whether the topic exists is asked first with a validate-only
+// CreateTopics (probe), not Metadata: Metadata is answered by any broker
+// from its own copy, and a broker that restarted a moment ago (a rolling
+// restart) may not have the topic yet, so a topic another installation
+// owns would look missing and be taken. CreateTopics is answered by the
+// controller, which checks the name before anything else. It costs the
+// create path nothing: it replaces the Metadata request a missing topic
+// cost before; an existing topic then costs Metadata and ListOffsets as
+// before.
 func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Inspection, error) {
 	name := r.Name
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
+	at := b.observed.now()
+	exists, err := b.probe(ctx, r)
+	if err != nil {
+		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot tell: " + err.Error()}, err
+	}
+	if exists == probeMissing {
+		b.observed.put(name, topicState{}, at)
+		return drivers.Inspection{}, nil
+	}
 	st, err := b.describe(ctx, name, false)
 	if err != nil {
 		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot tell: " + err.Error()}, err
 	}
 	if !st.exists {
+		if exists == probeExists {
+			err := &drivers.UnavailableError{Backend: b.name, Err: fmt.Errorf("topic %s exists (the controller refused to create it) but the broker asked for its metadata does not know it yet", name)}
+			return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot tell: " + err.Error()}, err
+		}
 		return drivers.Inspection{}, nil
 	}
 	off, err := b.offsets.do(ctx, name, st.partitions)
@@ -151,9 +181,45 @@ func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Insp
 	return drivers.Inspection{Exists: true, Detail: fmt.Sprintf("topic %s exists and holds no records", name)}, nil
 }
 
+// probeResult is what a validate-only create says of a topic.
+type probeResult int
+
+const (
+	// probeMissing: the controller would create the topic.
+	probeMissing probeResult = iota
+	// probeExists: the controller answered TOPIC_ALREADY_EXISTS.
+	probeExists
+	// probeUnknown: the controller refused the create for another reason
+	// (the parameters, a create policy): Kafka checks the name first, so
+	// the topic is most likely missing, but only Metadata can say; and
+	// Ensure's create would be refused for the same reason.
+	probeUnknown
+)
+
+// probe asks the controller, with a validate-only CreateTopics of the
+// topic as Ensure would create it, whether the topic exists. An error is
+// one that says nothing about the topic (no answer, a controller moving,
+// no permission to create).
+func (b *Backend) probe(ctx context.Context, r drivers.Resource) (probeResult, error) {
+	msg, err := b.probes.do(ctx, r.Name, parseParams(r.Parameters))
+	var ke *kerr.Error
+	switch {
+	case err == nil:
+		return probeMissing, nil
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return probeExists, nil
+	case errors.As(err, &ke) && !ke.Retriable && !errors.Is(err, kerr.TopicAuthorizationFailed) && !errors.Is(err, kerr.ClusterAuthorizationFailed) && !errors.Is(err, kerr.NotController):
+		return probeUnknown, nil
+	}
+	return probeUnknown, b.classify(fmt.Errorf("ask the controller whether topic %s exists (validate-only create): %w %s", r.Name, b.ctxErr(err), msg))
+}
+
 // Ensure implements drivers.Backend. With r.MaxAge it may act on a recent
 // observation instead of reading the topic (observed.go).
 func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
+	if err := b.refuseRegistry(r.Name); err != nil {
+		return drivers.EnsureResult{}, err
+	}
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	want := parseParams(r.Parameters)
@@ -265,6 +331,9 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 // Delete implements drivers.Backend.
 func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	name := r.Name
+	if err := b.refuseRegistry(name); err != nil {
+		return err
+	}
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	at := b.observed.now()
@@ -275,6 +344,15 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	}
 	b.observed.forget(name)
 	return b.classify(fmt.Errorf("delete topic %s: %w %s", name, err, msg))
+}
+
+// refuseRegistry refuses the owner registry's topic as a tenant resource
+// (ValidateName refuses it too; this holds for a name admitted before).
+func (b *Backend) refuseRegistry(name string) error {
+	if name == b.cfg.registryTopic() || name == DefaultOwnerRegistryTopic {
+		return fmt.Errorf("kadm: backend %s: %s is buckety's owner registry, not a tenant's topic", b.name, name)
+	}
+	return nil
 }
 
 // Close implements drivers.Backend.

@@ -60,8 +60,40 @@ type Config struct {
 	// those it does not set. Only for backends that issue a user per
 	// access: sasl without shareCredentials.
 	Quotas *Quotas `json:"quotas,omitempty"`
+	// OwnerRegistry configures the topic where buckety records which
+	// installation owns each topic it created (owners.go). Defaults apply
+	// when absent.
+	OwnerRegistry *OwnerRegistry `json:"ownerRegistry,omitempty"`
 
 	dir string
+}
+
+// DefaultOwnerRegistryTopic is the owner registry's topic when
+// ownerRegistry.topic is not set.
+const DefaultOwnerRegistryTopic = "__buckety-owners"
+
+// OwnerRegistry configures the owner registry: a compacted topic, keyed by
+// topic name, holding the owner record (JSON) of every topic an
+// installation of buckety created on the cluster. Kafka refuses topic
+// configs it does not know, so a record cannot travel with its topic.
+// Every installation pointed at one cluster must use the same topic. Only
+// the backend's own (admin) user reads or writes it: no access is ever
+// granted a right on it, and no Buckety may name it.
+type OwnerRegistry struct {
+	// Topic is the registry's topic, created on first use (one partition,
+	// cleanup.policy=compact, the broker's default replication factor).
+	// Defaults to __buckety-owners. It must start with "__", a prefix no
+	// Buckety's topic can have, so that no topic buckety created earlier,
+	// and no access's ACL on one, can be the registry.
+	Topic string `json:"topic,omitempty"`
+}
+
+// registryTopic is the owner registry's topic.
+func (c *Config) registryTopic() string {
+	if c != nil && c.OwnerRegistry != nil && c.OwnerRegistry.Topic != "" {
+		return c.OwnerRegistry.Topic
+	}
+	return DefaultOwnerRegistryTopic
 }
 
 // Credentials configures per-access SCRAM users.
@@ -181,6 +213,18 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		}
 		if c.ShareCredentials {
 			errs = append(errs, field.Forbidden(p.Child("credentials"), "shareCredentials gives every access the backend's own user: per-access credentials are not issued, so remove one of the two"))
+		}
+	}
+	if r := c.OwnerRegistry; r != nil && r.Topic != "" {
+		tp := p.Child("ownerRegistry", "topic")
+		if !strings.HasPrefix(r.Topic, "__") {
+			errs = append(errs, field.Invalid(tp, r.Topic, `must start with "__": a name no Buckety's topic can have, so that no tenant topic or ACL can be the registry`))
+		}
+		_, nameErrs := validTopicName(tp, r.Topic)
+		for _, e := range nameErrs {
+			if !strings.Contains(e.Detail, "reserved for Kafka's internal topics") {
+				errs = append(errs, e)
+			}
 		}
 	}
 	return append(errs, c.validateQuotas(p.Child("quotas"))...)

@@ -141,14 +141,14 @@ func (b *Backend) execDescribeACLs(ctx context.Context, calls []*call[struct{}, 
 }
 
 // parseACLs sorts the ALLOW ACLs of a DescribeACLs answer by buckety
-// principal (users named with principalPrefix). Every other principal's
+// principal (users named as isBucketyUser says). Every other principal's
 // ACLs, and every DENY ACL (an operator's, acls.go), are left out.
 func parseACLs(resp *kmsg.DescribeACLsResponse) map[string]map[acl]bool {
 	out := map[string]map[acl]bool{}
 	for _, r := range resp.Resources {
 		for _, x := range r.ACLs {
 			user, ok := strings.CutPrefix(x.Principal, "User:")
-			if !ok || !strings.HasPrefix(user, principalPrefix) || x.PermissionType != kmsg.ACLPermissionTypeAllow {
+			if !ok || !isBucketyUser(user) || x.PermissionType != kmsg.ACLPermissionTypeAllow {
 				continue
 			}
 			if out[user] == nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,9 +147,73 @@ func (b *Backend) Principal(a drivers.Access, serial int) string { return Princi
 
 // PrincipalFor is the SCRAM user of an access's credential serial:
 // bky.<namespace>.<access>.<12 hex digits of the access UID's
-// SHA-256>.<serial>.
+// SHA-256>.<serial>, or, when the access names its installation,
+// bky-<installation marker>.<namespace>.<access>.<hash>.<serial>.
+//
+// Only the principal carries the marker: the access's group prefix
+// (groupPrefix) stays bky.<namespace>.<access>.<hash>_, so a tenant's
+// consumer groups and transactional ids keep their names (and offsets)
+// when an installation starts marking its principals, and principals
+// already issued keep the names the controller recorded for them. The
+// marked form starts "bky-", never "bky.", so a legacy name is never
+// taken for any installation's, and a marker is fixed-length and ends
+// with '.', so one installation's prefix never starts another's.
 func PrincipalFor(a drivers.Access, serial int) string {
-	return accessBase(a) + "." + strconv.Itoa(serial)
+	base := accessBase(a)
+	if a.Installation != "" {
+		base = installationPrefix(a.Installation) + strings.TrimPrefix(base, principalPrefix)
+	}
+	return base + "." + strconv.Itoa(serial)
+}
+
+// markedPrefix starts the principals of every installation that marks
+// them: bky-<8 hex digits>.
+const markedPrefix = "bky-"
+
+// installationPrefix starts the principals one installation issues.
+func installationPrefix(installation string) string {
+	return markedPrefix + drivers.InstallationMarker(installation) + "."
+}
+
+// isBucketyUser reports whether a user name has the shape of a principal
+// buckety issues: bky.… (unmarked) or bky-<8 hex digits>.… (marked).
+func isBucketyUser(user string) bool {
+	if strings.HasPrefix(user, principalPrefix) {
+		return true
+	}
+	rest, ok := strings.CutPrefix(user, markedPrefix)
+	if !ok || len(rest) < 9 || rest[8] != '.' {
+		return false
+	}
+	_, err := hex.DecodeString(rest[:8])
+	return err == nil
+}
+
+var _ drivers.PrincipalLister = (*Backend)(nil)
+
+// ListPrincipals implements drivers.PrincipalLister: the SCRAM users whose
+// names start with installation's prefix, from one DescribeUserSCRAMs
+// request for every user. Unmarked (bky.) users belong to no installation
+// that can be told, and are never listed.
+func (b *Backend) ListPrincipals(ctx context.Context, installation string) ([]string, error) {
+	if installation == "" {
+		return nil, fmt.Errorf("kadm: backend %s: list principals: no installation named", b.name)
+	}
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	users, err := b.adm.DescribeUserSCRAMs(ctx)
+	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
+		return nil, b.classify(fmt.Errorf("describe SCRAM users: %w", err))
+	}
+	prefix := installationPrefix(installation)
+	var out []string
+	for u, d := range users {
+		if strings.HasPrefix(u, prefix) && d.Err == nil && len(d.CredInfos) > 0 {
+			out = append(out, u)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // CredentialKeys implements drivers.CredentialScoper.

@@ -58,4 +58,12 @@
 // counts one replica per partition, as retention.bytes does, so a topic's
 // usage and its footprint ((retention.bytes + segment.bytes) × partitions, from the
 // parameters alone, so the webhook agrees with the controller) compare.
+//
+// Owner records (owners.go), which say which installation of buckety owns
+// each topic it created, cannot travel with their topics (Kafka refuses
+// unknown topic configs), so they live in a compacted registry topic that
+// only the backend's own user reaches. Inspect asks the controller, with a
+// validate-only create, whether a topic exists, because a broker that
+// restarted a moment ago answers Metadata without it, and a topic another
+// installation owns would look free to take.
 package kadm

@@ -74,8 +74,21 @@ func (*Driver) NewConfig() drivers.Config { return &Config{} }
 // maxTopicName is Kafka's topic-name limit.
 const maxTopicName = 249
 
-// ValidateName applies Kafka's topic-name rules.
-func (*Driver) ValidateName(p *field.Path, _ drivers.Config, name string) (warnings []string, errs field.ErrorList) {
+// ValidateName applies Kafka's topic-name rules, and refuses the owner
+// registry's topic (the configured one, and the default whatever the
+// config says, as a config read for validation only may lack the field).
+func (*Driver) ValidateName(p *field.Path, cfg drivers.Config, name string) (warnings []string, errs field.ErrorList) {
+	warnings, errs = validTopicName(p, name)
+	c, _ := cfg.(*Config)
+	if name == DefaultOwnerRegistryTopic || name == c.registryTopic() {
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf("%q is buckety's owner registry (ownerRegistry.topic): no Buckety may name it", name)))
+	}
+	return warnings, errs
+}
+
+// validTopicName applies Kafka's topic-name rules and keeps "__" names,
+// Kafka's internal topics', out of tenants' reach.
+func validTopicName(p *field.Path, name string) (warnings []string, errs field.ErrorList) {
 	switch {
 	case name == "":
 		return nil, field.ErrorList{field.Required(p, "the topic name is empty")}
@@ -173,6 +186,11 @@ func (d *Driver) Open(_ context.Context, backend string, cfg drivers.Config) (dr
 	if err != nil {
 		return nil, err
 	}
+	// Owner records (owners.go) are produced through the admin client:
+	// acks=all and idempotent (kgo's defaults), lingering as long as the
+	// admin batchers do, so that the records of concurrent creates share
+	// one Produce request.
+	opts = append(opts, kgo.ProducerLinger(d.linger()), kgo.RecordDeliveryTimeout(c.timeout()))
 	for _, h := range d.Hooks {
 		opts = append(opts, kgo.WithHooks(h))
 	}

@@ -94,6 +94,10 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 		// without its topic would be worse than none.
 		return drivers.Grant{}, fmt.Errorf("kadm: backend %s: grant for %s/%s: no topic", b.name, a.Namespace, a.Name)
 	}
+	if err := b.refuseRegistry(a.Resource); err != nil {
+		// No access is ever granted a right on the owner registry.
+		return drivers.Grant{}, err
+	}
 	c := b.cfg
 	data := map[string][]byte{
 		SecretBootstrap: []byte(c.bootstrap()),

@@ -190,8 +190,14 @@ func (b *Backend) listOffsets(ctx context.Context, parts map[string]int32, times
 // execCreates creates many topics, each with its own parameters, in one
 // CreateTopics request. A call's out is the broker's error message.
 func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]) {
+	b.sendCreates(ctx, calls, false)
+}
+
+// sendCreates sends one CreateTopics request for calls.
+func (b *Backend) sendCreates(ctx context.Context, calls []*call[params, string], validateOnly bool) {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
+	req.ValidateOnly = validateOnly
 	for _, c := range calls {
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic = c.topic
@@ -213,6 +219,13 @@ func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]
 	answerWrites(calls, resp.Topics, func(r *kmsg.CreateTopicsResponseTopic) (string, int16, *string) {
 		return r.Topic, r.ErrorCode, r.ErrorMessage
 	})
+}
+
+// execProbes asks, in one validate-only CreateTopics request, whether the
+// controller would create many topics (Inspect's probe). A call's out is
+// the broker's error message.
+func (b *Backend) execProbes(ctx context.Context, calls []*call[params, string]) {
+	b.sendCreates(ctx, calls, true)
 }
 
 // execPartitions grows many topics, each to its own count, in one

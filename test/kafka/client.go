@@ -79,7 +79,7 @@ func Describe(ctx context.Context, cl *kgo.Client, topic string) error {
 }
 
 // BucketyCredentials reads, as an admin client cl, the SCRAM users buckety
-// issued (named bky.) and the ACLs of each, as "TYPE NAME" per ACL, for
+// issued (named bky. or, marked with an installation, bky-) and the ACLs of each, as "TYPE NAME" per ACL, for
 // the harnesses that count what is left of per-access credentials.
 func BucketyCredentials(ctx context.Context, cl *kgo.Client) (users map[string]kadm.DescribedUserSCRAM, acls map[string][]string, err error) {
 	all, err := kadm.NewClient(cl).DescribeUserSCRAMs(ctx)
@@ -88,7 +88,7 @@ func BucketyCredentials(ctx context.Context, cl *kgo.Client) (users map[string]k
 	}
 	users = map[string]kadm.DescribedUserSCRAM{}
 	for u, d := range all {
-		if strings.HasPrefix(u, "bky.") {
+		if isBucketyUser(u) {
 			users[u] = d
 		}
 	}
@@ -105,10 +105,15 @@ func BucketyCredentials(ctx context.Context, cl *kgo.Client) (users map[string]k
 	acls = map[string][]string{}
 	for _, r := range resp.Resources {
 		for _, x := range r.ACLs {
-			if u, ok := strings.CutPrefix(x.Principal, "User:"); ok && strings.HasPrefix(u, "bky.") {
+			if u, ok := strings.CutPrefix(x.Principal, "User:"); ok && isBucketyUser(u) {
 				acls[u] = append(acls[u], fmt.Sprintf("%s %s", r.ResourceType, r.ResourceName))
 			}
 		}
 	}
 	return users, acls, nil
+}
+
+// isBucketyUser: bky.… (unmarked) or bky-<installation marker>.…
+func isBucketyUser(u string) bool {
+	return strings.HasPrefix(u, "bky.") || strings.HasPrefix(u, "bky-")
 }

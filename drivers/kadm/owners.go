@@ -1,0 +1,574 @@
+package kadm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Owner records (drivers.OwnerRecorder). Kafka refuses topic configs it
+// does not know, so a topic cannot carry its owner record; the backend
+// keeps the records in the owner registry instead, a compacted topic
+// (ownerRegistry.topic, default __buckety-owners) keyed by topic name,
+// each value the JSON of a drivers.OwnerRecord, a removed record a
+// tombstone (nil value). Every installation pointed at the cluster reads
+// and writes the same topic, so each sees the others' records.
+//
+// The backend holds the registry in memory (ownerTable) and catches it up
+// with the log: a ListOffsets of the registry's end offsets, then a Fetch
+// from where it last stopped, only when the registry grew. The first
+// catch-up loads the whole topic. A read that must be fresh (MaxAge 0)
+// waits for a catch-up that starts after it was asked for, and every read
+// waiting at once shares one; a read with MaxAge is answered from memory
+// when the last catch-up is younger, without a request. A write is one
+// record produced with acks=all through the admin client's producer, whose
+// linger batches the writes of concurrent creates into one Produce
+// request.
+//
+// Only the backend's own user reaches the registry: its name starts with
+// "__", which ValidateName refuses to every Buckety (and refuses the
+// configured name by itself too), an access's only topic ACLs are LITERAL
+// on its own topic (acls.go), and Grant, Ensure and Delete refuse the
+// registry outright, in case a name got past an older webhook.
+//
+// A registry that Metadata reports missing is created (one partition,
+// cleanup.policy=compact): a successful create is the controller's word
+// that it did not exist, while a broker with stale metadata could report a
+// registry missing that holds records, and an empty table read off such a
+// report would let another installation's topics look unowned.
+
+// reloadAfter bounds how long the table goes without a full load.
+// Compaction drops a tombstone delete.retention.ms (a day by default)
+// after it was written; a backend that caught up less often than that
+// could miss one, and keep a removed record forever. Loading the whole
+// registry again now and then bounds that.
+const reloadAfter = time.Hour
+
+// ownerEntry is a record in the table, and where in the log it was read.
+type ownerEntry struct {
+	rec *drivers.OwnerRecord
+	// err: the record could not be decoded; reads of its topic fail.
+	err       error
+	partition int32
+	offset    int64
+}
+
+// registryPartition is what the backend knows of one registry partition.
+type registryPartition struct {
+	// next is the offset the next Fetch starts at.
+	next int64
+	// own are offsets at or past next of records this backend wrote: the
+	// table has them, so next moves past them while they are contiguous,
+	// and a fresh read after this backend's own writes fetches nothing.
+	own map[int64]bool
+}
+
+// wrote notes this backend's record at offset.
+func (p *registryPartition) wrote(offset int64) {
+	if offset < p.next {
+		return
+	}
+	if p.own == nil {
+		p.own = map[int64]bool{}
+	}
+	p.own[offset] = true
+	p.advance()
+}
+
+// advance moves next past this backend's own records.
+func (p *registryPartition) advance() {
+	for p.own[p.next] {
+		delete(p.own, p.next)
+		p.next++
+	}
+	for o := range p.own {
+		if o < p.next {
+			delete(p.own, o)
+		}
+	}
+}
+
+// ownerTable is the in-memory registry.
+type ownerTable struct {
+	mu   sync.Mutex
+	recs map[string]ownerEntry
+	// known: the registry's metadata is known (it exists).
+	known   bool
+	topicID [16]byte
+	parts   map[int32]*registryPartition
+	// caughtUp is when the last complete catch-up asked for the end
+	// offsets; loadedAt when the last full load did.
+	caughtUp, loadedAt time.Time
+	// full asks the next catch-up to load the whole registry again.
+	full bool
+
+	// Coalescing of catch-ups: next is the round that callers join; it
+	// starts when the running one ends.
+	next    *catchUpRound
+	running bool
+}
+
+// catchUpRound is one catch-up, shared by every caller that joined it
+// before it started.
+type catchUpRound struct {
+	done chan struct{}
+	err  error
+}
+
+func newOwnerTable() *ownerTable {
+	return &ownerTable{recs: map[string]ownerEntry{}, parts: map[int32]*registryPartition{}, full: true}
+}
+
+var _ drivers.OwnerRecorder = (*Backend)(nil)
+
+// OwnerRecords implements drivers.OwnerRecorder: a Kafka cluster can
+// always hold the registry.
+func (b *Backend) OwnerRecords(context.Context) (bool, string, error) { return true, "", nil }
+
+// ReadOwner implements drivers.OwnerRecorder.
+func (b *Backend) ReadOwner(ctx context.Context, r drivers.Resource) (*drivers.OwnerRecord, error) {
+	t := b.owners
+	if r.MaxAge > 0 {
+		t.mu.Lock()
+		fresh := !t.caughtUp.IsZero() && b.observed.now().Sub(t.caughtUp) <= r.MaxAge
+		e, ok := t.recs[r.Name]
+		t.mu.Unlock()
+		if fresh {
+			return entryRecord(r.Name, e, ok)
+		}
+	}
+	if err := b.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	e, ok := t.recs[r.Name]
+	t.mu.Unlock()
+	return entryRecord(r.Name, e, ok)
+}
+
+func entryRecord(name string, e ownerEntry, ok bool) (*drivers.OwnerRecord, error) {
+	switch {
+	case !ok:
+		return nil, nil
+	case e.err != nil:
+		return nil, fmt.Errorf("owner record of %s (registry partition %d offset %d): %w", name, e.partition, e.offset, e.err)
+	case e.rec == nil:
+		return nil, nil
+	}
+	rec := *e.rec
+	return &rec, nil
+}
+
+// WriteOwner implements drivers.OwnerRecorder: one record produced to the
+// registry, created first when this backend has not seen it exist.
+func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drivers.OwnerRecord) error {
+	if r.Name == "" {
+		return fmt.Errorf("kadm: backend %s: write owner record: no topic", b.name)
+	}
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	var value []byte
+	if rec != nil {
+		v, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		value = v
+	}
+	t := b.owners
+	t.mu.Lock()
+	known := t.known
+	t.mu.Unlock()
+	if !known {
+		// Creates the registry when it is missing, and loads it.
+		if err := b.catchUp(ctx); err != nil {
+			return err
+		}
+	}
+	topic := b.cfg.registryTopic()
+	res, err := b.kgo.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(r.Name), Value: value}).First()
+	if err != nil {
+		// The registry may have moved or gone: the next catch-up reads
+		// its metadata again (and creates it when it is missing).
+		b.forgetRegistry()
+		return b.classify(fmt.Errorf("write owner record of %s to %s: %w", r.Name, topic, err))
+	}
+	t.mu.Lock()
+	t.apply(r.Name, ownerEntry{rec: rec, partition: res.Partition, offset: res.Offset})
+	if p := t.parts[res.Partition]; p != nil {
+		p.wrote(res.Offset)
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// apply puts what the log says at e's offset about topic into the table,
+// unless the table already holds a later record of the topic's partition.
+// A nil record removes the topic's.
+func (t *ownerTable) apply(topic string, e ownerEntry) {
+	if have, ok := t.recs[topic]; ok && have.partition == e.partition && have.offset > e.offset {
+		return
+	}
+	// A tombstone is kept as an entry with no record, so that an older
+	// record read later is not taken for the latest.
+	t.recs[topic] = e
+}
+
+// catchUp waits for a catch-up of the table that starts after it was
+// called; concurrent callers share one.
+func (b *Backend) catchUp(ctx context.Context) error {
+	t := b.owners
+	t.mu.Lock()
+	if t.next == nil {
+		t.next = &catchUpRound{done: make(chan struct{})}
+	}
+	r := t.next
+	if !t.running {
+		b.startCatchUpLocked()
+	}
+	t.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return b.classify(fmt.Errorf("read owner registry: %w", ctx.Err()))
+	}
+}
+
+// startCatchUpLocked runs the round callers joined, and the next after it.
+func (b *Backend) startCatchUpLocked() {
+	t := b.owners
+	r := t.next
+	t.next = nil
+	t.running = true
+	go func() {
+		ctx, cancel := context.WithTimeout(b.base, b.cfg.timeout())
+		r.err = b.runCatchUp(ctx)
+		cancel()
+		t.mu.Lock()
+		close(r.done)
+		if t.next != nil {
+			b.startCatchUpLocked()
+		} else {
+			t.running = false
+		}
+		t.mu.Unlock()
+	}()
+}
+
+// runCatchUp brings the table to the registry's end offsets as of its
+// start.
+func (b *Backend) runCatchUp(ctx context.Context) error {
+	t := b.owners
+	at := b.observed.now()
+	t.mu.Lock()
+	full := t.full || t.loadedAt.IsZero() || at.Sub(t.loadedAt) > reloadAfter
+	known := t.known
+	t.mu.Unlock()
+	if !known {
+		if err := b.registryMetadata(ctx); err != nil {
+			return err
+		}
+	}
+	err := b.fetchRegistry(ctx, full)
+	if errors.Is(err, errReload) && !full {
+		full = true
+		err = b.fetchRegistry(ctx, full)
+	}
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.caughtUp = at
+	if full {
+		t.loadedAt, t.full = at, false
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// errReload: the log no longer holds where the table stopped.
+var errReload = errors.New("the owner registry's log start moved past the table")
+
+// registryMetadata learns the registry's partitions and topic ID, and
+// creates the registry when Metadata reports it missing.
+func (b *Backend) registryMetadata(ctx context.Context) error {
+	topic := b.cfg.registryTopic()
+	for attempt := 0; ; attempt++ {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, b.kgo)
+		if err != nil {
+			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, err))
+		}
+		if len(resp.Topics) != 1 {
+			return fmt.Errorf("owner registry %s: metadata: the broker's answer does not mention the topic", topic)
+		}
+		mt := resp.Topics[0]
+		err = kerr.ErrorForCode(mt.ErrorCode)
+		switch {
+		case err == nil && len(mt.Partitions) > 0:
+			t := b.owners
+			t.mu.Lock()
+			t.known, t.topicID = true, mt.TopicID
+			for _, p := range mt.Partitions {
+				if t.parts[p.Partition] == nil {
+					t.parts[p.Partition] = &registryPartition{}
+				}
+			}
+			t.mu.Unlock()
+			return nil
+		case err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable):
+			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, err))
+		}
+		if attempt == 0 && errors.Is(err, kerr.UnknownTopicOrPartition) {
+			created, err := b.createRegistry(ctx)
+			if err != nil {
+				return err
+			}
+			if created {
+				// It did not exist: whatever the table held is gone.
+				t := b.owners
+				t.mu.Lock()
+				t.recs, t.parts, t.full = map[string]ownerEntry{}, map[int32]*registryPartition{}, true
+				t.mu.Unlock()
+			}
+		}
+		// Created, or created by another installation a moment ago:
+		// its metadata reaches the brokers shortly.
+		select {
+		case <-ctx.Done():
+			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, ctx.Err()))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// createRegistry creates the registry topic; created is false when it
+// existed already.
+func (b *Backend) createRegistry(ctx context.Context) (created bool, err error) {
+	topic := b.cfg.registryTopic()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = topic
+	rt.NumPartitions = 1
+	rt.ReplicationFactor = -1
+	cf := kmsg.NewCreateTopicsRequestTopicConfig()
+	cf.Name, cf.Value = "cleanup.policy", kmsg.StringPtr("compact")
+	rt.Configs = append(rt.Configs, cf)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, b.kgo)
+	if err != nil {
+		return false, b.classify(fmt.Errorf("create owner registry %s: %w", topic, err))
+	}
+	if len(resp.Topics) != 1 {
+		return false, fmt.Errorf("create owner registry %s: the broker's answer does not mention the topic", topic)
+	}
+	switch err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return false, nil
+	default:
+		return false, b.classify(fmt.Errorf("create owner registry %s: %w %s", topic, err, unptr(resp.Topics[0].ErrorMessage)))
+	}
+}
+
+// fetchRegistry reads the registry's end offsets (one ListOffsets per
+// partition leader) and fetches every partition from where the table
+// stopped, or from its start when full, to those end offsets.
+func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
+	topic := b.cfg.registryTopic()
+	t := b.owners
+	t.mu.Lock()
+	n := int32(0)
+	for p := range t.parts {
+		n = max(n, p+1)
+	}
+	topicID := t.topicID
+	t.mu.Unlock()
+
+	ends, leaders, err := b.registryEnds(ctx, topic, n)
+	if err != nil {
+		return err
+	}
+	// A full load starts a table of its own, so that records it no
+	// longer finds (compacted into a tombstone) do not survive.
+	recs := map[string]ownerEntry{}
+	next := map[int32]int64{}
+	t.mu.Lock()
+	if !full {
+		recs = t.recs
+	}
+	for p, rp := range t.parts {
+		if !full {
+			next[p] = rp.next
+		}
+	}
+	t.mu.Unlock()
+	var got []fetched
+	for p := int32(0); p < n; p++ {
+		for next[p] < ends[p] {
+			batch, nextOffset, logStart, err := b.fetchPartition(ctx, leaders[p], topic, topicID, p, next[p])
+			switch {
+			case errors.Is(err, kerr.OffsetOutOfRange) && full && logStart > next[p]:
+				next[p] = logStart
+				continue
+			case errors.Is(err, kerr.OffsetOutOfRange):
+				return errReload
+			case err != nil:
+				b.forgetRegistry()
+				return err
+			case nextOffset <= next[p]:
+				return fmt.Errorf("owner registry %s partition %d: a fetch at offset %d made no progress", topic, p, next[p])
+			}
+			got = append(got, batch...)
+			next[p] = nextOffset
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if full {
+		// Writes this backend made meanwhile, past what the load saw.
+		for name, e := range t.recs {
+			if e.offset >= next[e.partition] {
+				recs[name] = e
+			}
+		}
+		t.recs = recs
+	}
+	for _, f := range got {
+		t.apply(f.topic, f.entry)
+	}
+	for p, o := range next {
+		if t.parts[p] == nil {
+			t.parts[p] = &registryPartition{}
+		}
+		t.parts[p].next = max(t.parts[p].next, o)
+		if full {
+			t.parts[p].next = o
+		}
+		t.parts[p].advance()
+	}
+	return nil
+}
+
+// forgetRegistry makes the next catch-up read the registry's metadata
+// again (a partition moved, or the topic is gone).
+func (b *Backend) forgetRegistry() {
+	t := b.owners
+	t.mu.Lock()
+	t.known = false
+	t.mu.Unlock()
+}
+
+// fetched is one record of the registry, decoded.
+type fetched struct {
+	topic string
+	entry ownerEntry
+}
+
+// registryEnds lists the end offset and leader of every registry
+// partition.
+func (b *Backend) registryEnds(ctx context.Context, topic string, n int32) (map[int32]int64, map[int32]int32, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := int32(0); p < n; p++ {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	ends := map[int32]int64{}
+	leaders := map[int32]int32{}
+	for _, sh := range b.kgo.RequestSharded(ctx, req) {
+		if sh.Err != nil {
+			b.forgetRegistry()
+			return nil, nil, b.classify(fmt.Errorf("owner registry %s: list end offsets: %w", topic, sh.Err))
+		}
+		for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					b.forgetRegistry()
+					return nil, nil, b.classify(fmt.Errorf("owner registry %s partition %d: list end offset: %w", topic, p.Partition, err))
+				}
+				ends[p.Partition], leaders[p.Partition] = p.Offset, sh.Meta.NodeID
+			}
+		}
+	}
+	for p := int32(0); p < n; p++ {
+		if _, ok := ends[p]; !ok {
+			b.forgetRegistry()
+			return nil, nil, fmt.Errorf("owner registry %s partition %d: no end offset in the broker's answer", topic, p)
+		}
+	}
+	return ends, leaders, nil
+}
+
+// fetchPartition fetches one registry partition from offset, from its
+// leader, and decodes its records.
+func (b *Backend) fetchPartition(ctx context.Context, leader int32, topic string, topicID [16]byte, partition int32, offset int64) (recs []fetched, next, logStart int64, err error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 0
+	req.MinBytes = 1
+	req.MaxBytes = 64 << 20
+	req.SessionEpoch = -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = topic, topicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = partition, offset, 16<<20
+	fp.LogStartOffset, fp.CurrentLeaderEpoch = -1, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	kresp, err := b.kgo.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return nil, 0, 0, b.classify(fmt.Errorf("owner registry %s partition %d: fetch at %d: %w", topic, partition, offset, err))
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, 0, 0, b.classify(fmt.Errorf("owner registry %s: fetch: %w", topic, err))
+	}
+	for _, rt := range resp.Topics {
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
+			if rp.Partition != partition {
+				continue
+			}
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				return nil, 0, rp.LogStartOffset, fmt.Errorf("owner registry %s partition %d: fetch at %d: %w", topic, partition, offset, err)
+			}
+			part, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: offset, Topic: topic, Partition: partition}, rp, kgo.DefaultDecompressor(), nil)
+			if part.Err != nil {
+				return nil, 0, 0, fmt.Errorf("owner registry %s partition %d: decode records at %d: %w", topic, partition, offset, part.Err)
+			}
+			for _, r := range part.Records {
+				e := ownerEntry{partition: r.Partition, offset: r.Offset}
+				if r.Value != nil {
+					var rec drivers.OwnerRecord
+					if err := json.Unmarshal(r.Value, &rec); err != nil {
+						e.err = fmt.Errorf("not an owner record: %w", err)
+					} else {
+						e.rec = &rec
+					}
+				}
+				recs = append(recs, fetched{topic: string(r.Key), entry: e})
+			}
+			return recs, next, rp.LogStartOffset, nil
+		}
+	}
+	return nil, 0, 0, fmt.Errorf("owner registry %s partition %d: the broker's fetch answer does not mention the partition", topic, partition)
+}
