@@ -238,8 +238,16 @@ func TestSecondInstallationKeptOut(t *testing.T) {
 				err := c.write(t, eastSecret, resource)
 				return err != nil, fmt.Sprintf("east's Secret still works: %v", err)
 			})
-			// West owns it now: deleting west's Buckety (Delete) deletes it,
-			// and east's Bucketies let go without deleting anything.
+			// West owns it now: east's Buckety (retentionPolicy Delete too)
+			// lets go without deleting anything; west's deletes it.
+			deleteOn(t, k8s, ea)
+			deleteOn(t, k8s, eb)
+			if !exists(resource) {
+				t.Fatalf("east's Delete deleted %s, which west holds", resource)
+			}
+			if err := c.read(t, secretOn(t, west, ns, "app"), resource); err != nil {
+				t.Errorf("west's Secret after east's Buckety went: %v", err)
+			}
 			deleteOn(t, west, wa)
 			deleteOn(t, west, wb)
 			wait.For(t, waitTimeout, resource+" deleted by west's retentionPolicy Delete", func() (bool, string) {
