@@ -24,7 +24,15 @@ const Name = "kadm"
 // 0.6.0 refuses removing partitions once set (the topic keeps them, so
 // a budget counting the broker's default would be walked past), in
 // ValidateParameters and the published schema's transition rule.
-var version = "0.6.0"
+//
+// 0.7.0 keeps an owner record per topic in a registry topic
+// (drivers.OwnerRecorder; config ownerRegistry.topic), names new principals
+// with their installation's marker and lists them (drivers.PrincipalLister),
+// and confirms a missing topic with the controller (a validate-only
+// CreateTopics) before the adoption check reports it missing. A minor:
+// principals already issued keep their names, and nothing stored changes
+// meaning.
+var version = "0.7.0"
 
 // Access parameter keys the driver knows.
 const (

@@ -21,6 +21,12 @@ const Name = "s3"
 // version is the driver's SemVer; releases override it with
 // -ldflags "-X github.com/Yolean/buckety-controller/drivers/s3.version=0.3.1".
 //
+// 0.6.0 keeps an owner record per bucket as its buckety.yolean.se/* tags
+// (drivers.OwnerRecorder), and names new principals with their
+// installation's marker and lists them (drivers.PrincipalLister). A minor:
+// principals already issued keep their names, and a bucket's other tags
+// are kept.
+//
 // 0.5.0 adds the parameters quota (a hard bucket quota, capability-gated
 // to minio and seaweedfs), softQuota (every implementation) and
 // anonymousRead (capability-gated to minio, versitygw and seaweedfs, and
@@ -44,7 +50,7 @@ const Name = "s3"
 // ratchets: an unchanged value is kept on update, with a warning), so
 // existing resources keep reconciling; only new requests for a parameter
 // the backend cannot apply are refused, which is what gating is for.
-var version = "0.5.0"
+var version = "0.6.0"
 
 // Driver is the s3 driver.
 type Driver struct {
