@@ -23,6 +23,13 @@
 // users (seaweedfs, aws) KEY names the user, and key-add prints the key and
 // secret IAM issued (keyadmin_iam.go).
 //
+// Data that outlives one probe: PROBE_VALUE makes a writer (ReadWrite,
+// WriteOnly) write that value instead of a random one, and PROBE_KEPT makes
+// a reader (ReadWrite, ReadOnly) first find the value an earlier probe wrote
+// with PROBE_VALUE (consumed, or got as s3Kept's object), before doing its role as usual: a
+// scenario proves the data written before an event is still there after it,
+// through whatever Secret the workload holds then.
+//
 // `probe clients kafka sarama|franz-go` and `probe clients s3
 // aws-sdk-go-v2|aws-env` do the same with other client libraries, as
 // workloads written with them would (clients.go).
@@ -215,6 +222,9 @@ func kafkaOpts(getenv func(string) string) ([]kgo.Opt, error) {
 //   - ReadOnly consumes a record (one a writer produced before it);
 //   - WriteOnly produces a record.
 //
+// PROBE_VALUE is the value produced, PROBE_KEPT one to find first (see the
+// package doc).
+//
 // A scoped Secret (one with group.id.prefix: a user of its own) consumes in
 // a group under that prefix (PROBE_GROUP names another), and must also be refused what its role does
 // not allow: ReadOnly producing, WriteOnly consuming.
@@ -250,10 +260,31 @@ func kafka(ctx context.Context, getenv func(string) string) error {
 	if role == "" {
 		role = "ReadWrite"
 	}
+	fresh := func() string {
+		if v := getenv("PROBE_VALUE"); v != "" {
+			return v
+		}
+		return "probe-" + token()
+	}
 	var done []string
+	if kept := getenv("PROBE_KEPT"); kept != "" {
+		if role == "WriteOnly" {
+			return fmt.Errorf("PROBE_KEPT %q: a WriteOnly probe cannot read it back; want ReadWrite or ReadOnly", kept)
+		}
+		// In a group of its own (under the Secret's prefix), so the role's
+		// consume after it reads from the start too.
+		keptGroup := group
+		if prefix != "" && getenv("PROBE_GROUP") == "" {
+			keptGroup = prefix + "probe-" + token()
+		}
+		if err := consume(ctx, opts, topic, keptGroup, kept); err != nil {
+			return fmt.Errorf("the record kept from before: %w", err)
+		}
+		done = append(done, fmt.Sprintf("found %q kept from before", kept))
+	}
 	switch role {
 	case "ReadWrite":
-		value := "probe-" + token()
+		value := fresh()
 		if err := produce(ctx, opts, topic, value, false); err != nil {
 			return fmt.Errorf("produce to topic %s via %s: %w", topic, env[kadmdriver.SecretBootstrap], err)
 		}
@@ -276,7 +307,7 @@ func kafka(ctx context.Context, getenv func(string) string) error {
 			done = append(done, "was refused producing")
 		}
 	case "WriteOnly":
-		if err := produce(ctx, opts, topic, "probe-"+token(), false); err != nil {
+		if err := produce(ctx, opts, topic, fresh(), false); err != nil {
 			return fmt.Errorf("produce to topic %s via %s: %w", topic, env[kadmdriver.SecretBootstrap], err)
 		}
 		done = append(done, "produced a record")
@@ -564,6 +595,10 @@ func bucket(ctx context.Context) error { return bucketAs(ctx, os.Getenv) }
 //   - ReadOnly lists the bucket and gets an object in it when there is one;
 //   - WriteOnly puts an object.
 //
+// With PROBE_VALUE the object put is probe/VALUE.txt holding "probe VALUE";
+// with PROBE_KEPT a reader first gets probe/KEPT.txt and wants "probe KEPT"
+// (s3Kept), the object an earlier probe put (see the package doc).
+//
 // A Secret with a key of its own (unless PROBE_SHARED=true: the backend's
 // own keys) must also be refused what its role does not allow: ReadOnly
 // putting, WriteOnly getting. PROBE_EXPECT_REFUSED=true makes one request
@@ -583,8 +618,10 @@ func bucketAs(ctx context.Context, getenv func(string) string) error {
 		name = b // a workload trying another bucket than its Secret's
 	}
 	b, at := aws.String(name), env[s3driver.SecretEndpoint]
-	key := "probe/" + token() + ".txt"
-	body := "probe " + token()
+	key, body := s3Kept(token())
+	if v := getenv("PROBE_VALUE"); v != "" {
+		key, body = s3Kept(v)
+	}
 	put := func() error {
 		_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String(key), Body: bytes.NewReader([]byte(body))})
 		return err
@@ -631,6 +668,17 @@ func bucketAs(ctx context.Context, getenv func(string) string) error {
 	}
 	own := getenv("PROBE_SHARED") != "true"
 	var done []string
+	if kept := getenv("PROBE_KEPT"); kept != "" {
+		if role == "WriteOnly" {
+			return fmt.Errorf("PROBE_KEPT %q: a WriteOnly probe cannot read it back; want ReadWrite or ReadOnly", kept)
+		}
+		k, want := s3Kept(kept)
+		got, err := get(k)
+		if err != nil || string(got) != want {
+			return fmt.Errorf("the object kept from before: get %s/%s: want %q, got %q (%v)", name, k, want, got, err)
+		}
+		done = append(done, "found "+k+" kept from before")
+	}
 	switch role {
 	case "ReadWrite":
 		if err := put(); err != nil {
@@ -692,6 +740,9 @@ func bucketAs(ctx context.Context, getenv func(string) string) error {
 	fmt.Printf("probe: OK: %s (%s) %s in bucket %s at %s\n", role, keys, strings.Join(done, ", "), name, at)
 	return nil
 }
+
+// s3Kept is the key and body of the object a probe puts for value v.
+func s3Kept(v string) (key, body string) { return "probe/" + v + ".txt", "probe " + v }
 
 // s3Refused is nil when err is the server's refusal: of the request
 // (AccessDenied) or of the key itself (a revoked key, an old secret).

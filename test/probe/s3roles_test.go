@@ -82,6 +82,23 @@ func TestS3ProbeRoles(t *testing.T) {
 					t.Errorf("%s on its own bucket expecting a refusal: want the probe to pass (and say it was allowed), got %v", tc.role, err)
 				}
 			}
+			// Data kept between probes: a writer's PROBE_VALUE is what a
+			// later reader's PROBE_KEPT finds, with another key; a value
+			// never written is not found.
+			if err := bucketAs(ctx, env(wo, map[string]string{"PROBE_ROLE": "WriteOnly", "PROBE_VALUE": "kept-1"})); err != nil {
+				t.Errorf("WriteOnly with PROBE_VALUE: want the probe to pass, got %v", err)
+			}
+			for role, data := range map[string]map[string][]byte{"ReadWrite": rw, "ReadOnly": ro} {
+				if err := bucketAs(ctx, env(data, map[string]string{"PROBE_ROLE": role, "PROBE_KEPT": "kept-1"})); err != nil {
+					t.Errorf("%s with PROBE_KEPT: want it to find the object kept, got %v", role, err)
+				}
+			}
+			if err := bucketAs(ctx, env(rw, map[string]string{"PROBE_ROLE": "ReadWrite", "PROBE_KEPT": "never-written"})); err == nil || !strings.Contains(err.Error(), "the object kept from before: get roles/probe/never-written.txt") {
+				t.Errorf("PROBE_KEPT of a value never written: want it not found, got %v", err)
+			}
+			if err := bucketAs(ctx, env(wo, map[string]string{"PROBE_ROLE": "WriteOnly", "PROBE_KEPT": "kept-1"})); err == nil || !strings.Contains(err.Error(), "a WriteOnly probe cannot read it back") {
+				t.Errorf("WriteOnly with PROBE_KEPT: want it refused, got %v", err)
+			}
 			if err := bucketAs(ctx, env(ro, map[string]string{"PROBE_ROLE": "ReadWrite"})); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
 				t.Errorf("a ReadOnly key probed as ReadWrite: want the put refused, got %v", err)
 			}

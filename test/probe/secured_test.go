@@ -197,6 +197,33 @@ func TestKafkaProbeRoles(t *testing.T) {
 			t.Errorf("%s: want the probe to pass, got %v", tc.name, err)
 		}
 	}
+	// Data kept between probes: a writer's PROBE_VALUE is what a later
+	// reader's PROBE_KEPT finds, with another Secret; a value never
+	// written is not found.
+	with := func(env func(string) string, key, value string) func(string) string {
+		return func(k string) string {
+			if k == key {
+				return value
+			}
+			return env(k)
+		}
+	}
+	if err := kafka(ctx, with(wo, "PROBE_VALUE", "kept-1")); err != nil {
+		t.Errorf("WriteOnly with PROBE_VALUE: want the probe to pass, got %v", err)
+	}
+	for name, env := range map[string]func(string) string{"ReadWrite": rw, "ReadOnly": ro} {
+		if err := kafka(ctx, with(env, "PROBE_KEPT", "kept-1")); err != nil {
+			t.Errorf("%s with PROBE_KEPT: want it to find the record kept, got %v", name, err)
+		}
+	}
+	short, stop := context.WithTimeout(ctx, 5*time.Second)
+	if err := kafka(short, with(rw, "PROBE_KEPT", "never-written")); err == nil || !strings.Contains(err.Error(), `the record kept from before: consume topic roles: record "never-written" not read back in time`) {
+		t.Errorf("PROBE_KEPT of a value never written: want it not found, got %v", err)
+	}
+	stop()
+	if err := kafka(ctx, with(wo, "PROBE_KEPT", "kept-1")); err == nil || !strings.Contains(err.Error(), "a WriteOnly probe cannot read it back") {
+		t.Errorf("WriteOnly with PROBE_KEPT: want it refused, got %v", err)
+	}
 	asWriter := func(k string) string {
 		if k == "PROBE_ROLE" {
 			return "ReadWrite"
