@@ -43,6 +43,7 @@ type ownedCase struct {
 }
 
 func ownedCases() []ownedCase {
+	readers := 0
 	kafkaCase := ownedCase{name: "kafka",
 		backend: func(t *testing.T) (config.Backend, func(string) bool) {
 			b, _ := scopedBroker(t, 0)
@@ -59,8 +60,11 @@ func ownedCases() []ownedCase {
 		},
 		resource: func(ns string) string { return ns + ".orders" },
 		write:    func(t *testing.T, data map[string][]byte, topic string) error { return produceWith(t, data, topic) },
+		// Each read in a group of its own: a group that consumed once
+		// starts after what it committed.
 		read: func(t *testing.T, data map[string][]byte, topic string) error {
-			return consumeWith(t, data, topic, string(data["group.id.prefix"])+"reader")
+			readers++
+			return consumeWith(t, data, topic, fmt.Sprintf("%sreader-%d", data["group.id.prefix"], readers))
 		},
 	}
 	s3Write := func(_ *testing.T, data map[string][]byte, bucket string) error {
