@@ -299,6 +299,24 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 			if err := c.write(t, old, resource); err != nil {
 				t.Fatalf("the Secret on its resource: %v", err)
 			}
+			// A second Buckety, deleted with Retain before the loss: its
+			// record says retained, so the rebuilt cluster does not
+			// re-attach it without the adoption keys.
+			archived := c.resource(ns + "-archive")
+			_, ab, aa := tenantManifests(ns, archived, "")
+			ab.Name, aa.Name, aa.Spec.BucketyRef.Name, aa.Spec.CredentialsSecretName = "archive", "archive", "archive", "archive"
+			ab.Spec.RetentionPolicy = v1.RetentionRetain
+			create(t, ab)
+			create(t, aa)
+			waitCondition(t, aa, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if err := c.write(t, secret(t, ns, "archive").Data, archived); err != nil {
+				t.Fatalf("the archive's Secret: %v", err)
+			}
+			deleteOn(t, k8s, aa)
+			deleteOn(t, k8s, ab)
+			if !exists(archived) {
+				t.Fatalf("want %s retained", archived)
+			}
 			lost.stop(t)
 
 			rebuiltREST, rebuilt := otherCluster(t)
@@ -320,6 +338,11 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 				err := c.write(t, old, resource)
 				return err != nil, fmt.Sprintf("the old Secret still works: %v", err)
 			})
+			_, rab, _ := tenantManifests(ns, archived, "")
+			rab.Name, rab.Spec.RetentionPolicy = "archive", v1.RetentionRetain
+			applyOn(t, rebuilt, rab)
+			waitConditionOn(t, rebuilt, rab, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+			deleteOn(t, rebuilt, rab)
 			deleteOn(t, rebuilt, ra)
 			deleteOn(t, rebuilt, rb)
 			wait.For(t, waitTimeout, resource+" deleted by retentionPolicy Delete", func() (bool, string) {
