@@ -3,6 +3,8 @@ package access
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,6 +15,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 )
 
 // Orphans revokes credentials that must not work any more, whatever state
@@ -26,10 +29,17 @@ import (
 //     deleted with its finalizer removed by hand, its name claimed again:
 //     the old key must not reach the new owner's resource);
 //   - a Retiring credential is past its retireAfter (an access whose
-//     reconciles keep failing must not keep a rotated-out key).
+//     reconciles keep failing must not keep a rotated-out key);
+//   - a principal this installation issued that no BucketyCredential
+//     record names (a cluster rebuilt from git after its etcd was lost, a
+//     record deleted by hand), once it has been so for the backend's
+//     credentials.orphanGrace (unaccounted.go).
 //
-// Each is confirmed by a fresh read before anything is revoked. The
-// record proves the principal is buckety's: nothing unrecorded is touched.
+// Each is confirmed by a fresh read before anything is revoked. A record,
+// or a principal name carrying this installation's marker, proves the
+// principal is buckety's: another installation's principals, and those
+// named before markers, are never touched. Each backend is checked in its
+// own goroutine, so one that hangs does not hold up the others' checks.
 // Runs on the leader only.
 type Orphans struct {
 	periodic.LeaderOnly
@@ -39,22 +49,37 @@ type Orphans struct {
 	Interval time.Duration
 	// Log is the logger.
 	Log logr.Logger
+
+	// now is the clock; nil is time.Now. Tests move it past a grace.
+	now func() time.Time
+	// unaccounted remembers, per backend, since when each unaccounted
+	// principal has been seen.
+	unaccounted unaccountedSince
 }
 
 // Start implements manager.Runnable: a check at once, then one per Interval.
 func (o *Orphans) Start(ctx context.Context) error {
 	periodic.Every(ctx, o.Interval, func(ctx context.Context) {
 		if n, err := o.CheckOnce(ctx); err != nil && ctx.Err() == nil {
-			o.Log.Error(err, "revoking credentials whose access is gone")
+			o.Log.Error(err, "revoking credentials that must not work any more")
 		} else if n > 0 {
-			o.Log.Info("revoked credentials whose access is gone (its finalizer was removed by hand)", "revoked", n)
+			o.Log.Info("revoked credentials that must not work any more (their access, Buckety or record is gone)", "revoked", n)
 		}
 	})
 	return nil
 }
 
-// CheckOnce revokes every recorded credential that must not work any
-// more (see Orphans); it returns how many it revoked.
+func (o *Orphans) clock() time.Time {
+	if o.now != nil {
+		return o.now()
+	}
+	return time.Now()
+}
+
+// CheckOnce revokes every credential that must not work any more (see
+// Orphans), each backend's concurrently; it returns how many it revoked.
+// One backend's error (its service down or hung) does not keep the
+// others' credentials from being revoked: the errors are joined.
 func (o *Orphans) CheckOnce(ctx context.Context) (int, error) {
 	r := o.Reconciler
 	if err := o.prune(ctx); err != nil {
@@ -64,11 +89,53 @@ func (o *Orphans) CheckOnce(ctx context.Context) (int, error) {
 	if err := r.Client.List(ctx, &list); err != nil {
 		return 0, err
 	}
-	n := 0
-	var errs []error
+	byBackend := map[string][]*v1.BucketyCredential{}
+	recorded := make(recordedPrincipals, 2*len(list.Items))
 	for i := range list.Items {
 		c := &list.Items[i]
-		why, err := o.unwanted(ctx, c, time.Now())
+		byBackend[c.Spec.Backend] = append(byBackend[c.Spec.Backend], c)
+		recorded.add(c)
+	}
+	// Every configured backend (its principals are listed even when it has
+	// no record left), and the records of backends no longer configured
+	// (kept, as revoke says, but their access's state still reported).
+	names := r.Backends.Names()
+	for name := range byBackend {
+		if _, ok := r.Backends.Get(name); !ok {
+			names = append(names, name)
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		n    int
+		errs []error
+	)
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := o.checkBackend(ctx, name, byBackend[name], recorded)
+			mu.Lock()
+			defer mu.Unlock()
+			n += k
+			if err != nil {
+				errs = append(errs, fmt.Errorf("backend %s: %w", name, err))
+			}
+		}()
+	}
+	wg.Wait()
+	return n, errors.Join(errs...)
+}
+
+// checkBackend revokes the unwanted credentials recorded on backend name,
+// then its unaccounted principals.
+func (o *Orphans) checkBackend(ctx context.Context, name string, creds []*v1.BucketyCredential, recorded recordedPrincipals) (int, error) {
+	r := o.Reconciler
+	n := 0
+	var errs []error
+	for _, c := range creds {
+		why, err := o.unwanted(ctx, c, o.clock())
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -86,7 +153,15 @@ func (o *Orphans) CheckOnce(ctx context.Context) (int, error) {
 		if done {
 			n++
 			r.secrets.forget(types.UID(c.Spec.Owner.UID))
+			metrics.CredentialsRevoked.WithLabelValues(c.Spec.Backend, revokedReasons[why]).Inc()
 			o.Log.Info("revoked a credential", "why", why, "principal", c.Spec.Principal, "backend", c.Spec.Backend, "access", c.Spec.Owner.Namespace+"/"+c.Spec.Owner.Name)
+		}
+	}
+	if e, ok := r.Backends.Get(name); ok && e.Principals != nil {
+		k, err := o.revokeUnaccounted(ctx, e, recorded)
+		n += k
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return n, errors.Join(errs...)
@@ -111,17 +186,33 @@ func (o *Orphans) prune(ctx context.Context) error {
 	return nil
 }
 
+// Why unwanted revokes a recorded credential, as logged.
+const (
+	whyRetired     = "rotated out, past its retireAfter"
+	whyAccessGone  = "its access is gone"
+	whyBucketyGone = "the Buckety it was granted on is gone"
+	whyClaimGone   = "the claim it was granted through is gone or owned by another Buckety"
+)
+
+// revokedReasons is each why's metrics reason.
+var revokedReasons = map[string]string{
+	whyRetired:     metrics.RevokedRetired,
+	whyAccessGone:  metrics.RevokedAccessGone,
+	whyBucketyGone: metrics.RevokedBucketyGone,
+	whyClaimGone:   metrics.RevokedClaimGone,
+}
+
 // unwanted says why c must be revoked now, "" when it may stay. The cache
 // answers first; what it calls gone is confirmed by a fresh read.
 func (o *Orphans) unwanted(ctx context.Context, c *v1.BucketyCredential, now time.Time) (string, error) {
 	if c.Spec.Phase == v1.CredentialRetiring && c.Spec.RetireAfter != nil && !now.Before(c.Spec.RetireAfter.Time) {
-		return "rotated out, past its retireAfter", nil
+		return whyRetired, nil
 	}
 	key := types.NamespacedName{Namespace: c.Spec.Owner.Namespace, Name: c.Spec.Owner.Name}
 	a := &v1.BucketyAccess{}
 	gone, err := o.goneOr(ctx, key, a, func() bool { return string(a.UID) != c.Spec.Owner.UID })
 	if err != nil || gone {
-		return cond(gone, "its access is gone"), err
+		return cond(gone, whyAccessGone), err
 	}
 	if c.Spec.BucketyUID == "" {
 		return "", nil // not bound yet: its access's next pass binds it
@@ -129,12 +220,12 @@ func (o *Orphans) unwanted(ctx context.Context, c *v1.BucketyCredential, now tim
 	b := &v1.Buckety{}
 	gone, err = o.goneOr(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b, func() bool { return string(b.UID) != c.Spec.BucketyUID })
 	if err != nil || gone {
-		return cond(gone, "the Buckety it was granted on is gone"), err
+		return cond(gone, whyBucketyGone), err
 	}
 	cl := &v1.BucketyClaim{}
 	gone, err = o.goneOr(ctx, types.NamespacedName{Name: c.Spec.Claim}, cl, func() bool { return cl.Spec.Owner.UID != c.Spec.BucketyUID })
 	if err != nil || gone {
-		return cond(gone, "the claim it was granted through is gone or owned by another Buckety"), err
+		return cond(gone, whyClaimGone), err
 	}
 	return "", nil
 }

@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 )
 
@@ -54,20 +56,17 @@ func (s *CredentialSweep) Start(ctx context.Context) error {
 	return nil
 }
 
-// SweepOnce sweeps every backend once and hands over the drifted
-// accesses; it returns how many drifted.
+// SweepOnce sweeps every backend once, each in its own goroutine, and
+// hands over the drifted accesses; it returns how many drifted. The
+// backends' errors are joined.
 func (s *CredentialSweep) SweepOnce(ctx context.Context) (int, error) {
 	r := s.Reconciler
 	var list v1.BucketyCredentialList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return 0, err
 	}
-	type item struct {
-		uid    types.UID
-		access types.NamespacedName
-	}
 	byBackend := map[string][]drivers.Access{}
-	items := map[string][]item{}
+	items := map[string][]sweepItem{}
 	for i := range list.Items {
 		c := &list.Items[i]
 		if c.Spec.Phase != v1.CredentialActive {
@@ -78,41 +77,72 @@ func (s *CredentialSweep) SweepOnce(ctx context.Context) (int, error) {
 			continue
 		}
 		byBackend[c.Spec.Backend] = append(byBackend[c.Spec.Backend], acc)
-		items[c.Spec.Backend] = append(items[c.Spec.Backend], item{types.UID(c.Spec.Owner.UID), key})
+		items[c.Spec.Backend] = append(items[c.Spec.Backend], sweepItem{types.UID(c.Spec.Owner.UID), key})
 	}
-	n := 0
-	var firstErr error
+	// One goroutine per backend: a hung backend does not hold up the
+	// others' sweeps.
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		n    int
+		errs []error
+	)
 	for name, as := range byBackend {
 		e, ok := r.Backends.Get(name)
 		if !ok || e.CredentialSweeper == nil || e.Scoper == nil {
 			continue
 		}
-		// A backend that does not issue credentials now (its config no
-		// longer asks, or it cannot) has nothing to repair them with.
-		if sc, err := e.Scoper.Scoping(ctx); err != nil || !sc.Scoped {
-			if err != nil && firstErr == nil {
-				firstErr = err
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := s.sweepBackend(ctx, e, as, items[name])
+			mu.Lock()
+			defer mu.Unlock()
+			n += k
+			if err != nil {
+				errs = append(errs, err)
 			}
-			continue
-		}
-		// Some accesses may come back unjudged (with an error) beside the
-		// drifted ones: the drifted are still re-asserted.
-		drifted, err := e.CredentialSweeper.SweepCredentials(ctx, as)
-		if err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("backend %s: %w", name, err)
-		}
-		for _, i := range drifted {
-			it := items[name][i]
-			r.reassert.mark(it.uid)
-			select {
-			case s.Drifted <- event.GenericEvent{Object: &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: it.access.Namespace, Name: it.access.Name}}}:
-				n++
-			case <-ctx.Done():
-				return n, ctx.Err()
-			}
+		}()
+	}
+	wg.Wait()
+	return n, errors.Join(errs...)
+}
+
+// sweepItem is the access of one credential handed to a sweep.
+type sweepItem struct {
+	uid    types.UID
+	access types.NamespacedName
+}
+
+// sweepBackend sweeps the credentials as of backend e (items[i] is as[i]'s
+// access) and hands over the drifted accesses; it returns how many
+// drifted.
+func (s *CredentialSweep) sweepBackend(ctx context.Context, e *backends.Entry, as []drivers.Access, items []sweepItem) (int, error) {
+	// A backend that does not issue credentials now (its config no
+	// longer asks, or it cannot) has nothing to repair them with.
+	if sc, err := e.Scoper.Scoping(ctx); err != nil {
+		return 0, fmt.Errorf("backend %s: %w", e.Name, err)
+	} else if !sc.Scoped {
+		return 0, nil
+	}
+	// Some accesses may come back unjudged (with an error) beside the
+	// drifted ones: the drifted are still re-asserted.
+	drifted, err := e.CredentialSweeper.SweepCredentials(ctx, as)
+	if err != nil {
+		err = fmt.Errorf("backend %s: %w", e.Name, err)
+	}
+	n := 0
+	for _, i := range drifted {
+		it := items[i]
+		s.Reconciler.reassert.mark(it.uid)
+		select {
+		case s.Drifted <- event.GenericEvent{Object: &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: it.access.Namespace, Name: it.access.Name}}}:
+			n++
+		case <-ctx.Done():
+			return n, ctx.Err()
 		}
 	}
-	return n, firstErr
+	return n, err
 }
 
 // expected is what the credential's principal should be allowed, from the

@@ -1,0 +1,165 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/metrics"
+)
+
+// Unaccounted principals. A record (BucketyCredential) is written before
+// its principal is created on the service and deleted only after the
+// principal is revoked, so a principal that carries this installation's
+// marker and has no record is one no live access accounts for: the
+// installation was rebuilt from git after its etcd was lost (every record
+// went with it), or a record was deleted by hand. Nothing will ever revoke
+// it but this check, and its secret may still be in a Secret of the old
+// cluster, a backup, a laptop.
+//
+// It is revoked only after the backend's credentials.orphanGrace, counted
+// from when this process first saw it unaccounted, and only after a fresh
+// read finds no record: a record just written may not be in the cache yet.
+// Nothing records a principal that already exists (record() reports
+// PrincipalConflict instead), so no record can appear for it between that
+// read and the revocation: on a rebuild the accesses applied again from
+// git get new UIDs and so new principals, and an access whose record was
+// deleted by hand waits in PrincipalConflict until its old principal is
+// revoked here, then issues it afresh. Principals of other
+// installations do not carry this one's marker, and those named before
+// markers carry none: ListPrincipals returns neither, so neither is
+// touched. Two live clusters configured with one installation name would
+// revoke each other's principals; the installation name is what tells
+// them apart.
+
+// recordedPrincipals are the principals the cached records name, by their
+// record's name (CredentialName of service and principal).
+type recordedPrincipals map[string]bool
+
+// add notes the principal c records, under the name it has and the name
+// its spec gives it (the two agree for every record the controller
+// writes).
+func (rp recordedPrincipals) add(c *v1.BucketyCredential) {
+	rp[c.Name] = true
+	rp[CredentialName(c.Spec.Service, c.Spec.Principal)] = true
+}
+
+// revokeUnaccounted lists this installation's principals on e, and revokes
+// those no record names once they have been unaccounted for e's
+// credentials.orphanGrace; it returns how many it revoked.
+func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, recorded recordedPrincipals) (int, error) {
+	r := o.Reconciler
+	inst := r.Backends.Installation()
+	if inst == "" {
+		return 0, nil // no marker to tell this installation's principals by
+	}
+	listed, err := e.Principals.ListPrincipals(ctx, inst)
+	if err != nil {
+		return 0, fmt.Errorf("list the principals of installation %s: %w", inst, err)
+	}
+	service, grace := e.Config.ClaimScope(), e.Config.OrphanGrace()
+	var unaccounted []string
+	for _, p := range listed {
+		if !recorded[CredentialName(service, p)] {
+			unaccounted = append(unaccounted, p)
+		}
+	}
+	due := o.unaccounted.observe(e.Name, unaccounted, o.clock(), grace)
+	n := 0
+	var errs []error
+	for _, d := range due {
+		rec := &v1.BucketyCredential{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Name: CredentialName(service, d.principal)}, rec)
+		switch {
+		case err == nil:
+			// Written after the cache's list: accounted for.
+			o.unaccounted.forget(e.Name, d.principal)
+			continue
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("read the record of principal %s: %w", d.principal, err))
+			continue
+		}
+		// No Resource: revoked wherever it has rights.
+		if err := e.Backend.Revoke(ctx, drivers.Access{Principal: d.principal}); err != nil {
+			errs = append(errs, fmt.Errorf("revoke unaccounted principal %s: %w", d.principal, err))
+			continue
+		}
+		o.unaccounted.forget(e.Name, d.principal)
+		n++
+		metrics.CredentialsRevoked.WithLabelValues(e.Name, metrics.RevokedUnaccounted).Inc()
+		o.Log.Info("revoked a principal of this installation that no BucketyCredential records (a rebuilt cluster, or a record deleted by hand)",
+			"principal", d.principal, "backend", e.Name, "installation", inst, "unaccountedSince", d.since, "orphanGrace", grace.String())
+	}
+	return n, errors.Join(errs...)
+}
+
+// unaccountedSince remembers, per backend, when each unaccounted principal
+// was first seen so. It holds at most what the last listing of each
+// backend found unaccounted.
+type unaccountedSince struct {
+	mu sync.Mutex
+	m  map[string]map[string]time.Time
+}
+
+// duePrincipal is an unaccounted principal past its grace.
+type duePrincipal struct {
+	principal string
+	since     time.Time
+}
+
+// observe records that backend's latest listing found principals
+// unaccounted at now: it forgets the backend's principals not among them
+// (accounted for now, or gone), and returns those unaccounted since at
+// least grace ago.
+func (u *unaccountedSince) observe(backend string, principals []string, now time.Time, grace time.Duration) []duePrincipal {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	prev := u.m[backend]
+	next := make(map[string]time.Time, len(principals))
+	var due []duePrincipal
+	for _, p := range principals {
+		since, ok := prev[p]
+		if !ok {
+			since = now
+		}
+		next[p] = since
+		if !now.Before(since.Add(grace)) {
+			due = append(due, duePrincipal{p, since})
+		}
+	}
+	if u.m == nil {
+		u.m = map[string]map[string]time.Time{}
+	}
+	if len(next) == 0 {
+		delete(u.m, backend)
+	} else {
+		u.m[backend] = next
+	}
+	return due
+}
+
+// forget drops principal of backend (revoked, or found accounted for).
+func (u *unaccountedSince) forget(backend, principal string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.m[backend], principal)
+	if len(u.m[backend]) == 0 {
+		delete(u.m, backend)
+	}
+}
+
+// since reports when principal of backend was first seen unaccounted.
+func (u *unaccountedSince) since(backend, principal string) (time.Time, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t, ok := u.m[backend][principal]
+	return t, ok
+}

@@ -1,0 +1,346 @@
+package access
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/all"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// TestUnaccountedSince: a principal is due once it has been unaccounted
+// for its grace, counted from the first listing that found it so; one
+// that a listing no longer finds unaccounted (recorded, or gone) starts
+// over; backends are kept apart.
+func TestUnaccountedSince(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	grace := 5 * time.Minute
+	var u unaccountedSince
+	due := func(backend string, at time.Duration, ps ...string) []string {
+		var out []string
+		for _, d := range u.observe(backend, ps, t0.Add(at), grace) {
+			out = append(out, d.principal)
+		}
+		return out
+	}
+	steps := []struct {
+		name    string
+		backend string
+		at      time.Duration
+		listed  []string
+		want    []string
+	}{
+		{"first seen", "k", 0, []string{"a", "b"}, nil},
+		{"other backend, first seen", "s", time.Minute, []string{"a"}, nil},
+		{"within grace", "k", grace - time.Nanosecond, []string{"a", "b"}, nil},
+		{"b accounted for meanwhile", "k", grace - time.Nanosecond, []string{"a"}, nil},
+		{"a past grace; b unaccounted again starts over", "k", grace, []string{"a", "b"}, []string{"a"}},
+		{"other backend's a counts from its own first sight", "s", grace, []string{"a"}, nil},
+		{"other backend's a past grace", "s", grace + time.Minute, []string{"a"}, []string{"a"}},
+		{"b past its new grace", "k", 2 * grace, []string{"a", "b"}, []string{"a", "b"}},
+		{"nothing listed forgets all", "k", 2 * grace, nil, nil},
+		{"seen again after vanishing starts over", "k", 2*grace + time.Second, []string{"a"}, nil},
+	}
+	for _, s := range steps {
+		got := due(s.backend, s.at, s.listed...)
+		if !slices.Equal(got, s.want) {
+			t.Errorf("%s: want due %v, got %v", s.name, s.want, got)
+		}
+	}
+	if since, ok := u.since("k", "a"); !ok || !since.Equal(t0.Add(2*grace+time.Second)) {
+		t.Errorf("want k/a unaccounted since its last first sight, got %v (%v)", since, ok)
+	}
+	u.forget("k", "a")
+	if _, ok := u.since("k", "a"); ok {
+		t.Error("want k/a forgotten")
+	}
+	if _, ok := u.since("s", "a"); !ok {
+		t.Error("want s/a kept when k/a is forgotten")
+	}
+	if grace0 := u.observe("z", []string{"x"}, t0, 0); len(grace0) != 1 {
+		t.Errorf("want a grace of 0 to revoke at first sight, got %v", grace0)
+	}
+}
+
+// staticLister lists the same principals every time: the listing half
+// of a driver this test does not exercise (the drivers test their own
+// ListPrincipals against real services).
+type staticLister struct {
+	installation string
+	principals   []string
+}
+
+func (l staticLister) ListPrincipals(_ context.Context, installation string) ([]string, error) {
+	if installation != l.installation {
+		return nil, fmt.Errorf("want installation %s, asked for %s", l.installation, installation)
+	}
+	return l.principals, nil
+}
+
+// hungLister stands for a service that does not answer: it blocks until
+// its caller gives up, and says when it was called.
+type hungLister struct{ called chan<- struct{} }
+
+func (h hungLister) ListPrincipals(ctx context.Context, _ string) ([]string, error) {
+	select {
+	case h.called <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// scramUsers is the set of SCRAM users broker b has, read by its
+// superuser.
+func scramUsers(t *testing.T, adm *kadm.Client) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]bool{}
+	for u, info := range d {
+		if info.Err == nil && len(info.CredInfos) > 0 {
+			users[u] = true
+		}
+	}
+	return users
+}
+
+// TestHungBackendDoesNotDelayAnothersRevocation: backend hung (first in
+// the file) never answers its listing; backend kafka, on a real broker,
+// has three principals carrying the installation's marker: one recorded
+// in the cache, one recorded only in the API server (written after the
+// cache's list), one recorded nowhere. Only the last is revoked, once
+// the clock is past kafka's orphanGrace, while hung's listing still
+// hangs. Walking the backends one after another, the check would never
+// get past hung.
+func TestHungBackendDoesNotDelayAnothersRevocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	// hung's own cluster (two backends on one cluster share a claim
+	// space); its listing never reaches it.
+	hb := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	const installation = "test-inst"
+	grace := 5 * time.Minute
+	dir := t.TempDir()
+	sasl := "sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}, requestTimeout: 5s"
+	yaml := "installation: " + installation + "\nbackends:\n" +
+		"- {name: hung, driver: kadm, config: {seedBrokers: ['" + hb.Bootstrap() + "'], " + sasl + "}}\n" +
+		"- {name: kafka, driver: kadm, credentials: {orphanGrace: " + grace.String() + "}, config: {seedBrokers: ['" + b.Bootstrap() + "'], " + sasl + "}}\n"
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), Lookup: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := backends.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := set.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if names := set.Names(); !slices.Equal(names, []string{"hung", "kafka"}) {
+		t.Fatalf("want backends hung, kafka in file order, got %v", names)
+	}
+
+	marker := drivers.InstallationMarker(installation)
+	orphan := "bky.t.orphan." + marker + ".1"
+	cached := "bky.t.cached." + marker + ".1"
+	fresh := "bky.t.fresh." + marker + ".1"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: "s3cr3t"}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	{
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var ups []kadm.UpsertSCRAM
+		for _, p := range []string{orphan, cached, fresh} {
+			ups = append(ups, kadm.UpsertSCRAM{User: p, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "pw-" + p})
+		}
+		res, err := adm.AlterUserSCRAMs(ctx, nil, ups)
+		cancel()
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{orphan, cached, fresh} {
+		if !scramUsers(t, adm)[p] {
+			t.Fatalf("want SCRAM user %s on the broker before the check", p)
+		}
+	}
+
+	called := make(chan struct{}, 1)
+	hung, _ := set.Get("hung")
+	hung.Principals = hungLister{called: called}
+	kb, _ := set.Get("kafka")
+	kb.Principals = staticLister{installation: installation, principals: []string{orphan, cached, fresh}}
+
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	rec := func(p string) *v1.BucketyCredential {
+		return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName("kafka", p)},
+			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: p, Phase: v1.CredentialActive,
+				Owner: v1.ClaimOwner{Namespace: "t", Name: "a-" + p, UID: "uid-" + p}}}
+	}
+	// The access of each record is live, so the record check leaves them.
+	acc := func(p string) *v1.BucketyAccess {
+		return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "a-" + p, UID: types.UID("uid-" + p)}}
+	}
+	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(rec(cached), acc(cached), acc(fresh)).Build()
+	api := fake.NewClientBuilder().WithScheme(s).WithObjects(rec(cached), rec(fresh), acc(cached), acc(fresh)).Build()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	o := &Orphans{Reconciler: &Reconciler{Client: cache, APIReader: api, Backends: set}, Log: logr.Discard(),
+		now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
+	setNow := func(t time.Time) { mu.Lock(); defer mu.Unlock(); now = t }
+	revoked := func() float64 {
+		var m dto.Metric
+		if err := metrics.CredentialsRevoked.WithLabelValues("kafka", metrics.RevokedUnaccounted).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	before := revoked()
+
+	// check runs one CheckOnce, returning once the test gives up on hung.
+	type result struct {
+		n   int
+		err error
+	}
+	check := func() (release func() result) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel) // a failed test does not leave hung's listing waiting
+		done := make(chan result, 1)
+		go func() {
+			n, err := o.CheckOnce(ctx)
+			done <- result{n, err}
+		}()
+		select {
+		case <-called:
+		case <-time.After(time.Minute):
+			cancel()
+			t.Fatal("backend hung's listing was not asked for within a minute")
+		}
+		return func() result {
+			cancel()
+			select {
+			case r := <-done:
+				return r
+			case <-time.After(time.Minute):
+				t.Fatal("CheckOnce did not return a minute after its context ended")
+				return result{}
+			}
+		}
+	}
+	// waitSince waits until the check has seen p unaccounted on kafka,
+	// while hung still hangs.
+	waitSince := func(p string) time.Time {
+		t.Helper()
+		// A backstop that ends a broken test, not a speed goal.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			if since, ok := o.unaccounted.since("kafka", p); ok {
+				return since
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("want %s seen unaccounted on kafka while hung hangs, not seen within a minute", p)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	// First sight: nothing is revoked.
+	release := check()
+	if since := waitSince(orphan); !since.Equal(now) {
+		t.Errorf("want %s unaccounted since the first check, %v; got %v", orphan, now, since)
+	}
+	r := release()
+	if r.n != 0 || r.err == nil || !strings.Contains(r.err.Error(), "backend hung") {
+		t.Errorf("first check: want nothing revoked and hung's error, got %d, %v", r.n, r.err)
+	}
+	if _, ok := o.unaccounted.since("kafka", cached); ok {
+		t.Errorf("want %s, recorded in the cache, never counted unaccounted", cached)
+	}
+	if users := scramUsers(t, adm); !users[orphan] || !users[cached] || !users[fresh] {
+		t.Fatalf("within the grace: want every principal kept, got %v", users)
+	}
+
+	// Past the grace, hung still hanging: the orphan goes, and only it.
+	setNow(now.Add(grace))
+	release = check()
+	deadline := time.Now().Add(time.Minute) // a backstop, not a speed goal
+	for scramUsers(t, adm)[orphan] {
+		if time.Now().After(deadline) {
+			release()
+			t.Fatalf("want %s revoked while backend hung's listing hangs; still there after a minute", orphan)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r = release()
+	if r.n != 1 {
+		t.Errorf("want 1 revoked, got %d (%v)", r.n, r.err)
+	}
+	if r.err == nil || !strings.Contains(r.err.Error(), "backend hung") || strings.Contains(r.err.Error(), "backend kafka") {
+		t.Errorf("want hung's error alone, got %v", r.err)
+	}
+	users := scramUsers(t, adm)
+	if !users[cached] || !users[fresh] {
+		t.Errorf("want the recorded principals kept (%s in the cache, %s only in the API server), got %v", cached, fresh, users)
+	}
+	if _, ok := o.unaccounted.since("kafka", fresh); ok {
+		t.Errorf("want %s forgotten once a fresh read found its record", fresh)
+	}
+	if got := revoked() - before; got != 1 {
+		t.Errorf("want buckety_credentials_revoked_total{backend=kafka,reason=unaccounted} up by 1, got %v", got)
+	}
+	var list v1.BucketyCredentialList
+	if err := api.List(context.Background(), &list, client.InNamespace("")); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 {
+		t.Errorf("want the records left alone, got %d", len(list.Items))
+	}
+}
