@@ -49,7 +49,14 @@ func S3Server(implementation, endpoint, region, keyVar, secretVar string) s3.Con
 
 // ConfigYAML is buckety-controller.yaml with backends.
 func ConfigYAML(backends ...config.Backend) string {
-	b, err := yaml.Marshal(config.Config{Backends: backends})
+	return InstallationConfigYAML("", backends...)
+}
+
+// InstallationConfigYAML is buckety-controller.yaml naming its installation
+// (none: the controller derives one from the cluster, which a rebuilt
+// cluster does not keep) with backends.
+func InstallationConfigYAML(installation string, backends ...config.Backend) string {
+	b, err := yaml.Marshal(config.Config{Installation: installation, Backends: backends})
 	if err != nil {
 		panic(fmt.Sprintf("harness: marshal buckety-controller.yaml: %v", err))
 	}
@@ -69,6 +76,19 @@ func Tenancy(b config.Backend, prefix string, adopt bool) config.Backend {
 
 // Duration is d as a config duration.
 func Duration(d time.Duration) drivers.Duration { return drivers.Duration{Duration: d} }
+
+// OrphanGrace sets credentials.orphanGrace of b to d, keeping the rest of
+// its credentials block.
+func OrphanGrace(b config.Backend, d time.Duration) config.Backend {
+	c := config.Credentials{}
+	if b.Credentials != nil {
+		c = *b.Credentials
+	}
+	g := Duration(d)
+	c.OrphanGrace = &g
+	b.Credentials = &c
+	return b
+}
 
 // Grace is a backend's credentials block with rotationGrace d.
 func Grace(d time.Duration) *config.Credentials {

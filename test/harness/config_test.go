@@ -39,3 +39,27 @@ func TestConfigYAMLLoads(t *testing.T) {
 		t.Fatalf("want kafka's name policy ${namespace}. and adoption allowed, got %+v", c.Backends[0])
 	}
 }
+
+// TestInstallationConfigYAMLLoads: the installation name and a backend's
+// orphanGrace are written where the controller reads them.
+func TestInstallationConfigYAMLLoads(t *testing.T) {
+	k := OrphanGrace(Kadm("kafka", kadm.Config{SeedBrokers: []string{"127.0.0.1:9092"}}), 10*time.Second)
+	y := InstallationConfigYAML("scale", k)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(dir, config.Options{Registry: all.Registry()})
+	if err != nil {
+		t.Fatalf("load:\n%s\n%v", y, err)
+	}
+	if c.Installation != "scale" {
+		t.Fatalf("installation: want scale, got %q in:\n%s", c.Installation, y)
+	}
+	if got := c.Backends[0].OrphanGrace(); got != 10*time.Second {
+		t.Fatalf("orphanGrace: want 10s, got %s in:\n%s", got, y)
+	}
+	if y0 := ConfigYAML(k); strings.Contains(y0, "installation") {
+		t.Fatalf("ConfigYAML: want no installation key, got:\n%s", y0)
+	}
+}

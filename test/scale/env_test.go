@@ -189,6 +189,10 @@ func (e *env) unlimited() *rest.Config {
 	return rc
 }
 
+// scaleInstallation is the installation every controller of the benchmark
+// runs as, set in its config as a cluster rebuilt from git would have it.
+const scaleInstallation = "scale"
+
 func (e *env) configYAML() string {
 	s3 := func(name, impl, endpoint, region, keyVar string, issue bool) config.Backend {
 		c := harness.S3Server(impl, endpoint, region, keyVar+"_ACCESS_KEY", keyVar+"_SECRET_KEY")
@@ -199,8 +203,10 @@ func (e *env) configYAML() string {
 	}
 	bs := []config.Backend{harness.Kadm("kafka", kadmdriver.Config{SeedBrokers: e.broker.Addrs})}
 	if e.scoped != nil {
-		bs = append(bs, harness.Kadm(scopedBackend, kadmdriver.Config{SeedBrokers: e.scoped.Addrs,
-			SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "${SCALE_KAFKA_PASSWORD}"}}))
+		// A short orphan grace bounds the rebuild's wait for the first
+		// run's principals to be revoked (rebuildFigures).
+		bs = append(bs, harness.OrphanGrace(harness.Kadm(scopedBackend, kadmdriver.Config{SeedBrokers: e.scoped.Addrs,
+			SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "${SCALE_KAFKA_PASSWORD}"}}), scopedOrphanGrace))
 	}
 	if e.s3 != nil {
 		bs = append(bs, s3("s3", s3driver.ImplMinIO, e.s3.Endpoint, e.s3.Region, "SCALE_S3", false),
@@ -223,7 +229,9 @@ func (e *env) configYAML() string {
 		bs = append(bs, s3(sharedVersityBackend, s3driver.ImplVersityGW, e.sharedVersity.URL, e.versity.Region, "SCALE_VERSITY", false),
 			harness.S3(scopedVersityBackend, scoped))
 	}
-	return harness.ConfigYAML(bs...)
+	// Named, not derived from the cluster: the rebuilt control plane's
+	// controller must be the same installation as the first's.
+	return harness.InstallationConfigYAML(scaleInstallation, bs...)
 }
 
 // startWebhook runs buckety-webhook as a process and registers it, as in
