@@ -90,6 +90,11 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 // the controller derived from its cluster (SetInstallation).
 func (s *Set) Installation() string { return s.installation }
 
+// FormerInstallations are names this installation had before
+// (formerInstallations in the config): owner records and principals under
+// them are its own.
+func (s *Set) FormerInstallations() []string { return s.cfg.FormerInstallations }
+
 // SetInstallation sets the name Installation returns; the controller calls
 // it once, before its reconcilers start.
 func (s *Set) SetInstallation(name string) { s.installation = name }

@@ -32,6 +32,13 @@ type Config struct {
 	// of namespace kube-system), which a rebuilt cluster does not keep:
 	// set it explicitly for disaster recovery.
 	Installation string `json:"installation,omitempty"`
+	// FormerInstallations are names this installation had before: owner
+	// records on the backends that name one are its own (and rewritten
+	// with Installation on their next pass), and so are the principals
+	// marked with one. List the default name (the controller logs it at
+	// start-up) when an installation that ran with it is given a name, or
+	// the old name when one is renamed.
+	FormerInstallations []string `json:"formerInstallations,omitempty"`
 	// Backends are the named backing-service connections a Buckety can
 	// select with spec.backend.
 	Backends []Backend `json:"backends"`
@@ -337,6 +344,14 @@ func (c *Config) Validate() error {
 			if to := c.Backends[i].HandOverTo(); to == c.Installation {
 				errs = append(errs, field.Invalid(field.NewPath("backends").Index(i).Child("ownership", "handOverTo"), to, "names this installation; name the installation that receives the backend's resources"))
 			}
+		}
+	}
+	for i, n := range c.FormerInstallations {
+		for _, msg := range ValidInstallation(n) {
+			errs = append(errs, field.Invalid(field.NewPath("formerInstallations").Index(i), n, msg))
+		}
+		if n == c.Installation {
+			errs = append(errs, field.Invalid(field.NewPath("formerInstallations").Index(i), n, "is the installation's name (installation); list only names it had before"))
 		}
 	}
 	root := field.NewPath("backends")

@@ -61,9 +61,14 @@ func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, reco
 	if inst == "" {
 		return 0, nil // no marker to tell this installation's principals by
 	}
-	listed, err := e.Principals.ListPrincipals(ctx, inst)
-	if err != nil {
-		return 0, fmt.Errorf("list the principals of installation %s: %w", inst, err)
+	// Its principals under the names it had before are its own too.
+	var listed []string
+	for _, name := range append([]string{inst}, r.Backends.FormerInstallations()...) {
+		ps, err := e.Principals.ListPrincipals(ctx, name)
+		if err != nil {
+			return 0, fmt.Errorf("list the principals of installation %s: %w", name, err)
+		}
+		listed = append(listed, ps...)
 	}
 	service, grace := e.Config.ClaimScope(), e.Config.OrphanGrace()
 	var unaccounted []string

@@ -158,7 +158,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		f.Record(err)
 		return ownerNone, false
 	}
-	v, why := judgeOwner(rec, b, e, r.Backends.Installation())
+	v, why := r.judge(rec, b, e)
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
 		r.ownedElsewhere(b, e, f, why)

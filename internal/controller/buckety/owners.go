@@ -3,6 +3,7 @@ package buckety
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,18 +65,21 @@ const (
 
 // judgeOwner reads rec for Buckety b on backend e of installation inst.
 // why explains a refusal, in what the tenant may read.
-func judgeOwner(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst string) (v ownerVerdict, why string) {
+func judgeOwner(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst string, former ...string) (v ownerVerdict, why string) {
 	if rec == nil {
 		return ownerNone, ""
 	}
+	// own: this installation's name, or a name it had before
+	// (formerInstallations).
+	own := func(name string) bool { return name == inst || slices.Contains(former, name) }
 	same := rec.Namespace == b.Namespace && rec.Name == b.Name
-	if rec.Installation != inst {
+	if !own(rec.Installation) {
 		switch {
-		case rec.State == drivers.OwnerHandedOver && rec.To == inst && !e.Config.AcceptsHandoverFrom(rec.Installation):
+		case rec.State == drivers.OwnerHandedOver && own(rec.To) && !e.Config.AcceptsHandoverFrom(rec.Installation):
 			return ownerForeign, fmt.Sprintf("is handed over to this installation (%s) by installation %s, which backend %s does not accept: its maintainer lists %s in ownership.acceptFrom to take it over", inst, rec.Installation, e.Name, rec.Installation)
-		case rec.State == drivers.OwnerHandedOver && rec.To == inst && !same:
+		case rec.State == drivers.OwnerHandedOver && own(rec.To) && !same:
 			return ownerForeign, fmt.Sprintf("is handed over to this installation by installation %s for Buckety %s/%s; only a Buckety of that namespace and name takes it over", rec.Installation, rec.Namespace, rec.Name)
-		case rec.State == drivers.OwnerHandedOver && rec.To == inst:
+		case rec.State == drivers.OwnerHandedOver && own(rec.To):
 			return ownerHandedToMe, ""
 		}
 		return ownerForeign, fmt.Sprintf("is owned by another buckety installation: %s", rec)
@@ -94,6 +98,16 @@ func judgeOwner(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst
 		return ownerSibling, fmt.Sprintf("is held by this installation for Buckety %s/%s", rec.Namespace, rec.Name)
 	}
 	return ownerMine, ""
+}
+
+// judge is judgeOwner for this installation, its former names included.
+func (r *Reconciler) judge(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry) (ownerVerdict, string) {
+	return judgeOwner(rec, b, e, r.Backends.Installation(), r.Backends.FormerInstallations()...)
+}
+
+// ownName reports whether name is this installation's, now or before.
+func (r *Reconciler) ownName(name string) bool {
+	return name == r.Backends.Installation() || slices.Contains(r.Backends.FormerInstallations(), name)
 }
 
 // ownerMemo remembers, per backend resource, the record this process last
@@ -174,7 +188,7 @@ func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.
 		f.Record(err)
 		return false
 	}
-	switch v, why := judgeOwner(rec, b, e, r.Backends.Installation()); v {
+	switch v, why := r.judge(rec, b, e); v {
 	case ownerForeign:
 		r.ownedElsewhere(b, e, f, why)
 		return false
@@ -207,7 +221,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 			f.Record(err)
 			return false
 		}
-		switch v, why := judgeOwner(rec, b, e, r.Backends.Installation()); {
+		switch v, why := r.judge(rec, b, e); {
 		case rec.Same(want):
 			return true
 		case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
@@ -249,13 +263,12 @@ func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.En
 		f.Record(err)
 		return
 	}
-	inst := r.Backends.Installation()
 	switch {
 	case rec != nil && rec.Installation == to:
 		f.handedOver = fmt.Sprintf("%s on backend %s was handed over to installation %s, which holds it now", f.resourceName, e.Name, to)
 		return
-	case rec != nil && rec.Installation != inst:
-		_, why := judgeOwner(rec, b, e, inst)
+	case rec != nil && !r.ownName(rec.Installation):
+		_, why := r.judge(rec, b, e)
 		r.ownedElsewhere(b, e, f, why)
 		return
 	}
@@ -284,7 +297,7 @@ func (r *Reconciler) deletableByRecord(ctx context.Context, b *v1.Buckety, e *ba
 	if err != nil {
 		return "", err
 	}
-	switch v, msg := judgeOwner(rec, b, e, r.Backends.Installation()); v {
+	switch v, msg := r.judge(rec, b, e); v {
 	case ownerForeign, ownerSibling:
 		return "its owner record on the backend says it " + msg, nil
 	}
@@ -319,11 +332,11 @@ func (r *Reconciler) retainOwner(ctx context.Context, b *v1.Buckety, e *backends
 	if err != nil {
 		return err
 	}
-	if v, _ := judgeOwner(rec, b, e, r.Backends.Installation()); v != ownerMine {
+	if v, _ := r.judge(rec, b, e); v != ownerMine {
 		return nil
 	}
 	want := *rec
-	want.State = drivers.OwnerRetained
+	want.Installation, want.State = r.Backends.Installation(), drivers.OwnerRetained
 	if err := e.Owners.WriteOwner(ctx, res, &want); err != nil {
 		return fmt.Errorf("mark the owner record of %s retained: %w", res.Name, err)
 	}

@@ -37,6 +37,7 @@ func TestJudgeOwner(t *testing.T) {
 		{"handed over by me, still on", rec("east", "team-a", "orders", drivers.OwnerHandedOver, "west"), ownerForeign, "handed over by this installation to installation west"},
 		{"handed over by me, called off", rec("east", "team-a", "orders", drivers.OwnerHandedOver, "west"), ownerMine, ""},
 		{"retained by me", rec("east", "team-a", "orders", drivers.OwnerRetained, ""), ownerRetained, ""},
+		{"mine under a former name", rec("cluster-0123456789ab", "team-a", "orders", drivers.OwnerHeld, ""), ownerMine, ""},
 		{"mine, another Buckety", rec("east", "team-b", "orders", drivers.OwnerHeld, ""), ownerSibling, "team-b/orders"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -44,7 +45,7 @@ func TestJudgeOwner(t *testing.T) {
 			if strings.HasSuffix(c.name, "still on") {
 				e = &backends.Entry{Name: "kafka", Config: &config.Backend{Ownership: &config.Ownership{HandOverTo: "west", AcceptFrom: []string{"west"}}}}
 			}
-			got, why := judgeOwner(c.rec, b, e, "east")
+			got, why := judgeOwner(c.rec, b, e, "east", "cluster-0123456789ab")
 			if got != c.want || (c.why != "" && !strings.Contains(why, c.why)) || (c.why == "" && why != "") {
 				t.Errorf("want %d %q, got %d %q", c.want, c.why, got, why)
 			}
