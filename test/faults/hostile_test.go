@@ -146,7 +146,11 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 			cur := &v1.Buckety{}
 			return e.k8s.Get(ctx, client.ObjectKeyFromObject(b), cur) == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady)
 		}) {
-			t.Fatalf("%s/%s not Ready after %s (a backstop that ends a hung run, not a speed goal)", b.Namespace, b.Name, readyBackstop)
+			cur := &v1.Buckety{}
+			if err := e.k8s.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+				t.Fatalf("%s/%s not Ready after %s, and not read: %v", b.Namespace, b.Name, readyBackstop, err)
+			}
+			t.Fatalf("%s/%s not Ready after %s (a backstop that ends a hung run, not a speed goal); its conditions: %+v", b.Namespace, b.Name, readyBackstop, cur.Status.Conditions)
 		}
 		return time.Since(start)
 	}

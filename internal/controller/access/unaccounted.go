@@ -61,6 +61,15 @@ func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, reco
 	if inst == "" {
 		return 0, nil // no marker to tell this installation's principals by
 	}
+	// A backend that issues no principal now (its config asks for none,
+	// or its service cannot: an admin API that answers 501) has none to
+	// list; its accesses report why.
+	if e.Scoper == nil {
+		return 0, nil
+	}
+	if sc, err := e.Scoper.Scoping(ctx); err != nil || !sc.Scoped {
+		return 0, nil
+	}
 	// Its principals under the names it had before are its own too.
 	var listed []string
 	for _, name := range append([]string{inst}, r.Backends.FormerInstallations()...) {
