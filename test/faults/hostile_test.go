@@ -90,6 +90,33 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 			t.Errorf("stop the hostile run's controller: %v", err)
 		}
 	})
+	// A failed run keeps the controller's goroutines (registered last, so
+	// taken before it is stopped): where a reconcile that never ended was.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		out := filepath.Join(e.dir, "hostile-controller", "goroutines.txt")
+		resp, err := http.Get("http://" + ctrl.Pprof + "/debug/pprof/goroutine?debug=2")
+		if err != nil {
+			t.Logf("goroutines of the hostile run's controller: %v", err)
+			return
+		}
+		defer func() {
+			if err := resp.Body.Close(); err != nil {
+				t.Logf("goroutines: %v", err)
+			}
+		}()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(out, b, 0o644)
+		}
+		if err != nil {
+			t.Logf("goroutines of the hostile run's controller: %v", err)
+			return
+		}
+		t.Logf("the hostile run's controller's goroutines: %s", out)
+	})
 	whBin := filepath.Join(e.dir, "buckety-webhook")
 	if err := harness.Build(harness.WebhookPackage, whBin, ""); err != nil {
 		t.Fatal(err)

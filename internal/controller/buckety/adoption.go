@@ -158,7 +158,11 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		f.Record(err)
 		return ownerNone, false
 	}
-	v, why := r.judge(rec, b, e)
+	v, why, err := r.verdict(ctx, rec, b, e)
+	if err != nil {
+		f.claimErr = err
+		return ownerNone, false
+	}
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
 		r.ownedElsewhere(b, e, f, why)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -105,6 +107,31 @@ func (r *Reconciler) judge(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.
 	return judgeOwner(rec, b, e, r.Backends.Installation(), r.Backends.FormerInstallations()...)
 }
 
+// verdict is judge, with a record held for another Buckety of this
+// installation that no longer exists in this cluster taken for no record:
+// that Buckety was deleted with its finalizer removed by hand, so its
+// claim was taken over (the claims decide inside one cluster), and the
+// adoption rules apply as they would without a record. A Buckety that
+// stands, or is being deleted, keeps it.
+func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry) (ownerVerdict, string, error) {
+	v, why := r.judge(rec, b, e)
+	if v != ownerSibling {
+		return v, why, nil
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	err := reader.Get(ctx, types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}, &v1.Buckety{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return ownerNone, "", nil
+	case err != nil:
+		return v, why, err
+	}
+	return v, why, nil
+}
+
 // ownName reports whether name is this installation's, now or before.
 func (r *Reconciler) ownName(name string) bool {
 	return name == r.Backends.Installation() || slices.Contains(r.Backends.FormerInstallations(), name)
@@ -188,7 +215,12 @@ func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.
 		f.Record(err)
 		return false
 	}
-	switch v, why := r.judge(rec, b, e); v {
+	v, why, err := r.verdict(ctx, rec, b, e)
+	if err != nil {
+		f.claimErr = err
+		return false
+	}
+	switch v {
 	case ownerForeign:
 		r.ownedElsewhere(b, e, f, why)
 		return false
@@ -221,7 +253,11 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 			f.Record(err)
 			return false
 		}
-		switch v, why := r.judge(rec, b, e); {
+		v, why, err := r.verdict(ctx, rec, b, e)
+		switch {
+		case err != nil:
+			f.claimErr = err
+			return false
 		case rec.Same(want):
 			return true
 		case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
@@ -297,7 +333,11 @@ func (r *Reconciler) deletableByRecord(ctx context.Context, b *v1.Buckety, e *ba
 	if err != nil {
 		return "", err
 	}
-	switch v, msg := r.judge(rec, b, e); v {
+	v, msg, err := r.verdict(ctx, rec, b, e)
+	if err != nil {
+		return "", err
+	}
+	switch v {
 	case ownerForeign, ownerSibling:
 		return "its owner record on the backend says it " + msg, nil
 	}
