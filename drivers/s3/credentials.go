@@ -275,7 +275,13 @@ func (b *Backend) ListPrincipals(ctx context.Context, installation string) ([]st
 	if err != nil {
 		return nil, err
 	}
-	all, err := is.list(ctx)
+	list := is.list
+	if pl, ok := is.(interface {
+		principals(context.Context) (map[string]bool, error)
+	}); ok {
+		list = pl.principals
+	}
+	all, err := list(ctx)
 	if err != nil {
 		return nil, err
 	}

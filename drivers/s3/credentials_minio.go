@@ -163,6 +163,26 @@ func (m *minioIssuer) list(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
+// principals lists buckety's principals on the server by their policies
+// (buckety-<principal>), from list-canned-policies, which the server does
+// not encrypt: list-users costs an argon2id derivation of 64 MiB in the
+// controller, too much for the owner check's every pass. A user whose
+// policy is gone holds no right on the server; the credential sweep
+// repairs a live access's.
+func (m *minioIssuer) principals(ctx context.Context) (map[string]bool, error) {
+	policies, err := m.admin.ListCannedPolicies(ctx)
+	if err != nil {
+		return nil, m.b.adminError("list policies", err)
+	}
+	out := map[string]bool{}
+	for name := range policies {
+		if p, ok := strings.CutPrefix(name, MinIOPolicyName("")); ok && strings.HasPrefix(p, "bky") {
+			out[p] = true
+		}
+	}
+	return out, nil
+}
+
 // sweep makes one list-users and one list-canned-policies for the whole
 // backend: a missing or disabled user, one holding any policy but its own,
 // or its own policy edited or missing, drifted (a legacy service account
