@@ -310,7 +310,7 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 	create(t, foreign)
 	create(t, born)
 	principalOf := func(a *v1.BucketyAccess) string {
-		return kadmdriver.PrincipalFor(drivers.Access{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}, 1)
+		return kadmdriver.PrincipalFor(drivers.Access{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID), Installation: defaultInstallation(t)}, 1)
 	}
 	midUser, foreignUser, bornUser := principalOf(mid), principalOf(foreign), principalOf(born)
 	record(mid, mid.UID, midUser)
@@ -732,11 +732,16 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 	create(t, kept)
 	create(t, dropped)
 	principalOf := func(a *v1.BucketyAccess) string {
-		return kadmdriver.PrincipalFor(drivers.Access{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}, 1)
+		return kadmdriver.PrincipalFor(drivers.Access{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID), Installation: defaultInstallation(t)}, 1)
 	}
 	keptUser, droppedUser := principalOf(kept), principalOf(dropped)
 	adm := superAdmin(t, b)
 	ctx := context.Background()
+	// This namespace's users, with or without an installation's marker
+	// (bky.<ns>. or bky-<marker>.<ns>.).
+	ofNS := func(u string) bool {
+		return strings.HasPrefix(u, "bky") && strings.Contains(u, "."+ns+".")
+	}
 	users := func() (map[string]bool, map[string]int, error) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: "s3cr3t"}.AsSha512Mechanism()))
 		if err != nil {
@@ -749,12 +754,12 @@ func TestScopedSIGKILLBetweenMintAndSecret(t *testing.T) {
 		}
 		mine, grants := map[string]bool{}, map[string]int{}
 		for u := range us {
-			if strings.HasPrefix(u, "bky."+ns+".") {
+			if ofNS(u) {
 				mine[u] = true
 			}
 		}
 		for u, as := range acls {
-			if strings.HasPrefix(u, "bky."+ns+".") {
+			if ofNS(u) {
 				grants[u] = len(as)
 			}
 		}

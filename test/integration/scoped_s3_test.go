@@ -218,8 +218,8 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 			dropped := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "dropped", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "dropped", Role: v1.RoleReadOnly}}
 			create(t, kept)
 			create(t, dropped)
-			keptKey := s3driver.PrincipalFor(drivers.Access{UID: string(kept.UID)}, 1)
-			droppedKey := s3driver.PrincipalFor(drivers.Access{UID: string(dropped.UID)}, 1)
+			keptKey := s3driver.PrincipalFor(drivers.Access{UID: string(kept.UID), Installation: defaultInstallation(t)}, 1)
+			droppedKey := s3driver.PrincipalFor(drivers.Access{UID: string(dropped.UID), Installation: defaultInstallation(t)}, 1)
 			be, err := s3driver.New().Open(context.Background(), "s3", &s3driver.Config{Implementation: impl, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
 				AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second},
 				Credentials: &s3driver.Credentials{AdminEndpoint: srv.AdminEndpoint}})
