@@ -257,6 +257,17 @@ eventually() {
   done
 }
 
+# installation_marker: the mark buckety's principals carry of the
+# installation that issued them (drivers.InstallationMarker): 8 hex digits
+# of the SHA-256 of the installation's name, here the default one, from
+# namespace kube-system's UID (the e2e config sets none).
+installation_marker() {
+  local uid inst
+  uid=$("$KUBECTL" get namespace kube-system -o jsonpath='{.metadata.uid}') || return 1
+  inst="cluster-$(printf %s "$uid" | sha256sum | cut -c1-12)"
+  printf %s "$inst" | sha256sum | cut -c1-8
+}
+
 # squatted_access BUCKETY SPEC PRINCIPAL-OF ADD: the foreign-principal step
 # of the scoped-ownership scenarios. The access squatted (Secret squatted)
 # is created before its Buckety BUCKETY, so its UID, and with it the

@@ -41,7 +41,8 @@ if [ "$IMPLEMENTATION" = minio ] || [ "$IMPLEMENTATION" = seaweedfs ]; then
 fi
 
 step "a key someone else created with buckety's name for an access is never touched"
-key_of() { echo "bky$(printf %s "$1" | sha256sum | cut -c1-12)-1"; }
+marker=$(installation_marker) || fail "cannot read namespace kube-system's UID"
+key_of() { echo "bky$marker-$(printf %s "$1" | sha256sum | cut -c1-12)-1"; }
 # The squatter's key and secret: the ones asked for, or where IAM issues
 # keys (the principal is then a user of that name) the ones IAM issued,
 # which key-add prints on its last line.

@@ -13,7 +13,7 @@ for a in ledger-writer ledger-reader payroll; do wait_cond "bucketyaccess/$a" Re
 wait_cond bucketyaccess/ledger-reader ScopingNotImplemented False AsExpected
 expect_secret_keys ledger-reader kadm
 writer=$(secret_value ledger-topic sasl.username)
-expect_contains "the user names its namespace and access" "bky.$NAMESPACE.ledger-writer." "$writer"
+expect_contains "the user names its installation, namespace and access" "bky-$(installation_marker).$NAMESPACE.ledger-writer." "$writer"
 expect_eq "the status names the user" "$writer" "$(jp bucketyaccess/ledger-writer '{.status.principal}')"
 
 step "the writer round-trips; the reader reads and may not write"

@@ -26,7 +26,8 @@ acls_of "$reader"
 probe orders-reader reader-after-drift ReadOnly
 
 step "a user someone else created with buckety's name for an access is never touched"
-user_of() { echo "bky.$NAMESPACE.squatted.$(printf %s "$1" | sha256sum | cut -c1-12).1"; }
+marker=$(installation_marker) || fail "cannot read namespace kube-system's UID"
+user_of() { echo "bky-$marker.$NAMESPACE.squatted.$(printf %s "$1" | sha256sum | cut -c1-12).1"; }
 add_user() { kafka_admin orders-writer user-add "$1" their-own-password; }
 squatted_access vault "{backend: kafka, name: \"$NAMESPACE.vault\"}" user_of add_user
 squatter=$SQUATTER
