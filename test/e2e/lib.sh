@@ -325,7 +325,7 @@ expect_principal_of() {
     return
   fi
   uid=$(jp "bucketyaccess/$access" '{.metadata.uid}')
-  [[ "$principal" =~ ^bky$(printf %s "$uid" | sha256sum | cut -c1-12)-[0-9]+$ ]] || fail "$access: expected the status to name its IAM user bky<hash of its UID>-<serial>, seen '$principal'"
+  [[ "$principal" =~ ^bky$(installation_marker)-$(printf %s "$uid" | sha256sum | cut -c1-12)-[0-9]+$ ]] || fail "$access: expected the status to name its IAM user bky<installation marker>-<hash of its UID>-<serial>, seen '$principal'"
   [ "$principal" != "$key" ] || fail "$access: the status names the key IAM issued ($key), not its user"
   expect_eq "$access: its user exists" true "$(s3_admin "$secret" key-exists "$principal" | tail -1)"
 }

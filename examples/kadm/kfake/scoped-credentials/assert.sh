@@ -22,7 +22,9 @@ probe ledger-reader reader ReadOnly
 probe_refused ledger-reader reader-writes ReadWrite "$refused"
 
 step "a consumer group outside the Secret's group.id.prefix is refused"
-expect_contains "the reader's prefix names its user" "$(secret_value ledger-reader sasl.username | sed 's/\.[0-9]*$//')_" "$(secret_value ledger-reader group.id.prefix)"
+# The prefix is the user's name without its installation's marker and
+# serial (bky.<namespace>.<access>.<hash>_), as before installation names.
+expect_contains "the reader's prefix names its access" "$(secret_value ledger-reader sasl.username | sed 's/\.[0-9]*$//; s/^bky-[0-9a-f]*\./bky./')_" "$(secret_value ledger-reader group.id.prefix)"
 probe_job reader-other-group ledger-reader "[{name: PROBE_ROLE, value: ReadOnly}, {name: PROBE_GROUP, value: payroll-consumers}, {name: PROBE_EXPECT_REFUSED, value: \"true\"}]"
 k wait --for=condition=Failed job/reader-other-group --timeout="${E2E_TIMEOUT}s" >/dev/null || fail "a consumer in group payroll-consumers was not refused"
 expect_contains "the refused consumer's log" GROUP_AUTHORIZATION_FAILED "$(k logs job/reader-other-group 2>&1)"

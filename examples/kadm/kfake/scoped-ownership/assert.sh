@@ -6,7 +6,7 @@ topic="$NAMESPACE.orders"
 # acls_of USER: the user's ACLs on the broker, one "TYPE NAME PATTERN OPERATION PERMISSION" per line
 acls_of() { kafka_admin orders-writer acls "$1"; }
 # mine: the buckety users of this namespace on the broker
-mine() { local all; all=$(kafka_admin orders-writer users) || exit 1; echo "$all" | grep "^bky\.$NAMESPACE\." || true; }
+mine() { local all; all=$(kafka_admin orders-writer users) || exit 1; echo "$all" | grep -E "^bky(-[0-9a-f]{8})?\.$NAMESPACE\." || true; }
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 
 step "the operator changes the reader's ACLs; the drift sweep puts them back"
@@ -67,6 +67,6 @@ some_revoked() { [ "$(recorded)" -lt 30 ]; }
 eventually "a crowd access revoked" some_revoked
 kill_controller
 for i in $(seq 1 30); do wait_gone "bucketyaccess/crowd-$i"; done
-expect_eq "the crowd's users on the broker" "" "$(mine | grep "^bky\.$NAMESPACE\.crowd-" || true)"
+expect_eq "the crowd's users on the broker" "" "$(mine | grep -E "^bky(-[0-9a-f]{8})?\.$NAMESPACE\.crowd-" || true)"
 expect_eq "crowd-17's ACLs on the broker" "" "$(acls_of "$crowd17")"
 mine | grep -qx "$squatter" || fail "the foreign user $squatter was touched"
