@@ -53,7 +53,14 @@ const foreignKeyPolicy = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow"
 type minioKeys struct{ m *minioadmin.Client }
 
 func (k minioKeys) add(ctx context.Context, name, secret string) error {
-	if err := k.m.Add(ctx, "", name, secret, []byte(foreignKeyPolicy), "", "created out of band"); err != nil {
+	// A service account's key is at most 20 characters; a name buckety
+	// marks with its installation is longer, and is made a user of its
+	// own with no policy (known to the server, reaching no bucket).
+	add := func() error { return k.m.Add(ctx, "", name, secret, []byte(foreignKeyPolicy), "", "created out of band") }
+	if minioadmin.ValidKey(name) != nil {
+		add = func() error { return k.m.SetUser(ctx, name, secret) }
+	}
+	if err := add(); err != nil {
 		return err
 	}
 	fmt.Println(name, secret)
