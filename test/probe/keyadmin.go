@@ -56,7 +56,9 @@ func (k minioKeys) add(ctx context.Context, name, secret string) error {
 	// A service account's key is at most 20 characters; a name buckety
 	// marks with its installation is longer, and is made a user of its
 	// own with no policy (known to the server, reaching no bucket).
-	add := func() error { return k.m.Add(ctx, "", name, secret, []byte(foreignKeyPolicy), "", "created out of band") }
+	add := func() error {
+		return k.m.Add(ctx, "", name, secret, []byte(foreignKeyPolicy), "", "created out of band")
+	}
 	if minioadmin.ValidKey(name) != nil {
 		add = func() error { return k.m.SetUser(ctx, name, secret) }
 	}
