@@ -22,6 +22,16 @@ func TestConformance(t *testing.T) {
 	suite.Run(t)
 }
 
+// TestDrainContract runs the drain contract on every server the driver is
+// tested on: VersityGW, MinIO and SeaweedFS.
+func TestDrainContract(t *testing.T) {
+	for _, impl := range ownerImplementations {
+		t.Run(impl, func(t *testing.T) {
+			drivertest.DrainContract(t, newFixture(t, impl, s3test.Options{}, nil).drainCase())
+		})
+	}
+}
+
 // consumerEndpoint is the endpoint the suite's backends write into Secrets.
 const consumerEndpoint = "http://s3.example:9000"
 
