@@ -3,11 +3,15 @@ package kadm
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
@@ -134,4 +138,65 @@ func (f *fixture) consumeAll(t testing.TB, topic string, n int) []*kgo.Record {
 		got = append(got, fs.Records()...)
 	}
 	return got
+}
+
+// TestDrainPolicyViolation: a topic compacted by the broker's default
+// (log.cleanup.policy=compact, so the topic has no cleanup.policy of its
+// own) is refused by the broker's DeleteRecords with POLICY_VIOLATION, as
+// Apache Kafka does; the drain says why, and nothing is deleted. kfake
+// does not enforce the policy, so its answer is put in place with
+// Cluster.ControlKey, in this process.
+func TestDrainPolicyViolation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs a real Kafka-protocol broker")
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	be, err := New().Open(context.Background(), "kafka", &Config{SeedBrokers: c.ListenAddrs(), RequestTimeout: drivers.Duration{Duration: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	b := be.(*Backend)
+	ctx := context.Background()
+	r := drivers.Resource{Name: "compacted-by-default"}
+	if _, err := b.Ensure(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.kgo.ProduceSync(ctx, &kgo.Record{Topic: r.Name, Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c.ControlKey(kmsg.DeleteRecords.Int16(), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.DeleteRecordsRequest)
+		resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+		resp.Version = req.Version
+		for _, rt := range req.Topics {
+			st := kmsg.NewDeleteRecordsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+				sp.Partition, sp.LowWatermark, sp.ErrorCode = rp.Partition, -1, kerr.PolicyViolation.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	step, err := b.Drain(ctx, r, drivers.DrainLimits{})
+	for _, want := range []string{"topic compacted-by-default cannot be drained", "POLICY_VIOLATION", "cleanup.policy does not include delete", "include delete"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Drain: want an error containing %q, got %v", want, err)
+		}
+	}
+	if step.Done || step.Deleted.Objects != 0 || step.Requests < 4 {
+		t.Errorf("Drain: want nothing deleted, not done, and its requests counted, got %+v", step)
+	}
 }
