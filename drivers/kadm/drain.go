@@ -40,9 +40,16 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, _ drivers.Drain
 	if strings.HasPrefix(name, "__") {
 		return step, fmt.Errorf("kadm: backend %s: %s is one of Kafka's internal topics (its name starts with \"__\"), not a tenant's topic: buckety does not drain it", b.name, name)
 	}
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	st, err := b.describe(ctx, name, true)
+	// Each phase has the request timeout of its own: DeleteRecords may
+	// take up to its timeout on a broker waiting for followers.
+	phase := func(f func(ctx context.Context)) {
+		ctx, cancel := b.ctx(ctx)
+		defer cancel()
+		f(ctx)
+	}
+	var st topicState
+	var err error
+	phase(func(ctx context.Context) { st, err = b.describe(ctx, name, true) })
 	step.Requests += 2
 	if err != nil {
 		return step, b.classify(fmt.Errorf("drain topic %s: %w", name, err))
@@ -55,12 +62,15 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, _ drivers.Drain
 		return step, compactedError(b.name, name, fmt.Sprintf("its cleanup.policy is %q", p))
 	}
 	parts := map[string]int32{name: st.partitions}
-	start, errs, n := b.listOffsetsCounted(ctx, parts, -2, "start")
+	var start, end map[string]map[int32]int64
+	var errs map[string]error
+	var n int
+	phase(func(ctx context.Context) { start, errs, n = b.listOffsetsCounted(ctx, parts, -2, "start") })
 	step.Requests += n
 	if err := errs[name]; err != nil {
 		return step, b.classify(err)
 	}
-	end, errs, n := b.listOffsetsCounted(ctx, parts, -1, "end")
+	phase(func(ctx context.Context) { end, errs, n = b.listOffsetsCounted(ctx, parts, -1, "end") })
 	step.Requests += n
 	if err := errs[name]; err != nil {
 		return step, b.classify(err)
@@ -82,7 +92,8 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, _ drivers.Drain
 		step.Remaining = drivers.Content{Known: true}
 		return step, nil
 	}
-	lows, n, err := b.deleteRecords(ctx, name, upTo)
+	var lows map[int32]int64
+	phase(func(ctx context.Context) { lows, n, err = b.deleteRecords(ctx, name, upTo) })
 	step.Requests += n
 	if err != nil {
 		return step, err
@@ -91,7 +102,7 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, _ drivers.Drain
 		step.Deleted.Objects += l - low[p]
 		low[p] = l
 	}
-	end, errs, n = b.listOffsetsCounted(ctx, parts, -1, "end")
+	phase(func(ctx context.Context) { end, errs, n = b.listOffsetsCounted(ctx, parts, -1, "end") })
 	step.Requests += n
 	if err := errs[name]; err != nil {
 		return step, b.classify(err)

@@ -67,8 +67,13 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.
 			return d.step, err
 		}
 	}
-	if uploadsEmpty && versionsEmpty {
+	switch {
+	case uploadsEmpty && versionsEmpty:
 		d.step.Done = true
+		d.step.Remaining = drivers.Content{Known: true}
+	case uploadsEmpty && d.listedToEnd:
+		// The units ran out on the last page: nothing was left to list,
+		// though only the next step's listing can tell it is Done.
 		d.step.Remaining = drivers.Content{Known: true}
 	}
 	return d.step, nil
@@ -86,7 +91,10 @@ type drain struct {
 	// NotImplemented, so the step's further pages list current objects
 	// straight away.
 	noVersions bool
-	step       drivers.DrainStep
+	// listedToEnd records that the last listing of versions was not
+	// truncated, and everything it listed was deleted.
+	listedToEnd bool
+	step        drivers.DrainStep
 }
 
 // request gives one request the backend's timeout and counts it.
@@ -141,16 +149,17 @@ func (d *drain) abortUploads(ctx context.Context) (bool, error) {
 // the step's units are spent (false).
 func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
 	for d.left > 0 {
-		ids, sizes, err := d.list(ctx)
+		ids, sizes, truncated, err := d.list(ctx)
 		if err != nil {
 			return false, err
 		}
 		if len(ids) == 0 {
-			return true, nil
+			return !truncated, nil
 		}
 		if len(ids) > d.left {
-			ids = ids[:d.left]
+			ids, truncated = ids[:d.left], true
 		}
+		d.listedToEnd = !truncated
 		rctx, cancel := d.request(ctx)
 		res, err := d.cl.DeleteObjects(rctx, &s3.DeleteObjectsInput{Bucket: aws.String(d.bucket), Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
 		cancel()
@@ -181,11 +190,8 @@ func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
 // markers, with each one's size (0 for a marker), or of its current
 // objects where the service implements no versions (VersityGW without a
 // versioning directory).
-func (d *drain) list(ctx context.Context) ([]types.ObjectIdentifier, []int64, error) {
-	var ids []types.ObjectIdentifier
-	var sizes []int64
+func (d *drain) list(ctx context.Context) (ids []types.ObjectIdentifier, sizes []int64, truncated bool, err error) {
 	var out *s3.ListObjectVersionsOutput
-	var err error
 	if !d.noVersions {
 		rctx, cancel := d.request(ctx)
 		out, err = d.cl.ListObjectVersions(rctx, &s3.ListObjectVersionsInput{Bucket: aws.String(d.bucket), MaxKeys: aws.Int32(d.page())})
@@ -198,14 +204,15 @@ func (d *drain) list(ctx context.Context) ([]types.ObjectIdentifier, []int64, er
 		lo, err := d.cl.ListObjectsV2(rctx, &s3.ListObjectsV2Input{Bucket: aws.String(d.bucket), MaxKeys: aws.Int32(d.page())})
 		cancel()
 		if err != nil {
-			return nil, nil, d.b.classify(fmt.Errorf("list objects of %s: %w", d.bucket, err))
+			return nil, nil, false, d.b.classify(fmt.Errorf("list objects of %s: %w", d.bucket, err))
 		}
 		for _, o := range lo.Contents {
 			ids = append(ids, types.ObjectIdentifier{Key: o.Key})
 			sizes = append(sizes, aws.ToInt64(o.Size))
 		}
+		truncated = aws.ToBool(lo.IsTruncated)
 	case err != nil:
-		return nil, nil, d.b.classify(fmt.Errorf("list object versions of %s: %w", d.bucket, err))
+		return nil, nil, false, d.b.classify(fmt.Errorf("list object versions of %s: %w", d.bucket, err))
 	default:
 		for _, v := range out.Versions {
 			ids = append(ids, types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
@@ -215,6 +222,7 @@ func (d *drain) list(ctx context.Context) ([]types.ObjectIdentifier, []int64, er
 			ids = append(ids, types.ObjectIdentifier{Key: m.Key, VersionId: m.VersionId})
 			sizes = append(sizes, 0)
 		}
+		truncated = aws.ToBool(out.IsTruncated)
 	}
-	return ids, sizes, nil
+	return ids, sizes, truncated, nil
 }
