@@ -15,6 +15,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
 // drainUnits is the conformance drain's step size: no divisor of what the
@@ -172,5 +173,55 @@ func (f *fixture) fillMany(b testing.TB, bucket string, n int) {
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
+	}
+}
+
+// TestDrainJurisdiction: a drain of a bucket in an R2 jurisdiction goes to
+// the jurisdiction's endpoint (a second real server here, with the same
+// keys, as R2's are): the EU bucket is emptied and kept, and the account
+// endpoint's bucket of the same name keeps its object.
+func TestDrainJurisdiction(t *testing.T) {
+	ctx := context.Background()
+	account := newFixture(t, ImplVersityGW, s3test.Options{}, nil)
+	euSrv := s3test.Start(t, ImplVersityGW, s3test.Options{AccessKey: account.srv.AccessKey, SecretKey: account.srv.SecretKey})
+	cfg := *account.cfg
+	cfg.Implementation = ImplR2
+	cfg.JurisdictionEndpoints = map[string]string{"eu": euSrv.Endpoint}
+	r2, _ := open(t, &cfg)
+	eu := &fixture{raw: rawClient(t, &cfg, euSrv.Endpoint)}
+	for _, fx := range []*fixture{account, eu} {
+		if _, err := fx.raw.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("eu-data")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eu.fill(t, "eu-data", "eu/", 5)
+	account.put(t, "eu-data", "account-only.txt", "account data")
+	r := drivers.Resource{Name: "eu-data", Parameters: map[string]string{ParamJurisdiction: "eu"}}
+	var deleted int64
+	for i := 0; ; i++ {
+		step, err := r2.Drain(ctx, r, drivers.DrainLimits{Units: 2})
+		if err != nil {
+			t.Fatalf("step %d: %v", i+1, err)
+		}
+		deleted += step.Deleted.Objects
+		if step.Done {
+			break
+		}
+		if i > 5 {
+			t.Fatalf("want Done within 6 steps, got %+v", step)
+		}
+	}
+	if deleted != 5 {
+		t.Errorf("want the EU bucket's 5 objects deleted, got %d", deleted)
+	}
+	if n := eu.countEntries(t, "eu-data"); n != 0 {
+		t.Errorf("want the EU bucket empty, got %d entries", n)
+	}
+	if ok, err := r2.exists(ctx, eu.raw, "eu-data"); !ok || err != nil {
+		t.Errorf("want the EU bucket kept, got exists=%v %v", ok, err)
+	}
+	out, err := account.raw.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("eu-data")})
+	if err != nil || len(out.Contents) != 1 || aws.ToString(out.Contents[0].Key) != "account-only.txt" {
+		t.Fatalf("want the account endpoint's eu-data untouched, got %v %v", out, err)
 	}
 }
