@@ -225,3 +225,30 @@ func TestDrainJurisdiction(t *testing.T) {
 		t.Fatalf("want the account endpoint's eu-data untouched, got %v %v", out, err)
 	}
 }
+
+// TestDrainBatches: one step with the default units empties a bucket of
+// 2,500 object versions in DeleteObjects batches of 1,000, finds it empty
+// and reports Done, with exactly the requests the server received.
+func TestDrainBatches(t *testing.T) {
+	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		r := drivers.Resource{Name: "drain-batches"}
+		f.ensure(t, r.Name, nil)
+		f.fillMany(t, r.Name, 2500)
+		f.counter.Reset()
+		step, err := f.backend.Drain(ctx, r, drivers.DrainLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := f.counter.Ops()
+		if !step.Done || step.Deleted.Objects != 2500 || step.Deleted.Bytes != 2500 || !step.Remaining.Known || step.Remaining.Objects != 0 {
+			t.Errorf("want one step deleting 2,500 objects of one byte and finding the bucket empty, got %+v", step)
+		}
+		if ops["DeleteObjects"] != 3 || ops["ListObjectVersions"] != 4 || ops["HeadBucket"] != 1 || ops["ListMultipartUploads"] != 1 {
+			t.Errorf("want 1 HeadBucket, 1 ListMultipartUploads, 4 ListObjectVersions and 3 DeleteObjects, got %v", ops)
+		}
+		if _, all := f.counter.Reset(); step.Requests != all {
+			t.Errorf("want the step's Requests to be the %d requests sent, got %d", all, step.Requests)
+		}
+	})
+}
