@@ -95,12 +95,13 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, _ drivers.Drain
 	var lows map[int32]int64
 	phase(func(ctx context.Context) { lows, n, err = b.deleteRecords(ctx, name, upTo) })
 	step.Requests += n
-	if err != nil {
-		return step, err
-	}
+	// What partitions answered for is deleted, even when others failed.
 	for p, l := range lows {
 		step.Deleted.Objects += l - low[p]
 		low[p] = l
+	}
+	if err != nil {
+		return step, err
 	}
 	phase(func(ctx context.Context) { end, errs, n = b.listOffsetsCounted(ctx, parts, -1, "end") })
 	step.Requests += n
