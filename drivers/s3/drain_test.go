@@ -153,16 +153,34 @@ func (f *fixture) countEntries(t testing.TB, bucket string) int64 {
 	return n
 }
 
-// fillMany writes n one-byte objects with 16 writers, for the benchmark.
+// fillMany writes n one-byte objects o/000000... with 16 writers.
 func (f *fixture) fillMany(b testing.TB, bucket string, n int) {
+	b.Helper()
+	f.many(b, n, func(i int) error {
+		_, err := f.raw.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("o/%06d", i)), Body: bytes.NewReader([]byte("x"))})
+		return err
+	})
+}
+
+// deleteMany deletes the first n objects fillMany wrote, without a
+// version: on a versioned bucket, n delete markers.
+func (f *fixture) deleteMany(b testing.TB, bucket string, n int) {
+	b.Helper()
+	f.many(b, n, func(i int) error {
+		_, err := f.raw.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("o/%06d", i))})
+		return err
+	})
+}
+
+// many runs op for 0 to n-1 with 16 workers.
+func (f *fixture) many(b testing.TB, n int, op func(i int) error) {
 	b.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for w := range 16 {
 		wg.Go(func() {
 			for i := w; i < n; i += 16 {
-				_, err := f.raw.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("o/%06d", i)), Body: bytes.NewReader([]byte("x"))})
-				if err != nil {
+				if err := op(i); err != nil {
 					errs <- err
 					return
 				}
