@@ -75,7 +75,8 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 		return warnings, invalid("BucketyAccess", a.Name, errs)
 	}
 	if old == nil {
-		errs = append(errs, v.accessLimit(ctx, spec.Child("bucketyRef"), be, namespaceOf(ctx, a.Namespace), a.Spec.BucketyRef.Name)...)
+		ns := namespaceOf(ctx, a.Namespace)
+		errs = append(errs, v.accessLimit(ctx, spec.Child("bucketyRef"), v.forNamespace(ctx, be, ns), ns, a.Spec.BucketyRef.Name)...)
 	}
 	d := be.DriverImpl()
 	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), drivers.Role(role), a.Spec.Parameters)

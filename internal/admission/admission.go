@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -26,6 +27,47 @@ type Validators struct {
 	count    BucketyCounter
 	accesses AccessCounter
 	budget   BudgetCounter
+	labels   NamespaceLabels
+}
+
+// NamespaceLabels reads a namespace's labels, for the limits.namespaces
+// entries that select namespaces by label.
+type NamespaceLabels func(ctx context.Context, namespace string) (map[string]string, error)
+
+// CacheNamespaceLabels reads them from a controller-runtime cache.
+func CacheNamespaceLabels(r client.Reader) NamespaceLabels {
+	return func(ctx context.Context, ns string) (map[string]string, error) {
+		n := &corev1.Namespace{}
+		if err := r.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+			return nil, err
+		}
+		return n.Labels, nil
+	}
+}
+
+// WithNamespaceLabels sets how namespace labels are read; without it,
+// entries of limits.namespaces that select by label are left to the
+// controller.
+func (v *Validators) WithNamespaceLabels(l NamespaceLabels) *Validators {
+	v.labels = l
+	return v
+}
+
+// forNamespace is backend b as namespace ns sees it (its limits.namespaces
+// entry applied). Labels that cannot be read leave b as it is: the
+// controller, which reads them too, enforces the namespace's limits.
+func (v *Validators) forNamespace(ctx context.Context, b *config.Backend, ns string) *config.Backend {
+	if b.Limits == nil || len(b.Limits.Namespaces) == 0 {
+		return b
+	}
+	var lbls map[string]string
+	if b.UsesNamespaceLabels() && v.labels != nil {
+		l, err := v.labels(ctx, ns)
+		if err == nil {
+			lbls = l
+		}
+	}
+	return b.ForNamespace(ns, lbls)
 }
 
 // AccessCounter counts the BucketyAccesses of a namespace, for the
@@ -242,7 +284,7 @@ func (v *Validators) limit(ctx context.Context, p *field.Path, b *config.Backend
 	if err != nil || n < b.Limits.PerNamespace {
 		return nil
 	}
-	return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %s already has %d Bucketies on backend %s, the most its limits allow (limits.perNamespace: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ns, n, b.Name, b.Limits.PerNamespace))}
+	return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %s already has %d Bucketies on backend %s, the most its limits allow (%s: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ns, n, b.Name, b.LimitsKey("perNamespace"), b.Limits.PerNamespace))}
 }
 
 // accessLimit refuses a new access beyond its backend's
@@ -258,9 +300,9 @@ func (v *Validators) accessLimit(ctx context.Context, p *field.Path, b *config.B
 	case err != nil:
 		return nil
 	case l.AccessesPerBuckety > 0 && perBuckety >= l.AccessesPerBuckety:
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("Buckety %s already has %d BucketyAccesses, the most backend %s allows per Buckety (limits.accessesPerBuckety: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ref, perBuckety, b.Name, l.AccessesPerBuckety))}
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("Buckety %s already has %d BucketyAccesses, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ref, perBuckety, b.Name, b.LimitsKey("accessesPerBuckety"), l.AccessesPerBuckety))}
 	case l.AccessesPerNamespace > 0 && onBackend >= l.AccessesPerNamespace:
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s, the most its limits allow (limits.accessesPerNamespace: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ns, onBackend, b.Name, l.AccessesPerNamespace))}
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s, the most its limits allow (%s: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ns, onBackend, b.Name, b.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace))}
 	}
 	return nil
 }

@@ -54,6 +54,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	}
 	d := be.DriverImpl()
 	src := naming.Source{Name: b.Name, Namespace: namespaceOf(ctx, b.Namespace), Labels: b.Labels, BackendName: be.Name, Defaults: be.Defaults}
+	be = v.forNamespace(ctx, be, src.Namespace)
 	tmpl := b.Spec.Name
 	if tmpl == "" {
 		tmpl = naming.DefaultTemplate
@@ -77,7 +78,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
 	if len(perrs) == 0 {
-		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, b.Spec.Parameters)...)
+		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, config.Effective(b.Spec.Parameters, be.DefaultsFor(b.Spec.Parameters, nil, false)))...)
 	}
 	if da := b.Spec.DefaultAccess; da != nil {
 		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
@@ -112,6 +113,9 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		name = old.Spec.Backend
 	}
 	be, ok := v.cfg.Backend(name)
+	if ok {
+		be = v.forNamespace(ctx, be, namespaceOf(ctx, b.Namespace))
+	}
 	if !ok {
 		// The backend left the config; its driver's published rules on
 		// changes (immutable keys, growth only) still hold.
@@ -133,7 +137,12 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		warnings = append(warnings, w...)
 		errs = append(errs, perrs...)
 		if len(perrs) == 0 {
-			errs = append(errs, v.checkBudget(ctx, spec, be, namespaceOf(ctx, b.Namespace), b.Name, nonNil(old.Spec.Parameters), b.Spec.Parameters)...)
+			// Both sides with the defaults in effect for the Buckety (its
+			// status, which the API server keeps from the stored object).
+			provisioned := old.Status.Provenance != ""
+			was := config.Effective(nonNil(old.Spec.Parameters), be.DefaultsFor(old.Spec.Parameters, old.Status.ParameterDefaults, provisioned))
+			now := config.Effective(b.Spec.Parameters, be.DefaultsFor(b.Spec.Parameters, old.Status.ParameterDefaults, provisioned))
+			errs = append(errs, v.checkBudget(ctx, spec, be, namespaceOf(ctx, b.Namespace), b.Name, was, now)...)
 		}
 	}
 	if b.Spec.Adoption != old.Spec.Adoption {

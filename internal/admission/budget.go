@@ -43,10 +43,10 @@ func StripBucketyCounting(cfg *config.Config) toolscache.TransformFunc {
 			return out, err
 		}
 		be, ok := cfg.Backend(b.Spec.Backend)
-		if !ok || !be.Limits.HasByteBudget() {
+		if !ok || !be.MayBudget() {
 			return out, nil
 		}
-		c := budget.Counted(budget.Footprint(be, b.Spec.Parameters))
+		c := budget.Counted(budget.Footprint(be, budget.EffectiveParameters(be, b)))
 		s := out.(*v1.Buckety)
 		s.Annotations = map[string]string{countedAnnotation: fmt.Sprintf("%d,%d,%d", c.Partitions, c.DiskBytes, c.QuotaBytes)}
 		return s, nil

@@ -1,7 +1,11 @@
 package backends
 
 import (
+	"context"
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
@@ -52,4 +56,29 @@ func Resolve(set *Set, specBackend string, st Sticky) (*Entry, *Problem) {
 			Message: fmt.Sprintf("driver %s is version %s (major %d), but this resource was provisioned with major %d; reconciliation is paused and nothing is written to the backend until a compatible controller runs or the resource is migrated", e.Driver.Name(), e.Driver.Version(), e.Driver.Version().Major, *st.DriverMajor)}
 	}
 	return e, nil
+}
+
+// ForNamespace is e as namespace ns sees it: e itself, or a copy whose
+// Config carries the limits an entry of the backend's limits.namespaces
+// gives ns (config.Backend.ForNamespace). The namespace's labels are
+// read through r only where an entry selects by label.
+func ForNamespace(ctx context.Context, r client.Reader, e *Entry, ns string) (*Entry, error) {
+	if e.Config.Limits == nil || len(e.Config.Limits.Namespaces) == 0 {
+		return e, nil
+	}
+	var lbls map[string]string
+	if e.Config.UsesNamespaceLabels() {
+		n := &corev1.Namespace{}
+		if err := r.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+			return nil, fmt.Errorf("read the labels of namespace %s, which backend %s's limits.namespaces select by: %w", ns, e.Name, err)
+		}
+		lbls = n.Labels
+	}
+	cfg := e.Config.ForNamespace(ns, lbls)
+	if cfg == e.Config {
+		return e, nil
+	}
+	c := *e
+	c.Config = cfg
+	return &c, nil
 }

@@ -90,14 +90,14 @@ func Unbounded(p *field.Path, b *config.Backend, f drivers.Footprint) field.Erro
 	var errs field.ErrorList
 	disk := l.DiskBytes.Bytes > 0
 	if (l.Partitions > 0 || disk) && f.Partitions < 0 {
-		which := fmt.Sprintf("a partition budget (limits.partitions: %d", l.Partitions)
+		which := fmt.Sprintf("a partition budget (%s: %d", b.LimitsKey("partitions"), l.Partitions)
 		if l.Partitions == 0 {
-			which = fmt.Sprintf("a disk budget (limits.diskBytes: %s", drivers.FormatBytes(l.DiskBytes.Bytes))
+			which = fmt.Sprintf("a disk budget (%s: %s", b.LimitsKey("diskBytes"), drivers.FormatBytes(l.DiskBytes.Bytes))
 		}
 		errs = append(errs, field.Required(p.Key("partitions"), fmt.Sprintf("backend %s gives each namespace %s in buckety-controller.yaml), and a topic that leaves its partition count to the broker's default could take any number: set partitions", b.Name, which)))
 	}
 	if disk && f.DiskBytes < 0 && f.DiskUnboundedBy != "" && f.DiskUnboundedBy != "partitions" {
-		errs = append(errs, field.Required(p.Key(f.DiskUnboundedBy), fmt.Sprintf("backend %s gives each namespace a disk budget (limits.diskBytes: %s in buckety-controller.yaml), and a topic counts (retention.bytes + segment.bytes) × partitions against it, since Kafka keeps each partition's active segment beyond retention.bytes: set config.retention.bytes and config.segment.bytes to byte counts, with a cleanup.policy that deletes (unbounded retention, the broker's default segment size and compaction alone, which Kafka never trims by size, are refused)", b.Name, drivers.FormatBytes(l.DiskBytes.Bytes))))
+		errs = append(errs, field.Required(p.Key(f.DiskUnboundedBy), fmt.Sprintf("backend %s gives each namespace a disk budget (%s: %s in buckety-controller.yaml), and a topic counts (retention.bytes + segment.bytes) × partitions against it, since Kafka keeps each partition's active segment beyond retention.bytes: set config.retention.bytes and config.segment.bytes to byte counts, with a cleanup.policy that deletes (unbounded retention, the broker's default segment size and compaction alone, which Kafka never trims by size, are refused)", b.Name, b.LimitsKey("diskBytes"), drivers.FormatBytes(l.DiskBytes.Bytes))))
 	}
 	if disk {
 		keys := make([]string, 0, len(f.DiskRefused))
@@ -106,13 +106,26 @@ func Unbounded(p *field.Path, b *config.Backend, f drivers.Footprint) field.Erro
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			errs = append(errs, field.Forbidden(p.Key(k), fmt.Sprintf("%s (backend %s, limits.diskBytes: %s in buckety-controller.yaml)", f.DiskRefused[k], b.Name, drivers.FormatBytes(l.DiskBytes.Bytes))))
+			errs = append(errs, field.Forbidden(p.Key(k), fmt.Sprintf("%s (backend %s, %s: %s in buckety-controller.yaml)", f.DiskRefused[k], b.Name, b.LimitsKey("diskBytes"), drivers.FormatBytes(l.DiskBytes.Bytes))))
 		}
 	}
 	if l.QuotaBytes.Bytes > 0 && f.QuotaBytes < 0 {
-		errs = append(errs, field.Required(p.Key("quota"), fmt.Sprintf("backend %s gives each namespace a bucket quota budget (limits.quotaBytes: %s in buckety-controller.yaml), and a bucket counts its quota against it: set quota to a byte count", b.Name, drivers.FormatBytes(l.QuotaBytes.Bytes))))
+		errs = append(errs, field.Required(p.Key("quota"), fmt.Sprintf("backend %s gives each namespace a bucket quota budget (%s: %s in buckety-controller.yaml), and a bucket counts its quota against it: set quota to a byte count", b.Name, b.LimitsKey("quotaBytes"), drivers.FormatBytes(l.QuotaBytes.Bytes))))
 	}
 	return errs
+}
+
+// EffectiveParameters are the parameters of Buckety o on backend b that
+// the driver gets and budgets count: its spec.parameters merged over the
+// backend defaults in effect for it (config.Backend.DefaultsFor).
+func EffectiveParameters(b *config.Backend, o *v1.Buckety) map[string]string {
+	return config.Effective(o.Spec.Parameters, Defaults(b, o))
+}
+
+// Defaults are the backend defaults in effect for o, as
+// status.parameterDefaults records them.
+func Defaults(b *config.Backend, o *v1.Buckety) map[string]string {
+	return b.DefaultsFor(o.Spec.Parameters, o.Status.ParameterDefaults, o.Status.Provenance != "")
 }
 
 // dimension is one budgeted figure.
@@ -148,8 +161,8 @@ func Exceeded(b *config.Backend, ns string, others, asked, had v1.Budgeted) stri
 		if d.budget <= 0 || d.get(asked) <= d.get(had) || drivers.AddSaturating(d.get(others), d.get(asked)) <= d.budget {
 			continue
 		}
-		over = append(over, fmt.Sprintf("it uses %s and asks for %s more, over its budget of %s %s (limits.%s)",
-			d.format(drivers.AddSaturating(d.get(others), d.get(had))), d.format(d.get(asked)-d.get(had)), d.format(d.budget), d.unit, d.key))
+		over = append(over, fmt.Sprintf("it uses %s and asks for %s more, over its budget of %s %s (%s)",
+			d.format(drivers.AddSaturating(d.get(others), d.get(had))), d.format(d.get(asked)-d.get(had)), d.format(d.budget), d.unit, b.LimitsKey(d.key)))
 	}
 	if len(over) == 0 {
 		return ""

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -86,12 +88,33 @@ type Backend struct {
 	// Ownership configures handovers of resources between installations
 	// (a cluster migration).
 	Ownership *Ownership `json:"ownership,omitempty"`
+	// Parameters are defaults merged under each Buckety's spec.parameters
+	// on this backend: a key the Buckety sets wins. They are validated
+	// with the driver's rules and the limits when the file loads, count
+	// toward budgets as if the tenant had written them (a disk budget's
+	// config.retention.bytes, for one), and are recorded in each
+	// Buckety's status.parameterDefaults. Keys in limits.deniedParameters
+	// may be defaulted: the list binds tenants, not the platform.
+	Parameters map[string]string `json:"parameters,omitempty"`
+	// ConvergeParameters applies changed, added and removed defaults to
+	// existing Bucketies on their next pass. Default false: a Buckety
+	// keeps the defaults it was first provisioned with (its
+	// status.parameterDefaults), and a changed default applies to new
+	// Bucketies only, because a lowered retention default would
+	// otherwise delete data in every tenant's topic at once. Growth a
+	// converged default asks for is checked against budgets as a
+	// tenant's edit is.
+	ConvergeParameters bool `json:"convergeParameters,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
 	// policyUnresolved is set when the file is loaded without the
 	// environment and namePolicy.prefix references a variable.
 	policyUnresolved bool
+	// limitsOverride is the entry of limits.namespaces a ForNamespace
+	// copy took its figures from (limitsEntry its index), nil otherwise.
+	limitsOverride *NamespaceLimits
+	limitsEntry    int
 }
 
 // NamePolicy restricts resolved backend resource names, so that one tenant
@@ -141,6 +164,21 @@ type Limits struct {
 	// ParameterMax bounds integer parameters of this backend's driver, by
 	// key: `partitions: 64` refuses spec.parameters.partitions above 64.
 	ParameterMax map[string]int64 `json:"parameterMax,omitempty"`
+	// ParameterMin bounds integer parameters from below, by key:
+	// `config.segment.ms: 60000` refuses spec.parameters values below one
+	// minute, so that no tenant loads a shared broker with tiny segments.
+	ParameterMin map[string]int64 `json:"parameterMin,omitempty"`
+	// DeniedParameters are parameter keys tenants may not set, as globs
+	// (* matches any run of characters): `config.flush.*` refuses
+	// config.flush.messages and config.flush.ms. Backend defaults
+	// (parameters) may still set them.
+	DeniedParameters []string `json:"deniedParameters,omitempty"`
+	// Namespaces override the figures above for some namespaces: the
+	// first entry, in file order, that names a namespace or whose selector
+	// matches its labels replaces each figure it sets (a figure it leaves
+	// out stays the backend's). A platform gives one team more, or less,
+	// without a second backend.
+	Namespaces []NamespaceLimits `json:"namespaces,omitempty"`
 
 	// Partitions is the most topic partitions one namespace may have on
 	// this backend, summed over its topics. With a partition budget, a
@@ -160,6 +198,25 @@ type Limits struct {
 	// backend: its buckets' quota parameters, summed. With a quota
 	// budget, a bucket must set a quota. Absent: no budget.
 	QuotaBytes drivers.ByteSize `json:"quotaBytes,omitzero"`
+}
+
+// NamespaceLimits are the limits of the namespaces an entry of
+// limits.namespaces matches.
+type NamespaceLimits struct {
+	// Names are namespaces the entry applies to.
+	Names []string `json:"names,omitempty"`
+	// Selector matches namespaces by their labels (which only the
+	// platform sets on a namespace).
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// The figures, as in limits; absent: the backend's.
+	PerNamespace         *int              `json:"perNamespace,omitempty"`
+	AccessesPerNamespace *int              `json:"accessesPerNamespace,omitempty"`
+	AccessesPerBuckety   *int              `json:"accessesPerBuckety,omitempty"`
+	Partitions           *int64            `json:"partitions,omitempty"`
+	DiskBytes            *drivers.ByteSize `json:"diskBytes,omitempty"`
+	QuotaBytes           *drivers.ByteSize `json:"quotaBytes,omitempty"`
+
+	selector labels.Selector
 }
 
 // HasByteBudget reports whether the limits budget partitions or bytes (the
@@ -388,6 +445,9 @@ func (c *Config) Validate() error {
 		b.driver = d
 		optErrs := c.decodeOptions(b, p.Child("config"))
 		errs = append(errs, optErrs...)
+		if len(optErrs) == 0 && len(b.Parameters) > 0 {
+			errs = append(errs, b.checkDefaults(p.Child("parameters"))...)
+		}
 		if b.NamePolicy != nil && !b.policyUnresolved && policyOK && len(optErrs) == 0 {
 			if err := b.checkPolicy(); err != nil {
 				errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, err.Error()))
@@ -399,6 +459,17 @@ func (c *Config) Validate() error {
 		return &ValidationError{Errs: errs}
 	}
 	return nil
+}
+
+// checkDefaults validates the backend's parameter defaults with the
+// driver's rules and the limits' bounds (deniedParameters binds tenants,
+// not defaults).
+func (b *Backend) checkDefaults(p *field.Path) field.ErrorList {
+	_, errs := b.driver.ValidateParameters(p, b.options, nil, b.Parameters)
+	if b.Limits != nil {
+		errs = append(errs, b.checkBounds(p, b.Parameters)...)
+	}
+	return errs
 }
 
 // validateFields checks b's own fields, those that need no driver: the
@@ -472,6 +543,20 @@ func (b *Backend) validateFields(p *field.Path) (errs field.ErrorList, policyOK 
 				errs = append(errs, field.Invalid(p.Child("limits", "parameterMax").Key(k), v, "must be at least 1"))
 			}
 		}
+		for k, v := range l.ParameterMin {
+			if v < 0 {
+				errs = append(errs, field.Invalid(p.Child("limits", "parameterMin").Key(k), v, "must be at least 0"))
+			}
+			if m, ok := l.ParameterMax[k]; ok && v > m {
+				errs = append(errs, field.Invalid(p.Child("limits", "parameterMin").Key(k), v, fmt.Sprintf("is above limits.parameterMax.%s (%d): no value could pass both", k, m)))
+			}
+		}
+		for j, pat := range l.DeniedParameters {
+			if _, err := path.Match(pat, ""); err != nil || pat == "" {
+				errs = append(errs, field.Invalid(p.Child("limits", "deniedParameters").Index(j), pat, "a parameter key or a glob (* matches any run of characters), as config.flush.*"))
+			}
+		}
+		errs = append(errs, l.validateNamespaces(p.Child("limits", "namespaces"))...)
 	}
 	for k := range b.Defaults {
 		if !naming.ValidBackendKey(k) {

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -56,30 +59,249 @@ func (b *Backend) Reserved(name string) (pattern string, reserved bool) {
 	return "", false
 }
 
-// CheckParameterLimits applies limits.parameterMax to spec.parameters;
-// errors name the key under fldPath.
+// CheckParameterLimits applies limits.parameterMax, limits.parameterMin
+// and limits.deniedParameters to a tenant's spec.parameters; errors name
+// the key under fldPath, the value, the bound and the config key.
 func (b *Backend) CheckParameterLimits(fldPath *field.Path, params map[string]string) field.ErrorList {
 	if b.Limits == nil {
 		return nil
 	}
-	var errs field.ErrorList
-	keys := make([]string, 0, len(b.Limits.ParameterMax))
-	for k := range b.Limits.ParameterMax {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	errs := b.checkBounds(fldPath, params)
+	keys := sortedKeys(params)
 	for _, k := range keys {
-		v, ok := params[k]
-		if !ok {
-			continue
-		}
-		limit := b.Limits.ParameterMax[k]
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n > limit {
-			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at most %d (limits.parameterMax.%s in buckety-controller.yaml)", b.Name, limit, k)))
+		if pat, ok := b.Denied(k); ok {
+			errs = append(errs, field.Forbidden(fldPath.Key(k), fmt.Sprintf("backend %s does not let tenants set it (limits.deniedParameters: %q in buckety-controller.yaml); remove it, or ask the cluster maintainer", b.Name, pat)))
 		}
 	}
 	return errs
+}
+
+// Denied reports the pattern of limits.deniedParameters key matches.
+func (b *Backend) Denied(key string) (pattern string, denied bool) {
+	if b.Limits == nil {
+		return "", false
+	}
+	for _, p := range b.Limits.DeniedParameters {
+		if ok, err := path.Match(p, key); err == nil && ok {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// checkBounds applies parameterMax and parameterMin.
+func (b *Backend) checkBounds(fldPath *field.Path, params map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(params) {
+		max, hasMax := b.Limits.ParameterMax[k]
+		min, hasMin := b.Limits.ParameterMin[k]
+		if !hasMax && !hasMin {
+			continue
+		}
+		v := params[k]
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil && hasMax:
+			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at most %d (limits.parameterMax.%s in buckety-controller.yaml): an integer", b.Name, max, k)))
+		case err != nil:
+			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at least %d (limits.parameterMin.%s in buckety-controller.yaml): an integer", b.Name, min, k)))
+		case hasMax && n > max:
+			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at most %d (limits.parameterMax.%s in buckety-controller.yaml)", b.Name, max, k)))
+		case hasMin && n < min:
+			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at least %d (limits.parameterMin.%s in buckety-controller.yaml), so that no tenant loads the shared service (%d is below it)", b.Name, min, k, n)))
+		}
+	}
+	return errs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// DefaultsFor is the backend defaults in effect for a Buckety whose
+// spec.parameters are spec and whose status.parameterDefaults are
+// recorded (provisioned tells whether they were ever recorded): the
+// backend's current defaults for a Buckety never provisioned, or on a
+// backend that converges them; otherwise what was recorded. Keys spec
+// sets are left out. nil when there are none.
+func (b *Backend) DefaultsFor(spec, recorded map[string]string, provisioned bool) map[string]string {
+	src := b.Parameters
+	if provisioned && !b.ConvergeParameters {
+		src = recorded
+	}
+	var out map[string]string
+	for k, v := range src {
+		if _, set := spec[k]; set {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(src))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// Effective is spec merged over defaults: the parameters the driver gets.
+// spec itself when there are no defaults.
+func Effective(spec, defaults map[string]string) map[string]string {
+	if len(defaults) == 0 {
+		return spec
+	}
+	out := make(map[string]string, len(spec)+len(defaults))
+	for k, v := range defaults {
+		out[k] = v
+	}
+	for k, v := range spec {
+		out[k] = v
+	}
+	return out
+}
+
+// validateNamespaces checks limits.namespaces.
+func (l *Limits) validateNamespaces(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range l.Namespaces {
+		n := &l.Namespaces[i]
+		pi := p.Index(i)
+		if len(n.Names) == 0 && n.Selector == nil {
+			errs = append(errs, field.Required(pi, "names or a selector: the namespaces these limits apply to"))
+		}
+		for j, name := range n.Names {
+			for _, msg := range validation.IsDNS1123Label(name) {
+				errs = append(errs, field.Invalid(pi.Child("names").Index(j), name, msg))
+			}
+		}
+		if n.Selector != nil {
+			sel, err := metav1.LabelSelectorAsSelector(n.Selector)
+			if err != nil {
+				errs = append(errs, field.Invalid(pi.Child("selector"), field.OmitValueType{}, err.Error()))
+			}
+			n.selector = sel
+		}
+		for _, c := range []struct {
+			key string
+			n   *int
+		}{{"perNamespace", n.PerNamespace}, {"accessesPerNamespace", n.AccessesPerNamespace}, {"accessesPerBuckety", n.AccessesPerBuckety}} {
+			if c.n != nil && *c.n < 0 {
+				errs = append(errs, field.Invalid(pi.Child(c.key), *c.n, "must be at least 0 (0: no limit)"))
+			}
+		}
+		if n.Partitions != nil && *n.Partitions < 0 {
+			errs = append(errs, field.Invalid(pi.Child("partitions"), *n.Partitions, "must be at least 0 (0: no budget)"))
+		}
+	}
+	return errs
+}
+
+// UsesNamespaceLabels reports whether an entry of limits.namespaces
+// selects namespaces by label, so that the namespace's labels must be
+// read to find its limits.
+func (b *Backend) UsesNamespaceLabels() bool {
+	if b.Limits == nil {
+		return false
+	}
+	for i := range b.Limits.Namespaces {
+		if b.Limits.Namespaces[i].Selector != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ForNamespace is b as namespace ns (with labels nsLabels) sees it: b
+// itself, or, when an entry of limits.namespaces matches, a copy whose
+// Limits carry that entry's figures, and whose messages name it
+// (LimitsKey).
+func (b *Backend) ForNamespace(ns string, nsLabels map[string]string) *Backend {
+	if b.Limits == nil {
+		return b
+	}
+	for i := range b.Limits.Namespaces {
+		n := &b.Limits.Namespaces[i]
+		if !n.matches(ns, nsLabels) {
+			continue
+		}
+		l := *b.Limits
+		l.Namespaces = nil
+		if n.PerNamespace != nil {
+			l.PerNamespace = *n.PerNamespace
+		}
+		if n.AccessesPerNamespace != nil {
+			l.AccessesPerNamespace = *n.AccessesPerNamespace
+		}
+		if n.AccessesPerBuckety != nil {
+			l.AccessesPerBuckety = *n.AccessesPerBuckety
+		}
+		if n.Partitions != nil {
+			l.Partitions = *n.Partitions
+		}
+		if n.DiskBytes != nil {
+			l.DiskBytes = *n.DiskBytes
+		}
+		if n.QuotaBytes != nil {
+			l.QuotaBytes = *n.QuotaBytes
+		}
+		c := *b
+		c.Limits = &l
+		c.limitsEntry = i
+		c.limitsOverride = n
+		return &c
+	}
+	return b
+}
+
+func (n *NamespaceLimits) matches(ns string, nsLabels map[string]string) bool {
+	for _, name := range n.Names {
+		if name == ns {
+			return true
+		}
+	}
+	if n.Selector == nil {
+		return false
+	}
+	sel := n.selector
+	if sel == nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(n.Selector); err != nil {
+			return false
+		}
+	}
+	return sel.Matches(labels.Set(nsLabels))
+}
+
+// LimitsKey is where the figure key (perNamespace, partitions, ...) of
+// b's limits is set in buckety-controller.yaml, for messages:
+// limits.partitions, or limits.namespaces[0].partitions when an override
+// of ForNamespace set it.
+func (b *Backend) LimitsKey(key string) string {
+	if n := b.limitsOverride; n != nil && n.sets(key) {
+		return fmt.Sprintf("limits.namespaces[%d].%s", b.limitsEntry, key)
+	}
+	return "limits." + key
+}
+
+func (n *NamespaceLimits) sets(key string) bool {
+	switch key {
+	case "perNamespace":
+		return n.PerNamespace != nil
+	case "accessesPerNamespace":
+		return n.AccessesPerNamespace != nil
+	case "accessesPerBuckety":
+		return n.AccessesPerBuckety != nil
+	case "partitions":
+		return n.Partitions != nil
+	case "diskBytes":
+		return n.DiskBytes != nil
+	case "quotaBytes":
+		return n.QuotaBytes != nil
+	}
+	return false
 }
 
 // CheckName applies the backend's reserved names and its name policy to a
@@ -228,4 +450,22 @@ func sharedAddress(a, b drivers.Config) string {
 		}
 	}
 	return ""
+}
+
+// MayBudget reports whether b's limits, or those of some namespace
+// (limits.namespaces), budget partitions or bytes.
+func (b *Backend) MayBudget() bool {
+	if b.Limits == nil {
+		return false
+	}
+	if b.Limits.HasByteBudget() {
+		return true
+	}
+	for i := range b.Limits.Namespaces {
+		n := &b.Limits.Namespaces[i]
+		if (n.Partitions != nil && *n.Partitions > 0) || (n.DiskBytes != nil && n.DiskBytes.Bytes > 0) || (n.QuotaBytes != nil && n.QuotaBytes.Bytes > 0) {
+			return true
+		}
+	}
+	return false
 }

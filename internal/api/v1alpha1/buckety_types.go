@@ -220,6 +220,15 @@ type BucketyStatus struct {
 	// cannot tell.
 	// +optional
 	Usage *Usage `json:"usage,omitempty"`
+
+	// ParameterDefaults are the backend's parameter defaults in effect
+	// under spec.parameters (the keys spec.parameters does not set): the
+	// effective parameters are spec.parameters merged over them. Recorded
+	// when the resource is first provisioned, and kept (a changed default
+	// applies to new Bucketies only) unless the backend converges its
+	// defaults (convergeParameters in buckety-controller.yaml).
+	// +optional
+	ParameterDefaults map[string]string `json:"parameterDefaults,omitempty"`
 }
 
 // Usage is a backend resource's measured usage.

@@ -39,7 +39,9 @@ import (
 // neither and the patch never mentions them (finalizers are kept whole,
 // since a merge patch replaces the list); claims, the one kind updated
 // whole (optimistic lock), keep their labels and annotations, and tenants
-// cannot write claims. Events, Leases and Namespaces are not cached.
+// cannot write claims. Events and Leases are not cached; Namespaces are,
+// once a backend's limits.namespaces selects by label (stored without
+// managedFields and last-applied-configuration).
 func cacheOptions() ctrlcache.Options {
 	return ctrlcache.Options{
 		DefaultTransform: stripForCache,

@@ -46,6 +46,7 @@ import (
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=list;watch
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -229,6 +230,7 @@ func Run(ctx context.Context, o Options) error {
 	validators.WithCounter(bucketyadmission.CacheCounter(mgr.GetCache()))
 	validators.WithAccessCounter(bucketyadmission.CacheAccessCounter(mgr.GetCache()))
 	validators.WithBudgetCounter(bucketyadmission.CacheBudgetCounter(mgr.GetCache()))
+	validators.WithNamespaceLabels(bucketyadmission.CacheNamespaceLabels(mgr.GetCache()))
 	// GetWebhookServer is what adds the server to the manager's runnables.
 	if mgr.GetWebhookServer() != webhook.Server(srv) {
 		return errors.New("the manager does not serve the admission server it was given")

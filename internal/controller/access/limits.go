@@ -39,8 +39,15 @@ const LimitRetry = time.Minute
 // granted yet (its status not cached yet) and not older would grant "a"
 // too. All is read from the cache.
 func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, f *facts) (bool, error) {
+	if e.Config.Limits == nil {
+		return true, nil
+	}
+	e, err := backends.ForNamespace(ctx, r.Client, e, a.Namespace)
+	if err != nil {
+		return false, err
+	}
 	l := e.Config.Limits
-	if l == nil || (l.AccessesPerNamespace == 0 && l.AccessesPerBuckety == 0) {
+	if l.AccessesPerNamespace == 0 && l.AccessesPerBuckety == 0 {
 		return true, nil
 	}
 	if a.Status.BucketyGeneration != 0 {
@@ -118,9 +125,9 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 		r.gates.place(a.UID, key)
 		return true, nil
 	case l.AccessesPerBuckety > 0 && perBuckety >= l.AccessesPerBuckety:
-		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (limits.accessesPerBuckety: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", ref, perBuckety, e.Name, l.AccessesPerBuckety)
+		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", ref, perBuckety, e.Name, e.Config.LimitsKey("accessesPerBuckety"), l.AccessesPerBuckety)
 	default:
-		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (limits.accessesPerNamespace: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, l.AccessesPerNamespace)
+		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, e.Config.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace)
 	}
 	return false, nil
 }

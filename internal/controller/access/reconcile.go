@@ -17,6 +17,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/budget"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
@@ -136,7 +137,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	acc := drivers.Access{
 		Resource: cl.Spec.ResourceName, Namespace: a.Namespace, Name: a.Name, UID: string(a.UID),
 		Role: drivers.Role(a.Spec.Role), Parameters: a.Spec.Parameters, SecretFormats: a.Spec.SecretFormats,
-		ResourceParameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters),
+		ResourceParameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, budget.EffectiveParameters(e.Config, b)),
 	}
 	var scoping drivers.Scoping
 	var cred *v1.BucketyCredential

@@ -46,7 +46,7 @@ func adoptionKeys(b *v1.Buckety, e *backends.Entry) bool {
 // call recorded Created, what the check found, and false
 // when provisioning stops here (refused, conflict, or an error, all in f).
 func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim) (*v1.BucketyClaim, bool, *drivers.Inspection, bool) {
-	in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters})
+	in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: f.params})
 	if err != nil {
 		f.Record(err)
 		return nil, false, nil, false
@@ -110,7 +110,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 	// Ensure creates only what this pass found missing (CreateOnly); a
 	// re-attached resource exists and is converged as any of its own.
 	creates := phase == v1.ClaimCreated && !in.Exists
-	loc := claims.Location(drivers.LocationParameters(e.Driver), b.Spec.Parameters)
+	loc := claims.Location(drivers.LocationParameters(e.Driver), f.params)
 	if cl == nil {
 		got, created, conflict, err := r.Claims.AcquireAs(ctx, b, k, phase, loc, f.budgeted)
 		switch {
@@ -153,7 +153,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 	if !ok {
 		return ownerNone, true
 	}
-	rec, err := r.readOwner(ctx, e, drivers.Resource{Name: f.resourceName, Parameters: b.Spec.Parameters}, 0)
+	rec, err := r.readOwner(ctx, e, drivers.Resource{Name: f.resourceName, Parameters: f.params}, 0)
 	if err != nil {
 		f.Record(err)
 		return ownerNone, false

@@ -26,7 +26,7 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 	if !e.Config.Limits.HasByteBudget() {
 		return true
 	}
-	fp := budget.Footprint(e.Config, b.Spec.Parameters)
+	fp := budget.Footprint(e.Config, budget.EffectiveParameters(e.Config, b))
 	var had v1.Budgeted
 	if own != nil && own.Spec.Budgeted != nil {
 		had = *own.Spec.Budgeted
@@ -84,7 +84,7 @@ func (r *Reconciler) othersUse(ctx context.Context, b *v1.Buckety, e *backends.E
 			}
 			continue
 		}
-		sum = budget.Add(sum, budget.Counted(budget.Footprint(e.Config, owner.Spec.Parameters)))
+		sum = budget.Add(sum, budget.Counted(budget.Footprint(e.Config, budget.EffectiveParameters(e.Config, owner))))
 	}
 	return sum, nil
 }

@@ -111,7 +111,7 @@ func (r *Reconciler) withinLimit(ctx context.Context, b *v1.Buckety, e *backends
 		counted = append(counted, *cl)
 	}
 	if l.PerNamespace > 0 && len(counted) >= l.PerNamespace {
-		f.limitExceeded = fmt.Sprintf("namespace %s has %d Bucketies on backend %s, the most its limits allow (limits.perNamespace: %d in buckety-controller.yaml)%s; this one waits until one of them is deleted", b.Namespace, len(counted), e.Name, l.PerNamespace, retainedNote(retained))
+		f.limitExceeded = fmt.Sprintf("namespace %s has %d Bucketies on backend %s, the most its limits allow (%s: %d in buckety-controller.yaml)%s; this one waits until one of them is deleted", b.Namespace, len(counted), e.Name, e.Config.LimitsKey("perNamespace"), l.PerNamespace, retainedNote(retained))
 		r.Waiters.Wait(ctrl.ObjectKeyFromObject(b), limitKey(e.Name, b.Namespace))
 		return false
 	}

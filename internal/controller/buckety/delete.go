@@ -15,6 +15,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/budget"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
@@ -112,7 +113,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		// to a Buckety of this name without the adoption keys.
 		if claims.Written(cl.Spec.Phase) {
 			if e, ok := r.Backends.Get(cl.Spec.Backend); ok {
-				at := drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters)}
+				at := drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, budget.EffectiveParameters(e.Config, b))}
 				if err := r.retainOwner(ctx, b, e, at); err != nil {
 					f.Record(err)
 					return reconcile.Result{RequeueAfter: retry.TransientBase}, false, false, nil
@@ -143,7 +144,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	// spec says now: a tenant may edit a Buckety being deleted, and a
 	// changed location parameter must never point the delete at a
 	// resource of the same name elsewhere.
-	at := drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters)}
+	at := drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, budget.EffectiveParameters(e.Config, b))}
 	// The record on the backend has the last word: a resource another
 	// installation holds (or this one handed over) is never deleted.
 	why, err := r.deletableByRecord(ctx, b, e, at)

@@ -26,6 +26,10 @@ type facts struct {
 	invalidName string
 	// invalidParams: spec.parameters fail the driver's validation.
 	invalidParams string
+	// defaults are the backend's parameter defaults in effect for this
+	// Buckety (status.parameterDefaults), and params spec.parameters
+	// merged over them: what the driver gets and budgets count.
+	defaults, params map[string]string
 	// claim is this Buckety's claim on the backend resource.
 	claim *v1.BucketyClaim
 	// claimErr: claims could not be read or written (API server trouble).

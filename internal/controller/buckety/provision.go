@@ -56,19 +56,19 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		fresh = in != nil
 	}
 	locKeys := drivers.LocationParameters(e.Driver)
-	if msg := claims.LocationChanged(locKeys, cl, b.Spec.Parameters); msg != "" {
+	if msg := claims.LocationChanged(locKeys, cl, f.params); msg != "" {
 		f.locationChanged = msg
 		return false, nil
 	}
 	if cl.Spec.Location == nil && cl.Spec.Phase != v1.ClaimAdopting {
 		// A claim made before claims recorded the location: record the
 		// spec's now, once.
-		if err := r.Claims.RecordLocation(ctx, cl, claims.Location(locKeys, b.Spec.Parameters)); err != nil {
+		if err := r.Claims.RecordLocation(ctx, cl, claims.Location(locKeys, f.params)); err != nil {
 			f.claimErr = err
 			return false, nil
 		}
 	}
-	params := claims.Effective(locKeys, cl, b.Spec.Parameters)
+	params := claims.Effective(locKeys, cl, f.params)
 	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f, in, params) {
 		return false, nil
 	}
@@ -162,6 +162,7 @@ func (r *Reconciler) mirrorClaim(b *v1.Buckety, e *backends.Entry, cl *v1.Bucket
 	}
 	b.Status.BackendResourceName = cl.Spec.ResourceName
 	b.Status.Provenance = provenance
+	b.Status.ParameterDefaults = f.defaults
 	switch {
 	case first && (provenance == v1.ProvenanceAdopted || moved):
 		msg := fmt.Sprintf("%s %s on backend %s (driver %s %s)", strings.ToLower(string(provenance)), f.resourceName, e.Name, e.Driver.Name(), e.Driver.Version())

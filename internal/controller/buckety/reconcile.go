@@ -20,6 +20,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/budget"
+	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
@@ -101,6 +102,10 @@ type Reconciler struct {
 // through the gate one by one.
 var gateBackoff = retry.Backoff{TransientBase: 500 * time.Millisecond, TransientMax: 5 * time.Second}
 
+// Namespaces are read (from the cache) for the labels that
+// limits.namespaces entries select by.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
 // Reconcile implements reconcile.Reconciler: it fetches the Buckety, defers
 // the one status write (status.Finish, from the conditions status.go
 // derives), handles deletion (delete.go) or adds the finalizer, and then
@@ -167,7 +172,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return requeue, nil
 	}
 	requeue.RequeueAfter = retry.Jitter(r.recheck(e))
-	fp := budget.Footprint(e.Config, b.Spec.Parameters)
+	e, err := backends.ForNamespace(ctx, r.Client, e, b.Namespace)
+	if err != nil {
+		f.claimErr = err
+		return requeue, nil
+	}
+	f.defaults = budget.Defaults(e.Config, b)
+	f.params = config.Effective(b.Spec.Parameters, f.defaults)
+	fp := budget.Footprint(e.Config, f.params)
 	f.quota = &fp
 	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
 		return requeue, nil

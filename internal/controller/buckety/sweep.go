@@ -18,6 +18,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/budget"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 	"github.com/Yolean/buckety-controller/internal/metrics"
@@ -206,9 +207,9 @@ func targetsOf(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.Set
 		if problem != nil || e.Name != backend {
 			continue
 		}
-		name, params := b.Status.BackendResourceName, b.Spec.Parameters
+		name, params := b.Status.BackendResourceName, budget.EffectiveParameters(e.Config, b)
 		if cl, ok := settled[string(b.UID)]; ok {
-			name, params = cl.Spec.ResourceName, claims.Effective(drivers.LocationParameters(e.Driver), cl, b.Spec.Parameters)
+			name, params = cl.Spec.ResourceName, claims.Effective(drivers.LocationParameters(e.Driver), cl, params)
 		}
 		if name == "" {
 			continue

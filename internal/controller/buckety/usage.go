@@ -121,7 +121,7 @@ func (u *UsageRefresher) RefreshOnce(ctx context.Context, e *backends.Entry) err
 				errs = append(errs, err)
 			}
 		}
-		fp := budget.Footprint(e.Config, b.Spec.Parameters)
+		fp := budget.Footprint(e.Config, budget.EffectiveParameters(e.Config, b))
 		rows = append(rows, usageRow(b, fp))
 		if quotaChanged(b, &fp) {
 			select {
@@ -307,7 +307,7 @@ func (u *UsageRefresher) budgets(ctx context.Context, e *backends.Entry, list []
 		case cl.Spec.Budgeted != nil:
 			n.summed = budget.Add(n.summed, *cl.Spec.Budgeted)
 		case owner != nil:
-			n.summed = budget.Add(n.summed, budget.Counted(budget.Footprint(e.Config, owner.Spec.Parameters)))
+			n.summed = budget.Add(n.summed, budget.Counted(budget.Footprint(e.Config, budget.EffectiveParameters(e.Config, owner))))
 		}
 	}
 	for i := range accesses.Items {
@@ -316,12 +316,18 @@ func (u *UsageRefresher) budgets(ctx context.Context, e *backends.Entry, list []
 			at(a.Namespace).accesses++
 		}
 	}
-	var l config.Limits
-	if e.Config.Limits != nil {
-		l = *e.Config.Limits
-	}
 	var rows []metrics.BudgetRow
 	for ns, n := range perNS {
+		// The namespace's own limits (limits.namespaces), so that the
+		// budget alert divides by what it may use.
+		var l config.Limits
+		ne, err := backends.ForNamespace(ctx, u.Client, e, ns)
+		if err != nil {
+			return err
+		}
+		if ne.Config.Limits != nil {
+			l = *ne.Config.Limits
+		}
 		rows = append(rows,
 			metrics.BudgetRow{Namespace: ns, Budget: "bucketies", Used: n.claims, Limit: int64(l.PerNamespace)},
 			metrics.BudgetRow{Namespace: ns, Budget: "accesses", Used: n.accesses, Limit: int64(l.AccessesPerNamespace)},
