@@ -127,6 +127,11 @@ func TestMisconfigured(t *testing.T) {
 		{"bad reserved name", "backends:\n- {name: a, driver: test, reservedNames: ['[a-'], config: {endpoint: x}}\n", []string{`backends[0].reservedNames[0]: Invalid value: "[a-": a name or a glob`}},
 		{"bad credentials", "backends:\n- {name: a, driver: test, credentials: {maxAge: 1h, rotationGrace: 2h}, config: {endpoint: x}}\n- {name: b, driver: test, credentials: {maxAge: -1s}, config: {endpoint: y}}\n", []string{`backends[0].credentials.rotationGrace: Invalid value: "2h0m0s": must be shorter than maxAge`, `backends[1].credentials.maxAge: Invalid value: "-1s": must not be negative`}},
 		{"bad limits", "backends:\n- {name: a, driver: test, limits: {perNamespace: -1, parameterMax: {partitions: 0}}, config: {endpoint: x}}\n", []string{`backends[0].limits.perNamespace: Invalid value: -1: must be at least 0`, `backends[0].limits.parameterMax[partitions]: Invalid value: 0: must be at least 1`}},
+		{"floor above ceiling", "backends:\n- {name: a, driver: test, limits: {parameterMax: {partitions: 4}, parameterMin: {partitions: 8}}, config: {endpoint: x}}\n", []string{`backends[0].limits.parameterMin[partitions]: Invalid value: 8: is above limits.parameterMax.partitions (4): no value could pass both`}},
+		{"bad denied parameter", "backends:\n- {name: a, driver: test, limits: {deniedParameters: ['[a-']}, config: {endpoint: x}}\n", []string{`backends[0].limits.deniedParameters[0]: Invalid value: "[a-": a parameter key or a glob`}},
+		{"namespace limits for no one", "backends:\n- {name: a, driver: test, limits: {namespaces: [{partitions: 10}]}, config: {endpoint: x}}\n", []string{`backends[0].limits.namespaces[0]: Required value: names or a selector`}},
+		{"bad namespace selector", "backends:\n- {name: a, driver: test, limits: {namespaces: [{selector: {matchExpressions: [{key: tier, operator: Near}]}}]}, config: {endpoint: x}}\n", []string{`backends[0].limits.namespaces[0].selector: Invalid value`, `"Near" is not a valid label selector operator`}},
+		{"default above the ceiling", "backends:\n- {name: a, driver: test, parameters: {partitions: '64'}, limits: {parameterMax: {partitions: 12}}, config: {endpoint: x}}\n", []string{`backends[0].parameters[partitions]: Invalid value: "64": backend a allows at most 12 (limits.parameterMax.partitions in buckety-controller.yaml)`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
 	}
 	for _, c := range cases {
@@ -268,5 +273,87 @@ func TestServicesReservedNamesAndLimits(t *testing.T) {
 	}
 	if errs := a.CheckParameterLimits(p, map[string]string{"partitions": "9999"}); len(errs) != 0 {
 		t.Errorf("a has no limits, got %v", errs)
+	}
+}
+
+// TestNamespaceLimitsAndDefaults (#52): limits.namespaces entries apply
+// in file order, by name or label, replacing only the figures they set
+// and naming themselves in messages; defaults are the backend's until a
+// Buckety is provisioned, then what it recorded unless the backend
+// converges them, and never a key the spec sets.
+func TestNamespaceLimitsAndDefaults(t *testing.T) {
+	dir := writeConfig(t, `backends:
+- name: a
+  driver: test
+  config: {endpoint: x}
+  parameters: {size: "10"}
+  limits:
+    perNamespace: 3
+    partitions: 10
+    namespaces:
+    - names: [gold]
+      partitions: 100
+    - selector: {matchLabels: {tier: gold}}
+      perNamespace: 30
+    - names: [gold, silver]
+      partitions: 50
+- name: b
+  driver: test
+  convergeParameters: true
+  parameters: {size: "20"}
+  config: {endpoint: y}
+`)
+	cfg, err := config.Load(dir, config.Options{Registry: registry(), Lookup: lookup(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := cfg.Backend("a")
+	for _, c := range []struct {
+		ns                   string
+		labels               map[string]string
+		perNamespace         int
+		partitions           int64
+		partitionsKey, pnKey string
+	}{
+		{"team", nil, 3, 10, "limits.partitions", "limits.perNamespace"},
+		{"gold", map[string]string{"tier": "gold"}, 3, 100, "limits.namespaces[0].partitions", "limits.perNamespace"},
+		{"labelled", map[string]string{"tier": "gold"}, 30, 10, "limits.partitions", "limits.namespaces[1].perNamespace"},
+		{"silver", nil, 3, 50, "limits.namespaces[2].partitions", "limits.perNamespace"},
+	} {
+		got := a.ForNamespace(c.ns, c.labels)
+		if got.Limits.PerNamespace != c.perNamespace || got.Limits.Partitions != c.partitions {
+			t.Errorf("%s: want perNamespace %d and partitions %d, got %d and %d", c.ns, c.perNamespace, c.partitions, got.Limits.PerNamespace, got.Limits.Partitions)
+		}
+		if k := got.LimitsKey("partitions"); k != c.partitionsKey {
+			t.Errorf("%s: partitions set at %q, want %q", c.ns, k, c.partitionsKey)
+		}
+		if k := got.LimitsKey("perNamespace"); k != c.pnKey {
+			t.Errorf("%s: perNamespace set at %q, want %q", c.ns, k, c.pnKey)
+		}
+	}
+	if a.ForNamespace("team", nil) != a {
+		t.Errorf("a namespace no entry matches must see the backend itself")
+	}
+
+	if got := a.DefaultsFor(nil, nil, false); got["size"] != "10" {
+		t.Errorf("new Buckety: want the backend's defaults, got %v", got)
+	}
+	spec := map[string]string{"size": "7"}
+	if got := a.DefaultsFor(spec, nil, false); len(got) != 0 {
+		t.Errorf("a key the spec sets is no default, got %v", got)
+	}
+	recorded := map[string]string{"size": "1"}
+	if got := a.DefaultsFor(nil, recorded, true); got["size"] != "1" {
+		t.Errorf("provisioned, not converging: want the recorded defaults, got %v", got)
+	}
+	if got := a.DefaultsFor(nil, nil, true); len(got) != 0 {
+		t.Errorf("provisioned before defaults existed, not converging: want none, got %v", got)
+	}
+	b, _ := cfg.Backend("b")
+	if got := b.DefaultsFor(nil, recorded, true); got["size"] != "20" {
+		t.Errorf("converging backend: want the current default, got %v", got)
+	}
+	if got := config.Effective(spec, a.DefaultsFor(nil, nil, false)); got["size"] != "7" {
+		t.Errorf("effective: want the spec over the defaults, got %v", got)
 	}
 }
