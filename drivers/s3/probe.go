@@ -9,7 +9,9 @@ import (
 
 // Probe implements drivers.Prober: one ListBuckets of at most one bucket
 // on the backend's endpoint, which the drift sweep needs the keys to allow
-// anyway (keysWork), within the backend's request timeout.
+// anyway (keysWork), within the backend's request timeout. It is sent once,
+// without the SDK's retries: a refused connection is an answer to a probe,
+// reported at once rather than after the retries' backoff.
 func (b *Backend) Probe(ctx context.Context) error {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
@@ -17,7 +19,8 @@ func (b *Backend) Probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cl.ListBuckets(ctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1)}); err != nil {
+	once := func(o *s3.Options) { o.RetryMaxAttempts = 1 }
+	if _, err := cl.ListBuckets(ctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1)}, once); err != nil {
 		return b.classify(err)
 	}
 	return nil

@@ -34,8 +34,10 @@ type View struct {
 	Client client.Client
 	// Backends are the configured backends.
 	Backends *backends.Set
-	// Interval is the probe interval; each probe is bounded by it too, so
-	// a backend that hangs is reported within about one interval.
+	// Interval is the probe interval. Each probe is bounded by half of it
+	// (and by the driver's request timeout), so a backend that refuses
+	// connections is reported at the first probe after it stopped, within
+	// one interval, and one that hangs within one and a half.
 	Interval time.Duration
 	// Log is the logger.
 	Log logr.Logger
@@ -89,11 +91,11 @@ func (v *View) Round(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// probe asks one backend, bounded by the interval.
+// probe asks one backend, bounded by half the interval.
 func (v *View) probe(ctx context.Context, e *backends.Entry) Facts {
 	f := Facts{Backend: e.Config, Driver: e.Driver.Name(), DriverVersion: e.Driver.Version().String(),
 		Implementation: e.Implementation, HasProber: e.Prober != nil, Interval: v.Interval}
-	pctx, cancel := context.WithTimeout(ctx, v.Interval)
+	pctx, cancel := context.WithTimeout(ctx, v.Interval/2)
 	defer cancel()
 	f.ProbeTime = v.clock()
 	if e.Prober != nil {
