@@ -94,6 +94,19 @@ func TestBackendView(t *testing.T) {
 		err := k8s.Get(ctx, client.ObjectKey{Name: "probed-kafka"}, &bb)
 		return err == nil && bb.Status.Bucketies == 1, fmt.Sprint(err, bb.Status.Bucketies)
 	})
+	// Probes that change nothing write nothing (lastProbeTime is refreshed
+	// every HeartbeatProbes probes).
+	var before, after v1.BucketyBackend
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "probed-kafka"}, &before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * interval)
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "probed-kafka"}, &after); err != nil {
+		t.Fatal(err)
+	}
+	if before.ResourceVersion != after.ResourceVersion {
+		t.Errorf("want no write while nothing changed, got resourceVersion %s then %s: %+v then %+v", before.ResourceVersion, after.ResourceVersion, before.Status, after.Status)
+	}
 	wait.For(t, waitTimeout, "the stray BucketyBackend deleted", func() (bool, string) {
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(stray), &v1.BucketyBackend{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
