@@ -20,6 +20,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/all"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/backendview"
 	"github.com/Yolean/buckety-controller/internal/kubeconfig"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
@@ -140,6 +141,7 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "reconciles run in parallel per kind")
 	fs.DurationVar(&o.OwnerCheck, "owner-check-interval", DefaultOwnerCheckInterval, "how often claims are checked for an owning Buckety that is gone (its finalizer removed by hand), to report them (status.ownerGoneSince, buckety_claims{owner=\"gone\"})")
 	fs.DurationVar(&o.Usage, "usage-interval", DefaultUsageInterval, "how often each backend's resources are measured for status.usage, QuotaWarning and the usage and budget metrics, in a few requests per backend where the service allows; 0 disables it")
+	fs.DurationVar(&o.BackendProbe, "backend-probe-interval", backendview.DefaultInterval, "how often the leader probes each backend with one cheap read, for kubectl get bucketybackends and buckety_backend_up: a backend that stops answering shows within about one interval; 0 disables the probe and the BucketyBackend objects")
 	cf.zap.BindFlags(fs)
 	return fs, cf
 }
@@ -155,6 +157,9 @@ func Flags() *flag.FlagSet {
 func (cf *cliFlags) validate(o Options) error {
 	if o.MaxConcurrent < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.MaxConcurrent)
+	}
+	if err := validateBackendProbe(o); err != nil {
+		return err
 	}
 	if err := validateUsage(o); err != nil {
 		return err
