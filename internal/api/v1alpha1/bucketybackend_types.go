@@ -67,6 +67,14 @@ type BucketyBackendStatus struct {
 	// Limits are the config's limits per namespace.
 	// +optional
 	Limits *BackendLimits `json:"limits,omitempty"`
+	// ParameterDefaults are the config's parameters: defaults merged under
+	// each Buckety's spec.parameters on the backend.
+	// +optional
+	ParameterDefaults map[string]string `json:"parameterDefaults,omitempty"`
+	// ConvergeParameters is the config's convergeParameters: a changed
+	// default applies to existing Bucketies too, not only to new ones.
+	// +optional
+	ConvergeParameters bool `json:"convergeParameters,omitempty"`
 	// Bucketies is how many Bucketies are on the backend (status.backend,
 	// or spec.backend before the first reconcile), as the controller's
 	// cache held them at the last write.
@@ -117,6 +125,17 @@ type BackendLimits struct {
 	// ParameterMax bounds integer parameters, by key.
 	// +optional
 	ParameterMax map[string]int64 `json:"parameterMax,omitempty"`
+	// ParameterMin bounds integer parameters from below, by key.
+	// +optional
+	ParameterMin map[string]int64 `json:"parameterMin,omitempty"`
+	// DeniedParameters are parameter keys (globs) tenants may not set.
+	// +optional
+	DeniedParameters []string `json:"deniedParameters,omitempty"`
+	// NamespaceOverrides is how many entries of limits.namespaces give
+	// some namespaces other figures (which namespaces is the platform's
+	// business, not every tenant's).
+	// +optional
+	NamespaceOverrides int64 `json:"namespaceOverrides,omitempty"`
 }
 
 // BucketyBackend is a read-only view of one backend of the controller's

@@ -2,6 +2,8 @@ package backendview
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -102,6 +104,8 @@ func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 		Service:               b.Name,
 		AdoptionAllowed:       b.Adoption != nil && b.Adoption.Allow,
 		Limits:                limits(b.Limits),
+		ParameterDefaults:     maps.Clone(b.Parameters),
+		ConvergeParameters:    b.ConvergeParameters,
 		Bucketies:             f.Bucketies,
 		Accesses:              f.Accesses,
 		ProbeInterval:         f.Interval.String(),
@@ -149,11 +153,13 @@ func limits(l *config.Limits) *v1.BackendLimits {
 		QuotaBytes:           l.QuotaBytes.Bytes,
 	}
 	if len(l.ParameterMax) > 0 {
-		out.ParameterMax = make(map[string]int64, len(l.ParameterMax))
-		for k, v := range l.ParameterMax {
-			out.ParameterMax[k] = v
-		}
+		out.ParameterMax = maps.Clone(l.ParameterMax)
 	}
+	if len(l.ParameterMin) > 0 {
+		out.ParameterMin = maps.Clone(l.ParameterMin)
+	}
+	out.DeniedParameters = slices.Clone(l.DeniedParameters)
+	out.NamespaceOverrides = int64(len(l.Namespaces))
 	if equality.Semantic.DeepEqual(*out, v1.BackendLimits{}) {
 		return nil
 	}

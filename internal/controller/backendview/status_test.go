@@ -59,7 +59,9 @@ func backend() *config.Backend {
 		Adoption: &config.Adoption{Allow: true},
 		Limits: &config.Limits{PerNamespace: 3, AccessesPerNamespace: 7, Partitions: 12,
 			DiskBytes: drivers.ByteSize{Bytes: 1 << 30}, QuotaBytes: drivers.ByteSize{Bytes: 2 << 30},
-			ParameterMax: map[string]int64{"partitions": 8}}}
+			ParameterMax: map[string]int64{"partitions": 8}, ParameterMin: map[string]int64{"partitions": 2},
+			DeniedParameters: []string{"config.flush.*"}, Namespaces: []config.NamespaceLimits{{Names: []string{"gold"}}}},
+		Parameters: map[string]string{"quota": "1Gi"}}
 }
 
 func TestDesiredCopiesTheConfig(t *testing.T) {
@@ -79,6 +81,9 @@ func TestDesiredCopiesTheConfig(t *testing.T) {
 	l := s.Limits
 	if l == nil || l.PerNamespace != 3 || l.AccessesPerNamespace != 7 || l.Partitions != 12 || l.DiskBytes != 1<<30 || l.QuotaBytes != 2<<30 || l.ParameterMax["partitions"] != 8 {
 		t.Errorf("want the config's limits, got %+v", l)
+	}
+	if l == nil || l.ParameterMin["partitions"] != 2 || len(l.DeniedParameters) != 1 || l.NamespaceOverrides != 1 || s.ParameterDefaults["quota"] != "1Gi" {
+		t.Errorf("want the floors, the deny list, the number of namespace overrides and the defaults, got %+v and %v", l, s.ParameterDefaults)
 	}
 	if s.Bucketies != 4 || s.Accesses != 9 {
 		t.Errorf("want 4 Bucketies and 9 accesses, got %d and %d", s.Bucketies, s.Accesses)
