@@ -86,6 +86,9 @@ type Backend struct {
 	// Ownership configures handovers of resources between installations
 	// (a cluster migration).
 	Ownership *Ownership `json:"ownership,omitempty"`
+	// Drain configures Buckety spec.drain (emptying a resource and keeping
+	// it) on this backend.
+	Drain *Drain `json:"drain,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
@@ -386,6 +389,7 @@ func (c *Config) Validate() error {
 			continue
 		}
 		b.driver = d
+		errs = append(errs, b.validateDrainDriver(p)...)
 		optErrs := c.decodeOptions(b, p.Child("config"))
 		errs = append(errs, optErrs...)
 		if b.NamePolicy != nil && !b.policyUnresolved && policyOK && len(optErrs) == 0 {
@@ -455,6 +459,7 @@ func (b *Backend) validateFields(p *field.Path) (errs field.ErrorList, policyOK 
 			}
 		}
 	}
+	errs = append(errs, b.validateDrain(p.Child("drain"))...)
 	if l := b.Limits; l != nil {
 		for _, c := range []struct {
 			key string

@@ -102,7 +102,7 @@ func TestMisconfigured(t *testing.T) {
 		want       []string
 	}{
 		{"strict decode, top level", "backend:\n- name: a\n", []string{`backend: unknown field "backend"; remove it or fix its spelling (allowed here: backends, formerInstallations, installation)`}},
-		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, credentials, defaults, driver, limits, name, namePolicy, ownership, reservedNames, service"}},
+		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, credentials, defaults, drain, driver, limits, name, namePolicy, ownership, reservedNames, service"}},
 		{"strict decode, driver options", "backends:\n- name: a\n  driver: test\n  config:\n    endpoint: x\n    endpiont: y\n", []string{`backends[0].config.endpiont: Invalid value: unknown field "endpiont"`, "allowed here: endpoint, limit, token"}},
 		{"wrong type in driver options", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: lots}\n", []string{`backends[0].config.limit: Invalid value: want a whole number, got "lots"`}},
 		{"undefined variable without default", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, token: '${UNSET_TOKEN}'}\n", []string{`backends[0].config.token: Invalid value: environment variable UNSET_TOKEN is not set: set it, or write ${UNSET_TOKEN:-default}`}},

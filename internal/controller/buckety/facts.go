@@ -102,6 +102,16 @@ type facts struct {
 	waitingImplicit bool
 	// deleteProgress describes deletion progress on the backend.
 	deleteProgress string
+	// now is when this pass started, for the drain's times (drain.go).
+	now time.Time
+	// drainTerms are the drain's interval and stuck threshold, once the
+	// backend resolved (nil: the defaults).
+	drainTerms *drainTerms
+	// drainTouched: this pass changed status.drain's phase or request.
+	drainTouched bool
+	// params are the parameters provision used (the claim's location
+	// parameters, the spec's others).
+	params map[string]string
 }
 
 // backendFailure is the driver failure of this reconcile, if any.
