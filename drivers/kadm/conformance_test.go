@@ -23,6 +23,12 @@ func TestConformance(t *testing.T) {
 	suite.Run(t)
 }
 
+// TestDrainContract runs the drain contract (drivertest) on the kfake
+// broker program.
+func TestDrainContract(t *testing.T) {
+	drivertest.DrainContract(t, newFixture(t, kafka.Options{}, nil).drainCase())
+}
+
 // bootstrap is the public bootstrap address of the suite's backends.
 const bootstrap = "kafka.example:9092"
 

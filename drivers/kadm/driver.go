@@ -32,7 +32,11 @@ const Name = "kadm"
 // CreateTopics) before the adoption check reports it missing. A minor:
 // principals already issued keep their names, and nothing stored changes
 // meaning.
-var version = "0.7.0"
+//
+// 0.8.0 drains a topic and keeps it (drivers.Drainer): DeleteRecords up to
+// each partition's high watermark; a topic whose cleanup.policy does not
+// include delete is refused. A minor: nothing existing changes.
+var version = "0.8.0"
 
 // Access parameter keys the driver knows.
 const (

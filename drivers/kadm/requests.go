@@ -146,6 +146,13 @@ func contentOf(partitions int32, start, end map[int32]int64) topicOffsets {
 // ListOffsets request per partition leader. A topic that could not be
 // listed, whole or in part, has an error instead of offsets.
 func (b *Backend) listOffsets(ctx context.Context, parts map[string]int32, timestamp int64, what string) (map[string]map[int32]int64, map[string]error) {
+	got, errs, _ := b.listOffsetsCounted(ctx, parts, timestamp, what)
+	return got, errs
+}
+
+// listOffsetsCounted is listOffsets, and how many requests it sent (one
+// per partition leader).
+func (b *Backend) listOffsetsCounted(ctx context.Context, parts map[string]int32, timestamp int64, what string) (map[string]map[int32]int64, map[string]error, int) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	for _, topic := range slices.Sorted(maps.Keys(parts)) {
 		rt := kmsg.NewListOffsetsRequestTopic()
@@ -160,7 +167,8 @@ func (b *Backend) listOffsets(ctx context.Context, parts map[string]int32, times
 	}
 	got := make(map[string]map[int32]int64, len(parts))
 	errs := make(map[string]error)
-	for _, sh := range b.kgo.RequestSharded(ctx, req) {
+	shards := b.kgo.RequestSharded(ctx, req)
+	for _, sh := range shards {
 		if sh.Err != nil {
 			for _, t := range sh.Req.(*kmsg.ListOffsetsRequest).Topics {
 				if errs[t.Topic] == nil {
@@ -184,7 +192,7 @@ func (b *Backend) listOffsets(ctx context.Context, parts map[string]int32, times
 			}
 		}
 	}
-	return got, errs
+	return got, errs, len(shards)
 }
 
 // execCreates creates many topics, each with its own parameters, in one

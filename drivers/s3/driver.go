@@ -21,6 +21,10 @@ const Name = "s3"
 // version is the driver's SemVer; releases override it with
 // -ldflags "-X github.com/Yolean/buckety-controller/drivers/s3.version=0.3.1".
 //
+// 0.7.0 drains a bucket and keeps it (drivers.Drainer): multipart uploads,
+// object versions and delete markers, in bounded steps; the bucket's
+// configuration is never touched. A minor: nothing existing changes.
+//
 // 0.6.0 keeps an owner record per bucket as its buckety.yolean.se/* tags
 // (drivers.OwnerRecorder), and names new principals with their
 // installation's marker and lists them (drivers.PrincipalLister). A minor:
@@ -50,7 +54,7 @@ const Name = "s3"
 // ratchets: an unchanged value is kept on update, with a warning), so
 // existing resources keep reconciling; only new requests for a parameter
 // the backend cannot apply are refused, which is what gating is for.
-var version = "0.6.0"
+var version = "0.7.0"
 
 // Driver is the s3 driver.
 type Driver struct {

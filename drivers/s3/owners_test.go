@@ -202,7 +202,7 @@ func TestTenantPoliciesNeverTag(t *testing.T) {
 }
 
 // tagsOf reads a bucket's tags out of band; none is an empty map.
-func tagsOf(t *testing.T, cl *s3.Client, bucket string) map[string]string {
+func tagsOf(t testing.TB, cl *s3.Client, bucket string) map[string]string {
 	t.Helper()
 	out, err := cl.GetBucketTagging(context.Background(), &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
 	if isNoTags(err) {

@@ -1,0 +1,228 @@
+package s3
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// Drain: a bucket is emptied the way Delete empties it, and kept. One step
+// removes at most DrainLimits.Units entries, in DeleteObjects batches of
+// deleteSlice (1,000 by default), so that a bucket of a million objects
+// takes many short steps and never holds a worker. The listings start
+// from the beginning every time: what a batch deleted no longer lists, so
+// the next page is what remains, and a controller that crashed mid-drain
+// needs nothing but the bucket to continue.
+
+// DefaultDrainUnits is how many entries (object versions, delete markers
+// and multipart uploads) one Drain step removes when DrainLimits.Units is 0.
+const DefaultDrainUnits = 10000
+
+var _ drivers.Drainer = (*Backend)(nil)
+
+// Drain implements drivers.Drainer: it aborts multipart uploads, then
+// deletes every object version and delete marker (every current object
+// where the service implements no versions), until the step has removed
+// limits.Units entries or found the bucket empty. It never deletes the
+// bucket and never touches its versioning, policy, tags, lifecycle or
+// quota. It runs with the backend's own keys, on the endpoint Ensure
+// created the bucket on (an R2 jurisdiction's own). Each request has the
+// backend's request timeout, not the step as a whole, so a step of many
+// batches is bounded by Units rather than by one timeout.
+//
+// Done is reported when the step's last listings of uploads and versions
+// came back empty; Remaining is known (zero) then, and unknown when the
+// step stopped at its Units.
+func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.DrainLimits) (drivers.DrainStep, error) {
+	units := limits.Units
+	if units <= 0 {
+		units = DefaultDrainUnits
+	}
+	d := &drain{b: b, bucket: r.Name, left: units, batch: min(int(b.cfg.deleteSlice()), units)}
+	d.step.Deleted.Known = true
+	cl, err := b.clientFor(parseParams(r.Parameters))
+	if err != nil {
+		return d.step, err
+	}
+	d.cl = cl
+	ok, err := d.exists(ctx)
+	if err != nil {
+		return d.step, err
+	}
+	if !ok {
+		return d.step, fmt.Errorf("s3: backend %s: bucket %s does not exist: there is nothing to drain", b.name, r.Name)
+	}
+	uploadsEmpty, err := d.abortUploads(ctx)
+	if err != nil {
+		return d.step, err
+	}
+	versionsEmpty := false
+	if d.left > 0 {
+		if versionsEmpty, err = d.deleteVersions(ctx); err != nil {
+			return d.step, err
+		}
+	}
+	switch {
+	case uploadsEmpty && versionsEmpty:
+		d.step.Done = true
+		d.step.Remaining = drivers.Content{Known: true}
+	case uploadsEmpty && d.listedToEnd:
+		// The units ran out on the last page: nothing was left to list,
+		// though only the next step's listing can tell it is Done.
+		d.step.Remaining = drivers.Content{Known: true}
+	}
+	return d.step, nil
+}
+
+// drain is one Drain step's state.
+type drain struct {
+	b      *Backend
+	cl     *s3.Client
+	bucket string
+	// left is how many entries the step may still remove; batch is the
+	// most one listing page and DeleteObjects request hold.
+	left, batch int
+	// noVersions records that the service answered ListObjectVersions
+	// NotImplemented, so the step's further pages list current objects
+	// straight away.
+	noVersions bool
+	// listedToEnd records that the last listing of versions was not
+	// truncated, and everything it listed was deleted.
+	listedToEnd bool
+	step        drivers.DrainStep
+}
+
+// request gives one request the backend's timeout and counts it.
+func (d *drain) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	d.step.Requests++
+	return d.b.ctx(ctx)
+}
+
+func (d *drain) exists(ctx context.Context) (bool, error) {
+	rctx, cancel := d.request(ctx)
+	defer cancel()
+	return d.b.exists(rctx, d.cl, d.bucket)
+}
+
+// page is how many entries the next listing asks for.
+func (d *drain) page() int32 { return int32(min(d.batch, d.left)) }
+
+// abortUploads aborts multipart uploads, a page at a time, until a listing
+// finds none (true) or the step's units are spent (false). A service that
+// does not implement multipart listings has none.
+func (d *drain) abortUploads(ctx context.Context) (bool, error) {
+	for d.left > 0 {
+		rctx, cancel := d.request(ctx)
+		out, err := d.cl.ListMultipartUploads(rctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(d.bucket), MaxUploads: aws.Int32(d.page())})
+		cancel()
+		if isNotImplemented(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, d.b.classify(fmt.Errorf("list multipart uploads of %s: %w", d.bucket, err))
+		}
+		if len(out.Uploads) == 0 {
+			return true, nil
+		}
+		for _, u := range out.Uploads[:min(len(out.Uploads), d.left)] {
+			rctx, cancel := d.request(ctx)
+			_, err := d.cl.AbortMultipartUpload(rctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(d.bucket), Key: u.Key, UploadId: u.UploadId})
+			cancel()
+			if err != nil && !isCode(err, "NoSuchUpload") {
+				return false, d.b.classify(fmt.Errorf("abort multipart upload %s of %s: %w", aws.ToString(u.Key), d.bucket, err))
+			}
+			d.left--
+			d.step.Deleted.Objects++
+		}
+	}
+	return false, nil
+}
+
+// deleteVersions deletes object versions and delete markers (current
+// objects where the service implements no versions), a page and one
+// DeleteObjects request at a time, until a listing finds none (true) or
+// the step's units are spent (false).
+func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
+	for d.left > 0 {
+		ids, sizes, truncated, err := d.list(ctx)
+		if err != nil {
+			return false, err
+		}
+		if len(ids) == 0 {
+			return !truncated, nil
+		}
+		if len(ids) > d.left {
+			ids, truncated = ids[:d.left], true
+		}
+		d.listedToEnd = !truncated
+		rctx, cancel := d.request(ctx)
+		res, err := d.cl.DeleteObjects(rctx, &s3.DeleteObjectsInput{Bucket: aws.String(d.bucket), Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		cancel()
+		if err != nil {
+			return false, d.b.classify(fmt.Errorf("delete objects of %s: %w", d.bucket, err))
+		}
+		failed := map[string]bool{}
+		for _, e := range res.Errors {
+			failed[aws.ToString(e.Key)+"\x00"+aws.ToString(e.VersionId)] = true
+		}
+		for i, id := range ids {
+			if !failed[aws.ToString(id.Key)+"\x00"+aws.ToString(id.VersionId)] {
+				d.step.Deleted.Objects++
+				d.step.Deleted.Bytes += sizes[i]
+			}
+		}
+		d.left -= len(ids)
+		if len(res.Errors) > 0 {
+			e := res.Errors[0]
+			return false, fmt.Errorf("delete objects of %s: %d of %d failed, first %s (version %s): %s %s", d.bucket, len(res.Errors), len(ids),
+				aws.ToString(e.Key), aws.ToString(e.VersionId), aws.ToString(e.Code), aws.ToString(e.Message))
+		}
+	}
+	return false, nil
+}
+
+// list is the first page of the bucket's object versions and delete
+// markers, with each one's size (0 for a marker), or of its current
+// objects where the service implements no versions (VersityGW without a
+// versioning directory).
+func (d *drain) list(ctx context.Context) (ids []types.ObjectIdentifier, sizes []int64, truncated bool, err error) {
+	var out *s3.ListObjectVersionsOutput
+	if !d.noVersions {
+		rctx, cancel := d.request(ctx)
+		out, err = d.cl.ListObjectVersions(rctx, &s3.ListObjectVersionsInput{Bucket: aws.String(d.bucket), MaxKeys: aws.Int32(d.page())})
+		cancel()
+		d.noVersions = isNotImplemented(err)
+	}
+	switch {
+	case d.noVersions:
+		rctx, cancel := d.request(ctx)
+		lo, err := d.cl.ListObjectsV2(rctx, &s3.ListObjectsV2Input{Bucket: aws.String(d.bucket), MaxKeys: aws.Int32(d.page())})
+		cancel()
+		if err != nil {
+			return nil, nil, false, d.b.classify(fmt.Errorf("list objects of %s: %w", d.bucket, err))
+		}
+		for _, o := range lo.Contents {
+			ids = append(ids, types.ObjectIdentifier{Key: o.Key})
+			sizes = append(sizes, aws.ToInt64(o.Size))
+		}
+		truncated = aws.ToBool(lo.IsTruncated)
+	case err != nil:
+		return nil, nil, false, d.b.classify(fmt.Errorf("list object versions of %s: %w", d.bucket, err))
+	default:
+		for _, v := range out.Versions {
+			ids = append(ids, types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
+			sizes = append(sizes, aws.ToInt64(v.Size))
+		}
+		for _, m := range out.DeleteMarkers {
+			ids = append(ids, types.ObjectIdentifier{Key: m.Key, VersionId: m.VersionId})
+			sizes = append(sizes, 0)
+		}
+		truncated = aws.ToBool(out.IsTruncated)
+	}
+	return ids, sizes, truncated, nil
+}

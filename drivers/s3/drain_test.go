@@ -1,0 +1,272 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+)
+
+// drainUnits is the conformance drain's step size: no divisor of what the
+// fills write, so that steps end mid-page and mid-kind.
+const drainUnits = 7
+
+// drainCase is the drain contract (drivertest.DrainContract) on one
+// server: a bucket of objects with multipart uploads in progress, and a
+// versioned bucket with old versions and delete markers.
+func (f *fixture) drainCase() drivertest.DrainCase {
+	return drivertest.DrainCase{
+		Backend:    f.backend,
+		Requests:   f.counter,
+		Units:      drainUnits,
+		UnitsBound: true,
+		Fills: []drivertest.DrainFill{
+			{Name: "objects and uploads", Resource: drivers.Resource{Name: "drain-objects"}, Fill: func(t testing.TB, r drivers.Resource) drivers.Content {
+				c := f.fill(t, r.Name, "obj/", 23)
+				for i := range 2 {
+					f.startUpload(t, r.Name, fmt.Sprintf("upload/%d", i))
+				}
+				c.Objects += 2
+				return c
+			}},
+			{Name: "versions and delete markers", Resource: drivers.Resource{Name: "drain-versioned", Parameters: map[string]string{ParamVersioning: "true"}},
+				Fill: func(t testing.TB, r drivers.Resource) drivers.Content {
+					c := f.fill(t, r.Name, "v/", 8)
+					again := f.fill(t, r.Name, "v/", 8)
+					c.Objects += again.Objects
+					c.Bytes += again.Bytes
+					for i := range 3 {
+						if _, err := f.raw.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(r.Name), Key: aws.String(fmt.Sprintf("v/%05d", i))}); err != nil {
+							t.Fatal(err)
+						}
+						c.Objects++
+					}
+					return c
+				}},
+		},
+		Count: func(t testing.TB, r drivers.Resource) int64 { return f.countEntries(t, r.Name) },
+		Snapshot: func(t testing.TB, r drivers.Resource) string {
+			return fmt.Sprintf("%s, tags %v", f.snapshot(t, r), tagsOf(t, f.raw, r.Name))
+		},
+		WriteRead: func(t testing.TB, r drivers.Resource) {
+			f.put(t, r.Name, "after-drain.txt", "still here")
+			out, err := f.raw.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(r.Name), Key: aws.String("after-drain.txt")})
+			if err != nil {
+				t.Fatalf("read after the drain: %v", err)
+			}
+			defer out.Body.Close() //nolint:errcheck // a read body
+			b, err := io.ReadAll(out.Body)
+			if err != nil || string(b) != "still here" {
+				t.Fatalf("read after the drain: want %q, got %q, %v", "still here", b, err)
+			}
+		},
+	}
+}
+
+// fill writes n objects prefix00000... of distinct sizes, with a tag on
+// the bucket that the drain must keep, and returns what it wrote.
+func (f *fixture) fill(t testing.TB, bucket, prefix string, n int) drivers.Content {
+	t.Helper()
+	ctx := context.Background()
+	_, err := f.raw.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String(bucket),
+		Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("team"), Value: aws.String("payments")}}}})
+	if err != nil {
+		t.Fatalf("tag %s: %v", bucket, err)
+	}
+	c := drivers.Content{Known: true}
+	for i := range n {
+		body := strings.Repeat("x", 10+i)
+		f.put(t, bucket, fmt.Sprintf("%s%05d", prefix, i), body)
+		c.Objects++
+		c.Bytes += int64(len(body))
+	}
+	return c
+}
+
+// startUpload starts a multipart upload with one part, left in progress.
+func (f *fixture) startUpload(t testing.TB, bucket, key string) {
+	t.Helper()
+	ctx := context.Background()
+	up, err := f.raw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("start an upload to %s/%s: %v", bucket, key, err)
+	}
+	_, err = f.raw.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: bytes.NewReader([]byte("part"))})
+	if err != nil {
+		t.Fatalf("upload a part to %s/%s: %v", bucket, key, err)
+	}
+}
+
+// countEntries counts, out of band, a bucket's object versions, delete
+// markers and multipart uploads (its current objects where the server
+// implements no versions).
+func (f *fixture) countEntries(t testing.TB, bucket string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var n int64
+	vp := s3.NewListObjectVersionsPaginator(f.raw, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)})
+	for vp.HasMorePages() {
+		out, err := vp.NextPage(ctx)
+		if isNotImplemented(err) {
+			op := s3.NewListObjectsV2Paginator(f.raw, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+			for op.HasMorePages() {
+				out, err := op.NextPage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += int64(len(out.Contents))
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int64(len(out.Versions) + len(out.DeleteMarkers))
+	}
+	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)}
+	for {
+		out, err := f.raw.ListMultipartUploads(ctx, in)
+		if isNotImplemented(err) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int64(len(out.Uploads))
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+	return n
+}
+
+// fillMany writes n one-byte objects o/000000... with 16 writers.
+func (f *fixture) fillMany(b testing.TB, bucket string, n int) {
+	b.Helper()
+	f.many(b, n, func(i int) error {
+		_, err := f.raw.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("o/%06d", i)), Body: bytes.NewReader([]byte("x"))})
+		return err
+	})
+}
+
+// deleteMany deletes the first n objects fillMany wrote, without a
+// version: on a versioned bucket, n delete markers.
+func (f *fixture) deleteMany(b testing.TB, bucket string, n int) {
+	b.Helper()
+	f.many(b, n, func(i int) error {
+		_, err := f.raw.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("o/%06d", i))})
+		return err
+	})
+}
+
+// many runs op for 0 to n-1 with 16 workers.
+func (f *fixture) many(b testing.TB, n int, op func(i int) error) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				if err := op(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// TestDrainJurisdiction: a drain of a bucket in an R2 jurisdiction goes to
+// the jurisdiction's endpoint (a second real server here, with the same
+// keys, as R2's are): the EU bucket is emptied and kept, and the account
+// endpoint's bucket of the same name keeps its object.
+func TestDrainJurisdiction(t *testing.T) {
+	ctx := context.Background()
+	account := newFixture(t, ImplVersityGW, s3test.Options{}, nil)
+	euSrv := s3test.Start(t, ImplVersityGW, s3test.Options{AccessKey: account.srv.AccessKey, SecretKey: account.srv.SecretKey})
+	cfg := *account.cfg
+	cfg.Implementation = ImplR2
+	cfg.JurisdictionEndpoints = map[string]string{"eu": euSrv.Endpoint}
+	r2, _ := open(t, &cfg)
+	eu := &fixture{raw: rawClient(t, &cfg, euSrv.Endpoint)}
+	for _, fx := range []*fixture{account, eu} {
+		if _, err := fx.raw.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("eu-data")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eu.fill(t, "eu-data", "eu/", 5)
+	account.put(t, "eu-data", "account-only.txt", "account data")
+	r := drivers.Resource{Name: "eu-data", Parameters: map[string]string{ParamJurisdiction: "eu"}}
+	var deleted int64
+	for i := 0; ; i++ {
+		step, err := r2.Drain(ctx, r, drivers.DrainLimits{Units: 2})
+		if err != nil {
+			t.Fatalf("step %d: %v", i+1, err)
+		}
+		deleted += step.Deleted.Objects
+		if step.Done {
+			break
+		}
+		if i > 5 {
+			t.Fatalf("want Done within 6 steps, got %+v", step)
+		}
+	}
+	if deleted != 5 {
+		t.Errorf("want the EU bucket's 5 objects deleted, got %d", deleted)
+	}
+	if n := eu.countEntries(t, "eu-data"); n != 0 {
+		t.Errorf("want the EU bucket empty, got %d entries", n)
+	}
+	if ok, err := r2.exists(ctx, eu.raw, "eu-data"); !ok || err != nil {
+		t.Errorf("want the EU bucket kept, got exists=%v %v", ok, err)
+	}
+	out, err := account.raw.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("eu-data")})
+	if err != nil || len(out.Contents) != 1 || aws.ToString(out.Contents[0].Key) != "account-only.txt" {
+		t.Fatalf("want the account endpoint's eu-data untouched, got %v %v", out, err)
+	}
+}
+
+// TestDrainBatches: one step with the default units empties a bucket of
+// 2,500 object versions in DeleteObjects batches of 1,000, finds it empty
+// and reports Done, with exactly the requests the server received.
+func TestDrainBatches(t *testing.T) {
+	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		r := drivers.Resource{Name: "drain-batches"}
+		f.ensure(t, r.Name, nil)
+		f.fillMany(t, r.Name, 2500)
+		f.counter.Reset()
+		step, err := f.backend.Drain(ctx, r, drivers.DrainLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := f.counter.Ops()
+		if !step.Done || step.Deleted.Objects != 2500 || step.Deleted.Bytes != 2500 || !step.Remaining.Known || step.Remaining.Objects != 0 {
+			t.Errorf("want one step deleting 2,500 objects of one byte and finding the bucket empty, got %+v", step)
+		}
+		if ops["DeleteObjects"] != 3 || ops["ListObjectVersions"] != 4 || ops["HeadBucket"] != 1 || ops["ListMultipartUploads"] != 1 {
+			t.Errorf("want 1 HeadBucket, 1 ListMultipartUploads, 4 ListObjectVersions and 3 DeleteObjects, got %v", ops)
+		}
+		if _, all := f.counter.Reset(); step.Requests != all {
+			t.Errorf("want the step's Requests to be the %d requests sent, got %d", all, step.Requests)
+		}
+	})
+}
