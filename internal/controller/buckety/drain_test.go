@@ -10,6 +10,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
 )
 
 var t0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -145,6 +146,33 @@ func TestDrainingCondition(t *testing.T) {
 			got := draining(b, &facts{now: t0.Add(c.now), drainTerms: terms})
 			if got.Status != c.status || got.Reason != c.reason || !strings.Contains(got.Message, c.inMsg) {
 				t.Errorf("want %s %s containing %q, got %s %s %q", c.status, c.reason, c.inMsg, got.Status, got.Reason, got.Message)
+			}
+		})
+	}
+}
+
+// TestDrainTerms: the interval and the stuck threshold come from the
+// Buckety, then the backend, then the defaults.
+func TestDrainTerms(t *testing.T) {
+	allow := true
+	be := &config.Backend{Name: "kafka", Drain: &config.Drain{Allow: &allow, Interval: drivers.Duration{Duration: 5 * time.Second}, StuckAfter: drivers.Duration{Duration: 10 * time.Minute}}}
+	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
+	for _, c := range []struct {
+		name      string
+		spec      *v1.DrainSpec
+		be        *config.Backend
+		iv, stuck time.Duration
+	}{
+		{name: "defaults", spec: &v1.DrainSpec{Request: "r"}, be: &config.Backend{}, iv: config.DefaultDrainInterval, stuck: config.DefaultDrainStuckAfter},
+		{name: "no backend", spec: &v1.DrainSpec{Request: "r"}, iv: config.DefaultDrainInterval, stuck: config.DefaultDrainStuckAfter},
+		{name: "the backend's", spec: &v1.DrainSpec{Request: "r"}, be: be, iv: 5 * time.Second, stuck: 10 * time.Minute},
+		{name: "the Buckety's", spec: &v1.DrainSpec{Request: "r", Interval: d(2 * time.Second), StuckAfter: d(time.Minute)}, be: be, iv: 2 * time.Second, stuck: time.Minute},
+		{name: "an interval below the minimum is not used", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Millisecond)}, be: be, iv: 5 * time.Second, stuck: 10 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := termsOf(drainingBuckety(2, c.spec, nil), c.be)
+			if got.interval != c.iv || got.stuckAfter != c.stuck {
+				t.Errorf("want interval %s, stuckAfter %s; got %s, %s", c.iv, c.stuck, got.interval, got.stuckAfter)
 			}
 		})
 	}
