@@ -45,6 +45,12 @@ type Entry struct {
 	// Principals lists the same connection's principals by installation;
 	// nil when the driver cannot.
 	Principals drivers.PrincipalLister
+	// Prober is the same connection's health probe, instrumented; nil
+	// when the driver has none.
+	Prober drivers.Prober
+	// Implementation names the software behind the backend
+	// (drivers.Implementer), "" when the driver or the config does not say.
+	Implementation string
 }
 
 // Set is every opened backend.
@@ -86,6 +92,12 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		}
 		if pl, ok := be.(drivers.PrincipalLister); ok {
 			e.Principals = &instrumentedPrincipals{PrincipalLister: pl, in: in}
+		}
+		if p, ok := be.(drivers.Prober); ok {
+			e.Prober = &instrumentedProber{Prober: p, in: in}
+		}
+		if im, ok := be.(drivers.Implementer); ok {
+			e.Implementation = im.Implementation()
 		}
 		s.entries[b.Name] = e
 	}
@@ -348,4 +360,17 @@ func (i *instrumentedPrincipals) ListPrincipals(ctx context.Context, installatio
 	ps, err := i.PrincipalLister.ListPrincipals(ctx, installation)
 	i.in.observe("list_principals", start, err)
 	return ps, err
+}
+
+// instrumentedProber records a probe as operation "probe".
+type instrumentedProber struct {
+	drivers.Prober
+	in *instrumented
+}
+
+func (i *instrumentedProber) Probe(ctx context.Context) error {
+	start := time.Now()
+	err := i.Prober.Probe(ctx)
+	i.in.observe("probe", start, err)
+	return err
 }

@@ -40,6 +40,10 @@ var rbacAllowlist = map[string]string{
 	// (Minting -> Active where the service issues it), deleted after the
 	// principal is revoked (access/credential.go); listed by owner.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketycredentials`: "create,delete,get,list,patch,watch",
+	// The BucketyBackend view: the leader reads it from its cache, creates
+	// one per backend, updates it whole when its status changed, deletes
+	// those of backends no longer configured (backendview).
+	`ClusterRole/buckety-controller buckety.yolean.se/bucketybackends`: "create,delete,get,list,update,watch",
 	// The implicit access: created, patched, deleted by the Buckety
 	// reconciler; its finalizer patched by the access reconciler.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyaccesses`:        "create,delete,get,list,patch,watch",
@@ -75,6 +79,8 @@ var rbacAllowlist = map[string]string{
 	`ClusterRole/buckety-edit buckety.yolean.se/bucketyaccesses`: "create,delete,deletecollection,get,list,patch,update,watch",
 	`ClusterRole/buckety-view buckety.yolean.se/bucketies`:       "get,list,watch",
 	`ClusterRole/buckety-view buckety.yolean.se/bucketyaccesses`: "get,list,watch",
+	// The BucketyBackend view, bound to system:authenticated.
+	`ClusterRole/buckety-backends-view buckety.yolean.se/bucketybackends`: "get,list,watch",
 }
 
 // TestRBACAllowlist (issue 14.5): the roles in deploy/kustomize/base grant
@@ -82,7 +88,7 @@ var rbacAllowlist = map[string]string{
 func TestRBACAllowlist(t *testing.T) {
 	base := filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base")
 	got := map[string][]string{}
-	for _, f := range []string{"rbac/role.yaml", "webhook/rbac/role.yaml", "controller/metrics-reader.yaml", "tenant-roles.yaml"} {
+	for _, f := range []string{"rbac/role.yaml", "webhook/rbac/role.yaml", "controller/metrics-reader.yaml", "tenant-roles.yaml", "backends-view.yaml"} {
 		b, err := os.ReadFile(filepath.Join(base, f))
 		if err != nil {
 			t.Fatal(err)

@@ -866,7 +866,7 @@ reinstall() {
   done
   "$KUBECTL" get crd -l app.kubernetes.io/part-of=buckety -o json |
     jq 'del(.metadata) | .items[] |= (del(.status) | .metadata |= del(.uid, .resourceVersion, .creationTimestamp, .generation, .managedFields))' > "$REINSTALL_SAVED"
-  expect_eq "buckety's CRDs saved" 4 "$(jq '.items | length' "$REINSTALL_SAVED")"
+  expect_eq "buckety's CRDs saved" 5 "$(jq '.items | length' "$REINSTALL_SAVED")"
   "$KUBECTL" delete crd -l app.kubernetes.io/part-of=buckety --timeout="${E2E_TIMEOUT}s" >/dev/null || fail "deleting buckety's CRDs"
   expect_eq "CRDs left" "" "$("$KUBECTL" get crd -l app.kubernetes.io/part-of=buckety -o name)"
   if k get bucketies >/dev/null 2>&1; then fail "bucketies still served after the CRDs were deleted"; fi

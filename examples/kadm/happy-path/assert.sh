@@ -19,3 +19,9 @@ expect_contains "topic config" "config.retention.ms=604800000" "$desc"
 
 step "a consumer uses only the Secret"
 probe orders-topic consumer
+
+step "kubectl get bucketybackends lists the backend Ready"
+# Cluster-scoped, read by anyone authenticated: NAME DRIVER IMPLEMENTATION
+# PER-ACCESS-KEYS READY REASON ...
+backend_listed() { "$KUBECTL" get bucketybackends | awk '$1 == "kafka" && $2 == "kadm" && $3 == "kafka" && / True +Reachable /' | grep -q .; }
+eventually "kubectl get bucketybackends: kafka kadm kafka ... True Reachable" backend_listed

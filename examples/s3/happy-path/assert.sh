@@ -12,3 +12,9 @@ else
   wait_cond bucketyaccess/files ScopingNotImplemented True CredentialsNotScoped
 fi
 probe files-bucket consumer
+
+step "kubectl get bucketybackends lists the backend Ready"
+# Cluster-scoped, read by anyone authenticated: NAME DRIVER IMPLEMENTATION
+# PER-ACCESS-KEYS READY REASON ...
+backend_listed() { "$KUBECTL" get bucketybackends | awk '$1 == "s3" && $2 == "s3" && / True +Reachable /' | grep -q .; }
+eventually "kubectl get bucketybackends: s3 s3 ... True Reachable" backend_listed

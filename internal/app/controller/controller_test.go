@@ -158,6 +158,7 @@ func TestBadFlagValuesExit2(t *testing.T) {
 		{[]string{"--kube-api-qps", "0"}, "buckety-controller: --kube-api-qps 0: want a positive number of requests per second, or -1"},
 		{[]string{"--kube-api-qps", "5", "--kube-api-burst", "-1"}, "buckety-controller: --kube-api-burst -1"},
 		{[]string{"--max-concurrent-reconciles", "0"}, "buckety-controller: --max-concurrent-reconciles 0: want at least 1"},
+		{[]string{"--backend-probe-interval", "10ms"}, "buckety-controller: --backend-probe-interval 10ms: want 0 (no probe, no BucketyBackend objects) or at least 1s"},
 		{[]string{"--leader-elect-lease-duration", "0s"}, "buckety-controller: --leader-elect-lease-duration 0s: want a positive duration"},
 		{[]string{"--leader-elect-renew-deadline", "15s"}, "buckety-controller: --leader-elect-renew-deadline 15s: want less than --leader-elect-lease-duration (15s)"},
 		{[]string{"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "3s"}, "buckety-controller: --leader-elect-retry-period 3s: want the renew deadline (3s) to exceed 1.2× it"},

@@ -111,6 +111,10 @@ type Options struct {
 	ReleaseStartupPages bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
+	// BackendProbe is the period of the leader's probe of every backend,
+	// which writes the BucketyBackend view and buckety_backend_up; 0: no
+	// probe and no view. See backendview.go.
+	BackendProbe time.Duration
 	// RetryBackoff spaces the Buckety reconciler's retries after failures;
 	// nil: retry.Backoff's defaults. Tests that tell a wake from a retry
 	// set it to hours.
@@ -221,6 +225,9 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err := addUsage(mgr, o, set, usageChanged); err != nil {
 		return err
 	}
+	if err := addBackendView(mgr, o, set); err != nil {
+		return err
+	}
 	if o.OwnerCheck <= 0 {
 		o.OwnerCheck = DefaultOwnerCheckInterval
 	}
@@ -242,7 +249,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	go reportScoping(ctx, log, set)
-	log.Info("starting", "version", version.Version, "installation", set.Installation(), "GOGC", o.GOGC, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "leaderElection", o.LeaderElect)
+	log.Info("starting", "version", version.Version, "installation", set.Installation(), "GOGC", o.GOGC, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "backendProbeInterval", o.BackendProbe.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
 }
 

@@ -1,0 +1,184 @@
+package backendview
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+// HeartbeatProbes is how many probe rounds may pass without a write to an
+// object whose status did not change: lastProbeTime is then refreshed, so
+// a reader can tell a view that is current from one a stopped controller
+// left behind.
+const HeartbeatProbes = 10
+
+// maxMessage bounds a condition message (the API allows 32 KiB; a driver
+// error that long says nothing more).
+const maxMessage = 1024
+
+// Facts are what one round found about one backend.
+type Facts struct {
+	// Backend is the backend's config entry.
+	Backend *config.Backend
+	// Driver is its driver's name and version.
+	Driver, DriverVersion string
+	// Implementation is the software behind it ("" when unknown).
+	Implementation string
+	// HasProber is false when the driver has no probe.
+	HasProber bool
+	// Probed is true when a probe ran; ProbeErr is its error.
+	Probed   bool
+	ProbeErr error
+	// ProbeTime is when the probe ran.
+	ProbeTime time.Time
+	// Scoping is the backend's answer about keys per access: nil when the
+	// driver has no notion of it (every access gets the backend's
+	// credentials) or when it could not be asked (ScopingKnown false).
+	Scoping      *drivers.Scoping
+	ScopingKnown bool
+	// Bucketies and Accesses count the objects on the backend.
+	Bucketies, Accesses int64
+	// Interval is the probe interval.
+	Interval time.Duration
+}
+
+// readyCondition derives the Ready condition from the facts: Unknown before
+// a probe (or without one), False with the probe's reason when it failed
+// or when keys per access are required and unavailable, True otherwise.
+func readyCondition(f Facts) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionReady}
+	switch {
+	case !f.HasProber:
+		c.Status, c.Reason = metav1.ConditionUnknown, v1.ReasonNotProbed
+		c.Message = fmt.Sprintf("driver %s has no probe: whether the backend answers shows only on its Bucketies", f.Driver)
+	case !f.Probed:
+		c.Status, c.Reason = metav1.ConditionUnknown, v1.ReasonNotProbed
+		c.Message = "not probed since the controller started"
+	case f.ProbeErr != nil:
+		c.Status = metav1.ConditionFalse
+		switch {
+		case drivers.IsUnavailable(f.ProbeErr):
+			c.Reason = v1.ReasonEndpointUnreachable
+		case drivers.IsAccessDenied(f.ProbeErr):
+			c.Reason = v1.ReasonCredentialsInvalid
+		default:
+			c.Reason = v1.ReasonProbeFailed
+		}
+		c.Message = truncate(f.ProbeErr.Error())
+	case f.ScopingKnown && f.Scoping != nil && f.Scoping.Required && !f.Scoping.Scoped:
+		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable
+		c.Message = truncate("the config asks for a credential per access, which the backend cannot issue now, so accesses wait: " + f.Scoping.Reason)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, v1.ReasonReachable
+		c.Message = "the backend answered the controller's probe with the controller's credentials"
+	}
+	return c
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-3] + "..."
+}
+
+// Desired is the status the facts call for, given the object's current
+// status (nil for none): its conditions keep their lastTransitionTime when
+// their status did not change, and keysPerAccess keeps its last known value
+// while the backend cannot be asked.
+func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
+	b := f.Backend
+	s := v1.BucketyBackendStatus{
+		Driver:                f.Driver,
+		DriverVersion:         f.DriverVersion,
+		Implementation:        f.Implementation,
+		Service:               b.Name,
+		AdoptionAllowed:       b.Adoption != nil && b.Adoption.Allow,
+		Limits:                limits(b.Limits),
+		Bucketies:             f.Bucketies,
+		Accesses:              f.Accesses,
+		ProbeInterval:         f.Interval.String(),
+		KeysPerAccessRequired: f.Scoping != nil && f.Scoping.Required,
+	}
+	if b.Service != "" {
+		s.Service = b.Service
+	}
+	switch {
+	case f.ScopingKnown && f.Scoping == nil:
+		s.KeysPerAccess = ptr(false)
+	case f.ScopingKnown:
+		s.KeysPerAccess = ptr(f.Scoping.Scoped)
+	case cur != nil:
+		s.KeysPerAccess = cur.KeysPerAccess
+		s.KeysPerAccessRequired = cur.KeysPerAccessRequired
+	}
+	if f.Probed {
+		s.LastProbeTime = &metav1.Time{Time: f.ProbeTime}
+	} else if cur != nil {
+		s.LastProbeTime = cur.LastProbeTime
+	}
+	if cur != nil {
+		s.Conditions = append([]metav1.Condition(nil), cur.Conditions...)
+	}
+	c := readyCondition(f)
+	c.LastTransitionTime = metav1.Time{Time: f.ProbeTime}
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.Now()
+	}
+	meta.SetStatusCondition(&s.Conditions, c)
+	return s
+}
+
+func limits(l *config.Limits) *v1.BackendLimits {
+	if l == nil {
+		return nil
+	}
+	out := &v1.BackendLimits{
+		PerNamespace:         int64(l.PerNamespace),
+		AccessesPerNamespace: int64(l.AccessesPerNamespace),
+		AccessesPerBuckety:   int64(l.AccessesPerBuckety),
+		Partitions:           l.Partitions,
+		DiskBytes:            l.DiskBytes.Bytes,
+		QuotaBytes:           l.QuotaBytes.Bytes,
+	}
+	if len(l.ParameterMax) > 0 {
+		out.ParameterMax = make(map[string]int64, len(l.ParameterMax))
+		for k, v := range l.ParameterMax {
+			out.ParameterMax[k] = v
+		}
+	}
+	if equality.Semantic.DeepEqual(*out, v1.BackendLimits{}) {
+		return nil
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// NeedsWrite reports whether want must be written over cur (nil: the
+// object does not exist): when anything but lastProbeTime differs, or when
+// lastProbeTime is HeartbeatProbes intervals old.
+func NeedsWrite(cur *v1.BucketyBackendStatus, want v1.BucketyBackendStatus, interval time.Duration) bool {
+	if cur == nil {
+		return true
+	}
+	a, b := *cur.DeepCopy(), *want.DeepCopy()
+	a.LastProbeTime, b.LastProbeTime = nil, nil
+	if !equality.Semantic.DeepEqual(a, b) {
+		return true
+	}
+	if want.LastProbeTime == nil {
+		return false
+	}
+	if cur.LastProbeTime == nil {
+		return true
+	}
+	return want.LastProbeTime.Sub(cur.LastProbeTime.Time) >= time.Duration(HeartbeatProbes)*interval
+}

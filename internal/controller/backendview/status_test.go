@@ -1,0 +1,189 @@
+package backendview
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+func TestReadyCondition(t *testing.T) {
+	unreachable := &drivers.UnavailableError{Backend: "s3", Err: errors.New("dial tcp 127.0.0.1:9: connect: connection refused")}
+	denied := &drivers.AccessDeniedError{Backend: "s3", Err: errors.New("InvalidAccessKeyId")}
+	for _, tc := range []struct {
+		name   string
+		f      Facts
+		status metav1.ConditionStatus
+		reason string
+		msg    string
+	}{
+		{"no probe in the driver", Facts{Driver: "x"}, metav1.ConditionUnknown, v1.ReasonNotProbed, "driver x has no probe"},
+		{"not probed yet", Facts{HasProber: true}, metav1.ConditionUnknown, v1.ReasonNotProbed, "not probed"},
+		{"answered", Facts{HasProber: true, Probed: true}, metav1.ConditionTrue, v1.ReasonReachable, "answered"},
+		{"unreachable", Facts{HasProber: true, Probed: true, ProbeErr: unreachable}, metav1.ConditionFalse, v1.ReasonEndpointUnreachable, "connection refused"},
+		{"wrapped unreachable", Facts{HasProber: true, Probed: true, ProbeErr: errors.Join(errors.New("probe"), unreachable)}, metav1.ConditionFalse, v1.ReasonEndpointUnreachable, "connection refused"},
+		{"credentials refused", Facts{HasProber: true, Probed: true, ProbeErr: denied}, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "InvalidAccessKeyId"},
+		{"other error", Facts{HasProber: true, Probed: true, ProbeErr: errors.New("InternalError")}, metav1.ConditionFalse, v1.ReasonProbeFailed, "InternalError"},
+		{"keys per access required, unavailable", Facts{HasProber: true, Probed: true, ScopingKnown: true, Scoping: &drivers.Scoping{Required: true, Reason: "the admin API answers 501"}},
+			metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable, "the admin API answers 501"},
+		{"keys per access not asked for", Facts{HasProber: true, Probed: true, ScopingKnown: true, Scoping: &drivers.Scoping{Reason: "no credentials in the config"}}, metav1.ConditionTrue, v1.ReasonReachable, "answered"},
+		{"unreachable wins over scoping", Facts{HasProber: true, Probed: true, ProbeErr: unreachable, ScopingKnown: true, Scoping: &drivers.Scoping{Required: true}}, metav1.ConditionFalse, v1.ReasonEndpointUnreachable, "refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := readyCondition(tc.f)
+			if c.Type != v1.ConditionReady || c.Status != tc.status || c.Reason != tc.reason {
+				t.Errorf("want Ready %s %s, got %s %s %s", tc.status, tc.reason, c.Type, c.Status, c.Reason)
+			}
+			if !strings.Contains(c.Message, tc.msg) {
+				t.Errorf("want a message with %q, got %q", tc.msg, c.Message)
+			}
+		})
+	}
+}
+
+func TestReadyMessageBounded(t *testing.T) {
+	c := readyCondition(Facts{HasProber: true, Probed: true, ProbeErr: errors.New(strings.Repeat("x", 5000))})
+	if len(c.Message) != maxMessage {
+		t.Errorf("want a message of %d bytes, got %d", maxMessage, len(c.Message))
+	}
+}
+
+func backend() *config.Backend {
+	return &config.Backend{Name: "minio", Driver: "s3", Service: "blobs",
+		Adoption: &config.Adoption{Allow: true},
+		Limits: &config.Limits{PerNamespace: 3, AccessesPerNamespace: 7, Partitions: 12,
+			DiskBytes: drivers.ByteSize{Bytes: 1 << 30}, QuotaBytes: drivers.ByteSize{Bytes: 2 << 30},
+			ParameterMax: map[string]int64{"partitions": 8}}}
+}
+
+func TestDesiredCopiesTheConfig(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	f := Facts{Backend: backend(), Driver: "s3", DriverVersion: "1.2.3", Implementation: "minio", HasProber: true, Probed: true,
+		ProbeTime: now, ScopingKnown: true, Scoping: &drivers.Scoping{Scoped: true, Required: true}, Bucketies: 4, Accesses: 9, Interval: 30 * time.Second}
+	s := Desired(f, nil)
+	if s.Driver != "s3" || s.DriverVersion != "1.2.3" || s.Implementation != "minio" || s.Service != "blobs" {
+		t.Errorf("want s3 1.2.3 minio blobs, got %s %s %s %s", s.Driver, s.DriverVersion, s.Implementation, s.Service)
+	}
+	if s.KeysPerAccess == nil || !*s.KeysPerAccess || !s.KeysPerAccessRequired {
+		t.Errorf("want keys per access, required, got %v %v", s.KeysPerAccess, s.KeysPerAccessRequired)
+	}
+	if !s.AdoptionAllowed {
+		t.Error("want adoptionAllowed")
+	}
+	l := s.Limits
+	if l == nil || l.PerNamespace != 3 || l.AccessesPerNamespace != 7 || l.Partitions != 12 || l.DiskBytes != 1<<30 || l.QuotaBytes != 2<<30 || l.ParameterMax["partitions"] != 8 {
+		t.Errorf("want the config's limits, got %+v", l)
+	}
+	if s.Bucketies != 4 || s.Accesses != 9 {
+		t.Errorf("want 4 Bucketies and 9 accesses, got %d and %d", s.Bucketies, s.Accesses)
+	}
+	if s.LastProbeTime == nil || !s.LastProbeTime.Time.Equal(now) || s.ProbeInterval != "30s" {
+		t.Errorf("want lastProbeTime %s every 30s, got %v every %s", now, s.LastProbeTime, s.ProbeInterval)
+	}
+	if len(s.Conditions) != 1 || s.Conditions[0].Status != metav1.ConditionTrue || !s.Conditions[0].LastTransitionTime.Time.Equal(now) {
+		t.Errorf("want Ready True since %s, got %+v", now, s.Conditions)
+	}
+}
+
+func TestDesiredDefaults(t *testing.T) {
+	s := Desired(Facts{Backend: &config.Backend{Name: "kafka", Limits: &config.Limits{}}, HasProber: true, Probed: true, ScopingKnown: true, ProbeTime: time.Now()}, nil)
+	if s.Service != "kafka" {
+		t.Errorf("want the service to default to the backend's name, got %q", s.Service)
+	}
+	if s.Limits != nil {
+		t.Errorf("want no limits from an empty limits block, got %+v", s.Limits)
+	}
+	if s.KeysPerAccess == nil || *s.KeysPerAccess {
+		t.Errorf("want keysPerAccess false on a driver without scoping, got %v", s.KeysPerAccess)
+	}
+}
+
+// TestDesiredKeepsWhatItCannotTell: a backend that cannot be asked keeps
+// its last known keysPerAccess and lastProbeTime; a condition whose status
+// holds keeps its transition time.
+func TestDesiredKeepsWhatItCannotTell(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	f := Facts{Backend: backend(), HasProber: true, Probed: true, ProbeTime: t0, ScopingKnown: true, Scoping: &drivers.Scoping{Scoped: true}}
+	first := Desired(f, nil)
+	f.ProbeTime, f.ScopingKnown, f.Scoping = t0.Add(time.Minute), false, nil
+	second := Desired(f, &first)
+	if second.KeysPerAccess == nil || !*second.KeysPerAccess {
+		t.Errorf("want keysPerAccess kept while the backend cannot be asked, got %v", second.KeysPerAccess)
+	}
+	if !second.Conditions[0].LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("want Ready's transition time kept at %s, got %s", t0, second.Conditions[0].LastTransitionTime)
+	}
+	f.ProbeTime, f.ProbeErr = t0.Add(2*time.Minute), &drivers.UnavailableError{Backend: "minio", Err: errors.New("timeout")}
+	third := Desired(f, &second)
+	if c := third.Conditions[0]; c.Status != metav1.ConditionFalse || !c.LastTransitionTime.Time.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("want Ready False since the failed probe, got %+v", c)
+	}
+	notProbed := Desired(Facts{Backend: backend(), HasProber: true}, &third)
+	if notProbed.LastProbeTime == nil || !notProbed.LastProbeTime.Time.Equal(third.LastProbeTime.Time) {
+		t.Errorf("want the last probe time kept when no probe ran, got %v", notProbed.LastProbeTime)
+	}
+}
+
+func TestNeedsWrite(t *testing.T) {
+	const interval = 30 * time.Second
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	f := Facts{Backend: backend(), HasProber: true, Probed: true, ProbeTime: t0, ScopingKnown: true, Bucketies: 1, Interval: interval}
+	cur := Desired(f, nil)
+	at := func(d time.Duration, mod func(*Facts)) v1.BucketyBackendStatus {
+		g := f
+		g.ProbeTime = t0.Add(d)
+		if mod != nil {
+			mod(&g)
+		}
+		return Desired(g, &cur)
+	}
+	for _, tc := range []struct {
+		name string
+		want v1.BucketyBackendStatus
+		cur  *v1.BucketyBackendStatus
+		need bool
+	}{
+		{"no object", cur, nil, true},
+		{"same probe", cur, &cur, false},
+		{"next probe, nothing changed", at(interval, nil), &cur, false},
+		{"heartbeat not due", at(time.Duration(HeartbeatProbes-1)*interval, nil), &cur, false},
+		{"heartbeat due", at(time.Duration(HeartbeatProbes)*interval, nil), &cur, true},
+		{"a count changed", at(interval, func(g *Facts) { g.Bucketies = 2 }), &cur, true},
+		{"unreachable", at(interval, func(g *Facts) { g.ProbeErr = &drivers.UnavailableError{Err: errors.New("refused")} }), &cur, true},
+		{"a limit changed", at(interval, func(g *Facts) { b := *g.Backend; b.Limits = nil; g.Backend = &b }), &cur, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NeedsWrite(tc.cur, tc.want, interval); got != tc.need {
+				t.Errorf("want NeedsWrite %v, got %v", tc.need, got)
+			}
+		})
+	}
+}
+
+func TestCount(t *testing.T) {
+	bs := []v1.Buckety{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"}, Spec: v1.BucketySpec{Backend: "kafka"}, Status: v1.BucketyStatus{Backend: "kafka"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y"}, Spec: v1.BucketySpec{Backend: "minio"}},
+		// spec.backend changed after the first reconcile: status.backend is sticky.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "x"}, Spec: v1.BucketySpec{Backend: "minio"}, Status: v1.BucketyStatus{Backend: "kafka"}},
+	}
+	as := []v1.BucketyAccess{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "r"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "x"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "r"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "x"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "w"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "y"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "orphan"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "x"}}},
+	}
+	b, a := Count(bs, as)
+	if b["kafka"] != 2 || b["minio"] != 1 {
+		t.Errorf("want Bucketies kafka 2, minio 1, got %v", b)
+	}
+	if a["kafka"] != 2 || a["minio"] != 1 {
+		t.Errorf("want accesses kafka 2, minio 1 (none for an access whose Buckety is missing), got %v", a)
+	}
+}

@@ -1,0 +1,27 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// BackendUp is 1 when a backend answered the leader's last probe with
+	// the controller's credentials, 0 when it did not (any reason: the
+	// BucketyBackend's Ready condition has it). Absent before the first
+	// probe and on replicas that are not the leader.
+	BackendUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "buckety_backend_up",
+		Help: "1 when the backend answered the controller's last probe (BucketyBackend Ready True), 0 when it did not; the reason label is the Ready reason.",
+	}, []string{"backend", "driver", "reason"})
+
+	// BackendLastProbe is the Unix time of a backend's last probe.
+	BackendLastProbe = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "buckety_backend_last_probe_timestamp_seconds",
+		Help: "Unix time of the controller's last probe of the backend.",
+	}, []string{"backend"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(BackendUp, BackendLastProbe)
+}

@@ -1,0 +1,224 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// TestBackendView (issue 52 item 2): the leader writes one BucketyBackend
+// per configured backend and deletes one whose backend left the config; a
+// MinIO that is killed turns its backend Ready False (EndpointUnreachable)
+// at the next probe, and back to Ready True once it serves again; a tenant
+// (bound to edit in its namespace, and authenticated: the shipped
+// buckety-backends-view binding) lists and reads the backends, may not
+// write them, and finds no credential in them.
+func TestBackendView(t *testing.T) {
+	needInfra(t)
+	ctx := context.Background()
+	const interval = 2 * time.Second
+	// A MinIO of this test's own, with the shared one's keys (the
+	// controller's environment names those).
+	srv := s3test.Start(t, "minio", s3test.Options{AccessKey: minio.AccessKey, SecretKey: minio.SecretKey})
+	cfg := harness.S3Server(s3driver.ImplMinIO, srv.Endpoint, srv.Region, "TEST_S3_ACCESS_KEY", "TEST_S3_SECRET_KEY")
+	cfg.RequestTimeout = harness.Duration(interval)
+	s3b := harness.S3("probed-minio", cfg)
+	s3b.Service = "probed-blobs"
+	kb := sharedKafka("probed-kafka")
+	yamlCfg := harness.ConfigYAML(kb, s3b)
+	t.Cleanup(func() {
+		if err := k8s.DeleteAllOf(ctx, &v1.BucketyBackend{}); err != nil {
+			t.Errorf("delete the BucketyBackends: %v", err)
+		}
+	})
+	stray := &v1.BucketyBackend{ObjectMeta: metav1.ObjectMeta{Name: "retired-backend"}, Status: v1.BucketyBackendStatus{Driver: "s3", Service: "retired-backend"}}
+	create(t, stray)
+	ns := namespace(t)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "counted", Namespace: ns}, Spec: v1.BucketySpec{Backend: "probed-kafka"}})
+
+	startControllerWith(t, yamlCfg, nil, func(o *appcontroller.Options) { o.BackendProbe = interval })
+
+	ready := func(name, status, reason string) *v1.BucketyBackend {
+		t.Helper()
+		var bb v1.BucketyBackend
+		wait.For(t, waitTimeout, fmt.Sprintf("bucketybackend/%s Ready %s %s", name, status, reason), func() (bool, string) {
+			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, &bb); err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(bb.Status.Conditions, v1.ConditionReady)
+			if c == nil {
+				return false, "no Ready condition"
+			}
+			return string(c.Status) == status && c.Reason == reason, condString(bb.Status.Conditions)
+		})
+		return &bb
+	}
+	m := ready("probed-minio", "True", v1.ReasonReachable)
+	if m.Status.Driver != "s3" || m.Status.Implementation != "minio" || m.Status.Service != "probed-blobs" || m.Status.LastProbeTime == nil {
+		t.Errorf("want driver s3, implementation minio, service probed-blobs and a probe time, got %+v", m.Status)
+	}
+	if m.Status.KeysPerAccess == nil || *m.Status.KeysPerAccess {
+		t.Errorf("want keysPerAccess false (the config sets no credentials), got %v", m.Status.KeysPerAccess)
+	}
+	k := ready("probed-kafka", "True", v1.ReasonReachable)
+	if k.Status.Driver != "kadm" || k.Status.Implementation != "kafka" {
+		t.Errorf("want driver kadm, implementation kafka, got %s %s", k.Status.Driver, k.Status.Implementation)
+	}
+	wait.For(t, waitTimeout, "probed-kafka counts the Buckety", func() (bool, string) {
+		var bb v1.BucketyBackend
+		err := k8s.Get(ctx, client.ObjectKey{Name: "probed-kafka"}, &bb)
+		return err == nil && bb.Status.Bucketies == 1, fmt.Sprint(err, bb.Status.Bucketies)
+	})
+	// Probes that change nothing write nothing (lastProbeTime is refreshed
+	// every HeartbeatProbes probes).
+	var before, after v1.BucketyBackend
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "probed-kafka"}, &before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * interval)
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "probed-kafka"}, &after); err != nil {
+		t.Fatal(err)
+	}
+	if before.ResourceVersion != after.ResourceVersion {
+		t.Errorf("want no write while nothing changed, got resourceVersion %s then %s: %+v then %+v", before.ResourceVersion, after.ResourceVersion, before.Status, after.Status)
+	}
+	wait.For(t, waitTimeout, "the stray BucketyBackend deleted", func() (bool, string) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(stray), &v1.BucketyBackend{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+
+	tenantSees(t, ns, srv)
+
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	down := ready("probed-minio", "False", v1.ReasonEndpointUnreachable)
+	t.Logf("Ready False (%s) %s after the kill, probe interval %s: %s", v1.ReasonEndpointUnreachable, time.Since(killed).Round(100*time.Millisecond), interval,
+		meta.FindStatusCondition(down.Status.Conditions, v1.ConditionReady).Message)
+	if reason, up := backendUp(t, "probed-minio"); reason != v1.ReasonEndpointUnreachable || up != 0 {
+		t.Errorf("want buckety_backend_up{reason=%q} 0 while MinIO is down, got {reason=%q} %v", v1.ReasonEndpointUnreachable, reason, up)
+	}
+	if err := srv.Respawn(); err != nil {
+		t.Fatal(err)
+	}
+	respawned := time.Now()
+	ready("probed-minio", "True", v1.ReasonReachable)
+	t.Logf("Ready True again %s after MinIO served again", time.Since(respawned).Round(100*time.Millisecond))
+	if reason, up := backendUp(t, "probed-minio"); reason != v1.ReasonReachable || up != 1 {
+		t.Errorf("want buckety_backend_up{reason=%q} 1 once MinIO serves again, got {reason=%q} %v", v1.ReasonReachable, reason, up)
+	}
+}
+
+// tenantSees checks the view as a tenant: a user bound to edit in ns only,
+// with the shipped buckety-backends-view role and binding installed.
+func tenantSees(t *testing.T, ns string, srv *s3test.Server) {
+	t.Helper()
+	ctx := context.Background()
+	installBackendsView(t)
+	tc := tenant(t, ns, "backends-tenant")
+	var l v1.BucketyBackendList
+	wait.For(t, waitTimeout, "the tenant lists the backends", func() (bool, string) {
+		err := tc.List(ctx, &l)
+		return err == nil && len(l.Items) == 2, fmt.Sprint(err, len(l.Items))
+	})
+	var bb v1.BucketyBackend
+	if err := tc.Get(ctx, client.ObjectKey{Name: "probed-minio"}, &bb); err != nil {
+		t.Fatalf("tenant: want to get bucketybackend/probed-minio, got %v", err)
+	}
+	bb.Status.Conditions = nil
+	if err := tc.Update(ctx, &bb); !apierrors.IsForbidden(err) {
+		t.Errorf("tenant: want update forbidden, got %v", err)
+	}
+	if err := tc.Patch(ctx, &bb, client.RawPatch("application/merge-patch+json", []byte(`{"status":{"driver":"fake"}}`))); !apierrors.IsForbidden(err) {
+		t.Errorf("tenant: want patch forbidden, got %v", err)
+	}
+	if err := tc.Delete(ctx, &bb); !apierrors.IsForbidden(err) {
+		t.Errorf("tenant: want delete forbidden, got %v", err)
+	}
+	if err := tc.Create(ctx, &v1.BucketyBackend{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}); !apierrors.IsForbidden(err) {
+		t.Errorf("tenant: want create forbidden, got %v", err)
+	}
+	js, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, secret := range map[string]string{"secret key": srv.SecretKey, "access key": srv.AccessKey, "config variable": "TEST_S3_SECRET_KEY"} {
+		if strings.Contains(string(js), secret) {
+			t.Errorf("the backends as the tenant reads them hold the %s %q: %s", what, secret, js)
+		}
+	}
+}
+
+// installBackendsView installs the shipped buckety-backends-view
+// ClusterRole and its binding to system:authenticated.
+func installBackendsView(t *testing.T) {
+	t.Helper()
+	base := filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base")
+	var cr rbacv1.ClusterRole
+	var crb rbacv1.ClusterRoleBinding
+	for f, obj := range map[string]client.Object{"backends-view.yaml": &cr, "backends-view-binding.yaml": &crb} {
+		r, err := os.Open(filepath.Join(base, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = yaml.NewYAMLOrJSONDecoder(r, 4096).Decode(obj)
+		if cerr := r.Close(); cerr != nil {
+			t.Fatal(cerr)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := harness.CreateOrIgnore(context.Background(), k8s, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// backendUp is buckety_backend_up of backend: its reason label and value
+// ("" when the series is absent).
+func backendUp(t *testing.T, backend string) (string, float64) {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	go func() { metrics.BackendUp.Collect(ch); close(ch) }()
+	reason, value := "", -1.0
+	for pm := range ch {
+		var m dto.Metric
+		if err := pm.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["backend"] == backend {
+			reason, value = labels["reason"], m.GetGauge().GetValue()
+		}
+	}
+	return reason, value
+}
