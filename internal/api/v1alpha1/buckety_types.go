@@ -224,8 +224,9 @@ type DrainStatus struct {
 	// +optional
 	LastPassTime *metav1.Time `json:"lastPassTime,omitempty"`
 	// Initial is what the resource held when the drain started, where
-	// known: from the backend's usage report at the start, or from the
-	// first pass (deleted plus remaining).
+	// known: from the backend's usage report when it was measured after
+	// the drain started, or from the first pass (deleted plus remaining);
+	// failing both, what the drain deleted, once it completes.
 	// +optional
 	Initial *DrainContent `json:"initial,omitempty"`
 	// Current is what the resource held after the last pass, where that

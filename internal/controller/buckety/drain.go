@@ -211,7 +211,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	}
 	res := drivers.Resource{Name: f.resourceName, Parameters: paramsOf(f, b)}
 	if st.Passes == 0 && st.Initial == nil && e.Usage != nil {
-		st.Initial = initialFromUsage(ctx, e, res)
+		st.Initial = initialFromUsage(ctx, e, res, st.StartTime.Time)
 	}
 	step, err := e.Drainer.Drain(ctx, res, drivers.DrainLimits{Units: r.DrainUnits})
 	applyStep(e.Name, st, step, err, t)
@@ -237,14 +237,20 @@ func paramsOf(f *facts, b *v1.Buckety) map[string]string {
 }
 
 // initialFromUsage is what the backend's usage report says the resource
-// holds before the first step; nil when it cannot tell. A topic's usage
-// has bytes but no record count: the first step supplies it.
-func initialFromUsage(ctx context.Context, e *backends.Entry, res drivers.Resource) *v1.DrainContent {
+// holds before the first step; nil when it cannot tell, or when the
+// report was measured before the drain started (MinIO reports from its
+// periodic scan, which may predate the content a drain is asked to
+// remove). A topic's usage has bytes but no record count: the first step
+// supplies it.
+func initialFromUsage(ctx context.Context, e *backends.Entry, res drivers.Resource, start time.Time) *v1.DrainContent {
 	us, err := e.Usage.Usage(ctx, []drivers.Resource{res})
 	if err != nil || len(us) != 1 || !us[0].Known {
 		return nil
 	}
 	u := us[0]
+	if u.MeasuredAt.Before(start) {
+		return nil
+	}
 	c := &v1.DrainContent{Bytes: ptr(u.Bytes)}
 	if u.Partitions == 0 {
 		c.Objects = ptr(u.Objects)
