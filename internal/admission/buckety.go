@@ -76,6 +76,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	warnings = append(warnings, w...)
 	errs = append(errs, perrs...)
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
+	errs = append(errs, drain(spec.Child("drain"), be, b.Spec.Drain)...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
 	if len(perrs) == 0 {
 		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, config.Effective(b.Spec.Parameters, be.DefaultsFor(b.Spec.Parameters, nil, false)))...)
@@ -148,6 +149,9 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 	if b.Spec.Adoption != old.Spec.Adoption {
 		errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	}
+	if !reflect.DeepEqual(b.Spec.Drain, old.Spec.Drain) {
+		errs = append(errs, drain(spec.Child("drain"), be, b.Spec.Drain)...)
+	}
 	if da := b.Spec.DefaultAccess; da != nil && !reflect.DeepEqual(da, old.Spec.DefaultAccess) {
 		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
@@ -208,6 +212,30 @@ func adoption(p *field.Path, be *config.Backend, a v1.Adoption) field.ErrorList 
 		return nil
 	}
 	return field.ErrorList{field.Forbidden(p, fmt.Sprintf("%s is not allowed on backend %q: its configuration in buckety-controller.yaml does not set adoption.allow, so buckety never takes over an existing resource with content there; remove spec.adoption (or set it to Refuse), or ask the cluster maintainer", a, be.Name))}
+}
+
+// drain rejects spec.drain where the backend does not allow it
+// (drain.allow in buckety-controller.yaml, by default the driver's: on for
+// S3, off for Kafka) or its driver cannot drain, and durations out of
+// range. Checked on create and when the field changes, so a backend that
+// stops allowing drains does not block other updates (the controller
+// stops a running drain itself). Removing spec.drain is always allowed:
+// it cancels.
+func drain(p *field.Path, be *config.Backend, d *v1.DrainSpec) field.ErrorList {
+	if d == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if msg := be.DrainRefusal(); msg != "" {
+		errs = append(errs, field.Forbidden(p, msg))
+	}
+	if d.Interval != nil && d.Interval.Duration < config.MinDrainInterval {
+		errs = append(errs, field.Invalid(p.Child("interval"), d.Interval.Duration.String(), fmt.Sprintf("must be at least %s (absent: the backend's drain.interval, else %s)", config.MinDrainInterval, config.DefaultDrainInterval)))
+	}
+	if d.StuckAfter != nil && d.StuckAfter.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("stuckAfter"), d.StuckAfter.Duration.String(), fmt.Sprintf("must be positive (absent: the backend's drain.stuckAfter, else %s)", config.DefaultDrainStuckAfter)))
+	}
+	return errs
 }
 
 // ValidateDelete admits every deletion; the finalizer handles the rest.

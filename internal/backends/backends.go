@@ -36,6 +36,9 @@ type Entry struct {
 	// Usage is the same connection's usage measurement, instrumented; nil
 	// when the driver has none.
 	Usage drivers.UsageReporter
+	// Drainer is the same connection's drain, instrumented; nil when the
+	// driver cannot drain.
+	Drainer drivers.Drainer
 	// Owners is the same connection's owner records, instrumented; nil
 	// when the driver keeps none.
 	Owners drivers.OwnerRecorder
@@ -80,6 +83,9 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		}
 		if u, ok := be.(drivers.UsageReporter); ok {
 			e.Usage = &instrumentedUsage{UsageReporter: u, in: in}
+		}
+		if d, ok := be.(drivers.Drainer); ok {
+			e.Drainer = &instrumentedDrainer{Drainer: d, in: in}
 		}
 		if o, ok := be.(drivers.OwnerRecorder); ok {
 			e.Owners = &instrumentedOwners{OwnerRecorder: o, in: in}
@@ -279,6 +285,19 @@ func (i *instrumentedCredentialSweeper) SweepCredentials(ctx context.Context, as
 	d, err := i.CredentialSweeper.SweepCredentials(ctx, as)
 	i.in.observe("sweep-credentials", start, err)
 	return d, err
+}
+
+// instrumentedDrainer records a drain step as operation "drain".
+type instrumentedDrainer struct {
+	drivers.Drainer
+	in *instrumented
+}
+
+func (i *instrumentedDrainer) Drain(ctx context.Context, r drivers.Resource, l drivers.DrainLimits) (drivers.DrainStep, error) {
+	start := time.Now()
+	s, err := i.Drainer.Drain(ctx, r, l)
+	i.in.observe("drain", start, err)
+	return s, err
 }
 
 // instrumentedUsage records a usage measurement as operation "usage".

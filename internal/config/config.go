@@ -105,6 +105,9 @@ type Backend struct {
 	// converged default asks for is checked against budgets as a
 	// tenant's edit is.
 	ConvergeParameters bool `json:"convergeParameters,omitempty"`
+	// Drain configures Buckety spec.drain (emptying a resource and keeping
+	// it) on this backend.
+	Drain *Drain `json:"drain,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
@@ -443,6 +446,7 @@ func (c *Config) Validate() error {
 			continue
 		}
 		b.driver = d
+		errs = append(errs, b.validateDrainDriver(p)...)
 		optErrs := c.decodeOptions(b, p.Child("config"))
 		errs = append(errs, optErrs...)
 		if len(optErrs) == 0 && len(b.Parameters) > 0 {
@@ -526,6 +530,7 @@ func (b *Backend) validateFields(p *field.Path) (errs field.ErrorList, policyOK 
 			}
 		}
 	}
+	errs = append(errs, b.validateDrain(p.Child("drain"))...)
 	if l := b.Limits; l != nil {
 		for _, c := range []struct {
 			key string

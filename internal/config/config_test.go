@@ -102,7 +102,7 @@ func TestMisconfigured(t *testing.T) {
 		want       []string
 	}{
 		{"strict decode, top level", "backend:\n- name: a\n", []string{`backend: unknown field "backend"; remove it or fix its spelling (allowed here: backends, formerInstallations, installation)`}},
-		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, convergeParameters, credentials, defaults, driver, limits, name, namePolicy, ownership, parameters, reservedNames, service"}},
+		{"strict decode, backend", "backends:\n- name: a\n  drvier: test\n", []string{`backends[0].drvier: unknown field "drvier"`, "allowed here: adoption, config, convergeParameters, credentials, defaults, drain, driver, limits, name, namePolicy, ownership, parameters, reservedNames, service"}},
 		{"strict decode, driver options", "backends:\n- name: a\n  driver: test\n  config:\n    endpoint: x\n    endpiont: y\n", []string{`backends[0].config.endpiont: Invalid value: unknown field "endpiont"`, "allowed here: endpoint, limit, token"}},
 		{"wrong type in driver options", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, limit: lots}\n", []string{`backends[0].config.limit: Invalid value: want a whole number, got "lots"`}},
 		{"undefined variable without default", "backends:\n- name: a\n  driver: test\n  config: {endpoint: x, token: '${UNSET_TOKEN}'}\n", []string{`backends[0].config.token: Invalid value: environment variable UNSET_TOKEN is not set: set it, or write ${UNSET_TOKEN:-default}`}},
@@ -132,6 +132,8 @@ func TestMisconfigured(t *testing.T) {
 		{"namespace limits for no one", "backends:\n- {name: a, driver: test, limits: {namespaces: [{partitions: 10}]}, config: {endpoint: x}}\n", []string{`backends[0].limits.namespaces[0]: Required value: names or a selector`}},
 		{"bad namespace selector", "backends:\n- {name: a, driver: test, limits: {namespaces: [{selector: {matchExpressions: [{key: tier, operator: Near}]}}]}, config: {endpoint: x}}\n", []string{`backends[0].limits.namespaces[0].selector: Invalid value`, `"Near" is not a valid label selector operator`}},
 		{"default above the ceiling", "backends:\n- {name: a, driver: test, parameters: {partitions: '64'}, limits: {parameterMax: {partitions: 12}}, config: {endpoint: x}}\n", []string{`backends[0].parameters[partitions]: Invalid value: "64": backend a allows at most 12 (limits.parameterMax.partitions in buckety-controller.yaml)`}},
+		{"bad drain block", "backends:\n- {name: a, driver: test, drain: {interval: 10ms, stuckAfter: -1s}, config: {endpoint: x}}\n", []string{`backends[0].drain.interval: Invalid value: "10ms": must be at least 1s (absent: 10s)`, `backends[0].drain.stuckAfter: Invalid value: "-1s": must be positive (absent: 30m0s)`}},
+		{"drain allowed on a driver that cannot drain", "backends:\n- {name: a, driver: test, drain: {allow: true}, config: {endpoint: x}}\n", []string{`backends[0].drain.allow: Invalid value: true: driver test cannot empty a resource; remove drain.allow`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
 	}
 	for _, c := range cases {

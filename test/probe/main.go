@@ -14,10 +14,11 @@
 //
 // `probe kafka-admin CMD ...` acts on the broker out of band, as an operator
 // with rpk would, for the e2e assertions: describe TOPIC, set-config TOPIC
-// KEY=VALUE, grow TOPIC N, create TOPIC PARTITIONS [RECORDS], exists TOPIC.
+// KEY=VALUE, grow TOPIC N, create TOPIC PARTITIONS [RECORDS], exists TOPIC,
+// produce TOPIC N, records TOPIC.
 // `probe s3-admin CMD BUCKET ...` does the same on S3, as with the aws CLI:
 // exists, create [OBJECTS], put-many N, versioning, set-versioning
-// Enabled|Suspended, count, policy, set-policy JSON; and on keys, as with
+// Enabled|Suspended, count, count-all, policy, set-policy JSON; and on keys, as with
 // mc admin or the gateway's CLI (`probe s3-admin CMD KEY ...`): key-add
 // SECRET, key-exists, key-policy, set-key-policy JSON. Where keys are IAM
 // users (seaweedfs, aws) KEY names the user, and key-add prints the key and
@@ -425,7 +426,7 @@ func s3ClientFrom(getenv func(string) string) (*s3.Client, error) {
 // implementation and, for VersityGW, its adminEndpoint (Secret keys
 // implementation and adminEndpoint).
 const s3AdminUsage = `usage: probe s3-admin COMMAND ARGS
-  exists|versioning|count|policy BUCKET
+  exists|versioning|count|count-all|policy BUCKET
   create BUCKET [OBJECTS] | put-many BUCKET N | set-versioning BUCKET STATUS | set-policy BUCKET JSON
   key-add KEY SECRET | key-exists KEY | key-policy KEY | set-key-policy KEY JSON`
 
@@ -489,6 +490,19 @@ func s3Admin(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Println(len(out.Contents))
+		return nil
+	case "count-all":
+		// Every object, past the first page of 1,000.
+		n := 0
+		p := s3.NewListObjectsV2Paginator(cl, &s3.ListObjectsV2Input{Bucket: b})
+		for p.HasMorePages() {
+			out, err := p.NextPage(ctx)
+			if err != nil {
+				return err
+			}
+			n += len(out.Contents)
+		}
+		fmt.Println(n)
 		return nil
 	}
 	return fmt.Errorf("unknown s3-admin command %q\n%s", cmd, s3AdminUsage)
@@ -763,7 +777,7 @@ func kafkaAdmin(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(args) < 1 || len(args) < 2 && args[0] != "users" {
-		return fmt.Errorf("usage: probe kafka-admin describe|set-config|grow|create|exists TOPIC [ARGS] | users | user-add USER PASSWORD | acls USER | acl-add|acl-delete USER TOPIC OPERATION")
+		return fmt.Errorf("usage: probe kafka-admin describe|set-config|grow|create|exists|produce|records TOPIC [ARGS] | users | user-add USER PASSWORD | acls USER | acl-add|acl-delete USER TOPIC OPERATION")
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -848,6 +862,49 @@ func kafkaAdmin(ctx context.Context, args []string) error {
 				}
 			}
 		}
+		return nil
+	case "produce":
+		// produce TOPIC N: N records in one batch, as a workload filling a
+		// topic would (the drain scenario's 10,000).
+		n, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		recs := make([]*kgo.Record, n)
+		for i := range recs {
+			recs[i] = &kgo.Record{Topic: topic, Value: []byte(fmt.Sprint("record ", i))}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return err
+		}
+		fmt.Printf("produced %d records\n", n)
+		return nil
+	case "records":
+		// records TOPIC: the records between each partition's low and
+		// high watermark, summed.
+		starts, err := adm.ListStartOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		var n int64
+		var lerr error
+		ends.Each(func(o kadm.ListedOffset) {
+			s, ok := starts.Lookup(o.Topic, o.Partition)
+			switch {
+			case o.Err != nil || !ok || s.Err != nil:
+				lerr = fmt.Errorf("offsets of %s[%d]: %v %v", o.Topic, o.Partition, o.Err, s.Err)
+			default:
+				n += o.Offset - s.Offset
+			}
+		})
+		if lerr != nil {
+			return lerr
+		}
+		fmt.Println(n)
 		return nil
 	}
 	return fmt.Errorf("unknown kafka-admin command %q", cmd)

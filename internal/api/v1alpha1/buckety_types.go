@@ -138,6 +138,122 @@ type BucketySpec struct {
 	// when the backend sets adoption.deleteAdopted.
 	// +optional
 	Adoption Adoption `json:"adoption,omitempty"`
+
+	// Drain empties the backend resource and keeps it: every object
+	// (versions, delete markers and unfinished uploads) of a bucket, every
+	// record of a topic (DeleteRecords up to each partition's high
+	// watermark). A drain runs once for each new spec.drain.request;
+	// status.drain reports its progress. Removing spec.drain, or changing
+	// the request, cancels a drain that has not completed. Allowed where
+	// the backend's drain.allow (buckety-controller.yaml) allows it:
+	// by default on S3, not on Kafka. A Buckety created with spec.drain
+	// does not drain until the request changes (so a Buckety re-applied
+	// from Git or a backup does not empty its resource again).
+	// +optional
+	Drain *DrainSpec `json:"drain,omitempty"`
+}
+
+// DrainSpec asks for a drain of the backend resource.
+type DrainSpec struct {
+	// Request names this drain: any token (a date, a ticket, a commit).
+	// A value status.drain does not record yet starts a new drain; the
+	// same value again does nothing.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Request string `json:"request"`
+
+	// StuckAfter is how long the drain may go without deleting anything
+	// before it reports Draining reason DrainStuck and a Warning event.
+	// Default: the backend's drain.stuckAfter, else 30m.
+	// +optional
+	StuckAfter *metav1.Duration `json:"stuckAfter,omitempty"`
+
+	// Interval is how long a drain pass that found nothing to delete
+	// waits before the next (six times as long once the drain is an hour
+	// old); a pass that deleted something is followed at once. Default:
+	// the backend's drain.interval, else 10s. At least 1s.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// DrainPhase is where a drain is.
+// +kubebuilder:validation:Enum=Draining;Drained;Cancelled;Refused
+type DrainPhase string
+
+const (
+	// DrainPhaseDraining: passes delete content until one finds the
+	// resource empty.
+	DrainPhaseDraining DrainPhase = "Draining"
+	// DrainPhaseDrained: a pass found the resource empty; the drain is
+	// complete (content written since is kept).
+	DrainPhaseDrained DrainPhase = "Drained"
+	// DrainPhaseCancelled: spec.drain was removed or its request changed
+	// before the drain completed, or status recorded a drain no
+	// spec.drain asked for; nothing more is deleted.
+	DrainPhaseCancelled DrainPhase = "Cancelled"
+	// DrainPhaseRefused: the drain was not started, or was stopped,
+	// because the backend does not allow it (drain.allow), its driver
+	// cannot drain, buckety does not hold the resource, or the request
+	// was present when the Buckety was created; status.drain.message
+	// says which.
+	DrainPhaseRefused DrainPhase = "Refused"
+)
+
+// DrainStatus is the progress of the last drain requested.
+type DrainStatus struct {
+	// Request is the spec.drain.request this status is about.
+	Request string `json:"request"`
+	// Phase is Draining, Drained, Cancelled or Refused.
+	Phase DrainPhase `json:"phase"`
+	// Message says why a drain was cancelled or refused, or what its last
+	// pass failed on.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// StartTime is when the drain started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when it reached Drained, Cancelled or Refused.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// LastProgressTime is when a pass last deleted something (the start
+	// time until then); DrainStuck is measured from it.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+	// LastPassTime is when a pass last asked the backend to delete.
+	// +optional
+	LastPassTime *metav1.Time `json:"lastPassTime,omitempty"`
+	// Initial is what the resource held when the drain started, where
+	// known: from the backend's usage report when it was measured after
+	// the drain started, or from the first pass (deleted plus remaining);
+	// failing both, what the drain deleted, once it completes.
+	// +optional
+	Initial *DrainContent `json:"initial,omitempty"`
+	// Current is what the resource held after the last pass, where that
+	// pass could tell (a topic always; a bucket when the pass finished
+	// its listing).
+	// +optional
+	Current *DrainContent `json:"current,omitempty"`
+	// Deleted is what the drain's passes deleted so far.
+	Deleted DrainContent `json:"deleted"`
+	// Passes is how many drain passes asked the backend to delete.
+	// +optional
+	Passes int64 `json:"passes,omitempty"`
+	// Requests is how many requests those passes made to the service.
+	// +optional
+	Requests int64 `json:"requests,omitempty"`
+}
+
+// DrainContent is an amount of content: objects (a bucket's object
+// versions, delete markers and uploads) or records (a topic's offsets
+// between its low and high watermarks), and bytes where known.
+type DrainContent struct {
+	// Objects are a bucket's objects or a topic's records, where known.
+	// +optional
+	Objects *int64 `json:"objects,omitempty"`
+	// Bytes, where the service tells them.
+	// +optional
+	Bytes *int64 `json:"bytes,omitempty"`
 }
 
 // DefaultAccess describes the implicit BucketyAccess of a Buckety.
@@ -176,7 +292,8 @@ type BucketyStatus struct {
 
 	// Conditions: Ready, Reconciling, BackendUnavailable,
 	// DriverVersionIncompatible, ParameterDrift, Degraded,
-	// BlockedByAccesses, ScopingNotImplemented, QuotaWarning, Provisioned.
+	// BlockedByAccesses, ScopingNotImplemented, QuotaWarning, Draining,
+	// Provisioned.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
@@ -229,6 +346,10 @@ type BucketyStatus struct {
 	// defaults (convergeParameters in buckety-controller.yaml).
 	// +optional
 	ParameterDefaults map[string]string `json:"parameterDefaults,omitempty"`
+
+	// Drain is the progress of the last drain spec.drain requested.
+	// +optional
+	Drain *DrainStatus `json:"drain,omitempty"`
 }
 
 // Usage is a backend resource's measured usage.
@@ -267,6 +388,7 @@ type Usage struct {
 // +kubebuilder:printcolumn:name="Used",type=integer,format=int64,JSONPath=`.status.usage.bytes`,description="bytes the resource holds, as last measured"
 // +kubebuilder:printcolumn:name="Quota",type=string,JSONPath=`.spec.parameters.quota`,priority=1
 // +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.spec.parameters.anonymousRead`,description="anonymous read of the bucket"
+// +kubebuilder:printcolumn:name="Drain",type=string,JSONPath=`.status.drain.phase`,priority=1,description="phase of the last drain requested"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Buckety struct {
 	metav1.TypeMeta   `json:",inline"`

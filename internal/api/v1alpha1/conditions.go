@@ -48,6 +48,12 @@ const (
 	// refused because of it: the service enforces a hard quota, and a soft
 	// quota only warns.
 	ConditionQuotaWarning = "QuotaWarning"
+	// ConditionDraining (Buckety only) is True while a drain
+	// (spec.drain) empties the backend resource: reason Draining while it
+	// makes progress, DrainStuck when it deleted nothing for
+	// spec.drain.stuckAfter. The message shows the progress. Ready stays
+	// True meanwhile: the resource exists and is usable.
+	ConditionDraining = "Draining"
 )
 
 // Polarity says which status of a condition type is the normal one.
@@ -101,6 +107,8 @@ var (
 		TrueMeans: "the backend did not apply a requested parameter (`Ready` is False meanwhile), or keeps no owner record with the resource (`OwnerRecordsUnavailable`: ownership is kept in this cluster only)"}
 	declQuotaWarning = ConditionDecl{Type: ConditionQuotaWarning, Polarity: Negative,
 		TrueMeans: "the measured usage (`status.usage`) reached the soft or the hard quota"}
+	declDraining = ConditionDecl{Type: ConditionDraining, Polarity: Negative,
+		TrueMeans: "a drain (`spec.drain`) is emptying the resource (reason `DrainStuck`: nothing deleted for `stuckAfter`); `status.drain` has the progress"}
 )
 
 // notApplicable is d as a kind carries it that it does not apply to.
@@ -119,6 +127,7 @@ var BucketyConditions = []ConditionDecl{
 	declBlockedByAccesses,
 	declScopingNotImplemented,
 	declQuotaWarning,
+	declDraining,
 	declProvisioned,
 	declReady,
 	declReconciling,
@@ -205,6 +214,21 @@ const (
 	// ReasonUsageUnknown: the usage has not been measured (QuotaWarning
 	// False while the resource has a quota).
 	ReasonUsageUnknown = "UsageUnknown"
+	// ReasonDraining: a drain is deleting the resource's content
+	// (Draining True).
+	ReasonDraining = "Draining"
+	// ReasonDrainStuck: a drain deleted nothing for its stuckAfter
+	// (Draining True); the message says what the last pass found.
+	ReasonDrainStuck = "DrainStuck"
+	// ReasonDrained: the last drain completed (Draining False).
+	ReasonDrained = "Drained"
+	// ReasonDrainCancelled: the last drain was cancelled (Draining False).
+	ReasonDrainCancelled = "DrainCancelled"
+	// ReasonDrainRefused: the last drain requested was refused or stopped
+	// by a rule (Draining False); the message says which.
+	ReasonDrainRefused = "DrainRefused"
+	// ReasonNoDrain: no drain was requested (Draining False).
+	ReasonNoDrain = "NoDrain"
 	// ReasonSecretConflict: a Secret with the credentials name exists and
 	// was not created by buckety; it is never overwritten.
 	ReasonSecretConflict = "SecretConflict"

@@ -69,6 +69,23 @@ const (
 	// backend has no room for the Buckety or its growth (Ready reason
 	// ReasonBudgetExceeded); once per episode.
 	EventBudgetExceeded = ReasonBudgetExceeded
+	// EventDrainStarted (Normal, Buckety): a drain started for a new
+	// spec.drain.request; the note says what the resource held, where
+	// known.
+	EventDrainStarted = "DrainStarted"
+	// EventDrainCompleted (Normal, Buckety): a drain found the resource
+	// empty; the note says what it deleted and how long it took.
+	EventDrainCompleted = "DrainCompleted"
+	// EventDrainCancelled (Normal, Buckety): a drain was cancelled before
+	// it completed; the note says why and what it had deleted.
+	EventDrainCancelled = "DrainCancelled"
+	// EventDrainStuck (Warning, Buckety): a drain deleted nothing for its
+	// stuckAfter (condition Draining, reason ReasonDrainStuck); once per
+	// episode.
+	EventDrainStuck = ReasonDrainStuck
+	// EventDrainRefused (Warning, Buckety): a drain was refused or
+	// stopped by a rule (status.drain.phase Refused); the note says which.
+	EventDrainRefused = ReasonDrainRefused
 
 	// EventSecretWritten (Normal, BucketyAccess): the credentials Secret was
 	// created; not reported for the first Secret of an implicit access,
@@ -101,6 +118,8 @@ const (
 	EventActionReconcile = "Reconcile"
 	// EventActionDelete: deleting or retaining the backend resource.
 	EventActionDelete = "Delete"
+	// EventActionDrain: emptying the backend resource (spec.drain).
+	EventActionDrain = "Drain"
 	// EventActionWriteSecret: writing an access's credentials Secret.
 	EventActionWriteSecret = "WriteSecret"
 )

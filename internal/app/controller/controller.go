@@ -141,6 +141,7 @@ func newFlagSet(cmd string, stderr io.Writer, o *Options) (*flag.FlagSet, *cliFl
 	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "reconciles run in parallel per kind")
 	fs.DurationVar(&o.OwnerCheck, "owner-check-interval", DefaultOwnerCheckInterval, "how often claims are checked for an owning Buckety that is gone (its finalizer removed by hand), to report them (status.ownerGoneSince, buckety_claims{owner=\"gone\"})")
 	fs.DurationVar(&o.Usage, "usage-interval", DefaultUsageInterval, "how often each backend's resources are measured for status.usage, QuotaWarning and the usage and budget metrics, in a few requests per backend where the service allows; 0 disables it")
+	fs.IntVar(&o.DrainUnits, "drain-units", 0, "the most objects (a bucket's versions, delete markers and uploads) one drain pass deletes before the Buckety's next pass; 0: the driver's default (10,000 on S3; a topic's pass is one DeleteRecords whatever this says)")
 	fs.DurationVar(&o.BackendProbe, "backend-probe-interval", backendview.DefaultInterval, "how often the leader probes each backend with one cheap read, for kubectl get bucketybackends and buckety_backend_up: a backend that stops answering shows within about one interval; 0 disables the probe and the BucketyBackend objects")
 	cf.zap.BindFlags(fs)
 	return fs, cf

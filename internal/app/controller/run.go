@@ -98,6 +98,9 @@ type Options struct {
 	// Usage is the period of each backend's usage refresh (status.usage,
 	// the usage and budget metrics); 0: no refresh. See usage.go.
 	Usage time.Duration
+	// DrainUnits bounds one drain step (spec.drain): at most this many
+	// objects deleted per pass; 0: the driver's default.
+	DrainUnits int
 	// GOGC is the garbage collector's setting in effect (DefaultGOGC unless
 	// the environment set one), for the start-up log.
 	GOGC string
@@ -201,7 +204,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	// A provisioning pass holds its status for its accesses to read, and
 	// wakes them, instead of writing it twice (status.Held).
 	held, accessWake := &status.Held{}, make(chan event.GenericEvent, driftedBuffer)
-	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o), Held: held, AccessWake: accessWake, Backoff: o.RetryBackoff}
+	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o), Held: held, AccessWake: accessWake, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err

@@ -28,7 +28,8 @@ type facts struct {
 	invalidParams string
 	// defaults are the backend's parameter defaults in effect for this
 	// Buckety (status.parameterDefaults), and params spec.parameters
-	// merged over them: what the driver gets and budgets count.
+	// merged over them: what the driver gets and budgets count
+	// (provision replaces the location parameters with the claim's).
 	defaults, params map[string]string
 	// claim is this Buckety's claim on the backend resource.
 	claim *v1.BucketyClaim
@@ -106,6 +107,13 @@ type facts struct {
 	waitingImplicit bool
 	// deleteProgress describes deletion progress on the backend.
 	deleteProgress string
+	// now is when this pass started, for the drain's times (drain.go).
+	now time.Time
+	// drainTerms are the drain's interval and stuck threshold, once the
+	// backend resolved (nil: the defaults).
+	drainTerms *drainTerms
+	// drainTouched: this pass changed status.drain's phase or request.
+	drainTouched bool
 }
 
 // backendFailure is the driver failure of this reconcile, if any.

@@ -34,8 +34,8 @@ func (r *Reconciler) holdProvisioned(b *v1.Buckety, f *facts) {
 // provisioned for a generation whose status is not recorded, nothing went
 // wrong, only accesses are pending, and the hold began less than
 // Held.For ago.
-func (r *Reconciler) holding(f *facts, reterr error) bool {
-	if r.Held == nil || reterr != nil || f.deleting || f.recorded || !f.provisioned || f.drift != nil ||
+func (r *Reconciler) holding(b *v1.Buckety, f *facts, reterr error) bool {
+	if r.Held == nil || reterr != nil || f.deleting || f.drainTouched || drainActive(b) || f.recorded || !f.provisioned || f.drift != nil ||
 		len(f.shortfalls) > 0 || f.implicitErr != "" || len(f.accessesPending) == 0 || f.Unavailable != nil || f.AccessDenied != nil || f.Other != nil || f.claimErr != nil {
 		return false
 	}

@@ -69,6 +69,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		}
 	}
 	params := claims.Effective(locKeys, cl, f.params)
+	f.params = params
 	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f, in, params) {
 		return false, nil
 	}

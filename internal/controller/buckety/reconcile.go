@@ -83,6 +83,11 @@ type Reconciler struct {
 	// own writes (an implicit access created by the pass before); nil
 	// reads the cache.
 	APIReader ctrl.Reader
+	// Now is the clock of drains (drain.go); nil: time.Now.
+	Now func() time.Time
+	// DrainUnits bounds one drain step (drivers.DrainLimits.Units); 0:
+	// the driver's default.
+	DrainUnits int
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
@@ -132,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, nil
 	}
 	orig := b.DeepCopy()
-	f := &facts{recorded: status.ProvisionedRecorded(orig)}
+	f := &facts{recorded: status.ProvisionedRecorded(orig), now: r.now()}
 	f.heldSince, f.held = r.Held.Overlay(b)
 	defer func() {
 		if f.releaseLimit != nil {
@@ -148,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 		derived := conditions(b, f)
 		r.announce(b, derived)
-		hold := r.holding(f, reterr)
+		hold := r.holding(b, f, reterr)
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, status.Outcome{
 			Derived: derived, Failure: failure(f), Deleting: f.deleting, Hold: hold,
 		}, res, reterr)
@@ -165,6 +170,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, err
 	}
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
+	if tr := drainRequest(b, f.now); len(tr.events) > 0 {
+		f.drainTouched = true
+		r.recordDrainEvents(b, tr)
+	}
 
 	e, problem := r.resolve(b)
 	if problem != nil {
@@ -179,12 +188,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	f.defaults = budget.Defaults(e.Config, b)
 	f.params = config.Effective(b.Spec.Parameters, f.defaults)
+	terms := termsOf(b, e.Config)
+	f.drainTerms = &terms
 	fp := budget.Footprint(e.Config, f.params)
 	f.quota = &fp
 	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
 		return requeue, nil
 	}
 	ok, err := r.provision(ctx, b, e, f)
+	if w := r.drainPass(ctx, b, e, f); w > 0 && w < requeue.RequeueAfter {
+		requeue.RequeueAfter = w
+	}
 	if err != nil || !ok {
 		return requeue, err
 	}
@@ -285,6 +299,8 @@ func (r *Reconciler) announce(b *v1.Buckety, derived []status.Cond) {
 			r.event(b, corev1.EventTypeWarning, c.Reason, v1.EventActionReconcile, c.Message)
 		case c.Type == v1.ConditionReady && c.Reason == v1.ReasonBudgetExceeded:
 			r.event(b, corev1.EventTypeWarning, v1.EventBudgetExceeded, v1.EventActionClaim, c.Message)
+		case c.Type == v1.ConditionDraining && c.Reason == v1.ReasonDrainStuck:
+			r.event(b, corev1.EventTypeWarning, v1.EventDrainStuck, v1.EventActionDrain, c.Message)
 		}
 	}
 }

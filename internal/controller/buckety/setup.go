@@ -52,6 +52,8 @@ type Options struct {
 	Controller controller.Options
 	// Backoff is the Reconciler's field of that name; nil: the defaults.
 	Backoff *retry.Backoff
+	// DrainUnits is the Reconciler's field of that name.
+	DrainUnits int
 }
 
 // SetupWithManager builds the Buckety reconciler and registers its
@@ -90,6 +92,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Held:           o.Held,
 		AccessWake:     o.AccessWake,
 		APIReader:      mgr.GetAPIReader(),
+		DrainUnits:     o.DrainUnits,
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).

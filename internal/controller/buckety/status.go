@@ -31,6 +31,7 @@ func conditions(b *v1.Buckety, f *facts) []status.Cond {
 		blockedByAccesses(f),
 		scopingNotImplemented(f),
 		quotaWarning(b, f.quota),
+		draining(b, f),
 		provisioned(b, f, r),
 		r.ready,
 		reconciling(r),
@@ -383,4 +384,54 @@ func shortfallMessage(f *facts) string {
 		msgs[i] = s.Parameter + ": " + s.Message
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// draining derives Draining from status.drain and the time of the pass:
+// True while a drain runs (reason DrainStuck once it deleted nothing for
+// its stuckAfter), False with the outcome of the last drain otherwise.
+// Messages carry figures only as they change with progress, so a pass that
+// deletes nothing does not rewrite the condition.
+func draining(b *v1.Buckety, f *facts) status.Cond {
+	const t = v1.ConditionDraining
+	st := b.Status.Drain
+	if st == nil {
+		return status.False(t, v1.ReasonNoDrain, "no drain was requested (spec.drain)")
+	}
+	switch st.Phase {
+	case v1.DrainPhaseDraining:
+		terms := termsOf(b, nil)
+		if f.drainTerms != nil {
+			terms = *f.drainTerms
+		}
+		progress := drainProgress(b, st)
+		if st.LastProgressTime != nil && !f.now.IsZero() && f.now.Sub(st.LastProgressTime.Time) >= terms.stuckAfter {
+			msg := fmt.Sprintf("drain %q deleted nothing for %s or more (stuckAfter); %s", st.Request, terms.stuckAfter, progress)
+			if st.Message != "" {
+				msg += "; " + st.Message
+			}
+			return status.True(t, v1.ReasonDrainStuck, msg)
+		}
+		msg := fmt.Sprintf("drain %q: %s", st.Request, progress)
+		if st.Message != "" {
+			msg += "; " + st.Message
+		}
+		return status.True(t, v1.ReasonDraining, msg)
+	case v1.DrainPhaseDrained:
+		return status.False(t, v1.ReasonDrained, fmt.Sprintf("drain %q completed: deleted %s", st.Request, contentWords(b, st.Deleted)))
+	case v1.DrainPhaseCancelled:
+		return status.False(t, v1.ReasonDrainCancelled, fmt.Sprintf("drain %q %s", st.Request, st.Message))
+	}
+	return status.False(t, v1.ReasonDrainRefused, fmt.Sprintf("drain %q: %s", st.Request, st.Message))
+}
+
+// drainProgress tells what a running drain deleted and what is left.
+func drainProgress(b *v1.Buckety, st *v1.DrainStatus) string {
+	msg := "deleted " + contentWords(b, st.Deleted)
+	if st.Initial != nil && st.Initial.Objects != nil {
+		msg += fmt.Sprintf(" of %d at the start", *st.Initial.Objects)
+	}
+	if st.Current != nil && st.Current.Objects != nil {
+		msg += fmt.Sprintf("; %d left after the last pass", *st.Current.Objects)
+	}
+	return msg
 }

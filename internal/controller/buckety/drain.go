@@ -1,0 +1,373 @@
+package buckety
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/metrics"
+)
+
+// Drain (spec.drain). A drain is a sequence of passes of the ordinary
+// reconcile, each making at most one bounded drivers.Drainer step, so a
+// bucket of a million objects never holds a worker. Everything a drain
+// needs to continue is in status.drain and the resource itself: a
+// controller that crashed mid-drain continues from what the next pass
+// finds.
+//
+//   - drainRequest (before anything is asked of the backend) matches
+//     status.drain to spec.drain: a new request starts a drain (one
+//     present when the Buckety was created is refused, so a Buckety
+//     re-applied from Git or restored from a backup does not empty its
+//     resource again); a removed or replaced request, or a status that
+//     no spec asks for, cancels it.
+//   - drainPass (once the resource is provisioned, so buckety holds it:
+//     its claim Created or Adopted, no other owner, not handed over)
+//     checks the rules that may have changed since admission (the
+//     backend's drain.allow, the driver), and makes one step when the
+//     interval allows: at once after a step that deleted something, else
+//     after the interval (six times as long once the drain is an hour
+//     old).
+//
+// The Draining condition (status.go's draining) is derived from
+// status.drain and the time of the pass: DrainStuck once nothing was
+// deleted for stuckAfter.
+
+// drainSlowAfter is how long a drain runs before its interval grows by
+// drainSlowFactor, as StorageGrid's drain polls less often after its
+// first hour.
+const (
+	drainSlowAfter  = time.Hour
+	drainSlowFactor = 6
+)
+
+// drainTerms are the pace of a drain: the Buckety's spec.drain, else the
+// backend's drain block, else the defaults.
+type drainTerms struct {
+	interval, stuckAfter time.Duration
+}
+
+// termsOf is the pace of b's drain on backend be (nil: the backend did not
+// resolve; the defaults).
+func termsOf(b *v1.Buckety, be *config.Backend) drainTerms {
+	t := drainTerms{interval: config.DefaultDrainInterval, stuckAfter: config.DefaultDrainStuckAfter}
+	if be != nil {
+		t = drainTerms{interval: be.DrainInterval(), stuckAfter: be.DrainStuckAfter()}
+	}
+	if d := b.Spec.Drain; d != nil {
+		if d.Interval != nil && d.Interval.Duration >= config.MinDrainInterval {
+			t.interval = d.Interval.Duration
+		}
+		if d.StuckAfter != nil && d.StuckAfter.Duration > 0 {
+			t.stuckAfter = d.StuckAfter.Duration
+		}
+	}
+	return t
+}
+
+// ValidateDrainSpec returns what is wrong with spec.drain's durations, ""
+// when nothing; admission and the controller share it.
+func ValidateDrainSpec(d *v1.DrainSpec) string {
+	if d == nil {
+		return ""
+	}
+	if d.Interval != nil && d.Interval.Duration < config.MinDrainInterval {
+		return fmt.Sprintf("spec.drain.interval %s: must be at least %s", d.Interval.Duration, config.MinDrainInterval)
+	}
+	if d.StuckAfter != nil && d.StuckAfter.Duration <= 0 {
+		return fmt.Sprintf("spec.drain.stuckAfter %s: must be positive", d.StuckAfter.Duration)
+	}
+	return ""
+}
+
+// drainEvent is an event a drain transition records.
+type drainEvent struct {
+	typ, reason, note string
+}
+
+// drainTransition is what drainRequest decided.
+type drainTransition struct {
+	// events to record, in order.
+	events []drainEvent
+}
+
+// drainRequest matches status.drain to spec.drain at now, changing
+// status.drain: it cancels a drain no spec.drain asks for any more, and
+// starts (or, for a Buckety created with the request, refuses) a drain
+// for a request status.drain does not record. It asks nothing of the
+// backend.
+func drainRequest(b *v1.Buckety, now time.Time) drainTransition {
+	var tr drainTransition
+	spec, st := b.Spec.Drain, b.Status.Drain
+	t := metav1.NewTime(now.UTC().Truncate(time.Second))
+	if st != nil && st.Phase == v1.DrainPhaseDraining && (spec == nil || spec.Request != st.Request) {
+		why := fmt.Sprintf("spec.drain.request changed to %q", requestOf(spec))
+		if spec == nil {
+			why = "no spec.drain asks for it"
+		}
+		st.Phase, st.CompletionTime = v1.DrainPhaseCancelled, &t
+		st.Message = fmt.Sprintf("cancelled: %s; nothing more is deleted", why)
+		tr.events = append(tr.events, drainEvent{corev1.EventTypeNormal, v1.EventDrainCancelled,
+			fmt.Sprintf("drain %q cancelled (%s) after deleting %s", st.Request, why, contentWords(b, st.Deleted))})
+	}
+	if spec == nil || (st != nil && st.Request == spec.Request) {
+		return tr
+	}
+	next := &v1.DrainStatus{Request: spec.Request, Phase: v1.DrainPhaseDraining, StartTime: &t, LastProgressTime: &t}
+	b.Status.Drain = next
+	if b.Generation <= 1 {
+		refuse(next, t, "spec.drain.request was set when this Buckety was created, so a Buckety re-applied from Git or restored from a backup does not empty its resource again; change spec.drain.request to drain it")
+		tr.events = append(tr.events, drainEvent{corev1.EventTypeWarning, v1.EventDrainRefused, next.Message})
+		return tr
+	}
+	tr.events = append(tr.events, drainEvent{corev1.EventTypeNormal, v1.EventDrainStarted,
+		fmt.Sprintf("drain %q started: the resource is emptied and kept; status.drain reports the progress", spec.Request)})
+	return tr
+}
+
+func requestOf(d *v1.DrainSpec) string {
+	if d == nil {
+		return ""
+	}
+	return d.Request
+}
+
+// refuse ends st as Refused with msg.
+func refuse(st *v1.DrainStatus, t metav1.Time, msg string) {
+	st.Phase, st.CompletionTime, st.Message = v1.DrainPhaseRefused, &t, msg
+}
+
+// drainRules says why a drain of b on e may not run now, "" when it may:
+// the backend's drain.allow, a driver that cannot drain, spec.drain's
+// durations, and whether buckety holds the resource.
+func drainRules(b *v1.Buckety, e *backends.Entry, f *facts) string {
+	switch {
+	case f.ownedElsewhere != "":
+		return "the resource is not this Buckety's to drain: " + f.ownedElsewhere
+	case f.handedOver != "":
+		return "the resource is handed over to another installation: " + f.handedOver
+	}
+	if msg := e.Config.DrainRefusal(); msg != "" {
+		return msg
+	}
+	if e.Drainer == nil {
+		return fmt.Sprintf("spec.drain is not supported on backend %q: its driver %s cannot empty a resource", e.Name, e.Driver.Name())
+	}
+	if msg := ValidateDrainSpec(b.Spec.Drain); msg != "" {
+		return msg
+	}
+	if !f.provisioned || f.claim == nil || (f.claim.Spec.Phase != v1.ClaimCreated && f.claim.Spec.Phase != v1.ClaimAdopted) || b.Status.Provenance == "" {
+		return "wait"
+	}
+	return ""
+}
+
+// drainWait is how long the next step of st waits at now: nothing after a
+// step that deleted something (or before the first), the interval after
+// one that did not (drainSlowFactor times as long after drainSlowAfter).
+func drainWait(st *v1.DrainStatus, terms drainTerms, now time.Time) time.Duration {
+	if st.LastPassTime == nil || (st.LastProgressTime != nil && st.LastProgressTime.Equal(st.LastPassTime) && st.Deleted.Objects != nil && *st.Deleted.Objects > 0) {
+		return 0
+	}
+	iv := terms.interval
+	if st.StartTime != nil && now.Sub(st.StartTime.Time) >= drainSlowAfter {
+		iv *= drainSlowFactor
+	}
+	return max(0, st.LastPassTime.Add(iv).Sub(now))
+}
+
+// drainPass ends a drain whose rules no longer hold, or makes one step of
+// it when its interval allows. It returns how long until the next pass
+// should come (0: no drain runs).
+func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) time.Duration {
+	st := b.Status.Drain
+	if st == nil || st.Phase != v1.DrainPhaseDraining {
+		return 0
+	}
+	now := f.now
+	t := metav1.NewTime(now.UTC().Truncate(time.Second))
+	terms := termsOf(b, e.Config)
+	switch msg := drainRules(b, e, f); msg {
+	case "":
+	case "wait":
+		// The resource is not provisioned in this pass (unreachable, a
+		// claim in progress): the drain waits, and reports DrainStuck if
+		// that lasts.
+		return terms.interval
+	default:
+		refuse(st, t, "stopped: "+msg)
+		r.event(b, corev1.EventTypeWarning, v1.EventDrainRefused, v1.EventActionDrain, fmt.Sprintf("drain %q %s, after deleting %s", st.Request, st.Message, contentWords(b, st.Deleted)))
+		return 0
+	}
+	if w := drainWait(st, terms, now); w > 0 {
+		return w
+	}
+	res := drivers.Resource{Name: f.resourceName, Parameters: paramsOf(f, b)}
+	if st.Passes == 0 && st.Initial == nil && e.Usage != nil {
+		st.Initial = initialFromUsage(ctx, e, res, st.StartTime.Time)
+	}
+	step, err := e.Drainer.Drain(ctx, res, drivers.DrainLimits{Units: r.DrainUnits})
+	applyStep(e.Name, st, step, err, t)
+	if st.Phase == v1.DrainPhaseDrained {
+		r.event(b, corev1.EventTypeNormal, v1.EventDrainCompleted, v1.EventActionDrain, fmt.Sprintf("drain %q completed: deleted %s in %s (%d passes, %d requests)",
+			st.Request, contentWords(b, st.Deleted), st.CompletionTime.Sub(st.StartTime.Time).Round(time.Second), st.Passes, st.Requests))
+		return 0
+	}
+	if w := drainWait(st, terms, now); w > 0 {
+		return w
+	}
+	// Progress: the next step at once, but through the queue, so other
+	// Bucketies' passes are not starved.
+	return 10 * time.Millisecond
+}
+
+// paramsOf is the parameters Ensure used in this pass.
+func paramsOf(f *facts, b *v1.Buckety) map[string]string {
+	if f.params != nil {
+		return f.params
+	}
+	return b.Spec.Parameters
+}
+
+// initialFromUsage is what the backend's usage report says the resource
+// holds before the first step; nil when it cannot tell, or when the
+// report was measured before the drain started (MinIO reports from its
+// periodic scan, which may predate the content a drain is asked to
+// remove). A topic's usage has bytes but no record count: the first step
+// supplies it.
+func initialFromUsage(ctx context.Context, e *backends.Entry, res drivers.Resource, start time.Time) *v1.DrainContent {
+	us, err := e.Usage.Usage(ctx, []drivers.Resource{res})
+	if err != nil || len(us) != 1 || !us[0].Known {
+		return nil
+	}
+	u := us[0]
+	if u.MeasuredAt.Before(start) {
+		return nil
+	}
+	c := &v1.DrainContent{Bytes: ptr(u.Bytes)}
+	if u.Partitions == 0 {
+		c.Objects = ptr(u.Objects)
+	}
+	return c
+}
+
+// applyStep records one Drain step (or its failure) in st at t.
+func applyStep(backend string, st *v1.DrainStatus, step drivers.DrainStep, err error, t metav1.Time) {
+	st.Passes++
+	st.Requests += int64(step.Requests)
+	st.LastPassTime = &t
+	deleted := step.Deleted.Objects
+	if deleted > 0 {
+		add(&st.Deleted.Objects, deleted)
+		st.LastProgressTime = &t
+		metrics.DrainedObjects.WithLabelValues(backend).Add(float64(deleted))
+	} else if st.Deleted.Objects == nil {
+		st.Deleted.Objects = ptr(0)
+	}
+	if step.Deleted.Bytes > 0 || st.Deleted.Bytes != nil {
+		add(&st.Deleted.Bytes, step.Deleted.Bytes)
+	}
+	if err != nil {
+		st.Message = "the last pass failed, retrying: " + err.Error()
+		metrics.DrainPasses.WithLabelValues(backend, "error").Inc()
+		return
+	}
+	st.Message = ""
+	if step.Remaining.Known {
+		st.Current = content(step.Remaining, st.Initial)
+		if st.Passes == 1 {
+			first := &v1.DrainContent{Objects: ptr(deleted + step.Remaining.Objects)}
+			if st.Initial != nil {
+				first.Bytes = st.Initial.Bytes
+			}
+			if st.Initial == nil || st.Initial.Objects == nil {
+				st.Initial = first
+			}
+		}
+	}
+	switch {
+	case step.Done:
+		st.Phase, st.CompletionTime = v1.DrainPhaseDrained, &t
+		st.Current = &v1.DrainContent{Objects: ptr(0)}
+		if st.Initial != nil && st.Initial.Bytes != nil || st.Deleted.Bytes != nil {
+			st.Current.Bytes = ptr(0)
+		}
+		if st.Initial == nil {
+			// Nothing told it at the start: what was deleted is the best
+			// figure (content written meanwhile included).
+			c := st.Deleted
+			st.Initial = &c
+		}
+		metrics.DrainPasses.WithLabelValues(backend, "done").Inc()
+	case deleted > 0:
+		metrics.DrainPasses.WithLabelValues(backend, "progress").Inc()
+	default:
+		metrics.DrainPasses.WithLabelValues(backend, "idle").Inc()
+	}
+}
+
+// content is a driver's figures as status shows them: bytes only where
+// the service tells them (a non-zero figure, or bytes known at the start).
+func content(c drivers.Content, initial *v1.DrainContent) *v1.DrainContent {
+	out := &v1.DrainContent{Objects: ptr(c.Objects)}
+	if c.Bytes > 0 || (initial != nil && initial.Bytes != nil) {
+		out.Bytes = ptr(c.Bytes)
+	}
+	return out
+}
+
+func add(p **int64, n int64) {
+	if *p == nil {
+		*p = ptr(0)
+	}
+	**p += n
+}
+
+// unitWord is what a resource of b's driver holds: records on a topic,
+// objects in a bucket.
+func unitWord(b *v1.Buckety) string {
+	if b.Status.Driver == "kadm" {
+		return "records"
+	}
+	return "objects"
+}
+
+// contentWords tells c in words: "5000 objects (12 MiB)".
+func contentWords(b *v1.Buckety, c v1.DrainContent) string {
+	n := int64(0)
+	if c.Objects != nil {
+		n = *c.Objects
+	}
+	s := fmt.Sprintf("%d %s", n, unitWord(b))
+	if c.Bytes != nil {
+		s += fmt.Sprintf(" (%s)", drivers.FormatBytes(*c.Bytes))
+	}
+	return s
+}
+
+// drainActive reports whether b's status records a drain in progress.
+func drainActive(b *v1.Buckety) bool {
+	return b.Status.Drain != nil && b.Status.Drain.Phase == v1.DrainPhaseDraining
+}
+
+// now is the reconciler's clock.
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// recordDrainEvents records what drainRequest decided.
+func (r *Reconciler) recordDrainEvents(b *v1.Buckety, tr drainTransition) {
+	for _, ev := range tr.events {
+		r.event(b, ev.typ, ev.reason, v1.EventActionDrain, ev.note)
+	}
+}

@@ -1,0 +1,179 @@
+package buckety
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+)
+
+var t0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) *metav1.Time { t := metav1.NewTime(t0.Add(d)); return &t }
+
+func drainingBuckety(gen int64, spec *v1.DrainSpec, st *v1.DrainStatus) *v1.Buckety {
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: gen}}
+	b.Spec.Drain, b.Status.Drain = spec, st
+	b.Status.Driver = "s3"
+	return b
+}
+
+func TestDrainRequest(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		gen        int64
+		spec       *v1.DrainSpec
+		st         *v1.DrainStatus
+		wantPhase  v1.DrainPhase
+		wantReq    string
+		wantEvents []string
+	}{
+		{name: "no drain", gen: 2},
+		{name: "a new request starts a drain", gen: 2, spec: &v1.DrainSpec{Request: "r1"}, wantPhase: v1.DrainPhaseDraining, wantReq: "r1", wantEvents: []string{v1.EventDrainStarted}},
+		{name: "a request present at creation is refused", gen: 1, spec: &v1.DrainSpec{Request: "r1"}, wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainRefused}},
+		{name: "the same request again does nothing", gen: 3, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDrained}, wantPhase: v1.DrainPhaseDrained, wantReq: "r1"},
+		{name: "a refused request stays refused when other fields change", gen: 5, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseRefused}, wantPhase: v1.DrainPhaseRefused, wantReq: "r1"},
+		{name: "removing spec.drain cancels", gen: 3, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining}, wantPhase: v1.DrainPhaseCancelled, wantReq: "r1", wantEvents: []string{v1.EventDrainCancelled}},
+		{name: "a status no spec asks for (restored) is cancelled", gen: 1, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining}, wantPhase: v1.DrainPhaseCancelled, wantReq: "r1", wantEvents: []string{v1.EventDrainCancelled}},
+		{name: "a changed request cancels and starts anew", gen: 4, spec: &v1.DrainSpec{Request: "r2"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining}, wantPhase: v1.DrainPhaseDraining, wantReq: "r2", wantEvents: []string{v1.EventDrainCancelled, v1.EventDrainStarted}},
+		{name: "removing spec.drain after completion keeps the record", gen: 4, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDrained}, wantPhase: v1.DrainPhaseDrained, wantReq: "r1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := drainingBuckety(c.gen, c.spec, c.st)
+			tr := drainRequest(b, t0)
+			var got []string
+			for _, e := range tr.events {
+				got = append(got, e.reason)
+			}
+			if strings.Join(got, ",") != strings.Join(c.wantEvents, ",") {
+				t.Errorf("events: want %v, got %v", c.wantEvents, got)
+			}
+			st := b.Status.Drain
+			if c.wantPhase == "" {
+				if st != nil {
+					t.Errorf("want no status.drain, got %+v", st)
+				}
+				return
+			}
+			if st == nil || st.Phase != c.wantPhase || st.Request != c.wantReq {
+				t.Fatalf("want %s %q, got %+v", c.wantPhase, c.wantReq, st)
+			}
+			if st.Phase == v1.DrainPhaseDraining && (st.StartTime == nil || !st.StartTime.Time.Equal(t0) || st.LastProgressTime == nil) {
+				t.Errorf("a started drain records its start: got %+v", st)
+			}
+		})
+	}
+}
+
+func TestDrainWait(t *testing.T) {
+	terms := drainTerms{interval: 10 * time.Second, stuckAfter: time.Minute}
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name string
+		st   v1.DrainStatus
+		now  time.Duration
+		want time.Duration
+	}{
+		{name: "first pass at once", st: v1.DrainStatus{StartTime: at(0), LastProgressTime: at(0)}, want: 0},
+		{name: "after progress at once", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(5 * time.Second), Passes: 2, Deleted: v1.DrainContent{Objects: n(10)}}, now: 5 * time.Second, want: 0},
+		{name: "after an idle pass the interval", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(0), Passes: 1, Deleted: v1.DrainContent{Objects: n(0)}}, now: 7 * time.Second, want: 8 * time.Second},
+		{name: "an idle first pass in the start's second still waits", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(0), LastProgressTime: at(0), Passes: 1, Deleted: v1.DrainContent{Objects: n(0)}}, want: 10 * time.Second},
+		{name: "after the first hour six times the interval", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(2 * time.Hour), LastProgressTime: at(0), Passes: 9, Deleted: v1.DrainContent{Objects: n(0)}}, now: 2 * time.Hour, want: time.Minute},
+		{name: "overdue", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(0), LastProgressTime: at(-time.Hour), Passes: 1, Deleted: v1.DrainContent{Objects: n(0)}}, now: time.Minute, want: 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := drainWait(&c.st, terms, t0.Add(c.now)); got != c.want {
+				t.Errorf("want %s, got %s", c.want, got)
+			}
+		})
+	}
+}
+
+func TestApplyStep(t *testing.T) {
+	b := drainingBuckety(2, &v1.DrainSpec{Request: "r1"}, nil)
+	drainRequest(b, t0)
+	st := b.Status.Drain
+	// A topic: the first step tells what was there (deleted + remaining).
+	applyStep("kafka", st, drivers.DrainStep{Deleted: drivers.Content{Known: true, Objects: 600}, Remaining: drivers.Content{Known: true, Objects: 400}, Requests: 2}, nil, *at(time.Second))
+	if st.Initial == nil || st.Initial.Objects == nil || *st.Initial.Objects != 1000 {
+		t.Errorf("initial: want 1000 from the first step, got %+v", st.Initial)
+	}
+	if *st.Current.Objects != 400 || *st.Deleted.Objects != 600 || st.Requests != 2 || st.Passes != 1 {
+		t.Errorf("after one step: want current 400, deleted 600, 2 requests, 1 pass; got %+v", st)
+	}
+	if !st.LastProgressTime.Equal(at(time.Second)) {
+		t.Errorf("progress time: want %s, got %s", at(time.Second), st.LastProgressTime)
+	}
+	// A failing step: no progress, the message says why.
+	applyStep("kafka", st, drivers.DrainStep{}, errors.New("broker gone"), *at(2 * time.Second))
+	if !strings.Contains(st.Message, "broker gone") || !st.LastProgressTime.Equal(at(time.Second)) || st.Phase != v1.DrainPhaseDraining {
+		t.Errorf("after a failure: want the error in the message and no progress, got %+v", st)
+	}
+	applyStep("kafka", st, drivers.DrainStep{Deleted: drivers.Content{Known: true, Objects: 400}, Remaining: drivers.Content{Known: true}, Done: true, Requests: 2}, nil, *at(3 * time.Second))
+	if st.Phase != v1.DrainPhaseDrained || st.CompletionTime == nil || *st.Current.Objects != 0 || *st.Deleted.Objects != 1000 || st.Message != "" {
+		t.Errorf("done: want Drained, 1000 deleted, none left; got %+v", st)
+	}
+}
+
+func TestDrainingCondition(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	running := func(progress time.Duration) *v1.DrainStatus {
+		return &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining, StartTime: at(0), LastProgressTime: at(progress), Deleted: v1.DrainContent{Objects: n(5000)}, Initial: &v1.DrainContent{Objects: n(10000)}}
+	}
+	terms := &drainTerms{interval: 10 * time.Second, stuckAfter: time.Minute}
+	for _, c := range []struct {
+		name          string
+		st            *v1.DrainStatus
+		now           time.Duration
+		status        metav1.ConditionStatus
+		reason, inMsg string
+	}{
+		{name: "none", status: metav1.ConditionFalse, reason: v1.ReasonNoDrain},
+		{name: "progressing", st: running(0), now: 30 * time.Second, status: metav1.ConditionTrue, reason: v1.ReasonDraining, inMsg: "deleted 5000 objects of 10000 at the start"},
+		{name: "stuck", st: running(0), now: time.Minute, status: metav1.ConditionTrue, reason: v1.ReasonDrainStuck, inMsg: "deleted nothing for 1m0s or more"},
+		{name: "drained", st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDrained, Deleted: v1.DrainContent{Objects: n(3)}}, status: metav1.ConditionFalse, reason: v1.ReasonDrained, inMsg: "deleted 3 objects"},
+		{name: "cancelled", st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseCancelled, Message: "cancelled: no spec.drain asks for it"}, status: metav1.ConditionFalse, reason: v1.ReasonDrainCancelled, inMsg: "no spec.drain asks for it"},
+		{name: "refused", st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseRefused, Message: "stopped: drain.allow"}, status: metav1.ConditionFalse, reason: v1.ReasonDrainRefused, inMsg: "drain.allow"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := drainingBuckety(2, nil, c.st)
+			got := draining(b, &facts{now: t0.Add(c.now), drainTerms: terms})
+			if got.Status != c.status || got.Reason != c.reason || !strings.Contains(got.Message, c.inMsg) {
+				t.Errorf("want %s %s containing %q, got %s %s %q", c.status, c.reason, c.inMsg, got.Status, got.Reason, got.Message)
+			}
+		})
+	}
+}
+
+// TestDrainTerms: the interval and the stuck threshold come from the
+// Buckety, then the backend, then the defaults.
+func TestDrainTerms(t *testing.T) {
+	allow := true
+	be := &config.Backend{Name: "kafka", Drain: &config.Drain{Allow: &allow, Interval: drivers.Duration{Duration: 5 * time.Second}, StuckAfter: drivers.Duration{Duration: 10 * time.Minute}}}
+	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
+	for _, c := range []struct {
+		name      string
+		spec      *v1.DrainSpec
+		be        *config.Backend
+		iv, stuck time.Duration
+	}{
+		{name: "defaults", spec: &v1.DrainSpec{Request: "r"}, be: &config.Backend{}, iv: config.DefaultDrainInterval, stuck: config.DefaultDrainStuckAfter},
+		{name: "no backend", spec: &v1.DrainSpec{Request: "r"}, iv: config.DefaultDrainInterval, stuck: config.DefaultDrainStuckAfter},
+		{name: "the backend's", spec: &v1.DrainSpec{Request: "r"}, be: be, iv: 5 * time.Second, stuck: 10 * time.Minute},
+		{name: "the Buckety's", spec: &v1.DrainSpec{Request: "r", Interval: d(2 * time.Second), StuckAfter: d(time.Minute)}, be: be, iv: 2 * time.Second, stuck: time.Minute},
+		{name: "an interval below the minimum is not used", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Millisecond)}, be: be, iv: 5 * time.Second, stuck: 10 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := termsOf(drainingBuckety(2, c.spec, nil), c.be)
+			if got.interval != c.iv || got.stuckAfter != c.stuck {
+				t.Errorf("want interval %s, stuckAfter %s; got %s, %s", c.iv, c.stuck, got.interval, got.stuckAfter)
+			}
+		})
+	}
+}
