@@ -86,6 +86,9 @@ func TestBackendView(t *testing.T) {
 		t.Errorf("want keysPerAccess false (the config sets no credentials), got %v", m.Status.KeysPerAccess)
 	}
 	k := ready("probed-kafka", "True", v1.ReasonReachable)
+	if !m.Status.DrainAllowed || k.Status.DrainAllowed {
+		t.Errorf("want drains allowed on s3 and not on kadm (the drivers' defaults), got %v and %v", m.Status.DrainAllowed, k.Status.DrainAllowed)
+	}
 	if k.Status.Driver != "kadm" || k.Status.Implementation != "kafka" {
 		t.Errorf("want driver kadm, implementation kafka, got %s %s", k.Status.Driver, k.Status.Implementation)
 	}

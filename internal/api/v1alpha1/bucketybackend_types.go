@@ -64,6 +64,10 @@ type BucketyBackendStatus struct {
 	// existing resources that hold content.
 	// +optional
 	AdoptionAllowed bool `json:"adoptionAllowed,omitempty"`
+	// DrainAllowed says Bucketies on the backend may set spec.drain: the
+	// config's drain.allow, or its driver's default.
+	// +optional
+	DrainAllowed bool `json:"drainAllowed,omitempty"`
 	// Limits are the config's limits per namespace.
 	// +optional
 	Limits *BackendLimits `json:"limits,omitempty"`

@@ -103,6 +103,7 @@ func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 		Implementation:        f.Implementation,
 		Service:               b.Name,
 		AdoptionAllowed:       b.Adoption != nil && b.Adoption.Allow,
+		DrainAllowed:          b.AllowsDrain(),
 		Limits:                limits(b.Limits),
 		ParameterDefaults:     maps.Clone(b.Parameters),
 		ConvergeParameters:    b.ConvergeParameters,
