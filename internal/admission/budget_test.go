@@ -33,7 +33,14 @@ const budgetConfig = `backends:
 // webhook does.
 func budgetValidators(t *testing.T, existing ...*v1.Buckety) *Validators {
 	t.Helper()
-	cfg := webhookConfig(t, budgetConfig)
+	return validatorsCounting(t, budgetConfig, existing...)
+}
+
+// validatorsCounting are validators on the config text whose budget
+// counter reads existing through the webhook cache's transform.
+func validatorsCounting(t *testing.T, text string, existing ...*v1.Buckety) *Validators {
+	t.Helper()
+	cfg := webhookConfig(t, text)
 	transform := StripBucketyCounting(cfg)
 	var objs []client.Object
 	for _, b := range existing {

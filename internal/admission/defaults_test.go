@@ -6,9 +6,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
@@ -38,25 +35,7 @@ const platformConfig = `backends:
 
 func platformValidators(t *testing.T, nsLabels map[string]map[string]string, existing ...*v1.Buckety) BucketyValidator {
 	t.Helper()
-	cfg := webhookConfig(t, platformConfig)
-	transform := StripBucketyCounting(cfg)
-	var objs []client.Object
-	for _, b := range existing {
-		s, err := transform(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, s.(*v1.Buckety))
-	}
-	scheme := runtime.NewScheme()
-	if err := v1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	v, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.WithBudgetCounter(CacheBudgetCounter(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()))
+	v := validatorsCounting(t, platformConfig, existing...)
 	v.WithNamespaceLabels(func(_ context.Context, ns string) (map[string]string, error) { return nsLabels[ns], nil })
 	return BucketyValidator{v}
 }
