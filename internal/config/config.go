@@ -452,6 +452,9 @@ func (c *Config) Validate() error {
 		if len(optErrs) == 0 && len(b.Parameters) > 0 {
 			errs = append(errs, b.checkDefaults(p.Child("parameters"))...)
 		}
+		if len(optErrs) == 0 {
+			errs = append(errs, b.checkLimitKeys(p.Child("limits"))...)
+		}
 		if b.NamePolicy != nil && !b.policyUnresolved && policyOK && len(optErrs) == 0 {
 			if err := b.checkPolicy(); err != nil {
 				errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, err.Error()))

@@ -127,11 +127,12 @@ func TestMisconfigured(t *testing.T) {
 		{"bad reserved name", "backends:\n- {name: a, driver: test, reservedNames: ['[a-'], config: {endpoint: x}}\n", []string{`backends[0].reservedNames[0]: Invalid value: "[a-": a name or a glob`}},
 		{"bad credentials", "backends:\n- {name: a, driver: test, credentials: {maxAge: 1h, rotationGrace: 2h}, config: {endpoint: x}}\n- {name: b, driver: test, credentials: {maxAge: -1s}, config: {endpoint: y}}\n", []string{`backends[0].credentials.rotationGrace: Invalid value: "2h0m0s": must be shorter than maxAge`, `backends[1].credentials.maxAge: Invalid value: "-1s": must not be negative`}},
 		{"bad limits", "backends:\n- {name: a, driver: test, limits: {perNamespace: -1, parameterMax: {partitions: 0}}, config: {endpoint: x}}\n", []string{`backends[0].limits.perNamespace: Invalid value: -1: must be at least 0`, `backends[0].limits.parameterMax[partitions]: Invalid value: 0: must be at least 1`}},
-		{"floor above ceiling", "backends:\n- {name: a, driver: test, limits: {parameterMax: {partitions: 4}, parameterMin: {partitions: 8}}, config: {endpoint: x}}\n", []string{`backends[0].limits.parameterMin[partitions]: Invalid value: 8: is above limits.parameterMax.partitions (4): no value could pass both`}},
+		{"floor above ceiling", "backends:\n- {name: a, driver: test, limits: {parameterMax: {size: 4}, parameterMin: {size: 8}}, config: {endpoint: x}}\n", []string{`backends[0].limits.parameterMin[size]: Invalid value: 8: is above limits.parameterMax.size (4): no value could pass both`}},
+		{"limits on keys the driver does not have", "backends:\n- {name: a, driver: test, limits: {parameterMin: {sise: 1}, parameterMax: {size: 5, colour: 3}, deniedParameters: [flavour, 'f*']}, config: {endpoint: x}}\n", []string{`backends[0].limits.parameterMin[sise]: Invalid value: "sise": is not a parameter of driver test (supported values: "size")`, `backends[0].limits.parameterMax[colour]: Invalid value: "colour": is not a parameter of driver test`, `backends[0].limits.deniedParameters[0]: Invalid value: "flavour": is not a parameter of driver test`}},
 		{"bad denied parameter", "backends:\n- {name: a, driver: test, limits: {deniedParameters: ['[a-']}, config: {endpoint: x}}\n", []string{`backends[0].limits.deniedParameters[0]: Invalid value: "[a-": a parameter key or a glob`}},
 		{"namespace limits for no one", "backends:\n- {name: a, driver: test, limits: {namespaces: [{partitions: 10}]}, config: {endpoint: x}}\n", []string{`backends[0].limits.namespaces[0]: Required value: names or a selector`}},
 		{"bad namespace selector", "backends:\n- {name: a, driver: test, limits: {namespaces: [{selector: {matchExpressions: [{key: tier, operator: Near}]}}]}, config: {endpoint: x}}\n", []string{`backends[0].limits.namespaces[0].selector: Invalid value`, `"Near" is not a valid label selector operator`}},
-		{"default above the ceiling", "backends:\n- {name: a, driver: test, parameters: {partitions: '64'}, limits: {parameterMax: {partitions: 12}}, config: {endpoint: x}}\n", []string{`backends[0].parameters[partitions]: Invalid value: "64": backend a allows at most 12 (limits.parameterMax.partitions in buckety-controller.yaml)`}},
+		{"default above the ceiling", "backends:\n- {name: a, driver: test, parameters: {size: '64'}, limits: {parameterMax: {size: 12}}, config: {endpoint: x}}\n", []string{`backends[0].parameters[size]: Invalid value: "64": backend a allows at most 12 (limits.parameterMax.size in buckety-controller.yaml)`}},
 		{"bad drain block", "backends:\n- {name: a, driver: test, drain: {interval: 10ms, stuckAfter: -1s}, config: {endpoint: x}}\n", []string{`backends[0].drain.interval: Invalid value: "10ms": must be at least 1s (absent: 10s)`, `backends[0].drain.stuckAfter: Invalid value: "-1s": must be positive (absent: 30m0s)`}},
 		{"drain allowed on a driver that cannot drain", "backends:\n- {name: a, driver: test, drain: {allow: true}, config: {endpoint: x}}\n", []string{`backends[0].drain.allow: Invalid value: true: driver test cannot empty a resource; remove drain.allow`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
@@ -235,7 +236,7 @@ func TestServicesReservedNamesAndLimits(t *testing.T) {
   service: a
   config: {endpoint: x:1}
   reservedNames: ["_schemas", "connect-*"]
-  limits: {perNamespace: 3, parameterMax: {partitions: 8}}
+  limits: {perNamespace: 3, parameterMax: {size: 8}}
 - {name: c, driver: test, config: {endpoint: y:1}}
 `
 	c, err := config.Load(writeConfig(t, body), config.Options{Registry: registry(), Lookup: lookup(nil)})
@@ -264,16 +265,16 @@ func TestServicesReservedNamesAndLimits(t *testing.T) {
 		t.Errorf("want the reserved name refused, naming the backend and pattern, got %v", err)
 	}
 	p := field.NewPath("spec", "parameters")
-	if errs := b.CheckParameterLimits(p, map[string]string{"partitions": "8"}); len(errs) != 0 {
-		t.Errorf("want 8 partitions allowed, got %v", errs)
+	if errs := b.CheckParameterLimits(p, map[string]string{"size": "8"}); len(errs) != 0 {
+		t.Errorf("want size 8 allowed, got %v", errs)
 	}
 	for _, v := range []string{"9", "2147483647", "many"} {
-		errs := b.CheckParameterLimits(p, map[string]string{"partitions": v})
-		if len(errs) != 1 || errs[0].Field != "spec.parameters[partitions]" || !strings.Contains(errs[0].Error(), "backend b allows at most 8 (limits.parameterMax.partitions in buckety-controller.yaml)") {
-			t.Errorf("partitions %s: want one error at spec.parameters[partitions] naming the limit, got %v", v, errs)
+		errs := b.CheckParameterLimits(p, map[string]string{"size": v})
+		if len(errs) != 1 || errs[0].Field != "spec.parameters[size]" || !strings.Contains(errs[0].Error(), "backend b allows at most 8 (limits.parameterMax.size in buckety-controller.yaml)") {
+			t.Errorf("size %s: want one error at spec.parameters[size] naming the limit, got %v", v, errs)
 		}
 	}
-	if errs := a.CheckParameterLimits(p, map[string]string{"partitions": "9999"}); len(errs) != 0 {
+	if errs := a.CheckParameterLimits(p, map[string]string{"size": "9999"}); len(errs) != 0 {
 		t.Errorf("a has no limits, got %v", errs)
 	}
 }

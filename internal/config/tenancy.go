@@ -469,3 +469,44 @@ func (b *Backend) MayBudget() bool {
 	}
 	return false
 }
+
+// checkLimitKeys refuses limits.parameterMin, parameterMax and
+// deniedParameters keys that are not parameters of the driver, where the
+// driver can tell (it answers NotSupported for the key itself): a
+// misspelt key would otherwise bound nothing, silently. Globs are not
+// checked.
+func (b *Backend) checkLimitKeys(p *field.Path) field.ErrorList {
+	if b.Limits == nil {
+		return nil
+	}
+	unknown := func(k, v string) string {
+		kp := field.NewPath("k").Key(k)
+		_, errs := b.driver.ValidateParameters(field.NewPath("k"), b.options, nil, map[string]string{k: v})
+		for _, e := range errs {
+			if e.Type == field.ErrorTypeNotSupported && e.Field == kp.String() && e.BadValue == k {
+				return fmt.Sprintf("is not a parameter of driver %s (%s)", b.Driver, e.Detail)
+			}
+		}
+		return ""
+	}
+	var errs field.ErrorList
+	for _, lim := range []struct {
+		key string
+		m   map[string]int64
+	}{{"parameterMin", b.Limits.ParameterMin}, {"parameterMax", b.Limits.ParameterMax}} {
+		for _, k := range sortedKeys(lim.m) {
+			if msg := unknown(k, strconv.FormatInt(lim.m[k], 10)); msg != "" {
+				errs = append(errs, field.Invalid(p.Child(lim.key).Key(k), k, msg))
+			}
+		}
+	}
+	for j, k := range b.Limits.DeniedParameters {
+		if strings.ContainsAny(k, "*?[") {
+			continue
+		}
+		if msg := unknown(k, "1"); msg != "" {
+			errs = append(errs, field.Invalid(p.Child("deniedParameters").Index(j), k, msg))
+		}
+	}
+	return errs
+}
