@@ -3,7 +3,10 @@ package admission
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -261,16 +264,70 @@ func merge(driver, schema field.ErrorList) field.ErrorList {
 	return out
 }
 
-// parameters validates parameters against the API's bounds, the schema,
-// the driver and the backend's limits.
-func (v *Validators) parameters(ctx context.Context, p *field.Path, b *config.Backend, old, new map[string]string) ([]string, field.ErrorList) {
+// parameters validates the parameters a tenant wrote (new; old on
+// update, nil on create) merged over the backend's defaults that apply to
+// the Buckety (defaults, every key): the API's bounds and the backend's
+// limits on what the tenant wrote, the schema and the driver on the
+// merged map, as the driver will get it. An error the tenant's parameters
+// do not make on their own names the defaults: the key's own default, or
+// every default merged in.
+func (v *Validators) parameters(ctx context.Context, p *field.Path, b *config.Backend, defaults, old, new map[string]string) ([]string, field.ErrorList) {
 	if errs := v1.ValidateParameterBounds(p, new); len(errs) > 0 {
 		return nil, errs
 	}
+	effNew := config.Effective(new, defaults)
+	var effOld map[string]string
+	if old != nil {
+		effOld = config.Effective(old, defaults)
+	}
 	d := b.DriverImpl()
-	warnings, errs := d.ValidateParameters(p, b.Options(), old, new)
-	errs = append(errs, b.CheckParameterLimits(p, new)...)
-	return warnings, merge(errs, v.params[d.Name()].Validate(ctx, p, new, old, implementation(b)))
+	warnings, errs := d.ValidateParameters(p, b.Options(), effOld, effNew)
+	errs = merge(errs, v.params[d.Name()].Validate(ctx, p, effNew, effOld, implementation(b)))
+	if len(errs) > 0 && len(defaults) > 0 {
+		// What the tenant's parameters break on their own is theirs; the
+		// rest involves the defaults, which the message names.
+		_, alone := d.ValidateParameters(p, b.Options(), old, new)
+		alone = merge(alone, v.params[d.Name()].Validate(ctx, p, new, old, implementation(b)))
+		errs = nameDefaults(p, b, defaults, new, errs, alone)
+	}
+	return warnings, append(errs, b.CheckParameterLimits(p, new)...)
+}
+
+// nameDefaults adds to each error found on the merged parameters and not
+// in alone (the tenant's parameters validated without defaults) which of
+// the backend's defaults took part: the key's own default, or every
+// default merged in.
+func nameDefaults(p *field.Path, b *config.Backend, defaults, spec map[string]string, errs, alone field.ErrorList) field.ErrorList {
+	own := map[string]bool{}
+	for _, e := range alone {
+		own[e.Field+"\x00"+e.Detail] = true
+	}
+	var merged []string
+	for _, k := range slices.Sorted(maps.Keys(defaults)) {
+		if _, set := spec[k]; !set {
+			merged = append(merged, k+"="+strconv.Quote(defaults[k]))
+		}
+	}
+	if len(merged) == 0 {
+		return errs
+	}
+	for _, e := range errs {
+		if own[e.Field+"\x00"+e.Detail] {
+			continue
+		}
+		k, fromDefault := "", false
+		for dk := range defaults {
+			if _, set := spec[dk]; !set && e.Field == p.Key(dk).String() {
+				k, fromDefault = dk, true
+			}
+		}
+		if fromDefault {
+			e.Detail += fmt.Sprintf(" (this value is backend %s's default: parameters.%s in buckety-controller.yaml; set the key in spec.parameters to override it)", b.Name, k)
+			continue
+		}
+		e.Detail += fmt.Sprintf(" (checked with backend %s's defaults merged in: %s, from parameters in buckety-controller.yaml)", b.Name, strings.Join(merged, ", "))
+	}
+	return errs
 }
 
 // limit refuses a new Buckety beyond its namespace's limits.perNamespace on

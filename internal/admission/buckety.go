@@ -72,14 +72,14 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 			errs = append(errs, field.Forbidden(spec.Child("name"), err.Error()))
 		}
 	}
-	w, perrs := v.parameters(ctx, spec.Child("parameters"), be, nil, b.Spec.Parameters)
+	w, perrs := v.parameters(ctx, spec.Child("parameters"), be, be.DefaultsFor(nil, false), nil, b.Spec.Parameters)
 	warnings = append(warnings, w...)
 	errs = append(errs, perrs...)
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	errs = append(errs, drain(spec.Child("drain"), be, b.Spec.Drain)...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
 	if len(perrs) == 0 {
-		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, config.Effective(b.Spec.Parameters, be.DefaultsFor(b.Spec.Parameters, nil, false)))...)
+		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, config.Effective(b.Spec.Parameters, be.DefaultsFor(nil, false)))...)
 	}
 	if da := b.Spec.DefaultAccess; da != nil {
 		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
@@ -134,15 +134,18 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 			// they are lower than (or differ from) what was asked first.
 			prev = nil
 		}
-		w, perrs := v.parameters(ctx, spec.Child("parameters"), be, prev, b.Spec.Parameters)
+		// Judged with the defaults the Buckety recorded, so that a default
+		// the platform changed never refuses a tenant's edit.
+		defaults := be.DefaultsFor(old.Status.ParameterDefaults, old.Status.Provenance != "")
+		w, perrs := v.parameters(ctx, spec.Child("parameters"), be, defaults, prev, b.Spec.Parameters)
 		warnings = append(warnings, w...)
 		errs = append(errs, perrs...)
 		if len(perrs) == 0 {
 			// Both sides with the defaults in effect for the Buckety (its
 			// status, which the API server keeps from the stored object).
 			provisioned := old.Status.Provenance != ""
-			was := config.Effective(nonNil(old.Spec.Parameters), be.DefaultsFor(old.Spec.Parameters, old.Status.ParameterDefaults, provisioned))
-			now := config.Effective(b.Spec.Parameters, be.DefaultsFor(b.Spec.Parameters, old.Status.ParameterDefaults, provisioned))
+			was := config.Effective(nonNil(old.Spec.Parameters), be.DefaultsFor(old.Status.ParameterDefaults, provisioned))
+			now := config.Effective(b.Spec.Parameters, be.DefaultsFor(old.Status.ParameterDefaults, provisioned))
 			errs = append(errs, v.checkBudget(ctx, spec, be, namespaceOf(ctx, b.Namespace), b.Name, was, now)...)
 		}
 	}

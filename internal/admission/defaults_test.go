@@ -116,3 +116,34 @@ func TestNamespaceBudgets(t *testing.T) {
 		t.Errorf("48 MiB where the selector's entry gives 32 MiB: want it refused naming limits.namespaces[1].diskBytes, got %v", err)
 	}
 }
+// TestDefaultConflictNamed: a tenant's value that conflicts with a
+// backend default (a soft quota above the default hard quota) is refused
+// with a message naming the default and where it is set; what the
+// tenant's parameters break on their own is not blamed on the defaults.
+func TestDefaultConflictNamed(t *testing.T) {
+	cfg := webhookConfig(t, `backends:
+- name: s3
+  driver: s3
+  config: {implementation: minio, endpoint: 'http://minio:9000', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
+  parameters: {quota: 1Gi}
+`)
+	v, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bv := BucketyValidator{v}
+	bucket := func(p map[string]string) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: "team"}, Spec: v1.BucketySpec{Backend: "s3", Parameters: p}}
+	}
+	if _, err := bv.ValidateCreate(context.Background(), bucket(map[string]string{"softQuota": "512Mi"})); err != nil {
+		t.Errorf("a soft quota under the default quota: want admitted, got %v", err)
+	}
+	_, err = bv.ValidateCreate(context.Background(), bucket(map[string]string{"softQuota": "2Gi"}))
+	if err == nil || !strings.Contains(err.Error(), `(checked with backend s3's defaults merged in: quota="1Gi", from parameters in buckety-controller.yaml)`) {
+		t.Errorf("want the conflicting default named, got %v", err)
+	}
+	_, err = bv.ValidateCreate(context.Background(), bucket(map[string]string{"nosuch": "x"}))
+	if err == nil || strings.Contains(err.Error(), "defaults merged in") {
+		t.Errorf("an unknown key is the tenant's own error: want it refused without the defaults, got %v", err)
+	}
+}

@@ -125,7 +125,7 @@ func EffectiveParameters(b *config.Backend, o *v1.Buckety) map[string]string {
 // Defaults are the backend defaults in effect for o, as
 // status.parameterDefaults records them.
 func Defaults(b *config.Backend, o *v1.Buckety) map[string]string {
-	return b.DefaultsFor(o.Spec.Parameters, o.Status.ParameterDefaults, o.Status.Provenance != "")
+	return b.DefaultsFor(o.Status.ParameterDefaults, o.Status.Provenance != "")
 }
 
 // dimension is one budgeted figure.

@@ -283,7 +283,7 @@ func TestServicesReservedNamesAndLimits(t *testing.T) {
 // in file order, by name or label, replacing only the figures they set
 // and naming themselves in messages; defaults are the backend's until a
 // Buckety is provisioned, then what it recorded unless the backend
-// converges them, and never a key the spec sets.
+// converges them; the spec's keys win over them.
 func TestNamespaceLimitsAndDefaults(t *testing.T) {
 	dir := writeConfig(t, `backends:
 - name: a
@@ -338,25 +338,22 @@ func TestNamespaceLimitsAndDefaults(t *testing.T) {
 		t.Errorf("a namespace no entry matches must see the backend itself")
 	}
 
-	if got := a.DefaultsFor(nil, nil, false); got["size"] != "10" {
+	if got := a.DefaultsFor(nil, false); got["size"] != "10" {
 		t.Errorf("new Buckety: want the backend's defaults, got %v", got)
 	}
 	spec := map[string]string{"size": "7"}
-	if got := a.DefaultsFor(spec, nil, false); len(got) != 0 {
-		t.Errorf("a key the spec sets is no default, got %v", got)
-	}
 	recorded := map[string]string{"size": "1"}
-	if got := a.DefaultsFor(nil, recorded, true); got["size"] != "1" {
+	if got := a.DefaultsFor(recorded, true); got["size"] != "1" {
 		t.Errorf("provisioned, not converging: want the recorded defaults, got %v", got)
 	}
-	if got := a.DefaultsFor(nil, nil, true); len(got) != 0 {
+	if got := a.DefaultsFor(nil, true); len(got) != 0 {
 		t.Errorf("provisioned before defaults existed, not converging: want none, got %v", got)
 	}
 	b, _ := cfg.Backend("b")
-	if got := b.DefaultsFor(nil, recorded, true); got["size"] != "20" {
+	if got := b.DefaultsFor(recorded, true); got["size"] != "20" {
 		t.Errorf("converging backend: want the current default, got %v", got)
 	}
-	if got := config.Effective(spec, a.DefaultsFor(nil, nil, false)); got["size"] != "7" {
+	if got := config.Effective(spec, a.DefaultsFor(nil, false)); got["size"] != "7" {
 		t.Errorf("effective: want the spec over the defaults, got %v", got)
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"sort"
 	"strconv"
@@ -124,27 +125,21 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // DefaultsFor is the backend defaults in effect for a Buckety whose
-// spec.parameters are spec and whose status.parameterDefaults are
-// recorded (provisioned tells whether they were ever recorded): the
-// backend's current defaults for a Buckety never provisioned, or on a
-// backend that converges them; otherwise what was recorded. Keys spec
-// sets are left out. nil when there are none.
-func (b *Backend) DefaultsFor(spec, recorded map[string]string, provisioned bool) map[string]string {
+// status.parameterDefaults are recorded (provisioned tells whether they
+// were ever recorded): the backend's current defaults for a Buckety never
+// provisioned, or on a backend that converges them; otherwise what was
+// recorded. Every default, the keys the Buckety's spec sets included (it
+// wins over them in Effective): one whose override the tenant removes
+// falls back to the default recorded for it. nil when there are none.
+func (b *Backend) DefaultsFor(recorded map[string]string, provisioned bool) map[string]string {
 	src := b.Parameters
 	if provisioned && !b.ConvergeParameters {
 		src = recorded
 	}
-	var out map[string]string
-	for k, v := range src {
-		if _, set := spec[k]; set {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]string, len(src))
-		}
-		out[k] = v
+	if len(src) == 0 {
+		return nil
 	}
-	return out
+	return maps.Clone(src)
 }
 
 // Effective is spec merged over defaults: the parameters the driver gets.

@@ -52,9 +52,11 @@ var rbacAllowlist = map[string]string{
 	// Secret -> access) need update on the owner's finalizers.
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketies/finalizers`:       "update",
 	`ClusterRole/buckety-controller buckety.yolean.se/bucketyaccesses/finalizers`: "update",
-	// Namespace kube-system only (resourceNames): its UID is the default
-	// installation name when the config sets none (installation.go).
-	`ClusterRole/buckety-controller core/namespaces`:      "get",
+	// Namespaces: kube-system's UID is the default installation name when
+	// the config sets none (installation.go), and the labels of a tenant's
+	// namespace select its limits (limits.namespaces), read from the
+	// cache. Labels and UIDs only; nothing is written.
+	`ClusterRole/buckety-controller core/namespaces`:      "get,list,watch",
 	`ClusterRole/buckety-controller events.k8s.io/events`: "create,patch",
 	// The metrics filter: authenticate and authorize each scraper.
 	`ClusterRole/buckety-controller authentication.k8s.io/tokenreviews`:        "create",
@@ -66,8 +68,11 @@ var rbacAllowlist = map[string]string{
 
 	// The webhook: informers of Bucketies (an access's Buckety) and of
 	// accesses (limits.accessesPer*), and the metrics filter.
-	`ClusterRole/buckety-webhook buckety.yolean.se/bucketies`:               "list,watch",
-	`ClusterRole/buckety-webhook buckety.yolean.se/bucketyaccesses`:         "list,watch",
+	`ClusterRole/buckety-webhook buckety.yolean.se/bucketies`:       "list,watch",
+	`ClusterRole/buckety-webhook buckety.yolean.se/bucketyaccesses`: "list,watch",
+	// The labels of a namespace select its limits (limits.namespaces),
+	// read from the webhook's cache.
+	`ClusterRole/buckety-webhook core/namespaces`:                           "get,list,watch",
 	`ClusterRole/buckety-webhook authentication.k8s.io/tokenreviews`:        "create",
 	`ClusterRole/buckety-webhook authorization.k8s.io/subjectaccessreviews`: "create",
 

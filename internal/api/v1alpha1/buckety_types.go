@@ -339,8 +339,8 @@ type BucketyStatus struct {
 	Usage *Usage `json:"usage,omitempty"`
 
 	// ParameterDefaults are the backend's parameter defaults in effect
-	// under spec.parameters (the keys spec.parameters does not set): the
-	// effective parameters are spec.parameters merged over them. Recorded
+	// under spec.parameters: the effective parameters are spec.parameters
+	// merged over them (a key the spec sets wins). Recorded
 	// when the resource is first provisioned, and kept (a changed default
 	// applies to new Bucketies only) unless the backend converges its
 	// defaults (convergeParameters in buckety-controller.yaml).

@@ -10,7 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-system,verbs=get
+// Namespace kube-system is read with the get on namespaces the buckety
+// reconciler's marker grants (for limits.namespaces selectors).
 
 // defaultInstallation is the installation name of a config that sets none:
 // "cluster-" and 12 hex digits of the SHA-256 of namespace kube-system's

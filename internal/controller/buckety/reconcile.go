@@ -275,7 +275,8 @@ func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *fac
 	p := field.NewPath("spec", "parameters")
 	errs := v1.ValidateParameterBounds(p, b.Spec.Parameters)
 	if len(errs) == 0 {
-		_, errs = e.Driver.ValidateParameters(p, e.Config.Options(), nil, b.Spec.Parameters)
+		// The driver judges what it will get: the spec over the defaults.
+		_, errs = e.Driver.ValidateParameters(p, e.Config.Options(), nil, config.Effective(b.Spec.Parameters, f.defaults))
 		errs = append(errs, e.Config.CheckParameterLimits(p, b.Spec.Parameters)...)
 	}
 	if len(errs) > 0 {
