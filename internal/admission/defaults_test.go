@@ -116,6 +116,7 @@ func TestNamespaceBudgets(t *testing.T) {
 		t.Errorf("48 MiB where the selector's entry gives 32 MiB: want it refused naming limits.namespaces[1].diskBytes, got %v", err)
 	}
 }
+
 // TestDefaultConflictNamed: a tenant's value that conflicts with a
 // backend default (a soft quota above the default hard quota) is refused
 // with a message naming the default and where it is set; what the
