@@ -115,22 +115,36 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 }
 
 // claimReleased wakes, when a claim's deletion reaches the cache, the
-// Bucketies waiting for its name or for room under its namespace's limit.
-// Reconcile's own wake (Reconciler.Released) is sooner but may run before
-// the cache has seen the deletion, and a namespace's count is read from
-// the cache: this second wake finds it updated.
+// Bucketies waiting for its name or for room under its namespace's limit;
+// and when a claim turning retained (its Buckety deleted with Retain)
+// reaches the cache, those waiting for its name, which may now take it
+// over (a retained claim still counts under the limit). Reconcile's own
+// wake (Reconciler.Released) is sooner but may run before the cache has
+// seen the change, and the waiter reads the claim from the cache: this
+// second wake finds it updated. Without it, a waiter woken too early saw
+// the claim still held, waited again, and was never woken.
 func claimReleased(w *retry.Waiters) handler.Funcs {
-	return handler.Funcs{DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		cl, ok := e.Object.(*v1.BucketyClaim)
-		if !ok {
-			return
-		}
-		for _, k := range []string{claimKey(cl.Name), limitKey(cl.Spec.Backend, cl.Spec.Owner.Namespace)} {
+	wake := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], keys ...string) {
+		for _, k := range keys {
 			for _, nn := range w.Waiting(k) {
 				q.Add(reconcile.Request{NamespacedName: nn})
 			}
 		}
-	}}
+	}
+	return handler.Funcs{
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if cl, ok := e.Object.(*v1.BucketyClaim); ok {
+				wake(q, claimKey(cl.Name), limitKey(cl.Spec.Backend, cl.Spec.Owner.Namespace))
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, ok1 := e.ObjectOld.(*v1.BucketyClaim)
+			cl, ok2 := e.ObjectNew.(*v1.BucketyClaim)
+			if ok1 && ok2 && !claims.IsRetained(old) && claims.IsRetained(cl) {
+				wake(q, claimKey(cl.Name))
+			}
+		},
+	}
 }
 
 // accessToBuckety maps a BucketyAccess to the Buckety it names.
