@@ -79,7 +79,12 @@ generate: ## regenerate deepcopy, CRDs, the published JSON schemas and the docs'
 GENERATED := internal/api/v1alpha1/zz_generated.deepcopy.go deploy/kustomize/base/crds deploy/kustomize/base/rbac deploy/kustomize/base/webhook/rbac deploy/schema $(wildcard drivers/*/schema) README.md docs $(wildcard drivers/*/README.md)
 
 .PHONY: verify
-verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or staticcheck findings
+verify: verify-generated lint ## fail on generated-file drift, untidy modules, gofmt, go vet or staticcheck findings
+
+# verify-generated is verify's part that make test runs first: the e2e
+# builds from the generated files, so they are checked before it starts.
+.PHONY: verify-generated lint
+verify-generated:
 	@snap=$$(mktemp -d); trap 'rm -rf "$$snap"' EXIT; \
 	cp -r --parents $(GENERATED) "$$snap"/; \
 	$(MAKE) --no-print-directory generate >/dev/null; \
@@ -89,6 +94,9 @@ verify: ## fail on generated-file drift, untidy modules, gofmt, go vet or static
 	cd test/tools/kube && go mod tidy -diff
 	cd test/tools/etcd && go mod tidy -diff
 	@if [ -n "$$(gofmt -l cmd internal drivers test)" ]; then echo "gofmt needed:"; gofmt -l cmd internal drivers test; exit 1; fi
+
+# lint is verify's other part: make test runs it beside the e2e suite.
+lint:
 	go vet ./...
 	go vet -tags $(TESTHOOKS) ./internal/testhook/ ./test/integration/
 	go tool staticcheck ./...
@@ -196,17 +204,20 @@ stop-e2e: ## remove an environment make e2e kept (KEEP_FAILED=true)
 	go run ./test/localstack/cmd/buckety-local down --dir $(RUN_DIR)/e2e
 
 .PHONY: test
-test: verify tools test-binaries ## everything CI runs: verify, fuzz smoke, unit, integration and e2e tests
-	@# Side by side, each target's output printed whole when it ends. verify
-	@# (which regenerates files the e2e builds from) and the tools come
-	@# first, so the two sides never build one tool into the cache at once.
+test: verify-generated tools test-binaries ## everything CI runs: verify, fuzz smoke, unit, integration and e2e tests
+	@# Side by side, each target's output printed whole when it ends. The
+	@# generated files' check (it regenerates files the e2e builds from) and
+	@# the tools come first, so the two sides never build one tool into the
+	@# cache at once; vet and staticcheck run on the Go side (test-go), which
+	@# ends before the e2e suite does.
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-go e2e
 	$(MAKE) --no-print-directory test-node
 
-# test-go is make test's Go side, one step after the other: the fuzz
-# smoke, then every Go test but the node's.
+# test-go is make test's Go side, one step after the other: vet and
+# staticcheck, the fuzz smoke, then every Go test but the node's.
 .PHONY: test-go
 test-go:
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-fuzz
 	$(MAKE) --no-print-directory test-integration-off-node
 
