@@ -59,6 +59,7 @@ driver_of() {
 }
 
 results=()
+phases=()
 failed=0
 declare -A yaml_hash # scenario -> hash of its YAML, to prove it is the same for every implementation
 total_start=$SECONDS
@@ -167,6 +168,7 @@ for impl in "${impls[@]}"; do
     continue
   fi
   echo "e2e: implementation $impl (driver $driver, environment $E2E_ENV)"
+  phase=$SECONDS
   if ! deploy "$impl"; then
     "$KUBECTL" -n buckety-system get pods -o wide 2>&1 | tail -5
     "$KUBECTL" -n buckety-system logs deploy/buckety-webhook --tail=10 2>&1
@@ -185,16 +187,23 @@ for impl in "${impls[@]}"; do
     if exclusive "$dir"; then alone+=("$dir"); elif slow "$dir"; then shared+=("$dir"); else later+=("$dir"); fi
   done
   shared+=(${later[@]+"${later[@]}"})
+  timings="deployed in $((SECONDS - phase))s"
+  phase=$SECONDS
   for dir in "${shared[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$E2E_PARALLEL" ]; do wait -n; done
     echo "e2e: $impl/$(basename "$dir")"
     run_scenario "$impl" "$dir" &
   done
   wait
+  timings+=", ${#shared[@]} side by side in $((SECONDS - phase))s"
+  phase=$SECONDS
   for dir in "${alone[@]}"; do
     echo "e2e: $impl/$(basename "$dir") (alone)"
     run_scenario "$impl" "$dir"
   done
+  # Where the suite's time goes, for make test's budget (docs/development.md).
+  timings+=", ${#alone[@]} alone in $((SECONDS - phase))s"
+  phases+=("$(printf '%-10s %s' "$impl" "$timings")")
   for dir in "${all[@]}"; do
     f="$RESULT_DIR/$impl-$(basename "$dir")"
     if [ -s "$f" ]; then results+=("$(cat "$f")"); else results+=("$(printf '%-10s %-34s FAIL  (no result)' "$impl" "$(basename "$dir")")"); fi
@@ -208,5 +217,6 @@ printf '%s\n' "${results[@]}"
 pass=$(printf '%s\n' "${results[@]}" | grep -c ' PASS ' || true)
 fail=$(printf '%s\n' "${results[@]}" | grep -c ' FAIL' || true)
 echo "e2e wall time: $((SECONDS - total_start))s"
+printf '%s\n' ${phases[@]+"${phases[@]}"}
 echo "$pass passed, $fail failed"
 exit $failed
