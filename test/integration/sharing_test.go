@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/seaweedfs"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -167,4 +173,64 @@ func TestSharingKafka(t *testing.T) {
 		t.Errorf("the reader once the owner's namespace is gone: want no credential, got %d records, principal %q", len(creds), reader.Status.Principal)
 	}
 	noSecret(t, consumer, "reader", "the owner's namespace gone")
+}
+
+// TestSharingS3 (#51), on VersityGW, MinIO and SeaweedFS (IAM), each
+// issuing a key per access: a bucket shared ReadOnly with one namespace
+// gives that namespace's access a key of its own that lists the bucket and
+// cannot write it; a namespace the owner did not name gets nothing; the
+// rule removed, the key is revoked and the Secret deleted at the access's
+// next pass (the time is printed).
+func TestSharingS3(t *testing.T) {
+	needInfra(t)
+	for _, impl := range append(slices.Clone(s3test.Implementations), "seaweedfs") {
+		t.Run(impl, func(t *testing.T) {
+			var be config.Backend
+			if impl == "seaweedfs" {
+				srv := seaweedfs.Start(t, seaweedfs.Options{})
+				be = harness.S3("s3-scoped", s3driver.Config{Implementation: s3driver.ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
+					AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second), Credentials: &s3driver.Credentials{}})
+				be.Credentials = harness.Grace(3 * time.Second)
+			} else {
+				_, be = scopedS3(t, impl)
+			}
+			startController(t, harness.ConfigYAML(be), nil, time.Hour)
+			owner, consumer, third := namespace(t), namespace(t), namespace(t)
+			removeWhileRunning(t, owner)
+			removeWhileRunning(t, consumer)
+			removeWhileRunning(t, third)
+			bucket := owner + "-ledger"
+			ledger := sharedBuckety(owner, "ledger", "s3-scoped", bucket, consumer, v1.RoleReadOnly)
+			ledger.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "ledger"}
+			create(t, ledger)
+			reader := foreignAccess(consumer, "reader", owner, "ledger", v1.RoleReadOnly)
+			create(t, reader)
+			stranger := foreignAccess(third, "stranger", owner, "ledger", v1.RoleReadOnly)
+			create(t, stranger)
+			waitCondition(t, ledger, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			waitCondition(t, reader, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
+			ro := secret(t, consumer, "reader").Data
+			if got := string(ro["bucket"]); got != bucket {
+				t.Errorf("the consumer's Secret: want bucket %s, got %q", bucket, got)
+			}
+			if err := putWith(secret(t, owner, "ledger").Data, bucket, "a"); err != nil {
+				t.Fatalf("the owner's ReadWrite put: %v", err)
+			}
+			if err := listWith(ro, bucket); err != nil {
+				t.Errorf("the consumer's ReadOnly list: %v", err)
+			}
+			if err := putWith(ro, bucket, "b"); err == nil {
+				t.Error("the consumer's ReadOnly: want put refused")
+			}
+			waitWithdrawn(t, stranger, time.Now(), "does not share role ReadOnly with namespace "+third)
+
+			patch(t, ledger, `{"spec":{"sharing":null}}`)
+			took := waitWithdrawn(t, reader, time.Now(), "does not share role ReadOnly with namespace "+consumer)
+			t.Logf("figure: %s: sharing withdrawn, the consumer's key revoked and its Secret deleted %s after the rule was removed", impl, took.Round(time.Millisecond))
+			if err := listWith(ro, bucket); err == nil {
+				t.Error("withdrawn: want the old Secret's key refused")
+			}
+		})
+	}
 }
