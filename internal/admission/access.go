@@ -137,12 +137,14 @@ func (v AccessValidator) consent(ctx context.Context, p *field.Path, refNS, name
 	if v.lookup != nil {
 		b, found = v.lookup(ctx, refNS, name)
 	}
-	if !found {
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("Buckety %s/%s does not exist: an access names another namespace's Buckety only once that Buckety shares it with namespace %s (spec.sharing)", refNS, name, ns))}
+	if !found || !b.DeletionTimestamp.IsZero() {
+		return field.ErrorList{field.Forbidden(p, sharing.NotShared(refNS, name, ns, role))}
 	}
 	be, ok := v.cfg.Backend(backendName(b))
 	if !ok {
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("backend %q of Buckety %s/%s is not in the controller config: it shares nothing", backendName(b), refNS, name))}
+		// Its owner's Buckety says what is wrong with its backend; the
+		// consumer learns nothing more than of a Buckety that shares not.
+		return field.ErrorList{field.Forbidden(p, sharing.NotShared(refNS, name, ns, role))}
 	}
 	var ownerLabels, nsLabels map[string]string
 	if sharing.NeedsLabels(be, b) {

@@ -59,15 +59,25 @@ func orDefault(r v1.Role) v1.Role {
 // namespace ns take role: what the owner or the platform would have to
 // change. "" when it does. ownerLabels and nsLabels are the two
 // namespaces' labels (read only where NeedsLabels).
+//
+// The owner's rules are checked first, and their refusal is the one a
+// missing Buckety gets (NotShared): a tenant learns nothing of another
+// namespace's Bucketies by naming them, not even whether they exist. Only
+// where the owner consents does the backend's refusal say more.
 func Refusal(be *config.Backend, b *v1.Buckety, ownerLabels map[string]string, ns string, nsLabels map[string]string, role v1.Role) string {
-	if msg := be.SharingRefusal(b.Namespace, ownerLabels, ns, nsLabels); msg != "" {
-		return msg
-	}
 	role = orDefault(role)
-	if Grants(b, ns, nsLabels, role) {
-		return ""
+	if !Grants(b, ns, nsLabels, role) {
+		return NotShared(b.Namespace, b.Name, ns, role)
 	}
-	return fmt.Sprintf("Buckety %s/%s does not share role %s with namespace %s: its owner adds {namespace: %s, roles: [%s]} to the Buckety's spec.sharing", b.Namespace, b.Name, role, ns, ns, role)
+	return be.SharingRefusal(b.Namespace, ownerLabels, ns, nsLabels)
+}
+
+// NotShared says that Buckety owner/name does not share role with
+// namespace ns, and what its owner would add; the same words whether or
+// not the Buckety exists.
+func NotShared(owner, name, ns string, role v1.Role) string {
+	role = orDefault(role)
+	return fmt.Sprintf("Buckety %s/%s does not exist or does not share role %s with namespace %s: its owner adds {namespace: %s, roles: [%s]} to the Buckety's spec.sharing", owner, name, role, ns, ns, role)
 }
 
 // NeedsLabels reports whether Refusal reads namespace labels for b on be.

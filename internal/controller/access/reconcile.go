@@ -118,7 +118,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
 	b, e, ok, err := r.buckety(ctx, a, f)
-	if err == nil && (f.notShared != "" || (f.bucketyMissing && a.Foreign())) {
+	if err == nil && f.notShared != "" {
 		// Taken back within this pass: rights, principal and Secret.
 		if done, err := r.withdraw(ctx, a, f); err != nil || !done {
 			return reconcile.Result{RequeueAfter: withdrawRetry}, err
@@ -261,6 +261,12 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	b := &v1.Buckety{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b)
 	if apierrors.IsNotFound(err) {
+		if a.Foreign() {
+			// Said as of a Buckety that does not share: another
+			// namespace's Bucketies are not a tenant's to enumerate.
+			f.notShared = sharing.NotShared(a.BucketyNamespace(), a.Spec.BucketyRef.Name, a.Namespace, a.Spec.Role)
+			return nil, nil, false, nil
+		}
 		f.bucketyMissing = true
 		return nil, nil, false, nil
 	}
