@@ -7,6 +7,14 @@
 # Environment: NAMESPACE (required), KUBECTL (default kubectl),
 # PROBE_IMAGE, PROBE_HOST_NETWORK (true where backends are on the node's
 # loopback), E2E_TIMEOUT (seconds per wait, default 120).
+#
+# A scenario every driver has is written once, as a function of
+# test/e2e/scenarios/<scenario>.sh (cluster-api's QuickStartSpec is the
+# model): its examples/<driver>/<scenario>/assert.sh sources this file
+# with the driver's name (`. lib.sh kadm`, which loads
+# test/e2e/drivers/kadm.sh: the driver's words, admin operations and
+# Secret keys), defines the scenario's hooks for what only its driver
+# checks, and calls the function with the driver's values.
 set -euo pipefail
 : "${NAMESPACE:?set NAMESPACE to the scenario namespace}"
 KUBECTL=${KUBECTL:-kubectl}
@@ -389,6 +397,20 @@ rejected() {
   fi
   expect_contains "$what" "$want" "$out"
 }
+
+# refused_patch BUCKETY WHAT PARAMS WANT: a change WHAT of buckety/BUCKETY's
+# spec.parameters to PARAMS (JSON, merged) is refused with WANT.
+refused_patch() {
+  local out
+  if out=$(k patch buckety "$1" --type=merge -p "{\"spec\":{\"parameters\":$3}}" 2>&1); then
+    fail "$2: expected a rejection containing '$4', but it was admitted"
+  fi
+  expect_contains "$2" "$4" "$out"
+}
+
+# hook NAME ARGS...: runs the scenario's optional hook NAME (a function its
+# assert.sh defines) when it has one.
+hook() { if declare -F "$1" >/dev/null; then "$@"; fi; }
 
 # scale_controller N: scales buckety-controller and waits for it.
 scale_controller() {
@@ -914,3 +936,16 @@ reinstall_restore() {
   scale_controller 1 || true
   rm -f "${REINSTALL_SAVED:-}"
 }
+
+# The shared scenarios (test/e2e/scenarios: one function each, written once
+# for every driver), and what they take from the driver an assert.sh names
+# when it sources this file (`. lib.sh kadm`: test/e2e/drivers/kadm.sh).
+for _scenario in "$LIB_ROOT"/test/e2e/scenarios/*.sh; do
+  # shellcheck source=/dev/null
+  . "$_scenario"
+done
+unset _scenario
+if [ -n "${1:-}" ]; then
+  # shellcheck source=/dev/null
+  . "$LIB_ROOT/test/e2e/drivers/$1.sh"
+fi
