@@ -7,6 +7,14 @@
 # Environment: NAMESPACE (required), KUBECTL (default kubectl),
 # PROBE_IMAGE, PROBE_HOST_NETWORK (true where backends are on the node's
 # loopback), E2E_TIMEOUT (seconds per wait, default 120).
+#
+# A scenario every driver has is written once, as a function of
+# test/e2e/scenarios/<scenario>.sh (cluster-api's QuickStartSpec is the
+# model): its examples/<driver>/<scenario>/assert.sh sources this file
+# with the driver's name (`. lib.sh kadm`, which loads
+# test/e2e/drivers/kadm.sh: the driver's words, admin operations and
+# Secret keys), defines the scenario's hooks for what only its driver
+# checks, and calls the function with the driver's values.
 set -euo pipefail
 : "${NAMESPACE:?set NAMESPACE to the scenario namespace}"
 KUBECTL=${KUBECTL:-kubectl}
@@ -390,6 +398,20 @@ rejected() {
   expect_contains "$what" "$want" "$out"
 }
 
+# refused_patch BUCKETY WHAT PARAMS WANT: a change WHAT of buckety/BUCKETY's
+# spec.parameters to PARAMS (JSON, merged) is refused with WANT.
+refused_patch() {
+  local out
+  if out=$(k patch buckety "$1" --type=merge -p "{\"spec\":{\"parameters\":$3}}" 2>&1); then
+    fail "$2: expected a rejection containing '$4', but it was admitted"
+  fi
+  expect_contains "$2" "$4" "$out"
+}
+
+# hook NAME ARGS...: runs the scenario's optional hook NAME (a function its
+# assert.sh defines) when it has one.
+hook() { if declare -F "$1" >/dev/null; then "$@"; fi; }
+
 # scale_controller N: scales buckety-controller and waits for it.
 scale_controller() {
   "$KUBECTL" -n "$SYSTEM_NS" scale deploy/buckety-controller --replicas="$1" >/dev/null
@@ -476,114 +498,6 @@ kill_controller() {
 # resume_backend continues the process hang_backend paused.
 resume_backend() { kill -CONT "${HUNG_PID:?hang_backend first}"; }
 
-# claims_and_outage BACKEND NAME WHAT: the claims-and-outage scenario of
-# every driver. While the backend hangs, a Buckety for NAME waits, holding
-# no claim (the adoption check comes first), and is deleted unprovisioned;
-# the next Buckety for NAME waits for the backend, not for a conflict, and
-# is Ready soon after the backend answers again (WHAT names the backend in
-# messages).
-claims_and_outage() {
-  local backend=$1 name=$2 what=$3 reason back took
-  wait_cond buckety/steady Ready True
-  step "the $what hangs; a Buckety for $name waits, unclaimed, and is deleted unprovisioned"
-  hang_backend
-  k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: first}
-spec: {backend: $backend, name: "$name"}
-Y
-  wait_cond buckety/first Ready False BackendUnreachable
-  # The adoption check comes before the claim: nothing is claimed while the
-  # $what cannot be checked.
-  expect_eq "claims on $name while the $what hangs" "" \
-    "$("$KUBECTL" get bucketyclaims -o jsonpath="{.items[?(@.spec.resourceName==\"$name\")].metadata.name}")"
-  k delete buckety first --wait=false >/dev/null
-  wait_gone buckety/first
-  expect_eq "claims left for $name" "" \
-    "$("$KUBECTL" get bucketyclaims -o jsonpath="{.items[?(@.spec.resourceName==\"$name\")].metadata.name}")"
-  step "another Buckety for the same name waits for the $what, not for a conflict"
-  k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: second}
-spec: {backend: $backend, name: "$name", defaultAccess: {credentialsSecretName: second-creds}}
-Y
-  wait_cond buckety/second Ready False BackendUnreachable
-  sleep 12
-  reason=$(cond buckety/second Ready reason)
-  [ "$reason" != NameConflict ] || fail "second: NameConflict after the first Buckety was deleted: $(cond buckety/second Ready message)"
-  step "the $what answers again: Ready"
-  resume_backend
-  back=$SECONDS
-  # A figure, not a bound: a loaded machine stretches it while the
-  # product is right (wait_cond's E2E_TIMEOUT is the backstop).
-  wait_cond buckety/second Ready True
-  took=$((SECONDS - back))
-  echo "figure: Ready ${took}s after the $what answered again"
-  expect_eq "provenance" "Created" "$(jp buckety/second '{.status.provenance}')"
-  secret_keys second-creds >/dev/null
-  wait_cond buckety/steady Ready True
-}
-
-# next_image VAR: the image the environment built for VAR
-# (E2E_IMAGE_NEXT_PATCH or E2E_IMAGE_NEXT_MAJOR): the variable itself, or
-# the file VAR_FILE names once the build that local.sh runs in the
-# background writes it.
-next_image() {
-  local var=$1 file_var=${1}_FILE deadline=$((SECONDS + 600))
-  if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
-  local file=${!file_var:-}
-  [ -n "$file" ] || fail "the environment must build the controller with the next driver patch and major: set $var or $file_var (see README)"
-  until [ -s "$file" ]; do
-    [ ! -e "$file.failed" ] || fail "$var: the environment's build of it failed"
-    [ $SECONDS -lt $deadline ] || fail "$var: $file not written within 600s"
-    sleep 2
-  done
-  cat "$file"
-}
-
-# driver_version DRIVER PARAMS UNCHANGED: the driver-version scenario of
-# every driver, on buckety/versioned. The Buckety is stamped with DRIVER's
-# registered version (buckety-release drivers); the controller then runs
-# from an image with the next patch of every driver (status.driverBuildVersion
-# follows, automatically) and then the next major (DriverVersionIncompatible,
-# nothing written). The environment builds the two images with
-# `buckety-release drivers --ldflags next-patch|next-major`. PARAMS is a
-# spec.parameters patch (JSON) made while paused; UNCHANGED is a command
-# that fails unless the backend resource still has the old value.
-driver_version() {
-  local driver=$1 params=$2 unchanged=$3 original build major next
-  E2E_IMAGE_NEXT_PATCH=$(next_image E2E_IMAGE_NEXT_PATCH) || exit 1
-  E2E_IMAGE_NEXT_MAJOR=$(next_image E2E_IMAGE_NEXT_MAJOR) || exit 1
-  build=$(release_tool drivers | awk -v d="$driver" '$1 == d {print $2}')
-  [ -n "$build" ] || fail "driver $driver is not registered: $(release_tool drivers)"
-  major=${build%%.*}
-  next="${build%.*}.$((${build##*.} + 1))"
-  original=$(sys get deploy buckety-controller -o jsonpath='{.spec.template.spec.containers[0].image}')
-  # shellcheck disable=SC2064 # the image is fixed now
-  trap "set_controller_image '$original'" EXIT
-  wait_cond buckety/versioned Ready True
-  expect_eq "stamped major" "$major" "$(jp buckety/versioned '{.status.driverMajor}')"
-  expect_eq "driverBuildVersion" "$build" "$(jp buckety/versioned '{.status.driverBuildVersion}')"
-  step "next patch ($next): auto-applied"
-  set_controller_image "$E2E_IMAGE_NEXT_PATCH"
-  local deadline=$((SECONDS + E2E_TIMEOUT))
-  until [ "$(jp buckety/versioned '{.status.driverBuildVersion}')" = "$next" ]; do
-    [ $SECONDS -lt $deadline ] || fail "driverBuildVersion: expected $next, seen $(jp buckety/versioned '{.status.driverBuildVersion}')"
-    sleep 1
-  done
-  wait_cond buckety/versioned Ready True
-  step "next major: paused, nothing written"
-  set_controller_image "$E2E_IMAGE_NEXT_MAJOR"
-  k patch buckety versioned --type=merge -p "{\"spec\":{\"parameters\":$params}}" >/dev/null
-  wait_cond buckety/versioned DriverVersionIncompatible True DriverMajorMismatch
-  expect_contains "incompatibility message" "provisioned with major $major" "$(cond buckety/versioned DriverVersionIncompatible message)"
-  sleep 12 # more than one re-check period
-  $unchanged
-  expect_eq "major stays" "$major" "$(jp buckety/versioned '{.status.driverMajor}')"
-}
-
 # sys ARGS...: kubectl in buckety's own namespace.
 sys() { "$KUBECTL" -n "$SYSTEM_NS" "$@"; }
 
@@ -591,106 +505,6 @@ sys() { "$KUBECTL" -n "$SYSTEM_NS" "$@"; }
 set_controller_image() {
   sys set image deploy/buckety-controller controller="$1" >/dev/null
   sys rollout status deploy/buckety-controller --timeout=120s >/dev/null
-}
-
-# backend_stickiness BACKEND PARAMS UNCHANGED SECRET: the backend-stickiness
-# scenario of every driver, on buckety/sticky of BACKEND. The backend is
-# renamed in the controller's config: the Buckety keeps status.backend,
-# reports BackendNotConfigured, and a parameter change (PARAMS, a JSON
-# spec.parameters patch) is not written (UNCHANGED fails unless the backend
-# resource still has the old value), while the Secret SECRET keeps working.
-backend_stickiness() {
-  local backend=$1 params=$2 unchanged=$3 secret=$4 cm
-  wait_cond buckety/sticky Ready True
-  cm=$(sys get deploy buckety-controller -o jsonpath='{.spec.template.spec.volumes[?(@.name=="config")].configMap.name}')
-  [ -n "$cm" ] || fail "cannot find the controller's config ConfigMap"
-  STICKY_CM=$cm STICKY_RENAMED=$(mktemp)
-  trap restore_config EXIT
-  step "rename the backend in the config and roll the controller"
-  sys get configmap "$cm" -o go-template='{{index .data "buckety-controller.yaml"}}' | sed "s/^- name: $backend\$/- name: $backend-renamed/" > "$STICKY_RENAMED"
-  grep -q "name: $backend-renamed" "$STICKY_RENAMED" || fail "could not rename the backend in: $(cat "$STICKY_RENAMED")"
-  sys create configmap buckety-e2e-renamed --from-file=buckety-controller.yaml="$STICKY_RENAMED" >/dev/null
-  set_config_map buckety-e2e-renamed
-  wait_cond buckety/sticky BackendUnavailable True BackendNotConfigured
-  expect_eq "status.backend stays" "$backend" "$(jp buckety/sticky '{.status.backend}')"
-  expect_contains "message names the backend" "backend \"$backend\" is not in the controller config" "$(cond buckety/sticky BackendUnavailable message)"
-  step "paused: a parameter change is not applied; the Secret still works"
-  k patch buckety sticky --type=merge -p "{\"spec\":{\"parameters\":$params}}" >/dev/null
-  sleep 12
-  $unchanged
-  probe "$secret" while-unavailable
-}
-
-# set_config_map NAME: rolls buckety-controller with its config from NAME.
-set_config_map() {
-  sys patch deploy buckety-controller --type=json -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/volumes/0/configMap/name\",\"value\":\"$1\"}]" >/dev/null
-  sys rollout status deploy/buckety-controller --timeout=120s >/dev/null
-}
-
-# restore_config undoes backend_stickiness's rename.
-restore_config() {
-  set_config_map "$STICKY_CM"
-  sys delete configmap buckety-e2e-renamed --ignore-not-found >/dev/null
-  rm -f "$STICKY_RENAMED"
-}
-
-# two_on_one BACKEND SHARED ADMIN-TEMPLATE ADMIN-SECRET EXISTS: the
-# two-Bucketies-one-name scenario of every driver. buckety/first owns SHARED
-# on BACKEND; a second Buckety for SHARED gets NameConflict, and deleting it
-# (retentionPolicy Delete) leaves the owner's resource alone. A third
-# Buckety, named by ADMIN-TEMPLATE with the Secret ADMIN-SECRET, gives the
-# credentials EXISTS (called as EXISTS SECRET NAME, printing true or false
-# last) checks with.
-two_on_one() {
-  local backend=$1 shared=$2 admin=$3 secret=$4 exists=$5
-  wait_cond buckety/first Ready True
-  k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: second}
-spec: {backend: $backend, name: "$shared", retentionPolicy: Delete}
-Y
-  wait_cond buckety/second Ready False NameConflict
-  expect_contains "conflict names the owner" "owned by Buckety $NAMESPACE/first" "$(cond buckety/second Ready message)"
-  k apply -f - >/dev/null <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: admin}
-spec: {backend: $backend, name: "$admin", defaultAccess: {credentialsSecretName: $secret}}
-Y
-  wait_cond buckety/admin Ready True
-  k delete buckety second --wait=false >/dev/null
-  wait_gone buckety/second
-  expect_eq "the owner's $shared survives" "true" "$($exists "$secret" "$shared" | tail -1)"
-  wait_cond buckety/first Ready True
-}
-
-# implicit_to_explicit SECRET: the implicit-to-explicit scenario of every
-# driver, on buckety/orders whose implicit access writes SECRET. Explicit
-# accesses replace the implicit one, which goes with its Secret.
-implicit_to_explicit() {
-  local secret=$1
-  wait_cond buckety/orders Ready True
-  expect_eq "implicit access" "true" "$(jp bucketyaccess/orders '{.metadata.labels.buckety\.yolean\.se/implicit}')"
-  probe "$secret" implicit
-  step "add explicit accesses"
-  k apply -f - >/dev/null <<'Y'
-apiVersion: buckety.yolean.se/v1alpha1
-kind: BucketyAccess
-metadata: {name: orders-app}
-spec: {bucketyRef: {name: orders}, credentialsSecretName: orders-app}
----
-apiVersion: buckety.yolean.se/v1alpha1
-kind: BucketyAccess
-metadata: {name: orders-reports}
-spec: {bucketyRef: {name: orders}, credentialsSecretName: orders-reports, role: ReadOnly}
-Y
-  wait_gone bucketyaccess/orders
-  wait_gone "secret/$secret"
-  wait_cond bucketyaccess/orders-app Ready True
-  wait_cond bucketyaccess/orders-reports Ready True
-  wait_cond buckety/orders Ready True
-  probe orders-app explicit
 }
 
 # Real clients (no one here wrote them), on the host: BUCKETY_CLIENTS is
@@ -793,124 +607,15 @@ Y
   expect_contains "pod $name" "probe: OK" "$log"
 }
 
-# lifecycle_refused [PARAMS]: the lifecycle-refused scenario of an
-# implementation whose capability gate leaves lifecycle out: a new Buckety
-# with lifecycle (and PARAMS, flow YAML entries of spec.parameters) is
-# refused at admission naming the implementation and nothing is stored;
-# the Buckety logs without it is Ready, not Degraded, and works; adding
-# lifecycle to it is refused too.
-lifecycle_refused() {
-  local extra=${1:-} gate out
-  gate="lifecycle is only supported for implementation aws, minio, r2, and the backend's implementation is $IMPLEMENTATION"
-  step "a new Buckety with lifecycle is refused at admission, naming the implementation"
-  rejected "lifecycle on $IMPLEMENTATION" "spec.parameters[lifecycle]: Forbidden: $gate" <<Y
-apiVersion: buckety.yolean.se/v1alpha1
-kind: Buckety
-metadata: {name: expiring}
-spec:
-  backend: s3
-  name: "\${namespace}-expiring"
-  parameters: {lifecycle: '{"expirationDays": 30, "prefix": "tmp/"}'${extra:+, $extra}}
-Y
-  expect_eq "nothing stored" "" "$(k get bucketies expiring --ignore-not-found -o name)"
-  step "the Buckety without lifecycle is Ready, not Degraded, and works"
-  wait_cond buckety/logs Ready True
-  wait_cond buckety/logs Degraded False
-  probe logs-bucket consumer
-  step "adding lifecycle to it is refused too"
-  if out=$(k patch bucketies logs --type=merge -p '{"spec":{"parameters":{"lifecycle":"{\"expirationDays\": 30}"}}}' 2>&1); then
-    fail "adding lifecycle to an existing Buckety was admitted"
-  fi
-  expect_contains "update refused" "$gate" "$out"
-  expect_eq "parameters unchanged" "" "$(jp buckety/logs '{.spec.parameters.lifecycle}')"
-}
-
-# reinstall BUCKETY SECRET ADMIN: the reinstall scenario of every driver,
-# on buckety/BUCKETY (retentionPolicy Delete) whose implicit access writes
-# SECRET; ADMIN is kafka_admin or s3_admin. Data is written through the
-# Secret; buckety is uninstalled as an operator would (controller stopped,
-# every finalizer of buckety's kinds removed, the CRDs deleted, and with
-# them every Buckety, access, claim and credential record in the cluster)
-# and installed again from the same CRDs; the scenario's manifests are
-# applied again. The Buckety is Ready on the resource it created before
-# (provenance Created, by the owner record on the backend, without
-# adoption keys), its new Secret reads the data, and retentionPolicy Delete
-# deletes the resource. The controller and the CRDs are restored when the
-# script exits, also after a failure, so the scenarios after it run.
-reinstall() {
-  local buckety=$1 secret=$2 admin=$3 resource value crd kind
-  REINSTALL_SAVED=$(mktemp)
-  trap reinstall_restore EXIT
-  wait_cond "buckety/$buckety" Ready True
-  resource=$(jp "buckety/$buckety" '{.status.backendResourceName}')
-  [ -n "$resource" ] || fail "buckety/$buckety names no backend resource"
-  value="kept-$RANDOM$RANDOM"
-  step "write $value through Secret $secret"
-  probe "$secret" before ReadWrite "{name: PROBE_VALUE, value: $value}"
-  # The operator's Secret for the backend checks, outliving the tenant's.
-  keep_secret "$secret" admin
-
-  # Other scenarios' namespaces may still be going (their Bucketies
-  # deleted by their retentionPolicy): let that finish first. A failed
-  # scenario's Bucketies, left standing, go with the CRDs.
-  eventually "the other namespaces' Bucketies deleted" no_buckety_deleting
-  step "uninstall: stop the controller, drop every finalizer, delete the CRDs"
-  scale_controller 0
-  for kind in bucketies bucketyaccesses bucketyclaims bucketycredentials; do
-    "$KUBECTL" get "$kind" -A -o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.name}{"\n"}{end}' |
-      while read -r ns name; do
-        [ -n "$name" ] || { name=$ns; ns=; }
-        "$KUBECTL" ${ns:+-n "$ns"} patch "$kind" "$name" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null ||
-          fail "removing the finalizers of $kind $ns/$name"
-      done
-  done
-  "$KUBECTL" get crd -l app.kubernetes.io/part-of=buckety -o json |
-    jq 'del(.metadata) | .items[] |= (del(.status) | .metadata |= del(.uid, .resourceVersion, .creationTimestamp, .generation, .managedFields))' > "$REINSTALL_SAVED"
-  expect_eq "buckety's CRDs saved" 5 "$(jq '.items | length' "$REINSTALL_SAVED")"
-  "$KUBECTL" delete crd -l app.kubernetes.io/part-of=buckety --timeout="${E2E_TIMEOUT}s" >/dev/null || fail "deleting buckety's CRDs"
-  expect_eq "CRDs left" "" "$("$KUBECTL" get crd -l app.kubernetes.io/part-of=buckety -o name)"
-  if k get bucketies >/dev/null 2>&1; then fail "bucketies still served after the CRDs were deleted"; fi
-  # Nothing was deleted on the backend: the finalizers were gone.
-  expect_eq "$resource kept through the uninstall" true "$("$admin" admin exists "$resource" | tail -1)"
-
-  step "reinstall: the same CRDs, the controller, the scenario's manifests"
-  "$KUBECTL" create -f "$REINSTALL_SAVED" >/dev/null || fail "re-creating buckety's CRDs"
-  for crd in $(jq -r '.items[].metadata.name' "$REINSTALL_SAVED"); do
-    "$KUBECTL" wait --for=condition=Established "crd/$crd" --timeout="${E2E_TIMEOUT}s" >/dev/null || fail "crd/$crd not Established"
-  done
-  scale_controller 1
-  # The API server serves the kinds again a moment after Established:
-  # apply until it takes them.
-  eventually "the scenario's manifests applied again" reapply
-  wait_cond "buckety/$buckety" Ready True
-  expect_eq "provenance" Created "$(jp "buckety/$buckety" '{.status.provenance}')"
-  expect_eq "the same resource" "$resource" "$(jp "buckety/$buckety" '{.status.backendResourceName}')"
-  step "the new Secret $secret reads $value"
-  probe "$secret" after ReadWrite "{name: PROBE_KEPT, value: $value}"
-
-  step "retentionPolicy Delete deletes $resource"
-  k delete buckety "$buckety" --wait=false >/dev/null
-  wait_gone "buckety/$buckety"
-  expect_eq "$resource deleted" false "$("$admin" admin exists "$resource" | tail -1)"
-}
-
-# reapply: the scenario's manifests (the directory of its assert.sh),
-# applied again as run.sh applied them.
-reapply() { k apply -k "$(dirname "$0")" >/dev/null; }
-
-# no_buckety_deleting: no Buckety in the cluster is being deleted.
-no_buckety_deleting() {
-  [ -z "$("$KUBECTL" get bucketies -A -o jsonpath='{.items[?(@.metadata.deletionTimestamp)].metadata.name}')" ]
-}
-
-# reinstall_restore: buckety installed again, whatever reinstall reached:
-# the CRDs it saved (when they are gone), the controller at one replica.
-reinstall_restore() {
-  if [ -s "${REINSTALL_SAVED:-}" ] && ! "$KUBECTL" get crd bucketies.buckety.yolean.se >/dev/null 2>&1; then
-    echo "reinstall: restoring buckety's CRDs" >&2
-    "$KUBECTL" create -f "$REINSTALL_SAVED" >/dev/null || true
-    "$KUBECTL" wait --for=condition=Established crd -l app.kubernetes.io/part-of=buckety --timeout=60s >/dev/null || true
-  fi
-  scale_controller 1 || true
-  rm -f "${REINSTALL_SAVED:-}"
-}
+# The shared scenarios (test/e2e/scenarios: one function each, written once
+# for every driver), and what they take from the driver an assert.sh names
+# when it sources this file (`. lib.sh kadm`: test/e2e/drivers/kadm.sh).
+for _scenario in "$LIB_ROOT"/test/e2e/scenarios/*.sh; do
+  # shellcheck source=/dev/null
+  . "$_scenario"
+done
+unset _scenario
+if [ -n "${1:-}" ]; then
+  # shellcheck source=/dev/null
+  . "$LIB_ROOT/test/e2e/drivers/$1.sh"
+fi
