@@ -17,7 +17,8 @@ sharing() {
   ( NAMESPACE=$consumer; rejected "an access the owner did not allow" \
     "Buckety $owner/$buckety does not exist or does not share role ReadOnly with namespace $consumer: its owner adds {namespace: $consumer, roles: [ReadOnly]} to the Buckety's spec.sharing" <<<"$access" ) || exit 1
 
-  step "the owner shares it ReadOnly with $consumer"
+  step "the owner writes to it, and shares it ReadOnly with $consumer"
+  probe "$secret" owner-writes
   k patch buckety "$buckety" --type=merge -p "{\"spec\":{\"sharing\":[{\"namespace\":\"$consumer\",\"roles\":[\"ReadOnly\"]}]}}" >/dev/null
   (
     NAMESPACE=$consumer
