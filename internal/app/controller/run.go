@@ -29,6 +29,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/queue"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/metrics"
@@ -313,7 +314,7 @@ func registerCollector(mgr ctrl.Manager, set *backends.Set) error {
 // sending to it while holding the lock a finishing worker's Done needs),
 // and the manager then overruns its grace period. TestShutdownWithWorkQueued
 // reproduces it. The queue hands work out in turns by namespace
-// (queue.go).
+// (internal/controller/queue).
 func controllerOptions(o Options) controller.Options {
 	usePriorityQueue := false
 	return controller.Options{
@@ -321,7 +322,7 @@ func controllerOptions(o Options) controller.Options {
 		SkipNameValidation:      &o.SkipNameValidation,
 		RateLimiter:             rateLimiter(),
 		UsePriorityQueue:        &usePriorityQueue,
-		NewQueue:                newFairQueue,
+		NewQueue:                queue.NewFair,
 	}
 }
 
