@@ -22,6 +22,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/backendview"
 	"github.com/Yolean/buckety-controller/internal/kubeconfig"
+	"github.com/Yolean/buckety-controller/internal/runtime/memory"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -83,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		return 0
 	}
 	o.Config = cfg
-	o.GOGC = applyGCDefault(os.Getenv)
+	o.GOGC = memory.ApplyGCDefault(os.Getenv)
 	o.ReleaseStartupPages = true
 	o.Log = zap.New(zap.UseFlagOptions(&cf.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)

@@ -33,6 +33,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/internal/runtime/memory"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -102,11 +103,11 @@ type Options struct {
 	// DrainUnits bounds one drain step (spec.drain): at most this many
 	// objects deleted per pass; 0: the driver's default.
 	DrainUnits int
-	// GOGC is the garbage collector's setting in effect (DefaultGOGC unless
+	// GOGC is the garbage collector's setting in effect (memory.DefaultGOGC unless
 	// the environment set one), for the start-up log.
 	GOGC string
 	// ReleaseStartupPages hands the kernel back the binary's pages that
-	// start-up touched, once the caches have synced (see startupPages):
+	// start-up touched, once the caches have synced (see memory.StartupPages):
 	// the command sets it; tests that run the controller in their own
 	// process leave it off.
 	ReleaseStartupPages bool
@@ -239,7 +240,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	if o.ReleaseStartupPages {
-		if err := mgr.Add(&startupPages{synced: mgr.GetCache().WaitForCacheSync, log: log}); err != nil {
+		if err := mgr.Add(&memory.StartupPages{Synced: mgr.GetCache().WaitForCacheSync, Log: log}); err != nil {
 			return err
 		}
 	}
