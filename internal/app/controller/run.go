@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -49,7 +47,7 @@ func metricsOptions(addr string, insecure bool) (metricsserver.Options, error) {
 	if insecure {
 		return metricsserver.Options{BindAddress: addr}, nil
 	}
-	return metrics.SecureOptions(addr, metricsAuth)
+	return metrics.SecureOptions(addr, metrics.AuthFilter)
 }
 
 // DefaultOwnerCheckInterval is how often the leader looks for claims whose
@@ -247,7 +245,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	if err := addHealthChecks(ctx, mgr); err != nil {
 		return err
 	}
-	if err := registerCollector(mgr, set); err != nil {
+	if err := metrics.RegisterResources(mgr.GetCache(), set.Names(), claims.IsRetained); err != nil {
 		return err
 	}
 	go reportScoping(ctx, log, set)
@@ -291,21 +289,6 @@ func addHealthChecks(ctx context.Context, mgr ctrl.Manager) error {
 		}
 		return nil
 	})
-}
-
-// registerCollector registers the per-backend resource gauges with the
-// controller-runtime metrics registry.
-func registerCollector(mgr ctrl.Manager, set *backends.Set) error {
-	collector := newResourceCollector(mgr.GetCache(), set.Names())
-	if err := ctrlmetrics.Registry.Register(collector); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return err
-		}
-		// A previous Run in this process (tests) registered it: reuse it.
-		are.ExistingCollector.(*resourceCollector).set(mgr.GetCache(), set.Names())
-	}
-	return nil
 }
 
 // controllerOptions are both controllers' options. They use client-go's work
