@@ -21,6 +21,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/app/controller/options"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/access"
@@ -50,71 +51,32 @@ func metricsOptions(addr string, insecure bool) (metricsserver.Options, error) {
 	return metrics.SecureOptions(addr, metrics.AuthFilter)
 }
 
-// DefaultOwnerCheckInterval is how often the leader looks for claims whose
-// owning Buckety is gone: they only tell the maintainer (metric, alert,
-// kubectl column), so a minute is soon enough.
-const DefaultOwnerCheckInterval = time.Minute
-
 // LeaderElectionID names the Lease replicas compete for.
 const LeaderElectionID = "buckety-controller.buckety.yolean.se"
 
 // Options configure a controller run.
 type Options struct {
-	// Config is the loaded buckety-controller.yaml; ConfigDir is where it
-	// came from.
-	Config    *config.Config
-	ConfigDir string
+	// Flags are the command line's values.
+	options.Flags
+	// Config is the loaded buckety-controller.yaml.
+	Config *config.Config
 	// Registry holds the drivers (used for flags parsing and checks).
 	Registry *drivers.Registry
 	// RESTConfig reaches the API server.
 	RESTConfig *rest.Config
-	// MetricsAddr, ProbeAddr and PprofAddr are listen addresses; "0" (and,
-	// for PprofAddr, "") disables.
-	MetricsAddr, ProbeAddr, PprofAddr string
-	// MetricsInsecure serves metrics over plain HTTP to anyone. By default
-	// they are served over HTTPS to callers the API server authenticates
-	// (TokenReview) and authorizes for GET /metrics (SubjectAccessReview).
-	MetricsInsecure bool
-	// LeaderElect enables leader election in LeaderElectionNamespace.
-	LeaderElect             bool
-	LeaderElectionNamespace string
-	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
-	// election (leader.go); 0: the defaults.
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// Recheck is the drift re-check period.
-	Recheck time.Duration
-	// DriftSweep is the period of each backend's drift sweep; 0: no sweep
-	// (every Buckety re-checked every Recheck). SweptRecheck is the
-	// per-object re-check on backends whose sweep is complete (0: the
-	// default). See sweep.go.
-	DriftSweep, SweptRecheck time.Duration
-	// MaxConcurrent reconciles per kind.
-	MaxConcurrent int
 	// Log is the logger.
 	Log logr.Logger
-	// OwnerCheck is how often claims are checked for an owner that is gone
-	// (claims.Janitor); 0: DefaultOwnerCheckInterval.
-	OwnerCheck time.Duration
-	// Usage is the period of each backend's usage refresh (status.usage,
-	// the usage and budget metrics); 0: no refresh. See usage.go.
-	Usage time.Duration
-	// DrainUnits bounds one drain step (spec.drain): at most this many
-	// objects deleted per pass; 0: the driver's default.
-	DrainUnits int
-	// GOGC is the garbage collector's setting in effect (memory.DefaultGOGC unless
-	// the environment set one), for the start-up log.
+	// GOGC is the garbage collector's setting in effect
+	// (memory.DefaultGOGC unless the environment set one), for the
+	// start-up log.
 	GOGC string
 	// ReleaseStartupPages hands the kernel back the binary's pages that
-	// start-up touched, once the caches have synced (see memory.StartupPages):
-	// the command sets it; tests that run the controller in their own
-	// process leave it off.
+	// start-up touched, once the caches have synced (see
+	// memory.StartupPages): the command sets it; tests that run the
+	// controller in their own process leave it off.
 	ReleaseStartupPages bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
-	// BackendProbe is the period of the leader's probe of every backend,
-	// which writes the BucketyBackend view and buckety_backend_up; 0: no
-	// probe and no view. See backendview.go.
-	BackendProbe time.Duration
 	// RetryBackoff spaces the Buckety reconciler's retries after failures;
 	// nil: retry.Backoff's defaults. Tests that tell a wake from a retry
 	// set it to hours.
@@ -141,7 +103,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		o.Recheck = 5 * time.Minute
 	}
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = DefaultMaxConcurrentReconciles
+		o.MaxConcurrent = options.DefaultMaxConcurrentReconciles
 	}
 	scheme, err := Scheme()
 	if err != nil {
@@ -229,7 +191,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	if o.OwnerCheck <= 0 {
-		o.OwnerCheck = DefaultOwnerCheckInterval
+		o.OwnerCheck = options.DefaultOwnerCheckInterval
 	}
 	if err := mgr.Add(&claims.Janitor{Reader: mgr.GetClient(), Store: store, Interval: o.OwnerCheck, Log: log.WithName("claims")}); err != nil {
 		return err
