@@ -30,7 +30,6 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/queue"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
-	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/runtime/memory"
 	"github.com/Yolean/buckety-controller/internal/version"
@@ -164,8 +163,8 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	drifted := make(chan event.GenericEvent, driftedBuffer)
 	usageChanged := make(chan event.GenericEvent, driftedBuffer)
 	// A provisioning pass holds its status for its accesses to read, and
-	// wakes them, instead of writing it twice (status.Held).
-	held, accessWake := &status.Held{}, make(chan event.GenericEvent, driftedBuffer)
+	// wakes them, instead of writing it twice (buckety.Held).
+	held, accessWake := &buckety.Held{}, make(chan event.GenericEvent, driftedBuffer)
 	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o), Held: held, AccessWake: accessWake, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {

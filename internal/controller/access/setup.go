@@ -39,7 +39,7 @@ type Options struct {
 	// drifted (CredentialSweep); nil: none.
 	CredentialDrift <-chan event.GenericEvent
 	// Held is shared with the Buckety controller (Reconciler.Held).
-	Held *status.Held
+	Held HeldStatus
 	// Woken carries the accesses whose Buckety holds a status they should
 	// read (the Buckety controller's AccessWake); nil: none.
 	Woken <-chan event.GenericEvent
@@ -56,7 +56,7 @@ type Options struct {
 //   - the credential sweep finding its principal drifted
 //     (Options.CredentialDrift);
 //   - its Buckety holding a provisioned status back for it (Options.Woken,
-//     status.Held);
+//     buckety.Held);
 //   - its own requeue: the re-check, a retry, a Secret conflict, a
 //     credential to retire or rotate.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {

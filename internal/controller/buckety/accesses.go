@@ -15,7 +15,6 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
-	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // reconcileAccesses materialises or removes the implicit access, then
@@ -140,7 +139,7 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 		}
 		return nil
 	}
-	if r.Held == nil && !status.ProvisionedRecorded(b) {
+	if r.Held == nil && !provisionedRecorded(b) {
 		// The access waits for its Buckety's recorded Provisioned status;
 		// created before that is written (by this pass), its first
 		// reconcile would only write a waiting status that is overwritten

@@ -17,7 +17,7 @@ import (
 // wakes any access (holdProvisioned), so the accesses proceed at once; if
 // nothing but its accesses is left at its end, it holds the status write
 // back (holding, hold) and the pass the first access's status wakes writes
-// it, Ready, once. See status.Held.
+// it, Ready, once. See Held.
 
 // holdProvisioned puts b's status, with the resource provisioned for its
 // generation, in Held for the accesses to read.

@@ -75,7 +75,7 @@ type Reconciler struct {
 	// resource while only its accesses are left, shared with the access
 	// reconciler, which reads it as recorded (hold.go); nil writes the
 	// status in every pass.
-	Held *status.Held
+	Held *Held
 	// AccessWake, when set, receives the accesses a held status concerns,
 	// which no status write wakes.
 	AccessWake chan<- event.GenericEvent
@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, nil
 	}
 	orig := b.DeepCopy()
-	f := &facts{recorded: status.ProvisionedRecorded(orig), now: r.now()}
+	f := &facts{recorded: provisionedRecorded(orig), now: r.now()}
 	f.heldSince, f.held = r.Held.Overlay(b)
 	defer func() {
 		if f.releaseLimit != nil {

@@ -45,7 +45,7 @@ type Options struct {
 	UsageChanged <-chan event.GenericEvent
 	// Held is shared with the access controller (Reconciler.Held); nil
 	// holds no status.
-	Held *status.Held
+	Held *Held
 	// AccessWake is the Reconciler's field of that name.
 	AccessWake chan<- event.GenericEvent
 	// Controller are the controller's options: workers, rate limiter, queue.

@@ -174,7 +174,7 @@ func sweepTargets(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.
 // Bucketies whose status does not record a backend yet but whose claim on
 // this backend is settled (Created or Adopted): a Buckety provisioned
 // under load, whose status write waits in the queue (or is held for its
-// access, status.Held) for longer than one interval. Their passes then
+// access, Held) for longer than one interval. Their passes then
 // find a recent observation of their resource rather than reading it
 // again (at 10,000 Bucketies, about 5,000 Kafka requests). The usage
 // refresh keeps to sweepTargets: it writes status.usage, and a Buckety
