@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -30,6 +29,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/queue"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/runtime/memory"
 	"github.com/Yolean/buckety-controller/internal/version"
@@ -160,30 +160,30 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	// One claim store for both kinds: the Buckety controller writes claims,
 	// the access controller reads its Buckety's resource name from them.
 	store := &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
-	drifted := make(chan event.GenericEvent, driftedBuffer)
-	usageChanged := make(chan event.GenericEvent, driftedBuffer)
+	// What wakes an object from outside its controller's watches: the
+	// leader's loops, and each controller the other.
+	wakes := wake.New()
 	// A provisioning pass holds its status for its accesses to read, and
 	// wakes them, instead of writing it twice (buckety.Held).
-	held, accessWake := &buckety.Held{}, make(chan event.GenericEvent, driftedBuffer)
-	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o), Held: held, AccessWake: accessWake, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
+	held := &buckety.Held{}
+	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Wakes: wakes, Controller: controllerOptions(o), Held: held, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err
 	}
-	credDrifted := make(chan event.GenericEvent, driftedBuffer)
-	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), CredentialDrift: credDrifted, Held: held, Woken: accessWake})
+	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), Wakes: wakes, Held: held})
 	if err != nil {
 		return err
 	}
 	if o.DriftSweep > 0 {
-		if err := mgr.Add(&access.CredentialSweep{Reconciler: ar, Interval: o.DriftSweep, Drifted: credDrifted, Log: log.WithName("credential-sweep")}); err != nil {
+		if err := mgr.Add(&access.CredentialSweep{Reconciler: ar, Interval: o.DriftSweep, Wakes: wakes, Log: log.WithName("credential-sweep")}); err != nil {
 			return err
 		}
 	}
-	if err := addSweeper(mgr, o, set, drifted); err != nil {
+	if err := addSweeper(mgr, o, set, wakes); err != nil {
 		return err
 	}
-	if err := addUsage(mgr, o, set, usageChanged); err != nil {
+	if err := addUsage(mgr, o, set, wakes); err != nil {
 		return err
 	}
 	if err := addBackendView(mgr, o, set); err != nil {

@@ -4,16 +4,12 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/Yolean/buckety-controller/internal/app/controller/options"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 )
-
-// driftedBuffer is how many drifted Bucketies a sweep may hand over
-// before it waits for the Buckety controller to take them.
-const driftedBuffer = 64
 
 // sweepRecheck is the Buckety reconciler's per-object re-check on backends
 // whose sweep is complete, and the drivers.Resource.MaxAge of its Ensure
@@ -33,14 +29,13 @@ func sweepRecheck(o Options) (swept, maxAge time.Duration) {
 }
 
 // addSweeper runs the drift sweep on the leader when o.DriftSweep is set,
-// sending drifted Bucketies to drifted (a source of the Buckety
-// controller).
-func addSweeper(mgr ctrl.Manager, o Options, set *backends.Set, drifted chan<- event.GenericEvent) error {
+// waking the drifted Bucketies through wakes.
+func addSweeper(mgr ctrl.Manager, o Options, set *backends.Set, wakes *wake.Channels) error {
 	if o.DriftSweep <= 0 {
 		return nil
 	}
 	return mgr.Add(&buckety.Sweeper{
-		Reader: mgr.GetClient(), Backends: set, Interval: o.DriftSweep, Drifted: drifted,
+		Reader: mgr.GetClient(), Backends: set, Interval: o.DriftSweep, Wakes: wakes,
 		Log: o.Log.WithName("drift-sweep"),
 	})
 }

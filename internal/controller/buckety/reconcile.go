@@ -25,6 +25,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/naming"
 )
 
@@ -76,9 +77,9 @@ type Reconciler struct {
 	// reconciler, which reads it as recorded (hold.go); nil writes the
 	// status in every pass.
 	Held *Held
-	// AccessWake, when set, receives the accesses a held status concerns,
-	// which no status write wakes.
-	AccessWake chan<- event.GenericEvent
+	// Wakes, when set, takes to the access controller the accesses a held
+	// status concerns, which no status write wakes (ProvisionedFor).
+	Wakes *wake.Channels
 	// APIReader reads around the cache where it may lag this controller's
 	// own writes (an implicit access created by the pass before); nil
 	// reads the cache.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -21,6 +20,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/budget"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 )
 
@@ -54,8 +54,9 @@ type Sweeper struct {
 	Backends *backends.Set
 	// Interval is the period of each backend's sweep.
 	Interval time.Duration
-	// Drifted receives the Bucketies to reconcile.
-	Drifted chan<- event.GenericEvent
+	// Wakes takes the drifted Bucketies to the Buckety controller
+	// (BucketyDrifted).
+	Wakes *wake.Channels
 	// Log is the logger.
 	Log logr.Logger
 }
@@ -136,10 +137,8 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 		}
 		drifted = append(drifted, b.Namespace+"/"+b.Name)
 		s.Log.V(1).Info("drift sweep enqueues", "backend", e.Name, "buckety", b.Namespace+"/"+b.Name, "resource", rs[i].Name, "why", why)
-		select {
-		case s.Drifted <- event.GenericEvent{Object: b}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := s.Wakes.BucketyDrifted(ctx, b); err != nil {
+			return err
 		}
 		metrics.DriftSweepEnqueued.WithLabelValues(e.Name).Inc()
 	}
