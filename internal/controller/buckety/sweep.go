@@ -18,7 +18,6 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/budget"
-	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/metrics"
@@ -207,13 +206,14 @@ func targetsOf(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.Set
 			continue
 		}
 		name, params := b.Status.BackendResourceName, budget.EffectiveParameters(e.Config, b)
+		var claim *v1.BucketyClaim
 		if cl, ok := settled[string(b.UID)]; ok {
-			name, params = cl.Spec.ResourceName, claims.Effective(drivers.LocationParameters(e.Driver), cl, params)
+			name, claim = cl.Spec.ResourceName, cl
 		}
 		if name == "" {
 			continue
 		}
-		out = append(out, sweepTarget{buckety: b, resource: drivers.Resource{Name: name, Parameters: params}})
+		out = append(out, sweepTarget{buckety: b, resource: backendResource(e, name, params, claim)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].buckety, out[j].buckety
