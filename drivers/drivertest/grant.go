@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/Yolean/buckety-controller/drivers"
-	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // Secrets: what Grant writes is held to what the driver declares
@@ -159,14 +159,19 @@ func (c *contract) credentials(t *testing.T) {
 	}
 	// A service may take a moment to apply a credential (or to
 	// re-authenticate an open connection).
-	wait.For(t, applyTimeout, "the granted credential accepted", func() (bool, string) { return errDetail(use(ctx, a, again.Data)) })
-	wait.For(t, applyTimeout, "the other access's credential accepted", func() (bool, string) { return errDetail(use(ctx, b, other.Data)) })
+	eventually(t, "the granted credential accepted", func() error { return use(ctx, a, again.Data) })
+	eventually(t, "the other access's credential accepted", func() error { return use(ctx, b, other.Data) })
 	for i := 1; i <= 2; i++ {
 		if err := c.tg.Backend.Revoke(ctx, a); err != nil {
 			t.Fatalf("Revoke #%d: want success, got %v", i, err)
 		}
 	}
-	wait.For(t, applyTimeout, "the revoked credential refused", func() (bool, string) { return use(ctx, a, again.Data) != nil, "still accepted" })
+	eventually(t, "the revoked credential refused", func() error {
+		if use(ctx, a, again.Data) == nil {
+			return errStillAccepted
+		}
+		return nil
+	})
 	if err := use(ctx, b, other.Data); err != nil {
 		t.Errorf("after revoking %s: want %s's credential still accepted, got %v", a.Name, b.Name, err)
 	}
@@ -175,10 +180,24 @@ func (c *contract) credentials(t *testing.T) {
 // applyTimeout bounds how long a service may take to apply a credential.
 const applyTimeout = 15 * time.Second
 
-// errDetail is a wait.For condition that holds when err is nil.
-func errDetail(err error) (bool, string) {
-	if err != nil {
-		return false, err.Error()
+// errStillAccepted is what a revoked credential's check reports while the
+// service still accepts it.
+var errStillAccepted = errors.New("still accepted")
+
+// eventually calls check every pollInterval until it returns nil, and fails
+// t with what and the last error when applyTimeout passes first. The suite
+// polls by itself rather than with test/wait: drivers import nothing of
+// test/, which is built on them.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(applyTimeout)
+	for err := check(); err != nil; err = check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s; last seen: %v", what, applyTimeout, err)
+		}
+		time.Sleep(pollInterval)
 	}
-	return true, ""
 }
+
+// pollInterval is how often eventually checks.
+const pollInterval = 100 * time.Millisecond

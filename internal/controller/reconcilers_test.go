@@ -36,7 +36,6 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
-	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // env is one fake cluster with one backend, "svc", on the in-memory service.
@@ -86,7 +85,7 @@ func newEnvDriver(t *testing.T, configExtra string, wrap func(client.WithWatch) 
 	}
 	var c client.Client = b.Build()
 	var apiReader client.Reader = c
-	held := &status.Held{}
+	held := &buckety.Held{}
 	if wrap != nil {
 		c, apiReader = wrap(c.(client.WithWatch))
 	}
@@ -493,7 +492,7 @@ func TestImplicitAccessAndItsSecret(t *testing.T) {
 	e.create(b)
 	e.reconcile("a", "orders")
 	// The pass that provisioned the resource creates the access and holds
-	// its status (status.Held) while only the access is pending: the
+	// its status (buckety.Held) while only the access is pending: the
 	// access reads it as recorded, and the Buckety's status is written
 	// once, Ready, when the access is.
 	if got := e.buckety("a", "orders"); len(got.Status.Conditions) != 0 {

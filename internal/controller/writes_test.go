@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/buckety"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
-	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // writeSim plays the manager for one object graph on the fake client: every
@@ -243,7 +243,7 @@ func formatCounts(m map[string]int) string {
 // finalizer; the claim, born Created after the adoption check and before
 // the backend create (what crash safety costs, the claims package doc); the
 // access, its Secret and its status; and the Buckety's status once, Ready
-// (the provisioning pass holds it for the access, status.Held). A new
+// (the provisioning pass holds it for the access, buckety.Held). A new
 // resource is told by the status, not by an event.
 func TestWritesPerBuckety(t *testing.T) {
 	s := &writeSim{queued: map[simItem]bool{}}
@@ -381,7 +381,7 @@ func TestHeldStatusIsBounded(t *testing.T) {
 	b2.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "events-creds"}
 	e.create(b2)
 	e.reconcile("a", "events")
-	fresh := &status.Held{}
+	fresh := &buckety.Held{}
 	e.br.Held, e.ar.Held = fresh, fresh
 	e.reconcileAccess("a", "events")
 	a := &v1.BucketyAccess{}

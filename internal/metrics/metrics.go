@@ -1,6 +1,8 @@
 // Package metrics defines buckety's Prometheus metrics, registered with
 // controller-runtime's registry so they are served beside its own on the
-// controller's metrics endpoint.
+// controller's metrics endpoint, and how that endpoint is served
+// (SecureOptions, AuthFilter). The gauges of objects by condition
+// (RegisterResources) are read from the informer cache at scrape time.
 package metrics
 
 import (

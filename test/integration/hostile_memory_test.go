@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/app/controller/options"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/proc"
 	"github.com/Yolean/buckety-controller/test/wait"
@@ -220,7 +220,7 @@ func TestTenantCannotExhaustMemory(t *testing.T) {
 	// those the workers already run, not for the attacker's backlog, which
 	// a first-in, first-out queue would take up in full before the
 	// victim's first pass.
-	workers := appcontroller.DefaultMaxConcurrentReconciles
+	workers := options.DefaultMaxConcurrentReconciles
 	backlog, served := nBucketies-before, after-before
 	t.Logf("fairness: %d of the attacker's %d Bucketies queued ahead of the other tenant's; %d of them taken up before it was Ready (%d workers)", backlog, nBucketies, served, workers)
 	if backlog <= 2*workers {

@@ -30,6 +30,7 @@ import (
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/app/controller/options"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/harness"
@@ -211,9 +212,9 @@ func startControllerWith(t *testing.T, yaml string, reg *drivers.Registry, opts 
 	r := &controllerRun{cancel: cancel, done: make(chan error, 1)}
 	var log logr.Logger = zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true))
 	o := appcontroller.Options{
-		Config: cfg, ConfigDir: dir, Registry: reg, RESTConfig: cp.RESTConfig,
-		MetricsAddr: "0", ProbeAddr: "0", MaxConcurrent: 2,
-		Log: log, SkipNameValidation: true,
+		Config: cfg, Registry: reg, RESTConfig: cp.RESTConfig,
+		Flags: options.Flags{ConfigDir: dir, MetricsAddr: "0", ProbeAddr: "0", MaxConcurrent: 2},
+		Log:   log, SkipNameValidation: true,
 	}
 	opts(&o)
 	go func() { r.done <- appcontroller.Run(ctx, o) }()

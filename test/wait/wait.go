@@ -1,8 +1,9 @@
 // Package wait polls a condition. It is the one polling helper of every
 // test package (the integration tests, the fault harness, the scale
-// benchmark, the driver test suites), so how often a condition is polled
-// and what a timeout says are decided once. It imports nothing of buckety,
-// so driver tests can use it.
+// benchmark, the drivers' tests), so how often a condition is polled and
+// what a timeout says are decided once. It imports nothing of buckety, so
+// driver tests can use it. The conformance suite (drivers/drivertest) is a
+// package of drivers/, which imports nothing of test/: it polls by itself.
 package wait
 
 import (

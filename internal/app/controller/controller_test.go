@@ -2,7 +2,6 @@ package controller
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,46 +109,6 @@ func TestBinaryMisconfiguredStartup(t *testing.T) {
 	}
 }
 
-func TestFlagWiring(t *testing.T) {
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:6443\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name        string
-		args        []string
-		concurrency int
-		qps         float32
-		burst       int
-	}{
-		{name: "defaults", args: nil, concurrency: 16, qps: -1, burst: 0},
-		{name: "set", args: []string{"--max-concurrent-reconciles", "32", "--kube-api-qps", "100", "--kube-api-burst", "300"}, concurrency: 32, qps: 100, burst: 300},
-		{name: "burst defaults to twice qps", args: []string{"--kube-api-qps", "40"}, concurrency: 16, qps: 40, burst: 80},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var o Options
-			fs, cf := newFlagSet("run", io.Discard, &o)
-			if err := fs.Parse(append([]string{"--kubeconfig", kc}, c.args...)); err != nil {
-				t.Fatal(err)
-			}
-			if err := cf.validate(o); err != nil {
-				t.Fatal(err)
-			}
-			if o.MaxConcurrent != c.concurrency {
-				t.Errorf("max concurrent reconciles: want %d, got %d", c.concurrency, o.MaxConcurrent)
-			}
-			rc, err := cf.restConfig()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rc.QPS != c.qps || rc.Burst != c.burst {
-				t.Errorf("REST config: want QPS %v burst %d, got QPS %v burst %d", c.qps, c.burst, rc.QPS, rc.Burst)
-			}
-		})
-	}
-}
-
 func TestBadFlagValuesExit2(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -168,30 +127,5 @@ func TestBadFlagValuesExit2(t *testing.T) {
 		if code := run(c.args, &out, &errb, drivers.NewRegistry()); code != 2 || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: want exit 2 and %q, got %d %q", c.args, c.want, code, errb.String())
 		}
-	}
-}
-
-// TestPprofFlag: profiling is off unless asked for, since its endpoints are
-// unauthenticated.
-func TestPprofFlag(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "off by default", args: nil, want: "0"},
-		{name: "set", args: []string{"--pprof-bind-address", "127.0.0.1:6060"}, want: "127.0.0.1:6060"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var o Options
-			fs, _ := newFlagSet("run", io.Discard, &o)
-			if err := fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			if o.PprofAddr != c.want {
-				t.Errorf("pprof address: want %q, got %q", c.want, o.PprofAddr)
-			}
-		})
 	}
 }

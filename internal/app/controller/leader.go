@@ -1,43 +1,10 @@
 package controller
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/Yolean/buckety-controller/internal/app/controller/options"
 )
-
-// The leader election's timings, controller-runtime's defaults. A leader
-// that stops cleanly releases the Lease at once
-// (LeaderElectionReleaseOnCancel); one that crashes or is cut off from the
-// API server is replaced after LeaseDuration.
-const (
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
-)
-
-// leaderJitter is client-go's leaderelection.JitterFactor: the renew
-// deadline must exceed the retry period times it.
-const leaderJitter = 1.2
-
-// validateLeaderElection checks the timings the way client-go's leader
-// elector would refuse them at start, naming the flags.
-func validateLeaderElection(o Options) error {
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"--leader-elect-lease-duration", o.LeaseDuration}, {"--leader-elect-renew-deadline", o.RenewDeadline}, {"--leader-elect-retry-period", o.RetryPeriod}} {
-		if d.v <= 0 {
-			return fmt.Errorf("%s %s: want a positive duration", d.flag, d.v)
-		}
-	}
-	if o.RenewDeadline >= o.LeaseDuration {
-		return fmt.Errorf("--leader-elect-renew-deadline %s: want less than --leader-elect-lease-duration (%s), so a leader gives up before a standby may take over", o.RenewDeadline, o.LeaseDuration)
-	}
-	if least := time.Duration(leaderJitter * float64(o.RetryPeriod)); o.RenewDeadline <= least {
-		return fmt.Errorf("--leader-elect-retry-period %s: want the renew deadline (%s) to exceed %.1f× it, so a leader can retry a failed renewal", o.RetryPeriod, o.RenewDeadline, leaderJitter)
-	}
-	return nil
-}
 
 // leaderTimings are o's timings for the manager, the defaults where unset
 // (tests that build Options without flags).
@@ -48,5 +15,5 @@ func leaderTimings(o Options) (lease, renew, retry *time.Duration) {
 		}
 		return &v
 	}
-	return or(o.LeaseDuration, DefaultLeaseDuration), or(o.RenewDeadline, DefaultRenewDeadline), or(o.RetryPeriod, DefaultRetryPeriod)
+	return or(o.LeaseDuration, options.DefaultLeaseDuration), or(o.RenewDeadline, options.DefaultRenewDeadline), or(o.RetryPeriod, options.DefaultRetryPeriod)
 }

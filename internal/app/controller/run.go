@@ -8,30 +8,30 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/app/controller/options"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/access"
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/queue"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
-	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/internal/runtime/memory"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -47,74 +47,35 @@ func metricsOptions(addr string, insecure bool) (metricsserver.Options, error) {
 	if insecure {
 		return metricsserver.Options{BindAddress: addr}, nil
 	}
-	return metrics.SecureOptions(addr, metricsAuth)
+	return metrics.SecureOptions(addr, metrics.AuthFilter)
 }
-
-// DefaultOwnerCheckInterval is how often the leader looks for claims whose
-// owning Buckety is gone: they only tell the maintainer (metric, alert,
-// kubectl column), so a minute is soon enough.
-const DefaultOwnerCheckInterval = time.Minute
 
 // LeaderElectionID names the Lease replicas compete for.
 const LeaderElectionID = "buckety-controller.buckety.yolean.se"
 
 // Options configure a controller run.
 type Options struct {
-	// Config is the loaded buckety-controller.yaml; ConfigDir is where it
-	// came from.
-	Config    *config.Config
-	ConfigDir string
+	// Flags are the command line's values.
+	options.Flags
+	// Config is the loaded buckety-controller.yaml.
+	Config *config.Config
 	// Registry holds the drivers (used for flags parsing and checks).
 	Registry *drivers.Registry
 	// RESTConfig reaches the API server.
 	RESTConfig *rest.Config
-	// MetricsAddr, ProbeAddr and PprofAddr are listen addresses; "0" (and,
-	// for PprofAddr, "") disables.
-	MetricsAddr, ProbeAddr, PprofAddr string
-	// MetricsInsecure serves metrics over plain HTTP to anyone. By default
-	// they are served over HTTPS to callers the API server authenticates
-	// (TokenReview) and authorizes for GET /metrics (SubjectAccessReview).
-	MetricsInsecure bool
-	// LeaderElect enables leader election in LeaderElectionNamespace.
-	LeaderElect             bool
-	LeaderElectionNamespace string
-	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
-	// election (leader.go); 0: the defaults.
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// Recheck is the drift re-check period.
-	Recheck time.Duration
-	// DriftSweep is the period of each backend's drift sweep; 0: no sweep
-	// (every Buckety re-checked every Recheck). SweptRecheck is the
-	// per-object re-check on backends whose sweep is complete (0: the
-	// default). See sweep.go.
-	DriftSweep, SweptRecheck time.Duration
-	// MaxConcurrent reconciles per kind.
-	MaxConcurrent int
 	// Log is the logger.
 	Log logr.Logger
-	// OwnerCheck is how often claims are checked for an owner that is gone
-	// (claims.Janitor); 0: DefaultOwnerCheckInterval.
-	OwnerCheck time.Duration
-	// Usage is the period of each backend's usage refresh (status.usage,
-	// the usage and budget metrics); 0: no refresh. See usage.go.
-	Usage time.Duration
-	// DrainUnits bounds one drain step (spec.drain): at most this many
-	// objects deleted per pass; 0: the driver's default.
-	DrainUnits int
-	// GOGC is the garbage collector's setting in effect (DefaultGOGC unless
-	// the environment set one), for the start-up log.
+	// GOGC is the garbage collector's setting in effect
+	// (memory.DefaultGOGC unless the environment set one), for the
+	// start-up log.
 	GOGC string
 	// ReleaseStartupPages hands the kernel back the binary's pages that
-	// start-up touched, once the caches have synced (see startupPages):
-	// the command sets it; tests that run the controller in their own
-	// process leave it off.
+	// start-up touched, once the caches have synced (see
+	// memory.StartupPages): the command sets it; tests that run the
+	// controller in their own process leave it off.
 	ReleaseStartupPages bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
-	// BackendProbe is the period of the leader's probe of every backend,
-	// which writes the BucketyBackend view and buckety_backend_up; 0: no
-	// probe and no view. See backendview.go.
-	BackendProbe time.Duration
 	// RetryBackoff spaces the Buckety reconciler's retries after failures;
 	// nil: retry.Backoff's defaults. Tests that tell a wake from a retry
 	// set it to hours.
@@ -141,7 +102,7 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		o.Recheck = 5 * time.Minute
 	}
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = DefaultMaxConcurrentReconciles
+		o.MaxConcurrent = options.DefaultMaxConcurrentReconciles
 	}
 	scheme, err := Scheme()
 	if err != nil {
@@ -199,37 +160,37 @@ func Run(ctx context.Context, o Options) (reterr error) {
 	// One claim store for both kinds: the Buckety controller writes claims,
 	// the access controller reads its Buckety's resource name from them.
 	store := &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
-	drifted := make(chan event.GenericEvent, driftedBuffer)
-	usageChanged := make(chan event.GenericEvent, driftedBuffer)
+	// What wakes an object from outside its controller's watches: the
+	// leader's loops, and each controller the other.
+	wakes := wake.New()
 	// A provisioning pass holds its status for its accesses to read, and
-	// wakes them, instead of writing it twice (status.Held).
-	held, accessWake := &status.Held{}, make(chan event.GenericEvent, driftedBuffer)
-	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Drifted: drifted, UsageChanged: usageChanged, Controller: controllerOptions(o), Held: held, AccessWake: accessWake, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
+	// wakes them, instead of writing it twice (buckety.Held).
+	held := &buckety.Held{}
+	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Wakes: wakes, Controller: controllerOptions(o), Held: held, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err
 	}
-	credDrifted := make(chan event.GenericEvent, driftedBuffer)
-	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), CredentialDrift: credDrifted, Held: held, Woken: accessWake})
+	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), Wakes: wakes, Held: held})
 	if err != nil {
 		return err
 	}
 	if o.DriftSweep > 0 {
-		if err := mgr.Add(&access.CredentialSweep{Reconciler: ar, Interval: o.DriftSweep, Drifted: credDrifted, Log: log.WithName("credential-sweep")}); err != nil {
+		if err := mgr.Add(&access.CredentialSweep{Reconciler: ar, Interval: o.DriftSweep, Wakes: wakes, Log: log.WithName("credential-sweep")}); err != nil {
 			return err
 		}
 	}
-	if err := addSweeper(mgr, o, set, drifted); err != nil {
+	if err := addSweeper(mgr, o, set, wakes); err != nil {
 		return err
 	}
-	if err := addUsage(mgr, o, set, usageChanged); err != nil {
+	if err := addUsage(mgr, o, set, wakes); err != nil {
 		return err
 	}
 	if err := addBackendView(mgr, o, set); err != nil {
 		return err
 	}
 	if o.OwnerCheck <= 0 {
-		o.OwnerCheck = DefaultOwnerCheckInterval
+		o.OwnerCheck = options.DefaultOwnerCheckInterval
 	}
 	if err := mgr.Add(&claims.Janitor{Reader: mgr.GetClient(), Store: store, Interval: o.OwnerCheck, Log: log.WithName("claims")}); err != nil {
 		return err
@@ -238,14 +199,14 @@ func Run(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	if o.ReleaseStartupPages {
-		if err := mgr.Add(&startupPages{synced: mgr.GetCache().WaitForCacheSync, log: log}); err != nil {
+		if err := mgr.Add(&memory.StartupPages{Synced: mgr.GetCache().WaitForCacheSync, Log: log}); err != nil {
 			return err
 		}
 	}
 	if err := addHealthChecks(ctx, mgr); err != nil {
 		return err
 	}
-	if err := registerCollector(mgr, set); err != nil {
+	if err := metrics.RegisterResources(mgr.GetCache(), set.Names(), claims.IsRetained); err != nil {
 		return err
 	}
 	go reportScoping(ctx, log, set)
@@ -291,21 +252,6 @@ func addHealthChecks(ctx context.Context, mgr ctrl.Manager) error {
 	})
 }
 
-// registerCollector registers the per-backend resource gauges with the
-// controller-runtime metrics registry.
-func registerCollector(mgr ctrl.Manager, set *backends.Set) error {
-	collector := newResourceCollector(mgr.GetCache(), set.Names())
-	if err := ctrlmetrics.Registry.Register(collector); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return err
-		}
-		// A previous Run in this process (tests) registered it: reuse it.
-		are.ExistingCollector.(*resourceCollector).set(mgr.GetCache(), set.Names())
-	}
-	return nil
-}
-
 // controllerOptions are both controllers' options. They use client-go's work
 // queue, not controller-runtime's priority queue (on by default in v0.24):
 // in v0.24.1 the priority queue can deadlock at shutdown (a worker that
@@ -313,7 +259,7 @@ func registerCollector(mgr ctrl.Manager, set *backends.Set) error {
 // sending to it while holding the lock a finishing worker's Done needs),
 // and the manager then overruns its grace period. TestShutdownWithWorkQueued
 // reproduces it. The queue hands work out in turns by namespace
-// (queue.go).
+// (internal/controller/queue).
 func controllerOptions(o Options) controller.Options {
 	usePriorityQueue := false
 	return controller.Options{
@@ -321,7 +267,7 @@ func controllerOptions(o Options) controller.Options {
 		SkipNameValidation:      &o.SkipNameValidation,
 		RateLimiter:             rateLimiter(),
 		UsePriorityQueue:        &usePriorityQueue,
-		NewQueue:                newFairQueue,
+		NewQueue:                queue.NewFair,
 	}
 }
 

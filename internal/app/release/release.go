@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/Yolean/buckety-controller/drivers/all"
-	"github.com/Yolean/buckety-controller/internal/app/controller"
-	"github.com/Yolean/buckety-controller/internal/app/webhook"
+	controlleroptions "github.com/Yolean/buckety-controller/internal/app/controller/options"
+	webhookoptions "github.com/Yolean/buckety-controller/internal/app/webhook/options"
 	"github.com/Yolean/buckety-controller/internal/release"
 )
 
@@ -83,8 +83,8 @@ func generateCmd(fs *flag.FlagSet, cmd string, args []string, stdout, stderr io.
 			// The binaries' flags, from the FlagSets they parse with
 			// (here: internal/release does not import the commands).
 			regions = append(regions,
-				release.DocRegion{File: "docs/operations.md", Name: "flags-controller", Body: release.FlagTable(controller.Flags())},
-				release.DocRegion{File: "docs/operations.md", Name: "flags-webhook", Body: release.FlagTable(webhook.Flags())})
+				release.DocRegion{File: "docs/operations.md", Name: "flags-controller", Body: release.FlagTable(controlleroptions.Reference())},
+				release.DocRegion{File: "docs/operations.md", Name: "flags-webhook", Body: release.FlagTable(webhookoptions.Reference())})
 			return release.UpdateDocs(".", regions)
 		}
 	}

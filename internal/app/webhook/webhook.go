@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,6 +37,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/all"
 	bucketyadmission "github.com/Yolean/buckety-controller/internal/admission"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/app/webhook/options"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/kubeconfig"
 	"github.com/Yolean/buckety-controller/internal/metrics"
@@ -58,25 +58,11 @@ const (
 
 // Options configure a webhook run.
 type Options struct {
+	// Flags are the command line's values.
+	options.Flags
 	Config     *config.Config
 	RESTConfig *rest.Config
-	// Host and Port are the TLS listen address; CertDir holds tls.crt and
-	// tls.key (reloaded when cert-manager renews them).
-	Host    string
-	Port    int
-	CertDir string
-	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
-	MetricsAddr, ProbeAddr string
-	// MetricsInsecure serves metrics over plain HTTP to anyone; by default
-	// HTTPS to callers authorized for GET /metrics.
-	MetricsInsecure bool
-	// ShutdownDelay keeps serving after SIGTERM, not ready, so endpoints
-	// drop the Pod before it stops listening.
-	ShutdownDelay time.Duration
-	// ReusePort shares the admission port with other replicas on the same
-	// host network (SO_REUSEPORT).
-	ReusePort bool
-	Log       logr.Logger
+	Log        logr.Logger
 }
 
 // metricsOptions serves metrics with authentication and authorization (the
@@ -88,73 +74,36 @@ func metricsOptions(addr string, insecure bool) (metricsserver.Options, error) {
 	return metrics.SecureOptions(addr, filters.WithAuthenticationAndAuthorization)
 }
 
-// cliFlags are the command-line values that are not Options fields.
-type cliFlags struct {
-	dir, kubeconfig string
-	limit           kubeconfig.RateLimit
-	version         bool
-	zap             zap.Options
-}
-
-// newFlagSet defines the command's flags, writing into o and the returned
-// cliFlags.
-func newFlagSet(stderr io.Writer, o *Options) (*flag.FlagSet, *cliFlags) {
-	fs := flag.NewFlagSet("buckety-webhook", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := &cliFlags{}
-	fs.StringVar(&cf.dir, "c", "/etc/buckety", "directory holding "+config.Filename+" (loaded without credentials)")
-	fs.StringVar(&cf.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
-	cf.limit.BindFlags(fs)
-	fs.StringVar(&o.Host, "host", "", "address to serve admission on (default: all)")
-	fs.IntVar(&o.Port, "port", 9443, "port to serve admission on")
-	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
-	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP without authentication (default: HTTPS, and only callers the API server authenticates and authorizes for GET /metrics)")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
-	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, keep serving while not ready for this long, so a rolling update drops no admission request")
-	fs.BoolVar(&o.ReusePort, "reuse-port", false, "share the admission port with other replicas on the same host network (SO_REUSEPORT; for hostNetwork Deployments)")
-	fs.BoolVar(&cf.version, "version", false, "print the version and exit")
-	cf.zap.BindFlags(fs)
-	return fs, cf
-}
-
-// Flags are the command's flags with their defaults, for its generated
-// reference (buckety-release docs).
-func Flags() *flag.FlagSet {
-	fs, _ := newFlagSet(io.Discard, &Options{})
-	return fs
-}
-
 // Main runs the command with args (without the program name) and returns
 // the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	var o Options
-	fs, cf := newFlagSet(stderr, &o)
+	fs := options.NewFlagSet(stderr, &o.Flags)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := cf.limit.Validate(); err != nil {
+	if err := o.RateLimit.Validate(); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 2
 	}
-	if cf.version {
+	if o.Version {
 		fmt.Fprintf(stdout, "buckety-webhook %s\n", version.Version)
 		return 0
 	}
-	cfg, err := config.Load(cf.dir, config.Options{Registry: all.Registry(), WithoutCredentials: true})
+	cfg, err := config.Load(o.ConfigDir, config.Options{Registry: all.Registry(), WithoutCredentials: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: invalid configuration: %v\n", err)
 		return 1
 	}
 	o.Config = cfg
-	o.Log = zap.New(zap.UseFlagOptions(&cf.zap), zap.WriteTo(stderr))
+	o.Log = zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log)
-	if o.RESTConfig, err = kubeconfig.Load(cf.kubeconfig); err != nil {
+	if o.RESTConfig, err = kubeconfig.Load(o.Kubeconfig); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1
 	}
-	cf.limit.Apply(o.RESTConfig)
+	o.RateLimit.Apply(o.RESTConfig)
 	if err := Run(signalContext(), o); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1

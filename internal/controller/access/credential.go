@@ -75,13 +75,43 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 // status.rotation keeps the value last honoured). Retiring
 // credentials past their retireAfter are revoked here.
 func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
-	creds, err := r.credentials(ctx, a.UID)
+	now := time.Now()
+	cur, top, retiring, err := r.liveCredential(ctx, a, e, b, cl, f, now)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	var cur *v1.BucketyCredential
-	top, retiring := 0, false
+	minted := ""
+	if why := rotationDue(a, e, cur, retiring, f, now); why != "" {
+		next, secret, err := r.rotate(ctx, a, e, b, cl, acc, cur, top+1, why, f)
+		if next == nil || err != nil {
+			return nil, err
+		}
+		cur, minted = next, secret
+	}
+	acc.Principal = cur.Spec.Principal
+	if minted != "" {
+		// Recorded in this pass with the secret minted for it: no Secret
+		// holds it yet, so there is nothing to read.
+		acc.Secret, acc.Assert, acc.New = minted, true, true
+		r.reassert.take(a.UID) // asserted now in any case
+		return cur, nil
+	}
+	if err := r.secretToAssert(ctx, a, e, cur, acc); err != nil {
+		return nil, err
+	}
+	return cur, nil
+}
+
+// liveCredential sorts out the access's credentials on e: it revokes
+// those granted on another Buckety or claim, and the retiring ones past
+// their retireAfter, and returns the newest of the rest that is not
+// retiring (nil: none), the highest serial of any, and whether one is
+// still retiring (f wakes the access when it is due).
+func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, f *facts, now time.Time) (cur *v1.BucketyCredential, top int, retiring bool, err error) {
+	creds, err := r.credentials(ctx, a.UID)
+	if err != nil {
+		return nil, 0, false, err
+	}
 	for i := range creds {
 		c := &creds[i]
 		if c.Spec.Backend != e.Name {
@@ -93,14 +123,14 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 			// deleted with its finalizer removed and made again, or the
 			// claim changed hands): revoked now, and a new one issued.
 			if _, err := r.revoke(ctx, c, f); err != nil {
-				return nil, err
+				return nil, 0, false, err
 			}
 			continue
 		}
 		if c.Spec.Phase == v1.CredentialRetiring {
 			if c.Spec.RetireAfter == nil || !now.Before(c.Spec.RetireAfter.Time) {
 				if _, err := r.revoke(ctx, c, f); err != nil {
-					return nil, err
+					return nil, 0, false, err
 				}
 			} else {
 				retiring = true
@@ -112,55 +142,62 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 			cur = c
 		}
 	}
-	rotate := ""
+	return cur, top, retiring, nil
+}
+
+// rotationDue says why the access needs its next credential now ("": it
+// does not): it has none, its tenant changed spec.rotation, or cur is
+// older than the backend's credentials.maxAge (f wakes the access when it
+// will be). One rotation at a time: while a previous credential is still
+// retiring, the next waits (f.rotationDeferred), so an access has at most
+// two principals however often its tenant changes spec.rotation.
+func rotationDue(a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, retiring bool, f *facts, now time.Time) string {
+	why := ""
 	switch {
 	case cur == nil:
-		rotate = "first"
+		return "first"
 	case cur.Spec.Phase != v1.CredentialActive:
 	case a.Status.Principal != cur.Spec.Principal:
 		// Born Active but not yet handed over (a rotation cut short after
 		// its record): this pass finishes it before any next one, so a
 		// crash mid-rotation does not issue a third principal.
 	case a.Spec.Rotation != a.Status.Rotation:
-		rotate = fmt.Sprintf("spec.rotation %q", a.Spec.Rotation)
+		why = fmt.Sprintf("spec.rotation %q", a.Spec.Rotation)
 	case e.Config.CredentialMaxAge() > 0:
 		due := cur.CreationTimestamp.Add(e.Config.CredentialMaxAge())
 		if !now.Before(due) {
-			rotate = fmt.Sprintf("older than credentials.maxAge %s", e.Config.CredentialMaxAge())
+			why = fmt.Sprintf("older than credentials.maxAge %s", e.Config.CredentialMaxAge())
 		} else {
 			f.wakeAt(due)
 		}
 	}
-	if rotate != "" && cur != nil && retiring {
-		// One rotation at a time: the next waits until the previous
-		// credential is revoked, so an access has at most two principals
-		// however often its tenant changes spec.rotation.
-		rotate, f.rotationDeferred = "", true
+	if why != "" && retiring {
+		why, f.rotationDeferred = "", true
 	}
-	minted := ""
-	if rotate != "" {
-		next, secret, err := r.record(ctx, a, e, b, cl, acc, top+1, f)
-		if next == nil || err != nil {
-			return nil, err
-		}
-		minted = secret
-		if cur != nil {
-			r.event(a, corev1.EventTypeNormal, v1.EventCredentialRotated, v1.EventActionWriteSecret,
-				fmt.Sprintf("issuing %s to replace %s (%s); %s keeps working for %s", next.Spec.Principal, cur.Spec.Principal, rotate, cur.Spec.Principal, e.Config.RotationGrace()))
-		}
-		cur = next
+	return why
+}
+
+// rotate records the credential of serial (record), and, when it
+// replaces cur, tells the tenant which principal replaces which and why.
+func (r *Reconciler) rotate(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, cur *v1.BucketyCredential, serial int, why string, f *facts) (*v1.BucketyCredential, string, error) {
+	next, secret, err := r.record(ctx, a, e, b, cl, acc, serial, f)
+	if next == nil || err != nil {
+		return nil, "", err
 	}
-	acc.Principal = cur.Spec.Principal
-	if minted != "" {
-		// Recorded in this pass with the secret minted for it: no Secret
-		// holds it yet, so there is nothing to read.
-		acc.Secret, acc.Assert, acc.New = minted, true, true
-		r.reassert.take(a.UID) // asserted now in any case
-		return cur, nil
+	if cur != nil {
+		r.event(a, corev1.EventTypeNormal, v1.EventCredentialRotated, v1.EventActionWriteSecret,
+			fmt.Sprintf("issuing %s to replace %s (%s); %s keeps working for %s", next.Spec.Principal, cur.Spec.Principal, why, cur.Spec.Principal, e.Config.RotationGrace()))
 	}
+	return next, secret, nil
+}
+
+// secretToAssert fills acc's Secret with what the access's Secret holds
+// for cur's principal, and decides whether this pass asserts it on the
+// backend (Assert) and whether the principal is new (New).
+func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, acc *drivers.Access) error {
 	secret, fresh, err := r.secretOf(ctx, a, e.Scoper, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	acc.Secret = secret
 	// A Secret read afresh (edited, or this process is new) is asserted
@@ -170,7 +207,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 	edited := fresh && (secret == "" || cur.Spec.SecretDigest != SecretDigest(secret))
 	acc.Assert = r.reassert.take(a.UID) || edited || cur.Spec.Phase == v1.CredentialMinting || a.Generation != a.Status.ObservedGeneration
 	acc.New = cur.Spec.Phase == v1.CredentialMinting && cur.Spec.AccessGeneration == a.Generation
-	return cur, nil
+	return nil
 }
 
 // settle runs once the Secret holds cur: cur becomes Active, every other

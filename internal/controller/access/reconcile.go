@@ -34,6 +34,15 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
+// HeldStatus holds the status a Buckety reconcile computed for a
+// provisioned resource but has not written yet (buckety.Held): an access
+// reads it as if recorded, so the Buckety's status is written once.
+type HeldStatus interface {
+	// Overlay replaces b's status, as read from the cache, by the one held
+	// for its generation, if any, and reports when that hold started.
+	Overlay(b *v1.Buckety) (since time.Time, ok bool)
+}
+
 // Reconciler reconciles BucketyAccess objects. SetupWithManager builds it
 // and the controller that feeds it; tests build it directly.
 type Reconciler struct {
@@ -58,8 +67,8 @@ type Reconciler struct {
 	// controller's own last write to the object; nil skips none.
 	Written *status.Written
 	// Held, when set, supplies the status the Buckety reconciler computed
-	// but has not written yet (status.Held), read as if recorded.
-	Held *status.Held
+	// but has not written yet (buckety.Held), read as if recorded.
+	Held HeldStatus
 
 	verified verifiedSecrets
 	// prefetch reads every buckety Secret once after a start (prefetch.go).
@@ -273,7 +282,9 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	r.Held.Overlay(b)
+	if r.Held != nil {
+		r.Held.Overlay(b)
+	}
 	if a.Foreign() {
 		// The owner's consent, checked on every pass: a rule removed, a
 		// role narrowed, a label changed or the owner's namespace going

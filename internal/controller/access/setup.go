@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
@@ -22,6 +21,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 )
 
 // ControllerName names the BucketyAccess controller (in logs and metrics).
@@ -37,14 +37,12 @@ type Options struct {
 	Recheck time.Duration
 	// Controller are the controller's options: workers, rate limiter, queue.
 	Controller controller.Options
-	// CredentialDrift carries the accesses the credential sweep found
-	// drifted (CredentialSweep); nil: none.
-	CredentialDrift <-chan event.GenericEvent
 	// Held is shared with the Buckety controller (Reconciler.Held).
-	Held *status.Held
-	// Woken carries the accesses whose Buckety holds a status they should
-	// read (the Buckety controller's AccessWake); nil: none.
-	Woken <-chan event.GenericEvent
+	Held HeldStatus
+	// Wakes, shared with the Buckety controller and the leader's loops,
+	// wakes the accesses the credential sweep found drifted and those
+	// whose Buckety holds a status they should read; nil: none.
+	Wakes *wake.Channels
 }
 
 // SetupWithManager builds the BucketyAccess reconciler and registers its
@@ -56,12 +54,12 @@ type Options struct {
 //     objects.IndexBucketyRef index): it waits for the Buckety's resource,
 //     and its grant follows the Buckety's parameters;
 //   - the credential sweep finding its principal drifted
-//     (Options.CredentialDrift);
+//     (wake.CredentialDrifted);
 //   - a change to the labels or the deletion of its namespace, or of the
 //     namespace of the Buckety it names in another (the consent of the
 //     owner, spec.sharing, may select it no more: namespaceToSharedAccesses);
-//   - its Buckety holding a provisioned status back for it (Options.Woken,
-//     status.Held);
+//   - its Buckety holding a provisioned status back for it
+//     (wake.ProvisionedFor, buckety.Held);
 //   - its own requeue: the re-check, a retry, a Secret conflict, a
 //     credential to retire or rotate.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
@@ -79,11 +77,8 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.BucketyAccess{})
-	if o.CredentialDrift != nil {
-		b = b.WatchesRawSource(source.Channel(o.CredentialDrift, &handler.EnqueueRequestForObject{}))
-	}
-	if o.Woken != nil {
-		b = b.WatchesRawSource(source.Channel(o.Woken, &handler.EnqueueRequestForObject{}))
+	for _, s := range o.Wakes.AccessSources() {
+		b = b.WatchesRawSource(s)
 	}
 	err := b.
 		// Metadata only: Secrets a tenant labels as buckety's are in the

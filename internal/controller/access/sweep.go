@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 )
 
 // CredentialSweep is the drift sweep of issued credentials: each Interval,
@@ -33,9 +32,9 @@ type CredentialSweep struct {
 	Reconciler *Reconciler
 	// Interval is the period of the sweep.
 	Interval time.Duration
-	// Drifted receives the accesses to reconcile (a source of the access
-	// controller).
-	Drifted chan<- event.GenericEvent
+	// Wakes takes the drifted accesses to the access controller
+	// (CredentialDrifted).
+	Wakes *wake.Channels
 	// Log is the logger.
 	Log logr.Logger
 }
@@ -135,12 +134,10 @@ func (s *CredentialSweep) sweepBackend(ctx context.Context, e *backends.Entry, a
 	for _, i := range drifted {
 		it := items[i]
 		s.Reconciler.reassert.mark(it.uid)
-		select {
-		case s.Drifted <- event.GenericEvent{Object: &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: it.access.Namespace, Name: it.access.Name}}}:
-			n++
-		case <-ctx.Done():
-			return n, ctx.Err()
+		if err := s.Wakes.CredentialDrifted(ctx, it.access.Namespace, it.access.Name); err != nil {
+			return n, err
 		}
+		n++
 	}
 	return n, err
 }

@@ -20,11 +20,6 @@ import (
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketybackends,verbs=get;list;watch;create;update;delete
 
-// DefaultInterval is how often the leader probes each backend: a backend
-// that stops answering shows as Ready False, and buckety_backend_up 0,
-// within about this long.
-const DefaultInterval = 30 * time.Second
-
 // View is the leader's runnable that probes every backend each Interval
 // and writes the BucketyBackend objects.
 type View struct {

@@ -16,7 +16,6 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
-	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // reconcileAccesses materialises or removes the implicit access, then
@@ -142,9 +141,30 @@ func (r *Reconciler) pruneCreatedImplicit() {
 	})
 }
 
+// reconcileImplicit keeps the implicit access spec.defaultAccess asks
+// for: it deletes it where no implicit access is wanted, brings it to what
+// spec.defaultAccess says where it exists, and creates it once the
+// Buckety's resource is provisioned.
 func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, accesses []v1.BucketyAccess, f *facts) error {
-	var implicit *v1.BucketyAccess
-	explicit := 0
+	implicit, explicit := findImplicit(b, accesses)
+	if implicit != nil {
+		r.createdImplicit.Delete(b.UID) // the cache shows it
+	}
+	if b.Spec.DefaultAccess == nil || explicit > 0 {
+		return r.removeImplicit(ctx, b, implicit, explicit)
+	}
+	if implicit != nil {
+		return r.convergeImplicit(ctx, implicit, b.Spec.DefaultAccess)
+	}
+	if !r.implicitDue(b) {
+		return nil
+	}
+	return r.createImplicit(ctx, b, f)
+}
+
+// findImplicit returns b's implicit access among its accesses (nil: none)
+// and how many explicit ones there are.
+func findImplicit(b *v1.Buckety, accesses []v1.BucketyAccess) (implicit *v1.BucketyAccess, explicit int) {
 	for i := range accesses {
 		if IsImplicit(&accesses[i], b) {
 			implicit = &accesses[i]
@@ -152,82 +172,92 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 			explicit++
 		}
 	}
-	if implicit != nil {
-		r.createdImplicit.Delete(b.UID) // the cache shows it
-	}
-	want := b.Spec.DefaultAccess != nil && explicit == 0
-	if !want {
-		if implicit != nil && implicit.DeletionTimestamp.IsZero() {
-			why := "spec.defaultAccess was removed"
-			if explicit > 0 {
-				why = "an explicit BucketyAccess targets this Buckety"
-			}
-			if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
-				return err
-			}
-			r.event(b, corev1.EventTypeNormal, v1.EventImplicitAccessRemoved, v1.EventActionReconcile, fmt.Sprintf("deleted implicit BucketyAccess %s: %s", implicit.Name, why))
-		}
+	return implicit, explicit
+}
+
+// removeImplicit deletes the implicit access, when there is one not
+// already being deleted: spec.defaultAccess was removed, or an explicit
+// access targets the Buckety (explicit > 0).
+func (r *Reconciler) removeImplicit(ctx context.Context, b *v1.Buckety, implicit *v1.BucketyAccess, explicit int) error {
+	if implicit == nil || !implicit.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	da := b.Spec.DefaultAccess
-	role := da.Role
-	if role == "" {
-		role = v1.RoleReadWrite
+	why := "spec.defaultAccess was removed"
+	if explicit > 0 {
+		why = "an explicit BucketyAccess targets this Buckety"
 	}
-	if implicit != nil {
-		switch {
-		case !implicit.DeletionTimestamp.IsZero():
-		case implicit.Spec.CredentialsSecretName != da.CredentialsSecretName:
-			// The Secret name of an access is immutable: replace it.
-			if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
-				return err
-			}
-		case implicit.Spec.Role != role || !slices.Equal(implicit.Spec.SecretFormats, da.SecretFormats):
-			before := implicit.DeepCopy()
-			implicit.Spec.Role = role
-			implicit.Spec.SecretFormats = slices.Clone(da.SecretFormats)
-			if err := r.Client.Patch(ctx, implicit, ctrl.MergeFrom(before)); err != nil {
-				return err
-			}
+	if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.event(b, corev1.EventTypeNormal, v1.EventImplicitAccessRemoved, v1.EventActionReconcile, fmt.Sprintf("deleted implicit BucketyAccess %s: %s", implicit.Name, why))
+	return nil
+}
+
+// implicitRole is the role spec.defaultAccess gives (readwrite unless set).
+func implicitRole(da *v1.DefaultAccess) v1.Role {
+	if da.Role == "" {
+		return v1.RoleReadWrite
+	}
+	return da.Role
+}
+
+// convergeImplicit brings an existing implicit access to what da says:
+// its role and Secret formats are patched; another Secret name, immutable
+// on an access, replaces it (deleted here, created by a later pass).
+func (r *Reconciler) convergeImplicit(ctx context.Context, implicit *v1.BucketyAccess, da *v1.DefaultAccess) error {
+	role := implicitRole(da)
+	switch {
+	case !implicit.DeletionTimestamp.IsZero():
+	case implicit.Spec.CredentialsSecretName != da.CredentialsSecretName:
+		if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
+			return err
 		}
-		return nil
+	case implicit.Spec.Role != role || !slices.Equal(implicit.Spec.SecretFormats, da.SecretFormats):
+		before := implicit.DeepCopy()
+		implicit.Spec.Role = role
+		implicit.Spec.SecretFormats = slices.Clone(da.SecretFormats)
+		if err := r.Client.Patch(ctx, implicit, ctrl.MergeFrom(before)); err != nil {
+			return err
+		}
 	}
-	if r.Held == nil && !status.ProvisionedRecorded(b) {
+	return nil
+}
+
+// implicitDue reports whether this pass creates the missing implicit
+// access: not before the access can read the resource as provisioned, and
+// not again while one a pass created moments ago is not in the cache yet.
+func (r *Reconciler) implicitDue(b *v1.Buckety) bool {
+	if r.Held == nil && !provisionedRecorded(b) {
 		// The access waits for its Buckety's recorded Provisioned status;
 		// created before that is written (by this pass), its first
 		// reconcile would only write a waiting status that is overwritten
 		// a moment later. The status patch of this pass triggers the next,
 		// which creates it. With Held, this pass already put the
 		// provisioned status where the access reads it (hold.go).
-		return nil
+		return false
 	}
 	if at, ok := r.createdImplicit.Load(b.UID); ok && time.Since(at.(time.Time)) < recentlyCreated {
 		// Created by a pass moments ago; the cache has not shown it yet.
-		return nil
+		return false
 	}
+	return true
+}
+
+// createImplicit creates b's implicit access, born with its finalizer (one
+// write instead of a create and a patch), and reports a creation after
+// the first provisioning.
+func (r *Reconciler) createImplicit(ctx context.Context, b *v1.Buckety, f *facts) error {
+	da := b.Spec.DefaultAccess
 	a := &v1.BucketyAccess{
-		// Born with the finalizer: one write instead of a create and a patch.
 		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{v1.ImplicitLabel: "true"}, Finalizers: []string{v1.Finalizer}},
-		Spec:       v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: b.Name}, CredentialsSecretName: da.CredentialsSecretName, Role: role, SecretFormats: slices.Clone(da.SecretFormats)},
+		Spec:       v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: b.Name}, CredentialsSecretName: da.CredentialsSecretName, Role: implicitRole(da), SecretFormats: slices.Clone(da.SecretFormats)},
 	}
 	if err := controllerutil.SetControllerReference(b, a, r.Client.Scheme()); err != nil {
 		return err
 	}
 	err := r.Client.Create(ctx, a)
 	if apierrors.IsAlreadyExists(err) {
-		// Ours, created by an earlier pass the cache has not seen yet?
-		var reader ctrl.Reader = r.Client
-		if r.APIReader != nil {
-			reader = r.APIReader
-		}
-		cur := &v1.BucketyAccess{}
-		if gerr := reader.Get(ctx, ctrl.ObjectKeyFromObject(a), cur); gerr == nil && IsImplicit(cur, b) {
-			return nil
-		} else if gerr != nil && !apierrors.IsNotFound(gerr) {
-			return gerr
-		}
-		f.implicitErr = fmt.Sprintf("spec.defaultAccess: a BucketyAccess named %s already exists in %s and is not this Buckety's implicit access", b.Name, b.Namespace)
-		return nil
+		return r.implicitTaken(ctx, b, a, f)
 	}
 	if err != nil {
 		return err
@@ -240,5 +270,24 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 		// is reported on its own.
 		r.event(b, corev1.EventTypeNormal, v1.EventImplicitAccessCreated, v1.EventActionReconcile, fmt.Sprintf("created implicit BucketyAccess %s writing Secret %s", a.Name, da.CredentialsSecretName))
 	}
+	return nil
+}
+
+// implicitTaken decides, when the implicit access's name is taken, whether
+// by this Buckety's own implicit access, created by an earlier pass the
+// cache has not shown yet (nothing to do), or by another access
+// (f.implicitErr).
+func (r *Reconciler) implicitTaken(ctx context.Context, b *v1.Buckety, a *v1.BucketyAccess, f *facts) error {
+	var reader ctrl.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	cur := &v1.BucketyAccess{}
+	if gerr := reader.Get(ctx, ctrl.ObjectKeyFromObject(a), cur); gerr == nil && IsImplicit(cur, b) {
+		return nil
+	} else if gerr != nil && !apierrors.IsNotFound(gerr) {
+		return gerr
+	}
+	f.implicitErr = fmt.Sprintf("spec.defaultAccess: a BucketyAccess named %s already exists in %s and is not this Buckety's implicit access", b.Name, b.Namespace)
 	return nil
 }

@@ -46,7 +46,7 @@ func adoptionKeys(b *v1.Buckety, e *backends.Entry) bool {
 // call recorded Created, what the check found, and false
 // when provisioning stops here (refused, conflict, or an error, all in f).
 func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim) (*v1.BucketyClaim, bool, *drivers.Inspection, bool) {
-	in, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: f.params})
+	in, err := e.Backend.Inspect(ctx, backendResource(e, f.resourceName, f.params, nil))
 	if err != nil {
 		f.Record(err)
 		return nil, false, nil, false
@@ -153,7 +153,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 	if !ok {
 		return ownerNone, true
 	}
-	rec, err := r.readOwner(ctx, e, drivers.Resource{Name: f.resourceName, Parameters: f.params}, 0)
+	rec, err := r.readOwner(ctx, e, backendResource(e, f.resourceName, f.params, nil), 0)
 	if err != nil {
 		f.Record(err)
 		return ownerNone, false
@@ -219,7 +219,7 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 	// while the adoption waited.
 	ownerRead := in != nil
 	if in == nil {
-		got, err := e.Backend.Inspect(ctx, drivers.Resource{Name: f.resourceName, Parameters: params})
+		got, err := e.Backend.Inspect(ctx, backendResource(e, f.resourceName, params, nil))
 		if err != nil {
 			f.Record(err)
 			return false
@@ -253,7 +253,9 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 		r.refuse(ctx, b, e, f, *in, "holds content, and the adoption is no longer allowed by both spec.adoption and the backend's adoption.allow")
 		return false
 	}
-	res, err := e.Backend.Ensure(ctx, drivers.Resource{Name: f.resourceName, Parameters: params, DryRun: true})
+	dry := backendResource(e, f.resourceName, params, nil)
+	dry.DryRun = true
+	res, err := e.Backend.Ensure(ctx, dry)
 	var drift *drivers.DriftError
 	if err != nil && !errors.As(err, &drift) {
 		f.Record(err)

@@ -121,7 +121,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		// to a Buckety of this name without the adoption keys.
 		if claims.Written(cl.Spec.Phase) {
 			if e, ok := r.Backends.Get(cl.Spec.Backend); ok {
-				at := drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, budget.EffectiveParameters(e.Config, b))}
+				at := backendResource(e, name, budget.EffectiveParameters(e.Config, b), cl)
 				if err := r.retainOwner(ctx, b, e, at); err != nil {
 					f.Record(err)
 					return reconcile.Result{RequeueAfter: retry.TransientBase}, false, false, nil
@@ -152,7 +152,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	// spec says now: a tenant may edit a Buckety being deleted, and a
 	// changed location parameter must never point the delete at a
 	// resource of the same name elsewhere.
-	at := drivers.Resource{Name: name, Parameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, budget.EffectiveParameters(e.Config, b))}
+	at := backendResource(e, name, budget.EffectiveParameters(e.Config, b), cl)
 	// The record on the backend has the last word: a resource another
 	// installation holds (or this one handed over) is never deleted.
 	why, err := r.deletableByRecord(ctx, b, e, at)

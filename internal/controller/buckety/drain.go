@@ -209,7 +209,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	if w := drainWait(st, terms, now); w > 0 {
 		return w
 	}
-	res := drivers.Resource{Name: f.resourceName, Parameters: paramsOf(f, b)}
+	res := backendResource(e, f.resourceName, paramsOf(f, b), nil)
 	if st.Passes == 0 && st.Initial == nil && e.Usage != nil {
 		st.Initial = initialFromUsage(ctx, e, res, st.StartTime.Time)
 	}

@@ -89,7 +89,7 @@ type facts struct {
 	// provisioned for this generation (status.ProvisionedRecorded).
 	recorded bool
 	// held: the status this pass started from is the one an earlier pass
-	// held (status.Held), since heldSince.
+	// held (Held), since heldSince.
 	held      bool
 	heldSince time.Time
 	// implicitErr: the implicit access could not be materialised.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -17,7 +15,7 @@ import (
 // wakes any access (holdProvisioned), so the accesses proceed at once; if
 // nothing but its accesses is left at its end, it holds the status write
 // back (holding, hold) and the pass the first access's status wakes writes
-// it, Ready, once. See status.Held.
+// it, Ready, once. See Held.
 
 // holdProvisioned puts b's status, with the resource provisioned for its
 // generation, in Held for the accesses to read.
@@ -50,25 +48,10 @@ func (r *Reconciler) hold(ctx context.Context, b *v1.Buckety, f *facts, res reco
 	since := f.heldSince
 	if !f.held {
 		since = time.Now()
-		r.wakeAccesses(ctx, b, f.accessesPending)
+		r.Wakes.ProvisionedFor(ctx, b, f.accessesPending)
 	}
 	if left := r.Held.Limit() - time.Since(since) + 100*time.Millisecond; res.RequeueAfter == 0 || left < res.RequeueAfter {
 		res.RequeueAfter = left
 	}
 	return res
-}
-
-// wakeAccesses enqueues the named accesses of b's namespace with the
-// access controller.
-func (r *Reconciler) wakeAccesses(ctx context.Context, b *v1.Buckety, names []string) {
-	if r.AccessWake == nil {
-		return
-	}
-	for _, n := range names {
-		select {
-		case r.AccessWake <- event.GenericEvent{Object: &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: n}}}:
-		case <-ctx.Done():
-			return
-		}
-	}
 }

@@ -68,15 +68,14 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			return false, nil
 		}
 	}
-	params := claims.Effective(locKeys, cl, f.params)
-	f.params = params
-	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f, in, params) {
+	at := backendResource(e, f.resourceName, f.params, cl)
+	f.params = at.Parameters
+	if cl.Spec.Phase == v1.ClaimAdopting && !r.settleAdoption(ctx, b, e, f, in, at.Parameters) {
 		return false, nil
 	}
-	if !r.budgetFits(ctx, b, e, f, cl, params) {
+	if !r.budgetFits(ctx, b, e, f, cl, at.Parameters) {
 		return false, nil
 	}
-	at := drivers.Resource{Name: f.resourceName, Parameters: params}
 	if e.Config.HandOverTo() != "" && cl.Spec.Phase != v1.ClaimAdopting {
 		r.handOver(ctx, b, e, f, at)
 		return false, nil
@@ -87,7 +86,8 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if !justRecorded && !fresh && !r.checkOwner(ctx, b, e, f, at) {
 		return false, nil
 	}
-	want := drivers.Resource{Name: f.resourceName, Parameters: params, MaxAge: r.maxAge(e), CreateOnly: justRecorded}
+	want := at
+	want.MaxAge, want.CreateOnly = r.maxAge(e), justRecorded
 	if !fresh {
 		want.BeforeWrite = func(ctx context.Context) error { return r.Claims.Confirm(ctx, cl) }
 	}

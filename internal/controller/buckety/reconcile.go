@@ -25,6 +25,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/naming"
 )
 
@@ -75,10 +76,10 @@ type Reconciler struct {
 	// resource while only its accesses are left, shared with the access
 	// reconciler, which reads it as recorded (hold.go); nil writes the
 	// status in every pass.
-	Held *status.Held
-	// AccessWake, when set, receives the accesses a held status concerns,
-	// which no status write wakes.
-	AccessWake chan<- event.GenericEvent
+	Held *Held
+	// Wakes, when set, takes to the access controller the accesses a held
+	// status concerns, which no status write wakes (ProvisionedFor).
+	Wakes *wake.Channels
 	// APIReader reads around the cache where it may lag this controller's
 	// own writes (an implicit access created by the pass before); nil
 	// reads the cache.
@@ -137,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, nil
 	}
 	orig := b.DeepCopy()
-	f := &facts{recorded: status.ProvisionedRecorded(orig), now: r.now()}
+	f := &facts{recorded: provisionedRecorded(orig), now: r.now()}
 	f.heldSince, f.held = r.Held.Overlay(b)
 	defer func() {
 		if f.releaseLimit != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 )
 
 // ControllerName names the Buckety controller (in logs and metrics).
@@ -37,17 +38,14 @@ type Options struct {
 	// Recheck, SweptRecheck and ObservedMaxAge are the Reconciler's fields
 	// of those names.
 	Recheck, SweptRecheck, ObservedMaxAge time.Duration
-	// Drifted, when set, delivers the Bucketies the drift sweep found
-	// drifted (Sweeper.Drifted).
-	Drifted <-chan event.GenericEvent
-	// UsageChanged, when set, delivers the Bucketies whose QuotaWarning the
-	// usage refresher found changed (UsageRefresher.Changed).
-	UsageChanged <-chan event.GenericEvent
 	// Held is shared with the access controller (Reconciler.Held); nil
 	// holds no status.
-	Held *status.Held
-	// AccessWake is the Reconciler's field of that name.
-	AccessWake chan<- event.GenericEvent
+	Held *Held
+	// Wakes, shared with the access controller and the leader's loops,
+	// wakes Bucketies the drift sweep found drifted and those whose
+	// QuotaWarning the usage refresh found changed, and is the
+	// Reconciler's field of that name; nil: none.
+	Wakes *wake.Channels
 	// Controller are the controller's options: workers, rate limiter, queue.
 	Controller controller.Options
 	// Backoff is the Reconciler's field of that name; nil: the defaults.
@@ -67,9 +65,9 @@ type Options struct {
 //     waits for that name or for room under its namespace's limit on the
 //     backend (Reconciler.Released, Reconciler.Waiters): only the
 //     Bucketies waiting for that release;
-//   - the drift sweep finding its resource drifted (Options.Drifted);
+//   - the drift sweep finding its resource drifted (wake.BucketyDrifted);
 //   - the usage refresher finding its QuotaWarning changed
-//     (Options.UsageChanged); a write of status.usage alone does not wake
+//     (wake.QuotaWarningChanged); a write of status.usage alone does not wake
 //     it (UsageOnly);
 //   - its own requeue: the drift re-check, a retry, a deletion pass.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
@@ -90,7 +88,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Released:       released,
 		Waiters:        &retry.Waiters{},
 		Held:           o.Held,
-		AccessWake:     o.AccessWake,
+		Wakes:          o.Wakes,
 		APIReader:      mgr.GetAPIReader(),
 		DrainUnits:     o.DrainUnits,
 	}
@@ -98,11 +96,8 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Named(ControllerName).
 		For(&v1.Buckety{}, builder.WithPredicates(UsageOnly())).
 		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{}))
-	if o.Drifted != nil {
-		b = b.WatchesRawSource(source.Channel(o.Drifted, &handler.EnqueueRequestForObject{}))
-	}
-	if o.UsageChanged != nil {
-		b = b.WatchesRawSource(source.Channel(o.UsageChanged, &handler.EnqueueRequestForObject{}))
+	for _, s := range o.Wakes.BucketySources() {
+		b = b.WatchesRawSource(s)
 	}
 	err := b.Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(accessToBuckety)).
 		Watches(&v1.BucketyClaim{}, claimReleased(r.Waiters)).

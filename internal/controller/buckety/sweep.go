@@ -12,15 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/budget"
-	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 )
 
@@ -54,8 +53,9 @@ type Sweeper struct {
 	Backends *backends.Set
 	// Interval is the period of each backend's sweep.
 	Interval time.Duration
-	// Drifted receives the Bucketies to reconcile.
-	Drifted chan<- event.GenericEvent
+	// Wakes takes the drifted Bucketies to the Buckety controller
+	// (BucketyDrifted).
+	Wakes *wake.Channels
 	// Log is the logger.
 	Log logr.Logger
 }
@@ -136,10 +136,8 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 		}
 		drifted = append(drifted, b.Namespace+"/"+b.Name)
 		s.Log.V(1).Info("drift sweep enqueues", "backend", e.Name, "buckety", b.Namespace+"/"+b.Name, "resource", rs[i].Name, "why", why)
-		select {
-		case s.Drifted <- event.GenericEvent{Object: b}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := s.Wakes.BucketyDrifted(ctx, b); err != nil {
+			return err
 		}
 		metrics.DriftSweepEnqueued.WithLabelValues(e.Name).Inc()
 	}
@@ -174,7 +172,7 @@ func sweepTargets(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.
 // Bucketies whose status does not record a backend yet but whose claim on
 // this backend is settled (Created or Adopted): a Buckety provisioned
 // under load, whose status write waits in the queue (or is held for its
-// access, status.Held) for longer than one interval. Their passes then
+// access, Held) for longer than one interval. Their passes then
 // find a recent observation of their resource rather than reading it
 // again (at 10,000 Bucketies, about 5,000 Kafka requests). The usage
 // refresh keeps to sweepTargets: it writes status.usage, and a Buckety
@@ -208,13 +206,14 @@ func targetsOf(list []v1.Buckety, claimList []v1.BucketyClaim, set *backends.Set
 			continue
 		}
 		name, params := b.Status.BackendResourceName, budget.EffectiveParameters(e.Config, b)
+		var claim *v1.BucketyClaim
 		if cl, ok := settled[string(b.UID)]; ok {
-			name, params = cl.Spec.ResourceName, claims.Effective(drivers.LocationParameters(e.Driver), cl, params)
+			name, claim = cl.Spec.ResourceName, cl
 		}
 		if name == "" {
 			continue
 		}
-		out = append(out, sweepTarget{buckety: b, resource: drivers.Resource{Name: name, Parameters: params}})
+		out = append(out, sweepTarget{buckety: b, resource: backendResource(e, name, params, claim)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].buckety, out[j].buckety

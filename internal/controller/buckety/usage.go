@@ -22,6 +22,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 )
 
@@ -51,8 +52,9 @@ type UsageRefresher struct {
 	Backends *backends.Set
 	// Interval is the period of each backend's refresh.
 	Interval time.Duration
-	// Changed receives the Bucketies whose QuotaWarning would change.
-	Changed chan<- event.GenericEvent
+	// Wakes takes the Bucketies whose QuotaWarning would change to the
+	// Buckety controller (QuotaWarningChanged).
+	Wakes *wake.Channels
 	// Log is the logger.
 	Log logr.Logger
 }
@@ -124,10 +126,8 @@ func (u *UsageRefresher) RefreshOnce(ctx context.Context, e *backends.Entry) err
 		fp := budget.Footprint(e.Config, budget.EffectiveParameters(e.Config, b))
 		rows = append(rows, usageRow(b, fp))
 		if quotaChanged(b, &fp) {
-			select {
-			case u.Changed <- event.GenericEvent{Object: b}:
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := u.Wakes.QuotaWarningChanged(ctx, b); err != nil {
+				return err
 			}
 		}
 	}

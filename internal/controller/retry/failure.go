@@ -1,8 +1,8 @@
 package retry
 
 import (
+	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/backends"
 )
 
 // BackendFailure is the driver failure of one reconcile, by how it is
@@ -17,12 +17,13 @@ type BackendFailure struct {
 	Other error
 }
 
-// Record files err under its class.
+// Record files err under its class, as the driver's typed errors tell it
+// (the classes backends.Classify counts in metrics).
 func (b *BackendFailure) Record(err error) {
-	switch backends.Classify(err) {
-	case backends.ClassUnavailable:
+	switch {
+	case drivers.IsUnavailable(err):
 		b.Unavailable = err
-	case backends.ClassAccessDenied:
+	case drivers.IsAccessDenied(err):
 		b.AccessDenied = err
 	default:
 		b.Other = err

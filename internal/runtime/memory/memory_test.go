@@ -1,4 +1,4 @@
-package controller
+package memory
 
 import (
 	"runtime/debug"
@@ -18,7 +18,7 @@ func TestApplyGCDefault(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			debug.SetGCPercent(100)
-			got := applyGCDefault(func(k string) string {
+			got := ApplyGCDefault(func(k string) string {
 				if k == "GOGC" {
 					return tt.env
 				}

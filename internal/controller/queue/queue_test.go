@@ -1,4 +1,4 @@
-package controller
+package queue
 
 import (
 	"fmt"
@@ -45,7 +45,7 @@ func TestRoundRobinTakesTurnsByNamespace(t *testing.T) {
 // namespace's one delays it by one item, and the queue still merges
 // duplicates and delays retries.
 func TestFairQueueServesAnotherTenantNext(t *testing.T) {
-	q := newFairQueue("", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Second))
+	q := NewFair("", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Second))
 	defer q.ShutDown()
 	for i := range 300 {
 		q.Add(req("mallory", fmt.Sprint("junk-", i)))

@@ -1,7 +1,8 @@
-package controller
+package metrics
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -9,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/claims"
 )
 
 var (
@@ -30,22 +31,38 @@ var (
 // condition yet (no reconcile has written its status).
 const reasonNotReconciled = "NotReconciled"
 
+// RegisterResources registers with controller-runtime's registry the
+// gauges of the objects r holds (buckety_resources, buckety_claims,
+// buckety_not_ready_since_timestamp_seconds), with a series for each of
+// backends from the start. retained tells a claim kept from a deleted
+// Buckety (claims.IsRetained). A second call in one process (tests that
+// run the controller more than once) points the registered gauges at the
+// new reader.
+func RegisterResources(r client.Reader, backends []string, retained func(*v1.BucketyClaim) bool) error {
+	c := &resourceCollector{reader: r, backends: backends, retained: retained}
+	if err := ctrlmetrics.Registry.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return err
+		}
+		are.ExistingCollector.(*resourceCollector).set(r, backends, retained)
+	}
+	return nil
+}
+
 // resourceCollector counts objects by condition from the informer cache at
 // scrape time, so the gauges never drift from what the API holds.
 type resourceCollector struct {
 	mu       sync.Mutex
 	reader   client.Reader
 	backends []string
+	retained func(*v1.BucketyClaim) bool
 }
 
-func newResourceCollector(r client.Reader, backends []string) *resourceCollector {
-	return &resourceCollector{reader: r, backends: backends}
-}
-
-func (c *resourceCollector) set(r client.Reader, backends []string) {
+func (c *resourceCollector) set(r client.Reader, backends []string, retained func(*v1.BucketyClaim) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reader, c.backends = r, backends
+	c.reader, c.backends, c.retained = r, backends, retained
 }
 
 func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -56,7 +73,7 @@ func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	r, backends := c.reader, c.backends
+	r, backends, retained := c.reader, c.backends, c.retained
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -77,14 +94,15 @@ func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := r.List(ctx, &cl, client.UnsafeDisableDeepCopy); err == nil && in.bucketiesListed {
 		in.claims, in.claimsListed = cl.Items, true
 	}
-	for _, s := range append(resourceSamples(in), claimSamples(in)...) {
+	for _, s := range append(resourceSamples(in), claimSamples(in, retained)...) {
 		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, s.value, s.labels...)
 	}
 }
 
 // claimSamples counts claims per backend by whether their owner exists in
-// the cache. Every configured backend reports both series.
-func claimSamples(in resourceLists) []sample {
+// the cache, or was deleted leaving the claim retained. Every configured
+// backend reports every series.
+func claimSamples(in resourceLists, retained func(*v1.BucketyClaim) bool) []sample {
 	if !in.claimsListed {
 		return nil
 	}
@@ -111,7 +129,7 @@ func claimSamples(in resourceLists) []sample {
 		c := &in.claims[i]
 		owner := "present"
 		switch {
-		case claims.IsRetained(c):
+		case retained(c):
 			owner = "retained"
 		case !present[c.Spec.Owner.UID]:
 			owner = "gone"

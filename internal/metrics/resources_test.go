@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 )
 
 // render prints the samples whose series name is in names as "name{label
@@ -138,7 +139,7 @@ func TestClaimSamplesRetained(t *testing.T) {
 	in := resourceLists{backends: []string{"kafka"}, bucketies: []v1.Buckety{live}, bucketiesListed: true, claimsListed: true,
 		claims: []v1.BucketyClaim{claim("live", false), claim("deleted", true), claim("stripped", false)}}
 	got := map[string]float64{}
-	for _, s := range claimSamples(in) {
+	for _, s := range claimSamples(in, claims.IsRetained) {
 		got[strings.Join(s.labels, ",")] = s.value
 	}
 	want := map[string]float64{"kafka,present": 1, "kafka,retained": 1, "kafka,gone": 1}

@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// Cache lifetimes of metricsAuth's decisions, as controller-runtime's
+// Cache lifetimes of AuthFilter's decisions, as controller-runtime's
 // filter sets them: a scraper every 15–30 s costs two API requests per
 // minute at most, and a revoked token or binding stops working within a
 // minute.
@@ -28,16 +28,16 @@ const (
 	metricsAuthCacheMax = 1024
 )
 
-// metricsAuth is the metrics endpoint's filter: the caller's bearer token is
-// checked with a TokenReview, and the user it names must be allowed the
-// request's verb on the request's path (a SubjectAccessReview for a
+// AuthFilter is the controller's metrics endpoint filter: the caller's
+// bearer token is checked with a TokenReview, and the user it names must be
+// allowed the request's verb on the request's path (a SubjectAccessReview for a
 // non-resource URL, e.g. get /metrics), as kubebuilder's default does.
 //
 // It does what controller-runtime's filters.WithAuthenticationAndAuthorization
 // does, without that package: it links k8s.io/apiserver and CEL into the
 // binary (26 MB of its 66 MB), and the pages of that code its package
 // initialisation touches stayed resident for the life of the process.
-func metricsAuth(c *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
+func AuthFilter(c *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
 	cl, err := client.New(c, client.Options{HTTPClient: hc})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package status
+package buckety
 
 import (
 	"sync"
@@ -92,7 +92,7 @@ func (h *Held) Overlay(b *v1.Buckety) (since time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	if cur.uid != b.UID || cur.generation < b.Generation || ProvisionedRecorded(b) {
+	if cur.uid != b.UID || cur.generation < b.Generation || provisionedRecorded(b) {
 		delete(h.m, key)
 		return time.Time{}, false
 	}
@@ -126,10 +126,10 @@ func (h *Held) Len() int {
 	return len(h.m)
 }
 
-// ProvisionedRecorded reports whether b's status records the backend
+// provisionedRecorded reports whether b's status records the backend
 // resource as provisioned for its current generation: what an access
 // waits for.
-func ProvisionedRecorded(b *v1.Buckety) bool {
+func provisionedRecorded(b *v1.Buckety) bool {
 	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation && b.Status.BackendResourceName != ""
 }

@@ -1,4 +1,8 @@
-package controller
+// Package memory is what the controller does about its own resident
+// memory, apart from its caches: the garbage collector's target, and
+// handing the kernel back the executable's pages that start-up touched
+// once. Both are measured in docs/performance.md (Memory).
+package memory
 
 import (
 	"context"
@@ -18,9 +22,9 @@ import (
 // operator's GOGC (including GOGC=off) wins; GOMEMLIMIT works as ever.
 const DefaultGOGC = 25
 
-// applyGCDefault sets DefaultGOGC unless getenv("GOGC") is set, and
+// ApplyGCDefault sets DefaultGOGC unless getenv("GOGC") is set, and
 // returns the setting in effect, for the start-up log.
-func applyGCDefault(getenv func(string) string) string {
+func ApplyGCDefault(getenv func(string) string) string {
 	if v := getenv("GOGC"); v != "" {
 		return v
 	}
@@ -28,7 +32,7 @@ func applyGCDefault(getenv func(string) string) string {
 	return strconv.Itoa(DefaultGOGC)
 }
 
-// startupPages hands the kernel back, once the caches have synced, the
+// StartupPages hands the kernel back, once the caches have synced, the
 // pages of the controller's own binary that it has mapped so far: most
 // were touched once, at start (package initialisation, API type
 // registration, flag and config parsing, the caches' first list), and
@@ -38,26 +42,27 @@ func applyGCDefault(getenv func(string) string) string {
 // (see docs/performance.md, Memory). It never fails the controller: a
 // kernel without MADV_PAGEOUT (before Linux 5.4), a sandbox that refuses
 // it, or another OS only leaves the pages where they were.
-type startupPages struct {
-	// synced waits for the caches.
-	synced func(context.Context) bool
-	log    logr.Logger
+type StartupPages struct {
+	// Synced waits for the caches.
+	Synced func(context.Context) bool
+	// Log is where a refusal is logged (at info: the pages only stay).
+	Log logr.Logger
 }
 
 // NeedLeaderElection is false: a replica that waits for the lease has paid
 // the same start-up cost.
-func (s *startupPages) NeedLeaderElection() bool { return false }
+func (s *StartupPages) NeedLeaderElection() bool { return false }
 
 // Start waits for the caches, then releases the binary's pages once.
-func (s *startupPages) Start(ctx context.Context) error {
-	if !s.synced(ctx) {
+func (s *StartupPages) Start(ctx context.Context) error {
+	if !s.Synced(ctx) {
 		return nil
 	}
 	n, err := releaseBinaryPages()
 	if err != nil {
-		s.log.Info("could not release the binary's start-up pages; they stay resident", "error", err.Error())
+		s.Log.Info("could not release the binary's start-up pages; they stay resident", "error", err.Error())
 		return nil
 	}
-	s.log.V(1).Info("released the binary's start-up pages", "mappedBytes", n)
+	s.Log.V(1).Info("released the binary's start-up pages", "mappedBytes", n)
 	return nil
 }

@@ -1,4 +1,7 @@
-package controller
+// Package queue is the work queue both controllers take their work from:
+// client-go's rate-limiting queue, handing waiting work out in turns by
+// namespace, so one tenant's burst does not delay every other tenant.
+package queue
 
 import (
 	"k8s.io/client-go/util/workqueue"
@@ -18,9 +21,9 @@ import (
 // delays and rate-limits retries, and counts the queue's metrics; only the
 // order it pops waiting items in is ours.
 
-// newFairQueue is controller.Options.NewQueue: client-go's rate-limiting
-// queue over a namespace round-robin.
-func newFairQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+// NewFair is controller.Options.NewQueue: client-go's rate-limiting queue
+// over a namespace round-robin.
+func NewFair(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: &roundRobin{}})
 	dq := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{Name: name, Queue: q})
 	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, DelayingQueue: dq})
