@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/sharing"
 )
 
 // AccessValidator validates BucketyAccess objects.
@@ -62,7 +64,17 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 	if !changed || len(errs) > 0 {
 		return warnings, invalid("BucketyAccess", a.Name, errs)
 	}
-	be, found := v.backendOf(ctx, namespaceOf(ctx, a.Namespace), a.Spec.BucketyRef.Name)
+	ns := namespaceOf(ctx, a.Namespace)
+	refNS := a.Spec.BucketyRef.Namespace
+	if refNS == "" {
+		refNS = ns
+	}
+	if refNS != ns {
+		if errs = v.consent(ctx, spec.Child("bucketyRef"), refNS, a.Spec.BucketyRef.Name, ns, v1.Role(role)); len(errs) > 0 {
+			return warnings, invalid("BucketyAccess", a.Name, errs)
+		}
+	}
+	be, found := v.backendOf(ctx, refNS, a.Spec.BucketyRef.Name)
 	if be == nil {
 		if found == "" {
 			warnings = append(warnings, fmt.Sprintf("Buckety %s not found (yet): role and parameters are validated by the controller once it exists", a.Spec.BucketyRef.Name))
@@ -75,8 +87,7 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 		return warnings, invalid("BucketyAccess", a.Name, errs)
 	}
 	if old == nil {
-		ns := namespaceOf(ctx, a.Namespace)
-		errs = append(errs, v.accessLimit(ctx, spec.Child("bucketyRef"), v.forNamespace(ctx, be, ns), ns, a.Spec.BucketyRef.Name)...)
+		errs = append(errs, v.accessLimit(ctx, spec.Child("bucketyRef"), v.forNamespace(ctx, be, ns), ns, refNS, a.Spec.BucketyRef.Name)...)
 	}
 	d := be.DriverImpl()
 	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), drivers.Role(role), a.Spec.Parameters)
@@ -113,4 +124,42 @@ func roleOf(r v1.Role) string {
 		return string(v1.RoleReadWrite)
 	}
 	return string(r)
+}
+
+// consent checks that Buckety refNS/name shares role with namespace ns
+// (sharing.Refusal): an access to another namespace's Buckety is admitted
+// only with its owner's consent, within the backend's sharing
+// configuration. A Buckety that cannot be found, or whose consent cannot
+// be read, refuses: nothing is shared by default.
+func (v AccessValidator) consent(ctx context.Context, p *field.Path, refNS, name, ns string, role v1.Role) field.ErrorList {
+	var b *v1.Buckety
+	found := false
+	if v.lookup != nil {
+		b, found = v.lookup(ctx, refNS, name)
+	}
+	if !found || !b.DeletionTimestamp.IsZero() {
+		return field.ErrorList{field.Forbidden(p, sharing.NotShared(refNS, name, ns, role))}
+	}
+	be, ok := v.cfg.Backend(backendName(b))
+	if !ok {
+		// Its owner's Buckety says what is wrong with its backend; the
+		// consumer learns nothing more than of a Buckety that shares not.
+		return field.ErrorList{field.Forbidden(p, sharing.NotShared(refNS, name, ns, role))}
+	}
+	var ownerLabels, nsLabels map[string]string
+	if sharing.NeedsLabels(be, b) {
+		var err error
+		if v.labels == nil {
+			err = errors.New("the webhook reads no namespace labels")
+		} else if ownerLabels, err = v.labels(ctx, refNS); err == nil {
+			nsLabels, err = v.labels(ctx, ns)
+		}
+		if err != nil {
+			return field.ErrorList{field.InternalError(p, fmt.Errorf("cannot read the namespace labels Buckety %s/%s shares by: %w", refNS, name, err))}
+		}
+	}
+	if msg := sharing.Refusal(be, b, ownerLabels, ns, nsLabels, role); msg != "" {
+		return field.ErrorList{field.Forbidden(p, msg)}
+	}
+	return nil
 }

@@ -76,7 +76,8 @@ func (v *Validators) forNamespace(ctx context.Context, b *config.Backend, ns str
 // AccessCounter counts the BucketyAccesses of a namespace, for the
 // backend's limits.accessesPerBuckety and accessesPerNamespace: those
 // naming Buckety bucketyRef, and those whose Buckety is on backend. The
-// webhook reads its informer cache (CacheAccessCounter).
+// webhook reads its informer cache (CacheAccessCounter). bucketyRef is the
+// Buckety's RefKey.
 type AccessCounter func(ctx context.Context, namespace, bucketyRef, backend string) (perBuckety, onBackend int, err error)
 
 // CacheAccessCounter counts BucketyAccesses in a controller-runtime cache,
@@ -96,10 +97,7 @@ func CacheAccessCounter(r client.Reader) AccessCounter {
 		backendOf := make(map[string]string, len(bl.Items))
 		for i := range bl.Items {
 			b := &bl.Items[i]
-			backendOf[b.Name] = b.Spec.Backend
-			if b.Status.Backend != "" {
-				backendOf[b.Name] = b.Status.Backend
-			}
+			backendOf[RefKey(b.Namespace, b.Name)] = backendName(b)
 		}
 		perBuckety, onBackend := 0, 0
 		for i := range al.Items {
@@ -107,15 +105,37 @@ func CacheAccessCounter(r client.Reader) AccessCounter {
 			if !a.DeletionTimestamp.IsZero() {
 				continue
 			}
-			if a.Spec.BucketyRef.Name == ref {
+			key := RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)
+			if key == ref {
 				perBuckety++
 			}
-			if backendOf[a.Spec.BucketyRef.Name] == backend {
+			be, ok := backendOf[key]
+			if !ok && a.Foreign() {
+				// A Buckety another namespace shares: rare, read one by one.
+				b := &v1.Buckety{}
+				if err := r.Get(ctx, client.ObjectKey{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b); err == nil {
+					be = backendName(b)
+				}
+				backendOf[key] = be
+			}
+			if be == backend {
 				onBackend++
 			}
 		}
 		return perBuckety, onBackend, nil
 	}
+}
+
+// RefKey is how accesses name a Buckety across namespaces: "namespace/name".
+func RefKey(ns, name string) string { return ns + "/" + name }
+
+// backendName is the backend a Buckety is on: the one it recorded, else
+// its spec's.
+func backendName(b *v1.Buckety) string {
+	if b.Status.Backend != "" {
+		return b.Status.Backend
+	}
+	return b.Spec.Backend
 }
 
 // WithAccessCounter sets how accesses are counted against the backend's
@@ -176,8 +196,8 @@ func (v *Validators) WithCounter(c BucketyCounter) *Validators {
 }
 
 // StripBuckety is the webhook cache's transform: of a Buckety it keeps only
-// what access validation reads (identity, spec.backend, the sticky status
-// fields), so what a tenant puts in a Buckety (parameters, labels,
+// what access validation reads (identity, spec.backend, spec.sharing (at
+// most 32 rules), the sticky status fields), so what a tenant puts in a Buckety (parameters, labels,
 // annotations, conditions) never grows the webhook's memory. It runs on
 // the informer's goroutine, before the object is stored.
 func StripBuckety(obj any) (any, error) {
@@ -194,7 +214,7 @@ func StripBuckety(obj any) (any, error) {
 		TypeMeta: b.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, UID: b.UID, ResourceVersion: b.ResourceVersion,
 			Generation: b.Generation, DeletionTimestamp: b.DeletionTimestamp},
-		Spec: v1.BucketySpec{Backend: b.Spec.Backend},
+		Spec: v1.BucketySpec{Backend: b.Spec.Backend, Sharing: b.Spec.Sharing},
 		Status: v1.BucketyStatus{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor,
 			BackendResourceName: b.Status.BackendResourceName},
 	}, nil
@@ -347,12 +367,12 @@ func (v *Validators) limit(ctx context.Context, p *field.Path, b *config.Backend
 // accessLimit refuses a new access beyond its backend's
 // limits.accessesPerBuckety or accessesPerNamespace, as the webhook's
 // cache counts (the controller enforces the same limits, oldest first).
-func (v *Validators) accessLimit(ctx context.Context, p *field.Path, b *config.Backend, ns, ref string) field.ErrorList {
+func (v *Validators) accessLimit(ctx context.Context, p *field.Path, b *config.Backend, ns, refNS, ref string) field.ErrorList {
 	l := b.Limits
 	if v.accesses == nil || l == nil || (l.AccessesPerBuckety == 0 && l.AccessesPerNamespace == 0) {
 		return nil
 	}
-	perBuckety, onBackend, err := v.accesses(ctx, ns, ref, b.Name)
+	perBuckety, onBackend, err := v.accesses(ctx, ns, RefKey(refNS, ref), b.Name)
 	switch {
 	case err != nil:
 		return nil

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -77,6 +78,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	errs = append(errs, perrs...)
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	errs = append(errs, drain(spec.Child("drain"), be, b.Spec.Drain)...)
+	errs = append(errs, sharingRules(spec.Child("sharing"), be, src.Namespace, b.Spec.Sharing)...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
 	if len(perrs) == 0 {
 		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, config.Effective(b.Spec.Parameters, be.DefaultsFor(nil, false)))...)
@@ -154,6 +156,9 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 	}
 	if !reflect.DeepEqual(b.Spec.Drain, old.Spec.Drain) {
 		errs = append(errs, drain(spec.Child("drain"), be, b.Spec.Drain)...)
+	}
+	if !reflect.DeepEqual(b.Spec.Sharing, old.Spec.Sharing) && len(b.Spec.Sharing) > 0 {
+		errs = append(errs, sharingRules(spec.Child("sharing"), be, namespaceOf(ctx, b.Namespace), b.Spec.Sharing)...)
 	}
 	if da := b.Spec.DefaultAccess; da != nil && !reflect.DeepEqual(da, old.Spec.DefaultAccess) {
 		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
@@ -244,4 +249,31 @@ func drain(p *field.Path, be *config.Backend, d *v1.DrainSpec) field.ErrorList {
 // ValidateDelete admits every deletion; the finalizer handles the rest.
 func (BucketyValidator) ValidateDelete(context.Context, *v1.Buckety) (admission.Warnings, error) {
 	return nil, nil
+}
+
+// sharingRules rejects spec.sharing where the backend does not allow
+// sharing (sharing.allow: false in buckety-controller.yaml), rules naming
+// the Buckety's own namespace (its accesses need none), and selectors that
+// do not parse. Narrowing or removing rules is always allowed: the
+// accesses they admitted lose their rights at their next pass.
+func sharingRules(p *field.Path, be *config.Backend, ns string, rules []v1.SharingRule) field.ErrorList {
+	if len(rules) == 0 {
+		return nil
+	}
+	if !be.AllowsSharing() {
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("backend %q does not allow sharing between namespaces: its configuration in buckety-controller.yaml sets sharing.allow: false; remove spec.sharing, or ask the cluster maintainer", be.Name))}
+	}
+	var errs field.ErrorList
+	for i := range rules {
+		r := &rules[i]
+		if r.Namespace != "" && r.Namespace == ns {
+			errs = append(errs, field.Invalid(p.Index(i).Child("namespace"), r.Namespace, "is the Buckety's own namespace, whose accesses need no sharing rule"))
+		}
+		if r.NamespaceSelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(r.NamespaceSelector); err != nil {
+				errs = append(errs, field.Invalid(p.Index(i).Child("namespaceSelector"), r.NamespaceSelector, err.Error()))
+			}
+		}
+	}
+	return errs
 }

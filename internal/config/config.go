@@ -108,6 +108,9 @@ type Backend struct {
 	// Drain configures Buckety spec.drain (emptying a resource and keeping
 	// it) on this backend.
 	Drain *Drain `json:"drain,omitempty"`
+	// Sharing configures Buckety spec.sharing (accesses from other
+	// namespaces) on this backend.
+	Sharing *Sharing `json:"sharing,omitempty"`
 
 	options drivers.Config
 	driver  drivers.Driver
@@ -534,6 +537,7 @@ func (b *Backend) validateFields(p *field.Path) (errs field.ErrorList, policyOK 
 		}
 	}
 	errs = append(errs, b.validateDrain(p.Child("drain"))...)
+	errs = append(errs, b.validateSharing(p.Child("sharing"))...)
 	if l := b.Limits; l != nil {
 		for _, c := range []struct {
 			key string

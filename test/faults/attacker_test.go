@@ -275,6 +275,8 @@ func (a *attack) runAttacks() {
 	t.Logf("%s: the budget escapes of issue 50 done at %s", a.run, time.Since(start).Round(time.Millisecond))
 	a.secondInstallation()
 	t.Logf("%s: the second installation of issue 49 done at %s", a.run, time.Since(start).Round(time.Millisecond))
+	a.sharingAttacks()
+	t.Logf("%s: the sharing attacks of issue 51 done at %s", a.run, time.Since(start).Round(time.Millisecond))
 }
 
 // create creates obj as c, or fails the test.

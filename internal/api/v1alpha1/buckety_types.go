@@ -151,6 +151,42 @@ type BucketySpec struct {
 	// from Git or a backup does not empty its resource again).
 	// +optional
 	Drain *DrainSpec `json:"drain,omitempty"`
+
+	// Sharing lets BucketyAccesses in other namespaces use this Buckety's
+	// resource: each rule names namespaces (by name, or by a label
+	// selector) and the roles they may take. Nothing is shared without a
+	// rule. An access in another namespace names this Buckety with
+	// spec.bucketyRef.namespace; it is admitted, and keeps its rights, only
+	// while a rule here allows its namespace and role and the backend's
+	// sharing configuration (buckety-controller.yaml) allows both
+	// namespaces. Removing a rule revokes the rights it gave at the
+	// accesses' next pass. status.sharedWith lists who holds access.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Sharing []SharingRule `json:"sharing,omitempty"`
+}
+
+// SharingRule allows namespaces a set of roles on a Buckety.
+// +kubebuilder:validation:XValidation:rule="has(self.__namespace__) != has(self.namespaceSelector)",message="set exactly one of namespace and namespaceSelector"
+type SharingRule struct {
+	// Namespace is a namespace whose accesses may use the Buckety.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+	// NamespaceSelector selects the namespaces, by their labels, whose
+	// accesses may use the Buckety. An empty selector selects every
+	// namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// Roles are the roles those namespaces' accesses may take.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	Roles []Role `json:"roles"`
 }
 
 // DrainSpec asks for a drain of the backend resource.
@@ -350,6 +386,12 @@ type BucketyStatus struct {
 	// Drain is the progress of the last drain spec.drain requested.
 	// +optional
 	Drain *DrainStatus `json:"drain,omitempty"`
+
+	// SharedWith lists the BucketyAccesses of other namespaces that hold
+	// access to this Buckety's resource (spec.sharing), and the role each
+	// holds: their names only, never their credentials.
+	// +optional
+	SharedWith *SharedWith `json:"sharedWith,omitempty"`
 }
 
 // Usage is a backend resource's measured usage.
@@ -389,6 +431,7 @@ type Usage struct {
 // +kubebuilder:printcolumn:name="Quota",type=string,JSONPath=`.spec.parameters.quota`,priority=1
 // +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.spec.parameters.anonymousRead`,description="anonymous read of the bucket"
 // +kubebuilder:printcolumn:name="Drain",type=string,JSONPath=`.status.drain.phase`,priority=1,description="phase of the last drain requested"
+// +kubebuilder:printcolumn:name="Shared",type=integer,JSONPath=`.status.sharedWith.accesses`,priority=1,description="accesses of other namespaces (spec.sharing)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Buckety struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -406,4 +449,33 @@ type BucketyList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Buckety `json:"items"`
+}
+
+// SharedWith is who holds access to a shared Buckety.
+type SharedWith struct {
+	// Accesses is how many BucketyAccesses of other namespaces name this
+	// Buckety.
+	Accesses int32 `json:"accesses"`
+	// Holders are those accesses, sorted, at most MaxSharedHolders of
+	// them: the first ones by namespace and name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Holders []SharedHolder `json:"holders,omitempty"`
+}
+
+// MaxSharedHolders bounds status.sharedWith.holders.
+const MaxSharedHolders = 100
+
+// SharedHolder is one access of another namespace to a shared Buckety.
+type SharedHolder struct {
+	// Namespace and Name name the BucketyAccess.
+	Namespace string `json:"namespace"`
+	// Name of the BucketyAccess.
+	Name string `json:"name"`
+	// Role the access asks for.
+	Role Role `json:"role"`
+	// Granted is true while the owner's sharing allows the access: false
+	// for an access admitted under a rule since withdrawn.
+	Granted bool `json:"granted"`
 }

@@ -1,11 +1,21 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// BucketyReference points at a Buckety in the same namespace.
+// BucketyReference points at a Buckety: in the access's own namespace, or
+// in another namespace whose Buckety shares it (spec.sharing).
 type BucketyReference struct {
+	// Namespace of the Buckety; omitted, the access's own. A Buckety of
+	// another namespace must allow this namespace and the access's role
+	// in its spec.sharing.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
 	// Name of the Buckety.
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -15,7 +25,8 @@ type BucketyReference struct {
 
 // BucketyAccessSpec is one consumer's access to a Buckety.
 type BucketyAccessSpec struct {
-	// BucketyRef is the Buckety in this namespace to access. Immutable.
+	// BucketyRef is the Buckety to access: in this namespace, or in
+	// another whose Buckety shares it with this one. Immutable.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bucketyRef is immutable: create a new BucketyAccess for another Buckety"
 	BucketyRef BucketyReference `json:"bucketyRef"`
@@ -111,6 +122,7 @@ type BucketyAccessStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=bucketyaccesses,singular=bucketyaccess,shortName=bkya,categories=buckety-all
 // +kubebuilder:printcolumn:name="Buckety",type=string,JSONPath=`.spec.bucketyRef.name`
+// +kubebuilder:printcolumn:name="From",type=string,JSONPath=`.spec.bucketyRef.namespace`,priority=1,description="the namespace of a Buckety another namespace shares"
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.credentialsSecretName`
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.role`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -131,4 +143,29 @@ type BucketyAccessList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []BucketyAccess `json:"items"`
+}
+
+// BucketyNamespace is the namespace of the Buckety the access names: its
+// spec.bucketyRef.namespace, or its own.
+func (a *BucketyAccess) BucketyNamespace() string {
+	if a.Spec.BucketyRef.Namespace != "" {
+		return a.Spec.BucketyRef.Namespace
+	}
+	return a.Namespace
+}
+
+// Foreign is true when the access names a Buckety of another namespace.
+func (a *BucketyAccess) Foreign() bool { return a.BucketyNamespace() != a.Namespace }
+
+// Withdrawn reports whether the access, naming another namespace's
+// Buckety, holds nothing on it any more: that Buckety stopped sharing with
+// it (Ready False, reason NotShared, for its current generation) and the
+// controller revoked its credentials and deleted its Secret. A withdrawn
+// access does not hold its Buckety's deletion back.
+func (a *BucketyAccess) Withdrawn() bool {
+	if !a.Foreign() || a.Status.Principal != "" || a.Status.BucketyGeneration != 0 {
+		return false
+	}
+	c := meta.FindStatusCondition(a.Status.Conditions, ConditionReady)
+	return c != nil && c.Reason == ReasonNotShared && c.ObservedGeneration == a.Generation
 }

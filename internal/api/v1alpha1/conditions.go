@@ -276,6 +276,11 @@ const (
 	// ReasonBucketyNotReady: an access waits for its Buckety's backend
 	// resource.
 	ReasonBucketyNotReady = "BucketyNotReady"
+	// ReasonNotShared: an access names a Buckety of another namespace that
+	// does not share it with the access's namespace and role (its
+	// spec.sharing, within the backend's sharing configuration), or no
+	// longer does: the access holds no credential and no Secret.
+	ReasonNotShared = "NotShared"
 	// ReasonBackendAccessDenied: the backend refused the controller's
 	// credentials or permissions.
 	ReasonBackendAccessDenied = "BackendAccessDenied"

@@ -30,21 +30,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 		}
 		return reconcile.Result{}, err
 	}
-	s := secretMeta()
-	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
-	err := r.Client.Get(ctx, key, s)
-	if apierrors.IsNotFound(err) {
-		// A Secret written moments ago (or just before an API server
-		// restart) may not be cached yet: ask the API server before
-		// concluding there is nothing to delete.
-		err = r.APIReader.Get(ctx, key, s)
-	}
-	switch {
-	case err == nil && ownsSecret(a, s):
-		if err := r.Client.Delete(ctx, s, ctrl.Preconditions{UID: &s.UID}); ctrl.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, err
-		}
-	case err != nil && !apierrors.IsNotFound(err):
+	if err := r.deleteOwnSecret(ctx, a, true); err != nil {
 		return reconcile.Result{}, err
 	}
 	r.verified.forget(a.UID)
@@ -54,4 +40,54 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 		r.Backoff.Reset(a.UID)
 	}
 	return reconcile.Result{}, objects.RemoveFinalizer(ctx, r.Client, a)
+}
+
+// deleteOwnSecret deletes the access's Secret if buckety wrote it for
+// this access (ownsSecret); a Secret of anyone else's is never touched.
+// confirm asks the API server when the cache shows none: a Secret written
+// moments ago (or just before an API server restart) may not be cached
+// yet.
+func (r *Reconciler) deleteOwnSecret(ctx context.Context, a *v1.BucketyAccess, confirm bool) error {
+	s := secretMeta()
+	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
+	err := r.Client.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) && confirm {
+		err = r.APIReader.Get(ctx, key, s)
+	}
+	switch {
+	case err == nil && ownsSecret(a, s):
+		if err := r.Client.Delete(ctx, s, ctrl.Preconditions{UID: &s.UID}); ctrl.IgnoreNotFound(err) != nil {
+			return err
+		}
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	return nil
+}
+
+// withdraw takes back what an access to another namespace's Buckety holds
+// once that Buckety no longer shares with it (f.notShared): every
+// credential recorded for it is revoked and the Secret buckety wrote for it
+// is deleted (the same when that Buckety is gone), so that nothing in the namespace works on the resource any
+// more, whatever the backend issues. The access stays, Ready False
+// (NotShared), and is granted again if the owner shares again. Once done,
+// its status holds no principal and no grant (v1.BucketyAccess.Withdrawn), which is
+// what lets its Buckety's deletion go on without it.
+func (r *Reconciler) withdraw(ctx context.Context, a *v1.BucketyAccess, f *facts) (bool, error) {
+	if err := r.revokeCached(ctx, a, f); err != nil {
+		return false, err
+	}
+	if creds, err := r.credentials(ctx, a.UID); err != nil || len(creds) > 0 {
+		// Revoked, and not yet out of the cache: a pass soon finishes.
+		return false, err
+	}
+	if err := r.deleteOwnSecret(ctx, a, a.Status.BucketyGeneration != 0 || a.Status.Principal != ""); err != nil {
+		return false, err
+	}
+	r.verified.forget(a.UID)
+	r.secrets.forget(a.UID)
+	r.gates.settle(a.UID)
+	a.Status.Principal, a.Status.BucketyGeneration = "", 0
+	f.withdrawn = true
+	return true, nil
 }

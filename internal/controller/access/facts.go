@@ -12,6 +12,12 @@ type facts struct {
 	deleting bool
 	// bucketyMissing: the referenced Buckety does not exist.
 	bucketyMissing bool
+	// notShared says why the Buckety of another namespace the access
+	// names does not share with it (sharing.Refusal), or that its
+	// namespace is being deleted; withdrawn is set once what the access
+	// held is taken back (withdraw).
+	notShared string
+	withdrawn bool
 	// handedOver: the Buckety's backend hands its resources over to
 	// another installation; the access's credentials are revoked.
 	handedOver bool

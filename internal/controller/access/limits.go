@@ -38,7 +38,7 @@ const LimitRetry = time.Minute
 // pass that found only "z" grants it, and one for "a" that found "z" not
 // granted yet (its status not cached yet) and not older would grant "a"
 // too. All is read from the cache.
-func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, f *facts) (bool, error) {
+func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, b *v1.Buckety, e *backends.Entry, f *facts) (bool, error) {
 	if e.Config.Limits == nil {
 		return true, nil
 	}
@@ -58,36 +58,83 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 	if r.gates.placed(a.UID) {
 		return true, nil
 	}
-	key := gateKey(e.Name, a.Namespace)
-	unlock := r.gates.lock(key)
+	// A shared Buckety's accesses of every namespace count toward its
+	// accessesPerBuckety: the decision then also takes the gate of the
+	// Buckety's namespace (after the access's own, in key order, so two
+	// namespaces sharing with each other never wait on each other).
+	keys := []string{gateKey(e.Name, a.Namespace)}
+	if shared := a.Foreign() || len(b.Spec.Sharing) > 0; shared && b.Namespace != a.Namespace {
+		keys = append(keys, gateKey(e.Name, b.Namespace))
+		slices.Sort(keys)
+	}
+	unlock := r.gates.lock(keys...)
 	defer unlock()
 	if held, err := r.issued(ctx, a.UID); err != nil || held {
 		// Issued a credential before a crash lost the gate's memory and
 		// its status: it holds its place.
 		if held {
-			r.gates.place(a.UID, key)
+			r.gates.place(a.UID, keys...)
 		}
 		return held, err
 	}
-	// The accesses this gate let through: each holds its place until the
+	// The accesses these gates let through: each holds its place until the
 	// cache shows it granted (counted from the cache from then on) or
 	// deleted (counted no more); those are forgotten. Read before the
-	// list: one a pass forgets meanwhile (its access's own pass, finding
-	// it granted) is granted in the list too.
-	placed := r.gates.placedIn(key)
+	// lists: one a pass forgets meanwhile (its access's own pass, finding
+	// it granted) is granted in the lists too.
+	placed := r.gates.placedIn(keys...)
+	others, settled, err := r.contenders(ctx, a, b, e.Name, placed, len(keys) > 1)
+	if err != nil {
+		return false, err
+	}
+	r.gates.forget(settled)
+	ref := objects.RefKey(b.Namespace, b.Name)
+	perBuckety, total, ok := admit(*l, contender{ref: ref, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others)
+	switch {
+	case ok:
+		r.gates.place(a.UID, keys...)
+		return true, nil
+	case l.AccessesPerBuckety > 0 && perBuckety >= l.AccessesPerBuckety:
+		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", refName(a), perBuckety, e.Name, e.Config.LimitsKey("accessesPerBuckety"), l.AccessesPerBuckety)
+	default:
+		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, e.Config.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace)
+	}
+	return false, nil
+}
+
+// contenders are the live accesses access a competes with for a place
+// under the limits of backend: those of its namespace on the backend
+// (local, counted toward accessesPerNamespace and their Buckety's
+// accessesPerBuckety) and, where the Buckety is shared (across), those of
+// other namespaces naming b (counted toward its accessesPerBuckety only).
+// settled are the accesses of placed the lists show granted or deleted.
+// All is read from the cache.
+func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, b *v1.Buckety, backend string, placed map[types.UID]struct{}, across bool) ([]contender, map[types.UID]struct{}, error) {
 	var list v1.BucketyAccessList
 	// Counted, never written: the cache's own objects, not copies.
 	if err := r.Client.List(ctx, &list, ctrl.InNamespace(a.Namespace), ctrl.UnsafeDisableDeepCopy); err != nil {
-		return false, fmt.Errorf("count the accesses of namespace %s: %w", a.Namespace, err)
+		return nil, nil, fmt.Errorf("count the accesses of namespace %s: %w", a.Namespace, err)
+	}
+	items := list.Items
+	if across {
+		of, err := objects.AccessesOf(ctx, r.Client, b.Namespace, b.Name, ctrl.UnsafeDisableDeepCopy)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range of {
+			if of[i].Namespace != a.Namespace {
+				items = append(items, of[i])
+			}
+		}
 	}
 	settled := make(map[types.UID]struct{}, len(placed))
 	for uid := range placed {
 		settled[uid] = struct{}{}
 	}
-	backendOf := map[string]string{a.Spec.BucketyRef.Name: e.Name}
-	others := make([]contender, 0, len(list.Items))
-	for i := range list.Items {
-		o := &list.Items[i]
+	backendOf := map[string]string{objects.RefKey(b.Namespace, b.Name): backend}
+	others := make([]contender, 0, len(items))
+	for i := range items {
+		o := &items[i]
 		granted := o.Status.BucketyGeneration != 0
 		_, letThrough := placed[o.UID]
 		if letThrough && !granted && o.DeletionTimestamp.IsZero() {
@@ -96,12 +143,13 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 		if o.UID == a.UID || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
-		be, ok := backendOf[o.Spec.BucketyRef.Name]
+		ref := objects.RefKey(o.BucketyNamespace(), o.Spec.BucketyRef.Name)
+		be, ok := backendOf[ref]
 		if !ok {
-			be = r.backendOf(ctx, a.Namespace, o.Spec.BucketyRef.Name)
-			backendOf[o.Spec.BucketyRef.Name] = be
+			be = r.backendOf(ctx, o.BucketyNamespace(), o.Spec.BucketyRef.Name)
+			backendOf[ref] = be
 		}
-		if be != e.Name && !letThrough {
+		if be != backend && !letThrough {
 			continue
 		}
 		held := granted || letThrough
@@ -112,24 +160,12 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, e *b
 			// its place.
 			var err error
 			if held, err = r.issued(ctx, o.UID); err != nil {
-				return false, err
+				return nil, nil, err
 			}
 		}
-		others = append(others, contender{ref: o.Spec.BucketyRef.Name, created: o.CreationTimestamp, name: o.Name, held: held})
+		others = append(others, contender{ref: ref, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, held: held, local: o.Namespace == a.Namespace})
 	}
-	r.gates.forget(settled)
-	ref := a.Spec.BucketyRef.Name
-	perBuckety, total, ok := admit(*l, contender{ref: ref, created: a.CreationTimestamp, name: a.Name}, others)
-	switch {
-	case ok:
-		r.gates.place(a.UID, key)
-		return true, nil
-	case l.AccessesPerBuckety > 0 && perBuckety >= l.AccessesPerBuckety:
-		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", ref, perBuckety, e.Name, e.Config.LimitsKey("accessesPerBuckety"), l.AccessesPerBuckety)
-	default:
-		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, e.Config.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace)
-	}
-	return false, nil
+	return others, settled, nil
 }
 
 // issued reports whether the access uid has a credential record (a
@@ -149,12 +185,16 @@ func (r *Reconciler) issued(ctx context.Context, uid types.UID) (bool, error) {
 
 // contender is an access as the access limits count it.
 type contender struct {
-	// ref is the Buckety it names.
+	// ref is the Buckety it names (objects.RefKey).
 	ref     string
 	created metav1.Time
-	name    string
+	// name orders accesses created in the same second: namespace/name.
+	name string
 	// held: it holds a place (granted, or let through the gate).
 	held bool
+	// local: of the namespace whose accessesPerNamespace is decided (an
+	// access of another namespace counts toward its Buckety's only).
+	local bool
 }
 
 // admit decides whether access a, not holding a place, may be granted
@@ -167,17 +207,22 @@ type contender struct {
 func admit(l config.Limits, a contender, others []contender) (perBuckety, total int, ok bool) {
 	count := map[string]int{}
 	var waiting []contender
+	take := func(o contender) {
+		count[o.ref]++
+		if o.local {
+			total++
+		}
+	}
 	for _, o := range others {
 		switch {
 		case o.held:
-			count[o.ref]++
-			total++
+			take(o)
 		case olderThan(o, a):
 			waiting = append(waiting, o)
 		}
 	}
-	fits := func(ref string) bool {
-		return (l.AccessesPerBuckety == 0 || count[ref] < l.AccessesPerBuckety) && (l.AccessesPerNamespace == 0 || total < l.AccessesPerNamespace)
+	fits := func(o contender) bool {
+		return (l.AccessesPerBuckety == 0 || count[o.ref] < l.AccessesPerBuckety) && (!o.local || l.AccessesPerNamespace == 0 || total < l.AccessesPerNamespace)
 	}
 	slices.SortFunc(waiting, func(x, y contender) int {
 		if olderThan(x, y) {
@@ -186,12 +231,11 @@ func admit(l config.Limits, a contender, others []contender) (perBuckety, total 
 		return 1
 	})
 	for _, o := range waiting {
-		if fits(o.ref) {
-			count[o.ref]++
-			total++
+		if fits(o) {
+			take(o)
 		}
 	}
-	return count[a.ref], total, fits(a.ref)
+	return count[a.ref], total, fits(a)
 }
 
 // olderThan orders accesses by creation, then name: the order in which
@@ -240,30 +284,40 @@ type grantGates struct {
 }
 
 type placement struct {
-	key string
-	at  time.Time
+	keys []string
+	at   time.Time
 }
 
-// lock takes the gate of key, and returns its unlock.
-func (g *grantGates) lock(key string) func() {
-	m, _ := g.gates.LoadOrStore(key, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
+// lock takes the gates of keys, in the order given (callers sort them),
+// and returns their unlock.
+func (g *grantGates) lock(keys ...string) func() {
+	mus := make([]*sync.Mutex, len(keys))
+	for i, key := range keys {
+		m, _ := g.gates.LoadOrStore(key, &sync.Mutex{})
+		mus[i] = m.(*sync.Mutex)
+		mus[i].Lock()
+	}
+	return func() {
+		for i := len(mus) - 1; i >= 0; i-- {
+			mus[i].Unlock()
+		}
+	}
 }
 
-// place records that the gate of key let access uid through.
-func (g *grantGates) place(uid types.UID, key string) {
+// place records that the gates of keys let access uid through.
+func (g *grantGates) place(uid types.UID, keys ...string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.byGate == nil {
 		g.byGate, g.gateOf = map[string]map[types.UID]struct{}{}, map[types.UID]placement{}
 	}
-	if g.byGate[key] == nil {
-		g.byGate[key] = map[types.UID]struct{}{}
+	for _, key := range keys {
+		if g.byGate[key] == nil {
+			g.byGate[key] = map[types.UID]struct{}{}
+		}
+		g.byGate[key][uid] = struct{}{}
 	}
-	g.byGate[key][uid] = struct{}{}
-	g.gateOf[uid] = placement{key: key, at: time.Now()}
+	g.gateOf[uid] = placement{keys: keys, at: time.Now()}
 }
 
 // placed reports whether a gate let access uid through.
@@ -274,13 +328,15 @@ func (g *grantGates) placed(uid types.UID) bool {
 	return ok
 }
 
-// placedIn returns (a copy of) the accesses the gate of key let through.
-func (g *grantGates) placedIn(key string) map[types.UID]struct{} {
+// placedIn returns (a copy of) the accesses the gates of keys let through.
+func (g *grantGates) placedIn(keys ...string) map[types.UID]struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make(map[types.UID]struct{}, len(g.byGate[key]))
-	for uid := range g.byGate[key] {
-		out[uid] = struct{}{}
+	out := map[types.UID]struct{}{}
+	for _, key := range keys {
+		for uid := range g.byGate[key] {
+			out[uid] = struct{}{}
+		}
 	}
 	return out
 }
@@ -324,8 +380,10 @@ func (g *grantGates) drop(uid types.UID) {
 		return
 	}
 	delete(g.gateOf, uid)
-	delete(g.byGate[p.key], uid)
-	if len(g.byGate[p.key]) == 0 {
-		delete(g.byGate, p.key)
+	for _, key := range p.keys {
+		delete(g.byGate[key], uid)
+		if len(g.byGate[key]) == 0 {
+			delete(g.byGate, key)
+		}
 	}
 }

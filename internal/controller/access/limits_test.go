@@ -28,6 +28,10 @@ func TestAdmit(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Second))
 	c := func(ref string, at metav1.Time, name string, held bool) contender {
+		return contender{ref: ref, created: at, name: name, held: held, local: true}
+	}
+	// foreign: an access of another namespace naming a shared Buckety.
+	foreign := func(ref string, at metav1.Time, name string, held bool) contender {
 		return contender{ref: ref, created: at, name: name, held: held}
 	}
 	for _, tc := range []struct {
@@ -55,6 +59,12 @@ func TestAdmit(t *testing.T) {
 			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1},
 		{"the Buckety full", config.Limits{AccessesPerBuckety: 1},
 			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2},
+		{"another namespace's access fills the shared Buckety, not the namespace", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0},
+		{"another namespace's access elsewhere counts for nothing here", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
+			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0},
+		{"a waiting older access of another namespace takes the shared Buckety's place", config.Limits{AccessesPerBuckety: 1},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, false, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			perB, total, ok := admit(tc.l, tc.a, tc.others)
@@ -64,6 +74,9 @@ func TestAdmit(t *testing.T) {
 		})
 	}
 }
+
+// orders is Buckety o/orders on backend svc.
+var orders = &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "orders"}, Spec: v1.BucketySpec{Backend: "svc"}}
 
 // limitsEnv is a Reconciler on a fake cache holding Buckety o/orders on
 // backend svc, which allows limit accesses per namespace.
@@ -80,7 +93,11 @@ func limitsEnv(t *testing.T, limit int) (*Reconciler, *backends.Entry) {
 		WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, func(o client.Object) []string {
 			return []string{o.GetLabels()[v1.ClaimOwnerLabel]}
 		}).
-		WithObjects(&v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "orders"}, Spec: v1.BucketySpec{Backend: "svc"}}).Build()
+		WithIndex(&v1.BucketyAccess{}, objects.IndexBucketyRef, func(o client.Object) []string {
+			a := o.(*v1.BucketyAccess)
+			return []string{objects.RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)}
+		}).
+		WithObjects(orders.DeepCopy()).Build()
 	e := &backends.Entry{Name: "svc", Config: &config.Backend{Name: "svc", Limits: &config.Limits{AccessesPerNamespace: limit}}}
 	return &Reconciler{Client: c, APIReader: c}, e
 }
@@ -111,7 +128,7 @@ func TestSameSecondAccessesGrantOne(t *testing.T) {
 	ctx := context.Background()
 	at := time.Now().Truncate(time.Second)
 	z := mkAccess(t, r.Client, "z", at)
-	if ok, err := r.withinLimits(ctx, z, e, &facts{}); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, z, orders, e, &facts{}); err != nil || !ok {
 		t.Fatalf("z alone: want it let through, got %v (%v)", ok, err)
 	}
 	a := mkAccess(t, r.Client, "a", at)
@@ -121,7 +138,7 @@ func TestSameSecondAccessesGrantOne(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		f := &facts{}
-		ok, err := r.withinLimits(ctx, a, e, f)
+		ok, err := r.withinLimits(ctx, a, orders, e, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +148,7 @@ func TestSameSecondAccessesGrantOne(t *testing.T) {
 	}
 	check("z's grant not cached yet")
 	// z's pass goes on (its own later passes hold the place too).
-	if ok, err := r.withinLimits(ctx, z, e, &facts{}); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, z, orders, e, &facts{}); err != nil || !ok {
 		t.Errorf("z again: want it let through, got %v (%v)", ok, err)
 	}
 	z.Status.BucketyGeneration = 1
@@ -163,7 +180,7 @@ func TestConcurrentAccessesGrantAtMostTheLimit(t *testing.T) {
 				// Names in no order the creation follows.
 				a := mkAccess(t, r.Client, fmt.Sprintf("acc-%02d", (i*7)%n), at)
 				accesses[i] = a
-				ok, err := r.withinLimits(context.Background(), a, e, &facts{})
+				ok, err := r.withinLimits(context.Background(), a, orders, e, &facts{})
 				if err != nil {
 					t.Error(err)
 				}
@@ -186,7 +203,7 @@ func TestConcurrentAccessesGrantAtMostTheLimit(t *testing.T) {
 			t.Fatalf("round %d: want %d of %d let through, got %d: %v", round, limit, n, got, names)
 		}
 		for _, a := range accesses {
-			ok, err := r.withinLimits(context.Background(), a, e, &facts{})
+			ok, err := r.withinLimits(context.Background(), a, orders, e, &facts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,10 +232,47 @@ func TestIssuedBeforeACrashHoldsItsPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &facts{}
-	if ok, err := r.withinLimits(ctx, a, e, f); err != nil || ok {
+	if ok, err := r.withinLimits(ctx, a, orders, e, f); err != nil || ok {
 		t.Fatalf("a: want it held behind z's issued credential, got let through %v (%v)", ok, err)
 	}
-	if ok, err := r.withinLimits(ctx, z, e, &facts{}); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, z, orders, e, &facts{}); err != nil || !ok {
 		t.Fatalf("z: want its issued credential to keep its place, got %v (%v)", ok, err)
+	}
+}
+
+// TestSharedBucketyCountsEveryNamespace: a Buckety shared with namespace x
+// has one place (accessesPerBuckety: 1); its own namespace's access takes
+// it, and x's access waits, naming the Buckety and the limit; x's
+// namespace limit is not touched by o's access.
+func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
+	r, e := limitsEnv(t, 0)
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1}
+	ctx := context.Background()
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
+	own := mkAccess(t, r.Client, "own", time.Now().Add(-time.Minute))
+	if ok, err := r.withinLimits(ctx, own, shared, e, &facts{}); err != nil || !ok {
+		t.Fatalf("o's own access: want it let through, got %v (%v)", ok, err)
+	}
+	x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "reader", UID: "uid-x-reader", CreationTimestamp: metav1.Now()},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
+	if err := r.Client.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	f := &facts{}
+	ok, err := r.withinLimits(ctx, x, shared, e, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok || !strings.Contains(f.limitExceeded, "Buckety o/orders already has 1 BucketyAccesses") {
+		t.Errorf("x's access: want it held at the shared Buckety's accessesPerBuckety, got let through %v (%q)", ok, f.limitExceeded)
+	}
+	// Deleted, o's access frees the place for x's.
+	if err := r.Client.Delete(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	r.gates.settle(own.UID)
+	if ok, err := r.withinLimits(ctx, x, shared, e, &facts{}); err != nil || !ok {
+		t.Errorf("x's access once o's is gone: want it let through, got %v (%v)", ok, err)
 	}
 }

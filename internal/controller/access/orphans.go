@@ -218,7 +218,7 @@ func (o *Orphans) unwanted(ctx context.Context, c *v1.BucketyCredential, now tim
 		return "", nil // not bound yet: its access's next pass binds it
 	}
 	b := &v1.Buckety{}
-	gone, err = o.goneOr(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b, func() bool { return string(b.UID) != c.Spec.BucketyUID })
+	gone, err = o.goneOr(ctx, types.NamespacedName{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b, func() bool { return string(b.UID) != c.Spec.BucketyUID })
 	if err != nil || gone {
 		return cond(gone, whyBucketyGone), err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/sharing"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 )
 
@@ -30,6 +32,7 @@ import (
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyaccesses/finalizers,verbs=update
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // HeldStatus holds the status a Buckety reconcile computed for a
 // provisioned resource but has not written yet (buckety.Held): an access
@@ -124,6 +127,13 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
 	b, e, ok, err := r.buckety(ctx, a, f)
+	if err == nil && f.notShared != "" {
+		// Taken back within this pass: rights, principal and Secret.
+		if done, err := r.withdraw(ctx, a, f); err != nil || !done {
+			return reconcile.Result{RequeueAfter: withdrawRetry}, err
+		}
+		return requeue, nil
+	}
 	if f.bucketyMissing || f.handedOver {
 		// A credential never outlives the Buckety it was granted on: were
 		// the name claimed again (by this namespace or, once the claim is
@@ -133,7 +143,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	if err != nil || !ok {
 		return requeue, err
 	}
-	if ok, err := r.withinLimits(ctx, a, e, f); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, a, b, e, f); err != nil || !ok {
 		return reconcile.Result{RequeueAfter: retry.Jitter(LimitRetry)}, err
 	}
 	if !valid(a, e, f) {
@@ -258,8 +268,14 @@ func failure(f *facts) retry.Failure {
 // backend resource is provisioned for the Buckety's current generation.
 func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts) (*v1.Buckety, *backends.Entry, bool, error) {
 	b := &v1.Buckety{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b)
 	if apierrors.IsNotFound(err) {
+		if a.Foreign() {
+			// Said as of a Buckety that does not share: another
+			// namespace's Bucketies are not a tenant's to enumerate.
+			f.notShared = sharing.NotShared(a.BucketyNamespace(), a.Spec.BucketyRef.Name, a.Namespace, a.Spec.Role)
+			return nil, nil, false, nil
+		}
 		f.bucketyMissing = true
 		return nil, nil, false, nil
 	}
@@ -269,8 +285,18 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	if r.Held != nil {
 		r.Held.Overlay(b)
 	}
+	if a.Foreign() {
+		// The owner's consent, checked on every pass: a rule removed, a
+		// role narrowed, a label changed or the owner's namespace going
+		// takes the rights back now, deleting or not.
+		msg, err := r.consent(ctx, a, b)
+		if err != nil || msg != "" {
+			f.notShared = msg
+			return nil, nil, false, err
+		}
+	}
 	if !b.DeletionTimestamp.IsZero() {
-		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", b.Name)
+		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", refName(a))
 		return nil, nil, false, nil
 	}
 	e, problem := backends.Resolve(r.Backends, b.Spec.Backend,
@@ -326,4 +352,50 @@ func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string
 	if r.Recorder != nil {
 		r.Recorder.Eventf(a, nil, typ, reason, action, "%s", note)
 	}
+}
+
+// withdrawRetry is how soon a withdrawal whose revocation the cache does
+// not show yet is finished.
+const withdrawRetry = time.Second
+
+// refName names the Buckety an access names, in messages: its name, or
+// namespace/name when it is another namespace's.
+func refName(a *v1.BucketyAccess) string {
+	if a.Foreign() {
+		return a.BucketyNamespace() + "/" + a.Spec.BucketyRef.Name
+	}
+	return a.Spec.BucketyRef.Name
+}
+
+// consent says why Buckety b, of another namespace, does not share with
+// access a now (sharing.Check), or that its namespace is being deleted; ""
+// when it shares. A backend that cannot be resolved gives no verdict here:
+// the pass reports it as for any access.
+func (r *Reconciler) consent(ctx context.Context, a *v1.BucketyAccess, b *v1.Buckety) (string, error) {
+	if !b.DeletionTimestamp.IsZero() {
+		gone, err := r.ownerNamespaceGoing(ctx, b.Namespace)
+		if err != nil {
+			return "", err
+		}
+		if gone {
+			return fmt.Sprintf("namespace %s, which holds Buckety %s, is being deleted: it shares nothing any more", b.Namespace, b.Name), nil
+		}
+	}
+	e, problem := backends.Resolve(r.Backends, b.Spec.Backend,
+		backends.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
+	if problem != nil {
+		return "", nil
+	}
+	return sharing.Check(ctx, r.Client, e.Config, b, a.Namespace, a.Spec.Role)
+}
+
+// ownerNamespaceGoing reports whether namespace ns is being deleted: the
+// Bucketies it holds then share nothing, and the accesses of other
+// namespaces give them up rather than hold their deletion back.
+func (r *Reconciler) ownerNamespaceGoing(ctx context.Context, ns string) (bool, error) {
+	n := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return apierrors.IsNotFound(err), ctrl.IgnoreNotFound(err)
+	}
+	return !n.DeletionTimestamp.IsZero() || n.Status.Phase == corev1.NamespaceTerminating, nil
 }

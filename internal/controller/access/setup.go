@@ -2,14 +2,17 @@ package access
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -52,6 +55,9 @@ type Options struct {
 //     and its grant follows the Buckety's parameters;
 //   - the credential sweep finding its principal drifted
 //     (wake.CredentialDrifted);
+//   - a change to the labels or the deletion of its namespace, or of the
+//     namespace of the Buckety it names in another (the consent of the
+//     owner, spec.sharing, may select it no more: namespaceToSharedAccesses);
 //   - its Buckety holding a provisioned status back for it
 //     (wake.ProvisionedFor, buckety.Held);
 //   - its own requeue: the re-check, a retry, a Secret conflict, a
@@ -79,6 +85,13 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		// cache too, and must not cost their data in memory.
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr))).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToSharedAccesses(mgr)),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				UpdateFunc:  sharingMayChange,
+			})).
 		WithOptions(o.Controller).
 		Complete(r)
 	if err != nil {
@@ -87,19 +100,65 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	return r, nil
 }
 
+// sharingMayChange: a namespace's labels changed (a sharing rule or the
+// backend's sharing.namespaceSelector may select it no more, or now), or
+// its deletion began (its Bucketies share nothing any more).
+func sharingMayChange(e event.UpdateEvent) bool {
+	return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+		e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// namespaceToSharedAccesses maps a namespace to the accesses whose consent
+// depends on it: its own accesses to other namespaces' Bucketies, and the
+// accesses of other namespaces to its Bucketies. Read from the cache.
+func namespaceToSharedAccesses(mgr manager.Manager) handler.MapFunc {
+	c, log := mgr.GetClient(), mgr.GetLogger()
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		ns := obj.GetName()
+		var out []reconcile.Request
+		add := func(as []v1.BucketyAccess) {
+			for i := range as {
+				if as[i].Foreign() {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&as[i])})
+				}
+			}
+		}
+		var own v1.BucketyAccessList
+		if err := c.List(ctx, &own, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+			log.Error(err, "list the accesses of namespace", "namespace", ns)
+			return nil
+		}
+		add(own.Items)
+		var bs v1.BucketyList
+		if err := c.List(ctx, &bs, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+			log.Error(err, "list the Bucketies of namespace", "namespace", ns)
+			return out
+		}
+		for i := range bs.Items {
+			as, err := objects.AccessesOf(ctx, c, ns, bs.Items[i].Name, client.UnsafeDisableDeepCopy)
+			if err != nil {
+				log.Error(err, "list accesses of Buckety", "buckety", ns+"/"+bs.Items[i].Name)
+				continue
+			}
+			add(as)
+		}
+		return out
+	}
+}
+
 // bucketyToAccesses maps a Buckety to the accesses that name it, read from
 // the cache by the objects.IndexBucketyRef index.
 func bucketyToAccesses(mgr manager.Manager) handler.MapFunc {
 	c, log := mgr.GetClient(), mgr.GetLogger()
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var list v1.BucketyAccessList
 		// Only names are read: the cache's own objects, not copies.
-		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{objects.IndexBucketyRef: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		list, err := objects.AccessesOf(ctx, c, obj.GetNamespace(), obj.GetName(), client.UnsafeDisableDeepCopy)
+		if err != nil {
 			log.Error(err, "list accesses of Buckety", "buckety", obj.GetNamespace()+"/"+obj.GetName())
 			return nil
 		}
-		out := make([]reconcile.Request, len(list.Items))
-		for i, a := range list.Items {
+		out := make([]reconcile.Request, len(list))
+		for i, a := range list {
 			out[i] = reconcile.Request{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Name}}
 		}
 		return out

@@ -35,7 +35,7 @@ func conditions(a *v1.BucketyAccess, f *facts) []status.Cond {
 // waiting: the Buckety's backend resource is not usable, so the backend
 // was not consulted.
 func (f *facts) waiting() bool {
-	return f.problem != nil || f.bucketyMissing || f.bucketyWaiting != "" || f.limitExceeded != ""
+	return f.problem != nil || f.bucketyMissing || f.notShared != "" || f.bucketyWaiting != "" || f.limitExceeded != ""
 }
 
 func backendUnavailable(f *facts) status.Cond {
@@ -96,7 +96,7 @@ type link func(a *v1.BucketyAccess, f *facts) *readinessResult
 
 // readyChain is checked in order; the first failing link decides Ready.
 var readyChain = []link{
-	deletingLink, bucketyMissingLink, problemLink, bucketyWaitingLink, limitLink, invalidLink,
+	deletingLink, bucketyMissingLink, notSharedLink, problemLink, bucketyWaitingLink, limitLink, invalidLink,
 	backendFailureLink, scopingUnavailableLink, principalConflictLink, secretConflictLink, notWrittenLink,
 }
 
@@ -106,7 +106,7 @@ func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
 			return *r
 		}
 	}
-	return readinessResult{ready: status.True(v1.ConditionReady, v1.ReasonReconciled, fmt.Sprintf("Secret %s holds the credentials for Buckety %s", f.secretName, a.Spec.BucketyRef.Name))}
+	return readinessResult{ready: status.True(v1.ConditionReady, v1.ReasonReconciled, fmt.Sprintf("Secret %s holds the credentials for Buckety %s", f.secretName, refName(a)))}
 }
 
 func notReady(reason, msg string, progressing bool) *readinessResult {
@@ -127,7 +127,19 @@ func bucketyMissingLink(a *v1.BucketyAccess, f *facts) *readinessResult {
 	if !f.bucketyMissing {
 		return nil
 	}
-	return notReady(v1.ReasonBucketyNotFound, fmt.Sprintf("Buckety %s does not exist in namespace %s", a.Spec.BucketyRef.Name, a.Namespace), false)
+	return notReady(v1.ReasonBucketyNotFound, fmt.Sprintf("Buckety %s does not exist in namespace %s", a.Spec.BucketyRef.Name, a.BucketyNamespace()), false)
+}
+
+// notSharedLink: the Buckety of another namespace does not share with
+// this access (or no longer does); what it held is taken back.
+func notSharedLink(a *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.notShared == "" {
+		return nil
+	}
+	if !f.withdrawn {
+		return notReady(v1.ReasonNotShared, f.notShared+"; revoking the access's credentials and deleting Secret "+a.Spec.CredentialsSecretName, true)
+	}
+	return notReady(v1.ReasonNotShared, f.notShared+"; the access holds no credential and no Secret", false)
 }
 
 func problemLink(_ *v1.BucketyAccess, f *facts) *readinessResult {

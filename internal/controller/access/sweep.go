@@ -156,7 +156,7 @@ func (s *CredentialSweep) expected(ctx context.Context, c *v1.BucketyCredential)
 		return drivers.Access{}, key, false
 	}
 	b := &v1.Buckety{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}, b); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b); err != nil {
 		return drivers.Access{}, key, false
 	}
 	owned, err := r.Claims.OwnedCached(ctx, b.UID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,10 +21,15 @@ import (
 // reconcileAccesses materialises or removes the implicit access, then
 // checks every access's Secret.
 func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *facts) error {
-	accesses, err := r.accesses(ctx, b)
+	all, err := r.accesses(ctx, b)
 	if err != nil {
 		return err
 	}
+	// The accesses of namespaces b shares with are listed in its status,
+	// and never decide its readiness: a consumer's Secret conflict or
+	// role is its own business, and not the owner's to see.
+	accesses, foreign := ownAndForeign(b, all)
+	b.Status.SharedWith = sharedWith(foreign)
 	if err := r.reconcileImplicit(ctx, b, accesses, f); err != nil {
 		return err
 	}
@@ -48,12 +54,58 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 	return nil
 }
 
+// accesses are the BucketyAccesses that name b: its namespace's, and
+// those of namespaces it shares with.
 func (r *Reconciler) accesses(ctx context.Context, b *v1.Buckety) ([]v1.BucketyAccess, error) {
-	var list v1.BucketyAccessList
-	if err := r.Client.List(ctx, &list, ctrl.InNamespace(b.Namespace), ctrl.MatchingFields{objects.IndexBucketyRef: b.Name}); err != nil {
-		return nil, fmt.Errorf("list accesses: %w", err)
+	return objects.AccessesOf(ctx, r.Client, b.Namespace, b.Name)
+}
+
+// ownAndForeign splits the accesses naming b into those of its own
+// namespace and those of namespaces it shares with.
+func ownAndForeign(b *v1.Buckety, all []v1.BucketyAccess) (own, foreign []v1.BucketyAccess) {
+	for i := range all {
+		if all[i].Namespace == b.Namespace {
+			own = append(own, all[i])
+		} else {
+			foreign = append(foreign, all[i])
+		}
 	}
-	return list.Items, nil
+	return own, foreign
+}
+
+// sharedWith is status.sharedWith for the live accesses of other
+// namespaces: how many, and the first v1.MaxSharedHolders by namespace and
+// name, with their role and whether they hold access now. nil when there
+// are none.
+func sharedWith(foreign []v1.BucketyAccess) *v1.SharedWith {
+	var holders []v1.SharedHolder
+	for i := range foreign {
+		a := &foreign[i]
+		if !a.DeletionTimestamp.IsZero() {
+			continue
+		}
+		role := a.Spec.Role
+		if role == "" {
+			role = v1.RoleReadWrite
+		}
+		holders = append(holders, v1.SharedHolder{Namespace: a.Namespace, Name: a.Name, Role: role, Granted: !notShared(a)})
+	}
+	if len(holders) == 0 {
+		return nil
+	}
+	slices.SortFunc(holders, func(x, y v1.SharedHolder) int {
+		return strings.Compare(x.Namespace+"/"+x.Name, y.Namespace+"/"+y.Name)
+	})
+	out := &v1.SharedWith{Accesses: int32(len(holders))}
+	out.Holders = holders[:min(len(holders), v1.MaxSharedHolders)]
+	return out
+}
+
+// notShared reports whether access a reports that its Buckety does not
+// share with it (Ready reason NotShared).
+func notShared(a *v1.BucketyAccess) bool {
+	c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
+	return c != nil && c.Reason == v1.ReasonNotShared
 }
 
 // IsImplicit reports whether a is b's implicit access.

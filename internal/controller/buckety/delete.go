@@ -52,7 +52,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 			}
 			continue
 		}
-		f.blockedBy = append(f.blockedBy, a.Name)
+		switch {
+		case a.Namespace == b.Namespace:
+			f.blockedBy = append(f.blockedBy, a.Name)
+		case !a.Withdrawn():
+			// Another namespace's access, shared with it: it holds the
+			// deletion back as the Buckety's own do, until it is deleted
+			// or (its consent withdrawn) holds nothing.
+			f.blockedBy = append(f.blockedBy, a.Namespace+"/"+a.Name)
+		}
 	}
 	if len(f.blockedBy) > 0 || f.waitingImplicit {
 		// Access deletions trigger this reconcile through the watch.

@@ -145,5 +145,5 @@ func claimReleased(w *retry.Waiters) handler.Funcs {
 // accessToBuckety maps a BucketyAccess to the Buckety it names.
 func accessToBuckety(_ context.Context, obj client.Object) []reconcile.Request {
 	a := obj.(*v1.BucketyAccess)
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.BucketyRef.Name}}}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}}}
 }

@@ -2,6 +2,7 @@ package objects
 
 import (
 	"context"
+	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -10,8 +11,10 @@ import (
 
 // Field index names.
 const (
-	// IndexBucketyRef indexes BucketyAccess by spec.bucketyRef.name.
-	IndexBucketyRef = "spec.bucketyRef.name"
+	// IndexBucketyRef indexes BucketyAccess by the Buckety it names, as
+	// RefKey (namespace/name): query it across namespaces, since an access
+	// may name a Buckety another namespace shares.
+	IndexBucketyRef = "spec.bucketyRef"
 	// IndexClaimBackendNamespace indexes BucketyClaims by backend and owner
 	// namespace (BackendNamespace), to count a namespace's claims against
 	// the backend's limits.perNamespace.
@@ -38,7 +41,8 @@ type Indexer interface {
 // SetupIndexes registers the field indexes the reconcilers query.
 func SetupIndexes(ctx context.Context, idx Indexer) error {
 	if err := idx.IndexField(ctx, &v1.BucketyAccess{}, IndexBucketyRef, func(o client.Object) []string {
-		return []string{o.(*v1.BucketyAccess).Spec.BucketyRef.Name}
+		a := o.(*v1.BucketyAccess)
+		return []string{RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)}
 	}); err != nil {
 		return err
 	}
@@ -59,4 +63,18 @@ func SetupIndexes(ctx context.Context, idx Indexer) error {
 		}
 		return nil
 	})
+}
+
+// RefKey is the IndexBucketyRef value of Buckety ns/name.
+func RefKey(ns, name string) string { return ns + "/" + name }
+
+// AccessesOf lists the live and deleting BucketyAccesses that name Buckety
+// ns/name, of every namespace, from the cache. opts add list options (such
+// as client.UnsafeDisableDeepCopy).
+func AccessesOf(ctx context.Context, c client.Reader, ns, name string, opts ...client.ListOption) ([]v1.BucketyAccess, error) {
+	var list v1.BucketyAccessList
+	if err := c.List(ctx, &list, append([]client.ListOption{client.MatchingFields{IndexBucketyRef: RefKey(ns, name)}}, opts...)...); err != nil {
+		return nil, fmt.Errorf("list the accesses of Buckety %s/%s: %w", ns, name, err)
+	}
+	return list.Items, nil
 }

@@ -1,0 +1,234 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/seaweedfs"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// sharedBuckety is Buckety owner/name on backend, sharing role with
+// namespace consumer.
+func sharedBuckety(owner, name, backend, resource, consumer string, role v1.Role) *v1.Buckety {
+	return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: owner}, Spec: v1.BucketySpec{Backend: backend, Name: resource,
+		Sharing: []v1.SharingRule{{Namespace: consumer, Roles: []v1.Role{role}}}}}
+}
+
+// foreignAccess is access ns/name to Buckety owner/buckety, writing
+// Secret name.
+func foreignAccess(ns, name, owner, buckety string, role v1.Role) *v1.BucketyAccess {
+	return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketyAccessSpec{
+		BucketyRef: v1.BucketyReference{Namespace: owner, Name: buckety}, Role: role, CredentialsSecretName: name}}
+}
+
+// noSecret fails unless namespace ns has no Secret name.
+func noSecret(t *testing.T, ns, name, why string) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("%s: want no Secret %s/%s, got %v", why, ns, name, err)
+	}
+}
+
+// waitWithdrawn waits until access a reports NotShared with nothing left
+// (its credentials and Secret gone), and returns how long it took.
+func waitWithdrawn(t *testing.T, a *v1.BucketyAccess, since time.Time, want string) time.Duration {
+	t.Helper()
+	c := waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNotShared, waitTimeout)
+	wait.For(t, waitTimeout, "access "+a.Namespace+"/"+a.Name+" withdrawn", func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(a), a); err != nil {
+			return false, err.Error()
+		}
+		return a.Withdrawn(), fmt.Sprintf("principal %q, bucketyGeneration %d", a.Status.Principal, a.Status.BucketyGeneration)
+	})
+	took := time.Since(since)
+	if !strings.Contains(c.Message, want) {
+		t.Errorf("%s/%s: want the NotShared message to say %q, got %q", a.Namespace, a.Name, want, c.Message)
+	}
+	if creds := credentialsOf(t, a.UID); len(creds) != 0 {
+		t.Errorf("%s/%s withdrawn: want no BucketyCredential, got %d", a.Namespace, a.Name, len(creds))
+	}
+	noSecret(t, a.Namespace, a.Spec.CredentialsSecretName, "withdrawn")
+	return took
+}
+
+// holders is the owner's status.sharedWith as "namespace/name role
+// granted" lines.
+func holders(t *testing.T, b *v1.Buckety) string {
+	t.Helper()
+	got := getBuckety(t, b.Namespace, b.Name).Status.SharedWith
+	if got == nil {
+		return ""
+	}
+	var lines []string
+	for _, h := range got.Holders {
+		lines = append(lines, fmt.Sprintf("%s/%s %s %v", h.Namespace, h.Name, h.Role, h.Granted))
+	}
+	return fmt.Sprintf("%d: %s", got.Accesses, strings.Join(lines, ", "))
+}
+
+// TestSharingKafka (#51), on a broker with SCRAM and ACLs: a topic shared
+// ReadOnly with one namespace gives that namespace's access a user of its
+// own that consumes and cannot produce; a namespace the owner did not name
+// gets nothing; the owner sees both by name in status.sharedWith; removing
+// the rule takes the user and Secret back at the access's next pass (the
+// time is printed); the owner's Buckety deletion waits for the consumer's
+// access, and its namespace's deletion takes the consumer's rights back
+// and goes on.
+func TestSharingKafka(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, 0)
+	startController(t, cfg, nil, time.Hour)
+	owner, consumer, third := namespace(t), namespace(t), namespace(t)
+	removeWhileRunning(t, owner)
+	removeWhileRunning(t, consumer)
+	removeWhileRunning(t, third)
+	topic := owner + ".orders"
+	orders := sharedBuckety(owner, "orders", "kafka", topic, consumer, v1.RoleReadOnly)
+	orders.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders"}
+	create(t, orders)
+	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
+	create(t, reader)
+	stranger := foreignAccess(third, "stranger", owner, "orders", v1.RoleReadOnly)
+	create(t, stranger)
+	greedy := foreignAccess(consumer, "greedy", owner, "orders", v1.RoleReadWrite)
+	create(t, greedy)
+
+	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	ro := secret(t, consumer, "reader").Data
+	if got := string(ro["topic"]); got != topic {
+		t.Errorf("the consumer's Secret: want topic %s, got %q", topic, got)
+	}
+	if err := produceWith(t, secret(t, owner, "orders").Data, topic); err != nil {
+		t.Fatalf("the owner's ReadWrite: want produce allowed, got %v", err)
+	}
+	if err := consumeWith(t, ro, topic, string(ro["group.id.prefix"])+"app"); err != nil {
+		t.Errorf("the consumer's ReadOnly: want consume allowed, got %v", err)
+	}
+	if err := produceWith(t, ro, topic, kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("the consumer's ReadOnly: want produce refused with TOPIC_AUTHORIZATION_FAILED, got %v", err)
+	}
+	for _, a := range []*v1.BucketyAccess{stranger, greedy} {
+		waitWithdrawn(t, a, time.Now(), "does not share role")
+	}
+	want := fmt.Sprintf("3: %s/greedy ReadWrite false, %s/reader ReadOnly true, %s/stranger ReadOnly false", consumer, consumer, third)
+	wait.For(t, waitTimeout, "the owner's status.sharedWith: "+want, func() (bool, string) {
+		got := holders(t, orders)
+		return got == want, got
+	})
+
+	// Withdrawn: the rule removed, the reader's user and Secret go at its
+	// next pass (the Buckety's update wakes it).
+	patch(t, orders, `{"spec":{"sharing":null}}`)
+	took := waitWithdrawn(t, reader, time.Now(), fmt.Sprintf("Buckety %s/orders does not exist or does not share role ReadOnly with namespace %s", owner, consumer))
+	t.Logf("figure: sharing withdrawn, the consumer's user revoked and its Secret deleted %s after the rule was removed", took.Round(time.Millisecond))
+	if err := consumeWith(t, ro, topic, string(ro["group.id.prefix"])+"app"); err == nil || errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("withdrawn: want the old Secret's user refused at authentication, got %v", err)
+	}
+
+	// Shared again: a new user; the owner's deletion waits for it.
+	patch(t, orders, fmt.Sprintf(`{"spec":{"sharing":[{"namespace":%q,"roles":["ReadOnly"]}]}}`, consumer))
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if err := k8s.Delete(context.Background(), orders); err != nil {
+		t.Fatal(err)
+	}
+	c := waitCondition(t, orders, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, "", waitTimeout)
+	if !strings.Contains(c.Message, consumer+"/reader") {
+		t.Errorf("the owner's deletion: want it blocked by %s/reader, got %q", consumer, c.Message)
+	}
+	if c := waitCondition(t, reader, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, waitTimeout); !strings.Contains(c.Message, "is being deleted") {
+		t.Errorf("the reader while its Buckety is deleted: want it waiting, got %q", c.Message)
+	}
+	// The owner's namespace deleted: the reader gives its rights up, and
+	// the Buckety (retained) goes.
+	if err := k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: owner}}); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the owner's Buckety gone", func() (bool, string) { return gone(t, orders) })
+	// Once the Buckety is gone, it is said as of one that does not share.
+	waitWithdrawn(t, reader, time.Now(), fmt.Sprintf("Buckety %s/orders does not exist or does not share role ReadOnly with namespace %s", owner, consumer))
+
+	// A Buckety that never existed reads the same: a tenant cannot tell
+	// another namespace's Bucketies from names it makes up.
+	ghost := foreignAccess(consumer, "ghost", third, "ghost", v1.RoleReadOnly)
+	create(t, ghost)
+	waitWithdrawn(t, ghost, time.Now(), fmt.Sprintf("Buckety %s/ghost does not exist or does not share role ReadOnly with namespace %s", third, consumer))
+}
+
+// TestSharingS3 (#51), on VersityGW, MinIO and SeaweedFS (IAM), each
+// issuing a key per access: a bucket shared ReadOnly with one namespace
+// gives that namespace's access a key of its own that lists the bucket and
+// cannot write it; a namespace the owner did not name gets nothing; the
+// rule removed, the key is revoked and the Secret deleted at the access's
+// next pass (the time is printed).
+func TestSharingS3(t *testing.T) {
+	needInfra(t)
+	for _, impl := range append(slices.Clone(s3test.Implementations), "seaweedfs") {
+		t.Run(impl, func(t *testing.T) {
+			var be config.Backend
+			if impl == "seaweedfs" {
+				srv := seaweedfs.Start(t, seaweedfs.Options{})
+				be = harness.S3("s3-scoped", s3driver.Config{Implementation: s3driver.ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
+					AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second), Credentials: &s3driver.Credentials{}})
+				be.Credentials = harness.Grace(3 * time.Second)
+			} else {
+				_, be = scopedS3(t, impl)
+			}
+			startController(t, harness.ConfigYAML(be), nil, time.Hour)
+			owner, consumer, third := namespace(t), namespace(t), namespace(t)
+			removeWhileRunning(t, owner)
+			removeWhileRunning(t, consumer)
+			removeWhileRunning(t, third)
+			bucket := owner + "-ledger"
+			ledger := sharedBuckety(owner, "ledger", "s3-scoped", bucket, consumer, v1.RoleReadOnly)
+			ledger.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "ledger"}
+			create(t, ledger)
+			reader := foreignAccess(consumer, "reader", owner, "ledger", v1.RoleReadOnly)
+			create(t, reader)
+			stranger := foreignAccess(third, "stranger", owner, "ledger", v1.RoleReadOnly)
+			create(t, stranger)
+			waitCondition(t, ledger, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			waitCondition(t, reader, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
+			ro := secret(t, consumer, "reader").Data
+			if got := string(ro["bucket"]); got != bucket {
+				t.Errorf("the consumer's Secret: want bucket %s, got %q", bucket, got)
+			}
+			if err := putWith(secret(t, owner, "ledger").Data, bucket, "a"); err != nil {
+				t.Fatalf("the owner's ReadWrite put: %v", err)
+			}
+			if err := listWith(ro, bucket); err != nil {
+				t.Errorf("the consumer's ReadOnly list: %v", err)
+			}
+			if err := putWith(ro, bucket, "b"); err == nil {
+				t.Error("the consumer's ReadOnly: want put refused")
+			}
+			waitWithdrawn(t, stranger, time.Now(), "does not share role ReadOnly with namespace "+third)
+
+			patch(t, ledger, `{"spec":{"sharing":null}}`)
+			took := waitWithdrawn(t, reader, time.Now(), "does not share role ReadOnly with namespace "+consumer)
+			t.Logf("figure: %s: sharing withdrawn, the consumer's key revoked and its Secret deleted %s after the rule was removed", impl, took.Round(time.Millisecond))
+			if err := listWith(ro, bucket); err == nil {
+				t.Error("withdrawn: want the old Secret's key refused")
+			}
+		})
+	}
+}
