@@ -25,6 +25,9 @@ var (
 	notReadySinceDesc = prometheus.NewDesc("buckety_not_ready_since_timestamp_seconds",
 		"Unix time since which the longest not-Ready object of this kind and backend, with this Ready reason, has not been Ready: its Ready condition's lastTransitionTime, or its creation when it has no Ready condition yet. Absent when every object is Ready.",
 		[]string{"kind", "backend", "reason"}, nil)
+	drainStuckSinceDesc = prometheus.NewDesc("buckety_drain_stuck_since_timestamp_seconds",
+		"Unix time since which the longest stuck drain on this backend has reported DrainStuck (its Draining condition's lastTransitionTime): a Buckety's spec.drain that deleted nothing for its stuckAfter. Absent when no drain is stuck.",
+		[]string{"backend"}, nil)
 )
 
 // reasonNotReconciled is the reason label of an object that has no Ready
@@ -33,7 +36,8 @@ const reasonNotReconciled = "NotReconciled"
 
 // RegisterResources registers with controller-runtime's registry the
 // gauges of the objects r holds (buckety_resources, buckety_claims,
-// buckety_not_ready_since_timestamp_seconds), with a series for each of
+// buckety_not_ready_since_timestamp_seconds,
+// buckety_drain_stuck_since_timestamp_seconds), with a series for each of
 // backends from the start. retained tells a claim kept from a deleted
 // Buckety (claims.IsRetained). A second call in one process (tests that
 // run the controller more than once) points the registered gauges at the
@@ -68,6 +72,7 @@ func (c *resourceCollector) set(r client.Reader, backends []string, retained fun
 func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- resourcesDesc
 	ch <- notReadySinceDesc
+	ch <- drainStuckSinceDesc
 	ch <- claimsDesc
 }
 
@@ -183,6 +188,7 @@ func resourceSamples(in resourceLists) []sample {
 			objs[i] = object{backend: b.Spec.Backend, created: b.CreationTimestamp, conditions: b.Status.Conditions}
 		}
 		out = append(out, kindSamples("Buckety", v1.BucketyConditions, in.backends, objs)...)
+		out = append(out, drainStuckSamples(objs)...)
 	}
 	if in.accessesListed {
 		backendOf := map[[2]string]string{}
@@ -194,6 +200,26 @@ func resourceSamples(in resourceLists) []sample {
 			objs[i] = object{backend: backendOf[[2]string{a.BucketyNamespace(), a.Spec.BucketyRef.Name}], created: a.CreationTimestamp, conditions: a.Status.Conditions}
 		}
 		out = append(out, kindSamples("BucketyAccess", v1.BucketyAccessConditions, in.backends, objs)...)
+	}
+	return out
+}
+
+// drainStuckSamples finds, per backend, the oldest Buckety whose drain
+// reports DrainStuck.
+func drainStuckSamples(objs []object) []sample {
+	since := map[string]time.Time{}
+	for _, o := range objs {
+		c := meta.FindStatusCondition(o.conditions, v1.ConditionDraining)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1.ReasonDrainStuck {
+			continue
+		}
+		if t, ok := since[o.backend]; !ok || c.LastTransitionTime.Time.Before(t) {
+			since[o.backend] = c.LastTransitionTime.Time
+		}
+	}
+	out := make([]sample, 0, len(since))
+	for backend, t := range since {
+		out = append(out, sample{drainStuckSinceDesc, float64(t.Unix()), []string{backend}})
 	}
 	return out
 }

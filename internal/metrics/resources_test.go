@@ -19,8 +19,11 @@ func render(samples []sample, names ...string) string {
 	var lines []string
 	for _, s := range samples {
 		name := "buckety_resources"
-		if s.desc == notReadySinceDesc {
+		switch s.desc {
+		case notReadySinceDesc:
 			name = "buckety_not_ready_since_timestamp_seconds"
+		case drainStuckSinceDesc:
+			name = "buckety_drain_stuck_since_timestamp_seconds"
 		}
 		for _, n := range names {
 			if n == name {
@@ -97,6 +100,18 @@ func TestResourceSamples(t *testing.T) {
 				"buckety_resources{Buckety,removed,Ready,Unknown} 1",
 			},
 			wantLines: 3 * len(v1.BucketyConditions) * 3, // backends × condition types × statuses
+		},
+		{
+			name:  "the oldest stuck drain per backend; a drain making progress is not reported",
+			names: []string{"buckety_drain_stuck_since_timestamp_seconds"},
+			in: resourceLists{backends: []string{"kafka", "s3"}, bucketiesListed: true, bucketies: []v1.Buckety{
+				bk("a", "stuck1", "s3", t0, cond(v1.ConditionDraining, "True", v1.ReasonDrainStuck, t0.Add(20*time.Second))),
+				bk("b", "stuck2", "s3", t0, cond(v1.ConditionDraining, "True", v1.ReasonDrainStuck, t0.Add(10*time.Second))),
+				bk("b", "going", "kafka", t0, cond(v1.ConditionDraining, "True", v1.ReasonDraining, t0)),
+				bk("b", "done", "kafka", t0, cond(v1.ConditionDraining, "False", v1.ReasonDrained, t0)),
+			}},
+			want:      []string{"buckety_drain_stuck_since_timestamp_seconds{s3} 1.00001e+06"},
+			wantLines: 1,
 		},
 		{
 			name:  "a kind whose list failed reports nothing",
