@@ -26,7 +26,7 @@ reinstall() {
   # Other scenarios' namespaces may still be going (their Bucketies
   # deleted by their retentionPolicy): let that finish first. A failed
   # scenario's Bucketies, left standing, go with the CRDs.
-  eventually "the other namespaces' Bucketies deleted" no_buckety_deleting
+  others_deleted
   step "uninstall: stop the controller, drop every finalizer, delete the CRDs"
   scale_controller 0
   for kind in bucketies bucketyaccesses bucketyclaims bucketycredentials; do
@@ -70,6 +70,20 @@ reinstall() {
 # reapply: the scenario's manifests (the directory of its assert.sh),
 # applied again as run.sh applied them.
 reapply() { k apply -k "$(dirname "$0")" >/dev/null; }
+
+# others_deleted waits until no Buckety in the cluster is being deleted:
+# the scenarios before it (alone, each of which stops or rolls the
+# controller) leave their namespaces to go meanwhile, so this waits three
+# times E2E_TIMEOUT, and on failure names what is still going, and why.
+others_deleted() {
+  local deadline=$((SECONDS + 3 * E2E_TIMEOUT))
+  until no_buckety_deleting; do
+    if [ $SECONDS -ge $deadline ]; then
+      fail "the other namespaces' Bucketies deleted: not within $((3 * E2E_TIMEOUT))s; still going: $("$KUBECTL" get bucketies -A -o jsonpath='{range .items[?(@.metadata.deletionTimestamp)]}{.metadata.namespace}/{.metadata.name} {.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}; {end}')"
+    fi
+    sleep 2
+  done
+}
 
 # no_buckety_deleting: no Buckety in the cluster is being deleted.
 no_buckety_deleting() {
