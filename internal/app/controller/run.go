@@ -96,7 +96,20 @@ func Scheme() (*runtime.Scheme, error) {
 
 // Run runs the controller until ctx ends, then shuts down gracefully:
 // in-flight reconciles finish, the Lease is released, backends are closed.
-func Run(ctx context.Context, o Options) (reterr error) {
+//
+// A stop that comes while it is still starting (reading the installation
+// name, opening backends) is a clean stop too: what was interrupted is
+// the context's cancellation, not a fault.
+func Run(ctx context.Context, o Options) error {
+	err := runUntilStopped(ctx, o)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		o.Log.Info("stopped while starting", "interrupted", err.Error())
+		return nil
+	}
+	return err
+}
+
+func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	log := o.Log
 	if o.Recheck <= 0 {
 		o.Recheck = 5 * time.Minute
