@@ -21,6 +21,11 @@ KUBECTL=${KUBECTL:-kubectl}
 PROBE_IMAGE=${PROBE_IMAGE:-registry.local/buckety/probe:v1}
 PROBE_HOST_NETWORK=${PROBE_HOST_NETWORK:-false}
 E2E_TIMEOUT=${E2E_TIMEOUT:-120}
+# E2E_BULK_TIMEOUT: the backstop of work on thousands of objects or
+# records (a fill, a drain, a deletion that empties a bucket), which a
+# server under the load of the whole suite does at a fraction of its idle
+# speed. Only a failure waits for it.
+E2E_BULK_TIMEOUT=${E2E_BULK_TIMEOUT:-$((3 * E2E_TIMEOUT))}
 SYSTEM_NS=${SYSTEM_NS:-buckety-system}
 
 k() { "$KUBECTL" -n "$NAMESPACE" "$@"; }
@@ -147,14 +152,16 @@ spec:
     imagePullPolicy: IfNotPresent
     args: $args
     envFrom: [{secretRef: {name: $secret}}]
+    env: [{name: PROBE_DEADLINE, value: "$((E2E_BULK_TIMEOUT - 10))s"}]
 Y
-  pod_log "$name" "probe ${*:-round trip} with Secret $secret"
+  pod_log "$name" "probe ${*:-round trip} with Secret $secret" "$E2E_BULK_TIMEOUT"
 }
 
-# pod_log NAME WHAT: waits for the Pod to end and prints its log; fails,
-# saying WHAT the Pod did, unless it succeeded.
+# pod_log NAME WHAT [SECONDS]: waits (E2E_TIMEOUT by default) for the Pod
+# to end and prints its log; fails, saying WHAT the Pod did, unless it
+# succeeded.
 pod_log() {
-  local name=$1 what=$2 deadline=$((SECONDS + E2E_TIMEOUT)) phase log
+  local name=$1 what=$2 deadline=$((SECONDS + ${3:-$E2E_TIMEOUT})) phase log
   while :; do
     phase=$(jp "pod/$name" '{.status.phase}')
     case "$phase" in Succeeded|Failed) break ;; esac

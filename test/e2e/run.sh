@@ -126,6 +126,7 @@ run_scenario() {
     printf '%-10s %-34s PASS %4ss\n' "$impl" "$name" "$dur" > "$out"
     if [ "$KEEP_FAILED" != true ]; then
       "$KUBECTL" delete namespace "$ns" --wait=false >/dev/null 2>&1
+      echo "$ns" >> "$RESULT_DIR/$impl.deleting"
     fi
   else
     printf '%-10s %-34s FAIL %4ss  (namespace %s left standing)\n' "$impl" "$name" "$dur" "$ns" > "$out"
@@ -151,6 +152,32 @@ exclusive() { grep -q '^# e2e: exclusive' "$1/assert.sh"; }
 # that the side-by-side phase does not end waiting on a long one started
 # last. Its assert.sh says so in a line "# e2e: slow (why)".
 slow() { grep -q '^# e2e: slow' "$1/assert.sh"; }
+
+# namespaces_gone IMPL: the passed scenarios' namespaces of IMPL are gone
+# before the next implementation's config replaces IMPL's backends: a
+# Buckety or access whose backend the config no longer names keeps its
+# finalizer (nothing is deleted or revoked blind) until one does, so its
+# namespace would never go. A namespace still there after 300s is
+# recorded as a failure, named with what holds it.
+namespaces_gone() {
+  local impl=$1 deadline=$((SECONDS + 300)) ns left
+  [ -s "$RESULT_DIR/$impl.deleting" ] || return 0
+  while :; do
+    left=
+    while read -r ns; do
+      "$KUBECTL" get namespace "$ns" >/dev/null 2>&1 && left+=" $ns"
+    done < "$RESULT_DIR/$impl.deleting"
+    [ -n "$left" ] || return 0
+    [ $SECONDS -lt $deadline ] || break
+    sleep 2
+  done
+  for ns in $left; do
+    printf '%-10s %-34s FAIL  (namespace %s still deleting after 300s: %s)\n' "$impl" "(teardown)" "$ns" \
+      "$("$KUBECTL" -n "$ns" get bucketies,bucketyaccesses -o jsonpath='{range .items[*]}{.kind}/{.metadata.name} {.status.conditions[?(@.type=="Ready")].message}; {end}' 2>&1)" \
+      >> "$RESULT_DIR/$impl-teardown"
+  done
+  return 1
+}
 
 # E2E_PARALLEL scenarios of an implementation run side by side, each in its
 # namespace, the slow ones first; then the exclusive ones, one at a time. The scenarios mostly
@@ -203,6 +230,12 @@ for impl in "${impls[@]}"; do
   done
   # Where the suite's time goes, for make test's budget (docs/development.md).
   timings+=", ${#alone[@]} alone in $((SECONDS - phase))s"
+  phase=$SECONDS
+  if ! namespaces_gone "$impl"; then
+    failed=1
+    while read -r line; do results+=("$line"); done < "$RESULT_DIR/$impl-teardown"
+  fi
+  timings+=", namespaces gone in $((SECONDS - phase))s"
   phases+=("$(printf '%-10s %s' "$impl" "$timings")")
   for dir in "${all[@]}"; do
     f="$RESULT_DIR/$impl-$(basename "$dir")"

@@ -103,10 +103,28 @@ func chooseDriver(reg *drivers.Registry, getenv func(string) string) (string, er
 	return "", fmt.Errorf("the environment has the Secret keys of several drivers: %s", strings.Join(match, ", "))
 }
 
+// deadline is the probe's own: 90s, or PROBE_DEADLINE (a Go duration),
+// which the e2e admin Pods set for fills of thousands of objects.
+func deadline() (time.Duration, error) {
+	v := os.Getenv("PROBE_DEADLINE")
+	if v == "" {
+		return 90 * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("PROBE_DEADLINE=%q: want a positive duration such as 90s", v)
+	}
+	return d, nil
+}
+
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	d, err := deadline()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "probe:", err)
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	var err error
 	switch {
 	case len(os.Args) > 1 && os.Args[1] == "kafka-admin":
 		err = kafkaAdmin(ctx, os.Args[2:])

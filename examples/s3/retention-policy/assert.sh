@@ -11,7 +11,7 @@ retention_fill() {
 retention_deleting() {
   local deadline msg seen=
   step "progress is visible while the bucket empties"
-  deadline=$((SECONDS + E2E_TIMEOUT))
+  deadline=$((SECONDS + E2E_BULK_TIMEOUT))
   while k get buckety doomed >/dev/null 2>&1; do
     msg=$(cond buckety/doomed Ready message)
     case "$msg" in *"removed so far"*) seen=$msg ;; esac

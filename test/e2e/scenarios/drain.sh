@@ -13,7 +13,7 @@ drain() {
   expect_eq "$CONTENT before the drain" "$n" "$(content_count "$secret" "$name")"
   step "drain it"
   k patch buckety "$buckety" --type=merge -p "{\"spec\":{\"drain\":{\"request\":\"$request\"}}}" >/dev/null
-  k wait --for=jsonpath='{.status.drain.phase}'=Drained "buckety/$buckety" --timeout="${E2E_TIMEOUT}s" >/dev/null ||
+  k wait --for=jsonpath='{.status.drain.phase}'=Drained "buckety/$buckety" --timeout="${E2E_BULK_TIMEOUT}s" >/dev/null ||
     fail "drain $request: expected Drained, seen $(jp "buckety/$buckety" '{.status.drain}')"
   expect_eq "$CONTENT after the drain" 0 "$(content_count "$secret" "$name")"
   expect_eq "the $RESOURCE is kept" true "$(admin "$secret" exists "$name" | tail -1)"
