@@ -151,9 +151,18 @@ GO_TEST_TIMEOUT ?= 60m
 # local node (test/cluster) is one per machine: test/localstack's tests
 # bring it up as the e2e does, so they run after it.
 NODE_PKGS := ./test/localstack
-.PHONY: test-integration-off-node test-node
+# test/integration is the longest package by far (about 21 min in make
+# test): it runs on its own, and every other off-node package one after
+# the other beside it (go test's own -p 2 started it only after the
+# packages listed before it, about 7 min late, and make test waited for it).
+LONG_PKGS := ./test/integration
+.PHONY: test-integration-off-node test-node test-go-long test-go-rest
 test-integration-off-node: test-binaries
-	$(TEST_ENV) FAULTS_SEED=$${FAULTS_SEED:-$(TEST_FAULTS_SEED)} go test -tags $(TESTHOOKS) -count=1 -timeout $(GO_TEST_TIMEOUT) $$(go list ./... | grep -v '/test/localstack$$')
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-go-long test-go-rest
+test-go-long:
+	$(TEST_ENV) go test -tags $(TESTHOOKS) -count=1 -timeout $(GO_TEST_TIMEOUT) $(LONG_PKGS)
+test-go-rest:
+	$(TEST_ENV) FAULTS_SEED=$${FAULTS_SEED:-$(TEST_FAULTS_SEED)} go test -p 1 -tags $(TESTHOOKS) -count=1 -timeout $(GO_TEST_TIMEOUT) $$(go list ./... | grep -v -e '/test/localstack$$' -e '/test/integration$$')
 test-node: test-binaries
 	$(TEST_ENV) go test -tags $(TESTHOOKS) -count=1 -timeout $(GO_TEST_TIMEOUT) $(NODE_PKGS)
 
@@ -210,16 +219,27 @@ test: verify-generated tools test-binaries ## everything CI runs: verify, fuzz s
 	@# the tools come first, so the two sides never build one tool into the
 	@# cache at once; vet and staticcheck run on the Go side (test-go), which
 	@# ends before the e2e suite does.
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-go e2e
-	$(MAKE) --no-print-directory test-node
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-e2e-side
 
-# test-go is make test's Go side, one step after the other: vet and
-# staticcheck, the fuzz smoke, then every Go test but the node's.
-.PHONY: test-go
-test-go:
+# test-go is make test's Go side, in two lines side by side: vet and
+# staticcheck, then test/integration; the fuzz smoke, then every other Go
+# test but the node's, one package at a time.
+.PHONY: test-go test-e2e-side test-go-long-line test-go-rest-line
+test-go: test-binaries
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-go-long-line test-go-rest-line
+test-go-long-line:
 	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory test-go-long
+test-go-rest-line:
 	$(MAKE) --no-print-directory test-fuzz
-	$(MAKE) --no-print-directory test-integration-off-node
+	$(MAKE) --no-print-directory test-go-rest
+
+# test-e2e-side is make test's node side: the e2e suites, then the node's
+# own Go tests (test/localstack), which need the node the e2e suite has
+# just given back.
+test-e2e-side:
+	$(MAKE) --no-print-directory e2e
+	$(MAKE) --no-print-directory test-node
 
 .PHONY: run
 run: test-binaries ## the whole product on a local node: node, backends, image, buckety from the release, examples (SEAWEEDFS=true adds SeaweedFS)
