@@ -472,16 +472,19 @@ Y
   done
 }
 
-# hang_backend pauses the process of this scenario's backend (SIGSTOP): its
-# connections stay open and nothing answers, a hung server. It is continued
-# by resume_backend, and always when the script exits. Needs an environment
-# that runs backends as local processes: E2E_BACKENDS_ENV names the pid file
-# as <IMPLEMENTATION>_PIDFILE.
+# hang_backend pauses the outage twin of this scenario's implementation
+# (SIGSTOP): the second process of its server, with the same keys, that
+# backends kafka-outage and s3-outage name, so the other scenarios' backend
+# answers on. Its connections stay open and nothing answers, a hung server.
+# It is continued by resume_backend, and always when the script exits.
+# Needs an environment that runs backends as local processes with their
+# twins (buckety-local up --outage-twins): E2E_BACKENDS_ENV names the pid
+# file as <IMPLEMENTATION>_OUTAGE_PIDFILE.
 hang_backend() {
   local var file
-  var="$(echo "$IMPLEMENTATION" | tr '[:lower:]' '[:upper:]')_PIDFILE"
+  var="$(echo "$IMPLEMENTATION" | tr '[:lower:]' '[:upper:]')_OUTAGE_PIDFILE"
   file=$(sed -n "s/^$var=//p" "${E2E_BACKENDS_ENV:-/dev/null}" 2>/dev/null)
-  [ -n "$file" ] && [ -f "$file" ] || fail "this environment cannot hang the $IMPLEMENTATION backend (no $var in E2E_BACKENDS_ENV)"
+  [ -n "$file" ] && [ -f "$file" ] || fail "this environment cannot hang the $IMPLEMENTATION backend's outage twin (no $var in E2E_BACKENDS_ENV)"
   HUNG_PID=$(head -1 "$file")
   trap 'kill -CONT "$HUNG_PID" 2>/dev/null || true' EXIT
   kill -STOP "$HUNG_PID"

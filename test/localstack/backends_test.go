@@ -24,6 +24,10 @@ func TestReusable(t *testing.T) {
 	full := backendsState{KafkaPassword: "p", VersityGW: s3test.Server{AdminEndpoint: "http://127.0.0.1:2"}}
 	withSW := full
 	withSW.SeaweedFS = &seaweedfs.Server{Endpoint: "http://127.0.0.1:3", AccessKey: "a", SecretKey: "s"}
+	withTwins := full
+	withTwins.Twins = &Twins{Kafka: []string{"127.0.0.1:4"}}
+	withSWAndTwins := withSW
+	withSWAndTwins.Twins = withTwins.Twins
 	cases := []struct {
 		name    string
 		st      backendsState
@@ -39,6 +43,11 @@ func TestReusable(t *testing.T) {
 		{"SeaweedFS wanted and runs", withSW, Options{SeaweedFS: true}, 4, true},
 		{"SeaweedFS wanted, not running", withSW, Options{SeaweedFS: true}, 3, false},
 		{"SeaweedFS wanted, never recorded", full, Options{SeaweedFS: true}, 4, false},
+		{"twins wanted and run", withTwins, Options{OutageTwins: true}, 6, true},
+		{"twins wanted, never recorded", full, Options{OutageTwins: true}, 6, false},
+		{"twins wanted, one stopped", withTwins, Options{OutageTwins: true}, 5, false},
+		{"twins and SeaweedFS wanted, no SeaweedFS twin recorded", withSWAndTwins, Options{SeaweedFS: true, OutageTwins: true}, 8, false},
+		{"twins run, not wanted", withTwins, Options{}, 3, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,6 +61,9 @@ func TestReusable(t *testing.T) {
 	}
 	if got := len(wanted(Options{})); got != 3 || len(backendProcs) != 3 {
 		t.Errorf("want three backends without SeaweedFS (and backendProcs unchanged), got %d of %d", got, len(backendProcs))
+	}
+	if got := len(wanted(Options{SeaweedFS: true, OutageTwins: true})); got != 8 {
+		t.Errorf("want eight processes with SeaweedFS and the twins, got %d", got)
 	}
 }
 
@@ -105,6 +117,37 @@ func TestLocalConfigAndEnv(t *testing.T) {
 		}
 		if withSW && !strings.Contains(be, "SEAWEEDFS_PIDFILE=/state/backends/seaweedfs/pids/seaweedfs.pid\n") {
 			t.Errorf("want the pid file SeaweedFS records in its state directory, got\n%s", be)
+		}
+		if strings.Contains(be, "OUTAGE") {
+			t.Errorf("seaweedfs %v: want no outage twin in backends.env when none runs, got\n%s", withSW, be)
+		}
+	}
+}
+
+// TestTwinsEnv: with the outage twins, backends.env names each twin's
+// address and the pid file hang_backend pauses, in the twin's own state
+// directory, not the one of the backend it twins.
+func TestTwinsEnv(t *testing.T) {
+	s := &Stack{
+		Dir:       "/state",
+		Cluster:   &cluster.Cluster{Containerd: "/state/containerd.sock"},
+		Broker:    &kafka.Broker{Addrs: []string{"127.0.0.1:1"}},
+		VersityGW: &s3test.Server{Endpoint: "http://127.0.0.1:2", AdminEndpoint: "http://127.0.0.1:3"},
+		MinIO:     &s3test.Server{Endpoint: "http://127.0.0.1:4"},
+		SeaweedFS: &seaweedfs.Server{Endpoint: "http://127.0.0.1:5"},
+		Twins: &Twins{Kafka: []string{"127.0.0.1:11"}, VersityGW: s3test.Server{Endpoint: "http://127.0.0.1:12", AdminEndpoint: "http://127.0.0.1:13"},
+			MinIO: s3test.Server{Endpoint: "http://127.0.0.1:14"}, SeaweedFS: &seaweedfs.Server{Endpoint: "http://127.0.0.1:15"}},
+	}
+	be := s.BackendsEnv()
+	for _, want := range []string{
+		"OUTAGE_KAFKA_BOOTSTRAP=127.0.0.1:11\n", "OUTAGE_VERSITYGW_ENDPOINT=http://127.0.0.1:12\n", "OUTAGE_VERSITYGW_ADMIN_ENDPOINT=http://127.0.0.1:13\n",
+		"OUTAGE_MINIO_ENDPOINT=http://127.0.0.1:14\n", "OUTAGE_SEAWEEDFS_ENDPOINT=http://127.0.0.1:15\n",
+		"KFAKE_OUTAGE_PIDFILE=/state/backends/kafka-outage/pids/broker.pid\n", "VERSITYGW_OUTAGE_PIDFILE=/state/backends/versitygw-outage/pids/versitygw.pid\n",
+		"MINIO_OUTAGE_PIDFILE=/state/backends/minio-outage/pids/minio.pid\n", "SEAWEEDFS_OUTAGE_PIDFILE=/state/backends/seaweedfs-outage/pids/seaweedfs.pid\n",
+		"KAFKA_BOOTSTRAP=127.0.0.1:1\n", "KFAKE_PIDFILE=/state/backends/kafka/pids/broker.pid\n",
+	} {
+		if !strings.Contains(be, want) {
+			t.Errorf("want %q in backends.env, got\n%s", want, be)
 		}
 	}
 }

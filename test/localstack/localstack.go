@@ -58,12 +58,24 @@ type Stack struct {
 	MinIO         *s3test.Server
 	// SeaweedFS runs only when Options.SeaweedFS asked for it (nil
 	// otherwise).
-	SeaweedFS      *seaweedfs.Server
+	SeaweedFS *seaweedfs.Server
+	// Twins are the outage twins (nil unless Options.OutageTwins).
+	Twins          *Twins
 	WebhookAddr    string
 	ControllerAddr string // probe address of the controller
 	// Reused names what an earlier run left running that this one carried
 	// on with ("node", "backends"); the rest it started.
 	Reused []string
+}
+
+// Twins are a second process of each backend, with the same credentials,
+// that a scenario may hang (Options.OutageTwins).
+type Twins struct {
+	Kafka     []string      `json:"kafka"`
+	VersityGW s3test.Server `json:"versitygw"`
+	MinIO     s3test.Server `json:"minio"`
+	// SeaweedFS is set when SeaweedFS runs.
+	SeaweedFS *seaweedfs.Server `json:"seaweedfs,omitempty"`
 }
 
 // KafkaSuperuser is the broker's superuser: buckety's admin login.
@@ -97,6 +109,11 @@ type Options struct {
 	// as its binary takes minutes to build cold, and the e2e harness
 	// needs it only for implementation seaweedfs.
 	SeaweedFS bool
+	// OutageTwins also starts a second process of each backend (a twin,
+	// with the same credentials), for the e2e claims-and-outage scenario
+	// to hang: the other scenarios keep their backend, so it runs beside
+	// them rather than alone. make run does not ask for them.
+	OutageTwins bool
 }
 
 // Up brings the whole stack up in dir. Everything it starts is detached and
@@ -139,6 +156,9 @@ func Prepare(ctx context.Context, dir string, opts Options, log Step) (s *Stack,
 	if opts.SeaweedFS {
 		what = "backends (+ seaweedfs)"
 	}
+	if opts.OutageTwins {
+		what += " and their outage twins"
+	}
 	if err := timed(log, what, func() error { return s.backends(opts, log) }); err != nil {
 		return nil, err
 	}
@@ -170,9 +190,26 @@ func (s *Stack) BackendsEnv() string {
 		// Process IDs, for scenarios that hang a backend (lib.sh hang_backend).
 		fmt.Sprintf("KFAKE_PIDFILE=%s\nVERSITYGW_PIDFILE=%s\nMINIO_PIDFILE=%s\n",
 			proc.PidFile(filepath.Join(bdir, "kafka"), "broker"), proc.PidFile(filepath.Join(bdir, "versitygw"), "versitygw"), proc.PidFile(filepath.Join(bdir, "minio"), "minio")) +
+		s.twinsEnv(bdir) +
 		// The node's containerd, for scenarios that SIGKILL the
 		// controller's process (lib.sh kill_controller).
 		fmt.Sprintf("CONTAINERD_ADDRESS=%s\n", s.Cluster.Containerd)
+}
+
+// twinsEnv describes the outage twins, when they run: OUTAGE_* addresses
+// for the overlays, *_OUTAGE_PIDFILE for lib.sh hang_backend.
+func (s *Stack) twinsEnv(bdir string) string {
+	t := s.Twins
+	if t == nil {
+		return ""
+	}
+	env := fmt.Sprintf("OUTAGE_KAFKA_BOOTSTRAP=%s\nOUTAGE_VERSITYGW_ENDPOINT=%s\nOUTAGE_VERSITYGW_ADMIN_ENDPOINT=%s\nOUTAGE_MINIO_ENDPOINT=%s\nKFAKE_OUTAGE_PIDFILE=%s\nVERSITYGW_OUTAGE_PIDFILE=%s\nMINIO_OUTAGE_PIDFILE=%s\n",
+		strings.Join(t.Kafka, ","), t.VersityGW.Endpoint, t.VersityGW.AdminEndpoint, t.MinIO.Endpoint,
+		proc.PidFile(filepath.Join(bdir, twinProcs[0].dir), twinProcs[0].name), proc.PidFile(filepath.Join(bdir, twinProcs[1].dir), twinProcs[1].name), proc.PidFile(filepath.Join(bdir, twinProcs[2].dir), twinProcs[2].name))
+	if t.SeaweedFS != nil {
+		env += fmt.Sprintf("OUTAGE_SEAWEEDFS_ENDPOINT=%s\nSEAWEEDFS_OUTAGE_PIDFILE=%s\n", t.SeaweedFS.Endpoint, proc.PidFile(filepath.Join(bdir, seaweedfsTwin.dir), seaweedfsTwin.name))
+	}
+	return env
 }
 
 // node reuses the node an earlier run left running when all of it works
@@ -209,12 +246,26 @@ var backendProcs = []backendProc{{"kafka", "broker"}, {"versitygw", "versitygw"}
 // seaweedfsProc is SeaweedFS, which runs when asked for.
 var seaweedfsProc = backendProc{"seaweedfs", seaweedfs.PidName}
 
+// twinProcs are the outage twins of backendProcs, in the same order, and
+// seaweedfsTwin SeaweedFS's (Options.OutageTwins).
+var (
+	twinProcs     = []backendProc{{"kafka-outage", "broker"}, {"versitygw-outage", "versitygw"}, {"minio-outage", "minio"}}
+	seaweedfsTwin = backendProc{"seaweedfs-outage", seaweedfs.PidName}
+)
+
 // wanted are the backends a run with opts needs running.
 func wanted(opts Options) []backendProc {
+	w := slices.Clone(backendProcs)
 	if opts.SeaweedFS {
-		return append(slices.Clone(backendProcs), seaweedfsProc)
+		w = append(w, seaweedfsProc)
 	}
-	return backendProcs
+	if opts.OutageTwins {
+		w = append(w, twinProcs...)
+		if opts.SeaweedFS {
+			w = append(w, seaweedfsTwin)
+		}
+	}
+	return w
 }
 
 // backendsState is what a later run needs to reuse the backends: their
@@ -230,6 +281,8 @@ type backendsState struct {
 	MinIO         s3test.Server `json:"minio"`
 	// SeaweedFS is set when a run asked for it.
 	SeaweedFS *seaweedfs.Server `json:"seaweedfs,omitempty"`
+	// Twins are set when a run asked for them.
+	Twins *Twins `json:"twins,omitempty"`
 }
 
 // reusable reports whether what an earlier run recorded in st, with
@@ -239,6 +292,9 @@ type backendsState struct {
 // for does not matter: it is kept, and stopped by Down.
 func reusable(st backendsState, opts Options, running int) bool {
 	if running != len(wanted(opts)) || st.KafkaPassword == "" || st.VersityGW.AdminEndpoint == "" {
+		return false
+	}
+	if opts.OutageTwins && (st.Twins == nil || (opts.SeaweedFS && st.Twins.SeaweedFS == nil)) {
 		return false
 	}
 	return !opts.SeaweedFS || (st.SeaweedFS != nil && st.SeaweedFS.Endpoint != "" && st.SeaweedFS.AccessKey != "")
@@ -275,25 +331,25 @@ func (s *Stack) backends(opts Options, log Step) error {
 			if opts.SeaweedFS {
 				s.SeaweedFS = st.SeaweedFS
 			}
+			if opts.OutageTwins {
+				s.Twins = st.Twins
+			}
 			return nil
 		}
 		log(fmt.Sprintf("  %d of %d backends run: starting all again", running, len(wanted(opts))))
 	case !errors.Is(err, os.ErrNotExist):
 		return err
 	}
-	for _, p := range backendProcs {
-		if err := proc.StopDetached(filepath.Join(bdir, p.dir), p.name, 15*time.Second); err != nil {
-			return err
-		}
+	// Everything an earlier run left is stopped, whether or not this one
+	// wants it: all start again together, and one not asked for would run
+	// on unrecorded.
+	if err := stopBackends(bdir); err != nil {
+		return err
+	}
+	for _, p := range slices.Concat(backendProcs, twinProcs) {
 		if err := os.MkdirAll(filepath.Join(bdir, p.dir), 0o755); err != nil {
 			return err
 		}
-	}
-	// A SeaweedFS an earlier run left is stopped whether or not this one
-	// wants it: all start again together, and one not asked for would run
-	// on unrecorded.
-	if err := seaweedfs.StopDetached(filepath.Join(bdir, seaweedfsProc.dir), 15*time.Second); err != nil {
-		return err
 	}
 	bin, err := kafka.Binary(bdir)
 	if err != nil {
@@ -323,11 +379,61 @@ func (s *Stack) backends(opts Options, log Step) error {
 			return err
 		}
 	}
-	b, err = json.Marshal(backendsState{Kafka: s.Broker.Addrs, KafkaPassword: s.KafkaPassword, VersityGW: *s.VersityGW, MinIO: *s.MinIO, SeaweedFS: s.SeaweedFS})
+	if opts.OutageTwins {
+		if s.Twins, err = s.startTwins(bdir, bin, kopts); err != nil {
+			return err
+		}
+	}
+	b, err = json.Marshal(backendsState{Kafka: s.Broker.Addrs, KafkaPassword: s.KafkaPassword, VersityGW: *s.VersityGW, MinIO: *s.MinIO, SeaweedFS: s.SeaweedFS, Twins: s.Twins})
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(stateFile, b, 0o600)
+}
+
+// startTwins starts the outage twins: a broker, a VersityGW, a MinIO and
+// (when SeaweedFS runs) a SeaweedFS, each with the credentials of the one
+// it twins, so the overlays' credentials serve both.
+func (s *Stack) startTwins(bdir, bin string, kopts kafka.Options) (*Twins, error) {
+	t := &Twins{}
+	kopts.DataDir = filepath.Join(bdir, twinProcs[0].dir, "data")
+	broker, err := kafka.StartIn(filepath.Join(bdir, twinProcs[0].dir), bin, kopts, true)
+	if err != nil {
+		return nil, err
+	}
+	t.Kafka = broker.Addrs
+	vgw, err := s3test.StartIn(filepath.Join(bdir, twinProcs[1].dir), "versitygw", s3test.Options{AccessKey: s.VersityGW.AccessKey, SecretKey: s.VersityGW.SecretKey, IAM: true}, true)
+	if err != nil {
+		return nil, err
+	}
+	minio, err := s3test.StartIn(filepath.Join(bdir, twinProcs[2].dir), "minio", s3test.Options{AccessKey: s.MinIO.AccessKey, SecretKey: s.MinIO.SecretKey}, true)
+	if err != nil {
+		return nil, err
+	}
+	t.VersityGW, t.MinIO = *vgw, *minio
+	if s.SeaweedFS != nil {
+		if t.SeaweedFS, err = seaweedfs.StartIn(filepath.Join(bdir, seaweedfsTwin.dir), seaweedfs.Options{AccessKey: s.SeaweedFS.AccessKey, SecretKey: s.SeaweedFS.SecretKey}, true); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// stopBackends stops every backend process a run may have started under
+// bdir (twins included) by its pid file.
+func stopBackends(bdir string) error {
+	var errs []error
+	for _, p := range slices.Concat(backendProcs, twinProcs) {
+		if err := proc.StopDetached(filepath.Join(bdir, p.dir), p.name, 15*time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range []backendProc{seaweedfsProc, seaweedfsTwin} {
+		if err := seaweedfs.StopDetached(filepath.Join(bdir, p.dir), 15*time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Stack) buildImage() error {
@@ -560,12 +666,7 @@ func Down(dir string) error {
 	if err := cluster.Down(filepath.Join(dir, "cluster")); err != nil {
 		errs = append(errs, err.Error())
 	}
-	for _, b := range backendProcs {
-		if err := proc.StopDetached(filepath.Join(dir, "backends", b.dir), b.name, 15*time.Second); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if err := seaweedfs.StopDetached(filepath.Join(dir, "backends", seaweedfsProc.dir), 15*time.Second); err != nil {
+	if err := stopBackends(filepath.Join(dir, "backends")); err != nil {
 		errs = append(errs, err.Error())
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -1,4 +1,3 @@
 #!/usr/bin/env bash
-# e2e: exclusive (hangs the backend's process)
 . "$(dirname "$0")/../../../test/e2e/lib.sh"
-claims_and_outage s3 "$NAMESPACE-contested" "S3 server"
+claims_and_outage s3-outage "$NAMESPACE-contested" "S3 server"

@@ -57,7 +57,7 @@ const defaultDir = ".run/local"
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: buckety-local up|down|kubeconfig [--dir DIR] [--seaweedfs]")
+		return fmt.Errorf("usage: buckety-local up|down|kubeconfig [--dir DIR] [--seaweedfs] [--outage-twins]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", defaultDir, "state directory")
@@ -65,6 +65,9 @@ func run(args []string) error {
 	// Opt-in: SeaweedFS' binary takes minutes to build cold
 	// (BUCKETY_SEAWEEDFS), which a first make run must not wait for.
 	withSeaweedFS := fs.Bool("seaweedfs", false, "up: also run SeaweedFS (needs BUCKETY_SEAWEEDFS); backend s3-seaweedfs, and SEAWEEDFS_* in DIR/backends.env")
+	// The e2e harness's: a twin of each backend for claims-and-outage to
+	// hang while the other scenarios use the backend it twins.
+	withTwins := fs.Bool("outage-twins", false, "up: also run a second process of each backend, with the same credentials (OUTAGE_* and *_OUTAGE_PIDFILE in DIR/backends.env), for scenarios that hang one")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -81,7 +84,7 @@ func run(args []string) error {
 		if err := cluster.CheckHost(); err != nil {
 			return err
 		}
-		opts := localstack.Options{SeaweedFS: *withSeaweedFS}
+		opts := localstack.Options{SeaweedFS: *withSeaweedFS, OutageTwins: *withTwins}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 		defer cancel()
@@ -169,6 +172,9 @@ func resumeHint(err error, dir string, opts localstack.Options) error {
 		again = "go run ./test/localstack/cmd/buckety-local up --dir " + dir
 		if opts.SeaweedFS {
 			again += " --seaweedfs"
+		}
+		if opts.OutageTwins {
+			again += " --outage-twins"
 		}
 		stop = "go run ./test/localstack/cmd/buckety-local down --dir " + dir
 	}
