@@ -177,10 +177,16 @@ func TestExampleConfigsLoadInWebhook(t *testing.T) {
 				switch p {
 				case "@KAFKA_BOOTSTRAP@":
 					return "127.0.0.1:9092"
+				case "@OUTAGE_KAFKA_BOOTSTRAP@":
+					return "127.0.0.1:9093"
 				case "@ENDPOINT@":
 					return "http://127.0.0.1:7070"
+				case "@OUTAGE_ENDPOINT@":
+					return "http://127.0.0.1:7072"
 				case "@ADMIN_ENDPOINT@":
 					return "http://127.0.0.1:7071"
+				case "@OUTAGE_ADMIN_ENDPOINT@":
+					return "http://127.0.0.1:7073"
 				case "@REGION@":
 					return "us-east-1"
 				}
