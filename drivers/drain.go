@@ -27,6 +27,13 @@ type DrainLimits struct {
 	// Units is the most objects (versions, delete markers, uploads) one
 	// step deletes; 0: the driver's default (10,000 on S3).
 	Units int
+	// CountAhead is how many more entries a step that stopped at its
+	// Units may list, without deleting them, to tell its Remaining; 0:
+	// none. A driver that knows Remaining anyway (a topic's watermarks)
+	// ignores it. The controller asks for it on a drain's first step, so
+	// that status.drain.initial is exact for all but the largest buckets
+	// at a bounded cost (one listing per 1,000 entries, once).
+	CountAhead int
 }
 
 // DrainStep is what one Drain step did and found.

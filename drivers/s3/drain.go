@@ -75,8 +75,57 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.
 		// The units ran out on the last page: nothing was left to list,
 		// though only the next step's listing can tell it is Done.
 		d.step.Remaining = drivers.Content{Known: true}
+	case uploadsEmpty && limits.CountAhead > 0:
+		// A count is a figure for status, not part of the drain: a
+		// listing that fails leaves Remaining unknown, and the step,
+		// whose deletions stand, succeeds.
+		if rest, err := d.countRest(ctx, limits.CountAhead); err == nil {
+			d.step.Remaining = rest
+		}
 	}
 	return d.step, nil
+}
+
+// countRest lists, without deleting, what the bucket still holds after
+// the step's deletions, up to budget entries: Known with the count and
+// bytes when the listing reached the end within it, unknown otherwise.
+// The step's Requests count its pages.
+func (d *drain) countRest(ctx context.Context, budget int) (drivers.Content, error) {
+	rest := drivers.Content{}
+	var keyMarker, versionMarker, token *string
+	for int(rest.Objects) <= budget {
+		rctx, cancel := d.request(ctx)
+		truncated := false
+		if d.noVersions {
+			out, err := d.cl.ListObjectsV2(rctx, &s3.ListObjectsV2Input{Bucket: aws.String(d.bucket), ContinuationToken: token})
+			cancel()
+			if err != nil {
+				return drivers.Content{}, err
+			}
+			for _, o := range out.Contents {
+				rest.Objects++
+				rest.Bytes += aws.ToInt64(o.Size)
+			}
+			truncated, token = aws.ToBool(out.IsTruncated), out.NextContinuationToken
+		} else {
+			out, err := d.cl.ListObjectVersions(rctx, &s3.ListObjectVersionsInput{Bucket: aws.String(d.bucket), KeyMarker: keyMarker, VersionIdMarker: versionMarker})
+			cancel()
+			if err != nil {
+				return drivers.Content{}, err
+			}
+			for _, v := range out.Versions {
+				rest.Objects++
+				rest.Bytes += aws.ToInt64(v.Size)
+			}
+			rest.Objects += int64(len(out.DeleteMarkers))
+			truncated, keyMarker, versionMarker = aws.ToBool(out.IsTruncated), out.NextKeyMarker, out.NextVersionIdMarker
+		}
+		if !truncated {
+			rest.Known = int(rest.Objects) <= budget
+			return rest, nil
+		}
+	}
+	return drivers.Content{}, nil
 }
 
 // drain is one Drain step's state.

@@ -213,7 +213,14 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	if st.Passes == 0 && st.Initial == nil && e.Usage != nil {
 		st.Initial = initialFromUsage(ctx, e, res, st.StartTime.Time)
 	}
-	step, err := e.Drainer.Drain(ctx, res, drivers.DrainLimits{Units: r.DrainUnits})
+	limits := drivers.DrainLimits{Units: r.DrainUnits}
+	if st.Passes == 0 {
+		// The first step also counts what it leaves, so that
+		// status.drain.initial and current are exact from the start for
+		// buckets of up to countAhead entries more than a step deletes.
+		limits.CountAhead = countAhead
+	}
+	step, err := e.Drainer.Drain(ctx, res, limits)
 	applyStep(e.Name, st, step, err, t)
 	if st.Phase == v1.DrainPhaseDrained {
 		r.event(b, corev1.EventTypeNormal, v1.EventDrainCompleted, v1.EventActionDrain, fmt.Sprintf("drain %q completed: deleted %s in %s (%d passes, %d requests)",
@@ -227,6 +234,11 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	// Bucketies' passes are not starved.
 	return 10 * time.Millisecond
 }
+
+// countAhead is the most entries a drain's first step lists, beyond what
+// it deletes, to tell what the resource holds: 100 listings of 1,000, once
+// per drain.
+const countAhead = 100_000
 
 // paramsOf is the parameters Ensure used in this pass.
 func paramsOf(f *facts, b *v1.Buckety) map[string]string {
@@ -280,12 +292,22 @@ func applyStep(backend string, st *v1.DrainStatus, step drivers.DrainStep, err e
 		return
 	}
 	st.Message = ""
+	if !step.Remaining.Known && st.Initial != nil && st.Initial.Objects != nil {
+		// What the start held, less what the drain removed: content
+		// written meanwhile is not in it, and the step that lists to the
+		// end corrects it.
+		st.Current = remainder(st.Initial, st.Deleted)
+	}
 	if step.Remaining.Known {
 		st.Current = content(step.Remaining, st.Initial)
 		if st.Passes == 1 {
 			first := &v1.DrainContent{Objects: ptr(deleted + step.Remaining.Objects)}
-			if st.Initial != nil {
+			switch {
+			case st.Initial != nil && st.Initial.Bytes != nil:
 				first.Bytes = st.Initial.Bytes
+			case step.Deleted.Bytes > 0 || step.Remaining.Bytes > 0:
+				// A bucket's listing tells sizes; a topic's offsets do not.
+				first.Bytes = ptr(step.Deleted.Bytes + step.Remaining.Bytes)
 			}
 			if st.Initial == nil || st.Initial.Objects == nil {
 				st.Initial = first
@@ -321,6 +343,26 @@ func content(c drivers.Content, initial *v1.DrainContent) *v1.DrainContent {
 		out.Bytes = ptr(c.Bytes)
 	}
 	return out
+}
+
+// remainder is initial less deleted, never below zero; bytes only where
+// both are known.
+func remainder(initial *v1.DrainContent, deleted v1.DrainContent) *v1.DrainContent {
+	less := func(a, b *int64) *int64 {
+		if a == nil || b == nil {
+			return nil
+		}
+		return ptr(max(*a-*b, 0))
+	}
+	return &v1.DrainContent{Objects: less(initial.Objects, ptr(valueOf(deleted.Objects))), Bytes: less(initial.Bytes, deleted.Bytes)}
+}
+
+// valueOf is *p, or 0 for nil.
+func valueOf(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func add(p **int64, n int64) {
