@@ -39,10 +39,22 @@ FUZZTIME   ?= 1000000x
 # picked up without editing this file.
 FUZZ_TARGETS = grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd internal drivers test | sed -E 's|^(.*)/[^/]*:func (.*)|./\1 \2|' | sort -u
 
-.PHONY: help
-help: ## list targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+# make help prints every target with a `## ` comment on its rule line,
+# grouped by the `##@ Section` line above it (a section may be named more
+# than once: its targets are gathered), sections in HELP_SECTIONS' order.
+HELP_SECTIONS := Try it|Test|Benchmarks|Build and release|Generated files and checks
 
+##@ Try it
+.PHONY: help
+help: ## list targets, by section
+	@awk -v order='$(HELP_SECTIONS)' ' \
+	  /^##@ / { sec = substr($$0, 5); next } \
+	  /^[A-Za-z0-9_.-]+:.*## / { name = $$0; sub(/:.*/, "", name); text = $$0; sub(/^[^#]*## /, "", text); \
+	    lines[sec] = lines[sec] sprintf("  make %-18s %s\n", name, text) } \
+	  END { n = split(order, secs, "|"); for (i = 1; i <= n; i++) if (secs[i] in lines) { printf "%s%s:\n%s", (i > 1 ? "\n" : ""), secs[i], lines[secs[i]]; delete lines[secs[i]] } \
+	    for (sec in lines) { printf "\n%s:\n%s", sec, lines[sec] } }' $(MAKEFILE_LIST)
+
+##@ Build and release
 .PHONY: build
 build: ## build the three binaries into bin/ with version ldflags
 	$(GOBUILD) -o bin/ ./cmd/buckety-controller ./cmd/buckety-webhook ./cmd/buckety-release
@@ -65,6 +77,7 @@ pin-base: ## pin hack/base-image to the current digest of the distroless base (n
 release: ## render deploy/kustomize/release from ./oci (after make image)
 	go run ./cmd/buckety-release render --oci-dir oci --out deploy/kustomize/release
 
+##@ Generated files and checks
 .PHONY: generate
 generate: ## regenerate deepcopy, CRDs, the published JSON schemas and the docs' generated tables
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./internal/api/...
@@ -84,7 +97,7 @@ verify: verify-generated lint ## fail on generated-file drift, untidy modules, g
 # verify-generated is verify's part that make test runs first: the e2e
 # builds from the generated files, so they are checked before it starts.
 .PHONY: verify-generated lint
-verify-generated:
+verify-generated: ## verify's first part: generated files, tidy modules, gofmt
 	@snap=$$(mktemp -d); trap 'rm -rf "$$snap"' EXIT; \
 	cp -r --parents $(GENERATED) "$$snap"/; \
 	$(MAKE) --no-print-directory generate >/dev/null; \
@@ -96,11 +109,12 @@ verify-generated:
 	@if [ -n "$$(gofmt -l cmd internal drivers test)" ]; then echo "gofmt needed:"; gofmt -l cmd internal drivers test; exit 1; fi
 
 # lint is verify's other part: make test runs it beside the e2e suite.
-lint:
+lint: ## verify's second part: go vet and staticcheck
 	go vet ./...
 	go vet -tags $(TESTHOOKS) ./internal/testhook/ ./test/integration/
 	go tool staticcheck ./...
 
+##@ Test
 .PHONY: tools
 tools: ## build the pinned Kubernetes, etcd, VersityGW, MinIO and SeaweedFS binaries, fetch contain, promtool and the real clients (cached outside the clone)
 	$(TOOLS) $(KUBE_TOOLS) versitygw minio seaweedfs contain promtool clients
@@ -171,6 +185,7 @@ faults: test-binaries ## the fault harness at full size: broker outages, S3 rest
 	@mkdir -p $(RUN_DIR)
 	$(TEST_ENV) FAULTS_FULL=1 FAULTS_TABLE=$(CURDIR)/$(RUN_DIR)/faults-table.txt go test -count=1 -timeout 90m -v -run '^TestFaults$$' ./test/faults
 
+##@ Benchmarks
 .PHONY: bench
 bench: test-binaries ## run the benchmarks and print their figures (not part of make test)
 	$(TEST_ENV) go test -run '^$$' -bench . -benchtime 1000x ./drivers/... ./internal/admission/
@@ -204,6 +219,7 @@ bench-peers: ## buckety vs provider-kafka (PEER_SRC=checkout): N=1000 topics wit
 	@mkdir -p $(RUN_DIR)
 	$(TEST_ENV) PEER_SRC=$(abspath $(PEER_SRC)) BENCH_PEERS_FULL=1 BENCH_PEERS_TABLE=$(CURDIR)/$(RUN_DIR)/bench-peers.txt go test -count=1 -timeout 240m -v -run '^TestPeers$$' ./test/scale
 
+##@ Test
 .PHONY: e2e
 e2e: test-binaries ## the e2e scenario suites on the local node (IMPLEMENTATIONS, SCENARIOS, KEEP_FAILED)
 	$(TEST_ENV) test/e2e/local.sh
@@ -241,6 +257,7 @@ test-e2e-side:
 	$(MAKE) --no-print-directory e2e
 	$(MAKE) --no-print-directory test-node
 
+##@ Try it
 .PHONY: run
 run: test-binaries ## the whole product on a local node: node, backends, image, buckety from the release, examples (SEAWEEDFS=true adds SeaweedFS)
 	@$(RUN_ENV) $(if $(filter true,$(SEAWEEDFS)),BUCKETY_SEAWEEDFS=$$($(TOOLS) seaweedfs)) go run ./test/localstack/cmd/buckety-local up --dir $(RUN_DIR)/local $(if $(filter true,$(SEAWEEDFS)),--seaweedfs)
@@ -255,7 +272,7 @@ run-controlplane: ## only a control plane with the CRDs (no root needed); stop w
 	@echo "export KUBECONFIG=$(CURDIR)/$(RUN_DIR)/controlplane/kubeconfig"
 
 .PHONY: stop-controlplane
-stop-controlplane:
+stop-controlplane: ## stop what make run-controlplane started
 	go run ./test/controlplane/cmd/controlplane down --dir $(RUN_DIR)/controlplane
 
 .PHONY: clean
