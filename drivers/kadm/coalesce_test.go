@@ -312,8 +312,12 @@ func TestCoalescingManyConcurrentCalls(t *testing.T) {
 		}
 	}
 	t.Logf("1000 concurrent Delete: %v", deleted)
-	if deleted["DeleteTopics"] > 5 {
-		t.Errorf("want at most 5 DeleteTopics requests, got %v", deleted)
+	// Batched: 1000 deletes without it are 1000 requests. A loaded
+	// machine splits the batching windows (6 in a CI run with a load
+	// average of 25, against 1-3 idle), so the bound is what proves
+	// batching, not the idle figure.
+	if deleted["DeleteTopics"] > 20 {
+		t.Errorf("want at most 20 DeleteTopics requests for 1000 deletes, got %v", deleted)
 	}
 	if left := f.brokerTopics(t, names); len(left) != 0 {
 		t.Errorf("want every topic deleted, %d left", len(left))

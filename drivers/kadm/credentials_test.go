@@ -295,8 +295,12 @@ func TestScopedGrantsAreBatched(t *testing.T) {
 		total += ops[op]
 	}
 	t.Logf("granting %d accesses at once: %v", n, ops)
-	if total > n/4 {
-		t.Errorf("granting %d accesses: want the user and ACL requests batched (at most %d), got %d: %v", n, n/4, total, ops)
+	// Unbatched, each grant is at least 4 of these requests (160 for 40).
+	// A loaded machine splits the batching windows (11 in a CI run with a
+	// load average of 25, against 6-9 idle): the bound proves batching,
+	// not the idle figure.
+	if total > n/2 {
+		t.Errorf("granting %d accesses: want the user and ACL requests batched (at most %d), got %d: %v", n, n/2, total, ops)
 	}
 	for i, g := range grants {
 		have, err := f.backend.principalACLs(ctx, as[i].Principal)
@@ -331,8 +335,9 @@ func TestScopedGrantsAreBatched(t *testing.T) {
 		total += ops[op]
 	}
 	t.Logf("revoking %d accesses at once: %v", n, ops)
-	if total > n/4 {
-		t.Errorf("revoking %d accesses: want the user and ACL requests batched (at most %d), got %d: %v", n, n/4, total, ops)
+	// As for grants: the bound proves batching on a loaded machine too.
+	if total > n/2 {
+		t.Errorf("revoking %d accesses: want the user and ACL requests batched (at most %d), got %d: %v", n, n/2, total, ops)
 	}
 	users, err := f.admin.DescribeUserSCRAMs(ctx)
 	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
