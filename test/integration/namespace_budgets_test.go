@@ -23,8 +23,10 @@ import (
 // webhook: limits.namespaces gives a namespace named in it, and one
 // labelled as its selector asks, its own disk budget in the controller;
 // a topic over it is refused naming the entry, with what the namespace
-// uses, what the topic asks for and the budget; and the budget metrics
-// carry each namespace's own budget.
+// uses, what the topic asks for and the budget; the budget metrics carry
+// each namespace's own budget; and relabelling a namespace into a larger
+// budget makes its waiting topic Ready at once, though its retries are an
+// hour apart (wakeOnly): the Namespace watch woke it.
 func TestNamespaceBudgetsInController(t *testing.T) {
 	needInfra(t)
 	const mi = 1 << 20
@@ -86,6 +88,16 @@ func TestNamespaceBudgetsInController(t *testing.T) {
 	huge := budgetTopic(gold, "huge", 8, "3145728")
 	create(t, huge)
 	refused(huge, "it uses 20Mi and asks for 32Mi more, over its budget of 32Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.namespaces[1].diskBytes)")
+
+	waiting := big(plain)
+	create(t, waiting)
+	refused(waiting, "it uses 4Mi and asks for 16Mi more, over its budget of 8Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)")
+	relabel(t, plain, "gold")
+	waitCondition(t, waiting, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	wantBudget(t, plain, "diskBytes", 32*mi)
+	if c := waitCondition(t, byName, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout); !strings.Contains(c.Message, "limits.namespaces[0]") {
+		t.Errorf("the topic over the named namespace's budget: want it still refused, got %q", c.Message)
+	}
 }
 
 // relabel sets namespace ns's tier label.
