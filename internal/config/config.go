@@ -183,7 +183,8 @@ type Limits struct {
 	// first entry, in file order, that names a namespace or whose selector
 	// matches its labels replaces each figure it sets (a figure it leaves
 	// out stays the backend's). A platform gives one team more, or less,
-	// without a second backend.
+	// without a second backend. Relabelling a namespace wakes its
+	// Bucketies that wait for room under its limits.
 	Namespaces []NamespaceLimits `json:"namespaces,omitempty"`
 
 	// Partitions is the most topic partitions one namespace may have on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,6 +67,9 @@ type Options struct {
 //     backend (Reconciler.Released, Reconciler.Waiters): only the
 //     Bucketies waiting for that release;
 //   - the drift sweep finding its resource drifted (wake.BucketyDrifted);
+//   - a change to its namespace's labels, when it waits for room under
+//     its namespace's limits and a backend chooses limits by namespace
+//     label (namespaceToWaiting);
 //   - the usage refresher finding its QuotaWarning changed
 //     (wake.QuotaWarningChanged); a write of status.usage alone does not wake
 //     it (UsageOnly);
@@ -98,6 +102,10 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{}))
 	for _, s := range o.Wakes.BucketySources() {
 		b = b.WatchesRawSource(s)
+	}
+	if selectsByLabel(o.Backends) {
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToWaiting(mgr)),
+			builder.WithPredicates(namespaceRelabelled()))
 	}
 	err := b.Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(accessToBuckety)).
 		Watches(&v1.BucketyClaim{}, claimReleased(r.Waiters)).

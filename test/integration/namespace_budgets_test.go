@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/harness"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// TestNamespaceBudgetsInController (#52), on the broker, without the
+// webhook: limits.namespaces gives a namespace named in it, and one
+// labelled as its selector asks, its own disk budget in the controller;
+// a topic over it is refused naming the entry, with what the namespace
+// uses, what the topic asks for and the budget; the budget metrics carry
+// each namespace's own budget; and relabelling a namespace into a larger
+// budget makes its waiting topic Ready at once, though its retries are an
+// hour apart (wakeOnly): the Namespace watch woke it.
+func TestNamespaceBudgetsInController(t *testing.T) {
+	needInfra(t)
+	const mi = 1 << 20
+	plain, named, gold := namespace(t), namespace(t), namespace(t)
+	relabel(t, gold, "gold")
+	namedCount := 20
+	k := sharedKafka("kafka")
+	k.Limits = &config.Limits{
+		DiskBytes:    drivers.ByteSize{Bytes: 8 * mi},
+		PerNamespace: 10,
+		Namespaces: []config.NamespaceLimits{
+			{Names: []string{named}, DiskBytes: &drivers.ByteSize{Bytes: 16 * mi}, PerNamespace: &namedCount},
+			{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}, DiskBytes: &drivers.ByteSize{Bytes: 32 * mi}},
+		},
+	}
+	startControllerWith(t, harness.ConfigYAML(k), nil, func(o *appcontroller.Options) {
+		wakeOnly(o)
+		o.Usage = time.Second
+	})
+	for _, ns := range []string{plain, named, gold} {
+		removeWhileRunning(t, ns)
+	}
+
+	// 2 partitions × (1 MiB retention + 1 MiB segment): 4 MiB each.
+	for _, ns := range []string{plain, named, gold} {
+		b := budgetTopic(ns, "small", 2, "1048576")
+		create(t, b)
+		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	}
+	// Each namespace's own budgets; a figure the entry leaves out (the
+	// selector's perNamespace) stays the backend's.
+	for _, c := range []struct {
+		ns              string
+		disk, bucketies int64
+	}{{plain, 8 * mi, 10}, {named, 16 * mi, 20}, {gold, 32 * mi, 10}} {
+		wantBudget(t, c.ns, "diskBytes", c.disk)
+		wantBudget(t, c.ns, "bucketies", c.bucketies)
+	}
+	if got := gauge(t, "buckety_namespace_budget_used", map[string]string{"backend": "kafka", "namespace": named, "budget": "diskBytes"}); got != 4*mi {
+		t.Errorf("want buckety_namespace_budget_used{budget=diskBytes} of %s 4Mi, got %v", named, got)
+	}
+
+	// 4 partitions × (3 MiB + 1 MiB): 16 MiB more.
+	big := func(ns string) *v1.Buckety { return budgetTopic(ns, "big", 4, "3145728") }
+	refused := func(b *v1.Buckety, want string) {
+		t.Helper()
+		c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout)
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("%s/%s: want %q, got %q", b.Namespace, b.Name, want, c.Message)
+		}
+	}
+	byName := big(named)
+	create(t, byName)
+	refused(byName, "it uses 4Mi and asks for 16Mi more, over its budget of 16Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.namespaces[0].diskBytes)")
+	inGold := big(gold)
+	create(t, inGold)
+	waitCondition(t, inGold, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	// 8 partitions × 4 MiB: 32 MiB more, where 20 MiB of 32 are used.
+	huge := budgetTopic(gold, "huge", 8, "3145728")
+	create(t, huge)
+	refused(huge, "it uses 20Mi and asks for 32Mi more, over its budget of 32Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.namespaces[1].diskBytes)")
+
+	waiting := big(plain)
+	create(t, waiting)
+	refused(waiting, "it uses 4Mi and asks for 16Mi more, over its budget of 8Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)")
+	relabel(t, plain, "gold")
+	waitCondition(t, waiting, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	wantBudget(t, plain, "diskBytes", 32*mi)
+	if c := waitCondition(t, byName, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout); !strings.Contains(c.Message, "limits.namespaces[0]") {
+		t.Errorf("the topic over the named namespace's budget: want it still refused, got %q", c.Message)
+	}
+}
+
+// relabel sets namespace ns's tier label.
+func relabel(t *testing.T, ns, tier string) {
+	t.Helper()
+	obj := &corev1.Namespace{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: ns}, obj); err != nil {
+		t.Fatal(err)
+	}
+	patch(t, obj, fmt.Sprintf(`{"metadata":{"labels":{"tier":%q}}}`, tier))
+}
+
+// wantBudget waits until the budget metrics of backend kafka give
+// namespace ns limit of budget (diskBytes, bucketies, ...).
+func wantBudget(t *testing.T, ns, budget string, limit int64) {
+	t.Helper()
+	wait.For(t, waitTimeout, fmt.Sprintf("buckety_namespace_budget_limit{budget=%s} of %s", budget, ns), func() (bool, string) {
+		got := gauge(t, "buckety_namespace_budget_limit", map[string]string{"backend": "kafka", "namespace": ns, "budget": budget})
+		return got == float64(limit), fmt.Sprintf("want %d, got %v", limit, got)
+	})
+}
