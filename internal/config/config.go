@@ -93,7 +93,8 @@ type Backend struct {
 	// with the driver's rules and the limits when the file loads, count
 	// toward budgets as if the tenant had written them (a disk budget's
 	// config.retention.bytes, for one), and are recorded in each
-	// Buckety's status.parameterDefaults. Keys in limits.deniedParameters
+	// Buckety's status.parameterDefaults; its status.effectiveParameters
+	// show the merge (kubectl describe). Keys in limits.deniedParameters
 	// may be defaulted: the list binds tenants, not the platform.
 	Parameters map[string]string `json:"parameters,omitempty"`
 	// ConvergeParameters applies changed, added and removed defaults to

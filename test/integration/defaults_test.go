@@ -2,13 +2,16 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -21,6 +24,8 @@ import (
 // TestBackendParameterDefaults (#52), on the broker: a topic that sets
 // nothing gets the backend's defaults (and counts them against the
 // namespace's disk budget), records them in status.parameterDefaults,
+// shows the spec merged over them in status.effectiveParameters (a
+// bucket's defaulted quota in kubectl get's QUOTA column too),
 // keeps them when the platform changes a default, and takes the new one
 // only from a backend that converges its defaults; a namespace labelled
 // for a larger budget gets it from the controller too, and a floor and a
@@ -44,7 +49,9 @@ func TestBackendParameterDefaults(t *testing.T) {
 				DiskBytes: &drivers.ByteSize{Bytes: 64 << 20},
 			}},
 		}
-		return harness.ConfigYAML(k)
+		s := harness.S3("s3", sharedS3())
+		s.Parameters = map[string]string{"quota": "3Mi"}
+		return harness.ConfigYAML(k, s)
 	}
 	ns, gold := namespace(t), namespace(t)
 	// Each controller deletes what the test leaves while it runs (cleanups
@@ -69,6 +76,8 @@ func TestBackendParameterDefaults(t *testing.T) {
 	if pd := getBuckety(t, ns, plain.Name).Status.ParameterDefaults; pd["config.retention.ms"] != "3600000" || len(pd) != 4 {
 		t.Errorf("want status.parameterDefaults to record the 4 defaults, got %v", pd)
 	}
+	wantEffective(t, plain, defaults("3600000"))
+	effectiveQuotaShown(t, ns)
 
 	// 2 partitions × 2 MiB = 4 MiB counted: a 16 MiB topic does not fit
 	// the backend's 8 MiB, and fits the 64 MiB of a namespace labelled
@@ -91,6 +100,11 @@ func TestBackendParameterDefaults(t *testing.T) {
 	inGold := big(gold, "big")
 	create(t, inGold)
 	waitCondition(t, inGold, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	wantEffective(t, inGold, map[string]string{"partitions": "4", "config.retention.ms": "3600000",
+		"config.retention.bytes": "2097152", "config.segment.bytes": "2097152"})
+	if pd := inGold.Status.ParameterDefaults; pd["partitions"] != "2" || len(pd) != 4 {
+		t.Errorf("a topic that overrides defaults: want status.parameterDefaults to keep all 4 (partitions 2), got %v", pd)
+	}
 
 	// What got past admission (no webhook runs here) is refused by the
 	// controller, with the numbers and the config key.
@@ -131,6 +145,9 @@ func TestBackendParameterDefaults(t *testing.T) {
 	if got := topic(t, plain.Spec.Name).dynamic["retention.ms"]; got != "3600000" {
 		t.Errorf("converge off: want the existing topic to keep retention.ms 3600000, got %q", got)
 	}
+	edited := defaults("3600000")
+	edited["config.max.message.bytes"] = "100000"
+	wantEffective(t, plain, edited)
 
 	run.stop(t)
 	start(backend("7200000", true))
@@ -142,4 +159,77 @@ func TestBackendParameterDefaults(t *testing.T) {
 	if pd := getBuckety(t, ns, plain.Name).Status.ParameterDefaults; pd["config.retention.ms"] != "7200000" {
 		t.Errorf("converge on: want status.parameterDefaults to record the new default, got %v", pd)
 	}
+	converged := defaults("7200000")
+	converged["config.max.message.bytes"] = "200000"
+	wantEffective(t, plain, converged)
+}
+
+// wantEffective waits until b's status.effectiveParameters are want (the
+// status is written at the end of the pass that applied them), leaving
+// the status read in b.
+func wantEffective(t *testing.T, b *v1.Buckety, want map[string]string) {
+	t.Helper()
+	wait.For(t, waitTimeout, "status.effectiveParameters of "+b.Name, func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(b), b); err != nil {
+			return false, err.Error()
+		}
+		return maps.Equal(b.Status.EffectiveParameters, want), fmt.Sprintf("want %v, got %v", want, b.Status.EffectiveParameters)
+	})
+}
+
+// effectiveQuotaShown: a bucket that writes no quota, on a backend whose
+// default gives one, shows it in status.effectiveParameters and in the
+// QUOTA column the API server prints for kubectl get (a server-side
+// Table, as kubectl asks for); one that writes its own shows its own.
+func effectiveQuotaShown(t *testing.T, ns string) {
+	t.Helper()
+	for _, c := range []struct{ name, quota, want string }{{"defaulted", "", "3Mi"}, {"own", "2Mi", "2Mi"}} {
+		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: ns},
+			Spec: v1.BucketySpec{Backend: "s3", Name: ns + "-" + c.name, RetentionPolicy: v1.RetentionDelete}}
+		if c.quota != "" {
+			b.Spec.Parameters = map[string]string{"quota": c.quota}
+		}
+		create(t, b)
+		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+		if got := b.Status.EffectiveParameters; !maps.Equal(got, map[string]string{"quota": c.want}) {
+			t.Errorf("bucket %s: want status.effectiveParameters quota %s, got %v", c.name, c.want, got)
+		}
+		if got := printerColumn(t, b, "Quota"); got != c.want {
+			t.Errorf("bucket %s: want the QUOTA column %q, got %q", c.name, c.want, got)
+		}
+	}
+}
+
+// printerColumn is the cell of column name in the row the API server
+// prints for b: the Table kubectl get asks for, from the CRD's
+// additionalPrinterColumns.
+func printerColumn(t *testing.T, b *v1.Buckety, name string) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().
+		AbsPath("/apis", v1.GroupVersion.Group, v1.GroupVersion.Version, "namespaces", b.Namespace, "bucketies", b.Name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("the Table of Buckety %s: %v", b.Name, err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatalf("the Table of Buckety %s: %v", b.Name, err)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("the Table of Buckety %s: want 1 row, got %d", b.Name, len(table.Rows))
+	}
+	for i, col := range table.ColumnDefinitions {
+		if col.Name == name && i < len(table.Rows[0].Cells) {
+			if cell := table.Rows[0].Cells[i]; cell != nil {
+				return fmt.Sprint(cell)
+			}
+			return ""
+		}
+	}
+	t.Fatalf("the Table of Buckety %s: no column %s in %+v", b.Name, name, table.ColumnDefinitions)
+	return ""
 }

@@ -375,13 +375,26 @@ type BucketyStatus struct {
 	Usage *Usage `json:"usage,omitempty"`
 
 	// ParameterDefaults are the backend's parameter defaults in effect
-	// under spec.parameters: the effective parameters are spec.parameters
-	// merged over them (a key the spec sets wins). Recorded
+	// under spec.parameters: the effective parameters (effectiveParameters)
+	// are spec.parameters merged over them (a key the spec sets wins).
+	// Every default is recorded, the ones the spec overrides too, so that
+	// removing an override falls back to its recorded default. Recorded
 	// when the resource is first provisioned, and kept (a changed default
 	// applies to new Bucketies only) unless the backend converges its
 	// defaults (convergeParameters in buckety-controller.yaml).
 	// +optional
 	ParameterDefaults map[string]string `json:"parameterDefaults,omitempty"`
+
+	// EffectiveParameters are the parameters the controller last
+	// provisioned the resource with: spec.parameters merged over
+	// parameterDefaults (a key the spec sets wins), with the location
+	// parameters the resource was claimed with. Only the keys set in
+	// either, not the service's own defaults. Written with
+	// parameterDefaults when the resource is provisioned; shown by kubectl
+	// describe and read by the QUOTA and PUBLIC columns. For reading only:
+	// the controller never reads it back.
+	// +optional
+	EffectiveParameters map[string]string `json:"effectiveParameters,omitempty"`
 
 	// Drain is the progress of the last drain spec.drain requested.
 	// +optional
@@ -428,8 +441,8 @@ type Usage struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Used",type=integer,format=int64,JSONPath=`.status.usage.bytes`,description="bytes the resource holds, as last measured"
-// +kubebuilder:printcolumn:name="Quota",type=string,JSONPath=`.spec.parameters.quota`,priority=1
-// +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.spec.parameters.anonymousRead`,description="anonymous read of the bucket"
+// +kubebuilder:printcolumn:name="Quota",type=string,JSONPath=`.status.effectiveParameters.quota`,priority=1,description="hard quota of the bucket in effect (status.effectiveParameters)"
+// +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.status.effectiveParameters.anonymousRead`,description="anonymous read of the bucket in effect (status.effectiveParameters)"
 // +kubebuilder:printcolumn:name="Drain",type=string,JSONPath=`.status.drain.phase`,priority=1,description="phase of the last drain requested"
 // +kubebuilder:printcolumn:name="Shared",type=integer,JSONPath=`.status.sharedWith.accesses`,priority=1,description="accesses of other namespaces (spec.sharing)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -189,6 +189,7 @@ func TestCRDsOnRealAPIServer(t *testing.T) {
 	if out := kubectl("describe", "buckety", "orders", "-n", "tenant1"); !strings.Contains(out, "Name:         orders") || !strings.Contains(out, "cluster-kafka") {
 		t.Errorf("kubectl describe buckety orders: want the object, got\n%s", out)
 	}
+	effectiveColumns(ctx, t, c, kubectl)
 	if out := kubectl("wait", "--for=condition=Ready", "buckety/orders", "-n", "tenant1", "--timeout=10s"); !strings.Contains(out, "condition met") {
 		t.Errorf("kubectl wait --for=condition=Ready buckety/orders: want condition met, got\n%s", out)
 	}
@@ -200,6 +201,36 @@ func TestCRDsOnRealAPIServer(t *testing.T) {
 	}
 	if out := kubectl("explain", "buckety.spec.retentionPolicy"); !strings.Contains(out, "Retain (default) keeps it") {
 		t.Errorf("kubectl explain: want the field description, got\n%s", out)
+	}
+}
+
+// effectiveColumns: a bucket whose quota and anonymous read come from
+// the backend's defaults (status.effectiveParameters, not spec.parameters)
+// shows them in the QUOTA and PUBLIC columns, and kubectl describe shows
+// its effective parameters beside the defaults.
+func effectiveColumns(ctx context.Context, t *testing.T, c client.Client, kubectl func(...string) string) {
+	t.Helper()
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "files", Namespace: "tenant1"},
+		Spec: v1.BucketySpec{Backend: "cluster-s3", Parameters: map[string]string{"versioning": "true"}}}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	b.Status.BackendResourceName = "tenant1-files"
+	b.Status.ParameterDefaults = map[string]string{"quota": "7Mi", "anonymousRead": "true"}
+	b.Status.EffectiveParameters = map[string]string{"quota": "7Mi", "anonymousRead": "true", "versioning": "true"}
+	if err := c.Status().Update(ctx, b); err != nil {
+		t.Fatalf("status update with effectiveParameters: %v", err)
+	}
+	out := kubectl("get", "bky", "files", "-n", "tenant1", "-o", "wide")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "QUOTA") || !strings.Contains(lines[0], "PUBLIC") ||
+		!strings.Contains(lines[1], "7Mi") || !strings.Contains(lines[1], "true") {
+		t.Errorf("kubectl get bky files -o wide: want QUOTA 7Mi and PUBLIC true from status.effectiveParameters, got\n%s", out)
+	}
+	out = kubectl("describe", "buckety", "files", "-n", "tenant1")
+	for _, want := range []string{"Effective Parameters:", "Parameter Defaults:", "7Mi"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl describe buckety files: want %q in\n%s", want, out)
+		}
 	}
 }
 

@@ -586,6 +586,13 @@ func (in *BucketyStatus) DeepCopyInto(out *BucketyStatus) {
 			(*out)[key] = val
 		}
 	}
+	if in.EffectiveParameters != nil {
+		in, out := &in.EffectiveParameters, &out.EffectiveParameters
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Drain != nil {
 		in, out := &in.Drain, &out.Drain
 		*out = new(DrainStatus)

@@ -29,7 +29,8 @@ type facts struct {
 	// defaults are the backend's parameter defaults in effect for this
 	// Buckety (status.parameterDefaults), and params spec.parameters
 	// merged over them: what the driver gets and budgets count
-	// (provision replaces the location parameters with the claim's).
+	// (provision replaces the location parameters with the claim's), and
+	// status.effectiveParameters records.
 	defaults, params map[string]string
 	// claim is this Buckety's claim on the backend resource.
 	claim *v1.BucketyClaim

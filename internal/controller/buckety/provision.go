@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,6 +165,7 @@ func (r *Reconciler) mirrorClaim(b *v1.Buckety, e *backends.Entry, cl *v1.Bucket
 	b.Status.BackendResourceName = cl.Spec.ResourceName
 	b.Status.Provenance = provenance
 	b.Status.ParameterDefaults = f.defaults
+	b.Status.EffectiveParameters = effectiveParameters(f.params)
 	switch {
 	case first && (provenance == v1.ProvenanceAdopted || moved):
 		msg := fmt.Sprintf("%s %s on backend %s (driver %s %s)", strings.ToLower(string(provenance)), f.resourceName, e.Name, e.Driver.Name(), e.Driver.Version())
@@ -184,4 +186,16 @@ func (r *Reconciler) mirrorClaim(b *v1.Buckety, e *backends.Entry, cl *v1.Bucket
 		r.event(b, corev1.EventTypeNormal, reason, v1.EventActionReconcile, strings.Join(changes, "; "))
 	}
 	b.Status.DriverBuildVersion = e.Driver.Version().String()
+}
+
+// effectiveParameters is status.effectiveParameters: params, what this
+// pass provisioned the resource with (spec.parameters over the defaults in
+// effect, the location parameters as the claim recorded them), copied so
+// the status shares no map with the spec; nil when no key is set, so the
+// field is left out.
+func effectiveParameters(params map[string]string) map[string]string {
+	if len(params) == 0 {
+		return nil
+	}
+	return maps.Clone(params)
 }

@@ -187,8 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		f.claimErr = err
 		return requeue, nil
 	}
-	f.defaults = budget.Defaults(e.Config, b)
-	f.params = config.Effective(b.Spec.Parameters, f.defaults)
+	mergeDefaults(e, b, f)
 	terms := termsOf(b, e.Config)
 	f.drainTerms = &terms
 	fp := budget.Footprint(e.Config, f.params)
@@ -207,6 +206,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return requeue, err
 	}
 	return requeue, nil
+}
+
+// mergeDefaults records the backend defaults in effect for b (kept as
+// recorded, or the backend's current ones: config.Backend.DefaultsFor)
+// and spec.parameters merged over them: what the driver gets, budgets
+// count, and status.effectiveParameters shows.
+func mergeDefaults(e *backends.Entry, b *v1.Buckety, f *facts) {
+	f.defaults = budget.Defaults(e.Config, b)
+	f.params = config.Effective(b.Spec.Parameters, f.defaults)
 }
 
 // failure classifies this reconcile for the retry backoff: soon after a
