@@ -313,11 +313,14 @@ func applyStep(backend string, st *v1.DrainStatus, step drivers.DrainStep, err e
 	}
 }
 
-// content is a driver's figures as status shows them: bytes only where
-// the service tells them (a non-zero figure, or bytes known at the start).
+// content is a driver's figures as status shows them. A driver's Bytes is
+// 0 where the step did not measure them (a topic's records carry no size),
+// so bytes are shown only where they are known: a non-zero figure, or an
+// empty resource (which holds no bytes) of a drain whose bytes were known
+// at the start. A count nobody measured is absent, never 0.
 func content(c drivers.Content, initial *v1.DrainContent) *v1.DrainContent {
 	out := &v1.DrainContent{Objects: ptr(c.Objects)}
-	if c.Bytes > 0 || (initial != nil && initial.Bytes != nil) {
+	if c.Bytes > 0 || (c.Objects == 0 && initial != nil && initial.Bytes != nil) {
 		out.Bytes = ptr(c.Bytes)
 	}
 	return out

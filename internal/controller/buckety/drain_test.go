@@ -2,6 +2,7 @@ package buckety
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,63 @@ func TestApplyStep(t *testing.T) {
 	applyStep("kafka", st, drivers.DrainStep{Deleted: drivers.Content{Known: true, Objects: 400}, Remaining: drivers.Content{Known: true}, Done: true, Requests: 2}, nil, *at(3 * time.Second))
 	if st.Phase != v1.DrainPhaseDrained || st.CompletionTime == nil || *st.Current.Objects != 0 || *st.Deleted.Objects != 1000 || st.Message != "" {
 		t.Errorf("done: want Drained, 1000 deleted, none left; got %+v", st)
+	}
+}
+
+// TestDrainContentBytes: a byte count the driver did not measure is absent
+// from status.drain.current, never 0. The Kafka driver measures no bytes:
+// a topic whose initial bytes came from the usage report shows no current
+// bytes while records remain, and 0 once it is empty.
+func TestDrainContentBytes(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	show := func(p *int64) string {
+		if p == nil {
+			return "absent"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	for _, c := range []struct {
+		name    string
+		c       drivers.Content
+		initial *v1.DrainContent
+		want    string
+	}{
+		{name: "records left, bytes not measured, initial bytes known", c: drivers.Content{Known: true, Objects: 400}, initial: &v1.DrainContent{Objects: n(1000), Bytes: n(4096)}, want: "absent"},
+		{name: "records left, nothing known of bytes", c: drivers.Content{Known: true, Objects: 400}, want: "absent"},
+		{name: "objects and bytes measured", c: drivers.Content{Known: true, Objects: 3, Bytes: 30}, want: "30"},
+		{name: "empty, initial bytes known", c: drivers.Content{Known: true}, initial: &v1.DrainContent{Bytes: n(4096)}, want: "0"},
+		{name: "empty, nothing known of bytes", c: drivers.Content{Known: true}, want: "absent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := content(c.c, c.initial)
+			if got.Objects == nil || *got.Objects != c.c.Objects {
+				t.Errorf("objects: want %d, got %s", c.c.Objects, show(got.Objects))
+			}
+			if show(got.Bytes) != c.want {
+				t.Errorf("bytes: want %s, got %s", c.want, show(got.Bytes))
+			}
+		})
+	}
+
+	// A topic drained in two steps, its initial bytes from the usage report.
+	b := drainingBuckety(2, &v1.DrainSpec{Request: "r1"}, nil)
+	b.Status.Driver = "kadm"
+	drainRequest(b, t0)
+	st := b.Status.Drain
+	st.Initial = &v1.DrainContent{Bytes: n(4096)}
+	applyStep("kafka", st, drivers.DrainStep{Deleted: drivers.Content{Known: true, Objects: 600}, Remaining: drivers.Content{Known: true, Objects: 400}, Requests: 3}, nil, *at(time.Second))
+	if st.Current == nil || show(st.Current.Objects) != "400" || st.Current.Bytes != nil {
+		t.Errorf("after the first step: want current 400 records and no bytes, got %+v", st.Current)
+	}
+	if show(st.Initial.Objects) != "1000" || show(st.Initial.Bytes) != "4096" {
+		t.Errorf("initial: want 1000 records and 4096 bytes, got %+v", st.Initial)
+	}
+	if st.Deleted.Bytes != nil {
+		t.Errorf("deleted bytes: want absent (not measured), got %s", show(st.Deleted.Bytes))
+	}
+	applyStep("kafka", st, drivers.DrainStep{Deleted: drivers.Content{Known: true, Objects: 400}, Remaining: drivers.Content{Known: true}, Done: true, Requests: 3}, nil, *at(2 * time.Second))
+	if st.Phase != v1.DrainPhaseDrained || show(st.Current.Objects) != "0" || show(st.Current.Bytes) != "0" {
+		t.Errorf("done: want Drained with 0 records and 0 bytes left, got %s %+v", st.Phase, st.Current)
 	}
 }
 
