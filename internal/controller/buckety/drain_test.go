@@ -271,3 +271,44 @@ func TestValidateDrainSpec(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainTermsUnresolved: the stuck threshold (and the intervals) come
+// from the backend's drain block wherever the config knows the backend,
+// also in a pass that does not reach the drain: a backend Resolve refuses
+// (its driver changed). Only a backend the config does not know gives the
+// defaults.
+func TestDrainTermsUnresolved(t *testing.T) {
+	set := testSetOf(t, "backends:\n- {name: s3, driver: s3, drain: {stuckAfter: 5m, interval: 3m, slowInterval: 15m}, config: {endpoint: 'http://127.0.0.1:1', accessKeyID: a, secretAccessKey: b}}\n")
+	r := &Reconciler{Backends: set}
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name, spec, status, driver string
+		refused, stuck             bool
+		inMsg                      string
+	}{
+		{name: "driver changed: the backend's stuckAfter", spec: "s3", status: "s3", driver: "kadm", refused: true, stuck: true, inMsg: "deleted nothing for 5m0s or more"},
+		{name: "resolved: the backend's stuckAfter", spec: "s3", stuck: true, inMsg: "deleted nothing for 5m0s or more"},
+		{name: "not in the config: the default", spec: "gone", status: "gone", driver: "s3", refused: true, inMsg: "deleted 7 objects"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := drainingBuckety(3, &v1.DrainSpec{Request: "r1"}, &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining, StartTime: at(0), LastProgressTime: at(0), Deleted: v1.DrainContent{Objects: n(7)}})
+			b.Spec.Backend, b.Status.Backend, b.Status.Driver = c.spec, c.status, c.driver
+			e, problem := r.resolve(b)
+			if (problem != nil) != c.refused {
+				t.Fatalf("want Resolve to refuse: %t, got %+v", c.refused, problem)
+			}
+			terms := termsOf(b, r.configured(b, e))
+			got := draining(b, &facts{now: t0.Add(6 * time.Minute), drainTerms: &terms})
+			wantReason := v1.ReasonDraining
+			if c.stuck {
+				wantReason = v1.ReasonDrainStuck
+			}
+			if got.Reason != wantReason || !strings.Contains(got.Message, c.inMsg) {
+				t.Errorf("want %s containing %q, got %s %q", wantReason, c.inMsg, got.Reason, got.Message)
+			}
+			if c.stuck && (terms.interval != 3*time.Minute || terms.slowInterval != 15*time.Minute) {
+				t.Errorf("want the backend's intervals 3m0s and 15m0s, got %s and %s", terms.interval, terms.slowInterval)
+			}
+		})
+	}
+}
