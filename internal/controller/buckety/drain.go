@@ -13,6 +13,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 )
 
 // Drain (spec.drain). A drain is a sequence of passes of the ordinary
@@ -236,6 +237,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		st.Initial = initialFromUsage(ctx, e, res, st.StartTime.Time)
 	}
 	step, err := e.Drainer.Drain(ctx, res, drivers.DrainLimits{Units: r.DrainUnits})
+	testhook.Pause(ctx, testhook.AfterDrainStep)
 	applyStep(e.Name, st, step, err, t)
 	if st.Phase == v1.DrainPhaseDrained {
 		r.event(b, corev1.EventTypeNormal, v1.EventDrainCompleted, v1.EventActionDrain, fmt.Sprintf("drain %q completed: deleted %s in %s (%d passes, %d requests)",
