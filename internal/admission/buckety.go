@@ -227,8 +227,9 @@ func adoption(p *field.Path, be *config.Backend, a v1.Adoption) field.ErrorList 
 // S3, off for Kafka) or its driver cannot drain, and durations out of
 // range. Checked on create and when the field changes, so a backend that
 // stops allowing drains does not block other updates (the controller
-// stops a running drain itself). Removing spec.drain is always allowed:
-// it cancels.
+// stops a running drain itself). slowInterval may not be shorter than the
+// interval it slows from: spec.drain.interval, else the backend's.
+// Removing spec.drain is always allowed: it cancels.
 func drain(p *field.Path, be *config.Backend, d *v1.DrainSpec) field.ErrorList {
 	if d == nil {
 		return nil
@@ -239,6 +240,17 @@ func drain(p *field.Path, be *config.Backend, d *v1.DrainSpec) field.ErrorList {
 	}
 	if d.Interval != nil && d.Interval.Duration < config.MinDrainInterval {
 		errs = append(errs, field.Invalid(p.Child("interval"), d.Interval.Duration.String(), fmt.Sprintf("must be at least %s (absent: the backend's drain.interval, else %s)", config.MinDrainInterval, config.DefaultDrainInterval)))
+	}
+	if d.SlowInterval != nil {
+		iv, from := be.DrainInterval(), "the backend's drain.interval"
+		if d.Interval != nil {
+			iv, from = d.Interval.Duration, "spec.drain.interval"
+		} else if be.Drain == nil || be.Drain.Interval.Duration == 0 {
+			from = "the default interval"
+		}
+		if msg := config.SlowIntervalProblem(d.SlowInterval.Duration, iv, from); msg != "" {
+			errs = append(errs, field.Invalid(p.Child("slowInterval"), d.SlowInterval.Duration.String(), msg))
+		}
 	}
 	if d.StuckAfter != nil && d.StuckAfter.Duration <= 0 {
 		errs = append(errs, field.Invalid(p.Child("stuckAfter"), d.StuckAfter.Duration.String(), fmt.Sprintf("must be positive (absent: the backend's drain.stuckAfter, else %s)", config.DefaultDrainStuckAfter)))

@@ -20,6 +20,11 @@ const drainConfig = `backends:
   service: kafka
   config: {seedBrokers: ['kafka:9092']}
   drain: {allow: true, interval: 5s, stuckAfter: 10m}
+- name: s3-grid
+  driver: s3
+  service: s3
+  config: {implementation: minio, endpoint: 'http://minio:9000', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
+  drain: {interval: 3m, slowInterval: 15m}
 - name: s3
   driver: s3
   config: {implementation: minio, endpoint: 'http://minio:9000', accessKeyID: '${AK}', secretAccessKey: '${SK}'}
@@ -64,7 +69,16 @@ func TestBucketyDrain(t *testing.T) {
 			err: `spec.drain.interval: Invalid value: "100ms": must be at least 1s`},
 		{name: "stuckAfter zero", old: withDrain("s3", nil), new: withDrain("s3", &v1.DrainSpec{Request: "r1", StuckAfter: dur(0)}),
 			err: `spec.drain.stuckAfter: Invalid value: "0s": must be positive`},
-		{name: "durations in range", old: withDrain("s3", nil), new: withDrain("s3", &v1.DrainSpec{Request: "r1", Interval: dur(time.Second), StuckAfter: dur(5 * time.Second)})},
+		{name: "durations in range", old: withDrain("s3", nil), new: withDrain("s3", &v1.DrainSpec{Request: "r1", Interval: dur(time.Second), SlowInterval: dur(time.Second), StuckAfter: dur(5 * time.Second)})},
+		{name: "slowInterval shorter than spec.drain.interval", old: withDrain("s3", nil), new: withDrain("s3", &v1.DrainSpec{Request: "r1", Interval: dur(time.Minute), SlowInterval: dur(30 * time.Second)}),
+			err: `spec.drain.slowInterval: Invalid value: "30s": must not be shorter than the interval it slows from (1m0s: spec.drain.interval)`},
+		{name: "slowInterval shorter than the backend's drain.interval", old: withDrain("s3-grid", nil), new: withDrain("s3-grid", &v1.DrainSpec{Request: "r1", SlowInterval: dur(time.Minute)}),
+			err: `spec.drain.slowInterval: Invalid value: "1m0s": must not be shorter than the interval it slows from (3m0s: the backend's drain.interval)`},
+		{name: "slowInterval shorter than the default interval", old: withDrain("s3", nil), new: withDrain("s3", &v1.DrainSpec{Request: "r1", SlowInterval: dur(5 * time.Second)}),
+			err: `spec.drain.slowInterval: Invalid value: "5s": must not be shorter than the interval it slows from (10s: the default interval)`},
+		{name: "slowInterval zero", old: withDrain("s3", nil), new: withDrain("s3", &v1.DrainSpec{Request: "r1", SlowInterval: dur(0)}),
+			err: `spec.drain.slowInterval: Invalid value: "0s": must be positive`},
+		{name: "slowInterval shorter than the backend's but not the Buckety's interval", old: withDrain("s3-grid", nil), new: withDrain("s3-grid", &v1.DrainSpec{Request: "r1", Interval: dur(10 * time.Second), SlowInterval: dur(time.Minute)})},
 		{name: "removing spec.drain where drains are not allowed (cancels)", old: withDrain("kafka", req("r1")), new: withDrain("kafka", nil)},
 		{name: "unchanged spec.drain is not rechecked (the maintainer withdrew drain.allow later)", old: withDrain("s3-keep", req("r1")), new: func() *v1.Buckety {
 			b := withDrain("s3-keep", req("r1"))

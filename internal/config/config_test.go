@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -134,6 +135,7 @@ func TestMisconfigured(t *testing.T) {
 		{"bad namespace selector", "backends:\n- {name: a, driver: test, limits: {namespaces: [{selector: {matchExpressions: [{key: tier, operator: Near}]}}]}, config: {endpoint: x}}\n", []string{`backends[0].limits.namespaces[0].selector: Invalid value`, `"Near" is not a valid label selector operator`}},
 		{"default above the ceiling", "backends:\n- {name: a, driver: test, parameters: {size: '64'}, limits: {parameterMax: {size: 12}}, config: {endpoint: x}}\n", []string{`backends[0].parameters[size]: Invalid value: "64": backend a allows at most 12 (limits.parameterMax.size in buckety-controller.yaml)`}},
 		{"bad drain block", "backends:\n- {name: a, driver: test, drain: {interval: 10ms, stuckAfter: -1s}, config: {endpoint: x}}\n", []string{`backends[0].drain.interval: Invalid value: "10ms": must be at least 1s (absent: 10s)`, `backends[0].drain.stuckAfter: Invalid value: "-1s": must be positive (absent: 30m0s)`}},
+		{"slow drain intervals out of range", "backends:\n- {name: a, driver: test, drain: {interval: 3m, slowInterval: 1m}, config: {endpoint: x}}\n- {name: b, driver: test, drain: {slowInterval: 5s}, config: {endpoint: y}}\n- {name: c, driver: test, drain: {slowInterval: -1s}, config: {endpoint: z}}\n", []string{`backends[0].drain.slowInterval: Invalid value: "1m0s": must not be shorter than the interval it slows from (3m0s: drain.interval)`, `backends[1].drain.slowInterval: Invalid value: "5s": must not be shorter than the interval it slows from (10s: the default drain.interval)`, `backends[2].drain.slowInterval: Invalid value: "-1s": must be positive (absent: 6 times the interval)`}},
 		{"drain allowed on a driver that cannot drain", "backends:\n- {name: a, driver: test, drain: {allow: true}, config: {endpoint: x}}\n", []string{`backends[0].drain.allow: Invalid value: true: driver test cannot empty a resource; remove drain.allow`}},
 		{"several problems at once", "backends:\n- name: a\n  driver: test\n- name: a\n  driver: nope\n", []string{"3 problems:", "backends[0].config.endpoint: Required value", "backends[1].name: Duplicate value", `backends[1].driver: Invalid value: "nope"`}},
 	}
@@ -355,5 +357,33 @@ func TestNamespaceLimitsAndDefaults(t *testing.T) {
 	}
 	if got := config.Effective(spec, a.DefaultsFor(nil, false)); got["size"] != "7" {
 		t.Errorf("effective: want the spec over the defaults, got %v", got)
+	}
+}
+
+// TestDrainBlock: a backend's drain block gives the pace of its drains:
+// StorageGrid's pair of intervals (3 min, then 15 min after the first
+// hour) loads as written; a block without slowInterval leaves it to the
+// interval (0 here: six times the interval, resolved by the controller).
+func TestDrainBlock(t *testing.T) {
+	body := "backends:\n- {name: a, driver: test, drain: {interval: 3m, slowInterval: 15m, stuckAfter: 3h}, config: {endpoint: x}}\n- {name: b, driver: test, drain: {interval: 3m}, config: {endpoint: y}}\n- {name: c, driver: test, drain: {slowInterval: 10s}, config: {endpoint: z}}\n"
+	c, err := config.Load(writeConfig(t, body), config.Options{Registry: registry(), Lookup: lookup(nil)})
+	if err != nil {
+		t.Fatalf("want no error, got %v", err)
+	}
+	for _, w := range []struct {
+		name                  string
+		interval, slow, stuck time.Duration
+	}{
+		{"a", 3 * time.Minute, 15 * time.Minute, 3 * time.Hour},
+		{"b", 3 * time.Minute, 0, config.DefaultDrainStuckAfter},
+		{"c", config.DefaultDrainInterval, 10 * time.Second, config.DefaultDrainStuckAfter},
+	} {
+		b, ok := c.Backend(w.name)
+		if !ok {
+			t.Fatalf("want backend %s", w.name)
+		}
+		if b.DrainInterval() != w.interval || b.DrainSlowInterval() != w.slow || b.DrainStuckAfter() != w.stuck {
+			t.Errorf("backend %s: want interval %s, slowInterval %s, stuckAfter %s; got %s, %s, %s", w.name, w.interval, w.slow, w.stuck, b.DrainInterval(), b.DrainSlowInterval(), b.DrainStuckAfter())
+		}
 	}
 }

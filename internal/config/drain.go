@@ -18,9 +18,14 @@ type Drain struct {
 	// by consumers its owner does not know of).
 	Allow *bool `json:"allow,omitempty"`
 	// Interval is how long a drain that found nothing to delete waits
-	// before its next pass (six times as long once the drain is an hour
-	// old); a Buckety's spec.drain.interval overrides it. Default 10s.
+	// before its next pass in its first hour; a Buckety's
+	// spec.drain.interval overrides it. Default 10s.
 	Interval drivers.Duration `json:"interval,omitzero"`
+	// SlowInterval is Interval once the drain is an hour old, as
+	// StorageGrid's drain polls less often after its first hour; a
+	// Buckety's spec.drain.slowInterval overrides it. Not shorter than
+	// Interval. Default six times the interval.
+	SlowInterval drivers.Duration `json:"slowInterval,omitzero"`
 	// StuckAfter is how long a drain may go without deleting anything
 	// before it reports DrainStuck with a Warning event; a Buckety's
 	// spec.drain.stuckAfter overrides it. Default 30m.
@@ -30,6 +35,11 @@ type Drain struct {
 // DefaultDrainInterval is Drain.Interval when neither the Buckety nor the
 // backend sets one.
 const DefaultDrainInterval = 10 * time.Second
+
+// DefaultDrainSlowFactor is how many times the interval a drain waits once
+// it is an hour old when neither the Buckety nor the backend sets a
+// slowInterval.
+const DefaultDrainSlowFactor = 6
 
 // DefaultDrainStuckAfter is Drain.StuckAfter when neither the Buckety nor
 // the backend sets one.
@@ -77,6 +87,30 @@ func (b *Backend) DrainInterval() time.Duration {
 	return DefaultDrainInterval
 }
 
+// DrainSlowInterval is b's drain.slowInterval, 0 when it sets none (the
+// slow interval then follows the interval: DefaultDrainSlowFactor times
+// it).
+func (b *Backend) DrainSlowInterval() time.Duration {
+	if b.Drain != nil {
+		return b.Drain.SlowInterval.Duration
+	}
+	return 0
+}
+
+// SlowIntervalProblem says what is wrong with a drain's slowInterval slow
+// given the interval it slows from (from names where that came from, for
+// the message), "" when nothing: it must be positive and not shorter than
+// the interval. The config, admission and the controller share it.
+func SlowIntervalProblem(slow, interval time.Duration, from string) string {
+	switch {
+	case slow <= 0:
+		return fmt.Sprintf("must be positive (absent: %d times the interval)", DefaultDrainSlowFactor)
+	case slow < interval:
+		return fmt.Sprintf("must not be shorter than the interval it slows from (%s: %s)", interval, from)
+	}
+	return ""
+}
+
 // DrainStuckAfter is b's drain.stuckAfter, or DefaultDrainStuckAfter.
 func (b *Backend) DrainStuckAfter() time.Duration {
 	if b.Drain != nil && b.Drain.StuckAfter.Duration > 0 {
@@ -96,6 +130,15 @@ func (b *Backend) validateDrain(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if d.Interval.Duration != 0 && d.Interval.Duration < MinDrainInterval {
 		errs = append(errs, field.Invalid(p.Child("interval"), d.Interval.String(), fmt.Sprintf("must be at least %s (absent: %s)", MinDrainInterval, DefaultDrainInterval)))
+	}
+	if d.SlowInterval.Duration != 0 {
+		from := "drain.interval"
+		if d.Interval.Duration == 0 {
+			from = "the default drain.interval"
+		}
+		if msg := SlowIntervalProblem(d.SlowInterval.Duration, b.DrainInterval(), from); msg != "" {
+			errs = append(errs, field.Invalid(p.Child("slowInterval"), d.SlowInterval.String(), msg))
+		}
 	}
 	if d.StuckAfter.Duration < 0 {
 		errs = append(errs, field.Invalid(p.Child("stuckAfter"), d.StuckAfter.String(), fmt.Sprintf("must be positive (absent: %s)", DefaultDrainStuckAfter)))

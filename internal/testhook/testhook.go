@@ -33,4 +33,7 @@ const (
 	// AfterMint: a scoped access's credential is set on the backend (user
 	// and grants); its Secret has not been written since.
 	AfterMint = "after-issue"
+	// AfterDrainStep: the driver made a drain step (spec.drain); status.drain
+	// has not been written since, so what the step deleted is not counted.
+	AfterDrainStep = "after-drain-step"
 )

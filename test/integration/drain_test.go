@@ -3,6 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +21,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
@@ -211,6 +215,31 @@ func TestDrainVersionedMinIO(t *testing.T) {
 	}
 }
 
+// filledBucket creates a Buckety name on the s3 backend (MinIO) in a new
+// namespace, waits for it Ready and fills its bucket with n objects; it
+// returns the Buckety, the bucket and a root client of the server.
+func filledBucket(t *testing.T, name string, n int) (*v1.Buckety, string, *s3.Client) {
+	t.Helper()
+	ns := namespace(t)
+	bucket := ns + "-" + name
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket}}
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	cl := rootS3(t)
+	fillBucket(t, cl, bucket, "o/", n)
+	return b, bucket, cl
+}
+
+// waitDeleting waits until b's drain made passes passes and deleted
+// something.
+func waitDeleting(t *testing.T, b *v1.Buckety, passes int64) {
+	t.Helper()
+	wait.For(t, waitTimeout, fmt.Sprintf("%d passes of the drain deleting", passes), func() (bool, string) {
+		d := getBuckety(t, b.Namespace, b.Name).Status.Drain
+		return d != nil && d.Passes >= passes && count(d.Deleted.Objects) > 0, fmt.Sprintf("%+v", d)
+	})
+}
+
 // TestDrainCancelAndRestart: passes of 50 objects over 3,000. Removing
 // spec.drain mid-way cancels (nothing more is deleted); a new request
 // starts again, the controller is stopped mid-drain, and a new controller
@@ -220,19 +249,10 @@ func TestDrainCancelAndRestart(t *testing.T) {
 	const n = 3000
 	yaml := configYAML("kafka", "s3")
 	first := startDrainController(t, yaml, 50)
-	ns := namespace(t)
-	bucket := ns + "-cancel"
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "cancel", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket}}
-	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	cl := rootS3(t)
-	fillBucket(t, cl, bucket, "o/", n)
-
+	b, bucket, cl := filledBucket(t, "cancel", n)
+	ns := b.Namespace
 	requestDrain(t, b, &v1.DrainSpec{Request: "first"})
-	wait.For(t, waitTimeout, "the first drain deleting", func() (bool, string) {
-		d := getBuckety(t, ns, b.Name).Status.Drain
-		return d != nil && count(d.Deleted.Objects) > 0, fmt.Sprintf("%+v", d)
-	})
+	waitDeleting(t, b, 1)
 	requestDrain(t, b, nil)
 	cur := waitDrain(t, b, "first", v1.DrainPhaseCancelled, waitTimeout)
 	waitCondition(t, b, v1.ConditionDraining, metav1.ConditionFalse, v1.ReasonDrainCancelled, waitTimeout)
@@ -420,4 +440,65 @@ func TestDrainStuck(t *testing.T) {
 		t.Errorf("want 100 records deleted once the broker answers, got %+v", *cur.Status.Drain)
 	}
 	waitCondition(t, b, v1.ConditionDraining, metav1.ConditionFalse, v1.ReasonDrained, waitTimeout)
+}
+
+// TestDrainSurvivesSIGKILL kills the real controller process (SIGKILL, as
+// the kernel's OOM killer or a node loss would) mid-drain of a bucket on
+// MinIO, right after a drain step deleted objects and before status.drain
+// counted them, and starts it again. The drain completes from what the
+// bucket and status.drain hold: the bucket is kept and empty, and
+// status.drain.deleted counts everything filled except exactly what the
+// killed step deleted (a pass whose status write was cut off is not
+// counted; reference.md, Draining). The binary is built with the test
+// hook (testhook.Tag).
+func TestDrainSurvivesSIGKILL(t *testing.T) {
+	needInfra(t)
+	const n, units = 2000, 50
+	kubeconfig, dir := asServiceAccount(t)
+	pauseDir := t.TempDir()
+	env := []string{testhook.Env + "=" + pauseDir}
+	args := []string{"--drain-units", strconv.Itoa(units)}
+	bin := buildController(t, "0.1.0", testhook.Tag)
+	c := runBinaryArgs(t, bin, kubeconfig, dir, env, args)
+	b, bucket, cl := filledBucket(t, "sigkill", n)
+	ns := b.Namespace
+	requestDrain(t, b, &v1.DrainSpec{Request: "crash"})
+	waitDeleting(t, b, 3)
+	arm := filepath.Join(pauseDir, testhook.AfterDrainStep+".arm")
+	if err := os.WriteFile(arm, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "controller paused right after a drain step", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterDrainStep+".reached"))
+		return err == nil, "not reached"
+	})
+	if err := c.p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.p = nil
+	mid := getBuckety(t, ns, b.Name).Status.Drain
+	left := bucketEntries(t, cl, bucket, false)
+	killed := n - int(count(mid.Deleted.Objects)) - left
+	t.Logf("killed after %d passes: %d counted, %d deleted by the killed step, %d left", mid.Passes, count(mid.Deleted.Objects), killed, left)
+	if mid.Phase != v1.DrainPhaseDraining || left == 0 || killed <= 0 || killed > units {
+		t.Fatalf("want the controller killed mid-drain right after a step of 1 to %d deletions, got %+v with %d objects left and %d uncounted", units, *mid, left, killed)
+	}
+
+	if err := os.Remove(arm); err != nil {
+		t.Fatal(err)
+	}
+	runBinaryArgs(t, bin, kubeconfig, dir, env, args)
+	cur := waitDrain(t, b, "crash", v1.DrainPhaseDrained, waitTimeout)
+	if rest := bucketEntries(t, cl, bucket, false); rest != 0 {
+		t.Errorf("want the bucket empty after the resumed drain, got %d objects", rest)
+	}
+	if !bucketExists(t, bucket) {
+		t.Errorf("the bucket must be kept")
+	}
+	if got, want := count(cur.Status.Drain.Deleted.Objects), int64(n-killed); got != want {
+		t.Errorf("status.drain.deleted: want %d (the %d filled less the %d the killed step deleted), got %d", want, n, killed, got)
+	}
+	if cur.Status.Drain.Passes <= mid.Passes {
+		t.Errorf("want the drain to have continued after the restart: %d passes before the kill, %d at the end", mid.Passes, cur.Status.Drain.Passes)
+	}
 }

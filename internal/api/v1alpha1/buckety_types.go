@@ -206,11 +206,17 @@ type DrainSpec struct {
 	StuckAfter *metav1.Duration `json:"stuckAfter,omitempty"`
 
 	// Interval is how long a drain pass that found nothing to delete
-	// waits before the next (six times as long once the drain is an hour
-	// old); a pass that deleted something is followed at once. Default:
-	// the backend's drain.interval, else 10s. At least 1s.
+	// waits before the next in the drain's first hour; a pass that
+	// deleted something is followed at once. Default: the backend's
+	// drain.interval, else 10s. At least 1s.
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// SlowInterval is Interval once the drain is an hour old. Default:
+	// the backend's drain.slowInterval, else six times the interval.
+	// Not shorter than the interval.
+	// +optional
+	SlowInterval *metav1.Duration `json:"slowInterval,omitempty"`
 }
 
 // DrainPhase is where a drain is.

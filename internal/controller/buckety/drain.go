@@ -13,6 +13,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 )
 
 // Drain (spec.drain). A drain is a sequence of passes of the ordinary
@@ -33,42 +34,52 @@ import (
 //     checks the rules that may have changed since admission (the
 //     backend's drain.allow, the driver), and makes one step when the
 //     interval allows: at once after a step that deleted something, else
-//     after the interval (six times as long once the drain is an hour
+//     after the interval (the slow interval once the drain is an hour
 //     old).
 //
 // The Draining condition (status.go's draining) is derived from
 // status.drain and the time of the pass: DrainStuck once nothing was
 // deleted for stuckAfter.
 
-// drainSlowAfter is how long a drain runs before its interval grows by
-// drainSlowFactor, as StorageGrid's drain polls less often after its
-// first hour.
-const (
-	drainSlowAfter  = time.Hour
-	drainSlowFactor = 6
-)
+// drainSlowAfter is how long a drain runs before it waits its slow
+// interval instead of its interval, as StorageGrid's drain polls less
+// often after its first hour.
+const drainSlowAfter = time.Hour
 
-// drainTerms are the pace of a drain: the Buckety's spec.drain, else the
-// backend's drain block, else the defaults.
+// drainTerms are the pace of a drain: each the Buckety's spec.drain, else
+// the backend's drain block, else the default.
 type drainTerms struct {
-	interval, stuckAfter time.Duration
+	// interval is the wait after a pass that deleted nothing in the
+	// drain's first hour, slowInterval after it.
+	interval, slowInterval time.Duration
+	stuckAfter             time.Duration
 }
 
-// termsOf is the pace of b's drain on backend be (nil: the backend did not
-// resolve; the defaults).
+// termsOf is the pace of b's drain on backend be (nil: the config does not
+// know the backend; the defaults). A slowInterval set by neither is
+// config.DefaultDrainSlowFactor times the interval; one shorter than the
+// interval (each valid where it was set, but from different places) is
+// the interval.
 func termsOf(b *v1.Buckety, be *config.Backend) drainTerms {
 	t := drainTerms{interval: config.DefaultDrainInterval, stuckAfter: config.DefaultDrainStuckAfter}
 	if be != nil {
-		t = drainTerms{interval: be.DrainInterval(), stuckAfter: be.DrainStuckAfter()}
+		t = drainTerms{interval: be.DrainInterval(), slowInterval: be.DrainSlowInterval(), stuckAfter: be.DrainStuckAfter()}
 	}
 	if d := b.Spec.Drain; d != nil {
 		if d.Interval != nil && d.Interval.Duration >= config.MinDrainInterval {
 			t.interval = d.Interval.Duration
 		}
+		if d.SlowInterval != nil && d.SlowInterval.Duration > 0 {
+			t.slowInterval = d.SlowInterval.Duration
+		}
 		if d.StuckAfter != nil && d.StuckAfter.Duration > 0 {
 			t.stuckAfter = d.StuckAfter.Duration
 		}
 	}
+	if t.slowInterval == 0 {
+		t.slowInterval = config.DefaultDrainSlowFactor * t.interval
+	}
+	t.slowInterval = max(t.slowInterval, t.interval)
 	return t
 }
 
@@ -80,6 +91,18 @@ func ValidateDrainSpec(d *v1.DrainSpec) string {
 	}
 	if d.Interval != nil && d.Interval.Duration < config.MinDrainInterval {
 		return fmt.Sprintf("spec.drain.interval %s: must be at least %s", d.Interval.Duration, config.MinDrainInterval)
+	}
+	if d.SlowInterval != nil {
+		// The interval it slows from is checked where spec.drain sets
+		// both; the backend's may change after admission (termsOf then
+		// keeps the slow interval no shorter than the interval).
+		var iv time.Duration
+		if d.Interval != nil {
+			iv = d.Interval.Duration
+		}
+		if msg := config.SlowIntervalProblem(d.SlowInterval.Duration, iv, "spec.drain.interval"); msg != "" {
+			return fmt.Sprintf("spec.drain.slowInterval %s: %s", d.SlowInterval.Duration, msg)
+		}
 	}
 	if d.StuckAfter != nil && d.StuckAfter.Duration <= 0 {
 		return fmt.Sprintf("spec.drain.stuckAfter %s: must be positive", d.StuckAfter.Duration)
@@ -171,14 +194,14 @@ func drainRules(b *v1.Buckety, e *backends.Entry, f *facts) string {
 
 // drainWait is how long the next step of st waits at now: nothing after a
 // step that deleted something (or before the first), the interval after
-// one that did not (drainSlowFactor times as long after drainSlowAfter).
+// one that did not (the slow interval after drainSlowAfter).
 func drainWait(st *v1.DrainStatus, terms drainTerms, now time.Time) time.Duration {
 	if st.LastPassTime == nil || (st.LastProgressTime != nil && st.LastProgressTime.Equal(st.LastPassTime) && st.Deleted.Objects != nil && *st.Deleted.Objects > 0) {
 		return 0
 	}
 	iv := terms.interval
 	if st.StartTime != nil && now.Sub(st.StartTime.Time) >= drainSlowAfter {
-		iv *= drainSlowFactor
+		iv = terms.slowInterval
 	}
 	return max(0, st.LastPassTime.Add(iv).Sub(now))
 }
@@ -221,6 +244,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		limits.CountAhead = countAhead
 	}
 	step, err := e.Drainer.Drain(ctx, res, limits)
+	testhook.Pause(ctx, testhook.AfterDrainStep)
 	applyStep(e.Name, st, step, err, t)
 	if st.Phase == v1.DrainPhaseDrained {
 		r.event(b, corev1.EventTypeNormal, v1.EventDrainCompleted, v1.EventActionDrain, fmt.Sprintf("drain %q completed: deleted %s in %s (%d passes, %d requests)",
@@ -335,11 +359,14 @@ func applyStep(backend string, st *v1.DrainStatus, step drivers.DrainStep, err e
 	}
 }
 
-// content is a driver's figures as status shows them: bytes only where
-// the service tells them (a non-zero figure, or bytes known at the start).
+// content is a driver's figures as status shows them. A driver's Bytes is
+// 0 where the step did not measure them (a topic's records carry no size),
+// so bytes are shown only where they are known: a non-zero figure, or an
+// empty resource (which holds no bytes) of a drain whose bytes were known
+// at the start. A count nobody measured is absent, never 0.
 func content(c drivers.Content, initial *v1.DrainContent) *v1.DrainContent {
 	out := &v1.DrainContent{Objects: ptr(c.Objects)}
-	if c.Bytes > 0 || (initial != nil && initial.Bytes != nil) {
+	if c.Bytes > 0 || (c.Objects == 0 && initial != nil && initial.Bytes != nil) {
 		out.Bytes = ptr(c.Bytes)
 	}
 	return out

@@ -2,6 +2,7 @@ package buckety
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestDrainRequest(t *testing.T) {
 }
 
 func TestDrainWait(t *testing.T) {
-	terms := drainTerms{interval: 10 * time.Second, stuckAfter: time.Minute}
+	terms := drainTerms{interval: 10 * time.Second, slowInterval: 90 * time.Second, stuckAfter: time.Minute}
 	n := func(v int64) *int64 { return &v }
 	for _, c := range []struct {
 		name string
@@ -84,7 +85,8 @@ func TestDrainWait(t *testing.T) {
 		{name: "after progress at once", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(5 * time.Second), Passes: 2, Deleted: v1.DrainContent{Objects: n(10)}}, now: 5 * time.Second, want: 0},
 		{name: "after an idle pass the interval", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(0), Passes: 1, Deleted: v1.DrainContent{Objects: n(0)}}, now: 7 * time.Second, want: 8 * time.Second},
 		{name: "an idle first pass in the start's second still waits", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(0), LastProgressTime: at(0), Passes: 1, Deleted: v1.DrainContent{Objects: n(0)}}, want: 10 * time.Second},
-		{name: "after the first hour six times the interval", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(2 * time.Hour), LastProgressTime: at(0), Passes: 9, Deleted: v1.DrainContent{Objects: n(0)}}, now: 2 * time.Hour, want: time.Minute},
+		{name: "in the first hour the interval", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(59 * time.Minute), LastProgressTime: at(0), Passes: 9, Deleted: v1.DrainContent{Objects: n(0)}}, now: 59 * time.Minute, want: 10 * time.Second},
+		{name: "after the first hour the slow interval", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(2 * time.Hour), LastProgressTime: at(0), Passes: 9, Deleted: v1.DrainContent{Objects: n(0)}}, now: 2 * time.Hour, want: 90 * time.Second},
 		{name: "overdue", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(0), LastProgressTime: at(-time.Hour), Passes: 1, Deleted: v1.DrainContent{Objects: n(0)}}, now: time.Minute, want: 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,6 +123,63 @@ func TestApplyStep(t *testing.T) {
 	}
 }
 
+// TestDrainContentBytes: a byte count the driver did not measure is absent
+// from status.drain.current, never 0. The Kafka driver measures no bytes:
+// a topic whose initial bytes came from the usage report shows no current
+// bytes while records remain, and 0 once it is empty.
+func TestDrainContentBytes(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	show := func(p *int64) string {
+		if p == nil {
+			return "absent"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	for _, c := range []struct {
+		name    string
+		c       drivers.Content
+		initial *v1.DrainContent
+		want    string
+	}{
+		{name: "records left, bytes not measured, initial bytes known", c: drivers.Content{Known: true, Objects: 400}, initial: &v1.DrainContent{Objects: n(1000), Bytes: n(4096)}, want: "absent"},
+		{name: "records left, nothing known of bytes", c: drivers.Content{Known: true, Objects: 400}, want: "absent"},
+		{name: "objects and bytes measured", c: drivers.Content{Known: true, Objects: 3, Bytes: 30}, want: "30"},
+		{name: "empty, initial bytes known", c: drivers.Content{Known: true}, initial: &v1.DrainContent{Bytes: n(4096)}, want: "0"},
+		{name: "empty, nothing known of bytes", c: drivers.Content{Known: true}, want: "absent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := content(c.c, c.initial)
+			if got.Objects == nil || *got.Objects != c.c.Objects {
+				t.Errorf("objects: want %d, got %s", c.c.Objects, show(got.Objects))
+			}
+			if show(got.Bytes) != c.want {
+				t.Errorf("bytes: want %s, got %s", c.want, show(got.Bytes))
+			}
+		})
+	}
+
+	// A topic drained in two steps, its initial bytes from the usage report.
+	b := drainingBuckety(2, &v1.DrainSpec{Request: "r1"}, nil)
+	b.Status.Driver = "kadm"
+	drainRequest(b, t0)
+	st := b.Status.Drain
+	st.Initial = &v1.DrainContent{Bytes: n(4096)}
+	applyStep("kafka", st, drivers.DrainStep{Deleted: drivers.Content{Known: true, Objects: 600}, Remaining: drivers.Content{Known: true, Objects: 400}, Requests: 3}, nil, *at(time.Second))
+	if st.Current == nil || show(st.Current.Objects) != "400" || st.Current.Bytes != nil {
+		t.Errorf("after the first step: want current 400 records and no bytes, got %+v", st.Current)
+	}
+	if show(st.Initial.Objects) != "1000" || show(st.Initial.Bytes) != "4096" {
+		t.Errorf("initial: want 1000 records and 4096 bytes, got %+v", st.Initial)
+	}
+	if st.Deleted.Bytes != nil {
+		t.Errorf("deleted bytes: want absent (not measured), got %s", show(st.Deleted.Bytes))
+	}
+	applyStep("kafka", st, drivers.DrainStep{Deleted: drivers.Content{Known: true, Objects: 400}, Remaining: drivers.Content{Known: true}, Done: true, Requests: 3}, nil, *at(2 * time.Second))
+	if st.Phase != v1.DrainPhaseDrained || show(st.Current.Objects) != "0" || show(st.Current.Bytes) != "0" {
+		t.Errorf("done: want Drained with 0 records and 0 bytes left, got %s %+v", st.Phase, st.Current)
+	}
+}
+
 func TestDrainingCondition(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
 	running := func(progress time.Duration) *v1.DrainStatus {
@@ -151,28 +210,104 @@ func TestDrainingCondition(t *testing.T) {
 	}
 }
 
-// TestDrainTerms: the interval and the stuck threshold come from the
-// Buckety, then the backend, then the defaults.
+// TestDrainTerms: the interval, the slow interval and the stuck threshold
+// come from the Buckety, then the backend, then the defaults (the slow
+// interval's: six times the interval); a slow interval is never shorter
+// than the interval it slows from.
 func TestDrainTerms(t *testing.T) {
 	allow := true
 	be := &config.Backend{Name: "kafka", Drain: &config.Drain{Allow: &allow, Interval: drivers.Duration{Duration: 5 * time.Second}, StuckAfter: drivers.Duration{Duration: 10 * time.Minute}}}
+	// StorageGrid's pair: 3 min, then 15 min after the first hour.
+	sg := &config.Backend{Name: "s3", Drain: &config.Drain{Interval: drivers.Duration{Duration: 3 * time.Minute}, SlowInterval: drivers.Duration{Duration: 15 * time.Minute}}}
 	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
 	for _, c := range []struct {
-		name      string
-		spec      *v1.DrainSpec
-		be        *config.Backend
-		iv, stuck time.Duration
+		name            string
+		spec            *v1.DrainSpec
+		be              *config.Backend
+		iv, slow, stuck time.Duration
 	}{
-		{name: "defaults", spec: &v1.DrainSpec{Request: "r"}, be: &config.Backend{}, iv: config.DefaultDrainInterval, stuck: config.DefaultDrainStuckAfter},
-		{name: "no backend", spec: &v1.DrainSpec{Request: "r"}, iv: config.DefaultDrainInterval, stuck: config.DefaultDrainStuckAfter},
-		{name: "the backend's", spec: &v1.DrainSpec{Request: "r"}, be: be, iv: 5 * time.Second, stuck: 10 * time.Minute},
-		{name: "the Buckety's", spec: &v1.DrainSpec{Request: "r", Interval: d(2 * time.Second), StuckAfter: d(time.Minute)}, be: be, iv: 2 * time.Second, stuck: time.Minute},
-		{name: "an interval below the minimum is not used", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Millisecond)}, be: be, iv: 5 * time.Second, stuck: 10 * time.Minute},
+		{name: "defaults", spec: &v1.DrainSpec{Request: "r"}, be: &config.Backend{}, iv: config.DefaultDrainInterval, slow: 6 * config.DefaultDrainInterval, stuck: config.DefaultDrainStuckAfter},
+		{name: "no backend", spec: &v1.DrainSpec{Request: "r"}, iv: config.DefaultDrainInterval, slow: 6 * config.DefaultDrainInterval, stuck: config.DefaultDrainStuckAfter},
+		{name: "the backend's; its slow interval six times its interval", spec: &v1.DrainSpec{Request: "r"}, be: be, iv: 5 * time.Second, slow: 30 * time.Second, stuck: 10 * time.Minute},
+		{name: "the backend's slow interval", spec: &v1.DrainSpec{Request: "r"}, be: sg, iv: 3 * time.Minute, slow: 15 * time.Minute, stuck: config.DefaultDrainStuckAfter},
+		{name: "the Buckety's", spec: &v1.DrainSpec{Request: "r", Interval: d(2 * time.Second), SlowInterval: d(7 * time.Second), StuckAfter: d(time.Minute)}, be: sg, iv: 2 * time.Second, slow: 7 * time.Second, stuck: time.Minute},
+		{name: "the Buckety's interval, six times it slow", spec: &v1.DrainSpec{Request: "r", Interval: d(2 * time.Second)}, be: be, iv: 2 * time.Second, slow: 12 * time.Second, stuck: 10 * time.Minute},
+		{name: "the Buckety's interval, the backend's slow interval", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Minute)}, be: sg, iv: time.Minute, slow: 15 * time.Minute, stuck: config.DefaultDrainStuckAfter},
+		{name: "a slow interval from elsewhere shorter than the interval is the interval", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Hour)}, be: sg, iv: time.Hour, slow: time.Hour, stuck: config.DefaultDrainStuckAfter},
+		{name: "the Buckety's slow interval below the backend's interval is the interval", spec: &v1.DrainSpec{Request: "r", SlowInterval: d(time.Minute)}, be: sg, iv: 3 * time.Minute, slow: 3 * time.Minute, stuck: config.DefaultDrainStuckAfter},
+		{name: "an interval below the minimum is not used", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Millisecond)}, be: be, iv: 5 * time.Second, slow: 30 * time.Second, stuck: 10 * time.Minute},
+		{name: "a slow interval not positive is not used", spec: &v1.DrainSpec{Request: "r", SlowInterval: d(0)}, be: sg, iv: 3 * time.Minute, slow: 15 * time.Minute, stuck: config.DefaultDrainStuckAfter},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := termsOf(drainingBuckety(2, c.spec, nil), c.be)
-			if got.interval != c.iv || got.stuckAfter != c.stuck {
-				t.Errorf("want interval %s, stuckAfter %s; got %s, %s", c.iv, c.stuck, got.interval, got.stuckAfter)
+			if got.interval != c.iv || got.slowInterval != c.slow || got.stuckAfter != c.stuck {
+				t.Errorf("want interval %s, slowInterval %s, stuckAfter %s; got %s, %s, %s", c.iv, c.slow, c.stuck, got.interval, got.slowInterval, got.stuckAfter)
+			}
+		})
+	}
+}
+
+// TestValidateDrainSpec: the controller refuses spec.drain durations out
+// of range, naming the field (admission refuses them first).
+func TestValidateDrainSpec(t *testing.T) {
+	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
+	for _, c := range []struct {
+		name string
+		spec *v1.DrainSpec
+		want string
+	}{
+		{name: "none"},
+		{name: "in range", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Minute), SlowInterval: d(time.Minute), StuckAfter: d(time.Hour)}},
+		{name: "slow interval alone", spec: &v1.DrainSpec{Request: "r", SlowInterval: d(time.Second)}},
+		{name: "interval below 1s", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Millisecond)}, want: "spec.drain.interval 1ms: must be at least 1s"},
+		{name: "slow interval zero", spec: &v1.DrainSpec{Request: "r", SlowInterval: d(0)}, want: "spec.drain.slowInterval 0s: must be positive (absent: 6 times the interval)"},
+		{name: "slow interval below the interval", spec: &v1.DrainSpec{Request: "r", Interval: d(time.Minute), SlowInterval: d(30 * time.Second)}, want: "spec.drain.slowInterval 30s: must not be shorter than the interval it slows from (1m0s: spec.drain.interval)"},
+		{name: "stuckAfter negative", spec: &v1.DrainSpec{Request: "r", StuckAfter: d(-time.Second)}, want: "spec.drain.stuckAfter -1s: must be positive"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ValidateDrainSpec(c.spec); got != c.want {
+				t.Errorf("want %q, got %q", c.want, got)
+			}
+		})
+	}
+}
+
+// TestDrainTermsUnresolved: the stuck threshold (and the intervals) come
+// from the backend's drain block wherever the config knows the backend,
+// also in a pass that does not reach the drain: a backend Resolve refuses
+// (its driver changed). Only a backend the config does not know gives the
+// defaults.
+func TestDrainTermsUnresolved(t *testing.T) {
+	set := testSetOf(t, "backends:\n- {name: s3, driver: s3, drain: {stuckAfter: 5m, interval: 3m, slowInterval: 15m}, config: {endpoint: 'http://127.0.0.1:1', accessKeyID: a, secretAccessKey: b}}\n")
+	r := &Reconciler{Backends: set}
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name, spec, status, driver string
+		refused, stuck             bool
+		inMsg                      string
+	}{
+		{name: "driver changed: the backend's stuckAfter", spec: "s3", status: "s3", driver: "kadm", refused: true, stuck: true, inMsg: "deleted nothing for 5m0s or more"},
+		{name: "resolved: the backend's stuckAfter", spec: "s3", stuck: true, inMsg: "deleted nothing for 5m0s or more"},
+		{name: "not in the config: the default", spec: "gone", status: "gone", driver: "s3", refused: true, inMsg: "deleted 7 objects"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := drainingBuckety(3, &v1.DrainSpec{Request: "r1"}, &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining, StartTime: at(0), LastProgressTime: at(0), Deleted: v1.DrainContent{Objects: n(7)}})
+			b.Spec.Backend, b.Status.Backend, b.Status.Driver = c.spec, c.status, c.driver
+			e, problem := r.resolve(b)
+			if (problem != nil) != c.refused {
+				t.Fatalf("want Resolve to refuse: %t, got %+v", c.refused, problem)
+			}
+			terms := termsOf(b, r.configured(b, e))
+			got := draining(b, &facts{now: t0.Add(6 * time.Minute), drainTerms: &terms})
+			wantReason := v1.ReasonDraining
+			if c.stuck {
+				wantReason = v1.ReasonDrainStuck
+			}
+			if got.Reason != wantReason || !strings.Contains(got.Message, c.inMsg) {
+				t.Errorf("want %s containing %q, got %s %q", wantReason, c.inMsg, got.Reason, got.Message)
+			}
+			if c.stuck && (terms.interval != 3*time.Minute || terms.slowInterval != 15*time.Minute) {
+				t.Errorf("want the backend's intervals 3m0s and 15m0s, got %s and %s", terms.interval, terms.slowInterval)
 			}
 		})
 	}

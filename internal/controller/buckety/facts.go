@@ -110,8 +110,10 @@ type facts struct {
 	deleteProgress string
 	// now is when this pass started, for the drain's times (drain.go).
 	now time.Time
-	// drainTerms are the drain's interval and stuck threshold, once the
-	// backend resolved (nil: the defaults).
+	// drainTerms are the drain's intervals and stuck threshold, from the
+	// backend's config wherever the config knows the backend, even when
+	// it did not resolve (nil: a pass that did not get that far, such as
+	// a deletion; the Buckety's, else the defaults).
 	drainTerms *drainTerms
 	// drainTouched: this pass changed status.drain's phase or request.
 	drainTouched bool

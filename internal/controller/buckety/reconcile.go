@@ -177,6 +177,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 
 	e, problem := r.resolve(b)
+	terms := termsOf(b, r.configured(b, e))
+	f.drainTerms = &terms
 	if problem != nil {
 		f.problem = problem
 		return requeue, nil
@@ -188,8 +190,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return requeue, nil
 	}
 	mergeDefaults(e, b, f)
-	terms := termsOf(b, e.Config)
-	f.drainTerms = &terms
 	fp := budget.Footprint(e.Config, f.params)
 	f.quota = &fp
 	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
@@ -228,6 +228,25 @@ func failure(f *facts) retry.Failure {
 		return retry.Permanent
 	}
 	return retry.None
+}
+
+// configured is the config of b's backend: e's when it resolved, else
+// the backend b names (status.backend, else spec.backend) where the
+// config has it (Resolve refused it: another driver or driver major);
+// nil when the config does not know it. The drain's terms come from it
+// even in a pass that cannot reach the backend.
+func (r *Reconciler) configured(b *v1.Buckety, e *backends.Entry) *config.Backend {
+	if e != nil {
+		return e.Config
+	}
+	name := b.Spec.Backend
+	if b.Status.Backend != "" {
+		name = b.Status.Backend
+	}
+	if e, ok := r.Backends.Get(name); ok {
+		return e.Config
+	}
+	return nil
 }
 
 func (r *Reconciler) resolve(b *v1.Buckety) (*backends.Entry, *backends.Problem) {

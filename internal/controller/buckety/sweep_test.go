@@ -22,9 +22,14 @@ import (
 // testSet opens a kafka (kadm) and an s3 backend; neither dials in Open.
 func testSet(t *testing.T) *backends.Set {
 	t.Helper()
+	return testSetOf(t, "backends:\n- {name: kafka, driver: kadm, config: {seedBrokers: ['127.0.0.1:1']}}\n"+
+		"- {name: s3, driver: s3, config: {endpoint: 'http://127.0.0.1:1', accessKeyID: a, secretAccessKey: b}}\n")
+}
+
+// testSetOf opens the backends of the config yaml.
+func testSetOf(t *testing.T, yaml string) *backends.Set {
+	t.Helper()
 	dir := t.TempDir()
-	yaml := "backends:\n- {name: kafka, driver: kadm, config: {seedBrokers: ['127.0.0.1:1']}}\n" +
-		"- {name: s3, driver: s3, config: {endpoint: 'http://127.0.0.1:1', accessKeyID: a, secretAccessKey: b}}\n"
 	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
