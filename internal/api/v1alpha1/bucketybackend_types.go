@@ -71,6 +71,12 @@ type BucketyBackendStatus struct {
 	// Limits are the config's limits per namespace.
 	// +optional
 	Limits *BackendLimits `json:"limits,omitempty"`
+	// Budgets sums up limits for kubectl get -o wide: the budgets of one
+	// namespace (Bucketies, accesses, partitions, disk, bucket quota), the
+	// accesses one Buckety may have, and how many namespace overrides
+	// change them; "none" without any.
+	// +optional
+	Budgets string `json:"budgets,omitempty"`
 	// ParameterDefaults are the config's parameters: defaults merged under
 	// each Buckety's spec.parameters on the backend.
 	// +optional
@@ -162,6 +168,7 @@ type BackendLimits struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Last-Probe",type=date,JSONPath=`.status.lastProbeTime`
 // +kubebuilder:printcolumn:name="Bucketies",type=integer,JSONPath=`.status.bucketies`
+// +kubebuilder:printcolumn:name="Budgets",type=string,JSONPath=`.status.budgets`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BucketyBackend struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -112,6 +113,7 @@ func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 		ProbeInterval:         f.Interval.String(),
 		KeysPerAccessRequired: f.Scoping != nil && f.Scoping.Required,
 	}
+	s.Budgets = Budgets(s.Limits)
 	if b.Service != "" {
 		s.Service = b.Service
 	}
@@ -165,6 +167,61 @@ func limits(l *config.Limits) *v1.BackendLimits {
 		return nil
 	}
 	return out
+}
+
+// Budgets sums up a backend's limits (status.limits) in the words of
+// kubectl get -o wide's BUDGETS column: what one namespace may use, what
+// one Buckety may have, and how many namespace overrides change either.
+// Parameter bounds and denied parameters are not budgets (nothing sums
+// them up): -o yaml has them.
+func Budgets(l *v1.BackendLimits) string {
+	if l == nil {
+		return "none"
+	}
+	var ns []string
+	for _, b := range []struct {
+		n         int64
+		one, many string
+	}{
+		{l.PerNamespace, "Buckety", "Bucketies"},
+		{l.AccessesPerNamespace, "access", "accesses"},
+		{l.Partitions, "partition", "partitions"},
+	} {
+		if b.n > 0 {
+			ns = append(ns, count(b.n, b.one, b.many))
+		}
+	}
+	if l.DiskBytes > 0 {
+		ns = append(ns, drivers.FormatBytes(l.DiskBytes)+" disk")
+	}
+	if l.QuotaBytes > 0 {
+		ns = append(ns, drivers.FormatBytes(l.QuotaBytes)+" bucket quota")
+	}
+	var parts []string
+	if len(ns) > 0 {
+		parts = append(parts, "per namespace: "+strings.Join(ns, ", "))
+	}
+	if l.AccessesPerBuckety > 0 {
+		parts = append(parts, count(l.AccessesPerBuckety, "access", "accesses")+" per Buckety")
+	}
+	if l.NamespaceOverrides > 0 {
+		if len(parts) == 0 {
+			parts = append(parts, "none by default")
+		}
+		parts = append(parts, count(l.NamespaceOverrides, "namespace override", "namespace overrides"))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// count is n and the noun, singular or plural.
+func count(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func ptr[T any](v T) *T { return &v }

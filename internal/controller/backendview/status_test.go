@@ -192,3 +192,40 @@ func TestCount(t *testing.T) {
 		t.Errorf("want accesses kafka 2, minio 1 (none for an access whose Buckety is missing), got %v", a)
 	}
 }
+
+func TestBudgets(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		l    *v1.BackendLimits
+		want string
+	}{
+		{"no limits", nil, "none"},
+		{"parameter bounds only", &v1.BackendLimits{ParameterMax: map[string]int64{"partitions": 8}, DeniedParameters: []string{"config.flush.*"}}, "none"},
+		{"partitions and disk", &v1.BackendLimits{Partitions: 6, DiskBytes: 6 << 20}, "per namespace: 6 partitions, 6Mi disk"},
+		{"every budget", &v1.BackendLimits{PerNamespace: 3, AccessesPerNamespace: 1, AccessesPerBuckety: 4, Partitions: 1, DiskBytes: 1 << 30, QuotaBytes: 2 << 30},
+			"per namespace: 3 Bucketies, 1 access, 1 partition, 1Gi disk, 2Gi bucket quota; 4 accesses per Buckety"},
+		{"one Buckety, one access per Buckety", &v1.BackendLimits{PerNamespace: 1, AccessesPerBuckety: 1}, "per namespace: 1 Buckety; 1 access per Buckety"},
+		{"with namespace overrides", &v1.BackendLimits{QuotaBytes: 10 << 30, NamespaceOverrides: 3}, "per namespace: 10Gi bucket quota; 3 namespace overrides"},
+		{"one namespace override", &v1.BackendLimits{AccessesPerBuckety: 2, NamespaceOverrides: 1}, "2 accesses per Buckety; 1 namespace override"},
+		{"namespace overrides only", &v1.BackendLimits{NamespaceOverrides: 2}, "none by default; 2 namespace overrides"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Budgets(tc.l); got != tc.want {
+				t.Errorf("want %q, got %q", tc.want, got)
+			}
+		})
+	}
+}
+
+// TestDesiredBudgets: status.budgets sums up the status.limits written
+// beside it, for the config's limits and for none.
+func TestDesiredBudgets(t *testing.T) {
+	s := Desired(Facts{Backend: backend(), HasProber: true, Probed: true, ProbeTime: time.Now()}, nil)
+	if want := "per namespace: 3 Bucketies, 7 accesses, 12 partitions, 1Gi disk, 2Gi bucket quota; 1 namespace override"; s.Budgets != want {
+		t.Errorf("want budgets %q, got %q", want, s.Budgets)
+	}
+	s = Desired(Facts{Backend: &config.Backend{Name: "kafka"}, HasProber: true, Probed: true, ProbeTime: time.Now()}, nil)
+	if s.Budgets != "none" {
+		t.Errorf("want budgets %q without limits, got %q", "none", s.Budgets)
+	}
+}
