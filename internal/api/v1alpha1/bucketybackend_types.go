@@ -98,6 +98,13 @@ type BucketyBackendStatus struct {
 	// has every probe.
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+	// Probes is the number of the probe whose result this status holds:
+	// how many times the leader has probed the backend since it started
+	// (a new leader counts from 1 again). Like lastProbeTime, it is written
+	// only with a change or a heartbeat; it tells one probe from the next,
+	// which lastProbeTime, to the second, may not.
+	// +optional
+	Probes int64 `json:"probes,omitempty"`
 	// ProbeInterval is how often the controller probes the backend.
 	// +optional
 	ProbeInterval string `json:"probeInterval,omitempty"`

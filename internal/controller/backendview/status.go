@@ -36,9 +36,11 @@ type Facts struct {
 	Implementation string
 	// HasProber is false when the driver has no probe.
 	HasProber bool
-	// Probed is true when a probe ran; ProbeErr is its error.
+	// Probed is true when a probe ran; ProbeErr is its error; Probe is its
+	// number, counted per backend since the leader started.
 	Probed   bool
 	ProbeErr error
+	Probe    int64
 	// ProbeTime is when the probe ran.
 	ProbeTime time.Time
 	// Scoping is the backend's answer about keys per access: nil when the
@@ -127,9 +129,9 @@ func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 		s.KeysPerAccessRequired = cur.KeysPerAccessRequired
 	}
 	if f.Probed {
-		s.LastProbeTime = &metav1.Time{Time: f.ProbeTime}
+		s.LastProbeTime, s.Probes = &metav1.Time{Time: f.ProbeTime}, f.Probe
 	} else if cur != nil {
-		s.LastProbeTime = cur.LastProbeTime
+		s.LastProbeTime, s.Probes = cur.LastProbeTime, cur.Probes
 	}
 	if cur != nil {
 		s.Conditions = append([]metav1.Condition(nil), cur.Conditions...)
@@ -227,14 +229,15 @@ func count(n int64, one, many string) string {
 func ptr[T any](v T) *T { return &v }
 
 // NeedsWrite reports whether want must be written over cur (nil: the
-// object does not exist): when anything but lastProbeTime differs, or when
-// lastProbeTime is HeartbeatProbes intervals old.
+// object does not exist): when anything but lastProbeTime and probes
+// differs, or when lastProbeTime is HeartbeatProbes intervals old.
 func NeedsWrite(cur *v1.BucketyBackendStatus, want v1.BucketyBackendStatus, interval time.Duration) bool {
 	if cur == nil {
 		return true
 	}
 	a, b := *cur.DeepCopy(), *want.DeepCopy()
 	a.LastProbeTime, b.LastProbeTime = nil, nil
+	a.Probes, b.Probes = 0, 0
 	if !equality.Semantic.DeepEqual(a, b) {
 		return true
 	}
