@@ -38,7 +38,7 @@ import (
 // at the first probe that starts after it stopped, and back to Ready True
 // once it serves again; a tenant (bound to edit in its namespace, and
 // authenticated: the shipped buckety-backends-view binding) lists and
-// reads the backends, may not write them, and finds no credential in them.
+// reads the backends, may not write them, and finds no credential in them, up or down.
 func TestBackendView(t *testing.T) {
 	needInfra(t)
 	ctx := context.Background()
@@ -102,24 +102,37 @@ func TestBackendView(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 
-	tenantSees(t, ns, srv)
-	minioOutage(t, srv, base)
+	tc := tenantSees(t, ns, srv)
+	minioOutage(t, tc, srv, base)
 }
 
 // minioOutage kills the test's MinIO: the first probe of probed-minio that
-// starts afterwards writes Ready False (EndpointUnreachable); once MinIO
+// starts afterwards writes Ready False (EndpointUnreachable), with no
+// credential in its message nor anywhere the tenant reads; once MinIO
 // serves again, Ready turns True.
-func minioOutage(t *testing.T, srv *s3test.Server, base float64) {
+func minioOutage(t *testing.T, tc client.Client, srv *s3test.Server, base float64) {
 	t.Helper()
+	ctx := context.Background()
 	down := downAtFirstProbe(t, srv, "probed-minio", base)
 	c := meta.FindStatusCondition(down.Status.Conditions, v1.ConditionReady)
 	if c.Reason != v1.ReasonEndpointUnreachable {
 		t.Errorf("want Ready False %s while MinIO is down, got %s: %s", v1.ReasonEndpointUnreachable, c.Reason, c.Message)
 	}
 	t.Logf("Ready False (%s) at probe %d: %s", c.Reason, down.Status.Probes, c.Message)
+	noCredential(t, "the Ready False message", c.Message, srv)
 	if reason, up := backendUp(t, "probed-minio"); reason != v1.ReasonEndpointUnreachable || up != 0 {
 		t.Errorf("want buckety_backend_up{reason=%q} 0 while MinIO is down, got {reason=%q} %v", v1.ReasonEndpointUnreachable, reason, up)
 	}
+	var l v1.BucketyBackendList
+	if err := tc.List(ctx, &l); err != nil {
+		t.Fatalf("tenant: want to list the backends while MinIO is down, got %v", err)
+	}
+	js, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCredential(t, "the backends as the tenant reads them while MinIO is down", string(js), srv)
+
 	if err := srv.Respawn(); err != nil {
 		t.Fatal(err)
 	}
