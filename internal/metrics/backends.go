@@ -15,6 +15,14 @@ var (
 		Help: "1 when the backend answered the controller's last probe (BucketyBackend Ready True), 0 when it did not; the reason label is the Ready reason.",
 	}, []string{"backend", "driver", "reason"})
 
+	// BackendProbes counts the probes of a backend the leader started:
+	// its BucketyBackend's status.probes numbers them the same way, from
+	// the leader's start.
+	BackendProbes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "buckety_backend_probes_total",
+		Help: "Probes of the backend the controller's leader started.",
+	}, []string{"backend"})
+
 	// BackendLastProbe is the Unix time of a backend's last probe.
 	BackendLastProbe = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "buckety_backend_last_probe_timestamp_seconds",
@@ -23,5 +31,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(BackendUp, BackendLastProbe)
+	ctrlmetrics.Registry.MustRegister(BackendUp, BackendProbes, BackendLastProbe)
 }

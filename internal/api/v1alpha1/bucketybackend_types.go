@@ -71,6 +71,12 @@ type BucketyBackendStatus struct {
 	// Limits are the config's limits per namespace.
 	// +optional
 	Limits *BackendLimits `json:"limits,omitempty"`
+	// Budgets sums up limits for kubectl get -o wide: the budgets of one
+	// namespace (Bucketies, accesses, partitions, disk, bucket quota), the
+	// accesses one Buckety may have, and how many namespace overrides
+	// change them; "none" without any.
+	// +optional
+	Budgets string `json:"budgets,omitempty"`
 	// ParameterDefaults are the config's parameters: defaults merged under
 	// each Buckety's spec.parameters on the backend.
 	// +optional
@@ -92,6 +98,13 @@ type BucketyBackendStatus struct {
 	// has every probe.
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+	// Probes is the number of the probe whose result this status holds:
+	// how many times the leader has probed the backend since it started
+	// (a new leader counts from 1 again). Like lastProbeTime, it is written
+	// only with a change or a heartbeat; it tells one probe from the next,
+	// which lastProbeTime, to the second, may not.
+	// +optional
+	Probes int64 `json:"probes,omitempty"`
 	// ProbeInterval is how often the controller probes the backend.
 	// +optional
 	ProbeInterval string `json:"probeInterval,omitempty"`
@@ -162,6 +175,7 @@ type BackendLimits struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Last-Probe",type=date,JSONPath=`.status.lastProbeTime`
 // +kubebuilder:printcolumn:name="Bucketies",type=integer,JSONPath=`.status.bucketies`
+// +kubebuilder:printcolumn:name="Budgets",type=string,JSONPath=`.status.budgets`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BucketyBackend struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -17,6 +17,7 @@
 // otherwise refreshes lastProbeTime once per HeartbeatProbes rounds, so an
 // idle installation costs one write per backend every five minutes at the
 // default interval, while a backend that stops answering is written at the
-// first probe that fails. The metrics (buckety_backend_up and the probe
-// timestamp) carry every probe.
+// first probe that fails. The metrics (buckety_backend_up, the probe count
+// and timestamp) carry every probe; status.probes numbers the probe a
+// write holds, so a reader can tell which probe wrote what.
 package backendview

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -35,9 +36,11 @@ type Facts struct {
 	Implementation string
 	// HasProber is false when the driver has no probe.
 	HasProber bool
-	// Probed is true when a probe ran; ProbeErr is its error.
+	// Probed is true when a probe ran; ProbeErr is its error; Probe is its
+	// number, counted per backend since the leader started.
 	Probed   bool
 	ProbeErr error
+	Probe    int64
 	// ProbeTime is when the probe ran.
 	ProbeTime time.Time
 	// Scoping is the backend's answer about keys per access: nil when the
@@ -112,6 +115,7 @@ func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 		ProbeInterval:         f.Interval.String(),
 		KeysPerAccessRequired: f.Scoping != nil && f.Scoping.Required,
 	}
+	s.Budgets = Budgets(s.Limits)
 	if b.Service != "" {
 		s.Service = b.Service
 	}
@@ -125,9 +129,9 @@ func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 		s.KeysPerAccessRequired = cur.KeysPerAccessRequired
 	}
 	if f.Probed {
-		s.LastProbeTime = &metav1.Time{Time: f.ProbeTime}
+		s.LastProbeTime, s.Probes = &metav1.Time{Time: f.ProbeTime}, f.Probe
 	} else if cur != nil {
-		s.LastProbeTime = cur.LastProbeTime
+		s.LastProbeTime, s.Probes = cur.LastProbeTime, cur.Probes
 	}
 	if cur != nil {
 		s.Conditions = append([]metav1.Condition(nil), cur.Conditions...)
@@ -167,17 +171,73 @@ func limits(l *config.Limits) *v1.BackendLimits {
 	return out
 }
 
+// Budgets sums up a backend's limits (status.limits) in the words of
+// kubectl get -o wide's BUDGETS column: what one namespace may use, what
+// one Buckety may have, and how many namespace overrides change either.
+// Parameter bounds and denied parameters are not budgets (nothing sums
+// them up): -o yaml has them.
+func Budgets(l *v1.BackendLimits) string {
+	if l == nil {
+		return "none"
+	}
+	var ns []string
+	for _, b := range []struct {
+		n         int64
+		one, many string
+	}{
+		{l.PerNamespace, "Buckety", "Bucketies"},
+		{l.AccessesPerNamespace, "access", "accesses"},
+		{l.Partitions, "partition", "partitions"},
+	} {
+		if b.n > 0 {
+			ns = append(ns, count(b.n, b.one, b.many))
+		}
+	}
+	if l.DiskBytes > 0 {
+		ns = append(ns, drivers.FormatBytes(l.DiskBytes)+" disk")
+	}
+	if l.QuotaBytes > 0 {
+		ns = append(ns, drivers.FormatBytes(l.QuotaBytes)+" bucket quota")
+	}
+	var parts []string
+	if len(ns) > 0 {
+		parts = append(parts, "per namespace: "+strings.Join(ns, ", "))
+	}
+	if l.AccessesPerBuckety > 0 {
+		parts = append(parts, count(l.AccessesPerBuckety, "access", "accesses")+" per Buckety")
+	}
+	if l.NamespaceOverrides > 0 {
+		if len(parts) == 0 {
+			parts = append(parts, "none by default")
+		}
+		parts = append(parts, count(l.NamespaceOverrides, "namespace override", "namespace overrides"))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// count is n and the noun, singular or plural.
+func count(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // NeedsWrite reports whether want must be written over cur (nil: the
-// object does not exist): when anything but lastProbeTime differs, or when
-// lastProbeTime is HeartbeatProbes intervals old.
+// object does not exist): when anything but lastProbeTime and probes
+// differs, or when lastProbeTime is HeartbeatProbes intervals old.
 func NeedsWrite(cur *v1.BucketyBackendStatus, want v1.BucketyBackendStatus, interval time.Duration) bool {
 	if cur == nil {
 		return true
 	}
 	a, b := *cur.DeepCopy(), *want.DeepCopy()
 	a.LastProbeTime, b.LastProbeTime = nil, nil
+	a.Probes, b.Probes = 0, 0
 	if !equality.Semantic.DeepEqual(a, b) {
 		return true
 	}

@@ -66,7 +66,7 @@ func backend() *config.Backend {
 
 func TestDesiredCopiesTheConfig(t *testing.T) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	f := Facts{Backend: backend(), Driver: "s3", DriverVersion: "1.2.3", Implementation: "minio", HasProber: true, Probed: true,
+	f := Facts{Backend: backend(), Driver: "s3", DriverVersion: "1.2.3", Implementation: "minio", HasProber: true, Probed: true, Probe: 5,
 		ProbeTime: now, ScopingKnown: true, Scoping: &drivers.Scoping{Scoped: true, Required: true}, Bucketies: 4, Accesses: 9, Interval: 30 * time.Second}
 	s := Desired(f, nil)
 	if s.Driver != "s3" || s.DriverVersion != "1.2.3" || s.Implementation != "minio" || s.Service != "blobs" {
@@ -88,8 +88,8 @@ func TestDesiredCopiesTheConfig(t *testing.T) {
 	if s.Bucketies != 4 || s.Accesses != 9 {
 		t.Errorf("want 4 Bucketies and 9 accesses, got %d and %d", s.Bucketies, s.Accesses)
 	}
-	if s.LastProbeTime == nil || !s.LastProbeTime.Time.Equal(now) || s.ProbeInterval != "30s" {
-		t.Errorf("want lastProbeTime %s every 30s, got %v every %s", now, s.LastProbeTime, s.ProbeInterval)
+	if s.LastProbeTime == nil || !s.LastProbeTime.Time.Equal(now) || s.ProbeInterval != "30s" || s.Probes != 5 {
+		t.Errorf("want probe 5 at %s, every 30s, got probe %d at %v every %s", now, s.Probes, s.LastProbeTime, s.ProbeInterval)
 	}
 	if len(s.Conditions) != 1 || s.Conditions[0].Status != metav1.ConditionTrue || !s.Conditions[0].LastTransitionTime.Time.Equal(now) {
 		t.Errorf("want Ready True since %s, got %+v", now, s.Conditions)
@@ -114,7 +114,7 @@ func TestDesiredDefaults(t *testing.T) {
 // holds keeps its transition time.
 func TestDesiredKeepsWhatItCannotTell(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	f := Facts{Backend: backend(), HasProber: true, Probed: true, ProbeTime: t0, ScopingKnown: true, Scoping: &drivers.Scoping{Scoped: true}}
+	f := Facts{Backend: backend(), HasProber: true, Probed: true, Probe: 1, ProbeTime: t0, ScopingKnown: true, Scoping: &drivers.Scoping{Scoped: true}}
 	first := Desired(f, nil)
 	f.ProbeTime, f.ScopingKnown, f.Scoping = t0.Add(time.Minute), false, nil
 	second := Desired(f, &first)
@@ -124,25 +124,26 @@ func TestDesiredKeepsWhatItCannotTell(t *testing.T) {
 	if !second.Conditions[0].LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("want Ready's transition time kept at %s, got %s", t0, second.Conditions[0].LastTransitionTime)
 	}
-	f.ProbeTime, f.ProbeErr = t0.Add(2*time.Minute), &drivers.UnavailableError{Backend: "minio", Err: errors.New("timeout")}
+	f.Probe, f.ProbeTime, f.ProbeErr = 3, t0.Add(2*time.Minute), &drivers.UnavailableError{Backend: "minio", Err: errors.New("timeout")}
 	third := Desired(f, &second)
 	if c := third.Conditions[0]; c.Status != metav1.ConditionFalse || !c.LastTransitionTime.Time.Equal(t0.Add(2*time.Minute)) {
 		t.Errorf("want Ready False since the failed probe, got %+v", c)
 	}
 	notProbed := Desired(Facts{Backend: backend(), HasProber: true}, &third)
-	if notProbed.LastProbeTime == nil || !notProbed.LastProbeTime.Time.Equal(third.LastProbeTime.Time) {
-		t.Errorf("want the last probe time kept when no probe ran, got %v", notProbed.LastProbeTime)
+	if notProbed.LastProbeTime == nil || !notProbed.LastProbeTime.Time.Equal(third.LastProbeTime.Time) || notProbed.Probes != 3 {
+		t.Errorf("want the last probe, 3, and its time kept when no probe ran, got probe %d at %v", notProbed.Probes, notProbed.LastProbeTime)
 	}
 }
 
 func TestNeedsWrite(t *testing.T) {
 	const interval = 30 * time.Second
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	f := Facts{Backend: backend(), HasProber: true, Probed: true, ProbeTime: t0, ScopingKnown: true, Bucketies: 1, Interval: interval}
+	f := Facts{Backend: backend(), HasProber: true, Probed: true, Probe: 1, ProbeTime: t0, ScopingKnown: true, Bucketies: 1, Interval: interval}
 	cur := Desired(f, nil)
+	// at is the status of the probe d after the first.
 	at := func(d time.Duration, mod func(*Facts)) v1.BucketyBackendStatus {
 		g := f
-		g.ProbeTime = t0.Add(d)
+		g.ProbeTime, g.Probe = t0.Add(d), 1+int64(d/interval)
 		if mod != nil {
 			mod(&g)
 		}
@@ -190,5 +191,42 @@ func TestCount(t *testing.T) {
 	}
 	if a["kafka"] != 2 || a["minio"] != 1 {
 		t.Errorf("want accesses kafka 2, minio 1 (none for an access whose Buckety is missing), got %v", a)
+	}
+}
+
+func TestBudgets(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		l    *v1.BackendLimits
+		want string
+	}{
+		{"no limits", nil, "none"},
+		{"parameter bounds only", &v1.BackendLimits{ParameterMax: map[string]int64{"partitions": 8}, DeniedParameters: []string{"config.flush.*"}}, "none"},
+		{"partitions and disk", &v1.BackendLimits{Partitions: 6, DiskBytes: 6 << 20}, "per namespace: 6 partitions, 6Mi disk"},
+		{"every budget", &v1.BackendLimits{PerNamespace: 3, AccessesPerNamespace: 1, AccessesPerBuckety: 4, Partitions: 1, DiskBytes: 1 << 30, QuotaBytes: 2 << 30},
+			"per namespace: 3 Bucketies, 1 access, 1 partition, 1Gi disk, 2Gi bucket quota; 4 accesses per Buckety"},
+		{"one Buckety, one access per Buckety", &v1.BackendLimits{PerNamespace: 1, AccessesPerBuckety: 1}, "per namespace: 1 Buckety; 1 access per Buckety"},
+		{"with namespace overrides", &v1.BackendLimits{QuotaBytes: 10 << 30, NamespaceOverrides: 3}, "per namespace: 10Gi bucket quota; 3 namespace overrides"},
+		{"one namespace override", &v1.BackendLimits{AccessesPerBuckety: 2, NamespaceOverrides: 1}, "2 accesses per Buckety; 1 namespace override"},
+		{"namespace overrides only", &v1.BackendLimits{NamespaceOverrides: 2}, "none by default; 2 namespace overrides"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Budgets(tc.l); got != tc.want {
+				t.Errorf("want %q, got %q", tc.want, got)
+			}
+		})
+	}
+}
+
+// TestDesiredBudgets: status.budgets sums up the status.limits written
+// beside it, for the config's limits and for none.
+func TestDesiredBudgets(t *testing.T) {
+	s := Desired(Facts{Backend: backend(), HasProber: true, Probed: true, ProbeTime: time.Now()}, nil)
+	if want := "per namespace: 3 Bucketies, 7 accesses, 12 partitions, 1Gi disk, 2Gi bucket quota; 1 namespace override"; s.Budgets != want {
+		t.Errorf("want budgets %q, got %q", want, s.Budgets)
+	}
+	s = Desired(Facts{Backend: &config.Backend{Name: "kafka"}, HasProber: true, Probed: true, ProbeTime: time.Now()}, nil)
+	if s.Budgets != "none" {
+		t.Errorf("want budgets %q without limits, got %q", "none", s.Budgets)
 	}
 }

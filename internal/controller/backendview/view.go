@@ -31,13 +31,17 @@ type View struct {
 	Backends *backends.Set
 	// Interval is the probe interval. Each probe is bounded by half of it
 	// (and by the driver's request timeout), so a backend that refuses
-	// connections is reported at the first probe after it stopped, within
-	// one interval, and one that hangs within one and a half.
+	// connections is reported by the first probe that starts after it
+	// stopped, within one interval, and one that hangs within one and a
+	// half.
 	Interval time.Duration
 	// Log is the logger.
 	Log logr.Logger
 	// now is the clock; nil: time.Now.
 	now func() time.Time
+	// probes counts the probes of each backend, by name (Round alone
+	// touches it, and rounds do not overlap).
+	probes map[string]int64
 }
 
 // Start implements manager.Runnable.
@@ -56,12 +60,20 @@ func (v *View) Start(ctx context.Context) error {
 func (v *View) Round(ctx context.Context) error {
 	entries := v.Backends.Entries()
 	facts := make([]Facts, len(entries))
+	if v.probes == nil {
+		v.probes = map[string]int64{}
+	}
 	var wg sync.WaitGroup
 	for i, e := range entries {
+		if e.Prober != nil {
+			v.probes[e.Name]++
+			metrics.BackendProbes.WithLabelValues(e.Name).Inc()
+		}
+		n := v.probes[e.Name]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			facts[i] = v.probe(ctx, e)
+			facts[i] = v.probe(ctx, e, n)
 		}()
 	}
 	wg.Wait()
@@ -86,15 +98,16 @@ func (v *View) Round(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// probe asks one backend, bounded by half the interval.
-func (v *View) probe(ctx context.Context, e *backends.Entry) Facts {
+// probe asks one backend, bounded by half the interval; n numbers the
+// probe.
+func (v *View) probe(ctx context.Context, e *backends.Entry, n int64) Facts {
 	f := Facts{Backend: e.Config, Driver: e.Driver.Name(), DriverVersion: e.Driver.Version().String(),
 		Implementation: e.Implementation, HasProber: e.Prober != nil, Interval: v.Interval}
 	pctx, cancel := context.WithTimeout(ctx, v.Interval/2)
 	defer cancel()
 	f.ProbeTime = v.clock()
 	if e.Prober != nil {
-		f.Probed, f.ProbeErr = true, e.Prober.Probe(pctx)
+		f.Probed, f.Probe, f.ProbeErr = true, n, e.Prober.Probe(pctx)
 	}
 	switch {
 	case e.Scoper == nil:

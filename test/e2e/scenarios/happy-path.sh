@@ -2,8 +2,9 @@
 # every driver. buckety/BUCKETY turns Ready as NAME, created, with an
 # implicit access writing SECRET, whose KEY holds NAME; the assert.sh's
 # hook happy_path_backend NAME SECRET checks the resource on the server; a
-# consumer uses the Secret; and kubectl get bucketybackends lists the
-# backend with the first columns COLUMN... (name, driver, ...) Ready.
+# consumer uses the Secret; kubectl get bucketybackends lists the backend
+# with the first columns COLUMN... (name, driver, ...) Ready; and a tenant
+# lists it too, with no credential of the settings in what it reads.
 happy_path() {
   local buckety=$1 secret=$2 name=$3 key=$4; shift 4
   step "the Buckety turns Ready with its resolved name"
@@ -27,6 +28,20 @@ happy_path() {
   # Cluster-scoped, read by anyone authenticated: NAME DRIVER IMPLEMENTATION
   # PER-ACCESS-KEYS READY REASON ...
   eventually "kubectl get bucketybackends: $* ... True Reachable" backend_listed "$@"
+
+  step "a tenant lists the backends, with their budgets, and no credential"
+  # As the namespace's default ServiceAccount, a tenant's identity: the
+  # buckety-backends-view binding (to system:authenticated) grants the read.
+  local as=(--as="system:serviceaccount:$NAMESPACE:default") out
+  out=$("$KUBECTL" get bucketybackends -o wide "${as[@]}") || fail "kubectl get bucketybackends as a tenant: $out"
+  expect_contains "the tenant's kubectl get bucketybackends -o wide" "BUDGETS" "$out"
+  awk -v want="$1" '$1 == want { found = 1 } END { exit !found }' <<<"$out" || fail "kubectl get bucketybackends as a tenant: expected backend $1, seen: $out"
+  out=$("$KUBECTL" get bucketybackends -o yaml "${as[@]}") || fail "kubectl get bucketybackends -o yaml as a tenant: $out"
+  local secret
+  for secret in "${E2E_S3_ADMIN_ACCESS_KEY:-}" "${E2E_S3_ADMIN_SECRET_KEY:-}" "${E2E_KAFKA_ADMIN_PASSWORD:-}"; do
+    # The message names the variable, never the value.
+    case "$out" in *"$secret"*) [ -z "$secret" ] || fail "the backends as a tenant reads them hold a credential of the e2e settings (E2E_S3_ADMIN_* or E2E_KAFKA_ADMIN_PASSWORD)" ;; esac
+  done
 }
 
 # backend_listed COLUMN...: kubectl get bucketybackends has a line whose
