@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -86,12 +85,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr))).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToSharedAccesses(mgr)),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc:  func(event.CreateEvent) bool { return false },
-				DeleteFunc:  func(event.DeleteEvent) bool { return false },
-				GenericFunc: func(event.GenericEvent) bool { return false },
-				UpdateFunc:  sharingMayChange,
-			})).
+			builder.WithPredicates(objects.UpdatesWhere(sharingMayChange))).
 		WithOptions(o.Controller).
 		Complete(r)
 	if err != nil {

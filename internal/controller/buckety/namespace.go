@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // Namespaces. Where an entry of a backend's limits.namespaces selects by
@@ -42,14 +43,9 @@ func selectsByLabel(set *backends.Set) bool {
 // namespaceRelabelled passes only the updates of a namespace that change
 // its labels, the one thing of a namespace its limits follow.
 func namespaceRelabelled() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
-		},
-	}
+	return objects.UpdatesWhere(func(e event.UpdateEvent) bool {
+		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	})
 }
 
 // namespaceToWaiting maps a namespace to its Bucketies that wait for room
