@@ -94,7 +94,7 @@ func TestAccessSchemaAgreesOnQuotas(t *testing.T) {
 	for _, q := range quotaKeys {
 		for _, val := range values {
 			params := map[string]string{q.param: val}
-			schemaErrs := v.Validate(context.Background(), p, params, nil, "")
+			schemaErrs := v.Validate(context.Background(), p, params, nil)
 			_, goErrs := New().ValidateAccess(p, scopedConfig(nil), drivers.RoleReadWrite, params)
 			if (len(schemaErrs) == 0) != (len(goErrs) == 0) {
 				t.Errorf("%s=%q: schema and driver disagree: schema %v, driver %v", q.param, val, schemaErrs, goErrs)

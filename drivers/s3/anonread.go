@@ -114,7 +114,7 @@ func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket
 func (b *Backend) anonymousReadWanted(p params, res *drivers.EnsureResult) (want, ok bool) {
 	asked := p.anonymousRead != nil && *p.anonymousRead
 	switch {
-	case !contains(capabilityGated[ParamAnonymousRead], b.cfg.Implementation):
+	case !b.srv.has(ParamAnonymousRead):
 		if asked {
 			res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamAnonymousRead, Message: "this backend's implementation does not serve anonymous reads through a bucket policy; the bucket is not public"})
 		}
@@ -128,9 +128,4 @@ func (b *Backend) anonymousReadWanted(p params, res *drivers.EnsureResult) (want
 
 // policyMaxBytes bounds the bucket policies buckety writes: VersityGW's
 // posix backend stores them in an extended attribute of limited size.
-func (b *Backend) policyMaxBytes() int {
-	if b.cfg.Implementation == ImplVersityGW {
-		return versityPolicyMaxBytes
-	}
-	return 0
-}
+func (b *Backend) policyMaxBytes() int { return b.srv.policyMaxBytes }

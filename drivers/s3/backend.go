@@ -27,8 +27,10 @@ import (
 // sweep.go; this file holds the clients and the error classification they
 // share.
 type Backend struct {
-	name       string
-	cfg        *Config
+	name string
+	cfg  *Config
+	// srv describes the implementation's server type (servers.go).
+	srv        *server
 	apiOptions []func(*middleware.Stack) error
 
 	mu      sync.Mutex
@@ -71,13 +73,8 @@ func (b *Backend) openAdmin() error {
 	if err != nil {
 		return err
 	}
-	hc = adminhttp.Client(hc, b.cfg.timeout())
-	switch b.cfg.Implementation {
-	case ImplMinIO:
-		b.minio = minioadmin.New(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
-		b.quotas = minioQuotas{b.minio}
-	case ImplSeaweedFS:
-		b.quotas = seaweedQuotas{adminhttp.New(b.cfg.Endpoint, b.cfg.signingRegion(), "s3", b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}
+	if b.srv.admin != nil {
+		b.srv.admin(b, adminhttp.Client(hc, b.cfg.timeout()))
 	}
 	return nil
 }

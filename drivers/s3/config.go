@@ -18,18 +18,6 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
-// Known values of the implementation discriminator.
-const (
-	ImplAWS       = "aws"
-	ImplR2        = "r2"
-	ImplMinIO     = "minio"
-	ImplVersityGW = "versitygw"
-	ImplSeaweedFS = "seaweedfs"
-)
-
-// Implementations lists the allowed implementation values.
-var Implementations = []string{ImplAWS, ImplR2, ImplMinIO, ImplVersityGW, ImplSeaweedFS}
-
 // DefaultRequestTimeout bounds each S3 operation when requestTimeout is not
 // set. It is a connection setting, not a resource default.
 const DefaultRequestTimeout = 30 * time.Second
@@ -142,7 +130,23 @@ func (c *Config) adminEndpoint() string {
 	return c.Endpoint
 }
 
-// validateCredentials checks shareCredentials and credentials.
+// The credentials block's issuer settings, as named in the config.
+const (
+	credParentUser    = "parentUser"
+	credAdminEndpoint = "adminEndpoint"
+	credIAMEndpoint   = "iamEndpoint"
+)
+
+// credentialFieldUse says what each issuer setting is, for the message
+// refusing it on a server whose issuer does not read it.
+var credentialFieldUse = map[string]string{
+	credParentUser:    "the parent of keys issued as service accounts",
+	credAdminEndpoint: "the admin API of a gateway whose admin port is its own",
+	credIAMEndpoint:   "the IAM API that users per access are made through",
+}
+
+// validateCredentials checks the credentials block against the server's
+// entry: whether it issues keys, and which settings its issuer reads.
 func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	cr := c.Credentials
@@ -150,29 +154,24 @@ func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 		return nil
 	}
 	cp := p.Child("credentials")
-	if !issuesCredentials(c.Implementation) {
-		errs = append(errs, field.Invalid(cp, "{...}", fmt.Sprintf("keys per access are issued on implementation minio, versitygw, aws or seaweedfs, not on %q: remove credentials (every access then gets the backend's own keys)", c.Implementation)))
+	srv := c.server()
+	if !srv.issuesKeys() {
+		errs = append(errs, field.Invalid(cp, "{...}", fmt.Sprintf("keys per access are issued on implementation %s, not on %q: remove credentials (every access then gets the backend's own keys)", strings.Join(serving((*server).issuesKeys), ", "), c.Implementation)))
 	}
-	if cr.IAMEndpoint != "" {
-		if !usesIAM(c.Implementation) {
-			errs = append(errs, field.Forbidden(cp.Child("iamEndpoint"), "only implementations aws and seaweedfs make keys through the IAM API"))
-		} else if err := validURL(cr.IAMEndpoint); err != nil {
-			errs = append(errs, field.Invalid(cp.Child("iamEndpoint"), cr.IAMEndpoint, err.Error()))
-		}
-	}
-	if cr.ParentUser != "" {
+	set := map[string]string{credParentUser: cr.ParentUser, credAdminEndpoint: cr.AdminEndpoint, credIAMEndpoint: cr.IAMEndpoint}
+	for _, f := range []string{credIAMEndpoint, credParentUser, credAdminEndpoint} {
+		v := set[f]
 		switch {
-		case c.Implementation != ImplMinIO:
-			errs = append(errs, field.Forbidden(cp.Child("parentUser"), "only implementation minio has a parent user"))
-		case cr.ParentUser == c.AccessKeyID:
-			errs = append(errs, field.Invalid(cp.Child("parentUser"), cr.ParentUser, "the parent of every access's key must not be the root user: a service account of root without its inline policy would hold root's rights"))
-		}
-	}
-	if cr.AdminEndpoint != "" {
-		if c.Implementation != ImplVersityGW {
-			errs = append(errs, field.Forbidden(cp.Child("adminEndpoint"), "only implementation versitygw has an admin endpoint of its own"))
-		} else if err := validURL(cr.AdminEndpoint); err != nil {
-			errs = append(errs, field.Invalid(cp.Child("adminEndpoint"), cr.AdminEndpoint, err.Error()))
+		case v == "":
+		case !contains(srv.credentialFields, f):
+			readers := serving(func(s *server) bool { return contains(s.credentialFields, f) })
+			errs = append(errs, field.Forbidden(cp.Child(f), fmt.Sprintf("only implementation %s reads it (%s): remove it", strings.Join(readers, ", "), credentialFieldUse[f])))
+		case f == credParentUser && v == c.AccessKeyID:
+			errs = append(errs, field.Invalid(cp.Child(f), v, "the parent of every access's key must not be the root user: a service account of root without its inline policy would hold root's rights"))
+		case f != credParentUser:
+			if err := validURL(v); err != nil {
+				errs = append(errs, field.Invalid(cp.Child(f), v, err.Error()))
+			}
 		}
 	}
 	return errs
@@ -188,8 +187,8 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("implementation"), c.Implementation, Implementations))
 	}
 	switch {
-	case c.Endpoint == "" && c.Implementation != ImplAWS:
-		errs = append(errs, field.Required(p.Child("endpoint"), "the S3 API URL, as http://host:port (may be omitted only with implementation: aws)"))
+	case c.Endpoint == "" && !c.server().endpointOptional:
+		errs = append(errs, field.Required(p.Child("endpoint"), fmt.Sprintf("the S3 API URL, as http://host:port (may be omitted only with implementation: %s)", strings.Join(serving(func(s *server) bool { return s.endpointOptional }), ", "))))
 	case c.Endpoint != "":
 		if err := validURL(c.Endpoint); err != nil {
 			errs = append(errs, field.Invalid(p.Child("endpoint"), c.Endpoint, err.Error()))
@@ -202,7 +201,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	}
 	errs = append(errs, c.validateJurisdictionEndpoints(p.Child("jurisdictionEndpoints"))...)
 	errs = append(errs, c.validateCredentials(p)...)
-	if c.AllowAnonymousRead && !contains(capabilityGated[ParamAnonymousRead], c.Implementation) {
+	if c.AllowAnonymousRead && !c.server().has(ParamAnonymousRead) {
 		errs = append(errs, field.Forbidden(p.Child("allowAnonymousRead"), fmt.Sprintf("anonymous reads are served through a bucket policy on implementation %s only, not on %s: remove allowAnonymousRead", strings.Join(capabilityGated[ParamAnonymousRead], ", "), orUnset(c.Implementation))))
 	}
 	if c.Region != "" && !validRegion(c.Region) {
@@ -232,8 +231,8 @@ func (c *Config) validateJurisdictionEndpoints(p *field.Path) field.ErrorList {
 	if len(c.JurisdictionEndpoints) == 0 {
 		return nil
 	}
-	if c.Implementation != ImplR2 {
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("jurisdictions are Cloudflare R2's: set implementation: r2, or remove jurisdictionEndpoints (implementation is %s)", orUnset(c.Implementation)))}
+	if !c.server().has(ParamJurisdiction) {
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("jurisdictions are Cloudflare R2's: set implementation: %s, or remove jurisdictionEndpoints (implementation is %s)", strings.Join(capabilityGated[ParamJurisdiction], ", "), orUnset(c.Implementation)))}
 	}
 	keys := make([]string, 0, len(c.JurisdictionEndpoints))
 	for k := range c.JurisdictionEndpoints {
@@ -386,7 +385,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-// ImplementationName is the implementation discriminator, for capability
-// gating by the admission webhook.
-func (c *Config) ImplementationName() string { return c.Implementation }

@@ -93,36 +93,20 @@ type issuer interface {
 	sweep(ctx context.Context, as []drivers.Access) ([]int, error)
 }
 
-// issuesCredentials reports an implementation buckety issues credentials
-// per access on.
-func issuesCredentials(impl string) bool {
-	return impl == ImplMinIO || impl == ImplVersityGW || usesIAM(impl)
-}
-
-// usesIAM reports an implementation whose credentials are IAM users.
-func usesIAM(impl string) bool { return impl == ImplAWS || impl == ImplSeaweedFS }
-
 // newIssuer is the issuer of the backend's implementation, nil for one
 // buckety issues no credentials on. It is made when the backend is
 // opened, whether or not credentials is set: without it the backend still
 // revokes the credentials it issued while it was set (the controller keeps
 // those until their accesses go).
 func (b *Backend) newIssuer() (issuer, error) {
-	if !issuesCredentials(b.cfg.Implementation) {
+	if !b.srv.issuesKeys() {
 		return nil, nil
 	}
 	hc, err := b.cfg.httpClient()
 	if err != nil {
 		return nil, err
 	}
-	hc = adminhttp.Client(hc, b.cfg.timeout())
-	switch b.cfg.Implementation {
-	case ImplMinIO:
-		return &minioIssuer{b: b, admin: b.minio}, nil
-	case ImplVersityGW:
-		return &versityIssuer{b: b, hc: hc, admin: versityadmin.New(b.cfg.adminEndpoint(), b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}, nil
-	}
-	return &iamIssuer{b: b, iam: iam.New(b.cfg.iamEndpoint(), b.cfg.iamRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}, nil
+	return b.srv.issuer(b, adminhttp.Client(hc, b.cfg.timeout())), nil
 }
 
 // scopingTTL is how long a backend's answer to Scoping is kept.
@@ -147,9 +131,9 @@ type scoping struct {
 func (c *Config) unscopedReason(backend string) string {
 	switch {
 	case c.Credentials == nil:
-		return fmt.Sprintf("backend %s hands every access its own keys: set credentials (implementation minio, versitygw, aws or seaweedfs) for a key per access", backend)
-	case !issuesCredentials(c.Implementation):
-		return fmt.Sprintf("backend %s is implementation %q: buckety issues keys per access only on minio, versitygw, aws and seaweedfs", backend, c.Implementation)
+		return fmt.Sprintf("backend %s hands every access its own keys: set credentials (implementation %s) for a key per access", backend, strings.Join(serving((*server).issuesKeys), ", "))
+	case !c.server().issuesKeys():
+		return fmt.Sprintf("backend %s is implementation %q: buckety issues keys per access only on %s", backend, c.Implementation, strings.Join(serving((*server).issuesKeys), ", "))
 	}
 	return ""
 }
@@ -314,7 +298,7 @@ func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool,
 // key (IAM), the Secret's key and secret as one value, key:secret; on the
 // other implementations the secret buckety made, keyed by the principal.
 func (b *Backend) SecretFrom(principal string, data map[string][]byte) string {
-	if !usesIAM(b.cfg.Implementation) {
+	if !b.srv.iamKeys {
 		return drivers.KeyedSecret(b, principal, data)
 	}
 	id, secret := string(data[SecretAccessKeyID]), string(data[SecretSecretAccessKey])
@@ -327,7 +311,7 @@ func (b *Backend) SecretFrom(principal string, data map[string][]byte) string {
 // NewSecret implements drivers.SecretMinter: the secret key of a new
 // principal, "" where the server issues the key (IAM).
 func (b *Backend) NewSecret() (string, error) {
-	if usesIAM(b.cfg.Implementation) {
+	if b.srv.iamKeys {
 		return "", nil
 	}
 	return newSecret()
@@ -397,7 +381,7 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 	}
 	data[SecretAccessKeyID] = []byte(a.Principal)
 	data[SecretSecretAccessKey] = []byte(secret)
-	if usesIAM(b.cfg.Implementation) {
+	if b.srv.iamKeys {
 		// The server issued the key: the Secret holds it, not the
 		// principal.
 		id, sec, ok := splitIssued(secret)

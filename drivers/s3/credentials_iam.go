@@ -41,22 +41,22 @@ const iamTagAccess = "buckety.yolean.se/access-uid"
 // iamEndpoint is the IAM API URL: credentials.iamEndpoint, else AWS's
 // global endpoint on aws, else the S3 endpoint (SeaweedFS serves IAM on
 // its S3 port).
-func (c *Config) iamEndpoint() string {
+func (b *Backend) iamEndpoint() string {
 	switch {
-	case c.Credentials != nil && c.Credentials.IAMEndpoint != "":
-		return c.Credentials.IAMEndpoint
-	case c.Implementation == ImplAWS:
-		return iam.AWSEndpoint
+	case b.cfg.Credentials != nil && b.cfg.Credentials.IAMEndpoint != "":
+		return b.cfg.Credentials.IAMEndpoint
+	case b.srv.iamEndpoint != "":
+		return b.srv.iamEndpoint
 	}
-	return c.Endpoint
+	return b.cfg.Endpoint
 }
 
 // iamRegion is the region IAM requests are signed for.
-func (c *Config) iamRegion() string {
-	if c.Implementation == ImplAWS {
-		return iam.AWSSigningRegion
+func (b *Backend) iamRegion() string {
+	if r := b.srv.iamRegion; r != "" {
+		return r
 	}
-	return c.signingRegion()
+	return b.cfg.signingRegion()
 }
 
 // iamIssuer issues IAM users.

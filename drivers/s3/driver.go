@@ -154,7 +154,7 @@ func (d *Driver) Open(_ context.Context, backend string, cfg drivers.Config) (dr
 	if !ok {
 		return nil, fmt.Errorf("s3: config is %T, want *s3.Config", cfg)
 	}
-	b := &Backend{name: backend, cfg: c, apiOptions: d.APIOptions, clients: map[string]*s3.Client{}}
+	b := &Backend{name: backend, cfg: c, srv: c.server(), apiOptions: d.APIOptions, clients: map[string]*s3.Client{}}
 	if _, err := b.client(c.Endpoint); err != nil {
 		return nil, err
 	}

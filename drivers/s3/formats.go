@@ -135,7 +135,7 @@ func (c *Config) renderFormats(formats []string, data map[string][]byte) error {
 			data[SecretAWSSecretAccessKey] = secret
 		case FormatRclone:
 			data[SecretRcloneConf] = fmt.Appendf(nil, "[s3]\ntype = s3\nprovider = %s\naccess_key_id = %s\nsecret_access_key = %s\nendpoint = %s\nregion = %s\nforce_path_style = %t\nno_check_bucket = true\n\n[bucket]\ntype = alias\nremote = s3:%s\n",
-				rcloneProvider(c.Implementation), id, secret, endpoint, region, c.ForcePathStyle, data[SecretBucket])
+				c.server().rclone, id, secret, endpoint, region, c.ForcePathStyle, data[SecretBucket])
 		default:
 			return fmt.Errorf("secret format %q: the s3 driver offers %s", f, strings.Join(drivers.FormatNames(New()), ", "))
 		}
@@ -161,17 +161,4 @@ func hostPort(endpoint string) (string, string, error) {
 		}
 	}
 	return host, port, nil
-}
-
-// rcloneProvider is rclone's s3 provider for an implementation.
-func rcloneProvider(impl string) string {
-	switch impl {
-	case ImplAWS:
-		return "AWS"
-	case ImplMinIO:
-		return "Minio"
-	case ImplR2:
-		return "Cloudflare"
-	}
-	return "Other"
 }

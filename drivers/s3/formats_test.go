@@ -28,10 +28,13 @@ func TestFormats(t *testing.T) {
 		name, endpoint, region, impl string
 		pathStyle                    bool
 		host, port, wantRegion       string
+		provider                     string
 	}{
-		{"minio", "http://127.0.0.1:9000", "", ImplMinIO, true, "127.0.0.1", "9000", "us-east-1"},
-		{"aws", "https://s3.eu-north-1.amazonaws.com", "eu-north-1", ImplAWS, false, "s3.eu-north-1.amazonaws.com", "443", "eu-north-1"},
-		{"http default port", "http://s3.blobs.svc", "", ImplVersityGW, true, "s3.blobs.svc", "80", "us-east-1"},
+		{"minio", "http://127.0.0.1:9000", "", ImplMinIO, true, "127.0.0.1", "9000", "us-east-1", "Minio"},
+		{"aws", "https://s3.eu-north-1.amazonaws.com", "eu-north-1", ImplAWS, false, "s3.eu-north-1.amazonaws.com", "443", "eu-north-1", "AWS"},
+		{"http default port", "http://s3.blobs.svc", "", ImplVersityGW, true, "s3.blobs.svc", "80", "us-east-1", "Other"},
+		{"r2", "https://acct.r2.cloudflarestorage.com", "auto", ImplR2, false, "acct.r2.cloudflarestorage.com", "443", "auto", "Cloudflare"},
+		{"generic", "http://s3.local:8333", "", "", true, "s3.local", "8333", "us-east-1", "Other"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := &Config{Implementation: c.impl, ForcePathStyle: c.pathStyle}
@@ -63,7 +66,7 @@ func TestFormats(t *testing.T) {
 				t.Errorf("credentials:\n%s", data[SecretAWSCredentialsFile])
 			}
 			rc := string(data[SecretRcloneConf])
-			for _, l := range []string{"[s3]", "type = s3", "provider = " + rcloneProvider(c.impl), "endpoint = " + c.endpoint, "no_check_bucket = true", "[bucket]", "type = alias", "remote = s3:team-media"} {
+			for _, l := range []string{"[s3]", "type = s3", "provider = " + c.provider, "endpoint = " + c.endpoint, "no_check_bucket = true", "[bucket]", "type = alias", "remote = s3:team-media"} {
 				if !strings.Contains(rc, l+"\n") {
 					t.Errorf("rclone.conf lacks %q:\n%s", l, rc)
 				}

@@ -337,7 +337,7 @@ func grantAs(t *testing.T, fx *fixture, a drivers.Access) (drivers.Access, s3Ops
 	t.Helper()
 	a.Principal = fx.backend.Principal(a, 1)
 	a.Assert, a.New = true, true
-	if a.Secret == "" && !usesIAM(fx.cfg.Implementation) {
+	if a.Secret == "" && !fx.cfg.server().iamKeys {
 		s, err := newSecret()
 		if err != nil {
 			t.Fatal(err)
@@ -349,7 +349,7 @@ func grantAs(t *testing.T, fx *fixture, a drivers.Access) (drivers.Access, s3Ops
 		t.Fatalf("grant %s: %v", a.Principal, err)
 	}
 	a.Secret = string(g.Data[SecretSecretAccessKey])
-	if usesIAM(fx.cfg.Implementation) {
+	if fx.cfg.server().iamKeys {
 		a.Secret = issuedSecret(string(g.Data[SecretAccessKeyID]), a.Secret)
 	}
 	return a, s3Ops{t: t, cl: s3As(fx.srv, string(g.Data[SecretAccessKeyID]), string(g.Data[SecretSecretAccessKey]))}

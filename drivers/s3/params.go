@@ -41,30 +41,25 @@ var knownKeys = []string{ParamAnonymousRead, ParamJurisdiction, ParamLifecycle, 
 // jurisdictions R2 accepts.
 var jurisdictions = []string{"eu", "fedramp"}
 
+// gatedParams are the capability-gated parameters. A parameter is gated
+// when some S3 service the driver claims answers it with NotImplemented:
+// refusing it at admission beats a Buckety that is Ready while what it
+// asked for never happens. Which implementations honour each is in the
+// servers table (servers.go): R2's jurisdictions; bucket lifecycle (which
+// VersityGW answers NotImplemented); versioning (R2 has none; VersityGW
+// has it when the gateway runs with --versioning-dir, which the driver
+// cannot see from its config: without it, versioning stays a runtime
+// shortfall; SeaweedFS keeps versioning as S3 does); a hard quota (MinIO's
+// admin API, SeaweedFS's S3 extension, quota.go); anonymous reads through a
+// bucket policy statement (anonread.go). A backend without implementation:
+// allows none of them. Widening a server's list is a minor driver version;
+// narrowing one is a major.
+var gatedParams = []string{ParamJurisdiction, ParamLifecycle, ParamVersioning, ParamQuota, ParamAnonymousRead}
+
 // capabilityGated maps a gated parameter to the implementations allowing
-// it. A parameter is gated when some S3 service the driver claims answers it
-// with NotImplemented: refusing it at admission beats a Buckety that is
-// Ready while what it asked for never happens. A backend without
-// implementation: allows none of them. Widening a list is a minor driver
-// version; narrowing one is a major.
-var capabilityGated = map[string][]string{
-	// Cloudflare R2's feature.
-	ParamJurisdiction: {ImplR2},
-	// VersityGW answers NotImplemented for bucket lifecycle.
-	ParamLifecycle: {ImplAWS, ImplMinIO, ImplR2},
-	// Cloudflare R2 has no object versioning. VersityGW has it when the
-	// gateway runs with --versioning-dir, which the driver cannot see from
-	// its config: without it, versioning stays a runtime shortfall.
-	// SeaweedFS (4.53) keeps versioning as S3 does (e2e, every scenario).
-	ParamVersioning: {ImplAWS, ImplMinIO, ImplVersityGW, ImplSeaweedFS},
-	// MinIO sets a bucket's hard quota through its admin API, SeaweedFS
-	// through an S3 extension (PUT /BUCKET?seaweedfs-quota); S3, R2 and
-	// VersityGW have no bucket quota (quota.go).
-	ParamQuota: {ImplMinIO, ImplSeaweedFS},
-	// A bucket policy statement for everyone (anonread.go), honoured by
-	// these three (tested); see gateWhy for aws and r2.
-	ParamAnonymousRead: {ImplMinIO, ImplVersityGW, ImplSeaweedFS},
-}
+// it, derived from the servers table; the parameter schema publishes it
+// (x-buckety-capabilities).
+var capabilityGated = gatedBy()
 
 // capabilityOf names what a gated parameter needs of the service, for
 // messages.
@@ -77,38 +72,24 @@ var capabilityOf = map[string]string{
 	ParamAnonymousRead: "anonymous reads through a bucket policy",
 }
 
-// gateWhy says, where it is known, why an implementation does not have a
-// gated parameter's capability, for the refusal's message.
-var gateWhy = map[string]map[string]string{
-	ParamQuota: {
-		ImplAWS:       "S3 has no bucket quota",
-		ImplR2:        "R2 has no bucket quota",
-		ImplVersityGW: "VersityGW has no bucket quota; a quota of the filesystem under it is the operator's",
-	},
-	ParamAnonymousRead: {
-		ImplAWS: "S3 Block Public Access, on for every new bucket and usually for the account, refuses public bucket policies, and buckety does not turn it off",
-		ImplR2:  "R2 has no bucket policies: a public R2 bucket is an r2.dev or custom domain setting, outside the S3 API",
-	},
-}
-
 // gateHint is what to use instead of a gated parameter, where there is
 // something.
 var gateHint = map[string]string{
 	ParamQuota: "; softQuota, a warning without a limit, is allowed on every implementation",
 }
 
-// gateMessage explains why a gated parameter is refused on impl, and what
+// gateMessage explains why a gated parameter is refused on srv, and what
 // to do instead.
-func gateMessage(k string, allowed []string, impl string) string {
+func gateMessage(k string, allowed []string, srv *server) string {
 	list := strings.Join(allowed, ", ")
-	if impl == "" {
+	if srv.impl == "" {
 		return fmt.Sprintf("%s is only supported for implementation %s, and the backend sets no implementation: remove %s, or ask the platform team to set implementation: (%s) in the backend's config if its service implements %s%s", k, list, k, list, capabilityOf[k], gateHint[k])
 	}
 	why := ""
-	if w := gateWhy[k][impl]; w != "" {
+	if w := srv.lacks[k]; w != "" {
 		why = " (" + w + ")"
 	}
-	return fmt.Sprintf("%s is only supported for implementation %s, and the backend's implementation is %s, which does not implement %s%s: remove %s, or use a backend whose implementation is %s%s", k, list, impl, capabilityOf[k], why, k, list, gateHint[k])
+	return fmt.Sprintf("%s is only supported for implementation %s, and the backend's implementation is %s, which does not implement %s%s: remove %s, or use a backend whose implementation is %s%s", k, list, srv.impl, capabilityOf[k], why, k, list, gateHint[k])
 }
 
 // anonymousReadRefused is why anonymousRead is refused on a backend whose
@@ -256,13 +237,13 @@ func validateParams(fp *field.Path, cfg *Config, old, new map[string]string) (wa
 // validation: a value admitted before it was refused does not block other
 // edits when it is unchanged, but it is said that it is not applied.
 func validateGates(kp *field.Path, cfg *Config, k, v string, old map[string]string) (warnings []string, errs field.ErrorList) {
-	impl := ""
+	srv := &generic
 	if cfg != nil {
-		impl = cfg.Implementation
+		srv = cfg.server()
 	}
 	why := ""
-	if allowed, gated := capabilityGated[k]; gated && !contains(allowed, impl) {
-		why = gateMessage(k, allowed, impl)
+	if allowed, gated := capabilityGated[k]; gated && !srv.has(k) {
+		why = gateMessage(k, allowed, srv)
 	} else if k == ParamAnonymousRead && (cfg == nil || !cfg.AllowAnonymousRead) {
 		why = anonymousReadRefused
 	}

@@ -51,7 +51,7 @@ func (b *Backend) publicACLsBlocked(ctx context.Context, cl *s3.Client, bucket s
 // adopts a bucket without converging it (Adopt) reports no difference and
 // leaves the bucket as it is; its keys then get no s3:PutObjectAcl.
 func (b *Backend) ensurePublicACLsBlocked(ctx context.Context, cl *s3.Client, bucket string, g *writeGate, res *drivers.EnsureResult) error {
-	if b.cfg.Implementation != ImplSeaweedFS || g.dryRun {
+	if !b.srv.blocksPublicACLs || g.dryRun {
 		return nil
 	}
 	ok, cur, err := b.publicACLsBlocked(ctx, cl, bucket)
@@ -78,7 +78,7 @@ func (b *Backend) ensurePublicACLsBlocked(ctx context.Context, cl *s3.Client, bu
 // ignores public ACLs; never elsewhere (on aws an ACL granted to another
 // account's canonical ID is honoured whatever the block says).
 func (b *Backend) aclHeadersAllowed(ctx context.Context, bucket string) (bool, error) {
-	if b.cfg.Implementation != ImplSeaweedFS {
+	if !b.srv.blocksPublicACLs {
 		return false, nil
 	}
 	cl, err := b.client(b.cfg.Endpoint)

@@ -13,8 +13,8 @@ import (
 // backend without an endpoint.
 func (c *Config) ServiceAddresses() []string {
 	var out []string
-	if c.Endpoint == "" && c.Implementation == ImplAWS {
-		out = append(out, "aws")
+	if srv := c.server(); c.Endpoint == "" && srv.globalAddress != "" {
+		out = append(out, srv.globalAddress)
 	}
 	for _, e := range append([]string{c.Endpoint}, sortedValues(c.JurisdictionEndpoints)...) {
 		if n := normalizeEndpoint(e); n != "" {

@@ -92,7 +92,7 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 	d := be.DriverImpl()
 	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), drivers.Role(role), a.Spec.Parameters)
 	warnings = append(warnings, w...)
-	errs = append(errs, merge(aerrs, v.access[d.Name()].Validate(ctx, spec.Child("parameters"), a.Spec.Parameters, nil, implementation(be)))...)
+	errs = append(errs, merge(aerrs, v.access[d.Name()].Validate(ctx, spec.Child("parameters"), a.Spec.Parameters, nil))...)
 	errs = append(errs, drivers.ValidateSecretFormats(spec.Child("secretFormats"), d, a.Spec.SecretFormats)...)
 	return warnings, invalid("BucketyAccess", a.Name, errs)
 }

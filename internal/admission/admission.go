@@ -257,17 +257,9 @@ func New(cfg *config.Config, lookup BucketyLookup) (*Validators, error) {
 	return v, nil
 }
 
-// implementation is a backend's declared implementation, for capability
-// gating; drivers without the notion return "".
-func implementation(b *config.Backend) string {
-	if i, ok := b.Options().(interface{ ImplementationName() string }); ok {
-		return i.ImplementationName()
-	}
-	return ""
-}
-
 // merge keeps every driver error and the schema errors on fields the driver
-// did not flag.
+// did not flag: the two check one map (a value outside an enum is both's),
+// and each field is reported once, in the driver's words, which name more.
 func merge(driver, schema field.ErrorList) field.ErrorList {
 	flagged := map[string]bool{}
 	for _, e := range driver {
@@ -302,12 +294,12 @@ func (v *Validators) parameters(ctx context.Context, p *field.Path, b *config.Ba
 	}
 	d := b.DriverImpl()
 	warnings, errs := d.ValidateParameters(p, b.Options(), effOld, effNew)
-	errs = merge(errs, v.params[d.Name()].Validate(ctx, p, effNew, effOld, implementation(b)))
+	errs = merge(errs, v.params[d.Name()].Validate(ctx, p, effNew, effOld))
 	if len(errs) > 0 && len(defaults) > 0 {
 		// What the tenant's parameters break on their own is theirs; the
 		// rest involves the defaults, which the message names.
 		_, alone := d.ValidateParameters(p, b.Options(), old, new)
-		alone = merge(alone, v.params[d.Name()].Validate(ctx, p, new, old, implementation(b)))
+		alone = merge(alone, v.params[d.Name()].Validate(ctx, p, new, old))
 		errs = nameDefaults(p, b, defaults, new, errs, alone)
 	}
 	return warnings, append(errs, b.CheckParameterLimits(p, new)...)

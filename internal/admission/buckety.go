@@ -15,7 +15,6 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/naming"
-	"github.com/Yolean/buckety-controller/internal/paramschema"
 )
 
 // BucketyValidator validates Buckety objects.
@@ -124,7 +123,7 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		// changes (immutable keys, growth only) still hold.
 		warnings = append(warnings, fmt.Sprintf("backend %q is not in the controller config: only the driver's rules on changes are checked, and the controller reports BackendUnavailable", name))
 		if pv, known := v.params[old.Status.Driver]; known && !reflect.DeepEqual(old.Spec.Parameters, b.Spec.Parameters) {
-			errs = append(errs, transitions(pv.Validate(ctx, spec.Child("parameters"), b.Spec.Parameters, nonNil(old.Spec.Parameters), paramschema.AnyImplementation), old.Spec.Parameters, b.Spec.Parameters)...)
+			errs = append(errs, transitions(pv.Validate(ctx, spec.Child("parameters"), b.Spec.Parameters, nonNil(old.Spec.Parameters)), old.Spec.Parameters, b.Spec.Parameters)...)
 		}
 		return warnings, invalid("Buckety", b.Name, errs)
 	}

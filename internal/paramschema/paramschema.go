@@ -14,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -27,16 +26,11 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 )
 
-// CapabilitiesKey is the schema extension mapping a capability-gated
-// parameter to the implementations that allow it.
-const CapabilitiesKey = "x-buckety-capabilities"
-
 // Validator is one compiled parameters schema.
 type Validator struct {
-	openapi      validation.SchemaValidator
-	structural   *structuralschema.Structural
-	cel          *cel.Validator
-	capabilities map[string][]string
+	openapi    validation.SchemaValidator
+	structural *structuralschema.Structural
+	cel        *cel.Validator
 }
 
 // Compile compiles a driver's parameters schema. An error means the
@@ -89,31 +83,15 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 			}
 		}
 	}
-	if c, ok := s.Extras[CapabilitiesKey]; ok {
-		b, err := json.Marshal(c)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(b, &v.capabilities); err != nil {
-			return nil, fmt.Errorf("%s: want a map of parameter to implementations: %w", CapabilitiesKey, err)
-		}
-	}
 	return v, nil
 }
 
-// AnyImplementation, as Validate's implementation, skips capability
-// gating: for a Buckety whose backend left the config, where only the
-// schema's rules (its transitions above all) can still be judged.
-const AnyImplementation = "*"
-
-// Validate checks params against the schema, its CEL rules (transition
-// rules only when old is not nil) and capability gating for the backend's
-// implementation ("" when it declares none). Gating ratchets like
-// Kubernetes' CRD validation: on update, a gated key whose value is
-// unchanged is not refused again, so a parameter admitted before it was
-// gated does not block other edits. Every failing key is reported, under
-// fldPath.
-func (v *Validator) Validate(ctx context.Context, fldPath *field.Path, params, old map[string]string, implementation string) field.ErrorList {
+// Validate validates parameters against the schema (CEL transition
+// rules only when old is not nil). Every failing key is reported, under
+// fldPath. Capability gating (the schema's x-buckety-capabilities) is the
+// driver's to check: its ValidateParameters knows the backend's server
+// type, says why it lacks the capability, and ratchets unchanged values.
+func (v *Validator) Validate(ctx context.Context, fldPath *field.Path, params, old map[string]string) field.ErrorList {
 	obj := toObject(params)
 	errs := validation.ValidateCustomResource(fldPath, obj, v.openapi)
 	if v.cel != nil {
@@ -125,25 +103,6 @@ func (v *Validator) Validate(ctx context.Context, fldPath *field.Path, params, o
 		errs = append(errs, celErrs...)
 	}
 	errs = keyed(fldPath, errs)
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		allowed, gated := v.capabilities[k]
-		if !gated || contains(allowed, implementation) || implementation == AnyImplementation {
-			continue
-		}
-		if ov, had := old[k]; had && ov == params[k] {
-			continue
-		}
-		on := "the backend declares no implementation"
-		if implementation != "" {
-			on = "the backend's implementation is " + implementation
-		}
-		errs = append(errs, field.Forbidden(fldPath.Key(k), fmt.Sprintf("%s is only supported for implementation %s, and %s", k, strings.Join(allowed, ", "), on)))
-	}
 	return errs
 }
 
@@ -177,13 +136,4 @@ func toObject(m map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
