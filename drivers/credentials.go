@@ -2,7 +2,7 @@ package drivers
 
 import "context"
 
-// CredentialScoper is implemented by a Backend that can issue a credential
+// CredentialIssuer is implemented by a Backend that can issue a credential
 // per access: a principal of its own on the service, with rights on the
 // access's resource per role and nothing else. The controller then records
 // each principal it is about to issue (a BucketyCredential) before calling
@@ -17,12 +17,12 @@ import "context"
 // otherwise it returns the Secret payload without a request to the
 // service. Revoke removes the principal's rights, then the principal; a
 // missing principal is success.
-type CredentialScoper interface {
-	// Scoping reports whether this backend issues credentials per access,
-	// and when not, why (Scoping.Reason, shown in ScopingNotImplemented).
+type CredentialIssuer interface {
+	// Issuing reports whether this backend issues credentials per access,
+	// and when not, why (Issuing.Reason, shown in ScopingNotImplemented).
 	// The answer may be cached; an error means the service could not be
 	// asked and the access waits.
-	Scoping(ctx context.Context) (Scoping, error)
+	Issuing(ctx context.Context) (Issuing, error)
 	// Principal derives the principal of an access's credential from the
 	// access's UID and the credential's serial (1, then one more per
 	// rotation): two accesses never share one, and a tenant cannot choose
@@ -39,14 +39,14 @@ type CredentialScoper interface {
 	CredentialKeys() (principal, secret string)
 }
 
-// Scoping is a backend's answer to CredentialScoper.Scoping.
-type Scoping struct {
-	// Scoped is true when every access gets its own credential.
-	Scoped bool
+// Issuing is a backend's answer to CredentialIssuer.Issuing.
+type Issuing struct {
+	// PerAccess is true when every access gets its own credential.
+	PerAccess bool
 	// Reason says why not, naming what the service or the config lacks.
 	Reason string
 	// Required is true when the backend's config asks for a credential per
-	// access (s3: credentials set). Then, whenever Scoped is false (the
+	// access (s3: credentials set). Then, whenever PerAccess is false (the
 	// service cannot issue them now: an admin API that answers 501, a
 	// release too old to trust), no access is handed the backend's own
 	// credentials instead: accesses report the Reason and keep the Secret
@@ -54,7 +54,7 @@ type Scoping struct {
 	Required bool
 }
 
-// CredentialSweeper is implemented by a CredentialScoper that can judge, in
+// CredentialSweeper is implemented by a CredentialIssuer that can judge, in
 // a few requests for a whole backend, whether each issued principal still
 // exists with exactly its role's rights: the drift sweep's counterpart of
 // Sweeper for credentials. Changed, added or removed rights and a missing
@@ -70,7 +70,7 @@ type CredentialSweeper interface {
 	SweepCredentials(ctx context.Context, as []Access) ([]int, error)
 }
 
-// IssuedSecrets is implemented by a CredentialScoper whose service issues
+// IssuedSecrets is implemented by a CredentialIssuer whose service issues
 // a principal's key and secret itself (AWS IAM's CreateAccessKey) instead
 // of taking the secret buckety issues: the Secret's key then names the
 // issued key, not the principal. SecretFrom reads, from an access's
@@ -81,21 +81,21 @@ type IssuedSecrets interface {
 	SecretFrom(principal string, data map[string][]byte) string
 }
 
-// SecretMinter is implemented by a CredentialScoper that takes the secret
+// SecretMaker is implemented by a CredentialIssuer that takes the secret
 // buckety issues for a principal. NewSecret returns a fresh one in the
 // service's format, or "" when this backend's service issues its own (an
 // IAM server: IssuedSecrets), and Grant then issues it. The controller
-// mints the secret of a new principal before recording it, so the record
+// makes the secret of a new principal before recording it, so the record
 // carries its digest from the start and needs no second write once the
 // Secret holds it.
-type SecretMinter interface {
+type SecretMaker interface {
 	NewSecret() (string, error)
 }
 
 // SecretOf returns the secret an access's Secret data holds for principal,
 // "" when it holds none: the CredentialKeys' secret where the principal
 // key names principal, or what an IssuedSecrets backend reads.
-func SecretOf(sc CredentialScoper, principal string, data map[string][]byte) string {
+func SecretOf(sc CredentialIssuer, principal string, data map[string][]byte) string {
 	if is, ok := sc.(IssuedSecrets); ok {
 		return is.SecretFrom(principal, data)
 	}
@@ -105,7 +105,7 @@ func SecretOf(sc CredentialScoper, principal string, data map[string][]byte) str
 // KeyedSecret is the secret of a principal whose name its Secret holds:
 // the CredentialKeys' secret where the principal key names principal, ""
 // otherwise.
-func KeyedSecret(sc CredentialScoper, principal string, data map[string][]byte) string {
+func KeyedSecret(sc CredentialIssuer, principal string, data map[string][]byte) string {
 	principalKey, secretKey := sc.CredentialKeys()
 	if string(data[principalKey]) != principal {
 		return ""

@@ -205,41 +205,64 @@ type Access struct {
 	// ResourceParameters are the Buckety's spec.parameters, for drivers
 	// whose Secret depends on them (an S3 bucket's region).
 	ResourceParameters map[string]string
-	// UID is the BucketyAccess's UID, from which a CredentialScoper
+	// UID is the BucketyAccess's UID, from which a CredentialIssuer
 	// derives principals.
 	UID string
 	// Installation names the controller's installation
-	// (buckety-controller.yaml installation): a CredentialScoper puts its
+	// (buckety-controller.yaml installation): a CredentialIssuer puts its
 	// marker (InstallationMarker) in the names of the principals it
 	// derives, so that a sweep can tell this installation's from
 	// another's. Empty: principals named as by earlier releases.
 	Installation string
-	// Principal is the access's credential on a CredentialScoper backend
+	// Principal is the access's credential on a CredentialIssuer backend
 	// (empty otherwise): Grant creates or updates it, Revoke removes it.
 	Principal string
 	// Secret is the principal's secret (a password) as the access's Secret
 	// holds it; empty when the Secret holds none for this principal, and
 	// Grant then issues a new one.
 	Secret string
-	// Assert asks Grant to create or update the principal with Secret and
-	// to make its rights exactly the role's, rather than trusting that a
-	// previous Grant did.
-	Assert bool
-	// New says the principal is being issued and its access has not
-	// changed since the issue was recorded: it has no rights on the
-	// backend but what this grant (or an interrupted attempt of it) makes,
-	// so Grant may create them without reading them first.
-	New bool
-	// Recorded says the controller recorded the principal in this very
-	// pass, right after it saw that the principal did not exist: one that
-	// exists when Grant creates it was made by someone else meanwhile, and
-	// Grant returns a *PrincipalExistsError rather than take it over
-	// (where the service can create without overwriting).
-	Recorded bool
+	// Assert says how far Grant checks the principal on the service:
+	// Trust (the zero value), Reassert, IssueNew or IssueRecorded.
+	Assert Assertion
 	// SecretFormats are the access's spec.secretFormats: Grant adds the
 	// keys of each (SecretFormatter) to Data, from the same credentials.
 	SecretFormats []string
 }
+
+// Assertion says how far Grant checks an access's principal on the
+// service. Each value does what the one before it does, and more.
+type Assertion int
+
+const (
+	// Trust: a previous Grant made the principal and its rights, and
+	// Grant returns the Secret payload without a request to the service.
+	Trust Assertion = iota
+	// Reassert: Grant creates or updates the principal with Secret and
+	// makes its rights exactly the role's, reading what it has first.
+	Reassert
+	// IssueNew: the principal is being issued and its access has not
+	// changed since the issue was recorded: it has no rights on the
+	// backend but what this grant (or an interrupted attempt of it) makes,
+	// so Grant may create them without reading them first.
+	IssueNew
+	// IssueRecorded: IssueNew, and the controller recorded the principal
+	// in this very pass, right after it saw that the principal did not
+	// exist: one that exists when Grant creates it was made by someone
+	// else meanwhile, and Grant returns a *PrincipalExistsError rather
+	// than take it over (where the service can create without
+	// overwriting).
+	IssueRecorded
+)
+
+// Asserts reports whether Grant creates or updates the principal and its
+// rights (Reassert or more) rather than trusting an earlier Grant.
+func (a Access) Asserts() bool { return a.Assert >= Reassert }
+
+// IsNew reports whether the principal is being issued (IssueNew or more).
+func (a Access) IsNew() bool { return a.Assert >= IssueNew }
+
+// JustRecorded reports IssueRecorded.
+func (a Access) JustRecorded() bool { return a.Assert == IssueRecorded }
 
 // Grant is the result of granting an access.
 type Grant struct {
@@ -247,11 +270,11 @@ type Grant struct {
 	Data map[string][]byte
 	// Principal names the backend-side identity, if the driver has one.
 	Principal string
-	// Scoped is true when the credentials are restricted to the requested
+	// PerAccess is true when the credentials are restricted to the requested
 	// role and parameters. False means every access gets the same
 	// credentials, which the controller surfaces as ScopingNotImplemented.
-	Scoped bool
-	// Reason says why the credentials are not scoped (Scoped false): what
+	PerAccess bool
+	// Reason says why the credentials are not the access's own (PerAccess false): what
 	// the service, the config or the requested role lacks.
 	Reason string
 }

@@ -76,7 +76,7 @@ func IsAccessDenied(err error) bool {
 
 // PrincipalExistsError means Grant found the principal it was to create
 // already there, made by someone else after the controller checked
-// (Access.Recorded): it is never altered, and the access reports
+// (Access.Assert IssueRecorded): it is never altered, and the access reports
 // PrincipalConflict.
 type PrincipalExistsError struct {
 	Backend, Principal string

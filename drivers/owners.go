@@ -94,12 +94,12 @@ type OwnerRecorder interface {
 	WriteOwner(ctx context.Context, r Resource, rec *OwnerRecord) error
 }
 
-// PrincipalLister is an optional capability of a CredentialScoper: listing
+// PrincipalLister is an optional capability of a CredentialIssuer: listing
 // the principals one installation issued on the service, so that after a
 // rebuild (or a BucketyCredential record deleted by hand) the principals no
 // live access accounts for are revoked, and another installation's are
 // never touched. A principal carries its installation's marker in its
-// name (Access.Installation, see CredentialScoper.Principal).
+// name (Access.Installation, see CredentialIssuer.Principal).
 type PrincipalLister interface {
 	// ListPrincipals returns the principals on the service whose names
 	// carry installation's marker.

@@ -226,7 +226,7 @@ func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 	if err := b.enter(ctx, "grant"); err != nil {
 		return drivers.Grant{}, err
 	}
-	return drivers.Grant{Data: map[string][]byte{"endpoint": []byte("test://service"), "resource": []byte(a.Resource)}, Scoped: a.Role.OrDefault() == drivers.RoleReadWrite}, nil
+	return drivers.Grant{Data: map[string][]byte{"endpoint": []byte("test://service"), "resource": []byte(a.Resource)}, PerAccess: a.Role.OrDefault() == drivers.RoleReadWrite}, nil
 }
 
 // Revoke implements drivers.Backend.

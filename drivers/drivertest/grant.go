@@ -26,8 +26,8 @@ type GrantCase struct {
 	// SecretData; an empty value: any non-empty value. The Secret holds
 	// exactly these keys and the SecretData's.
 	Want map[string]string
-	// Scoped is the Grant's Scoped.
-	Scoped bool
+	// PerAccess is the Grant's PerAccess.
+	PerAccess bool
 }
 
 // CheckGrant checks a Grant's Secret data against the declared keys: every
@@ -88,8 +88,8 @@ func (c *contract) grant(t *testing.T) {
 			if !maps.Equal(got, want) {
 				t.Errorf("Grant(%+v): want Secret data %v, got %v", a, want, got)
 			}
-			if g.Scoped != gc.Scoped {
-				t.Errorf("Grant(%+v): want Scoped %v, got %v", a, gc.Scoped, g.Scoped)
+			if g.PerAccess != gc.PerAccess {
+				t.Errorf("Grant(%+v): want PerAccess %v, got %v", a, gc.PerAccess, g.PerAccess)
 			}
 		})
 	}
@@ -130,9 +130,9 @@ func (c *contract) credentials(t *testing.T) {
 	a := drivers.Access{Resource: r.Name, Namespace: "suite", Name: "reader", UID: "suite-reader-uid", Role: drivers.RoleReadWrite, ResourceParameters: r.Parameters}
 	b := a
 	b.Name, b.UID = "writer", "suite-writer-uid"
-	// A CredentialScoper's principals are derived for the controller,
+	// A CredentialIssuer's principals are derived for the controller,
 	// which passes them to Grant and Revoke.
-	if sc, ok := c.tg.Backend.(drivers.CredentialScoper); ok {
+	if sc, ok := c.tg.Backend.(drivers.CredentialIssuer); ok {
 		a.Principal, b.Principal = sc.Principal(a, 1), sc.Principal(b, 1)
 	}
 	grant := func(a drivers.Access) drivers.Grant {
@@ -146,7 +146,7 @@ func (c *contract) credentials(t *testing.T) {
 	}
 	first := grant(a)
 	// The Secret is the source of truth: a second Grant gets its secret.
-	if sc, ok := c.tg.Backend.(drivers.CredentialScoper); ok {
+	if sc, ok := c.tg.Backend.(drivers.CredentialIssuer); ok {
 		_, key := sc.CredentialKeys()
 		a.Secret = string(first.Data[key])
 	}

@@ -47,7 +47,7 @@ func TestSuiteOnMemoryBackend(t *testing.T) {
 					{Name: "empty", Config: &drivertest.Config{Limit: -1}, Errs: []string{"config.endpoint: Required value", "config.limit: Invalid value: -1"}},
 				},
 				Grants: []drivertest.GrantCase{
-					{Name: "read-write", Access: drivers.Access{Resource: "r1", Role: "ReadWrite"}, Want: map[string]string{"resource": "r1"}, Scoped: true},
+					{Name: "read-write", Access: drivers.Access{Resource: "r1", Role: "ReadWrite"}, Want: map[string]string{"resource": "r1"}, PerAccess: true},
 					{Name: "read-only", Access: drivers.Access{Resource: "r2", Role: "ReadOnly"}, Want: map[string]string{"resource": "r2"}},
 				},
 				Services: []drivertest.Service{{

@@ -48,8 +48,8 @@ type Backend struct {
 	quotaWrites *batcher[[]quotaOp, struct{}]
 	// observed is what the backend last saw of each topic (observed.go).
 	observed *observations
-	// scoping caches whether the cluster can scope credentials (credentials.go).
-	scoping drivers.ScopingCache
+	// issuing caches whether the cluster can scope credentials (credentials.go).
+	issuing drivers.IssuingCache
 	// purge drops bulk reads from the client's metadata cache (metacache.go).
 	purge metaPurge
 	// owners is the owner registry, as far as this backend has read it

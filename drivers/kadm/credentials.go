@@ -21,7 +21,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
-// Per-access credentials (drivers.CredentialScoper). A backend whose admin
+// Per-access credentials (drivers.CredentialIssuer). A backend whose admin
 // connection uses SASL, without shareCredentials, on a cluster with an
 // authorizer and the SCRAM admin API (KIP-554), gives every access a SCRAM
 // user of its own and ACLs for its role on its topic:
@@ -48,7 +48,7 @@ import (
 // other topic.
 
 // SecretGroupPrefix is the Secret key holding the prefix of the consumer
-// groups and transactional ids a scoped access may use.
+// groups and transactional ids an access with a credential of its own may use.
 const SecretGroupPrefix = "group.id.prefix"
 
 // principalPrefix starts every principal and group prefix buckety issues,
@@ -62,26 +62,26 @@ const principalPrefix = "bky."
 // a user was stored with.
 const scramIterations = 4096
 
-// scopingTTL is how long a backend's answer to Scoping is kept: a cluster
+// issuingTTL is how long a backend's answer to Issuing is kept: a cluster
 // that gains an authorizer or SCRAM is noticed within it.
-const scopingTTL = 5 * time.Minute
+const issuingTTL = 5 * time.Minute
 
 var (
-	_ drivers.CredentialScoper = (*Backend)(nil)
-	_ drivers.SecretMinter     = (*Backend)(nil)
+	_ drivers.CredentialIssuer = (*Backend)(nil)
+	_ drivers.SecretMaker      = (*Backend)(nil)
 )
 
-// Scoping implements drivers.CredentialScoper.
-func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
-	if why := b.cfg.unscopedReason(b.name); why != "" {
-		return drivers.Scoping{Reason: why}, nil
+// Issuing implements drivers.CredentialIssuer.
+func (b *Backend) Issuing(ctx context.Context) (drivers.Issuing, error) {
+	if why := b.cfg.sharedReason(b.name); why != "" {
+		return drivers.Issuing{Reason: why}, nil
 	}
-	return b.scoping.Get(ctx, scopingTTL, b.probeScoping)
+	return b.issuing.Get(ctx, issuingTTL, b.probeIssuing)
 }
 
-// unscopedReason is why a backend's config rules out per-access
+// sharedReason is why a backend's config rules out per-access
 // credentials, "" when it does not.
-func (c *Config) unscopedReason(backend string) string {
+func (c *Config) sharedReason(backend string) string {
 	switch {
 	case c.SASL == nil:
 		return fmt.Sprintf("backend %s connects without SASL, so the cluster cannot tell one client from another: every access can do what any client can (configure sasl on a cluster with SCRAM and an authorizer for per-access users)", backend)
@@ -91,9 +91,9 @@ func (c *Config) unscopedReason(backend string) string {
 	return ""
 }
 
-// unscopedWhy is, in a few words, why a backend's config rules out
+// sharedWhy is, in a few words, why a backend's config rules out
 // per-access users, "" when it does not.
-func (c *Config) unscopedWhy() string {
+func (c *Config) sharedWhy() string {
 	switch {
 	case c.SASL == nil:
 		return "it connects without sasl"
@@ -103,29 +103,29 @@ func (c *Config) unscopedWhy() string {
 	return ""
 }
 
-// probeScoping asks the cluster whether it has the SCRAM admin API and an
+// probeIssuing asks the cluster whether it has the SCRAM admin API and an
 // authorizer.
-func (b *Backend) probeScoping(ctx context.Context) (drivers.Scoping, error) {
+func (b *Backend) probeIssuing(ctx context.Context) (drivers.Issuing, error) {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	if _, err := b.adm.DescribeUserSCRAMs(ctx, principalPrefix+"probe"); err != nil && !errors.Is(err, kerr.ResourceNotFound) {
 		if errors.Is(err, kerr.UnsupportedVersion) || errors.Is(err, kerr.InvalidRequest) || isUnknownKey(err) {
-			return drivers.Scoping{Reason: fmt.Sprintf("the cluster of backend %s has no SCRAM admin API (KIP-554, Kafka 2.7): %v", b.name, err)}, nil
+			return drivers.Issuing{Reason: fmt.Sprintf("the cluster of backend %s has no SCRAM admin API (KIP-554, Kafka 2.7): %v", b.name, err)}, nil
 		}
-		return drivers.Scoping{}, b.classify(fmt.Errorf("describe SCRAM users: %w", err))
+		return drivers.Issuing{}, b.classify(fmt.Errorf("describe SCRAM users: %w", err))
 	}
 	req := describeACLsRequest(kmsg.StringPtr("User:" + principalPrefix + "probe"))
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		return drivers.Scoping{}, b.classify(fmt.Errorf("describe ACLs: %w", err))
+		return drivers.Issuing{}, b.classify(fmt.Errorf("describe ACLs: %w", err))
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		if errors.Is(err, kerr.SecurityDisabled) {
-			return drivers.Scoping{Reason: fmt.Sprintf("the cluster of backend %s has no authorizer (DescribeACLs: SECURITY_DISABLED), so ACLs would not be enforced", b.name)}, nil
+			return drivers.Issuing{Reason: fmt.Sprintf("the cluster of backend %s has no authorizer (DescribeACLs: SECURITY_DISABLED), so ACLs would not be enforced", b.name)}, nil
 		}
-		return drivers.Scoping{}, b.classify(fmt.Errorf("describe ACLs: %w", err))
+		return drivers.Issuing{}, b.classify(fmt.Errorf("describe ACLs: %w", err))
 	}
-	return drivers.Scoping{Scoped: true}, nil
+	return drivers.Issuing{PerAccess: true}, nil
 }
 
 // isUnknownKey reports kgo's refusal to send a request the broker did not
@@ -142,7 +142,7 @@ func accessBase(a drivers.Access) string {
 	return principalPrefix + a.Namespace + "." + a.Name + "." + hex.EncodeToString(sum[:6])
 }
 
-// Principal implements drivers.CredentialScoper (PrincipalFor).
+// Principal implements drivers.CredentialIssuer (PrincipalFor).
 func (b *Backend) Principal(a drivers.Access, serial int) string { return PrincipalFor(a, serial) }
 
 // PrincipalFor is the SCRAM user of an access's credential serial:
@@ -216,7 +216,7 @@ func (b *Backend) ListPrincipals(ctx context.Context, installation string) ([]st
 	return out, nil
 }
 
-// CredentialKeys implements drivers.CredentialScoper.
+// CredentialKeys implements drivers.CredentialIssuer.
 func (b *Backend) CredentialKeys() (string, string) { return SecretSASLUsername, SecretSASLPassword }
 
 // accessEnd ends the part of a group prefix that names its access. It is
@@ -242,7 +242,7 @@ func groupPrefix(a drivers.Access) string {
 	return accessBase(a) + accessEnd + a.Parameters[AccessConsumerGroupPrefix]
 }
 
-// InspectPrincipal implements drivers.CredentialScoper.
+// InspectPrincipal implements drivers.CredentialIssuer.
 func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
 	d, err := b.describeUser(ctx, principal)
 	if err != nil {
@@ -259,7 +259,7 @@ func (c *Config) mechanism() (kadm.ScramMechanism, string) {
 	return kadm.ScramSha512, "SCRAM-SHA-512"
 }
 
-// NewSecret implements drivers.SecretMinter: a new user's password.
+// NewSecret implements drivers.SecretMaker: a new user's password.
 func (*Backend) NewSecret() (string, error) { return newPassword() }
 
 // newPassword is a password from crypto/rand: 32 bytes, URL-safe base64.
@@ -275,7 +275,7 @@ func newPassword() (string, error) {
 // client quotas, and returns its Secret payload on top of base
 // (bootstrap, topic, TLS).
 func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
-	password, assert := a.Secret, a.Assert
+	password, assert := a.Secret, a.Asserts()
 	if password == "" {
 		p, err := newPassword()
 		if err != nil {
@@ -293,7 +293,7 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 	data[SecretSASLUsername] = []byte(a.Principal)
 	data[SecretSASLPassword] = []byte(password)
 	data[SecretGroupPrefix] = []byte(groupPrefix(a))
-	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
+	return drivers.Grant{Data: data, Principal: a.Principal, PerAccess: true}, nil
 }
 
 // assertCredential sets the password, the ACLs and the client quotas of
@@ -310,12 +310,12 @@ func (b *Backend) assertCredential(ctx context.Context, a drivers.Access, mech k
 	return concurrently(
 		func() error { return b.upsertUser(ctx, a.Principal, mech, password) },
 		func() error {
-			if a.New {
+			if a.IsNew() {
 				return b.createACLs(ctx, a.Principal, wantACLs(a))
 			}
 			return b.setACLs(ctx, a.Principal, wantACLs(a))
 		},
-		func() error { return b.setQuotas(ctx, a.Principal, quotas, a.New) },
+		func() error { return b.setQuotas(ctx, a.Principal, quotas, a.IsNew()) },
 	)
 }
 

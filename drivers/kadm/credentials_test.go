@@ -62,12 +62,15 @@ func consume(t *testing.T, data map[string][]byte, topic, group string) error {
 func grantAs(t *testing.T, be *Backend, topic, uid, role string, secret string, assert bool) map[string][]byte {
 	t.Helper()
 	a := drivers.Access{Resource: topic, Namespace: "team", Name: "app-" + strings.ToLower(role), UID: uid, Role: drivers.Role(role)}
-	a.Principal, a.Secret, a.Assert = be.Principal(a, 1), secret, assert
+	a.Principal, a.Secret = be.Principal(a, 1), secret
+	if assert {
+		a.Assert = drivers.Reassert
+	}
 	g, err := be.Grant(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !g.Scoped || g.Principal != a.Principal {
+	if !g.PerAccess || g.Principal != a.Principal {
 		t.Fatalf("want a scoped grant for %s, got %+v", a.Principal, g)
 	}
 	drivertest.CheckGrant(t, secretKeys, g)
@@ -78,21 +81,21 @@ func grantAs(t *testing.T, be *Backend, topic, uid, role string, secret string, 
 // shareCredentials, and a cluster that enforces ACLs; otherwise it says why.
 func TestScopingNeedsSASLAndAnAuthorizer(t *testing.T) {
 	plain := newFixture(t, kafka.Options{}, nil)
-	if s, err := plain.backend.Scoping(context.Background()); err != nil || s.Scoped || !strings.Contains(s.Reason, "without SASL") {
+	if s, err := plain.backend.Issuing(context.Background()); err != nil || s.PerAccess || !strings.Contains(s.Reason, "without SASL") {
 		t.Errorf("plaintext: want not scoped, without SASL; got %+v, %v", s, err)
 	}
 	noAuthz := scopedFixture(t, false)
-	if s, err := noAuthz.backend.Scoping(context.Background()); err != nil || s.Scoped || !strings.Contains(s.Reason, "no authorizer") {
+	if s, err := noAuthz.backend.Issuing(context.Background()); err != nil || s.PerAccess || !strings.Contains(s.Reason, "no authorizer") {
 		t.Errorf("SASL without ACLs: want not scoped, no authorizer; got %+v, %v", s, err)
 	}
 	old := newFixture(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, Kafka26: true}, func(c *Config) {
 		c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}
 	})
-	if s, err := old.backend.Scoping(context.Background()); err != nil || s.Scoped || !strings.Contains(s.Reason, "no SCRAM admin API") {
+	if s, err := old.backend.Issuing(context.Background()); err != nil || s.PerAccess || !strings.Contains(s.Reason, "no SCRAM admin API") {
 		t.Errorf("Kafka 2.6: want not scoped, no SCRAM admin API; got %+v, %v", s, err)
 	}
 	scoped := scopedFixture(t, true)
-	if s, err := scoped.backend.Scoping(context.Background()); err != nil || !s.Scoped {
+	if s, err := scoped.backend.Issuing(context.Background()); err != nil || !s.PerAccess {
 		t.Errorf("SASL with ACLs: want scoped, got %+v, %v", s, err)
 	}
 }
@@ -184,7 +187,7 @@ func TestScopedSecretIsTheSourceOfTruth(t *testing.T) {
 		t.Errorf("after Assert: want the Secret's password to work again, got %v", err)
 	}
 	// ReadOnly now: Write is removed, exactly.
-	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app-readwrite", UID: "uid-1", Role: "ReadOnly", Principal: principal, Secret: password, Assert: true}
+	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app-readwrite", UID: "uid-1", Role: "ReadOnly", Principal: principal, Secret: password, Assert: drivers.Reassert}
 	if _, err := f.backend.Grant(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +246,7 @@ func TestSweepCredentials(t *testing.T) {
 	// Re-asserting repairs them.
 	for _, i := range got {
 		a := as[i]
-		a.Assert, a.Secret = true, "the-secret"
+		a.Assert, a.Secret = drivers.Reassert, "the-secret"
 		if _, err := f.backend.Grant(ctx, a); err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +268,7 @@ func TestScopedGrantsAreBatched(t *testing.T) {
 	for i := range as {
 		topic := fmt.Sprintf("batched-%02d", i)
 		f.ensure(t, topic, nil)
-		as[i] = drivers.Access{Resource: topic, Namespace: "team", Name: fmt.Sprintf("app-%02d", i), UID: fmt.Sprintf("uid-batched-%02d", i), Role: "ReadOnly", Assert: true,
+		as[i] = drivers.Access{Resource: topic, Namespace: "team", Name: fmt.Sprintf("app-%02d", i), UID: fmt.Sprintf("uid-batched-%02d", i), Role: "ReadOnly", Assert: drivers.Reassert,
 			Parameters: map[string]string{AccessConsumerByteRate: fmt.Sprint(1024 * (i + 1))}}
 		as[i].Principal = f.backend.Principal(as[i], 1)
 	}
@@ -469,7 +472,7 @@ func grantNamed(t *testing.T, be *Backend, a drivers.Access) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !g.Scoped {
+	if !g.PerAccess {
 		t.Fatalf("want a scoped grant for %s, got %+v", a.Principal, g)
 	}
 	return g.Data
@@ -560,7 +563,7 @@ func TestOldGroupPrefixIsDrift(t *testing.T) {
 	if got, err := f.backend.SweepCredentials(ctx, []drivers.Access{a}); err != nil || fmt.Sprint(got) != "[0]" {
 		t.Fatalf("want the old prefix's ACLs drift, got %v (%v)", got, err)
 	}
-	a.Assert, a.Secret = true, string(g.Data[SecretSASLPassword])
+	a.Assert, a.Secret = drivers.Reassert, string(g.Data[SecretSASLPassword])
 	g, err = f.backend.Grant(ctx, a)
 	if err != nil {
 		t.Fatal(err)
@@ -641,7 +644,7 @@ func TestOperatorDenyACLsAreKept(t *testing.T) {
 		t.Errorf("with the operator's DENY ACLs: want no drift, got %v (%v)", got, err)
 	}
 	// Re-asserted (a spec change, an edited Secret): the DENY ACLs stay.
-	a.Assert, a.Secret = true, string(g.Data[SecretSASLPassword])
+	a.Assert, a.Secret = drivers.Reassert, string(g.Data[SecretSASLPassword])
 	if _, err := f.backend.Grant(ctx, a); err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func (*Driver) ValidateParameters(p *field.Path, _ drivers.Config, old, new map[
 // ScopingNotImplemented condition says whether it does.
 func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role drivers.Role, params map[string]string) (warnings []string, errs field.ErrorList) {
 	c, _ := cfg.(*Config)
-	unscoped := c == nil || c.unscopedWhy() != ""
+	shared := c == nil || c.sharedWhy() != ""
 	for _, k := range sortedKeys(params) {
 		kp, v := p.Key(k), params[k]
 		q, isQuota := quotaKeyOf(k)
@@ -154,13 +154,13 @@ func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role drivers.Ro
 			}
 		case k == AccessConsumerGroupPrefix && !validGroupPrefix(v):
 			errs = append(errs, field.Invalid(kp, v, "a consumer group prefix may contain only ASCII letters, digits, '.', '_' and '-'"))
-		case k == AccessConsumerGroupPrefix && unscoped:
+		case k == AccessConsumerGroupPrefix && shared:
 			warnings = append(warnings, fmt.Sprintf("%s: not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials); any consumer group can be used", kp))
 		case k != AccessConsumerGroupPrefix:
 			errs = append(errs, field.NotSupported(kp, k, accessKeys()))
 		}
 	}
-	if unscoped && role.OrDefault() != drivers.RoleReadWrite {
+	if shared && role.OrDefault() != drivers.RoleReadWrite {
 		warnings = append(warnings, fmt.Sprintf("role %s is not enforced on this backend (no per-access Kafka users without sasl, or with shareCredentials): the credentials allow reading and writing (ScopingNotImplemented)", role))
 	}
 	return warnings, errs

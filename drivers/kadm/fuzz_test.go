@@ -220,7 +220,7 @@ func FuzzGrant(f *testing.F) {
 		if got := string(g.Data["bootstrap"]); got != want {
 			t.Fatalf("want bootstrap %q, got %q", want, got)
 		}
-		if g.Scoped && role != "" && role != "ReadWrite" {
+		if g.PerAccess && role != "" && role != "ReadWrite" {
 			t.Fatalf("grant for role %q reported scoped, but v1alpha1 hands read-write credentials", role)
 		}
 	})

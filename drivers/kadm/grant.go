@@ -123,15 +123,15 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 			data[SecretSASLPassword] = []byte(s.Password)
 		}
 	}
-	reason := c.unscopedReason(b.name)
+	reason := c.sharedReason(b.name)
 	if reason == "" {
 		reason = fmt.Sprintf("backend %s did not issue a user for this access", b.name)
 	}
 	return drivers.Grant{Data: data, Reason: reason}, nil
 }
 
-// Revoke implements drivers.Backend: a scoped access's ACLs, then its
-// user; an unscoped access has nothing to revoke.
+// Revoke implements drivers.Backend: a per-access credential's ACLs,
+// then its user; an access on shared credentials has nothing to revoke.
 func (b *Backend) Revoke(ctx context.Context, a drivers.Access) error {
 	if a.Principal == "" {
 		return nil

@@ -97,8 +97,8 @@ func TestGrantConnections(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("want Secret data %v, got %v", tc.want, got)
 			}
-			if g.Scoped || g.Reason == "" {
-				t.Errorf("want a grant without a principal unscoped, with the reason, got Scoped %v, Reason %q", g.Scoped, g.Reason)
+			if g.PerAccess || g.Reason == "" {
+				t.Errorf("want a grant without a principal unscoped, with the reason, got Scoped %v, Reason %q", g.PerAccess, g.Reason)
 			}
 		})
 	}

@@ -207,7 +207,7 @@ func (c *Config) validateQuotas(p *field.Path) field.ErrorList {
 	if c.Quotas == nil {
 		return nil
 	}
-	if why := c.unscopedWhy(); why != "" {
+	if why := c.sharedWhy(); why != "" {
 		return field.ErrorList{field.Forbidden(p, "quotas apply to the user buckety issues per access, and this backend issues none ("+why+"): a quota on the shared user would throttle every tenant at once; remove quotas")}
 	}
 	var errs field.ErrorList
@@ -233,7 +233,7 @@ func validateQuota(p *field.Path, c *Config, q quotaKey, v string) *field.Error 
 	if c == nil {
 		return field.Forbidden(p, "this backend issues no user per access, so a quota would sit on the shared user and throttle every tenant at once")
 	}
-	if why := c.unscopedWhy(); why != "" {
+	if why := c.sharedWhy(); why != "" {
 		return field.Forbidden(p, "this backend issues no user per access ("+why+"), so a quota would sit on the shared user and throttle every tenant at once; remove "+q.param)
 	}
 	n, err := q.parse(v)

@@ -177,7 +177,7 @@ func TestQuotasConvergeOnGrant(t *testing.T) {
 	f := quotaFixture(t)
 	ctx := context.Background()
 	f.ensure(t, "orders", nil)
-	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app", UID: "uid-quota", Role: drivers.RoleReadWrite, New: true,
+	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app", UID: "uid-quota", Role: drivers.RoleReadWrite, Assert: drivers.IssueNew,
 		Parameters: map[string]string{AccessProducerByteRate: "1048576", AccessRequestPercentage: "12.5"}}
 	a.Principal = f.backend.Principal(a, 1)
 	g, err := f.backend.Grant(ctx, a)
@@ -189,7 +189,7 @@ func TestQuotasConvergeOnGrant(t *testing.T) {
 		t.Errorf("after the first Grant: want quotas %v, got %v", want, got)
 	}
 
-	a.New, a.Secret = false, string(g.Data[SecretSASLPassword])
+	a.Assert, a.Secret = drivers.Trust, string(g.Data[SecretSASLPassword])
 	a.Parameters = map[string]string{AccessProducerByteRate: "2097152", AccessConsumerByteRate: "1024", AccessControllerMutationRate: "0.5"}
 	f.counter.Reset()
 	if _, err := f.backend.Grant(ctx, a); err != nil {
@@ -202,7 +202,7 @@ func TestQuotasConvergeOnGrant(t *testing.T) {
 		t.Errorf("without Assert: want the quotas unchanged %v, got %v", want, got)
 	}
 
-	a.Assert = true
+	a.Assert = drivers.Reassert
 	if _, err := f.backend.Grant(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestQuotaDriftIsSweptAndRepaired(t *testing.T) {
 	}
 	for _, i := range got {
 		a := as[i]
-		a.Assert = true
+		a.Assert = drivers.Reassert
 		if _, err := f.backend.Grant(ctx, a); err != nil {
 			t.Fatal(err)
 		}

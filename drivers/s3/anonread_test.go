@@ -199,7 +199,7 @@ func TestAnonymousReadBesideVersityGrants(t *testing.T) {
 	fx.put(t, "ledger", "seed", "body of seed")
 	grant := func(name, role string) drivers.Access {
 		t.Helper()
-		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: true, New: true}
+		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: drivers.IssueNew}
 		a.Principal = be.Principal(a, 1)
 		g, err := be.Grant(ctx, a)
 		if err != nil {

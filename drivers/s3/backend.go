@@ -40,7 +40,7 @@ type Backend struct {
 	// the missing field is a shortfall, not drift to rewrite every pass.
 	dropsAbortUploads bool
 	// scoping is the state of credentials per access (credentials.go).
-	scoping scoping
+	scoping issuing
 	// owners is what the backend knows of the server's bucket tags, where
 	// owner records are kept (owners.go).
 	owners owners

@@ -22,7 +22,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/s3/versityadmin"
 )
 
-// Credentials per access (drivers.CredentialScoper, CredentialSweeper). A
+// Credentials per access (drivers.CredentialIssuer, CredentialSweeper). A
 // backend with credentials set, on implementation minio, versitygw, aws or
 // seaweedfs, gives every access a credential of its own: a key on the
 // server that may do what its role allows (roles.go) on its bucket and
@@ -58,7 +58,7 @@ import (
 //
 // Whenever the config asks for credentials per access and the server
 // cannot issue them (an old MinIO, a gateway without an IAM store),
-// Scoping says so with Required set: the controller then hands no access
+// Issuing says so with Required set: the controller then hands no access
 // the backend's own keys, and Grant refuses to as well.
 
 // issuer gives every access a credential of its own on one
@@ -75,7 +75,7 @@ type issuer interface {
 	// Secret holds: secret itself, or a key and secret the server issued
 	// (issuedSecret). Every step is an upsert, so a grant that stopped
 	// half way is finished by the next; a principal that exists although
-	// a.Recorded says buckety has just seen it absent is someone else's
+	// a.JustRecorded() says buckety has just seen it absent is someone else's
 	// (*drivers.PrincipalExistsError).
 	grant(ctx context.Context, a drivers.Access, secret string) (string, error)
 	// revoke removes a's credential: its rights first, so a revocation
@@ -109,26 +109,26 @@ func (b *Backend) newIssuer() (issuer, error) {
 	return b.srv.issuer(b, adminhttp.Client(hc, b.cfg.timeout())), nil
 }
 
-// scopingTTL is how long a backend's answer to Scoping is kept.
-const scopingTTL = 5 * time.Minute
+// issuingTTL is how long a backend's answer to Issuing is kept.
+const issuingTTL = 5 * time.Minute
 
 var (
-	_ drivers.CredentialScoper  = (*Backend)(nil)
+	_ drivers.CredentialIssuer  = (*Backend)(nil)
 	_ drivers.CredentialSweeper = (*Backend)(nil)
 	_ drivers.IssuedSecrets     = (*Backend)(nil)
-	_ drivers.SecretMinter      = (*Backend)(nil)
+	_ drivers.SecretMaker       = (*Backend)(nil)
 )
 
-// scoping is the credential state of a Backend.
-type scoping struct {
-	cache drivers.ScopingCache
+// issuing is the credential state of a Backend.
+type issuing struct {
+	cache drivers.IssuingCache
 	// issuer is nil on an implementation without credentials per access.
 	issuer issuer
 }
 
-// unscopedReason is why a backend's config rules out credentials per
+// sharedReason is why a backend's config rules out credentials per
 // access, "" when it does not.
-func (c *Config) unscopedReason(backend string) string {
+func (c *Config) sharedReason(backend string) string {
 	switch {
 	case c.Credentials == nil:
 		return fmt.Sprintf("backend %s hands every access its own keys: set credentials (implementation %s) for a key per access", backend, strings.Join(serving((*server).issuesKeys), ", "))
@@ -138,27 +138,27 @@ func (c *Config) unscopedReason(backend string) string {
 	return ""
 }
 
-// Scoping implements drivers.CredentialScoper: the issuer's ready, kept
-// for scopingTTL (a failure for drivers.ScopingFailTTL).
-func (b *Backend) Scoping(ctx context.Context) (drivers.Scoping, error) {
-	if why := b.cfg.unscopedReason(b.name); why != "" {
-		return drivers.Scoping{Reason: why}, nil
+// Issuing implements drivers.CredentialIssuer: the issuer's ready, kept
+// for issuingTTL (a failure for drivers.IssuingFailTTL).
+func (b *Backend) Issuing(ctx context.Context) (drivers.Issuing, error) {
+	if why := b.cfg.sharedReason(b.name); why != "" {
+		return drivers.Issuing{Reason: why}, nil
 	}
 	is, err := b.issuer()
 	if err != nil {
-		return drivers.Scoping{}, err
+		return drivers.Issuing{}, err
 	}
-	return b.scoping.cache.Get(ctx, scopingTTL, func(ctx context.Context) (drivers.Scoping, error) {
+	return b.scoping.cache.Get(ctx, issuingTTL, func(ctx context.Context) (drivers.Issuing, error) {
 		ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
 		defer cancel()
 		why, err := is.ready(ctx)
 		if err != nil {
-			return drivers.Scoping{}, err
+			return drivers.Issuing{}, err
 		}
 		if why != "" {
-			return drivers.Scoping{Required: true, Reason: fmt.Sprintf("backend %s sets credentials, but %s", b.name, why)}, nil
+			return drivers.Issuing{Required: true, Reason: fmt.Sprintf("backend %s sets credentials, but %s", b.name, why)}, nil
 		}
-		return drivers.Scoping{Scoped: true, Required: true}, nil
+		return drivers.Issuing{PerAccess: true, Required: true}, nil
 	})
 }
 
@@ -212,7 +212,7 @@ func (b *Backend) adminError(what string, err error) error {
 	return err
 }
 
-// Principal implements drivers.CredentialScoper.
+// Principal implements drivers.CredentialIssuer.
 func (b *Backend) Principal(a drivers.Access, serial int) string { return PrincipalFor(a, serial) }
 
 // PrincipalFor is the principal of an access's credential serial:
@@ -280,10 +280,10 @@ func (b *Backend) ListPrincipals(ctx context.Context, installation string) ([]st
 	return out, nil
 }
 
-// CredentialKeys implements drivers.CredentialScoper.
+// CredentialKeys implements drivers.CredentialIssuer.
 func (b *Backend) CredentialKeys() (string, string) { return SecretAccessKeyID, SecretSecretAccessKey }
 
-// InspectPrincipal implements drivers.CredentialScoper.
+// InspectPrincipal implements drivers.CredentialIssuer.
 func (b *Backend) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
 	is, err := b.issuer()
 	if err != nil {
@@ -308,7 +308,7 @@ func (b *Backend) SecretFrom(principal string, data map[string][]byte) string {
 	return issuedSecret(id, secret)
 }
 
-// NewSecret implements drivers.SecretMinter: the secret key of a new
+// NewSecret implements drivers.SecretMaker: the secret key of a new
 // principal, "" where the server issues the key (IAM).
 func (b *Backend) NewSecret() (string, error) {
 	if b.srv.iamKeys {
@@ -356,7 +356,7 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 	if _, ok := actionsOf[roleOf(a)]; !ok {
 		return drivers.Grant{}, fmt.Errorf("s3: backend %s: role %q has no actions", b.name, a.Role)
 	}
-	secret, assert := a.Secret, a.Assert
+	secret, assert := a.Secret, a.Asserts()
 	if secret == "" {
 		s, err := newSecret()
 		if err != nil {
@@ -390,7 +390,7 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 		}
 		data[SecretAccessKeyID], data[SecretSecretAccessKey] = []byte(id), []byte(sec)
 	}
-	return drivers.Grant{Data: data, Principal: a.Principal, Scoped: true}, nil
+	return drivers.Grant{Data: data, Principal: a.Principal, PerAccess: true}, nil
 }
 
 // revokeCredential removes an access's credential; a missing one is

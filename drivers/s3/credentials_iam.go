@@ -146,7 +146,7 @@ func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret strin
 		return "", "", err
 	}
 	tags := []iam.Tag{{Key: iamTagAccess, Value: a.UID}}
-	if a.Recorded {
+	if a.JustRecorded() {
 		// Recorded in this very pass, after it was seen absent: one that
 		// exists now was made by someone else.
 		if _, err := c.CreateUser(ctx, a.Principal, IAMPath, tags); iam.IsEntityAlreadyExists(err) {

@@ -52,7 +52,7 @@ func seaweedAs(srv *seaweedfs.Server, data map[string][]byte) s3Ops {
 func TestIAMKeysPerAccess(t *testing.T) {
 	srv, be, admin := iamFixture(t)
 	ctx := context.Background()
-	if sc, err := be.Scoping(ctx); err != nil || !sc.Scoped {
+	if sc, err := be.Issuing(ctx); err != nil || !sc.PerAccess {
 		t.Fatalf("want the backend scoped, got %+v, %v", sc, err)
 	}
 	rawOps := s3Ops{t: t, cl: rawClient(t, be.cfg, be.cfg.Endpoint)}
@@ -65,7 +65,7 @@ func TestIAMKeysPerAccess(t *testing.T) {
 		}
 	}
 	access := func(name, role string, serial int) drivers.Access {
-		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: true, New: true, Recorded: true}
+		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: drivers.IssueRecorded}
 		a.Principal = be.Principal(a, serial)
 		return a
 	}
@@ -77,7 +77,7 @@ func TestIAMKeysPerAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Principal != w.Principal || string(g.Data[SecretAccessKeyID]) == w.Principal || !g.Scoped {
+	if g.Principal != w.Principal || string(g.Data[SecretAccessKeyID]) == w.Principal || !g.PerAccess {
 		t.Fatalf("want the user %s with a key IAM issued, got %+v", w.Principal, g)
 	}
 	ops := seaweedAs(srv, g.Data)
@@ -108,7 +108,7 @@ func TestIAMKeysPerAccess(t *testing.T) {
 
 	// Asserted again from its Secret: the same key, nothing new.
 	again := w
-	again.New, again.Recorded = false, false
+	again.Assert = drivers.Reassert
 	again.Secret = be.SecretFrom(w.Principal, g.Data)
 	g2, err := be.Grant(ctx, again)
 	if err != nil || string(g2.Data[SecretAccessKeyID]) != string(g.Data[SecretAccessKeyID]) {
@@ -153,7 +153,7 @@ func TestIAMKeysPerAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.New, r.Recorded, r.Secret = false, false, be.SecretFrom(r.Principal, gr.Data)
+	r.Assert, r.Secret = drivers.Reassert, be.SecretFrom(r.Principal, gr.Data)
 	if _, err := be.Grant(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestIAMSweepOutlastsOneRequestTimeout(t *testing.T) {
 	}
 	var as []drivers.Access
 	for i := range 8 {
-		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-sweep-%d", i), Role: drivers.RoleReadOnly, Assert: true, New: true, Recorded: true}
+		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-sweep-%d", i), Role: drivers.RoleReadOnly, Assert: drivers.IssueRecorded}
 		a.Principal = be.Principal(a, 1)
 		if _, err := be.Grant(ctx, a); err != nil {
 			t.Fatal(err)

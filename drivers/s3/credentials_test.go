@@ -37,11 +37,11 @@ func scopedFixture(t *testing.T, impl string) *fixture {
 // scopingOf asks be's Scoping until the server's admin API is up (MinIO
 // answers 503 XMinioServerNotInitialized for a moment after it serves
 // S3, which the controller, too, waits out as unavailable).
-func scopingOf(t *testing.T, be *Backend) drivers.Scoping {
+func scopingOf(t *testing.T, be *Backend) drivers.Issuing {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		sc, err := be.Scoping(context.Background())
+		sc, err := be.Issuing(context.Background())
 		switch {
 		case err == nil:
 			return sc
@@ -63,7 +63,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 			fx := scopedFixture(t, impl)
 			be := fx.backend
 			ctx := context.Background()
-			if sc := scopingOf(t, be); !sc.Scoped {
+			if sc := scopingOf(t, be); !sc.PerAccess {
 				t.Fatalf("want the backend scoped, got %+v", sc)
 			}
 			fx.ensure(t, "ledger", nil)
@@ -72,7 +72,10 @@ func TestScopedKeysPerAccess(t *testing.T) {
 			fx.put(t, "payroll", "seed", "body of seed")
 			grant := func(name, role string, serial int, secret string, fresh bool) drivers.Access {
 				t.Helper()
-				a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Secret: secret, Assert: true, New: fresh}
+				a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Secret: secret, Assert: drivers.Reassert}
+				if fresh {
+					a.Assert = drivers.IssueNew
+				}
 				a.Principal = be.Principal(a, serial)
 				if fresh {
 					if found, err := be.InspectPrincipal(ctx, a.Principal); err != nil || found {
@@ -83,8 +86,8 @@ func TestScopedKeysPerAccess(t *testing.T) {
 				if err != nil {
 					t.Fatalf("grant %s: %v", name, err)
 				}
-				if !g.Scoped || string(g.Data[SecretAccessKeyID]) != a.Principal || string(g.Data[SecretSecretAccessKey]) == fx.cfg.SecretAccessKey {
-					t.Fatalf("grant %s: want a key of its own, got scoped=%v key %s", name, g.Scoped, g.Data[SecretAccessKeyID])
+				if !g.PerAccess || string(g.Data[SecretAccessKeyID]) != a.Principal || string(g.Data[SecretSecretAccessKey]) == fx.cfg.SecretAccessKey {
+					t.Fatalf("grant %s: want a key of its own, got scoped=%v key %s", name, g.PerAccess, g.Data[SecretAccessKeyID])
 				}
 				a.Secret = string(g.Data[SecretSecretAccessKey])
 				return a
@@ -136,7 +139,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 			if err != nil || len(d) != 1 || d[0] != 1 {
 				t.Fatalf("sweep after the reader's rights changed: want [1], got %v (%v)", d, err)
 			}
-			ro.New = false
+			ro.Assert = drivers.Reassert
 			if _, err := be.Grant(ctx, ro); err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +220,7 @@ func TestScopedForeignPrincipal(t *testing.T) {
 		})
 	}
 	unscoped := newFixture(t, ImplMinIO, s3test.Options{}, nil)
-	if sc := scopingOf(t, unscoped.backend); sc.Scoped || !strings.Contains(sc.Reason, "set credentials") {
+	if sc := scopingOf(t, unscoped.backend); sc.PerAccess || !strings.Contains(sc.Reason, "set credentials") {
 		t.Errorf("a backend without credentials: want unscoped with the reason, got %+v", sc)
 	}
 	noIAM := newFixture(t, ImplVersityGW, s3test.Options{}, nil)
@@ -225,7 +228,7 @@ func TestScopedForeignPrincipal(t *testing.T) {
 	cfg.Credentials = &Credentials{AdminEndpoint: noIAM.srv.AdminEndpoint}
 	be, _ := open(t, &cfg)
 	sc := scopingOf(t, be)
-	if sc.Scoped || !sc.Required || !strings.Contains(sc.Reason, "--iam-dir") {
+	if sc.PerAccess || !sc.Required || !strings.Contains(sc.Reason, "--iam-dir") {
 		t.Errorf("a gateway without an IAM store: want unscoped, required, with the reason, got %+v", sc)
 	}
 	// Nor does Grant hand out the gateway's own keys on such a backend.
@@ -247,14 +250,14 @@ func TestMinIOTenantKeyReachesNoKey(t *testing.T) {
 	fx := scopedFixture(t, ImplMinIO)
 	be := fx.backend
 	ctx := context.Background()
-	if sc := scopingOf(t, be); !sc.Scoped {
+	if sc := scopingOf(t, be); !sc.PerAccess {
 		t.Fatalf("want the backend scoped, got %+v", sc)
 	}
 	fx.ensure(t, "bucket-a", nil)
 	fx.ensure(t, "bucket-b", nil)
 	fx.put(t, "bucket-b", "seed", "body of seed")
 	grant := func(ns, bucket string) drivers.Access {
-		a := drivers.Access{Resource: bucket, Namespace: ns, Name: "app", UID: "uid-" + ns, Assert: true, New: true}
+		a := drivers.Access{Resource: bucket, Namespace: ns, Name: "app", UID: "uid-" + ns, Assert: drivers.IssueNew}
 		a.Principal = be.Principal(a, 1)
 		g, err := be.Grant(ctx, a)
 		if err != nil {
@@ -348,7 +351,7 @@ func TestMinIOLegacyKeyReplaced(t *testing.T) {
 	if d, err := be.SweepCredentials(ctx, []drivers.Access{a}); err != nil || len(d) != 1 {
 		t.Fatalf("sweep of a legacy key: want it drifted, got %v (%v)", d, err)
 	}
-	a.Assert = true
+	a.Assert = drivers.Reassert
 	if _, err := be.Grant(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +379,7 @@ func TestMinIOLegacyKeyReplaced(t *testing.T) {
 	wantRefusedKey(t, "revoked legacy key", s3Ops{t, s3As(fx.srv, b.Principal, b.Secret)}.get("ledger", "seed"))
 
 	// A service account of root under a recorded name is not buckety's.
-	c := drivers.Access{Resource: "ledger", Namespace: "team", Name: "squat", UID: "uid-squat", Secret: "squat-secret-000003", Assert: true}
+	c := drivers.Access{Resource: "ledger", Namespace: "team", Name: "squat", UID: "uid-squat", Secret: "squat-secret-000003", Assert: drivers.Reassert}
 	c.Principal = be.Principal(c, 1)
 	if err := m.Add(ctx, "", c.Principal, c.Secret, policy, "", ""); err != nil {
 		t.Fatal(err)
@@ -402,7 +405,7 @@ func TestVersityFullPolicyMintsNoUser(t *testing.T) {
 	fx.ensure(t, "ledger", nil)
 	full := -1
 	for i := 0; i < 200; i++ {
-		a := drivers.Access{Resource: "ledger", Namespace: "flood", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-flood-%d", i), Assert: true, New: true}
+		a := drivers.Access{Resource: "ledger", Namespace: "flood", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-flood-%d", i), Assert: drivers.IssueNew}
 		a.Principal = be.Principal(a, 1)
 		_, err := be.Grant(ctx, a)
 		if err == nil {
@@ -440,7 +443,7 @@ func TestVersityForeignUserNotTakenOver(t *testing.T) {
 	ctx := context.Background()
 	scopingOf(t, be)
 	fx.ensure(t, "ledger", nil)
-	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: "raced", UID: "uid-raced", Assert: true, New: true, Recorded: true}
+	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: "raced", UID: "uid-raced", Assert: drivers.IssueRecorded}
 	a.Principal = be.Principal(a, 1)
 	if err := be.versityAdmin().CreateUser(ctx, a.Principal, "TheirOwnSecret0123456789"); err != nil {
 		t.Fatal(err)
@@ -451,7 +454,7 @@ func TestVersityForeignUserNotTakenOver(t *testing.T) {
 	}
 	theirs := s3Ops{t, s3As(fx.srv, a.Principal, "TheirOwnSecret0123456789")}
 	wantDenied(t, "their key still authenticates (and is granted nothing)", theirs.list("ledger"))
-	a.Recorded = false
+	a.Assert = drivers.IssueNew
 	if _, err := be.Grant(ctx, a); err != nil {
 		t.Fatalf("a later pass of the same issue: %v", err)
 	}
@@ -466,7 +469,7 @@ func TestSweepJudgesTheOthers(t *testing.T) {
 	ctx := context.Background()
 	scopingOf(t, be)
 	fx.ensure(t, "ledger", nil)
-	ok := drivers.Access{Resource: "ledger", Namespace: "team", Name: "ok", UID: "uid-ok", Assert: true, New: true}
+	ok := drivers.Access{Resource: "ledger", Namespace: "team", Name: "ok", UID: "uid-ok", Assert: drivers.IssueNew}
 	ok.Principal = be.Principal(ok, 1)
 	if _, err := be.Grant(ctx, ok); err != nil {
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret stri
 	err := v.setBucketGrant(ctx, a.Resource, a.Principal, string(roleOf(a)), func(ctx context.Context) error {
 		err := v.admin.CreateUser(ctx, a.Principal, secret)
 		if errors.Is(err, versityadmin.ErrUserExists) {
-			if a.Recorded {
+			if a.JustRecorded() {
 				// Not an interrupted issue of ours: someone made it
 				// since the controller saw it absent.
 				return &drivers.PrincipalExistsError{Backend: b.name, Principal: a.Principal}

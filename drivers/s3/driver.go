@@ -138,7 +138,7 @@ func (*Driver) ValidateAccess(p *field.Path, cfg drivers.Config, role drivers.Ro
 		errs = append(errs, field.Invalid(p.Key(k), k, "the s3 driver has no access parameters in v1alpha1"))
 	}
 	c, _ := cfg.(*Config)
-	if c != nil && c.unscopedReason("") == "" {
+	if c != nil && c.sharedReason("") == "" {
 		return nil, errs
 	}
 	warnings = append(warnings, "this backend hands every s3 access the backend's own keys, not a key scoped to this bucket (no credentials in its config, or an implementation other than minio, versitygw, aws and seaweedfs: ScopingNotImplemented)")

@@ -273,7 +273,7 @@ func FuzzGrant(f *testing.F) {
 				t.Fatalf("want endpoint %q, got %q", strings.TrimSuffix(want, "/"), ep)
 			}
 		}
-		if g.Scoped {
+		if g.PerAccess {
 			t.Fatal("an s3 grant hands the backend's keys, so it must never be reported scoped")
 		}
 	})

@@ -65,7 +65,7 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 		// keys never reach a tenant's Secret instead.
 		return drivers.Grant{}, fmt.Errorf("s3: backend %s: grant for %s/%s without a key of its own: credentials is set, so the backend's own keys are never handed out", b.name, a.Namespace, a.Name)
 	}
-	reason := b.cfg.unscopedReason(b.name)
+	reason := b.cfg.sharedReason(b.name)
 	if reason == "" {
 		reason = fmt.Sprintf("backend %s handed this access its own keys", b.name)
 	}

@@ -336,7 +336,7 @@ func scopedOwnerFixture(t *testing.T, impl string) *fixture {
 func grantAs(t *testing.T, fx *fixture, a drivers.Access) (drivers.Access, s3Ops) {
 	t.Helper()
 	a.Principal = fx.backend.Principal(a, 1)
-	a.Assert, a.New = true, true
+	a.Assert = drivers.IssueNew
 	if a.Secret == "" && !fx.cfg.server().iamKeys {
 		s, err := newSecret()
 		if err != nil {
@@ -363,7 +363,7 @@ func TestTenantCannotReadOrTagItsBucket(t *testing.T) {
 		t.Run(impl, func(t *testing.T) {
 			fx := scopedOwnerFixture(t, impl)
 			ctx := context.Background()
-			if sc := scopingOf(t, fx.backend); !sc.Scoped {
+			if sc := scopingOf(t, fx.backend); !sc.PerAccess {
 				t.Fatalf("want the backend scoped, got %+v", sc)
 			}
 			fx.ensure(t, "ledger", nil)

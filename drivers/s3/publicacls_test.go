@@ -95,7 +95,7 @@ func TestSeaweedFSPublicACLBlock(t *testing.T) {
 	}
 
 	access := func(name string, role drivers.Role) drivers.Access {
-		a := drivers.Access{Resource: "media", Namespace: "team", Name: name, UID: "uid-" + name, Role: role, Assert: true, New: true, Recorded: true}
+		a := drivers.Access{Resource: "media", Namespace: "team", Name: name, UID: "uid-" + name, Role: role, Assert: drivers.IssueRecorded}
 		a.Principal = be.Principal(a, 1)
 		return a
 	}
@@ -149,7 +149,7 @@ func TestSeaweedFSPublicACLBlock(t *testing.T) {
 		t.Fatalf("sweep after the block was removed: want the writer drifted, got %v, %v", drifted, err)
 	}
 	again := w
-	again.New, again.Recorded, again.Secret = false, false, be.SecretFrom(w.Principal, gw.Data)
+	again.Assert, again.Secret = drivers.Reassert, be.SecretFrom(w.Principal, gw.Data)
 	if _, err := be.Grant(ctx, again); err != nil || hasACL(w) {
 		t.Fatalf("grant on a bucket without the block: want no s3:PutObjectAcl, got %v, %v", hasACL(w), err)
 	}
@@ -211,7 +211,7 @@ func TestIAMSweepReadsEachBucketBlockOnce(t *testing.T) {
 		bucket string
 		role   drivers.Role
 	}{{"media", drivers.RoleReadWrite}, {"media", drivers.RoleWriteOnly}, {"media", drivers.RoleReadWrite}, {"media", drivers.RoleReadOnly}, {"logs", drivers.RoleReadOnly}} {
-		acc := drivers.Access{Resource: a.bucket, Namespace: "team", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-once-%d", i), Role: a.role, Assert: true, New: true, Recorded: true}
+		acc := drivers.Access{Resource: a.bucket, Namespace: "team", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-once-%d", i), Role: a.role, Assert: drivers.IssueRecorded}
 		acc.Principal = cbe.Principal(acc, 1)
 		if _, err := cbe.Grant(ctx, acc); err != nil {
 			t.Fatal(err)

@@ -27,9 +27,9 @@ type Entry struct {
 	// Sweeper is the same connection's drift sweep, instrumented; nil when
 	// the driver has none.
 	Sweeper drivers.Sweeper
-	// Scoper is the same connection's per-access credentials,
+	// Issuer is the same connection's per-access credentials,
 	// instrumented; nil when the driver has none.
-	Scoper drivers.CredentialScoper
+	Issuer drivers.CredentialIssuer
 	// CredentialSweeper is the same connection's credential drift sweep,
 	// instrumented; nil when the driver has none.
 	CredentialSweeper drivers.CredentialSweeper
@@ -75,8 +75,8 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		if sw, ok := be.(drivers.Sweeper); ok {
 			e.Sweeper = &instrumentedSweeper{Sweeper: sw, in: in}
 		}
-		if sc, ok := be.(drivers.CredentialScoper); ok {
-			e.Scoper = &instrumentedScoper{CredentialScoper: sc, in: in}
+		if sc, ok := be.(drivers.CredentialIssuer); ok {
+			e.Issuer = &instrumentedIssuer{CredentialIssuer: sc, in: in}
 		}
 		if cs, ok := be.(drivers.CredentialSweeper); ok {
 			e.CredentialSweeper = &instrumentedCredentialSweeper{CredentialSweeper: cs, in: in}
@@ -252,23 +252,23 @@ func (i *instrumentedSweeper) Sweep(ctx context.Context, rs []drivers.Resource) 
 	return v, err
 }
 
-// instrumentedScoper records the scoping probe and principal inspections
+// instrumentedIssuer records the scoping probe and principal inspections
 // as operations "scoping" and "inspect-principal".
-type instrumentedScoper struct {
-	drivers.CredentialScoper
+type instrumentedIssuer struct {
+	drivers.CredentialIssuer
 	in *instrumented
 }
 
-func (i *instrumentedScoper) Scoping(ctx context.Context) (drivers.Scoping, error) {
+func (i *instrumentedIssuer) Issuing(ctx context.Context) (drivers.Issuing, error) {
 	start := time.Now()
-	s, err := i.CredentialScoper.Scoping(ctx)
+	s, err := i.CredentialIssuer.Issuing(ctx)
 	i.in.observe("scoping", start, err)
 	return s, err
 }
 
-func (i *instrumentedScoper) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
+func (i *instrumentedIssuer) InspectPrincipal(ctx context.Context, principal string) (bool, error) {
 	start := time.Now()
-	ok, err := i.CredentialScoper.InspectPrincipal(ctx, principal)
+	ok, err := i.CredentialIssuer.InspectPrincipal(ctx, principal)
 	i.in.observe("inspect-principal", start, err)
 	return ok, err
 }
@@ -313,10 +313,10 @@ func (i *instrumentedUsage) Usage(ctx context.Context, rs []drivers.Resource) ([
 	return u, err
 }
 
-// NewSecret passes drivers.SecretMinter through to the backend, which the
+// NewSecret passes drivers.SecretMaker through to the backend, which the
 // wrapper would hide: "" when the backend mints none.
-func (i *instrumentedScoper) NewSecret() (string, error) {
-	if m, ok := i.CredentialScoper.(drivers.SecretMinter); ok {
+func (i *instrumentedIssuer) NewSecret() (string, error) {
+	if m, ok := i.CredentialIssuer.(drivers.SecretMaker); ok {
 		return m.NewSecret()
 	}
 	return "", nil
@@ -324,8 +324,8 @@ func (i *instrumentedScoper) NewSecret() (string, error) {
 
 // SecretFrom passes drivers.IssuedSecrets through to the backend, which
 // the wrapper would hide.
-func (i *instrumentedScoper) SecretFrom(principal string, data map[string][]byte) string {
-	return drivers.SecretOf(i.CredentialScoper, principal, data)
+func (i *instrumentedIssuer) SecretFrom(principal string, data map[string][]byte) string {
+	return drivers.SecretOf(i.CredentialIssuer, principal, data)
 }
 
 // instrumentedOwners records owner-record reads and writes as operations

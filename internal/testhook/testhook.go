@@ -30,9 +30,9 @@ const (
 	// AfterInspect: the adoption check found no resource; the create has
 	// not been attempted.
 	AfterInspect = "after-inspect"
-	// AfterMint: a scoped access's credential is set on the backend (user
+	// AfterIssue: a per-access credential is set on the backend (user
 	// and grants); its Secret has not been written since.
-	AfterMint = "after-issue"
+	AfterIssue = "after-issue"
 	// AfterDrainStep: the driver made a drain step (spec.drain); status.drain
 	// has not been written since, so what the step deleted is not counted.
 	AfterDrainStep = "after-drain-step"

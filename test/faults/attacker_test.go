@@ -269,7 +269,7 @@ func (a *attack) runAttacks() {
 	t.Logf("%s: admin API attacks done at %s", a.run, time.Since(start).Round(time.Millisecond))
 	a.flood()
 	t.Logf("%s: access flood done at %s", a.run, time.Since(start).Round(time.Millisecond))
-	a.scopingUnavailable()
+	a.issuingUnavailable()
 	t.Logf("%s: the attacks of issue 33 §6 took %s", a.run, time.Since(start).Round(time.Millisecond))
 	a.budgetEscapes()
 	t.Logf("%s: the budget escapes of issue 50 done at %s", a.run, time.Since(start).Round(time.Millisecond))
@@ -403,11 +403,11 @@ func (a *attack) strip(b *v1.Buckety) {
 	}
 }
 
-// scopingUnavailable: mallory's accesses on the backend whose config asks
+// issuingUnavailable: mallory's accesses on the backend whose config asks
 // for keys per access and whose admin API answers 501 must wait with
 // Ready=False, reason ScopingUnavailable, and no Secret may hold the
 // backend's own keys.
-func (a *attack) scopingUnavailable() {
+func (a *attack) issuingUnavailable() {
 	t, ctx := a.t, a.ctx
 	_, ra := a.rootgrab()
 	names := []string{"rootgrab", ra.Name} // the implicit access is named as its Buckety

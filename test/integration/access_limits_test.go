@@ -80,7 +80,7 @@ func TestSameSecondAccessesGetOneCredential(t *testing.T) {
 	be.Limits = &config.Limits{AccessesPerNamespace: 1}
 	pauseDir := t.TempDir()
 	t.Setenv(testhook.Env, pauseDir)
-	arm, reached, release := filepath.Join(pauseDir, testhook.AfterMint+".arm"), filepath.Join(pauseDir, testhook.AfterMint+".reached"), filepath.Join(pauseDir, testhook.AfterMint+".release")
+	arm, reached, release := filepath.Join(pauseDir, testhook.AfterIssue+".arm"), filepath.Join(pauseDir, testhook.AfterIssue+".reached"), filepath.Join(pauseDir, testhook.AfterIssue+".release")
 	startController(t, harness.ConfigYAML(be), nil, time.Hour)
 	// Runs before the controller stops: nothing stays paused.
 	t.Cleanup(func() {

@@ -815,7 +815,7 @@ func startMintCrash(t *testing.T, bin, cfg string) *mintCrash {
 	if err := os.WriteFile(filepath.Join(m.dir, config.Filename), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m.arm = filepath.Join(m.pauseDir, testhook.AfterMint+".arm")
+	m.arm = filepath.Join(m.pauseDir, testhook.AfterIssue+".arm")
 	if err := os.WriteFile(m.arm, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -825,7 +825,7 @@ func startMintCrash(t *testing.T, bin, cfg string) *mintCrash {
 
 // paused reports whether a grant reached the pause.
 func (m *mintCrash) paused() bool {
-	_, err := os.Stat(filepath.Join(m.pauseDir, testhook.AfterMint+".reached"))
+	_, err := os.Stat(filepath.Join(m.pauseDir, testhook.AfterIssue+".reached"))
 	return err == nil
 }
 

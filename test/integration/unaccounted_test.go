@@ -82,7 +82,7 @@ func TestUnaccountedPrincipalsRevokedAfterGrace(t *testing.T) {
 	if e.Principals == nil {
 		t.Fatalf("backend kafka (driver %s) cannot list principals by installation: the driver does not implement drivers.PrincipalLister, so the controller has nothing to find unaccounted principals with", e.Config.Driver)
 	}
-	if e.Scoper == nil {
+	if e.Issuer == nil {
 		t.Fatal("backend kafka (kadm) issues no per-access credentials")
 	}
 
@@ -114,8 +114,8 @@ func TestUnaccountedPrincipalsRevokedAfterGrace(t *testing.T) {
 	grant := func(name, inst string) (string, map[string][]byte) {
 		t.Helper()
 		a := drivers.Access{Resource: topic, Namespace: ns, Name: name, UID: "uid-" + name + "-" + inst, Installation: inst, Role: drivers.RoleReadWrite,
-			Secret: "pw-" + name, Assert: true, New: true}
-		a.Principal = e.Scoper.Principal(a, 1)
+			Secret: "pw-" + name, Assert: drivers.IssueNew}
+		a.Principal = e.Issuer.Principal(a, 1)
 		g, err := e.Backend.Grant(context.Background(), a)
 		if err != nil {
 			t.Fatalf("grant %s as installation %q: %v", name, inst, err)

@@ -68,9 +68,9 @@ func TestClientsKafkaRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sc := be.(drivers.CredentialScoper)
+	sc := be.(drivers.CredentialIssuer)
 	grant := func(role string) map[string][]byte {
-		a := drivers.Access{Resource: "clients", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: true, New: true}
+		a := drivers.Access{Resource: "clients", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: drivers.IssueNew}
 		a.Principal = sc.Principal(a, 1)
 		g, err := be.Grant(ctx, a)
 		if err != nil {
@@ -201,13 +201,13 @@ func TestClientsS3Roles(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			sc := be.(drivers.CredentialScoper)
+			sc := be.(drivers.CredentialIssuer)
 			// Until the test's own backstop: scoping is seen once the
 			// server's IAM answers, which a loaded machine delays.
 			deadline, _ := ctx.Deadline()
 			for ; ; time.Sleep(100 * time.Millisecond) {
-				s, err := sc.Scoping(ctx)
-				if err == nil && s.Scoped {
+				s, err := sc.Issuing(ctx)
+				if err == nil && s.PerAccess {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -220,7 +220,7 @@ func TestClientsS3Roles(t *testing.T) {
 				}
 			}
 			grant := func(role string, formats ...string) map[string][]byte {
-				a := drivers.Access{Resource: "clients", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: true, New: true, SecretFormats: formats}
+				a := drivers.Access{Resource: "clients", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: drivers.IssueNew, SecretFormats: formats}
 				a.Principal = sc.Principal(a, 1)
 				g, err := be.Grant(ctx, a)
 				if err != nil {

@@ -32,13 +32,13 @@ func TestS3ProbeRoles(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			sc := be.(drivers.CredentialScoper)
+			sc := be.(drivers.CredentialIssuer)
 			// Until the test's own backstop: scoping is seen once the
 			// server's IAM answers, which a loaded machine delays.
 			deadline, _ := ctx.Deadline()
 			for ; ; time.Sleep(100 * time.Millisecond) {
-				s, err := sc.Scoping(ctx)
-				if err == nil && s.Scoped {
+				s, err := sc.Issuing(ctx)
+				if err == nil && s.PerAccess {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -51,7 +51,7 @@ func TestS3ProbeRoles(t *testing.T) {
 				}
 			}
 			grant := func(role string) map[string][]byte {
-				a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: true, New: true}
+				a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: drivers.IssueNew}
 				a.Principal = sc.Principal(a, 1)
 				g, err := be.Grant(ctx, a)
 				if err != nil {

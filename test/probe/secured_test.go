@@ -173,9 +173,9 @@ func TestKafkaProbeRoles(t *testing.T) {
 	if _, err := be.Ensure(ctx, drivers.Resource{Name: "roles"}); err != nil {
 		t.Fatal(err)
 	}
-	sc := be.(drivers.CredentialScoper)
+	sc := be.(drivers.CredentialIssuer)
 	grant := func(role string) func(string) string {
-		a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: true, New: true}
+		a := drivers.Access{Resource: "roles", Namespace: "team", Name: strings.ToLower(role), UID: "uid-" + role, Role: drivers.Role(role), Assert: drivers.IssueNew}
 		a.Principal = sc.Principal(a, 1)
 		g, err := be.Grant(ctx, a)
 		if err != nil {
@@ -276,8 +276,8 @@ func TestKafkaProbeRefusedLogin(t *testing.T) {
 	if _, err := be.Ensure(ctx, drivers.Resource{Name: "logins"}); err != nil {
 		t.Fatal(err)
 	}
-	a := drivers.Access{Resource: "logins", Namespace: "team", Name: "w", UID: "uid-w", Role: "ReadWrite", Assert: true, New: true}
-	a.Principal = be.(drivers.CredentialScoper).Principal(a, 1)
+	a := drivers.Access{Resource: "logins", Namespace: "team", Name: "w", UID: "uid-w", Role: "ReadWrite", Assert: drivers.IssueNew}
+	a.Principal = be.(drivers.CredentialIssuer).Principal(a, 1)
 	g, err := be.Grant(ctx, a)
 	if err != nil {
 		t.Fatal(err)

@@ -694,7 +694,7 @@ func (m *Client) UserInfo(ctx context.Context, user string) (User, bool, error) 
 // key with a restricted policy could make itself a service account
 // without that restriction. On an older server (or one whose release
 // cannot be told), a backend with credentials issues nothing, and no access
-// is handed the root keys instead (drivers.Scoping.Required).
+// is handed the root keys instead (drivers.Issuing.Required).
 var MinRelease = time.Date(2025, 10, 15, 17, 29, 55, 0, time.UTC)
 
 // ServerRelease returns the release of every server of the deployment, as

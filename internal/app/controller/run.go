@@ -222,30 +222,30 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	if err := metrics.RegisterResources(mgr.GetCache(), set.Names(), claims.IsRetained); err != nil {
 		return err
 	}
-	go reportScoping(ctx, log, set)
+	go reportIssuing(ctx, log, set)
 	log.Info("starting", "version", version.Version, "installation", set.Installation(), "GOGC", o.GOGC, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "backendProbeInterval", o.BackendProbe.String(), "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
 }
 
-// reportScoping asks, once at startup, every backend whose config asks for
+// reportIssuing asks, once at startup, every backend whose config asks for
 // a credential per access whether it can issue them, and logs an error for
 // each that cannot (a MinIO release too old to trust, a gateway without an
 // IAM store): their accesses wait, with ScopingUnavailable, and no access
 // is handed the backend's own credentials. Asked in the background, so an
 // unreachable backend does not hold up the others.
-func reportScoping(ctx context.Context, log logr.Logger, set *backends.Set) {
+func reportIssuing(ctx context.Context, log logr.Logger, set *backends.Set) {
 	for _, name := range set.Names() {
 		e, ok := set.Get(name)
-		if !ok || e.Scoper == nil {
+		if !ok || e.Issuer == nil {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		sc, err := e.Scoper.Scoping(sctx)
+		sc, err := e.Issuer.Issuing(sctx)
 		cancel()
 		switch {
 		case err != nil:
 			log.Info("could not ask the backend whether it issues a credential per access; its accesses will ask again", "backend", name, "error", err.Error())
-		case sc.Required && !sc.Scoped:
+		case sc.Required && !sc.PerAccess:
 			log.Error(errors.New(sc.Reason), "backend refused: its config asks for a credential per access, which it cannot issue; its accesses wait (ScopingUnavailable), and none gets the backend's own credentials", "backend", name)
 		}
 	}

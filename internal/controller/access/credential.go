@@ -24,7 +24,7 @@ import (
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketycredentials,verbs=get;list;watch;create;patch;delete
 
 // Per-access credentials on a backend that scopes them
-// (drivers.CredentialScoper). Before a principal is created on the
+// (drivers.CredentialIssuer). Before a principal is created on the
 // backend, a BucketyCredential records it (phase Minting); the access's
 // Secret is the only store of its secret. So:
 //
@@ -80,19 +80,19 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 	if err != nil {
 		return nil, err
 	}
-	minted := ""
+	made := ""
 	if why := rotationDue(a, e, cur, retiring, f, now); why != "" {
 		next, secret, err := r.rotate(ctx, a, e, b, cl, acc, cur, top+1, why, f)
 		if next == nil || err != nil {
 			return nil, err
 		}
-		cur, minted = next, secret
+		cur, made = next, secret
 	}
 	acc.Principal = cur.Spec.Principal
-	if minted != "" {
-		// Recorded in this pass with the secret minted for it: no Secret
+	if made != "" {
+		// Recorded in this pass with the secret made for it: no Secret
 		// holds it yet, so there is nothing to read.
-		acc.Secret, acc.Assert, acc.New = minted, true, true
+		acc.Secret, acc.Assert = made, max(acc.Assert, drivers.IssueNew)
 		r.reassert.take(a.UID) // asserted now in any case
 		return cur, nil
 	}
@@ -192,10 +192,11 @@ func (r *Reconciler) rotate(ctx context.Context, a *v1.BucketyAccess, e *backend
 }
 
 // secretToAssert fills acc's Secret with what the access's Secret holds
-// for cur's principal, and decides whether this pass asserts it on the
-// backend (Assert) and whether the principal is new (New).
+// for cur's principal, and decides how far this pass asserts it on the
+// backend (Assert: Reassert, or IssueNew for a principal being issued;
+// never less than what recording it in this pass set).
 func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, acc *drivers.Access) error {
-	secret, fresh, err := r.secretOf(ctx, a, e.Scoper, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
+	secret, fresh, err := r.secretOf(ctx, a, e.Issuer, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
 	if err != nil {
 		return err
 	}
@@ -205,8 +206,13 @@ func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e 
 	// restart re-asserts nothing, an edited password is made the
 	// backend's.
 	edited := fresh && (secret == "" || cur.Spec.SecretDigest != SecretDigest(secret))
-	acc.Assert = r.reassert.take(a.UID) || edited || cur.Spec.Phase == v1.CredentialMinting || a.Generation != a.Status.ObservedGeneration
-	acc.New = cur.Spec.Phase == v1.CredentialMinting && cur.Spec.AccessGeneration == a.Generation
+	drifted := r.reassert.take(a.UID)
+	switch {
+	case cur.Spec.Phase == v1.CredentialMinting && cur.Spec.AccessGeneration == a.Generation:
+		acc.Assert = max(acc.Assert, drivers.IssueNew)
+	case drifted || edited || cur.Spec.Phase == v1.CredentialMinting || a.Generation != a.Status.ObservedGeneration:
+		acc.Assert = max(acc.Assert, drivers.Reassert)
+	}
 	return nil
 }
 
@@ -248,8 +254,8 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 // it is this access's when its owner UID says so. A new access costs one
 // backend read and one create.
 //
-// Where the backend takes the secret buckety issues (drivers.SecretMinter),
-// the secret is minted first and the record is born Active with its
+// Where the backend takes the secret buckety issues (drivers.SecretMaker),
+// the secret is made first and the record is born Active with its
 // digest: it is returned with the record, this pass asserts it and writes
 // it to the Secret, and the record needs no second write. A crash before
 // the Secret holds it leaves an Active record whose Secret holds no
@@ -261,7 +267,7 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, string, error) {
 	named := *acc
 	named.Installation = r.Backends.Installation()
-	principal := e.Scoper.Principal(named, serial)
+	principal := e.Issuer.Principal(named, serial)
 	service := e.Config.ClaimScope()
 	c := &v1.BucketyCredential{
 		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
@@ -269,14 +275,14 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)},
 			BucketyUID: string(b.UID), Claim: cl.Name},
 	}
-	minted := ""
-	if m, ok := e.Scoper.(drivers.SecretMinter); ok {
+	made := ""
+	if m, ok := e.Issuer.(drivers.SecretMaker); ok {
 		s, err := m.NewSecret()
 		if err != nil {
-			return nil, "", fmt.Errorf("mint a secret for %s: %w", principal, err)
+			return nil, "", fmt.Errorf("make a secret for %s: %w", principal, err)
 		}
 		if s != "" {
-			minted, c.Spec.Phase, c.Spec.SecretDigest = s, v1.CredentialActive, SecretDigest(s)
+			made, c.Spec.Phase, c.Spec.SecretDigest = s, v1.CredentialActive, SecretDigest(s)
 		}
 	}
 	earlier := func() (*v1.BucketyCredential, bool, error) {
@@ -293,7 +299,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		}
 		return existing, true, nil
 	}
-	exists, err := e.Scoper.InspectPrincipal(ctx, principal)
+	exists, err := e.Issuer.InspectPrincipal(ctx, principal)
 	if err != nil {
 		f.Record(err)
 		return nil, "", nil
@@ -313,8 +319,8 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		}
 		return nil, "", fmt.Errorf("record credential %s: %w", principal, err)
 	}
-	acc.Recorded = true
-	return c, minted, nil
+	acc.Assert = drivers.IssueRecorded
+	return c, made, nil
 }
 
 // boundTo reports whether credential c was granted on Buckety b through
@@ -405,7 +411,7 @@ func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, dige
 // none), and whether it was read afresh. The Secret's data is not cached:
 // it is read when its resourceVersion differs from the one this
 // controller last wrote or read (kept in memory, with the secret).
-func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialScoper, principal string, issuing bool) (string, bool, error) {
+func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialIssuer, principal string, issuing bool) (string, bool, error) {
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)

@@ -50,17 +50,17 @@ type facts struct {
 	// wake is the earliest time a credential must be rotated or revoked
 	// (zero: none).
 	wake time.Time
-	// scopingUnavailable: the backend's config asks for a credential per
+	// issuingUnavailable: the backend's config asks for a credential per
 	// access and it cannot issue one now (why); nothing was granted or
 	// written.
-	scopingUnavailable string
+	issuingUnavailable string
 	// keptOwn: the backend no longer issues credentials per access, and the
 	// access keeps the one of its own its Secret holds (this principal).
 	keptOwn string
-	// scoped is the driver's answer; nil when Grant did not run.
-	scoped *bool
-	// unscoped says why not, from the driver.
-	unscoped string
+	// perAccess is the driver's answer; nil when Grant did not run.
+	perAccess *bool
+	// sharedWhy says why not, from the driver.
+	sharedWhy string
 	// synced: the Secret holds the driver's payload.
 	synced bool
 	// secretName is the Secret written.

@@ -55,9 +55,9 @@ type secretPrefetch struct {
 const (
 	prefetchPage    = 50
 	prefetchTimeout = time.Minute
-	// scopingWait bounds the prefetch's question to each backend whether
+	// issuingWait bounds the prefetch's question to each backend whether
 	// it scopes credentials now.
-	scopingWait = 5 * time.Second
+	issuingWait = 5 * time.Second
 )
 
 // prefetchSecrets runs the prefetch unless it ran; concurrent callers wait
@@ -86,7 +86,7 @@ func (r *Reconciler) prefetchSecrets(ctx context.Context) {
 func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
 	n := 0
 	cont := ""
-	keys := r.scopedKeys(ctx)
+	keys := r.issuedKeys(ctx)
 	for {
 		var list corev1.SecretList
 		if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ManagedByLabel: v1.ManagedByValue}, ctrl.Limit(prefetchPage), ctrl.Continue(cont)); err != nil {
@@ -104,7 +104,7 @@ func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
 			if r.verified.recordIfAbsent(uid, s.ResourceVersion, s.Data) {
 				n++
 			}
-			r.knowScopedSecret(keys, uid, s)
+			r.knowIssuedSecret(keys, uid, s)
 		}
 		if cont = list.Continue; cont == "" {
 			return n, nil
@@ -112,50 +112,50 @@ func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
 	}
 }
 
-// scopedKeys are the Secret keys of the backends that issue a credential
+// issuedKeys are the Secret keys of the backends that issue a credential
 // per access now (principal and secret key, once each), for the prefetch
 // to remember the credential each Secret holds (knowScopedSecret).
-func (r *Reconciler) scopedKeys(ctx context.Context) []scopedKey {
+func (r *Reconciler) issuedKeys(ctx context.Context) []issuedKey {
 	if r.Backends == nil {
 		return nil
 	}
-	var keys []scopedKey
+	var keys []issuedKey
 	for _, name := range r.Backends.Names() {
 		e, ok := r.Backends.Get(name)
-		if !ok || e.Scoper == nil {
+		if !ok || e.Issuer == nil {
 			continue
 		}
 		// Usually cached (the pass that started the prefetch asked); a
 		// backend that does not answer soon only costs its accesses
 		// their GETs, not everyone's prefetch.
-		sctx, cancel := context.WithTimeout(ctx, scopingWait)
-		sc, err := e.Scoper.Scoping(sctx)
+		sctx, cancel := context.WithTimeout(ctx, issuingWait)
+		sc, err := e.Issuer.Issuing(sctx)
 		cancel()
-		if err != nil || !sc.Scoped {
+		if err != nil || !sc.PerAccess {
 			continue
 		}
-		k := scopedKey{sc: e.Scoper}
-		k.principal, k.secret = e.Scoper.CredentialKeys()
-		if !slices.ContainsFunc(keys, func(o scopedKey) bool { return o.principal == k.principal && o.secret == k.secret }) {
+		k := issuedKey{sc: e.Issuer}
+		k.principal, k.secret = e.Issuer.CredentialKeys()
+		if !slices.ContainsFunc(keys, func(o issuedKey) bool { return o.principal == k.principal && o.secret == k.secret }) {
 			keys = append(keys, k)
 		}
 	}
 	return keys
 }
 
-type scopedKey struct {
-	sc                drivers.CredentialScoper
+type issuedKey struct {
+	sc                drivers.CredentialIssuer
 	principal, secret string
 }
 
-// knowScopedSecret remembers the credential Secret s holds, under the
+// knowIssuedSecret remembers the credential Secret s holds, under the
 // keys of a scoping backend, so its access's pass finds it without a GET
 // (credential.go, secretOf). The access's backend is not known here: a
 // pair that is not its current credential is never asked for (secretOf
 // asks by principal). Where the service issues the keys (IAM), the
 // Secret names the key, not the principal: such an access misses, and
 // reads its Secret on its own as before.
-func (r *Reconciler) knowScopedSecret(keys []scopedKey, uid types.UID, s *corev1.Secret) {
+func (r *Reconciler) knowIssuedSecret(keys []issuedKey, uid types.UID, s *corev1.Secret) {
 	for _, k := range keys {
 		p := s.Data[k.principal]
 		// Checked here too (knownSecrets.store would refuse it), so a

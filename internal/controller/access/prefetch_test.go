@@ -11,24 +11,24 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
-// keyedScoper is a CredentialScoper whose Secrets hold user and password.
-type keyedScoper struct{}
+// keyedIssuer is a CredentialIssuer whose Secrets hold user and password.
+type keyedIssuer struct{}
 
-func (keyedScoper) Scoping(context.Context) (drivers.Scoping, error) {
-	return drivers.Scoping{Scoped: true}, nil
+func (keyedIssuer) Issuing(context.Context) (drivers.Issuing, error) {
+	return drivers.Issuing{PerAccess: true}, nil
 }
-func (keyedScoper) Principal(a drivers.Access, serial int) string { return "u-" + a.UID }
-func (keyedScoper) InspectPrincipal(context.Context, string) (bool, error) {
+func (keyedIssuer) Principal(a drivers.Access, serial int) string { return "u-" + a.UID }
+func (keyedIssuer) InspectPrincipal(context.Context, string) (bool, error) {
 	return false, nil
 }
-func (keyedScoper) CredentialKeys() (string, string) { return "user", "password" }
+func (keyedIssuer) CredentialKeys() (string, string) { return "user", "password" }
 
 // TestPrefetchKeepsBoundedCredentialsAsFresh: what the start's list finds
 // under a scoping backend's keys is kept as read afresh, only while it is
 // the size of a credential, and never over what a pass recorded.
 func TestPrefetchKeepsBoundedCredentialsAsFresh(t *testing.T) {
 	var r Reconciler
-	keys := []scopedKey{{sc: keyedScoper{}, principal: "user", secret: "password"}}
+	keys := []issuedKey{{sc: keyedIssuer{}, principal: "user", secret: "password"}}
 	secret := func(rv string, data map[string]string) *corev1.Secret {
 		s := &corev1.Secret{Data: map[string][]byte{}}
 		s.ResourceVersion = rv
@@ -37,7 +37,7 @@ func TestPrefetchKeepsBoundedCredentialsAsFresh(t *testing.T) {
 		}
 		return s
 	}
-	r.knowScopedSecret(keys, "a", secret("7", map[string]string{"user": "u-a", "password": "pw"}))
+	r.knowIssuedSecret(keys, "a", secret("7", map[string]string{"user": "u-a", "password": "pw"}))
 	if got, fresh, ok := r.secrets.get("a", "7", "u-a"); !ok || !fresh || got != "pw" {
 		t.Errorf("want pw kept as fresh at 7, got %q fresh=%v ok=%v", got, fresh, ok)
 	}
@@ -51,13 +51,13 @@ func TestPrefetchKeepsBoundedCredentialsAsFresh(t *testing.T) {
 		"no-user":      {"password": "pw"},
 		"no-password":  {"user": "u-no-password"},
 	} {
-		r.knowScopedSecret(keys, uid, secret("1", data))
+		r.knowIssuedSecret(keys, uid, secret("1", data))
 		if r.secrets.has(uid) {
 			t.Errorf("%s: want nothing kept", uid)
 		}
 	}
 	r.secrets.put("b", "9", "u-b", "written")
-	r.knowScopedSecret(keys, "b", secret("5", map[string]string{"user": "u-b", "password": "listed"}))
+	r.knowIssuedSecret(keys, "b", secret("5", map[string]string{"user": "u-b", "password": "listed"}))
 	if got, fresh, ok := r.secrets.get("b", "9", "u-b"); !ok || fresh || got != "written" {
 		t.Errorf("want the pass's record kept over the list's, got %q fresh=%v ok=%v", got, fresh, ok)
 	}

@@ -73,7 +73,7 @@ type Reconciler struct {
 	verified verifiedSecrets
 	// prefetch reads every buckety Secret once after a start (prefetch.go).
 	prefetch secretPrefetch
-	// secrets holds the secret of each scoped access's Secret
+	// secrets holds the secret of each Secret of an access with a credential of its own
 	// (credential.go).
 	secrets knownSecrets
 	// reassert holds the accesses the credential sweep found drifted.
@@ -158,22 +158,22 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		Role: drivers.Role(a.Spec.Role), Parameters: a.Spec.Parameters, SecretFormats: a.Spec.SecretFormats,
 		ResourceParameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, budget.EffectiveParameters(e.Config, b)),
 	}
-	var scoping drivers.Scoping
+	var scoping drivers.Issuing
 	var cred *v1.BucketyCredential
-	if e.Scoper != nil {
-		if scoping, err = e.Scoper.Scoping(ctx); err != nil {
+	if e.Issuer != nil {
+		if scoping, err = e.Issuer.Issuing(ctx); err != nil {
 			f.Record(err)
 			return requeue, nil
 		}
 	}
 	switch {
-	case scoping.Scoped:
+	case scoping.PerAccess:
 		if conflict, err := r.conflictPersists(ctx, a, f); err != nil || conflict {
 			if err != nil {
 				return requeue, err
 			}
-			scoped := true // as the pass that found the conflict granted it
-			f.scoped = &scoped
+			perAccess := true // as the pass that found the conflict granted it
+			f.perAccess = &perAccess
 			return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 		}
 		if cred, err = r.credential(ctx, a, e, b, cl, &acc, f); cred == nil || err != nil {
@@ -183,7 +183,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		// The config asks for a credential per access and the backend
 		// cannot issue one now: the Secret stays as it is, and the
 		// backend's own credentials are never written instead.
-		f.scopingUnavailable = scoping.Reason
+		f.issuingUnavailable = scoping.Reason
 		return requeue, nil
 	default:
 		if kept, err := r.keepOwn(ctx, a, e, f); kept || err != nil {
@@ -199,15 +199,15 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		f.Record(err)
 		return requeue, nil
 	}
-	scoped := g.Scoped
-	f.scoped = &scoped
-	f.unscoped = scoping.Reason
-	if f.unscoped == "" {
-		f.unscoped = g.Reason
+	perAccess := g.PerAccess
+	f.perAccess = &perAccess
+	f.sharedWhy = scoping.Reason
+	if f.sharedWhy == "" {
+		f.sharedWhy = g.Reason
 	}
 	a.Status.Principal = g.Principal
 	if cred != nil {
-		testhook.Pause(ctx, testhook.AfterMint)
+		testhook.Pause(ctx, testhook.AfterIssue)
 	}
 	return r.publish(ctx, a, e, b, cl, cred, g.Data, f, requeue)
 }
@@ -237,7 +237,7 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	if cred != nil {
-		secret := drivers.SecretOf(e.Scoper, cred.Spec.Principal, data)
+		secret := drivers.SecretOf(e.Issuer, cred.Spec.Principal, data)
 		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, secret)
 		if err := r.settle(ctx, a, e, b, cl, cred, secret, f); err != nil {
 			return requeue, err

@@ -65,14 +65,14 @@ func driverVersionIncompatible(f *facts) status.Cond {
 func scopingNotImplemented(a *v1.BucketyAccess, f *facts) status.Cond {
 	const t = v1.ConditionScopingNotImplemented
 	switch {
-	case f.scopingUnavailable != "":
-		return status.True(t, v1.ReasonScopingUnavailable, "no credential of its own can be issued now, and the backend's own are never handed out instead: "+f.scopingUnavailable)
+	case f.issuingUnavailable != "":
+		return status.True(t, v1.ReasonScopingUnavailable, "no credential of its own can be issued now, and the backend's own are never handed out instead: "+f.issuingUnavailable)
 	case f.keptOwn != "":
 		return status.False(t, v1.ReasonCredentialKept, fmt.Sprintf("Secret %s keeps %s, a credential of the access's own, with the rights of its role; the backend no longer issues them, so it is neither rotated nor repaired, and is revoked when the access is deleted", a.Spec.CredentialsSecretName, f.keptOwn))
-	case f.scoped == nil:
+	case f.perAccess == nil:
 		return status.Unknown(t, v1.ReasonNotDetermined, "credentials were not issued in this reconcile")
-	case !*f.scoped:
-		return status.True(t, v1.ReasonCredentialsNotScoped, fmt.Sprintf("role %s and the access parameters are not enforced: %s", roleOf(a), f.unscoped))
+	case !*f.perAccess:
+		return status.True(t, v1.ReasonCredentialsNotScoped, fmt.Sprintf("role %s and the access parameters are not enforced: %s", roleOf(a), f.sharedWhy))
 	}
 	return status.False(t, v1.ReasonAsExpected, "the credentials are this access's own, with the rights of its role")
 }
@@ -97,7 +97,7 @@ type link func(a *v1.BucketyAccess, f *facts) *readinessResult
 // readyChain is checked in order; the first failing link decides Ready.
 var readyChain = []link{
 	deletingLink, bucketyMissingLink, notSharedLink, problemLink, bucketyWaitingLink, limitLink, invalidLink,
-	backendFailureLink, scopingUnavailableLink, principalConflictLink, secretConflictLink, notWrittenLink,
+	backendFailureLink, issuingUnavailableLink, principalConflictLink, secretConflictLink, notWrittenLink,
 }
 
 func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
@@ -182,13 +182,13 @@ func backendFailureLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
 	return notReady(reason, msg, progressing)
 }
 
-// scopingUnavailableLink: the access waits for the backend to issue
+// issuingUnavailableLink: the access waits for the backend to issue
 // credentials per access again; its Secret, if any, is kept as it is.
-func scopingUnavailableLink(a *v1.BucketyAccess, f *facts) *readinessResult {
-	if f.scopingUnavailable == "" {
+func issuingUnavailableLink(a *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.issuingUnavailable == "" {
 		return nil
 	}
-	return notReady(v1.ReasonScopingUnavailable, fmt.Sprintf("Secret %s is kept as it is, and nothing is granted until the backend issues a credential per access again: %s", a.Spec.CredentialsSecretName, f.scopingUnavailable), false)
+	return notReady(v1.ReasonScopingUnavailable, fmt.Sprintf("Secret %s is kept as it is, and nothing is granted until the backend issues a credential per access again: %s", a.Spec.CredentialsSecretName, f.issuingUnavailable), false)
 }
 
 func principalConflictLink(_ *v1.BucketyAccess, f *facts) *readinessResult {

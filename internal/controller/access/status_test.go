@@ -34,7 +34,7 @@ func TestReadyChain(t *testing.T) {
 		progressing bool
 		says        string
 	}{
-		{"written", facts{synced: true, secretName: "orders-topic", scoped: &yes}, "True", v1.ReasonReconciled, false, "orders-topic"},
+		{"written", facts{synced: true, secretName: "orders-topic", perAccess: &yes}, "True", v1.ReasonReconciled, false, "orders-topic"},
 		{"deleting", facts{deleting: true}, "False", v1.ReasonDeleting, true, "revoking"},
 		{"no Buckety", facts{bucketyMissing: true}, "False", v1.ReasonBucketyNotFound, false, "orders"},
 		{"backend gone", facts{problem: &backends.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonBackendNotConfigured, Message: "not in the config"}}, "False", v1.ReasonBackendNotConfigured, false, "not in the config"},
@@ -43,9 +43,9 @@ func TestReadyChain(t *testing.T) {
 		{"unreachable", facts{BackendFailure: retry.BackendFailure{Unavailable: &drivers.UnavailableError{Backend: "kafka", Err: errors.New("timeout")}}}, "False", v1.ReasonBackendUnreachable, true, "timeout"},
 		{"denied", facts{BackendFailure: retry.BackendFailure{AccessDenied: &drivers.AccessDeniedError{Backend: "kafka", Err: errors.New("SASL")}}}, "False", v1.ReasonBackendAccessDenied, false, "SASL"},
 		{"backend error", facts{BackendFailure: retry.BackendFailure{Other: errors.New("boom")}}, "False", v1.ReasonBackendError, true, "boom"},
-		{"Secret conflict", facts{secretConflict: "Secret orders-topic already exists", scoped: &no}, "False", v1.ReasonSecretConflict, false, "already exists"},
-		{"writing", facts{scoped: &yes}, "False", v1.ReasonProgressing, true, "writing"},
-		{"scoping unavailable", facts{scopingUnavailable: "no IAM store"}, "False", v1.ReasonScopingUnavailable, false, "kept as it is"},
+		{"Secret conflict", facts{secretConflict: "Secret orders-topic already exists", perAccess: &no}, "False", v1.ReasonSecretConflict, false, "already exists"},
+		{"writing", facts{perAccess: &yes}, "False", v1.ReasonProgressing, true, "writing"},
+		{"scoping unavailable", facts{issuingUnavailable: "no IAM store"}, "False", v1.ReasonScopingUnavailable, false, "kept as it is"},
 		{"own key kept", facts{keptOwn: "bky1-1", synced: true, secretName: "orders-topic"}, "True", v1.ReasonReconciled, false, "orders-topic"},
 	} {
 		conds := conditions(a, &c.f)
@@ -71,7 +71,7 @@ func TestScopingConditions(t *testing.T) {
 		reason string
 		says   string
 	}{
-		{facts{scopingUnavailable: "no IAM store"}, "True", v1.ReasonScopingUnavailable, "never handed out"},
+		{facts{issuingUnavailable: "no IAM store"}, "True", v1.ReasonScopingUnavailable, "never handed out"},
 		{facts{keptOwn: "bky1-1"}, "False", v1.ReasonCredentialKept, "neither rotated nor repaired"},
 	} {
 		got := find(conditions(a, &c.f), v1.ConditionScopingNotImplemented)
@@ -86,7 +86,7 @@ func TestScopingConditions(t *testing.T) {
 func TestConditionsAreTheDeclaredSet(t *testing.T) {
 	a := &v1.BucketyAccess{}
 	yes := true
-	for _, f := range []facts{{}, {synced: true, scoped: &yes}, {deleting: true}, {bucketyMissing: true}} {
+	for _, f := range []facts{{}, {synced: true, perAccess: &yes}, {deleting: true}, {bucketyMissing: true}} {
 		conds := conditions(a, &f)
 		if len(conds) != len(v1.BucketyAccessConditions) {
 			t.Fatalf("want %d conditions, got %d", len(v1.BucketyAccessConditions), len(conds))
@@ -107,12 +107,12 @@ func TestScoping(t *testing.T) {
 		scoped *bool
 		status string
 	}{{nil, "Unknown"}, {&no, "True"}, {&yes, "False"}} {
-		got := find(conditions(a, &facts{scoped: c.scoped}), v1.ConditionScopingNotImplemented)
+		got := find(conditions(a, &facts{perAccess: c.scoped}), v1.ConditionScopingNotImplemented)
 		if string(got.Status) != c.status {
 			t.Errorf("scoped %v: want %s, got %s", c.scoped, c.status, got.Status)
 		}
 	}
-	if got := find(conditions(a, &facts{scoped: &no}), v1.ConditionScopingNotImplemented); !strings.Contains(got.Message, "ReadOnly") {
+	if got := find(conditions(a, &facts{perAccess: &no}), v1.ConditionScopingNotImplemented); !strings.Contains(got.Message, "ReadOnly") {
 		t.Errorf("want the role named, got %q", got.Message)
 	}
 }

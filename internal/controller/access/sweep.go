@@ -88,7 +88,7 @@ func (s *CredentialSweep) SweepOnce(ctx context.Context) (int, error) {
 	)
 	for name, as := range byBackend {
 		e, ok := r.Backends.Get(name)
-		if !ok || e.CredentialSweeper == nil || e.Scoper == nil {
+		if !ok || e.CredentialSweeper == nil || e.Issuer == nil {
 			continue
 		}
 		wg.Add(1)
@@ -119,9 +119,9 @@ type sweepItem struct {
 func (s *CredentialSweep) sweepBackend(ctx context.Context, e *backends.Entry, as []drivers.Access, items []sweepItem) (int, error) {
 	// A backend that does not issue credentials now (its config no
 	// longer asks, or it cannot) has nothing to repair them with.
-	if sc, err := e.Scoper.Scoping(ctx); err != nil {
+	if sc, err := e.Issuer.Issuing(ctx); err != nil {
 		return 0, fmt.Errorf("backend %s: %w", e.Name, err)
-	} else if !sc.Scoped {
+	} else if !sc.PerAccess {
 		return 0, nil
 	}
 	// Some accesses may come back unjudged (with an error) beside the

@@ -64,10 +64,10 @@ func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, reco
 	// A backend that issues no principal now (its config asks for none,
 	// or its service cannot: an admin API that answers 501) has none to
 	// list; its accesses report why.
-	if e.Scoper == nil {
+	if e.Issuer == nil {
 		return 0, nil
 	}
-	if sc, err := e.Scoper.Scoping(ctx); err != nil || !sc.Scoped {
+	if sc, err := e.Issuer.Issuing(ctx); err != nil || !sc.PerAccess {
 		return 0, nil
 	}
 	// Its principals under the names it had before are its own too.

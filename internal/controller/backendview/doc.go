@@ -7,7 +7,7 @@
 // The view is not a second source of truth. Everything in it is derived,
 // every probe round, from the config (driver, implementation, service,
 // limits, adoption), from the backend (a cheap read, drivers.Prober, and
-// whether it issues keys per access, drivers.CredentialScoper) and from the
+// whether it issues keys per access, drivers.CredentialIssuer) and from the
 // controller's cache (how many Bucketies and accesses it holds). The
 // leader alone writes it; an edit by anyone else is overwritten at the
 // next round, and objects whose backend left the config are deleted.

@@ -43,11 +43,11 @@ type Facts struct {
 	Probe    int64
 	// ProbeTime is when the probe ran.
 	ProbeTime time.Time
-	// Scoping is the backend's answer about keys per access: nil when the
+	// Issuing is the backend's answer about keys per access: nil when the
 	// driver has no notion of it (every access gets the backend's
 	// credentials) or when it could not be asked (ScopingKnown false).
-	Scoping      *drivers.Scoping
-	ScopingKnown bool
+	Issuing      *drivers.Issuing
+	IssuingKnown bool
 	// Bucketies and Accesses count the objects on the backend.
 	Bucketies, Accesses int64
 	// Interval is the probe interval.
@@ -77,9 +77,9 @@ func readyCondition(f Facts) metav1.Condition {
 			c.Reason = v1.ReasonProbeFailed
 		}
 		c.Message = truncate(f.ProbeErr.Error())
-	case f.ScopingKnown && f.Scoping != nil && f.Scoping.Required && !f.Scoping.Scoped:
+	case f.IssuingKnown && f.Issuing != nil && f.Issuing.Required && !f.Issuing.PerAccess:
 		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable
-		c.Message = truncate("the config asks for a credential per access, which the backend cannot issue now, so accesses wait: " + f.Scoping.Reason)
+		c.Message = truncate("the config asks for a credential per access, which the backend cannot issue now, so accesses wait: " + f.Issuing.Reason)
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, v1.ReasonReachable
 		c.Message = "the backend answered the controller's probe with the controller's credentials"
@@ -113,17 +113,17 @@ func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 		Bucketies:             f.Bucketies,
 		Accesses:              f.Accesses,
 		ProbeInterval:         f.Interval.String(),
-		KeysPerAccessRequired: f.Scoping != nil && f.Scoping.Required,
+		KeysPerAccessRequired: f.Issuing != nil && f.Issuing.Required,
 	}
 	s.Budgets = Budgets(s.Limits)
 	if b.Service != "" {
 		s.Service = b.Service
 	}
 	switch {
-	case f.ScopingKnown && f.Scoping == nil:
+	case f.IssuingKnown && f.Issuing == nil:
 		s.KeysPerAccess = ptr(false)
-	case f.ScopingKnown:
-		s.KeysPerAccess = ptr(f.Scoping.Scoped)
+	case f.IssuingKnown:
+		s.KeysPerAccess = ptr(f.Issuing.PerAccess)
 	case cur != nil:
 		s.KeysPerAccess = cur.KeysPerAccess
 		s.KeysPerAccessRequired = cur.KeysPerAccessRequired

@@ -30,10 +30,10 @@ func TestReadyCondition(t *testing.T) {
 		{"wrapped unreachable", Facts{HasProber: true, Probed: true, ProbeErr: errors.Join(errors.New("probe"), unreachable)}, metav1.ConditionFalse, v1.ReasonEndpointUnreachable, "connection refused"},
 		{"credentials refused", Facts{HasProber: true, Probed: true, ProbeErr: denied}, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "InvalidAccessKeyId"},
 		{"other error", Facts{HasProber: true, Probed: true, ProbeErr: errors.New("InternalError")}, metav1.ConditionFalse, v1.ReasonProbeFailed, "InternalError"},
-		{"keys per access required, unavailable", Facts{HasProber: true, Probed: true, ScopingKnown: true, Scoping: &drivers.Scoping{Required: true, Reason: "the admin API answers 501"}},
+		{"keys per access required, unavailable", Facts{HasProber: true, Probed: true, IssuingKnown: true, Issuing: &drivers.Issuing{Required: true, Reason: "the admin API answers 501"}},
 			metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable, "the admin API answers 501"},
-		{"keys per access not asked for", Facts{HasProber: true, Probed: true, ScopingKnown: true, Scoping: &drivers.Scoping{Reason: "no credentials in the config"}}, metav1.ConditionTrue, v1.ReasonReachable, "answered"},
-		{"unreachable wins over scoping", Facts{HasProber: true, Probed: true, ProbeErr: unreachable, ScopingKnown: true, Scoping: &drivers.Scoping{Required: true}}, metav1.ConditionFalse, v1.ReasonEndpointUnreachable, "refused"},
+		{"keys per access not asked for", Facts{HasProber: true, Probed: true, IssuingKnown: true, Issuing: &drivers.Issuing{Reason: "no credentials in the config"}}, metav1.ConditionTrue, v1.ReasonReachable, "answered"},
+		{"unreachable wins over scoping", Facts{HasProber: true, Probed: true, ProbeErr: unreachable, IssuingKnown: true, Issuing: &drivers.Issuing{Required: true}}, metav1.ConditionFalse, v1.ReasonEndpointUnreachable, "refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := readyCondition(tc.f)
@@ -67,7 +67,7 @@ func backend() *config.Backend {
 func TestDesiredCopiesTheConfig(t *testing.T) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	f := Facts{Backend: backend(), Driver: "s3", DriverVersion: "1.2.3", Implementation: "minio", HasProber: true, Probed: true, Probe: 5,
-		ProbeTime: now, ScopingKnown: true, Scoping: &drivers.Scoping{Scoped: true, Required: true}, Bucketies: 4, Accesses: 9, Interval: 30 * time.Second}
+		ProbeTime: now, IssuingKnown: true, Issuing: &drivers.Issuing{PerAccess: true, Required: true}, Bucketies: 4, Accesses: 9, Interval: 30 * time.Second}
 	s := Desired(f, nil)
 	if s.Driver != "s3" || s.DriverVersion != "1.2.3" || s.Implementation != "minio" || s.Service != "blobs" {
 		t.Errorf("want s3 1.2.3 minio blobs, got %s %s %s %s", s.Driver, s.DriverVersion, s.Implementation, s.Service)
@@ -97,7 +97,7 @@ func TestDesiredCopiesTheConfig(t *testing.T) {
 }
 
 func TestDesiredDefaults(t *testing.T) {
-	s := Desired(Facts{Backend: &config.Backend{Name: "kafka", Limits: &config.Limits{}}, HasProber: true, Probed: true, ScopingKnown: true, ProbeTime: time.Now()}, nil)
+	s := Desired(Facts{Backend: &config.Backend{Name: "kafka", Limits: &config.Limits{}}, HasProber: true, Probed: true, IssuingKnown: true, ProbeTime: time.Now()}, nil)
 	if s.Service != "kafka" {
 		t.Errorf("want the service to default to the backend's name, got %q", s.Service)
 	}
@@ -114,9 +114,9 @@ func TestDesiredDefaults(t *testing.T) {
 // holds keeps its transition time.
 func TestDesiredKeepsWhatItCannotTell(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	f := Facts{Backend: backend(), HasProber: true, Probed: true, Probe: 1, ProbeTime: t0, ScopingKnown: true, Scoping: &drivers.Scoping{Scoped: true}}
+	f := Facts{Backend: backend(), HasProber: true, Probed: true, Probe: 1, ProbeTime: t0, IssuingKnown: true, Issuing: &drivers.Issuing{PerAccess: true}}
 	first := Desired(f, nil)
-	f.ProbeTime, f.ScopingKnown, f.Scoping = t0.Add(time.Minute), false, nil
+	f.ProbeTime, f.IssuingKnown, f.Issuing = t0.Add(time.Minute), false, nil
 	second := Desired(f, &first)
 	if second.KeysPerAccess == nil || !*second.KeysPerAccess {
 		t.Errorf("want keysPerAccess kept while the backend cannot be asked, got %v", second.KeysPerAccess)
@@ -138,7 +138,7 @@ func TestDesiredKeepsWhatItCannotTell(t *testing.T) {
 func TestNeedsWrite(t *testing.T) {
 	const interval = 30 * time.Second
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	f := Facts{Backend: backend(), HasProber: true, Probed: true, Probe: 1, ProbeTime: t0, ScopingKnown: true, Bucketies: 1, Interval: interval}
+	f := Facts{Backend: backend(), HasProber: true, Probed: true, Probe: 1, ProbeTime: t0, IssuingKnown: true, Bucketies: 1, Interval: interval}
 	cur := Desired(f, nil)
 	// at is the status of the probe d after the first.
 	at := func(d time.Duration, mod func(*Facts)) v1.BucketyBackendStatus {

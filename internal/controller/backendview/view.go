@@ -110,12 +110,12 @@ func (v *View) probe(ctx context.Context, e *backends.Entry, n int64) Facts {
 		f.Probed, f.Probe, f.ProbeErr = true, n, e.Prober.Probe(pctx)
 	}
 	switch {
-	case e.Scoper == nil:
-		f.ScopingKnown = true
+	case e.Issuer == nil:
+		f.IssuingKnown = true
 	case f.ProbeErr == nil:
-		sc, err := e.Scoper.Scoping(pctx)
+		sc, err := e.Issuer.Issuing(pctx)
 		if err == nil {
-			f.Scoping, f.ScopingKnown = &sc, true
+			f.Issuing, f.IssuingKnown = &sc, true
 		}
 	}
 	return f

@@ -43,7 +43,7 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 			f.accessesPending = append(f.accessesPending, a.Name)
 		}
 		if meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionScopingNotImplemented) {
-			f.unscoped = append(f.unscoped, a.Name)
+			f.shared = append(f.shared, a.Name)
 		}
 	}
 	if b.Spec.DefaultAccess != nil && len(accesses) == 0 && f.implicitErr == "" {

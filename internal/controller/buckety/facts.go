@@ -99,8 +99,8 @@ type facts struct {
 	accessesChecked bool
 	// accessesPending lists accesses whose Secret is not in sync.
 	accessesPending []string
-	// unscoped lists accesses with ScopingNotImplemented=True.
-	unscoped []string
+	// shared lists accesses with ScopingNotImplemented=True.
+	shared []string
 	// blockedBy lists explicit accesses blocking deletion.
 	blockedBy []string
 	// waitingImplicit is set while the implicit access is being removed

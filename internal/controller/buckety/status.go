@@ -97,8 +97,8 @@ func blockedByAccesses(f *facts) status.Cond {
 func scopingNotImplemented(f *facts) status.Cond {
 	const t = v1.ConditionScopingNotImplemented
 	switch {
-	case len(f.unscoped) > 0:
-		return status.True(t, v1.ReasonCredentialsNotScoped, "these accesses hold credentials broader than their role or parameters: "+strings.Join(f.unscoped, ", "))
+	case len(f.shared) > 0:
+		return status.True(t, v1.ReasonCredentialsNotScoped, "these accesses hold credentials broader than their role or parameters: "+strings.Join(f.shared, ", "))
 	case f.accessesChecked:
 		return status.False(t, v1.ReasonAsExpected, "every access's credentials match its role")
 	}
@@ -372,7 +372,7 @@ func provenanceWord(b *v1.Buckety) string {
 
 func readyMessage(b *v1.Buckety, f *facts) string {
 	msg := fmt.Sprintf("%s on backend %s is in sync", b.Status.BackendResourceName, b.Status.Backend)
-	if n := len(f.unscoped); n > 0 || f.accessesChecked {
+	if n := len(f.shared); n > 0 || f.accessesChecked {
 		msg += "; every access Secret is in sync"
 	}
 	return msg

@@ -125,7 +125,7 @@ func TestOtherConditions(t *testing.T) {
 		{"not compared", v1.ConditionParameterDrift, facts{}, "Unknown", v1.ReasonNotDetermined},
 		{"shortfall", v1.ConditionDegraded, facts{provisioned: true, shortfalls: []drivers.Shortfall{{Parameter: "p"}}}, "True", v1.ReasonParameterNotApplied},
 		{"blocked", v1.ConditionBlockedByAccesses, facts{blockedBy: []string{"a"}}, "True", v1.ReasonAccessesExist},
-		{"unscoped", v1.ConditionScopingNotImplemented, facts{unscoped: []string{"a"}}, "True", v1.ReasonCredentialsNotScoped},
+		{"unscoped", v1.ConditionScopingNotImplemented, facts{shared: []string{"a"}}, "True", v1.ReasonCredentialsNotScoped},
 		{"scoped", v1.ConditionScopingNotImplemented, facts{accessesChecked: true}, "False", v1.ReasonAsExpected},
 		{"accesses not checked", v1.ConditionScopingNotImplemented, facts{}, "Unknown", v1.ReasonNotDetermined},
 	} {

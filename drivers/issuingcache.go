@@ -7,45 +7,45 @@ import (
 	"time"
 )
 
-// ScopingCache keeps a backend's answer to CredentialScoper.Scoping, so a
+// IssuingCache keeps a backend's answer to CredentialIssuer.Issuing, so a
 // backend is asked at most once per TTL, and a failed probe's error for
-// FailTTL. Every access pass asks Scoping first: when a backend hangs,
+// FailTTL. Every access pass asks Issuing first: when a backend hangs,
 // the passes queued behind its probe get that probe's error as soon as it
 // ends, instead of each probing in turn for up to the request timeout
 // (the k-th waiting k timeouts, and the workers every backend shares held
 // all that time).
-type ScopingCache struct {
-	// FailTTL overrides ScopingFailTTL when not zero (tests).
+type IssuingCache struct {
+	// FailTTL overrides IssuingFailTTL when not zero (tests).
 	FailTTL time.Duration
 
 	mu    sync.Mutex
 	at    time.Time
-	got   Scoping
+	got   Issuing
 	errAt time.Time
 	err   error
 }
 
-// ScopingFailTTL is how long a failed probe's error is answered before the
+// IssuingFailTTL is how long a failed probe's error is answered before the
 // backend is asked again.
-const ScopingFailTTL = 5 * time.Second
+const IssuingFailTTL = 5 * time.Second
 
 // Get answers from the cache, or calls probe and keeps its answer for ttl
 // (an error for FailTTL, unless it is ctx's own end).
-func (c *ScopingCache) Get(ctx context.Context, ttl time.Duration, probe func(context.Context) (Scoping, error)) (Scoping, error) {
+func (c *IssuingCache) Get(ctx context.Context, ttl time.Duration, probe func(context.Context) (Issuing, error)) (Issuing, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case !c.at.IsZero() && time.Since(c.at) < ttl:
 		return c.got, nil
-	case c.err != nil && time.Since(c.errAt) < cmp.Or(c.FailTTL, ScopingFailTTL):
-		return Scoping{}, c.err
+	case c.err != nil && time.Since(c.errAt) < cmp.Or(c.FailTTL, IssuingFailTTL):
+		return Issuing{}, c.err
 	}
 	got, err := probe(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.err, c.errAt = err, time.Now()
 		}
-		return Scoping{}, err
+		return Issuing{}, err
 	}
 	c.at, c.got, c.err = time.Now(), got, nil
 	return got, nil

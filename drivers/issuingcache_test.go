@@ -9,18 +9,18 @@ import (
 	"time"
 )
 
-// TestScopingCacheFailureAnswersTheQueue: passes queued behind the probe
+// TestIssuingCacheFailureAnswersTheQueue: passes queued behind the probe
 // of a backend that hangs get its error when it ends, not a probe each
 // (each up to the request timeout); the backend is asked again after
 // FailTTL, and a success is kept for the TTL.
-func TestScopingCacheFailureAnswersTheQueue(t *testing.T) {
-	c := &ScopingCache{FailTTL: 300 * time.Millisecond}
+func TestIssuingCacheFailureAnswersTheQueue(t *testing.T) {
+	c := &IssuingCache{FailTTL: 300 * time.Millisecond}
 	var probes atomic.Int32
 	hung := errors.New("backend hung")
-	failing := func(context.Context) (Scoping, error) {
+	failing := func(context.Context) (Issuing, error) {
 		probes.Add(1)
 		time.Sleep(200 * time.Millisecond)
-		return Scoping{}, hung
+		return Issuing{}, hung
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -41,9 +41,9 @@ func TestScopingCacheFailureAnswersTheQueue(t *testing.T) {
 	t.Logf("16 passes at once on a hung backend answered after %s", time.Since(start).Round(time.Millisecond))
 
 	time.Sleep(350 * time.Millisecond) // past FailTTL
-	ok := func(context.Context) (Scoping, error) { probes.Add(1); return Scoping{Scoped: true}, nil }
+	ok := func(context.Context) (Issuing, error) { probes.Add(1); return Issuing{PerAccess: true}, nil }
 	for range 3 {
-		if got, err := c.Get(context.Background(), time.Minute, ok); err != nil || !got.Scoped {
+		if got, err := c.Get(context.Background(), time.Minute, ok); err != nil || !got.PerAccess {
 			t.Errorf("after FailTTL, the backend back: want Scoped, got %+v %v", got, err)
 		}
 	}
@@ -52,13 +52,13 @@ func TestScopingCacheFailureAnswersTheQueue(t *testing.T) {
 	}
 
 	// A caller's own end is not the backend's failure: not kept.
-	c2 := &ScopingCache{}
+	c2 := &IssuingCache{}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c2.Get(ctx, time.Minute, func(ctx context.Context) (Scoping, error) { return Scoping{}, ctx.Err() }); err == nil {
+	if _, err := c2.Get(ctx, time.Minute, func(ctx context.Context) (Issuing, error) { return Issuing{}, ctx.Err() }); err == nil {
 		t.Fatal("want the cancelled probe's error")
 	}
-	if got, err := c2.Get(context.Background(), time.Minute, ok); err != nil || !got.Scoped {
+	if got, err := c2.Get(context.Background(), time.Minute, ok); err != nil || !got.PerAccess {
 		t.Errorf("after a caller's cancelled probe: want the next caller to probe, got %+v %v", got, err)
 	}
 }
