@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/harness"
@@ -223,4 +224,42 @@ func TestBurstOfAccessesGrantsExactlyTheLimit(t *testing.T) {
 		passAgain(t, ns, names, round)
 		granted, held, other = limitOutcome(t, ns, limit, names)
 	}
+}
+
+// TestRelabelWakesAccessesWaitingForTheirLimit: a namespace that a label
+// moves under a higher access limit (limits.namespaces[].selector) has the
+// accesses waiting for its old limit granted then, woken by the label
+// change: the controller's own retry of a waiting access is an hour here,
+// so nothing else could grant them within the test.
+func TestRelabelWakesAccessesWaitingForTheirLimit(t *testing.T) {
+	needInfra(t)
+	three := 3
+	k := sharedKafka("kafka")
+	k.Limits = &config.Limits{AccessesPerNamespace: 1, Namespaces: []config.NamespaceLimits{
+		{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}, AccessesPerNamespace: &three},
+	}}
+	startControllerWith(t, harness.ConfigYAML(k), nil, func(o *appcontroller.Options) {
+		wakeOnly(o)
+		o.LimitRetry = time.Hour
+	})
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bk := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".orders"}}
+	create(t, bk)
+	waitCondition(t, bk, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	names := []string{"app-a", "app-b", "app-c"}
+	for _, n := range names {
+		create(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: n}})
+	}
+	limit := "limits.accessesPerNamespace: 1"
+	var granted, held, other []string
+	wait.For(t, waitTimeout, "one access granted, two held", func() (bool, string) {
+		granted, held, other = limitOutcome(t, ns, limit, names)
+		return len(granted) == 1 && len(held) == 2, fmt.Sprintf("granted %v, held %v, other %v", granted, held, other)
+	})
+	relabel(t, ns, "gold")
+	wait.For(t, waitTimeout, "every access granted after the label", func() (bool, string) {
+		granted, held, other = limitOutcome(t, ns, limit, names)
+		return len(granted) == 3, fmt.Sprintf("granted %v, held %v, other %v", granted, held, other)
+	})
 }

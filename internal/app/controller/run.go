@@ -80,6 +80,10 @@ type Options struct {
 	// nil: retry.Backoff's defaults. Tests that tell a wake from a retry
 	// set it to hours.
 	RetryBackoff *retry.Backoff
+	// LimitRetry is how soon an access waiting for an access limit looks
+	// again on its own; 0: access.LimitRetry. Tests that tell a wake from
+	// a retry set it to hours.
+	LimitRetry time.Duration
 }
 
 // Scheme returns the scheme of the controller's client.
@@ -184,7 +188,7 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return err
 	}
-	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), Wakes: wakes, Held: held})
+	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), Wakes: wakes, Held: held, LimitRetry: o.LimitRetry})
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,14 @@ import (
 // nothing else wakes the next in line.
 const LimitRetry = time.Minute
 
+// limitRetry is the Reconciler's LimitRetry, or the default.
+func (r *Reconciler) limitRetry() time.Duration {
+	if r.LimitRetry > 0 {
+		return r.LimitRetry
+	}
+	return LimitRetry
+}
+
 // withinLimits checks the backend's limits.accessesPerBuckety and
 // limits.accessesPerNamespace before an access is granted for the first
 // time. Accesses that hold a place (granted once: status.bucketyGeneration

@@ -69,6 +69,9 @@ type Reconciler struct {
 	// Held, when set, supplies the status the Buckety reconciler computed
 	// but has not written yet (buckety.Held), read as if recorded.
 	Held HeldStatus
+	// LimitRetry is how soon an access waiting for an access limit looks
+	// again on its own; 0: LimitRetry.
+	LimitRetry time.Duration
 
 	verified verifiedSecrets
 	// prefetch reads every buckety Secret once after a start (prefetch.go).
@@ -144,7 +147,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		return requeue, err
 	}
 	if ok, err := r.withinLimits(ctx, a, b, e, f); err != nil || !ok {
-		return reconcile.Result{RequeueAfter: retry.Jitter(LimitRetry)}, err
+		return reconcile.Result{RequeueAfter: retry.Jitter(r.limitRetry())}, err
 	}
 	if !valid(a, e, f) {
 		return requeue, nil

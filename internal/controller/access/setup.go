@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -38,6 +39,8 @@ type Options struct {
 	Controller controller.Options
 	// Held is shared with the Buckety controller (Reconciler.Held).
 	Held HeldStatus
+	// LimitRetry is the Reconciler's field of that name.
+	LimitRetry time.Duration
 	// Wakes, shared with the Buckety controller and the leader's loops,
 	// wakes the accesses the credential sweep found drifted and those
 	// whose Buckety holds a status they should read; nil: none.
@@ -56,22 +59,25 @@ type Options struct {
 //     (wake.CredentialDrifted);
 //   - a change to the labels or the deletion of its namespace, or of the
 //     namespace of the Buckety it names in another (the consent of the
-//     owner, spec.sharing, may select it no more: namespaceToSharedAccesses);
+//     owner, spec.sharing, may select it no more; an access waiting for
+//     its namespace's access limit may have more room under a limit a
+//     label selects: namespaceToAccesses);
 //   - its Buckety holding a provisioned status back for it
 //     (wake.ProvisionedFor, buckety.Held);
 //   - its own requeue: the re-check, a retry, a Secret conflict, a
 //     credential to retire or rotate.
 func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Backends:  o.Backends,
-		Claims:    o.Claims,
-		Recorder:  mgr.GetEventRecorder(status.EventReporter),
-		Recheck:   o.Recheck,
-		Backoff:   &retry.Backoff{},
-		Written:   &status.Written{},
-		Held:      o.Held,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Backends:   o.Backends,
+		Claims:     o.Claims,
+		Recorder:   mgr.GetEventRecorder(status.EventReporter),
+		Recheck:    o.Recheck,
+		Backoff:    &retry.Backoff{},
+		Written:    &status.Written{},
+		Held:       o.Held,
+		LimitRetry: o.LimitRetry,
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -84,8 +90,8 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		// cache too, and must not cost their data in memory.
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr))).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToSharedAccesses(mgr)),
-			builder.WithPredicates(objects.UpdatesWhere(sharingMayChange))).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToAccesses(mgr)),
+			builder.WithPredicates(objects.UpdatesWhere(consentOrLimitsMayChange))).
 		WithOptions(o.Controller).
 		Complete(r)
 	if err != nil {
@@ -94,25 +100,27 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	return r, nil
 }
 
-// sharingMayChange: a namespace's labels changed (a sharing rule or the
-// backend's sharing.namespaceSelector may select it no more, or now), or
-// its deletion began (its Bucketies share nothing any more).
-func sharingMayChange(e event.UpdateEvent) bool {
+// consentOrLimitsMayChange: a namespace's labels changed (a sharing rule
+// or the backend's sharing.namespaceSelector may select it no more, or
+// now; limits.namespaces may give it other access limits), or its
+// deletion began (its Bucketies share nothing any more).
+func consentOrLimitsMayChange(e event.UpdateEvent) bool {
 	return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
 		e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 }
 
-// namespaceToSharedAccesses maps a namespace to the accesses whose consent
-// depends on it: its own accesses to other namespaces' Bucketies, and the
-// accesses of other namespaces to its Bucketies. Read from the cache.
-func namespaceToSharedAccesses(mgr manager.Manager) handler.MapFunc {
+// namespaceToAccesses maps a namespace to the accesses whose consent or
+// limits depend on it: its own accesses to other namespaces' Bucketies
+// and those waiting for an access limit (LimitExceeded), and the accesses
+// of other namespaces to its Bucketies. Read from the cache.
+func namespaceToAccesses(mgr manager.Manager) handler.MapFunc {
 	c, log := mgr.GetClient(), mgr.GetLogger()
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		ns := obj.GetName()
 		var out []reconcile.Request
-		add := func(as []v1.BucketyAccess) {
+		add := func(as []v1.BucketyAccess, waiting bool) {
 			for i := range as {
-				if as[i].Foreign() {
+				if as[i].Foreign() || waiting && waitsForLimit(&as[i]) {
 					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&as[i])})
 				}
 			}
@@ -122,7 +130,7 @@ func namespaceToSharedAccesses(mgr manager.Manager) handler.MapFunc {
 			log.Error(err, "list the accesses of namespace", "namespace", ns)
 			return nil
 		}
-		add(own.Items)
+		add(own.Items, true)
 		var bs v1.BucketyList
 		if err := c.List(ctx, &bs, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			log.Error(err, "list the Bucketies of namespace", "namespace", ns)
@@ -134,7 +142,7 @@ func namespaceToSharedAccesses(mgr manager.Manager) handler.MapFunc {
 				log.Error(err, "list accesses of Buckety", "buckety", ns+"/"+bs.Items[i].Name)
 				continue
 			}
-			add(as)
+			add(as, false)
 		}
 		return out
 	}
@@ -157,4 +165,10 @@ func bucketyToAccesses(mgr manager.Manager) handler.MapFunc {
 		}
 		return out
 	}
+}
+
+// waitsForLimit reports whether access a waits for an access limit.
+func waitsForLimit(a *v1.BucketyAccess) bool {
+	c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
+	return c != nil && c.Reason == v1.ReasonLimitExceeded
 }
