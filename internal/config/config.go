@@ -685,6 +685,21 @@ func (c *Config) BackendNames() []string {
 	return out
 }
 
+// Notices are the lines the backends' driver configs ask to be logged
+// once at startup (drivers.Noticer: a setting inferred from an older
+// spelling), each prefixed "backend NAME: ", in file order.
+func (c *Config) Notices() []string {
+	var out []string
+	for _, b := range c.Backends {
+		if n, ok := b.options.(drivers.Noticer); ok {
+			for _, line := range n.Notices() {
+				out = append(out, "backend "+b.Name+": "+line)
+			}
+		}
+	}
+	return out
+}
+
 // Options returns the backend's decoded, validated driver options.
 func (b *Backend) Options() drivers.Config { return b.options }
 
