@@ -82,8 +82,10 @@ type Backend struct {
 	// driver reserves itself (kadm: the internal topics of Kafka, Schema
 	// Registry, Kafka Connect, Confluent and Redpanda).
 	ReservedNames []string `json:"reservedNames,omitempty"`
-	// Credentials configures the lifecycle of the credentials issued per
-	// access, on a backend whose driver issues them.
+	// Credentials configures the lifecycle (rotation, grace, revocation of
+	// orphans) of the credentials issued per access, the same for every
+	// driver. Whether a backend issues them at all is its driver's
+	// config.credentials.mode.
 	Credentials *Credentials `json:"credentials,omitempty"`
 	// Ownership configures handovers of resources between installations
 	// (a cluster migration).
