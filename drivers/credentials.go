@@ -1,6 +1,11 @@
 package drivers
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
 
 // CredentialIssuer is implemented by a Backend that can issue a credential
 // per access: a principal of its own on the service, with rights on the
@@ -111,4 +116,39 @@ func KeyedSecret(sc CredentialIssuer, principal string, data map[string][]byte) 
 		return ""
 	}
 	return string(data[secretKey])
+}
+
+// CredentialsMode is a backend's credentials.mode: whether each access
+// gets a credential of its own or the backend's own. The kadm and s3
+// drivers spell it the same way in their config blocks.
+type CredentialsMode string
+
+// The credentials modes.
+const (
+	// PerAccess issues each access a credential of its own (kadm: a SCRAM
+	// user; s3: a key), with rights on its resource per role and nothing
+	// else.
+	PerAccess CredentialsMode = "PerAccess"
+	// Shared hands every access the backend's own credentials; each such
+	// access reports ScopingNotImplemented.
+	Shared CredentialsMode = "Shared"
+)
+
+// CredentialsModes are the values credentials.mode may take.
+var CredentialsModes = []string{string(PerAccess), string(Shared)}
+
+// ValidateCredentialsMode checks a set credentials.mode at p (the mode
+// field's path): nil when it is empty or one of CredentialsModes.
+func ValidateCredentialsMode(p *field.Path, m CredentialsMode) *field.Error {
+	if m == "" || m == PerAccess || m == Shared {
+		return nil
+	}
+	return field.NotSupported(p, string(m), CredentialsModes)
+}
+
+// ModeNotice is the startup notice of a mode inferred from an older
+// spelling: why names what the file says instead (as "sasl without
+// shareCredentials").
+func ModeNotice(m CredentialsMode, why string) string {
+	return fmt.Sprintf("credentials.mode is not set; %s, as before (%s): set credentials.mode: %s to say so", m, why, m)
 }

@@ -77,6 +77,15 @@ type Config interface {
 	Validate(fldPath *field.Path) field.ErrorList
 }
 
+// Noticer is implemented by a Config that infers a setting its file does
+// not state, from an older spelling, so that configs written before the
+// setting existed keep their behaviour. Notices returns one line per
+// inference, without the backend's name; the controller and the webhook
+// log each once at startup, prefixed with the backend.
+type Noticer interface {
+	Notices() []string
+}
+
 // Backend is a connected backing-service instance. Every method is
 // idempotent.
 type Backend interface {

@@ -43,22 +43,23 @@ type Config struct {
 	TLS *TLS `json:"tls,omitempty"`
 	// SASL enables SASL authentication when present.
 	SASL *SASL `json:"sasl,omitempty"`
-	// ShareCredentials writes the backend's own SASL username and password
-	// into every access Secret (sasl.username, sasl.password), for clusters
-	// without per-tenant users. Off by default: the credentials are the
-	// controller's, every access then gets the same ones, and each such
-	// access reports ScopingNotImplemented. Requires sasl.
+	// ShareCredentials is the older spelling of credentials.mode: Shared,
+	// and still means it: every access gets the backend's own SASL user.
+	// Requires sasl; contradicts credentials.mode: PerAccess.
 	ShareCredentials bool `json:"shareCredentials,omitempty"`
-	// Credentials configures the SCRAM user buckety issues per access when
-	// the backend uses sasl without shareCredentials, on a cluster with an
-	// authorizer and the SCRAM admin API (KIP-554). Defaults apply when
-	// absent.
+	// Credentials says whether each access gets a SCRAM user of its own
+	// (mode PerAccess, on a cluster with an authorizer and the SCRAM admin
+	// API, KIP-554) or the backend's own SASL user (mode Shared), and
+	// tunes the users issued. Both need sasl. Mode not set: PerAccess with
+	// sasl, Shared with shareCredentials, as before the mode existed (and
+	// the controller says so at startup); without sasl accesses get no
+	// credentials.
 	Credentials *Credentials `json:"credentials,omitempty"`
 	// Quotas bounds the Kafka client quotas an access may ask for on its
 	// own user (producerByteRate, consumerByteRate, requestPercentage,
 	// controllerMutationRate) and gives every per-access user defaults for
 	// those it does not set. Only for backends that issue a user per
-	// access: sasl without shareCredentials.
+	// access: credentials mode PerAccess.
 	Quotas *Quotas `json:"quotas,omitempty"`
 	// OwnerRegistry configures the topic where buckety records which
 	// installation owns each topic it created (owners.go). Defaults apply
@@ -96,8 +97,13 @@ func (c *Config) registryTopic() string {
 	return DefaultOwnerRegistryTopic
 }
 
-// Credentials configures per-access SCRAM users.
+// Credentials configures the credentials of accesses.
 type Credentials struct {
+	// Mode is PerAccess (a SCRAM user per access) or Shared (every access
+	// gets the backend's own SASL user and reports
+	// ScopingNotImplemented). Both require sasl. Not set: inferred from
+	// sasl and shareCredentials, as before.
+	Mode drivers.CredentialsMode `json:"mode,omitempty" jsonschema:"enum=PerAccess,enum=Shared"`
 	// Mechanism of the issued users' passwords: SCRAM-SHA-512 (the
 	// default) or SCRAM-SHA-256. Consumers authenticate with it
 	// (sasl.mechanism in the Secret).
@@ -204,17 +210,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Required(sp.Child("password"), "set it from a Secret-backed env var, as ${KAFKA_PASSWORD}"))
 		}
 	}
-	if c.ShareCredentials && c.SASL == nil {
-		errs = append(errs, field.Invalid(p.Child("shareCredentials"), true, "there are no credentials to share without sasl: only SASL credentials are shared (a TLS client key never is); remove shareCredentials or configure sasl"))
-	}
-	if cr := c.Credentials; cr != nil {
-		if cr.Mechanism != "" && cr.Mechanism != "SCRAM-SHA-512" && cr.Mechanism != "SCRAM-SHA-256" {
-			errs = append(errs, field.NotSupported(p.Child("credentials", "mechanism"), cr.Mechanism, []string{"SCRAM-SHA-512", "SCRAM-SHA-256"}))
-		}
-		if c.ShareCredentials {
-			errs = append(errs, field.Forbidden(p.Child("credentials"), "shareCredentials gives every access the backend's own user: per-access credentials are not issued, so remove one of the two"))
-		}
-	}
+	errs = append(errs, c.validateCredentials(p)...)
 	if r := c.OwnerRegistry; r != nil && r.Topic != "" {
 		tp := p.Child("ownerRegistry", "topic")
 		if !strings.HasPrefix(r.Topic, "__") {
@@ -228,6 +224,65 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		}
 	}
 	return append(errs, c.validateQuotas(p.Child("quotas"))...)
+}
+
+// validateCredentials checks credentials and shareCredentials together.
+func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.ShareCredentials && c.SASL == nil {
+		errs = append(errs, field.Invalid(p.Child("shareCredentials"), true, "there are no credentials to share without sasl: only SASL credentials are shared (a TLS client key never is); remove shareCredentials or configure sasl"))
+	}
+	cr := c.Credentials
+	if cr == nil {
+		return errs
+	}
+	cp := p.Child("credentials")
+	if err := drivers.ValidateCredentialsMode(cp.Child("mode"), cr.Mode); err != nil {
+		errs = append(errs, err)
+	}
+	if cr.Mechanism != "" && cr.Mechanism != "SCRAM-SHA-512" && cr.Mechanism != "SCRAM-SHA-256" {
+		errs = append(errs, field.NotSupported(cp.Child("mechanism"), cr.Mechanism, []string{"SCRAM-SHA-512", "SCRAM-SHA-256"}))
+	}
+	switch {
+	case cr.Mode == drivers.PerAccess && c.ShareCredentials:
+		errs = append(errs, field.Invalid(cp.Child("mode"), cr.Mode, "shareCredentials: true means credentials.mode: Shared: remove shareCredentials for a SCRAM user per access"))
+	case (cr.Mode == drivers.PerAccess || cr.Mode == drivers.Shared) && c.SASL == nil:
+		errs = append(errs, field.Invalid(cp.Child("mode"), cr.Mode, "needs sasl: the backend's own SASL user is the one shared, and the one that issues users per access; without sasl accesses get no credentials, so remove credentials.mode or configure sasl"))
+	case c.mode() == drivers.Shared && cr.Mechanism != "":
+		errs = append(errs, field.Forbidden(cp.Child("mechanism"), "with credentials.mode Shared (or shareCredentials) no users are issued, so their mechanism is not read: remove it"))
+	}
+	return errs
+}
+
+// mode is the backend's credentials mode: credentials.mode when set,
+// otherwise as before the mode existed (Shared with shareCredentials,
+// PerAccess with sasl); "" without sasl, where accesses get no
+// credentials.
+func (c *Config) mode() drivers.CredentialsMode {
+	switch {
+	case c.SASL == nil:
+		return ""
+	case c.Credentials != nil && c.Credentials.Mode != "":
+		return c.Credentials.Mode
+	case c.ShareCredentials:
+		return drivers.Shared
+	}
+	return drivers.PerAccess
+}
+
+// Notices implements drivers.Noticer: the mode inferred when
+// credentials.mode is not set.
+func (c *Config) Notices() []string {
+	if c.Credentials != nil && c.Credentials.Mode != "" {
+		return nil
+	}
+	switch c.mode() {
+	case drivers.Shared:
+		return []string{drivers.ModeNotice(drivers.Shared, "shareCredentials: true")}
+	case drivers.PerAccess:
+		return []string{drivers.ModeNotice(drivers.PerAccess, "sasl without shareCredentials")}
+	}
+	return nil
 }
 
 func validHostPort(s string) error {

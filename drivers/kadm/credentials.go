@@ -87,6 +87,8 @@ func (c *Config) sharedReason(backend string) string {
 		return fmt.Sprintf("backend %s connects without SASL, so the cluster cannot tell one client from another: every access can do what any client can (configure sasl on a cluster with SCRAM and an authorizer for per-access users)", backend)
 	case c.ShareCredentials:
 		return fmt.Sprintf("backend %s has shareCredentials: every access gets the backend's own user", backend)
+	case c.mode() == drivers.Shared:
+		return fmt.Sprintf("backend %s has credentials.mode Shared: every access gets the backend's own user", backend)
 	}
 	return ""
 }
@@ -99,6 +101,8 @@ func (c *Config) sharedWhy() string {
 		return "it connects without sasl"
 	case c.ShareCredentials:
 		return "it has shareCredentials"
+	case c.mode() == drivers.Shared:
+		return "its credentials.mode is Shared"
 	}
 	return ""
 }

@@ -118,7 +118,7 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 	}
 	if s := c.SASL; s != nil {
 		data[SecretSASLMechanism] = []byte(s.Mechanism)
-		if c.ShareCredentials {
+		if c.mode() == drivers.Shared {
 			data[SecretSASLUsername] = []byte(s.Username)
 			data[SecretSASLPassword] = []byte(s.Password)
 		}

@@ -64,6 +64,12 @@ func TestGrantConnections(t *testing.T) {
 				"sasl.username": "buckety", "sasl.password": "s3cr3t"},
 		},
 		{
+			name: "SASL with credentials.mode Shared: as with shareCredentials",
+			cfg:  Config{SeedBrokers: []string{"k0:9092"}, SASL: sasl(), Credentials: &Credentials{Mode: drivers.Shared}},
+			want: map[string]string{"bootstrap": "k0:9092", "topic": "orders", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+				"sasl.username": "buckety", "sasl.password": "s3cr3t"},
+		},
+		{
 			name: "SASL over TLS with sharing",
 			cfg:  Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CA: testCA}, SASL: sasl(), ShareCredentials: true},
 			want: map[string]string{"bootstrap": "k0:9093", "topic": "orders", "security.protocol": "SASL_SSL", "ssl.ca.pem": testCA, "sasl.mechanism": "SCRAM-SHA-512",

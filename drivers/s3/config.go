@@ -70,15 +70,19 @@ type Config struct {
 	// DeleteSlice is how many object versions one deletion pass removes
 	// before it reports progress. Defaults to 1000 (one DeleteObjects call).
 	DeleteSlice int `json:"deleteSlice,omitempty"`
-	// Credentials turns on a key per access, on implementation minio (a
+	// Credentials with mode PerAccess issues a key per access, on
+	// implementation minio (a
 	// user per access, with a policy of its own that denies every admin
 	// action; MinIO RELEASE.2025-10-15T17-29-55Z or newer), versitygw (a
 	// user per access, granted by buckety's statements in the bucket
 	// policy), and aws and seaweedfs (an IAM user per access, under path
 	// /buckety/, with an inline policy of its own and an access key IAM
 	// issues). Each access's key may do what its role allows on its
-	// bucket, and nothing else. Omitted: every access gets the backend's
-	// own keys, and reports ScopingNotImplemented.
+	// bucket, and nothing else. With mode Shared every access gets the
+	// backend's own keys, and reports ScopingNotImplemented. Mode not
+	// set: PerAccess when the block is present, Shared when it is
+	// omitted, as before the mode existed (and the controller says so at
+	// startup).
 	Credentials *Credentials `json:"credentials,omitempty"`
 	// AllowAnonymousRead lets Bucketies on this backend ask for
 	// anonymousRead: "true", a bucket policy statement letting anyone read
@@ -91,8 +95,13 @@ type Config struct {
 	dir string
 }
 
-// Credentials configures the keys issued per access.
+// Credentials configures the keys of accesses.
 type Credentials struct {
+	// Mode is PerAccess (a key per access, on an implementation that
+	// issues keys) or Shared (every access gets the backend's own keys and
+	// reports ScopingNotImplemented; the issuer settings below are then
+	// refused). Not set: PerAccess, as before.
+	Mode drivers.CredentialsMode `json:"mode,omitempty" jsonschema:"enum=PerAccess,enum=Shared"`
 	// ParentUser (minio) is the parent of the service accounts that
 	// buckety issued before keys were users of their own: as each is
 	// asserted again it is replaced by a user with the same key and
@@ -145,6 +154,34 @@ var credentialFieldUse = map[string]string{
 	credIAMEndpoint:   "the IAM API that users per access are made through",
 }
 
+// mode is the backend's credentials mode: credentials.mode when set,
+// otherwise as before the mode existed (PerAccess with a credentials
+// block, Shared without).
+func (c *Config) mode() drivers.CredentialsMode {
+	switch {
+	case c.Credentials == nil:
+		return drivers.Shared
+	case c.Credentials.Mode != "":
+		return c.Credentials.Mode
+	}
+	return drivers.PerAccess
+}
+
+// perAccess reports whether the backend issues a key per access.
+func (c *Config) perAccess() bool { return c.mode() == drivers.PerAccess }
+
+// Notices implements drivers.Noticer: the mode inferred when
+// credentials.mode is not set.
+func (c *Config) Notices() []string {
+	switch {
+	case c.Credentials == nil:
+		return []string{drivers.ModeNotice(drivers.Shared, "no credentials block")}
+	case c.Credentials.Mode == "":
+		return []string{drivers.ModeNotice(drivers.PerAccess, "a credentials block")}
+	}
+	return nil
+}
+
 // validateCredentials checks the credentials block against the server's
 // entry: whether it issues keys, and which settings its issuer reads.
 func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
@@ -154,15 +191,24 @@ func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 		return nil
 	}
 	cp := p.Child("credentials")
+	if err := drivers.ValidateCredentialsMode(cp.Child("mode"), cr.Mode); err != nil {
+		return field.ErrorList{err}
+	}
 	srv := c.server()
-	if !srv.issuesKeys() {
-		errs = append(errs, field.Invalid(cp, "{...}", fmt.Sprintf("keys per access are issued on implementation %s, not on %q: remove credentials (every access then gets the backend's own keys)", strings.Join(serving((*server).issuesKeys), ", "), c.Implementation)))
+	if c.perAccess() && !srv.issuesKeys() {
+		at, v := cp, any("{...}")
+		if cr.Mode != "" {
+			at, v = cp.Child("mode"), cr.Mode
+		}
+		errs = append(errs, field.Invalid(at, v, fmt.Sprintf("keys per access are issued on implementation %s, not on %q: set credentials.mode: Shared, or remove credentials (every access then gets the backend's own keys)", strings.Join(serving((*server).issuesKeys), ", "), c.Implementation)))
 	}
 	set := map[string]string{credParentUser: cr.ParentUser, credAdminEndpoint: cr.AdminEndpoint, credIAMEndpoint: cr.IAMEndpoint}
 	for _, f := range []string{credIAMEndpoint, credParentUser, credAdminEndpoint} {
 		v := set[f]
 		switch {
 		case v == "":
+		case !c.perAccess():
+			errs = append(errs, field.Forbidden(cp.Child(f), "credentials.mode is Shared: no keys are issued, so the issuer settings are not read: remove it"))
 		case !contains(srv.credentialFields, f):
 			readers := serving(func(s *server) bool { return contains(s.credentialFields, f) })
 			errs = append(errs, field.Forbidden(cp.Child(f), fmt.Sprintf("only implementation %s reads it (%s): remove it", strings.Join(readers, ", "), credentialFieldUse[f])))

@@ -130,7 +130,9 @@ type issuing struct {
 // access, "" when it does not.
 func (c *Config) sharedReason(backend string) string {
 	switch {
-	case c.Credentials == nil:
+	case c.Credentials != nil && !c.perAccess():
+		return fmt.Sprintf("backend %s has credentials.mode Shared: every access gets the backend's own keys", backend)
+	case !c.perAccess():
 		return fmt.Sprintf("backend %s hands every access its own keys: set credentials (implementation %s) for a key per access", backend, strings.Join(serving((*server).issuesKeys), ", "))
 	case !c.server().issuesKeys():
 		return fmt.Sprintf("backend %s is implementation %q: buckety issues keys per access only on %s", backend, c.Implementation, strings.Join(serving((*server).issuesKeys), ", "))
@@ -365,9 +367,9 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 		secret, assert = s, true
 	}
 	if assert {
-		if b.cfg.Credentials == nil {
+		if !b.cfg.perAccess() {
 			// Credentials are kept, not issued, once credentials is unset.
-			return drivers.Grant{}, fmt.Errorf("backend %s issues no credentials: credentials is not set", b.name)
+			return drivers.Grant{}, fmt.Errorf("backend %s issues no credentials: credentials.mode is Shared", b.name)
 		}
 		is, err := b.issuer()
 		if err != nil {
@@ -412,7 +414,7 @@ func (b *Backend) revokeCredential(ctx context.Context, a drivers.Access) error 
 // requests per access, and one requestTimeout for all of them ran out at
 // a few hundred accesses, judging only those it reached.
 func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
-	if len(as) == 0 || b.cfg.Credentials == nil {
+	if len(as) == 0 || !b.cfg.perAccess() {
 		return nil, nil
 	}
 	is, err := b.issuer()

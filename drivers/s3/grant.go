@@ -60,10 +60,10 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 	if a.Principal != "" {
 		return b.grantCredential(ctx, a, data)
 	}
-	if b.cfg.Credentials != nil {
+	if b.cfg.perAccess() {
 		// The maintainer asked for a key per access: the backend's own
 		// keys never reach a tenant's Secret instead.
-		return drivers.Grant{}, fmt.Errorf("s3: backend %s: grant for %s/%s without a key of its own: credentials is set, so the backend's own keys are never handed out", b.name, a.Namespace, a.Name)
+		return drivers.Grant{}, fmt.Errorf("s3: backend %s: grant for %s/%s without a key of its own: credentials.mode is PerAccess, so the backend's own keys are never handed out", b.name, a.Namespace, a.Name)
 	}
 	reason := b.cfg.sharedReason(b.name)
 	if reason == "" {

@@ -82,8 +82,10 @@ type Backend struct {
 	// driver reserves itself (kadm: the internal topics of Kafka, Schema
 	// Registry, Kafka Connect, Confluent and Redpanda).
 	ReservedNames []string `json:"reservedNames,omitempty"`
-	// Credentials configures the lifecycle of the credentials issued per
-	// access, on a backend whose driver issues them.
+	// Credentials configures the lifecycle (rotation, grace, revocation of
+	// orphans) of the credentials issued per access, the same for every
+	// driver. Whether a backend issues them at all is its driver's
+	// config.credentials.mode.
 	Credentials *Credentials `json:"credentials,omitempty"`
 	// Ownership configures handovers of resources between installations
 	// (a cluster migration).
@@ -681,6 +683,21 @@ func (c *Config) BackendNames() []string {
 	out := make([]string, len(c.Backends))
 	for i, b := range c.Backends {
 		out[i] = b.Name
+	}
+	return out
+}
+
+// Notices are the lines the backends' driver configs ask to be logged
+// once at startup (drivers.Noticer: a setting inferred from an older
+// spelling), each prefixed "backend NAME: ", in file order.
+func (c *Config) Notices() []string {
+	var out []string
+	for _, b := range c.Backends {
+		if n, ok := b.options.(drivers.Noticer); ok {
+			for _, line := range n.Notices() {
+				out = append(out, "backend "+b.Name+": "+line)
+			}
+		}
 	}
 	return out
 }

@@ -77,6 +77,9 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	o.Log = zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log) // client-go (leader election) logs the same way
+	for _, n := range cfg.Notices() {
+		o.Log.Info(n) // a setting inferred from an older spelling
+	}
 	rc, err := o.LoadRESTConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "buckety-controller: %v\n", err)

@@ -99,6 +99,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	o.Log = zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log)
+	for _, n := range cfg.Notices() {
+		o.Log.Info(n) // a setting inferred from an older spelling
+	}
 	if o.RESTConfig, err = kubeconfig.Load(o.Kubeconfig); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1

@@ -2,8 +2,12 @@ package webhook
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/Yolean/buckety-controller/internal/config"
 )
 
 // TestRateLimitFlags: the webhook takes the same client rate-limit flags
@@ -24,5 +28,22 @@ func TestRateLimitFlags(t *testing.T) {
 		if code != c.code || c.want != "" && !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: want exit %d and %q, got %d %q", c.args, c.code, c.want, code, errb.String())
 		}
+	}
+}
+
+// TestStartupNotices: the webhook logs, once at startup, each setting a
+// backend's config infers (here an s3 backend's credentials.mode), before
+// it needs the cluster.
+func TestStartupNotices(t *testing.T) {
+	dir := t.TempDir()
+	body := "backends:\n- {name: blobs, driver: s3, config: {endpoint: 'http://minio:9000', accessKeyID: '${K}', secretAccessKey: '${S}'}}\n"
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := Main([]string{"-c", dir, "--kubeconfig", filepath.Join(dir, "missing")}, &out, &errb)
+	want := "backend blobs: credentials.mode is not set; Shared, as before (no credentials block): set credentials.mode: Shared to say so"
+	if code != 1 || strings.Count(errb.String(), want) != 1 {
+		t.Errorf("want exit 1 (no kubeconfig) after the notice %q once, got %d %q", want, code, errb.String())
 	}
 }
