@@ -1,9 +1,9 @@
 package drivers
 
 import (
-	"time"
-
 	"context"
+	"strings"
+	"time"
 
 	"github.com/invopop/jsonschema"
 
@@ -236,7 +236,65 @@ type Access struct {
 	// SecretFormats are the access's spec.secretFormats: Grant adds the
 	// keys of each (SecretFormatter) to Data, from the same credentials.
 	SecretFormats []string
+	// Several lists every resource of an access naming several Bucketies
+	// (spec.bucketyRefs), in the order it names them; nil for an access
+	// naming one. Grant gives the principal the role's rights on each and
+	// returns the Secret's several-resource shape (SeveralKey); Resource
+	// and ResourceParameters are then the first's. Only a driver that is
+	// a SeveralGranter is given more than one. In Revoke, the resources
+	// the principal was granted on.
+	Several []AccessResource
+	// Drop lists resources the principal was granted on and must hold
+	// nothing on any more (one of several Bucketies stopped sharing with
+	// the access): Grant, with Reassert, takes its rights there away.
+	Drop []string
 }
+
+// AccessResource is one of the resources of an access naming several
+// Bucketies.
+type AccessResource struct {
+	// Key names the resource in the Secret's keys of several
+	// (SeveralKey): the Buckety's name, or <namespace>_<name> for another
+	// namespace's (neither holds an underscore).
+	Key string
+	// Name is the backend resource name, from the Buckety's claim.
+	Name string
+	// Parameters are the Buckety's effective location parameters, as
+	// ResourceParameters.
+	Parameters map[string]string
+}
+
+// Resources returns the backend resource names the access is granted on:
+// Several's, or Resource alone (none when Resource is empty).
+func (a Access) Resources() []string {
+	if len(a.Several) > 0 {
+		out := make([]string, len(a.Several))
+		for i, r := range a.Several {
+			out[i] = r.Name
+		}
+		return out
+	}
+	if a.Resource == "" {
+		return nil
+	}
+	return []string{a.Resource}
+}
+
+// SeveralGranter is implemented by a Driver whose Grant and Revoke honour
+// Access.Several: the webhook and the controller refuse spec.bucketyRefs
+// on a backend whose driver is not one.
+type SeveralGranter interface {
+	// GrantsSeveral says that the driver does.
+	GrantsSeveral()
+}
+
+// SeveralKey is the Secret key that names one resource of several: base
+// (a driver's "topic", "bucket") and the resource's Key, joined by a dot.
+func SeveralKey(base, key string) string { return base + "." + key }
+
+// SeveralList joins resource names for a Secret's list key ("topics",
+// "buckets"): comma-separated, in the order the access names them.
+func SeveralList(names []string) string { return strings.Join(names, ",") }
 
 // Assertion says how far Grant checks an access's principal on the
 // service. Each value does what the one before it does, and more.

@@ -88,6 +88,8 @@ func checkSecretKeys(keys []SecretKey) error {
 			return fmt.Errorf("secret key %q declared twice", k.Name)
 		case k.Description == "":
 			return fmt.Errorf("secret key %q has no description", k.Name)
+		case k.PerResource && !k.Optional:
+			return fmt.Errorf("secret key %q is per resource, so not in every Secret: it must be optional", k.Name)
 		}
 		seen[k.Name] = true
 	}

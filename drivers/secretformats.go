@@ -25,6 +25,13 @@ type SecretFormat struct {
 	// may add the same key (AWS_ACCESS_KEY_ID): its value is the same in
 	// both. No key of a format is one of the driver's default keys.
 	Keys []SecretKey
+	// Several says what the format holds for an access naming several
+	// Bucketies (spec.bucketyRefs), or, with OneResource, why it cannot.
+	Several string
+	// OneResource marks a format that holds one resource only (an
+	// ObjectBucketClaim's BUCKET_NAME): an access naming several Bucketies
+	// may not list it (ValidateSeveralFormats).
+	OneResource bool
 }
 
 // SecretFormatter is implemented by drivers that offer SecretFormats.
@@ -98,6 +105,20 @@ func ValidateSecretFormats(fldPath *field.Path, d Driver, names []string) field.
 	return errs
 }
 
+// ValidateSeveralFormats refuses, for an access naming several Bucketies,
+// the formats of d that hold one resource only, saying why.
+func ValidateSeveralFormats(fldPath *field.Path, d Driver, names []string) field.ErrorList {
+	var errs field.ErrorList
+	for i, n := range names {
+		for _, f := range Formats(d) {
+			if f.Name == n && f.OneResource {
+				errs = append(errs, field.Invalid(fldPath.Index(i), n, fmt.Sprintf("secret format %s holds one resource (%s): an access naming several Bucketies (spec.bucketyRefs) cannot use it", n, f.Several)))
+			}
+		}
+	}
+	return errs
+}
+
 // checkSecretFormats: formats named once, described, each adding at least
 // one described key that is a Secret data key and not a default key.
 func checkSecretFormats(defaults []SecretKey, formats []SecretFormat) error {
@@ -116,6 +137,8 @@ func checkSecretFormats(defaults []SecretKey, formats []SecretFormat) error {
 			return fmt.Errorf("secret format %q has no description", f.Name)
 		case len(f.Keys) == 0:
 			return fmt.Errorf("secret format %q adds no key", f.Name)
+		case f.OneResource && f.Several == "":
+			return fmt.Errorf("secret format %q holds one resource and does not say why (Several)", f.Name)
 		}
 		seen[f.Name] = true
 		keys := map[string]bool{}

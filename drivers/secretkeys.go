@@ -2,6 +2,7 @@ package drivers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -24,6 +25,21 @@ type SecretKey struct {
 	// Formats names the secret formats that add the key (SecretFormat),
 	// empty for a default key.
 	Formats []string
+	// PerResource marks a key of the several-resource shape that the
+	// Secret of an access naming several Bucketies holds once per
+	// resource, as Name.<key> (SeveralKey, AccessResource.Key); Name
+	// alone is then not a key. Always Optional.
+	PerResource bool
+}
+
+// IsKey reports whether name is one of k's keys: k.Name, or for a
+// PerResource key, k.Name, a dot and a resource's key.
+func (k SecretKey) IsKey(name string) bool {
+	if !k.PerResource {
+		return name == k.Name
+	}
+	rest, ok := strings.CutPrefix(name, k.Name+".")
+	return ok && rest != "" && optionalSecretKeyRE.MatchString(rest)
 }
 
 // RequiredSecretKeys returns the names of the keys every Secret has, in
@@ -42,17 +58,15 @@ func RequiredSecretKeys(keys []SecretKey) []string {
 // required key is present and non-empty, and no key is undeclared. The
 // error names every key that is missing or extra.
 func CheckSecretData(keys []SecretKey, data map[string][]byte) error {
-	declared := map[string]bool{}
 	var problems []string
 	for _, k := range keys {
-		declared[k.Name] = true
 		if !k.Optional && len(data[k.Name]) == 0 {
 			problems = append(problems, fmt.Sprintf("required key %q missing or empty", k.Name))
 		}
 	}
 	var extra []string
 	for name := range data {
-		if !declared[name] {
+		if !slices.ContainsFunc(keys, func(k SecretKey) bool { return k.IsKey(name) }) {
 			extra = append(extra, name)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,27 +56,47 @@ func SecretSchemaPath(d drivers.Driver) string {
 func secretSchema(d drivers.Driver) *jsonschema.Schema {
 	props := jsonschema.NewProperties()
 	var required []string
+	var patterns map[string]*jsonschema.Schema
 	for _, k := range drivers.AllSecretKeys(d) {
 		p := &jsonschema.Schema{Type: "string", Description: k.Description}
 		if len(k.Formats) > 0 {
 			p.Extras = map[string]any{"x-buckety-formats": k.Formats}
+		}
+		if k.PerResource {
+			if patterns == nil {
+				patterns = map[string]*jsonschema.Schema{}
+			}
+			patterns[perResourcePattern(k.Name)] = p
+			continue
 		}
 		props.Set(k.Name, p)
 		if !k.Optional {
 			required = append(required, k.Name)
 		}
 	}
+	desc := "The keys of the Secret a BucketyAccess gets, with their values decoded (the Secret's stringData view). Required keys are in every Secret; the others only as their description says, and the keys of a secret format (x-buckety-formats) only when the access lists the format in spec.secretFormats. A Secret has no other keys."
+	if patterns != nil {
+		desc += " The keys of patternProperties are in the Secret of an access naming several Bucketies (spec.bucketyRefs), one per Buckety: the part after the dot is the Buckety's name, or <namespace>_<name> for another namespace's."
+	}
 	s := &jsonschema.Schema{
 		Type:                 "object",
 		Title:                d.Name() + " driver: BucketyAccess Secret keys",
-		Description:          "The keys of the Secret a BucketyAccess gets, with their values decoded (the Secret's stringData view). Required keys are in every Secret; the others only as their description says, and the keys of a secret format (x-buckety-formats) only when the access lists the format in spec.secretFormats. A Secret has no other keys.",
+		Description:          desc,
 		Properties:           props,
+		PatternProperties:    patterns,
 		Required:             required,
 		AdditionalProperties: jsonschema.FalseSchema,
 	}
 	var formats []map[string]string
 	for _, f := range drivers.Formats(d) {
-		formats = append(formats, map[string]string{"name": f.Name, "description": f.Description})
+		m := map[string]string{"name": f.Name, "description": f.Description}
+		if f.Several != "" {
+			m["several"] = f.Several
+		}
+		if f.OneResource {
+			m["several"] = "Not for an access naming several Bucketies: " + f.Several
+		}
+		formats = append(formats, m)
 	}
 	if len(formats) > 0 {
 		s.Extras = map[string]any{"x-buckety-formats": formats}
@@ -82,8 +104,15 @@ func secretSchema(d drivers.Driver) *jsonschema.Schema {
 	return s
 }
 
+// perResourcePattern is the patternProperties key of a PerResource secret
+// key: its name, a dot, and a Secret data key.
+func perResourcePattern(name string) string {
+	return "^" + regexp.QuoteMeta(name) + `\.[-._a-zA-Z0-9]+$`
+}
+
 // SecretKeysFromSchema reads the declaration back from a published secret
-// schema, in the declared order.
+// schema, in the declared order; the per-resource keys (patternProperties)
+// come last, sorted.
 func SecretKeysFromSchema(b []byte) ([]drivers.SecretKey, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -114,8 +143,21 @@ func SecretKeysFromSchema(b []byte) ([]drivers.SecretKey, error) {
 	if len(required) > 0 {
 		return nil, fmt.Errorf("secret schema requires keys it does not describe: %v", sortedKeys(required))
 	}
-	return out, nil
+	var perResource []drivers.SecretKey
+	for pattern, p := range s.PatternProperties {
+		name, ok := strings.CutSuffix(strings.TrimPrefix(pattern, "^"), `\.[-._a-zA-Z0-9]+$`)
+		if !ok || perResourcePattern(regexpUnquote(name)) != pattern {
+			return nil, fmt.Errorf("secret schema: patternProperties key %q is not a per-resource key's", pattern)
+		}
+		perResource = append(perResource, drivers.SecretKey{Name: regexpUnquote(name), Description: p.Description, Optional: true, PerResource: true})
+	}
+	slices.SortFunc(perResource, func(a, b drivers.SecretKey) int { return strings.Compare(a.Name, b.Name) })
+	return append(out, perResource...), nil
 }
+
+// regexpUnquote undoes regexp.QuoteMeta on a key name, whose only
+// metacharacter is the dot.
+func regexpUnquote(s string) string { return strings.ReplaceAll(s, `\.`, ".") }
 
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
