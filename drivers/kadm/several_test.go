@@ -118,19 +118,20 @@ func TestGrantSeveralRefusesBadInput(t *testing.T) {
 		mutate func(a *drivers.Access)
 		want   string
 	}{
-		{"no topic", func(a *drivers.Access) { a.Several[1].Name = "" }, `several[1] (key "b-payments"): no topic`},
-		{"no key", func(a *drivers.Access) { a.Several[1].Key = "" }, `several[1] (topic payments): key "" does not make a Secret key`},
-		{"a key no Secret key can hold", func(a *drivers.Access) { a.Several[1].Key = "a/b" }, `key "a/b" does not make a Secret key (topic.a/b)`},
-		{"a key twice", func(a *drivers.Access) { a.Several[1].Key = a.Several[0].Key }, `several[1] (topic payments): key "b-orders" named twice`},
-		{"a topic twice", func(a *drivers.Access) { a.Several[1].Name = "orders" }, "topic orders named twice"},
-		{"granted and dropped", func(a *drivers.Access) { a.Drop = []string{"refunds", "payments"} }, "topic payments is both granted and dropped"},
+		{"no topic", func(a *drivers.Access) { a.Several[1].Name = "" }, `grant for team/app: several[1] (key "b-payments"): no topic`},
+		{"no key", func(a *drivers.Access) { a.Several[1].Key = "" }, `grant for team/app: several[1] (topic payments): key "" does not make a Secret key`},
+		{"a key no Secret key can hold", func(a *drivers.Access) { a.Several[1].Key = "a/b" }, `grant for team/app: several[1] (topic payments): key "a/b" does not make a Secret key (topic.a/b)`},
+		{"a key twice", func(a *drivers.Access) { a.Several[1].Key = a.Several[0].Key }, `grant for team/app: several[1] (topic payments): key "b-orders" named twice`},
+		{"a topic twice", func(a *drivers.Access) { a.Several[1].Name = "orders" }, "grant for team/app: topic orders named twice"},
+		{"granted and dropped", func(a *drivers.Access) { a.Drop = []string{"refunds", "payments"} }, "grant for team/app: topic payments is both granted and dropped"},
+		{"the owner registry", func(a *drivers.Access) { a.Several[1].Name = DefaultOwnerRegistryTopic }, DefaultOwnerRegistryTopic + " is buckety's owner registry"},
 	} {
 		a := base
 		a.Several = slices.Clone(base.Several)
 		tc.mutate(&a)
 		_, err := b.Grant(context.Background(), a)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "grant for team/app") {
-			t.Errorf("%s: want an error naming team/app and containing %q, got %v", tc.name, tc.want, err)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "backend kafka") {
+			t.Errorf("%s: want an error naming backend kafka and containing %q, got %v", tc.name, tc.want, err)
 		}
 	}
 }
