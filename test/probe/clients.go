@@ -20,8 +20,9 @@ import (
 const clientsUsage = `usage: probe clients kafka sarama|franz-go
        probe clients s3 aws-sdk-go-v2|aws-env
 The Secret is the environment (envFrom), or the files in PROBE_SECRET_DIR (a mounted Secret).
-PROBE_ROLE ReadWrite|ReadOnly|WriteOnly; kafka: PROBE_NEIGHBOUR_TOPIC;
-s3: PROBE_NEIGHBOUR_BUCKET, PROBE_SHARED=true (backend keys: no role refusals), PROBE_PATH_STYLE=true|false`
+PROBE_ROLE ReadWrite|ReadOnly|WriteOnly; kafka: PROBE_NEIGHBOUR_TOPIC, PROBE_TOPIC_KEY (the key holding
+the topic: topic when unset, topic.<buckety> of an access naming several); s3: PROBE_NEIGHBOUR_BUCKET,
+PROBE_BUCKET_KEY (aws-sdk-go-v2: the key holding the bucket, bucket when unset), PROBE_SHARED=true (backend keys: no role refusals), PROBE_PATH_STYLE=true|false`
 
 // clientsTimeout bounds one library's checks, so that a hung broker or
 // server fails the probe rather than the scenario's timeout.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -69,7 +70,8 @@ const refusalTimeout = 20 * time.Second
 // and for a reader consuming there too (shared credentials reach every
 // topic: the neighbour is not checked).
 func kafkaClientChecks(ctx context.Context, lib string, c kafkaClient, getenv func(string) string, out func(string)) (string, error) {
-	env, err := needFrom(getenv, kadmdriver.SecretBootstrap, kadmdriver.SecretTopic)
+	topicKey := cmp.Or(getenv("PROBE_TOPIC_KEY"), kadmdriver.SecretTopic)
+	env, err := needFrom(getenv, kadmdriver.SecretBootstrap, topicKey)
 	if err != nil {
 		return "", err
 	}
@@ -77,7 +79,7 @@ func kafkaClientChecks(ctx context.Context, lib string, c kafkaClient, getenv fu
 	if err != nil {
 		return "", err
 	}
-	topic, prefix, neighbour := env[kadmdriver.SecretTopic], getenv(kadmdriver.SecretGroupPrefix), getenv("PROBE_NEIGHBOUR_TOPIC")
+	topic, prefix, neighbour := env[topicKey], getenv(kadmdriver.SecretGroupPrefix), getenv("PROBE_NEIGHBOUR_TOPIC")
 	own := prefix != ""
 	group := prefix + "clients-" + lib
 	if !own {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -55,7 +56,8 @@ func s3ClientChecks(ctx context.Context, lib string, getenv func(string) string,
 	var bucket, at string
 	switch lib {
 	case "aws-sdk-go-v2":
-		env, err := needFrom(getenv, s3driver.SecretBucket)
+		bucketKey := cmp.Or(getenv("PROBE_BUCKET_KEY"), s3driver.SecretBucket)
+		env, err := needFrom(getenv, bucketKey)
 		if err != nil {
 			return "", err
 		}
@@ -64,7 +66,7 @@ func s3ClientChecks(ctx context.Context, lib string, getenv func(string) string,
 			return "", err
 		}
 		cl = s3.New(base.Options(), func(o *s3.Options) { o.UsePathStyle = pathStyle })
-		bucket, at = env[s3driver.SecretBucket], getenv(s3driver.SecretEndpoint)
+		bucket, at = env[bucketKey], getenv(s3driver.SecretEndpoint)
 	case "aws-env":
 		// Without credentials in the environment the SDK's chain would go
 		// on to the instance metadata service: refuse instead.

@@ -4,6 +4,9 @@ SECRET_DIR (secret format librdkafka), as a Pod would mount it.
 
   python3 kafka_confluent.py ROLE [NEIGHBOUR_TOPIC]
 
+The topic is the Secret's key CLIENT_TOPIC_KEY (topic when unset; an
+access naming several Bucketies has topic.<buckety> instead).
+
 ReadWrite: produce to the Secret's topic, consume it back in a group under
 the Secret's group.id.prefix, and (with a prefix) commit a transaction
 under it; then, where the access has a user of its own, the refusals: the
@@ -37,7 +40,7 @@ def conf():
     return out
 
 
-topic = read("topic")
+topic = read(os.environ.get("CLIENT_TOPIC_KEY", "topic"))
 prefix = read("group.id.prefix") if os.path.exists(os.path.join(secret_dir, "group.id.prefix")) else ""
 role = sys.argv[1]
 neighbour = sys.argv[2] if len(sys.argv) > 2 else ""

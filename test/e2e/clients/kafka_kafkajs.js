@@ -5,6 +5,9 @@
 //
 //   node kafka_kafkajs.js ROLE [NEIGHBOUR_TOPIC]
 //
+// The topic is the Secret's key CLIENT_TOPIC_KEY (topic when unset; an
+// access naming several Bucketies has topic.<buckety> instead).
+//
 // The same checks as kafka_confluent.py. Prints "clients: OK" at the end.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
@@ -13,7 +16,7 @@ const crypto = require('crypto');
 const env = process.env;
 const role = process.argv[2];
 const neighbour = process.argv[3] || '';
-const topic = env.topic;
+const topic = env[env.CLIENT_TOPIC_KEY || 'topic'];
 const prefix = env['group.id.prefix'] || '';
 const protocol = env['security.protocol'] || 'PLAINTEXT';
 const config = {

@@ -5,11 +5,14 @@
 #
 #   kafka_kcat.sh ROLE [NEIGHBOUR_TOPIC]
 #
+# The topic is the Secret's key CLIENT_TOPIC_KEY (topic when unset; an
+# access naming several Bucketies has topic.<buckety> instead).
+#
 # The same checks as kafka_confluent.py. Prints "clients: OK" at the end.
 set -uo pipefail
 role=$1 neighbour=${2:-}
 conf=$SECRET_DIR/librdkafka.config
-topic=$(cat "$SECRET_DIR/topic")
+topic=$(cat "$SECRET_DIR/${CLIENT_TOPIC_KEY:-topic}")
 prefix=$(cat "$SECRET_DIR/group.id.prefix" 2>/dev/null || true)
 token=kcat-$RANDOM$RANDOM
 fail() { echo "FAIL: kcat: $*"; exit 1; }

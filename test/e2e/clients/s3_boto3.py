@@ -6,6 +6,9 @@ endpoint_url, the one setting such a workload spells out.
 
   python3 s3_boto3.py ROLE [NEIGHBOUR_BUCKET]
 
+The bucket is the Secret's key CLIENT_BUCKET_KEY (bucket when unset; an
+access naming several Bucketies has bucket.<buckety> instead).
+
 ReadWrite: put, get, list, a 17 MiB multipart upload read back, a
 presigned GET fetched over plain HTTP; then the refusals (neighbour's
 bucket). ReadOnly: list and get work, put is refused. Prints
@@ -24,7 +27,7 @@ from botocore.exceptions import ClientError
 
 role = sys.argv[1]
 neighbour = sys.argv[2] if len(sys.argv) > 2 else ""
-bucket = os.environ["bucket"]
+bucket = os.environ[os.environ.get("CLIENT_BUCKET_KEY", "bucket")]
 print("clients: boto3 %s, botocore %s" % (boto3.__version__, botocore.__version__))
 s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"])
 key = "boto3-" + uuid.uuid4().hex

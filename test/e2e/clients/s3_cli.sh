@@ -5,12 +5,17 @@
 #
 #   s3_cli.sh aws|rclone ROLE [NEIGHBOUR_BUCKET]
 #
+# The bucket is the Secret's key CLIENT_BUCKET_KEY (bucket when unset; an
+# access naming several Bucketies has bucket.<buckety> instead, and
+# rclone.conf an alias remote <buckety>: per bucket).
+#
 # ReadWrite: put, get, list, a 17 MiB multipart upload read back, a
 # presigned GET fetched over plain HTTP, the neighbour's bucket refused.
 # ReadOnly: list works, put refused. Prints "clients: OK" at the end.
 set -uo pipefail
 tool=$1 role=$2 neighbour=${3:-}
-bucket=$(cat "$SECRET_DIR/bucket")
+bucket_key=${CLIENT_BUCKET_KEY:-bucket}
+bucket=$(cat "$SECRET_DIR/$bucket_key")
 key=$tool-$RANDOM$RANDOM
 fail() { echo "FAIL: $tool: $*"; exit 1; }
 refused() {
@@ -38,9 +43,11 @@ aws)
 rclone)
   r() { timeout 120 rclone --config "$SECRET_DIR/rclone.conf" --s3-upload-cutoff 8M --s3-chunk-size 8M "$@"; }
   echo "clients: $(rclone version 2>&1 | head -1)"
-  # bucket: is the Secret's bucket (an alias remote); another bucket is
-  # reached through the s3: remote.
-  remote() { if [ "$1" = "$bucket" ]; then echo "bucket:$2"; else echo "s3:$1/$2"; fi; }
+  # bucket: is the Secret's bucket (an alias remote; <buckety>: for key
+  # bucket.<buckety>); another bucket is reached through the s3: remote.
+  alias=bucket
+  [ "$bucket_key" = bucket ] || alias=${bucket_key#bucket.}
+  remote() { if [ "$1" = "$bucket" ]; then echo "$alias:$2"; else echo "s3:$1/$2"; fi; }
   put() { r copyto "$1" "$(remote "$2" "$3")"; }
   get() { r copyto "$(remote "$1" "$2")" "$3"; }
   list() { r lsf "$(remote "$1" "")"; }
