@@ -388,6 +388,19 @@ func TestKafkaClientChecks(t *testing.T) {
 			}
 		}
 	})
+	t.Run("PROBE_TOPIC_KEY names the key of the topic", func(t *testing.T) {
+		// An access naming several Bucketies: no topic key, one per Buckety.
+		env := map[string]string{"bootstrap": "k:9092", "topics": "orders,payments", "topic.orders": "orders", "topic.payments": "payments", "PROBE_TOPIC_KEY": "topic.payments"}
+		f := &fakeBroker{acl: roleACL("ReadWrite", "payments", "")}
+		summary, err := kafkaClientChecks(context.Background(), "fake", f, func(k string) string { return env[k] }, func(string) {})
+		if err != nil || !strings.Contains(summary, "on topic payments") || len(f.calls) == 0 || f.calls[0] != "produce payments refusal=false" {
+			t.Errorf("want the checks on topic payments, got %q, %q, %v", summary, f.calls, err)
+		}
+		env["PROBE_TOPIC_KEY"] = "topic.shipments"
+		if _, err := kafkaClientChecks(context.Background(), "fake", &fakeBroker{}, func(k string) string { return env[k] }, func(string) {}); err == nil || !strings.Contains(err.Error(), "topic.shipments") {
+			t.Errorf("want the missing key topic.shipments named, got %v", err)
+		}
+	})
 	t.Run("an unknown role", func(t *testing.T) {
 		env := map[string]string{"bootstrap": "k:9092", "topic": "orders", "PROBE_ROLE": "Admin"}
 		if _, err := kafkaClientChecks(context.Background(), "fake", &fakeBroker{}, func(k string) string { return env[k] }, func(string) {}); err == nil || !strings.Contains(err.Error(), `PROBE_ROLE "Admin"`) {
