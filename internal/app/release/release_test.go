@@ -67,9 +67,10 @@ func TestDriversAndSecretKeys(t *testing.T) {
 		{args: []string{"drivers", "--config", cfg}, stdout: "kadm\n"},
 		{args: []string{"drivers", "--config", bad}, code: 1, stderr: `driver "kafka" is not registered`},
 		{args: []string{"drivers", "--config", cfg, "--ldflags", "next-patch"}, code: 2, stderr: "not both"},
-		{args: []string{"secret-keys", "--root", "../../..", "s3", "region"}, stdout: "accessKeyID,bucket,endpoint,region,secretAccessKey\n"},
+		{args: []string{"secret-keys", "--root", "../../..", "s3", "region"}, stdout: "accessKeyID,endpoint,region,secretAccessKey\n"},
+		{args: []string{"secret-keys", "--root", "../../..", "s3", "bucket", "region"}, stdout: "accessKeyID,bucket,endpoint,region,secretAccessKey\n"},
 		{args: []string{"secret-keys", "--root", "../../..", "kadm"}, stdout: "bootstrap,topic\n"},
-		{args: []string{"secret-keys", "--root", "../../..", "s3", "bucket"}, code: 2, stderr: `"bucket" is not an optional key`},
+		{args: []string{"secret-keys", "--root", "../../..", "s3", "endpoint"}, code: 2, stderr: `"endpoint" is not an optional key`},
 		{args: []string{"secret-keys", "--root", "../../..", "nope"}, code: 2, stderr: `no driver "nope"`},
 		{args: []string{"secret-keys", "--root", dir, "kadm"}, code: 1, stderr: "secret.schema.json: no such file"},
 	}
