@@ -77,21 +77,28 @@ func (r *Registry) Names() []string {
 // name an environment variable name and every optional one a Secret data
 // key, each declared once, every key described.
 func checkSecretKeys(keys []SecretKey) error {
-	seen := map[string]bool{}
+	// A per-resource key and a plain key may share a name: topic.<key>
+	// of several beside the topic of one.
+	type declared struct {
+		name        string
+		perResource bool
+	}
+	seen := map[declared]bool{}
 	for _, k := range keys {
+		d := declared{k.Name, k.PerResource}
 		switch {
 		case !k.Optional && !secretKeyRE.MatchString(k.Name):
 			return fmt.Errorf("secret key %q must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*): every Secret has it", k.Name)
 		case k.Optional && !optionalSecretKeyRE.MatchString(k.Name):
 			return fmt.Errorf("optional secret key %q must be a Secret data key ([-._a-zA-Z0-9]+)", k.Name)
-		case seen[k.Name]:
+		case seen[d]:
 			return fmt.Errorf("secret key %q declared twice", k.Name)
 		case k.Description == "":
 			return fmt.Errorf("secret key %q has no description", k.Name)
 		case k.PerResource && !k.Optional:
 			return fmt.Errorf("secret key %q is per resource, so not in every Secret: it must be optional", k.Name)
 		}
-		seen[k.Name] = true
+		seen[d] = true
 	}
 	if len(RequiredSecretKeys(keys)) == 0 {
 		return fmt.Errorf("declares no secret key that every Secret has")

@@ -36,6 +36,13 @@ func TestRegistryPanics(t *testing.T) {
 		`secret key "a" declared twice`: func(r *drivers.Registry) {
 			r.Register(&drivertest.Driver{Named: "k", Keys: []drivers.SecretKey{{Name: "a", Description: "x"}, {Name: "a", Description: "y"}}})
 		},
+		`secret key "t" declared twice`: func(r *drivers.Registry) {
+			r.Register(&drivertest.Driver{Named: "k", Keys: []drivers.SecretKey{{Name: "a", Description: "x"},
+				{Name: "t", Description: "x", Optional: true, PerResource: true}, {Name: "t", Description: "y", Optional: true, PerResource: true}}})
+		},
+		`secret key "t" is per resource, so not in every Secret: it must be optional`: func(r *drivers.Registry) {
+			r.Register(&drivertest.Driver{Named: "k", Keys: []drivers.SecretKey{{Name: "a", Description: "x"}, {Name: "t", Description: "x", PerResource: true}}})
+		},
 		`secret key "a" has no description`: func(r *drivers.Registry) {
 			r.Register(&drivertest.Driver{Named: "k", Keys: []drivers.SecretKey{{Name: "a"}}})
 		},

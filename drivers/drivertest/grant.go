@@ -20,7 +20,8 @@ import (
 type GrantCase struct {
 	// Name names the subtest.
 	Name string
-	// Access is granted. An empty Resource is the suite's own resource.
+	// Access is granted. An empty Resource is the suite's own resource, or
+	// the first of Several's.
 	Access drivers.Access
 	// Want are Secret values the grant writes besides the Target's
 	// SecretData; an empty value: any non-empty value. The Secret holds
@@ -65,7 +66,11 @@ func (c *contract) grant(t *testing.T) {
 	for _, gc := range c.suite.Grants {
 		t.Run(gc.Name, func(t *testing.T) {
 			a := gc.Access
-			if a.Resource == "" {
+			switch {
+			case a.Resource != "":
+			case len(a.Several) > 0:
+				a.Resource = a.Several[0].Name
+			default:
 				a.Resource = "suite-grant"
 			}
 			g, err := c.tg.Backend.Grant(context.Background(), a)

@@ -25,8 +25,9 @@ import (
 //     exactly the changes the real Ensure then makes; Inspect after content
 //     was written reports it; Delete is idempotent and removes a resource
 //     with content; Grant and Revoke (Revoke of a missing principal is
-//     success); and a stopped server is reported unavailable within the
-//     request timeout.
+//     success); for a drivers.SeveralGranter, an access naming several
+//     resources (several.go); and a stopped server is reported unavailable
+//     within the request timeout.
 //
 // Extension points: a new part of the contract is a new subtest of
 // RunService, fed by a new optional field of Service or Target; the
@@ -153,5 +154,6 @@ func (s *Suite) RunService(t *testing.T, svc Service) {
 	t.Run("grant", c.grant)
 	t.Run("revoke", c.revoke)
 	t.Run("credentials", c.credentials)
+	t.Run("several", c.several)
 	t.Run("unavailable", func(t *testing.T) { unavailable(t, svc) })
 }

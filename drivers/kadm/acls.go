@@ -47,26 +47,37 @@ func allowed(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatt
 	return acl{typ: typ, name: name, pattern: pattern, op: op, host: "*"}
 }
 
-// wantACLs is the exact ACL set of an access's role.
+// wantACLs is the exact ACL set of an access's role: the role's topic
+// ACLs on each of its topics (Access.Resources: every topic of an access
+// naming several Bucketies), and its group and transactional-id ACLs on
+// its one prefix. A topic of Access.Drop is not among them, so setACLs
+// removes its ACLs.
 func wantACLs(a drivers.Access) []acl {
 	lit, pre := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
 	topic, group, txn := kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId
 	read, write, describe := kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribe
 	gp := groupPrefix(a)
+	var topicOps []kmsg.ACLOperation
 	var out []acl
 	switch a.Role {
 	case drivers.RoleReadOnly:
-		out = append(out, allowed(topic, a.Resource, lit, read), allowed(topic, a.Resource, lit, describe),
-			allowed(group, gp, pre, read), allowed(group, gp, pre, describe))
+		topicOps = []kmsg.ACLOperation{read, describe}
+		out = []acl{allowed(group, gp, pre, read), allowed(group, gp, pre, describe)}
 	case drivers.RoleWriteOnly:
-		out = append(out, allowed(topic, a.Resource, lit, write), allowed(topic, a.Resource, lit, describe),
-			allowed(txn, gp, pre, write), allowed(txn, gp, pre, describe))
+		topicOps = []kmsg.ACLOperation{write, describe}
+		out = []acl{allowed(txn, gp, pre, write), allowed(txn, gp, pre, describe)}
 	default:
-		out = append(out, allowed(topic, a.Resource, lit, read), allowed(topic, a.Resource, lit, write), allowed(topic, a.Resource, lit, describe),
-			allowed(group, gp, pre, read), allowed(group, gp, pre, describe),
-			allowed(txn, gp, pre, write), allowed(txn, gp, pre, describe))
+		topicOps = []kmsg.ACLOperation{read, write, describe}
+		out = []acl{allowed(group, gp, pre, read), allowed(group, gp, pre, describe),
+			allowed(txn, gp, pre, write), allowed(txn, gp, pre, describe)}
 	}
-	return out
+	var topics []acl
+	for _, name := range a.Resources() {
+		for _, op := range topicOps {
+			topics = append(topics, allowed(topic, name, lit, op))
+		}
+	}
+	return append(topics, out...)
 }
 
 // setACLs makes principal's ALLOW ACLs exactly want: it reads them,

@@ -45,6 +45,8 @@ var suite = &drivertest.Suite{
 		{Name: "read-only is not enforced", Access: drivers.Access{Resource: "t1", Role: "ReadOnly"}, Want: map[string]string{SecretTopic: "t1"}},
 		{Name: "consumer group prefix is not enforced", Access: drivers.Access{Resource: "t1", Role: "ReadWrite", Parameters: map[string]string{AccessConsumerGroupPrefix: "x-"}},
 			Want: map[string]string{SecretTopic: "t1"}},
+		{Name: "several topics, one Secret", Access: drivers.Access{Role: "ReadWrite", Several: []drivers.AccessResource{{Key: "orders", Name: "t1"}, {Key: "payments_refunds", Name: "t2"}}},
+			Want: map[string]string{SecretTopics: "t1,t2", "topic.orders": "t1", "topic.payments_refunds": "t2"}},
 	},
 	Services: []drivertest.Service{{
 		Name: "kfake",

@@ -24,7 +24,9 @@ import (
 // Per-access credentials (drivers.CredentialIssuer). A backend whose admin
 // connection uses SASL, without shareCredentials, on a cluster with an
 // authorizer and the SCRAM admin API (KIP-554), gives every access a SCRAM
-// user of its own and ACLs for its role on its topic:
+// user of its own and ACLs for its role on its topic (on each of its
+// topics, for an access naming several Bucketies; the group and
+// transactional-id ACLs are the access's, once):
 //
 //	ReadWrite  topic (literal)          Read, Write, Describe
 //	           group (prefixed)         Read, Describe
@@ -279,7 +281,9 @@ func newPassword() (string, error) {
 // client quotas, and returns its Secret payload on top of base
 // (bootstrap, topic, TLS).
 func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data map[string][]byte) (drivers.Grant, error) {
-	password, assert := a.Secret, a.Asserts()
+	// Rights to take away (Drop) are taken away whatever the controller
+	// asked for: a grant that trusted the principal would leave them.
+	password, assert := a.Secret, a.Asserts() || len(a.Drop) > 0
 	if password == "" {
 		p, err := newPassword()
 		if err != nil {
@@ -314,7 +318,7 @@ func (b *Backend) assertCredential(ctx context.Context, a drivers.Access, mech k
 	return concurrently(
 		func() error { return b.upsertUser(ctx, a.Principal, mech, password) },
 		func() error {
-			if a.IsNew() {
+			if a.IsNew() && len(a.Drop) == 0 {
 				return b.createACLs(ctx, a.Principal, wantACLs(a))
 			}
 			return b.setACLs(ctx, a.Principal, wantACLs(a))

@@ -36,7 +36,13 @@ const Name = "kadm"
 // 0.8.0 drains a topic and keeps it (drivers.Drainer): DeleteRecords up to
 // each partition's high watermark; a topic whose cleanup.policy does not
 // include delete is refused. A minor: nothing existing changes.
-var version = "0.8.0"
+//
+// 0.9.0 grants one access several topics (drivers.SeveralGranter): the
+// access's user gets the role's ACLs on each, and its Secret lists them
+// (topics, topic.<buckety>) instead of topic, which the published secret
+// schema therefore no longer requires. A minor: the Secret of an access
+// naming one Buckety is unchanged.
+var version = "0.9.0"
 
 // Access parameter keys the driver knows.
 const (
@@ -70,6 +76,13 @@ func (d *Driver) maxBatch() int {
 	}
 	return defaultMaxBatch
 }
+
+var _ drivers.SeveralGranter = (*Driver)(nil)
+
+// GrantsSeveral implements drivers.SeveralGranter: Grant gives the
+// access's one user the role's ACLs on every topic of Access.Several, and
+// Revoke removes every ACL of the user.
+func (*Driver) GrantsSeveral() {}
 
 // New returns the kadm driver.
 func New() *Driver { return &Driver{} }

@@ -37,16 +37,18 @@ var secretFormats = []drivers.SecretFormat{
 		Description: "The Java client (kafka-clients, Spring Kafka, Kafka's own CLI tools): mount the Secret and pass client.properties as the client config (--command-config, --producer.config, Properties.load), or set sasl.jaas.config from its key as Strimzi's KafkaUser Secrets hold it.",
 		Keys: []drivers.SecretKey{
 			{Name: SecretBootstrapServers, Description: "Kafka's bootstrap.servers: the same addresses as bootstrap."},
-			{Name: SecretClientProperties, Description: "A Java client properties file (ISO 8859-1, escaped as java.util.Properties reads it): bootstrap.servers, security.protocol, sasl.mechanism and sasl.jaas.config when the Secret holds a SASL user, ssl.truststore.type=PEM and ssl.truststore.certificates when it holds ssl.ca.pem; comments name the topic and the group.id.prefix."},
+			{Name: SecretClientProperties, Description: "A Java client properties file (ISO 8859-1, escaped as java.util.Properties reads it): bootstrap.servers, security.protocol, sasl.mechanism and sasl.jaas.config when the Secret holds a SASL user, ssl.truststore.type=PEM and ssl.truststore.certificates when it holds ssl.ca.pem; comments name the topic (the topics, for an access naming several Bucketies) and the group.id.prefix."},
 			{Name: SecretJAASConfig, Optional: true, Description: "The sasl.jaas.config line of the SASL user (ScramLoginModule or PlainLoginModule, username and password quoted). Present when the Secret holds sasl.username."},
 		},
+		Several: "The same keys: the one user reaches every topic, so the properties are the same; client.properties' comment line names the topics (# topics: a,b,c) instead of the topic.",
 	},
 	{
 		Name:        FormatLibrdkafka,
 		Description: "librdkafka and the clients built on it (kcat -F, confluent-kafka-python, -go, node-rdkafka): mount the Secret and read librdkafka.config, one property=value per line.",
 		Keys: []drivers.SecretKey{
-			{Name: SecretLibrdkafkaConfig, Description: "A librdkafka properties file (kcat -F): bootstrap.servers, security.protocol, sasl.mechanisms, sasl.username and sasl.password as the Secret holds them; # comments name the topic and the group.id.prefix. With a CA (ssl.ca.pem), a comment says to add ssl.ca.location pointing at the mounted ssl.ca.pem key: a properties line cannot hold a PEM."},
+			{Name: SecretLibrdkafkaConfig, Description: "A librdkafka properties file (kcat -F): bootstrap.servers, security.protocol, sasl.mechanisms, sasl.username and sasl.password as the Secret holds them; # comments name the topic (the topics, for an access naming several Bucketies) and the group.id.prefix. With a CA (ssl.ca.pem), a comment says to add ssl.ca.location pointing at the mounted ssl.ca.pem key: a properties line cannot hold a PEM."},
 		},
+		Several: "The same key: the one user reaches every topic, so the properties are the same; its comment line names the topics (# topics: a,b,c) instead of the topic.",
 	},
 }
 
@@ -80,6 +82,15 @@ func renderFormats(formats []string, data map[string][]byte) error {
 	return nil
 }
 
+// topicComment is what the formats' comment line names: the topics of an
+// access naming several Bucketies (the Secret's topics key), or its topic.
+func topicComment(data map[string][]byte) (string, string) {
+	if t, ok := data[SecretTopics]; ok {
+		return SecretTopics, string(t)
+	}
+	return SecretTopic, string(data[SecretTopic])
+}
+
 // jaasConfig is the sasl.jaas.config line of the Secret's SASL user, ""
 // without one. Quoted values escape \ and " as Kafka's JaasConfig parser
 // (a StreamTokenizer) reads them.
@@ -100,7 +111,8 @@ func jaasConfig(data map[string][]byte) string {
 func javaProperties(data map[string][]byte) (string, string, error) {
 	var b strings.Builder
 	b.WriteString("# Kafka client properties (buckety, secret format java)\n")
-	fmt.Fprintf(&b, "# topic: %s\n", propertyValue(string(data[SecretTopic])))
+	name, topics := topicComment(data)
+	fmt.Fprintf(&b, "# %s: %s\n", name, propertyValue(topics))
 	if p, ok := data[SecretGroupPrefix]; ok {
 		fmt.Fprintf(&b, "# group.id and transactional.id must start with: %s\n", propertyValue(string(p)))
 	}
@@ -161,7 +173,8 @@ func propertyValue(v string) string {
 func librdkafkaConfig(data map[string][]byte) (string, error) {
 	var b strings.Builder
 	b.WriteString("# librdkafka properties (buckety, secret format librdkafka): kcat -F librdkafka.config\n")
-	fmt.Fprintf(&b, "# topic: %s\n", data[SecretTopic])
+	name, topics := topicComment(data)
+	fmt.Fprintf(&b, "# %s: %s\n", name, topics)
 	if p, ok := data[SecretGroupPrefix]; ok {
 		fmt.Fprintf(&b, "# group.id and transactional.id must start with: %s\n", p)
 	}

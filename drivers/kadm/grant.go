@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
@@ -89,20 +91,12 @@ func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 
 // grant is Grant before the secret formats are added.
 func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
-	if a.Resource == "" {
-		// The controller grants only on a resolved name; a Secret
-		// without its topic would be worse than none.
-		return drivers.Grant{}, fmt.Errorf("kadm: backend %s: grant for %s/%s: no topic", b.name, a.Namespace, a.Name)
-	}
-	if err := b.refuseRegistry(a.Resource); err != nil {
-		// No access is ever granted a right on the owner registry.
+	if err := b.checkTopics(a); err != nil {
 		return drivers.Grant{}, err
 	}
 	c := b.cfg
-	data := map[string][]byte{
-		SecretBootstrap: []byte(c.bootstrap()),
-		SecretTopic:     []byte(a.Resource),
-	}
+	data := topicKeys(a)
+	data[SecretBootstrap] = []byte(c.bootstrap())
 	if p := c.securityProtocol(); p != "" {
 		data[SecretSecurityProtocol] = []byte(p)
 	}
@@ -130,8 +124,70 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 	return drivers.Grant{Data: data, Reason: reason}, nil
 }
 
-// Revoke implements drivers.Backend: a per-access credential's ACLs,
-// then its user; an access on shared credentials has nothing to revoke.
+// checkTopics checks the topics of a grant (Access.Resources) and its
+// Drop: at least one, each named once, none the owner registry's, each of
+// several with a key of its own that makes a Secret key, and none both
+// granted and dropped.
+func (b *Backend) checkTopics(a drivers.Access) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("kadm: backend %s: grant for %s/%s: "+format, append([]any{b.name, a.Namespace, a.Name}, args...)...)
+	}
+	topics := a.Resources()
+	if len(topics) == 0 {
+		// The controller grants only on a resolved name; a Secret
+		// without its topic would be worse than none.
+		return fail("no topic")
+	}
+	keys := map[string]bool{}
+	for i, r := range a.Several {
+		key := drivers.SeveralKey(SecretTopic, r.Key)
+		switch {
+		case r.Name == "":
+			return fail("several[%d] (key %q): no topic", i, r.Key)
+		case r.Key == "" || len(validation.IsConfigMapKey(key)) > 0:
+			return fail("several[%d] (topic %s): key %q does not make a Secret key (%s)", i, r.Name, r.Key, key)
+		case keys[r.Key]:
+			return fail("several[%d] (topic %s): key %q named twice", i, r.Name, r.Key)
+		}
+		keys[r.Key] = true
+	}
+	granted := map[string]bool{}
+	for _, t := range topics {
+		if granted[t] {
+			return fail("topic %s named twice", t)
+		}
+		granted[t] = true
+		if err := b.refuseRegistry(t); err != nil {
+			// No access is ever granted a right on the owner registry.
+			return err
+		}
+	}
+	for _, t := range a.Drop {
+		if granted[t] {
+			return fail("topic %s is both granted and dropped", t)
+		}
+	}
+	return nil
+}
+
+// topicKeys are the Secret keys naming an access's topics: topic for an
+// access naming one Buckety; topics and topic.<key> of each for one
+// naming several.
+func topicKeys(a drivers.Access) map[string][]byte {
+	if len(a.Several) == 0 {
+		return map[string][]byte{SecretTopic: []byte(a.Resource)}
+	}
+	data := map[string][]byte{SecretTopics: []byte(drivers.SeveralList(a.Resources()))}
+	for _, r := range a.Several {
+		data[drivers.SeveralKey(SecretTopic, r.Key)] = []byte(r.Name)
+	}
+	return data
+}
+
+// Revoke implements drivers.Backend: a per-access credential's ACLs (every
+// ALLOW ACL of the user, so those on every topic of an access naming
+// several), then its user; an access on shared credentials has nothing to
+// revoke.
 func (b *Backend) Revoke(ctx context.Context, a drivers.Access) error {
 	if a.Principal == "" {
 		return nil

@@ -123,20 +123,39 @@ func TestGrantCAFileUnreadable(t *testing.T) {
 // TestGrantKeysDeclared holds Grant to secretKeys, the kadm Secret's one
 // declaration, at both ends of the ways a backend connects: a plaintext
 // backend's Secret has the keys every Secret has, and a TLS+SASL backend
-// that shares its credentials writes every declared key. (The conformance
-// suite checks the declaration itself, and the Secret of a real broker.)
+// that shares its credentials writes every declared key of its shape (one
+// topic, or several). (The conformance suite checks the declaration
+// itself, and the Secret of a real broker.)
 func TestGrantKeysDeclared(t *testing.T) {
 	full := &Config{SeedBrokers: []string{"k0:9093"}, TLS: &TLS{CA: testCA}, SASL: &SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}, ShareCredentials: true}
+	one := drivers.Access{Resource: "t"}
+	several := drivers.Access{Resource: "t", Several: []drivers.AccessResource{{Key: "a", Name: "t"}, {Key: "b", Name: "u"}}}
 	for _, cfg := range []*Config{{SeedBrokers: []string{"k0:9092"}}, full} {
-		g, err := (&Backend{name: "kafka", cfg: cfg}).Grant(context.Background(), drivers.Access{Resource: "t"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		drivertest.CheckGrant(t, secretKeys, g)
-		// Every declared key but the group prefix, which only a scoped
-		// grant has (TestScopedRoles checks that Secret).
-		if cfg == full && len(g.Data) != len(secretKeys)-1 {
-			t.Errorf("want every declared key but %s from a TLS+SASL+shared backend, got %v", SecretGroupPrefix, slices.Sorted(maps.Keys(g.Data)))
+		for _, a := range []drivers.Access{one, several} {
+			g, err := (&Backend{name: "kafka", cfg: cfg}).Grant(context.Background(), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			drivertest.CheckGrant(t, secretKeys, g)
+			if cfg != full {
+				continue
+			}
+			// Every declared key of the shape but the group prefix, which
+			// only a scoped grant has (TestScopedRoles checks that Secret).
+			for _, k := range secretKeys {
+				want := true
+				switch {
+				case k.Name == SecretGroupPrefix:
+					want = false
+				case k.PerResource, k.Name == SecretTopics:
+					want = a.Several != nil
+				case k.Name == SecretTopic:
+					want = a.Several == nil
+				}
+				if got := slices.ContainsFunc(slices.Collect(maps.Keys(g.Data)), k.IsKey); got != want {
+					t.Errorf("%d resources: want key %s (per resource %v) %v, got %v: %v", len(a.Resources()), k.Name, k.PerResource, want, got, slices.Sorted(maps.Keys(g.Data)))
+				}
+			}
 		}
 	}
 }

@@ -39,20 +39,28 @@ func notOperational(name string) map[string]string {
 // The keys of a kadm access Secret.
 const (
 	SecretBootstrap = "bootstrap"
-	SecretTopic     = "topic"
+	// SecretTopic is the topic of an access naming one Buckety; of an
+	// access naming several, it is the base of the per-resource keys
+	// topic.<buckety> (drivers.SeveralKey).
+	SecretTopic = "topic"
+	// SecretTopics lists the topics of an access naming several
+	// Bucketies (drivers.SeveralList).
+	SecretTopics = "topics"
 )
 
 // secretKeys is the declaration of the kadm Secret: the one place its keys
 // are listed.
 var secretKeys = []drivers.SecretKey{
 	{Name: SecretBootstrap, Description: "The comma-separated host:port addresses consumers bootstrap from: the backend's bootstrap, or its seedBrokers joined by \",\"."},
-	{Name: SecretTopic, Description: "The topic name (the Buckety's status.backendResourceName)."},
+	{Name: SecretTopic, Optional: true, Description: "The topic name (the Buckety's status.backendResourceName), for an access naming one Buckety (spec.bucketyRef)."},
+	{Name: SecretTopics, Optional: true, Description: "The topic names, comma-separated in the order the access names its Bucketies, for an access naming several (spec.bucketyRefs); added in driver 0.9.0."},
 	{Name: SecretSecurityProtocol, Optional: true, Description: "Kafka's security.protocol as the backend connects: SSL, SASL_PLAINTEXT or SASL_SSL. Present when the backend has tls or sasl; absent means PLAINTEXT."},
 	{Name: SecretSSLCAPEM, Optional: true, Description: "PEM CA certificates to trust (librdkafka's ssl.ca.pem; Java: ssl.truststore.type=PEM with ssl.truststore.certificates). Present when the backend has tls.ca or tls.caFile."},
 	{Name: SecretSASLMechanism, Optional: true, Description: "Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Present when the backend uses sasl; for a scoped access, the mechanism of its own user (credentials.mechanism, SCRAM-SHA-512 by default)."},
 	{Name: SecretSASLUsername, Optional: true, Description: "The SASL username: the access's own SCRAM user when the access is scoped (ScopingNotImplemented=False), or the backend's own user when the backend sets shareCredentials: true (not scoped)."},
 	{Name: SecretSASLPassword, Optional: true, Description: "The password of sasl.username: random (256 bits) for a scoped access, and stored nowhere but this Secret."},
 	{Name: SecretGroupPrefix, Optional: true, Description: "The prefix of the consumer groups (group.id) and transactional ids (transactional.id) a scoped access may use: bky.<namespace>.<access>.<hash>_ followed by its consumerGroupPrefix parameter. Present when the access is scoped; added in driver 0.3.0."},
+	{Name: SecretTopic, Optional: true, PerResource: true, Description: "The topic of one Buckety of an access naming several (spec.bucketyRefs): topic.<buckety> (<namespace>_<buckety> for another namespace's) holds that Buckety's status.backendResourceName. The one user has the role's rights on every one of them. Added in driver 0.9.0."},
 }
 
 // SecretKeys implements drivers.Driver.

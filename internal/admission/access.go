@@ -48,16 +48,14 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	if old != nil {
-		if a.Spec.BucketyRef != old.Spec.BucketyRef {
-			errs = append(errs, field.Forbidden(spec.Child("bucketyRef"), fmt.Sprintf("is immutable (was %q): create a new BucketyAccess for another Buckety", old.Spec.BucketyRef.Name)))
-		}
-		if a.Spec.CredentialsSecretName != old.Spec.CredentialsSecretName {
-			errs = append(errs, field.Forbidden(spec.Child("credentialsSecretName"), fmt.Sprintf("is immutable (was %q): create a new BucketyAccess to write another Secret", old.Spec.CredentialsSecretName)))
-		}
+		errs = append(errs, immutable(a, old)...)
 	}
 	role := roleOf(a.Spec.Role)
 	if !contains(roles, role) {
 		errs = append(errs, field.NotSupported(spec.Child("role"), role, roles))
+	}
+	if a.Several() {
+		errs = append(errs, sharing.ValidateRefs(a)...)
 	}
 	changed := old == nil || role != roleOf(old.Spec.Role) || !reflect.DeepEqual(a.Spec.Parameters, old.Spec.Parameters) ||
 		!slices.Equal(a.Spec.SecretFormats, old.Spec.SecretFormats)
@@ -65,36 +63,93 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 		return warnings, invalid("BucketyAccess", a.Name, errs)
 	}
 	ns := namespaceOf(ctx, a.Namespace)
-	refNS := a.Spec.BucketyRef.Namespace
-	if refNS == "" {
-		refNS = ns
-	}
-	if refNS != ns {
-		if errs = v.consent(ctx, spec.Child("bucketyRef"), refNS, a.Spec.BucketyRef.Name, ns, v1.Role(role)); len(errs) > 0 {
-			return warnings, invalid("BucketyAccess", a.Name, errs)
+	refs := a.Refs()
+	for i, ref := range refs {
+		if refNS := refNamespace(ref, ns); refNS != ns {
+			errs = append(errs, v.consent(ctx, refPath(a, i), refNS, ref.Name, ns, v1.Role(role))...)
 		}
 	}
-	be, found := v.backendOf(ctx, refNS, a.Spec.BucketyRef.Name)
-	if be == nil {
-		if found == "" {
-			warnings = append(warnings, fmt.Sprintf("Buckety %s not found (yet): role and parameters are validated by the controller once it exists", a.Spec.BucketyRef.Name))
-		} else {
-			warnings = append(warnings, fmt.Sprintf("backend %q of Buckety %s is not in the controller config: parameters are not validated", found, a.Spec.BucketyRef.Name))
-		}
-		if role != string(v1.RoleReadWrite) {
-			warnings = append(warnings, fmt.Sprintf("role %s is not enforced unless the Buckety's backend issues credentials per access (its ScopingNotImplemented condition says)", role))
-		}
+	if len(errs) > 0 {
 		return warnings, invalid("BucketyAccess", a.Name, errs)
 	}
+	be, first, ws, berrs := v.backendOfRefs(ctx, a, ns)
+	if warnings = append(warnings, ws...); len(berrs) > 0 || be == nil {
+		if be == nil && role != string(v1.RoleReadWrite) {
+			warnings = append(warnings, fmt.Sprintf("role %s is not enforced unless the Buckety's backend issues credentials per access (its ScopingNotImplemented condition says)", role))
+		}
+		return warnings, invalid("BucketyAccess", a.Name, berrs)
+	}
 	if old == nil {
-		errs = append(errs, v.accessLimit(ctx, spec.Child("bucketyRef"), v.forNamespace(ctx, be, ns), ns, refNS, a.Spec.BucketyRef.Name)...)
+		ref := refs[first]
+		errs = append(errs, v.accessLimit(ctx, refPath(a, first), v.forNamespace(ctx, be, ns), ns, refNamespace(ref, ns), ref.Name)...)
 	}
 	d := be.DriverImpl()
+	if a.Several() {
+		errs = append(errs, sharing.ValidateSeveral(a, d, be.Name, be.BucketyRefsPerAccess())...)
+	}
 	w, aerrs := d.ValidateAccess(spec.Child("parameters"), be.Options(), drivers.Role(role), a.Spec.Parameters)
 	warnings = append(warnings, w...)
 	errs = append(errs, merge(aerrs, v.access[d.Name()].Validate(ctx, spec.Child("parameters"), a.Spec.Parameters, nil))...)
 	errs = append(errs, drivers.ValidateSecretFormats(spec.Child("secretFormats"), d, a.Spec.SecretFormats)...)
 	return warnings, invalid("BucketyAccess", a.Name, errs)
+}
+
+// immutable refuses a change of the Bucketies an access names or of its
+// Secret.
+func immutable(a, old *v1.BucketyAccess) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	switch {
+	case old.Several() && !slices.Equal(a.Spec.BucketyRefs, old.Spec.BucketyRefs):
+		errs = append(errs, field.Forbidden(spec.Child("bucketyRefs"), "is immutable: create a new BucketyAccess for other Bucketies"))
+	case !old.Several() && a.Spec.BucketyRef != old.Spec.BucketyRef:
+		errs = append(errs, field.Forbidden(spec.Child("bucketyRef"), fmt.Sprintf("is immutable (was %q): create a new BucketyAccess for another Buckety", old.Spec.BucketyRef.Name)))
+	}
+	if a.Spec.CredentialsSecretName != old.Spec.CredentialsSecretName {
+		errs = append(errs, field.Forbidden(spec.Child("credentialsSecretName"), fmt.Sprintf("is immutable (was %q): create a new BucketyAccess to write another Secret", old.Spec.CredentialsSecretName)))
+	}
+	return errs
+}
+
+// backendOfRefs finds the backend of the Bucketies the access names, from
+// the cache: the config entry of the first found (first is its index),
+// nil when none is found or its backend is not configured (warnings say
+// which). One found on another backend than the first is an error: the
+// Bucketies of one access share one backend.
+func (v AccessValidator) backendOfRefs(ctx context.Context, a *v1.BucketyAccess, ns string) (be *config.Backend, first int, warnings admission.Warnings, errs field.ErrorList) {
+	name := ""
+	for i, ref := range a.Refs() {
+		got, found := v.backendOf(ctx, refNamespace(ref, ns), ref.Name)
+		switch {
+		case found == "":
+			warnings = append(warnings, fmt.Sprintf("Buckety %s not found (yet): role and parameters are validated by the controller once it exists", ref.Name))
+		case name == "":
+			name, be, first = found, got, i
+			if got == nil {
+				warnings = append(warnings, fmt.Sprintf("backend %q of Buckety %s is not in the controller config: parameters are not validated", found, ref.Name))
+			}
+		case found != name:
+			errs = append(errs, field.Invalid(refPath(a, i), ref.Name, fmt.Sprintf("Buckety %s is on backend %s and %s on backend %s: the Bucketies of one access share one backend", ref.Name, found, a.Refs()[first].Name, name)))
+		}
+	}
+	return be, first, warnings, errs
+}
+
+// refNamespace is the namespace of the Buckety ref names, from an access
+// of namespace ns.
+func refNamespace(ref v1.BucketyReference, ns string) string {
+	if ref.Namespace != "" {
+		return ref.Namespace
+	}
+	return ns
+}
+
+// refPath is the path of the access's i-th Buckety reference.
+func refPath(a *v1.BucketyAccess, i int) *field.Path {
+	if a.Several() {
+		return field.NewPath("spec", "bucketyRefs").Index(i)
+	}
+	return field.NewPath("spec", "bucketyRef")
 }
 
 // backendOf finds the backend of a Buckety from the cache: the config entry,

@@ -105,15 +105,19 @@ func CacheAccessCounter(r client.Reader) AccessCounter {
 			if !a.DeletionTimestamp.IsZero() {
 				continue
 			}
-			key := RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)
-			if key == ref {
-				perBuckety++
+			for _, r := range a.Refs() {
+				if RefKey(a.RefNamespace(r), r.Name) == ref {
+					perBuckety++
+				}
 			}
+			// Counted once on its backend, that of its first: all of an
+			// access's are on one.
+			key := RefKey(a.BucketyNamespace(), a.Refs()[0].Name)
 			be, ok := backendOf[key]
 			if !ok && a.Foreign() {
 				// A Buckety another namespace shares: rare, read one by one.
 				b := &v1.Buckety{}
-				if err := r.Get(ctx, client.ObjectKey{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b); err == nil {
+				if err := r.Get(ctx, client.ObjectKey{Namespace: a.BucketyNamespace(), Name: a.Refs()[0].Name}, b); err == nil {
 					be = backendName(b)
 				}
 				backendOf[key] = be
@@ -146,7 +150,7 @@ func (v *Validators) WithAccessCounter(c AccessCounter) *Validators {
 }
 
 // StripAccess is the webhook cache's transform of a BucketyAccess: what
-// the access limits count (identity and spec.bucketyRef), nothing a
+// the access limits count (identity and spec.bucketyRef or bucketyRefs), nothing a
 // tenant can grow.
 func StripAccess(obj any) (any, error) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -162,7 +166,7 @@ func StripAccess(obj any) (any, error) {
 		TypeMeta: a.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, UID: a.UID, ResourceVersion: a.ResourceVersion,
 			CreationTimestamp: a.CreationTimestamp, DeletionTimestamp: a.DeletionTimestamp},
-		Spec: v1.BucketyAccessSpec{BucketyRef: a.Spec.BucketyRef},
+		Spec: v1.BucketyAccessSpec{BucketyRef: a.Spec.BucketyRef, BucketyRefs: a.Spec.BucketyRefs},
 	}, nil
 }
 

@@ -150,6 +150,19 @@ type Adoption struct {
 	DeleteAdopted bool `json:"deleteAdopted,omitempty"`
 }
 
+// MaxBucketyRefs is the most Bucketies a BucketyAccess may name
+// (spec.bucketyRefs' bound in the CRD).
+const MaxBucketyRefs = 128
+
+// BucketyRefsPerAccess is the most Bucketies of this backend one access
+// may name: limits.bucketyRefsPerAccess, or MaxBucketyRefs.
+func (b *Backend) BucketyRefsPerAccess() int {
+	if b.Limits != nil && b.Limits.BucketyRefsPerAccess > 0 {
+		return b.Limits.BucketyRefsPerAccess
+	}
+	return MaxBucketyRefs
+}
+
 // Limits bound what one namespace may have on a backend.
 type Limits struct {
 	// PerNamespace is the most Bucketies one namespace may have on this
@@ -170,6 +183,11 @@ type Limits struct {
 	// per key); counted as AccessesPerNamespace is; 0 or absent: no
 	// limit.
 	AccessesPerBuckety int `json:"accessesPerBuckety,omitempty"`
+	// BucketyRefsPerAccess is the most Bucketies of this backend one
+	// BucketyAccess may name in spec.bucketyRefs, each adding rights (an
+	// ACL set, a policy statement) to its one credential; 1 to 128 (the
+	// CRD's own bound, COSI's), 0 or absent: 128.
+	BucketyRefsPerAccess int `json:"bucketyRefsPerAccess,omitempty"`
 	// ParameterMax bounds integer parameters of this backend's driver, by
 	// key: `partitions: 64` refuses spec.parameters.partitions above 64.
 	ParameterMax map[string]int64 `json:"parameterMax,omitempty"`
@@ -553,6 +571,9 @@ func (b *Backend) validateFields(p *field.Path) (errs field.ErrorList, policyOK 
 		}
 		if l.Partitions < 0 {
 			errs = append(errs, field.Invalid(p.Child("limits", "partitions"), l.Partitions, "must be at least 0 (0: no budget)"))
+		}
+		if l.BucketyRefsPerAccess < 0 || l.BucketyRefsPerAccess > MaxBucketyRefs {
+			errs = append(errs, field.Invalid(p.Child("limits", "bucketyRefsPerAccess"), l.BucketyRefsPerAccess, fmt.Sprintf("must be 1 to %d (0: %d)", MaxBucketyRefs, MaxBucketyRefs)))
 		}
 		for k, v := range l.ParameterMax {
 			if v < 1 {

@@ -242,7 +242,7 @@ func TestDocRegions(t *testing.T) {
 		},
 		"docs/operations.md alerts":     {"[runbook](#runbook-bucketybackendunavailable)"},
 		"docs/reference.md conditions":  {"| `Ready` | Positive | yes | yes |"},
-		"docs/reference.md secret-keys": {"| kadm | `topic` | yes |"},
+		"docs/reference.md secret-keys": {"| kadm | `bootstrap` | yes |", "| kadm | `topic` | no |", "| kadm | `topic.<buckety>` | no |"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(body[key], w) {

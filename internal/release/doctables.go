@@ -88,7 +88,7 @@ func SecretKeyTable(reg *drivers.Registry) string {
 			if k.Optional {
 				always = "no"
 			}
-			rows = append(rows, []string{name, "`" + k.Name + "`", always, cell(k.Description)})
+			rows = append(rows, []string{name, "`" + keyName(k) + "`", always, cell(k.Description)})
 		}
 	}
 	return table([]string{"driver", "key", "always", "meaning"}, rows)

@@ -106,13 +106,14 @@ func ConfigDrivers(reg *drivers.Registry, config []byte) ([]string, error) {
 
 // ExpectedSecretKeys returns, sorted, the names of the required keys plus
 // the optional keys named: the keys a Secret that has those optional keys
-// holds. Naming a key that is not an optional key of the declaration is an
-// error.
+// holds. An optional key named may be one of a per-resource key's
+// (topic.orders). Naming a key that is not an optional key of the
+// declaration is an error.
 func ExpectedSecretKeys(keys []drivers.SecretKey, optional []string) ([]string, error) {
 	names := drivers.RequiredSecretKeys(keys)
 	for _, o := range optional {
-		i := slices.IndexFunc(keys, func(k drivers.SecretKey) bool { return k.Name == o })
-		if i < 0 || !keys[i].Optional {
+		i := slices.IndexFunc(keys, func(k drivers.SecretKey) bool { return k.Optional && k.IsKey(o) })
+		if i < 0 {
 			return nil, fmt.Errorf("%q is not an optional key (optional: %v)", o, optionalNames(keys))
 		}
 		names = append(names, o)
@@ -125,8 +126,17 @@ func optionalNames(keys []drivers.SecretKey) []string {
 	var out []string
 	for _, k := range keys {
 		if k.Optional {
-			out = append(out, k.Name)
+			out = append(out, keyName(k))
 		}
 	}
 	return out
+}
+
+// keyName is how docs and messages spell a key: its name, or for a
+// per-resource key, its name and .<buckety>.
+func keyName(k drivers.SecretKey) string {
+	if k.PerResource {
+		return drivers.SeveralKey(k.Name, "<buckety>")
+	}
+	return k.Name
 }

@@ -163,14 +163,64 @@ func TestPublishedSecretKeys(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if want := drivers.AllSecretKeys(d); !reflect.DeepEqual(got, want) {
+		if want := publishedOrder(drivers.AllSecretKeys(d)); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: published %+v, declared %+v (run make generate)", name, got, want)
 		}
 	}
 }
 
+// publishedOrder is the order SecretKeysFromSchema reads keys back in: the
+// declared order, with the per-resource keys (patternProperties) last,
+// sorted by name.
+func publishedOrder(keys []drivers.SecretKey) []drivers.SecretKey {
+	var plain, per []drivers.SecretKey
+	for _, k := range keys {
+		if k.PerResource {
+			per = append(per, k)
+			continue
+		}
+		plain = append(plain, k)
+	}
+	slices.SortStableFunc(per, func(a, b drivers.SecretKey) int { return strings.Compare(a.Name, b.Name) })
+	return append(plain, per...)
+}
+
+// TestSecretSchemaPerResourceRoundTrip: a plain key and a per-resource key
+// of the same name (topic of one, topic.<key> of several) are both
+// published, as a property and a patternProperties key, and both read
+// back.
+func TestSecretSchemaPerResourceRoundTrip(t *testing.T) {
+	t.Chdir(controlplane.RepoRoot()) // Schemas reads doc comments
+	keys := []drivers.SecretKey{
+		{Name: "bootstrap", Description: "b"},
+		{Name: "topic", Description: "one", Optional: true},
+		{Name: "topics", Description: "several", Optional: true},
+		{Name: "zone", Description: "each zone", Optional: true, PerResource: true},
+		{Name: "topic", Description: "each of several", Optional: true, PerResource: true},
+	}
+	d := &drivertest.Driver{Named: "several", Keys: keys}
+	files, err := release.Schemas(drivers.NewRegistry(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := files[release.SecretSchemaPath(d)]
+	for _, w := range []string{`"topic": {`, `"^topic\\.[-._a-zA-Z0-9]+$": {`, `"^zone\\.[-._a-zA-Z0-9]+$": {`} {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("want the secret schema to hold %s, got\n%s", w, b)
+		}
+	}
+	got, err := release.SecretKeysFromSchema(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := publishedOrder(keys); !reflect.DeepEqual(got, want) {
+		t.Errorf("want %+v read back, got %+v", want, got)
+	}
+}
+
 func TestExpectedSecretKeys(t *testing.T) {
-	keys := []drivers.SecretKey{{Name: "z", Description: "z"}, {Name: "b", Description: "b", Optional: true}, {Name: "a", Description: "a"}}
+	keys := []drivers.SecretKey{{Name: "z", Description: "z"}, {Name: "b", Description: "b", Optional: true}, {Name: "a", Description: "a"},
+		{Name: "b", Description: "b of each", Optional: true, PerResource: true}}
 	cases := []struct {
 		optional []string
 		want     string
@@ -178,7 +228,11 @@ func TestExpectedSecretKeys(t *testing.T) {
 	}{
 		{want: "a,z"},
 		{optional: []string{"b"}, want: "a,b,z"},
-		{optional: []string{"a"}, err: `"a" is not an optional key (optional: [b])`},
+		{optional: []string{"b.x", "b.y_z"}, want: "a,b.x,b.y_z,z"},
+		{optional: []string{"b", "b.x"}, want: "a,b,b.x,z"},
+		{optional: []string{"a"}, err: `"a" is not an optional key (optional: [b b.<buckety>])`},
+		{optional: []string{"b."}, err: `"b." is not an optional key`},
+		{optional: []string{"a.x"}, err: `"a.x" is not an optional key`},
 		{optional: []string{"c"}, err: `"c" is not an optional key`},
 	}
 	for _, c := range cases {

@@ -6,8 +6,8 @@ neighbour=$NAMESPACE.payroll
 
 client_matrix_keys() {
   # shellcheck disable=SC2046 # no key or one
-  expect_secret_keys events-app kadm bootstrap.servers client.properties librdkafka.config $(scoped_kafka && echo sasl.jaas.config)
-  expect_secret_keys events-audit kadm librdkafka.config
+  expect_secret_keys events-app kadm topic bootstrap.servers client.properties librdkafka.config $(scoped_kafka && echo sasl.jaas.config)
+  expect_secret_keys events-audit kadm topic librdkafka.config
   expect_eq "bootstrap.servers" "$(secret_value events-app bootstrap)" "$(secret_value events-app bootstrap.servers)"
 }
 

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -23,13 +25,30 @@ type BucketyReference struct {
 	Name string `json:"name"`
 }
 
-// BucketyAccessSpec is one consumer's access to a Buckety.
+// BucketyAccessSpec is one consumer's access to a Buckety, or to several.
+// +kubebuilder:validation:XValidation:rule="has(self.bucketyRef) != has(self.bucketyRefs)",message="spec: set exactly one of bucketyRef (one Buckety) and bucketyRefs (several)"
+// +kubebuilder:validation:XValidation:rule="has(self.bucketyRefs) == has(oldSelf.bucketyRefs)",message="spec.bucketyRef and spec.bucketyRefs are immutable: create a new BucketyAccess for other Bucketies"
 type BucketyAccessSpec struct {
 	// BucketyRef is the Buckety to access: in this namespace, or in
-	// another whose Buckety shares it with this one. Immutable.
-	// +required
+	// another whose Buckety shares it with this one. Immutable. Exactly
+	// one of bucketyRef and bucketyRefs is set.
+	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bucketyRef is immutable: create a new BucketyAccess for another Buckety"
-	BucketyRef BucketyReference `json:"bucketyRef"`
+	BucketyRef BucketyReference `json:"bucketyRef,omitzero"`
+
+	// BucketyRefs are several Bucketies of one backend to access with one
+	// credential, each in this namespace or in another whose Buckety
+	// shares it with this one; the controller config bounds how many
+	// (limits.bucketyRefsPerAccess, at most 128). The Secret then names
+	// every resource (topics and topic.<buckety>, buckets and
+	// bucket.<buckety>; <namespace>_<name> for another namespace's) and
+	// has no topic or bucket key. Immutable.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bucketyRefs is immutable: create a new BucketyAccess for other Bucketies"
+	BucketyRefs []BucketyReference `json:"bucketyRefs,omitempty"`
 
 	// CredentialsSecretName is the Secret, in this namespace, that receives
 	// the flat connection keys. Immutable.
@@ -113,6 +132,21 @@ type BucketyAccessStatus struct {
 	// caught up with it.
 	// +optional
 	BucketyGeneration int64 `json:"bucketyGeneration,omitempty"`
+
+	// BucketyGenerations are, for an access naming several Bucketies,
+	// each one's metadata.generation the Secret was last written for,
+	// keyed by namespace/name (BucketyGeneration is the first's).
+	// +optional
+	BucketyGenerations map[string]int64 `json:"bucketyGenerations,omitempty"`
+
+	// Withdrawn lists, for an access naming several Bucketies, those of
+	// other namespaces that no longer share with it (namespace/name): its
+	// credential holds nothing on them and its Secret does not name them,
+	// and they do not wait for it to be deleted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	Withdrawn []string `json:"withdrawn,omitempty"`
 }
 
 // BucketyAccess gives one consumer credentials for a Buckety, as a Secret
@@ -122,6 +156,7 @@ type BucketyAccessStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=bucketyaccesses,singular=bucketyaccess,shortName=bkya,categories=buckety-all
 // +kubebuilder:printcolumn:name="Buckety",type=string,JSONPath=`.spec.bucketyRef.name`
+// +kubebuilder:printcolumn:name="Bucketies",type=string,JSONPath=`.spec.bucketyRefs[*].name`,description="the Bucketies of an access naming several"
 // +kubebuilder:printcolumn:name="From",type=string,JSONPath=`.spec.bucketyRef.namespace`,priority=1,description="the namespace of a Buckety another namespace shares"
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.credentialsSecretName`
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.role`
@@ -146,16 +181,65 @@ type BucketyAccessList struct {
 }
 
 // BucketyNamespace is the namespace of the Buckety the access names: its
-// spec.bucketyRef.namespace, or its own.
+// spec.bucketyRef.namespace, or its own. For an access naming several, the
+// first's.
 func (a *BucketyAccess) BucketyNamespace() string {
-	if a.Spec.BucketyRef.Namespace != "" {
-		return a.Spec.BucketyRef.Namespace
+	return a.RefNamespace(a.firstRef())
+}
+
+// Foreign is true when the access names a Buckety of another namespace
+// (for an access naming several, when its first is).
+func (a *BucketyAccess) Foreign() bool { return a.BucketyNamespace() != a.Namespace }
+
+// Several is true when the access names several Bucketies
+// (spec.bucketyRefs), even one.
+func (a *BucketyAccess) Several() bool { return len(a.Spec.BucketyRefs) > 0 }
+
+// Refs returns the Bucketies the access names: spec.bucketyRefs, or
+// spec.bucketyRef alone.
+func (a *BucketyAccess) Refs() []BucketyReference {
+	if a.Several() {
+		return a.Spec.BucketyRefs
+	}
+	return []BucketyReference{a.Spec.BucketyRef}
+}
+
+func (a *BucketyAccess) firstRef() BucketyReference {
+	if a.Several() {
+		return a.Spec.BucketyRefs[0]
+	}
+	return a.Spec.BucketyRef
+}
+
+// RefNamespace is the namespace of the Buckety r names: its namespace, or
+// the access's own.
+func (a *BucketyAccess) RefNamespace(r BucketyReference) string {
+	if r.Namespace != "" {
+		return r.Namespace
 	}
 	return a.Namespace
 }
 
-// Foreign is true when the access names a Buckety of another namespace.
-func (a *BucketyAccess) Foreign() bool { return a.BucketyNamespace() != a.Namespace }
+// RefKey names the Buckety r names in the Secret's per-resource keys: its
+// name, or <namespace>_<name> for another namespace's (a name holds no
+// underscore, so two Bucketies never share a key).
+func (a *BucketyAccess) RefKey(r BucketyReference) string {
+	if ns := a.RefNamespace(r); ns != a.Namespace {
+		return ns + "_" + r.Name
+	}
+	return r.Name
+}
+
+// AnyForeign is true when the access names a Buckety of another
+// namespace, among several or alone.
+func (a *BucketyAccess) AnyForeign() bool {
+	for _, r := range a.Refs() {
+		if a.RefNamespace(r) != a.Namespace {
+			return true
+		}
+	}
+	return false
+}
 
 // Withdrawn reports whether the access, naming another namespace's
 // Buckety, holds nothing on it any more: that Buckety stopped sharing with
@@ -163,9 +247,29 @@ func (a *BucketyAccess) Foreign() bool { return a.BucketyNamespace() != a.Namesp
 // controller revoked its credentials and deleted its Secret. A withdrawn
 // access does not hold its Buckety's deletion back.
 func (a *BucketyAccess) Withdrawn() bool {
-	if !a.Foreign() || a.Status.Principal != "" || a.Status.BucketyGeneration != 0 {
+	if a.Several() || !a.Foreign() || a.Status.Principal != "" || a.Status.BucketyGeneration != 0 {
 		return false
 	}
 	c := meta.FindStatusCondition(a.Status.Conditions, ConditionReady)
 	return c != nil && c.Reason == ReasonNotShared && c.ObservedGeneration == a.Generation
+}
+
+// WithdrawnFrom reports whether the access holds nothing on Buckety
+// namespace/name any more, which stopped sharing with it: Withdrawn, or
+// for an access naming several, listed in status.withdrawn.
+func (a *BucketyAccess) WithdrawnFrom(namespace, name string) bool {
+	if !a.Several() {
+		return a.Withdrawn()
+	}
+	return slices.Contains(a.Status.Withdrawn, namespace+"/"+name)
+}
+
+// SecretGenerationOf is the metadata.generation of Buckety
+// namespace/name that the access's Secret was last written for: 0 before
+// it was.
+func (a *BucketyAccess) SecretGenerationOf(namespace, name string) int64 {
+	if !a.Several() {
+		return a.Status.BucketyGeneration
+	}
+	return a.Status.BucketyGenerations[namespace+"/"+name]
 }

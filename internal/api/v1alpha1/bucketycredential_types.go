@@ -60,6 +60,14 @@ type BucketyCredentialSpec struct {
 	// or changes owner, the principal is revoked.
 	// +optional
 	Claim string `json:"claim,omitempty"`
+	// Resources are, for an access naming several Bucketies, every
+	// resource the principal was granted on, each with its Buckety and
+	// claim (Resource, BucketyUID and Claim are then the first's). When
+	// one of those Bucketies or claims is gone, the principal is revoked.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	Resources []CredentialResource `json:"resources,omitempty"`
 	// Serial counts the access's credentials: 1, then one more per
 	// rotation. The principal is derived from the access's UID and it.
 	// +kubebuilder:validation:Minimum=1
@@ -82,6 +90,23 @@ type BucketyCredentialSpec struct {
 	// one that holds another (edited by its tenant) is.
 	// +optional
 	SecretDigest string `json:"secretDigest,omitempty"`
+}
+
+// CredentialResource is one of the resources a principal of an access
+// naming several Bucketies was granted on.
+type CredentialResource struct {
+	// Resource is the topic or bucket.
+	// +kubebuilder:validation:MinLength=1
+	Resource string `json:"resource"`
+	// Buckety is the Buckety that holds it, as namespace/name.
+	// +kubebuilder:validation:MinLength=3
+	Buckety string `json:"buckety"`
+	// BucketyUID is that Buckety's UID.
+	// +kubebuilder:validation:MinLength=1
+	BucketyUID string `json:"bucketyUID"`
+	// Claim is the BucketyClaim through which it held the resource.
+	// +kubebuilder:validation:MinLength=1
+	Claim string `json:"claim"`
 }
 
 // BucketyCredential is the controller's own record of a principal it issued

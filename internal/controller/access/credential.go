@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,15 +75,15 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 // still Retiring: then it waits for that one's revocation (and
 // status.rotation keeps the value last honoured). Retiring
 // credentials past their retireAfter are revoked here.
-func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
+func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
 	now := time.Now()
-	cur, top, retiring, err := r.liveCredential(ctx, a, e, b, cl, f, now)
+	cur, top, retiring, err := r.liveCredential(ctx, a, e, on, f, now)
 	if err != nil {
 		return nil, err
 	}
 	made := ""
 	if why := rotationDue(a, e, cur, retiring, f, now); why != "" {
-		next, secret, err := r.rotate(ctx, a, e, b, cl, acc, cur, top+1, why, f)
+		next, secret, err := r.rotate(ctx, a, e, on, acc, cur, top+1, why, f)
 		if next == nil || err != nil {
 			return nil, err
 		}
@@ -107,7 +108,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 // their retireAfter, and returns the newest of the rest that is not
 // retiring (nil: none), the highest serial of any, and whether one is
 // still retiring (f wakes the access when it is due).
-func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, f *facts, now time.Time) (cur *v1.BucketyCredential, top int, retiring bool, err error) {
+func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, f *facts, now time.Time) (cur *v1.BucketyCredential, top int, retiring bool, err error) {
 	creds, err := r.credentials(ctx, a.UID)
 	if err != nil {
 		return nil, 0, false, err
@@ -118,7 +119,7 @@ func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e 
 			continue
 		}
 		top = max(top, int(c.Spec.Serial))
-		if !boundTo(c, b, cl) {
+		if !on.boundTo(c) {
 			// Granted on another Buckety or claim (the Buckety was
 			// deleted with its finalizer removed and made again, or the
 			// claim changed hands): revoked now, and a new one issued.
@@ -179,8 +180,8 @@ func rotationDue(a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredenti
 
 // rotate records the credential of serial (record), and, when it
 // replaces cur, tells the tenant which principal replaces which and why.
-func (r *Reconciler) rotate(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, cur *v1.BucketyCredential, serial int, why string, f *facts) (*v1.BucketyCredential, string, error) {
-	next, secret, err := r.record(ctx, a, e, b, cl, acc, serial, f)
+func (r *Reconciler) rotate(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, acc *drivers.Access, cur *v1.BucketyCredential, serial int, why string, f *facts) (*v1.BucketyCredential, string, error) {
+	next, secret, err := r.record(ctx, a, e, on, acc, serial, f)
 	if next == nil || err != nil {
 		return nil, "", err
 	}
@@ -220,8 +221,8 @@ func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e 
 // credential of the access on that backend Retiring (revoked after the
 // backend's rotationGrace), and status.rotation the value cur honours
 // (unchanged while a rotation waits).
-func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, cur *v1.BucketyCredential, secret string, f *facts) error {
-	if err := r.activate(ctx, cur, SecretDigest(secret), b, cl); err != nil {
+func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, cur *v1.BucketyCredential, secret string, f *facts) error {
+	if err := r.activate(ctx, cur, SecretDigest(secret), on); err != nil {
 		return err
 	}
 	if !f.rotationDeferred {
@@ -264,17 +265,17 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 // revokes it when the access is gone. Elsewhere (an IAM server issues the
 // key) the record is born Minting, and activated once the Secret holds
 // what Grant issued.
-func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, string, error) {
+func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, acc *drivers.Access, serial int, f *facts) (*v1.BucketyCredential, string, error) {
 	named := *acc
 	named.Installation = r.Backends.Installation()
 	principal := e.Issuer.Principal(named, serial)
 	service := e.Config.ClaimScope()
 	c := &v1.BucketyCredential{
 		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
-		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Resource: acc.Resource, Serial: int32(serial), Phase: v1.CredentialMinting,
-			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)},
-			BucketyUID: string(b.UID), Claim: cl.Name},
+		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Serial: int32(serial), Phase: v1.CredentialMinting,
+			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}},
 	}
+	on.bind(c)
 	made := ""
 	if m, ok := e.Issuer.(drivers.SecretMaker); ok {
 		s, err := m.NewSecret()
@@ -321,13 +322,6 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 	}
 	acc.Assert = drivers.IssueRecorded
 	return c, made, nil
-}
-
-// boundTo reports whether credential c was granted on Buckety b through
-// claim cl. A record from before credentials were bound (no BucketyUID)
-// is taken to be, and is bound when next activated.
-func boundTo(c *v1.BucketyCredential, b *v1.Buckety, cl *v1.BucketyClaim) bool {
-	return c.Spec.BucketyUID == "" || (c.Spec.BucketyUID == string(b.UID) && c.Spec.Claim == cl.Name)
 }
 
 // revokeCached revokes the access's credentials when the cache holds any
@@ -390,17 +384,16 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 // activate marks a Minting record Active once the Secret holds it, with
 // the digest of the secret it holds (one patch, and none when neither
 // changed).
-func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, digest string, b *v1.Buckety, cl *v1.BucketyClaim) error {
-	if c.Spec.Phase == v1.CredentialActive && c.Spec.SecretDigest == digest && c.Spec.BucketyUID != "" {
+func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, digest string, on *grantedOn) error {
+	if c.Spec.Phase == v1.CredentialActive && c.Spec.SecretDigest == digest && on.recorded(c) {
 		return nil
 	}
 	before := c.DeepCopy()
 	c.Spec.Phase, c.Spec.SecretDigest = v1.CredentialActive, digest
-	if c.Spec.BucketyUID == "" {
-		// A record written before credentials were bound: bound now, to
-		// what it was just granted on.
-		c.Spec.BucketyUID, c.Spec.Claim = string(b.UID), cl.Name
-	}
+	// Bound to what it was just granted on: a record written before
+	// credentials were bound, or one of several whose Bucketies stopped
+	// sharing (its rights there were just dropped).
+	on.bind(c)
 	if err := r.Client.Patch(ctx, c, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("activate credential %s: %w", c.Spec.Principal, err)
 	}
@@ -576,7 +569,9 @@ func (r *Reconciler) revoke(ctx context.Context, c *v1.BucketyCredential, f *fac
 		}
 		return false, nil
 	}
-	if err := e.Backend.Revoke(ctx, drivers.Access{Principal: c.Spec.Principal, Resource: c.Spec.Resource, Namespace: c.Spec.Owner.Namespace, Name: c.Spec.Owner.Name, UID: c.Spec.Owner.UID}); err != nil {
+	acc := recordedOn(c)
+	acc.Principal, acc.Namespace, acc.Name, acc.UID = c.Spec.Principal, c.Spec.Owner.Namespace, c.Spec.Owner.Name, c.Spec.Owner.UID
+	if err := e.Backend.Revoke(ctx, acc); err != nil {
 		if f != nil {
 			f.Record(err)
 		}
@@ -595,4 +590,15 @@ func (r *Reconciler) revoke(ctx context.Context, c *v1.BucketyCredential, f *fac
 func SecretDigest(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
+}
+
+// recordedOn is the Access naming the resources credential c records it
+// was granted on: its Resource, and for an access naming several, each of
+// its Resources (keyed by their Buckety, namespace_name).
+func recordedOn(c *v1.BucketyCredential) drivers.Access {
+	acc := drivers.Access{Resource: c.Spec.Resource}
+	for _, cr := range c.Spec.Resources {
+		acc.Several = append(acc.Several, drivers.AccessResource{Key: strings.Replace(cr.Buckety, "/", "_", 1), Name: cr.Resource})
+	}
+	return acc
 }

@@ -12,12 +12,19 @@ type facts struct {
 	deleting bool
 	// bucketyMissing: the referenced Buckety does not exist.
 	bucketyMissing bool
+	// missing names it (a Buckety of the access's namespace: one of
+	// another is not shared).
+	missing string
 	// notShared says why the Buckety of another namespace the access
 	// names does not share with it (sharing.Refusal), or that its
 	// namespace is being deleted; withdrawn is set once what the access
 	// held is taken back (withdraw).
 	notShared string
 	withdrawn bool
+	// withdrawnFrom are, for an access naming several Bucketies, those
+	// that stopped sharing with it (namespace/name), and withdrawnWhy
+	// why; the others are granted.
+	withdrawnFrom, withdrawnWhy []string
 	// handedOver: the Buckety's backend hands its resources over to
 	// another installation; the access's credentials are revoked.
 	handedOver bool

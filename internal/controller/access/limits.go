@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,7 +47,7 @@ func (r *Reconciler) limitRetry() time.Duration {
 // pass that found only "z" grants it, and one for "a" that found "z" not
 // granted yet (its status not cached yet) and not older would grant "a"
 // too. All is read from the cache.
-func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, b *v1.Buckety, e *backends.Entry, f *facts) (bool, error) {
+func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, e *backends.Entry, f *facts) (bool, error) {
 	if e.Config.Limits == nil {
 		return true, nil
 	}
@@ -68,13 +69,18 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, b *v
 	}
 	// A shared Buckety's accesses of every namespace count toward its
 	// accessesPerBuckety: the decision then also takes the gate of the
-	// Buckety's namespace (after the access's own, in key order, so two
+	// Buckety's namespace (with the access's own, in key order, so two
 	// namespaces sharing with each other never wait on each other).
 	keys := []string{gateKey(e.Name, a.Namespace)}
-	if shared := a.Foreign() || len(b.Spec.Sharing) > 0; shared && b.Namespace != a.Namespace {
-		keys = append(keys, gateKey(e.Name, b.Namespace))
-		slices.Sort(keys)
+	var across []*v1.Buckety
+	for _, t := range on.targets {
+		if t.b.Namespace != a.Namespace {
+			across = append(across, t.b)
+			keys = append(keys, gateKey(e.Name, t.b.Namespace))
+		}
 	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
 	unlock := r.gates.lock(keys...)
 	defer unlock()
 	if held, err := r.issued(ctx, a.UID); err != nil || held {
@@ -91,19 +97,22 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, b *v
 	// lists: one a pass forgets meanwhile (its access's own pass, finding
 	// it granted) is granted in the lists too.
 	placed := r.gates.placedIn(keys...)
-	others, settled, err := r.contenders(ctx, a, b, e.Name, placed, len(keys) > 1)
+	others, settled, err := r.contenders(ctx, a, on, e.Name, placed, across)
 	if err != nil {
 		return false, err
 	}
 	r.gates.forget(settled)
-	ref := objects.RefKey(b.Namespace, b.Name)
-	perBuckety, total, ok := admit(*l, contender{ref: ref, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others)
+	refs := make([]string, len(on.targets))
+	for i, t := range on.targets {
+		refs[i] = objects.RefKey(t.b.Namespace, t.b.Name)
+	}
+	full, perBuckety, total, ok := admit(*l, contender{refs: refs, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others)
 	switch {
 	case ok:
 		r.gates.place(a.UID, keys...)
 		return true, nil
-	case l.AccessesPerBuckety > 0 && perBuckety >= l.AccessesPerBuckety:
-		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", refName(a), perBuckety, e.Name, e.Config.LimitsKey("accessesPerBuckety"), l.AccessesPerBuckety)
+	case full != "":
+		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", shortRef(a, full), perBuckety, e.Name, e.Config.LimitsKey("accessesPerBuckety"), l.AccessesPerBuckety)
 	default:
 		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, e.Config.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace)
 	}
@@ -117,20 +126,22 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, b *v
 // other namespaces naming b (counted toward its accessesPerBuckety only).
 // settled are the accesses of placed the lists show granted or deleted.
 // All is read from the cache.
-func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, b *v1.Buckety, backend string, placed map[types.UID]struct{}, across bool) ([]contender, map[types.UID]struct{}, error) {
+func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, backend string, placed map[types.UID]struct{}, across []*v1.Buckety) ([]contender, map[types.UID]struct{}, error) {
 	var list v1.BucketyAccessList
 	// Counted, never written: the cache's own objects, not copies.
 	if err := r.Client.List(ctx, &list, ctrl.InNamespace(a.Namespace), ctrl.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("count the accesses of namespace %s: %w", a.Namespace, err)
 	}
 	items := list.Items
-	if across {
+	seen := map[types.UID]bool{}
+	for _, b := range across {
 		of, err := objects.AccessesOf(ctx, r.Client, b.Namespace, b.Name, ctrl.UnsafeDisableDeepCopy)
 		if err != nil {
 			return nil, nil, err
 		}
 		for i := range of {
-			if of[i].Namespace != a.Namespace {
+			if of[i].Namespace != a.Namespace && !seen[of[i].UID] {
+				seen[of[i].UID] = true
 				items = append(items, of[i])
 			}
 		}
@@ -139,7 +150,10 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, b *v1.
 	for uid := range placed {
 		settled[uid] = struct{}{}
 	}
-	backendOf := map[string]string{objects.RefKey(b.Namespace, b.Name): backend}
+	backendOf := map[string]string{}
+	for _, t := range on.targets {
+		backendOf[objects.RefKey(t.b.Namespace, t.b.Name)] = backend
+	}
 	others := make([]contender, 0, len(items))
 	for i := range items {
 		o := &items[i]
@@ -151,11 +165,15 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, b *v1.
 		if o.UID == a.UID || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ref := objects.RefKey(o.BucketyNamespace(), o.Spec.BucketyRef.Name)
-		be, ok := backendOf[ref]
+		refs := make([]string, 0, len(o.Refs()))
+		for _, ref := range o.Refs() {
+			refs = append(refs, objects.RefKey(o.RefNamespace(ref), ref.Name))
+		}
+		// The backend of its first: all of an access's are on one.
+		be, ok := backendOf[refs[0]]
 		if !ok {
-			be = r.backendOf(ctx, o.BucketyNamespace(), o.Spec.BucketyRef.Name)
-			backendOf[ref] = be
+			be = r.backendOf(ctx, o.BucketyNamespace(), o.Refs()[0].Name)
+			backendOf[refs[0]] = be
 		}
 		if be != backend && !letThrough {
 			continue
@@ -171,7 +189,7 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, b *v1.
 				return nil, nil, err
 			}
 		}
-		others = append(others, contender{ref: ref, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, held: held, local: o.Namespace == a.Namespace})
+		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, held: held, local: o.Namespace == a.Namespace})
 	}
 	return others, settled, nil
 }
@@ -193,8 +211,8 @@ func (r *Reconciler) issued(ctx context.Context, uid types.UID) (bool, error) {
 
 // contender is an access as the access limits count it.
 type contender struct {
-	// ref is the Buckety it names (objects.RefKey).
-	ref     string
+	// refs are the Bucketies it names (objects.RefKey).
+	refs    []string
 	created metav1.Time
 	// name orders accesses created in the same second: namespace/name.
 	name string
@@ -211,12 +229,16 @@ type contender struct {
 // then those waiting ahead of a (older, or as old and named before it) take
 // a place each while their Buckety and the namespace are under their
 // limits. It returns what a's Buckety and the namespace then count, and
-// whether a fits.
-func admit(l config.Limits, a contender, others []contender) (perBuckety, total int, ok bool) {
+// whether a fits; when a's Buckety (or one of a's several) is full, full
+// names it and perBuckety is its count, else perBuckety is the highest
+// count of a's.
+func admit(l config.Limits, a contender, others []contender) (full string, perBuckety, total int, ok bool) {
 	count := map[string]int{}
 	var waiting []contender
 	take := func(o contender) {
-		count[o.ref]++
+		for _, ref := range o.refs {
+			count[ref]++
+		}
 		if o.local {
 			total++
 		}
@@ -229,8 +251,16 @@ func admit(l config.Limits, a contender, others []contender) (perBuckety, total 
 			waiting = append(waiting, o)
 		}
 	}
+	fullOf := func(o contender) string {
+		for _, ref := range o.refs {
+			if l.AccessesPerBuckety > 0 && count[ref] >= l.AccessesPerBuckety {
+				return ref
+			}
+		}
+		return ""
+	}
 	fits := func(o contender) bool {
-		return (l.AccessesPerBuckety == 0 || count[o.ref] < l.AccessesPerBuckety) && (!o.local || l.AccessesPerNamespace == 0 || total < l.AccessesPerNamespace)
+		return fullOf(o) == "" && (!o.local || l.AccessesPerNamespace == 0 || total < l.AccessesPerNamespace)
 	}
 	slices.SortFunc(waiting, func(x, y contender) int {
 		if olderThan(x, y) {
@@ -243,7 +273,22 @@ func admit(l config.Limits, a contender, others []contender) (perBuckety, total 
 			take(o)
 		}
 	}
-	return count[a.ref], total, fits(a)
+	if full = fullOf(a); full != "" {
+		return full, count[full], total, false
+	}
+	for _, ref := range a.refs {
+		perBuckety = max(perBuckety, count[ref])
+	}
+	return "", perBuckety, total, fits(a)
+}
+
+// shortRef names Buckety ref (objects.RefKey) in a message to access a:
+// its name when it is of a's namespace.
+func shortRef(a *v1.BucketyAccess, ref string) string {
+	if ns, name, ok := strings.Cut(ref, "/"); ok && ns == a.Namespace {
+		return name
+	}
+	return ref
 }
 
 // olderThan orders accesses by creation, then name: the order in which

@@ -28,11 +28,11 @@ func TestAdmit(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Second))
 	c := func(ref string, at metav1.Time, name string, held bool) contender {
-		return contender{ref: ref, created: at, name: name, held: held, local: true}
+		return contender{refs: []string{ref}, created: at, name: name, held: held, local: true}
 	}
 	// foreign: an access of another namespace naming a shared Buckety.
 	foreign := func(ref string, at metav1.Time, name string, held bool) contender {
-		return contender{ref: ref, created: at, name: name, held: held}
+		return contender{refs: []string{ref}, created: at, name: name, held: held}
 	}
 	for _, tc := range []struct {
 		name          string
@@ -65,9 +65,15 @@ func TestAdmit(t *testing.T) {
 			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0},
 		{"a waiting older access of another namespace takes the shared Buckety's place", config.Limits{AccessesPerBuckety: 1},
 			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, false, 1, 0},
+		{"an access naming several counts once in its namespace and once in each Buckety", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
+			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1},
+		{"an access naming several fits only where every one of its Bucketies does", config.Limits{AccessesPerBuckety: 1},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1},
+		{"an access naming several, under every limit", config.Limits{AccessesPerBuckety: 2, AccessesPerNamespace: 2},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			perB, total, ok := admit(tc.l, tc.a, tc.others)
+			_, perB, total, ok := admit(tc.l, tc.a, tc.others)
 			if ok != tc.ok || perB != tc.perB || total != tc.onTotal {
 				t.Errorf("want ok %v, per Buckety %d, total %d; got ok %v, %d, %d", tc.ok, tc.perB, tc.onTotal, ok, perB, total)
 			}
@@ -128,7 +134,7 @@ func TestSameSecondAccessesGrantOne(t *testing.T) {
 	ctx := context.Background()
 	at := time.Now().Truncate(time.Second)
 	z := mkAccess(t, r.Client, "z", at)
-	if ok, err := r.withinLimits(ctx, z, orders, e, &facts{}); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, z, single(orders), e, &facts{}); err != nil || !ok {
 		t.Fatalf("z alone: want it let through, got %v (%v)", ok, err)
 	}
 	a := mkAccess(t, r.Client, "a", at)
@@ -138,7 +144,7 @@ func TestSameSecondAccessesGrantOne(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		f := &facts{}
-		ok, err := r.withinLimits(ctx, a, orders, e, f)
+		ok, err := r.withinLimits(ctx, a, single(orders), e, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +154,7 @@ func TestSameSecondAccessesGrantOne(t *testing.T) {
 	}
 	check("z's grant not cached yet")
 	// z's pass goes on (its own later passes hold the place too).
-	if ok, err := r.withinLimits(ctx, z, orders, e, &facts{}); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, z, single(orders), e, &facts{}); err != nil || !ok {
 		t.Errorf("z again: want it let through, got %v (%v)", ok, err)
 	}
 	z.Status.BucketyGeneration = 1
@@ -180,7 +186,7 @@ func TestConcurrentAccessesGrantAtMostTheLimit(t *testing.T) {
 				// Names in no order the creation follows.
 				a := mkAccess(t, r.Client, fmt.Sprintf("acc-%02d", (i*7)%n), at)
 				accesses[i] = a
-				ok, err := r.withinLimits(context.Background(), a, orders, e, &facts{})
+				ok, err := r.withinLimits(context.Background(), a, single(orders), e, &facts{})
 				if err != nil {
 					t.Error(err)
 				}
@@ -203,7 +209,7 @@ func TestConcurrentAccessesGrantAtMostTheLimit(t *testing.T) {
 			t.Fatalf("round %d: want %d of %d let through, got %d: %v", round, limit, n, got, names)
 		}
 		for _, a := range accesses {
-			ok, err := r.withinLimits(context.Background(), a, orders, e, &facts{})
+			ok, err := r.withinLimits(context.Background(), a, single(orders), e, &facts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,10 +238,10 @@ func TestIssuedBeforeACrashHoldsItsPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &facts{}
-	if ok, err := r.withinLimits(ctx, a, orders, e, f); err != nil || ok {
+	if ok, err := r.withinLimits(ctx, a, single(orders), e, f); err != nil || ok {
 		t.Fatalf("a: want it held behind z's issued credential, got let through %v (%v)", ok, err)
 	}
-	if ok, err := r.withinLimits(ctx, z, orders, e, &facts{}); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, z, single(orders), e, &facts{}); err != nil || !ok {
 		t.Fatalf("z: want its issued credential to keep its place, got %v (%v)", ok, err)
 	}
 }
@@ -251,7 +257,7 @@ func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
 	shared := orders.DeepCopy()
 	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
 	own := mkAccess(t, r.Client, "own", time.Now().Add(-time.Minute))
-	if ok, err := r.withinLimits(ctx, own, shared, e, &facts{}); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, own, single(shared), e, &facts{}); err != nil || !ok {
 		t.Fatalf("o's own access: want it let through, got %v (%v)", ok, err)
 	}
 	x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "reader", UID: "uid-x-reader", CreationTimestamp: metav1.Now()},
@@ -260,7 +266,7 @@ func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &facts{}
-	ok, err := r.withinLimits(ctx, x, shared, e, f)
+	ok, err := r.withinLimits(ctx, x, single(shared), e, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +278,7 @@ func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.gates.settle(own.UID)
-	if ok, err := r.withinLimits(ctx, x, shared, e, &facts{}); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, x, single(shared), e, &facts{}); err != nil || !ok {
 		t.Errorf("x's access once o's is gone: want it let through, got %v (%v)", ok, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -217,13 +218,31 @@ func (o *Orphans) unwanted(ctx context.Context, c *v1.BucketyCredential, now tim
 	if c.Spec.BucketyUID == "" {
 		return "", nil // not bound yet: its access's next pass binds it
 	}
+	bound := c.Spec.Resources
+	if len(bound) == 0 {
+		bound = []v1.CredentialResource{{Buckety: a.BucketyNamespace() + "/" + a.Spec.BucketyRef.Name, BucketyUID: c.Spec.BucketyUID, Claim: c.Spec.Claim}}
+	}
+	for _, cr := range bound {
+		// Every one it was granted on: a credential never outlives a
+		// Buckety or claim it holds rights through.
+		if why, err := o.boundGone(ctx, cr); err != nil || why != "" {
+			return why, err
+		}
+	}
+	return "", nil
+}
+
+// boundGone says why a credential granted through cr must go: its Buckety
+// or its claim is gone or another's; "" when both stand.
+func (o *Orphans) boundGone(ctx context.Context, cr v1.CredentialResource) (string, error) {
+	ns, name, _ := strings.Cut(cr.Buckety, "/")
 	b := &v1.Buckety{}
-	gone, err = o.goneOr(ctx, types.NamespacedName{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b, func() bool { return string(b.UID) != c.Spec.BucketyUID })
+	gone, err := o.goneOr(ctx, types.NamespacedName{Namespace: ns, Name: name}, b, func() bool { return string(b.UID) != cr.BucketyUID })
 	if err != nil || gone {
 		return cond(gone, whyBucketyGone), err
 	}
 	cl := &v1.BucketyClaim{}
-	gone, err = o.goneOr(ctx, types.NamespacedName{Name: c.Spec.Claim}, cl, func() bool { return cl.Spec.Owner.UID != c.Spec.BucketyUID })
+	gone, err = o.goneOr(ctx, types.NamespacedName{Name: cr.Claim}, cl, func() bool { return cl.Spec.Owner.UID != cr.BucketyUID })
 	if err != nil || gone {
 		return cond(gone, whyClaimGone), err
 	}

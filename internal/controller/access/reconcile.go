@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,6 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
-	"github.com/Yolean/buckety-controller/internal/budget"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *facts) (reconcile.Result, error) {
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
-	b, e, ok, err := r.buckety(ctx, a, f)
+	on, e, ok, err := r.resolve(ctx, a, f)
 	if err == nil && f.notShared != "" {
 		// Taken back within this pass: rights, principal and Secret.
 		if done, err := r.withdraw(ctx, a, f); err != nil || !done {
@@ -146,21 +146,17 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	if err != nil || !ok {
 		return requeue, err
 	}
-	if ok, err := r.withinLimits(ctx, a, b, e, f); err != nil || !ok {
+	if ok, err := r.withinLimits(ctx, a, on, e, f); err != nil || !ok {
 		return reconcile.Result{RequeueAfter: retry.Jitter(r.limitRetry())}, err
 	}
 	if !valid(a, e, f) {
 		return requeue, nil
 	}
-	cl, ok, err := r.resource(ctx, b, e, f)
-	if err != nil || !ok {
+	if ok, err := r.claims(ctx, on, e, f); err != nil || !ok {
 		return requeue, err
 	}
-	acc := drivers.Access{
-		Resource: cl.Spec.ResourceName, Namespace: a.Namespace, Name: a.Name, UID: string(a.UID),
-		Role: drivers.Role(a.Spec.Role), Parameters: a.Spec.Parameters, SecretFormats: a.Spec.SecretFormats,
-		ResourceParameters: claims.Effective(drivers.LocationParameters(e.Driver), cl, budget.EffectiveParameters(e.Config, b)),
-	}
+	f.withdrawnFrom, f.withdrawnWhy = on.withdrawn, on.why
+	acc := on.access(a, e)
 	var scoping drivers.Issuing
 	var cred *v1.BucketyCredential
 	if e.Issuer != nil {
@@ -179,8 +175,11 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 			f.perAccess = &perAccess
 			return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 		}
-		if cred, err = r.credential(ctx, a, e, b, cl, &acc, f); cred == nil || err != nil {
+		if cred, err = r.credential(ctx, a, e, on, &acc, f); cred == nil || err != nil {
 			return requeue, err
+		}
+		if acc.Drop = on.dropFrom(cred); len(acc.Drop) > 0 {
+			acc.Assert = max(acc.Assert, drivers.Reassert)
 		}
 	case scoping.Required:
 		// The config asks for a credential per access and the backend
@@ -212,7 +211,20 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	if cred != nil {
 		testhook.Pause(ctx, testhook.AfterIssue)
 	}
-	return r.publish(ctx, a, e, b, cl, cred, g.Data, f, requeue)
+	return r.publish(ctx, a, e, on, cred, g.Data, f, requeue)
+}
+
+// resolve finds the Buckety the access names (buckety), or each of
+// several (resolveSeveral).
+func (r *Reconciler) resolve(ctx context.Context, a *v1.BucketyAccess, f *facts) (*grantedOn, *backends.Entry, bool, error) {
+	if a.Several() {
+		return r.resolveSeveral(ctx, a, f)
+	}
+	b, e, ok, err := r.buckety(ctx, a, f)
+	if err != nil || !ok {
+		return nil, nil, false, err
+	}
+	return single(b), e, true, nil
 }
 
 // valid checks the access's parameters and secret formats against its
@@ -221,6 +233,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 func valid(a *v1.BucketyAccess, e *backends.Entry, f *facts) bool {
 	_, errs := e.Driver.ValidateAccess(field.NewPath("spec", "parameters"), e.Config.Options(), drivers.Role(a.Spec.Role), a.Spec.Parameters)
 	errs = append(errs, drivers.ValidateSecretFormats(field.NewPath("spec", "secretFormats"), e.Driver, a.Spec.SecretFormats)...)
+	errs = append(errs, validSeveral(a, e)...)
 	if len(errs) > 0 {
 		f.invalid = errs.ToAggregate().Error()
 		return false
@@ -231,7 +244,7 @@ func valid(a *v1.BucketyAccess, e *backends.Entry, f *facts) bool {
 // publish writes what the grant returned to the access's Secret and, for
 // a credential of its own, settles its record (rotation, revocation of
 // the ones it replaced), waking the access when a grace ends.
-func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, b *v1.Buckety, cl *v1.BucketyClaim, cred *v1.BucketyCredential, data map[string][]byte, f *facts, requeue reconcile.Result) (reconcile.Result, error) {
+func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, cred *v1.BucketyCredential, data map[string][]byte, f *facts, requeue reconcile.Result) (reconcile.Result, error) {
 	conflict, err := r.writeSecret(ctx, a, data, f)
 	if err != nil {
 		return requeue, err
@@ -242,7 +255,7 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 	if cred != nil {
 		secret := drivers.SecretOf(e.Issuer, cred.Spec.Principal, data)
 		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, secret)
-		if err := r.settle(ctx, a, e, b, cl, cred, secret, f); err != nil {
+		if err := r.settle(ctx, a, e, on, cred, secret, f); err != nil {
 			return requeue, err
 		}
 		if !f.wake.IsZero() {
@@ -251,7 +264,7 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 			}
 		}
 	}
-	a.Status.BucketyGeneration = b.Generation
+	on.written(a)
 	return requeue, nil
 }
 
@@ -270,16 +283,22 @@ func failure(f *facts) retry.Failure {
 // buckety finds the access's Buckety and its backend, and checks that its
 // backend resource is provisioned for the Buckety's current generation.
 func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts) (*v1.Buckety, *backends.Entry, bool, error) {
+	return r.bucketyOf(ctx, a, a.Spec.BucketyRef, f)
+}
+
+// bucketyOf is buckety for one of the Bucketies the access names.
+func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.BucketyReference, f *facts) (*v1.Buckety, *backends.Entry, bool, error) {
 	b := &v1.Buckety{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b)
+	ns := a.RefNamespace(ref)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, b)
 	if apierrors.IsNotFound(err) {
-		if a.Foreign() {
+		if ns != a.Namespace {
 			// Said as of a Buckety that does not share: another
 			// namespace's Bucketies are not a tenant's to enumerate.
-			f.notShared = sharing.NotShared(a.BucketyNamespace(), a.Spec.BucketyRef.Name, a.Namespace, a.Spec.Role)
+			f.notShared = sharing.NotShared(ns, ref.Name, a.Namespace, a.Spec.Role)
 			return nil, nil, false, nil
 		}
-		f.bucketyMissing = true
+		f.bucketyMissing, f.missing = true, ref.Name
 		return nil, nil, false, nil
 	}
 	if err != nil {
@@ -288,7 +307,7 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	if r.Held != nil {
 		r.Held.Overlay(b)
 	}
-	if a.Foreign() {
+	if ns != a.Namespace {
 		// The owner's consent, checked on every pass: a rule removed, a
 		// role narrowed, a label changed or the owner's namespace going
 		// takes the rights back now, deleting or not.
@@ -299,7 +318,7 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 		}
 	}
 	if !b.DeletionTimestamp.IsZero() {
-		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", refName(a))
+		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", refNameOf(a, ref))
 		return nil, nil, false, nil
 	}
 	e, problem := backends.Resolve(r.Backends, b.Spec.Backend,
@@ -362,12 +381,35 @@ func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string
 const withdrawRetry = time.Second
 
 // refName names the Buckety an access names, in messages: its name, or
-// namespace/name when it is another namespace's.
+// namespace/name when it is another namespace's; for an access naming
+// several, the first few of them.
 func refName(a *v1.BucketyAccess) string {
-	if a.Foreign() {
-		return a.BucketyNamespace() + "/" + a.Spec.BucketyRef.Name
+	if !a.Several() {
+		return refNameOf(a, a.Spec.BucketyRef)
 	}
-	return a.Spec.BucketyRef.Name
+	refs := a.Spec.BucketyRefs
+	names := make([]string, 0, min(len(refs), namedInMessages))
+	for _, ref := range refs[:min(len(refs), namedInMessages)] {
+		names = append(names, refNameOf(a, ref))
+	}
+	out := strings.Join(names, ", ")
+	if more := len(refs) - len(names); more > 0 {
+		out += fmt.Sprintf(" and %d more", more)
+	}
+	return out
+}
+
+// namedInMessages is how many of an access's several Bucketies a message
+// names.
+const namedInMessages = 5
+
+// refNameOf names Buckety ref of access a in messages: its name, or
+// namespace/name when it is another namespace's.
+func refNameOf(a *v1.BucketyAccess, ref v1.BucketyReference) string {
+	if ns := a.RefNamespace(ref); ns != a.Namespace {
+		return ns + "/" + ref.Name
+	}
+	return ref.Name
 }
 
 // consent says why Buckety b, of another namespace, does not share with

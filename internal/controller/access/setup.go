@@ -120,7 +120,7 @@ func namespaceToAccesses(mgr manager.Manager) handler.MapFunc {
 		var out []reconcile.Request
 		add := func(as []v1.BucketyAccess, waiting bool) {
 			for i := range as {
-				if as[i].Foreign() || waiting && waitsForLimit(&as[i]) {
+				if as[i].AnyForeign() || waiting && waitsForLimit(&as[i]) {
 					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&as[i])})
 				}
 			}

@@ -106,7 +106,7 @@ func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
 			return *r
 		}
 	}
-	return readinessResult{ready: status.True(v1.ConditionReady, v1.ReasonReconciled, fmt.Sprintf("Secret %s holds the credentials for Buckety %s", f.secretName, refName(a)))}
+	return readinessResult{ready: status.True(v1.ConditionReady, v1.ReasonReconciled, fmt.Sprintf("Secret %s holds the credentials for %s", f.secretName, holdsFor(a, f)))}
 }
 
 func notReady(reason, msg string, progressing bool) *readinessResult {
@@ -127,7 +127,11 @@ func bucketyMissingLink(a *v1.BucketyAccess, f *facts) *readinessResult {
 	if !f.bucketyMissing {
 		return nil
 	}
-	return notReady(v1.ReasonBucketyNotFound, fmt.Sprintf("Buckety %s does not exist in namespace %s", a.Spec.BucketyRef.Name, a.BucketyNamespace()), false)
+	missing := f.missing
+	if missing == "" {
+		missing = a.Spec.BucketyRef.Name
+	}
+	return notReady(v1.ReasonBucketyNotFound, fmt.Sprintf("Buckety %s does not exist in namespace %s", missing, a.Namespace), false)
 }
 
 // notSharedLink: the Buckety of another namespace does not share with

@@ -155,6 +155,16 @@ func (s *CredentialSweep) expected(ctx context.Context, c *v1.BucketyCredential)
 	if err := r.Client.Get(ctx, key, a); err != nil || string(a.UID) != c.Spec.Owner.UID || !a.DeletionTimestamp.IsZero() || a.Status.Principal != c.Spec.Principal {
 		return drivers.Access{}, key, false
 	}
+	if a.Several() {
+		// Its record names every resource it was granted on, bound to
+		// their claims when its access's pass activated it.
+		if c.Spec.Phase != v1.CredentialActive || len(c.Spec.Resources) == 0 {
+			return drivers.Access{}, key, false
+		}
+		acc := recordedOn(c)
+		acc.Namespace, acc.Name, acc.UID, acc.Role, acc.Parameters, acc.Principal = a.Namespace, a.Name, string(a.UID), drivers.Role(a.Spec.Role), a.Spec.Parameters, c.Spec.Principal
+		return acc, key, true
+	}
 	b := &v1.Buckety{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b); err != nil {
 		return drivers.Access{}, key, false

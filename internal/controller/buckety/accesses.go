@@ -29,7 +29,7 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 	// and never decide its readiness: a consumer's Secret conflict or
 	// role is its own business, and not the owner's to see.
 	accesses, foreign := ownAndForeign(b, all)
-	b.Status.SharedWith = sharedWith(foreign)
+	b.Status.SharedWith = sharedWith(b, foreign)
 	if err := r.reconcileImplicit(ctx, b, accesses, f); err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 			continue
 		}
 		ready := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
-		if ready == nil || ready.Status != metav1.ConditionTrue || a.Status.ObservedGeneration != a.Generation || a.Status.BucketyGeneration != b.Generation {
+		if ready == nil || ready.Status != metav1.ConditionTrue || a.Status.ObservedGeneration != a.Generation || a.SecretGenerationOf(b.Namespace, b.Name) != b.Generation {
 			f.accessesPending = append(f.accessesPending, a.Name)
 		}
 		if meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionScopingNotImplemented) {
@@ -77,7 +77,7 @@ func ownAndForeign(b *v1.Buckety, all []v1.BucketyAccess) (own, foreign []v1.Buc
 // namespaces: how many, and the first v1.MaxSharedHolders by namespace and
 // name, with their role and whether they hold access now. nil when there
 // are none.
-func sharedWith(foreign []v1.BucketyAccess) *v1.SharedWith {
+func sharedWith(b *v1.Buckety, foreign []v1.BucketyAccess) *v1.SharedWith {
 	var holders []v1.SharedHolder
 	for i := range foreign {
 		a := &foreign[i]
@@ -88,7 +88,7 @@ func sharedWith(foreign []v1.BucketyAccess) *v1.SharedWith {
 		if role == "" {
 			role = v1.RoleReadWrite
 		}
-		holders = append(holders, v1.SharedHolder{Namespace: a.Namespace, Name: a.Name, Role: role, Granted: !notShared(a)})
+		holders = append(holders, v1.SharedHolder{Namespace: a.Namespace, Name: a.Name, Role: role, Granted: !notShared(a, b)})
 	}
 	if len(holders) == 0 {
 		return nil
@@ -101,9 +101,13 @@ func sharedWith(foreign []v1.BucketyAccess) *v1.SharedWith {
 	return out
 }
 
-// notShared reports whether access a reports that its Buckety does not
-// share with it (Ready reason NotShared).
-func notShared(a *v1.BucketyAccess) bool {
+// notShared reports whether access a reports that Buckety b does not
+// share with it: Ready reason NotShared, or b in the withdrawn Bucketies
+// of an access naming several.
+func notShared(a *v1.BucketyAccess, b *v1.Buckety) bool {
+	if a.Several() {
+		return a.WithdrawnFrom(b.Namespace, b.Name)
+	}
 	c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
 	return c != nil && c.Reason == v1.ReasonNotShared
 }

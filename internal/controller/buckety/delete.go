@@ -55,7 +55,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		switch {
 		case a.Namespace == b.Namespace:
 			f.blockedBy = append(f.blockedBy, a.Name)
-		case !a.Withdrawn():
+		case !a.WithdrawnFrom(b.Namespace, b.Name):
 			// Another namespace's access, shared with it: it holds the
 			// deletion back as the Buckety's own do, until it is deleted
 			// or (its consent withdrawn) holds nothing.

@@ -150,8 +150,13 @@ func claimReleased(w *retry.Waiters) handler.Funcs {
 	}
 }
 
-// accessToBuckety maps a BucketyAccess to the Buckety it names.
+// accessToBuckety maps a BucketyAccess to the Bucketies it names.
 func accessToBuckety(_ context.Context, obj client.Object) []reconcile.Request {
 	a := obj.(*v1.BucketyAccess)
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}}}
+	refs := a.Refs()
+	out := make([]reconcile.Request, len(refs))
+	for i, ref := range refs {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKey{Namespace: a.RefNamespace(ref), Name: ref.Name}}
+	}
+	return out
 }

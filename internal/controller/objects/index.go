@@ -11,7 +11,7 @@ import (
 
 // Field index names.
 const (
-	// IndexBucketyRef indexes BucketyAccess by the Buckety it names, as
+	// IndexBucketyRef indexes BucketyAccess by each Buckety it names, as
 	// RefKey (namespace/name): query it across namespaces, since an access
 	// may name a Buckety another namespace shares.
 	IndexBucketyRef = "spec.bucketyRef"
@@ -42,7 +42,12 @@ type Indexer interface {
 func SetupIndexes(ctx context.Context, idx Indexer) error {
 	if err := idx.IndexField(ctx, &v1.BucketyAccess{}, IndexBucketyRef, func(o client.Object) []string {
 		a := o.(*v1.BucketyAccess)
-		return []string{RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)}
+		refs := a.Refs()
+		out := make([]string, len(refs))
+		for i, r := range refs {
+			out[i] = RefKey(a.RefNamespace(r), r.Name)
+		}
+		return out
 	}); err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ admin() { kafka_admin "$@"; }
 scoped() { scoped_kafka; }
 
 # expect_keys SECRET [OPTIONAL-KEY...]: the Secret has the driver's keys.
-expect_keys() { expect_secret_keys "$1" "$DRIVER" "${@:2}"; }
+expect_keys() { expect_secret_keys "$1" "$DRIVER" topic "${@:2}"; }
 
 # create_full SECRET NAME: creates topic NAME out of band (two partitions)
 # holding three records.

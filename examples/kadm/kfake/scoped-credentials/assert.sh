@@ -11,7 +11,7 @@ unknown='SASL_AUTHENTICATION_FAILED|closed the connection|EOF'
 step "each access has a user of its own"
 for a in ledger-writer ledger-reader payroll; do wait_cond "bucketyaccess/$a" Ready True; done
 wait_cond bucketyaccess/ledger-reader ScopingNotImplemented False AsExpected
-expect_secret_keys ledger-reader kadm
+expect_secret_keys ledger-reader kadm topic
 writer=$(secret_value ledger-topic sasl.username)
 expect_contains "the user names its installation, namespace and access" "bky-$(installation_marker).$NAMESPACE.ledger-writer." "$writer"
 expect_eq "the status names the user" "$writer" "$(jp bucketyaccess/ledger-writer '{.status.principal}')"
