@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -344,5 +345,23 @@ func TestIAMBucketsPolicyACLHeaders(t *testing.T) {
 	}
 	if _, err := iamBucketsPolicy([]string{"open", "a*"}, drivers.RoleReadOnly, func(string) bool { return false }); err == nil {
 		t.Error("a bucket name with a wildcard: want refused")
+	}
+}
+
+// TestGrantTimeout: a grant or revocation has requestTimeout per bucket it
+// touches, kept or dropped; one without a bucket still has one.
+func TestGrantTimeout(t *testing.T) {
+	be := &Backend{cfg: &Config{RequestTimeout: drivers.Duration{Duration: time.Second}}}
+	for _, c := range []struct {
+		a    drivers.Access
+		want time.Duration
+	}{
+		{drivers.Access{}, time.Second},
+		{drivers.Access{Resource: "a"}, time.Second},
+		{drivers.Access{Resource: "a", Several: severalOf("a", "b", "c"), Drop: []string{"d"}}, 4 * time.Second},
+	} {
+		if got := be.grantTimeout(c.a); got != c.want {
+			t.Errorf("%v: want %v, got %v", c.a.Resources(), c.want, got)
+		}
 	}
 }
