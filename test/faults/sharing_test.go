@@ -50,7 +50,15 @@ func (a *attack) sharingAttacks() {
 		}
 		refusals = append(refusals, strings.ReplaceAll(err.Error(), name, "NAME"))
 	}
-	a.tb.add(t, a.run, "sharing: accesses to a Buckety that does not share with the namespace, admitted", admitted, admitted == 0)
+	// The same Buckety among several: one of them without consent is
+	// enough to refuse the access.
+	severalRefs := access(a.malloryNS, "unshared-several", a.aliceNS, "orders", v1.RoleReadOnly)
+	severalRefs.Spec.BucketyRefs = []v1.BucketyReference{{Name: "mine"}, severalRefs.Spec.BucketyRef}
+	severalRefs.Spec.BucketyRef = v1.BucketyReference{}
+	if err := a.mallory.Create(a.ctx, severalRefs); err == nil {
+		admitted++
+	}
+	a.tb.add(t, a.run, "sharing: accesses to a Buckety that does not share with the namespace (alone or among several), admitted", admitted, admitted == 0)
 	told := 0
 	if len(refusals) == 2 && refusals[0] != refusals[1] {
 		told = 1
@@ -126,6 +134,10 @@ func (a *attack) sharingAttacks() {
 	var created []*v1.BucketyAccess
 	for i := range n {
 		x := access(a.malloryNS, fmt.Sprintf("feed-%d", i), ownerNS, "feed", v1.RoleReadOnly)
+		if i%2 == 1 {
+			// Every other one names it in a list of several.
+			x.Spec.BucketyRefs, x.Spec.BucketyRef = []v1.BucketyReference{x.Spec.BucketyRef}, v1.BucketyReference{}
+		}
 		if a.mallory.Create(a.ctx, x) == nil {
 			created = append(created, x)
 		}
@@ -138,7 +150,7 @@ func (a *attack) sharingAttacks() {
 			if err := a.e.k8s.Get(a.ctx, client.ObjectKeyFromObject(x), cur); err != nil {
 				return true
 			}
-			return cur.Withdrawn()
+			return cur.WithdrawnFrom(ownerNS, "feed") && cur.Status.Principal == ""
 		})
 	}
 	close(stop)

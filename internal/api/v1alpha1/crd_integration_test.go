@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -129,9 +130,42 @@ func TestCRDsOnRealAPIServer(t *testing.T) {
 		t.Fatalf("create BucketyAccess: %v", err)
 	}
 	rejected("change bucketyRef", a, func() { a.Spec.BucketyRef.Name = "other" }, "spec.bucketyRef is immutable")
+	rejected("bucketyRef changed to bucketyRefs", a, func() {
+		a.Spec.BucketyRef, a.Spec.BucketyRefs = v1.BucketyReference{}, []v1.BucketyReference{{Name: "orders"}}
+	}, "spec.bucketyRef and spec.bucketyRefs are immutable")
+	rejected("bucketyRefs beside bucketyRef", a, func() { a.Spec.BucketyRefs = []v1.BucketyReference{{Name: "orders"}} }, "set exactly one of bucketyRef (one Buckety) and bucketyRefs (several)")
 	rejected("change credentialsSecretName", a, func() { a.Spec.CredentialsSecretName = "other" }, "spec.credentialsSecretName is immutable")
 	rejected("invalid role", a, func() { a.Spec.Role = "Admin" }, `spec.role: Unsupported value: "Admin"`)
 	rejected("invalid secret name", a, func() { a.Spec.CredentialsSecretName = "Not_A_Name" }, "spec.credentialsSecretName")
+
+	// An access naming several Bucketies: 1 to 128, the list immutable.
+	refs := func(n int) []v1.BucketyReference {
+		out := make([]v1.BucketyReference, n)
+		for i := range out {
+			out[i] = v1.BucketyReference{Name: fmt.Sprintf("t%d", i)}
+		}
+		return out
+	}
+	createRejected := func(what string, a *v1.BucketyAccess, want string) {
+		t.Helper()
+		if err := c.Create(ctx, a); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want rejection containing %q, got %v", what, want, err)
+		}
+	}
+	multi := func(name string, r []v1.BucketyReference) *v1.BucketyAccess {
+		return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant1"}, Spec: v1.BucketyAccessSpec{BucketyRefs: r, CredentialsSecretName: name}}
+	}
+	createRejected("neither bucketyRef nor bucketyRefs", multi("none", nil), "set exactly one of bucketyRef (one Buckety) and bucketyRefs (several)")
+	createRejected("129 Bucketies", multi("many", refs(129)), "spec.bucketyRefs: Too many: 129: must have at most 128 items")
+	createRejected("an empty name among them", multi("empty", []v1.BucketyReference{{Name: "a"}, {}}), "spec.bucketyRefs[1].name")
+	m := multi("multi", refs(128))
+	if err := c.Create(ctx, m); err != nil {
+		t.Fatalf("create a BucketyAccess naming 128 Bucketies: %v", err)
+	}
+	rejected("change bucketyRefs", m, func() { m.Spec.BucketyRefs = refs(2) }, "spec.bucketyRefs is immutable")
+	rejected("bucketyRefs changed to bucketyRef", m, func() {
+		m.Spec.BucketyRefs, m.Spec.BucketyRef = nil, v1.BucketyReference{Name: "t0"}
+	}, "spec.bucketyRef and spec.bucketyRefs are immutable")
 	// An access's parameters are bounded as a Buckety's are, by the API
 	// server itself: what a tenant can make the controller cache is
 	// bounded per object even where no webhook runs.

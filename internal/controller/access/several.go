@@ -53,10 +53,12 @@ func (t target) key(a *v1.BucketyAccess) string { return a.RefKey(t.ref) }
 
 // resolveSeveral is buckety for an access naming several Bucketies: each
 // resolved by bucketyOf, all on one backend. ok is false, the reason in f,
-// when the access must wait or is withdrawn from every one (f.notShared).
+// when the access must wait, or is withdrawn (f.notShared): from every
+// one, or from one while another waits.
 func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f *facts) (*grantedOn, *backends.Entry, bool, error) {
 	on := &grantedOn{several: true}
 	var e *backends.Entry
+	waiting := false
 	for i, ref := range a.Spec.BucketyRefs {
 		b, be, ok, err := r.bucketyOf(ctx, a, ref, f)
 		if err != nil {
@@ -69,7 +71,10 @@ func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f 
 			continue
 		}
 		if !ok {
-			return nil, nil, false, nil
+			// The others are still looked at: one that stopped sharing
+			// is taken back now, whatever the others wait for.
+			waiting = true
+			continue
 		}
 		if e != nil && be.Name != e.Name {
 			f.invalid = field.Invalid(field.NewPath("spec", "bucketyRefs").Index(i), ref.Name, fmt.Sprintf("Buckety %s is on backend %s and %s on backend %s: the Bucketies of one access share one backend", refNameOf(a, ref), be.Name, refNameOf(a, on.targets[0].ref), e.Name)).Error()
@@ -78,8 +83,14 @@ func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f 
 		e = be
 		on.targets = append(on.targets, target{ref: ref, b: b})
 	}
-	if len(on.targets) == 0 {
+	switch {
+	case len(on.withdrawn) > 0 && (waiting || len(on.targets) == 0):
+		// Every one stopped sharing, or the rest cannot be granted now
+		// to take the one that did away alone: the access gives up
+		// everything, and is granted afresh once they can be.
 		f.notShared = strings.Join(on.why, "; ")
+		return nil, nil, false, nil
+	case waiting:
 		return nil, nil, false, nil
 	}
 	return on, e, true, nil

@@ -1,0 +1,184 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// severalAccess is access ns/name over refs, writing Secret name.
+func severalAccess(ns, name string, role v1.Role, refs ...v1.BucketyReference) *v1.BucketyAccess {
+	return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketyAccessSpec{
+		BucketyRefs: refs, Role: role, CredentialsSecretName: name}}
+}
+
+// severalShape checks the Secret of an access over several: the list key
+// names want in order, one per-resource key each, and no single key.
+func severalShape(t *testing.T, data map[string][]byte, list, base string, want map[string]string, order []string) {
+	t.Helper()
+	var names []string
+	for _, k := range order {
+		names = append(names, want[k])
+		if got := string(data[base+"."+k]); got != want[k] {
+			t.Errorf("Secret key %s.%s: want %q, got %q", base, k, want[k], got)
+		}
+	}
+	if got := string(data[list]); got != strings.Join(names, ",") {
+		t.Errorf("Secret key %s: want %q, got %q", list, strings.Join(names, ","), got)
+	}
+	if _, ok := data[base]; ok {
+		t.Errorf("Secret of an access over several: want no %s key, got %q", base, data[base])
+	}
+	for k := range data {
+		if rest, ok := strings.CutPrefix(k, base+"."); ok {
+			if _, named := want[rest]; !named {
+				t.Errorf("Secret key %s names no Buckety of the access", k)
+			}
+		}
+	}
+}
+
+// TestSeveralKafka (#51 item 3), on a broker with SCRAM and ACLs: one
+// access over four topics of its namespace and one another namespace
+// shares gets one user that produces and consumes on all five and nothing
+// else; the Secret names each; the foreign one's consent withdrawn takes
+// that topic's rights away at the next pass (the time is printed), keeps
+// the others, and no longer holds that Buckety's deletion; a rotation
+// rewrites every shape; a Buckety it names waits for it to be deleted;
+// deleting the access revokes the user.
+func TestSeveralKafka(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, 0)
+	startController(t, cfg, nil, time.Hour)
+	ns, owner := namespace(t), namespace(t)
+	removeWhileRunning(t, ns)
+	removeWhileRunning(t, owner)
+	want := map[string]string{}
+	var order []string
+	var refs []v1.BucketyReference
+	for i := range 4 {
+		name := fmt.Sprintf("t%d", i)
+		create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + "." + name}})
+		want[name], order = ns+"."+name, append(order, name)
+		refs = append(refs, v1.BucketyReference{Name: name})
+	}
+	shared := sharedBuckety(owner, "orders", "kafka", owner+".orders", ns, v1.RoleReadWrite)
+	create(t, shared)
+	foreignKey := owner + "_orders"
+	want[foreignKey], order = owner+".orders", append(order, foreignKey)
+	refs = append(refs, v1.BucketyReference{Namespace: owner, Name: "orders"})
+	// A topic the access does not name.
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".other"}})
+
+	multi := severalAccess(ns, "multi", v1.RoleReadWrite, refs...)
+	multi.Spec.SecretFormats = []string{"java", "librdkafka"}
+	create(t, multi)
+	waitCondition(t, multi, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	data := secret(t, ns, "multi").Data
+	severalShape(t, data, "topics", "topic", want, order)
+	for _, k := range order {
+		if err := produceWith(t, data, want[k]); err != nil {
+			t.Errorf("produce to %s: %v", want[k], err)
+		}
+		if err := consumeWith(t, data, want[k], string(data[kadmdriver.SecretGroupPrefix])+"app-"+k); err != nil {
+			t.Errorf("consume %s: %v", want[k], err)
+		}
+	}
+	if err := produceWith(t, data, ns+".other", kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("a topic the access does not name: want produce refused with TOPIC_AUTHORIZATION_FAILED, got %v", err)
+	}
+	if got := string(data[kadmdriver.SecretClientProperties]); !strings.Contains(got, "# topics: "+string(data["topics"])) {
+		t.Errorf("java client.properties: want a comment naming the topics, got %q", got)
+	}
+	if creds := credentialsOf(t, multi.UID); len(creds) != 1 || len(creds[0].Spec.Resources) != 5 {
+		t.Errorf("want one credential recording five resources, got %+v", creds)
+	}
+	wait.For(t, waitTimeout, "the owner's status.sharedWith naming the access", func() (bool, string) {
+		got := holders(t, shared)
+		return got == fmt.Sprintf("1: %s/multi ReadWrite true", ns), got
+	})
+
+	// The owner withdraws its consent: that topic's rights go, the
+	// others stay, and the owner's Buckety no longer waits for the access.
+	patch(t, shared, `{"spec":{"sharing":null}}`)
+	since := time.Now()
+	wait.For(t, waitTimeout, "the access withdrawn from "+owner+"/orders alone", func() (bool, string) {
+		a := getAccess(t, ns, "multi")
+		got := strings.Join(a.Status.Withdrawn, ",")
+		return got == owner+"/orders" && a.Status.ObservedGeneration == a.Generation, "status.withdrawn: " + got + "; " + condString(a.Status.Conditions)
+	})
+	t.Logf("figure: one of several Bucketies stopped sharing, its rights revoked and the Secret rewritten %s after the rule was removed", time.Since(since).Round(time.Millisecond))
+	after := secret(t, ns, "multi").Data
+	delete(want, foreignKey)
+	severalShape(t, after, "topics", "topic", want, order[:4])
+	if string(after[kadmdriver.SecretSASLPassword]) != string(data[kadmdriver.SecretSASLPassword]) {
+		t.Error("one Buckety withdrawn: want the same credential for the others")
+	}
+	if err := produceWith(t, after, owner+".orders", kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("the withdrawn topic: want produce refused with TOPIC_AUTHORIZATION_FAILED, got %v", err)
+	}
+	if err := produceWith(t, after, want["t1"]); err != nil {
+		t.Errorf("a topic still named: want produce allowed, got %v", err)
+	}
+	c := waitCondition(t, multi, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if !strings.Contains(c.Message, owner+"/orders") {
+		t.Errorf("Ready: want the message to name the Buckety that stopped sharing, got %q", c.Message)
+	}
+	if err := k8s.Delete(context.Background(), shared); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the owner's Buckety deleted, not waiting for the withdrawn access", func() (bool, string) { return gone(t, shared) })
+
+	// A rotation rewrites every shape with the new credential.
+	patch(t, multi, `{"spec":{"rotation":"1"}}`)
+	wait.For(t, waitTimeout, "rotation 1 honoured", func() (bool, string) {
+		a := getAccess(t, ns, "multi")
+		return a.Status.Rotation == "1" && a.Status.ObservedGeneration == a.Generation, condString(a.Status.Conditions)
+	})
+	rotated := secret(t, ns, "multi").Data
+	if string(rotated[kadmdriver.SecretSASLUsername]) == string(after[kadmdriver.SecretSASLUsername]) {
+		t.Errorf("rotation: want a new user, got %s again", rotated[kadmdriver.SecretSASLUsername])
+	}
+	for _, k := range []string{kadmdriver.SecretClientProperties, kadmdriver.SecretLibrdkafkaConfig} {
+		if !strings.Contains(string(rotated[k]), string(rotated[kadmdriver.SecretSASLPassword])) || !strings.Contains(string(rotated[k]), "# topics: "+string(rotated["topics"])) {
+			t.Errorf("rotation: want %s rewritten with the new password and the topics", k)
+		}
+	}
+	severalShape(t, rotated, "topics", "topic", want, order[:4])
+	if err := produceWith(t, rotated, want["t2"]); err != nil {
+		t.Errorf("the rotated credential: want produce allowed, got %v", err)
+	}
+
+	// A Buckety the access names waits for it.
+	t0 := getBuckety(t, ns, "t0")
+	if err := k8s.Delete(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	if c := waitCondition(t, t0, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, "", waitTimeout); !strings.Contains(c.Message, "multi") {
+		t.Errorf("deleting a Buckety the access names: want it blocked by multi, got %q", c.Message)
+	}
+
+	// Deleted: the user goes, and the Buckety it held back with it.
+	if err := k8s.Delete(context.Background(), multi); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "t0 deleted once the access is gone", func() (bool, string) { return gone(t, t0) })
+	if err := produceWith(t, rotated, want["t1"]); err == nil {
+		t.Error("the access deleted: want its user refused")
+	}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(multi), &v1.BucketyAccess{}); err == nil {
+		t.Error("want the access gone")
+	}
+}
