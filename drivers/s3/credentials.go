@@ -375,7 +375,7 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 		if err != nil {
 			return drivers.Grant{}, err
 		}
-		ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+		ctx, cancel := context.WithTimeout(ctx, b.grantTimeout(a))
 		defer cancel()
 		if secret, err = is.grant(ctx, a, secret); err != nil {
 			return drivers.Grant{}, err
@@ -402,9 +402,15 @@ func (b *Backend) revokeCredential(ctx context.Context, a drivers.Access) error 
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout())
+	ctx, cancel := context.WithTimeout(ctx, b.grantTimeout(a))
 	defer cancel()
 	return is.revoke(ctx, a)
+}
+
+// grantTimeout bounds a grant or revocation: requestTimeout per bucket
+// it touches (on versitygw a read and a write of each bucket's policy).
+func (b *Backend) grantTimeout(a drivers.Access) time.Duration {
+	return b.cfg.timeout() * time.Duration(max(1, len(a.Resources())+len(a.Drop)))
 }
 
 // SweepCredentials implements drivers.CredentialSweeper through the

@@ -69,42 +69,66 @@ type iamIssuer struct {
 // aclHeaders a role that uploads may also send ACL headers
 // (s3:PutObjectAcl, see publicacls.go).
 func iamAccessPolicy(bucket string, role drivers.Role, aclHeaders bool) ([]byte, error) {
+	return iamBucketsPolicy([]string{bucket}, role, func(string) bool { return aclHeaders })
+}
+
+// iamBucketsPolicy is the inline policy of a role's key on buckets: the
+// bucket-level actions on every one, the object-level ones on their
+// objects, with s3:PutObjectAcl on the objects of the buckets aclHeaders
+// allows it on, for a role that uploads.
+func iamBucketsPolicy(buckets []string, role drivers.Role, aclHeaders func(bucket string) bool) ([]byte, error) {
 	acts, ok := actionsOf[role]
 	if !ok {
 		return nil, fmt.Errorf("role %q has no actions", role)
 	}
-	if !bucketNameRE.MatchString(bucket) {
-		return nil, fmt.Errorf("bucket %q is not a plain S3 bucket name", bucket)
+	if err := plainBuckets(buckets); err != nil {
+		return nil, err
 	}
-	object := acts.Object
-	if aclHeaders && uploads(acts) {
-		object = append(slices.Clip(object), "s3:PutObjectAcl")
+	var plain, acl []string
+	for _, b := range buckets {
+		if uploads(acts) && aclHeaders(b) {
+			acl = append(acl, b)
+		} else {
+			plain = append(plain, b)
+		}
 	}
-	return policy.ForBucket(bucket, acts.Bucket, object).JSON(), nil
+	doc := policy.ForBuckets(buckets, acts.Bucket, nil)
+	if len(plain) > 0 {
+		doc.Statement = append(doc.Statement, policy.ForBuckets(plain, nil, acts.Object).Statement...)
+	}
+	if len(acl) > 0 {
+		object := append(slices.Clip(acts.Object), "s3:PutObjectAcl")
+		doc.Statement = append(doc.Statement, policy.ForBuckets(acl, nil, object).Statement...)
+	}
+	return doc.JSON(), nil
 }
 
 // uploads reports whether a role's actions include uploading.
 func uploads(acts roleActions) bool { return slices.Contains(acts.Object, "s3:PutObject") }
 
-// accessPolicy is a's inline policy, as the bucket stands now. blocked
+// accessPolicy is a's inline policy, as its buckets stand now. blocked
 // remembers, for one sweep, what each bucket's public access block said
 // (nil: read it). A role that does not upload needs no read.
 func (i *iamIssuer) accessPolicy(ctx context.Context, a drivers.Access, blocked map[string]bool) ([]byte, error) {
 	role := roleOf(a)
-	acl := false
+	buckets := a.Resources()
+	acl := map[string]bool{}
 	if acts, ok := actionsOf[role]; ok && uploads(acts) {
-		var seen bool
-		if acl, seen = blocked[a.Resource]; !seen {
-			var err error
-			if acl, err = i.b.aclHeadersAllowed(ctx, a.Resource); err != nil {
-				return nil, err
+		for _, bucket := range buckets {
+			allowed, seen := blocked[bucket]
+			if !seen {
+				var err error
+				if allowed, err = i.b.aclHeadersAllowed(ctx, bucket); err != nil {
+					return nil, err
+				}
+				if blocked != nil {
+					blocked[bucket] = allowed
+				}
 			}
-			if blocked != nil {
-				blocked[a.Resource] = acl
-			}
+			acl[bucket] = allowed
 		}
 	}
-	return iamAccessPolicy(a.Resource, role, acl)
+	return iamBucketsPolicy(buckets, role, func(b string) bool { return acl[b] })
 }
 
 // ready asks IAM for buckety's users: an answer means users can be made
@@ -143,6 +167,9 @@ func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret strin
 	b, c := i.b, i.iam
 	policy, err := i.accessPolicy(ctx, a, nil)
 	if err != nil {
+		return "", "", err
+	}
+	if err := b.fitUserPolicy(a, policy); err != nil {
 		return "", "", err
 	}
 	tags := []iam.Tag{{Key: iamTagAccess, Value: a.UID}}

@@ -65,8 +65,11 @@ func MinIOPolicyName(principal string) string { return "buckety-" + principal }
 // account of the legacy parent) is replaced by a user with the same key
 // and secret.
 func (m *minioIssuer) grant(ctx context.Context, a drivers.Access, secret string) (string, error) {
-	doc, err := minioAccessPolicy(a.Resource, roleOf(a))
+	doc, err := minioBucketsPolicy(a.Resources(), roleOf(a))
 	if err != nil {
+		return "", err
+	}
+	if err := m.b.fitUserPolicy(a, doc); err != nil {
 		return "", err
 	}
 	name := MinIOPolicyName(a.Principal)
@@ -199,7 +202,7 @@ func (m *minioIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, er
 	var drifted []int
 	var skipped []error
 	for i, a := range as {
-		want, err := minioAccessPolicy(a.Resource, roleOf(a))
+		want, err := minioBucketsPolicy(a.Resources(), roleOf(a))
 		if err != nil {
 			skipped = append(skipped, fmt.Errorf("%s: %w", a.Principal, err))
 			continue
@@ -234,22 +237,25 @@ func roleNames() []string {
 // notably '*' and '?', would make a policy's ARNs match other buckets.
 var bucketNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 
-// minioAccessPolicy is the policy of an access's user: exactly the
-// role's actions on that bucket, and every admin action denied. Role ""
-// is ReadWrite.
+// minioAccessPolicy is the policy of an access's user on one bucket
+// (minioBucketsPolicy).
 func minioAccessPolicy(bucket string, role drivers.Role) ([]byte, error) {
+	return minioBucketsPolicy([]string{bucket}, role)
+}
+
+// minioBucketsPolicy is the policy of an access's user: exactly the
+// role's actions on those buckets, and every admin action denied. Role ""
+// is ReadWrite. A policy naming one bucket fits any server; the grant
+// bounds one naming several (fitUserPolicy).
+func minioBucketsPolicy(buckets []string, role drivers.Role) ([]byte, error) {
 	a, ok := actionsOf[role.OrDefault()]
 	if !ok {
 		return nil, fmt.Errorf("unknown role %q (known: %s)", role, strings.Join(roleNames(), ", "))
 	}
-	if !bucketNameRE.MatchString(bucket) {
-		return nil, fmt.Errorf("bucket %q is not a plain S3 bucket name", bucket)
-	}
-	doc := policy.ForBucket(bucket, a.Bucket, a.Object)
-	doc.Statement = append(doc.Statement, denyAdmin)
-	b := doc.JSON()
-	if err := minioadmin.ValidInlinePolicy(b); err != nil {
+	if err := plainBuckets(buckets); err != nil {
 		return nil, err
 	}
-	return b, nil
+	doc := policy.ForBuckets(buckets, a.Bucket, a.Object)
+	doc.Statement = append(doc.Statement, denyAdmin)
+	return doc.JSON(), nil
 }

@@ -72,11 +72,12 @@ func (v *versityIssuer) inspect(ctx context.Context, principal string) (bool, er
 	return found, nil
 }
 
-// revoke removes the key from buckety's statements of its bucket's
-// policy, then deletes its user.
+// revoke removes the key from buckety's statements of its buckets'
+// policies (every bucket it was granted on, and those it was to lose),
+// then deletes its user.
 func (v *versityIssuer) revoke(ctx context.Context, a drivers.Access) error {
-	if a.Resource != "" {
-		if err := v.setBucketGrant(ctx, a.Resource, a.Principal, "", nil); err != nil && !isNoSuchBucket(err) {
+	for _, bucket := range append(a.Resources(), a.Drop...) {
+		if err := v.setBucketGrant(ctx, bucket, a.Principal, "", nil); err != nil && !isNoSuchBucket(err) {
 			return err
 		}
 	}
@@ -101,13 +102,14 @@ func (v *versityIssuer) list(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
-// grant names the access's key in buckety's statements of the
-// bucket policy for its role, creating or re-keying its user once the new
-// policy is known to fit: a bucket whose policy cannot name one more key
-// gets no user that would be left over.
+// grant names the access's key in buckety's statements of each of its
+// buckets' policies for its role, creating or re-keying its user once the
+// first bucket's new policy is known to fit: a bucket whose policy cannot
+// name one more key gets no user that would be left over. The buckets
+// the access is to lose (Access.Drop) lose its grant.
 func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret string) (string, error) {
 	b := v.b
-	err := v.setBucketGrant(ctx, a.Resource, a.Principal, string(roleOf(a)), func(ctx context.Context) error {
+	user := func(ctx context.Context) error {
 		err := v.admin.CreateUser(ctx, a.Principal, secret)
 		if errors.Is(err, versityadmin.ErrUserExists) {
 			if a.JustRecorded() {
@@ -121,8 +123,19 @@ func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret stri
 			return b.adminError("make user "+a.Principal, err)
 		}
 		return nil
-	})
-	return secret, err
+	}
+	for _, bucket := range a.Resources() {
+		if err := v.setBucketGrant(ctx, bucket, a.Principal, string(roleOf(a)), user); err != nil {
+			return secret, err
+		}
+		user = nil
+	}
+	for _, bucket := range a.Drop {
+		if err := v.setBucketGrant(ctx, bucket, a.Principal, "", nil); err != nil && !isNoSuchBucket(err) {
+			return secret, err
+		}
+	}
+	return secret, nil
 }
 
 // setBucketGrant makes principal's grant on bucket role ("" removes it)
@@ -193,8 +206,9 @@ func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, r
 }
 
 // sweep makes one ListUsers, and one GetBucketPolicy per bucket: a
-// missing user, or a principal whose grant in buckety's statements is not
-// its role (or buckety's statements edited), drifted. One bucket that
+// missing user, or a principal whose grant in buckety's statements of any
+// of its buckets is not its role (or buckety's statements edited),
+// drifted. One bucket that
 // cannot be judged does not keep the others from being judged.
 func (v *versityIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, error) {
 	b := v.b
@@ -212,7 +226,10 @@ func (v *versityIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, 
 		if _, ok := users[a.Principal]; !ok {
 			drifted[i] = true
 		}
-		byBucket[a.Resource] = append(byBucket[a.Resource], i)
+		// A principal granted on several buckets is judged on each.
+		for _, bucket := range a.Resources() {
+			byBucket[bucket] = append(byBucket[bucket], i)
+		}
 	}
 	var skipped []error
 	for bucket, idx := range byBucket {

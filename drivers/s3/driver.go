@@ -21,6 +21,13 @@ const Name = "s3"
 // version is the driver's SemVer; releases override it with
 // -ldflags "-X github.com/Yolean/buckety-controller/drivers/s3.version=0.3.1".
 //
+// 0.8.0 grants an access naming several Bucketies (spec.bucketyRefs,
+// drivers.SeveralGranter): one key with the role's rights on every
+// bucket, and a Secret with buckets and bucket.<key> (region.<key> where a
+// bucket's region is not the first's) instead of bucket. A minor: the
+// published secret schema no longer requires bucket, which an access
+// naming one Buckety still always has; nothing stored changes meaning.
+//
 // 0.7.0 drains a bucket and keeps it (drivers.Drainer): multipart uploads,
 // object versions and delete markers, in bounded steps; the bucket's
 // configuration is never touched. A minor: nothing existing changes.
@@ -54,7 +61,7 @@ const Name = "s3"
 // ratchets: an unchanged value is kept on update, with a warning), so
 // existing resources keep reconciling; only new requests for a parameter
 // the backend cannot apply are refused, which is what gating is for.
-var version = "0.7.0"
+var version = "0.8.0"
 
 // Driver is the s3 driver.
 type Driver struct {

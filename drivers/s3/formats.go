@@ -55,6 +55,7 @@ var secretFormats = []drivers.SecretFormat{
 			{Name: SecretAWSRegion, Description: "The region: region, or us-east-1 when the Secret has none (the region requests are signed for)."},
 			{Name: SecretAWSDefaultRegion, Description: "The same region, for clients that read only AWS_DEFAULT_REGION (boto3 before 1.28, AWS CLI v1)."},
 		},
+		Several: "Unchanged: the keys, endpoint and region (the first bucket's) reach every bucket; the buckets are named by the default keys buckets and bucket.<key>.",
 	},
 	{
 		Name:        FormatAWSFiles,
@@ -63,6 +64,7 @@ var secretFormats = []drivers.SecretFormat{
 			{Name: SecretAWSCredentialsFile, Description: "The shared credentials file: [default] with aws_access_key_id and aws_secret_access_key."},
 			{Name: SecretAWSConfigFile, Description: "The shared config file: [default] with region, endpoint_url, s3 signature_version = s3v4 (older SDKs presign with SigV2 otherwise) and, where the backend sets forcePathStyle, s3 addressing_style = path."},
 		},
+		Several: "Unchanged: profile default's keys, endpoint and region (the first bucket's) reach every bucket; the buckets are named by the default keys buckets and bucket.<key>.",
 	},
 	{
 		Name:        FormatOBC,
@@ -75,6 +77,8 @@ var secretFormats = []drivers.SecretFormat{
 			keyAWSAccessKeyID,
 			keyAWSSecret,
 		},
+		Several:     "BUCKET_NAME holds one bucket, and ObjectBucketClaim apps read no other",
+		OneResource: true,
 	},
 	{
 		Name:        FormatRclone,
@@ -82,6 +86,7 @@ var secretFormats = []drivers.SecretFormat{
 		Keys: []drivers.SecretKey{
 			{Name: SecretRcloneConf, Description: "An rclone config with a remote s3 (type s3, the provider of the backend's implementation, the keys, endpoint, region, force_path_style as the backend addresses buckets, no_check_bucket = true) and a remote bucket (type alias, remote s3:<bucket>)."},
 		},
+		Several: "The remote s3, and instead of the remote bucket one alias remote per bucket, named by its key (bucket.<key>'s): rclone ls <key>:. A bucket whose region is not the first's is reached as s3,region=<region>:<bucket>. A Buckety keyed s3 is refused: its alias would be the remote s3.",
 	},
 }
 
@@ -97,13 +102,8 @@ func (c *Config) renderFormats(formats []string, data map[string][]byte) error {
 	if region == "" {
 		region = defaultRegion
 	}
-	for _, v := range [][]byte{[]byte(endpoint), id, secret, []byte(region), data[SecretBucket]} {
-		// Every format is line-oriented: a line break in a value would
-		// read as another setting. None is expected (keys are issued
-		// from a safe alphabet; the endpoint is a parsed URL).
-		if strings.ContainsAny(string(v), "\r\n") {
-			return fmt.Errorf("secret formats: a value of the Secret holds a line break, which no format can hold")
-		}
+	if err := oneLine(data); err != nil {
+		return err
 	}
 	for _, f := range formats {
 		switch f {
@@ -123,6 +123,9 @@ func (c *Config) renderFormats(formats []string, data map[string][]byte) error {
 			}
 			data[SecretAWSConfigFile] = []byte(conf)
 		case FormatOBC:
+			if len(data[SecretBucket]) == 0 {
+				return fmt.Errorf("secret format %s holds one bucket: an access naming several Bucketies (spec.bucketyRefs) cannot use it", FormatOBC)
+			}
 			host, port, err := hostPort(endpoint)
 			if err != nil {
 				return err
@@ -134,13 +137,64 @@ func (c *Config) renderFormats(formats []string, data map[string][]byte) error {
 			data[SecretAWSAccessKeyID] = id
 			data[SecretAWSSecretAccessKey] = secret
 		case FormatRclone:
-			data[SecretRcloneConf] = fmt.Appendf(nil, "[s3]\ntype = s3\nprovider = %s\naccess_key_id = %s\nsecret_access_key = %s\nendpoint = %s\nregion = %s\nforce_path_style = %t\nno_check_bucket = true\n\n[bucket]\ntype = alias\nremote = s3:%s\n",
-				c.server().rclone, id, secret, endpoint, region, c.ForcePathStyle, data[SecretBucket])
+			conf, err := c.rcloneConf(data, string(id), string(secret), endpoint, region)
+			if err != nil {
+				return err
+			}
+			data[SecretRcloneConf] = conf
 		default:
 			return fmt.Errorf("secret format %q: the s3 driver offers %s", f, strings.Join(drivers.FormatNames(New()), ", "))
 		}
 	}
 	return nil
+}
+
+// oneLine refuses a Secret value holding a line break. Every format is
+// line-oriented: a line break in a value would read as another setting.
+// None is expected (keys are issued from a safe alphabet; the endpoint is
+// a parsed URL, bucket names and regions are checked).
+func oneLine(data map[string][]byte) error {
+	for _, v := range data {
+		if strings.ContainsAny(string(v), "\r\n") {
+			return fmt.Errorf("secret formats: a value of the Secret holds a line break, which no format can hold")
+		}
+	}
+	return nil
+}
+
+// rcloneConf is the rclone format's config: the remote s3, then the
+// remote bucket, or for several buckets one alias remote per bucket named
+// by its key.
+func (c *Config) rcloneConf(data map[string][]byte, id, secret, endpoint, region string) ([]byte, error) {
+	conf := fmt.Appendf(nil, "[s3]\ntype = s3\nprovider = %s\naccess_key_id = %s\nsecret_access_key = %s\nendpoint = %s\nregion = %s\nforce_path_style = %t\nno_check_bucket = true\n",
+		c.server().rclone, id, secret, endpoint, region, c.ForcePathStyle)
+	if b := data[SecretBucket]; len(b) > 0 {
+		return fmt.Appendf(conf, "\n[bucket]\ntype = alias\nremote = s3:%s\n", b), nil
+	}
+	for _, key := range severalKeys(data) {
+		if key == "s3" {
+			return nil, fmt.Errorf("secret format %s: the Buckety keyed s3 in spec.bucketyRefs would name its alias remote as the remote s3: name it otherwise, or leave out the format", FormatRclone)
+		}
+		remote := "s3"
+		if r := data[drivers.SeveralKey(SecretRegion, key)]; len(r) > 0 {
+			remote = "s3,region=" + string(r)
+		}
+		conf = fmt.Appendf(conf, "\n[%s]\ntype = alias\nremote = %s:%s\n", key, remote, data[drivers.SeveralKey(SecretBucket, key)])
+	}
+	return conf, nil
+}
+
+// severalKeys are the keys of the buckets of a several-resource Secret
+// (bucket.<key>), sorted.
+func severalKeys(data map[string][]byte) []string {
+	var out []string
+	for k := range data {
+		if key, ok := strings.CutPrefix(k, SecretBucket+"."); ok {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // hostPort splits an endpoint URL into its host and port, the port

@@ -31,6 +31,9 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 		// without its bucket would be worse than none.
 		return drivers.Grant{}, fmt.Errorf("s3: backend %s: grant for %s/%s: no bucket", b.name, a.Namespace, a.Name)
 	}
+	if err := b.sameJurisdiction(a); err != nil {
+		return drivers.Grant{}, err
+	}
 	p := parseParams(a.ResourceParameters)
 	endpoint := b.cfg.consumerEndpoint()
 	if p.jurisdiction != "" {
@@ -42,7 +45,6 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 	}
 	data := map[string][]byte{
 		SecretEndpoint:        []byte(endpoint),
-		SecretBucket:          []byte(a.Resource),
 		SecretAccessKeyID:     []byte(b.cfg.AccessKeyID),
 		SecretSecretAccessKey: []byte(b.cfg.SecretAccessKey),
 	}
@@ -51,12 +53,10 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 		delete(data, SecretAccessKeyID)
 		delete(data, SecretSecretAccessKey)
 	}
-	switch {
-	case p.region != "":
-		data[SecretRegion] = []byte(p.region)
-	case b.cfg.Region != "":
-		data[SecretRegion] = []byte(b.cfg.Region)
+	if r := b.regionOf(a.ResourceParameters); r != "" {
+		data[SecretRegion] = []byte(r)
 	}
+	severalData(a, data, b.regionOf)
 	if a.Principal != "" {
 		return b.grantCredential(ctx, a, data)
 	}
@@ -70,6 +70,15 @@ func (b *Backend) grant(ctx context.Context, a drivers.Access) (drivers.Grant, e
 		reason = fmt.Sprintf("backend %s handed this access its own keys", b.name)
 	}
 	return drivers.Grant{Data: data, Reason: reason}, nil
+}
+
+// regionOf is a bucket's region as its Secret says it: its region
+// parameter, or the backend's region; "" when neither is set.
+func (b *Backend) regionOf(params map[string]string) string {
+	if r := parseParams(params).region; r != "" {
+		return r
+	}
+	return b.cfg.Region
 }
 
 // Revoke implements drivers.Backend: an access's own key is removed; the

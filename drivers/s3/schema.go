@@ -38,8 +38,11 @@ const (
 // are listed.
 var secretKeys = []drivers.SecretKey{
 	{Name: SecretEndpoint, Description: "The S3 endpoint URL consumers use: the backend's consumerEndpoint, or its endpoint; for an R2 bucket with a jurisdiction, that jurisdiction's endpoint."},
-	{Name: SecretBucket, Description: "The bucket name (the Buckety's status.backendResourceName)."},
-	{Name: SecretRegion, Optional: true, Description: "The bucket's region: its region parameter, or the backend's region. Absent when neither is set."},
+	{Name: SecretBucket, Optional: true, Description: "The bucket name (the Buckety's status.backendResourceName), for an access naming one Buckety (spec.bucketyRef)."},
+	{Name: SecretBuckets, Optional: true, Description: "For an access naming several Bucketies (spec.bucketyRefs): every bucket name, comma-separated, in the order spec.bucketyRefs names them."},
+	{Name: SecretBucket, Optional: true, PerResource: true, Description: "For an access naming several Bucketies (spec.bucketyRefs): bucket.<key> is the bucket name of each, where <key> is the Buckety's name, or <namespace>_<name> for another namespace's."},
+	{Name: SecretRegion, Optional: true, Description: "The bucket's region: its region parameter, or the backend's region; for an access naming several Bucketies (spec.bucketyRefs), the first's. Absent when neither is set."},
+	{Name: SecretRegion, Optional: true, PerResource: true, Description: "For an access naming several Bucketies (spec.bucketyRefs): region.<key> is the region of each bucket whose region is not region's (keyed as bucket.<key>); absent for the others."},
 	{Name: SecretAccessKeyID, Description: "The access key ID: the access's own key where the backend issues keys per access (credentials; ScopingNotImplemented=False): bky<installation marker>-<hash>-<serial> (bky<hash>-<serial> when issued before the installation was named) on minio and versitygw, the key IAM issued to the access's user of that name on aws and seaweedfs; otherwise the backend's own (not scoped to the bucket)."},
 	{Name: SecretSecretAccessKey, Description: "The secret access key that goes with accessKeyID: for the access's own key, 40 random characters stored nowhere but this Secret."},
 }

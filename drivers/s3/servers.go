@@ -64,6 +64,10 @@ type server struct {
 	blocksPublicACLs bool
 	// policyMaxBytes bounds the bucket policies buckety writes; 0: none.
 	policyMaxBytes int
+	// userPolicyMaxBytes bounds the policy of a key per access (a MinIO
+	// user's canned policy, an IAM user's inline policy), which names
+	// every bucket of an access naming several Bucketies; 0: none known.
+	userPolicyMaxBytes int
 	// rclone is rclone's s3 provider for the server.
 	rclone string
 }
@@ -80,11 +84,13 @@ var servers = []server{
 		issuer: newIAMIssuer, iamKeys: true, credentialFields: []string{credIAMEndpoint},
 		endpointOptional: true, globalAddress: "aws",
 		iamEndpoint: iam.AWSEndpoint, iamRegion: iam.AWSSigningRegion,
-		rclone: "AWS",
+		userPolicyMaxBytes: iam.AWSInlineUserPolicyMaxBytes,
+		rclone:             "AWS",
 	},
 	{
 		impl: ImplMinIO, capabilities: []string{ParamLifecycle, ParamVersioning, ParamQuota, ParamAnonymousRead},
 		issuer: newMinIOIssuer, credentialFields: []string{credParentUser},
+		userPolicyMaxBytes: minioadmin.MaxCannedPolicy,
 		admin: func(b *Backend, hc *http.Client) {
 			b.minio = minioadmin.New(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
 			b.quotas = minioQuotas{b.minio}

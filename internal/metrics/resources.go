@@ -197,7 +197,7 @@ func resourceSamples(in resourceLists) []sample {
 		}
 		objs := make([]object, len(in.accesses))
 		for i, a := range in.accesses {
-			objs[i] = object{backend: backendOf[[2]string{a.BucketyNamespace(), a.Spec.BucketyRef.Name}], created: a.CreationTimestamp, conditions: a.Status.Conditions}
+			objs[i] = object{backend: backendOf[[2]string{a.BucketyNamespace(), a.FirstRef().Name}], created: a.CreationTimestamp, conditions: a.Status.Conditions}
 		}
 		out = append(out, kindSamples("BucketyAccess", v1.BucketyAccessConditions, in.backends, objs)...)
 	}

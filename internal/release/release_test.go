@@ -120,7 +120,7 @@ func TestSchemasAreDeterministic(t *testing.T) {
 			t.Errorf("%s: committed file differs from the generated one (run make generate): %v", name, err)
 		}
 	}
-	for _, want := range []string{"drivers/kadm/schema/v0.9/parameters.schema.json", "drivers/s3/schema/v0.7/config.schema.json", release.ControllerSchemaPath} {
+	for _, want := range []string{"drivers/kadm/schema/v0.9/parameters.schema.json", "drivers/s3/schema/v0.8/config.schema.json", release.ControllerSchemaPath} {
 		if _, ok := a[want]; !ok {
 			t.Errorf("want %s generated", want)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
+	"github.com/Yolean/buckety-controller/test/seaweedfs"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -180,5 +186,114 @@ func TestSeveralKafka(t *testing.T) {
 	}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(multi), &v1.BucketyAccess{}); err == nil {
 		t.Error("want the access gone")
+	}
+}
+
+// TestSeveralS3 (#51 item 3), on VersityGW, MinIO and SeaweedFS (IAM),
+// each issuing a key per access: one access over two buckets of its
+// namespace and one another namespace shares gets one key that writes and
+// lists all three and nothing else; the Secret names each, its rclone
+// config has a remote per bucket; the foreign one's consent withdrawn
+// takes that bucket's rights away at the next pass (the time is printed)
+// and keeps the others; a rotation rewrites every shape; deleting the
+// access revokes the key.
+func TestSeveralS3(t *testing.T) {
+	needInfra(t)
+	for _, impl := range append(slices.Clone(s3test.Implementations), "seaweedfs") {
+		t.Run(impl, func(t *testing.T) {
+			var be config.Backend
+			if impl == "seaweedfs" {
+				srv := seaweedfs.Start(t, seaweedfs.Options{})
+				be = harness.S3("s3-scoped", s3driver.Config{Implementation: s3driver.ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
+					AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second), Credentials: &s3driver.Credentials{}})
+				be.Credentials = harness.Grace(3 * time.Second)
+			} else {
+				_, be = scopedS3(t, impl)
+			}
+			startController(t, harness.ConfigYAML(be), nil, time.Hour)
+			ns, owner := namespace(t), namespace(t)
+			removeWhileRunning(t, ns)
+			removeWhileRunning(t, owner)
+			want := map[string]string{}
+			var order []string
+			var refs []v1.BucketyReference
+			for _, name := range []string{"raw", "thumbs", "other"} {
+				create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-scoped", Name: ns + "-" + name}})
+				if name != "other" {
+					want[name], order = ns+"-"+name, append(order, name)
+					refs = append(refs, v1.BucketyReference{Name: name})
+				}
+			}
+			create(t, sharedBuckety(owner, "ledger", "s3-scoped", owner+"-ledger", ns, v1.RoleReadWrite))
+			foreignKey := owner + "_ledger"
+			want[foreignKey], order = owner+"-ledger", append(order, foreignKey)
+			refs = append(refs, v1.BucketyReference{Namespace: owner, Name: "ledger"})
+			multi := severalAccess(ns, "multi", v1.RoleReadWrite, refs...)
+			multi.Spec.SecretFormats = []string{"aws-env", "rclone"}
+			create(t, multi)
+			waitCondition(t, multi, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			waitCondition(t, multi, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonAsExpected, waitTimeout)
+			data := secret(t, ns, "multi").Data
+			severalShape(t, data, "buckets", "bucket", want, order)
+			for _, k := range order {
+				if err := putWith(data, want[k], "a"); err != nil {
+					t.Errorf("put into %s: %v", want[k], err)
+				}
+				if err := listWith(data, want[k]); err != nil {
+					t.Errorf("list %s: %v", want[k], err)
+				}
+				if !strings.Contains(string(data["rclone.conf"]), "remote = s3:"+want[k]) {
+					t.Errorf("rclone.conf: want a remote for bucket %s, got %q", want[k], data["rclone.conf"])
+				}
+			}
+			if err := putWith(data, ns+"-other", "a"); err == nil {
+				t.Error("a bucket the access does not name: want put refused")
+			}
+
+			patch(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: owner}}, `{"spec":{"sharing":null}}`)
+			since := time.Now()
+			wait.For(t, waitTimeout, "the access withdrawn from "+owner+"/ledger alone", func() (bool, string) {
+				a := getAccess(t, ns, "multi")
+				got := strings.Join(a.Status.Withdrawn, ",")
+				return got == owner+"/ledger" && a.Status.ObservedGeneration == a.Generation, "status.withdrawn: " + got + "; " + condString(a.Status.Conditions)
+			})
+			t.Logf("figure: %s: one of several buckets stopped sharing, its rights revoked and the Secret rewritten %s after the rule was removed", impl, time.Since(since).Round(time.Millisecond))
+			after := secret(t, ns, "multi").Data
+			delete(want, foreignKey)
+			severalShape(t, after, "buckets", "bucket", want, order[:2])
+			wait.For(t, waitTimeout, "the withdrawn bucket refusing the key", func() (bool, string) {
+				err := putWith(after, owner+"-ledger", "b")
+				return err != nil, fmt.Sprintf("put: %v", err)
+			})
+			if err := putWith(after, want["raw"], "b"); err != nil {
+				t.Errorf("a bucket still named: want put allowed, got %v", err)
+			}
+
+			patch(t, multi, `{"spec":{"rotation":"1"}}`)
+			wait.For(t, waitTimeout, "rotation 1 honoured", func() (bool, string) {
+				a := getAccess(t, ns, "multi")
+				return a.Status.Rotation == "1" && a.Status.ObservedGeneration == a.Generation, condString(a.Status.Conditions)
+			})
+			rotated := secret(t, ns, "multi").Data
+			key := string(rotated["accessKeyID"])
+			if key == string(after["accessKeyID"]) {
+				t.Errorf("rotation: want a new key, got %s again", key)
+			}
+			for _, k := range []string{"AWS_ACCESS_KEY_ID", "rclone.conf"} {
+				if !strings.Contains(string(rotated[k]), key) {
+					t.Errorf("rotation: want %s rewritten with the new key", k)
+				}
+			}
+			if err := putWith(rotated, want["thumbs"], "c"); err != nil {
+				t.Errorf("the rotated key: want put allowed, got %v", err)
+			}
+			if err := k8s.Delete(context.Background(), multi); err != nil {
+				t.Fatal(err)
+			}
+			wait.For(t, waitTimeout, "the access gone", func() (bool, string) { return gone(t, multi) })
+			if err := listWith(rotated, want["raw"]); err == nil {
+				t.Error("the access deleted: want its key refused")
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ func TestChooseDriver(t *testing.T) {
 		{name: "kadm", env: map[string]string{"bootstrap": "k:9092", "topic": "t"}, want: "kadm"},
 		{name: "s3 without region", env: map[string]string{"endpoint": "http://s", "bucket": "b", "accessKeyID": "a", "secretAccessKey": "s"}, want: "s3"},
 		{name: "s3 with region", env: map[string]string{"endpoint": "http://s", "bucket": "b", "region": "r", "accessKeyID": "a", "secretAccessKey": "s"}, want: "s3"},
-		{name: "s3 missing a key", env: map[string]string{"endpoint": "http://s", "bucket": "b", "accessKeyID": "a"}, err: "no Secret in the environment: want keys bootstrap (kadm) or endpoint+bucket+accessKeyID+secretAccessKey (s3)"},
+		{name: "s3 missing a key", env: map[string]string{"endpoint": "http://s", "bucket": "b", "accessKeyID": "a"}, err: "no Secret in the environment: want keys bootstrap (kadm) or endpoint+accessKeyID+secretAccessKey (s3)"},
 		{name: "empty", env: map[string]string{}, err: "no Secret in the environment"},
 		{name: "both", env: map[string]string{"bootstrap": "k:9092", "topic": "t", "endpoint": "http://s", "bucket": "b", "accessKeyID": "a", "secretAccessKey": "s"}, err: "the Secret keys of several drivers: kadm, s3"},
 	}

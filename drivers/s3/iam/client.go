@@ -20,6 +20,11 @@ const (
 	AWSSigningRegion = "us-east-1"
 )
 
+// AWSInlineUserPolicyMaxBytes is AWS's quota on a user's inline policies,
+// all of them together, counted without whitespace (IAM and STS quotas:
+// "User policy size").
+const AWSInlineUserPolicyMaxBytes = 2048
+
 // APIVersion is the IAM Query API version every request names.
 const APIVersion = "2010-05-08"
 

@@ -354,6 +354,11 @@ func (m *Client) sealJSON(v any) ([]byte, error) {
 	return sealBody(m.s.SecretKey(), madminPBKDF2AESGCM, plain)
 }
 
+// MaxCannedPolicy is the largest canned policy the server takes (its
+// maxBucketPolicySize, checked against the request's length): a user's
+// policy, unlike a service account's inline one, may reach it.
+const MaxCannedPolicy = 20 << 10
+
 // ValidInlinePolicy checks MinIO's limit on a service account's policy.
 // The server measures its own re-marshalled form, which for buckety's
 // compact policies is no longer than what is sent.

@@ -76,14 +76,30 @@ func ObjectsARN(bucket string) string { return "arn:aws:s3:::" + bucket + "/*" }
 // or iam: actions). An empty list leaves its statement out; actions are
 // sorted and unique.
 func ForBucket(bucket string, bucketActions, objectActions []string) Document {
+	return ForBuckets([]string{bucket}, bucketActions, objectActions)
+}
+
+// ForBuckets is ForBucket on several buckets at once: one statement
+// naming every bucket, one naming the objects of every bucket, so the
+// document grows by two resources per bucket and not by two statements.
+func ForBuckets(buckets []string, bucketActions, objectActions []string) Document {
 	d := Document{Version: Version}
 	if len(bucketActions) > 0 {
-		d.Statement = append(d.Statement, Statement{Effect: Allow, Action: SortedSet(bucketActions), Resource: Strings{BucketARN(bucket)}})
+		d.Statement = append(d.Statement, Statement{Effect: Allow, Action: SortedSet(bucketActions), Resource: arns(buckets, BucketARN)})
 	}
 	if len(objectActions) > 0 {
-		d.Statement = append(d.Statement, Statement{Effect: Allow, Action: SortedSet(objectActions), Resource: Strings{ObjectsARN(bucket)}})
+		d.Statement = append(d.Statement, Statement{Effect: Allow, Action: SortedSet(objectActions), Resource: arns(buckets, ObjectsARN)})
 	}
 	return d
+}
+
+// arns is arn of every bucket, in order.
+func arns(buckets []string, arn func(string) string) Strings {
+	out := make(Strings, len(buckets))
+	for i, b := range buckets {
+		out[i] = arn(b)
+	}
+	return out
 }
 
 // JSON is the document as servers take it, compact.

@@ -8,7 +8,7 @@ scoped_s3 && neighbour=$NAMESPACE-payroll
 client_matrix_keys() {
   local region endpoint
   region=$(secret_keys media-app | tr , "\n" | grep -x region || true)
-  expect_secret_keys media-app s3 $region AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION credentials config BUCKET_HOST BUCKET_PORT BUCKET_NAME BUCKET_REGION rclone.conf
+  expect_secret_keys media-app s3 bucket $region AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION credentials config BUCKET_HOST BUCKET_PORT BUCKET_NAME BUCKET_REGION rclone.conf
   expect_eq "AWS_ACCESS_KEY_ID" "$(secret_value media-app accessKeyID)" "$(secret_value media-app AWS_ACCESS_KEY_ID)"
   expect_eq "BUCKET_NAME" "$(secret_value media-app bucket)" "$(secret_value media-app BUCKET_NAME)"
   endpoint=$(secret_value media-app endpoint)

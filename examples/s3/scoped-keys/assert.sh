@@ -8,7 +8,7 @@ unknown='InvalidAccessKeyId|SignatureDoesNotMatch'
 step "each access has a key of its own"
 for a in ledger-writer ledger-reader payroll; do wait_cond "bucketyaccess/$a" Ready True; done
 wait_cond bucketyaccess/ledger-reader ScopingNotImplemented False AsExpected
-expect_secret_keys ledger-reader s3 region
+expect_secret_keys ledger-reader s3 bucket region
 writer=$(secret_value ledger-bucket accessKeyID)
 expect_principal_of ledger-writer ledger-bucket
 [ "$writer" != "$(secret_value ledger-reader accessKeyID)" ] || fail "writer and reader got the same key"

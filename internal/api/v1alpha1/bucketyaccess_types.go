@@ -184,7 +184,7 @@ type BucketyAccessList struct {
 // spec.bucketyRef.namespace, or its own. For an access naming several, the
 // first's.
 func (a *BucketyAccess) BucketyNamespace() string {
-	return a.RefNamespace(a.firstRef())
+	return a.RefNamespace(a.FirstRef())
 }
 
 // Foreign is true when the access names a Buckety of another namespace
@@ -204,7 +204,8 @@ func (a *BucketyAccess) Refs() []BucketyReference {
 	return []BucketyReference{a.Spec.BucketyRef}
 }
 
-func (a *BucketyAccess) firstRef() BucketyReference {
+// FirstRef is the Buckety the access names, or the first of several.
+func (a *BucketyAccess) FirstRef() BucketyReference {
 	if a.Several() {
 		return a.Spec.BucketyRefs[0]
 	}

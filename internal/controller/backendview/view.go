@@ -174,7 +174,7 @@ func Count(bs []v1.Buckety, as []v1.BucketyAccess) (bucketies, accesses map[stri
 	}
 	for i := range as {
 		a := &as[i]
-		if name, ok := of[[2]string{a.BucketyNamespace(), a.Spec.BucketyRef.Name}]; ok {
+		if name, ok := of[[2]string{a.BucketyNamespace(), a.FirstRef().Name}]; ok {
 			accesses[name]++
 		}
 	}

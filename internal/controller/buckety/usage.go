@@ -312,7 +312,7 @@ func (u *UsageRefresher) budgets(ctx context.Context, e *backends.Entry, list []
 	}
 	for i := range accesses.Items {
 		a := &accesses.Items[i]
-		if onBackend[a.BucketyNamespace()+"/"+a.Spec.BucketyRef.Name] {
+		if onBackend[a.BucketyNamespace()+"/"+a.FirstRef().Name] {
 			at(a.Namespace).accesses++
 		}
 	}

@@ -16,8 +16,9 @@ admin() { s3_admin "$@"; }
 scoped() { scoped_s3; }
 
 # expect_keys SECRET [OPTIONAL-KEY...]: the Secret has the driver's keys,
-# region among them: the e2e backends have a region.
-expect_keys() { expect_secret_keys "$1" "$DRIVER" region "${@:2}"; }
+# bucket (an access naming one Buckety) and region among them: the e2e
+# backends have a region.
+expect_keys() { expect_secret_keys "$1" "$DRIVER" bucket region "${@:2}"; }
 
 # create_full SECRET NAME: creates bucket NAME out of band holding three
 # objects.
