@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e: slow (every client on each of three buckets: started first, so it does not run last)
 . "$(dirname "$0")/../../../test/e2e/lib.sh" s3
 c=$(clients_dir)
 neighbour=""
@@ -19,7 +20,9 @@ multi_resource_clients() {
   local shared
   shared=$(scoped_s3 && echo false || echo true)
   together aws client "aws-$1" app env CLIENT_BUCKET_KEY="$1" bash "$c/s3_cli.sh" aws ReadWrite "$neighbour"
-  together boto3 client "boto3-$1" app sh -c "CLIENT_BUCKET_KEY=$1 AWS_CONFIG_FILE=\$SECRET_DIR/config exec python3 $c/s3_boto3.py ReadWrite $neighbour"
+  # bash, not sh: dash drops from the environment the keys that are not
+  # shell names (bucket.media), which boto3 reads.
+  together boto3 client "boto3-$1" app bash -c "CLIENT_BUCKET_KEY=$1 AWS_CONFIG_FILE=\$SECRET_DIR/config exec python3 $c/s3_boto3.py ReadWrite $neighbour"
   together rclone client "rclone-$1" app env CLIENT_BUCKET_KEY="$1" bash "$c/s3_cli.sh" rclone ReadWrite "$neighbour"
   together sdk client_pod "sdk-${1//./-}" app env "[{name: PROBE_ROLE, value: ReadWrite}, {name: PROBE_SHARED, value: \"$shared\"}, {name: PROBE_BUCKET_KEY, value: \"$1\"}, {name: PROBE_NEIGHBOUR_BUCKET, value: \"$neighbour\"}]" clients s3 aws-sdk-go-v2
   settle
