@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,17 +151,5 @@ func BenchmarkSeveralAccess(b *testing.B) {
 		b.Fatal(err)
 	}
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "x", Operation: admissionv1.Create, Namespace: "app", Name: "multi", Object: runtime.RawExtension{Raw: raw}}}
-	ctx := context.Background()
-	var lat []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		resp := h.Handle(ctx, req)
-		lat = append(lat, time.Since(start))
-		if !resp.Allowed {
-			b.Fatalf("want allowed, got %v", resp.Result)
-		}
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	admitLatency(b, h, req)
 }

@@ -15,12 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
-	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
-	"github.com/Yolean/buckety-controller/test/seaweedfs"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -56,6 +53,17 @@ func severalShape(t *testing.T, data map[string][]byte, list, base string, want 
 	}
 }
 
+// severalNamespaces makes the access's namespace and an owner's, removed
+// while the controller runs, and the empty expectations a test fills: the
+// resource of each Buckety key, the keys in order, and the references.
+func severalNamespaces(t *testing.T) (ns, owner string, want map[string]string, order []string, refs []v1.BucketyReference) {
+	t.Helper()
+	ns, owner = namespace(t), namespace(t)
+	removeWhileRunning(t, ns)
+	removeWhileRunning(t, owner)
+	return ns, owner, map[string]string{}, nil, nil
+}
+
 // TestSeveralKafka (#51 item 3), on a broker with SCRAM and ACLs: one
 // access over four topics of its namespace and one another namespace
 // shares gets one user that produces and consumes on all five and nothing
@@ -68,12 +76,7 @@ func TestSeveralKafka(t *testing.T) {
 	needInfra(t)
 	_, cfg := scopedBroker(t, 0)
 	startController(t, cfg, nil, time.Hour)
-	ns, owner := namespace(t), namespace(t)
-	removeWhileRunning(t, ns)
-	removeWhileRunning(t, owner)
-	want := map[string]string{}
-	var order []string
-	var refs []v1.BucketyReference
+	ns, owner, want, order, refs := severalNamespaces(t)
 	for i := range 4 {
 		name := fmt.Sprintf("t%d", i)
 		create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + "." + name}})
@@ -201,22 +204,8 @@ func TestSeveralS3(t *testing.T) {
 	needInfra(t)
 	for _, impl := range append(slices.Clone(s3test.Implementations), "seaweedfs") {
 		t.Run(impl, func(t *testing.T) {
-			var be config.Backend
-			if impl == "seaweedfs" {
-				srv := seaweedfs.Start(t, seaweedfs.Options{})
-				be = harness.S3("s3-scoped", s3driver.Config{Implementation: s3driver.ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
-					AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second), Credentials: &s3driver.Credentials{}})
-				be.Credentials = harness.Grace(3 * time.Second)
-			} else {
-				_, be = scopedS3(t, impl)
-			}
-			startController(t, harness.ConfigYAML(be), nil, time.Hour)
-			ns, owner := namespace(t), namespace(t)
-			removeWhileRunning(t, ns)
-			removeWhileRunning(t, owner)
-			want := map[string]string{}
-			var order []string
-			var refs []v1.BucketyReference
+			startController(t, harness.ConfigYAML(perAccessS3(t, impl)), nil, time.Hour)
+			ns, owner, want, order, refs := severalNamespaces(t)
 			for _, name := range []string{"raw", "thumbs", "other"} {
 				create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-scoped", Name: ns + "-" + name}})
 				if name != "other" {

@@ -177,6 +177,21 @@ func TestSharingKafka(t *testing.T) {
 	waitWithdrawn(t, ghost, time.Now(), fmt.Sprintf("Buckety %s/ghost does not exist or does not share role ReadOnly with namespace %s", third, consumer))
 }
 
+// perAccessS3 is backend s3-scoped issuing a key per access on impl: one
+// of s3test.Implementations, or seaweedfs (its IAM).
+func perAccessS3(t *testing.T, impl string) config.Backend {
+	t.Helper()
+	if impl != "seaweedfs" {
+		_, be := scopedS3(t, impl)
+		return be
+	}
+	srv := seaweedfs.Start(t, seaweedfs.Options{})
+	be := harness.S3("s3-scoped", s3driver.Config{Implementation: s3driver.ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second), Credentials: &s3driver.Credentials{}})
+	be.Credentials = harness.Grace(3 * time.Second)
+	return be
+}
+
 // TestSharingS3 (#51), on VersityGW, MinIO and SeaweedFS (IAM), each
 // issuing a key per access: a bucket shared ReadOnly with one namespace
 // gives that namespace's access a key of its own that lists the bucket and
@@ -187,16 +202,7 @@ func TestSharingS3(t *testing.T) {
 	needInfra(t)
 	for _, impl := range append(slices.Clone(s3test.Implementations), "seaweedfs") {
 		t.Run(impl, func(t *testing.T) {
-			var be config.Backend
-			if impl == "seaweedfs" {
-				srv := seaweedfs.Start(t, seaweedfs.Options{})
-				be = harness.S3("s3-scoped", s3driver.Config{Implementation: s3driver.ImplSeaweedFS, Endpoint: srv.Endpoint, Region: "us-east-1", ForcePathStyle: true,
-					AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second), Credentials: &s3driver.Credentials{}})
-				be.Credentials = harness.Grace(3 * time.Second)
-			} else {
-				_, be = scopedS3(t, impl)
-			}
-			startController(t, harness.ConfigYAML(be), nil, time.Hour)
+			startController(t, harness.ConfigYAML(perAccessS3(t, impl)), nil, time.Hour)
 			owner, consumer, third := namespace(t), namespace(t), namespace(t)
 			removeWhileRunning(t, owner)
 			removeWhileRunning(t, consumer)
