@@ -91,7 +91,7 @@ func (r *Reconciler) withdraw(ctx context.Context, a *v1.BucketyAccess, f *facts
 	if a.Several() {
 		// Every one stopped sharing: none waits for this access.
 		for _, ref := range a.Spec.BucketyRefs {
-			a.Status.Withdrawn = append(a.Status.Withdrawn, a.RefNamespace(ref)+"/"+ref.Name)
+			a.Status.Withdrawn = append(a.Status.Withdrawn, objects.RefKey(a.RefNamespace(ref), ref.Name))
 		}
 	}
 	f.withdrawn = true

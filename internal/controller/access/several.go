@@ -13,6 +13,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/budget"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/sharing"
 )
 
@@ -48,7 +49,6 @@ type grantedOn struct {
 func (g *grantedOn) b() *v1.Buckety             { return g.targets[0].b }
 func (g *grantedOn) cl() *v1.BucketyClaim       { return g.targets[0].cl }
 func single(b *v1.Buckety) *grantedOn           { return &grantedOn{targets: []target{{b: b}}} }
-func bucketyKey(b *v1.Buckety) string           { return b.Namespace + "/" + b.Name }
 func (t target) key(a *v1.BucketyAccess) string { return a.RefKey(t.ref) }
 
 // resolveSeveral is buckety for an access naming several Bucketies: each
@@ -65,7 +65,7 @@ func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f 
 			return nil, nil, false, err
 		}
 		if f.notShared != "" {
-			on.withdrawn = append(on.withdrawn, a.RefNamespace(ref)+"/"+ref.Name)
+			on.withdrawn = append(on.withdrawn, objects.RefKey(a.RefNamespace(ref), ref.Name))
 			on.why = append(on.why, f.notShared)
 			f.notShared = ""
 			continue
@@ -135,7 +135,7 @@ func (on *grantedOn) credentialResources() []v1.CredentialResource {
 	}
 	out := make([]v1.CredentialResource, len(on.targets))
 	for i, t := range on.targets {
-		out[i] = v1.CredentialResource{Resource: t.cl.Spec.ResourceName, Buckety: bucketyKey(t.b), BucketyUID: string(t.b.UID), Claim: t.cl.Name}
+		out[i] = v1.CredentialResource{Resource: t.cl.Spec.ResourceName, Buckety: objects.RefKey(t.b.Namespace, t.b.Name), BucketyUID: string(t.b.UID), Claim: t.cl.Name}
 	}
 	return out
 }
@@ -196,7 +196,7 @@ func (on *grantedOn) written(a *v1.BucketyAccess) {
 	}
 	a.Status.BucketyGenerations = make(map[string]int64, len(on.targets))
 	for _, t := range on.targets {
-		a.Status.BucketyGenerations[bucketyKey(t.b)] = t.b.Generation
+		a.Status.BucketyGenerations[objects.RefKey(t.b.Namespace, t.b.Name)] = t.b.Generation
 	}
 	a.Status.Withdrawn = on.withdrawn
 }
