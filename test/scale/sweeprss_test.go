@@ -1,0 +1,91 @@
+package scale
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sweepMemory is what the controller did across one credential sweep of a
+// backend: its peak RSS (VmHWM since a reset before the sweep began), the
+// sweep's duration and the requests the backend's proxy saw during it.
+type sweepMemory struct {
+	peak     int64
+	duration time.Duration
+	reqs     counts
+}
+
+// credentialSweepMemory resets the controller's peak RSS (VmHWM, by
+// writing 5 to /proc/PID/clear_refs) and waits until the credential sweep
+// of backend has completed twice: the second sweep ran whole after the
+// reset, and it is the one measured. The sweep's period is the
+// controller's --drift-sweep-interval (30 s by default).
+func (e *env) credentialSweepMemory(sv scopedS3Server, timeout time.Duration) sweepMemory {
+	e.t.Helper()
+	pid := e.ctrl.P.PID()
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		e.t.Fatalf("reset the controller's peak RSS: %v", err)
+	}
+	deadline := time.Now().Add(timeout)
+	next := func(after float64) (float64, float64) {
+		for {
+			n, sum := e.sweepsOf(sv.scoped)
+			if n > after {
+				return n, sum
+			}
+			if time.Now().After(deadline) {
+				e.t.Fatalf("no credential sweep of %s completed in %s\ncontroller log:\n%s", sv.scoped, timeout, e.ctrl.P.Tail(20))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	n0, _ := e.sweepsOf(sv.scoped)
+	n1, sum1 := next(n0)
+	before := sv.scopedCounts()
+	_, sum2 := next(n1)
+	reqs := sv.scopedCounts().minus(before)
+	peak, err := vmHWM(pid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sweepMemory{peak: peak, duration: time.Duration((sum2 - sum1) * float64(time.Second)), reqs: reqs}
+}
+
+// sweepsOf is how many credential sweeps of backend the controller has
+// completed, and their summed duration in seconds.
+func (e *env) sweepsOf(backend string) (n, sum float64) {
+	e.t.Helper()
+	for _, s := range e.controllerMetrics("buckety_backend_request_duration_seconds_count", "buckety_backend_request_duration_seconds_sum") {
+		if s.labels["backend"] != backend || s.labels["operation"] != "sweep-credentials" {
+			continue
+		}
+		if strings.HasSuffix(s.name, "_count") {
+			n = s.value
+		} else {
+			sum = s.value
+		}
+	}
+	return n, sum
+}
+
+// vmHWM reads the peak resident set size (VmHWM of /proc/pid/status), in
+// bytes.
+func vmHWM(pid int) (int64, error) {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no VmHWM line", pid)
+}
+
+// sweepPeakRSSGoal is issue 54's bound on the controller's peak RSS
+// across a sweep of MinIO keys.
+const sweepPeakRSSGoal = 96 << 20
