@@ -169,7 +169,7 @@ func (m *minioIssuer) list(ctx context.Context) (map[string]bool, error) {
 // principals lists buckety's principals on the server by their policies
 // (buckety-<principal>), from list-canned-policies, which the server does
 // not encrypt: list-users costs an argon2id derivation of 64 MiB in the
-// controller, too much for the owner check's every pass. A user whose
+// controller, too much for the owner check's every pass (and the sweep's). A user whose
 // policy is gone holds no right on the server; the credential sweep
 // repairs a live access's.
 func (m *minioIssuer) principals(ctx context.Context) (map[string]bool, error) {
@@ -186,15 +186,16 @@ func (m *minioIssuer) principals(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
-// sweep makes one list-users and one list-canned-policies for the whole
-// backend: a missing or disabled user, one holding any policy but its own,
-// or its own policy edited or missing, drifted (a legacy service account
-// is not a user: it drifts, and its re-assert replaces it).
+// sweep judges every access with one list-canned-policies and one
+// user-info per access whose policy is still its own, answers the server
+// does not encrypt: list-users answers every user at once, but encrypted
+// with argon2id, and its 64 MiB derivation each sweep was most of the
+// controller's peak memory (issue 54). Drifted: a missing or disabled
+// user, one holding any policy but its own, or its own policy edited or
+// missing (a legacy service account is not a user: it drifts, and its
+// re-assert replaces it). A user-info that fails ends the sweep: the
+// accesses not reached yet are judged by the next.
 func (m *minioIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, error) {
-	users, err := m.admin.ListUsers(ctx)
-	if err != nil {
-		return nil, m.b.adminError("list users", err)
-	}
 	policies, err := m.admin.ListCannedPolicies(ctx)
 	if err != nil {
 		return nil, m.b.adminError("list policies", err)
@@ -208,13 +209,32 @@ func (m *minioIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, er
 			continue
 		}
 		name := MinIOPolicyName(a.Principal)
-		u, ok := users[a.Principal]
-		got, hasPolicy := policies[name]
-		if !ok || u.Status != "enabled" || !slices.Equal(u.Policies(), []string{name}) || !hasPolicy || !policy.Equal(got, string(want)) {
+		if got, ok := policies[name]; !ok || !policy.Equal(got, string(want)) {
+			drifted = append(drifted, i)
+			continue
+		}
+		ok, err := m.userHolds(ctx, a.Principal, name)
+		if err != nil {
+			return drifted, errors.Join(append(skipped, err)...)
+		}
+		if !ok {
 			drifted = append(drifted, i)
 		}
 	}
 	return drifted, errors.Join(skipped...)
+}
+
+// userHolds reports whether principal is an enabled user holding exactly
+// the policy name; a key that is not a user does not.
+func (m *minioIssuer) userHolds(ctx context.Context, principal, name string) (bool, error) {
+	u, found, err := m.admin.UserInfo(ctx, principal)
+	switch {
+	case errors.Is(err, minioadmin.ErrNotAUser):
+		return false, nil
+	case err != nil:
+		return false, m.b.adminError("read user "+principal, err)
+	}
+	return found && u.Status == "enabled" && slices.Equal(u.Policies(), []string{name}), nil
 }
 
 // denyAdmin is the statement every credential's policy ends with: no

@@ -9,12 +9,13 @@ import (
 )
 
 // sweepMemory is what the controller did across one credential sweep of a
-// backend: its peak RSS (VmHWM since a reset before the sweep began), the
-// sweep's duration and the requests the backend's proxy saw during it.
+// backend: its RSS before (VmRSS), its peak RSS (VmHWM since a reset
+// before the sweep began), the sweep's duration and the requests the
+// backend's proxy saw during it.
 type sweepMemory struct {
-	peak     int64
-	duration time.Duration
-	reqs     counts
+	before, peak int64
+	duration     time.Duration
+	reqs         counts
 }
 
 // credentialSweepMemory resets the controller's peak RSS (VmHWM, by
@@ -25,6 +26,10 @@ type sweepMemory struct {
 func (e *env) credentialSweepMemory(sv scopedS3Server, timeout time.Duration) sweepMemory {
 	e.t.Helper()
 	pid := e.ctrl.P.PID()
+	rss, err := e.ctrl.RSS()
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
 		e.t.Fatalf("reset the controller's peak RSS: %v", err)
 	}
@@ -50,7 +55,7 @@ func (e *env) credentialSweepMemory(sv scopedS3Server, timeout time.Duration) sw
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return sweepMemory{peak: peak, duration: time.Duration((sum2 - sum1) * float64(time.Second)), reqs: reqs}
+	return sweepMemory{before: rss, peak: peak, duration: time.Duration((sum2 - sum1) * float64(time.Second)), reqs: reqs}
 }
 
 // sweepsOf is how many credential sweeps of backend the controller has
