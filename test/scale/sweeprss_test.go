@@ -3,9 +3,10 @@ package scale
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/Yolean/buckety-controller/test/harness"
 )
 
 // sweepMemory is what the controller did across one credential sweep of a
@@ -51,7 +52,7 @@ func (e *env) credentialSweepMemory(sv scopedS3Server, timeout time.Duration) sw
 	before := sv.scopedCounts()
 	_, sum2 := next(n1)
 	reqs := sv.scopedCounts().minus(before)
-	peak, err := vmHWM(pid)
+	peak, err := harness.PeakRSS(pid)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -73,22 +74,6 @@ func (e *env) sweepsOf(backend string) (n, sum float64) {
 		}
 	}
 	return n, sum
-}
-
-// vmHWM reads the peak resident set size (VmHWM of /proc/pid/status), in
-// bytes.
-func vmHWM(pid int) (int64, error) {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(st), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status: no VmHWM line", pid)
 }
 
 // sweepPeakRSSGoal is issue 54's bound on the controller's peak RSS
