@@ -563,3 +563,66 @@ func BenchmarkMinIOUser(b *testing.B) {
 		b.ReportMetric(float64(d.Microseconds())/1000/float64(n), name+"-ms/op")
 	}
 }
+
+// TestMinIOSweepDerivesNoKey: a credential sweep of n keys on MinIO makes
+// no argon2id derivation (64 MiB each: issue 54 bounds the controller's
+// peak memory), and still sees each kind of out-of-band change: a user
+// removed, a policy attached beside its own, its own policy edited or
+// deleted.
+func TestMinIOSweepDerivesNoKey(t *testing.T) {
+	const n = 12
+	fx := scopedFixture(t, ImplMinIO)
+	be, ctx := fx.backend, context.Background()
+	if sc := scopingOf(t, be); !sc.PerAccess {
+		t.Fatalf("want the backend scoped, got %+v", sc)
+	}
+	fx.ensure(t, "ledger", nil)
+	as := make([]drivers.Access, n)
+	for i := range as {
+		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: fmt.Sprintf("a%d", i), UID: fmt.Sprintf("uid-%d", i), Role: "ReadOnly", Assert: drivers.IssueNew}
+		a.Principal = be.Principal(a, 1)
+		g, err := be.Grant(ctx, a)
+		if err != nil {
+			t.Fatalf("grant %s: %v", a.Name, err)
+		}
+		a.Secret, a.Assert = string(g.Data[SecretSecretAccessKey]), drivers.Reassert
+		as[i] = a
+	}
+	sweep := func(what string, want []int) {
+		t.Helper()
+		before := minioadmin.Argon2idDerivations()
+		d, err := be.SweepCredentials(ctx, as)
+		if err != nil || !slices.Equal(d, want) {
+			t.Fatalf("sweep %s: want drifted %v, got %v (%v)", what, want, d, err)
+		}
+		if got := minioadmin.Argon2idDerivations() - before; got != 0 {
+			t.Errorf("sweep %s of %d keys: want 0 argon2id derivations, got %d", what, n, got)
+		}
+	}
+	sweep("of fresh grants", nil)
+
+	adm := be.minioAdmin()
+	readWrite, err := minioAccessPolicy("ledger", "ReadWrite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, change := range map[string]func() error{
+		"user removed": func() error { return adm.RemoveUser(ctx, as[1].Principal) },
+		"policy attached beside": func() error {
+			return adm.SetUserPolicy(ctx, as[4].Principal, MinIOPolicyName(as[4].Principal)+",readwrite")
+		},
+		"own policy edited":       func() error { return adm.PutCannedPolicy(ctx, MinIOPolicyName(as[7].Principal), readWrite) },
+		"own policy put on other": func() error { return adm.SetUserPolicy(ctx, as[9].Principal, "readwrite") },
+	} {
+		if err := change(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	sweep("after the out-of-band changes", []int{1, 4, 7, 9})
+	for _, i := range []int{1, 4, 7, 9} {
+		if _, err := be.Grant(ctx, as[i]); err != nil {
+			t.Fatalf("re-assert %s: %v", as[i].Name, err)
+		}
+	}
+	sweep("after the repair", nil)
+}

@@ -92,13 +92,21 @@ func (c *Controller) Restart() error {
 func (c *Controller) RSS() (int64, error) { return RSS(c.P.PID()) }
 
 // RSS reads VmRSS of /proc/pid/status, in bytes.
-func RSS(pid int) (int64, error) {
+func RSS(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
+
+// PeakRSS reads VmHWM of /proc/pid/status, in bytes: the peak resident set
+// size since the process started or since 5 was written to
+// /proc/pid/clear_refs.
+func PeakRSS(pid int) (int64, error) { return statusBytes(pid, "VmHWM") }
+
+// statusBytes reads a field counted in kB from /proc/pid/status, in bytes.
+func statusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" && f[2] == "kB" {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == field+":" && f[2] == "kB" {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("/proc/%d/status: %q: %w", pid, line, err)
@@ -106,7 +114,7 @@ func RSS(pid int) (int64, error) {
 			return kb * 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status: no VmRSS line", pid)
+	return 0, fmt.Errorf("/proc/%d/status: no %s line", pid, field)
 }
 
 // waitHTTP200 polls url until it answers 200 or timeout passes.

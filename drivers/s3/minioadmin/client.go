@@ -40,6 +40,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/secure-io/sio-go"
@@ -442,11 +443,21 @@ const (
 // 64 MiB, and concurrent reconciles must not multiply that.
 var argon2Mu sync.Mutex
 
+// argon2Count counts the argon2id derivations of the process.
+var argon2Count atomic.Uint64
+
+// Argon2idDerivations is how many argon2id derivations the process has
+// made to open the server's encrypted answers, 64 MiB of memory each:
+// what the credential sweep, which runs every interval, must not add to
+// (its tests bound it).
+func Argon2idDerivations() uint64 { return argon2Count.Load() }
+
 // madminStream derives the key for an AEAD id and returns its sio stream.
 func madminStream(password string, id byte, salt []byte) (*sio.Stream, error) {
 	switch id {
 	case madminArgon2idAESGCM, madminArgon2idChaCha20:
 		argon2Mu.Lock()
+		argon2Count.Add(1)
 		key := argon2.IDKey([]byte(password), salt, madminArgon2idTime, madminArgon2idMemory, madminArgon2idThread, madminKeyLen)
 		argon2Mu.Unlock()
 		if id == madminArgon2idAESGCM {
@@ -628,8 +639,9 @@ func (m *Client) RemoveCannedPolicy(ctx context.Context, name string) error {
 }
 
 // ListUsers returns every user of the server by access key. The answer is
-// encrypted (one argon2id derivation per call): the credential sweep makes
-// one per pass.
+// encrypted (one argon2id derivation of 64 MiB per call): the credential
+// sweep reads UserInfo of each key instead, and only a listing of every
+// issued key (IssuedCredentials) calls this.
 func (m *Client) ListUsers(ctx context.Context) (map[string]User, error) {
 	data, err := m.call(ctx, http.MethodGet, routeListUsers, nil, nil, http.StatusOK)
 	if err != nil {
@@ -675,12 +687,16 @@ func (m *Client) CannedPolicy(ctx context.Context, name string) (string, bool, e
 	return string(data), true, nil
 }
 
-// UserInfo returns a user; found is false if no user has this key.
+// UserInfo returns a user; found is false if no key has this name, and a
+// key that is a service account or a temporary key is an error matching
+// ErrNotAUser. The server answers in plain JSON: no argon2id.
 func (m *Client) UserInfo(ctx context.Context, user string) (User, bool, error) {
 	data, err := m.call(ctx, http.MethodGet, routeUserInfo, url.Values{"accessKey": {user}}, nil, http.StatusOK)
 	switch {
 	case IsCode(err, http.StatusNotFound, CodeNoSuchUser):
 		return User{}, false, nil
+	case IsCode(err, http.StatusForbidden, CodeIAMActionNotAllowed):
+		return User{}, false, fmt.Errorf("%w: %w", ErrNotAUser, err)
 	case err != nil:
 		return User{}, false, err
 	}
