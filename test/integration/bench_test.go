@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/pki"
@@ -52,17 +55,17 @@ const benchGroup = "bench.buckety.test"
 //
 // Their ratios are the webhook's: x-bare is the figure
 // docs/performance.md's goal names; x-allow-all and the schema row are the
-// parts of it buckety-webhook does not own. BUCKETY_BENCH_PROFILE_DIR keeps
-// CPU profiles of buckety-webhook and of the API server over the first
+// parts of it buckety-webhook does not own.
+//
+// BUCKETY_BENCH_BASELINE_WEBHOOK names another buckety-webhook binary (one
+// built at an earlier commit): it runs beside the tree's, judging the
+// Bucketies labelled baselineLabel, a fifth path, so that two versions are
+// compared in one run. BUCKETY_BENCH_PROFILE_DIR keeps CPU profiles of the
+// tree's buckety-webhook and of the API server (started with
+// BUCKETY_APISERVER_PROFILING=1) over the first
 // BUCKETY_BENCH_PROFILE_SECONDS (20) of the timed loop there.
 func BenchmarkAdmissionThroughAPIServer(b *testing.B) {
 	needInfra(b)
-	pprofPort, err := proc.FreePorts(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pprof := "127.0.0.1:" + strconv.Itoa(pprofPort[0])
-	startWebhookWithConfig(b, webhookConfigYAML(), "--pprof-bind-address", pprof)
 	ns := namespace(b)
 	c := newWarningClient(b)
 	ctx := context.Background()
@@ -70,16 +73,12 @@ func BenchmarkAdmissionThroughAPIServer(b *testing.B) {
 		return fmt.Sprintf("b%d", i), map[string]string{"yolean.se/generation": "003"},
 			v1.BucketySpec{Backend: "kafka", Name: "${namespace}.${name}.v${label['yolean.se/generation']}", Parameters: map[string]string{"partitions": "3"}}
 	}
-	mk := func(i int) *v1.Buckety {
+	mk := func(i int, extra map[string]string) *v1.Buckety {
 		name, labels, s := spec(i)
+		maps.Copy(labels, extra)
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: s}
 	}
-	wait.For(b, waitTimeout, "webhook in effect", func() (bool, string) {
-		bad := mk(0)
-		bad.Spec.Backend = "nope"
-		err := c.Create(ctx, bad, client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
-	})
+	pprof := startBenchWebhooks(b)
 	gvks := installBenchCRDs(b)
 	allowed := allowAllWebhook(b, gvks["allow-all"])
 	same := func(gvk schema.GroupVersionKind) func(int) error {
@@ -94,11 +93,26 @@ func BenchmarkAdmissionThroughAPIServer(b *testing.B) {
 			return c.Create(ctx, u, client.DryRunAll)
 		}
 	}
-	paths := []admissionPath{
-		{name: "buckety-webhook", create: func(i int) error { return c.Create(ctx, mk(i), client.DryRunAll) }},
-		{name: "bare", create: same(gvks["bare"])},
-		{name: "allow-all", create: same(gvks["allow-all"])},
-		{name: "schema", create: same(gvks["schema"])},
+	paths := []admissionPath{{name: "buckety-webhook", create: func(i int) error { return c.Create(ctx, mk(i, nil), client.DryRunAll) }}}
+	if os.Getenv("BUCKETY_BENCH_BASELINE_WEBHOOK") != "" {
+		paths = append(paths, admissionPath{name: "baseline", create: func(i int) error {
+			return c.Create(ctx, mk(i, map[string]string{baselineLabel: "true"}), client.DryRunAll)
+		}})
+	}
+	selected := []map[string]string{nil}
+	if len(paths) > 1 {
+		selected = append(selected, map[string]string{baselineLabel: "true"})
+	}
+	paths = append(paths, admissionPath{name: "bare", create: same(gvks["bare"])},
+		admissionPath{name: "allow-all", create: same(gvks["allow-all"])},
+		admissionPath{name: "schema", create: same(gvks["schema"])})
+	for _, extra := range selected {
+		wait.For(b, waitTimeout, "webhook in effect", func() (bool, string) {
+			bad := mk(0, extra)
+			bad.Spec.Backend = "nope"
+			err := c.Create(ctx, bad, client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
+		})
 	}
 	// Warm up each path (discovery, connections), untimed.
 	for i := range 20 {
@@ -127,6 +141,81 @@ func BenchmarkAdmissionThroughAPIServer(b *testing.B) {
 		b.Fatalf("allow-all webhook: want %d admission requests, got %d", i, got)
 	}
 	reportPaths(b, paths)
+}
+
+// baselineLabel marks the Bucketies that the baseline buckety-webhook
+// judges in BenchmarkAdmissionThroughAPIServer; the tree's judges the others.
+const baselineLabel = "bench.buckety.test/baseline"
+
+// startBenchWebhooks runs the tree's buckety-webhook, with a pprof address
+// it returns, for the Bucketies without baselineLabel, and the one
+// BUCKETY_BENCH_BASELINE_WEBHOOK names, if set, for those with it; each is
+// registered as the deployed Buckety webhook is, with that object
+// selector.
+func startBenchWebhooks(b *testing.B) string {
+	b.Helper()
+	ports, err := proc.FreePorts(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pprof := "127.0.0.1:" + strconv.Itoa(ports[0])
+	bin := filepath.Join(b.TempDir(), "buckety-webhook")
+	if err := harness.Build(harness.WebhookPackage, bin, ""); err != nil {
+		b.Fatal(err)
+	}
+	type run struct {
+		bin  string
+		args []string
+		op   metav1.LabelSelectorOperator
+	}
+	runs := []run{{bin, []string{"--pprof-bind-address", pprof}, metav1.LabelSelectorOpDoesNotExist}}
+	if base := os.Getenv("BUCKETY_BENCH_BASELINE_WEBHOOK"); base != "" {
+		runs = append(runs, run{base, nil, metav1.LabelSelectorOpExists})
+	}
+	bucketies := v1.GroupVersion.WithResource("bucketies")
+	for k, r := range runs {
+		hw, err := harness.StartWebhook(b.TempDir(), r.bin, cp.Kubeconfig, webhookConfigYAML(), r.args...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := hw.P.Stop(15 * time.Second); err != nil {
+				b.Error(err)
+			}
+		})
+		sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: baselineLabel, Operator: r.op}}}
+		registerBenchHook(b, fmt.Sprintf("buckety-bench-%d", k), "https://"+hw.Addr+appwebhook.PathBuckety, hw.CA.CertPEM, bucketies, sel)
+	}
+	return pprof
+}
+
+// registerBenchHook registers, for the resource gvr, a webhook at url with
+// the deployed Buckety webhook's settings (matchConditions, failure
+// policy, timeout) and the object selector sel (nil: every object). It is
+// deleted when b ends.
+func registerBenchHook(b *testing.B, name, url string, caPEM []byte, gvr schema.GroupVersionResource, sel *metav1.LabelSelector) {
+	b.Helper()
+	hooks, err := harness.DeployedWebhooks()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := hooks[0]
+	if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].Resources, []string{"bucketies"}) {
+		b.Fatalf("want the first deployed webhook to be the Buckety one with one rule, got %s %+v", h.Name, h.Rules)
+	}
+	h.Name = name + "." + benchGroup
+	h.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+	h.Rules[0].APIGroups, h.Rules[0].APIVersions, h.Rules[0].Resources = []string{gvr.Group}, []string{gvr.Version}, []string{gvr.Resource}
+	h.ObjectSelector = sel
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: []admissionregistrationv1.ValidatingWebhook{h}}
+	if err := k8s.Create(context.Background(), vwc); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), vwc); err != nil {
+			b.Error(err)
+		}
+	})
 }
 
 // admissionPath is one way a dry-run create goes through the API server,
@@ -279,26 +368,8 @@ func allowAllWebhook(b *testing.B, gvk schema.GroupVersionKind) *atomic.Int64 {
 			b.Error(err)
 		}
 	})
-	hooks, err := harness.DeployedWebhooks()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := hooks[0]
-	url := "https://" + l.Addr().String() + "/allow"
-	h.Name = "allow-all." + benchGroup
-	h.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca.CertPEM}
-	h.Rules[0].APIGroups = []string{gvk.Group}
-	h.Rules[0].APIVersions = []string{gvk.Version}
-	h.Rules[0].Resources = []string{strings.ToLower(gvk.Kind) + "s"}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "allow-all-bench"}, Webhooks: []admissionregistrationv1.ValidatingWebhook{h}}
-	if err := k8s.Create(context.Background(), vwc); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := k8s.Delete(context.Background(), vwc); err != nil {
-			b.Error(err)
-		}
-	})
+	gvr := gvk.GroupVersion().WithResource(strings.ToLower(gvk.Kind) + "s")
+	registerBenchHook(b, "allow-all-bench", "https://"+l.Addr().String()+"/allow", ca.CertPEM, gvr, nil)
 	wait.For(b, waitTimeout, "allow-all webhook in effect", func() (bool, string) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
