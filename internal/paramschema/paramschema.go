@@ -14,6 +14,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -28,15 +31,38 @@ import (
 
 // Validator is one compiled parameters schema.
 type Validator struct {
-	openapi    validation.SchemaValidator
+	openapi validation.SchemaValidator
+	// patterns are the schema's patternProperties, taken out of openapi
+	// (see hoistPatterns); regular are its properties.
+	patterns   []pattern
+	regular    map[string]bool
 	structural *structuralschema.Structural
 	cel        *cel.Validator
+}
+
+// pattern is one of the schema's patternProperties with its regular
+// expression compiled once. Kube-openapi's validator compiles the
+// expression again for every key of every object it validates, twice
+// (regexp.MatchString): that was 40 % of the webhook's validation of a
+// Buckety with four parameters.
+type pattern struct {
+	re *regexp.Regexp
+	// values validates the keys the expression matches: an object whose
+	// additionalProperties is the pattern's schema, which kube-openapi
+	// checks with the same schema at the same paths as the pattern.
+	values validation.SchemaValidator
 }
 
 // Compile compiles a driver's parameters schema. An error means the
 // published schema is broken (a CEL rule does not compile), which must stop
 // the webhook at start-up rather than admit anything.
 func Compile(s *jsonschema.Schema) (*Validator, error) {
+	return compile(s, true)
+}
+
+// compile is Compile; hoist takes the top level's patternProperties out
+// of the OpenAPI validator where that keeps every verdict (hoistPatterns).
+func compile(s *jsonschema.Schema, hoist bool) (*Validator, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -53,11 +79,17 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&props, &internal, nil); err != nil {
 		return nil, err
 	}
+	v := &Validator{}
+	if hoist {
+		if err := v.hoistPatterns(&internal); err != nil {
+			return nil, err
+		}
+	}
 	openapi, _, err := validation.NewSchemaValidator(&internal)
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	v := &Validator{openapi: openapi}
+	v.openapi = openapi
 	// The CEL rules run against a structural view: an object of strings.
 	// Structure itself is checked by the OpenAPI validator above.
 	v.structural = &structuralschema.Structural{
@@ -93,7 +125,7 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 // type, says why it lacks the capability, and ratchets unchanged values.
 func (v *Validator) Validate(ctx context.Context, fldPath *field.Path, params, old map[string]string) field.ErrorList {
 	obj := toObject(params)
-	errs := validation.ValidateCustomResource(fldPath, obj, v.openapi)
+	errs := v.validateOpenAPI(fldPath, obj)
 	if v.cel != nil {
 		var oldObj any
 		if old != nil {
@@ -125,6 +157,84 @@ func keyed(fldPath *field.Path, errs field.ErrorList) field.ErrorList {
 			e.Field = fldPath.Key(key).String()
 			e.Type = field.ErrorTypeNotSupported
 			e.Detail = "not a parameter of this driver (see its parameters.schema.json)"
+		}
+	}
+	return errs
+}
+
+// hoistPatterns takes the patternProperties of s's top level out of s,
+// into v.patterns, when the rest of the top level judges each key alone:
+// no count of keys (minProperties, maxProperties), no required key that
+// only a pattern admits, no combinator (allOf, anyOf, oneOf, not) over
+// the whole object. validateOpenAPI then gives the OpenAPI validator the
+// keys a pattern does not take and each pattern the keys it matches:
+// the same checks, at the same paths, as kube-openapi makes.
+func (v *Validator) hoistPatterns(s *apiextensions.JSONSchemaProps) error {
+	if len(s.PatternProperties) == 0 || s.MinProperties != nil || s.MaxProperties != nil ||
+		len(s.AllOf) > 0 || len(s.AnyOf) > 0 || len(s.OneOf) > 0 || s.Not != nil {
+		return nil
+	}
+	for _, k := range s.Required {
+		if _, ok := s.Properties[k]; !ok {
+			return nil
+		}
+	}
+	for _, expr := range slices.Sorted(maps.Keys(s.PatternProperties)) {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return fmt.Errorf("patternProperties %q: %w", expr, err)
+		}
+		sub := s.PatternProperties[expr]
+		values, _, err := validation.NewSchemaValidator(&apiextensions.JSONSchemaProps{Type: "object",
+			AdditionalProperties: &apiextensions.JSONSchemaPropsOrBool{Allows: true, Schema: &sub}})
+		if err != nil {
+			return fmt.Errorf("compile patternProperties %q: %w", expr, err)
+		}
+		v.patterns = append(v.patterns, pattern{re: re, values: values})
+	}
+	v.regular = make(map[string]bool, len(s.Properties))
+	for k := range s.Properties {
+		v.regular[k] = true
+	}
+	s.PatternProperties = nil
+	return nil
+}
+
+// validateOpenAPI validates obj with the OpenAPI validator and the
+// hoisted patterns. A key a pattern matches goes to that pattern; it goes
+// to the OpenAPI validator too if it is a regular property, and only then
+// (an unknown key no pattern matches stays there, to be refused).
+func (v *Validator) validateOpenAPI(fldPath *field.Path, obj map[string]any) field.ErrorList {
+	if len(v.patterns) == 0 {
+		return validation.ValidateCustomResource(fldPath, obj, v.openapi)
+	}
+	rest := make(map[string]any, len(obj))
+	matched := make([]map[string]any, len(v.patterns))
+	for k, val := range obj {
+		hit := false
+		for i := range v.patterns {
+			if v.patterns[i].re.MatchString(k) {
+				if matched[i] == nil {
+					matched[i] = map[string]any{}
+				}
+				matched[i][k], hit = val, true
+			}
+		}
+		if !hit || v.regular[k] {
+			rest[k] = val
+		}
+	}
+	errs := validation.ValidateCustomResource(fldPath, rest, v.openapi)
+	for i, m := range matched {
+		if m == nil {
+			continue
+		}
+		// Each error once, as kube-openapi reports one that a key's
+		// property and pattern schemas both make.
+		for _, e := range validation.ValidateCustomResource(fldPath, m, v.patterns[i].values) {
+			if !slices.ContainsFunc(errs, func(r *field.Error) bool { return r.Error() == e.Error() }) {
+				errs = append(errs, e)
+			}
 		}
 	}
 	return errs

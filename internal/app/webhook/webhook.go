@@ -162,6 +162,7 @@ func Run(ctx context.Context, o Options) error {
 		Logger:                  o.Log,
 		Metrics:                 mo,
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		GracefulShutdownTimeout: &grace,
 		WebhookServer:           srv,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{

@@ -33,8 +33,9 @@ type Flags struct {
 	Host    string
 	Port    int
 	CertDir string
-	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
-	MetricsAddr, ProbeAddr string
+	// MetricsAddr, ProbeAddr and PprofAddr are listen addresses; "0"
+	// (and, for PprofAddr, "") disables.
+	MetricsAddr, ProbeAddr, PprofAddr string
 	// MetricsInsecure serves metrics over plain HTTP to anyone; by default
 	// HTTPS to callers authorized for GET /metrics.
 	MetricsInsecure bool
@@ -60,6 +61,7 @@ func NewFlagSet(stderr io.Writer, f *Flags) *flag.FlagSet {
 	fs.BoolVar(&f.MetricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP without authentication (default: HTTPS, and only callers the API server authenticates and authorizes for GET /metrics)")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fs.DurationVar(&f.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, keep serving while not ready for this long, so a rolling update drops no admission request")
+	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "0", "address serving Go's /debug/pprof/ profiles (CPU, heap, goroutines), unauthenticated: bind it to 127.0.0.1 and reach it with kubectl port-forward; 0 disables it")
 	fs.BoolVar(&f.ReusePort, "reuse-port", false, "share the admission port with other replicas on the same host network (SO_REUSEPORT; for hostNetwork Deployments)")
 	fs.BoolVar(&f.Version, "version", false, "print the version and exit")
 	f.Zap.BindFlags(fs)
