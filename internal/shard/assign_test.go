@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/Yolean/buckety-controller/internal/controller/shard"
+	"github.com/Yolean/buckety-controller/internal/shard"
 	"github.com/Yolean/buckety-controller/test/controlplane"
 )
 
