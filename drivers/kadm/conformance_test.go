@@ -39,7 +39,7 @@ var suite = &drivertest.Suite{
 	Accesses:   accessCases,
 	Configs:    configCases,
 	Grants: []drivertest.GrantCase{
-		// A plaintext broker cannot tell clients apart: nothing is scoped
+		// A plaintext broker cannot tell clients apart: nothing is per access
 		// (scoped_test.go covers a SASL broker with ACLs).
 		{Name: "read-write is not scoped without sasl", Access: drivers.Access{Resource: "t1", Role: "ReadWrite"}, Want: map[string]string{SecretTopic: "t1"}},
 		{Name: "read-only is not enforced", Access: drivers.Access{Resource: "t1", Role: "ReadOnly"}, Want: map[string]string{SecretTopic: "t1"}},

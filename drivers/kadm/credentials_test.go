@@ -464,7 +464,7 @@ func FuzzGroupPrefixesDoNotNest(f *testing.F) {
 	})
 }
 
-// grantNamed grants a scoped access of namespace team.
+// grantNamed grants an access of namespace team its per-access credential.
 func grantNamed(t *testing.T, be *Backend, a drivers.Access) map[string][]byte {
 	t.Helper()
 	a.Namespace, a.Principal = "team", be.Principal(a, 1)

@@ -33,7 +33,7 @@
 // could not connect. The backend's own SASL credentials are the
 // controller's, so they are written only when the maintainer opts in per
 // backend (shareCredentials), and every access that receives them is
-// reported as not scoped.
+// reported as shared.
 //
 // Since 0.3.0 a SASL backend without shareCredentials, on a cluster that
 // enforces ACLs, gives every access a SCRAM user of its own and ALLOW ACLs

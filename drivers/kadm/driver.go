@@ -47,7 +47,7 @@ var version = "0.9.0"
 // Access parameter keys the driver knows.
 const (
 	// AccessConsumerGroupPrefix is appended to the access's own group
-	// prefix on a scoped backend (credentials.go).
+	// prefix on a backend that issues per-access credentials (credentials.go).
 	AccessConsumerGroupPrefix = "consumerGroupPrefix"
 )
 

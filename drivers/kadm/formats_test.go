@@ -10,7 +10,8 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
-// scopedData is the default keys of a scoped SASL_SSL access.
+// scopedData is the default keys of a SASL_SSL access with a per-access
+// credential.
 func scopedData(password string) map[string][]byte {
 	return map[string][]byte{
 		SecretBootstrap:        []byte("k1:9093,k2:9093"),

@@ -166,7 +166,7 @@ func FuzzValidateAccess(f *testing.F) {
 // FuzzGrant: the Secret payload for any access has exactly the declared
 // flat keys (SecretKeys: bootstrap and topic), topic is the resource name, bootstrap is
 // the configured address, every key is a valid Secret key, and a grant is
-// never reported scoped to a role it does not enforce.
+// never reported per access for a role it does not enforce.
 func FuzzGrant(f *testing.F) {
 	s := kadmSeeds(f)
 	for i, n := range s.Names {

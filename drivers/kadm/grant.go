@@ -72,12 +72,12 @@ func (c *Config) caPEM() ([]byte, error) {
 }
 
 // Grant implements drivers.Backend: what a consumer needs to connect, and,
-// on a backend that scopes (credentials.go, Access.Principal set), the access's
-// own SCRAM user and ACLs. The TLS client certificate and key are never
+// on a backend that issues per-access credentials (credentials.go,
+// Access.Principal set), the access's own SCRAM user and ACLs. The TLS client certificate and key are never
 // written, and tls.serverName is not either: consumers verify the
-// bootstrap address they are given. Shared SASL credentials are not
-// scoped to the access, so they make the grant unscoped
-// (ScopingNotImplemented), as a backend without SASL does.
+// bootstrap address they are given. The backend's own SASL credentials
+// are shared, not the access's, so the grant is not per access
+// (ScopingNotImplemented), as on a backend without SASL.
 func (b *Backend) Grant(ctx context.Context, a drivers.Access) (drivers.Grant, error) {
 	g, err := b.grant(ctx, a)
 	if err != nil || len(a.SecretFormats) == 0 {

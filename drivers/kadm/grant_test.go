@@ -19,7 +19,8 @@ const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 // TestGrantConnections checks the Secret for every way a backend connects: a consumer
 // gets exactly the keys it needs to connect as the backend does, the SASL
 // credentials only when the maintainer shares them, and a grant without a
-// principal of the access's own (credentials.go) is never reported as scoped.
+// principal of the access's own (credentials.go) is never reported as per
+// access.
 func TestGrantConnections(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(testCA), 0o600); err != nil {
@@ -141,7 +142,7 @@ func TestGrantKeysDeclared(t *testing.T) {
 				continue
 			}
 			// Every declared key of the shape but the group prefix, which
-			// only a scoped grant has (TestScopedRoles checks that Secret).
+			// only a per-access grant has (TestScopedRoles checks that Secret).
 			for _, k := range secretKeys {
 				want := true
 				switch {

@@ -160,8 +160,8 @@ func setQuotaOutOfBand(t *testing.T, f *fixture, entity kadm.ClientQuotaEntity, 
 	}
 }
 
-// quotaFixture is a scoped broker whose backend has quota defaults and
-// maxima.
+// quotaFixture is a broker with per-access credentials whose backend has
+// quota defaults and maxima.
 func quotaFixture(t *testing.T) *fixture {
 	return newFixture(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true}, func(c *Config) {
 		c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}

@@ -136,8 +136,8 @@ func TestGrantSeveralRefusesBadInput(t *testing.T) {
 	}
 }
 
-// severalTopics are the topics of the scoped tests: an access names the
-// first five, and the sixth is a neighbour's.
+// severalTopics are the topics of the TestScopedSeveral tests: an access
+// names the first five, and the sixth is a neighbour's.
 var severalTopics = []string{"s0", "s1", "s2", "s3", "s4", "s5"}
 
 // TestScopedSeveralReadWrite: one ReadWrite access over five topics

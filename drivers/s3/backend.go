@@ -39,7 +39,7 @@ type Backend struct {
 	// AbortIncompleteMultipartUpload (MinIO cleans stale uploads itself), so
 	// the missing field is a shortfall, not drift to rewrite every pass.
 	dropsAbortUploads bool
-	// scoping is the state of credentials per access (credentials.go).
+	// scoping is the state of per-access credentials (credentials.go).
 	scoping issuing
 	// owners is what the backend knows of the server's bucket tags, where
 	// owner records are kept (owners.go).

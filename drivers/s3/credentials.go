@@ -22,7 +22,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/s3/versityadmin"
 )
 
-// Credentials per access (drivers.CredentialIssuer, CredentialSweeper). A
+// Per-access credentials (drivers.CredentialIssuer, CredentialSweeper). A
 // backend with credentials set, on implementation minio, versitygw, aws or
 // seaweedfs, gives every access a credential of its own: a key on the
 // server that may do what its role allows (roles.go) on its bucket and
@@ -39,8 +39,8 @@ import (
 // The words, in this driver, the controller and the API alike: a
 // credential is an access's own identity on the server; its principal is
 // the name the server knows it by; buckety issues a credential (grant),
-// the issuer's server checks it, and revocation removes it. An access is
-// scoped when it has a credential of its own rather than the backend's
+// the issuer's server checks it, and revocation removes it. An access
+// has a per-access credential, its own, or the shared one: the backend's
 // keys.
 //
 // The principal is bky<installation marker>-<12 hex digits of the SHA-256

@@ -34,7 +34,7 @@ func scopedFixture(t *testing.T, impl string) *fixture {
 	return fx
 }
 
-// scopingOf asks be's Scoping until the server's admin API is up (MinIO
+// scopingOf asks be's Issuing until the server's admin API is up (MinIO
 // answers 503 XMinioServerNotInitialized for a moment after it serves
 // S3, which the controller, too, waits out as unavailable).
 func scopingOf(t *testing.T, be *Backend) drivers.Issuing {
@@ -182,7 +182,7 @@ func TestScopedKeysPerAccess(t *testing.T) {
 
 // TestScopedForeignPrincipal: a key that exists before buckety issued it
 // (someone else's) is reported by InspectPrincipal, which is how the
-// controller refuses it; an unscoped backend says why in Scoping.
+// controller refuses it; a shared backend says why in Issuing.
 func TestScopedForeignPrincipal(t *testing.T) {
 	for _, impl := range s3test.Implementations {
 		t.Run(impl, func(t *testing.T) {

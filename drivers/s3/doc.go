@@ -33,6 +33,7 @@
 // reporting progress, so a bucket with millions of objects is deleted across
 // many reconciles and resumes after a restart.
 //
-// v1alpha1 issues no per-consumer credentials: every access receives the
-// backend's configured keys, reported as not scoped.
+// A backend without credentials in its config hands every access its own
+// configured keys, reported as shared (ScopingNotImplemented); with them,
+// each access gets a per-access credential (credentials.go).
 package s3

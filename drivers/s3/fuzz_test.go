@@ -196,7 +196,7 @@ func FuzzValidateAccess(f *testing.F) {
 // FuzzGrant: for any access and any valid backend config, the Secret payload
 // holds only the declared flat keys (SecretKeys), always the required ones; bucket is the resource name; region comes from the Buckety, else
 // from the backend, else is absent; endpoint is the consumer endpoint (in
-// the jurisdiction, for R2); and the grant is never reported scoped.
+// the jurisdiction, for R2); and the grant is never reported per access.
 func FuzzGrant(f *testing.F) {
 	s := s3Seeds(f)
 	for _, p := range s.Parameters {

@@ -39,7 +39,7 @@ func TestCredentialsModeInferred(t *testing.T) {
 			if tc.mode != drivers.Shared {
 				return
 			}
-			// A shared backend hands out its own keys, unscoped.
+			// A shared backend hands out its own keys.
 			g, err := (&Backend{name: "s3", cfg: cfg}).Grant(context.Background(), drivers.Access{Resource: "b"})
 			if err != nil {
 				t.Fatal(err)

@@ -252,8 +252,9 @@ func (i *instrumentedSweeper) Sweep(ctx context.Context, rs []drivers.Resource) 
 	return v, err
 }
 
-// instrumentedIssuer records the scoping probe and principal inspections
-// as operations "scoping" and "inspect-principal".
+// instrumentedIssuer records the Issuing probe and principal inspections
+// as operations "scoping" (the label value kept from before) and
+// "inspect-principal".
 type instrumentedIssuer struct {
 	drivers.CredentialIssuer
 	in *instrumented
@@ -314,7 +315,7 @@ func (i *instrumentedUsage) Usage(ctx context.Context, rs []drivers.Resource) ([
 }
 
 // NewSecret passes drivers.SecretMaker through to the backend, which the
-// wrapper would hide: "" when the backend mints none.
+// wrapper would hide: "" when the backend makes none.
 func (i *instrumentedIssuer) NewSecret() (string, error) {
 	if m, ok := i.CredentialIssuer.(drivers.SecretMaker); ok {
 		return m.NewSecret()

@@ -105,7 +105,7 @@ func grantedAccess(t *testing.T, e *env, principal string) *corev1.Secret {
 	}
 	a, _ := e.access("a", "reader")
 	if principal != "" {
-		// The record a scoping backend's issue leaves (credential.go).
+		// The record an issue of a per-access credential leaves (credential.go).
 		e.create(&v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: access.CredentialName("svc", principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
 			Spec: v1.BucketyCredentialSpec{Backend: "svc", Service: "svc", Principal: principal, Serial: 1, Phase: v1.CredentialActive,
 				Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}})

@@ -151,7 +151,7 @@ func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e 
 // older than the backend's credentials.maxAge (f wakes the access when it
 // will be). One rotation at a time: while a previous credential is still
 // retiring, the next waits (f.rotationDeferred), so an access has at most
-// two principals however often its tenant changes spec.rotation.
+// two credentials however often its tenant changes spec.rotation.
 func rotationDue(a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, retiring bool, f *facts, now time.Time) string {
 	why := ""
 	switch {
@@ -161,7 +161,7 @@ func rotationDue(a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredenti
 	case a.Status.Principal != cur.Spec.Principal:
 		// Born Active but not yet handed over (a rotation cut short after
 		// its record): this pass finishes it before any next one, so a
-		// crash mid-rotation does not issue a third principal.
+		// crash mid-rotation does not issue a third credential.
 	case a.Spec.Rotation != a.Status.Rotation:
 		why = fmt.Sprintf("spec.rotation %q", a.Spec.Rotation)
 	case e.Config.CredentialMaxAge() > 0:

@@ -149,7 +149,8 @@ type issuedKey struct {
 }
 
 // knowIssuedSecret remembers the credential Secret s holds, under the
-// keys of a scoping backend, so its access's pass finds it without a GET
+// keys of a backend that issues per-access credentials, so its access's
+// pass finds it without a GET
 // (credential.go, secretOf). The access's backend is not known here: a
 // pair that is not its current credential is never asked for (secretOf
 // asks by principal). Where the service issues the keys (IAM), the

@@ -24,7 +24,8 @@ func (keyedIssuer) InspectPrincipal(context.Context, string) (bool, error) {
 func (keyedIssuer) CredentialKeys() (string, string) { return "user", "password" }
 
 // TestPrefetchKeepsBoundedCredentialsAsFresh: what the start's list finds
-// under a scoping backend's keys is kept as read afresh, only while it is
+// under the keys of a backend that issues per-access credentials is kept
+// as read afresh, only while it is
 // the size of a credential, and never over what a pass recorded.
 func TestPrefetchKeepsBoundedCredentialsAsFresh(t *testing.T) {
 	var r Reconciler

@@ -126,7 +126,7 @@ func conflictMessage(a *v1.BucketyAccess, s metav1.Object) string {
 // of its own and whose status reports a Secret conflict, reads the
 // Secret's metadata fresh and reports whether a Secret the access does not
 // own still holds the name. While one does, the pass ends there: no
-// credential is minted or granted again. Otherwise each retry
+// credential is issued or granted again. Otherwise each retry
 // (every ConflictRetry, for as long as the conflict lasts) would write to
 // the backend for a Secret it cannot write: a new SCRAM password, an IAM
 // key deleted and created again, which a tenant could multiply by

@@ -146,7 +146,7 @@ func (s *CredentialSweep) sweepBackend(ctx context.Context, e *backends.Entry, a
 // cache: its access's role and parameters on its Buckety's claimed
 // resource. Credentials whose access or claim is not settled are left to
 // their access's own reconcile, and so is one its access's status does not
-// name yet: a record born Active (a minted secret) whose issue is in
+// name yet: a record born Active (a made secret) whose issue is in
 // flight, or was cut short, and which that pass finishes.
 func (s *CredentialSweep) expected(ctx context.Context, c *v1.BucketyCredential) (drivers.Access, types.NamespacedName, bool) {
 	r := s.Reconciler
