@@ -20,7 +20,14 @@
 // release and this one exclude each other.
 package shard
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
 
 // Slots is the number of slots namespaces hash into. It bounds the number
 // of shards, and must never change: the slot label on objects records it.
@@ -81,4 +88,38 @@ func SlotValues(k, shards int) []string {
 		out = append(out, strconv.Itoa(s))
 	}
 	return append(out, Everywhere)
+}
+
+// BucketyValue is the SlotLabel value of Buckety b: Everywhere when it
+// lets other namespaces use it (spec.sharing), so their shards see it.
+func BucketyValue(b *v1.Buckety) string {
+	if len(b.Spec.Sharing) > 0 {
+		return Everywhere
+	}
+	return SlotValue(b.Namespace)
+}
+
+// AccessValue is the SlotLabel value of access a: Everywhere when it names
+// a Buckety of another namespace, so that Buckety's shard sees it.
+func AccessValue(a *v1.BucketyAccess) string {
+	if a.AnyForeign() {
+		return Everywhere
+	}
+	return SlotValue(a.Namespace)
+}
+
+// CheckLabel refuses a SlotLabel value a tenant wrote on an object of
+// its namespace, other than want (the value buckety gives the object) or,
+// on update, the value it had (old; nil on create). Without it, the object
+// would be read by a shard that does not serve it, or by none.
+func CheckLabel(labels, old map[string]string, want string) field.ErrorList {
+	v, ok := labels[SlotLabel]
+	if !ok || v == want {
+		return nil
+	}
+	if was, had := old[SlotLabel]; had && v == was {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "labels").Key(SlotLabel), v,
+		fmt.Sprintf("buckety sets this label (to %q on this object), to tell which controller shard serves it: remove it, or leave it as buckety set it", want))}
 }

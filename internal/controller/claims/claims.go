@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyclaims,verbs=get;list;watch;create;update;delete
@@ -148,7 +149,7 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 	name := k.Name()
 	for range 3 {
 		cl = &v1.BucketyClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID), shard.SlotLabel: shard.SlotValue(b.Namespace)}},
 			Spec: v1.BucketyClaimSpec{Backend: k.Backend, Service: k.space(), ResourceName: k.Resource, Phase: phase, Location: location, Budgeted: budgeted,
 				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
 		}
@@ -243,6 +244,7 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.Buck
 		cl.Labels = map[string]string{}
 	}
 	cl.Labels[v1.ClaimOwnerLabel] = string(b.UID)
+	cl.Labels[shard.SlotLabel] = shard.SlotValue(b.Namespace)
 	if err := c.Client.Update(ctx, cl); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil, false, nil, nil
@@ -283,6 +285,7 @@ func (c *Store) LetGo(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
 			next.Labels = map[string]string{}
 		}
 		next.Labels[v1.ClaimOwnerLabel] = r.Owner.UID
+		next.Labels[shard.SlotLabel] = shard.SlotValue(r.Owner.Namespace)
 	default:
 		return true, c.Release(ctx, cl)
 	}
