@@ -23,6 +23,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/shard"
 	"github.com/Yolean/buckety-controller/internal/sharing"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 )
@@ -117,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if !a.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, a, f)
 	}
-	if err := objects.AddFinalizer(ctx, r.Client, a); err != nil {
+	if err := objects.AddFinalizer(ctx, r.Client, a, shard.AccessValue(a)); err != nil {
 		return reconcile.Result{}, err
 	}
 	return r.reconcileLive(ctx, a, f)
