@@ -350,7 +350,7 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 // resource is b's settled claim on its backend resource: the name the
 // controller wrote and tenants cannot, and the location it recorded.
 func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (*v1.BucketyClaim, bool, error) {
-	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	owned, err := r.Claims.OwnedBy(ctx, b)
 	if err != nil {
 		return nil, false, err
 	}

@@ -31,6 +31,10 @@ type Store struct {
 	// APIReader reads around the cache where a stale read could hand one
 	// resource to two owners or delete what is not ours.
 	APIReader ctrl.Reader
+	// Serves is the shard whose claims the cache holds; nil: all of them.
+	// A claim of a Buckety another shard serves (one shared with an
+	// access of this shard's) is read from the API server.
+	Serves *shard.Serves
 
 	recent recent
 }
@@ -312,7 +316,7 @@ func IsRetained(cl *v1.BucketyClaim) bool {
 // shows).
 func (c *Store) Held(ctx context.Context, b *v1.Buckety, k Key, fresh bool) (cl *v1.BucketyClaim, other bool, err error) {
 	get := c.cachedGet
-	if fresh {
+	if fresh || !c.Serves.Namespace(b.Namespace) {
 		get = func(ctx context.Context, name string, into *v1.BucketyClaim) error {
 			return c.APIReader.Get(ctx, types.NamespacedName{Name: name}, into)
 		}
@@ -472,6 +476,16 @@ func (c *Store) Owned(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, er
 		}
 	}
 	return out, nil
+}
+
+// OwnedBy lists Buckety b's claims for an access that uses it: from the
+// cache (OwnedCached) when this shard serves b's namespace, and otherwise
+// from the API server (Owned), since only b's shard caches its claims.
+func (c *Store) OwnedBy(ctx context.Context, b *v1.Buckety) ([]v1.BucketyClaim, error) {
+	if c.Serves.Namespace(b.Namespace) {
+		return c.OwnedCached(ctx, b.UID)
+	}
+	return c.Owned(ctx, b.UID)
 }
 
 // OwnedCached lists b's claims from the cache (steady state), with the
