@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -128,6 +129,23 @@ func TestShards(t *testing.T) {
 		return got == "[4]", got
 	})
 	made("two")
+
+	// The resource gauges count each Buckety once, across the shards the
+	// replica holds, the one every shard reads included.
+	wait.For(t, waitTimeout, "buckety_resources counts each Ready Buckety once", func() (bool, string) {
+		var all v1.BucketyList
+		if err := k8s.List(context.Background(), &all); err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for _, b := range all.Items {
+			if b.Status.Backend == "kafka" && meta.IsStatusConditionTrue(b.Status.Conditions, v1.ConditionReady) {
+				ready++
+			}
+		}
+		got := gauge(t, "buckety_resources", map[string]string{"kind": "Buckety", "backend": "kafka", "condition": v1.ConditionReady, "status": "True"})
+		return int(got) == ready, fmt.Sprintf("gauge %v, Ready on the API server %d", got, ready)
+	})
 }
 
 // get reads obj afresh from the API server.

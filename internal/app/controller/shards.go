@@ -20,7 +20,9 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/labeller"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
@@ -36,12 +38,17 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 	if err != nil {
 		return err
 	}
+	// The resource gauges count what this replica's shards hold.
+	readers := &shard.Readers{}
+	if err := metrics.RegisterResources(readers, set.Names(), claims.IsRetained); err != nil {
+		return err
+	}
 	lease, renew, retry := leaderTimings(o)
 	a := &shard.Assigner{
 		Client: c, Namespace: o.LeaderElectionNamespace, Name: LeaderElectionID,
 		Identity: host + "-" + string(uuid.NewUUID())[:8], Shards: o.Shards,
 		LeaseDuration: *lease, RenewDeadline: *renew, RetryPeriod: *retry,
-		Run: func(ctx context.Context, k int) error { return runShard(ctx, o, scheme, set, k) },
+		Run: func(ctx context.Context, k int) error { return runShard(ctx, o, scheme, set, k, readers) },
 		Log: o.Log.WithName("shards"),
 	}
 	if err := top.Add(a); err != nil {
@@ -64,7 +71,7 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 // leader-only loops, over a cache of the shard's objects and of those every
 // shard reads; shard 0 also labels objects without a slot and keeps the
 // backends' view.
-func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backends.Set, k int) error {
+func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backends.Set, k int, readers *shard.Readers) error {
 	serves := &shard.Serves{K: k, N: o.Shards}
 	o.Log = o.Log.WithValues("shard", k)
 	// Every shard's controllers have the same names, in one process.
@@ -92,6 +99,14 @@ func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backe
 			return err
 		}
 	}
+	go func() {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return
+		}
+		readers.Set(k, shard.HomeOnly(mgr.GetClient(), serves))
+		<-ctx.Done()
+		readers.Set(k, nil)
+	}()
 	return mgr.Start(ctx)
 }
 
