@@ -15,6 +15,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/naming"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // BucketyValidator validates Buckety objects.
@@ -78,6 +79,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	errs = append(errs, drain(spec.Child("drain"), be, b.Spec.Drain)...)
 	errs = append(errs, sharingRules(spec.Child("sharing"), be, src.Namespace, b.Spec.Sharing)...)
+	errs = append(errs, slotLabel(ctx, b, nil)...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
 	if len(perrs) == 0 {
 		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, config.Effective(b.Spec.Parameters, be.DefaultsFor(nil, false)))...)
@@ -104,6 +106,7 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	var warnings admission.Warnings
+	errs = append(errs, slotLabel(ctx, b, old)...)
 	if b.Spec.Backend != old.Spec.Backend {
 		errs = append(errs, field.Forbidden(spec.Child("backend"), fmt.Sprintf("is immutable (was %q): create a new Buckety to use another backend", old.Spec.Backend)))
 	}
@@ -287,4 +290,16 @@ func sharingRules(p *field.Path, be *config.Backend, ns string, rules []v1.Shari
 		}
 	}
 	return errs
+}
+
+// slotLabel refuses a shard slot label on b other than buckety's (see
+// shard.CheckLabel); old is nil on create.
+func slotLabel(ctx context.Context, b, old *v1.Buckety) field.ErrorList {
+	in := *b
+	in.Namespace = namespaceOf(ctx, b.Namespace)
+	var was map[string]string
+	if old != nil {
+		was = old.Labels
+	}
+	return shard.CheckLabel(b.Labels, was, shard.BucketyValue(&in))
 }

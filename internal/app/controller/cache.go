@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/naming"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // cacheOptions limits the informer cache to what the reconcilers read, in
@@ -28,8 +29,9 @@ import (
 //   - Bucketies and BucketyAccesses: stored without annotations, without
 //     owner references other than the controlling one, and with only the
 //     labels buckety reads (the labels spec.name's template references;
-//     the implicit-access label). spec.parameters is bounded by the CRD
-//     (v1alpha1.MaxParameters keys of v1alpha1.MaxParameterValueLength).
+//     the implicit-access label; the shard slot label). spec.parameters
+//     is bounded by the CRD (v1alpha1.MaxParameters keys of
+//     v1alpha1.MaxParameterValueLength).
 //   - Every cached object is stored without metadata.managedFields, and,
 //     except on claims, without kubectl's last-applied-configuration
 //     annotation.
@@ -82,11 +84,11 @@ var stripForCache = objectTransform(func(o client.Object) {
 	case *v1.Buckety:
 		o.SetAnnotations(nil)
 		o.SetOwnerReferences(nil)
-		o.SetLabels(keep(o.GetLabels(), templateLabels(t.Spec.Name)...))
+		o.SetLabels(keep(o.GetLabels(), append(templateLabels(t.Spec.Name), shard.SlotLabel)...))
 	case *v1.BucketyAccess:
 		o.SetAnnotations(nil)
 		o.SetOwnerReferences(controllerOnly(o.GetOwnerReferences()))
-		o.SetLabels(keep(o.GetLabels(), v1.ImplicitLabel))
+		o.SetLabels(keep(o.GetLabels(), v1.ImplicitLabel, shard.SlotLabel))
 	default:
 		if a := o.GetAnnotations(); a[lastApplied] != "" {
 			delete(a, lastApplied)
@@ -107,7 +109,7 @@ var stripSecret = objectTransform(func(o client.Object) {
 	o.SetAnnotations(nil)
 	o.SetFinalizers(nil)
 	o.SetOwnerReferences(controllerOnly(o.GetOwnerReferences()))
-	o.SetLabels(keep(o.GetLabels(), v1.ManagedByLabel, v1.AccessLabel))
+	o.SetLabels(keep(o.GetLabels(), v1.ManagedByLabel, v1.AccessLabel, shard.SlotLabel))
 	if s, ok := o.(*corev1.Secret); ok {
 		s.Data, s.StringData = nil, nil
 	}

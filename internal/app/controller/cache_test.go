@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 func TestStripForCache(t *testing.T) {
@@ -18,7 +19,7 @@ func TestStripForCache(t *testing.T) {
 		return metav1.ObjectMeta{Name: "x", Namespace: "a",
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}},
 			Annotations:     map[string]string{lastApplied: `{"spec":{"backend":"kafka"}}`, "team": "orders"},
-			Labels:          map[string]string{"gen": "003", "junk": strings.Repeat("x", 63), v1.ImplicitLabel: "true"},
+			Labels:          map[string]string{"gen": "003", "junk": strings.Repeat("x", 63), v1.ImplicitLabel: "true", shard.SlotLabel: "17"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "Thing", Name: "a"}, {Kind: "Buckety", Name: "b", Controller: &yes}},
 			Finalizers:      []string{v1.Finalizer, "example.com/other"}}
 	}
@@ -30,9 +31,9 @@ func TestStripForCache(t *testing.T) {
 		wantLabels      map[string]string
 		wantOwners      int
 	}{
-		{"Buckety: only the labels its template reads, no annotations, no owners", withName(&v1.Buckety{ObjectMeta: meta()}), nil, map[string]string{"gen": "003"}, 0},
-		{"Buckety without a template keeps no labels", &v1.Buckety{ObjectMeta: meta()}, nil, nil, 0},
-		{"BucketyAccess: the implicit label and its controller", &v1.BucketyAccess{ObjectMeta: meta()}, nil, map[string]string{v1.ImplicitLabel: "true"}, 1},
+		{"Buckety: only the labels its template reads and the slot, no annotations, no owners", withName(&v1.Buckety{ObjectMeta: meta()}), nil, map[string]string{"gen": "003", shard.SlotLabel: "17"}, 0},
+		{"Buckety without a template keeps the slot label alone", &v1.Buckety{ObjectMeta: meta()}, nil, map[string]string{shard.SlotLabel: "17"}, 0},
+		{"BucketyAccess: the implicit and slot labels and its controller", &v1.BucketyAccess{ObjectMeta: meta()}, nil, map[string]string{v1.ImplicitLabel: "true", shard.SlotLabel: "17"}, 1},
 		{"claim keeps its annotations and labels: it is updated whole", &v1.BucketyClaim{ObjectMeta: meta()}, map[string]string{lastApplied: `{"spec":{"backend":"kafka"}}`, "team": "orders"}, meta().Labels, 2},
 		{"another kind loses only last-applied", &corev1.ConfigMap{ObjectMeta: meta()}, map[string]string{"team": "orders"}, meta().Labels, 2},
 	}

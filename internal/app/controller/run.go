@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -32,10 +33,11 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/runtime/memory"
+	"github.com/Yolean/buckety-controller/internal/shard"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=buckety-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=buckety-system,resources=leases,verbs=get;list;create;update;delete
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups="",namespace=buckety-system,resources=events,verbs=create;patch
@@ -142,7 +144,7 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 		Metrics:                       mo,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
-		LeaderElection:                o.LeaderElect,
+		LeaderElection:                o.LeaderElect && o.Shards <= 1,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
@@ -155,7 +157,7 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	set, err := backends.Open(ctx, o.Config)
+	set, err := openBackends(ctx, o, mgr.GetAPIReader())
 	if err != nil {
 		return err
 	}
@@ -164,55 +166,15 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 			reterr = errors.Join(reterr, fmt.Errorf("close backends: %w", err))
 		}
 	}()
-	if set.Installation() == "" {
-		name, err := defaultInstallation(ctx, mgr.GetAPIReader())
-		if err != nil {
-			return err
-		}
-		set.SetInstallation(name)
+	if o.Shards > 1 {
+		return runShards(ctx, mgr, o, scheme, set)
 	}
-	if err := objects.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	// One claim store for both kinds: the Buckety controller writes claims,
-	// the access controller reads its Buckety's resource name from them.
-	store := &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
-	// What wakes an object from outside its controller's watches: the
-	// leader's loops, and each controller the other.
-	wakes := wake.New()
-	// A provisioning pass holds its status for its accesses to read, and
-	// wakes them, instead of writing it twice (buckety.Held).
-	held := &buckety.Held{}
-	bo := buckety.Options{Backends: set, Claims: store, Recheck: o.Recheck, Wakes: wakes, Controller: controllerOptions(o), Held: held, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
-	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
-	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
-		return err
-	}
-	ar, err := access.SetupWithManager(mgr, access.Options{Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), Wakes: wakes, Held: held, LimitRetry: o.LimitRetry})
+	// One shard: this manager is the single leader's.
+	bo, err := wire(ctx, mgr, o, set, nil)
 	if err != nil {
 		return err
 	}
-	if o.DriftSweep > 0 {
-		if err := mgr.Add(&access.CredentialSweep{Reconciler: ar, Interval: o.DriftSweep, Wakes: wakes, Log: log.WithName("credential-sweep")}); err != nil {
-			return err
-		}
-	}
-	if err := addSweeper(mgr, o, set, wakes); err != nil {
-		return err
-	}
-	if err := addUsage(mgr, o, set, wakes); err != nil {
-		return err
-	}
-	if err := addBackendView(mgr, o, set); err != nil {
-		return err
-	}
-	if o.OwnerCheck <= 0 {
-		o.OwnerCheck = options.DefaultOwnerCheckInterval
-	}
-	if err := mgr.Add(&claims.Janitor{Reader: mgr.GetClient(), Store: store, Interval: o.OwnerCheck, Log: log.WithName("claims")}); err != nil {
-		return err
-	}
-	if err := mgr.Add(&access.Orphans{Reconciler: ar, Interval: o.OwnerCheck, Log: log.WithName("credentials")}); err != nil {
+	if err := addHealthChecks(ctx, mgr); err != nil {
 		return err
 	}
 	if o.ReleaseStartupPages {
@@ -220,15 +182,90 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 			return err
 		}
 	}
-	if err := addHealthChecks(ctx, mgr); err != nil {
-		return err
-	}
 	if err := metrics.RegisterResources(mgr.GetCache(), set.Names(), claims.IsRetained); err != nil {
 		return err
 	}
 	go reportIssuing(ctx, log, set)
-	log.Info("starting", "version", version.Version, "installation", set.Installation(), "GOGC", o.GOGC, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", bo.SweptRecheck.String(), "usageInterval", o.Usage.String(), "backendProbeInterval", o.BackendProbe.String(), "leaderElection", o.LeaderElect)
+	logStart(o, set, bo.SweptRecheck)
 	return mgr.Start(ctx)
+}
+
+// logStart logs the settings a run starts with.
+func logStart(o Options, set *backends.Set, swept time.Duration) {
+	o.Log.Info("starting", "version", version.Version, "installation", set.Installation(), "GOGC", o.GOGC, "backends", set.Names(), "recheckInterval", o.Recheck.String(), "driftSweepInterval", o.DriftSweep.String(), "sweptRecheckInterval", swept.String(), "usageInterval", o.Usage.String(), "backendProbeInterval", o.BackendProbe.String(), "leaderElection", o.LeaderElect, "shards", max(o.Shards, 1))
+}
+
+// openBackends opens the config's backends and names the installation
+// (the config's, or the cluster's default).
+func openBackends(ctx context.Context, o Options, r client.Reader) (*backends.Set, error) {
+	set, err := backends.Open(ctx, o.Config)
+	if err != nil {
+		return nil, err
+	}
+	if set.Installation() == "" {
+		name, err := defaultInstallation(ctx, r)
+		if err != nil {
+			return nil, errors.Join(err, set.Close())
+		}
+		set.SetInstallation(name)
+	}
+	return set, nil
+}
+
+// wire sets up, in mgr, both controllers and the leader-only loops of the
+// shard serves (nil: all of them, one shard).
+func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, serves *shard.Serves) (buckety.Options, error) {
+	log := o.Log
+	if err := objects.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return buckety.Options{}, err
+	}
+	// One claim store for both kinds: the Buckety controller writes claims,
+	// the access controller reads its Buckety's resource name from them.
+	store := &claims.Store{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Serves: serves}
+	// What wakes an object from outside its controller's watches: the
+	// leader's loops, and each controller the other.
+	wakes := wake.New()
+	// A provisioning pass holds its status for its accesses to read, and
+	// wakes them, instead of writing it twice (buckety.Held).
+	held := &buckety.Held{}
+	bo := buckety.Options{Serves: serves, Backends: set, Claims: store, Recheck: o.Recheck, Wakes: wakes, Controller: controllerOptions(o), Held: held, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
+	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
+	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
+		return buckety.Options{}, err
+	}
+	ar, err := access.SetupWithManager(mgr, access.Options{Serves: serves, Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), Wakes: wakes, Held: held, LimitRetry: o.LimitRetry})
+	if err != nil {
+		return buckety.Options{}, err
+	}
+	if o.DriftSweep > 0 {
+		if err := mgr.Add(&access.CredentialSweep{Reconciler: ar, Interval: o.DriftSweep, Wakes: wakes, Log: log.WithName("credential-sweep")}); err != nil {
+			return buckety.Options{}, err
+		}
+	}
+	// The loops that act on every Buckety act on their shard's.
+	homes := shard.HomeOnly(mgr.GetClient(), serves)
+	if err := addSweeper(homes, o, set, wakes, mgr); err != nil {
+		return buckety.Options{}, err
+	}
+	if err := addUsage(homes, o, set, wakes, mgr); err != nil {
+		return buckety.Options{}, err
+	}
+	// One view of the backends: shard 0's.
+	if serves == nil || serves.K == 0 {
+		if err := addBackendView(mgr, o, set); err != nil {
+			return buckety.Options{}, err
+		}
+	}
+	if o.OwnerCheck <= 0 {
+		o.OwnerCheck = options.DefaultOwnerCheckInterval
+	}
+	if err := mgr.Add(&claims.Janitor{Reader: mgr.GetClient(), Store: store, Interval: o.OwnerCheck, Log: log.WithName("claims")}); err != nil {
+		return buckety.Options{}, err
+	}
+	if err := mgr.Add(&access.Orphans{Reconciler: ar, Interval: o.OwnerCheck, Log: log.WithName("credentials")}); err != nil {
+		return buckety.Options{}, err
+	}
+	return bo, nil
 }
 
 // reportIssuing asks, once at startup, every backend whose config asks for

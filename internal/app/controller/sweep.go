@@ -4,6 +4,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/internal/app/controller/options"
 	"github.com/Yolean/buckety-controller/internal/backends"
@@ -30,12 +31,12 @@ func sweepRecheck(o Options) (swept, maxAge time.Duration) {
 
 // addSweeper runs the drift sweep on the leader when o.DriftSweep is set,
 // waking the drifted Bucketies through wakes.
-func addSweeper(mgr ctrl.Manager, o Options, set *backends.Set, wakes *wake.Channels) error {
+func addSweeper(r client.Reader, o Options, set *backends.Set, wakes *wake.Channels, mgr ctrl.Manager) error {
 	if o.DriftSweep <= 0 {
 		return nil
 	}
 	return mgr.Add(&buckety.Sweeper{
-		Reader: mgr.GetClient(), Backends: set, Interval: o.DriftSweep, Wakes: wakes,
+		Reader: r, Backends: set, Interval: o.DriftSweep, Wakes: wakes,
 		Log: o.Log.WithName("drift-sweep"),
 	})
 }

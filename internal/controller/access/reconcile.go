@@ -23,6 +23,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
+	"github.com/Yolean/buckety-controller/internal/shard"
 	"github.com/Yolean/buckety-controller/internal/sharing"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 )
@@ -117,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if !a.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, a, f)
 	}
-	if err := objects.AddFinalizer(ctx, r.Client, a); err != nil {
+	if err := objects.AddFinalizer(ctx, r.Client, a, shard.AccessValue(a)); err != nil {
 		return reconcile.Result{}, err
 	}
 	return r.reconcileLive(ctx, a, f)
@@ -349,7 +350,7 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 // resource is b's settled claim on its backend resource: the name the
 // controller wrote and tenants cannot, and the location it recorded.
 func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (*v1.BucketyClaim, bool, error) {
-	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	owned, err := r.Claims.OwnedBy(ctx, b)
 	if err != nil {
 		return nil, false, err
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // ConflictRetry is how soon a Secret conflict is checked again: the common
@@ -167,7 +168,7 @@ func isAccessName(s string) bool {
 // createSecret creates the access's Secret, labelled and owned by a.
 func (r *Reconciler) createSecret(ctx context.Context, a *v1.BucketyAccess, name string, data map[string][]byte) error {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name, shard.SlotLabel: shard.SlotValue(a.Namespace)}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/controller/wake"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // ControllerName names the BucketyAccess controller (in logs and metrics).
@@ -29,6 +30,9 @@ const ControllerName = "bucketyaccess"
 
 // Options configure the BucketyAccess controller.
 type Options struct {
+	// Serves is the shard this controller reconciles; nil: every
+	// namespace (one shard).
+	Serves *shard.Serves
 	// Backends are the open backends of the controller config.
 	Backends *backends.Set
 	// Claims is the claim store, shared with the Buckety controller.
@@ -93,7 +97,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToAccesses(mgr)),
 			builder.WithPredicates(objects.UpdatesWhere(consentOrLimitsMayChange))).
 		WithOptions(o.Controller).
-		Complete(r)
+		Complete(shard.Only(r, o.Serves))
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,7 @@ func (s *CredentialSweep) expected(ctx context.Context, c *v1.BucketyCredential)
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.BucketyNamespace(), Name: a.Spec.BucketyRef.Name}, b); err != nil {
 		return drivers.Access{}, key, false
 	}
-	owned, err := r.Claims.OwnedCached(ctx, b.UID)
+	owned, err := r.Claims.OwnedBy(ctx, b)
 	if err != nil {
 		return drivers.Access{}, key, false
 	}

@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // reconcileAccesses materialises or removes the implicit access, then
@@ -253,7 +254,7 @@ func (r *Reconciler) implicitDue(b *v1.Buckety) bool {
 func (r *Reconciler) createImplicit(ctx context.Context, b *v1.Buckety, f *facts) error {
 	da := b.Spec.DefaultAccess
 	a := &v1.BucketyAccess{
-		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{v1.ImplicitLabel: "true"}, Finalizers: []string{v1.Finalizer}},
+		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{v1.ImplicitLabel: "true", shard.SlotLabel: shard.SlotValue(b.Namespace)}, Finalizers: []string{v1.Finalizer}},
 		Spec:       v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: b.Name}, CredentialsSecretName: da.CredentialsSecretName, Role: implicitRole(da), SecretFormats: slices.Clone(da.SecretFormats)},
 	}
 	if err := controllerutil.SetControllerReference(b, a, r.Client.Scheme()); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/controller/wake"
 	"github.com/Yolean/buckety-controller/internal/naming"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketies,verbs=get;list;watch;patch
@@ -167,7 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		r.Held.Forget(req.NamespacedName)
 		return r.reconcileDelete(ctx, b, f)
 	}
-	if err := objects.AddFinalizer(ctx, r.Client, b); err != nil {
+	if err := objects.AddFinalizer(ctx, r.Client, b, shard.BucketyValue(b)); err != nil {
 		return reconcile.Result{}, err
 	}
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}

@@ -21,6 +21,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/controller/wake"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // ControllerName names the Buckety controller (in logs and metrics).
@@ -32,6 +33,9 @@ const releasedBuffer = 64
 
 // Options configure the Buckety controller.
 type Options struct {
+	// Serves is the shard this controller reconciles; nil: every
+	// namespace (one shard).
+	Serves *shard.Serves
 	// Backends are the open backends of the controller config.
 	Backends *backends.Set
 	// Claims is the claim store, shared with the access controller.
@@ -110,7 +114,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	err := b.Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(accessToBuckety)).
 		Watches(&v1.BucketyClaim{}, claimReleased(r.Waiters)).
 		WithOptions(o.Controller).
-		Complete(r)
+		Complete(shard.Only(r, o.Serves))
 	if err != nil {
 		return nil, err
 	}

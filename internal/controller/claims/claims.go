@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // +kubebuilder:rbac:groups=buckety.yolean.se,resources=bucketyclaims,verbs=get;list;watch;create;update;delete
@@ -30,6 +31,10 @@ type Store struct {
 	// APIReader reads around the cache where a stale read could hand one
 	// resource to two owners or delete what is not ours.
 	APIReader ctrl.Reader
+	// Serves is the shard whose claims the cache holds; nil: all of them.
+	// A claim of a Buckety another shard serves (one shared with an
+	// access of this shard's) is read from the API server.
+	Serves *shard.Serves
 
 	recent recent
 }
@@ -148,7 +153,7 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 	name := k.Name()
 	for range 3 {
 		cl = &v1.BucketyClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID)}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID), shard.SlotLabel: shard.SlotValue(b.Namespace)}},
 			Spec: v1.BucketyClaimSpec{Backend: k.Backend, Service: k.space(), ResourceName: k.Resource, Phase: phase, Location: location, Budgeted: budgeted,
 				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
 		}
@@ -243,6 +248,7 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.Buck
 		cl.Labels = map[string]string{}
 	}
 	cl.Labels[v1.ClaimOwnerLabel] = string(b.UID)
+	cl.Labels[shard.SlotLabel] = shard.SlotValue(b.Namespace)
 	if err := c.Client.Update(ctx, cl); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil, false, nil, nil
@@ -283,6 +289,7 @@ func (c *Store) LetGo(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
 			next.Labels = map[string]string{}
 		}
 		next.Labels[v1.ClaimOwnerLabel] = r.Owner.UID
+		next.Labels[shard.SlotLabel] = shard.SlotValue(r.Owner.Namespace)
 	default:
 		return true, c.Release(ctx, cl)
 	}
@@ -309,7 +316,7 @@ func IsRetained(cl *v1.BucketyClaim) bool {
 // shows).
 func (c *Store) Held(ctx context.Context, b *v1.Buckety, k Key, fresh bool) (cl *v1.BucketyClaim, other bool, err error) {
 	get := c.cachedGet
-	if fresh {
+	if fresh || !c.Serves.Namespace(b.Namespace) {
 		get = func(ctx context.Context, name string, into *v1.BucketyClaim) error {
 			return c.APIReader.Get(ctx, types.NamespacedName{Name: name}, into)
 		}
@@ -469,6 +476,16 @@ func (c *Store) Owned(ctx context.Context, uid types.UID) ([]v1.BucketyClaim, er
 		}
 	}
 	return out, nil
+}
+
+// OwnedBy lists Buckety b's claims for an access that uses it: from the
+// cache (OwnedCached) when this shard serves b's namespace, and otherwise
+// from the API server (Owned), since only b's shard caches its claims.
+func (c *Store) OwnedBy(ctx context.Context, b *v1.Buckety) ([]v1.BucketyClaim, error) {
+	if c.Serves.Namespace(b.Namespace) {
+		return c.OwnedCached(ctx, b.UID)
+	}
+	return c.Owned(ctx, b.UID)
 }
 
 // OwnedCached lists b's claims from the cache (steady state), with the

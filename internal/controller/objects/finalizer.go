@@ -7,15 +7,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
-// AddFinalizer adds buckety's finalizer with a merge patch when missing.
-func AddFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
-	if controllerutil.ContainsFinalizer(obj, v1.Finalizer) {
+// AddFinalizer adds buckety's finalizer, and sets the shard slot label to
+// slot, with one merge patch when either is missing or differs: a new
+// object gets both in the write that adds the finalizer, and one written
+// before shards (or whose sharing changed) gets its label once.
+func AddFinalizer(ctx context.Context, c client.Client, obj client.Object, slot string) error {
+	if controllerutil.ContainsFinalizer(obj, v1.Finalizer) && obj.GetLabels()[shard.SlotLabel] == slot {
 		return nil
 	}
 	before := obj.DeepCopyObject().(client.Object)
 	controllerutil.AddFinalizer(obj, v1.Finalizer)
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[shard.SlotLabel] = slot
+	obj.SetLabels(l)
 	return c.Patch(ctx, obj, client.MergeFrom(before))
 }
 

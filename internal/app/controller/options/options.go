@@ -16,6 +16,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/kubeconfig"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // DefaultConfigDir is where the Deployment mounts buckety-controller.yaml.
@@ -61,6 +62,9 @@ type Flags struct {
 	// LeaderElect enables leader election in LeaderElectionNamespace.
 	LeaderElect             bool
 	LeaderElectionNamespace string
+	// Shards is the number of shards the work is split into across
+	// replicas (internal/shard); 1: one leader does all of it.
+	Shards int
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
 	// election (leader.go); 0: the defaults (tests that build Flags in
 	// code).
@@ -104,6 +108,7 @@ func NewFlagSet(cmd string, stderr io.Writer, f *Flags) *flag.FlagSet {
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "0", "address serving Go's /debug/pprof/ profiles (heap, goroutines, CPU), unauthenticated: bind it to 127.0.0.1 and reach it with kubectl port-forward; 0 disables it")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles (keep on: two replicas run during a rollout)")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
+	fs.IntVar(&f.Shards, "shards", 1, "split the work into this many shards, one Lease each, that the replicas share out (each its share, each watching only its shards' namespaces); 1: one leader does all of it. Every replica must run with the same number (a rollout that changes it waits for the older replicas to go); needs --leader-elect")
 	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long standby replicas wait, after the leader last renewed the Lease, before one takes it: the failover time when the leader crashes or loses the API server (a leader that stops cleanly releases it at once)")
 	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader retries a failed renewal before it stops reconciling and exits; less than the lease duration")
 	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often replicas try to take or renew the Lease")
@@ -138,6 +143,12 @@ func (f *Flags) Validate() error {
 	}
 	if err := f.validateLeaderElection(); err != nil {
 		return err
+	}
+	if f.Shards < 1 || f.Shards > shard.Slots {
+		return fmt.Errorf("--shards %d: want 1 to %d", f.Shards, shard.Slots)
+	}
+	if f.Shards > 1 && !f.LeaderElect {
+		return fmt.Errorf("--shards %d needs --leader-elect: shards are handed out by Leases", f.Shards)
 	}
 	if err := f.validateSweep(); err != nil {
 		return err

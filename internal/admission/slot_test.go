@@ -1,0 +1,73 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/shard"
+)
+
+// TestSlotLabel: a tenant may leave out the shard slot label (buckety
+// sets it) or keep the value it has, but not point an object at another
+// shard, nor make every shard read an object that nothing shares.
+func TestSlotLabel(t *testing.T) {
+	bv, av := BucketyValidator{sharingValidators(t)}, AccessValidator{sharingValidators(t)}
+	labelled := func(v string) map[string]string { return map[string]string{shard.SlotLabel: v} }
+	own, other := shard.SlotValue("payments"), shard.SlotValue("payments-x")
+	if own == other {
+		t.Fatalf("the test needs two namespaces of different slots; both are in %s", own)
+	}
+	ro := []v1.Role{v1.RoleReadOnly}
+	buckety := func(l map[string]string, rules ...v1.SharingRule) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders", Labels: l}, Spec: v1.BucketySpec{Backend: "kafka", Sharing: rules}}
+	}
+	const refused = `metadata.labels[buckety.yolean.se/slot]: Invalid value`
+	check := func(t *testing.T, err error, want string) {
+		t.Helper()
+		switch {
+		case want == "" && err != nil:
+			t.Fatalf("want admitted, got %v", err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Fatalf("want refused with %q, got %v", want, err)
+		}
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		b    *v1.Buckety
+		want string
+	}{
+		{"no label", buckety(nil), ""},
+		{"its namespace's slot", buckety(labelled(own)), ""},
+		{"another slot", buckety(labelled(other)), refused},
+		{"every shard, while it shares", buckety(labelled(shard.Everywhere), v1.SharingRule{Namespace: "analytics", Roles: ro}), ""},
+		{"every shard, sharing nothing", buckety(labelled(shard.Everywhere)), refused},
+	} {
+		t.Run("create "+c.name, func(t *testing.T) {
+			_, err := bv.ValidateCreate(ctx, c.b)
+			check(t, err, c.want)
+		})
+	}
+	t.Run("update keeping the value buckety set before sharing ended", func(t *testing.T) {
+		old := buckety(labelled(shard.Everywhere), v1.SharingRule{Namespace: "analytics", Roles: ro})
+		_, err := bv.ValidateUpdate(ctx, old, buckety(labelled(shard.Everywhere)))
+		check(t, err, "")
+	})
+	t.Run("update moving it to another slot", func(t *testing.T) {
+		_, err := bv.ValidateUpdate(ctx, buckety(labelled(own)), buckety(labelled(other)))
+		check(t, err, refused)
+	})
+	t.Run("an access naming another namespace's Buckety is read everywhere", func(t *testing.T) {
+		a := foreignAccess("analytics", "orders", v1.RoleReadOnly)
+		a.Labels = labelled(shard.Everywhere)
+		_, err := av.ValidateCreate(ctx, a)
+		check(t, err, "")
+		a.Labels = labelled(shard.SlotValue("payments"))
+		_, err = av.ValidateCreate(ctx, a)
+		check(t, err, refused)
+	})
+}

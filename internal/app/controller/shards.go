@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/labeller"
+	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/internal/shard"
+)
+
+// runShards runs this replica's share of o.Shards shards (internal/shard):
+// top serves metrics and probes and runs the Assigner, which starts one
+// manager per shard held, with a cache of that shard's objects only.
+func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime.Scheme, set *backends.Set) error {
+	c, err := client.New(o.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	// The resource gauges count what this replica's shards hold.
+	readers := &shard.Readers{}
+	if err := metrics.RegisterResources(readers, set.Names(), claims.IsRetained); err != nil {
+		return err
+	}
+	lease, renew, retry := leaderTimings(o)
+	a := &shard.Assigner{
+		Client: c, Namespace: o.LeaderElectionNamespace, Name: LeaderElectionID,
+		Identity: host + "-" + string(uuid.NewUUID())[:8], Shards: o.Shards,
+		LeaseDuration: *lease, RenewDeadline: *renew, RetryPeriod: *retry,
+		Run: func(ctx context.Context, k int) error { return runShard(ctx, o, scheme, set, k, readers) },
+		Log: o.Log.WithName("shards"),
+	}
+	if err := top.Add(a); err != nil {
+		return err
+	}
+	if err := top.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	// A replica is ready whatever it holds: one waiting for a shard is a
+	// standby, as a replica waiting for the single leader's Lease is.
+	if err := top.AddReadyzCheck("ping", func(*http.Request) error { return nil }); err != nil {
+		return err
+	}
+	go reportIssuing(ctx, o.Log, set)
+	logStart(o, set, 0)
+	return top.Start(ctx)
+}
+
+// runShard runs shard k until ctx ends: both controllers and the
+// leader-only loops, over a cache of the shard's objects and of those every
+// shard reads; shard 0 also labels objects without a slot and keeps the
+// backends' view.
+func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backends.Set, k int, readers *shard.Readers) error {
+	serves := &shard.Serves{K: k, N: o.Shards}
+	o.Log = o.Log.WithValues("shard", k)
+	// Every shard's controllers have the same names, in one process.
+	o.SkipNameValidation = true
+	grace := 30 * time.Second
+	co, err := shardCacheOptions(serves)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
+		Scheme: scheme, Logger: o.Log,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		GracefulShutdownTimeout: &grace,
+		Cache:                   co,
+	})
+	if err != nil {
+		return fmt.Errorf("shard %d: create manager: %w", k, err)
+	}
+	if _, err := wire(ctx, mgr, o, set, serves); err != nil {
+		return err
+	}
+	if k == 0 {
+		if err := mgr.Add(&labeller.Labeller{Config: o.RESTConfig, Scheme: scheme, Client: mgr.GetClient(), Log: o.Log.WithName("labeller")}); err != nil {
+			return err
+		}
+	}
+	go func() {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return
+		}
+		readers.Set(k, shard.HomeOnly(mgr.GetClient(), serves))
+		<-ctx.Done()
+		readers.Set(k, nil)
+	}()
+	return mgr.Start(ctx)
+}
+
+// shardCacheOptions are cacheOptions with buckety's kinds and Secrets
+// selected by the shard's slots, and the objects every shard reads.
+func shardCacheOptions(s *shard.Serves) (ctrlcache.Options, error) {
+	o := cacheOptions()
+	in, err := labels.NewRequirement(shard.SlotLabel, selection.In, shard.SlotValues(s.K, s.N))
+	if err != nil {
+		return o, err
+	}
+	managed, err := labels.NewRequirement(v1.ManagedByLabel, selection.Equals, []string{v1.ManagedByValue})
+	if err != nil {
+		return o, err
+	}
+	sel := labels.NewSelector().Add(*in)
+	o.ByObject = map[client.Object]ctrlcache.ByObject{
+		&corev1.Secret{}:        {Label: labels.NewSelector().Add(*managed, *in), Transform: stripSecret},
+		&v1.Buckety{}:           {Label: sel},
+		&v1.BucketyAccess{}:     {Label: sel},
+		&v1.BucketyClaim{}:      {Label: sel},
+		&v1.BucketyCredential{}: {Label: sel},
+	}
+	return o, nil
+}

@@ -1,0 +1,159 @@
+// Package labeller gives the shard slot label (internal/shard) to the
+// objects that lack it: those written before the installation ran shards,
+// and a tenant's new Buckety or BucketyAccess, which no shard's cache
+// holds until it is labelled. It runs in shard 0's manager.
+package labeller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/shard"
+)
+
+// Labeller watches the objects without the slot label and labels them.
+// A Buckety or access not being deleted gets buckety's finalizer in the
+// same patch, as its first pass would add it: a new object under shards
+// costs no extra write.
+type Labeller struct {
+	// Config reaches the API server; Scheme knows buckety's kinds.
+	Config *rest.Config
+	Scheme *runtime.Scheme
+	// Client writes the patches.
+	Client client.Client
+	Log    logr.Logger
+}
+
+// item is one object to label: its kind (an index into kinds) and key.
+type item struct {
+	kind int
+	key  client.ObjectKey
+}
+
+// kinds are what the Labeller watches; a Secret only if buckety's.
+func kinds() []client.Object {
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return []client.Object{&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{}, &v1.BucketyCredential{}, secret}
+}
+
+// Start watches and labels until ctx ends (manager.Runnable).
+func (l *Labeller) Start(ctx context.Context) error {
+	unlabelled, err := labels.NewRequirement(shard.SlotLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return err
+	}
+	managed, err := labels.NewRequirement(v1.ManagedByLabel, selection.Equals, []string{v1.ManagedByValue})
+	if err != nil {
+		return err
+	}
+	ks := kinds()
+	c, err := cache.New(l.Config, cache.Options{
+		Scheme:               l.Scheme,
+		DefaultLabelSelector: labels.NewSelector().Add(*unlabelled),
+		ByObject:             map[client.Object]cache.ByObject{ks[len(ks)-1]: {Label: labels.NewSelector().Add(*unlabelled, *managed)}},
+		DefaultTransform:     cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return err
+	}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())
+	defer q.ShutDown()
+	for i, k := range ks {
+		inf, err := c.GetInformer(ctx, k)
+		if err != nil {
+			return err
+		}
+		enqueue := func(obj any) {
+			if o, ok := obj.(client.Object); ok {
+				q.Add(item{kind: i, key: client.ObjectKeyFromObject(o)})
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }}); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("labeller: caches did not sync: %w", <-errc)
+	}
+	for range 4 {
+		go l.work(ctx, c, q, ks)
+	}
+	<-ctx.Done()
+	return <-errc
+}
+
+func (l *Labeller) work(ctx context.Context, c cache.Cache, q workqueue.TypedRateLimitingInterface[item], ks []client.Object) {
+	for {
+		it, shutdown := q.Get()
+		if shutdown {
+			return
+		}
+		err := l.label(ctx, c, ks[it.kind].DeepCopyObject().(client.Object), it.key)
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			q.Forget(it)
+		default:
+			l.Log.Info("could not give an object its shard slot label; retrying", "object", it.key.String(), "error", err.Error())
+			q.AddRateLimited(it)
+		}
+		q.Done(it)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// label gives the object at key (read into obj) its slot label.
+func (l *Labeller) label(ctx context.Context, c cache.Cache, obj client.Object, key client.ObjectKey) error {
+	if err := c.Get(ctx, key, obj); err != nil {
+		return err
+	}
+	if _, ok := obj.GetLabels()[shard.SlotLabel]; ok {
+		return nil
+	}
+	var value string
+	switch o := obj.(type) {
+	case *v1.Buckety:
+		value = shard.BucketyValue(o)
+	case *v1.BucketyAccess:
+		value = shard.AccessValue(o)
+	case *v1.BucketyClaim:
+		value = shard.SlotValue(o.Spec.Owner.Namespace)
+	case *v1.BucketyCredential:
+		value = shard.SlotValue(o.Spec.Owner.Namespace)
+	default:
+		value = shard.SlotValue(obj.GetNamespace())
+	}
+	switch obj.(type) {
+	case *v1.Buckety, *v1.BucketyAccess:
+		if obj.GetDeletionTimestamp().IsZero() {
+			return objects.AddFinalizer(ctx, l.Client, obj, value)
+		}
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	lb := obj.GetLabels()
+	if lb == nil {
+		lb = map[string]string{}
+	}
+	lb[shard.SlotLabel] = value
+	obj.SetLabels(lb)
+	return l.Client.Patch(ctx, obj, client.MergeFrom(before))
+}

@@ -1,0 +1,523 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels and annotations on the Leases the Assigner writes.
+const (
+	// LeaseKindLabel tells shard Leases ("shard") from member Leases
+	// ("member").
+	LeaseKindLabel = "buckety.yolean.se/lease"
+	// ShardsAnnotation is, on a member Lease, the number of shards the
+	// replica runs with.
+	ShardsAnnotation = "buckety.yolean.se/shards"
+)
+
+// Assigner takes and gives up shards for one replica (see the package
+// documentation). Its zero timings are controller-runtime's leader
+// election defaults.
+type Assigner struct {
+	// Client reads and writes Leases; it must not be a cache's.
+	Client client.Client
+	// Namespace holds the Leases.
+	Namespace string
+	// Name is shard 0's Lease (controller-runtime's leader election ID,
+	// so one shard is the single leader of earlier releases); shard k's
+	// is Name-k; a member's is Name-member-<identity>.
+	Name string
+	// Identity names this replica, unique among the replicas (the pod
+	// name and a random suffix).
+	Identity string
+	// Shards is the installation's number of shards, 1 to Slots.
+	Shards int
+	// The Lease timings: a Lease not renewed for LeaseDuration may be
+	// taken; a holder that could not renew for RenewDeadline stops the
+	// shard's work; every RetryPeriod each Lease is renewed and the
+	// shards are balanced.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Run runs shard k until ctx ends. The Assigner releases the shard's
+	// Lease only after Run has returned. An error is logged, and the
+	// shard is given up (and may be taken again, here or elsewhere).
+	Run func(ctx context.Context, k int) error
+	// Log logs takes, releases and losses.
+	Log logr.Logger
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	held     map[int]*running
+	stopping map[int]chan struct{}
+	observed map[string]observation
+}
+
+// running is a shard this replica holds.
+type running struct {
+	lease     *coordinationv1.Lease
+	renewed   time.Time
+	cancel    context.CancelFunc
+	done      chan struct{}
+	heldSince time.Time
+}
+
+// observation is when this replica saw a Lease's record change: a Lease is
+// expired when its record has not changed for its duration as measured on
+// this replica's clock, whatever the holder's clock says (client-go's rule).
+type observation struct {
+	record string
+	at     time.Time
+}
+
+// Held lists the shards this replica holds, in order.
+func (a *Assigner) Held() []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]int, 0, len(a.held))
+	for k := range a.held {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// LeaseName is shard k's Lease.
+func (a *Assigner) LeaseName(k int) string {
+	if k == 0 {
+		return a.Name
+	}
+	return a.Name + "-" + strconv.Itoa(k)
+}
+
+func (a *Assigner) memberName() string { return a.Name + "-member-" + a.Identity }
+
+func (a *Assigner) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *Assigner) defaults() error {
+	if a.Shards < 1 || a.Shards > Slots {
+		return fmt.Errorf("shards %d: want 1 to %d", a.Shards, Slots)
+	}
+	if a.LeaseDuration <= 0 {
+		a.LeaseDuration = 15 * time.Second
+	}
+	if a.RenewDeadline <= 0 {
+		a.RenewDeadline = 10 * time.Second
+	}
+	if a.RetryPeriod <= 0 {
+		a.RetryPeriod = 2 * time.Second
+	}
+	a.held = map[int]*running{}
+	a.stopping = map[int]chan struct{}{}
+	a.observed = map[string]observation{}
+	return nil
+}
+
+// Start runs the Assigner until ctx ends (manager.Runnable): it then stops
+// every shard it holds, waits for their work to end, and releases their
+// Leases and its member Lease, so another replica takes them at once.
+func (a *Assigner) Start(ctx context.Context) error {
+	if err := a.defaults(); err != nil {
+		return err
+	}
+	wait.JitterUntilWithContext(ctx, a.step, a.RetryPeriod, 0.2, true)
+	// ctx has ended: release with a context of its own.
+	rctx, cancel := context.WithTimeout(context.Background(), a.RenewDeadline)
+	defer cancel()
+	var errs []error
+	for _, k := range a.Held() {
+		errs = append(errs, a.give(rctx, k, "stopping"))
+	}
+	a.mu.Lock()
+	stopping := a.stopping
+	a.mu.Unlock()
+	for _, done := range stopping {
+		<-done
+	}
+	errs = append(errs, a.leaveMembers(rctx))
+	return errors.Join(errs...)
+}
+
+// step is one round: be counted, keep what is held, and balance.
+//
+// The replicas that run this number of shards split them: with n of
+// them, each holds at most ceil(shards/n), and one that holds more than
+// floor(shards/n) gives one up while another holds fewer, so three
+// replicas of four shards hold 2, 1 and 1, not 2, 2 and 0. A replica
+// takes nothing while an older live replica runs another number of
+// shards (a change being rolled out): the older ones keep serving until
+// they are gone.
+func (a *Assigner) step(ctx context.Context) {
+	m, err := a.members(ctx)
+	if err != nil {
+		a.Log.Info("could not count the replicas; keeping the shards held", "error", err.Error())
+	}
+	a.renew(ctx)
+	if err != nil {
+		return
+	}
+	leases, err := a.shardLeases(ctx)
+	if err != nil {
+		a.Log.Info("could not list the shards' leases", "error", err.Error())
+		return
+	}
+	limit := a.limit(m, leases)
+	held := a.Held()
+	for i := len(held) - 1; i >= limit; i-- {
+		if err := a.give(ctx, held[i], "balancing"); err != nil {
+			a.Log.Info("could not release a shard", "shard", held[i], "error", err.Error())
+		}
+	}
+	if m.olderDisagree || len(held) > limit {
+		return
+	}
+	a.takeUpTo(ctx, limit, leases)
+}
+
+// limit is how many shards this replica may hold now (see step).
+func (a *Assigner) limit(m memberSet, leases map[string]*coordinationv1.Lease) int {
+	n := max(len(m.peers), 1)
+	floor, ceil := a.Shards/n, (a.Shards+n-1)/n
+	holds := map[string]int{}
+	for _, l := range leases {
+		if l.Spec.HolderIdentity != nil && a.expiredFor(l) <= 0 {
+			holds[*l.Spec.HolderIdentity]++
+		}
+	}
+	for _, id := range m.peers {
+		if id != a.Identity && holds[id] < floor {
+			return floor
+		}
+	}
+	return ceil
+}
+
+// shardLeases lists the shards' Leases by name.
+func (a *Assigner) shardLeases(ctx context.Context) (map[string]*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
+	defer cancel()
+	var list coordinationv1.LeaseList
+	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "shard"}); err != nil {
+		return nil, err
+	}
+	out := map[string]*coordinationv1.Lease{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	// Shard 0's Lease may be an earlier release's leader election Lease,
+	// without the label.
+	if _, ok := out[a.LeaseName(0)]; !ok {
+		l := &coordinationv1.Lease{}
+		err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.LeaseName(0)}, l)
+		if err == nil {
+			out[l.Name] = l
+		} else if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// firstToTry spreads the replicas' first attempts over the shards.
+func (a *Assigner) firstToTry() int { return SlotOf(a.Identity) % a.Shards }
+
+// memberSet is what the member Leases say: the live replicas that run
+// this number of shards (peers, by identity, this one included), and
+// whether an older live replica runs another number.
+type memberSet struct {
+	peers         []string
+	olderDisagree bool
+}
+
+// members renews this replica's member Lease and reads the others'.
+// Member Leases expired for ten durations are deleted.
+func (a *Assigner) members(ctx context.Context) (memberSet, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
+	defer cancel()
+	own, err := a.beCounted(ctx)
+	if err != nil {
+		return memberSet{}, err
+	}
+	var list coordinationv1.LeaseList
+	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "member"}); err != nil {
+		return memberSet{}, err
+	}
+	m := memberSet{peers: []string{a.Identity}}
+	for i := range list.Items {
+		l := &list.Items[i]
+		if l.Name == own.Name {
+			continue
+		}
+		if gone := a.expiredFor(l); gone > 0 {
+			if gone > 10*a.LeaseDuration {
+				if err := a.Client.Delete(ctx, l, client.Preconditions{ResourceVersion: &l.ResourceVersion}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+					a.Log.Info("could not delete a departed replica's member lease", "lease", l.Name, "error", err.Error())
+				}
+			}
+			continue
+		}
+		if l.Annotations[ShardsAnnotation] == strconv.Itoa(a.Shards) {
+			if l.Spec.HolderIdentity != nil {
+				m.peers = append(m.peers, *l.Spec.HolderIdentity)
+			}
+		} else if older(l, own) {
+			m.olderDisagree = true
+		}
+	}
+	return m, nil
+}
+
+// older reports whether Lease l was created before own (the name breaks a
+// tie).
+func older(l, own *coordinationv1.Lease) bool {
+	if !l.CreationTimestamp.Equal(&own.CreationTimestamp) {
+		return l.CreationTimestamp.Before(&own.CreationTimestamp)
+	}
+	return l.Name < own.Name
+}
+
+// beCounted creates or renews this replica's member Lease.
+func (a *Assigner) beCounted(ctx context.Context) (*coordinationv1.Lease, error) {
+	now := metav1.NewMicroTime(a.now())
+	l := &coordinationv1.Lease{}
+	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.memberName()}, l)
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Namespace: a.Namespace, Name: a.memberName(),
+			Labels:      map[string]string{LeaseKindLabel: "member"},
+			Annotations: map[string]string{ShardsAnnotation: strconv.Itoa(a.Shards)},
+		}, Spec: a.spec(now, now)}
+		return l, a.Client.Create(ctx, l)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.Spec = a.spec(now, now)
+	return l, a.Client.Update(ctx, l)
+}
+
+// leaveMembers deletes this replica's member Lease.
+func (a *Assigner) leaveMembers(ctx context.Context) error {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.memberName()}}
+	return client.IgnoreNotFound(a.Client.Delete(ctx, l))
+}
+
+// spec is a Lease held by this replica since acquired, renewed now.
+func (a *Assigner) spec(acquired, now metav1.MicroTime) coordinationv1.LeaseSpec {
+	secs := int32(a.LeaseDuration / time.Second)
+	id := a.Identity
+	return coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &acquired, RenewTime: &now}
+}
+
+// expiredFor is how long Lease l has been expired, by this replica's
+// observation of its record; 0 or less: not expired. A released Lease (no
+// holder) is expired.
+func (a *Assigner) expiredFor(l *coordinationv1.Lease) time.Duration {
+	now := a.now()
+	o, ok := a.observed[l.Namespace+"/"+l.Name]
+	if !ok || o.record != l.ResourceVersion {
+		o = observation{record: l.ResourceVersion, at: now}
+		a.observed[l.Namespace+"/"+l.Name] = o
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return max(now.Sub(o.at), time.Nanosecond)
+	}
+	d := a.LeaseDuration
+	if l.Spec.LeaseDurationSeconds != nil {
+		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return now.Sub(o.at) - d
+}
+
+// renew renews every shard held. A shard whose work ended is given up; a
+// shard whose Lease another holder took, or that could not be renewed for
+// RenewDeadline, is stopped at once, without a release: it is lost.
+func (a *Assigner) renew(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
+	defer cancel()
+	for _, k := range a.Held() {
+		a.mu.Lock()
+		r := a.held[k]
+		a.mu.Unlock()
+		select {
+		case <-r.done:
+			if err := a.give(ctx, k, "its work ended"); err != nil {
+				a.Log.Info("could not release a shard", "shard", k, "error", err.Error())
+			}
+			continue
+		default:
+		}
+		l := r.lease.DeepCopy()
+		now := metav1.NewMicroTime(a.now())
+		l.Spec.RenewTime = &now
+		err := a.Client.Update(ctx, l)
+		if err == nil {
+			a.mu.Lock()
+			r.lease, r.renewed = l, now.Time
+			a.mu.Unlock()
+			continue
+		}
+		if apierrors.IsConflict(err) && !a.stillOurs(ctx, r) {
+			a.lose(k, "another replica holds its lease")
+			continue
+		}
+		if a.now().Sub(r.renewed) >= a.RenewDeadline {
+			a.lose(k, "its lease could not be renewed: "+err.Error())
+		}
+	}
+}
+
+// stillOurs reads shard r's Lease afresh: true if this replica still holds
+// it (r then carries the fresh copy), or if it could not be read.
+func (a *Assigner) stillOurs(ctx context.Context, r *running) bool {
+	l := &coordinationv1.Lease{}
+	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(r.lease), l); err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != a.Identity {
+		return false
+	}
+	a.mu.Lock()
+	r.lease = l
+	a.mu.Unlock()
+	return true
+}
+
+// lose stops shard k's work without releasing its Lease, which this
+// replica can no longer vouch for. It does not wait for the work to end
+// (the other shards' renewals must not wait for it); the shard is not taken
+// again here until it has.
+func (a *Assigner) lose(k int, why string) {
+	a.mu.Lock()
+	r := a.held[k]
+	delete(a.held, k)
+	a.stopping[k] = r.done
+	a.mu.Unlock()
+	a.Log.Info("lost a shard: stopping its work", "shard", k, "why", why)
+	r.cancel()
+}
+
+// give stops shard k's work, waits for it to end, then releases its Lease
+// so another replica may take it at once.
+func (a *Assigner) give(ctx context.Context, k int, why string) error {
+	a.mu.Lock()
+	r := a.held[k]
+	delete(a.held, k)
+	a.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.cancel()
+	<-r.done
+	l := r.lease.DeepCopy()
+	none, one := "", int32(1)
+	now := metav1.NewMicroTime(a.now())
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &none, &one, &now
+	a.Log.Info("released a shard", "shard", k, "why", why, "heldFor", a.now().Sub(r.heldSince).Round(time.Millisecond).String())
+	return a.Client.Update(ctx, l)
+}
+
+// takeUpTo takes free or expired shards of leases (the shard Leases as
+// listed) until this replica holds target.
+func (a *Assigner) takeUpTo(ctx context.Context, target int, leases map[string]*coordinationv1.Lease) {
+	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
+	defer cancel()
+	first := a.firstToTry()
+	for i := 0; i < a.Shards && len(a.Held()) < target; i++ {
+		k := (first + i) % a.Shards
+		if a.busy(k) {
+			continue
+		}
+		if err := a.take(ctx, k, leases[a.LeaseName(k)]); err != nil {
+			a.Log.Info("could not take a shard", "shard", k, "error", err.Error())
+		}
+	}
+}
+
+// busy reports whether shard k is held here, or its work is still
+// stopping after a loss.
+func (a *Assigner) busy(k int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.held[k]; ok {
+		return true
+	}
+	if done, ok := a.stopping[k]; ok {
+		select {
+		case <-done:
+			delete(a.stopping, k)
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// take takes shard k, whose Lease l was listed (nil: none yet), if l is
+// free or expired, and starts its work. Another replica taking it first
+// is not an error.
+func (a *Assigner) take(ctx context.Context, k int, l *coordinationv1.Lease) error {
+	now := metav1.NewMicroTime(a.now())
+	var err error
+	switch {
+	case l == nil:
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Namespace: a.Namespace, Name: a.LeaseName(k), Labels: map[string]string{LeaseKindLabel: "shard"},
+		}, Spec: a.spec(now, now)}
+		err = a.Client.Create(ctx, l)
+	case a.expiredFor(l) <= 0:
+		return nil
+	default:
+		transitions := int32(0)
+		if l.Spec.LeaseTransitions != nil {
+			transitions = *l.Spec.LeaseTransitions + 1
+		}
+		l = l.DeepCopy()
+		l.Spec = a.spec(now, now)
+		l.Spec.LeaseTransitions = &transitions
+		if l.Labels[LeaseKindLabel] != "shard" {
+			l.Labels = map[string]string{LeaseKindLabel: "shard"}
+		}
+		err = a.Client.Update(ctx, l)
+	}
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	a.start(k, l, now.Time)
+	return nil
+}
+
+// start runs shard k's work, held under Lease l since now.
+func (a *Assigner) start(k int, l *coordinationv1.Lease, now time.Time) {
+	sctx, cancel := context.WithCancel(context.Background())
+	r := &running{lease: l, renewed: now, heldSince: now, cancel: cancel, done: make(chan struct{})}
+	a.mu.Lock()
+	a.held[k] = r
+	a.mu.Unlock()
+	a.Log.Info("took a shard", "shard", k, "of", a.Shards)
+	go func() {
+		defer close(r.done)
+		if err := a.Run(sctx, k); err != nil && sctx.Err() == nil {
+			a.Log.Error(err, "a shard's work ended", "shard", k)
+		}
+	}()
+}

@@ -1,0 +1,201 @@
+package shard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/Yolean/buckety-controller/internal/shard"
+	"github.com/Yolean/buckety-controller/test/controlplane"
+)
+
+// tracker records which replica runs each shard's work, and fails the test
+// the moment two run one shard at once.
+type tracker struct {
+	t       *testing.T
+	mu      sync.Mutex
+	running map[int]string
+}
+
+// run is replica id's shard work: it runs until its context ends, then
+// takes a moment to finish, as in-flight reconciles do.
+func (tr *tracker) run(id string) func(context.Context, int) error {
+	return func(ctx context.Context, k int) error {
+		tr.mu.Lock()
+		if other, ok := tr.running[k]; ok {
+			tr.t.Errorf("shard %d run by %s and %s at once", k, other, id)
+		}
+		tr.running[k] = id
+		tr.mu.Unlock()
+		<-ctx.Done()
+		time.Sleep(200 * time.Millisecond)
+		tr.mu.Lock()
+		if tr.running[k] == id {
+			delete(tr.running, k)
+		}
+		tr.mu.Unlock()
+		return nil
+	}
+}
+
+// counts is how many shards each replica runs, sorted, with the replicas
+// running none among ids.
+func (tr *tracker) counts(ids ...string) []int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	by := map[string]int{}
+	for _, id := range tr.running {
+		by[id]++
+	}
+	out := make([]int, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, by[id])
+	}
+	sort.Ints(out)
+	return out
+}
+
+// replica is one Assigner, started and stoppable.
+type replica struct {
+	a      *shard.Assigner
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (r *replica) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Errorf("replica %s stopped with %v", r.a.Identity, err)
+	}
+}
+
+func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
+	cp := controlplane.StartT(t, controlplane.Options{})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	base, err := client.NewWithWatch(cp.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &tracker{t: t, running: map[int]string{}}
+	// cut holds the replicas cut off from the API server: every request of
+	// theirs fails, as in a network partition.
+	var cut sync.Map
+	start := func(id string, shards int) *replica {
+		var off atomic.Bool
+		cut.Store(id, &off)
+		fail := func() error {
+			if off.Load() {
+				return errors.New("cut off from the API server")
+			}
+			return nil
+		}
+		c := interceptor.NewClient(base, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if err := fail(); err != nil {
+					return err
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := fail(); err != nil {
+					return err
+				}
+				return c.List(ctx, list, opts...)
+			},
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := fail(); err != nil {
+					return err
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if err := fail(); err != nil {
+					return err
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		})
+		a := &shard.Assigner{
+			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: shards,
+			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
+			Run: tr.run(id), Log: zap.New(zap.UseDevMode(true)).WithName(id),
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- a.Start(ctx) }()
+		return r
+	}
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 90s; running %v", what, tr.counts("a", "b", "c", "d"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	is := func(ids []string, want ...int) func() bool {
+		return func() bool { return fmt.Sprint(tr.counts(ids...)) == fmt.Sprint(want) }
+	}
+
+	a := start("a", 4)
+	until("one replica runs all four shards", is([]string{"a"}, 4))
+	b := start("b", 4)
+	until("two replicas run two shards each", is([]string{"a", "b"}, 2, 2))
+	c := start("c", 4)
+	until("three replicas run 1, 1 and 2", is([]string{"a", "b", "c"}, 1, 1, 2))
+
+	// b is cut off from the API server: it must stop its shards' work by
+	// its renew deadline, and the others take them once the leases expire.
+	v, _ := cut.Load("b")
+	v.(*atomic.Bool).Store(true)
+	cutAt := time.Now()
+	until("the others run b's shards", is([]string{"a", "c"}, 2, 2))
+	t.Logf("b's shards ran again %s after b was cut off (lease 3s)", time.Since(cutAt).Round(time.Millisecond))
+	b.stop(t)
+
+	// A replica that stops cleanly hands its shards over at once.
+	a.stop(t)
+	until("c runs every shard", is([]string{"c"}, 4))
+
+	// A replica running another number of shards waits for the older
+	// one to go, then runs its own.
+	d := start("d", 8)
+	time.Sleep(2 * time.Second)
+	if got := tr.counts("d"); got[0] != 0 {
+		t.Errorf("d runs %d shards while c, older, runs another number", got[0])
+	}
+	c.stop(t)
+	until("d runs its eight shards", is([]string{"d"}, 8))
+	d.stop(t)
+
+	var leases coordinationv1.LeaseList
+	if err := base.List(context.Background(), &leases, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases.Items {
+		if l.Labels[shard.LeaseKindLabel] == "member" {
+			t.Errorf("member lease %s left after every replica stopped", l.Name)
+		}
+		if h := l.Spec.HolderIdentity; h != nil && *h != "" && *h != "b" {
+			t.Errorf("lease %s still held by %s after it stopped", l.Name, *h)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/shard"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// shardHolders counts the shards each replica holds, from the shards'
+// Leases, as sorted counts ("2 2").
+func shardHolders(t *testing.T, ns string) string {
+	t.Helper()
+	var list coordinationv1.LeaseList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]int{}
+	for _, l := range list.Items {
+		if l.Labels[shard.LeaseKindLabel] != "shard" && l.Name != appcontroller.LeaderElectionID {
+			continue
+		}
+		if h := holderOf(&l); h != "" && l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds > 1 {
+			by[h]++
+		}
+	}
+	var counts []int
+	for _, n := range by {
+		counts = append(counts, n)
+	}
+	sort.Ints(counts)
+	return fmt.Sprint(counts)
+}
+
+// TestShards runs two replicas of four shards in one process: they split
+// the shards, each Buckety and access of eight namespaces is labelled with
+// its slot and made Ready by its namespace's shard, an access naming a
+// Buckety that another shard serves is granted, and when one replica stops
+// the other runs every shard and new Bucketies in every namespace.
+func TestShards(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, 0)
+	leases := namespace(t)
+	replica := func() *controllerRun {
+		return startControllerWith(t, cfg, nil, func(o *appcontroller.Options) {
+			o.Recheck = time.Hour
+			o.LeaderElect, o.LeaderElectionNamespace, o.Shards = true, leases, 4
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
+		})
+	}
+	first := replica()
+	replica()
+	wait.For(t, waitTimeout, "two replicas hold two shards each", func() (bool, string) {
+		got := shardHolders(t, leases)
+		return got == "[2 2]", got
+	})
+
+	nss := make([]string, 8)
+	homes := map[int]bool{}
+	for i := range nss {
+		nss[i] = namespace(t)
+		removeWhileRunning(t, nss[i])
+		homes[shard.Home(nss[i], 4)] = true
+	}
+	if len(homes) < 2 {
+		t.Fatalf("the test's eight namespaces all hash to one shard of four: %v", nss)
+	}
+	made := func(name string) []*v1.Buckety {
+		var out []*v1.Buckety
+		for _, ns := range nss {
+			b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}." + name,
+				DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: name}}}
+			create(t, b)
+			out = append(out, b)
+		}
+		for _, b := range out {
+			waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+		}
+		return out
+	}
+	for _, b := range made("one") {
+		get(t, b)
+		want := shard.SlotValue(b.Namespace)
+		if got := b.Labels[shard.SlotLabel]; got != want {
+			t.Errorf("Buckety %s/%s: slot label %q, want %q", b.Namespace, b.Name, got, want)
+		}
+		if got := secret(t, b.Namespace, "one").Labels[shard.SlotLabel]; got != want {
+			t.Errorf("Secret %s/one: slot label %q, want %q", b.Namespace, got, want)
+		}
+	}
+
+	// An access naming a Buckety of a namespace another shard serves.
+	owner, consumer := nss[0], ""
+	for _, ns := range nss[1:] {
+		if shard.Home(ns, 4) != shard.Home(owner, 4) {
+			consumer = ns
+			break
+		}
+	}
+	orders := sharedBuckety(owner, "orders", "kafka", owner+".orders", consumer, v1.RoleReadOnly)
+	create(t, orders)
+	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
+	create(t, reader)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if got := string(secret(t, consumer, "reader").Data["topic"]); got != owner+".orders" {
+		t.Errorf("the consumer's Secret: topic %q, want %s.orders", got, owner)
+	}
+	for _, o := range []client.Object{orders, reader} {
+		get(t, o)
+		if got := o.GetLabels()[shard.SlotLabel]; got != shard.Everywhere {
+			t.Errorf("%T %s/%s: slot label %q, want %q: every shard reads it", o, o.GetNamespace(), o.GetName(), got, shard.Everywhere)
+		}
+	}
+
+	first.stop(t)
+	wait.For(t, waitTimeout, "the remaining replica holds all four shards", func() (bool, string) {
+		got := shardHolders(t, leases)
+		return got == "[4]", got
+	})
+	made("two")
+
+	// The resource gauges count each Buckety once, across the shards the
+	// replica holds, the one every shard reads included.
+	wait.For(t, waitTimeout, "buckety_resources counts each Ready Buckety once", func() (bool, string) {
+		var all v1.BucketyList
+		if err := k8s.List(context.Background(), &all); err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for _, b := range all.Items {
+			if b.Status.Backend == "kafka" && meta.IsStatusConditionTrue(b.Status.Conditions, v1.ConditionReady) {
+				ready++
+			}
+		}
+		got := gauge(t, "buckety_resources", map[string]string{"kind": "Buckety", "backend": "kafka", "condition": v1.ConditionReady, "status": "True"})
+		return int(got) == ready, fmt.Sprintf("gauge %v, Ready on the API server %d", got, ready)
+	})
+}
+
+// get reads obj afresh from the API server.
+func get(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatalf("get %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+}
