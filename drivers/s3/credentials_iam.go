@@ -204,11 +204,38 @@ func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret strin
 			return id, sec, err
 		}
 	}
-	k, err := i.iam.CreateAccessKey(ctx, a.Principal)
+	// The key buckety made for a new principal (NewSecret) goes to the
+	// user it was made for, and only when this call made the user: a key
+	// deleted out of band (revoked by someone) is never made again, a new
+	// one is issued.
+	var givenID, given string
+	if id, sec, ok := splitIssued(secret); ok && created && a.IsNew() && b.srv.callerKeys {
+		givenID, given = id, sec
+	}
+	k, err := i.iam.CreateGivenAccessKey(ctx, a.Principal, givenID, given)
 	if err != nil {
 		return "", "", b.adminError("create a key for "+a.Principal, err)
 	}
 	return k.AccessKeyID, k.SecretAccessKey, nil
+}
+
+// callerKeyAlphabet is what the key ids buckety makes are made of: AWS's
+// and SeaweedFS's own keys' characters.
+const callerKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// newCallerKey is a key id and secret for a server that takes the
+// caller's (callerKeys), as one issued value: AKIA and 16 characters from
+// crypto/rand, the shape of the server's own, and newSecret's secret.
+func newCallerKey() (string, error) {
+	id, err := randomFrom(callerKeyAlphabet, 16)
+	if err != nil {
+		return "", err
+	}
+	sec, err := newSecret()
+	if err != nil {
+		return "", err
+	}
+	return issuedSecret("AKIA"+id, sec), nil
 }
 
 // ensureUser creates the access's user, and reports whether this call

@@ -85,8 +85,8 @@ func (p *iamActions) failNext(action string, n int) {
 // TestIAMGrantRequests counts the IAM requests of each kind of grant on a
 // real SeaweedFS, which answers every IAM request under one lock after
 // loading all its users (so requests, reads as well, are what a grant
-// costs): a first issue is three (the user, its policy, its key) and
-// reads nothing back; a re-assertion reads the policies and keys it
+// costs): a first issue is three (the user, its policy, and the key the
+// controller made before its record) and reads nothing back; a re-assertion reads the policies and keys it
 // repairs; an issue cut short between two writes converges on the next
 // grant with one key left, and a user deleted out of band is made again
 // without a read.
@@ -121,7 +121,14 @@ func TestIAMGrantRequests(t *testing.T) {
 	}
 	counts.take()
 
+	// The controller makes the new principal's key before it records it
+	// (SeaweedFS takes the caller's key): the grant creates that key.
 	a := access("first")
+	made, err := pb.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Secret = made
 	g, err := pb.Grant(ctx, a)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +136,12 @@ func TestIAMGrantRequests(t *testing.T) {
 	want("first issue", counts.take(), map[string]int{"CreateUser": 1, "PutUserPolicy": 1, "CreateAccessKey": 1})
 	if ks := keys(a.Principal); len(ks) != 1 || ks[0].AccessKeyID != string(g.Data[SecretAccessKeyID]) {
 		t.Errorf("first issue: want the Secret's key alone, got %v", ks)
+	}
+	if got := pb.SecretFrom(a.Principal, g.Data); got != made {
+		t.Errorf("first issue: want the Secret to hold the key made before the record, %q, got %q", made, got)
+	}
+	if err := seaweedAs(srv, g.Data).list("ledger"); err != nil {
+		t.Errorf("the made key on its bucket: %v", err)
 	}
 
 	re := a
@@ -178,5 +191,10 @@ func TestIAMGrantRequests(t *testing.T) {
 	want("re-assertion of a deleted user", counts.take(), map[string]int{"CreateUser": 1, "PutUserPolicy": 1, "CreateAccessKey": 1})
 	if ks := keys(a.Principal); len(ks) != 1 || ks[0].AccessKeyID != string(g4.Data[SecretAccessKeyID]) {
 		t.Errorf("after the repair: want the returned key alone, got %v", ks)
+	}
+	// The key deleted with it (revoked out of band, say) is not made
+	// again: the server issues a new one.
+	if string(g4.Data[SecretAccessKeyID]) == string(g.Data[SecretAccessKeyID]) {
+		t.Errorf("after the repair: want a new key, got the deleted %s again", g.Data[SecretAccessKeyID])
 	}
 }
