@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
@@ -425,5 +426,47 @@ func TestHeldStatusIsBounded(t *testing.T) {
 	e.reconcile("a", "events")
 	if fresh.Len() != 0 {
 		t.Errorf("want nothing held once the status is recorded, got %d", fresh.Len())
+	}
+}
+
+// TestFailingGrantWritesItsStatusOnce: a new Buckety with its access, on
+// a backend that times out five times in a row just after the resource is
+// made (the access's grants and the Buckety's passes meet the failures),
+// writes each status twice, the failure and then Ready: a retry that finds
+// what the last one found writes nothing. Before, the Buckety wrote three
+// to five: its passes start from the status it held in memory
+// (buckety.Held), so a failure stamped transition times, to the
+// nanosecond, that the recorded status did not show, and each retry
+// patched them (some patches empty, the times equal to the second).
+func TestFailingGrantWritesItsStatusOnce(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	b := newBuckety("a", "orders", "orders")
+	b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders-creds"}
+	e.create(b)
+	e.br.Held.For = time.Millisecond // the failure shows on the Buckety at once
+	const failures = 5
+	s.reset()
+	e.reconcile("a", "orders") // provisions, creates the access, holds its status
+	for range failures {
+		e.svc.FailNext(drivertest.Unavailable())
+	}
+	s.enqueue(simItem{access: true, key: client.ObjectKeyFromObject(b)})
+	s.drain(t, e)
+	for range failures - 1 { // the backoff's retries
+		time.Sleep(2 * time.Millisecond)
+		e.reconcileAccess("a", "orders")
+		s.drain(t, e)
+	}
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if got := e.svc.Calls("grant"); got < failures+1 {
+		t.Fatalf("want at least %d grants, the failures and the success, got %d", failures+1, got)
+	}
+	if got := s.writes["patch bucketyaccesses/status"]; got != 2 {
+		t.Errorf("access status patches over %d failed passes and the one that succeeded: want 2, got %d (writes %s)", failures, got, formatCounts(s.writes))
+	}
+	if got := s.writes["patch bucketies/status"]; got != 2 {
+		t.Errorf("Buckety status patches: want 2 (the access failing, then Ready), got %d (writes %s)", got, formatCounts(s.writes))
 	}
 }
