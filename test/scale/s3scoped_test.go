@@ -348,6 +348,11 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, sv scopedS3Server, m int) 
 		t.Errorf("after deleting every scoped s3 Buckety on %s: %d minted keys and %d BucketyCredentials of %s left", sv.srv.Implementation, len(keys), records, sv.scoped)
 	}
 	deleteAllIn(t, e, sharedNs, 5*time.Minute+time.Duration(m)*200*time.Millisecond)
+	if sv.srv == e.weed {
+		// What SeaweedFS's IAM costs any client, on the same server now
+		// that buckety's users are gone.
+		bareIAMFigures(t, e, tb, m, shared.total)
+	}
 }
 
 // answerTimes is the time the server took to answer requests n, in all
