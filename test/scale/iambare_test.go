@@ -77,4 +77,3 @@ func bareIAMFigures(t *testing.T, e *env, tbl *table, m int, shared time.Duratio
 	tbl.add("s3 (SeaweedFS) bare IAM client: one credential sweep of those users (ListUsers, then 3 requests per user; per request)", m,
 		secs(swept)+"; "+per(swept, 3*m+1), "", nil, "")
 }
-
