@@ -15,6 +15,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/s3/iam"
+	"github.com/Yolean/buckety-controller/test/seaweedfs"
 )
 
 // iamActions is a reverse proxy in front of an IAM endpoint that counts
@@ -91,39 +92,12 @@ func (p *iamActions) failNext(action string, n int) {
 // grant with one key left, and a user deleted out of band is made again
 // without a read.
 func TestIAMGrantRequests(t *testing.T) {
-	srv, be, admin := iamFixture(t)
+	f := newIAMRequestsFixture(t)
+	pb, counts, want, keys := f.be, f.counts, f.want, f.keys
 	ctx := context.Background()
-	counts, proxy := startIAMActions(t, srv.Endpoint)
-	cfg := *be.cfg
-	cfg.Credentials = &Credentials{IAMEndpoint: proxy}
-	pb, _ := open(t, &cfg)
-	if err := (s3Ops{t: t, cl: rawClient(t, be.cfg, be.cfg.Endpoint)}).createBucket("ledger"); err != nil {
-		t.Fatal(err)
-	}
-	access := func(name string) drivers.Access {
-		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-req-" + name, Role: drivers.RoleReadWrite, Assert: drivers.IssueRecorded}
-		a.Principal = pb.Principal(a, 1)
-		return a
-	}
-	want := func(what string, got, want map[string]int) {
-		t.Helper()
-		if !maps.Equal(got, want) {
-			t.Errorf("%s: want IAM requests %v, got %v", what, want, got)
-		}
-	}
-	keys := func(user string) []iam.AccessKeyMetadata {
-		t.Helper()
-		ks, err := admin.ListAccessKeys(ctx, user)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ks
-	}
-	counts.take()
-
 	// The controller makes the new principal's key before it records it
 	// (SeaweedFS takes the caller's key): the grant creates that key.
-	a := access("first")
+	a := f.access("first")
 	made, err := pb.NewSecret()
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +114,7 @@ func TestIAMGrantRequests(t *testing.T) {
 	if got := pb.SecretFrom(a.Principal, g.Data); got != made {
 		t.Errorf("first issue: want the Secret to hold the key made before the record, %q, got %q", made, got)
 	}
-	if err := seaweedAs(srv, g.Data).list("ledger"); err != nil {
+	if err := seaweedAs(f.srv, g.Data).list("ledger"); err != nil {
 		t.Errorf("the made key on its bucket: %v", err)
 	}
 
@@ -159,7 +133,7 @@ func TestIAMGrantRequests(t *testing.T) {
 	// as a process stopping there would leave it), then after the key
 	// (its Secret never written): the next grant, IssueNew, lists only
 	// the keys, and leaves the one it returns.
-	cut := access("cut")
+	cut := f.access("cut")
 	counts.failNext("CreateAccessKey", 1)
 	if _, err := pb.Grant(ctx, cut); err == nil {
 		t.Fatal("the cut-short issue: want the injected failure")
@@ -180,7 +154,7 @@ func TestIAMGrantRequests(t *testing.T) {
 	}
 
 	// A user deleted out of band: made again, nothing to read.
-	if err := admin.DeleteUserAndKeys(ctx, a.Principal); err != nil {
+	if err := f.admin.DeleteUserAndKeys(ctx, a.Principal); err != nil {
 		t.Fatal(err)
 	}
 	counts.take()
@@ -197,4 +171,50 @@ func TestIAMGrantRequests(t *testing.T) {
 	if string(g4.Data[SecretAccessKeyID]) == string(g.Data[SecretAccessKeyID]) {
 		t.Errorf("after the repair: want a new key, got the deleted %s again", g.Data[SecretAccessKeyID])
 	}
+}
+
+// iamRequestsFixture is a SeaweedFS with bucket ledger and a backend whose
+// IAM requests go through an iamActions proxy.
+type iamRequestsFixture struct {
+	t      *testing.T
+	srv    *seaweedfs.Server
+	be     *Backend
+	admin  *iam.Client
+	counts *iamActions
+}
+
+func newIAMRequestsFixture(t *testing.T) *iamRequestsFixture {
+	srv, be, admin := iamFixture(t)
+	counts, proxy := startIAMActions(t, srv.Endpoint)
+	cfg := *be.cfg
+	cfg.Credentials = &Credentials{IAMEndpoint: proxy}
+	pb, _ := open(t, &cfg)
+	if err := (s3Ops{t: t, cl: rawClient(t, be.cfg, be.cfg.Endpoint)}).createBucket("ledger"); err != nil {
+		t.Fatal(err)
+	}
+	counts.take()
+	return &iamRequestsFixture{t: t, srv: srv, be: pb, admin: admin, counts: counts}
+}
+
+// access is a new access to ledger, recorded in this pass.
+func (f *iamRequestsFixture) access(name string) drivers.Access {
+	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-req-" + name, Role: drivers.RoleReadWrite, Assert: drivers.IssueRecorded}
+	a.Principal = f.be.Principal(a, 1)
+	return a
+}
+
+func (f *iamRequestsFixture) want(what string, got, want map[string]int) {
+	f.t.Helper()
+	if !maps.Equal(got, want) {
+		f.t.Errorf("%s: want IAM requests %v, got %v", what, want, got)
+	}
+}
+
+func (f *iamRequestsFixture) keys(user string) []iam.AccessKeyMetadata {
+	f.t.Helper()
+	ks, err := f.admin.ListAccessKeys(context.Background(), user)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ks
 }

@@ -11,6 +11,14 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/s3/policy"
 )
 
+// weedIAMFigures is the IAM row on SeaweedFS (scopedS3Figures), then what
+// its IAM costs any client (bareIAMFigures), on the same server once
+// buckety's users are gone.
+func weedIAMFigures(t *testing.T, e *env, tbl *table, m int) {
+	shared := scopedS3Figures(t, e, tbl, e.weedScoped(), m)
+	bareIAMFigures(t, e, tbl, m, shared)
+}
+
 // bareIAMWorkers is how many clients the bare IAM figures send at once:
 // the controller's reconciles per kind (--max-concurrent-reconciles).
 const bareIAMWorkers = 16
