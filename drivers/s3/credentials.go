@@ -311,9 +311,14 @@ func (b *Backend) SecretFrom(principal string, data map[string][]byte) string {
 }
 
 // NewSecret implements drivers.SecretMaker: the secret key of a new
-// principal, "" where the server issues the key (IAM).
+// principal; on an IAM server that takes the caller's key (SeaweedFS), a
+// key id and secret as one issued value; "" where the server issues the
+// key (AWS IAM).
 func (b *Backend) NewSecret() (string, error) {
-	if b.srv.iamKeys {
+	switch {
+	case b.srv.callerKeys:
+		return newCallerKey()
+	case b.srv.iamKeys:
 		return "", nil
 	}
 	return newSecret()
@@ -335,15 +340,18 @@ func splitIssued(s string) (id, secret string, ok bool) {
 const secretAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 // newSecret is 40 characters from crypto/rand (238 bits), MinIO's longest.
-func newSecret() (string, error) {
-	buf := make([]byte, 40)
-	max := big.NewInt(int64(len(secretAlphabet)))
+func newSecret() (string, error) { return randomFrom(secretAlphabet, 40) }
+
+// randomFrom is n characters of alphabet from crypto/rand.
+func randomFrom(alphabet string, n int) (string, error) {
+	buf := make([]byte, n)
+	max := big.NewInt(int64(len(alphabet)))
 	for i := range buf {
-		n, err := rand.Int(rand.Reader, max)
+		r, err := rand.Int(rand.Reader, max)
 		if err != nil {
 			return "", err
 		}
-		buf[i] = secretAlphabet[n.Int64()]
+		buf[i] = alphabet[r.Int64()]
 	}
 	return string(buf), nil
 }

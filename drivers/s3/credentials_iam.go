@@ -25,7 +25,11 @@ import (
 // A grant is, in order: the user (created when missing), its policy (an
 // upsert), then its key: the Secret's key when the user has it, else a new
 // one, every other key of the user deleted first (one left by a grant that
-// stopped before its Secret was written, or made out of band). Revocation
+// stopped before its Secret was written, or made out of band). A user the
+// grant itself created is not read back: a first issue is three requests
+// (CreateUser, PutUserPolicy, CreateAccessKey), for SeaweedFS answers
+// each IAM request, a read as well, under one lock after loading every
+// user it has (so its IAM costs in requests times users). Revocation
 // deletes the keys first, so a revocation that stops half way leaves
 // nothing usable, then the policy, then the user.
 
@@ -163,8 +167,18 @@ func (i *iamIssuer) grant(ctx context.Context, a drivers.Access, secret string) 
 	return issuedSecret(id, sec), nil
 }
 
+// grantKey asserts the access's user, its policy and its key. What it
+// reads first depends on what the user can hold: one this call created (a
+// first issue, or one deleted out of band) holds nothing yet, so it gets
+// its policy and a key and nothing is listed (three requests); one being
+// issued (IssueNew, after an interrupted attempt) holds no policy but
+// buckety's, so only its keys are listed (the attempt may have made one
+// whose secret no Secret holds); a re-assertion reads both. Each step is
+// an upsert or a create that IAM refuses to repeat, so a process that
+// stops between two of them converges on the next pass: the record is
+// still Minting (IssueNew), or the Secret lacks the key (Reassert).
 func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret string) (string, string, error) {
-	b, c := i.b, i.iam
+	b := i.b
 	policy, err := i.accessPolicy(ctx, a, nil)
 	if err != nil {
 		return "", "", err
@@ -172,41 +186,106 @@ func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret strin
 	if err := b.fitUserPolicy(a, policy); err != nil {
 		return "", "", err
 	}
-	tags := []iam.Tag{{Key: iamTagAccess, Value: a.UID}}
-	if a.JustRecorded() {
-		// Recorded in this very pass, after it was seen absent: one that
-		// exists now was made by someone else.
-		if _, err := c.CreateUser(ctx, a.Principal, IAMPath, tags); iam.IsEntityAlreadyExists(err) {
-			return "", "", &drivers.PrincipalExistsError{Backend: b.name, Principal: a.Principal}
-		} else if err != nil {
-			return "", "", b.adminError("create user "+a.Principal, err)
-		}
-	} else if _, err := c.GetUser(ctx, a.Principal); iam.IsNoSuchEntity(err) {
-		if _, err := c.CreateUser(ctx, a.Principal, IAMPath, tags); err != nil && !iam.IsEntityAlreadyExists(err) {
-			return "", "", b.adminError("create user "+a.Principal, err)
-		}
-	} else if err != nil {
-		return "", "", b.adminError("get user "+a.Principal, err)
+	created, err := i.ensureUser(ctx, a)
+	if err != nil {
+		return "", "", err
 	}
-	if err := c.PutUserPolicy(ctx, a.Principal, iamPolicyName, policy); err != nil {
+	if err := i.iam.PutUserPolicy(ctx, a.Principal, iamPolicyName, policy); err != nil {
 		return "", "", b.adminError("put the policy of "+a.Principal, err)
 	}
-	names, err := c.ListUserPolicies(ctx, a.Principal)
+	if !created && !a.IsNew() {
+		if err := i.onlyBucketyPolicy(ctx, a.Principal); err != nil {
+			return "", "", err
+		}
+	}
+	if !created {
+		id, sec, keep, err := i.keepOneKey(ctx, a.Principal, secret)
+		if err != nil || keep {
+			return id, sec, err
+		}
+	}
+	// The key buckety made for a new principal (NewSecret) goes to the
+	// user it was made for, and only when this call made the user: a key
+	// deleted out of band (revoked by someone) is never made again, a new
+	// one is issued.
+	var givenID, given string
+	if id, sec, ok := splitIssued(secret); ok && created && a.IsNew() && b.srv.callerKeys {
+		givenID, given = id, sec
+	}
+	k, err := i.iam.CreateGivenAccessKey(ctx, a.Principal, givenID, given)
 	if err != nil {
-		return "", "", b.adminError("list the policies of "+a.Principal, err)
+		return "", "", b.adminError("create a key for "+a.Principal, err)
+	}
+	return k.AccessKeyID, k.SecretAccessKey, nil
+}
+
+// callerKeyAlphabet is what the key ids buckety makes are made of: AWS's
+// and SeaweedFS's own keys' characters.
+const callerKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// newCallerKey is a key id and secret for a server that takes the
+// caller's (callerKeys), as one issued value: AKIA and 16 characters from
+// crypto/rand, the shape of the server's own, and newSecret's secret.
+func newCallerKey() (string, error) {
+	id, err := randomFrom(callerKeyAlphabet, 16)
+	if err != nil {
+		return "", err
+	}
+	sec, err := newSecret()
+	if err != nil {
+		return "", err
+	}
+	return issuedSecret("AKIA"+id, sec), nil
+}
+
+// ensureUser creates the access's user, and reports whether this call
+// did. When the controller recorded the principal in this very pass,
+// after it saw it absent, one that exists now was made by someone else
+// (a *drivers.PrincipalExistsError); otherwise a user that exists is
+// buckety's, made by an earlier pass: one CreateUser either way, which
+// IAM answers EntityAlreadyExists rather than overwrite.
+func (i *iamIssuer) ensureUser(ctx context.Context, a drivers.Access) (bool, error) {
+	b := i.b
+	tags := []iam.Tag{{Key: iamTagAccess, Value: a.UID}}
+	_, err := i.iam.CreateUser(ctx, a.Principal, IAMPath, tags)
+	switch {
+	case err == nil:
+		return true, nil
+	case iam.IsEntityAlreadyExists(err) && a.JustRecorded():
+		return false, &drivers.PrincipalExistsError{Backend: b.name, Principal: a.Principal}
+	case iam.IsEntityAlreadyExists(err):
+		return false, nil
+	}
+	return false, b.adminError("create user "+a.Principal, err)
+}
+
+// onlyBucketyPolicy deletes every inline policy of user but buckety's:
+// buckety's user holds its own policy only, and one added out of band
+// would widen the key past its role.
+func (i *iamIssuer) onlyBucketyPolicy(ctx context.Context, user string) error {
+	b, c := i.b, i.iam
+	names, err := c.ListUserPolicies(ctx, user)
+	if err != nil {
+		return b.adminError("list the policies of "+user, err)
 	}
 	for _, n := range names {
-		// buckety's user holds its own policy only: one added out of
-		// band would widen the key past its role.
 		if n != iamPolicyName {
-			if err := c.DeleteUserPolicy(ctx, a.Principal, n); err != nil && !iam.IsNoSuchEntity(err) {
-				return "", "", b.adminError("delete policy "+n+" of "+a.Principal, err)
+			if err := c.DeleteUserPolicy(ctx, user, n); err != nil && !iam.IsNoSuchEntity(err) {
+				return b.adminError("delete policy "+n+" of "+user, err)
 			}
 		}
 	}
-	keys, err := c.ListAccessKeys(ctx, a.Principal)
+	return nil
+}
+
+// keepOneKey deletes every key of user but the one secret (an
+// issuedSecret value) names, and reports whether user still has that one
+// (keep), with its id and secret.
+func (i *iamIssuer) keepOneKey(ctx context.Context, user, secret string) (string, string, bool, error) {
+	b, c := i.b, i.iam
+	keys, err := c.ListAccessKeys(ctx, user)
 	if err != nil {
-		return "", "", b.adminError("list the keys of "+a.Principal, err)
+		return "", "", false, b.adminError("list the keys of "+user, err)
 	}
 	id, sec, ok := splitIssued(secret)
 	keep := ok && slices.ContainsFunc(keys, func(k iam.AccessKeyMetadata) bool { return k.AccessKeyID == id })
@@ -217,18 +296,14 @@ func (i *iamIssuer) grantKey(ctx context.Context, a drivers.Access, secret strin
 		// A key no Secret holds: left by a grant that stopped before
 		// its Secret was written, or made out of band. IAM holds two
 		// keys at most: it goes before a new one is made.
-		if err := c.DeleteAccessKey(ctx, a.Principal, k.AccessKeyID); err != nil && !iam.IsNoSuchEntity(err) {
-			return "", "", b.adminError("delete key "+k.AccessKeyID+" of "+a.Principal, err)
+		if err := c.DeleteAccessKey(ctx, user, k.AccessKeyID); err != nil && !iam.IsNoSuchEntity(err) {
+			return "", "", false, b.adminError("delete key "+k.AccessKeyID+" of "+user, err)
 		}
 	}
-	if keep {
-		return id, sec, nil
+	if !keep {
+		return "", "", false, nil
 	}
-	k, err := c.CreateAccessKey(ctx, a.Principal)
-	if err != nil {
-		return "", "", b.adminError("create a key for "+a.Principal, err)
-	}
-	return k.AccessKeyID, k.SecretAccessKey, nil
+	return id, sec, true, nil
 }
 
 // revoke deletes the user's keys, its policies, then the user. A user

@@ -43,6 +43,11 @@ type server struct {
 	// iamKeys: the keys per access are IAM users, with a key and secret
 	// the server issues (IssuedSecrets), not the secret buckety makes.
 	iamKeys bool
+	// callerKeys: the IAM server's CreateAccessKey takes the key id and
+	// secret buckety makes (AccessKeyId and SecretAccessKey, a SeaweedFS
+	// extension), so a new principal's secret is made before its record,
+	// as on the servers that take a password (drivers.SecretMaker).
+	callerKeys bool
 	// credentialFields are the fields of the credentials block the issuer
 	// reads; the config refuses the others.
 	credentialFields []string
@@ -116,7 +121,7 @@ var servers = []server{
 	},
 	{
 		impl: ImplSeaweedFS, capabilities: []string{ParamVersioning, ParamQuota, ParamAnonymousRead},
-		issuer: newIAMIssuer, iamKeys: true, credentialFields: []string{credIAMEndpoint},
+		issuer: newIAMIssuer, iamKeys: true, callerKeys: true, credentialFields: []string{credIAMEndpoint},
 		admin: func(b *Backend, hc *http.Client) {
 			b.quotas = seaweedQuotas{adminhttp.New(b.cfg.Endpoint, b.cfg.signingRegion(), "s3", b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}
 		},

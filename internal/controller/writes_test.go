@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/buckety"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
@@ -350,31 +351,55 @@ func TestSecretConflictRetryReadsFirst(t *testing.T) {
 }
 
 // TestHeldStatusIsBounded: a provisioning pass holds its status only while
-// its access may still turn Ready soon. An access that does not reconcile
-// within Held.For (a stuck backend, a long queue) leaves the Buckety's
-// status written after it, saying what is pending; and a controller that
-// restarts while a status is held (the memory lost) writes it, while the
-// access waits for the recorded status as before.
+// its access may still turn Ready soon. An access that says nothing
+// within Held.SilentFor (a stuck backend, a long queue), or that reports
+// why it is not Ready and is not Ready within Held.For, leaves the
+// Buckety's status written after it, saying what is pending; and a
+// controller that restarts while a status is held (the memory lost)
+// writes it, while the access waits for the recorded status as before.
 func TestHeldStatusIsBounded(t *testing.T) {
 	e := newEnv(t, "")
 	b := newBuckety("a", "orders", "orders")
 	b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders-creds"}
 	e.create(b)
-	e.br.Held.For = 200 * time.Millisecond
+	e.br.Held.For, e.br.Held.SilentFor = 200*time.Millisecond, 500*time.Millisecond
 	res := e.reconcile("a", "orders")
 	if got := e.buckety("a", "orders"); len(got.Status.Conditions) != 0 {
 		t.Fatalf("want the status held, got %v", got.Status.Conditions)
 	}
-	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
-		t.Errorf("want the held pass back when the hold ends (about 200ms), got requeue after %s", res.RequeueAfter)
+	if res.RequeueAfter <= 400*time.Millisecond || res.RequeueAfter > time.Second {
+		t.Errorf("want the held pass back when the hold of a silent access ends (about 500ms), got requeue after %s", res.RequeueAfter)
 	}
 	time.Sleep(250 * time.Millisecond)
+	e.reconcile("a", "orders") // the access has not reconciled yet
+	if got := e.buckety("a", "orders"); len(got.Status.Conditions) != 0 {
+		t.Fatalf("past Held.For, the access silent: want the status still held, got %v", got.Status.Conditions)
+	}
+	time.Sleep(300 * time.Millisecond)
 	e.reconcile("a", "orders") // the access never reconciled
 	got := e.buckety("a", "orders")
 	e.wantReady(got, metav1.ConditionFalse, v1.ReasonAccessesNotReady)
 	if p := cond(got.Status.Conditions, v1.ConditionProvisioned); p.Status != metav1.ConditionTrue {
 		t.Errorf("want Provisioned=True written once the hold ended, got %s", p.Status)
 	}
+
+	// An access that reports a failure: the status is written at
+	// Held.For.
+	b3 := newBuckety("a", "ledger", "ledger")
+	b3.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "ledger-creds"}
+	e.create(b3)
+	e.reconcile("a", "ledger")
+	a3 := &v1.BucketyAccess{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: "ledger"}, a3); err != nil {
+		t.Fatal(err)
+	}
+	a3.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonBackendError, Message: "refused", LastTransitionTime: metav1.Now()}}
+	if err := e.c.Status().Update(context.Background(), a3); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond)
+	e.reconcile("a", "ledger")
+	e.wantReady(e.buckety("a", "ledger"), metav1.ConditionFalse, v1.ReasonAccessesNotReady)
 
 	// A restart: nothing held, the second Buckety's status is not recorded.
 	b2 := newBuckety("a", "events", "events")
@@ -401,5 +426,47 @@ func TestHeldStatusIsBounded(t *testing.T) {
 	e.reconcile("a", "events")
 	if fresh.Len() != 0 {
 		t.Errorf("want nothing held once the status is recorded, got %d", fresh.Len())
+	}
+}
+
+// TestFailingGrantWritesItsStatusOnce: a new Buckety with its access, on
+// a backend that times out five times in a row just after the resource is
+// made (the access's grants and the Buckety's passes meet the failures),
+// writes each status twice, the failure and then Ready: a retry that finds
+// what the last one found writes nothing. Before, the Buckety wrote three
+// to five: its passes start from the status it held in memory
+// (buckety.Held), so a failure stamped transition times, to the
+// nanosecond, that the recorded status did not show, and each retry
+// patched them (some patches empty, the times equal to the second).
+func TestFailingGrantWritesItsStatusOnce(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	b := newBuckety("a", "orders", "orders")
+	b.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders-creds"}
+	e.create(b)
+	e.br.Held.For = time.Millisecond // the failure shows on the Buckety at once
+	const failures = 5
+	s.reset()
+	e.reconcile("a", "orders") // provisions, creates the access, holds its status
+	for range failures {
+		e.svc.FailNext(drivertest.Unavailable())
+	}
+	s.enqueue(simItem{access: true, key: client.ObjectKeyFromObject(b)})
+	s.drain(t, e)
+	for range failures - 1 { // the backoff's retries
+		time.Sleep(2 * time.Millisecond)
+		e.reconcileAccess("a", "orders")
+		s.drain(t, e)
+	}
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if got := e.svc.Calls("grant"); got < failures+1 {
+		t.Fatalf("want at least %d grants, the failures and the success, got %d", failures+1, got)
+	}
+	if got := s.writes["patch bucketyaccesses/status"]; got != 2 {
+		t.Errorf("access status patches over %d failed passes and the one that succeeded: want 2, got %d (writes %s)", failures, got, formatCounts(s.writes))
+	}
+	if got := s.writes["patch bucketies/status"]; got != 2 {
+		t.Errorf("Buckety status patches: want 2 (the access failing, then Ready), got %d (writes %s)", got, formatCounts(s.writes))
 	}
 }

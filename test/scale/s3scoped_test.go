@@ -270,8 +270,8 @@ func (c counts) with(prefix string) counts {
 // requests per access of each; then it deletes the scoped ones and counts
 // what revocation costs and that no key is left. The shared ones are
 // deleted too, so the cold start that follows re-verifies what it did
-// before.
-func scopedS3Figures(t *testing.T, e *env, tb *table, sv scopedS3Server, m int) {
+// before. It returns the time to all Ready with shared keys.
+func scopedS3Figures(t *testing.T, e *env, tb *table, sv scopedS3Server, m int) time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	timeout := 5*time.Minute + time.Duration(m)*700*time.Millisecond
@@ -357,6 +357,7 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, sv scopedS3Server, m int) 
 		t.Errorf("after deleting every scoped s3 Buckety on %s: %d minted keys and %d BucketyCredentials of %s left", sv.srv.Implementation, len(keys), records, sv.scoped)
 	}
 	deleteAllIn(t, e, sharedNs, 5*time.Minute+time.Duration(m)*200*time.Millisecond)
+	return shared.total
 }
 
 // answerTimes is the time the server took to answer requests n, in all

@@ -167,7 +167,7 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 			scopedS3Figures(t, e, tb, e.minioScoped(), m)
 		}
 		for _, m := range p.S3IAMNs {
-			scopedS3Figures(t, e, tb, e.weedScoped(), m)
+			weedIAMFigures(t, e, tb, m)
 		}
 		for _, m := range p.S3VersityNs {
 			scopedS3Figures(t, e, tb, e.versityScoped(), m)

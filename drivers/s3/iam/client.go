@@ -189,10 +189,25 @@ func (c *Client) DeleteUser(ctx context.Context, name string) error {
 // CreateAccessKey creates a key for a user. AWS allows two per user and
 // answers LimitExceeded to a third; SeaweedFS has no limit.
 func (c *Client) CreateAccessKey(ctx context.Context, user string) (AccessKey, error) {
+	return c.CreateGivenAccessKey(ctx, user, "", "")
+}
+
+// CreateGivenAccessKey creates the key id with secret for a user (both
+// empty: the server makes them, as CreateAccessKey). Caller-supplied keys
+// are a SeaweedFS extension (id: 4 to 128 letters and digits; secret: 8
+// to 128 characters; an id in use answers EntityAlreadyExists); a server
+// without it ignores them and makes its own: callers compare the key
+// returned.
+func (c *Client) CreateGivenAccessKey(ctx context.Context, user, id, secret string) (AccessKey, error) {
+	form := url.Values{"UserName": {user}}
+	if id != "" || secret != "" {
+		form.Set("AccessKeyId", id)
+		form.Set("SecretAccessKey", secret)
+	}
 	var out struct {
 		Key AccessKey `xml:"CreateAccessKeyResult>AccessKey"`
 	}
-	err := c.call(ctx, "CreateAccessKey", url.Values{"UserName": {user}}, &out)
+	err := c.call(ctx, "CreateAccessKey", form, &out)
 	return out.Key, err
 }
 

@@ -31,9 +31,14 @@
 //     TagUser keeps tags), has no limit of two keys, answers success where
 //     AWS answers NoSuchEntity (DeleteAccessKey, DeleteUserPolicy,
 //     ListAccessKeys of an unknown user), refuses Deny statements in
-//     inline policies (MalformedPolicyDocument), and by default lets every
+//     inline policies (MalformedPolicyDocument), by default lets every
 //     key create keys of its own user (-s3.iam.selfServiceRequiresGrant
-//     turns that off). test/seaweedfs pins each of these.
+//     turns that off), and takes a key id and secret the caller makes in
+//     CreateAccessKey (CreateGivenAccessKey). test/seaweedfs pins each of
+//     these but the last, which the s3 driver's TestIAMGrantRequests does.
+//   - SeaweedFS answers every IAM request, a read as well, under one lock
+//     after loading every user it has: its IAM costs requests times users,
+//     whatever the concurrency.
 //   - New keys take seconds to work on AWS (IAM is eventually consistent);
 //     on SeaweedFS they work at once.
 //

@@ -42,6 +42,7 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 		ready := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
 		if ready == nil || ready.Status != metav1.ConditionTrue || a.Status.ObservedGeneration != a.Generation || a.SecretGenerationOf(b.Namespace, b.Name) != b.Generation {
 			f.accessesPending = append(f.accessesPending, a.Name)
+			f.pendingSpoke = f.pendingSpoke || (ready != nil && ready.Reason != v1.ReasonBucketyNotReady)
 		}
 		if meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionScopingNotImplemented) {
 			f.shared = append(f.shared, a.Name)

@@ -99,6 +99,11 @@ type facts struct {
 	accessesChecked bool
 	// accessesPending lists accesses whose Secret is not in sync.
 	accessesPending []string
+	// pendingSpoke: a pending access has said why it is not Ready (its
+	// status has a Ready condition, other than waiting for its Buckety):
+	// a held status is then written at Held.Limit, not held on to
+	// Held.SilentLimit.
+	pendingSpoke bool
 	// shared lists accesses with ScopingNotImplemented=True.
 	shared []string
 	// blockedBy lists explicit accesses blocking deletion.

@@ -35,6 +35,14 @@ type Held struct {
 	// waiting for its accesses (HoldFor when zero): past it the status is
 	// written, and shows what is pending.
 	For time.Duration
+	// SilentFor is how long it may hold it back while no pending access
+	// has said anything yet (HoldSilentFor when zero): an access whose
+	// grant waits on a slow backend (IAM on SeaweedFS answers one request
+	// at a time) writes its status once, Ready, and the Buckety's written
+	// at For would only say that the access is pending, a second write
+	// per Buckety. Once an access reports why it is not Ready (a failure),
+	// For bounds the hold again.
+	SilentFor time.Duration
 
 	mu sync.Mutex
 	m  map[types.NamespacedName]heldStatus
@@ -43,12 +51,33 @@ type Held struct {
 // HoldFor is the default Held.For.
 const HoldFor = 10 * time.Second
 
+// HoldSilentFor is the default Held.SilentFor.
+const HoldSilentFor = time.Minute
+
 // Limit is h.For, or HoldFor.
 func (h *Held) Limit() time.Duration {
 	if h.For > 0 {
 		return h.For
 	}
 	return HoldFor
+}
+
+// SilentLimit is h.SilentFor, or HoldSilentFor; never less than Limit.
+func (h *Held) SilentLimit() time.Duration {
+	d := HoldSilentFor
+	if h.SilentFor > 0 {
+		d = h.SilentFor
+	}
+	return max(d, h.Limit())
+}
+
+// limitFor is how long a status may be held while its pending accesses
+// have (spoke) or have not said anything.
+func (h *Held) limitFor(spoke bool) time.Duration {
+	if spoke {
+		return h.Limit()
+	}
+	return h.SilentLimit()
 }
 
 type heldStatus struct {

@@ -31,13 +31,13 @@ func (r *Reconciler) holdProvisioned(b *v1.Buckety, f *facts) {
 // holding reports whether this pass's status write waits: the resource is
 // provisioned for a generation whose status is not recorded, nothing went
 // wrong, only accesses are pending, and the hold began less than
-// Held.For ago.
+// Held.For ago (Held.SilentFor while no pending access has said anything).
 func (r *Reconciler) holding(b *v1.Buckety, f *facts, reterr error) bool {
 	if r.Held == nil || reterr != nil || f.deleting || f.drainTouched || drainActive(b) || f.recorded || !f.provisioned || f.drift != nil ||
 		len(f.shortfalls) > 0 || f.implicitErr != "" || len(f.accessesPending) == 0 || f.Unavailable != nil || f.AccessDenied != nil || f.Other != nil || f.claimErr != nil {
 		return false
 	}
-	return !f.held || time.Since(f.heldSince) < r.Held.Limit()
+	return !f.held || time.Since(f.heldSince) < r.Held.limitFor(f.pendingSpoke)
 }
 
 // hold keeps the status this pass computed, wakes the accesses it concerns
@@ -50,7 +50,7 @@ func (r *Reconciler) hold(ctx context.Context, b *v1.Buckety, f *facts, res reco
 		since = time.Now()
 		r.Wakes.ProvisionedFor(ctx, b, f.accessesPending)
 	}
-	if left := r.Held.Limit() - time.Since(since) + 100*time.Millisecond; res.RequeueAfter == 0 || left < res.RequeueAfter {
+	if left := r.Held.limitFor(f.pendingSpoke) - time.Since(since) + 100*time.Millisecond; res.RequeueAfter == 0 || left < res.RequeueAfter {
 		res.RequeueAfter = left
 	}
 	return res

@@ -16,12 +16,21 @@ type Cond struct {
 }
 
 // Apply sets every derived condition on list, keeping transition times of
-// conditions whose status did not change.
+// conditions whose status did not change. Transition times are kept to
+// the second, as the API server stores them: a time read back from it
+// then equals the one set, and a status that changed nothing else is not
+// patched (a patch with nothing in it is still a write request), which
+// one a pass held in memory (buckety.Held) and the one the cache shows
+// would otherwise be, a fraction of a second apart.
 func Apply(list *[]metav1.Condition, generation int64, conds []Cond) {
 	for _, c := range conds {
 		meta.SetStatusCondition(list, metav1.Condition{
 			Type: c.Type, Status: c.Status, Reason: c.Reason, Message: truncate(c.Message), ObservedGeneration: generation,
 		})
+	}
+	for i := range *list {
+		t := &(*list)[i].LastTransitionTime
+		*t = t.Rfc3339Copy()
 	}
 }
 

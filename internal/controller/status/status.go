@@ -56,6 +56,7 @@ func Finish[O ctrl.Object, S any](ctx context.Context, c ctrl.Client, backoff *r
 	status := f.Status(obj)
 	conditions := f.Conditions(status)
 	Apply(conditions, obj.GetGeneration(), o.Derived)
+	keepRecordedTimes(*conditions, *f.Conditions(f.Status(orig)))
 	if meta.IsStatusConditionTrue(*conditions, v1.ConditionReady) {
 		*f.ObservedGeneration(status) = obj.GetGeneration()
 	}
@@ -71,4 +72,18 @@ func Finish[O ctrl.Object, S any](ctx context.Context, c ctrl.Client, backoff *r
 		res = reconcile.Result{}
 	}
 	return res, reterr
+}
+
+// keepRecordedTimes gives each condition of conds whose status is the one
+// recorded (in orig, as read) the recorded transition time: a pass that
+// started from a status it held in memory (buckety.Held), not the
+// recorded one, and came back to the recorded status would otherwise
+// stamp a transition the object never showed, and patch a status whose
+// only change is that time, on every retry of a failure.
+func keepRecordedTimes(conds, orig []metav1.Condition) {
+	for i := range conds {
+		if o := meta.FindStatusCondition(orig, conds[i].Type); o != nil && o.Status == conds[i].Status {
+			conds[i].LastTransitionTime = o.LastTransitionTime
+		}
+	}
 }
