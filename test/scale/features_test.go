@@ -3,6 +3,8 @@ package scale
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -264,7 +266,7 @@ func checkSharedSecret(t *testing.T, e *env, ns string, a *v1.BucketyAccess, r i
 	}
 	if !a.Several() {
 		if len(s.Data["topic"]) == 0 {
-			t.Fatalf("sharing: Secret %s: want a topic key, got keys %v", s.Name, keysOf(s.Data))
+			t.Fatalf("sharing: Secret %s: want a topic key, got keys %v", s.Name, slices.Sorted(maps.Keys(s.Data)))
 		}
 		return
 	}
@@ -273,16 +275,7 @@ func checkSharedSecret(t *testing.T, e *env, ns string, a *v1.BucketyAccess, r i
 	}
 	for _, ref := range a.Spec.BucketyRefs {
 		if len(s.Data["topic."+ref.Name]) == 0 {
-			t.Fatalf("sharing: Secret %s: want key topic.%s, got keys %v", s.Name, ref.Name, keysOf(s.Data))
+			t.Fatalf("sharing: Secret %s: want key topic.%s, got keys %v", s.Name, ref.Name, slices.Sorted(maps.Keys(s.Data)))
 		}
 	}
-}
-
-func keysOf(m map[string][]byte) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
