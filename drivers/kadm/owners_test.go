@@ -430,3 +430,79 @@ func accessHash(uid string) string {
 	sum := sha256.Sum256([]byte(uid))
 	return hex.EncodeToString(sum[:6])
 }
+
+// ownerAPIs are the Kafka APIs only owner records use on a create: the
+// registry's Produce (and the idempotent producer's InitProducerID), and a
+// catch-up's ListOffsets and Fetch. Metadata and CreateTopics of the
+// registry itself are once per backend and go to the warm-up.
+var ownerAPIs = []string{"Produce", "InitProducerID", "ListOffsets", "Fetch"}
+
+// TestOwnerRequestsPerCreate counts what owner records add to a create
+// (issue 54, "new features at no visible cost"): n concurrent creates of
+// new topics, each as the controller makes it (Inspect, Ensure, then the
+// Held record), cost at most one owner-record request per create, batched,
+// over what the same creates cost without the records.
+func TestOwnerRequestsPerCreate(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	// First use: the registry created and loaded, the producer's ID.
+	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: "warm-up"}, &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "warm-up", State: drivers.OwnerHeld}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	creates := func(prefix string, record bool) map[string]int {
+		t.Helper()
+		f.counter.Reset()
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() {
+				r := drivers.Resource{Name: fmt.Sprintf("%s-%d", prefix, i), Parameters: map[string]string{"partitions": "1"}}
+				if _, err := f.backend.Inspect(ctx, r); err != nil {
+					errs[i] = err
+					return
+				}
+				r.CreateOnly = true
+				if _, err := f.backend.Ensure(ctx, r); err != nil || !record {
+					errs[i] = err
+					return
+				}
+				errs[i] = f.backend.WriteOwner(ctx, r, &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: r.Name, State: drivers.OwnerHeld})
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		return f.counter.Ops()
+	}
+	without := creates("bare", false)
+	with := creates("owned", true)
+	sum := func(c map[string]int, apis []string) (s int) {
+		for _, api := range apis {
+			s += c[api]
+		}
+		return s
+	}
+	all := func(c map[string]int) (s int) {
+		for _, v := range c {
+			s += v
+		}
+		return s
+	}
+	t.Logf("%d creates without owner records: %v; with: %v", n, without, with)
+	if o := sum(without, ownerAPIs); o != 0 {
+		t.Errorf("creates without owner records: want no %v request, got %v", ownerAPIs, without)
+	}
+	if o := sum(with, ownerAPIs); o < 1 || o > n {
+		t.Errorf("%d creates with owner records: want 1 to %d owner-record requests (at most one per create), got %d: %v", n, n, o, with)
+	}
+	if with["Produce"] >= n {
+		t.Errorf("%d concurrent creates: want their records batched into fewer than %d Produce requests, got %d", n, n, with["Produce"])
+	}
+	// The creates' own requests are the same with and without: the extra
+	// is the owner records' alone. Coalescing varies by a few requests
+	// from batch to batch, so this compares the owner-record kinds only.
+	t.Logf("owner-record requests per create: %.3f; all requests per create: %.3f with, %.3f without",
+		float64(sum(with, ownerAPIs))/n, float64(all(with))/n, float64(all(without))/n)
+}

@@ -38,6 +38,12 @@ import (
 //	SCALE_CONTROLLER_ARGS extra flags of every controller run, e.g. a sweep interval (none)
 //	SCALE_CONTROLLER_ENV  extra environment of every controller run, as GOGC=50 GOMEMLIMIT=48MiB (none)
 //	SCALE_REVERT_TIMEOUT  how long out-of-band changes may take to be reverted before the run fails (60s; full 7m)
+//	SCALE_SHARE_REFS      the Bucketies one access names in the sharing rows (issue 54), timed against an access
+//	                      naming one, on each kadm backend (16; full 128, the most an access may name; 0 for none)
+//	SCALE_SHARE_REPS      accesses of each size timed one at a time in the sharing rows, the median reported (3; full 5)
+//	SCALE_ONLY            "features": only issue 54's rows of new features (owner-record requests per create, the
+//	                      sharing rows, the scoped phase's rebuild at SCALE_SCOPED_N, MinIO's owner records at SCALE_S3_N),
+//	                      as featureRun lists them (default: every row)
 //	SCALE_TABLE           also write the table to this file
 //	SCALE_PROFILE_DIR     save the controller's heap profile at each N here (default: none)
 type params struct {
@@ -57,15 +63,18 @@ type params struct {
 	ControllerEnv  []string
 	RevertTimeout  time.Duration
 	ProfileDir     string
+	ShareRefs      int
+	ShareReps      int
+	Only           string
 }
 
 func loadParams(t *testing.T) params {
 	t.Helper()
 	p := params{Ns: []int{20}, ScopedNs: map[int]bool{20: true}, S3ScopedNs: []int{3}, S3IAMNs: []int{3}, S3VersityNs: []int{3}, Secrets: 100, Drifted: 5, S3N: 3, WebhookReqs: 50, FloorObjects: 100,
-		Recheck: 3 * time.Second, MainArgs: []string{"--recheck-interval=3s"}, RevertTimeout: 60 * time.Second}
+		Recheck: 3 * time.Second, MainArgs: []string{"--recheck-interval=3s"}, RevertTimeout: 60 * time.Second, ShareRefs: 16, ShareReps: 3}
 	if os.Getenv("SCALE_FULL") == "1" {
 		p = params{Ns: []int{200, 1000, 3000}, ScopedNs: map[int]bool{1000: true}, S3ScopedNs: []int{100, 1000}, S3IAMNs: []int{100}, S3VersityNs: []int{100, 1000}, Secrets: 10000, Drifted: 100, S3N: 100, WebhookReqs: 1000, FloorObjects: 2000,
-			Recheck: 30 * time.Second, RevertTimeout: 7 * time.Minute}
+			Recheck: 30 * time.Second, RevertTimeout: 7 * time.Minute, ShareRefs: 128, ShareReps: 5}
 	}
 	if v := os.Getenv("SCALE_N"); v != "" {
 		p.Ns = nil
@@ -92,7 +101,7 @@ func loadParams(t *testing.T) params {
 	if v, ok := os.LookupEnv("SCALE_S3_VERSITY_N"); ok {
 		p.S3VersityNs = positiveInts(t, "SCALE_S3_VERSITY_N", v)
 	}
-	harness.EnvInts(t, 0, map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects})
+	harness.EnvInts(t, 0, map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects, "SCALE_SHARE_REFS": &p.ShareRefs, "SCALE_SHARE_REPS": &p.ShareReps})
 	harness.EnvDurations(t, map[string]*time.Duration{"SCALE_RECHECK": &p.Recheck, "SCALE_REVERT_TIMEOUT": &p.RevertTimeout})
 	if v, ok := os.LookupEnv("SCALE_MAIN_ARGS"); ok {
 		p.MainArgs = strings.Fields(v)
@@ -100,6 +109,14 @@ func loadParams(t *testing.T) params {
 	p.ControllerArgs = strings.Fields(os.Getenv("SCALE_CONTROLLER_ARGS"))
 	p.ControllerEnv = strings.Fields(os.Getenv("SCALE_CONTROLLER_ENV"))
 	p.ProfileDir = os.Getenv("SCALE_PROFILE_DIR")
+	switch p.Only = os.Getenv("SCALE_ONLY"); p.Only {
+	case "", "features":
+	default:
+		t.Fatalf("SCALE_ONLY=%q: want empty (every row) or features", p.Only)
+	}
+	if p.ShareRefs > 128 || p.ShareReps < 1 {
+		t.Fatalf("SCALE_SHARE_REFS: want 0 to 128 (the most an access may name); SCALE_SHARE_REPS: want at least 1")
+	}
 	if p.WebhookReqs < 2 || p.FloorObjects < 2 {
 		t.Fatalf("SCALE_WEBHOOK_REQS and SCALE_FLOOR_OBJECTS: want at least 2")
 	}

@@ -80,9 +80,14 @@ func TestScale(t *testing.T) {
 // out-of-band change and its revert; optionally s3; then a cold start of a
 // controller with a short re-check interval and the cost of one re-check.
 func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
-	e := newEnvWith(t, b, strconv.Itoa(n), envParts{scoped: true, s3: true, weed: first && len(p.S3IAMNs) > 0, versity: first && len(p.S3VersityNs) > 0})
+	every := p.Only == ""
+	e := newEnvWith(t, b, strconv.Itoa(n), envParts{scoped: true, s3: true, weed: every && first && len(p.S3IAMNs) > 0, versity: every && first && len(p.S3VersityNs) > 0})
 	e.ctrlEnv = p.ControllerEnv
 	ctx := context.Background()
+	if !every {
+		featureRun(t, e, p, tb, n, first)
+		return
+	}
 
 	fl := measureFloor(t, e, p)
 	tb.add("API server floor: creates/s of a bare custom resource", n, fmt.Sprintf("%.0f /s", fl.createsPerSec), "", nil, "")
@@ -104,19 +109,7 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 
 	// Provisioning.
 	ns := "scale"
-	if err := e.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("t%05d", i)
-	}
-	profiled := profileProvisioning(t, e, p, n)
-	prov := provision(t, e, ns, names, "kafka", func(name string) map[string]string {
-		return map[string]string{"partitions": "1", "config.retention.ms": retention}
-	}, time.Duration(n)*700*time.Millisecond+5*time.Minute)
-	profiled()
-	checkKafka(t, e, ns, names)
+	prov := provisionScale(t, e, n, func() func() { return profileProvisioning(t, e, p, n) })
 	floorProv := fl.provisionFloor(n)
 	// Issue 36: within 2.5× the floor of the same run, and linear in N.
 	tb.add("kadm: all Ready with their Secrets (total)", n, secs(prov.total), "≤ 2.5× floor", ptr(prov.total.Seconds() <= 2.5*floorProv.Seconds()), ratio(prov.total.Seconds(), floorProv.Seconds()))
@@ -129,6 +122,7 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	}
 	maxReq := int64(n) * 12 / 10
 	tb.add("kadm: Kafka requests to provision", n, prov.kafka.String(), fmt.Sprintf("≤ %d", maxReq), ptr(prov.kafka.total() <= maxReq), "")
+	ownerRecordRows(tb, n, prov)
 	perObj := float64(prov.writes.total()) / float64(n)
 	tb.add("kadm: controller API writes to provision, per Buckety (with access, Secret, claim, events)", n, fmt.Sprintf("%.2f = %s", perObj, prov.writes), "≤ 6", ptr(perObj <= minWritesPerBuckety), ratio(perObj, minWritesPerBuckety)+" of the minimum 6")
 
@@ -155,6 +149,7 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 		tb.add(fmt.Sprintf("kadm: Kafka requests while reverting %d topics", d), n, revertReq.String(), "", nil, "")
 	}
 
+	sharingFigures(t, e, p, tb, n)
 	if p.ScopedNs[n] {
 		scopedFigures(t, e, tb, n, prov, mainArgs)
 	}
@@ -259,6 +254,9 @@ type floor struct {
 // every Buckety with defaultAccess cannot avoid: creating the Buckety, its
 // access and its Secret, and a Ready status on the Buckety and the access.
 func (f floor) provisionFloor(n int) time.Duration {
+	if f.createsPerSec <= 0 || f.statusPerSec <= 0 {
+		return 0 // not measured (SCALE_ONLY)
+	}
 	s := float64(n)*3/f.createsPerSec + float64(n)*2/f.statusPerSec
 	return time.Duration(s * float64(time.Second))
 }
@@ -389,6 +387,32 @@ func createUnrelatedSecrets(t *testing.T, e *env, n int) {
 		t.Fatalf("unrelated Secrets: %v", err)
 	}
 	t.Logf("%d unrelated Secrets in %s", n, time.Since(start).Round(time.Millisecond))
+}
+
+// provisionScale creates namespace scale and n kadm Bucketies with
+// defaultAccess in it (t00000, ...), waits until all are Ready, and checks
+// their topics. around, when set, is called before and its result after
+// the provisioning (profiles).
+func provisionScale(t *testing.T, e *env, n int, around func() func()) provisioned {
+	t.Helper()
+	ns := "scale"
+	if err := e.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("t%05d", i)
+	}
+	after := func() {}
+	if around != nil {
+		after = around()
+	}
+	prov := provision(t, e, ns, names, "kafka", func(name string) map[string]string {
+		return map[string]string{"partitions": "1", "config.retention.ms": retention}
+	}, time.Duration(n)*700*time.Millisecond+5*time.Minute)
+	after()
+	checkKafka(t, e, ns, names)
+	return prov
 }
 
 // provisioned is what provisioning measured.
@@ -886,6 +910,7 @@ func s3Figures(t *testing.T, e *env, p params, tb *table, fl floor) {
 	tb.add("s3 (MinIO): all Ready with their Secrets (total)", n, secs(prov.total), "", nil, ratio(prov.total.Seconds(), fp.Seconds()))
 	tb.add("s3 (MinIO): all Ready with their Secrets (p50)", n, secs(prov.p50), "", nil, ratio(prov.p50.Seconds(), fp.Seconds()/2))
 	tb.add("s3 (MinIO): S3 requests to provision (MinIO's count per API)", n, reqs.String(), "", nil, "")
+	ownerS3Row(tb, n, reqs)
 	tb.add("s3 (MinIO): controller API writes to provision, per Buckety", n, fmt.Sprintf("%.2f = %s", float64(prov.writes.total())/float64(n), prov.writes), "", nil, "")
 }
 
