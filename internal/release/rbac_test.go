@@ -62,8 +62,10 @@ var rbacAllowlist = map[string]string{
 	`ClusterRole/buckety-controller authentication.k8s.io/tokenreviews`:        "create",
 	`ClusterRole/buckety-controller authorization.k8s.io/subjectaccessreviews`: "create",
 	// Leader election in buckety-system: the Lease lock gets, creates and
-	// updates; its events.
-	`Role/buckety-system/buckety-controller coordination.k8s.io/leases`: "create,get,update",
+	// updates; with shards, each replica lists the member and shard Leases
+	// and deletes a departed replica's member Lease (internal/shard); its
+	// events.
+	`Role/buckety-system/buckety-controller coordination.k8s.io/leases`: "create,delete,get,list,update",
 	`Role/buckety-system/buckety-controller core/events`:                "create,patch",
 
 	// The webhook: informers of Bucketies (an access's Buckety) and of

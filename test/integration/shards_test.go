@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,8 +60,33 @@ func TestShards(t *testing.T) {
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
 		})
 	}
+	// Written before shards: a claim and a Secret of buckety's without a
+	// slot; the labeller gives them their namespace's.
+	before := namespace(t)
+	oldClaim := &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: "shards-before"}, Spec: v1.BucketyClaimSpec{Backend: "kafka", Service: "kafka",
+		ResourceName: before + ".old", Phase: v1.ClaimClaimed, Owner: v1.ClaimOwner{Namespace: before, Name: "old", UID: "0"}}}
+	create(t, oldClaim)
+	t.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), oldClaim); client.IgnoreNotFound(err) != nil {
+			t.Errorf("delete claim %s: %v", oldClaim.Name, err)
+		}
+	})
+	oldSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: before, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue}}}
+	create(t, oldSecret)
+
 	first := replica()
+	wait.For(t, waitTimeout, "the first replica holds all four shards", func() (bool, string) {
+		got := shardHolders(t, leases)
+		return got == "[4]", got
+	})
 	replica()
+	for _, o := range []client.Object{oldClaim, oldSecret} {
+		wait.For(t, waitTimeout, fmt.Sprintf("%T %s labelled with its slot", o, o.GetName()), func() (bool, string) {
+			get(t, o)
+			got := o.GetLabels()[shard.SlotLabel]
+			return got == shard.SlotValue(before), got
+		})
+	}
 	wait.For(t, waitTimeout, "two replicas hold two shards each", func() (bool, string) {
 		got := shardHolders(t, leases)
 		return got == "[2 2]", got
@@ -131,7 +157,9 @@ func TestShards(t *testing.T) {
 	made("two")
 
 	// The resource gauges count each Buckety once, across the shards the
-	// replica holds, the one every shard reads included.
+	// replica holds, the one every shard reads included. (One process
+	// holds one collector, pointed at the replica that registered it last:
+	// the second, which started once the first held every shard.)
 	wait.For(t, waitTimeout, "buckety_resources counts each Ready Buckety once", func() (bool, string) {
 		var all v1.BucketyList
 		if err := k8s.List(context.Background(), &all); err != nil {

@@ -155,5 +155,10 @@ func (l *Labeller) label(ctx context.Context, c cache.Cache, obj client.Object, 
 	}
 	lb[shard.SlotLabel] = value
 	obj.SetLabels(lb)
+	if _, ok := obj.(*v1.BucketyClaim); ok {
+		// Claims are updated whole, under their resourceVersion, as the
+		// claim store does (the controller may not patch them).
+		return l.Client.Update(ctx, obj)
+	}
 	return l.Client.Patch(ctx, obj, client.MergeFrom(before))
 }
