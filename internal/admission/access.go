@@ -51,7 +51,11 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 	if old != nil {
 		errs = append(errs, immutable(a, old)...)
 	}
-	errs = append(errs, accessSlotLabel(ctx, a, old)...)
+	var was map[string]string
+	if old != nil {
+		was = old.Labels
+	}
+	errs = append(errs, shard.CheckLabel(a.Labels, was, shard.AccessValue(inNamespace(ctx, a)))...)
 	role := roleOf(a.Spec.Role)
 	if !contains(roles, role) {
 		errs = append(errs, field.NotSupported(spec.Child("role"), role, roles))
@@ -219,16 +223,4 @@ func (v AccessValidator) consent(ctx context.Context, p *field.Path, refNS, name
 		return field.ErrorList{field.Forbidden(p, msg)}
 	}
 	return nil
-}
-
-// accessSlotLabel refuses a shard slot label on a other than buckety's
-// (see shard.CheckLabel); old is nil on create.
-func accessSlotLabel(ctx context.Context, a, old *v1.BucketyAccess) field.ErrorList {
-	in := *a
-	in.Namespace = namespaceOf(ctx, a.Namespace)
-	var was map[string]string
-	if old != nil {
-		was = old.Labels
-	}
-	return shard.CheckLabel(a.Labels, was, shard.AccessValue(&in))
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -79,7 +80,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	errs = append(errs, drain(spec.Child("drain"), be, b.Spec.Drain)...)
 	errs = append(errs, sharingRules(spec.Child("sharing"), be, src.Namespace, b.Spec.Sharing)...)
-	errs = append(errs, slotLabel(ctx, b, nil)...)
+	errs = append(errs, shard.CheckLabel(b.Labels, nil, shard.BucketyValue(inNamespace(ctx, b)))...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
 	if len(perrs) == 0 {
 		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, config.Effective(b.Spec.Parameters, be.DefaultsFor(nil, false)))...)
@@ -106,7 +107,7 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	var warnings admission.Warnings
-	errs = append(errs, slotLabel(ctx, b, old)...)
+	errs = append(errs, shard.CheckLabel(b.Labels, old.Labels, shard.BucketyValue(inNamespace(ctx, b)))...)
 	if b.Spec.Backend != old.Spec.Backend {
 		errs = append(errs, field.Forbidden(spec.Child("backend"), fmt.Sprintf("is immutable (was %q): create a new Buckety to use another backend", old.Spec.Backend)))
 	}
@@ -292,14 +293,15 @@ func sharingRules(p *field.Path, be *config.Backend, ns string, rules []v1.Shari
 	return errs
 }
 
-// slotLabel refuses a shard slot label on b other than buckety's (see
-// shard.CheckLabel); old is nil on create.
-func slotLabel(ctx context.Context, b, old *v1.Buckety) field.ErrorList {
-	in := *b
-	in.Namespace = namespaceOf(ctx, b.Namespace)
-	var was map[string]string
-	if old != nil {
-		was = old.Labels
-	}
-	return shard.CheckLabel(b.Labels, was, shard.BucketyValue(&in))
+// inNamespace is a copy of o in its namespace as the request names it
+// (o's own, or the request's on create), for what depends on it: the
+// shard slot label's value.
+func inNamespace[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, o P) P {
+	c := P(new(T))
+	*c = *o
+	c.SetNamespace(namespaceOf(ctx, o.GetNamespace()))
+	return c
 }
