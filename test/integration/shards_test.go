@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -74,6 +78,20 @@ func TestShards(t *testing.T) {
 	oldSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: before, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue}}}
 	create(t, oldSecret)
 
+	// An older release's Buckety, implicit access, Secret, claim and
+	// credential record: Ready, with buckety's finalizer, and no slot. A
+	// controller without shards makes them; the slot labels it gave are
+	// taken off, as a release before shards left them.
+	legacy := namespace(t)
+	old := startControllerWith(t, cfg, nil, func(o *appcontroller.Options) { o.Recheck = time.Hour })
+	lb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: legacy}, Spec: v1.BucketySpec{Backend: "kafka", Name: "${namespace}.legacy",
+		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "legacy"}}}
+	create(t, lb)
+	waitCondition(t, lb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	old.stop(t)
+	legacyObjects := unlabelLegacy(t, legacy)
+	legacyData := secret(t, legacy, "legacy").Data
+
 	first := replica()
 	wait.For(t, waitTimeout, "the first replica holds all four shards", func() (bool, string) {
 		got := shardHolders(t, leases)
@@ -91,6 +109,26 @@ func TestShards(t *testing.T) {
 		got := shardHolders(t, leases)
 		return got == "[2 2]", got
 	})
+
+	// The older release's objects get their slot and stay as they were:
+	// Ready, and the same credential in the same Secret.
+	removeWhileRunning(t, legacy)
+	for _, o := range legacyObjects {
+		wait.For(t, waitTimeout, fmt.Sprintf("%T %s/%s, from before shards, labelled with its slot", o, o.GetNamespace(), o.GetName()), func() (bool, string) {
+			get(t, o)
+			got := o.GetLabels()[shard.SlotLabel]
+			return got == shard.SlotValue(legacy), got
+		})
+	}
+	waitCondition(t, lb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	for _, o := range legacyObjects {
+		if a, ok := o.(*v1.BucketyAccess); ok {
+			waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+		}
+	}
+	if got := secret(t, legacy, "legacy").Data; !maps.EqualFunc(got, legacyData, bytes.Equal) {
+		t.Errorf("the Secret of a Buckety from before shards changed once shards labelled it: keys %v, want the same data as before", slices.Sorted(maps.Keys(got)))
+	}
 
 	nss := make([]string, 8)
 	homes := map[int]bool{}
@@ -174,6 +212,68 @@ func TestShards(t *testing.T) {
 		got := gauge(t, "buckety_resources", map[string]string{"kind": "Buckety", "backend": "kafka", "condition": v1.ConditionReady, "status": "True"})
 		return int(got) == ready, fmt.Sprintf("gauge %v, Ready on the API server %d", got, ready)
 	})
+}
+
+// unlabelLegacy takes the slot label off every object of ns's Bucketies
+// (the Bucketies, accesses, buckety's Secrets, and the claims and
+// credential records they own), as a release before shards wrote them, and
+// returns them. It fails unless there is at least one of each.
+func unlabelLegacy(t *testing.T, ns string) []client.Object {
+	t.Helper()
+	ctx := context.Background()
+	var (
+		bs     v1.BucketyList
+		as     v1.BucketyAccessList
+		ss     corev1.SecretList
+		claims v1.BucketyClaimList
+		creds  v1.BucketyCredentialList
+	)
+	for _, l := range []client.ObjectList{&bs, &as, &ss} {
+		if err := k8s.List(ctx, l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []client.ObjectList{&claims, &creds} {
+		if err := k8s.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []client.Object
+	add := func(kind string, objs []client.Object) {
+		if len(objs) == 0 {
+			t.Fatalf("no %s of namespace %s to take the slot label off", kind, ns)
+		}
+		out = append(out, objs...)
+	}
+	add("Buckety", pointers(bs.Items, func(*v1.Buckety) bool { return true }))
+	add("BucketyAccess", pointers(as.Items, func(*v1.BucketyAccess) bool { return true }))
+	add("Secret of buckety's", pointers(ss.Items, func(s *corev1.Secret) bool { return s.Labels[v1.ManagedByLabel] == v1.ManagedByValue }))
+	add("claim", pointers(claims.Items, func(c *v1.BucketyClaim) bool { return c.Spec.Owner.Namespace == ns }))
+	add("credential record", pointers(creds.Items, func(c *v1.BucketyCredential) bool { return c.Spec.Owner.Namespace == ns }))
+	unlabel := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+shard.SlotLabel+`":null}}}`))
+	for _, o := range out {
+		if o.GetLabels()[shard.SlotLabel] == "" {
+			t.Fatalf("%T %s/%s has no slot label before the test takes it off: the controller without shards no longer labels", o, o.GetNamespace(), o.GetName())
+		}
+		if err := k8s.Patch(ctx, o, unlabel); err != nil {
+			t.Fatalf("take the slot label off %T %s/%s: %v", o, o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return out
+}
+
+// pointers is the objects of items that keep says to keep.
+func pointers[T any, P interface {
+	*T
+	client.Object
+}](items []T, keep func(P) bool) []client.Object {
+	var out []client.Object
+	for i := range items {
+		if p := P(&items[i]); keep(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // get reads obj afresh from the API server.
