@@ -553,3 +553,42 @@ func TestReadyBucketyHoldsForNewAccesses(t *testing.T) {
 		t.Errorf("past Held.For: want the Buckety status written once, got %d (writes %s)", got, formatCounts(s.writes))
 	}
 }
+
+// TestAccessesNamedInOrder: the cache lists a Buckety's accesses in no
+// fixed order (here, reversed); the Ready message names them sorted, so a
+// pass that finds the same accesses writes nothing.
+func TestAccessesNamedInOrder(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	reversed := func(c client.WithWatch) (client.Client, client.Reader) {
+		wc, r := s.wrap(c)
+		return interceptor.NewClient(wc.(client.WithWatch), interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				if l, ok := list.(*v1.BucketyAccessList); ok {
+					slices.Reverse(l.Items)
+				}
+				return nil
+			},
+		}), r
+	}
+	e := newEnvWith(t, "", reversed)
+	e.br.Held.For = time.Nanosecond // no hold: the message is written at once
+	e.create(newBuckety("a", "orders", "orders"))
+	e.reconcile("a", "orders")
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: n, UID: types.UID("a-" + n + "-uid")},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: n}})
+	}
+	e.reconcile("a", "orders")
+	if c := e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonAccessesNotReady); c.Message != "waiting for access Secrets: alpha, beta, gamma" {
+		t.Errorf("want the pending accesses named in order, got %q", c.Message)
+	}
+	s.reset()
+	e.reconcile("a", "orders")
+	if got := s.writes["patch bucketies/status"]; got != 0 {
+		t.Errorf("a pass that finds the same accesses: want no status write, got %d", got)
+	}
+}
