@@ -470,3 +470,125 @@ func TestFailingGrantWritesItsStatusOnce(t *testing.T) {
 		t.Errorf("Buckety status patches: want 2 (the access failing, then Ready), got %d (writes %s)", got, formatCounts(s.writes))
 	}
 }
+
+// TestReadyBucketyHoldsForNewAccesses: a Buckety recorded Ready that gains
+// an access does not turn Ready=False and back for it: its status write
+// waits (buckety.Held) and, the access Ready within Held.For, nothing is
+// written. An access that reports a failure has the Buckety's status
+// written at once, and one that stays silent past Held.For has it
+// written then; each says which access is pending.
+func TestReadyBucketyHoldsForNewAccesses(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	e.create(newBuckety("a", "orders", "orders"))
+	s.enqueue(simItem{key: types.NamespacedName{Namespace: "a", Name: "orders"}})
+	s.drain(t, e)
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	newAccess := func(name string) {
+		t.Helper()
+		e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("a-" + name + "-uid")},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: name}})
+		s.reset()
+	}
+	accessReady := func(name string) metav1.Condition {
+		t.Helper()
+		a := &v1.BucketyAccess{}
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "a", Name: name}, a); err != nil {
+			t.Fatal(err)
+		}
+		return cond(a.Status.Conditions, v1.ConditionReady)
+	}
+
+	// Ready within Held.For: no Buckety status write.
+	newAccess("reader")
+	e.reconcile("a", "orders") // the access's creation wakes its Buckety, before the access reconciles
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	s.drain(t, e)
+	if c := accessReady("reader"); c.Status != metav1.ConditionTrue {
+		t.Fatalf("want the access Ready, got %s (%s: %s)", c.Status, c.Reason, c.Message)
+	}
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if got := s.writes["patch bucketies/status"]; got != 0 {
+		t.Errorf("a new access Ready within Held.For: want no Buckety status write, got %d (writes %s)", got, formatCounts(s.writes))
+	}
+	if n := e.br.Held.Len(); n != 0 {
+		t.Errorf("want the hold forgotten once the access is Ready, got %d held", n)
+	}
+
+	// A failure: written at once.
+	newAccess("failing")
+	e.reconcile("a", "orders")
+	e.svc.FailNext(drivertest.Unavailable())
+	e.reconcileAccess("a", "failing")
+	if c := accessReady("failing"); c.Status == metav1.ConditionTrue || c.Reason == "" {
+		t.Fatalf("want the access to report a failure, got Ready=%s (%s)", c.Status, c.Reason)
+	}
+	e.reconcile("a", "orders")
+	if c := e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonAccessesNotReady); !strings.Contains(c.Message, "failing") {
+		t.Errorf("want the failing access named, got %q", c.Message)
+	}
+	if got := s.writes["patch bucketies/status"]; got != 1 {
+		t.Errorf("a new access that failed: want the Buckety status written once, at once, got %d (writes %s)", got, formatCounts(s.writes))
+	}
+	time.Sleep(2 * time.Millisecond) // past the access's backoff
+	e.reconcileAccess("a", "failing")
+	e.reconcile("a", "orders")
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+
+	// Silent past Held.For: written then.
+	e.br.Held.For = 200 * time.Millisecond
+	newAccess("silent")
+	res := e.reconcile("a", "orders")
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if res.RequeueAfter <= 0 || res.RequeueAfter > e.br.Held.For+100*time.Millisecond {
+		t.Errorf("want the held pass back when Held.For ends, got requeue after %s", res.RequeueAfter)
+	}
+	time.Sleep(250 * time.Millisecond)
+	e.reconcile("a", "orders") // the access never reconciled
+	if c := e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonAccessesNotReady); !strings.Contains(c.Message, "silent") {
+		t.Errorf("want the silent access named, got %q", c.Message)
+	}
+	if got := s.writes["patch bucketies/status"]; got != 1 {
+		t.Errorf("past Held.For: want the Buckety status written once, got %d (writes %s)", got, formatCounts(s.writes))
+	}
+}
+
+// TestAccessesNamedInOrder: the cache lists a Buckety's accesses in no
+// fixed order (here, reversed); the Ready message names them sorted, so a
+// pass that finds the same accesses writes nothing.
+func TestAccessesNamedInOrder(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	reversed := func(c client.WithWatch) (client.Client, client.Reader) {
+		wc, r := s.wrap(c)
+		return interceptor.NewClient(wc.(client.WithWatch), interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				if l, ok := list.(*v1.BucketyAccessList); ok {
+					slices.Reverse(l.Items)
+				}
+				return nil
+			},
+		}), r
+	}
+	e := newEnvWith(t, "", reversed)
+	e.br.Held.For = time.Nanosecond // no hold: the message is written at once
+	e.create(newBuckety("a", "orders", "orders"))
+	e.reconcile("a", "orders")
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: n, UID: types.UID("a-" + n + "-uid")},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: n}})
+	}
+	e.reconcile("a", "orders")
+	if c := e.wantReady(e.buckety("a", "orders"), metav1.ConditionFalse, v1.ReasonAccessesNotReady); c.Message != "waiting for access Secrets: alpha, beta, gamma" {
+		t.Errorf("want the pending accesses named in order, got %q", c.Message)
+	}
+	s.reset()
+	e.reconcile("a", "orders")
+	if got := s.writes["patch bucketies/status"]; got != 0 {
+		t.Errorf("a pass that finds the same accesses: want no status write, got %d", got)
+	}
+}

@@ -6,13 +6,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -58,7 +62,10 @@ type Options struct {
 //   - a change to the Secret it owns (an edit or deletion is repaired);
 //   - a change to the Buckety it names (bucketyToAccesses, through the
 //     objects.IndexBucketyRef index): it waits for the Buckety's resource,
-//     and its grant follows the Buckety's parameters;
+//     and its grant follows the Buckety's parameters; its creation and
+//     deletion, and of its updates only those that change what an access
+//     reads of it (concernsAccesses), not its Ready, which turns with
+//     its accesses;
 //   - the credential sweep finding its principal drifted
 //     (wake.CredentialDrifted);
 //   - a change to the labels or the deletion of its namespace, or of the
@@ -93,7 +100,8 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		// Metadata only: Secrets a tenant labels as buckety's are in the
 		// cache too, and must not cost their data in memory.
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr))).
+		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr)),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: concernsAccesses})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToAccesses(mgr)),
 			builder.WithPredicates(objects.UpdatesWhere(consentOrLimitsMayChange))).
 		WithOptions(o.Controller).
@@ -111,6 +119,52 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 func consentOrLimitsMayChange(e event.UpdateEvent) bool {
 	return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
 		e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// concernsAccesses: a Buckety update changed something its accesses
+// read (readByAccesses). A status write that changes only what the
+// Buckety reports of its accesses and its own state (Ready, Reconciling,
+// ScopingNotImplemented, status.sharedWith, usage, drain) wakes none: an
+// access over 128 Bucketies would otherwise be woken by each of them
+// turning Ready=False and True again as it is granted.
+func concernsAccesses(e event.UpdateEvent) bool {
+	o, ok := e.ObjectOld.(*v1.Buckety)
+	n, ok2 := e.ObjectNew.(*v1.Buckety)
+	if !ok || !ok2 {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(readByAccesses(o), readByAccesses(n))
+}
+
+// bucketyAsRead is what the access reconciler reads of a Buckety: whether
+// it is being deleted, its spec (backend, parameters, sharing rules), the
+// backend and resource its status records, the defaults its parameters
+// merge over, and its Provisioned condition (what an access waits for),
+// as of its generation.
+type bucketyAsRead struct {
+	UID                                    types.UID
+	Generation                             int64
+	Deleting                               bool
+	Labels                                 map[string]string
+	Spec                                   v1.BucketySpec
+	Backend, Driver, Resource              string
+	DriverMajor                            *int64
+	Provenance                             v1.Provenance
+	ParameterDefaults, EffectiveParameters map[string]string
+	Provisioned                            metav1.Condition
+}
+
+func readByAccesses(b *v1.Buckety) bucketyAsRead {
+	out := bucketyAsRead{
+		UID: b.UID, Generation: b.Generation, Deleting: !b.DeletionTimestamp.IsZero(), Labels: b.Labels, Spec: b.Spec,
+		Backend: b.Status.Backend, Driver: b.Status.Driver, Resource: b.Status.BackendResourceName, DriverMajor: b.Status.DriverMajor,
+		Provenance: b.Status.Provenance, ParameterDefaults: b.Status.ParameterDefaults, EffectiveParameters: b.Status.EffectiveParameters,
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned); c != nil {
+		out.Provisioned = *c
+		out.Provisioned.LastTransitionTime = metav1.Time{} // moves only with its status
+	}
+	return out
 }
 
 // namespaceToAccesses maps a namespace to the accesses whose consent or

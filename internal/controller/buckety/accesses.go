@@ -53,6 +53,11 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 		// it the status) does not change when the access appears.
 		f.accessesPending = append(f.accessesPending, b.Name)
 	}
+	// The cache lists an index's objects in no fixed order: sorted, the
+	// messages naming them change only when the accesses do, not from one
+	// pass to the next (each change a status write).
+	slices.Sort(f.accessesPending)
+	slices.Sort(f.shared)
 	return nil
 }
 

@@ -93,6 +93,9 @@ type facts struct {
 	// held (Held), since heldSince.
 	held      bool
 	heldSince time.Time
+	// pendingSince: when the hold of this Buckety's Ready status for its
+	// new accesses began (holdingReady).
+	pendingSince time.Time
 	// implicitErr: the implicit access could not be materialised.
 	implicitErr string
 	// accessesChecked: the access phase ran.

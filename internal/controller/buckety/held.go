@@ -30,10 +30,29 @@ import (
 // wrote cannot get in here: only the Buckety reconciler puts, from what it
 // just did. Entries leave once the cache shows a recorded Provisioned
 // status for the generation, or the Buckety is gone.
+//
+// The same bound covers a Buckety whose status is recorded Ready when new
+// accesses appear (holdingReady): were its status written at once, every
+// new access would turn each Buckety it names Ready=False and, a moment
+// later, True again, two status writes per Buckety (256 for an access
+// over 128), each waking its accesses. While the only thing that keeps
+// such a Buckety from Ready is accesses that are pending and have
+// reported no failure, and nothing else in its status would change, its
+// status write waits up to For (not SilentFor: the Buckety's Ready is
+// already recorded, and says more than a pending access's silence); if
+// the accesses turn Ready within it nothing is written at all, Ready
+// staying True. An access reporting a failure, For passing, or anything
+// else going wrong (drift, shortfalls, an unavailable backend, deletion,
+// a drain, a claim error) writes the status as before, Ready=False with
+// the pending accesses named. This delays what the Buckety reports about
+// its accesses by For at most; each access's own Ready, which its tenant
+// reads, is not delayed. Only when such a hold began is kept here
+// (pending).
 type Held struct {
 	// For is how long a provisioning pass may hold its status write back
-	// waiting for its accesses (HoldFor when zero): past it the status is
-	// written, and shows what is pending.
+	// waiting for its accesses (HoldFor when zero), and how long a
+	// Buckety recorded Ready may leave Ready=True while new accesses are
+	// pending: past it the status is written, and shows what is pending.
 	For time.Duration
 	// SilentFor is how long it may hold it back while no pending access
 	// has said anything yet (HoldSilentFor when zero): an access whose
@@ -46,6 +65,9 @@ type Held struct {
 
 	mu sync.Mutex
 	m  map[types.NamespacedName]heldStatus
+	// pending: when each Buckety recorded Ready began holding back the
+	// write that only its newly pending accesses asked for.
+	pending map[types.NamespacedName]heldStatus
 }
 
 // HoldFor is the default Held.For.
@@ -83,8 +105,37 @@ func (h *Held) limitFor(spoke bool) time.Duration {
 type heldStatus struct {
 	uid        types.UID
 	generation int64
-	status     *v1.BucketyStatus
+	status     *v1.BucketyStatus // nil in pending
 	since      time.Time
+}
+
+// pendingSince is when b's passes began holding back, on a status
+// recorded Ready, the write that only newly pending accesses ask for
+// (holdingReady); the first call for b's generation begins it.
+func (h *Held) pendingSince(b *v1.Buckety) time.Time {
+	key := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cur, ok := h.pending[key]; ok && cur.uid == b.UID && cur.generation == b.Generation {
+		return cur.since
+	}
+	if h.pending == nil {
+		h.pending = map[types.NamespacedName]heldStatus{}
+	}
+	now := time.Now()
+	h.pending[key] = heldStatus{uid: b.UID, generation: b.Generation, since: now}
+	return now
+}
+
+// endPending forgets when b's hold on a Ready status began: a pass that
+// did not hold its write (its accesses Ready, or the status written).
+func (h *Held) endPending(key types.NamespacedName) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.pending, key)
 }
 
 // Put holds st as b's status for its current generation. The first Put of
@@ -143,16 +194,18 @@ func (h *Held) Forget(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.m, key)
+	delete(h.pending, key)
 }
 
-// Len is how many statuses are held (for tests and memory accounting).
+// Len is how many statuses are held, or holds on a Ready status kept (for
+// tests and memory accounting).
 func (h *Held) Len() int {
 	if h == nil {
 		return 0
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.m)
+	return len(h.m) + len(h.pending)
 }
 
 // provisionedRecorded reports whether b's status records the backend

@@ -156,11 +156,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		derived := conditions(b, f)
 		r.announce(b, derived)
 		hold := r.holding(b, f, reterr)
+		holdReady := !hold && r.holdingReady(b, orig, f, reterr)
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, status.Outcome{
-			Derived: derived, Failure: failure(f), Deleting: f.deleting, Hold: hold,
+			Derived: derived, Failure: failure(f), Deleting: f.deleting, Hold: hold || holdReady,
 		}, res, reterr)
-		if hold {
+		switch {
+		case hold:
 			res = r.hold(ctx, b, f, res)
+		case holdReady:
+			res = r.holdReady(f, res)
+		default:
+			r.Held.endPending(req.NamespacedName)
 		}
 	}()
 
