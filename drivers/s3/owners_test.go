@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -318,6 +319,83 @@ func TestOwnerRecords(t *testing.T) {
 			}
 			if err := fx.backend.WriteOwner(ctx, missing, nil); err != nil {
 				t.Fatalf("removing the record of a missing bucket: want success, got %v", err)
+			}
+		})
+	}
+}
+
+// TestOwnerRecordOfANewBucket: right after the create that made its
+// bucket, the owner record costs one request, the write, on every server
+// that creates only new buckets (and each such server is shown refusing
+// its owner's re-create of a bucket that exists); every bucket that
+// existed is read first and keeps its other tags, and so is a "new"
+// bucket on a server not known to refuse re-creates (generic, here on
+// the same server): the read is skipped only where the table says so.
+func TestOwnerRecordOfANewBucket(t *testing.T) {
+	for _, impl := range ownerImplementations {
+		t.Run(impl, func(t *testing.T) {
+			fx := newFixture(t, impl, s3test.Options{}, nil)
+			ctx := context.Background()
+			if !fx.cfg.server().createsOnlyNew {
+				t.Fatalf("want %s to create only new buckets (createsOnlyNew), as this test shows it does", impl)
+			}
+			held := &drivers.OwnerRecord{Installation: "prod-a", Namespace: "team", Name: "ledger", UID: "0d6f5c1e-7b0a-4a4e-9a57-2a51a1d6d0e4", State: drivers.OwnerHeld}
+			if ok, why, err := fx.backend.OwnerRecords(ctx); err != nil || !ok {
+				t.Fatalf("OwnerRecords: want true, got %v %q %v", ok, why, err)
+			}
+			if res := fx.ensure(t, "fresh", nil); !res.Created {
+				t.Fatal("Ensure of a new bucket: want Created, got not")
+			}
+			// Its owner's re-create (AWS's us-east-1 answers this one 200).
+			_, err := fx.raw.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("fresh")})
+			if !isCode(err, "BucketAlreadyOwnedByYou", "BucketAlreadyExists") {
+				t.Fatalf("its owner's re-create of an existing bucket: want BucketAlreadyOwnedByYou or BucketAlreadyExists, got %v", err)
+			}
+			fx.counter.Reset()
+			if err := fx.backend.WriteOwner(ctx, drivers.Resource{Name: "fresh", JustCreated: true}, held); err != nil {
+				t.Fatal(err)
+			}
+			if ops := fx.counter.Ops(); !maps.Equal(ops, map[string]int{"PutBucketTagging": 1}) {
+				t.Fatalf("the record of a bucket just created: want one PutBucketTagging, got %v", ops)
+			}
+			if got := tagsOf(t, fx.raw, "fresh"); !mapsEqual(got, ownerTags(held)) {
+				t.Fatalf("the record of a bucket just created: want tags %v, got %v", ownerTags(held), got)
+			}
+			// A bucket that existed, with someone else's tag.
+			fx.ensure(t, "old", nil)
+			foreign := []types.Tag{{Key: aws.String("team"), Value: aws.String("payments")}}
+			if _, err := fx.raw.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String("old"), Tagging: &types.Tagging{TagSet: foreign}}); err != nil {
+				t.Fatal(err)
+			}
+			if res := fx.ensure(t, "old", nil); res.Created {
+				t.Fatal("Ensure of an existing bucket: want not Created, got Created")
+			}
+			fx.counter.Reset()
+			if err := fx.backend.WriteOwner(ctx, drivers.Resource{Name: "old"}, held); err != nil {
+				t.Fatal(err)
+			}
+			if ops := fx.counter.Ops(); !maps.Equal(ops, map[string]int{"GetBucketTagging": 1, "PutBucketTagging": 1}) {
+				t.Fatalf("the record of a bucket that existed: want a read and a write, got %v", ops)
+			}
+			if got := tagsOf(t, fx.raw, "old"); got["team"] != "payments" || got[TagInstallation] != "prod-a" {
+				t.Fatalf("the record of a bucket that existed: want its tag kept beside the record, got %v", got)
+			}
+			// A server not known to refuse re-creates reads, even when told
+			// the bucket was just created.
+			gcfg := *fx.cfg
+			gcfg.Implementation = ""
+			generic, gcounter := open(t, &gcfg)
+			if _, err := fx.raw.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String("old"), Tagging: &types.Tagging{TagSet: foreign}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := generic.WriteOwner(ctx, drivers.Resource{Name: "old", JustCreated: true}, held); err != nil {
+				t.Fatal(err)
+			}
+			if ops := gcounter.Ops(); ops["GetBucketTagging"] != 1 {
+				t.Fatalf("a generic server told the bucket was just created: want it read first, got %v", ops)
+			}
+			if got := tagsOf(t, fx.raw, "old"); got["team"] != "payments" || got[TagInstallation] != "prod-a" {
+				t.Fatalf("a generic server told the bucket was just created: want its tag kept, got %v", got)
 			}
 		})
 	}
