@@ -82,7 +82,7 @@ func TestScale(t *testing.T) {
 func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	every := p.Only == ""
 	e := newEnvWith(t, b, strconv.Itoa(n), envParts{scoped: true, s3: true, weed: every && first && len(p.S3IAMNs) > 0, versity: every && first && len(p.S3VersityNs) > 0})
-	e.ctrlEnv = p.ControllerEnv
+	e.ctrlEnv, e.profileDir = p.ControllerEnv, p.ProfileDir
 	ctx := context.Background()
 	if !every {
 		featureRun(t, e, p, tb, n, first)
