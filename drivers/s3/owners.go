@@ -152,13 +152,18 @@ const ownerProbeBucket = "buckety-owner-records-probe-0"
 // before the operation) means records are kept. The answer is kept for
 // the backend's life; a NotImplemented seen later by ReadOwner or
 // WriteOwner turns it to false. An error (refused keys, an unreachable
-// server) is not kept.
+// server) is not kept. A server that keeps tags on every store
+// (keepsTags: MinIO) is not asked: a NotImplemented would still turn the
+// answer to false.
 func (b *Backend) OwnerRecords(ctx context.Context) (bool, string, error) {
 	b.owners.mu.Lock()
 	known, kept, why := b.owners.known, b.owners.kept, b.owners.why
 	b.owners.mu.Unlock()
 	if known {
 		return kept, why, nil
+	}
+	if b.cfg.server().keepsTags {
+		return true, "", nil
 	}
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()

@@ -515,9 +515,11 @@ func TestListPrincipals(t *testing.T) {
 
 // TestOwnerRecordsNotImplemented: a server that answers bucket tagging
 // with NotImplemented (here a real MinIO behind a proxy that answers so,
-// as a gateway without tags does) keeps no records: OwnerRecords says so
-// naming the implementation, and ReadOwner and WriteOwner fail rather
-// than report "no owner".
+// as a gateway without tags does, on a backend of no implementation)
+// keeps no records: OwnerRecords says so naming the implementation, and
+// ReadOwner and WriteOwner fail rather than report "no owner". A MinIO
+// backend (keepsTags) answers yes without asking, and learns otherwise
+// from its first read.
 func TestOwnerRecordsNotImplemented(t *testing.T) {
 	srv := s3test.Start(t, ImplMinIO, s3test.Options{})
 	target, err := url.Parse(srv.Endpoint)
@@ -538,7 +540,7 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
-	cfg := &Config{Implementation: ImplMinIO, Endpoint: proxy.URL, Region: srv.Region, ForcePathStyle: true,
+	cfg := &Config{Endpoint: proxy.URL, Region: srv.Region, ForcePathStyle: true,
 		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second}}
 	be, _ := open(t, cfg)
 	ctx := context.Background()
@@ -546,7 +548,7 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok, why, err := be.OwnerRecords(ctx)
-	if err != nil || ok || !strings.Contains(why, "implementation minio") || !strings.Contains(why, "NotImplemented") {
+	if err != nil || ok || !strings.Contains(why, "implementation unset") || !strings.Contains(why, "NotImplemented") {
 		t.Fatalf("want no records, with a reason naming the implementation, got %v %q %v", ok, why, err)
 	}
 	r := drivers.Resource{Name: "ledger"}
@@ -564,5 +566,21 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 	}
 	if ok, why, err := fresh.OwnerRecords(ctx); err != nil || ok || why == "" {
 		t.Fatalf("after a NotImplemented read: want no records, got %v %q %v", ok, why, err)
+	}
+	// So does a MinIO backend, which assumes tags without asking.
+	mcfg := *cfg
+	mcfg.Implementation = ImplMinIO
+	minio, counter := open(t, &mcfg)
+	if ok, why, err := minio.OwnerRecords(ctx); err != nil || !ok || why != "" {
+		t.Fatalf("MinIO: want records assumed, got %v %q %v", ok, why, err)
+	}
+	if _, all := counter.Reset(); all != 0 {
+		t.Fatalf("MinIO: want OwnerRecords to ask nothing, got %d requests", all)
+	}
+	if err := minio.WriteOwner(ctx, r, &drivers.OwnerRecord{Installation: "prod-a", State: drivers.OwnerHeld}); !errors.Is(err, ErrNoOwnerRecords) {
+		t.Fatalf("MinIO: WriteOwner: want ErrNoOwnerRecords, got %v", err)
+	}
+	if ok, why, err := minio.OwnerRecords(ctx); err != nil || ok || !strings.Contains(why, "implementation minio") {
+		t.Fatalf("MinIO after a NotImplemented read: want no records naming the implementation, got %v %q %v", ok, why, err)
 	}
 }

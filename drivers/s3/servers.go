@@ -83,6 +83,11 @@ type server struct {
 	// the bucket's owner answers 200. Not set where no test server shows
 	// it (owners_test.go checks each server that sets it).
 	createsOnlyNew bool
+	// keepsTags: the server keeps bucket tags on every store it runs on,
+	// so OwnerRecords answers yes without asking (a request per backend
+	// and process saved); an error of a later read or write still shows.
+	// Not VersityGW: whether it keeps tags depends on its backend.
+	keepsTags bool
 }
 
 // servers are the known server types. Their order is the order the
@@ -108,7 +113,7 @@ var servers = []server{
 			b.minio = minioadmin.New(b.cfg.Endpoint, b.cfg.signingRegion(), b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)
 			b.quotas = minioQuotas{b.minio}
 		},
-		rclone: "Minio", createsOnlyNew: true,
+		rclone: "Minio", createsOnlyNew: true, keepsTags: true,
 	},
 	{
 		impl: ImplR2, capabilities: []string{ParamJurisdiction, ParamLifecycle},
