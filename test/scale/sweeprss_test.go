@@ -56,6 +56,7 @@ func (e *env) credentialSweepMemory(sv scopedS3Server, timeout time.Duration) sw
 	reqs := sv.scopedCounts().minus(before)
 	e.saveProfile("allocs", "sweep-allocs-after")
 	e.saveProfile("heap", "sweep-heap-after")
+	e.t.Logf("controller memory after the measured sweep: %s; Go runtime: %s", e.rssParts(), e.goMemStats())
 	peak, err := harness.PeakRSS(pid)
 	if err != nil {
 		e.t.Fatal(err)
@@ -105,4 +106,26 @@ func (e *env) saveProfile(kind, name string) {
 		e.t.Fatal(err)
 	}
 	e.t.Logf("controller %s profile: %s", kind, f)
+}
+
+// goMemStats is the controller's Go heap and stack figures, from its pprof
+// heap page's MemStats (after no GC), or "" without pprof.
+func (e *env) goMemStats() string {
+	e.t.Helper()
+	if e.ctrl.Pprof == "" {
+		return ""
+	}
+	text, err := e.get("http://"+e.ctrl.Pprof+"/debug/pprof/heap?debug=1", false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var parts []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, k := range []string{"HeapInuse", "HeapIdle", "HeapReleased", "StackInuse", "Sys", "NextGC"} {
+			if v, ok := strings.CutPrefix(line, "# "+k+" = "); ok {
+				parts = append(parts, k+" "+strings.TrimSpace(v))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }
