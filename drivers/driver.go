@@ -169,6 +169,14 @@ type Resource struct {
 	// than one interval adds nothing to that bound. The other operations
 	// ignore it.
 	MaxAge time.Duration
+	// JustCreated tells WriteOwner that Ensure reported the resource
+	// created (EnsureResult.Created) in this same pass: it held nothing of
+	// anyone else's when it was made, so a driver whose service creates
+	// only what does not exist may write the record without first reading
+	// what the resource holds. The controller never sets it on a resource
+	// that existed before the pass (an adoption, a re-attach, another
+	// installation's). The other operations ignore it.
+	JustCreated bool
 }
 
 // Inspection is what Inspect found.

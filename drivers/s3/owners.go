@@ -152,13 +152,18 @@ const ownerProbeBucket = "buckety-owner-records-probe-0"
 // before the operation) means records are kept. The answer is kept for
 // the backend's life; a NotImplemented seen later by ReadOwner or
 // WriteOwner turns it to false. An error (refused keys, an unreachable
-// server) is not kept.
+// server) is not kept. A server that keeps tags on every store
+// (keepsTags: MinIO) is not asked: a NotImplemented would still turn the
+// answer to false.
 func (b *Backend) OwnerRecords(ctx context.Context) (bool, string, error) {
 	b.owners.mu.Lock()
 	known, kept, why := b.owners.known, b.owners.kept, b.owners.why
 	b.owners.mu.Unlock()
 	if known {
 		return kept, why, nil
+	}
+	if b.cfg.server().keepsTags {
+		return true, "", nil
 	}
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
@@ -235,7 +240,10 @@ func (b *Backend) ReadOwner(ctx context.Context, r drivers.Resource) (*drivers.O
 // written when the tags already say so; a set left empty is deleted
 // (DeleteBucketTagging), as S3 refuses an empty PutBucketTagging on some
 // servers. A missing bucket is an error, but for rec nil: it holds no
-// record to remove.
+// record to remove. A bucket this pass's Ensure created (r.JustCreated),
+// on a server that creates only new buckets (createsOnlyNew), has no tags
+// to keep: the record is written without reading them, one request in
+// place of two. Every bucket that existed before is read first.
 func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drivers.OwnerRecord) error {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
@@ -249,7 +257,10 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 	fail := func(err error) error {
 		return fmt.Errorf("s3: backend %s: write the owner record of bucket %s: %w", b.name, r.Name, err)
 	}
-	tags, found, err := b.bucketTags(ctx, cl, r.Name)
+	tags, found := map[string]string(nil), true
+	if !r.JustCreated || !b.cfg.server().createsOnlyNew {
+		tags, found, err = b.bucketTags(ctx, cl, r.Name)
+	}
 	switch {
 	case err != nil:
 		return fail(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -323,6 +324,83 @@ func TestOwnerRecords(t *testing.T) {
 	}
 }
 
+// TestOwnerRecordOfANewBucket: right after the create that made its
+// bucket, the owner record costs one request, the write, on every server
+// that creates only new buckets (and each such server is shown refusing
+// its owner's re-create of a bucket that exists); every bucket that
+// existed is read first and keeps its other tags, and so is a "new"
+// bucket on a server not known to refuse re-creates (generic, here on
+// the same server): the read is skipped only where the table says so.
+func TestOwnerRecordOfANewBucket(t *testing.T) {
+	for _, impl := range ownerImplementations {
+		t.Run(impl, func(t *testing.T) {
+			fx := newFixture(t, impl, s3test.Options{}, nil)
+			ctx := context.Background()
+			if !fx.cfg.server().createsOnlyNew {
+				t.Fatalf("want %s to create only new buckets (createsOnlyNew), as this test shows it does", impl)
+			}
+			held := &drivers.OwnerRecord{Installation: "prod-a", Namespace: "team", Name: "ledger", UID: "0d6f5c1e-7b0a-4a4e-9a57-2a51a1d6d0e4", State: drivers.OwnerHeld}
+			if ok, why, err := fx.backend.OwnerRecords(ctx); err != nil || !ok {
+				t.Fatalf("OwnerRecords: want true, got %v %q %v", ok, why, err)
+			}
+			if res := fx.ensure(t, "fresh", nil); !res.Created {
+				t.Fatal("Ensure of a new bucket: want Created, got not")
+			}
+			// Its owner's re-create (AWS's us-east-1 answers this one 200).
+			_, err := fx.raw.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("fresh")})
+			if !isCode(err, "BucketAlreadyOwnedByYou", "BucketAlreadyExists") {
+				t.Fatalf("its owner's re-create of an existing bucket: want BucketAlreadyOwnedByYou or BucketAlreadyExists, got %v", err)
+			}
+			fx.counter.Reset()
+			if err := fx.backend.WriteOwner(ctx, drivers.Resource{Name: "fresh", JustCreated: true}, held); err != nil {
+				t.Fatal(err)
+			}
+			if ops := fx.counter.Ops(); !maps.Equal(ops, map[string]int{"PutBucketTagging": 1}) {
+				t.Fatalf("the record of a bucket just created: want one PutBucketTagging, got %v", ops)
+			}
+			if got := tagsOf(t, fx.raw, "fresh"); !mapsEqual(got, ownerTags(held)) {
+				t.Fatalf("the record of a bucket just created: want tags %v, got %v", ownerTags(held), got)
+			}
+			// A bucket that existed, with someone else's tag.
+			fx.ensure(t, "old", nil)
+			foreign := []types.Tag{{Key: aws.String("team"), Value: aws.String("payments")}}
+			if _, err := fx.raw.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String("old"), Tagging: &types.Tagging{TagSet: foreign}}); err != nil {
+				t.Fatal(err)
+			}
+			if res := fx.ensure(t, "old", nil); res.Created {
+				t.Fatal("Ensure of an existing bucket: want not Created, got Created")
+			}
+			fx.counter.Reset()
+			if err := fx.backend.WriteOwner(ctx, drivers.Resource{Name: "old"}, held); err != nil {
+				t.Fatal(err)
+			}
+			if ops := fx.counter.Ops(); !maps.Equal(ops, map[string]int{"GetBucketTagging": 1, "PutBucketTagging": 1}) {
+				t.Fatalf("the record of a bucket that existed: want a read and a write, got %v", ops)
+			}
+			if got := tagsOf(t, fx.raw, "old"); got["team"] != "payments" || got[TagInstallation] != "prod-a" {
+				t.Fatalf("the record of a bucket that existed: want its tag kept beside the record, got %v", got)
+			}
+			// A server not known to refuse re-creates reads, even when told
+			// the bucket was just created.
+			gcfg := *fx.cfg
+			gcfg.Implementation = ""
+			generic, gcounter := open(t, &gcfg)
+			if _, err := fx.raw.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String("old"), Tagging: &types.Tagging{TagSet: foreign}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := generic.WriteOwner(ctx, drivers.Resource{Name: "old", JustCreated: true}, held); err != nil {
+				t.Fatal(err)
+			}
+			if ops := gcounter.Ops(); ops["GetBucketTagging"] != 1 {
+				t.Fatalf("a generic server told the bucket was just created: want it read first, got %v", ops)
+			}
+			if got := tagsOf(t, fx.raw, "old"); got["team"] != "payments" || got[TagInstallation] != "prod-a" {
+				t.Fatalf("a generic server told the bucket was just created: want its tag kept, got %v", got)
+			}
+		})
+	}
+}
+
 // scopedOwnerFixture is a backend issuing credentials per access on impl.
 func scopedOwnerFixture(t *testing.T, impl string) *fixture {
 	t.Helper()
@@ -437,9 +515,11 @@ func TestListPrincipals(t *testing.T) {
 
 // TestOwnerRecordsNotImplemented: a server that answers bucket tagging
 // with NotImplemented (here a real MinIO behind a proxy that answers so,
-// as a gateway without tags does) keeps no records: OwnerRecords says so
-// naming the implementation, and ReadOwner and WriteOwner fail rather
-// than report "no owner".
+// as a gateway without tags does, on a backend of no implementation)
+// keeps no records: OwnerRecords says so naming the implementation, and
+// ReadOwner and WriteOwner fail rather than report "no owner". A MinIO
+// backend (keepsTags) answers yes without asking, and learns otherwise
+// from its first read.
 func TestOwnerRecordsNotImplemented(t *testing.T) {
 	srv := s3test.Start(t, ImplMinIO, s3test.Options{})
 	target, err := url.Parse(srv.Endpoint)
@@ -460,7 +540,7 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
-	cfg := &Config{Implementation: ImplMinIO, Endpoint: proxy.URL, Region: srv.Region, ForcePathStyle: true,
+	cfg := &Config{Endpoint: proxy.URL, Region: srv.Region, ForcePathStyle: true,
 		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: drivers.Duration{Duration: 10 * time.Second}}
 	be, _ := open(t, cfg)
 	ctx := context.Background()
@@ -468,7 +548,7 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok, why, err := be.OwnerRecords(ctx)
-	if err != nil || ok || !strings.Contains(why, "implementation minio") || !strings.Contains(why, "NotImplemented") {
+	if err != nil || ok || !strings.Contains(why, "implementation unset") || !strings.Contains(why, "NotImplemented") {
 		t.Fatalf("want no records, with a reason naming the implementation, got %v %q %v", ok, why, err)
 	}
 	r := drivers.Resource{Name: "ledger"}
@@ -486,5 +566,21 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 	}
 	if ok, why, err := fresh.OwnerRecords(ctx); err != nil || ok || why == "" {
 		t.Fatalf("after a NotImplemented read: want no records, got %v %q %v", ok, why, err)
+	}
+	// So does a MinIO backend, which assumes tags without asking.
+	mcfg := *cfg
+	mcfg.Implementation = ImplMinIO
+	minio, counter := open(t, &mcfg)
+	if ok, why, err := minio.OwnerRecords(ctx); err != nil || !ok || why != "" {
+		t.Fatalf("MinIO: want records assumed, got %v %q %v", ok, why, err)
+	}
+	if _, all := counter.Reset(); all != 0 {
+		t.Fatalf("MinIO: want OwnerRecords to ask nothing, got %d requests", all)
+	}
+	if err := minio.WriteOwner(ctx, r, &drivers.OwnerRecord{Installation: "prod-a", State: drivers.OwnerHeld}); !errors.Is(err, ErrNoOwnerRecords) {
+		t.Fatalf("MinIO: WriteOwner: want ErrNoOwnerRecords, got %v", err)
+	}
+	if ok, why, err := minio.OwnerRecords(ctx); err != nil || ok || !strings.Contains(why, "implementation minio") {
+		t.Fatalf("MinIO after a NotImplemented read: want no records naming the implementation, got %v %q %v", ok, why, err)
 	}
 }

@@ -93,7 +93,10 @@ type env struct {
 	// ctrlEnv is more environment for every controller run
 	// (SCALE_CONTROLLER_ENV).
 	ctrlEnv []string
-	hook    *harness.Webhook
+	// profileDir is where profiles are saved (SCALE_PROFILE_DIR); "":
+	// none.
+	profileDir string
+	hook       *harness.Webhook
 	// own counts the Kafka requests the harness itself sends, per API, so
 	// they are taken out of the broker's counts.
 	own *ownRequests

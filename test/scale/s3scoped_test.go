@@ -321,11 +321,17 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, sv scopedS3Server, m int) 
 	tb.add(name+": S3 answer time per access (mean per request; shared: "+answerTimes(sharedReqs.s3(), sharedPh.us.s3(), m)+")", m, answerTimes(scopedReqs.s3(), scopedPh.us.s3(), m), "", nil, "")
 	tb.add(name+": controller API writes to provision, per Buckety (with access, Secret, claim, credential, events)", m,
 		fmt.Sprintf("%.2f = %s", float64(scoped.writes.total())/float64(m), scoped.writes), "", nil, "")
+	sharedGone := false
 	if sv.srv.Implementation == "minio" && m >= 100 {
 		// Issue 54: the sweep's memory with m keys (only at bench sizes:
-		// it waits up to two sweep intervals).
+		// it waits up to two sweep intervals), in the goal's setting: the
+		// per-access keys alone, so the shared Bucketies (deleted below
+		// in any case) go first and the controller settles.
+		deleteAllIn(t, e, sharedNs, 5*time.Minute+time.Duration(m)*200*time.Millisecond)
+		sharedGone = true
+		e.quiet(15 * time.Second)
 		sm := e.credentialSweepMemory(sv, 3*time.Minute+time.Duration(m)*100*time.Millisecond)
-		tb.add(name+": controller peak RSS across a credential sweep (VmHWM reset before it)", m, fmt.Sprintf("%.1f MiB (%.1f MiB before it)", float64(sm.peak)/(1<<20), float64(sm.before)/(1<<20)),
+		tb.add(name+": controller peak RSS across a credential sweep, the per-access Bucketies alone (VmHWM reset before it)", m, fmt.Sprintf("%.1f MiB (%.1f MiB before it)", float64(sm.peak)/(1<<20), float64(sm.before)/(1<<20)),
 			"≤ 96 MiB", ptr(sm.peak <= sweepPeakRSSGoal), "")
 		tb.add(name+": credential sweep: duration / admin requests (with anything else sent meanwhile)", m,
 			fmt.Sprintf("%s / %s", secs(sm.duration), sm.reqs.with(sv.keyPrefix)), "", nil, "")
@@ -356,7 +362,9 @@ func scopedS3Figures(t *testing.T, e *env, tb *table, sv scopedS3Server, m int) 
 	if len(keys) != 0 || records != 0 {
 		t.Errorf("after deleting every scoped s3 Buckety on %s: %d minted keys and %d BucketyCredentials of %s left", sv.srv.Implementation, len(keys), records, sv.scoped)
 	}
-	deleteAllIn(t, e, sharedNs, 5*time.Minute+time.Duration(m)*200*time.Millisecond)
+	if !sharedGone {
+		deleteAllIn(t, e, sharedNs, 5*time.Minute+time.Duration(m)*200*time.Millisecond)
+	}
 	return shared.total
 }
 

@@ -82,7 +82,7 @@ func TestScale(t *testing.T) {
 func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	every := p.Only == ""
 	e := newEnvWith(t, b, strconv.Itoa(n), envParts{scoped: true, s3: true, weed: every && first && len(p.S3IAMNs) > 0, versity: every && first && len(p.S3VersityNs) > 0})
-	e.ctrlEnv = p.ControllerEnv
+	e.ctrlEnv, e.profileDir = p.ControllerEnv, p.ProfileDir
 	ctx := context.Background()
 	if !every {
 		featureRun(t, e, p, tb, n, first)
@@ -589,15 +589,7 @@ func memory(t *testing.T, e *env, p params, n int) (int64, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.ctrl.P.PID())); err == nil {
-		var parts []string
-		for _, line := range strings.Split(string(st), "\n") {
-			if f := strings.Fields(line); len(f) == 3 && (f[0] == "RssAnon:" || f[0] == "RssFile:" || f[0] == "VmHWM:") {
-				parts = append(parts, f[0]+" "+f[1]+" kB")
-			}
-		}
-		t.Logf("controller memory at N=%d: %s", n, strings.Join(parts, ", "))
-	}
+	t.Logf("controller memory at N=%d: %s", n, e.rssParts())
 	if e.ctrl.Pprof == "" {
 		return rss, ""
 	}
@@ -991,4 +983,20 @@ func profile(t *testing.T, e *env, p params, n int, phase, what string) func() {
 		go take("controller", "http://"+e.ctrl.Pprof+"/debug/pprof/profile?seconds=15", false)
 	}
 	return wg.Wait
+}
+
+// rssParts is the controller's VmHWM, RssAnon and RssFile, as
+// /proc/PID/status says them ("" when it cannot be read).
+func (e *env) rssParts() string {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.ctrl.P.PID()))
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, line := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && (f[0] == "RssAnon:" || f[0] == "RssFile:" || f[0] == "VmHWM:") {
+			parts = append(parts, f[0]+" "+f[1]+" kB")
+		}
+	}
+	return strings.Join(parts, ", ")
 }

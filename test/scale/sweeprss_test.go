@@ -3,6 +3,7 @@ package scale
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -50,8 +51,12 @@ func (e *env) credentialSweepMemory(sv scopedS3Server, timeout time.Duration) sw
 	n0, _ := e.sweepsOf(sv.scoped)
 	n1, sum1 := next(n0)
 	before := sv.scopedCounts()
+	e.saveProfile("allocs", "sweep-allocs-before")
 	_, sum2 := next(n1)
 	reqs := sv.scopedCounts().minus(before)
+	e.saveProfile("allocs", "sweep-allocs-after")
+	e.saveProfile("heap", "sweep-heap-after")
+	e.t.Logf("controller memory after the measured sweep: %s; Go runtime: %s", e.rssParts(), e.goMemStats())
 	peak, err := harness.PeakRSS(pid)
 	if err != nil {
 		e.t.Fatal(err)
@@ -79,3 +84,48 @@ func (e *env) sweepsOf(backend string) (n, sum float64) {
 // sweepPeakRSSGoal is issue 54's bound on the controller's peak RSS
 // across a sweep of MinIO keys.
 const sweepPeakRSSGoal = 96 << 20
+
+// saveProfile saves the controller's pprof profile kind as name.pb.gz in
+// the profile directory (SCALE_PROFILE_DIR), when it has one and the
+// controller serves pprof. Two allocs profiles around a sweep give what it
+// allocated: go tool pprof -sample_index=alloc_space -base before after.
+func (e *env) saveProfile(kind, name string) {
+	e.t.Helper()
+	if e.profileDir == "" || e.ctrl.Pprof == "" {
+		return
+	}
+	raw, err := e.get("http://"+e.ctrl.Pprof+"/debug/pprof/"+kind, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.MkdirAll(e.profileDir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	f := filepath.Join(e.profileDir, name+".pb.gz")
+	if err := os.WriteFile(f, []byte(raw), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Logf("controller %s profile: %s", kind, f)
+}
+
+// goMemStats is the controller's Go heap and stack figures, from its pprof
+// heap page's MemStats (after no GC), or "" without pprof.
+func (e *env) goMemStats() string {
+	e.t.Helper()
+	if e.ctrl.Pprof == "" {
+		return ""
+	}
+	text, err := e.get("http://"+e.ctrl.Pprof+"/debug/pprof/heap?debug=1", false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var parts []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, k := range []string{"HeapInuse", "HeapIdle", "HeapReleased", "StackInuse", "Sys", "NextGC"} {
+			if v, ok := strings.CutPrefix(line, "# "+k+" = "); ok {
+				parts = append(parts, k+" "+strings.TrimSpace(v))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -180,7 +180,7 @@ func (r *Reconciler) ownerRecords(ctx context.Context, e *backends.Entry, f *fac
 // readOwner reads the record of the resource, fresh when maxAge is 0.
 func (r *Reconciler) readOwner(ctx context.Context, e *backends.Entry, res drivers.Resource, maxAge time.Duration) (*drivers.OwnerRecord, error) {
 	res.MaxAge = maxAge
-	res.DryRun, res.CreateOnly, res.BeforeWrite = false, false, nil
+	res.DryRun, res.CreateOnly, res.BeforeWrite, res.JustCreated = false, false, nil, false
 	rec, err := e.Owners.ReadOwner(ctx, res)
 	if err != nil {
 		return nil, err
@@ -266,6 +266,9 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		}
 	}
 	res.DryRun, res.CreateOnly, res.BeforeWrite, res.MaxAge = false, false, nil, 0
+	// A resource this pass created holds no one's record or tags: the
+	// driver may skip its read (drivers.Resource.JustCreated).
+	res.JustCreated = created
 	if err := e.Owners.WriteOwner(ctx, res, want); err != nil {
 		f.Record(fmt.Errorf("write the owner record of %s: %w", res.Name, err))
 		return false
