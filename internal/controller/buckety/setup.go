@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,7 +112,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToWaiting(mgr)),
 			builder.WithPredicates(namespaceRelabelled()))
 	}
-	err := b.Watches(&v1.BucketyAccess{}, handler.EnqueueRequestsFromMapFunc(accessToBuckety)).
+	err := b.Watches(&v1.BucketyAccess{}, accessWakes()).
 		Watches(&v1.BucketyClaim{}, claimReleased(r.Waiters)).
 		WithOptions(o.Controller).
 		Complete(shard.Only(r, o.Serves))
@@ -152,6 +153,80 @@ func claimReleased(w *retry.Waiters) handler.Funcs {
 			}
 		},
 	}
+}
+
+// NewAccessWake is how long after a new access is created its Bucketies
+// are woken: by then it is usually granted, so their one pass finds it
+// Ready and writes nothing (a Ready Buckety holds its status for a pending
+// access anyway, Held), and an access over many Bucketies is not slowed by
+// a pass of each of them while it is granted.
+const NewAccessWake = 2 * time.Second
+
+// newAccessAge is how old an access may be for its create event to count
+// as new (delayed): the create events the cache sends at start, of
+// accesses that existed before, wake their Bucketies at once, together
+// with the Bucketies' own events, not in a second pass.
+const newAccessAge = time.Minute
+
+// accessWakes wakes the Bucketies an access names (accessToBuckety):
+// NewAccessWake after a new access is created; at once on its deletion,
+// and on an update that changes more than its finalizers, slot label and
+// bookkeeping (the first pass's finalizer patch changes nothing the
+// Buckety reads); old and new refs both.
+func accessWakes() handler.EventHandler {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
+		for _, o := range objs {
+			for _, r := range accessToBuckety(ctx, o) {
+				if after > 0 {
+					q.AddAfter(r, after)
+				} else {
+					q.Add(r)
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			after := time.Duration(0)
+			if time.Since(e.Object.GetCreationTimestamp().Time) < newAccessAge {
+				after = NewAccessWake
+			}
+			add(ctx, q, after, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if onlyBookkeeping(e.ObjectOld, e.ObjectNew) {
+				return
+			}
+			add(ctx, q, 0, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, 0, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, 0, e.Object)
+		},
+	}
+}
+
+// onlyBookkeeping reports whether two versions of an access differ only in
+// their finalizers, slot label, resourceVersion and managedFields, while
+// not being deleted.
+func onlyBookkeeping(oldObj, newObj client.Object) bool {
+	o, ok1 := oldObj.(*v1.BucketyAccess)
+	n, ok2 := newObj.(*v1.BucketyAccess)
+	if !ok1 || !ok2 || !n.DeletionTimestamp.IsZero() {
+		return false
+	}
+	strip := func(a *v1.BucketyAccess) *v1.BucketyAccess {
+		c := a.DeepCopy()
+		c.ResourceVersion, c.ManagedFields, c.Finalizers = "", nil, nil
+		delete(c.Labels, shard.SlotLabel)
+		if len(c.Labels) == 0 {
+			c.Labels = nil
+		}
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(o), strip(n))
 }
 
 // accessToBuckety maps a BucketyAccess to the Bucketies it names.
