@@ -121,11 +121,18 @@ func shardNamespaces(count, shards int) []string {
 	return out
 }
 
-// replicaArgs are the flags of every replica of a run with r replicas.
+// replicaArgs are the flags of every replica of a run with r replicas:
+// --shards r with leader election; one replica runs as every other row of
+// the scale benchmark does (leader election off, one shard), so its
+// figures compare with theirs (with it on, the only difference is the
+// leader election's event, one write per start).
 func replicaArgs(p params, sp shardParams, r int) []string {
-	args := []string{"--leader-elect=true", "--leader-election-namespace=" + harness.SystemNamespace, fmt.Sprintf("--shards=%d", r),
-		"--leader-elect-lease-duration=" + sp.Lease.String(), "--leader-elect-renew-deadline=" + (sp.Lease * 2 / 3).String(),
-		"--leader-elect-retry-period=" + (sp.Lease * 2 / 15).String(), "--drift-sweep-interval=" + p.Recheck.String()}
+	args := []string{"--leader-elect=false", "--drift-sweep-interval=" + p.Recheck.String()}
+	if r > 1 {
+		args = []string{"--leader-elect=true", "--leader-election-namespace=" + harness.SystemNamespace, fmt.Sprintf("--shards=%d", r),
+			"--leader-elect-lease-duration=" + sp.Lease.String(), "--leader-elect-renew-deadline=" + (sp.Lease * 2 / 3).String(),
+			"--leader-elect-retry-period=" + (sp.Lease * 2 / 15).String(), "--drift-sweep-interval=" + p.Recheck.String()}
+	}
 	return append(append(args, p.ControllerArgs...), p.MainArgs...)
 }
 
