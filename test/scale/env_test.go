@@ -90,6 +90,9 @@ type env struct {
 	kubeconfig                                 string
 	configDir                                  string
 	ctrl                                       *harness.Controller
+	// more are the other replicas of a sharded run (startReplicas); ctrl
+	// is the first.
+	more []*harness.Controller
 	// ctrlEnv is more environment for every controller run
 	// (SCALE_CONTROLLER_ENV).
 	ctrlEnv []string
@@ -261,16 +264,30 @@ func (e *env) startWebhook() {
 // loopback for the harness to read.
 func (e *env) startController(args []string) {
 	e.t.Helper()
-	c, err := harness.StartController(harness.ControllerOptions{
-		Dir: e.dir, Bin: e.bins.controller, Kubeconfig: e.kubeconfig, ConfigDir: e.configDir,
-		Args:            append([]string{"--leader-elect=false"}, args...),
-		Env:             append(e.backendEnv(), e.ctrlEnv...),
-		MetricsInsecure: true, Pprof: supportsFlag(e.bins.controller, "pprof-bind-address"),
-	})
+	c, err := e.launchController(e.dir, append([]string{"--leader-elect=false"}, args...))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.ctrl = c
+}
+
+// launchController starts one controller process logging under dir, with
+// args, and waits until it is ready.
+func (e *env) launchController(dir string, args []string) (*harness.Controller, error) {
+	return harness.StartController(harness.ControllerOptions{
+		Dir: dir, Bin: e.bins.controller, Kubeconfig: e.kubeconfig, ConfigDir: e.configDir,
+		Args:            args,
+		Env:             append(e.backendEnv(), e.ctrlEnv...),
+		MetricsInsecure: true, Pprof: supportsFlag(e.bins.controller, "pprof-bind-address"),
+	})
+}
+
+// controllers are the running controller processes: ctrl, then more.
+func (e *env) controllers() []*harness.Controller {
+	if e.ctrl == nil {
+		return nil
+	}
+	return append([]*harness.Controller{e.ctrl}, e.more...)
 }
 
 // backendEnv is what the controller's config refers to.
@@ -288,17 +305,27 @@ func (e *env) backendEnv() []string {
 	return out
 }
 
+// stopController stops every controller process (each replica of a
+// sharded run), all at once, as a Deployment's pods are deleted together.
 func (e *env) stopController() {
-	if e.ctrl == nil {
-		return
+	var wg sync.WaitGroup
+	for _, c := range e.controllers() {
+		if done, _ := c.P.Exited(); done {
+			continue // killed on purpose (the shard-leader row)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.P.Stop(30 * time.Second); err != nil {
+				e.t.Errorf("stop controller: %v", err)
+			}
+			if done, err := c.P.Exited(); !done || err != nil {
+				e.t.Errorf("controller: want a clean exit on SIGTERM, got exited=%v err=%v\n%s", done, err, c.P.Tail(20))
+			}
+		}()
 	}
-	if err := e.ctrl.P.Stop(30 * time.Second); err != nil {
-		e.t.Errorf("stop controller: %v", err)
-	}
-	if done, err := e.ctrl.P.Exited(); !done || err != nil {
-		e.t.Errorf("controller: want a clean exit on SIGTERM, got exited=%v err=%v\n%s", done, err, e.ctrl.P.Tail(20))
-	}
-	e.ctrl = nil
+	wg.Wait()
+	e.ctrl, e.more = nil, nil
 }
 
 // supportsFlag reports whether the binary's usage lists --name, so the
@@ -588,10 +615,17 @@ func (c counts) minus(base counts) counts {
 	return out
 }
 
-// controllerMetrics scrapes the controller's metrics (plain HTTP).
+// controllerMetrics scrapes the controller's metrics (plain HTTP), every
+// live replica's in a sharded run.
 func (e *env) controllerMetrics(names ...string) []sample {
 	e.t.Helper()
-	return e.metricsAt(e.ctrl.Metrics, names...)
+	var out []sample
+	for _, c := range e.controllers() {
+		if done, _ := c.P.Exited(); !done {
+			out = append(out, e.metricsAt(c.Metrics, names...)...)
+		}
+	}
+	return out
 }
 
 // metricsAt scrapes the plain-HTTP metrics served on addr (host:port).
@@ -651,8 +685,10 @@ func (e *env) watchReady(ctx context.Context, ns string) *readyWatch {
 func (e *env) watchReadyOf(ctx context.Context, ns string, newList func() client.ObjectList, ready func(client.Object) (bool, string)) *readyWatch {
 	e.t.Helper()
 	w := &readyWatch{readyAt: map[string]time.Time{}, notReady: map[string]string{}}
+	// The list is for its resource version only: one item is enough, and
+	// at 100,000 objects a whole list would load the API server measured.
 	list := newList()
-	if err := e.k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+	if err := e.k8s.List(ctx, list, client.InNamespace(ns), client.Limit(1)); err != nil {
 		e.t.Fatal(err)
 	}
 	rv := list.GetResourceVersion()

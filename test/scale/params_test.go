@@ -147,26 +147,27 @@ type row struct {
 type table struct {
 	mu   sync.Mutex
 	rows []row
-	// ready is the time to all Ready at each N of the run, for the
-	// linearity row.
-	ready map[int]time.Duration
+	// noted are figures kept for a later row's ratio (the time to all
+	// Ready at each N, for the linearity row), by a key of the run's
+	// choosing (note, notedAs).
+	noted map[string]time.Duration
 }
 
-// readyAt records the time to all Ready at n.
-func (tb *table) readyAt(n int, d time.Duration) {
+// note records figure d under key, for a later row's ratio.
+func (tb *table) note(key string, d time.Duration) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	if tb.ready == nil {
-		tb.ready = map[int]time.Duration{}
+	if tb.noted == nil {
+		tb.noted = map[string]time.Duration{}
 	}
-	tb.ready[n] = d
+	tb.noted[key] = d
 }
 
-// readyAtN is the time to all Ready recorded at n, if any.
-func (tb *table) readyAtN(n int) (time.Duration, bool) {
+// notedAs is the figure noted under key, if any.
+func (tb *table) notedAs(key string) (time.Duration, bool) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	d, ok := tb.ready[n]
+	d, ok := tb.noted[key]
 	return d, ok
 }
 

@@ -48,18 +48,7 @@ func TestScale(t *testing.T) {
 	tb := &table{}
 	fmt.Printf("scale: N=%v secrets=%d drifted=%d s3=%d s3-scoped=%v s3-iam=%v s3-versity=%v webhook-requests=%d floor-objects=%d recheck=%s main-args=%q controller-args=%q controller-env=%q\n",
 		p.Ns, p.Secrets, p.Drifted, p.S3N, p.S3ScopedNs, p.S3IAMNs, p.S3VersityNs, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
-	t.Cleanup(func() {
-		out := tb.String()
-		fmt.Print("\n" + out)
-		if f := os.Getenv("SCALE_TABLE"); f != "" {
-			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-				t.Error(err)
-			}
-			if err := os.WriteFile(f, []byte(out+"\n"+tb.Markdown()), 0o644); err != nil {
-				t.Errorf("write %s: %v", f, err)
-			}
-		}
-	})
+	tb.reportAtCleanup(t)
 	binDir := t.TempDir()
 	b := buildBins(t, binDir)
 	for i, n := range p.Ns {
@@ -72,6 +61,23 @@ func TestScale(t *testing.T) {
 			return
 		}
 	}
+}
+
+// reportAtCleanup prints the table when t ends and, with SCALE_TABLE set,
+// also writes it there with its Markdown.
+func (tb *table) reportAtCleanup(t *testing.T) {
+	t.Cleanup(func() {
+		out := tb.String()
+		fmt.Print("\n" + out)
+		if f := os.Getenv("SCALE_TABLE"); f != "" {
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(f, []byte(out+"\n"+tb.Markdown()), 0o644); err != nil {
+				t.Errorf("write %s: %v", f, err)
+			}
+		}
+	})
 }
 
 // runN measures one N on a fresh environment, in this order: the API
@@ -115,8 +121,8 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	tb.add("kadm: all Ready with their Secrets (total)", n, secs(prov.total), "≤ 2.5× floor", ptr(prov.total.Seconds() <= 2.5*floorProv.Seconds()), ratio(prov.total.Seconds(), floorProv.Seconds()))
 	tb.add("kadm: all Ready with their Secrets (p50)", n, secs(prov.p50), "", nil, ratio(prov.p50.Seconds(), floorProv.Seconds()/2))
 	tb.add("kadm: first Buckety Ready", n, secs(prov.first), "", nil, "")
-	tb.readyAt(n, prov.total)
-	if base, ok := tb.readyAtN(1000); ok && n > 1000 {
+	tb.note(fmt.Sprintf("ready %d", n), prov.total)
+	if base, ok := tb.notedAs("ready 1000"); ok && n > 1000 {
 		limit := float64(n) / 1000 * 1.2 // 12× at 10,000
 		tb.add(fmt.Sprintf("kadm: all Ready at N=%d against N=1000 of this run", n), n, fmt.Sprintf("%.1f×", prov.total.Seconds()/base.Seconds()), fmt.Sprintf("≤ %.0f×", limit), ptr(prov.total.Seconds()/base.Seconds() <= limit), "")
 	}
@@ -395,9 +401,18 @@ func createUnrelatedSecrets(t *testing.T, e *env, n int) {
 // the provisioning (profiles).
 func provisionScale(t *testing.T, e *env, n int, around func() func()) provisioned {
 	t.Helper()
-	ns := "scale"
-	if err := e.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
+	return provisionScaleIn(t, e, []string{"scale"}, n, around)
+}
+
+// provisionScaleIn is provisionScale over the namespaces nss, created
+// here: Buckety i goes to nss[i mod len(nss)], its name unique across
+// them.
+func provisionScaleIn(t *testing.T, e *env, nss []string, n int, around func() func()) provisioned {
+	t.Helper()
+	for _, ns := range nss {
+		if err := e.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	names := make([]string, n)
 	for i := range names {
@@ -407,11 +422,11 @@ func provisionScale(t *testing.T, e *env, n int, around func() func()) provision
 	if around != nil {
 		after = around()
 	}
-	prov := provision(t, e, ns, names, "kafka", func(name string) map[string]string {
+	prov := provisionAcross(t, e, nss, names, "kafka", func(name string) map[string]string {
 		return map[string]string{"partitions": "1", "config.retention.ms": retention}
 	}, time.Duration(n)*700*time.Millisecond+5*time.Minute)
 	after()
-	checkKafka(t, e, ns, names)
+	checkKafka(t, e, watchedNamespace(nss), names)
 	return prov
 }
 
@@ -430,14 +445,31 @@ type provisioned struct {
 // time, the backend requests (Kafka only) and the controller's API writes.
 func provision(t *testing.T, e *env, ns string, names []string, backend string, params func(string) map[string]string, timeout time.Duration) provisioned {
 	t.Helper()
+	return provisionAcross(t, e, []string{ns}, names, backend, params, timeout)
+}
+
+// watchedNamespace is the namespace to watch or list for the objects of
+// nss: the one, or every namespace ("").
+func watchedNamespace(nss []string) string {
+	if len(nss) == 1 {
+		return nss[0]
+	}
+	return ""
+}
+
+// provisionAcross is provision over the namespaces nss: Buckety i goes to
+// nss[i mod len(nss)]; names must be unique across them.
+func provisionAcross(t *testing.T, e *env, nss []string, names []string, backend string, params func(string) map[string]string, timeout time.Duration) provisioned {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	ns := watchedNamespace(nss)
 	w := e.watchReady(ctx, ns)
 	kc := e.kafkaStart()
 	writes0 := e.apiWrites()
 	start := time.Now()
 	if err := parallel(len(names), workers, func(i int) error {
-		return e.k8s.Create(ctx, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: ns},
+		return e.k8s.Create(ctx, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: nss[i%len(nss)]},
 			Spec: v1.BucketySpec{Backend: backend, Parameters: params(names[i]), DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: names[i] + "-creds"}}})
 	}); err != nil {
 		t.Fatalf("create Bucketies: %v", err)
@@ -465,17 +497,23 @@ func provision(t *testing.T, e *env, ns string, names []string, backend string, 
 // for a second, at most max.
 func (e *env) quiet(max time.Duration) {
 	e.t.Helper()
-	e.quietAt(e.ctrl.Metrics, max)
+	e.quietOf(func() []sample { return e.controllerMetrics("workqueue_depth") }, max)
 }
 
 // quietAt is quiet for the controller whose metrics are served on addr.
 func (e *env) quietAt(addr string, max time.Duration) {
 	e.t.Helper()
+	e.quietOf(func() []sample { return e.metricsAt(addr, "workqueue_depth") }, max)
+}
+
+// quietOf is quiet with the queue depths that depths scrapes.
+func (e *env) quietOf(depths func() []sample, max time.Duration) {
+	e.t.Helper()
 	deadline := time.Now().Add(max)
 	calm := time.Time{}
 	for time.Now().Before(deadline) {
 		depth := 0.0
-		for _, s := range e.metricsAt(addr, "workqueue_depth") {
+		for _, s := range depths() {
 			depth += s.value
 		}
 		switch {
@@ -754,14 +792,23 @@ type coldStarted struct {
 // the number of Bucketies (each with one access).
 func coldStart(t *testing.T, e *env, args []string, n int, settle bool, profiling func() func()) coldStarted {
 	t.Helper()
+	return coldStartWith(t, e, func() { e.startController(args) }, n, settle, nil, profiling)
+}
+
+// coldStartWith is coldStart with the controllers that start starts (the
+// replicas of a sharded run): their reconciles and queues are summed, and
+// when settled is set the start is done only once it also reports true
+// (the shards split among the replicas).
+func coldStartWith(t *testing.T, e *env, start func(), n int, settle bool, settled func() bool, profiling func() func()) coldStarted {
+	t.Helper()
 	kc := e.kafkaStart()
 	writes0 := e.apiWrites()
-	start := time.Now()
-	e.startController(args)
+	begin := time.Now()
+	start()
 	if profiling != nil {
 		defer profiling()()
 	}
-	deadline := start.Add(5*time.Minute + time.Duration(n)*100*time.Millisecond)
+	deadline := begin.Add(5*time.Minute + time.Duration(n)*100*time.Millisecond)
 	var last string
 	for {
 		rec := map[string]float64{}
@@ -774,15 +821,15 @@ func coldStart(t *testing.T, e *env, args []string, n int, settle bool, profilin
 			}
 		}
 		last = fmt.Sprintf("reconciles %v, queue depth %.0f", rec, depth)
-		if rec["buckety"] >= float64(n) && rec["bucketyaccess"] >= float64(n) && (depth == 0 || !settle) {
+		if rec["buckety"] >= float64(n) && rec["bucketyaccess"] >= float64(n) && (depth == 0 || !settle) && (settled == nil || settled()) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("cold start: not every object re-verified after %s: %s", time.Since(start).Round(time.Second), last)
+			t.Fatalf("cold start: not every object re-verified after %s: %s", time.Since(begin).Round(time.Second), last)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	cs := coldStarted{elapsed: time.Since(start)}
+	cs := coldStarted{elapsed: time.Since(begin)}
 	cs.kafka = kc.since()
 	cs.writes = e.apiWrites().minus(writes0)
 	t.Logf("cold start: %s (%s)", cs.elapsed.Round(time.Millisecond), last)

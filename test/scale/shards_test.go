@@ -1,0 +1,492 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/internal/shard"
+	"github.com/Yolean/buckety-controller/test/harness"
+)
+
+// shardParams size TestScaleShards beyond params (whose SCALE_N,
+// SCALE_SECRETS, SCALE_DRIFTED, SCALE_WEBHOOK_REQS, SCALE_FLOOR_OBJECTS,
+// SCALE_RECHECK, SCALE_MAIN_ARGS, SCALE_CONTROLLER_ARGS and
+// SCALE_CONTROLLER_ENV it reads too). The defaults are the bounded run of
+// `make test`; SCALE_FULL=1 (`make bench-scale-100k`) selects issue 54's:
+//
+//	SCALE_REPLICAS    comma-separated replica counts, each run with --shards of the same number and a fresh
+//	                  environment per N (1,2; full 1,4)
+//	SCALE_NAMESPACES  namespaces the Bucketies are spread over, picked so the largest replica count's shards
+//	                  get as many each (8; full 64)
+//	SCALE_LEASE       the replicas' --leader-elect-lease-duration; the renew deadline is 2/3 of it and the
+//	                  retry period 2/15, as the defaults 15 s, 10 s, 2 s (4s; full 15s)
+type shardParams struct {
+	Replicas   []int
+	Namespaces int
+	Lease      time.Duration
+}
+
+func loadShardParams(t *testing.T) shardParams {
+	t.Helper()
+	sp := shardParams{Replicas: []int{1, 2}, Namespaces: 8, Lease: 4 * time.Second}
+	if os.Getenv("SCALE_FULL") == "1" {
+		sp = shardParams{Replicas: []int{1, 4}, Namespaces: 64, Lease: 15 * time.Second}
+	}
+	if v, ok := os.LookupEnv("SCALE_REPLICAS"); ok {
+		sp.Replicas = positiveInts(t, "SCALE_REPLICAS", v)
+	}
+	harness.EnvInts(t, 1, map[string]*int{"SCALE_NAMESPACES": &sp.Namespaces})
+	harness.EnvDurations(t, map[string]*time.Duration{"SCALE_LEASE": &sp.Lease})
+	if len(sp.Replicas) == 0 || maxOf(sp.Replicas) > sp.Namespaces || maxOf(sp.Replicas) > shard.Slots {
+		t.Fatalf("SCALE_REPLICAS=%v: want at least one count, none over SCALE_NAMESPACES=%d (a shard without a namespace measures nothing)", sp.Replicas, sp.Namespaces)
+	}
+	if sp.Lease < 3*time.Second {
+		t.Fatalf("SCALE_LEASE=%s: want at least 3s (the controller's renew deadline and retry period are whole fractions of it)", sp.Lease)
+	}
+	return sp
+}
+
+func maxOf(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// TestScaleShards is issue 54's benchmark past one leader (`make
+// bench-scale-100k`): for each N and each replica count R, on a fresh
+// control plane and broker, N kadm Bucketies with access and Secret over
+// SCALE_NAMESPACES namespaces, served by R replicas running --shards R.
+// It prints, as rows of one table: all Ready (against 1 replica at the same
+// N, and against the run's smallest N at the same R), each replica's RSS
+// and the control plane's, webhook p99 (against the smallest N), the drift
+// sweep's Kafka requests per window per shard, a shard's leader killed
+// (R > 1), and a cold start of the replicas.
+func TestScaleShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scale benchmark: needs the control plane and the broker; run without -short (make test, make bench-scale-100k)")
+	}
+	log.SetLogger(logr.Discard())
+	p := loadParams(t)
+	sp := loadShardParams(t)
+	nss := shardNamespaces(sp.Namespaces, maxOf(sp.Replicas))
+	tb := &table{}
+	fmt.Printf("scale shards: N=%v replicas=%v namespaces=%d lease=%s secrets=%d drifted=%d webhook-requests=%d floor-objects=%d sweep=%s main-args=%q controller-args=%q controller-env=%q\n",
+		p.Ns, sp.Replicas, len(nss), sp.Lease, p.Secrets, p.Drifted, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
+	tb.reportAtCleanup(t)
+	b := buildBins(t, t.TempDir())
+	for _, n := range p.Ns {
+		for _, r := range sp.Replicas {
+			t.Run(fmt.Sprintf("N=%d/replicas=%d", n, r), func(t *testing.T) {
+				start := time.Now()
+				shardRun(t, b, p, sp, tb, nss, n, r)
+				t.Logf("N=%d with %d replicas took %s", n, r, time.Since(start).Round(time.Second))
+			})
+			if t.Failed() {
+				return
+			}
+		}
+	}
+}
+
+// shardNamespaces picks count namespaces (team-0000, team-0001, ...), each
+// taken while its shard of shards has fewer than its share, so every shard
+// serves as many (and so do the shards of any divisor of shards).
+func shardNamespaces(count, shards int) []string {
+	per := (count + shards - 1) / shards
+	have := make([]int, shards)
+	var out []string
+	for i := 0; len(out) < count; i++ {
+		ns := fmt.Sprintf("team-%04d", i)
+		if k := shard.Home(ns, shards); have[k] < per {
+			have[k]++
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// replicaArgs are the flags of every replica of a run with r replicas:
+// --shards r with leader election; one replica runs as every other row of
+// the scale benchmark does (leader election off, one shard), so its
+// figures compare with theirs (with it on, the only difference is the
+// leader election's event, one write per start). The usage refresh is
+// off: at 10,000 provisioning outlasts its 5 min interval, and its first
+// pass (a status write per Buckety) fell into the sweep window; bench-scale
+// has its own rows for it.
+func replicaArgs(p params, sp shardParams, r int) []string {
+	args := []string{"--leader-elect=false"}
+	if r > 1 {
+		args = []string{"--leader-elect=true", "--leader-election-namespace=" + harness.SystemNamespace, fmt.Sprintf("--shards=%d", r),
+			"--leader-elect-lease-duration=" + sp.Lease.String(), "--leader-elect-renew-deadline=" + (sp.Lease * 2 / 3).String(),
+			"--leader-elect-retry-period=" + (sp.Lease * 2 / 15).String()}
+	}
+	args = append(args, "--drift-sweep-interval="+p.Recheck.String(), "--usage-interval=0")
+	return append(append(args, p.ControllerArgs...), p.MainArgs...)
+}
+
+// shardRun measures N with r replicas on a fresh environment, in this
+// order: the API server's floor (for the webhook's side-by-side dry
+// runs); unrelated Secrets; provisioning; memory; webhook latency; one
+// drift sweep window; a shard's leader killed (r > 1); a cold start.
+func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []string, n, r int) {
+	e := newEnvWith(t, b, fmt.Sprintf("%d-r%d", n, r), envParts{})
+	e.ctrlEnv = p.ControllerEnv
+	fl := measureFloor(t, e, p)
+	createUnrelatedSecrets(t, e, p.Secrets)
+	e.startWebhook()
+	args := replicaArgs(p, sp, r)
+	ids := e.startReplicas(r, args)
+	rs := fmt.Sprintf("%d replica", r)
+	if r > 1 {
+		rs = fmt.Sprintf("%d replicas (--shards %d)", r, r)
+	}
+	first, one := p.Ns[0], sp.Replicas[0]
+
+	prov := provisionScaleIn(t, e, nss, n, nil)
+	tb.add("shards, "+rs+": all Ready with their Secrets (total)", n, secs(prov.total), "", nil, "")
+	tb.add("shards, "+rs+": all Ready with their Secrets (p50)", n, secs(prov.p50), "", nil, "")
+	tb.note(fmt.Sprintf("ready %d with %d", n, r), prov.total)
+	if base, ok := tb.notedAs(fmt.Sprintf("ready %d with %d", n, one)); ok && r != one {
+		tb.add(fmt.Sprintf("shards, %s: all Ready against %d replica at this N", rs, one), n, ratio(prov.total.Seconds(), base.Seconds()), "", nil, "")
+	}
+	if base, ok := tb.notedAs(fmt.Sprintf("ready %d with %d", first, r)); ok && n > first {
+		limit := float64(n) / float64(first) * 1.2 // 12× at 10 times the N
+		got := prov.total.Seconds() / base.Seconds()
+		tb.add(fmt.Sprintf("shards, %s: all Ready at N=%d against N=%d of this run", rs, n, first), n, fmt.Sprintf("%.1f×", got), fmt.Sprintf("≤ %.0f×", limit), ptr(got <= limit), "")
+	}
+	perObj := float64(prov.writes.total()) / float64(n)
+	tb.add("shards, "+rs+": controller API writes to provision, per Buckety", n, fmt.Sprintf("%.2f = %s", perObj, prov.writes), "≤ 6", ptr(perObj <= minWritesPerBuckety), "")
+	tb.add("shards, "+rs+": Kafka requests to provision", n, prov.kafka.String(), "", nil, "")
+
+	// Memory, after provisioning settled: each replica's, and the control
+	// plane's (what bounds N on one machine).
+	var rss []string
+	worst := int64(0)
+	for _, c := range e.controllers() {
+		m, err := c.RSS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, m)
+		rss = append(rss, fmt.Sprintf("%.1f", float64(m)/(1<<20)))
+	}
+	goal, met := rssGoal(n), rssMet(n, worst)
+	if r > 1 {
+		goal, met = "≤ 250 MiB", ptr(worst <= 250<<20)
+	}
+	tb.add(fmt.Sprintf("shards, %s: RSS per replica, the largest (each, MiB; +%d unrelated Secrets)", rs, p.Secrets), n,
+		fmt.Sprintf("%.1f MiB (%s)", float64(worst)/(1<<20), strings.Join(rss, ", ")), goal, met, "")
+	tb.add("shards, "+rs+": control plane RSS, kube-apiserver / etcd", n, controlPlaneRSS(t, e), "", nil, "")
+
+	// The webhook is shard-free: its p99 should not depend on N.
+	wh := webhookLatency(t, e, nss[0], p.WebhookReqs, fl.bareDryRun)
+	tb.add("shards, "+rs+": webhook dry-run create p99 (ratio to the bare resource's, side by side)", n, ms(wh.p99), "", nil, ratio(float64(wh.p99), float64(wh.bareP99)))
+	tb.note(fmt.Sprintf("webhook %d with %d", n, r), wh.p99)
+	if base, ok := tb.notedAs(fmt.Sprintf("webhook %d with %d", first, r)); ok && n > first {
+		got := float64(wh.p99) / float64(base)
+		tb.add(fmt.Sprintf("shards, %s: webhook p99 at N=%d against N=%d of this run", rs, n, first), n, fmt.Sprintf("%.2f×", got), "≤ 1.25× (unchanged)", ptr(got <= 1.25), "")
+	}
+
+	// One drift sweep window with nothing changed: each shard sweeps its
+	// own Bucketies once.
+	e.quiet(30 * time.Second)
+	kc, writes0 := e.kafkaStart(), e.apiWrites()
+	time.Sleep(p.Recheck)
+	sweep, sweepWrites := kc.since(), e.apiWrites().minus(writes0)
+	per := sweep.total() / int64(r)
+	tb.add(fmt.Sprintf("shards, %s: Kafka requests per drift sweep window (%s, nothing changed), per shard (all shards)", rs, p.Recheck), n,
+		fmt.Sprintf("%d (%s)", per, sweep), "≤ 40", ptr(per <= 40), "")
+	tb.add(fmt.Sprintf("shards, %s: controller API writes per drift sweep window", rs), n, sweepWrites.String(), "0", ptr(sweepWrites.total() == 0), "")
+
+	if r > 1 {
+		leaderKilled(t, e, p, tb, rs, nss, n, r, ids)
+	}
+
+	// Cold start: every replica stopped, then started again one after
+	// the other, until every object is re-verified by its shard, the
+	// queues are empty and the shards are split among the replicas.
+	e.stopController()
+	cs := coldStartWith(t, e, func() { e.startReplicas(r, args) }, n, true, func() bool { return r == 1 || e.shardsSplit(r) }, nil)
+	tb.add("shards, "+rs+": cold start, all re-verified", n, secs(cs.elapsed), "≤ 30 s", ptr(cs.elapsed <= 30*time.Second), "")
+	tb.add("shards, "+rs+": cold start, controller API writes", n, cs.writes.String(), "0", ptr(cs.writes.total() == 0), "")
+	tb.add("shards, "+rs+": cold start, Kafka requests", n, cs.kafka.String(), "", nil, "")
+	fmt.Print("\n" + tb.String())
+}
+
+// controlPlaneRSS reads the RSS of the control plane's kube-apiserver and
+// etcd.
+func controlPlaneRSS(t *testing.T, e *env) string {
+	t.Helper()
+	rss := map[string]string{}
+	for _, pr := range e.cp.Processes() {
+		if pr.Name != "kube-apiserver" && pr.Name != "etcd" {
+			continue
+		}
+		m, err := harness.RSS(pr.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rss[pr.Name] = fmt.Sprintf("%.0f MiB", float64(m)/(1<<20))
+	}
+	return rss["kube-apiserver"] + " / " + rss["etcd"]
+}
+
+// startReplicas starts r replicas with args, one after the other, each once
+// the one before is ready and, when sharded, counted (its member Lease
+// written); it returns them by their shard Assigner's identity (none for
+// one replica, which runs no Assigner).
+func (e *env) startReplicas(r int, args []string) map[string]*harness.Controller {
+	e.t.Helper()
+	ids := map[string]*harness.Controller{}
+	for i := 0; i < r; i++ {
+		c, err := e.launchController(filepath.Join(e.dir, fmt.Sprintf("replica-%d", i)), args)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if i == 0 {
+			e.ctrl = c
+		} else {
+			e.more = append(e.more, c)
+		}
+		if r > 1 {
+			ids[e.newMember(ids)] = c
+		}
+	}
+	return ids
+}
+
+// leaseList lists the Leases of the controllers' namespace with the
+// shard Assigner's kind label value kind ("member", "shard").
+func (e *env) leaseList(kind string) []coordinationv1.Lease {
+	e.t.Helper()
+	var l coordinationv1.LeaseList
+	if err := e.k8s.List(context.Background(), &l, client.InNamespace(harness.SystemNamespace), client.MatchingLabels{shard.LeaseKindLabel: kind}); err != nil {
+		e.t.Fatal(err)
+	}
+	return l.Items
+}
+
+// newMember waits until a live member Lease names an identity not in
+// known, and returns it.
+func (e *env) newMember(known map[string]*harness.Controller) string {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, l := range e.leaseList("member") {
+			if id := holderOf(&l); id != "" && known[id] == nil && !leaseExpired(&l, time.Now()) {
+				return id
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("no new replica's member Lease after 60s: %d known", len(known))
+	return ""
+}
+
+func holderOf(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// leaseExpiry is when Lease l expires, by its last renewal.
+func leaseExpiry(l *coordinationv1.Lease) time.Time {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+}
+
+func leaseExpired(l *coordinationv1.Lease, now time.Time) bool {
+	return holderOf(l) == "" || !now.Before(leaseExpiry(l))
+}
+
+// shardLease reads shard k's Lease (shard 0's is the leader election
+// Lease).
+func (e *env) shardLease(k int) *coordinationv1.Lease {
+	e.t.Helper()
+	l, err := e.shardLeaseIf(k)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
+// shardLeaseIf is shardLease returning the error.
+func (e *env) shardLeaseIf(k int) (*coordinationv1.Lease, error) {
+	name := appcontroller.LeaderElectionID
+	if k > 0 {
+		name = fmt.Sprintf("%s-%d", name, k)
+	}
+	l := &coordinationv1.Lease{}
+	return l, e.k8s.Get(context.Background(), client.ObjectKey{Namespace: harness.SystemNamespace, Name: name}, l)
+}
+
+// shardsSplit reports whether every one of the r shards is held, and no
+// replica holds more than ceil(r / live replicas).
+func (e *env) shardsSplit(r int) bool {
+	e.t.Helper()
+	now := time.Now()
+	live := 0
+	for _, c := range e.controllers() {
+		if done, _ := c.P.Exited(); !done {
+			live++
+		}
+	}
+	by := map[string]int{}
+	for k := 0; k < r; k++ {
+		l, err := e.shardLeaseIf(k)
+		if err != nil || leaseExpired(l, now) {
+			return false // not written yet, or not held
+		}
+		by[holderOf(l)]++
+	}
+	for _, held := range by {
+		if held > (r+live-1)/live {
+			return false
+		}
+	}
+	return true
+}
+
+// leaderKilled kills the replica holding the shard of nss[0] with SIGKILL,
+// then at once changes a parameter of p.Drifted Bucketies of that shard
+// and of as many of the others', and reports how long after the shard's
+// Lease expired its Bucketies were Ready again, and the others' p99
+// against the same change made before the kill.
+func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []string, n, r int, ids map[string]*harness.Controller) {
+	t.Helper()
+	k := shard.Home(nss[0], r)
+	var mine, others []types.NamespacedName
+	for i := 0; i < n && (len(mine) < p.Drifted || len(others) < 2*p.Drifted); i++ {
+		o := types.NamespacedName{Namespace: nss[i%len(nss)], Name: fmt.Sprintf("t%05d", i)}
+		if shard.Home(o.Namespace, r) == k {
+			if len(mine) < p.Drifted {
+				mine = append(mine, o)
+			}
+		} else if len(others) < 2*p.Drifted {
+			others = append(others, o)
+		}
+	}
+	if len(mine) == 0 || len(others) < 2 {
+		t.Fatalf("leader killed: want Bucketies in shard %d and in the others, got %d and %d", k, len(mine), len(others))
+	}
+	before, during := others[:len(others)/2], others[len(others)/2:]
+	_, baseP99 := percentiles(durationsOf(specChange(t, e, before, "86400001", nil), before))
+
+	holder := holderOf(e.shardLease(k))
+	c := ids[holder]
+	if c == nil {
+		t.Fatalf("shard %d's Lease is held by %q, not one of the replicas started: %v", k, holder, ids)
+	}
+	if err := c.P.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	expiry := leaseExpiry(e.shardLease(k))
+	all := append(append([]types.NamespacedName{}, mine...), during...)
+	times := specChange(t, e, all, "86400002", func() time.Time { return killed })
+	var last time.Time
+	for _, o := range mine {
+		last = maxTime(last, killed.Add(times[o]))
+	}
+	_, p99 := percentiles(durationsOf(times, during))
+	if now := holderOf(e.shardLease(k)); now == holder || now == "" {
+		t.Fatalf("shard %d: its Bucketies are Ready again, but its Lease is held by %q (the killed replica was %q)", k, now, holder)
+	}
+	since := last.Sub(expiry)
+	tb.add(fmt.Sprintf("shards, %s: a shard's leader killed (SIGKILL): %d of its Bucketies changed at the kill, all Ready again, from its Lease's expiry (%s lease)", rs, len(mine), time.Duration(*e.shardLease(k).Spec.LeaseDurationSeconds)*time.Second), n,
+		fmt.Sprintf("%s (%s from the kill)", secs(since), secs(last.Sub(killed))), "≤ 15 s", ptr(since <= 15*time.Second), "")
+	got := float64(p99) / float64(baseP99)
+	tb.add(fmt.Sprintf("shards, %s: the other shards meanwhile: change to Ready p99 of %d Bucketies, against %d before the kill", rs, len(during), len(before)), n,
+		fmt.Sprintf("%s against %s: %.2f×", ms(p99), ms(baseP99), got), "≤ 1.25× (unchanged)", ptr(got <= 1.25), "")
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// durationsOf are the durations of objs in m.
+func durationsOf(m map[types.NamespacedName]time.Duration, objs []types.NamespacedName) []time.Duration {
+	out := make([]time.Duration, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, m[o])
+	}
+	return out
+}
+
+// specChange sets config.retention.ms of the Bucketies objs to value (a
+// new generation each) and waits until each is Ready for it; it returns
+// the time from each change (or from since(), when set) to Ready.
+func specChange(t *testing.T, e *env, objs []types.NamespacedName, value string, since func() time.Time) map[types.NamespacedName]time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := e.watchReady(ctx, "")
+	patch := []byte(fmt.Sprintf(`{"spec":{"parameters":{"config.retention.ms":%q}}}`, value))
+	var mu sync.Mutex
+	changed := map[types.NamespacedName]time.Time{}
+	if err := parallel(len(objs), workers, func(i int) error {
+		at := time.Now()
+		b := &v1.Buckety{}
+		b.Name, b.Namespace = objs[i].Name, objs[i].Namespace
+		if err := e.k8s.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("change %s: %w", objs[i], err)
+		}
+		mu.Lock()
+		changed[objs[i]] = at
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		w.mu.Lock()
+		left := []string{}
+		for _, o := range objs {
+			if _, ok := w.readyAt[o.Name]; !ok {
+				left = append(left, o.String()+": "+w.notReady[o.Name])
+			}
+		}
+		w.mu.Unlock()
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d changed Bucketies not Ready after 5m, e.g. %v", len(left), len(objs), left[:min(len(left), 5)])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := map[types.NamespacedName]time.Duration{}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, o := range objs {
+		from := changed[o]
+		if since != nil {
+			from = since()
+		}
+		out[o] = w.readyAt[o.Name].Sub(from)
+	}
+	return out
+}
