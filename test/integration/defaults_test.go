@@ -156,9 +156,12 @@ func TestBackendParameterDefaults(t *testing.T) {
 		got := topic(t, plain.Spec.Name).dynamic["retention.ms"]
 		return got == "7200000", got
 	})
-	if pd := getBuckety(t, ns, plain.Name).Status.ParameterDefaults; pd["config.retention.ms"] != "7200000" {
-		t.Errorf("converge on: want status.parameterDefaults to record the new default, got %v", pd)
-	}
+	// The status is written at the end of the pass that changed the
+	// topic, once its access has caught up with the generation: wait for it.
+	wait.For(t, waitTimeout, "converge on: status.parameterDefaults records the new default", func() (bool, string) {
+		pd := getBuckety(t, ns, plain.Name).Status.ParameterDefaults
+		return pd["config.retention.ms"] == "7200000", fmt.Sprint(pd)
+	})
 	converged := defaults("7200000")
 	converged["config.max.message.bytes"] = "200000"
 	wantEffective(t, plain, converged)
