@@ -191,10 +191,26 @@ func (b *Backend) newClient(endpoint string) (*s3.Client, error) {
 		RetryMaxAttempts:           3,
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-		APIOptions:                 b.apiOptions,
+		APIOptions:                 append([]func(*middleware.Stack) error{b.boundEachOperation}, b.apiOptions...),
 	}
 	if endpoint != "" {
 		opts.BaseEndpoint = aws.String(endpoint)
 	}
 	return s3.New(opts), nil
+}
+
+// boundEachOperation gives every S3 operation, its retries included, the
+// backend's requestTimeout of its own. A call that makes several requests
+// (Ensure's reads and writes, a Delete pass) is bounded by its caller and
+// by how many requests it makes, never by one requestTimeout for all of
+// them: a loaded server that answers each request in time must not fail
+// the call because the requests before took most of a shared deadline.
+func (b *Backend) boundEachOperation(stack *middleware.Stack) error {
+	timeout := b.cfg.timeout()
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyRequestTimeout",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
 }

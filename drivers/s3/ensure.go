@@ -3,6 +3,7 @@ package s3
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -19,8 +20,6 @@ import (
 
 // Ensure implements drivers.Backend.
 func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
 	p := parseParams(r.Parameters)
 	cl, err := b.clientFor(p)
 	if err != nil {
@@ -41,7 +40,7 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		// its adoption settles.
 		return res, nil
 	}
-	g := &writeGate{dryRun: r.DryRun, before: r.BeforeWrite}
+	g := &writeGate{dryRun: r.DryRun, before: r.BeforeWrite, timeout: b.cfg.timeout()}
 	if !ok {
 		if err := g.open(ctx); err != nil {
 			return res, err
@@ -164,8 +163,10 @@ func orNever(s string) string {
 type writeGate struct {
 	dryRun bool
 	before func(context.Context) error
-	asked  bool
-	err    error
+	// timeout bounds the question, as requestTimeout bounds each request.
+	timeout time.Duration
+	asked   bool
+	err     error
 }
 
 // open asks BeforeWrite the first time, and returns its answer.
@@ -174,6 +175,8 @@ func (g *writeGate) open(ctx context.Context) error {
 		return g.err
 	}
 	g.asked = true
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
 	g.err = g.before(ctx)
 	return g.err
 }

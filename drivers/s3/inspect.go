@@ -21,8 +21,6 @@ import (
 // noncurrent object versions, delete markers and in-progress multipart
 // uploads are content, because deleting the bucket would destroy them.
 func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Inspection, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
 	name := r.Name
 	cl, err := b.clientFor(parseParams(r.Parameters))
 	if err != nil {
