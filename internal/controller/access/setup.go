@@ -23,6 +23,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/queue"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/controller/wake"
@@ -90,9 +91,11 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Held:       o.Held,
 		LimitRetry: o.LimitRetry,
 	}
+	notSettled, settledLater := queue.SettledLater(settled)
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1.BucketyAccess{})
+		For(&v1.BucketyAccess{}, builder.WithPredicates(notSettled)).
+		Watches(&v1.BucketyAccess{}, settledLater)
 	for _, s := range o.Wakes.AccessSources() {
 		b = b.WatchesRawSource(s)
 	}
@@ -110,6 +113,15 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// settled reports whether an access needs nothing from a pass but a
+// re-check: Ready for its current generation, and not being deleted. The
+// initial list's settled accesses are queued after the other work
+// (queue.SettledLater).
+func settled(o client.Object) bool {
+	a, ok := o.(*v1.BucketyAccess)
+	return ok && objects.Settled(a, a.Status.ObservedGeneration, a.Status.Conditions)
 }
 
 // consentOrLimitsMayChange: a namespace's labels changed (a sharing rule

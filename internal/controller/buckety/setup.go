@@ -19,6 +19,8 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/queue"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/controller/wake"
@@ -101,9 +103,11 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		APIReader:      mgr.GetAPIReader(),
 		DrainUnits:     o.DrainUnits,
 	}
+	notSettled, settledLater := queue.SettledLater(settled)
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1.Buckety{}, builder.WithPredicates(UsageOnly())).
+		For(&v1.Buckety{}, builder.WithPredicates(UsageOnly(), notSettled)).
+		Watches(&v1.Buckety{}, settledLater).
 		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{}))
 	for _, s := range o.Wakes.BucketySources() {
 		b = b.WatchesRawSource(s)
@@ -120,6 +124,15 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// settled reports whether a Buckety needs nothing from a pass but a
+// re-check: Ready for its current generation, and not being deleted. The
+// initial list's settled Bucketies are queued after the other work
+// (queue.SettledLater).
+func settled(o client.Object) bool {
+	b, ok := o.(*v1.Buckety)
+	return ok && objects.Settled(b, b.Status.ObservedGeneration, b.Status.Conditions)
 }
 
 // claimReleased wakes, when a claim's deletion reaches the cache, the

@@ -4,6 +4,8 @@
 package queue
 
 import (
+	"sync"
+
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -22,16 +24,133 @@ import (
 // order it pops waiting items in is ours.
 
 // NewFair is controller.Options.NewQueue: client-go's rate-limiting queue
-// over a namespace round-robin.
+// over a namespace round-robin. The queue it returns is also a Later.
 func NewFair(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: &roundRobin{}})
+	rr := &roundRobin{}
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: rr})
 	dq := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{Name: name, Queue: q})
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, DelayingQueue: dq})
+	return &fair{
+		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, DelayingQueue: dq}),
+		rr:                         rr,
+	}
+}
+
+// Later is work of low priority: the re-checks of objects that need
+// nothing but a re-check. A replica that starts, or takes a shard over,
+// lists thousands of settled objects; queued as any other work, they put
+// a change a tenant made meanwhile behind all of them. Added through
+// AddLater, an item is handed out only when no other item waits (the
+// low items, too, in turns by namespace); added again the usual way while
+// it waits, it is served as any other item.
+type Later interface {
+	AddLater(item reconcile.Request)
+}
+
+// AddLater adds item to q as low-priority work when q is a Later (the
+// queues NewFair builds), and as any other work when it is not.
+func AddLater(q workqueue.TypedRateLimitingInterface[reconcile.Request], item reconcile.Request) {
+	if l, ok := q.(Later); ok {
+		l.AddLater(item)
+		return
+	}
+	q.Add(item)
+}
+
+type fair struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	rr *roundRobin
+}
+
+// AddLater marks item as low-priority work for the Push or Touch that its
+// Add makes (under client-go's lock), and takes the mark back after: an
+// Add that neither pushes nor touches (the item is being processed, or
+// the queue shuts down) leaves none behind. Another goroutine's ordinary
+// Add of the same item in between is taken for low-priority work too; it
+// is still served, after the ordinary work.
+func (f *fair) AddLater(item reconcile.Request) {
+	f.rr.mark(item, true)
+	f.Add(item)
+	f.rr.mark(item, false)
 }
 
 // roundRobin is a workqueue.Queue that pops one item per namespace per
-// turn. client-go calls it under its queue's lock.
+// turn, from the ordinary items while any waits and from the low-priority
+// ones after. client-go calls Push, Touch, Len and Pop under its queue's
+// lock; the marks have a lock of their own, taken under client-go's, never
+// around it.
 type roundRobin struct {
+	now   rotation
+	later rotation
+	// low holds the items waiting in later that are still low-priority;
+	// an entry of later not in low was promoted (Touch) and is skipped.
+	low map[reconcile.Request]struct{}
+
+	mu     sync.Mutex
+	marked map[reconcile.Request]int
+}
+
+func (r *roundRobin) mark(item reconcile.Request, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.marked == nil {
+		r.marked = map[reconcile.Request]int{}
+	}
+	if on {
+		r.marked[item]++
+	} else if r.marked[item]--; r.marked[item] <= 0 {
+		delete(r.marked, item)
+	}
+}
+
+func (r *roundRobin) isMarked(item reconcile.Request) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.marked[item] > 0
+}
+
+// Touch: an item added again while it waits. An ordinary add of a
+// low-priority item makes it ordinary, in its namespace's turn from now.
+func (r *roundRobin) Touch(item reconcile.Request) {
+	if _, ok := r.low[item]; !ok || r.isMarked(item) {
+		return
+	}
+	delete(r.low, item)
+	r.now.push(item)
+}
+
+func (r *roundRobin) Push(item reconcile.Request) {
+	if r.isMarked(item) {
+		if r.low == nil {
+			r.low = map[reconcile.Request]struct{}{}
+		}
+		r.low[item] = struct{}{}
+		r.later.push(item)
+		return
+	}
+	r.now.push(item)
+}
+
+func (r *roundRobin) Len() int { return r.now.n + len(r.low) }
+
+// Pop takes the next namespace's oldest ordinary item, or when none waits
+// the next namespace's oldest low-priority one; client-go calls it only
+// when Len is not 0.
+func (r *roundRobin) Pop() reconcile.Request {
+	if r.now.n > 0 {
+		return r.now.pop()
+	}
+	for {
+		item := r.later.pop()
+		if _, ok := r.low[item]; ok {
+			delete(r.low, item)
+			return item
+		}
+	}
+}
+
+// rotation holds items by namespace and pops one namespace's oldest per
+// turn.
+type rotation struct {
 	// waiting holds each namespace's items in arrival order; a namespace
 	// with none is removed, so a namespace that is gone holds no memory.
 	waiting map[string]*fifo[reconcile.Request]
@@ -41,9 +160,7 @@ type roundRobin struct {
 	n     int
 }
 
-func (r *roundRobin) Touch(reconcile.Request) {}
-
-func (r *roundRobin) Push(item reconcile.Request) {
+func (r *rotation) push(item reconcile.Request) {
 	if r.waiting == nil {
 		r.waiting = map[string]*fifo[reconcile.Request]{}
 	}
@@ -57,11 +174,7 @@ func (r *roundRobin) Push(item reconcile.Request) {
 	r.n++
 }
 
-func (r *roundRobin) Len() int { return r.n }
-
-// Pop takes the next namespace's oldest item; client-go calls it only when
-// Len is not 0.
-func (r *roundRobin) Pop() reconcile.Request {
+func (r *rotation) pop() reconcile.Request {
 	ns := r.turns.pop()
 	q := r.waiting[ns]
 	item := q.pop()

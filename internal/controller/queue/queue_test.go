@@ -35,8 +35,8 @@ func TestRoundRobinTakesTurnsByNamespace(t *testing.T) {
 			t.Fatalf("pop %d: want %s, got %s", i, w, got)
 		}
 	}
-	if r.Len() != 0 || len(r.waiting) != 0 || r.turns.len() != 0 {
-		t.Errorf("want nothing held when empty, got Len %d, %d namespaces, %d turns", r.Len(), len(r.waiting), r.turns.len())
+	if r.Len() != 0 || len(r.now.waiting) != 0 || r.now.turns.len() != 0 {
+		t.Errorf("want nothing held when empty, got Len %d, %d namespaces, %d turns", r.Len(), len(r.now.waiting), r.now.turns.len())
 	}
 }
 
@@ -81,6 +81,80 @@ func TestFairQueueServesAnotherTenantNext(t *testing.T) {
 	}
 	if item, _ := q.Get(); item.String() != "bob/retry" {
 		t.Fatalf("want the retry after its delay, got %s", item)
+	}
+}
+
+// TestLaterWorkWaitsForOrdinaryWork: through client-go's queue as the
+// controllers build it, 300 low-priority items (a shard's settled
+// Bucketies at takeover) are served after the ordinary work added after
+// them, in turns by namespace; a low-priority item added again the
+// ordinary way (a tenant's change) is served with the ordinary work; one
+// added as low-priority while a worker has it leaves no mark behind.
+func TestLaterWorkWaitsForOrdinaryWork(t *testing.T) {
+	q := NewFair("", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Second))
+	defer q.ShutDown()
+	for i := range 150 {
+		AddLater(q, req("team-a", fmt.Sprint("settled-", i)))
+		AddLater(q, req("team-b", fmt.Sprint("settled-", i)))
+	}
+	q.Add(req("team-c", "new"))
+	q.Add(req("team-a", "settled-77"))       // changed meanwhile: ordinary now
+	AddLater(q, req("team-a", "settled-77")) // and stays ordinary
+	q.Add(req("team-b", "changed"))
+	if q.Len() != 302 {
+		t.Fatalf("Len: want 302, got %d", q.Len())
+	}
+	get := func() reconcile.Request {
+		t.Helper()
+		item, shutdown := q.Get()
+		if shutdown {
+			t.Fatal("queue shut down")
+		}
+		q.Done(item)
+		return item
+	}
+	var got []string
+	for range 5 {
+		got = append(got, get().String())
+	}
+	want := []string{"team-c/new", "team-a/settled-77", "team-b/changed", "team-a/settled-0", "team-b/settled-0"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("want %v, got %v", want, got)
+	}
+	seen := map[string]bool{}
+	for q.Len() > 0 {
+		item := get()
+		if item.String() == "team-a/settled-77" || seen[item.String()] {
+			t.Fatalf("%s handed out twice", item)
+		}
+		seen[item.String()] = true
+	}
+	if len(seen) != 297 {
+		t.Fatalf("want the other 297 low-priority items, got %d", len(seen))
+	}
+
+	// Added as low-priority while a worker has it: client-go queues it
+	// again at Done, by then as ordinary work (erring towards serving it),
+	// and no mark stays behind to make a later ordinary add low.
+	busy := req("team-a", "busy")
+	q.Add(busy)
+	item, _ := q.Get()
+	AddLater(q, item)
+	q.Done(item)
+	if item, _ := q.Get(); item != busy {
+		t.Fatalf("want %s again, got %s", busy, item)
+	}
+	AddLater(q, req("team-z", "low"))
+	q.Done(busy)
+	q.Add(busy)
+	if item := get(); item != busy {
+		t.Fatalf("an ordinary add after a low-priority add of a busy item: want it before low work, got %s", item)
+	}
+	if item := get(); item.String() != "team-z/low" {
+		t.Fatalf("want team-z/low last, got %s", item)
+	}
+	if n := len(q.(*fair).rr.marked); n != 0 {
+		t.Fatalf("want no marks left, got %d", n)
 	}
 }
 
