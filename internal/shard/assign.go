@@ -154,7 +154,8 @@ func (a *Assigner) Start(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// step is one round: be counted, keep what is held, and balance.
+// step is one round: be counted, keep what is held, and balance, taking
+// at most one more shard.
 //
 // The replicas that run this number of shards split them: with n of
 // them, each holds at most ceil(shards/n), and one that holds more than
@@ -187,7 +188,14 @@ func (a *Assigner) step(ctx context.Context) {
 	if m.olderDisagree || len(held) > limit {
 		return
 	}
-	a.takeUpTo(ctx, limit, leases)
+	// One shard per round: replicas that start together (a Deployment
+	// scaled up from zero, a rollout) see each other's member Leases only
+	// a round later, and one that took every free shard at once would give
+	// most of them up again after re-checking their objects, for the taker
+	// to re-check once more. Taking one per round, each starting replica
+	// ends with its share and no shard moves; a lone replica holds all of
+	// them a few rounds later, each already working meanwhile.
+	a.takeUpTo(ctx, min(limit, len(held)+1), leases)
 }
 
 // limit is how many shards this replica may hold now (see step).

@@ -27,6 +27,8 @@ type tracker struct {
 	t       *testing.T
 	mu      sync.Mutex
 	running map[int]string
+	// starts counts the shard runs started, moves included.
+	starts int
 }
 
 // run is replica id's shard work: it runs until its context ends, then
@@ -38,6 +40,7 @@ func (tr *tracker) run(id string) func(context.Context, int) error {
 			tr.t.Errorf("shard %d run by %s and %s at once", k, other, id)
 		}
 		tr.running[k] = id
+		tr.starts++
 		tr.mu.Unlock()
 		<-ctx.Done()
 		time.Sleep(200 * time.Millisecond)
@@ -197,5 +200,58 @@ func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
 		if h := l.Spec.HolderIdentity; h != nil && *h != "" && *h != "b" {
 			t.Errorf("lease %s still held by %s after it stopped", l.Name, *h)
 		}
+	}
+}
+
+// TestReplicasStartingTogetherMoveNoShard: four replicas started within a
+// round of each other (a Deployment scaled up from zero), 100 ms apart,
+// end with a shard each, and no shard's work is started twice: a replica
+// takes one shard per round, so the first does not take every free shard
+// before it sees the others, only to give them up again after its caches
+// re-checked their objects (it did, 3 moves).
+func TestReplicasStartingTogetherMoveNoShard(t *testing.T) {
+	cp := controlplane.StartT(t, controlplane.Options{})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &tracker{t: t, running: map[int]string{}}
+	ids := []string{"a", "b", "c", "d"}
+	var rs []*replica
+	for _, id := range ids {
+		a := &shard.Assigner{
+			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 4,
+			LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second,
+			Run: tr.run(id), Log: zap.New(zap.UseDevMode(true)).WithName(id),
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- a.Start(ctx) }()
+		rs = append(rs, r)
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer func() {
+		for _, r := range rs {
+			r.stop(t)
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for fmt.Sprint(tr.counts(ids...)) != "[1 1 1 1]" {
+		if time.Now().After(deadline) {
+			t.Fatalf("four replicas: want a shard each, got %v", tr.counts(ids...))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A few more rounds: nothing moves once split.
+	time.Sleep(3 * time.Second)
+	tr.mu.Lock()
+	starts := tr.starts
+	tr.mu.Unlock()
+	if got := tr.counts(ids...); fmt.Sprint(got) != "[1 1 1 1]" || starts != 4 {
+		t.Fatalf("four replicas started together: want a shard each and 4 shard runs started, got %v and %d (%d moves)", got, starts, starts-4)
 	}
 }
