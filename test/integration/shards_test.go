@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +90,21 @@ func TestShards(t *testing.T) {
 		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "legacy"}}}
 	create(t, lb)
 	waitCondition(t, lb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	// The implicit access too, with its Secret written: the Buckety is
+	// Ready before its access's pass has issued the credential, and a
+	// stop in between leaves a Secret the next pass rightly rewrites.
+	wait.For(t, waitTimeout, "the legacy Buckety's implicit access Ready", func() (bool, string) {
+		var as v1.BucketyAccessList
+		if err := k8s.List(context.Background(), &as, client.InNamespace(legacy)); err != nil {
+			return false, err.Error()
+		}
+		for _, a := range as.Items {
+			if c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && a.Status.ObservedGeneration == a.Generation {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d accesses, none Ready", len(as.Items))
+	})
 	old.stop(t)
 	legacyObjects := unlabelLegacy(t, legacy)
 	legacyData := secret(t, legacy, "legacy").Data
@@ -128,6 +145,59 @@ func TestShards(t *testing.T) {
 	}
 	if got := secret(t, legacy, "legacy").Data; !maps.EqualFunc(got, legacyData, bytes.Equal) {
 		t.Errorf("the Secret of a Buckety from before shards changed once shards labelled it: keys %v, want the same data as before", slices.Sorted(maps.Keys(got)))
+	}
+
+	// Watches of two kinds are not ordered: a shard can see an access
+	// before the record of the credential its Secret holds. Here the
+	// record carries another shard's slot, so the home shard's cache never
+	// shows it, and the access gets a pass: it must wait for its record
+	// (the API server has it), not issue a new credential in place of the
+	// tenant's working one; with its slot back, it is Ready as before.
+	var rec *v1.BucketyCredential
+	var acc *v1.BucketyAccess
+	for _, o := range legacyObjects {
+		switch o := o.(type) {
+		case *v1.BucketyCredential:
+			rec = o
+		case *v1.BucketyAccess:
+			acc = o
+		}
+	}
+	if rec == nil || acc == nil {
+		t.Fatalf("want the legacy access and its credential record, got %v and %v", acc, rec)
+	}
+	setSlot := func(o client.Object, value string) {
+		t.Helper()
+		get(t, o)
+		before := o.DeepCopyObject().(client.Object)
+		lb := o.GetLabels()
+		lb[shard.SlotLabel] = value
+		o.SetLabels(lb)
+		if err := k8s.Patch(context.Background(), o, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := shard.SlotValue(legacy)
+	// The next slot is served by the next shard (slot mod 4).
+	other := strconv.Itoa((shard.SlotOf(legacy) + 1) % shard.Slots)
+	setSlot(rec, other)
+	// A pass of the access, as any watch event would bring.
+	get(t, acc)
+	acc.Annotations = map[string]string{"test.buckety.yolean.se/nudge": "1"}
+	if err := k8s.Update(context.Background(), acc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, acc, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonProgressing, waitTimeout)
+	if c := meta.FindStatusCondition(acc.Status.Conditions, v1.ConditionReady); c == nil || !strings.Contains(c.Message, "credential record") {
+		t.Errorf("an access whose record its cache does not show: want Ready False saying it waits for the record, got %+v", c)
+	}
+	if got := secret(t, legacy, "legacy").Data; !maps.EqualFunc(got, legacyData, bytes.Equal) {
+		t.Errorf("the Secret changed while its access's credential record was out of its shard's cache: keys %v", slices.Sorted(maps.Keys(got)))
+	}
+	setSlot(rec, home)
+	waitCondition(t, acc, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if got := secret(t, legacy, "legacy").Data; !maps.EqualFunc(got, legacyData, bytes.Equal) {
+		t.Errorf("the Secret changed once its access's credential record was back in its shard's cache: keys %v", slices.Sorted(maps.Keys(got)))
 	}
 
 	nss := make([]string, 8)

@@ -737,14 +737,23 @@ func (e *env) watchReadyOf(ctx context.Context, ns string, newList func() client
 
 // wait blocks until n objects are Ready or timeout passes, and returns
 // the Ready times (sorted) and a description of those not Ready.
+// A wait longer than a minute logs how many are Ready each minute, so a
+// run stopped before the end (make bench-scale-100k's 100,000) still
+// says how far it got.
 func (w *readyWatch) wait(n int, timeout time.Duration) ([]time.Time, string) {
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
+	next := start.Add(time.Minute)
 	for {
 		w.mu.Lock()
 		got := len(w.readyAt)
 		w.mu.Unlock()
 		if got >= n || time.Now().After(deadline) {
 			break
+		}
+		if now := time.Now(); now.After(next) {
+			fmt.Printf("scale: %d of %d Ready after %s\n", got, n, now.Sub(start).Round(time.Second))
+			next = next.Add(time.Minute)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -82,6 +82,11 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 	if err != nil {
 		return nil, err
 	}
+	if top == 0 && a.Status.Principal != "" {
+		if pending, err := r.recordsPending(ctx, a, e, f); pending || err != nil {
+			return nil, err
+		}
+	}
 	made := ""
 	if why := rotationDue(a, e, cur, retiring, f, now); why != "" {
 		next, secret, err := r.rotate(ctx, a, e, on, acc, cur, top+1, why, f)
@@ -102,6 +107,34 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		return nil, err
 	}
 	return cur, nil
+}
+
+// recordsPending reports whether the API server holds credential records
+// of the access on e that the cache does not, for an access whose status
+// says it was issued a credential and whose cache shows no record. Watches
+// of two kinds are not ordered: a replica can see an access before the
+// record of the credential its Secret holds (objects written before
+// shards, labelled for their shard one by one, or a cache just started).
+// Issuing a "first" credential then would replace the tenant's working
+// one; the access waits for its cache instead (f.recordsPending). Read
+// from the API server only in that case, never on a pass that finds its
+// records.
+func (r *Reconciler) recordsPending(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, f *facts) (bool, error) {
+	var list v1.BucketyCredentialList
+	if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(a.UID)}); err != nil {
+		return false, fmt.Errorf("list credentials: %w", err)
+	}
+	n := 0
+	for _, c := range list.Items {
+		if c.Spec.Owner.UID == string(a.UID) && c.Spec.Backend == e.Name {
+			n++
+		}
+	}
+	if n == 0 {
+		return false, nil
+	}
+	f.recordsPending = fmt.Sprintf("waiting for this controller's cache to show the %d credential record(s) of principal %s that the API server holds, rather than issue a new credential in place of the one Secret %s holds", n, a.Status.Principal, a.Spec.CredentialsSecretName)
+	return true, nil
 }
 
 // liveCredential sorts out the access's credentials on e: it revokes

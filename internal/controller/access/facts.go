@@ -34,6 +34,12 @@ type facts struct {
 	// its settled claim yet; nothing else will wake this access, so it
 	// retries on its own.
 	claimPending bool
+	// recordsPending: the access was issued a credential (its status names
+	// the principal), the cache holds no record of it, and the API server
+	// does (a record labelled for this shard moments ago, seen on another
+	// watch than the access); it retries on its own rather than issue a
+	// new credential in place of the one its Secret holds.
+	recordsPending string
 	// problem pauses reconciliation (backend gone, driver changed, major
 	// mismatch).
 	problem *backends.Problem

@@ -273,7 +273,7 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 // waiting for its Buckety is woken by the Buckety watch instead.
 func failure(f *facts) retry.Failure {
 	switch {
-	case f.Unavailable != nil, f.Other != nil, f.claimPending:
+	case f.Unavailable != nil, f.Other != nil, f.claimPending, f.recordsPending != "":
 		return retry.Transient
 	case f.AccessDenied != nil:
 		return retry.Permanent

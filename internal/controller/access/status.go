@@ -97,7 +97,7 @@ type link func(a *v1.BucketyAccess, f *facts) *readinessResult
 // readyChain is checked in order; the first failing link decides Ready.
 var readyChain = []link{
 	deletingLink, bucketyMissingLink, notSharedLink, problemLink, bucketyWaitingLink, limitLink, invalidLink,
-	backendFailureLink, issuingUnavailableLink, principalConflictLink, secretConflictLink, notWrittenLink,
+	backendFailureLink, issuingUnavailableLink, principalConflictLink, secretConflictLink, recordsPendingLink, notWrittenLink,
 }
 
 func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
@@ -207,6 +207,13 @@ func secretConflictLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
 		return nil
 	}
 	return notReady(v1.ReasonSecretConflict, f.secretConflict, false)
+}
+
+func recordsPendingLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.recordsPending == "" {
+		return nil
+	}
+	return notReady(v1.ReasonProgressing, f.recordsPending, true)
 }
 
 func notWrittenLink(a *v1.BucketyAccess, f *facts) *readinessResult {

@@ -8,9 +8,12 @@ import (
 	"context"
 	"fmt"
 
+	"sync"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +23,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
@@ -93,11 +97,86 @@ func (l *Labeller) Start(ctx context.Context) error {
 	if !c.WaitForCacheSync(ctx) {
 		return fmt.Errorf("labeller: caches did not sync: %w", <-errc)
 	}
+	l.labelInOrder(ctx, c, ks)
 	for range 4 {
 		go l.work(ctx, c, q, ks)
 	}
 	<-ctx.Done()
 	return <-errc
+}
+
+// dependentsFirst is the order labelInOrder labels the kinds of kinds()
+// in: what a pass of a Buckety or an access reads (credential records,
+// claims, Secrets) before the Bucketies and accesses themselves.
+var dependentsFirst = []int{3, 2, 4, 0, 1}
+
+// labelInOrder labels what the caches hold at the start, one kind at a
+// time in dependentsFirst's order, each kind done before the next. An
+// access from before shards must reach its shard after the record of the
+// credential its Secret holds: the shard's pass would otherwise find no
+// record and issue a new credential in its place (the access pass also
+// checks the API server before it does, for a watch that lags). What
+// fails here is left to the queue, which holds every object as well.
+func (l *Labeller) labelInOrder(ctx context.Context, c cache.Cache, ks []client.Object) {
+	for _, i := range dependentsFirst {
+		list, err := listOf(l.Scheme, ks[i])
+		if err == nil {
+			err = c.List(ctx, list)
+		}
+		if err != nil {
+			l.Log.Info("could not list objects without a shard slot label; the queue labels them", "kind", fmt.Sprintf("%T", ks[i]), "error", err.Error())
+			continue
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			continue
+		}
+		work := make(chan client.Object)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for o := range work {
+					if err := l.label(ctx, c, ks[i].DeepCopyObject().(client.Object), client.ObjectKeyFromObject(o)); err != nil && !apierrors.IsNotFound(err) {
+						l.Log.Info("could not give an object its shard slot label; the queue retries", "object", client.ObjectKeyFromObject(o).String(), "error", err.Error())
+					}
+				}
+			}()
+		}
+		for _, it := range items {
+			if o, ok := it.(client.Object); ok {
+				work <- o
+			}
+		}
+		close(work)
+		wg.Wait()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// listOf is the list type of obj's kind.
+func listOf(scheme *runtime.Scheme, obj client.Object) (client.ObjectList, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(m.GroupVersionKind().GroupVersion().WithKind(m.GroupVersionKind().Kind + "List"))
+		return list, nil
+	}
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return nil, err
+	}
+	o, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err != nil {
+		return nil, err
+	}
+	list, ok := o.(client.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a list", gvk.Kind+"List")
+	}
+	return list, nil
 }
 
 func (l *Labeller) work(ctx context.Context, c cache.Cache, q workqueue.TypedRateLimitingInterface[item], ks []client.Object) {
