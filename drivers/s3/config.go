@@ -419,6 +419,11 @@ func (c *Config) httpClient() (*http.Client, error) {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   c.timeout(),
 		ResponseHeaderTimeout: c.timeout(),
+		// The SDK asks "Expect: 100-continue" for bodies of 2 MB and more;
+		// waiting for the answer (as net/http's default transport does)
+		// lets a server refuse such a PUT before its body is sent, and
+		// the refusal arrive as its error, not as a broken pipe.
+		ExpectContinueTimeout: time.Second,
 	}
 	return &http.Client{Transport: tr}, nil
 }
