@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"testing"
 	"time"
 
@@ -212,16 +209,7 @@ func TestIAMKeysPerAccess(t *testing.T) {
 func TestIAMSweepOutlastsOneRequestTimeout(t *testing.T) {
 	srv, be, _ := iamFixture(t)
 	ctx := context.Background()
-	target, err := url.Parse(srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(100 * time.Millisecond)
-		rp.ServeHTTP(w, r)
-	}))
-	defer slow.Close()
+	slow := slowProxy(t, srv.Endpoint, 100*time.Millisecond)
 	if err := (s3Ops{t: t, cl: rawClient(t, be.cfg, be.cfg.Endpoint)}).createBucket("ledger"); err != nil {
 		t.Fatal(err)
 	}

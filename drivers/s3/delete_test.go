@@ -39,16 +39,7 @@ func TestDeletePassOutlastsOneRequestTimeout(t *testing.T) {
 	if _, err := f.raw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String("big/upload")}); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(f.srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(250 * time.Millisecond)
-		rp.ServeHTTP(w, r)
-	}))
-	defer slow.Close()
+	slow := slowProxy(t, f.srv.Endpoint, 250*time.Millisecond)
 	cfg := *f.cfg
 	cfg.Endpoint = slow.URL
 	cfg.RequestTimeout = drivers.Duration{Duration: time.Second}
@@ -64,4 +55,21 @@ func TestDeletePassOutlastsOneRequestTimeout(t *testing.T) {
 	if took < cfg.RequestTimeout.Duration {
 		t.Errorf("the pass took %v over requests %v: want longer than one requestTimeout (%v), or the test proves nothing", took, counter.Ops(), cfg.RequestTimeout.Duration)
 	}
+}
+
+// slowProxy is a reverse proxy to endpoint that holds every request for
+// delay, closed when the test ends.
+func slowProxy(t *testing.T, endpoint string, delay time.Duration) *httptest.Server {
+	t.Helper()
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	return slow
 }

@@ -85,16 +85,24 @@ func (r *replica) stop(t *testing.T) {
 	}
 }
 
-func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
+// leaseClient is a client of a control plane of its own, stopped when the
+// test ends.
+func leaseClient(t *testing.T) client.WithWatch {
+	t.Helper()
 	cp := controlplane.StartT(t, controlplane.Options{})
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	base, err := client.NewWithWatch(cp.RESTConfig, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cp.RESTConfig, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
+	base := leaseClient(t)
 	tr := &tracker{t: t, running: map[int]string{}}
 	// cut holds the replicas cut off from the API server: every request of
 	// theirs fails, as in a network partition.
@@ -210,15 +218,7 @@ func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
 // before it sees the others, only to give them up again after its caches
 // re-checked their objects (it did, 3 moves).
 func TestReplicasStartingTogetherMoveNoShard(t *testing.T) {
-	cp := controlplane.StartT(t, controlplane.Options{})
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := leaseClient(t)
 	tr := &tracker{t: t, running: map[int]string{}}
 	ids := []string{"a", "b", "c", "d"}
 	var rs []*replica
