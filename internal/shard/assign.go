@@ -381,9 +381,22 @@ func (a *Assigner) renew(ctx context.Context) {
 			a.mu.Unlock()
 			continue
 		}
-		if apierrors.IsConflict(err) && !a.stillOurs(ctx, r) {
-			a.lose(k, "another replica holds its lease")
-			continue
+		if apierrors.IsConflict(err) {
+			ours, at := a.stillOurs(ctx, r)
+			if !ours {
+				a.lose(k, "another replica holds its lease")
+				continue
+			}
+			// Our own renewal changed the Lease: one whose answer was
+			// lost (a timeout of an API server too busy to answer in
+			// time, which carried it out all the same). It renewed the
+			// Lease when it was sent, or later as the others see it.
+			if at.After(r.renewed) {
+				a.mu.Lock()
+				r.renewed = at
+				a.mu.Unlock()
+				continue
+			}
 		}
 		if a.now().Sub(r.renewed) >= a.RenewDeadline {
 			a.lose(k, "its lease could not be renewed: "+err.Error())
@@ -392,19 +405,24 @@ func (a *Assigner) renew(ctx context.Context) {
 }
 
 // stillOurs reads shard r's Lease afresh: true if this replica still holds
-// it (r then carries the fresh copy), or if it could not be read.
-func (a *Assigner) stillOurs(ctx context.Context, r *running) bool {
+// it (r then carries the fresh copy, and at is its renewTime, which only
+// this replica writes while it holds it), or if it could not be read (at
+// is then zero).
+func (a *Assigner) stillOurs(ctx context.Context, r *running) (ours bool, at time.Time) {
 	l := &coordinationv1.Lease{}
 	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(r.lease), l); err != nil {
-		return !apierrors.IsNotFound(err)
+		return !apierrors.IsNotFound(err), time.Time{}
 	}
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != a.Identity {
-		return false
+		return false, time.Time{}
 	}
 	a.mu.Lock()
 	r.lease = l
 	a.mu.Unlock()
-	return true
+	if l.Spec.RenewTime != nil {
+		at = l.Spec.RenewTime.Time
+	}
+	return true, at
 }
 
 // lose stops shard k's work without releasing its Lease, which this

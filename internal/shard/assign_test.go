@@ -255,3 +255,74 @@ func TestReplicasStartingTogetherMoveNoShard(t *testing.T) {
 		t.Fatalf("four replicas started together: want a shard each and 4 shard runs started, got %v and %d (%d moves)", got, starts, starts-4)
 	}
 }
+
+// TestRenewalWhoseAnswerIsLostKeepsTheShard: an API server too busy to
+// answer in time still carries out a renewal, so the next one, sent with
+// the old resourceVersion, is refused as a conflict. The Lease is then
+// read again: it is still this replica's, renewed by the renewal whose
+// answer was lost, so the shard is kept. The 100,000 run lost two shards
+// so (and re-listed 25,000 objects each) when each renewal's answer was
+// late for longer than the renew deadline.
+func TestRenewalWhoseAnswerIsLostKeepsTheShard(t *testing.T) {
+	base := leaseClient(t)
+	tr := &tracker{t: t, running: map[int]string{}}
+	var late atomic.Bool
+	var lost atomic.Int32
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if err := c.Update(ctx, obj, opts...); err != nil {
+				return err
+			}
+			if l, ok := obj.(*coordinationv1.Lease); ok && late.Load() && l.Labels[shard.LeaseKindLabel] == "shard" {
+				lost.Add(1)
+				return fmt.Errorf("update lease %s: %w", l.Name, context.DeadlineExceeded)
+			}
+			return nil
+		},
+	})
+	a := &shard.Assigner{
+		Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: "a", Shards: 1,
+		LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second,
+		Run: tr.run("a"), Log: zap.New(zap.UseDevMode(true)).WithName("a"),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- a.Start(ctx) }()
+	defer r.stop(t)
+	deadline := time.Now().Add(60 * time.Second)
+	for fmt.Sprint(tr.counts("a")) != "[1]" {
+		if time.Now().After(deadline) {
+			t.Fatalf("want the one shard held, got %v", tr.counts("a"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	key := client.ObjectKey{Namespace: "default", Name: a.LeaseName(0)}
+	renewTime := func() time.Time {
+		var l coordinationv1.Lease
+		if err := base.Get(context.Background(), key, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Spec.RenewTime == nil {
+			t.Fatalf("lease %s has no renewTime", key.Name)
+		}
+		return l.Spec.RenewTime.Time
+	}
+	before := renewTime()
+	// Three renew deadlines of renewals whose answers are lost.
+	late.Store(true)
+	time.Sleep(3 * a.RenewDeadline)
+	late.Store(false)
+	time.Sleep(2 * a.RetryPeriod)
+	if n := lost.Load(); n < 3 {
+		t.Fatalf("want several renewals whose answers were lost, got %d", n)
+	}
+	if after := renewTime(); !after.After(before.Add(2 * a.RenewDeadline)) {
+		t.Fatalf("the lease was not renewed meanwhile: renewTime %s before, %s after", before, after)
+	}
+	tr.mu.Lock()
+	starts := tr.starts
+	tr.mu.Unlock()
+	if got := tr.counts("a"); fmt.Sprint(got) != "[1]" || starts != 1 {
+		t.Fatalf("renewals carried out but answered late: want the shard kept (1 run started), got %v and %d runs started", got, starts)
+	}
+}
