@@ -353,54 +353,71 @@ func (a *Assigner) expiredFor(l *coordinationv1.Lease) time.Duration {
 	return now.Sub(o.at) - d
 }
 
-// renew renews every shard held. A shard whose work ended is given up; a
-// shard whose Lease another holder took, or that could not be renewed for
-// RenewDeadline, is stopped at once, without a release: it is lost.
+// renew renews every shard held, each at once. A shard whose work ended is
+// given up; a shard whose Lease another holder took, or that could not be
+// renewed for RenewDeadline, is stopped at once, without a release: it is
+// lost.
 func (a *Assigner) renew(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
-	defer cancel()
+	var wg sync.WaitGroup
 	for _, k := range a.Held() {
+		wg.Go(func() { a.renewShard(ctx, k) })
+	}
+	wg.Wait()
+}
+
+// renewShard renews shard k. The renewal may take until the renew deadline
+// (as client-go's leader election's may): an API server slow to answer, as
+// one holding 100,000 objects is, has not taken the Lease away.
+func (a *Assigner) renewShard(ctx context.Context, k int) {
+	a.mu.Lock()
+	r := a.held[k]
+	a.mu.Unlock()
+	if r == nil {
+		return
+	}
+	select {
+	case <-r.done:
+		gctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
+		defer cancel()
+		if err := a.give(gctx, k, "its work ended"); err != nil {
+			a.Log.Info("could not release a shard", "shard", k, "error", err.Error())
+		}
+		return
+	default:
+	}
+	a.mu.Lock()
+	l, renewed := r.lease.DeepCopy(), r.renewed
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, max(a.RetryPeriod, a.RenewDeadline-a.now().Sub(renewed)))
+	defer cancel()
+	now := metav1.NewMicroTime(a.now())
+	l.Spec.RenewTime = &now
+	err := a.Client.Update(ctx, l)
+	if err == nil {
 		a.mu.Lock()
-		r := a.held[k]
+		r.lease, r.renewed = l, now.Time
 		a.mu.Unlock()
-		select {
-		case <-r.done:
-			if err := a.give(ctx, k, "its work ended"); err != nil {
-				a.Log.Info("could not release a shard", "shard", k, "error", err.Error())
-			}
-			continue
-		default:
+		return
+	}
+	if apierrors.IsConflict(err) {
+		ours, at := a.stillOurs(ctx, r)
+		if !ours {
+			a.lose(k, "another replica holds its lease")
+			return
 		}
-		l := r.lease.DeepCopy()
-		now := metav1.NewMicroTime(a.now())
-		l.Spec.RenewTime = &now
-		err := a.Client.Update(ctx, l)
-		if err == nil {
+		// Our own renewal changed the Lease: one whose answer was lost (a
+		// timeout of an API server too busy to answer in time, which
+		// carried it out all the same). It renewed the Lease when it was
+		// sent, or later as the others see it.
+		if at.After(renewed) {
 			a.mu.Lock()
-			r.lease, r.renewed = l, now.Time
+			r.renewed = at
 			a.mu.Unlock()
-			continue
+			return
 		}
-		if apierrors.IsConflict(err) {
-			ours, at := a.stillOurs(ctx, r)
-			if !ours {
-				a.lose(k, "another replica holds its lease")
-				continue
-			}
-			// Our own renewal changed the Lease: one whose answer was
-			// lost (a timeout of an API server too busy to answer in
-			// time, which carried it out all the same). It renewed the
-			// Lease when it was sent, or later as the others see it.
-			if at.After(r.renewed) {
-				a.mu.Lock()
-				r.renewed = at
-				a.mu.Unlock()
-				continue
-			}
-		}
-		if a.now().Sub(r.renewed) >= a.RenewDeadline {
-			a.lose(k, "its lease could not be renewed: "+err.Error())
-		}
+	}
+	if a.now().Sub(renewed) >= a.RenewDeadline {
+		a.lose(k, "its lease could not be renewed: "+err.Error())
 	}
 }
 
