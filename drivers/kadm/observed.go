@@ -38,7 +38,8 @@ type observations struct {
 	// the topic on its own (a controller's start: its sweep and its first
 	// reconciles begin together).
 	sweeps map[*sweepInFlight]struct{}
-	// maxAge is the largest MaxAge asked for: older entries are pruned.
+	// maxAge is the largest MaxAge asked for: older entries are pruned
+	// (none before the first ask).
 	maxAge time.Duration
 	// cleared is when every observation was last dropped: a read that
 	// started before it is not recorded when its answer comes late.
@@ -106,7 +107,11 @@ func (o *observations) put(topic string, st topicState, at time.Time) {
 		return // read before the outage that dropped everything
 	}
 	o.m[topic] = observation{st: st, at: at}
-	if o.puts++; o.puts%pruneEvery == 0 {
+	// Until a caller has asked (a process's first sweep runs before its
+	// first Ensure), the age that matters is unknown: pruning by 0 would
+	// drop what the sweep just saw, 1024 at a time, and every Ensure after
+	// it would read its topic again.
+	if o.puts++; o.puts%pruneEvery == 0 && o.maxAge > 0 {
 		now := o.now()
 		for t, ob := range o.m {
 			if now.Sub(ob.at) > o.maxAge {

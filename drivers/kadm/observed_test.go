@@ -363,3 +363,35 @@ func TestLateReadDoesNotOutliveADoubt(t *testing.T) {
 		t.Fatal("a read after the outage: want it recorded")
 	}
 }
+
+// TestSweepBeforeFirstEnsureKeepsItsObservations: a process's first sweep
+// (a start, a shard taken) records its observations before any Ensure has
+// said how old one may be. Pruning used that unknown age as 0, so every
+// 1024th record dropped all the others, and the Ensure calls after the
+// sweep read their topics again: 1,500 Kafka requests at a cold start of
+// 10,000 on four replicas, against none needed.
+func TestSweepBeforeFirstEnsureKeepsItsObservations(t *testing.T) {
+	o := newObservations()
+	clock := time.Unix(1000, 0)
+	o.now = func() time.Time { return clock }
+	n := 3*pruneEvery + 1
+	end := o.startSweep(nil)
+	for i := range n {
+		o.put(fmt.Sprintf("t%05d", i), topicState{exists: true}, clock)
+		clock = clock.Add(time.Millisecond)
+	}
+	end()
+	for i := range n {
+		if _, ok := o.get(fmt.Sprintf("t%05d", i), time.Minute); !ok {
+			t.Fatalf("after a sweep of %d topics and no Ensure before it: topic %d of its observations is gone", n, i)
+		}
+	}
+	// Once asked, what is older than the age asked for is pruned.
+	clock = clock.Add(2 * time.Minute)
+	for i := range pruneEvery {
+		o.put(fmt.Sprintf("u%05d", i), topicState{exists: true}, clock)
+	}
+	if _, ok := o.m["t00000"]; ok {
+		t.Fatal("observations older than the largest MaxAge asked for were not pruned")
+	}
+}
