@@ -35,6 +35,8 @@ import (
 //   - Every cached object is stored without metadata.managedFields, and,
 //     except on claims, without kubectl's last-applied-configuration
 //     annotation.
+//   - What is left shares what repeats across objects: strings, maps and
+//     right-sized slices (compact).
 //
 // Writes are unaffected: metadata and status are merge-patched as the
 // difference between two cached copies, so the stripped fields are in
@@ -56,11 +58,11 @@ func cacheOptions() ctrlcache.Options {
 	}
 }
 
-// objectTransform makes strip a cache transform: it runs on the
-// informer's goroutine before an object is stored, on objects the informer
-// owns, so strip may change them in place. A deletion tombstone is
+// objectTransform makes steps (a strip, then compact) a cache transform:
+// it runs on the informer's goroutine before an object is stored, on
+// objects the informer owns, so steps may change them in place. A deletion tombstone is
 // unwrapped; anything that is not an object passes through.
-func objectTransform(strip func(client.Object)) func(any) (any, error) {
+func objectTransform(steps ...func(client.Object)) func(any) (any, error) {
 	var t func(any) (any, error)
 	t = func(obj any) (any, error) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -70,7 +72,9 @@ func objectTransform(strip func(client.Object)) func(any) (any, error) {
 		}
 		if o, ok := obj.(client.Object); ok {
 			o.SetManagedFields(nil)
-			strip(o)
+			for _, step := range steps {
+				step(o)
+			}
 		}
 		return obj, nil
 	}
@@ -78,7 +82,10 @@ func objectTransform(strip func(client.Object)) func(any) (any, error) {
 }
 
 // stripForCache is the cache's transform (see cacheOptions).
-var stripForCache = objectTransform(func(o client.Object) {
+var stripForCache = objectTransform(stripFields, compact)
+
+// stripFields removes what the reconcilers do not read.
+func stripFields(o client.Object) {
 	switch t := o.(type) {
 	case *v1.BucketyClaim:
 	case *v1.Buckety:
@@ -95,7 +102,7 @@ var stripForCache = objectTransform(func(o client.Object) {
 			o.SetAnnotations(a)
 		}
 	}
-})
+}
 
 // lastApplied is the annotation kubectl apply (client-side) keeps the whole
 // applied object in.
@@ -105,7 +112,10 @@ const lastApplied = corev1.LastAppliedConfigAnnotation
 // metadata informer's PartialObjectMetadata, or a full Secret should a
 // reader ever ask for one) is reduced to what ownership checks read. A full
 // Secret keeps no data: the access controller reads data fresh.
-var stripSecret = objectTransform(func(o client.Object) {
+var stripSecret = objectTransform(stripSecretFields, compact)
+
+// stripSecretFields reduces a Secret to what ownership checks read.
+func stripSecretFields(o client.Object) {
 	o.SetAnnotations(nil)
 	o.SetFinalizers(nil)
 	o.SetOwnerReferences(controllerOnly(o.GetOwnerReferences()))
@@ -113,7 +123,7 @@ var stripSecret = objectTransform(func(o client.Object) {
 	if s, ok := o.(*corev1.Secret); ok {
 		s.Data, s.StringData = nil, nil
 	}
-})
+}
 
 // keep returns the labels among keys, or nil.
 func keep(l map[string]string, keys ...string) map[string]string {
