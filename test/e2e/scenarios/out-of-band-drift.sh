@@ -15,6 +15,11 @@ out_of_band_drift() {
     [ $SECONDS -lt $deadline ] || fail "out-of-band changes not reverted after ${E2E_TIMEOUT}s: $DRIFT_SEEN"
     sleep 2
   done
-  k get events --field-selector reason=DriftRepaired -o name | grep -q . || fail "expected a DriftRepaired event"
+  # The pass that put the resource back records its event after it has
+  # finished the pass (its owner record, its status): look until then.
+  until k get events --field-selector reason=DriftRepaired -o name | grep -q .; do
+    [ $SECONDS -lt $deadline ] || fail "expected a DriftRepaired event"
+    sleep 1
+  done
   hook drift_after
 }
