@@ -81,14 +81,14 @@ func btoi(b bool) int {
 // request-counting broker: in sync, a sweep is a few requests and reports
 // nothing; after out-of-band changes on some, it reports exactly those,
 // with the changes Ensure then makes. With the default bounds it is one
-// Metadata request (5000 topics) and two DescribeConfigs (500 each); with
-// a bound of 30, one Metadata per 300 topics serves ten DescribeConfigs
-// chunks, the last group short.
+// Metadata request (5000 topics) and one DescribeConfigs (a sweep's chunk
+// is twice maxBatch: 1000); with a bound of 30, one Metadata per 300
+// topics serves five DescribeConfigs chunks of 60, the last group short.
 func TestSweepFindsExactlyWhatEnsureRepairs(t *testing.T) {
 	for _, c := range []struct {
 		maxBatch                  int
 		metadata, describeConfigs int64
-	}{{0, 1, 2}, {30, 4, 34}} {
+	}{{0, 1, 1}, {30, 4, 17}} {
 		t.Run(fmt.Sprintf("maxBatch %d", c.maxBatch), func(t *testing.T) {
 			sweepFindsExactlyWhatEnsureRepairs(t, c.maxBatch, c.metadata, c.describeConfigs)
 		})
@@ -131,7 +131,7 @@ func sweepFindsExactlyWhatEnsureRepairs(t *testing.T, maxBatch int, wantMetadata
 			t.Errorf("%s in sync: want an empty verdict, got %+v", rs[i].Name, v[i])
 		}
 	}
-	// ⌈1000/(10×maxBatch)⌉ + ⌈1000/maxBatch⌉, and nothing else.
+	// ⌈1000/(10×maxBatch)⌉ + ⌈1000/(2×maxBatch)⌉, and nothing else.
 	if delta["Metadata"] != wantMetadata || delta["DescribeConfigs"] != wantConfigs || total(delta, "Metadata", "DescribeConfigs") != total(delta, keys(delta)...) {
 		t.Errorf("sweep of %d topics in sync: want %d Metadata + %d DescribeConfigs requests, got %v", n, wantMetadata, wantConfigs, delta)
 	}

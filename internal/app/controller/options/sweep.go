@@ -7,10 +7,10 @@ import (
 
 // Defaults of the drift sweep's flags, chosen from what they cost.
 //
-// A sweep of N Kafka topics is 2×⌈N/500⌉ requests (Metadata and
-// DescribeConfigs of up to 500 topics each): 4 for 1000 topics. An S3 sweep
-// is one ListBuckets per endpoint. Every 30 s that is 480 Kafka requests an
-// hour for 1000 topics, where the per-object re-check every 5 minutes was
+// A sweep of N Kafka topics is ⌈N/5000⌉ + ⌈N/1000⌉ requests (Metadata of
+// up to 5000 topics, DescribeConfigs of up to 1000): 2 for 1000 topics. An
+// S3 sweep is one ListBuckets per endpoint. Every 30 s that is 240 Kafka
+// requests an hour for 1000 topics, where the per-object re-check every 5 minutes was
 // 2 per topic, 24,000 an hour. Drift is then seen within 30 s plus the
 // sweep itself (tens of milliseconds) and repaired by one reconcile, well
 // inside a minute; sweeping more often would buy little and cost
