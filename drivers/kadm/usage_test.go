@@ -90,9 +90,11 @@ func TestUsage(t *testing.T) {
 }
 
 // TestUsageRequestsDoNotGrowWithTopics: measuring 50 topics costs no more
-// requests than measuring 2 may: one Metadata (and kgo's own, to find the
-// partition leaders), one DescribeLogDirs per broker and one ListOffsets
-// per partition leader.
+// requests than measuring 2 may: one Metadata, and kgo's own (brokers only
+// before every DescribeLogDirs to all brokers; the partition leaders'
+// before ListOffsets once its cache of MetadataMinAge, 5 s, has expired,
+// as it may between two calls on a loaded machine), one DescribeLogDirs
+// per broker and one ListOffsets per partition leader.
 func TestUsageRequestsDoNotGrowWithTopics(t *testing.T) {
 	f := newFixture(t, kafka.Options{Brokers: 3}, nil)
 	var rs []drivers.Resource
@@ -123,8 +125,8 @@ func TestUsageRequestsDoNotGrowWithTopics(t *testing.T) {
 		t.Logf("%d topics: %v", n, ops)
 		// Two topics of three partitions may have their leaders on two
 		// brokers only: ListOffsets goes to the leaders.
-		if ops["Metadata"] > 2 || ops["DescribeLogDirs"] != 3 || ops["ListOffsets"] > 3 || len(ops) != 3 {
-			t.Errorf("%d topics on 3 brokers: want at most 2 Metadata (the driver's, and kgo's for the partition leaders), 3 DescribeLogDirs, at most 3 ListOffsets and nothing else, got %v", n, ops)
+		if ops["Metadata"] > 3 || ops["DescribeLogDirs"] != 3 || ops["ListOffsets"] > 3 || len(ops) != 3 {
+			t.Errorf("%d topics on 3 brokers: want at most 3 Metadata (the driver's, and kgo's for the brokers and the partition leaders), 3 DescribeLogDirs, at most 3 ListOffsets and nothing else, got %v", n, ops)
 		}
 	}
 }
