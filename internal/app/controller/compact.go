@@ -40,11 +40,10 @@ import (
 func compact(o client.Object) {
 	o.SetNamespace(pool.str(o.GetNamespace()))
 	o.SetFinalizers(internAll(o.GetFinalizers()))
-	if refs := o.GetOwnerReferences(); len(refs) > 0 {
-		for i := range refs {
-			refs[i].APIVersion = pool.str(refs[i].APIVersion)
-			refs[i].Kind = pool.str(refs[i].Kind)
-		}
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion = pool.str(refs[i].APIVersion)
+		refs[i].Kind = pool.str(refs[i].Kind)
 	}
 	o.SetLabels(pool.labels(o.GetLabels()))
 	switch t := o.(type) {
