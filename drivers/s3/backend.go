@@ -57,6 +57,10 @@ type Backend struct {
 	// usage bounds the listing of a usage measurement; zero: the defaults
 	// (usage.go).
 	usage usageListing
+	// deleteBatch is the most entries one DeleteObjects request holds
+	// now: deleteSlice, halved each time one timed out, doubled back after
+	// one answered quickly (drain.go).
+	deleteBatch batchSize
 }
 
 // policyLock is the lock of one bucket's policy.

@@ -21,7 +21,7 @@ import (
 // the endpoint Ensure created the bucket on (an R2 jurisdiction's own).
 func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	slice := int(b.cfg.deleteSlice())
-	d := &drain{b: b, bucket: r.Name, left: slice, batch: slice}
+	d := &drain{b: b, bucket: r.Name, left: slice, batch: b.deleteBatch.get(slice)}
 	cl, err := b.clientFor(parseParams(r.Parameters))
 	if err != nil {
 		return err

@@ -1,13 +1,18 @@
 package s3
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,4 +77,146 @@ func slowProxy(t *testing.T, endpoint string, delay time.Duration) *httptest.Ser
 	}))
 	t.Cleanup(slow.Close)
 	return slow
+}
+
+// TestDeleteObjectsTimeoutHalvesTheBatch: a server whose DeleteObjects
+// takes longer than requestTimeout for a full batch (VersityGW's posix
+// versions on a busy disk took over 10 s for a thousand in CI) is asked
+// for half as many at a time, until a batch answers in time, and the
+// bucket is emptied and deleted. Through a proxy that holds a
+// DeleteObjects 10 ms per entry and forwards nothing the client gave up
+// on, with a requestTimeout of 1 s a batch of 200 or 100 never answers:
+// without the halving every pass would time out forever.
+func TestDeleteObjectsTimeoutHalvesTheBatch(t *testing.T) {
+	f := newFixture(t, ImplMinIO, s3test.Options{}, nil)
+	ctx := context.Background()
+	const bucket = "slow-deletes"
+	f.ensure(t, bucket, nil)
+	putMany(t, f.raw, bucket, 300)
+	target, err := url.Parse(f.srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var largest, answered atomic.Int32
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.URL.Query()["delete"]; ok && r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			n := strings.Count(string(body), "<Object>")
+			select {
+			case <-time.After(time.Duration(n) * 10 * time.Millisecond):
+			case <-r.Context().Done():
+				return // the client gave up: nothing is deleted
+			}
+			if int32(n) > largest.Load() {
+				largest.Store(int32(n))
+			}
+			answered.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	cfg := *f.cfg
+	cfg.Endpoint = slow.URL
+	cfg.RequestTimeout = drivers.Duration{Duration: time.Second}
+	cfg.DeleteSlice = 200
+	be, _ := open(t, &cfg)
+	timeouts := 0
+	for pass := 1; ; pass++ {
+		if pass > 15 {
+			t.Fatalf("not deleted after 15 passes (%d timed out; batch now %d)", timeouts, be.deleteBatch.get(200))
+		}
+		err := be.Delete(ctx, drivers.Resource{Name: bucket})
+		var ip *drivers.InProgressError
+		if errors.As(err, &ip) {
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("pass %d: want progress or a request's timeout, got %v", pass, err)
+			}
+			timeouts++
+			continue
+		}
+		break
+	}
+	if ok, err := f.backend.exists(ctx, f.raw, bucket); ok || err != nil {
+		t.Fatalf("want the bucket gone, got exists=%v err=%v", ok, err)
+	}
+	if got := be.deleteBatch.get(200); got > 50 {
+		t.Errorf("want the batch halved to 50 or less (the proxy answers 100 entries in no less than 1 s), got %d", got)
+	}
+	if largest.Load() > 50 || answered.Load() < 6 {
+		t.Errorf("want every answered DeleteObjects 50 entries or fewer, at least 6 of them for 300 objects; got %d answered, the largest %d", answered.Load(), largest.Load())
+	}
+}
+
+// TestBatchSize: halved for each timeout, to 1 at least; doubled after a
+// full batch answered quickly, until it is the slice again.
+func TestBatchSize(t *testing.T) {
+	var s batchSize
+	steps := []struct {
+		op         string
+		sent, want int
+	}{
+		{"get", 0, 1000},
+		{"grow", 1000, 1000},
+		{"shrink", 1000, 500},
+		{"shrink", 1000, 500}, // a timeout of a step that began before the first shrink
+		{"shrink", 500, 250},
+		{"get", 0, 250},
+		{"grow", 100, 250}, // not a full batch: no news
+		{"grow", 250, 500},
+		{"grow", 500, 1000},
+		{"get", 0, 1000},
+		{"shrink", 3, 1},
+		{"shrink", 1, 1},
+	}
+	for i, st := range steps {
+		var got int
+		switch st.op {
+		case "get":
+			got = s.get(1000)
+		case "grow":
+			got = s.grow(st.sent, 1000)
+		case "shrink":
+			got = s.shrink(st.sent)
+		}
+		if got != st.want {
+			t.Fatalf("step %d: %s(%d) = %d, want %d", i, st.op, st.sent, got, st.want)
+		}
+	}
+}
+
+// putMany puts n small objects into bucket, eight at a time.
+func putMany(t *testing.T, cl *s3.Client, bucket string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	work := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if _, err := cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("k/%04d", i)), Body: strings.NewReader("x")}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }

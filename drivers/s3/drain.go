@@ -2,7 +2,10 @@ package s3
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -43,7 +46,7 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.
 	if units <= 0 {
 		units = DefaultDrainUnits
 	}
-	d := &drain{b: b, bucket: r.Name, left: units, batch: min(int(b.cfg.deleteSlice()), units)}
+	d := &drain{b: b, bucket: r.Name, left: units, batch: min(b.deleteBatch.get(int(b.cfg.deleteSlice())), units)}
 	d.step.Deleted.Known = true
 	cl, err := b.clientFor(parseParams(r.Parameters))
 	if err != nil {
@@ -196,7 +199,13 @@ func (d *drain) abortUploads(ctx context.Context) (bool, error) {
 // objects where the service implements no versions), a page and one
 // DeleteObjects request at a time, until a listing finds none (true) or
 // the step's units are spent (false).
+//
+// A DeleteObjects request that runs out of requestTimeout halves the batch
+// (deleteBatch), once per step: the step lists again and goes on with the
+// smaller batch, and a second timeout is the step's error, which the
+// next step, smaller again, retries.
 func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
+	shrunk := false
 	for d.left > 0 {
 		ids, sizes, truncated, err := d.list(ctx)
 		if err != nil {
@@ -210,10 +219,23 @@ func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
 		}
 		d.listedToEnd = !truncated
 		rctx, cancel := d.request(ctx)
+		start := time.Now()
 		res, err := d.cl.DeleteObjects(rctx, &s3.DeleteObjectsInput{Bucket: aws.String(d.bucket), Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
 		cancel()
+		if err != nil && timedOut(ctx, err) && len(ids) > 1 && !shrunk {
+			// The request, not the caller, ran out of time: the server is
+			// slower than requestTimeout per len(ids) entries. Halve the
+			// batch for this and later steps and list again (what the
+			// server deleted before the answer was lost no longer lists).
+			d.batch = d.b.deleteBatch.shrink(len(ids))
+			d.listedToEnd, shrunk = false, true
+			continue
+		}
 		if err != nil {
 			return false, d.b.classify(fmt.Errorf("delete objects of %s: %w", d.bucket, err))
+		}
+		if len(ids) == d.batch && time.Since(start) < d.b.cfg.timeout()/4 {
+			d.batch = min(d.b.deleteBatch.grow(len(ids), int(d.b.cfg.deleteSlice())), d.batch*2)
 		}
 		failed := map[string]bool{}
 		for _, e := range res.Errors {
@@ -274,4 +296,62 @@ func (d *drain) list(ctx context.Context) (ids []types.ObjectIdentifier, sizes [
 		truncated = aws.ToBool(out.IsTruncated)
 	}
 	return ids, sizes, truncated, nil
+}
+
+// batchSize is the most entries one DeleteObjects request holds, shared by
+// a backend's steps: 0 until a request timed out, then halved for each
+// timeout (to 1 at least) and doubled after a full batch answered in a
+// quarter of requestTimeout, until it is the configured slice again. A
+// server that is slow under load (VersityGW's posix versions, a busy
+// disk) is asked for less per request rather than timed out forever.
+type batchSize struct {
+	mu sync.Mutex
+	n  int
+}
+
+// get is the batch a step starts with: the configured slice, or less
+// after timeouts.
+func (s *batchSize) get(slice int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == 0 || s.n > slice {
+		return slice
+	}
+	return s.n
+}
+
+// shrink records that a request of sent entries timed out, and returns
+// the batch to use now: half of it.
+func (s *batchSize) shrink(sent int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	half := max(sent/2, 1)
+	if s.n == 0 || half < s.n {
+		s.n = half
+	}
+	return s.n
+}
+
+// grow records that a request of sent entries, a full batch, answered
+// quickly, and returns the batch to use now: twice it, up to slice.
+func (s *batchSize) grow(sent, slice int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == 0 {
+		return slice
+	}
+	if sent >= s.n {
+		s.n = min(s.n*2, slice)
+	}
+	if s.n >= slice {
+		s.n = 0
+		return slice
+	}
+	return s.n
+}
+
+// timedOut reports whether err is a request's own timeout while the
+// caller's ctx still has time.
+func timedOut(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)
 }

@@ -555,11 +555,11 @@ func TestRecursiveDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		passes := 0
+		passes, timeouts := 0, 0
 		var total int64
 		for {
 			passes++
-			if passes > 20 {
+			if passes > 20+timeouts {
 				t.Fatalf("not deleted after 20 passes (%d removed)", total)
 			}
 			err := f.backend.Delete(ctx, drivers.Resource{Name: bucket})
@@ -569,6 +569,14 @@ func TestRecursiveDelete(t *testing.T) {
 					t.Fatalf("pass %d: want a bounded slice of work, got %d (%s)", passes, ip.Done, ip.Message)
 				}
 				total += ip.Done
+				continue
+			}
+			if err != nil && errors.Is(err, context.DeadlineExceeded) && timeouts < 3 {
+				// A loaded machine's VersityGW took over the 10 s
+				// requestTimeout for 1000 and then 500 versions: the
+				// next pass goes on with a smaller batch, as the
+				// controller's retry would.
+				timeouts++
 				continue
 			}
 			if err != nil {
