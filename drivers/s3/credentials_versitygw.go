@@ -18,6 +18,17 @@ package s3
 //   - deleting a user takes effect at once in the process that served the
 //     delete (its IAM cache drops the entry), but other gateway processes
 //     sharing the IAM directory may keep it for --iam-cache-ttl (120 s);
+//   - /update-user of a user the gateway has cached keeps the request's
+//     access string as the key of the cache's entry (a map assignment
+//     replaces a string key, and the gateway's web framework lends the
+//     request's buffer, which later requests overwrite): the entry then
+//     answers for whatever key that buffer holds next, and a user can be
+//     refused SignatureDoesNotMatch for another user's secret (seen once
+//     in CI, right after a drift repair re-asserted two users;
+//     TestVersityRepairKeepsOtherUsersWorking). So a re-assertion probes
+//     the key with its secret first and writes nothing when the gateway
+//     already has it, and re-keys a user by deleting and creating it:
+//     /create-user copies its strings, and /delete-user stores none;
 //   - the posix backend stores the policy in an extended attribute that
 //     shares one filesystem block with the bucket's other attributes: on
 //     ext4 a policy above about 3.9 KB fails with InternalError (the log
@@ -110,6 +121,27 @@ func (v *versityIssuer) list(ctx context.Context) (map[string]bool, error) {
 func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret string) (string, error) {
 	b := v.b
 	user := func(ctx context.Context) error {
+		if !a.JustRecorded() {
+			// Re-asserted (drift repaired, an interrupted issue, a
+			// restart): the user is written only when it is missing or
+			// holds another secret, never to say again what it holds
+			// (see /update-user above).
+			st, err := versityadmin.ProbeKey(ctx, b.cfg.Endpoint, b.cfg.signingRegion(), a.Principal, secret, v.hc)
+			switch {
+			case err != nil:
+				return b.classify(err)
+			case st == versityadmin.KeyMatches:
+				return nil
+			case st == versityadmin.KeyOtherSecret:
+				// A secret its tenant edited, or an issue interrupted
+				// before the Secret held its secret: the user is made
+				// again rather than updated, which poisons no cache
+				// entry. Its grants stay in the policies meanwhile.
+				if err := v.admin.DeleteUser(ctx, a.Principal); err != nil {
+					return b.adminError("delete user "+a.Principal+" to re-key it", err)
+				}
+			}
+		}
 		err := v.admin.CreateUser(ctx, a.Principal, secret)
 		if errors.Is(err, versityadmin.ErrUserExists) {
 			if a.JustRecorded() {
@@ -117,7 +149,8 @@ func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret stri
 				// since the controller saw it absent.
 				return &drivers.PrincipalExistsError{Backend: b.name, Principal: a.Principal}
 			}
-			err = v.admin.UpdateSecret(ctx, a.Principal, secret)
+			// Made between the probe and the create: the next pass
+			// probes again and re-keys it.
 		}
 		if err != nil {
 			return b.adminError("make user "+a.Principal, err)

@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -630,5 +634,135 @@ func TestVersityBucketyGrantsDrift(t *testing.T) {
 	}
 	if _, changed, err := mergeBucketPolicy([]byte(old), "data-bucket", map[string]string{vgKeyA: "ReadWrite", vgKeyB: "ReadOnly"}); err != nil || changed {
 		t.Errorf("resources as strings: want nothing to rewrite, got changed=%v, err %v", changed, err)
+	}
+}
+
+// TestVersityReassertWritesNoUser: re-asserting an access whose user
+// already holds its secret (a drift repair, a restart) writes no user:
+// /update-user of a cached user corrupts the gateway's IAM cache (see
+// credentials_versitygw.go), and a repair that re-keyed every drifted user
+// to the secret it had made another user's requests fail
+// SignatureDoesNotMatch once in CI. A secret its tenant edited is written
+// by making the user again (a /delete-user and a /create-user, never
+// /update-user), and a user deleted out of band is made again (one
+// /create-user), each working afterwards.
+func TestVersityReassertWritesNoUser(t *testing.T) {
+	fx := scopedFixture(t, ImplVersityGW)
+	ctx := context.Background()
+	target, err := url.Parse(fx.srv.AdminEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	routes := map[string]int{}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		routes[r.URL.Path]++
+		mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counting.Close)
+	cfg := *fx.cfg
+	cfg.Credentials = &Credentials{AdminEndpoint: counting.URL}
+	be, _ := open(t, &cfg)
+	scopingOf(t, be)
+	fx.ensure(t, "ledger", nil)
+	taken := func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := maps.Clone(routes)
+		clear(routes)
+		return out
+	}
+
+	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: "app", UID: "uid-app", Assert: drivers.IssueRecorded}
+	a.Principal = be.Principal(a, 1)
+	g, err := be.Grant(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := string(g.Data[SecretSecretAccessKey])
+	if got := taken(); got["/create-user"] != 1 || got["/update-user"] != 0 {
+		t.Fatalf("the first issue: want one /create-user and no /update-user, got %v", got)
+	}
+	wantOK(t, "the issued key lists its bucket", s3Ops{t, s3As(fx.srv, a.Principal, secret)}.list("ledger"))
+
+	a.Assert, a.Secret = drivers.Reassert, secret
+	for i := range 3 {
+		if _, err := be.Grant(ctx, a); err != nil {
+			t.Fatalf("re-assertion %d: %v", i, err)
+		}
+	}
+	if got := taken(); got["/create-user"] != 0 || got["/update-user"] != 0 {
+		t.Errorf("three re-assertions of the secret the user holds: want no user written, got %v", got)
+	}
+
+	a.Secret = "EditedByItsTenant0123456789abcdefghijklm"
+	if _, err := be.Grant(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := taken(); got["/delete-user"] != 1 || got["/create-user"] != 1 || got["/update-user"] != 0 {
+		t.Errorf("a secret its tenant edited: want the user made again (one /delete-user, one /create-user, no /update-user), got %v", got)
+	}
+	wantOK(t, "the edited secret lists the bucket", s3Ops{t, s3As(fx.srv, a.Principal, a.Secret)}.list("ledger"))
+	if _, err := s3As(fx.srv, a.Principal, secret).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("ledger")}); err == nil || !strings.Contains(err.Error(), "SignatureDoesNotMatch") {
+		t.Errorf("the replaced secret: want SignatureDoesNotMatch, got %v", err)
+	}
+
+	if err := be.versityAdmin().DeleteUser(ctx, a.Principal); err != nil {
+		t.Fatal(err)
+	}
+	taken()
+	if _, err := be.Grant(ctx, a); err != nil {
+		t.Fatalf("re-assertion of a user deleted out of band: %v", err)
+	}
+	if got := taken(); got["/create-user"] != 1 || got["/update-user"] != 0 {
+		t.Errorf("a user deleted out of band: want one /create-user, got %v", got)
+	}
+	wantOK(t, "the user made again lists the bucket", s3Ops{t, s3As(fx.srv, a.Principal, a.Secret)}.list("ledger"))
+}
+
+// TestVersityRepairKeepsOtherUsersWorking: a drift repair re-asserts
+// every access of a bucket one after another, as the sweep does after an
+// operator replaced the bucket's policy; every key must authenticate
+// with its own secret afterwards. Re-keying each user to the secret it
+// had (/update-user, what grant did before) leaves the gateway's IAM
+// cache answering one user's key with another's secret: with eight users
+// re-keyed and then used, the last one was refused SignatureDoesNotMatch
+// in 5 of 40 rounds on VersityGW v1.8.0, so 30 rounds would fail about
+// 98 times in 100 without the probe.
+func TestVersityRepairKeepsOtherUsersWorking(t *testing.T) {
+	fx := scopedFixture(t, ImplVersityGW)
+	be := fx.backend
+	ctx := context.Background()
+	scopingOf(t, be)
+	for r := range 30 {
+		bucket := fmt.Sprintf("repaired-%02d", r)
+		fx.ensure(t, bucket, nil)
+		as := make([]drivers.Access, 8)
+		for i := range as {
+			a := drivers.Access{Resource: bucket, Namespace: "team", Name: fmt.Sprintf("app-%d", i), UID: fmt.Sprintf("uid-%d-%d", r, i), Assert: drivers.IssueRecorded}
+			a.Principal = be.Principal(a, 1)
+			g, err := be.Grant(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Assert, a.Secret = drivers.Reassert, string(g.Data[SecretSecretAccessKey])
+			as[i] = a
+			// The gateway caches the user.
+			wantOK(t, "a new key lists its bucket", s3Ops{t, s3As(fx.srv, a.Principal, a.Secret)}.list(bucket))
+		}
+		for _, a := range as {
+			if _, err := be.Grant(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, a := range as {
+			_, err := s3As(fx.srv, a.Principal, a.Secret).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+			if err != nil {
+				t.Fatalf("round %d: %s after the repair: %v", r, a.Principal, err)
+			}
+		}
 	}
 }

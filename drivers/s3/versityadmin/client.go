@@ -106,7 +106,9 @@ func (a *Client) CreateUser(ctx context.Context, access, secret string) error {
 	return err
 }
 
-// UpdateSecret replaces a user's secret. A missing user answers
+// UpdateSecret replaces a user's secret. The issuer does not use it:
+// v1.8.0 keeps the request's access string as its IAM cache's key for a
+// cached user, which later requests overwrite (credentials_versitygw.go). A missing user answers
 // XAdminUserNotFound (404).
 func (a *Client) UpdateSecret(ctx context.Context, access, secret string) error {
 	if err := ValidKey(access); err != nil {
@@ -224,14 +226,36 @@ func KeyKnown(ctx context.Context, endpoint, region, access string, hc *http.Cli
 	if _, err := rand.Read(b); err != nil {
 		return false, err
 	}
-	resp, err := adminhttp.New(endpoint, region, "s3", access, hex.EncodeToString(b), hc).Send(ctx, http.MethodGet, "/", nil, nil, "")
+	st, err := ProbeKey(ctx, endpoint, region, access, hex.EncodeToString(b), hc)
+	return st != KeyUnknown, err
+}
+
+// KeyState is what the gateway says of an access key and a secret.
+type KeyState int
+
+const (
+	// KeyUnknown: no user has the access key.
+	KeyUnknown KeyState = iota
+	// KeyOtherSecret: a user has the key, with another secret.
+	KeyOtherSecret
+	// KeyMatches: a user has the key and the secret.
+	KeyMatches
+)
+
+// ProbeKey asks the gateway, with one S3 request (ListBuckets) signed
+// with access and secret, whether a user has that key and that secret:
+// InvalidAccessKeyId is KeyUnknown, SignatureDoesNotMatch KeyOtherSecret,
+// and an answer past authentication (the list, or AccessDenied)
+// KeyMatches.
+func ProbeKey(ctx context.Context, endpoint, region, access, secret string, hc *http.Client) (KeyState, error) {
+	resp, err := adminhttp.New(endpoint, region, "s3", access, secret, hc).Send(ctx, http.MethodGet, "/", nil, nil, "")
 	if err != nil {
-		return false, err
+		return KeyUnknown, err
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		return false, err
+		return KeyUnknown, err
 	}
 	var xe struct {
 		Code string `xml:"Code"`
@@ -239,11 +263,13 @@ func KeyKnown(ctx context.Context, endpoint, region, access string, hc *http.Cli
 	if xml.Unmarshal(answer, &xe) != nil {
 		xe.Code = ""
 	}
-	switch xe.Code {
-	case "InvalidAccessKeyId":
-		return false, nil
-	case "SignatureDoesNotMatch":
-		return true, nil
+	switch {
+	case xe.Code == "InvalidAccessKeyId":
+		return KeyUnknown, nil
+	case xe.Code == "SignatureDoesNotMatch":
+		return KeyOtherSecret, nil
+	case resp.StatusCode/100 == 2, xe.Code == "AccessDenied":
+		return KeyMatches, nil
 	}
-	return false, fmt.Errorf("versitygw: probing access key %s: HTTP %d %s, neither InvalidAccessKeyId nor SignatureDoesNotMatch", access, resp.StatusCode, xe.Code)
+	return KeyUnknown, fmt.Errorf("versitygw: probing access key %s: HTTP %d %s, neither InvalidAccessKeyId nor SignatureDoesNotMatch", access, resp.StatusCode, xe.Code)
 }
