@@ -235,7 +235,7 @@ func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
 			return false, d.b.classify(fmt.Errorf("delete objects of %s: %w", d.bucket, err))
 		}
 		if len(ids) == d.batch && time.Since(start) < d.b.cfg.timeout()/4 {
-			d.batch = min(d.b.deleteBatch.grow(len(ids), int(d.b.cfg.deleteSlice())), d.batch*2)
+			d.batch = d.b.deleteBatch.grow(len(ids), int(d.b.cfg.deleteSlice()))
 		}
 		failed := map[string]bool{}
 		for _, e := range res.Errors {
@@ -300,14 +300,20 @@ func (d *drain) list(ctx context.Context) (ids []types.ObjectIdentifier, sizes [
 
 // batchSize is the most entries one DeleteObjects request holds, shared by
 // a backend's steps: 0 until a request timed out, then halved for each
-// timeout (to 1 at least) and doubled after a full batch answered in a
-// quarter of requestTimeout, until it is the configured slice again. A
-// server that is slow under load (VersityGW's posix versions, a busy
-// disk) is asked for less per request rather than timed out forever.
+// timeout (to 1 at least) and doubled after growAfter full batches in a
+// row answered in a quarter of requestTimeout, until it is the configured
+// slice again. A server that is slow under load (VersityGW's posix
+// versions, a busy disk) is asked for less per request rather than timed
+// out forever, and one that chokes above some size costs a timeout every
+// growAfter batches, not every other one.
 type batchSize struct {
-	mu sync.Mutex
-	n  int
+	mu   sync.Mutex
+	n    int
+	fast int
 }
+
+// growAfter is how many quick full batches in a row double the batch.
+const growAfter = 10
 
 // get is the batch a step starts with: the configured slice, or less
 // after timeouts.
@@ -329,11 +335,13 @@ func (s *batchSize) shrink(sent int) int {
 	if s.n == 0 || half < s.n {
 		s.n = half
 	}
+	s.fast = 0
 	return s.n
 }
 
 // grow records that a request of sent entries, a full batch, answered
-// quickly, and returns the batch to use now: twice it, up to slice.
+// quickly, and returns the batch to use now: twice it once growAfter
+// did in a row, up to slice.
 func (s *batchSize) grow(sent, slice int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -341,7 +349,9 @@ func (s *batchSize) grow(sent, slice int) int {
 		return slice
 	}
 	if sent >= s.n {
-		s.n = min(s.n*2, slice)
+		if s.fast++; s.fast >= growAfter {
+			s.n, s.fast = min(s.n*2, slice), 0
+		}
 	}
 	if s.n >= slice {
 		s.n = 0

@@ -110,7 +110,8 @@ type Conflict struct {
 
 // Acquire returns b's claim on k, creating it in phase Claimed when
 // nobody holds it. A claim held by another Buckety that still exists (read
-// fresh from the API server) is a Conflict. A claim whose owner no longer
+// fresh from the API server) is a Conflict, unless that Buckety let it go
+// (retained: it is taken over in place). A claim whose owner no longer
 // exists (a Buckety force-deleted without its finalizer) is stale: it is
 // removed and the claim taken, after which the caller's adoption check
 // decides whether the resource may be used.
@@ -196,9 +197,19 @@ func (c *Store) held(ctx context.Context, b *v1.Buckety, k Key, name string, pha
 	if k.mine(cur, b) {
 		return cur, false, nil, nil
 	}
-	alive, err := c.ownerExists(ctx, cur)
-	if err != nil {
-		return nil, false, nil, err
+	// A retained claim was given up by its owner (LetGo): deleted with
+	// Retain, moved to another name, or refused. The owner may still
+	// exist a moment (its deletion pass removes the finalizer after
+	// letting go) or for good (renamed): either way the claim is free to
+	// take over. Waiting for the owner to be gone lost the wake: the
+	// release's wakes came while it still existed, and its disappearance
+	// changes no claim to wake anyone again.
+	alive := false
+	if !IsRetained(cur) {
+		var err error
+		if alive, err = c.ownerExists(ctx, cur); err != nil {
+			return nil, false, nil, err
+		}
 	}
 	if alive {
 		return nil, false, &Conflict{Owner: cur.Spec.Owner.Namespace + "/" + cur.Spec.Owner.Name, SameNamespace: cur.Spec.Owner.Namespace == b.Namespace, Phase: cur.Spec.Phase}, nil

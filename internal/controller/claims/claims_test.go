@@ -83,6 +83,12 @@ func claimOf(backend, resource, ownerNS, ownerName, ownerUID string, phase v1.Cl
 	}
 }
 
+// retainedBy marks cl retained from its owner, as LetGo does.
+func retainedBy(cl *v1.BucketyClaim) *v1.BucketyClaim {
+	cl.Spec.Retained = &v1.ClaimRetained{Since: metav1.Now(), Owner: cl.Spec.Owner, Phase: cl.Spec.Phase}
+	return cl
+}
+
 func getClaim(t *testing.T, c client.Reader, backend, resource string) *v1.BucketyClaim {
 	t.Helper()
 	cl := &v1.BucketyClaim{}
@@ -203,6 +209,11 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 		{"owner deleted", claimOf("kafka", "orders", "gone", "ghost", "ghost-uid", v1.ClaimCreated), true},
 		{"owner re-created with another UID", claimOf("kafka", "orders", "old", "orders", "old-uid", v1.ClaimCreated), true},
 		{"owner exists", claimOf("kafka", "orders", "live", "orders", string(live.UID), v1.ClaimCreated), false},
+		// Let go by an owner that still exists: its deletion pass (with
+		// Retain) lets go before it removes the finalizer, and a renamed
+		// Buckety lets go of its old name for good. Waiting for the owner
+		// to be gone lost the waiter's wake (CI, TestReleaseWakesOnlyItsWaiters).
+		{"owner exists, claim retained (let go)", retainedBy(claimOf("kafka", "orders", "live", "orders", string(live.UID), v1.ClaimCreated)), true},
 	} {
 		base := newClient(t, heir, recreated, live, c.existing)
 		store := &Store{Client: base, APIReader: base}
