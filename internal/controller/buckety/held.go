@@ -186,6 +186,25 @@ func (h *Held) Overlay(b *v1.Buckety) (since time.Time, ok bool) {
 	return cur.since, true
 }
 
+// Recorded drops what is held for b once b, as the cache shows it, records
+// the held status (or is another object, or a newer generation): what
+// Overlay would drop on b's next pass. The Buckety controller calls it
+// for every update the cache sees (heldRecorded), since the pass after a
+// Buckety's last status write may come only at its re-check: a settled
+// Buckety's held status would stay in memory until then, a status per
+// Buckety provisioned since (about 1 KiB each).
+func (h *Held) Recorded(b *v1.Buckety) {
+	if h == nil {
+		return
+	}
+	key := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cur, ok := h.m[key]; ok && (cur.uid != b.UID || cur.generation < b.Generation || provisionedRecorded(b)) {
+		delete(h.m, key)
+	}
+}
+
 // Forget drops what is held for the Buckety key.
 func (h *Held) Forget(key types.NamespacedName) {
 	if h == nil {

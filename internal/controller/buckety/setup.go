@@ -116,7 +116,8 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToWaiting(mgr)),
 			builder.WithPredicates(namespaceRelabelled()))
 	}
-	err := b.Watches(&v1.BucketyAccess{}, accessWakes()).
+	err := b.Watches(&v1.Buckety{}, heldRecorded(r.Held)).
+		Watches(&v1.BucketyAccess{}, accessWakes()).
 		Watches(&v1.BucketyClaim{}, claimReleased(r.Waiters)).
 		WithOptions(o.Controller).
 		Complete(shard.Only(r, o.Serves))
@@ -124,6 +125,23 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// heldRecorded drops a held status once the cache shows it recorded
+// (Held.Recorded), or the Buckety gone; it queues nothing.
+func heldRecorded(h *Held) handler.Funcs {
+	return handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if b, ok := e.ObjectNew.(*v1.Buckety); ok {
+				h.Recorded(b)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.Object != nil {
+				h.Forget(client.ObjectKeyFromObject(e.Object))
+			}
+		},
+	}
 }
 
 // settled reports whether a Buckety needs nothing from a pass but a

@@ -1,0 +1,50 @@
+package buckety
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
+)
+
+// TestHeldRecordedDropsWhatTheCacheShows: a held status stays while the
+// cache shows the Buckety without it, and leaves when the cache shows it
+// recorded for the generation, a newer generation, or another object of
+// the same name, without a pass of the Buckety.
+func TestHeldRecordedDropsWhatTheCacheShows(t *testing.T) {
+	bk := func(uid string, gen int64) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "orders", UID: types.UID("uid-" + uid), Generation: gen}}
+	}
+	provisioned := func(b *v1.Buckety) *v1.Buckety {
+		b = b.DeepCopy()
+		b.Status.BackendResourceName = "orders"
+		status.Apply(&b.Status.Conditions, b.Generation, []status.Cond{{Type: v1.ConditionProvisioned, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}})
+		return b
+	}
+	for _, tt := range []struct {
+		name   string
+		cached *v1.Buckety
+		kept   bool
+	}{
+		{"the cache without the status", bk("1", 2), true},
+		{"an older generation recorded", provisioned(bk("1", 1)), false},
+		{"the status recorded", provisioned(bk("1", 2)), false},
+		{"a newer generation", bk("1", 3), false},
+		{"another object of that name", bk("2", 2), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &Held{}
+			held := bk("1", 2)
+			h.Put(held, &provisioned(held).Status)
+			h.Recorded(tt.cached)
+			if got := h.Len() == 1; got != tt.kept {
+				t.Errorf("want kept %v, got %d held", tt.kept, h.Len())
+			}
+		})
+	}
+	var none *Held
+	none.Recorded(bk("1", 1)) // a controller without Held
+}
