@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
@@ -160,5 +162,59 @@ func TestClaimSamplesRetained(t *testing.T) {
 	want := map[string]float64{"kafka,present": 1, "kafka,retained": 1, "kafka,gone": 1}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("want %v, got %v", want, got)
+	}
+}
+
+// listCounter is a client.Reader holding Bucketies, counting the lists.
+type listCounter struct {
+	client.Reader
+	bucketies []v1.Buckety
+	lists     int
+}
+
+func (l *listCounter) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	l.lists++
+	if bl, ok := list.(*v1.BucketyList); ok {
+		bl.Items = append([]v1.Buckety(nil), l.bucketies...)
+	}
+	return nil
+}
+
+// TestCollectReusesACountForCollectEvery: scrapes within collectEvery of a
+// count get that count without reading the cache; the first scrape after
+// it counts again and shows what changed.
+func TestCollectReusesACountForCollectEvery(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	now := t0
+	ready := func(name string) v1.Buckety {
+		return v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name}, Spec: v1.BucketySpec{Backend: "kafka"},
+			Status: v1.BucketyStatus{Conditions: []metav1.Condition{cond(v1.ConditionReady, "True", "Ready", t0)}}}
+	}
+	r := &listCounter{bucketies: []v1.Buckety{ready("one")}}
+	c := &resourceCollector{reader: r, backends: []string{"kafka"}, retained: claims.IsRetained, now: func() time.Time { return now }}
+	readyTrue := func() float64 {
+		for _, s := range c.count() {
+			if s.desc == resourcesDesc && strings.Join(s.labels, ",") == "Buckety,kafka,Ready,True" {
+				return s.value
+			}
+		}
+		t.Fatal("no Ready=True series")
+		return 0
+	}
+	if got := readyTrue(); got != 1 || r.lists != 3 {
+		t.Fatalf("first scrape: want 1 Ready and 3 lists, got %v and %d", got, r.lists)
+	}
+	r.bucketies = append(r.bucketies, ready("two"))
+	now = t0.Add(collectEvery - time.Millisecond)
+	if got := readyTrue(); got != 1 || r.lists != 3 {
+		t.Errorf("within collectEvery: want the last count (1) and no list, got %v and %d lists", got, r.lists)
+	}
+	now = t0.Add(collectEvery)
+	if got := readyTrue(); got != 2 || r.lists != 6 {
+		t.Errorf("at collectEvery: want a new count (2), got %v and %d lists", got, r.lists)
+	}
+	c.set(r, []string{"kafka"}, claims.IsRetained)
+	if readyTrue(); r.lists != 9 {
+		t.Errorf("after set: want a new count, got %d lists", r.lists)
 	}
 }

@@ -318,9 +318,11 @@ func TestClaimWithoutOwnerIsVisibleAndReclaimable(t *testing.T) {
 		cl, ok := claimOn(t, "kafka", name)
 		return ok && cl.Status.OwnerGoneSince != nil, fmt.Sprintf("%+v", cl)
 	})
-	if got := gauge(t, "buckety_claims", map[string]string{"backend": "kafka", "owner": "gone"}); got < 1 {
-		t.Errorf("want buckety_claims{owner=gone} at least 1, got %v", got)
-	}
+	// The gauge counts again at most every few seconds (metrics.collectEvery).
+	wait.For(t, waitTimeout, "buckety_claims{owner=gone} at least 1", func() (bool, string) {
+		got := gauge(t, "buckety_claims", map[string]string{"backend": "kafka", "owner": "gone"})
+		return got >= 1, fmt.Sprint(got)
+	})
 	if !topic(t, name).exists {
 		t.Error("want the topic of a claim whose owner is gone retained")
 	}
