@@ -73,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	}
 	o.Config = cfg
 	o.GOGC = memory.ApplyGCDefault(os.Getenv)
-	o.ReleaseStartupPages = true
+	o.ReleaseMemory = true
 	o.Log = zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log) // client-go (leader election) logs the same way

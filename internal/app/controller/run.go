@@ -71,11 +71,12 @@ type Options struct {
 	// (memory.DefaultGOGC unless the environment set one), for the
 	// start-up log.
 	GOGC string
-	// ReleaseStartupPages hands the kernel back the binary's pages that
+	// ReleaseMemory hands the kernel back the binary's pages that
 	// start-up touched, once the caches have synced (see
-	// memory.StartupPages): the command sets it; tests that run the
+	// memory.StartupPages), and free heap pages after bursts
+	// (memory.Releaser): the command sets it; tests that run the
 	// controller in their own process leave it off.
-	ReleaseStartupPages bool
+	ReleaseMemory bool
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 	// RetryBackoff spaces the Buckety reconciler's retries after failures;
@@ -177,10 +178,8 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	if err := addHealthChecks(ctx, mgr); err != nil {
 		return err
 	}
-	if o.ReleaseStartupPages {
-		if err := mgr.Add(&memory.StartupPages{Synced: mgr.GetCache().WaitForCacheSync, Log: log}); err != nil {
-			return err
-		}
+	if err := addMemoryRelease(mgr, o, mgr.GetCache().WaitForCacheSync); err != nil {
+		return err
 	}
 	if err := metrics.RegisterResources(mgr.GetCache(), set.Names(), claims.IsRetained); err != nil {
 		return err
@@ -216,7 +215,7 @@ func openBackends(ctx context.Context, o Options, r client.Reader) (*backends.Se
 // shard serves (nil: all of them, one shard).
 func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, serves *shard.Serves) (buckety.Options, error) {
 	log := o.Log
-	if err := objects.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := objects.SetupIndexes(ctx, objects.ClusterWide{Cache: mgr.GetCache()}); err != nil {
 		return buckety.Options{}, err
 	}
 	// One claim store for both kinds: the Buckety controller writes claims,
@@ -331,4 +330,17 @@ func controllerOptions(o Options) controller.Options {
 // Failures the reconcilers classify themselves use retry.Backoff.
 func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, retry.TransientMax)
+}
+
+// addMemoryRelease adds to mgr, when o.ReleaseMemory, what hands memory
+// back to the kernel: the binary's start-up pages once synced reports the
+// first cache synced, and free heap pages after bursts (memory.Releaser).
+func addMemoryRelease(mgr ctrl.Manager, o Options, synced func(context.Context) bool) error {
+	if !o.ReleaseMemory {
+		return nil
+	}
+	if err := mgr.Add(&memory.StartupPages{Synced: synced, Log: o.Log}); err != nil {
+		return err
+	}
+	return mgr.Add(&memory.Releaser{Log: o.Log.WithName("memory")})
 }

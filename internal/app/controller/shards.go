@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,12 +44,27 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 	if err := metrics.RegisterResources(readers, set.Names(), claims.IsRetained); err != nil {
 		return err
 	}
+	// The binary's start-up pages are released once the first shard's
+	// cache has synced.
+	firstSynced := make(chan struct{})
+	var once sync.Once
+	synced := func() { once.Do(func() { close(firstSynced) }) }
+	if err := addMemoryRelease(top, o, func(ctx context.Context) bool {
+		select {
+		case <-firstSynced:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}); err != nil {
+		return err
+	}
 	lease, renew, retry := leaderTimings(o)
 	a := &shard.Assigner{
 		Client: c, Namespace: o.LeaderElectionNamespace, Name: LeaderElectionID,
 		Identity: host + "-" + string(uuid.NewUUID())[:8], Shards: o.Shards,
 		LeaseDuration: *lease, RenewDeadline: *renew, RetryPeriod: *retry,
-		Run: func(ctx context.Context, k int) error { return runShard(ctx, o, scheme, set, k, readers) },
+		Run: func(ctx context.Context, k int) error { return runShard(ctx, o, scheme, set, k, readers, synced) },
 		Log: o.Log.WithName("shards"),
 	}
 	if err := top.Add(a); err != nil {
@@ -71,7 +87,7 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 // leader-only loops, over a cache of the shard's objects and of those every
 // shard reads; shard 0 also labels objects without a slot and keeps the
 // backends' view.
-func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backends.Set, k int, readers *shard.Readers) error {
+func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backends.Set, k int, readers *shard.Readers, synced func()) error {
 	serves := &shard.Serves{K: k, N: o.Shards}
 	o.Log = o.Log.WithValues("shard", k)
 	// Every shard's controllers have the same names, in one process.
@@ -104,6 +120,7 @@ func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backe
 			return
 		}
 		readers.Set(k, shard.HomeOnly(mgr.GetClient(), serves))
+		synced()
 		<-ctx.Done()
 		readers.Set(k, nil)
 	}()
