@@ -19,6 +19,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/all"
 	"github.com/Yolean/buckety-controller/internal/app/controller/options"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/runtime/lazylog"
 	"github.com/Yolean/buckety-controller/internal/runtime/memory"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
@@ -74,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	o.Config = cfg
 	o.GOGC = memory.ApplyGCDefault(os.Getenv)
 	o.ReleaseMemory = true
-	o.Log = zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr))
+	o.Log = lazylog.Wrap(zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr)))
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log) // client-go (leader election) logs the same way
 	for _, n := range cfg.Notices() {
