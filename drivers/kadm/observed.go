@@ -2,7 +2,9 @@ package kadm
 
 import (
 	"context"
+	"encoding/binary"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,6 +48,8 @@ type observations struct {
 	cleared time.Time
 	puts    int
 	now     func() time.Time
+	// configs are the shared dynamic config maps (shared).
+	configs map[string]map[string]string
 }
 
 type observation struct {
@@ -69,6 +73,37 @@ type sweepInFlight struct {
 	// observations' lock).
 	done   []chan struct{}
 	closed []bool
+}
+
+// maxSharedConfigs bounds the table of shared config maps: past it, the
+// table starts again (observations keep the maps they were given).
+const maxSharedConfigs = 1 << 10
+
+// shared returns a copy of m that equal observations share: most topics
+// have the same dynamic configs (a shard's 25,000 topics, a few hundred
+// bytes each when every one had its own). Observations never change a
+// stored map (get hands out a copy). Called with o.mu held.
+func (o *observations) shared(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	var b []byte
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(m[k])))
+		b = append(b, m[k]...)
+	}
+	if got, ok := o.configs[string(b)]; ok {
+		return got
+	}
+	if o.configs == nil || len(o.configs) >= maxSharedConfigs {
+		o.configs = make(map[string]map[string]string, 16)
+	}
+	c := maps.Clone(m)
+	o.configs[string(b)] = c
+	return c
 }
 
 // pruneEvery is how many puts pass between prunes of expired entries.
@@ -97,9 +132,9 @@ func (o *observations) get(topic string, maxAge time.Duration) (topicState, bool
 // put records topic's state as seen at at (taken before the read or write
 // that saw it, so an observation never claims to be newer than it is).
 func (o *observations) put(topic string, st topicState, at time.Time) {
-	st.dynamic = maps.Clone(st.dynamic)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	st.dynamic = o.shared(st.dynamic)
 	if cur, ok := o.m[topic]; ok && cur.at.After(at) {
 		return // a newer observation, or a doubt, arrived first
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -393,5 +394,36 @@ func TestSweepBeforeFirstEnsureKeepsItsObservations(t *testing.T) {
 	}
 	if _, ok := o.m["t00000"]; ok {
 		t.Fatal("observations older than the largest MaxAge asked for were not pruned")
+	}
+}
+
+// TestObservationsShareEqualConfigs: topics with equal dynamic configs
+// hold one map; what get hands out is a copy, so a caller's change
+// reaches neither the other topic nor a later get; a topic with other
+// configs holds its own.
+func TestObservationsShareEqualConfigs(t *testing.T) {
+	o := newObservations()
+	now := time.Now()
+	o.put("a", topicState{exists: true, dynamic: map[string]string{"retention.ms": "1000", "cleanup.policy": "delete"}}, now)
+	o.put("b", topicState{exists: true, dynamic: map[string]string{"cleanup.policy": "delete", "retention.ms": "1000"}}, now)
+	o.put("c", topicState{exists: true, dynamic: map[string]string{"retention.ms": "2000"}}, now)
+	if len(o.configs) != 2 {
+		t.Errorf("want 2 shared config maps, got %d", len(o.configs))
+	}
+	if reflect.ValueOf(o.m["a"].st.dynamic).UnsafePointer() != reflect.ValueOf(o.m["b"].st.dynamic).UnsafePointer() {
+		t.Error("want a and b to hold one map")
+	}
+	a, ok := o.get("a", time.Minute)
+	if !ok {
+		t.Fatal("want a's observation")
+	}
+	a.dynamic["retention.ms"] = "5"
+	b, _ := o.get("b", time.Minute)
+	again, _ := o.get("a", time.Minute)
+	if b.dynamic["retention.ms"] != "1000" || again.dynamic["retention.ms"] != "1000" {
+		t.Errorf("a caller's change reached the observations: b %v, a %v", b.dynamic, again.dynamic)
+	}
+	if c, _ := o.get("c", time.Minute); c.dynamic["retention.ms"] != "2000" {
+		t.Errorf("want c's own configs, got %v", c.dynamic)
 	}
 }
