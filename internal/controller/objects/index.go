@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -82,4 +84,47 @@ func AccessesOf(ctx context.Context, c client.Reader, ns, name string, opts ...c
 		return nil, fmt.Errorf("list the accesses of Buckety %s/%s: %w", ns, name, err)
 	}
 	return list.Items, nil
+}
+
+// ClusterWide is the Indexer of the controller's informer cache: it keeps
+// only the key controller-runtime's cache looks up for a field query across
+// namespaces. controller-runtime's own IndexField keeps each value of a
+// namespaced object twice, under its namespace and under every namespace,
+// each its own set in the informer's index: for IndexBucketyRef, whose
+// values are one access each, about 300 bytes per access never read,
+// since every query of these indexes is across namespaces (a namespaced
+// query of them would find nothing). Cluster-scoped kinds (claims) are
+// indexed as IndexField indexes them.
+//
+// It depends on how controller-runtime names an index and its keys
+// ("field:" + field, "__all_namespaces/" + value, in
+// pkg/cache/internal/cache_reader.go): every reconcile that reads a
+// Buckety's accesses or its claims goes through these indexes, so a
+// controller-runtime that changed them fails the integration tests at
+// once.
+type ClusterWide struct {
+	Cache interface {
+		GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+	}
+}
+
+// IndexField adds an index of field to obj's informer, with only the
+// across-namespaces key of each value.
+func (c ClusterWide) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	inf, err := c.Cache.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return inf.AddIndexers(toolscache.Indexers{"field:" + field: func(raw any) ([]string, error) {
+		o, ok := raw.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("object of type %T is not an Object", raw)
+		}
+		vals := extract(o)
+		out := make([]string, len(vals))
+		for i, v := range vals {
+			out[i] = "__all_namespaces/" + v
+		}
+		return out, nil
+	}})
 }
