@@ -190,6 +190,7 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 		}
 		worst = max(worst, m)
 		rss = append(rss, fmt.Sprintf("%.1f", float64(m)/(1<<20)))
+		logMemStats(t, e, c, p, fmt.Sprintf("%d-r%d-%d", n, r, len(rss)-1))
 	}
 	goal, met := rssGoal(n), rssMet(n, worst)
 	if r > 1 {
@@ -227,7 +228,8 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	// the other, until every object is re-verified by its shard, the
 	// queues are empty and the shards are split among the replicas.
 	e.stopController()
-	cs := coldStartWith(t, e, func() { e.startReplicas(r, args) }, n, true, func() bool { return r == 1 || e.shardsSplit(r) }, nil)
+	cs := coldStartWith(t, e, func() { e.startReplicas(r, args) }, n, true, func() bool { return r == 1 || e.shardsSplit(r) },
+		func() func() { return profile(t, e, p, n, "-cold", "cold start (replica 0)") })
 	tb.add("shards, "+rs+": cold start, all re-verified", n, secs(cs.elapsed), "≤ 30 s", ptr(cs.elapsed <= 30*time.Second), "")
 	tb.add("shards, "+rs+": cold start, controller API writes", n, cs.writes.String(), "0", ptr(cs.writes.total() == 0), "")
 	tb.add("shards, "+rs+": cold start, Kafka requests", n, cs.kafka.String(), "", nil, "")
@@ -509,4 +511,64 @@ func specChange(t *testing.T, e *env, objs []types.NamespacedName, value string)
 		out[o] = changeReady{changed: changed[o], ready: w.readyAt[o.Name]}
 	}
 	return out
+}
+
+// logMemStats logs what a replica's resident memory is made of when it
+// serves pprof: its VmRSS parts, and the Go runtime's MemStats as they are
+// (no collection forced: the heap the RSS holds), then the heap in use
+// after a collection; with a profile directory it saves the heap profile
+// (shards-heap-ID.pb.gz).
+func logMemStats(t *testing.T, e *env, c *harness.Controller, p params, id string) {
+	t.Helper()
+	if c.Pprof == "" {
+		return
+	}
+	keep := func(text string) string {
+		var out []string
+		for _, line := range strings.Split(text, "\n") {
+			for _, k := range []string{"HeapAlloc", "HeapSys", "HeapIdle", "HeapInuse", "HeapReleased", "Stack", "MSpan", "GCSys", "OtherSys", "NextGC", "NumGC"} {
+				if strings.HasPrefix(line, "# "+k+" = ") {
+					out = append(out, strings.TrimPrefix(line, "# "))
+				}
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.P.PID()))
+	if err != nil {
+		t.Logf("replica %s: %v", id, err)
+	}
+	var parts []string
+	for _, line := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && (f[0] == "RssAnon:" || f[0] == "RssFile:" || f[0] == "VmHWM:" || f[0] == "VmRSS:") {
+			parts = append(parts, f[0]+" "+f[1]+" kB")
+		}
+	}
+	before, err := e.get("http://"+c.Pprof+"/debug/pprof/heap?debug=1", false)
+	if err != nil {
+		t.Logf("replica %s: heap: %v", id, err)
+		return
+	}
+	after, err := e.get("http://"+c.Pprof+"/debug/pprof/heap?gc=1&debug=1", false)
+	if err != nil {
+		t.Logf("replica %s: heap after a collection: %v", id, err)
+		return
+	}
+	t.Logf("replica %s memory: %s\n  as it was: %s\n  after a collection: %s", id, strings.Join(parts, ", "), keep(before), keep(after))
+	if p.ProfileDir == "" {
+		return
+	}
+	raw, err := e.get("http://"+c.Pprof+"/debug/pprof/heap", false)
+	if err != nil {
+		t.Logf("replica %s: heap profile: %v", id, err)
+		return
+	}
+	f := filepath.Join(p.ProfileDir, "shards-heap-"+id+".pb.gz")
+	if err := os.MkdirAll(p.ProfileDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("heap profile of replica %s: go tool pprof -top %s", id, f)
 }
