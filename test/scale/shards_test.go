@@ -220,6 +220,28 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 		fmt.Sprintf("%d (%s)", per, sweep), "≤ 40", ptr(per <= 40), "")
 	tb.add(fmt.Sprintf("shards, %s: controller API writes per drift sweep window", rs), n, sweepWrites.String(), "0", ptr(sweepWrites.total() == 0), "")
 
+	// Memory again, settled: the RSS row above is read the moment the
+	// last Buckety turned Ready, wherever the collector's cycle and the
+	// return of free pages (memory.Releaser, every 30 s) stood; this one
+	// comes a quiet period and a sweep window later.
+	var settledRSS []string
+	settledWorst := int64(0)
+	for i, c := range e.controllers() {
+		m, err := c.RSS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		settledWorst = max(settledWorst, m)
+		settledRSS = append(settledRSS, fmt.Sprintf("%.1f", float64(m)/(1<<20)))
+		logMemStats(t, e, c, params{}, fmt.Sprintf("%d-r%d-%d-settled", n, r, i))
+	}
+	settledMet := rssMet(n, settledWorst)
+	if r > 1 {
+		settledMet = ptr(settledWorst <= 250<<20)
+	}
+	tb.add(fmt.Sprintf("shards, %s: RSS per replica settled (after the sweep window), the largest (each, MiB)", rs), n,
+		fmt.Sprintf("%.1f MiB (%s)", float64(settledWorst)/(1<<20), strings.Join(settledRSS, ", ")), goal, settledMet, "")
+
 	if r > 1 {
 		leaderKilled(t, e, p, tb, rs, nss, n, r, ids)
 	}
