@@ -129,6 +129,10 @@ func (a *Assigner) defaults() error {
 	return nil
 }
 
+// releaseTimeout is the least time a stopping replica gives the release of
+// its Leases (within a Pod's default 30 s grace period).
+const releaseTimeout = 10 * time.Second
+
 // Start runs the Assigner until ctx ends (manager.Runnable): it then stops
 // every shard it holds, waits for their work to end, and releases their
 // Leases and its member Lease, so another replica takes them at once.
@@ -137,8 +141,10 @@ func (a *Assigner) Start(ctx context.Context) error {
 		return err
 	}
 	wait.JitterUntilWithContext(ctx, a.step, a.RetryPeriod, 0.2, true)
-	// ctx has ended: release with a context of its own.
-	rctx, cancel := context.WithTimeout(context.Background(), a.RenewDeadline)
+	// ctx has ended: release with a context of its own, of at least
+	// releaseTimeout (a loaded API server answers slowly, and a Lease
+	// not released is only taken over once it expires).
+	rctx, cancel := context.WithTimeout(context.Background(), max(a.RenewDeadline, releaseTimeout))
 	defer cancel()
 	var errs []error
 	for _, k := range a.Held() {
@@ -468,12 +474,35 @@ func (a *Assigner) give(ctx context.Context, k int, why string) error {
 	}
 	r.cancel()
 	<-r.done
-	l := r.lease.DeepCopy()
-	none, one := "", int32(1)
-	now := metav1.NewMicroTime(a.now())
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &none, &one, &now
 	a.Log.Info("released a shard", "shard", k, "why", why, "heldFor", a.now().Sub(r.heldSince).Round(time.Millisecond).String())
-	return a.Client.Update(ctx, l)
+	return a.release(ctx, r.lease.DeepCopy())
+}
+
+// release writes Lease l released: no holder, expired at once. The copy
+// this replica holds may be older than the Lease: a renewal the API server
+// carried out but whose answer was lost (a loaded API server, a stop that
+// cut it off) leaves it one resourceVersion behind, and the update is a
+// conflict. The Lease is then read: still this replica's, it is released
+// from what was read; another holder's (or released already), there is
+// nothing of this replica's to release.
+func (a *Assigner) release(ctx context.Context, l *coordinationv1.Lease) error {
+	for attempt := 1; ; attempt++ {
+		none, one := "", int32(1)
+		now := metav1.NewMicroTime(a.now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &none, &one, &now
+		err := a.Client.Update(ctx, l)
+		if err == nil || !apierrors.IsConflict(err) || attempt == 3 {
+			return err
+		}
+		cur := &coordinationv1.Lease{}
+		if err := a.Client.Get(ctx, client.ObjectKeyFromObject(l), cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != a.Identity {
+			return nil
+		}
+		l = cur
+	}
 }
 
 // takeUpTo takes free or expired shards of leases (the shard Leases as

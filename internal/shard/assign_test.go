@@ -353,3 +353,64 @@ func shardKeptThrough(t *testing.T, what string, update func(ctx context.Context
 		t.Fatalf("%s: want the shard kept (1 run started), got %v and %d runs started", what, got, starts)
 	}
 }
+
+// TestStopReleasesAShardWhoseLastRenewalWasNotAnswered: a replica whose
+// last renewal the API server carried out but did not answer holds a copy
+// of its Lease one resourceVersion behind; stopping, it still releases the
+// Lease (no error, no holder), rather than failing on the conflict and
+// leaving the shard to wait for the Lease's expiry.
+func TestStopReleasesAShardWhoseLastRenewalWasNotAnswered(t *testing.T) {
+	base := leaseClient(t)
+	var on atomic.Bool
+	var lost atomic.Int32
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			l, ok := obj.(*coordinationv1.Lease)
+			if !ok || !on.Load() || l.Labels[shard.LeaseKindLabel] != "shard" {
+				return c.Update(ctx, obj, opts...)
+			}
+			if err := c.Update(ctx, l, opts...); err != nil {
+				return err
+			}
+			lost.Add(1)
+			return fmt.Errorf("update lease %s: %w", l.Name, context.DeadlineExceeded)
+		},
+	})
+	tr := &tracker{t: t, running: map[int]string{}}
+	a := &shard.Assigner{
+		Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: "a", Shards: 1,
+		LeaseDuration: 9 * time.Second, RenewDeadline: 6 * time.Second, RetryPeriod: time.Second,
+		Run: tr.run("a"), Log: zap.New(zap.UseDevMode(true)).WithName("a"),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for fmt.Sprint(tr.counts("a")) != "[1]" {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("want the one shard held, got %v", tr.counts("a"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	on.Store(true)
+	for lost.Load() == 0 {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("no renewal went through the interceptor")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	on.Store(false)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("want a clean stop, got %v", err)
+	}
+	var l coordinationv1.Lease
+	if err := base.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: a.LeaseName(0)}, &l); err != nil {
+		t.Fatal(err)
+	}
+	if h := l.Spec.HolderIdentity; h == nil || *h != "" {
+		t.Errorf("want the Lease released (no holder), got holder %v", l.Spec.HolderIdentity)
+	}
+}
