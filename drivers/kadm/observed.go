@@ -2,15 +2,14 @@ package kadm
 
 import (
 	"context"
-	"encoding/binary"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/internal/runtime/strmap"
 )
 
 // Observations. A reconcile asks Ensure about its topic on every pass: the
@@ -87,22 +86,15 @@ func (o *observations) shared(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := slices.Sorted(maps.Keys(m))
-	var b []byte
-	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-		b = binary.AppendUvarint(b, uint64(len(m[k])))
-		b = append(b, m[k]...)
-	}
-	if got, ok := o.configs[string(b)]; ok {
+	key, _ := strmap.Key(m)
+	if got, ok := o.configs[key]; ok {
 		return got
 	}
 	if o.configs == nil || len(o.configs) >= maxSharedConfigs {
 		o.configs = make(map[string]map[string]string, 16)
 	}
 	c := maps.Clone(m)
-	o.configs[string(b)] = c
+	o.configs[key] = c
 	return c
 }
 

@@ -307,22 +307,13 @@ func shardKeptThrough(t *testing.T, what string, update func(ctx context.Context
 			return c.Update(ctx, obj, opts...)
 		},
 	})
-	tr := &tracker{t: t, running: map[int]string{}}
-	a := &shard.Assigner{
-		Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: "a", Shards: 1,
-		LeaseDuration: 9 * time.Second, RenewDeadline: 6 * time.Second, RetryPeriod: time.Second,
-		Run: tr.run("a"), Log: zap.New(zap.UseDevMode(true)).WithName("a"),
-	}
+	a, tr := oneShardReplica(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- a.Start(ctx) }()
 	defer r.stop(t)
-	deadline := time.Now().Add(60 * time.Second)
-	for fmt.Sprint(tr.counts("a")) != "[1]" {
-		if time.Now().After(deadline) {
-			t.Fatalf("want the one shard held, got %v", tr.counts("a"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := oneShardHeld(tr, time.Now().Add(60*time.Second)); err != nil {
+		t.Fatal(err)
 	}
 	key := client.ObjectKey{Namespace: "default", Name: a.LeaseName(0)}
 	renewTime := func() time.Time {
@@ -354,6 +345,28 @@ func shardKeptThrough(t *testing.T, what string, update func(ctx context.Context
 	}
 }
 
+// oneShardReplica is replica "a" of an installation of one shard, its
+// Leases read and written through c, and the tracker of its shard's runs.
+func oneShardReplica(t *testing.T, c client.Client) (*shard.Assigner, *tracker) {
+	tr := &tracker{t: t, running: map[int]string{}}
+	return &shard.Assigner{
+		Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: "a", Shards: 1,
+		LeaseDuration: 9 * time.Second, RenewDeadline: 6 * time.Second, RetryPeriod: time.Second,
+		Run: tr.run("a"), Log: zap.New(zap.UseDevMode(true)).WithName("a"),
+	}, tr
+}
+
+// oneShardHeld waits until deadline for replica "a" to run the one shard.
+func oneShardHeld(tr *tracker, deadline time.Time) error {
+	for fmt.Sprint(tr.counts("a")) != "[1]" {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("want the one shard held, got %v", tr.counts("a"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
 // TestStopReleasesAShardWhoseLastRenewalWasNotAnswered: a replica whose
 // last renewal the API server carried out but did not answer holds a copy
 // of its Lease one resourceVersion behind; stopping, it still releases the
@@ -376,22 +389,14 @@ func TestStopReleasesAShardWhoseLastRenewalWasNotAnswered(t *testing.T) {
 			return fmt.Errorf("update lease %s: %w", l.Name, context.DeadlineExceeded)
 		},
 	})
-	tr := &tracker{t: t, running: map[int]string{}}
-	a := &shard.Assigner{
-		Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: "a", Shards: 1,
-		LeaseDuration: 9 * time.Second, RenewDeadline: 6 * time.Second, RetryPeriod: time.Second,
-		Run: tr.run("a"), Log: zap.New(zap.UseDevMode(true)).WithName("a"),
-	}
+	a, tr := oneShardReplica(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Start(ctx) }()
 	deadline := time.Now().Add(60 * time.Second)
-	for fmt.Sprint(tr.counts("a")) != "[1]" {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("want the one shard held, got %v", tr.counts("a"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := oneShardHeld(tr, deadline); err != nil {
+		cancel()
+		t.Fatal(err)
 	}
 	on.Store(true)
 	for lost.Load() == 0 {

@@ -181,17 +181,7 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 
 	// Memory, after provisioning settled: each replica's, and the control
 	// plane's (what bounds N on one machine).
-	var rss []string
-	worst := int64(0)
-	for _, c := range e.controllers() {
-		m, err := c.RSS()
-		if err != nil {
-			t.Fatal(err)
-		}
-		worst = max(worst, m)
-		rss = append(rss, fmt.Sprintf("%.1f", float64(m)/(1<<20)))
-		logMemStats(t, e, c, p, fmt.Sprintf("%d-r%d-%d", n, r, len(rss)-1))
-	}
+	worst, rss := replicasRSS(t, e, p, fmt.Sprintf("%d-r%d-%%d", n, r))
 	goal, met := rssGoal(n), rssMet(n, worst)
 	if r > 1 {
 		goal, met = "≤ 250 MiB", ptr(worst <= 250<<20)
@@ -224,17 +214,7 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	// last Buckety turned Ready, wherever the collector's cycle and the
 	// return of free pages (memory.Releaser, every 30 s) stood; this one
 	// comes a quiet period and a sweep window later.
-	var settledRSS []string
-	settledWorst := int64(0)
-	for i, c := range e.controllers() {
-		m, err := c.RSS()
-		if err != nil {
-			t.Fatal(err)
-		}
-		settledWorst = max(settledWorst, m)
-		settledRSS = append(settledRSS, fmt.Sprintf("%.1f", float64(m)/(1<<20)))
-		logMemStats(t, e, c, params{}, fmt.Sprintf("%d-r%d-%d-settled", n, r, i))
-	}
+	settledWorst, settledRSS := replicasRSS(t, e, params{}, fmt.Sprintf("%d-r%d-%%d-settled", n, r))
 	settledMet := rssMet(n, settledWorst)
 	if r > 1 {
 		settledMet = ptr(settledWorst <= 250<<20)
@@ -533,6 +513,25 @@ func specChange(t *testing.T, e *env, objs []types.NamespacedName, value string)
 		out[o] = changeReady{changed: changed[o], ready: w.readyAt[o.Name]}
 	}
 	return out
+}
+
+// replicasRSS reads each running replica's RSS and logs its MemStats
+// (logMemStats, with p, as id the replica's index formatted into idFormat):
+// the largest, and each in MiB.
+func replicasRSS(t *testing.T, e *env, p params, idFormat string) (int64, []string) {
+	t.Helper()
+	var each []string
+	worst := int64(0)
+	for i, c := range e.controllers() {
+		m, err := c.RSS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, m)
+		each = append(each, fmt.Sprintf("%.1f", float64(m)/(1<<20)))
+		logMemStats(t, e, c, p, fmt.Sprintf(idFormat, i))
+	}
+	return worst, each
 }
 
 // logMemStats logs what a replica's resident memory is made of when it

@@ -1,9 +1,6 @@
 package controller
 
 import (
-	"encoding/binary"
-	"maps"
-	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/runtime/strmap"
 )
 
 // compact makes a cached object share what it has in common with the
@@ -186,17 +184,8 @@ func (c *compactor) labels(m map[string]string) map[string]string {
 }
 
 func (c *compactor) sharedLocked(m map[string]string) map[string]string {
-	keys := slices.Sorted(maps.Keys(m))
-	// Each string with its length before it: two different maps never
-	// have the same key, whatever bytes their strings hold.
-	var b []byte
-	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-		b = binary.AppendUvarint(b, uint64(len(m[k])))
-		b = append(b, m[k]...)
-	}
-	if got, ok := c.maps[string(b)]; ok {
+	key, keys := strmap.Key(m)
+	if got, ok := c.maps[key]; ok {
 		return got
 	}
 	if c.maps == nil || len(c.maps) >= maxSharedMaps {
@@ -206,6 +195,6 @@ func (c *compactor) sharedLocked(m map[string]string) map[string]string {
 	for _, k := range keys {
 		out[c.strLocked(k)] = c.strLocked(m[k])
 	}
-	c.maps[string(b)] = out
+	c.maps[key] = out
 	return out
 }
