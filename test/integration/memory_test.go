@@ -190,6 +190,20 @@ func TestControllerMemory(t *testing.T) {
 		return ready == n, fmt.Sprintf("%d of %d Ready", ready, n)
 	})
 	t.Logf("%d Bucketies Ready %s after the first apply", n, time.Since(start).Round(time.Millisecond))
+	// The start-up collector setting (memory.StartupGC) ends once the
+	// start's work is done, as the log says, before the memory is read.
+	wait.For(t, waitTimeout, "the log's start-up done, settled", func() (bool, string) {
+		log, err := os.ReadFile(ctrl.p.Log)
+		if err != nil {
+			return false, err.Error()
+		}
+		for line := range strings.Lines(string(log)) {
+			if strings.Contains(line, "start-up done") {
+				return strings.Contains(line, `"settled":true`) && strings.Contains(line, `"GOGC":25`), line
+			}
+		}
+		return false, "no start-up done line yet"
+	})
 	// Settle: late events and the accesses' last passes.
 	time.Sleep(5 * time.Second)
 	pid := ctrl.p.PID()

@@ -810,6 +810,8 @@ func coldStartWith(t *testing.T, e *env, start func(), n int, settle bool, settl
 	}
 	deadline := begin.Add(5*time.Minute + time.Duration(n)*100*time.Millisecond)
 	var last string
+	// Where the time goes: the reconciles and the queue every 5 s.
+	nextLog := begin.Add(5 * time.Second)
 	for {
 		rec := map[string]float64{}
 		depth := 0.0
@@ -821,6 +823,10 @@ func coldStartWith(t *testing.T, e *env, start func(), n int, settle bool, settl
 			}
 		}
 		last = fmt.Sprintf("reconciles %v, queue depth %.0f", rec, depth)
+		if time.Now().After(nextLog) {
+			t.Logf("cold start at %s: %s", time.Since(begin).Round(time.Second), last)
+			nextLog = nextLog.Add(5 * time.Second)
+		}
 		if rec["buckety"] >= float64(n) && rec["bucketyaccess"] >= float64(n) && (depth == 0 || !settle) && (settled == nil || settled()) {
 			break
 		}

@@ -73,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		return 0
 	}
 	o.Config = cfg
-	o.GOGC = memory.ApplyGCDefault(os.Getenv)
+	o.GOGC, o.StartupGC = memory.ApplyGCDefault(os.Getenv)
 	o.ReleaseMemory = true
 	o.Log = lazylog.Wrap(zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr)))
 	ctrl.SetLogger(o.Log)

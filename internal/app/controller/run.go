@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -71,6 +72,10 @@ type Options struct {
 	// (memory.DefaultGOGC unless the environment set one), for the
 	// start-up log.
 	GOGC string
+	// StartupGC is set when the collector runs at memory.StartupGOGC
+	// until the start's work is done (memory.StartupGC ends it, when
+	// ReleaseMemory is set too).
+	StartupGC bool
 	// ReleaseMemory hands the kernel back the binary's pages that
 	// start-up touched, once the caches have synced (see
 	// memory.StartupPages), and free heap pages after bursts
@@ -178,7 +183,7 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	if err := addHealthChecks(ctx, mgr); err != nil {
 		return err
 	}
-	if err := addMemoryRelease(mgr, o, mgr.GetCache().WaitForCacheSync); err != nil {
+	if err := addMemoryRelease(mgr, o, mgr.GetCache().WaitForCacheSync, mgr.GetCache()); err != nil {
 		return err
 	}
 	if err := metrics.RegisterResources(mgr.GetCache(), set.Names(), claims.IsRetained); err != nil {
@@ -334,13 +339,21 @@ func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 
 // addMemoryRelease adds to mgr, when o.ReleaseMemory, what hands memory
 // back to the kernel: the binary's start-up pages once synced reports the
-// first cache synced, and free heap pages after bursts (memory.Releaser).
-func addMemoryRelease(mgr ctrl.Manager, o Options, synced func(context.Context) bool) error {
+// first cache synced, the start-up collector setting once the Bucketies
+// and accesses cached reads then have been reconciled (o.StartupGC;
+// startupSettled), and free heap pages after bursts (memory.Releaser).
+func addMemoryRelease(mgr ctrl.Manager, o Options, synced func(context.Context) bool, cached client.Reader) error {
 	if !o.ReleaseMemory {
 		return nil
 	}
 	if err := mgr.Add(&memory.StartupPages{Synced: synced, Log: o.Log}); err != nil {
 		return err
+	}
+	if o.StartupGC {
+		settled := startupSettled(synced, cachedObjects(cached), func() (startWork, error) { return readStartWork(ctrlmetrics.Registry) }, time.Second)
+		if err := mgr.Add(&memory.StartupGC{Settled: settled, Log: o.Log.WithName("memory")}); err != nil {
+			return err
+		}
 	}
 	return mgr.Add(&memory.Releaser{Log: o.Log.WithName("memory")})
 }

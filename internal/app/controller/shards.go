@@ -45,7 +45,8 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 		return err
 	}
 	// The binary's start-up pages are released once the first shard's
-	// cache has synced.
+	// cache has synced, and the start-up collector setting ends once what
+	// the shards held then has been reconciled.
 	firstSynced := make(chan struct{})
 	var once sync.Once
 	synced := func() { once.Do(func() { close(firstSynced) }) }
@@ -56,7 +57,7 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 		case <-ctx.Done():
 			return false
 		}
-	}); err != nil {
+	}, readers); err != nil {
 		return err
 	}
 	lease, renew, retry := leaderTimings(o)

@@ -10,23 +10,24 @@ func TestApplyGCDefault(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	tests := []struct {
 		name, env, want string
+		startup         bool
 		percent         int
 	}{
-		{"unset: the default", "", "25", DefaultGOGC},
-		{"the operator's value wins", "80", "80", 100},
-		{"off wins too", "off", "off", 100},
+		{"unset: the start-up setting, then the default", "", "25 (100 while starting)", true, StartupGOGC},
+		{"the operator's value wins", "80", "80", false, 50},
+		{"off wins too", "off", "off", false, 50},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			debug.SetGCPercent(100)
-			got := ApplyGCDefault(func(k string) string {
+			debug.SetGCPercent(50)
+			got, startup := ApplyGCDefault(func(k string) string {
 				if k == "GOGC" {
 					return tt.env
 				}
 				return ""
 			})
-			if got != tt.want {
-				t.Errorf("want %q, got %q", tt.want, got)
+			if got != tt.want || startup != tt.startup {
+				t.Errorf("want %q, start-up setting %v; got %q, %v", tt.want, tt.startup, got, startup)
 			}
 			if p := debug.SetGCPercent(100); p != tt.percent {
 				t.Errorf("want GC percent %d, got %d", tt.percent, p)
