@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -350,7 +349,7 @@ func addMemoryRelease(mgr ctrl.Manager, o Options, synced func(context.Context) 
 		return err
 	}
 	if o.StartupGC {
-		settled := startupSettled(synced, cachedObjects(cached), func() (startWork, error) { return readStartWork(ctrlmetrics.Registry) }, time.Second)
+		settled := startupSettled(synced, cachedObjects(cached), readStartWork, time.Second)
 		if err := mgr.Add(&memory.StartupGC{Settled: settled, Log: o.Log.WithName("memory")}); err != nil {
 			return err
 		}

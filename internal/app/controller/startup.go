@@ -2,16 +2,12 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/controller/access"
-	"github.com/Yolean/buckety-controller/internal/controller/buckety"
+	"github.com/Yolean/buckety-controller/internal/controller/queue"
 )
 
 // When a start's work is done, for memory.StartupGC: the caches have
@@ -29,20 +25,18 @@ import (
 // a start in which no queued work was ever seen.
 const startupQuiet = 10
 
-// startWork is what a check reads: the work queues' depth, summed, and the
-// reconciles the Buckety and access controllers have done since the
-// process started.
+// startWork is what a check reads: the items waiting in the work queues,
+// and the reconciles the Buckety and access controllers have done since
+// the process started.
 type startWork struct {
-	depth, reconciles float64
+	depth, reconciles int64
 }
 
 // startupSettled returns the wait memory.StartupGC runs: synced, then
 // objects (the Bucketies and accesses cached then; an error leaves only
 // the queues' rule), then a check of read every interval until the
-// reconciles reach the objects or the queues' rule ends the start. A
-// check that cannot be read counts as work: it ends nothing (the start-up
-// setting's own limit does).
-func startupSettled(synced func(context.Context) bool, objects func(context.Context) (int, error), read func() (startWork, error), every time.Duration) func(context.Context) bool {
+// reconciles reach the objects or the queues' rule ends the start.
+func startupSettled(synced func(context.Context) bool, objects func(context.Context) (int, error), read func() startWork, every time.Duration) func(context.Context) bool {
 	return func(ctx context.Context) bool {
 		if !synced(ctx) {
 			return false
@@ -53,15 +47,13 @@ func startupSettled(synced func(context.Context) bool, objects func(context.Cont
 		defer t.Stop()
 		seen, empty := false, 0
 		for {
-			w, err := read()
-			switch {
-			case err != nil || w.depth > 0:
-				seen = seen || err == nil
-				empty = 0
-			default:
+			w := read()
+			if w.depth > 0 {
+				seen, empty = true, 0
+			} else {
 				empty++
 			}
-			if err == nil && counted && w.reconciles >= float64(n) {
+			if counted && w.reconciles >= int64(n) {
 				return true
 			}
 			if (seen && empty >= 2) || (!seen && empty >= startupQuiet) {
@@ -91,40 +83,10 @@ func cachedObjects(r client.Reader) func(context.Context) (int, error) {
 	}
 }
 
-// The metrics a check reads, as controller-runtime registers them: every
-// controller's queue depth (labelled by its name) and its reconciles
-// (labelled by controller and result).
-var (
-	depthMetric      = prometheus.BuildFQName("", ctrlmetrics.WorkQueueSubsystem, ctrlmetrics.DepthKey)
-	reconcilesMetric = "controller_runtime_reconcile_total"
-)
-
-// readStartWork reads a check from g. A collector that fails (a Gather
-// error) does not hide the metrics gathered beside it; no queue at all is
-// a depth of 0.
-func readStartWork(g prometheus.Gatherer) (startWork, error) {
-	fams, err := g.Gather()
-	var w startWork
-	found := false
-	for _, f := range fams {
-		switch f.GetName() {
-		case depthMetric:
-			found = true
-			for _, m := range f.GetMetric() {
-				w.depth += m.GetGauge().GetValue()
-			}
-		case reconcilesMetric:
-			for _, m := range f.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "controller" && (l.GetValue() == buckety.ControllerName || l.GetValue() == access.ControllerName) {
-						w.reconciles += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-	}
-	if err != nil && !found {
-		return startWork{}, fmt.Errorf("gather metrics: %w", err)
-	}
-	return w, nil
+// readStartWork is a check of this process's work queues
+// (queue.Stats): the items waiting and the items finished, one per
+// reconcile of the Buckety and access controllers.
+func readStartWork() startWork {
+	waiting, done := queue.Stats()
+	return startWork{depth: waiting, reconciles: done}
 }

@@ -5,6 +5,7 @@ package queue
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,10 +30,31 @@ func NewFair(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) work
 	rr := &roundRobin{}
 	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: rr})
 	dq := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{Name: name, Queue: q})
+	live.Store(rr, struct{}{})
 	return &fair{
 		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, DelayingQueue: dq}),
 		rr:                         rr,
 	}
+}
+
+// The work of this process's queues, for the end of a start (the
+// controller's memory.StartupGC): how many items wait in the queues not
+// shut down, and how many items workers have finished (one per
+// reconcile) since the process started.
+var (
+	live     sync.Map // *roundRobin of each queue not shut down
+	finished atomic.Int64
+)
+
+// Stats returns the items waiting in this process's fair queues that are
+// not shut down (delayed retries not yet due are not waiting), and the
+// items their workers have finished since the process started.
+func Stats() (waiting, done int64) {
+	live.Range(func(k, _ any) bool {
+		waiting += k.(*roundRobin).waiting.Load()
+		return true
+	})
+	return waiting, finished.Load()
 }
 
 // Later is work of low priority: the re-checks of objects that need
@@ -61,6 +83,24 @@ type fair struct {
 	rr *roundRobin
 }
 
+// Done is client-go's, counted for Stats.
+func (f *fair) Done(item reconcile.Request) {
+	f.TypedRateLimitingInterface.Done(item)
+	finished.Add(1)
+}
+
+// ShutDown and ShutDownWithDrain are client-go's; the queue's items no
+// longer count as waiting (Stats).
+func (f *fair) ShutDown() {
+	f.TypedRateLimitingInterface.ShutDown()
+	live.Delete(f.rr)
+}
+
+func (f *fair) ShutDownWithDrain() {
+	f.TypedRateLimitingInterface.ShutDownWithDrain()
+	live.Delete(f.rr)
+}
+
 // AddLater marks item as low-priority work for the Push or Touch that its
 // Add makes (under client-go's lock), and takes the mark back after: an
 // Add that neither pushes nor touches (the item is being processed, or
@@ -87,6 +127,9 @@ type roundRobin struct {
 
 	mu     sync.Mutex
 	marked map[reconcile.Request]int
+
+	// waiting is Len, for Stats to read without client-go's lock.
+	waiting atomic.Int64
 }
 
 func (r *roundRobin) mark(item reconcile.Request, on bool) {
@@ -119,6 +162,7 @@ func (r *roundRobin) Touch(item reconcile.Request) {
 }
 
 func (r *roundRobin) Push(item reconcile.Request) {
+	r.waiting.Add(1)
 	if r.isMarked(item) {
 		if r.low == nil {
 			r.low = map[reconcile.Request]struct{}{}
@@ -136,6 +180,7 @@ func (r *roundRobin) Len() int { return r.now.n + len(r.low) }
 // the next namespace's oldest low-priority one; client-go calls it only
 // when Len is not 0.
 func (r *roundRobin) Pop() reconcile.Request {
+	r.waiting.Add(-1)
 	if r.now.n > 0 {
 		return r.now.pop()
 	}

@@ -188,3 +188,31 @@ func TestFifoStaysCompact(t *testing.T) {
 }
 
 var _ workqueue.Queue[reconcile.Request] = &roundRobin{}
+
+// TestStatsCountWaitingAndFinishedWork: Stats counts the items waiting in
+// the fair queues (an item added twice once, a low-priority item made
+// ordinary once) and the items workers finished; a queue shut down no
+// longer counts.
+func TestStatsCountWaitingAndFinishedWork(t *testing.T) {
+	w0, d0 := Stats()
+	q := NewFair("stats-test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q.Add(req("a", "1"))
+	q.Add(req("a", "1"))
+	q.Add(req("b", "2"))
+	AddLater(q, req("c", "3"))
+	q.Add(req("c", "3")) // made ordinary: still one item
+	if w, d := Stats(); w-w0 != 3 || d != d0 {
+		t.Fatalf("want 3 waiting and none finished, got %d and %d", w-w0, d-d0)
+	}
+	for range 2 {
+		item, _ := q.Get()
+		q.Done(item)
+	}
+	if w, d := Stats(); w-w0 != 1 || d-d0 != 2 {
+		t.Fatalf("want 1 waiting and 2 finished, got %d and %d", w-w0, d-d0)
+	}
+	q.ShutDown()
+	if w, d := Stats(); w != w0 || d-d0 != 2 {
+		t.Fatalf("shut down: want its waiting item uncounted and 2 finished, got %d and %d", w-w0, d-d0)
+	}
+}
