@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -67,6 +68,45 @@ func (cp *ControlPlane) InstallCRDs(ctx context.Context, dirs ...string) error {
 		})
 		if err != nil {
 			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		}
+	}
+	return cp.waitDiscoverable(ctx, crds)
+}
+
+// waitDiscoverable waits until the API server's discovery lists every
+// served version of each CRD. Established comes first: a controller
+// started between the two finds no REST mapping for a kind it watches
+// and exits ("no matches for kind"), as a rebuilt cluster's controller in
+// TestRebuiltInstallationReattaches once did.
+func (cp *ControlPlane) waitDiscoverable(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.RESTConfig)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			gv := crd.Spec.Group + "/" + v.Name
+			var last error
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				list, err := dc.ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					last = err // not found until the group is served: keep waiting
+					return false, nil
+				}
+				for _, r := range list.APIResources {
+					if r.Name == crd.Spec.Names.Plural {
+						return true, nil
+					}
+				}
+				last = fmt.Errorf("%s not listed", crd.Spec.Names.Plural)
+				return false, nil
+			})
+			if err != nil {
+				return fmt.Errorf("CRD %s: %s not in discovery: %w (%v)", crd.Name, gv, err, last)
+			}
 		}
 	}
 	return nil
