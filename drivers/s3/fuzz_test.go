@@ -3,11 +3,13 @@ package s3_test
 import (
 	"context"
 	"encoding/json"
+	"math/big"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -71,6 +73,21 @@ func FuzzValidateName(f *testing.F) {
 	})
 }
 
+// wholeBytes is the fuzz model of a byte size: a Kubernetes quantity whose
+// exact value is a whole number more than 0, computed by resource.Quantity,
+// not by the driver's own parser.
+func wholeBytes(v string) (*big.Rat, bool) {
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return nil, false
+	}
+	r, ok := new(big.Rat).SetString(q.AsDec().String())
+	if !ok || !r.IsInt() || r.Sign() <= 0 {
+		return nil, false
+	}
+	return r, true
+}
+
 // FuzzValidateParameters: errors name a parameter; accepted parameters use
 // only the documented keys with well-formed values; jurisdiction passes
 // only on implementation r2, quota only on minio and seaweedfs, a new
@@ -85,6 +102,12 @@ func FuzzValidateParameters(f *testing.F) {
 	f.Add(uint8(2), false, "", "jurisdiction=eu\nregion=auto")
 	f.Add(uint8(3), true, "versioning=true\nregion=eu-north-1", "versioning=false\nregion=eu-west-1")
 	f.Add(uint8(4), false, "", `lifecycle={"expirationDays":1,"prefix":"a/"} {}`)
+	// A whole number of bytes written with a fraction is a size: 1.0 is
+	// one byte, 1.5Ki is 1536 (a CI fuzz run once took "1.0" for a bad one).
+	for i := range implementations {
+		f.Add(uint8(i), false, "", "quota=1.0\nsoftQuota=1.5Ki")
+		f.Add(uint8(i), false, "", "quota=1.5\nsoftQuota=0.5Ki")
+	}
 	d := s3.New()
 	f.Fuzz(func(t *testing.T, implIdx uint8, hasOld bool, oldS, newS string) {
 		cfg := &s3.Config{Implementation: impl(implIdx)}
@@ -134,15 +157,15 @@ func FuzzValidateParameters(f *testing.F) {
 					t.Fatalf("accepted jurisdiction %q", v)
 				}
 			case s3.ParamQuota, s3.ParamSoftQuota:
-				n, err := drivers.ParseBytes(v)
-				if err != nil || n <= 0 {
-					t.Fatalf("accepted %s %q, want a positive byte count (%v)", k, v, err)
+				n, ok := wholeBytes(v)
+				if !ok {
+					t.Fatalf("accepted %s %q, want a quantity that is a whole number of bytes, more than 0", k, v)
 				}
 				if k == s3.ParamQuota && (old == nil || old[k] != v) && cfg.Implementation != s3.ImplMinIO && cfg.Implementation != s3.ImplSeaweedFS {
 					t.Fatalf("accepted a new quota on implementation %q, want minio or seaweedfs only", cfg.Implementation)
 				}
 				if hard, ok := nw[s3.ParamQuota]; ok && k == s3.ParamSoftQuota {
-					if h, err := drivers.ParseBytes(hard); err == nil && n > h {
+					if h, ok := wholeBytes(hard); ok && n.Cmp(h) > 0 {
 						t.Fatalf("accepted softQuota %q above quota %q", v, hard)
 					}
 				}
