@@ -4,24 +4,62 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
+	"regexp"
 	"strconv"
 
 	"github.com/invopop/jsonschema"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// BytesPattern is the syntax of a byte count: Kubernetes quantity syntax
+// for a whole, non-negative number of bytes: digits, optionally a
+// fraction, and a suffix k, M, G, T, P, E (powers of 1000), Ki, Mi, Gi,
+// Ti, Pi, Ei (powers of 1024) or an exponent (1e9). Signs and the
+// sub-unit suffixes (m, u, n) never name a size in bytes. The published
+// schemas use the same pattern.
+const BytesPattern = `^[0-9]+(\.[0-9]+)?([kMGTPE]|[KMGTPE]i|[eE][0-9]+)?$`
+
+var bytesRE = regexp.MustCompile(BytesPattern)
+
+// bytesSuffixes are the quantity suffixes as base and exponent.
+var bytesSuffixes = map[string][2]int64{
+	"": {10, 0}, "k": {10, 3}, "M": {10, 6}, "G": {10, 9}, "T": {10, 12}, "P": {10, 15}, "E": {10, 18},
+	"Ki": {2, 10}, "Mi": {2, 20}, "Gi": {2, 30}, "Ti": {2, 40}, "Pi": {2, 50}, "Ei": {2, 60},
+}
+
 // ParseBytes reads a byte count written as a Kubernetes quantity ("10Gi",
-// "500M", "1048576"): a whole, non-negative number of bytes.
+// "1.5Gi", "500M", "1048576"): a whole, non-negative number of bytes,
+// computed exactly. Not through resource.Quantity: its AsInt64 refuses any
+// quantity written with a fraction (1.5Gi, 1.0), and it clamps sizes
+// beyond int64 (8Ei) to its largest.
 func ParseBytes(s string) (int64, error) {
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return 0, fmt.Errorf("want a byte count such as 10Gi, 500M or 1048576: %v", err)
+	m := bytesRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("want a byte count such as 10Gi, 500M or 1048576 (digits, optionally a fraction, and a suffix k, M, G, T, P, E or Ki, Mi, Gi, Ti, Pi, Ei), got %q", s)
 	}
-	n, ok := q.AsInt64()
-	if !ok || q.Sign() < 0 {
-		return 0, fmt.Errorf("want a whole, non-negative number of bytes, got %s", s)
+	num := s[:len(s)-len(m[2])]
+	n, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return 0, fmt.Errorf("want a byte count such as 10Gi, 500M or 1048576, got %q", s)
 	}
-	return n, nil
+	p, isSuffix := bytesSuffixes[m[2]]
+	if !isSuffix {
+		// An exponent: e or E and digits.
+		e, err := strconv.ParseInt(m[2][1:], 10, 64)
+		if err != nil || e > 30 {
+			return 0, fmt.Errorf("%s is more bytes than the largest size, %d", s, int64(math.MaxInt64))
+		}
+		p = [2]int64{10, e}
+	}
+	n.Mul(n, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(p[0]), big.NewInt(p[1]), nil)))
+	switch {
+	case !n.IsInt():
+		return 0, fmt.Errorf("%s is %s bytes, not a whole number of bytes", s, n.FloatString(3))
+	case !n.Num().IsInt64():
+		return 0, fmt.Errorf("%s is more bytes than the largest size, %d", s, int64(math.MaxInt64))
+	}
+	return n.Num().Int64(), nil
 }
 
 // FormatBytes writes n bytes for people: binary units where they are
@@ -64,7 +102,7 @@ func (b ByteSize) IsZero() bool { return b.Bytes == 0 }
 func (ByteSize) JSONSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{
 		OneOf: []*jsonschema.Schema{
-			{Type: "string", Pattern: `^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$`},
+			{Type: "string", Pattern: BytesPattern},
 			{Type: "integer", Minimum: json.Number("0")},
 		},
 		Description: "A byte count: a Kubernetes quantity such as 10Gi or 500M, or a plain integer.",

@@ -81,13 +81,18 @@ func TestCounted(t *testing.T) {
 }
 
 func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"10Gi": 10 << 30, "500M": 500e6, "1048576": 1 << 20, "0": 0} {
+	for in, want := range map[string]int64{"10Gi": 10 << 30, "500M": 500e6, "1048576": 1 << 20, "0": 0,
+		// Whole numbers of bytes written with a fraction, which
+		// resource.Quantity's AsInt64 refused, and exponents.
+		"1.5Gi": 3 << 29, "1.0": 1, "0.5Ki": 512, "1e3": 1000, "7Ei": 7 << 60} {
 		got, err := drivers.ParseBytes(in)
 		if err != nil || got != want {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"-1", "1.5", "ten", "1m"} {
+	for _, in := range []string{"-1", "1.5", "ten", "1m", "", "10 Gi", "10GB", "+1",
+		// Beyond int64, which resource.Quantity clamps to its largest.
+		"8Ei", "9223372036854775808", "1e40"} {
 		if _, err := drivers.ParseBytes(in); err == nil {
 			t.Errorf("ParseBytes(%q): want an error", in)
 		}
