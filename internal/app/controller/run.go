@@ -22,6 +22,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/app/controller/options"
+	"github.com/Yolean/buckety-controller/internal/app/crds"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/access"
@@ -140,6 +141,11 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	gracePeriod := 30 * time.Second
 	mo, err := metricsOptions(o.MetricsAddr, o.MetricsInsecure)
 	if err != nil {
+		return err
+	}
+	// The caches and indexes below need buckety's kinds served; on a first
+	// install they may be a moment behind this Pod (internal/app/crds).
+	if err := crds.WaitServed(ctx, o.RESTConfig, scheme, v1.GroupVersion, log); err != nil {
 		return err
 	}
 	lease, renew, retry := leaderTimings(o)

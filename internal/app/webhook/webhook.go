@@ -37,6 +37,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/all"
 	bucketyadmission "github.com/Yolean/buckety-controller/internal/admission"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/app/crds"
 	"github.com/Yolean/buckety-controller/internal/app/webhook/options"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/kubeconfig"
@@ -138,6 +139,14 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := v1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	// The Buckety and access caches need buckety's kinds served; on a
+	// first install they may be a moment behind this Pod (internal/app/crds).
+	if err := crds.WaitServed(ctx, o.RESTConfig, scheme, v1.GroupVersion, o.Log); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting: a clean stop
+		}
 		return err
 	}
 	// The serving certificate is watched here rather than inside the
