@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
@@ -37,14 +36,7 @@ func TestControllerStartsBeforeItsCRDs(t *testing.T) {
 	if err := fresh.InstallCRDs(ctx, controlplane.CRDDir()); err != nil {
 		t.Fatal(err)
 	}
-	scheme, err := appcontroller.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(fresh.RESTConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientOn(t, fresh.RESTConfig)
 	topic := fmt.Sprintf("early.orders-%d", time.Now().UnixNano())
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "early"}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic, RetentionPolicy: v1.RetentionDelete}}
 	applyOn(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "early"}}, b)

@@ -123,15 +123,22 @@ func installationYAML(inst string, backends ...config.Backend) string {
 func otherCluster(t *testing.T) (*rest.Config, client.Client) {
 	t.Helper()
 	other := controlplane.StartT(t, controlplane.Options{CRDDirs: []string{controlplane.CRDDir()}})
+	return other.RESTConfig, clientOn(t, other.RESTConfig)
+}
+
+// clientOn is a client of the controller's scheme on the API server rc
+// reaches.
+func clientOn(t *testing.T, rc *rest.Config) client.Client {
+	t.Helper()
 	scheme, err := appcontroller.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(other.RESTConfig, client.Options{Scheme: scheme})
+	c, err := client.New(rc, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return other.RESTConfig, c
+	return c
 }
 
 // applyOn creates objs on the API server c reaches, as kubectl apply of

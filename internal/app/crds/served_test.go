@@ -57,6 +57,16 @@ func (l *logLines) logger() logr.Logger {
 	}, funcr.Options{})
 }
 
+// waiterOn is a Waiter on cp's API server that logs to log.
+func waiterOn(t *testing.T, cp *controlplane.ControlPlane, log *logLines) *crds.Waiter {
+	t.Helper()
+	w, err := crds.NewWaiter(cp.RESTConfig, log.logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func (l *logLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -80,12 +90,9 @@ func TestWaitForServedKinds(t *testing.T) {
 
 	t.Run("not installed", func(t *testing.T) {
 		var log logLines
-		w, err := crds.NewWaiter(cp.RESTConfig, log.logger())
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := waiterOn(t, cp, &log)
 		w.Timeout = 2 * time.Second
-		err = w.Wait(ctx, v1.GroupVersion, kinds)
+		err := w.Wait(ctx, v1.GroupVersion, kinds)
 		if err == nil {
 			t.Fatal("want an error: no CRD is installed")
 		}
@@ -101,10 +108,7 @@ func TestWaitForServedKinds(t *testing.T) {
 
 	t.Run("installed while waiting", func(t *testing.T) {
 		var log logLines
-		w, err := crds.NewWaiter(cp.RESTConfig, log.logger())
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := waiterOn(t, cp, &log)
 		w.Timeout = 2 * time.Minute
 		done := make(chan error, 1)
 		go func() { done <- w.Wait(ctx, v1.GroupVersion, kinds) }()
@@ -129,10 +133,7 @@ func TestWaitForServedKinds(t *testing.T) {
 		}
 		// Served now: a second wait returns at once, and logs nothing.
 		var again logLines
-		w2, err := crds.NewWaiter(cp.RESTConfig, again.logger())
-		if err != nil {
-			t.Fatal(err)
-		}
+		w2 := waiterOn(t, cp, &again)
 		if err := w2.Wait(ctx, v1.GroupVersion, kinds); err != nil {
 			t.Fatal(err)
 		}
