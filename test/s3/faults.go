@@ -34,5 +34,5 @@ func (s *Server) Respawn() error {
 	if s.Implementation == "minio" {
 		health += minioHealth
 	}
-	return s.waitReady(health)
+	return s.waitReady(s.readyURLs(health)...)
 }

@@ -181,7 +181,7 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 		return nil, err
 	}
 	s.p = p
-	if err := s.waitReady(health); err != nil {
+	if err := s.waitReady(s.readyURLs(health)...); err != nil {
 		if serr := s.Stop(); serr != nil {
 			err = fmt.Errorf("%w (and stop: %v)", err, serr)
 		}
@@ -206,9 +206,32 @@ func binary(env, name string) (string, error) {
 // then answer 503 XMinioServerNotInitialized (a CI run failed on one).
 const minioHealth = "/minio/health/cluster"
 
-func (s *Server) waitReady(url string) error {
+// readyURLs are the URLs that must answer before the server is ready:
+// health, and VersityGW's admin endpoint. VersityGW opens its admin port
+// in a goroutine of its own, after or before the S3 port: a test's first
+// admin call made when only the S3 port answered was refused (a CI run
+// failed on one).
+func (s *Server) readyURLs(health string) []string {
+	if s.AdminEndpoint == "" {
+		return []string{health}
+	}
+	return []string{health, s.AdminEndpoint}
+}
+
+// waitReady waits until every URL answers, within one 60 s bound.
+func (s *Server) waitReady(urls ...string) error {
 	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(60 * time.Second)
+	for _, url := range urls {
+		if err := s.waitURL(client, url, deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) waitURL(client *http.Client, url string, deadline time.Time) error {
 	for {
 		if done, err := s.p.Exited(); done {
 			return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", s.Implementation, err, s.p.Log, s.p.Tail(20))
@@ -225,7 +248,7 @@ func (s *Server) waitReady(url string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after 60s; see %s", s.Implementation, s.p.Log)
+			return fmt.Errorf("%s not ready after 60s (%s does not answer); see %s", s.Implementation, url, s.p.Log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
