@@ -146,13 +146,17 @@ func IsCode(err error, status int, code string) bool {
 }
 
 // Client calls MinIO's admin API as the root user.
-type Client struct{ s *adminhttp.Signer }
+type Client struct {
+	s *adminhttp.Signer
+	// seal is the key bodies are sealed with (sealKey).
+	seal sealKey
+}
 
 // New returns a client for the admin API at endpoint (the S3 endpoint:
 // MinIO serves both), signing as accessKey (the root user); hc as
 // adminhttp.Client takes it.
 func New(endpoint, region, accessKey, secretKey string, hc *http.Client) *Client {
-	return &Client{adminhttp.New(endpoint, region, "s3", accessKey, secretKey, hc)}
+	return &Client{s: adminhttp.New(endpoint, region, "s3", accessKey, secretKey, hc)}
 }
 
 // ServiceAccount is a service account as info and list report it.
@@ -352,7 +356,11 @@ func (m *Client) sealJSON(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sealBody(m.s.SecretKey(), madminPBKDF2AESGCM, plain)
+	salt, key, err := m.seal.get(m.s.SecretKey())
+	if err != nil {
+		return nil, err
+	}
+	return sealWith(salt, key, plain)
 }
 
 // MaxCannedPolicy is the largest canned policy the server takes (its
@@ -465,7 +473,7 @@ func madminStream(password string, id byte, salt []byte) (*sio.Stream, error) {
 		}
 		return sio.ChaCha20Poly1305.Stream(key)
 	case madminPBKDF2AESGCM:
-		key, err := pbkdf2.Key(sha256.New, password, salt, madminPBKDF2Cost, madminKeyLen)
+		key, err := pbkdf2Key(password, salt)
 		if err != nil {
 			return nil, err
 		}
@@ -474,19 +482,90 @@ func madminStream(password string, id byte, salt []byte) (*sio.Stream, error) {
 	return nil, fmt.Errorf("unknown madmin encryption id 0x%02x", id)
 }
 
+// pbkdf2Key is madmin's PBKDF2 key for password and salt.
+func pbkdf2Key(password string, salt []byte) ([]byte, error) {
+	return pbkdf2.Key(sha256.New, password, salt, madminPBKDF2Cost, madminKeyLen)
+}
+
 // sealBody encrypts plaintext in madmin's EncryptData format with the
-// given AEAD id (buckety sends madminPBKDF2AESGCM).
+// given AEAD id and a salt of its own: one key derivation per body (the
+// client seals with sealKey's key instead).
 func sealBody(password string, id byte, plaintext []byte) ([]byte, error) {
-	hdr := make([]byte, madminHeaderLen)
-	if _, err := rand.Read(hdr[:madminSaltLen]); err != nil {
+	salt := make([]byte, madminSaltLen)
+	if _, err := rand.Read(salt); err != nil {
 		return nil, err
 	}
+	stream, err := madminStream(password, id, salt)
+	if err != nil {
+		return nil, err
+	}
+	return sealStream(salt, id, stream, plaintext)
+}
+
+// sealKeyUses is how many bodies one derived key seals before sealKey
+// derives another from a new salt.
+const sealKeyUses = 1024
+
+// sealKey is the PBKDF2 key a client seals its bodies with, derived from
+// the root secret and a random salt and kept for sealKeyUses bodies. The
+// server derives the key from the salt in each body's header, so a salt
+// may serve many bodies; what must not repeat under one key is the
+// nonce, 8 random bytes per body (with 1024 bodies a key, a repeat is
+// about 1024²/2⁶⁵ ≈ 3·10⁻¹⁴ likely). The derivation is 8192 rounds of
+// HMAC-SHA256, about 1.6 ms of CPU, and add-user sends one body per
+// per-access key: derived per body, it was most of the controller's CPU
+// that a MinIO key costs beyond a shared one. A recorded body reveals
+// the root secret to an offline guess no sooner than before: one salt
+// and its body suffice for that with a salt per body too.
+type sealKey struct {
+	mu       sync.Mutex
+	password string
+	salt     []byte
+	key      []byte
+	uses     int
+}
+
+// get returns the salt and key to seal the next body with, deriving them
+// afresh when password is not the one they were derived from or when
+// they sealed sealKeyUses bodies.
+func (k *sealKey) get(password string) (salt, key []byte, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.key == nil || k.password != password || k.uses >= sealKeyUses {
+		salt := make([]byte, madminSaltLen)
+		if _, err := rand.Read(salt); err != nil {
+			return nil, nil, err
+		}
+		key, err := pbkdf2Key(password, salt)
+		if err != nil {
+			return nil, nil, err
+		}
+		k.password, k.salt, k.key, k.uses = password, salt, key, 0
+	}
+	k.uses++
+	return k.salt, k.key, nil
+}
+
+// sealWith encrypts plaintext in madmin's EncryptData format with id
+// madminPBKDF2AESGCM and the key derived from salt.
+func sealWith(salt, key, plaintext []byte) ([]byte, error) {
+	stream, err := sio.AES_256_GCM.Stream(key)
+	if err != nil {
+		return nil, err
+	}
+	return sealStream(salt, madminPBKDF2AESGCM, stream, plaintext)
+}
+
+// sealStream writes the header (salt, id and a random nonce) and the
+// plaintext encrypted with stream.
+func sealStream(salt []byte, id byte, stream *sio.Stream, plaintext []byte) ([]byte, error) {
+	if len(salt) != madminSaltLen {
+		return nil, fmt.Errorf("salt of %d bytes, want %d", len(salt), madminSaltLen)
+	}
+	hdr := make([]byte, madminHeaderLen)
+	copy(hdr, salt)
 	hdr[madminSaltLen] = id
 	if _, err := rand.Read(hdr[madminSaltLen+1:]); err != nil {
-		return nil, err
-	}
-	stream, err := madminStream(password, id, hdr[:madminSaltLen])
-	if err != nil {
 		return nil, err
 	}
 	nonce := hdr[madminSaltLen+1:]

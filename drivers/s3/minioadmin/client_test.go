@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -95,6 +96,63 @@ func TestEncryptedBodies(t *testing.T) {
 	}
 }
 
+// TestSealKeyRotates: a client's bodies share a salt (one key
+// derivation) for sealKeyUses bodies, each with a nonce of its own, and
+// each opens with the password alone, as the server opens it; then, and
+// when the password changes, the key is derived from a new salt.
+func TestSealKeyRotates(t *testing.T) {
+	m := New("http://127.0.0.1:1", "us-east-1", "root", "root-secret", nil)
+	salt := func(b []byte) string { return string(b[:madminSaltLen]) }
+	nonce := func(b []byte) string { return string(b[madminSaltLen+1 : madminHeaderLen]) }
+	var first []byte
+	nonces := map[string]bool{}
+	for i := range sealKeyUses + 1 {
+		b, err := m.sealJSON(map[string]int{"i": i})
+		if err != nil {
+			t.Fatalf("body %d: seal: %v", i, err)
+		}
+		if b[madminSaltLen] != madminPBKDF2AESGCM {
+			t.Fatalf("body %d: want id %d, got %d", i, madminPBKDF2AESGCM, b[madminSaltLen])
+		}
+		if i%100 == 0 || i >= sealKeyUses-1 { // opening derives the key: 1.5 ms each
+			got, err := openBody("root-secret", b)
+			if want := fmt.Sprintf(`{"i":%d}`, i); err != nil || string(got) != want {
+				t.Fatalf("body %d: want %s opened with the password, got %s (%v)", i, want, got, err)
+			}
+		}
+		if nonces[nonce(b)] {
+			t.Fatalf("body %d: a nonce repeated", i)
+		}
+		nonces[nonce(b)] = true
+		switch {
+		case i == 0:
+			first = b
+		case i < sealKeyUses && salt(b) != salt(first):
+			t.Fatalf("body %d: want the first body's salt until %d bodies, got a new one", i, sealKeyUses)
+		case i == sealKeyUses && salt(b) == salt(first):
+			t.Fatalf("body %d: want a new salt after %d bodies, got the same", i, sealKeyUses)
+		}
+	}
+	before, err := m.sealJSON("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.s = New("http://127.0.0.1:1", "us-east-1", "root", "new-secret", nil).s
+	after, err := m.sealJSON("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if salt(after) == salt(before) {
+		t.Error("want a new salt after the password changed, got the same")
+	}
+	if _, err := openBody("root-secret", after); err == nil {
+		t.Error("want the old password refused after the change, got the body opened")
+	}
+	if got, err := openBody("new-secret", after); err != nil || string(got) != `"x"` {
+		t.Errorf("want the body opened with the new password, got %s (%v)", got, err)
+	}
+}
+
 // TestPolicyDrift: an inline policy changed out of band shows in
 // info, and an update without newPolicy drops it (why update always
 // sends the policy).
@@ -168,6 +226,15 @@ func BenchmarkBodies(b *testing.B) {
 	b.Run("seal-pbkdf2", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := sealBody("root-secret", madminPBKDF2AESGCM, plain); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	m := New("http://127.0.0.1:1", "us-east-1", "root", "root-secret", nil)
+	b.Run("seal-client", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.sealJSON(plain); err != nil {
 				b.Fatal(err)
 			}
 		}
