@@ -30,9 +30,5 @@ func (s *Server) Respawn() error {
 		return err
 	}
 	s.p = np
-	health := s.Endpoint
-	if s.Implementation == "minio" {
-		health += minioHealth
-	}
-	return s.waitReady(s.readyURLs(health)...)
+	return s.waitReady()
 }

@@ -132,7 +132,6 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 	}
 	var bin string
 	var args, env []string
-	health := s.Endpoint
 	switch implementation {
 	case "versitygw":
 		if bin, err = binary(VersityGWEnv, "versitygw"); err != nil {
@@ -169,7 +168,6 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 			// so a test sees a write in the report within seconds.
 			"MINIO_SCANNER_SPEED=fastest"}
 		args = []string{"server", "--quiet", "--address", "127.0.0.1:" + strconv.Itoa(ports[0]), "--console-address", "127.0.0.1:" + strconv.Itoa(ports[1]), data}
-		health = s.Endpoint + minioHealth
 		if opts.PublicMetrics {
 			env = append(env, "MINIO_PROMETHEUS_AUTH_TYPE=public")
 		}
@@ -181,7 +179,7 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 		return nil, err
 	}
 	s.p = p
-	if err := s.waitReady(s.readyURLs(health)...); err != nil {
+	if err := s.waitReady(); err != nil {
 		if serr := s.Stop(); serr != nil {
 			err = fmt.Errorf("%w (and stop: %v)", err, serr)
 		}
@@ -207,23 +205,28 @@ func binary(env, name string) (string, error) {
 const minioHealth = "/minio/health/cluster"
 
 // readyURLs are the URLs that must answer before the server is ready:
-// health, and VersityGW's admin endpoint. VersityGW opens its admin port
-// in a goroutine of its own, after or before the S3 port: a test's first
+// its health (MinIO's minioHealth, any answer of VersityGW's S3 port),
+// and VersityGW's admin endpoint. VersityGW opens its admin port in a
+// goroutine of its own, after or before the S3 port: a test's first
 // admin call made when only the S3 port answered was refused (a CI run
 // failed on one).
-func (s *Server) readyURLs(health string) []string {
-	if s.AdminEndpoint == "" {
-		return []string{health}
+func (s *Server) readyURLs() []string {
+	if s.Implementation == "minio" {
+		return []string{s.Endpoint + minioHealth}
 	}
-	return []string{health, s.AdminEndpoint}
+	if s.AdminEndpoint == "" {
+		return []string{s.Endpoint}
+	}
+	return []string{s.Endpoint, s.AdminEndpoint}
 }
 
-// waitReady waits until every URL answers, within one 60 s bound.
-func (s *Server) waitReady(urls ...string) error {
+// waitReady waits until every URL of readyURLs answers, within one 60 s
+// bound.
+func (s *Server) waitReady() error {
 	client := &http.Client{Timeout: time.Second}
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(60 * time.Second)
-	for _, url := range urls {
+	for _, url := range s.readyURLs() {
 		if err := s.waitURL(client, url, deadline); err != nil {
 			return err
 		}

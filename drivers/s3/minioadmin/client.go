@@ -487,21 +487,6 @@ func pbkdf2Key(password string, salt []byte) ([]byte, error) {
 	return pbkdf2.Key(sha256.New, password, salt, madminPBKDF2Cost, madminKeyLen)
 }
 
-// sealBody encrypts plaintext in madmin's EncryptData format with the
-// given AEAD id and a salt of its own: one key derivation per body (the
-// client seals with sealKey's key instead).
-func sealBody(password string, id byte, plaintext []byte) ([]byte, error) {
-	salt := make([]byte, madminSaltLen)
-	if _, err := rand.Read(salt); err != nil {
-		return nil, err
-	}
-	stream, err := madminStream(password, id, salt)
-	if err != nil {
-		return nil, err
-	}
-	return sealStream(salt, id, stream, plaintext)
-}
-
 // sealKeyUses is how many bodies one derived key seals before sealKey
 // derives another from a new salt.
 const sealKeyUses = 1024

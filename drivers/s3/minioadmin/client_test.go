@@ -3,6 +3,7 @@ package minioadmin
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -251,4 +252,20 @@ func BenchmarkBodies(b *testing.B) {
 			}
 		}
 	})
+}
+
+// sealBody encrypts plaintext in madmin's EncryptData format with the
+// given AEAD id and a salt of its own, as the server seals its answers
+// (argon2id) and as madmin-go seals requests; the client seals with
+// sealKey's key instead.
+func sealBody(password string, id byte, plaintext []byte) ([]byte, error) {
+	salt := make([]byte, madminSaltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return nil, err
+	}
+	stream, err := madminStream(password, id, salt)
+	if err != nil {
+		return nil, err
+	}
+	return sealStream(salt, id, stream, plaintext)
 }
