@@ -108,6 +108,7 @@ type peerRun struct {
 	kafka             counts
 	writes            counts
 	reconciles        float64
+	reconcilesBy      string // per topic, by controller and result
 	rss               int64
 	cpu               float64
 	// busy is the machine's busy fraction when the run started, idle
@@ -192,9 +193,9 @@ func TestPeers(t *testing.T) {
 		for _, v := range order {
 			r := runVariant(t, e, p, v, rep, pr, peerKubeconfig)
 			results[v.name] = append(results[v.name], r)
-			fmt.Printf("bench-peers: %s run %d: all Ready %s, p50 %s, first %s; Kafka %s; API writes %.2f/topic = %s; reconciles %.2f/topic; RSS %.1f MiB; CPU %.1f s; machine %.0f%% busy at start; Secret keys %s\n",
+			fmt.Printf("bench-peers: %s run %d: all Ready %s, p50 %s, first %s; Kafka %s; API writes %.2f/topic = %s; reconciles %.2f/topic (%s); RSS %.1f MiB; CPU %.1f s; machine %.0f%% busy at start; Secret keys %s\n",
 				v.name, rep+1, secs(r.total), secs(r.p50), secs(r.first), r.kafka, float64(r.writes.total())/float64(p.N), r.writes,
-				r.reconciles/float64(p.N), float64(r.rss)/(1<<20), r.cpu, r.busy*100, r.secretKeys)
+				r.reconciles/float64(p.N), r.reconcilesBy, float64(r.rss)/(1<<20), r.cpu, r.busy*100, r.secretKeys)
 			if t.Failed() {
 				return
 			}
@@ -247,7 +248,7 @@ func runVariant(t *testing.T, e *env, p peersParams, v variant, rep int, pr *pee
 	}
 	kc := e.kafkaStart()
 	writes0 := e.apiWritesOf(peerWriteResources)
-	rec0 := e.reconciles(metrics)
+	rec0, recBy0 := e.reconciles(metrics)
 	cpu0, err := harness.CPUSeconds(pid)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +284,8 @@ func runVariant(t *testing.T, e *env, p peersParams, v variant, rep int, pr *pee
 	if r.writes[created] == 0 {
 		delete(r.writes, created)
 	}
-	r.reconciles = e.reconciles(metrics) - rec0
+	rec1, recBy1 := e.reconciles(metrics)
+	r.reconciles, r.reconcilesBy = rec1-rec0, perObject(recBy0, recBy1, len(names))
 	cpu1, err := harness.CPUSeconds(pid)
 	if err != nil {
 		t.Fatal(err)
@@ -304,14 +306,33 @@ func runVariant(t *testing.T, e *env, p peersParams, v variant, rep int, pr *pee
 }
 
 // reconciles is the total of controller_runtime_reconcile_total over every
-// controller of the process serving metrics on addr.
-func (e *env) reconciles(addr string) float64 {
+// controller of the process serving metrics on addr, and the count of
+// each controller and result ("buckety/success").
+func (e *env) reconciles(addr string) (float64, map[string]float64) {
 	e.t.Helper()
-	total := 0.0
+	total, by := 0.0, map[string]float64{}
 	for _, s := range e.metricsAt(addr, "controller_runtime_reconcile_total") {
 		total += s.value
+		by[s.labels["controller"]+"/"+s.labels["result"]] += s.value
 	}
-	return total
+	return total, by
+}
+
+// perObject formats the growth of each count from before to after, per
+// object, in key order, leaving out those that did not grow.
+func perObject(before, after map[string]float64, n int) string {
+	keys := make([]string, 0, len(after))
+	for k := range after {
+		if after[k] > before[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.2f", k, (after[k]-before[k])/float64(n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // removeRun deletes a run's objects with its controller still running
