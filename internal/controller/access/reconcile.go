@@ -101,25 +101,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
-	if r.Written.Stale(a) {
+	if stale, after := r.Written.Stale(a); stale {
 		// The cache lags this controller's own last write; that write's
-		// watch event brings the object back (status.Written).
-		return reconcile.Result{}, nil
+		// watch event brings the object back, or it came just now and
+		// the object runs again after a moment (status.Written).
+		return reconcile.Result{RequeueAfter: after}, nil
 	}
 	orig := a.DeepCopy()
 	f := &facts{}
 	defer func() {
 		defer r.Written.Record(a, orig.ResourceVersion)
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, a, orig, status.Outcome{
-			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting,
+			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting, Written: r.Written,
 		}, res, reterr)
 	}()
 
 	if !a.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, a, f)
 	}
-	if err := objects.AddFinalizer(ctx, r.Client, a, shard.AccessValue(a)); err != nil {
-		return reconcile.Result{}, err
+	if slot := shard.AccessValue(a); !objects.FinalizerSet(a, slot) {
+		if err := r.Written.Write(a, func() error { return objects.AddFinalizer(ctx, r.Client, a, slot) }); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	return r.reconcileLive(ctx, a, f)
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/shard"
@@ -175,6 +177,8 @@ func (r *Reconciler) createSecret(ctx context.Context, a *v1.BucketyAccess, name
 	if err := controllerutil.SetControllerReference(a, s, r.Client.Scheme()); err != nil {
 		return err
 	}
+	r.verified.creating(a.UID, true)
+	defer r.verified.creating(a.UID, false)
 	if err := r.Client.Create(ctx, s); err != nil {
 		return err
 	}
@@ -197,11 +201,18 @@ func ownsSecret(a *v1.BucketyAccess, s metav1.Object) bool {
 type verifiedSecrets struct {
 	mu sync.Mutex
 	m  map[types.UID]verified
+	// inCreate holds the accesses whose Secret this controller is
+	// creating (createSecret, from the request until its answer).
+	inCreate map[types.UID]bool
 }
 
 type verified struct {
 	resourceVersion string
 	sum             [sha256.Size]byte
+	// wanted: this controller wrote the Secret at resourceVersion, or
+	// read it holding the data the access wants (record), not merely
+	// listed it (recordIfAbsent).
+	wanted bool
 }
 
 func dataSum(data map[string][]byte) [sha256.Size]byte {
@@ -237,8 +248,63 @@ func (v *verifiedSecrets) put(uid types.UID, rv string, data map[string][]byte, 
 	if v.m == nil {
 		v.m = map[types.UID]verified{}
 	}
-	v.m[uid] = verified{resourceVersion: rv, sum: dataSum(data)}
+	v.m[uid] = verified{resourceVersion: rv, sum: dataSum(data), wanted: replace}
 	return true
+}
+
+// creating notes that uid's Secret is being created (on) or no longer.
+func (v *verifiedSecrets) creating(uid types.UID, on bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !on {
+		delete(v.inCreate, uid)
+		return
+	}
+	if v.inCreate == nil {
+		v.inCreate = map[types.UID]bool{}
+	}
+	v.inCreate[uid] = true
+}
+
+// isCreating reports whether uid's Secret is being created.
+func (v *verifiedSecrets) isCreating(uid types.UID) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.inCreate[uid]
+}
+
+// wanted reports whether rv is the resourceVersion at which this
+// controller last wrote uid's Secret, or read it holding the data the
+// access wants.
+func (v *verifiedSecrets) wanted(uid types.UID, rv string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	got, ok := v.m[uid]
+	return ok && got.wanted && rv != "" && got.resourceVersion == rv
+}
+
+// ownSecretWrites is the predicate of the watch of the accesses' Secrets:
+// it drops the events of a Secret at the resourceVersion this controller
+// wrote it at, or verified it at (verifiedSecrets.wanted): they bring back
+// what the access's last pass knew, and the pass they would wake finds
+// nothing to do. So is the creation of an access's Secret while its pass
+// creates it (the event can come before the create's answer): it is that
+// create's, or another's that makes the create fail, which the pass then
+// reads and handles itself. The initial list's events, deletions and every
+// other version pass.
+func (r *Reconciler) ownSecretWrites() predicate.Predicate {
+	own := func(o ctrl.Object) bool {
+		ref := metav1.GetControllerOfNoCopy(o)
+		return ref != nil && r.verified.wanted(ref.UID, o.GetResourceVersion())
+	}
+	creating := func(o ctrl.Object) bool {
+		ref := metav1.GetControllerOfNoCopy(o)
+		return ref != nil && r.verified.isCreating(ref.UID)
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return e.IsInInitialList || !(own(e.Object) || creating(e.Object)) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !own(e.ObjectNew) },
+	}
 }
 
 // has reports whether anything is recorded for uid's Secret.

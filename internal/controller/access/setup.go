@@ -59,8 +59,12 @@ type Options struct {
 // SetupWithManager builds the BucketyAccess reconciler and registers its
 // controller with mgr. What wakes an access:
 //
-//   - a change to the access;
-//   - a change to the Secret it owns (an edit or deletion is repaired);
+//   - a change to the access, but not the watch events of this
+//     controller's own status and finalizer writes, unless a reconcile
+//     skipped for a stale cache waits for them (status.Written);
+//   - a change to the Secret it owns (an edit or deletion is repaired),
+//     but not the watch event of this controller's own write of it
+//     (ownSecretWrites);
 //   - a change to the Buckety it names (bucketyToAccesses, through the
 //     objects.IndexBucketyRef index): it waits for the Buckety's resource,
 //     and its grant follows the Buckety's parameters; its creation and
@@ -94,7 +98,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	notSettled, settledLater := queue.SettledLater(settled)
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1.BucketyAccess{}, builder.WithPredicates(notSettled)).
+		For(&v1.BucketyAccess{}, builder.WithPredicates(notSettled, r.Written.DropEchoes(v1.Finalizer, shard.SlotLabel))).
 		Watches(&v1.BucketyAccess{}, settledLater)
 	for _, s := range o.Wakes.AccessSources() {
 		b = b.WatchesRawSource(s)
@@ -102,7 +106,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	err := b.
 		// Metadata only: Secrets a tenant labels as buckety's are in the
 		// cache too, and must not cost their data in memory.
-		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata, builder.WithPredicates(r.ownSecretWrites())).
 		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr)),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: concernsAccesses})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToAccesses(mgr)),

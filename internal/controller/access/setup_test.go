@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -75,5 +76,45 @@ func TestBucketyUpdatesThatWakeAccesses(t *testing.T) {
 				t.Errorf("wake the accesses: want %v, got %v", c.wake, got)
 			}
 		})
+	}
+}
+
+// TestOwnSecretWrites: the events of an access's Secret at the version
+// this controller wrote (or read holding the wanted data) are dropped;
+// the version a start-up list merely read, any other version, another
+// owner's Secret and the initial list's events pass.
+func TestOwnSecretWrites(t *testing.T) {
+	ctrlRef := true
+	secret := func(owner, rv string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "creds", ResourceVersion: rv,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: "x", UID: types.UID(owner), Controller: &ctrlRef}}}}
+	}
+	data := map[string][]byte{"topic": []byte("t")}
+	r := &Reconciler{}
+	r.verified.record("written", "10", data)
+	r.verified.recordIfAbsent("listed", "20", data)
+	r.verified.creating("creating", true)
+	p := r.ownSecretWrites()
+	creatingEvent := p.Create(event.CreateEvent{Object: secret("creating", "30")})
+	r.verified.creating("creating", false)
+	cases := []struct {
+		name string
+		pass bool
+		got  bool
+	}{
+		{"own create", false, p.Create(event.CreateEvent{Object: secret("written", "10")})},
+		{"own write's update", false, p.Update(event.UpdateEvent{ObjectOld: secret("written", "9"), ObjectNew: secret("written", "10")})},
+		{"initial list", true, p.Create(event.CreateEvent{Object: secret("written", "10"), IsInInitialList: true})},
+		{"another version", true, p.Update(event.UpdateEvent{ObjectOld: secret("written", "10"), ObjectNew: secret("written", "11")})},
+		{"a version only listed", true, p.Update(event.UpdateEvent{ObjectOld: secret("listed", "19"), ObjectNew: secret("listed", "20")})},
+		{"another access's", true, p.Create(event.CreateEvent{Object: secret("other", "10")})},
+		{"created while its create is under way", false, creatingEvent},
+		{"created after its create's answer", true, p.Create(event.CreateEvent{Object: secret("creating", "30")})},
+		{"deleted", true, p.Delete(event.DeleteEvent{Object: secret("written", "10")})},
+	}
+	for _, c := range cases {
+		if c.got != c.pass {
+			t.Errorf("%s: want passed %v, got %v", c.name, c.pass, c.got)
+		}
 	}
 }

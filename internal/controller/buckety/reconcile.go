@@ -133,10 +133,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
-	if r.Written.Stale(b) {
+	if stale, after := r.Written.Stale(b); stale {
 		// The cache lags this controller's own last write; that write's
-		// watch event brings the object back (status.Written).
-		return reconcile.Result{}, nil
+		// watch event brings the object back, or it came just now and
+		// the object runs again after a moment (status.Written).
+		return reconcile.Result{RequeueAfter: after}, nil
 	}
 	orig := b.DeepCopy()
 	f := &facts{recorded: provisionedRecorded(orig), now: r.now()}
@@ -158,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		hold := r.holding(b, f, reterr)
 		holdReady := !hold && r.holdingReady(b, orig, f, reterr)
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, status.Outcome{
-			Derived: derived, Failure: failure(f), Deleting: f.deleting, Hold: hold || holdReady,
+			Derived: derived, Failure: failure(f), Deleting: f.deleting, Hold: hold || holdReady, Written: r.Written,
 		}, res, reterr)
 		switch {
 		case hold:
@@ -174,8 +175,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		r.Held.Forget(req.NamespacedName)
 		return r.reconcileDelete(ctx, b, f)
 	}
-	if err := objects.AddFinalizer(ctx, r.Client, b, shard.BucketyValue(b)); err != nil {
-		return reconcile.Result{}, err
+	if slot := shard.BucketyValue(b); !objects.FinalizerSet(b, slot) {
+		if err := r.Written.Write(b, func() error { return objects.AddFinalizer(ctx, r.Client, b, slot) }); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 	if tr := drainRequest(b, f.now); len(tr.events) > 0 {

@@ -65,7 +65,9 @@ type Options struct {
 // SetupWithManager builds the Buckety reconciler and registers its
 // controller with mgr. What wakes a Buckety:
 //
-//   - a change to the Buckety;
+//   - a change to the Buckety, but not the watch events of this
+//     controller's own status and finalizer writes, unless a reconcile
+//     skipped for a stale cache waits for them (status.Written);
 //   - a change to a BucketyAccess naming it (accessToBuckety): its
 //     accesses' readiness is part of its Ready, the implicit access is its
 //     to keep, and its deletion waits for them;
@@ -106,7 +108,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	notSettled, settledLater := queue.SettledLater(settled)
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1.Buckety{}, builder.WithPredicates(UsageOnly(), notSettled)).
+		For(&v1.Buckety{}, builder.WithPredicates(UsageOnly(), notSettled, r.Written.DropEchoes(v1.Finalizer, shard.SlotLabel))).
 		Watches(&v1.Buckety{}, settledLater).
 		WatchesRawSource(source.Channel(released, &handler.EnqueueRequestForObject{}))
 	for _, s := range o.Wakes.BucketySources() {

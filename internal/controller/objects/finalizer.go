@@ -15,7 +15,7 @@ import (
 // object gets both in the write that adds the finalizer, and one written
 // before shards (or whose sharing changed) gets its label once.
 func AddFinalizer(ctx context.Context, c client.Client, obj client.Object, slot string) error {
-	if controllerutil.ContainsFinalizer(obj, v1.Finalizer) && obj.GetLabels()[shard.SlotLabel] == slot {
+	if FinalizerSet(obj, slot) {
 		return nil
 	}
 	before := obj.DeepCopyObject().(client.Object)
@@ -27,6 +27,12 @@ func AddFinalizer(ctx context.Context, c client.Client, obj client.Object, slot 
 	l[shard.SlotLabel] = slot
 	obj.SetLabels(l)
 	return c.Patch(ctx, obj, client.MergeFrom(before))
+}
+
+// FinalizerSet reports whether obj has buckety's finalizer and the shard
+// slot label slot: whether AddFinalizer has nothing to write.
+func FinalizerSet(obj client.Object, slot string) bool {
+	return controllerutil.ContainsFinalizer(obj, v1.Finalizer) && obj.GetLabels()[shard.SlotLabel] == slot
 }
 
 // RemoveFinalizer releases buckety's finalizer with a merge patch; an object

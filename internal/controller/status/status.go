@@ -42,6 +42,10 @@ type Outcome struct {
 	// Hold computes the status but does not write it: the caller keeps it
 	// (Held) and writes it with a later pass.
 	Hold bool
+	// Written makes the status write this controller's own (Written.Write)
+	// and asks for a rerun when a change of someone else's came during
+	// this pass's writes (Written.Rerun); nil: neither.
+	Written *Written
 }
 
 // Finish is the deferred tail of every reconcile, the one place status is
@@ -64,12 +68,16 @@ func Finish[O ctrl.Object, S any](ctx context.Context, c ctrl.Client, backoff *r
 		res = backoff.Retry(types.UID(obj.GetUID()), o.Failure, res)
 	}
 	if !o.Hold && !f.equal(f.Status(orig), status) {
-		if err := c.Status().Patch(ctx, obj, ctrl.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		if err := o.Written.Write(obj, func() error { return c.Status().Patch(ctx, obj, ctrl.MergeFrom(orig)) }); err != nil && !apierrors.IsNotFound(err) {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status: %w", err))
 		}
 	}
 	if reterr != nil {
 		res = reconcile.Result{}
+	} else if o.Written.Rerun(obj) && (res.RequeueAfter == 0 || res.RequeueAfter > RaceRetry) {
+		// A change of someone else's came during this pass's writes
+		// and its event was dropped with theirs (Written.Write).
+		res = reconcile.Result{RequeueAfter: RaceRetry}
 	}
 	return res, reterr
 }

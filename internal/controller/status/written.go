@@ -1,11 +1,16 @@
 package status
 
 import (
+	"slices"
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // Written remembers, per object, the resourceVersion of this controller's
@@ -17,48 +22,253 @@ import (
 // often before the cache holds the status this one just patched. That
 // reconcile would decide from the old status: repeat a status patch, an
 // event, or a step the finished one already took. It is skipped instead,
-// without a write or a backend call: the watch event of the newer write
-// enqueues the object again, and by then the cache holds it.
+// without a write or a backend call (Stale): the watch event of the newer
+// write enqueues the object again, and by then the cache holds it.
 //
-// An entry lives only until the cache shows the write, so the map holds
-// the objects written in the last moments, not every object.
+// The watch events that bring back only this controller's own writes
+// (its status, its finalizer) are dropped, unless a skipped reconcile
+// waits for them (Echoes): such an event tells the controller nothing it
+// did not know when it wrote, and its reconcile would read, compare and
+// find nothing to do. A write of anyone else has a newer resourceVersion
+// than the one recorded, or changes more than status and this
+// controller's finalizer, and is never dropped.
+//
+// An entry lives until the cache shows the write and its event came: until
+// a newer version's event, a reconcile that reads a newer version, or
+// echoKeep after the event (unseenKeep after the write, if no event was
+// dropped for it). So the map holds the objects written in the last
+// moments, not every object.
 type Written struct {
-	mu sync.Mutex
-	rv map[types.NamespacedName]string
+	mu    sync.Mutex
+	rv    map[types.NamespacedName]*written
+	swept time.Time
+	now   func() time.Time // nil: time.Now
+}
+
+// written is what is remembered of one object.
+type written struct {
+	rv string
+	// waiting: a reconcile found the cache behind rv and was skipped; the
+	// write's watch event must enqueue the object.
+	waiting bool
+	// seen is when the watch event of rv was dropped (the cache holds rv
+	// from then on); zero until then.
+	seen time.Time
+	// at is when rv was recorded.
+	at time.Time
+	// inflight: a write of the object is under way (Write); dropped is
+	// the newest version whose event came meanwhile and was dropped.
+	inflight bool
+	dropped  string
+	// rerun: an event dropped during a write was not that write's, nor
+	// older than it; the pass must run again (Rerun).
+	rerun bool
+}
+
+// echoKeep is how long an entry is kept after its watch event came, for
+// a reconcile that read the cache just before the event's update of it
+// (Stale); unseenKeep, how long one whose event never came (it passed
+// before the write was recorded, or a relist folded it into another) is
+// kept. sweepEvery paces the removal of older ones.
+const (
+	echoKeep   = 10 * time.Second
+	unseenKeep = time.Minute
+	sweepEvery = 10 * time.Second
+)
+
+// RaceRetry is how soon a reconcile skipped by Stale runs again when the
+// watch event it would wait for already came and was dropped.
+const RaceRetry = 10 * time.Millisecond
+
+func (w *Written) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
 }
 
 // Record notes obj's resourceVersion after this reconcile's writes, when
-// they changed it from before.
+// they changed it from before, and ends a write under way (Write). Each
+// write is recorded as soon as it returns, so that its watch event, which
+// can come before the reconcile ends, finds it.
 func (w *Written) Record(obj client.Object, before string) {
-	if w == nil || obj.GetResourceVersion() == before || obj.GetResourceVersion() == "" {
+	if w == nil {
 		return
+	}
+	key := client.ObjectKeyFromObject(obj)
+	rv := obj.GetResourceVersion()
+	wrote := rv != before && rv != ""
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.rv[key]
+	echoCame := false
+	if e != nil && e.inflight {
+		e.inflight = false
+		if d := e.dropped; d != "" {
+			e.dropped = ""
+			// The newest version this controller wrote: this write's, or
+			// (it wrote nothing) the one recorded before.
+			newest := rv
+			if !wrote {
+				newest = e.rv
+			}
+			cmp, err := resourceversion.CompareResourceVersion(d, newest)
+			switch {
+			case err != nil || cmp > 0:
+				// Newer than anything this controller wrote: someone
+				// else's change, which the pass has not seen.
+				e.rerun = true
+			case cmp == 0 && wrote:
+				echoCame = true
+			case cmp == 0:
+				e.seen = w.clock()
+			}
+		}
+	}
+	if !wrote {
+		if e != nil && e.rv == "" && !e.rerun {
+			delete(w.rv, key)
+		}
+		return
+	}
+	if w.rv == nil {
+		w.rv = map[types.NamespacedName]*written{}
+	}
+	now := w.clock()
+	if now.Sub(w.swept) >= sweepEvery {
+		w.swept = now
+		for k, o := range w.rv {
+			if !o.inflight && !o.rerun && ((!o.seen.IsZero() && now.Sub(o.seen) >= echoKeep) || now.Sub(o.at) >= unseenKeep) {
+				delete(w.rv, k)
+			}
+		}
+	}
+	if e != nil && e.rv == rv {
+		w.rv[key] = e // recorded already, after the write (Finish); kept as it is
+		return
+	}
+	n := &written{rv: rv, at: now, rerun: e != nil && e.rerun}
+	if echoCame {
+		n.seen = now
+	}
+	w.rv[key] = n
+}
+
+// Write runs write, a write of obj that updates obj from the answer, as
+// this controller's own: from the request until the answer, the watch
+// events of obj that change no more than Echoes' may be its own are
+// dropped (they can come before the answer), and after it the write is
+// recorded. An event so dropped that was not the write's (a version newer
+// than it, or any when the write failed) makes Rerun true.
+func (w *Written) Write(obj client.Object, write func() error) error {
+	if w == nil {
+		return write()
+	}
+	before := obj.GetResourceVersion()
+	key := client.ObjectKeyFromObject(obj)
+	w.mu.Lock()
+	if w.rv == nil {
+		w.rv = map[types.NamespacedName]*written{}
+	}
+	e := w.rv[key]
+	if e == nil {
+		e = &written{at: w.clock()}
+		w.rv[key] = e
+	}
+	e.inflight, e.dropped = true, ""
+	w.mu.Unlock()
+	err := write()
+	w.Record(obj, before)
+	return err
+}
+
+// Rerun reports, once, whether a write of obj (Write) dropped an event
+// that was not its own: the reconcile must run again.
+func (w *Written) Rerun(obj client.Object) bool {
+	if w == nil {
+		return false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.rv == nil {
-		w.rv = map[types.NamespacedName]string{}
+	e := w.rv[client.ObjectKeyFromObject(obj)]
+	if e == nil || !e.rerun {
+		return false
 	}
-	w.rv[client.ObjectKeyFromObject(obj)] = obj.GetResourceVersion()
+	e.rerun = false
+	return true
 }
 
 // Stale reports whether cached, as read from the cache, is older than this
-// controller's last write to it. Resource versions that are not comparable
-// (an API server not backed by etcd) are never stale.
-func (w *Written) Stale(cached client.Object) bool {
+// controller's last write to it, and then after: 0 when the write's watch
+// event will enqueue the object again, or how soon to run again when that
+// event already came (and was dropped, the cache updated just after this
+// reconcile read it). Resource versions that are not comparable (an API
+// server not backed by etcd) are never stale.
+func (w *Written) Stale(cached client.Object) (stale bool, after time.Duration) {
 	if w == nil {
-		return false
+		return false, 0
 	}
 	key := client.ObjectKeyFromObject(cached)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	want, ok := w.rv[key]
+	e, ok := w.rv[key]
+	if !ok {
+		return false, 0
+	}
+	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), e.rv)
+	switch {
+	case err != nil || cmp > 0 || (cmp == 0 && !e.seen.IsZero()):
+		delete(w.rv, key)
+		return false, 0
+	case cmp == 0:
+		// The cache holds the write, and its watch event, which comes
+		// just after the cache is updated, is still to be dropped: the
+		// entry stays for it.
+		return false, 0
+	}
+	if !e.seen.IsZero() {
+		delete(w.rv, key)
+		return true, RaceRetry
+	}
+	e.waiting = true
+	return true, 0
+}
+
+// Echoes reports whether obj, as a watch event brings it, is this
+// controller's last write to it, or one before that, with no reconcile
+// waiting for it, or comes while a write of it is under way (Write): an
+// event that can be dropped. The last write's event marks the entry seen.
+func (w *Written) Echoes(obj client.Object) bool {
+	if w == nil {
+		return false
+	}
+	key := client.ObjectKeyFromObject(obj)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.rv[key]
 	if !ok {
 		return false
 	}
-	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), want)
-	if err != nil || cmp >= 0 {
+	if e.inflight {
+		// This controller's write is under way: its event can come
+		// before its answer (Write sorts out what was dropped).
+		if c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), e.dropped); e.dropped == "" || err != nil || c > 0 {
+			e.dropped = obj.GetResourceVersion()
+		}
+		return true
+	}
+	cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), e.rv)
+	switch {
+	case err != nil || cmp > 0:
 		delete(w.rv, key)
 		return false
+	case e.waiting:
+		if cmp == 0 {
+			delete(w.rv, key)
+		}
+		return false
+	case cmp == 0:
+		e.seen = w.clock()
 	}
 	return true
 }
@@ -71,4 +281,53 @@ func (w *Written) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.rv, key)
+}
+
+// DropEchoes is the predicate of a controller's watch of its own kind
+// that drops the updates Echoes finds to be its own writes: those that
+// change nothing but the status, the resourceVersion and managedFields,
+// add finalizer at most and set label at most (the shard slot label, set
+// in the finalizer's patch). Every other event passes.
+func (w *Written) DropEchoes(finalizer, label string) predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil || !bookkeeping(e.ObjectOld, e.ObjectNew, finalizer, label) {
+			return true
+		}
+		return !w.Echoes(e.ObjectNew)
+	}}
+}
+
+// bookkeeping reports whether o and n, two versions of one object, differ
+// at most in what a status write or a finalizer patch of this controller
+// changes: the generation (so the spec), deletion, annotations, owner
+// references and the labels but label are equal, and n's finalizers are
+// o's, or o's and finalizer.
+func bookkeeping(o, n client.Object, finalizer, label string) bool {
+	if o.GetUID() != n.GetUID() || o.GetGeneration() != n.GetGeneration() ||
+		!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+		!equalBut(o.GetLabels(), n.GetLabels(), label) ||
+		!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
+		!equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) {
+		return false
+	}
+	of, nf := o.GetFinalizers(), n.GetFinalizers()
+	return slices.Equal(of, nf) || (!slices.Contains(of, finalizer) && slices.Equal(append(slices.Clone(of), finalizer), nf))
+}
+
+// equalBut reports whether a and b hold the same entries, but key.
+func equalBut(a, b map[string]string, key string) bool {
+	n := 0
+	for k, v := range a {
+		if k == key {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+		n++
+	}
+	if _, ok := b[key]; ok {
+		n++
+	}
+	return n == len(b)
 }
