@@ -143,3 +143,60 @@ func patchCounting(t *testing.T) (client.Client, *int) {
 		},
 	}), patches
 }
+
+// TestFinishRerun: the status write goes through Written.Write, so its
+// own watch event, come before the answer, is dropped and the pass keeps
+// its result; an event of a newer version come meanwhile (someone else's
+// change, dropped with it) makes the pass run again after RaceRetry.
+func TestFinishRerun(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	w := &Written{}
+	var during func(written *v1.Buckety)
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.Buckety{}).Build(), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			during(obj.(*v1.Buckety)) // the watch events, before the answer
+			return nil
+		},
+	})
+	ctx := context.Background()
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "orders", Generation: 1}}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	pass := func(msg string) reconcile.Result {
+		t.Helper()
+		cur := &v1.Buckety{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Finish(ctx, c, &retry.Backoff{}, bucketyStatus, cur, cur.DeepCopy(), Outcome{Derived: []Cond{True(v1.ConditionReady, v1.ReasonReconciled, msg)}, Failure: retry.None, Written: w}, reconcile.Result{RequeueAfter: time.Hour}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	during = func(written *v1.Buckety) {
+		if !w.Echoes(written.DeepCopy()) {
+			t.Error("want the write's own event dropped while it is under way")
+		}
+	}
+	if res := pass("one"); res.RequeueAfter != time.Hour {
+		t.Errorf("own event only: want the pass's result kept, got %+v", res)
+	}
+	during = func(written *v1.Buckety) {
+		newer := written.DeepCopy()
+		newer.ResourceVersion = "999999"
+		if !w.Echoes(newer) {
+			t.Error("want a status-only event dropped while the write is under way")
+		}
+	}
+	if res := pass("two"); res.RequeueAfter != RaceRetry {
+		t.Errorf("a newer version's event dropped during the write: want a rerun after %s, got %+v", RaceRetry, res)
+	}
+}
