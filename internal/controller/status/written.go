@@ -29,9 +29,13 @@ import (
 // (its status, its finalizer) are dropped, unless a skipped reconcile
 // waits for them (Echoes): such an event tells the controller nothing it
 // did not know when it wrote, and its reconcile would read, compare and
-// find nothing to do. A write of anyone else has a newer resourceVersion
-// than the one recorded, or changes more than status and this
-// controller's finalizer, and is never dropped.
+// find nothing to do. An event is this controller's own only if its
+// resourceVersion is one this controller's writes were answered with; any
+// other write, whatever it changes, and a write that changes more than
+// status and this controller's finalizer, is never dropped. An event that
+// comes while a write is under way (it can beat the answer) is held back
+// until the answer says whether it was the write's: if not, the pass runs
+// again (Rerun).
 //
 // An entry lives until the cache shows the write and its event came: until
 // a newer version's event, a reconcile that reads a newer version, or
@@ -47,7 +51,10 @@ type Written struct {
 
 // written is what is remembered of one object.
 type written struct {
-	rv string
+	// rv is the version of this controller's last write; own, the
+	// versions of its last few writes, rv among them.
+	rv  string
+	own []string
 	// waiting: a reconcile found the cache behind rv and was skipped; the
 	// write's watch event must enqueue the object.
 	waiting bool
@@ -56,14 +63,28 @@ type written struct {
 	seen time.Time
 	// at is when rv was recorded.
 	at time.Time
-	// inflight: a write of the object is under way (Write); dropped is
-	// the newest version whose event came meanwhile and was dropped.
+	// inflight: a write of the object is under way (Write), from base,
+	// the version the writer held; dropped holds the versions whose
+	// events came meanwhile and were dropped, up to maxDropped, then
+	// overflow.
 	inflight bool
-	dropped  string
-	// rerun: an event dropped during a write was not that write's, nor
-	// older than it; the pass must run again (Rerun).
+	base     string
+	dropped  []string
+	overflow bool
+	// rerun: an event dropped during a write was not this controller's;
+	// the pass must run again (Rerun).
 	rerun bool
 }
+
+// maxOwn is how many of its own writes' versions an entry keeps (a pass
+// writes the finalizer and the status: two); maxDropped, how many
+// versions dropped during one write it keeps (more ask for a rerun).
+const (
+	maxOwn     = 4
+	maxDropped = 8
+)
+
+func (e *written) isOwn(rv string) bool { return rv != "" && slices.Contains(e.own, rv) }
 
 // echoKeep is how long an entry is kept after its watch event came, for
 // a reconcile that read the cache just before the event's update of it
@@ -100,42 +121,52 @@ func (w *Written) Record(obj client.Object, before string) {
 	wrote := rv != before && rv != ""
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := w.clock()
 	e := w.rv[key]
-	echoCame := false
-	if e != nil && e.inflight {
+	if e == nil {
+		if !wrote {
+			return
+		}
+		if w.rv == nil {
+			w.rv = map[types.NamespacedName]*written{}
+		}
+		e = &written{}
+		w.rv[key] = e
+	}
+	var dropped []string
+	base := ""
+	if e.inflight {
 		e.inflight = false
-		if d := e.dropped; d != "" {
-			e.dropped = ""
-			// The newest version this controller wrote: this write's, or
-			// (it wrote nothing) the one recorded before.
-			newest := rv
-			if !wrote {
-				newest = e.rv
-			}
-			cmp, err := resourceversion.CompareResourceVersion(d, newest)
-			switch {
-			case err != nil || cmp > 0:
-				// Newer than anything this controller wrote: someone
-				// else's change, which the pass has not seen.
-				e.rerun = true
-			case cmp == 0 && wrote:
-				echoCame = true
-			case cmp == 0:
-				e.seen = w.clock()
+		dropped, e.dropped, base = e.dropped, nil, e.base
+		if e.overflow {
+			e.overflow, e.rerun = false, true
+		}
+	}
+	if wrote && e.rv != rv {
+		e.rv, e.at, e.seen, e.waiting = rv, now, time.Time{}, false
+		if !e.isOwn(rv) {
+			e.own = append(e.own, rv)
+			if len(e.own) > maxOwn {
+				e.own = slices.Delete(e.own, 0, len(e.own)-maxOwn)
 			}
 		}
 	}
-	if !wrote {
-		if e != nil && e.rv == "" && !e.rerun {
-			delete(w.rv, key)
+	for _, d := range dropped {
+		switch {
+		case d == e.rv:
+			e.seen = now
+		case e.isOwn(d) || notNewer(d, base):
+			// This controller's, or no newer than what the writer held.
+		default:
+			// Someone else's change, which the pass has not seen.
+			e.rerun = true
 		}
+	}
+	if e.rv == "" && !e.rerun {
+		delete(w.rv, key) // a write that wrote nothing, on an entry made for it
 		return
 	}
-	if w.rv == nil {
-		w.rv = map[types.NamespacedName]*written{}
-	}
-	now := w.clock()
-	if now.Sub(w.swept) >= sweepEvery {
+	if wrote && now.Sub(w.swept) >= sweepEvery {
 		w.swept = now
 		for k, o := range w.rv {
 			if !o.inflight && !o.rerun && ((!o.seen.IsZero() && now.Sub(o.seen) >= echoKeep) || now.Sub(o.at) >= unseenKeep) {
@@ -143,23 +174,14 @@ func (w *Written) Record(obj client.Object, before string) {
 			}
 		}
 	}
-	if e != nil && e.rv == rv {
-		w.rv[key] = e // recorded already, after the write (Finish); kept as it is
-		return
-	}
-	n := &written{rv: rv, at: now, rerun: e != nil && e.rerun}
-	if echoCame {
-		n.seen = now
-	}
-	w.rv[key] = n
 }
 
 // Write runs write, a write of obj that updates obj from the answer, as
 // this controller's own: from the request until the answer, the watch
-// events of obj that change no more than Echoes' may be its own are
-// dropped (they can come before the answer), and after it the write is
-// recorded. An event so dropped that was not the write's (a version newer
-// than it, or any when the write failed) makes Rerun true.
+// events of obj that change no more than its own writes do are dropped
+// (they can come before the answer), and after it the write is recorded.
+// An event so dropped that was not of a version this controller wrote
+// makes Rerun true.
 func (w *Written) Write(obj client.Object, write func() error) error {
 	if w == nil {
 		return write()
@@ -175,11 +197,17 @@ func (w *Written) Write(obj client.Object, write func() error) error {
 		e = &written{at: w.clock()}
 		w.rv[key] = e
 	}
-	e.inflight, e.dropped = true, ""
+	e.inflight, e.base, e.dropped, e.overflow = true, before, nil, false
 	w.mu.Unlock()
 	err := write()
 	w.Record(obj, before)
 	return err
+}
+
+// notNewer reports whether version a is known to be no newer than b.
+func notNewer(a, b string) bool {
+	cmp, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && cmp <= 0
 }
 
 // Rerun reports, once, whether a write of obj (Write) dropped an event
@@ -195,6 +223,9 @@ func (w *Written) Rerun(obj client.Object) bool {
 		return false
 	}
 	e.rerun = false
+	if e.rv == "" {
+		delete(w.rv, client.ObjectKeyFromObject(obj))
+	}
 	return true
 }
 
@@ -212,7 +243,7 @@ func (w *Written) Stale(cached client.Object) (stale bool, after time.Duration) 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.rv[key]
-	if !ok {
+	if !ok || e.rv == "" {
 		return false, 0
 	}
 	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), e.rv)
@@ -234,15 +265,17 @@ func (w *Written) Stale(cached client.Object) (stale bool, after time.Duration) 
 	return true, 0
 }
 
-// Echoes reports whether obj, as a watch event brings it, is this
-// controller's last write to it, or one before that, with no reconcile
-// waiting for it, or comes while a write of it is under way (Write): an
-// event that can be dropped. The last write's event marks the entry seen.
+// Echoes reports whether obj, as a watch event brings it, is of a version
+// this controller wrote, with no reconcile waiting for it, or comes while
+// a write of it is under way (Write, which sorts out whether it was the
+// write's): an event that can be dropped. The last write's event marks
+// the entry seen.
 func (w *Written) Echoes(obj client.Object) bool {
 	if w == nil {
 		return false
 	}
 	key := client.ObjectKeyFromObject(obj)
+	rv := obj.GetResourceVersion()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.rv[key]
@@ -250,14 +283,17 @@ func (w *Written) Echoes(obj client.Object) bool {
 		return false
 	}
 	if e.inflight {
-		// This controller's write is under way: its event can come
-		// before its answer (Write sorts out what was dropped).
-		if c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), e.dropped); e.dropped == "" || err != nil || c > 0 {
-			e.dropped = obj.GetResourceVersion()
+		if len(e.dropped) < maxDropped {
+			e.dropped = append(e.dropped, rv)
+		} else {
+			e.overflow = true
 		}
 		return true
 	}
-	cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), e.rv)
+	if e.rv == "" {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(rv, e.rv)
 	switch {
 	case err != nil || cmp > 0:
 		delete(w.rv, key)
@@ -269,8 +305,11 @@ func (w *Written) Echoes(obj client.Object) bool {
 		return false
 	case cmp == 0:
 		e.seen = w.clock()
+		return true
 	}
-	return true
+	// Older than the last write: dropped only if it was one of this
+	// controller's own.
+	return e.isOwn(rv)
 }
 
 // Forget drops what is remembered of an object that is gone.

@@ -62,9 +62,17 @@ func TestWritten(t *testing.T) {
 // dropped, which pass, and what a reconcile that reads the cache meanwhile
 // is told.
 func TestWrittenEchoes(t *testing.T) {
-	t.Run("own writes dropped", func(t *testing.T) {
+	t.Run("someone else's write between passes", func(t *testing.T) {
 		w := &Written{}
 		w.Record(obj("12"), "10")
+		if w.Echoes(obj("11")) {
+			t.Fatal("want the event of a version this controller did not write passed, older or not")
+		}
+	})
+	t.Run("own writes dropped", func(t *testing.T) {
+		w := &Written{}
+		w.Record(obj("11"), "10")
+		w.Record(obj("12"), "11")
 		if !w.Echoes(obj("11")) || !w.Echoes(obj("12")) {
 			t.Fatal("want the finalizer's and the status's events dropped")
 		}
@@ -156,21 +164,23 @@ func TestDropEchoes(t *testing.T) {
 		rv   string // the new version's; the recorded write is 12
 		pass bool
 	}{
-		{name: "own status write", edit: func(*corev1.Secret) {}, rv: "12"},
+		{name: "own status write", edit: func(*corev1.Secret) {}, rv: "13"},
 		{name: "own finalizer added", edit: func(n *corev1.Secret) { n.Finalizers = []string{fin} }, rv: "11"},
-		{name: "own finalizer and slot label added", edit: func(n *corev1.Secret) { n.Finalizers, n.Labels["slot"] = []string{fin}, "7" }, rv: "12"},
-		{name: "own finalizer added, another label removed", edit: func(n *corev1.Secret) { n.Finalizers, n.Labels = []string{fin}, map[string]string{"slot": "7"} }, rv: "12", pass: true},
-		{name: "a newer status write", edit: func(*corev1.Secret) {}, rv: "13", pass: true},
-		{name: "spec changed (generation)", edit: func(n *corev1.Secret) { n.Generation = 2 }, rv: "12", pass: true},
-		{name: "label changed", edit: func(n *corev1.Secret) { n.Labels = map[string]string{"l": "2"} }, rv: "12", pass: true},
-		{name: "annotation added", edit: func(n *corev1.Secret) { n.Annotations = map[string]string{"a": "1"} }, rv: "12", pass: true},
-		{name: "another finalizer", edit: func(n *corev1.Secret) { n.Finalizers = []string{"other"} }, rv: "12", pass: true},
-		{name: "deletion began", edit: func(n *corev1.Secret) { n.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} }, rv: "12", pass: true},
-		{name: "recreated (another UID)", edit: func(n *corev1.Secret) { n.UID = "u2" }, rv: "12", pass: true},
+		{name: "own finalizer and slot label added", edit: func(n *corev1.Secret) { n.Finalizers, n.Labels["slot"] = []string{fin}, "7" }, rv: "11"},
+		{name: "own finalizer added, another label removed", edit: func(n *corev1.Secret) { n.Finalizers, n.Labels = []string{fin}, map[string]string{"slot": "7"} }, rv: "13", pass: true},
+		{name: "someone else's status write between the two", edit: func(*corev1.Secret) {}, rv: "12", pass: true},
+		{name: "a newer status write", edit: func(*corev1.Secret) {}, rv: "14", pass: true},
+		{name: "spec changed (generation)", edit: func(n *corev1.Secret) { n.Generation = 2 }, rv: "13", pass: true},
+		{name: "label changed", edit: func(n *corev1.Secret) { n.Labels = map[string]string{"l": "2"} }, rv: "13", pass: true},
+		{name: "annotation added", edit: func(n *corev1.Secret) { n.Annotations = map[string]string{"a": "1"} }, rv: "13", pass: true},
+		{name: "another finalizer", edit: func(n *corev1.Secret) { n.Finalizers = []string{"other"} }, rv: "13", pass: true},
+		{name: "deletion began", edit: func(n *corev1.Secret) { n.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} }, rv: "13", pass: true},
+		{name: "recreated (another UID)", edit: func(n *corev1.Secret) { n.UID = "u2" }, rv: "13", pass: true},
 	}
 	for _, c := range cases {
 		w := &Written{}
-		w.Record(base("12"), "10")
+		w.Record(base("11"), "10") // the finalizer
+		w.Record(base("13"), "11") // the status
 		n := base(c.rv)
 		c.edit(n)
 		if got := w.DropEchoes(fin, "slot").Update(event.UpdateEvent{ObjectOld: base("10"), ObjectNew: n}); got != c.pass {
@@ -200,6 +210,7 @@ func TestWrittenWrite(t *testing.T) {
 		{name: "an older version's event", read: "10", during: []string{"10"}, result: "12"},
 		{name: "the finalizer's, then its own", recorded: "11", read: "11", during: []string{"11", "12"}, result: "12"},
 		{name: "someone else's after it", read: "10", during: []string{"12", "13"}, result: "12", wantRerun: true},
+		{name: "someone else's between its start and its answer", read: "10", during: []string{"11", "12"}, result: "12", wantRerun: true},
 		{name: "failed, with someone else's", recorded: "11", read: "11", during: []string{"13"}, wantRerun: true},
 		{name: "failed, with the last write's own", recorded: "11", read: "11", during: []string{"11"}},
 		{name: "nothing came", read: "10", result: "12"},
