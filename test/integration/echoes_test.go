@@ -29,23 +29,21 @@ func TestStatusEditedOutOfBandIsRestored(t *testing.T) {
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}}
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	forge := func(conds *[]metav1.Condition, gen int64) {
-		meta.SetStatusCondition(conds, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Forged", Message: "written out of band", ObservedGeneration: gen})
+	conditions := func(o client.Object) *[]metav1.Condition {
+		if b, ok := o.(*v1.Buckety); ok {
+			return &b.Status.Conditions
+		}
+		return &o.(*v1.BucketyAccess).Status.Conditions
 	}
 	for round := range 2 { // twice: the second right after the controller's own restoring write
-		before := b.DeepCopy()
-		forge(&b.Status.Conditions, b.Generation)
-		if err := k8s.Status().Patch(ctx, b, client.MergeFrom(before)); err != nil {
-			t.Fatal(err)
+		for _, o := range []client.Object{b, a} {
+			before := o.DeepCopyObject().(client.Object)
+			meta.SetStatusCondition(conditions(o), metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Forged", Message: "written out of band", ObservedGeneration: o.GetGeneration()})
+			if err := k8s.Status().Patch(ctx, o, client.MergeFrom(before)); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("round %d: %T status forged", round, o)
+			waitCondition(t, o, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, waitTimeout)
 		}
-		t.Logf("round %d: Buckety status forged", round)
-		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, waitTimeout)
-		beforeA := a.DeepCopy()
-		forge(&a.Status.Conditions, a.Generation)
-		if err := k8s.Status().Patch(ctx, a, client.MergeFrom(beforeA)); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("round %d: access status forged", round)
-		waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, waitTimeout)
 	}
 }

@@ -20,7 +20,6 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/shard"
@@ -119,10 +118,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if !a.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, a, f)
 	}
-	if slot := shard.AccessValue(a); !objects.FinalizerSet(a, slot) {
-		if err := r.Written.Write(a, func() error { return objects.AddFinalizer(ctx, r.Client, a, slot) }); err != nil {
-			return reconcile.Result{}, err
-		}
+	if err := r.Written.AddFinalizer(ctx, r.Client, a, shard.AccessValue(a)); err != nil {
+		return reconcile.Result{}, err
 	}
 	return r.reconcileLive(ctx, a, f)
 }

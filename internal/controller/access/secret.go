@@ -293,17 +293,13 @@ func (v *verifiedSecrets) wanted(uid types.UID, rv string) bool {
 // reads and handles itself. The initial list's events, deletions and every
 // other version pass.
 func (r *Reconciler) ownSecretWrites() predicate.Predicate {
-	own := func(o ctrl.Object) bool {
+	own := func(o ctrl.Object, created bool) bool {
 		ref := metav1.GetControllerOfNoCopy(o)
-		return ref != nil && r.verified.wanted(ref.UID, o.GetResourceVersion())
-	}
-	creating := func(o ctrl.Object) bool {
-		ref := metav1.GetControllerOfNoCopy(o)
-		return ref != nil && r.verified.isCreating(ref.UID)
+		return ref != nil && (r.verified.wanted(ref.UID, o.GetResourceVersion()) || (created && r.verified.isCreating(ref.UID)))
 	}
 	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return e.IsInInitialList || !(own(e.Object) || creating(e.Object)) },
-		UpdateFunc: func(e event.UpdateEvent) bool { return !own(e.ObjectNew) },
+		CreateFunc: func(e event.CreateEvent) bool { return e.IsInInitialList || !own(e.Object, true) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !own(e.ObjectNew, false) },
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/Yolean/buckety-controller/internal/budget"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
-	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/controller/wake"
@@ -175,10 +174,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		r.Held.Forget(req.NamespacedName)
 		return r.reconcileDelete(ctx, b, f)
 	}
-	if slot := shard.BucketyValue(b); !objects.FinalizerSet(b, slot) {
-		if err := r.Written.Write(b, func() error { return objects.AddFinalizer(ctx, r.Client, b, slot) }); err != nil {
-			return reconcile.Result{}, err
-		}
+	if err := r.Written.AddFinalizer(ctx, r.Client, b, shard.BucketyValue(b)); err != nil {
+		return reconcile.Result{}, err
 	}
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 	if tr := drainRequest(b, f.now); len(tr.events) > 0 {

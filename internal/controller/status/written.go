@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // Written remembers, per object, the resourceVersion of this controller's
@@ -202,6 +205,15 @@ func (w *Written) Write(obj client.Object, write func() error) error {
 	err := write()
 	w.Record(obj, before)
 	return err
+}
+
+// AddFinalizer is objects.AddFinalizer as this controller's own write
+// (Write), when it has anything to write.
+func (w *Written) AddFinalizer(ctx context.Context, c client.Client, obj client.Object, slot string) error {
+	if objects.FinalizerSet(obj, slot) {
+		return nil
+	}
+	return w.Write(obj, func() error { return objects.AddFinalizer(ctx, c, obj, slot) })
 }
 
 // notNewer reports whether version a is known to be no newer than b.
