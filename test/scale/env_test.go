@@ -557,13 +557,26 @@ func (e *env) apiWrites() counts {
 // apiWritesOf is apiWrites for the writes to resources.
 func (e *env) apiWritesOf(resources map[string]bool) counts {
 	e.t.Helper()
+	return e.apiRequestsOf(resources, true)
+}
+
+// apiRequestsOf counts the API server's requests to resources by verb and
+// resource: its non-dry-run writes, or (writes false) every other request
+// (GET, LIST, WATCH), which a controller sends when it reads past its cache.
+func (e *env) apiRequestsOf(resources map[string]bool, writes bool) counts {
+	e.t.Helper()
 	out := counts{}
 	for _, s := range e.apiRequests() {
 		l := s.labels
 		switch l["verb"] {
 		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE", "APPLY":
+			if !writes {
+				continue
+			}
 		default:
-			continue
+			if writes {
+				continue
+			}
 		}
 		if !resources[l["resource"]] || l["dry_run"] != "" {
 			continue

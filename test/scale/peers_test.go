@@ -105,12 +105,17 @@ type variant struct {
 // peerRun is what one run of one variant measured.
 type peerRun struct {
 	total, p50, first time.Duration
-	kafka             counts
-	writes            counts
-	reconciles        float64
-	reconcilesBy      string // per topic, by controller and result
-	rss               int64
-	cpu               float64
+	// created is when the last of the harness's creates was answered.
+	created time.Duration
+	kafka   counts
+	writes  counts
+	// reads are the requests to the same resources that are not writes
+	// (GET, LIST, WATCH): reads past a controller's cache.
+	reads        counts
+	reconciles   float64
+	reconcilesBy string // per topic, by controller and result
+	rss          int64
+	cpu          float64
 	// busy is the machine's busy fraction when the run started, idle
 	// whether it was at most the threshold.
 	busy float64
@@ -193,8 +198,8 @@ func TestPeers(t *testing.T) {
 		for _, v := range order {
 			r := runVariant(t, e, p, v, rep, pr, peerKubeconfig)
 			results[v.name] = append(results[v.name], r)
-			fmt.Printf("bench-peers: %s run %d: all Ready %s, p50 %s, first %s; Kafka %s; API writes %.2f/topic = %s; reconciles %.2f/topic (%s); RSS %.1f MiB; CPU %.1f s; machine %.0f%% busy at start; Secret keys %s\n",
-				v.name, rep+1, secs(r.total), secs(r.p50), secs(r.first), r.kafka, float64(r.writes.total())/float64(p.N), r.writes,
+			fmt.Printf("bench-peers: %s run %d: all Ready %s, p50 %s, first %s, all created %s; Kafka %s; API writes %.2f/topic = %s; other API requests %s; reconciles %.2f/topic (%s); RSS %.1f MiB; CPU %.1f s; machine %.0f%% busy at start; Secret keys %s\n",
+				v.name, rep+1, secs(r.total), secs(r.p50), secs(r.first), secs(r.created), r.kafka, float64(r.writes.total())/float64(p.N), r.writes, r.reads,
 				r.reconciles/float64(p.N), r.reconcilesBy, float64(r.rss)/(1<<20), r.cpu, r.busy*100, r.secretKeys)
 			if t.Failed() {
 				return
@@ -248,6 +253,7 @@ func runVariant(t *testing.T, e *env, p peersParams, v variant, rep int, pr *pee
 	}
 	kc := e.kafkaStart()
 	writes0 := e.apiWritesOf(peerWriteResources)
+	reads0 := e.apiRequestsOf(peerWriteResources, false)
 	rec0, recBy0 := e.reconciles(metrics)
 	cpu0, err := harness.CPUSeconds(pid)
 	if err != nil {
@@ -267,6 +273,7 @@ func runVariant(t *testing.T, e *env, p peersParams, v variant, rep int, pr *pee
 	}); err != nil {
 		t.Fatalf("%s: create: %v", v.name, err)
 	}
+	r.created = time.Since(start)
 	timeout := 5*time.Minute + time.Duration(p.N)*time.Second
 	times, missing := w.wait(len(names), timeout)
 	if len(times) < len(names) {
@@ -276,6 +283,7 @@ func runVariant(t *testing.T, e *env, p peersParams, v variant, rep int, pr *pee
 	e.quietAt(metrics, 15*time.Second)
 	r.kafka = kc.since()
 	r.writes = e.apiWritesOf(peerWriteResources).minus(writes0)
+	r.reads = e.apiRequestsOf(peerWriteResources, false).minus(reads0)
 	created := "POST bucketies"
 	if v.isPeer {
 		created = "POST topics"
