@@ -557,27 +557,19 @@ func (e *env) apiWrites() counts {
 // apiWritesOf is apiWrites for the writes to resources.
 func (e *env) apiWritesOf(resources map[string]bool) counts {
 	e.t.Helper()
-	return e.apiRequestsOf(resources, true)
+	writes, _ := e.apiRequestsOf(resources)
+	return writes
 }
 
-// apiRequestsOf counts the API server's requests to resources by verb and
-// resource: its non-dry-run writes, or (writes false) every other request
-// (GET, LIST, WATCH), which a controller sends when it reads past its cache.
-func (e *env) apiRequestsOf(resources map[string]bool, writes bool) counts {
+// apiRequestsOf counts, from one scrape, the API server's requests to
+// resources by verb and resource: its non-dry-run writes, and every other
+// request (GET, LIST, WATCH), which a controller sends when it reads past
+// its cache.
+func (e *env) apiRequestsOf(resources map[string]bool) (writes, reads counts) {
 	e.t.Helper()
-	out := counts{}
+	writes, reads = counts{}, counts{}
 	for _, s := range e.apiRequests() {
 		l := s.labels
-		switch l["verb"] {
-		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE", "APPLY":
-			if !writes {
-				continue
-			}
-		default:
-			if writes {
-				continue
-			}
-		}
 		if !resources[l["resource"]] || l["dry_run"] != "" {
 			continue
 		}
@@ -585,9 +577,14 @@ func (e *env) apiRequestsOf(resources map[string]bool, writes bool) counts {
 		if l["subresource"] != "" {
 			k += "/" + l["subresource"]
 		}
-		out[k] += int64(s.value)
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE", "APPLY":
+			writes[k] += int64(s.value)
+		default:
+			reads[k] += int64(s.value)
+		}
 	}
-	return out
+	return writes, reads
 }
 
 // secretGets is how many single-Secret GETs the API server has served (a

@@ -252,8 +252,7 @@ func runVariant(t *testing.T, e *env, p peersParams, v variant, rep int, pr *pee
 		w = e.watchReady(ctx, ns)
 	}
 	kc := e.kafkaStart()
-	writes0 := e.apiWritesOf(peerWriteResources)
-	reads0 := e.apiRequestsOf(peerWriteResources, false)
+	writes0, reads0 := e.apiRequestsOf(peerWriteResources)
 	rec0, recBy0 := e.reconciles(metrics)
 	cpu0, err := harness.CPUSeconds(pid)
 	if err != nil {
@@ -282,8 +281,8 @@ func runVariant(t *testing.T, e *env, p peersParams, v variant, rep int, pr *pee
 	r.total, r.p50, r.first = times[len(times)-1].Sub(start), times[(len(times)-1)/2].Sub(start), times[0].Sub(start)
 	e.quietAt(metrics, 15*time.Second)
 	r.kafka = kc.since()
-	r.writes = e.apiWritesOf(peerWriteResources).minus(writes0)
-	r.reads = e.apiRequestsOf(peerWriteResources, false).minus(reads0)
+	writes1, reads1 := e.apiRequestsOf(peerWriteResources)
+	r.writes, r.reads = writes1.minus(writes0), reads1.minus(reads0)
 	created := "POST bucketies"
 	if v.isPeer {
 		created = "POST topics"
