@@ -332,10 +332,11 @@ type BucketyStatus struct {
 	// (docs/performance.md, "Conditions as one atomic list").
 	// +listType=atomic
 
-	// Conditions: Ready, Reconciling, BackendUnavailable,
+	// Conditions: Ready, Reconciling, Provisioned and
+	// ScopingNotImplemented always; BackendUnavailable,
 	// DriverVersionIncompatible, ParameterDrift, Degraded,
-	// BlockedByAccesses, ScopingNotImplemented, QuotaWarning, Draining,
-	// Provisioned.
+	// BlockedByAccesses, QuotaWarning and Draining (quiet) from the first
+	// time each is True or Unknown: absent, each is False.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
