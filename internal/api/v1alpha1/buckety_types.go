@@ -332,11 +332,10 @@ type BucketyStatus struct {
 	// (docs/performance.md, "Conditions as one atomic list").
 	// +listType=atomic
 
-	// Conditions: Ready, Reconciling, Provisioned and
-	// ScopingNotImplemented always; BackendUnavailable,
+	// Conditions: Ready, Reconciling, BackendUnavailable,
 	// DriverVersionIncompatible, ParameterDrift, Degraded,
-	// BlockedByAccesses, QuotaWarning and Draining (quiet) from the first
-	// time each is True or Unknown: absent, each is False.
+	// BlockedByAccesses, ScopingNotImplemented, QuotaWarning, Draining,
+	// Provisioned.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 

@@ -108,9 +108,8 @@ type BucketyAccessStatus struct {
 	// (docs/performance.md, "Conditions as one atomic list").
 	// +listType=atomic
 
-	// Conditions: Ready, Reconciling and ScopingNotImplemented always;
-	// BackendUnavailable and DriverVersionIncompatible (quiet) from the
-	// first time each is True or Unknown: absent, each is False.
+	// Conditions: Ready, Reconciling, BackendUnavailable,
+	// DriverVersionIncompatible, ScopingNotImplemented.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
