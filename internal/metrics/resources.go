@@ -261,11 +261,8 @@ func drainStuckSamples(objs []object) []sample {
 }
 
 // kindSamples counts one kind's objects per backend, condition type and
-// status, and finds the oldest
-// not-Ready object per backend and Ready reason. A missing condition
-// counts as Unknown, but a quiet type's (v1.ConditionDecl.Quiet) counts as
-// its normal status on an object the controller has written conditions
-// to (it has Ready): the controller leaves it off while it is normal.
+// status (a missing condition counts as Unknown), and finds the oldest
+// not-Ready object per backend and Ready reason.
 func kindSamples(kind string, decls []v1.ConditionDecl, backends []string, objs []object) []sample {
 	type key struct{ backend, condition, status string }
 	counts := map[key]float64{}
@@ -289,16 +286,14 @@ func kindSamples(kind string, decls []v1.ConditionDecl, backends []string, objs 
 	var nrOrder []nrKey
 	for _, o := range objs {
 		zero(o.backend)
-		ready := meta.FindStatusCondition(o.conditions, v1.ConditionReady)
 		for _, d := range decls {
 			st := "Unknown"
 			if c := meta.FindStatusCondition(o.conditions, d.Type); c != nil {
 				st = string(c.Status)
-			} else if d.Quiet && ready != nil {
-				st = string(d.Normal())
 			}
 			counts[key{o.backend, d.Type, st}]++
 		}
+		ready := meta.FindStatusCondition(o.conditions, v1.ConditionReady)
 		if ready != nil && ready.Status == metav1.ConditionTrue {
 			continue
 		}

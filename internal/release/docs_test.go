@@ -17,20 +17,17 @@ func TestConditionTable(t *testing.T) {
 	bky := []v1.ConditionDecl{
 		{Type: "Broken", Polarity: v1.Negative, TrueMeans: "it | broke"},
 		{Type: "Ready", Polarity: v1.Positive, TrueMeans: "all\n  good"},
-		{Type: "Hushed", Polarity: v1.Negative, TrueMeans: "it shouted", Quiet: true},
 	}
 	acc := []v1.ConditionDecl{
 		{Type: "Broken", Polarity: v1.Negative, TrueMeans: "it | broke", AlwaysFalse: true},
 		{Type: "Ready", Polarity: v1.Positive, TrueMeans: "all good"},
 		{Type: "Lonely", Polarity: v1.Negative, TrueMeans: "only accesses"},
-		{Type: "Hushed", Polarity: v1.Negative, TrueMeans: "it shouted", Quiet: true, AlwaysFalse: true},
 	}
 	want := "| condition | polarity | Buckety | BucketyAccess | True means |\n" +
 		"| --- | --- | --- | --- | --- |\n" +
-		"| `Ready` | Positive | always | always | all good |\n" +
-		"| `Broken` | Negative | always | always (always False) | it \\| broke |\n" +
-		"| `Hushed` | Negative | once True or Unknown | no (always False where an older status has it) | it shouted |\n" +
-		"| `Lonely` | Negative | no | always | only accesses |\n"
+		"| `Ready` | Positive | yes | yes | all good |\n" +
+		"| `Broken` | Negative | yes | yes (always False) | it \\| broke |\n" +
+		"| `Lonely` | Negative | no | yes | only accesses |\n"
 	if got := release.ConditionTable(bky, acc); got != want {
 		t.Errorf("want\n%s\ngot\n%s", want, got)
 	}
@@ -244,7 +241,7 @@ func TestDocRegions(t *testing.T) {
 			"| `accessKeyID` | string | yes | `${VAR}`, credential |",
 		},
 		"docs/operations.md alerts":     {"[runbook](#runbook-bucketybackendunavailable)"},
-		"docs/reference.md conditions":  {"| `Ready` | Positive | always | always |", "| `Degraded` | Negative | once True or Unknown | no |"},
+		"docs/reference.md conditions":  {"| `Ready` | Positive | yes | yes |"},
 		"docs/reference.md secret-keys": {"| kadm | `bootstrap` | yes |", "| kadm | `topic` | no |", "| kadm | `topic.<buckety>` | no |"},
 	} {
 		for _, w := range want {

@@ -70,18 +70,11 @@ func ConditionTable(bucketies, accesses []v1.ConditionDecl) string {
 	return table([]string{"condition", "polarity", "Buckety", "BucketyAccess", "True means"}, out)
 }
 
-// carried says when a kind's objects carry d: always, or, for a quiet
-// type, from its first True or Unknown on (v1.ConditionDecl.Quiet).
 func carried(d v1.ConditionDecl) string {
-	switch {
-	case d.AlwaysFalse && d.Quiet:
-		return "no (always False where an older status has it)"
-	case d.AlwaysFalse:
-		return "always (always False)"
-	case d.Quiet:
-		return "once True or Unknown"
+	if d.AlwaysFalse {
+		return "yes (always False)"
 	}
-	return "always"
+	return "yes"
 }
 
 // SecretKeyTable renders every registered driver's default Secret keys,

@@ -186,10 +186,8 @@ func TestUsageRefresh(t *testing.T) {
 		n := gauge(t, "buckety_namespace_usage_bytes", map[string]string{"namespace": ns, "backend": "kafka"})
 		return r == float64(want) && n == float64(want), fmt.Sprintf("resource %v, namespace %v", r, n)
 	})
-	// QuotaWarning is quiet: without a quota it says nothing, and a
-	// Buckety that never had one does not carry it.
-	if q := meta.FindStatusCondition(getBuckety(t, ns, b.Name).Status.Conditions, v1.ConditionQuotaWarning); q != nil {
-		t.Errorf("want no QuotaWarning without a quota (absent means False), got %+v", q)
+	if q := meta.FindStatusCondition(getBuckety(t, ns, b.Name).Status.Conditions, v1.ConditionQuotaWarning); q == nil || q.Status != metav1.ConditionFalse || q.Reason != v1.ReasonBelowQuota {
+		t.Errorf("want QuotaWarning False BelowQuota without a quota, got %+v", q)
 	}
 
 	// More records: usage is rewritten within a refresh (that its write

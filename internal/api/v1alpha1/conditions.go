@@ -1,13 +1,9 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 // Condition types. Each kind's set, with the polarity of each type, is
 // declared once in BucketyConditions and BucketyAccessConditions below; the
 // controller sets every declared type on every object (Unknown where it
-// could not determine it), except a quiet type (ConditionDecl.Quiet) on an
-// object that has never left its normal state; the metrics and docs read
-// the declaration.
+// could not determine it), and the metrics and docs read the declaration.
 // Ready follows kstatus, so `kubectl wait --for=condition=Ready` and generic
 // tooling read it correctly.
 const (
@@ -86,24 +82,6 @@ type ConditionDecl struct {
 	// catalog is shared by both kinds: it is always False, reason
 	// NotApplicable.
 	AlwaysFalse bool
-	// Quiet marks a negative type the controller leaves off an object
-	// until the type is first True or Unknown, or False with something to
-	// say (a drain's outcome): False with nothing to say is what its
-	// absence means. From then on the object keeps it. Every condition in
-	// a status costs the API server on each write, and most of these are
-	// False on most objects all their lives; the types people wait for
-	// (Ready, Reconciling, Provisioned, and ScopingNotImplemented, the
-	// proof that an access's credential is its own) are always there.
-	Quiet bool
-}
-
-// Normal is the status of d's normal state: True for a positive type,
-// False for a negative one.
-func (d ConditionDecl) Normal() metav1.ConditionStatus {
-	if d.Polarity == Positive {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
 }
 
 // The declaration of each condition type, once: its polarity and what True
@@ -113,23 +91,23 @@ var (
 		TrueMeans: "the backend resource and every access Secret are in sync with this generation"}
 	declReconciling = ConditionDecl{Type: ConditionReconciling, Polarity: Negative,
 		TrueMeans: "the controller is still working toward this generation"}
-	declBackendUnavailable = ConditionDecl{Type: ConditionBackendUnavailable, Polarity: Negative, Quiet: true,
+	declBackendUnavailable = ConditionDecl{Type: ConditionBackendUnavailable, Polarity: Negative,
 		TrueMeans: "the backend left the config, changed driver, or cannot be reached"}
-	declDriverVersionIncompatible = ConditionDecl{Type: ConditionDriverVersionIncompatible, Polarity: Negative, Quiet: true,
+	declDriverVersionIncompatible = ConditionDecl{Type: ConditionDriverVersionIncompatible, Polarity: Negative,
 		TrueMeans: "the running driver's major differs from `status.driverMajor`; nothing is written"}
-	declParameterDrift = ConditionDecl{Type: ConditionParameterDrift, Polarity: Negative, Quiet: true,
+	declParameterDrift = ConditionDecl{Type: ConditionParameterDrift, Polarity: Negative,
 		TrueMeans: "the backend differs from `spec.parameters` in a way the driver will not repair"}
-	declBlockedByAccesses = ConditionDecl{Type: ConditionBlockedByAccesses, Polarity: Negative, Quiet: true,
+	declBlockedByAccesses = ConditionDecl{Type: ConditionBlockedByAccesses, Polarity: Negative,
 		TrueMeans: "deletion waits for the accesses the message names"}
 	declScopingNotImplemented = ConditionDecl{Type: ConditionScopingNotImplemented, Polarity: Negative,
 		TrueMeans: "credentials are broader than the role and parameters ask for"}
 	declProvisioned = ConditionDecl{Type: ConditionProvisioned, Polarity: Positive,
 		TrueMeans: "the backend resource exists and matches the spec; accesses wait for it"}
-	declDegraded = ConditionDecl{Type: ConditionDegraded, Polarity: Negative, Quiet: true,
+	declDegraded = ConditionDecl{Type: ConditionDegraded, Polarity: Negative,
 		TrueMeans: "the backend did not apply a requested parameter (`Ready` is False meanwhile), or keeps no owner record with the resource (`OwnerRecordsUnavailable`: ownership is kept in this cluster only)"}
-	declQuotaWarning = ConditionDecl{Type: ConditionQuotaWarning, Polarity: Negative, Quiet: true,
+	declQuotaWarning = ConditionDecl{Type: ConditionQuotaWarning, Polarity: Negative,
 		TrueMeans: "the measured usage (`status.usage`) reached the soft or the hard quota"}
-	declDraining = ConditionDecl{Type: ConditionDraining, Polarity: Negative, Quiet: true,
+	declDraining = ConditionDecl{Type: ConditionDraining, Polarity: Negative,
 		TrueMeans: "a drain (`spec.drain`) is emptying the resource (reason `DrainStuck`: nothing deleted for `stuckAfter`); `status.drain` has the progress"}
 )
 

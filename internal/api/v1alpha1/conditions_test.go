@@ -7,8 +7,8 @@ import (
 
 // TestConditionDeclarations: every declared condition says what True means
 // (README's table is generated from it), a type both kinds carry is
-// declared the same way in both, only a negative type can be carried as
-// always False, and only a negative type is quiet.
+// declared the same way in both, and only a negative type can be carried
+// as always False.
 func TestConditionDeclarations(t *testing.T) {
 	seen := map[string]ConditionDecl{}
 	for kind, decls := range map[string][]ConditionDecl{"Buckety": BucketyConditions, "BucketyAccess": BucketyAccessConditions} {
@@ -26,10 +26,6 @@ func TestConditionDeclarations(t *testing.T) {
 			}
 			if d.AlwaysFalse && d.Polarity != Negative {
 				t.Errorf("%s %s: want only negative types always False, got %s", kind, d.Type, d.Polarity)
-			}
-			// What people wait for is always on the object.
-			if d.Quiet && (d.Polarity != Negative || d.Type == ConditionReconciling || d.Type == ConditionScopingNotImplemented) {
-				t.Errorf("%s %s: want only negative types quiet, and never Reconciling or ScopingNotImplemented", kind, d.Type)
 			}
 			general := d
 			general.AlwaysFalse = false

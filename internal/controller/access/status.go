@@ -24,8 +24,8 @@ func conditions(a *v1.BucketyAccess, f *facts) []status.Cond {
 	return []status.Cond{
 		backendUnavailable(f),
 		driverVersionIncompatible(f),
-		status.Quiet(v1.ConditionParameterDrift, v1.ReasonNotApplicable, "an access has no backend parameters to drift"),
-		status.Quiet(v1.ConditionBlockedByAccesses, v1.ReasonNotApplicable, "an access is never blocked by accesses"),
+		status.False(v1.ConditionParameterDrift, v1.ReasonNotApplicable, "an access has no backend parameters to drift"),
+		status.False(v1.ConditionBlockedByAccesses, v1.ReasonNotApplicable, "an access is never blocked by accesses"),
 		scopingNotImplemented(a, f),
 		r.ready,
 		reconciling(r),
@@ -48,7 +48,7 @@ func backendUnavailable(f *facts) status.Cond {
 	case f.waiting():
 		return status.Unknown(t, v1.ReasonPaused, "not checked: the Buckety's backend resource is not usable yet")
 	}
-	return status.Quiet(t, v1.ReasonAsExpected, "the backend is configured")
+	return status.False(t, v1.ReasonAsExpected, "the backend is configured")
 }
 
 func driverVersionIncompatible(f *facts) status.Cond {
@@ -59,7 +59,7 @@ func driverVersionIncompatible(f *facts) status.Cond {
 	case f.waiting():
 		return status.Unknown(t, v1.ReasonPaused, "not checked")
 	}
-	return status.Quiet(t, v1.ReasonAsExpected, "the driver is compatible")
+	return status.False(t, v1.ReasonAsExpected, "the driver is compatible")
 }
 
 func scopingNotImplemented(a *v1.BucketyAccess, f *facts) status.Cond {

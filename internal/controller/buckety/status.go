@@ -48,7 +48,7 @@ func backendUnavailable(f *facts) status.Cond {
 	case f.problem != nil:
 		return status.Unknown(t, v1.ReasonPaused, "not checked: "+f.problem.Message)
 	}
-	return status.Quiet(t, v1.ReasonAsExpected, "the backend is configured"+reached(f))
+	return status.False(t, v1.ReasonAsExpected, "the backend is configured"+reached(f))
 }
 
 func driverVersionIncompatible(b *v1.Buckety, f *facts) status.Cond {
@@ -59,7 +59,7 @@ func driverVersionIncompatible(b *v1.Buckety, f *facts) status.Cond {
 	case f.problem != nil:
 		return status.Unknown(t, v1.ReasonPaused, "not checked: the backend is unavailable")
 	}
-	return status.Quiet(t, v1.ReasonAsExpected, fmt.Sprintf("driver %s %s is compatible", b.Status.Driver, b.Status.DriverBuildVersion))
+	return status.False(t, v1.ReasonAsExpected, fmt.Sprintf("driver %s %s is compatible", b.Status.Driver, b.Status.DriverBuildVersion))
 }
 
 func parameterDrift(f *facts) status.Cond {
@@ -68,7 +68,7 @@ func parameterDrift(f *facts) status.Cond {
 	case f.drift != nil:
 		return status.True(t, v1.ReasonDriftUnrepairable, f.drift.Error())
 	case f.provisioned:
-		return status.Quiet(t, v1.ReasonAsExpected, "the backend resource matches spec.parameters")
+		return status.False(t, v1.ReasonAsExpected, "the backend resource matches spec.parameters")
 	}
 	return status.Unknown(t, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile")
 }
@@ -81,7 +81,7 @@ func degraded(f *facts) status.Cond {
 	case f.ownerRecordsUnavailable != "" && f.provisioned:
 		return status.True(t, v1.ReasonOwnerRecordsUnavailable, f.ownerRecordsUnavailable)
 	case f.provisioned:
-		return status.Quiet(t, v1.ReasonAsExpected, "every parameter is applied")
+		return status.False(t, v1.ReasonAsExpected, "every parameter is applied")
 	}
 	return status.Unknown(t, v1.ReasonNotDetermined, "the backend resource was not compared in this reconcile")
 }
@@ -91,7 +91,7 @@ func blockedByAccesses(f *facts) status.Cond {
 	if len(f.blockedBy) > 0 {
 		return status.True(t, v1.ReasonAccessesExist, "deletion waits for these BucketyAccess objects to be deleted (they are not deleted for you): "+strings.Join(f.blockedBy, ", "))
 	}
-	return status.Quiet(t, v1.ReasonAsExpected, "no access blocks deletion")
+	return status.False(t, v1.ReasonAsExpected, "no access blocks deletion")
 }
 
 func scopingNotImplemented(f *facts) status.Cond {
@@ -395,7 +395,7 @@ func draining(b *v1.Buckety, f *facts) status.Cond {
 	const t = v1.ConditionDraining
 	st := b.Status.Drain
 	if st == nil {
-		return status.Quiet(t, v1.ReasonNoDrain, "no drain was requested (spec.drain)")
+		return status.False(t, v1.ReasonNoDrain, "no drain was requested (spec.drain)")
 	}
 	switch st.Phase {
 	case v1.DrainPhaseDraining:

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
@@ -93,15 +91,11 @@ func TestReadyChain(t *testing.T) {
 	}
 }
 
-// TestConditionsAreTheDeclaredSet: every reconcile derives exactly the
-// condition types v1.BucketyConditions declares, in its order; only a
-// type declared quiet is ever derived quiet, and only False; and a Buckety
-// in sync derives every quiet type quiet, so its status carries only
-// Ready, Reconciling, Provisioned and ScopingNotImplemented.
+// TestConditionsAreTheDeclaredSet: every reconcile writes exactly the
+// condition types v1.BucketyConditions declares, in its order.
 func TestConditionsAreTheDeclaredSet(t *testing.T) {
 	b := &v1.Buckety{}
-	inSync := facts{provisioned: true, accessesChecked: true, quota: &drivers.Footprint{}}
-	for _, f := range []facts{{}, {provisioned: true}, inSync, {deleting: true}, {drift: drift}, {BackendFailure: retry.BackendFailure{Unavailable: errUnreachable}}} {
+	for _, f := range []facts{{}, {provisioned: true}, {deleting: true}, {drift: drift}, {BackendFailure: retry.BackendFailure{Unavailable: errUnreachable}}} {
 		conds := conditions(b, &f)
 		if len(conds) != len(v1.BucketyConditions) {
 			t.Fatalf("want %d conditions, got %d", len(v1.BucketyConditions), len(conds))
@@ -110,19 +104,7 @@ func TestConditionsAreTheDeclaredSet(t *testing.T) {
 			if conds[i].Type != d.Type {
 				t.Errorf("condition %d: want %s, got %s", i, d.Type, conds[i].Type)
 			}
-			if conds[i].Quiet && (!d.Quiet || conds[i].Status != metav1.ConditionFalse) {
-				t.Errorf("%s: derived quiet (%s %s), but declared quiet %v", d.Type, conds[i].Status, conds[i].Reason, d.Quiet)
-			}
 		}
-	}
-	var list []metav1.Condition
-	status.Apply(&list, 1, conditions(b, &inSync))
-	var got []string
-	for _, c := range list {
-		got = append(got, c.Type+"="+string(c.Status))
-	}
-	if want := "ScopingNotImplemented=False,Provisioned=True,Ready=True,Reconciling=False"; strings.Join(got, ",") != want {
-		t.Errorf("a Buckety in sync: want its status to carry %s, got %s", want, strings.Join(got, ","))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -215,7 +216,8 @@ func usageRow(b *v1.Buckety, fp drivers.Footprint) metrics.UsageRow {
 // now differs from the one b has.
 func quotaChanged(b *v1.Buckety, fp *drivers.Footprint) bool {
 	want := quotaWarning(b, fp)
-	return !status.Shows(b.Status.Conditions, want)
+	have := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionQuotaWarning)
+	return have == nil || have.Status != want.Status || have.Reason != want.Reason
 }
 
 // quotaWarning derives QuotaWarning from status.usage and the quotas the
@@ -231,7 +233,7 @@ func quotaWarning(b *v1.Buckety, fp *drivers.Footprint) status.Cond {
 	u := b.Status.Usage
 	switch {
 	case hard == 0 && soft == 0:
-		return status.Quiet(t, v1.ReasonBelowQuota, "no quota is set")
+		return status.False(t, v1.ReasonBelowQuota, "no quota is set")
 	case u == nil:
 		return status.False(t, v1.ReasonUsageUnknown, "usage has not been measured yet")
 	case hard > 0 && u.Bytes >= hard:

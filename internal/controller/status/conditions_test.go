@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestTruncateKeepsCharactersWhole cuts messages of one- to four-byte
@@ -40,50 +37,4 @@ func TestTruncateLeavesShortMessages(t *testing.T) {
 			t.Errorf("message of %d bytes: want it unchanged, got %d bytes", len(msg), len(got))
 		}
 	}
-}
-
-// TestApplyLeavesQuietConditionsOff: a quiet condition is not added to a
-// list without its type, is updated on a list that carries it (a
-// recovery shows, with its transition time), and every other condition
-// is always set; Shows agrees with what Apply leaves.
-func TestApplyLeavesQuietConditionsOff(t *testing.T) {
-	quiet := Quiet("Degraded", "AsExpected", "every parameter is applied")
-	var list []metav1.Condition
-	Apply(&list, 1, []Cond{quiet, True("Ready", "Reconciled", "in sync"), False("Reconciling", "AsExpected", "no work")})
-	if got := condTypes(list); got != "Ready,Reconciling" {
-		t.Fatalf("fresh status: want Ready,Reconciling (the quiet Degraded left off), got %s", got)
-	}
-	if !Shows(list, quiet) {
-		t.Errorf("want a list without the quiet type to show the quiet condition")
-	}
-
-	Apply(&list, 2, []Cond{True("Degraded", "ParameterNotApplied", "p"), False("Ready", "ParameterNotApplied", "p")})
-	if c := meta.FindStatusCondition(list, "Degraded"); c == nil || c.Status != metav1.ConditionTrue {
-		t.Fatalf("want Degraded True once it is abnormal, got %+v", c)
-	}
-	if Shows(list, quiet) {
-		t.Errorf("want a list with Degraded True not to show the quiet condition")
-	}
-	Apply(&list, 3, []Cond{quiet})
-	c := meta.FindStatusCondition(list, "Degraded")
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "AsExpected" || c.ObservedGeneration != 3 {
-		t.Fatalf("want the recovery kept as Degraded False AsExpected at generation 3, got %+v", c)
-	}
-	if !Shows(list, quiet) {
-		t.Errorf("want a list with Degraded False AsExpected to show the quiet condition")
-	}
-	if Shows(list, False("Draining", "Drained", "done")) {
-		t.Errorf("want a list without Draining not to show a Draining False that is not quiet")
-	}
-	if got := condTypes(list); got != "Ready,Reconciling,Degraded" {
-		t.Errorf("want Ready,Reconciling,Degraded, got %s", got)
-	}
-}
-
-func condTypes(list []metav1.Condition) string {
-	var out []string
-	for _, c := range list {
-		out = append(out, c.Type)
-	}
-	return strings.Join(out, ",")
 }

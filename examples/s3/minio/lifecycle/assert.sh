@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 . "$(dirname "$0")/../../../../test/e2e/lib.sh"
 wait_cond buckety/logs Ready True
-# Degraded is quiet: a Buckety that was never degraded does not carry it.
-expect_eq "not Degraded" "" "$(cond buckety/logs Degraded status)"
+wait_cond buckety/logs Degraded False
 bucket="$NAMESPACE-logs"
 s3_admin logs-bucket set-versioning "$bucket" Suspended >/dev/null
 deadline=$((SECONDS + E2E_TIMEOUT))
