@@ -246,9 +246,10 @@ func TestDrainJurisdiction(t *testing.T) {
 
 // TestDrainBatches: one step with the default units empties a bucket of
 // 2,500 object versions in DeleteObjects batches of 1,000, finds it empty
-// and reports Done, with exactly the requests the server received.
+// and reports Done, with exactly the requests the server received (each
+// with a minute: patientRequests).
 func TestDrainBatches(t *testing.T) {
-	forEach(t, s3test.Options{}, func(t *testing.T, f *fixture) {
+	forEachWith(t, s3test.Options{}, patientRequests, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		r := drivers.Resource{Name: "drain-batches"}
 		f.ensure(t, r.Name, nil)
