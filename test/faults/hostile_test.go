@@ -135,7 +135,7 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := e.k8s.Delete(context.Background(), vwc); err != nil {
+		if err := vwc.Delete(context.Background(), e.k8s); err != nil {
 			t.Errorf("unregister the webhook: %v", err)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -165,22 +166,24 @@ func (w *Webhook) ServedSerial() string {
 }
 
 // WebhookConfigFile is the deployed ValidatingWebhookConfiguration, the one
-// source of the webhooks' rules and matchConditions.
+// source of the validating webhooks' rules and matchConditions.
 func WebhookConfigFile() string {
 	return filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "webhook", "validatingwebhookconfiguration.yaml")
+}
+
+// MutatingConfigFile is the deployed MutatingWebhookConfiguration (the
+// stamps), the one source of the mutating webhooks' rules.
+func MutatingConfigFile() string {
+	return filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "webhook", "mutatingwebhookconfiguration.yaml")
 }
 
 // DeployedWebhooks decodes the webhooks of WebhookConfigFile (strictly, so
 // a field this API version does not know fails here rather than being
 // dropped).
 func DeployedWebhooks() ([]admissionregistrationv1.ValidatingWebhook, error) {
-	b, err := os.ReadFile(WebhookConfigFile())
-	if err != nil {
-		return nil, err
-	}
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := sigsyaml.UnmarshalStrict(b, &vwc); err != nil {
-		return nil, fmt.Errorf("%s: %w", WebhookConfigFile(), err)
+	if err := decodeStrict(WebhookConfigFile(), &vwc); err != nil {
+		return nil, err
 	}
 	if len(vwc.Webhooks) == 0 {
 		return nil, fmt.Errorf("%s: no webhooks", WebhookConfigFile())
@@ -188,34 +191,91 @@ func DeployedWebhooks() ([]admissionregistrationv1.ValidatingWebhook, error) {
 	return vwc.Webhooks, nil
 }
 
-// Register creates a ValidatingWebhookConfiguration named name with the
-// deployed webhooks (DeployedWebhooks: rules, matchConditions, failure
+// DeployedStamps decodes the webhooks of MutatingConfigFile, strictly.
+func DeployedStamps() ([]admissionregistrationv1.MutatingWebhook, error) {
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := decodeStrict(MutatingConfigFile(), &mwc); err != nil {
+		return nil, err
+	}
+	if len(mwc.Webhooks) == 0 {
+		return nil, fmt.Errorf("%s: no webhooks", MutatingConfigFile())
+	}
+	return mwc.Webhooks, nil
+}
+
+func decodeStrict(file string, into any) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := sigsyaml.UnmarshalStrict(b, into); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+// Registration is what Register created: the deployed validating and
+// mutating webhook configurations, pointed at one webhook process.
+type Registration struct {
+	Validating *admissionregistrationv1.ValidatingWebhookConfiguration
+	Mutating   *admissionregistrationv1.MutatingWebhookConfiguration
+}
+
+// Delete deletes both configurations.
+func (r *Registration) Delete(ctx context.Context, c client.Client) error {
+	return errors.Join(c.Delete(ctx, r.Validating), c.Delete(ctx, r.Mutating))
+}
+
+// Register creates a ValidatingWebhookConfiguration and a
+// MutatingWebhookConfiguration named name with the deployed webhooks
+// (DeployedWebhooks, DeployedStamps: rules, matchConditions, failure
 // policy, timeouts, exactly as installed), each pointed at this process by
 // URL with the service's path, and the CA as caBundle (as cert-manager's CA
-// injector would). The caller deletes the returned object.
-func (w *Webhook) Register(ctx context.Context, c client.Client, name string) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+// injector would). The caller deletes them (Registration.Delete).
+func (w *Webhook) Register(ctx context.Context, c client.Client, name string) (*Registration, error) {
 	hooks, err := DeployedWebhooks()
+	if err != nil {
+		return nil, err
+	}
+	stamps, err := DeployedStamps()
 	if err != nil {
 		return nil, err
 	}
 	for i := range hooks {
 		h := &hooks[i]
-		svc := h.ClientConfig.Service
-		if svc == nil || svc.Path == nil {
-			return nil, fmt.Errorf("%s: webhook %s: want clientConfig.service with a path, got %+v", WebhookConfigFile(), h.Name, h.ClientConfig)
+		if h.ClientConfig, err = w.clientConfig(WebhookConfigFile(), h.Name, h.ClientConfig, appwebhook.PathBuckety, appwebhook.PathAccess); err != nil {
+			return nil, err
 		}
-		if p := *svc.Path; p != appwebhook.PathBuckety && p != appwebhook.PathAccess {
-			return nil, fmt.Errorf("%s: webhook %s: path %q is not served by buckety-webhook (want %s or %s)", WebhookConfigFile(), h.Name, p, appwebhook.PathBuckety, appwebhook.PathAccess)
+	}
+	for i := range stamps {
+		h := &stamps[i]
+		if h.ClientConfig, err = w.clientConfig(MutatingConfigFile(), h.Name, h.ClientConfig, appwebhook.PathStampBuckety, appwebhook.PathStampAccess); err != nil {
+			return nil, err
 		}
-		url := "https://" + w.Addr + *svc.Path
-		h.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.CA.CertPEM}
 	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks:   hooks,
+	r := &Registration{
+		Validating: &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: hooks},
+		Mutating:   &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: stamps},
 	}
-	if err := c.Create(ctx, vwc); err != nil {
-		return nil, fmt.Errorf("create ValidatingWebhookConfiguration %s: %w", name, err)
+	if err := c.Create(ctx, r.Mutating); err != nil {
+		return nil, fmt.Errorf("create MutatingWebhookConfiguration %s: %w", name, err)
 	}
-	return vwc, nil
+	if err := c.Create(ctx, r.Validating); err != nil {
+		return nil, errors.Join(fmt.Errorf("create ValidatingWebhookConfiguration %s: %w", name, err), c.Delete(ctx, r.Mutating))
+	}
+	return r, nil
+}
+
+// clientConfig is cc of webhook name (in file) pointed at this process:
+// the service's path, which must be one of paths, by URL, with the CA.
+func (w *Webhook) clientConfig(file, name string, cc admissionregistrationv1.WebhookClientConfig, paths ...string) (admissionregistrationv1.WebhookClientConfig, error) {
+	svc := cc.Service
+	if svc == nil || svc.Path == nil {
+		return cc, fmt.Errorf("%s: webhook %s: want clientConfig.service with a path, got %+v", file, name, cc)
+	}
+	if !slices.Contains(paths, *svc.Path) {
+		return cc, fmt.Errorf("%s: webhook %s: path %q is not served by buckety-webhook (want one of %v)", file, name, *svc.Path, paths)
+	}
+	url := "https://" + w.Addr + *svc.Path
+	return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.CA.CertPEM}, nil
 }

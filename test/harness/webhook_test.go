@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
+	"github.com/Yolean/buckety-controller/internal/shard"
 	"github.com/Yolean/buckety-controller/test/harness"
 )
 
@@ -37,6 +39,53 @@ func TestDeployedWebhooks(t *testing.T) {
 		}
 		if h.FailurePolicy == nil || *h.FailurePolicy != "Fail" {
 			t.Errorf("%s: want failurePolicy Fail, got %v", h.Name, h.FailurePolicy)
+		}
+	}
+}
+
+// TestDeployedStamps: the deployed MutatingWebhookConfiguration decodes
+// strictly, names both stamp paths, and is called for CREATE only.
+func TestDeployedStamps(t *testing.T) {
+	stamps, err := harness.DeployedStamps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"stamp.bucketies.buckety.yolean.se":       appwebhook.PathStampBuckety,
+		"stamp.bucketyaccesses.buckety.yolean.se": appwebhook.PathStampAccess,
+	}
+	if len(stamps) != len(want) {
+		t.Fatalf("want %d webhooks, got %d", len(want), len(stamps))
+	}
+	for _, h := range stamps {
+		path, ok := want[h.Name]
+		if !ok {
+			t.Errorf("want webhooks %v, got %s", want, h.Name)
+			continue
+		}
+		if s := h.ClientConfig.Service; s == nil || s.Path == nil || *s.Path != path {
+			t.Errorf("%s: want service path %s, got %+v", h.Name, path, h.ClientConfig)
+		}
+		if len(h.Rules) != 1 || len(h.Rules[0].Operations) != 1 || h.Rules[0].Operations[0] != "CREATE" {
+			t.Errorf("%s: want one rule, for CREATE only, got %+v", h.Name, h.Rules)
+		}
+		if h.SideEffects == nil || *h.SideEffects != "None" {
+			t.Errorf("%s: want sideEffects None (dry runs are stamped too), got %v", h.Name, h.SideEffects)
+		}
+	}
+}
+
+// TestStampMatchConditionNamesTheFinalizer: the stamps' match condition
+// (which skips objects that already carry buckety's finalizer and slot
+// label) spells both as the code does.
+func TestStampMatchConditionNamesTheFinalizer(t *testing.T) {
+	stamps, err := harness.DeployedStamps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range stamps {
+		if len(h.MatchConditions) != 1 || !strings.Contains(h.MatchConditions[0].Expression, "'"+v1.Finalizer+"'") || !strings.Contains(h.MatchConditions[0].Expression, "'"+shard.SlotLabel+"'") {
+			t.Errorf("%s: want one match condition naming %s and %s, got %+v", h.Name, v1.Finalizer, shard.SlotLabel, h.MatchConditions)
 		}
 	}
 }

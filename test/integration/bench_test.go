@@ -41,7 +41,8 @@ const benchGroup = "bench.buckety.test"
 
 // BenchmarkAdmissionThroughAPIServer measures a server-side dry-run create of
 // a Buckety through the real API server, with buckety-webhook in the path
-// (TLS, AdmissionReview, validation), and reports p50 and p99. Each
+// (TLS, AdmissionReview, the stamp and the validation, as deployed), and
+// reports p50 and p99. Each
 // iteration also dry-run creates, in a rotating order so that each sees the
 // same load, the same object through three paths without buckety-webhook:
 //
@@ -185,6 +186,7 @@ func startBenchWebhooks(b *testing.B) string {
 		})
 		sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: baselineLabel, Operator: r.op}}}
 		registerBenchHook(b, fmt.Sprintf("buckety-bench-%d", k), "https://"+hw.Addr+appwebhook.PathBuckety, hw.CA.CertPEM, bucketies, sel)
+		registerBenchStamp(b, fmt.Sprintf("buckety-bench-%d", k), "https://"+hw.Addr+appwebhook.PathStampBuckety, hw.CA.CertPEM, sel)
 	}
 	return pprof
 }
@@ -213,6 +215,34 @@ func registerBenchHook(b *testing.B, name, url string, caPEM []byte, gvr schema.
 	}
 	b.Cleanup(func() {
 		if err := k8s.Delete(context.Background(), vwc); err != nil {
+			b.Error(err)
+		}
+	})
+}
+
+// registerBenchStamp registers the deployed Buckety stamp (the mutating
+// webhook that adds the finalizer and slot label) at url with the object
+// selector sel, so that the buckety-webhook path is the deployed one: a
+// stamp and a validation per create. It is deleted when b ends.
+func registerBenchStamp(b *testing.B, name, url string, caPEM []byte, sel *metav1.LabelSelector) {
+	b.Helper()
+	stamps, err := harness.DeployedStamps()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := stamps[0]
+	if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].Resources, []string{"bucketies"}) {
+		b.Fatalf("want the first deployed stamp to be the Buckety one with one rule, got %s %+v", h.Name, h.Rules)
+	}
+	h.Name = name + ".stamp." + benchGroup
+	h.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+	h.ObjectSelector = sel
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: []admissionregistrationv1.MutatingWebhook{h}}
+	if err := k8s.Create(context.Background(), mwc); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), mwc); err != nil {
 			b.Error(err)
 		}
 	})

@@ -127,7 +127,8 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 	}
 	for _, want := range []string{"deployment.apps/buckety-controller serverside-applied (server dry run)", "deployment.apps/buckety-webhook serverside-applied (server dry run)",
 		"certificate.cert-manager.io/buckety-webhook serverside-applied (server dry run)", "certificate.cert-manager.io/buckety-webhook-ca serverside-applied (server dry run)",
-		"issuer.cert-manager.io/buckety-ca serverside-applied (server dry run)", "validatingwebhookconfiguration.admissionregistration.k8s.io/buckety-webhook serverside-applied (server dry run)"} {
+		"issuer.cert-manager.io/buckety-ca serverside-applied (server dry run)", "validatingwebhookconfiguration.admissionregistration.k8s.io/buckety-webhook serverside-applied (server dry run)",
+		"mutatingwebhookconfiguration.admissionregistration.k8s.io/buckety-webhook serverside-applied (server dry run)"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("want %q in\n%s", want, out)
 		}
@@ -137,8 +138,9 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 	// so renewing the serving certificate never changes the trust anchor.
 	issuers := map[string]certmanagerv1.Issuer{}
 	certs := map[string]certmanagerv1.Certificate{}
-	var inject string
+	var inject, injectStamps string
 	var webhooks []admissionregistrationv1.ValidatingWebhook
+	var stamps []admissionregistrationv1.MutatingWebhook
 	for _, doc := range objects(t, filepath.Join(dir, release.ManifestsFile)) {
 		switch kind, name := kindOf(doc); kind {
 		case "Issuer":
@@ -160,6 +162,13 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 			}
 			inject = m.Annotations["cert-manager.io/inject-ca-from"]
 			webhooks = m.Webhooks
+		case "MutatingWebhookConfiguration":
+			var m admissionregistrationv1.MutatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict(doc, &m); err != nil {
+				t.Fatalf("MutatingWebhookConfiguration: want a strict decode, got %v", err)
+			}
+			injectStamps = m.Annotations["cert-manager.io/inject-ca-from"]
+			stamps = m.Webhooks
 		}
 	}
 	if len(issuers) != 2 || len(certs) != 2 {
@@ -184,6 +193,19 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 	}
 	if want := systemNS + "/buckety-webhook-ca"; inject != want {
 		t.Errorf("ValidatingWebhookConfiguration: want cert-manager.io/inject-ca-from %q (the CA, not the leaf), got %q", want, inject)
+	}
+	if want := systemNS + "/buckety-webhook-ca"; injectStamps != want {
+		t.Errorf("MutatingWebhookConfiguration: want cert-manager.io/inject-ca-from %q (the CA, not the leaf), got %q", want, injectStamps)
+	}
+	// The stamps (the finalizer and slot label of a new object) are called
+	// for CREATE only, of both kinds.
+	if len(stamps) != 2 {
+		t.Fatalf("MutatingWebhookConfiguration: want 2 webhooks, got %d", len(stamps))
+	}
+	for _, h := range stamps {
+		if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+			t.Errorf("stamp %s: want one rule for CREATE only, got %+v", h.Name, h.Rules)
+		}
 	}
 	// Metadata-only updates are not sent to the webhook (issue 16): every
 	// released webhook calls it for UPDATE only when spec changed.

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
+	"github.com/Yolean/buckety-controller/internal/shard"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -79,6 +81,17 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	if err := c.Create(ctx, b); err != nil {
 		t.Fatalf("want a valid Buckety admitted, got %v", err)
 	}
+	// The stamp (the MutatingWebhookConfiguration harness.Register
+	// registers): the object the API server stored carries buckety's
+	// finalizer and its slot label, with no controller running.
+	stampedOK := func(o client.Object) {
+		t.Helper()
+		if !slices.Equal(o.GetFinalizers(), []string{v1.Finalizer}) || o.GetLabels()[shard.SlotLabel] != shard.SlotValue(ns) {
+			t.Errorf("%s %s as created: want finalizer %s and label %s=%s, got %v %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(),
+				v1.Finalizer, shard.SlotLabel, shard.SlotValue(ns), o.GetFinalizers(), o.GetLabels())
+		}
+	}
+	stampedOK(b)
 	moved("invalid Buckety create", kb, "CREATE", appwebhook.ResultDenied, denied, 1)
 	moved("valid Buckety create", kb, "CREATE", appwebhook.ResultAllowed, allowed, 1)
 
@@ -101,6 +114,7 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	if err := c.Create(ctx, acc); err != nil {
 		t.Fatalf("want a valid BucketyAccess admitted, got %v", err)
 	}
+	stampedOK(acc)
 	moved("invalid BucketyAccess create", ka, "CREATE", appwebhook.ResultDenied, denied, 1)
 	moved("valid BucketyAccess create", ka, "CREATE", appwebhook.ResultAllowed, allowed, 1)
 

@@ -160,7 +160,7 @@ func startWebhookWithConfig(t testing.TB, configYAML string, args ...string) *we
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := k8s.Delete(context.Background(), vwc); err != nil {
+		if err := vwc.Delete(context.Background(), k8s); err != nil {
 			t.Error(err)
 		}
 	})

@@ -594,6 +594,9 @@ func (s *Stack) deploy(ctx context.Context) error {
 	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, "buckety-webhook", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("inject the webhook CA: %w", err)
 	}
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, "buckety-webhook", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("inject the webhook CA (stamps): %w", err)
+	}
 	for _, d := range []string{"buckety-webhook", "buckety-controller"} {
 		if out, err := s.Kubectl(ctx, "-n", "buckety-system", "rollout", "status", "deploy/"+d, "--timeout=120s"); err != nil {
 			events, _ := s.Kubectl(ctx, "-n", "buckety-system", "get", "events", "--field-selector=type=Warning", "--sort-by=.lastTimestamp")

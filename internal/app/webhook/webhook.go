@@ -51,10 +51,14 @@ import (
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// Paths the webhook serves; the ValidatingWebhookConfiguration names them.
+// Paths the webhook serves: the ValidatingWebhookConfiguration names the
+// validators', the MutatingWebhookConfiguration the stamps' (the finalizer
+// and slot label of a new object, admission.Stamp).
 const (
-	PathBuckety = "/validate-buckety-yolean-se-v1alpha1-buckety"
-	PathAccess  = "/validate-buckety-yolean-se-v1alpha1-bucketyaccess"
+	PathBuckety      = "/validate-buckety-yolean-se-v1alpha1-buckety"
+	PathAccess       = "/validate-buckety-yolean-se-v1alpha1-bucketyaccess"
+	PathStampBuckety = "/mutate-buckety-yolean-se-v1alpha1-buckety"
+	PathStampAccess  = "/mutate-buckety-yolean-se-v1alpha1-bucketyaccess"
 )
 
 // Options configure a webhook run.
@@ -203,6 +207,9 @@ func Run(ctx context.Context, o Options) error {
 	ah := admission.WithValidator[*v1.BucketyAccess](scheme, bucketyadmission.AccessValidator{Validators: validators})
 	ah.Handler = counted("BucketyAccess", ah.Handler)
 	srv.Register(PathAccess, ah)
+	decoder := admission.NewDecoder(scheme)
+	srv.Register(PathStampBuckety, &admission.Webhook{Handler: bucketyadmission.Stamp{Kind: "Buckety", Decoder: decoder}})
+	srv.Register(PathStampAccess, &admission.Webhook{Handler: bucketyadmission.Stamp{Kind: "BucketyAccess", Decoder: decoder}})
 
 	var draining atomic.Bool
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
