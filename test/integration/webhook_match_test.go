@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -231,4 +232,44 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	}
 	moved("invalid BucketyAccess spec update", ka, "UPDATE", appwebhook.ResultDenied, denied, 1)
 	moved("valid BucketyAccess spec update", ka, "UPDATE", appwebhook.ResultAllowed, allowed, 1)
+
+	// GitOps: a Buckety created by server-side apply (as Flux and kubectl
+	// apply --server-side create it) and applied again from the same
+	// manifest, then from an edited one, keeps the stamp. The API server
+	// computes the applier's managed fields before it calls the mutating
+	// webhook, so the finalizer and slot label belong to no manager and a
+	// later apply that leaves them out does not remove them.
+	const gitops = "gitops-e2e"
+	manifest := func(partitions string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1.GroupVersion.String(), "kind": "Buckety",
+			"metadata": map[string]any{"name": "applied", "namespace": ns, "labels": map[string]any{"team": "a"}},
+			"spec":     map[string]any{"backend": "kafka", "parameters": map[string]any{"partitions": partitions}},
+		}}
+		return u
+	}
+	applied := &v1.Buckety{}
+	for i, step := range []struct{ what, partitions string }{{"create", "3"}, {"same manifest again", "3"}, {"edited manifest", "4"}} {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(manifest(step.partitions)), client.FieldOwner(gitops)); err != nil {
+			t.Fatalf("server-side apply, %s: want admitted, got %v", step.what, err)
+		}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "applied"}, applied); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			stampedOK(applied)
+		}
+		if !slices.Contains(applied.Finalizers, v1.Finalizer) || applied.Labels[shard.SlotLabel] != shard.SlotValue(ns) || applied.Labels["team"] != "a" {
+			t.Errorf("server-side apply, %s: want the stamp kept beside the applied label (finalizer %s, %s=%s, team=a), got %v %v",
+				step.what, v1.Finalizer, shard.SlotLabel, shard.SlotValue(ns), applied.Finalizers, applied.Labels)
+		}
+		if got := applied.Spec.Parameters["partitions"]; got != step.partitions {
+			t.Errorf("server-side apply, %s: want partitions %s stored, got %q", step.what, step.partitions, got)
+		}
+	}
+	for _, f := range applied.ManagedFields {
+		if f.Manager == gitops && f.FieldsV1 != nil && (strings.Contains(string(f.FieldsV1.Raw), v1.Finalizer) || strings.Contains(string(f.FieldsV1.Raw), shard.SlotLabel)) {
+			t.Errorf("server-side apply: want the stamped fields owned by no applier, got %s owning %s", gitops, f.FieldsV1.Raw)
+		}
+	}
 }
