@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appwebhook "github.com/Yolean/buckety-controller/internal/app/webhook"
 	"github.com/Yolean/buckety-controller/internal/shard"
@@ -26,13 +28,8 @@ func TestDeployedWebhooks(t *testing.T) {
 		t.Fatalf("want %d webhooks, got %d", len(want), len(hooks))
 	}
 	for _, h := range hooks {
-		path, ok := want[h.Name]
-		if !ok {
-			t.Errorf("want webhooks %v, got %s", want, h.Name)
+		if !servesPath(t, want, h.Name, h.ClientConfig) {
 			continue
-		}
-		if s := h.ClientConfig.Service; s == nil || s.Path == nil || *s.Path != path {
-			t.Errorf("%s: want service path %s, got %+v", h.Name, path, h.ClientConfig)
 		}
 		if len(h.MatchConditions) != 1 || h.MatchConditions[0].Name != "spec-changed" || !strings.Contains(h.MatchConditions[0].Expression, "object.spec != oldObject.spec") {
 			t.Errorf("%s: want the spec-changed match condition, got %+v", h.Name, h.MatchConditions)
@@ -58,13 +55,8 @@ func TestDeployedStamps(t *testing.T) {
 		t.Fatalf("want %d webhooks, got %d", len(want), len(stamps))
 	}
 	for _, h := range stamps {
-		path, ok := want[h.Name]
-		if !ok {
-			t.Errorf("want webhooks %v, got %s", want, h.Name)
+		if !servesPath(t, want, h.Name, h.ClientConfig) {
 			continue
-		}
-		if s := h.ClientConfig.Service; s == nil || s.Path == nil || *s.Path != path {
-			t.Errorf("%s: want service path %s, got %+v", h.Name, path, h.ClientConfig)
 		}
 		if len(h.Rules) != 1 || len(h.Rules[0].Operations) != 1 || h.Rules[0].Operations[0] != "CREATE" {
 			t.Errorf("%s: want one rule, for CREATE only, got %+v", h.Name, h.Rules)
@@ -88,4 +80,19 @@ func TestStampMatchConditionNamesTheFinalizer(t *testing.T) {
 			t.Errorf("%s: want one match condition naming %s and %s, got %+v", h.Name, v1.Finalizer, shard.SlotLabel, h.MatchConditions)
 		}
 	}
+}
+
+// servesPath checks that the webhook named name is one of want and that its
+// client config calls want's path for it; false when name is not in want.
+func servesPath(t *testing.T, want map[string]string, name string, cc admissionregistrationv1.WebhookClientConfig) bool {
+	t.Helper()
+	path, ok := want[name]
+	if !ok {
+		t.Errorf("want webhooks %v, got %s", want, name)
+		return false
+	}
+	if s := cc.Service; s == nil || s.Path == nil || *s.Path != path {
+		t.Errorf("%s: want service path %s, got %+v", name, path, cc)
+	}
+	return true
 }
