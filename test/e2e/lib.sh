@@ -50,6 +50,17 @@ step() { echo "--- $*"; }
 # expect_eq WHAT EXPECTED SEEN
 expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', seen '$3'"; }
 
+# wide_column KIND NAME COLUMN: the value of COLUMN (its header, as kubectl
+# prints it) in `kubectl get KIND NAME -o wide`, as a person reads it.
+wide_column() {
+  local out
+  out=$(k get "$1" "$2" -o wide) || fail "kubectl get $1 $2 -o wide: $out"
+  # By the header's offset: kubectl aligns each value under its header,
+  # and an empty value would shift a count of fields.
+  awk -v col="$3" 'NR == 1 { c = index($0 " ", col " "); next }
+    NR == 2 && c { v = substr($0, c); sub(/ .*/, "", v); print v; found = 1 } END { exit !found }' <<<"$out" || fail "kubectl get $1 $2 -o wide: no column $3 in: $out"
+}
+
 # expect_contains WHAT NEEDLE HAYSTACK
 expect_contains() { case "$3" in *"$2"*) ;; *) fail "$1: expected to contain '$2', seen '$3'" ;; esac; }
 expect_not_contains() { case "$3" in *"$2"*) fail "$1: expected not to contain '$2', seen '$3'" ;; esac; }

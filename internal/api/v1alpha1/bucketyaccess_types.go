@@ -161,6 +161,7 @@ type BucketyAccessStatus struct {
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.credentialsSecretName`
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.role`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Not-Scoped",type=string,JSONPath=`.status.conditions[?(@.type=="ScopingNotImplemented")].status`,priority=1,description="True: the credentials are broader than the role and parameters (the backend's own); the ScopingNotImplemented condition says why"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BucketyAccess struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -45,7 +45,7 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 			f.pendingSpoke = f.pendingSpoke || (ready != nil && ready.Reason != v1.ReasonBucketyNotReady)
 		}
 		if meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionScopingNotImplemented) {
-			f.shared = append(f.shared, a.Name)
+			f.shared++
 		}
 	}
 	if b.Spec.DefaultAccess != nil && len(accesses) == 0 && f.implicitErr == "" {
@@ -54,10 +54,9 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 		f.accessesPending = append(f.accessesPending, b.Name)
 	}
 	// The cache lists an index's objects in no fixed order: sorted, the
-	// messages naming them change only when the accesses do, not from one
+	// message naming them changes only when the accesses do, not from one
 	// pass to the next (each change a status write).
 	slices.Sort(f.accessesPending)
-	slices.Sort(f.shared)
 	return nil
 }
 

@@ -107,8 +107,8 @@ type facts struct {
 	// a held status is then written at Held.Limit, not held on to
 	// Held.SilentLimit.
 	pendingSpoke bool
-	// shared lists accesses with ScopingNotImplemented=True.
-	shared []string
+	// shared counts accesses with ScopingNotImplemented=True.
+	shared int
 	// blockedBy lists explicit accesses blocking deletion.
 	blockedBy []string
 	// waitingImplicit is set while the implicit access is being removed

@@ -97,8 +97,12 @@ func blockedByAccesses(f *facts) status.Cond {
 func scopingNotImplemented(f *facts) status.Cond {
 	const t = v1.ConditionScopingNotImplemented
 	switch {
-	case len(f.shared) > 0:
-		return status.True(t, v1.ReasonCredentialsNotScoped, "these accesses hold credentials broader than their role or parameters: "+strings.Join(f.shared, ", "))
+	case f.shared > 0:
+		// Not named here: the message would change with every access
+		// granted, and a Buckety that an access over 128 names would be
+		// written 128 times for one grant. Each access says so in its own
+		// condition, and `kubectl get bucketyaccess -o wide` shows it.
+		return status.True(t, v1.ReasonCredentialsNotScoped, "accesses of this Buckety hold credentials broader than their role or parameters; each says why in its own ScopingNotImplemented condition (column Not-Scoped of kubectl get bucketyaccess -o wide)")
 	case f.accessesChecked:
 		return status.False(t, v1.ReasonAsExpected, "every access's credentials match its role")
 	}
@@ -372,7 +376,7 @@ func provenanceWord(b *v1.Buckety) string {
 
 func readyMessage(b *v1.Buckety, f *facts) string {
 	msg := fmt.Sprintf("%s on backend %s is in sync", b.Status.BackendResourceName, b.Status.Backend)
-	if n := len(f.shared); n > 0 || f.accessesChecked {
+	if f.shared > 0 || f.accessesChecked {
 		msg += "; every access Secret is in sync"
 	}
 	return msg

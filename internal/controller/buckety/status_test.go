@@ -108,6 +108,24 @@ func TestConditionsAreTheDeclaredSet(t *testing.T) {
 	}
 }
 
+// TestScopingMessageNamesNoAccess: the Buckety's ScopingNotImplemented
+// condition reads the same whatever accesses hold shared credentials, so
+// an access granted over 128 Bucketies writes none of their statuses for
+// it (issue 54's sharing row); only the first such access and the last
+// one gone change it.
+func TestScopingMessageNamesNoAccess(t *testing.T) {
+	b := &v1.Buckety{}
+	one := find(conditions(b, &facts{shared: 1, accessesChecked: true}), v1.ConditionScopingNotImplemented)
+	many := find(conditions(b, &facts{shared: 128, accessesChecked: true}), v1.ConditionScopingNotImplemented)
+	if one != many {
+		t.Errorf("ScopingNotImplemented differs between 1 and 128 unscoped accesses:\n%+v\n%+v", one, many)
+	}
+	none := find(conditions(b, &facts{accessesChecked: true}), v1.ConditionScopingNotImplemented)
+	if none.Status == one.Status || none.Message == one.Message {
+		t.Errorf("ScopingNotImplemented does not change from no unscoped access to one: %+v, %+v", none, one)
+	}
+}
+
 // TestOtherConditions covers each non-Ready condition's reasons.
 func TestOtherConditions(t *testing.T) {
 	b := &v1.Buckety{}
@@ -125,7 +143,7 @@ func TestOtherConditions(t *testing.T) {
 		{"not compared", v1.ConditionParameterDrift, facts{}, "Unknown", v1.ReasonNotDetermined},
 		{"shortfall", v1.ConditionDegraded, facts{provisioned: true, shortfalls: []drivers.Shortfall{{Parameter: "p"}}}, "True", v1.ReasonParameterNotApplied},
 		{"blocked", v1.ConditionBlockedByAccesses, facts{blockedBy: []string{"a"}}, "True", v1.ReasonAccessesExist},
-		{"unscoped", v1.ConditionScopingNotImplemented, facts{shared: []string{"a"}}, "True", v1.ReasonCredentialsNotScoped},
+		{"unscoped", v1.ConditionScopingNotImplemented, facts{shared: 1}, "True", v1.ReasonCredentialsNotScoped},
 		{"scoped", v1.ConditionScopingNotImplemented, facts{accessesChecked: true}, "False", v1.ReasonAsExpected},
 		{"accesses not checked", v1.ConditionScopingNotImplemented, facts{}, "Unknown", v1.ReasonNotDetermined},
 	} {

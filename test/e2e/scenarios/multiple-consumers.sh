@@ -25,6 +25,7 @@ multiple_consumers() {
     step "every access has a $CREDENTIAL of its own, with its role's rights"
     for a in "${accesses[@]}"; do
       wait_cond "bucketyaccess/$a" ScopingNotImplemented False AsExpected
+      expect_eq "kubectl get bucketyaccess $a -o wide, NOT-SCOPED" False "$(wide_column bucketyaccess "$a" NOT-SCOPED)"
     done
     wait_cond "buckety/$buckety" ScopingNotImplemented False
     multiple_consumers_scoped "${accesses[@]}"
@@ -32,6 +33,7 @@ multiple_consumers() {
     step "identical credentials: scoping is reported, not pretended"
     for a in "${accesses[@]}"; do
       wait_cond "bucketyaccess/$a" ScopingNotImplemented True CredentialsNotScoped
+      expect_eq "kubectl get bucketyaccess $a -o wide, NOT-SCOPED" True "$(wide_column bucketyaccess "$a" NOT-SCOPED)"
     done
     wait_cond "buckety/$buckety" ScopingNotImplemented True CredentialsNotScoped
     hook multiple_consumers_unscoped "${accesses[@]}"
