@@ -471,6 +471,46 @@ func TestFailingGrantWritesItsStatusOnce(t *testing.T) {
 	}
 }
 
+// TestUnscopedAccessesWriteTheirBucketyOnce: on a backend that hands
+// accesses its own credentials (the test driver does for every role but
+// ReadWrite), the first such access turns its Buckety's
+// ScopingNotImplemented True, one status write; the next ones write
+// nothing on the Buckety, since the condition does not name them (an
+// access over 128 Bucketies wrote all 128 for each new access when it
+// did).
+func TestUnscopedAccessesWriteTheirBucketyOnce(t *testing.T) {
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	e.create(newBuckety("a", "orders", "orders"))
+	s.enqueue(simItem{key: types.NamespacedName{Namespace: "a", Name: "orders"}})
+	s.drain(t, e)
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if c := cond(e.buckety("a", "orders").Status.Conditions, v1.ConditionScopingNotImplemented); c.Status != metav1.ConditionFalse {
+		t.Fatalf("no access yet: want ScopingNotImplemented=False, got %s (%s)", c.Status, c.Reason)
+	}
+	for i, name := range []string{"reader-1", "reader-2", "reader-3"} {
+		e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("a-" + name + "-uid")},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: name, Role: v1.RoleReadOnly}})
+		s.reset()
+		s.enqueue(simItem{access: true, key: types.NamespacedName{Namespace: "a", Name: name}})
+		s.enqueue(simItem{key: types.NamespacedName{Namespace: "a", Name: "orders"}})
+		s.drain(t, e)
+		b := e.buckety("a", "orders")
+		e.wantReady(b, metav1.ConditionTrue, v1.ReasonReconciled)
+		if c := cond(b.Status.Conditions, v1.ConditionScopingNotImplemented); c.Status != metav1.ConditionTrue || c.Reason != v1.ReasonCredentialsNotScoped {
+			t.Fatalf("after access %s: want ScopingNotImplemented=True (%s), got %s (%s: %s)", name, v1.ReasonCredentialsNotScoped, c.Status, c.Reason, c.Message)
+		}
+		want := 0
+		if i == 0 {
+			want = 1
+		}
+		if got := s.writes["patch bucketies/status"]; got != want {
+			t.Errorf("unscoped access %s (number %d): want %d Buckety status writes, got %d (writes %s)", name, i+1, want, got, formatCounts(s.writes))
+		}
+	}
+}
+
 // TestReadyBucketyHoldsForNewAccesses: a Buckety recorded Ready that gains
 // an access does not turn Ready=False and back for it: its status write
 // waits (buckety.Held) and, the access Ready within Held.For, nothing is
