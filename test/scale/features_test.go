@@ -122,6 +122,11 @@ type grantTimes struct {
 	// writes are the controller's API writes; passes its reconciles, per
 	// controller.
 	writes, passes counts
+	// passTime is the time the access controller's passes took, summed.
+	passTime time.Duration
+	// admitted are the creates' own times: the API server's admission,
+	// the webhooks included, and its write.
+	admitted []time.Duration
 }
 
 func (g grantTimes) median() time.Duration {
@@ -176,9 +181,10 @@ func shareRows(t *testing.T, e *env, p params, tb *table, n int, backend string,
 			a.Spec.BucketyRef, a.Spec.BucketyRefs = v1.BucketyReference{}, refs
 			g = &all
 		}
-		passes0 := e.passesByController()
-		d, c, w := grantOne(t, e, aw, a, i+1, requests)
-		g.times = append(g.times, d)
+		passes0, time0 := e.passesByController(), e.accessPassTime()
+		d, admitted, c, w := grantOne(t, e, aw, a, i+1, requests)
+		g.passTime += e.accessPassTime() - time0
+		g.times, g.admitted = append(g.times, d), append(g.admitted, admitted)
 		g.kafka, g.writes, g.passes = sum(g.kafka, c), sum(g.writes, w), sum(g.passes, e.passesByController().minus(passes0))
 		checkSharedSecret(t, e, ns, a, r)
 	}
@@ -191,6 +197,10 @@ func shareRows(t *testing.T, e *env, p params, tb *table, n int, backend string,
 		all.perGrant(all.writes)+" / "+one.perGrant(one.writes), "", nil, "")
 	tb.add(fmt.Sprintf("sharing (%s): controller reconciles per access, %d Bucketies / one", backend, r), n,
 		all.perGrant(all.passes)+" / "+one.perGrant(one.passes), "", nil, "")
+	tb.add(fmt.Sprintf("sharing (%s): the access controller's pass time per access, %d Bucketies / one", backend, r), n,
+		ms(all.passTime/time.Duration(len(all.times)))+" / "+ms(one.passTime/time.Duration(len(one.times))), "", nil, "")
+	tb.add(fmt.Sprintf("sharing (%s): the create call (admission and write; median), %d Bucketies / one", backend, r), n,
+		ms(p50(all.admitted))+" / "+ms(p50(one.admitted)), "", nil, "")
 
 	cancel()
 	deleteCollection(t, e.k8s, ns, &v1.BucketyAccess{}, &v1.BucketyAccessList{})
@@ -203,7 +213,7 @@ func shareRows(t *testing.T, e *env, p params, tb *table, n int, backend string,
 // controller is quiet: the time to a's
 // Ready, the backend's requests and the controller's API writes until
 // quiet.
-func grantOne(t *testing.T, e *env, aw *readyWatch, a *v1.BucketyAccess, k int, requests func() func() counts) (time.Duration, counts, counts) {
+func grantOne(t *testing.T, e *env, aw *readyWatch, a *v1.BucketyAccess, k int, requests func() func() counts) (time.Duration, time.Duration, counts, counts) {
 	t.Helper()
 	reqs := requests()
 	writes0 := e.apiWrites()
@@ -211,6 +221,7 @@ func grantOne(t *testing.T, e *env, aw *readyWatch, a *v1.BucketyAccess, k int, 
 	if err := e.k8s.Create(context.Background(), a); err != nil {
 		t.Fatalf("sharing: create access %s: %v", a.Name, err)
 	}
+	admitted := time.Since(start)
 	if got, missing := aw.wait(k, 2*time.Minute); len(got) < k {
 		t.Fatalf("sharing: access %s/%s not Ready after 2m: %s\ncontroller log:\n%s", a.Namespace, a.Name, missing, e.ctrl.P.Tail(20))
 	}
@@ -223,7 +234,7 @@ func grantOne(t *testing.T, e *env, aw *readyWatch, a *v1.BucketyAccess, k int, 
 	// to this access, not to the next one.
 	time.Sleep(time.Until(start.Add(bucketyctl.NewAccessWake + 100*time.Millisecond)))
 	e.quiet(15 * time.Second)
-	return d, reqs(), e.apiWrites().minus(writes0)
+	return d, admitted, reqs(), e.apiWrites().minus(writes0)
 }
 
 // passesByController are the controller's reconciles so far, per controller.
@@ -233,6 +244,24 @@ func (e *env) passesByController() counts {
 		out[s.labels["controller"]] += int64(s.value)
 	}
 	return out
+}
+
+// accessPassTime is the time the access controller's reconciles took so
+// far (controller-runtime's reconcile_time_seconds, summed).
+func (e *env) accessPassTime() time.Duration {
+	var sec float64
+	for _, s := range e.controllerMetrics("controller_runtime_reconcile_time_seconds_sum") {
+		if s.labels["controller"] == "bucketyaccess" {
+			sec += s.value
+		}
+	}
+	return time.Duration(sec * float64(time.Second))
+}
+
+// p50 is the median of lat.
+func p50(lat []time.Duration) time.Duration {
+	p, _ := percentiles(append([]time.Duration{}, lat...))
+	return p
 }
 
 // sum adds two counts.
