@@ -135,8 +135,12 @@ type BucketyAccessStatus struct {
 
 	// BucketyGenerations are, for an access naming several Bucketies,
 	// each one's metadata.generation the Secret was last written for,
-	// keyed by namespace/name (BucketyGeneration is the first's).
+	// keyed by namespace/name (BucketyGeneration is the first's). Written
+	// whole, by the controller alone: to the API server one field, not
+	// one per Buckety, on every status write.
 	// +optional
+	// +mapType=atomic
+	// +kubebuilder:validation:MaxProperties=128
 	BucketyGenerations map[string]int64 `json:"bucketyGenerations,omitempty"`
 
 	// Withdrawn lists, for an access naming several Bucketies, those of
