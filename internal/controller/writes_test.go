@@ -471,6 +471,20 @@ func TestFailingGrantWritesItsStatusOnce(t *testing.T) {
 	}
 }
 
+// readyOrders is a write-counting environment holding Buckety a/orders,
+// provisioned and Ready.
+func readyOrders(t *testing.T) (*writeSim, *env) {
+	t.Helper()
+	s := &writeSim{queued: map[simItem]bool{}}
+	s.reset()
+	e := newEnvWith(t, "", s.wrap)
+	e.create(newBuckety("a", "orders", "orders"))
+	s.enqueue(simItem{key: types.NamespacedName{Namespace: "a", Name: "orders"}})
+	s.drain(t, e)
+	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	return s, e
+}
+
 // TestUnscopedAccessesWriteTheirBucketyOnce: on a backend that hands
 // accesses its own credentials (the test driver does for every role but
 // ReadWrite), the first such access turns its Buckety's
@@ -479,13 +493,7 @@ func TestFailingGrantWritesItsStatusOnce(t *testing.T) {
 // access over 128 Bucketies wrote all 128 for each new access when it
 // did).
 func TestUnscopedAccessesWriteTheirBucketyOnce(t *testing.T) {
-	s := &writeSim{queued: map[simItem]bool{}}
-	s.reset()
-	e := newEnvWith(t, "", s.wrap)
-	e.create(newBuckety("a", "orders", "orders"))
-	s.enqueue(simItem{key: types.NamespacedName{Namespace: "a", Name: "orders"}})
-	s.drain(t, e)
-	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	s, e := readyOrders(t)
 	if c := cond(e.buckety("a", "orders").Status.Conditions, v1.ConditionScopingNotImplemented); c.Status != metav1.ConditionFalse {
 		t.Fatalf("no access yet: want ScopingNotImplemented=False, got %s (%s)", c.Status, c.Reason)
 	}
@@ -518,13 +526,7 @@ func TestUnscopedAccessesWriteTheirBucketyOnce(t *testing.T) {
 // written at once, and one that stays silent past Held.For has it
 // written then; each says which access is pending.
 func TestReadyBucketyHoldsForNewAccesses(t *testing.T) {
-	s := &writeSim{queued: map[simItem]bool{}}
-	s.reset()
-	e := newEnvWith(t, "", s.wrap)
-	e.create(newBuckety("a", "orders", "orders"))
-	s.enqueue(simItem{key: types.NamespacedName{Namespace: "a", Name: "orders"}})
-	s.drain(t, e)
-	e.wantReady(e.buckety("a", "orders"), metav1.ConditionTrue, v1.ReasonReconciled)
+	s, e := readyOrders(t)
 	newAccess := func(name string) {
 		t.Helper()
 		e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("a-" + name + "-uid")},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -130,11 +129,7 @@ type grantTimes struct {
 	admitted []time.Duration
 }
 
-func (g grantTimes) median() time.Duration {
-	s := append([]time.Duration{}, g.times...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
+func (g grantTimes) median() time.Duration { return p50(g.times) }
 
 // perGrant formats the counts c, summed over g's accesses, per access.
 func (g grantTimes) perGrant(c counts) string {
@@ -211,9 +206,8 @@ func shareRows(t *testing.T, e *env, p params, tb *table, n int, backend string,
 
 // grantOne creates access a and waits until aw has seen k accesses Ready
 // (a the last), then until the Bucketies it names have been woken and the
-// controller is quiet: the time to a's
-// Ready, the backend's requests and the controller's API writes until
-// quiet.
+// controller is quiet: the time to a's Ready, the create call's own time,
+// the backend's requests and the controller's API writes until quiet.
 func grantOne(t *testing.T, e *env, aw *readyWatch, a *v1.BucketyAccess, k int, requests func() func() counts) (time.Duration, time.Duration, counts, counts) {
 	t.Helper()
 	reqs := requests()
