@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -88,6 +90,33 @@ func SlotValues(k, shards int) []string {
 		out = append(out, strconv.Itoa(s))
 	}
 	return append(out, Everywhere)
+}
+
+// Selecting is what shard s's cache selects: by the slot label, its slots
+// and Everywhere; nil s (one shard): everything.
+func Selecting(s *Serves) (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	in, err := labels.NewRequirement(SlotLabel, selection.In, SlotValues(s.K, s.N))
+	if err != nil {
+		return nil, err
+	}
+	return labels.NewSelector().Add(*in), nil
+}
+
+// ManagedSecrets selects the Secrets shard s's cache holds: those with
+// buckety's managed-by label, of its slots (Selecting).
+func ManagedSecrets(s *Serves) (labels.Selector, error) {
+	sel, err := Selecting(s)
+	if err != nil {
+		return nil, err
+	}
+	managed, err := labels.NewRequirement(v1.ManagedByLabel, selection.Equals, []string{v1.ManagedByValue})
+	if err != nil {
+		return nil, err
+	}
+	return sel.Add(*managed), nil
 }
 
 // BucketyValue is the SlotLabel value of Buckety b: Everywhere when it

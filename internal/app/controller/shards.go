@@ -9,9 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -132,17 +130,16 @@ func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backe
 // selected by the shard's slots, and the objects every shard reads.
 func shardCacheOptions(s *shard.Serves) (ctrlcache.Options, error) {
 	o := cacheOptions()
-	in, err := labels.NewRequirement(shard.SlotLabel, selection.In, shard.SlotValues(s.K, s.N))
+	sel, err := shard.Selecting(s)
 	if err != nil {
 		return o, err
 	}
-	managed, err := labels.NewRequirement(v1.ManagedByLabel, selection.Equals, []string{v1.ManagedByValue})
+	secrets, err := shard.ManagedSecrets(s)
 	if err != nil {
 		return o, err
 	}
-	sel := labels.NewSelector().Add(*in)
 	o.ByObject = map[client.Object]ctrlcache.ByObject{
-		&corev1.Secret{}:        {Label: labels.NewSelector().Add(*managed, *in), Transform: stripSecret},
+		&corev1.Secret{}:        {Label: secrets, Transform: stripSecret},
 		&v1.Buckety{}:           {Label: sel},
 		&v1.BucketyAccess{}:     {Label: sel},
 		&v1.BucketyClaim{}:      {Label: sel},

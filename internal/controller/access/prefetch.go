@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // Secrets after a start. The cache holds Secrets' metadata, not their data
@@ -22,11 +24,11 @@ import (
 // every access would read its Secret fresh once: at 10,000 accesses,
 // 10,000 GETs in the first minute, most of a cold start's API requests.
 // Instead, the first pass that needs a fresh read of a Secret it has never
-// verified reads every buckety Secret at once, in pages of
-// prefetchPage, and records what it finds as verified at the
-// resourceVersion read: a Secret of type Opaque whose controlling owner is
-// a BucketyAccess, under that access's UID, with the sum of its data as it
-// is. An access's pass then compares that sum with the data it would write
+// verified reads every buckety Secret of its shard at once (those its
+// cache selects), in pages of prefetchPage, and records what it finds as
+// verified at the resourceVersion read: a Secret of type Opaque whose
+// controlling owner is a BucketyAccess, under that access's UID, with the
+// sum of its data as it is. An access's pass then compares that sum with the data it would write
 // (verifiedSecrets.matches), exactly as it would have compared the fresh
 // read: equal, nothing is read or written; different (edited by hand while
 // no controller ran, or the access changed), or edited since the list
@@ -37,9 +39,9 @@ import (
 // read afresh, so it is compared with the record's digest exactly as a
 // GET's answer would be (knowScopedSecret).
 //
-// It runs at most once per process, on the leader (only its reconcilers
-// run). A failed list is not retried: the passes read their Secrets one by
-// one instead, as before.
+// It runs at most once per reconciler: once per process on the leader
+// (only its reconcilers run), once per shard taken. A failed list is not
+// retried: the passes read their Secrets one by one instead, as before.
 type secretPrefetch struct {
 	mu   sync.Mutex
 	done bool
@@ -74,7 +76,11 @@ func (r *Reconciler) prefetchSecrets(ctx context.Context) {
 	defer cancel()
 	n, err := r.listSecretsVerified(ctx)
 	log := logf.FromContext(ctx)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// Stopped (the process, or its shard): nothing to report.
+		return
+	case err != nil:
 		log.Error(err, "reading every buckety Secret at once failed; accesses read their own Secrets instead", "recorded", n)
 		return
 	}
@@ -86,10 +92,16 @@ func (r *Reconciler) prefetchSecrets(ctx context.Context) {
 func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
 	n := 0
 	cont := ""
+	// The Secrets this shard's cache holds: another shard's accesses are
+	// not this reconciler's to verify.
+	sel, err := shard.ManagedSecrets(r.Serves)
+	if err != nil {
+		return n, err
+	}
 	keys := r.issuedKeys(ctx)
 	for {
 		var list corev1.SecretList
-		if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ManagedByLabel: v1.ManagedByValue}, ctrl.Limit(prefetchPage), ctrl.Continue(cont)); err != nil {
+		if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabelsSelector{Selector: sel}, ctrl.Limit(prefetchPage), ctrl.Continue(cont)); err != nil {
 			return n, err
 		}
 		for i := range list.Items {

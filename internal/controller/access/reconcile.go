@@ -72,6 +72,10 @@ type Reconciler struct {
 	// LimitRetry is how soon an access waiting for an access limit looks
 	// again on its own; 0: LimitRetry.
 	LimitRetry time.Duration
+	// Serves is the shard this controller reconciles; nil: every
+	// namespace. The start's read of every Secret (prefetch.go) reads
+	// only its shard's.
+	Serves *shard.Serves
 
 	verified verifiedSecrets
 	// prefetch reads every buckety Secret once after a start (prefetch.go).

@@ -94,6 +94,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Written:    &status.Written{},
 		Held:       o.Held,
 		LimitRetry: o.LimitRetry,
+		Serves:     o.Serves,
 	}
 	notSettled, settledLater := queue.SettledLater(settled)
 	b := builder.ControllerManagedBy(mgr).
