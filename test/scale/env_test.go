@@ -573,12 +573,9 @@ func (e *env) apiRequestsOf(resources map[string]bool) (writes, reads counts) {
 		if !resources[l["resource"]] || l["dry_run"] != "" {
 			continue
 		}
-		k := l["verb"] + " " + l["resource"]
-		if l["subresource"] != "" {
-			k += "/" + l["subresource"]
-		}
-		switch l["verb"] {
-		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE", "APPLY":
+		k := requestKey(l)
+		switch {
+		case isWrite(l["verb"]):
 			writes[k] += int64(s.value)
 		default:
 			reads[k] += int64(s.value)
@@ -600,18 +597,60 @@ func (e *env) secretGets() int64 {
 	return n
 }
 
+// requestKey names the requests of an API server series' labels as
+// apiWrites keys them: "VERB resource[/subresource]".
+func requestKey(l map[string]string) string {
+	k := l["verb"] + " " + l["resource"]
+	if l["subresource"] != "" {
+		k += "/" + l["subresource"]
+	}
+	return k
+}
+
+// isWrite reports whether an API server series' verb is a write.
+func isWrite(verb string) bool {
+	switch verb {
+	case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE", "APPLY":
+		return true
+	}
+	return false
+}
+
 // apiRequests reads the API server's apiserver_request_total series.
 func (e *env) apiRequests() []sample {
+	e.t.Helper()
+	return e.apiServerSamples("apiserver_request_total")
+}
+
+// apiServerSamples scrapes the API server's series of one name.
+func (e *env) apiServerSamples(name string) []sample {
 	e.t.Helper()
 	body, err := e.get(e.cp.URL+"/metrics", true)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ss, err := samples(body, "apiserver_request_total")
+	ss, err := samples(body, name)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return ss
+}
+
+// apiWriteSeconds is, from one scrape, the API server's time in the
+// non-dry-run writes to writeResources so far, by "VERB
+// resource[/subresource]" as apiWrites keys them
+// (apiserver_request_duration_seconds_sum: admission, webhooks included,
+// and the storage write).
+func (e *env) apiWriteSeconds() map[string]float64 {
+	e.t.Helper()
+	out := map[string]float64{}
+	for _, s := range e.apiServerSamples("apiserver_request_duration_seconds_sum") {
+		l := s.labels
+		if writeResources[l["resource"]] && l["dry_run"] == "" && isWrite(l["verb"]) {
+			out[requestKey(l)] += s.value
+		}
+	}
+	return out
 }
 
 // minus returns c - base, dropping zeros.

@@ -40,7 +40,7 @@ import (
 //	SCALE_REVERT_TIMEOUT  how long out-of-band changes may take to be reverted before the run fails (60s; full 7m)
 //	SCALE_SHARE_REFS      the Bucketies one access names in the sharing rows (issue 54), timed against an access
 //	                      naming one, on each kadm backend (16; full 128, the most an access may name; 0 for none)
-//	SCALE_SHARE_REPS      accesses of each size timed one at a time in the sharing rows, the median reported (3; full 5)
+//	SCALE_SHARE_REPS      accesses of each size timed one at a time in the sharing rows, the median reported (3; full 15)
 //	SCALE_ONLY            "features": only issue 54's rows of new features (owner-record requests per create, the
 //	                      sharing rows, the scoped phase's rebuild at SCALE_SCOPED_N, MinIO's owner records at SCALE_S3_N),
 //	                      as featureRun lists them (default: every row)
@@ -74,7 +74,7 @@ func loadParams(t *testing.T) params {
 		Recheck: 3 * time.Second, MainArgs: []string{"--recheck-interval=3s"}, RevertTimeout: 60 * time.Second, ShareRefs: 16, ShareReps: 3}
 	if os.Getenv("SCALE_FULL") == "1" {
 		p = params{Ns: []int{200, 1000, 3000}, ScopedNs: map[int]bool{1000: true}, S3ScopedNs: []int{100, 1000}, S3IAMNs: []int{100}, S3VersityNs: []int{100, 1000}, Secrets: 10000, Drifted: 100, S3N: 100, WebhookReqs: 1000, FloorObjects: 2000,
-			Recheck: 30 * time.Second, RevertTimeout: 7 * time.Minute, ShareRefs: 128, ShareReps: 5}
+			Recheck: 30 * time.Second, RevertTimeout: 7 * time.Minute, ShareRefs: 128, ShareReps: 15}
 	}
 	if v := os.Getenv("SCALE_N"); v != "" {
 		p.Ns = nil
