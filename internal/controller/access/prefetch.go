@@ -28,12 +28,13 @@ import (
 // cache selects), in pages of prefetchPage, and records what it finds as
 // verified at the resourceVersion read: a Secret of type Opaque whose
 // controlling owner is a BucketyAccess, under that access's UID, with the
-// sum of its data as it is. An access's pass then compares that sum with the data it would write
-// (verifiedSecrets.matches), exactly as it would have compared the fresh
-// read: equal, nothing is read or written; different (edited by hand while
-// no controller ran, or the access changed), or edited since the list
-// (another resourceVersion), the Secret is read fresh and repaired as
-// before. Data is hashed page by page and not kept, except the credential
+// sum of its data as it is. An access's pass then compares that sum with
+// the data it would write (verifiedSecrets.matches), exactly as it would
+// have compared the fresh read: equal, nothing is read or written;
+// different (edited by hand while no controller ran, or the access
+// changed), or edited since the list (another resourceVersion), the
+// Secret is read fresh and repaired as before. Data is hashed page by
+// page and not kept, except the credential
 // a Secret holds for a backend that issues one per access (its principal
 // and secret, which the pass's secretOf would otherwise GET): kept as
 // read afresh, so it is compared with the record's digest exactly as a
