@@ -95,28 +95,31 @@ func SlotValues(k, shards int) []string {
 // Selecting is what shard s's cache selects: by the slot label, its slots
 // and Everywhere; nil s (one shard): everything.
 func Selecting(s *Serves) (labels.Selector, error) {
+	return withSlots(labels.Everything(), s)
+}
+
+// Managed selects the objects with buckety's managed-by label: the
+// Secrets the controller's cache holds.
+func Managed() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{v1.ManagedByLabel: v1.ManagedByValue})
+}
+
+// ManagedSecrets selects the Secrets shard s's cache holds: Managed, of
+// its slots (Selecting); nil s: every one.
+func ManagedSecrets(s *Serves) (labels.Selector, error) {
+	return withSlots(Managed(), s)
+}
+
+// withSlots narrows sel to shard s's slots and Everywhere; nil s: sel.
+func withSlots(sel labels.Selector, s *Serves) (labels.Selector, error) {
 	if s == nil {
-		return labels.Everything(), nil
+		return sel, nil
 	}
 	in, err := labels.NewRequirement(SlotLabel, selection.In, SlotValues(s.K, s.N))
 	if err != nil {
 		return nil, err
 	}
-	return labels.NewSelector().Add(*in), nil
-}
-
-// ManagedSecrets selects the Secrets shard s's cache holds: those with
-// buckety's managed-by label, of its slots (Selecting).
-func ManagedSecrets(s *Serves) (labels.Selector, error) {
-	sel, err := Selecting(s)
-	if err != nil {
-		return nil, err
-	}
-	managed, err := labels.NewRequirement(v1.ManagedByLabel, selection.Equals, []string{v1.ManagedByValue})
-	if err != nil {
-		return nil, err
-	}
-	return sel.Add(*managed), nil
+	return sel.Add(*in), nil
 }
 
 // BucketyValue is the SlotLabel value of Buckety b: Everywhere when it

@@ -3,7 +3,6 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,7 +50,7 @@ func cacheOptions() ctrlcache.Options {
 		DefaultTransform: stripForCache,
 		ByObject: map[client.Object]ctrlcache.ByObject{
 			&corev1.Secret{}: {
-				Label:     labels.SelectorFromSet(labels.Set{v1.ManagedByLabel: v1.ManagedByValue}),
+				Label:     shard.Managed(),
 				Transform: stripSecret,
 			},
 		},
