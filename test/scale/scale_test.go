@@ -784,6 +784,9 @@ type coldStarted struct {
 	elapsed time.Duration
 	writes  counts
 	kafka   counts
+	// prefetch is what the access controllers' start-up reads of every
+	// buckety Secret did (e.prefetches).
+	prefetch string
 }
 
 // coldStart starts the controller (stopped by the caller) with args and N
@@ -839,8 +842,39 @@ func coldStartWith(t *testing.T, e *env, start func(), n int, settle bool, settl
 	cs := coldStarted{elapsed: time.Since(begin)}
 	cs.kafka = kc.since()
 	cs.writes = e.apiWrites().minus(writes0)
-	t.Logf("cold start: %s (%s)", cs.elapsed.Round(time.Millisecond), last)
+	cs.prefetch = e.prefetches()
+	t.Logf("cold start: %s (%s; start-up Secret reads: %s)", cs.elapsed.Round(time.Millisecond), last, cs.prefetch)
 	return cs
+}
+
+// prefetches sums, over the live controllers, their access controllers'
+// start-up reads of every buckety Secret (one per process or shard taken):
+// how many finished and failed, with their mean time, and the Secrets
+// recorded. A failed read means its accesses each read their Secret with
+// a GET instead.
+func (e *env) prefetches() string {
+	e.t.Helper()
+	var sum, count = map[string]float64{}, map[string]float64{}
+	recorded := 0.0
+	for _, s := range e.controllerMetrics("buckety_secret_prefetch_duration_seconds_sum", "buckety_secret_prefetch_duration_seconds_count", "buckety_secret_prefetch_recorded_total") {
+		switch s.name {
+		case "buckety_secret_prefetch_duration_seconds_sum":
+			sum[s.labels["result"]] += s.value
+		case "buckety_secret_prefetch_duration_seconds_count":
+			count[s.labels["result"]] += s.value
+		default:
+			recorded += s.value
+		}
+	}
+	var parts []string
+	for _, r := range []string{"done", "failed"} {
+		if count[r] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f (mean %s)", r, count[r], (time.Duration(sum[r]/count[r]*float64(time.Second))).Round(time.Millisecond)))
+		} else {
+			parts = append(parts, r+" 0")
+		}
+	}
+	return fmt.Sprintf("%s; %.0f Secrets recorded", strings.Join(parts, ", "), recorded)
 }
 
 // usageRefreshed is what the usage refresh costs.

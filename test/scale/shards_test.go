@@ -235,6 +235,7 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	tb.add("shards, "+rs+": cold start, all re-verified", n, secs(cs.elapsed), "≤ 30 s", ptr(cs.elapsed <= 30*time.Second), "")
 	tb.add("shards, "+rs+": cold start, controller API writes", n, cs.writes.String(), "0", ptr(cs.writes.total() == 0), "")
 	tb.add("shards, "+rs+": cold start, Kafka requests", n, cs.kafka.String(), "", nil, "")
+	tb.add("shards, "+rs+": cold start, the access controllers' start-up reads of every buckety Secret (a failed one: a GET per access)", n, cs.prefetch, "", nil, "")
 	fmt.Print("\n" + tb.String())
 }
 
@@ -436,6 +437,7 @@ func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []st
 		t.Fatalf("shard %d: its Bucketies are Ready again, but its Lease is held by %q (the killed replica was %q)", k, now, holder)
 	}
 	since := last.Sub(expiry)
+	t.Logf("leader killed: start-up Secret reads of the live replicas since they started: %s", e.prefetches())
 	tb.add(fmt.Sprintf("shards, %s: a shard's leader killed (SIGKILL): %d of its Bucketies changed at the kill, all Ready again, from its Lease's expiry (%s lease)", rs, len(mine), time.Duration(*e.shardLease(k).Spec.LeaseDurationSeconds)*time.Second), n,
 		fmt.Sprintf("%s (%s from the kill)", secs(since), secs(last.Sub(killed))), "≤ 15 s", ptr(since <= 15*time.Second), "")
 	got := float64(p99) / float64(baseP99)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
@@ -75,17 +76,22 @@ func (r *Reconciler) prefetchSecrets(ctx context.Context) {
 	p.done = true
 	ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
 	defer cancel()
+	began := time.Now()
 	n, err := r.listSecretsVerified(ctx)
+	took := time.Since(began)
+	metrics.SecretPrefetchRecorded.Add(float64(n))
 	log := logf.FromContext(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// Stopped (the process, or its shard): nothing to report.
 		return
 	case err != nil:
-		log.Error(err, "reading every buckety Secret at once failed; accesses read their own Secrets instead", "recorded", n)
+		metrics.SecretPrefetchDuration.WithLabelValues("failed").Observe(took.Seconds())
+		log.Error(err, "reading every buckety Secret at once failed; accesses read their own Secrets instead", "recorded", n, "took", took)
 		return
 	}
-	log.V(1).Info("read every buckety Secret once after start", "recorded", n)
+	metrics.SecretPrefetchDuration.WithLabelValues("done").Observe(took.Seconds())
+	log.V(1).Info("read every buckety Secret once after start", "recorded", n, "took", took)
 }
 
 // listSecretsVerified lists buckety's Secrets in pages and records each

@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,9 +14,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
@@ -121,5 +127,64 @@ func TestPrefetchReadsOnlyItsShardsSecrets(t *testing.T) {
 	r := &Reconciler{APIReader: c}
 	if n, err := r.listSecretsVerified(context.Background()); err != nil || n != 12+2 {
 		t.Errorf("one shard: want every buckety Secret (14) recorded, got %d (err %v)", n, err)
+	}
+}
+
+// TestPrefetchReportsItsOutcome: the start-up read is observable (how long
+// it took, by result, and what it recorded), so a start whose accesses fall
+// back to a GET each can be told from one that did not; a read cut short
+// by a stop reports nothing.
+func TestPrefetchReportsItsOutcome(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	controller := true
+	var objs []client.Object
+	for i := range 3 {
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("s%d", i),
+			Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: "a", UID: types.UID(fmt.Sprintf("uid-%d", i)), Controller: &controller}}},
+			Type: corev1.SecretTypeOpaque})
+	}
+	good := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	failing := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("the API server is down")
+		}}).Build()
+	observed := func(result string) uint64 {
+		var m dto.Metric
+		if err := metrics.SecretPrefetchDuration.WithLabelValues(result).(prometheus.Metric).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	recorded := func() float64 {
+		var m dto.Metric
+		if err := metrics.SecretPrefetchRecorded.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	done0, failed0, rec0 := observed("done"), observed("failed"), recorded()
+
+	(&Reconciler{APIReader: good}).prefetchSecrets(context.Background())
+	if got := observed("done") - done0; got != 1 {
+		t.Errorf("a read that finished: want 1 observed as done, got %d", got)
+	}
+	if got := recorded() - rec0; got != 3 {
+		t.Errorf("want 3 Secrets counted as recorded, got %v", got)
+	}
+
+	(&Reconciler{APIReader: failing}).prefetchSecrets(context.Background())
+	if got := observed("failed") - failed0; got != 1 {
+		t.Errorf("a read that failed: want 1 observed as failed, got %d", got)
+	}
+
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	(&Reconciler{APIReader: failing}).prefetchSecrets(stopped)
+	if d, f := observed("done")-done0, observed("failed")-failed0; d != 1 || f != 1 {
+		t.Errorf("a read cut short by a stop: want nothing more observed, got done %d, failed %d", d, f)
 	}
 }
