@@ -455,7 +455,7 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 	}
 	if err == nil && ownsSecret(a, m) {
 		if !r.secrets.has(a.UID) {
-			r.prefetchSecrets(ctx) // once after a start (prefetch.go)
+			r.prefetchSecrets(ctx, func() bool { return r.secrets.has(a.UID) }) // once after a start (prefetch.go)
 		}
 		if got, fresh, ok := r.secrets.get(a.UID, m.ResourceVersion, principal); ok {
 			return got, fresh, nil

@@ -68,7 +68,7 @@ func TestSecretOfDoesNotKeepATenantMegabyte(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := limitsEnv(t, 0)
-			r.prefetch.done = true // nothing to prefetch in this test
+			r.prefetch.state = prefetchDone // nothing to prefetch in this test
 			ctx := context.Background()
 			a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "app", UID: types.UID("uid-app")},
 				Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}}

@@ -42,42 +42,90 @@ import (
 // GET's answer would be (knowScopedSecret).
 //
 // It runs at most once per reconciler: once per process on the leader
-// (only its reconcilers run), once per shard taken. A failed list is not
-// retried: the passes read their Secrets one by one instead, as before.
+// (only its reconcilers run), once per shard taken. A pass that needs it
+// while it runs waits only until the page holding its own Secret is
+// recorded (or the read ends), not for the whole read: a shard of 25,000
+// is 500 pages. Each page has prefetchPageTimeout, the whole read
+// prefetchTimeout; a failed or timed-out list is not retried: the passes
+// still waiting read their Secrets one by one instead, as before.
 type secretPrefetch struct {
-	mu   sync.Mutex
-	done bool
+	mu    sync.Mutex
+	state prefetchState
+	// page is closed when the read records a page or ends, and then
+	// replaced: what a waiting pass selects on.
+	page chan struct{}
 }
+
+type prefetchState int
+
+const (
+	prefetchNotRun prefetchState = iota
+	prefetchRunning
+	prefetchDone
+)
 
 // prefetchPage is how many Secrets one list request of the prefetch asks
 // for. Any tenant can put buckety's label on Secrets of up to 1 MiB each,
 // so a page holds at most prefetchPage MiB of data: 50 keeps that within
 // what the 16 workers' own GETs could hold at once (16 MiB) times a few,
-// at 200 requests for 10,000 Secrets. prefetchTimeout bounds the whole
-// prefetch (the passes waiting for it read their Secrets one by one after
-// it).
+// at 200 requests for 10,000 Secrets. prefetchPageTimeout bounds each
+// list request: an API server that does not answer one page in that time
+// is in trouble, and the passes read their Secrets one by one after it.
+// prefetchTimeout bounds the whole read: at 100,000 on four shards, on
+// two cores, a shard's 25,000 took more than the minute this was before
+// (the 2026-12-01 run, docs/performance.md), and every access of the
+// shard then read its own Secret.
 const (
-	prefetchPage    = 50
-	prefetchTimeout = time.Minute
+	prefetchPage        = 50
+	prefetchPageTimeout = 20 * time.Second
+	prefetchTimeout     = 10 * time.Minute
 	// issuingWait bounds the prefetch's question to each backend whether
 	// it scopes credentials now.
 	issuingWait = 5 * time.Second
 )
 
-// prefetchSecrets runs the prefetch unless it ran; concurrent callers wait
-// for the one that runs it.
-func (r *Reconciler) prefetchSecrets(ctx context.Context) {
+// prefetchSecrets runs the prefetch unless it ran or runs. A caller that
+// finds it running waits until found() (its own Secret recorded), the
+// read ends, or ctx ends; the caller that runs it returns when it ends.
+func (r *Reconciler) prefetchSecrets(ctx context.Context, found func() bool) {
 	p := &r.prefetch
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done {
+	switch p.state {
+	case prefetchDone:
+		p.mu.Unlock()
 		return
+	case prefetchRunning:
+		for {
+			page := p.page
+			p.mu.Unlock()
+			if found() {
+				return
+			}
+			select {
+			case <-page:
+			case <-ctx.Done():
+				return
+			}
+			p.mu.Lock()
+			if p.state == prefetchDone {
+				p.mu.Unlock()
+				return
+			}
+		}
 	}
-	p.done = true
+	p.state, p.page = prefetchRunning, make(chan struct{})
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.state = prefetchDone
+		close(p.page)
+		p.mu.Unlock()
+	}()
+
 	ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
 	defer cancel()
 	began := time.Now()
-	n, err := r.listSecretsVerified(ctx)
+	n, err := r.listSecretsVerified(ctx, p.recorded)
 	took := time.Since(began)
 	metrics.SecretPrefetchRecorded.Add(float64(n))
 	log := logf.FromContext(ctx)
@@ -94,9 +142,18 @@ func (r *Reconciler) prefetchSecrets(ctx context.Context) {
 	log.V(1).Info("read every buckety Secret once after start", "recorded", n, "took", took)
 }
 
+// recorded wakes the passes waiting for the read: a page is recorded.
+func (p *secretPrefetch) recorded() {
+	p.mu.Lock()
+	close(p.page)
+	p.page = make(chan struct{})
+	p.mu.Unlock()
+}
+
 // listSecretsVerified lists buckety's Secrets in pages and records each
 // that an access controls; it returns how many it recorded.
-func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
+// After each page it calls paged (nil: nothing).
+func (r *Reconciler) listSecretsVerified(ctx context.Context, paged func()) (int, error) {
 	n := 0
 	cont := ""
 	// The Secrets this shard's cache holds: another shard's accesses are
@@ -108,7 +165,10 @@ func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
 	keys := r.issuedKeys(ctx)
 	for {
 		var list corev1.SecretList
-		if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabelsSelector{Selector: sel}, ctrl.Limit(prefetchPage), ctrl.Continue(cont)); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, prefetchPageTimeout)
+		err := r.APIReader.List(pctx, &list, ctrl.MatchingLabelsSelector{Selector: sel}, ctrl.Limit(prefetchPage), ctrl.Continue(cont))
+		cancel()
+		if err != nil {
 			return n, err
 		}
 		for i := range list.Items {
@@ -124,6 +184,9 @@ func (r *Reconciler) listSecretsVerified(ctx context.Context) (int, error) {
 				n++
 			}
 			r.knowIssuedSecret(keys, uid, s)
+		}
+		if paged != nil {
+			paged()
 		}
 		if cont = list.Continue; cont == "" {
 			return n, nil

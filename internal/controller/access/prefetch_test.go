@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,12 +121,12 @@ func TestPrefetchReadsOnlyItsShardsSecrets(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
 	for k := range 2 {
 		r := &Reconciler{APIReader: c, Serves: &shard.Serves{K: k, N: 2}}
-		if n, err := r.listSecretsVerified(context.Background()); err != nil || n != want[k] {
+		if n, err := r.listSecretsVerified(context.Background(), nil); err != nil || n != want[k] {
 			t.Errorf("shard %d of 2: want %d Secrets recorded, got %d (err %v)", k, want[k], n, err)
 		}
 	}
 	r := &Reconciler{APIReader: c}
-	if n, err := r.listSecretsVerified(context.Background()); err != nil || n != 12+2 {
+	if n, err := r.listSecretsVerified(context.Background(), nil); err != nil || n != 12+2 {
 		t.Errorf("one shard: want every buckety Secret (14) recorded, got %d (err %v)", n, err)
 	}
 }
@@ -168,7 +169,7 @@ func TestPrefetchReportsItsOutcome(t *testing.T) {
 	}
 	done0, failed0, rec0 := observed("done"), observed("failed"), recorded()
 
-	(&Reconciler{APIReader: good}).prefetchSecrets(context.Background())
+	(&Reconciler{APIReader: good}).prefetchSecrets(context.Background(), func() bool { return false })
 	if got := observed("done") - done0; got != 1 {
 		t.Errorf("a read that finished: want 1 observed as done, got %d", got)
 	}
@@ -176,15 +177,93 @@ func TestPrefetchReportsItsOutcome(t *testing.T) {
 		t.Errorf("want 3 Secrets counted as recorded, got %v", got)
 	}
 
-	(&Reconciler{APIReader: failing}).prefetchSecrets(context.Background())
+	(&Reconciler{APIReader: failing}).prefetchSecrets(context.Background(), func() bool { return false })
 	if got := observed("failed") - failed0; got != 1 {
 		t.Errorf("a read that failed: want 1 observed as failed, got %d", got)
 	}
 
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
-	(&Reconciler{APIReader: failing}).prefetchSecrets(stopped)
+	(&Reconciler{APIReader: failing}).prefetchSecrets(stopped, func() bool { return false })
 	if d, f := observed("done")-done0, observed("failed")-failed0; d != 1 || f != 1 {
 		t.Errorf("a read cut short by a stop: want nothing more observed, got done %d, failed %d", d, f)
+	}
+}
+
+// TestPrefetchReleasesAPassAtItsPage: a pass waiting for the start-up read
+// goes on once the page holding its Secret is recorded, not when the last
+// of a shard's hundreds of pages is; one whose Secret comes later waits
+// for it; each page's request has its own deadline, not the whole read's.
+func TestPrefetchReleasesAPassAtItsPage(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	controller := true
+	secret := func(uid string) corev1.Secret {
+		return corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, ResourceVersion: "1",
+			Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: uid, UID: types.UID(uid), Controller: &controller}}},
+			Type: corev1.SecretTypeOpaque}
+	}
+	// Two pages, served by hand: the second only once the test lets it.
+	secondAsked, secondGo := make(chan struct{}), make(chan struct{})
+	var deadlines []time.Duration
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, _ client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+			dl, ok := ctx.Deadline()
+			if !ok {
+				return errors.New("a page's list has no deadline")
+			}
+			deadlines = append(deadlines, time.Until(dl))
+			o := (&client.ListOptions{}).ApplyOptions(opts)
+			sl := l.(*corev1.SecretList)
+			if o.Continue == "" {
+				sl.Items, sl.Continue = []corev1.Secret{secret("first")}, "page-2"
+				return nil
+			}
+			close(secondAsked)
+			select {
+			case <-secondGo:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			sl.Items = []corev1.Secret{secret("second")}
+			return nil
+		}}).Build()
+	r := &Reconciler{APIReader: c}
+	ctx := context.Background()
+
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		r.prefetchSecrets(ctx, func() bool { return false })
+	}()
+	<-secondAsked
+	// The read is blocked on its second page: a pass whose Secret was on
+	// the first goes on (a hang here is the failure).
+	r.prefetchSecrets(ctx, func() bool { return r.verified.has("first") })
+	if !r.verified.has("first") || r.verified.has("second") {
+		t.Fatalf("want the first page recorded and the second not yet, got first %v second %v", r.verified.has("first"), r.verified.has("second"))
+	}
+	later := make(chan bool)
+	go func() {
+		r.prefetchSecrets(ctx, func() bool { return r.verified.has("second") })
+		later <- r.verified.has("second")
+	}()
+	close(secondGo)
+	if !<-later {
+		t.Error("a pass waiting for the second page went on before it was recorded")
+	}
+	<-ran
+	for i, d := range deadlines {
+		if d > prefetchPageTimeout {
+			t.Errorf("page %d: its list had %s, want at most prefetchPageTimeout (%s)", i+1, d, prefetchPageTimeout)
+		}
+	}
+	// Done: a later pass does not wait, and nothing is read again.
+	r.prefetchSecrets(ctx, func() bool { return false })
+	if len(deadlines) != 2 {
+		t.Errorf("want 2 list requests in all, got %d", len(deadlines))
 	}
 }

@@ -57,7 +57,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	err := r.Client.Get(ctx, key, m)
 	if err == nil && ownsSecret(a, m) {
 		if !r.verified.has(a.UID) {
-			r.prefetchSecrets(ctx) // once after a start (prefetch.go)
+			r.prefetchSecrets(ctx, func() bool { return r.verified.has(a.UID) }) // once after a start (prefetch.go)
 		}
 		if r.verified.matches(a.UID, m.ResourceVersion, data) {
 			f.synced = true
