@@ -84,10 +84,7 @@ func TestPrefetchKeepsBoundedCredentialsAsFresh(t *testing.T) {
 // shards' (at 100,000 on four replicas each would read all 100,000); one
 // shard reads every buckety Secret.
 func TestPrefetchReadsOnlyItsShardsSecrets(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := coreScheme(t)
 	controller := true
 	var objs []client.Object
 	want := map[int]int{} // per shard of two, the Secrets its prefetch records
@@ -136,17 +133,11 @@ func TestPrefetchReadsOnlyItsShardsSecrets(t *testing.T) {
 // back to a GET each can be told from one that did not; a read cut short
 // by a stop reports nothing.
 func TestPrefetchReportsItsOutcome(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	controller := true
+	s := coreScheme(t)
 	var objs []client.Object
 	for i := range 3 {
-		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("s%d", i),
-			Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: "a", UID: types.UID(fmt.Sprintf("uid-%d", i)), Controller: &controller}}},
-			Type: corev1.SecretTypeOpaque})
+		sec := accessSecret(fmt.Sprintf("s%d", i), types.UID(fmt.Sprintf("uid-%d", i)))
+		objs = append(objs, &sec)
 	}
 	good := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
 	failing := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
@@ -195,16 +186,11 @@ func TestPrefetchReportsItsOutcome(t *testing.T) {
 // of a shard's hundreds of pages is; one whose Secret comes later waits
 // for it; each page's request has its own deadline, not the whole read's.
 func TestPrefetchReleasesAPassAtItsPage(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	controller := true
+	s := coreScheme(t)
 	secret := func(uid string) corev1.Secret {
-		return corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, ResourceVersion: "1",
-			Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: uid, UID: types.UID(uid), Controller: &controller}}},
-			Type: corev1.SecretTypeOpaque}
+		sec := accessSecret(uid, types.UID(uid))
+		sec.ResourceVersion = "1"
+		return sec
 	}
 	// Two pages, served by hand: the second only once the test lets it.
 	secondAsked, secondGo := make(chan struct{}), make(chan struct{})
@@ -266,4 +252,24 @@ func TestPrefetchReleasesAPassAtItsPage(t *testing.T) {
 	if len(deadlines) != 2 {
 		t.Errorf("want 2 list requests in all, got %d", len(deadlines))
 	}
+}
+
+// coreScheme is a scheme of Kubernetes' own kinds, for a fake client.
+func coreScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// accessSecret is a buckety Secret in namespace "ns" that the BucketyAccess
+// with uid controls, as the start-up read records it.
+func accessSecret(name string, uid types.UID) corev1.Secret {
+	controller := true
+	return corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+		Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: name, UID: uid, Controller: &controller}}},
+		Type: corev1.SecretTypeOpaque}
 }
