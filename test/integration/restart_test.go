@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,19 +51,65 @@ func (t secretReadTransport) RoundTrip(req *http.Request) (*http.Response, error
 // Secrets' data in ns are counted.
 func startCountingSecretReads(t *testing.T, yaml, ns string) *secretReads {
 	t.Helper()
-	reads := &secretReads{ns: ns, gets: map[string]int{}}
-	rc := rest.CopyConfig(cp.RESTConfig)
-	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretReadTransport{c: reads, next: next} })
-	startControllerREST(t, yaml, nil, time.Hour, rc)
+	reads, _ := startCountingSecretReadsRun(t, yaml, ns)
 	return reads
 }
 
-// TestRestartReadsEverySecretOnce: a controller that starts reads the
-// data of buckety's Secrets in one paged list, not one GET per access; it
-// still finds and repairs a Secret edited by hand while no controller ran
-// (one GET, then the repair), and reads nothing of the Secrets nobody
-// touched.
-func TestRestartReadsEverySecretOnce(t *testing.T) {
+// startCountingSecretReadsRun is startCountingSecretReads, returning the
+// controller too.
+func startCountingSecretReadsRun(t *testing.T, yaml, ns string) (*secretReads, *controllerRun) {
+	t.Helper()
+	reads := &secretReads{ns: ns, gets: map[string]int{}}
+	rc := rest.CopyConfig(cp.RESTConfig)
+	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretReadTransport{c: reads, next: next} })
+	return reads, startControllerREST(t, yaml, nil, time.Hour, rc)
+}
+
+// idle waits until the controller has read nothing for 2 s, and returns
+// what it read in all.
+func (r *secretReads) idle(t *testing.T) (gets map[string]int, full int) {
+	t.Helper()
+	wait.For(t, waitTimeout, "the controller idle", func() (bool, string) {
+		r.mu.Lock()
+		n0 := r.full + len(r.gets)
+		r.mu.Unlock()
+		time.Sleep(2 * time.Second)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		gets, full = map[string]int{}, r.full
+		for k, v := range r.gets {
+			gets[k] = v
+		}
+		return r.full+len(r.gets) == n0, ""
+	})
+	return gets, full
+}
+
+// accessWriting finds the access of ns whose Secret is secretName.
+func accessWriting(t *testing.T, ns, secretName string) *v1.BucketyAccess {
+	t.Helper()
+	var list v1.BucketyAccessList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.CredentialsSecretName == secretName {
+			return &list.Items[i]
+		}
+	}
+	t.Fatalf("no access in %s writes Secret %s", ns, secretName)
+	return nil
+}
+
+// TestRestartReadsOnlyWhatChanged: each access's status records the
+// version of its Secret the controller wrote or verified
+// (status.secret), so a controller that starts reads no Secret nobody
+// touched; it still finds and repairs a Secret edited by hand while no
+// controller ran (one GET, then the repair); and an access whose status
+// records no Secret (written by an earlier release) is read in the one
+// paged list of buckety's Secrets, not with a GET of its own, and has it
+// recorded after.
+func TestRestartReadsOnlyWhatChanged(t *testing.T) {
 	needInfra(t)
 	ctx := context.Background()
 	ns := namespace(t)
@@ -74,6 +122,14 @@ func TestRestartReadsEverySecretOnce(t *testing.T) {
 	for _, n := range names {
 		waitCondition(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}}, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, waitTimeout)
 	}
+	recorded := func(n string) (bool, string) {
+		s, a := secret(t, ns, n+"-topic"), accessWriting(t, ns, n+"-topic")
+		got := a.Status.Secret
+		return got != nil && got.UID == string(s.UID) && got.ResourceVersion == s.ResourceVersion, fmt.Sprintf("%s: status.secret %+v, Secret at %s", n, got, s.ResourceVersion)
+	}
+	for _, n := range names {
+		wait.For(t, waitTimeout, n+"'s Secret recorded in its access's status", func() (bool, string) { return recorded(n) })
+	}
 	first.stop(t)
 
 	// Edited by hand while no controller runs.
@@ -84,31 +140,27 @@ func TestRestartReadsEverySecretOnce(t *testing.T) {
 	if err := k8s.Patch(ctx, s, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
+	// As an earlier release left it: no status.secret.
+	legacy := accessWriting(t, ns, "payments-topic")
+	if err := k8s.Status().Patch(ctx, legacy, client.RawPatch(types.MergePatchType, []byte(`{"status":{"secret":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if accessWriting(t, ns, "payments-topic").Status.Secret != nil {
+		t.Fatal("status.secret of payments' access: want it removed")
+	}
 
-	reads := startCountingSecretReads(t, configYAML("kafka", "s3"), ns)
+	reads, second := startCountingSecretReadsRun(t, configYAML("kafka", "s3"), ns)
 	wait.For(t, waitTimeout, "the edited Secret repaired", func() (bool, string) {
 		got := string(secret(t, ns, "orders-topic").Data["topic"])
 		return got == want, "topic=" + got
 	})
-	// Every access passed (idle: no more reads for 2 s).
-	var gets map[string]int
-	var full int
-	wait.For(t, waitTimeout, "the controller idle", func() (bool, string) {
-		reads.mu.Lock()
-		n0 := reads.full + len(reads.gets)
-		reads.mu.Unlock()
-		time.Sleep(2 * time.Second)
-		reads.mu.Lock()
-		defer reads.mu.Unlock()
-		gets, full = map[string]int{}, reads.full
-		for k, v := range reads.gets {
-			gets[k] = v
-		}
-		return reads.full+len(reads.gets) == n0, ""
-	})
+	for _, n := range []string{"orders", "payments"} {
+		wait.For(t, waitTimeout, n+"'s Secret recorded again", func() (bool, string) { return recorded(n) })
+	}
+	gets, full := reads.idle(t)
 	t.Logf("Secret reads after the restart: %d full lists, GETs %v", full, gets)
 	if full < 1 {
-		t.Errorf("want buckety's Secrets read in a list after the restart, got none")
+		t.Errorf("want the Secret of the access without status.secret read in a list after the restart, got no list")
 	}
 	if len(gets) != 1 || gets["orders-topic"] != 1 {
 		t.Errorf("after a restart, want one GET, of the Secret edited by hand (orders-topic), and none of the others; got %v", gets)
@@ -117,5 +169,15 @@ func TestRestartReadsEverySecretOnce(t *testing.T) {
 		if got := string(secret(t, ns, n+"-topic").Data["topic"]); !strings.HasSuffix(got, "."+n) {
 			t.Errorf("Secret %s-topic: topic %q", n, got)
 		}
+	}
+	second.stop(t)
+
+	// Started again with nothing touched: no Secret is read at all.
+	reads = startCountingSecretReads(t, configYAML("kafka", "s3"), ns)
+	for _, n := range names {
+		waitCondition(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}}, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, waitTimeout)
+	}
+	if gets, full := reads.idle(t); full != 0 || len(gets) != 0 {
+		t.Errorf("a restart with nothing changed: want no Secret read, got %d lists and GETs %v", full, gets)
 	}
 }

@@ -127,6 +127,13 @@ type BucketyAccessStatus struct {
 	// +optional
 	Rotation string `json:"rotation,omitempty"`
 
+	// Secret is the version of the Secret spec.credentialsSecretName that
+	// the controller last wrote, or read holding what it should: a
+	// controller that starts finds a Secret still at this version (its
+	// cache holds Secrets' metadata) already verified, and reads nothing.
+	// +optional
+	Secret *SecretVersion `json:"secret,omitempty"`
+
 	// BucketyGeneration is the Buckety's metadata.generation the Secret was
 	// last written for; the Buckety is Ready only when every access has
 	// caught up with it.
@@ -151,6 +158,24 @@ type BucketyAccessStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
 	Withdrawn []string `json:"withdrawn,omitempty"`
+}
+
+// SecretVersion is one version of an access's Secret, as the controller
+// wrote or read it.
+type SecretVersion struct {
+	// UID is the Secret's metadata.uid.
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid"`
+
+	// ResourceVersion is the Secret's metadata.resourceVersion then.
+	// +kubebuilder:validation:MaxLength=64
+	ResourceVersion string `json:"resourceVersion"`
+
+	// Digest is a SHA-256, in hex, of the access's UID and the Secret's
+	// data then: what the controller compares with the data it would
+	// write. The data itself is never in status.
+	// +kubebuilder:validation:MaxLength=64
+	Digest string `json:"digest"`
 }
 
 // BucketyAccess gives one consumer credentials for a Buckety, as a Secret

@@ -24,7 +24,11 @@ import (
 // of each access's Secret (verifiedSecrets) is in memory. So after a start
 // every access would read its Secret fresh once: at 10,000 accesses,
 // 10,000 GETs in the first minute, most of a cold start's API requests.
-// Instead, the first pass that needs a fresh read of a Secret it has never
+// An access whose status records its Secret's version (status.secret)
+// needs no read at all (writeSecret, secret.go); this read is for the
+// rest: accesses written before status.secret was, and the credentials of
+// backends that issue one per access, which no status holds (secretOf).
+// The first pass that needs a fresh read of a Secret it has never
 // verified reads every buckety Secret of its shard at once (those its
 // cache selects), in pages of prefetchPage, and records what it finds as
 // verified at the resourceVersion read: a Secret of type Opaque whose

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"sort"
@@ -48,7 +49,15 @@ const ConflictRetry = 3 * time.Second
 // An existing Secret of this access is read fresh (its data is not cached)
 // only when its resourceVersion differs from the one this controller last
 // wrote or checked (verified): after an edit by hand, or once after a
-// restart. A pass over a Secret nobody touched reads nothing.
+// restart. A pass over a Secret nobody touched reads nothing. What it
+// wrote or checked is also in the access's status (status.secret: the
+// Secret's UID and resourceVersion, and a digest of its data), written
+// with the pass's status: after a restart, or on the replica that takes
+// the shard over, a Secret still at that version, wanted with the same
+// data, is verified without a read; one at another version (edited while
+// no controller ran) is read on its own, and only an access whose status
+// records no Secret (written by a release before status.secret) waits for
+// the start-up read of every buckety Secret.
 func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data map[string][]byte, f *facts) (bool, error) {
 	name := a.Spec.CredentialsSecretName
 	f.secretName = name
@@ -56,10 +65,17 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
 	if err == nil && ownsSecret(a, m) {
-		if !r.verified.has(a.UID) {
-			r.prefetchSecrets(ctx, func() bool { return r.verified.has(a.UID) }) // once after a start (prefetch.go)
+		switch {
+		case r.verified.has(a.UID):
+		case statusVouches(a, m, data):
+			r.verified.record(a.UID, m.ResourceVersion, data)
+		case a.Status.Secret == nil:
+			// Written before status.secret was: read with every such
+			// Secret of the shard, once after a start (prefetch.go).
+			r.prefetchSecrets(ctx, func() bool { return r.verified.has(a.UID) })
 		}
 		if r.verified.matches(a.UID, m.ResourceVersion, data) {
+			noteSecret(a, m, data)
 			f.synced = true
 			return false, nil
 		}
@@ -72,8 +88,9 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 		// cache has not caught up with (the pass its own create woke):
 		// read it rather than send a create the API server refuses.
 		if !conflictReported(a) && !r.verified.has(a.UID) {
-			cerr := r.createSecret(ctx, a, name, data)
+			created, cerr := r.createSecret(ctx, a, name, data)
 			if cerr == nil {
+				noteSecret(a, created, data)
 				r.secretCreated(a, name, data)
 				f.synced = true
 				return false, nil
@@ -90,13 +107,16 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	case apierrors.IsNotFound(err):
 		// Gone since the refused create (or, after a conflict, the foreign
 		// Secret was removed): create it now.
-		if err := r.createSecret(ctx, a, name, data); err != nil {
+		created, err := r.createSecret(ctx, a, name, data)
+		if err != nil {
 			return false, fmt.Errorf("create Secret %s: %w", name, err)
 		}
+		noteSecret(a, created, data)
 		r.secretCreated(a, name, data)
 	case err != nil:
 		return false, err
 	case !ownsSecret(a, s):
+		a.Status.Secret = nil
 		f.secretConflict = conflictMessage(a, s)
 		r.event(a, corev1.EventTypeWarning, v1.EventSecretConflict, v1.EventActionWriteSecret, f.secretConflict)
 		return true, nil
@@ -107,12 +127,46 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 			return false, fmt.Errorf("repair Secret %s: %w", name, err)
 		}
 		r.verified.record(a.UID, s.ResourceVersion, data)
+		noteSecret(a, s, data)
 		r.event(a, corev1.EventTypeNormal, v1.EventSecretRepaired, v1.EventActionWriteSecret, fmt.Sprintf("Secret %s did not hold the expected keys; rewrote %v", name, keys(data)))
 	default:
 		r.verified.record(a.UID, s.ResourceVersion, data)
+		noteSecret(a, s, data)
 	}
 	f.synced = true
 	return false, nil
+}
+
+// noteSecret records in a's status the version of its Secret s (as
+// written, read, or seen in the cache) that holds data, unless the status
+// says so already.
+func noteSecret(a *v1.BucketyAccess, s metav1.Object, data map[string][]byte) {
+	if s.GetUID() == "" || s.GetResourceVersion() == "" || statusVouches(a, s, data) {
+		return
+	}
+	a.Status.Secret = &v1.SecretVersion{UID: string(s.GetUID()), ResourceVersion: s.GetResourceVersion(), Digest: secretDigest(a.UID, data)}
+}
+
+// statusVouches reports whether a's status records its Secret at the
+// version s has (the same UID and resourceVersion) holding data. A Secret
+// edited since, deleted and created again, or wanted with other data now
+// (the Buckety or the backend's configuration changed) does not match.
+func statusVouches(a *v1.BucketyAccess, s metav1.Object, data map[string][]byte) bool {
+	v := a.Status.Secret
+	return v != nil && s.GetResourceVersion() != "" && v.UID == string(s.GetUID()) &&
+		v.ResourceVersion == s.GetResourceVersion() && v.Digest == secretDigest(a.UID, data)
+}
+
+// secretDigest is status.secret.digest for data: a SHA-256 of the access's
+// UID and the sum of data, so the same data of two accesses (a backend's
+// shared keys) does not show as the same digest.
+func secretDigest(uid types.UID, data map[string][]byte) string {
+	sum := dataSum(data)
+	h := sha256.New()
+	h.Write([]byte(uid))
+	h.Write([]byte{0})
+	h.Write(sum[:])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // conflictMessage says that Secret s holds the access's credentialsSecretName
@@ -168,22 +222,22 @@ func isAccessName(s string) bool {
 }
 
 // createSecret creates the access's Secret, labelled and owned by a.
-func (r *Reconciler) createSecret(ctx context.Context, a *v1.BucketyAccess, name string, data map[string][]byte) error {
+func (r *Reconciler) createSecret(ctx context.Context, a *v1.BucketyAccess, name string, data map[string][]byte) (*corev1.Secret, error) {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name, shard.SlotLabel: shard.SlotValue(a.Namespace)}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
 	}
 	if err := controllerutil.SetControllerReference(a, s, r.Client.Scheme()); err != nil {
-		return err
+		return nil, err
 	}
 	r.verified.creating(a.UID, true)
 	defer r.verified.creating(a.UID, false)
 	if err := r.Client.Create(ctx, s); err != nil {
-		return err
+		return nil, err
 	}
 	r.verified.record(a.UID, s.ResourceVersion, data)
-	return nil
+	return s, nil
 }
 
 // ownsSecret reports whether s (a Secret, or its metadata) is this
