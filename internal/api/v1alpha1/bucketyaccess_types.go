@@ -131,6 +131,8 @@ type BucketyAccessStatus struct {
 	// the controller last wrote, or read holding what it should: a
 	// controller that starts finds a Secret still at this version (its
 	// cache holds Secrets' metadata) already verified, and reads nothing.
+	// Not recorded for an access with a credential of its own (a user or
+	// key per access), whose Secret may hold a password its tenant chose.
 	// +optional
 	Secret *SecretVersion `json:"secret,omitempty"`
 

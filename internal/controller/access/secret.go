@@ -50,7 +50,8 @@ const ConflictRetry = 3 * time.Second
 // only when its resourceVersion differs from the one this controller last
 // wrote or checked (verified): after an edit by hand, or once after a
 // restart. A pass over a Secret nobody touched reads nothing. What it
-// wrote or checked is also in the access's status (status.secret: the
+// wrote or checked is also in the access's status, unless the Secret
+// holds a credential of the access's own (status.secret: the
 // Secret's UID and resourceVersion, and a digest of its data), written
 // with the pass's status: after a restart, or on the replica that takes
 // the shard over, a Secret still at that version, wanted with the same
@@ -61,6 +62,12 @@ const ConflictRetry = 3 * time.Second
 func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data map[string][]byte, f *facts) (bool, error) {
 	name := a.Spec.CredentialsSecretName
 	f.secretName = name
+	if f.perAccess != nil && *f.perAccess {
+		// A credential of the access's own may be a password its
+		// tenant chose (and changed): its digest is not shown to those
+		// who may read the access but not the Secret (the view role).
+		a.Status.Secret = nil
+	}
 	key := types.NamespacedName{Namespace: a.Namespace, Name: name}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
@@ -75,7 +82,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 			r.prefetchSecrets(ctx, func() bool { return r.verified.has(a.UID) })
 		}
 		if r.verified.matches(a.UID, m.ResourceVersion, data) {
-			noteSecret(a, m, data)
+			noteSecret(a, f, m, data)
 			f.synced = true
 			return false, nil
 		}
@@ -90,7 +97,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 		if !conflictReported(a) && !r.verified.has(a.UID) {
 			created, cerr := r.createSecret(ctx, a, name, data)
 			if cerr == nil {
-				noteSecret(a, created, data)
+				noteSecret(a, f, created, data)
 				r.secretCreated(a, name, data)
 				f.synced = true
 				return false, nil
@@ -111,7 +118,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 		if err != nil {
 			return false, fmt.Errorf("create Secret %s: %w", name, err)
 		}
-		noteSecret(a, created, data)
+		noteSecret(a, f, created, data)
 		r.secretCreated(a, name, data)
 	case err != nil:
 		return false, err
@@ -127,11 +134,11 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 			return false, fmt.Errorf("repair Secret %s: %w", name, err)
 		}
 		r.verified.record(a.UID, s.ResourceVersion, data)
-		noteSecret(a, s, data)
+		noteSecret(a, f, s, data)
 		r.event(a, corev1.EventTypeNormal, v1.EventSecretRepaired, v1.EventActionWriteSecret, fmt.Sprintf("Secret %s did not hold the expected keys; rewrote %v", name, keys(data)))
 	default:
 		r.verified.record(a.UID, s.ResourceVersion, data)
-		noteSecret(a, s, data)
+		noteSecret(a, f, s, data)
 	}
 	f.synced = true
 	return false, nil
@@ -139,9 +146,10 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 
 // noteSecret records in a's status the version of its Secret s (as
 // written, read, or seen in the cache) that holds data, unless the status
-// says so already.
-func noteSecret(a *v1.BucketyAccess, s metav1.Object, data map[string][]byte) {
-	if s.GetUID() == "" || s.GetResourceVersion() == "" || statusVouches(a, s, data) {
+// says so already, or the Secret holds a credential of the access's own
+// (whose secret the start-up read brings anyway, secretOf).
+func noteSecret(a *v1.BucketyAccess, f *facts, s metav1.Object, data map[string][]byte) {
+	if (f.perAccess != nil && *f.perAccess) || s.GetUID() == "" || s.GetResourceVersion() == "" || statusVouches(a, s, data) {
 		return
 	}
 	a.Status.Secret = &v1.SecretVersion{UID: string(s.GetUID()), ResourceVersion: s.GetResourceVersion(), Digest: secretDigest(a.UID, data)}

@@ -158,6 +158,20 @@ func TestStatusRecordsTheSecretsVersion(t *testing.T) {
 		t.Error("an access without status.secret: want it recorded after its pass")
 	}
 
+	// A credential of the access's own (a password its tenant may have
+	// chosen): no digest of it in status, and one recorded before is
+	// dropped.
+	scoped := a.DeepCopy()
+	perAccess := true
+	f := &facts{perAccess: &perAccess}
+	if _, err := started().writeSecret(ctx, scoped, moved, f); err != nil || !f.synced {
+		t.Fatalf("writeSecret of a per-access credential: err %v, synced %v", err, f.synced)
+	}
+	if scoped.Status.Secret != nil {
+		t.Errorf("an access with a credential of its own: want no status.secret, got %+v", scoped.Status.Secret)
+	}
+	counts.take()
+
 	// The digest neither holds the data nor equals another access's for
 	// the same data.
 	d := secretDigest(a.UID, moved)
