@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -227,6 +229,17 @@ func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, s
 	log := o.Log
 	if err := objects.SetupIndexes(ctx, objects.ClusterWide{Cache: mgr.GetCache()}); err != nil {
 		return buckety.Options{}, err
+	}
+	// The kinds without an index get their informers now too, so that
+	// every first list runs at once when the caches start: otherwise the
+	// controllers' watches start them only after the indexed kinds'
+	// caches have synced, one phase of lists after the other.
+	secrets := &metav1.PartialObjectMetadata{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	for _, obj := range []client.Object{&v1.Buckety{}, secrets} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return buckety.Options{}, err
+		}
 	}
 	// One claim store for both kinds: the Buckety controller writes claims,
 	// the access controller reads its Buckety's resource name from them.
