@@ -62,7 +62,7 @@ const ConflictRetry = 3 * time.Second
 func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data map[string][]byte, f *facts) (bool, error) {
 	name := a.Spec.CredentialsSecretName
 	f.secretName = name
-	if f.perAccess != nil && *f.perAccess {
+	if f.ownCredential() {
 		// A credential of the access's own may be a password its
 		// tenant chose (and changed): its digest is not shown to those
 		// who may read the access but not the Secret (the view role).
@@ -149,11 +149,14 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 // says so already, or the Secret holds a credential of the access's own
 // (whose secret the start-up read brings anyway, secretOf).
 func noteSecret(a *v1.BucketyAccess, f *facts, s metav1.Object, data map[string][]byte) {
-	if (f.perAccess != nil && *f.perAccess) || s.GetUID() == "" || s.GetResourceVersion() == "" || statusVouches(a, s, data) {
+	if f.ownCredential() || s.GetUID() == "" || s.GetResourceVersion() == "" || statusVouches(a, s, data) {
 		return
 	}
 	a.Status.Secret = &v1.SecretVersion{UID: string(s.GetUID()), ResourceVersion: s.GetResourceVersion(), Digest: secretDigest(a.UID, data)}
 }
+
+// ownCredential: the pass granted the access a credential of its own.
+func (f *facts) ownCredential() bool { return f.perAccess != nil && *f.perAccess }
 
 // statusVouches reports whether a's status records its Secret at the
 // version s has (the same UID and resourceVersion) holding data. A Secret

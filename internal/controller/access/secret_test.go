@@ -101,15 +101,21 @@ func TestStatusRecordsTheSecretsVersion(t *testing.T) {
 		}
 	}
 
+	// read checks the fresh reads since the last check.
+	read := func(why string, wantGets, wantLists int) {
+		t.Helper()
+		if gets, lists := counts.take(); gets != wantGets || lists != wantLists {
+			t.Errorf("%s: want %d GETs and %d lists, got %d and %d", why, wantGets, wantLists, gets, lists)
+		}
+	}
+
 	pass(started(), a, data)
 	recorded("created")
 	counts.take()
 
 	// Started again, nothing touched: verified from the status alone.
 	pass(started(), a, data)
-	if gets, lists := counts.take(); gets != 0 || lists != 0 {
-		t.Errorf("a start over an untouched Secret: want no read, got %d GETs and %d lists", gets, lists)
-	}
+	read("a start over an untouched Secret", 0, 0)
 
 	// Edited while no controller ran: read on its own, and repaired.
 	sec := current()
@@ -118,9 +124,7 @@ func TestStatusRecordsTheSecretsVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass(started(), a, data)
-	if gets, lists := counts.take(); gets != 1 || lists != 0 {
-		t.Errorf("a start over an edited Secret: want 1 GET and no list, got %d GETs and %d lists", gets, lists)
-	}
+	read("a start over an edited Secret", 1, 0)
 	if got := string(current().Data["topic"]); got != "ns.orders" {
 		t.Errorf("the edited Secret: want it repaired to ns.orders, got %q", got)
 	}
@@ -130,9 +134,7 @@ func TestStatusRecordsTheSecretsVersion(t *testing.T) {
 	// the status does not vouch for it.
 	moved := map[string][]byte{"bootstrap": []byte("kafka-2:9092"), "topic": []byte("ns.orders")}
 	pass(started(), a, moved)
-	if gets, lists := counts.take(); gets != 1 || lists != 0 {
-		t.Errorf("a start with other data wanted: want 1 GET and no list, got %d GETs and %d lists", gets, lists)
-	}
+	read("a start with other data wanted", 1, 0)
 	if got := string(current().Data["bootstrap"]); got != "kafka-2:9092" {
 		t.Errorf("want the Secret rewritten with the new bootstrap, got %q", got)
 	}
