@@ -62,6 +62,31 @@ type Assigner struct {
 	held     map[int]*running
 	stopping map[int]chan struct{}
 	observed map[string]observation
+
+	// The rounds in a row that could not count the replicas, or list the
+	// shards' Leases (step's goroutine only): a loaded API server fails
+	// many rounds' reads in a row, which are logged once a streak.
+	counting, listing streak
+}
+
+// streak counts the failed rounds of one read in a row, so that a run of
+// them is logged when it starts and when it ends, not every round.
+type streak struct{ failed int }
+
+// fail records a failed round, logging msg on the first of a streak.
+func (s *streak) fail(log logr.Logger, msg string, err error) {
+	if s.failed == 0 {
+		log.Info(msg, "error", err.Error())
+	}
+	s.failed++
+}
+
+// ok records a round that succeeded, logging msg if it ends a streak.
+func (s *streak) ok(log logr.Logger, msg string) {
+	if s.failed > 0 {
+		log.Info(msg, "roundsFailed", s.failed)
+	}
+	s.failed = 0
 }
 
 // running is a shard this replica holds.
@@ -173,7 +198,9 @@ func (a *Assigner) Start(ctx context.Context) error {
 func (a *Assigner) step(ctx context.Context) {
 	m, err := a.members(ctx)
 	if err != nil {
-		a.Log.Info("could not count the replicas; keeping the shards held", "error", err.Error())
+		a.counting.fail(a.Log, "could not count the replicas; keeping the shards held, and taking none, until they are counted (logged again when they are)", err)
+	} else {
+		a.counting.ok(a.Log, "counted the replicas again")
 	}
 	a.renew(ctx)
 	if err != nil {
@@ -181,9 +208,10 @@ func (a *Assigner) step(ctx context.Context) {
 	}
 	leases, err := a.shardLeases(ctx)
 	if err != nil {
-		a.Log.Info("could not list the shards' leases", "error", err.Error())
+		a.listing.fail(a.Log, "could not list the shards' leases (logged again when they are listed)", err)
 		return
 	}
+	a.listing.ok(a.Log, "listed the shards' leases again")
 	limit := a.limit(m, leases)
 	held := a.Held()
 	for i := len(held) - 1; i >= limit; i-- {
