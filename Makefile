@@ -210,7 +210,7 @@ bench-scale-10k: test-binaries ## the scale benchmark's kadm rows at N = 1000 an
 # memory than the control plane has at 10,000 (docs/performance.md, "100,000
 # Bucketies on shards"). SCALE_N and SCALE_REPLICAS override the sizes
 # (SCALE_N=1000,10000 for a run of about 20 min); 1000 is the webhook's
-# baseline.
+# baseline. SCALE_SHARDS_PER_REPLICA=M runs --shards R×M.
 bench-scale-100k: test-binaries ## kadm Bucketies at N = 1000, 10,000 and 100,000 with 1 and 4 controller replicas (--shards 4): linearity, RSS per replica, a shard's leader killed, drift sweep per shard, webhook, cold start; writes .run/bench-scale-100k.txt
 	@mkdir -p $(RUN_DIR)
 	$(TEST_ENV) SCALE_FULL=1 SCALE_N=$${SCALE_N:-1000,10000,100000} SCALE_REPLICAS=$${SCALE_REPLICAS:-1,4} SCALE_TABLE=$(CURDIR)/$(RUN_DIR)/bench-scale-100k.txt go test -count=1 -timeout 240m -v -run '^TestScaleShards$$' ./test/scale

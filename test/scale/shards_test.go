@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,31 +29,38 @@ import (
 // SCALE_CONTROLLER_ENV it reads too). The defaults are the bounded run of
 // `make test`; SCALE_FULL=1 (`make bench-scale-100k`) selects issue 54's:
 //
-//	SCALE_REPLICAS    comma-separated replica counts, each run with --shards of the same number and a fresh
-//	                  environment per N (1,2; full 1,4)
-//	SCALE_NAMESPACES  namespaces the Bucketies are spread over, picked so the largest replica count's shards
+//	SCALE_REPLICAS    comma-separated replica counts, each run with --shards of the same number (times
+//	                  SCALE_SHARDS_PER_REPLICA) and a fresh environment per N (1,2; full 1,4)
+//	SCALE_SHARDS_PER_REPLICA
+//	                  shards per replica: R replicas run --shards R×this, so a shard is smaller and a killed
+//	                  replica's shards are taken by several (1)
+//	SCALE_NAMESPACES  namespaces the Bucketies are spread over, picked so the largest shard count's shards
 //	                  get as many each (8; full 64)
 //	SCALE_LEASE       the replicas' --leader-elect-lease-duration; the renew deadline is 2/3 of it and the
 //	                  retry period 2/15, as the defaults 15 s, 10 s, 2 s (4s; full 15s)
 type shardParams struct {
 	Replicas   []int
+	PerReplica int
 	Namespaces int
 	Lease      time.Duration
 }
 
+// shards is the --shards of a run with r replicas.
+func (sp shardParams) shards(r int) int { return r * max(sp.PerReplica, 1) }
+
 func loadShardParams(t *testing.T) shardParams {
 	t.Helper()
-	sp := shardParams{Replicas: []int{1, 2}, Namespaces: 8, Lease: 4 * time.Second}
+	sp := shardParams{Replicas: []int{1, 2}, PerReplica: 1, Namespaces: 8, Lease: 4 * time.Second}
 	if os.Getenv("SCALE_FULL") == "1" {
-		sp = shardParams{Replicas: []int{1, 4}, Namespaces: 64, Lease: 15 * time.Second}
+		sp = shardParams{Replicas: []int{1, 4}, PerReplica: 1, Namespaces: 64, Lease: 15 * time.Second}
 	}
 	if v, ok := os.LookupEnv("SCALE_REPLICAS"); ok {
 		sp.Replicas = positiveInts(t, "SCALE_REPLICAS", v)
 	}
-	harness.EnvInts(t, 1, map[string]*int{"SCALE_NAMESPACES": &sp.Namespaces})
+	harness.EnvInts(t, 1, map[string]*int{"SCALE_NAMESPACES": &sp.Namespaces, "SCALE_SHARDS_PER_REPLICA": &sp.PerReplica})
 	harness.EnvDurations(t, map[string]*time.Duration{"SCALE_LEASE": &sp.Lease})
-	if len(sp.Replicas) == 0 || maxOf(sp.Replicas) > sp.Namespaces || maxOf(sp.Replicas) > shard.Slots {
-		t.Fatalf("SCALE_REPLICAS=%v: want at least one count, none over SCALE_NAMESPACES=%d (a shard without a namespace measures nothing)", sp.Replicas, sp.Namespaces)
+	if most := sp.shards(maxOf(sp.Replicas)); len(sp.Replicas) == 0 || most > sp.Namespaces || most > shard.Slots {
+		t.Fatalf("SCALE_REPLICAS=%v, SCALE_SHARDS_PER_REPLICA=%d: want at least one count, and at most SCALE_NAMESPACES=%d (a shard without a namespace measures nothing) and %d shards", sp.Replicas, sp.PerReplica, sp.Namespaces, shard.Slots)
 	}
 	if sp.Lease < 3*time.Second {
 		t.Fatalf("SCALE_LEASE=%s: want at least 3s (the controller's renew deadline and retry period are whole fractions of it)", sp.Lease)
@@ -71,7 +79,8 @@ func maxOf(xs []int) int {
 // TestScaleShards is issue 54's benchmark past one leader (`make
 // bench-scale-100k`): for each N and each replica count R, on a fresh
 // control plane and broker, N kadm Bucketies with access and Secret over
-// SCALE_NAMESPACES namespaces, served by R replicas running --shards R.
+// SCALE_NAMESPACES namespaces, served by R replicas running --shards R (R
+// times SCALE_SHARDS_PER_REPLICA).
 // It prints, as rows of one table: all Ready (against 1 replica at the same
 // N, and against the run's smallest N at the same R), each replica's RSS
 // and the control plane's, webhook p99 (against the smallest N), the drift
@@ -84,10 +93,10 @@ func TestScaleShards(t *testing.T) {
 	log.SetLogger(logr.Discard())
 	p := loadParams(t)
 	sp := loadShardParams(t)
-	nss := shardNamespaces(sp.Namespaces, maxOf(sp.Replicas))
+	nss := shardNamespaces(sp.Namespaces, sp.shards(maxOf(sp.Replicas)))
 	tb := &table{}
-	fmt.Printf("scale shards: N=%v replicas=%v namespaces=%d lease=%s secrets=%d drifted=%d webhook-requests=%d floor-objects=%d sweep=%s main-args=%q controller-args=%q controller-env=%q\n",
-		p.Ns, sp.Replicas, len(nss), sp.Lease, p.Secrets, p.Drifted, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
+	fmt.Printf("scale shards: N=%v replicas=%v shards-per-replica=%d namespaces=%d lease=%s secrets=%d drifted=%d webhook-requests=%d floor-objects=%d sweep=%s main-args=%q controller-args=%q controller-env=%q\n",
+		p.Ns, sp.Replicas, sp.PerReplica, len(nss), sp.Lease, p.Secrets, p.Drifted, p.WebhookReqs, p.FloorObjects, p.Recheck, p.MainArgs, p.ControllerArgs, p.ControllerEnv)
 	tb.reportAtCleanup(t)
 	b := buildBins(t, t.TempDir())
 	for _, n := range p.Ns {
@@ -122,7 +131,7 @@ func shardNamespaces(count, shards int) []string {
 }
 
 // replicaArgs are the flags of every replica of a run with r replicas:
-// --shards r with leader election; one replica runs as every other row of
+// --shards sp.shards(r) with leader election; one replica of one shard runs as every other row of
 // the scale benchmark does (leader election off, one shard), so its
 // figures compare with theirs (with it on, the only difference is the
 // leader election's event, one write per start). The usage refresh is
@@ -131,8 +140,8 @@ func shardNamespaces(count, shards int) []string {
 // has its own rows for it.
 func replicaArgs(p params, sp shardParams, r int) []string {
 	args := []string{"--leader-elect=false"}
-	if r > 1 {
-		args = []string{"--leader-elect=true", "--leader-election-namespace=" + harness.SystemNamespace, fmt.Sprintf("--shards=%d", r),
+	if s := sp.shards(r); s > 1 {
+		args = []string{"--leader-elect=true", "--leader-election-namespace=" + harness.SystemNamespace, fmt.Sprintf("--shards=%d", s),
 			"--leader-elect-lease-duration=" + sp.Lease.String(), "--leader-elect-renew-deadline=" + (sp.Lease * 2 / 3).String(),
 			"--leader-elect-retry-period=" + (sp.Lease * 2 / 15).String()}
 	}
@@ -151,10 +160,13 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	createUnrelatedSecrets(t, e, p.Secrets)
 	e.startWebhook()
 	args := replicaArgs(p, sp, r)
-	ids := e.startReplicas(r, args)
+	s := sp.shards(r)
+	ids := e.startReplicas(r, s > 1, args)
 	rs := fmt.Sprintf("%d replica", r)
 	if r > 1 {
-		rs = fmt.Sprintf("%d replicas (--shards %d)", r, r)
+		rs = fmt.Sprintf("%d replicas (--shards %d)", r, s)
+	} else if s > 1 {
+		rs = fmt.Sprintf("1 replica (--shards %d)", s)
 	}
 	first, one := p.Ns[0], sp.Replicas[0]
 
@@ -205,7 +217,7 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	kc, writes0 := e.kafkaStart(), e.apiWrites()
 	time.Sleep(p.Recheck)
 	sweep, sweepWrites := kc.since(), e.apiWrites().minus(writes0)
-	per := sweep.total() / int64(r)
+	per := sweep.total() / int64(s)
 	tb.add(fmt.Sprintf("shards, %s: Kafka requests per drift sweep window (%s, nothing changed), per shard (all shards)", rs, p.Recheck), n,
 		fmt.Sprintf("%d (%s)", per, sweep), "≤ 40", ptr(per <= 40), "")
 	tb.add(fmt.Sprintf("shards, %s: controller API writes per drift sweep window", rs), n, sweepWrites.String(), "0", ptr(sweepWrites.total() == 0), "")
@@ -223,14 +235,14 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 		fmt.Sprintf("%.1f MiB (%s)", float64(settledWorst)/(1<<20), strings.Join(settledRSS, ", ")), goal, settledMet, "")
 
 	if r > 1 {
-		leaderKilled(t, e, p, tb, rs, nss, n, r, ids)
+		leaderKilled(t, e, p, tb, rs, nss, n, s, ids)
 	}
 
 	// Cold start: every replica stopped, then started again one after
 	// the other, until every object is re-verified by its shard, the
 	// queues are empty and the shards are split among the replicas.
 	e.stopController()
-	cs := coldStartWith(t, e, func() { e.startReplicas(r, args) }, n, true, func() bool { return r == 1 || e.shardsSplit(r) },
+	cs := coldStartWith(t, e, func() { e.startReplicas(r, s > 1, args) }, n, true, func() bool { return s == 1 || e.shardsSplit(s) },
 		func() func() { return profile(t, e, p, n, "-cold", "cold start (replica 0)") })
 	tb.add("shards, "+rs+": cold start, all re-verified", n, secs(cs.elapsed), "≤ 30 s", ptr(cs.elapsed <= 30*time.Second), "")
 	tb.add("shards, "+rs+": cold start, controller API writes", n, cs.writes.String(), "0", ptr(cs.writes.total() == 0), "")
@@ -270,9 +282,9 @@ func controlPlaneRSS(t *testing.T, e *env) string {
 
 // startReplicas starts r replicas with args, one after the other, each once
 // the one before is ready and, when sharded, counted (its member Lease
-// written); it returns them by their shard Assigner's identity (none for
-// one replica, which runs no Assigner).
-func (e *env) startReplicas(r int, args []string) map[string]*harness.Controller {
+// written); it returns them by their shard Assigner's identity (none
+// unless sharded: one shard runs no Assigner).
+func (e *env) startReplicas(r int, sharded bool, args []string) map[string]*harness.Controller {
 	e.t.Helper()
 	ids := map[string]*harness.Controller{}
 	for i := 0; i < r; i++ {
@@ -285,7 +297,7 @@ func (e *env) startReplicas(r int, args []string) map[string]*harness.Controller
 		} else {
 			e.more = append(e.more, c)
 		}
-		if r > 1 {
+		if sharded {
 			ids[e.newMember(ids)] = c
 		}
 	}
@@ -360,9 +372,9 @@ func (e *env) shardLeaseIf(k int) (*coordinationv1.Lease, error) {
 	return l, e.k8s.Get(context.Background(), client.ObjectKey{Namespace: harness.SystemNamespace, Name: name}, l)
 }
 
-// shardsSplit reports whether every one of the r shards is held, and no
-// replica holds more than ceil(r / live replicas).
-func (e *env) shardsSplit(r int) bool {
+// shardsSplit reports whether every one of the s shards is held, and no
+// replica holds more than ceil(s / live replicas).
+func (e *env) shardsSplit(s int) bool {
 	e.t.Helper()
 	now := time.Now()
 	live := 0
@@ -372,7 +384,7 @@ func (e *env) shardsSplit(r int) bool {
 		}
 	}
 	by := map[string]int{}
-	for k := 0; k < r; k++ {
+	for k := 0; k < s; k++ {
 		l, err := e.shardLeaseIf(k)
 		if err != nil || leaseExpired(l, now) {
 			return false // not written yet, or not held
@@ -380,25 +392,39 @@ func (e *env) shardsSplit(r int) bool {
 		by[holderOf(l)]++
 	}
 	for _, held := range by {
-		if held > (r+live-1)/live {
+		if held > (s+live-1)/live {
 			return false
 		}
 	}
 	return true
 }
 
-// leaderKilled kills the replica holding the shard of nss[0] with SIGKILL,
-// then at once changes a parameter of p.Drifted Bucketies of that shard
-// and of as many of the others', and reports how long after the shard's
-// Lease expired its Bucketies were Ready again, and the others' p99
-// against the same change made before the kill.
-func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []string, n, r int, ids map[string]*harness.Controller) {
+// leaderKilled kills the replica holding the shard of nss[0] (of s) with
+// SIGKILL, then at once changes a parameter of p.Drifted Bucketies of the
+// shards it held and of as many of the others', and reports how long after
+// the first of those shards' Leases expired their Bucketies were Ready
+// again, and the others' p99 against the same change made before the kill.
+// With one shard per replica that is the shard of nss[0]; with more
+// (SCALE_SHARDS_PER_REPLICA), the killed replica's shards are taken by
+// several replicas, a round apart at most.
+func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []string, n, s int, ids map[string]*harness.Controller) {
 	t.Helper()
-	k := shard.Home(nss[0], r)
+	k := shard.Home(nss[0], s)
+	holder := holderOf(e.shardLease(k))
+	c := ids[holder]
+	if c == nil {
+		t.Fatalf("shard %d's Lease is held by %q, not one of the replicas started: %v", k, holder, ids)
+	}
+	var held []int
+	for j := 0; j < s; j++ {
+		if holderOf(e.shardLease(j)) == holder {
+			held = append(held, j)
+		}
+	}
 	var mine, others []types.NamespacedName
 	for i := 0; i < n && (len(mine) < p.Drifted || len(others) < 2*p.Drifted); i++ {
 		o := types.NamespacedName{Namespace: nss[i%len(nss)], Name: fmt.Sprintf("t%05d", i)}
-		if shard.Home(o.Namespace, r) == k {
+		if slices.Contains(held, shard.Home(o.Namespace, s)) {
 			if len(mine) < p.Drifted {
 				mine = append(mine, o)
 			}
@@ -407,25 +433,25 @@ func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []st
 		}
 	}
 	if len(mine) == 0 || len(others) < 2 {
-		t.Fatalf("leader killed: want Bucketies in shard %d and in the others, got %d and %d", k, len(mine), len(others))
+		t.Fatalf("leader killed: want Bucketies in shards %v and in the others, got %d and %d", held, len(mine), len(others))
 	}
-	// The same change is made twice, to this shard's Bucketies and to as
+	// The same change is made twice, to these shards' Bucketies and to as
 	// many of the others': before the kill, and at it. Each other
 	// Bucketies' time counts from its own change, so the two p99s differ
-	// only by the kill (and the taker's work after it).
+	// only by the kill (and the takers' work after it).
 	before, during := others[:len(others)/2], others[len(others)/2:]
 	_, baseP99 := percentiles(readyAfterChange(specChange(t, e, append(append([]types.NamespacedName{}, mine...), before...), "86400001"), before))
 
-	holder := holderOf(e.shardLease(k))
-	c := ids[holder]
-	if c == nil {
-		t.Fatalf("shard %d's Lease is held by %q, not one of the replicas started: %v", k, holder, ids)
-	}
 	if err := c.P.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	expiry := leaseExpiry(e.shardLease(k))
+	var expiry time.Time
+	for _, j := range held {
+		if x := leaseExpiry(e.shardLease(j)); expiry.IsZero() || x.Before(expiry) {
+			expiry = x
+		}
+	}
 	all := append(append([]types.NamespacedName{}, mine...), during...)
 	times := specChange(t, e, all, "86400002")
 	var last time.Time
@@ -433,12 +459,19 @@ func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []st
 		last = maxTime(last, times[o].ready)
 	}
 	_, p99 := percentiles(readyAfterChange(times, during))
-	if now := holderOf(e.shardLease(k)); now == holder || now == "" {
-		t.Fatalf("shard %d: its Bucketies are Ready again, but its Lease is held by %q (the killed replica was %q)", k, now, holder)
+	for _, j := range held {
+		if now := holderOf(e.shardLease(j)); now == holder || now == "" {
+			t.Fatalf("shard %d: its Bucketies are Ready again, but its Lease is held by %q (the killed replica was %q)", j, now, holder)
+		}
 	}
 	since := last.Sub(expiry)
 	t.Logf("leader killed: start-up Secret reads of the live replicas since they started: %s", e.prefetches())
-	tb.add(fmt.Sprintf("shards, %s: a shard's leader killed (SIGKILL): %d of its Bucketies changed at the kill, all Ready again, from its Lease's expiry (%s lease)", rs, len(mine), time.Duration(*e.shardLease(k).Spec.LeaseDurationSeconds)*time.Second), n,
+	lease := time.Duration(*e.shardLease(k).Spec.LeaseDurationSeconds) * time.Second
+	what := fmt.Sprintf("a shard's leader killed (SIGKILL): %d of its Bucketies changed at the kill, all Ready again, from its Lease's expiry (%s lease)", len(mine), lease)
+	if len(held) > 1 {
+		what = fmt.Sprintf("a replica of %d shards killed (SIGKILL): %d of their Bucketies changed at the kill, all Ready again, from the first of their Leases' expiry (%s lease)", len(held), len(mine), lease)
+	}
+	tb.add(fmt.Sprintf("shards, %s: %s", rs, what), n,
 		fmt.Sprintf("%s (%s from the kill)", secs(since), secs(last.Sub(killed))), "≤ 15 s", ptr(since <= 15*time.Second), "")
 	got := float64(p99) / float64(baseP99)
 	tb.add(fmt.Sprintf("shards, %s: the other shards meanwhile: change to Ready p99 of %d Bucketies, against %d before the kill", rs, len(during), len(before)), n,
