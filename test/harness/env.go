@@ -74,12 +74,15 @@ func ControlPlane(ctx context.Context, t *testing.T, dir string, withKCM bool) *
 	return cp
 }
 
-// ControllerFiles installs the controller's RBAC through k8s and writes what
+// ControllerFiles installs the controller's RBAC and FlowSchema through k8s and writes what
 // the controller binary runs with: dir/controller.kubeconfig, acting as its
 // ServiceAccount, and dir/config holding buckety-controller.yaml.
 func ControllerFiles(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, k8s client.Client, dir, configYAML string) (kubeconfig, configDir string) {
 	t.Helper()
 	if err := InstallRBAC(ctx, k8s, ControllerRoleFile(), SystemNamespace, ControllerServiceAccount); err != nil {
+		t.Fatal(err)
+	}
+	if err := InstallFlowSchema(ctx, k8s); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig = filepath.Join(dir, "controller.kubeconfig")

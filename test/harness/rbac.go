@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,6 +83,28 @@ func InstallRBAC(ctx context.Context, c client.Client, roleFile, namespace, sa s
 			}
 		}
 	}
+}
+
+// ControllerFlowSchemaFile is the deploy base's FlowSchema of the
+// controller's Leases.
+func ControllerFlowSchemaFile() string {
+	return filepath.Join(controlplane.RepoRoot(), "deploy", "kustomize", "base", "controller", "flowschema.yaml")
+}
+
+// InstallFlowSchema creates the deploy base's FlowSchema that gives the
+// controller's Lease requests the API server's leader-election priority
+// level, as the deploy base does (it names the ServiceAccount
+// ControllerServiceAccount of SystemNamespace).
+func InstallFlowSchema(ctx context.Context, c client.Client) error {
+	b, err := os.ReadFile(ControllerFlowSchemaFile())
+	if err != nil {
+		return err
+	}
+	fs := &flowcontrolv1.FlowSchema{}
+	if err := yaml.Unmarshal(b, fs); err != nil {
+		return fmt.Errorf("%s: %w", ControllerFlowSchemaFile(), err)
+	}
+	return CreateOrIgnore(ctx, c, fs)
 }
 
 // CreateOrIgnore creates o unless it already exists.

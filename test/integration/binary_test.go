@@ -45,10 +45,14 @@ func buildController(t *testing.T, kadmVersion string, tags ...string) string {
 }
 
 // installRBAC applies the generated roles and binds them to the
-// controller's ServiceAccount, as the deploy base does.
+// controller's ServiceAccount, and the controller's FlowSchema, as the
+// deploy base does.
 func installRBAC(t *testing.T) {
 	t.Helper()
 	if err := harness.InstallRBAC(context.Background(), k8s, harness.ControllerRoleFile(), systemNS, saName); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.InstallFlowSchema(context.Background(), k8s); err != nil {
 		t.Fatal(err)
 	}
 }
