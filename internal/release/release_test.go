@@ -86,6 +86,16 @@ func TestRender(t *testing.T) {
 	if !strings.Contains(string(a[release.CRDsFile]), "name: bucketies.buckety.yolean.se") {
 		t.Error("want the CRDs in crds.yaml")
 	}
+	// The FlowSchema is cluster-scoped: kustomize puts the base's namespace
+	// on it, the release does not.
+	for _, doc := range strings.Split(all, "\n---\n") {
+		if strings.Contains(doc, "kind: FlowSchema") && strings.Contains(doc, "\n  namespace: ") {
+			t.Errorf("the FlowSchema carries a namespace:\n%s", doc)
+		}
+	}
+	if !strings.Contains(all, "name: buckety-controller-leases") {
+		t.Error("want the controller's FlowSchema in the release")
+	}
 }
 
 // TestSchemasAreDeterministic: the published schemas render byte-identical
