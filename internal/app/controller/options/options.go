@@ -115,7 +115,7 @@ func NewFlagSet(cmd string, stderr io.Writer, f *Flags) *flag.FlagSet {
 	fs.DurationVar(&f.Recheck, "recheck-interval", 5*time.Minute, "how often each resource is re-checked for out-of-band drift (plus up to 10% jitter), on backends without a complete drift sweep")
 	fs.DurationVar(&f.DriftSweep, "drift-sweep-interval", DefaultDriftSweepInterval, "how often each backend whose driver can sweep is checked for drift in a few batched requests, reconciling only drifted Bucketies; 0 disables sweeping")
 	fs.DurationVar(&f.SweptRecheck, "swept-recheck-interval", DefaultSweptRecheckInterval, "per-resource re-check (plus up to 10% jitter) on backends whose sweep sees all drift (kadm): a safety net")
-	fs.IntVar(&f.MaxConcurrent, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "reconciles run in parallel per kind")
+	fs.IntVar(&f.MaxConcurrent, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "reconciles run in parallel per kind, in each shard this replica holds (--shards)")
 	fs.DurationVar(&f.OwnerCheck, "owner-check-interval", DefaultOwnerCheckInterval, "how often claims are checked for an owning Buckety that is gone (its finalizer removed by hand), to report them (status.ownerGoneSince, buckety_claims{owner=\"gone\"})")
 	fs.DurationVar(&f.Usage, "usage-interval", DefaultUsageInterval, "how often each backend's resources are measured for status.usage, QuotaWarning and the usage and budget metrics, in a few requests per backend where the service allows; 0 disables it")
 	fs.IntVar(&f.DrainUnits, "drain-units", 0, "the most objects (a bucket's versions, delete markers and uploads) one drain pass deletes before the Buckety's next pass; 0: the driver's default (10,000 on S3; a topic's pass is one DeleteRecords whatever this says)")
