@@ -221,9 +221,9 @@ func (h *handshakeV0) featuresUpdated(kmsg.Request) (kmsg.Response, error, bool)
 // verification is skipped; instead the peer must present exactly the
 // certificate this process serves, which is all there is to check on a
 // loopback connection to oneself.
-func selfTLS(pair tls.Certificate) kgo.Opt {
+func selfTLS(pair tls.Certificate) *tls.Config {
 	own := pair.Certificate[0]
-	return kgo.DialTLSConfig(&tls.Config{
+	return &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		InsecureSkipVerify: true, //nolint:gosec // the peer is pinned below
 		VerifyConnection: func(cs tls.ConnectionState) error {
@@ -232,5 +232,5 @@ func selfTLS(pair tls.Certificate) kgo.Opt {
 			}
 			return nil
 		},
-	})
+	}
 }

@@ -90,17 +90,22 @@ func run() error {
 	if *dataDir != "" {
 		opts = append(opts, kfake.DataDir(*dataDir))
 	}
+	// Other clients wait at the gate until the broker is set up (gate.go).
+	g := newGate()
+	opts = append(opts, kfake.ListenFn(g.listen))
 	// selfDial is how the broker connects to its own listener: as the first
-	// superuser, over TLS when it serves TLS.
+	// superuser, over TLS when it serves TLS, through the gate.
 	selfDial := superuserLogin(sasls)
+	var ownTLS *tls.Config
 	if *tlsCert != "" {
 		pair, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
 		if err != nil {
 			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 		opts = append(opts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}))
-		selfDial = append(selfDial, selfTLS(pair)) // handshake.go
+		ownTLS = selfTLS(pair) // handshake.go
 	}
+	selfDial = append(selfDial, selfDialer(g, ownTLS))
 	if len(sasls) > 0 {
 		opts = append(opts, kfake.EnableSASL())
 		for _, s := range sasls {
@@ -154,6 +159,7 @@ func run() error {
 		return err
 	}
 	defer closeWireLog()
+	g.Open()
 	if *addrFile != "" {
 		tmp := *addrFile + ".tmp"
 		if err := os.WriteFile(tmp, []byte(addrs+"\n"), 0o644); err != nil {
