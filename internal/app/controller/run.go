@@ -161,11 +161,13 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 lease,
-		RenewDeadline:                 renew,
-		RetryPeriod:                   retry,
-		GracefulShutdownTimeout:       &gracePeriod,
-		Cache:                         cacheOptions(),
+		// The Lease is renewed on a connection of its own (shards.go).
+		LeaderElectionConfig:    ownConnection(o.RESTConfig),
+		LeaseDuration:           lease,
+		RenewDeadline:           renew,
+		RetryPeriod:             retry,
+		GracefulShutdownTimeout: &gracePeriod,
+		Cache:                   cacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +31,7 @@ import (
 // top serves metrics and probes and runs the Assigner, which starts one
 // manager per shard held, with a cache of that shard's objects only.
 func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime.Scheme, set *backends.Set) error {
-	c, err := client.New(o.RESTConfig, client.Options{Scheme: scheme})
+	c, err := client.New(ownConnection(o.RESTConfig), client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
@@ -146,4 +148,17 @@ func shardCacheOptions(s *shard.Serves) (ctrlcache.Options, error) {
 		&v1.BucketyCredential{}: {Label: sel},
 	}
 	return o, nil
+}
+
+// ownConnection is cfg with a transport of its own. client-go shares one
+// transport, and so one HTTP/2 connection, between every client built from
+// equal configs: the shards' caches and workers and the Assigner would
+// otherwise renew the Leases on the connection that carries their lists,
+// watches and writes, and a renewal's answer would wait behind them.
+// A config with its own dial function is not shared (client-go's
+// transport cache keys on it).
+func ownConnection(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return cfg
 }
