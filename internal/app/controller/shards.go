@@ -98,7 +98,10 @@ func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backe
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
+	// Each shard's caches and workers have a connection of their own, as
+	// the Assigner has: on one shared connection a replica's shards' watches
+	// wait behind each other and the API server closes them as unresponsive.
+	mgr, err := ctrl.NewManager(ownConnection(o.RESTConfig), ctrl.Options{
 		Scheme: scheme, Logger: o.Log,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",

@@ -11,10 +11,11 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// The Assigner's client must not share the connection of the clients the
-// shards' managers build from the same config: its Lease renewals would
-// wait behind their lists, watches and writes (at 10,000 Bucketies on 16
-// shards, 16 shards were lost in one run with the connection shared).
+// The Assigner's client and each shard's manager must not share one
+// connection, as client-go makes clients of one config do: the Lease
+// renewals would wait behind the shards' lists, watches and writes (at
+// 10,000 Bucketies on 16 shards, 16 shards were lost in one run with the
+// connection shared), and the shards' watches behind each other's.
 func TestOwnConnectionIsNotShared(t *testing.T) {
 	var mu sync.Mutex
 	conns := 0
