@@ -155,13 +155,15 @@ func shardCacheOptions(s *shard.Serves) (ctrlcache.Options, error) {
 
 // ownConnection is cfg with a transport of its own. client-go shares one
 // transport, and so one HTTP/2 connection, between every client built from
-// equal configs: the shards' caches and workers and the Assigner would
-// otherwise renew the Leases on the connection that carries their lists,
-// watches and writes, and a renewal's answer would wait behind them.
-// A config with its own dial function is not shared (client-go's
-// transport cache keys on it).
+// equal configs: the Lease client's renewals and each shard's watches would
+// otherwise wait behind everything else the replica sends on it. A config
+// with a dial function is never shared (client-go's transport cache keys on
+// a holder made afresh for each client), so one that has a dial function
+// already keeps it.
 func ownConnection(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if cfg.Dial == nil {
+		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
 	return cfg
 }
