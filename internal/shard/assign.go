@@ -255,7 +255,7 @@ func (a *Assigner) shardLeases(ctx context.Context) (map[string]*coordinationv1.
 	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
 	defer cancel()
 	var list coordinationv1.LeaseList
-	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "shard"}); err != nil {
+	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "shard"}, FromWatchCache()); err != nil {
 		return nil, err
 	}
 	out := map[string]*coordinationv1.Lease{}
@@ -274,6 +274,21 @@ func (a *Assigner) shardLeases(ctx context.Context) (map[string]*coordinationv1.
 		}
 	}
 	return out, nil
+}
+
+// FromWatchCache is the list option of the Assigner's Lease lists:
+// resourceVersion "0", served from the API server's watch cache as it is,
+// without the wait of a consistent read. A consistent list waits until
+// the cache has seen etcd's newest revision, and on an API server busy
+// with writes that wait ran past the round's deadline (RetryPeriod):
+// every replica failed to count the others for tens of seconds at a time
+// while 10,000 Bucketies were created, and took no shard meanwhile. The
+// lists only decide what to try: a Lease read a moment stale is taken by
+// an update with its resourceVersion, which the API server refuses if the
+// Lease changed, and counts are read again every round.
+func FromWatchCache() client.ListOption {
+	// A new Raw each call: the client writes the selectors into it.
+	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
 }
 
 // firstToTry spreads the replicas' first attempts over the shards.
@@ -297,7 +312,7 @@ func (a *Assigner) members(ctx context.Context) (memberSet, error) {
 		return memberSet{}, err
 	}
 	var list coordinationv1.LeaseList
-	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "member"}); err != nil {
+	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "member"}, FromWatchCache()); err != nil {
 		return memberSet{}, err
 	}
 	m := memberSet{peers: []string{a.Identity}}

@@ -504,3 +504,45 @@ func TestFailedCountsAreLoggedOncePerStreak(t *testing.T) {
 		t.Errorf("want the streak's end to say %s, got %s", want, ends[0])
 	}
 }
+
+// TestTakesWhileConsistentListsAreSlow: on an API server busy with writes,
+// a consistent list (no resourceVersion) waits until the watch cache has
+// seen etcd's newest revision, longer than a round's deadline; here every
+// such Lease list is held that long. The replica still counts the others
+// and takes its shard: its Lease lists are served from the watch cache
+// (shard.FromWatchCache), which answers at once. Before, it counted
+// nothing and took nothing for as long as the API server stayed busy.
+func TestTakesWhileConsistentListsAreSlow(t *testing.T) {
+	base := leaseClient(t)
+	var slowed, cached atomic.Int32
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*coordinationv1.LeaseList); ok {
+				lo := (&client.ListOptions{}).ApplyOptions(opts)
+				if lo.Raw == nil || lo.Raw.ResourceVersion != "0" {
+					slowed.Add(1)
+					// A consistent read's wait, past the round's deadline.
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				cached.Add(1)
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	a, tr := oneShardReplica(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	err := oneShardHeld(tr, time.Now().Add(30*time.Second))
+	cancel()
+	if stopErr := <-done; stopErr != nil {
+		t.Errorf("want a clean stop, got %v", stopErr)
+	}
+	if err != nil {
+		t.Fatalf("%v (Lease lists from the watch cache %d, consistent ones held past the deadline %d)", err, cached.Load(), slowed.Load())
+	}
+	if slowed.Load() != 0 || cached.Load() == 0 {
+		t.Errorf("want every Lease list served from the watch cache, got %d from it and %d consistent", cached.Load(), slowed.Load())
+	}
+}
