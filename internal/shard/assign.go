@@ -63,6 +63,9 @@ type Assigner struct {
 	stopping map[int]chan struct{}
 	observed map[string]observation
 
+	// started is when Start began (step's goroutine only).
+	started time.Time
+
 	// The rounds in a row that could not count the replicas, or list the
 	// shards' Leases (step's goroutine only): a loaded API server fails
 	// many rounds' reads in a row, which are logged once a streak.
@@ -165,6 +168,7 @@ func (a *Assigner) Start(ctx context.Context) error {
 	if err := a.defaults(); err != nil {
 		return err
 	}
+	a.started = a.now()
 	wait.JitterUntilWithContext(ctx, a.step, a.RetryPeriod, 0.2, true)
 	// ctx has ended: release with a context of its own, of at least
 	// releaseTimeout (a loaded API server answers slowly, and a Lease
@@ -186,7 +190,7 @@ func (a *Assigner) Start(ctx context.Context) error {
 }
 
 // step is one round: be counted, keep what is held, and balance, taking
-// at most one more shard.
+// at most one more shard, or a dead replica's shards.
 //
 // The replicas that run this number of shards split them: with n of
 // them, each holds at most ceil(shards/n), and one that holds more than
@@ -229,7 +233,12 @@ func (a *Assigner) step(ctx context.Context) {
 	// to re-check once more. Taking one per round, each starting replica
 	// ends with its share and no shard moves; a lone replica holds all of
 	// them a few rounds later, each already working meanwhile.
-	a.takeUpTo(ctx, min(limit, len(held)+1), leases)
+	//
+	// Except the shards of a replica that died: a replica that has run for
+	// a Lease duration has seen every other replica that was live a round
+	// ago, so it takes every shard whose holder's Lease expired, up to its
+	// share, in one round. Their work waits for nothing else.
+	a.takeUpTo(ctx, limit, a.now().Sub(a.started) >= a.LeaseDuration, leases)
 }
 
 // limit is how many shards this replica may hold now (see step).
@@ -550,17 +559,28 @@ func (a *Assigner) release(ctx context.Context, l *coordinationv1.Lease) error {
 
 // takeUpTo takes free or expired shards of leases (the shard Leases as
 // listed) until this replica holds target.
-func (a *Assigner) takeUpTo(ctx context.Context, target int, leases map[string]*coordinationv1.Lease) {
+func (a *Assigner) takeUpTo(ctx context.Context, limit int, settled bool, leases map[string]*coordinationv1.Lease) {
 	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
 	defer cancel()
 	first := a.firstToTry()
-	for i := 0; i < a.Shards && len(a.Held()) < target; i++ {
+	// others: shards taken this round that were free, released, or
+	// expired while this replica was not settled; at most one.
+	others := 0
+	for i := 0; i < a.Shards && len(a.Held()) < limit; i++ {
 		k := (first + i) % a.Shards
 		if a.busy(k) {
 			continue
 		}
-		if err := a.take(ctx, k, leases[a.LeaseName(k)]); err != nil {
+		l := leases[a.LeaseName(k)]
+		orphaned := settled && l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && a.expiredFor(l) > 0
+		if !orphaned && others > 0 {
+			continue
+		}
+		if err := a.take(ctx, k, l); err != nil {
 			a.Log.Info("could not take a shard", "shard", k, "error", err.Error())
+		}
+		if !orphaned && a.busy(k) {
+			others++
 		}
 	}
 }

@@ -546,3 +546,107 @@ func TestTakesWhileConsistentListsAreSlow(t *testing.T) {
 		t.Errorf("want every Lease list served from the watch cache, got %d from it and %d consistent", cached.Load(), slowed.Load())
 	}
 }
+
+// TestSettledReplicaTakesADeadReplicasShardsInOneRound: two replicas split
+// eight shards; one is cut off from the API server (a crash), and once its
+// Leases expire the other, running for longer than a Lease duration,
+// takes all four in one round rather than one a round (four rounds of a
+// second here). Before, the dead replica's last shard waited three
+// rounds more than its first.
+func TestSettledReplicaTakesADeadReplicasShardsInOneRound(t *testing.T) {
+	base := leaseClient(t)
+	tr := &tracker{t: t, running: map[int]string{}}
+	var off atomic.Bool
+	cutOff := func(id string) func() error {
+		return func() error {
+			if id == "b" && off.Load() {
+				return errors.New("cut off from the API server")
+			}
+			return nil
+		}
+	}
+	var mu sync.Mutex
+	startedAt := map[int]time.Time{}
+	var rs []*replica
+	for _, id := range []string{"a", "b"} {
+		fail := cutOff(id)
+		c := interceptor.NewClient(base, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if err := fail(); err != nil {
+					return err
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := fail(); err != nil {
+					return err
+				}
+				return c.List(ctx, list, opts...)
+			},
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := fail(); err != nil {
+					return err
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if err := fail(); err != nil {
+					return err
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		})
+		run := tr.run(id)
+		a := &shard.Assigner{
+			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 8,
+			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
+			Run: func(ctx context.Context, k int) error {
+				if id == "a" {
+					mu.Lock()
+					startedAt[k] = time.Now()
+					mu.Unlock()
+				}
+				return run(ctx, k)
+			},
+			Log: zap.New(zap.UseDevMode(true)).WithName(id),
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- a.Start(ctx) }()
+		rs = append(rs, r)
+	}
+	defer func() {
+		for _, r := range rs {
+			r.stop(t)
+		}
+	}()
+	until := func(what string, want string) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for fmt.Sprint(tr.counts("a", "b")) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 90s; running %v", what, tr.counts("a", "b"))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	until("two replicas run four shards each", "[4 4]")
+	// Both have run for longer than a Lease duration.
+	time.Sleep(3 * time.Second)
+	off.Store(true)
+	until("a runs b's four shards too", "[0 8]")
+	mu.Lock()
+	defer mu.Unlock()
+	var taken []time.Time
+	for _, at := range startedAt {
+		taken = append(taken, at)
+	}
+	sort.Slice(taken, func(i, j int) bool { return taken[i].Before(taken[j]) })
+	if len(taken) != 8 {
+		t.Fatalf("want a to have started 8 shard runs, got %d", len(taken))
+	}
+	// a's last four runs started are b's shards.
+	if spread := taken[7].Sub(taken[4]); spread > 500*time.Millisecond {
+		t.Errorf("want b's four shards taken in one round, got them over %s (rounds are a second apart)", spread.Round(time.Millisecond))
+	}
+}
