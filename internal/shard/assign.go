@@ -264,7 +264,7 @@ func (a *Assigner) shardLeases(ctx context.Context) (map[string]*coordinationv1.
 	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
 	defer cancel()
 	var list coordinationv1.LeaseList
-	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "shard"}, FromWatchCache()); err != nil {
+	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "shard"}, fromWatchCache()); err != nil {
 		return nil, err
 	}
 	out := map[string]*coordinationv1.Lease{}
@@ -285,7 +285,7 @@ func (a *Assigner) shardLeases(ctx context.Context) (map[string]*coordinationv1.
 	return out, nil
 }
 
-// FromWatchCache is the list option of the Assigner's Lease lists:
+// fromWatchCache is the list option of the Assigner's Lease lists:
 // resourceVersion "0", served from the API server's watch cache as it is,
 // without the wait of a consistent read. A consistent list waits until
 // the cache has seen etcd's newest revision, and on an API server busy
@@ -295,7 +295,7 @@ func (a *Assigner) shardLeases(ctx context.Context) (map[string]*coordinationv1.
 // lists only decide what to try: a Lease read a moment stale is taken by
 // an update with its resourceVersion, which the API server refuses if the
 // Lease changed, and counts are read again every round.
-func FromWatchCache() client.ListOption {
+func fromWatchCache() client.ListOption {
 	// A new Raw each call: the client writes the selectors into it.
 	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
 }
@@ -321,7 +321,7 @@ func (a *Assigner) members(ctx context.Context) (memberSet, error) {
 		return memberSet{}, err
 	}
 	var list coordinationv1.LeaseList
-	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "member"}, FromWatchCache()); err != nil {
+	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "member"}, fromWatchCache()); err != nil {
 		return memberSet{}, err
 	}
 	m := memberSet{peers: []string{a.Identity}}
@@ -558,7 +558,8 @@ func (a *Assigner) release(ctx context.Context, l *coordinationv1.Lease) error {
 }
 
 // takeUpTo takes free or expired shards of leases (the shard Leases as
-// listed) until this replica holds target.
+// listed) while this replica holds fewer than limit: at most one a round,
+// and, when settled (see step), every shard whose holder's Lease expired.
 func (a *Assigner) takeUpTo(ctx context.Context, limit int, settled bool, leases map[string]*coordinationv1.Lease) {
 	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
 	defer cancel()

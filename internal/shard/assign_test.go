@@ -103,6 +103,38 @@ func leaseClient(t *testing.T) client.WithWatch {
 	return c
 }
 
+// failingClient is base whose Gets, Lists, Creates and Updates fail with
+// fail's error while it returns one (a replica cut off from the API
+// server).
+func failingClient(base client.WithWatch, fail func() error) client.WithWatch {
+	return interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := fail(); err != nil {
+				return err
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := fail(); err != nil {
+				return err
+			}
+			return c.List(ctx, list, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := fail(); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if err := fail(); err != nil {
+				return err
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+}
+
 func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
 	base := leaseClient(t)
 	tr := &tracker{t: t, running: map[int]string{}}
@@ -118,32 +150,7 @@ func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
 			}
 			return nil
 		}
-		c := interceptor.NewClient(base, interceptor.Funcs{
-			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-				if err := fail(); err != nil {
-					return err
-				}
-				return c.Get(ctx, key, obj, opts...)
-			},
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				if err := fail(); err != nil {
-					return err
-				}
-				return c.List(ctx, list, opts...)
-			},
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if err := fail(); err != nil {
-					return err
-				}
-				return c.Create(ctx, obj, opts...)
-			},
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				if err := fail(); err != nil {
-					return err
-				}
-				return c.Update(ctx, obj, opts...)
-			},
-		})
+		c := failingClient(base, fail)
 		a := &shard.Assigner{
 			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: shards,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
@@ -510,7 +517,7 @@ func TestFailedCountsAreLoggedOncePerStreak(t *testing.T) {
 // seen etcd's newest revision, longer than a round's deadline; here every
 // such Lease list is held that long. The replica still counts the others
 // and takes its shard: its Lease lists are served from the watch cache
-// (shard.FromWatchCache), which answers at once. Before, it counted
+// (fromWatchCache), which answers at once. Before, it counted
 // nothing and took nothing for as long as the API server stayed busy.
 func TestTakesWhileConsistentListsAreSlow(t *testing.T) {
 	base := leaseClient(t)
@@ -570,32 +577,7 @@ func TestSettledReplicaTakesADeadReplicasShardsInOneRound(t *testing.T) {
 	var rs []*replica
 	for _, id := range []string{"a", "b"} {
 		fail := cutOff(id)
-		c := interceptor.NewClient(base, interceptor.Funcs{
-			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-				if err := fail(); err != nil {
-					return err
-				}
-				return c.Get(ctx, key, obj, opts...)
-			},
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				if err := fail(); err != nil {
-					return err
-				}
-				return c.List(ctx, list, opts...)
-			},
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if err := fail(); err != nil {
-					return err
-				}
-				return c.Create(ctx, obj, opts...)
-			},
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				if err := fail(); err != nil {
-					return err
-				}
-				return c.Update(ctx, obj, opts...)
-			},
-		})
+		c := failingClient(base, fail)
 		run := tr.run(id)
 		a := &shard.Assigner{
 			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 8,
