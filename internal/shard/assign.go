@@ -61,15 +61,30 @@ type Assigner struct {
 	mu       sync.Mutex
 	held     map[int]*running
 	stopping map[int]chan struct{}
+	// count is the newest count of the replicas (under mu).
+	count counted
+
+	obsMu    sync.Mutex
 	observed map[string]observation
 
 	// started is when Start began (step's goroutine only).
 	started time.Time
 
-	// The rounds in a row that could not count the replicas, or list the
-	// shards' Leases (step's goroutine only): a loaded API server fails
-	// many rounds' reads in a row, which are logged once a streak.
+	// own is this replica's member Lease as last written (the counting
+	// goroutine's only).
+	own *coordinationv1.Lease
+
+	// The rounds in a row that could not count the replicas (the
+	// counting goroutine's), or list the shards' Leases (step's): a loaded
+	// API server fails many rounds' reads in a row, which are logged once
+	// a streak.
 	counting, listing streak
+}
+
+// counted is a count of the replicas and when it was made (zero: never).
+type counted struct {
+	set memberSet
+	at  time.Time
 }
 
 // streak counts the failed rounds of one read in a row, so that a run of
@@ -169,7 +184,21 @@ func (a *Assigner) Start(ctx context.Context) error {
 		return err
 	}
 	a.started = a.now()
+	// The replicas are counted on a goroutine of their own, with a
+	// deadline of RenewDeadline, not a round's: at 100,000 objects a count
+	// (a member Lease's update and a list) missed a round's deadline in
+	// about a hundred streaks a replica, and a count inside the round
+	// that waited longer would hold back the shards' renewals. The first
+	// count is made before the first round, so a replica starting takes
+	// its first shard in its first round, as before.
+	a.countOnce(ctx)
+	counting := make(chan struct{})
+	go func() {
+		defer close(counting)
+		wait.JitterUntilWithContext(ctx, a.countOnce, a.RetryPeriod, 0.2, true)
+	}()
 	wait.JitterUntilWithContext(ctx, a.step, a.RetryPeriod, 0.2, true)
+	<-counting
 	// ctx has ended: release with a context of its own, of at least
 	// releaseTimeout (a loaded API server answers slowly, and a Lease
 	// not released is only taken over once it expires).
@@ -189,8 +218,9 @@ func (a *Assigner) Start(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// step is one round: be counted, keep what is held, and balance, taking
-// at most one more shard, or a dead replica's shards.
+// step is one round: keep what is held, and balance by the newest count
+// of the replicas (countOnce), taking at most one more shard, or a dead
+// replica's shards.
 //
 // The replicas that run this number of shards split them: with n of
 // them, each holds at most ceil(shards/n), and one that holds more than
@@ -200,14 +230,9 @@ func (a *Assigner) Start(ctx context.Context) error {
 // shards (a change being rolled out): the older ones keep serving until
 // they are gone.
 func (a *Assigner) step(ctx context.Context) {
-	m, err := a.members(ctx)
-	if err != nil {
-		a.counting.fail(a.Log, "could not count the replicas; keeping the shards held, and taking none, until they are counted (logged again when they are)", err)
-	} else {
-		a.counting.ok(a.Log, "counted the replicas again")
-	}
+	m, ok := a.latestCount()
 	a.renew(ctx)
-	if err != nil {
+	if !ok {
 		return
 	}
 	leases, err := a.shardLeases(ctx)
@@ -239,6 +264,35 @@ func (a *Assigner) step(ctx context.Context) {
 	// ago, so it takes every shard whose holder's Lease expired, up to its
 	// share, in one round. Their work waits for nothing else.
 	a.takeUpTo(ctx, limit, a.now().Sub(a.started) >= a.LeaseDuration, leases)
+}
+
+// countOnce counts the replicas (members), giving it until RenewDeadline,
+// and keeps the count for step.
+func (a *Assigner) countOnce(ctx context.Context) {
+	m, err := a.members(ctx)
+	if err != nil {
+		a.counting.fail(a.Log, "could not count the replicas; keeping the shards held, and taking none once the last count is a Lease duration old, until they are counted (logged again when they are)", err)
+		return
+	}
+	a.counting.ok(a.Log, "counted the replicas again")
+	a.mu.Lock()
+	a.count = counted{set: m, at: a.now()}
+	a.mu.Unlock()
+}
+
+// latestCount is the newest count of the replicas, if one was made within
+// a Lease duration: a replica that joined since is counted by then, and one
+// that left has expired by then. A count that old may still be off by a
+// replica, which only moves a shard more than needed (it is given back or
+// taken a round later); each take is an update under the Lease's
+// resourceVersion whatever the count.
+func (a *Assigner) latestCount() (memberSet, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.count.at.IsZero() || a.now().Sub(a.count.at) > a.LeaseDuration {
+		return memberSet{}, false
+	}
+	return a.count.set, true
 }
 
 // limit is how many shards this replica may hold now (see step).
@@ -312,9 +366,10 @@ type memberSet struct {
 }
 
 // members renews this replica's member Lease and reads the others'.
-// Member Leases expired for ten durations are deleted.
+// Member Leases expired for ten durations are deleted. It may take until
+// RenewDeadline, as a renewal may.
 func (a *Assigner) members(ctx context.Context) (memberSet, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
+	ctx, cancel := context.WithTimeout(ctx, max(a.RetryPeriod, a.RenewDeadline))
 	defer cancel()
 	own, err := a.beCounted(ctx)
 	if err != nil {
@@ -358,9 +413,24 @@ func older(l, own *coordinationv1.Lease) bool {
 	return l.Name < own.Name
 }
 
-// beCounted creates or renews this replica's member Lease.
+// beCounted creates or renews this replica's member Lease: one update of
+// the copy last written, read again first only when there is none or the
+// update conflicts (another writer, or a renewal whose answer was lost).
 func (a *Assigner) beCounted(ctx context.Context) (*coordinationv1.Lease, error) {
 	now := metav1.NewMicroTime(a.now())
+	if a.own != nil {
+		l := a.own.DeepCopy()
+		l.Spec = a.spec(now, now)
+		err := a.Client.Update(ctx, l)
+		if err == nil {
+			a.own = l
+			return l, nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		a.own = nil
+	}
 	l := &coordinationv1.Lease{}
 	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.memberName()}, l)
 	if apierrors.IsNotFound(err) {
@@ -369,13 +439,16 @@ func (a *Assigner) beCounted(ctx context.Context) (*coordinationv1.Lease, error)
 			Labels:      map[string]string{LeaseKindLabel: "member"},
 			Annotations: map[string]string{ShardsAnnotation: strconv.Itoa(a.Shards)},
 		}, Spec: a.spec(now, now)}
-		return l, a.Client.Create(ctx, l)
+		err = a.Client.Create(ctx, l)
+	} else if err == nil {
+		l.Spec = a.spec(now, now)
+		err = a.Client.Update(ctx, l)
 	}
 	if err != nil {
 		return nil, err
 	}
-	l.Spec = a.spec(now, now)
-	return l, a.Client.Update(ctx, l)
+	a.own = l
+	return l, nil
 }
 
 // leaveMembers deletes this replica's member Lease.
@@ -396,6 +469,8 @@ func (a *Assigner) spec(acquired, now metav1.MicroTime) coordinationv1.LeaseSpec
 // holder) is expired.
 func (a *Assigner) expiredFor(l *coordinationv1.Lease) time.Duration {
 	now := a.now()
+	a.obsMu.Lock()
+	defer a.obsMu.Unlock()
 	o, ok := a.observed[l.Namespace+"/"+l.Name]
 	if !ok || o.record != l.ResourceVersion {
 		o = observation{record: l.ResourceVersion, at: now}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -551,6 +552,71 @@ func TestTakesWhileConsistentListsAreSlow(t *testing.T) {
 	}
 	if slowed.Load() != 0 || cached.Load() == 0 {
 		t.Errorf("want every Lease list served from the watch cache, got %d from it and %d consistent", cached.Load(), slowed.Load())
+	}
+}
+
+// TestCountsWhileMemberLeasesAreSlow: every request on a member Lease (the
+// replica's own update, the list of the others) answers one and a half
+// rounds late, as an API server holding 100,000 objects under a write load
+// did; the replica still counts the replicas, and takes its shard. Counted
+// inside the round, with the round's deadline, it counted nothing and took
+// nothing.
+func TestCountsWhileMemberLeasesAreSlow(t *testing.T) {
+	base := leaseClient(t)
+	var slowed atomic.Int32
+	late := func(ctx context.Context) error {
+		slowed.Add(1)
+		select {
+		case <-time.After(1500 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	member := func(name string) bool { return strings.Contains(name, "-member-") }
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*coordinationv1.Lease); ok && member(key.Name) {
+				if err := late(ctx); err != nil {
+					return err
+				}
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if _, ok := obj.(*coordinationv1.Lease); ok && member(obj.GetName()) {
+				if err := late(ctx); err != nil {
+					return err
+				}
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*coordinationv1.LeaseList); ok {
+				lo := (&client.ListOptions{}).ApplyOptions(opts)
+				if lo.LabelSelector != nil && lo.LabelSelector.Matches(labels.Set{shard.LeaseKindLabel: "member"}) {
+					if err := late(ctx); err != nil {
+						return err
+					}
+				}
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	a, tr := oneShardReplica(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	err := oneShardHeld(tr, time.Now().Add(30*time.Second))
+	cancel()
+	if stopErr := <-done; stopErr != nil {
+		t.Errorf("want a clean stop, got %v", stopErr)
+	}
+	if err != nil {
+		t.Fatalf("%v (member Lease requests answered late: %d)", err, slowed.Load())
+	}
+	if slowed.Load() == 0 {
+		t.Error("want the member Lease requests slowed, saw none")
 	}
 }
 
