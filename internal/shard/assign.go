@@ -642,7 +642,7 @@ func (a *Assigner) takeUpTo(ctx context.Context, limit int, settled bool, leases
 	// others: shards taken this round that were free, released, or
 	// expired while this replica was not settled; at most one.
 	others := 0
-	for i := 0; i < a.Shards && len(a.Held()) < limit; i++ {
+	for i := 0; i < a.Shards && len(a.Held()) < limit && ctx.Err() == nil; i++ {
 		k := (first + i) % a.Shards
 		if a.busy(k) {
 			continue
@@ -681,8 +681,16 @@ func (a *Assigner) busy(k int) bool {
 }
 
 // take takes shard k, whose Lease l was listed (nil: none yet), if l is
-// free or expired, and starts its work. Another replica taking it first
-// is not an error.
+// free or expired, or names this replica, and starts its work. Another
+// replica taking it first is not an error.
+//
+// A Lease that names this replica although it does not hold the shard is
+// a take whose answer was lost: the API server carried it out after the
+// round's deadline. No other replica runs the shard while the Lease names
+// this one, so it is taken at once (an update under the Lease's
+// resourceVersion, as a renewal), not a Lease duration later when it has
+// expired. (A shard this replica lost is not taken before its work has
+// stopped: takeUpTo skips it while busy.)
 func (a *Assigner) take(ctx context.Context, k int, l *coordinationv1.Lease) error {
 	now := metav1.NewMicroTime(a.now())
 	var err error
@@ -692,6 +700,15 @@ func (a *Assigner) take(ctx context.Context, k int, l *coordinationv1.Lease) err
 			Namespace: a.Namespace, Name: a.LeaseName(k), Labels: map[string]string{LeaseKindLabel: "shard"},
 		}, Spec: a.spec(now, now)}
 		err = a.Client.Create(ctx, l)
+	case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == a.Identity:
+		l = l.DeepCopy()
+		acquired, transitions := now, l.Spec.LeaseTransitions
+		if l.Spec.AcquireTime != nil {
+			acquired = *l.Spec.AcquireTime
+		}
+		l.Spec = a.spec(acquired, now)
+		l.Spec.LeaseTransitions = transitions
+		err = a.Client.Update(ctx, l)
 	case a.expiredFor(l) <= 0:
 		return nil
 	default:

@@ -80,6 +80,14 @@ type replica struct {
 	done   chan error
 }
 
+// startReplica starts a's Assigner; stop ends it.
+func startReplica(a *shard.Assigner) *replica {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- a.Start(ctx) }()
+	return r
+}
+
 func (r *replica) stop(t *testing.T) {
 	t.Helper()
 	r.cancel()
@@ -157,9 +165,7 @@ func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
 			Run: tr.run(id), Log: zap.New(zap.UseDevMode(true)).WithName(id),
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
-		go func() { r.done <- a.Start(ctx) }()
+		r := startReplica(a)
 		return r
 	}
 	until := func(what string, ok func() bool) {
@@ -238,9 +244,7 @@ func TestReplicasStartingTogetherMoveNoShard(t *testing.T) {
 			LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second,
 			Run: tr.run(id), Log: zap.New(zap.UseDevMode(true)).WithName(id),
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
-		go func() { r.done <- a.Start(ctx) }()
+		r := startReplica(a)
 		rs = append(rs, r)
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -282,6 +286,57 @@ func TestRenewalWhoseAnswerIsLostKeepsTheShard(t *testing.T) {
 	})
 }
 
+// TestTakeWhoseAnswerIsLostIsTakenAtOnce: the API server carries out a
+// replica's take (the shard Lease's create) but answers too late, a
+// timeout; the Lease names the replica, which does not run the shard. The
+// replica takes it the next rounds as its own (a renewal: the lost take's
+// acquireTime kept), where before it waited for the Lease to expire and
+// took it over from itself (a new acquireTime) a Lease duration later, the
+// shard unserved meanwhile.
+func TestTakeWhoseAnswerIsLostIsTakenAtOnce(t *testing.T) {
+	base := leaseClient(t)
+	var lost atomic.Int32
+	var acquired atomic.Value
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			l, ok := obj.(*coordinationv1.Lease)
+			if !ok || l.Labels[shard.LeaseKindLabel] != "shard" || lost.Load() > 0 {
+				return c.Create(ctx, obj, opts...)
+			}
+			if err := c.Create(ctx, l, opts...); err != nil {
+				return err
+			}
+			acquired.Store(l.Spec.AcquireTime.Time)
+			lost.Add(1)
+			return fmt.Errorf("create lease %s: %w", l.Name, context.DeadlineExceeded)
+		},
+	})
+	a, tr := oneShardReplica(t, c)
+	r := startReplica(a)
+	defer r.stop(t)
+	if err := oneShardHeld(tr, time.Now().Add(60*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if lost.Load() != 1 {
+		t.Fatalf("want the first take's answer lost, lost %d", lost.Load())
+	}
+	l := &coordinationv1.Lease{}
+	if err := base.Get(context.Background(), client.ObjectKey{Namespace: a.Namespace, Name: a.LeaseName(0)}, l); err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "a" {
+		t.Fatalf("want the Lease held by a, got %v", l.Spec.HolderIdentity)
+	}
+	// Taken as its own, the Lease keeps the lost take's acquireTime; taken
+	// over once expired, it would have a new one.
+	if first := acquired.Load().(time.Time); l.Spec.AcquireTime == nil || !l.Spec.AcquireTime.Time.Equal(first) {
+		t.Errorf("want the shard taken as the replica's own (acquired %s, by the lost take), got acquireTime %v: it expired and was taken over", first, l.Spec.AcquireTime)
+	}
+	if l.Spec.LeaseTransitions != nil && *l.Spec.LeaseTransitions != 0 {
+		t.Errorf("want no transition, got %d", *l.Spec.LeaseTransitions)
+	}
+}
+
 // TestSlowRenewalKeepsTheShard: a renewal answered after the round's
 // period renews the Lease as long as it is answered by the renew deadline
 // counted from the last renewal sent (1.5 s answers keep a 6 s deadline
@@ -318,9 +373,7 @@ func shardKeptThrough(t *testing.T, what string, update func(ctx context.Context
 		},
 	})
 	a, tr := oneShardReplica(t, c)
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- a.Start(ctx) }()
+	r := startReplica(a)
 	defer r.stop(t)
 	if err := oneShardHeld(tr, time.Now().Add(60*time.Second)); err != nil {
 		t.Fatal(err)
@@ -658,9 +711,7 @@ func TestSettledReplicaTakesADeadReplicasShardsInOneRound(t *testing.T) {
 			},
 			Log: zap.New(zap.UseDevMode(true)).WithName(id),
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		r := &replica{a: a, cancel: cancel, done: make(chan error, 1)}
-		go func() { r.done <- a.Start(ctx) }()
+		r := startReplica(a)
 		rs = append(rs, r)
 	}
 	defer func() {
