@@ -184,6 +184,7 @@ func (a *Assigner) Start(ctx context.Context) error {
 		return err
 	}
 	a.started = a.now()
+	ShardsGauge.Set(float64(a.Shards))
 	// The replicas are counted on a goroutine of their own, with a
 	// deadline of RenewDeadline, not a round's: at 100,000 objects a count
 	// (a member Lease's update and a list) missed a round's deadline in
@@ -271,10 +272,12 @@ func (a *Assigner) step(ctx context.Context) {
 func (a *Assigner) countOnce(ctx context.Context) {
 	m, err := a.members(ctx)
 	if err != nil {
+		CountFailures.Inc()
 		a.counting.fail(a.Log, "could not count the replicas; keeping the shards held, and taking none once the last count is a Lease duration old, until they are counted (logged again when they are)", err)
 		return
 	}
 	a.counting.ok(a.Log, "counted the replicas again")
+	ReplicasGauge.Set(float64(len(m.peers)))
 	a.mu.Lock()
 	a.count = counted{set: m, at: a.now()}
 	a.mu.Unlock()
@@ -585,6 +588,8 @@ func (a *Assigner) lose(k int, why string) {
 	delete(a.held, k)
 	a.stopping[k] = r.done
 	a.mu.Unlock()
+	HeldGauge.DeleteLabelValues(MetricLabel(k))
+	Events.WithLabelValues(EventLost).Inc()
 	a.Log.Info("lost a shard: stopping its work", "shard", k, "why", why)
 	r.cancel()
 }
@@ -601,6 +606,8 @@ func (a *Assigner) give(ctx context.Context, k int, why string) error {
 	}
 	r.cancel()
 	<-r.done
+	HeldGauge.DeleteLabelValues(MetricLabel(k))
+	Events.WithLabelValues(EventReleased).Inc()
 	a.Log.Info("released a shard", "shard", k, "why", why, "heldFor", a.now().Sub(r.heldSince).Round(time.Millisecond).String())
 	return a.release(ctx, r.lease.DeepCopy())
 }
@@ -741,6 +748,8 @@ func (a *Assigner) start(k int, l *coordinationv1.Lease, now time.Time) {
 	a.mu.Lock()
 	a.held[k] = r
 	a.mu.Unlock()
+	HeldGauge.WithLabelValues(MetricLabel(k)).Set(1)
+	Events.WithLabelValues(EventTaken).Inc()
 	a.Log.Info("took a shard", "shard", k, "of", a.Shards)
 	go func() {
 		defer close(r.done)

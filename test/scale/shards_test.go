@@ -190,6 +190,9 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	perObj := float64(prov.writes.total()) / float64(n)
 	tb.add("shards, "+rs+": controller API writes to provision, per Buckety", n, fmt.Sprintf("%.2f = %s", perObj, prov.writes), "≤ 6", ptr(perObj <= minWritesPerBuckety), "")
 	tb.add("shards, "+rs+": Kafka requests to provision", n, prov.kafka.String(), "", nil, "")
+	if s > 1 {
+		tb.add("shards, "+rs+": shard events from the replicas' start to the last Ready (all replicas' buckety_shard_* metrics)", n, shardEvents(e), "", nil, "")
+	}
 
 	// Memory, after provisioning settled: each replica's, and the control
 	// plane's (what bounds N on one machine).
@@ -497,6 +500,21 @@ func readyAfterChange(m map[types.NamespacedName]changeReady, objs []types.Names
 // changeReady is when a Buckety was changed and when it was Ready for the
 // change.
 type changeReady struct{ changed, ready time.Time }
+
+// shardEvents sums the live replicas' shard metrics: the shards taken,
+// released and lost, and the counts of the replicas that failed, since the
+// replicas started.
+func shardEvents(e *env) string {
+	by := map[string]float64{}
+	for _, sm := range e.controllerMetrics("buckety_shard_events_total", "buckety_shard_count_failures_total") {
+		k := sm.labels["event"]
+		if sm.name == "buckety_shard_count_failures_total" {
+			k = "failed counts"
+		}
+		by[k] += sm.value
+	}
+	return fmt.Sprintf("taken %.0f, released %.0f, lost %.0f; failed counts %.0f", by["taken"], by["released"], by["lost"], by["failed counts"])
+}
 
 // specChange sets config.retention.ms of the Bucketies objs to value (a
 // new generation each) and waits until each is Ready for it; it returns

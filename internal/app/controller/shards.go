@@ -60,6 +60,9 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 	}, readers); err != nil {
 		return err
 	}
+	if err := shard.RegisterMetrics(); err != nil {
+		return err
+	}
 	lease, renew, retry := leaderTimings(o)
 	a := &shard.Assigner{
 		Client: c, Namespace: o.LeaderElectionNamespace, Name: LeaderElectionID,
