@@ -588,8 +588,7 @@ func (a *Assigner) lose(k int, why string) {
 	delete(a.held, k)
 	a.stopping[k] = r.done
 	a.mu.Unlock()
-	HeldGauge.DeleteLabelValues(MetricLabel(k))
-	Events.WithLabelValues(EventLost).Inc()
+	record(k, EventLost)
 	a.Log.Info("lost a shard: stopping its work", "shard", k, "why", why)
 	r.cancel()
 }
@@ -606,8 +605,7 @@ func (a *Assigner) give(ctx context.Context, k int, why string) error {
 	}
 	r.cancel()
 	<-r.done
-	HeldGauge.DeleteLabelValues(MetricLabel(k))
-	Events.WithLabelValues(EventReleased).Inc()
+	record(k, EventReleased)
 	a.Log.Info("released a shard", "shard", k, "why", why, "heldFor", a.now().Sub(r.heldSince).Round(time.Millisecond).String())
 	return a.release(ctx, r.lease.DeepCopy())
 }
@@ -708,13 +706,9 @@ func (a *Assigner) take(ctx context.Context, k int, l *coordinationv1.Lease) err
 		}, Spec: a.spec(now, now)}
 		err = a.Client.Create(ctx, l)
 	case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == a.Identity:
+		// A renewal, as renewShard writes one.
 		l = l.DeepCopy()
-		acquired, transitions := now, l.Spec.LeaseTransitions
-		if l.Spec.AcquireTime != nil {
-			acquired = *l.Spec.AcquireTime
-		}
-		l.Spec = a.spec(acquired, now)
-		l.Spec.LeaseTransitions = transitions
+		l.Spec.RenewTime = &now
 		err = a.Client.Update(ctx, l)
 	case a.expiredFor(l) <= 0:
 		return nil
@@ -748,8 +742,7 @@ func (a *Assigner) start(k int, l *coordinationv1.Lease, now time.Time) {
 	a.mu.Lock()
 	a.held[k] = r
 	a.mu.Unlock()
-	HeldGauge.WithLabelValues(MetricLabel(k)).Set(1)
-	Events.WithLabelValues(EventTaken).Inc()
+	record(k, EventTaken)
 	a.Log.Info("took a shard", "shard", k, "of", a.Shards)
 	go func() {
 		defer close(r.done)

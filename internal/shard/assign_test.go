@@ -419,6 +419,21 @@ func oneShardReplica(t *testing.T, c client.Client) (*shard.Assigner, *tracker) 
 	}, tr
 }
 
+// heldByOneReplica runs one replica of one shard over c until it holds the
+// shard (30 s at most), stops it, checks that it stopped cleanly, and
+// returns an error if it never held the shard.
+func heldByOneReplica(t *testing.T, c client.Client) error {
+	t.Helper()
+	a, tr := oneShardReplica(t, c)
+	r := startReplica(a)
+	err := oneShardHeld(tr, time.Now().Add(30*time.Second))
+	r.cancel()
+	if stopErr := <-r.done; stopErr != nil {
+		t.Errorf("want a clean stop, got %v", stopErr)
+	}
+	return err
+}
+
 // oneShardHeld waits until deadline for replica "a" to run the one shard.
 func oneShardHeld(tr *tracker, deadline time.Time) error {
 	for fmt.Sprint(tr.counts("a")) != "[1]" {
@@ -591,16 +606,7 @@ func TestTakesWhileConsistentListsAreSlow(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})
-	a, tr := oneShardReplica(t, c)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Start(ctx) }()
-	err := oneShardHeld(tr, time.Now().Add(30*time.Second))
-	cancel()
-	if stopErr := <-done; stopErr != nil {
-		t.Errorf("want a clean stop, got %v", stopErr)
-	}
-	if err != nil {
+	if err := heldByOneReplica(t, c); err != nil {
 		t.Fatalf("%v (Lease lists from the watch cache %d, consistent ones held past the deadline %d)", err, cached.Load(), slowed.Load())
 	}
 	if slowed.Load() != 0 || cached.Load() == 0 {
@@ -656,16 +662,7 @@ func TestCountsWhileMemberLeasesAreSlow(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})
-	a, tr := oneShardReplica(t, c)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Start(ctx) }()
-	err := oneShardHeld(tr, time.Now().Add(30*time.Second))
-	cancel()
-	if stopErr := <-done; stopErr != nil {
-		t.Errorf("want a clean stop, got %v", stopErr)
-	}
-	if err != nil {
+	if err := heldByOneReplica(t, c); err != nil {
 		t.Fatalf("%v (member Lease requests answered late: %d)", err, slowed.Load())
 	}
 	if slowed.Load() == 0 {

@@ -53,8 +53,18 @@ const (
 	EventLost     = "lost"
 )
 
-// MetricLabel is shard k as the shard label's value.
-func MetricLabel(k int) string { return strconv.Itoa(k) }
+// metricLabel is shard k as the shard label's value.
+func metricLabel(k int) string { return strconv.Itoa(k) }
+
+// record counts event for shard k, and sets whether it is held here.
+func record(k int, event string) {
+	if event == EventTaken {
+		HeldGauge.WithLabelValues(metricLabel(k)).Set(1)
+	} else {
+		HeldGauge.DeleteLabelValues(metricLabel(k))
+	}
+	Events.WithLabelValues(event).Inc()
+}
 
 // RegisterMetrics registers the Assigner's metrics with
 // controller-runtime's registry: a replica that runs shards calls it once
