@@ -170,6 +170,7 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	}
 	first, one := p.Ns[0], sp.Replicas[0]
 
+	closed0 := e.watchersClosed()
 	prov := provisionScaleIn(t, e, nss, n, nil)
 	tb.add("shards, "+rs+": all Ready with their Secrets (total)", n, secs(prov.total), "", nil, "")
 	tb.add("shards, "+rs+": all Ready with their Secrets (p50)", n, secs(prov.p50), "", nil, "")
@@ -193,6 +194,7 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	if s > 1 {
 		tb.add("shards, "+rs+": shard events from the replicas' start to the last Ready (all replicas' buckety_shard_* metrics)", n, shardEvents(e), "", nil, "")
 	}
+	tb.add("shards, "+rs+": watchers the API server closed as unresponsive while provisioning (apiserver_terminated_watchers_total)", n, e.watchersClosed().minus(closed0).String(), "", nil, "")
 
 	// Memory, after provisioning settled: each replica's, and the control
 	// plane's (what bounds N on one machine).
@@ -252,6 +254,18 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	tb.add("shards, "+rs+": cold start, Kafka requests", n, cs.kafka.String(), "", nil, "")
 	tb.add("shards, "+rs+": cold start, the access controllers' start-up reads of every buckety Secret (a failed one: a GET per access)", n, cs.prefetch, "", nil, "")
 	fmt.Print("\n" + tb.String())
+}
+
+// watchersClosed is the API server's count of watchers it closed as
+// unresponsive so far, by resource: each one a re-watch, and when it was
+// a watch-list stream's initial events, a list begun again.
+func (e *env) watchersClosed() counts {
+	e.t.Helper()
+	out := counts{}
+	for _, s := range e.apiServerSamples("apiserver_terminated_watchers_total") {
+		out[s.labels["resource"]] += int64(s.value)
+	}
+	return out
 }
 
 // previousN is the largest N of ns below n, if any.
@@ -445,6 +459,7 @@ func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []st
 	before, during := others[:len(others)/2], others[len(others)/2:]
 	_, baseP99 := percentiles(readyAfterChange(specChange(t, e, append(append([]types.NamespacedName{}, mine...), before...), "86400001"), before))
 
+	closed0 := e.watchersClosed()
 	if err := c.P.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -476,6 +491,7 @@ func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []st
 	}
 	tb.add(fmt.Sprintf("shards, %s: %s", rs, what), n,
 		fmt.Sprintf("%s (%s from the kill)", secs(since), secs(last.Sub(killed))), "≤ 15 s", ptr(since <= 15*time.Second), "")
+	tb.add(fmt.Sprintf("shards, %s: watchers the API server closed as unresponsive from the kill to the last Ready (apiserver_terminated_watchers_total)", rs), n, e.watchersClosed().minus(closed0).String(), "", nil, "")
 	got := float64(p99) / float64(baseP99)
 	tb.add(fmt.Sprintf("shards, %s: the other shards meanwhile: change to Ready p99 of %d Bucketies, against %d before the kill", rs, len(during), len(before)), n,
 		fmt.Sprintf("%s against %s: %.2f×", ms(p99), ms(baseP99), got), "≤ 1.25× (unchanged)", ptr(got <= 1.25), "")

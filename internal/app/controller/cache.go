@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/naming"
+	"github.com/Yolean/buckety-controller/internal/runtime/pagedcache"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
@@ -36,6 +37,8 @@ import (
 //     annotation.
 //   - What is left shares what repeats across objects: strings, maps and
 //     right-sized slices (compact).
+//   - Informers fill by lists in pages, each page transformed as it is
+//     read, not by watch-list streams (internal/runtime/pagedcache).
 //
 // Writes are unaffected: metadata and status are merge-patched as the
 // difference between two cached copies, so the stripped fields are in
@@ -47,6 +50,7 @@ import (
 // managedFields and last-applied-configuration).
 func cacheOptions() ctrlcache.Options {
 	return ctrlcache.Options{
+		NewInformer:      pagedcache.NewInformer,
 		DefaultTransform: stripForCache,
 		ByObject: map[client.Object]ctrlcache.ByObject{
 			&corev1.Secret{}: {

@@ -42,6 +42,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/kubeconfig"
 	"github.com/Yolean/buckety-controller/internal/metrics"
+	"github.com/Yolean/buckety-controller/internal/runtime/pagedcache"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -178,7 +179,11 @@ func Run(ctx context.Context, o Options) error {
 		PprofBindAddress:        o.PprofAddr,
 		GracefulShutdownTimeout: &grace,
 		WebhookServer:           srv,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		// The cache fills by lists in pages: a replica starting beside
+		// 100,000 Bucketies whose watch-list stream the API server closes
+		// as unresponsive would start it again for as long as the kind is
+		// busy (internal/runtime/pagedcache).
+		Cache: cache.Options{NewInformer: pagedcache.NewInformer, ByObject: map[client.Object]cache.ByObject{
 			&v1.Buckety{}:       {Transform: bucketyadmission.StripBucketyCounting(o.Config)},
 			&v1.BucketyAccess{}: {Transform: bucketyadmission.StripAccess},
 		}},

@@ -27,6 +27,7 @@ import (
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/runtime/pagedcache"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
@@ -69,6 +70,7 @@ func (l *Labeller) Start(ctx context.Context) error {
 	ks := kinds()
 	c, err := cache.New(l.Config, cache.Options{
 		Scheme:               l.Scheme,
+		NewInformer:          pagedcache.NewInformer,
 		DefaultLabelSelector: labels.NewSelector().Add(*unlabelled),
 		ByObject:             map[client.Object]cache.ByObject{ks[len(ks)-1]: {Label: labels.NewSelector().Add(*unlabelled, *managed)}},
 		DefaultTransform:     cache.TransformStripManagedFields(),
