@@ -115,7 +115,10 @@ run_scenario() {
       set -a
       [ -f "$ROOT/.run/e2e-settings.env" ] && . "$ROOT/.run/e2e-settings.env"
       set +a
-      cd "$dir" && NAMESPACE=$ns IMPLEMENTATION=$impl timeout 600 bash ./assert.sh
+      # 15 minutes: on a slow node, five scenarios side by side beside
+      # the Go tests, the slowest (every client on three buckets) took
+      # just over 10.
+      cd "$dir" && NAMESPACE=$ns IMPLEMENTATION=$impl timeout 900 bash ./assert.sh
     ) >>"$log" 2>&1
     rc=$?
   else

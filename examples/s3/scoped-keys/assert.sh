@@ -35,8 +35,10 @@ old_principal=$(jp bucketyaccess/ledger-reader '{.status.principal}')
 rotate ledger-reader 2026-11-24
 old=$(secret_value reader-before-rotation accessKeyID)
 [ "$old" != "$(secret_value ledger-reader accessKeyID)" ] || fail "rotation: the Secret still names $old"
-probe ledger-reader reader-rotated ReadOnly
+# The old credential first: its grace counts from the rotation, and a
+# probe Job's start can take tens of seconds on a loaded node.
 probe reader-before-rotation reader-old-in-grace ReadOnly
+probe ledger-reader reader-rotated ReadOnly
 wait_credential_gone "$old_principal"
 probe_refused reader-before-rotation reader-old-revoked ReadOnly "$unknown"
 

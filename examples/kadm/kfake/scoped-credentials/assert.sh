@@ -39,8 +39,10 @@ rotate ledger-reader 2026-11-24
 old=$(secret_value reader-before-rotation sasl.username)
 new=$(secret_value ledger-reader sasl.username)
 [ "$old" != "$new" ] || fail "rotation: the Secret still names $old"
-probe ledger-reader reader-rotated ReadOnly
+# The old credential first: its grace counts from the rotation, and a
+# probe Job's start can take tens of seconds on a loaded node.
 probe reader-before-rotation reader-old-in-grace ReadOnly
+probe ledger-reader reader-rotated ReadOnly
 "$KUBECTL" get bucketycredentials -l "buckety.yolean.se/owner-uid=$(jp bucketyaccess/ledger-reader '{.metadata.uid}')"
 wait_credential_gone "$old"
 probe_refused reader-before-rotation reader-old-revoked WriteOnly "$unknown"
