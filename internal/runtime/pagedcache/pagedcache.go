@@ -64,19 +64,16 @@ type pagedInformer struct {
 }
 
 func (i *pagedInformer) SetTransform(t toolscache.TransformFunc) error {
-	if t == nil {
-		if err := i.SharedIndexInformer.SetTransform(nil); err != nil {
-			return err
+	var stored toolscache.TransformFunc
+	if t != nil {
+		stored = func(obj any) (any, error) {
+			if i.lister.transformed(obj) {
+				return obj, nil
+			}
+			return t(obj)
 		}
-		i.lister.transform = nil
-		return nil
 	}
-	if err := i.SharedIndexInformer.SetTransform(func(obj any) (any, error) {
-		if i.lister.transformed(obj) {
-			return obj, nil
-		}
-		return t(obj)
-	}); err != nil {
+	if err := i.SharedIndexInformer.SetTransform(stored); err != nil {
 		return err
 	}
 	i.lister.transform = t
