@@ -421,3 +421,38 @@ func TestWithin(t *testing.T) {
 		t.Errorf("want f's error, got %v", err)
 	}
 }
+
+// TestWatchdog: a library's checks are cancelled, with errNoProgress as
+// the cause, only when no check finished for the bound; each finished
+// check starts the bound again, and stopping it is no timeout.
+func TestWatchdog(t *testing.T) {
+	ctx, step, stop := watchdog(context.Background(), 50*time.Millisecond)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		if cause := context.Cause(ctx); !errors.Is(cause, errNoProgress) {
+			t.Errorf("want errNoProgress as the cause, got %v", cause)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a watchdog with no step was not cancelled")
+	}
+	step() // after the cancel: no effect, no panic
+	if !errors.Is(context.Cause(ctx), errNoProgress) {
+		t.Errorf("a step after the cancel changed the cause to %v", context.Cause(ctx))
+	}
+
+	// Steps keep a watchdog alive past its bound: each check here is 20 ms
+	// against a bound of 1 s, the whole run 1.5 s.
+	ctx, step, stop = watchdog(context.Background(), time.Second)
+	for start := time.Now(); time.Since(start) < 1500*time.Millisecond; {
+		time.Sleep(20 * time.Millisecond)
+		if ctx.Err() != nil {
+			t.Fatalf("cancelled %s in, with a step every 20 ms: %v", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+		}
+		step()
+	}
+	stop()
+	if errors.Is(context.Cause(ctx), errNoProgress) || ctx.Err() == nil {
+		t.Errorf("stop: want a plain cancel, got %v", context.Cause(ctx))
+	}
+}
