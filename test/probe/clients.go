@@ -34,13 +34,13 @@ const clientsStepTimeout = 120 * time.Second
 
 // errNoProgress is the cause of a library's checks cancelled by their
 // watchdog.
-var errNoProgress = fmt.Errorf("no check finished within %s", clientsStepTimeout)
+var errNoProgress = errors.New("no check finished")
 
-// watchdog is a context cancelled with errNoProgress when step has not
-// been called for d: each finished check calls it.
+// watchdog is a context cancelled with errNoProgress (naming d) when step
+// has not been called for d: each finished check calls it.
 func watchdog(ctx context.Context, d time.Duration) (_ context.Context, step func(), stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	t := time.AfterFunc(d, func() { cancel(errNoProgress) })
+	t := time.AfterFunc(d, func() { cancel(fmt.Errorf("%w within %s", errNoProgress, d)) })
 	return ctx, func() { t.Reset(d) }, func() { t.Stop(); cancel(nil) }
 }
 
