@@ -146,7 +146,54 @@ type drain struct {
 	// listedToEnd records that the last listing of versions was not
 	// truncated, and everything it listed was deleted.
 	listedToEnd bool
-	step        drivers.DrainStep
+	// lost is what a DeleteObjects whose answer was lost (it ran out of
+	// requestTimeout) asked to delete: the server may have deleted any of
+	// it. The next listing settles it (settle), so that what the step
+	// reports deleted is what left the bucket.
+	lost []entry
+	step drivers.DrainStep
+}
+
+// entry is one listed object version, delete marker or current object,
+// with its size.
+type entry struct {
+	id   types.ObjectIdentifier
+	size int64
+}
+
+// settle counts, of the entries a lost DeleteObjects asked for, those a
+// listing of the bucket's first entries (ids, truncated) shows to be
+// gone, and forgets those it shows to be still there (a later batch
+// deletes and counts them). An entry past the listing's last key, where
+// the listing was truncated, stays lost for the next listing. Listings
+// are in key order, and the lost batch was a first page too, so a listing
+// of as many entries as it held covers all of it unless keys were written
+// before it meanwhile. Each entry counted is one of the step's units.
+func (d *drain) settle(ids []types.ObjectIdentifier, truncated bool) {
+	if len(d.lost) == 0 {
+		return
+	}
+	listed := make(map[string]bool, len(ids))
+	last := ""
+	for _, id := range ids {
+		k := aws.ToString(id.Key)
+		listed[k+"\x00"+aws.ToString(id.VersionId)] = true
+		last = max(last, k)
+	}
+	var still []entry
+	for _, e := range d.lost {
+		k := aws.ToString(e.id.Key)
+		switch {
+		case listed[k+"\x00"+aws.ToString(e.id.VersionId)]:
+		case !truncated || k < last:
+			d.step.Deleted.Objects++
+			d.step.Deleted.Bytes += e.size
+			d.left--
+		default:
+			still = append(still, e)
+		}
+	}
+	d.lost = still
 }
 
 // request gives one request the backend's timeout and counts it.
@@ -207,15 +254,19 @@ func (d *drain) abortUploads(ctx context.Context) (bool, error) {
 func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
 	shrunk := false
 	for d.left > 0 {
-		ids, sizes, truncated, err := d.list(ctx)
+		ids, sizes, truncated, err := d.list(ctx, max(int(d.page()), len(d.lost)))
 		if err != nil {
 			return false, err
 		}
+		d.settle(ids, truncated)
 		if len(ids) == 0 {
 			return !truncated, nil
 		}
-		if len(ids) > d.left {
-			ids, truncated = ids[:d.left], true
+		if n := min(d.left, d.batch); len(ids) > n {
+			if n <= 0 {
+				return false, nil
+			}
+			ids, sizes, truncated = ids[:n], sizes[:n], true
 		}
 		d.listedToEnd = !truncated
 		rctx, cancel := d.request(ctx)
@@ -225,10 +276,15 @@ func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
 		if err != nil && timedOut(ctx, err) && len(ids) > 1 && !shrunk {
 			// The request, not the caller, ran out of time: the server is
 			// slower than requestTimeout per len(ids) entries. Halve the
-			// batch for this and later steps and list again (what the
-			// server deleted before the answer was lost no longer lists).
+			// batch for this and later steps and list again: what the
+			// server deleted before the answer was lost no longer lists,
+			// and settle counts it.
 			d.batch = d.b.deleteBatch.shrink(len(ids))
 			d.listedToEnd, shrunk = false, true
+			d.lost = d.lost[:0]
+			for i, id := range ids {
+				d.lost = append(d.lost, entry{id, sizes[i]})
+			}
 			continue
 		}
 		if err != nil {
@@ -257,22 +313,22 @@ func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// list is the first page of the bucket's object versions and delete
-// markers, with each one's size (0 for a marker), or of its current
+// list is the first page, of page entries, of the bucket's object versions
+// and delete markers, with each one's size (0 for a marker), or of its current
 // objects where the service implements no versions (VersityGW without a
 // versioning directory).
-func (d *drain) list(ctx context.Context) (ids []types.ObjectIdentifier, sizes []int64, truncated bool, err error) {
+func (d *drain) list(ctx context.Context, page int) (ids []types.ObjectIdentifier, sizes []int64, truncated bool, err error) {
 	var out *s3.ListObjectVersionsOutput
 	if !d.noVersions {
 		rctx, cancel := d.request(ctx)
-		out, err = d.cl.ListObjectVersions(rctx, &s3.ListObjectVersionsInput{Bucket: aws.String(d.bucket), MaxKeys: aws.Int32(d.page())})
+		out, err = d.cl.ListObjectVersions(rctx, &s3.ListObjectVersionsInput{Bucket: aws.String(d.bucket), MaxKeys: aws.Int32(int32(page))})
 		cancel()
 		d.noVersions = isNotImplemented(err)
 	}
 	switch {
 	case d.noVersions:
 		rctx, cancel := d.request(ctx)
-		lo, err := d.cl.ListObjectsV2(rctx, &s3.ListObjectsV2Input{Bucket: aws.String(d.bucket), MaxKeys: aws.Int32(d.page())})
+		lo, err := d.cl.ListObjectsV2(rctx, &s3.ListObjectsV2Input{Bucket: aws.String(d.bucket), MaxKeys: aws.Int32(int32(page))})
 		cancel()
 		if err != nil {
 			return nil, nil, false, d.b.classify(fmt.Errorf("list objects of %s: %w", d.bucket, err))
