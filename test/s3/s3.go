@@ -7,9 +7,11 @@
 package s3
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +19,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/Yolean/buckety-controller/test/proc"
 	"github.com/Yolean/buckety-controller/test/seaweedfs"
@@ -231,7 +236,65 @@ func (s *Server) waitReady() error {
 			return err
 		}
 	}
+	if s.Implementation == "minio" {
+		return s.waitIAMLoaded(deadline)
+	}
 	return nil
+}
+
+// minioIAMLoaded is an admin call MinIO answers only after its first load
+// of IAM from disk (list-groups waits for it; the answer is plain JSON).
+// minioHealth answers 200 before that load ends, and the load replaces
+// the IAM cache whole: a user's policy set in between lists as none until
+// the next periodic refresh, minutes later (MinIO's IAMStoreSys.
+// LoadIAMCache with firstTime; a CI run failed on one, under load).
+const minioIAMLoaded = "/minio/admin/v3/groups"
+
+// waitIAMLoaded waits until MinIO answers minioIAMLoaded 200, signed with
+// the root keys.
+func (s *Server) waitIAMLoaded(deadline time.Time) error {
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	last := "no answer"
+	for {
+		if done, err := s.p.Exited(); done {
+			return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", s.Implementation, err, s.p.Log, s.p.Tail(20))
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		status, err := func() (int, error) {
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+minioIAMLoaded, nil)
+			if err != nil {
+				return 0, err
+			}
+			req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
+			if err := v4.NewSigner().SignHTTP(ctx, aws.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}, req, emptySHA256, "s3", s.Region, time.Now()); err != nil {
+				return 0, err
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return 0, err
+			}
+			defer resp.Body.Close()
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				return 0, err
+			}
+			return resp.StatusCode, nil
+		}()
+		switch {
+		case err == nil && status == http.StatusOK:
+			return nil
+		case err != nil:
+			last = err.Error()
+		default:
+			last = "status " + strconv.Itoa(status)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("minio: IAM not loaded after 60s (%s answers %s); see %s", minioIAMLoaded, last, s.p.Log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func (s *Server) waitURL(client *http.Client, url string, deadline time.Time) error {
