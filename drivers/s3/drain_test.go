@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,5 +343,55 @@ func TestDrainCountsWhatALostAnswerDeleted(t *testing.T) {
 	}
 	if left := f.countEntries(t, bucket); left != 0 {
 		t.Errorf("want the bucket empty, got %d entries", left)
+	}
+}
+
+// TestSettle: of a lost batch, an entry the listing no longer shows is
+// counted (with its bytes, as one of the step's units) when the listing
+// reached the end or covered its key; one still listed is forgotten (the
+// batch that deletes it counts it); one at or past the last key of a
+// truncated listing waits for the next. A version is its key and its
+// version ID: another version of the same key listed does not hide it.
+func TestSettle(t *testing.T) {
+	id := func(key, version string) types.ObjectIdentifier {
+		o := types.ObjectIdentifier{Key: aws.String(key)}
+		if version != "" {
+			o.VersionId = aws.String(version)
+		}
+		return o
+	}
+	lost := func() []entry {
+		return []entry{
+			{id("a", "v1"), 1},  // gone, before the last key
+			{id("b", "v1"), 10}, // still listed: forgotten
+			{id("b", "v2"), 20}, // gone, though b's v1 lists
+			{id("c", "v1"), 30}, // the last key, v1 not listed: waits if truncated
+			{id("d", "v1"), 40}, // past the last key: waits if truncated
+		}
+	}
+	listed := []types.ObjectIdentifier{id("b", "v1"), id("c", "v2")}
+	for _, tc := range []struct {
+		truncated      bool
+		objects, bytes int64
+		still          []string
+	}{
+		{truncated: true, objects: 2, bytes: 21, still: []string{"c", "d"}},
+		{truncated: false, objects: 4, bytes: 91},
+	} {
+		d := &drain{left: 100, lost: lost()}
+		d.settle(listed, tc.truncated)
+		var still []string
+		for _, e := range d.lost {
+			still = append(still, aws.ToString(e.id.Key))
+		}
+		if d.step.Deleted.Objects != tc.objects || d.step.Deleted.Bytes != tc.bytes || d.left != 100-int(tc.objects) || !slices.Equal(still, tc.still) {
+			t.Errorf("truncated=%v: want %d counted (%d bytes, %d units left) and %v still lost; got %d (%d bytes, %d left) and %v",
+				tc.truncated, tc.objects, tc.bytes, 100-tc.objects, tc.still, d.step.Deleted.Objects, d.step.Deleted.Bytes, d.left, still)
+		}
+	}
+	d := &drain{left: 5}
+	d.settle(listed, false)
+	if d.step.Deleted.Objects != 0 || d.left != 5 {
+		t.Errorf("nothing lost: want nothing counted, got %+v, %d left", d.step.Deleted, d.left)
 	}
 }
