@@ -181,12 +181,7 @@ func TestShards(t *testing.T) {
 	// The next slot is served by the next shard (slot mod 4).
 	other := strconv.Itoa((shard.SlotOf(legacy) + 1) % shard.Slots)
 	setSlot(rec, other)
-	// A pass of the access, as any watch event would bring.
-	get(t, acc)
-	acc.Annotations = map[string]string{"test.buckety.yolean.se/nudge": "1"}
-	if err := k8s.Update(context.Background(), acc); err != nil {
-		t.Fatal(err)
-	}
+	nudge(t, acc, "1")
 	waitCondition(t, acc, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonProgressing, waitTimeout)
 	if c := meta.FindStatusCondition(acc.Status.Conditions, v1.ConditionReady); c == nil || !strings.Contains(c.Message, "credential record") {
 		t.Errorf("an access whose record its cache does not show: want Ready False saying it waits for the record, got %+v", c)
@@ -198,6 +193,28 @@ func TestShards(t *testing.T) {
 	waitCondition(t, acc, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if got := secret(t, legacy, "legacy").Data; !maps.EqualFunc(got, legacyData, bytes.Equal) {
 		t.Errorf("the Secret changed once its access's credential record was back in its shard's cache: keys %v", slices.Sorted(maps.Keys(got)))
+	}
+
+	// The same for the Buckety: a shard that sees the access and its
+	// record but not yet the Buckety they were granted on (labelled after
+	// them) must not take the credential back as if the Buckety were
+	// gone: it waits for its cache, record and Secret as they were. (The
+	// Buckety gets a slot no shard serves: a shard that saw it would
+	// label it back at once, before the access's pass.)
+	const nowhere = "999"
+	setSlot(lb, nowhere)
+	nudge(t, acc, "2")
+	waitCondition(t, acc, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, waitTimeout)
+	if c := meta.FindStatusCondition(acc.Status.Conditions, v1.ConditionReady); c == nil || !strings.Contains(c.Message, "cache to show Buckety legacy") {
+		t.Errorf("an access whose Buckety its cache does not show: want Ready False saying it waits for the Buckety, got %+v", c)
+	}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(rec), &v1.BucketyCredential{}); err != nil {
+		t.Errorf("the credential record of an access whose Buckety was out of its shard's cache: %v, want it kept", err)
+	}
+	setSlot(lb, home)
+	waitCondition(t, acc, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if got := secret(t, legacy, "legacy").Data; !maps.EqualFunc(got, legacyData, bytes.Equal) {
+		t.Errorf("the Secret changed while its access's Buckety was out of its shard's cache: keys %v", slices.Sorted(maps.Keys(got)))
 	}
 
 	nss := make([]string, 8)
@@ -257,6 +274,18 @@ func TestShards(t *testing.T) {
 		}
 	}
 
+	// A Buckety that shares, out of the consumer's shard's cache for a
+	// moment (not yet labelled for every shard): the consumer keeps its
+	// grant and Secret.
+	setSlot(orders, nowhere)
+	nudge(t, reader, "1")
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, waitTimeout)
+	if got := string(secret(t, consumer, "reader").Data["topic"]); got != owner+".orders" {
+		t.Errorf("the consumer's Secret while the shared Buckety was out of its shard's cache: topic %q, want it kept (%s.orders)", got, owner)
+	}
+	setSlot(orders, shard.Everywhere)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+
 	first.stop(t)
 	wait.For(t, waitTimeout, "the remaining replica holds all four shards", func() (bool, string) {
 		got := shardHolders(t, leases)
@@ -282,6 +311,16 @@ func TestShards(t *testing.T) {
 		got := gauge(t, "buckety_resources", map[string]string{"kind": "Buckety", "backend": "kafka", "condition": v1.ConditionReady, "status": "True"})
 		return int(got) == ready, fmt.Sprintf("gauge %v, Ready on the API server %d", got, ready)
 	})
+}
+
+// nudge gives a a pass, as any watch event would: an annotation set to v.
+func nudge(t *testing.T, a *v1.BucketyAccess, v string) {
+	t.Helper()
+	get(t, a)
+	a.Annotations = map[string]string{"test.buckety.yolean.se/nudge": v}
+	if err := k8s.Update(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // unlabelLegacy takes the slot label off every object of ns's Bucketies

@@ -15,6 +15,11 @@ type facts struct {
 	// missing names it (a Buckety of the access's namespace: one of
 	// another is not shared).
 	missing string
+	// bucketyLags: the cache does not show a Buckety the API server holds
+	// and the access's credentials are bound to; the access waits for
+	// its cache (bucketyWaiting says so) and retries on its own, rather
+	// than take back what its Secret holds (lagging.go).
+	bucketyLags bool
 	// notShared says why the Buckety of another namespace the access
 	// names does not share with it (sharing.Refusal), or that its
 	// namespace is being deleted; withdrawn is set once what the access

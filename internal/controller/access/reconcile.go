@@ -277,7 +277,7 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 // waiting for its Buckety is woken by the Buckety watch instead.
 func failure(f *facts) retry.Failure {
 	switch {
-	case f.Unavailable != nil, f.Other != nil, f.claimPending, f.recordsPending != "":
+	case f.Unavailable != nil, f.Other != nil, f.claimPending, f.recordsPending != "", f.bucketyLags:
 		return retry.Transient
 	case f.AccessDenied != nil:
 		return retry.Permanent
@@ -297,6 +297,10 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 	ns := a.RefNamespace(ref)
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, b)
 	if apierrors.IsNotFound(err) {
+		// The cache's word alone takes nothing back (lagging.go).
+		if lag, err := r.cacheLags(ctx, a, types.NamespacedName{Namespace: ns, Name: ref.Name}, f); err != nil || lag {
+			return nil, nil, false, err
+		}
 		if ns != a.Namespace {
 			// Said as of a Buckety that does not share: another
 			// namespace's Bucketies are not a tenant's to enumerate.
