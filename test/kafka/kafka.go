@@ -192,7 +192,9 @@ func (b *Broker) Pause() error {
 		return fmt.Errorf("pause broker (pid %d): %w", b.p.PID(), err)
 	}
 	b.paused = true
-	return nil
+	// Until every thread has stopped, threads already running keep
+	// answering (proc.WaitStopped).
+	return proc.WaitStopped(b.p.PID())
 }
 
 // Resume continues a broker frozen by Pause.

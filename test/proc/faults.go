@@ -1,10 +1,13 @@
 package proc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -13,8 +16,76 @@ import (
 // restarts the processes it started, always by PID.
 
 // Pause stops the process group with SIGSTOP: its sockets stay open and
-// nothing answers, which is what a hung server looks like to a client.
-func (p *Process) Pause() error { return p.groupSignal(syscall.SIGSTOP) }
+// nothing answers, which is what a hung server looks like to a client. It
+// returns once every thread of the process is stopped (WaitStopped).
+func (p *Process) Pause() error {
+	if err := p.groupSignal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	return WaitStopped(p.PID())
+}
+
+// stopBackstop bounds WaitStopped: a backstop against a process that never
+// stops, not a speed goal.
+const stopBackstop = time.Minute
+
+// WaitStopped waits until every thread of process pid is stopped (state T
+// in /proc/pid/task/*/stat). A stop signal is not a stop: the kernel
+// hands it to one thread, which must run to stop the others, and on a
+// loaded machine that thread can wait for a CPU for tens of milliseconds
+// while the process's other threads, already running, keep answering
+// requests. A test that pauses a server and then expects no answer must
+// not start before that.
+func WaitStopped(pid int) error {
+	deadline := time.Now().Add(stopBackstop)
+	for {
+		running, err := runningThreads(pid)
+		if err != nil {
+			return err
+		}
+		if running == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pid %d: %d thread(s) still running %s after SIGSTOP", pid, running, stopBackstop)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// runningThreads counts the threads of pid that are neither stopped nor
+// exited.
+func runningThreads(pid int) (int, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("threads of pid %d: %w", pid, err)
+	}
+	n := 0
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue // the thread exited since the listing
+		}
+		if err != nil {
+			return 0, err
+		}
+		if s := threadState(b); s != 'T' && s != 't' && s != 'Z' && s != 'X' {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// threadState is the state field of a /proc stat line: the byte after
+// the command name, which is in parentheses and may hold any byte.
+func threadState(stat []byte) byte {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return '?'
+	}
+	return stat[i+2]
+}
 
 // Resume continues a paused process group with SIGCONT.
 func (p *Process) Resume() error { return p.groupSignal(syscall.SIGCONT) }

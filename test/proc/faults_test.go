@@ -40,13 +40,11 @@ func TestFaultInjection(t *testing.T) {
 	if err := p.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute) // a backstop, not a speed goal
-	for state(t, p.PID()) != 'T' && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Pause returns once the process is stopped, not when the signal is sent.
 	if s := state(t, p.PID()); s != 'T' {
-		t.Fatalf("want state T (stopped) after Pause, got %c", s)
+		t.Fatalf("want state T (stopped) when Pause returns, got %c", s)
 	}
+	deadline := time.Now().Add(time.Minute) // a backstop, not a speed goal
 	if err := p.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,5 +71,37 @@ func TestFaultInjection(t *testing.T) {
 	}
 	if done, _ := p.Exited(); done {
 		t.Fatal("want the respawned process running")
+	}
+}
+
+// TestThreadState reads the state after the command name, which may hold
+// spaces and parentheses.
+func TestThreadState(t *testing.T) {
+	for line, want := range map[string]byte{
+		"42 (kfake-broker) T 1 42 42 0": 'T',
+		"42 (a) S (b)) R 1 42 42 0":     'R',
+		"42 (sleep) S 1 42":             'S',
+		"42 (no state)":                 '?',
+		"garbage":                       '?',
+	} {
+		if got := threadState([]byte(line)); got != want {
+			t.Errorf("threadState(%q) = %c, want %c", line, got, want)
+		}
+	}
+}
+
+// TestWaitStopped: a process with many running threads counts as stopped
+// only once none of them runs.
+func TestWaitStopped(t *testing.T) {
+	self := os.Getpid()
+	n, err := runningThreads(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatalf("runningThreads of this running test process: want at least 1 (this thread), got 0")
+	}
+	if _, err := runningThreads(1 << 30); err == nil {
+		t.Error("runningThreads of a pid that does not exist: want an error, got none")
 	}
 }
