@@ -44,15 +44,21 @@ import (
 // CreateTopics, once per backend, are in the other kinds.
 var ownerKafkaAPIs = []string{"Produce", "InitProducerID", "ListOffsets", "Fetch"}
 
-// ownerRecordRows reports the owner records' share of a kadm provisioning
-// of n Bucketies.
-func ownerRecordRows(tb *table, n int, prov provisioned) {
+// ownerRequests are the owner records' requests among reqs.
+func ownerRequests(reqs counts) counts {
 	own := counts{}
 	for _, api := range ownerKafkaAPIs {
-		if v := prov.kafka[api]; v != 0 {
+		if v := reqs[api]; v != 0 {
 			own[api] = v
 		}
 	}
+	return own
+}
+
+// ownerRecordRows reports the owner records' share of a kadm provisioning
+// of n Bucketies.
+func ownerRecordRows(tb *table, n int, prov provisioned) {
+	own := ownerRequests(prov.kafka)
 	per := float64(own.total()) / float64(n)
 	all := float64(prov.kafka.total()) / float64(n)
 	without := float64(prov.kafka.total()-own.total()) / float64(n)

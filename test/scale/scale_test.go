@@ -126,8 +126,12 @@ func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 		limit := float64(n) / 1000 * 1.2 // 12× at 10,000
 		tb.add(fmt.Sprintf("kadm: all Ready at N=%d against N=1000 of this run", n), n, fmt.Sprintf("%.1f×", prov.total.Seconds()/base.Seconds()), fmt.Sprintf("≤ %.0f×", limit), ptr(prov.total.Seconds()/base.Seconds() <= limit), "")
 	}
+	// Issue 16's budget, 1.2 requests a topic, is the provisioning's own;
+	// the owner records (later) have theirs, at most one more a create,
+	// in the row after.
 	maxReq := int64(n) * 12 / 10
-	tb.add("kadm: Kafka requests to provision", n, prov.kafka.String(), fmt.Sprintf("≤ %d", maxReq), ptr(prov.kafka.total() <= maxReq), "")
+	ownReq := prov.kafka.total() - ownerRequests(prov.kafka).total()
+	tb.add("kadm: Kafka requests to provision", n, fmt.Sprintf("%s; %d without the owner records'", prov.kafka, ownReq), fmt.Sprintf("≤ %d without the owner records'", maxReq), ptr(ownReq <= maxReq), "")
 	ownerRecordRows(tb, n, prov)
 	perObj := float64(prov.writes.total()) / float64(n)
 	tb.add("kadm: controller API writes to provision, per Buckety (with access, Secret, claim, events)", n, fmt.Sprintf("%.2f = %s", perObj, prov.writes), "≤ 6", ptr(perObj <= minWritesPerBuckety), ratio(perObj, minWritesPerBuckety)+" of the goal's 6 (5 with the stamp)")
