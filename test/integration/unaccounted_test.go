@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -158,8 +159,9 @@ func TestUnaccountedPrincipalsRevokedAfterGrace(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(rebuilt), stripped); err != nil {
 		t.Fatal(err)
 	}
-	stripped.Finalizers = nil
-	if err := k8s.Update(ctx, stripped); err != nil {
+	// A patch without the resource version: the controller may be
+	// writing the access's status meanwhile.
+	if err := k8s.Patch(ctx, stripped, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
 		t.Fatal(err)
 	}
 	deleteRecords(rebuilt)
