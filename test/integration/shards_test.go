@@ -286,6 +286,27 @@ func TestShards(t *testing.T) {
 	setSlot(orders, shard.Everywhere)
 	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 
+	// A Buckety deleted while an access that names it is out of its
+	// shard's cache (labelled after it, as after an upgrade): the deletion
+	// waits for the access the API server holds, and the topic stays.
+	victim := nss[1]
+	held := foreignAccess(victim, "held", victim, "one", v1.RoleReadWrite)
+	create(t, held)
+	waitCondition(t, held, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	setSlot(held, nowhere)
+	one := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "one", Namespace: victim}}
+	if err := k8s.Delete(context.Background(), one); err != nil {
+		t.Fatal(err)
+	}
+	if c := waitCondition(t, one, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, v1.ReasonAccessesExist, waitTimeout); !strings.HasSuffix(c.Message, ": held") {
+		t.Errorf("a Buckety deleted while its access is out of its shard's cache: BlockedByAccesses %q, want it to name access held alone", c.Message)
+	}
+	setSlot(held, shard.SlotValue(victim))
+	if err := k8s.Delete(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "Buckety one gone once its access is", func() (bool, string) { return gone(t, one) })
+
 	first.stop(t)
 	wait.For(t, waitTimeout, "the remaining replica holds all four shards", func() (bool, string) {
 		got := shardHolders(t, leases)

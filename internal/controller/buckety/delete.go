@@ -41,30 +41,25 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	for i := range accesses {
-		a := &accesses[i]
-		if IsImplicit(a, b) {
-			f.waitingImplicit = true
-			if a.DeletionTimestamp.IsZero() {
-				if err := r.Client.Delete(ctx, a); ctrl.IgnoreNotFound(err) != nil {
-					return reconcile.Result{}, err
-				}
-			}
-			continue
-		}
-		switch {
-		case a.Namespace == b.Namespace:
-			f.blockedBy = append(f.blockedBy, a.Name)
-		case !a.WithdrawnFrom(b.Namespace, b.Name):
-			// Another namespace's access, shared with it: it holds the
-			// deletion back as the Buckety's own do, until it is deleted
-			// or (its consent withdrawn) holds nothing.
-			f.blockedBy = append(f.blockedBy, a.Namespace+"/"+a.Name)
-		}
+	if err := r.holdBack(ctx, b, accesses, f); err != nil {
+		return reconcile.Result{}, err
 	}
 	if len(f.blockedBy) > 0 || f.waitingImplicit {
 		// Access deletions trigger this reconcile through the watch.
 		return reconcile.Result{}, nil
+	}
+	// The cache shows none: the API server is asked before the resource
+	// goes (accessesLagging).
+	lagging, err := r.accessesLagging(ctx, b)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.holdBack(ctx, b, lagging, f); err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(f.blockedBy) > 0 || f.waitingImplicit {
+		// No watch of this controller's wakes it for these.
+		return reconcile.Result{RequeueAfter: LaggingAccessInterval}, nil
 	}
 	owned, err := r.Claims.Owned(ctx, b.UID)
 	if err != nil {
@@ -99,6 +94,66 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		r.Backoff.Reset(b.UID)
 	}
 	return reconcile.Result{}, objects.RemoveFinalizer(ctx, r.Client, b)
+}
+
+// holdBack records in f the accesses that hold b's deletion back, and
+// deletes b's implicit access among them (f.waitingImplicit).
+func (r *Reconciler) holdBack(ctx context.Context, b *v1.Buckety, accesses []v1.BucketyAccess, f *facts) error {
+	for i := range accesses {
+		a := &accesses[i]
+		if IsImplicit(a, b) {
+			f.waitingImplicit = true
+			if a.DeletionTimestamp.IsZero() {
+				if err := r.Client.Delete(ctx, a); ctrl.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
+			continue
+		}
+		switch {
+		case a.Namespace == b.Namespace:
+			f.blockedBy = append(f.blockedBy, a.Name)
+		case !a.WithdrawnFrom(b.Namespace, b.Name):
+			// Another namespace's access, shared with it: it holds the
+			// deletion back as the Buckety's own do, until it is deleted
+			// or (its consent withdrawn) holds nothing.
+			f.blockedBy = append(f.blockedBy, a.Namespace+"/"+a.Name)
+		}
+	}
+	return nil
+}
+
+// LaggingAccessInterval is how soon a deletion held back by accesses this
+// controller's cache does not show is tried again.
+const LaggingAccessInterval = 5 * time.Second
+
+// accessesLagging are b's namespace's accesses naming b that the API
+// server holds, read past the cache, which showed none. A cache lags its
+// watch, and a shard's shows only what is labelled with its slots: after
+// an upgrade to shards the labeller labels old objects one at a time, so
+// a shard can see a Buckety being deleted before the accesses that name
+// it. Without this read the resource would be deleted under them. One
+// namespaced list per deletion that is about to touch the backend; the
+// accesses of other namespaces that a shared Buckety's deletion waits for
+// are labelled for every shard at admission and are not read again here.
+func (r *Reconciler) accessesLagging(ctx context.Context, b *v1.Buckety) ([]v1.BucketyAccess, error) {
+	if r.APIReader == nil {
+		return nil, nil
+	}
+	var list v1.BucketyAccessList
+	if err := r.APIReader.List(ctx, &list, ctrl.InNamespace(b.Namespace)); err != nil {
+		return nil, fmt.Errorf("list the accesses of namespace %s before Buckety %s is deleted: %w", b.Namespace, b.Name, err)
+	}
+	var out []v1.BucketyAccess
+	for _, a := range list.Items {
+		for _, ref := range a.Refs() {
+			if a.RefNamespace(ref) == b.Namespace && ref.Name == b.Name {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // deleteOrRetain handles one claimed resource of a Buckety being deleted.
