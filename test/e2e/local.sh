@@ -16,6 +16,20 @@ IMPLEMENTATIONS=${IMPLEMENTATIONS:-kfake,versitygw,minio,seaweedfs}
 # twin, not the backend the other scenarios use, so it runs beside them.
 up_flags=(--outage-twins)
 if [[ ",$IMPLEMENTATIONS," == *",seaweedfs,"* ]]; then up_flags+=(--seaweedfs); fi
+# Interrupted (Ctrl-C, a CI job's timeout): the scenarios stop and the
+# node and backends go down, as at the end of a run; the next run on this
+# machine must not share its cores with this one's servers.
+run_pid=
+variants_pid=
+interrupted() {
+  trap - INT TERM HUP
+  echo "e2e: interrupted; stopping the scenarios and tearing the environment down" >&2
+  [ -z "$run_pid" ] || kill -TERM -- "-$run_pid" 2>/dev/null
+  [ -z "$variants_pid" ] || kill -TERM "$variants_pid" 2>/dev/null
+  go run ./test/localstack/cmd/buckety-local down --dir "$state"
+  exit 130
+}
+trap interrupted INT TERM HUP
 # A failed start is torn down (unless KEEP_FAILED=true): the suite wants a
 # clean node, and the next run on this machine must not meet a half-started
 # one.
@@ -55,8 +69,13 @@ rm -rf "$vdir" && mkdir -p "$vdir"
 variants_pid=$!
 export E2E_IMAGE_NEXT_PATCH_FILE=$vdir/next-patch E2E_IMAGE_NEXT_MAJOR_FILE=$vdir/next-major
 rc=0
+# In a process group of its own (setsid), waited for in the background: a
+# signal then reaches this script at once, and its trap stops the
+# scenarios run.sh started, by the group's ID.
 KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig OCI_DIR=$PWD/$state/oci E2E_BACKENDS_ENV=$PWD/$state/backends.env \
-  E2E_ENV=local IMPLEMENTATIONS=$IMPLEMENTATIONS test/e2e/run.sh || rc=$?
+  E2E_ENV=local IMPLEMENTATIONS=$IMPLEMENTATIONS setsid test/e2e/run.sh &
+run_pid=$!
+wait "$run_pid" || rc=$?
 # Nothing the script started outlives it: the builds end on their own.
 wait "$variants_pid" || true
 if [ $rc -ne 0 ] && [ "${KEEP_FAILED:-false}" = true ]; then
