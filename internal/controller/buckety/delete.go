@@ -58,8 +58,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		return reconcile.Result{}, err
 	}
 	if len(f.blockedBy) > 0 || f.waitingImplicit {
-		// No watch of this controller's wakes it for these.
-		return reconcile.Result{RequeueAfter: LaggingAccessInterval}, nil
+		// No watch of this controller's wakes it for these until they
+		// reach its cache: retried on the slow backoff, so a tenant's
+		// access labelled out of every shard costs a list every 2
+		// minutes, not one every few seconds.
+		d := retry.PermanentBase
+		if r.Backoff != nil {
+			d = r.Backoff.Next(b.UID, retry.Permanent)
+		}
+		return reconcile.Result{RequeueAfter: d}, nil
 	}
 	owned, err := r.Claims.Owned(ctx, b.UID)
 	if err != nil {
@@ -122,10 +129,6 @@ func (r *Reconciler) holdBack(ctx context.Context, b *v1.Buckety, accesses []v1.
 	}
 	return nil
 }
-
-// LaggingAccessInterval is how soon a deletion held back by accesses this
-// controller's cache does not show is tried again.
-const LaggingAccessInterval = 5 * time.Second
 
 // accessesLagging are b's namespace's accesses naming b that the API
 // server holds, read past the cache, which showed none. A cache lags its
