@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,27 +38,17 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 	if !controllerutil.ContainsFinalizer(b, v1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	accesses, err := r.accesses(ctx, b)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.holdBack(ctx, b, accesses, f); err != nil {
-		return reconcile.Result{}, err
-	}
-	if len(f.blockedBy) > 0 || f.waitingImplicit {
+	if held, err := r.heldBack(ctx, b, r.accesses, f); err != nil || held {
 		// Access deletions trigger this reconcile through the watch.
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, err
 	}
 	// The cache shows none: the API server is asked before the resource
 	// goes (accessesLagging).
-	lagging, err := r.accessesLagging(ctx, b)
+	held, err := r.heldBack(ctx, b, r.accessesLagging, f)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.holdBack(ctx, b, lagging, f); err != nil {
-		return reconcile.Result{}, err
-	}
-	if len(f.blockedBy) > 0 || f.waitingImplicit {
+	if held {
 		// No watch of this controller's wakes it for these until they
 		// reach its cache: retried on the slow backoff, so a tenant's
 		// access labelled out of every shard costs a list every 2
@@ -103,16 +94,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 	return reconcile.Result{}, objects.RemoveFinalizer(ctx, r.Client, b)
 }
 
-// holdBack records in f the accesses that hold b's deletion back, and
-// deletes b's implicit access among them (f.waitingImplicit).
-func (r *Reconciler) holdBack(ctx context.Context, b *v1.Buckety, accesses []v1.BucketyAccess, f *facts) error {
+// heldBack lists the accesses naming b with list, records in f those that
+// hold b's deletion back, deletes b's implicit access among them
+// (f.waitingImplicit), and reports whether any holds it back.
+func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error), f *facts) (bool, error) {
+	accesses, err := list(ctx, b)
+	if err != nil {
+		return false, err
+	}
 	for i := range accesses {
 		a := &accesses[i]
 		if IsImplicit(a, b) {
 			f.waitingImplicit = true
 			if a.DeletionTimestamp.IsZero() {
 				if err := r.Client.Delete(ctx, a); ctrl.IgnoreNotFound(err) != nil {
-					return err
+					return false, err
 				}
 			}
 			continue
@@ -127,7 +123,7 @@ func (r *Reconciler) holdBack(ctx context.Context, b *v1.Buckety, accesses []v1.
 			f.blockedBy = append(f.blockedBy, a.Namespace+"/"+a.Name)
 		}
 	}
-	return nil
+	return len(f.blockedBy) > 0 || f.waitingImplicit, nil
 }
 
 // accessesLagging are b's namespace's accesses naming b that the API
@@ -147,16 +143,8 @@ func (r *Reconciler) accessesLagging(ctx context.Context, b *v1.Buckety) ([]v1.B
 	if err := r.APIReader.List(ctx, &list, ctrl.InNamespace(b.Namespace)); err != nil {
 		return nil, fmt.Errorf("list the accesses of namespace %s before Buckety %s is deleted: %w", b.Namespace, b.Name, err)
 	}
-	var out []v1.BucketyAccess
-	for _, a := range list.Items {
-		for _, ref := range a.Refs() {
-			if a.RefNamespace(ref) == b.Namespace && ref.Name == b.Name {
-				out = append(out, a)
-				break
-			}
-		}
-	}
-	return out, nil
+	key := objects.RefKey(b.Namespace, b.Name)
+	return slices.DeleteFunc(list.Items, func(a v1.BucketyAccess) bool { return !slices.Contains(objects.RefKeys(&a), key) }), nil
 }
 
 // deleteOrRetain handles one claimed resource of a Buckety being deleted.

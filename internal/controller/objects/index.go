@@ -43,13 +43,7 @@ type Indexer interface {
 // SetupIndexes registers the field indexes the reconcilers query.
 func SetupIndexes(ctx context.Context, idx Indexer) error {
 	if err := idx.IndexField(ctx, &v1.BucketyAccess{}, IndexBucketyRef, func(o client.Object) []string {
-		a := o.(*v1.BucketyAccess)
-		refs := a.Refs()
-		out := make([]string, len(refs))
-		for i, r := range refs {
-			out[i] = RefKey(a.RefNamespace(r), r.Name)
-		}
-		return out
+		return RefKeys(o.(*v1.BucketyAccess))
 	}); err != nil {
 		return err
 	}
@@ -74,6 +68,17 @@ func SetupIndexes(ctx context.Context, idx Indexer) error {
 
 // RefKey is the IndexBucketyRef value of Buckety ns/name.
 func RefKey(ns, name string) string { return ns + "/" + name }
+
+// RefKeys are the IndexBucketyRef values of access a: the RefKey of each
+// Buckety it names.
+func RefKeys(a *v1.BucketyAccess) []string {
+	refs := a.Refs()
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = RefKey(a.RefNamespace(r), r.Name)
+	}
+	return out
+}
 
 // AccessesOf lists the live and deleting BucketyAccesses that name Buckety
 // ns/name, of every namespace, from the cache. opts add list options (such
