@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -190,6 +191,79 @@ func TestSeveralKafka(t *testing.T) {
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(multi), &v1.BucketyAccess{}); err == nil {
 		t.Error("want the access gone")
 	}
+}
+
+// TestSeveralWithdrawnWhileStuck: an access over a topic of its own and
+// one another namespace shares, whose Secret its tenant took over (the
+// managed-by label removed: SecretConflict, so no pass writes the Secret
+// again), loses its rights on the shared topic as soon as the owner
+// withdraws its consent: the access gives up its credential (the old
+// password stops working), status.withdrawn frees the owner's Buckety to be
+// deleted, and the tenant's Secret is left as it is. Once the tenant hands
+// the Secret name back, the access is granted on its own topic alone.
+func TestSeveralWithdrawnWhileStuck(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, 0)
+	startController(t, cfg, nil, time.Hour)
+	ns, owner, _, _, _ := severalNamespaces(t)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".mine"}})
+	shared := sharedBuckety(owner, "orders", "kafka", owner+".orders", ns, v1.RoleReadWrite)
+	create(t, shared)
+	multi := severalAccess(ns, "multi", v1.RoleReadWrite, v1.BucketyReference{Name: "mine"}, v1.BucketyReference{Namespace: owner, Name: "orders"})
+	create(t, multi)
+	waitCondition(t, multi, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	taken := secret(t, ns, "multi")
+	if err := produceWith(t, taken.Data, owner+".orders"); err != nil {
+		t.Fatalf("produce to the shared topic before: %v", err)
+	}
+
+	// The tenant takes the Secret over; the access reports the conflict.
+	patch(t, taken, fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, v1.ManagedByLabel))
+	waitCondition(t, multi, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSecretConflict, waitTimeout)
+
+	// The owner withdraws its consent.
+	patch(t, shared, `{"spec":{"sharing":null}}`)
+	wait.For(t, waitTimeout, "the stuck access giving up its credential", func() (bool, string) {
+		a := getAccess(t, ns, "multi")
+		c := apimeta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
+		ok := slices.Contains(a.Status.Withdrawn, owner+"/orders") && a.Status.Principal == "" && c != nil && c.Reason == v1.ReasonNotShared && c.ObservedGeneration == a.Generation
+		return ok, fmt.Sprintf("status.withdrawn %v, principal %q; %s", a.Status.Withdrawn, a.Status.Principal, condString(a.Status.Conditions))
+	})
+	c := waitCondition(t, multi, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNotShared, waitTimeout)
+	for _, want := range []string{owner + "/orders", "multi"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Ready: want the message to name %s, got %q", want, c.Message)
+		}
+	}
+	if err := produceWith(t, taken.Data, owner+".orders", kgo.DisableIdempotentWrite()); err == nil {
+		t.Error("the owner withdrew its consent: want the taken-over Secret's credential refused on its topic")
+	}
+	if creds := credentialsOf(t, multi.UID); len(creds) != 0 {
+		t.Errorf("the access gave up: want no credential record, got %d", len(creds))
+	}
+	if kept := secret(t, ns, "multi"); string(kept.Data[kadmdriver.SecretSASLPassword]) != string(taken.Data[kadmdriver.SecretSASLPassword]) {
+		t.Error("a Secret buckety no longer owns: want it left as the tenant has it")
+	}
+
+	// The tenant hands the name back: granted on its own topic alone.
+	if err := k8s.Delete(context.Background(), taken); err != nil {
+		t.Fatal(err)
+	}
+	c = waitCondition(t, multi, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if !strings.Contains(c.Message, owner+"/orders") {
+		t.Errorf("Ready: want the message to name the Buckety that stopped sharing, got %q", c.Message)
+	}
+	again := secret(t, ns, "multi").Data
+	if err := produceWith(t, again, ns+".mine"); err != nil {
+		t.Errorf("granted again: want produce to its own topic allowed, got %v", err)
+	}
+	if err := produceWith(t, again, owner+".orders", kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("granted again: want the withdrawn topic refused with TOPIC_AUTHORIZATION_FAILED, got %v", err)
+	}
+	if err := k8s.Delete(context.Background(), shared); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the owner's Buckety deleted, not waiting for the access", func() (bool, string) { return gone(t, shared) })
 }
 
 // TestSeveralS3 (#51 item 3), on VersityGW, MinIO and SeaweedFS (IAM),

@@ -55,6 +55,9 @@ type facts struct {
 	invalid string
 	// BackendFailure is the driver failure, if any.
 	retry.BackendFailure
+	// published: the pass wrote the access's Secret and recorded what
+	// it holds it for (publish).
+	published bool
 	// secretConflict names a Secret buckety does not own.
 	secretConflict string
 	// principalConflict: the access's principal exists and is not this

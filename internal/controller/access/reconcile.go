@@ -151,6 +151,46 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	if err != nil || !ok {
 		return requeue, err
 	}
+	res, err := r.grantOn(ctx, a, on, e, f, requeue)
+	// A pass cut short by an error or by a cache that lags the API
+	// server runs again soon, and acts on nothing the cache may not show.
+	if len(on.withdrawn) > 0 && !f.published && err == nil && f.recordsPending == "" && !f.bucketyLags {
+		return r.giveUp(ctx, a, on, f, res)
+	}
+	return res, err
+}
+
+// giveUp withdraws an access naming several Bucketies, one or more of
+// which stopped sharing with it, whose pass did not get as far as its
+// Secret: only a pass that grants (Access.Drop) and writes the Secret
+// takes the rights on those alone away, and an access held at a limit,
+// invalid, waiting for a claim, kept as it is or facing a Secret it does
+// not own must not keep them meanwhile. As when the rest wait
+// (resolveSeveral), the access gives up every right and its Secret, and
+// is granted afresh once it can be.
+func (r *Reconciler) giveUp(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, f *facts, res reconcile.Result) (reconcile.Result, error) {
+	stuck := readiness(a, f).ready
+	why := stuck.Message
+	if stuck.Status == metav1.ConditionTrue {
+		// Kept as it is (keepOwn): nothing narrows that credential.
+		why = "the credential of its own it keeps is not narrowed by anything"
+	}
+	f.notShared = fmt.Sprintf("%s; and the access cannot be granted on the rest now (%s), so it gives up all of them until it can", strings.Join(on.why, "; "), why)
+	if done, err := r.withdraw(ctx, a, f); err != nil || !done {
+		return reconcile.Result{RequeueAfter: withdrawRetry}, err
+	}
+	f.keptOwn = ""
+	if res.RequeueAfter == 0 {
+		res.RequeueAfter = retry.Jitter(r.Recheck)
+	}
+	return res, nil
+}
+
+// grantOn runs the phases after resolve: the access limits, validation,
+// the claims, the credential, the grant and the Secret (publish, which
+// sets f.published).
+func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, e *backends.Entry, f *facts, requeue reconcile.Result) (reconcile.Result, error) {
+	var err error
 	if ok, err := r.withinLimits(ctx, a, on, e, f); err != nil || !ok {
 		return reconcile.Result{RequeueAfter: retry.Jitter(r.limitRetry())}, err
 	}
@@ -270,6 +310,7 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 		}
 	}
 	on.written(a)
+	f.published = true
 	return requeue, nil
 }
 
