@@ -190,7 +190,15 @@ var _ drivers.FootprintMeasurer = (*Driver)(nil)
 // partitions and, on disk, what each partition may keep: retention.bytes
 // of closed segments plus its active segment, which Kafka never deletes
 // (segment.bytes: with preallocate, its file takes that much from the
-// start). Unbounded (-1): partitions left to the broker's default, whose
+// start). Kafka deletes whole segments, oldest first, while what stays is
+// at least retention.bytes (UnifiedLog.deleteRetentionSizeBreachedSegments),
+// so a partition keeps less than retention.bytes plus one segment; and no
+// segment holds more than segment.bytes, because Kafka rolls before an
+// append would take the active one past it (LogSegment.shouldRoll) and
+// refuses an append larger than segment.bytes (UnifiedLog.append:
+// RecordBatchTooLargeException). A max.message.bytes above segment.bytes
+// therefore adds nothing: the batches it would let through are refused.
+// Unbounded (-1): partitions left to the broker's default, whose
 // num.partitions the parameters cannot tell; a disk figure without
 // retention.bytes (or -1), without segment.bytes (the broker's default,
 // 1 GiB unless it says otherwise), or compacted only (Kafka then deletes
@@ -245,6 +253,7 @@ func diskRefused(configs map[string]string) map[string]string {
 
 // diskBytes is (retention.bytes + segment.bytes) × partitions, saturated
 // at the largest int64, or -1 and the parameter that makes it unbounded.
+// max.message.bytes is not in it (see Footprint).
 // A topic with unbounded partitions is unbounded on disk too (the caller
 // reports the partitions).
 func diskBytes(configs map[string]string, partitions int64) (int64, string) {

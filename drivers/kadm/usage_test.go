@@ -132,9 +132,11 @@ func TestUsageRequestsDoNotGrowWithTopics(t *testing.T) {
 }
 
 // TestFootprint: partitions (unbounded when the broker decides) and, per
-// partition on disk, retention.bytes plus the active segment; unbounded
-// without either, with retention -1, or when the topic is compacted only;
-// and what holds disk uncounted named for refusal.
+// partition on disk, retention.bytes plus the active segment, whatever
+// max.message.bytes allows (Kafka refuses an append larger than
+// segment.bytes); unbounded without either, with retention -1, or when
+// the topic is compacted only; and what holds disk uncounted named for
+// refusal.
 func TestFootprint(t *testing.T) {
 	const mi = 1 << 20
 	seg := func(kv ...string) map[string]string {
@@ -157,6 +159,7 @@ func TestFootprint(t *testing.T) {
 		{name: "broker's partitions", params: seg("config.retention.bytes", "1000"), want: drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskUnboundedBy: "partitions"}},
 		{name: "retention bytes -1", params: seg("partitions", "3", "config.retention.bytes", "-1"), want: drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
 		{name: "retention bytes 0", params: seg("partitions", "3", "config.retention.bytes", "0"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * mi}},
+		{name: "max.message.bytes far above segment.bytes counts no more: Kafka refuses the larger batches", params: seg("partitions", "3", "config.retention.bytes", "0", "config.max.message.bytes", "104857600"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * mi}},
 		{name: "compacted only", params: seg("partitions", "3", "config.retention.bytes", "1000", "config.cleanup.policy", "compact"), want: drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
 		{name: "compacted and deleted", params: seg("partitions", "3", "config.retention.bytes", "1000", "config.cleanup.policy", "compact,delete"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * (mi + 1000)}},
 		{name: "overflow saturates", params: seg("partitions", "1000", "config.retention.bytes", "9223372036854775807"), want: drivers.Footprint{Partitions: 1000, DiskBytes: math.MaxInt64}},
