@@ -56,7 +56,8 @@
 // Kafka answers that way: DescribeLogDirs reports every replica of a
 // broker in one answer, so a thousand topics cost what one does. A topic
 // counts one replica per partition, as retention.bytes does, so a topic's
-// usage and its footprint ((retention.bytes + segment.bytes) × partitions, from the
+// usage and its footprint ((retention.bytes + segment.bytes + a set max.message.bytes)
+// × partitions, from the
 // parameters alone, so the webhook agrees with the controller) compare.
 //
 // Owner records (owners.go), which say which installation of buckety owns

@@ -196,8 +196,14 @@ var _ drivers.FootprintMeasurer = (*Driver)(nil)
 // segment holds more than segment.bytes, because Kafka rolls before an
 // append would take the active one past it (LogSegment.shouldRoll) and
 // refuses an append larger than segment.bytes (UnifiedLog.append:
-// RecordBatchTooLargeException). A max.message.bytes above segment.bytes
-// therefore adds nothing: the batches it would let through are refused.
+// RecordBatchTooLargeException). Redpanda does not refuse it: it appends
+// a batch to the active segment while that has any room left
+// (disk_log_appender.cc), so a segment may hold segment.bytes plus one
+// batch. A config.max.message.bytes the topic sets is therefore counted
+// once more per partition: on Kafka that is room the tenant asked for and
+// cannot use, on Redpanda the batch a segment can take past its size. The
+// broker's default (1 MiB on both) is not: counting it would charge every
+// topic for what Kafka never stores.
 // Unbounded (-1): partitions left to the broker's default, whose
 // num.partitions the parameters cannot tell; a disk figure without
 // retention.bytes (or -1), without segment.bytes (the broker's default,
@@ -223,6 +229,7 @@ const (
 	maxSegmentIndexBytes   = 10 << 20
 	configRetentionBytes   = ConfigPrefix + "retention.bytes"
 	configSegmentBytes     = ConfigPrefix + "segment.bytes"
+	configMaxMessageBytes  = ConfigPrefix + "max.message.bytes"
 	configFileDeleteDelay  = ConfigPrefix + "file.delete.delay.ms"
 	configSegmentIndexSize = ConfigPrefix + "segment.index.bytes"
 )
@@ -251,9 +258,9 @@ func diskRefused(configs map[string]string) map[string]string {
 	return out
 }
 
-// diskBytes is (retention.bytes + segment.bytes) × partitions, saturated
-// at the largest int64, or -1 and the parameter that makes it unbounded.
-// max.message.bytes is not in it (see Footprint).
+// diskBytes is (retention.bytes + segment.bytes + max.message.bytes, when
+// the topic sets it) × partitions, saturated at the largest int64, or -1
+// and the parameter that makes it unbounded (see Footprint).
 // A topic with unbounded partitions is unbounded on disk too (the caller
 // reports the partitions).
 func diskBytes(configs map[string]string, partitions int64) (int64, string) {
@@ -272,6 +279,13 @@ func diskBytes(configs map[string]string, partitions int64) (int64, string) {
 		return -1, ParamPartitions
 	}
 	perPartition := drivers.AddSaturating(retention, segment)
+	if v, ok := configs["max.message.bytes"]; ok {
+		batch, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || batch < 0 {
+			return -1, configMaxMessageBytes
+		}
+		perPartition = drivers.AddSaturating(perPartition, batch)
+	}
 	if partitions > 0 && perPartition > math.MaxInt64/partitions {
 		return math.MaxInt64, ""
 	}

@@ -132,8 +132,8 @@ func TestUsageRequestsDoNotGrowWithTopics(t *testing.T) {
 }
 
 // TestFootprint: partitions (unbounded when the broker decides) and, per
-// partition on disk, retention.bytes plus the active segment, whatever
-// max.message.bytes allows (Kafka refuses an append larger than
+// partition on disk, retention.bytes plus the active segment, plus the
+// max.message.bytes a topic sets (Redpanda appends one batch past
 // segment.bytes); unbounded without either, with retention -1, or when
 // the topic is compacted only; and what holds disk uncounted named for
 // refusal.
@@ -159,7 +159,9 @@ func TestFootprint(t *testing.T) {
 		{name: "broker's partitions", params: seg("config.retention.bytes", "1000"), want: drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskUnboundedBy: "partitions"}},
 		{name: "retention bytes -1", params: seg("partitions", "3", "config.retention.bytes", "-1"), want: drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
 		{name: "retention bytes 0", params: seg("partitions", "3", "config.retention.bytes", "0"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * mi}},
-		{name: "max.message.bytes far above segment.bytes counts no more: Kafka refuses the larger batches", params: seg("partitions", "3", "config.retention.bytes", "0", "config.max.message.bytes", "104857600"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * mi}},
+		{name: "max.message.bytes set: one batch more per partition (Redpanda appends it past segment.bytes)", params: seg("partitions", "3", "config.retention.bytes", "0", "config.max.message.bytes", "104857600"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * (mi + 100*mi)}},
+		{name: "max.message.bytes not a number", params: seg("partitions", "3", "config.retention.bytes", "0", "config.max.message.bytes", "x"), want: drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.max.message.bytes"}},
+		{name: "max.message.bytes saturates", params: seg("partitions", "2", "config.retention.bytes", "9223372036854775000", "config.max.message.bytes", "2147483647"), want: drivers.Footprint{Partitions: 2, DiskBytes: math.MaxInt64}},
 		{name: "compacted only", params: seg("partitions", "3", "config.retention.bytes", "1000", "config.cleanup.policy", "compact"), want: drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}},
 		{name: "compacted and deleted", params: seg("partitions", "3", "config.retention.bytes", "1000", "config.cleanup.policy", "compact,delete"), want: drivers.Footprint{Partitions: 3, DiskBytes: 3 * (mi + 1000)}},
 		{name: "overflow saturates", params: seg("partitions", "1000", "config.retention.bytes", "9223372036854775807"), want: drivers.Footprint{Partitions: 1000, DiskBytes: math.MaxInt64}},

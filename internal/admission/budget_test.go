@@ -91,7 +91,7 @@ func TestBudgetAtAdmission(t *testing.T) {
 		{"partitions over", topicOf("team", "payments", "kafka", "3", "1048576"),
 			"spec.parameters: Forbidden: namespace team has no room on backend kafka: it uses 4 and asks for 3 more, over its budget of 6 partitions (limits.partitions)"},
 		{"disk over", topicOf("team", "payments", "kafka", "2", "2097152"),
-			"it uses 8Mi and asks for 8Mi more, over its budget of 12Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)"},
+			"it uses 8Mi and asks for 8Mi more, over its budget of 12Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.diskBytes)"},
 		{"unbounded retention", topicOf("team", "payments", "kafka", "1", ""),
 			"spec.parameters[config.retention.bytes]: Required value: backend kafka gives each namespace a disk budget (limits.diskBytes: 12Mi"},
 		{"compacted topics never shrink by size", func() *v1.Buckety {

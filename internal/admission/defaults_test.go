@@ -102,7 +102,7 @@ func TestNamespaceBudgets(t *testing.T) {
 	big := map[string]string{"partitions": "4", "config.retention.bytes": "2097152", "config.segment.bytes": "2097152"} // 16 MiB
 	labels := map[string]map[string]string{"labelled": {"tier": "gold"}}
 	bv := platformValidators(t, labels)
-	if _, err := bv.ValidateCreate(ctx, topicWith("team", "big", big)); err == nil || !strings.Contains(err.Error(), "over its budget of 8Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)") {
+	if _, err := bv.ValidateCreate(ctx, topicWith("team", "big", big)); err == nil || !strings.Contains(err.Error(), "over its budget of 8Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.diskBytes)") {
 		t.Errorf("16 MiB in a namespace with the backend's 8 MiB: want it refused, got %v", err)
 	}
 	if _, err := bv.ValidateCreate(ctx, topicWith("team-gold", "big", big)); err != nil {
@@ -112,7 +112,7 @@ func TestNamespaceBudgets(t *testing.T) {
 		t.Errorf("16 MiB in a namespace labelled tier=gold (32 MiB): want it admitted, got %v", err)
 	}
 	huge := map[string]string{"partitions": "12", "config.retention.bytes": "2097152", "config.segment.bytes": "2097152"} // 48 MiB
-	if _, err := bv.ValidateCreate(ctx, topicWith("labelled", "huge", huge)); err == nil || !strings.Contains(err.Error(), "over its budget of 32Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.namespaces[1].diskBytes)") {
+	if _, err := bv.ValidateCreate(ctx, topicWith("labelled", "huge", huge)); err == nil || !strings.Contains(err.Error(), "over its budget of 32Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.namespaces[1].diskBytes)") {
 		t.Errorf("48 MiB where the selector's entry gives 32 MiB: want it refused naming limits.namespaces[1].diskBytes, got %v", err)
 	}
 }

@@ -39,12 +39,12 @@ func TestNamespaceBudgetByName(t *testing.T) {
 	used := topicWith("team-gold", "used", map[string]string{"partitions": "4", "config.retention.bytes": "2097152", "config.segment.bytes": "2097152"}) // 16 MiB
 	bv := platformValidators(t, nil, used)
 	_, err := bv.ValidateCreate(ctx, topicWith("team-gold", "huge", huge))
-	want := "namespace team-gold has no room on backend kafka: it uses 16Mi and asks for 96Mi more, over its budget of 64Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.namespaces[0].diskBytes) in buckety-controller.yaml"
+	want := "namespace team-gold has no room on backend kafka: it uses 16Mi and asks for 96Mi more, over its budget of 64Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.namespaces[0].diskBytes) in buckety-controller.yaml"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("96 MiB in team-gold (64 MiB by name, 16 MiB used): want %q, got %v", want, err)
 	}
 	_, err = bv.ValidateCreate(ctx, topicWith("team", "huge", huge))
-	if err == nil || !strings.Contains(err.Error(), "over its budget of 8Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)") {
+	if err == nil || !strings.Contains(err.Error(), "over its budget of 8Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.diskBytes)") {
 		t.Errorf("96 MiB in a namespace no entry matches: want the backend's budget named, got %v", err)
 	}
 }

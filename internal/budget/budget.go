@@ -97,7 +97,7 @@ func Unbounded(p *field.Path, b *config.Backend, f drivers.Footprint) field.Erro
 		errs = append(errs, field.Required(p.Key("partitions"), fmt.Sprintf("backend %s gives each namespace %s in buckety-controller.yaml), and a topic that leaves its partition count to the broker's default could take any number: set partitions", b.Name, which)))
 	}
 	if disk && f.DiskBytes < 0 && f.DiskUnboundedBy != "" && f.DiskUnboundedBy != "partitions" {
-		errs = append(errs, field.Required(p.Key(f.DiskUnboundedBy), fmt.Sprintf("backend %s gives each namespace a disk budget (%s: %s in buckety-controller.yaml), and a topic counts (retention.bytes + segment.bytes) × partitions against it, since Kafka keeps each partition's active segment beyond retention.bytes: set config.retention.bytes and config.segment.bytes to byte counts, with a cleanup.policy that deletes (unbounded retention, the broker's default segment size and compaction alone, which Kafka never trims by size, are refused)", b.Name, b.LimitsKey("diskBytes"), drivers.FormatBytes(l.DiskBytes.Bytes))))
+		errs = append(errs, field.Required(p.Key(f.DiskUnboundedBy), fmt.Sprintf("backend %s gives each namespace a disk budget (%s: %s in buckety-controller.yaml), and a topic counts (retention.bytes + segment.bytes + the max.message.bytes it sets) × partitions against it, since Kafka keeps each partition's active segment beyond retention.bytes: set config.retention.bytes and config.segment.bytes to byte counts, with a cleanup.policy that deletes (unbounded retention, the broker's default segment size and compaction alone, which Kafka never trims by size, are refused)", b.Name, b.LimitsKey("diskBytes"), drivers.FormatBytes(l.DiskBytes.Bytes))))
 	}
 	if disk {
 		keys := make([]string, 0, len(f.DiskRefused))
@@ -140,7 +140,7 @@ func dimensions(l *config.Limits) []dimension {
 	plain := func(n int64) string { return fmt.Sprint(n) }
 	return []dimension{
 		{"partitions", "partitions", l.Partitions, func(u v1.Budgeted) int64 { return u.Partitions }, plain},
-		{"diskBytes", "of disk ((retention.bytes + segment.bytes) × partitions)", l.DiskBytes.Bytes, func(u v1.Budgeted) int64 { return u.DiskBytes }, drivers.FormatBytes},
+		{"diskBytes", "of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions)", l.DiskBytes.Bytes, func(u v1.Budgeted) int64 { return u.DiskBytes }, drivers.FormatBytes},
 		{"quotaBytes", "of bucket quota", l.QuotaBytes.Bytes, func(u v1.Budgeted) int64 { return u.QuotaBytes }, drivers.FormatBytes},
 	}
 }

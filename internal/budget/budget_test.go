@@ -28,7 +28,7 @@ func TestExceeded(t *testing.T) {
 		{name: "one partition over", others: v1.Budgeted{Partitions: 8}, asked: v1.Budgeted{Partitions: 3},
 			want: []string{"namespace team has no room on backend kafka", "it uses 8 and asks for 3 more, over its budget of 10 partitions (limits.partitions)"}},
 		{name: "disk over, in binary units", others: v1.Budgeted{DiskBytes: 9 * gi}, asked: v1.Budgeted{DiskBytes: 2 * gi},
-			want: []string{"it uses 9Gi and asks for 2Gi more, over its budget of 10Gi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)"}},
+			want: []string{"it uses 9Gi and asks for 2Gi more, over its budget of 10Gi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.diskBytes)"}},
 		{name: "growth counts from what it had", others: v1.Budgeted{Partitions: 6}, asked: v1.Budgeted{Partitions: 5}, had: v1.Budgeted{Partitions: 3},
 			want: []string{"it uses 9 and asks for 2 more"}},
 		{name: "over budget but not growing passes", others: v1.Budgeted{Partitions: 20}, asked: v1.Budgeted{Partitions: 3}, had: v1.Budgeted{Partitions: 3}},

@@ -214,9 +214,10 @@ type Limits struct {
 	// and may not remove it once set; 0 or absent: no budget.
 	Partitions int64 `json:"partitions,omitempty"`
 	// DiskBytes is the most disk one namespace's topics may claim on this
-	// backend: (retention.bytes + segment.bytes) × partitions, summed,
-	// since Kafka keeps each partition's active segment beyond its
-	// retention. With a disk budget, a topic must set partitions,
+	// backend: (retention.bytes + segment.bytes + max.message.bytes when
+	// the topic sets it) × partitions, summed, since Kafka keeps each
+	// partition's active segment beyond its retention (and Redpanda one
+	// batch past a segment's size). With a disk budget, a topic must set partitions,
 	// config.retention.bytes and config.segment.bytes (unbounded retention
 	// and the broker's default segment size are refused), and may not set
 	// file.delete.delay.ms or segment.index.bytes above Kafka's defaults.

@@ -80,18 +80,18 @@ func TestNamespaceBudgetsInController(t *testing.T) {
 	}
 	byName := big(named)
 	create(t, byName)
-	refused(byName, "it uses 4Mi and asks for 16Mi more, over its budget of 16Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.namespaces[0].diskBytes)")
+	refused(byName, "it uses 4Mi and asks for 16Mi more, over its budget of 16Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.namespaces[0].diskBytes)")
 	inGold := big(gold)
 	create(t, inGold)
 	waitCondition(t, inGold, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	// 8 partitions × 4 MiB: 32 MiB more, where 20 MiB of 32 are used.
 	huge := budgetTopic(gold, "huge", 8, "3145728")
 	create(t, huge)
-	refused(huge, "it uses 20Mi and asks for 32Mi more, over its budget of 32Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.namespaces[1].diskBytes)")
+	refused(huge, "it uses 20Mi and asks for 32Mi more, over its budget of 32Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.namespaces[1].diskBytes)")
 
 	waiting := big(plain)
 	create(t, waiting)
-	refused(waiting, "it uses 4Mi and asks for 16Mi more, over its budget of 8Mi of disk ((retention.bytes + segment.bytes) × partitions) (limits.diskBytes)")
+	refused(waiting, "it uses 4Mi and asks for 16Mi more, over its budget of 8Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.diskBytes)")
 	relabel(t, plain, "gold")
 	waitCondition(t, waiting, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	wantBudget(t, plain, "diskBytes", 32*mi)

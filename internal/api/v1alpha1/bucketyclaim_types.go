@@ -110,8 +110,8 @@ type Budgeted struct {
 	// Partitions of a topic.
 	// +optional
 	Partitions int64 `json:"partitions,omitempty"`
-	// DiskBytes a topic may hold: (retention.bytes + segment.bytes) ×
-	// partitions.
+	// DiskBytes a topic may hold: (retention.bytes + segment.bytes +
+	// max.message.bytes when it sets it) × partitions.
 	// +optional
 	DiskBytes int64 `json:"diskBytes,omitempty"`
 	// QuotaBytes is a bucket's hard quota.
