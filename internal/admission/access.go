@@ -24,8 +24,8 @@ var _ admission.Validator[*v1.BucketyAccess] = AccessValidator{}
 
 var roles = []string{string(v1.RoleReadWrite), string(v1.RoleReadOnly), string(v1.RoleWriteOnly)}
 
-// ValidateCreate checks the role and, when the Buckety is known, the
-// access parameters against its driver.
+// ValidateCreate checks the name, the role and, when the Buckety is known,
+// the access parameters against its driver.
 func (v AccessValidator) ValidateCreate(ctx context.Context, a *v1.BucketyAccess) (admission.Warnings, error) {
 	return v.validate(ctx, a, nil)
 }
@@ -50,6 +50,8 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 	var warnings admission.Warnings
 	if old != nil {
 		errs = append(errs, immutable(a, old)...)
+	} else {
+		errs = append(errs, accessName(a.Name)...)
 	}
 	var was map[string]string
 	if old != nil {
@@ -115,6 +117,18 @@ func immutable(a, old *v1.BucketyAccess) field.ErrorList {
 		errs = append(errs, field.Forbidden(spec.Child("credentialsSecretName"), fmt.Sprintf("is immutable (was %q): create a new BucketyAccess to write another Secret", old.Spec.CredentialsSecretName)))
 	}
 	return errs
+}
+
+// accessName refuses, on create, a name longer than a label value holds:
+// the access's Secret is labelled with it, and the API server would refuse
+// that Secret on every pass. An existing access keeps its name; the
+// controller reports one that got past admission.
+func accessName(name string) field.ErrorList {
+	msg := v1.AccessNameTooLong(name)
+	if msg == "" {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name, fmt.Sprintf("%s; choose a name of at most %d characters", msg, v1.MaxAccessNameLength))}
 }
 
 // backendOfRefs finds the backend of the Bucketies the access names, from

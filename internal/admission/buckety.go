@@ -44,7 +44,8 @@ func namespaceOf(ctx context.Context, ns string) string {
 }
 
 // ValidateCreate checks the backend, resolves the naming template exactly as
-// the controller will, and validates parameters and the default access.
+// the controller will, and validates parameters and the default access (the
+// name it gives its access included).
 func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
@@ -86,6 +87,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 		errs = append(errs, v.checkBudget(ctx, spec, be, src.Namespace, b.Name, nil, config.Effective(b.Spec.Parameters, be.DefaultsFor(nil, false)))...)
 	}
 	if da := b.Spec.DefaultAccess; da != nil {
+		errs = append(errs, implicitName(b.Name)...)
 		w, aerrs := d.ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
 		warnings = append(warnings, prefixAll("spec.defaultAccess: ", w)...)
 		errs = append(errs, aerrs...)
@@ -94,8 +96,9 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	return warnings, invalid("Buckety", b.Name, errs)
 }
 
-// ValidateUpdate enforces the spec's mutability table and validates changed
-// parameters against the previous ones (immutability, growth-only).
+// ValidateUpdate enforces the spec's mutability table, validates changed
+// parameters against the previous ones (immutability, growth-only), and
+// checks the name a spec.defaultAccess added now gives its access.
 func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety) (admission.Warnings, error) {
 	if !b.DeletionTimestamp.IsZero() && reflect.DeepEqual(old.Spec, b.Spec) {
 		return nil, nil // finalizer removal must always go through
@@ -108,6 +111,9 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	errs = append(errs, shard.CheckLabel(b.Labels, old.Labels, shard.BucketyValue(inNamespace(ctx, b)))...)
+	if b.Spec.DefaultAccess != nil && old.Spec.DefaultAccess == nil {
+		errs = append(errs, implicitName(b.Name)...)
+	}
 	if b.Spec.Backend != old.Spec.Backend {
 		errs = append(errs, field.Forbidden(spec.Child("backend"), fmt.Sprintf("is immutable (was %q): create a new Buckety to use another backend", old.Spec.Backend)))
 	}
@@ -170,6 +176,19 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		errs = append(errs, drivers.ValidateSecretFormats(spec.Child("defaultAccess", "secretFormats"), be.DriverImpl(), da.SecretFormats)...)
 	}
 	return warnings, invalid("Buckety", b.Name, errs)
+}
+
+// implicitName refuses spec.defaultAccess on a Buckety whose name is
+// longer than a label value holds: its implicit access takes the name, and
+// that access's Secret is labelled with it. Checked on create and when
+// spec.defaultAccess is added; a Buckety that has it keeps its name, and
+// the controller reports one that got past admission.
+func implicitName(name string) field.ErrorList {
+	msg := v1.AccessNameTooLong(name)
+	if msg == "" {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name, fmt.Sprintf("%s, and spec.defaultAccess names its BucketyAccess after the Buckety; choose a name of at most %d characters, or create a BucketyAccess with a shorter name instead of spec.defaultAccess", msg, v1.MaxAccessNameLength))}
 }
 
 // transitions keeps the errors on keys that changed (added, removed or

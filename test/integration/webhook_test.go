@@ -284,6 +284,11 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 			o.Spec.Adoption = v1.AdoptionAdopt
 			return o
 		}(), []string{`spec.adoption: Forbidden: Adopt is not allowed on backend "kafka": its configuration in buckety-controller.yaml does not set adoption.allow`}},
+		{"defaultAccess on a name too long to label its Secret", func() *v1.Buckety {
+			o := b("l"+strings.Repeat("o", 63), "kafka", "", nil, nil)
+			o.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "long"}
+			return o
+		}(), []string{`metadata.name: Invalid value: "lo`, `is 64 characters, more than the 63 a label value holds: buckety labels the access's Secret with the access's name (buckety.yolean.se/access), and spec.defaultAccess names its BucketyAccess after the Buckety`}},
 	}
 	for _, r := range rejected {
 		t.Run(r.name, func(t *testing.T) {
@@ -337,14 +342,20 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), `spec.parameters[group]`) {
 		t.Errorf("access with an unknown parameter: want rejected, got %v", err)
 	}
+	long := acc.DeepCopy()
+	long.Name = "l" + strings.Repeat("o", 63)
+	if err := c.Create(ctx, long); err == nil || !strings.Contains(err.Error(), `metadata.name: Invalid value: "lo`) ||
+		!strings.Contains(err.Error(), "is 64 characters, more than the 63 a label value holds: buckety labels the access's Secret with the access's name (buckety.yolean.se/access)") {
+		t.Errorf("access named with 64 characters: want rejected naming metadata.name, got %v", err)
+	}
 
 	// Each decision above is counted under its result: the probes of
 	// "webhook in effect" and the rejected table are denied creates, good
-	// was an allowed create, bad a denied access; nothing errored.
+	// was an allowed create, bad and long denied accesses; nothing errored.
 	for _, c := range []struct {
 		series string
 		min    float64
-	}{{deniedCreates, float64(len(rejected) + 1)}, {allowedCreates, 1}, {deniedAccesses, 1}} {
+	}{{deniedCreates, float64(len(rejected) + 1)}, {allowedCreates, 1}, {deniedAccesses, 2}} {
 		if v, _ := w.metric(t, c.series); v-before[c.series] < c.min {
 			t.Errorf("%s: want at least %g more, got %g more", c.series, c.min, v-before[c.series])
 		}

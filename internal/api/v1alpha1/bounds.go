@@ -43,3 +43,20 @@ func ValidateParameterBounds(fldPath *field.Path, params map[string]string) fiel
 	}
 	return errs
 }
+
+// MaxAccessNameLength is the longest metadata.name of a BucketyAccess, and
+// of a Buckety with spec.defaultAccess (its implicit access takes its
+// name): buckety labels the access's Secret with the access's name
+// (AccessLabel), and a label value is at most 63 characters. The webhook
+// refuses a longer one on create; the controller issues nothing for one
+// that got past it (AccessNameTooLong).
+const MaxAccessNameLength = 63
+
+// AccessNameTooLong says why name cannot name a BucketyAccess, in the
+// words the webhook and the controller share ("" when it can).
+func AccessNameTooLong(name string) string {
+	if len(name) <= MaxAccessNameLength {
+		return ""
+	}
+	return fmt.Sprintf("is %d characters, more than the %d a label value holds: buckety labels the access's Secret with the access's name (%s)", len(name), MaxAccessNameLength, AccessLabel)
+}

@@ -291,7 +291,8 @@ const (
 	// than status.driver.
 	ReasonDriverChanged = "DriverChanged"
 	// ReasonInvalidAccess: the access's role or parameters fail the driver's
-	// validation.
+	// validation, or its name is too long to label its Secret
+	// (MaxAccessNameLength).
 	ReasonInvalidAccess = "InvalidAccess"
 	// ReasonNotApplicable: the condition type does not apply to this kind.
 	ReasonNotApplicable = "NotApplicable"

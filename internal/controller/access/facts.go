@@ -10,6 +10,9 @@ import (
 // facts is what one reconcile learned.
 type facts struct {
 	deleting bool
+	// nameTooLong: the access's metadata.name cannot label its Secret
+	// (v1.AccessNameTooLong); nothing was resolved, granted or written.
+	nameTooLong string
 	// bucketyMissing: the referenced Buckety does not exist.
 	bucketyMissing bool
 	// missing names it (a Buckety of the access's namespace: one of

@@ -92,10 +92,10 @@ type Reconciler struct {
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers
 // the one status write (status.Finish, from the conditions status.go
 // derives), handles deletion (delete.go) or adds the finalizer, and then
-// runs the phases in order (reconcileLive): find the Buckety and check that
-// its resource is provisioned, validate the role and parameters, find the
-// resource name in the Buckety's claim, grant, and write the Secret
-// (publish, secret.go).
+// runs the phases in order (reconcileLive): check that its name can label
+// its Secret, find the Buckety and check that its resource is provisioned,
+// validate the role and parameters, find the resource name in the
+// Buckety's claim, grant, and write the Secret (publish, secret.go).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
 	a := &v1.BucketyAccess{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
@@ -134,6 +134,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *facts) (reconcile.Result, error) {
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
+	if msg := v1.AccessNameTooLong(a.Name); msg != "" {
+		// Its Secret can never be written (the API server refuses the
+		// label): nothing is granted or issued, which would otherwise
+		// be a backend write on every pass for a Secret never written,
+		// and a credential an earlier release's passes issued it (held
+		// by no Secret) is revoked.
+		f.nameTooLong = "metadata.name " + msg + fmt.Sprintf(": no Secret can be written for it, so nothing is granted; create the access again under a name of at most %d characters", v1.MaxAccessNameLength)
+		return requeue, r.revokeCached(ctx, a, f)
+	}
 	on, e, ok, err := r.resolve(ctx, a, f)
 	if err == nil && f.notShared != "" {
 		// Taken back within this pass: rights, principal and Secret.

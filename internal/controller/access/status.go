@@ -45,6 +45,8 @@ func backendUnavailable(f *facts) status.Cond {
 		return status.True(t, f.problem.Reason, f.problem.Message)
 	case f.Unavailable != nil:
 		return status.True(t, v1.ReasonBackendUnreachable, f.Unavailable.Error())
+	case f.nameTooLong != "":
+		return status.Unknown(t, v1.ReasonPaused, "not checked: the access's name cannot label its Secret")
 	case f.waiting():
 		return status.Unknown(t, v1.ReasonPaused, "not checked: the Buckety's backend resource is not usable yet")
 	}
@@ -56,7 +58,7 @@ func driverVersionIncompatible(f *facts) status.Cond {
 	switch {
 	case f.problem != nil && f.problem.Condition == t:
 		return status.True(t, f.problem.Reason, f.problem.Message)
-	case f.waiting():
+	case f.waiting(), f.nameTooLong != "":
 		return status.Unknown(t, v1.ReasonPaused, "not checked")
 	}
 	return status.False(t, v1.ReasonAsExpected, "the driver is compatible")
@@ -96,7 +98,7 @@ type link func(a *v1.BucketyAccess, f *facts) *readinessResult
 
 // readyChain is checked in order; the first failing link decides Ready.
 var readyChain = []link{
-	deletingLink, bucketyMissingLink, notSharedLink, problemLink, bucketyWaitingLink, limitLink, invalidLink,
+	deletingLink, nameTooLongLink, bucketyMissingLink, notSharedLink, problemLink, bucketyWaitingLink, limitLink, invalidLink,
 	backendFailureLink, issuingUnavailableLink, principalConflictLink, secretConflictLink, recordsPendingLink, notWrittenLink,
 }
 
@@ -121,6 +123,15 @@ func deletingLink(a *v1.BucketyAccess, f *facts) *readinessResult {
 		return notReady(v1.ReasonDeleting, f.revokeWaiting, true)
 	}
 	return notReady(v1.ReasonDeleting, "revoking and deleting Secret "+a.Spec.CredentialsSecretName, true)
+}
+
+// nameTooLongLink: the access's name cannot label its Secret; it never
+// gets one, and nothing is granted.
+func nameTooLongLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.nameTooLong == "" {
+		return nil
+	}
+	return notReady(v1.ReasonInvalidAccess, f.nameTooLong, false)
 }
 
 func bucketyMissingLink(a *v1.BucketyAccess, f *facts) *readinessResult {

@@ -37,6 +37,7 @@ func TestReadyChain(t *testing.T) {
 		{"written", facts{synced: true, secretName: "orders-topic", perAccess: &yes}, "True", v1.ReasonReconciled, false, "orders-topic"},
 		{"deleting", facts{deleting: true}, "False", v1.ReasonDeleting, true, "revoking"},
 		{"no Buckety", facts{bucketyMissing: true}, "False", v1.ReasonBucketyNotFound, false, "orders"},
+		{"name too long to label the Secret", facts{nameTooLong: "metadata.name is 64 characters"}, "False", v1.ReasonInvalidAccess, false, "metadata.name"},
 		{"backend gone", facts{problem: &backends.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonBackendNotConfigured, Message: "not in the config"}}, "False", v1.ReasonBackendNotConfigured, false, "not in the config"},
 		{"Buckety not provisioned", facts{bucketyWaiting: "waiting for Buckety orders"}, "False", v1.ReasonBucketyNotReady, true, "waiting"},
 		{"invalid", facts{invalid: "spec.parameters[x]: not supported"}, "False", v1.ReasonInvalidAccess, false, "spec.parameters"},

@@ -154,7 +154,8 @@ func (r *Reconciler) pruneCreatedImplicit() {
 // reconcileImplicit keeps the implicit access spec.defaultAccess asks
 // for: it deletes it where no implicit access is wanted, brings it to what
 // spec.defaultAccess says where it exists, and creates it once the
-// Buckety's resource is provisioned.
+// Buckety's resource is provisioned. A Buckety whose name cannot name an
+// access (v1.AccessNameTooLong) gets none, and says so (f.implicitErr).
 func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, accesses []v1.BucketyAccess, f *facts) error {
 	implicit, explicit := findImplicit(b, accesses)
 	if implicit != nil {
@@ -162,6 +163,13 @@ func (r *Reconciler) reconcileImplicit(ctx context.Context, b *v1.Buckety, acces
 	}
 	if b.Spec.DefaultAccess == nil || explicit > 0 {
 		return r.removeImplicit(ctx, b, implicit, explicit)
+	}
+	if msg := v1.AccessNameTooLong(b.Name); msg != "" {
+		// Admitted before the webhook checked it (or without the
+		// webhook): an access of this name could never get its Secret,
+		// so none is created (one created so reports it itself).
+		f.implicitErr = fmt.Sprintf("spec.defaultAccess: the implicit BucketyAccess takes the Buckety's name, which %s; no implicit access is created: remove spec.defaultAccess and create a BucketyAccess with a name of at most %d characters", msg, v1.MaxAccessNameLength)
+		return nil
 	}
 	if implicit != nil {
 		return r.convergeImplicit(ctx, implicit, b.Spec.DefaultAccess)
