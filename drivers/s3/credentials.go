@@ -438,6 +438,21 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 	return is.sweep(ctx, as)
 }
 
+// sweepStopped says why a sweep that walks its accesses (or buckets) one
+// request at a time stops after err, with left still to judge: the
+// server did not answer (drivers.IsUnavailable) or the caller gave up.
+// nil: err concerns that one alone, and the sweep goes on. The MinIO
+// sweep stops at its first failure of any kind (usersLost).
+func sweepStopped(ctx context.Context, err error, left int) error {
+	if !drivers.IsUnavailable(err) && ctx.Err() == nil {
+		return nil
+	}
+	if left == 0 {
+		return nil
+	}
+	return fmt.Errorf("sweep stopped, the server unavailable: %d more left to the next sweep", left)
+}
+
 // IssuedCredentials names the credentials buckety issued on the backend's
 // server (principals starting with bky, on MinIO also the service accounts
 // of the legacy parent user). Operators and the fault harness use it to

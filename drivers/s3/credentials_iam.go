@@ -318,7 +318,12 @@ func (i *iamIssuer) revoke(ctx context.Context, a drivers.Access) error {
 // sweepIAM judges each access's user: missing, without a key, holding a
 // policy but buckety's, or buckety's edited, drifted. One ListUsers for
 // the backend, then ListAccessKeys and ListUserPolicies per user and
-// GetUserPolicy: IAM has no bulk read that every server serves.
+// GetUserPolicy: IAM has no bulk read that every server serves. One user
+// that cannot be judged does not keep the others from being judged, but
+// a server that stops answering (drivers.IsUnavailable: each request
+// waited out to its requestTimeout) ends the sweep there: the rest would
+// each wait as long, a thousand users for hours, and are judged by the
+// next sweep.
 func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, error) {
 	b, c := i.b, i.iam
 	users, err := c.ListUsers(ctx, IAMPath)
@@ -340,6 +345,10 @@ func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, erro
 		ok, err := i.holds(ctx, a, blocked)
 		if err != nil {
 			skipped = append(skipped, fmt.Errorf("%s: %w", a.Principal, err))
+			if stop := sweepStopped(ctx, err, len(as)-n-1); stop != nil {
+				skipped = append(skipped, stop)
+				break
+			}
 			continue
 		}
 		if !ok {

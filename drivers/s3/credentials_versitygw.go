@@ -241,8 +241,10 @@ func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, r
 // sweep makes one ListUsers, and one GetBucketPolicy per bucket: a
 // missing user, or a principal whose grant in buckety's statements of any
 // of its buckets is not its role (or buckety's statements edited),
-// drifted. One bucket that
-// cannot be judged does not keep the others from being judged.
+// drifted. One bucket that cannot be judged does not keep the others from
+// being judged, but a gateway that stops answering (drivers.IsUnavailable)
+// ends the sweep there, as the IAM sweep's: the buckets left are judged by
+// the next sweep.
 func (v *versityIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, error) {
 	b := v.b
 	users, err := v.admin.ListUsers(ctx)
@@ -265,11 +267,17 @@ func (v *versityIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, 
 		}
 	}
 	var skipped []error
+	left := len(byBucket)
 	for bucket, idx := range byBucket {
+		left--
 		doc, err := b.bucketPolicy(ctx, cl, bucket)
 		if err != nil {
 			if !isNoSuchBucket(err) { // the Buckety's own re-check sees to a missing bucket
 				skipped = append(skipped, fmt.Errorf("bucket %s: %w", bucket, err))
+			}
+			if stop := sweepStopped(ctx, err, left); stop != nil {
+				skipped = append(skipped, stop)
+				break
 			}
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 	"github.com/Yolean/buckety-controller/internal/metrics"
@@ -39,9 +40,11 @@ import (
 // Each is confirmed by a fresh read before anything is revoked. A record,
 // or a principal name carrying this installation's marker, proves the
 // principal is buckety's: another installation's principals, and those
-// named before markers, are never touched. Each backend is checked in its
-// own goroutine, so one that hangs does not hold up the others' checks.
-// Runs on the leader only.
+// named before markers, are never touched. Each backend is checked on a
+// loop of its own (Start), so one that hangs, or whose check lasts longer
+// than an interval, holds up no other backend's; and a backend that stops
+// answering ends its own check at once, so it does not wait out a request
+// timeout for each of its credentials. Runs on the leader only.
 type Orphans struct {
 	periodic.LeaderOnly
 	// Reconciler revokes (its Backends and clients).
@@ -58,15 +61,33 @@ type Orphans struct {
 	unaccounted unaccountedSince
 }
 
-// Start implements manager.Runnable: a check at once, then one per Interval.
+// Start implements manager.Runnable: one loop per configured backend,
+// and one that prunes what the reconciler remembers of accesses that are
+// gone, each at once and then once per Interval, until ctx ends. The
+// backends are those the controller opened at start-up: a change of the
+// config restarts it. Records of a backend no longer configured are not
+// checked: nothing can revoke them (revoke leaves them to the maintainer).
 func (o *Orphans) Start(ctx context.Context) error {
-	periodic.Every(ctx, o.Interval, func(ctx context.Context) {
-		if n, err := o.CheckOnce(ctx); err != nil && ctx.Err() == nil {
-			o.Log.Error(err, "revoking credentials that must not work any more")
-		} else if n > 0 {
-			o.Log.Info("revoked credentials that must not work any more (their access, Buckety or record is gone)", "revoked", n)
-		}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		periodic.Every(ctx, o.Interval, func(ctx context.Context) {
+			if err := o.prune(ctx); err != nil && ctx.Err() == nil {
+				o.Log.Error(err, "forgetting the accesses that are gone")
+			}
+		})
 	})
+	for _, name := range o.Reconciler.Backends.Names() {
+		wg.Go(func() {
+			periodic.Every(ctx, o.Interval, func(ctx context.Context) {
+				if n, err := o.CheckBackend(ctx, name); err != nil && ctx.Err() == nil {
+					o.Log.Error(err, "revoking credentials that must not work any more; next try in one interval", "backend", name, "interval", o.Interval.String())
+				} else if n > 0 {
+					o.Log.Info("revoked credentials that must not work any more (their access, Buckety or record is gone)", "backend", name, "revoked", n)
+				}
+			})
+		})
+	}
+	wg.Wait()
 	return nil
 }
 
@@ -77,34 +98,14 @@ func (o *Orphans) clock() time.Time {
 	return time.Now()
 }
 
-// CheckOnce revokes every credential that must not work any more (see
-// Orphans), each backend's concurrently; it returns how many it revoked.
-// One backend's error (its service down or hung) does not keep the
-// others' credentials from being revoked: the errors are joined.
+// CheckOnce prunes, then checks every configured backend once, each
+// concurrently (CheckBackend), and returns how many credentials it
+// revoked: a single round of what Start runs on a loop per backend. One
+// backend's error (its service down or hung) does not keep the others'
+// credentials from being revoked: the errors are joined.
 func (o *Orphans) CheckOnce(ctx context.Context) (int, error) {
-	r := o.Reconciler
 	if err := o.prune(ctx); err != nil {
 		return 0, err
-	}
-	var list v1.BucketyCredentialList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return 0, err
-	}
-	byBackend := map[string][]*v1.BucketyCredential{}
-	recorded := make(recordedPrincipals, 2*len(list.Items))
-	for i := range list.Items {
-		c := &list.Items[i]
-		byBackend[c.Spec.Backend] = append(byBackend[c.Spec.Backend], c)
-		recorded.add(c)
-	}
-	// Every configured backend (its principals are listed even when it has
-	// no record left), and the records of backends no longer configured
-	// (kept, as revoke says, but their access's state still reported).
-	names := r.Backends.Names()
-	for name := range byBackend {
-		if _, ok := r.Backends.Get(name); !ok {
-			names = append(names, name)
-		}
 	}
 	var (
 		wg   sync.WaitGroup
@@ -112,30 +113,51 @@ func (o *Orphans) CheckOnce(ctx context.Context) (int, error) {
 		n    int
 		errs []error
 	)
-	for _, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, err := o.checkBackend(ctx, name, byBackend[name], recorded)
+	for _, name := range o.Reconciler.Backends.Names() {
+		wg.Go(func() {
+			k, err := o.CheckBackend(ctx, name)
 			mu.Lock()
 			defer mu.Unlock()
 			n += k
 			if err != nil {
-				errs = append(errs, fmt.Errorf("backend %s: %w", name, err))
+				errs = append(errs, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return n, errors.Join(errs...)
 }
 
-// checkBackend revokes the unwanted credentials recorded on backend name,
-// then its unaccounted principals.
-func (o *Orphans) checkBackend(ctx context.Context, name string, creds []*v1.BucketyCredential, recorded recordedPrincipals) (int, error) {
+// CheckBackend revokes the unwanted credentials recorded on backend name
+// (see Orphans), then its unaccounted principals; it returns how many it
+// revoked. One credential that cannot be revoked does not keep the others
+// from being revoked, but a backend that does not answer
+// (drivers.IsUnavailable) ends the check there: the rest are tried at the
+// next.
+func (o *Orphans) CheckBackend(ctx context.Context, name string) (int, error) {
+	n, err := o.checkBackend(ctx, name)
+	if err != nil {
+		err = fmt.Errorf("backend %s: %w", name, err)
+	}
+	return n, err
+}
+
+func (o *Orphans) checkBackend(ctx context.Context, name string) (int, error) {
 	r := o.Reconciler
+	// The cache's own objects, read and never written: only this
+	// backend's records are copied (revoke deletes them), so a check per
+	// backend holds no more than one check of all did.
+	var list v1.BucketyCredentialList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
 	n := 0
 	var errs []error
-	for _, c := range creds {
+	for i := range list.Items {
+		if list.Items[i].Spec.Backend != name {
+			continue
+		}
+		c := list.Items[i].DeepCopy()
 		why, err := o.unwanted(ctx, c, o.clock())
 		if err != nil {
 			errs = append(errs, err)
@@ -144,11 +166,14 @@ func (o *Orphans) checkBackend(ctx context.Context, name string, creds []*v1.Buc
 		if why == "" {
 			continue
 		}
-		// One credential that cannot be revoked (its backend down)
-		// does not keep the others from being revoked.
 		done, err := r.revoke(ctx, c, nil)
 		if err != nil {
 			errs = append(errs, err)
+			if drivers.IsUnavailable(err) || ctx.Err() != nil {
+				// The next would wait as long: the rest, and
+				// the unaccounted principals, at the next check.
+				return n, errors.Join(errs...)
+			}
 			continue
 		}
 		if done {
@@ -159,7 +184,7 @@ func (o *Orphans) checkBackend(ctx context.Context, name string, creds []*v1.Buc
 		}
 	}
 	if e, ok := r.Backends.Get(name); ok && e.Principals != nil {
-		k, err := o.revokeUnaccounted(ctx, e, recorded)
+		k, err := o.revokeUnaccounted(ctx, e, list.Items)
 		n += k
 		if err != nil {
 			errs = append(errs, err)

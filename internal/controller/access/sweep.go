@@ -2,7 +2,6 @@ package access
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,13 +24,16 @@ import (
 // whole cluster), and the accesses whose principal drifted (rights added
 // or removed out of band, the principal deleted) are reconciled with
 // Assert, which restores the principal from the Secret and makes its
-// rights exactly the role's. Runs on the leader only.
+// rights exactly the role's. Each backend is swept on a loop of its own,
+// as the Buckety drift sweep (buckety.Sweeper) is: a backend whose sweep
+// hangs, or lasts longer than an interval, delays no other backend's.
+// Runs on the leader only.
 type CredentialSweep struct {
 	periodic.LeaderOnly // only the leader sweeps, as only it reconciles
 	// Reconciler supplies the clients, backends and claims, and takes the
 	// drifted accesses.
 	Reconciler *Reconciler
-	// Interval is the period of the sweep.
+	// Interval is the period of each backend's sweep.
 	Interval time.Duration
 	// Wakes takes the drifted accesses to the access controller
 	// (CredentialDrifted).
@@ -40,75 +42,66 @@ type CredentialSweep struct {
 	Log logr.Logger
 }
 
-// Start implements manager.Runnable: a sweep at once when this replica
+// Start implements manager.Runnable: one loop per backend that can sweep
+// its credentials, until ctx ends. Each sweeps at once when this replica
 // leads (what an upgrade changed in a role's rights, a new group prefix, is
-// asserted now, not an interval later), then one per Interval.
+// asserted now, not an interval later), then once per Interval. The
+// backends are those the controller opened at start-up: a change of the
+// config restarts it.
 func (s *CredentialSweep) Start(ctx context.Context) error {
-	periodic.Every(ctx, s.Interval, func(ctx context.Context) {
-		n, err := s.SweepOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.Log.Error(err, "sweeping credentials")
+	var wg sync.WaitGroup
+	for _, name := range s.Reconciler.Backends.Names() {
+		e, ok := s.Reconciler.Backends.Get(name)
+		if !ok || e.CredentialSweeper == nil || e.Issuer == nil {
+			continue
 		}
-		if n > 0 {
-			s.Log.Info("credentials drifted out of band; re-asserting them", "accesses", n)
-		}
-	})
+		wg.Go(func() {
+			periodic.Every(ctx, s.Interval, func(ctx context.Context) {
+				n, err := s.SweepOnce(ctx, e)
+				if err != nil && ctx.Err() == nil {
+					s.Log.Error(err, "sweeping credentials; next try in one interval", "backend", e.Name, "interval", s.Interval.String())
+				}
+				if n > 0 {
+					s.Log.Info("credentials drifted out of band; re-asserting them", "backend", e.Name, "accesses", n)
+				}
+			})
+		})
+	}
+	wg.Wait()
 	return nil
 }
 
-// SweepOnce sweeps every backend once, each in its own goroutine, and
-// hands over the drifted accesses; it returns how many drifted. The
-// backends' errors are joined.
-func (s *CredentialSweep) SweepOnce(ctx context.Context) (int, error) {
+// SweepOnce sweeps the Active credentials of backend e once and hands
+// over the drifted accesses; it returns how many drifted.
+func (s *CredentialSweep) SweepOnce(ctx context.Context, e *backends.Entry) (int, error) {
 	r := s.Reconciler
 	// The cache's own objects, read and never written (as every Get of
 	// this sweep): a copy of each credential, access and Buckety per sweep
 	// was most of what a sweep of 1000 keys held at once (issue 54).
 	var list v1.BucketyCredentialList
 	if err := r.Client.List(ctx, &list, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("backend %s: list credentials: %w", e.Name, err)
 	}
-	byBackend := map[string][]drivers.Access{}
-	items := map[string][]sweepItem{}
+	var (
+		as    []drivers.Access
+		items []sweepItem
+	)
 	for i := range list.Items {
 		c := &list.Items[i]
-		if c.Spec.Phase != v1.CredentialActive {
+		if c.Spec.Backend != e.Name || c.Spec.Phase != v1.CredentialActive {
 			continue
 		}
 		acc, key, ok := s.expected(ctx, c)
 		if !ok {
 			continue
 		}
-		byBackend[c.Spec.Backend] = append(byBackend[c.Spec.Backend], acc)
-		items[c.Spec.Backend] = append(items[c.Spec.Backend], sweepItem{types.UID(c.Spec.Owner.UID), key})
+		as = append(as, acc)
+		items = append(items, sweepItem{types.UID(c.Spec.Owner.UID), key})
 	}
-	// One goroutine per backend: a hung backend does not hold up the
-	// others' sweeps.
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		n    int
-		errs []error
-	)
-	for name, as := range byBackend {
-		e, ok := r.Backends.Get(name)
-		if !ok || e.CredentialSweeper == nil || e.Issuer == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, err := s.sweepBackend(ctx, e, as, items[name])
-			mu.Lock()
-			defer mu.Unlock()
-			n += k
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
+	if len(as) == 0 {
+		return 0, nil
 	}
-	wg.Wait()
-	return n, errors.Join(errs...)
+	return s.sweepBackend(ctx, e, as, items)
 }
 
 // sweepItem is the access of one credential handed to a sweep.

@@ -40,22 +40,25 @@ import (
 // revoke each other's principals; the installation name is what tells
 // them apart.
 
-// recordedPrincipals are the principals the cached records name, by their
-// record's name (CredentialName of service and principal).
+// recordedPrincipals are the principals the cached records name, by
+// principal, whatever the service (claim scope) their record was written
+// under: a backend whose `service:` was changed (or first set) keeps its
+// records under the earlier service's names, and their principals are
+// still accounted for. Records are written only under the backend's
+// current service, so a record the cache has not seen yet is found by the
+// fresh read under that service's name.
 type recordedPrincipals map[string]bool
 
-// add notes the principal c records, under the name it has and the name
-// its spec gives it (the two agree for every record the controller
-// writes).
+// add notes the principal c records.
 func (rp recordedPrincipals) add(c *v1.BucketyCredential) {
-	rp[c.Name] = true
-	rp[CredentialName(c.Spec.Service, c.Spec.Principal)] = true
+	rp[c.Spec.Principal] = true
 }
 
 // revokeUnaccounted lists this installation's principals on e, and revokes
 // those no record names once they have been unaccounted for e's
-// credentials.orphanGrace; it returns how many it revoked.
-func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, recorded recordedPrincipals) (int, error) {
+// credentials.orphanGrace; it returns how many it revoked. records are
+// the cache's, of every backend.
+func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, records []v1.BucketyCredential) (int, error) {
 	r := o.Reconciler
 	inst := r.Backends.Installation()
 	if inst == "" {
@@ -79,10 +82,14 @@ func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, reco
 		}
 		listed = append(listed, ps...)
 	}
+	recorded := make(recordedPrincipals, len(records))
+	for i := range records {
+		recorded.add(&records[i])
+	}
 	service, grace := e.Config.ClaimScope(), e.Config.OrphanGrace()
 	var unaccounted []string
 	for _, p := range listed {
-		if !recorded[CredentialName(service, p)] {
+		if !recorded[p] {
 			unaccounted = append(unaccounted, p)
 		}
 	}
@@ -104,6 +111,9 @@ func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, reco
 		// No Resource: revoked wherever it has rights.
 		if err := e.Backend.Revoke(ctx, drivers.Access{Principal: d.principal}); err != nil {
 			errs = append(errs, fmt.Errorf("revoke unaccounted principal %s: %w", d.principal, err))
+			if drivers.IsUnavailable(err) || ctx.Err() != nil {
+				break // the next would wait as long: at the next check
+			}
 			continue
 		}
 		o.unaccounted.forget(e.Name, d.principal)

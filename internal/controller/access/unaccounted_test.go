@@ -133,6 +133,84 @@ func scramUsers(t *testing.T, adm *kadm.Client) map[string]bool {
 	return users
 }
 
+// scramAdmin is an admin client of broker b, as its superuser.
+func scramAdmin(t *testing.T, b *kafka.Broker) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: "s3cr3t"}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// upsertSCRAM makes SCRAM users of principals, as an earlier cluster's
+// controller would have.
+func upsertSCRAM(t *testing.T, adm *kadm.Client, principals ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ups []kadm.UpsertSCRAM
+	for _, p := range principals {
+		ups = append(ups, kadm.UpsertSCRAM{User: p, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "pw-" + p})
+	}
+	res, err := adm.AlterUserSCRAMs(ctx, nil, ups)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kafkaPair opens backends hung and kafka (in that order in the file),
+// each on a real broker of its own (two backends on one cluster share a
+// claim space), with SCRAM and ACLs, installation named, kafka's
+// orphanGrace grace and both backends' requestTimeout timeout.
+func kafkaPair(t *testing.T, installation string, grace, timeout time.Duration) (set *backends.Set, kafkaBroker, hungBroker *kafka.Broker) {
+	t.Helper()
+	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	hb := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
+	dir := t.TempDir()
+	sasl := "sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}, requestTimeout: " + timeout.String()
+	yaml := "installation: " + installation + "\nbackends:\n" +
+		"- {name: hung, driver: kadm, config: {seedBrokers: ['" + hb.Bootstrap() + "'], " + sasl + "}}\n" +
+		"- {name: kafka, driver: kadm, credentials: {orphanGrace: " + grace.String() + "}, config: {seedBrokers: ['" + b.Bootstrap() + "'], " + sasl + "}}\n"
+	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), Lookup: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err = backends.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := set.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if names := set.Names(); !slices.Equal(names, []string{"hung", "kafka"}) {
+		t.Fatalf("want backends hung, kafka in file order, got %v", names)
+	}
+	return set, b, hb
+}
+
+// testScheme has buckety's kinds and client-go's.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestHungBackendDoesNotDelayAnothersRevocation: backend hung (first in
 // the file) never answers its listing; backend kafka, on a real broker,
 // has three principals carrying the installation's marker: one recorded
@@ -145,62 +223,16 @@ func TestHungBackendDoesNotDelayAnothersRevocation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real Kafka-protocol broker")
 	}
-	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
-	// hung's own cluster (two backends on one cluster share a claim
-	// space); its listing never reaches it.
-	hb := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
 	const installation = "test-inst"
 	grace := 5 * time.Minute
-	dir := t.TempDir()
-	sasl := "sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}, requestTimeout: 5s"
-	yaml := "installation: " + installation + "\nbackends:\n" +
-		"- {name: hung, driver: kadm, config: {seedBrokers: ['" + hb.Bootstrap() + "'], " + sasl + "}}\n" +
-		"- {name: kafka, driver: kadm, credentials: {orphanGrace: " + grace.String() + "}, config: {seedBrokers: ['" + b.Bootstrap() + "'], " + sasl + "}}\n"
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), Lookup: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := backends.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := set.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	if names := set.Names(); !slices.Equal(names, []string{"hung", "kafka"}) {
-		t.Fatalf("want backends hung, kafka in file order, got %v", names)
-	}
+	set, b, _ := kafkaPair(t, installation, grace, 5*time.Second)
 
 	marker := drivers.InstallationMarker(installation)
 	orphan := "bky.t.orphan." + marker + ".1"
 	cached := "bky.t.cached." + marker + ".1"
 	fresh := "bky.t.fresh." + marker + ".1"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: "s3cr3t"}.AsSha512Mechanism()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	adm := kadm.NewClient(cl)
-	{
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var ups []kadm.UpsertSCRAM
-		for _, p := range []string{orphan, cached, fresh} {
-			ups = append(ups, kadm.UpsertSCRAM{User: p, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "pw-" + p})
-		}
-		res, err := adm.AlterUserSCRAMs(ctx, nil, ups)
-		cancel()
-		if err == nil {
-			err = res.Error()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	adm := scramAdmin(t, b)
+	upsertSCRAM(t, adm, orphan, cached, fresh)
 	for _, p := range []string{orphan, cached, fresh} {
 		if !scramUsers(t, adm)[p] {
 			t.Fatalf("want SCRAM user %s on the broker before the check", p)
@@ -213,13 +245,7 @@ func TestHungBackendDoesNotDelayAnothersRevocation(t *testing.T) {
 	kb, _ := set.Get("kafka")
 	kb.Principals = staticLister{installation: installation, principals: []string{orphan, cached, fresh}}
 
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := testScheme(t)
 	rec := func(p string) *v1.BucketyCredential {
 		return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName("kafka", p)},
 			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: p, Phase: v1.CredentialActive,
@@ -345,5 +371,58 @@ func TestHungBackendDoesNotDelayAnothersRevocation(t *testing.T) {
 	}
 	if len(list.Items) != 2 {
 		t.Errorf("want the records left alone, got %d", len(list.Items))
+	}
+}
+
+// TestUnaccountedAcrossServiceChange: backend kafka's `service:` was
+// changed after its accesses were issued, so their records carry the
+// earlier service (and names made from it). Their principals are still
+// accounted for: past the grace, only the principal no record names is
+// revoked. Matching by the name the current service gives a record, the
+// check revoked every live access's credential once the grace passed.
+func TestUnaccountedAcrossServiceChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	const installation = "test-inst"
+	grace := 5 * time.Minute
+	set, b, _ := kafkaPair(t, installation, grace, 5*time.Second)
+	marker := drivers.InstallationMarker(installation)
+	live := "bky.t.live." + marker + ".1"
+	orphan := "bky.t.orphan." + marker + ".1"
+	adm := scramAdmin(t, b)
+	upsertSCRAM(t, adm, live, orphan)
+	hung, _ := set.Get("hung")
+	hung.Principals = staticLister{installation: installation}
+	kb, _ := set.Get("kafka")
+	kb.Principals = staticLister{installation: installation, principals: []string{live, orphan}}
+	if kb.Config.ClaimScope() != "kafka" {
+		t.Fatalf("want backend kafka's service kafka, got %s", kb.Config.ClaimScope())
+	}
+	const was = "kafka-before"
+	rec := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName(was, live)},
+		Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: was, Principal: live, Phase: v1.CredentialActive,
+			Owner: v1.ClaimOwner{Namespace: "t", Name: "live", UID: "uid-live"}}}
+	acc := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "live", UID: "uid-live"}}
+	s := testScheme(t)
+	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(rec, acc).Build()
+	api := fake.NewClientBuilder().WithScheme(s).WithObjects(rec.DeepCopy(), acc.DeepCopy()).Build()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o := &Orphans{Reconciler: &Reconciler{Client: cache, APIReader: api, Backends: set}, Log: logr.Discard(),
+		now: func() time.Time { return now }}
+	ctx := context.Background()
+	if n, err := o.CheckOnce(ctx); n != 0 || err != nil {
+		t.Fatalf("first check: want nothing revoked, got %d (%v)", n, err)
+	}
+	if _, ok := o.unaccounted.since("kafka", live); ok {
+		t.Errorf("want %s, recorded under service %s, never counted unaccounted", live, was)
+	}
+	now = now.Add(grace)
+	if n, err := o.CheckOnce(ctx); n != 1 || err != nil {
+		t.Errorf("past the grace: want the orphan alone revoked, got %d (%v)", n, err)
+	}
+	users := scramUsers(t, adm)
+	if !users[live] || users[orphan] {
+		t.Errorf("want %s kept and %s revoked, got %v", live, orphan, users)
 	}
 }
