@@ -91,6 +91,9 @@ type issuer interface {
 	// in a few requests for the whole backend; with an error naming what
 	// could not be judged (drivers.CredentialSweeper).
 	sweep(ctx context.Context, as []drivers.Access) ([]int, error)
+	// requests is the most requests a grant or a revocation of a makes,
+	// each bounded by requestTimeout: what bounds the whole (grantTimeout).
+	requests(a drivers.Access) int
 }
 
 // newIssuer is the issuer of the backend's implementation, nil for one
@@ -383,7 +386,7 @@ func (b *Backend) grantCredential(ctx context.Context, a drivers.Access, data ma
 		if err != nil {
 			return drivers.Grant{}, err
 		}
-		ctx, cancel := context.WithTimeout(ctx, b.grantTimeout(a))
+		ctx, cancel := context.WithTimeout(ctx, b.grantTimeout(is, a))
 		defer cancel()
 		if secret, err = is.grant(ctx, a, secret); err != nil {
 			return drivers.Grant{}, err
@@ -410,15 +413,19 @@ func (b *Backend) revokeCredential(ctx context.Context, a drivers.Access) error 
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.grantTimeout(a))
+	ctx, cancel := context.WithTimeout(ctx, b.grantTimeout(is, a))
 	defer cancel()
 	return is.revoke(ctx, a)
 }
 
-// grantTimeout bounds a grant or revocation: requestTimeout per bucket
-// it touches (on versitygw a read and a write of each bucket's policy).
-func (b *Backend) grantTimeout(a drivers.Access) time.Duration {
-	return b.cfg.timeout() * time.Duration(max(1, len(a.Resources())+len(a.Drop)))
+// grantTimeout bounds a grant or revocation as a whole: requestTimeout
+// for each request it may make (the issuer's requests), each of which its
+// client bounds by requestTimeout too. One requestTimeout per bucket was
+// less than a grant makes (five to eight requests on IAM, two per bucket
+// on VersityGW): a server answering in a fifth of requestTimeout never
+// finished one, pass after pass.
+func (b *Backend) grantTimeout(is issuer, a drivers.Access) time.Duration {
+	return b.cfg.timeout() * time.Duration(max(1, is.requests(a)))
 }
 
 // SweepCredentials implements drivers.CredentialSweeper through the

@@ -306,6 +306,16 @@ func (i *iamIssuer) keepOneKey(ctx context.Context, user, secret string) (string
 	return id, sec, true, nil
 }
 
+// requests: a grant reads each bucket's public access block (a role that
+// uploads, on seaweedfs), then CreateUser, PutUserPolicy,
+// ListUserPolicies, ListAccessKeys, a delete of each key but one (IAM
+// holds two) and CreateAccessKey, with room for a policy added out of
+// band to be deleted; a revocation lists and deletes the keys and
+// policies, then deletes the user.
+func (i *iamIssuer) requests(a drivers.Access) int {
+	return 10 + len(a.Resources())
+}
+
 // revoke deletes the user's keys, its policies, then the user. A user
 // already gone is success.
 func (i *iamIssuer) revoke(ctx context.Context, a drivers.Access) error {

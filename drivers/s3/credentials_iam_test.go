@@ -235,3 +235,49 @@ func TestIAMSweepOutlastsOneRequestTimeout(t *testing.T) {
 		t.Errorf("the sweep took %v: want longer than one requestTimeout (%v), or the test proves nothing", took, cfg.RequestTimeout.Duration)
 	}
 }
+
+// TestIAMGrantOutlastsOneRequestTimeout: a re-assertion on IAM makes five
+// requests and more (CreateUser, PutUserPolicy, ListUserPolicies,
+// ListAccessKeys, GetUser...), each bounded by requestTimeout. Through a
+// proxy that holds every request 400 ms, with a requestTimeout of 1 s,
+// the grant and the revocation finish: one requestTimeout for the whole
+// grant ran out after its third request, on every pass, and a server
+// answering in a fraction of requestTimeout never had its keys
+// re-asserted or revoked.
+func TestIAMGrantOutlastsOneRequestTimeout(t *testing.T) {
+	srv, be, _ := iamFixture(t)
+	ctx := context.Background()
+	if err := (s3Ops{t: t, cl: rawClient(t, be.cfg, be.cfg.Endpoint)}).createBucket("ledger"); err != nil {
+		t.Fatal(err)
+	}
+	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: "slow", UID: "uid-slow-grant", Role: drivers.RoleReadWrite, Assert: drivers.IssueRecorded}
+	a.Principal = be.Principal(a, 1)
+	g, err := be.Grant(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := slowProxy(t, srv.Endpoint, 400*time.Millisecond)
+	cfg := *be.cfg
+	cfg.Credentials = &Credentials{IAMEndpoint: slow.URL}
+	cfg.RequestTimeout = drivers.Duration{Duration: time.Second}
+	slowBe, _ := open(t, &cfg)
+	again := a
+	again.Assert, again.Secret = drivers.Reassert, be.SecretFrom(a.Principal, g.Data)
+	start := time.Now()
+	g2, err := slowBe.Grant(ctx, again)
+	if err != nil {
+		t.Fatalf("re-assertion through the slow proxy: %v", err)
+	}
+	if took := time.Since(start); took < cfg.RequestTimeout.Duration {
+		t.Errorf("the re-assertion took %v: want longer than one requestTimeout (%v), or the test proves nothing", took, cfg.RequestTimeout.Duration)
+	}
+	if string(g2.Data[SecretAccessKeyID]) != string(g.Data[SecretAccessKeyID]) {
+		t.Errorf("want the key kept by the re-assertion, got %s for %s", g2.Data[SecretAccessKeyID], g.Data[SecretAccessKeyID])
+	}
+	if err := slowBe.Revoke(ctx, a); err != nil {
+		t.Fatalf("revocation through the slow proxy: %v", err)
+	}
+	if exists, err := be.InspectPrincipal(ctx, a.Principal); err != nil || exists {
+		t.Errorf("want user %s gone after the revocation, got exists %v (%v)", a.Principal, exists, err)
+	}
+}

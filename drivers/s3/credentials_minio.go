@@ -102,6 +102,12 @@ func (m *minioIssuer) grant(ctx context.Context, a drivers.Access, secret string
 	}
 }
 
+// requests: a grant writes the policy, the user and the attachment,
+// twice when the server lost a write to an IAM reload, with a legacy
+// service account to inspect and delete; a revocation deletes the user
+// and the policy.
+func (m *minioIssuer) requests(drivers.Access) int { return 10 }
+
 // errForeignKey: a key under a name buckety recorded is not buckety's.
 var errForeignKey = errors.New("s3: not a key buckety issued")
 

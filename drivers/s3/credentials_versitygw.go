@@ -171,6 +171,14 @@ func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret stri
 	return secret, nil
 }
 
+// requests: a grant probes the user's key, may delete and make it again,
+// then reads and writes the policy of each bucket it grants on or drops
+// (a write the gateway refuses lists its users and writes again); a
+// revocation does the same for each bucket, then deletes the user.
+func (v *versityIssuer) requests(a drivers.Access) int {
+	return 4 + 4*(len(a.Resources())+len(a.Drop))
+}
+
 // setBucketGrant makes principal's grant on bucket role ("" removes it)
 // in buckety's statements of the bucket policy, keeping every other
 // statement as it is. before, when set, runs once the new policy is

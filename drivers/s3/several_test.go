@@ -348,20 +348,27 @@ func TestIAMBucketsPolicyACLHeaders(t *testing.T) {
 	}
 }
 
-// TestGrantTimeout: a grant or revocation has requestTimeout per bucket it
-// touches, kept or dropped; one without a bucket still has one.
+// TestGrantTimeout: a grant or revocation has requestTimeout for each
+// request its issuer may make: on VersityGW four per bucket it touches,
+// kept or dropped, on IAM one per bucket past its own ten; one without a
+// bucket still has its issuer's fixed requests.
 func TestGrantTimeout(t *testing.T) {
 	be := &Backend{cfg: &Config{RequestTimeout: drivers.Duration{Duration: time.Second}}}
+	several := drivers.Access{Resource: "a", Several: severalOf("a", "b", "c"), Drop: []string{"d"}}
 	for _, c := range []struct {
+		is   issuer
 		a    drivers.Access
 		want time.Duration
 	}{
-		{drivers.Access{}, time.Second},
-		{drivers.Access{Resource: "a"}, time.Second},
-		{drivers.Access{Resource: "a", Several: severalOf("a", "b", "c"), Drop: []string{"d"}}, 4 * time.Second},
+		{&versityIssuer{}, drivers.Access{}, 4 * time.Second},
+		{&versityIssuer{}, drivers.Access{Resource: "a"}, 8 * time.Second},
+		{&versityIssuer{}, several, 20 * time.Second},
+		{&iamIssuer{}, drivers.Access{}, 10 * time.Second},
+		{&iamIssuer{}, several, 13 * time.Second},
+		{&minioIssuer{}, several, 10 * time.Second},
 	} {
-		if got := be.grantTimeout(c.a); got != c.want {
-			t.Errorf("%v: want %v, got %v", c.a.Resources(), c.want, got)
+		if got := be.grantTimeout(c.is, c.a); got != c.want {
+			t.Errorf("%T %v: want %v, got %v", c.is, c.a.Resources(), c.want, got)
 		}
 	}
 }
