@@ -56,6 +56,12 @@ type facts struct {
 	// gateBusy: another pass holds that gate; this one ends without a
 	// status write and is retried soon (claim.go holdGate).
 	gateBusy bool
+	// backendDown: the Breaker held this pass back (its backend stopped
+	// answering, and its status says so); it ends without a status write.
+	backendDown bool
+	// askedBackend: the pass got as far as provisioning, which asks the
+	// backend (Breaker).
+	askedBackend bool
 	// locationChanged: a location parameter differs from what the claim
 	// recorded (immutable).
 	locationChanged string

@@ -45,6 +45,7 @@ import (
 // (drivers.Resource.BeforeWrite); a claim this pass wrote needs none.
 // The sticky status fields are then copied from the claim.
 func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (bool, error) {
+	f.askedBackend = true
 	cl := f.claim
 	justRecorded, fresh := false, false
 	var in *drivers.Inspection

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -89,6 +90,9 @@ type Reconciler struct {
 	// DrainUnits bounds one drain step (drivers.DrainLimits.Units); 0:
 	// the driver's default.
 	DrainUnits int
+	// Breaker holds back the passes of Bucketies whose backend stopped
+	// answering (breaker.go); nil holds none back.
+	Breaker *Breaker
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
@@ -153,6 +157,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			res = reconcile.Result{RequeueAfter: gateBackoff.Next(b.UID, retry.Transient)}
 			return
 		}
+		if f.backendDown && reterr == nil {
+			// Held back: the status says the backend is unavailable,
+			// and it still is. Retried as a failed pass would be.
+			after := retry.TransientMax
+			if r.Backoff != nil {
+				after = r.Backoff.Next(b.UID, retry.Transient)
+			}
+			res = reconcile.Result{RequeueAfter: after}
+			return
+		}
 		derived := conditions(b, f)
 		r.announce(b, derived)
 		hold := r.holding(b, f, reterr)
@@ -199,7 +213,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	mergeDefaults(e, b, f)
 	fp := budget.Footprint(e.Config, f.params)
 	f.quota = &fp
-	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) || !r.claim(ctx, b, e, f) {
+	if !r.resolveName(ctx, b, e, f) || !r.validateParameters(b, e, f) {
+		return requeue, nil
+	}
+	// A backend that stopped answering holds back the passes that
+	// already found it so (breaker.go): no worker waits on it for them.
+	probe, admitted := r.Breaker.Admit(e.Name, foundUnavailable(b))
+	if !admitted {
+		f.backendDown = true
+		return requeue, nil
+	}
+	defer func() {
+		switch down, up := r.Breaker.Done(e.Name, probe, f.outcome()); {
+		case down:
+			log.FromContext(ctx).Info("backend stopped answering: the passes of its Bucketies that found it unavailable wait for a probe to get an answer", "backend", e.Name, "passesInARow", r.Breaker.threshold(), "probes", r.Breaker.probes())
+		case up:
+			log.FromContext(ctx).Info("backend answers again: every pass of its Bucketies runs", "backend", e.Name)
+		}
+	}()
+	if !r.claim(ctx, b, e, f) {
 		return requeue, nil
 	}
 	ok, err := r.provision(ctx, b, e, f)

@@ -60,6 +60,9 @@ type Options struct {
 	Backoff *retry.Backoff
 	// DrainUnits is the Reconciler's field of that name.
 	DrainUnits int
+	// Breaker is the Reconciler's field of that name; nil: one with the
+	// defaults.
+	Breaker *Breaker
 }
 
 // SetupWithManager builds the Buckety reconciler and registers its
@@ -88,6 +91,9 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	if o.Backoff == nil {
 		o.Backoff = &retry.Backoff{}
 	}
+	if o.Breaker == nil {
+		o.Breaker = &Breaker{}
+	}
 	r := &Reconciler{
 		Client:         mgr.GetClient(),
 		Backends:       o.Backends,
@@ -104,6 +110,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Wakes:          o.Wakes,
 		APIReader:      mgr.GetAPIReader(),
 		DrainUnits:     o.DrainUnits,
+		Breaker:        o.Breaker,
 	}
 	notSettled, settledLater := queue.SettledLater(settled)
 	b := builder.ControllerManagedBy(mgr).

@@ -1,0 +1,169 @@
+package buckety
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// A backend that stops answering (a broker or S3 endpoint black-holed, a
+// network partition) makes each pass that reaches it wait out its
+// requestTimeout, and every Buckety on it retries at most TransientMax
+// (20 s) apart: some thirty Bucketies on a hung backend with a 30 s
+// requestTimeout kept all sixteen workers waiting on it, and every other
+// backend's Bucketies waited for a worker. The Breaker holds those passes
+// back instead, per backend:
+//
+//   - a backend is down once Threshold passes in a row found it
+//     unavailable (drivers.IsUnavailable) with no pass between getting an
+//     answer from it, and up again at the first pass that gets one;
+//   - while it is down, a Buckety whose status already says so for its
+//     generation (BackendUnavailable True) runs its pass only as one of
+//     Probes passes at a time; the others end at once, without a status
+//     write (what it says is still true) and without a backend request,
+//     and are retried on their backoff, as a failed pass would be;
+//   - a Buckety whose status does not say so yet (new, edited, or Ready
+//     until now) runs its pass, and says so: one pass each per episode.
+//
+// Deletions are not held back: a deletion runs its pass whatever the
+// backend's state. One Breaker serves a process's Buckety controller, every
+// shard it holds; nil holds nothing back.
+type Breaker struct {
+	// Threshold is how many passes in a row must find a backend
+	// unavailable before it is down; 0: DefaultBreakerThreshold.
+	Threshold int
+	// Probes is how many held-back Bucketies' passes may try a backend
+	// that is down at once; 0: DefaultBreakerProbes.
+	Probes int
+
+	mu       sync.Mutex
+	backends map[string]*breakerState
+}
+
+// The Breaker's defaults: three passes in a row, two probes at a time.
+const (
+	DefaultBreakerThreshold = 3
+	DefaultBreakerProbes    = 2
+)
+
+// breakerState is one backend's: the passes in a row that found it
+// unavailable, and the probes running while it is down.
+type breakerState struct {
+	failed, probing int
+}
+
+// passOutcome is what a pass learned of its backend.
+type passOutcome int
+
+const (
+	// outcomeNone: the pass did not get to ask the backend (it stopped
+	// before, on a claim, a limit or a parameter).
+	outcomeNone passOutcome = iota
+	// outcomeUnavailable: the backend did not answer.
+	outcomeUnavailable
+	// outcomeAnswered: the backend answered, whatever it said.
+	outcomeAnswered
+)
+
+func (br *Breaker) state(backend string) *breakerState {
+	if br.backends == nil {
+		br.backends = map[string]*breakerState{}
+	}
+	s, ok := br.backends[backend]
+	if !ok {
+		s = &breakerState{}
+		br.backends[backend] = s
+	}
+	return s
+}
+
+func (br *Breaker) threshold() int { return positiveOr(br.Threshold, DefaultBreakerThreshold) }
+func (br *Breaker) probes() int    { return positiveOr(br.Probes, DefaultBreakerProbes) }
+
+// positiveOr is v when positive, else def.
+func positiveOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Admit says whether a pass on backend may run: found says the Buckety's
+// status already records the backend unavailable for its generation. A
+// pass admitted as a probe (probe true) holds one of the backend's probe
+// slots until Done.
+func (br *Breaker) Admit(backend string, found bool) (probe, ok bool) {
+	if br == nil {
+		return false, true
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	s := br.state(backend)
+	if !found || s.failed < br.threshold() {
+		return false, true
+	}
+	if s.probing >= br.probes() {
+		return false, false
+	}
+	s.probing++
+	return true, true
+}
+
+// Done records what an admitted pass learned of backend, and frees its
+// probe slot. It reports whether the backend went down or came up with
+// this pass, for the log.
+func (br *Breaker) Done(backend string, probe bool, o passOutcome) (wentDown, cameUp bool) {
+	if br == nil {
+		return false, false
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	s := br.state(backend)
+	if probe {
+		s.probing--
+	}
+	switch o {
+	case outcomeUnavailable:
+		s.failed++
+		return s.failed == br.threshold(), false
+	case outcomeAnswered:
+		was := s.failed >= br.threshold()
+		s.failed = 0
+		return false, was
+	}
+	return false, false
+}
+
+// Down reports whether backend is down: passes that found it unavailable
+// are held back.
+func (br *Breaker) Down(backend string) bool {
+	if br == nil {
+		return false
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return br.state(backend).failed >= br.threshold()
+}
+
+// foundUnavailable reports whether b's status records its backend
+// unavailable for its current generation.
+func foundUnavailable(b *v1.Buckety) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionBackendUnavailable)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1.ReasonBackendUnreachable && c.ObservedGeneration == b.Generation
+}
+
+// outcome is what the pass f learned of its backend: unavailable when it
+// recorded so; answered when it got as far as provisioning without that
+// (every provision asks the backend); none otherwise.
+func (f *facts) outcome() passOutcome {
+	switch {
+	case f.Unavailable != nil:
+		return outcomeUnavailable
+	case f.askedBackend:
+		return outcomeAnswered
+	}
+	return outcomeNone
+}
