@@ -263,3 +263,50 @@ func TestRelabelWakesAccessesWaitingForTheirLimit(t *testing.T) {
 		return len(granted) == 3, fmt.Sprintf("granted %v, held %v, other %v", granted, held, other)
 	})
 }
+
+// TestWithdrawnAccessesHoldNoPlace: under limits.accessesPerBuckety: 1,
+// the owner shares "orders" with namespaces x and y; x's access takes the
+// one place. The owner withdraws x: x's access stays (only its tenant can
+// delete it) but holds no place, so y's access is granted. While x still
+// had the place, the owner's own access to "orders" was held at the limit
+// too: a shared Buckety's accesses of every namespace count. (Before,
+// x's withdrawn access, older than y's, took the place at every pass, and
+// the owner's own accesses counted only its namespace's.)
+func TestWithdrawnAccessesHoldNoPlace(t *testing.T) {
+	needInfra(t)
+	b, _ := scopedBroker(t, 0)
+	be := superuserBackend(b, 0)
+	be.Limits = &config.Limits{AccessesPerBuckety: 1}
+	startController(t, harness.ConfigYAML(be), nil, time.Hour)
+	owner, x, y := namespace(t), namespace(t), namespace(t)
+	for _, ns := range []string{owner, x, y} {
+		removeWhileRunning(t, ns)
+	}
+	orders := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: owner}, Spec: v1.BucketySpec{Backend: "kafka", Name: owner + ".orders",
+		Sharing: []v1.SharingRule{{Namespace: x, Roles: []v1.Role{v1.RoleReadWrite}}, {Namespace: y, Roles: []v1.Role{v1.RoleReadWrite}}}}}
+	create(t, orders)
+	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	ax := foreignAccess(x, "ax", owner, "orders", v1.RoleReadWrite)
+	create(t, ax)
+	waitCondition(t, ax, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+
+	own := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: owner}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, Role: v1.RoleReadWrite, CredentialsSecretName: "own"}}
+	create(t, own)
+	c := waitCondition(t, own, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonLimitExceeded, waitTimeout)
+	if !strings.Contains(c.Message, "accessesPerBuckety") {
+		t.Errorf("the owner's own access: want the limit named, got %q", c.Message)
+	}
+	if err := k8s.Delete(context.Background(), own); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the owner's own access gone", func() (bool, string) { return gone(t, own) })
+
+	patch(t, orders, fmt.Sprintf(`{"spec":{"sharing":[{"namespace":%q,"roles":["ReadWrite"]}]}}`, y))
+	waitCondition(t, ax, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNotShared, waitTimeout)
+	ay := foreignAccess(y, "ay", owner, "orders", v1.RoleReadWrite)
+	create(t, ay)
+	waitCondition(t, ay, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if err := produceWith(t, secret(t, y, "ay").Data, owner+".orders"); err != nil {
+		t.Errorf("y's access: want produce to the shared topic allowed, got %v", err)
+	}
+}

@@ -266,6 +266,60 @@ func TestSeveralWithdrawnWhileStuck(t *testing.T) {
 	wait.For(t, waitTimeout, "the owner's Buckety deleted, not waiting for the access", func() (bool, string) { return gone(t, shared) })
 }
 
+// TestSeveralWithdrawnFromARetiringCredential: a rotation leaves the
+// previous credential working for the backend's rotationGrace (an hour
+// here). The owner withdrawing its consent then takes the foreign topic's
+// rights from both: the retiring credential is revoked at once, not after
+// the grace, while the current one keeps its own topic. A tenant rotating
+// once per grace kept a credential on a withdrawn topic for ever.
+func TestSeveralWithdrawnFromARetiringCredential(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, time.Hour)
+	startController(t, cfg, nil, time.Hour)
+	ns, owner, _, _, _ := severalNamespaces(t)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".mine"}})
+	shared := sharedBuckety(owner, "orders", "kafka", owner+".orders", ns, v1.RoleReadWrite)
+	create(t, shared)
+	multi := severalAccess(ns, "multi", v1.RoleReadWrite, v1.BucketyReference{Name: "mine"}, v1.BucketyReference{Namespace: owner, Name: "orders"})
+	create(t, multi)
+	waitCondition(t, multi, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	first := secret(t, ns, "multi").Data
+
+	patch(t, multi, `{"spec":{"rotation":"1"}}`)
+	wait.For(t, waitTimeout, "rotation 1 honoured", func() (bool, string) {
+		a := getAccess(t, ns, "multi")
+		return a.Status.Rotation == "1" && a.Status.ObservedGeneration == a.Generation, condString(a.Status.Conditions)
+	})
+	rotated := secret(t, ns, "multi").Data
+	if string(rotated[kadmdriver.SecretSASLUsername]) == string(first[kadmdriver.SecretSASLUsername]) {
+		t.Fatal("rotation: want a new principal")
+	}
+	if err := produceWith(t, first, owner+".orders"); err != nil {
+		t.Fatalf("within the grace: want the retiring credential still allowed on the shared topic, got %v", err)
+	}
+
+	patch(t, shared, `{"spec":{"sharing":null}}`)
+	wait.For(t, waitTimeout, "the access withdrawn from "+owner+"/orders", func() (bool, string) {
+		a := getAccess(t, ns, "multi")
+		return slices.Contains(a.Status.Withdrawn, owner+"/orders") && a.Status.ObservedGeneration == a.Generation, condString(a.Status.Conditions)
+	})
+	wait.For(t, waitTimeout, "the retiring credential refused on the withdrawn topic", func() (bool, string) {
+		err := produceWith(t, first, owner+".orders", kgo.DisableIdempotentWrite())
+		return err != nil, fmt.Sprintf("produce with the retiring credential: %v", err)
+	})
+	for _, c := range credentialsOf(t, multi.UID) {
+		if c.Spec.Principal == string(first[kadmdriver.SecretSASLUsername]) {
+			t.Errorf("want the retiring credential %s revoked and its record gone, got it %s", c.Spec.Principal, c.Spec.Phase)
+		}
+	}
+	if err := produceWith(t, rotated, ns+".mine"); err != nil {
+		t.Errorf("the current credential: want its own topic allowed, got %v", err)
+	}
+	if err := produceWith(t, rotated, owner+".orders", kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("the current credential: want the withdrawn topic refused with TOPIC_AUTHORIZATION_FAILED, got %v", err)
+	}
+}
+
 // TestSeveralS3 (#51 item 3), on VersityGW, MinIO and SeaweedFS (IAM),
 // each issuing a key per access: one access over two buckets of its
 // namespace and one another namespace shares gets one key that writes and

@@ -163,7 +163,12 @@ func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e 
 			continue
 		}
 		if c.Spec.Phase == v1.CredentialRetiring {
-			if c.Spec.RetireAfter == nil || !now.Before(c.Spec.RetireAfter.Time) {
+			// Due, or granted on a Buckety that stopped sharing:
+			// a Grant drops those rights from the current
+			// credential alone, and a retiring one kept them until
+			// its retireAfter (a tenant rotating every grace kept
+			// one for ever).
+			if c.Spec.RetireAfter == nil || !now.Before(c.Spec.RetireAfter.Time) || on.withdrawnFrom(c) {
 				if _, err := r.revoke(ctx, c, f); err != nil {
 					return nil, 0, false, err
 				}
@@ -270,6 +275,14 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 	for i := range creds {
 		c := &creds[i]
 		if c.Spec.Backend != e.Name || c.Name == cur.Name || c.Spec.Phase == v1.CredentialRetiring {
+			continue
+		}
+		if on.withdrawnFrom(c) {
+			// Holds rights a Buckety withdrew: revoked now, not
+			// after the grace.
+			if _, err := r.revoke(ctx, c, f); err != nil {
+				return err
+			}
 			continue
 		}
 		before := c.DeepCopy()

@@ -16,6 +16,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/sharing"
 )
 
 // LimitRetry is how soon an access waiting for its namespace's or its
@@ -74,7 +75,9 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	keys := []string{gateKey(e.Name, a.Namespace)}
 	var across []*v1.Buckety
 	for _, t := range on.targets {
-		if t.b.Namespace != a.Namespace {
+		// The owner's own access to a Buckety it shares counts the
+		// other namespaces' accesses too.
+		if t.b.Namespace != a.Namespace || len(t.b.Spec.Sharing) > 0 {
 			across = append(across, t.b)
 			keys = append(keys, gateKey(e.Name, t.b.Namespace))
 		}
@@ -97,7 +100,7 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	// lists: one a pass forgets meanwhile (its access's own pass, finding
 	// it granted) is granted in the lists too.
 	placed := r.gates.placedIn(keys...)
-	others, settled, err := r.contenders(ctx, a, on, e.Name, placed, across)
+	others, settled, err := r.contenders(ctx, a, on, e.Config, placed, across)
 	if err != nil {
 		return false, err
 	}
@@ -123,10 +126,12 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 // under the limits of backend: those of its namespace on the backend
 // (local, counted toward accessesPerNamespace and their Buckety's
 // accessesPerBuckety) and, where the Buckety is shared (across), those of
-// other namespaces naming b (counted toward its accessesPerBuckety only).
+// other namespaces naming b that it shares with now (counted toward its
+// accessesPerBuckety only).
 // settled are the accesses of placed the lists show granted or deleted.
 // All is read from the cache.
-func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, backend string, placed map[types.UID]struct{}, across []*v1.Buckety) ([]contender, map[types.UID]struct{}, error) {
+func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, cfg *config.Backend, placed map[types.UID]struct{}, across []*v1.Buckety) ([]contender, map[types.UID]struct{}, error) {
+	backend := cfg.Name
 	var list v1.BucketyAccessList
 	// Counted, never written: the cache's own objects, not copies.
 	if err := r.Client.List(ctx, &list, ctrl.InNamespace(a.Namespace), ctrl.UnsafeDisableDeepCopy); err != nil {
@@ -140,10 +145,27 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 			return nil, nil, err
 		}
 		for i := range of {
-			if of[i].Namespace != a.Namespace && !seen[of[i].UID] {
-				seen[of[i].UID] = true
-				items = append(items, of[i])
+			o := &of[i]
+			if o.Namespace == a.Namespace || seen[o.UID] {
+				continue
 			}
+			// One the Buckety does not share with (its owner
+			// withdrew, or narrowed the role) holds no place: its
+			// rights there go at its own next pass, and only its
+			// tenant could delete it.
+			if o.Namespace == b.Namespace {
+				// The owner's own: no consent to ask.
+				seen[o.UID] = true
+				items = append(items, *o)
+				continue
+			}
+			if why, err := sharing.Check(ctx, r.Client, cfg, b, o.Namespace, o.Spec.Role); err != nil {
+				return nil, nil, err
+			} else if why != "" {
+				continue
+			}
+			seen[o.UID] = true
+			items = append(items, *o)
 		}
 	}
 	settled := make(map[types.UID]struct{}, len(placed))

@@ -282,3 +282,36 @@ func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
 		t.Errorf("x's access once o's is gone: want it let through, got %v (%v)", ok, err)
 	}
 }
+
+// TestWithdrawnAccessHoldsNoPlace: Buckety o/orders (accessesPerBuckety:
+// 1) shared with x, then with y alone. x's access, older and withdrawn
+// (its status no longer shows a grant), stays in x, where only its tenant
+// can delete it: it holds no place, and y's access is let through. The
+// owner's own access to orders then waits behind y's: a shared Buckety's
+// accesses of every namespace count, its owner's included.
+func TestWithdrawnAccessHoldsNoPlace(t *testing.T) {
+	r, e := limitsEnv(t, 0)
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1}
+	ctx := context.Background()
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "y", Roles: []v1.Role{v1.RoleReadOnly}}}
+	foreign := func(ns string, at time.Time) *v1.BucketyAccess {
+		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader", UID: types.UID("uid-" + ns), CreationTimestamp: metav1.NewTime(at)},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
+		if err := r.Client.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	foreign("x", time.Now().Add(-time.Hour))
+	y := foreign("y", time.Now())
+	f := &facts{}
+	if ok, err := r.withinLimits(ctx, y, single(shared), e, f); err != nil || !ok {
+		t.Fatalf("y's access: want it let through, x's withdrawn one holding no place; got %v (%v, %q)", ok, err, f.limitExceeded)
+	}
+	own := mkAccess(t, r.Client, "own", time.Now().Add(time.Minute))
+	f = &facts{}
+	if ok, err := r.withinLimits(ctx, own, single(shared), e, f); err != nil || ok || !strings.Contains(f.limitExceeded, "Buckety orders already has 1 BucketyAccesses") {
+		t.Errorf("the owner's own access: want it held behind y's at accessesPerBuckety, got let through %v (%v, %q)", ok, err, f.limitExceeded)
+	}
+}

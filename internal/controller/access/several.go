@@ -163,6 +163,14 @@ func (on *grantedOn) boundTo(c *v1.BucketyCredential) bool {
 	return true
 }
 
+// withdrawnFrom reports whether credential c was granted on a Buckety
+// that stopped sharing with the access (on.withdrawn).
+func (on *grantedOn) withdrawnFrom(c *v1.BucketyCredential) bool {
+	return slices.ContainsFunc(c.Spec.Resources, func(cr v1.CredentialResource) bool {
+		return slices.Contains(on.withdrawn, cr.Buckety)
+	})
+}
+
 // dropFrom lists the resources credential c was granted on that on no
 // longer names (their Bucketies stopped sharing).
 func (on *grantedOn) dropFrom(c *v1.BucketyCredential) []string {
