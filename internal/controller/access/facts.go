@@ -10,6 +10,11 @@ import (
 // facts is what one reconcile learned.
 type facts struct {
 	deleting bool
+	// backendDown: the Breaker held this pass back (its backend stopped
+	// answering, and its status says so); it ends without a status write.
+	backendDown bool
+	// askedBackend: the pass got an answer of its Grant (retry.Breaker).
+	askedBackend bool
 	// nameTooLong: the access's metadata.name cannot label its Secret
 	// (v1.AccessNameTooLong); nothing was resolved, granted or written.
 	nameTooLong string

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -76,6 +77,9 @@ type Reconciler struct {
 	// namespace. The start's read of every Secret (prefetch.go) reads
 	// only its shard's.
 	Serves *shard.Serves
+	// Breaker holds back the passes of accesses whose backend stopped
+	// answering (retry.Breaker); nil holds none back.
+	Breaker *retry.Breaker
 
 	verified verifiedSecrets
 	// prefetch reads every buckety Secret once after a start (prefetch.go).
@@ -114,6 +118,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	f := &facts{}
 	defer func() {
 		defer r.Written.Record(a, orig.ResourceVersion)
+		if f.backendDown && reterr == nil {
+			// Held back: the status says the backend is unreachable,
+			// and it still is. Retried as a failed pass would be.
+			after := retry.TransientMax
+			if r.Backoff != nil {
+				after = r.Backoff.Next(a.UID, retry.Transient)
+			}
+			res = reconcile.Result{RequeueAfter: after}
+			return
+		}
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, a, orig, status.Outcome{
 			Derived: conditions(a, f), Failure: failure(f), Deleting: f.deleting, Written: r.Written,
 		}, res, reterr)
@@ -209,6 +223,24 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 	if ok, err := r.claims(ctx, on, e, f); err != nil || !ok {
 		return requeue, err
 	}
+	// A backend that stopped answering holds back the passes that
+	// already found it so (retry.Breaker): no worker waits on it for
+	// them. One naming several that stopped sharing is not held back:
+	// giveUp must take those rights away.
+	probe, admitted := r.Breaker.Admit(e.Name, len(on.withdrawn) == 0 && retry.FoundUnreachable(a.Status.Conditions, a.Generation))
+	if !admitted {
+		f.backendDown = true
+		return requeue, nil
+	}
+	defer func() {
+		switch down, up := r.Breaker.Done(e.Name, probe, f.Outcome(f.askedBackend)); {
+		case down:
+			threshold, probes := r.Breaker.Limits()
+			log.FromContext(ctx).Info("backend stopped answering: the passes of its accesses that found it unavailable wait for a probe to get an answer", "backend", e.Name, "passesInARow", threshold, "probes", probes)
+		case up:
+			log.FromContext(ctx).Info("backend answers again: every pass of its accesses runs", "backend", e.Name)
+		}
+	}()
 	f.withdrawnFrom, f.withdrawnWhy = on.withdrawn, on.why
 	acc := on.access(a, e)
 	var scoping drivers.Issuing
@@ -247,6 +279,7 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		}
 	}
 	g, err := e.Backend.Grant(ctx, acc)
+	f.askedBackend = true
 	if drivers.IsPrincipalExists(err) {
 		f.principalConflict = err.Error()
 		return requeue, nil

@@ -95,6 +95,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Held:       o.Held,
 		LimitRetry: o.LimitRetry,
 		Serves:     o.Serves,
+		Breaker:    &retry.Breaker{},
 	}
 	notSettled, settledLater := queue.SettledLater(settled)
 	b := builder.ControllerManagedBy(mgr).

@@ -92,7 +92,7 @@ type Reconciler struct {
 	DrainUnits int
 	// Breaker holds back the passes of Bucketies whose backend stopped
 	// answering (breaker.go); nil holds none back.
-	Breaker *Breaker
+	Breaker *retry.Breaker
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
@@ -218,15 +218,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	// A backend that stopped answering holds back the passes that
 	// already found it so (breaker.go): no worker waits on it for them.
-	probe, admitted := r.Breaker.Admit(e.Name, foundUnavailable(b))
+	probe, admitted := r.Breaker.Admit(e.Name, retry.FoundUnreachable(b.Status.Conditions, b.Generation))
 	if !admitted {
 		f.backendDown = true
 		return requeue, nil
 	}
 	defer func() {
-		switch down, up := r.Breaker.Done(e.Name, probe, f.outcome()); {
+		switch down, up := r.Breaker.Done(e.Name, probe, f.Outcome(f.askedBackend)); {
 		case down:
-			log.FromContext(ctx).Info("backend stopped answering: the passes of its Bucketies that found it unavailable wait for a probe to get an answer", "backend", e.Name, "passesInARow", r.Breaker.threshold(), "probes", r.Breaker.probes())
+			threshold, probes := r.Breaker.Limits()
+			log.FromContext(ctx).Info("backend stopped answering: the passes of its Bucketies that found it unavailable wait for a probe to get an answer", "backend", e.Name, "passesInARow", threshold, "probes", probes)
 		case up:
 			log.FromContext(ctx).Info("backend answers again: every pass of its Bucketies runs", "backend", e.Name)
 		}

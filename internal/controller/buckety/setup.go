@@ -62,7 +62,7 @@ type Options struct {
 	DrainUnits int
 	// Breaker is the Reconciler's field of that name; nil: one with the
 	// defaults.
-	Breaker *Breaker
+	Breaker *retry.Breaker
 }
 
 // SetupWithManager builds the Buckety reconciler and registers its
@@ -92,7 +92,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		o.Backoff = &retry.Backoff{}
 	}
 	if o.Breaker == nil {
-		o.Breaker = &Breaker{}
+		o.Breaker = &retry.Breaker{}
 	}
 	r := &Reconciler{
 		Client:         mgr.GetClient(),

@@ -1,4 +1,4 @@
-package buckety
+package retry
 
 import (
 	"sync"
@@ -11,26 +11,25 @@ import (
 
 // A backend that stops answering (a broker or S3 endpoint black-holed, a
 // network partition) makes each pass that reaches it wait out its
-// requestTimeout, and every Buckety on it retries at most TransientMax
+// requestTimeout, and every object on it retries at most TransientMax
 // (20 s) apart: some thirty Bucketies on a hung backend with a 30 s
 // requestTimeout kept all sixteen workers waiting on it, and every other
-// backend's Bucketies waited for a worker. The Breaker holds those passes
+// backend's objects waited for a worker. The Breaker holds those passes
 // back instead, per backend:
 //
 //   - a backend is down once Threshold passes in a row found it
 //     unavailable (drivers.IsUnavailable) with no pass between getting an
 //     answer from it, and up again at the first pass that gets one;
-//   - while it is down, a Buckety whose status already says so for its
-//     generation (BackendUnavailable True) runs its pass only as one of
-//     Probes passes at a time; the others end at once, without a status
-//     write (what it says is still true) and without a backend request,
-//     and are retried on their backoff, as a failed pass would be;
-//   - a Buckety whose status does not say so yet (new, edited, or Ready
+//   - while it is down, an object whose status already says so for its
+//     generation (FoundUnreachable) runs its pass only as one of Probes
+//     passes at a time; the others end at once, without a status write
+//     (what it says is still true) and without a backend request, and are
+//     retried on their backoff, as a failed pass would be;
+//   - an object whose status does not say so yet (new, edited, or Ready
 //     until now) runs its pass, and says so: one pass each per episode.
 //
-// Deletions are not held back: a deletion runs its pass whatever the
-// backend's state. One Breaker serves a process's Buckety controller, every
-// shard it holds; nil holds nothing back.
+// Deletions are not held back. Each controller (Buckety, BucketyAccess)
+// has one Breaker for every shard it holds; nil holds nothing back.
 type Breaker struct {
 	// Threshold is how many passes in a row must find a backend
 	// unavailable before it is down; 0: DefaultBreakerThreshold.
@@ -55,17 +54,17 @@ type breakerState struct {
 	failed, probing int
 }
 
-// passOutcome is what a pass learned of its backend.
-type passOutcome int
+// Outcome is what a pass learned of its backend.
+type Outcome int
 
 const (
-	// outcomeNone: the pass did not get to ask the backend (it stopped
+	// OutcomeNone: the pass did not get to ask the backend (it stopped
 	// before, on a claim, a limit or a parameter).
-	outcomeNone passOutcome = iota
-	// outcomeUnavailable: the backend did not answer.
-	outcomeUnavailable
-	// outcomeAnswered: the backend answered, whatever it said.
-	outcomeAnswered
+	OutcomeNone Outcome = iota
+	// OutcomeUnavailable: the backend did not answer.
+	OutcomeUnavailable
+	// OutcomeAnswered: the backend answered, whatever it said.
+	OutcomeAnswered
 )
 
 func (br *Breaker) state(backend string) *breakerState {
@@ -115,7 +114,7 @@ func (br *Breaker) Admit(backend string, found bool) (probe, ok bool) {
 // Done records what an admitted pass learned of backend, and frees its
 // probe slot. It reports whether the backend went down or came up with
 // this pass, for the log.
-func (br *Breaker) Done(backend string, probe bool, o passOutcome) (wentDown, cameUp bool) {
+func (br *Breaker) Done(backend string, probe bool, o Outcome) (wentDown, cameUp bool) {
 	if br == nil {
 		return false, false
 	}
@@ -126,10 +125,10 @@ func (br *Breaker) Done(backend string, probe bool, o passOutcome) (wentDown, ca
 		s.probing--
 	}
 	switch o {
-	case outcomeUnavailable:
+	case OutcomeUnavailable:
 		s.failed++
 		return s.failed == br.threshold(), false
-	case outcomeAnswered:
+	case OutcomeAnswered:
 		was := s.failed >= br.threshold()
 		s.failed = 0
 		return false, was
@@ -148,22 +147,26 @@ func (br *Breaker) Down(backend string) bool {
 	return br.state(backend).failed >= br.threshold()
 }
 
-// foundUnavailable reports whether b's status records its backend
-// unavailable for its current generation.
-func foundUnavailable(b *v1.Buckety) bool {
-	c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionBackendUnavailable)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1.ReasonBackendUnreachable && c.ObservedGeneration == b.Generation
+// FoundUnreachable reports whether conditions, of an object at
+// generation, record its backend unreachable for that generation
+// (BackendUnavailable True, BackendUnreachable).
+func FoundUnreachable(conditions []metav1.Condition, generation int64) bool {
+	c := meta.FindStatusCondition(conditions, v1.ConditionBackendUnavailable)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1.ReasonBackendUnreachable && c.ObservedGeneration == generation
 }
 
-// outcome is what the pass f learned of its backend: unavailable when it
-// recorded so; answered when it got as far as provisioning without that
-// (every provision asks the backend); none otherwise.
-func (f *facts) outcome() passOutcome {
+// Outcome is what a pass that recorded failure b learned of its backend:
+// unavailable when b says so; answered when asked says the pass got an
+// answer of the backend otherwise; none when it did not ask.
+func (b *BackendFailure) Outcome(asked bool) Outcome {
 	switch {
-	case f.Unavailable != nil:
-		return outcomeUnavailable
-	case f.askedBackend:
-		return outcomeAnswered
+	case b.Unavailable != nil:
+		return OutcomeUnavailable
+	case asked:
+		return OutcomeAnswered
 	}
-	return outcomeNone
+	return OutcomeNone
 }
+
+// Limits are the threshold and probes in effect, for the log.
+func (br *Breaker) Limits() (threshold, probes int) { return br.threshold(), br.probes() }

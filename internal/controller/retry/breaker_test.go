@@ -1,4 +1,4 @@
-package buckety
+package retry
 
 import "testing"
 
@@ -8,7 +8,7 @@ import "testing"
 // answer; a pass that did not ask the backend changes nothing.
 func TestBreakerStates(t *testing.T) {
 	br := &Breaker{Threshold: 2, Probes: 2}
-	pass := func(found bool, o passOutcome) (down, up bool) {
+	pass := func(found bool, o Outcome) (down, up bool) {
 		t.Helper()
 		probe, ok := br.Admit("k", found)
 		if !ok {
@@ -16,16 +16,16 @@ func TestBreakerStates(t *testing.T) {
 		}
 		return br.Done("k", probe, o)
 	}
-	pass(true, outcomeUnavailable)
-	pass(false, outcomeAnswered) // an answer between: not in a row
-	if down, _ := pass(true, outcomeUnavailable); down || br.Down("k") {
+	pass(true, OutcomeUnavailable)
+	pass(false, OutcomeAnswered) // an answer between: not in a row
+	if down, _ := pass(true, OutcomeUnavailable); down || br.Down("k") {
 		t.Fatal("want the backend up: one pass since the last answer")
 	}
-	pass(false, outcomeNone) // asked nothing: no change
-	if down, _ := pass(true, outcomeUnavailable); !down || !br.Down("k") {
+	pass(false, OutcomeNone) // asked nothing: no change
+	if down, _ := pass(true, OutcomeUnavailable); !down || !br.Down("k") {
 		t.Fatal("want the backend down after two passes in a row")
 	}
-	if down, _ := pass(true, outcomeUnavailable); down {
+	if down, _ := pass(true, OutcomeUnavailable); down {
 		t.Error("want the backend's going down reported once")
 	}
 	p1, ok1 := br.Admit("k", true)
@@ -39,19 +39,19 @@ func TestBreakerStates(t *testing.T) {
 	if probe, ok := br.Admit("k", false); probe || !ok {
 		t.Error("want a pass that did not find it so admitted, not as a probe")
 	} else {
-		br.Done("k", false, outcomeUnavailable)
+		br.Done("k", false, OutcomeUnavailable)
 	}
 	if _, ok := br.Admit("other", true); !ok {
 		t.Error("want another backend's passes admitted")
 	}
-	br.Done("k", true, outcomeUnavailable)
+	br.Done("k", true, OutcomeUnavailable)
 	if probe, ok := br.Admit("k", true); !probe || !ok {
 		t.Error("want a probe slot freed by a probe's end")
 	}
-	if _, up := br.Done("k", true, outcomeAnswered); !up || br.Down("k") {
+	if _, up := br.Done("k", true, OutcomeAnswered); !up || br.Down("k") {
 		t.Error("want the backend up at the first answer, reported")
 	}
-	if _, up := br.Done("k", true, outcomeAnswered); up {
+	if _, up := br.Done("k", true, OutcomeAnswered); up {
 		t.Error("want the backend's coming up reported once")
 	}
 	var none *Breaker
