@@ -123,8 +123,9 @@ type drainTransition struct {
 
 // drainRequest matches status.drain to spec.drain at now, changing
 // status.drain: it cancels a drain no spec.drain asks for any more, and
-// starts (or, for a Buckety created with the request, refuses) a drain
-// for a request status.drain does not record. It asks nothing of the
+// starts (or, for a Buckety created with the request or not yet
+// provisioned by this cluster, refuses) a drain for a request
+// status.drain does not record. It asks nothing of the
 // backend.
 func drainRequest(b *v1.Buckety, now time.Time) drainTransition {
 	var tr drainTransition
@@ -145,8 +146,17 @@ func drainRequest(b *v1.Buckety, now time.Time) drainTransition {
 	}
 	next := &v1.DrainStatus{Request: spec.Request, Phase: v1.DrainPhaseDraining, StartTime: &t, LastProgressTime: &t}
 	b.Status.Drain = next
-	if b.Generation <= 1 {
+	switch {
+	case b.Generation <= 1:
 		refuse(next, t, "spec.drain.request was set when this Buckety was created, so a Buckety re-applied from Git or restored from a backup does not empty its resource again; change spec.drain.request to drain it")
+	case b.Status.Provenance == "":
+		// Edited before this cluster ever provisioned it: on a cluster
+		// rebuilt from Git whose controller came after two commits, the
+		// first pass sees generation 2 and a resource re-attached with
+		// its data.
+		refuse(next, t, "spec.drain.request was set before this cluster provisioned the Buckety (status.provenance is empty), so a Buckety re-applied from Git or restored from a backup does not empty its resource again; change spec.drain.request once it is provisioned to drain it")
+	}
+	if next.Phase == v1.DrainPhaseRefused {
 		tr.events = append(tr.events, drainEvent{corev1.EventTypeWarning, v1.EventDrainRefused, next.Message})
 		return tr
 	}

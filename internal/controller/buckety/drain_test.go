@@ -22,6 +22,7 @@ func drainingBuckety(gen int64, spec *v1.DrainSpec, st *v1.DrainStatus) *v1.Buck
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: gen}}
 	b.Spec.Drain, b.Status.Drain = spec, st
 	b.Status.Driver = "s3"
+	b.Status.Provenance = v1.ProvenanceCreated
 	return b
 }
 
@@ -34,9 +35,13 @@ func TestDrainRequest(t *testing.T) {
 		wantPhase  v1.DrainPhase
 		wantReq    string
 		wantEvents []string
+		// unprovisioned: this cluster never provisioned it (no
+		// status.provenance).
+		unprovisioned bool
 	}{
 		{name: "no drain", gen: 2},
 		{name: "a new request starts a drain", gen: 2, spec: &v1.DrainSpec{Request: "r1"}, wantPhase: v1.DrainPhaseDraining, wantReq: "r1", wantEvents: []string{v1.EventDrainStarted}},
+		{name: "a request set before this cluster provisioned it is refused", gen: 2, unprovisioned: true, spec: &v1.DrainSpec{Request: "r1"}, wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainRefused}},
 		{name: "a request present at creation is refused", gen: 1, spec: &v1.DrainSpec{Request: "r1"}, wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainRefused}},
 		{name: "the same request again does nothing", gen: 3, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDrained}, wantPhase: v1.DrainPhaseDrained, wantReq: "r1"},
 		{name: "a refused request stays refused when other fields change", gen: 5, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseRefused}, wantPhase: v1.DrainPhaseRefused, wantReq: "r1"},
@@ -47,6 +52,9 @@ func TestDrainRequest(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := drainingBuckety(c.gen, c.spec, c.st)
+			if c.unprovisioned {
+				b.Status.Provenance = ""
+			}
 			tr := drainRequest(b, t0)
 			var got []string
 			for _, e := range tr.events {
