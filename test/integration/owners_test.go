@@ -369,3 +369,56 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainReadsTheOwnerRecordFresh (kafka): east's Buckety holds a topic,
+// which is deleted out of band; west (another installation on the same
+// broker) creates the topic anew for its own Buckety, and its owner record
+// replaces east's. East's tenant then asks for a drain: east's process
+// still remembers the topic as its own, but the drain reads the record
+// afresh before its step, as a deletion does, and is refused: west's
+// records are kept.
+func TestDrainReadsTheOwnerRecordFresh(t *testing.T) {
+	needInfra(t)
+	westREST, west := otherCluster(t)
+	b, _ := scopedBroker(t, 0)
+	be := superuserBackend(b, 0)
+	be.Name = "owned"
+	allow := true
+	be.Drain = &config.Drain{Allow: &allow}
+	startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) { o.Recheck = time.Hour })
+	startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) { o.RESTConfig, o.Recheck = westREST, time.Hour })
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	topic := ns + ".orders"
+	eb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "owned", Name: topic}}
+	create(t, eb)
+	waitCondition(t, eb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+
+	cl := secretKafka(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte("buckety"), "sasl.password": []byte("s3cr3t")})
+	adm := kadm.NewClient(cl)
+	res, err := adm.DeleteTopics(context.Background(), topic)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete %s out of band: %v", topic, err)
+	}
+	wait.For(t, waitTimeout, topic+" deleted", func() (bool, string) {
+		td, err := adm.ListTopics(context.Background(), topic)
+		return err == nil && !td.Has(topic), fmt.Sprint(err)
+	})
+
+	wb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "owned", Name: topic}}
+	applyOn(t, west, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, wb)
+	waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	produce(t, cl, topic, 5)
+
+	requestDrain(t, eb, &v1.DrainSpec{Request: "r1"})
+	cur := waitDrain(t, eb, "r1", v1.DrainPhaseRefused, waitTimeout)
+	if msg := cur.Status.Drain.Message; !strings.Contains(msg, "not this Buckety's to drain") || !strings.Contains(msg, "west") {
+		t.Errorf("want the refusal to say the resource is west's, got %q", msg)
+	}
+	if got := topicRecords(t, adm, topic); got != 5 {
+		t.Errorf("want west's 5 records kept, got %d", got)
+	}
+}

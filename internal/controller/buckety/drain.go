@@ -243,6 +243,19 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		return w
 	}
 	res := backendResource(e, f.resourceName, paramsOf(f, b), nil)
+	// The owner record, read fresh before each step as before a deletion:
+	// the pass's owner check may have trusted what this process
+	// remembered, and another installation may have taken the resource
+	// over since (a topic deleted out of band and created again by it).
+	switch why, err := r.deletableByRecord(ctx, b, e, res); {
+	case err != nil:
+		f.Record(err)
+		return terms.interval
+	case why != "":
+		refuse(st, t, "stopped: the resource is not this Buckety's to drain: "+why)
+		r.event(b, corev1.EventTypeWarning, v1.EventDrainRefused, v1.EventActionDrain, fmt.Sprintf("drain %q %s, after deleting %s", st.Request, st.Message, contentWords(b, st.Deleted)))
+		return 0
+	}
 	if st.Passes == 0 && st.Initial == nil && e.Usage != nil {
 		st.Initial = initialFromUsage(ctx, e, res, st.StartTime.Time)
 	}
