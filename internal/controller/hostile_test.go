@@ -422,3 +422,82 @@ func TestLimitGateDoesNotParkWorkers(t *testing.T) {
 	e.reconcile("a", "next")
 	e.wantReady(e.buckety("a", "next"), metav1.ConditionTrue, v1.ReasonReconciled)
 }
+
+// TestRecreatedBucketyBringsBackNoAccessPastTheLimits: under
+// limits.accessesPerNamespace: 1, access a1 on Buckety x is granted. The
+// tenant strips x's finalizer and deletes it: a1's credentials go, and
+// its place with them. Access b1 on Buckety y takes the namespace's one
+// place. x applied again: a1 waits at the limit, rather than being granted
+// again as one that once held a place (and each such round adding one
+// more past the limit).
+func TestRecreatedBucketyBringsBackNoAccessPastTheLimits(t *testing.T) {
+	e := newEnv(t, "  limits: {accessesPerNamespace: 1}\n")
+	ctx := context.Background()
+	access := func(name, buckety string) *v1.BucketyAccess {
+		return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("uid-" + name)},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: buckety}, CredentialsSecretName: name}}
+	}
+	e.create(newBuckety("a", "x", "x"))
+	e.reconcile("a", "x")
+	e.create(access("a1", "x"))
+	e.reconcileAccess("a", "a1")
+	if c := cond(e.liveAccess("a", "a1").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("a1: want Ready, got %s (%s: %s)", c.Status, c.Reason, c.Message)
+	}
+
+	x := e.buckety("a", "x")
+	x.Finalizers = nil
+	if err := e.c.Update(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcileAccess("a", "a1")
+	if got := e.liveAccess("a", "a1").Status.BucketyGeneration; got != 0 {
+		t.Errorf("a1 with its Buckety gone: want status.bucketyGeneration cleared, got %d", got)
+	}
+
+	e.create(newBuckety("a", "y", "y"))
+	e.reconcile("a", "y")
+	e.create(access("b1", "y"))
+	e.reconcileAccess("a", "b1")
+	if c := cond(e.liveAccess("a", "b1").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("b1: want Ready, got %s (%s: %s)", c.Status, c.Reason, c.Message)
+	}
+
+	e.create(newBuckety("a", "x", "x"))
+	e.reconcile("a", "x")
+	e.reconcileAccess("a", "a1")
+	if c := cond(e.liveAccess("a", "a1").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonLimitExceeded {
+		t.Errorf("a1 after x was applied again: want Ready False (LimitExceeded), b1 holding the one place; got %s (%s: %s)", c.Status, c.Reason, c.Message)
+	}
+}
+
+// TestLongNamedForeignAccessHoldsNoDeletionBack: with no webhook, a tenant
+// of namespace evil creates an access whose name is too long to label a
+// Secret, naming Buckety victim/vb, which shares nothing. It is withdrawn
+// (NotShared) as any access the Buckety does not share with, not merely
+// invalid, so it holds nothing and does not hold vb's deletion back,
+// which its owner could otherwise only end by stripping its own finalizer.
+func TestLongNamedForeignAccessHoldsNoDeletionBack(t *testing.T) {
+	e := newEnv(t, "")
+	ctx := context.Background()
+	e.create(newBuckety("victim", "vb", "vb"))
+	e.reconcile("victim", "vb")
+	long := strings.Repeat("l", v1.MaxAccessNameLength+1)
+	e.create(&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "evil", Name: long, UID: "uid-long"},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "victim", Name: "vb"}, CredentialsSecretName: "s"}})
+	e.reconcileAccess("evil", long)
+	if c := cond(e.liveAccess("evil", long).Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonNotShared {
+		t.Errorf("the long-named foreign access: want Ready False (NotShared), got %s (%s: %s)", c.Status, c.Reason, c.Message)
+	}
+	if err := e.c.Delete(ctx, e.buckety("victim", "vb")); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile("victim", "vb")
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: "victim", Name: "vb"}, &v1.Buckety{}); !apierrors.IsNotFound(err) {
+		b := e.buckety("victim", "vb")
+		t.Errorf("want vb's deletion not held back by evil's access, got it still there: %s", cond(b.Status.Conditions, v1.ConditionBlockedByAccesses).Message)
+	}
+}

@@ -148,15 +148,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *facts) (reconcile.Result, error) {
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
-	if msg := v1.AccessNameTooLong(a.Name); msg != "" {
-		// Its Secret can never be written (the API server refuses the
-		// label): nothing is granted or issued, which would otherwise
-		// be a backend write on every pass for a Secret never written,
-		// and a credential an earlier release's passes issued it (held
-		// by no Secret) is revoked.
-		f.nameTooLong = "metadata.name " + msg + fmt.Sprintf(": no Secret can be written for it, so nothing is granted; create the access again under a name of at most %d characters", v1.MaxAccessNameLength)
-		return requeue, r.revokeCached(ctx, a, f)
-	}
 	on, e, ok, err := r.resolve(ctx, a, f)
 	if err == nil && f.notShared != "" {
 		// Taken back within this pass: rights, principal and Secret.
@@ -169,6 +160,25 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		// A credential never outlives the Buckety it was granted on: were
 		// the name claimed again (by this namespace or, once the claim is
 		// released, another), the old key must not reach the new resource.
+		if err := r.revokeCached(ctx, a, f); err != nil {
+			return requeue, err
+		}
+		// Nor does its place under the access limits: while its Buckety
+		// is gone it is counted on no backend, and a Buckety made again
+		// (its finalizer stripped, deleted, applied again) would
+		// otherwise bring back every access it had, past the limits,
+		// each round.
+		a.Status.BucketyGeneration, a.Status.BucketyGenerations = 0, nil
+		r.gates.settle(a.UID)
+		return requeue, nil
+	}
+	if msg := v1.AccessNameTooLong(a.Name); msg != "" && err == nil {
+		// Its Secret can never be written (the API server refuses the
+		// label): nothing is granted or issued, which would otherwise
+		// be a backend write on every pass for a Secret never written,
+		// and a credential an earlier release's passes issued it (held
+		// by no Secret) is revoked.
+		f.nameTooLong = "metadata.name " + msg + fmt.Sprintf(": no Secret can be written for it, so nothing is granted; create the access again under a name of at most %d characters", v1.MaxAccessNameLength)
 		return requeue, r.revokeCached(ctx, a, f)
 	}
 	if err != nil || !ok {
