@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 	"github.com/Yolean/buckety-controller/test/wait"
@@ -412,5 +415,84 @@ func TestSeveralS3(t *testing.T) {
 				t.Error("the access deleted: want its key refused")
 			}
 		})
+	}
+}
+
+// TestSeveralGrantCutShortThenWithdrawn (VersityGW, which writes a grant
+// per bucket): an access over its own bucket and another namespace's,
+// which does not share yet. With the controller stopped, the owner shares;
+// the next controller's pass grants the key on the shared bucket, and that
+// controller dies before the Secret and the credential's record are
+// written. The owner withdraws, and a third controller starts: the record
+// named the shared bucket before the grant, so its pass drops the key's
+// grant there. (Recorded only after the Secret, the record never named it,
+// nothing dropped it, and the key kept writing into a bucket that no
+// longer shared with it.)
+func TestSeveralGrantCutShortThenWithdrawn(t *testing.T) {
+	needInfra(t)
+	needTestHook(t)
+	pauseDir := t.TempDir()
+	t.Setenv(testhook.Env, pauseDir)
+	arm, reached, release := filepath.Join(pauseDir, testhook.AfterIssue+".arm"), filepath.Join(pauseDir, testhook.AfterIssue+".reached"), filepath.Join(pauseDir, testhook.AfterIssue+".release")
+	yaml := harness.ConfigYAML(perAccessS3(t, "versitygw"))
+	run := startController(t, yaml, nil, time.Hour)
+	ns, owner, _, _, _ := severalNamespaces(t)
+	// Runs before the namespaces' removal: nothing stays paused.
+	t.Cleanup(func() {
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	})
+	mine := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-scoped", Name: ns + "-mine"}}
+	create(t, mine)
+	ledger := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: owner}, Spec: v1.BucketySpec{Backend: "s3-scoped", Name: owner + "-ledger"}}
+	create(t, ledger)
+	waitCondition(t, ledger, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	multi := severalAccess(ns, "multi", v1.RoleReadWrite, v1.BucketyReference{Name: "mine"}, v1.BucketyReference{Namespace: owner, Name: "ledger"})
+	create(t, multi)
+	wait.For(t, waitTimeout, "multi granted on its own bucket", func() (bool, string) {
+		a := getAccess(t, ns, "multi")
+		return a.Status.Principal != "" && slices.Contains(a.Status.Withdrawn, owner+"/ledger"), condString(a.Status.Conditions)
+	})
+	data := secret(t, ns, "multi").Data
+	if err := putWith(data, ns+"-mine", "a"); err != nil {
+		t.Fatalf("its own bucket: want put allowed, got %v", err)
+	}
+	if err := putWith(data, owner+"-ledger", "a"); err == nil {
+		t.Fatal("the bucket not shared yet: want put refused")
+	}
+
+	run.stop(t)
+	patch(t, ledger, fmt.Sprintf(`{"spec":{"sharing":[{"namespace":%q,"roles":["ReadWrite"]}]}}`, ns))
+	if err := os.WriteFile(arm, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run = startController(t, yaml, nil, time.Hour)
+	wait.For(t, waitTimeout, "the pass that grants on the shared bucket paused after its grant", func() (bool, string) {
+		_, err := os.Stat(reached)
+		return err == nil, "not reached"
+	})
+	wait.For(t, 30*time.Second, "the key granted on the shared bucket", func() (bool, string) {
+		err := putWith(data, owner+"-ledger", "b")
+		return err == nil, fmt.Sprint(err)
+	})
+	run.stop(t) // the pass ends with its context: no Secret, no record written
+	if err := os.Remove(arm); err != nil {
+		t.Fatal(err)
+	}
+
+	patch(t, ledger, `{"spec":{"sharing":null}}`)
+	startController(t, yaml, nil, time.Hour)
+	wait.For(t, waitTimeout, "the key's grant on the withdrawn bucket dropped", func() (bool, string) {
+		err := putWith(data, owner+"-ledger", "c")
+		return err != nil, fmt.Sprintf("put into %s-ledger: %v", owner, err)
+	})
+	if err := putWith(data, ns+"-mine", "c"); err != nil {
+		t.Errorf("its own bucket: want put still allowed, got %v", err)
+	}
+	// Removed while this controller runs: the namespaces' cleanups run
+	// after it stops.
+	for _, o := range []client.Object{multi, mine, ledger} {
+		deleteOn(t, k8s, o)
 	}
 }

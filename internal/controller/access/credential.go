@@ -447,6 +447,23 @@ func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, dige
 	return nil
 }
 
+// widen records in c the resources the Grant of this pass is about to add
+// (grantedOn.widen), before it adds them, and reports whether there are
+// any: one write, only when an access over several gains a Buckety (one
+// that starts sharing with it, or one made or provisioned since). Its
+// rights there are then asserted, not trusted: a credential asserted
+// before names no right on it.
+func (r *Reconciler) widen(ctx context.Context, on *grantedOn, c *v1.BucketyCredential) (bool, error) {
+	before := c.DeepCopy()
+	if !on.widen(c) {
+		return false, nil
+	}
+	if err := r.Client.Patch(ctx, c, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("record the resources credential %s is about to be granted on: %w", c.Spec.Principal, err)
+	}
+	return true, nil
+}
+
 // secretOf returns the secret the access's Secret holds for principal ("":
 // none), and whether it was read afresh. The Secret's data is not cached:
 // it is read when its resourceVersion differs from the one this

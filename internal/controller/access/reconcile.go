@@ -277,6 +277,11 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		if acc.Drop = on.dropFrom(cred); len(acc.Drop) > 0 {
 			acc.Assert = max(acc.Assert, drivers.Reassert)
 		}
+		if wider, err := r.widen(ctx, on, cred); err != nil {
+			return requeue, err
+		} else if wider {
+			acc.Assert = max(acc.Assert, drivers.Reassert)
+		}
 	case scoping.Required:
 		// The config asks for a credential per access and the backend
 		// cannot issue one now: the Secret stays as it is, and the

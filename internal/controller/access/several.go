@@ -163,6 +163,27 @@ func (on *grantedOn) boundTo(c *v1.BucketyCredential) bool {
 	return true
 }
 
+// widen records in c, before a Grant adds them, the resources on names
+// that c does not record yet, keeping those it does; it reports whether c
+// changed. A pass cut short between the Grant and activate (which narrows
+// the record to what was granted) leaves the record naming every resource
+// the principal may hold rights on: a Buckety that then stops sharing is
+// dropped from it by the next pass (dropFrom) rather than kept for good
+// by a server that writes a grant per bucket (VersityGW).
+func (on *grantedOn) widen(c *v1.BucketyCredential) bool {
+	if !on.several || c.Spec.BucketyUID == "" || len(c.Spec.Resources) == 0 {
+		return false
+	}
+	changed := false
+	for _, cr := range on.credentialResources() {
+		if !slices.ContainsFunc(c.Spec.Resources, func(have v1.CredentialResource) bool { return have.BucketyUID == cr.BucketyUID }) {
+			c.Spec.Resources = append(c.Spec.Resources, cr)
+			changed = true
+		}
+	}
+	return changed
+}
+
 // withdrawnFrom reports whether credential c was granted on a Buckety
 // that stopped sharing with the access (on.withdrawn).
 func (on *grantedOn) withdrawnFrom(c *v1.BucketyCredential) bool {
