@@ -19,6 +19,7 @@ import (
 
 	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/access"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
@@ -241,8 +242,14 @@ func TestSeveralWithdrawnWhileStuck(t *testing.T) {
 	if err := produceWith(t, taken.Data, owner+".orders", kgo.DisableIdempotentWrite()); err == nil {
 		t.Error("the owner withdrew its consent: want the taken-over Secret's credential refused on its topic")
 	}
-	if creds := credentialsOf(t, multi.UID); len(creds) != 0 {
-		t.Errorf("the access gave up: want no credential record, got %d", len(creds))
+	// While the Secret stays taken, no pass issues a credential again (each
+	// retry, every ConflictRetry, once issued one, failed to write the
+	// Secret and revoked it: a user made and deleted every 3 s, and one
+	// cut short left behind). Watched over more than two retries.
+	for end := time.Now().Add(3*access.ConflictRetry + time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if creds := credentialsOf(t, multi.UID); len(creds) != 0 {
+			t.Fatalf("the access gave up, its Secret still taken: want no credential record, got %s", creds[0].Spec.Principal)
+		}
 	}
 	if kept := secret(t, ns, "multi"); string(kept.Data[kadmdriver.SecretSASLPassword]) != string(taken.Data[kadmdriver.SecretSASLPassword]) {
 		t.Error("a Secret buckety no longer owns: want it left as the tenant has it")

@@ -420,7 +420,11 @@ func (r *Reconciler) secretCreated(a *v1.BucketyAccess, name string, data map[st
 // Secret conflict.
 func conflictReported(a *v1.BucketyAccess) bool {
 	c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
-	return c != nil && c.Reason == v1.ReasonSecretConflict
+	// An access over several that gave up a withdrawn share while its
+	// Secret was taken reports NotShared: the conflict is looked for again,
+	// or each pass would issue a credential (the records gone with the
+	// share), fail to write the Secret, and revoke it.
+	return c != nil && (c.Reason == v1.ReasonSecretConflict || c.Reason == v1.ReasonNotShared && a.Several() && a.Status.Principal == "")
 }
 
 func sameData(a, b map[string][]byte) bool {
