@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -121,11 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if f.backendDown && reterr == nil {
 			// Held back: the status says the backend is unreachable,
 			// and it still is. Retried as a failed pass would be.
-			after := retry.TransientMax
-			if r.Backoff != nil {
-				after = r.Backoff.Next(a.UID, retry.Transient)
-			}
-			res = reconcile.Result{RequeueAfter: after}
+			res = reconcile.Result{RequeueAfter: retry.HeldBackRetry(r.Backoff, a.UID)}
 			return
 		}
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, a, orig, status.Outcome{
@@ -242,15 +237,7 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		f.backendDown = true
 		return requeue, nil
 	}
-	defer func() {
-		switch down, up := r.Breaker.Done(e.Name, probe, f.Outcome(f.askedBackend)); {
-		case down:
-			threshold, probes := r.Breaker.Limits()
-			log.FromContext(ctx).Info("backend stopped answering: the passes of its accesses that found it unavailable wait for a probe to get an answer", "backend", e.Name, "passesInARow", threshold, "probes", probes)
-		case up:
-			log.FromContext(ctx).Info("backend answers again: every pass of its accesses runs", "backend", e.Name)
-		}
-	}()
+	defer func() { r.Breaker.Release(ctx, "accesses", e.Name, probe, f.Outcome(f.askedBackend)) }()
 	f.withdrawnFrom, f.withdrawnWhy = on.withdrawn, on.why
 	acc := on.access(a, e)
 	var scoping drivers.Issuing

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -160,11 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if f.backendDown && reterr == nil {
 			// Held back: the status says the backend is unavailable,
 			// and it still is. Retried as a failed pass would be.
-			after := retry.TransientMax
-			if r.Backoff != nil {
-				after = r.Backoff.Next(b.UID, retry.Transient)
-			}
-			res = reconcile.Result{RequeueAfter: after}
+			res = reconcile.Result{RequeueAfter: retry.HeldBackRetry(r.Backoff, b.UID)}
 			return
 		}
 		derived := conditions(b, f)
@@ -223,15 +218,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		f.backendDown = true
 		return requeue, nil
 	}
-	defer func() {
-		switch down, up := r.Breaker.Done(e.Name, probe, f.Outcome(f.askedBackend)); {
-		case down:
-			threshold, probes := r.Breaker.Limits()
-			log.FromContext(ctx).Info("backend stopped answering: the passes of its Bucketies that found it unavailable wait for a probe to get an answer", "backend", e.Name, "passesInARow", threshold, "probes", probes)
-		case up:
-			log.FromContext(ctx).Info("backend answers again: every pass of its Bucketies runs", "backend", e.Name)
-		}
-	}()
+	defer func() { r.Breaker.Release(ctx, "Bucketies", e.Name, probe, f.Outcome(f.askedBackend)) }()
 	if !r.claim(ctx, b, e, f) {
 		return requeue, nil
 	}

@@ -1,10 +1,14 @@
 package retry
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
@@ -134,6 +138,27 @@ func (br *Breaker) Done(backend string, probe bool, o Outcome) (wentDown, cameUp
 		return false, was
 	}
 	return false, false
+}
+
+// Release is Done for a pass of one of kind (Bucketies, accesses), and
+// logs the backend going down or coming up with it.
+func (br *Breaker) Release(ctx context.Context, kind, backend string, probe bool, o Outcome) {
+	switch down, up := br.Done(backend, probe, o); {
+	case down:
+		threshold, probes := br.Limits()
+		log.FromContext(ctx).Info("backend stopped answering: the passes of its "+kind+" that found it unavailable wait for a probe to get an answer", "backend", backend, "passesInARow", threshold, "probes", probes)
+	case up:
+		log.FromContext(ctx).Info("backend answers again: every pass of its "+kind+" runs", "backend", backend)
+	}
+}
+
+// HeldBackRetry is when a pass the Breaker held back runs again: as a
+// failed pass would (b's Transient backoff; TransientMax without one).
+func HeldBackRetry(b *Backoff, uid types.UID) time.Duration {
+	if b == nil {
+		return TransientMax
+	}
+	return b.Next(uid, Transient)
 }
 
 // Down reports whether backend is down: passes that found it unavailable
