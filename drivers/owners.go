@@ -94,6 +94,22 @@ type OwnerRecorder interface {
 	WriteOwner(ctx context.Context, r Resource, rec *OwnerRecord) error
 }
 
+// OwnerRegistry is an optional capability of an OwnerRecorder whose
+// records are kept apart from the resources they name (kadm's registry
+// topic), so a record outlives its resource: a topic deleted out of band
+// keeps its owner's record, and ReadOwner answers it for a resource that
+// does not exist. The controller then reads the record of a missing
+// resource before it creates one of that name, and another installation's
+// record keeps it from taking the name over while that installation holds
+// it. An OwnerRecorder that keeps its records with the resource (a
+// bucket's tags) has none to read once the resource is gone, and is not
+// asked: a create costs no extra request there.
+type OwnerRegistry interface {
+	// OwnerRecordsOutliveResources reports that the records are kept
+	// apart from the resources.
+	OwnerRecordsOutliveResources() bool
+}
+
 // PrincipalLister is an optional capability of a CredentialIssuer: listing
 // the principals one installation issued on the service, so that after a
 // rebuild (or a BucketyCredential record deleted by hand) the principals no

@@ -134,6 +134,12 @@ var _ drivers.OwnerRecorder = (*Backend)(nil)
 // always hold the registry.
 func (b *Backend) OwnerRecords(context.Context) (bool, string, error) { return true, "", nil }
 
+var _ drivers.OwnerRegistry = (*Backend)(nil)
+
+// OwnerRecordsOutliveResources implements drivers.OwnerRegistry: the
+// records are in the registry topic, not with the topics they name.
+func (b *Backend) OwnerRecordsOutliveResources() bool { return true }
+
 // ReadOwner implements drivers.OwnerRecorder.
 func (b *Backend) ReadOwner(ctx context.Context, r drivers.Resource) (*drivers.OwnerRecord, error) {
 	t := b.owners

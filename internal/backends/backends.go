@@ -350,6 +350,13 @@ func (i *instrumentedOwners) WriteOwner(ctx context.Context, r drivers.Resource,
 	return err
 }
 
+// OwnerRecordsOutliveResources passes drivers.OwnerRegistry through to the
+// backend, which the wrapper would hide.
+func (i *instrumentedOwners) OwnerRecordsOutliveResources() bool {
+	r, ok := i.OwnerRecorder.(drivers.OwnerRegistry)
+	return ok && r.OwnerRecordsOutliveResources()
+}
+
 // instrumentedPrincipals records a listing as operation "list_principals".
 type instrumentedPrincipals struct {
 	drivers.PrincipalLister

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -372,8 +373,8 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 
 // TestDrainReadsTheOwnerRecordFresh (kafka): east's Buckety holds a topic,
 // which is deleted out of band; west (another installation on the same
-// broker) creates the topic anew for its own Buckety, and its owner record
-// replaces east's. East's tenant then asks for a drain: east's process
+// broker, whose maintainer accepts east's names) creates the topic anew
+// for its own Buckety, and its owner record replaces east's. East's tenant then asks for a drain: east's process
 // still remembers the topic as its own, but the drain reads the record
 // afresh before its step, as a deletion does, and is refused: west's
 // records are kept.
@@ -386,7 +387,11 @@ func TestDrainReadsTheOwnerRecordFresh(t *testing.T) {
 	allow := true
 	be.Drain = &config.Drain{Allow: &allow}
 	startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) { o.Recheck = time.Hour })
-	startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) { o.RESTConfig, o.Recheck = westREST, time.Hour })
+	// East's record outlives its topic (the registry): west's maintainer
+	// frees east's names (TestResourceCreatedAgainElsewhere).
+	westBe := be
+	westBe.Ownership = &config.Ownership{AcceptFrom: []string{"east"}}
+	startControllerWith(t, installationYAML("west", westBe), nil, func(o *appcontroller.Options) { o.RESTConfig, o.Recheck = westREST, time.Hour })
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 	topic := ns + ".orders"
@@ -420,5 +425,187 @@ func TestDrainReadsTheOwnerRecordFresh(t *testing.T) {
 	}
 	if got := topicRecords(t, adm, topic); got != 5 {
 		t.Errorf("want west's 5 records kept, got %d", got)
+	}
+}
+
+// TestResourceCreatedAgainElsewhere on the real broker and MinIO: east's
+// tenant holds a resource, with a credential of its own; the resource is
+// deleted out of band, and west (another installation on the same
+// backend) applies a Buckety of the same name.
+//
+//   - kafka: east's owner record outlives the topic (the registry), so
+//     west is refused (OwnedElsewhere, naming east, saying the topic does
+//     not exist now) until west's maintainer frees east's names
+//     (ownership.acceptFrom: [east]); then west creates it anew.
+//   - s3: the record went with the bucket (its tags); west creates it.
+//
+// West's tenant writes to the new resource. East's process still
+// remembers the resource as its own; its tenant then edits the Buckety's
+// parameters. That pass reads the record again, finds west's, writes
+// nothing to west's resource (the parameter is not applied) and reports
+// OwnedElsewhere naming west; east's access has its credential revoked,
+// since it was granted on the name and would reach west's data.
+func TestResourceCreatedAgainElsewhere(t *testing.T) {
+	needInfra(t)
+	westREST, west := otherCluster(t)
+	type againCase struct {
+		name     string
+		backend  func(t *testing.T) (be config.Backend, remove func(resource string), param, value string, applied func(resource string) string)
+		resource func(ns string) string
+		write    func(t *testing.T, data map[string][]byte, resource string) error
+	}
+	cases := []againCase{{name: "kafka",
+		backend: func(t *testing.T) (config.Backend, func(string), string, string, func(string) string) {
+			b, _ := scopedBroker(t, 0)
+			be := superuserBackend(b, 0)
+			be.Name = "owned"
+			adm := kadm.NewClient(secretKafka(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte("buckety"), "sasl.password": []byte("s3cr3t")}))
+			remove := func(topic string) {
+				res, err := adm.DeleteTopics(context.Background(), topic)
+				if err == nil {
+					err = res.Error()
+				}
+				if err != nil {
+					t.Fatalf("delete %s out of band: %v", topic, err)
+				}
+				wait.For(t, waitTimeout, topic+" deleted", func() (bool, string) {
+					td, err := adm.ListTopics(context.Background(), topic)
+					return err == nil && !td.Has(topic), fmt.Sprint(err)
+				})
+			}
+			applied := func(topic string) string {
+				rc, err := adm.DescribeTopicConfigs(context.Background(), topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := rc.On(topic, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range c.Configs {
+					if e.Key == "retention.ms" && e.Source == kmsg.ConfigSourceDynamicTopicConfig {
+						return e.MaybeValue()
+					}
+				}
+				return ""
+			}
+			return be, remove, "config.retention.ms", "3600000", applied
+		},
+		resource: func(ns string) string { return ns + ".orders" },
+		write:    func(t *testing.T, data map[string][]byte, topic string) error { return produceWith(t, data, topic) },
+	}, {name: "minio",
+		backend: func(t *testing.T) (config.Backend, func(string), string, string, func(string) string) {
+			srv, be := scopedS3(t, "minio")
+			be.Name = "owned"
+			root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+				Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+			remove := func(bucket string) {
+				ctx := context.Background()
+				list, err := root.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range list.Contents {
+					if _, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+					t.Fatalf("delete %s out of band: %v", bucket, err)
+				}
+			}
+			applied := func(bucket string) string {
+				out, err := root.GetBucketVersioning(context.Background(), &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(out.Status)
+			}
+			return be, remove, "versioning", "true", applied
+		},
+		resource: func(ns string) string { return ns + "-orders" },
+		write: func(_ *testing.T, data map[string][]byte, bucket string) error {
+			return putWith(data, bucket, "order-1")
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			be, remove, param, value, applied := c.backend(t)
+			// East makes no pass of its own (no sweep, no re-check) but
+			// for its tenant's edit: what it remembers is all it has.
+			startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) {
+				fastLoops(o)
+				o.DriftSweep = 0
+			})
+			westOpts := func(o *appcontroller.Options) {
+				fastLoops(o)
+				o.RESTConfig = westREST
+			}
+			ns := namespace(t)
+			removeWhileRunning(t, ns)
+			resource := c.resource(ns)
+			_, eb, ea := tenantManifests(ns, resource, "")
+			create(t, eb)
+			create(t, ea)
+			waitCondition(t, ea, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			// The Buckety's own Ready, written by the pass its access's
+			// status wakes: east's last pass before the edit.
+			waitCondition(t, eb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			eastSecret := secret(t, ns, "app").Data
+			if err := c.write(t, eastSecret, resource); err != nil {
+				t.Fatalf("east's Secret on its resource: %v", err)
+			}
+			// The passes the access's last status write wakes come first
+			// (each would create a missing resource again).
+			time.Sleep(3 * time.Second)
+			remove(resource)
+
+			wnsObj, wb, wa := tenantManifests(ns, resource, "")
+			if c.name == "kafka" {
+				westCtl := startControllerWith(t, installationYAML("west", be), nil, westOpts)
+				applyOn(t, west, wnsObj, wb, wa)
+				got := waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+				if !strings.Contains(got.Message, "installation east") || !strings.Contains(got.Message, "does not exist now") {
+					t.Errorf("want the refusal to name east and say the topic is gone, got %q", got.Message)
+				}
+				westCtl.stop(t)
+				be.Ownership = &config.Ownership{AcceptFrom: []string{"east"}}
+				startControllerWith(t, installationYAML("west", be), nil, westOpts)
+			} else {
+				startControllerWith(t, installationYAML("west", be), nil, westOpts)
+				applyOn(t, west, wnsObj, wb, wa)
+			}
+			waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			waitConditionOn(t, west, wa, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			westSecret := secretOn(t, west, ns, "app")
+			if err := c.write(t, westSecret, resource); err != nil {
+				t.Fatalf("west's Secret on the resource it created: %v", err)
+			}
+
+			patch(t, eb, fmt.Sprintf(`{"spec":{"parameters":{%q:%q}}}`, param, value))
+			got := waitCondition(t, eb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+			if !strings.Contains(got.Message, "installation west") {
+				t.Errorf("want east's Buckety to name west, got %q", got.Message)
+			}
+			if v := applied(resource); strings.EqualFold(v, value) || (value == "true" && v == "Enabled") {
+				t.Errorf("east wrote %s=%s to west's %s (%q)", param, value, resource, v)
+			}
+			wait.For(t, waitTimeout, "east's credential revoked", func() (bool, string) {
+				err := c.write(t, eastSecret, resource)
+				return err != nil, fmt.Sprintf("east's Secret still reaches west's %s: %v", resource, err)
+			})
+			if err := c.write(t, westSecret, resource); err != nil {
+				t.Errorf("west's Secret after east stood back: %v", err)
+			}
+			// East's Buckety (retentionPolicy Delete) lets go without
+			// deleting west's resource.
+			deleteOn(t, k8s, ea)
+			deleteOn(t, k8s, eb)
+			if err := c.write(t, westSecret, resource); err != nil {
+				t.Errorf("west's Secret after east's Buckety went: %v", err)
+			}
+			deleteOn(t, west, wa)
+			deleteOn(t, west, wb)
+		})
 	}
 }

@@ -38,9 +38,13 @@ type facts struct {
 	// that stopped sharing with it (namespace/name), and withdrawnWhy
 	// why; the others are granted.
 	withdrawnFrom, withdrawnWhy []string
-	// handedOver: the Buckety's backend hands its resources over to
-	// another installation; the access's credentials are revoked.
-	handedOver bool
+	// elsewhere: the Buckety's resource is not this installation's to
+	// grant on: its backend hands its resources over to another
+	// installation, or the resource's owner record names another
+	// (OwnedElsewhere: deleted out of band and created again there). The
+	// access's credentials are revoked, since they are granted on the
+	// resource's name.
+	elsewhere bool
 	// bucketyWaiting explains why the Buckety's resource is not usable yet.
 	bucketyWaiting string
 	// claimPending: the Buckety is provisioned, but the cache has not seen

@@ -151,7 +151,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		}
 		return requeue, nil
 	}
-	if f.bucketyMissing || f.handedOver {
+	if f.bucketyMissing || f.elsewhere {
 		// A credential never outlives the Buckety it was granted on: were
 		// the name claimed again (by this namespace or, once the claim is
 		// released, another), the old key must not reach the new resource.
@@ -425,10 +425,20 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 		// The backend's resources go to another installation: credentials
 		// this one issued on them stop working (reconcileLive revokes).
 		f.bucketyWaiting = fmt.Sprintf("backend %s hands its resources over to installation %s (ownership.handOverTo): the credentials this installation issued on it are revoked", e.Name, to)
-		f.handedOver = true
+		f.elsewhere = true
 		return nil, nil, false, nil
 	}
 	prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
+	if prov != nil && prov.Status == metav1.ConditionFalse && prov.Reason == v1.ReasonOwnedElsewhere {
+		// Another installation's record stands on the resource now (the
+		// name was free when this one created it, and was deleted out
+		// of band since and created again there): the credentials this
+		// installation issued on the name would reach that
+		// installation's data.
+		f.bucketyWaiting = fmt.Sprintf("Buckety %s's backend resource is not this installation's (%s: %s): the credentials this installation issued on it are revoked", refNameOf(a, ref), prov.Reason, prov.Message)
+		f.elsewhere = true
+		return nil, nil, false, nil
+	}
 	if b.Status.BackendResourceName == "" || prov == nil || prov.Status != metav1.ConditionTrue || prov.ObservedGeneration != b.Generation {
 		msg := fmt.Sprintf("waiting for Buckety %s to provision its backend resource", b.Name)
 		if prov != nil && prov.Status != metav1.ConditionTrue {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,13 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			return nil, false, nil, false
 		}
 		reattach = v == ownerMine || v == ownerHandedToMe
+	} else if r.nameHeldElsewhere(ctx, b, e, f) {
+		if cl != nil {
+			if err := r.letGo(ctx, cl); err != nil {
+				f.claimErr = err
+			}
+		}
+		return nil, false, nil, false
 	}
 	if in.Exists && in.HasContent && !adoptionKeys(b, e) && !reattach {
 		if cl == nil {
@@ -153,7 +161,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 	if !ok {
 		return ownerNone, true
 	}
-	rec, err := r.readOwner(ctx, e, backendResource(e, f.resourceName, f.params, nil), 0)
+	rec, err := r.readOwner(ctx, b, e, backendResource(e, f.resourceName, f.params, nil), 0)
 	if err != nil {
 		f.Record(err)
 		return ownerNone, false
@@ -169,6 +177,56 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		return v, false
 	}
 	return v, true
+}
+
+// nameHeldElsewhere reads, for a resource this pass found missing on a
+// backend whose records outlive their resources (drivers.OwnerRegistry:
+// kadm's registry topic), the record of its name, and reports true (with
+// f set) when that record keeps this Buckety from creating it: another
+// installation holds the name (Held, or handed over to a third), which
+// creates the resource again on its next pass, and whose tenants'
+// credentials are granted on the name. A name that installation retained
+// (its Buckety deleted with Retain, the resource deleted since), one
+// handed over to this installation, and one of an installation this
+// backend accepts resources from (ownership.acceptFrom: how a maintainer
+// frees the names of an installation gone for good) are free. The record
+// is read at most the sweep's age old (fresh without a sweep): the read
+// of a create is answered from the registry the backend holds in memory.
+func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
+	reg, ok := e.Owners.(drivers.OwnerRegistry)
+	if !ok || !reg.OwnerRecordsOutliveResources() {
+		return false
+	}
+	keeps, err := r.ownerRecords(ctx, e, f)
+	if err != nil {
+		f.Record(err)
+		return true
+	}
+	if !keeps {
+		return false
+	}
+	rec, err := r.readOwner(ctx, b, e, backendResource(e, f.resourceName, f.params, nil), r.maxAge(e))
+	if err != nil {
+		f.Record(err)
+		return true
+	}
+	why := missingNameHeld(rec, b, e, r.Backends.Installation(), r.Backends.FormerInstallations()...)
+	if why == "" {
+		return false
+	}
+	r.ownedElsewhere(b, e, f, why)
+	return true
+}
+
+// missingNameHeld says why rec, the registry's record of a resource that
+// does not exist, keeps a Buckety b of installation inst from creating it
+// on e; "" when it does not (see nameHeldElsewhere).
+func missingNameHeld(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst string, former ...string) string {
+	switch {
+	case rec == nil, rec.Installation == inst, slices.Contains(former, rec.Installation), rec.State == drivers.OwnerRetained, e.Config.AcceptsHandoverFrom(rec.Installation):
+		return ""
+	}
+	return fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to another buckety installation: %s, which creates it again on its next pass (if installation %s is gone for good, a maintainer of backend %s lists it in ownership.acceptFrom to free its names)", rec, rec.Installation, e.Name)
 }
 
 // refuse reports a resource that holds content and is not taken over. The

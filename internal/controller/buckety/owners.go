@@ -38,9 +38,18 @@ import (
 //   - a backend whose ownership.handOverTo names another installation marks
 //     each of its records handed over, and writes nothing more to them.
 //
+//   - a missing resource whose name another installation holds in a
+//     registry that outlives resources (kadm) is not created
+//     (nameHeldElsewhere);
+//   - a Buckety whose resource now carries another installation's record
+//     (deleted out of band and created again there) reports
+//     OwnedElsewhere, and its accesses' credentials are revoked.
+//
 // Records are read fresh (MaxAge 0) wherever a resource would be taken
-// over or deleted, and remembered per process otherwise, so a steady-state
-// pass costs no request.
+// over or deleted, and remembered per process otherwise (ownerMemo), for
+// the Buckety's generation and at most half the re-check interval, so a
+// steady-state pass costs no request and an edit or a periodic pass reads
+// the record again.
 
 // ownerVerdict is what a record means for a Buckety of this installation.
 type ownerVerdict int
@@ -138,27 +147,61 @@ func (r *Reconciler) ownName(name string) bool {
 }
 
 // ownerMemo remembers, per backend resource, the record this process last
-// read or wrote, so a steady-state pass costs no request.
+// read or wrote, and when, so a steady-state pass costs no request. What
+// it remembers is trusted for a while only (get's maxAge): a resource
+// deleted out of band and created again by another installation carries
+// that installation's record (a bucket's tags), and this installation
+// must see it and stop writing to it, its tenants' credentials revoked.
 type ownerMemo struct {
-	m sync.Map // backend/resource -> drivers.OwnerRecord
+	m sync.Map // backend/resource -> memoEntry
+	// now is the clock; time.Now when nil.
+	now func() time.Time
+}
+
+type memoEntry struct {
+	rec drivers.OwnerRecord
+	at  time.Time
+	// gen is the generation of the Buckety whose pass read or wrote it.
+	gen int64
 }
 
 func memoKey(e *backends.Entry, name string) string { return e.Name + "/" + name }
 
-func (m *ownerMemo) get(e *backends.Entry, name string) (drivers.OwnerRecord, bool) {
+func (m *ownerMemo) clock() time.Time {
+	if m.now != nil {
+		return m.now()
+	}
+	return time.Now()
+}
+
+// get returns the record remembered for the resource, if a pass of
+// generation gen read or wrote it less than maxAge ago: a pass for a spec
+// not yet applied writes to the resource, and reads the record first.
+func (m *ownerMemo) get(e *backends.Entry, name string, maxAge time.Duration, gen int64) (drivers.OwnerRecord, bool) {
 	v, ok := m.m.Load(memoKey(e, name))
 	if !ok {
 		return drivers.OwnerRecord{}, false
 	}
-	return v.(drivers.OwnerRecord), true
+	me := v.(memoEntry)
+	if me.gen != gen || m.clock().Sub(me.at) >= maxAge {
+		return drivers.OwnerRecord{}, false
+	}
+	return me.rec, true
 }
 
-func (m *ownerMemo) put(e *backends.Entry, name string, rec *drivers.OwnerRecord) {
+func (m *ownerMemo) put(e *backends.Entry, name string, rec *drivers.OwnerRecord, gen int64) {
 	if rec == nil {
 		m.m.Delete(memoKey(e, name))
 		return
 	}
-	m.m.Store(memoKey(e, name), *rec)
+	m.m.Store(memoKey(e, name), memoEntry{rec: *rec, at: m.clock(), gen: gen})
+}
+
+// memoAge is how long a remembered record is trusted: half the per-object
+// re-check, so every periodic pass reads the record again (one request on
+// S3, the registry in memory on kadm) and passes between them do not.
+func (r *Reconciler) memoAge() time.Duration {
+	return r.Recheck / 2
 }
 
 // ownerRecords reports whether e keeps owner records, and records in f why
@@ -177,15 +220,16 @@ func (r *Reconciler) ownerRecords(ctx context.Context, e *backends.Entry, f *fac
 	return ok, nil
 }
 
-// readOwner reads the record of the resource, fresh when maxAge is 0.
-func (r *Reconciler) readOwner(ctx context.Context, e *backends.Entry, res drivers.Resource, maxAge time.Duration) (*drivers.OwnerRecord, error) {
+// readOwner reads the record of the resource, fresh when maxAge is 0, in
+// a pass of b.
+func (r *Reconciler) readOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, res drivers.Resource, maxAge time.Duration) (*drivers.OwnerRecord, error) {
 	res.MaxAge = maxAge
 	res.DryRun, res.CreateOnly, res.BeforeWrite, res.JustCreated = false, false, nil, false
 	rec, err := e.Owners.ReadOwner(ctx, res)
 	if err != nil {
 		return nil, err
 	}
-	r.owners.put(e, res.Name, rec)
+	r.owners.put(e, res.Name, rec, b.Generation)
 	return rec, nil
 }
 
@@ -197,7 +241,8 @@ func (r *Reconciler) heldRecord(b *v1.Buckety) *drivers.OwnerRecord {
 // checkOwner is the owner check of an existing resource this Buckety
 // already claims, before anything is written to it: false (with f set)
 // when the record says it is not this Buckety's to write. It reads the
-// record once per process and remembers it.
+// record and remembers it for memoAge, for the Buckety's generation (a
+// pass for an edited spec reads it again: it writes to the resource).
 func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource) bool {
 	ok, err := r.ownerRecords(ctx, e, f)
 	if err != nil {
@@ -207,10 +252,10 @@ func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.
 	if !ok {
 		return true
 	}
-	if rec, known := r.owners.get(e, res.Name); known && rec.Same(r.heldRecord(b)) {
+	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(r.heldRecord(b)) {
 		return true
 	}
-	rec, err := r.readOwner(ctx, e, res, r.Recheck)
+	rec, err := r.readOwner(ctx, b, e, res, r.maxAge(e))
 	if err != nil {
 		f.Record(err)
 		return false
@@ -244,11 +289,11 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		return true
 	}
 	want := r.heldRecord(b)
-	if rec, known := r.owners.get(e, res.Name); known && rec.Same(want) {
+	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(want) {
 		return true
 	}
 	if !created {
-		rec, err := r.readOwner(ctx, e, res, 0)
+		rec, err := r.readOwner(ctx, b, e, res, 0)
 		if err != nil {
 			f.Record(err)
 			return false
@@ -273,7 +318,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		f.Record(fmt.Errorf("write the owner record of %s: %w", res.Name, err))
 		return false
 	}
-	r.owners.put(e, res.Name, want)
+	r.owners.put(e, res.Name, want, b.Generation)
 	return true
 }
 
@@ -297,7 +342,7 @@ func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.En
 		f.handedOver = fmt.Sprintf("backend %s hands its resources over to installation %s (ownership.handOverTo), but keeps no owner record; nothing is written to %s", e.Name, to, f.resourceName)
 		return
 	}
-	rec, err := r.readOwner(ctx, e, res, 0)
+	rec, err := r.readOwner(ctx, b, e, res, 0)
 	if err != nil {
 		f.Record(err)
 		return
@@ -318,7 +363,7 @@ func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.En
 			f.Record(fmt.Errorf("mark %s handed over: %w", res.Name, err))
 			return
 		}
-		r.owners.put(e, res.Name, want)
+		r.owners.put(e, res.Name, want, b.Generation)
 		r.event(b, corev1.EventTypeNormal, v1.ReasonHandedOver, v1.EventActionProvision, fmt.Sprintf("marked %s on backend %s handed over to installation %s (ownership.handOverTo); nothing more is written to it from this installation", f.resourceName, e.Name, to))
 	}
 	f.handedOver = fmt.Sprintf("%s on backend %s is handed over to installation %s (ownership.handOverTo), waiting for it to take it over; nothing more is written to it from this installation", f.resourceName, e.Name, to)
@@ -332,7 +377,7 @@ func (r *Reconciler) deletableByRecord(ctx context.Context, b *v1.Buckety, e *ba
 	if err != nil || !ok {
 		return "", err
 	}
-	rec, err := r.readOwner(ctx, e, res, 0)
+	rec, err := r.readOwner(ctx, b, e, res, 0)
 	if err != nil {
 		return "", err
 	}
@@ -359,7 +404,7 @@ func (r *Reconciler) dropOwner(ctx context.Context, e *backends.Entry, res drive
 	if err := e.Owners.WriteOwner(ctx, res, nil); err != nil {
 		return fmt.Errorf("remove the owner record of %s: %w", res.Name, err)
 	}
-	r.owners.put(e, res.Name, nil)
+	r.owners.put(e, res.Name, nil, 0)
 	return nil
 }
 
@@ -371,7 +416,7 @@ func (r *Reconciler) retainOwner(ctx context.Context, b *v1.Buckety, e *backends
 	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
 		return err
 	}
-	rec, err := r.readOwner(ctx, e, res, 0)
+	rec, err := r.readOwner(ctx, b, e, res, 0)
 	if err != nil {
 		return err
 	}
@@ -383,6 +428,6 @@ func (r *Reconciler) retainOwner(ctx context.Context, b *v1.Buckety, e *backends
 	if err := e.Owners.WriteOwner(ctx, res, &want); err != nil {
 		return fmt.Errorf("mark the owner record of %s retained: %w", res.Name, err)
 	}
-	r.owners.put(e, res.Name, &want)
+	r.owners.put(e, res.Name, &want, b.Generation)
 	return nil
 }

@@ -3,6 +3,7 @@ package buckety
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -50,5 +51,66 @@ func TestJudgeOwner(t *testing.T) {
 				t.Errorf("want %d %q, got %d %q", c.want, c.why, got, why)
 			}
 		})
+	}
+}
+
+// TestMissingNameHeld: which registry records keep installation east from
+// creating a topic that does not exist, on a backend that accepts west's
+// resources.
+func TestMissingNameHeld(t *testing.T) {
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "orders", UID: "new-uid"}}
+	e := &backends.Entry{Name: "kafka", Config: &config.Backend{Ownership: &config.Ownership{AcceptFrom: []string{"west"}}}}
+	rec := func(inst, ns string, state drivers.OwnerState, to string) *drivers.OwnerRecord {
+		return &drivers.OwnerRecord{Installation: inst, Namespace: ns, Name: "orders", UID: "old-uid", State: state, To: to}
+	}
+	for _, c := range []struct {
+		name string
+		rec  *drivers.OwnerRecord
+		held bool
+	}{
+		{"no record", nil, false},
+		{"mine", rec("east", "team-a", drivers.OwnerHeld, ""), false},
+		{"mine under a former name", rec("cluster-0123456789ab", "team-a", drivers.OwnerHeld, ""), false},
+		{"mine, another Buckety (the claims decide)", rec("east", "team-b", drivers.OwnerHeld, ""), false},
+		{"held by another installation", rec("north", "team-a", drivers.OwnerHeld, ""), true},
+		{"held by another installation for another namespace", rec("north", "team-b", drivers.OwnerHeld, ""), true},
+		{"retained by another installation", rec("north", "team-a", drivers.OwnerRetained, ""), false},
+		{"handed over to a third", rec("north", "team-a", drivers.OwnerHandedOver, "south"), true},
+		{"handed to me by one not accepted", rec("north", "team-a", drivers.OwnerHandedOver, "east"), true},
+		{"held by one this backend accepts", rec("west", "team-a", drivers.OwnerHeld, ""), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			why := missingNameHeld(c.rec, b, e, "east", "cluster-0123456789ab")
+			if (why != "") != c.held {
+				t.Fatalf("want held %v, got %q", c.held, why)
+			}
+			if c.held && (!strings.Contains(why, "installation north") || !strings.Contains(why, "ownership.acceptFrom")) {
+				t.Errorf("want the refusal to name the holder and the way out, got %q", why)
+			}
+		})
+	}
+}
+
+// TestOwnerMemoTrustsARecordForAWhile: a remembered record answers only
+// passes of the generation that read it, and only for the age asked.
+func TestOwnerMemoTrustsARecordForAWhile(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := &ownerMemo{now: func() time.Time { return now }}
+	e := &backends.Entry{Name: "s3"}
+	rec := &drivers.OwnerRecord{Installation: "east", Namespace: "team-a", Name: "orders", State: drivers.OwnerHeld}
+	m.put(e, "team-a-orders", rec, 3)
+	if got, ok := m.get(e, "team-a-orders", time.Minute, 3); !ok || !got.Same(rec) {
+		t.Fatalf("want the record remembered, got %v %v", got, ok)
+	}
+	if _, ok := m.get(e, "team-a-orders", time.Minute, 4); ok {
+		t.Errorf("want a pass of an edited spec (generation 4) to read the record again")
+	}
+	now = now.Add(time.Minute)
+	if _, ok := m.get(e, "team-a-orders", time.Minute, 3); ok {
+		t.Errorf("want a record a minute old not trusted for a minute")
+	}
+	m.put(e, "team-a-orders", nil, 3)
+	if _, ok := m.get(e, "team-a-orders", time.Hour, 3); ok {
+		t.Errorf("want a removed record forgotten")
 	}
 }
