@@ -282,11 +282,7 @@ type Ownership struct {
 	// owns on the backend over to.
 	HandOverTo string `json:"handOverTo,omitempty"`
 	// AcceptFrom names the installations whose handovers to this one are
-	// accepted on the backend. On a backend whose owner records outlive
-	// the resources (kadm's registry), it also frees those installations'
-	// names of resources that no longer exist: this installation may
-	// create them anew (how the names of an installation gone for good
-	// are freed).
+	// accepted on the backend.
 	AcceptFrom []string `json:"acceptFrom,omitempty"`
 }
 

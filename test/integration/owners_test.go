@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -372,9 +373,9 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 }
 
 // TestDrainReadsTheOwnerRecordFresh (kafka): east's Buckety holds a topic,
-// which is deleted out of band; west (another installation on the same
-// broker, whose maintainer accepts east's names) creates the topic anew
-// for its own Buckety, and its owner record replaces east's. East's tenant then asks for a drain: east's process
+// which is deleted out of band, and its record removed from the registry
+// by hand; west (another installation on the same broker) creates the
+// topic anew for its own Buckety, with its own owner record. East's tenant then asks for a drain: east's process
 // still remembers the topic as its own, but the drain reads the record
 // afresh before its step, as a deletion does, and is refused: west's
 // records are kept.
@@ -387,11 +388,7 @@ func TestDrainReadsTheOwnerRecordFresh(t *testing.T) {
 	allow := true
 	be.Drain = &config.Drain{Allow: &allow}
 	startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) { o.Recheck = time.Hour })
-	// East's record outlives its topic (the registry): west's maintainer
-	// frees east's names (TestResourceCreatedAgainElsewhere).
-	westBe := be
-	westBe.Ownership = &config.Ownership{AcceptFrom: []string{"east"}}
-	startControllerWith(t, installationYAML("west", westBe), nil, func(o *appcontroller.Options) { o.RESTConfig, o.Recheck = westREST, time.Hour })
+	startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) { o.RESTConfig, o.Recheck = westREST, time.Hour })
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 	topic := ns + ".orders"
@@ -412,6 +409,9 @@ func TestDrainReadsTheOwnerRecordFresh(t *testing.T) {
 		td, err := adm.ListTopics(context.Background(), topic)
 		return err == nil && !td.Has(topic), fmt.Sprint(err)
 	})
+	// East's record outlives its topic (the registry): a maintainer
+	// removes it by hand (TestResourceCreatedAgainElsewhere).
+	forgetOwnerRecord(t, cl, topic)
 
 	wb := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "owned", Name: topic}}
 	applyOn(t, west, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, wb)
@@ -435,8 +435,9 @@ func TestDrainReadsTheOwnerRecordFresh(t *testing.T) {
 //
 //   - kafka: east's owner record outlives the topic (the registry), so
 //     west is refused (OwnedElsewhere, naming east, saying the topic does
-//     not exist now) until west's maintainer frees east's names
-//     (ownership.acceptFrom: [east]); then west creates it anew.
+//     not exist now), though west's maintainer accepts east's handovers,
+//     until a maintainer removes east's record by hand; then west creates
+//     it anew.
 //   - s3: the record went with the bucket (its tags); west creates it.
 //
 // West's tenant writes to the new resource. East's process still
@@ -450,16 +451,21 @@ func TestResourceCreatedAgainElsewhere(t *testing.T) {
 	westREST, west := otherCluster(t)
 	type againCase struct {
 		name     string
-		backend  func(t *testing.T) (be config.Backend, remove func(resource string), param, value string, applied func(resource string) string)
+		// backend starts the server; remove deletes a resource out of
+		// band, free removes its registry record by hand (kafka; nil where
+		// the record went with the resource), applied reads the edited
+		// parameter's value on the server.
+		backend  func(t *testing.T) (be config.Backend, remove, free func(resource string), param, value string, applied func(resource string) string)
 		resource func(ns string) string
 		write    func(t *testing.T, data map[string][]byte, resource string) error
 	}
 	cases := []againCase{{name: "kafka",
-		backend: func(t *testing.T) (config.Backend, func(string), string, string, func(string) string) {
+		backend: func(t *testing.T) (config.Backend, func(string), func(string), string, string, func(string) string) {
 			b, _ := scopedBroker(t, 0)
 			be := superuserBackend(b, 0)
 			be.Name = "owned"
-			adm := kadm.NewClient(secretKafka(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte("buckety"), "sasl.password": []byte("s3cr3t")}))
+			cl := secretKafka(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte("buckety"), "sasl.password": []byte("s3cr3t")})
+			adm := kadm.NewClient(cl)
 			remove := func(topic string) {
 				res, err := adm.DeleteTopics(context.Background(), topic)
 				if err == nil {
@@ -489,12 +495,12 @@ func TestResourceCreatedAgainElsewhere(t *testing.T) {
 				}
 				return ""
 			}
-			return be, remove, "config.retention.ms", "3600000", applied
+			return be, remove, func(topic string) { forgetOwnerRecord(t, cl, topic) }, "config.retention.ms", "3600000", applied
 		},
 		resource: func(ns string) string { return ns + ".orders" },
 		write:    func(t *testing.T, data map[string][]byte, topic string) error { return produceWith(t, data, topic) },
 	}, {name: "minio",
-		backend: func(t *testing.T) (config.Backend, func(string), string, string, func(string) string) {
+		backend: func(t *testing.T) (config.Backend, func(string), func(string), string, string, func(string) string) {
 			srv, be := scopedS3(t, "minio")
 			be.Name = "owned"
 			root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
@@ -521,7 +527,7 @@ func TestResourceCreatedAgainElsewhere(t *testing.T) {
 				}
 				return string(out.Status)
 			}
-			return be, remove, "versioning", "true", applied
+			return be, remove, nil, "versioning", "true", applied
 		},
 		resource: func(ns string) string { return ns + "-orders" },
 		write: func(_ *testing.T, data map[string][]byte, bucket string) error {
@@ -530,7 +536,7 @@ func TestResourceCreatedAgainElsewhere(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			be, remove, param, value, applied := c.backend(t)
+			be, remove, free, param, value, applied := c.backend(t)
 			// East makes no pass of its own (no sweep, no re-check) but
 			// for its tenant's edit: what it remembers is all it has.
 			startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) {
@@ -561,19 +567,21 @@ func TestResourceCreatedAgainElsewhere(t *testing.T) {
 			remove(resource)
 
 			wnsObj, wb, wa := tenantManifests(ns, resource, "")
-			if c.name == "kafka" {
-				westCtl := startControllerWith(t, installationYAML("west", be), nil, westOpts)
-				applyOn(t, west, wnsObj, wb, wa)
+			// West's maintainer accepts east's handovers (a migration's
+			// first step, east still running): that frees none of the
+			// names east holds.
+			westBe := be
+			westBe.Ownership = &config.Ownership{AcceptFrom: []string{"east"}}
+			startControllerWith(t, installationYAML("west", westBe), nil, westOpts)
+			applyOn(t, west, wnsObj, wb, wa)
+			if free != nil {
 				got := waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
 				if !strings.Contains(got.Message, "installation east") || !strings.Contains(got.Message, "does not exist now") {
 					t.Errorf("want the refusal to name east and say the topic is gone, got %q", got.Message)
 				}
-				westCtl.stop(t)
-				be.Ownership = &config.Ownership{AcceptFrom: []string{"east"}}
-				startControllerWith(t, installationYAML("west", be), nil, westOpts)
-			} else {
-				startControllerWith(t, installationYAML("west", be), nil, westOpts)
-				applyOn(t, west, wnsObj, wb, wa)
+				// A maintainer who takes east for gone removes its
+				// record by hand, while east still runs.
+				free(resource)
 			}
 			waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 			waitConditionOn(t, west, wa, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
@@ -608,4 +616,55 @@ func TestResourceCreatedAgainElsewhere(t *testing.T) {
 			deleteOn(t, west, wb)
 		})
 	}
+}
+
+// forgetOwnerRecord removes topic's owner record from the kadm registry by
+// hand, as a maintainer would with kcat: a tombstone keyed by its name.
+func forgetOwnerRecord(t *testing.T, cl *kgo.Client, topic string) {
+	t.Helper()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "__buckety-owners", Key: []byte(topic)}).FirstErr(); err != nil {
+		t.Fatalf("remove the owner record of %s: %v", topic, err)
+	}
+}
+
+// TestBucketCreatedAgainCarriesItsRecord (MinIO): a bucket deleted out of
+// band takes its owner record (its tags) with it. The drift sweep wakes its
+// Buckety, whose pass creates it again; that pass writes the record again,
+// though the process remembers having written it: otherwise another
+// installation would find the bucket empty and unrecorded, and take it.
+func TestBucketCreatedAgainCarriesItsRecord(t *testing.T) {
+	needInfra(t)
+	srv, be := scopedS3(t, "minio")
+	be.Name = "owned"
+	startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-orders"
+	_, b, _ := tenantManifests(ns, bucket, "")
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	installationTag := func() string {
+		out, err := root.GetBucketTagging(context.Background(), &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			return fmt.Sprintf("(%v)", err)
+		}
+		for _, tag := range out.TagSet {
+			if aws.ToString(tag.Key) == s3driver.TagInstallation {
+				return aws.ToString(tag.Value)
+			}
+		}
+		return "(none)"
+	}
+	if got := installationTag(); got != "east" {
+		t.Fatalf("want the new bucket recorded as east's, got %s", got)
+	}
+	if _, err := root.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatalf("delete %s out of band: %v", bucket, err)
+	}
+	wait.For(t, waitTimeout, bucket+" created again, with east's record", func() (bool, string) {
+		got := installationTag()
+		return got == "east", "its installation tag: " + got
+	})
 }

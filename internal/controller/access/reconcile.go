@@ -411,6 +411,16 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 			return nil, nil, false, err
 		}
 	}
+	if prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned); prov != nil && prov.Status == metav1.ConditionFalse && prov.Reason == v1.ReasonOwnedElsewhere {
+		// Another installation's record stands on the resource now (the
+		// name was free when this one created it, and was deleted out
+		// of band since and created again there): the credentials this
+		// installation issued on the name would reach that
+		// installation's data.
+		f.bucketyWaiting = fmt.Sprintf("Buckety %s's backend resource is not this installation's (%s: %s): a credential of its own this installation issued to the access is revoked", refNameOf(a, ref), prov.Reason, prov.Message)
+		f.elsewhere = true
+		return nil, nil, false, nil
+	}
 	if !b.DeletionTimestamp.IsZero() {
 		f.bucketyWaiting = fmt.Sprintf("Buckety %s is being deleted", refNameOf(a, ref))
 		return nil, nil, false, nil
@@ -429,16 +439,6 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 		return nil, nil, false, nil
 	}
 	prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
-	if prov != nil && prov.Status == metav1.ConditionFalse && prov.Reason == v1.ReasonOwnedElsewhere {
-		// Another installation's record stands on the resource now (the
-		// name was free when this one created it, and was deleted out
-		// of band since and created again there): the credentials this
-		// installation issued on the name would reach that
-		// installation's data.
-		f.bucketyWaiting = fmt.Sprintf("Buckety %s's backend resource is not this installation's (%s: %s): the credentials this installation issued on it are revoked", refNameOf(a, ref), prov.Reason, prov.Message)
-		f.elsewhere = true
-		return nil, nil, false, nil
-	}
 	if b.Status.BackendResourceName == "" || prov == nil || prov.Status != metav1.ConditionTrue || prov.ObservedGeneration != b.Generation {
 		msg := fmt.Sprintf("waiting for Buckety %s to provision its backend resource", b.Name)
 		if prov != nil && prov.Status != metav1.ConditionTrue {

@@ -59,10 +59,22 @@ func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f 
 	on := &grantedOn{several: true}
 	var e *backends.Entry
 	waiting := false
+	// elsewhereWhy keeps why the first Buckety whose resource is not this
+	// installation's revokes the access (f.elsewhere), which a later
+	// one's wait would otherwise overwrite.
+	elsewhereWhy := ""
+	defer func() {
+		if elsewhereWhy != "" {
+			f.bucketyWaiting = elsewhereWhy
+		}
+	}()
 	for i, ref := range a.Spec.BucketyRefs {
 		b, be, ok, err := r.bucketyOf(ctx, a, ref, f)
 		if err != nil {
 			return nil, nil, false, err
+		}
+		if f.elsewhere && elsewhereWhy == "" {
+			elsewhereWhy = f.bucketyWaiting
 		}
 		if f.notShared != "" {
 			on.withdrawn = append(on.withdrawn, objects.RefKey(a.RefNamespace(ref), ref.Name))

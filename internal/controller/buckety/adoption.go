@@ -183,15 +183,15 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 // backend whose records outlive their resources (drivers.OwnerRegistry:
 // kadm's registry topic), the record of its name, and reports true (with
 // f set) when that record keeps this Buckety from creating it: another
-// installation holds the name (Held, or handed over to a third), which
-// creates the resource again on its next pass, and whose tenants'
-// credentials are granted on the name. A name that installation retained
-// (its Buckety deleted with Retain, the resource deleted since), one
-// handed over to this installation, and one of an installation this
-// backend accepts resources from (ownership.acceptFrom: how a maintainer
-// frees the names of an installation gone for good) are free. The record
-// is read at most the sweep's age old (fresh without a sweep): the read
-// of a create is answered from the registry the backend holds in memory.
+// installation holds the name, creates the resource again on its next
+// pass, and its tenants' credentials are granted on the name. A name that
+// installation retained (its Buckety deleted with Retain, the resource
+// deleted since), or handed over to this one for this Buckety, is free;
+// acceptFrom alone frees nothing, since a receiver lists the giver before
+// the giver hands over, while the giver still holds its names. The
+// record is read at most the sweep's age old (fresh without a sweep): the
+// read of a create is answered from the registry the backend holds in
+// memory.
 func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
 	reg, ok := e.Owners.(drivers.OwnerRegistry)
 	if !ok || !reg.OwnerRecordsOutliveResources() {
@@ -220,13 +220,17 @@ func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *ba
 
 // missingNameHeld says why rec, the registry's record of a resource that
 // does not exist, keeps a Buckety b of installation inst from creating it
-// on e; "" when it does not (see nameHeldElsewhere).
+// on e; "" when it does not (see nameHeldElsewhere). Records of inst's own
+// (its former names included) are left to the claims.
 func missingNameHeld(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst string, former ...string) string {
 	switch {
-	case rec == nil, rec.Installation == inst, slices.Contains(former, rec.Installation), rec.State == drivers.OwnerRetained, e.Config.AcceptsHandoverFrom(rec.Installation):
+	case rec == nil, rec.Installation == inst, slices.Contains(former, rec.Installation), rec.State == drivers.OwnerRetained:
 		return ""
 	}
-	return fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to another buckety installation: %s, which creates it again on its next pass (if installation %s is gone for good, a maintainer of backend %s lists it in ownership.acceptFrom to free its names)", rec, rec.Installation, e.Name)
+	if v, _ := judgeOwner(rec, b, e, inst, former...); v == ownerHandedToMe {
+		return ""
+	}
+	return fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to another buckety installation: %s, which creates it again on its next pass", rec)
 }
 
 // refuse reports a resource that holds content and is not taken over. The

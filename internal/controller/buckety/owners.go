@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -289,7 +290,10 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		return true
 	}
 	want := r.heldRecord(b)
-	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(want) {
+	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(want) && !created {
+		// A resource this pass created again (deleted out of band) has
+		// lost a record kept with it (a bucket's tags), whatever this
+		// process remembers: it is written again below.
 		return true
 	}
 	if !created {
@@ -325,6 +329,9 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 // ownedElsewhere reports a resource whose record keeps this Buckety out.
 func (r *Reconciler) ownedElsewhere(b *v1.Buckety, e *backends.Entry, f *facts, why string) {
 	f.ownedElsewhere = fmt.Sprintf("%s on backend %s %s; buckety never adopts or writes it, whatever spec.adoption says: choose another spec.name", f.resourceName, e.Name, why)
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonOwnedElsewhere && c.ObservedGeneration == b.Generation && c.Message == f.ownedElsewhere {
+		return // reported in this episode: each retry would repeat the event
+	}
 	r.event(b, corev1.EventTypeWarning, v1.ReasonOwnedElsewhere, v1.EventActionProvision, f.ownedElsewhere)
 }
 

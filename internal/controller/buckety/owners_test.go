@@ -56,7 +56,7 @@ func TestJudgeOwner(t *testing.T) {
 
 // TestMissingNameHeld: which registry records keep installation east from
 // creating a topic that does not exist, on a backend that accepts west's
-// resources.
+// handovers.
 func TestMissingNameHeld(t *testing.T) {
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "orders", UID: "new-uid"}}
 	e := &backends.Entry{Name: "kafka", Config: &config.Backend{Ownership: &config.Ownership{AcceptFrom: []string{"west"}}}}
@@ -64,28 +64,32 @@ func TestMissingNameHeld(t *testing.T) {
 		return &drivers.OwnerRecord{Installation: inst, Namespace: ns, Name: "orders", UID: "old-uid", State: state, To: to}
 	}
 	for _, c := range []struct {
-		name string
-		rec  *drivers.OwnerRecord
-		held bool
+		name   string
+		rec    *drivers.OwnerRecord
+		holder string // "" when the name is free
 	}{
-		{"no record", nil, false},
-		{"mine", rec("east", "team-a", drivers.OwnerHeld, ""), false},
-		{"mine under a former name", rec("cluster-0123456789ab", "team-a", drivers.OwnerHeld, ""), false},
-		{"mine, another Buckety (the claims decide)", rec("east", "team-b", drivers.OwnerHeld, ""), false},
-		{"held by another installation", rec("north", "team-a", drivers.OwnerHeld, ""), true},
-		{"held by another installation for another namespace", rec("north", "team-b", drivers.OwnerHeld, ""), true},
-		{"retained by another installation", rec("north", "team-a", drivers.OwnerRetained, ""), false},
-		{"handed over to a third", rec("north", "team-a", drivers.OwnerHandedOver, "south"), true},
-		{"handed to me by one not accepted", rec("north", "team-a", drivers.OwnerHandedOver, "east"), true},
-		{"held by one this backend accepts", rec("west", "team-a", drivers.OwnerHeld, ""), false},
+		{"no record", nil, ""},
+		{"mine", rec("east", "team-a", drivers.OwnerHeld, ""), ""},
+		{"mine under a former name", rec("cluster-0123456789ab", "team-a", drivers.OwnerHeld, ""), ""},
+		{"mine, another Buckety (the claims decide)", rec("east", "team-b", drivers.OwnerHeld, ""), ""},
+		{"held by another installation", rec("north", "team-a", drivers.OwnerHeld, ""), "north"},
+		{"held by another installation for another namespace", rec("north", "team-b", drivers.OwnerHeld, ""), "north"},
+		{"retained by another installation", rec("north", "team-a", drivers.OwnerRetained, ""), ""},
+		{"handed over to a third", rec("west", "team-a", drivers.OwnerHandedOver, "south"), "west"},
+		{"handed to me by one not accepted", rec("north", "team-a", drivers.OwnerHandedOver, "east"), "north"},
+		{"handed to me by one accepted, for this Buckety", rec("west", "team-a", drivers.OwnerHandedOver, "east"), ""},
+		{"handed to me by one accepted, for another namespace", rec("west", "team-b", drivers.OwnerHandedOver, "east"), "west"},
+		// A receiver lists the giver before the giver hands over: the
+		// giver's names stay its own meanwhile.
+		{"held by one this backend accepts handovers from", rec("west", "team-a", drivers.OwnerHeld, ""), "west"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			why := missingNameHeld(c.rec, b, e, "east", "cluster-0123456789ab")
-			if (why != "") != c.held {
-				t.Fatalf("want held %v, got %q", c.held, why)
-			}
-			if c.held && (!strings.Contains(why, "installation north") || !strings.Contains(why, "ownership.acceptFrom")) {
-				t.Errorf("want the refusal to name the holder and the way out, got %q", why)
+			switch {
+			case c.holder == "" && why != "":
+				t.Fatalf("want the name free, got %q", why)
+			case c.holder != "" && !strings.Contains(why, "installation "+c.holder):
+				t.Fatalf("want the name held, naming installation %s, got %q", c.holder, why)
 			}
 		})
 	}
