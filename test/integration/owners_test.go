@@ -450,7 +450,7 @@ func TestResourceCreatedAgainElsewhere(t *testing.T) {
 	needInfra(t)
 	westREST, west := otherCluster(t)
 	type againCase struct {
-		name     string
+		name string
 		// backend starts the server; remove deletes a resource out of
 		// band, free removes its registry record by hand (kafka; nil where
 		// the record went with the resource), applied reads the edited
