@@ -668,3 +668,56 @@ func TestBucketCreatedAgainCarriesItsRecord(t *testing.T) {
 		return got == "east", "its installation tag: " + got
 	})
 }
+
+// TestRenamedInstallationKeepsItsCredentials (kafka): an installation
+// renamed without formerInstallations finds its own records under the old
+// name. Its Buckety writes nothing to the topic and says what to fix
+// (InstallationMismatch, naming the old name and formerInstallations),
+// but it is not another installation's data: the access keeps its
+// credential. Listing the old name brings the Buckety back Ready with the
+// same Secret.
+func TestRenamedInstallationKeepsItsCredentials(t *testing.T) {
+	needInfra(t)
+	b, _ := scopedBroker(t, 0)
+	be := superuserBackend(b, 0)
+	be.Name = "owned"
+	north := startControllerWith(t, installationYAML("north", be), nil, fastLoops)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	topic := ns + ".orders"
+	_, eb, ea := tenantManifests(ns, topic, "")
+	create(t, eb)
+	create(t, ea)
+	waitCondition(t, ea, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, eb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	before := secret(t, ns, "app").Data
+	north.stop(t)
+
+	renamed := startControllerWith(t, installationYAML("north-2", be), nil, fastLoops)
+	// A pass of an edit reads the record whatever the process remembers.
+	patch(t, eb, `{"spec":{"parameters":{"config.retention.ms":"3600000"}}}`)
+	got := waitCondition(t, eb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInstallationMismatch, waitTimeout)
+	for _, want := range []string{"installation north,", "formerInstallations", "north-2"} {
+		if !strings.Contains(got.Message, want) {
+			t.Errorf("want the message to contain %q, got %q", want, got.Message)
+		}
+	}
+	// Several owner-check and access passes later, the credential stands.
+	time.Sleep(5 * time.Second)
+	if err := produceWith(t, before, topic); err != nil {
+		t.Errorf("the access's credential under the mistaken name: %v", err)
+	}
+	renamed.stop(t)
+	startControllerWith(t, "formerInstallations: [north]\n"+installationYAML("north-2", be), nil, fastLoops)
+	waitCondition(t, eb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, ea, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if after := secret(t, ns, "app").Data; string(after["sasl.password"]) != string(before["sasl.password"]) {
+		t.Errorf("want the same credential in the Secret once the old name is listed")
+	}
+	if err := produceWith(t, before, topic); err != nil {
+		t.Errorf("the credential once the old name is listed: %v", err)
+	}
+	// While this controller runs (it stops first at the test's end).
+	deleteOn(t, k8s, ea)
+	deleteOn(t, k8s, eb)
+}

@@ -174,6 +174,12 @@ const (
 	// is never adopted or written, whatever spec.adoption says. The
 	// message names the owner.
 	ReasonOwnedElsewhere = "OwnedElsewhere"
+	// ReasonInstallationMismatch: the backend resource's owner record
+	// names this very Buckety (its UID) under another installation name:
+	// the installation was renamed without formerInstallations, or its
+	// name is mistyped. Nothing is written to the resource, and its
+	// accesses keep their credentials, until the config names it again.
+	ReasonInstallationMismatch = "InstallationMismatch"
 	// ReasonHandedOver: the backend hands its resources over to another
 	// installation (ownership.handOverTo); nothing more is written to this
 	// one from this installation.

@@ -173,7 +173,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 	}
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
-		r.ownedElsewhere(b, e, f, why)
+		r.ownedElsewhere(b, e, f, rec, why)
 		return v, false
 	}
 	return v, true
@@ -214,7 +214,7 @@ func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *ba
 	if why == "" {
 		return false
 	}
-	r.ownedElsewhere(b, e, f, why)
+	r.ownedElsewhere(b, e, f, rec, why)
 	return true
 }
 

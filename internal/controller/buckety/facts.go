@@ -69,8 +69,10 @@ type facts struct {
 	// resource is not taken over.
 	adoptionRefused string
 	// ownedElsewhere says why the resource's owner record keeps this
-	// Buckety out (owners.go).
+	// Buckety out (owners.go); misnamed when the record is this Buckety's
+	// under another name of this installation (InstallationMismatch).
 	ownedElsewhere string
+	misnamed       bool
 	// handedOver says the resource is handed over to another installation
 	// (ownership.handOverTo): nothing more is written to it.
 	handedOver string

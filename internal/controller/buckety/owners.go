@@ -268,11 +268,11 @@ func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.
 	}
 	switch v {
 	case ownerForeign:
-		r.ownedElsewhere(b, e, f, why)
+		r.ownedElsewhere(b, e, f, rec, why)
 		return false
 	case ownerSibling:
 		if !adoptionKeys(b, e) {
-			r.ownedElsewhere(b, e, f, why)
+			r.ownedElsewhere(b, e, f, rec, why)
 			return false
 		}
 	}
@@ -310,7 +310,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		case rec.Same(want):
 			return true
 		case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
-			r.ownedElsewhere(b, e, f, why)
+			r.ownedElsewhere(b, e, f, rec, why)
 			return false
 		}
 	}
@@ -326,13 +326,32 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 	return true
 }
 
-// ownedElsewhere reports a resource whose record keeps this Buckety out.
-func (r *Reconciler) ownedElsewhere(b *v1.Buckety, e *backends.Entry, f *facts, why string) {
-	f.ownedElsewhere = fmt.Sprintf("%s on backend %s %s; buckety never adopts or writes it, whatever spec.adoption says: choose another spec.name", f.resourceName, e.Name, why)
-	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonOwnedElsewhere && c.ObservedGeneration == b.Generation && c.Message == f.ownedElsewhere {
+// ownedElsewhere reports a resource whose record rec keeps this Buckety
+// out. A record that names another installation for this very Buckety
+// (its UID, which only this cluster's Buckety has) was written by this
+// installation under another name: the installation was renamed without
+// formerInstallations, or its name is mistyped. Nothing is written to the
+// resource either way, but that is reported as InstallationMismatch,
+// naming the fix, and the accesses keep their credentials (an
+// OwnedElsewhere resource revokes them: it may be another's data).
+func (r *Reconciler) ownedElsewhere(b *v1.Buckety, e *backends.Entry, f *facts, rec *drivers.OwnerRecord, why string) {
+	reason := v1.ReasonOwnedElsewhere
+	if f.misnamed = misnamed(rec, b) && !r.ownName(rec.Installation); f.misnamed {
+		reason = v1.ReasonInstallationMismatch
+		f.ownedElsewhere = fmt.Sprintf("%s on backend %s is recorded as this Buckety's (UID %s) by installation %s, and this installation is named %s: list %s in formerInstallations in buckety-controller.yaml (or set installation back to it); nothing is written to it until then", f.resourceName, e.Name, b.UID, rec.Installation, r.Backends.Installation(), rec.Installation)
+	} else {
+		f.ownedElsewhere = fmt.Sprintf("%s on backend %s %s; buckety never adopts or writes it, whatever spec.adoption says: choose another spec.name", f.resourceName, e.Name, why)
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == reason && c.ObservedGeneration == b.Generation && c.Message == f.ownedElsewhere {
 		return // reported in this episode: each retry would repeat the event
 	}
-	r.event(b, corev1.EventTypeWarning, v1.ReasonOwnedElsewhere, v1.EventActionProvision, f.ownedElsewhere)
+	r.event(b, corev1.EventTypeWarning, reason, v1.EventActionProvision, f.ownedElsewhere)
+}
+
+// misnamed reports whether rec, not handed over, names Buckety b by its
+// UID.
+func misnamed(rec *drivers.OwnerRecord, b *v1.Buckety) bool {
+	return rec != nil && rec.UID != "" && rec.UID == string(b.UID) && rec.State != drivers.OwnerHandedOver
 }
 
 // handOver marks the record of a resource this installation owns handed
@@ -360,7 +379,7 @@ func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.En
 		return
 	case rec != nil && !r.ownName(rec.Installation):
 		_, why := r.judge(rec, b, e)
-		r.ownedElsewhere(b, e, f, why)
+		r.ownedElsewhere(b, e, f, rec, why)
 		return
 	}
 	want := r.heldRecord(b)

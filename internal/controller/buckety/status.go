@@ -275,6 +275,9 @@ func ownerLink(_ *v1.Buckety, f *facts) *readinessResult {
 	if f.ownedElsewhere == "" {
 		return nil
 	}
+	if f.misnamed {
+		return notReady(v1.ReasonInstallationMismatch, f.ownedElsewhere, false)
+	}
 	return notReady(v1.ReasonOwnedElsewhere, f.ownedElsewhere, false)
 }
 
