@@ -193,8 +193,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 // read of a create is answered from the registry the backend holds in
 // memory.
 func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) bool {
-	reg, ok := e.Owners.(drivers.OwnerRegistry)
-	if !ok || !reg.OwnerRecordsOutliveResources() {
+	if !registryKept(e) {
 		return false
 	}
 	keeps, err := r.ownerRecords(ctx, e, f)

@@ -243,7 +243,8 @@ func (r *Reconciler) heldRecord(b *v1.Buckety) *drivers.OwnerRecord {
 // already claims, before anything is written to it: false (with f set)
 // when the record says it is not this Buckety's to write. It reads the
 // record and remembers it for memoAge, for the Buckety's generation (a
-// pass for an edited spec reads it again: it writes to the resource).
+// pass for an edited spec reads it again: it writes to the resource); on
+// a registry kept in memory (registryKept) every pass reads it.
 func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource) bool {
 	ok, err := r.ownerRecords(ctx, e, f)
 	if err != nil {
@@ -253,7 +254,7 @@ func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.
 	if !ok {
 		return true
 	}
-	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(r.heldRecord(b)) {
+	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(r.heldRecord(b)) && !registryKept(e) {
 		return true
 	}
 	rec, err := r.readOwner(ctx, b, e, res, r.maxAge(e))
@@ -277,6 +278,16 @@ func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.
 		}
 	}
 	return true
+}
+
+// registryKept reports whether e keeps its records in a registry apart
+// from the resources, which its backend holds in memory (kadm): a read at
+// most a sweep interval old costs no request there (a catch-up at most
+// once an interval, shared), so every pass reads it rather than trust
+// what this process remembers.
+func registryKept(e *backends.Entry) bool {
+	reg, ok := e.Owners.(drivers.OwnerRegistry)
+	return ok && reg.OwnerRecordsOutliveResources()
 }
 
 // keepOwner writes the Held record of a resource this Buckety owns when the
