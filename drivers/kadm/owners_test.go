@@ -440,8 +440,9 @@ var ownerAPIs = []string{"Produce", "InitProducerID", "ListOffsets", "Fetch"}
 // TestOwnerRequestsPerCreate counts what owner records add to a create
 // (issue 54, "new features at no visible cost"): n concurrent creates of
 // new topics, each as the controller makes it (Inspect, the registry's
-// record of the missing name, Ensure, then the Held record), cost at most one owner-record request per create, batched,
-// over what the same creates cost without the records.
+// record of the missing name, Ensure, then the Held record), cost at most
+// one owner-record request per create, batched, over what the same creates
+// cost without the records.
 func TestOwnerRequestsPerCreate(t *testing.T) {
 	f := newFixture(t, kafka.Options{}, nil)
 	ctx := context.Background()

@@ -36,6 +36,12 @@ type topicInfo struct {
 func topic(t *testing.T, name string) topicInfo {
 	t.Helper()
 	adm, cl := kafkaAdmin(t)
+	return topicWith(t, adm, cl, name)
+}
+
+// topicWith is topic on the broker adm and cl reach.
+func topicWith(t *testing.T, adm *kadm.Client, cl *kgo.Client, name string) topicInfo {
+	t.Helper()
 	ctx := context.Background()
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -398,17 +397,7 @@ func TestDrainReadsTheOwnerRecordFresh(t *testing.T) {
 
 	cl := secretKafka(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte("buckety"), "sasl.password": []byte("s3cr3t")})
 	adm := kadm.NewClient(cl)
-	res, err := adm.DeleteTopics(context.Background(), topic)
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
-		t.Fatalf("delete %s out of band: %v", topic, err)
-	}
-	wait.For(t, waitTimeout, topic+" deleted", func() (bool, string) {
-		td, err := adm.ListTopics(context.Background(), topic)
-		return err == nil && !td.Has(topic), fmt.Sprint(err)
-	})
+	deleteTopicOutOfBand(t, adm, topic)
 	// East's record outlives its topic (the registry): a maintainer
 	// removes it by hand (TestResourceCreatedAgainElsewhere).
 	forgetOwnerRecord(t, cl, topic)
@@ -466,35 +455,8 @@ func TestResourceCreatedAgainElsewhere(t *testing.T) {
 			be.Name = "owned"
 			cl := secretKafka(t, map[string][]byte{"bootstrap": []byte(b.Bootstrap()), "sasl.mechanism": []byte("SCRAM-SHA-512"), "sasl.username": []byte("buckety"), "sasl.password": []byte("s3cr3t")})
 			adm := kadm.NewClient(cl)
-			remove := func(topic string) {
-				res, err := adm.DeleteTopics(context.Background(), topic)
-				if err == nil {
-					err = res.Error()
-				}
-				if err != nil {
-					t.Fatalf("delete %s out of band: %v", topic, err)
-				}
-				wait.For(t, waitTimeout, topic+" deleted", func() (bool, string) {
-					td, err := adm.ListTopics(context.Background(), topic)
-					return err == nil && !td.Has(topic), fmt.Sprint(err)
-				})
-			}
-			applied := func(topic string) string {
-				rc, err := adm.DescribeTopicConfigs(context.Background(), topic)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c, err := rc.On(topic, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, e := range c.Configs {
-					if e.Key == "retention.ms" && e.Source == kmsg.ConfigSourceDynamicTopicConfig {
-						return e.MaybeValue()
-					}
-				}
-				return ""
-			}
+			remove := func(topic string) { deleteTopicOutOfBand(t, adm, topic) }
+			applied := func(topic string) string { return topicWith(t, adm, cl, topic).dynamic["retention.ms"] }
 			return be, remove, func(topic string) { forgetOwnerRecord(t, cl, topic) }, "config.retention.ms", "3600000", applied
 		},
 		resource: func(ns string) string { return ns + ".orders" },
@@ -720,4 +682,21 @@ func TestRenamedInstallationKeepsItsCredentials(t *testing.T) {
 	// While this controller runs (it stops first at the test's end).
 	deleteOn(t, k8s, ea)
 	deleteOn(t, k8s, eb)
+}
+
+// deleteTopicOutOfBand deletes topic with the broker's admin, as an
+// operator would, and waits until the broker no longer lists it.
+func deleteTopicOutOfBand(t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	res, err := adm.DeleteTopics(context.Background(), topic)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete %s out of band: %v", topic, err)
+	}
+	wait.For(t, waitTimeout, topic+" deleted", func() (bool, string) {
+		td, err := adm.ListTopics(context.Background(), topic)
+		return err == nil && !td.Has(topic), fmt.Sprint(err)
+	})
 }

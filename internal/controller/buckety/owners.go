@@ -37,8 +37,7 @@ import (
 //     release; a Buckety deleted with Retain marks it Retained, one deleted
 //     with Delete removes it with the resource;
 //   - a backend whose ownership.handOverTo names another installation marks
-//     each of its records handed over, and writes nothing more to them.
-//
+//     each of its records handed over, and writes nothing more to them;
 //   - a missing resource whose name another installation holds in a
 //     registry that outlives resources (kadm) is not created
 //     (nameHeldElsewhere);
@@ -47,10 +46,12 @@ import (
 //     OwnedElsewhere, and its accesses' credentials are revoked.
 //
 // Records are read fresh (MaxAge 0) wherever a resource would be taken
-// over or deleted, and remembered per process otherwise (ownerMemo), for
-// the Buckety's generation and at most half the re-check interval, so a
-// steady-state pass costs no request and an edit or a periodic pass reads
-// the record again.
+// over or deleted. Otherwise a registry held in memory (kadm) is read on
+// every pass, at most a sweep interval old, and a record kept with the
+// resource (S3 tags) is remembered per process (ownerMemo) for the
+// Buckety's generation and at most half the re-check interval: a
+// steady-state pass costs no request, and an edit or a periodic pass
+// reads the record again.
 
 // ownerVerdict is what a record means for a Buckety of this installation.
 type ownerVerdict int
