@@ -62,6 +62,17 @@ func (b *Backend) execDescribeSCRAMs(ctx context.Context, calls []*call[struct{}
 		users[i] = c.topic
 	}
 	got, err := b.adm.DescribeUserSCRAMs(ctx, users...)
+	if errors.Is(err, kerr.ResourceNotFound) && len(calls) > 1 {
+		// An error for the whole request, which Kafka gives per user: a
+		// broker that answers so when one user of several is missing
+		// says nothing of the others, and reading every one as absent
+		// would take an existing user for a free name (record) or leave
+		// it in place (revoke). Each is asked alone.
+		for _, c := range calls {
+			b.execDescribeSCRAMs(ctx, []*call[struct{}, kadm.DescribedUserSCRAM]{c})
+		}
+		return
+	}
 	if err != nil && !errors.Is(err, kerr.ResourceNotFound) {
 		failRequest(b, calls, fmt.Errorf("describe SCRAM users: %w", err))
 		return

@@ -63,7 +63,9 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	// Not those this controller revoked that the cache still shows
+	// (revoked.go).
+	return r.revoked.filter(uid, out), nil
 }
 
 // credential finds or records the access's current credential and fills
@@ -368,15 +370,16 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		return nil, "", fmt.Errorf("record credential %s: %w", principal, err)
 	}
 	acc.Assert = drivers.IssueRecorded
+	f.recorded = true
 	return c, made, nil
 }
 
 // revokeCached revokes the access's credentials when the cache holds any
 // (an access whose Buckety is gone is reconciled now and then: it costs
-// no live read while it has none).
+// no live read while it has none), or when this pass recorded one.
 func (r *Reconciler) revokeCached(ctx context.Context, a *v1.BucketyAccess, f *facts) error {
 	creds, err := r.credentials(ctx, a.UID)
-	if err != nil || len(creds) == 0 {
+	if err != nil || (len(creds) == 0 && (f == nil || !f.recorded)) {
 		return err
 	}
 	_, err = r.revokeAll(ctx, a, f)
@@ -644,6 +647,7 @@ func (r *Reconciler) revoke(ctx context.Context, c *v1.BucketyCredential, f *fac
 	if err := r.Client.Delete(ctx, c, ctrl.Preconditions{UID: &c.UID}); ctrl.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("delete credential record %s: %w", c.Name, err)
 	}
+	r.revoked.add(types.UID(c.Spec.Owner.UID), c.UID)
 	return true, nil
 }
 

@@ -90,6 +90,9 @@ type Reconciler struct {
 	reassert reassertSet
 	// gates serialise first grants under the access limits (limits.go).
 	gates grantGates
+	// revoked are the credential records this controller deleted that
+	// its cache may still show (revoked.go).
+	revoked revokedRecords
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers
