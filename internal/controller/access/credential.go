@@ -65,7 +65,7 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 	}
 	// Not those this controller revoked that the cache still shows
 	// (revoked.go).
-	return r.revoked.filter(uid, out), nil
+	return r.unseen.filter(uid, out), nil
 }
 
 // credential finds or records the access's current credential and fills
@@ -80,12 +80,12 @@ func (r *Reconciler) credentials(ctx context.Context, uid types.UID) ([]v1.Bucke
 // credentials past their retireAfter are revoked here.
 func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, acc *drivers.Access, f *facts) (*v1.BucketyCredential, error) {
 	now := time.Now()
-	cur, top, retiring, err := r.liveCredential(ctx, a, e, on, f, now)
+	cur, top, retiring, named, err := r.liveCredential(ctx, a, e, on, f, now)
 	if err != nil {
 		return nil, err
 	}
-	if top == 0 && a.Status.Principal != "" {
-		if pending, err := r.recordsPending(ctx, a, e, f); pending || err != nil {
+	if a.Status.Principal != "" && !named {
+		if pending, err := r.recordsPending(ctx, a, e, top, f); pending || err != nil {
 			return nil, err
 		}
 	}
@@ -118,17 +118,26 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 // record of the credential its Secret holds (objects written before
 // shards, labelled for their shard one by one, or a cache just started).
 // Issuing a "first" credential then would replace the tenant's working
-// one; the access waits for its cache instead (f.recordsPending). Read
-// from the API server only in that case, never on a pass that finds its
-// records.
-func (r *Reconciler) recordsPending(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, f *facts) (bool, error) {
+// one; the access waits for its cache instead (f.recordsPending).
+//
+// The same holds for a cache that shows older records but not the one the
+// status names (top, the highest serial cached, is not 0): a rotation
+// that just wrote its new credential to the Secret, seen by a pass before
+// its record. Taking the previous one for current then would give it a
+// new password (the Secret holds no secret for it), cutting its grace
+// short, and write it back to the Secret in place of the new one. The
+// access waits while the API server holds the record its status names.
+//
+// Read from the API server only in these cases, never on a pass whose
+// cache shows the record its status names.
+func (r *Reconciler) recordsPending(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, top int, f *facts) (bool, error) {
 	var list v1.BucketyCredentialList
 	if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(a.UID)}); err != nil {
 		return false, fmt.Errorf("list credentials: %w", err)
 	}
 	n := 0
 	for _, c := range list.Items {
-		if c.Spec.Owner.UID == string(a.UID) && c.Spec.Backend == e.Name {
+		if c.Spec.Owner.UID == string(a.UID) && c.Spec.Backend == e.Name && (top == 0 || c.Spec.Principal == a.Status.Principal) {
 			n++
 		}
 	}
@@ -142,12 +151,14 @@ func (r *Reconciler) recordsPending(ctx context.Context, a *v1.BucketyAccess, e 
 // liveCredential sorts out the access's credentials on e: it revokes
 // those granted on another Buckety or claim, and the retiring ones past
 // their retireAfter, and returns the newest of the rest that is not
-// retiring (nil: none), the highest serial of any, and whether one is
-// still retiring (f wakes the access when it is due).
-func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, f *facts, now time.Time) (cur *v1.BucketyCredential, top int, retiring bool, err error) {
+// retiring (nil: none), the highest serial of any, whether one is still
+// retiring (f wakes the access when it is due), and whether the cache
+// shows a record of the principal the access's status names (every pass
+// of an access whose Secret holds its credential finds one).
+func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, f *facts, now time.Time) (cur *v1.BucketyCredential, top int, retiring, named bool, err error) {
 	creds, err := r.credentials(ctx, a.UID)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, false, err
 	}
 	for i := range creds {
 		c := &creds[i]
@@ -155,12 +166,13 @@ func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e 
 			continue
 		}
 		top = max(top, int(c.Spec.Serial))
+		named = named || c.Spec.Principal == a.Status.Principal
 		if !on.boundTo(c) {
 			// Granted on another Buckety or claim (the Buckety was
 			// deleted with its finalizer removed and made again, or the
 			// claim changed hands): revoked now, and a new one issued.
 			if _, err := r.revoke(ctx, c, f); err != nil {
-				return nil, 0, false, err
+				return nil, 0, false, false, err
 			}
 			continue
 		}
@@ -172,7 +184,7 @@ func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e 
 			// one for ever).
 			if c.Spec.RetireAfter == nil || !now.Before(c.Spec.RetireAfter.Time) || on.withdrawnFrom(c) {
 				if _, err := r.revoke(ctx, c, f); err != nil {
-					return nil, 0, false, err
+					return nil, 0, false, false, err
 				}
 			} else {
 				retiring = true
@@ -184,7 +196,7 @@ func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e 
 			cur = c
 		}
 	}
-	return cur, top, retiring, nil
+	return cur, top, retiring, named, nil
 }
 
 // rotationDue says why the access needs its next credential now ("": it
@@ -370,16 +382,17 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		return nil, "", fmt.Errorf("record credential %s: %w", principal, err)
 	}
 	acc.Assert = drivers.IssueRecorded
-	f.recorded = true
+	r.unseen.createdRecord(a.UID, c.UID)
 	return c, made, nil
 }
 
 // revokeCached revokes the access's credentials when the cache holds any
 // (an access whose Buckety is gone is reconciled now and then: it costs
-// no live read while it has none), or when this pass recorded one.
+// no live read while it has none), or when this controller recorded one
+// the cache does not show yet (unseenRecords).
 func (r *Reconciler) revokeCached(ctx context.Context, a *v1.BucketyAccess, f *facts) error {
 	creds, err := r.credentials(ctx, a.UID)
-	if err != nil || (len(creds) == 0 && (f == nil || !f.recorded)) {
+	if err != nil || (len(creds) == 0 && !r.unseen.creating(a.UID)) {
 		return err
 	}
 	_, err = r.revokeAll(ctx, a, f)
@@ -647,7 +660,7 @@ func (r *Reconciler) revoke(ctx context.Context, c *v1.BucketyCredential, f *fac
 	if err := r.Client.Delete(ctx, c, ctrl.Preconditions{UID: &c.UID}); ctrl.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("delete credential record %s: %w", c.Name, err)
 	}
-	r.revoked.add(types.UID(c.Spec.Owner.UID), c.UID)
+	r.unseen.deletedRecord(types.UID(c.Spec.Owner.UID), c.UID)
 	return true, nil
 }
 

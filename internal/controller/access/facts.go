@@ -57,10 +57,6 @@ type facts struct {
 	// watch than the access); it retries on its own rather than issue a
 	// new credential in place of the one its Secret holds.
 	recordsPending string
-	// recorded: this pass created a credential record, which the cache
-	// may not show yet: a withdrawal in the same pass reads the records
-	// from the API server (revokeCached).
-	recorded bool
 	// problem pauses reconciliation (backend gone, driver changed, major
 	// mismatch).
 	problem *backends.Problem

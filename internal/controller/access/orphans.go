@@ -209,7 +209,7 @@ func (o *Orphans) prune(ctx context.Context) error {
 	o.Reconciler.verified.prune(live)
 	o.Reconciler.secrets.prune(live)
 	o.Reconciler.gates.prune(live, listed)
-	o.Reconciler.revoked.prune(live)
+	o.Reconciler.unseen.prune(live)
 	return nil
 }
 

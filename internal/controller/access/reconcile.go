@@ -90,9 +90,9 @@ type Reconciler struct {
 	reassert reassertSet
 	// gates serialise first grants under the access limits (limits.go).
 	gates grantGates
-	// revoked are the credential records this controller deleted that
-	// its cache may still show (revoked.go).
-	revoked revokedRecords
+	// unseen are the credential records this controller deleted or
+	// created that its cache may not show so yet (unseen.go).
+	unseen unseenRecords
 }
 
 // Reconcile implements reconcile.Reconciler: it fetches the access, defers

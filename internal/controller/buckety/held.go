@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 )
 
 // Held keeps, in this process only, the status a Buckety reconcile
@@ -202,6 +203,26 @@ func (h *Held) Recorded(b *v1.Buckety) {
 	defer h.mu.Unlock()
 	if cur, ok := h.m[key]; ok && (cur.uid != b.UID || cur.generation < b.Generation || provisionedRecorded(b)) {
 		delete(h.m, key)
+	}
+}
+
+// Supersede drops the status held for the Buckety key when a pass that
+// did not hold its write found its resource not provisioned (derived,
+// its conditions): the resource another installation now owns
+// (OwnedElsewhere), a renamed installation's (InstallationMismatch), a
+// backend gone from the config. That pass writes Provisioned=False, which
+// Overlay and Recorded would never take for the held status recorded, so
+// the accesses would go on reading Provisioned=True from memory and
+// granting on the resource for as long as the process lives.
+func (h *Held) Supersede(key types.NamespacedName, hold bool, derived []status.Cond) {
+	if h == nil || hold {
+		return
+	}
+	for _, c := range derived {
+		if c.Type == v1.ConditionProvisioned && c.Status != metav1.ConditionTrue {
+			h.Forget(key)
+			return
+		}
 	}
 }
 

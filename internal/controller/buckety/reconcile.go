@@ -177,6 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		default:
 			r.Held.endPending(req.NamespacedName)
 		}
+		r.Held.Supersede(req.NamespacedName, hold, derived)
 	}()
 
 	if !b.DeletionTimestamp.IsZero() {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
@@ -89,34 +90,42 @@ func TestRevokedRecordIsNotTakenFromALaggingCache(t *testing.T) {
 	if _, err := r.credentials(ctx, a.UID); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(r.revoked.m); n != 0 {
+	if n := len(r.unseen.deleted); n != 0 {
 		t.Errorf("the cache shows the deletion: want nothing remembered, got the records of %d accesses", n)
 	}
 }
 
-// TestRevokedRecordsPruned: the deletions remembered for an access that is
-// gone are dropped by the prune (nothing lists its records again), those
-// of live accesses kept.
-func TestRevokedRecordsPruned(t *testing.T) {
-	var r revokedRecords
-	r.add("gone", "r1")
-	r.add("live", "r2")
-	r.prune(map[types.UID]bool{"live": true})
-	if _, ok := r.m["gone"]; ok {
-		t.Error("want the deletions of a gone access forgotten")
+// TestUnseenRecordsPruned: what is remembered for an access that is gone
+// is dropped by the prune (nothing lists its records again), what is
+// remembered for a live one kept.
+func TestUnseenRecordsPruned(t *testing.T) {
+	var u unseenRecords
+	u.deletedRecord("gone", "r1")
+	u.createdRecord("gone", "r2")
+	u.deletedRecord("live", "r3")
+	u.createdRecord("live", "r4")
+	u.prune(map[types.UID]bool{"live": true})
+	if u.deleted["gone"] != nil || u.created["gone"] != nil {
+		t.Error("want what was remembered of a gone access forgotten")
 	}
-	if !r.m["live"]["r2"] {
-		t.Error("want the deletions of a live access kept")
+	if !u.deleted["live"]["r3"] || !u.creating("live") {
+		t.Error("want what was remembered of a live access kept")
+	}
+	// The cache shows the created record: nothing is pending any more.
+	u.filter("live", []v1.BucketyCredential{{ObjectMeta: metav1.ObjectMeta{UID: "r4"}}})
+	if u.creating("live") {
+		t.Error("the cache shows the created record: want it forgotten")
 	}
 }
 
-// TestWithdrawnInThePassThatRecorded: a pass records the access's
-// credential and grants it, then cannot write the Secret and withdraws
-// the access (an access over several whose Secret its tenant took, as a
-// Buckety stops sharing). The cache does not show the record yet; the
+// TestWithdrawnBeforeTheRecordIsCached: a pass records the access's
+// credential and grants it; then the access is withdrawn (in the same
+// pass: an access over several whose Secret its tenant took, as a Buckety
+// stops sharing; or in the next, its Buckety gone or another
+// installation's) while the cache does not show the record yet. The
 // withdrawal reads the records from the API server and revokes it, rather
 // than leave the user and its record to a later pass.
-func TestWithdrawnInThePassThatRecorded(t *testing.T) {
+func TestWithdrawnBeforeTheRecordIsCached(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real Kafka-protocol broker")
 	}
@@ -135,14 +144,83 @@ func TestWithdrawnInThePassThatRecorded(t *testing.T) {
 	cache := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).Build()
 	api := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).WithObjects(rec.DeepCopy()).Build()
 	r := &Reconciler{Client: laggingCache{Client: api, cache: cache}, APIReader: api, Backends: set}
-	done, err := r.withdraw(context.Background(), a, &facts{recorded: true})
+	r.unseen.createdRecord(a.UID, rec.UID)
+	done, err := r.withdraw(context.Background(), a, &facts{})
 	if err != nil || !done {
 		t.Fatalf("want the withdrawal finished, got done %v, %v", done, err)
 	}
 	if scramUsers(t, adm)[principal] {
-		t.Errorf("recorded in this pass, not yet cached: want user %s revoked with the access's withdrawal", principal)
+		t.Errorf("recorded, not yet cached: want user %s revoked with the access's withdrawal", principal)
 	}
 	if err := api.Get(context.Background(), client.ObjectKeyFromObject(rec), &v1.BucketyCredential{}); err == nil {
 		t.Error("want the record of the revoked user deleted")
+	}
+}
+
+// TestRotatedRecordNotYetCached: a rotation recorded P2, wrote it to the
+// Secret and the status, and retired P1. The next pass comes before the
+// cache shows any of that but the status: it still shows P1 as the
+// Active record. Taking P1 for the current credential would give it a new
+// password (the Secret holds none for it), ending its grace at once, and
+// write it back to the Secret over P2. The pass waits for its cache
+// instead, since the API server holds the record of P2.
+func TestRotatedRecordNotYetCached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	set, _, _ := kafkaPair(t, "test-inst", time.Hour, 5*time.Second)
+	e, _ := set.Get("kafka")
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "app", UID: types.UID("uid-app"), Generation: 2},
+		Spec:   v1.BucketyAccessSpec{CredentialsSecretName: "app", Rotation: "1"},
+		Status: v1.BucketyAccessStatus{Principal: "bky.t.app.2", Rotation: "1", ObservedGeneration: 2}}
+	rec := func(p string, serial int32, phase v1.CredentialPhase) *v1.BucketyCredential {
+		return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName("kafka", p), UID: types.UID("uid-" + p),
+			Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
+			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: p, Serial: serial, Phase: phase,
+				Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}}
+	}
+	byOwner := func(o client.Object) []string { return []string{o.GetLabels()[v1.ClaimOwnerLabel]} }
+	s := testScheme(t)
+	cache := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).
+		WithObjects(rec("bky.t.app.1", 1, v1.CredentialActive)).Build()
+	api := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).
+		WithObjects(rec("bky.t.app.1", 1, v1.CredentialRetiring), rec("bky.t.app.2", 2, v1.CredentialActive)).Build()
+	r := &Reconciler{Client: laggingCache{Client: api, cache: cache}, APIReader: api, Backends: set}
+	f := &facts{}
+	cred, err := r.credential(context.Background(), a, e, single(&v1.Buckety{}), &drivers.Access{}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred != nil {
+		t.Fatalf("the cache shows P1 Active, the status names P2: want the pass to wait for its cache, got %s taken for the current credential", cred.Spec.Principal)
+	}
+	if f.recordsPending == "" {
+		t.Error("want the access to say it waits for its cache")
+	}
+
+	// Once the cache shows P2, it is the current credential.
+	if err := cache.Create(context.Background(), rec("bky.t.app.2", 2, v1.CredentialActive)); err != nil {
+		t.Fatal(err)
+	}
+	f = &facts{}
+	cred, err = r.credential(context.Background(), a, e, single(&v1.Buckety{}), &drivers.Access{}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred == nil || cred.Spec.Principal != "bky.t.app.2" || f.recordsPending != "" {
+		t.Errorf("the cache shows P2: want it current and nothing pending, got %v, pending %q", cred, f.recordsPending)
+	}
+
+	// P2's record gone from the API server too (deleted by hand): nothing
+	// to wait for, though P1's record is there.
+	both := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).
+		WithObjects(rec("bky.t.app.1", 1, v1.CredentialActive)).Build()
+	r = &Reconciler{Client: both, APIReader: both, Backends: set}
+	f = &facts{}
+	if _, err := r.credential(context.Background(), a, e, single(&v1.Buckety{}), &drivers.Access{}, f); err != nil {
+		t.Fatal(err)
+	}
+	if f.recordsPending != "" {
+		t.Errorf("no record of P2 anywhere: want nothing to wait for, got %q", f.recordsPending)
 	}
 }
