@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
@@ -589,6 +591,18 @@ func forgetOwnerRecord(t *testing.T, cl *kgo.Client, topic string) {
 	}
 }
 
+// eastOnMinIO starts a MinIO server with IAM, backend "owned" on it, and a
+// controller of installation east (fastLoops), and returns the server's
+// root client.
+func eastOnMinIO(t *testing.T) *s3.Client {
+	t.Helper()
+	srv, be := scopedS3(t, "minio")
+	be.Name = "owned"
+	startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+	return s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+}
+
 // TestBucketCreatedAgainCarriesItsRecord (MinIO): a bucket deleted out of
 // band takes its owner record (its tags) with it. The drift sweep wakes its
 // Buckety, whose pass creates it again; that pass writes the record again,
@@ -596,11 +610,7 @@ func forgetOwnerRecord(t *testing.T, cl *kgo.Client, topic string) {
 // installation would find the bucket empty and unrecorded, and take it.
 func TestBucketCreatedAgainCarriesItsRecord(t *testing.T) {
 	needInfra(t)
-	srv, be := scopedS3(t, "minio")
-	be.Name = "owned"
-	startControllerWith(t, installationYAML("east", be), nil, fastLoops)
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := eastOnMinIO(t)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 	bucket := ns + "-orders"
@@ -629,6 +639,101 @@ func TestBucketCreatedAgainCarriesItsRecord(t *testing.T) {
 		got := installationTag()
 		return got == "east", "its installation tag: " + got
 	})
+}
+
+// TestDriftedBucketReadsItsRecordAgain (MinIO): east's bucket (versioning
+// false) is deleted out of band and created again by another installation
+// (west's record in its tags), which then turns versioning on. To east the
+// bucket looks drifted. The pass that would repair it must not trust the
+// record east remembers from before the delete (for half the re-check
+// interval, half an hour here): the repair would write east's settings to
+// west's bucket and keep east's credential granted on it. The record is
+// read again before the first write: OwnedElsewhere, nothing written
+// (versioning stays on), east's Secret refused.
+func TestDriftedBucketReadsItsRecordAgain(t *testing.T) {
+	needInfra(t)
+	root := eastOnMinIO(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-orders"
+	_, b, a := tenantManifests(ns, bucket, "")
+	b.Spec.Parameters = map[string]string{"versioning": "false"}
+	create(t, b)
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	eastSecret := secret(t, ns, "app").Data
+	if err := putWith(eastSecret, bucket, "order-1"); err != nil {
+		t.Fatalf("east's Secret on its bucket: %v", err)
+	}
+
+	// West's bucket under the same name, its record in its tags. East's
+	// sweep (every second) may find the bucket missing first and create it
+	// again: then the bucket is deleted and made again.
+	wait.For(t, waitTimeout, bucket+" made again as west's", func() (bool, string) {
+		list, err := root.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+		if err == nil {
+			for _, o := range list.Contents {
+				if _, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
+					return false, err.Error()
+				}
+			}
+		}
+		if _, err := root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			return false, "delete: " + err.Error()
+		}
+		if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			return false, "create: " + err.Error()
+		}
+		tags := []s3types.Tag{}
+		for k, v := range map[string]string{s3driver.TagInstallation: "west", s3driver.TagNamespace: ns, s3driver.TagName: "orders", s3driver.TagUID: "uid-of-west", s3driver.TagState: string(drivers.OwnerHeld)} {
+			tags = append(tags, s3types.Tag{Key: aws.String(k), Value: aws.String(v)})
+		}
+		if _, err := root.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String(bucket), Tagging: &s3types.Tagging{TagSet: tags}}); err != nil {
+			return false, "tag: " + err.Error()
+		}
+		// East's pass may have come between the create and the tags:
+		// then it wrote its own record, and this starts over.
+		out, err := root.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			return false, "read the tags: " + err.Error()
+		}
+		for _, tag := range out.TagSet {
+			if aws.ToString(tag.Key) == s3driver.TagInstallation {
+				return aws.ToString(tag.Value) == "west", "installation tag " + aws.ToString(tag.Value)
+			}
+		}
+		return false, "no installation tag"
+	})
+	// Nothing drifted yet (a new bucket is unversioned): west turns
+	// versioning on.
+	if _, err := root.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+	if !strings.Contains(got.Message, "installation west") {
+		t.Errorf("want east's Buckety to name west, got %q", got.Message)
+	}
+	out, err := root.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != s3types.BucketVersioningStatusEnabled {
+		t.Errorf("east wrote its settings to west's bucket: versioning %q", out.Status)
+	}
+	wait.For(t, waitTimeout, "east's credential revoked", func() (bool, string) {
+		err := putWith(eastSecret, bucket, "order-2")
+		return err != nil, fmt.Sprintf("east's Secret still reaches west's %s: %v", bucket, err)
+	})
+	// East's Buckety (retentionPolicy Delete) lets go without deleting
+	// west's bucket.
+	deleteOn(t, k8s, a)
+	deleteOn(t, k8s, b)
+	if _, err := root.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Errorf("west's bucket after east's Buckety went: %v", err)
+	}
 }
 
 // TestRenamedInstallationKeepsItsCredentials (kafka): an installation

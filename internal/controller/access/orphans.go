@@ -166,6 +166,12 @@ func (o *Orphans) checkBackend(ctx context.Context, name string) (int, error) {
 		if why == "" {
 			continue
 		}
+		if ok, err := o.stillRecorded(ctx, c); err != nil || !ok {
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		done, err := r.revoke(ctx, c, nil)
 		if err != nil {
 			errs = append(errs, err)
@@ -191,6 +197,25 @@ func (o *Orphans) checkBackend(ctx context.Context, name string) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// stillRecorded reports whether the API server still holds record c, the
+// same object (its UID), before the check revokes its principal by name.
+// The check works from its cache's list: a record deleted since (its
+// access withdrawn, then granted again) may be in the list while a new
+// record of the same name stands in the API server, for the same
+// principal issued again (serials start again at 1 once an access holds
+// no record). Revoking on the old one's word would cut a working
+// credential. One read per revocation, none for the records kept.
+func (o *Orphans) stillRecorded(ctx context.Context, c *v1.BucketyCredential) (bool, error) {
+	live := &v1.BucketyCredential{}
+	switch err := o.Reconciler.APIReader.Get(ctx, types.NamespacedName{Name: c.Name}, live); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read credential record %s: %w", c.Name, err)
+	}
+	return live.UID == c.UID, nil
 }
 
 // prune drops what the reconciler remembers of accesses that are gone.

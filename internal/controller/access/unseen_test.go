@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -222,5 +223,43 @@ func TestRotatedRecordNotYetCached(t *testing.T) {
 	}
 	if f.recordsPending != "" {
 		t.Errorf("no record of P2 anywhere: want nothing to wait for, got %q", f.recordsPending)
+	}
+}
+
+// TestOrphanCheckRevokesOnlyTheRecordItRead: the orphan check's list (its
+// cache) still shows a record deleted since, bound to a Buckety that is
+// gone; the access was granted again since, and the same principal (its
+// serial started again at 1) stands recorded anew in the API server. The
+// check must not revoke the working credential on the old record's word.
+func TestOrphanCheckRevokesOnlyTheRecordItRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	set, b, _ := kafkaPair(t, "test-inst", time.Hour, 5*time.Second)
+	adm := scramAdmin(t, b)
+	const principal = "bky.t.app.1"
+	upsertSCRAM(t, adm, principal)
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "app", UID: "uid-app"},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}}
+	orders := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "orders", UID: "uid-orders-2"}}
+	claim := &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-orders"}, Spec: v1.BucketyClaimSpec{Owner: v1.ClaimOwner{Namespace: "t", Name: "orders", UID: "uid-orders-2"}}}
+	rec := func(uid types.UID, bucketyUID string) *v1.BucketyCredential {
+		return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName("kafka", principal), UID: uid,
+			Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
+			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: principal, Serial: 1, Phase: v1.CredentialActive,
+				BucketyUID: bucketyUID, Claim: "claim-orders", Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}}
+	}
+	s := testScheme(t)
+	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(a.DeepCopy(), orders.DeepCopy(), claim.DeepCopy(), rec("uid-old-record", "uid-orders-1")).Build()
+	api := fake.NewClientBuilder().WithScheme(s).WithObjects(a.DeepCopy(), orders.DeepCopy(), claim.DeepCopy(), rec("uid-new-record", "uid-orders-2")).Build()
+	o := &Orphans{Reconciler: &Reconciler{Client: cache, APIReader: api, Backends: set}, Log: logr.Discard()}
+	if _, err := o.CheckBackend(context.Background(), "kafka"); err != nil {
+		t.Fatal(err)
+	}
+	if !scramUsers(t, adm)[principal] {
+		t.Errorf("user %s, recorded anew for a live access, was revoked on a deleted record's word", principal)
+	}
+	if err := api.Get(context.Background(), client.ObjectKey{Name: CredentialName("kafka", principal)}, &v1.BucketyCredential{}); err != nil {
+		t.Errorf("want the new record kept, got %v", err)
 	}
 }

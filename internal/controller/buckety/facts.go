@@ -73,6 +73,9 @@ type facts struct {
 	// under another name of this installation (InstallationMismatch).
 	ownedElsewhere string
 	misnamed       bool
+	// ownerFromMemo: this pass's owner check trusted the record this
+	// process remembers; the first write reads it fresh (confirmOwner).
+	ownerFromMemo bool
 	// handedOver says the resource is handed over to another installation
 	// (ownership.handOverTo): nothing more is written to it.
 	handedOver string

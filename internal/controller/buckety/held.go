@@ -207,19 +207,21 @@ func (h *Held) Recorded(b *v1.Buckety) {
 }
 
 // Supersede drops the status held for the Buckety key when a pass that
-// did not hold its write found its resource not provisioned (derived,
-// its conditions): the resource another installation now owns
-// (OwnedElsewhere), a renamed installation's (InstallationMismatch), a
-// backend gone from the config. That pass writes Provisioned=False, which
-// Overlay and Recorded would never take for the held status recorded, so
-// the accesses would go on reading Provisioned=True from memory and
-// granting on the resource for as long as the process lives.
+// did not hold its write found its resource another installation's
+// (derived, its conditions, say Provisioned=False, OwnedElsewhere: the
+// resource was deleted out of band and created again there). Overlay and
+// Recorded drop a held status only once the cache shows Provisioned=True
+// recorded, so the accesses would otherwise go on reading
+// Provisioned=True from memory, and granting on the other installation's
+// resource, for as long as the process lives. Other failures (a backend
+// that does not answer) leave the held status: the resource is still
+// this Buckety's, and the accesses' own passes meet the same failure.
 func (h *Held) Supersede(key types.NamespacedName, hold bool, derived []status.Cond) {
 	if h == nil || hold {
 		return
 	}
 	for _, c := range derived {
-		if c.Type == v1.ConditionProvisioned && c.Status != metav1.ConditionTrue {
+		if c.Type == v1.ConditionProvisioned && c.Status == metav1.ConditionFalse && c.Reason == v1.ReasonOwnedElsewhere {
 			h.Forget(key)
 			return
 		}

@@ -55,8 +55,8 @@ func TestHeldRecordedDropsWhatTheCacheShows(t *testing.T) {
 // the same generation found the resource not this installation's
 // (OwnedElsewhere) and wrote Provisioned=False, which the cache then
 // shows. The accesses must read that, not the held status: they revoke
-// their credentials on it. A pass that holds, or finds the resource
-// provisioned, keeps the held status.
+// their credentials on it. A pass that holds, finds the resource
+// provisioned or meets a backend failure keeps the held status.
 func TestHeldSupersededByAPassNotProvisioned(t *testing.T) {
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "orders", UID: "uid-1", Generation: 2}}
 	key := types.NamespacedName{Namespace: "a", Name: "orders"}
@@ -72,6 +72,7 @@ func TestHeldSupersededByAPassNotProvisioned(t *testing.T) {
 		kept    bool
 	}{
 		{"a pass that found it owned elsewhere", false, elsewhere, false},
+		{"a pass that found the backend unreachable", false, []status.Cond{{Type: v1.ConditionProvisioned, Status: metav1.ConditionFalse, Reason: v1.ReasonBackendUnreachable}}, true},
 		{"a pass that holds again", true, provisioned, true},
 		{"a pass that found it provisioned", false, provisioned, true},
 	} {

@@ -2,6 +2,7 @@ package buckety
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -50,7 +51,8 @@ import (
 // every pass, at most a sweep interval old, and a record kept with the
 // resource (S3 tags) is remembered per process (ownerMemo) for the
 // Buckety's generation and at most half the re-check interval: a
-// steady-state pass costs no request, and an edit or a periodic pass
+// steady-state pass costs no request, and an edit, a periodic pass or a
+// pass about to write to the resource (a drift repair: confirmOwner)
 // reads the record again.
 
 // ownerVerdict is what a record means for a Buckety of this installation.
@@ -256,9 +258,42 @@ func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.
 		return true
 	}
 	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(r.heldRecord(b)) && !registryKept(e) {
+		// Trusted for a pass that writes nothing; one that does reads
+		// it first (confirmOwner).
+		f.ownerFromMemo = true
 		return true
 	}
-	rec, err := r.readOwner(ctx, b, e, res, r.maxAge(e))
+	return r.judgeOwnerRecord(ctx, b, e, f, res, r.maxAge(e))
+}
+
+// confirmOwner is drivers.Resource.BeforeWrite's owner check, for a pass
+// whose check trusted the record this process remembers (checkOwner):
+// before the first write the record is read fresh. A bucket deleted out
+// of band and created again by another installation, with settings of
+// its own, looks drifted to this installation; repairing it on the word
+// of a record read before the delete would write this installation's
+// settings to the other's bucket and keep its credentials granted there.
+// One request, only on a pass that writes. errNotOwned when the record
+// keeps this Buckety out (reported in f).
+func (r *Reconciler) confirmOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource) error {
+	if !f.ownerFromMemo {
+		return nil
+	}
+	f.ownerFromMemo = false
+	if !r.judgeOwnerRecord(ctx, b, e, f, res, 0) {
+		return errNotOwned
+	}
+	return nil
+}
+
+// errNotOwned ends an Ensure whose owner check (confirmOwner) found the
+// resource not this Buckety's to write; f says why.
+var errNotOwned = errors.New("the owner record keeps this Buckety out of the resource")
+
+// judgeOwnerRecord reads the record of the resource (at most maxAge old)
+// and judges it for b: false, with f set, when it keeps b out.
+func (r *Reconciler) judgeOwnerRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource, maxAge time.Duration) bool {
+	rec, err := r.readOwner(ctx, b, e, res, maxAge)
 	if err != nil {
 		f.Record(err)
 		return false

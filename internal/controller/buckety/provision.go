@@ -91,12 +91,20 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	want := at
 	want.MaxAge, want.CreateOnly = r.maxAge(e), justRecorded
 	if !fresh {
-		want.BeforeWrite = func(ctx context.Context) error { return r.Claims.Confirm(ctx, cl) }
+		want.BeforeWrite = func(ctx context.Context) error {
+			if err := r.Claims.Confirm(ctx, cl); err != nil {
+				return err
+			}
+			return r.confirmOwner(ctx, b, e, f, at)
+		}
 	}
 	res, err := e.Backend.Ensure(ctx, want)
 	var drift *drivers.DriftError
 	var lost *claims.LostError
 	switch {
+	case errors.Is(err, errNotOwned):
+		// Reported in f (confirmOwner); nothing was written.
+		return false, nil
 	case errors.As(err, &lost):
 		f.claimErr = err
 		return false, nil
