@@ -150,21 +150,7 @@ func TestDrainPolicyViolation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: runs a real Kafka-protocol broker")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	be, err := New().Open(context.Background(), "kafka", &Config{SeedBrokers: c.ListenAddrs(), RequestTimeout: drivers.Duration{Duration: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := be.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	b := be.(*Backend)
+	c, b := inProcessBackend(t, New(), kfake.NumBrokers(1), kfake.DefaultNumPartitions(2))
 	ctx := context.Background()
 	r := drivers.Resource{Name: "compacted-by-default"}
 	if _, err := b.Ensure(ctx, r); err != nil {

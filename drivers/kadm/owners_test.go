@@ -346,23 +346,8 @@ func TestInspectAsksTheController(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: runs a real Kafka-protocol broker")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
 	counter := &drivertest.Requests{IsWrite: func(api string) bool { return writeAPIs[api] }}
-	d := &Driver{Hooks: []kgo.Hook{requestHook{counter}}}
-	be, err := d.Open(context.Background(), "kafka", &Config{SeedBrokers: c.ListenAddrs(), RequestTimeout: drivers.Duration{Duration: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := be.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	b := be.(*Backend)
+	c, b := inProcessBackend(t, &Driver{Hooks: []kgo.Hook{requestHook{counter}}}, kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))
 	ctx := context.Background()
 	if _, err := b.Ensure(ctx, drivers.Resource{Name: "foreign"}); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,29 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 )
 
+// inProcessBackend opens a backend of driver d on franz-go's kfake cluster
+// in this process, made with opts: only there can a test answer a request
+// as another broker would (Cluster.ControlKey). Both close at the test's
+// end.
+func inProcessBackend(t *testing.T, d *Driver, opts ...kfake.Opt) (*kfake.Cluster, *Backend) {
+	t.Helper()
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	be, err := d.Open(context.Background(), "kafka", &Config{SeedBrokers: c.ListenAddrs(), RequestTimeout: drivers.Duration{Duration: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c, be.(*Backend)
+}
+
 // TestSCRAMReadOfSeveralUsersWithAWholeRequestError: Kafka answers a
 // missing user of a DescribeUserSCRAMCredentials request with an error of
 // that user's; a broker that answers the whole request with
@@ -30,23 +53,9 @@ func TestSCRAMReadOfSeveralUsersWithAWholeRequestError(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: runs a real Kafka-protocol broker")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
 	// A long linger: both calls below meet in one request however slow
 	// the machine is to start them.
-	be, err := (&Driver{Linger: 300 * time.Millisecond}).Open(context.Background(), "kafka", &Config{SeedBrokers: c.ListenAddrs(), RequestTimeout: drivers.Duration{Duration: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := be.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	b := be.(*Backend)
+	c, b := inProcessBackend(t, &Driver{Linger: 300 * time.Millisecond}, kfake.NumBrokers(1))
 	ctx := context.Background()
 	const existing, missing = "bky.t.exists.1", "bky.t.missing.1"
 	if err := b.alterUser(ctx, existing, scramOp{upsert: &kadm.UpsertSCRAM{User: existing, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "pw"}}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kadm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +32,48 @@ func (l laggingCache) List(ctx context.Context, list client.ObjectList, opts ...
 	return l.cache.List(ctx, list, opts...)
 }
 
+// recordedAccess is access t/multi with credential bky.t.multi.1: a SCRAM
+// user on a real broker and its record in the API server, and a
+// reconciler whose cache lags the API server (laggingCache).
+type recordedAccess struct {
+	adm        *kadm.Client
+	a          *v1.BucketyAccess
+	rec        *v1.BucketyCredential
+	principal  string
+	cache, api client.Client
+	r          *Reconciler
+}
+
+// newRecordedAccess builds a recordedAccess; cached: the cache shows the
+// record too.
+func newRecordedAccess(t *testing.T, cached bool) recordedAccess {
+	t.Helper()
+	set, b, _ := kafkaPair(t, "test-inst", time.Hour, 5*time.Second)
+	f := recordedAccess{adm: scramAdmin(t, b), principal: "bky.t.multi.1"}
+	f.a = &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "multi", UID: types.UID("uid-multi")},
+		Spec: v1.BucketyAccessSpec{CredentialsSecretName: "multi"}, Status: v1.BucketyAccessStatus{Principal: f.principal}}
+	upsertSCRAM(t, f.adm, f.principal)
+	f.rec = &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName("kafka", f.principal), UID: "uid-record",
+		Labels: map[string]string{v1.ClaimOwnerLabel: string(f.a.UID)}},
+		Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: f.principal, Serial: 1, Phase: v1.CredentialActive,
+			Owner: v1.ClaimOwner{Namespace: f.a.Namespace, Name: f.a.Name, UID: string(f.a.UID)}}}
+	var inCache []client.Object
+	if cached {
+		inCache = append(inCache, f.rec.DeepCopy())
+	}
+	f.cache, f.api = credentialClient(t, inCache...), credentialClient(t, f.rec.DeepCopy())
+	f.r = &Reconciler{Client: laggingCache{Client: f.api, cache: f.cache}, APIReader: f.api, Backends: set}
+	return f
+}
+
+// credentialClient is a fake client holding objs, with the credential
+// records indexed by their access as the manager's cache indexes them.
+func credentialClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	byOwner := func(o client.Object) []string { return []string{o.GetLabels()[v1.ClaimOwnerLabel]} }
+	return fake.NewClientBuilder().WithScheme(testScheme(t)).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).WithObjects(objs...).Build()
+}
+
 // TestRevokedRecordIsNotTakenFromALaggingCache: an access withdrawn (the
 // Buckety of another namespace it was granted on stopped sharing) has its
 // credential revoked, on a real broker: the user goes, then its record.
@@ -45,22 +88,8 @@ func TestRevokedRecordIsNotTakenFromALaggingCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real Kafka-protocol broker")
 	}
-	const installation = "test-inst"
-	set, b, _ := kafkaPair(t, installation, time.Hour, 5*time.Second)
-	adm := scramAdmin(t, b)
-	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "multi", UID: types.UID("uid-multi")},
-		Spec: v1.BucketyAccessSpec{CredentialsSecretName: "multi"}, Status: v1.BucketyAccessStatus{Principal: "bky.t.multi.1"}}
-	principal := a.Status.Principal
-	upsertSCRAM(t, adm, principal)
-	rec := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName("kafka", principal), UID: "uid-record",
-		Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
-		Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: principal, Serial: 1, Phase: v1.CredentialActive,
-			Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}}
-	byOwner := func(o client.Object) []string { return []string{o.GetLabels()[v1.ClaimOwnerLabel]} }
-	s := testScheme(t)
-	cache := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).WithObjects(rec.DeepCopy()).Build()
-	api := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).WithObjects(rec.DeepCopy()).Build()
-	r := &Reconciler{Client: laggingCache{Client: api, cache: cache}, APIReader: api, Backends: set}
+	f := newRecordedAccess(t, true)
+	adm, a, rec, principal, cache, api, r := f.adm, f.a, f.rec, f.principal, f.cache, f.api, f.r
 	ctx := context.Background()
 
 	done, err := r.withdraw(ctx, a, &facts{})
@@ -130,21 +159,8 @@ func TestWithdrawnBeforeTheRecordIsCached(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real Kafka-protocol broker")
 	}
-	set, b, _ := kafkaPair(t, "test-inst", time.Hour, 5*time.Second)
-	adm := scramAdmin(t, b)
-	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "multi", UID: types.UID("uid-multi")},
-		Spec: v1.BucketyAccessSpec{CredentialsSecretName: "multi"}, Status: v1.BucketyAccessStatus{Principal: "bky.t.multi.1"}}
-	principal := a.Status.Principal
-	upsertSCRAM(t, adm, principal)
-	rec := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName("kafka", principal), UID: "uid-record",
-		Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
-		Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: principal, Serial: 1, Phase: v1.CredentialActive,
-			Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}}
-	byOwner := func(o client.Object) []string { return []string{o.GetLabels()[v1.ClaimOwnerLabel]} }
-	s := testScheme(t)
-	cache := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).Build()
-	api := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).WithObjects(rec.DeepCopy()).Build()
-	r := &Reconciler{Client: laggingCache{Client: api, cache: cache}, APIReader: api, Backends: set}
+	f := newRecordedAccess(t, false)
+	adm, a, rec, principal, api, r := f.adm, f.a, f.rec, f.principal, f.api, f.r
 	r.unseen.createdRecord(a.UID, rec.UID)
 	done, err := r.withdraw(context.Background(), a, &facts{})
 	if err != nil || !done {
@@ -180,12 +196,8 @@ func TestRotatedRecordNotYetCached(t *testing.T) {
 			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: p, Serial: serial, Phase: phase,
 				Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}}
 	}
-	byOwner := func(o client.Object) []string { return []string{o.GetLabels()[v1.ClaimOwnerLabel]} }
-	s := testScheme(t)
-	cache := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).
-		WithObjects(rec("bky.t.app.1", 1, v1.CredentialActive)).Build()
-	api := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).
-		WithObjects(rec("bky.t.app.1", 1, v1.CredentialRetiring), rec("bky.t.app.2", 2, v1.CredentialActive)).Build()
+	cache := credentialClient(t, rec("bky.t.app.1", 1, v1.CredentialActive))
+	api := credentialClient(t, rec("bky.t.app.1", 1, v1.CredentialRetiring), rec("bky.t.app.2", 2, v1.CredentialActive))
 	r := &Reconciler{Client: laggingCache{Client: api, cache: cache}, APIReader: api, Backends: set}
 	f := &facts{}
 	cred, err := r.credential(context.Background(), a, e, single(&v1.Buckety{}), &drivers.Access{}, f)
@@ -214,8 +226,7 @@ func TestRotatedRecordNotYetCached(t *testing.T) {
 
 	// P2's record gone from the API server too (deleted by hand): nothing
 	// to wait for, though P1's record is there.
-	both := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).
-		WithObjects(rec("bky.t.app.1", 1, v1.CredentialActive)).Build()
+	both := credentialClient(t, rec("bky.t.app.1", 1, v1.CredentialActive))
 	r = &Reconciler{Client: both, APIReader: both, Backends: set}
 	f = &facts{}
 	if _, err := r.credential(context.Background(), a, e, single(&v1.Buckety{}), &drivers.Access{}, f); err != nil {
