@@ -204,7 +204,7 @@ func (r *Reconciler) removeImplicit(ctx context.Context, b *v1.Buckety, implicit
 	if explicit > 0 {
 		why = "an explicit BucketyAccess targets this Buckety"
 	}
-	if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
+	if gone, err := deleteImplicit(ctx, r.Client, implicit); err != nil || gone {
 		return err
 	}
 	r.event(b, corev1.EventTypeNormal, v1.EventImplicitAccessRemoved, v1.EventActionReconcile, fmt.Sprintf("deleted implicit BucketyAccess %s: %s", implicit.Name, why))
@@ -227,18 +227,38 @@ func (r *Reconciler) convergeImplicit(ctx context.Context, implicit *v1.BucketyA
 	switch {
 	case !implicit.DeletionTimestamp.IsZero():
 	case implicit.Spec.CredentialsSecretName != da.CredentialsSecretName:
-		if err := r.Client.Delete(ctx, implicit); ctrl.IgnoreNotFound(err) != nil {
+		if _, err := deleteImplicit(ctx, r.Client, implicit); err != nil {
 			return err
 		}
 	case implicit.Spec.Role != role || !slices.Equal(implicit.Spec.SecretFormats, da.SecretFormats):
+		// With the resourceVersion read: the cache's copy may be of an
+		// implicit access deleted since, whose name a tenant's own access
+		// took; the patch must not rewrite that one's role.
 		before := implicit.DeepCopy()
 		implicit.Spec.Role = role
 		implicit.Spec.SecretFormats = slices.Clone(da.SecretFormats)
-		if err := r.Client.Patch(ctx, implicit, ctrl.MergeFrom(before)); err != nil {
+		if err := r.Client.Patch(ctx, implicit, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deleteImplicit deletes the implicit access a as read, and reports
+// whether it was gone already. The read is the cache's, which may show an
+// implicit access deleted since whose name a tenant's own access has
+// taken: the UID precondition keeps the delete to the object read (a
+// Conflict then: that one is gone, and the event of the new one wakes the
+// Buckety again).
+func deleteImplicit(ctx context.Context, c ctrl.Client, a *v1.BucketyAccess) (gone bool, err error) {
+	err = c.Delete(ctx, a, ctrl.Preconditions{UID: &a.UID})
+	switch {
+	case err == nil:
+		return false, nil
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return true, nil
+	}
+	return false, err
 }
 
 // implicitDue reports whether this pass creates the missing implicit

@@ -107,7 +107,7 @@ func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(cont
 		if IsImplicit(a, b) {
 			f.waitingImplicit = true
 			if a.DeletionTimestamp.IsZero() {
-				if err := r.Client.Delete(ctx, a); ctrl.IgnoreNotFound(err) != nil {
+				if _, err := deleteImplicit(ctx, r.Client, a); err != nil {
 					return false, err
 				}
 			}
