@@ -234,7 +234,7 @@ probe_refused() {
     fail "probe Job $name with Secret $secret as $role${topic:+ on $topic}: expected it refused, seen $(k get job "$name" -o jsonpath='{.status.conditions[*].type}'): $(k logs "job/$name" 2>&1 | tail -3)"
   fi
   local log; log=$(k logs "job/$name" 2>&1)
-  echo "$log" | grep -Eq "$pattern" || fail "probe Job $name: expected its log to match '$pattern', seen: $log"
+  grep -Eq "$pattern" <<<"$log" || fail "probe Job $name: expected its log to match '$pattern', seen: $log"
   echo "$log"
 }
 
@@ -323,7 +323,7 @@ Y
   wait_cond bucketyaccess/squatted Ready False PrincipalConflict
   wait_cond "buckety/$buckety" Ready False AccessesNotReady
   expect_contains "the conflict names the principal" "$SQUATTER" "$(cond bucketyaccess/squatted Ready message)"
-  k describe bucketyaccess squatted | grep -q PrincipalConflict || fail "describe does not show PrincipalConflict"
+  grep -q PrincipalConflict <<<"$(k describe bucketyaccess squatted)" || fail "describe does not show PrincipalConflict"
   if k get secret squatted >/dev/null 2>&1; then fail "the refused access got a Secret"; fi
 }
 
@@ -374,14 +374,14 @@ rotate() {
     [ $SECONDS -lt $deadline ] || fail "$1: status.rotation did not follow spec.rotation $2"
     sleep 1
   done
-  k describe bucketyaccess "$1" | grep -q CredentialRotated || fail "$1: no CredentialRotated event after the rotation"
+  grep -q CredentialRotated <<<"$(k describe bucketyaccess "$1")" || fail "$1: no CredentialRotated event after the rotation"
 }
 
 # wait_credential_gone PRINCIPAL: waits until no BucketyCredential records
 # the principal (a rotated one is revoked after the backend's grace).
 wait_credential_gone() {
   local deadline=$((SECONDS + E2E_TIMEOUT))
-  while "$KUBECTL" get bucketycredentials -o jsonpath='{.items[*].spec.principal}' | tr ' ' '\n' | grep -qx "$1"; do
+  while grep -qx "$1" <<<"$("$KUBECTL" get bucketycredentials -o jsonpath='{.items[*].spec.principal}' | tr ' ' '\n')"; do
     [ $SECONDS -lt $deadline ] || fail "credential $1 still on record after its grace period"
     sleep 2
   done

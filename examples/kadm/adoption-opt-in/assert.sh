@@ -44,7 +44,7 @@ adoption_settle() {
 
 # adoption_settled TOPIC: the claim is Adopted; the topic is managed like any.
 adoption_settled() {
-  "$KUBECTL" get bkyc -o jsonpath="{range .items[?(@.spec.resourceName==\"$1\")]}{.spec.phase}{end}" | grep -qx Adopted || fail "claim not Adopted"
+  grep -qx Adopted <<<"$("$KUBECTL" get bkyc -o jsonpath="{range .items[?(@.spec.resourceName==\"$1\")]}{.spec.phase}{end}")" || fail "claim not Adopted"
   step "settled: managed like any topic"
   k patch buckety legacy --type=merge -p '{"spec":{"parameters":{"config.retention.ms":"3000000"}}}' >/dev/null
   wait_cond buckety/legacy Ready True

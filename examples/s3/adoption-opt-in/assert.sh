@@ -36,6 +36,6 @@ adoption_settle() {
 adoption_settled() {
   expect_eq "versioning converged" "Suspended" "$(s3_admin helper-bucket versioning "$1" | tail -1)"
   expect_eq "objects kept" "3" "$(s3_admin helper-bucket count "$1" | tail -1)"
-  k get events --field-selector reason=AdoptionConverging -o name | grep -q . || fail "expected an AdoptionConverging event"
+  grep -q . <<<"$(k get events --field-selector reason=AdoptionConverging -o name)" || fail "expected an AdoptionConverging event"
 }
 adoption_opt_in "$bucket" "$NAMESPACE-sneaky"

@@ -20,7 +20,7 @@ echo "clients: kcat $(kcat -V 2>&1 | sed -n "s/^Version //p" | head -1)"
 # refused WHAT OUTPUT RC: kcat failed with an authorization error.
 refused() {
   [ "$3" != 0 ] || fail "$1: succeeded, want it refused: $2"
-  echo "$2" | grep -Eqi 'authoriz' || fail "$1: want an authorization error, got: $2"
+  grep -Eqi 'authoriz' <<<"$2" || fail "$1: want an authorization error, got: $2"
   echo "clients: kcat $1 refused ($(echo "$2" | grep -Eio '[a-z_ ]*authoriz[a-z_ ]*' | head -1))"
 }
 case $role in
@@ -28,10 +28,10 @@ ReadWrite)
   out=$(echo "$token" | timeout 60 kcat -F "$conf" -q -P -t "$topic" 2>&1) || fail "produce to $topic: $out"
   echo "clients: kcat produce ok"
   out=$(timeout 60 kcat -F "$conf" -q -C -t "$topic" -o beginning -e 2>&1) || fail "consume $topic: $out"
-  echo "$out" | grep -qx "$token" || fail "consume $topic: $token not read back: $out"
+  grep -qx "$token" <<<"$out" || fail "consume $topic: $token not read back: $out"
   echo "clients: kcat consume ok"
   out=$(timeout 60 kcat -F "$conf" -q -G "${prefix}kcat" -X auto.offset.reset=earliest -e "$topic" 2>&1) || fail "consume in group ${prefix}kcat: $out"
-  echo "$out" | grep -qx "$token" || fail "consume in group ${prefix}kcat: $token not read back: $out"
+  grep -qx "$token" <<<"$out" || fail "consume in group ${prefix}kcat: $token not read back: $out"
   echo "clients: kcat consume in group ${prefix}kcat ok"
   if [ -n "$prefix" ]; then
     if [ -n "$neighbour" ]; then

@@ -20,7 +20,7 @@ key=$tool-$RANDOM$RANDOM
 fail() { echo "FAIL: $tool: $*"; exit 1; }
 refused() {
   [ "$3" != 0 ] || fail "$1: succeeded, want it refused: $2"
-  echo "$2" | grep -Eq 'AccessDenied|Access Denied|403' || fail "$1: want AccessDenied, got: $2"
+  grep -Eq 'AccessDenied|Access Denied|Forbidden|403' <<<"$2" || fail "$1: want AccessDenied, got: $2"
   echo "clients: $tool $1 refused"
 }
 fetch() { python3 -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1], timeout=30).read())' "$1"; }
@@ -62,7 +62,7 @@ ReadWrite)
   out=$(get "$bucket" "$key" small.back 2>&1) || fail "get: $out"
   cmp -s small small.back || fail "get returned other bytes"
   out=$(list "$bucket" 2>&1) || fail "list: $out"
-  echo "$out" | grep -q "$key" || fail "list does not show $key: $out"
+  grep -q "$key" <<<"$out" || fail "list does not show $key: $out"
   echo "clients: $tool put, get, list ok"
   out=$(put big "$bucket" "$key.big" 2>&1) || fail "multipart put: $out"
   out=$(get "$bucket" "$key.big" big.back 2>&1) || fail "get of the multipart object: $out"

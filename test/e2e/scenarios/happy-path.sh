@@ -47,6 +47,6 @@ happy_path() {
 # backend_listed COLUMN...: kubectl get bucketybackends has a line whose
 # first columns are COLUMN..., Ready True Reachable.
 backend_listed() {
-  "$KUBECTL" get bucketybackends |
-    awk -v want="$*" 'BEGIN { n = split(want, w, " ") } { for (i = 1; i <= n; i++) if ($i != w[i]) next } / True +Reachable /' | grep -q .
+  grep -q . <<<"$("$KUBECTL" get bucketybackends |
+    awk -v want="$*" 'BEGIN { n = split(want, w, " ") } { for (i = 1; i <= n; i++) if ($i != w[i]) next } / True +Reachable /')"
 }

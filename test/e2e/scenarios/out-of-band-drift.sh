@@ -17,7 +17,7 @@ out_of_band_drift() {
   done
   # The pass that put the resource back records its event after it has
   # finished the pass (its owner record, its status): look until then.
-  until k get events --field-selector reason=DriftRepaired -o name | grep -q .; do
+  until grep -q . <<<"$(k get events --field-selector reason=DriftRepaired -o name)"; do
     [ $SECONDS -lt $deadline ] || fail "expected a DriftRepaired event"
     sleep 1
   done

@@ -35,5 +35,5 @@ k create secret generic squatter --from-literal=bootstrap="$E2E_KAFKA_BOOTSTRAP"
 # Logged in with its own password (authorization, not authentication, is refused: it has no ACLs).
 probe_refused squatter squatter-still-logs-in WriteOnly 'TOPIC_AUTHORIZATION_FAILED'
 k delete bucketyaccess squatted --wait=true >/dev/null
-mine | grep -qx "$squatter" || fail "the foreign user $squatter was deleted with the access"
+grep -qx "$squatter" <<<"$(mine)" || fail "the foreign user $squatter was deleted with the access"
 wait_cond buckety/vault Ready True
