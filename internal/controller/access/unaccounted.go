@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -73,6 +74,17 @@ func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, reco
 	if sc, err := e.Issuer.Issuing(ctx); err != nil || !sc.PerAccess {
 		return 0, nil
 	}
+	// Every shard lists the same principals, and each caches only its own
+	// records: one shard's view counts every other shard's principal
+	// unaccounted. So the check runs in shard 0 alone, which confirms what
+	// its cache does not show from one fresh list of every record (any
+	// service's) instead of a read by name: a record written under an
+	// earlier service has another name, and a read by the current
+	// service's name would miss it and revoke a live credential.
+	partial := r.Serves != nil && r.Serves.N > 1
+	if partial && r.Serves.K != 0 {
+		return 0, nil
+	}
 	// Its principals under the names it had before are its own too.
 	var listed []string
 	for _, name := range append([]string{inst}, r.Backends.FormerInstallations()...) {
@@ -94,18 +106,29 @@ func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, reco
 		}
 	}
 	due := o.unaccounted.observe(e.Name, unaccounted, o.clock(), grace)
+	var everyRecord recordedPrincipals
+	if partial && len(due) > 0 {
+		var err error
+		if everyRecord, err = o.everyRecord(ctx); err != nil {
+			return 0, err
+		}
+	}
 	n := 0
 	var errs []error
 	for _, d := range due {
-		rec := &v1.BucketyCredential{}
-		err := r.APIReader.Get(ctx, types.NamespacedName{Name: CredentialName(service, d.principal)}, rec)
-		switch {
-		case err == nil:
-			// Written after the cache's list: accounted for.
+		found := everyRecord[d.principal]
+		if everyRecord == nil {
+			err := r.APIReader.Get(ctx, types.NamespacedName{Name: CredentialName(service, d.principal)}, &v1.BucketyCredential{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("read the record of principal %s: %w", d.principal, err))
+				continue
+			}
+			found = err == nil
+		}
+		if found {
+			// Written after the cache's list, or another shard's:
+			// accounted for.
 			o.unaccounted.forget(e.Name, d.principal)
-			continue
-		case !apierrors.IsNotFound(err):
-			errs = append(errs, fmt.Errorf("read the record of principal %s: %w", d.principal, err))
 			continue
 		}
 		// No Resource: revoked wherever it has rights.
@@ -124,6 +147,27 @@ func (o *Orphans) revokeUnaccounted(ctx context.Context, e *backends.Entry, reco
 	}
 	return n, errors.Join(errs...)
 }
+
+// everyRecord reads every record from the API server, in pages, for a
+// shard whose cache holds only its own: the principals they name.
+func (o *Orphans) everyRecord(ctx context.Context) (recordedPrincipals, error) {
+	out := recordedPrincipals{}
+	var list v1.BucketyCredentialList
+	for {
+		if err := o.Reconciler.APIReader.List(ctx, &list, client.Limit(recordPage), client.Continue(list.Continue)); err != nil {
+			return nil, fmt.Errorf("list every credential record: %w", err)
+		}
+		for i := range list.Items {
+			out.add(&list.Items[i])
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+// recordPage is how many records a page of everyRecord's list holds.
+const recordPage = 500
 
 // unaccountedSince remembers, per backend, when each unaccounted principal
 // was first seen so. It holds at most what the last listing of each

@@ -26,6 +26,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/all"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/shard"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/metrics"
@@ -424,5 +425,71 @@ func TestUnaccountedAcrossServiceChange(t *testing.T) {
 	users := scramUsers(t, adm)
 	if !users[live] || users[orphan] {
 		t.Errorf("want %s kept and %s revoked, got %v", live, orphan, users)
+	}
+}
+
+// TestUnaccountedOnShards: with four shards, each shard's cache holds only
+// its own records, while every shard lists all the installation's
+// principals. Shard 1 checks nothing (every shard would otherwise count
+// the others' principals unaccounted); shard 0's cache holds no record of
+// the live principal, another shard's, recorded under the backend's
+// earlier service. Past the grace, shard 0 revokes only the principal no
+// record names: the live one's record is found by a fresh list of every
+// record, not by the name the current service would give it (a read by
+// that name missed it and revoked a live credential).
+func TestUnaccountedOnShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	const installation = "test-inst"
+	grace := 5 * time.Minute
+	set, b, _ := kafkaPair(t, installation, grace, 5*time.Second)
+	marker := drivers.InstallationMarker(installation)
+	live := "bky.t.live." + marker + ".1"
+	orphan := "bky.t.orphan." + marker + ".1"
+	adm := scramAdmin(t, b)
+	upsertSCRAM(t, adm, live, orphan)
+	hung, _ := set.Get("hung")
+	hung.Principals = staticLister{installation: installation}
+	kb, _ := set.Get("kafka")
+	kb.Principals = staticLister{installation: installation, principals: []string{live, orphan}}
+	const was = "kafka-before"
+	rec := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: CredentialName(was, live)},
+		Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: was, Principal: live, Phase: v1.CredentialActive,
+			Owner: v1.ClaimOwner{Namespace: "t", Name: "live", UID: "uid-live"}}}
+	s := testScheme(t)
+	api := fake.NewClientBuilder().WithScheme(s).WithObjects(rec).Build()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	orphans := func(k int) *Orphans {
+		// The shard's cache: another shard's record is not in it.
+		cache := fake.NewClientBuilder().WithScheme(s).Build()
+		return &Orphans{Reconciler: &Reconciler{Client: cache, APIReader: api, Backends: set, Serves: &shard.Serves{K: k, N: 4}},
+			Log: logr.Discard(), now: func() time.Time { return now }}
+	}
+	zero, one := orphans(0), orphans(1)
+	ctx := context.Background()
+	check := func(when string, o *Orphans, want int) {
+		t.Helper()
+		if n, err := o.CheckOnce(ctx); n != want || err != nil {
+			t.Fatalf("%s: want %d revoked, got %d (%v)", when, want, n, err)
+		}
+	}
+	check("shard 0, first sight", zero, 0)
+	check("shard 1, first sight", one, 0)
+	if _, ok := zero.unaccounted.since("kafka", orphan); !ok {
+		t.Fatalf("want shard 0 to count %s unaccounted", orphan)
+	}
+	now = now.Add(grace)
+	check("shard 1, past the grace", one, 0)
+	if _, ok := one.unaccounted.since("kafka", orphan); ok {
+		t.Errorf("want shard 1 to count nothing unaccounted: shard 0 checks")
+	}
+	check("shard 0, past the grace", zero, 1)
+	users := scramUsers(t, adm)
+	if !users[live] || users[orphan] {
+		t.Errorf("want %s kept (another shard's, recorded under service %s) and %s revoked by shard 0, got %v", live, was, orphan, users)
+	}
+	if _, ok := zero.unaccounted.since("kafka", live); ok {
+		t.Errorf("want %s forgotten once the list of every record found it", live)
 	}
 }
