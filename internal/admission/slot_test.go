@@ -61,6 +61,17 @@ func TestSlotLabel(t *testing.T) {
 		_, err := bv.ValidateUpdate(ctx, buckety(labelled(own)), buckety(labelled(other)))
 		check(t, err, refused)
 	})
+	t.Run("update removing the label buckety set", func(t *testing.T) {
+		_, err := bv.ValidateUpdate(ctx, buckety(labelled(own)), buckety(map[string]string{"team": "a"}))
+		check(t, err, `metadata.labels[buckety.yolean.se/slot]: Required value`)
+		_, err = av.ValidateUpdate(ctx, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "app", Labels: labelled(own)}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}},
+			&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "app"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}})
+		check(t, err, `metadata.labels[buckety.yolean.se/slot]: Required value`)
+	})
+	t.Run("update of an object buckety has not labelled yet", func(t *testing.T) {
+		_, err := bv.ValidateUpdate(ctx, buckety(nil), buckety(map[string]string{"team": "a"}))
+		check(t, err, "")
+	})
 	t.Run("an access naming another namespace's Buckety is read everywhere", func(t *testing.T) {
 		a := foreignAccess("analytics", "orders", v1.RoleReadOnly)
 		a.Labels = labelled(shard.Everywhere)

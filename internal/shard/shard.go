@@ -142,16 +142,21 @@ func AccessValue(a *v1.BucketyAccess) string {
 
 // CheckLabel refuses a SlotLabel value a tenant wrote on an object of
 // its namespace, other than want (the value buckety gives the object) or,
-// on update, the value it had (old; nil on create). Without it, the object
-// would be read by a shard that does not serve it, or by none.
+// on update, the value it had (old; nil on create), and on update the
+// label's removal once buckety set it. Without it, the object would be
+// read by a shard that does not serve it, or by none: its credentials
+// never revoked, its limits never counted.
 func CheckLabel(labels, old map[string]string, want string) field.ErrorList {
+	path := field.NewPath("metadata", "labels").Key(SlotLabel)
 	v, ok := labels[SlotLabel]
-	if !ok || v == want {
+	was, had := old[SlotLabel]
+	switch {
+	case !ok && had:
+		return field.ErrorList{field.Required(path,
+			fmt.Sprintf("buckety set this label (to %q), to tell which controller shard serves the object: leave it as buckety set it", was))}
+	case !ok, v == want, had && v == was:
 		return nil
 	}
-	if was, had := old[SlotLabel]; had && v == was {
-		return nil
-	}
-	return field.ErrorList{field.Invalid(field.NewPath("metadata", "labels").Key(SlotLabel), v,
+	return field.ErrorList{field.Invalid(path, v,
 		fmt.Sprintf("buckety sets this label (to %q on this object), to tell which controller shard serves it: remove it, or leave it as buckety set it", want))}
 }

@@ -14,7 +14,8 @@ import (
 
 // TestDeployedWebhooks: Register builds its configuration from the deploy
 // YAML, so that file must decode strictly, name both of buckety-webhook's
-// paths, and carry the spec-changed match condition on each webhook.
+// paths, and carry the spec-or-slot-changed match condition on each
+// webhook.
 func TestDeployedWebhooks(t *testing.T) {
 	hooks, err := harness.DeployedWebhooks()
 	if err != nil {
@@ -31,8 +32,8 @@ func TestDeployedWebhooks(t *testing.T) {
 		if !servesPath(t, want, h.Name, h.ClientConfig) {
 			continue
 		}
-		if len(h.MatchConditions) != 1 || h.MatchConditions[0].Name != "spec-changed" || !strings.Contains(h.MatchConditions[0].Expression, "object.spec != oldObject.spec") {
-			t.Errorf("%s: want the spec-changed match condition, got %+v", h.Name, h.MatchConditions)
+		if len(h.MatchConditions) != 1 || h.MatchConditions[0].Name != "spec-or-slot-changed" || !strings.Contains(h.MatchConditions[0].Expression, "object.spec != oldObject.spec") || !strings.Contains(h.MatchConditions[0].Expression, shard.SlotLabel) {
+			t.Errorf("%s: want the spec-or-slot-changed match condition, got %+v", h.Name, h.MatchConditions)
 		}
 		if h.FailurePolicy == nil || *h.FailurePolicy != "Fail" {
 			t.Errorf("%s: want failurePolicy Fail, got %v", h.Name, h.FailurePolicy)

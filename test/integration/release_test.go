@@ -39,8 +39,9 @@ import (
 )
 
 // specChanged is the deployed webhooks' match condition: CREATE always,
-// UPDATE only when spec changed.
-const specChanged = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"
+// UPDATE only when spec changed or the slot label did (a tenant's edit of
+// the label would take the object out of its shard's cache).
+const specChanged = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec || (has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels ? object.metadata.labels['buckety.yolean.se/slot'] : '') != (has(oldObject.metadata.labels) && 'buckety.yolean.se/slot' in oldObject.metadata.labels ? oldObject.metadata.labels['buckety.yolean.se/slot'] : '')"
 
 const testDigest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 
@@ -208,7 +209,8 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 		}
 	}
 	// Metadata-only updates are not sent to the webhook (issue 16): every
-	// released webhook calls it for UPDATE only when spec changed.
+	// released webhook calls it for UPDATE only when spec or the slot label
+	// changed.
 	if len(webhooks) != 2 {
 		t.Fatalf("ValidatingWebhookConfiguration: want 2 webhooks, got %d", len(webhooks))
 	}
@@ -217,7 +219,7 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 		for _, mc := range h.MatchConditions {
 			got = append(got, mc.Name+": "+mc.Expression)
 		}
-		if want := "spec-changed: " + specChanged; len(got) != 1 || got[0] != want {
+		if want := "spec-or-slot-changed: " + specChanged; len(got) != 1 || got[0] != want {
 			t.Errorf("webhook %s: want matchConditions [%s], got %q", h.Name, want, got)
 		}
 	}

@@ -136,7 +136,9 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 		want string
 	}{
 		{"label by update", b, func(o client.Object) error {
-			o.SetLabels(map[string]string{"team": "a"})
+			l := o.GetLabels()
+			l["team"] = "a"
+			o.SetLabels(l)
 			return c.Update(ctx, o)
 		}, label, "a"},
 		{"label by merge patch", acc, func(o client.Object) error {
@@ -183,6 +185,28 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	for _, kind := range []string{kb, ka} {
 		if got := calls(kind, "UPDATE"); got != before[kind] {
 			t.Errorf("metadata-only updates of %s: want no admission request at the webhook, got %g (the matchConditions do not filter them)", kind, got-before[kind])
+		}
+	}
+	// Except one that changes the slot label, as kubectl label --overwrite
+	// does, or removes it: the label picks the shard whose cache holds the
+	// object, so a tenant's edit would take it out of every shard (its
+	// credentials never revoked, its limits never counted). Refused
+	// naming the label.
+	for _, o := range []client.Object{b, acc} {
+		for _, edit := range []struct{ what, value, want string }{
+			{"relabel " + shard.SlotLabel + "=none", `"none"`, "Invalid value"},
+			{"remove label " + shard.SlotLabel, "null", "Required value"},
+		} {
+			err := c.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+shard.SlotLabel+`":`+edit.value+`}}}`)))
+			if err == nil || !strings.Contains(err.Error(), "denied the request") || !strings.Contains(err.Error(), "metadata.labels["+shard.SlotLabel+"]: "+edit.want) {
+				t.Errorf("%s: %s: want refused by the webhook naming metadata.labels[%s], got %v", o.GetName(), edit.what, shard.SlotLabel, err)
+			}
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.GetLabels()[shard.SlotLabel]; got != shard.SlotValue(ns) {
+			t.Errorf("%s: want label %s=%s kept, got %q", o.GetName(), shard.SlotLabel, shard.SlotValue(ns), got)
 		}
 	}
 
