@@ -114,6 +114,13 @@ func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(cont
 			continue
 		}
 		switch {
+		case !a.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(a, v1.Finalizer):
+			// Being deleted, and buckety's part of it is done (its
+			// credential revoked, its Secret deleted): it holds nothing
+			// of this Buckety's. What keeps it is someone else's
+			// finalizer, which must not keep this Buckety too (another
+			// namespace's tenant would keep its owner's deletion, and
+			// the owner's namespace, waiting for ever).
 		case a.Namespace == b.Namespace:
 			f.blockedBy = append(f.blockedBy, a.Name)
 		case !a.WithdrawnFrom(b.Namespace, b.Name):

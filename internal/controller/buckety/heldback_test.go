@@ -1,0 +1,60 @@
+package buckety
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// TestAccessKeptByAnotherFinalizerHoldsNothing: a Buckety being deleted
+// waits for the accesses that use it, its own namespace's and the
+// namespaces it shares with. An access being deleted whose revocation is
+// done (buckety's finalizer gone) but which another finalizer keeps (a
+// consumer's own, x.example/pin) holds nothing: it must not keep the
+// owner's deletion, and the owner's namespace, waiting for ever. One still
+// carrying buckety's finalizer, and a live one, still hold it back.
+func TestAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders"}}
+	now := metav1.Now()
+	access := func(ns, name string, deleting bool, finalizers ...string) v1.BucketyAccess {
+		a := v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: finalizers},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: name}}
+		if ns != b.Namespace {
+			a.Spec.BucketyRef.Namespace = b.Namespace
+		}
+		if deleting {
+			a.DeletionTimestamp = &now
+		}
+		return a
+	}
+	accesses := []v1.BucketyAccess{
+		access("consumer", "pinned", true, "x.example/pin"),
+		access("payments", "pinned", true, "x.example/pin"),
+		access("consumer", "revoking", true, "x.example/pin", v1.Finalizer),
+		access("consumer", "live", false, v1.Finalizer),
+		access("payments", "live", false, v1.Finalizer),
+	}
+	r := &Reconciler{}
+	f := &facts{}
+	held, err := r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
+		return accesses, nil
+	}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"consumer/revoking", "consumer/live", "live"}
+	if !held || !slices.Equal(f.blockedBy, want) {
+		t.Errorf("want the deletion held back by %v, got held %v by %v", want, held, f.blockedBy)
+	}
+	f = &facts{}
+	held, err = r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
+		return accesses[:2], nil
+	}, f)
+	if err != nil || held || len(f.blockedBy) != 0 {
+		t.Errorf("only accesses kept by another's finalizer: want the deletion to go on, got held %v by %v (%v)", held, f.blockedBy, err)
+	}
+}
