@@ -209,6 +209,11 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	// The record on the backend has the last word: a resource another
 	// installation holds (or this one handed over) is never deleted.
 	why, err := r.deletableByRecord(ctx, b, e, at)
+	if err == nil && why == "" {
+		// Nor one its claim says it created, holding someone else's
+		// content (createdElsewhere).
+		why, err = r.createdElsewhere(ctx, b, e, cl, at)
+	}
 	if err == nil && why != "" {
 		return retain(why)
 	}

@@ -504,3 +504,48 @@ func (r *Reconciler) retainOwner(ctx context.Context, b *v1.Buckety, e *backends
 	r.owners.put(e, res.Name, &want, b.Generation)
 	return nil
 }
+
+// createdElsewhere says why a resource this Buckety's claim records Created
+// is not one this Buckety created, "" when nothing says so. A claim is
+// recorded Created before the create, and a later pass takes the resource
+// it finds for the one that create made (a crash or a lost answer may have
+// come between). That holds while the Buckety never reported it
+// provisioned (no status.provenance) only for an empty resource, or one
+// carrying this Buckety's owner record: the record is written right after
+// the create succeeds, before any access is granted, so a resource of
+// buckety's own making holds content only once it carries the record. One
+// that holds content and no such record was there, or was made by someone
+// else, while this Buckety's create failed (a server that answered "no
+// such bucket" for a bucket it could not read, then refused the create);
+// taking it would converge, grant and, with retentionPolicy Delete, delete
+// someone else's data. A backend that keeps no records (e.Owners nil, or
+// its service cannot) cannot tell, and keeps the claim's word.
+func (r *Reconciler) createdElsewhere(ctx context.Context, b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, res drivers.Resource) (string, error) {
+	if cl.Spec.Phase != v1.ClaimCreated || b.Status.Provenance != "" || e.Owners == nil {
+		return "", nil
+	}
+	var f facts
+	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
+		return "", err
+	}
+	want := r.heldRecord(b)
+	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(want) {
+		return "", nil
+	}
+	rec, err := r.readOwner(ctx, b, e, res, 0)
+	if err != nil {
+		return "", err
+	}
+	if rec.Same(want) {
+		return "", nil
+	}
+	res.DryRun, res.CreateOnly, res.BeforeWrite, res.JustCreated = false, false, nil, false
+	in, err := e.Backend.Inspect(ctx, res)
+	if err != nil {
+		return "", err
+	}
+	if !in.Exists || !in.HasContent {
+		return "", nil
+	}
+	return fmt.Sprintf("%s on backend %s holds content (%s) and no owner record of this Buckety's, which never reported it provisioned: its create did not make it (the create failed, or the resource was reported missing by mistake)", res.Name, e.Name, in.Detail), nil
+}

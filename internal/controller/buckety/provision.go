@@ -88,6 +88,23 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if !justRecorded && !fresh && !r.checkOwner(ctx, b, e, f, at) {
 		return false, nil
 	}
+	// A claim an earlier pass recorded Created, for a resource that holds
+	// someone else's content: adopted or refused as any existing one.
+	if !justRecorded && !fresh {
+		why, err := r.createdElsewhere(ctx, b, e, cl, at)
+		if err != nil {
+			f.Record(err)
+			return false, nil
+		}
+		if why != "" {
+			if err := r.Claims.Advance(ctx, cl, v1.ClaimAdopting); err != nil {
+				f.claimErr = err
+				return false, nil
+			}
+			f.claimErr = errors.New(why + "; checking it as an existing resource before anything is written to it")
+			return false, nil
+		}
+	}
 	want := at
 	want.MaxAge, want.CreateOnly = r.maxAge(e), justRecorded
 	if !fresh {

@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/kadm"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// misreport makes the s3 driver's requests about one bucket answer as a
+// server that cannot read it would (SeaweedFS when its filer does not
+// answer): its next lies HeadBuckets "no such bucket" (404), and every
+// CreateBucket an internal error. Nothing reaches the server for those.
+type misreport struct {
+	bucket  atomic.Pointer[string]
+	lies    atomic.Int32
+	creates atomic.Int32
+}
+
+func (m *misreport) arm(bucket string, lies int32) {
+	m.bucket.Store(&bucket)
+	m.lies.Store(lies)
+	m.creates.Store(0)
+}
+
+func (m *misreport) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestMisreport",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			target := m.bucket.Load()
+			if target == nil {
+				return next.HandleInitialize(ctx, in)
+			}
+			switch p := in.Parameters.(type) {
+			case *s3.HeadBucketInput:
+				if aws.ToString(p.Bucket) == *target && m.lies.Add(-1) >= 0 {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "NotFound", Message: "Not Found (injected: the filer did not answer)"}
+				}
+			case *s3.CreateBucketInput:
+				if aws.ToString(p.Bucket) == *target {
+					m.creates.Add(1)
+					return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error (injected)"}
+				}
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+}
+
+// TestBucketMisreportedMissingIsNotTaken (MinIO): a bucket of someone
+// else's, holding an object, answers buckety's adoption check "no such
+// bucket" (and its create an internal error), so its Buckety's claim is
+// recorded Created. A later pass finds the bucket there: it carries no
+// owner record of the Buckety's, which never reported it provisioned, and
+// it holds content, so buckety did not create it. It is refused as any
+// existing bucket with content (AdoptionRefused), nothing is written to
+// it and no credential granted on it; and deleting the Buckety
+// (retentionPolicy Delete) leaves it and its object in place, whether the
+// deletion comes before or after the next pass. Before, that pass took the
+// bucket for its own: converged it, recorded it, granted the access, and
+// the deletion emptied and deleted it.
+func TestBucketMisreportedMissingIsNotTaken(t *testing.T) {
+	needInfra(t)
+	srv, be := scopedS3(t, "minio")
+	be.Name = "owned"
+	m := &misreport{}
+	reg := drivers.NewRegistry(kadm.New(), &s3driver.Driver{APIOptions: []func(*middleware.Stack) error{m.middleware}})
+	startControllerWith(t, installationYAML("east", be), reg, fastLoops)
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	ctx := context.Background()
+	theirs := func(t *testing.T, bucket string) {
+		t.Helper()
+		if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious"), Body: strings.NewReader("theirs")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	intact := func(t *testing.T, bucket, when string) {
+		t.Helper()
+		if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious")}); err != nil {
+			t.Errorf("%s: want %s/precious, someone else's, in place; got %v", when, bucket, err)
+		}
+		out, err := root.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+		if err == nil {
+			for _, tag := range out.TagSet {
+				if aws.ToString(tag.Key) == s3driver.TagInstallation {
+					t.Errorf("%s: want no owner record written to %s, got installation %s", when, bucket, aws.ToString(tag.Value))
+				}
+			}
+		}
+	}
+	created := func(t *testing.T, bucket string) {
+		t.Helper()
+		wait.For(t, waitTimeout, "buckety's create of "+bucket+" refused", func() (bool, string) {
+			n := m.creates.Load()
+			return n > 0, fmt.Sprintf("%d creates", n)
+		})
+	}
+
+	t.Run("provisioned", func(t *testing.T) {
+		ns := namespace(t)
+		removeWhileRunning(t, ns)
+		bucket := ns + "-orders"
+		theirs(t, bucket)
+		// The adoption check's HeadBucket and Ensure's.
+		m.arm(bucket, 2)
+		_, b, a := tenantManifests(ns, bucket, "")
+		create(t, b)
+		create(t, a)
+		created(t, bucket)
+		got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+		if !strings.Contains(got.Message, "holds content") {
+			t.Errorf("want the refusal to say the bucket holds content, got %q", got.Message)
+		}
+		intact(t, bucket, "refused")
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
+			t.Fatal(err)
+		}
+		if c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady); c == nil || c.Status == metav1.ConditionTrue || a.Status.Principal != "" {
+			t.Errorf("want the access not granted on someone else's bucket, got %+v, principal %q", c, a.Status.Principal)
+		}
+		deleteOn(t, k8s, a)
+		deleteOn(t, k8s, b)
+		intact(t, bucket, "the Buckety deleted")
+	})
+
+	t.Run("deleted", func(t *testing.T) {
+		ns := namespace(t)
+		removeWhileRunning(t, ns)
+		bucket := ns + "-orders"
+		theirs(t, bucket)
+		m.arm(bucket, 2)
+		_, b, _ := tenantManifests(ns, bucket, "")
+		create(t, b)
+		created(t, bucket)
+		deleteOn(t, k8s, b)
+		intact(t, bucket, "the Buckety deleted")
+	})
+}
