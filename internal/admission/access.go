@@ -34,7 +34,11 @@ func (v AccessValidator) ValidateCreate(ctx context.Context, a *v1.BucketyAccess
 // credentialsSecretName.
 func (v AccessValidator) ValidateUpdate(ctx context.Context, old, a *v1.BucketyAccess) (admission.Warnings, error) {
 	if !a.DeletionTimestamp.IsZero() {
-		return nil, nil
+		// Nothing but the slot label is checked: a finalizer's removal
+		// must always go through, and an access relabelled while its
+		// deletion waits would leave every shard's cache, its
+		// credential never revoked.
+		return nil, invalid("BucketyAccess", a.Name, shard.CheckLabel(a.Labels, old.Labels, shard.AccessValue(inNamespace(ctx, a))))
 	}
 	return v.validate(ctx, a, old)
 }

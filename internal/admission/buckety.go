@@ -101,7 +101,10 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 // checks the name a spec.defaultAccess added now gives its access.
 func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety) (admission.Warnings, error) {
 	if !b.DeletionTimestamp.IsZero() && reflect.DeepEqual(old.Spec, b.Spec) {
-		return nil, nil // finalizer removal must always go through
+		// A finalizer's removal must always go through; only the slot
+		// label is checked (relabelled while its deletion waits, the
+		// Buckety would leave every shard's cache).
+		return nil, invalid("Buckety", b.Name, shard.CheckLabel(b.Labels, old.Labels, shard.BucketyValue(inNamespace(ctx, b))))
 	}
 	// A spec changed while the Buckety is being deleted is checked like any
 	// other: deletion acts on its parameters, and an immutable one (an R2

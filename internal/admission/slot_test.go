@@ -68,6 +68,33 @@ func TestSlotLabel(t *testing.T) {
 			&v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "app"}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}})
 		check(t, err, `metadata.labels[buckety.yolean.se/slot]: Required value`)
 	})
+	t.Run("relabelling an object being deleted", func(t *testing.T) {
+		now := metav1.Now()
+		old := buckety(labelled(own))
+		old.DeletionTimestamp, old.Finalizers = &now, []string{v1.Finalizer, "x.example/pin"}
+		relabelled := old.DeepCopy()
+		relabelled.Labels = labelled("x")
+		_, err := bv.ValidateUpdate(ctx, old, relabelled)
+		check(t, err, refused)
+		released := old.DeepCopy()
+		released.Finalizers = []string{"x.example/pin"}
+		_, err = bv.ValidateUpdate(ctx, old, released)
+		check(t, err, "")
+		oa := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "app", Labels: labelled(own), DeletionTimestamp: &now, Finalizers: []string{v1.Finalizer, "x.example/pin"}},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}}
+		ra := oa.DeepCopy()
+		ra.Labels = labelled("x")
+		_, err = av.ValidateUpdate(ctx, oa, ra)
+		check(t, err, refused)
+		ra = oa.DeepCopy()
+		ra.Labels = nil
+		_, err = av.ValidateUpdate(ctx, oa, ra)
+		check(t, err, `metadata.labels[buckety.yolean.se/slot]: Required value`)
+		ra = oa.DeepCopy()
+		ra.Finalizers = []string{"x.example/pin"}
+		_, err = av.ValidateUpdate(ctx, oa, ra)
+		check(t, err, "")
+	})
 	t.Run("update of an object buckety has not labelled yet", func(t *testing.T) {
 		_, err := bv.ValidateUpdate(ctx, buckety(nil), buckety(map[string]string{"team": "a"}))
 		check(t, err, "")
