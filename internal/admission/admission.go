@@ -110,17 +110,27 @@ func CacheAccessCounter(r client.Reader) AccessCounter {
 					perBuckety++
 				}
 			}
-			// Counted once on its backend, that of its first: all of an
-			// access's are on one.
-			key := RefKey(a.BucketyNamespace(), a.Refs()[0].Name)
-			be, ok := backendOf[key]
-			if !ok && a.Foreign() {
-				// A Buckety another namespace shares: rare, read one by one.
-				b := &v1.Buckety{}
-				if err := r.Get(ctx, client.ObjectKey{Namespace: a.BucketyNamespace(), Name: a.Refs()[0].Name}, b); err == nil {
-					be = backendName(b)
+			// Counted once on its backend, that of its first Buckety
+			// that exists: all of an access's are on one, and one whose
+			// first is gone still holds its grant on the others.
+			be := ""
+			for _, ref := range a.Refs() {
+				refNS := a.RefNamespace(ref)
+				key := RefKey(refNS, ref.Name)
+				got, ok := backendOf[key]
+				if !ok && refNS != ns {
+					// A Buckety another namespace shares: rare, read one
+					// by one.
+					b := &v1.Buckety{}
+					if err := r.Get(ctx, client.ObjectKey{Namespace: refNS, Name: ref.Name}, b); err == nil {
+						got = backendName(b)
+					}
+					backendOf[key] = got
 				}
-				backendOf[key] = be
+				if got != "" {
+					be = got
+					break
+				}
 			}
 			if be == backend {
 				onBackend++

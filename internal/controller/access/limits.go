@@ -191,11 +191,21 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 		for _, ref := range o.Refs() {
 			refs = append(refs, objects.RefKey(o.RefNamespace(ref), ref.Name))
 		}
-		// The backend of its first: all of an access's are on one.
-		be, ok := backendOf[refs[0]]
-		if !ok {
-			be = r.backendOf(ctx, o.BucketyNamespace(), o.Refs()[0].Name)
-			backendOf[refs[0]] = be
+		// The backend of its first Buckety that exists: all of an
+		// access's are on one, and one whose first is gone (deleted, or
+		// out of this shard's cache once it stopped sharing) still
+		// holds its grant on the others.
+		be := ""
+		for j, ref := range o.Refs() {
+			got, ok := backendOf[refs[j]]
+			if !ok {
+				got = r.backendOf(ctx, o.RefNamespace(ref), ref.Name)
+				backendOf[refs[j]] = got
+			}
+			if got != "" {
+				be = got
+				break
+			}
 		}
 		if be != backend && !letThrough {
 			continue

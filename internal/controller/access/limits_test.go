@@ -315,3 +315,33 @@ func TestWithdrawnAccessHoldsNoPlace(t *testing.T) {
 		t.Errorf("the owner's own access: want it held behind y's at accessesPerBuckety, got let through %v (%v, %q)", ok, err, f.limitExceeded)
 	}
 }
+
+// TestSeveralWhoseFirstIsGoneStillCounts: an access naming several
+// Bucketies, the first another namespace's that stopped sharing and was
+// deleted, holds its grant on o/orders. It still counts against
+// limits.accessesPerNamespace (1 here): a new access waits. Counted by
+// the backend of its first Bucketies alone, it counted nowhere, and two
+// cooperating namespaces could grant any number (one shared Buckety
+// deleted per round).
+func TestSeveralWhoseFirstIsGoneStillCounts(t *testing.T) {
+	r, e := limitsEnv(t, 1)
+	ctx := context.Background()
+	s := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "several", UID: "uid-several", CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))},
+		Spec: v1.BucketyAccessSpec{BucketyRefs: []v1.BucketyReference{{Namespace: "a", Name: "gone"}, {Name: "orders"}}, CredentialsSecretName: "several"}}
+	if err := r.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.BucketyGeneration, s.Status.Withdrawn = 1, []string{"a/gone"}
+	if err := r.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	n := mkAccess(t, r.Client, "next", time.Now())
+	f := &facts{}
+	ok, err := r.withinLimits(ctx, n, single(orders), e, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok || !strings.Contains(f.limitExceeded, "accessesPerNamespace") {
+		t.Errorf("want the next access to wait for limits.accessesPerNamespace (o/several holds the one place), got let through %v (%q)", ok, f.limitExceeded)
+	}
+}
