@@ -20,6 +20,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/kadm"
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -153,4 +154,109 @@ func TestBucketMisreportedMissingIsNotTaken(t *testing.T) {
 		deleteOn(t, k8s, b)
 		intact(t, bucket, "the Buckety deleted")
 	})
+}
+
+// TestAdoptedKeptIsNotTakenBackAsCreated (MinIO, installation east): a
+// bucket with content, adopted (both keys) on a backend without
+// adoption.deleteAdopted, is kept when its Buckety is deleted with
+// retentionPolicy Delete, and its owner record is marked retained. The same
+// manifest applied again without spec.adoption is refused: the record
+// no longer re-attaches the bucket to a Buckety of that name, which before
+// came back Created and, deleted again, deleted the adopted bucket.
+func TestAdoptedKeptIsNotTakenBackAsCreated(t *testing.T) {
+	needInfra(t)
+	srv, be := scopedS3(t, "minio")
+	be.Name = "owned"
+	be.Adoption = &config.Adoption{Allow: true}
+	startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	ctx := context.Background()
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-legacy"
+	if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious"), Body: strings.NewReader("theirs")}); err != nil {
+		t.Fatal(err)
+	}
+	_, b, _ := tenantManifests(ns, bucket, v1.AdoptionAndConverge)
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if b.Status.Provenance != v1.ProvenanceAdopted {
+		t.Fatalf("want provenance Adopted, got %q", b.Status.Provenance)
+	}
+	deleteOn(t, k8s, b)
+	state := func() string {
+		out, err := root.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			return fmt.Sprintf("(%v)", err)
+		}
+		for _, tag := range out.TagSet {
+			if aws.ToString(tag.Key) == s3driver.TagState {
+				return aws.ToString(tag.Value)
+			}
+		}
+		return "(none)"
+	}
+	if got := state(); got != string(drivers.OwnerRetained) {
+		t.Errorf("an adopted bucket kept at its Buckety's deletion: want its record marked %s, got %s", drivers.OwnerRetained, got)
+	}
+	_, again, _ := tenantManifests(ns, bucket, "")
+	create(t, again)
+	waitCondition(t, again, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+	deleteOn(t, k8s, again)
+	if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious")}); err != nil {
+		t.Errorf("want the adopted bucket's object in place after the second Buckety went, got %v", err)
+	}
+}
+
+// TestDeletedBeforeItsHandOverIsHandedOver (MinIO): east's Buckety
+// (retentionPolicy Delete) owns a bucket holding its tenant's object. East
+// is stopped, the Buckety deleted meanwhile, and east started again
+// handing its resources over (ownership.handOverTo: west): the deletion
+// comes before any pass marked the bucket handed over. Nothing handed
+// over is deleted: the bucket and its object stay, its record marked
+// handed over to west (which may then take it), not retained by east
+// (which would keep west out). Before, the deletion deleted it.
+func TestDeletedBeforeItsHandOverIsHandedOver(t *testing.T) {
+	needInfra(t)
+	srv, be := scopedS3(t, "minio")
+	be.Name = "owned"
+	east := startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	ctx := context.Background()
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-orders"
+	_, b, _ := tenantManifests(ns, bucket, "")
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("order-1"), Body: strings.NewReader("ours")}); err != nil {
+		t.Fatal(err)
+	}
+	east.stop(t)
+	if err := k8s.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	giving := be
+	giving.Ownership = &config.Ownership{HandOverTo: "west"}
+	startControllerWith(t, installationYAML("east", giving), nil, fastLoops)
+	wait.For(t, waitTimeout, "the Buckety gone", func() (bool, string) { return gone(t, b) })
+	if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("order-1")}); err != nil {
+		t.Fatalf("a bucket its backend hands over: want it and its object kept whatever retentionPolicy says, got %v", err)
+	}
+	out, err := root.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := map[string]string{}
+	for _, tag := range out.TagSet {
+		tags[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
+	}
+	if tags[s3driver.TagState] != string(drivers.OwnerHandedOver) || tags[s3driver.TagTo] != "west" {
+		t.Errorf("want the record marked %s to west, got state %q to %q", drivers.OwnerHandedOver, tags[s3driver.TagState], tags[s3driver.TagTo])
+	}
 }

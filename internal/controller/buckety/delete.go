@@ -168,21 +168,48 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		}
 		return reconcile.Result{}, true, false, nil
 	}
+	// markKept writes on the backend's record of a resource this Buckety
+	// wrote to what keeping it means: handed over (the backend hands its
+	// resources over, whatever retentionPolicy says), or retained (the
+	// record no longer re-attaches it to a Buckety of this name without
+	// the adoption keys: an adopted one taken back as Created would be
+	// deleted by the next Delete, without adoption.deleteAdopted). False
+	// when the write failed (in f).
+	markKept := func(mark func(context.Context, *v1.Buckety, *backends.Entry, drivers.Resource) error) bool {
+		if !claims.Written(cl.Spec.Phase) {
+			return true
+		}
+		e, ok := r.Backends.Get(cl.Spec.Backend)
+		if !ok {
+			return true
+		}
+		at := backendResource(e, name, budget.EffectiveParameters(e.Config, b), cl)
+		if err := mark(ctx, b, e, at); err != nil {
+			f.Record(err)
+			return false
+		}
+		return true
+	}
+	failed := reconcile.Result{RequeueAfter: retry.TransientBase}
+	if e, ok := r.Backends.Get(cl.Spec.Backend); ok && e.Config.HandOverTo() != "" && claims.Written(cl.Spec.Phase) {
+		// Never deleted, nor marked retained (the installation taking it
+		// over would find it another's): a deletion that came before any
+		// pass marked it handed over marks it now.
+		if !markKept(r.handOverOwner) {
+			return failed, false, false, nil
+		}
+		return retain(fmt.Sprintf("backend %s hands its resources over to installation %s (ownership.handOverTo), whatever retentionPolicy says", e.Name, e.Config.HandOverTo()))
+	}
 	switch {
 	case b.Spec.RetentionPolicy != v1.RetentionDelete:
-		// Retained on the backend too: its record no longer re-attaches it
-		// to a Buckety of this name without the adoption keys.
-		if claims.Written(cl.Spec.Phase) {
-			if e, ok := r.Backends.Get(cl.Spec.Backend); ok {
-				at := backendResource(e, name, budget.EffectiveParameters(e.Config, b), cl)
-				if err := r.retainOwner(ctx, b, e, at); err != nil {
-					f.Record(err)
-					return reconcile.Result{RequeueAfter: retry.TransientBase}, false, false, nil
-				}
-			}
+		if !markKept(r.retainOwner) {
+			return failed, false, false, nil
 		}
 		return retain("retentionPolicy Retain")
 	case !claims.Deletable(cl, r.deletesAdopted(cl.Spec.Backend)):
+		if !markKept(r.retainOwner) {
+			return failed, false, false, nil
+		}
 		switch cl.Spec.Phase {
 		case v1.ClaimAdopting:
 			return retain("it was adopted, not created, by buckety, and the adoption never settled")

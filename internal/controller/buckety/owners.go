@@ -505,6 +505,30 @@ func (r *Reconciler) retainOwner(ctx context.Context, b *v1.Buckety, e *backends
 	return nil
 }
 
+// handOverOwner marks the record of a resource this Buckety holds handed
+// over to the installation its backend hands its resources to
+// (ownership.handOverTo), for a Buckety deleted before any pass marked it.
+func (r *Reconciler) handOverOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, res drivers.Resource) error {
+	var f facts
+	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
+		return err
+	}
+	rec, err := r.readOwner(ctx, b, e, res, 0)
+	if err != nil {
+		return err
+	}
+	if v, _ := r.judge(rec, b, e); v != ownerMine {
+		return nil
+	}
+	want := *rec
+	want.Installation, want.State, want.To = r.Backends.Installation(), drivers.OwnerHandedOver, e.Config.HandOverTo()
+	if err := e.Owners.WriteOwner(ctx, res, &want); err != nil {
+		return fmt.Errorf("mark %s handed over: %w", res.Name, err)
+	}
+	r.owners.put(e, res.Name, &want, b.Generation)
+	return nil
+}
+
 // createdElsewhere says why a resource this Buckety's claim records Created
 // is not one this Buckety created, "" when nothing says so. A claim is
 // recorded Created before the create, and a later pass takes the resource
