@@ -50,6 +50,11 @@ type OwnerRecord struct {
 	State OwnerState `json:"state"`
 	// To names the receiving installation of a handover.
 	To string `json:"to,omitempty"`
+	// Adopted: buckety adopted the resource, it did not create it. A
+	// Buckety re-attached to it (a cluster rebuilt from git, a handover)
+	// holds it as adopted, which retentionPolicy Delete deletes only where
+	// the backend sets adoption.deleteAdopted.
+	Adopted bool `json:"adopted,omitempty"`
 }
 
 // String describes the record for messages.
@@ -60,6 +65,9 @@ func (o OwnerRecord) String() string {
 		s += ", retained"
 	case OwnerHandedOver:
 		s += ", handed over to installation " + o.To
+	}
+	if o.Adopted {
+		s += ", adopted"
 	}
 	return s
 }

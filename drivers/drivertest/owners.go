@@ -84,7 +84,9 @@ func OwnerContract(t *testing.T, oc OwnerCase) {
 	}
 
 	held := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "orders", UID: "uid-1", State: drivers.OwnerHeld}
-	retained := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "orders", UID: "uid-1", State: drivers.OwnerRetained}
+	// Adopted, so a record's every field makes the round trip (and the
+	// overwrite with handed, which is not, drops it).
+	retained := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "orders", UID: "uid-1", State: drivers.OwnerRetained, Adopted: true}
 	handed := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "orders", UID: "uid-1", State: drivers.OwnerHandedOver, To: "west"}
 	other := &drivers.OwnerRecord{Installation: "west", Namespace: "ops", Name: "audit", UID: "uid-2", State: drivers.OwnerHeld}
 

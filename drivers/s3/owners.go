@@ -45,6 +45,7 @@ const (
 	TagUID          = "buckety.yolean.se/uid"
 	TagState        = "buckety.yolean.se/state"
 	TagTo           = "buckety.yolean.se/to"
+	TagAdopted      = "buckety.yolean.se/adopted"
 )
 
 // ErrNoOwnerRecords: the server keeps no bucket tags (it answered
@@ -52,7 +53,7 @@ const (
 var ErrNoOwnerRecords = errors.New("no owner records on this server")
 
 // ownerTagKeys are every key of the owner record.
-var ownerTagKeys = []string{TagInstallation, TagNamespace, TagName, TagUID, TagState, TagTo}
+var ownerTagKeys = []string{TagInstallation, TagNamespace, TagName, TagUID, TagState, TagTo, TagAdopted}
 
 var _ drivers.OwnerRecorder = (*Backend)(nil)
 
@@ -70,6 +71,9 @@ func ownerTags(rec *drivers.OwnerRecord) map[string]string {
 	}
 	if rec.To != "" {
 		t[TagTo] = rec.To
+	}
+	if rec.Adopted {
+		t[TagAdopted] = "true"
 	}
 	return t
 }
@@ -95,6 +99,7 @@ func ownerFromTags(tags map[string]string) *drivers.OwnerRecord {
 		UID:          tags[TagUID],
 		State:        drivers.OwnerState(tags[TagState]),
 		To:           tags[TagTo],
+		Adopted:      tags[TagAdopted] == "true",
 	}
 }
 

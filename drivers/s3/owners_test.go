@@ -35,6 +35,8 @@ func TestOwnerTags(t *testing.T) {
 	held := &drivers.OwnerRecord{Installation: "prod-a", Namespace: "team", Name: "orders", UID: "0d6f5c1e-7b0a-4a4e-9a57-2a51a1d6d0e4", State: drivers.OwnerHeld}
 	handed := *held
 	handed.State, handed.To = drivers.OwnerHandedOver, "prod-b"
+	adopted := *held
+	adopted.Adopted = true
 	for _, c := range []struct {
 		name  string
 		tags  map[string]string
@@ -48,6 +50,9 @@ func TestOwnerTags(t *testing.T) {
 		{"handover replaces held, to written", ownerTags(held), &handed,
 			map[string]string{TagInstallation: "prod-a", TagNamespace: "team", TagName: "orders", TagUID: held.UID, TagState: "HandedOver", TagTo: "prod-b"}, &handed},
 		{"back to held drops to", ownerTags(&handed), held, ownerTags(held), held},
+		{"adopted written", ownerTags(held), &adopted,
+			map[string]string{TagInstallation: "prod-a", TagNamespace: "team", TagName: "orders", TagUID: held.UID, TagState: "Held", TagAdopted: "true"}, &adopted},
+		{"not adopted drops it", ownerTags(&adopted), held, ownerTags(held), held},
 		{"nil removes only buckety's", withOwner(map[string]string{"x": "1"}, &handed), nil, map[string]string{"x": "1"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

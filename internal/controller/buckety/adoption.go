@@ -112,8 +112,14 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		return nil, false, nil, false
 	}
 	phase := v1.ClaimCreated
-	if in.Exists && !reattach {
+	switch {
+	case in.Exists && !reattach:
 		phase = v1.ClaimAdopting
+	case reattach && f.recordAdopted:
+		// Adopted, not created, by this Buckety before (the record says
+		// so): held as adopted again, which retentionPolicy Delete
+		// deletes only with the backend's adoption.deleteAdopted.
+		phase = v1.ClaimAdopted
 	}
 	// Ensure creates only what this pass found missing (CreateOnly); a
 	// re-attached resource exists and is converged as any of its own.
@@ -171,6 +177,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		f.claimErr = err
 		return ownerNone, false
 	}
+	f.recordAdopted = rec != nil && rec.Adopted
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
 		r.ownedElsewhere(b, e, f, rec, why)

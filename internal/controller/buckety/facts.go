@@ -76,6 +76,9 @@ type facts struct {
 	// ownerFromMemo: this pass's owner check trusted the record this
 	// process remembers; the first write reads it fresh (confirmOwner).
 	ownerFromMemo bool
+	// recordAdopted: the owner record this pass's adoption check read
+	// says buckety adopted the resource (drivers.OwnerRecord.Adopted).
+	recordAdopted bool
 	// handedOver says the resource is handed over to another installation
 	// (ownership.handOverTo): nothing more is written to it.
 	handedOver string

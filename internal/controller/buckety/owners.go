@@ -237,9 +237,11 @@ func (r *Reconciler) readOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 	return rec, nil
 }
 
-// heldRecord is the record this installation keeps for b.
-func (r *Reconciler) heldRecord(b *v1.Buckety) *drivers.OwnerRecord {
-	return &drivers.OwnerRecord{Installation: r.Backends.Installation(), Namespace: b.Namespace, Name: b.Name, UID: string(b.UID), State: drivers.OwnerHeld}
+// heldRecord is the record this installation keeps for b, whose claim is
+// cl: adopted when the claim says buckety adopted the resource.
+func (r *Reconciler) heldRecord(b *v1.Buckety, cl *v1.BucketyClaim) *drivers.OwnerRecord {
+	return &drivers.OwnerRecord{Installation: r.Backends.Installation(), Namespace: b.Namespace, Name: b.Name, UID: string(b.UID), State: drivers.OwnerHeld,
+		Adopted: cl != nil && cl.Spec.Phase == v1.ClaimAdopted}
 }
 
 // checkOwner is the owner check of an existing resource this Buckety
@@ -257,7 +259,7 @@ func (r *Reconciler) checkOwner(ctx context.Context, b *v1.Buckety, e *backends.
 	if !ok {
 		return true
 	}
-	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(r.heldRecord(b)) && !registryKept(e) {
+	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(r.heldRecord(b, f.claim)) && !registryKept(e) {
 		// Trusted for a pass that writes nothing; one that does reads
 		// it first (confirmOwner).
 		f.ownerFromMemo = true
@@ -336,7 +338,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 	if e.Owners == nil || f.ownerRecordsUnavailable != "" {
 		return true
 	}
-	want := r.heldRecord(b)
+	want := r.heldRecord(b, f.claim)
 	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(want) && !created {
 		// A resource this pass created again (deleted out of band) has
 		// lost a record kept with it (a bucket's tags), whatever this
@@ -429,7 +431,7 @@ func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.En
 		r.ownedElsewhere(b, e, f, rec, why)
 		return
 	}
-	want := r.heldRecord(b)
+	want := r.heldRecord(b, f.claim)
 	want.State, want.To = drivers.OwnerHandedOver, to
 	if !rec.Same(want) {
 		if err := e.Owners.WriteOwner(ctx, res, want); err != nil {
@@ -552,7 +554,7 @@ func (r *Reconciler) createdElsewhere(ctx context.Context, b *v1.Buckety, e *bac
 	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
 		return "", err
 	}
-	want := r.heldRecord(b)
+	want := r.heldRecord(b, cl)
 	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(want) {
 		return "", nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers/kadm"
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
@@ -259,4 +260,56 @@ func TestDeletedBeforeItsHandOverIsHandedOver(t *testing.T) {
 	if tags[s3driver.TagState] != string(drivers.OwnerHandedOver) || tags[s3driver.TagTo] != "west" {
 		t.Errorf("want the record marked %s to west, got state %q to %q", drivers.OwnerHandedOver, tags[s3driver.TagState], tags[s3driver.TagTo])
 	}
+}
+
+// TestRebuiltAdoptedStaysAdopted (MinIO, installation east): a bucket with
+// content adopted (both keys) on a backend without
+// adoption.deleteAdopted. The cluster is lost and rebuilt from git; the
+// same manifest, without spec.adoption, re-attaches the bucket by its
+// owner record, which says it was adopted: the Buckety holds it as
+// adopted (provenance Adopted), and retentionPolicy Delete keeps it. The
+// record said nothing of adoption before, so the rebuilt cluster held the
+// bucket as Created and its Delete deleted the adopted data.
+func TestRebuiltAdoptedStaysAdopted(t *testing.T) {
+	needInfra(t)
+	srv, be := scopedS3(t, "minio")
+	be.Name = "owned"
+	be.Adoption = &config.Adoption{Allow: true}
+	lost := startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	ctx := context.Background()
+	ns := namespace(t)
+	bucket := ns + "-legacy"
+	if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious"), Body: strings.NewReader("theirs")}); err != nil {
+		t.Fatal(err)
+	}
+	_, b, _ := tenantManifests(ns, bucket, v1.AdoptionAndConverge)
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if b.Status.Provenance != v1.ProvenanceAdopted {
+		t.Fatalf("want provenance Adopted, got %q", b.Status.Provenance)
+	}
+	lost.stop(t)
+
+	rebuiltREST, rebuilt := otherCluster(t)
+	startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) {
+		fastLoops(o)
+		o.RESTConfig = rebuiltREST
+	})
+	nsObj, rb, _ := tenantManifests(ns, bucket, "")
+	applyOn(t, rebuilt, nsObj, rb)
+	waitConditionOn(t, rebuilt, rb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if rb.Status.Provenance != v1.ProvenanceAdopted {
+		t.Errorf("want the re-attached bucket held as adopted (provenance Adopted), got %q", rb.Status.Provenance)
+	}
+	deleteOn(t, rebuilt, rb)
+	if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious")}); err != nil {
+		t.Errorf("want the adopted bucket's object in place after the rebuilt cluster's Buckety went (retentionPolicy Delete, no deleteAdopted), got %v", err)
+	}
+	// The lost cluster's Buckety: strip it, as its etcd is gone.
+	patch(t, b, `{"metadata":{"finalizers":null}}`)
 }
