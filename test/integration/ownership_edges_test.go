@@ -3,15 +3,19 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +26,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -312,4 +317,108 @@ func TestRebuiltAdoptedStaysAdopted(t *testing.T) {
 	}
 	// The lost cluster's Buckety: strip it, as its etcd is gone.
 	patch(t, b, `{"metadata":{"finalizers":null}}`)
+}
+
+// TestCreatorsRecordIsAwaited on the real broker and MinIO: east creates
+// a resource and is held (testhook.AfterCreate) before it writes its owner
+// record; west (another installation on the same backend) applies a
+// Buckety of the same name meanwhile, and finds the resource existing,
+// empty and unrecorded. West waits (OwnerSettle) rather than adopt it;
+// east is let go and records the resource; west then reads east's record
+// and stays out: OwnedElsewhere, never adopted, no credential issued.
+// Without the wait, west adopts the empty resource, grants its tenant on
+// it, and learns it is east's only after east's record lands.
+func TestCreatorsRecordIsAwaited(t *testing.T) {
+	needInfra(t)
+	needTestHook(t)
+	westREST, west := otherCluster(t)
+	for _, c := range ownedCases() {
+		if c.name != "kafka" && c.name != "minio" {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			pauseDir := t.TempDir()
+			t.Setenv(testhook.Env, pauseDir)
+			if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".arm"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			be, exists := c.backend(t)
+			startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+			// A settle the test's own steps cannot outlast on a loaded
+			// machine: east is let go as soon as west says it waits.
+			startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) {
+				fastLoops(o)
+				o.RESTConfig, o.OwnerSettle = westREST, 15*time.Second
+			})
+			ns := namespace(t)
+			removeWhileRunning(t, ns)
+			resource := c.resource(ns)
+			_, eb, ea := tenantManifests(ns, resource, "")
+			create(t, eb)
+			create(t, ea)
+			wait.For(t, waitTimeout, "east held right after its create", func() (bool, string) {
+				_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
+				return err == nil, "not reached"
+			})
+			if !exists(resource) {
+				t.Fatalf("want %s created before east's hold", resource)
+			}
+
+			wnsObj, wb, wa := tenantManifests(ns, resource, "")
+			applyOn(t, west, wnsObj, wb, wa)
+			// Gone before west's controller stops (cleanups run last
+			// first), so the next case's west finds nothing of this one.
+			t.Cleanup(func() {
+				deleteOn(t, west, wa)
+				deleteOn(t, west, wb)
+			})
+			// East let go first, on a failure too: its deletions wait
+			// for it.
+			release := func() error {
+				return os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".release"), nil, 0o644)
+			}
+			t.Cleanup(func() {
+				if err := release(); err != nil {
+					t.Error(err)
+				}
+			})
+			wait.For(t, waitTimeout, "west waiting for an owner record", func() (bool, string) {
+				if err := west.Get(context.Background(), client.ObjectKeyFromObject(wb), wb); err != nil {
+					return false, err.Error()
+				}
+				ready := meta.FindStatusCondition(wb.Status.Conditions, v1.ConditionReady)
+				if ready != nil && ready.Status == metav1.ConditionTrue {
+					t.Fatalf("west's Buckety Ready on %s while east had not recorded it yet: %s", resource, condString(wb.Status.Conditions))
+				}
+				return ready != nil && strings.Contains(ready.Message, "carries no owner record"), condString(wb.Status.Conditions)
+			})
+			if err := release(); err != nil {
+				t.Fatal(err)
+			}
+			waitCondition(t, eb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			got := waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+			if !strings.Contains(got.Message, "installation east") {
+				t.Errorf("want west's refusal to name east, got %q", got.Message)
+			}
+			if wb.Status.Provenance != "" {
+				t.Errorf("want west's Buckety never to have adopted %s, got provenance %q", resource, wb.Status.Provenance)
+			}
+			var creds v1.BucketyCredentialList
+			if err := west.List(context.Background(), &creds); err != nil {
+				t.Fatal(err)
+			}
+			for _, cr := range creds.Items {
+				if cr.Spec.Owner.Namespace == ns {
+					t.Errorf("want no credential issued by west, got %s for %s/%s on %s", cr.Name, ns, cr.Spec.Owner.Name, cr.Spec.Resource)
+				}
+			}
+			if err := west.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, &corev1.Secret{}); err == nil {
+				t.Errorf("want no Secret written by west")
+			}
+			waitCondition(t, ea, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if err := c.write(t, secret(t, ns, "app").Data, resource); err != nil {
+				t.Errorf("east's Secret on its own resource: %v", err)
+			}
+		})
+	}
 }

@@ -94,6 +94,11 @@ type Options struct {
 	// again on its own; 0: access.LimitRetry. Tests that tell a wake from
 	// a retry set it to hours.
 	LimitRetry time.Duration
+	// OwnerSettle is how long a Buckety waits before adopting an existing
+	// resource without an owner record (buckety.Reconciler.OwnerSettle);
+	// 0: its default. Tests that hold a creator between its create and
+	// its record set it longer.
+	OwnerSettle time.Duration
 }
 
 // Scheme returns the scheme of the controller's client.
@@ -252,7 +257,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, s
 	// A provisioning pass holds its status for its accesses to read, and
 	// wakes them, instead of writing it twice (buckety.Held).
 	held := &buckety.Held{}
-	bo := buckety.Options{Serves: serves, Backends: set, Claims: store, Recheck: o.Recheck, Wakes: wakes, Controller: controllerOptions(o), Held: held, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits}
+	bo := buckety.Options{Serves: serves, Backends: set, Claims: store, Recheck: o.Recheck, Wakes: wakes, Controller: controllerOptions(o), Held: held, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits, OwnerSettle: o.OwnerSettle}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return buckety.Options{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -178,6 +179,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		return ownerNone, false
 	}
 	f.recordAdopted = rec != nil && rec.Adopted
+	f.ownerAbsent = rec == nil
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
 		r.ownedElsewhere(b, e, f, rec, why)
@@ -343,6 +345,9 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 		}
 		return false
 	}
+	if f.ownerAbsent && !r.settleUnrecorded(e, f) {
+		return false
+	}
 	if len(diffs) > 0 {
 		r.event(b, corev1.EventTypeNormal, v1.EventAdoptionConverging, v1.EventActionAdopt, fmt.Sprintf("spec.adoption is AdoptAndConverge; applying to %s on backend %s: %s", f.resourceName, e.Name, strings.Join(diffs, "; ")))
 	}
@@ -350,5 +355,43 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 		f.claimErr = err
 		return false
 	}
+	r.unrecorded.Delete(memoKey(e, f.resourceName))
 	return true
+}
+
+// defaultOwnerSettle is Reconciler.OwnerSettle's default.
+const defaultOwnerSettle = 5 * time.Second
+
+// settleUnrecorded reports whether an existing resource this pass found
+// without an owner record (read fresh) has been found so for
+// Reconciler.OwnerSettle, and may be adopted; false, with f set to say so
+// and when to look again, while it has not. Another installation writes
+// its record right after its create (keepOwner): a resource found in
+// between, empty and unrecorded, looks like anyone's to adopt, and both
+// installations would hold it, with credentials granted on it, until the
+// adopter read the creator's record. The wait is kept in this process
+// only: a restart, or a shard moving to another replica, starts it
+// again, which only delays the adoption. A wait begun longer ago than
+// the settle and a minute, whose passes were held up on the way (an
+// adoption drift the tenant resolved), starts again.
+func (r *Reconciler) settleUnrecorded(e *backends.Entry, f *facts) bool {
+	settle := r.OwnerSettle
+	if settle == 0 {
+		settle = defaultOwnerSettle
+	}
+	now := time.Now()
+	k := memoKey(e, f.resourceName)
+	v, loaded := r.unrecorded.LoadOrStore(k, now)
+	first := v.(time.Time)
+	if loaded && now.Sub(first) > settle+time.Minute {
+		r.unrecorded.Store(k, now)
+		first = now
+	}
+	left := settle - now.Sub(first)
+	if left <= 0 {
+		return true
+	}
+	f.settleIn = left
+	f.ownerSettling = fmt.Sprintf("%s on backend %s exists and carries no owner record; buckety adopts it once it has stayed so for %s, in case another installation created it a moment ago and is about to record it", f.resourceName, e.Name, settle)
+	return false
 }

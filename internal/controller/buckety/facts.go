@@ -76,6 +76,13 @@ type facts struct {
 	// ownerFromMemo: this pass's owner check trusted the record this
 	// process remembers; the first write reads it fresh (confirmOwner).
 	ownerFromMemo bool
+	// ownerAbsent: this pass's adoption check read the owner record of
+	// an existing resource, fresh, and it had none (settleUnrecorded).
+	ownerAbsent bool
+	// ownerSettling says why an adoption waits for the resource to stay
+	// without an owner record, and settleIn how much longer.
+	ownerSettling string
+	settleIn      time.Duration
 	// recordAdopted: the owner record this pass's adoption check read
 	// says buckety adopted the resource (drivers.OwnerRecord.Adopted).
 	recordAdopted bool

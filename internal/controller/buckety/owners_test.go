@@ -118,3 +118,31 @@ func TestOwnerMemoTrustsARecordForAWhile(t *testing.T) {
 		t.Errorf("want a removed record forgotten")
 	}
 }
+
+// TestSettleUnrecorded: an unrecorded resource is adopted only once this
+// process has found it so for OwnerSettle; the wait is per resource, ends
+// with the adoption, and a wait begun too long ago starts again.
+func TestSettleUnrecorded(t *testing.T) {
+	const settle = 150 * time.Millisecond
+	r := &Reconciler{OwnerSettle: settle}
+	e := &backends.Entry{Name: "kafka"}
+	f := &facts{resourceName: "team-a.orders"}
+	if r.settleUnrecorded(e, f) {
+		t.Fatal("first sight: want a wait")
+	}
+	if f.settleIn <= 0 || f.settleIn > settle || !strings.Contains(f.ownerSettling, "team-a.orders on backend kafka exists and carries no owner record") {
+		t.Errorf("first sight: want the wait said and at most %s, got %s and %q", settle, f.settleIn, f.ownerSettling)
+	}
+	if other := (&facts{resourceName: "team-b.orders"}); r.settleUnrecorded(e, other) {
+		t.Error("another resource: want a wait of its own")
+	}
+	time.Sleep(settle)
+	if f := (&facts{resourceName: "team-a.orders"}); !r.settleUnrecorded(e, f) || f.ownerSettling != "" {
+		t.Errorf("after the settle: want the adoption to go on, got %q", f.ownerSettling)
+	}
+	// A wait begun longer ago than the settle and a minute starts again.
+	r.unrecorded.Store(memoKey(e, "team-a.orders"), time.Now().Add(-settle-2*time.Minute))
+	if r.settleUnrecorded(e, &facts{resourceName: "team-a.orders"}) {
+		t.Error("a stale wait: want it begun again")
+	}
+}

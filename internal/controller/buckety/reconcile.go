@@ -92,6 +92,9 @@ type Reconciler struct {
 	// Breaker holds back the passes of Bucketies whose backend stopped
 	// answering (breaker.go); nil holds none back.
 	Breaker *retry.Breaker
+	// OwnerSettle is how long an existing resource must stay without an
+	// owner record before it is adopted (settleUnrecorded); 0: 5 s.
+	OwnerSettle time.Duration
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
@@ -102,6 +105,9 @@ type Reconciler struct {
 	// limitGates serialise, per backend and namespace, the passes that
 	// may take a new claim under limits.perNamespace (claim.go).
 	limitGates sync.Map
+	// unrecorded: when this process first found each backend resource it
+	// was about to adopt without an owner record (settleUnrecorded).
+	unrecorded sync.Map
 }
 
 // gateBackoff paces the retries of passes that found their namespace's
@@ -224,6 +230,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return requeue, nil
 	}
 	ok, err := r.provision(ctx, b, e, f)
+	if w := f.settleIn; w > 0 && w < requeue.RequeueAfter {
+		requeue.RequeueAfter = w
+	}
 	if w := r.drainPass(ctx, b, e, f); w > 0 && w < requeue.RequeueAfter {
 		requeue.RequeueAfter = w
 	}

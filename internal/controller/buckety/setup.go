@@ -60,6 +60,8 @@ type Options struct {
 	Backoff *retry.Backoff
 	// DrainUnits is the Reconciler's field of that name.
 	DrainUnits int
+	// OwnerSettle is the Reconciler's field of that name.
+	OwnerSettle time.Duration
 	// Breaker is the Reconciler's field of that name; nil: one with the
 	// defaults.
 	Breaker *retry.Breaker
@@ -110,6 +112,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Wakes:          o.Wakes,
 		APIReader:      mgr.GetAPIReader(),
 		DrainUnits:     o.DrainUnits,
+		OwnerSettle:    o.OwnerSettle,
 		Breaker:        o.Breaker,
 	}
 	notSettled, settledLater := queue.SettledLater(settled)

@@ -148,7 +148,7 @@ type link func(b *v1.Buckety, f *facts) *readinessResult
 // Before provisionedLinks the backend resource is not usable; after them it
 // exists and Ready waits only on parameters applied and access Secrets.
 var readyChain = []link{
-	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, budgetLink, ownerLink, handedOverLink, adoptionLink, adoptionDriftLink,
+	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, budgetLink, ownerLink, handedOverLink, adoptionLink, adoptionDriftLink, settlingLink,
 	locationLink, backendFailureLink, claimLink, notYetProvisionedLink,
 	// The backend resource exists from here on.
 	driftLink, shortfallLink, implicitAccessLink, pendingAccessesLink,
@@ -302,6 +302,15 @@ func adoptionDriftLink(b *v1.Buckety, f *facts) *readinessResult {
 		accept = "(buckety converges a resource it did not create only when the backend allows adoption and spec.adoption is AdoptAndConverge; this backend does not)"
 	}
 	return notReady(v1.ReasonAdoptionDrift, fmt.Sprintf("%s on backend %s already exists and differs from spec.parameters; nothing is applied until they match %s; converging would: %s", resourceOf(b, f), b.Spec.Backend, accept, strings.Join(f.adoptionDrift, "; ")), false)
+}
+
+// settlingLink: an adoption waits for an unrecorded resource to stay
+// unrecorded (settleUnrecorded).
+func settlingLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.ownerSettling == "" {
+		return nil
+	}
+	return notReady(v1.ReasonProgressing, f.ownerSettling, true)
 }
 
 // backendFailureLink: the backend was unreachable, refused buckety, or
