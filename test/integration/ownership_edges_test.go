@@ -422,3 +422,88 @@ func TestCreatorsRecordIsAwaited(t *testing.T) {
 		})
 	}
 }
+
+// TestLateCreatorYields on the real broker and MinIO: east creates a
+// resource and is held (testhook.AfterCreate) past west's settle; west
+// (another installation on the same backend) finds the resource
+// unrecorded all that while, adopts it, records it and grants its tenant.
+// East, let go, finds its create came late, reads the record before it
+// writes its own, and yields: OwnedElsewhere naming west, no Secret for
+// its tenant, and its retentionPolicy Delete deletes nothing. Without the
+// read, east's record overwrites west's and two tenants in two clusters
+// hold the one resource.
+func TestLateCreatorYields(t *testing.T) {
+	needInfra(t)
+	needTestHook(t)
+	westREST, west := otherCluster(t)
+	for _, c := range ownedCases() {
+		if c.name != "kafka" && c.name != "minio" {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			pauseDir := t.TempDir()
+			t.Setenv(testhook.Env, pauseDir)
+			if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".arm"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			be, exists := c.backend(t)
+			startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) {
+				fastLoops(o)
+				o.OwnerSettle = time.Second
+			})
+			startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) {
+				fastLoops(o)
+				o.RESTConfig, o.OwnerSettle = westREST, time.Second
+			})
+			ns := namespace(t)
+			removeWhileRunning(t, ns)
+			resource := c.resource(ns)
+			_, eb, ea := tenantManifests(ns, resource, "")
+			create(t, eb)
+			create(t, ea)
+			wait.For(t, waitTimeout, "east held right after its create", func() (bool, string) {
+				_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
+				return err == nil, "not reached"
+			})
+			wnsObj, wb, wa := tenantManifests(ns, resource, "")
+			applyOn(t, west, wnsObj, wb, wa)
+			t.Cleanup(func() {
+				deleteOn(t, west, wa)
+				deleteOn(t, west, wb)
+			})
+			release := func() error {
+				return os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".release"), nil, 0o644)
+			}
+			t.Cleanup(func() {
+				if err := release(); err != nil {
+					t.Error(err)
+				}
+			})
+			waitConditionOn(t, west, wa, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if err := release(); err != nil {
+				t.Fatal(err)
+			}
+			got := waitCondition(t, eb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+			if !strings.Contains(got.Message, "installation west") {
+				t.Errorf("want east's refusal to name west, got %q", got.Message)
+			}
+			waitCondition(t, ea, v1.ConditionReady, metav1.ConditionFalse, "", waitTimeout)
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, &corev1.Secret{}); err == nil {
+				t.Errorf("want no Secret written by east")
+			}
+			if err := c.write(t, secretOn(t, west, ns, "app"), resource); err != nil {
+				t.Errorf("west's Secret on the resource it adopted: %v", err)
+			}
+			waitConditionOn(t, west, wb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if wb.Status.Provenance != v1.ProvenanceAdopted {
+				t.Errorf("want west's provenance Adopted, got %q", wb.Status.Provenance)
+			}
+			// East's retentionPolicy Delete deletes nothing of west's.
+			deleteOn(t, k8s, ea)
+			deleteOn(t, k8s, eb)
+			if !exists(resource) {
+				t.Fatalf("east's deletion deleted %s, which west holds", resource)
+			}
+		})
+	}
+}

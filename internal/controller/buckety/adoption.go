@@ -362,6 +362,14 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 // defaultOwnerSettle is Reconciler.OwnerSettle's default.
 const defaultOwnerSettle = 5 * time.Second
 
+// ownerSettle is OwnerSettle, or its default.
+func (r *Reconciler) ownerSettle() time.Duration {
+	if r.OwnerSettle == 0 {
+		return defaultOwnerSettle
+	}
+	return r.OwnerSettle
+}
+
 // settleUnrecorded reports whether an existing resource this pass found
 // without an owner record (read fresh) has been found so for
 // Reconciler.OwnerSettle, and may be adopted; false, with f set to say so
@@ -375,10 +383,7 @@ const defaultOwnerSettle = 5 * time.Second
 // the settle and a minute, whose passes were held up on the way (an
 // adoption drift the tenant resolved), starts again.
 func (r *Reconciler) settleUnrecorded(e *backends.Entry, f *facts) bool {
-	settle := r.OwnerSettle
-	if settle == 0 {
-		settle = defaultOwnerSettle
-	}
+	settle := r.ownerSettle()
 	now := time.Now()
 	k := memoKey(e, f.resourceName)
 	v, loaded := r.unrecorded.LoadOrStore(k, now)

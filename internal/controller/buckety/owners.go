@@ -333,8 +333,12 @@ func registryKept(e *backends.Entry) bool {
 // resource created by an earlier release), after Ensure succeeded. Unless
 // this very pass created the resource, the record is read fresh first: an
 // installation that adopted an empty resource must not write over the
-// record its creator wrote a moment after the create.
-func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource, created bool) bool {
+// record its creator wrote a moment after the create. So is it after a
+// create that came late (a slow backend, a stalled process: half the
+// settle or more since the create was asked for): another installation
+// may have found the resource unrecorded for its settle, adopted it and
+// recorded it (settleUnrecorded), and the first recorded keeps it.
+func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource, created, late bool) bool {
 	if e.Owners == nil || f.ownerRecordsUnavailable != "" {
 		return true
 	}
@@ -345,7 +349,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		// process remembers: it is written again below.
 		return true
 	}
-	if !created {
+	if !created || late {
 		rec, err := r.readOwner(ctx, b, e, res, 0)
 		if err != nil {
 			f.Record(err)
@@ -366,7 +370,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 	res.DryRun, res.CreateOnly, res.BeforeWrite, res.MaxAge = false, false, nil, 0
 	// A resource this pass created holds no one's record or tags: the
 	// driver may skip its read (drivers.Resource.JustCreated).
-	res.JustCreated = created
+	res.JustCreated = created && !late
 	if err := e.Owners.WriteOwner(ctx, res, want); err != nil {
 		f.Record(fmt.Errorf("write the owner record of %s: %w", res.Name, err))
 		return false

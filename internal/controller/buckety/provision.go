@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -115,6 +116,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			return r.confirmOwner(ctx, b, e, f, at)
 		}
 	}
+	began := time.Now()
 	res, err := e.Backend.Ensure(ctx, want)
 	var drift *drivers.DriftError
 	var lost *claims.LostError
@@ -156,7 +158,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			return false, nil
 		}
 	}
-	if !r.keepOwner(ctx, b, e, f, at, res.Created) {
+	if !r.keepOwner(ctx, b, e, f, at, res.Created, res.Created && time.Since(began) >= r.ownerSettle()/2) {
 		return false, nil
 	}
 	// With drift the resource exists and is usable; the drift is reported.
