@@ -343,6 +343,10 @@ func TestCreatorsRecordIsAwaited(t *testing.T) {
 				t.Fatal(err)
 			}
 			be, exists := c.backend(t)
+			// A backend name of its own: the hold stops every create of
+			// this process, and another test's Buckety left on "owned"
+			// would be created (and held) in this one's place.
+			be.Name = "creators-" + c.name
 			startControllerWith(t, installationYAML("east", be), nil, fastLoops)
 			// A settle the test's own steps cannot outlast on a loaded
 			// machine: east is let go as soon as west says it waits.
@@ -354,17 +358,16 @@ func TestCreatorsRecordIsAwaited(t *testing.T) {
 			removeWhileRunning(t, ns)
 			resource := c.resource(ns)
 			_, eb, ea := tenantManifests(ns, resource, "")
+			eb.Spec.Backend = be.Name
 			create(t, eb)
 			create(t, ea)
 			wait.For(t, waitTimeout, "east held right after its create", func() (bool, string) {
 				_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
-				return err == nil, "not reached"
+				return err == nil && exists(resource), fmt.Sprintf("hold reached: %v; %s created: %v", err == nil, resource, exists(resource))
 			})
-			if !exists(resource) {
-				t.Fatalf("want %s created before east's hold", resource)
-			}
 
 			wnsObj, wb, wa := tenantManifests(ns, resource, "")
+			wb.Spec.Backend = be.Name
 			applyOn(t, west, wnsObj, wb, wa)
 			// Gone before west's controller stops (cleanups run last
 			// first), so the next case's west finds nothing of this one.
@@ -447,6 +450,10 @@ func TestLateCreatorYields(t *testing.T) {
 				t.Fatal(err)
 			}
 			be, exists := c.backend(t)
+			// A backend name of its own: the hold stops every create of
+			// this process, and another test's Buckety left on "owned"
+			// would be created (and held) in this one's place.
+			be.Name = "late-" + c.name
 			startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) {
 				fastLoops(o)
 				o.OwnerSettle = time.Second
@@ -459,13 +466,15 @@ func TestLateCreatorYields(t *testing.T) {
 			removeWhileRunning(t, ns)
 			resource := c.resource(ns)
 			_, eb, ea := tenantManifests(ns, resource, "")
+			eb.Spec.Backend = be.Name
 			create(t, eb)
 			create(t, ea)
 			wait.For(t, waitTimeout, "east held right after its create", func() (bool, string) {
 				_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
-				return err == nil, "not reached"
+				return err == nil && exists(resource), fmt.Sprintf("hold reached: %v; %s created: %v", err == nil, resource, exists(resource))
 			})
 			wnsObj, wb, wa := tenantManifests(ns, resource, "")
+			wb.Spec.Backend = be.Name
 			applyOn(t, west, wnsObj, wb, wa)
 			t.Cleanup(func() {
 				deleteOn(t, west, wa)
