@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -319,6 +320,73 @@ func TestRebuiltAdoptedStaysAdopted(t *testing.T) {
 	patch(t, b, `{"metadata":{"finalizers":null}}`)
 }
 
+// creatorHeld is a case of the creator's-window tests: east created
+// resource for its Buckety eb (access ea) and is held right after the
+// create (testhook.AfterCreate), before its owner record; west applied
+// the same manifests (wb, wa) on its own cluster. release lets east go.
+type creatorHeld struct {
+	ns, resource string
+	eb, wb       *v1.Buckety
+	ea, wa       *v1.BucketyAccess
+	exists       func(string) bool
+	release      func() error
+}
+
+// holdCreator starts east and west (OwnerSettle eastSettle and
+// westSettle, 0 the default) on case c's backend, named name, and sets
+// up a creatorHeld. A backend name of its own: the hold stops every
+// create of this process, and another test's Buckety left on "owned"
+// would be created (and held) in this one's place.
+func holdCreator(t *testing.T, c ownedCase, name string, westREST *rest.Config, west client.Client, eastSettle, westSettle time.Duration) *creatorHeld {
+	t.Helper()
+	pauseDir := t.TempDir()
+	t.Setenv(testhook.Env, pauseDir)
+	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".arm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	be, exists := c.backend(t)
+	be.Name = name
+	startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) {
+		fastLoops(o)
+		o.OwnerSettle = eastSettle
+	})
+	startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) {
+		fastLoops(o)
+		o.RESTConfig, o.OwnerSettle = westREST, westSettle
+	})
+	h := &creatorHeld{ns: namespace(t), exists: exists}
+	removeWhileRunning(t, h.ns)
+	h.resource = c.resource(h.ns)
+	_, h.eb, h.ea = tenantManifests(h.ns, h.resource, "")
+	h.eb.Spec.Backend = be.Name
+	create(t, h.eb)
+	create(t, h.ea)
+	wait.For(t, waitTimeout, "east held right after its create", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
+		return err == nil && exists(h.resource), fmt.Sprintf("hold reached: %v; %s created: %v", err == nil, h.resource, exists(h.resource))
+	})
+	wnsObj, wb, wa := tenantManifests(h.ns, h.resource, "")
+	wb.Spec.Backend = be.Name
+	h.wb, h.wa = wb, wa
+	applyOn(t, west, wnsObj, wb, wa)
+	// Gone before west's controller stops (cleanups run last first), so
+	// the next case's west finds nothing of this one.
+	t.Cleanup(func() {
+		deleteOn(t, west, wa)
+		deleteOn(t, west, wb)
+	})
+	// East let go first, on a failure too: its deletions wait for it.
+	h.release = func() error {
+		return os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".release"), nil, 0o644)
+	}
+	t.Cleanup(func() {
+		if err := h.release(); err != nil {
+			t.Error(err)
+		}
+	})
+	return h
+}
+
 // TestCreatorsRecordIsAwaited on the real broker and MinIO: east creates
 // a resource and is held (testhook.AfterCreate) before it writes its owner
 // record; west (another installation on the same backend) applies a
@@ -337,54 +405,11 @@ func TestCreatorsRecordIsAwaited(t *testing.T) {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			pauseDir := t.TempDir()
-			t.Setenv(testhook.Env, pauseDir)
-			if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".arm"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			be, exists := c.backend(t)
-			// A backend name of its own: the hold stops every create of
-			// this process, and another test's Buckety left on "owned"
-			// would be created (and held) in this one's place.
-			be.Name = "creators-" + c.name
-			startControllerWith(t, installationYAML("east", be), nil, fastLoops)
-			// A settle the test's own steps cannot outlast on a loaded
-			// machine: east is let go as soon as west says it waits.
-			startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) {
-				fastLoops(o)
-				o.RESTConfig, o.OwnerSettle = westREST, 15*time.Second
-			})
-			ns := namespace(t)
-			removeWhileRunning(t, ns)
-			resource := c.resource(ns)
-			_, eb, ea := tenantManifests(ns, resource, "")
-			eb.Spec.Backend = be.Name
-			create(t, eb)
-			create(t, ea)
-			wait.For(t, waitTimeout, "east held right after its create", func() (bool, string) {
-				_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
-				return err == nil && exists(resource), fmt.Sprintf("hold reached: %v; %s created: %v", err == nil, resource, exists(resource))
-			})
-
-			wnsObj, wb, wa := tenantManifests(ns, resource, "")
-			wb.Spec.Backend = be.Name
-			applyOn(t, west, wnsObj, wb, wa)
-			// Gone before west's controller stops (cleanups run last
-			// first), so the next case's west finds nothing of this one.
-			t.Cleanup(func() {
-				deleteOn(t, west, wa)
-				deleteOn(t, west, wb)
-			})
-			// East let go first, on a failure too: its deletions wait
-			// for it.
-			release := func() error {
-				return os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".release"), nil, 0o644)
-			}
-			t.Cleanup(func() {
-				if err := release(); err != nil {
-					t.Error(err)
-				}
-			})
+			// West's settle is one the test's own steps cannot outlast
+			// on a loaded machine: east is let go as soon as west says
+			// it waits.
+			h := holdCreator(t, c, "creators-"+c.name, westREST, west, 0, 15*time.Second)
+			ns, resource, eb, ea, wb := h.ns, h.resource, h.eb, h.ea, h.wb
 			wait.For(t, waitTimeout, "west waiting for an owner record", func() (bool, string) {
 				if err := west.Get(context.Background(), client.ObjectKeyFromObject(wb), wb); err != nil {
 					return false, err.Error()
@@ -395,7 +420,7 @@ func TestCreatorsRecordIsAwaited(t *testing.T) {
 				}
 				return ready != nil && strings.Contains(ready.Message, "carries no owner record"), condString(wb.Status.Conditions)
 			})
-			if err := release(); err != nil {
+			if err := h.release(); err != nil {
 				t.Fatal(err)
 			}
 			waitCondition(t, eb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
@@ -444,52 +469,10 @@ func TestLateCreatorYields(t *testing.T) {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			pauseDir := t.TempDir()
-			t.Setenv(testhook.Env, pauseDir)
-			if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".arm"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			be, exists := c.backend(t)
-			// A backend name of its own: the hold stops every create of
-			// this process, and another test's Buckety left on "owned"
-			// would be created (and held) in this one's place.
-			be.Name = "late-" + c.name
-			startControllerWith(t, installationYAML("east", be), nil, func(o *appcontroller.Options) {
-				fastLoops(o)
-				o.OwnerSettle = time.Second
-			})
-			startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) {
-				fastLoops(o)
-				o.RESTConfig, o.OwnerSettle = westREST, time.Second
-			})
-			ns := namespace(t)
-			removeWhileRunning(t, ns)
-			resource := c.resource(ns)
-			_, eb, ea := tenantManifests(ns, resource, "")
-			eb.Spec.Backend = be.Name
-			create(t, eb)
-			create(t, ea)
-			wait.For(t, waitTimeout, "east held right after its create", func() (bool, string) {
-				_, err := os.Stat(filepath.Join(pauseDir, testhook.AfterCreate+".reached"))
-				return err == nil && exists(resource), fmt.Sprintf("hold reached: %v; %s created: %v", err == nil, resource, exists(resource))
-			})
-			wnsObj, wb, wa := tenantManifests(ns, resource, "")
-			wb.Spec.Backend = be.Name
-			applyOn(t, west, wnsObj, wb, wa)
-			t.Cleanup(func() {
-				deleteOn(t, west, wa)
-				deleteOn(t, west, wb)
-			})
-			release := func() error {
-				return os.WriteFile(filepath.Join(pauseDir, testhook.AfterCreate+".release"), nil, 0o644)
-			}
-			t.Cleanup(func() {
-				if err := release(); err != nil {
-					t.Error(err)
-				}
-			})
-			waitConditionOn(t, west, wa, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-			if err := release(); err != nil {
+			h := holdCreator(t, c, "late-"+c.name, westREST, west, time.Second, time.Second)
+			ns, resource, eb, ea, wb := h.ns, h.resource, h.eb, h.ea, h.wb
+			waitConditionOn(t, west, h.wa, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if err := h.release(); err != nil {
 				t.Fatal(err)
 			}
 			got := waitCondition(t, eb, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
@@ -510,7 +493,7 @@ func TestLateCreatorYields(t *testing.T) {
 			// East's retentionPolicy Delete deletes nothing of west's.
 			deleteOn(t, k8s, ea)
 			deleteOn(t, k8s, eb)
-			if !exists(resource) {
+			if !h.exists(resource) {
 				t.Fatalf("east's deletion deleted %s, which west holds", resource)
 			}
 		})
