@@ -97,10 +97,21 @@ func StartIn(dir, bin string, opts Options, detached bool) (*Broker, error) {
 			return nil, err
 		}
 	}
-	if err := b.start(); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		err := b.start()
+		if err == nil {
+			return b, nil
+		}
+		if b.p == nil || !proc.PortTaken(b.p) || attempt == 3 {
+			return nil, err
+		}
+		// Another listener took a port between FreePorts and the bind
+		// (proc.FreePort): start again on new ones.
+		if b.ports, err = proc.FreePorts(opts.Brokers); err != nil {
+			return nil, err
+		}
+		b.p = nil
 	}
-	return b, nil
 }
 
 // Bootstrap is the comma-separated broker list.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -193,14 +194,64 @@ func Runs(pid int, bin string) bool {
 	return strings.TrimSuffix(exe, " (deleted)") == bin
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
+// FreePort returns a free TCP port on 127.0.0.1, chosen at random below
+// the kernel's ephemeral range (ip_local_port_range). A port the kernel
+// hands out for "127.0.0.1:0" comes from that range, and so does the
+// source port of every outgoing connection: between closing the probe
+// listener and the server binding the port, one of the many client
+// connections a test run makes could take it (a CI run failed on MinIO's
+// "Specified port is already in use"). Below the range only another
+// listener can take it; a server that still finds its port taken is
+// started again on new ports (PortTaken).
 func FreePort() (int, error) {
+	lo, hi := belowEphemeral()
+	for i := 0; i < 64; i++ {
+		port := lo + rand.IntN(hi-lo)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		if err := l.Close(); err != nil {
+			return 0, err
+		}
+		return port, nil
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// belowEphemeral is the range FreePort picks from: [10000, start of the
+// ephemeral range), or [10000, 32768) when the range cannot be read
+// (Linux's default range starts at 32768).
+func belowEphemeral() (lo, hi int) {
+	lo, hi = 10000, 32768
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return lo, hi
+	}
+	if start, err := strconv.Atoi(f[0]); err == nil && start > lo+1000 {
+		hi = start
+	}
+	return lo, hi
+}
+
+// PortTaken says whether p exited because a port it was to listen on was
+// taken (MinIO: "Specified port is already in use"; Go servers: "bind:
+// address already in use"), so that its starter may try again on new
+// ports.
+func PortTaken(p *Process) bool {
+	if done, _ := p.Exited(); !done {
+		return false
+	}
+	return strings.Contains(p.Tail(40), "already in use")
 }
 
 // FreePorts returns n distinct free TCP ports on 127.0.0.1.

@@ -107,6 +107,9 @@ func Start(t testing.TB, implementation string, opts Options) *Server {
 	return s
 }
 
+// freePorts picks the ports a server listens on (a test takes one first).
+var freePorts = proc.FreePorts
+
 // StartIn starts a server with its data and logs under dir. SeaweedFS
 // (test/seaweedfs) has one region, us-east-1, and keys of its own choosing,
 // with IAM writes on: Options other than Region us-east-1 are refused.
@@ -114,9 +117,29 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 	if implementation == "seaweedfs" {
 		return startSeaweedFS(dir, opts, detached)
 	}
-	ports, err := proc.FreePorts(2)
+	for attempt := 1; ; attempt++ {
+		s, p, err := startOnce(dir, implementation, opts, detached)
+		if err == nil {
+			return s, nil
+		}
+		if p == nil || !proc.PortTaken(p) || attempt == 3 {
+			return nil, err
+		}
+		// Another listener took a port between FreePorts and the bind:
+		// start afresh on new ports, with fresh data.
+		if err := os.RemoveAll(filepath.Join(dir, "data")); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// startOnce starts the server on free ports. When it fails after the
+// process started, it returns the stopped process with the error, for
+// StartIn to tell whether a port was taken.
+func startOnce(dir, implementation string, opts Options, detached bool) (*Server, *proc.Process, error) {
+	ports, err := freePorts(2)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &Server{
 		Implementation: implementation,
@@ -133,14 +156,14 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var bin string
 	var args, env []string
 	switch implementation {
 	case "versitygw":
 		if bin, err = binary(VersityGWEnv, "versitygw"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		env = []string{"ROOT_ACCESS_KEY=" + s.AccessKey, "ROOT_SECRET_KEY=" + s.SecretKey}
 		s.AdminEndpoint = "http://127.0.0.1:" + strconv.Itoa(ports[1])
@@ -150,7 +173,7 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 			// directory's users.json holds the users' secrets in clear.
 			idir := filepath.Join(dir, "iam")
 			if err := os.MkdirAll(idir, 0o700); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			args = append(args, "--iam-dir", idir)
 		}
@@ -158,14 +181,14 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 		if !opts.NoVersioning {
 			vdir := filepath.Join(dir, "versions")
 			if err := os.MkdirAll(vdir, 0o755); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			args = append(args, "--versioning-dir", vdir)
 		}
 		args = append(args, data)
 	case "minio":
 		if bin, err = binary(MinIOEnv, "minio"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		env = []string{"MINIO_ROOT_USER=" + s.AccessKey, "MINIO_ROOT_PASSWORD=" + s.SecretKey, "MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_REGION=" + s.Region,
 			// The data usage report (bucket sizes, status.usage) follows
@@ -177,20 +200,20 @@ func StartIn(dir, implementation string, opts Options, detached bool) (*Server, 
 			env = append(env, "MINIO_PROMETHEUS_AUTH_TYPE=public")
 		}
 	default:
-		return nil, fmt.Errorf("unknown S3 implementation %q (known: versitygw, minio, seaweedfs)", implementation)
+		return nil, nil, fmt.Errorf("unknown S3 implementation %q (known: versitygw, minio, seaweedfs)", implementation)
 	}
 	p, err := proc.Start(dir, implementation, bin, args, env, detached)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.p = p
 	if err := s.waitReady(); err != nil {
 		if serr := s.Stop(); serr != nil {
 			err = fmt.Errorf("%w (and stop: %v)", err, serr)
 		}
-		return nil, err
+		return nil, p, err
 	}
-	return s, nil
+	return s, p, nil
 }
 
 func binary(env, name string) (string, error) {
