@@ -388,6 +388,9 @@ func (r *Reconciler) settleUnrecorded(e *backends.Entry, f *facts) bool {
 	k := memoKey(e, f.resourceName)
 	v, loaded := r.unrecorded.LoadOrStore(k, now)
 	first := v.(time.Time)
+	if !loaded {
+		r.pruneUnrecorded(now, settle)
+	}
 	if loaded && now.Sub(first) > settle+time.Minute {
 		r.unrecorded.Store(k, now)
 		first = now
@@ -399,4 +402,24 @@ func (r *Reconciler) settleUnrecorded(e *backends.Entry, f *facts) bool {
 	f.settleIn = left
 	f.ownerSettling = fmt.Sprintf("%s on backend %s exists and carries no owner record; buckety adopts it once it has stayed so for %s, in case another installation created it a moment ago and is about to record it", f.resourceName, e.Name, settle)
 	return false
+}
+
+// pruneUnrecorded forgets the waits begun longer ago than the settle and
+// a minute: those of Bucketies deleted, renamed or moved to another
+// backend while they waited, which no pass ends (a wait still wanted
+// starts again, as settleUnrecorded does with one that old). It runs when
+// a wait begins, at most once a minute (a bulk adoption of thousands
+// begins thousands of waits at once), so the map holds at most the waits
+// of the last few minutes.
+func (r *Reconciler) pruneUnrecorded(now time.Time, settle time.Duration) {
+	last := r.unrecordedPruned.Load()
+	if now.UnixNano()-last < int64(time.Minute) || !r.unrecordedPruned.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	r.unrecorded.Range(func(k, v any) bool {
+		if now.Sub(v.(time.Time)) > settle+time.Minute {
+			r.unrecorded.Delete(k)
+		}
+		return true
+	})
 }

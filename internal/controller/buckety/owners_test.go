@@ -145,4 +145,26 @@ func TestSettleUnrecorded(t *testing.T) {
 	if r.settleUnrecorded(e, &facts{resourceName: "team-a.orders"}) {
 		t.Error("a stale wait: want it begun again")
 	}
+	// The wait of a Buckety deleted while it waited is forgotten once
+	// stale, when another wait begins: a tenant creating and deleting
+	// Bucketies on unrecorded names does not grow the map for ever.
+	// Pruning runs at most once a minute: the first wait above pruned.
+	gone := memoKey(e, "team-c.deleted")
+	r.unrecorded.Store(gone, time.Now().Add(-settle-2*time.Minute))
+	if r.settleUnrecorded(e, &facts{resourceName: "team-d.orders"}) {
+		t.Error("team-d: want a wait")
+	}
+	if _, ok := r.unrecorded.Load(gone); !ok {
+		t.Error("a prune within a minute of the last: want none")
+	}
+	r.unrecordedPruned.Add(-int64(2 * time.Minute))
+	if r.settleUnrecorded(e, &facts{resourceName: "team-e.orders"}) {
+		t.Error("team-e: want a wait")
+	}
+	if _, ok := r.unrecorded.Load(gone); ok {
+		t.Error("a stale wait no pass ends: want it pruned when another begins")
+	}
+	if _, ok := r.unrecorded.Load(memoKey(e, "team-b.orders")); !ok {
+		t.Error("a wait begun within the settle and a minute: want it kept")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,8 +107,10 @@ type Reconciler struct {
 	// may take a new claim under limits.perNamespace (claim.go).
 	limitGates sync.Map
 	// unrecorded: when this process first found each backend resource it
-	// was about to adopt without an owner record (settleUnrecorded).
-	unrecorded sync.Map
+	// was about to adopt without an owner record (settleUnrecorded), and
+	// when its stale entries were last pruned (UnixNano).
+	unrecorded       sync.Map
+	unrecordedPruned atomic.Int64
 }
 
 // gateBackoff paces the retries of passes that found their namespace's
