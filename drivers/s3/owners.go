@@ -125,6 +125,14 @@ type owners struct {
 	kept  bool
 	// why is the reason when not kept.
 	why string
+	// proven: the server answered a tag read or write as a server that
+	// keeps tags (a probe, ReadOwner or WriteOwner). A NotImplemented
+	// after that is a fault of the moment (a proxy, a node of a rolling
+	// upgrade), not a server without tags: it fails the request and
+	// keeps the records on. Turning them off would stop every check of
+	// another installation's record on this backend for the process's
+	// life.
+	proven bool
 	// locks serialise one bucket's tag read-modify-write within this
 	// backend.
 	locks sync.Map // bucket → *sync.Mutex
@@ -135,13 +143,36 @@ func (o *owners) lock(bucket string) *sync.Mutex {
 	return l.(*sync.Mutex)
 }
 
-// notKept records that the server does not keep bucket tags.
-func (b *Backend) notKept(op string, err error) string {
-	why := fmt.Sprintf("backend %s (implementation %s) keeps no bucket tags, where buckety keeps owner records: %s answered %v", b.name, orUnset(b.cfg.Implementation), op, err)
+// notKept records that the server does not keep bucket tags, and
+// returns why, unless the server has been seen keeping them (proven):
+// then it returns an error of the moment, for the request to be retried.
+func (b *Backend) notKept(op string, err error) (string, error) {
 	b.owners.mu.Lock()
+	defer b.owners.mu.Unlock()
+	if b.owners.proven {
+		return "", &drivers.UnavailableError{Backend: b.name, Err: fmt.Errorf("%s answered %v, though this server has kept bucket tags (buckety's owner records) before: retried, owner records stay on", op, err)}
+	}
+	why := fmt.Sprintf("backend %s (implementation %s) keeps no bucket tags, where buckety keeps owner records: %s answered %v", b.name, orUnset(b.cfg.Implementation), op, err)
 	b.owners.known, b.owners.kept, b.owners.why = true, false, why
+	return why, nil
+}
+
+// keepsTagsProven records that the server answered a tag read or write
+// as a server that keeps tags.
+func (b *Backend) keepsTagsProven() {
+	b.owners.mu.Lock()
+	b.owners.known, b.owners.kept, b.owners.why, b.owners.proven = true, true, "", true
 	b.owners.mu.Unlock()
-	return why
+}
+
+// noOwnerRecords is the error of a tag read or write answered
+// NotImplemented (notKept).
+func (b *Backend) noOwnerRecords(op string, err error) error {
+	why, transient := b.notKept(op, err)
+	if transient != nil {
+		return transient
+	}
+	return fmt.Errorf("%w: %s", ErrNoOwnerRecords, why)
 }
 
 // ownerProbeBucket is a bucket name no one holds, asked for its tags when
@@ -156,7 +187,9 @@ const ownerProbeBucket = "buckety-owner-records-probe-0"
 // tags (tags, NoSuchTagSet, NoSuchBucket: a server may check the bucket
 // before the operation) means records are kept. The answer is kept for
 // the backend's life; a NotImplemented seen later by ReadOwner or
-// WriteOwner turns it to false. An error (refused keys, an unreachable
+// WriteOwner turns it to false, unless the server answered a tag read or
+// write before (owners.proven): then it is an error of the moment, and
+// the request is retried. An error (refused keys, an unreachable
 // server) is not kept. A server that keeps tags on every store
 // (keepsTags: MinIO) is not asked: a NotImplemented would still turn the
 // answer to false.
@@ -187,8 +220,17 @@ func (b *Backend) OwnerRecords(ctx context.Context) (bool, string, error) {
 	_, err = cl.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
 	switch {
 	case isNotImplemented(err):
-		return false, b.notKept("GetBucketTagging", err), nil
-	case err == nil, isNoTags(err), isNoSuchBucket(err):
+		why, transient := b.notKept("GetBucketTagging", err)
+		if transient != nil {
+			return false, "", transient
+		}
+		return false, why, nil
+	case err == nil, isNoTags(err):
+		b.keepsTagsProven()
+		return true, "", nil
+	case isNoSuchBucket(err):
+		// The server may have answered for the bucket before the
+		// operation: records are kept, not yet proven.
 		b.owners.mu.Lock()
 		b.owners.known, b.owners.kept, b.owners.why = true, true, ""
 		b.owners.mu.Unlock()
@@ -207,14 +249,16 @@ func (b *Backend) bucketTags(ctx context.Context, cl *s3.Client, bucket string) 
 	out, err := cl.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
 	switch {
 	case isNoTags(err):
+		b.keepsTagsProven()
 		return nil, true, nil
 	case isNoSuchBucket(err):
 		return nil, false, nil
 	case isNotImplemented(err):
-		return nil, false, fmt.Errorf("%w: %s", ErrNoOwnerRecords, b.notKept("GetBucketTagging", err))
+		return nil, false, b.noOwnerRecords("GetBucketTagging", err)
 	case err != nil:
 		return nil, false, b.classify(err)
 	}
+	b.keepsTagsProven()
 	tags = make(map[string]string, len(out.TagSet))
 	for _, t := range out.TagSet {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
@@ -285,10 +329,11 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 	}
 	switch {
 	case isNotImplemented(err):
-		return fail(fmt.Errorf("%w: %s", ErrNoOwnerRecords, b.notKept("PutBucketTagging", err)))
+		return fail(b.noOwnerRecords("PutBucketTagging", err))
 	case err != nil:
 		return fail(b.classify(err))
 	}
+	b.keepsTagsProven()
 	return nil
 }
 

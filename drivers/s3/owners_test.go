@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -532,8 +533,9 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
+	var tagsAnswered atomic.Bool
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.URL.Query()["tagging"]; ok {
+		if _, ok := r.URL.Query()["tagging"]; ok && !tagsAnswered.Load() {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusNotImplemented)
 			_, err := io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>`)
@@ -563,15 +565,34 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 	if err := be.WriteOwner(ctx, r, &drivers.OwnerRecord{Installation: "prod-a", State: drivers.OwnerHeld}); !errors.Is(err, ErrNoOwnerRecords) {
 		t.Fatalf("WriteOwner: want ErrNoOwnerRecords, got %v", err)
 	}
-	// A backend that first saw tags work learns otherwise from a read.
+	// A backend that saw the server keep tags takes a NotImplemented
+	// later for a fault of the moment (a proxy, a node of a rolling
+	// upgrade): the request fails, to be retried, and the records stay
+	// on. Before, one such answer turned every owner check of the backend
+	// off for the process's life.
+	tagsAnswered.Store(true)
 	fresh, _ := open(t, cfg)
-	fresh.owners.known, fresh.owners.kept = true, true
-	if _, err := fresh.ReadOwner(ctx, r); !errors.Is(err, ErrNoOwnerRecords) {
-		t.Fatalf("ReadOwner: want ErrNoOwnerRecords, got %v", err)
+	if _, err := fresh.ReadOwner(ctx, r); err != nil {
+		t.Fatalf("ReadOwner with tags answered: %v", err)
 	}
-	if ok, why, err := fresh.OwnerRecords(ctx); err != nil || ok || why == "" {
-		t.Fatalf("after a NotImplemented read: want no records, got %v %q %v", ok, why, err)
+	tagsAnswered.Store(false)
+	if _, err := fresh.ReadOwner(ctx, r); err == nil || errors.Is(err, ErrNoOwnerRecords) || !drivers.IsUnavailable(err) {
+		t.Fatalf("ReadOwner, tags seen kept before: want an error of the moment (unavailable), not ErrNoOwnerRecords; got %v", err)
 	}
+	if err := fresh.WriteOwner(ctx, r, &drivers.OwnerRecord{Installation: "prod-a", State: drivers.OwnerHeld}); err == nil || errors.Is(err, ErrNoOwnerRecords) || !drivers.IsUnavailable(err) {
+		t.Fatalf("WriteOwner, tags seen kept before: want an error of the moment (unavailable), not ErrNoOwnerRecords; got %v", err)
+	}
+	if ok, why, err := fresh.OwnerRecords(ctx); err != nil || !ok || why != "" {
+		t.Fatalf("after a NotImplemented read, tags seen kept before: want records still kept, got %v %q %v", ok, why, err)
+	}
+	tagsAnswered.Store(true)
+	if err := fresh.WriteOwner(ctx, r, &drivers.OwnerRecord{Installation: "prod-a", State: drivers.OwnerHeld}); err != nil {
+		t.Fatalf("WriteOwner once the server answers again: %v", err)
+	}
+	if rec, err := fresh.ReadOwner(ctx, r); err != nil || rec == nil || rec.Installation != "prod-a" {
+		t.Fatalf("ReadOwner once the server answers again: want prod-a's record, got %+v %v", rec, err)
+	}
+	tagsAnswered.Store(false)
 	// So does a MinIO backend, which assumes tags without asking.
 	mcfg := *cfg
 	mcfg.Implementation = ImplMinIO

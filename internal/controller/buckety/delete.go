@@ -190,25 +190,34 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		}
 		return true
 	}
-	failed := reconcile.Result{RequeueAfter: retry.TransientBase}
+	// failed paces the retries of a record that could not be read or
+	// written on the Buckety's backoff, as a failed Delete is: a backend
+	// that hangs until the request timeout held a worker each second per
+	// deleted Buckety, and sixteen of them every worker.
+	failed := func() reconcile.Result {
+		if r.Backoff == nil {
+			return reconcile.Result{RequeueAfter: retry.TransientBase}
+		}
+		return reconcile.Result{RequeueAfter: r.Backoff.Next(b.UID, retry.Transient)}
+	}
 	if e, ok := r.Backends.Get(cl.Spec.Backend); ok && e.Config.HandOverTo() != "" && claims.Written(cl.Spec.Phase) {
 		// Never deleted, nor marked retained (the installation taking it
 		// over would find it another's): a deletion that came before any
 		// pass marked it handed over marks it now.
 		if !markKept(r.handOverOwner) {
-			return failed, false, false, nil
+			return failed(), false, false, nil
 		}
 		return retain(fmt.Sprintf("backend %s hands its resources over to installation %s (ownership.handOverTo), whatever retentionPolicy says", e.Name, e.Config.HandOverTo()))
 	}
 	switch {
 	case b.Spec.RetentionPolicy != v1.RetentionDelete:
 		if !markKept(r.retainOwner) {
-			return failed, false, false, nil
+			return failed(), false, false, nil
 		}
 		return retain("retentionPolicy Retain")
 	case !claims.Deletable(cl, r.deletesAdopted(cl.Spec.Backend)):
 		if !markKept(r.retainOwner) {
-			return failed, false, false, nil
+			return failed(), false, false, nil
 		}
 		switch cl.Spec.Phase {
 		case v1.ClaimAdopting:
