@@ -499,3 +499,72 @@ func TestLateCreatorYields(t *testing.T) {
 		})
 	}
 }
+
+// tagReadFault makes the s3 driver's reads of one bucket's tags (its
+// owner record) fail with an internal error while armed, and counts them.
+type tagReadFault struct {
+	bucket atomic.Pointer[string]
+	reads  atomic.Int32
+}
+
+func (m *tagReadFault) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestTagReadFault",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if p, ok := in.Parameters.(*s3.GetBucketTaggingInput); ok {
+				if target := m.bucket.Load(); target != nil && aws.ToString(p.Bucket) == *target {
+					m.reads.Add(1)
+					return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error (injected)"}
+				}
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+}
+
+// TestRetainRetriesOnBackoff (MinIO): a Buckety deleted with
+// retentionPolicy Retain while its bucket's owner record cannot be read
+// (the server fails the read) is retried on the Buckety's backoff, not
+// once a second: a server that hangs until the request timeout held a
+// worker each second per such deletion, and sixteen of them every worker.
+// Once the record can be read, the deletion ends and the bucket stays.
+func TestRetainRetriesOnBackoff(t *testing.T) {
+	needInfra(t)
+	srv, be := scopedS3(t, "minio")
+	be.Name = "owned"
+	m := &tagReadFault{}
+	reg := drivers.NewRegistry(kadm.New(), &s3driver.Driver{APIOptions: []func(*middleware.Stack) error{m.middleware}})
+	startControllerWith(t, installationYAML("east", be), reg, fastLoops)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-kept"
+	_, b, _ := tenantManifests(ns, bucket, "")
+	b.Spec.RetentionPolicy = v1.RetentionRetain
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	m.bucket.Store(&bucket)
+	if err := k8s.Delete(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the deletion's read of the owner record", func() (bool, string) {
+		n := m.reads.Load()
+		return n > 0, fmt.Sprintf("%d reads", n)
+	})
+	// No retry each second: in 12 s a backoff of 1 s doubling reads at
+	// most a handful of times (1+2+4+8), and a slow machine fewer.
+	first := m.reads.Load()
+	time.Sleep(12 * time.Second)
+	n := m.reads.Load() - first
+	t.Logf("owner record reads in the 12 s after the deletion's first: %d", n)
+	if n > 5 {
+		t.Errorf("want the failed deletion retried on a backoff (at most 5 reads in 12 s), got %d", n)
+	}
+	if n == 0 {
+		t.Errorf("want the failed deletion retried, got no read in 12 s")
+	}
+	m.bucket.Store(nil)
+	wait.For(t, waitTimeout, "the Buckety gone once its record can be read", func() (bool, string) { return gone(t, b) })
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	if _, err := root.HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Errorf("retentionPolicy Retain: want %s kept, got %v", bucket, err)
+	}
+}
