@@ -307,9 +307,42 @@ func sharingRules(p *field.Path, be *config.Backend, ns string, rules []v1.Shari
 			errs = append(errs, field.Invalid(p.Index(i).Child("namespace"), r.Namespace, "is the Buckety's own namespace, whose accesses need no sharing rule"))
 		}
 		if r.NamespaceSelector != nil {
+			if bad := selectorTooLarge(p.Index(i).Child("namespaceSelector"), r.NamespaceSelector); len(bad) > 0 {
+				errs = append(errs, bad...)
+				continue
+			}
 			if _, err := metav1.LabelSelectorAsSelector(r.NamespaceSelector); err != nil {
 				errs = append(errs, field.Invalid(p.Index(i).Child("namespaceSelector"), r.NamespaceSelector, err.Error()))
 			}
+		}
+	}
+	return errs
+}
+
+// The bounds of a sharing rule's namespaceSelector. The CRD cannot bound
+// a metav1.LabelSelector's lists, and every controller replica and
+// webhook holds each Buckety's spec in its cache: a selector of a million
+// values (an object near etcd's 1.5 MiB limit) cost several MiB of heap
+// in each, so a few dozen ran them out of memory.
+const (
+	maxSelectorLabels      = 32
+	maxSelectorExpressions = 16
+	maxSelectorValues      = 64
+)
+
+// selectorTooLarge reports the parts of sel past those bounds, naming
+// each field.
+func selectorTooLarge(p *field.Path, sel *metav1.LabelSelector) field.ErrorList {
+	var errs field.ErrorList
+	if n := len(sel.MatchLabels); n > maxSelectorLabels {
+		errs = append(errs, field.TooMany(p.Child("matchLabels"), n, maxSelectorLabels))
+	}
+	if n := len(sel.MatchExpressions); n > maxSelectorExpressions {
+		errs = append(errs, field.TooMany(p.Child("matchExpressions"), n, maxSelectorExpressions))
+	}
+	for j := range sel.MatchExpressions {
+		if n := len(sel.MatchExpressions[j].Values); n > maxSelectorValues {
+			errs = append(errs, field.TooMany(p.Child("matchExpressions").Index(j).Child("values"), n, maxSelectorValues))
 		}
 	}
 	return errs

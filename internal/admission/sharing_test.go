@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -140,6 +141,15 @@ func TestSharingRules(t *testing.T) {
 			`spec.sharing[0].namespace: Invalid value: "payments": is the Buckety's own namespace`},
 		{"a bad selector", mk("kafka", v1.SharingRule{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}, Roles: ro}),
 			`spec.sharing[0].namespaceSelector: Invalid value`},
+		{"a selector of 64 values", mk("kafka", v1.SharingRule{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: values(64)}}}, Roles: ro}), ""},
+		// A selector of a million values cost several MiB in every
+		// replica's and webhook's cache.
+		{"a selector of 65 values", mk("kafka", v1.SharingRule{Namespace: "analytics", Roles: ro}, v1.SharingRule{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: values(65)}}}, Roles: ro}),
+			`spec.sharing[1].namespaceSelector.matchExpressions[0].values: Too many: 65: must have at most 64 items`},
+		{"17 expressions", mk("kafka", v1.SharingRule{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: expressions(17)}, Roles: ro}),
+			`spec.sharing[0].namespaceSelector.matchExpressions: Too many: 17: must have at most 16 items`},
+		{"33 labels", mk("kafka", v1.SharingRule{NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels(33)}, Roles: ro}),
+			`spec.sharing[0].namespaceSelector.matchLabels: Too many: 33: must have at most 32 items`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := v.ValidateCreate(context.Background(), c.b)
@@ -156,4 +166,31 @@ func TestSharingRules(t *testing.T) {
 	if _, err := v.ValidateUpdate(context.Background(), old, narrowed); err != nil {
 		t.Errorf("want a Buckety without sharing admitted on a closed backend, got %v", err)
 	}
+}
+
+// values is n distinct label values.
+func values(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("team-%d", i)
+	}
+	return out
+}
+
+// expressions is n selector requirements on distinct keys.
+func expressions(n int) []metav1.LabelSelectorRequirement {
+	out := make([]metav1.LabelSelectorRequirement, n)
+	for i := range out {
+		out[i] = metav1.LabelSelectorRequirement{Key: fmt.Sprintf("k%d", i), Operator: metav1.LabelSelectorOpExists}
+	}
+	return out
+}
+
+// labels is n distinct matchLabels.
+func labels(n int) map[string]string {
+	out := map[string]string{}
+	for i := 0; i < n; i++ {
+		out[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return out
 }
