@@ -150,7 +150,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	if err == nil && f.notShared != "" {
 		// Taken back within this pass: rights, principal and Secret.
 		if done, err := r.withdraw(ctx, a, f); err != nil || !done {
-			return reconcile.Result{RequeueAfter: withdrawRetry}, err
+			return r.withdrawAgain(f), err
 		}
 		return requeue, nil
 	}
@@ -208,7 +208,7 @@ func (r *Reconciler) giveUp(ctx context.Context, a *v1.BucketyAccess, on *grante
 	}
 	f.notShared = fmt.Sprintf("%s; and the access cannot be granted on the rest now (%s), so it gives up all of them until it can", strings.Join(on.why, "; "), why)
 	if done, err := r.withdraw(ctx, a, f); err != nil || !done {
-		return reconcile.Result{RequeueAfter: withdrawRetry}, err
+		return r.withdrawAgain(f), err
 	}
 	f.keptOwn = ""
 	if res.RequeueAfter == 0 {
@@ -367,7 +367,7 @@ func failure(f *facts) retry.Failure {
 	switch {
 	case f.Unavailable != nil, f.Other != nil, f.claimPending, f.recordsPending != "", f.bucketyLags:
 		return retry.Transient
-	case f.AccessDenied != nil:
+	case f.AccessDenied != nil, f.revokeWaiting != "":
 		return retry.Permanent
 	}
 	return retry.None
@@ -486,6 +486,19 @@ func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string
 // withdrawRetry is how soon a withdrawal whose revocation the cache does
 // not show yet is finished.
 const withdrawRetry = time.Second
+
+// withdrawAgain is when an unfinished withdrawal is tried again: after
+// withdrawRetry, but on the slow backoff (failure: Permanent) while a
+// credential waits for its backend to come back to the config
+// (revokeWaiting), which no pass can change: each pass lists the access's
+// credential records, and it came back each second for as long as the
+// maintainer took.
+func (r *Reconciler) withdrawAgain(f *facts) reconcile.Result {
+	if f.revokeWaiting != "" && r.Backoff != nil {
+		return reconcile.Result{}
+	}
+	return reconcile.Result{RequeueAfter: withdrawRetry}
+}
 
 // refName names the Buckety an access names, in messages: its name, or
 // namespace/name when it is another namespace's; for an access naming
