@@ -191,6 +191,13 @@ type Inspection struct {
 type EnsureResult struct {
 	// Created is true when this call created the resource.
 	Created bool
+	// CreateUnproven: Created, on a service that also answers success to
+	// a create of a resource that already exists under the same keys (AWS
+	// S3 in us-east-1 answers a re-create by the bucket's owner 200).
+	// Another installation using those keys may have created it a moment
+	// before: the controller reads the owner record before writing its
+	// own, and yields to one already there.
+	CreateUnproven bool
 	// Changes lists the writes made to repair drift or apply new parameters,
 	// one human-readable line each; empty when nothing was written. In a dry
 	// run, the writes that would have been made.

@@ -60,6 +60,9 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		switch {
 		case err == nil:
 			res.Created = true
+			// A server that answers a re-create 200 (AWS in us-east-1)
+			// does not prove the bucket new (server.createsOnlyNew).
+			res.CreateUnproven = !b.cfg.server().createsOnlyNew
 			res.Changes = append(res.Changes, "created bucket "+r.Name)
 		case isCode(err, "BucketAlreadyOwnedByYou") && r.CreateOnly:
 			// Created by someone else since the adoption check.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,8 @@ import (
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/testhook"
+	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -566,5 +569,85 @@ func TestRetainRetriesOnBackoff(t *testing.T) {
 		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
 	if _, err := root.HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Errorf("retentionPolicy Retain: want %s kept, got %v", bucket, err)
+	}
+}
+
+// recreateAnswersOK makes the s3 driver's CreateBucket of one bucket
+// answer as AWS S3 in us-east-1 answers a re-create by the bucket's owner
+// (200), after another installation using the same keys (west) created
+// the bucket and recorded it: the race of two installations on one
+// account, between the one's check and its create.
+type recreateAnswersOK struct {
+	bucket atomic.Pointer[string]
+	root   *s3.Client
+	err    atomic.Pointer[error]
+}
+
+func (m *recreateAnswersOK) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestRecreateAnswersOK",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			p, ok := in.Parameters.(*s3.CreateBucketInput)
+			target := m.bucket.Load()
+			if !ok || target == nil || aws.ToString(p.Bucket) != *target {
+				return next.HandleInitialize(ctx, in)
+			}
+			m.bucket.Store(nil)
+			_, err := m.root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: p.Bucket})
+			if err == nil {
+				_, err = m.root.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: p.Bucket, Tagging: &s3types.Tagging{TagSet: []s3types.Tag{
+					{Key: aws.String(s3driver.TagInstallation), Value: aws.String("west")},
+					{Key: aws.String(s3driver.TagNamespace), Value: aws.String("west-team")},
+					{Key: aws.String(s3driver.TagName), Value: aws.String("orders")},
+					{Key: aws.String(s3driver.TagUID), Value: aws.String("6b1f3c2e-west")},
+					{Key: aws.String(s3driver.TagState), Value: aws.String(string(drivers.OwnerHeld))},
+				}}})
+			}
+			if err != nil {
+				m.err.Store(&err)
+			}
+			return middleware.InitializeOutput{Result: &s3.CreateBucketOutput{}}, middleware.Metadata{}, nil
+		}), middleware.Before)
+}
+
+// TestRecreateAnsweredOKIsNotProof: on a server that answers a re-create
+// 200 (AWS S3 in us-east-1; here MinIO behind the driver answering so, on
+// a backend of no implementation), a create that succeeds does not prove
+// the bucket new: another installation with the same keys may have
+// created it and recorded it a moment before. The record is read before
+// buckety writes its own, and the Buckety is refused (OwnedElsewhere,
+// naming west); west's record stays. Before, the create's success let
+// the pass write its record over west's, and both installations held the
+// bucket.
+func TestRecreateAnsweredOKIsNotProof(t *testing.T) {
+	needInfra(t)
+	srv := s3test.Start(t, "minio", s3test.Options{})
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	be := harness.S3("owned", s3driver.Config{Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
+	m := &recreateAnswersOK{root: root}
+	reg := drivers.NewRegistry(kadm.New(), &s3driver.Driver{APIOptions: []func(*middleware.Stack) error{m.middleware}})
+	startControllerWith(t, installationYAML("east", be), reg, fastLoops)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-orders"
+	m.bucket.Store(&bucket)
+	_, b, _ := tenantManifests(ns, bucket, "")
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+	if p := m.err.Load(); p != nil {
+		t.Fatalf("west's create and record: %v", *p)
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c == nil || !strings.Contains(c.Message, "west") {
+		t.Errorf("want the refusal to name installation west, got %+v", c)
+	}
+	out, err := root.GetBucketTagging(context.Background(), &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range out.TagSet {
+		if aws.ToString(tag.Key) == s3driver.TagInstallation && aws.ToString(tag.Value) != "west" {
+			t.Errorf("want west's owner record kept, got installation %s", aws.ToString(tag.Value))
+		}
 	}
 }

@@ -337,7 +337,12 @@ func registryKept(e *backends.Entry) bool {
 // create that came late (a slow backend, a stalled process: half the
 // settle or more since the create was asked for): another installation
 // may have found the resource unrecorded for its settle, adopted it and
-// recorded it (settleUnrecorded), and the first recorded keeps it.
+// recorded it (settleUnrecorded), and the first recorded keeps it. And
+// so is it after a create the service does not prove new
+// (EnsureResult.CreateUnproven: AWS S3 in us-east-1 answers a re-create
+// under the same keys 200): another installation with those keys may have
+// created the resource and recorded it between this pass's check and its
+// create.
 func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource, created, late bool) bool {
 	if e.Owners == nil || f.ownerRecordsUnavailable != "" {
 		return true

@@ -158,7 +158,7 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 			return false, nil
 		}
 	}
-	if !r.keepOwner(ctx, b, e, f, at, res.Created, res.Created && time.Since(began) >= r.ownerSettle()/2) {
+	if !r.keepOwner(ctx, b, e, f, at, res.Created, res.Created && (res.CreateUnproven || time.Since(began) >= r.ownerSettle()/2)) {
 		return false, nil
 	}
 	// With drift the resource exists and is usable; the drift is reported.
