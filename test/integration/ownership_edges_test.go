@@ -651,3 +651,104 @@ func TestRecreateAnsweredOKIsNotProof(t *testing.T) {
 		}
 	}
 }
+
+// failedCreateRaced makes the s3 driver's CreateBucket of one bucket fail
+// after another installation (west) created it, unrecorded; west records
+// it recordAfter later, as a creator whose record write was slow. It
+// counts the driver's own tag writes to the bucket.
+type failedCreateRaced struct {
+	bucket      atomic.Pointer[string]
+	root        *s3.Client
+	recordAfter time.Duration
+	tagWrites   atomic.Int32
+	recorded    atomic.Bool
+	err         atomic.Pointer[error]
+}
+
+func (m *failedCreateRaced) fail(err error) { m.err.Store(&err) }
+
+func (m *failedCreateRaced) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestFailedCreateRaced",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			target := m.bucket.Load()
+			if target == nil {
+				return next.HandleInitialize(ctx, in)
+			}
+			switch p := in.Parameters.(type) {
+			case *s3.PutBucketTaggingInput:
+				if aws.ToString(p.Bucket) == *target {
+					m.tagWrites.Add(1)
+				}
+			case *s3.CreateBucketInput:
+				if aws.ToString(p.Bucket) != *target {
+					break
+				}
+				if _, err := m.root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: p.Bucket}); err != nil {
+					m.fail(err)
+				}
+				bucket := aws.ToString(p.Bucket)
+				time.AfterFunc(m.recordAfter, func() {
+					_, err := m.root.PutBucketTagging(context.Background(), &s3.PutBucketTaggingInput{Bucket: aws.String(bucket), Tagging: &s3types.Tagging{TagSet: []s3types.Tag{
+						{Key: aws.String(s3driver.TagInstallation), Value: aws.String("west")},
+						{Key: aws.String(s3driver.TagNamespace), Value: aws.String("west-team")},
+						{Key: aws.String(s3driver.TagName), Value: aws.String("orders")},
+						{Key: aws.String(s3driver.TagUID), Value: aws.String("6b1f3c2e-west")},
+						{Key: aws.String(s3driver.TagState), Value: aws.String(string(drivers.OwnerHeld))},
+					}}})
+					if err != nil {
+						m.fail(err)
+					}
+					m.recorded.Store(true)
+				})
+				return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "SlowDown", Message: "Please reduce your request rate (injected)"}
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+}
+
+// TestFailedCreateWaitsForTheCreatorsRecord (MinIO): a Buckety's create
+// fails (SlowDown) while another installation's create of the same name
+// succeeds; that installation writes its record two seconds later. The
+// claim says Created, and the next pass finds the bucket there, empty and
+// unrecorded: it may be this Buckety's own (a create whose answer was
+// lost) or the other's, whose record is on its way. It waits the settle
+// (OwnerSettle) before it takes it; by then the other's record is there,
+// and the Buckety is refused (OwnedElsewhere) with nothing written to
+// the bucket. Before, the pass took the bucket at once: converged it and
+// wrote its own record, and both installations held it.
+func TestFailedCreateWaitsForTheCreatorsRecord(t *testing.T) {
+	needInfra(t)
+	srv := s3test.Start(t, "minio", s3test.Options{})
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	be := harness.S3("owned", s3driver.Config{Implementation: s3driver.ImplMinIO, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
+	m := &failedCreateRaced{root: root, recordAfter: 2 * time.Second}
+	reg := drivers.NewRegistry(kadm.New(), &s3driver.Driver{APIOptions: []func(*middleware.Stack) error{m.middleware}})
+	startControllerWith(t, installationYAML("east", be), reg, fastLoops)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-orders"
+	m.bucket.Store(&bucket)
+	_, b, _ := tenantManifests(ns, bucket, "")
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+	if p := m.err.Load(); p != nil {
+		t.Fatalf("west's create and record: %v", *p)
+	}
+	if !m.recorded.Load() {
+		t.Fatalf("refused before west's record was written: %+v", meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady))
+	}
+	if n := m.tagWrites.Load(); n != 0 {
+		t.Errorf("want nothing written to the bucket west created, got %d owner record writes by east", n)
+	}
+	out, err := root.GetBucketTagging(context.Background(), &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range out.TagSet {
+		if aws.ToString(tag.Key) == s3driver.TagInstallation && aws.ToString(tag.Value) != "west" {
+			t.Errorf("want west's owner record kept, got installation %s", aws.ToString(tag.Value))
+		}
+	}
+}

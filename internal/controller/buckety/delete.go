@@ -248,7 +248,10 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	if err == nil && why == "" {
 		// Nor one its claim says it created, holding someone else's
 		// content (createdElsewhere).
-		why, err = r.createdElsewhere(ctx, b, e, cl, at)
+		// An empty one without any record may be deleted: nothing of
+		// anyone's is lost, and a creator that records it next finds it
+		// gone and creates it again.
+		why, _, err = r.createdElsewhere(ctx, b, e, cl, at)
 	}
 	if err == nil && why != "" {
 		return retain(why)

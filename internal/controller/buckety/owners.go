@@ -555,32 +555,41 @@ func (r *Reconciler) handOverOwner(ctx context.Context, b *v1.Buckety, e *backen
 // taking it would converge, grant and, with retentionPolicy Delete, delete
 // someone else's data. A backend that keeps no records (e.Owners nil, or
 // its service cannot) cannot tell, and keeps the claim's word.
-func (r *Reconciler) createdElsewhere(ctx context.Context, b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, res drivers.Resource) (string, error) {
+//
+// unrecorded reports an empty resource with no owner record at all: this
+// Buckety's create may have made it (and the pass died before its record),
+// or another installation's create a moment ago, its record about to be
+// written. The provisioning pass waits for the settle before it takes it
+// (settleUnrecorded), as an adoption does.
+func (r *Reconciler) createdElsewhere(ctx context.Context, b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, res drivers.Resource) (why string, unrecorded bool, err error) {
 	if cl.Spec.Phase != v1.ClaimCreated || b.Status.Provenance != "" || e.Owners == nil {
-		return "", nil
+		return "", false, nil
 	}
 	var f facts
 	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
-		return "", err
+		return "", false, err
 	}
 	want := r.heldRecord(b, cl)
 	if rec, known := r.owners.get(e, res.Name, r.memoAge(), b.Generation); known && rec.Same(want) {
-		return "", nil
+		return "", false, nil
 	}
 	rec, err := r.readOwner(ctx, b, e, res, 0)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if rec.Same(want) {
-		return "", nil
+		return "", false, nil
 	}
 	res.DryRun, res.CreateOnly, res.BeforeWrite, res.JustCreated = false, false, nil, false
 	in, err := e.Backend.Inspect(ctx, res)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	if !in.Exists || !in.HasContent {
-		return "", nil
+	if !in.Exists {
+		return "", false, nil
 	}
-	return fmt.Sprintf("%s on backend %s holds content (%s) and no owner record of this Buckety's, which never reported it provisioned: its create did not make it (the create failed, or the resource was reported missing by mistake)", res.Name, e.Name, in.Detail), nil
+	if !in.HasContent {
+		return "", rec == nil, nil
+	}
+	return fmt.Sprintf("%s on backend %s holds content (%s) and no owner record of this Buckety's, which never reported it provisioned: its create did not make it (the create failed, or the resource was reported missing by mistake)", res.Name, e.Name, in.Detail), false, nil
 }

@@ -92,10 +92,16 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	// A claim an earlier pass recorded Created, for a resource that holds
 	// someone else's content: adopted or refused as any existing one.
 	if !justRecorded && !fresh {
-		why, err := r.createdElsewhere(ctx, b, e, cl, at)
+		why, unrecorded, err := r.createdElsewhere(ctx, b, e, cl, at)
 		if err != nil {
 			f.Record(err)
 			return false, nil
+		}
+		if unrecorded {
+			if !r.settleUnrecorded(e, f) {
+				return false, nil
+			}
+			r.unrecorded.Delete(memoKey(e, f.resourceName))
 		}
 		if why != "" {
 			if err := r.Claims.Advance(ctx, cl, v1.ClaimAdopting); err != nil {
