@@ -76,6 +76,23 @@ func Kept(f drivers.Footprint, asked, had v1.Budgeted) v1.Budgeted {
 	return out
 }
 
+// AtLeastUsed is asked with a lowered bucket quota counted as at least
+// what the bucket was last measured to hold (status.usage), up to what it
+// counted before (had): a quota lowered below the data already stored
+// takes nothing away on the server (MinIO and SeaweedFS keep what is over
+// it), so counting the lowered quota let a tenant fill a bucket, lower its
+// quota, and fill another under the same budget, without end. It never
+// counts more than before, so it never refuses anything: a bucket whose
+// data runs past a quota it kept is not made to look like growth. The
+// other dimensions are as asked: a topic's retention lowered deletes what
+// is over it.
+func AtLeastUsed(asked, had v1.Budgeted, u *v1.Usage) v1.Budgeted {
+	if u != nil && asked.QuotaBytes > 0 && asked.QuotaBytes < had.QuotaBytes {
+		asked.QuotaBytes = min(had.QuotaBytes, max(asked.QuotaBytes, u.Bytes))
+	}
+	return asked
+}
+
 // Unbounded refuses a resource whose footprint has no bound in a dimension
 // the backend budgets: a topic that leaves its partitions to the broker
 // under a partition or disk budget; a topic without retention.bytes or

@@ -165,3 +165,38 @@ func TestUnboundedTopics(t *testing.T) {
 		t.Errorf("without a disk budget: want nothing refused, got %v", errs)
 	}
 }
+
+// TestAtLeastUsed: a bucket quota lowered below what the bucket holds
+// counts what it holds, up to what it counted before; a quota kept or
+// raised, or lowered above the data, counts as asked; so does a bucket not
+// yet measured, and the other dimensions.
+func TestAtLeastUsed(t *testing.T) {
+	const ti = int64(1) << 40
+	used := func(b int64) *v1.Usage { return &v1.Usage{Bytes: b} }
+	q := func(b int64) v1.Budgeted { return v1.Budgeted{QuotaBytes: b} }
+	for _, c := range []struct {
+		name       string
+		asked, had v1.Budgeted
+		u          *v1.Usage
+		want       int64
+	}{
+		{"filled, then lowered to a byte", q(1), q(ti), used(ti), ti},
+		{"half filled, then lowered to a byte", q(1), q(ti), used(ti / 2), ti / 2},
+		{"lowered above what it holds", q(ti / 2), q(ti), used(ti / 4), ti / 2},
+		{"holding more than it counted before", q(1), q(ti), used(2 * ti), ti},
+		{"kept, holding more (MinIO's quota is checked late)", q(ti), q(ti), used(2 * ti), ti},
+		{"raised", q(2 * ti), q(ti), used(ti), 2 * ti},
+		{"not measured yet", q(1), q(ti), nil, 1},
+		{"a new bucket", q(1), v1.Budgeted{}, used(ti), 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := AtLeastUsed(c.asked, c.had, c.u); got.QuotaBytes != c.want {
+				t.Errorf("want %d quota bytes counted, got %d", c.want, got.QuotaBytes)
+			}
+		})
+	}
+	topic := v1.Budgeted{Partitions: 3, DiskBytes: 1000}
+	if got := AtLeastUsed(topic, v1.Budgeted{Partitions: 3, DiskBytes: 9000}, used(9000)); got != topic {
+		t.Errorf("a topic's retention lowered deletes data: want it counted as asked, got %+v", got)
+	}
+}

@@ -1,21 +1,28 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
@@ -118,4 +125,55 @@ func wantBudget(t *testing.T, ns, budget string, limit int64) {
 		got := gauge(t, "buckety_namespace_budget_limit", map[string]string{"backend": "kafka", "namespace": ns, "budget": budget})
 		return got == float64(limit), fmt.Sprintf("want %d, got %v", limit, got)
 	})
+}
+
+// TestLoweredQuotaCountsWhatTheBucketHolds (MinIO): a bucket filled under
+// its quota, then given a quota below what it holds, keeps counting what
+// it holds against the namespace's quota budget (MinIO keeps the data
+// over a lowered quota): a second bucket the budget has no room for
+// beside that data is refused. Before, the lowered quota was what
+// counted, and a tenant could fill bucket after bucket under one budget.
+func TestLoweredQuotaCountsWhatTheBucketHolds(t *testing.T) {
+	needInfra(t)
+	const mi = 1 << 20
+	srv := s3test.Start(t, "minio", s3test.Options{})
+	be := harness.S3("quota-budget", s3driver.Config{Implementation: s3driver.ImplMinIO, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
+	be.Limits = &config.Limits{QuotaBytes: drivers.ByteSize{Bytes: 8 * mi}}
+	startControllerWith(t, harness.ConfigYAML(be), nil, func(o *appcontroller.Options) {
+		o.Usage = time.Second
+	})
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := func(name, quota string) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1.BucketySpec{Backend: "quota-budget", Name: ns + "-" + name, Parameters: map[string]string{"quota": quota}}}
+	}
+	filled := bucket("filled", "6Mi")
+	create(t, filled)
+	waitCondition(t, filled, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	if _, err := root.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(filled.Spec.Name), Key: aws.String("data"), Body: bytes.NewReader(make([]byte, 5*mi))}); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "status.usage to count the 5Mi written", func() (bool, string) {
+		u := getBuckety(t, ns, filled.Name).Status.Usage
+		return u != nil && u.Bytes >= 5*mi, fmt.Sprintf("%+v", u)
+	})
+	patch(t, getBuckety(t, ns, filled.Name), `{"spec":{"parameters":{"quota":"1Mi"}}}`)
+	wait.For(t, waitTimeout, "the lowered quota applied", func() (bool, string) {
+		b := getBuckety(t, ns, filled.Name)
+		c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
+		return b.Status.EffectiveParameters["quota"] == "1Mi" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation,
+			fmt.Sprintf("effective %v, Ready %+v", b.Status.EffectiveParameters, c)
+	})
+	// 5Mi held + 6Mi asked > 8Mi: no room. Counting the lowered quota,
+	// 1Mi + 6Mi, there was.
+	second := bucket("second", "6Mi")
+	create(t, second)
+	c := waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout)
+	if !strings.Contains(c.Message, "over its budget of 8Mi") {
+		t.Errorf("want the refusal to give the budget, got %q", c.Message)
+	}
 }

@@ -50,7 +50,7 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 		// dimensions keep what was recorded (budget.Kept), the others
 		// are checked for growth below.
 	}
-	asked := budget.Kept(fp, budget.Counted(fp), had)
+	asked := budget.AtLeastUsed(budget.Kept(fp, budget.Counted(fp), had), had, b.Status.Usage)
 	others, err := r.othersUse(ctx, b, e, claims)
 	if err != nil {
 		f.claimErr = err
@@ -102,7 +102,7 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	fp := budget.Footprint(e.Config, params)
 	asked := budget.Counted(fp)
 	if cl.Spec.Budgeted != nil {
-		asked = budget.Kept(fp, asked, *cl.Spec.Budgeted)
+		asked = budget.AtLeastUsed(budget.Kept(fp, asked, *cl.Spec.Budgeted), *cl.Spec.Budgeted, b.Status.Usage)
 	}
 	if cl.Spec.Budgeted != nil && *cl.Spec.Budgeted == asked {
 		return true
