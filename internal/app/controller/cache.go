@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/naming"
 	"github.com/Yolean/buckety-controller/internal/runtime/pagedcache"
 	"github.com/Yolean/buckety-controller/internal/shard"
@@ -95,10 +96,12 @@ func stripFields(o client.Object) {
 		o.SetAnnotations(nil)
 		o.SetOwnerReferences(nil)
 		o.SetLabels(keep(o.GetLabels(), append(templateLabels(t.Spec.Name), shard.SlotLabel)...))
+		objects.TrimFinalizers(o)
 	case *v1.BucketyAccess:
 		o.SetAnnotations(nil)
 		o.SetOwnerReferences(controllerOnly(o.GetOwnerReferences()))
 		o.SetLabels(keep(o.GetLabels(), v1.ImplicitLabel, shard.SlotLabel))
+		objects.TrimFinalizers(o)
 	default:
 		if a := o.GetAnnotations(); a[lastApplied] != "" {
 			delete(a, lastApplied)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
@@ -64,6 +66,57 @@ func TestStripForCache(t *testing.T) {
 	}
 	if got, err := stripForCache("not an object"); err != nil || got != "not an object" {
 		t.Errorf("want anything else passed through, got %v, %v", got, err)
+	}
+}
+
+// TestStripForCacheTrimsFinalizers: a Buckety or an access a tenant gave
+// more than objects.MaxCachedFinalizers finalizers (thousands, duplicates)
+// is cached with buckety's own alone, and where it stands in the full
+// list, for AddFinalizer and RemoveFinalizer to patch by position; a
+// claim, which only the controller writes, is kept whole.
+func TestStripForCacheTrimsFinalizers(t *testing.T) {
+	many := func(ours int) []string {
+		f := make([]string, 5000)
+		for i := range f {
+			f[i] = "example.com/x"
+		}
+		if ours >= 0 {
+			f[ours] = v1.Finalizer
+		}
+		return f
+	}
+	for _, c := range []struct {
+		name string
+		obj  client.Object
+		want []string
+		at   int
+	}{
+		{"Buckety holding buckety's at 4321", &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Finalizers: many(4321)}}, []string{v1.Finalizer}, 4321},
+		{"access without buckety's", &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Finalizers: many(-1)}}, nil, -1},
+	} {
+		out, err := stripForCache(c.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := out.(client.Object)
+		if !slices.Equal(o.GetFinalizers(), c.want) {
+			t.Errorf("%s: want finalizers %v cached, got %d", c.name, c.want, len(o.GetFinalizers()))
+		}
+		if at, ok := objects.TrimmedFinalizer(o); !ok || at != c.at {
+			t.Errorf("%s: want buckety's place %d kept, got %d %v", c.name, c.at, at, ok)
+		}
+	}
+	few := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Finalizers: many(-1)[:objects.MaxCachedFinalizers]}}
+	out, err := stripForCache(few)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := out.(client.Object); len(o.GetFinalizers()) != objects.MaxCachedFinalizers || len(o.GetAnnotations()) != 0 {
+		t.Errorf("%d finalizers: want them kept whole and unmarked, got %d and %v", objects.MaxCachedFinalizers, len(o.GetFinalizers()), o.GetAnnotations())
+	}
+	claim := &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Finalizers: many(7)}}
+	if out, err := stripForCache(claim); err != nil || len(out.(client.Object).GetFinalizers()) != 5000 {
+		t.Errorf("a claim: want its finalizers kept whole, got %v", err)
 	}
 }
 
