@@ -110,6 +110,11 @@ func StartIn(dir, bin string, opts Options, detached bool) (*Broker, error) {
 		if b.ports, err = proc.FreePorts(opts.Brokers); err != nil {
 			return nil, err
 		}
+		if b.statsPort != 0 {
+			if b.statsPort, err = proc.FreePort(); err != nil {
+				return nil, err
+			}
+		}
 		b.p = nil
 	}
 }

@@ -8,6 +8,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net"
@@ -29,6 +30,9 @@ type Process struct {
 	cmd *exec.Cmd
 	// exited is closed when the process has been waited for (child mode).
 	exited chan struct{}
+	// logFrom is where this process's output begins in Log (an earlier
+	// process of the name may have written before it).
+	logFrom int64
 	err    error
 }
 
@@ -52,6 +56,10 @@ func Start(dir, name, bin string, args []string, env []string, detached bool) (*
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
@@ -64,7 +72,7 @@ func Start(dir, name, bin string, args []string, env []string, detached bool) (*
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, Log: logPath, cmd: cmd, exited: make(chan struct{})}
+	p := &Process{Name: name, Log: logPath, logFrom: st.Size(), cmd: cmd, exited: make(chan struct{})}
 	if detached {
 		if err := os.WriteFile(PidFile(dir, name), []byte(strconv.Itoa(p.PID())+"\n"+bin+"\n"), 0o644); err != nil {
 			return nil, err
@@ -251,7 +259,18 @@ func PortTaken(p *Process) bool {
 	if done, _ := p.Exited(); !done {
 		return false
 	}
-	return strings.Contains(p.Tail(40), "already in use")
+	f, err := os.Open(p.Log)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	// Only this process's own output: an earlier attempt's "already in
+	// use" must not make another failure look like a taken port.
+	out, err := io.ReadAll(io.NewSectionReader(f, p.logFrom, 1<<20))
+	if err != nil {
+		return false
+	}
+	return strings.Contains(string(out), "already in use")
 }
 
 // FreePorts returns n distinct free TCP ports on 127.0.0.1.

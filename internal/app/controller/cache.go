@@ -88,7 +88,8 @@ func objectTransform(steps ...func(client.Object)) func(any) (any, error) {
 // stripForCache is the cache's transform (see cacheOptions).
 var stripForCache = objectTransform(stripFields, compact)
 
-// stripFields removes what the reconcilers do not read.
+// stripFields removes what the reconcilers do not read (and trims a
+// Buckety's or an access's finalizers past objects.MaxCachedFinalizers).
 func stripFields(o client.Object) {
 	switch t := o.(type) {
 	case *v1.BucketyClaim:

@@ -418,7 +418,7 @@ func (r *Reconciler) pruneUnrecorded(now time.Time, settle time.Duration) {
 	}
 	r.unrecorded.Range(func(k, v any) bool {
 		if now.Sub(v.(time.Time)) > settle+time.Minute {
-			r.unrecorded.Delete(k)
+			r.unrecorded.CompareAndDelete(k, v)
 		}
 		return true
 	})

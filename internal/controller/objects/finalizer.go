@@ -77,8 +77,12 @@ const MaxCachedFinalizers = 16
 
 // trimmedAnnotation marks an object the cache trimmed, with the place of
 // buckety's finalizer in its full list (-1: absent). The cache keeps no
-// annotation of a Buckety or an access otherwise; it is never written.
-const trimmedAnnotation = "buckety.yolean.se/cached-finalizer-index"
+// annotation of a Buckety or an access otherwise; it is never written. Its
+// key is not a valid annotation key (the spaces), so no object the API
+// server holds can carry it: a tenant cannot set it to steer
+// AddFinalizer on a cache that keeps annotations (the shard labeller's),
+// and a write that carried it by mistake would be refused, not stored.
+const trimmedAnnotation = "buckety.yolean.se/cached finalizer index"
 
 // TrimFinalizers is the cache's transform of an object's finalizers (see
 // MaxCachedFinalizers). It sets the object's annotations: call it after
