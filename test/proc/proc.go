@@ -33,7 +33,7 @@ type Process struct {
 	// logFrom is where this process's output begins in Log (an earlier
 	// process of the name may have written before it).
 	logFrom int64
-	err    error
+	err     error
 }
 
 // PID is the process ID.
