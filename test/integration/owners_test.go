@@ -712,6 +712,15 @@ func TestDriftedBucketReadsItsRecordAgain(t *testing.T) {
 		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
 		t.Fatal(err)
 	}
+	// An S3 drift sweep finds only missing buckets (SweepPartial): the
+	// versioning drift waits for the Buckety's next pass, an hour here.
+	// A new access wakes it now, at the same generation (the record east
+	// remembers is for it). East's sweep may also have found the bucket
+	// missing during the delete and woken it then; a CI run whose delete
+	// and create came between two sweeps waited out the hour.
+	wake := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "wake", Namespace: ns},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "wake"}}
+	create(t, wake)
 	got := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
 	if !strings.Contains(got.Message, "installation west") {
 		t.Errorf("want east's Buckety to name west, got %q", got.Message)
@@ -730,6 +739,7 @@ func TestDriftedBucketReadsItsRecordAgain(t *testing.T) {
 	// East's Buckety (retentionPolicy Delete) lets go without deleting
 	// west's bucket.
 	deleteOn(t, k8s, a)
+	deleteOn(t, k8s, wake)
 	deleteOn(t, k8s, b)
 	if _, err := root.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Errorf("west's bucket after east's Buckety went: %v", err)
