@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -152,8 +151,7 @@ func TestLoweredQuotaCountsWhatTheBucketHolds(t *testing.T) {
 	filled := bucket("filled", "6Mi")
 	create(t, filled)
 	waitCondition(t, filled, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
 	if _, err := root.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(filled.Spec.Name), Key: aws.String("data"), Body: bytes.NewReader(make([]byte, 5*mi))}); err != nil {
 		t.Fatal(err)
 	}

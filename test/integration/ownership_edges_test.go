@@ -51,25 +51,52 @@ func (m *misreport) arm(bucket string, lies int32) {
 }
 
 func (m *misreport) middleware(stack *middleware.Stack) error {
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestMisreport",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			target := m.bucket.Load()
-			if target == nil {
+	return s3Intercept("bucketyTestMisreport", func(_ context.Context, params any) (any, bool, error) {
+		target := m.bucket.Load()
+		if target == nil {
+			return nil, false, nil
+		}
+		switch p := params.(type) {
+		case *s3.HeadBucketInput:
+			if aws.ToString(p.Bucket) == *target && m.lies.Add(-1) >= 0 {
+				return nil, true, &smithy.GenericAPIError{Code: "NotFound", Message: "Not Found (injected: the filer did not answer)"}
+			}
+		case *s3.CreateBucketInput:
+			if aws.ToString(p.Bucket) == *target {
+				m.creates.Add(1)
+				return nil, true, &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error (injected)"}
+			}
+		}
+		return nil, false, nil
+	})(stack)
+}
+
+// s3Intercept is an Initialize middleware of the s3 driver's client,
+// named name: answer returns the answer to a request it takes (ok), or
+// lets the request through to the server.
+func s3Intercept(name string, answer func(ctx context.Context, params any) (out any, ok bool, err error)) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc(name,
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if out, ok, err := answer(ctx, in.Parameters); ok {
+					return middleware.InitializeOutput{Result: out}, middleware.Metadata{}, err
+				}
 				return next.HandleInitialize(ctx, in)
-			}
-			switch p := in.Parameters.(type) {
-			case *s3.HeadBucketInput:
-				if aws.ToString(p.Bucket) == *target && m.lies.Add(-1) >= 0 {
-					return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "NotFound", Message: "Not Found (injected: the filer did not answer)"}
-				}
-			case *s3.CreateBucketInput:
-				if aws.ToString(p.Bucket) == *target {
-					m.creates.Add(1)
-					return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error (injected)"}
-				}
-			}
-			return next.HandleInitialize(ctx, in)
-		}), middleware.Before)
+			}), middleware.Before)
+	}
+}
+
+// recordAsWest writes installation west's owner record to bucket's tags,
+// as west's controller would.
+func recordAsWest(ctx context.Context, root *s3.Client, bucket string) error {
+	_, err := root.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String(bucket), Tagging: &s3types.Tagging{TagSet: []s3types.Tag{
+		{Key: aws.String(s3driver.TagInstallation), Value: aws.String("west")},
+		{Key: aws.String(s3driver.TagNamespace), Value: aws.String("west-team")},
+		{Key: aws.String(s3driver.TagName), Value: aws.String("orders")},
+		{Key: aws.String(s3driver.TagUID), Value: aws.String("6b1f3c2e-west")},
+		{Key: aws.String(s3driver.TagState), Value: aws.String(string(drivers.OwnerHeld))},
+	}}})
+	return err
 }
 
 // TestBucketMisreportedMissingIsNotTaken (MinIO): a bucket of someone
@@ -511,16 +538,14 @@ type tagReadFault struct {
 }
 
 func (m *tagReadFault) middleware(stack *middleware.Stack) error {
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestTagReadFault",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			if p, ok := in.Parameters.(*s3.GetBucketTaggingInput); ok {
-				if target := m.bucket.Load(); target != nil && aws.ToString(p.Bucket) == *target {
-					m.reads.Add(1)
-					return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error (injected)"}
-				}
-			}
-			return next.HandleInitialize(ctx, in)
-		}), middleware.Before)
+	return s3Intercept("bucketyTestTagReadFault", func(_ context.Context, params any) (any, bool, error) {
+		p, ok := params.(*s3.GetBucketTaggingInput)
+		if target := m.bucket.Load(); !ok || target == nil || aws.ToString(p.Bucket) != *target {
+			return nil, false, nil
+		}
+		m.reads.Add(1)
+		return nil, true, &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error (injected)"}
+	})(stack)
 }
 
 // TestRetainRetriesOnBackoff (MinIO): a Buckety deleted with
@@ -565,8 +590,7 @@ func TestRetainRetriesOnBackoff(t *testing.T) {
 	}
 	m.bucket.Store(nil)
 	wait.For(t, waitTimeout, "the Buckety gone once its record can be read", func() (bool, string) { return gone(t, b) })
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
 	if _, err := root.HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Errorf("retentionPolicy Retain: want %s kept, got %v", bucket, err)
 	}
@@ -584,29 +608,22 @@ type recreateAnswersOK struct {
 }
 
 func (m *recreateAnswersOK) middleware(stack *middleware.Stack) error {
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestRecreateAnswersOK",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			p, ok := in.Parameters.(*s3.CreateBucketInput)
-			target := m.bucket.Load()
-			if !ok || target == nil || aws.ToString(p.Bucket) != *target {
-				return next.HandleInitialize(ctx, in)
-			}
-			m.bucket.Store(nil)
-			_, err := m.root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: p.Bucket})
-			if err == nil {
-				_, err = m.root.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: p.Bucket, Tagging: &s3types.Tagging{TagSet: []s3types.Tag{
-					{Key: aws.String(s3driver.TagInstallation), Value: aws.String("west")},
-					{Key: aws.String(s3driver.TagNamespace), Value: aws.String("west-team")},
-					{Key: aws.String(s3driver.TagName), Value: aws.String("orders")},
-					{Key: aws.String(s3driver.TagUID), Value: aws.String("6b1f3c2e-west")},
-					{Key: aws.String(s3driver.TagState), Value: aws.String(string(drivers.OwnerHeld))},
-				}}})
-			}
-			if err != nil {
-				m.err.Store(&err)
-			}
-			return middleware.InitializeOutput{Result: &s3.CreateBucketOutput{}}, middleware.Metadata{}, nil
-		}), middleware.Before)
+	return s3Intercept("bucketyTestRecreateAnswersOK", func(ctx context.Context, params any) (any, bool, error) {
+		p, ok := params.(*s3.CreateBucketInput)
+		target := m.bucket.Load()
+		if !ok || target == nil || aws.ToString(p.Bucket) != *target {
+			return nil, false, nil
+		}
+		m.bucket.Store(nil)
+		_, err := m.root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: p.Bucket})
+		if err == nil {
+			err = recordAsWest(ctx, m.root, aws.ToString(p.Bucket))
+		}
+		if err != nil {
+			m.err.Store(&err)
+		}
+		return &s3.CreateBucketOutput{}, true, nil
+	})(stack)
 }
 
 // TestRecreateAnsweredOKIsNotProof: on a server that answers a re-create
@@ -621,8 +638,7 @@ func (m *recreateAnswersOK) middleware(stack *middleware.Stack) error {
 func TestRecreateAnsweredOKIsNotProof(t *testing.T) {
 	needInfra(t)
 	srv := s3test.Start(t, "minio", s3test.Options{})
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
 	be := harness.S3("owned", s3driver.Config{Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
 		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
 	m := &recreateAnswersOK{root: root}
@@ -668,42 +684,34 @@ type failedCreateRaced struct {
 func (m *failedCreateRaced) fail(err error) { m.err.Store(&err) }
 
 func (m *failedCreateRaced) middleware(stack *middleware.Stack) error {
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bucketyTestFailedCreateRaced",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			target := m.bucket.Load()
-			if target == nil {
-				return next.HandleInitialize(ctx, in)
+	return s3Intercept("bucketyTestFailedCreateRaced", func(ctx context.Context, params any) (any, bool, error) {
+		target := m.bucket.Load()
+		if target == nil {
+			return nil, false, nil
+		}
+		switch p := params.(type) {
+		case *s3.PutBucketTaggingInput:
+			if aws.ToString(p.Bucket) == *target {
+				m.tagWrites.Add(1)
 			}
-			switch p := in.Parameters.(type) {
-			case *s3.PutBucketTaggingInput:
-				if aws.ToString(p.Bucket) == *target {
-					m.tagWrites.Add(1)
-				}
-			case *s3.CreateBucketInput:
-				if aws.ToString(p.Bucket) != *target {
-					break
-				}
-				if _, err := m.root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: p.Bucket}); err != nil {
+		case *s3.CreateBucketInput:
+			if aws.ToString(p.Bucket) != *target {
+				break
+			}
+			if _, err := m.root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: p.Bucket}); err != nil {
+				m.fail(err)
+			}
+			bucket := aws.ToString(p.Bucket)
+			time.AfterFunc(m.recordAfter, func() {
+				if err := recordAsWest(context.Background(), m.root, bucket); err != nil {
 					m.fail(err)
 				}
-				bucket := aws.ToString(p.Bucket)
-				time.AfterFunc(m.recordAfter, func() {
-					_, err := m.root.PutBucketTagging(context.Background(), &s3.PutBucketTaggingInput{Bucket: aws.String(bucket), Tagging: &s3types.Tagging{TagSet: []s3types.Tag{
-						{Key: aws.String(s3driver.TagInstallation), Value: aws.String("west")},
-						{Key: aws.String(s3driver.TagNamespace), Value: aws.String("west-team")},
-						{Key: aws.String(s3driver.TagName), Value: aws.String("orders")},
-						{Key: aws.String(s3driver.TagUID), Value: aws.String("6b1f3c2e-west")},
-						{Key: aws.String(s3driver.TagState), Value: aws.String(string(drivers.OwnerHeld))},
-					}}})
-					if err != nil {
-						m.fail(err)
-					}
-					m.recorded.Store(true)
-				})
-				return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "SlowDown", Message: "Please reduce your request rate (injected)"}
-			}
-			return next.HandleInitialize(ctx, in)
-		}), middleware.Before)
+				m.recorded.Store(true)
+			})
+			return nil, true, &smithy.GenericAPIError{Code: "SlowDown", Message: "Please reduce your request rate (injected)"}
+		}
+		return nil, false, nil
+	})(stack)
 }
 
 // TestFailedCreateWaitsForTheCreatorsRecord (MinIO): a Buckety's create
@@ -719,8 +727,7 @@ func (m *failedCreateRaced) middleware(stack *middleware.Stack) error {
 func TestFailedCreateWaitsForTheCreatorsRecord(t *testing.T) {
 	needInfra(t)
 	srv := s3test.Start(t, "minio", s3test.Options{})
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
 	be := harness.S3("owned", s3driver.Config{Implementation: s3driver.ImplMinIO, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
 		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
 	m := &failedCreateRaced{root: root, recordAfter: 2 * time.Second}
