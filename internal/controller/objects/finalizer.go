@@ -29,7 +29,7 @@ func AddFinalizer(ctx context.Context, c client.Client, obj client.Object, slot 
 		if err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, []byte(p))); err != nil {
 			return err
 		}
-		trimFinalizers(obj)
+		TrimFinalizers(obj)
 	}
 	before := obj.DeepCopyObject().(client.Object)
 	controllerutil.AddFinalizer(obj, v1.Finalizer)
@@ -87,9 +87,7 @@ const trimmedAnnotation = "buckety.yolean.se/cached finalizer index"
 // TrimFinalizers is the cache's transform of an object's finalizers (see
 // MaxCachedFinalizers). It sets the object's annotations: call it after
 // they were stripped.
-func TrimFinalizers(o client.Object) { trimFinalizers(o) }
-
-func trimFinalizers(o client.Object) {
+func TrimFinalizers(o client.Object) {
 	f := o.GetFinalizers()
 	if len(f) <= MaxCachedFinalizers {
 		return
