@@ -196,7 +196,10 @@ type EnsureResult struct {
 	// S3 in us-east-1 answers a re-create by the bucket's owner 200).
 	// Another installation using those keys may have created it a moment
 	// before: the controller reads the owner record before writing its
-	// own, and yields to one already there.
+	// own, and yields to one already there. The driver writes nothing
+	// else to such a resource in this call (its parameters are not
+	// converged): the caller calls Ensure again once the record says the
+	// resource is its own.
 	CreateUnproven bool
 	// Changes lists the writes made to repair drift or apply new parameters,
 	// one human-readable line each; empty when nothing was written. In a dry

@@ -64,6 +64,13 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			// does not prove the bucket new (server.createsOnlyNew).
 			res.CreateUnproven = !b.cfg.server().createsOnlyNew
 			res.Changes = append(res.Changes, "created bucket "+r.Name)
+			if res.CreateUnproven {
+				// It may be another installation's bucket, created a
+				// moment ago: nothing more is written to it (an
+				// anonymousRead policy, a lifecycle) until the caller
+				// has read its owner record and calls Ensure again.
+				return res, nil
+			}
 		case isCode(err, "BucketAlreadyOwnedByYou") && r.CreateOnly:
 			// Created by someone else since the adoption check.
 			return res, nil

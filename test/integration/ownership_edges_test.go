@@ -636,7 +636,10 @@ func (m *recreateAnswersOK) middleware(stack *middleware.Stack) error {
 // buckety writes its own, and the Buckety is refused (OwnedElsewhere,
 // naming west); west's record stays. Before, the create's success let
 // the pass write its record over west's, and both installations held the
-// bucket.
+// bucket. Nor is anything else written to west's bucket before the record
+// is read (before, the create's pass converged the Buckety's parameters,
+// here versioning, into it first). A bucket the server answers so that is
+// buckety's own is converged once its record is read: versioning on, Ready.
 func TestRecreateAnsweredOKIsNotProof(t *testing.T) {
 	needInfra(t)
 	srv := s3test.Start(t, "minio", s3test.Options{})
@@ -651,6 +654,7 @@ func TestRecreateAnsweredOKIsNotProof(t *testing.T) {
 	bucket := ns + "-orders"
 	m.bucket.Store(&bucket)
 	_, b, _ := tenantManifests(ns, bucket, "")
+	b.Spec.Parameters = map[string]string{"versioning": "true"}
 	create(t, b)
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
 	if p := m.err.Load(); p != nil {
@@ -667,6 +671,25 @@ func TestRecreateAnsweredOKIsNotProof(t *testing.T) {
 		if aws.ToString(tag.Key) == s3driver.TagInstallation && aws.ToString(tag.Value) != "west" {
 			t.Errorf("want west's owner record kept, got installation %s", aws.ToString(tag.Value))
 		}
+	}
+	ver, err := root.GetBucketVersioning(context.Background(), &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ver.Status == s3types.BucketVersioningStatusEnabled {
+		t.Errorf("east turned versioning on in west's bucket before reading its record")
+	}
+
+	// Its own bucket, on the same server, is converged after the record.
+	own := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: ns}, Spec: v1.BucketySpec{Backend: "owned", Name: ns + "-own",
+		RetentionPolicy: v1.RetentionDelete, Parameters: map[string]string{"versioning": "true"}}}
+	create(t, own)
+	waitCondition(t, own, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if ver, err = root.GetBucketVersioning(context.Background(), &s3.GetBucketVersioningInput{Bucket: aws.String(ns + "-own")}); err != nil {
+		t.Fatal(err)
+	}
+	if ver.Status != s3types.BucketVersioningStatusEnabled {
+		t.Errorf("want versioning Enabled on the Buckety's own bucket, got %q", ver.Status)
 	}
 }
 

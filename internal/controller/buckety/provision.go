@@ -123,22 +123,8 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 		}
 	}
 	began := time.Now()
-	res, err := e.Backend.Ensure(ctx, want)
-	var drift *drivers.DriftError
-	var lost *claims.LostError
-	switch {
-	case errors.Is(err, errNotOwned):
-		// Reported in f (confirmOwner); nothing was written.
-		return false, nil
-	case errors.As(err, &lost):
-		f.claimErr = err
-		return false, nil
-	case errors.As(err, &drift):
-		f.drift = drift
-		metrics.DriftDetected.WithLabelValues(e.Name, "false").Inc()
-		r.event(b, corev1.EventTypeWarning, v1.EventDriftUnrepairable, v1.EventActionReconcile, drift.Error())
-	case err != nil:
-		f.Record(err)
+	res, ok := r.ensure(ctx, b, e, f, want)
+	if !ok {
 		return false, nil
 	}
 	if res.Created {
@@ -167,12 +153,55 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if !r.keepOwner(ctx, b, e, f, at, res.Created, res.Created && (res.CreateUnproven || time.Since(began) >= r.ownerSettle()/2)) {
 		return false, nil
 	}
+	if res.CreateUnproven {
+		// The driver wrote nothing but the create to a bucket that may
+		// have been someone else's; now that its record says it is this
+		// Buckety's, its parameters are converged.
+		want.CreateOnly = false
+		again, ok := r.ensure(ctx, b, e, f, want)
+		if !ok {
+			return false, nil
+		}
+		if again.Created {
+			// Deleted out of band since, and created again: its record
+			// is read again on the next pass.
+			f.Record(fmt.Errorf("%s was deleted on the backend while it was being created; creating it again", f.resourceName))
+			return false, nil
+		}
+		res.Changes = append(res.Changes, again.Changes...)
+		res.Shortfalls = again.Shortfalls
+	}
 	// With drift the resource exists and is usable; the drift is reported.
 	f.provisioned = true
 	f.shortfalls = res.Shortfalls
 	r.mirrorClaim(b, e, cl, res.Changes, first, f)
 	r.holdProvisioned(b, f)
 	return true, nil
+}
+
+// ensure calls the driver's Ensure with want and sorts its error: false
+// when the pass stops here (the reason in f), true with drift (in f) or
+// none.
+func (r *Reconciler) ensure(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, want drivers.Resource) (drivers.EnsureResult, bool) {
+	res, err := e.Backend.Ensure(ctx, want)
+	var drift *drivers.DriftError
+	var lost *claims.LostError
+	switch {
+	case errors.Is(err, errNotOwned):
+		// Reported in f (confirmOwner); nothing was written.
+		return res, false
+	case errors.As(err, &lost):
+		f.claimErr = err
+		return res, false
+	case errors.As(err, &drift):
+		f.drift = drift
+		metrics.DriftDetected.WithLabelValues(e.Name, "false").Inc()
+		r.event(b, corev1.EventTypeWarning, v1.EventDriftUnrepairable, v1.EventActionReconcile, drift.Error())
+	case err != nil:
+		f.Record(err)
+		return res, false
+	}
+	return res, true
 }
 
 // mirrorClaim copies the sticky fields of the claim into the status (a
