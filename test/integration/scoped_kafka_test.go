@@ -226,7 +226,10 @@ func TestScopedKafkaAccesses(t *testing.T) {
 
 // TestScopedSecretDeletedGetsANewPassword: a tenant who deletes the
 // Secret gets a new password for the same user, and the old one stops
-// working at once.
+// working at once. Deleted again at once, it is issued again only after
+// a wait (the second issue 10 s after the first, and doubling), so a
+// Secret deleted in a loop is not a loop of SCRAM writes: the access
+// says so with a ReissuePaced event.
 func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
 	needInfra(t)
 	_, cfg := scopedBroker(t, 0)
@@ -245,24 +248,102 @@ func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
 	if err := k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	var now map[string][]byte
-	wait.For(t, waitTimeout, "the Secret re-created with a new password", func() (bool, string) {
+	recreated := func(before map[string][]byte) *corev1.Secret {
+		t.Helper()
 		s := &corev1.Secret{}
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "events"}, s); err != nil {
-			return false, err.Error()
-		}
-		now = s.Data
-		return string(now["sasl.password"]) != string(old["sasl.password"]), "same password"
-	})
+		wait.For(t, waitTimeout, "the Secret re-created with a new password", func() (bool, string) {
+			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "events"}, s); err != nil {
+				return false, err.Error()
+			}
+			return string(s.Data["sasl.password"]) != string(before["sasl.password"]), "same password"
+		})
+		return s
+	}
+	first := recreated(old)
+	seen := time.Now()
+	if err := k8s.Delete(context.Background(), first, client.Preconditions{UID: &first.UID}); err != nil {
+		t.Fatal(err)
+	}
+	deletedWithin := time.Since(seen)
+	second := recreated(first.Data)
+	if gap := second.CreationTimestamp.Sub(first.CreationTimestamp.Time); gap < 9*time.Second {
+		t.Errorf("want the second issue at least 10 s after the first, got the Secrets created %s apart", gap)
+	}
+	if deletedWithin < 8*time.Second {
+		waitEvent(t, ns, v1.EventReissuePaced, "at most every 10s")
+	} else {
+		t.Logf("the second delete came %s after the first issue (a slow machine): its wait is not checked", deletedWithin)
+	}
+	now := second.Data
 	if string(now["sasl.username"]) != string(old["sasl.username"]) {
 		t.Errorf("want the same user, got %s then %s", old["sasl.username"], now["sasl.username"])
 	}
 	if err := produceWith(t, now, ns+".events"); err != nil {
 		t.Errorf("want the new password to work, got %v", err)
 	}
-	if err := produceWith(t, old, ns+".events"); err == nil {
-		t.Error("want the old password refused")
+	for _, was := range []map[string][]byte{old, first.Data} {
+		if err := produceWith(t, was, ns+".events"); err == nil {
+			t.Error("want an earlier password refused")
+		}
 	}
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+}
+
+// TestStrippedAccessIsRevokedAtOnce: a tenant deletes an access with its
+// finalizer removed by hand while the broker hangs, so buckety's deletion
+// cannot revoke its user; the access is gone at once. Its user is revoked
+// as soon as the broker answers again, not at the orphan check's next
+// interval (an hour here): a Secret copied before the delete stops working,
+// and the record goes.
+func TestStrippedAccessIsRevokedAtOnce(t *testing.T) {
+	needInfra(t)
+	b, cfg := scopedBroker(t, 0)
+	startControllerWith(t, cfg, nil, func(o *appcontroller.Options) {
+		o.RESTConfig, o.Recheck, o.OwnerCheck = cp.RESTConfig, time.Hour, time.Hour
+	})
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".events"}})
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "events"}, CredentialsSecretName: "app"}}
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	copied := secret(t, ns, "app").Data
+	if err := produceWith(t, copied, ns+".events"); err != nil {
+		t.Fatalf("want the Secret to work, got %v", err)
+	}
+	if err := b.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			if err := b.Resume(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	if err := k8s.Delete(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Patch(context.Background(), a, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the stripped access gone", func() (bool, string) { return gone(t, a) })
+	if creds := credentialsOf(t, a.UID); len(creds) != 1 {
+		t.Fatalf("want the access's record still there while the broker hangs, got %d", len(creds))
+	}
+	resumed = true
+	if err := b.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the gone access's user revoked", func() (bool, string) {
+		err := produceWith(t, copied, ns+".events")
+		return err != nil, "the copied Secret still works"
+	})
+	wait.For(t, waitTimeout, "the gone access's record deleted", func() (bool, string) {
+		n := len(credentialsOf(t, a.UID))
+		return n == 0, fmt.Sprintf("%d records", n)
+	})
 }
 
 // TestScopedCrashBetweenMintAndSecret: a record left Minting with its user

@@ -99,6 +99,13 @@ const (
 	// EventSecretRepaired (Normal, BucketyAccess): the credentials Secret
 	// did not hold the expected keys and was rewritten.
 	EventSecretRepaired = "SecretRepaired"
+	// EventReissuePaced (Warning, BucketyAccess): the credentials Secret
+	// no longer holds the access's credential (someone other than buckety
+	// changed or deleted it) soon after buckety last issued it again for
+	// that reason: the next issue waits, so a Secret changed in a loop
+	// does not turn into a loop of backend writes; the note says until
+	// when. Reported once per wait.
+	EventReissuePaced = "ReissuePaced"
 	// EventSecretConflict (Warning, BucketyAccess): a Secret of the
 	// credentials name exists and is not this access's (condition reason
 	// ReasonSecretConflict); reported once per episode.

@@ -105,7 +105,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		r.reassert.take(a.UID) // asserted now in any case
 		return cur, nil
 	}
-	if err := r.secretToAssert(ctx, a, e, cur, acc); err != nil {
+	if err := r.secretToAssert(ctx, a, e, cur, acc, f); err != nil || f.reissuePaced != "" {
 		return nil, err
 	}
 	return cur, nil
@@ -248,8 +248,9 @@ func (r *Reconciler) rotate(ctx context.Context, a *v1.BucketyAccess, e *backend
 // secretToAssert fills acc's Secret with what the access's Secret holds
 // for cur's principal, and decides how far this pass asserts it on the
 // backend (Assert: Reassert, or IssueNew for a principal being issued;
-// never less than what recording it in this pass set).
-func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, acc *drivers.Access) error {
+// never less than what recording it in this pass set). A Secret someone
+// else changed soon after the last such issue waits (f.reissuePaced).
+func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, acc *drivers.Access, f *facts) error {
 	secret, fresh, err := r.secretOf(ctx, a, e.Issuer, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
 	if err != nil {
 		return err
@@ -261,6 +262,21 @@ func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e 
 	// backend's.
 	edited := fresh && (secret == "" || cur.Spec.SecretDigest != SecretDigest(secret))
 	drifted := r.reassert.take(a.UID)
+	if edited && !drifted && cur.Spec.Phase == v1.CredentialActive && a.Status.Principal == cur.Spec.Principal {
+		// Someone other than buckety changed or deleted the Secret of
+		// a credential it holds: issued again, paced (reissue.go).
+		now := time.Now()
+		if at, last, first := r.reissues.next(a.UID, now); now.Before(at) {
+			f.reissuePaced = fmt.Sprintf("Secret %s no longer holds the credential of principal %s (someone other than buckety changed or deleted it) and buckety issued it again at %s for the same reason: while the Secret keeps changing, it is issued again at most every %s, next at %s",
+				a.Spec.CredentialsSecretName, cur.Spec.Principal, last.UTC().Format(time.RFC3339), at.Sub(last).Round(time.Second), at.UTC().Format(time.RFC3339))
+			f.wakeAt(at)
+			if first {
+				r.event(a, corev1.EventTypeWarning, v1.EventReissuePaced, v1.EventActionWriteSecret, f.reissuePaced)
+			}
+			return nil
+		}
+		f.reissued = true
+	}
 	switch {
 	case cur.Spec.Phase == v1.CredentialMinting && cur.Spec.AccessGeneration == a.Generation:
 		acc.Assert = max(acc.Assert, drivers.IssueNew)

@@ -208,8 +208,13 @@ func (o *Orphans) checkBackend(ctx context.Context, name string) (int, error) {
 // no record). Revoking on the old one's word would cut a working
 // credential. One read per revocation, none for the records kept.
 func (o *Orphans) stillRecorded(ctx context.Context, c *v1.BucketyCredential) (bool, error) {
+	return o.Reconciler.stillRecorded(ctx, c)
+}
+
+// stillRecorded is Orphans.stillRecorded.
+func (r *Reconciler) stillRecorded(ctx context.Context, c *v1.BucketyCredential) (bool, error) {
 	live := &v1.BucketyCredential{}
-	switch err := o.Reconciler.APIReader.Get(ctx, types.NamespacedName{Name: c.Name}, live); {
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: c.Name}, live); {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:

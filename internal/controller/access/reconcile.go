@@ -90,6 +90,9 @@ type Reconciler struct {
 	reassert reassertSet
 	// gates serialise first grants under the access limits (limits.go).
 	gates grantGates
+	// reissues paces the issues of credentials whose Secret someone
+	// else changed (reissue.go).
+	reissues reissues
 	// unseen are the credential records this controller deleted or
 	// created that its cache may not show so yet (unseen.go).
 	unseen unseenRecords
@@ -107,8 +110,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Written.Forget(req.NamespacedName)
+			return reconcile.Result{}, r.revokeLeft(ctx, req.NamespacedName)
 		}
-		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+		return reconcile.Result{}, err
 	}
 	if stale, after := r.Written.Stale(a); stale {
 		// The cache lags this controller's own last write; that write's
@@ -262,6 +266,9 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 			return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 		}
 		if cred, err = r.credential(ctx, a, e, on, &acc, f); cred == nil || err != nil {
+			if f.reissuePaced != "" && err == nil {
+				return reconcile.Result{RequeueAfter: time.Until(f.wake) + time.Second}, nil
+			}
 			return requeue, err
 		}
 		if acc.Drop = on.dropFrom(cred); len(acc.Drop) > 0 {
@@ -349,6 +356,9 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, secret)
 		if err := r.settle(ctx, a, e, on, cred, secret, f); err != nil {
 			return requeue, err
+		}
+		if f.reissued {
+			r.reissues.done(a.UID, time.Now())
 		}
 		if !f.wake.IsZero() {
 			if d := time.Until(f.wake) + time.Second; d < requeue.RequeueAfter {

@@ -99,7 +99,7 @@ type link func(a *v1.BucketyAccess, f *facts) *readinessResult
 // readyChain is checked in order; the first failing link decides Ready.
 var readyChain = []link{
 	deletingLink, nameTooLongLink, bucketyMissingLink, notSharedLink, problemLink, bucketyWaitingLink, limitLink, invalidLink,
-	backendFailureLink, issuingUnavailableLink, principalConflictLink, secretConflictLink, recordsPendingLink, notWrittenLink,
+	backendFailureLink, issuingUnavailableLink, principalConflictLink, secretConflictLink, recordsPendingLink, reissuePacedLink, notWrittenLink,
 }
 
 func readiness(a *v1.BucketyAccess, f *facts) readinessResult {
@@ -225,6 +225,13 @@ func recordsPendingLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
 		return nil
 	}
 	return notReady(v1.ReasonProgressing, f.recordsPending, true)
+}
+
+func reissuePacedLink(_ *v1.BucketyAccess, f *facts) *readinessResult {
+	if f.reissuePaced == "" {
+		return nil
+	}
+	return notReady(v1.ReasonProgressing, f.reissuePaced, true)
 }
 
 func notWrittenLink(a *v1.BucketyAccess, f *facts) *readinessResult {

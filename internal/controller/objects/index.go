@@ -29,6 +29,11 @@ const (
 	// IndexCredentialOwner indexes BucketyCredentials by their owning
 	// access's UID (the v1.ClaimOwnerLabel label), for the same reason.
 	IndexCredentialOwner = "metadata.labels.owner-uid"
+	// IndexCredentialOwnerName indexes BucketyCredentials by their
+	// owning access's namespace/name (RefKey), to find those of an
+	// access that is gone, whose UID a reconcile of its name does not
+	// know.
+	IndexCredentialOwnerName = "spec.owner.namespace+name"
 )
 
 // BackendNamespace is the IndexClaimBackendNamespace value of claims on
@@ -58,11 +63,17 @@ func SetupIndexes(ctx context.Context, idx Indexer) error {
 	}); err != nil {
 		return err
 	}
-	return idx.IndexField(ctx, &v1.BucketyCredential{}, IndexCredentialOwner, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &v1.BucketyCredential{}, IndexCredentialOwner, func(o client.Object) []string {
 		if uid := o.GetLabels()[v1.ClaimOwnerLabel]; uid != "" {
 			return []string{uid}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &v1.BucketyCredential{}, IndexCredentialOwnerName, func(o client.Object) []string {
+		owner := o.(*v1.BucketyCredential).Spec.Owner
+		return []string{RefKey(owner.Namespace, owner.Name)}
 	})
 }
 

@@ -1,0 +1,77 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/metrics"
+)
+
+// revokeLeft revokes, once the access of name key is gone, the
+// credentials recorded for it that its deletion did not revoke: its
+// finalizer was removed by hand (a tenant with edit can), so buckety's
+// deletion never ran or was cut short. The orphan check (orphans.go)
+// would revoke them at its next interval; until then a Secret copied
+// before the delete would keep working, and the namespace's access limit
+// would count one access fewer than it has working credentials. So the
+// reconcile that finds the access gone revokes them at once, and is
+// retried until it has.
+//
+// An access deleted as usual has had its records deleted by its own
+// deletion (unseen.go remembers them until the cache shows it): nothing
+// is read for it. Each credential is confirmed by fresh reads first (no
+// access of its owner's UID, its record still there), as the orphan check
+// does.
+func (r *Reconciler) revokeLeft(ctx context.Context, key types.NamespacedName) error {
+	var list v1.BucketyCredentialList
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexCredentialOwnerName: objects.RefKey(key.Namespace, key.Name)}); err != nil {
+		return fmt.Errorf("list the credentials of access %s: %w", key, err)
+	}
+	byOwner := map[types.UID][]v1.BucketyCredential{}
+	for _, c := range list.Items {
+		if c.Spec.Owner.Namespace == key.Namespace && c.Spec.Owner.Name == key.Name {
+			uid := types.UID(c.Spec.Owner.UID)
+			byOwner[uid] = append(byOwner[uid], c)
+		}
+	}
+	var errs []error
+	for uid, creds := range byOwner {
+		if creds = r.unseen.filter(uid, creds); len(creds) == 0 {
+			continue
+		}
+		live := &v1.BucketyAccess{}
+		switch err := r.APIReader.Get(ctx, key, live); {
+		case err == nil && live.UID == uid:
+			continue // there after all: its own passes look after it
+		case err != nil && !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("read access %s: %w", key, err))
+			continue
+		}
+		for i := range creds {
+			c := &creds[i]
+			if ok, err := r.stillRecorded(ctx, c); err != nil || !ok {
+				if err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			done, err := r.revoke(ctx, c, nil)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if done {
+				r.secrets.forget(uid)
+				metrics.CredentialsRevoked.WithLabelValues(c.Spec.Backend, metrics.RevokedAccessGone).Inc()
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
