@@ -630,21 +630,24 @@ func (m *recreateAnswersOK) middleware(stack *middleware.Stack) error {
 
 // TestRecreateAnsweredOKIsNotProof: on a server that answers a re-create
 // 200 (AWS S3 in us-east-1; here MinIO behind the driver answering so, on
-// a backend of no implementation), a create that succeeds does not prove
+// a backend of implementation aws), a create that succeeds does not prove
 // the bucket new: another installation with the same keys may have
 // created it and recorded it a moment before. The record is read before
 // buckety writes its own, and the Buckety is refused (OwnedElsewhere,
 // naming west); west's record stays. Before, the create's success let
 // the pass write its record over west's, and both installations held the
 // bucket. Nor is anything else written to west's bucket before the record
-// is read (before, the create's pass converged the Buckety's parameters,
-// here versioning, into it first). A bucket the server answers so that is
+// is read (before, the create's pass converged the Buckety's parameters
+// into it first: here versioning; a lifecycle's expiration would have
+// deleted west's objects). A bucket the server answers so that is
 // buckety's own is converged once its record is read: versioning on, Ready.
 func TestRecreateAnsweredOKIsNotProof(t *testing.T) {
 	needInfra(t)
 	srv := s3test.Start(t, "minio", s3test.Options{})
 	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
-	be := harness.S3("owned", s3driver.Config{Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+	// Implementation aws (here MinIO, which keeps versioning as S3
+	// does), so that a parameter is there to converge.
+	be := harness.S3("owned", s3driver.Config{Implementation: s3driver.ImplAWS, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
 		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
 	m := &recreateAnswersOK{root: root}
 	reg := drivers.NewRegistry(kadm.New(), &s3driver.Driver{APIOptions: []func(*middleware.Stack) error{m.middleware}})
