@@ -55,21 +55,8 @@ func (r *Reconciler) revokeLeft(ctx context.Context, key types.NamespacedName) e
 			continue
 		}
 		for i := range creds {
-			c := &creds[i]
-			if ok, err := r.stillRecorded(ctx, c); err != nil || !ok {
-				if err != nil {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			done, err := r.revoke(ctx, c, nil)
-			if err != nil {
+			if _, err := r.revokeConfirmed(ctx, &creds[i], metrics.RevokedAccessGone); err != nil {
 				errs = append(errs, err)
-				continue
-			}
-			if done {
-				r.secrets.forget(uid)
-				metrics.CredentialsRevoked.WithLabelValues(c.Spec.Backend, metrics.RevokedAccessGone).Inc()
 			}
 		}
 	}

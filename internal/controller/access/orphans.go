@@ -166,13 +166,7 @@ func (o *Orphans) checkBackend(ctx context.Context, name string) (int, error) {
 		if why == "" {
 			continue
 		}
-		if ok, err := o.stillRecorded(ctx, c); err != nil || !ok {
-			if err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		done, err := r.revoke(ctx, c, nil)
+		done, err := r.revokeConfirmed(ctx, c, revokedReasons[why])
 		if err != nil {
 			errs = append(errs, err)
 			if drivers.IsUnavailable(err) || ctx.Err() != nil {
@@ -184,8 +178,6 @@ func (o *Orphans) checkBackend(ctx context.Context, name string) (int, error) {
 		}
 		if done {
 			n++
-			r.secrets.forget(types.UID(c.Spec.Owner.UID))
-			metrics.CredentialsRevoked.WithLabelValues(c.Spec.Backend, revokedReasons[why]).Inc()
 			o.Log.Info("revoked a credential", "why", why, "principal", c.Spec.Principal, "backend", c.Spec.Backend, "access", c.Spec.Owner.Namespace+"/"+c.Spec.Owner.Name)
 		}
 	}
@@ -199,6 +191,22 @@ func (o *Orphans) checkBackend(ctx context.Context, name string) (int, error) {
 	return n, errors.Join(errs...)
 }
 
+// revokeConfirmed revokes c, judged unwanted from the cache, once the
+// API server still holds it (stillRecorded), and counts it under the
+// metrics reason; false when it was not revoked (gone meanwhile, or its
+// backend is not in the config).
+func (r *Reconciler) revokeConfirmed(ctx context.Context, c *v1.BucketyCredential, reason string) (bool, error) {
+	if ok, err := r.stillRecorded(ctx, c); err != nil || !ok {
+		return false, err
+	}
+	done, err := r.revoke(ctx, c, nil)
+	if done && err == nil {
+		r.secrets.forget(types.UID(c.Spec.Owner.UID))
+		metrics.CredentialsRevoked.WithLabelValues(c.Spec.Backend, reason).Inc()
+	}
+	return done, err
+}
+
 // stillRecorded reports whether the API server still holds record c, the
 // same object (its UID), before the check revokes its principal by name.
 // The check works from its cache's list: a record deleted since (its
@@ -207,11 +215,6 @@ func (o *Orphans) checkBackend(ctx context.Context, name string) (int, error) {
 // principal issued again (serials start again at 1 once an access holds
 // no record). Revoking on the old one's word would cut a working
 // credential. One read per revocation, none for the records kept.
-func (o *Orphans) stillRecorded(ctx context.Context, c *v1.BucketyCredential) (bool, error) {
-	return o.Reconciler.stillRecorded(ctx, c)
-}
-
-// stillRecorded is Orphans.stillRecorded.
 func (r *Reconciler) stillRecorded(ctx context.Context, c *v1.BucketyCredential) (bool, error) {
 	live := &v1.BucketyCredential{}
 	switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: c.Name}, live); {
