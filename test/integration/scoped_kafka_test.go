@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -348,6 +349,99 @@ func TestStrippedAccessIsRevokedAtOnce(t *testing.T) {
 		n := len(credentialsOf(t, a.UID))
 		return n == 0, fmt.Sprintf("%d records", n)
 	})
+}
+
+// TestRotationWhoseSecretIsRefusedIssuesNoThird: a rotation whose Secret
+// write the API server refuses (here a ValidatingAdmissionPolicy, as a
+// cluster's policy requiring a label on Secrets would) issues its new
+// credential once, however often the pass is retried: before, the status
+// named the new principal though the Secret did not hold it, the next pass
+// took the rotation for done and asked again, and every retry issued one
+// more user. Once the Secret may be written, the rotation finishes with
+// the same new user, and there are two credentials, never three.
+func TestRotationWhoseSecretIsRefusedIssuesNoThird(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, time.Hour)
+	startController(t, cfg, nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".ticks"}})
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"}, CredentialsSecretName: "app"}}
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	first := secret(t, ns, "app")
+
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-refuse-secrets"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "Secrets of this namespace are frozen (test)"}}}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-refuse-secrets"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	for _, o := range []client.Object{policy, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unbound := false
+	unbind := func() {
+		if !unbound {
+			unbound = true
+			if err := k8s.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		unbind()
+		if err := k8s.Delete(ctx, policy); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
+	wait.For(t, waitTimeout, "the policy refusing Secret updates in force", func() (bool, string) {
+		probe := first.DeepCopy()
+		err := k8s.Update(ctx, probe, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "frozen"), fmt.Sprint(err)
+	})
+
+	patch(t, a, `{"spec":{"rotation":"1"}}`)
+	wait.For(t, waitTimeout, "the rotation's credential recorded", func() (bool, string) {
+		n := len(credentialsOf(t, a.UID))
+		return n >= 2, fmt.Sprintf("%d records", n)
+	})
+	// Passes retried on the backoff while the Secret is refused.
+	time.Sleep(15 * time.Second)
+	if n := len(credentialsOf(t, a.UID)); n != 2 {
+		t.Errorf("while the Secret is refused: want the rotation's one new credential beside the old, got %d records", n)
+	}
+	if got := secret(t, ns, "app").Data; string(got["sasl.password"]) != string(first.Data["sasl.password"]) {
+		t.Fatal("the Secret changed while the policy refused every update")
+	}
+
+	unbind()
+	var now map[string][]byte
+	wait.For(t, waitTimeout, "the rotation finished", func() (bool, string) {
+		now = secret(t, ns, "app").Data
+		return string(now["sasl.username"]) != string(first.Data["sasl.username"]), "same user"
+	})
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	creds := credentialsOf(t, a.UID)
+	if len(creds) != 2 {
+		t.Errorf("after the rotation: want two credentials (the old retiring, the new), got %d", len(creds))
+	}
+	for _, c := range creds {
+		if c.Spec.Serial > 2 {
+			t.Errorf("want no third credential, got %s (serial %d)", c.Spec.Principal, c.Spec.Serial)
+		}
+	}
+	if err := produceWith(t, now, ns+".ticks"); err != nil {
+		t.Errorf("want the rotated Secret to work, got %v", err)
+	}
 }
 
 // TestScopedCrashBetweenMintAndSecret: a record left Minting with its user

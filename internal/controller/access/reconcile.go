@@ -306,11 +306,22 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 	if f.sharedWhy == "" {
 		f.sharedWhy = g.Reason
 	}
+	prev := a.Status.Principal
 	a.Status.Principal = g.Principal
 	if cred != nil {
 		testhook.Pause(ctx, testhook.AfterIssue)
 	}
-	return r.publish(ctx, a, e, on, cred, g.Data, f, requeue)
+	res, err := r.publish(ctx, a, e, on, cred, g.Data, f, requeue)
+	if cred != nil && !f.published && prev != "" {
+		// The status names the principal the Secret was last known to
+		// hold: were it to name a rotation's new one that the Secret
+		// does not hold (its write refused, a policy denying it), the
+		// next pass would take that rotation for done and issue yet
+		// another credential, one more each pass while the write keeps
+		// failing (rotationDue). It finishes this one instead.
+		a.Status.Principal = prev
+	}
+	return res, err
 }
 
 // resolve finds the Buckety the access names (buckety), or each of
