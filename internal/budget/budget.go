@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -81,16 +82,35 @@ func Kept(f drivers.Footprint, asked, had v1.Budgeted) v1.Budgeted {
 // counted before (had): a quota lowered below the data already stored
 // takes nothing away on the server (MinIO and SeaweedFS keep what is over
 // it), so counting the lowered quota let a tenant fill a bucket, lower its
-// quota, and fill another under the same budget, without end. It never
-// counts more than before, so it never refuses anything: a bucket whose
-// data runs past a quota it kept is not made to look like growth. The
-// other dimensions are as asked: a topic's retention lowered deletes what
-// is over it.
+// quota, and fill another under the same budget, without end. Where what
+// the bucket holds is not known (u nil: not measured yet, a Buckety made
+// again over the bucket after its finalizer was stripped, a measurement
+// too old or one the service could not give), it counts what it counted
+// before. It never counts more than before, so it never refuses anything:
+// a bucket whose data runs past a quota it kept is not made to look like
+// growth. The other dimensions are as asked: a topic's retention lowered
+// deletes what is over it.
 func AtLeastUsed(asked, had v1.Budgeted, u *v1.Usage) v1.Budgeted {
-	if u != nil && asked.QuotaBytes > 0 && asked.QuotaBytes < had.QuotaBytes {
-		asked.QuotaBytes = min(had.QuotaBytes, max(asked.QuotaBytes, u.Bytes))
+	if asked.QuotaBytes > 0 && asked.QuotaBytes < had.QuotaBytes {
+		used := had.QuotaBytes
+		if u != nil {
+			used = u.Bytes
+		}
+		asked.QuotaBytes = min(had.QuotaBytes, max(asked.QuotaBytes, used))
 	}
 	return asked
+}
+
+// FreshUsage is u when it was measured at most maxAge before now, nil
+// otherwise (and always when maxAge is 0: usage is not measured). A
+// measurement the refresh could not renew (a bucket listed past its cap)
+// stays in the status with its time, and must not count for what the
+// bucket holds now.
+func FreshUsage(u *v1.Usage, maxAge time.Duration, now time.Time) *v1.Usage {
+	if u == nil || maxAge <= 0 || now.Sub(u.MeasuredAt.Time) > maxAge {
+		return nil
+	}
+	return u
 }
 
 // Unbounded refuses a resource whose footprint has no bound in a dimension

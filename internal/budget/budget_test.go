@@ -4,7 +4,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -186,7 +188,8 @@ func TestAtLeastUsed(t *testing.T) {
 		{"holding more than it counted before", q(1), q(ti), used(2 * ti), ti},
 		{"kept, holding more (MinIO's quota is checked late)", q(ti), q(ti), used(2 * ti), ti},
 		{"raised", q(2 * ti), q(ti), used(ti), 2 * ti},
-		{"not measured yet", q(1), q(ti), nil, 1},
+		{"not measured yet, or made again over the bucket", q(1), q(ti), nil, ti},
+		{"lowered, not measured, above nothing", q(ti / 2), q(ti), nil, ti},
 		{"a new bucket", q(1), v1.Budgeted{}, used(ti), 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -194,6 +197,12 @@ func TestAtLeastUsed(t *testing.T) {
 				t.Errorf("want %d quota bytes counted, got %d", c.want, got.QuotaBytes)
 			}
 		})
+	}
+	now := time.Now()
+	at := func(d time.Duration) *v1.Usage { return &v1.Usage{Bytes: 1, MeasuredAt: metav1.NewTime(now.Add(-d))} }
+	if FreshUsage(at(time.Minute), 15*time.Minute, now) == nil || FreshUsage(at(time.Hour), 15*time.Minute, now) != nil ||
+		FreshUsage(at(0), 0, now) != nil || FreshUsage(nil, time.Hour, now) != nil {
+		t.Error("want a measurement counted only within its age, and never when usage is not measured")
 	}
 	topic := v1.Budgeted{Partitions: 3, DiskBytes: 1000}
 	if got := AtLeastUsed(topic, v1.Budgeted{Partitions: 3, DiskBytes: 9000}, used(9000)); got != topic {

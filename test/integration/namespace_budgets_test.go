@@ -175,3 +175,56 @@ func TestLoweredQuotaCountsWhatTheBucketHolds(t *testing.T) {
 		t.Errorf("want the refusal to give the budget, got %q", c.Message)
 	}
 }
+
+// TestUnmeasuredQuotaKeepsItsCount (MinIO): a
+// tenant fills a bucket and lowers its quota below the data before buckety
+// has measured what the bucket holds (here usage is measured every hour;
+// elsewhere a bucket listed past the usage listing's cap, whose figure the
+// refresh cannot renew, or a measurement older than three refreshes). Not
+// knowing what it holds, the lowered quota counts what it counted before,
+// and a second bucket the budget has no room for beside the data is
+// refused. Before, an unknown usage let the lowered quota count as asked,
+// for good (the next pass found it already counted), and the tenant could
+// repeat it bucket after bucket.
+func TestUnmeasuredQuotaKeepsItsCount(t *testing.T) {
+	needInfra(t)
+	const mi = 1 << 20
+	srv := s3test.Start(t, "minio", s3test.Options{})
+	be := harness.S3("quota-unmeasured", s3driver.Config{Implementation: s3driver.ImplMinIO, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
+	be.Limits = &config.Limits{QuotaBytes: drivers.ByteSize{Bytes: 8 * mi}}
+	startControllerWith(t, harness.ConfigYAML(be), nil, func(o *appcontroller.Options) {
+		o.RESTConfig, o.Recheck, o.Usage = cp.RESTConfig, time.Hour, time.Hour
+	})
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := func(name, quota string) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1.BucketySpec{Backend: "quota-unmeasured", Name: ns + "-" + name, Parameters: map[string]string{"quota": quota}}}
+	}
+	filled := bucket("filled", "6Mi")
+	create(t, filled)
+	waitCondition(t, filled, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
+	if _, err := root.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(filled.Spec.Name), Key: aws.String("data"), Body: bytes.NewReader(make([]byte, 5*mi))}); err != nil {
+		t.Fatal(err)
+	}
+	patch(t, getBuckety(t, ns, filled.Name), `{"spec":{"parameters":{"quota":"1Mi"}}}`)
+	wait.For(t, waitTimeout, "the lowered quota applied", func() (bool, string) {
+		b := getBuckety(t, ns, filled.Name)
+		c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
+		return b.Status.EffectiveParameters["quota"] == "1Mi" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation,
+			fmt.Sprintf("effective %v, Ready %+v", b.Status.EffectiveParameters, c)
+	})
+	if u := getBuckety(t, ns, filled.Name).Status.Usage; u != nil {
+		t.Fatalf("want the bucket not measured yet (usage every hour here), got %+v", u)
+	}
+	// 6Mi counted before + 6Mi asked > 8Mi: no room. Counting the lowered
+	// quota, 1Mi + 6Mi, there was.
+	second := bucket("second", "6Mi")
+	create(t, second)
+	c := waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout)
+	if !strings.Contains(c.Message, "over its budget of 8Mi") {
+		t.Errorf("want the refusal to give the budget, got %q", c.Message)
+	}
+}

@@ -257,7 +257,10 @@ func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, s
 	// A provisioning pass holds its status for its accesses to read, and
 	// wakes them, instead of writing it twice (buckety.Held).
 	held := &buckety.Held{}
-	bo := buckety.Options{Serves: serves, Backends: set, Claims: store, Recheck: o.Recheck, Wakes: wakes, Controller: controllerOptions(o), Held: held, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits, OwnerSettle: o.OwnerSettle}
+	bo := buckety.Options{Serves: serves, Backends: set, Claims: store, Recheck: o.Recheck, Wakes: wakes, Controller: controllerOptions(o), Held: held, Backoff: o.RetryBackoff, DrainUnits: o.DrainUnits, OwnerSettle: o.OwnerSettle,
+		// Three refreshes: one the service could not give (a bucket listed
+		// past its cap) leaves the last figure in place with its time.
+		UsageMaxAge: 3 * o.Usage}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
 	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
 		return buckety.Options{}, err

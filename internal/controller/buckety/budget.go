@@ -3,6 +3,7 @@ package buckety
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,7 +51,7 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 		// dimensions keep what was recorded (budget.Kept), the others
 		// are checked for growth below.
 	}
-	asked := budget.AtLeastUsed(budget.Kept(fp, budget.Counted(fp), had), had, b.Status.Usage)
+	asked := budget.AtLeastUsed(budget.Kept(fp, budget.Counted(fp), had), had, r.usage(b))
 	others, err := r.othersUse(ctx, b, e, claims)
 	if err != nil {
 		f.claimErr = err
@@ -102,7 +103,7 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	fp := budget.Footprint(e.Config, params)
 	asked := budget.Counted(fp)
 	if cl.Spec.Budgeted != nil {
-		asked = budget.AtLeastUsed(budget.Kept(fp, asked, *cl.Spec.Budgeted), *cl.Spec.Budgeted, b.Status.Usage)
+		asked = budget.AtLeastUsed(budget.Kept(fp, asked, *cl.Spec.Budgeted), *cl.Spec.Budgeted, r.usage(b))
 	}
 	if cl.Spec.Budgeted != nil && *cl.Spec.Budgeted == asked {
 		return true
@@ -131,4 +132,10 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	}
 	f.claim = cl
 	return true
+}
+
+// usage is what b's status says its bucket holds, when it says so of now
+// (Reconciler.UsageMaxAge); nil when not known.
+func (r *Reconciler) usage(b *v1.Buckety) *v1.Usage {
+	return budget.FreshUsage(b.Status.Usage, r.UsageMaxAge, time.Now())
 }

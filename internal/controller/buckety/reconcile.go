@@ -96,6 +96,11 @@ type Reconciler struct {
 	// OwnerSettle is how long an existing resource must stay without an
 	// owner record before it is adopted (settleUnrecorded); 0: 5 s.
 	OwnerSettle time.Duration
+	// UsageMaxAge is how old status.usage may be and still say what a
+	// bucket holds for its budget (budget.FreshUsage); 0: it never does
+	// (usage is not measured), and a lowered quota keeps counting what it
+	// counted before.
+	UsageMaxAge time.Duration
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64

@@ -62,6 +62,8 @@ type Options struct {
 	DrainUnits int
 	// OwnerSettle is the Reconciler's field of that name.
 	OwnerSettle time.Duration
+	// UsageMaxAge is the Reconciler's field of that name.
+	UsageMaxAge time.Duration
 	// Breaker is the Reconciler's field of that name; nil: one with the
 	// defaults.
 	Breaker *retry.Breaker
@@ -113,6 +115,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		APIReader:      mgr.GetAPIReader(),
 		DrainUnits:     o.DrainUnits,
 		OwnerSettle:    o.OwnerSettle,
+		UsageMaxAge:    o.UsageMaxAge,
 		Breaker:        o.Breaker,
 	}
 	notSettled, settledLater := queue.SettledLater(settled)
