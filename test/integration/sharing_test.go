@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
@@ -175,6 +176,48 @@ func TestSharingKafka(t *testing.T) {
 	ghost := foreignAccess(consumer, "ghost", third, "ghost", v1.RoleReadOnly)
 	create(t, ghost)
 	waitWithdrawn(t, ghost, time.Now(), fmt.Sprintf("Buckety %s/ghost does not exist or does not share role ReadOnly with namespace %s", third, consumer))
+}
+
+// TestForgedImplicitAccessHoldsNoDeletion: a consumer namespace shared
+// with gives its access to the owner's Buckety the implicit label, an
+// owner reference controlled by that Buckety (its UID learnt elsewhere)
+// and a finalizer of its own. The owner withdraws the sharing and deletes
+// its Buckety: the forged access is not taken for the Buckety's implicit
+// one (which the deletion would wait for, kept by the consumer's finalizer,
+// for ever: only a cluster admin could free it); the Buckety goes.
+func TestForgedImplicitAccessHoldsNoDeletion(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, 0)
+	startController(t, cfg, nil, time.Hour)
+	owner, consumer := namespace(t), namespace(t)
+	removeWhileRunning(t, owner)
+	removeWhileRunning(t, consumer)
+	orders := sharedBuckety(owner, "orders", "kafka", owner+".orders", consumer, v1.RoleReadOnly)
+	create(t, orders)
+	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
+	create(t, reader)
+	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	forged := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"},"finalizers":["example.com/keep",%q],"ownerReferences":[{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","name":"orders","uid":%q,"controller":true}]}}`,
+		v1.ImplicitLabel, v1.Finalizer, orders.UID)
+	patch(t, reader, forged)
+	t.Cleanup(func() {
+		p := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+		if err := k8s.Patch(context.Background(), reader, p); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
+	// (An owner reference to another namespace's object is dangling to
+	// Kubernetes' garbage collector, which deletes the forged access; its
+	// own finalizer keeps it.)
+	patch(t, orders, `{"spec":{"sharing":null}}`)
+	if err := k8s.Delete(context.Background(), orders); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the owner's Buckety gone", func() (bool, string) { return gone(t, orders) })
+	if ok, _ := gone(t, reader); ok {
+		t.Error("want the consumer's access left in place (buckety deletes no other namespace's access)")
+	}
 }
 
 // perAccessS3 is backend s3-scoped issuing a key per access on impl: one

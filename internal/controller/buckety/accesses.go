@@ -118,9 +118,14 @@ func notShared(a *v1.BucketyAccess, b *v1.Buckety) bool {
 	return c != nil && c.Reason == v1.ReasonNotShared
 }
 
-// IsImplicit reports whether a is b's implicit access.
+// IsImplicit reports whether a is b's implicit access: labelled so, of
+// b's namespace, and controlled by b. The label and the owner reference
+// are a tenant's to write, on an access of its own naming another
+// namespace's Buckety too (metadata alone does not pass the webhook):
+// such an access is never taken for the Buckety's own, whose deletion
+// would otherwise wait for it, kept by that tenant's finalizer, for ever.
 func IsImplicit(a *v1.BucketyAccess, b *v1.Buckety) bool {
-	return a.Labels[v1.ImplicitLabel] == "true" && metav1.IsControlledBy(a, b)
+	return a.Namespace == b.Namespace && a.Labels[v1.ImplicitLabel] == "true" && metav1.IsControlledBy(a, b)
 }
 
 // recentlyCreated is how long an implicit access this controller created
