@@ -293,6 +293,23 @@ func TestDrainCancelAndRestart(t *testing.T) {
 	if !bucketExists(t, bucket) {
 		t.Errorf("the bucket must be kept")
 	}
+
+	// Written since, then the first request set again (a revert in Git of
+	// the commit that asked for the second): refused, nothing deleted.
+	for i := range 3 {
+		if _, err := cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("after-%d", i)), Body: strings.NewReader("kept")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	requestDrain(t, b, &v1.DrainSpec{Request: "first"})
+	cur = waitDrain(t, b, "first", v1.DrainPhaseRefused, waitTimeout)
+	if !strings.Contains(cur.Status.Drain.Message, "handled before") {
+		t.Errorf("want the refusal to say the request was handled before, got %q", cur.Status.Drain.Message)
+	}
+	waitEvent(t, ns, v1.EventDrainRefused, `"first" was handled before`)
+	if got := bucketEntries(t, cl, bucket, false); got != 3 {
+		t.Errorf("an earlier request set again must delete nothing: want the 3 objects written since, got %d", got)
+	}
 }
 
 // topicRecords is a topic's records between its low and high watermarks.

@@ -284,7 +284,18 @@ type DrainStatus struct {
 	// Requests is how many requests those passes made to the service.
 	// +optional
 	Requests int64 `json:"requests,omitempty"`
+	// Earlier are the requests this Buckety handled before Request, the
+	// most recent last (at most MaxEarlierDrains): a request among them
+	// set again (a Git revert of the commit that asked for the next one)
+	// is refused, not drained again.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Earlier []string `json:"earlier,omitempty"`
 }
+
+// MaxEarlierDrains bounds DrainStatus.Earlier.
+const MaxEarlierDrains = 16
 
 // DrainContent is an amount of content: objects (a bucket's object
 // versions, delete markers and uploads) or records (a topic's offsets

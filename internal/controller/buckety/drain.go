@@ -3,6 +3,7 @@ package buckety
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,9 +145,14 @@ func drainRequest(b *v1.Buckety, now time.Time) drainTransition {
 	if spec == nil || (st != nil && st.Request == spec.Request) {
 		return tr
 	}
-	next := &v1.DrainStatus{Request: spec.Request, Phase: v1.DrainPhaseDraining, StartTime: &t, LastProgressTime: &t}
+	next := &v1.DrainStatus{Request: spec.Request, Phase: v1.DrainPhaseDraining, StartTime: &t, LastProgressTime: &t, Earlier: earlierDrains(st)}
 	b.Status.Drain = next
 	switch {
+	case slices.Contains(next.Earlier, spec.Request):
+		// A revert in Git of the commit that asked for the next drain
+		// brings an earlier request back: it drained once, and does
+		// not empty the resource again (with what was written since).
+		refuse(next, t, fmt.Sprintf("spec.drain.request %q was handled before (status.drain.earlier): a request drains once, so setting an earlier one again (a revert in Git) does not empty the resource again; set a new value to drain it", spec.Request))
 	case b.Generation <= 1:
 		refuse(next, t, "spec.drain.request was set when this Buckety was created, so a Buckety re-applied from Git or restored from a backup does not empty its resource again; change spec.drain.request to drain it")
 	case b.Status.Provenance == "":
@@ -163,6 +169,22 @@ func drainRequest(b *v1.Buckety, now time.Time) drainTransition {
 	tr.events = append(tr.events, drainEvent{corev1.EventTypeNormal, v1.EventDrainStarted,
 		fmt.Sprintf("drain %q started: the resource is emptied and kept; status.drain reports the progress", spec.Request)})
 	return tr
+}
+
+// earlierDrains are the requests handled before the one after st: st's
+// earlier ones and its own, the oldest dropped past v1.MaxEarlierDrains.
+func earlierDrains(st *v1.DrainStatus) []string {
+	if st == nil {
+		return nil
+	}
+	out := append(slices.Clone(st.Earlier), st.Request)
+	if i := slices.Index(out[:len(out)-1], st.Request); i >= 0 {
+		out = slices.Delete(out, i, i+1) // once, at its latest place
+	}
+	if n := len(out) - v1.MaxEarlierDrains; n > 0 {
+		out = out[n:]
+	}
+	return out
 }
 
 func requestOf(d *v1.DrainSpec) string {

@@ -2,6 +2,8 @@ package buckety
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +51,10 @@ func TestDrainRequest(t *testing.T) {
 		{name: "a status no spec asks for (restored) is cancelled", gen: 1, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining}, wantPhase: v1.DrainPhaseCancelled, wantReq: "r1", wantEvents: []string{v1.EventDrainCancelled}},
 		{name: "a changed request cancels and starts anew", gen: 4, spec: &v1.DrainSpec{Request: "r2"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining}, wantPhase: v1.DrainPhaseDraining, wantReq: "r2", wantEvents: []string{v1.EventDrainCancelled, v1.EventDrainStarted}},
 		{name: "removing spec.drain after completion keeps the record", gen: 4, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDrained}, wantPhase: v1.DrainPhaseDrained, wantReq: "r1"},
+		{name: "an earlier request set again (a revert in Git) is refused", gen: 6, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r2", Phase: v1.DrainPhaseDraining, Earlier: []string{"r1"}},
+			wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainCancelled, v1.EventDrainRefused}},
+		{name: "an earlier request set again after the next completed is refused", gen: 6, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r2", Phase: v1.DrainPhaseDrained, Earlier: []string{"r0", "r1"}},
+			wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainRefused}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := drainingBuckety(c.gen, c.spec, c.st)
@@ -73,10 +79,32 @@ func TestDrainRequest(t *testing.T) {
 			if st == nil || st.Phase != c.wantPhase || st.Request != c.wantReq {
 				t.Fatalf("want %s %q, got %+v", c.wantPhase, c.wantReq, st)
 			}
+			if c.st != nil && c.st.Request != st.Request && !slices.Contains(st.Earlier, c.st.Request) {
+				t.Errorf("want the request before, %q, among status.drain.earlier, got %v", c.st.Request, st.Earlier)
+			}
 			if st.Phase == v1.DrainPhaseDraining && (st.StartTime == nil || !st.StartTime.Time.Equal(t0) || st.LastProgressTime == nil) {
 				t.Errorf("a started drain records its start: got %+v", st)
 			}
 		})
+	}
+}
+
+// TestEarlierDrains: status.drain.earlier keeps each request once, at its
+// latest place, the most recent last, and at most v1.MaxEarlierDrains.
+func TestEarlierDrains(t *testing.T) {
+	if got := earlierDrains(nil); got != nil {
+		t.Errorf("no status: want none, got %v", got)
+	}
+	if got := earlierDrains(&v1.DrainStatus{Request: "a", Earlier: []string{"a", "b"}}); strings.Join(got, ",") != "b,a" {
+		t.Errorf("want a once, at its latest place: got %v", got)
+	}
+	st := &v1.DrainStatus{}
+	for i := range 40 {
+		st = &v1.DrainStatus{Request: fmt.Sprint(i), Earlier: earlierDrains(st)}
+	}
+	got := earlierDrains(st)
+	if len(got) != v1.MaxEarlierDrains || got[len(got)-1] != "39" || got[0] != fmt.Sprint(40-v1.MaxEarlierDrains) {
+		t.Errorf("want the last %d requests, the newest last, got %v", v1.MaxEarlierDrains, got)
 	}
 }
 
