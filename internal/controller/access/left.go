@@ -42,17 +42,21 @@ func (r *Reconciler) revokeLeft(ctx context.Context, key types.NamespacedName) e
 		}
 	}
 	var errs []error
+	var live *v1.BucketyAccess // read once, when a record is left
 	for uid, creds := range byOwner {
 		if creds = r.unseen.filter(uid, creds); len(creds) == 0 {
 			continue
 		}
-		live := &v1.BucketyAccess{}
-		switch err := r.APIReader.Get(ctx, key, live); {
-		case err == nil && live.UID == uid:
+		if live == nil {
+			live = &v1.BucketyAccess{}
+			if err := r.APIReader.Get(ctx, key, live); apierrors.IsNotFound(err) {
+				live.UID = ""
+			} else if err != nil {
+				return fmt.Errorf("read access %s: %w", key, err)
+			}
+		}
+		if live.UID == uid {
 			continue // there after all: its own passes look after it
-		case err != nil && !apierrors.IsNotFound(err):
-			errs = append(errs, fmt.Errorf("read access %s: %w", key, err))
-			continue
 		}
 		for i := range creds {
 			if _, err := r.revokeConfirmed(ctx, &creds[i], metrics.RevokedAccessGone); err != nil {
