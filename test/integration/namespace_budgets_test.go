@@ -126,6 +126,58 @@ func wantBudget(t *testing.T, ns, budget string, limit int64) {
 	})
 }
 
+// filledUnderQuotaBudget starts MinIO and a controller (opts) with backend
+// name on it under a quota budget of 8Mi, and in a new namespace the
+// Buckety "filled" with quota 6Mi, Ready and holding 5Mi; bucket makes a
+// Buckety of that namespace on the backend with a quota.
+func filledUnderQuotaBudget(t *testing.T, name string, opts func(*appcontroller.Options)) (ns string, filled *v1.Buckety, bucket func(name, quota string) *v1.Buckety) {
+	t.Helper()
+	const mi = 1 << 20
+	srv := s3test.Start(t, "minio", s3test.Options{})
+	be := harness.S3(name, s3driver.Config{Implementation: s3driver.ImplMinIO, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
+	be.Limits = &config.Limits{QuotaBytes: drivers.ByteSize{Bytes: 8 * mi}}
+	startControllerWith(t, harness.ConfigYAML(be), nil, opts)
+	ns = namespace(t)
+	removeWhileRunning(t, ns)
+	bucket = func(bname, quota string) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: bname, Namespace: ns},
+			Spec: v1.BucketySpec{Backend: name, Name: ns + "-" + bname, Parameters: map[string]string{"quota": quota}}}
+	}
+	filled = bucket("filled", "6Mi")
+	create(t, filled)
+	waitCondition(t, filled, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
+	if _, err := root.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(filled.Spec.Name), Key: aws.String("data"), Body: bytes.NewReader(make([]byte, 5*mi))}); err != nil {
+		t.Fatal(err)
+	}
+	return ns, filled, bucket
+}
+
+// lowerQuota sets b's quota and waits until it is applied (Ready at the
+// new generation).
+func lowerQuota(t *testing.T, b *v1.Buckety, quota string) {
+	t.Helper()
+	patch(t, getBuckety(t, b.Namespace, b.Name), fmt.Sprintf(`{"spec":{"parameters":{"quota":%q}}}`, quota))
+	wait.For(t, waitTimeout, "the lowered quota applied", func() (bool, string) {
+		cur := getBuckety(t, b.Namespace, b.Name)
+		c := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionReady)
+		return cur.Status.EffectiveParameters["quota"] == quota && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == cur.Generation,
+			fmt.Sprintf("effective %v, Ready %+v", cur.Status.EffectiveParameters, c)
+	})
+}
+
+// wantRefused creates b and waits for it refused over its budget, the
+// refusal saying msg.
+func wantRefused(t *testing.T, b *v1.Buckety, msg string) {
+	t.Helper()
+	create(t, b)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout)
+	if !strings.Contains(c.Message, msg) {
+		t.Errorf("want the refusal to give the budget, got %q", c.Message)
+	}
+}
+
 // TestLoweredQuotaCountsWhatTheBucketHolds (MinIO): a bucket filled under
 // its quota, then given a quota below what it holds, keeps counting what
 // it holds against the namespace's quota budget (MinIO keeps the data
@@ -135,45 +187,17 @@ func wantBudget(t *testing.T, ns, budget string, limit int64) {
 func TestLoweredQuotaCountsWhatTheBucketHolds(t *testing.T) {
 	needInfra(t)
 	const mi = 1 << 20
-	srv := s3test.Start(t, "minio", s3test.Options{})
-	be := harness.S3("quota-budget", s3driver.Config{Implementation: s3driver.ImplMinIO, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
-		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
-	be.Limits = &config.Limits{QuotaBytes: drivers.ByteSize{Bytes: 8 * mi}}
-	startControllerWith(t, harness.ConfigYAML(be), nil, func(o *appcontroller.Options) {
+	ns, filled, bucket := filledUnderQuotaBudget(t, "quota-budget", func(o *appcontroller.Options) {
 		o.Usage = time.Second
 	})
-	ns := namespace(t)
-	removeWhileRunning(t, ns)
-	bucket := func(name, quota string) *v1.Buckety {
-		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1.BucketySpec{Backend: "quota-budget", Name: ns + "-" + name, Parameters: map[string]string{"quota": quota}}}
-	}
-	filled := bucket("filled", "6Mi")
-	create(t, filled)
-	waitCondition(t, filled, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
-	if _, err := root.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(filled.Spec.Name), Key: aws.String("data"), Body: bytes.NewReader(make([]byte, 5*mi))}); err != nil {
-		t.Fatal(err)
-	}
 	wait.For(t, waitTimeout, "status.usage to count the 5Mi written", func() (bool, string) {
 		u := getBuckety(t, ns, filled.Name).Status.Usage
 		return u != nil && u.Bytes >= 5*mi, fmt.Sprintf("%+v", u)
 	})
-	patch(t, getBuckety(t, ns, filled.Name), `{"spec":{"parameters":{"quota":"1Mi"}}}`)
-	wait.For(t, waitTimeout, "the lowered quota applied", func() (bool, string) {
-		b := getBuckety(t, ns, filled.Name)
-		c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
-		return b.Status.EffectiveParameters["quota"] == "1Mi" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation,
-			fmt.Sprintf("effective %v, Ready %+v", b.Status.EffectiveParameters, c)
-	})
+	lowerQuota(t, filled, "1Mi")
 	// 5Mi held + 6Mi asked > 8Mi: no room. Counting the lowered quota,
 	// 1Mi + 6Mi, there was.
-	second := bucket("second", "6Mi")
-	create(t, second)
-	c := waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout)
-	if !strings.Contains(c.Message, "over its budget of 8Mi") {
-		t.Errorf("want the refusal to give the budget, got %q", c.Message)
-	}
+	wantRefused(t, bucket("second", "6Mi"), "over its budget of 8Mi")
 }
 
 // TestUnmeasuredQuotaKeepsItsCount (MinIO): a
@@ -188,43 +212,14 @@ func TestLoweredQuotaCountsWhatTheBucketHolds(t *testing.T) {
 // repeat it bucket after bucket.
 func TestUnmeasuredQuotaKeepsItsCount(t *testing.T) {
 	needInfra(t)
-	const mi = 1 << 20
-	srv := s3test.Start(t, "minio", s3test.Options{})
-	be := harness.S3("quota-unmeasured", s3driver.Config{Implementation: s3driver.ImplMinIO, Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
-		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, RequestTimeout: harness.Duration(10 * time.Second)})
-	be.Limits = &config.Limits{QuotaBytes: drivers.ByteSize{Bytes: 8 * mi}}
-	startControllerWith(t, harness.ConfigYAML(be), nil, func(o *appcontroller.Options) {
+	ns, filled, bucket := filledUnderQuotaBudget(t, "quota-unmeasured", func(o *appcontroller.Options) {
 		o.RESTConfig, o.Recheck, o.Usage = cp.RESTConfig, time.Hour, time.Hour
 	})
-	ns := namespace(t)
-	removeWhileRunning(t, ns)
-	bucket := func(name, quota string) *v1.Buckety {
-		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1.BucketySpec{Backend: "quota-unmeasured", Name: ns + "-" + name, Parameters: map[string]string{"quota": quota}}}
-	}
-	filled := bucket("filled", "6Mi")
-	create(t, filled)
-	waitCondition(t, filled, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	root := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
-	if _, err := root.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(filled.Spec.Name), Key: aws.String("data"), Body: bytes.NewReader(make([]byte, 5*mi))}); err != nil {
-		t.Fatal(err)
-	}
-	patch(t, getBuckety(t, ns, filled.Name), `{"spec":{"parameters":{"quota":"1Mi"}}}`)
-	wait.For(t, waitTimeout, "the lowered quota applied", func() (bool, string) {
-		b := getBuckety(t, ns, filled.Name)
-		c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
-		return b.Status.EffectiveParameters["quota"] == "1Mi" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.Generation,
-			fmt.Sprintf("effective %v, Ready %+v", b.Status.EffectiveParameters, c)
-	})
+	lowerQuota(t, filled, "1Mi")
 	if u := getBuckety(t, ns, filled.Name).Status.Usage; u != nil {
 		t.Fatalf("want the bucket not measured yet (usage every hour here), got %+v", u)
 	}
 	// 6Mi counted before + 6Mi asked > 8Mi: no room. Counting the lowered
 	// quota, 1Mi + 6Mi, there was.
-	second := bucket("second", "6Mi")
-	create(t, second)
-	c := waitCondition(t, second, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout)
-	if !strings.Contains(c.Message, "over its budget of 8Mi") {
-		t.Errorf("want the refusal to give the budget, got %q", c.Message)
-	}
+	wantRefused(t, bucket("second", "6Mi"), "over its budget of 8Mi")
 }

@@ -290,6 +290,18 @@ func TestScopedSecretDeletedGetsANewPassword(t *testing.T) {
 	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 }
 
+// readyTopicAccess creates Buckety name on backend kafka (topic
+// <ns>.<name>) and access "app" to it writing Secret "app", and waits
+// for the access Ready.
+func readyTopicAccess(t *testing.T, ns, name string) *v1.BucketyAccess {
+	t.Helper()
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + "." + name}})
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: name}, CredentialsSecretName: "app"}}
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	return a
+}
+
 // TestStrippedAccessIsRevokedAtOnce: a tenant deletes an access with its
 // finalizer removed by hand while the broker hangs, so buckety's deletion
 // cannot revoke its user; the access is gone at once. Its user is revoked
@@ -304,10 +316,7 @@ func TestStrippedAccessIsRevokedAtOnce(t *testing.T) {
 	})
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
-	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".events"}})
-	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "events"}, CredentialsSecretName: "app"}}
-	create(t, a)
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	a := readyTopicAccess(t, ns, "events")
 	copied := secret(t, ns, "app").Data
 	if err := produceWith(t, copied, ns+".events"); err != nil {
 		t.Fatalf("want the Secret to work, got %v", err)
@@ -365,10 +374,7 @@ func TestRotationWhoseSecretIsRefusedIssuesNoThird(t *testing.T) {
 	startController(t, cfg, nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
-	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".ticks"}})
-	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"}, CredentialsSecretName: "app"}}
-	create(t, a)
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	a := readyTopicAccess(t, ns, "ticks")
 	first := secret(t, ns, "app")
 
 	ctx := context.Background()
