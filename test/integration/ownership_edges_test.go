@@ -28,6 +28,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 	"github.com/Yolean/buckety-controller/internal/testhook"
 	"github.com/Yolean/buckety-controller/test/harness"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
@@ -246,6 +247,74 @@ func TestAdoptedKeptIsNotTakenBackAsCreated(t *testing.T) {
 	deleteOn(t, k8s, again)
 	if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious")}); err != nil {
 		t.Errorf("want the adopted bucket's object in place after the second Buckety went, got %v", err)
+	}
+}
+
+// TestKeptWithoutBackend (MinIO, installation east): a Buckety with
+// retentionPolicy Retain is deleted while its backend is missing from
+// buckety-controller.yaml, so the owner record on the bucket cannot be
+// marked retained and still holds it for that namespace and name. The
+// retained claim says so (recordUnmarked). Once the backend is back, the
+// same manifest applied again with retentionPolicy Delete is refused (the
+// bucket holds content, no adoption key), the record is marked retained
+// then, and deleting that Buckety keeps the data. Before, the record
+// handed the bucket back Created and the Delete deleted the retained data.
+func TestKeptWithoutBackend(t *testing.T) {
+	needInfra(t)
+	srv, be := scopedS3(t, "minio")
+	be.Name = "owned"
+	east := startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	ctx := context.Background()
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-kept"
+	_, b, _ := tenantManifests(ns, bucket, "")
+	b.Spec.RetentionPolicy = v1.RetentionRetain
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious"), Body: strings.NewReader("kept")}); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		out, err := root.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			return fmt.Sprintf("(%v)", err)
+		}
+		for _, tag := range out.TagSet {
+			if aws.ToString(tag.Key) == s3driver.TagState {
+				return aws.ToString(tag.Value)
+			}
+		}
+		return "(none)"
+	}
+	held := state()
+
+	east.stop(t)
+	without := startControllerWith(t, installationYAML("east", sharedKafka("kafka")), nil, fastLoops)
+	deleteOn(t, k8s, b)
+	if got := state(); got != held {
+		t.Fatalf("deleted while its backend is missing from the config: want the record as it was (%s), got %s", held, got)
+	}
+	cl := &v1.BucketyClaim{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: claims.Name("owned", bucket)}, cl); err != nil || !claims.IsRetained(cl) || !cl.Spec.Retained.RecordUnmarked {
+		t.Fatalf("want the claim kept retained with recordUnmarked, got %v %+v", err, cl.Spec.Retained)
+	}
+	without.stop(t)
+
+	startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+	_, again, _ := tenantManifests(ns, bucket, "")
+	create(t, again)
+	if got := waitCondition(t, again, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout); !strings.Contains(got.Message, "was retained when Buckety "+ns+"/orders was deleted") {
+		t.Errorf("want the refusal to name the Buckety it was retained from, got %q", got.Message)
+	}
+	if got := state(); got != string(drivers.OwnerRetained) {
+		t.Errorf("want the record marked %s once the backend is back, got %s", drivers.OwnerRetained, got)
+	}
+	deleteOn(t, k8s, again)
+	if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious")}); err != nil {
+		t.Errorf("want the retained bucket's object in place after the second Buckety (retentionPolicy Delete) went, got %v", err)
 	}
 }
 

@@ -103,6 +103,14 @@ type ClaimRetained struct {
 	Owner ClaimOwner `json:"owner"`
 	// Phase is that owner's claim phase.
 	Phase ClaimPhase `json:"phase"`
+	// RecordUnmarked is true when the owner record on the backend still
+	// holds the resource for that Buckety, not marked retained: its
+	// backend was missing from buckety-controller.yaml when the Buckety
+	// was deleted. A later Buckety of the same namespace and name takes it
+	// as retained all the same (the adoption rules apply) and marks the
+	// record then.
+	// +optional
+	RecordUnmarked bool `json:"recordUnmarked,omitempty"`
 }
 
 // Budgeted is what one resource counts against its namespace's budget.

@@ -59,6 +59,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 	// this Buckety (a cluster rebuilt from git), or one handed over to it,
 	// is re-attached whatever it holds.
 	reattach := false
+	var retainedFrom *v1.ClaimRetained
 	if in.Exists {
 		v, ok := r.ownerVerdict(ctx, b, e, f)
 		if !ok {
@@ -70,6 +71,16 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			return nil, false, nil, false
 		}
 		reattach = v == ownerMine || v == ownerHandedToMe
+		if v == ownerMine {
+			kept, ok := r.keptUnmarked(ctx, b, e, k, cl, f)
+			if !ok {
+				return nil, false, nil, false
+			}
+			if kept != nil {
+				reattach = false
+				retainedFrom = kept
+			}
+		}
 	} else if r.nameHeldElsewhere(ctx, b, e, f) {
 		if cl != nil {
 			if err := r.letGo(ctx, cl); err != nil {
@@ -109,7 +120,11 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 				return nil, false, nil, false
 			}
 		}
-		r.refuse(ctx, b, e, f, in, "")
+		why := ""
+		if retainedFrom != nil {
+			why = fmt.Sprintf("was retained when Buckety %s/%s was deleted (%s), and holds content", retainedFrom.Owner.Namespace, retainedFrom.Owner.Name, retainedFrom.Since.UTC().Format(time.RFC3339))
+		}
+		r.refuse(ctx, b, e, f, in, why)
 		return nil, false, nil, false
 	}
 	phase := v1.ClaimCreated
@@ -186,6 +201,36 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		return v, false
 	}
 	return v, true
+}
+
+// keptUnmarked returns the retained record of the resource this pass
+// found, when an earlier Buckety of this name was deleted with it kept
+// while its backend was missing from the config: the owner record still
+// holds it for this namespace and name, but it was retained, so the
+// adoption rules apply, not the re-attachment. The record is marked
+// retained now, as that deletion would have. ok is false when this pass
+// stops here (the error in f). cl is this Buckety's claim on it, or nil
+// (then the claims on it are read fresh: a rare read, only where the
+// record would re-attach).
+func (r *Reconciler) keptUnmarked(ctx context.Context, b *v1.Buckety, e *backends.Entry, k claims.Key, cl *v1.BucketyClaim, f *facts) (*v1.ClaimRetained, bool) {
+	var kept *v1.ClaimRetained
+	if cl != nil {
+		kept = claims.UnmarkedFor(cl, b)
+	} else {
+		var err error
+		if kept, err = r.Claims.RetainedUnmarked(ctx, b, k); err != nil {
+			f.claimErr = err
+			return nil, false
+		}
+	}
+	if kept == nil {
+		return nil, true
+	}
+	if err := r.retainOwner(ctx, b, e, backendResource(e, f.resourceName, f.params, nil)); err != nil {
+		f.Record(err)
+		return nil, false
+	}
+	return kept, true
 }
 
 // nameHeldElsewhere reads, for a resource this pass found missing on a

@@ -65,14 +65,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 	}
 	for i := range owned {
 		cl := &owned[i]
+		f.recordUnmarked = false
 		res, done, deleted, err := r.deleteOrRetain(ctx, b, cl, f)
 		if !done {
 			return res, err
 		}
-		if deleted {
+		switch {
+		case deleted:
 			err = r.Claims.Release(ctx, cl)
 			r.wake(ctx, cl)
-		} else {
+		case f.recordUnmarked:
+			// Left on the backend, whose record still holds it for a
+			// Buckety of this name: the claim says so, so a Buckety
+			// applied again under the name takes it as retained.
+			if _, err = r.Claims.LetGoRecordUnmarked(ctx, cl); err == nil {
+				r.wake(ctx, cl)
+			}
+		default:
 			// Left on the backend: it keeps counting against the
 			// namespace, as retained, until a maintainer releases it.
 			err = r.letGo(ctx, cl)
@@ -181,6 +190,9 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		}
 		e, ok := r.Backends.Get(cl.Spec.Backend)
 		if !ok {
+			// Not reachable now; the retained claim carries what
+			// the record could not say (recordUnmarked).
+			f.recordUnmarked = true
 			return true
 		}
 		at := backendResource(e, name, budget.EffectiveParameters(e.Config, b), cl)

@@ -17,6 +17,10 @@ type facts struct {
 	deleting bool
 	// resourceName is the resolved backend resource name.
 	resourceName string
+	// recordUnmarked: a deletion keeps the claim it handles retained
+	// while the owner record of its resource stays unmarked (the
+	// backend is missing from the config).
+	recordUnmarked bool
 	// problem pauses reconciliation: backend gone, driver changed, or
 	// driver major mismatch.
 	problem *backends.Problem

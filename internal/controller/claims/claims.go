@@ -239,8 +239,8 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.Buck
 	cl := cur.DeepCopy()
 	if Written(cl.Spec.Phase) {
 		cl.Spec.Retained = &v1.ClaimRetained{Since: metav1.Now(), Owner: cl.Spec.Owner, Phase: cl.Spec.Phase}
-		if cur.Spec.Retained != nil && cur.Spec.Retained.Owner.UID == cur.Spec.Owner.UID {
-			cl.Spec.Retained.Since = cur.Spec.Retained.Since
+		if IsRetained(cur) {
+			cl.Spec.Retained.Since, cl.Spec.Retained.RecordUnmarked = cur.Spec.Retained.Since, cur.Spec.Retained.RecordUnmarked
 		}
 	}
 	if phase == v1.ClaimCreated {
@@ -283,13 +283,30 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.Buck
 // it took over; any other is released. It returns whether the claim was
 // released (deleted). Optimistic locks throughout, as Release.
 func (c *Store) LetGo(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
+	return c.letGo(ctx, cl, false)
+}
+
+// LetGoRecordUnmarked is LetGo for a deleted Buckety whose owner record
+// on the backend could not be marked retained (its backend is missing
+// from the config): a claim kept as retained says so (recordUnmarked), so
+// a later Buckety of the same name is not handed the resource back as
+// its own by that record.
+func (c *Store) LetGoRecordUnmarked(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
+	return c.letGo(ctx, cl, true)
+}
+
+func (c *Store) letGo(ctx context.Context, cl *v1.BucketyClaim, unmarked bool) (bool, error) {
 	next := cl.DeepCopy()
 	switch {
 	case Written(cl.Spec.Phase):
-		if cl.Spec.Retained != nil && cl.Spec.Retained.Owner.UID == cl.Spec.Owner.UID {
-			return false, nil // retained already (a deletion pass run again)
+		if r := cl.Spec.Retained; r != nil && r.Owner.UID == cl.Spec.Owner.UID {
+			if r.RecordUnmarked || !unmarked {
+				return false, nil // retained already (a deletion pass run again)
+			}
+			next.Spec.Retained.RecordUnmarked = true
+			break
 		}
-		next.Spec.Retained = &v1.ClaimRetained{Since: metav1.Now(), Owner: cl.Spec.Owner, Phase: cl.Spec.Phase}
+		next.Spec.Retained = &v1.ClaimRetained{Since: metav1.Now(), Owner: cl.Spec.Owner, Phase: cl.Spec.Phase, RecordUnmarked: unmarked}
 	case cl.Spec.Retained != nil:
 		r := cl.Spec.Retained
 		if r.Owner.UID == cl.Spec.Owner.UID {
@@ -313,6 +330,38 @@ func (c *Store) LetGo(ctx context.Context, cl *v1.BucketyClaim) (bool, error) {
 	c.recent.drop(cl.Name)
 	*cl = *next
 	return false, nil
+}
+
+// UnmarkedFor is the retained record of cl that b is not handed back by
+// the owner record on the backend: the resource was retained from another
+// Buckety (of the same namespace and name, by that record) whose deletion
+// could not mark the record retained (RecordUnmarked). Nil otherwise.
+func UnmarkedFor(cl *v1.BucketyClaim, b *v1.Buckety) *v1.ClaimRetained {
+	if r := cl.Spec.Retained; r != nil && r.RecordUnmarked && r.Owner.UID != string(b.UID) {
+		return r
+	}
+	return nil
+}
+
+// RetainedUnmarked reads the claims on k fresh and returns the retained
+// record b is not handed back by the owner record (UnmarkedFor), nil when
+// there is none.
+func (c *Store) RetainedUnmarked(ctx context.Context, b *v1.Buckety, k Key) (*v1.ClaimRetained, error) {
+	for _, name := range k.names() {
+		cl := &v1.BucketyClaim{}
+		switch err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cl); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read claim %s: %w", name, err)
+		}
+		if k.covers(cl) {
+			if r := UnmarkedFor(cl, b); r != nil {
+				return r, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // IsRetained reports whether a claim holds a resource retained from a
