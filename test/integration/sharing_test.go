@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,6 +219,64 @@ func TestForgedImplicitAccessHoldsNoDeletion(t *testing.T) {
 	if ok, _ := gone(t, reader); ok {
 		t.Error("want the consumer's access left in place (buckety deletes no other namespace's access)")
 	}
+}
+
+// TestRotatingWithdrawnHoldsNoDeletion: the owner stops sharing, the
+// consumer's access is withdrawn (its user and Secret gone), and the
+// consumer keeps changing its spec.rotation, as fast as the API server
+// takes it, while the owner deletes its Buckety: the deletion goes on.
+// Before, an access counted as withdrawn only for the generation its
+// condition was written for, and each change held the deletion back until
+// the next pass caught up.
+func TestRotatingWithdrawnHoldsNoDeletion(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, 0)
+	startController(t, cfg, nil, time.Hour)
+	owner, consumer := namespace(t), namespace(t)
+	removeWhileRunning(t, owner)
+	removeWhileRunning(t, consumer)
+	orders := sharedBuckety(owner, "orders", "kafka", owner+".orders", consumer, v1.RoleReadOnly)
+	create(t, orders)
+	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
+	create(t, reader)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	patch(t, orders, `{"spec":{"sharing":null}}`)
+	waitWithdrawn(t, reader, time.Now(), "does not share")
+
+	ctx, stop := context.WithCancel(context.Background())
+	var bumps atomic.Int64
+	const writers = 4
+	done := make(chan error, writers)
+	for range writers {
+		go func() {
+			for ctx.Err() == nil {
+				p := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"rotation":"r%d"}}`, bumps.Add(1)))
+				if err := k8s.Patch(ctx, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: consumer, Name: "reader"}}, p); err != nil && ctx.Err() == nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	if err := k8s.Delete(context.Background(), orders); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the owner's Buckety gone while the consumer keeps changing spec.rotation", func() (bool, string) { return gone(t, orders) })
+	stop()
+	for range writers {
+		if err := <-done; err != nil {
+			t.Fatalf("changing the withdrawn access's spec.rotation: %v", err)
+		}
+	}
+	t.Logf("the consumer changed spec.rotation %d times during the deletion", bumps.Load())
+	if bumps.Load() < 2 {
+		t.Fatalf("want the consumer's changes to have run during the deletion, got %d", bumps.Load())
+	}
+	if creds := credentialsOf(t, reader.UID); len(creds) != 0 {
+		t.Errorf("want no credential issued to the withdrawn access, got %d", len(creds))
+	}
+	noSecret(t, consumer, "reader", "withdrawn, its Buckety deleted")
 }
 
 // perAccessS3 is backend s3-scoped issuing a key per access on impl: one

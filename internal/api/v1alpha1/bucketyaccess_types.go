@@ -276,15 +276,21 @@ func (a *BucketyAccess) AnyForeign() bool {
 
 // Withdrawn reports whether the access, naming another namespace's
 // Buckety, holds nothing on it any more: that Buckety stopped sharing with
-// it (Ready False, reason NotShared, for its current generation) and the
-// controller revoked its credentials and deleted its Secret. A withdrawn
-// access does not hold its Buckety's deletion back.
+// it (Ready False, reason NotShared) and the controller revoked its
+// credentials and deleted its Secret. A withdrawn access does not hold its
+// Buckety's deletion back.
+//
+// Whatever generation of the access the condition was written for: the
+// Buckety an access names is immutable, and what holds rights is its
+// principal and Secret, both gone. A consumer changing its spec.rotation
+// faster than a pass kept its access from counting as withdrawn, and the
+// owner's deletion waiting for as long as it kept writing.
 func (a *BucketyAccess) Withdrawn() bool {
 	if a.Several() || !a.Foreign() || a.Status.Principal != "" || a.Status.BucketyGeneration != 0 {
 		return false
 	}
 	c := meta.FindStatusCondition(a.Status.Conditions, ConditionReady)
-	return c != nil && c.Reason == ReasonNotShared && c.ObservedGeneration == a.Generation
+	return c != nil && c.Reason == ReasonNotShared
 }
 
 // WithdrawnFrom reports whether the access holds nothing on Buckety
