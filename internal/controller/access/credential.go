@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -636,22 +637,33 @@ func (k *knownSecrets) forget(uid types.UID) {
 
 // revokeAll revokes every principal recorded for the access, then deletes
 // the records. It reads the records from the API server: a record the
-// cache has not seen yet must be revoked too.
+// cache has not seen yet must be revoked too. One that cannot be revoked
+// now (its backend is missing from the config, or fails) stops none of
+// the others: each is revoked as soon as its own backend allows, and the
+// access keeps only what could not be. It reports whether every one was;
+// the errors are joined.
 func (r *Reconciler) revokeAll(ctx context.Context, a *v1.BucketyAccess, f *facts) (bool, error) {
 	var list v1.BucketyCredentialList
 	if err := r.APIReader.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(a.UID)}); err != nil {
 		return false, fmt.Errorf("list credentials: %w", err)
 	}
+	all := true
+	var errs []error
 	for i := range list.Items {
 		c := &list.Items[i]
 		if c.Spec.Owner.UID != string(a.UID) {
 			continue
 		}
-		if done, err := r.revoke(ctx, c, f); !done || err != nil {
-			return false, err
+		if ctx.Err() != nil {
+			return false, errors.Join(append(errs, ctx.Err())...)
 		}
+		done, err := r.revoke(ctx, c, f)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		all = all && done
 	}
-	return true, nil
+	return all, errors.Join(errs...)
 }
 
 // revoke removes one recorded principal from its backend, then its record.

@@ -1,11 +1,16 @@
 package access
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 )
 
@@ -33,5 +38,46 @@ func TestWithdrawWaitingForItsBackendBacksOff(t *testing.T) {
 			t.Fatalf("pass %d waiting for its backend: want a growing retry of at least %s, got %s after %s", i+1, retry.PermanentBase, res.RequeueAfter, last)
 		}
 		last = res.RequeueAfter
+	}
+}
+
+// TestRevokeAllRevokesWhatItCan: an access holds a credential on a
+// backend no longer in the config (its record listed first) and one on a
+// real broker. Revoking all of them (a deletion, a withdrawal) revokes the
+// broker's user and deletes its record at once, and keeps only the record
+// nothing can revoke (revokeWaiting), reporting the whole not done. Before,
+// the first record that could not be revoked stopped the walk: the
+// broker's user kept working for as long as the maintainer took.
+func TestRevokeAllRevokesWhatItCan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	f := newRecordedAccess(t, true)
+	ctx := context.Background()
+	stranded := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "0-stranded", UID: "uid-stranded",
+		Labels: map[string]string{v1.ClaimOwnerLabel: string(f.a.UID)}},
+		Spec: v1.BucketyCredentialSpec{Backend: "gone", Service: "gone", Principal: "bky.t.multi.0", Serial: 1, Phase: v1.CredentialRetiring,
+			Owner: v1.ClaimOwner{Namespace: f.a.Namespace, Name: f.a.Name, UID: string(f.a.UID)}}}
+	for _, c := range []client.Client{f.api, f.cache} {
+		if err := c.Create(ctx, stranded.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fs facts
+	done, err := f.r.revokeAll(ctx, f.a, &fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done || fs.revokeWaiting == "" {
+		t.Errorf("a credential on a backend missing from the config: want not done and revokeWaiting, got done %v, %q", done, fs.revokeWaiting)
+	}
+	if scramUsers(t, f.adm)[f.principal] {
+		t.Errorf("want user %s revoked on the broker although an earlier record could not be", f.principal)
+	}
+	if err := f.api.Get(ctx, client.ObjectKeyFromObject(f.rec), &v1.BucketyCredential{}); !apierrors.IsNotFound(err) {
+		t.Errorf("want the broker credential's record deleted, got %v", err)
+	}
+	if err := f.api.Get(ctx, client.ObjectKeyFromObject(stranded), &v1.BucketyCredential{}); err != nil {
+		t.Errorf("want the record nothing can revoke kept for the maintainer, got %v", err)
 	}
 }
