@@ -437,7 +437,10 @@ func TestRecreatedBucketyBringsBackNoAccessPastTheLimits(t *testing.T) {
 		return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("uid-" + name)},
 			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: buckety}, CredentialsSecretName: name}}
 	}
-	e.create(newBuckety("a", "x", "x"))
+	// The fake client sets no metadata.generation: given one, as the API
+	// server would, a grant records one.
+	withGeneration := func(b *v1.Buckety) *v1.Buckety { b.Generation = 1; return b }
+	e.create(withGeneration(newBuckety("a", "x", "x")))
 	e.reconcile("a", "x")
 	e.create(access("a1", "x"))
 	e.reconcileAccess("a", "a1")
@@ -450,6 +453,9 @@ func TestRecreatedBucketyBringsBackNoAccessPastTheLimits(t *testing.T) {
 	if err := e.c.Update(ctx, x); err != nil {
 		t.Fatal(err)
 	}
+	if got := e.liveAccess("a", "a1").Status.BucketyGeneration; got == 0 {
+		t.Fatal("a1 granted: want status.bucketyGeneration recorded, got 0")
+	}
 	if err := e.c.Delete(ctx, x); err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +464,7 @@ func TestRecreatedBucketyBringsBackNoAccessPastTheLimits(t *testing.T) {
 		t.Errorf("a1 with its Buckety gone: want status.bucketyGeneration cleared, got %d", got)
 	}
 
-	e.create(newBuckety("a", "y", "y"))
+	e.create(withGeneration(newBuckety("a", "y", "y")))
 	e.reconcile("a", "y")
 	e.create(access("b1", "y"))
 	e.reconcileAccess("a", "b1")
@@ -466,7 +472,9 @@ func TestRecreatedBucketyBringsBackNoAccessPastTheLimits(t *testing.T) {
 		t.Fatalf("b1: want Ready, got %s (%s: %s)", c.Status, c.Reason, c.Message)
 	}
 
-	e.create(newBuckety("a", "x", "x"))
+	again := withGeneration(newBuckety("a", "x", "x"))
+	again.UID = "a-x-uid-again"
+	e.create(again)
 	e.reconcile("a", "x")
 	e.reconcileAccess("a", "a1")
 	if c := cond(e.liveAccess("a", "a1").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonLimitExceeded {
@@ -500,4 +508,66 @@ func TestLongNamedForeignAccessHoldsNoDeletionBack(t *testing.T) {
 		b := e.buckety("victim", "vb")
 		t.Errorf("want vb's deletion not held back by evil's access, got it still there: %s", cond(b.Status.Conditions, v1.ConditionBlockedByAccesses).Message)
 	}
+}
+
+// TestMovedBucketyBringsNoAccessPastTheLimits: backend svc allows one
+// access per namespace, its sibling svc2 any number. Access b1 on Buckety
+// y (svc) holds the namespace's place on svc; access a1 on Buckety x
+// (svc2) is granted there. The tenant strips x's finalizer, deletes it and
+// applies it again on svc before any pass of a1 sees it gone: a1 waits at
+// svc's limit (LimitExceeded) with its grant on the old x cleared, rather
+// than being granted on svc as one that once held a place, which took a
+// namespace one access past svc's limit each round.
+func TestMovedBucketyBringsNoAccessPastTheLimits(t *testing.T) {
+	e := newEnv(t, "  limits: {accessesPerNamespace: 1}\n- name: svc2\n  driver: test\n  service: svc\n  config: {endpoint: test://service}\n")
+	ctx := context.Background()
+	access := func(name, buckety string) *v1.BucketyAccess {
+		return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("uid-" + name)},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: buckety}, CredentialsSecretName: name}}
+	}
+	ready := func(name string) {
+		t.Helper()
+		if c := cond(e.liveAccess("a", name).Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
+			t.Fatalf("%s: want Ready, got %s (%s: %s)", name, c.Status, c.Reason, c.Message)
+		}
+	}
+	// The fake client sets no metadata.generation: each is given one, as
+	// the API server would, so a grant records one.
+	y := newBuckety("a", "y", "y")
+	y.Generation = 1
+	e.create(y)
+	e.reconcile("a", "y")
+	e.create(access("b1", "y"))
+	e.reconcileAccess("a", "b1")
+	ready("b1")
+	x := newBuckety("a", "x", "x")
+	x.Spec.Backend, x.Generation = "svc2", 1
+	e.create(x)
+	e.reconcile("a", "x")
+	e.create(access("a1", "x"))
+	e.reconcileAccess("a", "a1")
+	ready("a1")
+
+	x = e.buckety("a", "x")
+	x.Finalizers = nil
+	if err := e.c.Update(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	again := newBuckety("a", "x", "x2")
+	again.UID, again.Generation = "a-x-uid-again", 1
+	e.create(again)
+	e.reconcile("a", "x")
+	e.reconcileAccess("a", "a1")
+	got := e.liveAccess("a", "a1")
+	if c := cond(got.Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonLimitExceeded {
+		t.Errorf("a1 after x was applied again on svc: want Ready False (LimitExceeded), b1 holding svc's one place; got %s (%s: %s)", c.Status, c.Reason, c.Message)
+	}
+	if got.Status.BucketyGeneration != 0 {
+		t.Errorf("a1 refused on svc: want its grant on the old x cleared (status.bucketyGeneration 0), got %d", got.Status.BucketyGeneration)
+	}
+	e.reconcileAccess("a", "b1")
+	ready("b1")
 }

@@ -142,6 +142,13 @@ type BucketyAccessStatus struct {
 	// +optional
 	BucketyGeneration int64 `json:"bucketyGeneration,omitempty"`
 
+	// BucketyUID is the UID of the Buckety (the first, for an access
+	// naming several) the Secret was last written for: a grant holds its
+	// place under the access limits only on that Buckety, not on one made
+	// again under its name (on another backend, say).
+	// +optional
+	BucketyUID string `json:"bucketyUID,omitempty"`
+
 	// BucketyGenerations are, for an access naming several Bucketies,
 	// each one's metadata.generation the Secret was last written for,
 	// keyed by namespace/name (BucketyGeneration is the first's). Written

@@ -60,12 +60,12 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	if l.AccessesPerNamespace == 0 && l.AccessesPerBuckety == 0 {
 		return true, nil
 	}
-	if a.Status.BucketyGeneration != 0 {
+	if a.Status.BucketyGeneration != 0 && grantedOnThis(a, on) {
 		// The cache shows the grant: it holds the place from now on.
 		r.gates.settle(a.UID)
 		return true, nil
 	}
-	if r.gates.placed(a.UID) {
+	if r.gates.placedOn(a.UID, gateKey(e.Name, a.Namespace)) {
 		return true, nil
 	}
 	// A shared Buckety's accesses of every namespace count toward its
@@ -86,7 +86,7 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	keys = slices.Compact(keys)
 	unlock := r.gates.lock(keys...)
 	defer unlock()
-	if held, err := r.issued(ctx, a.UID); err != nil || held {
+	if held, err := r.issuedOn(ctx, a.UID, e.Name, on.b().UID); err != nil || held {
 		// Issued a credential before a crash lost the gate's memory and
 		// its status: it holds its place.
 		if held {
@@ -224,6 +224,33 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, held: held, local: o.Namespace == a.Namespace})
 	}
 	return others, settled, nil
+}
+
+// grantedOnThis reports whether the grant a's status shows (status.
+// bucketyGeneration) was on the Buckety on names now, not on one of the
+// same name that was deleted (its finalizer stripped) and made again,
+// possibly on another backend. A status written before bucketyUID was
+// recorded is taken as it says.
+func grantedOnThis(a *v1.BucketyAccess, on *grantedOn) bool {
+	return a.Status.BucketyUID == "" || a.Status.BucketyUID == string(on.b().UID)
+}
+
+// issuedOn reports whether the access uid has a credential record on
+// backend for Buckety bucketyUID (a principal of its own issued, or about
+// to be), as the cache shows: one issued on another backend, or for a
+// Buckety of the same name since made again, holds no place here.
+func (r *Reconciler) issuedOn(ctx context.Context, uid types.UID, backend string, bucketyUID types.UID) (bool, error) {
+	var list v1.BucketyCredentialList
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexCredentialOwner: string(uid)}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("list the credentials of access %s: %w", uid, err)
+	}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Spec.Owner.UID == string(uid) && c.Spec.Backend == backend && (c.Spec.BucketyUID == "" || c.Spec.BucketyUID == string(bucketyUID)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // issued reports whether the access uid has a credential record (a
@@ -405,11 +432,12 @@ func (g *grantGates) place(uid types.UID, keys ...string) {
 	g.gateOf[uid] = placement{keys: keys, at: time.Now()}
 }
 
-// placed reports whether a gate let access uid through.
-func (g *grantGates) placed(uid types.UID) bool {
+// placedOn reports whether the gate key (a backend and namespace) let
+// access uid through.
+func (g *grantGates) placedOn(uid types.UID, key string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	_, ok := g.gateOf[uid]
+	_, ok := g.byGate[key][uid]
 	return ok
 }
 

@@ -162,7 +162,7 @@ func TestSameSecondAccessesGrantOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("z's grant cached")
-	if r.gates.placed(z.UID) {
+	if r.gates.placedOn(z.UID, gateKey(e.Name, z.Namespace)) {
 		t.Error("want z's place forgotten once the cache shows it granted")
 	}
 	check("z counted from the cache")
@@ -233,7 +233,7 @@ func TestIssuedBeforeACrashHoldsItsPlace(t *testing.T) {
 	z := mkAccess(t, r.Client, "z", at)
 	a := mkAccess(t, r.Client, "a", at)
 	rec := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-z", Labels: map[string]string{v1.ClaimOwnerLabel: string(z.UID)}},
-		Spec: v1.BucketyCredentialSpec{Owner: v1.ClaimOwner{Namespace: "o", Name: "z", UID: string(z.UID)}, Principal: "user-z"}}
+		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Owner: v1.ClaimOwner{Namespace: "o", Name: "z", UID: string(z.UID)}, Principal: "user-z"}}
 	if err := r.Client.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,60 @@ func TestIssuedBeforeACrashHoldsItsPlace(t *testing.T) {
 	}
 	if ok, err := r.withinLimits(ctx, z, single(orders), e, &facts{}); err != nil || !ok {
 		t.Fatalf("z: want its issued credential to keep its place, got %v (%v)", ok, err)
+	}
+}
+
+// TestGrantedElsewhereHoldsNoPlace: under accessesPerNamespace: 1, "g"
+// (created first) holds the place; "y" was granted, or issued a
+// credential, on a Buckety of the same name that is gone (made again
+// since, on another backend or the same). Neither its status's grant nor
+// that credential holds a place on the Buckety it names now: y waits.
+func TestGrantedElsewhereHoldsNoPlace(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		prior func(y *v1.BucketyAccess) client.Object
+	}{
+		{"a grant on the old Buckety", func(y *v1.BucketyAccess) client.Object {
+			y.Status.BucketyGeneration, y.Status.BucketyUID = 3, "uid-of-the-old-orders"
+			return nil
+		}},
+		{"a credential on another backend", func(y *v1.BucketyAccess) client.Object {
+			return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-y", Labels: map[string]string{v1.ClaimOwnerLabel: string(y.UID)}},
+				Spec: v1.BucketyCredentialSpec{Backend: "other", Owner: v1.ClaimOwner{Namespace: "o", Name: "y", UID: string(y.UID)}, Principal: "user-y"}}
+		}},
+		{"a credential for the old Buckety", func(y *v1.BucketyAccess) client.Object {
+			return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-y", Labels: map[string]string{v1.ClaimOwnerLabel: string(y.UID)}},
+				Spec: v1.BucketyCredentialSpec{Backend: "svc", BucketyUID: "uid-of-the-old-orders", Owner: v1.ClaimOwner{Namespace: "o", Name: "y", UID: string(y.UID)}, Principal: "user-y"}}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, e := limitsEnv(t, 1)
+			ctx := context.Background()
+			at := time.Now().Truncate(time.Second)
+			g := mkAccess(t, r.Client, "g", at.Add(-time.Minute))
+			g.Status.BucketyGeneration, g.Status.BucketyUID = 1, string(orders.UID)
+			if err := r.Client.Status().Update(ctx, g); err != nil {
+				t.Fatal(err)
+			}
+			y := mkAccess(t, r.Client, "y", at)
+			if o := c.prior(y); o != nil {
+				if err := r.Client.Create(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := r.Client.Status().Update(ctx, y); err != nil {
+				t.Fatal(err)
+			}
+			f := &facts{}
+			if ok, err := r.withinLimits(ctx, y, single(orders), e, f); err != nil || ok {
+				t.Fatalf("y: want it held behind g, its earlier grant elsewhere holding no place, got let through %v (%v)", ok, err)
+			}
+			if !strings.Contains(f.limitExceeded, "accessesPerNamespace") {
+				t.Errorf("y: want the limit named, got %q", f.limitExceeded)
+			}
+			if ok, err := r.withinLimits(ctx, g, single(orders), e, &facts{}); err != nil || !ok {
+				t.Errorf("g: want it to keep its place, got %v (%v)", ok, err)
+			}
+		})
 	}
 }
 

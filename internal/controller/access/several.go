@@ -230,7 +230,7 @@ func (on *grantedOn) bind(c *v1.BucketyCredential) {
 // written records in a's status the Bucketies its Secret was just written
 // for.
 func (on *grantedOn) written(a *v1.BucketyAccess) {
-	a.Status.BucketyGeneration = on.b().Generation
+	a.Status.BucketyGeneration, a.Status.BucketyUID = on.b().Generation, string(on.b().UID)
 	a.Status.BucketyGenerations, a.Status.Withdrawn = nil, nil
 	if !on.several {
 		return
