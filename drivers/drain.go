@@ -34,6 +34,13 @@ type DrainLimits struct {
 	// that status.drain.initial is exact for all but the largest buckets
 	// at a bounded cost (one listing per 1,000 entries, once).
 	CountAhead int
+	// Stop, when set, is asked before each batch of deletions (each
+	// listing page a step deletes, each upload it aborts): true ends the
+	// step there, with what it deleted so far and Done false. The
+	// controller's says whether the drain was called off since the step
+	// began, so a cancel stops a step of many batches within one, rather
+	// than letting it delete what the tenant writes meanwhile.
+	Stop func() bool
 }
 
 // DrainStep is what one Drain step did and found.

@@ -31,7 +31,7 @@ var _ drivers.Drainer = (*Backend)(nil)
 // the broker the same whatever it deletes. It refuses the owner registry
 // and Kafka's internal ("__") topics, a missing topic, and a topic whose
 // cleanup.policy does not include delete.
-func (b *Backend) Drain(ctx context.Context, r drivers.Resource, _ drivers.DrainLimits) (drivers.DrainStep, error) {
+func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.DrainLimits) (drivers.DrainStep, error) {
 	step := drivers.DrainStep{Deleted: drivers.Content{Known: true}}
 	name := r.Name
 	if err := b.refuseRegistry(name); err != nil {
@@ -90,6 +90,10 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, _ drivers.Drain
 	if len(upTo) == 0 {
 		step.Done = true
 		step.Remaining = drivers.Content{Known: true}
+		return step, nil
+	}
+	if limits.Stop != nil && limits.Stop() {
+		// Called off while the offsets were read: nothing deleted.
 		return step, nil
 	}
 	var lows map[int32]int64

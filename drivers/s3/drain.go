@@ -46,7 +46,7 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.
 	if units <= 0 {
 		units = DefaultDrainUnits
 	}
-	d := &drain{b: b, bucket: r.Name, left: units, batch: min(b.deleteBatch.get(int(b.cfg.deleteSlice())), units)}
+	d := &drain{b: b, bucket: r.Name, left: units, batch: min(b.deleteBatch.get(int(b.cfg.deleteSlice())), units), stop: limits.Stop}
 	d.step.Deleted.Known = true
 	cl, err := b.clientFor(parseParams(r.Parameters))
 	if err != nil {
@@ -61,12 +61,12 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.
 		return d.step, fmt.Errorf("s3: backend %s: bucket %s does not exist: there is nothing to drain", b.name, r.Name)
 	}
 	uploadsEmpty, err := d.abortUploads(ctx)
-	if err != nil {
+	if err != nil || d.stopped {
 		return d.step, err
 	}
 	versionsEmpty := false
 	if d.left > 0 {
-		if versionsEmpty, err = d.deleteVersions(ctx); err != nil {
+		if versionsEmpty, err = d.deleteVersions(ctx); err != nil || d.stopped {
 			return d.step, err
 		}
 	}
@@ -152,6 +152,18 @@ type drain struct {
 	// reports deleted is what left the bucket.
 	lost []entry
 	step drivers.DrainStep
+	// stop is DrainLimits.Stop; stopped records that it ended the step.
+	stop    func() bool
+	stopped bool
+}
+
+// halt reports whether the step ends before its next batch of deletions
+// because the drain was called off (DrainLimits.Stop).
+func (d *drain) halt() bool {
+	if !d.stopped && d.stop != nil && d.stop() {
+		d.stopped = true
+	}
+	return d.stopped
 }
 
 // entry is one listed object version, delete marker or current object,
@@ -215,7 +227,7 @@ func (d *drain) page() int32 { return int32(min(d.batch, d.left)) }
 // finds none (true) or the step's units are spent (false). A service that
 // does not implement multipart listings has none.
 func (d *drain) abortUploads(ctx context.Context) (bool, error) {
-	for d.left > 0 {
+	for d.left > 0 && !d.halt() {
 		rctx, cancel := d.request(ctx)
 		out, err := d.cl.ListMultipartUploads(rctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(d.bucket), MaxUploads: aws.Int32(d.page())})
 		cancel()
@@ -229,6 +241,9 @@ func (d *drain) abortUploads(ctx context.Context) (bool, error) {
 			return true, nil
 		}
 		for _, u := range out.Uploads[:min(len(out.Uploads), d.left)] {
+			if d.halt() {
+				return false, nil
+			}
 			rctx, cancel := d.request(ctx)
 			_, err := d.cl.AbortMultipartUpload(rctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(d.bucket), Key: u.Key, UploadId: u.UploadId})
 			cancel()
@@ -253,7 +268,7 @@ func (d *drain) abortUploads(ctx context.Context) (bool, error) {
 // next step, smaller again, retries.
 func (d *drain) deleteVersions(ctx context.Context) (bool, error) {
 	shrunk := false
-	for d.left > 0 {
+	for d.left > 0 && !d.halt() {
 		ids, sizes, truncated, err := d.list(ctx, max(int(d.page()), len(d.lost)))
 		if err != nil {
 			return false, err

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -281,7 +283,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	if st.Passes == 0 && st.Initial == nil && e.Usage != nil {
 		st.Initial = initialFromUsage(ctx, e, res, st.StartTime.Time)
 	}
-	limits := drivers.DrainLimits{Units: r.DrainUnits}
+	limits := drivers.DrainLimits{Units: r.DrainUnits, Stop: r.drainCalledOff(ctx, b, st.Request)}
 	if st.Passes == 0 {
 		// The first step also counts what it leaves, so that
 		// status.drain.initial and current are exact from the start for
@@ -302,6 +304,23 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	// Progress: the next step at once, but through the queue, so other
 	// Bucketies' passes are not starved.
 	return 10 * time.Millisecond
+}
+
+// drainCalledOff is the drain step's DrainLimits.Stop: true once the
+// cache shows Buckety b no longer asking for drain request (spec.drain
+// removed or changed), or b gone or being deleted. A step of many
+// batches then ends within one, and deletes nothing its tenant writes
+// after the cancel; the next pass records the cancel. One cached read per
+// batch of up to 1,000 entries.
+func (r *Reconciler) drainCalledOff(ctx context.Context, b *v1.Buckety, request string) func() bool {
+	key := ctrl.ObjectKeyFromObject(b)
+	return func() bool {
+		cur := &v1.Buckety{}
+		if err := r.Client.Get(ctx, key, cur, ctrl.UnsafeDisableDeepCopy); err != nil {
+			return apierrors.IsNotFound(err)
+		}
+		return cur.UID != b.UID || !cur.DeletionTimestamp.IsZero() || requestOf(cur.Spec.Drain) != request
+	}
 }
 
 // countAhead is the most entries a drain's first step lists, beyond what

@@ -1,0 +1,83 @@
+package buckety
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+)
+
+// TestDrainCalledOff: a drain step asks, before each batch, whether its
+// drain was called off (DrainLimits.Stop): not while the Buckety still
+// asks for the request the step runs for; yes once spec.drain is removed
+// or asks for another request, once the Buckety is being deleted or gone,
+// or is another Buckety of the same name.
+func TestDrainCalledOff(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	base := func() *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "orders", UID: "uid-orders", Finalizers: []string{v1.Finalizer}},
+			Spec: v1.BucketySpec{Backend: "s3", Drain: &v1.DrainSpec{Request: "r1"}}}
+	}
+	for _, c := range []struct {
+		name string
+		now  func(c client.Client, b *v1.Buckety) error
+		want bool
+	}{
+		{"still asked for", func(client.Client, *v1.Buckety) error { return nil }, false},
+		{"spec.drain removed", func(c client.Client, b *v1.Buckety) error { b.Spec.Drain = nil; return c.Update(ctx, b) }, true},
+		{"another request", func(c client.Client, b *v1.Buckety) error { b.Spec.Drain.Request = "r2"; return c.Update(ctx, b) }, true},
+		{"being deleted", func(c client.Client, b *v1.Buckety) error { return c.Delete(ctx, b) }, true},
+		{"gone", func(c client.Client, b *v1.Buckety) error {
+			b.Finalizers = nil
+			if err := c.Update(ctx, b); err != nil {
+				return err
+			}
+			return c.Delete(ctx, b)
+		}, true},
+		{"another Buckety of the name", func(c client.Client, b *v1.Buckety) error {
+			b.Finalizers = nil
+			if err := c.Update(ctx, b); err != nil {
+				return err
+			}
+			if err := c.Delete(ctx, b); err != nil {
+				return err
+			}
+			again := base()
+			again.UID = "uid-again"
+			return c.Create(ctx, again)
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithScheme(s).WithObjects(base()).Build()
+			r := &Reconciler{Client: cl}
+			b := &v1.Buckety{}
+			if err := cl.Get(ctx, client.ObjectKey{Namespace: "team", Name: "orders"}, b); err != nil {
+				t.Fatal(err)
+			}
+			stop := r.drainCalledOff(ctx, b, "r1")
+			if stop() {
+				t.Fatal("want the step to go on before anything changed")
+			}
+			cur := b.DeepCopy()
+			if err := c.now(cl, cur); err != nil {
+				t.Fatal(err)
+			}
+			if got := stop(); got != c.want {
+				t.Errorf("want called off %v, got %v", c.want, got)
+			}
+		})
+	}
+}
