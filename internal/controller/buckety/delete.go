@@ -21,6 +21,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/naming"
+	"github.com/Yolean/buckety-controller/internal/sharing"
 )
 
 // DeletePassInterval is how soon a deletion in progress is continued.
@@ -137,9 +138,39 @@ func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(cont
 			// deletion back as the Buckety's own do, until it is deleted
 			// or (its consent withdrawn) holds nothing.
 			f.blockedBy = append(f.blockedBy, a.Namespace+"/"+a.Name)
+		default:
+			// Withdrawn, as its status says. A spec change its pass
+			// has not caught up with may be one the Buckety shares (a
+			// role it allows), which that pass would grant: it holds
+			// the deletion back as a shared one does. Any other change
+			// (spec.rotation, as often as its tenant likes) does not.
+			again, err := r.sharesAgain(ctx, b, a)
+			if err != nil {
+				return false, err
+			}
+			if again {
+				f.blockedBy = append(f.blockedBy, a.Namespace+"/"+a.Name)
+			}
 		}
 	}
 	return len(f.blockedBy) > 0 || f.waitingImplicit, nil
+}
+
+// sharesAgain reports whether access a of another namespace, withdrawn
+// from b as its status says, has a spec its last pass did not see (status.
+// observedGeneration) under which b shares with it now (its role).
+func (r *Reconciler) sharesAgain(ctx context.Context, b *v1.Buckety, a *v1.BucketyAccess) (bool, error) {
+	if a.Status.ObservedGeneration == a.Generation {
+		return false, nil
+	}
+	e, ok := r.Backends.Get(b.Status.Backend)
+	if !ok {
+		if e, ok = r.Backends.Get(b.Spec.Backend); !ok {
+			return false, nil
+		}
+	}
+	why, err := sharing.Check(ctx, r.Client, e.Config, b, a.Namespace, a.Spec.Role)
+	return err == nil && why == "", err
 }
 
 // accessesLagging are b's namespace's accesses naming b that the API

@@ -58,3 +58,41 @@ func TestAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
 		t.Errorf("only accesses kept by another's finalizer: want the deletion to go on, got held %v by %v (%v)", held, f.blockedBy, err)
 	}
 }
+
+// TestWithdrawnAccessChangedSince: Buckety payments/orders, being deleted,
+// shares ReadOnly with namespace consumer. Consumer's accesses were
+// withdrawn (NotShared, nothing held) for an earlier generation of their
+// spec. One whose spec changed since to the role the Buckety shares (its
+// next pass would grant it) holds the deletion back, as a shared access
+// does; one whose change leaves it unshared (spec.rotation, or a role the
+// Buckety still does not share) does not, however often it changes; one
+// its pass has caught up with does not.
+func TestWithdrawnAccessChangedSince(t *testing.T) {
+	set := testSet(t)
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders"},
+		Spec:   v1.BucketySpec{Backend: "kafka", Sharing: []v1.SharingRule{{Namespace: "consumer", Roles: []v1.Role{v1.RoleReadOnly}}}},
+		Status: v1.BucketyStatus{Backend: "kafka"}}
+	withdrawn := func(name string, role v1.Role, generation, observed int64) v1.BucketyAccess {
+		a := v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "consumer", Name: name, Generation: generation, Finalizers: []string{v1.Finalizer}},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "payments", Name: "orders"}, Role: role, CredentialsSecretName: name}}
+		a.Status.ObservedGeneration = observed
+		a.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonNotShared, ObservedGeneration: observed}}
+		return a
+	}
+	accesses := []v1.BucketyAccess{
+		withdrawn("shared-role-now", v1.RoleReadOnly, 3, 2),
+		withdrawn("rotated", v1.RoleReadWrite, 9, 2),
+		withdrawn("caught-up", v1.RoleReadOnly, 2, 2),
+	}
+	r := &Reconciler{Backends: set}
+	f := &facts{}
+	held, err := r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
+		return accesses, nil
+	}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"consumer/shared-role-now"}; !held || !slices.Equal(f.blockedBy, want) {
+		t.Errorf("want the deletion held back by %v, got held %v by %v", want, held, f.blockedBy)
+	}
+}
