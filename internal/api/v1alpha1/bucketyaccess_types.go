@@ -142,12 +142,13 @@ type BucketyAccessStatus struct {
 	// +optional
 	BucketyGeneration int64 `json:"bucketyGeneration,omitempty"`
 
-	// BucketyUID is the UID of the Buckety (the first, for an access
-	// naming several) the Secret was last written for: a grant holds its
-	// place under the access limits only on that Buckety, not on one made
-	// again under its name (on another backend, say).
+	// Backend is the backend the access was granted on when its Secret
+	// was last written for a new generation of its Buckety: a grant holds
+	// its place under the access limits on that backend only, not on
+	// another one a Buckety of the same name was made again on (its
+	// finalizer stripped, deleted and applied again).
 	// +optional
-	BucketyUID string `json:"bucketyUID,omitempty"`
+	Backend string `json:"backend,omitempty"`
 
 	// BucketyGenerations are, for an access naming several Bucketies,
 	// each one's metadata.generation the Secret was last written for,

@@ -60,7 +60,7 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	if l.AccessesPerNamespace == 0 && l.AccessesPerBuckety == 0 {
 		return true, nil
 	}
-	if a.Status.BucketyGeneration != 0 && grantedOnThis(a, on) {
+	if a.Status.BucketyGeneration != 0 && grantedHere(a, on, e.Name) {
 		// The cache shows the grant: it holds the place from now on.
 		r.gates.settle(a.UID)
 		return true, nil
@@ -86,7 +86,7 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	keys = slices.Compact(keys)
 	unlock := r.gates.lock(keys...)
 	defer unlock()
-	if held, err := r.issuedOn(ctx, a.UID, e.Name, on.b().UID); err != nil || held {
+	if held, err := r.issuedOn(ctx, a.UID, e.Name); err != nil || held {
 		// Issued a credential before a crash lost the gate's memory and
 		// its status: it holds its place.
 		if held {
@@ -179,7 +179,9 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 	others := make([]contender, 0, len(items))
 	for i := range items {
 		o := &items[i]
-		granted := o.Status.BucketyGeneration != 0
+		// Granted here: on this backend (status.backend), as an access
+		// judges itself (grantedHere).
+		granted := o.Status.BucketyGeneration != 0 && (o.Status.Backend == "" || o.Status.Backend == backend)
 		_, letThrough := placed[o.UID]
 		if letThrough && !granted && o.DeletionTimestamp.IsZero() {
 			delete(settled, o.UID)
@@ -217,7 +219,7 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 			// process never let it through. Its user may work: it holds
 			// its place.
 			var err error
-			if held, err = r.issued(ctx, o.UID); err != nil {
+			if held, err = r.issuedOn(ctx, o.UID, backend); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -226,42 +228,32 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 	return others, settled, nil
 }
 
-// grantedOnThis reports whether the grant a's status shows (status.
-// bucketyGeneration) was on the Buckety on names now, not on one of the
-// same name that was deleted (its finalizer stripped) and made again,
-// possibly on another backend. A status written before bucketyUID was
-// recorded is taken as it says.
-func grantedOnThis(a *v1.BucketyAccess, on *grantedOn) bool {
-	return a.Status.BucketyUID == "" || a.Status.BucketyUID == string(on.b().UID)
+// grantedHere reports whether the grant a's status shows (status.
+// bucketyGeneration) was made on backend: not on another, where a Buckety
+// of the same name was before it was deleted (its finalizer stripped) and
+// made again on this one, with no pass seeing the gap (which clears the
+// grant). A Buckety made again on the same backend brings nothing past
+// its limits: the access was counted there all along. A status written by
+// an earlier release, without status.backend, is taken as it says unless
+// it records a later generation of its one Buckety than the Buckety has
+// (a generation never goes down: it was another Buckety's).
+func grantedHere(a *v1.BucketyAccess, on *grantedOn, backend string) bool {
+	if a.Status.Backend != "" {
+		return a.Status.Backend == backend
+	}
+	return on.several || a.Status.BucketyGeneration <= on.b().Generation
 }
 
 // issuedOn reports whether the access uid has a credential record on
-// backend for Buckety bucketyUID (a principal of its own issued, or about
-// to be), as the cache shows: one issued on another backend, or for a
-// Buckety of the same name since made again, holds no place here.
-func (r *Reconciler) issuedOn(ctx context.Context, uid types.UID, backend string, bucketyUID types.UID) (bool, error) {
+// backend (a principal of its own issued, or about to be), as the cache
+// shows: one issued on another backend holds no place on this one.
+func (r *Reconciler) issuedOn(ctx context.Context, uid types.UID, backend string) (bool, error) {
 	var list v1.BucketyCredentialList
 	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexCredentialOwner: string(uid)}, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("list the credentials of access %s: %w", uid, err)
 	}
 	for i := range list.Items {
-		c := &list.Items[i]
-		if c.Spec.Owner.UID == string(uid) && c.Spec.Backend == backend && (c.Spec.BucketyUID == "" || c.Spec.BucketyUID == string(bucketyUID)) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// issued reports whether the access uid has a credential record (a
-// principal of its own issued, or about to be), as the cache shows.
-func (r *Reconciler) issued(ctx context.Context, uid types.UID) (bool, error) {
-	var list v1.BucketyCredentialList
-	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexCredentialOwner: string(uid)}, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return false, fmt.Errorf("list the credentials of access %s: %w", uid, err)
-	}
-	for i := range list.Items {
-		if list.Items[i].Spec.Owner.UID == string(uid) {
+		if c := &list.Items[i]; c.Spec.Owner.UID == string(uid) && c.Spec.Backend == backend {
 			return true, nil
 		}
 	}

@@ -248,25 +248,26 @@ func TestIssuedBeforeACrashHoldsItsPlace(t *testing.T) {
 
 // TestGrantedElsewhereHoldsNoPlace: under accessesPerNamespace: 1, "g"
 // (created first) holds the place; "y" was granted, or issued a
-// credential, on a Buckety of the same name that is gone (made again
-// since, on another backend or the same). Neither its status's grant nor
-// that credential holds a place on the Buckety it names now: y waits.
+// credential, on another backend, where a Buckety of the same name was
+// before it was made again on this one; or, by an earlier release, on a
+// later generation than its Buckety has (so on another Buckety). Neither
+// holds a place here: y waits.
 func TestGrantedElsewhereHoldsNoPlace(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		prior func(y *v1.BucketyAccess) client.Object
 	}{
-		{"a grant on the old Buckety", func(y *v1.BucketyAccess) client.Object {
-			y.Status.BucketyGeneration, y.Status.BucketyUID = 3, "uid-of-the-old-orders"
+		{"a grant on another backend", func(y *v1.BucketyAccess) client.Object {
+			y.Status.BucketyGeneration, y.Status.Backend = 3, "other"
+			return nil
+		}},
+		{"an earlier release's grant of a later generation", func(y *v1.BucketyAccess) client.Object {
+			y.Status.BucketyGeneration = orders.Generation + 2
 			return nil
 		}},
 		{"a credential on another backend", func(y *v1.BucketyAccess) client.Object {
 			return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-y", Labels: map[string]string{v1.ClaimOwnerLabel: string(y.UID)}},
 				Spec: v1.BucketyCredentialSpec{Backend: "other", Owner: v1.ClaimOwner{Namespace: "o", Name: "y", UID: string(y.UID)}, Principal: "user-y"}}
-		}},
-		{"a credential for the old Buckety", func(y *v1.BucketyAccess) client.Object {
-			return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-y", Labels: map[string]string{v1.ClaimOwnerLabel: string(y.UID)}},
-				Spec: v1.BucketyCredentialSpec{Backend: "svc", BucketyUID: "uid-of-the-old-orders", Owner: v1.ClaimOwner{Namespace: "o", Name: "y", UID: string(y.UID)}, Principal: "user-y"}}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -274,7 +275,7 @@ func TestGrantedElsewhereHoldsNoPlace(t *testing.T) {
 			ctx := context.Background()
 			at := time.Now().Truncate(time.Second)
 			g := mkAccess(t, r.Client, "g", at.Add(-time.Minute))
-			g.Status.BucketyGeneration, g.Status.BucketyUID = 1, string(orders.UID)
+			g.Status.BucketyGeneration, g.Status.Backend = 1, e.Name
 			if err := r.Client.Status().Update(ctx, g); err != nil {
 				t.Fatal(err)
 			}
@@ -397,5 +398,74 @@ func TestSeveralWhoseFirstIsGoneStillCounts(t *testing.T) {
 	}
 	if ok || !strings.Contains(f.limitExceeded, "accessesPerNamespace") {
 		t.Errorf("want the next access to wait for limits.accessesPerNamespace (o/several holds the one place), got let through %v (%q)", ok, f.limitExceeded)
+	}
+}
+
+// TestSeveralKeepsItsPlaceWhenItsFirstStopsSharing: an access naming
+// another namespace's Buckety first and orders second holds the one place
+// (accessesPerNamespace: 1), granted on backend svc; the first stops
+// sharing with it, so its pass resolves orders alone. It keeps its place,
+// an older access waiting or not: its grant was on this backend, whichever
+// of its Bucketies comes first now.
+func TestSeveralKeepsItsPlaceWhenItsFirstStopsSharing(t *testing.T) {
+	r, e := limitsEnv(t, 1)
+	ctx := context.Background()
+	older := mkAccess(t, r.Client, "older", time.Now().Add(-2*time.Hour))
+	s := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "several", UID: "uid-several", CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))},
+		Spec: v1.BucketyAccessSpec{BucketyRefs: []v1.BucketyReference{{Namespace: "a", Name: "shared"}, {Name: "orders"}}, CredentialsSecretName: "several"}}
+	if err := r.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.BucketyGeneration, s.Status.Backend, s.Status.Withdrawn = 4, e.Name, []string{"a/shared"}
+	if err := r.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	on := &grantedOn{several: true, targets: []target{{b: orders}}, withdrawn: []string{"a/shared"}}
+	if ok, err := r.withinLimits(ctx, s, on, e, &facts{}); err != nil || !ok {
+		t.Errorf("several, its first withdrawn: want it to keep its place, got %v (%v)", ok, err)
+	}
+	f := &facts{}
+	if ok, err := r.withinLimits(ctx, older, single(orders), e, f); err != nil || ok {
+		t.Errorf("older: want it to wait behind o/several's grant, got let through %v (%v)", ok, err)
+	}
+}
+
+// TestOthersGrantedElsewhereHoldNoPlace: under accessesPerNamespace: 1,
+// "y" (newer) shows a grant, or holds a credential, made on another
+// backend (its Buckety made again on this one, no pass of it yet): "n",
+// older, is not kept waiting behind it, as y would not be let through
+// here on that grant either.
+func TestOthersGrantedElsewhereHoldNoPlace(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		prior func(y *v1.BucketyAccess) client.Object
+	}{
+		{"a grant on another backend", func(y *v1.BucketyAccess) client.Object {
+			y.Status.BucketyGeneration, y.Status.Backend = 3, "other"
+			return nil
+		}},
+		{"a credential on another backend", func(y *v1.BucketyAccess) client.Object {
+			return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-y", Labels: map[string]string{v1.ClaimOwnerLabel: string(y.UID)}},
+				Spec: v1.BucketyCredentialSpec{Backend: "other", Owner: v1.ClaimOwner{Namespace: "o", Name: "y", UID: string(y.UID)}, Principal: "user-y"}}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, e := limitsEnv(t, 1)
+			ctx := context.Background()
+			at := time.Now().Truncate(time.Second)
+			n := mkAccess(t, r.Client, "n", at.Add(-time.Minute))
+			y := mkAccess(t, r.Client, "y", at)
+			if o := c.prior(y); o != nil {
+				if err := r.Client.Create(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := r.Client.Status().Update(ctx, y); err != nil {
+				t.Fatal(err)
+			}
+			f := &facts{}
+			if ok, err := r.withinLimits(ctx, n, single(orders), e, f); err != nil || !ok {
+				t.Errorf("n: want it let through, y's grant elsewhere holding no place here, got %v (%v, %q)", ok, err, f.limitExceeded)
+			}
+		})
 	}
 }

@@ -170,7 +170,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		// (its finalizer stripped, deleted, applied again) would
 		// otherwise bring back every access it had, past the limits,
 		// each round.
-		a.Status.BucketyGeneration, a.Status.BucketyUID, a.Status.BucketyGenerations = 0, "", nil
+		a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyGenerations = 0, "", nil
 		r.gates.settle(a.UID)
 		return requeue, nil
 	}
@@ -227,15 +227,15 @@ func (r *Reconciler) giveUp(ctx context.Context, a *v1.BucketyAccess, on *grante
 func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, e *backends.Entry, f *facts, requeue reconcile.Result) (reconcile.Result, error) {
 	var err error
 	if ok, err := r.withinLimits(ctx, a, on, e, f); err != nil || !ok {
-		if err == nil && f.limitExceeded != "" && a.Status.BucketyGeneration != 0 && !grantedOnThis(a, on) {
-			// Granted on a Buckety of this name that is gone (made
-			// again, on another backend say, before a pass saw the
+		if err == nil && f.limitExceeded != "" && a.Status.BucketyGeneration != 0 && !grantedHere(a, on, e.Name) {
+			// Granted on another backend, where a Buckety of this name
+			// was before it was made again here (before a pass saw the
 			// gap): that grant goes with its credentials, as for a
 			// Buckety gone, and holds no place here.
 			if err := r.revokeCached(ctx, a, f); err != nil {
 				return reconcile.Result{}, err
 			}
-			a.Status.BucketyGeneration, a.Status.BucketyUID, a.Status.BucketyGenerations = 0, "", nil
+			a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyGenerations = 0, "", nil
 		}
 		return reconcile.Result{RequeueAfter: retry.Jitter(r.limitRetry())}, err
 	}
@@ -387,7 +387,7 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 			}
 		}
 	}
-	on.written(a)
+	on.written(a, e.Name)
 	f.published = true
 	return requeue, nil
 }

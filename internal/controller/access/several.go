@@ -228,9 +228,15 @@ func (on *grantedOn) bind(c *v1.BucketyCredential) {
 }
 
 // written records in a's status the Bucketies its Secret was just written
-// for.
-func (on *grantedOn) written(a *v1.BucketyAccess) {
-	a.Status.BucketyGeneration, a.Status.BucketyUID = on.b().Generation, string(on.b().UID)
+// for, on backend. The backend is recorded with a new generation (a status
+// write in any case), or kept up to date once recorded: a status written
+// by an earlier release is not written again for it alone, which would
+// have been one status write per access at an upgrade.
+func (on *grantedOn) written(a *v1.BucketyAccess, backend string) {
+	if a.Status.Backend != "" || a.Status.BucketyGeneration != on.b().Generation {
+		a.Status.Backend = backend
+	}
+	a.Status.BucketyGeneration = on.b().Generation
 	a.Status.BucketyGenerations, a.Status.Withdrawn = nil, nil
 	if !on.several {
 		return
