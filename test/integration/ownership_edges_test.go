@@ -250,20 +250,19 @@ func TestAdoptedKeptIsNotTakenBackAsCreated(t *testing.T) {
 	}
 }
 
-// TestKeptWithoutBackend (MinIO, installation east): a Buckety with
-// retentionPolicy Retain is deleted while its backend is missing from
-// buckety-controller.yaml, so the owner record on the bucket cannot be
-// marked retained and still holds it for that namespace and name. The
-// retained claim says so (recordUnmarked). Once the backend is back, the
-// same manifest applied again with retentionPolicy Delete is refused (the
-// bucket holds content, no adoption key), the record is marked retained
-// then, and deleting that Buckety keeps the data. Before, the record
-// handed the bucket back Created and the Delete deleted the retained data.
-func TestKeptWithoutBackend(t *testing.T) {
-	needInfra(t)
+// keptWithoutBackend (MinIO, installation east): a Buckety orders with
+// retentionPolicy Retain, holding an object, is deleted while its backend
+// is missing from buckety-controller.yaml, so the owner record on the
+// bucket cannot be marked retained and still holds it for that namespace
+// and name; the retained claim says so (recordUnmarked). Then east starts
+// again with the backend, with opts. It returns the bucket's root client,
+// the namespace, the bucket, a reader of its record's state, and the
+// claim's key.
+func keptWithoutBackend(t *testing.T, opts func(*appcontroller.Options)) (*s3.Client, string, string, func() string, client.ObjectKey) {
+	t.Helper()
 	srv, be := scopedS3(t, "minio")
 	be.Name = "owned"
-	east := startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+	east := startControllerWith(t, installationYAML("east", be), nil, opts)
 	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
 	ctx := context.Background()
@@ -290,28 +289,72 @@ func TestKeptWithoutBackend(t *testing.T) {
 		return "(none)"
 	}
 	held := state()
-
 	east.stop(t)
-	without := startControllerWith(t, installationYAML("east", sharedKafka("kafka")), nil, fastLoops)
+	without := startControllerWith(t, installationYAML("east", sharedKafka("kafka")), nil, opts)
 	deleteOn(t, k8s, b)
 	if got := state(); got != held {
 		t.Fatalf("deleted while its backend is missing from the config: want the record as it was (%s), got %s", held, got)
 	}
+	key := client.ObjectKey{Name: claims.Name("owned", bucket)}
 	cl := &v1.BucketyClaim{}
-	if err := k8s.Get(ctx, client.ObjectKey{Name: claims.Name("owned", bucket)}, cl); err != nil || !claims.IsRetained(cl) || !cl.Spec.Retained.RecordUnmarked {
+	if err := k8s.Get(ctx, key, cl); err != nil || !claims.IsRetained(cl) || !cl.Spec.Retained.RecordUnmarked {
 		t.Fatalf("want the claim kept retained with recordUnmarked, got %v %+v", err, cl.Spec.Retained)
 	}
 	without.stop(t)
+	startControllerWith(t, installationYAML("east", be), nil, opts)
+	return root, ns, bucket, state, key
+}
 
-	startControllerWith(t, installationYAML("east", be), nil, fastLoops)
+// TestKeptWithoutBackend: after keptWithoutBackend, the same manifest
+// applied again with retentionPolicy Delete, before the controller's
+// marker looks at the claims (a minute after its start), is refused: the
+// bucket holds content and the Buckety no adoption key, and the refusal
+// names the Buckety it was retained from; the record is marked retained
+// then, and deleting that Buckety keeps the data. Before, the record
+// handed the bucket back Created and the Delete deleted the retained data.
+func TestKeptWithoutBackend(t *testing.T) {
+	needInfra(t)
+	root, ns, bucket, state, _ := keptWithoutBackend(t, func(o *appcontroller.Options) {
+		o.RESTConfig, o.Recheck, o.DriftSweep = cp.RESTConfig, time.Hour, time.Second
+	})
 	_, again, _ := tenantManifests(ns, bucket, "")
 	create(t, again)
 	if got := waitCondition(t, again, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout); !strings.Contains(got.Message, "was retained when Buckety "+ns+"/orders was deleted") {
 		t.Errorf("want the refusal to name the Buckety it was retained from, got %q", got.Message)
 	}
 	if got := state(); got != string(drivers.OwnerRetained) {
-		t.Errorf("want the record marked %s once the backend is back, got %s", drivers.OwnerRetained, got)
+		t.Errorf("want the record marked %s by the refused Buckety, got %s", drivers.OwnerRetained, got)
 	}
+	deleteOn(t, k8s, again)
+	if _, err := root.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious")}); err != nil {
+		t.Errorf("want the retained bucket's object in place after the second Buckety (retentionPolicy Delete) went, got %v", err)
+	}
+}
+
+// TestKeptWithoutBackendMarked: after keptWithoutBackend, the controller
+// marks the record retained and clears the claim's recordUnmarked on its
+// own; the maintainer then releases the claim (kubectl delete
+// bucketyclaim), and the same manifest applied again with retentionPolicy
+// Delete is refused all the same, on the record alone: deleting it keeps
+// the data.
+func TestKeptWithoutBackendMarked(t *testing.T) {
+	needInfra(t)
+	root, ns, bucket, state, key := keptWithoutBackend(t, fastLoops)
+	ctx := context.Background()
+	cl := &v1.BucketyClaim{}
+	wait.For(t, waitTimeout, "the record marked retained and the claim's recordUnmarked cleared once the backend is back", func() (bool, string) {
+		if err := k8s.Get(ctx, key, cl); err != nil {
+			return false, err.Error()
+		}
+		got := state()
+		return got == string(drivers.OwnerRetained) && claims.IsRetained(cl) && !cl.Spec.Retained.RecordUnmarked, fmt.Sprintf("record %s, claim %+v", got, cl.Spec.Retained)
+	})
+	if err := k8s.Delete(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	_, again, _ := tenantManifests(ns, bucket, "")
+	create(t, again)
+	waitCondition(t, again, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
 	deleteOn(t, k8s, again)
 	if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious")}); err != nil {
 		t.Errorf("want the retained bucket's object in place after the second Buckety (retentionPolicy Delete) went, got %v", err)

@@ -262,7 +262,8 @@ func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, s
 		// past its cap) leaves the last figure in place with its time.
 		UsageMaxAge: 3 * o.Usage}
 	bo.SweptRecheck, bo.ObservedMaxAge = sweepRecheck(o)
-	if _, err := buckety.SetupWithManager(mgr, bo); err != nil {
+	br, err := buckety.SetupWithManager(mgr, bo)
+	if err != nil {
 		return buckety.Options{}, err
 	}
 	ar, err := access.SetupWithManager(mgr, access.Options{Serves: serves, Backends: set, Claims: store, Recheck: o.Recheck, Controller: controllerOptions(o), Wakes: wakes, Held: held, LimitRetry: o.LimitRetry})
@@ -295,6 +296,9 @@ func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, s
 		return buckety.Options{}, err
 	}
 	if err := mgr.Add(&access.Orphans{Reconciler: ar, Interval: o.OwnerCheck, Log: log.WithName("credentials")}); err != nil {
+		return buckety.Options{}, err
+	}
+	if err := mgr.Add(&buckety.RecordMarker{Reconciler: br, Serves: serves, Interval: o.OwnerCheck, Log: log.WithName("retained-records")}); err != nil {
 		return buckety.Options{}, err
 	}
 	return bo, nil

@@ -364,6 +364,25 @@ func (c *Store) RetainedUnmarked(ctx context.Context, b *v1.Buckety, k Key) (*v1
 	return nil, nil
 }
 
+// RecordMarked clears spec.retained.recordUnmarked of claim cl, read
+// fresh, when it is still the same retained record: its resource's owner
+// record was marked retained since. An optimistic-lock update; a claim
+// taken over or released meanwhile is left as it is.
+func (c *Store) RecordMarked(ctx context.Context, cl *v1.BucketyClaim) error {
+	cur := &v1.BucketyClaim{}
+	if err := c.APIReader.Get(ctx, types.NamespacedName{Name: cl.Name}, cur); err != nil {
+		return ctrl.IgnoreNotFound(err)
+	}
+	if !IsRetained(cur) || !cur.Spec.Retained.RecordUnmarked || cur.Spec.Retained.Owner.UID != cl.Spec.Retained.Owner.UID {
+		return nil
+	}
+	cur.Spec.Retained.RecordUnmarked = false
+	if err := c.Client.Update(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("record on claim %s that its owner record is marked retained: %w", cl.Name, err)
+	}
+	return nil
+}
+
 // IsRetained reports whether a claim holds a resource retained from a
 // deleted Buckety that nobody has taken over.
 func IsRetained(cl *v1.BucketyClaim) bool {
