@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -70,7 +71,9 @@ func (m *RecordMarker) Start(ctx context.Context) error {
 func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 	r := m.Reconciler
 	var list v1.BucketyClaimList
-	if err := r.Client.List(ctx, &list); err != nil {
+	// Read, never written: the cache's own objects, not copies of every
+	// claim each interval.
+	if err := r.Client.List(ctx, &list, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return 0, fmt.Errorf("list claims: %w", err)
 	}
 	n := 0
