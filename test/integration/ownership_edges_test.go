@@ -35,6 +35,27 @@ import (
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
+// rootOf is an S3 client with srv's root keys.
+func rootOf(srv *s3test.Server) *s3.Client {
+	return s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+}
+
+// recordState is the state its owner record gives bucket (its
+// s3driver.TagState tag), "(none)" without one, or the error reading it.
+func recordState(root *s3.Client, bucket string) string {
+	out, err := root.GetBucketTagging(context.Background(), &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	for _, tag := range out.TagSet {
+		if aws.ToString(tag.Key) == s3driver.TagState {
+			return aws.ToString(tag.Value)
+		}
+	}
+	return "(none)"
+}
+
 // misreport makes the s3 driver's requests about one bucket answer as a
 // server that cannot read it would (SeaweedFS when its filer does not
 // answer): its next lies HeadBuckets "no such bucket" (404), and every
@@ -119,8 +140,7 @@ func TestBucketMisreportedMissingIsNotTaken(t *testing.T) {
 	m := &misreport{}
 	reg := drivers.NewRegistry(kadm.New(), &s3driver.Driver{APIOptions: []func(*middleware.Stack) error{m.middleware}})
 	startControllerWith(t, installationYAML("east", be), reg, fastLoops)
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := rootOf(srv)
 	ctx := context.Background()
 	theirs := func(t *testing.T, bucket string) {
 		t.Helper()
@@ -207,8 +227,7 @@ func TestAdoptedKeptIsNotTakenBackAsCreated(t *testing.T) {
 	be.Name = "owned"
 	be.Adoption = &config.Adoption{Allow: true}
 	startControllerWith(t, installationYAML("east", be), nil, fastLoops)
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := rootOf(srv)
 	ctx := context.Background()
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
@@ -226,18 +245,7 @@ func TestAdoptedKeptIsNotTakenBackAsCreated(t *testing.T) {
 		t.Fatalf("want provenance Adopted, got %q", b.Status.Provenance)
 	}
 	deleteOn(t, k8s, b)
-	state := func() string {
-		out, err := root.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
-		if err != nil {
-			return fmt.Sprintf("(%v)", err)
-		}
-		for _, tag := range out.TagSet {
-			if aws.ToString(tag.Key) == s3driver.TagState {
-				return aws.ToString(tag.Value)
-			}
-		}
-		return "(none)"
-	}
+	state := func() string { return recordState(root, bucket) }
 	if got := state(); got != string(drivers.OwnerRetained) {
 		t.Errorf("an adopted bucket kept at its Buckety's deletion: want its record marked %s, got %s", drivers.OwnerRetained, got)
 	}
@@ -263,8 +271,7 @@ func keptWithoutBackend(t *testing.T, opts func(*appcontroller.Options)) (*s3.Cl
 	srv, be := scopedS3(t, "minio")
 	be.Name = "owned"
 	east := startControllerWith(t, installationYAML("east", be), nil, opts)
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := rootOf(srv)
 	ctx := context.Background()
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
@@ -276,18 +283,7 @@ func keptWithoutBackend(t *testing.T, opts func(*appcontroller.Options)) (*s3.Cl
 	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("precious"), Body: strings.NewReader("kept")}); err != nil {
 		t.Fatal(err)
 	}
-	state := func() string {
-		out, err := root.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
-		if err != nil {
-			return fmt.Sprintf("(%v)", err)
-		}
-		for _, tag := range out.TagSet {
-			if aws.ToString(tag.Key) == s3driver.TagState {
-				return aws.ToString(tag.Value)
-			}
-		}
-		return "(none)"
-	}
+	state := func() string { return recordState(root, bucket) }
 	held := state()
 	east.stop(t)
 	without := startControllerWith(t, installationYAML("east", sharedKafka("kafka")), nil, opts)
@@ -374,8 +370,7 @@ func TestDeletedBeforeItsHandOverIsHandedOver(t *testing.T) {
 	srv, be := scopedS3(t, "minio")
 	be.Name = "owned"
 	east := startControllerWith(t, installationYAML("east", be), nil, fastLoops)
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := rootOf(srv)
 	ctx := context.Background()
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
@@ -424,8 +419,7 @@ func TestRebuiltAdoptedStaysAdopted(t *testing.T) {
 	be.Name = "owned"
 	be.Adoption = &config.Adoption{Allow: true}
 	lost := startControllerWith(t, installationYAML("east", be), nil, fastLoops)
-	root := s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
+	root := rootOf(srv)
 	ctx := context.Background()
 	ns := namespace(t)
 	bucket := ns + "-legacy"

@@ -179,15 +179,12 @@ func TestSharingKafka(t *testing.T) {
 	waitWithdrawn(t, ghost, time.Now(), fmt.Sprintf("Buckety %s/ghost does not exist or does not share role ReadOnly with namespace %s", third, consumer))
 }
 
-// TestForgedImplicitAccessHoldsNoDeletion: a consumer namespace shared
-// with gives its access to the owner's Buckety the implicit label, an
-// owner reference controlled by that Buckety (its UID learnt elsewhere)
-// and a finalizer of its own. The owner withdraws the sharing and deletes
-// its Buckety: the forged access is not taken for the Buckety's implicit
-// one (which the deletion would wait for, kept by the consumer's finalizer,
-// for ever: only a cluster admin could free it); the Buckety goes.
-func TestForgedImplicitAccessHoldsNoDeletion(t *testing.T) {
-	needInfra(t)
+// sharedWithReader starts a controller on a broker with SCRAM and ACLs,
+// and makes Buckety owner/orders shared ReadOnly with namespace consumer,
+// and consumer's access reader to it; it returns consumer, orders and
+// reader, not waiting for either.
+func sharedWithReader(t *testing.T) (string, *v1.Buckety, *v1.BucketyAccess) {
+	t.Helper()
 	_, cfg := scopedBroker(t, 0)
 	startController(t, cfg, nil, time.Hour)
 	owner, consumer := namespace(t), namespace(t)
@@ -197,6 +194,19 @@ func TestForgedImplicitAccessHoldsNoDeletion(t *testing.T) {
 	create(t, orders)
 	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
 	create(t, reader)
+	return consumer, orders, reader
+}
+
+// TestForgedImplicitAccessHoldsNoDeletion: a consumer namespace shared
+// with gives its access to the owner's Buckety the implicit label, an
+// owner reference controlled by that Buckety (its UID learnt elsewhere)
+// and a finalizer of its own. The owner withdraws the sharing and deletes
+// its Buckety: the forged access is not taken for the Buckety's implicit
+// one (which the deletion would wait for, kept by the consumer's finalizer,
+// for ever: only a cluster admin could free it); the Buckety goes.
+func TestForgedImplicitAccessHoldsNoDeletion(t *testing.T) {
+	needInfra(t)
+	_, orders, reader := sharedWithReader(t)
 	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	forged := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"},"finalizers":["example.com/keep",%q],"ownerReferences":[{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","name":"orders","uid":%q,"controller":true}]}}`,
@@ -230,15 +240,7 @@ func TestForgedImplicitAccessHoldsNoDeletion(t *testing.T) {
 // the next pass caught up.
 func TestRotatingWithdrawnHoldsNoDeletion(t *testing.T) {
 	needInfra(t)
-	_, cfg := scopedBroker(t, 0)
-	startController(t, cfg, nil, time.Hour)
-	owner, consumer := namespace(t), namespace(t)
-	removeWhileRunning(t, owner)
-	removeWhileRunning(t, consumer)
-	orders := sharedBuckety(owner, "orders", "kafka", owner+".orders", consumer, v1.RoleReadOnly)
-	create(t, orders)
-	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
-	create(t, reader)
+	consumer, orders, reader := sharedWithReader(t)
 	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	patch(t, orders, `{"spec":{"sharing":null}}`)
 	waitWithdrawn(t, reader, time.Now(), "does not share")

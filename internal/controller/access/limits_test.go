@@ -246,6 +246,46 @@ func TestIssuedBeforeACrashHoldsItsPlace(t *testing.T) {
 	}
 }
 
+// grantsElsewhere are the ways access y shows a grant made on another
+// backend than svc, or on another Buckety: each writes y's status or
+// returns a record to create. selfOnly: only y's own pass can tell (it
+// compares the generation with its Buckety's; the others count an earlier
+// release's grant as it says, which holds a place too many, never one too
+// few).
+var grantsElsewhere = []struct {
+	name     string
+	prior    func(y *v1.BucketyAccess) client.Object
+	selfOnly bool
+}{
+	{"a grant on another backend", func(y *v1.BucketyAccess) client.Object {
+		y.Status.BucketyGeneration, y.Status.Backend = 3, "other"
+		return nil
+	}, false},
+	{"an earlier release's grant of a later generation", func(y *v1.BucketyAccess) client.Object {
+		y.Status.BucketyGeneration = orders.Generation + 2
+		return nil
+	}, true},
+	{"a credential on another backend", func(y *v1.BucketyAccess) client.Object {
+		return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-y", Labels: map[string]string{v1.ClaimOwnerLabel: string(y.UID)}},
+			Spec: v1.BucketyCredentialSpec{Backend: "other", Owner: v1.ClaimOwner{Namespace: "o", Name: "y", UID: string(y.UID)}, Principal: "user-y"}}
+	}, false},
+}
+
+// grantedElsewhere creates access y at at, granted elsewhere by prior.
+func grantedElsewhere(t *testing.T, c client.Client, prior func(*v1.BucketyAccess) client.Object, at time.Time) *v1.BucketyAccess {
+	t.Helper()
+	ctx := context.Background()
+	y := mkAccess(t, c, "y", at)
+	if o := prior(y); o != nil {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := c.Status().Update(ctx, y); err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
 // TestGrantedElsewhereHoldsNoPlace: under accessesPerNamespace: 1, "g"
 // (created first) holds the place; "y" was granted, or issued a
 // credential, on another backend, where a Buckety of the same name was
@@ -253,23 +293,7 @@ func TestIssuedBeforeACrashHoldsItsPlace(t *testing.T) {
 // later generation than its Buckety has (so on another Buckety). Neither
 // holds a place here: y waits.
 func TestGrantedElsewhereHoldsNoPlace(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		prior func(y *v1.BucketyAccess) client.Object
-	}{
-		{"a grant on another backend", func(y *v1.BucketyAccess) client.Object {
-			y.Status.BucketyGeneration, y.Status.Backend = 3, "other"
-			return nil
-		}},
-		{"an earlier release's grant of a later generation", func(y *v1.BucketyAccess) client.Object {
-			y.Status.BucketyGeneration = orders.Generation + 2
-			return nil
-		}},
-		{"a credential on another backend", func(y *v1.BucketyAccess) client.Object {
-			return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-y", Labels: map[string]string{v1.ClaimOwnerLabel: string(y.UID)}},
-				Spec: v1.BucketyCredentialSpec{Backend: "other", Owner: v1.ClaimOwner{Namespace: "o", Name: "y", UID: string(y.UID)}, Principal: "user-y"}}
-		}},
-	} {
+	for _, c := range grantsElsewhere {
 		t.Run(c.name, func(t *testing.T) {
 			r, e := limitsEnv(t, 1)
 			ctx := context.Background()
@@ -279,14 +303,7 @@ func TestGrantedElsewhereHoldsNoPlace(t *testing.T) {
 			if err := r.Client.Status().Update(ctx, g); err != nil {
 				t.Fatal(err)
 			}
-			y := mkAccess(t, r.Client, "y", at)
-			if o := c.prior(y); o != nil {
-				if err := r.Client.Create(ctx, o); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := r.Client.Status().Update(ctx, y); err != nil {
-				t.Fatal(err)
-			}
+			y := grantedElsewhere(t, r.Client, c.prior, at)
 			f := &facts{}
 			if ok, err := r.withinLimits(ctx, y, single(orders), e, f); err != nil || ok {
 				t.Fatalf("y: want it held behind g, its earlier grant elsewhere holding no place, got let through %v (%v)", ok, err)
@@ -436,32 +453,16 @@ func TestSeveralKeepsItsPlaceWhenItsFirstStopsSharing(t *testing.T) {
 // older, is not kept waiting behind it, as y would not be let through
 // here on that grant either.
 func TestOthersGrantedElsewhereHoldNoPlace(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		prior func(y *v1.BucketyAccess) client.Object
-	}{
-		{"a grant on another backend", func(y *v1.BucketyAccess) client.Object {
-			y.Status.BucketyGeneration, y.Status.Backend = 3, "other"
-			return nil
-		}},
-		{"a credential on another backend", func(y *v1.BucketyAccess) client.Object {
-			return &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-y", Labels: map[string]string{v1.ClaimOwnerLabel: string(y.UID)}},
-				Spec: v1.BucketyCredentialSpec{Backend: "other", Owner: v1.ClaimOwner{Namespace: "o", Name: "y", UID: string(y.UID)}, Principal: "user-y"}}
-		}},
-	} {
+	for _, c := range grantsElsewhere {
 		t.Run(c.name, func(t *testing.T) {
 			r, e := limitsEnv(t, 1)
 			ctx := context.Background()
 			at := time.Now().Truncate(time.Second)
-			n := mkAccess(t, r.Client, "n", at.Add(-time.Minute))
-			y := mkAccess(t, r.Client, "y", at)
-			if o := c.prior(y); o != nil {
-				if err := r.Client.Create(ctx, o); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := r.Client.Status().Update(ctx, y); err != nil {
-				t.Fatal(err)
+			if c.selfOnly {
+				return
 			}
+			n := mkAccess(t, r.Client, "n", at.Add(-time.Minute))
+			grantedElsewhere(t, r.Client, c.prior, at)
 			f := &facts{}
 			if ok, err := r.withinLimits(ctx, n, single(orders), e, f); err != nil || !ok {
 				t.Errorf("n: want it let through, y's grant elsewhere holding no place here, got %v (%v, %q)", ok, err, f.limitExceeded)

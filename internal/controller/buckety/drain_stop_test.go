@@ -19,13 +19,7 @@ import (
 // or asks for another request, once the Buckety is being deleted or gone,
 // or is another Buckety of the same name.
 func TestDrainCalledOff(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := testScheme(t)
 	ctx := context.Background()
 	base := func() *v1.Buckety {
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "orders", UID: "uid-orders", Finalizers: []string{v1.Finalizer}},
@@ -80,4 +74,17 @@ func TestDrainCalledOff(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testScheme has buckety's kinds and client-go's.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -19,13 +17,7 @@ import (
 // which could never get its Secret, and its Ready says why, naming
 // metadata.name; one of 63 characters gets its access.
 func TestImplicitAccessNameTooLong(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := testScheme(t)
 	ctx := context.Background()
 	for _, n := range []int{63, 64} {
 		c := fake.NewClientBuilder().WithScheme(s).Build()
