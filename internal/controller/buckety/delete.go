@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -157,10 +159,23 @@ func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(cont
 }
 
 // sharesAgain reports whether access a of another namespace, withdrawn
-// from b as its status says, has a spec its last pass did not see (status.
-// observedGeneration) under which b shares with it now (its role).
+// from b as its status says, has a spec its last pass did not see (its
+// Ready condition's observedGeneration: status.observedGeneration moves
+// only when it is Ready) under which b shares with it now (its role), in
+// a namespace that is not being deleted.
 func (r *Reconciler) sharesAgain(ctx context.Context, b *v1.Buckety, a *v1.BucketyAccess) (bool, error) {
-	if a.Status.ObservedGeneration == a.Generation {
+	if c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady); c == nil || c.ObservedGeneration == a.Generation {
+		return false, nil
+	}
+	n := &corev1.Namespace{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Name: b.Namespace}, n); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !n.DeletionTimestamp.IsZero() || n.Status.Phase == corev1.NamespaceTerminating:
+		// Shares nothing any more (the access's pass withdraws for
+		// the same reason).
 		return false, nil
 	}
 	e, ok := r.Backends.Get(b.Status.Backend)

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
@@ -61,38 +63,52 @@ func TestAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
 
 // TestWithdrawnAccessChangedSince: Buckety payments/orders, being deleted,
 // shares ReadOnly with namespace consumer. Consumer's accesses were
-// withdrawn (NotShared, nothing held) for an earlier generation of their
-// spec. One whose spec changed since to the role the Buckety shares (its
-// next pass would grant it) holds the deletion back, as a shared access
-// does; one whose change leaves it unshared (spec.rotation, or a role the
-// Buckety still does not share) does not, however often it changes; one
-// its pass has caught up with does not.
+// withdrawn (NotShared, nothing held; never Ready since, so their
+// status.observedGeneration stays behind). One whose spec changed to the
+// role the Buckety shares, which its pass has not seen yet (its Ready
+// condition is for an earlier generation), holds the deletion back, as a
+// shared access does: that pass would grant it. One whose change leaves it
+// unshared (spec.rotation, or a role still not shared) does not, however
+// often it changes; nor one whose pass has seen its change; nor any while
+// the owner's namespace is being deleted (it shares nothing then).
 func TestWithdrawnAccessChangedSince(t *testing.T) {
 	set := testSet(t)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders"},
 		Spec:   v1.BucketySpec{Backend: "kafka", Sharing: []v1.SharingRule{{Namespace: "consumer", Roles: []v1.Role{v1.RoleReadOnly}}}},
 		Status: v1.BucketyStatus{Backend: "kafka"}}
-	withdrawn := func(name string, role v1.Role, generation, observed int64) v1.BucketyAccess {
+	withdrawn := func(name string, role v1.Role, generation, readyFor int64) v1.BucketyAccess {
 		a := v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "consumer", Name: name, Generation: generation, Finalizers: []string{v1.Finalizer}},
 			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "payments", Name: "orders"}, Role: role, CredentialsSecretName: name}}
-		a.Status.ObservedGeneration = observed
-		a.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonNotShared, ObservedGeneration: observed}}
+		a.Status.ObservedGeneration = 1
+		a.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonNotShared, ObservedGeneration: readyFor}}
 		return a
 	}
 	accesses := []v1.BucketyAccess{
 		withdrawn("shared-role-now", v1.RoleReadOnly, 3, 2),
 		withdrawn("rotated", v1.RoleReadWrite, 9, 2),
-		withdrawn("caught-up", v1.RoleReadOnly, 2, 2),
+		withdrawn("seen", v1.RoleReadOnly, 3, 3),
 	}
-	r := &Reconciler{Backends: set}
-	f := &facts{}
-	held, err := r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
-		return accesses, nil
-	}, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"consumer/shared-role-now"}; !held || !slices.Equal(f.blockedBy, want) {
-		t.Errorf("want the deletion held back by %v, got held %v by %v", want, held, f.blockedBy)
+	for _, c := range []struct {
+		name  string
+		phase corev1.NamespacePhase
+		want  []string
+	}{
+		{"the owner's namespace active", corev1.NamespaceActive, []string{"consumer/shared-role-now"}},
+		{"the owner's namespace being deleted", corev1.NamespaceTerminating, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "payments"}, Status: corev1.NamespaceStatus{Phase: c.phase}}
+			r := &Reconciler{Backends: set, Client: fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(ns).Build()}
+			f := &facts{}
+			held, err := r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
+				return accesses, nil
+			}, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held != (len(c.want) > 0) || !slices.Equal(f.blockedBy, c.want) {
+				t.Errorf("want the deletion held back by %v, got held %v by %v", c.want, held, f.blockedBy)
+			}
+		})
 	}
 }
