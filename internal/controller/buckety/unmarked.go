@@ -24,9 +24,10 @@ import (
 // backend was missing from buckety-controller.yaml: mark the owner record
 // on the backend retained. Its retained claim says so
 // (spec.retained.recordUnmarked); once the backend is configured again the
-// marker reads the record, marks it retained when it still holds the
-// resource for that deleted Buckety (this installation, its namespace,
-// name and UID), and clears the flag. Until then a Buckety applied again
+// marker reads the record, marks it retained (handed over, on a backend
+// that hands its resources over) when it still holds the resource for a
+// Buckety of that namespace and name of this installation, and clears
+// the flag. Until then a Buckety applied again
 // under the name takes the resource as retained all the same
 // (keptUnmarked); after it, the record itself says so, so a maintainer's
 // release of the claim, or a lost claim, hands the resource back to no
@@ -67,7 +68,11 @@ func (m *RecordMarker) Start(ctx context.Context) error {
 }
 
 // MarkOnce handles every retained claim of a configured backend whose
-// record is unmarked; it returns how many claims it settled.
+// record is unmarked; it returns how many claims it settled. A claim is
+// settled (its flag cleared) only once the record says what the deletion
+// would have written, or that it is not this installation's to mark: a
+// record the backend does not show (a backend configured again on
+// another endpoint, say) is looked at again at the next interval.
 func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 	r := m.Reconciler
 	var list v1.BucketyClaimList
@@ -87,11 +92,25 @@ func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 		if !ok {
 			continue
 		}
-		if err := r.markRetainedRecord(ctx, e, cl); err != nil {
+		// Read fresh: a Buckety of the name may have taken the claim
+		// over since the cache showed it, and writes its own record.
+		cur, err := r.Claims.Fresh(ctx, cl.Name)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := r.Claims.RecordMarked(ctx, cl); err != nil {
+		if cur == nil || !claims.IsRetained(cur) || !cur.Spec.Retained.RecordUnmarked {
+			continue
+		}
+		settled, err := r.markRetainedRecord(ctx, e, cur)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !settled {
+			continue
+		}
+		if err := r.Claims.RecordMarked(ctx, cur); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -100,30 +119,42 @@ func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// markRetainedRecord marks retained the owner record of the resource of
-// retained claim cl, when it still holds it for the Buckety the claim was
-// retained from (this installation, its namespace and name, and its UID:
-// a Buckety that took it over since rewrote the record with its own).
-func (r *Reconciler) markRetainedRecord(ctx context.Context, e *backends.Entry, cl *v1.BucketyClaim) error {
+// markRetainedRecord writes on the owner record of the resource of
+// retained claim cl what the deletion of the Buckety it was retained from
+// would have: retained, or handed over where the backend now hands its
+// resources over (ownership.handOverTo), when the record still holds the
+// resource for a Buckety of that namespace and name (re-attached by the
+// record, as judge has it). settled is true once the record needs nothing
+// more: written, or holding it otherwise (retained already, another
+// Buckety's, another installation's), or a backend that keeps no records;
+// false when the backend shows no record of the resource.
+func (r *Reconciler) markRetainedRecord(ctx context.Context, e *backends.Entry, cl *v1.BucketyClaim) (bool, error) {
 	var f facts
-	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
-		return err
+	ok, err := r.ownerRecords(ctx, e, &f)
+	if err != nil || !ok {
+		return err == nil, err
 	}
 	from := cl.Spec.Retained.Owner
 	gone := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: from.Namespace, Name: from.Name, UID: types.UID(from.UID)}}
 	res := backendResource(e, cl.Spec.ResourceName, nil, cl)
 	rec, err := r.readOwner(ctx, gone, e, res, 0)
-	if err != nil {
-		return fmt.Errorf("read the owner record of %s on backend %s: %w", cl.Spec.ResourceName, e.Name, err)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("read the owner record of %s on backend %s: %w", cl.Spec.ResourceName, e.Name, err)
+	case rec == nil:
+		return false, nil
 	}
-	if v, _ := r.judge(rec, gone, e); v != ownerMine || rec.UID != from.UID {
-		return nil
+	if v, _ := r.judge(rec, gone, e); v != ownerMine {
+		return true, nil
 	}
 	want := *rec
 	want.Installation, want.State = r.Backends.Installation(), drivers.OwnerRetained
+	if to := e.Config.HandOverTo(); to != "" {
+		want.State, want.To = drivers.OwnerHandedOver, to
+	}
 	if err := e.Owners.WriteOwner(ctx, res, &want); err != nil {
-		return fmt.Errorf("mark the owner record of %s on backend %s retained: %w", cl.Spec.ResourceName, e.Name, err)
+		return false, fmt.Errorf("mark the owner record of %s on backend %s %s: %w", cl.Spec.ResourceName, e.Name, want.State, err)
 	}
 	r.owners.put(e, res.Name, &want, 0)
-	return nil
+	return true, nil
 }

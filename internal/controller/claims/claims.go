@@ -364,6 +364,18 @@ func (c *Store) RetainedUnmarked(ctx context.Context, b *v1.Buckety, k Key) (*v1
 	return nil, nil
 }
 
+// Fresh reads claim name from the API server; nil when there is none.
+func (c *Store) Fresh(ctx context.Context, name string) (*v1.BucketyClaim, error) {
+	cl := &v1.BucketyClaim{}
+	if err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read claim %s: %w", name, err)
+	}
+	return cl, nil
+}
+
 // RecordMarked clears spec.retained.recordUnmarked of claim cl, read
 // fresh, when it is still the same retained record: its resource's owner
 // record was marked retained since. An optimistic-lock update; a claim
