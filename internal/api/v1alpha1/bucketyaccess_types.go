@@ -142,10 +142,9 @@ type BucketyAccessStatus struct {
 	// +optional
 	BucketyGeneration int64 `json:"bucketyGeneration,omitempty"`
 
-	// Backend is the backend the access was granted on when its Secret
-	// was last written for a new generation of its Buckety: a grant holds
-	// its place under the access limits on that backend only, not on
-	// another one a Buckety of the same name was made again on (its
+	// Backend is the backend the access's Secret was last written for: a
+	// grant holds its place under the access limits on that backend only,
+	// not on another one a Buckety of the same name was made again on (its
 	// finalizer stripped, deleted and applied again).
 	// +optional
 	Backend string `json:"backend,omitempty"`

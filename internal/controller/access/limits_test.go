@@ -470,3 +470,23 @@ func TestOthersGrantedElsewhereHoldNoPlace(t *testing.T) {
 		})
 	}
 }
+
+// TestWrittenRecordsTheBackend: a pass that publishes the access's
+// Secret records its backend in status.backend, also for a status an
+// earlier release wrote at the same generation of its Buckety (which
+// would otherwise keep being judged by its generation alone).
+func TestWrittenRecordsTheBackend(t *testing.T) {
+	b := orders.DeepCopy()
+	b.Generation = 4
+	for _, st := range []v1.BucketyAccessStatus{
+		{},
+		{BucketyGeneration: 4},
+		{BucketyGeneration: 4, Backend: "old"},
+	} {
+		a := &v1.BucketyAccess{Status: st}
+		single(b).written(a, "svc")
+		if a.Status.Backend != "svc" || a.Status.BucketyGeneration != 4 {
+			t.Errorf("from %+v: want backend svc at generation 4, got %q at %d", st, a.Status.Backend, a.Status.BucketyGeneration)
+		}
+	}
+}

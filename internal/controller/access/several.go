@@ -228,14 +228,12 @@ func (on *grantedOn) bind(c *v1.BucketyCredential) {
 }
 
 // written records in a's status the Bucketies its Secret was just written
-// for, on backend. The backend is recorded with a new generation (a status
-// write in any case), or kept up to date once recorded: a status written
-// by an earlier release is not written again for it alone, which would
-// have been one status write per access at an upgrade.
+// for, on backend. A status written by an earlier release gets its
+// backend at its first pass after the upgrade: one status write per
+// granted access, once, which closes the window in which its grant is
+// judged by its generation alone (grantedHere).
 func (on *grantedOn) written(a *v1.BucketyAccess, backend string) {
-	if a.Status.Backend != "" || a.Status.BucketyGeneration != on.b().Generation {
-		a.Status.Backend = backend
-	}
+	a.Status.Backend = backend
 	a.Status.BucketyGeneration = on.b().Generation
 	a.Status.BucketyGenerations, a.Status.Withdrawn = nil, nil
 	if !on.several {
