@@ -303,7 +303,8 @@ func keptWithoutBackend(t *testing.T, opts func(*appcontroller.Options)) (*s3.Cl
 
 // TestKeptWithoutBackend: after keptWithoutBackend, the same manifest
 // applied again with retentionPolicy Delete, before the controller's
-// marker looks at the claims (a minute after its start), is refused: the
+// marker looks at the claims (an owner-check interval after its start),
+// is refused: the
 // bucket holds content and the Buckety no adoption key, and the refusal
 // names the Buckety it was retained from; the record is marked retained
 // then, and deleting that Buckety keeps the data. Before, the record
@@ -311,7 +312,9 @@ func keptWithoutBackend(t *testing.T, opts func(*appcontroller.Options)) (*s3.Cl
 func TestKeptWithoutBackend(t *testing.T) {
 	needInfra(t)
 	root, ns, bucket, state, _ := keptWithoutBackend(t, func(o *appcontroller.Options) {
-		o.RESTConfig, o.Recheck, o.DriftSweep = cp.RESTConfig, time.Hour, time.Second
+		// The marker's first look is an owner-check interval after the
+		// start: far past this test.
+		o.RESTConfig, o.Recheck, o.DriftSweep, o.OwnerCheck = cp.RESTConfig, time.Hour, time.Second, 10*time.Minute
 	})
 	_, again, _ := tenantManifests(ns, bucket, "")
 	create(t, again)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -308,7 +307,8 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 
 // drainCalledOff is the drain step's DrainLimits.Stop: true once the
 // cache shows Buckety b no longer asking for drain request (spec.drain
-// removed or changed), or b gone or being deleted. A step of many
+// removed or changed), or b gone or being deleted, or cannot tell (the
+// next pass goes on, if it should). A step of many
 // batches then ends within one, and deletes nothing its tenant writes
 // after the cancel; the next pass records the cancel. One cached read per
 // batch of up to 1,000 entries.
@@ -317,7 +317,7 @@ func (r *Reconciler) drainCalledOff(ctx context.Context, b *v1.Buckety, request 
 	return func() bool {
 		cur := &v1.Buckety{}
 		if err := r.Client.Get(ctx, key, cur, ctrl.UnsafeDisableDeepCopy); err != nil {
-			return apierrors.IsNotFound(err)
+			return true
 		}
 		return cur.UID != b.UID || !cur.DeletionTimestamp.IsZero() || requestOf(cur.Spec.Drain) != request
 	}
