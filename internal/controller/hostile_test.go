@@ -571,3 +571,33 @@ func TestMovedBucketyBringsNoAccessPastTheLimits(t *testing.T) {
 	e.reconcileAccess("a", "b1")
 	ready("b1")
 }
+
+// TestForeignAccessStaysWithdrawnWithoutItsBackend: Buckety victim/vb is
+// on a backend that left the config. Its rules share ReadOnly with
+// namespace friend, nothing with namespace evil. evil's access is
+// withdrawn all the same (NotShared: the Buckety's own rules refuse it,
+// whatever the backend would say), so it holds nothing and would not hold
+// vb's deletion back; friend's, which the rules let in, reports the
+// backend's problem and is judged by the backend once it is back.
+func TestForeignAccessStaysWithdrawnWithoutItsBackend(t *testing.T) {
+	e := newEnv(t, "")
+	vb := newBuckety("victim", "vb", "vb")
+	vb.Spec.Backend = "gone"
+	vb.Spec.Sharing = []v1.SharingRule{{Namespace: "friend", Roles: []v1.Role{v1.RoleReadOnly}}}
+	e.create(vb)
+	foreign := func(ns string) *v1.BucketyAccess {
+		return &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a", UID: types.UID("uid-" + ns)},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "victim", Name: "vb"}, Role: v1.RoleReadOnly, CredentialsSecretName: "s"}}
+	}
+	e.create(foreign("evil"))
+	e.create(foreign("friend"))
+	e.reconcileAccess("evil", "a")
+	e.reconcileAccess("friend", "a")
+	evil := e.liveAccess("evil", "a")
+	if c := cond(evil.Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonNotShared || !evil.Withdrawn() {
+		t.Errorf("evil's access, vb's backend out of the config: want Ready False (NotShared), withdrawn; got %s (%s: %s), withdrawn %v", c.Status, c.Reason, c.Message, evil.Withdrawn())
+	}
+	if c := cond(e.liveAccess("friend", "a").Status.Conditions, v1.ConditionReady); c.Reason == v1.ReasonNotShared {
+		t.Errorf("friend's access, which vb's rules let in: want the backend's problem reported, not NotShared; got %s (%s: %s)", c.Status, c.Reason, c.Message)
+	}
+}

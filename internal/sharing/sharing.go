@@ -101,6 +101,25 @@ func Check(ctx context.Context, r client.Reader, be *config.Backend, b *v1.Bucke
 	return Refusal(be, b, ownerLabels, ns, nsLabels, role), nil
 }
 
+// RulesRefusal is Check without a backend to judge by (its entry left the
+// config, or its driver changed): what b's own spec.sharing rules say of
+// namespace ns and role, "" when they let it in. The backend's sharing
+// block may still refuse what the rules allow; it cannot allow what they
+// refuse.
+func RulesRefusal(ctx context.Context, r client.Reader, b *v1.Buckety, ns string, role v1.Role) (string, error) {
+	var nsLabels map[string]string
+	if usesLabels(b) {
+		var err error
+		if nsLabels, err = labelsOf(ctx, r, ns); err != nil {
+			return "", err
+		}
+	}
+	if !Grants(b, ns, nsLabels, orDefault(role)) {
+		return NotShared(b.Namespace, b.Name, ns, role), nil
+	}
+	return "", nil
+}
+
 func labelsOf(ctx context.Context, r client.Reader, ns string) (map[string]string, error) {
 	n := &corev1.Namespace{}
 	if err := r.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {

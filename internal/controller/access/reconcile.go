@@ -565,8 +565,9 @@ func refNameOf(a *v1.BucketyAccess, ref v1.BucketyReference) string {
 
 // consent says why Buckety b, of another namespace, does not share with
 // access a now (sharing.Check), or that its namespace is being deleted; ""
-// when it shares. A backend that cannot be resolved gives no verdict here:
-// the pass reports it as for any access.
+// when it shares. A backend that cannot be resolved judges nothing: the
+// Buckety's own rules alone then (sharing.RulesRefusal), and the pass
+// reports the backend's problem as for any access.
 func (r *Reconciler) consent(ctx context.Context, a *v1.BucketyAccess, b *v1.Buckety) (string, error) {
 	if !b.DeletionTimestamp.IsZero() {
 		gone, err := r.ownerNamespaceGoing(ctx, b.Namespace)
@@ -580,7 +581,12 @@ func (r *Reconciler) consent(ctx context.Context, a *v1.BucketyAccess, b *v1.Buc
 	e, problem := backends.Resolve(r.Backends, b.Spec.Backend,
 		backends.Sticky{Backend: b.Status.Backend, Driver: b.Status.Driver, DriverMajor: b.Status.DriverMajor})
 	if problem != nil {
-		return "", nil
+		// No backend to judge by: the Buckety's own rules still say
+		// no where they do, so an access they do not let in stays
+		// withdrawn (and holds no deletion back) while its backend is
+		// out of the config. One they let in is judged by the backend
+		// when it is back; the pass reports the problem meanwhile.
+		return sharing.RulesRefusal(ctx, r.Client, b, a.Namespace, a.Spec.Role)
 	}
 	return sharing.Check(ctx, r.Client, e.Config, b, a.Namespace, a.Spec.Role)
 }
