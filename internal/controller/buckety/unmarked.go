@@ -44,7 +44,24 @@ type RecordMarker struct {
 	Interval time.Duration
 	// Log is the logger.
 	Log logr.Logger
+
+	// waits paces, per claim, the looks at a record the backend does not
+	// show (unsettled): one more Interval each time, up to
+	// maxMarkerWait. In memory: a restart (a config change) looks at
+	// once, which is when a backend comes back.
+	waits map[string]markerWait
 }
+
+// markerWait is when a claim's record is looked at next, and the wait
+// before that look.
+type markerWait struct {
+	next time.Time
+	wait time.Duration
+}
+
+// maxMarkerWait is the longest a claim whose record is not found waits
+// for its next look.
+const maxMarkerWait = time.Hour
 
 // Start implements manager.Runnable: the first look one Interval after
 // the start (the passes of a Buckety applied again meanwhile take such a
@@ -83,6 +100,8 @@ func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 	}
 	n := 0
 	var errs []error
+	now := time.Now()
+	flagged := map[string]bool{}
 	for i := range list.Items {
 		cl := &list.Items[i]
 		if !claims.IsRetained(cl) || !cl.Spec.Retained.RecordUnmarked || !m.Serves.Namespace(cl.Spec.Retained.Owner.Namespace) {
@@ -90,6 +109,10 @@ func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 		}
 		e, ok := r.Backends.Get(cl.Spec.Backend)
 		if !ok {
+			continue
+		}
+		flagged[cl.Name] = true
+		if w, ok := m.waits[cl.Name]; ok && now.Before(w.next) {
 			continue
 		}
 		// Read fresh: a Buckety of the name may have taken the claim
@@ -108,15 +131,31 @@ func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 			continue
 		}
 		if !settled {
+			m.wait(cl.Name, now)
 			continue
 		}
 		if err := r.Claims.RecordMarked(ctx, cur); err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		delete(m.waits, cl.Name)
 		n++
 	}
+	for name := range m.waits {
+		if !flagged[name] {
+			delete(m.waits, name)
+		}
+	}
 	return n, errors.Join(errs...)
+}
+
+// wait paces the next look at claim name, whose record was not found.
+func (m *RecordMarker) wait(name string, now time.Time) {
+	if m.waits == nil {
+		m.waits = map[string]markerWait{}
+	}
+	w := min(m.waits[name].wait+m.Interval, maxMarkerWait)
+	m.waits[name] = markerWait{next: now.Add(w), wait: w}
 }
 
 // markRetainedRecord writes on the owner record of the resource of
