@@ -93,7 +93,8 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 	}
 	if old == nil {
 		ref := refs[first]
-		errs = append(errs, v.accessLimit(ctx, refPath(a, first), v.forNamespace(ctx, be, ns), ns, refNamespace(ref, ns), ref.Name)...)
+		refNS := refNamespace(ref, ns)
+		errs = append(errs, v.accessLimit(ctx, refPath(a, first), v.forNamespace(ctx, be, ns), v.forNamespace(ctx, be, refNS), ns, refNS, ref.Name)...)
 	}
 	d := be.DriverImpl()
 	if a.Several() {

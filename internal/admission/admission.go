@@ -371,21 +371,32 @@ func (v *Validators) limit(ctx context.Context, p *field.Path, b *config.Backend
 }
 
 // accessLimit refuses a new access beyond its backend's
-// limits.accessesPerBuckety or accessesPerNamespace, as the webhook's
-// cache counts (the controller enforces the same limits, oldest first).
-func (v *Validators) accessLimit(ctx context.Context, p *field.Path, b *config.Backend, ns, refNS, ref string) field.ErrorList {
-	l := b.Limits
-	if v.accesses == nil || l == nil || (l.AccessesPerBuckety == 0 && l.AccessesPerNamespace == 0) {
+// limits.accessesPerBuckety (as the Buckety's namespace, owner, has them)
+// or accessesPerNamespace (as the access's, own, has them), as the
+// webhook's cache counts (the controller enforces the same limits, oldest
+// first).
+func (v *Validators) accessLimit(ctx context.Context, p *field.Path, own, owner *config.Backend, ns, refNS, ref string) field.ErrorList {
+	perNS, perB := 0, 0
+	if own.Limits != nil {
+		perNS = own.Limits.AccessesPerNamespace
+	}
+	if owner.Limits != nil {
+		perB = owner.Limits.AccessesPerBuckety
+	}
+	if v.accesses == nil || (perB == 0 && perNS == 0) {
 		return nil
 	}
-	perBuckety, onBackend, err := v.accesses(ctx, ns, RefKey(refNS, ref), b.Name)
+	perBuckety, onBackend, err := v.accesses(ctx, ns, RefKey(refNS, ref), own.Name)
 	switch {
 	case err != nil:
 		return nil
-	case l.AccessesPerBuckety > 0 && perBuckety >= l.AccessesPerBuckety:
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("Buckety %s already has %d BucketyAccesses, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ref, perBuckety, b.Name, b.LimitsKey("accessesPerBuckety"), l.AccessesPerBuckety))}
-	case l.AccessesPerNamespace > 0 && onBackend >= l.AccessesPerNamespace:
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s, the most its limits allow (%s: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ns, onBackend, b.Name, b.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace))}
+	case perB > 0 && perBuckety >= perB:
+		if refNS != ns {
+			ref = RefKey(refNS, ref)
+		}
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("Buckety %s already has %d BucketyAccesses, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ref, perBuckety, own.Name, owner.LimitsKey("accessesPerBuckety"), perB))}
+	case perNS > 0 && onBackend >= perNS:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s, the most its limits allow (%s: %d in buckety-controller.yaml): delete one, or ask the cluster maintainer", ns, onBackend, own.Name, own.LimitsKey("accessesPerNamespace"), perNS))}
 	}
 	return nil
 }

@@ -109,3 +109,28 @@ func validatorsOn(t *testing.T, text string) *Validators {
 	}
 	return v
 }
+
+// TestSharedBucketyCountsItsOwnersLimit: an access of namespace big-team
+// naming Buckety small-team/orders, shared with it, is refused at
+// small-team's accessesPerBuckety (1, by label), not admitted under
+// big-team's (the backend's 3): a Buckety's limit is its owner's.
+func TestSharedBucketyCountsItsOwnersLimit(t *testing.T) {
+	ctx := context.Background()
+	v, err := New(webhookConfig(t, countLimitsConfig), func(_ context.Context, ns, name string) (*v1.Buckety, bool) {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "tenants",
+			Sharing: []v1.SharingRule{{Namespace: "big-team", Roles: []v1.Role{v1.RoleReadOnly}}}}}, name == "orders"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.WithNamespaceLabels(func(_ context.Context, ns string) (map[string]string, error) {
+		return map[string]map[string]string{"small-team": {"tier": "small"}}[ns], nil
+	})
+	v.WithAccessCounter(func(context.Context, string, string, string) (int, int, error) { return 1, 1, nil })
+	_, err = AccessValidator{v}.ValidateCreate(ctx, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "big-team"},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "small-team", Name: "orders"}, CredentialsSecretName: "a", Role: v1.RoleReadOnly}})
+	want := "Buckety small-team/orders already has 1 BucketyAccesses, the most backend tenants allows per Buckety (limits.namespaces[1].accessesPerBuckety: 1 in buckety-controller.yaml)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("big-team's access to small-team/orders: want %q, got %v", want, err)
+	}
+}

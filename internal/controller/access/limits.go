@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -52,12 +53,25 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	if e.Config.Limits == nil {
 		return true, nil
 	}
-	e, err := backends.ForNamespace(ctx, r.Client, e, a.Namespace)
+	// Each namespace's limits on the backend, its limits.namespaces entry
+	// applied: a's own for accessesPerNamespace, each Buckety's owner's
+	// for that Buckety's accessesPerBuckety (a namespace a Buckety is
+	// shared with sets no limit on it).
+	lim := namespaceLimits{ctx: ctx, c: r.Client, base: e, of: map[string]*config.Backend{}}
+	own, err := lim.get(a.Namespace)
 	if err != nil {
 		return false, err
 	}
-	l := e.Config.Limits
-	if l.AccessesPerNamespace == 0 && l.AccessesPerBuckety == 0 {
+	l := own.Limits
+	limited := l.AccessesPerNamespace > 0
+	for _, t := range on.targets {
+		cfg, err := lim.get(t.b.Namespace)
+		if err != nil {
+			return false, err
+		}
+		limited = limited || cfg.Limits.AccessesPerBuckety > 0
+	}
+	if !limited {
 		return true, nil
 	}
 	if a.Status.BucketyGeneration != 0 && grantedHere(a, on, e.Name) {
@@ -109,17 +123,154 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	for i, t := range on.targets {
 		refs[i] = objects.RefKey(t.b.Namespace, t.b.Name)
 	}
-	full, perBuckety, total, ok := admit(*l, contender{refs: refs, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others)
+	q, err := r.quotasOf(ctx, &lim, a, refs, others)
+	if err != nil {
+		return false, err
+	}
+	full, perBuckety, total, ok := admit(q, contender{refs: refs, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, ns: a.Namespace, local: true}, others)
 	switch {
 	case ok:
 		r.gates.place(a.UID, keys...)
 		return true, nil
 	case full != "":
-		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", shortRef(a, full), perBuckety, e.Name, e.Config.LimitsKey("accessesPerBuckety"), l.AccessesPerBuckety)
+		ns, _, _ := strings.Cut(full, "/")
+		cfg, err := lim.get(ns)
+		if err != nil {
+			return false, err
+		}
+		f.limitExceeded = fmt.Sprintf("Buckety %s already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", shortRef(a, full), perBuckety, e.Name, cfg.LimitsKey("accessesPerBuckety"), cfg.Limits.AccessesPerBuckety)
 	default:
-		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, e.Config.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace)
+		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, own.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace)
 	}
 	return false, nil
+}
+
+// namespaceLimits resolves, once per namespace in a decision, the
+// backend's config with the namespace's limits.namespaces entry applied.
+type namespaceLimits struct {
+	ctx  context.Context
+	c    ctrl.Reader
+	base *backends.Entry
+	of   map[string]*config.Backend
+}
+
+func (n *namespaceLimits) get(ns string) (*config.Backend, error) {
+	if cfg, ok := n.of[ns]; ok {
+		return cfg, nil
+	}
+	e, err := backends.ForNamespace(n.ctx, n.c, n.base, ns)
+	if err != nil {
+		return nil, err
+	}
+	n.of[ns] = e.Config
+	return e.Config, nil
+}
+
+// quotas are the limits a decision counts against: a's namespace's
+// accessesPerNamespace, each Buckety's accessesPerBuckety (its owner's),
+// and the places the other namespaces waiting ahead of a have left.
+type quotas struct {
+	perNamespace int
+	// perBuckety is each Buckety's limit (objects.RefKey); 0: none.
+	perBuckety map[string]int
+	// room is, for another namespace whose accesses wait ahead of a,
+	// how many more its own limits.accessesPerNamespace on the backend
+	// lets it hold; a namespace not here has no such limit.
+	room map[string]int
+}
+
+// quotasOf reads the limits admit counts against. A waiting access of
+// another namespace takes a place in a shared Buckety only while its own
+// namespace has room: one its namespace's limit holds back would never
+// be granted, and a tenant could otherwise keep a Buckety shared with it
+// full with any number of accesses past its own limit.
+func (r *Reconciler) quotasOf(ctx context.Context, lim *namespaceLimits, a *v1.BucketyAccess, refs []string, others []contender) (quotas, error) {
+	own, err := lim.get(a.Namespace)
+	if err != nil {
+		return quotas{}, err
+	}
+	q := quotas{perNamespace: own.Limits.AccessesPerNamespace, perBuckety: map[string]int{}, room: map[string]int{}}
+	of := func(refs []string) error {
+		for _, ref := range refs {
+			if _, ok := q.perBuckety[ref]; ok {
+				continue
+			}
+			ns, _, _ := strings.Cut(ref, "/")
+			cfg, err := lim.get(ns)
+			if err != nil {
+				return err
+			}
+			q.perBuckety[ref] = cfg.Limits.AccessesPerBuckety
+		}
+		return nil
+	}
+	if err := of(refs); err != nil {
+		return quotas{}, err
+	}
+	seen := map[string]bool{}
+	for _, o := range others {
+		if err := of(o.refs); err != nil {
+			return quotas{}, err
+		}
+		if o.local || o.held || seen[o.ns] {
+			continue
+		}
+		seen[o.ns] = true
+		cfg, err := lim.get(o.ns)
+		if err != nil {
+			return quotas{}, err
+		}
+		if cfg.Limits.AccessesPerNamespace == 0 {
+			continue
+		}
+		held, err := r.heldIn(ctx, o.ns, lim.base.Name)
+		if err != nil {
+			return quotas{}, err
+		}
+		q.room[o.ns] = max(cfg.Limits.AccessesPerNamespace-held, 0)
+	}
+	return q, nil
+}
+
+// heldIn counts the live accesses of namespace ns that hold a place on
+// backend: granted there as the cache shows, or let through this
+// process's gate. It may count fewer than hold one (a credential issued
+// before a crash, its grant not written): more room for ns's waiting
+// accesses, which then count in a Buckety, never fewer.
+func (r *Reconciler) heldIn(ctx context.Context, ns, backend string) (int, error) {
+	var list v1.BucketyAccessList
+	if err := r.Client.List(ctx, &list, ctrl.InNamespace(ns), ctrl.UnsafeDisableDeepCopy); err != nil {
+		return 0, fmt.Errorf("count the accesses of namespace %s: %w", ns, err)
+	}
+	key := gateKey(backend, ns)
+	n := 0
+	for i := range list.Items {
+		o := &list.Items[i]
+		if !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if r.gates.placedOn(o.UID, key) {
+			n++
+			continue
+		}
+		if o.Status.BucketyGeneration == 0 {
+			continue
+		}
+		switch o.Status.Backend {
+		case backend:
+			n++
+		case "":
+			for _, ref := range o.Refs() {
+				if be := r.backendOf(ctx, o.RefNamespace(ref), ref.Name); be != "" {
+					if be == backend {
+						n++
+					}
+					break
+				}
+			}
+		}
+	}
+	return n, nil
 }
 
 // contenders are the live accesses access a competes with for a place
@@ -223,7 +374,7 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 				return nil, nil, err
 			}
 		}
-		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, held: held, local: o.Namespace == a.Namespace})
+		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, ns: o.Namespace, held: held, local: o.Namespace == a.Namespace})
 	}
 	return others, settled, nil
 }
@@ -267,6 +418,8 @@ type contender struct {
 	created metav1.Time
 	// name orders accesses created in the same second: namespace/name.
 	name string
+	// ns is its namespace.
+	ns string
 	// held: it holds a place (granted, or let through the gate).
 	held bool
 	// local: of the namespace whose accessesPerNamespace is decided (an
@@ -275,16 +428,18 @@ type contender struct {
 }
 
 // admit decides whether access a, not holding a place, may be granted
-// under limits l, given the other live accesses of its namespace on its
-// backend. Those holding a place count first, whatever the limits are now;
-// then those waiting ahead of a (older, or as old and named before it) take
-// a place each while their Buckety and the namespace are under their
-// limits. It returns what a's Buckety and the namespace then count, and
-// whether a fits; when a's Buckety (or one of a's several) is full, full
-// names it and perBuckety is its count, else perBuckety is the highest
-// count of a's.
-func admit(l config.Limits, a contender, others []contender) (full string, perBuckety, total int, ok bool) {
+// under limits q, given the other live accesses of its namespace on its
+// backend and those of other namespaces naming a Buckety it names. Those
+// holding a place count first, whatever the limits are now; then those
+// waiting ahead of a (older, or as old and named before it) take a place
+// each while their Bucketies and their namespace are under their limits
+// (another namespace's under the room q gives it). It returns what a's
+// Buckety and the namespace then count, and whether a fits; when a's
+// Buckety (or one of a's several) is full, full names it and perBuckety
+// is its count, else perBuckety is the highest count of a's.
+func admit(q quotas, a contender, others []contender) (full string, perBuckety, total int, ok bool) {
 	count := map[string]int{}
+	room := maps.Clone(q.room)
 	var waiting []contender
 	take := func(o contender) {
 		for _, ref := range o.refs {
@@ -292,6 +447,9 @@ func admit(l config.Limits, a contender, others []contender) (full string, perBu
 		}
 		if o.local {
 			total++
+		} else if left, limited := room[o.ns]; limited && !o.held {
+			// The room was left by those of o.ns that hold a place.
+			room[o.ns] = left - 1
 		}
 	}
 	for _, o := range others {
@@ -304,14 +462,21 @@ func admit(l config.Limits, a contender, others []contender) (full string, perBu
 	}
 	fullOf := func(o contender) string {
 		for _, ref := range o.refs {
-			if l.AccessesPerBuckety > 0 && count[ref] >= l.AccessesPerBuckety {
+			if n := q.perBuckety[ref]; n > 0 && count[ref] >= n {
 				return ref
 			}
 		}
 		return ""
 	}
 	fits := func(o contender) bool {
-		return fullOf(o) == "" && (!o.local || l.AccessesPerNamespace == 0 || total < l.AccessesPerNamespace)
+		if fullOf(o) != "" {
+			return false
+		}
+		if !o.local {
+			left, limited := room[o.ns]
+			return !limited || left > 0
+		}
+		return q.perNamespace == 0 || total < q.perNamespace
 	}
 	slices.SortFunc(waiting, func(x, y contender) int {
 		if olderThan(x, y) {

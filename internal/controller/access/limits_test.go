@@ -28,11 +28,11 @@ func TestAdmit(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Second))
 	c := func(ref string, at metav1.Time, name string, held bool) contender {
-		return contender{refs: []string{ref}, created: at, name: name, held: held, local: true}
+		return contender{refs: []string{ref}, created: at, name: name, ns: "o", held: held, local: true}
 	}
-	// foreign: an access of another namespace naming a shared Buckety.
+	// foreign: an access of another namespace (x) naming a shared Buckety.
 	foreign := func(ref string, at metav1.Time, name string, held bool) contender {
-		return contender{refs: []string{ref}, created: at, name: name, held: held}
+		return contender{refs: []string{ref}, created: at, name: name, ns: "x", held: held}
 	}
 	for _, tc := range []struct {
 		name          string
@@ -41,39 +41,53 @@ func TestAdmit(t *testing.T) {
 		others        []contender
 		ok            bool
 		perB, onTotal int
+		// room: places x's accessesPerNamespace leaves it (absent: no limit).
+		room map[string]int
 	}{
-		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0},
+		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0, nil},
 		{"z held, a as old and named before: z keeps its place", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1, nil},
 		{"z waiting, a as old and named before: a goes first", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0, nil},
 		{"a waiting ahead of z in the same second", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1},
+			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1, nil},
 		{"an older one waiting takes the place", config.Limits{AccessesPerNamespace: 1},
-			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1},
+			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1, nil},
 		{"a newer one waiting does not", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0},
+			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0, nil},
 		{"held over a lowered limit", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2},
+			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2, nil},
 		{"an older one waiting that does not fit its Buckety takes no place", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
-			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1},
+			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1, nil},
 		{"the Buckety full", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2},
+			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2, nil},
 		{"another namespace's access fills the shared Buckety, not the namespace", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0, nil},
 		{"another namespace's access elsewhere counts for nothing here", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
-			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0},
+			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0, nil},
 		{"a waiting older access of another namespace takes the shared Buckety's place", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, false, 1, 0},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, false, 1, 0, nil},
 		{"an access naming several counts once in its namespace and once in each Buckety", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
-			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1},
+			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1, nil},
 		{"an access naming several fits only where every one of its Bucketies does", config.Limits{AccessesPerBuckety: 1},
-			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1, nil},
 		{"an access naming several, under every limit", config.Limits{AccessesPerBuckety: 2, AccessesPerNamespace: 2},
-			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1, nil},
+		{"a waiting older access of another namespace whose own limit is reached takes no place", config.Limits{AccessesPerBuckety: 1},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, true, 0, 0, map[string]int{"x": 0}},
+		{"another namespace with room for one: its oldest waiting access takes the place", config.Limits{AccessesPerBuckety: 2},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false), foreign("o", t0, "x/z", false)}, true, 1, 0, map[string]int{"x": 1}},
+		{"another namespace's held access left it no room: not counted twice", config.Limits{AccessesPerBuckety: 3},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/h", true), foreign("o", t0, "x/y", false), foreign("o", t0, "x/z", false)}, true, 2, 0, map[string]int{"x": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, perB, total, ok := admit(tc.l, tc.a, tc.others)
+			q := quotas{perNamespace: tc.l.AccessesPerNamespace, perBuckety: map[string]int{}, room: tc.room}
+			for _, o := range append([]contender{tc.a}, tc.others...) {
+				for _, ref := range o.refs {
+					q.perBuckety[ref] = tc.l.AccessesPerBuckety
+				}
+			}
+			_, perB, total, ok := admit(q, tc.a, tc.others)
 			if ok != tc.ok || perB != tc.perB || total != tc.onTotal {
 				t.Errorf("want ok %v, per Buckety %d, total %d; got ok %v, %d, %d", tc.ok, tc.perB, tc.onTotal, ok, perB, total)
 			}
@@ -352,6 +366,69 @@ func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
 	r.gates.settle(own.UID)
 	if ok, err := r.withinLimits(ctx, x, single(shared), e, &facts{}); err != nil || !ok {
 		t.Errorf("x's access once o's is gone: want it let through, got %v (%v)", ok, err)
+	}
+}
+
+// TestForeignWaitingPastItsOwnLimitHoldsNoPlace: Buckety o/orders
+// (accessesPerBuckety: 1) is shared with x, whose accessesPerNamespace (1)
+// is taken by a grant on another Buckety. x's older access to orders can
+// never be granted while that holds: it takes no place in orders, and
+// o's own access is let through. Counted, x could keep orders full with
+// any number of accesses past its own limit.
+func TestForeignWaitingPastItsOwnLimitHoldsNoPlace(t *testing.T) {
+	r, e := limitsEnv(t, 0)
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1}
+	ctx := context.Background()
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
+	mk := func(name, ns, bucketyName string, at time.Time) *v1.BucketyAccess {
+		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: name, UID: types.UID("uid-x-" + name), CreationTimestamp: metav1.NewTime(at)},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: ns, Name: bucketyName}, CredentialsSecretName: name, Role: v1.RoleReadOnly}}
+		if err := r.Client.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	held := mk("own", "", "logs", time.Now().Add(-2*time.Hour))
+	held.Status.BucketyGeneration, held.Status.Backend = 1, "svc"
+	if err := r.Client.Status().Update(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	mk("reader", "o", "orders", time.Now().Add(-time.Hour))
+	own := mkAccess(t, r.Client, "own", time.Now())
+	f := &facts{}
+	if ok, err := r.withinLimits(ctx, own, single(shared), e, f); err != nil || !ok {
+		t.Errorf("o's own access: want it let through, x's waiting access holding no place past x's limit; got %v (%v, %q)", ok, err, f.limitExceeded)
+	}
+}
+
+// TestSharedBucketyCountsItsOwnersLimit: a Buckety's accessesPerBuckety
+// is its owner namespace's (o: 1, by a limits.namespaces entry), not that
+// of a namespace it is shared with (x: the backend's 5): x's access waits
+// behind o's granted one, and the message names o's entry.
+func TestSharedBucketyCountsItsOwnersLimit(t *testing.T) {
+	r, e := limitsEnv(t, 0)
+	one := 1
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 5, Namespaces: []config.NamespaceLimits{{Names: []string{"o"}, AccessesPerBuckety: &one}}}
+	ctx := context.Background()
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
+	own := mkAccess(t, r.Client, "own", time.Now().Add(-time.Minute))
+	if ok, err := r.withinLimits(ctx, own, single(shared), e, &facts{}); err != nil || !ok {
+		t.Fatalf("o's own access: want it let through, got %v (%v)", ok, err)
+	}
+	x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "reader", UID: "uid-x-reader", CreationTimestamp: metav1.Now()},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
+	if err := r.Client.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	f := &facts{}
+	ok, err := r.withinLimits(ctx, x, single(shared), e, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok || !strings.Contains(f.limitExceeded, "Buckety o/orders already has 1 BucketyAccesses") || !strings.Contains(f.limitExceeded, "limits.namespaces[0].accessesPerBuckety: 1") {
+		t.Errorf("x's access: want it held at o's accessesPerBuckety (limits.namespaces[0]), got let through %v (%q)", ok, f.limitExceeded)
 	}
 }
 
