@@ -35,12 +35,20 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 		return err
 	}
 	f.accessesChecked = true
+	backend := b.Spec.Backend
+	if b.Status.Backend != "" {
+		backend = b.Status.Backend
+	}
 	for _, a := range accesses {
 		if !a.DeletionTimestamp.IsZero() {
 			continue
 		}
 		ready := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
-		if ready == nil || ready.Status != metav1.ConditionTrue || a.Status.ObservedGeneration != a.Generation || a.SecretGenerationOf(b.Namespace, b.Name) != b.Generation {
+		// A Secret written for another backend was another Buckety's of
+		// this name (deleted with its finalizer removed, made again on
+		// this backend): at generation 1 too, it is not this one's yet.
+		elsewhere := a.Status.Backend != "" && a.Status.Backend != backend
+		if ready == nil || ready.Status != metav1.ConditionTrue || a.Status.ObservedGeneration != a.Generation || a.SecretGenerationOf(b.Namespace, b.Name) != b.Generation || elsewhere {
 			f.accessesPending = append(f.accessesPending, a.Name)
 			f.pendingSpoke = f.pendingSpoke || (ready != nil && ready.Reason != v1.ReasonBucketyNotReady)
 		}
