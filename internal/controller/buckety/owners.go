@@ -496,48 +496,48 @@ func (r *Reconciler) dropOwner(ctx context.Context, e *backends.Entry, res drive
 // left on the backend, when the record is this Buckety's: retained, it is
 // re-attached to nobody without the adoption keys.
 func (r *Reconciler) retainOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, res drivers.Resource) error {
-	var f facts
-	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
-		return err
-	}
-	rec, err := r.readOwner(ctx, b, e, res, 0)
-	if err != nil {
-		return err
-	}
-	if v, _ := r.judge(rec, b, e); v != ownerMine {
-		return nil
-	}
-	want := *rec
-	want.Installation, want.State = r.Backends.Installation(), drivers.OwnerRetained
-	if err := e.Owners.WriteOwner(ctx, res, &want); err != nil {
-		return fmt.Errorf("mark the owner record of %s retained: %w", res.Name, err)
-	}
-	r.owners.put(e, res.Name, &want, b.Generation)
-	return nil
+	_, err := r.markOwner(ctx, b, e, res, drivers.OwnerRetained, "", b.Generation)
+	return err
 }
 
 // handOverOwner marks the record of a resource this Buckety holds handed
 // over to the installation its backend hands its resources to
 // (ownership.handOverTo), for a Buckety deleted before any pass marked it.
 func (r *Reconciler) handOverOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, res drivers.Resource) error {
+	_, err := r.markOwner(ctx, b, e, res, drivers.OwnerHandedOver, e.Config.HandOverTo(), b.Generation)
+	return err
+}
+
+// markOwner writes state (and to, handed over) on the owner record of res
+// when the record holds the resource for Buckety b (ownerMine: created or
+// adopted by it, or by one of its namespace and name the record
+// re-attaches), remembering it for generation gen of b. settled is true
+// once the record needs nothing more: written, or holding the resource
+// otherwise (retained already, another Buckety's, another
+// installation's), or a backend that keeps no records; false when the
+// backend shows no record of res.
+func (r *Reconciler) markOwner(ctx context.Context, b *v1.Buckety, e *backends.Entry, res drivers.Resource, state drivers.OwnerState, to string, gen int64) (settled bool, err error) {
 	var f facts
 	if ok, err := r.ownerRecords(ctx, e, &f); err != nil || !ok {
-		return err
+		return err == nil, err
 	}
 	rec, err := r.readOwner(ctx, b, e, res, 0)
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("read the owner record of %s on backend %s: %w", res.Name, e.Name, err)
+	case rec == nil:
+		return false, nil
 	}
 	if v, _ := r.judge(rec, b, e); v != ownerMine {
-		return nil
+		return true, nil
 	}
 	want := *rec
-	want.Installation, want.State, want.To = r.Backends.Installation(), drivers.OwnerHandedOver, e.Config.HandOverTo()
+	want.Installation, want.State, want.To = r.Backends.Installation(), state, to
 	if err := e.Owners.WriteOwner(ctx, res, &want); err != nil {
-		return fmt.Errorf("mark %s handed over: %w", res.Name, err)
+		return false, fmt.Errorf("mark the owner record of %s on backend %s %s: %w", res.Name, e.Name, state, err)
 	}
-	r.owners.put(e, res.Name, &want, b.Generation)
-	return nil
+	r.owners.put(e, res.Name, &want, gen)
+	return true, nil
 }
 
 // createdElsewhere says why a resource this Buckety's claim records Created

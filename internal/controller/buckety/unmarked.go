@@ -168,32 +168,11 @@ func (m *RecordMarker) wait(name string, now time.Time) {
 // Buckety's, another installation's), or a backend that keeps no records;
 // false when the backend shows no record of the resource.
 func (r *Reconciler) markRetainedRecord(ctx context.Context, e *backends.Entry, cl *v1.BucketyClaim) (bool, error) {
-	var f facts
-	ok, err := r.ownerRecords(ctx, e, &f)
-	if err != nil || !ok {
-		return err == nil, err
-	}
 	from := cl.Spec.Retained.Owner
 	gone := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: from.Namespace, Name: from.Name, UID: types.UID(from.UID)}}
 	res := backendResource(e, cl.Spec.ResourceName, nil, cl)
-	rec, err := r.readOwner(ctx, gone, e, res, 0)
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("read the owner record of %s on backend %s: %w", cl.Spec.ResourceName, e.Name, err)
-	case rec == nil:
-		return false, nil
-	}
-	if v, _ := r.judge(rec, gone, e); v != ownerMine {
-		return true, nil
-	}
-	want := *rec
-	want.Installation, want.State = r.Backends.Installation(), drivers.OwnerRetained
 	if to := e.Config.HandOverTo(); to != "" {
-		want.State, want.To = drivers.OwnerHandedOver, to
+		return r.markOwner(ctx, gone, e, res, drivers.OwnerHandedOver, to, 0)
 	}
-	if err := e.Owners.WriteOwner(ctx, res, &want); err != nil {
-		return false, fmt.Errorf("mark the owner record of %s on backend %s %s: %w", cl.Spec.ResourceName, e.Name, want.State, err)
-	}
-	r.owners.put(e, res.Name, &want, 0)
-	return true, nil
+	return r.markOwner(ctx, gone, e, res, drivers.OwnerRetained, "", 0)
 }

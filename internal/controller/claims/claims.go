@@ -348,14 +348,11 @@ func UnmarkedFor(cl *v1.BucketyClaim, b *v1.Buckety) *v1.ClaimRetained {
 // there is none.
 func (c *Store) RetainedUnmarked(ctx context.Context, b *v1.Buckety, k Key) (*v1.ClaimRetained, error) {
 	for _, name := range k.names() {
-		cl := &v1.BucketyClaim{}
-		switch err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cl); {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("read claim %s: %w", name, err)
+		cl, err := c.Fresh(ctx, name)
+		if err != nil {
+			return nil, err
 		}
-		if k.covers(cl) {
+		if cl != nil && k.covers(cl) {
 			if r := UnmarkedFor(cl, b); r != nil {
 				return r, nil
 			}
@@ -381,9 +378,9 @@ func (c *Store) Fresh(ctx context.Context, name string) (*v1.BucketyClaim, error
 // record was marked retained since. An optimistic-lock update; a claim
 // taken over or released meanwhile is left as it is.
 func (c *Store) RecordMarked(ctx context.Context, cl *v1.BucketyClaim) error {
-	cur := &v1.BucketyClaim{}
-	if err := c.APIReader.Get(ctx, types.NamespacedName{Name: cl.Name}, cur); err != nil {
-		return ctrl.IgnoreNotFound(err)
+	cur, err := c.Fresh(ctx, cl.Name)
+	if err != nil || cur == nil {
+		return err
 	}
 	if !IsRetained(cur) || !cur.Spec.Retained.RecordUnmarked || cur.Spec.Retained.Owner.UID != cl.Spec.Retained.Owner.UID {
 		return nil
