@@ -334,38 +334,54 @@ func TestGrantedElsewhereHoldsNoPlace(t *testing.T) {
 
 // TestSharedBucketyCountsEveryNamespace: a Buckety shared with namespace x
 // has one place (accessesPerBuckety: 1); its own namespace's access takes
-// it, and x's access waits, naming the Buckety and the limit; x's
-// namespace limit is not touched by o's access.
+// it, and x's access waits, naming the Buckety and the limit (the owner
+// namespace's, whatever x's is); x's namespace limit is not touched by
+// o's access.
 func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
-	r, e := limitsEnv(t, 0)
-	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1}
-	ctx := context.Background()
-	shared := orders.DeepCopy()
-	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
-	own := mkAccess(t, r.Client, "own", time.Now().Add(-time.Minute))
-	if ok, err := r.withinLimits(ctx, own, single(shared), e, &facts{}); err != nil || !ok {
-		t.Fatalf("o's own access: want it let through, got %v (%v)", ok, err)
-	}
-	x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "reader", UID: "uid-x-reader", CreationTimestamp: metav1.Now()},
-		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
-	if err := r.Client.Create(ctx, x); err != nil {
-		t.Fatal(err)
-	}
-	f := &facts{}
-	ok, err := r.withinLimits(ctx, x, single(shared), e, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok || !strings.Contains(f.limitExceeded, "Buckety o/orders already has 1 BucketyAccesses") {
-		t.Errorf("x's access: want it held at the shared Buckety's accessesPerBuckety, got let through %v (%q)", ok, f.limitExceeded)
-	}
-	// Deleted, o's access frees the place for x's.
-	if err := r.Client.Delete(ctx, own); err != nil {
-		t.Fatal(err)
-	}
-	r.gates.settle(own.UID)
-	if ok, err := r.withinLimits(ctx, x, single(shared), e, &facts{}); err != nil || !ok {
-		t.Errorf("x's access once o's is gone: want it let through, got %v (%v)", ok, err)
+	one := 1
+	for _, c := range []struct {
+		name   string
+		limits *config.Limits
+		key    string
+	}{
+		{"the backend's limits", &config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1}, "limits.accessesPerBuckety: 1"},
+		// A Buckety's accessesPerBuckety is its owner namespace's (o: 1,
+		// by a limits.namespaces entry), not that of a namespace it is
+		// shared with (x: the backend's 5).
+		{"the owner's entry in limits.namespaces", &config.Limits{AccessesPerBuckety: 5, Namespaces: []config.NamespaceLimits{{Names: []string{"o"}, AccessesPerBuckety: &one}}}, "limits.namespaces[0].accessesPerBuckety: 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, e := limitsEnv(t, 0)
+			e.Config.Limits = c.limits
+			ctx := context.Background()
+			shared := orders.DeepCopy()
+			shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
+			own := mkAccess(t, r.Client, "own", time.Now().Add(-time.Minute))
+			if ok, err := r.withinLimits(ctx, own, single(shared), e, &facts{}); err != nil || !ok {
+				t.Fatalf("o's own access: want it let through, got %v (%v)", ok, err)
+			}
+			x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "reader", UID: "uid-x-reader", CreationTimestamp: metav1.Now()},
+				Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
+			if err := r.Client.Create(ctx, x); err != nil {
+				t.Fatal(err)
+			}
+			f := &facts{}
+			ok, err := r.withinLimits(ctx, x, single(shared), e, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok || !strings.Contains(f.limitExceeded, "Buckety o/orders already has 1 BucketyAccesses") || !strings.Contains(f.limitExceeded, "("+c.key+" in buckety-controller.yaml)") {
+				t.Errorf("x's access: want it held at the shared Buckety's accessesPerBuckety (%s), got let through %v (%q)", c.key, ok, f.limitExceeded)
+			}
+			// Deleted, o's access frees the place for x's.
+			if err := r.Client.Delete(ctx, own); err != nil {
+				t.Fatal(err)
+			}
+			r.gates.settle(own.UID)
+			if ok, err := r.withinLimits(ctx, x, single(shared), e, &facts{}); err != nil || !ok {
+				t.Errorf("x's access once o's is gone: want it let through, got %v (%v)", ok, err)
+			}
+		})
 	}
 }
 
@@ -399,36 +415,6 @@ func TestForeignWaitingPastItsOwnLimitHoldsNoPlace(t *testing.T) {
 	f := &facts{}
 	if ok, err := r.withinLimits(ctx, own, single(shared), e, f); err != nil || !ok {
 		t.Errorf("o's own access: want it let through, x's waiting access holding no place past x's limit; got %v (%v, %q)", ok, err, f.limitExceeded)
-	}
-}
-
-// TestSharedBucketyCountsItsOwnersLimit: a Buckety's accessesPerBuckety
-// is its owner namespace's (o: 1, by a limits.namespaces entry), not that
-// of a namespace it is shared with (x: the backend's 5): x's access waits
-// behind o's granted one, and the message names o's entry.
-func TestSharedBucketyCountsItsOwnersLimit(t *testing.T) {
-	r, e := limitsEnv(t, 0)
-	one := 1
-	e.Config.Limits = &config.Limits{AccessesPerBuckety: 5, Namespaces: []config.NamespaceLimits{{Names: []string{"o"}, AccessesPerBuckety: &one}}}
-	ctx := context.Background()
-	shared := orders.DeepCopy()
-	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
-	own := mkAccess(t, r.Client, "own", time.Now().Add(-time.Minute))
-	if ok, err := r.withinLimits(ctx, own, single(shared), e, &facts{}); err != nil || !ok {
-		t.Fatalf("o's own access: want it let through, got %v (%v)", ok, err)
-	}
-	x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "reader", UID: "uid-x-reader", CreationTimestamp: metav1.Now()},
-		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
-	if err := r.Client.Create(ctx, x); err != nil {
-		t.Fatal(err)
-	}
-	f := &facts{}
-	ok, err := r.withinLimits(ctx, x, single(shared), e, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok || !strings.Contains(f.limitExceeded, "Buckety o/orders already has 1 BucketyAccesses") || !strings.Contains(f.limitExceeded, "limits.namespaces[0].accessesPerBuckety: 1") {
-		t.Errorf("x's access: want it held at o's accessesPerBuckety (limits.namespaces[0]), got let through %v (%q)", ok, f.limitExceeded)
 	}
 }
 
