@@ -15,6 +15,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/claims"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
@@ -93,10 +94,10 @@ func (m *RecordMarker) Start(ctx context.Context) error {
 func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 	r := m.Reconciler
 	var list v1.BucketyClaimList
-	// Read, never written: the cache's own objects, not copies of every
-	// claim each interval.
-	if err := r.Client.List(ctx, &list, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return 0, fmt.Errorf("list claims: %w", err)
+	// Only the flagged claims (an index), read, never written: the
+	// cache's own objects, not copies.
+	if err := r.Client.List(ctx, &list, ctrl.MatchingFields{objects.IndexClaimRecordUnmarked: "true"}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return 0, fmt.Errorf("list the claims whose owner record is not marked: %w", err)
 	}
 	n := 0
 	var errs []error

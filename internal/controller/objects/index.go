@@ -34,6 +34,11 @@ const (
 	// access that is gone, whose UID a reconcile of its name does not
 	// know.
 	IndexCredentialOwnerName = "spec.owner.namespace+name"
+	// IndexClaimRecordUnmarked indexes the BucketyClaims whose retained
+	// record says the owner record on the backend is not marked yet
+	// (spec.retained.recordUnmarked), under "true": the record marker's
+	// look each interval reads those, not every claim of its shards.
+	IndexClaimRecordUnmarked = "spec.retained.recordUnmarked"
 )
 
 // BackendNamespace is the IndexClaimBackendNamespace value of claims on
@@ -60,6 +65,14 @@ func SetupIndexes(ctx context.Context, idx Indexer) error {
 	}
 	if err := idx.IndexField(ctx, &v1.BucketyClaim{}, IndexClaimOwner, func(o client.Object) []string {
 		return []string{o.(*v1.BucketyClaim).Spec.Owner.UID}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1.BucketyClaim{}, IndexClaimRecordUnmarked, func(o client.Object) []string {
+		if r := o.(*v1.BucketyClaim).Spec.Retained; r != nil && r.RecordUnmarked {
+			return []string{"true"}
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
