@@ -39,10 +39,12 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 	if b.Status.Backend != "" {
 		backend = b.Status.Backend
 	}
+	live := 0
 	for _, a := range accesses {
 		if !a.DeletionTimestamp.IsZero() {
 			continue
 		}
+		live++
 		ready := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady)
 		// A Secret written for another backend was another Buckety's of
 		// this name (deleted with its finalizer removed, made again on
@@ -56,9 +58,13 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 			f.shared++
 		}
 	}
-	if b.Spec.DefaultAccess != nil && len(accesses) == 0 && f.implicitErr == "" {
-		// Named as it will be once created, so the Ready message (and with
-		// it the status) does not change when the access appears.
+	if b.Spec.DefaultAccess != nil && live == 0 && f.implicitErr == "" {
+		// The implicit access is not created yet, or is being deleted
+		// (its Secret renamed, or another Buckety's of this name, deleted
+		// with its finalizer removed), and no explicit access stands in
+		// for it: named as it will be once created, so the Ready message
+		// (and with it the status) does not change when the access
+		// appears.
 		f.accessesPending = append(f.accessesPending, b.Name)
 	}
 	// The cache lists an index's objects in no fixed order: sorted, the

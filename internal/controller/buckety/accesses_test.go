@@ -49,3 +49,35 @@ func TestAccessWrittenForAnotherBackendIsPending(t *testing.T) {
 		})
 	}
 }
+
+// TestImplicitAccessBeingDeletedIsPending: Buckety team/orders asks for
+// its implicit access, whose only one is being deleted (its Secret
+// renamed by spec.defaultAccess, or another Buckety's of this name): the
+// Buckety counts it pending until the new one is Ready, not Ready on no
+// access at all.
+func TestImplicitAccessBeingDeletedIsPending(t *testing.T) {
+	ctx := context.Background()
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "orders", UID: "uid-orders", Generation: 2},
+		Spec: v1.BucketySpec{Backend: "s3", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "new"}}, Status: v1.BucketyStatus{Backend: "s3"}}
+	yes := true
+	now := metav1.Now()
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "orders", Generation: 1, Finalizers: []string{v1.Finalizer}, DeletionTimestamp: &now,
+		Labels:          map[string]string{v1.ImplicitLabel: "true"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "Buckety", Name: "orders", UID: b.UID, Controller: &yes}}},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "old"}}
+	a.Status.ObservedGeneration, a.Status.BucketyGeneration, a.Status.Backend = 1, 2, "s3"
+	status.Apply(&a.Status.Conditions, 1, []status.Cond{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}})
+	cl := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(a).
+		WithIndex(&v1.BucketyAccess{}, objects.IndexBucketyRef, func(o client.Object) []string {
+			a := o.(*v1.BucketyAccess)
+			return []string{objects.RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)}
+		}).Build()
+	r := &Reconciler{Client: cl}
+	f := &facts{}
+	if err := r.reconcileAccesses(ctx, b, f); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(f.accessesPending, "orders") {
+		t.Errorf("want the implicit access pending while the only one is being deleted, got %v", f.accessesPending)
+	}
+}
