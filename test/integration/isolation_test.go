@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,6 +159,16 @@ func TestScopingSwitchedOffAndOn(t *testing.T) {
 			run = startControllerWith(t, off, nil, fastLoops)
 			waitCondition(t, kept, v1.ConditionScopingNotImplemented, metav1.ConditionFalse, v1.ReasonCredentialKept, waitTimeout)
 			waitCondition(t, kept, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			// The Buckety edited meanwhile: the kept access's Secret is
+			// this generation's too, and the Buckety Ready for it.
+			patchSpec(t, ledger, func(s *v1.BucketySpec) { s.RetentionPolicy = v1.RetentionDelete })
+			wait.For(t, waitTimeout, "the edited Buckety Ready for its generation with the kept access", func() (bool, string) {
+				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ledger), ledger); err != nil {
+					return false, err.Error()
+				}
+				c := meta.FindStatusCondition(ledger.Status.Conditions, v1.ConditionReady)
+				return ledger.Generation > 1 && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == ledger.Generation, condString(ledger.Status.Conditions)
+			})
 			shared := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "shared"}}
 			create(t, shared)
 			waitCondition(t, shared, v1.ConditionScopingNotImplemented, metav1.ConditionTrue, v1.ReasonCredentialsNotScoped, waitTimeout)

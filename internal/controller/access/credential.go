@@ -422,8 +422,9 @@ func (r *Reconciler) revokeCached(ctx context.Context, a *v1.BucketyAccess, f *f
 // Secret (nothing rotates or repairs it, and it is revoked when the access
 // goes), rather than being handed the backend's own credentials. It
 // reports whether the access was kept so. An access whose Secret is gone
-// has its credentials revoked, and is then granted as any new access.
-func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, f *facts) (bool, error) {
+// has its credentials revoked, and is then granted as any new access; so
+// has one whose credential was granted on another Buckety or claim.
+func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, f *facts) (bool, error) {
 	creds, err := r.credentials(ctx, a.UID)
 	if err != nil {
 		return false, err
@@ -445,6 +446,15 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 	if own == nil {
 		return false, nil
 	}
+	if !on.boundTo(own) {
+		// Granted on another Buckety or claim (the Buckety was deleted
+		// with its finalizer removed and made again, or the claim
+		// changed hands): it holds nothing of this one, and is revoked.
+		if _, err := r.revokeAll(ctx, a, f); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
 	m := secretMeta()
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}, m)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -453,6 +463,9 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 	if err == nil && ownsSecret(a, m) {
 		f.keptOwn = own.Spec.Principal
 		f.synced, f.secretName = true, a.Spec.CredentialsSecretName
+		// The Secret is this generation's of every Buckety: a Buckety
+		// edited meanwhile finds its access caught up.
+		on.written(a, e.Name)
 		return true, nil
 	}
 	if _, err := r.revokeAll(ctx, a, f); err != nil {

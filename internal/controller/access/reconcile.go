@@ -296,7 +296,7 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		f.issuingUnavailable = scoping.Reason
 		return requeue, nil
 	default:
-		if kept, err := r.keepOwn(ctx, a, e, f); kept || err != nil {
+		if kept, err := r.keepOwn(ctx, a, e, on, f); kept || err != nil {
 			return requeue, err
 		}
 	}
