@@ -3,7 +3,6 @@ package access
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -123,11 +122,11 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	for i, t := range on.targets {
 		refs[i] = objects.RefKey(t.b.Namespace, t.b.Name)
 	}
-	q, err := r.quotasOf(ctx, &lim, a, refs, others)
+	q, err := quotasOf(&lim, a, refs, others)
 	if err != nil {
 		return false, err
 	}
-	full, perBuckety, total, ok := admit(q, contender{refs: refs, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, ns: a.Namespace, local: true}, others)
+	full, perBuckety, total, ok := admit(q, contender{refs: refs, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others)
 	switch {
 	case ok:
 		r.gates.place(a.UID, keys...)
@@ -167,110 +166,52 @@ func (n *namespaceLimits) get(ns string) (*config.Backend, error) {
 }
 
 // quotas are the limits a decision counts against: a's namespace's
-// accessesPerNamespace, each Buckety's accessesPerBuckety (its owner's),
-// and the places the other namespaces waiting ahead of a have left.
+// accessesPerNamespace and each Buckety's accessesPerBuckety (its
+// owner's).
 type quotas struct {
 	perNamespace int
 	// perBuckety is each Buckety's limit (objects.RefKey); 0: none.
 	perBuckety map[string]int
-	// room is, for another namespace whose accesses wait ahead of a,
-	// how many more its own limits.accessesPerNamespace on the backend
-	// lets it hold; a namespace not here has no such limit.
-	room map[string]int
 }
 
-// quotasOf reads the limits admit counts against. A waiting access of
-// another namespace takes a place in a shared Buckety only while its own
-// namespace has room: one its namespace's limit holds back would never
-// be granted, and a tenant could otherwise keep a Buckety shared with it
-// full with any number of accesses past its own limit.
-func (r *Reconciler) quotasOf(ctx context.Context, lim *namespaceLimits, a *v1.BucketyAccess, refs []string, others []contender) (quotas, error) {
+// quotasOf reads the limits admit counts against. Those of a's own
+// Bucketies decide: their namespaces' limits must resolve. Those of the
+// other Bucketies the contenders name only decide whether an older
+// waiting access of a's namespace takes a place ahead of a: one whose
+// namespace's limits cannot be read (a namespace deleted meanwhile, with
+// limits.namespaces selecting by label) is taken to have none, which
+// lets such an access take its place; a decision on a's Bucketies never
+// fails on another namespace's account.
+func quotasOf(lim *namespaceLimits, a *v1.BucketyAccess, refs []string, others []contender) (quotas, error) {
 	own, err := lim.get(a.Namespace)
 	if err != nil {
 		return quotas{}, err
 	}
-	q := quotas{perNamespace: own.Limits.AccessesPerNamespace, perBuckety: map[string]int{}, room: map[string]int{}}
-	of := func(refs []string) error {
-		for _, ref := range refs {
+	q := quotas{perNamespace: own.Limits.AccessesPerNamespace, perBuckety: map[string]int{}}
+	for _, ref := range refs {
+		ns, _, _ := strings.Cut(ref, "/")
+		cfg, err := lim.get(ns)
+		if err != nil {
+			return quotas{}, err
+		}
+		q.perBuckety[ref] = cfg.Limits.AccessesPerBuckety
+	}
+	for _, o := range others {
+		if !o.local || o.held {
+			continue
+		}
+		for _, ref := range o.refs {
 			if _, ok := q.perBuckety[ref]; ok {
 				continue
 			}
 			ns, _, _ := strings.Cut(ref, "/")
-			cfg, err := lim.get(ns)
-			if err != nil {
-				return err
+			q.perBuckety[ref] = 0
+			if cfg, err := lim.get(ns); err == nil {
+				q.perBuckety[ref] = cfg.Limits.AccessesPerBuckety
 			}
-			q.perBuckety[ref] = cfg.Limits.AccessesPerBuckety
 		}
-		return nil
-	}
-	if err := of(refs); err != nil {
-		return quotas{}, err
-	}
-	seen := map[string]bool{}
-	for _, o := range others {
-		if err := of(o.refs); err != nil {
-			return quotas{}, err
-		}
-		if o.local || o.held || seen[o.ns] {
-			continue
-		}
-		seen[o.ns] = true
-		cfg, err := lim.get(o.ns)
-		if err != nil {
-			return quotas{}, err
-		}
-		if cfg.Limits.AccessesPerNamespace == 0 {
-			continue
-		}
-		held, err := r.heldIn(ctx, o.ns, lim.base.Name)
-		if err != nil {
-			return quotas{}, err
-		}
-		q.room[o.ns] = max(cfg.Limits.AccessesPerNamespace-held, 0)
 	}
 	return q, nil
-}
-
-// heldIn counts the live accesses of namespace ns that hold a place on
-// backend: granted there as the cache shows, or let through this
-// process's gate. It may count fewer than hold one (a credential issued
-// before a crash, its grant not written): more room for ns's waiting
-// accesses, which then count in a Buckety, never fewer.
-func (r *Reconciler) heldIn(ctx context.Context, ns, backend string) (int, error) {
-	var list v1.BucketyAccessList
-	if err := r.Client.List(ctx, &list, ctrl.InNamespace(ns), ctrl.UnsafeDisableDeepCopy); err != nil {
-		return 0, fmt.Errorf("count the accesses of namespace %s: %w", ns, err)
-	}
-	key := gateKey(backend, ns)
-	n := 0
-	for i := range list.Items {
-		o := &list.Items[i]
-		if !o.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if r.gates.placedOn(o.UID, key) {
-			n++
-			continue
-		}
-		if o.Status.BucketyGeneration == 0 {
-			continue
-		}
-		switch o.Status.Backend {
-		case backend:
-			n++
-		case "":
-			for _, ref := range o.Refs() {
-				if be := r.backendOf(ctx, o.RefNamespace(ref), ref.Name); be != "" {
-					if be == backend {
-						n++
-					}
-					break
-				}
-			}
-		}
-	}
-	return n, nil
 }
 
 // contenders are the live accesses access a competes with for a place
@@ -294,6 +235,17 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 		of, err := objects.AccessesOf(ctx, r.Client, b.Namespace, b.Name, ctrl.UnsafeDisableDeepCopy)
 		if err != nil {
 			return nil, nil, err
+		}
+		if !r.Serves.Namespace(b.Namespace) {
+			// Another shard's Buckety: its owner's own accesses carry
+			// their namespace's slot, and this shard's cache does not
+			// hold them (those of other namespaces naming it are
+			// everywhere). Read from the API server.
+			own, err := r.ownAccessesOf(ctx, b)
+			if err != nil {
+				return nil, nil, err
+			}
+			of = append(of, own...)
 		}
 		for i := range of {
 			o := &of[i]
@@ -374,9 +326,26 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 				return nil, nil, err
 			}
 		}
-		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, ns: o.Namespace, held: held, local: o.Namespace == a.Namespace})
+		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, held: held, local: o.Namespace == a.Namespace})
 	}
 	return others, settled, nil
+}
+
+// ownAccessesOf are the accesses of b's namespace naming b, read from the
+// API server: for a shard whose cache does not hold that namespace's.
+func (r *Reconciler) ownAccessesOf(ctx context.Context, b *v1.Buckety) ([]v1.BucketyAccess, error) {
+	var list v1.BucketyAccessList
+	if err := r.APIReader.List(ctx, &list, ctrl.InNamespace(b.Namespace)); err != nil {
+		return nil, fmt.Errorf("count the accesses of namespace %s naming its shared Buckety %s: %w", b.Namespace, b.Name, err)
+	}
+	key := objects.RefKey(b.Namespace, b.Name)
+	out := list.Items[:0]
+	for _, o := range list.Items {
+		if slices.Contains(objects.RefKeys(&o), key) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // grantedHere reports whether the grant a's status shows (status.
@@ -418,8 +387,6 @@ type contender struct {
 	created metav1.Time
 	// name orders accesses created in the same second: namespace/name.
 	name string
-	// ns is its namespace.
-	ns string
 	// held: it holds a place (granted, or let through the gate).
 	held bool
 	// local: of the namespace whose accessesPerNamespace is decided (an
@@ -431,15 +398,19 @@ type contender struct {
 // under limits q, given the other live accesses of its namespace on its
 // backend and those of other namespaces naming a Buckety it names. Those
 // holding a place count first, whatever the limits are now; then those
-// waiting ahead of a (older, or as old and named before it) take a place
-// each while their Bucketies and their namespace are under their limits
-// (another namespace's under the room q gives it). It returns what a's
-// Buckety and the namespace then count, and whether a fits; when a's
-// Buckety (or one of a's several) is full, full names it and perBuckety
-// is its count, else perBuckety is the highest count of a's.
+// of a's namespace waiting ahead of a (older, or as old and named before
+// it) take a place each while their Bucketies and the namespace are under
+// their limits. Another namespace's waiting access takes none: its own
+// limits, Bucketies and passes decide whether it is ever granted, and one
+// that never will be (held at its namespace's limit, or naming a Buckety
+// that never provisions) must not keep a shared Buckety full; between
+// namespaces, the first pass through the Buckety's gate takes the place.
+// It returns what a's Buckety and the namespace then count, and whether a
+// fits; when a's Buckety (or one of a's several) is full, full names it
+// and perBuckety is its count, else perBuckety is the highest count of
+// a's.
 func admit(q quotas, a contender, others []contender) (full string, perBuckety, total int, ok bool) {
 	count := map[string]int{}
-	room := maps.Clone(q.room)
 	var waiting []contender
 	take := func(o contender) {
 		for _, ref := range o.refs {
@@ -447,16 +418,13 @@ func admit(q quotas, a contender, others []contender) (full string, perBuckety, 
 		}
 		if o.local {
 			total++
-		} else if left, limited := room[o.ns]; limited && !o.held {
-			// The room was left by those of o.ns that hold a place.
-			room[o.ns] = left - 1
 		}
 	}
 	for _, o := range others {
 		switch {
 		case o.held:
 			take(o)
-		case olderThan(o, a):
+		case o.local && olderThan(o, a):
 			waiting = append(waiting, o)
 		}
 	}
@@ -469,14 +437,7 @@ func admit(q quotas, a contender, others []contender) (full string, perBuckety, 
 		return ""
 	}
 	fits := func(o contender) bool {
-		if fullOf(o) != "" {
-			return false
-		}
-		if !o.local {
-			left, limited := room[o.ns]
-			return !limited || left > 0
-		}
-		return q.perNamespace == 0 || total < q.perNamespace
+		return fullOf(o) == "" && (q.perNamespace == 0 || total < q.perNamespace)
 	}
 	slices.SortFunc(waiting, func(x, y contender) int {
 		if olderThan(x, y) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // TestAdmit: those holding a place count whatever the limits are now;
@@ -28,11 +30,11 @@ func TestAdmit(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Second))
 	c := func(ref string, at metav1.Time, name string, held bool) contender {
-		return contender{refs: []string{ref}, created: at, name: name, ns: "o", held: held, local: true}
+		return contender{refs: []string{ref}, created: at, name: name, held: held, local: true}
 	}
 	// foreign: an access of another namespace (x) naming a shared Buckety.
 	foreign := func(ref string, at metav1.Time, name string, held bool) contender {
-		return contender{refs: []string{ref}, created: at, name: name, ns: "x", held: held}
+		return contender{refs: []string{ref}, created: at, name: name, held: held}
 	}
 	for _, tc := range []struct {
 		name          string
@@ -41,47 +43,41 @@ func TestAdmit(t *testing.T) {
 		others        []contender
 		ok            bool
 		perB, onTotal int
-		// room: places x's accessesPerNamespace leaves it (absent: no limit).
-		room map[string]int
 	}{
-		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0, nil},
+		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0},
 		{"z held, a as old and named before: z keeps its place", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1, nil},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1},
 		{"z waiting, a as old and named before: a goes first", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0, nil},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0},
 		{"a waiting ahead of z in the same second", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1, nil},
+			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1},
 		{"an older one waiting takes the place", config.Limits{AccessesPerNamespace: 1},
-			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1, nil},
+			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1},
 		{"a newer one waiting does not", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0, nil},
+			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0},
 		{"held over a lowered limit", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2, nil},
+			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2},
 		{"an older one waiting that does not fit its Buckety takes no place", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
-			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1, nil},
+			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1},
 		{"the Buckety full", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2, nil},
+			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2},
 		{"another namespace's access fills the shared Buckety, not the namespace", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0, nil},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0},
 		{"another namespace's access elsewhere counts for nothing here", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
-			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0, nil},
-		{"a waiting older access of another namespace takes the shared Buckety's place", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, false, 1, 0, nil},
+			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0},
+		{"a waiting older access of another namespace takes no place: the first through the gate does", config.Limits{AccessesPerBuckety: 1},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, true, 0, 0},
+		{"a held access of another namespace counts, one waiting does not", config.Limits{AccessesPerBuckety: 2},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/h", true), foreign("o", t0, "x/y", false)}, true, 1, 0},
 		{"an access naming several counts once in its namespace and once in each Buckety", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
-			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1, nil},
+			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1},
 		{"an access naming several fits only where every one of its Bucketies does", config.Limits{AccessesPerBuckety: 1},
-			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1, nil},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1},
 		{"an access naming several, under every limit", config.Limits{AccessesPerBuckety: 2, AccessesPerNamespace: 2},
-			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1, nil},
-		{"a waiting older access of another namespace whose own limit is reached takes no place", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, true, 0, 0, map[string]int{"x": 0}},
-		{"another namespace with room for one: its oldest waiting access takes the place", config.Limits{AccessesPerBuckety: 2},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false), foreign("o", t0, "x/z", false)}, true, 1, 0, map[string]int{"x": 1}},
-		{"another namespace's held access left it no room: not counted twice", config.Limits{AccessesPerBuckety: 3},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/h", true), foreign("o", t0, "x/y", false), foreign("o", t0, "x/z", false)}, true, 2, 0, map[string]int{"x": 1}},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := quotas{perNamespace: tc.l.AccessesPerNamespace, perBuckety: map[string]int{}, room: tc.room}
+			q := quotas{perNamespace: tc.l.AccessesPerNamespace, perBuckety: map[string]int{}}
 			for _, o := range append([]contender{tc.a}, tc.others...) {
 				for _, ref := range o.refs {
 					q.perBuckety[ref] = tc.l.AccessesPerBuckety
@@ -92,6 +88,31 @@ func TestAdmit(t *testing.T) {
 				t.Errorf("want ok %v, per Buckety %d, total %d; got ok %v, %d, %d", tc.ok, tc.perB, tc.onTotal, ok, perB, total)
 			}
 		})
+	}
+}
+
+// TestOtherNamespacesLimitsNeverFailADecision: the limits of a
+// Buckety an older waiting access of a's namespace also names are read
+// from its namespace, which may be gone (limits.namespaces selecting by
+// label reads it): taken as no limit, the decision goes on. Those of a's
+// own Bucketies must be read.
+func TestOtherNamespacesLimitsNeverFailADecision(t *testing.T) {
+	one := 1
+	cfg := &config.Backend{Name: "svc", Limits: &config.Limits{AccessesPerBuckety: 2,
+		Namespaces: []config.NamespaceLimits{{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "small"}}, AccessesPerBuckety: &one}}}}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "o"}}).Build()
+	lim := &namespaceLimits{ctx: context.Background(), c: c, base: &backends.Entry{Name: "svc", Config: cfg}, of: map[string]*config.Backend{}}
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "new"}}
+	waiting := contender{refs: []string{"o/orders", "gone/tmp"}, name: "o/old", local: true}
+	q, err := quotasOf(lim, a, []string{"o/orders"}, []contender{waiting})
+	if err != nil {
+		t.Fatalf("want the decision to go on, got %v", err)
+	}
+	if q.perBuckety["o/orders"] != 2 || q.perBuckety["gone/tmp"] != 0 {
+		t.Errorf("want o/orders at the backend's 2 and gone/tmp at no limit, got %v", q.perBuckety)
+	}
+	if _, err := quotasOf(lim, a, []string{"gone/tmp"}, nil); err == nil {
+		t.Error("a's own Buckety in a namespace whose limits cannot be read: want an error")
 	}
 }
 
@@ -388,9 +409,10 @@ func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
 // TestForeignWaitingPastItsOwnLimitHoldsNoPlace: Buckety o/orders
 // (accessesPerBuckety: 1) is shared with x, whose accessesPerNamespace (1)
 // is taken by a grant on another Buckety. x's older access to orders can
-// never be granted while that holds: it takes no place in orders, and
-// o's own access is let through. Counted, x could keep orders full with
-// any number of accesses past its own limit.
+// never be granted while that holds: it takes no place in orders (no
+// waiting access of another namespace does), and o's own access is let
+// through. Counted, x could keep orders full with any number of accesses
+// past its own limit.
 func TestForeignWaitingPastItsOwnLimitHoldsNoPlace(t *testing.T) {
 	r, e := limitsEnv(t, 0)
 	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1}
@@ -415,6 +437,47 @@ func TestForeignWaitingPastItsOwnLimitHoldsNoPlace(t *testing.T) {
 	f := &facts{}
 	if ok, err := r.withinLimits(ctx, own, single(shared), e, f); err != nil || !ok {
 		t.Errorf("o's own access: want it let through, x's waiting access holding no place past x's limit; got %v (%v, %q)", ok, err, f.limitExceeded)
+	}
+}
+
+// TestSharedBucketyOfAnotherShardCountsItsOwnersAccesses: with two
+// shards, Buckety o/orders (accessesPerBuckety: 1, shared with namespace
+// ns) is of the other shard than ns, and o's granted access carries o's
+// slot: ns's shard's cache does not hold it. ns's access still waits
+// behind it, read from the API server.
+func TestSharedBucketyOfAnotherShardCountsItsOwnersAccesses(t *testing.T) {
+	ns := ""
+	for _, n := range []string{"x", "y", "z", "w", "v", "u", "t", "s"} {
+		if shard.Home(n, 2) != shard.Home("o", 2) {
+			ns = n
+			break
+		}
+	}
+	if ns == "" {
+		t.Fatal("no namespace of the other shard than o among the candidates")
+	}
+	ctx := context.Background()
+	r, e := limitsEnv(t, 0)
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1}
+	r.Serves = &shard.Serves{K: shard.Home(ns, 2), N: 2}
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: ns, Roles: []v1.Role{v1.RoleReadOnly}}}
+	// o's access is in the API server, not in ns's shard's cache.
+	apiServer := fake.NewClientBuilder().WithScheme(testScheme(t)).WithStatusSubresource(&v1.BucketyAccess{}).Build()
+	r.APIReader = apiServer
+	own := mkAccess(t, apiServer, "own", time.Now().Add(-time.Minute))
+	own.Status.BucketyGeneration, own.Status.Backend = 1, "svc"
+	if err := apiServer.Status().Update(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader", UID: "uid-reader", CreationTimestamp: metav1.Now()},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
+	if err := r.Client.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	f := &facts{}
+	if ok, err := r.withinLimits(ctx, x, single(shared), e, f); err != nil || ok || !strings.Contains(f.limitExceeded, "Buckety o/orders already has 1 BucketyAccesses") {
+		t.Errorf("%s's access: want it held behind o's granted one, got let through %v (%v, %q)", ns, ok, err, f.limitExceeded)
 	}
 }
 
