@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // BucketyReference points at a Buckety: in the access's own namespace, or
@@ -148,6 +149,22 @@ type BucketyAccessStatus struct {
 	// finalizer stripped, deleted and applied again).
 	// +optional
 	Backend string `json:"backend,omitempty"`
+
+	// BucketyUID is the metadata.uid of the Buckety the Secret was last
+	// written for (the first, for an access naming several): a Buckety
+	// deleted with its finalizer removed and made again under its name
+	// starts at generation 1 again, and is not Ready on the Secret of the
+	// one before.
+	// +optional
+	BucketyUID types.UID `json:"bucketyUID,omitempty"`
+
+	// BucketyUIDs are, for an access naming several Bucketies, each one's
+	// metadata.uid the Secret was last written for, keyed by
+	// namespace/name. Written whole, as BucketyGenerations.
+	// +optional
+	// +mapType=atomic
+	// +kubebuilder:validation:MaxProperties=128
+	BucketyUIDs map[string]types.UID `json:"bucketyUIDs,omitempty"`
 
 	// BucketyGenerations are, for an access naming several Bucketies,
 	// each one's metadata.generation the Secret was last written for,
@@ -308,6 +325,16 @@ func (a *BucketyAccess) WithdrawnFrom(namespace, name string) bool {
 		return a.Withdrawn()
 	}
 	return slices.Contains(a.Status.Withdrawn, namespace+"/"+name)
+}
+
+// SecretUIDOf is the metadata.uid of Buckety namespace/name that the
+// access's Secret was last written for: "" before it was, or when a
+// release that did not record it wrote it.
+func (a *BucketyAccess) SecretUIDOf(namespace, name string) types.UID {
+	if !a.Several() {
+		return a.Status.BucketyUID
+	}
+	return a.Status.BucketyUIDs[namespace+"/"+name]
 }
 
 // SecretGenerationOf is the metadata.generation of Buckety

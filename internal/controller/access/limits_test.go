@@ -603,16 +603,23 @@ func TestOthersGrantedElsewhereHoldNoPlace(t *testing.T) {
 // would otherwise keep being judged by its generation alone).
 func TestWrittenRecordsTheBackend(t *testing.T) {
 	b := orders.DeepCopy()
-	b.Generation = 4
+	b.Generation, b.UID = 4, "uid-orders"
 	for _, st := range []v1.BucketyAccessStatus{
 		{},
 		{BucketyGeneration: 4},
-		{BucketyGeneration: 4, Backend: "old"},
+		{BucketyGeneration: 4, Backend: "old", BucketyUID: "uid-before"},
 	} {
 		a := &v1.BucketyAccess{Status: st}
 		single(b).written(a, "svc")
-		if a.Status.Backend != "svc" || a.Status.BucketyGeneration != 4 {
-			t.Errorf("from %+v: want backend svc at generation 4, got %q at %d", st, a.Status.Backend, a.Status.BucketyGeneration)
+		if a.Status.Backend != "svc" || a.Status.BucketyGeneration != 4 || a.SecretUIDOf("o", "orders") != "uid-orders" {
+			t.Errorf("from %+v: want backend svc at generation 4 for uid-orders, got %q at %d for %q", st, a.Status.Backend, a.Status.BucketyGeneration, a.Status.BucketyUID)
 		}
+	}
+	// An access naming several records each one's UID.
+	logs := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "logs", UID: "uid-logs", Generation: 2}}
+	a := &v1.BucketyAccess{Spec: v1.BucketyAccessSpec{BucketyRefs: []v1.BucketyReference{{Name: "orders"}, {Name: "logs"}}}}
+	(&grantedOn{several: true, targets: []target{{b: b}, {b: logs}}}).written(a, "svc")
+	if a.SecretUIDOf("o", "orders") != "uid-orders" || a.SecretUIDOf("o", "logs") != "uid-logs" || a.SecretGenerationOf("o", "logs") != 2 {
+		t.Errorf("an access naming several: want each one's UID and generation, got %v, %v", a.Status.BucketyUIDs, a.Status.BucketyGenerations)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -234,14 +235,16 @@ func (on *grantedOn) bind(c *v1.BucketyCredential) {
 // judged by its generation alone (grantedHere).
 func (on *grantedOn) written(a *v1.BucketyAccess, backend string) {
 	a.Status.Backend = backend
-	a.Status.BucketyGeneration = on.b().Generation
-	a.Status.BucketyGenerations, a.Status.Withdrawn = nil, nil
+	a.Status.BucketyGeneration, a.Status.BucketyUID = on.b().Generation, on.b().UID
+	a.Status.BucketyGenerations, a.Status.BucketyUIDs, a.Status.Withdrawn = nil, nil, nil
 	if !on.several {
 		return
 	}
 	a.Status.BucketyGenerations = make(map[string]int64, len(on.targets))
+	a.Status.BucketyUIDs = make(map[string]types.UID, len(on.targets))
 	for _, t := range on.targets {
-		a.Status.BucketyGenerations[objects.RefKey(t.b.Namespace, t.b.Name)] = t.b.Generation
+		key := objects.RefKey(t.b.Namespace, t.b.Name)
+		a.Status.BucketyGenerations[key], a.Status.BucketyUIDs[key] = t.b.Generation, t.b.UID
 	}
 	a.Status.Withdrawn = on.withdrawn
 }

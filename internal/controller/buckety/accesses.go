@@ -49,7 +49,9 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 		// A Secret written for another backend was another Buckety's of
 		// this name (deleted with its finalizer removed, made again on
 		// this backend): at generation 1 too, it is not this one's yet.
-		elsewhere := a.Status.Backend != "" && a.Status.Backend != backend
+		// So was one written for another Buckety's UID, on this backend
+		// too (a status without it was written by an earlier release).
+		elsewhere := (a.Status.Backend != "" && a.Status.Backend != backend) || (a.SecretUIDOf(b.Namespace, b.Name) != "" && a.SecretUIDOf(b.Namespace, b.Name) != b.UID)
 		if ready == nil || ready.Status != metav1.ConditionTrue || a.Status.ObservedGeneration != a.Generation || a.SecretGenerationOf(b.Namespace, b.Name) != b.Generation || elsewhere {
 			f.accessesPending = append(f.accessesPending, a.Name)
 			f.pendingSpoke = f.pendingSpoke || (ready != nil && ready.Reason != v1.ReasonBucketyNotReady)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -15,23 +16,25 @@ import (
 )
 
 // TestAccessWrittenForAnotherBackendIsPending: Buckety team/orders, at
-// generation 1 on backend s3, is the second of its name: the first, on
-// backend old, was deleted with its finalizer removed. Its access's
-// status still shows the Secret written for generation 1, on old: the
-// Buckety counts it pending (not Ready on another Buckety's Secret); the
-// same status written on s3 is not.
+// generation 1 on backend s3, is the second of its name: the first was
+// deleted with its finalizer removed. Its access's status still shows the
+// Secret written for generation 1, on backend old, or on s3 for the first
+// one's UID: the Buckety counts it pending (not Ready on another
+// Buckety's Secret); the same status written for this one, or on s3 by
+// a release that recorded no UID, is not.
 func TestAccessWrittenForAnotherBackendIsPending(t *testing.T) {
 	ctx := context.Background()
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "orders", UID: "uid-again", Generation: 1},
 		Spec: v1.BucketySpec{Backend: "s3"}, Status: v1.BucketyStatus{Backend: "s3"}}
 	for _, c := range []struct {
 		backend string
+		uid     types.UID
 		pending bool
-	}{{"old", true}, {"s3", false}, {"", false}} {
-		t.Run("written on "+c.backend, func(t *testing.T) {
+	}{{"old", "", true}, {"s3", "", false}, {"", "", false}, {"s3", "uid-first", true}, {"s3", "uid-again", false}} {
+		t.Run("written on "+c.backend+" for "+string(c.uid), func(t *testing.T) {
 			a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "reader", Generation: 1},
 				Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "reader"}}
-			a.Status.ObservedGeneration, a.Status.BucketyGeneration, a.Status.Backend = 1, 1, c.backend
+			a.Status.ObservedGeneration, a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyUID = 1, 1, c.backend, c.uid
 			status.Apply(&a.Status.Conditions, 1, []status.Cond{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}})
 			cl := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(a).
 				WithIndex(&v1.BucketyAccess{}, objects.IndexBucketyRef, func(o client.Object) []string {
