@@ -32,9 +32,10 @@ func TestAdmit(t *testing.T) {
 	c := func(ref string, at metav1.Time, name string, held bool) contender {
 		return contender{refs: []string{ref}, created: at, name: name, held: held, local: true}
 	}
-	// foreign: an access of another namespace (x) naming a shared Buckety.
+	// foreign: an access of another namespace (x) naming a shared
+	// Buckety, all of whose Bucketies are provisioned (ready).
 	foreign := func(ref string, at metav1.Time, name string, held bool) contender {
-		return contender{refs: []string{ref}, created: at, name: name, held: held}
+		return contender{refs: []string{ref}, created: at, name: name, ns: "x", held: held, ready: true}
 	}
 	for _, tc := range []struct {
 		name          string
@@ -43,41 +44,49 @@ func TestAdmit(t *testing.T) {
 		others        []contender
 		ok            bool
 		perB, onTotal int
+		// room: places x's accessesPerNamespace leaves it (absent: no limit).
+		room map[string]int
 	}{
-		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0},
+		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0, nil},
 		{"z held, a as old and named before: z keeps its place", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1, nil},
 		{"z waiting, a as old and named before: a goes first", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0, nil},
 		{"a waiting ahead of z in the same second", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1},
+			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1, nil},
 		{"an older one waiting takes the place", config.Limits{AccessesPerNamespace: 1},
-			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1},
+			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1, nil},
 		{"a newer one waiting does not", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0},
+			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0, nil},
 		{"held over a lowered limit", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2},
+			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2, nil},
 		{"an older one waiting that does not fit its Buckety takes no place", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
-			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1},
+			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1, nil},
 		{"the Buckety full", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2},
+			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2, nil},
 		{"another namespace's access fills the shared Buckety, not the namespace", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0, nil},
 		{"another namespace's access elsewhere counts for nothing here", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
-			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0},
-		{"a waiting older access of another namespace takes no place: the first through the gate does", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, true, 0, 0},
-		{"a held access of another namespace counts, one waiting does not", config.Limits{AccessesPerBuckety: 2},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/h", true), foreign("o", t0, "x/y", false)}, true, 1, 0},
+			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0, nil},
+		{"a waiting older access of another namespace takes the shared Buckety's place", config.Limits{AccessesPerBuckety: 1},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, false, 1, 0, nil},
+		{"one naming a Buckety not provisioned takes none", config.Limits{AccessesPerBuckety: 1},
+			c("o", t1, "b", false), []contender{{refs: []string{"o", "x/pending"}, created: t0, name: "x/y", ns: "x"}}, true, 0, 0, nil},
+		{"a waiting older access of another namespace whose own limit is reached takes no place", config.Limits{AccessesPerBuckety: 1},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, true, 0, 0, map[string]int{"x": 0}},
+		{"another namespace with room for one: its oldest waiting access takes the place", config.Limits{AccessesPerBuckety: 2},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false), foreign("o", t0, "x/z", false)}, true, 1, 0, map[string]int{"x": 1}},
+		{"another namespace's held access left it no room: not counted twice", config.Limits{AccessesPerBuckety: 3},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/h", true), foreign("o", t0, "x/y", false), foreign("o", t0, "x/z", false)}, true, 2, 0, map[string]int{"x": 1}},
 		{"an access naming several counts once in its namespace and once in each Buckety", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
-			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1},
+			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1, nil},
 		{"an access naming several fits only where every one of its Bucketies does", config.Limits{AccessesPerBuckety: 1},
-			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1, nil},
 		{"an access naming several, under every limit", config.Limits{AccessesPerBuckety: 2, AccessesPerNamespace: 2},
-			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := quotas{perNamespace: tc.l.AccessesPerNamespace, perBuckety: map[string]int{}}
+			q := quotas{perNamespace: tc.l.AccessesPerNamespace, perBuckety: map[string]int{}, room: tc.room}
 			for _, o := range append([]contender{tc.a}, tc.others...) {
 				for _, ref := range o.refs {
 					q.perBuckety[ref] = tc.l.AccessesPerBuckety
@@ -103,15 +112,16 @@ func TestOtherNamespacesLimitsNeverFailADecision(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "o"}}).Build()
 	lim := &namespaceLimits{ctx: context.Background(), c: c, base: &backends.Entry{Name: "svc", Config: cfg}, of: map[string]*config.Backend{}}
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "new"}}
-	waiting := contender{refs: []string{"o/orders", "gone/tmp"}, name: "o/old", local: true}
-	q, err := quotasOf(lim, a, []string{"o/orders"}, []contender{waiting})
+	waiting := contender{refs: []string{"o/orders", "gone/tmp"}, name: "o/old", ns: "o", local: true, ready: true}
+	r := &Reconciler{Client: c}
+	q, err := r.quotasOf(context.Background(), lim, a, []string{"o/orders"}, []contender{waiting})
 	if err != nil {
 		t.Fatalf("want the decision to go on, got %v", err)
 	}
 	if q.perBuckety["o/orders"] != 2 || q.perBuckety["gone/tmp"] != 0 {
 		t.Errorf("want o/orders at the backend's 2 and gone/tmp at no limit, got %v", q.perBuckety)
 	}
-	if _, err := quotasOf(lim, a, []string{"gone/tmp"}, nil); err == nil {
+	if _, err := r.quotasOf(context.Background(), lim, a, []string{"gone/tmp"}, nil); err == nil {
 		t.Error("a's own Buckety in a namespace whose limits cannot be read: want an error")
 	}
 }
@@ -135,8 +145,7 @@ func limitsEnv(t *testing.T, limit int) (*Reconciler, *backends.Entry) {
 			return []string{o.GetLabels()[v1.ClaimOwnerLabel]}
 		}).
 		WithIndex(&v1.BucketyAccess{}, objects.IndexBucketyRef, func(o client.Object) []string {
-			a := o.(*v1.BucketyAccess)
-			return []string{objects.RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)}
+			return objects.RefKeys(o.(*v1.BucketyAccess))
 		}).
 		WithObjects(orders.DeepCopy()).Build()
 	e := &backends.Entry{Name: "svc", Config: &config.Backend{Name: "svc", Limits: &config.Limits{AccessesPerNamespace: limit}}}
@@ -409,10 +418,9 @@ func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
 // TestForeignWaitingPastItsOwnLimitHoldsNoPlace: Buckety o/orders
 // (accessesPerBuckety: 1) is shared with x, whose accessesPerNamespace (1)
 // is taken by a grant on another Buckety. x's older access to orders can
-// never be granted while that holds: it takes no place in orders (no
-// waiting access of another namespace does), and o's own access is let
-// through. Counted, x could keep orders full with any number of accesses
-// past its own limit.
+// never be granted while that holds: it takes no place in orders, and o's
+// own access is let through. Counted, x could keep orders full with any
+// number of accesses past its own limit.
 func TestForeignWaitingPastItsOwnLimitHoldsNoPlace(t *testing.T) {
 	r, e := limitsEnv(t, 0)
 	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1}
@@ -478,6 +486,104 @@ func TestSharedBucketyOfAnotherShardCountsItsOwnersAccesses(t *testing.T) {
 	f := &facts{}
 	if ok, err := r.withinLimits(ctx, x, single(shared), e, f); err != nil || ok || !strings.Contains(f.limitExceeded, "Buckety o/orders already has 1 BucketyAccesses") {
 		t.Errorf("%s's access: want it held behind o's granted one, got let through %v (%v, %q)", ns, ok, err, f.limitExceeded)
+	}
+}
+
+// TestTwoShardsLetTheSameAccessThrough: Buckety o/orders
+// (accessesPerBuckety: 1) shared with x and y, whose accesses wait for
+// it. Two shards (two Reconcilers, each with its own gates, on one cache)
+// decide them at the same time: each lets the older one (x's) through and
+// holds the newer (y's), whichever decides first, so the two never both
+// take the last place.
+func TestTwoShardsLetTheSameAccessThrough(t *testing.T) {
+	r1, e := limitsEnv(t, 0)
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1}
+	r2 := &Reconciler{Client: r1.Client, APIReader: r1.APIReader}
+	ctx := context.Background()
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}, {Namespace: "y", Roles: []v1.Role{v1.RoleReadOnly}}}
+	mk := func(ns string, at time.Time) *v1.BucketyAccess {
+		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader", UID: types.UID("uid-" + ns), CreationTimestamp: metav1.NewTime(at)},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
+		if err := r1.Client.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	x := mk("x", time.Now().Add(-time.Minute))
+	y := mk("y", time.Now())
+	f := &facts{}
+	if ok, err := r2.withinLimits(ctx, y, single(shared), e, f); err != nil || ok {
+		t.Errorf("y's access, decided first on its shard: want it held behind x's older one, got let through %v (%v)", ok, err)
+	}
+	if ok, err := r1.withinLimits(ctx, x, single(shared), e, &facts{}); err != nil || !ok {
+		t.Errorf("x's access on its shard: want it let through, got %v (%v)", ok, err)
+	}
+}
+
+// TestForeignNamingAnUnprovisionedBucketyHoldsNoPlace: x's older access
+// names o/orders (shared with x, accessesPerBuckety: 1) and x/pending,
+// which is not provisioned (and may never be): it cannot be granted, and
+// takes no place in orders; o's own access is let through.
+func TestForeignNamingAnUnprovisionedBucketyHoldsNoPlace(t *testing.T) {
+	r, e := limitsEnv(t, 0)
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1}
+	ctx := context.Background()
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
+	pending := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "pending"}, Spec: v1.BucketySpec{Backend: "svc"}}
+	if err := r.Client.Create(ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "both", UID: "uid-x-both", CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+		Spec: v1.BucketyAccessSpec{BucketyRefs: []v1.BucketyReference{{Namespace: "o", Name: "orders"}, {Name: "pending"}}, CredentialsSecretName: "both", Role: v1.RoleReadOnly}}
+	if err := r.Client.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	own := mkAccess(t, r.Client, "own", time.Now())
+	f := &facts{}
+	if ok, err := r.withinLimits(ctx, own, single(shared), e, f); err != nil || !ok {
+		t.Errorf("o's own access: want it let through, x's access naming an unprovisioned Buckety holding no place; got %v (%v, %q)", ok, err, f.limitExceeded)
+	}
+}
+
+// TestLetThroughForAnotherBucketyStaysCounted: o's access p is let
+// through for o/logs (accessesPerNamespace: 1), its grant not cached yet.
+// A decision of x's access on o/orders, shared with x, takes o's gate too
+// but does not list p (it names neither orders nor x): p must stay let
+// through, and o's next access (older, as one created in the same second
+// and named before it may be) wait behind it.
+func TestLetThroughForAnotherBucketyStaysCounted(t *testing.T) {
+	r, e := limitsEnv(t, 1)
+	ctx := context.Background()
+	logs := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "logs"}, Spec: v1.BucketySpec{Backend: "svc"}}
+	if err := r.Client.Create(ctx, logs); err != nil {
+		t.Fatal(err)
+	}
+	p := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "p", UID: "uid-p", CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "logs"}, CredentialsSecretName: "p"}}
+	if err := r.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.withinLimits(ctx, p, single(logs), e, &facts{}); err != nil || !ok {
+		t.Fatalf("p: want it let through, got %v (%v)", ok, err)
+	}
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
+	x := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "reader", UID: "uid-x-reader", CreationTimestamp: metav1.Now()},
+		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
+	if err := r.Client.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.withinLimits(ctx, x, single(shared), e, &facts{}); err != nil {
+		t.Fatal(err)
+	}
+	// Older than p (created in the same second, ordered by name, say):
+	// only p's place, not its age, holds q back.
+	q := mkAccess(t, r.Client, "q", time.Now().Add(-2*time.Hour))
+	f := &facts{}
+	if ok, err := r.withinLimits(ctx, q, single(orders), e, f); err != nil || ok {
+		t.Errorf("o's next access: want it held behind p (accessesPerNamespace 1), got let through %v (%v)", ok, err)
 	}
 }
 
