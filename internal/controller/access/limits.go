@@ -3,13 +3,11 @@ package access
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,11 +138,11 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	for i, t := range on.targets {
 		refs[i] = objects.RefKey(t.b.Namespace, t.b.Name)
 	}
-	q, err := r.quotasOf(ctx, &lim, a, refs, others)
+	q, err := quotasOf(&lim, a, refs, others)
 	if err != nil {
 		return false, err
 	}
-	full, perBuckety, total, ok := admit(q, contender{refs: refs, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, ns: a.Namespace, local: true, ready: true}, others)
+	full, perBuckety, total, ok := admit(q, contender{refs: refs, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others)
 	switch {
 	case ok:
 		r.gates.place(a.UID, keys...)
@@ -184,37 +182,28 @@ func (n *namespaceLimits) get(ns string) (*config.Backend, error) {
 }
 
 // quotas are the limits a decision counts against: a's namespace's
-// accessesPerNamespace, each Buckety's accessesPerBuckety (its owner's),
-// and what the other namespaces waiting ahead of a have left under their
-// own accessesPerNamespace.
+// accessesPerNamespace and each Buckety's accessesPerBuckety (its
+// owner's).
 type quotas struct {
 	perNamespace int
 	// perBuckety is each Buckety's limit (objects.RefKey); 0: none.
 	perBuckety map[string]int
-	// room is, for another namespace whose accesses wait ahead of a, how
-	// many more its own limits.accessesPerNamespace on the backend lets
-	// it hold; a namespace not here has no such limit.
-	room map[string]int
 }
 
 // quotasOf reads the limits admit counts against. Those of a's own
-// Bucketies decide: their namespaces' limits must resolve. The others
-// only decide whether an older waiting access takes a place ahead of a:
-// a namespace whose limits cannot be read (deleted meanwhile, with
+// Bucketies decide: their namespaces' limits must resolve. Those of the
+// other Bucketies the contenders name only decide whether an older
+// waiting access of a's namespace takes a place ahead of a: one whose
+// namespace's limits cannot be read (a namespace deleted meanwhile, with
 // limits.namespaces selecting by label) is taken to have none, which
 // lets such an access take its place; a decision on a's Bucketies never
 // fails on another namespace's account.
-//
-// A waiting access of another namespace takes a place in a shared
-// Buckety only while its own namespace has room: one its namespace's
-// limit holds back would never be granted, and its tenant could
-// otherwise keep the Buckety full past that limit.
-func (r *Reconciler) quotasOf(ctx context.Context, lim *namespaceLimits, a *v1.BucketyAccess, refs []string, others []contender) (quotas, error) {
+func quotasOf(lim *namespaceLimits, a *v1.BucketyAccess, refs []string, others []contender) (quotas, error) {
 	own, err := lim.get(a.Namespace)
 	if err != nil {
 		return quotas{}, err
 	}
-	q := quotas{perNamespace: own.Limits.AccessesPerNamespace, perBuckety: map[string]int{}, room: map[string]int{}}
+	q := quotas{perNamespace: own.Limits.AccessesPerNamespace, perBuckety: map[string]int{}}
 	for _, ref := range refs {
 		ns, _, _ := strings.Cut(ref, "/")
 		cfg, err := lim.get(ns)
@@ -223,9 +212,8 @@ func (r *Reconciler) quotasOf(ctx context.Context, lim *namespaceLimits, a *v1.B
 		}
 		q.perBuckety[ref] = cfg.Limits.AccessesPerBuckety
 	}
-	seen := map[string]bool{}
 	for _, o := range others {
-		if o.held || !o.ready {
+		if !o.local || o.held {
 			continue
 		}
 		for _, ref := range o.refs {
@@ -238,47 +226,8 @@ func (r *Reconciler) quotasOf(ctx context.Context, lim *namespaceLimits, a *v1.B
 				q.perBuckety[ref] = cfg.Limits.AccessesPerBuckety
 			}
 		}
-		if o.local || seen[o.ns] {
-			continue
-		}
-		seen[o.ns] = true
-		cfg, err := lim.get(o.ns)
-		if err != nil || cfg.Limits.AccessesPerNamespace == 0 {
-			continue
-		}
-		held, err := r.heldIn(ctx, o.ns, lim.base.Name)
-		if err != nil {
-			return quotas{}, err
-		}
-		q.room[o.ns] = max(cfg.Limits.AccessesPerNamespace-held, 0)
 	}
 	return q, nil
-}
-
-// heldIn counts the live accesses of namespace ns that hold a place on
-// backend, as this cache shows: granted there, or let through this
-// process's gate. It may count fewer than hold one (a credential issued
-// before a crash, its grant not written; or, on a shard that does not
-// serve ns, those naming only ns's own Bucketies): more room for ns's
-// waiting accesses, which then take more places, never fewer.
-func (r *Reconciler) heldIn(ctx context.Context, ns, backend string) (int, error) {
-	var list v1.BucketyAccessList
-	if err := r.Client.List(ctx, &list, ctrl.InNamespace(ns), ctrl.UnsafeDisableDeepCopy); err != nil {
-		return 0, fmt.Errorf("count the accesses of namespace %s: %w", ns, err)
-	}
-	key := gateKey(backend, ns)
-	n := 0
-	for i := range list.Items {
-		o := &list.Items[i]
-		switch {
-		case !o.DeletionTimestamp.IsZero():
-		case r.gates.placedOn(o.UID, key):
-			n++
-		case o.Status.BucketyGeneration != 0 && o.Status.Backend == backend:
-			n++
-		}
-	}
-	return n, nil
 }
 
 // contenders are the live accesses access a competes with for a place
@@ -333,9 +282,9 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 	// Buckety's of a gate's namespace, not in these lists (the orphan
 	// sweep forgets those deleted since).
 	settled := map[types.UID]struct{}{}
-	stateOf := map[string]bucketyState{}
+	backendOf := map[string]string{}
 	for _, t := range on.targets {
-		stateOf[objects.RefKey(t.b.Namespace, t.b.Name)] = bucketyState{backend: backend, provisioned: true}
+		backendOf[objects.RefKey(t.b.Namespace, t.b.Name)] = backend
 	}
 	others := make([]contender, 0, len(items))
 	for i := range items {
@@ -358,18 +307,16 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 		// access's are on one, and one whose first is gone (deleted, or
 		// out of this shard's cache once it stopped sharing) still
 		// holds its grant on the others.
-		// ready: every one of its Bucketies is provisioned on the
-		// backend, as this cache shows: its next pass reaches the gates.
-		be, ready := "", true
+		be := ""
 		for j, ref := range o.Refs() {
-			got, ok := stateOf[refs[j]]
+			got, ok := backendOf[refs[j]]
 			if !ok {
-				got = r.bucketyStateOf(ctx, o.RefNamespace(ref), ref.Name)
-				stateOf[refs[j]] = got
+				got = r.backendOf(ctx, o.RefNamespace(ref), ref.Name)
+				backendOf[refs[j]] = got
 			}
-			ready = ready && got.provisioned && got.backend == backend
-			if be == "" {
-				be = got.backend
+			if got != "" {
+				be = got
+				break
 			}
 		}
 		if be != backend && !letThrough {
@@ -386,7 +333,7 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 				return nil, nil, err
 			}
 		}
-		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, ns: o.Namespace, held: held, local: o.Namespace == a.Namespace, ready: ready})
+		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, held: held, local: o.Namespace == a.Namespace})
 	}
 	return others, settled, nil
 }
@@ -447,35 +394,33 @@ type contender struct {
 	created metav1.Time
 	// name orders accesses created in the same second: namespace/name.
 	name string
-	// ns is its namespace.
-	ns string
 	// held: it holds a place (granted, or let through the gate).
 	held bool
 	// local: of the namespace whose accessesPerNamespace is decided (an
 	// access of another namespace counts toward its Buckety's only).
 	local bool
-	// ready: its Bucketies are all provisioned on the backend, as the
-	// cache shows (its next pass reaches the limits); one of another
-	// namespace that is not takes no place while it waits.
-	ready bool
 }
 
 // admit decides whether access a, not holding a place, may be granted
 // under limits q, given the other live accesses of its namespace on its
 // backend and those of other namespaces naming a Buckety it names. Those
 // holding a place count first, whatever the limits are now; then those
-// waiting ahead of a (older, or as old and named before it) take a place
-// each while their Bucketies and their namespace are under their limits:
-// those of a's namespace, and those of another namespace whose Bucketies
-// are all provisioned (ready: one naming a Buckety that never provisions
-// is never granted) while its namespace has room (q.room). So every
-// shard, seeing the same accesses, lets the same one through. It returns
-// what a's Buckety and the namespace then count, and whether a fits;
-// when a's Buckety (or one of a's several) is full, full names it and
-// perBuckety is its count, else perBuckety is the highest count of a's.
+// of a's namespace waiting ahead of a (older, or as old and named before
+// it) take a place each while their Bucketies and the namespace are under
+// their limits. Another namespace's waiting access takes none: its own
+// limits, Bucketies and passes decide whether it is ever granted, and one
+// that never will be (held at its namespace's limit, or naming a Buckety
+// that never provisions) must not keep a shared Buckety full; between
+// namespaces, the first pass through the Buckety's gate takes the place.
+// The gates are this process's: with several shards, two shards deciding
+// for two namespaces at once may both take the last place (see
+// docs/multi-tenancy.md).
+// It returns what a's Buckety and the namespace then count, and whether a
+// fits; when a's Buckety (or one of a's several) is full, full names it
+// and perBuckety is its count, else perBuckety is the highest count of
+// a's.
 func admit(q quotas, a contender, others []contender) (full string, perBuckety, total int, ok bool) {
 	count := map[string]int{}
-	room := maps.Clone(q.room)
 	var waiting []contender
 	take := func(o contender) {
 		for _, ref := range o.refs {
@@ -483,16 +428,13 @@ func admit(q quotas, a contender, others []contender) (full string, perBuckety, 
 		}
 		if o.local {
 			total++
-		} else if left, limited := room[o.ns]; limited && !o.held {
-			// The room was left by those of o.ns that hold a place.
-			room[o.ns] = left - 1
 		}
 	}
 	for _, o := range others {
 		switch {
 		case o.held:
 			take(o)
-		case (o.local || o.ready) && olderThan(o, a):
+		case o.local && olderThan(o, a):
 			waiting = append(waiting, o)
 		}
 	}
@@ -505,14 +447,7 @@ func admit(q quotas, a contender, others []contender) (full string, perBuckety, 
 		return ""
 	}
 	fits := func(o contender) bool {
-		if fullOf(o) != "" {
-			return false
-		}
-		if !o.local {
-			left, limited := room[o.ns]
-			return !limited || left > 0
-		}
-		return q.perNamespace == 0 || total < q.perNamespace
+		return fullOf(o) == "" && (q.perNamespace == 0 || total < q.perNamespace)
 	}
 	slices.SortFunc(waiting, func(x, y contender) int {
 		if olderThan(x, y) {
@@ -552,27 +487,17 @@ func olderThan(o, a contender) bool {
 	return o.name < a.name
 }
 
-// bucketyState is what a limits decision reads of a Buckety: its backend
-// ("" when the cache does not show it), and whether it is provisioned
-// for its generation (an access naming it can be granted).
-type bucketyState struct {
-	backend     string
-	provisioned bool
-}
-
-// bucketyStateOf is Buckety ns/name as the cache shows it.
-func (r *Reconciler) bucketyStateOf(ctx context.Context, ns, name string) bucketyState {
+// backendOf is the backend of Buckety ns/name as the cache shows it, ""
+// when it is not there.
+func (r *Reconciler) backendOf(ctx context.Context, ns, name string) string {
 	b := &v1.Buckety{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
-		return bucketyState{}
+		return ""
 	}
-	st := bucketyState{backend: b.Spec.Backend}
 	if b.Status.Backend != "" {
-		st.backend = b.Status.Backend
+		return b.Status.Backend
 	}
-	prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned)
-	st.provisioned = b.Status.BackendResourceName != "" && prov != nil && prov.Status == metav1.ConditionTrue && prov.ObservedGeneration == b.Generation
-	return st
+	return b.Spec.Backend
 }
 
 func gateKey(backend, namespace string) string { return backend + "/" + namespace }

@@ -32,10 +32,9 @@ func TestAdmit(t *testing.T) {
 	c := func(ref string, at metav1.Time, name string, held bool) contender {
 		return contender{refs: []string{ref}, created: at, name: name, held: held, local: true}
 	}
-	// foreign: an access of another namespace (x) naming a shared
-	// Buckety, all of whose Bucketies are provisioned (ready).
+	// foreign: an access of another namespace (x) naming a shared Buckety.
 	foreign := func(ref string, at metav1.Time, name string, held bool) contender {
-		return contender{refs: []string{ref}, created: at, name: name, ns: "x", held: held, ready: true}
+		return contender{refs: []string{ref}, created: at, name: name, held: held}
 	}
 	for _, tc := range []struct {
 		name          string
@@ -44,49 +43,41 @@ func TestAdmit(t *testing.T) {
 		others        []contender
 		ok            bool
 		perB, onTotal int
-		// room: places x's accessesPerNamespace leaves it (absent: no limit).
-		room map[string]int
 	}{
-		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0, nil},
+		{"alone", config.Limits{AccessesPerNamespace: 1}, c("o", t0, "a", false), nil, true, 0, 0},
 		{"z held, a as old and named before: z keeps its place", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1, nil},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", true)}, false, 1, 1},
 		{"z waiting, a as old and named before: a goes first", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0, nil},
+			c("o", t0, "a", false), []contender{c("o", t0, "z", false)}, true, 0, 0},
 		{"a waiting ahead of z in the same second", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1, nil},
+			c("o", t0, "z", false), []contender{c("o", t0, "a", false)}, false, 1, 1},
 		{"an older one waiting takes the place", config.Limits{AccessesPerNamespace: 1},
-			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1, nil},
+			c("o", t1, "a", false), []contender{c("o", t0, "z", false)}, false, 1, 1},
 		{"a newer one waiting does not", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0, nil},
+			c("o", t0, "z", false), []contender{c("o", t1, "a", false)}, true, 0, 0},
 		{"held over a lowered limit", config.Limits{AccessesPerNamespace: 1},
-			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2, nil},
+			c("o", t0, "a", false), []contender{c("o", t1, "x", true), c("o", t1, "y", true)}, false, 2, 2},
 		{"an older one waiting that does not fit its Buckety takes no place", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
-			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1, nil},
+			c("l", t1, "b", false), []contender{c("o", t0, "x", true), c("o", t0, "y", false)}, true, 0, 1},
 		{"the Buckety full", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2, nil},
+			c("o", t1, "b", false), []contender{c("o", t0, "x", true), c("l", t0, "y", true)}, false, 1, 2},
 		{"another namespace's access fills the shared Buckety, not the namespace", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0, nil},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", true)}, false, 1, 0},
 		{"another namespace's access elsewhere counts for nothing here", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1},
-			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0, nil},
-		{"a waiting older access of another namespace takes the shared Buckety's place", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, false, 1, 0, nil},
-		{"one naming a Buckety not provisioned takes none", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{{refs: []string{"o", "x/pending"}, created: t0, name: "x/y", ns: "x"}}, true, 0, 0, nil},
-		{"a waiting older access of another namespace whose own limit is reached takes no place", config.Limits{AccessesPerBuckety: 1},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, true, 0, 0, map[string]int{"x": 0}},
-		{"another namespace with room for one: its oldest waiting access takes the place", config.Limits{AccessesPerBuckety: 2},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false), foreign("o", t0, "x/z", false)}, true, 1, 0, map[string]int{"x": 1}},
-		{"another namespace's held access left it no room: not counted twice", config.Limits{AccessesPerBuckety: 3},
-			c("o", t1, "b", false), []contender{foreign("o", t0, "x/h", true), foreign("o", t0, "x/y", false), foreign("o", t0, "x/z", false)}, true, 2, 0, map[string]int{"x": 1}},
+			c("o", t1, "b", false), []contender{foreign("l", t0, "x/y", true)}, true, 0, 0},
+		{"a waiting older access of another namespace takes no place: the first through the gate does", config.Limits{AccessesPerBuckety: 1},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/y", false)}, true, 0, 0},
+		{"a held access of another namespace counts, one waiting does not", config.Limits{AccessesPerBuckety: 2},
+			c("o", t1, "b", false), []contender{foreign("o", t0, "x/h", true), foreign("o", t0, "x/y", false)}, true, 1, 0},
 		{"an access naming several counts once in its namespace and once in each Buckety", config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 2},
-			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1, nil},
+			c("l", t1, "b", false), []contender{{refs: []string{"o", "l"}, created: t0, name: "x", held: true, local: true}}, false, 1, 1},
 		{"an access naming several fits only where every one of its Bucketies does", config.Limits{AccessesPerBuckety: 1},
-			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1, nil},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, false, 1, 1},
 		{"an access naming several, under every limit", config.Limits{AccessesPerBuckety: 2, AccessesPerNamespace: 2},
-			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1, nil},
+			contender{refs: []string{"m", "o"}, created: t1, name: "b", local: true}, []contender{c("o", t0, "x", true)}, true, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := quotas{perNamespace: tc.l.AccessesPerNamespace, perBuckety: map[string]int{}, room: tc.room}
+			q := quotas{perNamespace: tc.l.AccessesPerNamespace, perBuckety: map[string]int{}}
 			for _, o := range append([]contender{tc.a}, tc.others...) {
 				for _, ref := range o.refs {
 					q.perBuckety[ref] = tc.l.AccessesPerBuckety
@@ -112,16 +103,15 @@ func TestOtherNamespacesLimitsNeverFailADecision(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "o"}}).Build()
 	lim := &namespaceLimits{ctx: context.Background(), c: c, base: &backends.Entry{Name: "svc", Config: cfg}, of: map[string]*config.Backend{}}
 	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "new"}}
-	waiting := contender{refs: []string{"o/orders", "gone/tmp"}, name: "o/old", ns: "o", local: true, ready: true}
-	r := &Reconciler{Client: c}
-	q, err := r.quotasOf(context.Background(), lim, a, []string{"o/orders"}, []contender{waiting})
+	waiting := contender{refs: []string{"o/orders", "gone/tmp"}, name: "o/old", local: true}
+	q, err := quotasOf(lim, a, []string{"o/orders"}, []contender{waiting})
 	if err != nil {
 		t.Fatalf("want the decision to go on, got %v", err)
 	}
 	if q.perBuckety["o/orders"] != 2 || q.perBuckety["gone/tmp"] != 0 {
 		t.Errorf("want o/orders at the backend's 2 and gone/tmp at no limit, got %v", q.perBuckety)
 	}
-	if _, err := r.quotasOf(context.Background(), lim, a, []string{"gone/tmp"}, nil); err == nil {
+	if _, err := quotasOf(lim, a, []string{"gone/tmp"}, nil); err == nil {
 		t.Error("a's own Buckety in a namespace whose limits cannot be read: want an error")
 	}
 }
@@ -418,9 +408,10 @@ func TestSharedBucketyCountsEveryNamespace(t *testing.T) {
 // TestForeignWaitingPastItsOwnLimitHoldsNoPlace: Buckety o/orders
 // (accessesPerBuckety: 1) is shared with x, whose accessesPerNamespace (1)
 // is taken by a grant on another Buckety. x's older access to orders can
-// never be granted while that holds: it takes no place in orders, and o's
-// own access is let through. Counted, x could keep orders full with any
-// number of accesses past its own limit.
+// never be granted while that holds: it takes no place in orders (no
+// waiting access of another namespace does), and o's own access is let
+// through. Counted, x could keep orders full with any number of accesses
+// past its own limit.
 func TestForeignWaitingPastItsOwnLimitHoldsNoPlace(t *testing.T) {
 	r, e := limitsEnv(t, 0)
 	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1, AccessesPerNamespace: 1}
@@ -486,38 +477,6 @@ func TestSharedBucketyOfAnotherShardCountsItsOwnersAccesses(t *testing.T) {
 	f := &facts{}
 	if ok, err := r.withinLimits(ctx, x, single(shared), e, f); err != nil || ok || !strings.Contains(f.limitExceeded, "Buckety o/orders already has 1 BucketyAccesses") {
 		t.Errorf("%s's access: want it held behind o's granted one, got let through %v (%v, %q)", ns, ok, err, f.limitExceeded)
-	}
-}
-
-// TestTwoShardsLetTheSameAccessThrough: Buckety o/orders
-// (accessesPerBuckety: 1) shared with x and y, whose accesses wait for
-// it. Two shards (two Reconcilers, each with its own gates, on one cache)
-// decide them at the same time: each lets the older one (x's) through and
-// holds the newer (y's), whichever decides first, so the two never both
-// take the last place.
-func TestTwoShardsLetTheSameAccessThrough(t *testing.T) {
-	r1, e := limitsEnv(t, 0)
-	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1}
-	r2 := &Reconciler{Client: r1.Client, APIReader: r1.APIReader}
-	ctx := context.Background()
-	shared := orders.DeepCopy()
-	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}, {Namespace: "y", Roles: []v1.Role{v1.RoleReadOnly}}}
-	mk := func(ns string, at time.Time) *v1.BucketyAccess {
-		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader", UID: types.UID("uid-" + ns), CreationTimestamp: metav1.NewTime(at)},
-			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "o", Name: "orders"}, CredentialsSecretName: "reader", Role: v1.RoleReadOnly}}
-		if err := r1.Client.Create(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	x := mk("x", time.Now().Add(-time.Minute))
-	y := mk("y", time.Now())
-	f := &facts{}
-	if ok, err := r2.withinLimits(ctx, y, single(shared), e, f); err != nil || ok {
-		t.Errorf("y's access, decided first on its shard: want it held behind x's older one, got let through %v (%v)", ok, err)
-	}
-	if ok, err := r1.withinLimits(ctx, x, single(shared), e, &facts{}); err != nil || !ok {
-		t.Errorf("x's access on its shard: want it let through, got %v (%v)", ok, err)
 	}
 }
 
