@@ -36,12 +36,7 @@ func TestAccessWrittenForAnotherBackendIsPending(t *testing.T) {
 				Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "reader"}}
 			a.Status.ObservedGeneration, a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyUID = 1, 1, c.backend, c.uid
 			status.Apply(&a.Status.Conditions, 1, []status.Cond{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}})
-			cl := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(a).
-				WithIndex(&v1.BucketyAccess{}, objects.IndexBucketyRef, func(o client.Object) []string {
-					a := o.(*v1.BucketyAccess)
-					return []string{objects.RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)}
-				}).Build()
-			r := &Reconciler{Client: cl}
+			r := accessesEnv(t, a)
 			f := &facts{}
 			if err := r.reconcileAccesses(ctx, b.DeepCopy(), f); err != nil {
 				t.Fatal(err)
@@ -70,12 +65,7 @@ func TestImplicitAccessBeingDeletedIsPending(t *testing.T) {
 		Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "old"}}
 	a.Status.ObservedGeneration, a.Status.BucketyGeneration, a.Status.Backend = 1, 2, "s3"
 	status.Apply(&a.Status.Conditions, 1, []status.Cond{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}})
-	cl := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(a).
-		WithIndex(&v1.BucketyAccess{}, objects.IndexBucketyRef, func(o client.Object) []string {
-			a := o.(*v1.BucketyAccess)
-			return []string{objects.RefKey(a.BucketyNamespace(), a.Spec.BucketyRef.Name)}
-		}).Build()
-	r := &Reconciler{Client: cl}
+	r := accessesEnv(t, a)
 	f := &facts{}
 	if err := r.reconcileAccesses(ctx, b, f); err != nil {
 		t.Fatal(err)
@@ -83,4 +73,15 @@ func TestImplicitAccessBeingDeletedIsPending(t *testing.T) {
 	if !slices.Contains(f.accessesPending, "orders") {
 		t.Errorf("want the implicit access pending while the only one is being deleted, got %v", f.accessesPending)
 	}
+}
+
+// accessesEnv is a Reconciler on a fake cache holding objs, with the
+// index the accesses of a Buckety are listed by.
+func accessesEnv(t *testing.T, objs ...client.Object) *Reconciler {
+	t.Helper()
+	cl := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
+		WithIndex(&v1.BucketyAccess{}, objects.IndexBucketyRef, func(o client.Object) []string {
+			return objects.RefKeys(o.(*v1.BucketyAccess))
+		}).Build()
+	return &Reconciler{Client: cl}
 }
