@@ -158,14 +158,6 @@ type BucketyAccessStatus struct {
 	// +optional
 	BucketyUID types.UID `json:"bucketyUID,omitempty"`
 
-	// BucketyUIDs are, for an access naming several Bucketies, each one's
-	// metadata.uid the Secret was last written for, keyed by
-	// namespace/name. Written whole, as BucketyGenerations.
-	// +optional
-	// +mapType=atomic
-	// +kubebuilder:validation:MaxProperties=128
-	BucketyUIDs map[string]types.UID `json:"bucketyUIDs,omitempty"`
-
 	// BucketyGenerations are, for an access naming several Bucketies,
 	// each one's metadata.generation the Secret was last written for,
 	// keyed by namespace/name (BucketyGeneration is the first's). Written
@@ -328,13 +320,15 @@ func (a *BucketyAccess) WithdrawnFrom(namespace, name string) bool {
 }
 
 // SecretUIDOf is the metadata.uid of Buckety namespace/name that the
-// access's Secret was last written for: "" before it was, or when a
-// release that did not record it wrote it.
+// access's Secret was last written for: "" before it was, when a release
+// that did not record it wrote it, or for an access naming several, but
+// the first (each one's UID would make every write of an access naming
+// 128 Bucketies 6 KiB larger).
 func (a *BucketyAccess) SecretUIDOf(namespace, name string) types.UID {
-	if !a.Several() {
+	if refs := a.Refs(); !a.Several() || (len(refs) > 0 && a.RefNamespace(refs[0]) == namespace && refs[0].Name == name) {
 		return a.Status.BucketyUID
 	}
-	return a.Status.BucketyUIDs[namespace+"/"+name]
+	return ""
 }
 
 // SecretGenerationOf is the metadata.generation of Buckety

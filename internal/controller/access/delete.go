@@ -88,7 +88,7 @@ func (r *Reconciler) withdraw(ctx context.Context, a *v1.BucketyAccess, f *facts
 	r.secrets.forget(a.UID)
 	r.gates.settle(a.UID)
 	a.Status.Principal, a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyGenerations, a.Status.Withdrawn = "", 0, "", nil, nil
-	a.Status.BucketyUID, a.Status.BucketyUIDs = "", nil
+	a.Status.BucketyUID = ""
 	if a.Several() {
 		// Every one stopped sharing: none waits for this access.
 		for _, ref := range a.Spec.BucketyRefs {

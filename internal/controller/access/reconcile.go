@@ -171,7 +171,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		// otherwise bring back every access it had, past the limits,
 		// each round.
 		a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyGenerations = 0, "", nil
-		a.Status.BucketyUID, a.Status.BucketyUIDs = "", nil
+		a.Status.BucketyUID = ""
 		r.gates.settle(a.UID)
 		return requeue, nil
 	}
@@ -237,7 +237,7 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 				return reconcile.Result{}, err
 			}
 			a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyGenerations = 0, "", nil
-			a.Status.BucketyUID, a.Status.BucketyUIDs = "", nil
+			a.Status.BucketyUID = ""
 		}
 		return reconcile.Result{RequeueAfter: retry.Jitter(r.limitRetry())}, err
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -236,15 +235,13 @@ func (on *grantedOn) bind(c *v1.BucketyCredential) {
 func (on *grantedOn) written(a *v1.BucketyAccess, backend string) {
 	a.Status.Backend = backend
 	a.Status.BucketyGeneration, a.Status.BucketyUID = on.b().Generation, on.b().UID
-	a.Status.BucketyGenerations, a.Status.BucketyUIDs, a.Status.Withdrawn = nil, nil, nil
+	a.Status.BucketyGenerations, a.Status.Withdrawn = nil, nil
 	if !on.several {
 		return
 	}
 	a.Status.BucketyGenerations = make(map[string]int64, len(on.targets))
-	a.Status.BucketyUIDs = make(map[string]types.UID, len(on.targets))
 	for _, t := range on.targets {
-		key := objects.RefKey(t.b.Namespace, t.b.Name)
-		a.Status.BucketyGenerations[key], a.Status.BucketyUIDs[key] = t.b.Generation, t.b.UID
+		a.Status.BucketyGenerations[objects.RefKey(t.b.Namespace, t.b.Name)] = t.b.Generation
 	}
 	a.Status.Withdrawn = on.withdrawn
 }
