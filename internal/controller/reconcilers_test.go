@@ -18,9 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -72,11 +70,8 @@ func newEnvWith(t *testing.T, configExtra string, wrap func(client.WithWatch) (c
 // here).
 func newEnvDriver(t *testing.T, configExtra string, wrap func(client.WithWatch) (client.Client, client.Reader), d *drivertest.Driver) *env {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(s); err != nil {
+	s, err := objects.Scheme()
+	if err != nil {
 		t.Fatal(err)
 	}
 	b := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{})

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -102,16 +101,7 @@ type Options struct {
 }
 
 // Scheme returns the scheme of the controller's client.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+func Scheme() (*runtime.Scheme, error) { return objects.Scheme() }
 
 // Run runs the controller until ctx ends, then shuts down gracefully:
 // in-flight reconciles finish, the Lease is released, backends are closed.

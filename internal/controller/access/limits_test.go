@@ -10,9 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -123,14 +121,7 @@ var orders = &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "or
 // backend svc, which allows limit accesses per namespace.
 func limitsEnv(t *testing.T, limit int) (*Reconciler, *backends.Entry) {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.BucketyAccess{}).
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithStatusSubresource(&v1.BucketyAccess{}).
 		WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, func(o client.Object) []string {
 			return []string{o.GetLabels()[v1.ClaimOwnerLabel]}
 		}).

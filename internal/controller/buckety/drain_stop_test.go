@@ -6,11 +6,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/objects"
 )
 
 // TestDrainCalledOff: a drain step asks, before each batch, whether its
@@ -79,11 +79,8 @@ func TestDrainCalledOff(t *testing.T) {
 // testScheme has buckety's kinds and client-go's.
 func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(s); err != nil {
+	s, err := objects.Scheme()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return s

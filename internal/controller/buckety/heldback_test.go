@@ -41,10 +41,7 @@ func TestAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
 		access("payments", "live", false, v1.Finalizer),
 	}
 	r := &Reconciler{}
-	f := &facts{}
-	held, err := r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
-		return accesses, nil
-	}, f)
+	held, f, err := heldBackOn(r, b, accesses)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +49,7 @@ func TestAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
 	if !held || !slices.Equal(f.blockedBy, want) {
 		t.Errorf("want the deletion held back by %v, got held %v by %v", want, held, f.blockedBy)
 	}
-	f = &facts{}
-	held, err = r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
-		return accesses[:2], nil
-	}, f)
+	held, f, err = heldBackOn(r, b, accesses[:2])
 	if err != nil || held || len(f.blockedBy) != 0 {
 		t.Errorf("only accesses kept by another's finalizer: want the deletion to go on, got held %v by %v (%v)", held, f.blockedBy, err)
 	}
@@ -99,10 +93,7 @@ func TestWithdrawnAccessChangedSince(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "payments"}, Status: corev1.NamespaceStatus{Phase: c.phase}}
 			r := &Reconciler{Backends: set, Client: fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(ns).Build()}
-			f := &facts{}
-			held, err := r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
-				return accesses, nil
-			}, f)
+			held, f, err := heldBackOn(r, b, accesses)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,4 +102,14 @@ func TestWithdrawnAccessChangedSince(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldBackOn is r.heldBack for Buckety b with the accesses listed, and
+// the facts it recorded.
+func heldBackOn(r *Reconciler, b *v1.Buckety, accesses []v1.BucketyAccess) (bool, *facts, error) {
+	f := &facts{}
+	held, err := r.heldBack(context.Background(), b, func(context.Context, *v1.Buckety) ([]v1.BucketyAccess, error) {
+		return accesses, nil
+	}, f)
+	return held, f, err
 }
