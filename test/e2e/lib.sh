@@ -206,6 +206,21 @@ spec:
 Y
 }
 
+# job_log NAME: a finished Job's log. The kubelet can report the Job
+# Complete (or Failed) a moment before its log is readable, when
+# `kubectl logs` prints nothing: read it again, for up to ten seconds,
+# while it is empty. A log still empty then is returned as it is, for the
+# caller's assertion to name.
+job_log() {
+  local name=$1 log="" i
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    log=$(k logs "job/$name" 2>&1 || true)
+    [ -n "$log" ] && break
+    sleep 1
+  done
+  printf '%s\n' "$log"
+}
+
 # probe SECRET NAME [ROLE [ENV]]: a consumer Job uses the Secret's keys as
 # ROLE (ReadWrite by default: round-trips data; ReadOnly reads, WriteOnly
 # writes; a Secret with a user of its own must also be refused the rest),
@@ -218,7 +233,7 @@ probe() {
   if ! k wait --for=condition=Complete "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
     fail "probe Job $name with Secret $secret did not complete: $(k logs "job/$name" 2>&1 | tail -5)"
   fi
-  local log; log=$(k logs "job/$name")
+  local log; log=$(job_log "$name")
   expect_contains "probe Job $name" "probe: OK" "$log"
   echo "$log"
 }
@@ -233,7 +248,7 @@ probe_refused() {
   if ! k wait --for=condition=Failed "job/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1; then
     fail "probe Job $name with Secret $secret as $role${topic:+ on $topic}: expected it refused, seen $(k get job "$name" -o jsonpath='{.status.conditions[*].type}'): $(k logs "job/$name" 2>&1 | tail -3)"
   fi
-  local log; log=$(k logs "job/$name" 2>&1)
+  local log; log=$(job_log "$name")
   grep -Eq "$pattern" <<<"$log" || fail "probe Job $name: expected its log to match '$pattern', seen: $log"
   echo "$log"
 }
