@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -333,9 +334,23 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 				return nil, nil, err
 			}
 		}
+		if !held && judgedInvalid(o) {
+			// Waiting behind an access its driver refuses would be
+			// waiting for ever: that one takes no place ahead (it takes
+			// its turn again once an edit of its spec is judged valid).
+			continue
+		}
 		others = append(others, contender{refs: refs, created: o.CreationTimestamp, name: o.Namespace + "/" + o.Name, held: held, local: o.Namespace == a.Namespace})
 	}
 	return others, settled, nil
+}
+
+// judgedInvalid reports whether o's status, as cached, says its current
+// spec is invalid (Ready False, InvalidAccess, at its generation): its
+// passes grant it nothing until the spec is edited.
+func judgedInvalid(o *v1.BucketyAccess) bool {
+	c := meta.FindStatusCondition(o.Status.Conditions, v1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1.ReasonInvalidAccess && c.ObservedGeneration == o.Generation
 }
 
 // ownAccessesOf are the accesses of b's namespace naming b, read from the

@@ -13,11 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/Yolean/buckety-controller/drivers/kadm"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/status"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
@@ -678,5 +682,66 @@ func TestWrittenRecordsTheBackend(t *testing.T) {
 	(&grantedOn{several: true, targets: []target{{b: b}, {b: logs}}}).written(a, "svc")
 	if a.SecretUIDOf("o", "orders") != "uid-orders" || a.SecretUIDOf("o", "logs") != "" || a.SecretGenerationOf("o", "logs") != 2 {
 		t.Errorf("an access naming several: want its first's UID and each one's generation, got %q, %v", a.Status.BucketyUID, a.Status.BucketyGenerations)
+	}
+}
+
+// TestInvalidAccessHoldsNoPlace: under limits.accessesPerNamespace: 1,
+// "bad", the older, names a parameter its driver refuses. Its pass reports
+// the field and takes no place, and once its status says so, "good",
+// created after it, is let through: an access that is never granted does
+// not keep its namespace's newer ones waiting behind it. (Before, bad was
+// let through the gate before it was validated, and held the one place in
+// memory, granted nothing, until it was deleted or the controller
+// restarted; and as the older waiting access it was ahead of good for
+// ever.) An edit of bad's spec takes it back into the queue, ahead of
+// good, until its pass judges the edit.
+func TestInvalidAccessHoldsNoPlace(t *testing.T) {
+	r, e := limitsEnv(t, 1)
+	e.Driver = kadm.New()
+	ctx := context.Background()
+	bad := mkAccess(t, r.Client, "bad", time.Now().Add(-time.Hour))
+	bad.Spec.Parameters = map[string]string{"retentionMs": "1"}
+	if err := r.Client.Update(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	f := &facts{}
+	if _, err := r.grantOn(ctx, bad, single(orders), e, f, reconcile.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.invalid, `spec.parameters[retentionMs]`) {
+		t.Errorf("bad: want its pass to name spec.parameters[retentionMs], got invalid %q, limit %q", f.invalid, f.limitExceeded)
+	}
+	if r.gates.placedOn(bad.UID, gateKey(e.Name, bad.Namespace)) {
+		t.Error("bad: want no place taken by an access its driver refuses")
+	}
+	good := mkAccess(t, r.Client, "good", time.Now())
+	decide := func() (bool, string) {
+		t.Helper()
+		f := &facts{}
+		ok, err := r.withinLimits(ctx, good, single(orders), e, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok, f.limitExceeded
+	}
+	if ok, _ := decide(); ok {
+		t.Error("good, bad's status not written yet: want it waiting behind the older bad")
+	}
+	// bad's pass writes its status, as status.Finish does.
+	status.Apply(&bad.Status.Conditions, bad.Generation, conditions(bad, f))
+	if err := r.Client.Status().Update(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := decide(); !ok {
+		t.Errorf("good, bad judged invalid: want it let through, bad holding no place; held: %q", why)
+	}
+	r.gates.settle(good.UID)
+	bad.Spec.Parameters = map[string]string{"consumerGroupPrefix": "bad"}
+	bad.Generation++ // as the API server does on a spec edit (the fake client does not)
+	if err := r.Client.Update(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := decide(); ok {
+		t.Error("good, bad's spec edited and not judged yet: want it waiting behind bad again")
 	}
 }

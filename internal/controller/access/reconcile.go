@@ -222,11 +222,21 @@ func (r *Reconciler) giveUp(ctx context.Context, a *v1.BucketyAccess, on *grante
 	return res, nil
 }
 
-// grantOn runs the phases after resolve: the access limits, validation,
+// grantOn runs the phases after resolve: validation, the access limits,
 // the claims, the credential, the grant and the Secret (publish, which
 // sets f.published).
 func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, e *backends.Entry, f *facts, requeue reconcile.Result) (reconcile.Result, error) {
 	var err error
+	// Validation first: an access the driver refuses is never granted,
+	// so it takes no place under the limits either (a place the gate
+	// lets it take is held in memory until the access is deleted, and
+	// an access that cannot be granted would hold one in its
+	// namespace's, or a shared Buckety's owner's, count). A granted
+	// access its backend's config now refuses keeps its place by its
+	// status, as before.
+	if !valid(a, e, f) {
+		return requeue, nil
+	}
 	if ok, err := r.withinLimits(ctx, a, on, e, f); err != nil || !ok {
 		if err == nil && f.limitExceeded != "" && a.Status.BucketyGeneration != 0 && !grantedHere(a, on, e.Name) {
 			// Granted on another backend, where a Buckety of this name
@@ -240,9 +250,6 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 			a.Status.BucketyUID = ""
 		}
 		return reconcile.Result{RequeueAfter: retry.Jitter(r.limitRetry())}, err
-	}
-	if !valid(a, e, f) {
-		return requeue, nil
 	}
 	if ok, err := r.claims(ctx, on, e, f); err != nil || !ok {
 		return requeue, err
