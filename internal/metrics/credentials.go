@@ -18,6 +18,9 @@ const (
 	RevokedClaimGone = "claim_gone"
 	// RevokedRetired: rotated out, past its retireAfter.
 	RevokedRetired = "retired"
+	// RevokedRoleNarrowed: rotated out, holding a role with a right its
+	// access's role no longer has.
+	RevokedRoleNarrowed = "role_narrowed"
 	// RevokedUnaccounted: a principal this installation issued that no
 	// BucketyCredential record names (a rebuild, a record deleted by hand),
 	// past the backend's credentials.orphanGrace.
@@ -29,7 +32,7 @@ const (
 // backend and reason; the controller's log names each principal.
 var CredentialsRevoked = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "buckety_credentials_revoked_total",
-	Help: "Credentials revoked by the orphan checks, by reason (access_gone, buckety_gone, claim_gone, retired, unaccounted); the log names each principal.",
+	Help: "Credentials revoked by the orphan checks, by reason (access_gone, buckety_gone, claim_gone, retired, role_narrowed, unaccounted); the log names each principal.",
 }, []string{"backend", "reason"})
 
 func init() {

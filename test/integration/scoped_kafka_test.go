@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -665,6 +666,101 @@ func TestScopedRotation(t *testing.T) {
 	wait.For(t, waitTimeout, "the waiting rotation done after the grace", func() (bool, string) {
 		u := string(secret(t, ns, "app").Data["sasl.username"])
 		return u != string(third["sasl.username"]), u
+	})
+}
+
+// TestNarrowedRoleRevokesRetiringUser: a user retired by a rotation keeps
+// working for the backend's rotationGrace (an hour here), unless its
+// tenant narrows the access's role meanwhile: the retired user, which
+// still held ReadWrite, is revoked at once, not an hour later, and the
+// current one is narrowed. A rotation and a narrowing in one edit revoke
+// the replaced user at once too. (Before, a retired user kept the role
+// its tenant took away for the whole grace: a leaked key, the reason to
+// rotate, went on writing.) Widening keeps the grace.
+func TestNarrowedRoleRevokesRetiringUser(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, time.Hour)
+	startController(t, cfg, nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	topic := ns + ".ticks"
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic}})
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"}, CredentialsSecretName: "app"}}
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	user := func(d map[string][]byte) string { return string(d["sasl.username"]) }
+	rotate := func(mergePatch string, from map[string][]byte) map[string][]byte {
+		t.Helper()
+		patch(t, a, mergePatch)
+		var next map[string][]byte
+		wait.For(t, waitTimeout, "a new user in the Secret", func() (bool, string) {
+			next = secret(t, ns, "app").Data
+			return user(next) != user(from), user(next)
+		})
+		return next
+	}
+	records := func() string {
+		var out []string
+		for _, c := range credentialsOf(t, a.UID) {
+			out = append(out, fmt.Sprintf("%s %s %s", c.Spec.Principal, c.Spec.Phase, c.Spec.Role))
+		}
+		slices.Sort(out)
+		return strings.Join(out, ", ")
+	}
+	onlyRecord := func(what string, d map[string][]byte, role v1.Role) {
+		t.Helper()
+		want := fmt.Sprintf("%s %s %s", user(d), v1.CredentialActive, role)
+		wait.For(t, waitTimeout, what, func() (bool, string) {
+			got := records()
+			return got == want, got
+		})
+	}
+
+	first := secret(t, ns, "app").Data
+	second := rotate(`{"spec":{"rotation":"one"}}`, first)
+	wait.For(t, waitTimeout, "the first user retiring", func() (bool, string) {
+		got := records()
+		return strings.Contains(got, user(first)+" "+string(v1.CredentialRetiring)+" ReadWrite"), got
+	})
+	if err := produceWith(t, first, topic); err != nil {
+		t.Fatalf("within the grace: want the retired user to keep working, got %v", err)
+	}
+	patch(t, a, `{"spec":{"role":"ReadOnly"}}`)
+	onlyRecord("the retired user revoked once the role is narrowed, the current one ReadOnly", second, v1.RoleReadOnly)
+	if err := produceWith(t, first, topic); err == nil {
+		t.Error("the retired user, role narrowed: want it refused, it produced")
+	}
+	wait.For(t, waitTimeout, "the current user narrowed to ReadOnly", func() (bool, string) {
+		err := produceWith(t, second, topic)
+		return err != nil, fmt.Sprintf("produce: %v", err)
+	})
+
+	// Widened: the grace holds (a retired user keeps no more than its
+	// access has).
+	patch(t, a, `{"spec":{"role":"ReadWrite"}}`)
+	onlyRecord("the current user widened to ReadWrite", second, v1.RoleReadWrite)
+	third := rotate(`{"spec":{"rotation":"two"}}`, second)
+	patch(t, a, `{"spec":{"role":"WriteOnly"}}`)
+	wait.For(t, waitTimeout, "the role WriteOnly recorded", func() (bool, string) {
+		got := records()
+		return strings.Contains(got, user(third)+" Active WriteOnly"), got
+	})
+	// WriteOnly is narrower than the retired user's ReadWrite: revoked.
+	onlyRecord("the user retired before WriteOnly revoked", third, v1.RoleWriteOnly)
+
+	// Rotated and narrowed in one edit: the replaced user (WriteOnly)
+	// holds a role the access's ReadOnly lacks, and is revoked at once.
+	fourth := rotate(`{"spec":{"rotation":"three","role":"ReadOnly"}}`, third)
+	onlyRecord("the user replaced by a rotation that narrowed the role revoked at once", fourth, v1.RoleReadOnly)
+	if err := produceWith(t, third, topic); err == nil {
+		t.Error("the replaced WriteOnly user: want it refused, it produced")
+	}
+
+	// Widened with a rotation: the replaced ReadOnly user keeps its grace.
+	fifth := rotate(`{"spec":{"rotation":"four","role":"ReadWrite"}}`, fourth)
+	wait.For(t, waitTimeout, "the ReadOnly user retiring, kept for the grace", func() (bool, string) {
+		got := records()
+		return strings.Contains(got, user(fourth)+" "+string(v1.CredentialRetiring)+" ReadOnly") && strings.Contains(got, user(fifth)+" Active ReadWrite"), got
 	})
 }
 

@@ -84,6 +84,13 @@ type BucketyCredentialSpec struct {
 	// issue creates its rights without reading them first.
 	// +optional
 	AccessGeneration int64 `json:"accessGeneration,omitempty"`
+	// Role is the access's role the principal was last granted
+	// (ReadWrite when the access names none). A Retiring principal whose
+	// role is wider than its access's now (the tenant narrowed it) is
+	// revoked at once, not after rotationGrace. Absent on records written
+	// by earlier releases, which keep their grace.
+	// +optional
+	Role Role `json:"role,omitempty"`
 	// SecretDigest is the hex SHA-256 of the secret last asserted on the
 	// backend for the principal (never the secret itself). A Secret read
 	// afresh, after a restart, that still holds it is not asserted again;

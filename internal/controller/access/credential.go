@@ -183,7 +183,11 @@ func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e 
 			// credential alone, and a retiring one kept them until
 			// its retireAfter (a tenant rotating every grace kept
 			// one for ever).
-			if c.Spec.RetireAfter == nil || !now.Before(c.Spec.RetireAfter.Time) || on.withdrawnFrom(c) {
+			// So is one holding a role wider than its access's now:
+			// its tenant narrowed the role, and a key it retired
+			// (leaked, perhaps: why rotate) must not keep the rights
+			// it took away for the grace.
+			if c.Spec.RetireAfter == nil || !now.Before(c.Spec.RetireAfter.Time) || on.withdrawnFrom(c) || widerThanItsAccess(c, a) {
 				if _, err := r.revoke(ctx, c, f); err != nil {
 					return nil, 0, false, false, err
 				}
@@ -198,6 +202,54 @@ func (r *Reconciler) liveCredential(ctx context.Context, a *v1.BucketyAccess, e 
 		}
 	}
 	return cur, top, retiring, named, nil
+}
+
+// widerThanItsAccess reports whether credential c was last granted a role
+// with rights access a's role no longer has (ReadWrite against ReadOnly or
+// WriteOnly; ReadOnly against WriteOnly, and back). A record that names no
+// role (an earlier release's) is not judged.
+func widerThanItsAccess(c *v1.BucketyCredential, a *v1.BucketyAccess) bool {
+	role := roleOf(a)
+	return c.Spec.Role != "" && c.Spec.Role != role && role != v1.RoleReadWrite
+}
+
+// roleKept reports whether credential c's record already says role: the
+// same, or none (an earlier release's record) for ReadWrite, which is not
+// written for that alone (it would write every record once).
+func roleKept(c *v1.BucketyCredential, role v1.Role) bool {
+	return c.Spec.Role == role || (c.Spec.Role == "" && role == v1.RoleReadWrite)
+}
+
+// spanRoles is the narrowest role with the rights of both: a principal
+// mid-change between them may hold either. A record without a role (an
+// earlier release's) may hold any.
+func spanRoles(was, role v1.Role) v1.Role {
+	if was == role {
+		return role
+	}
+	return v1.RoleReadWrite
+}
+
+// roleChanging records in c, before a Grant gives it role, a role that
+// covers both what it held and role (spanRoles): a pass cut short after
+// the Grant, before activate records role exactly, leaves a record that
+// is never narrower than what the principal holds, so a narrowing that
+// follows still finds it wider (widerThanItsAccess). One write, only when
+// the role changes.
+func (r *Reconciler) roleChanging(ctx context.Context, c *v1.BucketyCredential, role v1.Role) error {
+	if roleKept(c, role) {
+		return nil
+	}
+	span := spanRoles(c.Spec.Role, role)
+	if c.Spec.Role == span {
+		return nil
+	}
+	before := c.DeepCopy()
+	c.Spec.Role = span
+	if err := r.Client.Patch(ctx, c, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("record the role credential %s is about to be granted: %w", c.Spec.Principal, err)
+	}
+	return nil
 }
 
 // rotationDue says why the access needs its next credential now ("": it
@@ -292,7 +344,7 @@ func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e 
 // backend's rotationGrace), and status.rotation the value cur honours
 // (unchanged while a rotation waits).
 func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, on *grantedOn, cur *v1.BucketyCredential, secret string, f *facts) error {
-	if err := r.activate(ctx, cur, SecretDigest(secret), on); err != nil {
+	if err := r.activate(ctx, cur, SecretDigest(secret), roleOf(a), on); err != nil {
 		return err
 	}
 	if !f.rotationDeferred {
@@ -308,9 +360,9 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 		if c.Spec.Backend != e.Name || c.Name == cur.Name || c.Spec.Phase == v1.CredentialRetiring {
 			continue
 		}
-		if on.withdrawnFrom(c) {
-			// Holds rights a Buckety withdrew: revoked now, not
-			// after the grace.
+		if on.withdrawnFrom(c) || widerThanItsAccess(c, a) {
+			// Holds rights a Buckety withdrew, or a role its tenant
+			// narrowed: revoked now, not after the grace.
 			if _, err := r.revoke(ctx, c, f); err != nil {
 				return err
 			}
@@ -351,7 +403,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 	c := &v1.BucketyCredential{
 		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID), shard.SlotLabel: shard.SlotValue(a.Namespace)}},
 		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Serial: int32(serial), Phase: v1.CredentialMinting,
-			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}},
+			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}, Role: roleOf(a)},
 	}
 	on.bind(c)
 	made := ""
@@ -477,12 +529,18 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 // activate marks a Minting record Active once the Secret holds it, with
 // the digest of the secret it holds (one patch, and none when neither
 // changed).
-func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, digest string, on *grantedOn) error {
-	if c.Spec.Phase == v1.CredentialActive && c.Spec.SecretDigest == digest && on.recorded(c) {
+func (r *Reconciler) activate(ctx context.Context, c *v1.BucketyCredential, digest string, role v1.Role, on *grantedOn) error {
+	// The role it was just granted, recorded exactly (roleChanging
+	// recorded one that covers it before the Grant).
+	kept := roleKept(c, role)
+	if c.Spec.Phase == v1.CredentialActive && c.Spec.SecretDigest == digest && kept && on.recorded(c) {
 		return nil
 	}
 	before := c.DeepCopy()
 	c.Spec.Phase, c.Spec.SecretDigest = v1.CredentialActive, digest
+	if !kept {
+		c.Spec.Role = role
+	}
 	// Bound to what it was just granted on: a record written before
 	// credentials were bound, or one of several whose Bucketies stopped
 	// sharing (its rights there were just dropped).

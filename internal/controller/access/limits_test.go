@@ -745,3 +745,38 @@ func TestInvalidAccessHoldsNoPlace(t *testing.T) {
 		t.Error("good, bad's spec edited and not judged yet: want it waiting behind bad again")
 	}
 }
+
+// TestLetThroughThenInvalidGivesItsPlaceBack: "late" is let through the
+// gate (the one place under limits.accessesPerNamespace: 1), and its grant
+// stalls; its tenant then makes it invalid. Its next pass gives the place
+// back, as a restart would: "next" is let through. One with a credential
+// of its own recorded keeps it (TestIssuedBeforeACrashHoldsItsPlace).
+func TestLetThroughThenInvalidGivesItsPlaceBack(t *testing.T) {
+	r, e := limitsEnv(t, 1)
+	e.Driver = kadm.New()
+	ctx := context.Background()
+	late := mkAccess(t, r.Client, "late", time.Now().Add(-time.Hour))
+	if ok, err := r.withinLimits(ctx, late, single(orders), e, &facts{}); err != nil || !ok {
+		t.Fatalf("late: want it let through, got %v (%v)", ok, err)
+	}
+	late.Spec.Parameters = map[string]string{"retentionMs": "1"}
+	if err := r.Client.Update(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	f := &facts{}
+	if _, err := r.grantOn(ctx, late, single(orders), e, f, reconcile.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if f.invalid == "" || r.gates.placedOn(late.UID, gateKey(e.Name, late.Namespace)) {
+		t.Errorf("late, made invalid: want it reported (%q) and its place given back (still placed: %v)", f.invalid, r.gates.placedOn(late.UID, gateKey(e.Name, late.Namespace)))
+	}
+	status.Apply(&late.Status.Conditions, late.Generation, conditions(late, f))
+	if err := r.Client.Status().Update(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	next := mkAccess(t, r.Client, "next", time.Now())
+	f = &facts{}
+	if ok, err := r.withinLimits(ctx, next, single(orders), e, f); err != nil || !ok {
+		t.Errorf("next: want it let through once late gave its place back; got %v (%v, %q)", ok, err, f.limitExceeded)
+	}
+}

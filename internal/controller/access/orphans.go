@@ -252,6 +252,7 @@ const (
 	whyAccessGone  = "its access is gone"
 	whyBucketyGone = "the Buckety it was granted on is gone"
 	whyClaimGone   = "the claim it was granted through is gone or owned by another Buckety"
+	whyNarrowed    = "rotated out, holding a right its access's role no longer has"
 )
 
 // revokedReasons is each why's metrics reason.
@@ -260,6 +261,7 @@ var revokedReasons = map[string]string{
 	whyAccessGone:  metrics.RevokedAccessGone,
 	whyBucketyGone: metrics.RevokedBucketyGone,
 	whyClaimGone:   metrics.RevokedClaimGone,
+	whyNarrowed:    metrics.RevokedRoleNarrowed,
 }
 
 // unwanted says why c must be revoked now, "" when it may stay. The cache
@@ -273,6 +275,11 @@ func (o *Orphans) unwanted(ctx context.Context, c *v1.BucketyCredential, now tim
 	gone, err := o.goneOr(ctx, key, a, func() bool { return string(a.UID) != c.Spec.Owner.UID })
 	if err != nil || gone {
 		return cond(gone, whyAccessGone), err
+	}
+	if c.Spec.Phase == v1.CredentialRetiring && widerThanItsAccess(c, a) {
+		// Its access's own passes revoke it at once; this check, where
+		// they stop short of it (a Secret conflict, a key kept).
+		return whyNarrowed, nil
 	}
 	if c.Spec.BucketyUID == "" {
 		return "", nil // not bound yet: its access's next pass binds it

@@ -235,6 +235,16 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 	// access its backend's config now refuses keeps its place by its
 	// status, as before.
 	if !valid(a, e, f) {
+		// One let through before its tenant made it invalid (its grant
+		// stalled meanwhile) gives its place back, as a restart would:
+		// unless a grant or a credential of its own holds it.
+		if a.Status.BucketyGeneration == 0 {
+			if held, err := r.issuedOn(ctx, a.UID, e.Name); err != nil {
+				return requeue, err
+			} else if !held {
+				r.gates.settle(a.UID)
+			}
+		}
 		return requeue, nil
 	}
 	if ok, err := r.withinLimits(ctx, a, on, e, f); err != nil || !ok {
@@ -297,6 +307,9 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 			return requeue, err
 		} else if wider {
 			acc.Assert = max(acc.Assert, drivers.Reassert)
+		}
+		if err := r.roleChanging(ctx, cred, roleOf(a)); err != nil {
+			return requeue, err
 		}
 	case scoping.Required:
 		// The config asks for a credential per access and the backend

@@ -241,9 +241,10 @@ func notWrittenLink(a *v1.BucketyAccess, f *facts) *readinessResult {
 	return notReady(v1.ReasonProgressing, "writing Secret "+a.Spec.CredentialsSecretName, true)
 }
 
-func roleOf(a *v1.BucketyAccess) string {
+// roleOf is a's role, ReadWrite when it names none.
+func roleOf(a *v1.BucketyAccess) v1.Role {
 	if a.Spec.Role == "" {
-		return string(v1.RoleReadWrite)
+		return v1.RoleReadWrite
 	}
-	return string(a.Spec.Role)
+	return a.Spec.Role
 }
