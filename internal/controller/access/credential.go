@@ -514,6 +514,9 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 	}
 	if err == nil && ownsSecret(a, m) {
 		f.keptOwn = own.Spec.Principal
+		if !roleKept(own, roleOf(a)) && own.Spec.Role != "" {
+			f.keptRole = own.Spec.Role
+		}
 		f.synced, f.secretName = true, a.Spec.CredentialsSecretName
 		// The Secret is this generation's of every Buckety: a Buckety
 		// edited meanwhile finds its access caught up.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
@@ -173,4 +174,47 @@ func TestOrphanCheckRevokesNarrowedRetiring(t *testing.T) {
 			t.Errorf("retiring %q, access ReadOnly: want %q, got %q", tc.role, tc.want, got)
 		}
 	}
+}
+
+// TestKeptCredentialSaysItsRole: on a backend that no longer issues
+// credentials per access, the access keeps the key of its own its Secret
+// holds, and nothing changes that key's rights. Its tenant narrowed
+// spec.role since: the condition says the role the key was granted, not
+// "the rights of its role", which would claim the narrowing took.
+func TestKeptCredentialSaysItsRole(t *testing.T) {
+	r, e := limitsEnv(t, 0)
+	ctx := context.Background()
+	a := mkAccess(t, r.Client, "app", time.Now())
+	a.Spec.Role = v1.RoleReadOnly
+	if err := r.Client.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	a.Status.Principal = "u-app"
+	rec := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-app", Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}},
+		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Principal: "u-app", Serial: 1, Phase: v1.CredentialActive, Role: v1.RoleReadWrite,
+			Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}}}
+	yes := true
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName,
+		Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: a.Name},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: a.Name, UID: a.UID, Controller: &yes}}}}
+	for _, o := range []client.Object{rec, s} {
+		if err := r.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want string) {
+		t.Helper()
+		f := &facts{}
+		kept, err := r.keepOwn(ctx, a, e, single(orders), f)
+		if err != nil || !kept {
+			t.Fatalf("want the key kept, got %v (%v)", kept, err)
+		}
+		c := scopingNotImplemented(a, f)
+		if c.Reason != v1.ReasonCredentialKept || !strings.Contains(c.Message, want) {
+			t.Errorf("want CredentialKept saying %q, got %s: %s", want, c.Reason, c.Message)
+		}
+	}
+	check("with the rights of role ReadWrite it was granted, not role ReadOnly the access names now")
+	a.Spec.Role = v1.RoleReadWrite
+	check("with the rights of its role;")
 }

@@ -3,6 +3,7 @@ package access
 import (
 	"time"
 
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
 )
@@ -96,6 +97,10 @@ type facts struct {
 	// keptOwn: the backend no longer issues credentials per access, and the
 	// access keeps the one of its own its Secret holds (this principal).
 	keptOwn string
+	// keptRole: the role the kept credential was last granted, when its
+	// record names one other than the access's now (its tenant changed
+	// spec.role since): nothing changes a kept credential's rights.
+	keptRole v1.Role
 	// perAccess is the driver's answer; nil when Grant did not run.
 	perAccess *bool
 	// sharedWhy says why not, from the driver.

@@ -69,6 +69,8 @@ func scopingNotImplemented(a *v1.BucketyAccess, f *facts) status.Cond {
 	switch {
 	case f.issuingUnavailable != "":
 		return status.True(t, v1.ReasonScopingUnavailable, "no credential of its own can be issued now, and the backend's own are never handed out instead: "+f.issuingUnavailable)
+	case f.keptOwn != "" && f.keptRole != "":
+		return status.False(t, v1.ReasonCredentialKept, fmt.Sprintf("Secret %s keeps %s, a credential of the access's own, with the rights of role %s it was granted, not role %s the access names now: the backend no longer issues credentials per access, so it is neither changed, rotated nor repaired, and is revoked when the access is deleted", a.Spec.CredentialsSecretName, f.keptOwn, f.keptRole, roleOf(a)))
 	case f.keptOwn != "":
 		return status.False(t, v1.ReasonCredentialKept, fmt.Sprintf("Secret %s keeps %s, a credential of the access's own, with the rights of its role; the backend no longer issues them, so it is neither rotated nor repaired, and is revoked when the access is deleted", a.Spec.CredentialsSecretName, f.keptOwn))
 	case f.perAccess == nil:
