@@ -553,21 +553,30 @@ func TestScopedCrashBetweenMintAndSecret(t *testing.T) {
 	})
 }
 
+// scopedTicks is a controller on a SASL broker with ACLs whose backend's
+// rotationGrace is grace, and a namespace with Buckety "ticks" (its topic)
+// and access "app" (Secret "app"), Ready.
+func scopedTicks(t *testing.T, grace time.Duration) (ns, topic string, a *v1.BucketyAccess) {
+	t.Helper()
+	needInfra(t)
+	_, cfg := scopedBroker(t, grace)
+	startController(t, cfg, nil, time.Hour)
+	ns = namespace(t)
+	removeWhileRunning(t, ns)
+	topic = ns + ".ticks"
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic}})
+	a = &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"}, CredentialsSecretName: "app"}}
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	return ns, topic, a
+}
+
 // TestScopedRotation: changing spec.rotation issues a new user, writes it
 // to the Secret, and revokes the old one after the backend's
 // rotationGrace. A consumer that reloads its Secret never fails to
 // authenticate; the old user is refused once the grace is over.
 func TestScopedRotation(t *testing.T) {
-	needInfra(t)
-	_, cfg := scopedBroker(t, 4*time.Second)
-	startController(t, cfg, nil, time.Hour)
-	ns := namespace(t)
-	removeWhileRunning(t, ns)
-	topic := ns + ".ticks"
-	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic}})
-	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"}, CredentialsSecretName: "app"}}
-	create(t, a)
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	ns, topic, a := scopedTicks(t, 4*time.Second)
 	first := secret(t, ns, "app").Data
 
 	// The consumer: reloads the Secret every 100 ms, reconnects when it
@@ -678,16 +687,7 @@ func TestScopedRotation(t *testing.T) {
 // its tenant took away for the whole grace: a leaked key, the reason to
 // rotate, went on writing.) Widening keeps the grace.
 func TestNarrowedRoleRevokesRetiringUser(t *testing.T) {
-	needInfra(t)
-	_, cfg := scopedBroker(t, time.Hour)
-	startController(t, cfg, nil, time.Hour)
-	ns := namespace(t)
-	removeWhileRunning(t, ns)
-	topic := ns + ".ticks"
-	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ticks", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic}})
-	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ticks"}, CredentialsSecretName: "app"}}
-	create(t, a)
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	ns, topic, a := scopedTicks(t, time.Hour)
 	user := func(d map[string][]byte) string { return string(d["sasl.username"]) }
 	rotate := func(mergePatch string, from map[string][]byte) map[string][]byte {
 		t.Helper()

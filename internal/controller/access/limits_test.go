@@ -685,6 +685,22 @@ func TestWrittenRecordsTheBackend(t *testing.T) {
 	}
 }
 
+// passInvalid makes a's spec name a parameter its driver (kadm) refuses,
+// and runs a grant pass of it; it returns what the pass learned.
+func passInvalid(t *testing.T, r *Reconciler, e *backends.Entry, a *v1.BucketyAccess) *facts {
+	t.Helper()
+	ctx := context.Background()
+	a.Spec.Parameters = map[string]string{"retentionMs": "1"}
+	if err := r.Client.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	f := &facts{}
+	if _, err := r.grantOn(ctx, a, single(orders), e, f, reconcile.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // TestInvalidAccessHoldsNoPlace: under limits.accessesPerNamespace: 1,
 // "bad", the older, names a parameter its driver refuses. Its pass reports
 // the field and takes no place, and once its status says so, "good",
@@ -700,14 +716,7 @@ func TestInvalidAccessHoldsNoPlace(t *testing.T) {
 	e.Driver = kadm.New()
 	ctx := context.Background()
 	bad := mkAccess(t, r.Client, "bad", time.Now().Add(-time.Hour))
-	bad.Spec.Parameters = map[string]string{"retentionMs": "1"}
-	if err := r.Client.Update(ctx, bad); err != nil {
-		t.Fatal(err)
-	}
-	f := &facts{}
-	if _, err := r.grantOn(ctx, bad, single(orders), e, f, reconcile.Result{}); err != nil {
-		t.Fatal(err)
-	}
+	f := passInvalid(t, r, e, bad)
 	if !strings.Contains(f.invalid, `spec.parameters[retentionMs]`) {
 		t.Errorf("bad: want its pass to name spec.parameters[retentionMs], got invalid %q, limit %q", f.invalid, f.limitExceeded)
 	}
@@ -759,14 +768,7 @@ func TestLetThroughThenInvalidGivesItsPlaceBack(t *testing.T) {
 	if ok, err := r.withinLimits(ctx, late, single(orders), e, &facts{}); err != nil || !ok {
 		t.Fatalf("late: want it let through, got %v (%v)", ok, err)
 	}
-	late.Spec.Parameters = map[string]string{"retentionMs": "1"}
-	if err := r.Client.Update(ctx, late); err != nil {
-		t.Fatal(err)
-	}
-	f := &facts{}
-	if _, err := r.grantOn(ctx, late, single(orders), e, f, reconcile.Result{}); err != nil {
-		t.Fatal(err)
-	}
+	f := passInvalid(t, r, e, late)
 	if f.invalid == "" || r.gates.placedOn(late.UID, gateKey(e.Name, late.Namespace)) {
 		t.Errorf("late, made invalid: want it reported (%q) and its place given back (still placed: %v)", f.invalid, r.gates.placedOn(late.UID, gateKey(e.Name, late.Namespace)))
 	}
