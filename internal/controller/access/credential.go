@@ -514,7 +514,7 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 	}
 	if err == nil && ownsSecret(a, m) {
 		f.keptOwn = own.Spec.Principal
-		if !roleKept(own, roleOf(a)) && own.Spec.Role != "" {
+		if own.Spec.Role != "" && own.Spec.Role != roleOf(a) {
 			f.keptRole = own.Spec.Role
 		}
 		f.synced, f.secretName = true, a.Spec.CredentialsSecretName
