@@ -314,6 +314,10 @@ var errPolicyTooLarge = errors.New("bucket policy too large for versitygw")
 // block, so keep a margin rather than meet a retried InternalError.
 const versityPolicyMaxBytes = 3800
 
+// VersityPolicyMaxBytes is versityPolicyMaxBytes, for tests that fill a
+// bucket's policy to the point where buckety refuses to grow it.
+const VersityPolicyMaxBytes = versityPolicyMaxBytes
+
 // Grants in bucket policies. The issuer owns the statements whose Sid
 // starts with bucketySidPrefix (but for the anonymous read statement,
 // policy.go), one per role and resource level:

@@ -2,8 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,5 +260,93 @@ func TestScopedS3SIGKILLBetweenMintAndSecret(t *testing.T) {
 				return apierrors.IsNotFound(err) && len(keys) == 1 && keys[keptKey], fmt.Sprintf("access: %v; keys %v", err, keys)
 			})
 		})
+	}
+}
+
+// TestNarrowingRefusedRevokesTheKey: on VersityGW, whose bucket policy
+// holds every key's grant, a policy with no room for a narrowed role's
+// statements refuses the narrowing. The key that held the wider role is
+// then revoked (fail closed), not left writing to a bucket its access
+// now only reads; the maintainer's own statement and the other access's
+// key are kept.
+func TestNarrowingRefusedRevokesTheKey(t *testing.T) {
+	needInfra(t)
+	srv, be := scopedS3(t, "versitygw")
+	startController(t, harness.ConfigYAML(be), nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-ledger"
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3-scoped", Name: bucket}})
+	keep := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "keep"}}
+	narrowed := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "narrowed", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "ledger"}, CredentialsSecretName: "narrowed"}}
+	for _, a := range []*v1.BucketyAccess{keep, narrowed} {
+		create(t, a)
+		waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	}
+	k, n := secret(t, ns, "keep").Data, secret(t, ns, "narrowed").Data
+	if err := putWith(n, bucket, "before"); err != nil {
+		t.Fatalf("ReadWrite put before the narrowing: %v", err)
+	}
+
+	// The maintainer's own statement (a Deny on a prefix nobody uses)
+	// leaves 100 bytes of what buckety writes: room for no role's
+	// statements.
+	ctx := context.Background()
+	root := s3With(map[string][]byte{"region": []byte(srv.Region), "endpoint": []byte(srv.Endpoint), "accessKeyID": []byte(srv.AccessKey), "secretAccessKey": []byte(srv.SecretKey)})
+	got, err := root.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Version   string            `json:"Version"`
+		Statement []json.RawMessage `json:"Statement"`
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(got.Policy)), &doc); err != nil {
+		t.Fatalf("the bucket policy buckety wrote: %v", err)
+	}
+	filled := func(pad int) []byte {
+		d := doc
+		d.Statement = append(slices.Clone(doc.Statement), json.RawMessage(fmt.Sprintf(
+			`{"Sid":"maintainer-filler","Effect":"Deny","Principal":{"AWS":["*"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::%s/unused-%s/*"]}`, bucket, strings.Repeat("x", pad))))
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for spare := 100; ; spare += 50 {
+		policy := filled(s3driver.VersityPolicyMaxBytes - spare - len(filled(0)))
+		_, err := root.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bucket), Policy: aws.String(string(policy))})
+		if err == nil {
+			t.Logf("policy of %d bytes stored, %d spare", len(policy), spare)
+			break
+		}
+		if spare > 1000 {
+			t.Fatalf("the maintainer's statement: %v", err)
+		}
+	}
+
+	patch(t, narrowed, `{"spec":{"role":"ReadOnly"}}`)
+	principal := string(n["accessKeyID"])
+	waitEvent(t, ns, v1.EventCredentialRevoked, principal)
+	wait.For(t, waitTimeout, "the narrowed access's old key refused", func() (bool, string) {
+		err := putWith(n, bucket, "after")
+		return refusedKey(err), fmt.Sprint(err)
+	})
+	c := waitCondition(t, narrowed, v1.ConditionReady, metav1.ConditionFalse, "", waitTimeout)
+	if !strings.Contains(c.Message, "too large") {
+		t.Errorf("Ready: want the refusal (policy too large) named, got %s: %s", c.Reason, c.Message)
+	}
+	if err := putWith(k, bucket, "kept"); err != nil {
+		t.Errorf("the other access's key: want it kept, got %v", err)
+	}
+	got, err = root.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String(bucket)})
+	switch {
+	case err != nil:
+		t.Error(err)
+	case !strings.Contains(aws.ToString(got.Policy), "maintainer-filler"):
+		t.Errorf("the maintainer's statement: want it kept, got %s", aws.ToString(got.Policy))
+	case strings.Contains(aws.ToString(got.Policy), principal):
+		t.Errorf("the revoked key: want it gone from the bucket policy, got %s", aws.ToString(got.Policy))
 	}
 }

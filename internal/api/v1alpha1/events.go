@@ -106,6 +106,13 @@ const (
 	// does not turn into a loop of backend writes; the note says until
 	// when. Reported once per wait.
 	EventReissuePaced = "ReissuePaced"
+	// EventCredentialRevoked (Warning, BucketyAccess): the access's role
+	// was narrowed and the backend refused to grant the narrower role
+	// (not a backend that did not answer: one that said no, as a bucket
+	// policy with no room left does), so the key that held the wider role
+	// was revoked rather than left with rights its access no longer
+	// names; the note names the key, both roles and the refusal.
+	EventCredentialRevoked = "CredentialRevoked"
 	// EventSecretConflict (Warning, BucketyAccess): a Secret of the
 	// credentials name exists and is not this access's (condition reason
 	// ReasonSecretConflict); reported once per episode.

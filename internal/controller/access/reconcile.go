@@ -329,6 +329,20 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		return requeue, nil
 	}
 	if err != nil {
+		if cred != nil && !drivers.IsUnavailable(err) && widerThanItsAccess(cred, a) {
+			// A narrowing the backend refuses (a bucket policy with no
+			// room for the role's statements) fails closed: the key
+			// may still hold the wider role, so it is revoked rather
+			// than left with rights its access no longer names. The
+			// next pass issues a key for the narrower role, which the
+			// same refusal keeps from being granted. A backend that
+			// did not answer is asked again instead.
+			if _, rerr := r.revoke(ctx, cred, f); rerr != nil {
+				return requeue, rerr
+			}
+			err = fmt.Errorf("%w; credential %s, granted role %s, was revoked: role %s could not be granted in its place, and a key keeps no right its access no longer names", err, cred.Spec.Principal, cred.Spec.Role, roleOf(a))
+			r.event(a, corev1.EventTypeWarning, v1.EventCredentialRevoked, v1.EventActionWriteSecret, err.Error())
+		}
 		f.Record(err)
 		return requeue, nil
 	}
