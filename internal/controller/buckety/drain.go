@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -279,6 +280,20 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		r.event(b, corev1.EventTypeWarning, v1.EventDrainRefused, v1.EventActionDrain, fmt.Sprintf("drain %q %s, after deleting %s", st.Request, st.Message, contentWords(b, st.Deleted)))
 		return 0
 	}
+	// The server's status.drain, read fresh before each step: a pass
+	// whose status write that ended this drain was committed but whose
+	// reply was lost (the API server stopped mid-request) is followed by
+	// one whose cache may not show that write yet: it would see the drain
+	// still running, or not begun, and empty the resource again, with
+	// what its tenant wrote once it read Drained.
+	switch ended, err := r.drainEnded(ctx, b, st.Request); {
+	case err != nil:
+		f.claimErr = err
+		return terms.interval
+	case ended != nil:
+		b.Status.Drain = ended
+		return 0
+	}
 	if st.Passes == 0 && st.Initial == nil && e.Usage != nil {
 		st.Initial = initialFromUsage(ctx, e, res, st.StartTime.Time)
 	}
@@ -303,6 +318,29 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	// Progress: the next step at once, but through the queue, so other
 	// Bucketies' passes are not starved.
 	return 10 * time.Millisecond
+}
+
+// drainEnded reads Buckety b from the API server and returns its
+// status.drain when it records request as no longer Draining (Drained,
+// Cancelled or Refused), nil when it does not (still Draining, or not
+// recorded yet: this pass starts it).
+func (r *Reconciler) drainEnded(ctx context.Context, b *v1.Buckety, request string) (*v1.DrainStatus, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	cur := &v1.Buckety{}
+	if err := reader.Get(ctx, ctrl.ObjectKeyFromObject(b), cur); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read Buckety %s/%s before a drain step: %w", b.Namespace, b.Name, err)
+	}
+	d := cur.Status.Drain
+	if cur.UID != b.UID || d == nil || d.Request != request || d.Phase == v1.DrainPhaseDraining {
+		return nil, nil
+	}
+	return d.DeepCopy(), nil
 }
 
 // drainCalledOff is the drain step's DrainLimits.Stop: true once the

@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
+	"github.com/Yolean/buckety-controller/test/harness"
+)
+
+// lostStatusReply loses, once armed, the reply to the first status patch
+// whose body holds marker: the patch reaches the API server and is
+// committed, then the controller waits until the test releases it and is
+// told the request failed. From the moment the patch is sent, hold keeps
+// the controller's watch events back (a cache that has not caught up).
+type lostStatusReply struct {
+	marker    string
+	hold      *heldWatches
+	mu        sync.Mutex
+	armed     bool
+	committed chan struct{}
+	release   chan struct{}
+}
+
+func (l *lostStatusReply) arm() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = true
+}
+
+func (l *lostStatusReply) transport(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodPatch || !strings.HasSuffix(req.URL.Path, "/status") || req.Body == nil {
+			return next.RoundTrip(req)
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		if err := req.Body.Close(); err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		l.mu.Lock()
+		hit := l.armed && bytes.Contains(body, []byte(l.marker))
+		if hit {
+			l.armed = false
+		}
+		l.mu.Unlock()
+		if !hit {
+			return next.RoundTrip(req)
+		}
+		l.hold.set(true)
+		resp, err := next.RoundTrip(req)
+		if err == nil {
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				return nil, err
+			}
+			if err := resp.Body.Close(); err != nil {
+				return nil, err
+			}
+		}
+		close(l.committed)
+		<-l.release
+		return nil, errors.New("test: the reply to this status write was lost")
+	})
+}
+
+// TestDrainEndWhoseReplyIsLost: the status write that records a drain
+// Drained is committed, but its reply is lost and the controller's watch
+// of Bucketies lags behind it. The tenant reads Drained and writes to the
+// bucket again; the controller's next pass, whose cache still shows the
+// drain running, reads the server's status.drain before a step and does
+// not empty the bucket a second time.
+func TestDrainEndWhoseReplyIsLost(t *testing.T) {
+	needInfra(t)
+	hold := &heldWatches{resource: "bucketies"}
+	lose := &lostStatusReply{marker: `"phase":"Drained"`, hold: hold, committed: make(chan struct{}), release: make(chan struct{})}
+	rc := rest.CopyConfig(cp.RESTConfig)
+	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return lose.transport(hold.transport(next)) })
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(lose.release)
+		}
+		hold.set(false)
+	}
+	startControllerWith(t, harness.ConfigYAML(drainS3Backend("s3", "minio", minio)), nil, func(o *appcontroller.Options) {
+		o.RESTConfig, o.Recheck, o.DrainUnits = rc, time.Hour, 1000
+	})
+	t.Cleanup(release) // before the controller stops (cleanups run last first)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-drain"
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "drain", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket}}
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	cl := s3Client(t, minio.Endpoint, minio.Region, minio.AccessKey, minio.SecretKey)
+	fillBucket(t, cl, bucket, "o/", 20)
+
+	lose.arm()
+	requestDrain(t, b, &v1.DrainSpec{Request: "r1"})
+	select {
+	case <-lose.committed:
+	case <-time.After(waitTimeout):
+		t.Fatal("no status write recorded the drain Drained")
+	}
+	cur := waitDrain(t, b, "r1", v1.DrainPhaseDrained, waitTimeout)
+	if n := count(cur.Status.Drain.Deleted.Objects); n != 20 {
+		t.Fatalf("want the drain to have deleted the 20 objects, got %d", n)
+	}
+	// The tenant read Drained: what it writes now is kept.
+	ctx := context.Background()
+	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("after-drained"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	// The controller is told its write failed; its cache still shows the
+	// drain running while its retries come and go.
+	close(lose.release)
+	released = true
+	time.Sleep(5 * time.Second)
+	hold.set(false)
+	time.Sleep(2 * time.Second)
+	if _, err := cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("after-drained")}); err != nil {
+		t.Errorf("the object written after the drain was Drained: want it kept, got %v", err)
+	}
+	cur = waitDrain(t, b, "r1", v1.DrainPhaseDrained, waitTimeout)
+	if n := count(cur.Status.Drain.Deleted.Objects); n != 20 {
+		t.Errorf("status.drain: want the 20 objects deleted once, got %d", n)
+	}
+}
