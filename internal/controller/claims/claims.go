@@ -164,6 +164,13 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 			return cl, true, nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
+			// The create may have been committed with its reply lost:
+			// a claim this store does not know it wrote would leave
+			// the namespace's next pass through its gate counting
+			// without it (and the gate open at once).
+			if cur := c.committed(ctx, name, err, func(cur *v1.BucketyClaim) bool { return k.mine(cur, b) }); cur != nil {
+				return cur, true, nil, nil
+			}
 			return nil, false, nil, fmt.Errorf("create claim %s: %w", name, err)
 		}
 		cur, took, conflict, err := c.held(ctx, b, k, name, phase, location, budgeted)
@@ -475,11 +482,38 @@ func (c *Store) RecordBudgeted(ctx context.Context, cl *v1.BucketyClaim, b v1.Bu
 	prev := cl.Spec.Budgeted
 	cl.Spec.Budgeted = &b
 	if err := c.Client.Update(ctx, cl); err != nil {
+		// Committed with its reply lost, the next pass through the
+		// gate must count the new figure, not the old.
+		owner := cl.Spec.Owner.UID
+		if cur := c.committed(ctx, cl.Name, err, func(cur *v1.BucketyClaim) bool {
+			return cur.Spec.Owner.UID == owner && cur.Spec.Budgeted != nil && *cur.Spec.Budgeted == b
+		}); cur != nil {
+			*cl = *cur
+			return nil
+		}
 		cl.Spec.Budgeted = prev
 		return fmt.Errorf("record the budget of claim %s: %w", cl.Name, err)
 	}
 	c.recent.put(cl)
 	return nil
+}
+
+// committed reads claim name fresh after a write of it failed with err,
+// and returns it (noted as this store's own write) when wrote says the
+// write took effect all the same: an answer lost on its way back (a
+// timeout, a connection cut, the API server stopping mid-request). A
+// refusal the API server answered (a conflict, an invalid object, a
+// forbidden write) changed nothing and is not read again.
+func (c *Store) committed(ctx context.Context, name string, err error, wrote func(*v1.BucketyClaim) bool) *v1.BucketyClaim {
+	if apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) || apierrors.IsBadRequest(err) {
+		return nil
+	}
+	cur, ferr := c.Fresh(ctx, name)
+	if ferr != nil || cur == nil || !wrote(cur) {
+		return nil
+	}
+	c.recent.put(cur)
+	return cur
 }
 
 // MarkOwnerGone stamps status.ownerGoneSince on a claim whose owner the

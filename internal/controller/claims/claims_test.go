@@ -488,3 +488,68 @@ func TestTakeOverThroughASibling(t *testing.T) {
 		t.Fatalf("want the claim the heir's own through kafka, got %+v, other %v, %v", mine, other, err)
 	}
 }
+
+// lostReplies is a client whose creates and updates of claims are
+// committed but answered with an error, as when the API server stops
+// mid-request: the caller cannot tell from the answer that they happened.
+func lostReplies(t *testing.T, api client.WithWatch) client.WithWatch {
+	t.Helper()
+	lost := errors.New("http2: client connection lost")
+	return interceptor.NewClient(api, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := c.Create(ctx, obj, opts...); err != nil {
+				return err
+			}
+			return lost
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if err := c.Update(ctx, obj, opts...); err != nil {
+				return err
+			}
+			return lost
+		},
+	})
+}
+
+// TestLostReplyStillCounts: a claim create, and the growth of what a
+// claim counts against its namespace's budget, committed with the reply
+// lost are found by a fresh read and counted as this store's own writes,
+// so the namespace's next pass through its gate, on a cache that does not
+// show them yet, counts them: a namespace at its limit cannot take one
+// more resource (or more budget) in the gap.
+func TestLostReplyStillCounts(t *testing.T) {
+	ctx := context.Background()
+	api := newClient(t)
+	s := &Store{Client: laggingCache{Client: lostReplies(t, api), cache: newClient(t)}, APIReader: api}
+	b := buckety("team", "a")
+	k := Key{Backend: "kafka", Resource: "team.a"}
+	cl, created, conflict, err := s.AcquireAs(ctx, b, k, v1.ClaimCreated, nil, &v1.Budgeted{Partitions: 1})
+	if err != nil || conflict != nil || !created || cl == nil || cl.Spec.Owner.UID != string(b.UID) {
+		t.Fatalf("a create committed with its reply lost: want the claim returned as created, got %v, created %v, conflict %v, err %v", cl, created, conflict, err)
+	}
+	got, err := s.InNamespace(ctx, "kafka", "team")
+	if err != nil || len(got) != 1 || got[0].Spec.Budgeted == nil || got[0].Spec.Budgeted.Partitions != 1 {
+		t.Fatalf("want the claim counted although the cache lags, got %v (%v)", got, err)
+	}
+	if err := s.RecordBudgeted(ctx, cl, v1.Budgeted{Partitions: 8}); err != nil {
+		t.Fatalf("a growth committed with its reply lost: want it taken as written, got %v", err)
+	}
+	if cl.Spec.Budgeted == nil || cl.Spec.Budgeted.Partitions != 8 {
+		t.Fatalf("want the claim as the server holds it, got %+v", cl.Spec.Budgeted)
+	}
+	got, err = s.InNamespace(ctx, "kafka", "team")
+	if err != nil || len(got) != 1 || got[0].Spec.Budgeted == nil || got[0].Spec.Budgeted.Partitions != 8 {
+		t.Fatalf("want the grown figure counted although the cache lags, got %v (%v)", got, err)
+	}
+
+	// A create the API server refused is not taken for done.
+	refusing := interceptor.NewClient(api, interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			return errors.New("http2: client connection lost")
+		},
+	})
+	s = &Store{Client: laggingCache{Client: refusing, cache: newClient(t)}, APIReader: api}
+	if cl, _, _, err := s.AcquireAs(ctx, buckety("team", "b"), Key{Backend: "kafka", Resource: "team.b"}, v1.ClaimCreated, nil, nil); err == nil || cl != nil {
+		t.Fatalf("a create that never reached the server: want its error, got %v, %v", cl, err)
+	}
+}
