@@ -280,7 +280,10 @@ func (b *Backend) runCatchUp(ctx context.Context) error {
 	full := t.full || t.loadedAt.IsZero() || at.Sub(t.loadedAt) > reloadAfter
 	known := t.known
 	t.mu.Unlock()
-	if !known {
+	// A full load reads the metadata too: a registry deleted and created
+	// again is known by its topic ID, even where no request of this
+	// backend failed on it.
+	if !known || full {
 		if err := b.registryMetadata(ctx); err != nil {
 			return err
 		}
@@ -288,6 +291,9 @@ func (b *Backend) runCatchUp(ctx context.Context) error {
 	err := b.fetchRegistry(ctx, full)
 	if errors.Is(err, errReload) && !full {
 		full = true
+		if err := b.registryMetadata(ctx); err != nil {
+			return err
+		}
 		err = b.fetchRegistry(ctx, full)
 	}
 	if err != nil {
@@ -302,7 +308,8 @@ func (b *Backend) runCatchUp(ctx context.Context) error {
 	return nil
 }
 
-// errReload: the log no longer holds where the table stopped.
+// errReload: the log no longer holds where the table stopped (its start
+// moved past it, or its end is before it).
 var errReload = errors.New("the owner registry's log start moved past the table")
 
 // registryMetadata learns the registry's partitions and topic ID, and
@@ -327,6 +334,12 @@ func (b *Backend) registryMetadata(ctx context.Context) error {
 		case err == nil && len(mt.Partitions) > 0:
 			t := b.owners
 			t.mu.Lock()
+			if t.topicID != ([16]byte{}) && mt.TopicID != t.topicID {
+				// Deleted and created again since the table was read
+				// (by hand, or with the whole cluster): what the table
+				// holds, and where it stopped, are another log's.
+				t.recs, t.parts, t.full = map[string]ownerEntry{}, map[int32]*registryPartition{}, true
+			}
 			t.known, t.topicID = true, mt.TopicID
 			for _, p := range mt.Partitions {
 				if t.parts[p.Partition] == nil {
@@ -424,6 +437,14 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 		}
 	}
 	t.mu.Unlock()
+	for p := range next {
+		if ends[p] < next[p] {
+			// The log ends before where the table stopped: it is not
+			// the log the table read (the registry was deleted and
+			// created again), or it lost its tail.
+			return errReload
+		}
+	}
 	var got []fetched
 	for p := int32(0); p < n; p++ {
 		for next[p] < ends[p] {

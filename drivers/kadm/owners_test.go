@@ -23,6 +23,7 @@ import (
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/wait"
 )
 
 // openAnother opens a backend of its own on f's broker, as a second
@@ -502,4 +503,44 @@ func TestOwnerRequestsPerCreate(t *testing.T) {
 	// from batch to batch, so this compares the owner-record kinds only.
 	t.Logf("owner-record requests per create: %.3f; all requests per create: %.3f with, %.3f without",
 		float64(sum(with, ownerAPIs))/n, float64(all(with))/n, float64(all(without))/n)
+}
+
+// TestOwnerRegistryCreatedAgain: the registry topic deleted (by hand, or
+// with the cluster) and created again by another installation, which
+// writes to it, is read again from its start by a backend whose table had
+// read the old one further than the new one reaches: it sees the other
+// installation's record, and no longer its own from the old log (it
+// writes those again on its next pass), instead of a stale table that
+// never catches up.
+func TestOwnerRegistryCreatedAgain(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	rec := func(inst, name string) *drivers.OwnerRecord {
+		return &drivers.OwnerRecord{Installation: inst, Namespace: "team", Name: name, UID: "u-" + name, State: drivers.OwnerHeld}
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: name}, rec("east", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil || !got.Same(rec("east", "a")) {
+		t.Fatalf("before: want east's record of a, got %v, %v", got, err)
+	}
+	topic := f.backend.cfg.registryTopic()
+	resp, err := f.admin.DeleteTopics(ctx, topic)
+	if err != nil || resp[topic].Err != nil {
+		t.Fatalf("delete the registry: %v %v", err, resp[topic].Err)
+	}
+	other := f.openAnother(t)
+	wait.For(t, 30*time.Second, "the other installation writing to a registry it creates again", func() (bool, string) {
+		err := other.WriteOwner(ctx, drivers.Resource{Name: "x"}, rec("west", "x"))
+		return err == nil, fmt.Sprint(err)
+	})
+	got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "x"})
+	if err != nil || !got.Same(rec("west", "x")) {
+		t.Errorf("a fresh read after the registry was created again: want west's record of x, got %v, %v", got, err)
+	}
+	if got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil || got != nil {
+		t.Errorf("east's record of a, gone with the old registry: want none, got %v, %v", got, err)
+	}
 }
