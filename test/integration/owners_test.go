@@ -267,6 +267,20 @@ func TestSecondInstallationKeptOut(t *testing.T) {
 			wait.For(t, waitTimeout, resource+" deleted by west's retentionPolicy Delete", func() (bool, string) {
 				return !exists(resource), "still there"
 			})
+			// East, still handing the backend over, is asked for the
+			// name again: nothing is left to hand over, and nothing is
+			// marked (a mark of a name that does not exist would hold it
+			// for west for good where records outlive their resources).
+			_, again, _ := tenantManifests(ns, resource, "")
+			create(t, again)
+			got = waitCondition(t, again, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonHandedOver, waitTimeout)
+			if !strings.Contains(got.Message, "does not exist there now") {
+				t.Errorf("a handed-over name that is gone: want it said, got %q", got.Message)
+			}
+			if exists(resource) {
+				t.Errorf("want %s not created by the installation handing it over", resource)
+			}
+			deleteOn(t, k8s, again)
 		})
 	}
 }

@@ -439,6 +439,21 @@ func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.En
 		_, why := r.judge(rec, b, e)
 		r.ownedElsewhere(b, e, f, rec, why)
 		return
+	case rec == nil:
+		// No record: one made before records were kept, or none left
+		// because the receiver took the resource over and deleted it
+		// (its record went with it). A mark for a resource that is gone
+		// would hold its name for the receiver for good (a registry
+		// outlives its topics), so only one that exists is marked.
+		in, err := e.Backend.Inspect(ctx, res)
+		if err != nil {
+			f.Record(err)
+			return
+		}
+		if !in.Exists {
+			f.handedOver = fmt.Sprintf("%s on backend %s is handed over to installation %s (ownership.handOverTo) and does not exist there now; nothing is written to it from this installation", f.resourceName, e.Name, to)
+			return
+		}
 	}
 	want := r.heldRecord(b, f.claim)
 	want.State, want.To = drivers.OwnerHandedOver, to
@@ -476,9 +491,13 @@ func (r *Reconciler) deletableByRecord(ctx context.Context, b *v1.Buckety, e *ba
 	return "", nil
 }
 
-// dropOwner removes the record of a resource this Buckety deleted.
+// dropOwner removes the record of a resource this Buckety deleted, where
+// records outlive their resources (registryKept). A record kept with its
+// resource (a bucket's tags) went with it: writing it now would read and
+// rewrite the tags of a bucket of that name another installation may
+// have created since the delete, and take its record away.
 func (r *Reconciler) dropOwner(ctx context.Context, e *backends.Entry, res drivers.Resource) error {
-	if e.Owners == nil {
+	if e.Owners == nil || !registryKept(e) {
 		return nil
 	}
 	var f facts
