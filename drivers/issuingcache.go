@@ -3,6 +3,7 @@ package drivers
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -18,7 +19,11 @@ type IssuingCache struct {
 	// FailTTL overrides IssuingFailTTL when not zero (tests).
 	FailTTL time.Duration
 
-	mu    sync.Mutex
+	// sem is held while the cache is read or a probe runs: a lock whose
+	// waiters give up with their context (a caller bounding its wait for a
+	// probe another caller began on a hung backend).
+	once  sync.Once
+	sem   chan struct{}
 	at    time.Time
 	got   Issuing
 	errAt time.Time
@@ -30,10 +35,16 @@ type IssuingCache struct {
 const IssuingFailTTL = 5 * time.Second
 
 // Get answers from the cache, or calls probe and keeps its answer for ttl
-// (an error for FailTTL, unless it is ctx's own end).
+// (an error for FailTTL, unless it is ctx's own end). A caller whose ctx
+// ends while another's probe runs gets ctx's error.
 func (c *IssuingCache) Get(ctx context.Context, ttl time.Duration, probe func(context.Context) (Issuing, error)) (Issuing, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.once.Do(func() { c.sem = make(chan struct{}, 1) })
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return Issuing{}, fmt.Errorf("wait for the backend's issuing probe: %w", ctx.Err())
+	}
+	defer func() { <-c.sem }()
 	switch {
 	case !c.at.IsZero() && time.Since(c.at) < ttl:
 		return c.got, nil

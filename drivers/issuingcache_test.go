@@ -62,3 +62,43 @@ func TestIssuingCacheFailureAnswersTheQueue(t *testing.T) {
 		t.Errorf("after a caller's cancelled probe: want the next caller to probe, got %+v %v", got, err)
 	}
 }
+
+// TestIssuingCacheWaitEndsWithItsContext: while one caller's probe hangs
+// on its backend, another caller whose context bounds its wait (the
+// start-up Secret read) gets its context's error when it ends, not the
+// probe's end; the probe's own answer then serves the next caller.
+func TestIssuingCacheWaitEndsWithItsContext(t *testing.T) {
+	var c IssuingCache
+	release := make(chan struct{})
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Get(context.Background(), time.Minute, func(context.Context) (Issuing, error) {
+			close(started)
+			<-release
+			return Issuing{PerAccess: true}, nil
+		})
+		done <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Get(ctx, time.Minute, func(context.Context) (Issuing, error) {
+		t.Error("a second probe while the first runs")
+		return Issuing{}, nil
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the waiter's own deadline, got %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Get(context.Background(), time.Minute, func(context.Context) (Issuing, error) {
+		t.Error("probed again within the TTL")
+		return Issuing{}, nil
+	})
+	if err != nil || !got.PerAccess {
+		t.Fatalf("want the first probe's answer, got %+v, %v", got, err)
+	}
+}
