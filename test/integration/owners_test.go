@@ -341,6 +341,13 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 			if !exists(archived) {
 				t.Fatalf("want %s retained", archived)
 			}
+			// A third, empty: the rebuilt cluster's tenants of another
+			// namespace name it before it is restored.
+			spare := c.resource(ns + "-spare")
+			_, sb, _ := tenantManifests(ns, spare, "")
+			sb.Name = "spare"
+			create(t, sb)
+			waitCondition(t, sb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 			lost.stop(t)
 
 			rebuiltREST, rebuilt := otherCluster(t)
@@ -369,6 +376,26 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 				err := c.write(t, old, resource)
 				return err != nil, fmt.Sprintf("the old Secret still works: %v", err)
 			})
+			// Another namespace's Buckety names the empty resource whose
+			// Buckety is not restored yet: refused, not handed the name.
+			sqNS, sq, _ := tenantManifests(ns+"-squat", spare, "")
+			applyOn(t, rebuilt, sqNS, sq)
+			got := waitConditionOn(t, rebuilt, sq, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+			if !strings.Contains(got.Message, ns+"/spare") || !strings.Contains(got.Message, "does not have") {
+				t.Errorf("a name held for a Buckety not restored yet: want the refusal to say so, got %q", got.Message)
+			}
+			deleteOn(t, rebuilt, sq)
+			if !exists(spare) {
+				t.Fatalf("the refused Buckety's deletion deleted %s", spare)
+			}
+			_, rsb, _ := tenantManifests(ns, spare, "")
+			rsb.Name = "spare"
+			applyOn(t, rebuilt, rsb)
+			waitConditionOn(t, rebuilt, rsb, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+			if rsb.Status.Provenance != v1.ProvenanceCreated {
+				t.Errorf("want the restored Buckety re-attached (provenance Created), got %q", rsb.Status.Provenance)
+			}
+			deleteOn(t, rebuilt, rsb)
 			_, rab, _ := tenantManifests(ns, archived, "")
 			rab.Name, rab.Spec.RetentionPolicy = "archive", v1.RetentionRetain
 			applyOn(t, rebuilt, rab)
@@ -380,7 +407,7 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 				return !exists(resource), "still there"
 			})
 			// The lost cluster's objects: strip them, as its etcd is gone.
-			for _, o := range []client.Object{a, b} {
+			for _, o := range []client.Object{a, b, sb} {
 				patch(t, o, `{"metadata":{"finalizers":null}}`)
 			}
 		})

@@ -188,7 +188,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		f.Record(err)
 		return ownerNone, false
 	}
-	v, why, err := r.verdict(ctx, rec, b, e)
+	v, why, err := r.verdict(ctx, rec, b, e, f.resourceName)
 	if err != nil {
 		f.claimErr = err
 		return ownerNone, false
@@ -264,6 +264,20 @@ func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *ba
 		return true
 	}
 	why := missingNameHeld(rec, b, e, r.Backends.Installation(), r.Backends.FormerInstallations()...)
+	if why == "" && rec != nil && rec.State == drivers.OwnerHeld && r.ownName(rec.Installation) && (rec.Namespace != b.Namespace || rec.Name != b.Name) && !adoptionKeys(b, e) {
+		// Held by this installation for another Buckety: the claims
+		// decide while that Buckety is in this cluster, or was (its
+		// finalizer removed by hand); one this cluster never had (a
+		// rebuild that has not restored it yet) keeps its name.
+		absent, known, err := r.siblingAbsent(ctx, rec, e, f.resourceName)
+		if err != nil {
+			f.claimErr = err
+			return true
+		}
+		if absent && !known {
+			why = fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to this installation's Buckety %s/%s%s", rec.Namespace, rec.Name, notRestored)
+		}
+	}
 	if why == "" {
 		return false
 	}

@@ -120,29 +120,56 @@ func (r *Reconciler) judge(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.
 	return judgeOwner(rec, b, e, r.Backends.Installation(), r.Backends.FormerInstallations()...)
 }
 
-// verdict is judge, with a record held for another Buckety of this
-// installation that no longer exists in this cluster taken for no record:
-// that Buckety was deleted with its finalizer removed by hand, so its
-// claim was taken over (the claims decide inside one cluster), and the
-// adoption rules apply as they would without a record. A Buckety that
-// stands, or is being deleted, keeps it.
-func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry) (ownerVerdict, string, error) {
+// verdict is judge for the record of resource, with a record held for
+// another Buckety of this installation that no longer exists in this
+// cluster taken for no record, where a claim here shows this cluster
+// knew that Buckety (claims.Store.Knew): it was deleted with its
+// finalizer removed by hand, so its claim was taken over (the claims
+// decide inside one cluster), and the adoption rules apply as they would
+// without a record. A Buckety that stands, or is being deleted, keeps
+// it; so does one this cluster never knew: a cluster rebuilt from Git
+// that has not restored it yet would otherwise hand its resource, and
+// its data, to whichever Buckety of another namespace names it first.
+func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, resource string) (ownerVerdict, string, error) {
 	v, why := r.judge(rec, b, e)
 	if v != ownerSibling {
 		return v, why, nil
 	}
+	absent, known, err := r.siblingAbsent(ctx, rec, e, resource)
+	switch {
+	case err != nil:
+		return v, why, err
+	case absent && known:
+		return ownerNone, "", nil
+	case absent:
+		return v, why + notRestored, nil
+	}
+	return v, why, nil
+}
+
+// notRestored is what a tenant reads of a record held for a Buckety this
+// cluster never had.
+const notRestored = ", which this cluster does not have (not restored from Git yet, or deleted with its finalizer removed before this cluster was built): it is kept for that Buckety, which takes it back when it is applied"
+
+// siblingAbsent reports, for rec held by this installation for another
+// Buckety, whether that Buckety is missing from this cluster (read
+// fresh), and if so whether a claim on resource shows this cluster knew
+// it.
+func (r *Reconciler) siblingAbsent(ctx context.Context, rec *drivers.OwnerRecord, e *backends.Entry, resource string) (absent, known bool, err error) {
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
 	}
-	err := reader.Get(ctx, types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}, &v1.Buckety{})
+	err = reader.Get(ctx, types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}, &v1.Buckety{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return ownerNone, "", nil
 	case err != nil:
-		return v, why, err
+		return false, false, err
+	default:
+		return false, false, nil
 	}
-	return v, why, nil
+	known, err = r.Claims.Knew(ctx, r.key(e, resource), rec.UID)
+	return true, known, err
 }
 
 // ownName reports whether name is this installation's, now or before.
@@ -300,7 +327,7 @@ func (r *Reconciler) judgeOwnerRecord(ctx context.Context, b *v1.Buckety, e *bac
 		f.Record(err)
 		return false
 	}
-	v, why, err := r.verdict(ctx, rec, b, e)
+	v, why, err := r.verdict(ctx, rec, b, e, res.Name)
 	if err != nil {
 		f.claimErr = err
 		return false
@@ -360,7 +387,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 			f.Record(err)
 			return false
 		}
-		v, why, err := r.verdict(ctx, rec, b, e)
+		v, why, err := r.verdict(ctx, rec, b, e, res.Name)
 		switch {
 		case err != nil:
 			f.claimErr = err
@@ -480,7 +507,7 @@ func (r *Reconciler) deletableByRecord(ctx context.Context, b *v1.Buckety, e *ba
 	if err != nil {
 		return "", err
 	}
-	v, msg, err := r.verdict(ctx, rec, b, e)
+	v, msg, err := r.verdict(ctx, rec, b, e, res.Name)
 	if err != nil {
 		return "", err
 	}

@@ -380,6 +380,28 @@ func (c *Store) Fresh(ctx context.Context, name string) (*v1.BucketyClaim, error
 	return cl, nil
 }
 
+// Knew reports whether a claim on k, read fresh under any of its names,
+// shows this cluster held k's resource for the Buckety of UID uid: as its
+// owner now, or as the owner its retained record keeps (a claim taken
+// over from it, or let go by it). A cluster rebuilt from Git, with its
+// claims gone, knew none of the Bucketies it has not restored yet.
+func (c *Store) Knew(ctx context.Context, k Key, uid string) (bool, error) {
+	if uid == "" {
+		return false, nil
+	}
+	for _, n := range k.names() {
+		cl, err := c.Fresh(ctx, n)
+		switch {
+		case err != nil:
+			return false, err
+		case cl == nil || !k.covers(cl):
+		case cl.Spec.Owner.UID == uid, cl.Spec.Retained != nil && cl.Spec.Retained.Owner.UID == uid:
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // RecordMarked clears spec.retained.recordUnmarked of claim cl, read
 // fresh, when it is still the same retained record: its resource's owner
 // record was marked retained since. An optimistic-lock update; a claim

@@ -553,3 +553,31 @@ func TestLostReplyStillCounts(t *testing.T) {
 		t.Fatalf("a create that never reached the server: want its error, got %v, %v", cl, err)
 	}
 }
+
+// TestKnew: a claim shows this cluster knew a Buckety as its owner, or as
+// the owner its retained record keeps after a takeover; a cluster with no
+// claim on the resource, or one for another resource, knew nobody.
+func TestKnew(t *testing.T) {
+	ctx := context.Background()
+	gone := claimOf("kafka", "orders", "team", "orders", "gone-uid", v1.ClaimCreated)
+	heir := buckety("other", "grab")
+	api := newClient(t, heir, gone)
+	s := &Store{Client: api, APIReader: api}
+	k := Key{Backend: "kafka", Resource: "orders"}
+	knew := func(what string, k Key, uid string, want bool) {
+		t.Helper()
+		got, err := s.Knew(ctx, k, uid)
+		if err != nil || got != want {
+			t.Errorf("%s: want %v, got %v (%v)", what, want, got, err)
+		}
+	}
+	knew("the owner of the claim", k, "gone-uid", true)
+	knew("a Buckety that never held it", k, "other-uid", false)
+	knew("no UID", k, "", false)
+	knew("another resource's key", Key{Backend: "kafka", Resource: "payments"}, "gone-uid", false)
+	if _, conflict, err := s.Acquire(ctx, heir, k); err != nil || conflict != nil {
+		t.Fatalf("take over: %v %v", conflict, err)
+	}
+	knew("the owner a taken-over claim keeps retained", k, "gone-uid", true)
+	knew("the heir", k, string(heir.UID), true)
+}
