@@ -269,7 +269,7 @@ func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *ba
 		// decide while that Buckety is in this cluster, or was (its
 		// finalizer removed by hand); one this cluster never had (a
 		// rebuild that has not restored it yet) keeps its name.
-		absent, known, err := r.siblingAbsent(ctx, rec, e, f.resourceName)
+		absent, known, err := r.siblingAbsent(ctx, rec, b, e, f.resourceName)
 		if err != nil {
 			f.claimErr = err
 			return true

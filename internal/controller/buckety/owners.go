@@ -135,7 +135,7 @@ func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v
 	if v != ownerSibling {
 		return v, why, nil
 	}
-	absent, known, err := r.siblingAbsent(ctx, rec, e, resource)
+	absent, known, err := r.siblingAbsent(ctx, rec, b, e, resource)
 	switch {
 	case err != nil:
 		return v, why, err
@@ -152,10 +152,10 @@ func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v
 const notRestored = ", which this cluster does not have (not restored from Git yet, or deleted with its finalizer removed before this cluster was built): it is kept for that Buckety, which takes it back when it is applied"
 
 // siblingAbsent reports, for rec held by this installation for another
-// Buckety, whether that Buckety is missing from this cluster (read
+// Buckety than b, whether that Buckety is missing from this cluster (read
 // fresh), and if so whether a claim on resource shows this cluster knew
-// it.
-func (r *Reconciler) siblingAbsent(ctx context.Context, rec *drivers.OwnerRecord, e *backends.Entry, resource string) (absent, known bool, err error) {
+// it, or decided the resource for b since (claims.Store.Knew).
+func (r *Reconciler) siblingAbsent(ctx context.Context, rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, resource string) (absent, known bool, err error) {
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
@@ -168,7 +168,7 @@ func (r *Reconciler) siblingAbsent(ctx context.Context, rec *drivers.OwnerRecord
 	default:
 		return false, false, nil
 	}
-	known, err = r.Claims.Knew(ctx, r.key(e, resource), rec.UID)
+	known, err = r.Claims.Knew(ctx, r.key(e, resource), rec.UID, string(b.UID))
 	return true, known, err
 }
 

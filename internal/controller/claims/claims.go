@@ -383,9 +383,12 @@ func (c *Store) Fresh(ctx context.Context, name string) (*v1.BucketyClaim, error
 // Knew reports whether a claim on k, read fresh under any of its names,
 // shows this cluster held k's resource for the Buckety of UID uid: as its
 // owner now, or as the owner its retained record keeps (a claim taken
-// over from it, or let go by it). A cluster rebuilt from Git, with its
-// claims gone, knew none of the Bucketies it has not restored yet.
-func (c *Store) Knew(ctx context.Context, k Key, uid string) (bool, error) {
+// over from it, or let go by it); or shows the claims decided it for
+// Buckety self since: its own claim, written (a takeover that settled
+// drops the retained record before the owner record names self). A
+// cluster rebuilt from Git, with its claims gone, knew none of the
+// Bucketies it has not restored yet.
+func (c *Store) Knew(ctx context.Context, k Key, uid, self string) (bool, error) {
 	if uid == "" {
 		return false, nil
 	}
@@ -395,7 +398,8 @@ func (c *Store) Knew(ctx context.Context, k Key, uid string) (bool, error) {
 		case err != nil:
 			return false, err
 		case cl == nil || !k.covers(cl):
-		case cl.Spec.Owner.UID == uid, cl.Spec.Retained != nil && cl.Spec.Retained.Owner.UID == uid:
+		case cl.Spec.Owner.UID == uid, cl.Spec.Retained != nil && cl.Spec.Retained.Owner.UID == uid,
+			self != "" && cl.Spec.Owner.UID == self && Written(cl.Spec.Phase):
 			return true, nil
 		}
 	}

@@ -566,7 +566,7 @@ func TestKnew(t *testing.T) {
 	k := Key{Backend: "kafka", Resource: "orders"}
 	knew := func(what string, k Key, uid string, want bool) {
 		t.Helper()
-		got, err := s.Knew(ctx, k, uid)
+		got, err := s.Knew(ctx, k, uid, string(heir.UID))
 		if err != nil || got != want {
 			t.Errorf("%s: want %v, got %v (%v)", what, want, got, err)
 		}
@@ -580,4 +580,14 @@ func TestKnew(t *testing.T) {
 	}
 	knew("the owner a taken-over claim keeps retained", k, "gone-uid", true)
 	knew("the heir", k, string(heir.UID), true)
+	// Settled: the retained record goes, the heir's own written claim
+	// shows the claims decided it.
+	taken := getClaim(t, api, "kafka", "orders")
+	if err := s.Advance(ctx, taken, v1.ClaimAdopted); err != nil {
+		t.Fatal(err)
+	}
+	knew("the owner after the heir settled its takeover", k, "gone-uid", true)
+	if got, err := s.Knew(ctx, k, "gone-uid", "someone-else"); err != nil || got {
+		t.Errorf("asked for another Buckety than the settled heir: want false, got %v (%v)", got, err)
+	}
 }
