@@ -417,11 +417,27 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 		n = max(n, p+1)
 	}
 	topicID := t.topicID
+	// Where the table stood before the end offsets were asked: a write of
+	// this backend acknowledged in between moves the table past them.
+	before := map[int32]int64{}
+	for p, rp := range t.parts {
+		before[p] = rp.next
+	}
 	t.mu.Unlock()
 
 	ends, leaders, err := b.registryEnds(ctx, topic, n)
 	if err != nil {
 		return err
+	}
+	if !full {
+		for p, o := range before {
+			if ends[p] < o {
+				// The log ends before where the table stood: it is not
+				// the log the table read (the registry was deleted and
+				// created again), or it lost its tail.
+				return errReload
+			}
+		}
 	}
 	// A full load starts a table of its own, so that records it no
 	// longer finds (compacted into a tombstone) do not survive.
@@ -437,14 +453,6 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 		}
 	}
 	t.mu.Unlock()
-	for p := range next {
-		if ends[p] < next[p] {
-			// The log ends before where the table stopped: it is not
-			// the log the table read (the registry was deleted and
-			// created again), or it lost its tail.
-			return errReload
-		}
-	}
 	var got []fetched
 	for p := int32(0); p < n; p++ {
 		for next[p] < ends[p] {

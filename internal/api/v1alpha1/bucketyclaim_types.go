@@ -133,8 +133,10 @@ type BucketyClaimStatus struct {
 	// while the claim remained: its finalizer was removed by hand, so
 	// buckety never released the claim or applied its retentionPolicy. The
 	// resource is left as it is. A new Buckety that resolves to the same
-	// resource takes the claim over (after its adoption check), and a
-	// maintainer may delete the claim to release the name.
+	// resource takes the claim over (after its adoption check). A
+	// maintainer may delete the claim to release what it counts; the
+	// owner record on the backend then still keeps the name for that
+	// Buckety until the maintainer removes it too.
 	// +optional
 	OwnerGoneSince *metav1.Time `json:"ownerGoneSince,omitempty"`
 }

@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -329,7 +330,7 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		return requeue, nil
 	}
 	if err != nil {
-		if cred != nil && !drivers.IsUnavailable(err) && widerThanItsAccess(cred, a) {
+		if cred != nil && refusedOutright(ctx, err) && widerThanItsAccess(cred, a) {
 			// A narrowing the backend refuses (a bucket policy with no
 			// room for the role's statements) fails closed: the key
 			// may still hold the wider role, so it is revoked rather
@@ -368,6 +369,15 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		a.Status.Principal = prev
 	}
 	return res, err
+}
+
+// refusedOutright reports whether err is the backend's answer refusing a
+// grant, not one it failed to give: a backend that did not answer, a
+// pass cut short (a shutdown), or buckety's own keys refused are asked
+// again rather than taken for a refusal of the grant itself.
+func refusedOutright(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && !drivers.IsUnavailable(err) && !drivers.IsAccessDenied(err) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // resolve finds the Buckety the access names (buckety), or each of

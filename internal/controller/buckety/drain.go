@@ -286,10 +286,14 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	// one whose cache may not show that write yet: it would see the drain
 	// still running, or not begun, and empty the resource again, with
 	// what its tenant wrote once it read Drained.
-	switch ended, err := r.drainEnded(ctx, b, st.Request); {
+	switch ended, gone, err := r.drainEnded(ctx, b, st.Request); {
 	case err != nil:
 		f.claimErr = err
 		return terms.interval
+	case gone:
+		// Deleted, or deleted and made again under its name (which may
+		// re-attach the same resource): nothing of this drain runs on.
+		return 0
 	case ended != nil:
 		b.Status.Drain = ended
 		return 0
@@ -322,9 +326,11 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 
 // drainEnded reads Buckety b from the API server and returns its
 // status.drain when it records request as no longer Draining (Drained,
-// Cancelled or Refused), nil when it does not (still Draining, or not
-// recorded yet: this pass starts it).
-func (r *Reconciler) drainEnded(ctx context.Context, b *v1.Buckety, request string) (*v1.DrainStatus, error) {
+// Cancelled or Refused, or handled before a newer request), nil when it
+// does not (still Draining, or not recorded yet: this pass starts it).
+// gone is true when b is no longer there (deleted, or replaced by another
+// Buckety of its name).
+func (r *Reconciler) drainEnded(ctx context.Context, b *v1.Buckety, request string) (ended *v1.DrainStatus, gone bool, err error) {
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
@@ -332,15 +338,20 @@ func (r *Reconciler) drainEnded(ctx context.Context, b *v1.Buckety, request stri
 	cur := &v1.Buckety{}
 	if err := reader.Get(ctx, ctrl.ObjectKeyFromObject(b), cur); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, true, nil
 		}
-		return nil, fmt.Errorf("read Buckety %s/%s before a drain step: %w", b.Namespace, b.Name, err)
+		return nil, false, fmt.Errorf("read Buckety %s/%s before a drain step: %w", b.Namespace, b.Name, err)
 	}
 	d := cur.Status.Drain
-	if cur.UID != b.UID || d == nil || d.Request != request || d.Phase == v1.DrainPhaseDraining {
-		return nil, nil
+	switch {
+	case cur.UID != b.UID:
+		return nil, true, nil
+	case d == nil:
+		return nil, false, nil
+	case d.Request == request && d.Phase != v1.DrainPhaseDraining, d.Request != request && slices.Contains(d.Earlier, request):
+		return d.DeepCopy(), false, nil
 	}
-	return d.DeepCopy(), nil
+	return nil, false, nil
 }
 
 // drainCalledOff is the drain step's DrainLimits.Stop: true once the

@@ -149,7 +149,7 @@ func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v
 
 // notRestored is what a tenant reads of a record held for a Buckety this
 // cluster never had.
-const notRestored = ", which this cluster does not have (not restored from Git yet, or deleted with its finalizer removed before this cluster was built): it is kept for that Buckety, which takes it back when it is applied"
+const notRestored = ", which this cluster does not have (not restored from Git yet, or deleted with its finalizer removed and its claim deleted since): it is kept for that Buckety, which takes it back when it is applied; a cluster maintainer who knows it is gone for good removes its owner record from the backend to free the name"
 
 // siblingAbsent reports, for rec held by this installation for another
 // Buckety than b, whether that Buckety is missing from this cluster (read

@@ -271,7 +271,13 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.Buck
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil, false, nil, nil
 		}
-		return nil, false, nil, fmt.Errorf("take over claim %s of a deleted Buckety: %w", cl.Name, err)
+		// Committed with its reply lost: the claim is b's, and counted
+		// as this store's own write (see AcquireAs).
+		cur := c.committed(ctx, cl.Name, err, func(cur *v1.BucketyClaim) bool { return k.mine(cur, b) && cur.Spec.Phase == phase })
+		if cur == nil {
+			return nil, false, nil, fmt.Errorf("take over claim %s of a deleted Buckety: %w", cl.Name, err)
+		}
+		cl = cur
 	}
 	// Its owner is b now: the stamp (kubectl get bkyc, Owner-Gone) is no
 	// longer true.
