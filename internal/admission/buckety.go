@@ -81,6 +81,7 @@ func (v BucketyValidator) ValidateCreate(ctx context.Context, b *v1.Buckety) (ad
 	errs = append(errs, adoption(spec.Child("adoption"), be, b.Spec.Adoption)...)
 	errs = append(errs, drain(spec.Child("drain"), be, b.Spec.Drain)...)
 	errs = append(errs, sharingRules(spec.Child("sharing"), be, src.Namespace, b.Spec.Sharing)...)
+	warnings = append(warnings, sharedKeys(be, b.Spec.Sharing)...)
 	errs = append(errs, shard.CheckLabel(b.Labels, nil, shard.BucketyValue(inNamespace(ctx, b)))...)
 	errs = append(errs, v.limit(ctx, spec.Child("backend"), be, src.Namespace)...)
 	if len(perrs) == 0 {
@@ -138,6 +139,9 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 		if pv, known := v.params[old.Status.Driver]; known && !reflect.DeepEqual(old.Spec.Parameters, b.Spec.Parameters) {
 			errs = append(errs, transitions(pv.Validate(ctx, spec.Child("parameters"), b.Spec.Parameters, nonNil(old.Spec.Parameters)), old.Spec.Parameters, b.Spec.Parameters)...)
 		}
+		if !reflect.DeepEqual(b.Spec.Sharing, old.Spec.Sharing) {
+			errs = append(errs, sharingShape(spec.Child("sharing"), namespaceOf(ctx, b.Namespace), b.Spec.Sharing)...)
+		}
 		return warnings, invalid("Buckety", b.Name, errs)
 	}
 	if !reflect.DeepEqual(old.Spec.Parameters, b.Spec.Parameters) {
@@ -171,6 +175,7 @@ func (v BucketyValidator) ValidateUpdate(ctx context.Context, old, b *v1.Buckety
 	}
 	if !reflect.DeepEqual(b.Spec.Sharing, old.Spec.Sharing) && len(b.Spec.Sharing) > 0 {
 		errs = append(errs, sharingRules(spec.Child("sharing"), be, namespaceOf(ctx, b.Namespace), b.Spec.Sharing)...)
+		warnings = append(warnings, sharedKeys(be, b.Spec.Sharing)...)
 	}
 	if da := b.Spec.DefaultAccess; da != nil && !reflect.DeepEqual(da, old.Spec.DefaultAccess) {
 		w, aerrs := be.DriverImpl().ValidateAccess(spec.Child("defaultAccess"), be.Options(), drivers.Role(roleOf(da.Role)), nil)
@@ -300,6 +305,32 @@ func sharingRules(p *field.Path, be *config.Backend, ns string, rules []v1.Shari
 	if !be.AllowsSharing() {
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("backend %q does not allow sharing between namespaces: its configuration in buckety-controller.yaml sets sharing.allow: false; remove spec.sharing, or ask the cluster maintainer", be.Name))}
 	}
+	return sharingShape(p, ns, rules)
+}
+
+// sharedKeys warns the owner of a Buckety shared on a backend that does
+// not issue a credential per access (its driver would not enforce a
+// ReadOnly access: no credentials, or shared ones, in its configuration):
+// another namespace's access then holds the backend's own credentials,
+// whatever role a rule names, and removing the rule deletes that access's
+// Secret but cannot revoke what was read from it. Admitted all the same:
+// any namespace may use the backend, and get the same credentials, with a
+// Buckety of its own.
+func sharedKeys(be *config.Backend, rules []v1.SharingRule) admission.Warnings {
+	if len(rules) == 0 {
+		return nil
+	}
+	if w, _ := be.DriverImpl().ValidateAccess(field.NewPath("spec", "sharing"), be.Options(), drivers.RoleReadOnly, nil); len(w) == 0 {
+		return nil
+	}
+	return admission.Warnings{fmt.Sprintf("spec.sharing: backend %q issues no credential per access, so an access of another namespace is handed the backend's own credentials, if it has any, whatever role the rule names; removing the rule deletes that access's Secret but cannot revoke what was read from it", be.Name)}
+}
+
+// sharingShape is what sharingRules judges without the backend: rules
+// naming the Buckety's own namespace, selectors past their bounds or that
+// do not parse. A Buckety whose backend left the config is still held in
+// every replica's and webhook's cache, so its selectors are bounded too.
+func sharingShape(p *field.Path, ns string, rules []v1.SharingRule) field.ErrorList {
 	var errs field.ErrorList
 	for i := range rules {
 		r := &rules[i]

@@ -27,6 +27,10 @@ const sharingConfig = `backends:
   service: kafka
   config: {seedBrokers: ['kafka:9092']}
   sharing: {namespaceSelector: {matchLabels: {sharing: "on"}}}
+- name: users
+  driver: kadm
+  service: kafka
+  config: {seedBrokers: ['kafka:9092'], sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: secret}}
 `
 
 // sharingValidators knows Buckety payments/orders on each backend
@@ -166,6 +170,21 @@ func TestSharingRules(t *testing.T) {
 	if _, err := v.ValidateUpdate(context.Background(), old, narrowed); err != nil {
 		t.Errorf("want a Buckety without sharing admitted on a closed backend, got %v", err)
 	}
+	// A backend that left the config leaves sharing unjudged but for its
+	// shape: the Buckety is still in every replica's and webhook's cache.
+	gone := mk("retired")
+	gone.Status.Backend = "retired"
+	huge := gone.DeepCopy()
+	huge.Spec.Sharing = []v1.SharingRule{{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: values(65)}}}, Roles: ro}}
+	const want = `spec.sharing[0].namespaceSelector.matchExpressions[0].values: Too many: 65: must have at most 64 items`
+	if _, err := v.ValidateUpdate(context.Background(), gone, huge); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("backend gone: want %q, got %v", want, err)
+	}
+	small := gone.DeepCopy()
+	small.Spec.Sharing = []v1.SharingRule{{Namespace: "analytics", Roles: ro}}
+	if _, err := v.ValidateUpdate(context.Background(), huge, small); err != nil {
+		t.Errorf("backend gone: want a narrowed selector admitted, got %v", err)
+	}
 }
 
 // values is n distinct label values.
@@ -193,4 +212,28 @@ func labels(n int) map[string]string {
 		out[fmt.Sprintf("k%d", i)] = "v"
 	}
 	return out
+}
+
+// TestSharingSharedKeysWarns: the owner of a Buckety shared on a backend
+// that issues no credential per access is told that other namespaces get
+// the backend's own credentials, which removing the rule cannot revoke;
+// on a backend that issues a user per access, nothing is said.
+func TestSharingSharedKeysWarns(t *testing.T) {
+	v := BucketyValidator{sharingValidators(t)}
+	mk := func(backend string) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders"},
+			Spec: v1.BucketySpec{Backend: backend, Sharing: []v1.SharingRule{{Namespace: "analytics", Roles: []v1.Role{v1.RoleReadOnly}}}}}
+	}
+	w, err := v.ValidateCreate(context.Background(), mk("kafka"))
+	if err != nil || !strings.Contains(strings.Join(w, "|"), `backend "kafka" issues no credential per access`) {
+		t.Errorf("no sasl: want admitted with the warning, got %v %q", err, w)
+	}
+	old := mk("kafka")
+	old.Spec.Sharing = nil
+	if w, err := v.ValidateUpdate(context.Background(), old, mk("kafka")); err != nil || !strings.Contains(strings.Join(w, "|"), "cannot revoke what was read from it") {
+		t.Errorf("sharing added: want admitted with the warning, got %v %q", err, w)
+	}
+	if w, err := v.ValidateCreate(context.Background(), mk("users")); err != nil || strings.Contains(strings.Join(w, "|"), "issues no credential per access") {
+		t.Errorf("a user per access: want admitted without the warning, got %v %q", err, w)
+	}
 }

@@ -141,3 +141,21 @@ func TestStamp(t *testing.T) {
 		})
 	}
 }
+
+// TestStampLeavesAnUndecodableObjectToTheSchema: a Buckety whose JSON the
+// typed object cannot hold (a drain interval that does not parse) is
+// admitted unstamped, so that the API server's schema validation, which
+// runs next, refuses it naming the field; the decoder's own error names
+// none ("time: invalid duration").
+func TestStampLeavesAnUndecodableObjectToTheSchema(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(`{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"soon"},"spec":{"backend":"kafka","drain":{"request":"r1","interval":"soon"}}}`)
+	resp := Stamp{Kind: "Buckety", Decoder: admission.NewDecoder(s)}.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Namespace: "tenant1", Name: "soon", Object: runtime.RawExtension{Raw: raw}}})
+	if !resp.Allowed || len(resp.Patches) != 0 {
+		t.Errorf("want allowed unstamped, got allowed %v, patches %v, result %+v", resp.Allowed, resp.Patches, resp.Result)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -303,6 +304,22 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 			}
 		})
 	}
+
+	// A value the typed object cannot hold (a duration that does not
+	// parse) is refused naming its field: the stamp (a mutating webhook,
+	// which runs before schema validation) leaves it to the schema instead
+	// of answering with the decoder's "time: invalid duration".
+	t.Run("a drain interval that does not parse names its field", func(t *testing.T) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1.GroupVersion.String(), "kind": "Buckety",
+			"metadata": map[string]any{"name": "soon", "namespace": ns},
+			"spec":     map[string]any{"backend": "kafka", "drain": map[string]any{"request": "r1", "interval": "soon"}},
+		}}
+		err := c.Create(ctx, u)
+		if err == nil || !strings.Contains(err.Error(), "spec.drain.interval") || !strings.Contains(err.Error(), `"soon"`) {
+			t.Errorf("want refused naming spec.drain.interval and its value, got %v", err)
+		}
+	})
 
 	good := b("good", "kafka", "${namespace}.${name}.v${label['yolean.se/generation']}", map[string]string{"partitions": "3", "config.redpanda.remote.read": "true"}, map[string]string{"yolean.se/generation": "003"})
 	if err := c.Create(ctx, good); err != nil {

@@ -203,6 +203,8 @@ type DrainSpec struct {
 	// before it reports Draining reason DrainStuck and a Warning event.
 	// Default: the backend's drain.stuckAfter, else 30m.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 	StuckAfter *metav1.Duration `json:"stuckAfter,omitempty"`
 
 	// Interval is how long a drain pass that found nothing to delete
@@ -210,12 +212,16 @@ type DrainSpec struct {
 	// deleted something is followed at once. Default: the backend's
 	// drain.interval, else 10s. At least 1s.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// SlowInterval is Interval once the drain is an hour old. Default:
 	// the backend's drain.slowInterval, else six times the interval.
 	// Not shorter than the interval.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 	SlowInterval *metav1.Duration `json:"slowInterval,omitempty"`
 }
 
