@@ -91,3 +91,22 @@ func IsPrincipalExists(err error) bool {
 	var p *PrincipalExistsError
 	return errors.As(err, &p)
 }
+
+// RefusedError means the service, or the driver on its behalf, refused
+// what a request asks for itself (a bucket policy too large to store):
+// asking again gives the same answer. Only such an answer is taken for a
+// refusal of a grant; a server error or a throttled request is asked
+// again.
+type RefusedError struct {
+	Err error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// IsRefused reports whether err is or wraps a *RefusedError.
+func IsRefused(err error) bool {
+	var r *RefusedError
+	return errors.As(err, &r)
+}

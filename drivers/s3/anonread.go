@@ -62,7 +62,7 @@ func mergeAnonymousRead(existing []byte, bucket string, want bool, maxBytes int)
 		return nil, "", err
 	}
 	if maxBytes > 0 && len(merged) > maxBytes {
-		return nil, "", fmt.Errorf("%w: %d bytes for bucket %s with the anonymous read statement, at most %d fit", errPolicyTooLarge, len(merged), bucket, maxBytes)
+		return nil, "", &drivers.RefusedError{Err: fmt.Errorf("%w: %d bytes for bucket %s with the anonymous read statement, at most %d fit", errPolicyTooLarge, len(merged), bucket, maxBytes)}
 	}
 	return merged, change, nil
 }
@@ -78,8 +78,10 @@ func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket
 		return nil
 	}
 	l := b.policyLock(bucket)
-	l.Lock()
-	defer l.Unlock()
+	if err := l.lock(ctx, bucket); err != nil {
+		return err
+	}
+	defer l.unlock()
 	cur, err := b.bucketPolicy(ctx, cl, bucket)
 	switch {
 	case err != nil && p.anonymousRead == nil && (drivers.IsAccessDenied(err) || isNotImplemented(err)):

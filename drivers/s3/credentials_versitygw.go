@@ -191,8 +191,10 @@ func (v *versityIssuer) requests(a drivers.Access) int {
 func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, role string, before func(context.Context) error) error {
 	b := v.b
 	l := b.policyLock(bucket)
-	l.Lock()
-	defer l.Unlock()
+	if err := l.lock(ctx, bucket); err != nil {
+		return err
+	}
+	defer l.unlock()
 	cl, err := b.client(b.cfg.Endpoint)
 	if err != nil {
 		return err
@@ -537,7 +539,7 @@ func mergeBucketPolicy(existing []byte, bucket string, grants map[string]string)
 		return nil, len(bytes.TrimSpace(existing)) > 0, nil
 	}
 	if changed && len(merged) > versityPolicyMaxBytes {
-		return nil, false, fmt.Errorf("%w: %d bytes for bucket %s with %d grants, at most %d fit", errPolicyTooLarge, len(merged), bucket, len(grants), versityPolicyMaxBytes)
+		return nil, false, &drivers.RefusedError{Err: fmt.Errorf("%w: %d bytes for bucket %s with %d grants, at most %d fit", errPolicyTooLarge, len(merged), bucket, len(grants), versityPolicyMaxBytes)}
 	}
 	return merged, changed, nil
 }

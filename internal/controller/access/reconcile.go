@@ -372,11 +372,13 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 }
 
 // refusedOutright reports whether err is the backend's answer refusing a
-// grant, not one it failed to give: a backend that did not answer, a
-// pass cut short (a shutdown), or buckety's own keys refused are asked
-// again rather than taken for a refusal of the grant itself.
+// grant (drivers.RefusedError: asking again gets the same answer), not one
+// it failed to give: a backend that did not answer, a server error or a
+// throttled request that outlasted the driver's retries, a pass cut short
+// (a shutdown), or buckety's own keys refused are asked again rather than
+// taken for a refusal of the grant itself, and revoke nothing.
 func refusedOutright(ctx context.Context, err error) bool {
-	return ctx.Err() == nil && !drivers.IsUnavailable(err) && !drivers.IsAccessDenied(err) &&
+	return ctx.Err() == nil && drivers.IsRefused(err) && !drivers.IsUnavailable(err) && !drivers.IsAccessDenied(err) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
