@@ -451,7 +451,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 		return nil, "", fmt.Errorf("record credential %s: %w", principal, err)
 	}
 	acc.Assert = drivers.IssueRecorded
-	r.unseen.createdRecord(a.UID, c.UID)
+	r.unseen.createdRecord(types.NamespacedName{Namespace: a.Namespace, Name: a.Name}, a.UID, c.UID)
 	return c, made, nil
 }
 

@@ -41,6 +41,24 @@ func (r *Reconciler) revokeLeft(ctx context.Context, key types.NamespacedName) e
 			byOwner[uid] = append(byOwner[uid], c)
 		}
 	}
+	// A record this controller created that its cache does not show yet
+	// (the access deleted, its finalizer stripped, during its first
+	// issue) is read from the API server, as revokeCached reads them: the
+	// cache's word alone would leave its principal to the orphan check.
+	for _, uid := range r.unseen.creatingAt(key) {
+		if _, listed := byOwner[uid]; listed {
+			continue
+		}
+		var fresh v1.BucketyCredentialList
+		if err := r.APIReader.List(ctx, &fresh, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+			return fmt.Errorf("list the credentials of access %s: %w", key, err)
+		}
+		for _, c := range fresh.Items {
+			if c.Spec.Owner.UID == string(uid) && c.Spec.Owner.Namespace == key.Namespace && c.Spec.Owner.Name == key.Name {
+				byOwner[uid] = append(byOwner[uid], c)
+			}
+		}
+	}
 	var errs []error
 	var live *v1.BucketyAccess // read once, when a record is left
 	for uid, creds := range byOwner {

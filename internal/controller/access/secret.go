@@ -130,7 +130,10 @@ func (r *Reconciler) writeSecret(ctx context.Context, a *v1.BucketyAccess, data 
 	case !sameData(s.Data, data) || s.Type != corev1.SecretTypeOpaque:
 		before := s.DeepCopy()
 		s.Data = data
-		if err := r.Client.Patch(ctx, s, ctrl.MergeFrom(before)); err != nil {
+		// Under the resourceVersion read: a Secret deleted and created
+		// again by someone else since (not buckety's, whatever its name)
+		// refuses the patch, and the next pass reads whose it is.
+		if err := r.Client.Patch(ctx, s, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 			return false, fmt.Errorf("repair Secret %s: %w", name, err)
 		}
 		r.verified.record(a.UID, s.ResourceVersion, data)

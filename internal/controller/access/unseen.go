@@ -37,6 +37,9 @@ type unseenRecords struct {
 	mu      sync.Mutex
 	deleted map[types.UID]map[types.UID]bool
 	created map[types.UID]map[types.UID]bool
+	// keys are the namespace and name of the accesses in created, for
+	// the pass that finds one gone (revokeLeft), which knows no UID.
+	keys map[types.UID]types.NamespacedName
 }
 
 func addTo(m *map[types.UID]map[types.UID]bool, owner, rec types.UID) {
@@ -59,11 +62,30 @@ func (u *unseenRecords) deletedRecord(owner, rec types.UID) {
 	}
 }
 
-// createdRecord remembers that record rec of access owner was created.
-func (u *unseenRecords) createdRecord(owner, rec types.UID) {
+// createdRecord remembers that record rec of access owner, named key,
+// was created.
+func (u *unseenRecords) createdRecord(key types.NamespacedName, owner, rec types.UID) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	addTo(&u.created, owner, rec)
+	if u.keys == nil {
+		u.keys = map[types.UID]types.NamespacedName{}
+	}
+	u.keys[owner] = key
+}
+
+// creatingAt returns the UIDs of the accesses named key of which the
+// cache may not show yet a record this controller created.
+func (u *unseenRecords) creatingAt(key types.NamespacedName) []types.UID {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []types.UID
+	for owner, recs := range u.created {
+		if len(recs) > 0 && u.keys[owner] == key {
+			out = append(out, owner)
+		}
+	}
+	return out
 }
 
 // creating reports whether the cache may not show yet a record of access
@@ -87,6 +109,7 @@ func (u *unseenRecords) filter(owner types.UID, creds []v1.BucketyCredential) []
 		}
 		if len(c) == 0 {
 			delete(u.created, owner)
+			delete(u.keys, owner)
 		}
 	}
 	gone := u.deleted[owner]
@@ -119,4 +142,5 @@ func (u *unseenRecords) prune(live map[types.UID]bool) {
 	notLive := func(uid types.UID, _ map[types.UID]bool) bool { return !live[uid] }
 	maps.DeleteFunc(u.deleted, notLive)
 	maps.DeleteFunc(u.created, notLive)
+	maps.DeleteFunc(u.keys, func(uid types.UID, _ types.NamespacedName) bool { return !live[uid] })
 }

@@ -71,7 +71,12 @@ func newRecordedAccess(t *testing.T, cached bool) recordedAccess {
 func credentialClient(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
 	byOwner := func(o client.Object) []string { return []string{o.GetLabels()[v1.ClaimOwnerLabel]} }
-	return fake.NewClientBuilder().WithScheme(testScheme(t)).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).WithObjects(objs...).Build()
+	byOwnerName := func(o client.Object) []string {
+		owner := o.(*v1.BucketyCredential).Spec.Owner
+		return []string{objects.RefKey(owner.Namespace, owner.Name)}
+	}
+	return fake.NewClientBuilder().WithScheme(testScheme(t)).WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwner, byOwner).
+		WithIndex(&v1.BucketyCredential{}, objects.IndexCredentialOwnerName, byOwnerName).WithObjects(objs...).Build()
 }
 
 // TestRevokedRecordIsNotTakenFromALaggingCache: an access withdrawn (the
@@ -131,15 +136,21 @@ func TestRevokedRecordIsNotTakenFromALaggingCache(t *testing.T) {
 func TestUnseenRecordsPruned(t *testing.T) {
 	var u unseenRecords
 	u.deletedRecord("gone", "r1")
-	u.createdRecord("gone", "r2")
+	u.createdRecord(types.NamespacedName{Namespace: "t", Name: "gone"}, "gone", "r2")
 	u.deletedRecord("live", "r3")
-	u.createdRecord("live", "r4")
+	u.createdRecord(types.NamespacedName{Namespace: "t", Name: "live"}, "live", "r4")
 	u.prune(map[types.UID]bool{"live": true})
 	if u.deleted["gone"] != nil || u.created["gone"] != nil {
 		t.Error("want what was remembered of a gone access forgotten")
 	}
 	if !u.deleted["live"]["r3"] || !u.creating("live") {
 		t.Error("want what was remembered of a live access kept")
+	}
+	if got := u.creatingAt(types.NamespacedName{Namespace: "t", Name: "live"}); len(got) != 1 || got[0] != "live" {
+		t.Errorf("creatingAt t/live: want [live], got %v", got)
+	}
+	if got := u.creatingAt(types.NamespacedName{Namespace: "t", Name: "gone"}); len(got) != 0 || len(u.keys) != 1 {
+		t.Errorf("creatingAt t/gone, pruned: want nothing and one key left, got %v and %d keys", got, len(u.keys))
 	}
 	// The cache shows the created record: nothing is pending any more.
 	u.filter("live", []v1.BucketyCredential{{ObjectMeta: metav1.ObjectMeta{UID: "r4"}}})
@@ -161,7 +172,7 @@ func TestWithdrawnBeforeTheRecordIsCached(t *testing.T) {
 	}
 	f := newRecordedAccess(t, false)
 	adm, a, rec, principal, api, r := f.adm, f.a, f.rec, f.principal, f.api, f.r
-	r.unseen.createdRecord(a.UID, rec.UID)
+	r.unseen.createdRecord(types.NamespacedName{Namespace: a.Namespace, Name: a.Name}, a.UID, rec.UID)
 	done, err := r.withdraw(context.Background(), a, &facts{})
 	if err != nil || !done {
 		t.Fatalf("want the withdrawal finished, got done %v, %v", done, err)
@@ -272,5 +283,35 @@ func TestOrphanCheckRevokesOnlyTheRecordItRead(t *testing.T) {
 	}
 	if err := api.Get(context.Background(), client.ObjectKey{Name: CredentialName("kafka", principal)}, &v1.BucketyCredential{}); err != nil {
 		t.Errorf("want the new record kept, got %v", err)
+	}
+}
+
+// TestLeftBeforeTheRecordIsCached: an access deleted with its finalizer
+// stripped during its first issue, before the cache shows the record of
+// the credential just issued. The pass that finds it gone reads the
+// record from the API server and revokes the user, rather than leave it
+// working until the orphan check.
+func TestLeftBeforeTheRecordIsCached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	f := newRecordedAccess(t, false)
+	adm, a, rec, principal, api, r := f.adm, f.a, f.rec, f.principal, f.api, f.r
+	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Name}
+	r.unseen.createdRecord(key, a.UID, rec.UID)
+	if !scramUsers(t, adm)[principal] {
+		t.Fatalf("want user %s on the broker before", principal)
+	}
+	if err := r.revokeLeft(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if scramUsers(t, adm)[principal] {
+		t.Errorf("recorded, not yet cached, its access gone: want user %s revoked", principal)
+	}
+	if err := api.Get(context.Background(), client.ObjectKeyFromObject(rec), &v1.BucketyCredential{}); err == nil {
+		t.Error("want the record of the revoked user deleted")
+	}
+	if got := r.unseen.creatingAt(key); len(got) != 0 {
+		t.Errorf("revoked: want nothing pending for %s, got %v", key, got)
 	}
 }
