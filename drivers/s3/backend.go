@@ -53,7 +53,7 @@ type Backend struct {
 	// policyLocks serialise read-modify-write of one bucket's policy, whose
 	// statements Ensure (anonymous read) and the VersityGW issuer (keys'
 	// grants) both write: neither may lose the other's.
-	policyLocks sync.Map // bucket → *sync.Mutex
+	policyLocks sync.Map // bucket → policyLock
 	// usage bounds the listing of a usage measurement; zero: the defaults
 	// (usage.go).
 	usage usageListing
@@ -64,10 +64,30 @@ type Backend struct {
 }
 
 // policyLock is the lock of one bucket's policy.
-func (b *Backend) policyLock(bucket string) *sync.Mutex {
-	l, _ := b.policyLocks.LoadOrStore(bucket, &sync.Mutex{})
-	return l.(*sync.Mutex)
+func (b *Backend) policyLock(bucket string) policyLock {
+	l, _ := b.policyLocks.LoadOrStore(bucket, make(policyLock, 1))
+	return l.(policyLock)
 }
+
+// policyLock is held across a policy's read and write, requests that can
+// take a request timeout each while the server hangs: a waiter gives up
+// when its context ends, rather than waiting out every holder before it
+// (a bucket shared by many accesses would otherwise keep their workers,
+// which every backend shares, for minutes).
+type policyLock chan struct{}
+
+// lock takes l, or returns the context's error when it ends first.
+func (l policyLock) lock(ctx context.Context, bucket string) error {
+	select {
+	case l <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the policy of bucket %s, which another pass is writing: %w", bucket, ctx.Err())
+	}
+}
+
+// unlock releases l.
+func (l policyLock) unlock() { <-l }
 
 // openAdmin makes the clients of what a service keeps outside the S3
 // API: MinIO's admin API, SeaweedFS's bucket quota extension. It does not

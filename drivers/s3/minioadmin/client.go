@@ -790,8 +790,19 @@ func (m *Client) ServerRelease(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return serverReleases(data)
+}
+
+// serverReleases reads the releases of a server-info answer. A server the
+// deployment cannot reach now is listed with state "offline" (or
+// "initializing") and no release: its release is not known, which is an
+// outage (a 503, asked again soon), not a server too old or built
+// without release stamps (which would be held for the issuing probe's
+// whole TTL).
+func serverReleases(data []byte) ([]string, error) {
 	var info struct {
 		Servers []struct {
+			State    string `json:"state"`
 			Endpoint string `json:"endpoint"`
 			Version  string `json:"version"`
 		} `json:"servers"`
@@ -801,6 +812,10 @@ func (m *Client) ServerRelease(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, s := range info.Servers {
+		if s.State != "" && s.State != "online" {
+			return nil, &Error{Route: routeServerInfo, Status: http.StatusServiceUnavailable, Code: "ServerNotOnline",
+				Message: fmt.Sprintf("server %s is %s: its release cannot be told until it is back", s.Endpoint, s.State)}
+		}
 		out = append(out, s.Version)
 	}
 	if len(out) == 0 {

@@ -269,3 +269,25 @@ func sealBody(password string, id byte, plaintext []byte) ([]byte, error) {
 	}
 	return sealStream(salt, id, stream, plaintext)
 }
+
+// TestServerReleasesOfAnOfflineServer: MinIO lists a server it cannot
+// reach with state "offline" and no version (madmin.ServerProperties, as
+// cmd/notification.go's ServerInfo fills it). That is an outage, asked
+// again soon, not a release that "does not say when it was built", which
+// the issuing probe would hold for its whole TTL.
+func TestServerReleasesOfAnOfflineServer(t *testing.T) {
+	online := `{"servers":[{"state":"online","endpoint":"minio-0:9000","version":"2026-02-12T20:18:48Z"},{"state":"online","endpoint":"minio-1:9000","version":"2026-02-12T20:18:48Z"}]}`
+	got, err := serverReleases([]byte(online))
+	if err != nil || len(got) != 2 || got[1] != "2026-02-12T20:18:48Z" {
+		t.Fatalf("two online servers: want both releases, got %v, %v", got, err)
+	}
+	offline := `{"servers":[{"state":"online","endpoint":"minio-0:9000","version":"2026-02-12T20:18:48Z"},{"state":"offline","endpoint":"minio-1:9000"}]}`
+	got, err = serverReleases([]byte(offline))
+	var e *Error
+	if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || !strings.Contains(e.Error(), "minio-1:9000 is offline") {
+		t.Fatalf("an offline server: want a 503 naming it, got %v, %v", got, err)
+	}
+	if _, err := serverReleases([]byte(`{"servers":[{"endpoint":"minio-0:9000","version":"2026-02-12T20:18:48Z"}]}`)); err != nil {
+		t.Errorf("an answer without states (a single server): want its release, got %v", err)
+	}
+}
