@@ -105,9 +105,16 @@ func Managed() labels.Selector {
 }
 
 // ManagedSecrets selects the Secrets shard s's cache holds: Managed, of
-// its slots (Selecting); nil s: every one.
+// its slots; nil s: every one. Not Everywhere: buckety labels a Secret
+// with its namespace's slot only (it is read by the shard of its access's
+// namespace), so a Secret labelled Everywhere is a tenant's, which would
+// otherwise sit in every shard's cache.
 func ManagedSecrets(s *Serves) (labels.Selector, error) {
-	return withSlots(Managed(), s)
+	if s == nil {
+		return Managed(), nil
+	}
+	values := SlotValues(s.K, s.N)
+	return withValues(Managed(), values[:len(values)-1])
 }
 
 // withSlots narrows sel to shard s's slots and Everywhere; nil s: sel.
@@ -115,7 +122,12 @@ func withSlots(sel labels.Selector, s *Serves) (labels.Selector, error) {
 	if s == nil {
 		return sel, nil
 	}
-	in, err := labels.NewRequirement(SlotLabel, selection.In, SlotValues(s.K, s.N))
+	return withValues(sel, SlotValues(s.K, s.N))
+}
+
+// withValues narrows sel to the slot label values given.
+func withValues(sel labels.Selector, values []string) (labels.Selector, error) {
+	in, err := labels.NewRequirement(SlotLabel, selection.In, values)
 	if err != nil {
 		return nil, err
 	}

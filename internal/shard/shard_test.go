@@ -3,6 +3,10 @@ package shard
 import (
 	"hash/fnv"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
 // The slot of a namespace is recorded on objects: it must be FNV-1a, the
@@ -46,5 +50,41 @@ func TestShardsPartitionTheSlots(t *testing.T) {
 				t.Errorf("%d shards: %s's slot is in shard %d, Home says %d", shards, ns, got, Home(ns, shards))
 			}
 		}
+	}
+}
+
+// TestManagedSecretsLeaveOutEverywhere: a shard's Secret cache holds
+// buckety's Secrets of its own slots only; a Secret a tenant labelled
+// Everywhere is in no shard's cache (buckety never labels a Secret so),
+// while Bucketies and accesses labelled Everywhere are in every one.
+func TestManagedSecretsLeaveOutEverywhere(t *testing.T) {
+	s := &Serves{K: 1, N: 4}
+	secrets, err := ManagedSecrets(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, err := Selecting(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := SlotValues(1, 4)[0]
+	managed := func(slot string) labels.Set {
+		return labels.Set{v1.ManagedByLabel: v1.ManagedByValue, SlotLabel: slot}
+	}
+	if !secrets.Matches(managed(own)) {
+		t.Errorf("a managed Secret of slot %s is not selected by %s", own, secrets)
+	}
+	if secrets.Matches(managed(Everywhere)) {
+		t.Errorf("a Secret labelled %s is selected by %s", Everywhere, secrets)
+	}
+	if secrets.Matches(labels.Set{SlotLabel: own}) {
+		t.Errorf("a Secret not managed by buckety is selected by %s", secrets)
+	}
+	if !objects.Matches(labels.Set{SlotLabel: Everywhere}) {
+		t.Errorf("an object labelled %s is not selected by %s", Everywhere, objects)
+	}
+	all, err := ManagedSecrets(nil)
+	if err != nil || !all.Matches(managed(Everywhere)) || !all.Matches(managed(own)) {
+		t.Errorf("one shard: want every managed Secret selected, got %v, %v", all, err)
 	}
 }
