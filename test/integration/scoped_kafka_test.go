@@ -361,6 +361,58 @@ func TestStrippedAccessIsRevokedAtOnce(t *testing.T) {
 	})
 }
 
+// TestReplacedBucketyRevokesAtOnce: while no controller runs, a tenant
+// deletes a Buckety with its finalizer stripped and applies another under
+// its name, which cannot be provisioned (its backend is not in the
+// config). No pass of the access sees the Buckety missing; the user
+// granted on the old Buckety is revoked as soon as the controller is back
+// all the same (by the access's first pass, reconcile's bucketyReplaced,
+// or the start's orphan check, whichever comes first: the pass's own
+// judgement is TestReplacedBucketyIsTakenForMissing's), not at the next
+// orphan check (an hour here) or once the new Buckety provisions.
+func TestReplacedBucketyRevokesAtOnce(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, 0)
+	opts := func(o *appcontroller.Options) {
+		o.RESTConfig, o.Recheck, o.OwnerCheck = cp.RESTConfig, time.Hour, time.Hour
+	}
+	first := startControllerWith(t, cfg, nil, opts)
+	ns := namespace(t)
+	a := readyTopicAccess(t, ns, "events")
+	copied := secret(t, ns, "app").Data
+	if err := produceWith(t, copied, ns+".events"); err != nil {
+		t.Fatalf("want the Secret to work, got %v", err)
+	}
+	first.stop(t)
+	ctx := context.Background()
+	old := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}
+	if err := k8s.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the stripped Buckety gone", func() (bool, string) { return gone(t, old) })
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}, Spec: v1.BucketySpec{Backend: "retired", Name: ns + ".events"}})
+	startControllerWith(t, cfg, nil, opts)
+	removeWhileRunning(t, ns)
+	t.Cleanup(func() {
+		// Its backend is not in the config, so its deletion would wait.
+		err := k8s.Patch(context.Background(), &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns}}, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+		if client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
+	wait.For(t, waitTimeout, "the old Buckety's user revoked", func() (bool, string) {
+		err := produceWith(t, copied, ns+".events")
+		return err != nil, "the copied Secret still works"
+	})
+	wait.For(t, waitTimeout, "its record deleted", func() (bool, string) {
+		n := len(credentialsOf(t, a.UID))
+		return n == 0, fmt.Sprintf("%d records", n)
+	})
+}
+
 // TestRotationWhoseSecretIsRefusedIssuesNoThird: a rotation whose Secret
 // write the API server refuses (here a ValidatingAdmissionPolicy, as a
 // cluster's policy requiring a label on Secrets would) issues its new

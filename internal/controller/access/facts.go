@@ -21,6 +21,10 @@ type facts struct {
 	nameTooLong string
 	// bucketyMissing: the referenced Buckety does not exist.
 	bucketyMissing bool
+	// bucketyReplaced: the Buckety the access names is not the one its
+	// credentials were granted on (deleted, its finalizer stripped, and
+	// applied again), and the new one has not provisioned yet.
+	bucketyReplaced bool
 	// missing names it (a Buckety of the access's namespace: one of
 	// another is not shared).
 	missing string

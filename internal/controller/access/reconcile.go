@@ -159,7 +159,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		}
 		return requeue, nil
 	}
-	if f.bucketyMissing || f.elsewhere {
+	if f.bucketyMissing || f.elsewhere || f.bucketyReplaced {
 		// A credential never outlives the Buckety it was granted on: were
 		// the name claimed again (by this namespace or, once the claim is
 		// released, another), the old key must not reach the new resource.
@@ -459,10 +459,10 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 }
 
 // bucketyOf is buckety for one of the Bucketies the access names.
-func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.BucketyReference, f *facts) (*v1.Buckety, *backends.Entry, bool, error) {
+func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.BucketyReference, f *facts) (_ *v1.Buckety, _ *backends.Entry, ok bool, err error) {
 	b := &v1.Buckety{}
 	ns := a.RefNamespace(ref)
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, b)
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, b)
 	if apierrors.IsNotFound(err) {
 		// The cache's word alone takes nothing back (lagging.go).
 		if lag, err := r.cacheLags(ctx, a, types.NamespacedName{Namespace: ns, Name: ref.Name}, f); err != nil || lag {
@@ -479,6 +479,20 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 	}
 	if err != nil {
 		return nil, nil, false, err
+	}
+	if !a.Several() && a.Status.BucketyUID != "" && a.Status.BucketyUID != b.UID {
+		// Not the Buckety the access's credentials were granted on: that
+		// one was deleted (its finalizer stripped) and this one applied
+		// under its name, and the pass never saw the gap. Where this one
+		// cannot be granted on now (not provisioned yet, being deleted,
+		// its backend gone), those credentials are revoked at once, as
+		// for a missing Buckety, not once it has provisioned (when the
+		// grant's own pass revokes them) or at the orphan check.
+		defer func() {
+			if !ok && err == nil {
+				f.bucketyReplaced = true
+			}
+		}()
 	}
 	if r.Held != nil {
 		r.Held.Overlay(b)
