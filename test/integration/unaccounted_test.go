@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -19,10 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
-	"github.com/Yolean/buckety-controller/drivers/all"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
-	"github.com/Yolean/buckety-controller/internal/backends"
+	"github.com/Yolean/buckety-controller/internal/backends/backendstest"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/test/harness"
@@ -62,23 +59,7 @@ func TestUnaccountedPrincipalsRevokedAfterGrace(t *testing.T) {
 	// The test's own connection to the backend, opened as the
 	// controller opens its own: to issue principals out of band, as
 	// another installation and an earlier release would.
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), Lookup: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := backends.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := set.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	set := backendstest.Open(t, yaml)
 	e, _ := set.Get("kafka")
 	if e.Principals == nil {
 		t.Fatalf("backend kafka (driver %s) cannot list principals by installation: the driver does not implement drivers.PrincipalLister, so the controller has nothing to find unaccounted principals with", e.Config.Driver)

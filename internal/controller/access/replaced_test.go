@@ -2,18 +2,14 @@ package access
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/Yolean/buckety-controller/drivers/all"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
-	"github.com/Yolean/buckety-controller/internal/backends"
-	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/backends/backendstest"
 )
 
 // TestReplacedBucketyIsTakenForMissing: a single-Buckety access whose
@@ -25,24 +21,7 @@ import (
 // Buckety to wait for. The same Buckety not provisioned yet, or an access
 // granted nothing so far, waits as before.
 func TestReplacedBucketyIsTakenForMissing(t *testing.T) {
-	dir := t.TempDir()
-	yaml := "backends:\n- {name: kafka, driver: kadm, config: {seedBrokers: ['127.0.0.1:1']}}\n"
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), Lookup: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := backends.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := set.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	set := backendstest.Open(t, "backends:\n- {name: kafka, driver: kadm, config: {seedBrokers: ['127.0.0.1:1']}}\n")
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "events", UID: "uid-new"}, Spec: v1.BucketySpec{Backend: "kafka"}}
 	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(b).Build(), Backends: set}
 	for _, c := range []struct {

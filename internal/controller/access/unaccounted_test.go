@@ -3,8 +3,6 @@ package access
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,10 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/Yolean/buckety-controller/drivers"
-	"github.com/Yolean/buckety-controller/drivers/all"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
-	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/backends/backendstest"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/shard"
@@ -172,27 +169,11 @@ func kafkaPair(t *testing.T, installation string, grace, timeout time.Duration) 
 	t.Helper()
 	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
 	hb := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
-	dir := t.TempDir()
 	sasl := "sasl: {mechanism: SCRAM-SHA-512, username: buckety, password: s3cr3t}, requestTimeout: " + timeout.String()
 	yaml := "installation: " + installation + "\nbackends:\n" +
 		"- {name: hung, driver: kadm, config: {seedBrokers: ['" + hb.Bootstrap() + "'], " + sasl + "}}\n" +
 		"- {name: kafka, driver: kadm, credentials: {orphanGrace: " + grace.String() + "}, config: {seedBrokers: ['" + b.Bootstrap() + "'], " + sasl + "}}\n"
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), Lookup: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err = backends.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := set.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	set = backendstest.Open(t, yaml)
 	if names := set.Names(); !slices.Equal(names, []string{"hung", "kafka"}) {
 		t.Fatalf("want backends hung, kafka in file order, got %v", names)
 	}

@@ -1,10 +1,7 @@
 package buckety
 
 import (
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/Yolean/buckety-controller/drivers"
-	"github.com/Yolean/buckety-controller/drivers/all"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
-	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/backends/backendstest"
 )
 
 // testSet opens a kafka (kadm) and an s3 backend; neither dials in Open.
@@ -29,24 +25,7 @@ func testSet(t *testing.T) *backends.Set {
 // testSetOf opens the backends of the config yaml.
 func testSetOf(t *testing.T, yaml string) *backends.Set {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.Filename), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(dir, config.Options{Registry: all.Registry(), Lookup: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := backends.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := set.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return set
+	return backendstest.Open(t, yaml)
 }
 
 func TestSweepTargets(t *testing.T) {
