@@ -380,6 +380,11 @@ func (b *Backend) classify(err error) error {
 		errors.Is(err, io.EOF), errors.Is(err, kgo.ErrClientClosed):
 		return &drivers.UnavailableError{Backend: b.name, Err: err}
 	}
+	if ke := (*kerr.Error)(nil); errors.As(err, &ke) && !ke.Retriable {
+		// A broker error code Kafka does not retry (INVALID_REQUEST,
+		// POLICY_VIOLATION, ...): the same request gets the same answer.
+		return &drivers.RefusedError{Err: err}
+	}
 	return err
 }
 

@@ -212,7 +212,9 @@ func isNotImplemented(err error) bool {
 }
 
 // classify sorts errors into unreachable (*drivers.UnavailableError),
-// refused credentials (*drivers.AccessDeniedError) and request errors.
+// refused credentials (*drivers.AccessDeniedError), requests the server
+// refused for what they ask (*drivers.RefusedError: lastingRefusal) and
+// other request errors.
 func (b *Backend) classify(err error) error {
 	if err == nil || drivers.IsUnavailable(err) || drivers.IsAccessDenied(err) {
 		return err
@@ -226,5 +228,17 @@ func (b *Backend) classify(err error) error {
 	if errors.As(err, &se) || errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &me) && httpStatus(err) == 0) {
 		return &drivers.UnavailableError{Backend: b.name, Err: err}
 	}
+	if lastingRefusal(httpStatus(err)) {
+		return &drivers.RefusedError{Err: err}
+	}
 	return err
+}
+
+// lastingRefusal reports whether an HTTP status refuses a request for what
+// it asks, so that asking again gets the same answer: a 4xx but a timeout
+// (408), a conflict with a request in flight (409) or throttling (429).
+// Server errors (5xx) are asked again. 403 is the caller's to sort first
+// (the controller's own keys refused).
+func lastingRefusal(status int) bool {
+	return status >= 400 && status < 500 && status != 408 && status != 409 && status != 429
 }

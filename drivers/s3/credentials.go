@@ -213,6 +213,8 @@ func (b *Backend) adminError(what string, err error) error {
 		return &drivers.AccessDeniedError{Backend: b.name, Err: err}
 	case status >= 500 && status != http.StatusNotImplemented:
 		return &drivers.UnavailableError{Backend: b.name, Err: err}
+	case lastingRefusal(status):
+		return &drivers.RefusedError{Err: err}
 	}
 	return err
 }

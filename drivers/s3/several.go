@@ -41,8 +41,8 @@ func (b *Backend) fitUserPolicy(a drivers.Access, doc []byte) error {
 	if limit == 0 || len(doc) <= limit {
 		return nil
 	}
-	return fmt.Errorf("s3: backend %s: access %s/%s: the policy of its key, naming %d buckets, is %d bytes, and implementation %s keeps at most %d: name fewer Bucketies (or Bucketies with shorter bucket names) in spec.bucketyRefs",
-		b.name, a.Namespace, a.Name, len(a.Resources()), len(doc), b.cfg.Implementation, limit)
+	return &drivers.RefusedError{Err: fmt.Errorf("s3: backend %s: access %s/%s: the policy of its key, naming %d buckets, is %d bytes, and implementation %s keeps at most %d: name fewer Bucketies (or Bucketies with shorter bucket names) in spec.bucketyRefs",
+		b.name, a.Namespace, a.Name, len(a.Resources()), len(doc), b.cfg.Implementation, limit)}
 }
 
 // Secret keys of the several-resource shape.

@@ -491,6 +491,9 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 		defer func() {
 			if !ok && err == nil {
 				f.bucketyReplaced = true
+				if f.bucketyWaiting != "" {
+					f.bucketyWaiting += fmt.Sprintf("; Buckety %s is not the one the access's credentials were granted on (that one was deleted and this one applied under its name), so those were revoked", refNameOf(a, ref))
+				}
 			}
 		}()
 	}

@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,9 @@ func TestReplacedBucketyIsTakenForMissing(t *testing.T) {
 		}
 		if f.bucketyReplaced != c.replaced || f.bucketyWaiting == "" {
 			t.Errorf("%s: bucketyReplaced = %v, want %v (waiting: %q)", c.name, f.bucketyReplaced, c.replaced, f.bucketyWaiting)
+		}
+		if said := strings.Contains(f.bucketyWaiting, "so those were revoked"); said != c.replaced {
+			t.Errorf("%s: the status says the credentials were revoked: %v, want %v (%q)", c.name, said, c.replaced, f.bucketyWaiting)
 		}
 	}
 }
