@@ -59,6 +59,10 @@ func (u *unseenRecords) deletedRecord(owner, rec types.UID) {
 	addTo(&u.deleted, owner, rec)
 	if c := u.created[owner]; c != nil {
 		delete(c, rec)
+		if len(c) == 0 {
+			delete(u.created, owner)
+			delete(u.keys, owner)
+		}
 	}
 }
 
