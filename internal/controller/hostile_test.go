@@ -93,20 +93,26 @@ func TestMaintainerWithdrawsAdoption(t *testing.T) {
 	}
 }
 
-// TestExistingEmptyResourceIsNotConverged: by default, an existing
-// resource nobody claims is adopted only once it matches spec.parameters;
-// until then nothing is written to it (it may be someone else's live
-// resource whose content has expired).
+// TestExistingEmptyResourceIsNotConverged: by default, an existing empty
+// resource nobody claims or records is refused, and nothing is written to
+// it (it may be someone else's live resource whose content has expired);
+// with both adoption keys it is adopted only once it matches
+// spec.parameters, and nothing is written to it until then.
 func TestExistingEmptyResourceIsNotConverged(t *testing.T) {
-	e := newEnv(t, "")
+	e := newEnv(t, "  adoption: {allow: true}\n")
 	e.svc.PutWith("theirs", 0, map[string]string{"size": "604800000"})
 	b := newBuckety("a", "theirs", "theirs")
 	b.Spec.Parameters = map[string]string{"size": "1"}
 	e.create(b)
 	e.reconcile("a", "theirs")
+	if c := e.wantReady(e.buckety("a", "theirs"), metav1.ConditionFalse, v1.ReasonAdoptionRefused); !strings.Contains(c.Message, "set spec.adoption: Adopt") {
+		t.Errorf("want the refusal to name the tenant's key, got %q", c.Message)
+	}
+	e.patchSpec("a", "theirs", func(b *v1.Buckety) { b.Spec.Adoption = v1.AdoptionAdopt })
+	e.reconcile("a", "theirs")
 	c := e.wantReady(e.buckety("a", "theirs"), metav1.ConditionFalse, v1.ReasonAdoptionDrift)
-	if !strings.Contains(c.Message, "this backend does not") {
-		t.Errorf("want the message to say converging needs the backend's key, got %q", c.Message)
+	if !strings.Contains(c.Message, "AdoptAndConverge") {
+		t.Errorf("want the message to say how to converge, got %q", c.Message)
 	}
 	if got, _ := e.svc.Get("theirs"); got.Parameters["size"] != "604800000" || e.svc.Calls("write") != 0 {
 		t.Errorf("want the existing resource untouched, got %v after %d writes", got.Parameters, e.svc.Calls("write"))

@@ -290,9 +290,19 @@ func TestAdoption(t *testing.T) {
 	if res.RequeueAfter != retry.PermanentBase {
 		t.Errorf("want a refusal retried on the permanent backoff, got %s", res.RequeueAfter)
 	}
+	// Empty, but made outside buckety (no owner record, no claim): refused
+	// as well, and nothing written to it.
 	e.reconcile("a", "empty")
-	if b := e.buckety("a", "empty"); b.Status.Provenance != v1.ProvenanceAdopted {
-		t.Errorf("want the empty resource Adopted, got %q", b.Status.Provenance)
+	b = e.buckety("a", "empty")
+	c = e.wantReady(b, metav1.ConditionFalse, v1.ReasonAdoptionRefused)
+	if !strings.Contains(c.Message, "made outside buckety") || !strings.Contains(c.Message, "choose another spec.name") || strings.Contains(c.Message, "empty it") || b.Status.Provenance != "" {
+		t.Errorf("want the empty resource refused as made outside buckety, with nothing stamped, got %q, provenance %q", c.Message, b.Status.Provenance)
+	}
+	if _, held := e.claim("empty"); held {
+		t.Error("want the claim of a refused empty resource released")
+	}
+	if n := e.svc.Calls("write"); n != 0 {
+		t.Errorf("want nothing written to the refused resources, got %d writes", n)
 	}
 }
 
@@ -388,7 +398,7 @@ func TestShortfallIsNotReady(t *testing.T) {
 }
 
 func TestDeletion(t *testing.T) {
-	e := newEnv(t, "")
+	e := newEnv(t, "  adoption: {allow: true}\n")
 	for _, c := range []struct {
 		name      string
 		retention v1.RetentionPolicy
@@ -404,8 +414,16 @@ func TestDeletion(t *testing.T) {
 		}
 		b := newBuckety("a", c.name, c.name)
 		b.Spec.RetentionPolicy = c.retention
+		if c.existing {
+			b.Spec.Adoption = v1.AdoptionAdopt
+		}
 		e.create(b)
 		e.reconcile("a", c.name)
+		if c.existing {
+			if b := e.buckety("a", c.name); b.Status.Provenance != v1.ProvenanceAdopted {
+				t.Fatalf("%s: want it Adopted, got %q", c.name, b.Status.Provenance)
+			}
+		}
 		e.deleteAndReconcile("a", c.name)
 		if _, exists := e.svc.Get(c.name); exists == c.wantGone {
 			t.Errorf("%s: want the resource gone=%v, exists=%v", c.name, c.wantGone, exists)

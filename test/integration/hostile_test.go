@@ -243,14 +243,16 @@ func foreignDetails(t *testing.T, ns string, words ...string) []string {
 	return out
 }
 
-// TestLiveEmptyTopicIsNotConverged (item 6): an existing topic nobody
-// claims, without records (a live topic whose records expired), is not
-// converged by a Buckety that names it: its configs stay as they are, and
-// the Buckety reports the differences until its parameters match. System
-// topics are out of reach.
+// TestLiveEmptyTopicIsNotConverged (item 6): an existing topic no buckety
+// installation made, without records (a live topic whose records expired),
+// is refused by a Buckety that names it under the default spec.adoption,
+// so its tenant gets no credential on what that topic's producers write
+// next; with both adoption keys it is adopted, but not converged: its
+// configs stay as they are, and the Buckety reports the differences until
+// its parameters match. System topics are out of reach.
 func TestLiveEmptyTopicIsNotConverged(t *testing.T) {
 	needInfra(t)
-	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	startController(t, adoptionConfigYAML(), nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 	adm, _ := kafkaAdmin(t)
@@ -258,7 +260,20 @@ func TestLiveEmptyTopicIsNotConverged(t *testing.T) {
 	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, name); err != nil {
 		t.Fatal(err)
 	}
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "offsets", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
+	for _, backend := range []string{"kafka", "kafka-adopt"} {
+		sneaky := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "sneaky-" + backend, Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: name,
+			DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "sneaky-" + backend}}}
+		create(t, sneaky)
+		c := waitCondition(t, sneaky, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+		if !strings.Contains(c.Message, "made outside buckety") || sneaky.Status.Provenance != "" {
+			t.Errorf("%s: want the empty topic refused as made outside buckety, nothing stamped; got %q, provenance %q", backend, c.Message, sneaky.Status.Provenance)
+		}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "sneaky-" + backend}, &corev1.Secret{}); err == nil {
+			t.Errorf("%s: want no Secret for a refused topic", backend)
+		}
+		deleteOn(t, k8s, sneaky)
+	}
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "offsets", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka-adopt", Name: name, Adoption: v1.AdoptionAdopt}}
 	create(t, b)
 	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionDrift, waitTimeout)
 	if !strings.Contains(c.Message, "cleanup.policy") {

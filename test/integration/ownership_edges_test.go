@@ -473,7 +473,10 @@ type creatorHeld struct {
 
 // holdCreator starts east and west (OwnerSettle eastSettle and
 // westSettle, 0 the default) on case c's backend, named name, and sets
-// up a creatorHeld. A backend name of its own: the hold stops every
+// up a creatorHeld. West holds both adoption keys (its backend's
+// adoption.allow, its Buckety's spec.adoption Adopt): without them it
+// refuses an unrecorded resource at once, and the creator's window is
+// one only an adoption can fall into. A backend name of its own: the hold stops every
 // create of this process, and another test's Buckety left on "owned"
 // would be created (and held) in this one's place.
 func holdCreator(t *testing.T, c ownedCase, name string, westREST *rest.Config, west client.Client, eastSettle, westSettle time.Duration) *creatorHeld {
@@ -489,7 +492,7 @@ func holdCreator(t *testing.T, c ownedCase, name string, westREST *rest.Config, 
 		fastLoops(o)
 		o.OwnerSettle = eastSettle
 	})
-	startControllerWith(t, installationYAML("west", be), nil, func(o *appcontroller.Options) {
+	startControllerWith(t, installationYAML("west", harness.Tenancy(be, "", true)), nil, func(o *appcontroller.Options) {
 		fastLoops(o)
 		o.RESTConfig, o.OwnerSettle = westREST, westSettle
 	})
@@ -505,7 +508,7 @@ func holdCreator(t *testing.T, c ownedCase, name string, westREST *rest.Config, 
 		return err == nil && exists(h.resource), fmt.Sprintf("hold reached: %v; %s created: %v", err == nil, h.resource, exists(h.resource))
 	})
 	wnsObj, wb, wa := tenantManifests(h.ns, h.resource, "")
-	wb.Spec.Backend = be.Name
+	wb.Spec.Backend, wb.Spec.Adoption = be.Name, v1.AdoptionAdopt
 	h.wb, h.wa = wb, wa
 	applyOn(t, west, wnsObj, wb, wa)
 	// Gone before west's controller stops (cleanups run last first), so

@@ -19,9 +19,8 @@ import (
 )
 
 // TestAdoptionSafety: a pre-existing topic or bucket holding content is not
-// claimed (nothing stamped, no Secret); an empty one is adopted, and
-// retentionPolicy Delete then leaves it alone because buckety did not create
-// it.
+// claimed (nothing stamped, no Secret); nor is an empty one made outside
+// buckety, and retentionPolicy Delete leaves it alone.
 func TestAdoptionSafety(t *testing.T) {
 	needInfra(t)
 	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
@@ -73,19 +72,22 @@ func TestAdoptionSafety(t *testing.T) {
 		}
 	}
 
-	adopted := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "adopted", Namespace: ns},
+	// Empty, but made outside buckety: refused as well (it may be a live
+	// topic whose records expired), and its deletion with
+	// retentionPolicy Delete deletes nothing.
+	refused := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: ns},
 		Spec: v1.BucketySpec{Backend: "kafka", Name: empty, RetentionPolicy: v1.RetentionDelete}}
-	create(t, adopted)
-	waitCondition(t, adopted, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	if adopted.Status.Provenance != v1.ProvenanceAdopted {
-		t.Fatalf("want provenance Adopted, got %q", adopted.Status.Provenance)
+	create(t, refused)
+	cond := waitCondition(t, refused, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+	if !strings.Contains(cond.Message, "made outside buckety") || refused.Status.Provenance != "" {
+		t.Errorf("want the empty topic refused as made outside buckety, nothing stamped; got %q, provenance %q", cond.Message, refused.Status.Provenance)
 	}
-	if err := k8s.Delete(ctx, adopted); err != nil {
+	if err := k8s.Delete(ctx, refused); err != nil {
 		t.Fatal(err)
 	}
-	wait.For(t, waitTimeout, "adopted Buckety deleted", func() (bool, string) { return gone(t, adopted) })
+	wait.For(t, waitTimeout, "refused Buckety deleted", func() (bool, string) { return gone(t, refused) })
 	if !topic(t, empty).exists {
-		t.Fatal("retentionPolicy Delete deleted a topic buckety had adopted, not created")
+		t.Fatal("retentionPolicy Delete deleted a topic buckety had refused")
 	}
 }
 

@@ -20,15 +20,19 @@ import (
 	"github.com/Yolean/buckety-controller/internal/testhook"
 )
 
-// Adoption. buckety writes to a resource it did not create only when both
+// Adoption. buckety takes over a resource it did not create only when both
 // keys agree: the maintainer's (the backend's adoption.allow) and the
-// tenant's (spec.adoption AdoptAndConverge). Without them, a resource that
-// already exists is refused when it holds content, and otherwise adopted
-// only once it already matches spec.parameters: until then the Buckety
-// reports the differences (AdoptionDrift) and nothing is written. So the
-// default never changes a live resource someone else uses, even one whose
-// records have all expired. Both keys are checked again on every pass
-// until the adoption settles.
+// tenant's (spec.adoption Adopt, or AdoptAndConverge to write to it).
+// Without them, an existing resource no owner record accounts for is
+// refused, empty or not: an empty topic may be another system's live one
+// whose records expired, an empty bucket one another system is about to
+// fill, and a Buckety that named it would hand its tenant credentials on
+// what that system writes next. A resource buckety itself left (retained,
+// or held for a Buckety this cluster deleted) is refused only when it
+// holds content. An adopted resource is written to only once it matches
+// spec.parameters (or both keys ask to converge): until then the Buckety
+// reports the differences (AdoptionDrift). Both keys are checked again on
+// every pass until the adoption settles.
 
 // adoptionKeys reports whether both keys allow taking over a resource with
 // content.
@@ -89,7 +93,11 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		}
 		return nil, false, nil, false
 	}
-	if in.Exists && in.HasContent && !adoptionKeys(b, e) && !reattach {
+	// Made outside buckety, as far as the records tell: no owner record,
+	// and not a resource this installation retained.
+	unrecorded := f.unrecorded && retainedFrom == nil
+	if in.Exists && (in.HasContent || unrecorded) && !adoptionKeys(b, e) && !reattach {
+		refused := true
 		if cl == nil {
 			// The cache may not show yet a claim an earlier pass of this
 			// Buckety wrote (and the content may be what its workloads
@@ -103,7 +111,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 				return mine, false, nil, true
 			case other:
 				// Another Buckety's: a conflict, or a stale claim to take
-				// over (then released below, as refused).
+				// over (then released below, if refused).
 				if !r.acquire(ctx, b, e, f) {
 					return nil, false, nil, false
 				}
@@ -111,21 +119,33 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			}
 			cl = mine
 		}
-		if cl != nil {
-			// The claim is released only as read (see claims.Store.Release): a
-			// stale Claimed claim, really Creating or Created, conflicts,
-			// and the next pass sees what buckety wrote.
-			if err := r.letGo(ctx, cl); err != nil {
-				f.claimErr = err
-				return nil, false, nil, false
+		if cl != nil && !in.HasContent {
+			// An empty resource a claim of this cluster accounts for (one
+			// taken over from a Buckety deleted with its finalizer removed
+			// by hand, or retained by one): buckety's, whatever its record
+			// says; adopted as before.
+			refused = false
+		}
+		if refused {
+			if cl != nil {
+				// The claim is released only as read (see claims.Store.Release): a
+				// stale Claimed claim, really Creating or Created, conflicts,
+				// and the next pass sees what buckety wrote.
+				if err := r.letGo(ctx, cl); err != nil {
+					f.claimErr = err
+					return nil, false, nil, false
+				}
 			}
+			why := ""
+			switch {
+			case retainedFrom != nil:
+				why = fmt.Sprintf("was retained when Buckety %s/%s was deleted (%s), and holds content", retainedFrom.Owner.Namespace, retainedFrom.Owner.Name, retainedFrom.Since.UTC().Format(time.RFC3339))
+			case !in.HasContent:
+				why = unrecordedWhy(f)
+			}
+			r.refuse(ctx, b, e, f, in, why)
+			return nil, false, nil, false
 		}
-		why := ""
-		if retainedFrom != nil {
-			why = fmt.Sprintf("was retained when Buckety %s/%s was deleted (%s), and holds content", retainedFrom.Owner.Namespace, retainedFrom.Owner.Name, retainedFrom.Since.UTC().Format(time.RFC3339))
-		}
-		r.refuse(ctx, b, e, f, in, why)
-		return nil, false, nil, false
 	}
 	phase := v1.ClaimCreated
 	switch {
@@ -181,6 +201,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		return ownerNone, false
 	}
 	if !ok {
+		f.unrecorded = true
 		return ownerNone, true
 	}
 	rec, err := r.readOwner(ctx, b, e, backendResource(e, f.resourceName, f.params, nil), 0)
@@ -195,6 +216,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 	}
 	f.recordAdopted = rec != nil && rec.Adopted
 	f.ownerAbsent = rec == nil
+	f.unrecorded = rec == nil
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
 		r.ownedElsewhere(b, e, f, rec, why)
@@ -300,8 +322,18 @@ func missingNameHeld(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry,
 	return fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to another buckety installation: %s, which creates it again on its next pass", rec)
 }
 
-// refuse reports a resource that holds content and is not taken over. The
-// tenant reads that it exists and holds content, and what would let it in;
+// unrecordedWhy says why an empty resource made outside buckety is
+// refused, for the tenant.
+func unrecordedWhy(f *facts) string {
+	if f.ownerRecordsUnavailable != "" {
+		return "already exists, and buckety cannot tell who made it (the backend keeps no owner records); it is empty, but an empty resource may still be someone's, whose content expired or is about to come"
+	}
+	return "already exists and no buckety installation records it: it was made outside buckety; it is empty, but an empty resource may still be someone's, whose content expired or is about to come"
+}
+
+// refuse reports an existing resource that is not taken over: one holding
+// content, or one made outside buckety (unrecordedWhy). The
+// tenant reads that it exists and why, and what would let it in;
 // the driver's detail (which may quote the first object of a bucket the
 // tenant does not own) goes only to the controller's log, and
 // buckety_adoptions_refused_total counts it.
@@ -310,24 +342,32 @@ func (r *Reconciler) refuse(ctx context.Context, b *v1.Buckety, e *backends.Entr
 		why = "already exists and holds content"
 	}
 	f.adoptionRefused = fmt.Sprintf("%s on backend %s %s", f.resourceName, e.Name, why)
-	f.adoptionHint = adoptionHint(b, e)
+	f.adoptionHint = adoptionHint(b, e, in.HasContent)
 	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c != nil && c.Reason == v1.ReasonAdoptionRefused && c.ObservedGeneration == b.Generation {
 		return // reported in this episode
 	}
 	metrics.AdoptionsRefused.WithLabelValues(e.Name).Inc()
-	logf.FromContext(ctx).Info("adoption refused: the backend resource holds content", "backend", e.Name, "resource", f.resourceName, "detail", in.Detail, "spec.adoption", string(b.Spec.Adoption), "adoption.allow", e.Config.AllowsAdoption())
+	logf.FromContext(ctx).Info("adoption refused: the backend resource exists", "backend", e.Name, "resource", f.resourceName, "content", in.HasContent, "detail", in.Detail, "spec.adoption", string(b.Spec.Adoption), "adoption.allow", e.Config.AllowsAdoption())
 	r.event(b, corev1.EventTypeWarning, v1.EventAdoptionRefused, v1.EventActionProvision, f.adoptionRefused)
 }
 
-// adoptionHint tells the tenant of a refused adoption what would let it in.
-func adoptionHint(b *v1.Buckety, e *backends.Entry) string {
+// adoptionHint tells the tenant of a refused adoption what would let it
+// in: of a resource holding content (emptying it would), or of an empty
+// one made outside buckety (only the adoption keys, or its deletion).
+func adoptionHint(b *v1.Buckety, e *backends.Entry, content bool) string {
 	switch {
-	case b.Spec.Adoption.Adopts():
+	case b.Spec.Adoption.Adopts() && content:
 		return fmt.Sprintf("spec.adoption is %s, but backend %s does not allow adoption (adoption.allow in buckety-controller.yaml): empty it, or choose another spec.name", b.Spec.Adoption, e.Name)
-	case e.Config.AllowsAdoption():
+	case b.Spec.Adoption.Adopts():
+		return fmt.Sprintf("spec.adoption is %s, but backend %s does not allow adoption (adoption.allow in buckety-controller.yaml): choose another spec.name, or have it deleted on the backend", b.Spec.Adoption, e.Name)
+	case e.Config.AllowsAdoption() && content:
 		return "buckety does not claim a resource that already holds content unless asked to: set spec.adoption: Adopt to take it over, empty it, or choose another spec.name"
+	case e.Config.AllowsAdoption():
+		return "buckety does not take over a resource it did not create unless asked to: set spec.adoption: Adopt to take it over, or choose another spec.name"
+	case content:
+		return "buckety does not claim a resource that already holds content: empty it, or choose another spec.name"
 	}
-	return "buckety does not claim a resource that already holds content: empty it, or choose another spec.name"
+	return "buckety does not take over a resource it did not create: choose another spec.name, or have it deleted on the backend"
 }
 
 // settleAdoption decides, on every pass while the claim is Adopting,

@@ -83,6 +83,11 @@ type facts struct {
 	// ownerAbsent: this pass's adoption check read the owner record of
 	// an existing resource, fresh, and it had none (settleUnrecorded).
 	ownerAbsent bool
+	// unrecorded: this pass's adoption check found an existing resource
+	// no owner record accounts for (none read fresh, or a backend that
+	// keeps none): made outside buckety, so taken over only with both
+	// adoption keys, empty or not.
+	unrecorded bool
 	// ownerSettling says why an adoption waits for the resource to stay
 	// without an owner record, and settleIn how much longer.
 	ownerSettling string

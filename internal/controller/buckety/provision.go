@@ -26,8 +26,9 @@ import (
 //     left by an older controller): the adoption check runs, and its
 //     verdict is recorded (inspectAndRecord): a missing resource Created
 //     (the intent, in its final phase) before Ensure may create it; an
-//     existing one Adopting, unless it holds content and the keys to adopt
-//     it are missing (refused, and a Claimed claim released).
+//     existing one Adopting, unless the keys to adopt it are missing and
+//     it holds content or was made outside buckety (no owner record, no
+//     claim): refused, and a Claimed claim released.
 //   - Adopting: see settleAdoption; nothing is written to the resource
 //     until the adoption settles as Adopted.
 //   - Created, in the pass that recorded it: Ensure creates the resource
