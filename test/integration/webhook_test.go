@@ -319,6 +319,21 @@ func TestWebhookRejectsWithoutController(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "spec.drain.interval") || !strings.Contains(err.Error(), `"soon"`) {
 			t.Errorf("want refused naming spec.drain.interval and its value, got %v", err)
 		}
+		// One that looks like a duration but overflows Go's (about 292
+		// years): the schema's bounds name the field too, so no such
+		// value reaches a typed decoder (the webhook's, or the
+		// controller's cache, whose list of every Buckety it would fail).
+		for _, v := range []string{"9999999999h", "999999h999999h9s"} {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": v1.GroupVersion.String(), "kind": "Buckety",
+				"metadata": map[string]any{"name": "forever", "namespace": ns},
+				"spec":     map[string]any{"backend": "kafka", "drain": map[string]any{"request": "r1", "slowInterval": v}},
+			}}
+			err := c.Create(ctx, u)
+			if err == nil || !strings.Contains(err.Error(), "spec.drain.slowInterval") {
+				t.Errorf("%s: want refused naming spec.drain.slowInterval, got %v", v, err)
+			}
+		}
 	})
 
 	good := b("good", "kafka", "${namespace}.${name}.v${label['yolean.se/generation']}", map[string]string{"partitions": "3", "config.redpanda.remote.read": "true"}, map[string]string{"yolean.se/generation": "003"})

@@ -201,10 +201,13 @@ type DrainSpec struct {
 
 	// StuckAfter is how long the drain may go without deleting anything
 	// before it reports Draining reason DrainStuck and a Warning event.
-	// Default: the backend's drain.stuckAfter, else 30m.
+	// Default: the backend's drain.stuckAfter, else 30m. Each duration
+	// here is a Go duration of at most 15 characters, at most 6 digits
+	// before each unit (so none overflows: 999999h999999h is the most).
 	// +optional
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]{1,6}(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 	StuckAfter *metav1.Duration `json:"stuckAfter,omitempty"`
 
 	// Interval is how long a drain pass that found nothing to delete
@@ -213,7 +216,8 @@ type DrainSpec struct {
 	// drain.interval, else 10s. At least 1s.
 	// +optional
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]{1,6}(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// SlowInterval is Interval once the drain is an hour old. Default:
@@ -221,7 +225,8 @@ type DrainSpec struct {
 	// Not shorter than the interval.
 	// +optional
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]{1,6}(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 	SlowInterval *metav1.Duration `json:"slowInterval,omitempty"`
 }
 
