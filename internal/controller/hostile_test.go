@@ -607,3 +607,44 @@ func TestForeignAccessStaysWithdrawnWithoutItsBackend(t *testing.T) {
 		t.Errorf("friend's access, which vb's rules let in: want the backend's problem reported, not NotShared; got %s (%s: %s)", c.Status, c.Reason, c.Message)
 	}
 }
+
+// TestHeldClaimIsNoProofOfBuckety: a claim that never wrote to its
+// resource proves nothing about who made it. An empty resource made
+// outside buckety, under a stale Adopting claim of a Buckety deleted with
+// its finalizer removed (taken over as a fresh Claimed claim), or under
+// this Buckety's own Adopting claim (left by a release that adopted such
+// resources without the keys), is refused, not adopted, without both
+// adoption keys.
+func TestHeldClaimIsNoProofOfBuckety(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		own  bool
+	}{{"stale claim of a deleted Buckety", false}, {"own Adopting claim of an older release", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, "")
+			e.svc.Put("theirs", 0)
+			b := newBuckety("a", "theirs", "theirs")
+			e.create(b)
+			owner := v1.ClaimOwner{Namespace: "gone", Name: "ghost", UID: "ghost-uid"}
+			if c.own {
+				got := e.buckety("a", "theirs")
+				owner = v1.ClaimOwner{Namespace: got.Namespace, Name: got.Name, UID: string(got.UID)}
+			}
+			e.create(&v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("svc", "theirs")},
+				Spec: v1.BucketyClaimSpec{Backend: "svc", ResourceName: "theirs", Phase: v1.ClaimAdopting, Owner: owner}})
+			for range 3 {
+				e.reconcile("a", "theirs")
+			}
+			got := e.buckety("a", "theirs")
+			if r := e.wantReady(got, metav1.ConditionFalse, v1.ReasonAdoptionRefused); !strings.Contains(r.Message, "made outside buckety") {
+				t.Errorf("want it refused as made outside buckety, got %q", r.Message)
+			}
+			if got.Status.Provenance != "" {
+				t.Errorf("want nothing stamped, got provenance %q", got.Status.Provenance)
+			}
+			if n := e.svc.Calls("write"); n != 0 {
+				t.Errorf("want nothing written to it, got %d writes", n)
+			}
+		})
+	}
+}

@@ -308,26 +308,50 @@ func TestAdoption(t *testing.T) {
 
 // TestAppearingBetweenInspectAndEnsureIsAdopted: a resource someone else
 // creates between the adoption check and the create is never written to
-// in that pass (Ensure is CreateOnly), and is then adopted like any
-// existing resource: Adopted once it matches, never Created.
+// in that pass (Ensure is CreateOnly), and is then judged like any
+// existing resource: made outside buckety, it is refused without both
+// adoption keys (and its claim released), and with them Adopted once it
+// matches, never Created.
 func TestAppearingBetweenInspectAndEnsureIsAdopted(t *testing.T) {
-	e := newEnv(t, "")
-	e.svc.BeforeEnsure = func(name string) {
-		if _, ok := e.svc.Get(name); !ok {
-			e.svc.Put(name, 0)
-		}
-	}
-	e.create(newBuckety("a", "sneaky", "sneaky"))
-	e.reconcile("a", "sneaky")
-	if n := e.svc.Calls("write"); n != 0 {
-		t.Errorf("want nothing written to a resource someone else created, got %d writes", n)
-	}
-	if cl, _ := e.claim("sneaky"); cl.Spec.Phase != v1.ClaimAdopting {
-		t.Errorf("want the claim Adopting after the create found it there, got %s", cl.Spec.Phase)
-	}
-	e.reconcile("a", "sneaky")
-	if b := e.buckety("a", "sneaky"); b.Status.Provenance != v1.ProvenanceAdopted {
-		t.Errorf("want Adopted, got %q", b.Status.Provenance)
+	for _, c := range []struct {
+		name, config string
+		adoption     v1.Adoption
+	}{
+		{"default", "", ""},
+		{"both keys", "  adoption: {allow: true}\n", v1.AdoptionAdopt},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.config)
+			e.svc.BeforeEnsure = func(name string) {
+				if _, ok := e.svc.Get(name); !ok {
+					e.svc.Put(name, 0)
+				}
+			}
+			b := newBuckety("a", "sneaky", "sneaky")
+			b.Spec.Adoption = c.adoption
+			e.create(b)
+			e.reconcile("a", "sneaky")
+			if n := e.svc.Calls("write"); n != 0 {
+				t.Errorf("want nothing written to a resource someone else created, got %d writes", n)
+			}
+			if cl, _ := e.claim("sneaky"); cl.Spec.Phase != v1.ClaimAdopting {
+				t.Errorf("want the claim Adopting after the create found it there, got %s", cl.Spec.Phase)
+			}
+			e.reconcile("a", "sneaky")
+			got := e.buckety("a", "sneaky")
+			if c.adoption == "" {
+				if r := e.wantReady(got, metav1.ConditionFalse, v1.ReasonAdoptionRefused); !strings.Contains(r.Message, "made outside buckety") || got.Status.Provenance != "" {
+					t.Errorf("want it refused as made outside buckety, got %q, provenance %q", r.Message, got.Status.Provenance)
+				}
+				if _, held := e.claim("sneaky"); held {
+					t.Error("want the claim released")
+				}
+				return
+			}
+			if got.Status.Provenance != v1.ProvenanceAdopted {
+				t.Errorf("want Adopted, got %q", got.Status.Provenance)
+			}
+		})
 	}
 }
 

@@ -338,10 +338,12 @@ func TestProvenanceSurvivesCrashAfterCreate(t *testing.T) {
 	}
 }
 
-// TestResourceAppearingAfterInspectIsAdopted: a topic someone else creates
-// between the adoption check and the create is adopted, never stamped
-// Created, so retentionPolicy Delete leaves it alone.
-func TestResourceAppearingAfterInspectIsAdopted(t *testing.T) {
+// TestResourceAppearingAfterInspectIsNotTaken: a topic someone else
+// creates between the adoption check and the create is never stamped
+// Created, nor, made outside buckety, adopted without both adoption keys:
+// the Buckety is refused, and its retentionPolicy Delete leaves the topic
+// alone.
+func TestResourceAppearingAfterInspectIsNotTaken(t *testing.T) {
 	needInfra(t)
 	needTestHook(t)
 	pauseDir := t.TempDir()
@@ -368,16 +370,16 @@ func TestResourceAppearingAfterInspectIsAdopted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pauseDir, testhook.AfterInspect+".release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	if b.Status.Provenance != v1.ProvenanceAdopted {
-		t.Fatalf("want provenance Adopted for a topic someone else created, got %q", b.Status.Provenance)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+	if !strings.Contains(c.Message, "made outside buckety") || b.Status.Provenance != "" {
+		t.Fatalf("want the topic someone else created refused as made outside buckety, nothing stamped; got %q, provenance %q", c.Message, b.Status.Provenance)
 	}
 	if err := k8s.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
 	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
 	if !topic(t, name).exists {
-		t.Error("want the adopted topic retained despite retentionPolicy Delete")
+		t.Error("want the refused topic kept despite retentionPolicy Delete")
 	}
 }
 

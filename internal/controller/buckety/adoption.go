@@ -34,8 +34,8 @@ import (
 // reports the differences (AdoptionDrift). Both keys are checked again on
 // every pass until the adoption settles.
 
-// adoptionKeys reports whether both keys allow taking over a resource with
-// content.
+// adoptionKeys reports whether both keys allow taking over a resource
+// buckety did not make.
 func adoptionKeys(b *v1.Buckety, e *backends.Entry) bool {
 	return b.Spec.Adoption.Adopts() && e.Config.AllowsAdoption()
 }
@@ -119,11 +119,11 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			}
 			cl = mine
 		}
-		if cl != nil && !in.HasContent {
-			// An empty resource a claim of this cluster accounts for (one
-			// taken over from a Buckety deleted with its finalizer removed
-			// by hand, or retained by one): buckety's, whatever its record
-			// says; adopted as before.
+		if !in.HasContent && retainedClaim(cl) {
+			// An empty resource a claim of this cluster shows buckety
+			// wrote to (retained by a Buckety deleted with Retain, or
+			// taken over from one deleted with its finalizer removed by
+			// hand): buckety's, whatever its record says.
 			refused = false
 		}
 		if refused {
@@ -322,6 +322,15 @@ func missingNameHeld(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry,
 	return fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to another buckety installation: %s, which creates it again on its next pass", rec)
 }
 
+// retainedClaim reports whether cl was taken over from a claim on a
+// resource buckety wrote to (claims.Store's takeOver keeps the retained
+// record until this Buckety writes to it). A claim that is merely held,
+// Claimed or Adopting, proves nothing: one is taken over fresh from a
+// stale claim that never wrote to the resource.
+func retainedClaim(cl *v1.BucketyClaim) bool {
+	return cl != nil && cl.Spec.Retained != nil
+}
+
 // unrecordedWhy says why an empty resource made outside buckety is
 // refused, for the tenant.
 func unrecordedWhy(f *facts) string {
@@ -374,9 +383,11 @@ func adoptionHint(b *v1.Buckety, e *backends.Entry, content bool) string {
 // whether the adoption of an existing resource is settled, and records it
 // in the claim (Adopted) before anything is written to the resource. in is
 // what this pass's adoption check found, or nil to look again. Both keys
-// are checked again: a resource with content whose keys were withdrawn
-// meanwhile (the backend's adoption.allow removed, spec.adoption set back
-// to Refuse) is refused and the claim released. The resource is compared
+// are checked again: a resource with content, or one made outside buckety
+// (no owner record, no retained claim), without them (withdrawn meanwhile:
+// the backend's adoption.allow removed, spec.adoption set back to Refuse;
+// or never given: it appeared between the check and the create) is
+// refused and the claim released. The resource is compared
 // with spec.parameters through the driver's dry run; with differences,
 // nothing is applied unless both keys ask to converge (AdoptAndConverge):
 // the differences are reported (Ready=False, reason AdoptionDrift) and the
@@ -420,6 +431,18 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 			return false
 		}
 		r.refuse(ctx, b, e, f, *in, "holds content, and the adoption is no longer allowed by both spec.adoption and the backend's adoption.allow")
+		return false
+	case f.unrecorded && !adoptionKeys(b, e) && !retainedClaim(f.claim):
+		// Made outside buckety, and not asked for with both keys: one
+		// that appeared between the adoption check and the create (the
+		// drivers send a create once, so it is someone else's), one whose
+		// keys were withdrawn while it settled, or one an older release
+		// began to adopt without them.
+		if err := r.letGo(ctx, f.claim); err != nil {
+			f.claimErr = err
+			return false
+		}
+		r.refuse(ctx, b, e, f, *in, unrecordedWhy(f))
 		return false
 	}
 	dry := backendResource(e, f.resourceName, params, nil)
