@@ -268,6 +268,39 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	}
 }
 
+// TestStaleCreatedClaimVouchesForNothing: a claim whose Buckety recorded
+// the intent to create (Created) and went without creating (its create
+// refused, its finalizer removed by hand) is taken over, but does not make
+// an empty topic someone else created since buckety's: the broker keeps
+// owner records, and that topic carries none. The heir is refused, as for
+// any resource made outside buckety, and no Secret is written.
+func TestStaleCreatedClaimVouchesForNothing(t *testing.T) {
+	needInfra(t)
+	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	ns := namespace(t)
+	name := ns + ".squatted"
+	create(t, &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("kafka", name), Labels: map[string]string{v1.ClaimOwnerLabel: "gone-uid"}},
+		Spec: v1.BucketyClaimSpec{Backend: "kafka", ResourceName: name, Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: ns, Name: "ghost", UID: "gone-uid"}}})
+	adm, _ := kafkaAdmin(t)
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, nil, name); err != nil {
+		t.Fatal(err)
+	}
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "heir", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name,
+		DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "heir"}}}
+	create(t, b)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+	if !strings.Contains(c.Message, "made outside buckety") || b.Status.Provenance != "" {
+		t.Errorf("want the topic refused as made outside buckety, nothing stamped; got %q, provenance %q", c.Message, b.Status.Provenance)
+	}
+	time.Sleep(2 * time.Second)
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "heir"}, &corev1.Secret{}); err == nil {
+		t.Error("want no Secret for a topic made outside buckety")
+	}
+	if got := getBuckety(t, ns, "heir"); got.Status.Provenance != "" {
+		t.Errorf("want it never adopted, got provenance %q", got.Status.Provenance)
+	}
+}
+
 // needTestHook fails a test that pauses the in-process controller at a
 // testhook point when this test binary was built without the hook, which
 // would otherwise only show as a pause point never reached. (A test that

@@ -119,7 +119,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			}
 			cl = mine
 		}
-		if !in.HasContent && retainedClaim(cl) {
+		if !in.HasContent && vouches(f, cl) {
 			// An empty resource a claim of this cluster shows buckety
 			// wrote to (retained by a Buckety deleted with Retain, or
 			// taken over from one deleted with its finalizer removed by
@@ -216,7 +216,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 	}
 	f.recordAdopted = rec != nil && rec.Adopted
 	f.ownerAbsent = rec == nil
-	f.unrecorded = rec == nil
+	f.unrecorded, f.recordsKept = rec == nil, true
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
 		r.ownedElsewhere(b, e, f, rec, why)
@@ -322,13 +322,17 @@ func missingNameHeld(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry,
 	return fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to another buckety installation: %s, which creates it again on its next pass", rec)
 }
 
-// retainedClaim reports whether cl was taken over from a claim on a
-// resource buckety wrote to (claims.Store's takeOver keeps the retained
-// record until this Buckety writes to it). A claim that is merely held,
-// Claimed or Adopting, proves nothing: one is taken over fresh from a
-// stale claim that never wrote to the resource.
-func retainedClaim(cl *v1.BucketyClaim) bool {
-	return cl != nil && cl.Spec.Retained != nil
+// vouches reports whether claim cl shows that buckety made the
+// unrecorded resource this pass found: only on a backend that keeps no
+// owner records (where buckety's own resource carries a record, its
+// absence says more than a claim), and only a claim taken over from one
+// on a resource buckety wrote to (claims.Store's takeOver keeps the
+// retained record until this Buckety writes to it). A claim that is
+// merely held, Claimed or Adopting, proves nothing: one is taken over
+// fresh from a stale claim that never wrote to the resource; nor does a
+// Created one whose create failed, retained when its Buckety went.
+func vouches(f *facts, cl *v1.BucketyClaim) bool {
+	return !f.recordsKept && cl != nil && cl.Spec.Retained != nil
 }
 
 // unrecordedWhy says why an empty resource made outside buckety is
@@ -432,7 +436,7 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 		}
 		r.refuse(ctx, b, e, f, *in, "holds content, and the adoption is no longer allowed by both spec.adoption and the backend's adoption.allow")
 		return false
-	case f.unrecorded && !adoptionKeys(b, e) && !retainedClaim(f.claim):
+	case f.unrecorded && !adoptionKeys(b, e) && !vouches(f, f.claim):
 		// Made outside buckety, and not asked for with both keys: one
 		// that appeared between the adoption check and the create (the
 		// drivers send a create once, so it is someone else's), one whose

@@ -88,6 +88,9 @@ type facts struct {
 	// keeps none): made outside buckety, so taken over only with both
 	// adoption keys, empty or not.
 	unrecorded bool
+	// recordsKept: the backend keeps owner records, so one that is absent
+	// is not made up for by a claim (vouches).
+	recordsKept bool
 	// ownerSettling says why an adoption waits for the resource to stay
 	// without an owner record, and settleIn how much longer.
 	ownerSettling string
