@@ -247,6 +247,15 @@ func TestClaimsHoldAcrossControllers(t *testing.T) {
 	}
 }
 
+// staleCreatedClaim creates, on backend kafka, a claim Created on name by
+// Buckety ns/ghost, which no longer exists (force-deleted, finalizer and
+// all).
+func staleCreatedClaim(t *testing.T, ns, name string) {
+	t.Helper()
+	create(t, &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("kafka", name), Labels: map[string]string{v1.ClaimOwnerLabel: "gone-uid"}},
+		Spec: v1.BucketyClaimSpec{Backend: "kafka", ResourceName: name, Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: ns, Name: "ghost", UID: "gone-uid"}}})
+}
+
 // TestStaleClaimIsTakenOver: a claim whose owner no longer exists (it was
 // force-deleted, finalizer and all) does not block the name, and no message
 // names the missing owner.
@@ -255,8 +264,7 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
 	ns := namespace(t)
 	name := ns + ".stale"
-	create(t, &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("kafka", name), Labels: map[string]string{v1.ClaimOwnerLabel: "gone-uid"}},
-		Spec: v1.BucketyClaimSpec{Backend: "kafka", ResourceName: name, Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: ns, Name: "ghost", UID: "gone-uid"}}})
+	staleCreatedClaim(t, ns, name)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "heir", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name}}
 	create(t, b)
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
@@ -279,8 +287,7 @@ func TestStaleCreatedClaimVouchesForNothing(t *testing.T) {
 	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
 	ns := namespace(t)
 	name := ns + ".squatted"
-	create(t, &v1.BucketyClaim{ObjectMeta: metav1.ObjectMeta{Name: claims.Name("kafka", name), Labels: map[string]string{v1.ClaimOwnerLabel: "gone-uid"}},
-		Spec: v1.BucketyClaimSpec{Backend: "kafka", ResourceName: name, Phase: v1.ClaimCreated, Owner: v1.ClaimOwner{Namespace: ns, Name: "ghost", UID: "gone-uid"}}})
+	staleCreatedClaim(t, ns, name)
 	adm, _ := kafkaAdmin(t)
 	if _, err := adm.CreateTopic(context.Background(), 1, -1, nil, name); err != nil {
 		t.Fatal(err)

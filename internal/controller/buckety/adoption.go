@@ -95,9 +95,8 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 	}
 	// Made outside buckety, as far as the records tell: no owner record,
 	// and not a resource this installation retained.
-	unrecorded := f.unrecorded && retainedFrom == nil
+	unrecorded := f.unrecorded() && retainedFrom == nil
 	if in.Exists && (in.HasContent || unrecorded) && !adoptionKeys(b, e) && !reattach {
-		refused := true
 		if cl == nil {
 			// The cache may not show yet a claim an earlier pass of this
 			// Buckety wrote (and the content may be what its workloads
@@ -119,14 +118,9 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			}
 			cl = mine
 		}
-		if !in.HasContent && vouches(f, cl) {
-			// An empty resource a claim of this cluster shows buckety
-			// wrote to (retained by a Buckety deleted with Retain, or
-			// taken over from one deleted with its finalizer removed by
-			// hand): buckety's, whatever its record says.
-			refused = false
-		}
-		if refused {
+		// An empty resource a claim of this cluster vouches for is
+		// buckety's, whatever its record says; any other is refused.
+		if in.HasContent || !vouches(f, cl) {
 			if cl != nil {
 				// The claim is released only as read (see claims.Store.Release): a
 				// stale Claimed claim, really Creating or Created, conflicts,
@@ -201,7 +195,7 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		return ownerNone, false
 	}
 	if !ok {
-		f.unrecorded = true
+		f.recordsUnkept = true
 		return ownerNone, true
 	}
 	rec, err := r.readOwner(ctx, b, e, backendResource(e, f.resourceName, f.params, nil), 0)
@@ -216,7 +210,6 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 	}
 	f.recordAdopted = rec != nil && rec.Adopted
 	f.ownerAbsent = rec == nil
-	f.unrecorded, f.recordsKept = rec == nil, true
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
 		r.ownedElsewhere(b, e, f, rec, why)
@@ -332,7 +325,7 @@ func missingNameHeld(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry,
 // fresh from a stale claim that never wrote to the resource; nor does a
 // Created one whose create failed, retained when its Buckety went.
 func vouches(f *facts, cl *v1.BucketyClaim) bool {
-	return !f.recordsKept && cl != nil && cl.Spec.Retained != nil
+	return f.recordsUnkept && cl != nil && cl.Spec.Retained != nil
 }
 
 // unrecordedWhy says why an empty resource made outside buckety is
@@ -436,7 +429,7 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 		}
 		r.refuse(ctx, b, e, f, *in, "holds content, and the adoption is no longer allowed by both spec.adoption and the backend's adoption.allow")
 		return false
-	case f.unrecorded && !adoptionKeys(b, e) && !vouches(f, f.claim):
+	case f.unrecorded() && !adoptionKeys(b, e) && !vouches(f, f.claim):
 		// Made outside buckety, and not asked for with both keys: one
 		// that appeared between the adoption check and the create (the
 		// drivers send a create once, so it is someone else's), one whose

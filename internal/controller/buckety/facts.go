@@ -83,14 +83,9 @@ type facts struct {
 	// ownerAbsent: this pass's adoption check read the owner record of
 	// an existing resource, fresh, and it had none (settleUnrecorded).
 	ownerAbsent bool
-	// unrecorded: this pass's adoption check found an existing resource
-	// no owner record accounts for (none read fresh, or a backend that
-	// keeps none): made outside buckety, so taken over only with both
-	// adoption keys, empty or not.
-	unrecorded bool
-	// recordsKept: the backend keeps owner records, so one that is absent
-	// is not made up for by a claim (vouches).
-	recordsKept bool
+	// recordsUnkept: this pass's adoption check found an existing
+	// resource on a backend that keeps no owner records (unrecorded).
+	recordsUnkept bool
 	// ownerSettling says why an adoption waits for the resource to stay
 	// without an owner record, and settleIn how much longer.
 	ownerSettling string
@@ -167,3 +162,9 @@ func (f *facts) backendFailure() error {
 	}
 	return f.claimErr
 }
+
+// unrecorded: this pass's adoption check found an existing resource no
+// owner record accounts for (none read fresh, or a backend that keeps
+// none): made outside buckety, as far as the records tell, so taken over
+// only with both adoption keys, empty or not.
+func (f *facts) unrecorded() bool { return f.ownerAbsent || f.recordsUnkept }
