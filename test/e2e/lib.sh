@@ -558,12 +558,17 @@ with_secret() {
   local dir key v rc=0 envs=()
   dir=$(mktemp -d)
   mkdir -p "$dir/secret" "$dir/home" "$dir/tmp"
-  while read -r key; do
+  # One read of the Secret, every key with its base64 value on a line (a
+  # key is never blank, a value's base64 never holds a space or a line
+  # break): a kubectl process per key cost a client half a minute on a
+  # loaded machine.
+  while read -r key v; do
     [ -n "$key" ] || continue
-    secret_value "$secret" "$key" > "$dir/secret/$key"
-    v=$(cat "$dir/secret/$key"; printf x)
-    envs+=("$key=${v%x}")
-  done < <(k get secret "$secret" -o go-template='{{range $k, $v := .data}}{{$k}}{{"\n"}}{{end}}')
+    v=$(printf '%s' "$v" | base64 -d; printf x)
+    v=${v%x}
+    printf '%s' "$v" > "$dir/secret/$key"
+    envs+=("$key=$v")
+  done < <(k get secret "$secret" -o go-template='{{range $k, $v := .data}}{{$k}} {{$v}}{{"\n"}}{{end}}')
   (cd "$dir/tmp" && env -i PATH="$BUCKETY_CLIENTS:/usr/bin:/bin" HOME="$dir/home" TMPDIR="$dir/tmp" SECRET_DIR="$dir/secret" "${envs[@]}" "$@") || rc=$?
   rm -rf "$dir"
   return $rc
