@@ -110,3 +110,23 @@ func IsRefused(err error) bool {
 	var r *RefusedError
 	return errors.As(err, &r)
 }
+
+// NotCreatedError means the service refused a create for what it asks (a
+// replication factor above the broker count, a region the server does not
+// serve): the call made nothing, and asking again gets the same answer.
+// It wraps the refusal (a *RefusedError). A create whose outcome is
+// unknown (no answer, a server error) is never one: it may have made the
+// resource.
+type NotCreatedError struct {
+	Err error
+}
+
+func (e *NotCreatedError) Error() string { return e.Err.Error() }
+
+func (e *NotCreatedError) Unwrap() error { return e.Err }
+
+// IsNotCreated reports whether err is or wraps a *NotCreatedError.
+func IsNotCreated(err error) bool {
+	var n *NotCreatedError
+	return errors.As(err, &n)
+}

@@ -270,7 +270,7 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			// was seen before it no longer stands: the next pass reads the
 			// topic instead of creating it again.
 			b.observed.forget(r.Name)
-			return drivers.EnsureResult{}, b.classify(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
+			return drivers.EnsureResult{}, b.createError(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
 		}
 	}
 	return b.converge(ctx, r.Name, want, st, r.DryRun, w)
@@ -384,6 +384,17 @@ func (b *Backend) classify(err error) error {
 		// A broker error code Kafka does not retry (INVALID_REQUEST,
 		// POLICY_VIOLATION, ...): the same request gets the same answer.
 		return &drivers.RefusedError{Err: err}
+	}
+	return err
+}
+
+// createError classifies a failed CreateTopics: a broker error code Kafka
+// does not retry, answered for the topic, is a drivers.NotCreatedError,
+// but UNKNOWN_SERVER_ERROR, which does not say what the broker did.
+func (b *Backend) createError(err error) error {
+	err = b.classify(err)
+	if drivers.IsRefused(err) && !errors.Is(err, kerr.UnknownServerError) {
+		return &drivers.NotCreatedError{Err: err}
 	}
 	return err
 }

@@ -34,3 +34,31 @@ func TestLastingRefusals(t *testing.T) {
 		t.Errorf("CLUSTER_AUTHORIZATION_FAILED: want AccessDenied, got %v", err)
 	}
 }
+
+// TestRefusedCreates: a create the broker refuses with a code Kafka does
+// not retry made nothing (drivers.NotCreatedError, still a refusal); one
+// retried, an unknown server error or a refused credential may hide a
+// topic the broker made, and is not.
+func TestRefusedCreates(t *testing.T) {
+	b := &Backend{name: "kafka"}
+	for _, c := range []struct {
+		code       error
+		notCreated bool
+	}{
+		{kerr.InvalidReplicationFactor, true},
+		{kerr.PolicyViolation, true},
+		{kerr.InvalidConfig, true},
+		{kerr.UnknownServerError, false},
+		{kerr.RequestTimedOut, false},
+		{kerr.NotController, false},
+		{kerr.TopicAuthorizationFailed, false},
+	} {
+		err := b.createError(fmt.Errorf("create topic t: %w", c.code))
+		if got := drivers.IsNotCreated(err); got != c.notCreated {
+			t.Errorf("%v: IsNotCreated = %v, want %v", c.code, got, c.notCreated)
+		}
+		if c.notCreated && !drivers.IsRefused(err) {
+			t.Errorf("%v: want the not-created error still a refusal, got %v", c.code, err)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		case isCode(err, "BucketAlreadyOwnedByYou"):
 			// Created concurrently; converge below.
 		default:
-			return res, b.classify(fmt.Errorf("create bucket %s: %w", r.Name, err))
+			return res, b.createError(fmt.Errorf("create bucket %s: %w", r.Name, err))
 		}
 	} else if p.region != "" {
 		out, err := cl.GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String(r.Name)})
@@ -189,4 +189,16 @@ func (g *writeGate) open(ctx context.Context) error {
 	defer cancel()
 	g.err = g.before(ctx)
 	return g.err
+}
+
+// createError classifies a failed CreateBucket: a refusal the server keeps
+// giving (lastingRefusal: a 4xx but 403, 408, 409 and 429) is a
+// drivers.NotCreatedError; a server error or a lost answer may hide a
+// bucket it made, and a 409 (BucketAlreadyExists) names one that is there.
+func (b *Backend) createError(err error) error {
+	err = b.classify(err)
+	if drivers.IsRefused(err) {
+		return &drivers.NotCreatedError{Err: err}
+	}
+	return err
 }

@@ -423,6 +423,58 @@ func TestResourceAppearingAfterInspectIsNotTaken(t *testing.T) {
 	}
 }
 
+// TestRefusedCreateHoldsNoResource: a Buckety whose create the broker
+// refuses outright (a replication factor above its one broker) holds its
+// name Claimed, not Created: nothing was made. A topic someone else makes
+// under the name later, empty and without an owner record, is then
+// refused as made outside buckety, and its retentionPolicy Delete leaves
+// it alone. Before, the claim stayed Created, and a later pass took that
+// topic for the one its own create had made (an empty, unrecorded topic
+// is what a crash between the create and the owner record leaves): a
+// tenant could hold any name with a create that always fails, and take
+// over the next topic of that name anyone made.
+func TestRefusedCreateHoldsNoResource(t *testing.T) {
+	needInfra(t)
+	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	ns := namespace(t)
+	name := ns + ".squat"
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "squat", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name, RetentionPolicy: v1.RetentionDelete,
+		Parameters: map[string]string{"replicationFactor": "3"}}}
+	create(t, b)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendError, waitTimeout)
+	if !strings.Contains(c.Message, "INVALID_REPLICATION_FACTOR") {
+		t.Fatalf("want the create refused for its replication factor, got %q", c.Message)
+	}
+	wait.For(t, waitTimeout, "the claim Claimed after the refused create", func() (bool, string) {
+		cl, ok := claimOn(t, "kafka", name)
+		if !ok {
+			return false, "no claim"
+		}
+		return cl.Spec.Phase == v1.ClaimClaimed, "phase " + string(cl.Spec.Phase)
+	})
+	if topic(t, name).exists {
+		t.Fatal("want no topic after a refused create")
+	}
+	adm, _ := kafkaAdmin(t)
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, name); err != nil {
+		t.Fatal(err)
+	}
+	c = waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+	if !strings.Contains(c.Message, "made outside buckety") || b.Status.Provenance != "" {
+		t.Fatalf("want the topic someone else made refused as made outside buckety, nothing stamped; got %q, provenance %q", c.Message, b.Status.Provenance)
+	}
+	if rec := ownerOf(t, name); rec != nil {
+		t.Errorf("want no owner record written to the topic someone else made, got %+v", rec)
+	}
+	if err := k8s.Delete(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
+	if !topic(t, name).exists {
+		t.Error("want the topic someone else made kept despite retentionPolicy Delete")
+	}
+}
+
 // outage is how long TestRecoveryAfterBrokerOutage hangs the broker:
 // BUCKETY_OUTAGE_SECONDS (60 for the figure in the README), 12 by default.
 func outage(t *testing.T) time.Duration {

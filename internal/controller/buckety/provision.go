@@ -34,7 +34,9 @@ import (
 //   - Created, in the pass that recorded it: Ensure creates the resource
 //     and writes nothing to one that appeared since the check
 //     (CreateOnly): one someone else created meanwhile makes the claim
-//     Adopting, to be settled like any existing resource.
+//     Adopting, to be settled like any existing resource. A create the
+//     backend refuses outright makes the claim Claimed again
+//     (nothingCreated), in any pass before the Buckety was provisioned.
 //   - Created, found by a later pass (a crash or a lost write may have
 //     come between the claim and the create): the resource is buckety's.
 //     So is a claim left Creating by an older controller, which is
@@ -200,9 +202,33 @@ func (r *Reconciler) ensure(ctx context.Context, b *v1.Buckety, e *backends.Entr
 		r.event(b, corev1.EventTypeWarning, v1.EventDriftUnrepairable, v1.EventActionReconcile, drift.Error())
 	case err != nil:
 		f.Record(err)
+		if drivers.IsNotCreated(err) {
+			r.nothingCreated(ctx, b, f)
+		}
 		return res, false
 	}
 	return res, true
+}
+
+// nothingCreated moves the claim back to Claimed when the backend refused
+// its create outright (drivers.NotCreatedError) and the Buckety never
+// reported the resource provisioned: nothing was made. A resource someone
+// else makes under the name later then goes through the adoption check as
+// any existing one, instead of being taken, empty and unrecorded, for the
+// one a crash or a lost answer kept this Buckety from recording
+// (createdElsewhere): a tenant whose create the backend always refuses (a
+// replication factor above the broker count) would otherwise hold the
+// name as created, and take the next topic of that name anyone made. The
+// name stays reserved for the Buckety. A failed write leaves the claim
+// Created, and the next refused create tries again.
+func (r *Reconciler) nothingCreated(ctx context.Context, b *v1.Buckety, f *facts) {
+	cl := f.claim
+	if cl == nil || cl.Spec.Phase != v1.ClaimCreated || b.Status.Provenance != "" {
+		return
+	}
+	if err := r.Claims.Advance(ctx, cl, v1.ClaimClaimed); err != nil {
+		f.claimErr = err
+	}
 }
 
 // mirrorClaim copies the sticky fields of the claim into the status (a
