@@ -111,12 +111,12 @@ func IsRefused(err error) bool {
 	return errors.As(err, &r)
 }
 
-// NotCreatedError means the service refused a create for what it asks (a
+// NotCreatedError means the service answered a create with a refusal (a
 // replication factor above the broker count, a region the server does not
-// serve): the call made nothing, and asking again gets the same answer.
-// It wraps the refusal (a *RefusedError). A create whose outcome is
-// unknown (no answer, a server error) is never one: it may have made the
-// resource.
+// serve, the controller's credentials denied): the call made nothing. It
+// wraps the classified error (a *RefusedError, an *AccessDeniedError, or
+// another the caller retries). A create whose outcome is unknown (no
+// answer, a server error) is never one: it may have made the resource.
 type NotCreatedError struct {
 	Err error
 }

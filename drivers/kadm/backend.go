@@ -388,12 +388,16 @@ func (b *Backend) classify(err error) error {
 	return err
 }
 
-// createError classifies a failed CreateTopics: a broker error code Kafka
-// does not retry, answered for the topic, is a drivers.NotCreatedError,
-// but UNKNOWN_SERVER_ERROR, which does not say what the broker did.
+// createError classifies a failed CreateTopics (sent once): a broker
+// error code Kafka does not retry, answered for the topic, or the
+// controller's user not authorized to create it, is a
+// drivers.NotCreatedError wrapping the classified error; not
+// UNKNOWN_SERVER_ERROR, nor a timeout or a code Kafka retries, which do
+// not say what the broker did.
 func (b *Backend) createError(err error) error {
+	denied := errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed)
 	err = b.classify(err)
-	if drivers.IsRefused(err) && !errors.Is(err, kerr.UnknownServerError) {
+	if denied || (drivers.IsRefused(err) && !errors.Is(err, kerr.UnknownServerError)) {
 		return &drivers.NotCreatedError{Err: err}
 	}
 	return err

@@ -36,9 +36,9 @@ func TestLastingRefusals(t *testing.T) {
 }
 
 // TestRefusedCreates: a create the broker refuses with a code Kafka does
-// not retry made nothing (drivers.NotCreatedError, still a refusal); one
-// retried, an unknown server error or a refused credential may hide a
-// topic the broker made, and is not.
+// not retry, or for the controller's user, made nothing
+// (drivers.NotCreatedError, still a refusal or a denial); one retried or
+// an unknown server error may hide a topic the broker made, and is not.
 func TestRefusedCreates(t *testing.T) {
 	b := &Backend{name: "kafka"}
 	for _, c := range []struct {
@@ -51,14 +51,15 @@ func TestRefusedCreates(t *testing.T) {
 		{kerr.UnknownServerError, false},
 		{kerr.RequestTimedOut, false},
 		{kerr.NotController, false},
-		{kerr.TopicAuthorizationFailed, false},
+		{kerr.TopicAuthorizationFailed, true},
+		{kerr.ClusterAuthorizationFailed, true},
 	} {
 		err := b.createError(fmt.Errorf("create topic t: %w", c.code))
 		if got := drivers.IsNotCreated(err); got != c.notCreated {
 			t.Errorf("%v: IsNotCreated = %v, want %v", c.code, got, c.notCreated)
 		}
-		if c.notCreated && !drivers.IsRefused(err) {
-			t.Errorf("%v: want the not-created error still a refusal, got %v", c.code, err)
+		if c.notCreated && !drivers.IsRefused(err) && !drivers.IsAccessDenied(err) {
+			t.Errorf("%v: want the not-created error still a refusal or a denial, got %v", c.code, err)
 		}
 	}
 }

@@ -191,13 +191,16 @@ func (g *writeGate) open(ctx context.Context) error {
 	return g.err
 }
 
-// createError classifies a failed CreateBucket: a refusal the server keeps
-// giving (lastingRefusal: a 4xx but 403, 408, 409 and 429) is a
-// drivers.NotCreatedError; a server error or a lost answer may hide a
-// bucket it made, and a 409 (BucketAlreadyExists) names one that is there.
+// createError classifies a failed CreateBucket. The create is sent once,
+// so any 4xx answered it (a refusal, the controller's keys denied, a name
+// someone else holds, a request throttled or timed out before it was
+// read): the bucket was not made by it, a drivers.NotCreatedError wrapping
+// the classified error. A server error or a lost answer may hide a bucket
+// it made, and is not one.
 func (b *Backend) createError(err error) error {
+	status := httpStatus(err)
 	err = b.classify(err)
-	if drivers.IsRefused(err) {
+	if status >= 400 && status < 500 {
 		return &drivers.NotCreatedError{Err: err}
 	}
 	return err

@@ -53,19 +53,23 @@ func TestLastingRefusals(t *testing.T) {
 	}
 }
 
-// TestRefusedCreates: a CreateBucket the server refuses for what it asks
-// made nothing (drivers.NotCreatedError); a server error, throttling, a
-// conflict (BucketAlreadyExists) or refused keys is not one.
+// TestRefusedCreates: a CreateBucket (sent once) answered with any 4xx
+// made nothing (drivers.NotCreatedError), and keeps its class (403 is
+// still AccessDenied); a server error may hide a bucket it made, and is
+// not one.
 func TestRefusedCreates(t *testing.T) {
 	b := &Backend{name: "s3"}
 	for _, c := range []struct {
 		status     int
 		notCreated bool
-	}{{400, true}, {404, true}, {403, false}, {409, false}, {429, false}, {500, false}, {503, false}} {
+	}{{400, true}, {404, true}, {403, true}, {408, true}, {409, true}, {429, true}, {500, false}, {503, false}} {
 		err := b.createError(fmt.Errorf("operation error S3: CreateBucket: %w", &smithyhttp.ResponseError{
 			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: c.status}}, Err: errors.New("api error")}))
 		if got := drivers.IsNotCreated(err); got != c.notCreated {
 			t.Errorf("S3 %d: IsNotCreated = %v, want %v (%v)", c.status, got, c.notCreated, err)
+		}
+		if c.status == 403 && !drivers.IsAccessDenied(err) {
+			t.Errorf("S3 403: want it still AccessDenied, got %v", err)
 		}
 	}
 }

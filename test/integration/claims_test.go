@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -472,6 +473,51 @@ func TestRefusedCreateHoldsNoResource(t *testing.T) {
 	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
 	if !topic(t, name).exists {
 		t.Error("want the topic someone else made kept despite retentionPolicy Delete")
+	}
+
+	// A tenant may write its Buckety's status: one that says provenance
+	// Created changes nothing. A pass after the forged status (a spec
+	// change: a new generation) is refused its create and leaves the
+	// claim Claimed; the topic made next is refused, not taken.
+	ctx := context.Background()
+	forged := ns + ".forged"
+	f := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: forged, RetentionPolicy: v1.RetentionDelete,
+		Parameters: map[string]string{"replicationFactor": "3"}}}
+	create(t, f)
+	waitCondition(t, f, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendError, waitTimeout)
+	before := f.DeepCopy()
+	f.Status.Provenance = v1.ProvenanceCreated
+	if err := k8s.Status().Patch(ctx, f, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	before = f.DeepCopy()
+	f.Spec.Parameters["config.retention.ms"] = "3600000"
+	if err := k8s.Patch(ctx, f, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "a pass of the new generation, with the forged status", func() (bool, string) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(f), f); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(f.Status.Conditions, v1.ConditionReady)
+		return c != nil && c.ObservedGeneration == f.Generation && c.Reason == v1.ReasonBackendError && f.Status.Provenance == v1.ProvenanceCreated, fmt.Sprintf("Ready %+v of generation %d, provenance %q", c, f.Generation, f.Status.Provenance)
+	})
+	wait.For(t, waitTimeout, "the claim Claimed after the refused create", func() (bool, string) {
+		cl, ok := claimOn(t, "kafka", forged)
+		if !ok {
+			return false, "no claim"
+		}
+		return cl.Spec.Phase == v1.ClaimClaimed, "phase " + string(cl.Spec.Phase)
+	})
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, forged); err != nil {
+		t.Fatal(err)
+	}
+	c = waitCondition(t, f, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
+	if !strings.Contains(c.Message, "made outside buckety") {
+		t.Fatalf("forged status: want the topic someone else made refused as made outside buckety, got %q", c.Message)
+	}
+	if rec := ownerOf(t, forged); rec != nil {
+		t.Errorf("forged status: want no owner record written to the topic someone else made, got %+v", rec)
 	}
 }
 

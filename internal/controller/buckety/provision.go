@@ -36,7 +36,7 @@ import (
 //     (CreateOnly): one someone else created meanwhile makes the claim
 //     Adopting, to be settled like any existing resource. A create the
 //     backend refuses outright makes the claim Claimed again
-//     (nothingCreated), in any pass before the Buckety was provisioned.
+//     (nothingCreated), in any pass.
 //   - Created, found by a later pass (a crash or a lost write may have
 //     come between the claim and the create): the resource is buckety's.
 //     So is a claim left Creating by an older controller, which is
@@ -211,8 +211,8 @@ func (r *Reconciler) ensure(ctx context.Context, b *v1.Buckety, e *backends.Entr
 }
 
 // nothingCreated moves the claim back to Claimed when the backend refused
-// its create outright (drivers.NotCreatedError) and the Buckety never
-// reported the resource provisioned: nothing was made. A resource someone
+// its create outright (drivers.NotCreatedError): nothing was made, whatever
+// the Buckety's status says (a tenant may write it). A resource someone
 // else makes under the name later then goes through the adoption check as
 // any existing one, instead of being taken, empty and unrecorded, for the
 // one a crash or a lost answer kept this Buckety from recording
@@ -223,7 +223,7 @@ func (r *Reconciler) ensure(ctx context.Context, b *v1.Buckety, e *backends.Entr
 // Created, and the next refused create tries again.
 func (r *Reconciler) nothingCreated(ctx context.Context, b *v1.Buckety, f *facts) {
 	cl := f.claim
-	if cl == nil || cl.Spec.Phase != v1.ClaimCreated || b.Status.Provenance != "" {
+	if cl == nil || (cl.Spec.Phase != v1.ClaimCreated && cl.Spec.Phase != v1.ClaimCreating) {
 		return
 	}
 	if err := r.Claims.Advance(ctx, cl, v1.ClaimClaimed); err != nil {
