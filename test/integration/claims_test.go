@@ -436,10 +436,11 @@ func TestResourceAppearingAfterInspectIsNotTaken(t *testing.T) {
 // over the next topic of that name anyone made.
 func TestRefusedCreateHoldsNoResource(t *testing.T) {
 	needInfra(t)
-	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	const backend = "kafka-refused-create"
+	startController(t, configYAML(backend, "s3"), nil, time.Hour)
 	ns := namespace(t)
 	name := ns + ".squat"
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "squat", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name, RetentionPolicy: v1.RetentionDelete,
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "squat", Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: name, RetentionPolicy: v1.RetentionDelete,
 		Parameters: map[string]string{"replicationFactor": "3"}}}
 	create(t, b)
 	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendError, waitTimeout)
@@ -447,7 +448,7 @@ func TestRefusedCreateHoldsNoResource(t *testing.T) {
 		t.Fatalf("want the create refused for its replication factor, got %q", c.Message)
 	}
 	wait.For(t, waitTimeout, "the claim Claimed after the refused create", func() (bool, string) {
-		cl, ok := claimOn(t, "kafka", name)
+		cl, ok := claimOn(t, backend, name)
 		if !ok {
 			return false, "no claim"
 		}
@@ -455,6 +456,18 @@ func TestRefusedCreateHoldsNoResource(t *testing.T) {
 	})
 	if topic(t, name).exists {
 		t.Fatal("want no topic after a refused create")
+	}
+	// Asked again, the broker refuses again: retried on the slower
+	// backoff (5 s doubling: a check 5 s after the refusal, the next at
+	// 15 s, where the fast one's 1 s doubling checks at 1, 3 and 7 s),
+	// since each retry writes the claim twice. A slow machine checks
+	// fewer, never more.
+	before := inspections(t, backend)
+	time.Sleep(12 * time.Second)
+	n := inspections(t, backend) - before
+	t.Logf("adoption checks in 12 s of a refused create: %d", n)
+	if n > 2 {
+		t.Errorf("want a refused create retried on the slower backoff (at most 2 checks in 12 s), got %d", n)
 	}
 	adm, _ := kafkaAdmin(t)
 	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, name); err != nil {
@@ -481,18 +494,18 @@ func TestRefusedCreateHoldsNoResource(t *testing.T) {
 	// claim Claimed; the topic made next is refused, not taken.
 	ctx := context.Background()
 	forged := ns + ".forged"
-	f := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: forged, RetentionPolicy: v1.RetentionDelete,
+	f := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns}, Spec: v1.BucketySpec{Backend: backend, Name: forged, RetentionPolicy: v1.RetentionDelete,
 		Parameters: map[string]string{"replicationFactor": "3"}}}
 	create(t, f)
 	waitCondition(t, f, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendError, waitTimeout)
-	before := f.DeepCopy()
+	prev := f.DeepCopy()
 	f.Status.Provenance = v1.ProvenanceCreated
-	if err := k8s.Status().Patch(ctx, f, client.MergeFrom(before)); err != nil {
+	if err := k8s.Status().Patch(ctx, f, client.MergeFrom(prev)); err != nil {
 		t.Fatal(err)
 	}
-	before = f.DeepCopy()
+	prev = f.DeepCopy()
 	f.Spec.Parameters["config.retention.ms"] = "3600000"
-	if err := k8s.Patch(ctx, f, client.MergeFrom(before)); err != nil {
+	if err := k8s.Patch(ctx, f, client.MergeFrom(prev)); err != nil {
 		t.Fatal(err)
 	}
 	wait.For(t, waitTimeout, "a pass of the new generation, with the forged status", func() (bool, string) {
@@ -503,7 +516,7 @@ func TestRefusedCreateHoldsNoResource(t *testing.T) {
 		return c != nil && c.ObservedGeneration == f.Generation && c.Reason == v1.ReasonBackendError && f.Status.Provenance == v1.ProvenanceCreated, fmt.Sprintf("Ready %+v of generation %d, provenance %q", c, f.Generation, f.Status.Provenance)
 	})
 	wait.For(t, waitTimeout, "the claim Claimed after the refused create", func() (bool, string) {
-		cl, ok := claimOn(t, "kafka", forged)
+		cl, ok := claimOn(t, backend, forged)
 		if !ok {
 			return false, "no claim"
 		}

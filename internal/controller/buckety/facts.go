@@ -40,6 +40,11 @@ type facts struct {
 	claim *v1.BucketyClaim
 	// claimErr: claims could not be read or written (API server trouble).
 	claimErr error
+	// createRefused: the backend answered the create with a refusal
+	// (drivers.NotCreatedError): asked again, it answers the same until
+	// the spec or the backend changes, so it is retried on the slower
+	// backoff (each retry writes the claim twice: Created, then Claimed).
+	createRefused bool
 	// conflict is the claim another, existing Buckety holds on the resource.
 	conflict *claims.Conflict
 	// limitExceeded: the namespace holds as many claims on the backend as

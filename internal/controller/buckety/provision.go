@@ -203,6 +203,7 @@ func (r *Reconciler) ensure(ctx context.Context, b *v1.Buckety, e *backends.Entr
 	case err != nil:
 		f.Record(err)
 		if drivers.IsNotCreated(err) {
+			f.createRefused = true
 			r.nothingCreated(ctx, b, f)
 		}
 		return res, false
