@@ -424,6 +424,19 @@ func TestResourceAppearingAfterInspectIsNotTaken(t *testing.T) {
 	}
 }
 
+// claimedAgain waits for the claim on resource through backend to be
+// Claimed: its create was refused, and nothing was made.
+func claimedAgain(t *testing.T, backend, resource string) {
+	t.Helper()
+	wait.For(t, waitTimeout, "the claim on "+resource+" Claimed after the refused create", func() (bool, string) {
+		cl, ok := claimOn(t, backend, resource)
+		if !ok {
+			return false, "no claim"
+		}
+		return cl.Spec.Phase == v1.ClaimClaimed, "phase " + string(cl.Spec.Phase)
+	})
+}
+
 // TestRefusedCreateHoldsNoResource: a Buckety whose create the broker
 // refuses outright (a replication factor above its one broker) holds its
 // name Claimed, not Created: nothing was made. A topic someone else makes
@@ -447,13 +460,7 @@ func TestRefusedCreateHoldsNoResource(t *testing.T) {
 	if !strings.Contains(c.Message, "INVALID_REPLICATION_FACTOR") {
 		t.Fatalf("want the create refused for its replication factor, got %q", c.Message)
 	}
-	wait.For(t, waitTimeout, "the claim Claimed after the refused create", func() (bool, string) {
-		cl, ok := claimOn(t, backend, name)
-		if !ok {
-			return false, "no claim"
-		}
-		return cl.Spec.Phase == v1.ClaimClaimed, "phase " + string(cl.Spec.Phase)
-	})
+	claimedAgain(t, backend, name)
 	if topic(t, name).exists {
 		t.Fatal("want no topic after a refused create")
 	}
@@ -515,13 +522,7 @@ func TestRefusedCreateHoldsNoResource(t *testing.T) {
 		c := meta.FindStatusCondition(f.Status.Conditions, v1.ConditionReady)
 		return c != nil && c.ObservedGeneration == f.Generation && c.Reason == v1.ReasonBackendError && f.Status.Provenance == v1.ProvenanceCreated, fmt.Sprintf("Ready %+v of generation %d, provenance %q", c, f.Generation, f.Status.Provenance)
 	})
-	wait.For(t, waitTimeout, "the claim Claimed after the refused create", func() (bool, string) {
-		cl, ok := claimOn(t, backend, forged)
-		if !ok {
-			return false, "no claim"
-		}
-		return cl.Spec.Phase == v1.ClaimClaimed, "phase " + string(cl.Spec.Phase)
-	})
+	claimedAgain(t, backend, forged)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, forged); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ const (
 	// adoption check found it missing and before the create, so a crash in
 	// between cannot turn it into a resource buckety merely adopted. A
 	// create the backend refuses outright made nothing: the claim is
-	// Claimed again, while its owner was never provisioned.
+	// Claimed again.
 	ClaimCreated ClaimPhase = "Created"
 	// ClaimAdopting: the resource existed before the owner claimed it; the
 	// adoption is not settled yet: nothing is written to the resource while
