@@ -44,14 +44,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 
 // deleteOwnSecret deletes the access's Secret if buckety wrote it for
 // this access (ownsSecret); a Secret of anyone else's is never touched.
-// confirm asks the API server when the cache shows none: a Secret written
-// moments ago (or just before an API server restart) may not be cached
-// yet.
+// confirm asks the API server when the cache shows none, or shows one
+// that is not this access's: a Secret written moments ago (or just before
+// an API server restart) may not be cached yet, and a cache catching up
+// after a restart may still hold the Secret an earlier access of the same
+// name had under that name (a Buckety deleted and made again), where this
+// access's now is.
 func (r *Reconciler) deleteOwnSecret(ctx context.Context, a *v1.BucketyAccess, confirm bool) error {
 	s := secretMeta()
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
 	err := r.Client.Get(ctx, key, s)
-	if apierrors.IsNotFound(err) && confirm {
+	if confirm && (apierrors.IsNotFound(err) || err == nil && !ownsSecret(a, s)) {
+		s = secretMeta()
 		err = r.APIReader.Get(ctx, key, s)
 	}
 	switch {
