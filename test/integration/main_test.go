@@ -107,7 +107,9 @@ func runWithInfra(m *testing.M) (code int, err error) {
 			err = serr
 		}
 	}()
-	minio, err = s3test.StartIn(filepath.Join(dir, "minio"), "minio", s3test.Options{}, false)
+	// No test of this package reads the shared MinIO's data usage or
+	// fills a quota on it (namespace_budgets_test starts its own).
+	minio, err = s3test.StartIn(filepath.Join(dir, "minio"), "minio", s3test.Options{DefaultScanner: true}, false)
 	if err != nil {
 		return 1, err
 	}

@@ -78,6 +78,12 @@ type Options struct {
 	// root-account mode and answers XAdminMethodNotSupported. MinIO ignores
 	// it (it always has users).
 	IAM bool
+	// DefaultScanner runs MinIO's scanner at its default speed instead of
+	// fastest: a server that serves a whole package's tests, none of
+	// which reads data usage or relies on a quota (test/integration's),
+	// then does not spend a share of a core scanning its objects every
+	// second. The others ignore it.
+	DefaultScanner bool
 }
 
 // Start starts the named implementation and stops it when the test ends.
@@ -190,11 +196,14 @@ func startOnce(dir, implementation string, opts Options, detached bool) (*Server
 		if bin, err = binary(MinIOEnv, "minio"); err != nil {
 			return nil, nil, err
 		}
-		env = []string{"MINIO_ROOT_USER=" + s.AccessKey, "MINIO_ROOT_PASSWORD=" + s.SecretKey, "MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_REGION=" + s.Region,
-			// The data usage report (bucket sizes, status.usage) follows
-			// the scanner: a cycle a second, not MinIO's default minutes,
-			// so a test sees a write in the report within seconds.
-			"MINIO_SCANNER_SPEED=fastest"}
+		env = []string{"MINIO_ROOT_USER=" + s.AccessKey, "MINIO_ROOT_PASSWORD=" + s.SecretKey, "MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_REGION=" + s.Region}
+		if !opts.DefaultScanner {
+			// The data usage report (bucket sizes, status.usage) and the
+			// quotas follow the scanner: a cycle a second, not MinIO's
+			// default minutes, so a test sees a write in the report
+			// within seconds.
+			env = append(env, "MINIO_SCANNER_SPEED=fastest")
+		}
 		args = []string{"server", "--quiet", "--address", "127.0.0.1:" + strconv.Itoa(ports[0]), "--console-address", "127.0.0.1:" + strconv.Itoa(ports[1]), data}
 		if opts.PublicMetrics {
 			env = append(env, "MINIO_PROMETHEUS_AUTH_TYPE=public")
