@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -19,11 +18,12 @@ import (
 // ownedSecret is Secret name in namespace ns as buckety writes it for the
 // access named access with UID owner.
 func ownedSecret(ns, name, access string, owner types.UID) *corev1.Secret {
+	controller := true
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: ns, UID: types.UID("secret-of-" + owner),
 		Labels: map[string]string{v1.ManagedByLabel: v1.ManagedByValue, v1.AccessLabel: access},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess",
-			Name: access, UID: owner, Controller: ptr.To(true)}},
+			Name: access, UID: owner, Controller: &controller}},
 	}}
 }
 
