@@ -507,16 +507,9 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 		}
 		return false, nil
 	}
-	m := secretMeta()
-	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
-	err = r.Client.Get(ctx, key, m)
-	if apierrors.IsNotFound(err) || err == nil && !ownsSecret(a, m) {
-		// Revoked only on the API server's word: a cache catching up
-		// (after a restart) may not show the Secret yet, or still show
-		// an earlier access's of the same name.
-		m = secretMeta()
-		err = r.APIReader.Get(ctx, key, m)
-	}
+	// Revoked only on the API server's word that the Secret is not the
+	// access's.
+	m, err := r.ownSecretMeta(ctx, a, true)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, err
 	}

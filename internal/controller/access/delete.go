@@ -4,6 +4,7 @@ import (
 	"context"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -51,13 +52,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 // name had under that name (a Buckety deleted and made again), where this
 // access's now is.
 func (r *Reconciler) deleteOwnSecret(ctx context.Context, a *v1.BucketyAccess, confirm bool) error {
-	s := secretMeta()
-	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
-	err := r.Client.Get(ctx, key, s)
-	if confirm && (apierrors.IsNotFound(err) || err == nil && !ownsSecret(a, s)) {
-		s = secretMeta()
-		err = r.APIReader.Get(ctx, key, s)
-	}
+	s, err := r.ownSecretMeta(ctx, a, confirm)
 	switch {
 	case err == nil && ownsSecret(a, s):
 		if err := r.Client.Delete(ctx, s, ctrl.Preconditions{UID: &s.UID}); ctrl.IgnoreNotFound(err) != nil {
@@ -101,4 +96,21 @@ func (r *Reconciler) withdraw(ctx context.Context, a *v1.BucketyAccess, f *facts
 	}
 	f.withdrawn = true
 	return true, nil
+}
+
+// ownSecretMeta reads the metadata of a's Secret (its
+// credentialsSecretName) from the cache and, when confirm and the cache
+// shows none or one that is not a's, from the API server: a Secret written
+// moments ago may not be cached yet, and a cache catching up after a
+// restart may still hold the Secret an earlier access of the same name
+// had. A settled access's pass reads the cache only.
+func (r *Reconciler) ownSecretMeta(ctx context.Context, a *v1.BucketyAccess, confirm bool) (*metav1.PartialObjectMetadata, error) {
+	s := secretMeta()
+	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
+	err := r.Client.Get(ctx, key, s)
+	if confirm && (apierrors.IsNotFound(err) || err == nil && !ownsSecret(a, s)) {
+		s = secretMeta()
+		err = r.APIReader.Get(ctx, key, s)
+	}
+	return s, err
 }
