@@ -78,34 +78,32 @@ cond() { jp "$1" "{.status.conditions[?(@.type==\"$2\")].$3}" 2>/dev/null || tru
 # wait_cond RESOURCE TYPE STATUS [REASON]: waits until the condition has the
 # status (and reason); on timeout prints what it saw.
 wait_cond() {
-  local res=$1 typ=$2 want=$3 reason=${4:-} deadline=$((SECONDS + E2E_TIMEOUT)) st rs kind name
+  local res=$1 typ=$2 want=$3 reason=${4:-} deadline=$((SECONDS + E2E_TIMEOUT)) seen kind name
   { read -r kind; read -r name; } < <(obj "$res")
   if [ -z "$reason" ]; then
-    # What a user types: kubectl wait --for=condition=Ready buckety/NAME
-    # (once the object exists; kubectl wait fails at once on a missing one).
-    until k get "$kind" "$name" >/dev/null 2>&1; do
-      [ $SECONDS -lt $deadline ] || fail "$res: expected it to exist"
-      sleep 1
-    done
+    # What a user types: kubectl wait --for=create, then kubectl wait
+    # --for=condition=Ready buckety/NAME (which fails at once on a missing
+    # object). Each is one watch, not a kubectl a second: the suite's
+    # thousands of kubectl starts are a large share of make test's CPU.
+    k wait --for=create "$kind/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1 || fail "$res: expected it to exist"
     if k wait --for="condition=$typ=$want" "$kind/$name" --timeout="$((deadline - SECONDS + 1))s" >/dev/null 2>&1; then return 0; fi
     fail "$res: expected $typ=$want, seen $typ=$(cond "$res" "$typ" status) ($(cond "$res" "$typ" reason): $(cond "$res" "$typ" message))"
   fi
+  # A status and a reason: kubectl wait takes one of them, so the two are
+  # read together, STATUS/REASON, once a second.
   while :; do
-    st=$(cond "$res" "$typ" status); rs=$(cond "$res" "$typ" reason)
-    if [ "$st" = "$want" ] && { [ -z "$reason" ] || [ "$rs" = "$reason" ]; }; then return 0; fi
-    [ $SECONDS -lt $deadline ] || fail "$res: expected $typ=$want${reason:+ ($reason)}, seen $typ=$st ($rs: $(cond "$res" "$typ" message))"
+    seen=$(jp "$res" "{range .status.conditions[?(@.type==\"$typ\")]}{.status}/{.reason}{end}" 2>/dev/null || true)
+    if [ "${seen%%/*}" = "$want" ] && [ "${seen#*/}" = "$reason" ]; then return 0; fi
+    [ $SECONDS -lt $deadline ] || fail "$res: expected $typ=$want ($reason), seen $typ=${seen%%/*} (${seen#*/}: $(cond "$res" "$typ" message))"
     sleep 1
   done
 }
 
-# wait_gone RESOURCE
+# wait_gone RESOURCE: kubectl wait --for=delete (at once when it is gone).
 wait_gone() {
-  local deadline=$((SECONDS + E2E_TIMEOUT)) kind name
+  local kind name
   { read -r kind; read -r name; } < <(obj "$1")
-  while k get "$kind" "$name" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || fail "$1: expected it deleted, still there"
-    sleep 1
-  done
+  k wait --for=delete "$kind/$name" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1 || fail "$1: expected it deleted, still there"
 }
 
 # secret_keys NAME: the Secret's keys, sorted, comma-separated.
@@ -172,7 +170,11 @@ Y
 # to end and prints its log; fails, saying WHAT the Pod did, unless it
 # succeeded.
 pod_log() {
-  local name=$1 what=$2 deadline=$((SECONDS + ${3:-$E2E_TIMEOUT})) phase log
+  local name=$1 what=$2 secs=${3:-$E2E_TIMEOUT} deadline phase log
+  deadline=$((SECONDS + secs))
+  # One watch until its container has ended (a missing Pod, or one that
+  # never starts, falls through to the reads below, which say so).
+  k wait --for=jsonpath='{.status.containerStatuses[0].state.terminated}' "pod/$name" --timeout="${secs}s" >/dev/null 2>&1 || true
   while :; do
     phase=$(jp "pod/$name" '{.status.phase}')
     case "$phase" in Succeeded|Failed) break ;; esac
@@ -253,6 +255,23 @@ probe_refused() {
   echo "$log"
 }
 
+# write_admin_secret NAME KEY=VALUE...: writes the operator's Secret NAME
+# with these keys, in one kubectl apply (stringData).
+write_admin_secret() {
+  local name=$1 kv v data=""; shift
+  for kv in "$@"; do
+    v=${kv#*=}; v=${v//\\/\\\\}
+    data+="  \"${kv%%=*}\": \"${v//\"/\\\"}\""$'\n'
+  done
+  k apply -f - >/dev/null <<Y
+apiVersion: v1
+kind: Secret
+metadata: {name: $name}
+stringData:
+$data
+Y
+}
+
 # kafka_admin SECRET ARGS...: out-of-band broker operations (probe
 # kafka-admin), as the broker's operator. Where the broker enforces ACLs
 # (E2E_KAFKA_ADMIN_PASSWORD, from the implementation's settings), a
@@ -261,10 +280,8 @@ probe_refused() {
 kafka_admin() {
   local secret=$1; shift
   if [ -n "${E2E_KAFKA_ADMIN_PASSWORD:-}" ]; then
-    k create secret generic e2e-kafka-admin --dry-run=client -o yaml \
-      --from-literal=bootstrap="$E2E_KAFKA_BOOTSTRAP" --from-literal=security.protocol=SASL_PLAINTEXT \
-      --from-literal=sasl.mechanism=SCRAM-SHA-512 --from-literal=sasl.username="$E2E_KAFKA_ADMIN_USER" \
-      --from-literal=sasl.password="$E2E_KAFKA_ADMIN_PASSWORD" | k apply -f - >/dev/null
+    write_admin_secret e2e-kafka-admin bootstrap="$E2E_KAFKA_BOOTSTRAP" security.protocol=SASL_PLAINTEXT \
+      sasl.mechanism=SCRAM-SHA-512 sasl.username="$E2E_KAFKA_ADMIN_USER" sasl.password="$E2E_KAFKA_ADMIN_PASSWORD"
     secret=e2e-kafka-admin
   fi
   run_pod "admin-$RANDOM" "$secret" kafka-admin "$@"
@@ -279,11 +296,12 @@ kafka_admin() {
 s3_admin() {
   local secret=$1; shift
   if [ -n "${E2E_S3_ADMIN_ACCESS_KEY:-}" ]; then
-    k create secret generic e2e-s3-admin --dry-run=client -o yaml \
-      --from-literal=endpoint="$(secret_value "$secret" endpoint)" --from-literal=region="$(secret_value "$secret" region)" \
-      --from-literal=bucket="$(secret_value "$secret" bucket)" \
-      --from-literal=accessKeyID="$E2E_S3_ADMIN_ACCESS_KEY" --from-literal=secretAccessKey="$E2E_S3_ADMIN_SECRET_KEY" \
-      --from-literal=implementation="$IMPLEMENTATION" --from-literal=adminEndpoint="${E2E_S3_ADMIN_ENDPOINT:-}" | k apply -f - >/dev/null
+    local endpoint="" region="" bucket=""
+    # The tenant's endpoint, region and bucket (empty where it has none) in one read.
+    { read -r endpoint; read -r region; read -r bucket; } < <(k get secret "$secret" -o go-template='{{with index .data "endpoint"}}{{base64decode .}}{{end}}{{"\n"}}{{with index .data "region"}}{{base64decode .}}{{end}}{{"\n"}}{{with index .data "bucket"}}{{base64decode .}}{{end}}{{"\n"}}' 2>/dev/null || true)
+    write_admin_secret e2e-s3-admin endpoint="$endpoint" region="$region" bucket="$bucket" \
+      accessKeyID="$E2E_S3_ADMIN_ACCESS_KEY" secretAccessKey="$E2E_S3_ADMIN_SECRET_KEY" \
+      implementation="$IMPLEMENTATION" adminEndpoint="${E2E_S3_ADMIN_ENDPOINT:-}"
     secret=e2e-s3-admin
   fi
   run_pod "admin-$RANDOM" "$secret" s3-admin "$@"
