@@ -402,11 +402,8 @@ keep_secret() {
 # until the access reports it (status.rotation).
 rotate() {
   k patch bucketyaccess "$1" --type=merge -p "{\"spec\":{\"rotation\":\"$2\"}}" >/dev/null
-  local deadline=$((SECONDS + E2E_TIMEOUT))
-  until [ "$(jp "bucketyaccess/$1" '{.status.rotation}')" = "$2" ]; do
-    [ $SECONDS -lt $deadline ] || fail "$1: status.rotation did not follow spec.rotation $2"
-    sleep 1
-  done
+  k wait --for=jsonpath='{.status.rotation}'="$2" "bucketyaccess/$1" --timeout="${E2E_TIMEOUT}s" >/dev/null 2>&1 ||
+    fail "$1: status.rotation did not follow spec.rotation $2 (seen '$(jp "bucketyaccess/$1" '{.status.rotation}')')"
   grep -q CredentialRotated <<<"$(k describe bucketyaccess "$1")" || fail "$1: no CredentialRotated event after the rotation"
 }
 
@@ -424,9 +421,11 @@ wait_credential_gone() {
 # Secret; waits until the controller has written it again with another
 # KEY (a new password or secret) than the tenant's COPY holds.
 delete_secret_until_rewritten() {
+  local copied deadline=$((SECONDS + E2E_TIMEOUT)) now
+  copied=$(secret_value "$2" "$3") || fail "the copy $2 has no $3"
   k delete secret "$1" >/dev/null
-  local deadline=$((SECONDS + E2E_TIMEOUT))
-  until k get secret "$1" >/dev/null 2>&1 && [ "$(secret_value "$1" "$3")" != "$(secret_value "$2" "$3")" ]; do
+  # One read a second: a missing Secret (or key) reads as empty.
+  until now=$(secret_value "$1" "$3" 2>/dev/null) && [ -n "$now" ] && [ "$now" != "$copied" ]; do
     [ $SECONDS -lt $deadline ] || fail "the deleted Secret $1 was not written again with a new $3"
     sleep 1
   done
