@@ -133,6 +133,14 @@ expect_secret_keys() {
 # secret_value NAME KEY
 secret_value() { k get secret "$1" -o go-template="{{index .data \"$2\" | base64decode}}"; }
 
+# secret_values NAME KEY...: the values of the Secret's KEYs, one a line
+# (an empty line for a key it lacks), in one read.
+secret_values() {
+  local name=$1 key t=""; shift
+  for key in "$@"; do t+="{{with index .data \"$key\"}}{{base64decode .}}{{end}}{{\"\\n\"}}"; done
+  k get secret "$name" -o go-template="$t"
+}
+
 # yaml_list ARGS...: the arguments as a YAML flow list, each a
 # double-quoted string with its \ and " escaped (a JSON policy is one
 # argument).
@@ -298,7 +306,7 @@ s3_admin() {
   if [ -n "${E2E_S3_ADMIN_ACCESS_KEY:-}" ]; then
     local endpoint="" region="" bucket=""
     # The tenant's endpoint, region and bucket (empty where it has none) in one read.
-    { read -r endpoint; read -r region; read -r bucket; } < <(k get secret "$secret" -o go-template='{{with index .data "endpoint"}}{{base64decode .}}{{end}}{{"\n"}}{{with index .data "region"}}{{base64decode .}}{{end}}{{"\n"}}{{with index .data "bucket"}}{{base64decode .}}{{end}}{{"\n"}}' 2>/dev/null || true)
+    { read -r endpoint; read -r region; read -r bucket; } < <(secret_values "$secret" endpoint region bucket 2>/dev/null || true)
     write_admin_secret e2e-s3-admin endpoint="$endpoint" region="$region" bucket="$bucket" \
       accessKeyID="$E2E_S3_ADMIN_ACCESS_KEY" secretAccessKey="$E2E_S3_ADMIN_SECRET_KEY" \
       implementation="$IMPLEMENTATION" adminEndpoint="${E2E_S3_ADMIN_ENDPOINT:-}"
