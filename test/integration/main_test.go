@@ -125,7 +125,7 @@ func runWithInfra(m *testing.M) (code int, err error) {
 	if k8s, err = client.New(cp.RESTConfig, client.Options{Scheme: scheme}); err != nil {
 		return 1, err
 	}
-	code = m.Run()
+	code = harness.RunCachingBuilds(m)
 	keep = code != 0
 	return code, nil
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -305,8 +304,8 @@ func TestRenderedDeploymentsRun(t *testing.T) {
 			t.Errorf("%s: want non-root, read-only root, no privilege escalation, all capabilities dropped", name)
 		}
 		bin := filepath.Join(t.TempDir(), filepath.Base(c.Command[0]))
-		if b, err := exec.Command("go", "build", "-o", bin, "github.com/Yolean/buckety-controller/cmd"+c.Command[0]).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", c.Command[0], err, b)
+		if err := harness.Build("github.com/Yolean/buckety-controller/cmd"+c.Command[0], bin, ""); err != nil {
+			t.Fatalf("build %s: %v", c.Command[0], err)
 		}
 		// Volume mounts become temp directories.
 		paths := map[string]string{}
