@@ -13,12 +13,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	appcontroller "github.com/Yolean/buckety-controller/internal/app/controller"
 	"github.com/Yolean/buckety-controller/test/harness"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
 // lostStatusReply loses, once armed, the reply to the first status patch
@@ -141,5 +144,97 @@ func TestDrainEndWhoseReplyIsLost(t *testing.T) {
 	cur = waitDrain(t, b, "r1", v1.DrainPhaseDrained, waitTimeout)
 	if n := count(cur.Status.Drain.Deleted.Objects); n != 20 {
 		t.Errorf("status.drain: want the 20 objects deleted once, got %d", n)
+	}
+}
+
+// failedStatusWrite fails, once armed, the first status patch whose body
+// holds marker, before it reaches the API server.
+type failedStatusWrite struct {
+	marker string
+	mu     sync.Mutex
+	armed  bool
+	failed chan struct{}
+}
+
+func (f *failedStatusWrite) transport(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodPatch || !strings.HasSuffix(req.URL.Path, "/status") || req.Body == nil {
+			return next.RoundTrip(req)
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		if err := req.Body.Close(); err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		f.mu.Lock()
+		hit := f.armed && bytes.Contains(body, []byte(f.marker))
+		if hit {
+			f.armed = false
+		}
+		f.mu.Unlock()
+		if !hit {
+			return next.RoundTrip(req)
+		}
+		close(f.failed)
+		return nil, errors.New("test: this status write failed")
+	})
+}
+
+// TestDrainStartedRecordedOnce: a drain requested while its backend is
+// down, whose first status write recording it Draining fails, is started
+// by the next pass; DrainStarted is recorded once, by the pass whose
+// status write holds the start, not by every pass that found the request
+// new (a series of two in kubectl describe).
+func TestDrainStartedRecordedOnce(t *testing.T) {
+	needInfra(t)
+	srv := s3test.Start(t, "minio", s3test.Options{DefaultScanner: true})
+	fail := &failedStatusWrite{marker: `"phase":"Draining"`, armed: true, failed: make(chan struct{})}
+	rc := rest.CopyConfig(cp.RESTConfig)
+	rc.Wrap(fail.transport)
+	startControllerWith(t, harness.ConfigYAML(drainS3Backend("s3", "minio", srv)), nil, func(o *appcontroller.Options) {
+		o.RESTConfig, o.Recheck, o.DrainUnits = rc, time.Hour, 1000
+	})
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-drain"
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "drain", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket}}
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	cl := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
+	fillBucket(t, cl, bucket, "o/", 10)
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	requestDrain(t, b, &v1.DrainSpec{Request: "r1"})
+	select {
+	case <-fail.failed:
+	case <-time.After(waitTimeout):
+		t.Fatal("no status write recorded the drain Draining")
+	}
+	waitDrain(t, b, "r1", v1.DrainPhaseDraining, waitTimeout)
+	if err := srv.Respawn(); err != nil {
+		t.Fatal(err)
+	}
+	waitDrain(t, b, "r1", v1.DrainPhaseDrained, waitTimeout)
+	waitEvent(t, ns, v1.EventDrainCompleted, "deleted 10 objects")
+	var evs eventsv1.EventList
+	if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	started := 0
+	for _, e := range evs.Items {
+		if e.Reason != v1.EventDrainStarted {
+			continue
+		}
+		started++
+		if e.Series != nil {
+			t.Errorf("DrainStarted: want it recorded once, got a series of %d (%q)", e.Series.Count, e.Note)
+		}
+	}
+	if started != 1 {
+		t.Errorf("want one DrainStarted event, got %d", started)
 	}
 }

@@ -260,6 +260,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		return terms.interval
 	default:
 		refuse(st, t, "stopped: "+msg)
+		r.flushDrainEvents(b, f)
 		r.event(b, corev1.EventTypeWarning, v1.EventDrainRefused, v1.EventActionDrain, fmt.Sprintf("drain %q %s, after deleting %s", st.Request, st.Message, contentWords(b, st.Deleted)))
 		return 0
 	}
@@ -277,6 +278,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		return terms.interval
 	case why != "":
 		refuse(st, t, "stopped: the resource is not this Buckety's to drain: "+why)
+		r.flushDrainEvents(b, f)
 		r.event(b, corev1.EventTypeWarning, v1.EventDrainRefused, v1.EventActionDrain, fmt.Sprintf("drain %q %s, after deleting %s", st.Request, st.Message, contentWords(b, st.Deleted)))
 		return 0
 	}
@@ -295,7 +297,9 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		// re-attach the same resource): nothing of this drain runs on.
 		return 0
 	case ended != nil:
+		// What this pass's stale cache started is not news: no event.
 		b.Status.Drain = ended
+		f.drainEvents = nil
 		return 0
 	}
 	if st.Passes == 0 && st.Initial == nil && e.Usage != nil {
@@ -308,6 +312,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		// buckets of up to countAhead entries more than a step deletes.
 		limits.CountAhead = countAhead
 	}
+	r.flushDrainEvents(b, f)
 	step, err := e.Drainer.Drain(ctx, res, limits)
 	testhook.Pause(ctx, testhook.AfterDrainStep)
 	applyStep(e.Name, st, step, err, t)
@@ -547,9 +552,13 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// recordDrainEvents records what drainRequest decided.
-func (r *Reconciler) recordDrainEvents(b *v1.Buckety, tr drainTransition) {
-	for _, ev := range tr.events {
+// flushDrainEvents records what drainRequest decided this pass
+// (f.drainEvents), once: after the status write that holds it, or before
+// the drain acts on it in the same pass (a step, or its refusal), so a
+// step's events come after its start's.
+func (r *Reconciler) flushDrainEvents(b *v1.Buckety, f *facts) {
+	for _, ev := range f.drainEvents {
 		r.event(b, ev.typ, ev.reason, v1.EventActionDrain, ev.note)
 	}
+	f.drainEvents = nil
 }

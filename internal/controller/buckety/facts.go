@@ -158,6 +158,11 @@ type facts struct {
 	drainTerms *drainTerms
 	// drainTouched: this pass changed status.drain's phase or request.
 	drainTouched bool
+	// drainEvents are what that change records, once the status write
+	// that holds it has succeeded: a pass whose write fails or is held
+	// back (backend down, gate busy) finds the same change again on the
+	// next, which records them then, so each is recorded once.
+	drainEvents []drainEvent
 }
 
 // backendFailure is the driver failure of this reconcile, if any.

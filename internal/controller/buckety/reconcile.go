@@ -180,9 +180,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		r.announce(b, derived)
 		hold := r.holding(b, f, reterr)
 		holdReady := !hold && r.holdingReady(b, orig, f, reterr)
+		before := b.ResourceVersion
 		res, reterr = status.Finish(ctx, r.Client, r.Backoff, statusFields, b, orig, status.Outcome{
 			Derived: derived, Failure: failure(f), Deleting: f.deleting, Hold: hold || holdReady, Written: r.Written,
 		}, res, reterr)
+		if b.ResourceVersion != before {
+			// The status write succeeded (a failed one leaves the
+			// object as it was), and with it the drain change.
+			r.flushDrainEvents(b, f)
+		}
 		switch {
 		case hold:
 			res = r.hold(ctx, b, f, res)
@@ -204,7 +210,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 	if tr := drainRequest(b, f.now); len(tr.events) > 0 {
 		f.drainTouched = true
-		r.recordDrainEvents(b, tr)
+		f.drainEvents = tr.events
 	}
 
 	e, problem := r.resolve(b)
