@@ -30,39 +30,55 @@ import (
 // told the request failed. From the moment the patch is sent, hold keeps
 // the controller's watch events back (a cache that has not caught up).
 type lostStatusReply struct {
-	marker    string
+	statusMarker
 	hold      *heldWatches
-	mu        sync.Mutex
-	armed     bool
 	committed chan struct{}
 	release   chan struct{}
 }
 
-func (l *lostStatusReply) arm() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.armed = true
+// statusMarker picks, once armed, the first status patch whose body holds
+// marker.
+type statusMarker struct {
+	marker string
+	mu     sync.Mutex
+	armed  bool
+}
+
+func (m *statusMarker) arm() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.armed = true
+}
+
+// take reports whether req is that patch, and disarms; the body stays
+// readable for the request.
+func (m *statusMarker) take(req *http.Request) (bool, error) {
+	if req.Method != http.MethodPatch || !strings.HasSuffix(req.URL.Path, "/status") || req.Body == nil {
+		return false, nil
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return false, err
+	}
+	if err := req.Body.Close(); err != nil {
+		return false, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	hit := m.armed && bytes.Contains(body, []byte(m.marker))
+	if hit {
+		m.armed = false
+	}
+	return hit, nil
 }
 
 func (l *lostStatusReply) transport(next http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodPatch || !strings.HasSuffix(req.URL.Path, "/status") || req.Body == nil {
-			return next.RoundTrip(req)
-		}
-		body, err := io.ReadAll(req.Body)
+		hit, err := l.take(req)
 		if err != nil {
 			return nil, err
 		}
-		if err := req.Body.Close(); err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		l.mu.Lock()
-		hit := l.armed && bytes.Contains(body, []byte(l.marker))
-		if hit {
-			l.armed = false
-		}
-		l.mu.Unlock()
 		if !hit {
 			return next.RoundTrip(req)
 		}
@@ -91,7 +107,7 @@ func (l *lostStatusReply) transport(next http.RoundTripper) http.RoundTripper {
 func TestDrainEndWhoseReplyIsLost(t *testing.T) {
 	needInfra(t)
 	hold := &heldWatches{resource: "bucketies"}
-	lose := &lostStatusReply{marker: `"phase":"Drained"`, hold: hold, committed: make(chan struct{}), release: make(chan struct{})}
+	lose := &lostStatusReply{statusMarker: statusMarker{marker: `"phase":"Drained"`}, hold: hold, committed: make(chan struct{}), release: make(chan struct{})}
 	rc := rest.CopyConfig(cp.RESTConfig)
 	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return lose.transport(hold.transport(next)) })
 	released := false
@@ -150,31 +166,16 @@ func TestDrainEndWhoseReplyIsLost(t *testing.T) {
 // failedStatusWrite fails, once armed, the first status patch whose body
 // holds marker, before it reaches the API server.
 type failedStatusWrite struct {
-	marker string
-	mu     sync.Mutex
-	armed  bool
+	statusMarker
 	failed chan struct{}
 }
 
 func (f *failedStatusWrite) transport(next http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodPatch || !strings.HasSuffix(req.URL.Path, "/status") || req.Body == nil {
-			return next.RoundTrip(req)
-		}
-		body, err := io.ReadAll(req.Body)
+		hit, err := f.take(req)
 		if err != nil {
 			return nil, err
 		}
-		if err := req.Body.Close(); err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		f.mu.Lock()
-		hit := f.armed && bytes.Contains(body, []byte(f.marker))
-		if hit {
-			f.armed = false
-		}
-		f.mu.Unlock()
 		if !hit {
 			return next.RoundTrip(req)
 		}
@@ -191,7 +192,7 @@ func (f *failedStatusWrite) transport(next http.RoundTripper) http.RoundTripper 
 func TestDrainStartedRecordedOnce(t *testing.T) {
 	needInfra(t)
 	srv := s3test.Start(t, "minio", s3test.Options{DefaultScanner: true})
-	fail := &failedStatusWrite{marker: `"phase":"Draining"`, armed: true, failed: make(chan struct{})}
+	fail := &failedStatusWrite{statusMarker: statusMarker{marker: `"phase":"Draining"`, armed: true}, failed: make(chan struct{})}
 	rc := rest.CopyConfig(cp.RESTConfig)
 	rc.Wrap(fail.transport)
 	startControllerWith(t, harness.ConfigYAML(drainS3Backend("s3", "minio", srv)), nil, func(o *appcontroller.Options) {
