@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,11 @@ func TestRetainAndRepeatHeld(t *testing.T) {
 	bs := sharedBackends("kafka", "s3")
 	for i := range bs {
 		bs[i].Limits = &config.Limits{PerNamespace: 1}
+		// A sibling: another name for the same service, under the same
+		// limit, through which the re-apply below tries the resource.
+		sib := bs[i]
+		sib.Name, sib.Service = bs[i].Name+"-sibling", bs[i].Name
+		bs = append(bs, sib)
 	}
 	startController(t, harness.ConfigYAML(bs...), nil, time.Hour)
 	ns := namespace(t)
@@ -84,8 +91,11 @@ func TestRetainAndRepeatHeld(t *testing.T) {
 				t.Errorf("want the retained resource named in the limit, got %q", got.Message)
 			}
 
-			// Applied again to shed the count: refused, and nothing shed.
+			// Applied again, through the sibling, to shed the count:
+			// refused, and nothing shed.
+			retained := cl.Spec.DeepCopy()
 			again := mk(c.backend+"-first", c.resource)
+			again.Spec.Backend = c.backend + "-sibling"
 			create(t, again)
 			waitCondition(t, again, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonAdoptionRefused, waitTimeout)
 			deleteBuckety(t, again)
@@ -96,6 +106,10 @@ func TestRetainAndRepeatHeld(t *testing.T) {
 			}
 			if err := k8s.Get(ctx, types.NamespacedName{Name: claims.Name(c.backend, c.resource)}, cl); err != nil || !claims.IsRetained(cl) || cl.Spec.Owner.UID != string(first.UID) {
 				t.Fatalf("want the claim reverted to the first Buckety's retained record, got %v %+v", err, cl.Spec)
+			}
+			if cl.Spec.Backend != retained.Backend || cl.Spec.Service != retained.Service || !maps.Equal(cl.Spec.Location, retained.Location) || !reflect.DeepEqual(cl.Spec.Budgeted, retained.Budgeted) {
+				t.Errorf("want the reverted claim's backend, service, location and budget as the first Buckety left them (%q, %q, %v, %+v), got %q, %q, %v, %+v",
+					retained.Backend, retained.Service, retained.Location, retained.Budgeted, cl.Spec.Backend, cl.Spec.Service, cl.Spec.Location, cl.Spec.Budgeted)
 			}
 
 			// The maintainer releases it (kubectl delete bucketyclaim).

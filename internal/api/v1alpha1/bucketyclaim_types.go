@@ -113,6 +113,24 @@ type ClaimRetained struct {
 	// record then.
 	// +optional
 	RecordUnmarked bool `json:"recordUnmarked,omitempty"`
+	// Backend, Service, Location and Budgeted are the claim's own fields
+	// as that Buckety left them, recorded when another Buckety takes the
+	// claim over: a takeover that is refused or given up before it writes
+	// to the resource restores them with the owner, so what the resource
+	// counts against the namespace it was retained from is what it
+	// counted before, not what the Buckety that tried to take it asked
+	// for. Absent on records made before they were kept.
+	// +optional
+	Backend string `json:"backend,omitempty"`
+	// Service is the claim's service as that Buckety left it.
+	// +optional
+	Service string `json:"service,omitempty"`
+	// Location is the claim's location as that Buckety left it.
+	// +optional
+	Location map[string]string `json:"location,omitempty"`
+	// Budgeted is what the resource counted as that Buckety left it.
+	// +optional
+	Budgeted *Budgeted `json:"budgeted,omitempty"`
 }
 
 // Budgeted is what one resource counts against its namespace's budget.

@@ -249,6 +249,10 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.Buck
 		if IsRetained(cur) {
 			cl.Spec.Retained.Since, cl.Spec.Retained.RecordUnmarked = cur.Spec.Retained.Since, cur.Spec.Retained.RecordUnmarked
 		}
+		// What the writer's claim says, for LetGo to restore: b's
+		// backend, location and footprint replace them below.
+		r := cl.Spec.Retained
+		r.Backend, r.Service, r.Location, r.Budgeted = cur.Spec.Backend, cur.Spec.Service, cur.Spec.Location, cur.Spec.Budgeted
 	}
 	if phase == v1.ClaimCreated {
 		cl.Spec.Retained = nil
@@ -326,6 +330,11 @@ func (c *Store) letGo(ctx context.Context, cl *v1.BucketyClaim, unmarked bool) (
 			return false, nil
 		}
 		next.Spec.Owner, next.Spec.Phase = r.Owner, r.Phase
+		if r.Backend != "" {
+			// As the retained owner left them (a record made before
+			// they were kept leaves the taker's).
+			next.Spec.Backend, next.Spec.Service, next.Spec.Location, next.Spec.Budgeted = r.Backend, r.Service, r.Location, r.Budgeted
+		}
 		if next.Labels == nil {
 			next.Labels = map[string]string{}
 		}
@@ -340,7 +349,11 @@ func (c *Store) letGo(ctx context.Context, cl *v1.BucketyClaim, unmarked bool) (
 		}
 		return false, fmt.Errorf("retain claim %s (not released): %w", cl.Name, err)
 	}
-	c.recent.drop(cl.Name)
+	// Remembered until the cache shows it: the wake that follows sends
+	// the namespace's waiting Bucketies through its gate, which must count
+	// a reverted claim where it counts now, not where the cache last saw
+	// it (under the taker's backend, or not at all).
+	c.recent.put(next)
 	*cl = *next
 	return false, nil
 }
