@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -444,6 +445,42 @@ func TestLetGoKeepsWhatStays(t *testing.T) {
 	}
 	if released, err := s.LetGo(ctx, getClaim(t, api, "kafka", "new")); err != nil || !released {
 		t.Fatalf("a Claimed claim: want it released, got %v, %v", released, err)
+	}
+}
+
+// TestRevertRestoresWhatItCounted: a takeover of a retained claim through
+// a sibling backend, with no location and a footprint of its own, refused
+// before it wrote, reverts the claim to what it counted: the backend,
+// service, location and budget of the Buckety it was retained from. And
+// the namespace's gate counts the reverted claim there at once, on a
+// cache that has not seen the revert.
+func TestRevertRestoresWhatItCounted(t *testing.T) {
+	ctx := context.Background()
+	gone := claimOf("kafka", "orders", "team", "orders", "gone-uid", v1.ClaimCreated)
+	gone.Spec.Backend, gone.Spec.Service = "kafka-b", "kafka"
+	gone.Spec.Location = map[string]string{"jurisdiction": "eu"}
+	gone.Spec.Budgeted = &v1.Budgeted{Partitions: 3}
+	heir := buckety("other", "grab")
+	api := newClient(t, heir, retainedBy(gone))
+	s := &Store{Client: laggingCache{Client: api, cache: newClient(t)}, APIReader: api}
+	k := Key{Backend: "kafka", Service: "kafka", Resource: "orders", Siblings: []string{"kafka", "kafka-b"}}
+	taken, _, conflict, err := s.AcquireAs(ctx, heir, k, v1.ClaimClaimed, nil, &v1.Budgeted{Partitions: 100})
+	if err != nil || conflict != nil || taken == nil || taken.Spec.Backend != "kafka" || taken.Spec.Budgeted.Partitions != 100 {
+		t.Fatalf("want it taken over through kafka with the heir's footprint, got %+v, %v, %v", taken, conflict, err)
+	}
+	if released, err := s.LetGo(ctx, taken); err != nil || released {
+		t.Fatalf("a takeover never written to: want it reverted, got released %v, %v", released, err)
+	}
+	cl := getClaim(t, api, "kafka", "orders")
+	if cl.Spec.Owner.UID != "gone-uid" || cl.Spec.Backend != "kafka-b" || cl.Spec.Service != "kafka" ||
+		!maps.Equal(cl.Spec.Location, gone.Spec.Location) || cl.Spec.Budgeted == nil || *cl.Spec.Budgeted != *gone.Spec.Budgeted {
+		t.Fatalf("want it reverted to team/orders' claim through kafka-b (jurisdiction eu, 3 partitions), got %+v", cl.Spec)
+	}
+	if got, err := s.InNamespace(ctx, "kafka-b", "team"); err != nil || len(got) != 1 || got[0].Spec.Budgeted.Partitions != 3 {
+		t.Errorf("team on kafka-b, the cache not showing the revert: want the reverted claim counted (3 partitions), got %+v, %v", got, err)
+	}
+	if got, err := s.InNamespace(ctx, "kafka", "other"); err != nil || len(got) != 0 {
+		t.Errorf("the heir's namespace on kafka: want nothing counted, got %+v, %v", got, err)
 	}
 }
 
