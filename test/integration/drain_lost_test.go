@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,15 +72,23 @@ func (m *statusMarker) take(req *http.Request) (bool, error) {
 	return hit, nil
 }
 
-func (l *lostStatusReply) transport(next http.RoundTripper) http.RoundTripper {
+// around sends every request on to next but the patch take picks, which
+// goes to hit instead.
+func (m *statusMarker) around(next http.RoundTripper, hit func(*http.Request) (*http.Response, error)) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		hit, err := l.take(req)
+		picked, err := m.take(req)
 		if err != nil {
 			return nil, err
 		}
-		if !hit {
+		if !picked {
 			return next.RoundTrip(req)
 		}
+		return hit(req)
+	})
+}
+
+func (l *lostStatusReply) transport(next http.RoundTripper) http.RoundTripper {
+	return l.around(next, func(req *http.Request) (*http.Response, error) {
 		l.hold.set(true)
 		resp, err := next.RoundTrip(req)
 		if err == nil {
@@ -122,14 +129,8 @@ func TestDrainEndWhoseReplyIsLost(t *testing.T) {
 		o.RESTConfig, o.Recheck, o.DrainUnits = rc, time.Hour, 1000
 	})
 	t.Cleanup(release) // before the controller stops (cleanups run last first)
-	ns := namespace(t)
-	removeWhileRunning(t, ns)
-	bucket := ns + "-drain"
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "drain", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket}}
-	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	cl := s3Client(t, minio.Endpoint, minio.Region, minio.AccessKey, minio.SecretKey)
-	fillBucket(t, cl, bucket, "o/", 20)
+	b, bucket, cl := filledBucket(t, minio, "drain", 20)
+	removeWhileRunning(t, b.Namespace)
 
 	lose.arm()
 	requestDrain(t, b, &v1.DrainSpec{Request: "r1"})
@@ -171,14 +172,7 @@ type failedStatusWrite struct {
 }
 
 func (f *failedStatusWrite) transport(next http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		hit, err := f.take(req)
-		if err != nil {
-			return nil, err
-		}
-		if !hit {
-			return next.RoundTrip(req)
-		}
+	return f.around(next, func(*http.Request) (*http.Response, error) {
 		close(f.failed)
 		return nil, errors.New("test: this status write failed")
 	})
@@ -198,14 +192,9 @@ func TestDrainStartedRecordedOnce(t *testing.T) {
 	startControllerWith(t, harness.ConfigYAML(drainS3Backend("s3", "minio", srv)), nil, func(o *appcontroller.Options) {
 		o.RESTConfig, o.Recheck, o.DrainUnits = rc, time.Hour, 1000
 	})
-	ns := namespace(t)
-	removeWhileRunning(t, ns)
-	bucket := ns + "-drain"
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "drain", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket}}
-	create(t, b)
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	cl := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
-	fillBucket(t, cl, bucket, "o/", 10)
+	b, _, _ := filledBucket(t, srv, "drain", 10)
+	removeWhileRunning(t, b.Namespace)
+	ns := b.Namespace
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}

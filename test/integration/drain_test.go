@@ -139,13 +139,8 @@ func TestDrainS3(t *testing.T) {
 				srv = s3test.Start(t, impl, s3test.Options{})
 			}
 			startDrainController(t, harness.ConfigYAML(drainS3Backend("s3", impl, srv)), 1000)
-			ns := namespace(t)
-			bucket := ns + "-drain"
-			b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "drain", Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket}}
-			create(t, b)
-			waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-			cl := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
-			fillBucket(t, cl, bucket, "o/", n)
+			b, bucket, cl := filledBucket(t, srv, "drain", n)
+			ns := b.Namespace
 			start := time.Now()
 			requestDrain(t, b, &v1.DrainSpec{Request: "r1"})
 			cur := waitDrain(t, b, "r1", v1.DrainPhaseDrained, waitTimeout)
@@ -218,14 +213,14 @@ func TestDrainVersionedMinIO(t *testing.T) {
 // filledBucket creates a Buckety name on the s3 backend (MinIO) in a new
 // namespace, waits for it Ready and fills its bucket with n objects; it
 // returns the Buckety, the bucket and a root client of the server.
-func filledBucket(t *testing.T, name string, n int) (*v1.Buckety, string, *s3.Client) {
+func filledBucket(t *testing.T, srv *s3test.Server, name string, n int) (*v1.Buckety, string, *s3.Client) {
 	t.Helper()
 	ns := namespace(t)
 	bucket := ns + "-" + name
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.BucketySpec{Backend: "s3", Name: bucket}}
 	create(t, b)
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
-	cl := rootS3(t)
+	cl := s3Client(t, srv.Endpoint, srv.Region, srv.AccessKey, srv.SecretKey)
 	fillBucket(t, cl, bucket, "o/", n)
 	return b, bucket, cl
 }
@@ -249,7 +244,7 @@ func TestDrainCancelAndRestart(t *testing.T) {
 	const n = 3000
 	yaml := configYAML("kafka", "s3")
 	first := startDrainController(t, yaml, 50)
-	b, bucket, cl := filledBucket(t, "cancel", n)
+	b, bucket, cl := filledBucket(t, minio, "cancel", n)
 	ns := b.Namespace
 	requestDrain(t, b, &v1.DrainSpec{Request: "first"})
 	waitDeleting(t, b, 1)
@@ -477,7 +472,7 @@ func TestDrainSurvivesSIGKILL(t *testing.T) {
 	args := []string{"--drain-units", strconv.Itoa(units)}
 	bin := buildController(t, "0.1.0", testhook.Tag)
 	c := runBinaryArgs(t, bin, kubeconfig, dir, env, args)
-	b, bucket, cl := filledBucket(t, "sigkill", n)
+	b, bucket, cl := filledBucket(t, minio, "sigkill", n)
 	ns := b.Namespace
 	requestDrain(t, b, &v1.DrainSpec{Request: "crash"})
 	waitDeleting(t, b, 3)
