@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,6 +119,27 @@ type Credentials struct {
 	// on aws (requests signed for us-east-1), endpoint on seaweedfs (which
 	// serves IAM on its S3 port).
 	IAMEndpoint string `json:"iamEndpoint,omitempty" envsubst:"true"`
+	// SweepUsers (aws, seaweedfs) is how many users one credential sweep
+	// reads in full (their keys and policies: three IAM requests each),
+	// taking the users in turn from where the last sweep stopped, so that
+	// a sweep costs at most 1 + 3 x sweepUsers requests whatever the
+	// number of accesses (AWS IAM throttles an account's calls as a
+	// whole, and SeaweedFS answers each under one lock). Every sweep
+	// still finds a deleted user, from its list of users. Omitted:
+	// 100; with more users than that, each is read in full once every
+	// users/sweepUsers sweeps.
+	SweepUsers int `json:"sweepUsers,omitempty"`
+}
+
+// DefaultSweepUsers is credentials.sweepUsers when not set.
+const DefaultSweepUsers = 100
+
+// sweepUsers is how many users one IAM credential sweep reads in full.
+func (c *Config) sweepUsers() int {
+	if c.Credentials != nil && c.Credentials.SweepUsers > 0 {
+		return c.Credentials.SweepUsers
+	}
+	return DefaultSweepUsers
 }
 
 // DefaultParentUser is credentials.parentUser when not set.
@@ -144,6 +166,7 @@ const (
 	credParentUser    = "parentUser"
 	credAdminEndpoint = "adminEndpoint"
 	credIAMEndpoint   = "iamEndpoint"
+	credSweepUsers    = "sweepUsers"
 )
 
 // credentialFieldUse says what each issuer setting is, for the message
@@ -152,6 +175,7 @@ var credentialFieldUse = map[string]string{
 	credParentUser:    "the parent of keys issued as service accounts",
 	credAdminEndpoint: "the admin API of a gateway whose admin port is its own",
 	credIAMEndpoint:   "the IAM API that users per access are made through",
+	credSweepUsers:    "how many IAM users one credential sweep reads in full",
 }
 
 // mode is the backend's credentials mode: credentials.mode when set,
@@ -203,7 +227,10 @@ func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(at, v, fmt.Sprintf("keys per access are issued on implementation %s, not on %q: set credentials.mode: Shared, or remove credentials (every access then gets the backend's own keys)", strings.Join(serving((*server).issuesKeys), ", "), c.Implementation)))
 	}
 	set := map[string]string{credParentUser: cr.ParentUser, credAdminEndpoint: cr.AdminEndpoint, credIAMEndpoint: cr.IAMEndpoint}
-	for _, f := range []string{credIAMEndpoint, credParentUser, credAdminEndpoint} {
+	if cr.SweepUsers != 0 {
+		set[credSweepUsers] = strconv.Itoa(cr.SweepUsers)
+	}
+	for _, f := range []string{credIAMEndpoint, credSweepUsers, credParentUser, credAdminEndpoint} {
 		v := set[f]
 		switch {
 		case v == "":
@@ -212,6 +239,10 @@ func (c *Config) validateCredentials(p *field.Path) field.ErrorList {
 		case !contains(srv.credentialFields, f):
 			readers := serving(func(s *server) bool { return contains(s.credentialFields, f) })
 			errs = append(errs, field.Forbidden(cp.Child(f), fmt.Sprintf("only implementation %s reads it (%s): remove it", strings.Join(readers, ", "), credentialFieldUse[f])))
+		case f == credSweepUsers:
+			if cr.SweepUsers < 0 {
+				errs = append(errs, field.Invalid(cp.Child(f), cr.SweepUsers, "want a positive number of users, or omit it for 100"))
+			}
 		case f == credParentUser && v == c.AccessKeyID:
 			errs = append(errs, field.Invalid(cp.Child(f), v, "the parent of every access's key must not be the root user: a service account of root without its inline policy would hold root's rights"))
 		case f != credParentUser:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/s3/iam"
@@ -67,6 +68,11 @@ func (b *Backend) iamRegion() string {
 type iamIssuer struct {
 	b   *Backend
 	iam *iam.Client
+	// mu guards swept.
+	mu sync.Mutex
+	// swept is the last principal a sweep read in full: the next sweep's
+	// turn starts after it (sweepTurn).
+	swept string
 }
 
 // iamAccessPolicy is the inline policy of a role's key on bucket; with
@@ -325,15 +331,19 @@ func (i *iamIssuer) revoke(ctx context.Context, a drivers.Access) error {
 	return nil
 }
 
-// sweepIAM judges each access's user: missing, without a key, holding a
+// sweep judges each access's user: missing, without a key, holding a
 // policy but buckety's, or buckety's edited, drifted. One ListUsers for
-// the backend, then ListAccessKeys and ListUserPolicies per user and
-// GetUserPolicy: IAM has no bulk read that every server serves. One user
-// that cannot be judged does not keep the others from being judged, but
-// a server that stops answering (drivers.IsUnavailable: each request
-// waited out to its requestTimeout) ends the sweep there: the rest would
-// each wait as long, a thousand users for hours, and are judged by the
-// next sweep.
+// the backend finds every missing user; then ListAccessKeys,
+// ListUserPolicies and GetUserPolicy per user, for at most sweepUsers
+// users a sweep (sweepTurn): IAM has no bulk read that every server
+// serves, AWS throttles an account's IAM calls as a whole, and SeaweedFS
+// answers each under one lock after loading every user, so a sweep of a
+// thousand users read in full would hold that lock for minutes, every
+// interval, with the grants waiting behind it. One user that cannot be
+// judged does not keep the others from being judged, but a server that
+// stops answering (drivers.IsUnavailable: each request waited out to its
+// requestTimeout) ends the sweep there: the rest would each wait as long,
+// and the next sweep starts at the user it stopped at.
 func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, error) {
 	b, c := i.b, i.iam
 	users, err := c.ListUsers(ctx, IAMPath)
@@ -344,28 +354,60 @@ func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, erro
 	for _, u := range users {
 		exists[u.UserName] = true
 	}
-	var drifted []int
-	var skipped []error
-	blocked := map[string]bool{} // one public access block read per bucket
+	var drifted, present []int
 	for n, a := range as {
 		if !exists[a.Principal] {
 			drifted = append(drifted, n)
 			continue
 		}
+		present = append(present, n)
+	}
+	turn := i.sweepTurn(as, present, b.cfg.sweepUsers())
+	var skipped []error
+	blocked := map[string]bool{} // one public access block read per bucket
+	for k, n := range turn {
+		a := as[n]
 		ok, err := i.holds(ctx, a, blocked)
 		if err != nil {
 			skipped = append(skipped, fmt.Errorf("%s: %w", a.Principal, err))
-			if stop := sweepStopped(ctx, err, len(as)-n-1); stop != nil {
+			if stop := sweepStopped(ctx, err, len(turn)-k-1); stop != nil {
 				skipped = append(skipped, stop)
 				break
 			}
-			continue
-		}
-		if !ok {
+		} else if !ok {
 			drifted = append(drifted, n)
 		}
+		i.mu.Lock()
+		i.swept = a.Principal
+		i.mu.Unlock()
 	}
+	slices.Sort(drifted)
 	return drifted, errors.Join(skipped...)
+}
+
+// sweepTurn is this sweep's turn among present (indices in as of the
+// accesses whose user exists): at most limit of them, in principal order,
+// starting after the last principal a sweep read in full and going round,
+// so that every user is read in full once every len(present)/limit
+// sweeps, the users added meanwhile in their place.
+func (i *iamIssuer) sweepTurn(as []drivers.Access, present []int, limit int) []int {
+	if len(present) <= limit {
+		return present
+	}
+	order := slices.Clone(present)
+	slices.SortFunc(order, func(x, y int) int { return strings.Compare(as[x].Principal, as[y].Principal) })
+	i.mu.Lock()
+	after := i.swept
+	i.mu.Unlock()
+	start, _ := slices.BinarySearchFunc(order, after, func(n int, p string) int { return strings.Compare(as[n].Principal, p) })
+	if start < len(order) && as[order[start]].Principal == after {
+		start++
+	}
+	turn := make([]int, 0, limit)
+	for k := range limit {
+		turn = append(turn, order[(start+k)%len(order)])
+	}
+	return turn
 }
 
 // holds reports whether a's user has a key, and exactly buckety's

@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -25,6 +27,9 @@ type iamActions struct {
 	mu   sync.Mutex
 	n    map[string]int
 	fail map[string]int
+	// reads are the users whose keys were asked for (ListAccessKeys'
+	// UserName), in order, failed requests as well.
+	reads []string
 }
 
 func startIAMActions(t *testing.T, target string) (*iamActions, string) {
@@ -56,6 +61,9 @@ func startIAMActions(t *testing.T, target string) (*iamActions, string) {
 		} else {
 			p.n[action]++
 		}
+		if action == "ListAccessKeys" {
+			p.reads = append(p.reads, form.Get("UserName"))
+		}
 		p.mu.Unlock()
 		if fail {
 			w.WriteHeader(http.StatusInternalServerError)
@@ -74,6 +82,18 @@ func (p *iamActions) take() map[string]int {
 	defer p.mu.Unlock()
 	out := maps.Clone(p.n)
 	clear(p.n)
+	p.reads = nil
+	return out
+}
+
+// takeReads returns the users whose keys were asked for since the last
+// take, in order, and clears every count.
+func (p *iamActions) takeReads() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.reads
+	clear(p.n)
+	p.reads = nil
 	return out
 }
 
@@ -217,4 +237,100 @@ func (f *iamRequestsFixture) keys(user string) []iam.AccessKeyMetadata {
 		f.t.Fatal(err)
 	}
 	return ks
+}
+
+// TestIAMSweepTakesUsersInTurn: with credentials.sweepUsers 3 and seven
+// users on a real SeaweedFS, a sweep reads three users in full (three
+// requests each, after one ListUsers), the next three after them, and so
+// round: every user is read in full once in three sweeps. A user deleted
+// out of band is found by the very next sweep, whoever's turn it is; a
+// policy edited out of band is found when its user's turn comes; and a
+// sweep stopped by a server that does not answer starts, next time, at
+// the user it could not read.
+func TestIAMSweepTakesUsersInTurn(t *testing.T) {
+	f := newIAMRequestsFixture(t)
+	ctx := context.Background()
+	cfg := *f.be.cfg
+	cfg.Credentials = &Credentials{IAMEndpoint: cfg.Credentials.IAMEndpoint, SweepUsers: 3}
+	be, _ := open(t, &cfg)
+	var as []drivers.Access
+	for i := range 7 {
+		a := f.access(fmt.Sprintf("turn%d", i))
+		if _, err := be.Grant(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		as = append(as, a)
+	}
+	f.counts.take()
+	sweep := func(what string) []int {
+		t.Helper()
+		drifted, err := be.SweepCredentials(ctx, as)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return drifted
+	}
+	for k := range 3 {
+		if d := sweep(fmt.Sprintf("sweep %d", k+1)); len(d) != 0 {
+			t.Fatalf("sweep %d: nothing changed, want nothing drifted, got %v", k+1, d)
+		}
+		counts := f.counts.take()
+		if counts["ListUsers"] != 1 || counts["ListAccessKeys"] != 3 || counts["ListUserPolicies"] != 3 || counts["GetUserPolicy"] != 3 || len(counts) != 4 {
+			t.Errorf("sweep %d of 7 users, 3 a turn: want ListUsers 1 and 3 of each read, got %v", k+1, counts)
+		}
+	}
+	// The next round, user by user: each read in full once.
+	read := map[string]int{}
+	for k := range 3 {
+		sweep(fmt.Sprintf("round two, sweep %d", k+1))
+		for _, u := range f.counts.takeReads() {
+			read[u]++
+		}
+	}
+	for _, a := range as {
+		if read[a.Principal] < 1 {
+			t.Errorf("three sweeps of 3 over 7 users: want %s read in full at least once, got %v", a.Principal, read)
+		}
+	}
+	if len(read) != len(as) {
+		t.Errorf("want only the 7 users read, got %v", read)
+	}
+
+	// Out of band: one user deleted, another's policy edited.
+	gone, edited := as[2], as[5]
+	if err := f.admin.DeleteUserAndKeys(ctx, gone.Principal); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.admin.PutUserPolicy(ctx, edited.Principal, iamPolicyName, []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::*"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if d := sweep("after the deletion"); !slices.Contains(d, 2) {
+		t.Errorf("the sweep after a user was deleted: want it (index 2) drifted at once, got %v", d)
+	}
+	found := false
+	for k := range 3 {
+		if d := sweep(fmt.Sprintf("looking for the edit, sweep %d", k+1)); slices.Contains(d, 5) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Errorf("a policy edited out of band: want it drifted within a round of sweeps (6 users, 3 a turn), it never was")
+	}
+
+	// A server that stops answering: the sweep stops at the user it was
+	// reading, and the next starts there.
+	f.counts.take()
+	f.counts.failNext("ListAccessKeys", 1)
+	if drifted, err := be.SweepCredentials(ctx, as); err == nil || !strings.Contains(err.Error(), "sweep stopped") {
+		t.Fatalf("a sweep whose first read failed with a server error: want it stopped, got %v (drifted %v)", err, drifted)
+	}
+	failed := f.counts.takeReads()
+	if len(failed) != 1 {
+		t.Fatalf("the stopped sweep: want one read, the failed one, got %v", failed)
+	}
+	sweep("after the stopped one")
+	if next := f.counts.takeReads(); len(next) == 0 || next[0] != failed[0] {
+		t.Errorf("the sweep after one stopped at %s: want it to start there, read %v", failed[0], next)
+	}
 }

@@ -99,7 +99,7 @@ var servers = []server{
 			ParamQuota:         "S3 has no bucket quota",
 			ParamAnonymousRead: "S3 Block Public Access, on for every new bucket and usually for the account, refuses public bucket policies, and buckety does not turn it off",
 		},
-		issuer: newIAMIssuer, iamKeys: true, credentialFields: []string{credIAMEndpoint},
+		issuer: newIAMIssuer, iamKeys: true, credentialFields: []string{credIAMEndpoint, credSweepUsers},
 		endpointOptional: true, globalAddress: "aws",
 		iamEndpoint: iam.AWSEndpoint, iamRegion: iam.AWSSigningRegion,
 		userPolicyMaxBytes: iam.AWSInlineUserPolicyMaxBytes,
@@ -134,7 +134,7 @@ var servers = []server{
 	},
 	{
 		impl: ImplSeaweedFS, capabilities: []string{ParamVersioning, ParamQuota, ParamAnonymousRead},
-		issuer: newIAMIssuer, iamKeys: true, callerKeys: true, credentialFields: []string{credIAMEndpoint},
+		issuer: newIAMIssuer, iamKeys: true, callerKeys: true, credentialFields: []string{credIAMEndpoint, credSweepUsers},
 		admin: func(b *Backend, hc *http.Client) {
 			b.quotas = seaweedQuotas{adminhttp.New(b.cfg.Endpoint, b.cfg.signingRegion(), "s3", b.cfg.AccessKeyID, b.cfg.SecretAccessKey, hc)}
 		},

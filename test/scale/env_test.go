@@ -63,11 +63,14 @@ func buildBins(t *testing.T, dir string) bins {
 // webhook registered with the API server, and the controller binary under
 // its generated RBAC.
 type env struct {
-	t      *testing.T
-	dir    string
-	bins   bins
-	cp     *controlplane.ControlPlane
-	broker *kafka.Broker
+	t    *testing.T
+	dir  string
+	bins bins
+	// iamSweepUsers is credentials.sweepUsers of backend s3w-iam (0: the
+	// driver's default).
+	iamSweepUsers int
+	cp            *controlplane.ControlPlane
+	broker        *kafka.Broker
 	// scoped is a second broker with SASL/SCRAM and ACLs enforced, the
 	// cluster of backend kafka-scoped (per-access users and ACLs).
 	scoped *kafka.Broker
@@ -117,6 +120,9 @@ type envParts struct {
 	// kcm runs kube-controller-manager beside the API server: garbage
 	// collection of owned Secrets and namespace deletion.
 	kcm bool
+	// iamSweepUsers is credentials.sweepUsers of backend s3w-iam (0: the
+	// driver's default).
+	iamSweepUsers int
 }
 
 // newEnvWith starts the control plane, the counting broker and the parts
@@ -124,7 +130,7 @@ type envParts struct {
 func newEnvWith(t *testing.T, b bins, name string, p envParts) *env {
 	t.Helper()
 	dir := harness.TempDir(t, "bkt-scale-"+name+"-", "scale")
-	e := &env{t: t, dir: dir, bins: b, own: &ownRequests{counts: map[string]int64{}}}
+	e := &env{t: t, dir: dir, bins: b, own: &ownRequests{counts: map[string]int64{}}, iamSweepUsers: p.iamSweepUsers}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e.cp = harness.ControlPlane(ctx, t, dir, p.kcm)
@@ -223,8 +229,10 @@ func (e *env) configYAML() string {
 	// every access, and an IAM user per access (the IAM API is the S3
 	// endpoint's, so the proxy counts it too).
 	if e.weed != nil {
-		bs = append(bs, s3(sharedWeedBackend, s3driver.ImplSeaweedFS, e.sharedWeed.URL, e.weed.Region, "SCALE_WEED", false),
-			s3(iamWeedBackend, s3driver.ImplSeaweedFS, e.iamWeed.URL, e.weed.Region, "SCALE_WEED", true))
+		iam := harness.S3Server(s3driver.ImplSeaweedFS, e.iamWeed.URL, e.weed.Region, "SCALE_WEED_ACCESS_KEY", "SCALE_WEED_SECRET_KEY")
+		iam.Credentials = &s3driver.Credentials{SweepUsers: e.iamSweepUsers}
+		iamWeed := harness.S3(iamWeedBackend, iam)
+		bs = append(bs, s3(sharedWeedBackend, s3driver.ImplSeaweedFS, e.sharedWeed.URL, e.weed.Region, "SCALE_WEED", false), iamWeed)
 	}
 	// VersityGW's two backends, when it runs: the root keys for every
 	// access, and a gateway user per access, made through the admin port's

@@ -28,6 +28,7 @@ import (
 //	SCALE_S3_IAM_N        the same on SeaweedFS, with an IAM user per access made through its IAM API (3; full 100: its
 //	                      IAM costs in proportion to the users there, and 1000 do not fit the provisioning timeout;
 //	                      empty for none, and then no SeaweedFS is started)
+//	SCALE_S3_IAM_SWEEP_USERS credentials.sweepUsers of the IAM-user backend on SeaweedFS (0: the driver's default, 100)
 //	SCALE_S3_VERSITY_N    the same on VersityGW, with a gateway user per access named in its bucket's policy (3; full
 //	                      100,1000; empty for none, and then no VersityGW is started)
 //	SCALE_WEBHOOK_REQS    dry-run creates timed through the API server (50; full 1000)
@@ -51,6 +52,7 @@ type params struct {
 	ScopedNs       map[int]bool
 	S3ScopedNs     []int
 	S3IAMNs        []int
+	IAMSweepUsers  int
 	S3VersityNs    []int
 	Secrets        int
 	Drifted        int
@@ -101,7 +103,7 @@ func loadParams(t *testing.T) params {
 	if v, ok := os.LookupEnv("SCALE_S3_VERSITY_N"); ok {
 		p.S3VersityNs = positiveInts(t, "SCALE_S3_VERSITY_N", v)
 	}
-	harness.EnvInts(t, 0, map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects, "SCALE_SHARE_REFS": &p.ShareRefs, "SCALE_SHARE_REPS": &p.ShareReps})
+	harness.EnvInts(t, 0, map[string]*int{"SCALE_SECRETS": &p.Secrets, "SCALE_DRIFTED": &p.Drifted, "SCALE_S3_N": &p.S3N, "SCALE_WEBHOOK_REQS": &p.WebhookReqs, "SCALE_FLOOR_OBJECTS": &p.FloorObjects, "SCALE_SHARE_REFS": &p.ShareRefs, "SCALE_SHARE_REPS": &p.ShareReps, "SCALE_S3_IAM_SWEEP_USERS": &p.IAMSweepUsers})
 	harness.EnvDurations(t, map[string]*time.Duration{"SCALE_RECHECK": &p.Recheck, "SCALE_REVERT_TIMEOUT": &p.RevertTimeout})
 	if v, ok := os.LookupEnv("SCALE_MAIN_ARGS"); ok {
 		p.MainArgs = strings.Fields(v)

@@ -87,7 +87,7 @@ func (tb *table) reportAtCleanup(t *testing.T) {
 // controller with a short re-check interval and the cost of one re-check.
 func runN(t *testing.T, b bins, p params, tb *table, n int, first bool) {
 	every := p.Only == ""
-	e := newEnvWith(t, b, strconv.Itoa(n), envParts{scoped: true, s3: true, weed: every && first && len(p.S3IAMNs) > 0, versity: every && first && len(p.S3VersityNs) > 0})
+	e := newEnvWith(t, b, strconv.Itoa(n), envParts{scoped: true, s3: true, weed: every && first && len(p.S3IAMNs) > 0, iamSweepUsers: p.IAMSweepUsers, versity: every && first && len(p.S3VersityNs) > 0})
 	e.ctrlEnv, e.profileDir = p.ControllerEnv, p.ProfileDir
 	ctx := context.Background()
 	if !every {
