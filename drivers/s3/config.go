@@ -122,9 +122,10 @@ type Credentials struct {
 	// SweepUsers (aws, seaweedfs) is how many users one credential sweep
 	// reads in full (their keys and policies: three IAM requests each),
 	// taking the users in turn from where the last sweep stopped, so that
-	// a sweep costs at most 1 + 3 x sweepUsers requests whatever the
-	// number of accesses (AWS IAM throttles an account's calls as a
-	// whole, and SeaweedFS answers each under one lock). Every sweep
+	// a sweep costs 3 x sweepUsers requests, beside one ListUsers a
+	// thousand users, whatever the number of accesses (AWS IAM throttles an account's calls as a
+	// whole, and SeaweedFS answers each under one lock); each shard of
+	// the controller sweeps its own accesses. Every sweep
 	// still finds a deleted user, from its list of users. Omitted:
 	// 100; with more users than that, each is read in full once every
 	// users/sweepUsers sweeps.

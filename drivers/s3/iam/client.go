@@ -109,12 +109,12 @@ func (c *Client) GetUser(ctx context.Context, name string) (User, error) {
 }
 
 // ListUsers lists the users whose path starts with pathPrefix ("" is
-// all), following the server's markers. SeaweedFS ignores the prefix (and
-// paths): it lists every user.
+// all), following the server's markers, listUsersPage users a request.
+// SeaweedFS ignores the prefix (and paths): it lists every user.
 func (c *Client) ListUsers(ctx context.Context, pathPrefix string) ([]User, error) {
 	var users []User
 	err := pages("ListUsers", func(marker string) (string, bool, error) {
-		form := url.Values{}
+		form := url.Values{"MaxItems": {strconv.Itoa(listUsersPage)}}
 		if pathPrefix != "" {
 			form.Set("PathPrefix", pathPrefix)
 		}
@@ -134,6 +134,10 @@ func (c *Client) ListUsers(ctx context.Context, pathPrefix string) ([]User, erro
 	})
 	return users, err
 }
+
+// listUsersPage is the most users AWS IAM lists a request (MaxItems; its
+// default is 100): a sweep of a thousand users lists them in one.
+const listUsersPage = 1000
 
 // pages calls page with each marker the server hands back, "" first,
 // until a page is not truncated (or names no marker, or the one it was

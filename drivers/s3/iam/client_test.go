@@ -137,6 +137,9 @@ func TestListUsersPages(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
+			if got := form.Get("MaxItems"); got != "1000" {
+				t.Errorf("ListUsers: want MaxItems 1000 (AWS lists 100 a page without it), got %q", got)
+			}
 			m := form.Get("Marker")
 			n, more := next[m]
 			if _, err := io.WriteString(w, page("user-at-"+m, n, more)); err != nil {
