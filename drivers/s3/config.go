@@ -123,10 +123,10 @@ type Credentials struct {
 	// reads in full (their keys and policies: three IAM requests each),
 	// taking the users in turn from where the last sweep stopped, so that
 	// a sweep costs 3 x sweepUsers requests, beside one ListUsers a
-	// thousand users, whatever the number of accesses (AWS IAM throttles an account's calls as a
-	// whole, and SeaweedFS answers each under one lock); each shard of
-	// the controller sweeps its own accesses. Every sweep
-	// still finds a deleted user, from its list of users. Omitted:
+	// thousand users, whatever the number of accesses (AWS IAM throttles
+	// an account's calls as a whole, and SeaweedFS answers each under one
+	// lock); each shard of the controller sweeps its own accesses. Every
+	// sweep still finds a deleted user, from its list of users. Omitted:
 	// 100; with more users than that, each is read in full once every
 	// users/sweepUsers sweeps.
 	SweepUsers int `json:"sweepUsers,omitempty"`
