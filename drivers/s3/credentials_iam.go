@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -399,9 +400,17 @@ func (i *iamIssuer) sweepTurn(as []drivers.Access, present []int, limit int) []i
 	i.mu.Lock()
 	after := i.swept
 	i.mu.Unlock()
-	start, _ := slices.BinarySearchFunc(order, after, func(n int, p string) int { return strings.Compare(as[n].Principal, p) })
-	if start < len(order) && as[order[start]].Principal == after {
-		start++
+	var start int
+	if after == "" {
+		// This process's first turn starts anywhere: a controller
+		// restarted (or a shard moved) more often than a round takes
+		// still reads every user in time, not the first ones again.
+		start = rand.IntN(len(order))
+	} else {
+		start, _ = slices.BinarySearchFunc(order, after, func(n int, p string) int { return strings.Compare(as[n].Principal, p) })
+		if start < len(order) && as[order[start]].Principal == after {
+			start++
+		}
 	}
 	turn := make([]int, 0, limit)
 	for k := range limit {
