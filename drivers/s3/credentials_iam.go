@@ -366,6 +366,7 @@ func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, erro
 	turn := i.sweepTurn(as, present, b.cfg.sweepUsers())
 	var skipped []error
 	blocked := map[string]bool{} // one public access block read per bucket
+	last := ""                   // the last user read in full
 	for k, n := range turn {
 		a := as[n]
 		ok, err := i.holds(ctx, a, blocked)
@@ -378,8 +379,11 @@ func (i *iamIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, erro
 		} else if !ok {
 			drifted = append(drifted, n)
 		}
+		last = a.Principal
+	}
+	if last != "" {
 		i.mu.Lock()
-		i.swept = a.Principal
+		i.swept = last
 		i.mu.Unlock()
 	}
 	slices.Sort(drifted)

@@ -63,18 +63,18 @@ func buildBins(t *testing.T, dir string) bins {
 // webhook registered with the API server, and the controller binary under
 // its generated RBAC.
 type env struct {
-	t    *testing.T
-	dir  string
-	bins bins
-	// iamSweepUsers is credentials.sweepUsers of backend s3w-iam (0: the
-	// driver's default).
-	iamSweepUsers int
-	cp            *controlplane.ControlPlane
-	broker        *kafka.Broker
+	t      *testing.T
+	dir    string
+	bins   bins
+	cp     *controlplane.ControlPlane
+	broker *kafka.Broker
 	// scoped is a second broker with SASL/SCRAM and ACLs enforced, the
 	// cluster of backend kafka-scoped (per-access users and ACLs).
 	scoped *kafka.Broker
 	s3     *s3test.Server
+	// iamSweepUsers is credentials.sweepUsers of backend s3w-iam (0: the
+	// driver's default).
+	iamSweepUsers int
 	// sharedS3 and scopedS3 count what backends s3-shared and s3-scoped
 	// send MinIO.
 	sharedS3, scopedS3 *countingProxy
