@@ -53,6 +53,19 @@ type Assigner struct {
 	// Lease only after Run has returned. An error is logged, and the
 	// shard is given up (and may be taken again, here or elsewhere).
 	Run func(ctx context.Context, k int) error
+	// Warm, when set, prepares shard k's work ahead of a take (its caches'
+	// first lists): it is called for a shard
+	// whose holder looks gone (its Lease not renewed for RenewDeadline, by
+	// which a live holder that could not renew has stopped the shard's
+	// work) and which this replica is to take once the Lease expires (see
+	// warmers). ctx ends when the shard is no longer to be taken here
+	// (its holder renewed it, another replica took it, this one stops),
+	// or, if this replica took it, once Run has returned: a Run started
+	// while ctx lives may take over what Warm prepared. Warm returns at
+	// once (it starts what it prepares, which ends with ctx), and a Run
+	// of k started after it has returned finds what it began. Warm only
+	// reads; the shard's work starts with Run alone.
+	Warm func(ctx context.Context, k int)
 	// Log logs takes, releases and losses.
 	Log logr.Logger
 	// Now is the clock; nil: time.Now.
@@ -61,6 +74,8 @@ type Assigner struct {
 	mu       sync.Mutex
 	held     map[int]*running
 	stopping map[int]chan struct{}
+	// warming ends each Warm running, by shard.
+	warming map[int]context.CancelFunc
 	// count is the newest count of the replicas (under mu).
 	count counted
 
@@ -168,6 +183,7 @@ func (a *Assigner) defaults() error {
 	}
 	a.held = map[int]*running{}
 	a.stopping = map[int]chan struct{}{}
+	a.warming = map[int]context.CancelFunc{}
 	a.observed = map[string]observation{}
 	return nil
 }
@@ -215,6 +231,7 @@ func (a *Assigner) Start(ctx context.Context) error {
 	for _, done := range stopping {
 		<-done
 	}
+	a.warmOnly(nil)
 	errs = append(errs, a.leaveMembers(rctx))
 	return errors.Join(errs...)
 }
@@ -249,9 +266,13 @@ func (a *Assigner) step(ctx context.Context) {
 			a.Log.Info("could not release a shard", "shard", held[i], "error", err.Error())
 		}
 	}
+	settled := a.now().Sub(a.started) >= a.LeaseDuration
 	if m.olderDisagree || len(held) > limit {
+		a.warmOnly(nil)
 		return
 	}
+	warmers := a.warmers(m, leases)
+	a.warmUp(warmers, settled)
 	// One shard per round: replicas that start together (a Deployment
 	// scaled up from zero, a rollout) see each other's member Leases only
 	// a round later, and one that took every free shard at once would give
@@ -264,7 +285,7 @@ func (a *Assigner) step(ctx context.Context) {
 	// a Lease duration has seen every other replica that was live a round
 	// ago, so it takes every shard whose holder's Lease expired, up to its
 	// share, in one round. Their work waits for nothing else.
-	a.takeUpTo(ctx, limit, a.now().Sub(a.started) >= a.LeaseDuration, leases)
+	a.takeUpTo(ctx, limit, settled, warmers, leases)
 }
 
 // countOnce counts the replicas (members), giving it until RenewDeadline,
@@ -366,6 +387,9 @@ func (a *Assigner) firstToTry() int { return SlotOf(a.Identity) % a.Shards }
 type memberSet struct {
 	peers         []string
 	olderDisagree bool
+	// quiet are the peers whose member Lease this replica has not seen
+	// renewed for RenewDeadline: likely gone, not yet expired.
+	quiet map[string]bool
 }
 
 // members renews this replica's member Lease and reads the others'.
@@ -399,6 +423,12 @@ func (a *Assigner) members(ctx context.Context) (memberSet, error) {
 		if l.Annotations[ShardsAnnotation] == strconv.Itoa(a.Shards) {
 			if l.Spec.HolderIdentity != nil {
 				m.peers = append(m.peers, *l.Spec.HolderIdentity)
+				if a.unchangedFor(l) >= a.RenewDeadline {
+					if m.quiet == nil {
+						m.quiet = map[string]bool{}
+					}
+					m.quiet[*l.Spec.HolderIdentity] = true
+				}
 			}
 		} else if older(l, own) {
 			m.olderDisagree = true
@@ -471,6 +501,20 @@ func (a *Assigner) spec(acquired, now metav1.MicroTime) coordinationv1.LeaseSpec
 // observation of its record; 0 or less: not expired. A released Lease (no
 // holder) is expired.
 func (a *Assigner) expiredFor(l *coordinationv1.Lease) time.Duration {
+	unchanged := a.unchangedFor(l)
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return max(unchanged, time.Nanosecond)
+	}
+	d := a.LeaseDuration
+	if l.Spec.LeaseDurationSeconds != nil {
+		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return unchanged - d
+}
+
+// unchangedFor is how long this replica has seen Lease l's record
+// unchanged (0 the first time it sees this record).
+func (a *Assigner) unchangedFor(l *coordinationv1.Lease) time.Duration {
 	now := a.now()
 	a.obsMu.Lock()
 	defer a.obsMu.Unlock()
@@ -479,14 +523,7 @@ func (a *Assigner) expiredFor(l *coordinationv1.Lease) time.Duration {
 		o = observation{record: l.ResourceVersion, at: now}
 		a.observed[l.Namespace+"/"+l.Name] = o
 	}
-	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-		return max(now.Sub(o.at), time.Nanosecond)
-	}
-	d := a.LeaseDuration
-	if l.Spec.LeaseDurationSeconds != nil {
-		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-	}
-	return now.Sub(o.at) - d
+	return now.Sub(o.at)
 }
 
 // renew renews every shard held, each at once. A shard whose work ended is
@@ -640,7 +677,12 @@ func (a *Assigner) release(ctx context.Context, l *coordinationv1.Lease) error {
 // takeUpTo takes free or expired shards of leases (the shard Leases as
 // listed) while this replica holds fewer than limit: at most one a round,
 // and, when settled (see step), every shard whose holder's Lease expired.
-func (a *Assigner) takeUpTo(ctx context.Context, limit int, settled bool, leases map[string]*coordinationv1.Lease) {
+//
+// A shard whose holder's Lease expired and which another replica warmed
+// (warmers) is left to that replica for warmHeadStart after the expiry,
+// so the replica whose caches are filled is the one that takes it; then,
+// if it has not, any replica may.
+func (a *Assigner) takeUpTo(ctx context.Context, limit int, settled bool, warmers map[int]string, leases map[string]*coordinationv1.Lease) {
 	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
 	defer cancel()
 	first := a.firstToTry()
@@ -656,6 +698,11 @@ func (a *Assigner) takeUpTo(ctx context.Context, limit int, settled bool, leases
 		orphaned := settled && l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && a.expiredFor(l) > 0
 		if !orphaned && others > 0 {
 			continue
+		}
+		if orphaned && a.Warm != nil {
+			if w := warmers[k]; w != "" && w != a.Identity && a.expiredFor(l) < a.warmHeadStart() {
+				continue
+			}
 		}
 		if err := a.take(ctx, k, l); err != nil {
 			a.Log.Info("could not take a shard", "shard", k, "error", err.Error())
@@ -735,19 +782,135 @@ func (a *Assigner) take(ctx context.Context, k int, l *coordinationv1.Lease) err
 	return nil
 }
 
-// start runs shard k's work, held under Lease l since now.
+// start runs shard k's work, held under Lease l since now. What Warm
+// prepared for k is left to Run, and its context ends once Run has
+// returned.
 func (a *Assigner) start(k int, l *coordinationv1.Lease, now time.Time) {
 	sctx, cancel := context.WithCancel(context.Background())
 	r := &running{lease: l, renewed: now, heldSince: now, cancel: cancel, done: make(chan struct{})}
 	a.mu.Lock()
 	a.held[k] = r
+	endWarm, warmed := a.warming[k]
+	delete(a.warming, k)
 	a.mu.Unlock()
 	record(k, EventTaken)
-	a.Log.Info("took a shard", "shard", k, "of", a.Shards)
+	a.Log.Info("took a shard", "shard", k, "of", a.Shards, "warmed", warmed)
 	go func() {
 		defer close(r.done)
+		if warmed {
+			defer endWarm()
+		}
 		if err := a.Run(sctx, k); err != nil && sctx.Err() == nil {
 			a.Log.Error(err, "a shard's work ended", "shard", k)
 		}
 	}()
+}
+
+// warmHeadStart is how long after a Lease's expiry the replica that warmed
+// its shard has to take it before the others may: two rounds.
+func (a *Assigner) warmHeadStart() time.Duration { return 2 * a.RetryPeriod }
+
+// warmers names, for each shard whose holder looks gone, the replica that
+// is to warm it and take it when its Lease expires. A holder looks gone
+// when its Lease has not changed for RenewDeadline (a live holder that
+// could not renew for that long has stopped the shard's work, so the
+// Lease is about to be taken over). The shards go to the live replicas
+// that run this number of shards, but the holders and those whose own
+// member Lease is as quiet, one at a time in order of shard, each to the
+// one holding fewest then (the shards it holds, and those it is given
+// here; ties in order of identity): the split the replicas balance to
+// once the holder is gone, so each warmer has room to take what it
+// warmed. Every replica reads the same Leases, so they agree on it; one
+// that does not only takes the shard without caches filled ahead, as
+// before Warm.
+func (a *Assigner) warmers(m memberSet, leases map[string]*coordinationv1.Lease) map[int]string {
+	gone := map[int]string{}
+	holds := map[string]int{}
+	for k := 0; k < a.Shards; k++ {
+		l := leases[a.LeaseName(k)]
+		if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			continue
+		}
+		if a.unchangedFor(l) >= a.RenewDeadline {
+			gone[k] = *l.Spec.HolderIdentity
+		} else {
+			holds[*l.Spec.HolderIdentity]++
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	var live []string
+	for _, id := range m.peers {
+		if !m.quiet[id] {
+			live = append(live, id)
+		}
+	}
+	sort.Strings(live)
+	out := map[int]string{}
+	for k := 0; k < a.Shards; k++ {
+		holder, ok := gone[k]
+		if !ok {
+			continue
+		}
+		best := ""
+		for _, id := range live {
+			if id != holder && (best == "" || holds[id] < holds[best]) {
+				best = id
+			}
+		}
+		if best != "" {
+			out[k] = best
+			holds[best]++
+		}
+	}
+	return out
+}
+
+// warmUp warms, when settled, the shards this replica is to take once
+// their Leases expire (warmers), and ends the warming of the others.
+func (a *Assigner) warmUp(warmers map[int]string, settled bool) {
+	if a.Warm == nil {
+		return
+	}
+	want := map[int]bool{}
+	for k, id := range warmers {
+		if settled && id == a.Identity && !a.busy(k) {
+			want[k] = true
+		}
+	}
+	a.warmOnly(want)
+}
+
+// warmOnly ends the warming of every shard not in want, and starts it for
+// those in want not yet warming.
+func (a *Assigner) warmOnly(want map[int]bool) {
+	type begin struct {
+		ctx context.Context
+		k   int
+	}
+	var begins []begin
+	a.mu.Lock()
+	for k, end := range a.warming {
+		if !want[k] {
+			end()
+			delete(a.warming, k)
+			a.Log.Info("stopped warming a shard", "shard", k)
+		}
+	}
+	for k := range want {
+		if _, ok := a.warming[k]; ok {
+			continue
+		}
+		ctx, end := context.WithCancel(context.Background())
+		a.warming[k] = end
+		begins = append(begins, begin{ctx, k})
+	}
+	a.mu.Unlock()
+	// On this goroutine, before the round's takes: a take in this round
+	// finds what Warm began.
+	for _, b := range begins {
+		a.Log.Info("warming a shard whose holder looks gone", "shard", b.k)
+		a.Warm(b.ctx, b.k)
+	}
 }

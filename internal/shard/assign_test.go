@@ -746,3 +746,192 @@ func TestSettledReplicaTakesADeadReplicasShardsInOneRound(t *testing.T) {
 		t.Errorf("want b's four shards taken in one round, got them over %s (rounds are a second apart)", spread.Round(time.Millisecond))
 	}
 }
+
+// warmLog records the Warm calls and shard runs of several replicas.
+type warmLog struct {
+	mu sync.Mutex
+	// warms are the Warm calls, in order.
+	warms []*warmCall
+	// runs are when each replica began each shard's run.
+	runs map[string]map[int]time.Time
+}
+
+type warmCall struct {
+	id    string
+	k     int
+	at    time.Time
+	ended atomic.Bool
+	// liveAtRun: the call's context had not ended when id's run of k
+	// began.
+	liveAtRun bool
+	ctx       context.Context
+}
+
+func (w *warmLog) warm(id string) func(context.Context, int) {
+	return func(ctx context.Context, k int) {
+		c := &warmCall{id: id, k: k, at: time.Now(), ctx: ctx}
+		w.mu.Lock()
+		w.warms = append(w.warms, c)
+		w.mu.Unlock()
+		go func() {
+			<-ctx.Done()
+			c.ended.Store(true)
+		}()
+	}
+}
+
+func (w *warmLog) ran(id string, k int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.runs[id] == nil {
+		w.runs[id] = map[int]time.Time{}
+	}
+	w.runs[id][k] = time.Now()
+	for _, c := range w.warms {
+		if c.id == id && c.k == k && c.ctx.Err() == nil {
+			c.liveAtRun = true
+		}
+	}
+}
+
+// A replica cut off from the API server stops renewing its shards' Leases;
+// the others see them unchanged for RenewDeadline, and one replica per
+// shard (split so each ends with its share) warms it before the Lease
+// expires, then takes it, its warm still live for the run to take
+// over. The other replicas leave it to the warmer. A warm of a shard that
+// is not taken ends.
+func TestDeadReplicasShardsAreWarmedAndTakenByTheirWarmer(t *testing.T) {
+	base := leaseClient(t)
+	tr := &tracker{t: t, running: map[int]string{}}
+	wl := &warmLog{runs: map[string]map[int]time.Time{}}
+	var off atomic.Bool
+	var rs []*replica
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		c := failingClient(base, func() error {
+			if id == "b" && off.Load() {
+				return errors.New("cut off from the API server")
+			}
+			return nil
+		})
+		run := tr.run(id)
+		a := &shard.Assigner{
+			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 6,
+			LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
+			Run: func(ctx context.Context, k int) error {
+				wl.ran(id, k)
+				return run(ctx, k)
+			},
+			Warm: wl.warm(id),
+			Log:  zap.New(zap.UseDevMode(true)).WithName(id),
+		}
+		rs = append(rs, startReplica(a))
+	}
+	stopped := map[int]bool{}
+	defer func() {
+		for i, r := range rs {
+			if !stopped[i] {
+				r.stop(t)
+			}
+		}
+	}()
+	until := func(what string, want string) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for fmt.Sprint(tr.counts(ids...)) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 90s; running %v", what, tr.counts(ids...))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	until("three replicas run two shards each", "[2 2 2]")
+	// Every replica has run for longer than a Lease duration.
+	time.Sleep(5 * time.Second)
+	tr.mu.Lock()
+	var bs []int
+	for k, id := range tr.running {
+		if id == "b" {
+			bs = append(bs, k)
+		}
+	}
+	tr.mu.Unlock()
+	wl.mu.Lock()
+	before := len(wl.warms)
+	wl.mu.Unlock()
+	t.Logf("warms while every holder renewed: %d", before)
+	off.Store(true)
+	until("a and c run b's shards", "[0 3 3]")
+	wl.mu.Lock()
+	for _, k := range bs {
+		var taker string
+		for _, id := range []string{"a", "c"} {
+			if _, ok := wl.runs[id][k]; ok {
+				taker = id
+			}
+		}
+		var calls []*warmCall
+		for _, c := range wl.warms[before:] {
+			if c.k == k {
+				calls = append(calls, c)
+			}
+		}
+		if len(calls) != 1 {
+			t.Errorf("shard %d: want one replica to warm it, got %d warms", k, len(calls))
+			continue
+		}
+		c := calls[0]
+		if c.id != taker {
+			t.Errorf("shard %d: warmed by %s, taken by %s", k, c.id, taker)
+		}
+		if !c.at.Before(wl.runs[taker][k]) || !c.liveAtRun {
+			t.Errorf("shard %d: want its warm begun before %s's run and live when the run began (begun %s before, live %v)",
+				k, taker, wl.runs[taker][k].Sub(c.at), c.liveAtRun)
+		}
+		if c.ended.Load() {
+			t.Errorf("shard %d: its warm ended while %s runs it", k, taker)
+		}
+	}
+	// a and c hold two shards each: b's two are split between them.
+	by := map[string]int{}
+	for _, c := range wl.warms[before:] {
+		by[c.id]++
+	}
+	if by["a"] != 1 || by["c"] != 1 {
+		t.Errorf("want b's shards warmed one by a and one by c, got %v", by)
+	}
+	wl.mu.Unlock()
+	// Every warm but those of the shards their warmer runs has ended; and
+	// once the replicas stop, those end too.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var live []string
+		wl.mu.Lock()
+		for _, c := range wl.warms {
+			if _, runs := wl.runs[c.id][c.k]; !c.ended.Load() && !(runs && c.liveAtRun) {
+				live = append(live, fmt.Sprintf("%s:%d", c.id, c.k))
+			}
+		}
+		wl.mu.Unlock()
+		if len(live) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("warms not taken still live after 30s: %v", live)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i, r := range rs {
+		if i != 1 {
+			r.stop(t)
+			stopped[i] = true
+		}
+	}
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	for _, c := range wl.warms {
+		if !c.ended.Load() {
+			t.Errorf("%s's warm of shard %d still live after it stopped", c.id, c.k)
+		}
+	}
+}

@@ -64,12 +64,16 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 		return err
 	}
 	lease, renew, retry := leaderTimings(o)
+	warm := &warmCaches{m: map[int]*warmCache{}}
 	a := &shard.Assigner{
 		Client: c, Namespace: o.LeaderElectionNamespace, Name: LeaderElectionID,
 		Identity: host + "-" + string(uuid.NewUUID())[:8], Shards: o.Shards,
 		LeaseDuration: *lease, RenewDeadline: *renew, RetryPeriod: *retry,
-		Run: func(ctx context.Context, k int) error { return runShard(ctx, o, scheme, set, k, readers, synced) },
-		Log: o.Log.WithName("shards"),
+		Run: func(ctx context.Context, k int) error {
+			return runShard(ctx, o, scheme, set, k, readers, synced, warm.take(k))
+		},
+		Warm: func(ctx context.Context, k int) { warm.warm(ctx, o, scheme, k) },
+		Log:  o.Log.WithName("shards"),
 	}
 	if err := top.Add(a); err != nil {
 		return err
@@ -89,9 +93,9 @@ func runShards(ctx context.Context, top ctrl.Manager, o Options, scheme *runtime
 
 // runShard runs shard k until ctx ends: both controllers and the
 // leader-only loops, over a cache of the shard's objects and of those every
-// shard reads; shard 0 also labels objects without a slot and keeps the
-// backends' view.
-func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backends.Set, k int, readers *shard.Readers, synced func()) error {
+// shard reads (warmed, if not nil: that cache, filled ahead of the take);
+// shard 0 also labels objects without a slot and keeps the backends' view.
+func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backends.Set, k int, readers *shard.Readers, synced func(), warmed *warmCache) error {
 	serves := &shard.Serves{K: k, N: o.Shards}
 	o.Log = o.Log.WithValues("shard", k)
 	// Every shard's controllers have the same names, in one process.
@@ -99,19 +103,28 @@ func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backe
 	grace := 30 * time.Second
 	co, err := shardCacheOptions(serves)
 	if err != nil {
+		warmed.end()
 		return err
 	}
-	// Each shard's caches and workers have a connection of their own, as
-	// the Assigner has: on one shared connection a replica's shards' watches
-	// wait behind each other and the API server closes them as unresponsive.
-	mgr, err := ctrl.NewManager(ownConnection(o.RESTConfig), ctrl.Options{
+	mo := ctrl.Options{
 		Scheme: scheme, Logger: o.Log,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &grace,
 		Cache:                   co,
-	})
+	}
+	if warmed != nil {
+		o.Log.Info("taking over the shard's caches, filled since its holder looked gone", "warmedFor", time.Since(warmed.since).Round(time.Millisecond).String())
+		mo.NewCache = func(*rest.Config, ctrlcache.Options) (ctrlcache.Cache, error) {
+			return adoptedCache{Cache: warmed.cache, stop: warmed.stop}, nil
+		}
+	}
+	// Each shard's caches and workers have a connection of their own, as
+	// the Assigner has: on one shared connection a replica's shards' watches
+	// wait behind each other and the API server closes them as unresponsive.
+	mgr, err := ctrl.NewManager(ownConnection(o.RESTConfig), mo)
 	if err != nil {
+		warmed.end()
 		return fmt.Errorf("shard %d: create manager: %w", k, err)
 	}
 	if _, err := wire(ctx, mgr, o, set, serves); err != nil {
@@ -132,6 +145,138 @@ func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backe
 		readers.Set(k, nil)
 	}()
 	return mgr.Start(ctx)
+}
+
+// warmCaches are the caches of the shards this replica is about to take
+// (shard.Assigner.Warm): a dead replica's shard is taken when its Lease
+// expires, and the taker's caches then list the shard's objects, which at
+// 100,000 Bucketies took most of the time to the shard's first passes.
+// Filled from the moment the holder looks gone, they are listed by the
+// expiry, or nearly, and runShard takes them over. A warm cache the shard
+// is not taken with (its holder renewed it, another replica took it) is
+// stopped.
+type warmCaches struct {
+	mu sync.Mutex
+	m  map[int]*warmCache
+}
+
+// warmCache is one shard's cache, started ahead of its take.
+type warmCache struct {
+	since time.Time
+	// ready is closed once cache and stop are set, or the cache could
+	// not be made (cache nil).
+	ready chan struct{}
+	cache ctrlcache.Cache
+	// stop ends the cache's informers.
+	stop context.CancelFunc
+}
+
+// end stops c's informers, if c is not nil.
+func (c *warmCache) end() {
+	if c != nil {
+		c.stop()
+	}
+}
+
+// warmedKinds are the kinds whose informers a warm cache starts: those
+// every shard's controllers watch, each selected by the shard's slots
+// (shardCacheOptions). An informer of another kind a controller asks for
+// starts with the manager, as without a warm cache.
+func warmedKinds() []client.Object {
+	return []client.Object{&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{}, &v1.BucketyCredential{}, &corev1.Secret{}}
+}
+
+// warm starts filling a cache of shard k's objects, until ctx ends; then
+// it is stopped unless runShard has taken it over. It returns at once,
+// with the cache registered for take.
+func (w *warmCaches) warm(ctx context.Context, o Options, scheme *runtime.Scheme, k int) {
+	log := o.Log.WithName("shards").WithValues("shard", k)
+	wc := &warmCache{since: time.Now(), ready: make(chan struct{})}
+	w.mu.Lock()
+	old := w.m[k]
+	w.m[k] = wc
+	w.mu.Unlock()
+	if old != nil {
+		go func() {
+			<-old.ready
+			old.end()
+		}()
+	}
+	go func() {
+		cctx, stop := context.WithCancel(context.Background())
+		c, err := newShardCache(o, scheme, k)
+		if err != nil {
+			log.Error(err, "could not warm the shard's caches")
+			stop()
+			w.mu.Lock()
+			if w.m[k] == wc {
+				delete(w.m, k)
+			}
+			w.mu.Unlock()
+			close(wc.ready)
+			return
+		}
+		wc.cache, wc.stop = c, stop
+		close(wc.ready)
+		go func() {
+			if err := c.Start(cctx); err != nil {
+				log.Error(err, "a warm cache stopped")
+			}
+		}()
+		for _, obj := range warmedKinds() {
+			if _, err := c.GetInformer(cctx, obj, ctrlcache.BlockUntilSynced(false)); err != nil {
+				log.Error(err, "could not warm the shard's caches", "kind", fmt.Sprintf("%T", obj))
+			}
+		}
+		<-ctx.Done()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.m[k] == wc {
+			delete(w.m, k)
+			stop()
+		}
+	}()
+}
+
+// newShardCache is the cache a shard's manager makes (shardCacheOptions),
+// on a connection of its own.
+func newShardCache(o Options, scheme *runtime.Scheme, k int) (ctrlcache.Cache, error) {
+	co, err := shardCacheOptions(&shard.Serves{K: k, N: o.Shards})
+	if err != nil {
+		return nil, err
+	}
+	co.Scheme = scheme
+	return ctrlcache.New(ownConnection(o.RESTConfig), co)
+}
+
+// take hands shard k's warm cache, if there is one, to the caller, who
+// stops it (end): nil if there is none, or it could not be made.
+func (w *warmCaches) take(k int) *warmCache {
+	w.mu.Lock()
+	wc := w.m[k]
+	delete(w.m, k)
+	w.mu.Unlock()
+	if wc == nil {
+		return nil
+	}
+	<-wc.ready
+	if wc.cache == nil {
+		return nil
+	}
+	return wc
+}
+
+// adoptedCache is a warm cache as a shard's manager's cache: started
+// already, so its Start only waits for the manager to stop, then stops it.
+type adoptedCache struct {
+	ctrlcache.Cache
+	stop context.CancelFunc
+}
+
+func (a adoptedCache) Start(ctx context.Context) error {
+	<-ctx.Done()
+	a.stop()
+	return nil
 }
 
 // shardCacheOptions are cacheOptions with buckety's kinds and Secrets
