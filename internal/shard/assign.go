@@ -84,6 +84,10 @@ type Assigner struct {
 
 	// started is when Start began (step's goroutine only).
 	started time.Time
+	// takeAt is when the first Lease of a shard this replica warms
+	// expires, zero if none (step's goroutine only): the round after
+	// that comes then, not up to a RetryPeriod later.
+	takeAt time.Time
 
 	// own is this replica's member Lease as last written (the counting
 	// goroutine's only).
@@ -214,7 +218,7 @@ func (a *Assigner) Start(ctx context.Context) error {
 		defer close(counting)
 		wait.JitterUntilWithContext(ctx, a.countOnce, a.RetryPeriod, 0.2, true)
 	}()
-	wait.JitterUntilWithContext(ctx, a.step, a.RetryPeriod, 0.2, true)
+	a.rounds(ctx)
 	<-counting
 	// ctx has ended: release with a context of its own, of at least
 	// releaseTimeout (a loaded API server answers slowly, and a Lease
@@ -234,6 +238,26 @@ func (a *Assigner) Start(ctx context.Context) error {
 	a.warmOnly(nil)
 	errs = append(errs, a.leaveMembers(rctx))
 	return errors.Join(errs...)
+}
+
+// rounds runs step every RetryPeriod (jittered up to 20 %, counted from
+// the end of the last, as wait.JitterUntil), until ctx ends; and at once
+// when a Lease of a shard this replica warms expires (takeAt): its
+// caches are filled, and a take a round later would only hold them back.
+func (a *Assigner) rounds(ctx context.Context) {
+	for ctx.Err() == nil {
+		a.step(ctx)
+		next := wait.Jitter(a.RetryPeriod, 0.2)
+		if d := a.takeAt.Sub(a.now()); d > 0 {
+			next = min(next, d+10*time.Millisecond)
+		}
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 // step is one round: keep what is held, and balance by the newest count
@@ -272,7 +296,7 @@ func (a *Assigner) step(ctx context.Context) {
 		return
 	}
 	warmers := a.warmers(m, leases)
-	a.warmUp(warmers, settled)
+	a.warmUp(warmers, leases, settled)
 	// One shard per round: replicas that start together (a Deployment
 	// scaled up from zero, a rollout) see each other's member Leases only
 	// a round later, and one that took every free shard at once would give
@@ -320,17 +344,35 @@ func (a *Assigner) latestCount() (memberSet, bool) {
 }
 
 // limit is how many shards this replica may hold now (see step).
+//
+// A peer whose member Lease is quiet (not renewed for RenewDeadline) and
+// one of whose shard Leases has expired is not counted: it is gone, and
+// its member Lease, renewed on a clock of its own, may expire a round
+// after its shards' Leases, which would otherwise keep the others from
+// taking them for that round.
 func (a *Assigner) limit(m memberSet, leases map[string]*coordinationv1.Lease) int {
-	n := max(len(m.peers), 1)
-	floor, ceil := a.Shards/n, (a.Shards+n-1)/n
 	holds := map[string]int{}
+	gone := map[string]bool{}
 	for _, l := range leases {
-		if l.Spec.HolderIdentity != nil && a.expiredFor(l) <= 0 {
+		if l.Spec.HolderIdentity == nil {
+			continue
+		}
+		if a.expiredFor(l) <= 0 {
 			holds[*l.Spec.HolderIdentity]++
+		} else if m.quiet[*l.Spec.HolderIdentity] {
+			gone[*l.Spec.HolderIdentity] = true
 		}
 	}
+	n := 0
 	for _, id := range m.peers {
-		if id != a.Identity && holds[id] < floor {
+		if !gone[id] {
+			n++
+		}
+	}
+	n = max(n, 1)
+	floor, ceil := a.Shards/n, (a.Shards+n-1)/n
+	for _, id := range m.peers {
+		if id != a.Identity && !gone[id] && holds[id] < floor {
 			return floor
 		}
 	}
@@ -793,6 +835,9 @@ func (a *Assigner) start(k int, l *coordinationv1.Lease, now time.Time) {
 	endWarm, warmed := a.warming[k]
 	delete(a.warming, k)
 	a.mu.Unlock()
+	if warmed {
+		Warms.WithLabelValues(WarmTaken).Inc()
+	}
 	record(k, EventTaken)
 	a.Log.Info("took a shard", "shard", k, "of", a.Shards, "warmed", warmed)
 	go func() {
@@ -868,8 +913,10 @@ func (a *Assigner) warmers(m memberSet, leases map[string]*coordinationv1.Lease)
 }
 
 // warmUp warms, when settled, the shards this replica is to take once
-// their Leases expire (warmers), and ends the warming of the others.
-func (a *Assigner) warmUp(warmers map[int]string, settled bool) {
+// their Leases expire (warmers), and ends the warming of the others. It
+// notes when the first of those Leases expires, for the round then.
+func (a *Assigner) warmUp(warmers map[int]string, leases map[string]*coordinationv1.Lease, settled bool) {
+	a.takeAt = time.Time{}
 	if a.Warm == nil {
 		return
 	}
@@ -877,6 +924,9 @@ func (a *Assigner) warmUp(warmers map[int]string, settled bool) {
 	for k, id := range warmers {
 		if settled && id == a.Identity && !a.busy(k) {
 			want[k] = true
+			if at := a.now().Add(-a.expiredFor(leases[a.LeaseName(k)])); a.takeAt.IsZero() || at.Before(a.takeAt) {
+				a.takeAt = at
+			}
 		}
 	}
 	a.warmOnly(want)
@@ -895,6 +945,7 @@ func (a *Assigner) warmOnly(want map[int]bool) {
 		if !want[k] {
 			end()
 			delete(a.warming, k)
+			Warms.WithLabelValues(WarmDropped).Inc()
 			a.Log.Info("stopped warming a shard", "shard", k)
 		}
 	}

@@ -807,6 +807,7 @@ func TestDeadReplicasShardsAreWarmedAndTakenByTheirWarmer(t *testing.T) {
 	var off atomic.Bool
 	var rs []*replica
 	ids := []string{"a", "b", "c"}
+	warmsTaken := counterValue(t, shard.Warms.WithLabelValues(shard.WarmTaken))
 	for _, id := range ids {
 		c := failingClient(base, func() error {
 			if id == "b" && off.Load() {
@@ -900,6 +901,9 @@ func TestDeadReplicasShardsAreWarmedAndTakenByTheirWarmer(t *testing.T) {
 	if by["a"] != 1 || by["c"] != 1 {
 		t.Errorf("want b's shards warmed one by a and one by c, got %v", by)
 	}
+	if got := counterValue(t, shard.Warms.WithLabelValues(shard.WarmTaken)) - warmsTaken; got != 2 {
+		t.Errorf("buckety_shard_warms_total{outcome=taken} rose by %v, want 2", got)
+	}
 	wl.mu.Unlock()
 	// Every warm but those of the shards their warmer runs has ended; and
 	// once the replicas stop, those end too.
@@ -932,6 +936,100 @@ func TestDeadReplicasShardsAreWarmedAndTakenByTheirWarmer(t *testing.T) {
 	for _, c := range wl.warms {
 		if !c.ended.Load() {
 			t.Errorf("%s's warm of shard %d still live after it stopped", c.id, c.k)
+		}
+	}
+}
+
+// A replica whose shard Leases stop being renewed while its member Lease
+// is still renewed for a while (its count runs on a goroutine of its own)
+// is counted gone once its member Lease is quiet and a shard Lease of it
+// has expired: the others take its shards then, not only once its member
+// Lease has expired too, which would keep them at their share of three
+// replicas until then.
+func TestGoneReplicasMemberLeaseDoesNotHoldBackTheTakes(t *testing.T) {
+	base := leaseClient(t)
+	tr := &tracker{t: t, running: map[int]string{}}
+	var mu sync.Mutex
+	var shardsOffAt time.Time
+	var lastMemberRenewal time.Time
+	runs := map[int]time.Time{}
+	bClient := interceptor.NewClient(base, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			mu.Lock()
+			off := !shardsOffAt.IsZero()
+			member := strings.Contains(obj.GetName(), "-member-")
+			memberOff := off && time.Since(shardsOffAt) > 4*time.Second
+			mu.Unlock()
+			if (off && !member) || memberOff {
+				return errors.New("cut off from the API server")
+			}
+			err := c.Update(ctx, obj, opts...)
+			if err == nil && member {
+				mu.Lock()
+				lastMemberRenewal = time.Now()
+				mu.Unlock()
+			}
+			return err
+		},
+	})
+	var rs []*replica
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		var c client.Client = base
+		if id == "b" {
+			c = bClient
+		}
+		run := tr.run(id)
+		rs = append(rs, startReplica(&shard.Assigner{
+			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 6,
+			LeaseDuration: 6 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
+			Run: func(ctx context.Context, k int) error {
+				if id != "b" {
+					mu.Lock()
+					runs[k] = time.Now()
+					mu.Unlock()
+				}
+				return run(ctx, k)
+			},
+			Log: zap.New(zap.UseDevMode(true)).WithName(id),
+		}))
+	}
+	defer func() {
+		for _, r := range rs {
+			r.stop(t)
+		}
+	}()
+	until := func(what string, want string) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for fmt.Sprint(tr.counts(ids...)) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 90s; running %v", what, tr.counts(ids...))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	until("three replicas run two shards each", "[2 2 2]")
+	time.Sleep(7 * time.Second)
+	tr.mu.Lock()
+	var bs []int
+	for k, id := range tr.running {
+		if id == "b" {
+			bs = append(bs, k)
+		}
+	}
+	tr.mu.Unlock()
+	mu.Lock()
+	shardsOffAt = time.Now()
+	mu.Unlock()
+	until("a and c run b's shards", "[0 3 3]")
+	mu.Lock()
+	defer mu.Unlock()
+	memberExpiry := lastMemberRenewal.Add(6 * time.Second)
+	for _, k := range bs {
+		if !runs[k].Before(memberExpiry) {
+			t.Errorf("shard %d taken %s after b's member Lease expired (last renewed %s after its shards' were cut off): want it taken before",
+				k, runs[k].Sub(memberExpiry).Round(time.Millisecond), lastMemberRenewal.Sub(shardsOffAt).Round(time.Millisecond))
 		}
 	}
 }

@@ -31,6 +31,14 @@ var (
 		Name: "buckety_shard_events_total",
 		Help: "Shards this replica took, released (after their work stopped) and lost (their Lease not renewed in time, or another's), by event.",
 	}, []string{"event"})
+	// Warms counts the shards this replica warmed ahead of a take
+	// (Assigner.Warm) by how each warm ended: taken here, or dropped (the
+	// holder renewed its Lease, another replica took the shard, this
+	// replica stopped).
+	Warms = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "buckety_shard_warms_total",
+		Help: "Shards whose caches this replica filled ahead of a take, their holder looking gone, by outcome: taken here, or dropped (the holder renewed, another replica took it, this one stopped).",
+	}, []string{"outcome"})
 	// ReplicasGauge is how many live replicas of this number of shards,
 	// this one included, the newest count of the member Leases found.
 	ReplicasGauge = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -53,6 +61,12 @@ const (
 	EventLost     = "lost"
 )
 
+// How a warm ended (Warms' outcome label).
+const (
+	WarmTaken   = "taken"
+	WarmDropped = "dropped"
+)
+
 // metricLabel is shard k as the shard label's value.
 func metricLabel(k int) string { return strconv.Itoa(k) }
 
@@ -72,7 +86,7 @@ func record(k int, event string) {
 // none of them).
 func RegisterMetrics() error {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{ShardsGauge, HeldGauge, Events, ReplicasGauge, CountFailures} {
+		for _, c := range []prometheus.Collector{ShardsGauge, HeldGauge, Events, Warms, ReplicasGauge, CountFailures} {
 			if err := ctrlmetrics.Registry.Register(c); err != nil {
 				registerErr = err
 				return
@@ -80,6 +94,9 @@ func RegisterMetrics() error {
 		}
 		for _, e := range []string{EventTaken, EventReleased, EventLost} {
 			Events.WithLabelValues(e)
+		}
+		for _, o := range []string{WarmTaken, WarmDropped} {
+			Warms.WithLabelValues(o)
 		}
 	})
 	return registerErr
