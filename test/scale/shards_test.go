@@ -460,6 +460,7 @@ func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []st
 	_, baseP99 := percentiles(readyAfterChange(specChange(t, e, append(append([]types.NamespacedName{}, mine...), before...), "86400001"), before))
 
 	closed0 := e.watchersClosed()
+	warms0 := warmsTaken(e)
 	if err := c.P.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -492,6 +493,12 @@ func leaderKilled(t *testing.T, e *env, p params, tb *table, rs string, nss []st
 	tb.add(fmt.Sprintf("shards, %s: %s", rs, what), n,
 		fmt.Sprintf("%s (%s from the kill)", secs(since), secs(last.Sub(killed))), "≤ 15 s", ptr(since <= 15*time.Second), "")
 	tb.add(fmt.Sprintf("shards, %s: watchers the API server closed as unresponsive from the kill to the last Ready (apiserver_terminated_watchers_total)", rs), n, e.watchersClosed().minus(closed0).String(), "", nil, "")
+	// The takers' caches were filled before the Leases expired
+	// (shard.Assigner.Warm): a replica settled (up for a Lease duration)
+	// warms a shard whose Lease went unrenewed for the renew deadline.
+	warmed := warmsTaken(e) - warms0
+	tb.add(fmt.Sprintf("shards, %s: the killed replica's shards taken with their caches filled ahead (buckety_shard_warms_total{outcome=\"taken\"} of the live replicas)", rs), n,
+		fmt.Sprintf("%.0f of %d", warmed, len(held)), "all", ptr(warmed >= float64(len(held))), "")
 	got := float64(p99) / float64(baseP99)
 	tb.add(fmt.Sprintf("shards, %s: the other shards meanwhile: change to Ready p99 of %d Bucketies, against %d before the kill", rs, len(during), len(before)), n,
 		fmt.Sprintf("%s against %s: %.2f×", ms(p99), ms(baseP99), got), "≤ 1.25× (unchanged)", ptr(got <= 1.25), "")
@@ -530,6 +537,17 @@ func shardEvents(e *env) string {
 		by[k] += sm.value
 	}
 	return fmt.Sprintf("taken %.0f, released %.0f, lost %.0f; failed counts %.0f", by["taken"], by["released"], by["lost"], by["failed counts"])
+}
+
+// warmsTaken sums the live replicas' shards taken warmed.
+func warmsTaken(e *env) float64 {
+	var n float64
+	for _, sm := range e.controllerMetrics("buckety_shard_warms_total") {
+		if sm.labels["outcome"] == "taken" {
+			n += sm.value
+		}
+	}
+	return n
 }
 
 // specChange sets config.retention.ms of the Bucketies objs to value (a

@@ -220,6 +220,14 @@ func openBackends(ctx context.Context, o Options, r client.Reader) (*backends.Se
 	return set, nil
 }
 
+// secretsMeta is the object of the metadata informer of Secrets, the
+// form the access controller watches and reads them in.
+func secretsMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
 // wire sets up, in mgr, both controllers and the leader-only loops of the
 // shard serves (nil: all of them, one shard).
 func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, serves *shard.Serves) (buckety.Options, error) {
@@ -231,9 +239,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, s
 	// every first list runs at once when the caches start: otherwise the
 	// controllers' watches start them only after the indexed kinds'
 	// caches have synced, one phase of lists after the other.
-	secrets := &metav1.PartialObjectMetadata{}
-	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	for _, obj := range []client.Object{&v1.Buckety{}, secrets} {
+	for _, obj := range []client.Object{&v1.Buckety{}, secretsMeta()} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return buckety.Options{}, err
 		}

@@ -178,12 +178,15 @@ func (c *warmCache) end() {
 	}
 }
 
-// warmedKinds are the kinds whose informers a warm cache starts: those
-// every shard's controllers watch, each selected by the shard's slots
-// (shardCacheOptions). An informer of another kind a controller asks for
-// starts with the manager, as without a warm cache.
+// warmedKinds are the informers a warm cache starts: those wire starts
+// for every shard, each selected by the shard's slots (shardCacheOptions),
+// and in the form the controllers read them: buckety's Secrets as
+// metadata (a typed Secret informer would list their data, and stay
+// unread beside the metadata one). An informer of another kind a
+// controller asks for (Namespaces, where a backend limits namespaces by
+// label) starts with the manager, as without a warm cache.
 func warmedKinds() []client.Object {
-	return []client.Object{&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{}, &v1.BucketyCredential{}, &corev1.Secret{}}
+	return []client.Object{&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{}, &v1.BucketyCredential{}, secretsMeta()}
 }
 
 // warm starts filling a cache of shard k's objects, until ctx ends; then
