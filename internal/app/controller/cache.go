@@ -62,6 +62,18 @@ func cacheOptions() ctrlcache.Options {
 	}
 }
 
+// listedAtStart are the informers a cache of the controllers' starts with
+// (wire), in the form the controllers read them (buckety's Secrets as
+// metadata), so that every first list runs at once; a shard's warm cache
+// (warmCaches) starts the same ones. An informer of another kind a
+// controller asks for (Namespaces, where a backend limits namespaces by
+// label) starts when it asks.
+func listedAtStart() []client.Object {
+	secrets := &metav1.PartialObjectMetadata{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return []client.Object{&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{}, &v1.BucketyCredential{}, secrets}
+}
+
 // objectTransform makes steps (a strip, then compact) a cache transform:
 // it runs on the informer's goroutine before an object is stored, on
 // objects the informer owns, so steps may change them in place. A deletion tombstone is

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -220,14 +218,6 @@ func openBackends(ctx context.Context, o Options, r client.Reader) (*backends.Se
 	return set, nil
 }
 
-// secretsMeta is the object of the metadata informer of Secrets, the
-// form the access controller watches and reads them in.
-func secretsMeta() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return m
-}
-
 // wire sets up, in mgr, both controllers and the leader-only loops of the
 // shard serves (nil: all of them, one shard).
 func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, serves *shard.Serves) (buckety.Options, error) {
@@ -239,7 +229,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, o Options, set *backends.Set, s
 	// every first list runs at once when the caches start: otherwise the
 	// controllers' watches start them only after the indexed kinds'
 	// caches have synced, one phase of lists after the other.
-	for _, obj := range []client.Object{&v1.Buckety{}, secretsMeta()} {
+	for _, obj := range listedAtStart() {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return buckety.Options{}, err
 		}

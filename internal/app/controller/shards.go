@@ -178,17 +178,6 @@ func (c *warmCache) end() {
 	}
 }
 
-// warmedKinds are the informers a warm cache starts: those wire starts
-// for every shard, each selected by the shard's slots (shardCacheOptions),
-// and in the form the controllers read them: buckety's Secrets as
-// metadata (a typed Secret informer would list their data, and stay
-// unread beside the metadata one). An informer of another kind a
-// controller asks for (Namespaces, where a backend limits namespaces by
-// label) starts with the manager, as without a warm cache.
-func warmedKinds() []client.Object {
-	return []client.Object{&v1.Buckety{}, &v1.BucketyAccess{}, &v1.BucketyClaim{}, &v1.BucketyCredential{}, secretsMeta()}
-}
-
 // warm starts filling a cache of shard k's objects, until ctx ends; then
 // it is stopped unless runShard has taken it over. It returns at once,
 // with the cache registered for take.
@@ -226,7 +215,7 @@ func (w *warmCaches) warm(ctx context.Context, o Options, scheme *runtime.Scheme
 				log.Error(err, "a warm cache stopped")
 			}
 		}()
-		for _, obj := range warmedKinds() {
+		for _, obj := range listedAtStart() {
 			if _, err := c.GetInformer(cctx, obj, ctrlcache.BlockUntilSynced(false)); err != nil {
 				log.Error(err, "could not warm the shard's caches", "kind", fmt.Sprintf("%T", obj))
 			}
