@@ -863,9 +863,13 @@ func (a *Assigner) warmHeadStart() time.Duration { return 2 * a.RetryPeriod }
 // that run this number of shards, but the holders and those whose own
 // member Lease is as quiet, one at a time in order of shard, each to the
 // one holding fewest then (the shards it holds, and those it is given
-// here; ties in order of identity): the split the replicas balance to
-// once the holder is gone, so each warmer has room to take what it
-// warmed. Every replica reads the same Leases, so they agree on it; one
+// here; ties in order of identity) among those holding fewer than their
+// share of the shards: the split the replicas balance to once the holder
+// is gone, so each warmer has room to take what it warmed. A holder whose
+// member Lease is renewed (a live replica whose shard renewals stall, as
+// one listing a shard on starved cores) still counts among them, so its
+// shards are warmed only by a replica below its share now, which could
+// take them at their expiry, and by none otherwise. Every replica reads the same Leases, so they agree on it; one
 // that does not only takes the shard without caches filled ahead, as
 // before Warm.
 func (a *Assigner) warmers(m memberSet, leases map[string]*coordinationv1.Lease) map[int]string {
@@ -892,6 +896,7 @@ func (a *Assigner) warmers(m memberSet, leases map[string]*coordinationv1.Lease)
 		}
 	}
 	sort.Strings(live)
+	share := (a.Shards + len(live) - 1) / max(len(live), 1)
 	out := map[int]string{}
 	for k := 0; k < a.Shards; k++ {
 		holder, ok := gone[k]
@@ -900,7 +905,7 @@ func (a *Assigner) warmers(m memberSet, leases map[string]*coordinationv1.Lease)
 		}
 		best := ""
 		for _, id := range live {
-			if id != holder && (best == "" || holds[id] < holds[best]) {
+			if id != holder && holds[id] < share && (best == "" || holds[id] < holds[best]) {
 				best = id
 			}
 		}

@@ -73,6 +73,33 @@ func (tr *tracker) counts(ids ...string) []int {
 	return out
 }
 
+// until waits, up to 90 s, for the replicas ids to run shards as counts
+// says (want), failing the test with what otherwise.
+func (tr *tracker) until(t *testing.T, what, want string, ids ...string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for fmt.Sprint(tr.counts(ids...)) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 90s; running %v", what, tr.counts(ids...))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runBy lists the shards replica id runs.
+func (tr *tracker) runBy(id string) []int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []int
+	for k, r := range tr.running {
+		if r == id {
+			out = append(out, k)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
 // replica is one Assigner, started and stoppable.
 type replica struct {
 	a      *shard.Assigner
@@ -836,27 +863,11 @@ func TestDeadReplicasShardsAreWarmedAndTakenByTheirWarmer(t *testing.T) {
 			}
 		}
 	}()
-	until := func(what string, want string) {
-		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for fmt.Sprint(tr.counts(ids...)) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 90s; running %v", what, tr.counts(ids...))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	until := func(what string, want string) { tr.until(t, what, want, ids...) }
 	until("three replicas run two shards each", "[2 2 2]")
 	// Every replica has run for longer than a Lease duration.
 	time.Sleep(5 * time.Second)
-	tr.mu.Lock()
-	var bs []int
-	for k, id := range tr.running {
-		if id == "b" {
-			bs = append(bs, k)
-		}
-	}
-	tr.mu.Unlock()
+	bs := tr.runBy("b")
 	wl.mu.Lock()
 	before := len(wl.warms)
 	wl.mu.Unlock()
@@ -999,26 +1010,10 @@ func TestGoneReplicasMemberLeaseDoesNotHoldBackTheTakes(t *testing.T) {
 			r.stop(t)
 		}
 	}()
-	until := func(what string, want string) {
-		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for fmt.Sprint(tr.counts(ids...)) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 90s; running %v", what, tr.counts(ids...))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	until := func(what string, want string) { tr.until(t, what, want, ids...) }
 	until("three replicas run two shards each", "[2 2 2]")
 	time.Sleep(7 * time.Second)
-	tr.mu.Lock()
-	var bs []int
-	for k, id := range tr.running {
-		if id == "b" {
-			bs = append(bs, k)
-		}
-	}
-	tr.mu.Unlock()
+	bs := tr.runBy("b")
 	mu.Lock()
 	shardsOffAt = time.Now()
 	mu.Unlock()
@@ -1032,4 +1027,68 @@ func TestGoneReplicasMemberLeaseDoesNotHoldBackTheTakes(t *testing.T) {
 				k, runs[k].Sub(memberExpiry).Round(time.Millisecond), lastMemberRenewal.Sub(shardsOffAt).Round(time.Millisecond))
 		}
 	}
+}
+
+// A live replica whose shard renewals stall while its member Lease is
+// renewed (one listing a shard on starved cores) loses its shards by the
+// renew deadline, and they expire; the others, each at its share, cannot
+// take them, so none warms them (a warm it could not take would only list
+// a shard's objects for nothing). Once the replica's renewals come
+// through again it takes its shards back.
+func TestStalledHoldersShardsAreNotWarmedByReplicasAtTheirShare(t *testing.T) {
+	base := leaseClient(t)
+	tr := &tracker{t: t, running: map[int]string{}}
+	wl := &warmLog{runs: map[string]map[int]time.Time{}}
+	var stalled atomic.Bool
+	bClient := interceptor.NewClient(base, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if stalled.Load() && !strings.Contains(obj.GetName(), "-member-") {
+				return errors.New("the API server did not answer in time")
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	var rs []*replica
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		var c client.Client = base
+		if id == "b" {
+			c = bClient
+		}
+		run := tr.run(id)
+		rs = append(rs, startReplica(&shard.Assigner{
+			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 6,
+			LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
+			Run: func(ctx context.Context, k int) error {
+				wl.ran(id, k)
+				return run(ctx, k)
+			},
+			Warm: wl.warm(id),
+			Log:  zap.New(zap.UseDevMode(true)).WithName(id),
+		}))
+	}
+	defer func() {
+		for _, r := range rs {
+			r.stop(t)
+		}
+	}()
+	tr.until(t, "three replicas run two shards each", "[2 2 2]", ids...)
+	time.Sleep(5 * time.Second)
+	wl.mu.Lock()
+	before := len(wl.warms)
+	wl.mu.Unlock()
+	stalled.Store(true)
+	tr.until(t, "b stops its shards' work", "[0 2 2]", ids...)
+	// Past its shards' expiry, and two rounds more.
+	time.Sleep(7 * time.Second)
+	if got := tr.counts(ids...); fmt.Sprint(got) != "[0 2 2]" {
+		t.Errorf("while b stalls: want a and c at their share of two, got %v", got)
+	}
+	wl.mu.Lock()
+	for _, c := range wl.warms[before:] {
+		t.Errorf("%s warmed shard %d of a holder whose member Lease is renewed, at its share", c.id, c.k)
+	}
+	wl.mu.Unlock()
+	stalled.Store(false)
+	tr.until(t, "b takes its shards back", "[2 2 2]", ids...)
 }
