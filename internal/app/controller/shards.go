@@ -171,9 +171,9 @@ type warmCache struct {
 	stop context.CancelFunc
 }
 
-// end stops c's informers, if c is not nil.
+// end stops c's informers, if c is not nil and its cache was made.
 func (c *warmCache) end() {
-	if c != nil {
+	if c != nil && c.stop != nil {
 		c.stop()
 	}
 }
