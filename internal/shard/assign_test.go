@@ -102,9 +102,10 @@ func (tr *tracker) runBy(id string) []int {
 
 // replica is one Assigner, started and stoppable.
 type replica struct {
-	a      *shard.Assigner
-	cancel context.CancelFunc
-	done   chan error
+	a       *shard.Assigner
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
 }
 
 // startReplica starts a's Assigner; stop ends it.
@@ -117,6 +118,10 @@ func startReplica(a *shard.Assigner) *replica {
 
 func (r *replica) stop(t *testing.T) {
 	t.Helper()
+	if r.stopped {
+		return
+	}
+	r.stopped = true
 	r.cancel()
 	if err := <-r.done; err != nil {
 		t.Errorf("replica %s stopped with %v", r.a.Identity, err)
@@ -821,6 +826,44 @@ func (w *warmLog) ran(id string, k int) {
 	}
 }
 
+// threeReplicas starts replicas a, b and c of six shards, with Lease
+// duration lease (renew deadline 2 s, a round a second): b on client bc,
+// the others on base. started, if not nil, is told of each shard run as
+// it begins; with wl, their warms are logged there. Those not stopped
+// already stop when the test ends.
+func threeReplicas(t *testing.T, tr *tracker, base, bc client.Client, lease time.Duration, started func(id string, k int), wl *warmLog) []*replica {
+	t.Helper()
+	var rs []*replica
+	for _, id := range []string{"a", "b", "c"} {
+		c := base
+		if id == "b" {
+			c = bc
+		}
+		run := tr.run(id)
+		a := &shard.Assigner{
+			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 6,
+			LeaseDuration: lease, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
+			Run: func(ctx context.Context, k int) error {
+				if started != nil {
+					started(id, k)
+				}
+				return run(ctx, k)
+			},
+			Log: zap.New(zap.UseDevMode(true)).WithName(id),
+		}
+		if wl != nil {
+			a.Warm = wl.warm(id)
+		}
+		rs = append(rs, startReplica(a))
+	}
+	t.Cleanup(func() {
+		for _, r := range rs {
+			r.stop(t)
+		}
+	})
+	return rs
+}
+
 // A replica cut off from the API server stops renewing its shards' Leases;
 // the others see them unchanged for RenewDeadline, and one replica per
 // shard (split so each ends with its share) warms it before the Lease
@@ -832,37 +875,15 @@ func TestDeadReplicasShardsAreWarmedAndTakenByTheirWarmer(t *testing.T) {
 	tr := &tracker{t: t, running: map[int]string{}}
 	wl := &warmLog{runs: map[string]map[int]time.Time{}}
 	var off atomic.Bool
-	var rs []*replica
 	ids := []string{"a", "b", "c"}
 	warmsTaken := counterValue(t, shard.Warms.WithLabelValues(shard.WarmTaken))
-	for _, id := range ids {
-		c := failingClient(base, func() error {
-			if id == "b" && off.Load() {
-				return errors.New("cut off from the API server")
-			}
-			return nil
-		})
-		run := tr.run(id)
-		a := &shard.Assigner{
-			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 6,
-			LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
-			Run: func(ctx context.Context, k int) error {
-				wl.ran(id, k)
-				return run(ctx, k)
-			},
-			Warm: wl.warm(id),
-			Log:  zap.New(zap.UseDevMode(true)).WithName(id),
+	bClient := failingClient(base, func() error {
+		if off.Load() {
+			return errors.New("cut off from the API server")
 		}
-		rs = append(rs, startReplica(a))
-	}
-	stopped := map[int]bool{}
-	defer func() {
-		for i, r := range rs {
-			if !stopped[i] {
-				r.stop(t)
-			}
-		}
-	}()
+		return nil
+	})
+	rs := threeReplicas(t, tr, base, bClient, 4*time.Second, wl.ran, wl)
 	until := func(what string, want string) { tr.until(t, what, want, ids...) }
 	until("three replicas run two shards each", "[2 2 2]")
 	// Every replica has run for longer than a Lease duration.
@@ -936,12 +957,8 @@ func TestDeadReplicasShardsAreWarmedAndTakenByTheirWarmer(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for i, r := range rs {
-		if i != 1 {
-			r.stop(t)
-			stopped[i] = true
-		}
-	}
+	rs[0].stop(t)
+	rs[2].stop(t)
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
 	for _, c := range wl.warms {
@@ -983,33 +1000,14 @@ func TestGoneReplicasMemberLeaseDoesNotHoldBackTheTakes(t *testing.T) {
 			return err
 		},
 	})
-	var rs []*replica
 	ids := []string{"a", "b", "c"}
-	for _, id := range ids {
-		var c client.Client = base
-		if id == "b" {
-			c = bClient
+	threeReplicas(t, tr, base, bClient, 6*time.Second, func(id string, k int) {
+		if id != "b" {
+			mu.Lock()
+			runs[k] = time.Now()
+			mu.Unlock()
 		}
-		run := tr.run(id)
-		rs = append(rs, startReplica(&shard.Assigner{
-			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 6,
-			LeaseDuration: 6 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
-			Run: func(ctx context.Context, k int) error {
-				if id != "b" {
-					mu.Lock()
-					runs[k] = time.Now()
-					mu.Unlock()
-				}
-				return run(ctx, k)
-			},
-			Log: zap.New(zap.UseDevMode(true)).WithName(id),
-		}))
-	}
-	defer func() {
-		for _, r := range rs {
-			r.stop(t)
-		}
-	}()
+	}, nil)
 	until := func(what string, want string) { tr.until(t, what, want, ids...) }
 	until("three replicas run two shards each", "[2 2 2]")
 	time.Sleep(7 * time.Second)
@@ -1048,30 +1046,8 @@ func TestStalledHoldersShardsAreNotWarmedByReplicasAtTheirShare(t *testing.T) {
 			return c.Update(ctx, obj, opts...)
 		},
 	})
-	var rs []*replica
 	ids := []string{"a", "b", "c"}
-	for _, id := range ids {
-		var c client.Client = base
-		if id == "b" {
-			c = bClient
-		}
-		run := tr.run(id)
-		rs = append(rs, startReplica(&shard.Assigner{
-			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 6,
-			LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
-			Run: func(ctx context.Context, k int) error {
-				wl.ran(id, k)
-				return run(ctx, k)
-			},
-			Warm: wl.warm(id),
-			Log:  zap.New(zap.UseDevMode(true)).WithName(id),
-		}))
-	}
-	defer func() {
-		for _, r := range rs {
-			r.stop(t)
-		}
-	}()
+	threeReplicas(t, tr, base, bClient, 4*time.Second, wl.ran, wl)
 	tr.until(t, "three replicas run two shards each", "[2 2 2]", ids...)
 	time.Sleep(5 * time.Second)
 	wl.mu.Lock()
