@@ -54,11 +54,11 @@ type Assigner struct {
 	// shard is given up (and may be taken again, here or elsewhere).
 	Run func(ctx context.Context, k int) error
 	// Warm, when set, prepares shard k's work ahead of a take (its caches'
-	// first lists): it is called for a shard
-	// whose holder looks gone (its Lease not renewed for RenewDeadline, by
-	// which a live holder that could not renew has stopped the shard's
-	// work) and which this replica is to take once the Lease expires (see
-	// warmers). ctx ends when the shard is no longer to be taken here
+	// first lists): it is called for a shard whose holder looks gone (its
+	// Lease not renewed for RenewDeadline, by which a live holder that
+	// could not renew has stopped the shard's work; or that Lease and the
+	// holder's member Lease both not renewed for half of it) and which
+	// this replica is to take once the Lease expires (see warmers). ctx ends when the shard is no longer to be taken here
 	// (its holder renewed it, another replica took it, this one stops),
 	// or, if this replica took it, once Run has returned: a Run started
 	// while ctx lives may take over what Warm prepared. Warm returns at
@@ -163,7 +163,10 @@ func (a *Assigner) LeaseName(k int) string {
 	return a.Name + "-" + strconv.Itoa(k)
 }
 
-func (a *Assigner) memberName() string { return a.Name + "-member-" + a.Identity }
+func (a *Assigner) memberName() string { return a.memberNameOf(a.Identity) }
+
+// memberNameOf is the name of replica id's member Lease.
+func (a *Assigner) memberNameOf(id string) string { return a.Name + "-member-" + id }
 
 func (a *Assigner) now() time.Time {
 	if a.Now != nil {
@@ -855,35 +858,74 @@ func (a *Assigner) start(k int, l *coordinationv1.Lease, now time.Time) {
 // its shard has to take it before the others may: two rounds.
 func (a *Assigner) warmHeadStart() time.Duration { return 2 * a.RetryPeriod }
 
+// quietAfter is how long a holder's shard Lease and its member Lease both
+// go unchanged before the holder looks gone (warmers): half the renew
+// deadline, and at least two rounds (a live replica renews both every
+// round, the member Lease on a goroutine of its own), at most the renew
+// deadline. 5 s with the default timings.
+func (a *Assigner) quietAfter() time.Duration {
+	return min(a.RenewDeadline, max(a.RenewDeadline/2, 2*a.RetryPeriod))
+}
+
+// memberUnchangedFor is how long this replica has seen replica id's member
+// Lease unchanged, as its last count read it; 0 if it has not read one.
+func (a *Assigner) memberUnchangedFor(id string) time.Duration {
+	a.obsMu.Lock()
+	defer a.obsMu.Unlock()
+	o, ok := a.observed[a.Namespace+"/"+a.memberNameOf(id)]
+	if !ok {
+		return 0
+	}
+	return a.now().Sub(o.at)
+}
+
 // warmers names, for each shard whose holder looks gone, the replica that
-// is to warm it and take it when its Lease expires. A holder looks gone
-// when its Lease has not changed for RenewDeadline (a live holder that
-// could not renew for that long has stopped the shard's work, so the
-// Lease is about to be taken over). The shards go to the live replicas
-// that run this number of shards, but the holders and those whose own
-// member Lease is as quiet, one at a time in order of shard, each to the
-// one holding fewest then (the shards it holds, and those it is given
-// here; ties in order of identity) among those holding fewer than their
-// share of the shards: the split the replicas balance to once the holder
-// is gone, so each warmer has room to take what it warmed. A holder whose
+// is to warm it and take it when its Lease expires.
+//
+// A holder looks gone when its shard's Lease has not changed for
+// RenewDeadline (a live holder that could not renew for that long has
+// stopped the shard's work, so the Lease is about to be taken over), or
+// sooner, when that Lease and the holder's member Lease have both gone
+// unchanged for quietAfter: a replica killed stops renewing both at once,
+// while one whose shard renewals stall on a loaded API server keeps
+// renewing its member Lease. The earlier the warm, the more of the
+// shard's lists are done when its Lease expires; a warm begun for a
+// holder that renews after all is dropped, having cost one list of the
+// shard's objects.
+//
+// The shards go to the live replicas that run this number of shards, but
+// the holders and those whose own member Lease is as quiet (or as silent
+// as a gone holder's), one at a time in order of shard, each to the one
+// holding fewest then (the shards it holds, and those it is given here;
+// ties in order of identity) among those holding fewer than their share
+// of the shards: the split the replicas balance to once the holder is
+// gone, so each warmer has room to take what it warmed. A holder whose
 // member Lease is renewed (a live replica whose shard renewals stall, as
 // one listing a shard on starved cores) still counts among them, so its
 // shards are warmed only by a replica below its share now, which could
-// take them at their expiry, and by none otherwise. Every replica reads the same Leases, so they agree on it; one
-// that does not only takes the shard without caches filled ahead, as
-// before Warm.
+// take them at their expiry, and by none otherwise. Every replica reads
+// the same Leases, so they agree on it; one that does not only takes the
+// shard without caches filled ahead, as before Warm.
 func (a *Assigner) warmers(m memberSet, leases map[string]*coordinationv1.Lease) map[int]string {
 	gone := map[int]string{}
 	holds := map[string]int{}
+	// silent: holders gone by both their Leases' silence (quietAfter).
+	silent := map[string]bool{}
 	for k := 0; k < a.Shards; k++ {
 		l := leases[a.LeaseName(k)]
 		if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 			continue
 		}
-		if a.unchangedFor(l) >= a.RenewDeadline {
-			gone[k] = *l.Spec.HolderIdentity
-		} else {
-			holds[*l.Spec.HolderIdentity]++
+		id := *l.Spec.HolderIdentity
+		unchanged := a.unchangedFor(l)
+		switch {
+		case unchanged >= a.RenewDeadline:
+			gone[k] = id
+		case unchanged >= a.quietAfter() && a.memberUnchangedFor(id) >= a.quietAfter():
+			gone[k] = id
+			silent[id] = true
+		default:
+			holds[id]++
 		}
 	}
 	if len(gone) == 0 {
@@ -891,7 +933,7 @@ func (a *Assigner) warmers(m memberSet, leases map[string]*coordinationv1.Lease)
 	}
 	var live []string
 	for _, id := range m.peers {
-		if !m.quiet[id] {
+		if !m.quiet[id] && !silent[id] {
 			live = append(live, id)
 		}
 	}

@@ -1,0 +1,137 @@
+package shard
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// leaseBoard is what replica a reads in its rounds: replicas a, b and c of
+// six shards, two each, with their member Leases, on a clock the test
+// moves. Each round every replica named renews its shard Leases, its
+// member Lease, or both; a reads them all (as its round and its count
+// do) and names the warmers.
+type leaseBoard struct {
+	a      *Assigner
+	now    time.Time
+	rv     int
+	shards map[string]*coordinationv1.Lease // by name
+	member map[string]*coordinationv1.Lease // by replica
+	holder map[int]string
+}
+
+func newLeaseBoard(t *testing.T) *leaseBoard {
+	t.Helper()
+	b := &leaseBoard{now: time.Unix(1_700_000_000, 0), shards: map[string]*coordinationv1.Lease{}, member: map[string]*coordinationv1.Lease{}, holder: map[int]string{}}
+	b.a = &Assigner{Namespace: "ns", Name: "buckety", Identity: "a", Shards: 6, Now: func() time.Time { return b.now }}
+	if err := b.a.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	for k, id := range []string{"a", "a", "b", "b", "c", "c"} {
+		b.holder[k] = id
+		b.shards[b.a.LeaseName(k)] = b.lease(b.a.LeaseName(k), id)
+	}
+	for _, id := range []string{"b", "c"} {
+		b.member[id] = b.lease(b.a.memberNameOf(id), id)
+	}
+	b.read()
+	return b
+}
+
+func (b *leaseBoard) lease(name, id string) *coordinationv1.Lease {
+	b.rv++
+	secs := int32(b.a.LeaseDuration / time.Second)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.a.Namespace, Name: name, ResourceVersion: strconv.Itoa(b.rv)},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs},
+	}
+}
+
+// read is a's reading of every Lease (its round's list and its count's).
+func (b *leaseBoard) read() {
+	for _, l := range b.shards {
+		b.a.unchangedFor(l)
+	}
+	for _, l := range b.member {
+		b.a.unchangedFor(l)
+	}
+}
+
+// round moves the clock by d; the replicas in shards renew their shard
+// Leases, those in members their member Leases; a reads them and names
+// the warmers, counting live every replica whose member Lease is not
+// quiet (members).
+func (b *leaseBoard) round(d time.Duration, shards, members []string) map[int]string {
+	b.now = b.now.Add(d)
+	for k, id := range b.holder {
+		for _, r := range append([]string{"a"}, shards...) {
+			if r == id {
+				b.shards[b.a.LeaseName(k)] = b.lease(b.a.LeaseName(k), id)
+			}
+		}
+	}
+	for _, id := range members {
+		b.member[id] = b.lease(b.a.memberNameOf(id), id)
+	}
+	b.read()
+	m := memberSet{peers: []string{"a", "b", "c"}}
+	for id, l := range b.member {
+		if b.a.unchangedFor(l) >= b.a.RenewDeadline {
+			if m.quiet == nil {
+				m.quiet = map[string]bool{}
+			}
+			m.quiet[id] = true
+		}
+	}
+	return b.a.warmers(m, b.shards)
+}
+
+// A replica killed stops renewing its shard Leases and its member Lease
+// at once. Once both have gone unchanged for half the renew deadline (5 s
+// of the default 10), its shards are named to warm, split so each warmer
+// has room to take one: before the renew deadline, so the warm has the
+// Lease's last 10 s rather than 5 to fill the caches.
+func TestWarmersNameAKilledReplicasShardsAtHalfTheRenewDeadline(t *testing.T) {
+	b := newLeaseBoard(t)
+	if q := b.a.quietAfter(); q != 5*time.Second {
+		t.Fatalf("quietAfter with the default timings: want 5s, got %s", q)
+	}
+	for i := 1; i <= 2; i++ {
+		if w := b.round(2*time.Second, []string{"c"}, []string{"c"}); len(w) != 0 {
+			t.Errorf("b silent for %ds: want no warmers yet, got %v", 2*i, w)
+		}
+	}
+	w := b.round(2*time.Second, []string{"c"}, []string{"c"})
+	if got, want := fmt.Sprint(w), "map[2:a 3:c]"; got != want {
+		t.Errorf("b silent for 6s, under the renew deadline (10s): want its shards warmed by a and c, %s, got %s", want, got)
+	}
+}
+
+// A live replica whose shard renewals stall while its member Lease is
+// renewed (one listing a shard on starved cores) is not taken for gone
+// at half the renew deadline: its shards are named only at the deadline,
+// and then to no one, as every other replica is at its share.
+func TestWarmersLeaveAStalledHolderWithALiveMemberLeaseAlone(t *testing.T) {
+	b := newLeaseBoard(t)
+	for i := 1; i <= 6; i++ {
+		if w := b.round(2*time.Second, []string{"c"}, []string{"b", "c"}); len(w) != 0 {
+			t.Errorf("b's shard Leases unchanged for %ds, its member Lease renewed: want no warmers, got %v", 2*i, w)
+		}
+	}
+}
+
+// A replica whose member Lease goes unrenewed while its shard Leases are
+// renewed (its count's goroutine stuck) still serves its shards: nothing
+// is warmed.
+func TestWarmersLeaveAHolderRenewingItsShardsAlone(t *testing.T) {
+	b := newLeaseBoard(t)
+	for i := 1; i <= 4; i++ {
+		if w := b.round(2*time.Second, []string{"b", "c"}, []string{"c"}); len(w) != 0 {
+			t.Errorf("b's member Lease unchanged for %ds, its shard Leases renewed: want no warmers, got %v", 2*i, w)
+		}
+	}
+}
