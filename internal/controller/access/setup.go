@@ -5,10 +5,12 @@ import (
 	"maps"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,9 +109,11 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	}
 	err := b.
 		// Metadata only: Secrets a tenant labels as buckety's are in the
-		// cache too, and must not cost their data in memory.
-		Owns(&corev1.Secret{}, builder.OnlyMetadata, builder.WithPredicates(r.ownSecretWrites())).
-		Watches(&v1.Buckety{}, handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(mgr)),
+		// cache too, and must not cost their data in memory. Owned as
+		// Owns would, but the initial list's queue no work ahead of the
+		// changed accesses (queue.LaterAtStart); nor do the Bucketies'.
+		Watches(&corev1.Secret{}, ownSecrets(mgr.GetScheme(), mgr.GetRESTMapper()), builder.OnlyMetadata, builder.WithPredicates(r.ownSecretWrites())).
+		Watches(&v1.Buckety{}, bucketyWakes(mgr.GetClient(), mgr.GetLogger()),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: concernsAccesses})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToAccesses(mgr)),
 			builder.WithPredicates(objects.UpdatesWhere(consentOrLimitsMayChange))).
@@ -128,6 +132,24 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 func settled(o client.Object) bool {
 	a, ok := o.(*v1.BucketyAccess)
 	return ok && objects.Settled(a, a.Status.ObservedGeneration, a.Status.Conditions)
+}
+
+// ownSecrets queues the access that controls a Secret, as the builder's
+// Owns does; the initial list's Secrets queue it as low-priority work
+// (queue.LaterAtStart): the access's own event queues it as ordinary
+// work if it needs a pass.
+func ownSecrets(scheme *runtime.Scheme, mapper meta.RESTMapper) handler.EventHandler {
+	return queue.LaterAtStart(handler.EnqueueRequestForOwner(scheme, mapper, &v1.BucketyAccess{}, handler.OnlyControllerOwner()), nil)
+}
+
+// bucketyWakes queues the accesses of a Buckety (bucketyToAccesses); the
+// initial list's settled Bucketies queue them as low-priority work
+// (queue.LaterAtStart), an unsettled one as ordinary work.
+func bucketyWakes(c client.Reader, log logr.Logger) handler.EventHandler {
+	return queue.LaterAtStart(handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(c, log)), func(o client.Object) bool {
+		b, ok := o.(*v1.Buckety)
+		return ok && objects.Settled(b, b.Status.ObservedGeneration, b.Status.Conditions)
+	})
 }
 
 // consentOrLimitsMayChange: a namespace's labels changed (a sharing rule
@@ -226,8 +248,7 @@ func namespaceToAccesses(mgr manager.Manager) handler.MapFunc {
 
 // bucketyToAccesses maps a Buckety to the accesses that name it, read from
 // the cache by the objects.IndexBucketyRef index.
-func bucketyToAccesses(mgr manager.Manager) handler.MapFunc {
-	c, log := mgr.GetClient(), mgr.GetLogger()
+func bucketyToAccesses(c client.Reader, log logr.Logger) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		// Only names are read: the cache's own objects, not copies.
 		list, err := objects.AccessesOf(ctx, c, obj.GetNamespace(), obj.GetName(), client.UnsafeDisableDeepCopy)

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/internal/controller/queue"
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
@@ -114,4 +116,38 @@ func TestAccessWakes(t *testing.T) {
 			t.Fatalf("deletion woke %v, want x", got)
 		}
 	})
+}
+
+// TestAccessWakesAtAStart: the initial list's settled accesses queue
+// their Bucketies as low-priority work, so another namespace's ordinary
+// work added after them is handed out first; an unsettled access's
+// Bucketies are ordinary work, handed out in the order they came.
+func TestAccessWakesAtAStart(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		settled bool
+		first   string
+	}{
+		{"settled: its Buckety after the ordinary work", true, "zz/changed"},
+		{"not settled: its Buckety in turn", false, "team/x"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "team", Generation: 2,
+				CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+				Spec: v1.BucketyAccessSpec{BucketyRefs: []v1.BucketyReference{{Name: "x"}}}}
+			a.Status.ObservedGeneration = 1
+			if c.settled {
+				a.Status.ObservedGeneration = 2
+			}
+			a.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue}}
+			q := queue.NewFair("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+			accessWakes().Create(context.Background(), event.CreateEvent{Object: a, IsInInitialList: true}, q)
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "zz", Name: "changed"}})
+			got, _ := q.Get()
+			if got.String() != c.first {
+				t.Errorf("handed out first: %s, want %s", got, c.first)
+			}
+		})
+	}
 }

@@ -218,7 +218,11 @@ const newAccessAge = time.Minute
 // NewAccessWake after a new access is created; at once on its deletion,
 // and on an update that changes more than its finalizers, slot label and
 // bookkeeping (the first pass's finalizer patch changes nothing the
-// Buckety reads); old and new refs both.
+// Buckety reads); old and new refs both. At a start, a settled access of
+// the initial list queues its Bucketies as low-priority work
+// (queue.LaterAtStart), as their own settled events do: were it ordinary
+// work, every settled Buckety with an access would be re-checked ahead of
+// a changed one.
 func accessWakes() handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
 		for _, o := range objs {
@@ -231,7 +235,7 @@ func accessWakes() handler.EventHandler {
 			}
 		}
 	}
-	return handler.Funcs{
+	return queue.LaterAtStart(handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			after := time.Duration(0)
 			if time.Since(e.Object.GetCreationTimestamp().Time) < newAccessAge {
@@ -251,7 +255,15 @@ func accessWakes() handler.EventHandler {
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(ctx, q, 0, e.Object)
 		},
-	}
+	}, accessSettled)
+}
+
+// accessSettled reports whether an access is settled (objects.Settled):
+// the initial list's settled accesses queue their Bucketies as
+// low-priority work.
+func accessSettled(o client.Object) bool {
+	a, ok := o.(*v1.BucketyAccess)
+	return ok && objects.Settled(a, a.Status.ObservedGeneration, a.Status.Conditions)
 }
 
 // onlyBookkeeping reports whether two versions of an access differ only in

@@ -34,3 +34,38 @@ func SettledLater(settled func(client.Object) bool) (predicate.Predicate, handle
 			}
 		}}
 }
+
+// LaterAtStart wraps h, a handler of another kind's events that queues
+// this controller's objects (an access's Secret queues the access, a
+// Buckety its accesses), so the initial list does not undo SettledLater:
+// every object of the watched kind comes as a create event at a start,
+// and each queued as ordinary work would make the settled objects it
+// names ordinary again, behind which a changed object waits as before.
+// The initial list's create events of objects that settled judges
+// settled (every one, when settled is nil) queue what h queues as
+// low-priority work (AddLater), which never demotes an item already
+// waiting as ordinary: the objects that need a pass still get it first,
+// through their own kind's events. Every other event is h's as before.
+func LaterAtStart(h handler.EventHandler, settled func(client.Object) bool) handler.EventHandler {
+	return laterAtStart{EventHandler: h, settled: settled}
+}
+
+type laterAtStart struct {
+	handler.EventHandler
+	settled func(client.Object) bool
+}
+
+func (l laterAtStart) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.IsInInitialList && (l.settled == nil || l.settled(e.Object)) {
+		q = laterQueue{q}
+	}
+	l.EventHandler.Create(ctx, e, q)
+}
+
+// laterQueue adds as low-priority work (AddLater) what is added to it
+// at once; a delayed add is the queue's own.
+type laterQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+func (q laterQueue) Add(item reconcile.Request) { AddLater(q.TypedRateLimitingInterface, item) }
