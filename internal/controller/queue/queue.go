@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -25,7 +26,9 @@ import (
 // order it pops waiting items in is ours.
 
 // NewFair is controller.Options.NewQueue: client-go's rate-limiting queue
-// over a namespace round-robin. The queue it returns is also a Later.
+// over a namespace round-robin. The queue it returns is also a Later, and
+// a priorityqueue.PriorityQueue, so a controller hands it to its event
+// handlers as it is (AddWithOpts).
 func NewFair(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	rr := &roundRobin{}
 	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: rr})
@@ -69,18 +72,69 @@ type Later interface {
 }
 
 // AddLater adds item to q as low-priority work when q is a Later (the
-// queues NewFair builds), and as any other work when it is not.
+// queues NewFair builds) or a priorityqueue.PriorityQueue over one, and as
+// any other work when it is not. controller-runtime's handlers wrap the
+// queue they are given in a PriorityQueue of their own (handler.Funcs
+// does, for a create or an update, to set its default priority), which
+// passes an add's priority on: so AddLater adds through it at
+// laterPriority, which the fair queue takes for AddLater.
 func AddLater(q workqueue.TypedRateLimitingInterface[reconcile.Request], item reconcile.Request) {
-	if l, ok := q.(Later); ok {
+	switch l := q.(type) {
+	case Later:
 		l.AddLater(item)
-		return
+	case priorityqueue.PriorityQueue[reconcile.Request]:
+		p := laterPriority
+		l.AddWithOpts(priorityqueue.AddOpts{Priority: &p}, item)
+	default:
+		q.Add(item)
 	}
-	q.Add(item)
 }
+
+// laterPriority is the priority AddLater adds at through a
+// controller-runtime PriorityQueue: none of controller-runtime's own
+// (0, and handler.LowPriority, -100, for every create of an initial list,
+// settled or not).
+const laterPriority = -1 << 20
+
+var _ priorityqueue.PriorityQueue[reconcile.Request] = (*fair)(nil)
 
 type fair struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
 	rr *roundRobin
+}
+
+// AddWithOpts and GetWithPriority make the queue a
+// priorityqueue.PriorityQueue, which controller-runtime hands to the
+// controller's event handlers as it is: any other queue it wraps in a
+// type of its own, whose methods are the rate-limiting queue's alone, so
+// a handler's AddLater found no Later and added ordinary work, and the
+// low-priority class was never used in a running controller
+// (TestControllerHandsOutTheFairQueue). The adds are what
+// controller-runtime's wrapper makes of them: a rate-limited add, a
+// delayed one, or an ordinary one; and an add at laterPriority (AddLater
+// through a handler's wrapper) is AddLater. Other priorities are not
+// used: controller-runtime's handlers mark every create of an initial
+// list low, settled or not, where this queue's low class is for the
+// settled objects alone (SettledLater, LaterAtStart).
+func (f *fair) AddWithOpts(opts priorityqueue.AddOpts, items ...reconcile.Request) {
+	for _, item := range items {
+		switch {
+		case opts.RateLimited:
+			f.AddRateLimited(item)
+		case opts.After > 0:
+			f.AddAfter(item, opts.After)
+		case opts.Priority != nil && *opts.Priority == laterPriority:
+			f.AddLater(item)
+		default:
+			f.Add(item)
+		}
+	}
+}
+
+// GetWithPriority is Get, every item of priority 0.
+func (f *fair) GetWithPriority() (reconcile.Request, int, bool) {
+	item, shutdown := f.Get()
+	return item, 0, shutdown
 }
 
 // Done is client-go's, counted for Stats.

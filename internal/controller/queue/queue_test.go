@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -214,5 +215,34 @@ func TestStatsCountWaitingAndFinishedWork(t *testing.T) {
 	q.ShutDown()
 	if w, d := Stats(); w != w0 || d-d0 != 2 {
 		t.Fatalf("shut down: want its waiting item uncounted and 2 finished, got %d and %d", w-w0, d-d0)
+	}
+}
+
+// TestAddWithOpts: what controller-runtime adds through the
+// priorityqueue.PriorityQueue methods is what its own wrapper makes of
+// it: a delayed add waits, an ordinary one is handed out, at
+// controller-runtime's low priority too; an add at laterPriority (AddLater
+// through a handler's wrapper) is low-priority work.
+func TestAddWithOpts(t *testing.T) {
+	q := NewFair("", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Hour, time.Hour)).(*fair)
+	defer q.ShutDown()
+	low := -100
+	q.AddWithOpts(priorityqueue.AddOpts{After: time.Hour}, req("team-a", "later"))
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, req("team-a", "retry"))
+	if q.Len() != 0 {
+		t.Fatalf("delayed adds: want nothing waiting yet, got %d", q.Len())
+	}
+	later := laterPriority
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &later}, req("team-a", "settled"))
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &low}, req("team-b", "changed"))
+	if q.Len() != 2 {
+		t.Fatalf("want 2 waiting, got %d", q.Len())
+	}
+	for _, want := range []string{"team-b/changed", "team-a/settled"} {
+		item, priority, shutdown := q.GetWithPriority()
+		if shutdown || item.String() != want || priority != 0 {
+			t.Fatalf("want %s at priority 0, got %s at %d (shut down %v)", want, item, priority, shutdown)
+		}
+		q.Done(item)
 	}
 }

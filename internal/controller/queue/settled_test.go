@@ -18,7 +18,9 @@ import (
 // TestSettledLater: of the create events, only the initial list's settled
 // objects are kept from For's handler and queued as low-priority work;
 // every other create goes through For's handler, and the pair's handler
-// queues nothing for it.
+// queues nothing for it. The pair's handler is a handler.Funcs, which
+// hands its function the fair queue (a PriorityQueue) wrapped in one of
+// controller-runtime's: AddLater goes through it (laterPriority).
 func TestSettledLater(t *testing.T) {
 	judge := func(o client.Object) bool { return o.GetLabels()["settled"] == "yes" }
 	notSettled, settledLater := SettledLater(judge)
