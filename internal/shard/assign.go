@@ -918,13 +918,18 @@ func (a *Assigner) warmers(m memberSet, leases map[string]*coordinationv1.Lease)
 		}
 		id := *l.Spec.HolderIdentity
 		unchanged := a.unchangedFor(l)
-		switch {
-		case unchanged >= a.RenewDeadline:
+		memberSilent := a.memberUnchangedFor(id) >= a.quietAfter()
+		if unchanged >= a.RenewDeadline || (unchanged >= a.quietAfter() && memberSilent) {
 			gone[k] = id
-		case unchanged >= a.quietAfter() && a.memberUnchangedFor(id) >= a.quietAfter():
-			gone[k] = id
-			silent[id] = true
-		default:
+			// Whichever rule found it gone, a holder as silent stays
+			// out of the live replicas until its member Lease is
+			// quiet (m.quiet): counted live again at the renew
+			// deadline, it would lower every share for a round, and
+			// the warm begun at quietAfter be dropped and begun again.
+			if memberSilent {
+				silent[id] = true
+			}
+		} else {
 			holds[id]++
 		}
 	}

@@ -63,9 +63,19 @@ func (b *leaseBoard) read() {
 
 // round moves the clock by d; the replicas in shards renew their shard
 // Leases, those in members their member Leases; a reads them and names
-// the warmers, counting live every replica whose member Lease is not
-// quiet (members).
+// the warmers, counting live every replica whose member Lease was not
+// quiet at its last count (members), made on a goroutine of its own as
+// the last round began.
 func (b *leaseBoard) round(d time.Duration, shards, members []string) map[int]string {
+	m := memberSet{peers: []string{"a", "b", "c"}}
+	for id, l := range b.member {
+		if b.a.unchangedFor(l) >= b.a.RenewDeadline {
+			if m.quiet == nil {
+				m.quiet = map[string]bool{}
+			}
+			m.quiet[id] = true
+		}
+	}
 	b.now = b.now.Add(d)
 	for k, id := range b.holder {
 		for _, r := range append([]string{"a"}, shards...) {
@@ -78,15 +88,6 @@ func (b *leaseBoard) round(d time.Duration, shards, members []string) map[int]st
 		b.member[id] = b.lease(b.a.memberNameOf(id), id)
 	}
 	b.read()
-	m := memberSet{peers: []string{"a", "b", "c"}}
-	for id, l := range b.member {
-		if b.a.unchangedFor(l) >= b.a.RenewDeadline {
-			if m.quiet == nil {
-				m.quiet = map[string]bool{}
-			}
-			m.quiet[id] = true
-		}
-	}
 	return b.a.warmers(m, b.shards)
 }
 
@@ -108,6 +109,13 @@ func TestWarmersNameAKilledReplicasShardsAtHalfTheRenewDeadline(t *testing.T) {
 	w := b.round(2*time.Second, []string{"c"}, []string{"c"})
 	if got, want := fmt.Sprint(w), "map[2:a 3:c]"; got != want {
 		t.Errorf("b silent for 6s, under the renew deadline (10s): want its shards warmed by a and c, %s, got %s", want, got)
+	}
+	// The same warmers every round until the Lease expires (15 s): past
+	// the renew deadline too, before b's member Lease counts as quiet.
+	for i := 4; i <= 7; i++ {
+		if got, want := fmt.Sprint(b.round(2*time.Second, []string{"c"}, []string{"c"})), "map[2:a 3:c]"; got != want {
+			t.Errorf("b silent for %ds: want the warmers kept, %s, got %s", 2*i, want, got)
+		}
 	}
 }
 
