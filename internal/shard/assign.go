@@ -58,7 +58,8 @@ type Assigner struct {
 	// Lease not renewed for RenewDeadline, by which a live holder that
 	// could not renew has stopped the shard's work; or that Lease and the
 	// holder's member Lease both not renewed for half of it) and which
-	// this replica is to take once the Lease expires (see warmers). ctx ends when the shard is no longer to be taken here
+	// this replica is to take once the Lease expires (see warmers). ctx
+	// ends when the shard is no longer to be taken here
 	// (its holder renewed it, another replica took it, this one stops),
 	// or, if this replica took it, once Run has returned: a Run started
 	// while ctx lives may take over what Warm prepared. Warm returns at

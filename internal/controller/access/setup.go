@@ -99,7 +99,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		Serves:     o.Serves,
 		Breaker:    &retry.Breaker{},
 	}
-	notSettled, settledLater := queue.SettledLater(settled)
+	notSettled, settledLater := queue.SettledLater(objects.AccessSettled)
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.BucketyAccess{}, builder.WithPredicates(notSettled, r.Written.DropEchoes(v1.Finalizer, shard.SlotLabel))).
@@ -125,15 +125,6 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 	return r, nil
 }
 
-// settled reports whether an access needs nothing from a pass but a
-// re-check: Ready for its current generation, and not being deleted. The
-// initial list's settled accesses are queued after the other work
-// (queue.SettledLater).
-func settled(o client.Object) bool {
-	a, ok := o.(*v1.BucketyAccess)
-	return ok && objects.Settled(a, a.Status.ObservedGeneration, a.Status.Conditions)
-}
-
 // ownSecrets queues the access that controls a Secret, as the builder's
 // Owns does; the initial list's Secrets queue it as low-priority work
 // (queue.LaterAtStart): the access's own event queues it as ordinary
@@ -146,10 +137,7 @@ func ownSecrets(scheme *runtime.Scheme, mapper meta.RESTMapper) handler.EventHan
 // initial list's settled Bucketies queue them as low-priority work
 // (queue.LaterAtStart), an unsettled one as ordinary work.
 func bucketyWakes(c client.Reader, log logr.Logger) handler.EventHandler {
-	return queue.LaterAtStart(handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(c, log)), func(o client.Object) bool {
-		b, ok := o.(*v1.Buckety)
-		return ok && objects.Settled(b, b.Status.ObservedGeneration, b.Status.Conditions)
-	})
+	return queue.LaterAtStart(handler.EnqueueRequestsFromMapFunc(bucketyToAccesses(c, log)), objects.BucketySettled)
 }
 
 // consentOrLimitsMayChange: a namespace's labels changed (a sharing rule

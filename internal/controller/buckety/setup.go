@@ -118,7 +118,7 @@ func SetupWithManager(mgr manager.Manager, o Options) (*Reconciler, error) {
 		UsageMaxAge:    o.UsageMaxAge,
 		Breaker:        o.Breaker,
 	}
-	notSettled, settledLater := queue.SettledLater(settled)
+	notSettled, settledLater := queue.SettledLater(objects.BucketySettled)
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.Buckety{}, builder.WithPredicates(UsageOnly(), notSettled, r.Written.DropEchoes(v1.Finalizer, shard.SlotLabel))).
@@ -157,15 +157,6 @@ func heldRecorded(h *Held) handler.Funcs {
 			}
 		},
 	}
-}
-
-// settled reports whether a Buckety needs nothing from a pass but a
-// re-check: Ready for its current generation, and not being deleted. The
-// initial list's settled Bucketies are queued after the other work
-// (queue.SettledLater).
-func settled(o client.Object) bool {
-	b, ok := o.(*v1.Buckety)
-	return ok && objects.Settled(b, b.Status.ObservedGeneration, b.Status.Conditions)
 }
 
 // claimReleased wakes, when a claim's deletion reaches the cache, the
@@ -255,15 +246,7 @@ func accessWakes() handler.EventHandler {
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(ctx, q, 0, e.Object)
 		},
-	}, accessSettled)
-}
-
-// accessSettled reports whether an access is settled (objects.Settled):
-// the initial list's settled accesses queue their Bucketies as
-// low-priority work.
-func accessSettled(o client.Object) bool {
-	a, ok := o.(*v1.BucketyAccess)
-	return ok && objects.Settled(a, a.Status.ObservedGeneration, a.Status.Conditions)
+	}, objects.AccessSettled)
 }
 
 // onlyBookkeeping reports whether two versions of an access differ only in

@@ -15,3 +15,19 @@ func Settled(o client.Object, observedGeneration int64, conditions []metav1.Cond
 	return o.GetDeletionTimestamp().IsZero() && observedGeneration == o.GetGeneration() &&
 		meta.IsStatusConditionTrue(conditions, v1.ConditionReady)
 }
+
+// BucketySettled is Settled for a Buckety (false for any other object).
+// A start's settled Bucketies are queued after the other work
+// (queue.SettledLater), and queue their accesses so (queue.LaterAtStart).
+func BucketySettled(o client.Object) bool {
+	b, ok := o.(*v1.Buckety)
+	return ok && Settled(b, b.Status.ObservedGeneration, b.Status.Conditions)
+}
+
+// AccessSettled is Settled for an access (false for any other object).
+// A start's settled accesses are queued after the other work
+// (queue.SettledLater), and queue their Bucketies so (queue.LaterAtStart).
+func AccessSettled(o client.Object) bool {
+	a, ok := o.(*v1.BucketyAccess)
+	return ok && Settled(a, a.Status.ObservedGeneration, a.Status.Conditions)
+}
