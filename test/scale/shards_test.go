@@ -231,7 +231,7 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	// last Buckety turned Ready, wherever the collector's cycle and the
 	// return of free pages (memory.Releaser, every 30 s) stood; this one
 	// comes a quiet period and a sweep window later.
-	settledWorst, settledRSS := replicasRSS(t, e, params{}, fmt.Sprintf("%d-r%d-%%d-settled", n, r))
+	settledWorst, settledRSS := replicasRSS(t, e, p, fmt.Sprintf("%d-r%d-%%d-settled", n, r))
 	settledMet := rssMet(n, settledWorst)
 	if r > 1 {
 		settledMet = ptr(settledWorst <= 250<<20)
