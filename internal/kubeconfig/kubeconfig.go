@@ -97,3 +97,31 @@ func (r RateLimit) Apply(rc *rest.Config) {
 		rc.Burst = int(math.Ceil(2 * r.QPS))
 	}
 }
+
+// CompressionFlag turns gzip compression of the API server's responses on.
+const CompressionFlag = "kube-api-compression"
+
+// Compression is whether a client asks the API server to gzip its
+// responses. By default it does not, as Kubernetes' own scheduler and
+// controller-manager do not (kubernetes/kubernetes#80919): the API server
+// gzips every response of more than 128 KiB to a client that accepts it,
+// which every list page of a cache's first fill is (500 Bucketies are
+// about 2 MB of JSON), and client-go accepts it unless told not to. Near
+// the API server (a Pod's network) the compression costs the API server's
+// CPU, which every client shares, and the replica's, and saves nothing
+// the network was short of; across a thin link --kube-api-compression
+// turns it on.
+type Compression struct {
+	On bool
+}
+
+// BindFlags adds --kube-api-compression to fs.
+func (c *Compression) BindFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.On, CompressionFlag, false, "ask the API server for gzip-compressed responses (it compresses those over 128 KiB, such as each page of a cache's first list): worth it only where the network to the API server is slower than its CPU; off, as for Kubernetes' own control plane")
+}
+
+// Apply sets it on rc, whatever rc's kubeconfig said (its
+// disable-compression).
+func (c Compression) Apply(rc *rest.Config) {
+	rc.DisableCompression = !c.On
+}

@@ -1,11 +1,15 @@
 package kubeconfig
 
 import (
+	"context"
 	"flag"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,5 +121,82 @@ func TestUnsetIsClientGoDefault(t *testing.T) {
 	}
 	if lim := limiterOf(t, rc); lim == nil || lim.QPS() != 5 {
 		t.Fatalf("want client-go's default limiter of 5/s, got %v", lim)
+	}
+}
+
+// TestCompressionFlag: by default a client built from the configuration
+// does not ask the API server for gzip (a cache's list pages are otherwise
+// compressed by the API server and decompressed by the replica);
+// --kube-api-compression asks for it, whatever the kubeconfig's
+// disable-compression says. What the server receives is checked, not the
+// field.
+func TestCompressionFlag(t *testing.T) {
+	var mu sync.Mutex
+	asked := ""
+	// TLS, as an API server is: for a plain-HTTP server without a dial
+	// function or proxy, client-go uses Go's default transport, which
+	// asks for gzip whatever the configuration says.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = r.Header.Get("Accept-Encoding")
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if _, err := w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`)); err != nil {
+			t.Error(err)
+		}
+	}))
+	defer srv.Close()
+	cases := []struct {
+		name       string
+		args       []string
+		kubeconfig string
+		gzip       bool
+	}{
+		{name: "default: not asked"},
+		{name: "flag on", args: []string{"--kube-api-compression"}, gzip: true},
+		{name: "flag on over a kubeconfig that disables it", args: []string{"--kube-api-compression=true"}, kubeconfig: "disable-compression: true", gzip: true},
+		{name: "flag off over a kubeconfig that would ask", args: []string{"--kube-api-compression=false"}, kubeconfig: "disable-compression: false"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cluster := `{server: "` + srv.URL + `", insecure-skip-tls-verify: true`
+			if c.kubeconfig != "" {
+				cluster += ", " + c.kubeconfig
+			}
+			path := filepath.Join(t.TempDir(), "kubeconfig")
+			kc := strings.Replace(testKubeconfig, `{server: "https://127.0.0.1:6443"`, cluster, 1)
+			if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fs := flag.NewFlagSet("x", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var comp Compression
+			comp.BindFlags(fs)
+			if err := fs.Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			rc, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			comp.Apply(rc)
+			cfg := rest.CopyConfig(rc)
+			cfg.GroupVersion = &schema.GroupVersion{Version: "v1"}
+			cfg.APIPath = "/api"
+			cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+			cl, err := rest.RESTClientFor(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Get().AbsPath("/api/v1/namespaces").Do(context.Background()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			got := asked
+			mu.Unlock()
+			if strings.Contains(got, "gzip") != c.gzip {
+				t.Fatalf("Accept-Encoding %q: want gzip asked for = %v", got, c.gzip)
+			}
+		})
 	}
 }

@@ -108,11 +108,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	for _, n := range cfg.Notices() {
 		o.Log.Info(n) // a setting inferred from an older spelling
 	}
-	if o.RESTConfig, err = kubeconfig.Load(o.Kubeconfig); err != nil {
+	if o.RESTConfig, err = restConfig(o.Flags); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1
 	}
-	o.RateLimit.Apply(o.RESTConfig)
 	if err := Run(signalContext(), o); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
 		return 1
@@ -261,4 +260,16 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	o.Log.Info("starting", "version", version.Version, "backends", o.Config.BackendNames(), "port", o.Port, "certDir", o.CertDir)
 	return mgr.Start(mgrCtx)
+}
+
+// restConfig loads the kubeconfig f names and applies the rate limit and
+// the compression setting.
+func restConfig(f options.Flags) (*rest.Config, error) {
+	rc, err := kubeconfig.Load(f.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	f.RateLimit.Apply(rc)
+	f.Compression.Apply(rc)
+	return rc, nil
 }

@@ -2,11 +2,13 @@ package webhook
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/Yolean/buckety-controller/internal/app/webhook/options"
 	"github.com/Yolean/buckety-controller/internal/config"
 )
 
@@ -27,6 +29,36 @@ func TestRateLimitFlags(t *testing.T) {
 		code := Main(c.args, &out, &errb)
 		if code != c.code || c.want != "" && !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: want exit %d and %q, got %d %q", c.args, c.code, c.want, code, errb.String())
+		}
+	}
+}
+
+// TestClientFlagsReachTheRESTConfig: the webhook's client gets the rate
+// limit and the compression setting its flags say (no gzip by default).
+func TestClientFlagsReachTheRESTConfig(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:6443\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		qps  float32
+		gzip bool
+	}{
+		{nil, -1, false},
+		{[]string{"--kube-api-qps", "30", "--kube-api-compression"}, 30, true},
+	} {
+		var f options.Flags
+		fs := options.NewFlagSet(io.Discard, &f)
+		if err := fs.Parse(append([]string{"--kubeconfig", kc}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		rc, err := restConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.QPS != c.qps || rc.DisableCompression == c.gzip {
+			t.Errorf("%v: want QPS %v and gzip asked for = %v, got QPS %v DisableCompression %v", c.args, c.qps, c.gzip, rc.QPS, rc.DisableCompression)
 		}
 	}
 }

@@ -47,9 +47,11 @@ type Flags struct {
 	// ConfigDir holds buckety-controller.yaml.
 	ConfigDir string
 	// Kubeconfig is the kubeconfig file ("": $KUBECONFIG, then in-cluster);
-	// RateLimit is the client's rate limit against the API server.
-	Kubeconfig string
-	RateLimit  kubeconfig.RateLimit
+	// RateLimit is the client's rate limit against the API server, and
+	// Compression whether it asks for gzip-compressed responses.
+	Kubeconfig  string
+	RateLimit   kubeconfig.RateLimit
+	Compression kubeconfig.Compression
 	// Zap configures the log.
 	Zap zap.Options
 	// MetricsAddr, ProbeAddr and PprofAddr are listen addresses; "0" (and,
@@ -102,6 +104,7 @@ func NewFlagSet(cmd string, stderr io.Writer, f *Flags) *flag.FlagSet {
 	fs.StringVar(&f.ConfigDir, "c", DefaultConfigDir, "directory holding "+config.Filename)
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	f.RateLimit.BindFlags(fs)
+	f.Compression.BindFlags(fs)
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
 	fs.BoolVar(&f.MetricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP without authentication (default: HTTPS, and only callers the API server authenticates and authorizes for GET /metrics)")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
@@ -156,12 +159,14 @@ func (f *Flags) Validate() error {
 	return f.RateLimit.Validate()
 }
 
-// LoadRESTConfig loads the kubeconfig and applies the rate limit.
+// LoadRESTConfig loads the kubeconfig and applies the rate limit and the
+// compression setting.
 func (f *Flags) LoadRESTConfig() (*rest.Config, error) {
 	rc, err := kubeconfig.Load(f.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
 	f.RateLimit.Apply(rc)
+	f.Compression.Apply(rc)
 	return rc, nil
 }

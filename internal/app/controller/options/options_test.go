@@ -18,9 +18,10 @@ func TestFlagWiring(t *testing.T) {
 		concurrency int
 		qps         float32
 		burst       int
+		gzip        bool
 	}{
 		{name: "defaults", args: nil, concurrency: 16, qps: -1, burst: 0},
-		{name: "set", args: []string{"--max-concurrent-reconciles", "32", "--kube-api-qps", "100", "--kube-api-burst", "300"}, concurrency: 32, qps: 100, burst: 300},
+		{name: "set", args: []string{"--max-concurrent-reconciles", "32", "--kube-api-qps", "100", "--kube-api-burst", "300", "--kube-api-compression"}, concurrency: 32, qps: 100, burst: 300, gzip: true},
 		{name: "burst defaults to twice qps", args: []string{"--kube-api-qps", "40"}, concurrency: 16, qps: 40, burst: 80},
 	}
 	for _, c := range cases {
@@ -42,6 +43,9 @@ func TestFlagWiring(t *testing.T) {
 			}
 			if rc.QPS != c.qps || rc.Burst != c.burst {
 				t.Errorf("REST config: want QPS %v burst %d, got QPS %v burst %d", c.qps, c.burst, rc.QPS, rc.Burst)
+			}
+			if rc.DisableCompression == c.gzip {
+				t.Errorf("REST config: want compression asked for = %v, got DisableCompression %v", c.gzip, rc.DisableCompression)
 			}
 		})
 	}

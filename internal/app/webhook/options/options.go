@@ -21,9 +21,11 @@ type Flags struct {
 	// credentials).
 	ConfigDir string
 	// Kubeconfig is the kubeconfig file ("": $KUBECONFIG, then in-cluster);
-	// RateLimit is the client's rate limit against the API server.
-	Kubeconfig string
-	RateLimit  kubeconfig.RateLimit
+	// RateLimit is the client's rate limit against the API server, and
+	// Compression whether it asks for gzip-compressed responses.
+	Kubeconfig  string
+	RateLimit   kubeconfig.RateLimit
+	Compression kubeconfig.Compression
 	// Version prints the version and exits.
 	Version bool
 	// Zap configures the log.
@@ -54,6 +56,7 @@ func NewFlagSet(stderr io.Writer, f *Flags) *flag.FlagSet {
 	fs.StringVar(&f.ConfigDir, "c", "/etc/buckety", "directory holding "+config.Filename+" (loaded without credentials)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	f.RateLimit.BindFlags(fs)
+	f.Compression.BindFlags(fs)
 	fs.StringVar(&f.Host, "host", "", "address to serve admission on (default: all)")
 	fs.IntVar(&f.Port, "port", 9443, "port to serve admission on")
 	fs.StringVar(&f.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
