@@ -247,10 +247,13 @@ func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []s
 	// the other, until every object is re-verified by its shard, the
 	// queues are empty and the shards are split among the replicas.
 	e.stopController()
+	apiCPU0 := e.apiServerCPU()
 	cs := coldStartWith(t, e, func() { e.startReplicas(r, s > 1, args) }, n, true, func() bool { return s == 1 || e.shardsSplit(s) },
 		func() func() { return profile(t, e, p, n, "-cold", "cold start (replica 0)") })
+	apiCPU, replicasCPU := e.apiServerCPU()-apiCPU0, e.replicasCPU()
 	tb.add("shards, "+rs+": cold start, all re-verified", n, secs(cs.elapsed), "≤ 30 s", ptr(cs.elapsed <= 30*time.Second), "")
 	tb.add("shards, "+rs+": cold start, controller API writes", n, cs.writes.String(), "0", ptr(cs.writes.total() == 0), "")
+	tb.add("shards, "+rs+": cold start, CPU seconds of the kube-apiserver / of the replicas (all, from their start)", n, fmt.Sprintf("%.1f / %.1f", apiCPU, replicasCPU), "", nil, "")
 	tb.add("shards, "+rs+": cold start, Kafka requests", n, cs.kafka.String(), "", nil, "")
 	tb.add("shards, "+rs+": cold start, the access controllers' start-up reads of every buckety Secret (a failed one: a GET per access)", n, cs.prefetch, "", nil, "")
 	fmt.Print("\n" + tb.String())
@@ -277,6 +280,38 @@ func previousN(ns []int, n int) (int, bool) {
 		}
 	}
 	return prev, ok
+}
+
+// apiServerCPU is the CPU seconds the control plane's kube-apiserver has
+// used so far.
+func (e *env) apiServerCPU() float64 {
+	e.t.Helper()
+	for _, pr := range e.cp.Processes() {
+		if pr.Name == "kube-apiserver" {
+			s, err := harness.CPUSeconds(pr.PID())
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			return s
+		}
+	}
+	e.t.Fatal("no kube-apiserver process")
+	return 0
+}
+
+// replicasCPU is the CPU seconds the running replicas have used since
+// each started, together.
+func (e *env) replicasCPU() float64 {
+	e.t.Helper()
+	sum := 0.0
+	for _, c := range e.controllers() {
+		s, err := harness.CPUSeconds(c.P.PID())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		sum += s
+	}
+	return sum
 }
 
 // controlPlaneRSS reads the RSS of the control plane's kube-apiserver and
