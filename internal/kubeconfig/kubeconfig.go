@@ -41,6 +41,18 @@ func Load(path string) (*rest.Config, error) {
 	return rc, nil
 }
 
+// LoadWith is Load with the rate limit r and the compression setting c
+// applied: the configuration each binary's clients are built from.
+func LoadWith(path string, r RateLimit, c Compression) (*rest.Config, error) {
+	rc, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	r.Apply(rc)
+	c.Apply(rc)
+	return rc, nil
+}
+
 // Flag names of the rate limit.
 const (
 	QPSFlag   = "kube-api-qps"

@@ -97,6 +97,12 @@ func TestRateLimitFlags(t *testing.T) {
 // limiterOf is the rate limiter client-go gives a client built from rc.
 func limiterOf(t *testing.T, rc *rest.Config) flowcontrol.RateLimiter {
 	t.Helper()
+	return coreClient(t, rc).GetRateLimiter()
+}
+
+// coreClient is a client of the core API built from rc.
+func coreClient(t *testing.T, rc *rest.Config) *rest.RESTClient {
+	t.Helper()
 	cfg := rest.CopyConfig(rc)
 	cfg.GroupVersion = &schema.GroupVersion{Version: "v1"}
 	cfg.APIPath = "/api"
@@ -105,7 +111,7 @@ func limiterOf(t *testing.T, rc *rest.Config) flowcontrol.RateLimiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cl.GetRateLimiter()
+	return cl
 }
 
 // TestUnsetIsClientGoDefault shows why the flags exist: a kubeconfig
@@ -175,20 +181,11 @@ func TestCompressionFlag(t *testing.T) {
 			if err := fs.Parse(c.args); err != nil {
 				t.Fatal(err)
 			}
-			rc, err := Load(path)
+			rc, err := LoadWith(path, RateLimit{QPS: DefaultQPS}, comp)
 			if err != nil {
 				t.Fatal(err)
 			}
-			comp.Apply(rc)
-			cfg := rest.CopyConfig(rc)
-			cfg.GroupVersion = &schema.GroupVersion{Version: "v1"}
-			cfg.APIPath = "/api"
-			cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-			cl, err := rest.RESTClientFor(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cl.Get().AbsPath("/api/v1/namespaces").Do(context.Background()).Error(); err != nil {
+			if err := coreClient(t, rc).Get().AbsPath("/api/v1/namespaces").Do(context.Background()).Error(); err != nil {
 				t.Fatal(err)
 			}
 			mu.Lock()

@@ -265,11 +265,5 @@ func Run(ctx context.Context, o Options) error {
 // restConfig loads the kubeconfig f names and applies the rate limit and
 // the compression setting.
 func restConfig(f options.Flags) (*rest.Config, error) {
-	rc, err := kubeconfig.Load(f.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	f.RateLimit.Apply(rc)
-	f.Compression.Apply(rc)
-	return rc, nil
+	return kubeconfig.LoadWith(f.Kubeconfig, f.RateLimit, f.Compression)
 }

@@ -162,11 +162,5 @@ func (f *Flags) Validate() error {
 // LoadRESTConfig loads the kubeconfig and applies the rate limit and the
 // compression setting.
 func (f *Flags) LoadRESTConfig() (*rest.Config, error) {
-	rc, err := kubeconfig.Load(f.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	f.RateLimit.Apply(rc)
-	f.Compression.Apply(rc)
-	return rc, nil
+	return kubeconfig.LoadWith(f.Kubeconfig, f.RateLimit, f.Compression)
 }
