@@ -286,17 +286,25 @@ func previousN(ns []int, n int) (int, bool) {
 // used so far.
 func (e *env) apiServerCPU() float64 {
 	e.t.Helper()
+	pid, ok := e.controlPlanePID("kube-apiserver")
+	if !ok {
+		e.t.Fatal("no kube-apiserver process")
+	}
+	s, err := harness.CPUSeconds(pid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// controlPlanePID is the PID of the control plane's process name.
+func (e *env) controlPlanePID(name string) (int, bool) {
 	for _, pr := range e.cp.Processes() {
-		if pr.Name == "kube-apiserver" {
-			s, err := harness.CPUSeconds(pr.PID())
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			return s
+		if pr.Name == name {
+			return pr.PID(), true
 		}
 	}
-	e.t.Fatal("no kube-apiserver process")
-	return 0
+	return 0, false
 }
 
 // replicasCPU is the CPU seconds the running replicas have used since
@@ -319,15 +327,16 @@ func (e *env) replicasCPU() float64 {
 func controlPlaneRSS(t *testing.T, e *env) string {
 	t.Helper()
 	rss := map[string]string{}
-	for _, pr := range e.cp.Processes() {
-		if pr.Name != "kube-apiserver" && pr.Name != "etcd" {
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		pid, ok := e.controlPlanePID(name)
+		if !ok {
 			continue
 		}
-		m, err := harness.RSS(pr.PID())
+		m, err := harness.RSS(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rss[pr.Name] = fmt.Sprintf("%.0f MiB", float64(m)/(1<<20))
+		rss[name] = fmt.Sprintf("%.0f MiB", float64(m)/(1<<20))
 	}
 	return rss["kube-apiserver"] + " / " + rss["etcd"]
 }
