@@ -139,9 +139,11 @@ type running struct {
 // observation is when this replica saw a Lease's record change: a Lease is
 // expired when its record has not changed for its duration as measured on
 // this replica's clock, whatever the holder's clock says (client-go's rule).
+// seen is when this replica last read the record unchanged.
 type observation struct {
 	record string
 	at     time.Time
+	seen   time.Time
 }
 
 // Held lists the shards this replica holds, in order.
@@ -567,8 +569,9 @@ func (a *Assigner) unchangedFor(l *coordinationv1.Lease) time.Duration {
 	o, ok := a.observed[l.Namespace+"/"+l.Name]
 	if !ok || o.record != l.ResourceVersion {
 		o = observation{record: l.ResourceVersion, at: now}
-		a.observed[l.Namespace+"/"+l.Name] = o
 	}
+	o.seen = now
+	a.observed[l.Namespace+"/"+l.Name] = o
 	return now.Sub(o.at)
 }
 
@@ -869,7 +872,10 @@ func (a *Assigner) quietAfter() time.Duration {
 }
 
 // memberUnchangedFor is how long this replica has seen replica id's member
-// Lease unchanged, as its last count read it; 0 if it has not read one.
+// Lease unchanged, from its first read of the record to its last (its
+// last count's); 0 if it has not read one. Not up to now: a count late on
+// this replica's side (its own member Lease's update slow on a loaded API
+// server) says nothing of the peer, which may have renewed since.
 func (a *Assigner) memberUnchangedFor(id string) time.Duration {
 	a.obsMu.Lock()
 	defer a.obsMu.Unlock()
@@ -877,7 +883,7 @@ func (a *Assigner) memberUnchangedFor(id string) time.Duration {
 	if !ok {
 		return 0
 	}
-	return a.now().Sub(o.at)
+	return o.seen.Sub(o.at)
 }
 
 // warmers names, for each shard whose holder looks gone, the replica that

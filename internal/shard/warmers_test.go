@@ -22,6 +22,8 @@ type leaseBoard struct {
 	shards map[string]*coordinationv1.Lease // by name
 	member map[string]*coordinationv1.Lease // by replica
 	holder map[int]string
+	// m is a's last count.
+	m memberSet
 }
 
 func newLeaseBoard(t *testing.T) *leaseBoard {
@@ -67,13 +69,22 @@ func (b *leaseBoard) read() {
 // quiet at its last count (members), made on a goroutine of its own as
 // the last round began.
 func (b *leaseBoard) round(d time.Duration, shards, members []string) map[int]string {
-	m := memberSet{peers: []string{"a", "b", "c"}}
-	for id, l := range b.member {
-		if b.a.unchangedFor(l) >= b.a.RenewDeadline {
-			if m.quiet == nil {
-				m.quiet = map[string]bool{}
+	return b.roundCounted(d, shards, members, true)
+}
+
+// roundCounted is round, with a's count made (counted) or late: a late
+// count reads no member Lease, and a names the warmers by the count
+// before.
+func (b *leaseBoard) roundCounted(d time.Duration, shards, members []string, counted bool) map[int]string {
+	if counted {
+		b.m = memberSet{peers: []string{"a", "b", "c"}}
+		for id, l := range b.member {
+			if b.a.unchangedFor(l) >= b.a.RenewDeadline {
+				if b.m.quiet == nil {
+					b.m.quiet = map[string]bool{}
+				}
+				b.m.quiet[id] = true
 			}
-			m.quiet[id] = true
 		}
 	}
 	b.now = b.now.Add(d)
@@ -87,8 +98,15 @@ func (b *leaseBoard) round(d time.Duration, shards, members []string) map[int]st
 	for _, id := range members {
 		b.member[id] = b.lease(b.a.memberNameOf(id), id)
 	}
-	b.read()
-	return b.a.warmers(m, b.shards)
+	for _, l := range b.shards {
+		b.a.unchangedFor(l)
+	}
+	if counted {
+		for _, l := range b.member {
+			b.a.unchangedFor(l)
+		}
+	}
+	return b.a.warmers(b.m, b.shards)
 }
 
 // A replica killed stops renewing its shard Leases and its member Lease
@@ -140,6 +158,25 @@ func TestWarmersLeaveAHolderRenewingItsShardsAlone(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		if w := b.round(2*time.Second, []string{"b", "c"}, []string{"c"}); len(w) != 0 {
 			t.Errorf("b's member Lease unchanged for %ds, its shard Leases renewed: want no warmers, got %v", 2*i, w)
+		}
+	}
+}
+
+// A count late on a's side (its own member Lease's update slow on a loaded
+// API server) says nothing of b: b's member Lease, renewed at a's last
+// count, is not taken for silent however long a's next count takes, so b's
+// stalled shards are not warmed before the renew deadline. (Measured up to
+// a's clock rather than its last read, b looked silent after 5 s and a,
+// then below a share of three, warmed b's first shard: CI's failure of
+// TestStalledHoldersShardsAreNotWarmedByReplicasAtTheirShare.)
+func TestWarmersDoNotTakeALateCountForAPeersSilence(t *testing.T) {
+	b := newLeaseBoard(t)
+	if w := b.round(2*time.Second, []string{"c"}, []string{"b", "c"}); len(w) != 0 {
+		t.Fatalf("b's shard Leases unchanged for 2s, its member Lease renewed: want no warmers, got %v", w)
+	}
+	for i := 2; i <= 4; i++ {
+		if w := b.roundCounted(2*time.Second, []string{"c"}, []string{"b", "c"}, false); len(w) != 0 {
+			t.Errorf("b's shard Leases unchanged for %ds, a's count late by %ds: want no warmers, got %v", 2*i, 2*(i-1), w)
 		}
 	}
 }
