@@ -328,6 +328,7 @@ func (a *Assigner) countOnce(ctx context.Context) {
 		return
 	}
 	a.counting.ok(a.Log, "counted the replicas again")
+	a.forgetUnseen()
 	ReplicasGauge.Set(float64(len(m.peers)))
 	a.mu.Lock()
 	a.count = counted{set: m, at: a.now()}
@@ -558,6 +559,22 @@ func (a *Assigner) expiredFor(l *coordinationv1.Lease) time.Duration {
 		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
 	return unchanged - d
+}
+
+// forgetUnseen drops the observations of Leases no read has found for ten
+// Lease durations: member Leases of departed replicas, deleted by then
+// (members), which a controller rolled out daily would otherwise keep for
+// good, one per Pod it ever ran. A Lease read again later is observed
+// afresh, as one first seen: expired only a Lease duration after that.
+func (a *Assigner) forgetUnseen() {
+	cutoff := a.now().Add(-10 * a.LeaseDuration)
+	a.obsMu.Lock()
+	defer a.obsMu.Unlock()
+	for k, o := range a.observed {
+		if o.seen.Before(cutoff) {
+			delete(a.observed, k)
+		}
+	}
 }
 
 // unchangedFor is how long this replica has seen Lease l's record

@@ -180,3 +180,30 @@ func TestWarmersDoNotTakeALateCountForAPeersSilence(t *testing.T) {
 		}
 	}
 }
+
+// A departed replica's member Lease, no longer read (deleted), is
+// forgotten ten Lease durations after its last read; the Leases still read
+// are kept, however long unchanged.
+func TestObservationsOfLeasesNoLongerReadAreForgotten(t *testing.T) {
+	b := newLeaseBoard(t)
+	gone := b.a.Namespace + "/" + b.a.memberNameOf("b")
+	delete(b.member, "b")
+	for elapsed := time.Duration(0); elapsed <= 10*b.a.LeaseDuration; elapsed += 2 * time.Second {
+		b.round(2*time.Second, []string{"c"}, nil)
+		b.a.forgetUnseen()
+	}
+	b.a.obsMu.Lock()
+	_, kept := b.a.observed[gone]
+	_, cKept := b.a.observed[b.a.Namespace+"/"+b.a.memberNameOf("c")]
+	n := len(b.a.observed)
+	b.a.obsMu.Unlock()
+	if kept {
+		t.Errorf("b's member Lease, unread for ten Lease durations: want its observation dropped, still held")
+	}
+	if !cKept {
+		t.Errorf("c's member Lease, read every round though unchanged: want its observation kept")
+	}
+	if want := 6 + 1; n != want {
+		t.Errorf("observations held: want %d (six shard Leases and c's member Lease), got %d", want, n)
+	}
+}
