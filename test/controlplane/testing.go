@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/Yolean/buckety-controller/test/logdir"
 )
 
 // StartT starts a control plane for a test and stops it in t.Cleanup, even
@@ -28,7 +30,12 @@ func StartT(t testing.TB, opts Options) *ControlPlane {
 		opts.Dir = d
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("control plane logs kept in %s", filepath.Join(d, "logs"))
+				// The logs only: etcd's data goes.
+				if kept, err := logdir.KeepLogs(d); err != nil {
+					t.Errorf("keep the control plane's logs: %v", err)
+				} else if kept {
+					t.Logf("control plane logs kept in %s", filepath.Join(d, logdir.Dir))
+				}
 				return
 			}
 			if err := os.RemoveAll(d); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/logdir"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -63,7 +64,11 @@ func newEnv(t *testing.T, p params) *env {
 		t.Skip("fault harness: needs the control plane, the broker and an S3 server; run without -short (make test, make faults)")
 	}
 	dir := harness.TempDir(t, "bkt-faults-", "fault harness")
-	e := &env{t: t, dir: dir, wireLog: filepath.Join(dir, "kafka-wire.jsonl")}
+	// In a logs directory: kept when the run fails (logdir).
+	e := &env{t: t, dir: dir, wireLog: filepath.Join(dir, logdir.Dir, "kafka-wire.jsonl")}
+	if err := os.MkdirAll(filepath.Dir(e.wireLog), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e.cp = harness.ControlPlane(ctx, t, dir, true)

@@ -29,6 +29,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/logdir"
 	"github.com/Yolean/buckety-controller/test/proc"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
@@ -96,7 +97,8 @@ func runHostile(t *testing.T, e *env, p params, tb *table) {
 		if !t.Failed() {
 			return
 		}
-		out := filepath.Join(e.dir, "hostile-controller", "goroutines.txt")
+		// Beside the controller's log, which a failed run keeps.
+		out := filepath.Join(e.dir, "hostile-controller", logdir.Dir, "goroutines.txt")
 		resp, err := http.Get("http://" + ctrl.Pprof + "/debug/pprof/goroutine?debug=2")
 		if err != nil {
 			t.Logf("goroutines of the hostile run's controller: %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/test/controlplane"
+	"github.com/Yolean/buckety-controller/test/logdir"
 )
 
 // What every environment of processes shares (the fault harness, the scale
@@ -33,7 +34,12 @@ func TempDir(t *testing.T, prefix, what string) string {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s: logs kept in %s", what, dir)
+			// The logs only: data (etcd's, the broker's) goes.
+			if kept, err := logdir.KeepLogs(dir); err != nil {
+				t.Errorf("keep %s's logs: %v", what, err)
+			} else if kept {
+				t.Logf("%s: logs kept in %s", what, dir)
+			}
 			return
 		}
 		if keep := os.Getenv("BUCKETY_KEEP_LOGS"); keep != "" {

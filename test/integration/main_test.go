@@ -35,6 +35,7 @@ import (
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/logdir"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
@@ -73,7 +74,12 @@ func runWithInfra(m *testing.M) (code int, err error) {
 	keep := false
 	defer func() {
 		if keep {
-			fmt.Fprintf(os.Stderr, "integration: logs kept in %s\n", dir)
+			// The logs only: etcd's and the broker's data go.
+			if kept, kerr := logdir.KeepLogs(dir); kerr != nil {
+				fmt.Fprintf(os.Stderr, "integration: %v\n", kerr)
+			} else if kept {
+				fmt.Fprintf(os.Stderr, "integration: logs kept in %s\n", dir)
+			}
 			return
 		}
 		if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
