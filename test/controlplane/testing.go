@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -23,25 +22,7 @@ func StartT(t testing.TB, opts Options) *ControlPlane {
 	if opts.Dir == "" {
 		// t.TempDir paths can exceed the 108-byte unix socket limit etcd
 		// and the apiserver use for some sockets; keep them short.
-		d, err := os.MkdirTemp("", "bkt-cp-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Dir = d
-		t.Cleanup(func() {
-			if t.Failed() {
-				// The logs only: etcd's data goes.
-				if kept, err := logdir.KeepLogs(d); err != nil {
-					t.Errorf("keep the control plane's logs: %v", err)
-				} else if kept {
-					t.Logf("control plane logs kept in %s", filepath.Join(d, logdir.Dir))
-				}
-				return
-			}
-			if err := os.RemoveAll(d); err != nil {
-				t.Errorf("remove %s: %v", d, err)
-			}
-		})
+		opts.Dir = logdir.TempDir(t, "bkt-cp-", "control plane")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -63,7 +63,7 @@ func newEnv(t *testing.T, p params) *env {
 	if testing.Short() {
 		t.Skip("fault harness: needs the control plane, the broker and an S3 server; run without -short (make test, make faults)")
 	}
-	dir := harness.TempDir(t, "bkt-faults-", "fault harness")
+	dir := logdir.TempDir(t, "bkt-faults-", "fault harness")
 	// In a logs directory: kept when the run fails (logdir).
 	e := &env{t: t, dir: dir, wireLog: filepath.Join(dir, logdir.Dir, "kafka-wire.jsonl")}
 	if err := os.MkdirAll(filepath.Dir(e.wireLog), 0o755); err != nil {

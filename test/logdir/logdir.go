@@ -7,12 +7,51 @@ package logdir
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // Dir is the name of the directories whose files are kept.
 const Dir = "logs"
+
+// TempDir is a directory for one test's processes, data and logs (in
+// directories named Dir): removed when t passes; when it fails, its logs
+// are kept (KeepLogs) and named in t's log. what names the processes in
+// that line. With BUCKETY_KEEP_LOGS set to a directory, the logs of a
+// passing run are copied there first (a long benchmark's replicas' logs
+// outlive its data).
+func TempDir(t testing.TB, prefix, what string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if kept, err := KeepLogs(dir); err != nil {
+				t.Errorf("keep %s's logs: %v", what, err)
+			} else if kept {
+				t.Logf("%s: logs kept in %s", what, dir)
+			}
+			return
+		}
+		if keep := os.Getenv("BUCKETY_KEEP_LOGS"); keep != "" {
+			to := filepath.Join(keep, filepath.Base(dir))
+			if err := copyLogs(dir, to); err != nil {
+				t.Errorf("keep %s's logs: %v", what, err)
+			} else {
+				t.Logf("%s: logs copied to %s", what, to)
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	return dir
+}
 
 // KeepLogs removes from dir everything but the files in directories named
 // logs, at any depth, and the directories that lead to them; it removes
@@ -74,4 +113,43 @@ func prune(dir string) (bool, error) {
 		return kept, fmt.Errorf("keep only the logs of %s: %w", dir, err)
 	}
 	return kept, nil
+}
+
+// copyLogs copies every file under a directory named Dir in from to the
+// same relative path in to.
+func copyLogs(from, to string) error {
+	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || filepath.Base(filepath.Dir(path)) != Dir {
+			return nil
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return copyFile(path, dst)
+	})
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", from, err)
+	}
+	return out.Close()
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/Yolean/buckety-controller/test/controlplane"
 	"github.com/Yolean/buckety-controller/test/harness"
 	"github.com/Yolean/buckety-controller/test/kafka"
+	"github.com/Yolean/buckety-controller/test/logdir"
 	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
@@ -129,7 +130,7 @@ type envParts struct {
 // p names, and writes the controller's files for them.
 func newEnvWith(t *testing.T, b bins, name string, p envParts) *env {
 	t.Helper()
-	dir := harness.TempDir(t, "bkt-scale-"+name+"-", "scale")
+	dir := logdir.TempDir(t, "bkt-scale-"+name+"-", "scale")
 	e := &env{t: t, dir: dir, bins: b, own: &ownRequests{counts: map[string]int64{}}, iamSweepUsers: p.iamSweepUsers}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
