@@ -179,6 +179,73 @@ func TestSharingKafka(t *testing.T) {
 	waitWithdrawn(t, ghost, time.Now(), fmt.Sprintf("Buckety %s/ghost does not exist or does not share role ReadOnly with namespace %s", third, consumer))
 }
 
+// TestPinnedAccessLosesItsCredential (a hostile tenant): a namespace a
+// topic is shared with takes buckety's finalizer off its access, holds
+// the access with a finalizer of its own and deletes it, here while the
+// controller is down (a running one can be raced to the same state). The
+// access is never gone; its passes used to stop at the missing finalizer,
+// so its user kept its rights on the owner's topic past any withdrawal of
+// the sharing, and outside the access limits (an access being deleted
+// counts against none). Once the controller runs, the user is revoked
+// (the Secret no longer authenticates), and the Secret and the
+// BucketyCredential are gone, while the tenant's finalizer holds the
+// access.
+func TestPinnedAccessLosesItsCredential(t *testing.T) {
+	needInfra(t)
+	_, cfg := scopedBroker(t, 0)
+	ctl := startController(t, cfg, nil, time.Hour)
+	owner, consumer := namespace(t), namespace(t)
+	removeWhileRunning(t, owner)
+	removeWhileRunning(t, consumer)
+	topic := owner + ".orders"
+	orders := sharedBuckety(owner, "orders", "kafka", topic, consumer, v1.RoleReadOnly)
+	orders.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders"}
+	create(t, orders)
+	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
+	create(t, reader)
+	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if err := produceWith(t, secret(t, owner, "orders").Data, topic); err != nil {
+		t.Fatalf("the owner's ReadWrite: want produce allowed, got %v", err)
+	}
+	ro := secret(t, consumer, "reader").Data
+	group := string(ro["group.id.prefix"]) + "app"
+	if err := consumeWith(t, ro, topic, group); err != nil {
+		t.Fatalf("the reader before the attack: want consume allowed, got %v", err)
+	}
+
+	ctl.stop(t)
+	patch(t, reader, `{"metadata":{"finalizers":["tenant.example/pin"]}}`)
+	if err := k8s.Delete(context.Background(), reader); err != nil {
+		t.Fatal(err)
+	}
+	// The finalizer is the tenant's to take off: free the namespace's
+	// deletion whatever the test found (once the controller below has
+	// stopped, after the Bucketies' removal).
+	t.Cleanup(func() {
+		if err := k8s.Patch(context.Background(), reader, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
+			t.Errorf("free the pinned access: %v", err)
+		}
+	})
+	startController(t, cfg, nil, time.Hour)
+	// Again, so that they run while this controller does (cleanups run
+	// last-in first-out).
+	removeWhileRunning(t, owner)
+	removeWhileRunning(t, consumer)
+	wait.For(t, waitTimeout, "the pinned access's credential revoked, its record and Secret gone", func() (bool, string) {
+		creds := len(credentialsOf(t, reader.UID))
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: consumer, Name: "reader"}, &corev1.Secret{})
+		return creds == 0 && apierrors.IsNotFound(err), fmt.Sprintf("%d BucketyCredential, Secret: %v", creds, err)
+	})
+	if err := consumeWith(t, ro, topic, group); err == nil || errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("pinned and deleted: want the old Secret's user refused at authentication, got %v", err)
+	}
+	a := &v1.BucketyAccess{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(reader), a); err != nil || a.DeletionTimestamp.IsZero() {
+		t.Errorf("want the access still there, being deleted, held by its tenant's finalizer; got %v (deletionTimestamp %v)", err, a.DeletionTimestamp)
+	}
+}
+
 // sharedWithReader starts a controller on a broker with SCRAM and ACLs,
 // and makes Buckety owner/orders shared ReadOnly with namespace consumer,
 // and consumer's access reader to it; it returns consumer, orders and

@@ -17,11 +17,16 @@ import (
 
 // reconcileDelete revokes what Grant issued, deletes the Secret and
 // releases the finalizer.
+//
+// It revokes and deletes whether or not buckety's finalizer is still on
+// the access. A tenant may take it off (finalizers are theirs to edit) and
+// hold the access with a finalizer of their own while it is deleted: an
+// access that is never gone, whose passes once ended here at once, kept
+// its credential for good, past its Buckety's owner withdrawing the
+// sharing, past the access limits (an access being deleted counts against
+// none), and out of the orphan check's sight (its access still there).
 func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f *facts) (reconcile.Result, error) {
 	f.deleting = true
-	if !controllerutil.ContainsFinalizer(a, v1.Finalizer) {
-		return reconcile.Result{}, nil
-	}
 	// Every principal recorded for the access is revoked (its rights,
 	// then the principal) before its Secret and the finalizer go; one
 	// that cannot be revoked keeps the finalizer, retried on backoff.
@@ -39,6 +44,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, a *v1.BucketyAccess, f
 	r.gates.settle(a.UID)
 	if r.Backoff != nil {
 		r.Backoff.Reset(a.UID)
+	}
+	if !controllerutil.ContainsFinalizer(a, v1.Finalizer) {
+		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, objects.RemoveFinalizer(ctx, r.Client, a)
 }

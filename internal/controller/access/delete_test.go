@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,6 +64,90 @@ func TestDeletedAccessDeletesItsSecretPastAStaleCache(t *testing.T) {
 			err := api.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "b003-default"}, &corev1.Secret{})
 			if gone := apierrors.IsNotFound(err); gone != tc.wantGone || (err != nil && !gone) {
 				t.Fatalf("want the API server's Secret gone=%v, got err %v", tc.wantGone, err)
+			}
+		})
+	}
+}
+
+// pinned is access a being deleted, buckety's finalizer taken off by its
+// tenant and the access held by one of the tenant's own.
+func pinned(a *v1.BucketyAccess) *v1.BucketyAccess {
+	p := a.DeepCopy()
+	now := metav1.Now()
+	p.DeletionTimestamp = &now
+	p.Finalizers = []string{"tenant.example/pin"}
+	return p
+}
+
+// TestPinnedDeletedAccessIsRevoked: a tenant takes buckety's finalizer
+// off its access, holds the access with a finalizer of its own and
+// deletes it. The access's pass revokes its credential on the broker,
+// deletes the record and the Secret all the same. It used to end at once
+// without buckety's finalizer: the access, never gone, kept a working
+// credential on its Buckety (another namespace's, shared) past the
+// owner's withdrawal of the sharing, and past the access limits, which
+// count no access being deleted.
+func TestPinnedDeletedAccessIsRevoked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	f := newRecordedAccess(t, true)
+	ctx := context.Background()
+	a := pinned(f.a)
+	a.Spec.CredentialsSecretName = "multi-kafka"
+	sec := ownedSecret(a.Namespace, a.Spec.CredentialsSecretName, a.Name, a.UID)
+	for _, c := range []client.Client{f.api, f.cache} {
+		if err := c.Create(ctx, sec.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.r.reconcileDelete(ctx, a, &facts{}); err != nil {
+		t.Fatal(err)
+	}
+	if scramUsers(t, f.adm)[f.principal] {
+		t.Errorf("want user %s revoked on the broker, still there", f.principal)
+	}
+	if err := f.api.Get(ctx, client.ObjectKeyFromObject(f.rec), &v1.BucketyCredential{}); !apierrors.IsNotFound(err) {
+		t.Errorf("want the credential's record deleted, got %v", err)
+	}
+	if err := f.api.Get(ctx, client.ObjectKeyFromObject(sec), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("want the access's Secret deleted, got %v", err)
+	}
+}
+
+// TestOrphanCheckRevokesForAPinnedDeletedAccess: the orphan check takes a
+// credential whose access is being deleted without buckety's finalizer
+// (its tenant's holds it) for one whose access is gone, where the
+// access's own passes did not run or failed; with buckety's finalizer
+// still on, the access's deletion is buckety's own, and the check leaves
+// the credential to it.
+func TestOrphanCheckRevokesForAPinnedDeletedAccess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real Kafka-protocol broker")
+	}
+	for _, tc := range []struct {
+		name       string
+		finalizers []string
+		want       string
+	}{
+		{"held by its tenant's finalizer only", []string{"tenant.example/pin"}, whyAccessGone},
+		{"buckety's finalizer on", []string{"tenant.example/pin", v1.Finalizer}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRecordedAccess(t, true)
+			ctx := context.Background()
+			a := pinned(f.a)
+			a.Finalizers = tc.finalizers
+			// Built with it: the fake client's Create drops a deletion
+			// timestamp.
+			api, cache := credentialClient(t, f.rec.DeepCopy(), a.DeepCopy()), credentialClient(t, f.rec.DeepCopy(), a.DeepCopy())
+			o := &Orphans{Reconciler: &Reconciler{Client: laggingCache{Client: api, cache: cache}, APIReader: api, Backends: f.r.Backends}}
+			why, err := o.unwanted(ctx, f.rec, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if why != tc.want {
+				t.Errorf("want %q, got %q", tc.want, why)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -275,6 +276,14 @@ func (o *Orphans) unwanted(ctx context.Context, c *v1.BucketyCredential, now tim
 	gone, err := o.goneOr(ctx, key, a, func() bool { return string(a.UID) != c.Spec.Owner.UID })
 	if err != nil || gone {
 		return cond(gone, whyAccessGone), err
+	}
+	if !a.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(a, v1.Finalizer) {
+		// Being deleted, buckety's finalizer taken off and the access held
+		// by someone else's: it is on its way out, and holds nothing (its
+		// passes revoke too; this check, where they did not run or
+		// failed). Neither can change back: no finalizer is added to an
+		// object being deleted.
+		return whyAccessGone, nil
 	}
 	if c.Spec.Phase == v1.CredentialRetiring && widerThanItsAccess(c, a) {
 		// Its access's own passes revoke it at once; this check, where

@@ -127,9 +127,11 @@ func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(cont
 		}
 		switch {
 		case !a.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(a, v1.Finalizer):
-			// Being deleted, and buckety's part of it is done (its
-			// credential revoked, its Secret deleted): it holds nothing
-			// of this Buckety's. What keeps it is someone else's
+			// Being deleted, and buckety's finalizer gone: buckety's part
+			// of it is done (its credential revoked, its Secret deleted),
+			// or its tenant took the finalizer off, and then its own
+			// passes and the orphan check revoke whatever it still holds
+			// whatever the finalizers. What keeps it is someone else's
 			// finalizer, which must not keep this Buckety too (another
 			// namespace's tenant would keep its owner's deletion, and
 			// the owner's namespace, waiting for ever).
