@@ -201,19 +201,44 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 		}
 	}
 	topic := b.cfg.registryTopic()
-	res, err := b.kgo.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(r.Name), Value: value}).First()
+	// The produce runs on a goroutine of its own, which the caller leaves
+	// at its timeout. An idempotent producer does not give a record up
+	// once the request carrying it was sent (the broker may have written
+	// it; failing it would break the sequence), whatever its context says:
+	// against a broker that stops answering with its connection open (a
+	// frozen process, a path that drops packets), ProduceSync waits for as
+	// long, and the reconcile worker with it. The write itself goes on:
+	// the registry's later records queue behind it, so none overtakes it,
+	// and the table takes it in when it lands. A caller that timed out
+	// does not know whether it landed, as after a lost answer, and writes
+	// it again.
+	done := make(chan error, 1)
+	go func() {
+		res, err := b.kgo.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(r.Name), Value: value}).First()
+		if err != nil {
+			// The registry may have moved or gone: the next catch-up reads
+			// its metadata again (and creates it when it is missing).
+			b.forgetRegistry()
+			done <- err
+			return
+		}
+		t.mu.Lock()
+		t.apply(r.Name, ownerEntry{rec: rec, partition: res.Partition, offset: res.Offset})
+		if p := t.parts[res.Partition]; p != nil {
+			p.wrote(res.Offset)
+		}
+		t.mu.Unlock()
+		done <- nil
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	if err != nil {
-		// The registry may have moved or gone: the next catch-up reads
-		// its metadata again (and creates it when it is missing).
-		b.forgetRegistry()
 		return b.classify(fmt.Errorf("write owner record of %s to %s: %w", r.Name, topic, err))
 	}
-	t.mu.Lock()
-	t.apply(r.Name, ownerEntry{rec: rec, partition: res.Partition, offset: res.Offset})
-	if p := t.parts[res.Partition]; p != nil {
-		p.wrote(res.Offset)
-	}
-	t.mu.Unlock()
 	return nil
 }
 
