@@ -134,6 +134,9 @@ type running struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	heldSince time.Time
+	// handingBack says why the shard's work was stopped to release its
+	// Lease once it has ended (handBack); "" while it works.
+	handingBack string
 }
 
 // observation is when this replica saw a Lease's record change: a Lease is
@@ -231,10 +234,7 @@ func (a *Assigner) Start(ctx context.Context) error {
 	// not released is only taken over once it expires).
 	rctx, cancel := context.WithTimeout(context.Background(), max(a.RenewDeadline, releaseTimeout))
 	defer cancel()
-	var errs []error
-	for _, k := range a.Held() {
-		errs = append(errs, a.give(rctx, k, "stopping"))
-	}
+	errs := a.stopAll(rctx)
 	a.mu.Lock()
 	stopping := a.stopping
 	a.mu.Unlock()
@@ -292,9 +292,7 @@ func (a *Assigner) step(ctx context.Context) {
 	limit := a.limit(m, leases)
 	held := a.Held()
 	for i := len(held) - 1; i >= limit; i-- {
-		if err := a.give(ctx, held[i], "balancing"); err != nil {
-			a.Log.Info("could not release a shard", "shard", held[i], "error", err.Error())
-		}
+		a.handBack(held[i], "balancing")
 	}
 	settled := a.now().Sub(a.started) >= a.LeaseDuration
 	if m.olderDisagree || len(held) > limit {
@@ -616,9 +614,15 @@ func (a *Assigner) renewShard(ctx context.Context, k int) {
 	}
 	select {
 	case <-r.done:
+		why := "its work ended"
+		a.mu.Lock()
+		if r.handingBack != "" {
+			why = r.handingBack
+		}
+		a.mu.Unlock()
 		gctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
 		defer cancel()
-		if err := a.give(gctx, k, "its work ended"); err != nil {
+		if err := a.give(gctx, k, why); err != nil {
 			a.Log.Info("could not release a shard", "shard", k, "error", err.Error())
 		}
 		return
@@ -694,6 +698,77 @@ func (a *Assigner) lose(k int, why string) {
 	record(k, EventLost)
 	a.Log.Info("lost a shard: stopping its work", "shard", k, "why", why)
 	r.cancel()
+}
+
+// handBack stops shard k's work, to release its Lease once the work has
+// ended: renewShard does, at the first round after. Until then the Lease
+// is renewed as every held shard's is, so no other replica takes a shard
+// whose work still runs here (an in-flight reconcile may take up to the
+// manager's grace period to return), and the round goes on renewing the
+// other shards instead of waiting for it: a round that waited in give for
+// a slow shard renewed none of them, and past the Lease duration another
+// replica took them while their work still ran here.
+func (a *Assigner) handBack(k int, why string) {
+	a.mu.Lock()
+	r := a.held[k]
+	if r == nil || r.handingBack != "" {
+		a.mu.Unlock()
+		return
+	}
+	r.handingBack = why
+	a.mu.Unlock()
+	a.Log.Info("stopping a shard's work, to release it once that has ended", "shard", k, "why", why)
+	r.cancel()
+}
+
+// stopAll stops the work of every shard held, all at once, and releases
+// each shard's Lease once its work has ended, renewing those whose work
+// has not every RetryPeriod meanwhile, until ctx ends; then it waits for
+// the rest and releases them with what is left of ctx (nothing: their
+// Leases expire). A shard slow to stop neither holds back the others'
+// release nor loses its Lease while its work still runs.
+func (a *Assigner) stopAll(ctx context.Context) []error {
+	for _, k := range a.Held() {
+		a.handBack(k, "stopping")
+	}
+	var errs []error
+	renewed := time.Now()
+	for {
+		for _, k := range a.Held() {
+			if a.ended(k) || ctx.Err() != nil {
+				errs = append(errs, a.give(ctx, k, "stopping"))
+			}
+		}
+		if len(a.Held()) == 0 {
+			return errs
+		}
+		if time.Since(renewed) >= a.RetryPeriod {
+			a.renew(ctx)
+			renewed = time.Now()
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// ended reports whether the work of shard k, held here, has ended.
+func (a *Assigner) ended(k int) bool {
+	a.mu.Lock()
+	r := a.held[k]
+	a.mu.Unlock()
+	if r == nil {
+		return false
+	}
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // give stops shard k's work, waits for it to end, then releases its Lease

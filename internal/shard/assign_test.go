@@ -1,6 +1,7 @@
 package shard_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ type tracker struct {
 	running map[int]string
 	// starts counts the shard runs started, moves included.
 	starts int
+	// stopping is how long a run takes to return once its context has
+	// ended (200 ms when zero).
+	stopping time.Duration
 }
 
 // run is replica id's shard work: it runs until its context ends, then
@@ -46,7 +50,7 @@ func (tr *tracker) run(id string) func(context.Context, int) error {
 		tr.starts++
 		tr.mu.Unlock()
 		<-ctx.Done()
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(cmp.Or(tr.stopping, 200*time.Millisecond))
 		tr.mu.Lock()
 		if tr.running[k] == id {
 			delete(tr.running, k)
@@ -256,6 +260,42 @@ func TestShardsSplitMoveAndSurviveALostReplica(t *testing.T) {
 		if h := l.Spec.HolderIdentity; h != nil && *h != "" && *h != "b" {
 			t.Errorf("lease %s still held by %s after it stopped", l.Name, *h)
 		}
+	}
+}
+
+// TestShardsSlowToStopRunNowhereElseMeanwhile: shard work that takes
+// twice the Lease duration to end once stopped (an in-flight reconcile
+// waiting on a backend). Replica a runs all four shards; b starts, and a
+// hands two over; then a stops, and hands the other two over. No shard
+// may run on both at once. A round used to wait for each shard it gave up
+// in turn, renewing no other Lease meanwhile, so b took a's other shards
+// (and the given ones) once their Leases expired while a still ran them;
+// a replica stopping gave its shards up one after the other the same way.
+func TestShardsSlowToStopRunNowhereElseMeanwhile(t *testing.T) {
+	c := leaseClient(t)
+	const lease = 3 * time.Second
+	tr := &tracker{t: t, running: map[int]string{}, stopping: 2 * lease}
+	start := func(id string) *replica {
+		return startReplica(&shard.Assigner{
+			Client: c, Namespace: "default", Name: "buckety-controller.buckety.yolean.se", Identity: id, Shards: 4,
+			LeaseDuration: lease, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
+			Run: tr.run(id), Log: zap.New(zap.UseDevMode(true)).WithName(id),
+		})
+	}
+	a := start("a")
+	tr.until(t, "a runs every shard", "[4]", "a")
+	b := start("b")
+	defer b.stop(t)
+	tr.until(t, "a and b run two shards each", "[2 2]", "a", "b")
+	at := time.Now()
+	a.stop(t)
+	t.Logf("a stopped in %s, its shards' work taking %s each to end", time.Since(at).Round(time.Millisecond), 2*lease)
+	tr.until(t, "b runs every shard", "[0 4]", "a", "b")
+	tr.mu.Lock()
+	starts := tr.starts
+	tr.mu.Unlock()
+	if starts != 8 {
+		t.Errorf("want 8 shard runs (four on a, two moved to b, then two more), got %d", starts)
 	}
 }
 
