@@ -351,6 +351,9 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 			lost.stop(t)
 
 			rebuiltREST, rebuilt := otherCluster(t)
+			// The rebuilt cluster's backend lets tenants adopt: the
+			// maintainer's key, which a squatter below pairs with its own.
+			be.Adoption = &config.Adoption{Allow: true}
 			// On two of the servers the rebuilt cluster also renames the
 			// installation, listing the old name in formerInstallations:
 			// its records and principals stay its own.
@@ -387,6 +390,20 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 			deleteOn(t, rebuilt, sq)
 			if !exists(spare) {
 				t.Fatalf("the refused Buckety's deletion deleted %s", spare)
+			}
+			// The same with both adoption keys: they take over a resource
+			// the claims decide between two Bucketies this cluster has,
+			// not one kept for a Buckety it does not have yet.
+			akNS, ak, _ := tenantManifests(ns+"-adopter", spare, "")
+			ak.Spec.Adoption = v1.AdoptionAdopt
+			applyOn(t, rebuilt, akNS, ak)
+			got = waitConditionOn(t, rebuilt, ak, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
+			if !strings.Contains(got.Message, ns+"/spare") || !strings.Contains(got.Message, "does not have") {
+				t.Errorf("a name held for a Buckety not restored yet, asked with both adoption keys: want the refusal to say so, got %q", got.Message)
+			}
+			deleteOn(t, rebuilt, ak)
+			if !exists(spare) {
+				t.Fatalf("the refused adopter's deletion deleted %s", spare)
 			}
 			_, rsb, _ := tenantManifests(ns, spare, "")
 			rsb.Name = "spare"

@@ -279,11 +279,12 @@ func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *ba
 		return true
 	}
 	why := missingNameHeld(rec, b, e, r.Backends.Installation(), r.Backends.FormerInstallations()...)
-	if why == "" && rec != nil && rec.State == drivers.OwnerHeld && r.ownName(rec.Installation) && (rec.Namespace != b.Namespace || rec.Name != b.Name) && !adoptionKeys(b, e) {
+	if why == "" && rec != nil && rec.State == drivers.OwnerHeld && r.ownName(rec.Installation) && (rec.Namespace != b.Namespace || rec.Name != b.Name) {
 		// Held by this installation for another Buckety: the claims
 		// decide while that Buckety is in this cluster, or was (its
 		// finalizer removed by hand); one this cluster never had (a
-		// rebuild that has not restored it yet) keeps its name.
+		// rebuild that has not restored it yet) keeps its name, whatever
+		// this Buckety's adoption keys say.
 		absent, known, err := r.siblingAbsent(ctx, rec, b, e, f.resourceName)
 		if err != nil {
 			f.claimErr = err

@@ -127,9 +127,10 @@ func (r *Reconciler) judge(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.
 // finalizer removed by hand, so its claim was taken over (the claims
 // decide inside one cluster), and the adoption rules apply as they would
 // without a record. A Buckety that stands, or is being deleted, keeps
-// it; so does one this cluster never knew: a cluster rebuilt from Git
-// that has not restored it yet would otherwise hand its resource, and
-// its data, to whichever Buckety of another namespace names it first.
+// it; so does one this cluster never knew, adoption keys or not
+// (ownerForeign): a cluster rebuilt from Git that has not restored it yet
+// would otherwise hand its resource, and its data, to whichever Buckety
+// of another namespace names it first.
 func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, resource string) (ownerVerdict, string, error) {
 	v, why := r.judge(rec, b, e)
 	if v != ownerSibling {
@@ -142,7 +143,11 @@ func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v
 	case absent && known:
 		return ownerNone, "", nil
 	case absent:
-		return v, why + notRestored, nil
+		// Kept for that Buckety whatever this one's adoption keys say:
+		// the keys take a sibling's resource over where the claims decide
+		// between two Bucketies this cluster has; here the other one is
+		// not restored yet, and no claim stands for it.
+		return ownerForeign, why + notRestored, nil
 	}
 	return v, why, nil
 }
