@@ -260,10 +260,12 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 				// Created by someone else since the adoption check.
 				return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
 			}
-			// Created concurrently: converge it below.
-			if st, err = b.describe(ctx, r.Name, true); err != nil {
-				return drivers.EnsureResult{}, err
-			}
+			// Created by someone else between the describe and this
+			// create (or by a retry of this create whose first answer
+			// was lost): nothing is written to it, and the next pass
+			// reads its owner record before converging it.
+			b.observed.forget(r.Name)
+			return drivers.EnsureResult{}, fmt.Errorf("topic %s appeared on the backend between its describe and its create: nothing was written to it, and its owner is checked at the next pass", r.Name)
 		default:
 			// The create's outcome may be unknown (no answer before the
 			// deadline: a paused broker may still carry it out), so what

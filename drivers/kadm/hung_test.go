@@ -92,7 +92,9 @@ func TestOwnerWriteToAFrozenBrokerEndsAtItsTimeout(t *testing.T) {
 	})
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- ow.WriteOwner(context.Background(), drivers.Resource{Name: "team.second"}, rec("second")) }()
+	go func() {
+		done <- ow.WriteOwner(context.Background(), drivers.Resource{Name: "team.second"}, rec("second"))
+	}()
 	select {
 	case err := <-done:
 		t.Logf("the write to the frozen broker gave up after %s", time.Since(start).Round(time.Millisecond))

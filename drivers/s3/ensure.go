@@ -75,7 +75,12 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			// Created by someone else since the adoption check.
 			return res, nil
 		case isCode(err, "BucketAlreadyOwnedByYou"):
-			// Created concurrently; converge below.
+			// Created by someone else between the existence check and
+			// this create, sent once: another installation's bucket,
+			// whose owner record may not be written yet (MinIO answers
+			// so for any bucket of its root's). Nothing is written to
+			// it; the next pass reads its record before converging it.
+			return res, fmt.Errorf("bucket %s appeared on the backend between its existence check and its create: nothing was written to it, and its owner is checked at the next pass", r.Name)
 		default:
 			return res, b.createError(fmt.Errorf("create bucket %s: %w", r.Name, err))
 		}
