@@ -29,6 +29,11 @@ E2E_BULK_TIMEOUT=${E2E_BULK_TIMEOUT:-$((3 * E2E_TIMEOUT))}
 SYSTEM_NS=${SYSTEM_NS:-buckety-system}
 
 k() { "$KUBECTL" -n "$NAMESPACE" "$@"; }
+# py runs Debian's python3 through the clients' wrapper (install.sh
+# clients makes sure of it), or python3 from PATH where the clients are
+# not installed: the scripts' one interpreter for JSON and HTTP, so a
+# fresh machine needs neither jq nor a python3 of its own.
+py() { "${BUCKETY_CLIENTS:+$BUCKETY_CLIENTS/}python3" "$@"; }
 
 # describe prints what a person debugging the failure wants to see.
 describe() {

@@ -69,6 +69,32 @@ k8s_ldflags() {
   echo "$f"
 }
 
+# need_debs makes sure the machine has what a tool's build runs, given as
+# pairs "command:package" (a command with a slash is a file): a fresh
+# machine may have only Go, make, git and gcc. Missing packages are
+# installed from Debian as root (apt's state, once, with a package-list
+# update when the lists are missing or stale); anyone else is told what to
+# install. Output goes to stderr: stdout carries the tools' paths.
+need_debs() {
+  local pair cmd missing=()
+  for pair in "$@"; do
+    cmd=${pair%%:*}
+    case $cmd in
+      */*) [ -e "$cmd" ] ;;
+      *) command -v "$cmd" >/dev/null ;;
+    esac || missing+=("${pair#*:}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "install.sh: this machine lacks ${missing[*]}: apt-get install ${missing[*]} (as root), then run again" >&2
+    return 1
+  fi
+  echo "install.sh: installing Debian's ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
+    { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; } ||
+    { echo "install.sh: apt-get install ${missing[*]} failed" >&2; return 1; }
+}
+
 # dir_for prints the cache directory of a tool: one per pinned version.
 dir_for() {
   case $1 in
@@ -115,7 +141,7 @@ build() {
       (cd "$tmp/src" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=${SEAWEEDFS_VERSION##*-}" -o "$tmp/$name" ./weed)
       rm -rf "$tmp/src" ;;
     contain)
-      command -v curl >/dev/null || { echo "install.sh: contain is fetched from the npm registry with curl, which this machine lacks: apt-get install curl" >&2; return 1; }
+      need_debs curl:curl /etc/ssl/certs/ca-certificates.crt:ca-certificates
       curl -fsSL --retry 3 -o "$tmp/contain.tgz" "https://registry.npmjs.org/contain-linux-x64/-/contain-linux-x64-$CONTAIN_VERSION.tgz"
       echo "$CONTAIN_SHA256  $tmp/contain.tgz" | sha256sum -c --quiet -
       tar -xzf "$tmp/contain.tgz" -C "$tmp" package/bin/contain
@@ -167,9 +193,10 @@ clients() {
   dir=$(dir_for clients)
   if [ -f "$dir/bin/VERSIONS" ]; then echo "$dir/bin"; return 0; fi
   python=/usr/bin/python3
-  [ -x "$python" ] || { echo "install.sh: clients: the Python clients are Debian's and need Debian's python3 at $python: apt-get install python3" >&2; return 1; }
-  node=$(command -v node) && command -v npm >/dev/null ||
-    { echo "install.sh: clients: kafkajs needs node and npm: apt-get install nodejs npm" >&2; return 1; }
+  # The Python clients are Debian's, for Debian's python3; kafkajs needs
+  # node and npm.
+  need_debs "$python:python3" node:nodejs npm:npm
+  node=$(command -v node)
   mkdir -p "$cache"
   echo "install.sh: installing the clients into $dir" >&2
   tmp=$(mktemp -d "$cache/.clients.XXXXXX")

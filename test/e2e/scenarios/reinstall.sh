@@ -38,8 +38,15 @@ reinstall() {
       done
   done
   "$KUBECTL" get crd -l app.kubernetes.io/part-of=buckety -o json |
-    jq 'del(.metadata) | .items[] |= (del(.status) | .metadata |= del(.uid, .resourceVersion, .creationTimestamp, .generation, .managedFields))' > "$REINSTALL_SAVED"
-  expect_eq "buckety's CRDs saved" 5 "$(jq '.items | length' "$REINSTALL_SAVED")"
+    py -c 'import json, sys
+d = json.load(sys.stdin)
+d.pop("metadata", None)
+for i in d["items"]:
+    i.pop("status", None)
+    for k in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
+        i["metadata"].pop(k, None)
+json.dump(d, sys.stdout)' > "$REINSTALL_SAVED"
+  expect_eq "buckety's CRDs saved" 5 "$(py -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$REINSTALL_SAVED")"
   "$KUBECTL" delete crd -l app.kubernetes.io/part-of=buckety --timeout="${E2E_TIMEOUT}s" >/dev/null || fail "deleting buckety's CRDs"
   expect_eq "CRDs left" "" "$("$KUBECTL" get crd -l app.kubernetes.io/part-of=buckety -o name)"
   if k get bucketies >/dev/null 2>&1; then fail "bucketies still served after the CRDs were deleted"; fi
@@ -48,7 +55,9 @@ reinstall() {
 
   step "reinstall: the same CRDs, the controller, the scenario's manifests"
   "$KUBECTL" create -f "$REINSTALL_SAVED" >/dev/null || fail "re-creating buckety's CRDs"
-  for crd in $(jq -r '.items[].metadata.name' "$REINSTALL_SAVED"); do
+  for crd in $(py -c 'import json, sys
+for i in json.load(open(sys.argv[1]))["items"]:
+    print(i["metadata"]["name"])' "$REINSTALL_SAVED"); do
     "$KUBECTL" wait --for=condition=Established "crd/$crd" --timeout="${E2E_TIMEOUT}s" >/dev/null || fail "crd/$crd not Established"
   done
   scale_controller 1

@@ -36,7 +36,7 @@ expect_contains "MinIO's refusal" "XMinioAdminBucketQuotaExceeded" "$out"
 
 step "an object is readable anonymously; the bucket cannot be listed anonymously"
 endpoint=$(secret_value uploads-bucket endpoint)
-code() { python3 -c 'import sys, urllib.request, urllib.error
+code() { py -c 'import sys, urllib.request, urllib.error
 try: print(urllib.request.urlopen(sys.argv[1], timeout=30).status)
 except urllib.error.HTTPError as e: print(e.code)' "$1"; }
 expect_eq "anonymous GET of the object" 200 "$(code "$endpoint/$bucket/first")"
