@@ -146,7 +146,9 @@ type Adoption struct {
 	Allow bool `json:"allow"`
 	// DeleteAdopted lets retentionPolicy Delete delete a resource whose
 	// adoption settled (claim phase Adopted), content and all. Default
-	// false: an adopted resource is always retained.
+	// false: an adopted resource is always retained. It governs deletion
+	// only: a drain (spec.drain, where drain.allow lets this backend's
+	// tenants ask for one) empties an adopted resource as any other.
 	DeleteAdopted bool `json:"deleteAdopted,omitempty"`
 }
 
