@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 )
 
 // Owner records. Claims, provenance and credential records live in one
@@ -116,6 +117,25 @@ type OwnerRegistry interface {
 	// OwnerRecordsOutliveResources reports that the records are kept
 	// apart from the resources.
 	OwnerRecordsOutliveResources() bool
+}
+
+// RegistryEpochs is an optional capability of an OwnerRegistry whose
+// registry can be lost apart from the resources it records (kadm's
+// registry topic deleted and created again, by hand or with the cluster):
+// every record is then gone at once, while the resources stand. The
+// controller's drift sweep catches the registry up and, when its epoch
+// moved, has every Buckety on the backend write its record again at once
+// rather than at its next periodic pass (hours, where the sweep sees all
+// drift), during which another installation could adopt the resource.
+type RegistryEpochs interface {
+	// CatchUpRegistry reads what the registry gained since this backend
+	// last read it, unless that was at most maxAge ago; it finds the
+	// registry created again.
+	CatchUpRegistry(ctx context.Context, maxAge time.Duration) error
+	// RegistryEpoch is a number that changes each time this backend found
+	// its registry deleted and created again (0 until then). It reads
+	// nothing.
+	RegistryEpoch() uint64
 }
 
 // PrincipalLister is an optional capability of a CredentialIssuer: listing

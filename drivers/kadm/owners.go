@@ -110,6 +110,9 @@ type ownerTable struct {
 	caughtUp, loadedAt time.Time
 	// full asks the next catch-up to load the whole registry again.
 	full bool
+	// epoch counts the times the registry was found deleted and created
+	// again (drivers.RegistryEpochs).
+	epoch uint64
 
 	// Coalescing of catch-ups: next is the round that callers join; it
 	// starts when the running one ends.
@@ -139,6 +142,28 @@ var _ drivers.OwnerRegistry = (*Backend)(nil)
 // OwnerRecordsOutliveResources implements drivers.OwnerRegistry: the
 // records are in the registry topic, not with the topics they name.
 func (b *Backend) OwnerRecordsOutliveResources() bool { return true }
+
+var _ drivers.RegistryEpochs = (*Backend)(nil)
+
+// CatchUpRegistry implements drivers.RegistryEpochs.
+func (b *Backend) CatchUpRegistry(ctx context.Context, maxAge time.Duration) error {
+	t := b.owners
+	t.mu.Lock()
+	fresh := !t.caughtUp.IsZero() && b.observed.now().Sub(t.caughtUp) <= maxAge
+	t.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	return b.catchUp(ctx)
+}
+
+// RegistryEpoch implements drivers.RegistryEpochs.
+func (b *Backend) RegistryEpoch() uint64 {
+	t := b.owners
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.epoch
+}
 
 // ReadOwner implements drivers.OwnerRecorder.
 func (b *Backend) ReadOwner(ctx context.Context, r drivers.Resource) (*drivers.OwnerRecord, error) {
@@ -219,6 +244,9 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 			// The registry may have moved or gone: the next catch-up reads
 			// its metadata again (and creates it when it is missing).
 			b.forgetRegistry()
+			if errors.Is(err, kerr.UnknownTopicID) {
+				b.forgetRegistryTopicID(topic)
+			}
 			done <- err
 			return
 		}
@@ -359,11 +387,13 @@ func (b *Backend) registryMetadata(ctx context.Context) error {
 		case err == nil && len(mt.Partitions) > 0:
 			t := b.owners
 			t.mu.Lock()
-			if t.topicID != ([16]byte{}) && mt.TopicID != t.topicID {
+			recreated := t.topicID != ([16]byte{}) && mt.TopicID != t.topicID
+			if recreated {
 				// Deleted and created again since the table was read
 				// (by hand, or with the whole cluster): what the table
 				// holds, and where it stopped, are another log's.
 				t.recs, t.parts, t.full = map[string]ownerEntry{}, map[int32]*registryPartition{}, true
+				t.epoch++
 			}
 			t.known, t.topicID = true, mt.TopicID
 			for _, p := range mt.Partitions {
@@ -372,6 +402,9 @@ func (b *Backend) registryMetadata(ctx context.Context) error {
 				}
 			}
 			t.mu.Unlock()
+			if recreated {
+				b.forgetRegistryTopicID(topic)
+			}
 			return nil
 		case err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable):
 			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, err))
@@ -523,6 +556,15 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 		t.parts[p].advance()
 	}
 	return nil
+}
+
+// forgetRegistryTopicID drops what the client knows of the registry
+// topic: the producer keys a topic by its ID (Produce v13 on), and answers
+// UNKNOWN_TOPIC_ID for a registry deleted and created again until the
+// topic is purged from the client (franz-go's rule); its next write then
+// learns the new one.
+func (b *Backend) forgetRegistryTopicID(topic string) {
+	b.kgo.PurgeTopicsFromClient(topic)
 }
 
 // forgetRegistry makes the next catch-up read the registry's metadata

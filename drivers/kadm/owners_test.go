@@ -543,4 +543,18 @@ func TestOwnerRegistryCreatedAgain(t *testing.T) {
 	if got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil || got != nil {
 		t.Errorf("east's record of a, gone with the old registry: want none, got %v, %v", got, err)
 	}
+	if f.backend.RegistryEpoch() == 0 {
+		t.Error("want the registry epoch moved once the registry was found created again")
+	}
+	// East, whose producer knew the old registry's topic ID (Produce keys
+	// topics by ID), writes its record again to the new one: it was
+	// answered UNKNOWN_TOPIC_ID for good until the topic was purged from
+	// its client.
+	wait.For(t, 30*time.Second, "east writing its record again to the registry created again", func() (bool, string) {
+		err := f.backend.WriteOwner(ctx, drivers.Resource{Name: "a"}, rec("east", "a"))
+		return err == nil, fmt.Sprint(err)
+	})
+	if got, err := other.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil || !got.Same(rec("east", "a")) {
+		t.Errorf("east's record of a written again: want it read by west, got %v, %v", got, err)
+	}
 }

@@ -357,6 +357,25 @@ func (i *instrumentedOwners) OwnerRecordsOutliveResources() bool {
 	return ok && r.OwnerRecordsOutliveResources()
 }
 
+// CatchUpRegistry passes drivers.RegistryEpochs through to the backend,
+// which the wrapper would hide; a backend without a registry has nothing
+// to catch up.
+func (i *instrumentedOwners) CatchUpRegistry(ctx context.Context, maxAge time.Duration) error {
+	if r, ok := i.OwnerRecorder.(drivers.RegistryEpochs); ok {
+		return r.CatchUpRegistry(ctx, maxAge)
+	}
+	return nil
+}
+
+// RegistryEpoch passes drivers.RegistryEpochs through: 0 for a backend
+// without a registry.
+func (i *instrumentedOwners) RegistryEpoch() uint64 {
+	if r, ok := i.OwnerRecorder.(drivers.RegistryEpochs); ok {
+		return r.RegistryEpoch()
+	}
+	return 0
+}
+
 // instrumentedPrincipals records a listing as operation "list_principals".
 type instrumentedPrincipals struct {
 	drivers.PrincipalLister

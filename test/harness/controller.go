@@ -28,6 +28,9 @@ type ControllerOptions struct {
 	MetricsInsecure bool
 	// Pprof serves pprof on a loopback port (PprofURL).
 	Pprof bool
+	// ReadyTimeout is how long its readiness probe (its caches synced) may
+	// take to answer 200; 60 s when zero.
+	ReadyTimeout time.Duration
 }
 
 // Controller is a running buckety-controller process.
@@ -60,7 +63,11 @@ func StartController(o ControllerOptions) (*Controller, error) {
 		return nil, err
 	}
 	c.P = p
-	if err := c.WaitReady(60 * time.Second); err != nil {
+	wait := o.ReadyTimeout
+	if wait == 0 {
+		wait = 60 * time.Second
+	}
+	if err := c.WaitReady(wait); err != nil {
 		return nil, fmt.Errorf("%w (and stop: %v)", err, p.Stop(10*time.Second))
 	}
 	return c, nil

@@ -64,11 +64,14 @@ func buildBins(t *testing.T, dir string) bins {
 // webhook registered with the API server, and the controller binary under
 // its generated RBAC.
 type env struct {
-	t      *testing.T
-	dir    string
-	bins   bins
-	cp     *controlplane.ControlPlane
-	broker *kafka.Broker
+	t    *testing.T
+	dir  string
+	bins bins
+	// readyTimeout is how long a controller started here may take to sync
+	// its caches (harness.ControllerOptions.ReadyTimeout; 0: 60 s).
+	readyTimeout time.Duration
+	cp           *controlplane.ControlPlane
+	broker       *kafka.Broker
 	// scoped is a second broker with SASL/SCRAM and ACLs enforced, the
 	// cluster of backend kafka-scoped (per-access users and ACLs).
 	scoped *kafka.Broker
@@ -288,6 +291,7 @@ func (e *env) launchController(dir string, args []string) (*harness.Controller, 
 		Args:            args,
 		Env:             append(e.backendEnv(), e.ctrlEnv...),
 		MetricsInsecure: true, Pprof: supportsFlag(e.bins.controller, "pprof-bind-address"),
+		ReadyTimeout: e.readyTimeout,
 	})
 }
 

@@ -156,6 +156,10 @@ func replicaArgs(p params, sp shardParams, r int) []string {
 func shardRun(t *testing.T, b bins, p params, sp shardParams, tb *table, nss []string, n, r int) {
 	e := newEnvWith(t, b, fmt.Sprintf("%d-r%d", n, r), envParts{})
 	e.ctrlEnv = p.ControllerEnv
+	// A replica's caches at a cold start list its share of the objects:
+	// 100,000 on one replica took longer than the default minute
+	// (2026-12-06), and the run ended without its cold start figure.
+	e.readyTimeout = max(time.Minute, time.Duration(n/r)*3*time.Millisecond)
 	fl := measureFloor(t, e, p)
 	createUnrelatedSecrets(t, e, p.Secrets)
 	e.startWebhook()

@@ -199,6 +199,19 @@ type memoEntry struct {
 	at  time.Time
 	// gen is the generation of the Buckety whose pass read or wrote it.
 	gen int64
+	// epoch is the backend's registry epoch then (registryEpoch): a
+	// registry deleted and created again since holds none of the records
+	// remembered.
+	epoch uint64
+}
+
+// registryEpoch is e's drivers.RegistryEpochs epoch, 0 for a backend
+// without one.
+func registryEpoch(e *backends.Entry) uint64 {
+	if re, ok := e.Owners.(drivers.RegistryEpochs); ok {
+		return re.RegistryEpoch()
+	}
+	return 0
 }
 
 func memoKey(e *backends.Entry, name string) string { return e.Name + "/" + name }
@@ -219,7 +232,7 @@ func (m *ownerMemo) get(e *backends.Entry, name string, maxAge time.Duration, ge
 		return drivers.OwnerRecord{}, false
 	}
 	me := v.(memoEntry)
-	if me.gen != gen || m.clock().Sub(me.at) >= maxAge {
+	if me.gen != gen || m.clock().Sub(me.at) >= maxAge || me.epoch != registryEpoch(e) {
 		return drivers.OwnerRecord{}, false
 	}
 	return me.rec, true
@@ -230,7 +243,7 @@ func (m *ownerMemo) put(e *backends.Entry, name string, rec *drivers.OwnerRecord
 		m.m.Delete(memoKey(e, name))
 		return
 	}
-	m.m.Store(memoKey(e, name), memoEntry{rec: *rec, at: m.clock(), gen: gen})
+	m.m.Store(memoKey(e, name), memoEntry{rec: *rec, at: m.clock(), gen: gen, epoch: registryEpoch(e)})
 }
 
 // memoAge is how long a remembered record is trusted: half the per-object

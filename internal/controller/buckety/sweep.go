@@ -58,6 +58,10 @@ type Sweeper struct {
 	Wakes *wake.Channels
 	// Log is the logger.
 	Log logr.Logger
+
+	// epochs is each backend's registry epoch at its last sweep
+	// (drivers.RegistryEpochs), by backend name.
+	epochs sync.Map
 }
 
 // Start implements manager.Runnable: one loop per sweeping backend, until
@@ -99,6 +103,9 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 		return fmt.Errorf("list claims: %w", err)
 	}
 	targets := driftTargets(list.Items, claims.Items, s.Backends, e.Name)
+	if err := s.registryRecreated(ctx, e, targets); err != nil {
+		return err
+	}
 	if len(targets) == 0 {
 		metrics.DriftSweeps.WithLabelValues(e.Name, "ok").Inc()
 		for _, v := range []string{"in_sync", "drifted", "unjudged"} {
@@ -146,6 +153,39 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 	metrics.DriftSweepResources.WithLabelValues(e.Name, "unjudged").Set(float64(unjudged))
 	if len(drifted) > 0 || unjudged > 0 {
 		s.Log.Info("drift sweep", "backend", e.Name, "swept", len(rs), "drifted", len(drifted), "unjudged", unjudged, "enqueued", firstN(drifted, 10))
+	}
+	return nil
+}
+
+// registryRecreated has every Buckety of targets reconciled when e's owner
+// registry was found deleted and created again since the last sweep
+// (drivers.RegistryEpochs): every record went with it, and each pass
+// writes its Buckety's again (the reconciler remembers a record only
+// within one epoch). Without it the records came back at each Buckety's
+// next periodic pass, hours later where the sweep sees all drift, and
+// meanwhile another installation whose tenant holds both adoption keys
+// could adopt a resource this one holds. The registry is caught up at
+// most once an interval, shared with the passes' reads; a read that fails
+// is left to the passes to report.
+func (s *Sweeper) registryRecreated(ctx context.Context, e *backends.Entry, targets []sweepTarget) error {
+	re, ok := e.Owners.(drivers.RegistryEpochs)
+	if !ok {
+		return nil
+	}
+	if err := re.CatchUpRegistry(ctx, s.Interval); err != nil {
+		s.Log.V(1).Info("drift sweep could not read the owner registry", "backend", e.Name, "error", err.Error())
+		return nil
+	}
+	ep := re.RegistryEpoch()
+	prev, seen := s.epochs.Swap(e.Name, ep)
+	if !seen || prev.(uint64) == ep {
+		return nil
+	}
+	s.Log.Info("the owner registry was deleted and created again: every Buckety on the backend writes its owner record again", "backend", e.Name, "bucketies", len(targets))
+	for _, t := range targets {
+		if err := s.Wakes.BucketyDrifted(ctx, t.buckety); err != nil {
+			return err
+		}
 	}
 	return nil
 }
