@@ -58,9 +58,31 @@ type OwnerRecord struct {
 	Adopted bool `json:"adopted,omitempty"`
 }
 
-// String describes the record for messages.
+// String describes the record for the controller's log.
 func (o OwnerRecord) String() string {
-	s := fmt.Sprintf("installation %s (Buckety %s/%s)", o.Installation, o.Namespace, o.Name)
+	return o.describe(fmt.Sprintf("Buckety %s/%s", o.Namespace, o.Name))
+}
+
+// StringFor describes the record for a tenant of namespace: the Buckety
+// it is held for is named only when it is in that namespace. Any tenant
+// may name a resource literally (spec.name), and a message naming the
+// holder's namespace would tell which namespace holds which name, on this
+// cluster or another (a claim's refusal says no more either).
+func (o OwnerRecord) StringFor(namespace string) string {
+	return o.describe(o.HolderFor(namespace))
+}
+
+// HolderFor names the Buckety the record is held for, as a tenant of
+// namespace may read it (StringFor).
+func (o OwnerRecord) HolderFor(namespace string) string {
+	if o.Namespace == namespace {
+		return fmt.Sprintf("Buckety %s/%s", o.Namespace, o.Name)
+	}
+	return "a Buckety of another namespace"
+}
+
+func (o OwnerRecord) describe(holder string) string {
+	s := fmt.Sprintf("installation %s (%s)", o.Installation, holder)
 	switch o.State {
 	case OwnerRetained:
 		s += ", retained"

@@ -384,8 +384,11 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 			sqNS, sq, _ := tenantManifests(ns+"-squat", spare, "")
 			applyOn(t, rebuilt, sqNS, sq)
 			got := waitConditionOn(t, rebuilt, sq, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
-			if !strings.Contains(got.Message, ns+"/spare") || !strings.Contains(got.Message, "does not have") {
+			if !strings.Contains(got.Message, "a Buckety of another namespace") || !strings.Contains(got.Message, "does not have") {
 				t.Errorf("a name held for a Buckety not restored yet: want the refusal to say so, got %q", got.Message)
+			}
+			if strings.Contains(got.Message, ns+"/spare") {
+				t.Errorf("another namespace's refusal: want the holder's namespace not named, got %q", got.Message)
 			}
 			deleteOn(t, rebuilt, sq)
 			if !exists(spare) {
@@ -398,7 +401,7 @@ func TestRebuiltInstallationReattaches(t *testing.T) {
 			ak.Spec.Adoption = v1.AdoptionAdopt
 			applyOn(t, rebuilt, akNS, ak)
 			got = waitConditionOn(t, rebuilt, ak, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonOwnedElsewhere, waitTimeout)
-			if !strings.Contains(got.Message, ns+"/spare") || !strings.Contains(got.Message, "does not have") {
+			if !strings.Contains(got.Message, "a Buckety of another namespace") || !strings.Contains(got.Message, "does not have") {
 				t.Errorf("a name held for a Buckety not restored yet, asked with both adoption keys: want the refusal to say so, got %q", got.Message)
 			}
 			deleteOn(t, rebuilt, ak)

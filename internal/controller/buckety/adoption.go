@@ -291,7 +291,7 @@ func (r *Reconciler) nameHeldElsewhere(ctx context.Context, b *v1.Buckety, e *ba
 			return true
 		}
 		if absent && !known {
-			why = fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to this installation's Buckety %s/%s%s", rec.Namespace, rec.Name, notRestored)
+			why = fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to this installation's %s%s", rec.HolderFor(b.Namespace), notRestored)
 		}
 	}
 	if why == "" {
@@ -313,7 +313,7 @@ func missingNameHeld(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry,
 	if v, _ := judgeOwner(rec, b, e, inst, former...); v == ownerHandedToMe {
 		return ""
 	}
-	return fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to another buckety installation: %s, which creates it again on its next pass", rec)
+	return fmt.Sprintf("does not exist now, but the backend's owner registry gives its name to another buckety installation: %s, which creates it again on its next pass", rec.StringFor(b.Namespace))
 }
 
 // vouches reports whether claim cl shows that buckety made the

@@ -93,11 +93,11 @@ func judgeOwner(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst
 		case rec.State == drivers.OwnerHandedOver && own(rec.To) && !e.Config.AcceptsHandoverFrom(rec.Installation):
 			return ownerForeign, fmt.Sprintf("is handed over to this installation (%s) by installation %s, which backend %s does not accept: its maintainer lists %s in ownership.acceptFrom to take it over", inst, rec.Installation, e.Name, rec.Installation)
 		case rec.State == drivers.OwnerHandedOver && own(rec.To) && !same:
-			return ownerForeign, fmt.Sprintf("is handed over to this installation by installation %s for Buckety %s/%s; only a Buckety of that namespace and name takes it over", rec.Installation, rec.Namespace, rec.Name)
+			return ownerForeign, fmt.Sprintf("is handed over to this installation by installation %s for %s; only a Buckety of that namespace and name takes it over", rec.Installation, rec.HolderFor(b.Namespace))
 		case rec.State == drivers.OwnerHandedOver && own(rec.To):
 			return ownerHandedToMe, ""
 		}
-		return ownerForeign, fmt.Sprintf("is owned by another buckety installation: %s", rec)
+		return ownerForeign, fmt.Sprintf("is owned by another buckety installation: %s", rec.StringFor(b.Namespace))
 	}
 	switch rec.State {
 	case drivers.OwnerRetained:
@@ -110,7 +110,7 @@ func judgeOwner(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, inst
 		// receiver took it: this installation takes it back.
 	}
 	if !same {
-		return ownerSibling, fmt.Sprintf("is held by this installation for Buckety %s/%s", rec.Namespace, rec.Name)
+		return ownerSibling, fmt.Sprintf("is held by this installation for %s", rec.HolderFor(b.Namespace))
 	}
 	return ownerMine, ""
 }

@@ -33,13 +33,16 @@ func TestJudgeOwner(t *testing.T) {
 		{"another installation's, retained", rec("north", "team-a", "orders", drivers.OwnerRetained, ""), ownerForeign, "installation north"},
 		{"handed to me by an accepted giver", rec("west", "team-a", "orders", drivers.OwnerHandedOver, "east"), ownerHandedToMe, ""},
 		{"handed to me by a giver not accepted", rec("north", "team-a", "orders", drivers.OwnerHandedOver, "east"), ownerForeign, "ownership.acceptFrom"},
-		{"handed to me for another Buckety", rec("west", "team-b", "orders", drivers.OwnerHandedOver, "east"), ownerForeign, "team-b/orders"},
+		{"handed to me for another Buckety", rec("west", "team-b", "orders", drivers.OwnerHandedOver, "east"), ownerForeign, "for a Buckety of another namespace"},
+		{"handed to me for another Buckety of this namespace", rec("west", "team-a", "payments", drivers.OwnerHandedOver, "east"), ownerForeign, "for Buckety team-a/payments"},
 		{"handed to a third installation", rec("west", "team-a", "orders", drivers.OwnerHandedOver, "south"), ownerForeign, "installation west"},
 		{"handed over by me, still on", rec("east", "team-a", "orders", drivers.OwnerHandedOver, "west"), ownerForeign, "handed over by this installation to installation west"},
 		{"handed over by me, called off", rec("east", "team-a", "orders", drivers.OwnerHandedOver, "west"), ownerMine, ""},
 		{"retained by me", rec("east", "team-a", "orders", drivers.OwnerRetained, ""), ownerRetained, ""},
 		{"mine under a former name", rec("cluster-0123456789ab", "team-a", "orders", drivers.OwnerHeld, ""), ownerMine, ""},
-		{"mine, another Buckety", rec("east", "team-b", "orders", drivers.OwnerHeld, ""), ownerSibling, "team-b/orders"},
+		{"mine, another Buckety", rec("east", "team-b", "orders", drivers.OwnerHeld, ""), ownerSibling, "for a Buckety of another namespace"},
+		{"mine, another Buckety of this namespace", rec("east", "team-a", "payments", drivers.OwnerHeld, ""), ownerSibling, "for Buckety team-a/payments"},
+		{"another installation's, another namespace", rec("north", "team-b", "orders", drivers.OwnerHeld, ""), ownerForeign, "installation north (a Buckety of another namespace)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := e
@@ -49,6 +52,10 @@ func TestJudgeOwner(t *testing.T) {
 			got, why := judgeOwner(c.rec, b, e, "east", "cluster-0123456789ab")
 			if got != c.want || (c.why != "" && !strings.Contains(why, c.why)) || (c.why == "" && why != "") {
 				t.Errorf("want %d %q, got %d %q", c.want, c.why, got, why)
+			}
+			// A tenant reads why: another namespace's holder is not named.
+			if c.rec != nil && c.rec.Namespace != b.Namespace && strings.Contains(why, c.rec.Namespace) {
+				t.Errorf("want namespace %s not named to a tenant of %s, got %q", c.rec.Namespace, b.Namespace, why)
 			}
 		})
 	}
