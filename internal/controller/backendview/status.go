@@ -3,6 +3,7 @@ package backendview
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -76,7 +77,7 @@ func readyCondition(f Facts) metav1.Condition {
 		default:
 			c.Reason = v1.ReasonProbeFailed
 		}
-		c.Message = truncate(f.ProbeErr.Error())
+		c.Message = truncate(redact(f.ProbeErr.Error()))
 	case f.IssuingKnown && f.Issuing != nil && f.Issuing.Required && !f.Issuing.PerAccess:
 		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable
 		c.Message = truncate("the config asks for a credential per access, which the backend cannot issue now, so accesses wait: " + f.Issuing.Reason)
@@ -85,6 +86,21 @@ func readyCondition(f Facts) metav1.Condition {
 		c.Message = "the backend answered the controller's probe with the controller's credentials"
 	}
 	return c
+}
+
+// Addresses in a driver's error (a URL, a host or IP and port), which the
+// view's readers, every authenticated user, are not to learn from it: the
+// view holds "never a credential, an endpoint" (v1.BucketyBackend).
+var (
+	urlPattern  = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
+	addrPattern = regexp.MustCompile(`\[[0-9a-fA-F:.]+\](:\d+)?|\b[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*:\d{1,5}\b|\b\d{1,3}(\.\d{1,3}){3}\b`)
+)
+
+// redact replaces the addresses in msg, a driver's error, with
+// "<endpoint>" and "<address>": the reason says the backend is
+// unreachable, the controller's log has the whole error.
+func redact(msg string) string {
+	return addrPattern.ReplaceAllString(urlPattern.ReplaceAllString(msg, "<endpoint>"), "<address>")
 }
 
 func truncate(s string) string {

@@ -47,6 +47,29 @@ func TestReadyCondition(t *testing.T) {
 	}
 }
 
+// TestReadyMessageNamesNoAddress: every authenticated user reads the
+// view, which holds no endpoint: a probe's error loses its URLs, hosts and
+// addresses (the controller's log keeps them).
+func TestReadyMessageNamesNoAddress(t *testing.T) {
+	for _, msg := range []string{
+		`Get "https://minio.storage.svc.cluster.local:9000/?location=": dial tcp 10.96.12.7:9000: connect: connection refused`,
+		`dial tcp [fd00::12]:9092: i/o timeout`,
+		`unable to dial broker-0.kafka.svc:9093: EOF`,
+		`operation error S3: ListBuckets, https response error StatusCode: 403, RequestID: X, api error SignatureDoesNotMatch: https://acct1234.r2.cloudflarestorage.com`,
+	} {
+		c := readyCondition(Facts{HasProber: true, Probed: true, ProbeErr: &drivers.UnavailableError{Backend: "s3", Err: errors.New(msg)}})
+		t.Logf("%s", c.Message)
+		for _, leak := range []string{"minio.storage", "10.96.12.7", "fd00::12", "broker-0.kafka", ":9000", ":9093", "acct1234"} {
+			if strings.Contains(c.Message, leak) {
+				t.Errorf("want no address in the view's message, got %q (from %q)", c.Message, msg)
+			}
+		}
+		if c.Reason != v1.ReasonEndpointUnreachable {
+			t.Errorf("want reason %s, got %s", v1.ReasonEndpointUnreachable, c.Reason)
+		}
+	}
+}
+
 func TestReadyMessageBounded(t *testing.T) {
 	c := readyCondition(Facts{HasProber: true, Probed: true, ProbeErr: errors.New(strings.Repeat("x", 5000))})
 	if len(c.Message) != maxMessage {
