@@ -640,6 +640,13 @@ func (r *Reconciler) consent(ctx context.Context, a *v1.BucketyAccess, b *v1.Buc
 			return "", err
 		}
 		if gone {
+			// Said only to an access the Buckety's rules let in: to any
+			// other, a namespace being deleted reads as every refusal
+			// does, so that a tenant learns nothing of another
+			// namespace's Bucketies from names it makes up.
+			if why, err := sharing.RulesRefusal(ctx, r.Client, b, a.Namespace, a.Spec.Role); err != nil || why != "" {
+				return why, err
+			}
 			return fmt.Sprintf("namespace %s, which holds Buckety %s, is being deleted: it shares nothing any more", b.Namespace, b.Name), nil
 		}
 	}

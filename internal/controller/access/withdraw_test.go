@@ -2,13 +2,16 @@ package access
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/controller/retry"
@@ -79,5 +82,34 @@ func TestRevokeAllRevokesWhatItCan(t *testing.T) {
 	}
 	if err := f.api.Get(ctx, client.ObjectKeyFromObject(stranded), &v1.BucketyCredential{}); err != nil {
 		t.Errorf("want the record nothing can revoke kept for the maintainer, got %v", err)
+	}
+}
+
+// TestConsentOfANamespaceBeingDeletedSaysNoMore: the namespace of a
+// Buckety being deleted is going. An access its rules never let in reads
+// the refusal every other does (the Buckety "does not exist or does not
+// share"), not that this namespace is being deleted, which told a tenant
+// of another namespace's Bucketies from names it made up; an access they
+// let in is told why it loses its rights.
+func TestConsentOfANamespaceBeingDeletedSaysNoMore(t *testing.T) {
+	now := metav1.Now()
+	owner := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "owner", DeletionTimestamp: &now, Finalizers: []string{"test.example/hold"}}}
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "owner", Name: "orders", DeletionTimestamp: &now, Finalizers: []string{v1.Finalizer}},
+		Spec: v1.BucketySpec{Backend: "kafka", Sharing: []v1.SharingRule{{Namespace: "consumer", Roles: []v1.Role{v1.RoleReadOnly}}}}}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(owner).Build()}
+	for _, tc := range []struct {
+		ns, want string
+	}{
+		{"consumer", "is being deleted"},
+		{"stranger", "does not exist or does not share"},
+	} {
+		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "reader"}, Spec: v1.BucketyAccessSpec{Role: v1.RoleReadOnly}}
+		got, err := r.consent(context.Background(), a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("an access of namespace %s: want %q in the refusal, got %q", tc.ns, tc.want, got)
+		}
 	}
 }
