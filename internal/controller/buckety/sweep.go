@@ -165,14 +165,16 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 // next periodic pass, hours later where the sweep sees all drift, and
 // meanwhile another installation whose tenant holds both adoption keys
 // could adopt a resource this one holds. The registry is caught up at
-// most once an interval, shared with the passes' reads; a read that fails
-// is left to the passes to report.
+// most once every registryCheckSweeps intervals (a catch-up the passes'
+// reads made meanwhile counts), so the check adds about one request in
+// five sweeps to the sweep's few; a read that fails is left to the passes
+// to report.
 func (s *Sweeper) registryRecreated(ctx context.Context, e *backends.Entry, targets []sweepTarget) error {
 	re, ok := e.Owners.(drivers.RegistryEpochs)
 	if !ok {
 		return nil
 	}
-	if err := re.CatchUpRegistry(ctx, s.Interval); err != nil {
+	if err := re.CatchUpRegistry(ctx, registryCheckSweeps*s.Interval); err != nil {
 		s.Log.V(1).Info("drift sweep could not read the owner registry", "backend", e.Name, "error", err.Error())
 		return nil
 	}
@@ -189,6 +191,11 @@ func (s *Sweeper) registryRecreated(ctx context.Context, e *backends.Entry, targ
 	}
 	return nil
 }
+
+// registryCheckSweeps is how many sweep intervals a catch-up of the owner
+// registry serves registryRecreated: at the default 30 s interval, a
+// registry deleted is found within five minutes, not at the 6 h re-check.
+const registryCheckSweeps = 10
 
 // sweepTarget is one Buckety and the desired state of its resource.
 type sweepTarget struct {
