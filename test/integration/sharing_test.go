@@ -90,6 +90,21 @@ func holders(t *testing.T, b *v1.Buckety) string {
 	return fmt.Sprintf("%d: %s", got.Accesses, strings.Join(lines, ", "))
 }
 
+// ordersReadBy creates topic owner.orders, Buckety owner/orders with its
+// defaultAccess (Secret orders), shared ReadOnly with namespace consumer,
+// and consumer's access reader to it (Secret reader); it waits for
+// neither.
+func ordersReadBy(t *testing.T, owner, consumer string) (string, *v1.Buckety, *v1.BucketyAccess) {
+	t.Helper()
+	topic := owner + ".orders"
+	orders := sharedBuckety(owner, "orders", "kafka", topic, consumer, v1.RoleReadOnly)
+	orders.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders"}
+	create(t, orders)
+	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
+	create(t, reader)
+	return topic, orders, reader
+}
+
 // TestSharingKafka (#51), on a broker with SCRAM and ACLs: a topic shared
 // ReadOnly with one namespace gives that namespace's access a user of its
 // own that consumes and cannot produce; a namespace the owner did not name
@@ -106,12 +121,7 @@ func TestSharingKafka(t *testing.T) {
 	removeWhileRunning(t, owner)
 	removeWhileRunning(t, consumer)
 	removeWhileRunning(t, third)
-	topic := owner + ".orders"
-	orders := sharedBuckety(owner, "orders", "kafka", topic, consumer, v1.RoleReadOnly)
-	orders.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders"}
-	create(t, orders)
-	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
-	create(t, reader)
+	topic, orders, reader := ordersReadBy(t, owner, consumer)
 	stranger := foreignAccess(third, "stranger", owner, "orders", v1.RoleReadOnly)
 	create(t, stranger)
 	greedy := foreignAccess(consumer, "greedy", owner, "orders", v1.RoleReadWrite)
@@ -197,12 +207,7 @@ func TestPinnedAccessLosesItsCredential(t *testing.T) {
 	owner, consumer := namespace(t), namespace(t)
 	removeWhileRunning(t, owner)
 	removeWhileRunning(t, consumer)
-	topic := owner + ".orders"
-	orders := sharedBuckety(owner, "orders", "kafka", topic, consumer, v1.RoleReadOnly)
-	orders.Spec.DefaultAccess = &v1.DefaultAccess{CredentialsSecretName: "orders"}
-	create(t, orders)
-	reader := foreignAccess(consumer, "reader", owner, "orders", v1.RoleReadOnly)
-	create(t, reader)
+	topic, orders, reader := ordersReadBy(t, owner, consumer)
 	waitCondition(t, orders, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	waitCondition(t, reader, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	if err := produceWith(t, secret(t, owner, "orders").Data, topic); err != nil {
