@@ -60,7 +60,7 @@ build: ## build the three binaries into bin/ with version ldflags
 	$(GOBUILD) -o bin/ ./cmd/buckety-controller ./cmd/buckety-webhook ./cmd/buckety-release
 
 .PHONY: image
-image: ## build the image as an OCI layout in ./oci (BASE_IMAGE: digest-pinned, default hack/base-image)
+image: ## build the image as an OCI layout in ./oci (BASE_IMAGE, digest-pinned; default hack/base-image once make pin-base has pinned it)
 	hack/image.sh
 
 .PHONY: image-local
@@ -237,11 +237,11 @@ bench-peers: ## buckety vs provider-kafka (PEER_SRC=checkout): N=1000 topics wit
 
 ##@ Test
 .PHONY: e2e
-e2e: test-binaries ## the e2e scenario suites on the local node (IMPLEMENTATIONS, SCENARIOS, KEEP_FAILED)
+e2e: test-binaries ## the e2e scenario suites on the local node (IMPLEMENTATIONS, SCENARIOS, KEEP_FAILED, KEEP)
 	$(TEST_ENV) test/e2e/local.sh
 
 .PHONY: stop-e2e
-stop-e2e: ## remove an environment make e2e kept (KEEP_FAILED=true)
+stop-e2e: ## remove an environment make e2e kept (KEEP=true or KEEP_FAILED=true)
 	go run ./test/localstack/cmd/buckety-local down --dir $(RUN_DIR)/e2e
 
 .PHONY: test

@@ -107,8 +107,14 @@ func Up(ctx context.Context, dir, binDir string, log func(string)) (c *Cluster, 
 	if err != nil {
 		return nil, err
 	}
+	if other, held := HeldElsewhere(dir); held {
+		return nil, ErrHeld(other)
+	}
 	if err := EnsurePackages(log); err != nil {
 		return nil, err
+	}
+	if err := os.WriteFile(OwnerFile, []byte(dir+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("record the node's directory in %s: %w", OwnerFile, err)
 	}
 	defer func() {
 		if err != nil {

@@ -16,15 +16,57 @@ import (
 	"github.com/Yolean/buckety-controller/test/proc"
 )
 
+// OwnerFile records which state directory's node holds this host: its
+// network links, kubepods cgroups and HostPaths are one per machine, so a
+// second node (make test's beside make run's) must neither start nor clear
+// them while the first runs. It is under /run, which a reboot empties with
+// the node.
+var OwnerFile = "/run/buckety-node-owner"
+
+func hostOwner() string {
+	b, err := os.ReadFile(OwnerFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// HeldElsewhere names the state directory of a node that is running on
+// this host from another directory than dir.
+func HeldElsewhere(dir string) (string, bool) {
+	o := hostOwner()
+	if o == "" || o == dir {
+		return "", false
+	}
+	for _, up := range Status(o) {
+		if up {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+// ErrHeld is the refusal to start or clear a node while another runs.
+func ErrHeld(other string) error {
+	return fmt.Errorf("the local node of %s is running on this machine, and a machine holds one: stop it first (make stop for .run/local, make stop-e2e for .run/e2e, or buckety-local down --dir with its directory)", other)
+}
+
 // Down stops everything Up started in dir and removes what it left on the
 // host: Pods' containers and shims, containerd, the kubelet, the control
 // plane, mounts, network links, cgroups and the host paths containerd and
-// the kubelet always write. It is idempotent.
+// the kubelet always write. It is idempotent. The host-wide part is done
+// only for a node of dir's, or what is left of a node no directory runs
+// any more: never while another directory's node runs, and never on a host
+// where no node was started (a Docker host's /run/containerd is its own).
 func Down(dir string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
+	owner := hostOwner()
+	_, held := HeldElsewhere(dir)
+	_, dirErr := os.Stat(dir)
+	host := owner == dir || (!held && (dirErr == nil || owner != "" || len(Links()) > 0))
 	sock := filepath.Join(dir, "containerd", "containerd.sock")
 	var errs []error
 	add := func(err error) {
@@ -40,11 +82,21 @@ func Down(dir string) error {
 	add(proc.StopDetached(dir, "containerd", 20*time.Second))
 	add(killShims(sock))
 	add(controlplane.StopDetached(filepath.Join(dir, "controlplane")))
+	if !host {
+		add(unmountUnder([]string{dir}))
+		add(os.RemoveAll(dir))
+		return errors.Join(errs...)
+	}
 	add(unmountUnder(append([]string{dir}, HostPaths...)))
 	add(deleteLinks())
 	add(removeCgroups())
 	for _, p := range append([]string{dir}, HostPaths...) {
 		if err := os.RemoveAll(p); err != nil {
+			add(err)
+		}
+	}
+	if len(errs) == 0 {
+		if err := os.Remove(OwnerFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 			add(err)
 		}
 	}
@@ -244,6 +296,9 @@ func Leftovers(dir string) []string {
 		if _, err := os.Stat(p); err == nil {
 			out = append(out, "path "+p)
 		}
+	}
+	if hostOwner() == dir {
+		out = append(out, "owner record "+OwnerFile)
 	}
 	if b, err := exec.Command("iptables-save").Output(); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {

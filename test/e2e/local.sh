@@ -4,10 +4,17 @@
 # node with the backends (broker, VersityGW, MinIO, and SeaweedFS when
 # IMPLEMENTATIONS names it) and the images, run the harness, and tear
 # everything down (unless KEEP_FAILED=true and a scenario failed, so its
-# namespace can be inspected; `make stop-e2e` then).
+# namespace can be inspected, or KEEP=true, kept whatever the outcome, to
+# run a scenario's assert.sh by hand; `make stop-e2e` then).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 state=.run/e2e
+# The suite runs on its own node, whatever cluster the caller's KUBECONFIG
+# names (a README reader has exported make run's): buckety-local would take
+# it for an existing cluster to deploy onto.
+unset KUBECONFIG
+# KEEP=true keeps the scenarios' namespaces too (run.sh's KEEP_FAILED).
+if [ "${KEEP:-false}" = true ]; then export KEEP_FAILED=true; fi
 IMPLEMENTATIONS=${IMPLEMENTATIONS:-kfake,versitygw,minio,seaweedfs}
 # SeaweedFS is started only when a run tests it: it needs BUCKETY_SEAWEEDFS,
 # a binary that takes minutes to build cold, which a run of the other
@@ -80,6 +87,10 @@ wait "$run_pid" || rc=$?
 wait "$variants_pid" || true
 if [ $rc -ne 0 ] && [ "${KEEP_FAILED:-false}" = true ]; then
   echo "e2e: failed; environment kept (KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig); make stop-e2e removes it"
+  exit $rc
+fi
+if [ "${KEEP:-false}" = true ]; then
+  echo "e2e: environment kept (KEEP=true): export KUBECONFIG=$PWD/$state/cluster/controlplane/kubeconfig; make stop-e2e removes it"
   exit $rc
 fi
 go run ./test/localstack/cmd/buckety-local down --dir "$state" || rc=1

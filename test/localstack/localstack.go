@@ -222,6 +222,9 @@ func (s *Stack) node(ctx context.Context, binDir string, log Step) error {
 		log("  reusing the running node")
 		s.Reused = append(s.Reused, "node")
 	} else {
+		if other, held := cluster.HeldElsewhere(dir); held {
+			return fmt.Errorf("start the node: %w", cluster.ErrHeld(other))
+		}
 		if _, serr := os.Stat(dir); serr == nil {
 			log("  starting the node again (" + err.Error() + ")")
 		}

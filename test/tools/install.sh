@@ -95,6 +95,23 @@ need_debs() {
     { echo "install.sh: apt-get install ${missing[*]} failed" >&2; return 1; }
 }
 
+# need_bookworm stops, naming the machine's release, where a tool comes from
+# Debian 12 (bookworm) packages at pinned versions (promtool, the clients):
+# another release's archive has neither those versions nor, for the Python
+# clients, bookworm's python3 ABI.
+need_bookworm() {
+  local codename="" pretty="an unknown system"
+  if [ -r /etc/os-release ]; then
+    # shellcheck disable=SC1091 # the machine's, read at run time
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    # shellcheck disable=SC1091
+    pretty=$(. /etc/os-release && echo "${PRETTY_NAME:-$codename}")
+  fi
+  [ "$codename" = bookworm ] && return 0
+  echo "install.sh: $1 comes from Debian 12 (bookworm) packages at pinned versions; this machine is $pretty: use Debian 12" >&2
+  return 1
+}
+
 # dir_for prints the cache directory of a tool: one per pinned version.
 dir_for() {
   case $1 in
@@ -147,6 +164,7 @@ build() {
       tar -xzf "$tmp/contain.tgz" -C "$tmp" package/bin/contain
       mv "$tmp/package/bin/contain" "$tmp/contain" ;;
     promtool)
+      need_bookworm promtool || return 1
       # A fresh machine may have no package lists yet: update once and retry.
       (cd "$tmp" && { apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION" 2>/dev/null ||
         { apt-get update -qq && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION"; }; }) ||
@@ -195,6 +213,7 @@ clients() {
   python=/usr/bin/python3
   # The Python clients are Debian's, for Debian's python3; kafkajs needs
   # node and npm.
+  need_bookworm "the real clients (kcat, confluent-kafka, boto3, the AWS CLI, rclone)" || return 1
   need_debs "$python:python3" node:nodejs npm:npm
   node=$(command -v node)
   mkdir -p "$cache"

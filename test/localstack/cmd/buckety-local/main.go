@@ -78,7 +78,7 @@ func run(args []string) error {
 	kubeconfig := filepath.Join(abs, "cluster", "controlplane", "kubeconfig")
 	switch args[0] {
 	case "up":
-		if kc := os.Getenv("KUBECONFIG"); kc != "" && !strings.HasPrefix(kc, abs) {
+		if kc := os.Getenv("KUBECONFIG"); kc != "" && !ours(kc, abs) {
 			return upExisting(abs, kc)
 		}
 		if err := cluster.CheckHost(); err != nil {
@@ -182,10 +182,27 @@ func resumeHint(err error, dir string, opts localstack.Options) error {
 }
 
 // upExisting deploys into the cluster KUBECONFIG points at.
+// ours reports whether kubeconfig is one of this checkout's own local
+// control planes (under the state directory's parent, .run: make run's,
+// make run-controlplane's, the e2e suite's), which a README reader has
+// exported, rather than an existing cluster to deploy onto.
+func ours(kubeconfig, abs string) bool {
+	kc, err := filepath.Abs(kubeconfig)
+	if err != nil {
+		return false
+	}
+	sep := string(filepath.Separator)
+	if strings.HasPrefix(kc, abs+sep) {
+		return true
+	}
+	run := filepath.Dir(abs)
+	return filepath.Base(run) == ".run" && strings.HasPrefix(kc, run+sep)
+}
+
 func upExisting(abs, kubeconfig string) error {
 	cfgDir := os.Getenv("BUCKETY_CONFIG_DIR")
 	if cfgDir == "" {
-		return fmt.Errorf("KUBECONFIG points at an existing cluster: set BUCKETY_CONFIG_DIR to a directory with buckety-controller.yaml (and credentials.env) whose backends that cluster reaches, e.g. test/e2e/overlays/<implementation>")
+		return fmt.Errorf("KUBECONFIG=%s points at an existing cluster: to deploy buckety onto it, set BUCKETY_CONFIG_DIR to a directory with buckety-controller.yaml (and credentials.env) whose backends that cluster reaches, e.g. test/e2e/overlays/<implementation> (docs/install.md); to start a local node instead, unset KUBECONFIG", kubeconfig)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

@@ -32,3 +32,27 @@ func TestResumeHint(t *testing.T) {
 		}
 	}
 }
+// TestOursTellsThisCheckoutsClustersFromAnExistingOne: a README reader
+// exports the KUBECONFIG make run or make run-controlplane printed; a later
+// make run or make test (the e2e suite's up) must start its local node, not
+// take that for an existing cluster to deploy onto.
+func TestOursTellsThisCheckoutsClustersFromAnExistingOne(t *testing.T) {
+	for _, c := range []struct {
+		kubeconfig, dir string
+		want            bool
+	}{
+		{"/src/buckety/.run/local/cluster/controlplane/kubeconfig", "/src/buckety/.run/local", true},
+		{"/src/buckety/.run/local/cluster/controlplane/kubeconfig", "/src/buckety/.run/e2e", true},
+		{"/src/buckety/.run/controlplane/kubeconfig", "/src/buckety/.run/local", true},
+		{"/home/me/.kube/config", "/src/buckety/.run/local", false},
+		{"/src/other/.run/local/cluster/controlplane/kubeconfig", "/src/buckety/.run/local", false},
+		{"/tmp/kubeconfig", "/tmp/state", false},
+		{"/tmp/state/cluster/controlplane/kubeconfig", "/tmp/state", true},
+		{"/src/buckety/.run/localother/kubeconfig", "/src/buckety/.run/local", true},
+		{"/src/buckety/.runx/kubeconfig", "/src/buckety/.run/local", false},
+	} {
+		if got := ours(c.kubeconfig, c.dir); got != c.want {
+			t.Errorf("ours(%s, %s) = %v, want %v", c.kubeconfig, c.dir, got, c.want)
+		}
+	}
+}
