@@ -152,6 +152,25 @@ func Unbounded(p *field.Path, b *config.Backend, f drivers.Footprint) field.Erro
 	return errs
 }
 
+// BecameUnbounded is Unbounded for a resource that counted had: the
+// dimensions it counted bounded then (had's figure above 0) and leaves
+// unbounded now, and what would hold disk uncounted. A dimension that was
+// unbounded when the figure was recorded (a topic that left its
+// partitions to the broker before the rule) is not refused again: that
+// resource keeps its other edits, as at admission.
+func BecameUnbounded(p *field.Path, b *config.Backend, f drivers.Footprint, had v1.Budgeted) field.ErrorList {
+	if had.Partitions == 0 && f.Partitions < 0 {
+		f.Partitions = 0
+	}
+	if had.DiskBytes == 0 && f.DiskBytes < 0 {
+		f.DiskBytes, f.DiskUnboundedBy = 0, ""
+	}
+	if had.QuotaBytes == 0 && f.QuotaBytes < 0 {
+		f.QuotaBytes = 0
+	}
+	return Unbounded(p, b, f)
+}
+
 // EffectiveParameters are the parameters of Buckety o on backend b that
 // the driver gets and budgets count: its spec.parameters merged over the
 // backend defaults in effect for it (config.Backend.DefaultsFor).

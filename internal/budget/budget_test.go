@@ -209,3 +209,41 @@ func TestAtLeastUsed(t *testing.T) {
 		t.Errorf("a topic's retention lowered deletes data: want it counted as asked, got %+v", got)
 	}
 }
+
+// TestBecameUnbounded: the controller's check on a counted resource
+// refuses only the dimensions it counted bounded and now leaves unbounded,
+// and what would hold disk uncounted; a dimension unbounded when its
+// figure was recorded is not refused again.
+func TestBecameUnbounded(t *testing.T) {
+	gi := int64(1 << 30)
+	b := backend(config.Limits{Partitions: 10, DiskBytes: drivers.ByteSize{Bytes: 10 * gi}, QuotaBytes: drivers.ByteSize{Bytes: gi}})
+	p := field.NewPath("spec", "parameters")
+	tests := []struct {
+		name string
+		f    drivers.Footprint
+		had  v1.Budgeted
+		want string // the field refused; "": none
+	}{
+		{"bounded stays bounded", drivers.Footprint{Partitions: 3, DiskBytes: gi}, v1.Budgeted{Partitions: 3, DiskBytes: gi}, ""},
+		{"retention removed from a counted topic", drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.retention.bytes"}, v1.Budgeted{Partitions: 3, DiskBytes: gi}, "spec.parameters[config.retention.bytes]"},
+		{"partitions removed from a counted topic", drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskUnboundedBy: "partitions"}, v1.Budgeted{Partitions: 3, DiskBytes: gi}, "spec.parameters[partitions]"},
+		{"quota removed from a counted bucket", drivers.Footprint{QuotaBytes: -1}, v1.Budgeted{QuotaBytes: gi}, "spec.parameters[quota]"},
+		{"disk held uncounted", drivers.Footprint{Partitions: 3, DiskBytes: gi, DiskRefused: map[string]string{"config.file.delete.delay.ms": "keeps deleted segments"}}, v1.Budgeted{Partitions: 3, DiskBytes: gi}, "spec.parameters[config.file.delete.delay.ms]"},
+		{"unbounded when recorded, unbounded now", drivers.Footprint{Partitions: -1, DiskBytes: -1, DiskUnboundedBy: "partitions"}, v1.Budgeted{}, ""},
+		{"retention unbounded when recorded", drivers.Footprint{Partitions: 3, DiskBytes: -1, DiskUnboundedBy: "config.segment.bytes"}, v1.Budgeted{Partitions: 3}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := BecameUnbounded(p, b, tt.f, tt.had)
+			if tt.want == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want nothing refused, got %v", errs)
+				}
+				return
+			}
+			if len(errs) == 0 || errs[0].Field != tt.want {
+				t.Fatalf("want %s refused first, got %v", tt.want, errs)
+			}
+		})
+	}
+}

@@ -117,6 +117,20 @@ func TestNamespaceBudgetHoldsUnderBurst(t *testing.T) {
 		t.Errorf("want the topic still provisioned, got %+v", p)
 	}
 
+	// A counted topic whose retention.bytes is removed would keep counting
+	// its old figure (budget.Kept) while Ensure set unlimited retention:
+	// this controller runs without the webhook, which refuses that update,
+	// and must refuse it itself, naming the field, with the topic as it was.
+	patch(t, ready[2], `{"spec":{"parameters":{"config.retention.bytes":null}}}`)
+	if c := waitCondition(t, ready[2], v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout); !strings.Contains(c.Message, "spec.parameters[config.retention.bytes]") || !strings.Contains(c.Message, "keeps its current parameters") {
+		t.Errorf("want the removal of a counted topic's retention.bytes refused naming it, got %q", c.Message)
+	}
+	if got := topic(t, ready[2].Spec.Name).dynamic["retention.bytes"]; got != "1048576" {
+		t.Errorf("want the refused removal not applied: retention.bytes 1048576 on the broker, got %q", got)
+	}
+	patch(t, ready[2], `{"spec":{"parameters":{"config.retention.bytes":"1048576"}}}`)
+	waitCondition(t, ready[2], v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+
 	// Unbounded retention under a disk budget is refused, not counted as 0.
 	open := budgetTopic(ns, "unbounded", 1, "")
 	create(t, open)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -101,6 +102,20 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 		return true
 	}
 	fp := budget.Footprint(e.Config, params)
+	if cl.Spec.Budgeted != nil {
+		// A counted resource whose parameters now leave a budgeted
+		// dimension unbounded (config.retention.bytes or quota removed,
+		// file.delete.delay.ms set): budget.Kept would keep counting the
+		// old figure, which then looks unchanged, and Ensure would apply
+		// unlimited retention or drop the quota. Admission refuses that
+		// update; this holds where it did not run (a webhook down, behind
+		// the controller's config, or bypassed). The resource keeps its
+		// current parameters.
+		if errs := budget.BecameUnbounded(field.NewPath("spec", "parameters"), e.Config, fp, *cl.Spec.Budgeted); len(errs) > 0 {
+			f.budgetExceeded = errs[0].Field + ": " + errs[0].Detail
+			return false
+		}
+	}
 	asked := budget.Counted(fp)
 	if cl.Spec.Budgeted != nil {
 		asked = budget.AtLeastUsed(budget.Kept(fp, asked, *cl.Spec.Budgeted), *cl.Spec.Budgeted, r.usage(b))
