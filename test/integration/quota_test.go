@@ -12,8 +12,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -302,4 +304,61 @@ func TestKafkaClientQuotasThroughTheController(t *testing.T) {
 		got := quotasOf()
 		return len(got) == 0, fmt.Sprintf("%v", got)
 	})
+}
+
+// TestBudgetSetBelowUseTakesNothingAway: a disk budget set on a backend
+// below what a namespace's topics already hold takes nothing away: each
+// topic made before it stays Ready and records what it counts. And a topic
+// made before the budget, deleted with Retain (while the controller was
+// away, so its first pass under the budget is its deletion), keeps
+// counting: its claim records its figure before it is retained, so a new
+// topic cannot take the room its data still holds.
+func TestBudgetSetBelowUseTakesNothingAway(t *testing.T) {
+	needInfra(t)
+	const mi = 1 << 20
+	ns := namespace(t)
+	before := startControllerWith(t, harness.ConfigYAML(sharedKafka("kafka")), nil, wakeOnly)
+	// 3 partitions × (1 MiB retention + 1 MiB segment): 6 MiB each.
+	kept, retained := budgetTopic(ns, "kept", 3, "1048576"), budgetTopic(ns, "retained", 3, "1048576")
+	for _, b := range []*v1.Buckety{kept, retained} {
+		create(t, b)
+		waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	}
+	before.stop(t)
+	deleteBuckety(t, retained) // Retain, the default: its finalizer holds it
+
+	k := sharedKafka("kafka")
+	k.Limits = &config.Limits{DiskBytes: drivers.ByteSize{Bytes: 8 * mi}}
+	startControllerWith(t, harness.ConfigYAML(k), nil, wakeOnly)
+	removeWhileRunning(t, ns)
+	wait.For(t, waitTimeout, "the retained topic's Buckety gone", func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(retained), &v1.Buckety{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if !topic(t, retained.Spec.Name).exists {
+		t.Fatalf("the retained topic %s is gone from the broker", retained.Spec.Name)
+	}
+	// The kept topic's first pass under the budget (12 MiB used of 8)
+	// records its figure and leaves it Ready.
+	uid := getBuckety(t, ns, kept.Name).UID
+	wait.For(t, waitTimeout, "the kept topic's claim to record its figure", func() (bool, string) {
+		var l v1.BucketyClaimList
+		if err := k8s.List(context.Background(), &l, client.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+			return false, err.Error()
+		}
+		for _, cl := range l.Items {
+			if cl.Spec.Budgeted != nil {
+				return cl.Spec.Budgeted.DiskBytes == 6*mi, fmt.Sprintf("%+v", *cl.Spec.Budgeted)
+			}
+		}
+		return false, fmt.Sprintf("%d claims, none with a figure; Ready: %s", len(l.Items), condString(getBuckety(t, ns, kept.Name).Status.Conditions))
+	})
+	if c := settled(t, kept); c.Status != metav1.ConditionTrue {
+		t.Errorf("a topic made before the budget: want it still Ready, got %s: %s", c.Reason, c.Message)
+	}
+	small := budgetTopic(ns, "small", 1, "1048576")
+	create(t, small)
+	if c := waitCondition(t, small, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBudgetExceeded, waitTimeout); !strings.Contains(c.Message, "it uses 12Mi and asks for 2Mi more") {
+		t.Errorf("want the retained topic's 6Mi counted with the kept one's, got %q", c.Message)
+	}
 }

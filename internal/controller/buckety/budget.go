@@ -11,6 +11,7 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/budget"
+	"github.com/Yolean/buckety-controller/internal/controller/claims"
 )
 
 // The namespace budget (config limits.partitions, diskBytes, quotaBytes),
@@ -24,14 +25,22 @@ import (
 
 // withinBudget checks the budget for b, whose claim (nil for a new one)
 // is not among claims. It records in f what a new claim must carry.
-func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, claims []v1.BucketyClaim, own *v1.BucketyClaim) bool {
+func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, namespaceClaims []v1.BucketyClaim, own *v1.BucketyClaim) bool {
 	if !e.Config.Limits.HasByteBudget() {
 		return true
 	}
 	fp := budget.Footprint(e.Config, budget.EffectiveParameters(e.Config, b))
 	var had v1.Budgeted
-	if own != nil && own.Spec.Budgeted != nil {
+	switch {
+	case own != nil && own.Spec.Budgeted != nil:
 		had = *own.Spec.Budgeted
+	case own != nil && claims.Written(own.Spec.Phase):
+		// Claimed before the budget existed, its resource on the backend:
+		// it has what its parameters count (a budget set below a
+		// namespace's use takes nothing away, and must not hold a resource
+		// that existed before it at BudgetExceeded), and its growth is
+		// checked from the figure recorded now.
+		had = budget.Counted(fp)
 	}
 	if errs := budget.Unbounded(nil, e.Config, fp); len(errs) > 0 {
 		switch {
@@ -53,7 +62,7 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 		// are checked for growth below.
 	}
 	asked := budget.AtLeastUsed(budget.Kept(fp, budget.Counted(fp), had), had, r.usage(b))
-	others, err := r.othersUse(ctx, b, e, claims)
+	others, err := r.othersUse(ctx, b, e, namespaceClaims)
 	if err != nil {
 		f.claimErr = err
 		return false
@@ -68,10 +77,10 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 }
 
 // othersUse sums what the namespace's claims other than b's count.
-func (r *Reconciler) othersUse(ctx context.Context, b *v1.Buckety, e *backends.Entry, claims []v1.BucketyClaim) (v1.Budgeted, error) {
+func (r *Reconciler) othersUse(ctx context.Context, b *v1.Buckety, e *backends.Entry, namespaceClaims []v1.BucketyClaim) (v1.Budgeted, error) {
 	var sum v1.Budgeted
-	for i := range claims {
-		cl := &claims[i]
+	for i := range namespaceClaims {
+		cl := &namespaceClaims[i]
 		if cl.Spec.Owner.UID == string(b.UID) {
 			continue
 		}

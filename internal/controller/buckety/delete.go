@@ -87,7 +87,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		default:
 			// Left on the backend: it keeps counting against the
 			// namespace, as retained, until a maintainer releases it.
-			err = r.letGo(ctx, cl)
+			if err = r.recordBeforeRetain(ctx, b, cl); err == nil {
+				err = r.letGo(ctx, cl)
+			}
 		}
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("release claim on %s: %w", cl.Spec.ResourceName, err)
@@ -361,4 +363,21 @@ func (r *Reconciler) addDeleted(uid types.UID, n int64) int64 {
 	}
 	r.deleted[uid] += n
 	return r.deleted[uid]
+}
+
+// recordBeforeRetain records what a claim made before its backend's budget
+// existed counts, before the claim is retained: the namespace's other
+// resources count such a claim by its owner's parameters (othersUse), and
+// once retained its owner is gone, so it counted nothing while its topic
+// or bucket kept its data, and a tenant could delete with Retain and fill
+// the room again, without end.
+func (r *Reconciler) recordBeforeRetain(ctx context.Context, b *v1.Buckety, cl *v1.BucketyClaim) error {
+	if cl.Spec.Budgeted != nil || cl.Spec.Owner.UID != string(b.UID) {
+		return nil
+	}
+	e, ok := r.Backends.Get(cl.Spec.Backend)
+	if !ok || !e.Config.Limits.HasByteBudget() {
+		return nil
+	}
+	return r.Claims.RecordBudgeted(ctx, cl, budget.Counted(budget.Footprint(e.Config, budget.EffectiveParameters(e.Config, b))))
 }
