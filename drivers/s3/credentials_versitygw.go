@@ -204,9 +204,13 @@ func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, r
 		return err
 	}
 	grants, err := bucketyGrants(cur)
-	if err != nil {
+	if err != nil && !errors.Is(err, errPolicyDrift) {
 		grants = map[string]string{} // buckety's statements are rewritten from what is known
 	}
+	// Statements edited out of band (errPolicyDrift): the well-formed
+	// grants read are kept, and only the edited ones rewritten away, or
+	// one edited statement would cost every other key on the bucket its
+	// grant until the sweep re-asserted it (a retiring key for good).
 	if role == "" {
 		delete(grants, principal)
 	} else {

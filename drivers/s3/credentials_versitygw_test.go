@@ -766,3 +766,84 @@ func TestVersityRepairKeepsOtherUsersWorking(t *testing.T) {
 		}
 	}
 }
+
+// TestVersityOneEditedStatementKeepsOtherGrants: an operator edits one of
+// buckety's statements of a bucket's policy (a Condition on the ReadOnly
+// ones); the next grant on that bucket, of any access, must keep every
+// well-formed grant. It rewrote buckety's statements from nothing but its
+// own key, and the bucket's other keys were refused until the sweep
+// re-asserted them (a retiring key, never swept, for good).
+func TestVersityOneEditedStatementKeepsOtherGrants(t *testing.T) {
+	fx := scopedFixture(t, ImplVersityGW)
+	be := fx.backend
+	ctx := context.Background()
+	scopingOf(t, be)
+	fx.ensure(t, "ledger", nil)
+	grant := func(name, role string) drivers.Access {
+		t.Helper()
+		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: drivers.IssueNew}
+		a.Principal = be.Principal(a, 1)
+		g, err := be.Grant(ctx, a)
+		if err != nil {
+			t.Fatalf("grant %s: %v", name, err)
+		}
+		a.Secret = string(g.Data[SecretSecretAccessKey])
+		return a
+	}
+	writer := grant("writer", "ReadWrite")
+	grant("reader", "ReadOnly")
+	w := s3Ops{t, s3As(fx.srv, writer.Principal, writer.Secret)}
+	wantOK(t, "the writer puts before the edit", w.put("ledger", "k1"))
+
+	cl, err := be.client(fx.cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := be.bucketPolicy(ctx, cl, "ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(cur, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range doc["Statement"].([]any) {
+		if m := st.(map[string]any); strings.HasPrefix(m["Sid"].(string), "buckety-ReadOnly") {
+			m["Condition"] = map[string]any{"Bool": map[string]any{"aws:SecureTransport": "true"}}
+		}
+	}
+	edited, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := be.putBucketPolicy(ctx, cl, "ledger", edited); err != nil {
+		t.Fatalf("out-of-band edit: %v", err)
+	}
+	if _, err := bucketyGrants(edited); !errors.Is(err, errPolicyDrift) {
+		t.Fatalf("the edited policy: want errPolicyDrift, got %v", err)
+	}
+
+	grant("other", "ReadWrite")
+	got, err := bucketyGrants(fx.policyOf(t, be, "ledger"))
+	if err != nil {
+		t.Fatalf("the policy after the next grant: %v", err)
+	}
+	if got[writer.Principal] != "ReadWrite" {
+		t.Errorf("the writer's grant after another access's grant on an edited policy: want ReadWrite, got %q (grants %v)", got[writer.Principal], got)
+	}
+	wantOK(t, "the writer puts after another access's grant", w.put("ledger", "k2"))
+}
+
+// policyOf reads bucket's policy through be.
+func (fx *fixture) policyOf(t *testing.T, be *Backend, bucket string) []byte {
+	t.Helper()
+	cl, err := be.client(fx.cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := be.bucketPolicy(context.Background(), cl, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
