@@ -286,6 +286,16 @@ func Leftovers(dir string) []string {
 	if pids := shimPIDs(filepath.Join(dir, "containerd", "containerd.sock")); len(pids) > 0 {
 		out = append(out, fmt.Sprintf("shims %v", pids))
 	}
+	if _, held := HeldElsewhere(dir); held {
+		// The host-wide part is another directory's running node's.
+		for _, m := range Mounts([]string{dir}) {
+			out = append(out, "mount "+m)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			out = append(out, "path "+dir)
+		}
+		return out
+	}
 	for _, m := range Mounts(append([]string{dir}, HostPaths...)) {
 		out = append(out, "mount "+m)
 	}

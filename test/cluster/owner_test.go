@@ -74,6 +74,9 @@ func TestANodeRunningElsewhereIsNeitherClearedNorJoined(t *testing.T) {
 	if _, err := os.Stat(hostPath); err != nil {
 		t.Errorf("Down beside a running node removed the host path it uses: %v", err)
 	}
+	if left := Leftovers(other); len(left) > 0 {
+		t.Errorf("Leftovers beside a running node lists that node's: %v", left)
+	}
 	if got := hostOwner(); got != running {
 		t.Errorf("the owner record names %q after the other directory's Down, want %q", got, running)
 	}
