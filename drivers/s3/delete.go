@@ -28,8 +28,13 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	}
 	d.cl = cl
 	ok, err := d.exists(ctx)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		if gone, err := d.deleteUnseen(ctx, r.Name); err != nil || gone {
+			return err
+		}
 	}
 	uploadsEmpty, err := d.abortUploads(ctx)
 	if err != nil {
@@ -52,8 +57,30 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	switch {
 	case err == nil, isCode(err, "NoSuchBucket", "NotFound"):
 		return nil
-	case isCode(err, "BucketNotEmpty"):
+	case isCode(err, "BucketNotEmpty") && removed > 0:
 		return &drivers.InProgressError{Done: removed, Remaining: -1, Message: fmt.Sprintf("bucket %s received new objects while it was emptied; continuing", r.Name)}
+	case isCode(err, "BucketNotEmpty"):
+		return &drivers.InProgressError{Remaining: -1, Message: fmt.Sprintf("bucket %s is not empty, though its listings of object versions and multipart uploads show nothing to remove: retrying, less often each time", r.Name)}
 	}
 	return b.classify(fmt.Errorf("delete bucket %s: %w", r.Name, err))
+}
+
+// deleteUnseen asks DeleteBucket about a bucket whose HEAD answered 404,
+// and reports whether it is gone. That HEAD answer has no body: a proxy in
+// a rollout, or a node whose bucket metadata lags, reads as "no such
+// bucket", and taking it for gone would release the claim and leave the
+// bucket, data and owner record, to the next Buckety of its name.
+// DeleteBucket answers with a body: only its NoSuchBucket says the bucket
+// is gone; BucketNotEmpty says it is there, to be emptied.
+func (d *drain) deleteUnseen(ctx context.Context, bucket string) (bool, error) {
+	rctx, cancel := d.request(ctx)
+	defer cancel()
+	_, err := d.cl.DeleteBucket(rctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
+	switch {
+	case err == nil, isCode(err, "NoSuchBucket"):
+		return true, nil
+	case isCode(err, "BucketNotEmpty"):
+		return false, nil
+	}
+	return false, d.b.classify(fmt.Errorf("delete bucket %s (its HEAD answered 404): %w", bucket, err))
 }

@@ -233,3 +233,91 @@ func putMany(t *testing.T, cl *s3.Client, bucket string, n int) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeleteDoesNotTakeABodilessNotFoundForGone: through a proxy that
+// answers every HeadBucket 404 without a body (one in a rollout, or a
+// node whose bucket metadata lags), Delete must still empty and delete the
+// bucket, which is there all along. It returned at the HEAD's 404 as if
+// the bucket were gone: the controller released the claim and left the
+// bucket, data and owner record, to the next Buckety of its name.
+func TestDeleteDoesNotTakeABodilessNotFoundForGone(t *testing.T) {
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) {
+			f := newFixture(t, impl, s3test.Options{}, nil)
+			ctx := context.Background()
+			const bucket = "seen-as-missing"
+			f.ensure(t, bucket, nil)
+			for i := range 3 {
+				if _, err := f.raw.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("k/%02d", i)), Body: strings.NewReader("x")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			target, err := url.Parse(f.srv.Endpoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp := httputil.NewSingleHostReverseProxy(target)
+			var heads atomic.Int32
+			lying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodHead && strings.Trim(r.URL.Path, "/") == bucket {
+					heads.Add(1)
+					w.WriteHeader(http.StatusNotFound)
+					return
+				}
+				rp.ServeHTTP(w, r)
+			}))
+			t.Cleanup(lying.Close)
+			cfg := *f.cfg
+			cfg.Endpoint = lying.URL
+			be, _ := open(t, &cfg)
+			var last error
+			for pass := 0; pass < 10; pass++ {
+				if last = be.Delete(ctx, drivers.Resource{Name: bucket}); last == nil {
+					break
+				}
+				var ip *drivers.InProgressError
+				if !errors.As(last, &ip) {
+					t.Fatalf("pass %d: %v", pass, last)
+				}
+			}
+			if heads.Load() == 0 {
+				t.Fatal("the proxy answered no HeadBucket: the test proves nothing")
+			}
+			if last != nil {
+				t.Fatalf("want the bucket deleted within 10 passes, got %v", last)
+			}
+			if ok, err := f.backend.exists(ctx, f.raw, bucket); ok || err != nil {
+				t.Fatalf("Delete said done: want the bucket gone on the server, got exists=%v err=%v", ok, err)
+			}
+		})
+	}
+}
+
+// TestDeletePassAbortsABoundedNumberOfUploads: each multipart upload is
+// an abort request of its own, in series, so one deletion pass aborts at
+// most maxAbortsPerStep of them and reports progress; the next pass goes
+// on. A pass of a thousand aborts held its worker for a minute on a
+// remote server.
+func TestDeletePassAbortsABoundedNumberOfUploads(t *testing.T) {
+	f := newFixture(t, ImplMinIO, s3test.Options{}, nil)
+	ctx := context.Background()
+	const bucket = "many-uploads"
+	f.ensure(t, bucket, nil)
+	const uploads = maxAbortsPerStep + 20
+	for i := range uploads {
+		if _, err := f.raw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("up/%03d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := f.backend.Delete(ctx, drivers.Resource{Name: bucket})
+	var ip *drivers.InProgressError
+	if !errors.As(err, &ip) || ip.Done != maxAbortsPerStep {
+		t.Fatalf("the first pass over %d uploads: want InProgress with %d removed, got %v", uploads, maxAbortsPerStep, err)
+	}
+	if err := f.backend.Delete(ctx, drivers.Resource{Name: bucket}); err != nil {
+		t.Fatalf("the second pass: want the bucket deleted, got %v", err)
+	}
+	if ok, err := f.backend.exists(ctx, f.raw, bucket); ok || err != nil {
+		t.Fatalf("want the bucket gone, got exists=%v err=%v", ok, err)
+	}
+}

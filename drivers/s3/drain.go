@@ -223,13 +223,25 @@ func (d *drain) exists(ctx context.Context) (bool, error) {
 // page is how many entries the next listing asks for.
 func (d *drain) page() int32 { return int32(min(d.batch, d.left)) }
 
+// maxAbortsPerStep bounds the multipart uploads one step or deletion pass
+// aborts: each is a request of its own, in series, where a DeleteObjects
+// removes a thousand versions, so a step of DefaultDrainUnits uploads
+// would hold its worker for minutes on a remote server.
+const maxAbortsPerStep = 100
+
 // abortUploads aborts multipart uploads, a page at a time, until a listing
-// finds none (true) or the step's units are spent (false). A service that
-// does not implement multipart listings has none.
+// finds none (true), or the step's units or maxAbortsPerStep are spent, or
+// a page held only uploads already gone (false). A service that does not
+// implement multipart listings has none. An upload already gone
+// (NoSuchUpload: aborted by its client meanwhile, or a server that lists
+// what it no longer holds) spends a unit but is not counted as removed,
+// so a server listing the same gone uploads again and again shows a step
+// without progress rather than one that removed thousands.
 func (d *drain) abortUploads(ctx context.Context) (bool, error) {
-	for d.left > 0 && !d.halt() {
+	aborts := 0
+	for d.left > 0 && aborts < maxAbortsPerStep && !d.halt() {
 		rctx, cancel := d.request(ctx)
-		out, err := d.cl.ListMultipartUploads(rctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(d.bucket), MaxUploads: aws.Int32(d.page())})
+		out, err := d.cl.ListMultipartUploads(rctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(d.bucket), MaxUploads: aws.Int32(min(d.page(), int32(maxAbortsPerStep-aborts)))})
 		cancel()
 		if isNotImplemented(err) {
 			return true, nil
@@ -240,18 +252,27 @@ func (d *drain) abortUploads(ctx context.Context) (bool, error) {
 		if len(out.Uploads) == 0 {
 			return true, nil
 		}
-		for _, u := range out.Uploads[:min(len(out.Uploads), d.left)] {
+		removed := 0
+		for _, u := range out.Uploads[:min(len(out.Uploads), d.left, maxAbortsPerStep-aborts)] {
 			if d.halt() {
 				return false, nil
 			}
 			rctx, cancel := d.request(ctx)
 			_, err := d.cl.AbortMultipartUpload(rctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(d.bucket), Key: u.Key, UploadId: u.UploadId})
 			cancel()
-			if err != nil && !isCode(err, "NoSuchUpload") {
+			gone := isCode(err, "NoSuchUpload")
+			if err != nil && !gone {
 				return false, d.b.classify(fmt.Errorf("abort multipart upload %s of %s: %w", aws.ToString(u.Key), d.bucket, err))
 			}
 			d.left--
-			d.step.Deleted.Objects++
+			aborts++
+			if !gone {
+				removed++
+				d.step.Deleted.Objects++
+			}
+		}
+		if removed == 0 {
+			return false, nil
 		}
 	}
 	return false, nil

@@ -793,3 +793,57 @@ func TestHostileAdoptionIsRefusedByTheNamePolicy(t *testing.T) {
 		t.Error("want the backend untouched")
 	}
 }
+
+// TestDeletionWithoutProgressBacksOff: a delete pass that removes nothing
+// and still reports more to do (an S3 server whose DeleteBucket counts
+// entries its listings never show) is retried with growing waits and
+// without an event each pass: it went on every second, with an event
+// each, for ever. A pass that removes something goes on at once.
+func TestDeletionWithoutProgressBacksOff(t *testing.T) {
+	e := newEnv(t, "")
+	b := newBuckety("a", "stuck", "stuck")
+	b.Spec.RetentionPolicy = v1.RetentionDelete
+	e.create(b)
+	e.reconcile("a", "stuck")
+	e.wantReady(e.buckety("a", "stuck"), metav1.ConditionTrue, v1.ReasonReconciled)
+	if err := e.c.Delete(context.Background(), e.buckety("a", "stuck")); err != nil {
+		t.Fatal(err)
+	}
+	progressEvents := func() int {
+		n := 0
+		for _, ev := range e.events() {
+			if strings.Contains(ev, v1.EventDeletionProgress) {
+				n++
+			}
+		}
+		return n
+	}
+	var delays []time.Duration
+	for range 3 {
+		before := e.svc.Calls("delete")
+		e.svc.FailNext(&drivers.InProgressError{Remaining: -1, Message: "not empty, though its listings show nothing"})
+		delays = append(delays, e.reconcile("a", "stuck").RequeueAfter)
+		if got := e.svc.Calls("delete"); got != before+1 {
+			t.Fatalf("want one delete call per pass, got %d after %d", got, before)
+		}
+	}
+	if !(delays[0] < delays[1] && delays[1] < delays[2]) || delays[2] <= buckety.DeletePassInterval {
+		t.Errorf("passes without progress: want growing waits past %s, got %v", buckety.DeletePassInterval, delays)
+	}
+	if n := progressEvents(); n != 0 {
+		t.Errorf("passes without progress: want no DeletionProgress event, got %d", n)
+	}
+	e.svc.FailNext(&drivers.InProgressError{Done: 5, Remaining: -1, Message: "more remain"})
+	if d := e.reconcile("a", "stuck").RequeueAfter; d != buckety.DeletePassInterval {
+		t.Errorf("a pass that removed 5: want the next at %s, got %s", buckety.DeletePassInterval, d)
+	}
+	if n := progressEvents(); n != 1 {
+		t.Errorf("a pass that removed 5: want one DeletionProgress event, got %d", n)
+	}
+	for range 5 {
+		e.reconcile("a", "stuck")
+	}
+	if _, ok := e.svc.Get("stuck"); ok {
+		t.Error("want the resource deleted once its passes end")
+	}
+}

@@ -329,6 +329,16 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	case errors.As(err, &ip):
 		total := r.addDeleted(b.UID, ip.Done)
 		f.deleteProgress = fmt.Sprintf("deleting %s on backend %s: %d removed so far; %s", name, e.Name, total, ip.Message)
+		if ip.Done == 0 && r.Backoff != nil {
+			// Nothing removed and more to do (a server whose DeleteBucket
+			// counts entries its listings never show, or that lists empty
+			// pages): waits that grow, and no event each pass, where the
+			// next pass would come every second with an event, for ever.
+			return reconcile.Result{RequeueAfter: r.Backoff.Next(b.UID, retry.Transient)}, false, false, nil
+		}
+		if r.Backoff != nil {
+			r.Backoff.Reset(b.UID)
+		}
 		r.event(b, corev1.EventTypeNormal, v1.EventDeletionProgress, v1.EventActionDelete, f.deleteProgress)
 		return reconcile.Result{RequeueAfter: DeletePassInterval}, false, false, nil
 	case err != nil:
