@@ -230,8 +230,16 @@ func drainRules(b *v1.Buckety, e *backends.Entry, f *facts) string {
 // step that deleted something (or before the first), the interval after
 // one that did not (the slow interval after drainSlowAfter).
 func drainWait(st *v1.DrainStatus, terms drainTerms, now time.Time) time.Duration {
-	if st.LastPassTime == nil || (st.LastProgressTime != nil && st.LastProgressTime.Equal(st.LastPassTime) && st.Deleted.Objects != nil && *st.Deleted.Objects > 0) {
+	if st.LastPassTime == nil {
 		return 0
+	}
+	if st.LastProgressTime != nil && st.LastProgressTime.Equal(st.LastPassTime) && st.Deleted.Objects != nil && *st.Deleted.Objects > 0 {
+		// After a step that removed something, the next comes in the
+		// next second of the last pass's (its times are whole seconds): a
+		// topic a producer keeps writing has something to remove at every
+		// step, and steps at once ran as fast as a status write returns,
+		// for as long as the producer wrote.
+		return max(0, st.LastPassTime.Add(drainProgressGap).Sub(now))
 	}
 	iv := terms.interval
 	if st.StartTime != nil && now.Sub(st.StartTime.Time) >= drainSlowAfter {
@@ -239,6 +247,10 @@ func drainWait(st *v1.DrainStatus, terms drainTerms, now time.Time) time.Duratio
 	}
 	return max(0, st.LastPassTime.Add(iv).Sub(now))
 }
+
+// drainProgressGap is the least time between the passes of a drain that
+// is removing content.
+const drainProgressGap = time.Second
 
 // drainPass ends a drain whose rules no longer hold, or makes one step of
 // it when its interval allows. It returns how long until the next pass

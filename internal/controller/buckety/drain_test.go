@@ -118,7 +118,9 @@ func TestDrainWait(t *testing.T) {
 		want time.Duration
 	}{
 		{name: "first pass at once", st: v1.DrainStatus{StartTime: at(0), LastProgressTime: at(0)}, want: 0},
-		{name: "after progress at once", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(5 * time.Second), Passes: 2, Deleted: v1.DrainContent{Objects: n(10)}}, now: 5 * time.Second, want: 0},
+		{name: "after progress the next second", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(5 * time.Second), Passes: 2, Deleted: v1.DrainContent{Objects: n(10)}}, now: 5 * time.Second, want: time.Second},
+		{name: "after progress late in its second, the rest of it", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(5 * time.Second), Passes: 2, Deleted: v1.DrainContent{Objects: n(10)}}, now: 5*time.Second + 600*time.Millisecond, want: 400 * time.Millisecond},
+		{name: "after progress, a pass that comes late at once", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(5 * time.Second), Passes: 2, Deleted: v1.DrainContent{Objects: n(10)}}, now: 7 * time.Second, want: 0},
 		{name: "after an idle pass the interval", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(5 * time.Second), LastProgressTime: at(0), Passes: 1, Deleted: v1.DrainContent{Objects: n(0)}}, now: 7 * time.Second, want: 8 * time.Second},
 		{name: "an idle first pass in the start's second still waits", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(0), LastProgressTime: at(0), Passes: 1, Deleted: v1.DrainContent{Objects: n(0)}}, want: 10 * time.Second},
 		{name: "in the first hour the interval", st: v1.DrainStatus{StartTime: at(0), LastPassTime: at(59 * time.Minute), LastProgressTime: at(0), Passes: 9, Deleted: v1.DrainContent{Objects: n(0)}}, now: 59 * time.Minute, want: 10 * time.Second},

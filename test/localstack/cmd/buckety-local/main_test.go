@@ -32,6 +32,7 @@ func TestResumeHint(t *testing.T) {
 		}
 	}
 }
+
 // TestOursTellsThisCheckoutsClustersFromAnExistingOne: a README reader
 // exports the KUBECONFIG make run or make run-controlplane printed; a later
 // make run or make test (the e2e suite's up) must start its local node, not
