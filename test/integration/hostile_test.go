@@ -99,6 +99,53 @@ func TestDeleteGoesWhereTheClaimSays(t *testing.T) {
 	}
 }
 
+// TestDeleteWithNoJurisdictionStaysHome: the same attack on
+// a bucket made without a jurisdiction, on the account endpoint: a
+// jurisdiction set while it waits for its access must not point the
+// deletion at the same-named bucket in the EU. Its claim recorded no
+// location at all, which read as "made before claims recorded it", and
+// every call went where the spec said by then.
+func TestDeleteWithNoJurisdictionStaysHome(t *testing.T) {
+	needInfra(t)
+	eu := s3test.Start(t, "minio", s3test.Options{AccessKey: minio.AccessKey, SecretKey: minio.SecretKey, Region: minio.Region})
+	startController(t, r2YAML(eu), nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	ctx := context.Background()
+	name := ns + "-data"
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns}, Spec: v1.BucketySpec{
+		Backend: "r2", Name: name, RetentionPolicy: v1.RetentionDelete}}
+	create(t, b)
+	create(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "data"}, CredentialsSecretName: "reader"}})
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	if cl, ok := claimOn(t, "r2", name); !ok || cl.Spec.Location == nil {
+		t.Fatalf("want the claim to record that the bucket has no jurisdiction, got %+v", cl)
+	}
+	// Someone else's bucket of the same name in the EU.
+	euS3 := s3Client(t, eu.Endpoint, eu.Region, eu.AccessKey, eu.SecretKey)
+	if _, err := euS3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := euS3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(name), Key: aws.String("victim"), Body: strings.NewReader("not buckety's")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, b, v1.ConditionBlockedByAccesses, metav1.ConditionTrue, "", waitTimeout)
+	patch(t, b, `{"spec":{"parameters":{"jurisdiction":"eu"}}}`)
+	if err := k8s.Delete(ctx, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
+	if _, err := euS3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(name), Key: aws.String("victim")}); err != nil {
+		t.Errorf("want the EU bucket and its object untouched, got %v", err)
+	}
+	if _, err := rootS3(t).HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(name)}); err == nil {
+		t.Error("want the account endpoint's bucket buckety created deleted")
+	}
+}
+
 // TestOneServiceOneClaimSpace (item 3): two backends on one Kafka cluster
 // share a claim space (`service`): a topic created through one cannot be
 // claimed, adopted or deleted through the other, by a tenant of another

@@ -72,7 +72,8 @@ type BucketyClaimSpec struct {
 	// lives (those its driver declares, as an R2 bucket's jurisdiction),
 	// as they were when the claim was made. Every later backend call,
 	// deletion included, is made with them, whatever the Buckety's
-	// parameters say by then.
+	// parameters say by then. A resource made with none of them set
+	// records the one key "(none)".
 	// +optional
 	Location map[string]string `json:"location,omitempty"`
 	// Budgeted is what the resource counts against its namespace's budget

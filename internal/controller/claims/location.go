@@ -9,9 +9,22 @@ import (
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
 
+// NoLocation is the one key of the location a claim records for a
+// resource made with none of its driver's location parameters set (an R2
+// bucket without a jurisdiction, on the account endpoint). A claim that
+// records no location at all (nil) was made before claims recorded it,
+// and records the spec's at its next pass: without this entry, a claim
+// made without a jurisdiction stayed nil, and a jurisdiction set later
+// (by a tenant editing a Buckety being deleted where the webhook did not
+// see it, or by a backend default that converges) pointed every call,
+// deletion included, at a bucket of the same name in another
+// jurisdiction, and recorded it there.
+const NoLocation = "(none)"
+
 // Location picks the location parameters (keys, as the driver declares
-// them: drivers.Locator) out of params, for a claim to record; nil when
-// there are none.
+// them: drivers.Locator) out of params, for a claim to record: NoLocation
+// when the driver has location parameters and params set none; nil when
+// the driver has none.
 func Location(keys []string, params map[string]string) map[string]string {
 	var out map[string]string
 	for _, k := range keys {
@@ -21,6 +34,9 @@ func Location(keys []string, params map[string]string) map[string]string {
 			}
 			out[k] = v
 		}
+	}
+	if out == nil && len(keys) > 0 {
+		out = map[string]string{NoLocation: ""}
 	}
 	return out
 }
