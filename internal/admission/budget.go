@@ -130,7 +130,7 @@ func (v *Validators) checkBudget(ctx context.Context, p *field.Path, b *config.B
 		return nil // the controller checks from its claims
 	}
 	if msg := budget.Exceeded(b, ns, others, counted, had); msg != "" {
-		return field.ErrorList{field.Forbidden(p.Child("parameters"), msg)}
+		return field.ErrorList{field.Forbidden(p.Child("parameters").Key(budget.ExceededParameter(b, others, counted, had, old, new)), msg)}
 	}
 	return nil
 }

@@ -89,9 +89,9 @@ func TestBudgetAtAdmission(t *testing.T) {
 	}{
 		{"fits", topicOf("team", "payments", "kafka", "2", "1048576"), ""},
 		{"partitions over", topicOf("team", "payments", "kafka", "3", "1048576"),
-			"spec.parameters: Forbidden: namespace team has no room on backend kafka: it uses 4 and asks for 3 more, over its budget of 6 partitions (limits.partitions)"},
+			"spec.parameters[partitions]: Forbidden: namespace team has no room on backend kafka: it uses 4 and asks for 3 more, over its budget of 6 partitions (limits.partitions)"},
 		{"disk over", topicOf("team", "payments", "kafka", "2", "2097152"),
-			"it uses 8Mi and asks for 8Mi more, over its budget of 12Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.diskBytes)"},
+			"spec.parameters[config.retention.bytes]: Forbidden: namespace team has no room on backend kafka: it uses 8Mi and asks for 8Mi more, over its budget of 12Mi of disk ((retention.bytes + segment.bytes + max.message.bytes set) × partitions) (limits.diskBytes)"},
 		{"unbounded retention", topicOf("team", "payments", "kafka", "1", ""),
 			"spec.parameters[config.retention.bytes]: Required value: backend kafka gives each namespace a disk budget (limits.diskBytes: 12Mi"},
 		{"compacted topics never shrink by size", func() *v1.Buckety {
@@ -118,6 +118,11 @@ func TestBudgetAtAdmission(t *testing.T) {
 	grow.Spec.Parameters["partitions"] = "7"
 	if _, err := bv.ValidateUpdate(ctx, orders, grow); err == nil || !strings.Contains(err.Error(), "it uses 4 and asks for 3 more, over its budget of 6 partitions") {
 		t.Errorf("growth past the budget: want it refused with the numbers, got %v", err)
+	}
+	deeper := orders.DeepCopy()
+	deeper.Spec.Parameters["config.retention.bytes"] = "4194304"
+	if _, err := bv.ValidateUpdate(ctx, orders, deeper); err == nil || !strings.Contains(err.Error(), "spec.parameters[config.retention.bytes]: Forbidden") {
+		t.Errorf("retention grown past the disk budget: want the refusal to name config.retention.bytes, got %v", err)
 	}
 	within := orders.DeepCopy()
 	within.Spec.Parameters["partitions"] = "6"

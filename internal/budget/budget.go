@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,6 +183,55 @@ func EffectiveParameters(b *config.Backend, o *v1.Buckety) map[string]string {
 // status.parameterDefaults records them.
 func Defaults(b *config.Backend, o *v1.Buckety) map[string]string {
 	return b.DefaultsFor(o.Status.ParameterDefaults, o.Status.Provenance != "")
+}
+
+// ExceededParameter names the parameter a refusal of Exceeded is about:
+// the first budgeted dimension over its budget, as the parameter that
+// sets it (partitions; quota; for disk, the first of its parameters that
+// grew from old, and config.retention.bytes on create, old nil). "" when
+// nothing is over.
+func ExceededParameter(b *config.Backend, others, asked, had v1.Budgeted, old, new map[string]string) string {
+	l := b.Limits
+	if !l.HasByteBudget() {
+		return ""
+	}
+	for _, d := range dimensions(l) {
+		if d.budget <= 0 || d.get(asked) <= d.get(had) || drivers.AddSaturating(d.get(others), d.get(asked)) <= d.budget {
+			continue
+		}
+		switch d.key {
+		case "partitions":
+			return "partitions"
+		case "quotaBytes":
+			return "quota"
+		}
+		if old != nil {
+			for _, k := range []string{"partitions", "config.retention.bytes", "config.segment.bytes", "config.max.message.bytes"} {
+				if grew(old[k], new[k]) {
+					return k
+				}
+			}
+		}
+		return "config.retention.bytes"
+	}
+	return ""
+}
+
+// grew reports whether a byte or count parameter went from was to is
+// upwards (or was set where it was not).
+func grew(was, is string) bool {
+	if is == "" || is == was {
+		return false
+	}
+	n, err := strconv.ParseInt(is, 10, 64)
+	if err != nil {
+		return false
+	}
+	if was == "" {
+		return true
+	}
+	o, err := strconv.ParseInt(was, 10, 64)
+	return err != nil || n > o
 }
 
 // dimension is one budgeted figure.
