@@ -672,6 +672,9 @@ func TestComponentRendersWithRelease(t *testing.T) {
 			if ep.BearerTokenFile == "" {
 				t.Errorf("ServiceMonitor %s: want Prometheus' ServiceAccount token sent (metrics need an authorized caller)", name)
 			}
+			if !ep.HonorLabels {
+				t.Errorf("ServiceMonitor %s: want honorLabels (the metrics' namespace label is the tenant's; the target's would overwrite it)", name)
+			}
 			var reached []string
 			for sname, s := range services {
 				target, ok := s.ports[ep.Port]
