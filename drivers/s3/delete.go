@@ -32,9 +32,7 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 		return err
 	}
 	if !ok {
-		if gone, err := d.deleteUnseen(ctx, r.Name); err != nil || gone {
-			return err
-		}
+		return d.deleteUnseen(ctx, r.Name)
 	}
 	uploadsEmpty, err := d.abortUploads(ctx)
 	if err != nil {
@@ -65,22 +63,24 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	return b.classify(fmt.Errorf("delete bucket %s: %w", r.Name, err))
 }
 
-// deleteUnseen asks DeleteBucket about a bucket whose HEAD answered 404,
-// and reports whether it is gone. That HEAD answer has no body: a proxy in
-// a rollout, or a node whose bucket metadata lags, reads as "no such
-// bucket", and taking it for gone would release the claim and leave the
-// bucket, data and owner record, to the next Buckety of its name.
-// DeleteBucket answers with a body: only its NoSuchBucket says the bucket
-// is gone; BucketNotEmpty says it is there, to be emptied.
-func (d *drain) deleteUnseen(ctx context.Context, bucket string) (bool, error) {
+// deleteUnseen asks DeleteBucket about a bucket whose HEAD answered 404.
+// That answer has no body: a proxy in a rollout, or a node whose bucket
+// metadata lags, reads as "no such bucket", and taking it for gone would
+// release the claim and leave the bucket, data and owner record, to the
+// next Buckety of its name. DeleteBucket answers with a body: only its
+// NoSuchBucket says the bucket is gone (nil). A bucket that is there and
+// not empty is not emptied in this pass: the pass's owner record read
+// may have met the same lag (no record, no verdict), and only a pass that
+// sees the bucket, and its record, empties it; the next one is asked.
+func (d *drain) deleteUnseen(ctx context.Context, bucket string) error {
 	rctx, cancel := d.request(ctx)
 	defer cancel()
 	_, err := d.cl.DeleteBucket(rctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
 	switch {
 	case err == nil, isCode(err, "NoSuchBucket"):
-		return true, nil
+		return nil
 	case isCode(err, "BucketNotEmpty"):
-		return false, nil
+		return &drivers.InProgressError{Remaining: -1, Message: fmt.Sprintf("bucket %s answered HEAD with 404 yet is not empty: waiting until the server shows it to empty it", bucket)}
 	}
-	return false, d.b.classify(fmt.Errorf("delete bucket %s (its HEAD answered 404): %w", bucket, err))
+	return d.b.classify(fmt.Errorf("delete bucket %s (its HEAD answered 404): %w", bucket, err))
 }

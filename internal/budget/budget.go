@@ -155,11 +155,15 @@ func Unbounded(p *field.Path, b *config.Backend, f drivers.Footprint) field.Erro
 
 // BecameUnbounded is Unbounded for a resource that counted had: the
 // dimensions it counted bounded then (had's figure above 0) and leaves
-// unbounded now, and what would hold disk uncounted. A dimension that was
-// unbounded when the figure was recorded (a topic that left its
-// partitions to the broker before the rule) is not refused again: that
-// resource keeps its other edits, as at admission.
+// unbounded now. A dimension that was unbounded when the figure was
+// recorded (a topic that left its partitions to the broker before the
+// rule) is not refused again: that resource keeps its other edits, as at
+// admission. What would hold disk uncounted (Footprint.DiskRefused) is
+// left to the check of a changed figure: a claim does not say whether it
+// was recorded under a disk budget, and a setting made before one must
+// not strand its resource.
 func BecameUnbounded(p *field.Path, b *config.Backend, f drivers.Footprint, had v1.Budgeted) field.ErrorList {
+	f.DiskRefused = nil
 	if had.Partitions == 0 && f.Partitions < 0 {
 		f.Partitions = 0
 	}

@@ -107,14 +107,12 @@ func Up(ctx context.Context, dir, binDir string, log func(string)) (c *Cluster, 
 	if err != nil {
 		return nil, err
 	}
-	if other, held := HeldElsewhere(dir); held {
-		return nil, ErrHeld(other)
-	}
-	if err := EnsurePackages(log); err != nil {
+	if err := guardHost(dir); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(OwnerFile, []byte(dir+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("record the node's directory in %s: %w", OwnerFile, err)
+	if err := EnsurePackages(log); err != nil {
+		// Nothing started: the record goes, the host stays as it was.
+		return nil, errors.Join(err, releaseHost(dir))
 	}
 	defer func() {
 		if err != nil {

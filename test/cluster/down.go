@@ -31,8 +31,13 @@ func hostOwner() string {
 	return strings.TrimSpace(string(b))
 }
 
-// HeldElsewhere names the state directory of a node that is running on
-// this host from another directory than dir.
+// startingFor is how long a fresh owner record holds the host without any
+// of its node's processes running: Up records the owner before it
+// installs packages and starts them.
+const startingFor = 5 * time.Minute
+
+// HeldElsewhere names the state directory of a node that is running, or
+// starting, on this host from another directory than dir.
 func HeldElsewhere(dir string) (string, bool) {
 	o := hostOwner()
 	if o == "" || o == dir {
@@ -43,7 +48,54 @@ func HeldElsewhere(dir string) (string, bool) {
 			return o, true
 		}
 	}
+	if st, err := os.Stat(OwnerFile); err == nil && time.Since(st.ModTime()) < startingFor {
+		if _, err := os.Stat(o); err == nil {
+			return o, true // starting: recorded, its processes not yet
+		}
+	}
 	return "", false
+}
+
+// hostIsDirs reports whether the host-wide part of a node (links,
+// cgroups, HostPaths) is dir's to clear: a node of dir's, or what is left
+// of a node no directory runs any more; never while another directory's
+// node runs or starts, and never on a host where no node was started.
+func hostIsDirs(dir string) bool {
+	owner := hostOwner()
+	if owner == dir {
+		return true
+	}
+	if _, held := HeldElsewhere(dir); held {
+		return false
+	}
+	_, err := os.Stat(dir)
+	return err == nil || owner != "" || len(nodeLinks()) > 0
+}
+
+// nodeLinks is Links; a test of a machine without a node replaces it.
+var nodeLinks = Links
+
+// guardHost refuses to start a node of dir while another directory's runs
+// or starts, and records dir as the host's owner.
+func guardHost(dir string) error {
+	if other, held := HeldElsewhere(dir); held {
+		return ErrHeld(other)
+	}
+	if err := os.WriteFile(OwnerFile, []byte(dir+"\n"), 0o644); err != nil {
+		return fmt.Errorf("record the node's directory in %s: %w", OwnerFile, err)
+	}
+	return nil
+}
+
+// releaseHost removes the owner record when it names dir.
+func releaseHost(dir string) error {
+	if hostOwner() != dir {
+		return nil
+	}
+	if err := os.Remove(OwnerFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // ErrHeld is the refusal to start or clear a node while another runs.
@@ -63,10 +115,7 @@ func Down(dir string) error {
 	if err != nil {
 		return err
 	}
-	owner := hostOwner()
-	_, held := HeldElsewhere(dir)
-	_, dirErr := os.Stat(dir)
-	host := owner == dir || (!held && (dirErr == nil || owner != "" || len(Links()) > 0))
+	host := hostIsDirs(dir)
 	sock := filepath.Join(dir, "containerd", "containerd.sock")
 	var errs []error
 	add := func(err error) {
@@ -286,8 +335,8 @@ func Leftovers(dir string) []string {
 	if pids := shimPIDs(filepath.Join(dir, "containerd", "containerd.sock")); len(pids) > 0 {
 		out = append(out, fmt.Sprintf("shims %v", pids))
 	}
-	if _, held := HeldElsewhere(dir); held {
-		// The host-wide part is another directory's running node's.
+	if !hostIsDirs(dir) {
+		// The host-wide part is another directory's node's, or no node's.
 		for _, m := range Mounts([]string{dir}) {
 			out = append(out, "mount "+m)
 		}

@@ -58,8 +58,8 @@ func TestANodeRunningElsewhereIsNeitherClearedNorJoined(t *testing.T) {
 	if err := ErrHeld(running); !strings.Contains(err.Error(), running) || !strings.Contains(err.Error(), "make stop") {
 		t.Errorf("the refusal names neither the running node's directory nor how to stop it: %v", err)
 	}
-	if _, err := Up(t.Context(), other, tmp, func(string) {}); err == nil || !strings.Contains(err.Error(), running) {
-		t.Fatalf("Up beside a running node: %v; want a refusal naming %s", err, running)
+	if err := guardHost(other); err == nil || !strings.Contains(err.Error(), running) {
+		t.Fatalf("starting a node beside a running one: %v; want a refusal naming %s", err, running)
 	}
 
 	if err := os.MkdirAll(filepath.Join(other, "controlplane"), 0o755); err != nil {
@@ -79,5 +79,71 @@ func TestANodeRunningElsewhereIsNeitherClearedNorJoined(t *testing.T) {
 	}
 	if got := hostOwner(); got != running {
 		t.Errorf("the owner record names %q after the other directory's Down, want %q", got, running)
+	}
+}
+
+// TestANodeStartingElsewhereHoldsTheHost: Up records its directory before
+// it installs packages and starts processes; meanwhile a second directory
+// must not take the record for a dead node's and clear the host. A record
+// older than startingFor with nothing running is a dead node's.
+func TestANodeStartingElsewhereHoldsTheHost(t *testing.T) {
+	tmp := t.TempDir()
+	owner := OwnerFile
+	t.Cleanup(func() { OwnerFile = owner })
+	OwnerFile = filepath.Join(tmp, "owner")
+	starting, other := filepath.Join(tmp, "local"), filepath.Join(tmp, "e2e")
+	if err := os.Mkdir(starting, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := guardHost(starting); err != nil {
+		t.Fatalf("the first node: %v", err)
+	}
+	if got, held := HeldElsewhere(other); !held || got != starting {
+		t.Fatalf("a node recorded a moment ago, nothing running yet: want it held by %s, got %q, %v", starting, got, held)
+	}
+	if hostIsDirs(other) {
+		t.Error("the host-wide part of a starting node was taken for another directory's to clear")
+	}
+	old := time.Now().Add(-2 * startingFor)
+	if err := os.Chtimes(OwnerFile, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, held := HeldElsewhere(other); held {
+		t.Error("a record older than startingFor with nothing running: want it a dead node's, got held")
+	}
+	if err := guardHost(other); err != nil {
+		t.Fatalf("starting after a dead node: %v", err)
+	}
+	if got := hostOwner(); got != other {
+		t.Errorf("the owner record after the new start: want %s, got %q", other, got)
+	}
+}
+
+// TestDownWhereNoNodeRanLeavesTheHostAlone: make stop (and make clean) on
+// a machine where no node was started, as a Docker host with its own
+// /run/containerd: Down touches no host path, and Leftovers reports none,
+// so the command succeeds.
+func TestDownWhereNoNodeRanLeavesTheHostAlone(t *testing.T) {
+	tmp := t.TempDir()
+	// This machine may run a node beside the tests (make test's e2e side):
+	// its links must not count here, and must never be cleared.
+	owner, hostPaths, links := OwnerFile, HostPaths, nodeLinks
+	t.Cleanup(func() { OwnerFile, HostPaths, nodeLinks = owner, hostPaths, links })
+	nodeLinks = func() []string { return nil }
+	OwnerFile = filepath.Join(tmp, "owner")
+	hostPath := filepath.Join(tmp, "run-containerd")
+	if err := os.Mkdir(hostPath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	HostPaths = []string{hostPath}
+	never := filepath.Join(tmp, "never-started")
+	if err := Down(never); err != nil {
+		t.Fatalf("Down where no node ran: %v", err)
+	}
+	if _, err := os.Stat(hostPath); err != nil {
+		t.Errorf("Down where no node ran removed a host path: %v", err)
+	}
+	if left := Leftovers(never); len(left) > 0 {
+		t.Errorf("Leftovers where no node ran: want none, got %v", left)
 	}
 }

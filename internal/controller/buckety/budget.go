@@ -34,12 +34,14 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 	switch {
 	case own != nil && own.Spec.Budgeted != nil:
 		had = *own.Spec.Budgeted
-	case own != nil && claims.Written(own.Spec.Phase):
-		// Claimed before the budget existed, its resource on the backend:
-		// it has what its parameters count (a budget set below a
-		// namespace's use takes nothing away, and must not hold a resource
-		// that existed before it at BudgetExceeded), and its growth is
-		// checked from the figure recorded now.
+	case own != nil && claims.Written(own.Spec.Phase) && b.Generation == b.Status.ObservedGeneration:
+		// Claimed before the budget existed, its resource on the backend
+		// as its spec asks (the spec fully reconciled: an edit not yet
+		// applied is growth to check, not what it has): it has what its
+		// parameters count (a budget set below a namespace's use takes
+		// nothing away, and must not hold a resource that existed before it
+		// at BudgetExceeded), and its growth is checked from the figure
+		// recorded now.
 		had = budget.Counted(fp)
 	}
 	if errs := budget.Unbounded(nil, e.Config, fp); len(errs) > 0 {
@@ -113,8 +115,8 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	fp := budget.Footprint(e.Config, params)
 	if cl.Spec.Budgeted != nil {
 		// A counted resource whose parameters now leave a budgeted
-		// dimension unbounded (config.retention.bytes or quota removed,
-		// file.delete.delay.ms set): budget.Kept would keep counting the
+		// dimension unbounded (config.retention.bytes or quota removed):
+		// budget.Kept would keep counting the
 		// old figure, which then looks unchanged, and Ensure would apply
 		// unlimited retention or drop the quota. Admission refuses that
 		// update; this holds where it did not run (a webhook down, behind
