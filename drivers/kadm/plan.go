@@ -3,6 +3,7 @@ package kadm
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -58,7 +59,7 @@ func planFor(want params, st topicState) plan {
 	}
 	for _, k := range sortedKeys(want.configs) {
 		v := want.configs[k]
-		if cur, ok := st.dynamic[k]; !ok || cur != v {
+		if cur, ok := st.dynamic[k]; !ok || !sameConfigValue(cur, v) {
 			p.alters = append(p.alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)})
 			if ok {
 				p.changes = append(p.changes, fmt.Sprintf("config %s %q -> %q", k, cur, v))
@@ -77,4 +78,46 @@ func planFor(want params, st topicState) plan {
 		}
 	}
 	return p
+}
+
+// sameConfigValue reports whether the broker's value of a topic config,
+// cur, is the value the spec asks for, want. Kafka answers DescribeConfigs
+// with the value it parsed, printed again in its own form ("0.50" is 0.5,
+// "+604800000" is 604800000, "True" is true, "compact, delete" is
+// compact,delete), so comparing text alone found such a value drifted at
+// every sweep and set it again, for ever.
+func sameConfigValue(cur, want string) bool {
+	if cur == want {
+		return true
+	}
+	c, w := strings.TrimSpace(cur), strings.TrimSpace(want)
+	if c == w {
+		return true
+	}
+	if strings.Contains(c, ",") || strings.Contains(w, ",") {
+		cs, ws := strings.Split(c, ","), strings.Split(w, ",")
+		if len(cs) != len(ws) {
+			return false
+		}
+		for i := range cs {
+			if !sameConfigValue(cs[i], ws[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if ci, err := strconv.ParseInt(c, 10, 64); err == nil {
+		wi, err := strconv.ParseInt(w, 10, 64)
+		if err == nil {
+			return ci == wi
+		}
+	}
+	if cf, err := strconv.ParseFloat(c, 64); err == nil {
+		wf, err := strconv.ParseFloat(w, 64)
+		if err == nil {
+			return cf == wf
+		}
+	}
+	isBool := func(s string) bool { return strings.EqualFold(s, "true") || strings.EqualFold(s, "false") }
+	return isBool(c) && isBool(w) && strings.EqualFold(c, w)
 }
