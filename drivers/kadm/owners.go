@@ -343,6 +343,16 @@ func (b *Backend) runCatchUp(ctx context.Context) error {
 	}
 	err := b.fetchRegistry(ctx, full)
 	if errors.Is(err, errReload) && !full {
+		// The log no longer holds what the table read: its tail lost (a
+		// wiped log directory, an unclean election) or its start moved
+		// past it (records deleted). Records this installation wrote may
+		// be gone with the same topic ID, which registryMetadata cannot
+		// tell: the epoch moves, so that every Buckety of the backend
+		// writes its record again (Sweeper.registryRecreated), not each
+		// at its own re-check hours later.
+		t.mu.Lock()
+		t.epoch++
+		t.mu.Unlock()
 		full = true
 		if err := b.registryMetadata(ctx); err != nil {
 			return err

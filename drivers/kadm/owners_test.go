@@ -558,3 +558,55 @@ func TestOwnerRegistryCreatedAgain(t *testing.T) {
 		t.Errorf("east's record of a written again: want it read by west, got %v, %v", got, err)
 	}
 }
+
+// TestOwnerRegistryThatLostRecordsMovesTheEpoch: the registry keeps its
+// topic ID but no longer holds what this backend's table read (here its
+// start moved past the table by DeleteRecords, as a wiped log directory
+// or an unclean election loses a tail): the table is read again from what
+// is left, and the registry epoch moves, so that the controller has every
+// Buckety of the backend write its record again at once. The epoch moved
+// only with a new topic ID, and the lost records came back only at each
+// Buckety's re-check, hours later.
+func TestOwnerRegistryThatLostRecordsMovesTheEpoch(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	rec := func(inst, name string) *drivers.OwnerRecord {
+		return &drivers.OwnerRecord{Installation: inst, Namespace: "team", Name: name, UID: "u-" + name, State: drivers.OwnerHeld}
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: name}, rec("east", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil || !got.Same(rec("east", "a")) {
+		t.Fatalf("before: want east's record of a, got %v, %v", got, err)
+	}
+	epoch := f.backend.RegistryEpoch()
+	other := f.openAnother(t)
+	for _, name := range []string{"x", "y"} {
+		if err := other.WriteOwner(ctx, drivers.Resource{Name: name}, rec("west", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topic := f.backend.cfg.registryTopic()
+	ends, err := f.admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := f.admin.DeleteRecords(ctx, ends.Offsets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := deleted.Error(); err != nil {
+		t.Fatalf("delete the registry's records: %v", err)
+	}
+	if got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "x"}); err != nil || got != nil {
+		t.Errorf("west's record of x, deleted with the rest: want none, got %v, %v", got, err)
+	}
+	if got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil || got != nil {
+		t.Errorf("east's record of a, deleted: want none (its Bucketies write it again), got %v, %v", got, err)
+	}
+	if f.backend.RegistryEpoch() == epoch {
+		t.Error("want the registry epoch moved once the registry was found to have lost what the table read")
+	}
+}
