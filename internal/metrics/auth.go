@@ -26,6 +26,15 @@ const (
 	// metricsAuthCacheMax bounds the decisions remembered (one per token,
 	// method and path).
 	metricsAuthCacheMax = 1024
+	// metricsReviewsPerSecond and metricsReviewBurst bound the reviews of
+	// tokens the cache does not know: each is a TokenReview (and a
+	// SubjectAccessReview) sent as the controller, in the same API
+	// priority queue as its reconciles' writes, so a pod sending random
+	// tokens to the metrics port must not make the controller flood the
+	// API server. A caller past the bound is answered 429 unreviewed; a
+	// scraper whose decision is remembered is not affected.
+	metricsReviewsPerSecond = 5
+	metricsReviewBurst      = 20
 )
 
 // AuthFilter is the controller's metrics endpoint filter: the caller's
@@ -64,6 +73,30 @@ type authFilter struct {
 	now   func() time.Time
 	mu    sync.Mutex
 	cache map[[32]byte]authDecision
+	// cacheMax is metricsAuthCacheMax where 0.
+	cacheMax int
+	// tokens and filled are the review bucket (metricsReviewsPerSecond).
+	tokens float64
+	filled time.Time
+}
+
+// takeReview spends one review from the bucket, refilled at
+// metricsReviewsPerSecond up to metricsReviewBurst; false when it is
+// empty.
+func (a *authFilter) takeReview(now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.filled.IsZero() {
+		a.tokens = metricsReviewBurst
+	} else if now.After(a.filled) {
+		a.tokens = min(metricsReviewBurst, a.tokens+now.Sub(a.filled).Seconds()*metricsReviewsPerSecond)
+	}
+	a.filled = now
+	if a.tokens < 1 {
+		return false
+	}
+	a.tokens--
+	return true
 }
 
 type authDecision struct {
@@ -89,6 +122,9 @@ func (a *authFilter) decide(r *http.Request) (int, error) {
 	if hit && now.Before(d.expires) {
 		return d.code, nil
 	}
+	if !a.takeReview(now) {
+		return http.StatusTooManyRequests, nil
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	code, err := a.review(ctx, token, verb, r.URL.Path)
@@ -101,13 +137,27 @@ func (a *authFilter) decide(r *http.Request) (int, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.cache) >= metricsAuthCacheMax {
+	limit := a.cacheMax
+	if limit == 0 {
+		limit = metricsAuthCacheMax
+	}
+	if len(a.cache) >= limit {
 		for k, d := range a.cache {
 			if !now.Before(d.expires) {
 				delete(a.cache, k)
 			}
 		}
-		if len(a.cache) >= metricsAuthCacheMax {
+		// Refusals go before allowances: strangers' tokens filling the
+		// cache must not cost the scraper its remembered decision.
+		for k, d := range a.cache {
+			if len(a.cache) < limit {
+				break
+			}
+			if d.code != http.StatusOK {
+				delete(a.cache, k)
+			}
+		}
+		if len(a.cache) >= limit {
 			a.cache = map[[32]byte]authDecision{}
 		}
 	}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -74,5 +75,65 @@ func TestMetricsAuthDecisions(t *testing.T) {
 	now = now.Add(metricsAllowTTL)
 	if got, _ := a.decide(req("Bearer reader")); got != http.StatusOK || reviews != 4 {
 		t.Errorf("want an allowance asked again after %s, got %d with %d reviews", metricsAllowTTL, got, reviews)
+	}
+}
+
+// TestMetricsAuthReviewsAreBounded: a pod sending random tokens to the
+// metrics port gets metricsReviewBurst reviews at once and
+// metricsReviewsPerSecond after, each further one answered 429 without a
+// review (each is a TokenReview sent as the controller); a scraper whose
+// allowance is remembered is served all along, and strangers filling the
+// cache do not push its allowance out.
+func TestMetricsAuthReviewsAreBounded(t *testing.T) {
+	reviews := 0
+	c := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			switch o := obj.(type) {
+			case *authnv1.TokenReview:
+				reviews++
+				if o.Spec.Token == "prometheus" {
+					o.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: "prometheus"}}
+				}
+			case *authzv1.SubjectAccessReview:
+				o.Status.Allowed = o.Spec.User == "prometheus"
+			}
+			return nil
+		},
+	})
+	now := time.Unix(0, 0)
+	a := &authFilter{c: c, now: func() time.Time { return now }, cache: map[[32]byte]authDecision{}, cacheMax: 8}
+	req := func(token string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		return r
+	}
+	if got, _ := a.decide(req("prometheus")); got != http.StatusOK {
+		t.Fatalf("the scraper: want 200, got %d", got)
+	}
+	limited := 0
+	for i := range 3 * metricsReviewBurst {
+		switch got, _ := a.decide(req(fmt.Sprintf("stranger-%d", i))); got {
+		case http.StatusTooManyRequests:
+			limited++
+		case http.StatusUnauthorized:
+		default:
+			t.Fatalf("stranger %d: want 401 or 429, got %d", i, got)
+		}
+	}
+	if reviews != metricsReviewBurst || limited != 3*metricsReviewBurst-(metricsReviewBurst-1) {
+		t.Errorf("%d strangers at once: want %d reviews in all (the scraper's and a burst), got %d reviews and %d answered 429", 3*metricsReviewBurst, metricsReviewBurst, reviews, limited)
+	}
+	if got, _ := a.decide(req("prometheus")); got != http.StatusOK || reviews != metricsReviewBurst {
+		t.Errorf("the scraper while strangers are refused: want 200 from its remembered allowance, got %d with %d reviews", got, reviews)
+	}
+	now = now.Add(time.Second)
+	before := reviews
+	for i := range 2 * metricsReviewsPerSecond {
+		if _, err := a.decide(req(fmt.Sprintf("later-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := reviews - before; got != metricsReviewsPerSecond {
+		t.Errorf("a second later: want %d reviews, got %d", metricsReviewsPerSecond, got)
 	}
 }
