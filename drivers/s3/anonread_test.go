@@ -197,17 +197,7 @@ func TestAnonymousReadBesideVersityGrants(t *testing.T) {
 	be, ctx := fx.backend, context.Background()
 	fx.ensure(t, "ledger", nil)
 	fx.put(t, "ledger", "seed", "body of seed")
-	grant := func(name, role string) drivers.Access {
-		t.Helper()
-		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: drivers.IssueNew}
-		a.Principal = be.Principal(a, 1)
-		g, err := be.Grant(ctx, a)
-		if err != nil {
-			t.Fatalf("grant %s: %v", name, err)
-		}
-		a.Secret = string(g.Data[SecretSecretAccessKey])
-		return a
-	}
+	grant := func(name, role string) drivers.Access { return grantNew(t, be, "ledger", name, role) }
 	reader := grant("reader", "ReadOnly")
 	if res := fx.ensure(t, "ledger", map[string]string{ParamAnonymousRead: "true"}); len(res.Changes) != 1 {
 		t.Errorf("anonymousRead beside a grant: want one change, got %q", res.Changes)

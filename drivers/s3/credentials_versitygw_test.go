@@ -779,17 +779,7 @@ func TestVersityOneEditedStatementKeepsOtherGrants(t *testing.T) {
 	ctx := context.Background()
 	scopingOf(t, be)
 	fx.ensure(t, "ledger", nil)
-	grant := func(name, role string) drivers.Access {
-		t.Helper()
-		a := drivers.Access{Resource: "ledger", Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: drivers.IssueNew}
-		a.Principal = be.Principal(a, 1)
-		g, err := be.Grant(ctx, a)
-		if err != nil {
-			t.Fatalf("grant %s: %v", name, err)
-		}
-		a.Secret = string(g.Data[SecretSecretAccessKey])
-		return a
-	}
+	grant := func(name, role string) drivers.Access { return grantNew(t, be, "ledger", name, role) }
 	writer := grant("writer", "ReadWrite")
 	grant("reader", "ReadOnly")
 	w := s3Ops{t, s3As(fx.srv, writer.Principal, writer.Secret)}
@@ -846,4 +836,18 @@ func (fx *fixture) policyOf(t *testing.T, be *Backend, bucket string) []byte {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// grantNew issues team/name a key of its own on bucket for role, serial 1,
+// and returns the access with its secret.
+func grantNew(t *testing.T, be *Backend, bucket, name, role string) drivers.Access {
+	t.Helper()
+	a := drivers.Access{Resource: bucket, Namespace: "team", Name: name, UID: "uid-" + name, Role: drivers.Role(role), Assert: drivers.IssueNew}
+	a.Principal = be.Principal(a, 1)
+	g, err := be.Grant(context.Background(), a)
+	if err != nil {
+		t.Fatalf("grant %s: %v", name, err)
+	}
+	a.Secret = string(g.Data[SecretSecretAccessKey])
+	return a
 }
