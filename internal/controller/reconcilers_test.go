@@ -847,3 +847,34 @@ func TestDeletionWithoutProgressBacksOff(t *testing.T) {
 		t.Error("want the resource deleted once its passes end")
 	}
 }
+
+// TestDeletionAfterAReleasedClaimSaysNotLeftInPlace: a deletion pass that
+// deleted the resource and released its claim, then died before the
+// finalizer went, leaves no claim; the next pass must not report the
+// deleted resource "left in place".
+func TestDeletionAfterAReleasedClaimSaysNotLeftInPlace(t *testing.T) {
+	e := newEnv(t, "")
+	b := newBuckety("a", "gone", "gone")
+	b.Spec.RetentionPolicy = v1.RetentionDelete
+	e.create(b)
+	e.reconcile("a", "gone")
+	e.wantReady(e.buckety("a", "gone"), metav1.ConditionTrue, v1.ReasonReconciled)
+	cl, ok := e.claim("gone")
+	if !ok {
+		t.Fatal("want a claim on gone")
+	}
+	// The pass that died: the resource deleted, the claim released.
+	if err := e.svc.Delete(context.Background(), drivers.Resource{Name: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(context.Background(), cl); err != nil {
+		t.Fatal(err)
+	}
+	e.events()
+	e.deleteAndReconcile("a", "gone")
+	for _, ev := range e.events() {
+		if strings.Contains(ev, "in place:") {
+			t.Errorf("a Buckety with retentionPolicy Delete whose claim an earlier pass released: want no \"left in place\", got %q", ev)
+		}
+	}
+}

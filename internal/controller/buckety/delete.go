@@ -96,7 +96,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		}
 	}
 	r.Waiters.Done(ctrl.ObjectKeyFromObject(b))
-	if len(owned) == 0 && b.Status.BackendResourceName != "" {
+	switch {
+	case len(owned) > 0 || b.Status.BackendResourceName == "":
+	case b.Spec.RetentionPolicy == v1.RetentionDelete:
+		// A pass that deleted the resource and released its claim, then
+		// died before the finalizer went, leaves no claim either: "left in
+		// place" would be false.
+		r.event(b, corev1.EventTypeNormal, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("buckety holds no claim of this Buckety on backend %s, so this pass deletes nothing: %s was deleted by an earlier pass, or is left in place", b.Status.Backend, b.Status.BackendResourceName))
+	default:
 		r.event(b, corev1.EventTypeNormal, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("left %s on backend %s in place: buckety holds no claim of this Buckety on it", b.Status.BackendResourceName, b.Status.Backend))
 	}
 	r.mu.Lock()
