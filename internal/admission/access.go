@@ -92,9 +92,17 @@ func (v AccessValidator) validate(ctx context.Context, a, old *v1.BucketyAccess)
 		return warnings, invalid("BucketyAccess", a.Name, berrs)
 	}
 	if old == nil {
-		ref := refs[first]
-		refNS := refNamespace(ref, ns)
-		errs = append(errs, v.accessLimit(ctx, refPath(a, first), v.forNamespace(ctx, be, ns), v.forNamespace(ctx, be, refNS), ns, refNS, ref.Name)...)
+		// Each Buckety named, from the first found: an access naming a
+		// roomy Buckety first and a full one after was admitted, and only
+		// the controller held it.
+		for i := first; i < len(refs); i++ {
+			ref := refs[i]
+			refNS := refNamespace(ref, ns)
+			if lerrs := v.accessLimit(ctx, refPath(a, i), v.forNamespace(ctx, be, ns), v.forNamespace(ctx, be, refNS), ns, refNS, ref.Name); len(lerrs) > 0 {
+				errs = append(errs, lerrs...)
+				break
+			}
+		}
 	}
 	d := be.DriverImpl()
 	if a.Several() {

@@ -427,6 +427,20 @@ func TestAccessFlood(t *testing.T) {
 			}
 		})
 	}
+	// Several Bucketies: the one at its limit is named, wherever it is.
+	full := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "full", Namespace: "tenant1"}, Spec: v1.BucketySpec{Backend: "tenants"}}
+	v2 := validators(t, tb, full)
+	v2.WithAccessCounter(func(_ context.Context, _, ref, _ string) (int, int, error) {
+		if ref == RefKey("tenant1", "full") {
+			return 3, 3, nil
+		}
+		return 0, 3, nil
+	})
+	several := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "tenant1"}, Spec: v1.BucketyAccessSpec{
+		BucketyRefs: []v1.BucketyReference{{Name: "orders"}, {Name: "full"}}, CredentialsSecretName: "a"}}
+	if _, err := (AccessValidator{v2}).ValidateCreate(context.Background(), several); err == nil || !strings.Contains(err.Error(), "spec.bucketyRefs[1]: Forbidden: Buckety full already has 3 BucketyAccesses") {
+		t.Errorf("an access naming a roomy Buckety, then one at its limit: want the second refused by name, got %v", err)
+	}
 	perBuckety, onBackend = 100, 100
 	old := acc("orders")
 	upd := old.DeepCopy()
