@@ -200,7 +200,7 @@ func ExceededParameter(b *config.Backend, others, asked, had v1.Budgeted, old, n
 		return ""
 	}
 	for _, d := range dimensions(l) {
-		if d.budget <= 0 || d.get(asked) <= d.get(had) || drivers.AddSaturating(d.get(others), d.get(asked)) <= d.budget {
+		if !d.over(others, asked, had) {
 			continue
 		}
 		switch d.key {
@@ -238,6 +238,12 @@ func grew(was, is string) bool {
 	return err != nil || n > o
 }
 
+// over reports whether asked grows past had in dimension d and, with
+// others, past its budget.
+func (d dimension) over(others, asked, had v1.Budgeted) bool {
+	return d.budget > 0 && d.get(asked) > d.get(had) && drivers.AddSaturating(d.get(others), d.get(asked)) > d.budget
+}
+
 // dimension is one budgeted figure.
 type dimension struct {
 	key, unit string
@@ -268,7 +274,7 @@ func Exceeded(b *config.Backend, ns string, others, asked, had v1.Budgeted) stri
 	}
 	var over []string
 	for _, d := range dimensions(l) {
-		if d.budget <= 0 || d.get(asked) <= d.get(had) || drivers.AddSaturating(d.get(others), d.get(asked)) <= d.budget {
+		if !d.over(others, asked, had) {
 			continue
 		}
 		over = append(over, fmt.Sprintf("it uses %s and asks for %s more, over its budget of %s %s (%s)",

@@ -49,6 +49,25 @@ func r2YAML(eu *s3test.Server) string {
 	return harness.ConfigYAML(append(sharedBackends("kafka", "s3"), r2)...)
 }
 
+// readyR2Bucket starts a second MinIO as the r2 backend's eu jurisdiction
+// and a controller, and in a new namespace the Buckety "data" (bucket
+// <namespace><suffix>, retentionPolicy Delete, params) with the access
+// "reader" holding it, Ready.
+func readyR2Bucket(t *testing.T, suffix string, params map[string]string) (*s3test.Server, string, *v1.Buckety) {
+	t.Helper()
+	needInfra(t)
+	eu := s3test.Start(t, "minio", s3test.Options{AccessKey: minio.AccessKey, SecretKey: minio.SecretKey, Region: minio.Region})
+	startController(t, r2YAML(eu), nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns}, Spec: v1.BucketySpec{
+		Backend: "r2", Name: ns + suffix, RetentionPolicy: v1.RetentionDelete, Parameters: params}}
+	create(t, b)
+	create(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "data"}, CredentialsSecretName: "reader"}})
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	return eu, ns, b
+}
+
 // TestDeleteGoesWhereTheClaimSays (item 2): a tenant deletes a Buckety an
 // access holds, then changes spec.parameters.jurisdiction while it waits
 // (no webhook here: the controller must hold on its own), then deletes the
@@ -56,18 +75,8 @@ func r2YAML(eu *s3test.Server) string {
 // the EU, and never the same-named bucket on the account endpoint, which
 // it never inspected or claimed.
 func TestDeleteGoesWhereTheClaimSays(t *testing.T) {
-	needInfra(t)
-	eu := s3test.Start(t, "minio", s3test.Options{AccessKey: minio.AccessKey, SecretKey: minio.SecretKey, Region: minio.Region})
-	startController(t, r2YAML(eu), nil, time.Hour)
-	ns := namespace(t)
-	removeWhileRunning(t, ns)
-	ctx := context.Background()
-	name := ns + "-eu-data"
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns}, Spec: v1.BucketySpec{
-		Backend: "r2", Name: name, RetentionPolicy: v1.RetentionDelete, Parameters: map[string]string{"jurisdiction": "eu"}}}
-	create(t, b)
-	create(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "data"}, CredentialsSecretName: "reader"}})
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	eu, ns, b := readyR2Bucket(t, "-eu-data", map[string]string{"jurisdiction": "eu"})
+	ctx, name := context.Background(), b.Spec.Name
 	if cl, ok := claimOn(t, "r2", name); !ok || cl.Spec.Location["jurisdiction"] != "eu" {
 		t.Fatalf("want the claim to record jurisdiction eu, got %+v", cl)
 	}
@@ -106,18 +115,8 @@ func TestDeleteGoesWhereTheClaimSays(t *testing.T) {
 // location at all, which read as "made before claims recorded it", and
 // every call went where the spec said by then.
 func TestDeleteWithNoJurisdictionStaysHome(t *testing.T) {
-	needInfra(t)
-	eu := s3test.Start(t, "minio", s3test.Options{AccessKey: minio.AccessKey, SecretKey: minio.SecretKey, Region: minio.Region})
-	startController(t, r2YAML(eu), nil, time.Hour)
-	ns := namespace(t)
-	removeWhileRunning(t, ns)
-	ctx := context.Background()
-	name := ns + "-data"
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns}, Spec: v1.BucketySpec{
-		Backend: "r2", Name: name, RetentionPolicy: v1.RetentionDelete}}
-	create(t, b)
-	create(t, &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "data"}, CredentialsSecretName: "reader"}})
-	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	eu, ns, b := readyR2Bucket(t, "-data", nil)
+	ctx, name := context.Background(), b.Spec.Name
 	if cl, ok := claimOn(t, "r2", name); !ok || cl.Spec.Location == nil {
 		t.Fatalf("want the claim to record that the bucket has no jurisdiction, got %+v", cl)
 	}
