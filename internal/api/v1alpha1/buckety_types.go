@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // RetentionPolicy says what happens to the backend resource when its Buckety
@@ -259,6 +260,12 @@ type DrainStatus struct {
 	Request string `json:"request"`
 	// Phase is Draining, Drained, Cancelled or Refused.
 	Phase DrainPhase `json:"phase"`
+	// UID is the metadata.uid of the Buckety the drain started on. A
+	// status restored from a backup onto a new object names another, and
+	// its drain is refused, not resumed: it would empty what was written
+	// since the backup.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 	// Message says why a drain was cancelled or refused, or what its last
 	// pass failed on.
 	// +optional

@@ -144,10 +144,22 @@ func drainRequest(b *v1.Buckety, now time.Time) drainTransition {
 		tr.events = append(tr.events, drainEvent{corev1.EventTypeNormal, v1.EventDrainCancelled,
 			fmt.Sprintf("drain %q cancelled (%s) after deleting %s", st.Request, why, contentWords(b, st.Deleted))})
 	}
+	if st != nil && st.Phase == v1.DrainPhaseDraining && restoredDrain(b, st) {
+		// A status restored from a backup taken mid-drain, onto a new
+		// object: the drain it records ended long ago, or never will on
+		// this resource, and resuming it would empty what was written
+		// since the backup.
+		refuse(st, t, fmt.Sprintf("status.drain was restored from a backup (it names Buckety UID %q, this one is %q): a restored drain is not resumed, so nothing written since the backup is emptied; set a new spec.drain.request to drain it", st.UID, b.UID))
+		if st.UID == "" {
+			st.Message = "status.drain was restored from a backup (it records a drain in progress on a Buckety created with that request): a restored drain is not resumed, so nothing written since the backup is emptied; set a new spec.drain.request to drain it"
+		}
+		tr.events = append(tr.events, drainEvent{corev1.EventTypeWarning, v1.EventDrainRefused, st.Message})
+		return tr
+	}
 	if spec == nil || (st != nil && st.Request == spec.Request) {
 		return tr
 	}
-	next := &v1.DrainStatus{Request: spec.Request, Phase: v1.DrainPhaseDraining, StartTime: &t, LastProgressTime: &t, Earlier: earlierDrains(st)}
+	next := &v1.DrainStatus{Request: spec.Request, Phase: v1.DrainPhaseDraining, UID: b.UID, StartTime: &t, LastProgressTime: &t, Earlier: earlierDrains(st)}
 	b.Status.Drain = next
 	switch {
 	case slices.Contains(next.Earlier, spec.Request):
@@ -173,6 +185,17 @@ func drainRequest(b *v1.Buckety, now time.Time) drainTransition {
 	return tr
 }
 
+// restoredDrain reports whether status.drain st, Draining, was not
+// started on Buckety b but restored onto it: it names another object's
+// UID, or (recorded before status.drain.uid) b is at its first generation,
+// where a drain never starts.
+func restoredDrain(b *v1.Buckety, st *v1.DrainStatus) bool {
+	if st.UID != "" {
+		return st.UID != b.UID
+	}
+	return b.Generation <= 1
+}
+
 // earlierDrains are the requests handled before the one after st: st's
 // earlier ones and its own, the oldest dropped past v1.MaxEarlierDrains.
 func earlierDrains(st *v1.DrainStatus) []string {
@@ -187,6 +210,14 @@ func earlierDrains(st *v1.DrainStatus) []string {
 		out = out[n:]
 	}
 	return out
+}
+
+// drainPhase is b's status.drain's request and phase, "" without one.
+func drainPhase(b *v1.Buckety) string {
+	if b.Status.Drain == nil {
+		return ""
+	}
+	return b.Status.Drain.Request + "/" + string(b.Status.Drain.Phase)
 }
 
 func requestOf(d *v1.DrainSpec) string {
@@ -300,7 +331,7 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	// one whose cache may not show that write yet: it would see the drain
 	// still running, or not begun, and empty the resource again, with
 	// what its tenant wrote once it read Drained.
-	switch ended, gone, err := r.drainEnded(ctx, b, st.Request); {
+	switch ended, gone, calledOff, err := r.drainEnded(ctx, b, st.Request); {
 	case err != nil:
 		f.claimErr = err
 		return terms.interval
@@ -308,6 +339,13 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 		// Deleted, or deleted and made again under its name (which may
 		// re-attach the same resource): nothing of this drain runs on.
 		return 0
+	case calledOff:
+		// The server's spec no longer asks for this drain (removed or
+		// changed, or the Buckety is being deleted) but this pass's cache
+		// does not show it yet: no step, which would delete what the
+		// tenant wrote after the cancel. The pass the update brings
+		// records the cancel; this one comes back in case it does not.
+		return drainProgressGap
 	case ended != nil:
 		// What this pass's stale cache started is not news: no event.
 		b.Status.Drain = ended
@@ -346,8 +384,10 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 // Cancelled or Refused, or handled before a newer request), nil when it
 // does not (still Draining, or not recorded yet: this pass starts it).
 // gone is true when b is no longer there (deleted, or replaced by another
-// Buckety of its name).
-func (r *Reconciler) drainEnded(ctx context.Context, b *v1.Buckety, request string) (ended *v1.DrainStatus, gone bool, err error) {
+// Buckety of its name); calledOff when the server's b no longer asks for
+// request (spec.drain removed or changed) or is being deleted, which this
+// pass's cache may not show yet.
+func (r *Reconciler) drainEnded(ctx context.Context, b *v1.Buckety, request string) (ended *v1.DrainStatus, gone, calledOff bool, err error) {
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
@@ -355,20 +395,20 @@ func (r *Reconciler) drainEnded(ctx context.Context, b *v1.Buckety, request stri
 	cur := &v1.Buckety{}
 	if err := reader.Get(ctx, ctrl.ObjectKeyFromObject(b), cur); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, true, nil
+			return nil, true, false, nil
 		}
-		return nil, false, fmt.Errorf("read Buckety %s/%s before a drain step: %w", b.Namespace, b.Name, err)
+		return nil, false, false, fmt.Errorf("read Buckety %s/%s before a drain step: %w", b.Namespace, b.Name, err)
 	}
 	d := cur.Status.Drain
 	switch {
 	case cur.UID != b.UID:
-		return nil, true, nil
-	case d == nil:
-		return nil, false, nil
-	case d.Request == request && d.Phase != v1.DrainPhaseDraining, d.Request != request && slices.Contains(d.Earlier, request):
-		return d.DeepCopy(), false, nil
+		return nil, true, false, nil
+	case d != nil && (d.Request == request && d.Phase != v1.DrainPhaseDraining || d.Request != request && slices.Contains(d.Earlier, request)):
+		return d.DeepCopy(), false, false, nil
+	case !cur.DeletionTimestamp.IsZero() || requestOf(cur.Spec.Drain) != request:
+		return nil, false, true, nil
 	}
-	return nil, false, nil
+	return nil, false, false, nil
 }
 
 // drainCalledOff is the drain step's DrainLimits.Stop: true once the

@@ -76,6 +76,59 @@ func TestDrainCalledOff(t *testing.T) {
 	}
 }
 
+// TestDrainEndedReadsTheServersSpec: before a step, the server's Buckety
+// is read (drainEnded); a step whose cache still shows the request, while
+// the server's spec.drain no longer asks for it (removed, changed) or the
+// Buckety is being deleted, is called off before it deletes anything: the
+// tenant may have written after the cancel, and a step deletes up to
+// --drain-units entries.
+func TestDrainEndedReadsTheServersSpec(t *testing.T) {
+	s := testScheme(t)
+	ctx := context.Background()
+	base := func() *v1.Buckety {
+		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "orders", UID: "uid-orders", Finalizers: []string{v1.Finalizer}},
+			Spec: v1.BucketySpec{Backend: "s3", Drain: &v1.DrainSpec{Request: "r1"}}}
+		b.Status.Drain = &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining, UID: "uid-orders"}
+		return b
+	}
+	for _, c := range []struct {
+		name                    string
+		now                     func(c client.Client, b *v1.Buckety) error
+		wantCalledOff, wantGone bool
+	}{
+		{"still asked for", func(client.Client, *v1.Buckety) error { return nil }, false, false},
+		{"spec.drain removed", func(c client.Client, b *v1.Buckety) error { b.Spec.Drain = nil; return c.Update(ctx, b) }, true, false},
+		{"another request", func(c client.Client, b *v1.Buckety) error { b.Spec.Drain.Request = "r2"; return c.Update(ctx, b) }, true, false},
+		{"being deleted", func(c client.Client, b *v1.Buckety) error { return c.Delete(ctx, b) }, true, false},
+		{"gone", func(c client.Client, b *v1.Buckety) error {
+			b.Finalizers = nil
+			if err := c.Update(ctx, b); err != nil {
+				return err
+			}
+			return c.Delete(ctx, b)
+		}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithScheme(s).WithObjects(base()).WithStatusSubresource(&v1.Buckety{}).Build()
+			r := &Reconciler{Client: cl, APIReader: cl}
+			cached := &v1.Buckety{}
+			if err := cl.Get(ctx, client.ObjectKey{Namespace: "team", Name: "orders"}, cached); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.now(cl, cached.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			ended, gone, calledOff, err := r.drainEnded(ctx, cached, "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ended != nil || gone != c.wantGone || calledOff != c.wantCalledOff {
+				t.Errorf("want ended nil, gone %v, called off %v; got %+v, %v, %v", c.wantGone, c.wantCalledOff, ended, gone, calledOff)
+			}
+		})
+	}
+}
+
 // testScheme has buckety's kinds and client-go's.
 func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()

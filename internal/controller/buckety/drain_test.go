@@ -21,7 +21,7 @@ var t0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 func at(d time.Duration) *metav1.Time { t := metav1.NewTime(t0.Add(d)); return &t }
 
 func drainingBuckety(gen int64, spec *v1.DrainSpec, st *v1.DrainStatus) *v1.Buckety {
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: gen}}
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: gen, UID: "uid-b"}}
 	b.Spec.Drain, b.Status.Drain = spec, st
 	b.Status.Driver = "s3"
 	b.Status.Provenance = v1.ProvenanceCreated
@@ -53,6 +53,16 @@ func TestDrainRequest(t *testing.T) {
 		{name: "removing spec.drain after completion keeps the record", gen: 4, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDrained}, wantPhase: v1.DrainPhaseDrained, wantReq: "r1"},
 		{name: "an earlier request set again (a revert in Git) is refused", gen: 6, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r2", Phase: v1.DrainPhaseDraining, Earlier: []string{"r1"}},
 			wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainCancelled, v1.EventDrainRefused}},
+		{name: "a drain restored with its status onto a new object is refused, not resumed", gen: 1, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining, UID: "uid-before"},
+			wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainRefused}},
+		{name: "a restored drain edited since is refused, not resumed", gen: 3, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining, UID: "uid-before"},
+			wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainRefused}},
+		{name: "a restored drain recorded without its UID, at generation 1, is refused", gen: 1, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining},
+			wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainRefused}},
+		{name: "a drain this object started goes on", gen: 3, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining, UID: "uid-b"},
+			wantPhase: v1.DrainPhaseDraining, wantReq: "r1"},
+		{name: "a drain started before status.drain.uid goes on", gen: 3, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r1", Phase: v1.DrainPhaseDraining},
+			wantPhase: v1.DrainPhaseDraining, wantReq: "r1"},
 		{name: "an earlier request set again after the next completed is refused", gen: 6, spec: &v1.DrainSpec{Request: "r1"}, st: &v1.DrainStatus{Request: "r2", Phase: v1.DrainPhaseDrained, Earlier: []string{"r0", "r1"}},
 			wantPhase: v1.DrainPhaseRefused, wantReq: "r1", wantEvents: []string{v1.EventDrainRefused}},
 	} {
@@ -82,7 +92,10 @@ func TestDrainRequest(t *testing.T) {
 			if c.st != nil && c.st.Request != st.Request && !slices.Contains(st.Earlier, c.st.Request) {
 				t.Errorf("want the request before, %q, among status.drain.earlier, got %v", c.st.Request, st.Earlier)
 			}
-			if st.Phase == v1.DrainPhaseDraining && (st.StartTime == nil || !st.StartTime.Time.Equal(t0) || st.LastProgressTime == nil) {
+			if len(c.wantEvents) > 0 && c.wantEvents[len(c.wantEvents)-1] == v1.EventDrainStarted && st.UID != b.UID {
+				t.Errorf("a started drain records the Buckety's UID %q: got %q", b.UID, st.UID)
+			}
+			if st.Phase == v1.DrainPhaseDraining && c.wantEvents != nil && (st.StartTime == nil || !st.StartTime.Time.Equal(t0) || st.LastProgressTime == nil) {
 				t.Errorf("a started drain records its start: got %+v", st)
 			}
 		})

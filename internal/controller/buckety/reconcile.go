@@ -247,7 +247,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if w := f.settleIn; w > 0 && w < requeue.RequeueAfter {
 		requeue.RequeueAfter = w
 	}
-	if w := r.drainPass(ctx, b, e, f); w > 0 && w < requeue.RequeueAfter {
+	before := drainPhase(b)
+	w := r.drainPass(ctx, b, e, f)
+	if drainPhase(b) != before {
+		// Drained, Refused or taken from the server: the status write is
+		// not held back (a crash before it would leave the server's
+		// Draining for the next owner to run another step on).
+		f.drainTouched = true
+	}
+	if w > 0 && w < requeue.RequeueAfter {
 		requeue.RequeueAfter = w
 	}
 	if err != nil || !ok {
