@@ -32,6 +32,13 @@ func (r *Reconciler) reconcileAccesses(ctx context.Context, b *v1.Buckety, f *fa
 	accesses, foreign := ownAndForeign(b, all)
 	b.Status.SharedWith = sharedWith(b, foreign)
 	if err := r.reconcileImplicit(ctx, b, accesses, f); err != nil {
+		// Refused (the access webhook's limit, a ResourceQuota), or the
+		// API server did not answer: Ready says so, where the chain,
+		// with no access pending, would say the Buckety is in sync and
+		// no Secret would ever come.
+		if f.implicitErr == "" {
+			f.implicitErr = "spec.defaultAccess: the implicit BucketyAccess could not be written, retrying: " + err.Error()
+		}
 		return err
 	}
 	f.accessesChecked = true

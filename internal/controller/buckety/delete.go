@@ -126,6 +126,13 @@ func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(cont
 	for i := range accesses {
 		a := &accesses[i]
 		if IsImplicit(a, b) {
+			if !a.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(a, v1.Finalizer) {
+				// Being deleted with buckety's part of it done, kept only
+				// by someone else's finalizer (a tenant's, a policy
+				// tool's): as for an explicit access below, that must
+				// not keep the Buckety waiting for ever.
+				continue
+			}
 			f.waitingImplicit = true
 			if a.DeletionTimestamp.IsZero() {
 				if _, err := deleteImplicit(ctx, r.Client, a); err != nil {

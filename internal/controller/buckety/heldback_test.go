@@ -55,6 +55,32 @@ func TestAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
 	}
 }
 
+// TestImplicitAccessKeptByAnotherFinalizerHoldsNothing: the implicit
+// access, as an explicit one, being deleted with buckety's part done
+// (its finalizer gone) but kept by someone else's finalizer (a tenant's,
+// a policy tool's) does not keep the Buckety's deletion waiting for ever;
+// one still carrying buckety's finalizer does.
+func TestImplicitAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders", UID: "uid-orders"}}
+	now := metav1.Now()
+	implicit := func(finalizers ...string) v1.BucketyAccess {
+		yes := true
+		return v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders", Finalizers: finalizers, DeletionTimestamp: &now,
+			Labels:          map[string]string{v1.ImplicitLabel: "true"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "Buckety", Name: "orders", UID: "uid-orders", Controller: &yes}}},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "creds"}}
+	}
+	r := &Reconciler{}
+	held, f, err := heldBackOn(r, b, []v1.BucketyAccess{implicit("x.example/pin")})
+	if err != nil || held || f.waitingImplicit {
+		t.Errorf("implicit access kept only by another's finalizer: want the deletion to go on, got held %v, waiting for it %v (%v)", held, f.waitingImplicit, err)
+	}
+	held, f, err = heldBackOn(r, b, []v1.BucketyAccess{implicit("x.example/pin", v1.Finalizer)})
+	if err != nil || !held || !f.waitingImplicit {
+		t.Errorf("implicit access still revoking: want the deletion to wait for it, got held %v, waiting for it %v (%v)", held, f.waitingImplicit, err)
+	}
+}
+
 // TestWithdrawnAccessChangedSince: Buckety payments/orders, being deleted,
 // shares ReadOnly with namespace consumer. Consumer's accesses were
 // withdrawn (NotShared, nothing held; never Ready since, so their

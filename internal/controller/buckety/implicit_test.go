@@ -2,11 +2,16 @@ package buckety
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 )
@@ -48,5 +53,36 @@ func TestImplicitAccessNameTooLong(t *testing.T) {
 		if ready.Status != metav1.ConditionFalse || ready.Reason != v1.ReasonAccessesNotReady || !strings.Contains(ready.Message, want) {
 			t.Errorf("64 characters: want Ready=False (%s) saying %q, got %s (%s: %s)", v1.ReasonAccessesNotReady, want, ready.Status, ready.Reason, ready.Message)
 		}
+	}
+}
+
+// TestImplicitAccessRefusedIsNotReady: a provisioned Buckety whose
+// implicit access cannot be created (the access webhook refuses it for
+// the namespace's access limit, a ResourceQuota on bucketyaccesses, the
+// webhook down) is not Ready: Ready says why, with the refusal, where it
+// said "in sync" and kubectl wait returned with no Secret ever to come.
+func TestImplicitAccessRefusedIsNotReady(t *testing.T) {
+	ctx := context.Background()
+	r := accessesEnv(t)
+	refusal := `admission webhook "bucketyaccesses.buckety.yolean.se" denied the request: spec: namespace team holds 5 accesses on backend kafka, its limit (limits.accessesPerNamespace)`
+	r.Client = interceptor.NewClient(r.Client.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*v1.BucketyAccess); ok {
+				return apierrors.NewForbidden(schema.GroupResource{Group: v1.GroupVersion.Group, Resource: "bucketyaccesses"}, obj.GetName(), errors.New(refusal))
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "orders", UID: "b-uid", Generation: 1},
+		Spec: v1.BucketySpec{Backend: "kafka", DefaultAccess: &v1.DefaultAccess{CredentialsSecretName: "creds"}},
+		Status: v1.BucketyStatus{BackendResourceName: "t", Conditions: []metav1.Condition{
+			{Type: v1.ConditionProvisioned, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: v1.ReasonReconciled}}}}
+	f := &facts{provisioned: true}
+	if err := r.reconcileAccesses(ctx, b, f); err == nil {
+		t.Fatal("want the refused create's error, for the pass to be retried")
+	}
+	ready := find(conditions(b, f), v1.ConditionReady)
+	if ready.Status == metav1.ConditionTrue || ready.Reason != v1.ReasonAccessesNotReady || !strings.Contains(ready.Message, "limits.accessesPerNamespace") {
+		t.Errorf("want Ready=False (%s) with the refusal, got %s (%s: %s)", v1.ReasonAccessesNotReady, ready.Status, ready.Reason, ready.Message)
 	}
 }
