@@ -62,7 +62,7 @@ func (*Driver) Schemas() drivers.Schemas {
 		Description: "Bucket versioning. \"false\" suspends versioning on a bucket where it was enabled (S3 cannot remove it). Reconciled: out-of-band changes are reverted. Omitted: never touched. Capability-gated (x-buckety-capabilities): only for backends with implementation aws, minio, versitygw or seaweedfs (R2 has no versioning; VersityGW needs --versioning-dir).",
 	})
 	props.Set(ParamLifecycle, &jsonschema.Schema{
-		Type: "string", Pattern: `^\s*\{.*\}\s*$`,
+		Type: "string", Pattern: `^\s*\{[\s\S]*\}\s*$`,
 		Description: `The portable lifecycle subset as a JSON object: {"expirationDays": N, "prefix": "logs/", "abortIncompleteMultipartUploadDays": N}; at least one of the day counts. buckety owns one rule (ID "buckety"); reconciled. Omitted: buckety's rule is removed, other rules are left alone. Anything outside the subset is rejected. Capability-gated (x-buckety-capabilities): only for backends with implementation aws, minio or r2 (VersityGW does not implement lifecycle).`,
 	})
 	props.Set(ParamJurisdiction, &jsonschema.Schema{

@@ -42,6 +42,10 @@ func TestSchemaAgreesOnQuotasAndAnonymousRead(t *testing.T) {
 		{"anonymous read", minio, map[string]string{"anonymousRead": "true"}, nil},
 		{"anonymous read yes", minio, map[string]string{"anonymousRead": "yes"}, []string{"anonymousRead"}},
 		{"anonymous read on aws", &Config{Implementation: ImplAWS}, map[string]string{"anonymousRead": "true"}, []string{"anonymousRead"}},
+		// A YAML block scalar (lifecycle: |) holds the object over lines.
+		{"lifecycle over lines", minio, map[string]string{"lifecycle": "{\n  \"expirationDays\": 30,\n  \"prefix\": \"logs/\"\n}\n"}, nil},
+		{"lifecycle on one line", minio, map[string]string{"lifecycle": `{"expirationDays": 30}`}, nil},
+		{"lifecycle not an object", minio, map[string]string{"lifecycle": "[30]"}, []string{"lifecycle"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := field.NewPath("spec", "parameters")
