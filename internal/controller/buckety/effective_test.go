@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/drivertest"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
@@ -83,5 +85,44 @@ func TestEffectiveParameters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// gatedDriver refuses the parameter "gated" as a driver refuses one its
+// backend's config no longer allows (s3's anonymousRead without
+// allowAnonymousRead): unless it is unchanged from old, which it warns
+// of.
+type gatedDriver struct{ drivertest.Driver }
+
+func (d *gatedDriver) ValidateParameters(p *field.Path, _ drivers.Config, old, new map[string]string) ([]string, field.ErrorList) {
+	v, ok := new["gated"]
+	switch {
+	case !ok:
+		return nil, nil
+	case old != nil && old["gated"] == v:
+		return []string{"gated: kept because it is unchanged"}, nil
+	}
+	return nil, field.ErrorList{field.Forbidden(p.Key("gated"), "the backend no longer allows it")}
+}
+
+// TestWithdrawnParameterOfAProvisionedBuckety: a provisioned Buckety
+// whose parameter its backend's config no longer allows is validated as
+// admission validates an unchanged value (kept, with a warning), so its
+// Ensure runs and undoes what it can (a withdrawn anonymous read's
+// statement is removed, with a shortfall); refused, no Ensure ran, and
+// the bucket stayed public. A Buckety not yet provisioned is refused it.
+func TestWithdrawnParameterOfAProvisionedBuckety(t *testing.T) {
+	e := &backends.Entry{Name: "objects", Driver: &gatedDriver{}, Config: &config.Backend{Name: "objects"}}
+	for _, provisioned := range []bool{true, false} {
+		b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "files", Generation: 2},
+			Spec: v1.BucketySpec{Backend: "objects", Parameters: map[string]string{"gated": "true"}}}
+		if provisioned {
+			b.Status.Provenance = v1.ProvenanceCreated
+		}
+		f := &facts{}
+		ok := (&Reconciler{}).validateParameters(b, e, f)
+		if ok != provisioned {
+			t.Errorf("provisioned %v: want valid %v, got %v (%s)", provisioned, provisioned, ok, f.invalidParams)
+		}
 	}
 }

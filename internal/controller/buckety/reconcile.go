@@ -363,7 +363,20 @@ func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *fac
 	errs := v1.ValidateParameterBounds(p, b.Spec.Parameters)
 	if len(errs) == 0 {
 		// The driver judges what it will get: the spec over the defaults.
-		_, errs = e.Driver.ValidateParameters(p, e.Config.Options(), nil, config.Effective(b.Spec.Parameters, f.defaults))
+		// For a Buckety already provisioned, what it gets is also what it
+		// had: a value the backend's config no longer allows (its
+		// operator withdrew allowAnonymousRead, or changed the
+		// implementation) is, as at admission, kept because unchanged,
+		// and its Ensure says it is not applied (a shortfall) and undoes
+		// what it can, as the driver documents. Refused here, no Ensure
+		// would run: a bucket whose anonymous read was withdrawn would
+		// stay public. A Buckety not yet provisioned is refused it.
+		effective := config.Effective(b.Spec.Parameters, f.defaults)
+		var had map[string]string
+		if b.Status.Provenance != "" {
+			had = effective
+		}
+		_, errs = e.Driver.ValidateParameters(p, e.Config.Options(), had, effective)
 		errs = append(errs, e.Config.CheckParameterLimits(p, b.Spec.Parameters)...)
 	}
 	if len(errs) > 0 {
