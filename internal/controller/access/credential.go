@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -520,8 +521,21 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 		}
 		f.synced, f.secretName = true, a.Spec.CredentialsSecretName
 		// The Secret is this generation's of every Buckety: a Buckety
-		// edited meanwhile finds its access caught up.
+		// edited meanwhile finds its access caught up. status.withdrawn,
+		// which lets a Buckety's deletion go on without the access,
+		// gains nothing here: nothing took the kept credential's rights
+		// on one that stopped sharing since away. giveUp's withdrawal
+		// lists it once those are revoked (withdraw); until then only
+		// those an earlier pass took away (a Drop written, a
+		// withdrawal) stay listed.
+		before := a.Status.Withdrawn
 		on.written(a, e.Name)
+		a.Status.Withdrawn = nil
+		for _, k := range on.withdrawn {
+			if slices.Contains(before, k) {
+				a.Status.Withdrawn = append(a.Status.Withdrawn, k)
+			}
+		}
 		return true, nil
 	}
 	if _, err := r.revokeAll(ctx, a, f); err != nil {

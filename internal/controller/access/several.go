@@ -53,12 +53,13 @@ func (t target) key(a *v1.BucketyAccess) string { return a.RefKey(t.ref) }
 
 // resolveSeveral is buckety for an access naming several Bucketies: each
 // resolved by bucketyOf, all on one backend. ok is false, the reason in f,
-// when the access must wait, or is withdrawn (f.notShared): from every
-// one, or from one while another waits.
+// when the access must wait or is invalid (f.invalid: its Bucketies on
+// more than one backend), or is withdrawn (f.notShared): from every one,
+// or from one while another waits or the access is invalid.
 func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f *facts) (*grantedOn, *backends.Entry, bool, error) {
 	on := &grantedOn{several: true}
 	var e *backends.Entry
-	waiting := false
+	waiting, invalid := false, false
 	// elsewhereWhy keeps why the first Buckety whose resource is not this
 	// installation's revokes the access (f.elsewhere), which a later
 	// one's wait would otherwise overwrite.
@@ -89,20 +90,33 @@ func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f 
 			continue
 		}
 		if e != nil && be.Name != e.Name {
-			f.invalid = field.Invalid(field.NewPath("spec", "bucketyRefs").Index(i), ref.Name, fmt.Sprintf("Buckety %s is on backend %s and %s on backend %s: the Bucketies of one access share one backend", refNameOf(a, ref), be.Name, refNameOf(a, on.targets[0].ref), e.Name)).Error()
-			return nil, nil, false, nil
+			// The others are still looked at, as for one that waits: one
+			// that stopped sharing is taken back now (below), not kept
+			// for as long as the access stays invalid.
+			if !invalid {
+				f.invalid = field.Invalid(field.NewPath("spec", "bucketyRefs").Index(i), ref.Name, fmt.Sprintf("Buckety %s is on backend %s and %s on backend %s: the Bucketies of one access share one backend", refNameOf(a, ref), be.Name, refNameOf(a, on.targets[0].ref), e.Name)).Error()
+			}
+			invalid = true
+			continue
 		}
 		e = be
 		on.targets = append(on.targets, target{ref: ref, b: b})
 	}
 	switch {
-	case len(on.withdrawn) > 0 && (waiting || len(on.targets) == 0):
+	case len(on.withdrawn) > 0 && (waiting || invalid || len(on.targets) == 0):
 		// Every one stopped sharing, or the rest cannot be granted now
-		// to take the one that did away alone: the access gives up
-		// everything, and is granted afresh once they can be.
-		f.notShared = strings.Join(on.why, "; ")
+		// (one waits, or they are on more than one backend) to take the
+		// one that did away alone: the access gives up everything, and
+		// is granted afresh once they can be.
+		why := strings.Join(on.why, "; ")
+		if waiting || invalid {
+			// What holds the rest, as giveUp says it (readiness names
+			// it while f.notShared is empty).
+			why += fmt.Sprintf("; and the access cannot be granted on the rest now (%s), so it gives up all of them until it can", readiness(a, f).ready.Message)
+		}
+		f.notShared = why
 		return nil, nil, false, nil
-	case waiting:
+	case waiting, invalid:
 		return nil, nil, false, nil
 	}
 	return on, e, true, nil
