@@ -49,6 +49,10 @@ type Facts struct {
 	// credentials) or when it could not be asked (ScopingKnown false).
 	Issuing      *drivers.Issuing
 	IssuingKnown bool
+	// IssuingErr is the error of asking it, when the probe answered but
+	// the service that issues credentials per access did not (an IAM
+	// endpoint down, an admin API refusing the controller's keys).
+	IssuingErr error
 	// Bucketies and Accesses count the objects on the backend.
 	Bucketies, Accesses int64
 	// Interval is the probe interval.
@@ -78,6 +82,12 @@ func readyCondition(f Facts) metav1.Condition {
 			c.Reason = v1.ReasonProbeFailed
 		}
 		c.Message = truncate(redact(f.ProbeErr.Error()))
+	case f.IssuingErr != nil:
+		// The data endpoint answers, but every access waiting for a key
+		// of its own waits on this: not Reachable, which would keep
+		// BucketyBackendDown quiet while no access gets a key.
+		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable
+		c.Message = truncate("the backend answered the probe, but its service for credentials per access could not be asked, so accesses that need a credential of their own wait: " + redact(f.IssuingErr.Error()))
 	case f.IssuingKnown && f.Issuing != nil && f.Issuing.Required && !f.Issuing.PerAccess:
 		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable
 		c.Message = truncate("the config asks for a credential per access, which the backend cannot issue now, so accesses wait: " + f.Issuing.Reason)

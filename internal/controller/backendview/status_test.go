@@ -33,6 +33,8 @@ func TestReadyCondition(t *testing.T) {
 		{"keys per access required, unavailable", Facts{HasProber: true, Probed: true, IssuingKnown: true, Issuing: &drivers.Issuing{Required: true, Reason: "the admin API answers 501"}},
 			metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable, "the admin API answers 501"},
 		{"keys per access not asked for", Facts{HasProber: true, Probed: true, IssuingKnown: true, Issuing: &drivers.Issuing{Reason: "no credentials in the config"}}, metav1.ConditionTrue, v1.ReasonReachable, "answered"},
+		{"keys per access cannot be asked", Facts{HasProber: true, Probed: true, IssuingErr: &drivers.UnavailableError{Backend: "s3", Err: errors.New("iam: dial tcp 10.0.0.7:8111: connect: connection refused")}},
+			metav1.ConditionFalse, v1.ReasonKeysPerAccessUnavailable, "could not be asked"},
 		{"unreachable wins over scoping", Facts{HasProber: true, Probed: true, ProbeErr: unreachable, IssuingKnown: true, Issuing: &drivers.Issuing{Required: true}}, metav1.ConditionFalse, v1.ReasonEndpointUnreachable, "refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

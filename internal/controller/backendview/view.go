@@ -114,8 +114,12 @@ func (v *View) probe(ctx context.Context, e *backends.Entry, n int64) Facts {
 		f.IssuingKnown = true
 	case f.ProbeErr == nil:
 		sc, err := e.Issuer.Issuing(pctx)
-		if err == nil {
+		switch {
+		case err == nil:
 			f.Issuing, f.IssuingKnown = &sc, true
+		case ctx.Err() == nil:
+			// Not the round's own end (the controller stopping).
+			f.IssuingErr = err
 		}
 	}
 	return f
