@@ -270,7 +270,7 @@ func TestServicesReservedNamesAndLimits(t *testing.T) {
 	if errs := b.CheckParameterLimits(p, map[string]string{"size": "8"}); len(errs) != 0 {
 		t.Errorf("want size 8 allowed, got %v", errs)
 	}
-	for _, v := range []string{"9", "2147483647", "many"} {
+	for _, v := range []string{"9", "2147483647", "many", "-1"} {
 		errs := b.CheckParameterLimits(p, map[string]string{"size": v})
 		if len(errs) != 1 || errs[0].Field != "spec.parameters[size]" || !strings.Contains(errs[0].Error(), "backend b allows at most 8 (limits.parameterMax.size in buckety-controller.yaml)") {
 			t.Errorf("size %s: want one error at spec.parameters[size] naming the limit, got %v", v, errs)

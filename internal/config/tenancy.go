@@ -106,8 +106,15 @@ func (b *Backend) checkBounds(fldPath *field.Path, params map[string]string) fie
 			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at most %d (limits.parameterMax.%s in buckety-controller.yaml): an integer", b.Name, max, k)))
 		case err != nil:
 			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at least %d (limits.parameterMin.%s in buckety-controller.yaml): an integer", b.Name, min, k)))
+		case hasMax && n < 0:
+			// Kafka's -1 (retention.ms, retention.bytes: unlimited):
+			// above any ceiling, not below it.
+			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at most %d (limits.parameterMax.%s in buckety-controller.yaml), and a negative value means unlimited", b.Name, max, k)))
 		case hasMax && n > max:
 			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at most %d (limits.parameterMax.%s in buckety-controller.yaml)", b.Name, max, k)))
+		case hasMin && n < 0:
+			// Unlimited is above a floor: a floor keeps values that load
+			// the shared service (a retention of seconds) out.
 		case hasMin && n < min:
 			errs = append(errs, field.Invalid(fldPath.Key(k), v, fmt.Sprintf("backend %s allows at least %d (limits.parameterMin.%s in buckety-controller.yaml), so that no tenant loads the shared service (%d is below it)", b.Name, min, k, n)))
 		}
