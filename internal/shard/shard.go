@@ -98,6 +98,17 @@ func Selecting(s *Serves) (labels.Selector, error) {
 	return withSlots(labels.Everything(), s)
 }
 
+// Unserved selects the objects no shard's cache holds by their slot label:
+// those without it, and those whose value is not a slot nor Everywhere
+// (ValidValue; the empty value too). The labeller labels them.
+func Unserved() (labels.Selector, error) {
+	out, err := labels.NewRequirement(SlotLabel, selection.NotIn, SlotValues(0, 1))
+	if err != nil {
+		return nil, err
+	}
+	return labels.NewSelector().Add(*out), nil
+}
+
 // Managed selects the objects with buckety's managed-by label: the
 // Secrets the controller's cache holds.
 func Managed() labels.Selector {
@@ -152,21 +163,35 @@ func AccessValue(a *v1.BucketyAccess) string {
 	return SlotValue(a.Namespace)
 }
 
+// ValidValue reports whether v is a SlotLabel value some shard's cache
+// selects: a slot, as SlotValue writes it, or Everywhere. An object with
+// any other value (the empty one too) is read by no shard.
+func ValidValue(v string) bool {
+	if v == Everywhere {
+		return true
+	}
+	s, err := strconv.Atoi(v)
+	return err == nil && s >= 0 && s < Slots && strconv.Itoa(s) == v
+}
+
 // CheckLabel refuses a SlotLabel value a tenant wrote on an object of
 // its namespace, other than want (the value buckety gives the object) or,
-// on update, the value it had (old; nil on create), and on update the
-// label's removal once buckety set it. Without it, the object would be
-// read by a shard that does not serve it, or by none: its credentials
-// never revoked, its limits never counted.
+// on update, the value it had (old; nil on create) if that is a value a
+// shard reads (ValidValue), and on update the label's removal once buckety
+// set it. Without it, the object would be read by a shard that does not
+// serve it, or by none: its credentials never revoked, its limits never
+// counted. An invalid value the object has already (the empty one, written
+// past the webhook or before it ran) is not kept: only want replaces it,
+// as the labeller does, or its removal, which leaves it to the labeller.
 func CheckLabel(labels, old map[string]string, want string) field.ErrorList {
 	path := field.NewPath("metadata", "labels").Key(SlotLabel)
 	v, ok := labels[SlotLabel]
 	was, had := old[SlotLabel]
 	switch {
-	case !ok && had:
+	case !ok && had && ValidValue(was):
 		return field.ErrorList{field.Required(path,
 			fmt.Sprintf("buckety set this label (to %q), to tell which controller shard serves the object: leave it as buckety set it", was))}
-	case !ok, v == want, had && v == was:
+	case !ok, v == want, had && v == was && ValidValue(v):
 		return nil
 	}
 	return field.ErrorList{field.Invalid(path, v,

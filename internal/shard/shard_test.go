@@ -2,6 +2,7 @@ package shard
 
 import (
 	"hash/fnv"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -86,5 +87,79 @@ func TestManagedSecretsLeaveOutEverywhere(t *testing.T) {
 	all, err := ManagedSecrets(nil)
 	if err != nil || !all.Matches(managed(Everywhere)) || !all.Matches(managed(own)) {
 		t.Errorf("one shard: want every managed Secret selected, got %v, %v", all, err)
+	}
+}
+
+// TestCheckLabelRefusesAnInvalidValueKept: an object whose slot label is
+// present but read by no shard (the empty value, which the webhook's
+// match condition once let through on a metadata-only update) may not
+// keep it: a tenant could otherwise hide the object from every shard, a
+// credential left issued after its share was withdrawn. A valid value it
+// has (buckety's, Everywhere once sharing ended) it may keep.
+func TestCheckLabelRefusesAnInvalidValueKept(t *testing.T) {
+	own, other := SlotValue("payments"), SlotValue("payments-x")
+	if own == other {
+		t.Fatalf("the test needs two namespaces of different slots; both are in %s", own)
+	}
+	slot := func(v string) map[string]string { return map[string]string{SlotLabel: v} }
+	for _, c := range []struct {
+		name       string
+		labels     map[string]string
+		old        map[string]string
+		refusedFor string
+	}{
+		{"create with the empty value", slot(""), nil, "Invalid value"},
+		{"update keeping the empty value", slot(""), slot(""), "Invalid value"},
+		{"update setting the empty value", slot(""), nil, "Invalid value"},
+		{"update keeping a value no shard reads", slot("abc"), slot("abc"), "Invalid value"},
+		{"update keeping a slot out of range", slot("256"), slot("256"), "Invalid value"},
+		{"update keeping a slot not as SlotValue writes it", slot("0" + own), slot("0" + own), "Invalid value"},
+		{"update removing the label buckety set", nil, slot(own), "Required value"},
+		{"update moving it to another slot", slot(other), slot(own), "Invalid value"},
+		{"create without the label", nil, nil, ""},
+		{"update setting buckety's value over the empty one", slot(own), slot(""), ""},
+		{"update removing the empty value", nil, slot(""), ""},
+		{"update keeping buckety's value", slot(own), slot(own), ""},
+		{"update keeping another valid slot it had", slot(other), slot(other), ""},
+		{"update keeping Everywhere", slot(Everywhere), slot(Everywhere), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			errs := CheckLabel(c.labels, c.old, own)
+			switch {
+			case c.refusedFor == "" && len(errs) > 0:
+				t.Errorf("want admitted, got %v", errs.ToAggregate())
+			case c.refusedFor != "" && (len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), c.refusedFor)):
+				t.Errorf("want refused (%s), got %v", c.refusedFor, errs.ToAggregate())
+			}
+		})
+	}
+}
+
+// TestUnservedSelectsWhatNoShardReads: the labeller's selector holds an
+// object without the slot label, or with a value no shard's cache selects
+// (the empty one too), and nothing a shard reads.
+func TestUnservedSelectsWhatNoShardReads(t *testing.T) {
+	sel, err := Unserved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []labels.Set{{}, {"team": "a"}, {SlotLabel: ""}, {SlotLabel: "abc"}, {SlotLabel: "256"}, {SlotLabel: "-1"}, {SlotLabel: "01"}} {
+		if !sel.Matches(l) {
+			t.Errorf("%v: not selected by %s, but no shard reads it", l, sel)
+		}
+		if ValidValue(l[SlotLabel]) {
+			t.Errorf("%v: ValidValue says a shard reads it", l)
+		}
+	}
+	const shards = 3
+	for k := range shards {
+		for _, v := range SlotValues(k, shards) {
+			if sel.Matches(labels.Set{SlotLabel: v}) {
+				t.Errorf("%s=%s: selected by %s, but shard %d reads it", SlotLabel, v, sel, k)
+			}
+			if !ValidValue(v) {
+				t.Errorf("%s: ValidValue says no shard reads it, but shard %d does", v, k)
+			}
+		}
 	}
 }

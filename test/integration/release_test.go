@@ -38,9 +38,10 @@ import (
 )
 
 // specChanged is the deployed webhooks' match condition: CREATE always,
-// UPDATE only when spec changed or the slot label did (a tenant's edit of
-// the label would take the object out of its shard's cache).
-const specChanged = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec || (has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels ? object.metadata.labels['buckety.yolean.se/slot'] : '') != (has(oldObject.metadata.labels) && 'buckety.yolean.se/slot' in oldObject.metadata.labels ? oldObject.metadata.labels['buckety.yolean.se/slot'] : '')"
+// UPDATE only when spec changed or the slot label did, its presence or
+// its value (a tenant's edit of the label would take the object out of
+// its shard's cache).
+const specChanged = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec || (has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels) != (has(oldObject.metadata.labels) && 'buckety.yolean.se/slot' in oldObject.metadata.labels) || (has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels ? object.metadata.labels['buckety.yolean.se/slot'] : '') != (has(oldObject.metadata.labels) && 'buckety.yolean.se/slot' in oldObject.metadata.labels ? oldObject.metadata.labels['buckety.yolean.se/slot'] : '')"
 
 const testDigest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 

@@ -101,9 +101,16 @@ func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backe
 	// Every shard's controllers have the same names, in one process.
 	o.SkipNameValidation = true
 	grace := 30 * time.Second
+	// A warm cache taken (take removed it from warmCaches, whose warm no
+	// longer stops it) is stopped on every way out: once the manager has
+	// started it (adoptedCache.Start) the manager stops it, but a give-up
+	// before that (wire's first lists fail when ctx ends before the caches
+	// synced, a shard handed back at once) would otherwise leave a whole
+	// shard's informers and watches running until the process exits.
+	// Stopping it again after the manager did is harmless.
+	defer warmed.end()
 	co, err := shardCacheOptions(serves)
 	if err != nil {
-		warmed.end()
 		return err
 	}
 	mo := ctrl.Options{
@@ -124,7 +131,6 @@ func runShard(ctx context.Context, o Options, scheme *runtime.Scheme, set *backe
 	// wait behind each other and the API server closes them as unresponsive.
 	mgr, err := ctrl.NewManager(ownConnection(o.RESTConfig), mo)
 	if err != nil {
-		warmed.end()
 		return fmt.Errorf("shard %d: create manager: %w", k, err)
 	}
 	if _, err := wire(ctx, mgr, o, set, serves); err != nil {

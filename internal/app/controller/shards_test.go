@@ -1,14 +1,23 @@
 package controller
 
 import (
+	"context"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr/testr"
 	"k8s.io/client-go/rest"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
 // The Assigner's client and each shard's manager must not share one
@@ -70,5 +79,57 @@ func TestOwnConnectionIsNotShared(t *testing.T) {
 	}
 	if cfg.Dial != nil {
 		t.Error("ownConnection changed the config it was given")
+	}
+}
+
+// unsyncedCache is a cache whose informers never sync: GetInformer waits,
+// as a cache's does, until its context ends, then fails.
+type unsyncedCache struct {
+	ctrlcache.Cache
+	asked atomic.Int32
+}
+
+func (c *unsyncedCache) GetInformer(ctx context.Context, _ client.Object, _ ...ctrlcache.InformerGetOption) (ctrlcache.Informer, error) {
+	c.asked.Add(1)
+	<-ctx.Done()
+	return nil, fmt.Errorf("informer not synced: %w", ctx.Err())
+}
+
+// A shard taken with a warm cache and given up before its manager started
+// that cache (the shard's context ended while wire waited for the first
+// lists, as when a shard is handed back right after its take) stops the
+// warm cache: take removed it from warmCaches, so nothing else would, and
+// a whole shard's informers and watches would run until the process exits.
+func TestTakenWarmCacheIsStoppedWhenTheShardGivesUp(t *testing.T) {
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	fake := &unsyncedCache{}
+	wc := &warmCache{since: time.Now(), ready: make(chan struct{}), cache: fake, stop: stop}
+	close(wc.ready)
+	w := &warmCaches{m: map[int]*warmCache{1: wc}}
+	taken := w.take(1)
+	if taken != wc {
+		t.Fatal("take: want the registered warm cache")
+	}
+	// The API server is never reached: the cache is the fake one.
+	o := Options{RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}, Log: testr.New(t)}
+	o.Shards = 2
+	ctx, end := context.WithCancel(context.Background())
+	end() // handed back at once
+	err = runShard(ctx, o, scheme, nil, 1, &shard.Readers{}, func() {}, taken)
+	if err == nil {
+		t.Fatal("runShard: want the error of the caches that did not sync")
+	}
+	if fake.asked.Load() == 0 {
+		t.Fatalf("runShard gave up before it asked the warm cache for an informer (%v): the test does not test the leak", err)
+	}
+	select {
+	case <-warmCtx.Done():
+	default:
+		t.Errorf("runShard gave up (%v) and left the taken warm cache running", err)
 	}
 }

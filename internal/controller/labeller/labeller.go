@@ -1,7 +1,10 @@
 // Package labeller gives the shard slot label (internal/shard) to the
 // objects that lack it: those written before the installation ran shards,
 // and a tenant's new Buckety or BucketyAccess, which no shard's cache
-// holds until it is labelled. It runs in shard 0's manager.
+// holds until it is labelled; and to those whose value no shard's cache
+// selects (shard.ValidValue: the empty value too, which a tenant's
+// metadata-only update could once set past the webhook), which would
+// otherwise be hidden from every shard. It runs in shard 0's manager.
 package labeller
 
 import (
@@ -31,7 +34,8 @@ import (
 	"github.com/Yolean/buckety-controller/internal/shard"
 )
 
-// Labeller watches the objects without the slot label and labels them.
+// Labeller watches the objects without the slot label, or with a value no
+// shard reads (shard.Unserved), and labels them.
 // A Buckety or access not being deleted gets buckety's finalizer in the
 // same patch, as its first pass would add it: a new object under shards
 // costs no extra write.
@@ -59,7 +63,10 @@ func kinds() []client.Object {
 
 // Start watches and labels until ctx ends (manager.Runnable).
 func (l *Labeller) Start(ctx context.Context) error {
-	unlabelled, err := labels.NewRequirement(shard.SlotLabel, selection.DoesNotExist, nil)
+	// Selected by the API server: the watches carry only the objects to
+	// label, as they did when only a missing label was selected (a
+	// "notin" requirement also selects the objects without the label).
+	unserved, err := shard.Unserved()
 	if err != nil {
 		return err
 	}
@@ -71,8 +78,8 @@ func (l *Labeller) Start(ctx context.Context) error {
 	c, err := cache.New(l.Config, cache.Options{
 		Scheme:               l.Scheme,
 		NewInformer:          pagedcache.NewInformer,
-		DefaultLabelSelector: labels.NewSelector().Add(*unlabelled),
-		ByObject:             map[client.Object]cache.ByObject{ks[len(ks)-1]: {Label: labels.NewSelector().Add(*unlabelled, *managed)}},
+		DefaultLabelSelector: unserved,
+		ByObject:             map[client.Object]cache.ByObject{ks[len(ks)-1]: {Label: unserved.Add(*managed)}},
 		DefaultTransform:     cache.TransformStripManagedFields(),
 	})
 	if err != nil {
@@ -202,12 +209,13 @@ func (l *Labeller) work(ctx context.Context, c cache.Cache, q workqueue.TypedRat
 	}
 }
 
-// label gives the object at key (read into obj) its slot label.
-func (l *Labeller) label(ctx context.Context, c cache.Cache, obj client.Object, key client.ObjectKey) error {
+// label gives the object at key (read into obj) its slot label, in place
+// of a value no shard reads.
+func (l *Labeller) label(ctx context.Context, c client.Reader, obj client.Object, key client.ObjectKey) error {
 	if err := c.Get(ctx, key, obj); err != nil {
 		return err
 	}
-	if _, ok := obj.GetLabels()[shard.SlotLabel]; ok {
+	if v, ok := obj.GetLabels()[shard.SlotLabel]; ok && shard.ValidValue(v) {
 		return nil
 	}
 	var value string
