@@ -34,6 +34,11 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	if !ok {
 		return d.deleteUnseen(ctx, r.Name)
 	}
+	if b.recordUnseen(r.Name) {
+		// The pass's owner record read was answered NoSuchBucket: it
+		// judged no record, which is not a verdict on this bucket.
+		return &drivers.InProgressError{Remaining: -1, Message: b.unseenError(r.Name, "HeadBucket", "emptied or deleted").Error()}
+	}
 	uploadsEmpty, err := d.abortUploads(ctx)
 	if err != nil {
 		return err

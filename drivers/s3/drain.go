@@ -60,6 +60,9 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.
 	if !ok {
 		return d.step, fmt.Errorf("s3: backend %s: bucket %s does not exist: there is nothing to drain", b.name, r.Name)
 	}
+	if b.recordUnseen(r.Name) {
+		return d.step, b.unseenError(r.Name, "HeadBucket", "drained")
+	}
 	uploadsEmpty, err := d.abortUploads(ctx)
 	if err != nil || d.stopped {
 		return d.step, err

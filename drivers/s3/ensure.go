@@ -40,6 +40,9 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		// its adoption settles.
 		return res, nil
 	}
+	if ok && !r.DryRun && b.recordUnseen(r.Name) {
+		return res, b.unseenError(r.Name, "HeadBucket", "written to it")
+	}
 	g := &writeGate{dryRun: r.DryRun, before: r.BeforeWrite, timeout: b.cfg.timeout()}
 	if !ok {
 		if err := g.open(ctx); err != nil {
@@ -60,6 +63,7 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		switch {
 		case err == nil:
 			res.Created = true
+			b.owners.unseen.Delete(r.Name)
 			// A server that answers a re-create 200 (AWS in us-east-1)
 			// does not prove the bucket new (server.createsOnlyNew).
 			res.CreateUnproven = !b.cfg.server().createsOnlyNew

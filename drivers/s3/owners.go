@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -136,6 +137,34 @@ type owners struct {
 	// locks serialise one bucket's tag read-modify-write within this
 	// backend.
 	locks sync.Map // bucket → *sync.Mutex
+	// unseen: buckets whose last owner record read was answered
+	// NoSuchBucket, and when (bucket → time.Time). See recordUnseen.
+	unseen sync.Map
+}
+
+// unseenFor is how long a record read answered NoSuchBucket keeps the
+// bucket from being written to, emptied or deleted by this backend, should
+// another request find it: longer than a pass's record read precedes its
+// writes.
+const unseenFor = time.Minute
+
+// recordUnseen reports whether the last owner record read of bucket, less
+// than unseenFor ago, was answered NoSuchBucket. A request that then finds
+// the bucket (a HEAD, a create answered BucketAlreadyOwnedByYou) met a
+// server that answers for it from two views: a node or gateway whose
+// bucket metadata lags (SeaweedFS while its filer does not answer, a proxy
+// in a rollout), or another installation's bucket made between the two.
+// The record read said nothing of its owner: whatever this pass would
+// write, empty or delete waits for a read that sees the bucket.
+func (b *Backend) recordUnseen(bucket string) bool {
+	v, ok := b.owners.unseen.Load(bucket)
+	return ok && time.Since(v.(time.Time)) < unseenFor
+}
+
+// unseenError is the error of a request, op, that found a bucket its
+// owner record read did not (recordUnseen): nothing is done, as what.
+func (b *Backend) unseenError(bucket, op, what string) error {
+	return &drivers.UnavailableError{Backend: b.name, Err: fmt.Errorf("bucket %s: the read of its owner record was answered NoSuchBucket, yet %s finds it: its owner is not known, so nothing is %s until a read sees the bucket and its record", bucket, op, what)}
 }
 
 func (o *owners) lock(bucket string) *sync.Mutex {
@@ -250,8 +279,10 @@ func (b *Backend) bucketTags(ctx context.Context, cl *s3.Client, bucket string) 
 	switch {
 	case isNoTags(err):
 		b.keepsTagsProven()
+		b.owners.unseen.Delete(bucket)
 		return nil, true, nil
 	case isNoSuchBucket(err):
+		b.owners.unseen.Store(bucket, time.Now())
 		return nil, false, nil
 	case isNotImplemented(err):
 		return nil, false, b.noOwnerRecords("GetBucketTagging", err)
@@ -259,6 +290,7 @@ func (b *Backend) bucketTags(ctx context.Context, cl *s3.Client, bucket string) 
 		return nil, false, b.classify(err)
 	}
 	b.keepsTagsProven()
+	b.owners.unseen.Delete(bucket)
 	tags = make(map[string]string, len(out.TagSet))
 	for _, t := range out.TagSet {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
@@ -307,12 +339,18 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 		return fmt.Errorf("s3: backend %s: write the owner record of bucket %s: %w", b.name, r.Name, err)
 	}
 	tags, found := map[string]string(nil), true
+	// The controller judged the record this write replaces from its own
+	// read; one answered NoSuchBucket judged none, and a bucket this read
+	// finds holds tags nobody judged (another installation's record).
+	unseen := b.recordUnseen(r.Name)
 	if !r.JustCreated || !b.cfg.server().createsOnlyNew {
 		tags, found, err = b.bucketTags(ctx, cl, r.Name)
 	}
 	switch {
 	case err != nil:
 		return fail(err)
+	case found && unseen && rec != nil:
+		return fail(b.unseenError(r.Name, "GetBucketTagging", "written"))
 	case !found && rec == nil:
 		return nil
 	case !found:

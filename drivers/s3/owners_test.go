@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -608,5 +609,92 @@ func TestOwnerRecordsNotImplemented(t *testing.T) {
 	}
 	if ok, why, err := minio.OwnerRecords(ctx); err != nil || ok || !strings.Contains(why, "implementation minio") {
 		t.Fatalf("MinIO after a NotImplemented read: want no records naming the implementation, got %v %q %v", ok, why, err)
+	}
+}
+
+// TestRecordReadAnsweredNoSuchBucketIsNoVerdict: a server that answers
+// the owner record read (GetBucketTagging) NoSuchBucket for a bucket it
+// has (a node whose bucket metadata lags, SeaweedFS while its filer does
+// not answer, a proxy in a rollout) gives "no record", which the
+// controller judges as a resource of nobody's. A request that then finds
+// the bucket must not act on that judgement: another installation's
+// bucket is not emptied, drained, converged or given this installation's
+// record, until a read sees the bucket and its record.
+func TestRecordReadAnsweredNoSuchBucketIsNoVerdict(t *testing.T) {
+	for _, impl := range s3test.Implementations {
+		t.Run(impl, func(t *testing.T) {
+			f := newFixture(t, impl, s3test.Options{}, nil)
+			ctx := context.Background()
+			const bucket = "west-holds-it"
+			f.ensure(t, bucket, nil)
+			west := &drivers.OwnerRecord{Installation: "west", Namespace: "team", Name: "orders", UID: "uid-west", State: drivers.OwnerHeld}
+			if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: bucket}, west); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if _, err := f.raw.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("k/%02d", i)), Body: strings.NewReader("x")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			target, err := url.Parse(f.srv.Endpoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp := httputil.NewSingleHostReverseProxy(target)
+			var lies atomic.Bool
+			var lied atomic.Int32
+			lies.Store(true)
+			lying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if _, tagging := r.URL.Query()["tagging"]; lies.Load() && tagging && r.Method == http.MethodGet && strings.Trim(r.URL.Path, "/") == bucket {
+					lied.Add(1)
+					w.Header().Set("Content-Type", "application/xml")
+					w.WriteHeader(http.StatusNotFound)
+					fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message><BucketName>%s</BucketName></Error>`, bucket)
+					return
+				}
+				rp.ServeHTTP(w, r)
+			}))
+			t.Cleanup(lying.Close)
+			cfg := *f.cfg
+			cfg.Endpoint = lying.URL
+			be, _ := open(t, &cfg)
+			res := drivers.Resource{Name: bucket}
+			rec, err := be.ReadOwner(ctx, res)
+			if err != nil || rec != nil {
+				t.Fatalf("the record read answered NoSuchBucket: want no record (the bucket looks missing), got %v, %v", rec, err)
+			}
+			if lied.Load() == 0 {
+				t.Fatal("the proxy answered no GetBucketTagging: the test proves nothing")
+			}
+			var ip *drivers.InProgressError
+			if err := be.Delete(ctx, res); !errors.As(err, &ip) || ip.Done != 0 {
+				t.Errorf("Delete after the record read missed the bucket: want InProgress with nothing removed, got %v", err)
+			}
+			if _, err := be.Drain(ctx, res, drivers.DrainLimits{Units: 100}); err == nil {
+				t.Error("Drain after the record read missed the bucket: want an error, got none")
+			}
+			if _, err := be.Ensure(ctx, drivers.Resource{Name: bucket, Parameters: map[string]string{ParamVersioning: "true"}}); err == nil {
+				t.Error("Ensure after the record read missed the bucket: want an error, got none")
+			}
+			east := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "orders", UID: "uid-east", State: drivers.OwnerHeld}
+			lies.Store(false)
+			if err := be.WriteOwner(ctx, res, east); err == nil {
+				t.Error("WriteOwner after the record read missed the bucket: want an error (the record it replaces was never judged), got none")
+			}
+			out, err := f.raw.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+			if err != nil || len(out.Contents) != 3 {
+				t.Fatalf("want west's bucket and its 3 objects untouched, got %v (%v)", out, err)
+			}
+			if got := ownerFromTags(tagsOf(t, f.raw, bucket)); !got.Same(west) {
+				t.Fatalf("want west's record kept, got %v", got)
+			}
+			if v, err := f.raw.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)}); err != nil || v.Status == types.BucketVersioningStatusEnabled {
+				t.Fatalf("want west's bucket not converged to versioning, got %v (%v)", v, err)
+			}
+			// A read that sees the bucket gives its verdict back.
+			if rec, err := be.ReadOwner(ctx, res); err != nil || !rec.Same(west) {
+				t.Fatalf("once the read sees the bucket: want west's record, got %v, %v", rec, err)
+			}
+		})
 	}
 }
