@@ -166,6 +166,8 @@ var parameterCases = []drivertest.ParametersCase{
 	{Name: "add rf", Old: map[string]string{}, New: map[string]string{"replicationFactor": "3"}, Errs: []string{`is immutable after creation (was unset, now 3)`}},
 	{Name: "remove rf", Old: map[string]string{"replicationFactor": "3"}, New: map[string]string{}, Errs: []string{`is immutable after creation (was 3, now unset)`}},
 	{Name: "dangerous change warns", Old: map[string]string{"config.cleanup.policy": "delete"}, New: map[string]string{"config.cleanup.policy": "compact"}, Warns: []string{"changing cleanup.policy changes which records the broker deletes"}},
+	{Name: "removing a dangerous key warns", Old: map[string]string{"config.retention.ms": "-1"}, New: map[string]string{}, Warns: []string{`spec.parameters[config.retention.ms]: removed (was "-1"), so the broker's default applies: lowering retention.ms deletes records`}},
+	{Name: "removing another key does not warn", Old: map[string]string{"config.segment.ms": "3600000"}, New: map[string]string{}},
 }
 
 var accessCases = []drivertest.AccessCase{

@@ -2,7 +2,9 @@ package kadm
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -195,6 +197,16 @@ func validateParams(fp *field.Path, old, new map[string]string) (warnings []stri
 	}
 	if old == nil {
 		return warnings, errs
+	}
+	// A removed key goes back to the broker's default (the plan deletes
+	// the topic's own value): removing retention.ms: "-1" deletes records
+	// past the default's seven days, removing cleanup.policy: compact
+	// turns deletion on for a changelog.
+	for _, k := range slices.Sorted(maps.Keys(old)) {
+		c, ok := cautions[strings.TrimPrefix(k, ConfigPrefix)]
+		if _, kept := new[k]; ok && !kept && strings.HasPrefix(k, ConfigPrefix) {
+			warnings = append(warnings, fmt.Sprintf("%s: removed (was %q), so the broker's default applies: %s", fp.Key(k), old[k], c))
+		}
 	}
 	if ov, nv := old[ParamReplicationFactor], new[ParamReplicationFactor]; ov != nv {
 		errs = append(errs, field.Forbidden(fp.Key(ParamReplicationFactor), fmt.Sprintf("is immutable after creation (was %s, now %s): Kafka cannot change a topic's replication factor in place", orUnset(ov), orUnset(nv))))
