@@ -545,12 +545,31 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 	defer t.mu.Unlock()
 	if full {
 		// Writes this backend made meanwhile, past what the load saw.
+		lost := false
+		read := make(map[string]struct{}, len(got))
+		for _, f := range got {
+			read[f.topic] = struct{}{}
+		}
 		for name, e := range t.recs {
 			if e.offset >= next[e.partition] {
 				recs[name] = e
+				continue
+			}
+			if _, ok := read[name]; !ok && e.rec != nil {
+				// A live record the table read is in no record of the
+				// log now: compaction keeps a key's latest record (or
+				// its tombstone), so it was deleted (DeleteRecords, a
+				// retention a registry created by hand has), with the
+				// same topic ID. The epoch moves, as for a lost tail,
+				// so that every Buckety writes its record again now, not
+				// at its re-check hours later.
+				lost = true
 			}
 		}
 		t.recs = recs
+		if lost {
+			t.epoch++
+		}
 	}
 	for _, f := range got {
 		t.apply(f.topic, f.entry)

@@ -610,3 +610,51 @@ func TestOwnerRegistryThatLostRecordsMovesTheEpoch(t *testing.T) {
 		t.Error("want the registry epoch moved once the registry was found to have lost what the table read")
 	}
 }
+
+// TestOwnerRegistryCaughtUpThatLostRecordsMovesTheEpoch: a backend whose
+// table is caught up fetches nothing from a registry whose records were
+// deleted (DeleteRecords up to its end, or a retention of a registry
+// created by hand) with the same topic ID: nothing tells it. Its next
+// full load finds none of the live records it held, which compaction
+// never removes (it keeps a key's latest record or tombstone): the epoch
+// moves, so that every Buckety writes its record again now, where the
+// records were lost to every installation until each Buckety's re-check,
+// and those of retained or handed-over resources for good.
+func TestOwnerRegistryCaughtUpThatLostRecordsMovesTheEpoch(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	held := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "a", UID: "u-a", State: drivers.OwnerHeld}
+	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: "a"}, held); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil || !got.Same(held) {
+		t.Fatalf("before: want east's record of a, got %v, %v", got, err)
+	}
+	epoch := f.backend.RegistryEpoch()
+	ends, err := f.admin.ListEndOffsets(ctx, f.backend.cfg.registryTopic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := f.admin.DeleteRecords(ctx, ends.Offsets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := deleted.Error(); err != nil {
+		t.Fatalf("delete the registry's records: %v", err)
+	}
+	if _, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.backend.RegistryEpoch() != epoch {
+		t.Fatal("a catch-up of a table at the log's end fetches nothing: the test expects the loss unseen until the full load")
+	}
+	f.backend.owners.mu.Lock()
+	f.backend.owners.full = true // the hourly full load (reloadAfter)
+	f.backend.owners.mu.Unlock()
+	if got, err := f.backend.ReadOwner(ctx, drivers.Resource{Name: "a"}); err != nil || got != nil {
+		t.Errorf("east's record of a, deleted: want none (its Bucketies write it again), got %v, %v", got, err)
+	}
+	if f.backend.RegistryEpoch() == epoch {
+		t.Error("want the registry epoch moved once a full load finds the live records the table held gone")
+	}
+}
