@@ -140,9 +140,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return r.reconcileDelete(ctx, a, f)
 	}
 	if err := r.Written.AddFinalizer(ctx, r.Client, a, shard.AccessValue(a)); err != nil {
-		return reconcile.Result{}, err
+		return r.reconcileUnfinalized(ctx, a, f, err)
 	}
 	return r.reconcileLive(ctx, a, f)
+}
+
+// reconcileUnfinalized is the pass of an access whose finalizer could not
+// be written (ferr): it grants and issues nothing, but still takes back
+// what the access must no longer hold (takeBack), as reconcileLive would.
+// A tenant can keep that write from ever succeeding (its access grown by
+// metadata patches to just under the API server's request limit, and the
+// finalizer removed): the consent of a shared Buckety's owner must not
+// wait for it. An access naming several Bucketies, one or more of which
+// stopped sharing, gives up all of them, as giveUp does: only a grant
+// takes the rights on those alone away.
+func (r *Reconciler) reconcileUnfinalized(ctx context.Context, a *v1.BucketyAccess, f *facts, ferr error) (reconcile.Result, error) {
+	on, _, ok, err := r.resolve(ctx, a, f)
+	if err == nil && ok && len(on.withdrawn) > 0 {
+		f.notShared = fmt.Sprintf("%s; and the access cannot be granted on the rest now (its finalizer cannot be written: %v), so it gives up all of them until it can", strings.Join(on.why, "; "), ferr)
+	}
+	_, _, terr := r.takeBack(ctx, a, f, err == nil, reconcile.Result{})
+	return reconcile.Result{}, errors.Join(ferr, err, terr)
 }
 
 // reconcileLive runs the phases of an access that is not being deleted, in
@@ -152,29 +170,8 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 	requeue := reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}
 
 	on, e, ok, err := r.resolve(ctx, a, f)
-	if err == nil && f.notShared != "" {
-		// Taken back within this pass: rights, principal and Secret.
-		if done, err := r.withdraw(ctx, a, f); err != nil || !done {
-			return r.withdrawAgain(f), err
-		}
-		return requeue, nil
-	}
-	if f.bucketyMissing || f.elsewhere || f.bucketyReplaced {
-		// A credential never outlives the Buckety it was granted on: were
-		// the name claimed again (by this namespace or, once the claim is
-		// released, another), the old key must not reach the new resource.
-		if err := r.revokeCached(ctx, a, f); err != nil {
-			return requeue, err
-		}
-		// Nor does its place under the access limits: while its Buckety
-		// is gone it is counted on no backend, and a Buckety made again
-		// (its finalizer stripped, deleted, applied again) would
-		// otherwise bring back every access it had, past the limits,
-		// each round.
-		a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyGenerations = 0, "", nil
-		a.Status.BucketyUID = ""
-		r.gates.settle(a.UID)
-		return requeue, nil
+	if res, took, terr := r.takeBack(ctx, a, f, err == nil, requeue); took {
+		return res, terr
 	}
 	if msg := v1.AccessNameTooLong(a.Name); msg != "" && err == nil {
 		// Its Secret can never be written (the API server refuses the
@@ -195,6 +192,39 @@ func (r *Reconciler) reconcileLive(ctx context.Context, a *v1.BucketyAccess, f *
 		return r.giveUp(ctx, a, on, f, res)
 	}
 	return res, err
+}
+
+// takeBack takes away what resolve found the access must no longer hold,
+// and reports whether it did (the pass ends there): resolved, an access a
+// Buckety of another namespace no longer shares with (f.notShared) is
+// withdrawn; one whose Buckety is gone, replaced or not this
+// installation's to grant on has its credentials revoked.
+func (r *Reconciler) takeBack(ctx context.Context, a *v1.BucketyAccess, f *facts, resolved bool, requeue reconcile.Result) (reconcile.Result, bool, error) {
+	if resolved && f.notShared != "" {
+		// Taken back within this pass: rights, principal and Secret.
+		if done, err := r.withdraw(ctx, a, f); err != nil || !done {
+			return r.withdrawAgain(f), true, err
+		}
+		return requeue, true, nil
+	}
+	if f.bucketyMissing || f.elsewhere || f.bucketyReplaced {
+		// A credential never outlives the Buckety it was granted on: were
+		// the name claimed again (by this namespace or, once the claim is
+		// released, another), the old key must not reach the new resource.
+		if err := r.revokeCached(ctx, a, f); err != nil {
+			return requeue, true, err
+		}
+		// Nor does its place under the access limits: while its Buckety
+		// is gone it is counted on no backend, and a Buckety made again
+		// (its finalizer stripped, deleted, applied again) would
+		// otherwise bring back every access it had, past the limits,
+		// each round.
+		a.Status.BucketyGeneration, a.Status.Backend, a.Status.BucketyGenerations = 0, "", nil
+		a.Status.BucketyUID = ""
+		r.gates.settle(a.UID)
+		return requeue, true, nil
+	}
+	return requeue, false, nil
 }
 
 // giveUp withdraws an access naming several Bucketies, one or more of
