@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -89,6 +90,10 @@ type Assigner struct {
 	// expires, zero if none (step's goroutine only): the round after
 	// that comes then, not up to a RetryPeriod later.
 	takeAt time.Time
+
+	// unsharded is the single leader this replica last yielded to, ""
+	// if none (step's goroutine only; yieldToUnsharded).
+	unsharded string
 
 	// own is this replica's member Lease as last written (the counting
 	// goroutine's only).
@@ -276,7 +281,8 @@ func (a *Assigner) rounds(ctx context.Context) {
 // replicas of four shards hold 2, 1 and 1, not 2, 2 and 0. A replica
 // takes nothing while an older live replica runs another number of
 // shards (a change being rolled out): the older ones keep serving until
-// they are gone.
+// they are gone. Nor while a single leader holds shard 0's Lease
+// (yieldToUnsharded): it runs every shard.
 func (a *Assigner) step(ctx context.Context) {
 	m, ok := a.latestCount()
 	a.renew(ctx)
@@ -289,6 +295,9 @@ func (a *Assigner) step(ctx context.Context) {
 		return
 	}
 	a.listing.ok(a.Log, "listed the shards' leases again")
+	if a.yieldToUnsharded(ctx, m, leases) {
+		return
+	}
 	limit := a.limit(m, leases)
 	held := a.Held()
 	for i := len(held) - 1; i >= limit; i-- {
@@ -314,6 +323,77 @@ func (a *Assigner) step(ctx context.Context) {
 	// ago, so it takes every shard whose holder's Lease expired, up to its
 	// share, in one round. Their work waits for nothing else.
 	a.takeUpTo(ctx, limit, settled, warmers, leases)
+}
+
+// yieldToUnsharded reports whether a single leader runs every shard now:
+// shard 0's Lease is held, not expired, by a replica without a member
+// Lease, one with --shards 1 (whose leader election takes that Lease) or
+// of a release from before shards. This replica then takes no shard, warms
+// none, and hands back those it holds (their Leases released once their
+// work has ended), until that Lease is released or expires: a rollout that
+// turns shards on lets the single leader finish before the shards start.
+// (One that turns them off has its single leader wait for the sharded
+// replicas to go, UnshardedLock; a single leader that did not, an earlier
+// release rolled back to, meets the shards given back within a round.)
+// A shard this replica holds beside the single leader is given back, not
+// lost: its Lease stays renewed until its work has ended.
+func (a *Assigner) yieldToUnsharded(ctx context.Context, m memberSet, leases map[string]*coordinationv1.Lease) bool {
+	holder, sure := a.unshardedLeader(ctx, m, leases)
+	if holder == "" {
+		if a.unsharded != "" {
+			a.Log.Info("the single leader released shard 0's lease or its lease expired: taking shards again", "leader", a.unsharded)
+			a.unsharded = ""
+		}
+		return false
+	}
+	a.warmOnly(nil)
+	if !sure {
+		// Not known whether the holder is a sharded replica: take
+		// nothing this round, give nothing back.
+		return true
+	}
+	if a.unsharded != holder {
+		a.Log.Info("a single leader (--shards 1, or a release before shards) holds shard 0's lease and runs every shard: taking no shard until it is gone", "leader", holder, "held", a.Held())
+		a.unsharded = holder
+	}
+	for _, k := range a.Held() {
+		a.handBack(k, "a single leader runs every shard")
+	}
+	return true
+}
+
+// unshardedLeader is the holder of shard 0's Lease (leases) if that Lease
+// is not expired and the holder has no member Lease: a single leader
+// (sure), or a holder whose member Lease could not be read (not sure).
+// The count (m) may be older than the list of Leases, so a holder it does
+// not name has its member Lease read at once: a replica writes its member
+// Lease before it takes any shard.
+func (a *Assigner) unshardedLeader(ctx context.Context, m memberSet, leases map[string]*coordinationv1.Lease) (holder string, sure bool) {
+	l := leases[a.LeaseName(0)]
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return "", true
+	}
+	id := *l.Spec.HolderIdentity
+	if id == "" || id == a.Identity || m.members[id] || a.expiredFor(l) > 0 {
+		return "", true
+	}
+	name := a.memberNameOf(id)
+	// controller-runtime's identities (host_uuid) make no Lease name:
+	// no member Lease to read.
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return id, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
+	defer cancel()
+	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: name}, &coordinationv1.Lease{})
+	switch {
+	case err == nil:
+		return "", true
+	case apierrors.IsNotFound(err):
+		return id, true
+	default:
+		return id, false
+	}
 }
 
 // countOnce counts the replicas (members), giving it until RenewDeadline,
@@ -437,6 +517,11 @@ type memberSet struct {
 	// quiet are the peers whose member Lease this replica has not seen
 	// renewed for RenewDeadline: likely gone, not yet expired.
 	quiet map[string]bool
+	// members are the identities of every replica with a member Lease,
+	// whatever its number of shards, live or expired (this one included):
+	// a holder of shard 0's Lease not among them may be a single leader
+	// (unshardedLeader).
+	members map[string]bool
 }
 
 // members renews this replica's member Lease and reads the others'.
@@ -453,11 +538,14 @@ func (a *Assigner) members(ctx context.Context) (memberSet, error) {
 	if err := a.Client.List(ctx, &list, client.InNamespace(a.Namespace), client.MatchingLabels{LeaseKindLabel: "member"}, fromWatchCache()); err != nil {
 		return memberSet{}, err
 	}
-	m := memberSet{peers: []string{a.Identity}}
+	m := memberSet{peers: []string{a.Identity}, members: map[string]bool{a.Identity: true}}
 	for i := range list.Items {
 		l := &list.Items[i]
 		if l.Name == own.Name {
 			continue
+		}
+		if l.Spec.HolderIdentity != nil {
+			m.members[*l.Spec.HolderIdentity] = true
 		}
 		if gone := a.expiredFor(l); gone > 0 {
 			if gone > 10*a.LeaseDuration {

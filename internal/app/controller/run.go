@@ -10,11 +10,13 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -144,16 +146,28 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 		return err
 	}
 	lease, renew, retry := leaderTimings(o)
+	// One shard: the single leader's lock waits for the replicas that run
+	// shards (a rollout turning shards off) to go before it is taken
+	// (shard.UnshardedLock). Its Lease lock and client are made below,
+	// once the manager has added the Lease kind to the scheme; the lock is
+	// used only once the manager starts.
+	var single *shard.UnshardedLock
+	var lock resourcelock.Interface
+	if o.LeaderElect && o.Shards <= 1 {
+		single = &shard.UnshardedLock{Namespace: o.LeaderElectionNamespace, Name: LeaderElectionID, LeaseDuration: *lease, Log: log.WithName("leader-election")}
+		lock = single
+	}
 	mgr, err := ctrl.NewManager(o.RESTConfig, ctrl.Options{
-		Scheme:                        scheme,
-		Logger:                        log,
-		Metrics:                       mo,
-		HealthProbeBindAddress:        o.ProbeAddr,
-		PprofBindAddress:              o.PprofAddr,
-		LeaderElection:                o.LeaderElect && o.Shards <= 1,
-		LeaderElectionID:              LeaderElectionID,
-		LeaderElectionNamespace:       o.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
+		Scheme:                              scheme,
+		Logger:                              log,
+		Metrics:                             mo,
+		HealthProbeBindAddress:              o.ProbeAddr,
+		PprofBindAddress:                    o.PprofAddr,
+		LeaderElection:                      o.LeaderElect && o.Shards <= 1,
+		LeaderElectionID:                    LeaderElectionID,
+		LeaderElectionNamespace:             o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaderElectionResourceLockInterface: lock,
 		// The Lease is renewed on a connection of its own (shards.go).
 		LeaderElectionConfig:    ownConnection(o.RESTConfig),
 		LeaseDuration:           lease,
@@ -164,6 +178,11 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
+	}
+	if single != nil {
+		if err := singleLeaderLock(single, mgr, o, scheme, *renew); err != nil {
+			return err
+		}
 	}
 	set, err := openBackends(ctx, o, mgr.GetAPIReader())
 	if err != nil {
@@ -194,6 +213,27 @@ func runUntilStopped(ctx context.Context, o Options) (reterr error) {
 	go reportIssuing(ctx, log, set)
 	logStart(o, set, bo.SweptRecheck)
 	return mgr.Start(ctx)
+}
+
+// singleLeaderLock completes l: the Lease lock controller-runtime would
+// make for mgr (on a connection of its own, its events mgr's), and a client
+// of its own for the member Leases.
+func singleLeaderLock(l *shard.UnshardedLock, mgr ctrl.Manager, o Options, scheme *runtime.Scheme, renew time.Duration) error {
+	inner, err := leaderelection.NewResourceLock(ownConnection(o.RESTConfig), mgr, leaderelection.Options{
+		LeaderElection:          true,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		RenewDeadline:           renew,
+	})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	c, err := client.New(ownConnection(o.RESTConfig), client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	l.Interface, l.Client = inner, c
+	return nil
 }
 
 // logStart logs the settings a run starts with.
