@@ -579,6 +579,9 @@ func TestLaggingCacheDoesNotRecreate(t *testing.T) {
 // client receives: a lagging cache.
 type heldWatches struct {
 	resource string
+	// selector, when set, picks the watches to hold by their label
+	// selector holding it (of any resource) in place of resource.
+	selector string
 	mu       sync.Mutex
 	held     bool
 	cond     *sync.Cond
@@ -607,7 +610,11 @@ func (h *heldWatches) waitTimeout() {
 func (h *heldWatches) transport(next http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		resp, err := next.RoundTrip(req)
-		if err != nil || req.URL.Query().Get("watch") != "true" || !strings.Contains(req.URL.Path, "/"+h.resource) {
+		picked := strings.Contains(req.URL.Path, "/"+h.resource)
+		if h.selector != "" {
+			picked = strings.Contains(req.URL.Query().Get("labelSelector"), h.selector)
+		}
+		if err != nil || req.URL.Query().Get("watch") != "true" || !picked {
 			return resp, err
 		}
 		resp.Body = &heldBody{ReadCloser: resp.Body, h: h}
