@@ -380,17 +380,6 @@ func (r *Reconciler) ownAccessesOf(ctx context.Context, b *v1.Buckety) ([]v1.Buc
 // it records a later generation of its one Buckety than the Buckety has
 // (a generation never goes down: it was another Buckety's).
 func grantedHere(a *v1.BucketyAccess, on *grantedOn, backend string) bool {
-	if on.several {
-		// Each Buckety it gains is placed anew: one dropped when its
-		// owner stopped sharing, and shared again, holds no place of the
-		// grant's (its Secret was written without it), and its
-		// accessesPerBuckety is counted again.
-		for _, t := range on.targets {
-			if a.SecretGenerationOf(t.b.Namespace, t.b.Name) == 0 {
-				return false
-			}
-		}
-	}
 	if a.Status.Backend != "" {
 		return a.Status.Backend == backend
 	}

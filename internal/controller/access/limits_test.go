@@ -620,7 +620,6 @@ func TestSeveralKeepsItsPlaceWhenItsFirstStopsSharing(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Status.BucketyGeneration, s.Status.Backend, s.Status.Withdrawn = 4, e.Name, []string{"a/shared"}
-	s.Status.BucketyGenerations = map[string]int64{"o/orders": 1} // its Secret, written for orders alone
 	if err := r.Client.Status().Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}

@@ -152,26 +152,3 @@ func TestKeptCredentialIsNotWithdrawnBeforeItsRevocation(t *testing.T) {
 		t.Errorf("revoked: want the access's Secret deleted, got %v", err)
 	}
 }
-
-// TestGrantedHereOfSeveralCountsEachBuckety: an access over several
-// Bucketies holds its place under the access limits for those its Secret
-// was written for (status.bucketyGenerations); one dropped when its owner
-// stopped sharing, and shared again, is placed anew (its
-// accessesPerBuckety counted), where the first Buckety's generation alone
-// let it past.
-func TestGrantedHereOfSeveralCountsEachBuckety(t *testing.T) {
-	y := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "y", Generation: 1}}
-	x := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", Generation: 1}}
-	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "multi"},
-		Spec: v1.BucketyAccessSpec{BucketyRefs: []v1.BucketyReference{{Name: "y"}, {Namespace: "a", Name: "x"}}}}
-	a.Status.Backend, a.Status.BucketyGeneration = "svc", 1
-	on := &grantedOn{several: true, targets: []target{{ref: a.Spec.BucketyRefs[0], b: y}, {ref: a.Spec.BucketyRefs[1], b: x}}}
-	a.Status.BucketyGenerations = map[string]int64{"b/y": 1, "a/x": 1}
-	if !grantedHere(a, on, "svc") {
-		t.Error("granted on both: want it to hold its place")
-	}
-	a.Status.BucketyGenerations = map[string]int64{"b/y": 1}
-	if grantedHere(a, on, "svc") {
-		t.Error("a/x dropped (withdrawn) and shared again: want it placed anew, not let past its limit")
-	}
-}
