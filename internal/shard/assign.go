@@ -142,6 +142,12 @@ type running struct {
 	// handingBack says why the shard's work was stopped to release its
 	// Lease once it has ended (handBack); "" while it works.
 	handingBack string
+	// watchdog loses the shard at renewed + RenewDeadline unless it is
+	// renewed before (watch); watch counts its armings, renewErr is the
+	// last renewal's error since renewed (all under mu).
+	watchdog *time.Timer
+	watch    uint64
+	renewErr error
 }
 
 // observation is when this replica saw a Lease's record change: a Lease is
@@ -363,12 +369,16 @@ func (a *Assigner) yieldToUnsharded(ctx context.Context, m memberSet, leases map
 }
 
 // unshardedLeader is the holder of shard 0's Lease (leases) if that Lease
-// is not expired and the holder has no member Lease: a single leader
-// (sure), or a holder whose member Lease could not be read (not sure).
-// The count (m) may be older than the list of Leases, so a holder it does
-// not name has its member Lease read at once: a replica writes its member
-// Lease before it takes any shard.
-func (a *Assigner) unshardedLeader(ctx context.Context, m memberSet, leases map[string]*coordinationv1.Lease) (holder string, sure bool) {
+// is not expired and held by a single leader: controller-runtime's leader
+// election (--shards 1, or a release from before shards) names its holder
+// host_uuid, which makes no Lease name, where a replica running shards
+// names its member Lease after its identity. A holder that could be such
+// a replica is never taken for a single leader, even without its member
+// Lease (one that stopped after a release of shard 0 failed, its member
+// Lease deleted): every replica would otherwise hand back every shard
+// until that Lease expired. sure is always true (kept for a caller that
+// could not tell).
+func (a *Assigner) unshardedLeader(_ context.Context, m memberSet, leases map[string]*coordinationv1.Lease) (holder string, sure bool) {
 	l := leases[a.LeaseName(0)]
 	if l == nil || l.Spec.HolderIdentity == nil {
 		return "", true
@@ -377,23 +387,10 @@ func (a *Assigner) unshardedLeader(ctx context.Context, m memberSet, leases map[
 	if id == "" || id == a.Identity || m.members[id] || a.expiredFor(l) > 0 {
 		return "", true
 	}
-	name := a.memberNameOf(id)
-	// controller-runtime's identities (host_uuid) make no Lease name:
-	// no member Lease to read.
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+	if len(validation.IsDNS1123Subdomain(a.memberNameOf(id))) > 0 {
 		return id, true
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.RetryPeriod)
-	defer cancel()
-	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: name}, &coordinationv1.Lease{})
-	switch {
-	case err == nil:
-		return "", true
-	case apierrors.IsNotFound(err):
-		return id, true
-	default:
-		return id, false
-	}
+	return "", true
 }
 
 // countOnce counts the replicas (members), giving it until RenewDeadline,
@@ -681,7 +678,8 @@ func (a *Assigner) unchangedFor(l *coordinationv1.Lease) time.Duration {
 // renew renews every shard held, each at once. A shard whose work ended is
 // given up; a shard whose Lease another holder took, or that could not be
 // renewed for RenewDeadline, is stopped at once, without a release: it is
-// lost.
+// lost (at the deadline itself by its watchdog, watchLocked, whatever the
+// round is doing then).
 func (a *Assigner) renew(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, k := range a.Held() {
@@ -725,15 +723,13 @@ func (a *Assigner) renewShard(ctx context.Context, k int) {
 	l.Spec.RenewTime = &now
 	err := a.Client.Update(ctx, l)
 	if err == nil {
-		a.mu.Lock()
-		r.lease, r.renewed = l, now.Time
-		a.mu.Unlock()
+		a.renewedAt(k, r, l, now.Time)
 		return
 	}
 	if apierrors.IsConflict(err) {
 		ours, at := a.stillOurs(ctx, r)
 		if !ours {
-			a.lose(k, "another replica holds its lease")
+			a.lose(k, r, "another replica holds its lease")
 			return
 		}
 		// Our own renewal changed the Lease: one whose answer was lost (a
@@ -741,15 +737,71 @@ func (a *Assigner) renewShard(ctx context.Context, k int) {
 		// carried it out all the same). It renewed the Lease when it was
 		// sent, or later as the others see it.
 		if at.After(renewed) {
-			a.mu.Lock()
-			r.renewed = at
-			a.mu.Unlock()
+			a.renewedAt(k, r, nil, at)
 			return
 		}
 	}
-	if a.now().Sub(renewed) >= a.RenewDeadline {
-		a.lose(k, "its lease could not be renewed: "+err.Error())
+	a.mu.Lock()
+	if r.renewed.Equal(renewed) {
+		r.renewErr = err
 	}
+	a.mu.Unlock()
+	if a.now().Sub(renewed) >= a.RenewDeadline {
+		a.lose(k, r, "its lease could not be renewed: "+err.Error())
+	}
+}
+
+// renewedAt notes that shard k, held as r, was renewed at (its Lease now
+// l; nil: unchanged), and rearms its watchdog.
+func (a *Assigner) renewedAt(k int, r *running, l *coordinationv1.Lease, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if l != nil {
+		r.lease = l
+	}
+	r.renewed, r.renewErr = at, nil
+	if a.held[k] == r {
+		a.watchLocked(k, r)
+	}
+}
+
+// watchLocked (re)arms shard k's watchdog (a.mu held): the shard, held as
+// r, is lost at r.renewed + RenewDeadline unless renewed before. A round
+// notices a renewal deadline passed only when it renews the shard, and a
+// round whose list of the Leases and takes are slow (up to a RetryPeriod
+// each, then its pause of up to 1.2 RetryPeriods) noticed it up to 3.2
+// RetryPeriods late: 16.4 s after the last renewal with the default
+// timings, past the Lease's expiry at 15 s, when another replica may take
+// the shard while its work still ran here.
+func (a *Assigner) watchLocked(k int, r *running) {
+	if r.watchdog != nil {
+		r.watchdog.Stop()
+	}
+	r.watch++
+	watch := r.watch
+	r.watchdog = time.AfterFunc(r.renewed.Add(a.RenewDeadline).Sub(a.now()), func() { a.overdue(k, r, watch) })
+}
+
+// overdue is shard k's watchdog, armed as watch: the shard, held as r,
+// was not renewed by its renew deadline, and is lost unless renewed since
+// (a newer watch), no longer held as r (lost already, or given up), or
+// its work has ended (the next round releases it, as renewShard does).
+func (a *Assigner) overdue(k int, r *running, watch uint64) {
+	a.loseIf(k, r, func() (string, bool) {
+		if r.watch != watch {
+			return "", false
+		}
+		select {
+		case <-r.done:
+			return "", false
+		default:
+		}
+		why := "its lease was not renewed by the renew deadline"
+		if r.renewErr != nil {
+			why = "its lease could not be renewed: " + r.renewErr.Error()
+		}
+		return why, true
+	})
 }
 
 // stillOurs reads shard r's Lease afresh: true if this replica still holds
@@ -773,15 +825,32 @@ func (a *Assigner) stillOurs(ctx context.Context, r *running) (ours bool, at tim
 	return true, at
 }
 
-// lose stops shard k's work without releasing its Lease, which this
-// replica can no longer vouch for. It does not wait for the work to end
-// (the other shards' renewals must not wait for it); the shard is not taken
-// again here until it has.
-func (a *Assigner) lose(k int, why string) {
+// lose stops shard k's work, held as r, without releasing its Lease,
+// which this replica can no longer vouch for. It does not wait for the
+// work to end (the other shards' renewals must not wait for it); the
+// shard is not taken again here until it has. A shard no longer held as r
+// (lost already: the round and the watchdog may both find it lost) is
+// left as it is.
+func (a *Assigner) lose(k int, r *running, why string) {
+	a.loseIf(k, r, func() (string, bool) { return why, true })
+}
+
+// loseIf loses shard k as lose does, if it is held as r and cond (called
+// with a.mu held) says so, and why.
+func (a *Assigner) loseIf(k int, r *running, cond func() (why string, ok bool)) {
 	a.mu.Lock()
-	r := a.held[k]
+	if a.held[k] != r {
+		a.mu.Unlock()
+		return
+	}
+	why, ok := cond()
+	if !ok {
+		a.mu.Unlock()
+		return
+	}
 	delete(a.held, k)
 	a.stopping[k] = r.done
+	r.watchdog.Stop()
 	a.mu.Unlock()
 	record(k, EventLost)
 	a.Log.Info("lost a shard: stopping its work", "shard", k, "why", why)
@@ -865,6 +934,9 @@ func (a *Assigner) give(ctx context.Context, k int, why string) error {
 	a.mu.Lock()
 	r := a.held[k]
 	delete(a.held, k)
+	if r != nil {
+		r.watchdog.Stop()
+	}
 	a.mu.Unlock()
 	if r == nil {
 		return nil
@@ -1019,6 +1091,7 @@ func (a *Assigner) start(k int, l *coordinationv1.Lease, now time.Time) {
 	r := &running{lease: l, renewed: now, heldSince: now, cancel: cancel, done: make(chan struct{})}
 	a.mu.Lock()
 	a.held[k] = r
+	a.watchLocked(k, r)
 	endWarm, warmed := a.warming[k]
 	delete(a.warming, k)
 	a.mu.Unlock()

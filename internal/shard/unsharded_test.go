@@ -266,3 +266,20 @@ func TestUnshardedLockWaitsForShardedReplicas(t *testing.T) {
 		t.Fatalf("ShardedReplicas = %v, %v; want [%s]", sharded, err, b)
 	}
 }
+
+// A replica with shards that stopped while shard 0's Lease still named it
+// (its release failed, its member Lease deleted) is not taken for a single
+// leader: its identity names a Lease, which controller-runtime's host_uuid
+// never does. The others keep their shards and take the rest, where they
+// handed back every shard until that Lease expired.
+func TestShardedReplicaDoesNotYieldToAStoppedShardedHolder(t *testing.T) {
+	f := newFakeLeases(t)
+	f.hold(testLeaseName, "buckety-controller-1a2b3-gone", nil, nil)
+	a, _ := roundsAssigner(t, f, "buckety-controller-7f8b9-ab12cd34")
+	for i := 0; i < 6; i++ {
+		f.round(a)
+	}
+	if held := a.Held(); len(held) != 3 {
+		t.Fatalf("want shards 1 to 3 taken beside shard 0's unexpired Lease of a stopped replica with shards, got %v", held)
+	}
+}
