@@ -341,7 +341,9 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 	tags, found := map[string]string(nil), true
 	// The controller judged the record this write replaces from its own
 	// read; one answered NoSuchBucket judged none, and a bucket this read
-	// finds holds tags nobody judged (another installation's record).
+	// finds may hold a record nobody judged (another installation's).
+	// Without one (a new bucket a lagging server answered for late),
+	// there is nothing to take over.
 	unseen := b.recordUnseen(r.Name)
 	if !r.JustCreated || !b.cfg.server().createsOnlyNew {
 		tags, found, err = b.bucketTags(ctx, cl, r.Name)
@@ -349,7 +351,7 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 	switch {
 	case err != nil:
 		return fail(err)
-	case found && unseen && rec != nil:
+	case found && unseen && rec != nil && ownerFromTags(tags) != nil:
 		return fail(b.unseenError(r.Name, "GetBucketTagging", "written"))
 	case !found && rec == nil:
 		return nil
