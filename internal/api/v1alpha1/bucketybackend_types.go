@@ -24,8 +24,9 @@ const (
 	ReasonProbeFailed = "ProbeFailed"
 	// ReasonKeysPerAccessUnavailable (Ready False): the backend's config
 	// asks for a credential per access (s3: credentials set), and the
-	// service cannot issue them now; its accesses wait (their own reason
-	// is ScopingUnavailable).
+	// service cannot issue them now, or the service that issues them (an
+	// IAM endpoint, an admin API) could not be asked; its accesses wait
+	// (their own reason is ScopingUnavailable).
 	ReasonKeysPerAccessUnavailable = "KeysPerAccessUnavailable"
 	// ReasonNotProbed (Ready Unknown): the backend has not been probed
 	// since the controller started, or its driver has no probe.
