@@ -75,7 +75,12 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			return nil, false, nil, false
 		}
 		reattach = v == ownerMine || v == ownerHandedToMe
-		if v == ownerMine {
+		// A record of this namespace and name held for a Buckety of it
+		// this cluster knew, gone with its finalizer removed (verdict:
+		// ownerRetained), follows the adoption rules; one retained while
+		// its backend was missing from the config is marked so here
+		// either way.
+		if v == ownerMine || f.recordForName {
 			kept, ok := r.keptUnmarked(ctx, b, e, k, cl, f)
 			if !ok {
 				return nil, false, nil, false
@@ -209,6 +214,8 @@ func (r *Reconciler) ownerVerdict(ctx context.Context, b *v1.Buckety, e *backend
 		return ownerNone, false
 	}
 	f.recordAdopted = rec != nil && rec.Adopted
+	named, _ := r.judge(rec, b, e)
+	f.recordForName = named == ownerMine
 	f.ownerAbsent = rec == nil
 	switch {
 	case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):

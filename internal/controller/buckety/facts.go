@@ -98,6 +98,11 @@ type facts struct {
 	// recordAdopted: the owner record this pass's adoption check read
 	// says buckety adopted the resource (drivers.OwnerRecord.Adopted).
 	recordAdopted bool
+	// recordForName: that record holds the resource, as this
+	// installation's, for this Buckety's namespace and name (judgeOwner:
+	// ownerMine), whether or not for this very Buckety (verdict: one this
+	// cluster knew by another UID, its finalizer removed by hand).
+	recordForName bool
 	// handedOver says the resource is handed over to another installation
 	// (ownership.handOverTo): nothing more is written to it.
 	handedOver string

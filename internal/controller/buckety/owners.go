@@ -131,8 +131,31 @@ func (r *Reconciler) judge(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.
 // (ownerForeign): a cluster rebuilt from Git that has not restored it yet
 // would otherwise hand its resource, and its data, to whichever Buckety
 // of another namespace names it first.
+//
+// A record held for this namespace and name but another Buckety (its
+// UID), one this cluster knew (a claim here held the resource for it, or
+// keeps it as the owner its retained record names: a takeover keeps the
+// gone owner there until the taker writes to the resource), is taken for
+// a retained record: that Buckety was deleted with its finalizer removed
+// by hand (a namespace deleted so, perhaps given to another team since),
+// and its resource, and its data, go to the Buckety now of its name only
+// under the adoption rules, as a resource its Buckety retained would. A
+// record whose Buckety this cluster never knew (no claim: a cluster
+// rebuilt from Git) is this Buckety's, re-attached (ownerMine).
 func (r *Reconciler) verdict(ctx context.Context, rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry, resource string) (ownerVerdict, string, error) {
 	v, why := r.judge(rec, b, e)
+	if v == ownerMine && rec.UID != "" && rec.UID != string(b.UID) {
+		// self "": this Buckety's own claim proves nothing of the
+		// other's (it is what a rebuilt cluster's re-attachment makes).
+		known, err := r.Claims.Knew(ctx, r.key(e, resource), rec.UID, "")
+		switch {
+		case err != nil:
+			return v, why, err
+		case known:
+			return ownerRetained, "", nil
+		}
+		return v, why, nil
+	}
 	if v != ownerSibling {
 		return v, why, nil
 	}
