@@ -107,7 +107,7 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 		r.reassert.take(a.UID) // asserted now in any case
 		return cur, nil
 	}
-	if err := r.secretToAssert(ctx, a, e, cur, acc, f); err != nil || f.reissuePaced != "" {
+	if err := r.secretToAssert(ctx, a, e, cur, acc, f); err != nil || f.reissuePaced != "" || f.secretConflict != "" {
 		return nil, err
 	}
 	return cur, nil
@@ -306,6 +306,18 @@ func (r *Reconciler) rotate(ctx context.Context, a *v1.BucketyAccess, e *backend
 // else changed soon after the last such issue waits (f.reissuePaced).
 func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, acc *drivers.Access, f *facts) error {
 	secret, fresh, err := r.secretOf(ctx, a, e.Issuer, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
+	if foreign := (*foreignSecretError)(nil); errors.As(err, &foreign) {
+		// The Secret is there and not the access's: the pass ends as
+		// the conflict writeSecret would report, before any Grant. Had
+		// it read as holding nothing, the credential would be issued
+		// again (a new password on the backend) while the workload
+		// still uses the one that Secret holds.
+		a.Status.Secret = nil
+		f.secretName = a.Spec.CredentialsSecretName
+		f.secretConflict = conflictMessage(a, foreign.secret)
+		r.event(a, corev1.EventTypeWarning, v1.EventSecretConflict, v1.EventActionWriteSecret, f.secretConflict)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -316,13 +328,25 @@ func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e 
 	// backend's.
 	edited := fresh && (secret == "" || cur.Spec.SecretDigest != SecretDigest(secret))
 	drifted := r.reassert.take(a.UID)
-	if edited && !drifted && cur.Spec.Phase == v1.CredentialActive && a.Status.Principal == cur.Spec.Principal {
-		// Someone other than buckety changed or deleted the Secret of
-		// a credential it holds: issued again, paced (reissue.go).
+	if edited && !drifted && acc.Assert != drivers.IssueRecorded {
+		// A new secret is issued for the principal on the backend: its
+		// Secret, which held it, was changed or deleted by someone other
+		// than buckety; or the Secret never came to hold it (a Minting
+		// record, a rotation not handed over yet) because its write
+		// keeps failing (a Secret made immutable, a quota, an admission
+		// policy). Either way, issued again, paced (reissue.go): each
+		// issue counts as soon as the backend made it, written or not.
+		// The first issue of a principal recorded in this very pass is
+		// no issue again.
 		now := time.Now()
 		if at, last, first := r.reissues.next(a.UID, now); now.Before(at) {
-			f.reissuePaced = fmt.Sprintf("Secret %s no longer holds the credential of principal %s (someone other than buckety changed or deleted it) and buckety issued it again at %s for the same reason: while the Secret keeps changing, it is issued again at most every %s, next at %s",
-				a.Spec.CredentialsSecretName, cur.Spec.Principal, last.UTC().Format(time.RFC3339), at.Sub(last).Round(time.Second), at.UTC().Format(time.RFC3339))
+			if cur.Spec.Phase == v1.CredentialActive && a.Status.Principal == cur.Spec.Principal {
+				f.reissuePaced = fmt.Sprintf("Secret %s no longer holds the credential of principal %s (someone other than buckety changed or deleted it) and buckety issued it again at %s for the same reason: while the Secret keeps changing, it is issued again at most every %s, next at %s",
+					a.Spec.CredentialsSecretName, cur.Spec.Principal, last.UTC().Format(time.RFC3339), at.Sub(last).Round(time.Second), at.UTC().Format(time.RFC3339))
+			} else {
+				f.reissuePaced = fmt.Sprintf("buckety issued the credential of principal %s at %s and Secret %s does not hold it (its write did not succeed, or someone other than buckety changed it since): while it does not, the credential is issued again at most every %s, next at %s",
+					cur.Spec.Principal, last.UTC().Format(time.RFC3339), a.Spec.CredentialsSecretName, at.Sub(last).Round(time.Second), at.UTC().Format(time.RFC3339))
+			}
 			f.wakeAt(at)
 			if first {
 				r.event(a, corev1.EventTypeWarning, v1.EventReissuePaced, v1.EventActionWriteSecret, f.reissuePaced)
@@ -621,9 +645,10 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 	case err != nil:
 		return "", false, err
 	case !ownsSecret(a, s):
-		// writeSecret reports the conflict; nothing is read from a
-		// Secret that is not this access's.
-		return "", true, nil
+		// Nothing is read from a Secret that is not this access's, and
+		// nothing issued for it (secretToAssert ends the pass as a
+		// conflict).
+		return "", false, &foreignSecretError{secret: s}
 	}
 	secret := drivers.SecretOf(sc, principal, s.Data)
 	if secret == "" {
@@ -631,6 +656,15 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 	}
 	r.secrets.put(a.UID, s.ResourceVersion, principal, secret)
 	return secret, true, nil
+}
+
+// foreignSecretError is secretOf's answer for a Secret of the access's
+// name that is not the access's (ownsSecret): its labels or owner
+// reference removed by its tenant or a GitOps sync, or another's.
+type foreignSecretError struct{ secret *corev1.Secret }
+
+func (e *foreignSecretError) Error() string {
+	return fmt.Sprintf("Secret %s/%s is not the access's", e.secret.Namespace, e.secret.Name)
 }
 
 // maxKeptCredential bounds the principal and the secret knownSecrets

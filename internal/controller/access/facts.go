@@ -62,10 +62,11 @@ type facts struct {
 	// watch than the access); it retries on its own rather than issue a
 	// new credential in place of the one its Secret holds.
 	recordsPending string
-	// reissuePaced: the Secret no longer holds the access's credential,
-	// soon after it was issued again for that reason; the next issue
-	// waits (reissue.go), and nothing is granted or written meanwhile.
-	// reissued: this pass issues it again for that reason.
+	// reissuePaced: the Secret does not hold the access's credential (no
+	// longer, or not yet: its write failed), soon after it was issued
+	// again for that reason; the next issue waits (reissue.go), and
+	// nothing is granted or written meanwhile. reissued: this pass
+	// issues it again for that reason (counted once Grant succeeds).
 	reissuePaced string
 	reissued     bool
 	// problem pauses reconciliation (backend gone, driver changed, major

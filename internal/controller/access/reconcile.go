@@ -329,6 +329,14 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 			if f.reissuePaced != "" && err == nil {
 				return reconcile.Result{RequeueAfter: time.Until(f.wake) + time.Second}, nil
 			}
+			if f.secretConflict != "" && err == nil {
+				// The Secret is not the access's (secretToAssert):
+				// reported as writeSecret would, and checked again
+				// (conflictPersists) without a backend write.
+				perAccess := true
+				f.perAccess = &perAccess
+				return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+			}
 			return requeue, err
 		}
 		if acc.Drop = on.dropFrom(cred); len(acc.Drop) > 0 {
@@ -355,24 +363,29 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 	}
 	g, err := e.Backend.Grant(ctx, acc)
 	f.askedBackend = true
+	if err == nil && f.reissued {
+		// Counted for the pacing as soon as the backend issued it, not
+		// once the Secret holds it: a Secret whose write keeps failing
+		// must not make every retry a backend write (reissue.go).
+		r.reissues.done(a.UID, time.Now())
+	}
 	if drivers.IsPrincipalExists(err) {
 		f.principalConflict = err.Error()
 		return requeue, nil
 	}
 	if err != nil {
-		if cred != nil && refusedOutright(ctx, err) && widerThanItsAccess(cred, a) {
+		if cred != nil && refusedOutright(ctx, err) {
 			// A narrowing the backend refuses (a bucket policy with no
-			// room for the role's statements) fails closed: the key
-			// may still hold the wider role, so it is revoked rather
-			// than left with rights its access no longer names. The
-			// next pass issues a key for the narrower role, which the
-			// same refusal keeps from being granted. A backend that
-			// did not answer is asked again instead.
-			if _, rerr := r.revoke(ctx, cred, f); rerr != nil {
+			// room for the role's statements) fails closed: a key that
+			// may still hold the wider role is revoked rather than left
+			// with rights its access no longer names. The next pass
+			// issues a key for the narrower role, which the same
+			// refusal keeps from being granted. A backend that did not
+			// answer is asked again instead.
+			var rerr error
+			if err, rerr = r.failClosed(ctx, a, e, cred, err, f); rerr != nil {
 				return requeue, rerr
 			}
-			err = fmt.Errorf("%w; credential %s, granted role %s, was revoked: role %s could not be granted in its place, and a key keeps no right its access no longer names", err, cred.Spec.Principal, cred.Spec.Role, roleOf(a))
-			r.event(a, corev1.EventTypeWarning, v1.EventCredentialRevoked, v1.EventActionWriteSecret, err.Error())
 		}
 		f.Record(err)
 		return requeue, nil
@@ -399,6 +412,40 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		a.Status.Principal = prev
 	}
 	return res, err
+}
+
+// failClosed, once the backend refused outright (gerr) to grant the
+// access's role to cred, revokes every credential of the access on e that
+// may still hold a role wider than that one (widerThanItsAccess): cred
+// itself, narrowed in place, and any other, such as the Active one the
+// Secret holds (status.principal) when its tenant rotated and narrowed
+// the role in one edit, which cred, born with the narrower role, was to
+// replace. Each revocation is added to the error the pass records, and
+// told in a CredentialRevoked event. It returns that error, and the
+// failure of a revocation or of the listing (the pass ends there).
+func (r *Reconciler) failClosed(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cred *v1.BucketyCredential, gerr error, f *facts) (error, error) {
+	var wider []*v1.BucketyCredential
+	if widerThanItsAccess(cred, a) {
+		wider = append(wider, cred)
+	}
+	creds, err := r.credentials(ctx, a.UID)
+	if err != nil {
+		return gerr, err
+	}
+	for i := range creds {
+		c := &creds[i]
+		if c.Spec.Backend == e.Name && c.Name != cred.Name && widerThanItsAccess(c, a) {
+			wider = append(wider, c)
+		}
+	}
+	for _, c := range wider {
+		if _, err := r.revoke(ctx, c, f); err != nil {
+			return gerr, err
+		}
+		gerr = fmt.Errorf("%w; credential %s, granted role %s, was revoked: role %s could not be granted in its place, and a key keeps no right its access no longer names", gerr, c.Spec.Principal, c.Spec.Role, roleOf(a))
+		r.event(a, corev1.EventTypeWarning, v1.EventCredentialRevoked, v1.EventActionWriteSecret, gerr.Error())
+	}
+	return gerr, nil
 }
 
 // refusedOutright reports whether err is the backend's answer refusing a
@@ -455,9 +502,6 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 		r.secrets.put(a.UID, r.verified.resourceVersion(a.UID), cred.Spec.Principal, secret)
 		if err := r.settle(ctx, a, e, on, cred, secret, f); err != nil {
 			return requeue, err
-		}
-		if f.reissued {
-			r.reissues.done(a.UID, time.Now())
 		}
 		if !f.wake.IsZero() {
 			if d := time.Until(f.wake) + time.Second; d < requeue.RequeueAfter {

@@ -17,7 +17,12 @@ import (
 // once; each one after it, while the Secret keeps changing, waits twice as
 // long as the one before (reissuePace, doubling up to reissueMaxPace),
 // and the access says so (Ready False, Progressing, and a ReissuePaced
-// event). A restart forgets the pacing, at the cost of one issue at once.
+// event). The same holds for a credential issued but not in the Secret
+// yet (a Minting record, a rotation not handed over) whose Secret cannot
+// be written (made immutable, a full quota, an admission policy): each
+// issue counts as soon as the backend made it, not once the Secret holds
+// it, so a write that keeps failing is no loop of backend writes. A
+// restart forgets the pacing, at the cost of one issue at once.
 const (
 	// reissuePace is the wait between the first and the second issue.
 	reissuePace = 10 * time.Second
