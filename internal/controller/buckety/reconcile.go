@@ -363,8 +363,8 @@ func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *fac
 	errs := v1.ValidateParameterBounds(p, b.Spec.Parameters)
 	if len(errs) == 0 {
 		// The driver judges what it will get: the spec over the defaults.
-		// For a Buckety already provisioned, what it had is what it was
-		// last provisioned with: a value the backend's config no longer allows (its
+		// For a Buckety already provisioned, what it gets is also what it
+		// had: a value the backend's config no longer allows (its
 		// operator withdrew allowAnonymousRead, or changed the
 		// implementation) is, as at admission, kept because unchanged,
 		// and its Ensure says it is not applied (a shortfall) and undoes
@@ -374,12 +374,7 @@ func (r *Reconciler) validateParameters(b *v1.Buckety, e *backends.Entry, f *fac
 		effective := config.Effective(b.Spec.Parameters, f.defaults)
 		var had map[string]string
 		if b.Status.Provenance != "" {
-			// What it was last provisioned with: a value added since
-			// is judged as new.
-			had = b.Status.EffectiveParameters
-			if had == nil {
-				had = map[string]string{}
-			}
+			had = effective
 		}
 		_, errs = e.Driver.ValidateParameters(p, e.Config.Options(), had, effective)
 		errs = append(errs, e.Config.CheckParameterLimits(p, b.Spec.Parameters)...)
