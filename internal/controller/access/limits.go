@@ -74,12 +74,17 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	if !limited {
 		return true, nil
 	}
+	var back []int
 	if a.Status.BucketyGeneration != 0 && grantedHere(a, on, e.Name) {
-		// The cache shows the grant: it holds the place from now on.
+		// The cache shows the grant: it holds the place from now on, on
+		// the Bucketies its Secret was written for. One it gave up when
+		// its owner stopped sharing (status.withdrawn) and that shares
+		// with it again is placed anew (regain).
 		r.gates.settle(a.UID)
-		return true, nil
-	}
-	if r.gates.placedOn(a.UID, gateKey(e.Name, a.Namespace)) {
+		if back = regained(a, on); len(back) == 0 {
+			return true, nil
+		}
+	} else if r.gates.placedOn(a.UID, gateKey(e.Name, a.Namespace)) {
 		return true, nil
 	}
 	// A shared Buckety's accesses of every namespace count toward its
@@ -116,6 +121,9 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 	}
 	unlock := r.gates.lock(keys...)
 	defer unlock()
+	if len(back) > 0 {
+		return r.regain(ctx, a, on, back, e, &lim, keys, across, fresh, f)
+	}
 	if held, err := r.issuedOn(ctx, a.UID, e.Name); err != nil || held {
 		// Issued a credential before a crash lost the gate's memory and
 		// its status: it holds its place.
@@ -159,6 +167,78 @@ func (r *Reconciler) withinLimits(ctx context.Context, a *v1.BucketyAccess, on *
 		f.limitExceeded = fmt.Sprintf("namespace %s already has %d BucketyAccesses on backend %s granted or ahead of this one, the most its limits allow (%s: %d in buckety-controller.yaml); this one gets no credential and no Secret until one of them is deleted", a.Namespace, total, e.Name, own.LimitsKey("accessesPerNamespace"), l.AccessesPerNamespace)
 	}
 	return false, nil
+}
+
+// regained are the indexes in on.targets of the Bucketies of access a,
+// granted, that its status lists as withdrawn (its rights there taken
+// back when their owners stopped sharing) and that share with it again.
+func regained(a *v1.BucketyAccess, on *grantedOn) []int {
+	if !on.several || len(a.Status.Withdrawn) == 0 {
+		return nil
+	}
+	var out []int
+	for i, t := range on.targets {
+		if slices.Contains(a.Status.Withdrawn, objects.RefKey(t.b.Namespace, t.b.Name)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// regain decides, under the gates withinLimits holds, for access a,
+// granted on the rest of on, whether it may take back each Buckety of
+// on.targets[back]: one that stopped sharing with it and shares again
+// counts toward its accessesPerBuckety as a new access would. Its place
+// under its namespace's accessesPerNamespace it holds already, and its
+// credential is no place on that Buckety: were either to let it through,
+// every share given again after a withdrawal would pass the limit. One
+// at its limit stays withdrawn (moved to on.withdrawn, with why), and the
+// access is granted on the rest; ok is false, the reason in f, only when
+// none is left.
+func (r *Reconciler) regain(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, back []int, e *backends.Entry, lim *namespaceLimits, keys []string, across []*v1.Buckety, fresh map[string][]v1.BucketyAccess, f *facts) (bool, error) {
+	placed := r.gates.placedIn(keys...)
+	others, settled, err := r.contenders(ctx, a, on, e.Config, placed, across, fresh)
+	if err != nil {
+		return false, err
+	}
+	r.gates.forget(settled)
+	var full []int
+	var why []string
+	for _, i := range back {
+		t := on.targets[i]
+		ref := objects.RefKey(t.b.Namespace, t.b.Name)
+		cfg, err := lim.get(t.b.Namespace)
+		if err != nil {
+			return false, err
+		}
+		q, err := quotasOf(lim, a, []string{ref}, others)
+		if err != nil {
+			return false, err
+		}
+		q.perNamespace = 0
+		if at, n, _, ok := admit(q, contender{refs: []string{ref}, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others); !ok {
+			full = append(full, i)
+			why = append(why, fmt.Sprintf("Buckety %s shares with it again but already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml), so the access gets no rights there until one of them is deleted", shortRef(a, at), n, e.Name, cfg.LimitsKey("accessesPerBuckety"), cfg.Limits.AccessesPerBuckety))
+		}
+	}
+	if len(full) == 0 {
+		return true, nil
+	}
+	if len(full) == len(on.targets) {
+		f.limitExceeded = strings.Join(why, "; ")
+		return false, nil
+	}
+	kept := on.targets[:0:0]
+	for i, t := range on.targets {
+		if slices.Contains(full, i) {
+			on.withdrawn = append(on.withdrawn, objects.RefKey(t.b.Namespace, t.b.Name))
+			continue
+		}
+		kept = append(kept, t)
+	}
+	on.targets = kept
+	on.why = append(on.why, why...)
+	return true, nil
 }
 
 // namespaceLimits resolves, once per namespace in a decision, the

@@ -782,3 +782,60 @@ func TestLetThroughThenInvalidGivesItsPlaceBack(t *testing.T) {
 		t.Errorf("next: want it let through once late gave its place back; got %v (%v, %q)", ok, err, f.limitExceeded)
 	}
 }
+
+// TestSharedAgainIsPlacedAnew: x's access names its own logs and o/orders
+// (accessesPerBuckety: 1). It was granted on both; o stopped sharing, so
+// its rights on orders were taken back (status.withdrawn), and o's own
+// access took orders' one place. o shares again: x's access, still
+// granted on logs, does not take orders back past the limit (it did: its
+// grant on logs let it past, one more credential on orders per share
+// given again); orders stays withdrawn, saying why, and logs stays
+// granted. Once o's access is deleted, orders is taken back.
+func TestSharedAgainIsPlacedAnew(t *testing.T) {
+	r, e := limitsEnv(t, 0)
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1}
+	ctx := context.Background()
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}}
+	logs := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "logs", Generation: 1}, Spec: v1.BucketySpec{Backend: "svc"}}
+	if err := r.Client.Create(ctx, logs); err != nil {
+		t.Fatal(err)
+	}
+	multi := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "multi", UID: "uid-multi", CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))},
+		Spec: v1.BucketyAccessSpec{BucketyRefs: []v1.BucketyReference{{Name: "logs"}, {Namespace: "o", Name: "orders"}}, CredentialsSecretName: "multi", Role: v1.RoleReadOnly}}
+	if err := r.Client.Create(ctx, multi); err != nil {
+		t.Fatal(err)
+	}
+	multi.Status.BucketyGeneration, multi.Status.Backend, multi.Status.Withdrawn = 1, e.Name, []string{"o/orders"}
+	multi.Status.BucketyGenerations = map[string]int64{"x/logs": 1}
+	if err := r.Client.Status().Update(ctx, multi); err != nil {
+		t.Fatal(err)
+	}
+	own := mkAccess(t, r.Client, "own", time.Now())
+	own.Status.BucketyGeneration, own.Status.Backend = 1, e.Name
+	if err := r.Client.Status().Update(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	both := func() *grantedOn {
+		return &grantedOn{several: true, targets: []target{{ref: multi.Spec.BucketyRefs[0], b: logs}, {ref: multi.Spec.BucketyRefs[1], b: shared}}}
+	}
+	on, f := both(), &facts{}
+	ok, err := r.withinLimits(ctx, multi, on, e, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || len(on.targets) != 1 || on.targets[0].b != logs {
+		t.Errorf("shared again at its limit: want the access granted on x/logs alone, got let through %v on %d Bucketies (%q)", ok, len(on.targets), f.limitExceeded)
+	}
+	if len(on.withdrawn) != 1 || on.withdrawn[0] != "o/orders" || len(on.why) != 1 || !strings.Contains(on.why[0], "Buckety o/orders shares with it again but already has 1 BucketyAccesses") || !strings.Contains(on.why[0], "limits.accessesPerBuckety: 1") {
+		t.Errorf("want o/orders kept withdrawn, naming its limit; got %v (%q)", on.withdrawn, on.why)
+	}
+	if err := r.Client.Delete(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	r.gates.settle(own.UID)
+	on = both()
+	if ok, err := r.withinLimits(ctx, multi, on, e, &facts{}); err != nil || !ok || len(on.targets) != 2 || len(on.withdrawn) != 0 {
+		t.Errorf("o's access gone: want o/orders taken back, got let through %v (%v) on %d Bucketies, withdrawn %v", ok, err, len(on.targets), on.withdrawn)
+	}
+}

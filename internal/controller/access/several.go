@@ -277,7 +277,7 @@ func holdsFor(a *v1.BucketyAccess, f *facts) string {
 	}
 	out := "Bucketies " + refName(a)
 	if len(f.withdrawnFrom) > 0 {
-		out += fmt.Sprintf(" but %s, which no longer share with it (its rights there are revoked and the Secret does not name them): %s", strings.Join(f.withdrawnFrom, ", "), strings.Join(f.withdrawnWhy, "; "))
+		out += fmt.Sprintf(" but %s, on which it holds no rights now (they are revoked and the Secret does not name them): %s", strings.Join(f.withdrawnFrom, ", "), strings.Join(f.withdrawnWhy, "; "))
 	}
 	return out
 }
