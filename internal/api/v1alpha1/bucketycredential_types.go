@@ -84,6 +84,13 @@ type BucketyCredentialSpec struct {
 	// issue creates its rights without reading them first.
 	// +optional
 	AccessGeneration int64 `json:"accessGeneration,omitempty"`
+	// Rotation is the access's spec.rotation when the record was
+	// written: the value its status.rotation takes once the Secret holds
+	// this credential. A rotation asked for while this one was being
+	// issued is not taken for done by it. Absent on records written by
+	// earlier releases, and when spec.rotation was empty.
+	// +optional
+	Rotation string `json:"rotation,omitempty"`
 	// Role is the access's role the principal was last granted
 	// (ReadWrite when the access names none). A Retiring principal whose
 	// role is wider than its access's now (the tenant narrowed it) is

@@ -373,7 +373,7 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 		return err
 	}
 	if !f.rotationDeferred {
-		a.Status.Rotation = a.Spec.Rotation
+		a.Status.Rotation = honoured(a, cur)
 	}
 	creds, err := r.credentials(ctx, a.UID)
 	if err != nil {
@@ -403,6 +403,25 @@ func (r *Reconciler) settle(ctx context.Context, a *v1.BucketyAccess, e *backend
 	return nil
 }
 
+// honoured is the spec.rotation value credential cur was issued for, which
+// a's status.rotation takes once the Secret holds it. A rotation asked
+// for while cur was being issued (its record written at an earlier
+// generation of the access, then a crash or a Secret write that failed
+// before it was handed over) is not done by it: the next pass, finding
+// status.rotation behind spec.rotation, issues the next credential. A
+// record that names no rotation and was written at an earlier
+// generation leaves status.rotation as it was (an earlier release wrote
+// it, or spec.rotation was empty then): at worst one rotation more.
+func honoured(a *v1.BucketyAccess, cur *v1.BucketyCredential) string {
+	switch {
+	case cur.Spec.AccessGeneration == a.Generation:
+		return a.Spec.Rotation
+	case cur.Spec.Rotation != "":
+		return cur.Spec.Rotation
+	}
+	return a.Status.Rotation
+}
+
 // record creates the record of the access's credential serial, after
 // checking that its principal does not exist yet (so it cannot be anyone
 // else's). A record an earlier pass left (the cache has not seen it yet)
@@ -428,7 +447,7 @@ func (r *Reconciler) record(ctx context.Context, a *v1.BucketyAccess, e *backend
 	c := &v1.BucketyCredential{
 		ObjectMeta: metav1.ObjectMeta{Name: CredentialName(service, principal), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID), shard.SlotLabel: shard.SlotValue(a.Namespace)}},
 		Spec: v1.BucketyCredentialSpec{Backend: e.Name, Service: service, Principal: principal, Serial: int32(serial), Phase: v1.CredentialMinting,
-			AccessGeneration: a.Generation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}, Role: roleOf(a)},
+			AccessGeneration: a.Generation, Rotation: a.Spec.Rotation, Owner: v1.ClaimOwner{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID)}, Role: roleOf(a)},
 	}
 	on.bind(c)
 	made := ""

@@ -218,3 +218,31 @@ func TestKeptCredentialSaysItsRole(t *testing.T) {
 	a.Spec.Role = v1.RoleReadWrite
 	check("with the rights of its role;")
 }
+
+// TestRotationAskedMidIssueIsNotDone: status.rotation takes the
+// spec.rotation value the credential the Secret now holds was issued for.
+// A rotation asked for ("2") while the one for "1" was being issued (its
+// record written at generation 3, handed over at 4) is not taken for
+// done: status.rotation says "1", and the next pass issues the
+// credential for "2". A record of this generation honours spec.rotation;
+// one of an earlier release (no rotation recorded, an earlier
+// generation) leaves status.rotation as it was.
+func TestRotationAskedMidIssueIsNotDone(t *testing.T) {
+	a := &v1.BucketyAccess{}
+	a.Generation, a.Spec.Rotation, a.Status.Rotation = 4, "2", "0"
+	for _, c := range []struct {
+		name string
+		cur  v1.BucketyCredentialSpec
+		want string
+	}{
+		{"issued for 1 at generation 3", v1.BucketyCredentialSpec{AccessGeneration: 3, Rotation: "1"}, "1"},
+		{"issued at this generation", v1.BucketyCredentialSpec{AccessGeneration: 4, Rotation: "2"}, "2"},
+		{"an earlier release's record of this generation", v1.BucketyCredentialSpec{AccessGeneration: 4}, "2"},
+		{"an earlier release's record of an earlier generation", v1.BucketyCredentialSpec{AccessGeneration: 3}, "0"},
+	} {
+		cur := &v1.BucketyCredential{Spec: c.cur}
+		if got := honoured(a, cur); got != c.want {
+			t.Errorf("%s: want status.rotation %q, got %q", c.name, c.want, got)
+		}
+	}
+}
