@@ -481,6 +481,11 @@ func TestRotationWhoseSecretIsRefusedIssuesNoThird(t *testing.T) {
 	if got := secret(t, ns, "app").Data; string(got["sasl.password"]) != string(first.Data["sasl.password"]) {
 		t.Fatal("the Secret changed while the policy refused every update")
 	}
+	// A rotation asked for meanwhile is not done by this one's
+	// credential, issued for "1": the status says "1" once it is handed
+	// over, and "2" waits for the old credential's grace (one rotation at
+	// a time). It was marked done with no credential issued for it.
+	patch(t, a, `{"spec":{"rotation":"2"}}`)
 
 	unbind()
 	var now map[string][]byte
@@ -500,6 +505,13 @@ func TestRotationWhoseSecretIsRefusedIssuesNoThird(t *testing.T) {
 	}
 	if err := produceWith(t, now, ns+".ticks"); err != nil {
 		t.Errorf("want the rotated Secret to work, got %v", err)
+	}
+	got := &v1.BucketyAccess{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(a), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Rotation != "1" {
+		t.Errorf("want status.rotation \"1\", the rotation the handed-over credential was issued for (\"2\" waits for the next), got %q", got.Status.Rotation)
 	}
 }
 
