@@ -132,7 +132,7 @@ type NamePolicy struct {
 	// Prefix is a naming template (the spec.name grammar) that every
 	// resolved name must start with. The file is environment-substituted,
 	// so template references are escaped with $$: "$${namespace}." or
-	// "$${backend.zone}-$${namespace}-".
+	// "$${backend.zone}-$${namespace}.".
 	Prefix string `json:"prefix" envsubst:"true"`
 }
 
@@ -447,6 +447,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, field.Required(root, "define at least one backend (name, driver, config)"))
 	}
 	seen := map[string]int{}
+	// policyChecked marks, by index, the backends whose name policy passed
+	// checkPolicy, for checkPolicyOverlaps.
+	policyChecked := make([]bool, len(c.Backends))
 	for i := range c.Backends {
 		b := &c.Backends[i]
 		p := root.Index(i)
@@ -486,10 +489,13 @@ func (c *Config) Validate() error {
 		if b.NamePolicy != nil && !b.policyUnresolved && policyOK && len(optErrs) == 0 {
 			if err := b.checkPolicy(); err != nil {
 				errs = append(errs, field.Invalid(p.Child("namePolicy", "prefix"), b.NamePolicy.Prefix, err.Error()))
+			} else {
+				policyChecked[i] = true
 			}
 		}
 	}
 	errs = append(errs, c.checkServices(root)...)
+	errs = append(errs, c.checkPolicyOverlaps(root, policyChecked)...)
 	if len(errs) > 0 {
 		return &ValidationError{Errs: errs}
 	}
@@ -711,16 +717,22 @@ func (c *Config) BackendNames() []string {
 	return out
 }
 
-// Notices are the lines the backends' driver configs ask to be logged
-// once at startup (drivers.Noticer: a setting inferred from an older
-// spelling), each prefixed "backend NAME: ", in file order.
+// Notices are the lines to be logged once at startup, each prefixed
+// "backend NAME: ", in file order: those the backends' driver configs ask
+// for (drivers.Noticer: a setting inferred from an older spelling), and
+// one for each backend without a namePolicy on a service where another
+// backend has one (policyNotice), a setup the file may hold but the
+// maintainer should see.
 func (c *Config) Notices() []string {
 	var out []string
-	for _, b := range c.Backends {
+	for i, b := range c.Backends {
 		if n, ok := b.options.(drivers.Noticer); ok {
 			for _, line := range n.Notices() {
 				out = append(out, "backend "+b.Name+": "+line)
 			}
+		}
+		if line := c.policyNotice(i); line != "" {
+			out = append(out, line)
 		}
 	}
 	return out

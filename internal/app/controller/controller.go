@@ -70,6 +70,11 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 		for _, b := range cfg.Backends {
 			fmt.Fprintf(stdout, "  %s (driver %s %s)\n", b.Name, b.Driver, b.DriverImpl().Version())
 		}
+		// What a run would log once at startup, where the maintainer
+		// checking the file sees it.
+		for _, n := range cfg.Notices() {
+			fmt.Fprintf(stdout, "note: %s\n", n)
+		}
 		return 0
 	}
 	o.Config = cfg
@@ -79,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer, reg *drivers.Registry) int {
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log) // client-go (leader election) logs the same way
 	for _, n := range cfg.Notices() {
-		o.Log.Info(n) // a setting inferred from an older spelling
+		o.Log.Info(n) // config.Notices: an older spelling, a backend without a name policy beside one with
 	}
 	rc, err := o.LoadRESTConfig()
 	if err != nil {

@@ -33,6 +33,18 @@ func TestCheck(t *testing.T) {
 		t.Errorf("want a summary of the backends, got %q", out.String())
 	}
 
+	// A backend without a name policy on a service where another has one
+	// loads, and check says what a run would log about it.
+	out.Reset()
+	errb.Reset()
+	dir = writeConfig(t, "backends:\n- {name: a, driver: test, service: s, config: {endpoint: x}}\n- {name: b, driver: test, service: s, namePolicy: {prefix: \"$${namespace}.\"}, config: {endpoint: x}}\n")
+	if code := run([]string{"check", "-c", dir}, &out, &errb, reg); code != 0 {
+		t.Fatalf("check of a valid config: want exit 0, got %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "note: backend a: has no namePolicy, but shares service s with b") {
+		t.Errorf("want check to print the notice about backend a, got %q", out.String())
+	}
+
 	out.Reset()
 	errb.Reset()
 	dir = writeConfig(t, "backends:\n- {name: a, driver: test, config: {}}\n")

@@ -106,7 +106,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ctrl.SetLogger(o.Log)
 	klog.SetLogger(o.Log)
 	for _, n := range cfg.Notices() {
-		o.Log.Info(n) // a setting inferred from an older spelling
+		o.Log.Info(n) // config.Notices: an older spelling, a backend without a name policy beside one with
 	}
 	if o.RESTConfig, err = restConfig(o.Flags); err != nil {
 		fmt.Fprintf(stderr, "buckety-webhook: %v\n", err)
