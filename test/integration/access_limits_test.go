@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -309,4 +311,71 @@ func TestWithdrawnAccessesHoldNoPlace(t *testing.T) {
 	if err := produceWith(t, secret(t, y, "ay").Data, owner+".orders"); err != nil {
 		t.Errorf("y's access: want produce to the shared topic allowed, got %v", err)
 	}
+}
+
+// TestSharedAgainCountsTheLimit: under limits.accessesPerBuckety: 1, x's
+// access names its own "logs" and the owner's "orders". The owner stops
+// sharing: x's rights on orders go, and the owner's own access takes
+// orders' one place. The owner shares again: x's access, still granted on
+// logs, does not take orders back (before, its grant on logs let it past
+// the limit: one more credential on orders for every share given again).
+// It stays Ready on logs, naming orders' limit, and its Secret cannot
+// write to orders. Once the owner's access is deleted, x's takes orders
+// back.
+func TestSharedAgainCountsTheLimit(t *testing.T) {
+	needInfra(t)
+	b, _ := scopedBroker(t, 0)
+	be := superuserBackend(b, 0)
+	be.Limits = &config.Limits{AccessesPerBuckety: 1}
+	startControllerWith(t, harness.ConfigYAML(be), nil, func(o *appcontroller.Options) {
+		o.Recheck, o.LimitRetry = time.Hour, 5*time.Second
+	})
+	owner, x := namespace(t), namespace(t)
+	for _, ns := range []string{owner, x} {
+		removeWhileRunning(t, ns)
+	}
+	orders := sharedBuckety(owner, "orders", "kafka", owner+".orders", x, v1.RoleReadWrite)
+	create(t, orders)
+	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "logs", Namespace: x}, Spec: v1.BucketySpec{Backend: "kafka", Name: x + ".logs"}})
+	multi := severalAccess(x, "multi", v1.RoleReadWrite, v1.BucketyReference{Name: "logs"}, v1.BucketyReference{Namespace: owner, Name: "orders"})
+	create(t, multi)
+	waitCondition(t, multi, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+
+	patch(t, orders, `{"spec":{"sharing":null}}`)
+	wait.For(t, waitTimeout, "x's access withdrawn from orders", func() (bool, string) {
+		a := getAccess(t, x, "multi")
+		return strings.Join(a.Status.Withdrawn, ",") == owner+"/orders", "status.withdrawn: " + strings.Join(a.Status.Withdrawn, ",")
+	})
+	own := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: owner}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, Role: v1.RoleReadWrite, CredentialsSecretName: "own"}}
+	create(t, own)
+	waitCondition(t, own, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+
+	patch(t, orders, fmt.Sprintf(`{"spec":{"sharing":[{"namespace":%q,"roles":["ReadWrite"]}]}}`, x))
+	wait.For(t, waitTimeout, "x's access naming orders' limit", func() (bool, string) {
+		c := meta.FindStatusCondition(getAccess(t, x, "multi").Status.Conditions, v1.ConditionReady)
+		return c != nil && strings.Contains(c.Message, "shares with it again but already has 1 BucketyAccesses"), fmt.Sprint(c)
+	})
+	a := getAccess(t, x, "multi")
+	if got := strings.Join(a.Status.Withdrawn, ","); got != owner+"/orders" {
+		t.Errorf("shared again at its limit: want orders still withdrawn, got status.withdrawn %q", got)
+	}
+	data := secret(t, x, "multi").Data
+	if err := produceWith(t, data, owner+".orders", kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("orders at its limit: want x's produce refused with TOPIC_AUTHORIZATION_FAILED, got %v", err)
+	}
+	if err := produceWith(t, data, x+".logs"); err != nil {
+		t.Errorf("logs: want x's produce allowed, got %v", err)
+	}
+
+	if err := k8s.Delete(context.Background(), own); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "x's access granted on orders again", func() (bool, string) {
+		a := getAccess(t, x, "multi")
+		return len(a.Status.Withdrawn) == 0, "status.withdrawn: " + strings.Join(a.Status.Withdrawn, ",")
+	})
+	wait.For(t, waitTimeout, "x's Secret writing to orders", func() (bool, string) {
+		err := produceWith(t, secret(t, x, "multi").Data, owner+".orders")
+		return err == nil, fmt.Sprint(err)
+	})
 }

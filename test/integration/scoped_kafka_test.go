@@ -856,6 +856,13 @@ func TestScopedRotationCutShort(t *testing.T) {
 	second := kadmdriver.PrincipalFor(drivers.Access{Namespace: ns, Name: "app", UID: string(a.UID)}, 2)
 	spec := first[0].Spec
 	spec.Principal, spec.Serial, spec.Phase, spec.SecretDigest, spec.RetireAfter = second, 2, v1.CredentialActive, access.SecretDigest("minted-then-lost"), nil
+	// Recorded, as a pass records it, at the access's generation and
+	// rotation of the time.
+	patched := &v1.BucketyAccess{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(a), patched); err != nil {
+		t.Fatal(err)
+	}
+	spec.AccessGeneration, spec.Rotation = patched.Generation, patched.Spec.Rotation
 	create(t, &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: access.CredentialName("kafka", second), Labels: map[string]string{v1.ClaimOwnerLabel: string(a.UID)}}, Spec: spec})
 	res, err := superAdmin(t, b).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: second, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "minted-then-lost"}})
 	if err == nil {

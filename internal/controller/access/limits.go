@@ -17,6 +17,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/config"
 	"github.com/Yolean/buckety-controller/internal/controller/objects"
+	"github.com/Yolean/buckety-controller/internal/controller/retry"
 	"github.com/Yolean/buckety-controller/internal/sharing"
 )
 
@@ -238,6 +239,9 @@ func (r *Reconciler) regain(ctx context.Context, a *v1.BucketyAccess, on *grante
 	}
 	on.targets = kept
 	on.why = append(on.why, why...)
+	// Nothing wakes it when a place frees (a deletion of another
+	// namespace's access): it looks again as one held at its limit does.
+	f.wakeAt(time.Now().Add(retry.Jitter(r.limitRetry())))
 	return true, nil
 }
 
