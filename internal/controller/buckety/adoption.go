@@ -52,6 +52,12 @@ func adoptionKeys(b *v1.Buckety, e *backends.Entry) bool {
 // call recorded Created, what the check found, and false
 // when provisioning stops here (refused, conflict, or an error, all in f).
 func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim) (*v1.BucketyClaim, bool, *drivers.Inspection, bool) {
+	// The check looks where this Buckety's parameters say, which must be
+	// where the claim says the resource lives (one taken over from a
+	// deleted Buckety keeps its location).
+	if cl != nil && r.locatedElsewhere(ctx, b, e, f, cl) {
+		return nil, false, nil, false
+	}
 	in, err := e.Backend.Inspect(ctx, backendResource(e, f.resourceName, f.params, nil))
 	if err != nil {
 		f.Record(err)
@@ -169,7 +175,7 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		case conflict != nil:
 			r.conflict(ctx, b, e, k, conflict, f)
 			return nil, false, nil, false
-		case created:
+		case created && got.Spec.Phase == phase:
 			testhook.Pause(ctx, testhook.AfterInspect)
 			return got, creates, &in, true
 		case got.Spec.Phase != v1.ClaimClaimed:
@@ -177,7 +183,13 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 			// verdict stands.
 			return got, false, nil, true
 		}
+		// Claimed: an earlier pass's claim the cache had not shown, or
+		// one taken over that records another location than this check
+		// looked at (claims.Store.AcquireAs records no verdict then).
 		cl = got
+	}
+	if r.locatedElsewhere(ctx, b, e, f, cl) {
+		return nil, false, nil, false
 	}
 	if cl.Spec.Location == nil {
 		cl.Spec.Location = loc
@@ -188,6 +200,44 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 	}
 	testhook.Pause(ctx, testhook.AfterInspect)
 	return cl, creates, &in, true
+}
+
+// locatedElsewhere reports, with f set, whether claim cl, on which this
+// pass has recorded no verdict yet, records its resource at another
+// location than this Buckety's parameters select (drivers.Locator: an R2
+// bucket's jurisdiction, which picks the endpoint of every call): the
+// adoption check would look at, and the create make, a resource of the
+// same name elsewhere. Nothing is asked of the backend. A claim taken
+// over from a deleted Buckety (it keeps that Buckety's retained record)
+// is given back to the record, as a refused adoption's is, so what the
+// resource counts stays with the namespace it was retained from; the
+// tenant is told which parameter differs, and its value only when the
+// resource was retained from a Buckety of its own namespace.
+func (r *Reconciler) locatedElsewhere(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, cl *v1.BucketyClaim) bool {
+	keys := drivers.LocationParameters(e.Driver)
+	changed := claims.LocationKeysChanged(keys, cl, f.params)
+	if len(changed) == 0 {
+		return false
+	}
+	from := cl.Spec.Retained
+	if from == nil || from.Owner.UID == cl.Spec.Owner.UID {
+		f.locationChanged = claims.LocationChanged(keys, cl, f.params)
+		return true
+	}
+	f.locationRetained = true
+	if from.Owner.Namespace == b.Namespace {
+		f.locationChanged = fmt.Sprintf("%s on backend %s was retained when Buckety %s/%s was deleted: %s", f.resourceName, e.Name, from.Owner.Namespace, from.Owner.Name, claims.LocationChanged(keys, cl, f.params))
+	} else {
+		params := make([]string, len(changed))
+		for i, k := range changed {
+			params[i] = "spec.parameters[" + k + "]"
+		}
+		f.locationChanged = fmt.Sprintf("%s on backend %s was retained from a deleted Buckety, and made with another %s than this Buckety's", f.resourceName, e.Name, strings.Join(params, ", "))
+	}
+	if err := r.letGo(ctx, cl); err != nil {
+		f.claimErr = err
+	}
+	return true
 }
 
 // ownerVerdict reads, fresh, the owner record of an existing resource this

@@ -72,8 +72,11 @@ type facts struct {
 	// backend (Breaker).
 	askedBackend bool
 	// locationChanged: a location parameter differs from what the claim
-	// recorded (immutable).
-	locationChanged string
+	// recorded (immutable); locationRetained: the claim was taken over
+	// from a deleted Buckety, and given back (the resource lives where
+	// that Buckety made it).
+	locationChanged  string
+	locationRetained bool
 	// adoptionRefused says, in what the tenant may read, why a pre-existing
 	// resource is not taken over.
 	adoptionRefused string

@@ -156,6 +156,13 @@ func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.E
 	if !r.keepOwner(ctx, b, e, f, at, res.Created, res.Created && (res.CreateUnproven || time.Since(began) >= r.ownerSettle()/2)) {
 		return false, nil
 	}
+	// Created, and recorded as this Buckety's: a claim taken over from a
+	// deleted Buckety drops the record of it only now (not when Created
+	// was recorded, before a create that may fail or never run).
+	if err := r.Claims.CreateSucceeded(ctx, cl); err != nil {
+		f.claimErr = err
+		return false, nil
+	}
 	if res.CreateUnproven {
 		// The driver wrote nothing but the create to a bucket that may
 		// have been someone else's; now that its record says it is this
@@ -220,7 +227,9 @@ func (r *Reconciler) ensure(ctx context.Context, b *v1.Buckety, e *backends.Entr
 // (createdElsewhere): a tenant whose create the backend always refuses (a
 // replication factor above the broker count) would otherwise hold the
 // name as created, and take the next topic of that name anyone made. The
-// name stays reserved for the Buckety. A failed write leaves the claim
+// name stays reserved for the Buckety; a claim taken over from a deleted
+// Buckety keeps the record of it (claims.Store.Advance), so the next pass
+// judges the name as this one did. A failed write leaves the claim
 // Created, and the next refused create tries again.
 func (r *Reconciler) nothingCreated(ctx context.Context, b *v1.Buckety, f *facts) {
 	cl := f.claim

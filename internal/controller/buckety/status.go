@@ -251,10 +251,14 @@ func budgetLink(b *v1.Buckety, f *facts) *readinessResult {
 }
 
 // locationLink: a parameter that selects where the resource lives was
-// changed after the resource was claimed.
+// changed after the resource was claimed, or differs from where a
+// resource retained from a deleted Buckety lives.
 func locationLink(_ *v1.Buckety, f *facts) *readinessResult {
 	if f.locationChanged == "" {
 		return nil
+	}
+	if f.locationRetained {
+		return notReady(v1.ReasonInvalidParameters, f.locationChanged+"; it selects where the resource lives, and a retained resource is taken over only where it lives: set it as the resource was made, or choose another spec.name (nothing is asked of the backend while they differ)", false)
 	}
 	return notReady(v1.ReasonInvalidParameters, f.locationChanged+"; it selects where the resource lives and cannot change: put it back (nothing is written, and deletion uses the claimed value, while they differ)", false)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -187,10 +188,10 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 // claim). A stale claim on a resource buckety wrote to (or one retained
 // already) is not removed: it counts against its namespace until a
 // maintainer releases it, so b takes it over in place (took), in phase
-// with location and budgeted, keeping the retained record
-// (ClaimRetained) until b has written to the resource itself, so a
-// takeover that is refused or given up reverts to it (LetGo) instead of
-// freeing what the resource counts.
+// with budgeted, at the location the claim recorded (see takeOver),
+// keeping the retained record (ClaimRetained) until b has written to the
+// resource itself, so a takeover that is refused or given up reverts to
+// it (LetGo) instead of freeing what the resource counts.
 func (c *Store) held(ctx context.Context, b *v1.Buckety, k Key, name string, phase v1.ClaimPhase, location map[string]string, budgeted *v1.Budgeted) (*v1.BucketyClaim, bool, *Conflict, error) {
 	cur := &v1.BucketyClaim{}
 	if err := c.APIReader.Get(ctx, types.NamespacedName{Name: name}, cur); apierrors.IsNotFound(err) {
@@ -238,10 +239,15 @@ func Written(p v1.ClaimPhase) bool {
 }
 
 // takeOver makes cur, whose owner is gone, b's in phase, keeping (or
-// starting, from the gone owner's) the retained record unless b's phase
-// says the resource is gone (Created: nothing is left to count). An
-// optimistic-lock update: a claim changed meanwhile is read again by the
-// caller's loop.
+// starting, from the gone owner's) the retained record, until b has
+// written to the resource: a takeover recorded Created keeps it too,
+// until its create has succeeded (CreateSucceeded), so a create that
+// fails, or never runs, leaves what the name was retained from. The
+// claim keeps the location it recorded (where the resource lives), not
+// b's: a phase b's check found at another location is not recorded, and
+// the claim is taken over Claimed instead, for the check to run where the
+// resource lives. An optimistic-lock update: a claim changed meanwhile is
+// read again by the caller's loop.
 func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.BucketyClaim, phase v1.ClaimPhase, location map[string]string, budgeted *v1.Budgeted) (*v1.BucketyClaim, bool, *Conflict, error) {
 	cl := cur.DeepCopy()
 	if Written(cl.Spec.Phase) {
@@ -250,12 +256,28 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.Buck
 			cl.Spec.Retained.Since, cl.Spec.Retained.RecordUnmarked = cur.Spec.Retained.Since, cur.Spec.Retained.RecordUnmarked
 		}
 		// What the writer's claim says, for LetGo to restore: b's
-		// backend, location and footprint replace them below.
+		// backend and footprint replace them below.
 		r := cl.Spec.Retained
 		r.Backend, r.Service, r.Location, r.Budgeted = cur.Spec.Backend, cur.Spec.Service, cur.Spec.Location, cur.Spec.Budgeted
 	}
-	if phase == v1.ClaimCreated {
-		cl.Spec.Retained = nil
+	// Where the resource lives is what its writer's claim recorded (kept
+	// in the retained record; a record made before it kept the location
+	// leaves the claim's own), whatever b's parameters say: the location
+	// picks the endpoint of every call on the resource, and another would
+	// create a second resource of the name there, or act on one that is
+	// not the claim's. A claim that recorded none (made before claims
+	// recorded it) takes b's, as provision backfills any such claim.
+	recorded := cur.Spec.Location
+	if r := cl.Spec.Retained; r != nil && r.Backend != "" {
+		recorded = r.Location
+	}
+	if recorded != nil {
+		if phase != v1.ClaimClaimed && !maps.Equal(recorded, location) {
+			// b's check looked elsewhere: what it found there says
+			// nothing of this resource.
+			phase = v1.ClaimClaimed
+		}
+		location = recorded
 	}
 	cl.Spec.Owner = v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}
 	// Through the backend b names (a sibling of the same service may have
@@ -610,20 +632,49 @@ func (c *Store) ownerExists(ctx context.Context, cl *v1.BucketyClaim) (bool, err
 }
 
 // Advance moves a claim to phase with an optimistic-lock update, so a claim
-// changed by anyone else meanwhile is never overwritten.
+// changed by anyone else meanwhile is never overwritten. A claim taken
+// over keeps the retained record it took the resource from until its new
+// owner has written to the resource: an adoption that settles (Adopted)
+// drops it here, a create only once it has succeeded (CreateSucceeded),
+// since Created is recorded before the create, which may fail or never
+// run.
 func (c *Store) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.ClaimPhase) error {
 	if cl.Spec.Phase == phase {
 		return nil
 	}
 	prev, retained := cl.Spec.Phase, cl.Spec.Retained
 	cl.Spec.Phase = phase
-	if Written(phase) && retained != nil && retained.Owner.UID != cl.Spec.Owner.UID {
+	if phase == v1.ClaimAdopted && retained != nil && retained.Owner.UID != cl.Spec.Owner.UID {
 		// The new owner holds the resource now: it counts as its own.
 		cl.Spec.Retained = nil
 	}
 	if err := c.Client.Update(ctx, cl); err != nil {
 		cl.Spec.Phase, cl.Spec.Retained = prev, retained
 		return fmt.Errorf("record claim %s as %s: %w", cl.Name, phase, err)
+	}
+	c.recent.put(cl)
+	return nil
+}
+
+// CreateSucceeded records that the create a Created claim was recorded
+// for has succeeded (or that a later pass found the resource it made):
+// the retained record the claim kept from the Buckety it was taken over
+// from is dropped, since the resource is its new owner's own now. Until
+// then the record stays: a create refused (the claim Claimed again), one
+// that got no answer, or a process stopped between the claim and the
+// create leaves the claim as the takeover made it, so the next pass
+// judges the name as this one did (Knew), and a takeover given up
+// reverts to the record (LetGo) instead of freeing the name. An
+// optimistic-lock update.
+func (c *Store) CreateSucceeded(ctx context.Context, cl *v1.BucketyClaim) error {
+	retained := cl.Spec.Retained
+	if retained == nil || retained.Owner.UID == cl.Spec.Owner.UID || (cl.Spec.Phase != v1.ClaimCreated && cl.Spec.Phase != v1.ClaimCreating) {
+		return nil
+	}
+	cl.Spec.Retained = nil
+	if err := c.Client.Update(ctx, cl); err != nil {
+		cl.Spec.Retained = retained
+		return fmt.Errorf("record on claim %s that its resource is created: %w", cl.Name, err)
 	}
 	c.recent.put(cl)
 	return nil

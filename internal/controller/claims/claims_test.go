@@ -628,3 +628,142 @@ func TestKnew(t *testing.T) {
 		t.Errorf("asked for another Buckety than the settled heir: want false, got %v (%v)", got, err)
 	}
 }
+
+// TestTakeOverKeepsTheRecordedLocation: a claim records where its
+// resource lives (an R2 bucket's jurisdiction, which picks the endpoint
+// of every call on it). Taken over from a Buckety that is gone, retained
+// or not, it keeps that location whatever the taker asks, so that no call
+// of the taker's goes to a resource of the same name elsewhere; and a
+// verdict the taker's check reached at another location is not recorded:
+// the claim is taken over Claimed, for the check to run where the
+// resource lives. Given up, it reverts to the record with that location.
+// Before, the takeover recorded the taker's location (none at all, for
+// Acquire), and a check that found nothing at the taker's location
+// recorded Created: the create went to the other location.
+func TestTakeOverKeepsTheRecordedLocation(t *testing.T) {
+	ctx := context.Background()
+	eu := map[string]string{"jurisdiction": "eu"}
+	none := map[string]string{NoLocation: ""}
+	for _, c := range []struct {
+		name     string
+		retained bool
+		phase    v1.ClaimPhase
+		location map[string]string
+		want     v1.ClaimPhase
+	}{
+		{"retained, taken over Claimed", true, v1.ClaimClaimed, nil, v1.ClaimClaimed},
+		{"retained, found missing at another location", true, v1.ClaimCreated, none, v1.ClaimClaimed},
+		{"retained, found at another location", true, v1.ClaimAdopting, none, v1.ClaimClaimed},
+		{"retained, checked where it lives", true, v1.ClaimAdopting, eu, v1.ClaimAdopting},
+		{"owner gone without its deletion, found missing at another location", false, v1.ClaimCreated, none, v1.ClaimClaimed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gone := claimOf("s3", "data", "team", "data", "gone-uid", v1.ClaimCreated)
+			gone.Spec.Location = eu
+			if c.retained {
+				gone = retainedBy(gone)
+			}
+			heir := buckety("other", "data")
+			api := newClient(t, heir, gone)
+			s := &Store{Client: api, APIReader: api}
+			taken, took, conflict, err := s.AcquireAs(ctx, heir, Key{Backend: "s3", Resource: "data"}, c.phase, c.location, nil)
+			if err != nil || conflict != nil || !took || taken == nil {
+				t.Fatalf("want it taken over, got %+v, took %v, conflict %+v, %v", taken, took, conflict, err)
+			}
+			got := getClaim(t, api, "s3", "data")
+			if got.Spec.Owner.UID != string(heir.UID) || got.Spec.Phase != c.want || !maps.Equal(got.Spec.Location, eu) {
+				t.Fatalf("want the heir's claim %s, located where the resource lives (%v), got %s for %s at %v", c.want, eu, got.Spec.Phase, got.Spec.Owner.UID, got.Spec.Location)
+			}
+			if taken.Spec.Phase != got.Spec.Phase || !maps.Equal(taken.Spec.Location, got.Spec.Location) {
+				t.Errorf("want the claim returned as written, got %s at %v", taken.Spec.Phase, taken.Spec.Location)
+			}
+			if got.Spec.Retained == nil || got.Spec.Retained.Owner.UID != "gone-uid" {
+				t.Fatalf("want the record of the Buckety it was taken from kept, got %+v", got.Spec.Retained)
+			}
+			if released, err := s.LetGo(ctx, got); err != nil || released {
+				t.Fatalf("a takeover never written to: want it reverted, got released %v, %v", released, err)
+			}
+			if got = getClaim(t, api, "s3", "data"); got.Spec.Owner.UID != "gone-uid" || !maps.Equal(got.Spec.Location, eu) {
+				t.Errorf("want it reverted to gone-uid's claim at %v, got %s at %v", eu, got.Spec.Owner.UID, got.Spec.Location)
+			}
+		})
+	}
+}
+
+// TestTakeOverKeepsTheRecordUntilCreated: a takeover whose check found
+// the resource missing records Created before its create, and keeps the
+// retained record it took the name from until that create has succeeded
+// (CreateSucceeded). A create the backend refuses (the claim Claimed
+// again), or one that never ran (the process stopped after the claim was
+// written), leaves the record: the next pass judges the name as this one
+// did (Knew), and a takeover given up reverts to it instead of freeing
+// the name. Before, entering Created dropped the record, and a takeover
+// whose create was refused was released when given up.
+func TestTakeOverKeepsTheRecordUntilCreated(t *testing.T) {
+	ctx := context.Background()
+	gone := claimOf("kafka", "orders", "team", "orders", "gone-uid", v1.ClaimCreated)
+	heir := buckety("other", "grab")
+	api := newClient(t, heir, retainedBy(gone))
+	s := &Store{Client: api, APIReader: api}
+	k := Key{Backend: "kafka", Resource: "orders"}
+	kept := func(when string, phase v1.ClaimPhase) *v1.BucketyClaim {
+		t.Helper()
+		cl := getClaim(t, api, "kafka", "orders")
+		if cl.Spec.Owner.UID != string(heir.UID) || cl.Spec.Phase != phase || cl.Spec.Retained == nil || cl.Spec.Retained.Owner.UID != "gone-uid" {
+			t.Fatalf("%s: want the heir's claim %s keeping the record of gone-uid, got %s for %s, retained %+v", when, phase, cl.Spec.Phase, cl.Spec.Owner.UID, cl.Spec.Retained)
+		}
+		if knew, err := s.Knew(ctx, k, "gone-uid", ""); err != nil || !knew {
+			t.Errorf("%s: want the claims to show gone-uid held the name, got %v (%v)", when, knew, err)
+		}
+		return cl
+	}
+
+	// Checked before the claim, taken over Created (AcquireAs).
+	if _, took, conflict, err := s.AcquireAs(ctx, heir, k, v1.ClaimCreated, nil, nil); err != nil || conflict != nil || !took {
+		t.Fatalf("take over: took %v, conflict %+v, %v", took, conflict, err)
+	}
+	cl := kept("taken over Created, nothing created yet", v1.ClaimCreated)
+	// The backend refuses the create: Claimed again.
+	if err := s.Advance(ctx, cl, v1.ClaimClaimed); err != nil {
+		t.Fatal(err)
+	}
+	cl = kept("the create refused", v1.ClaimClaimed)
+	if released, err := s.LetGo(ctx, cl); err != nil || released {
+		t.Fatalf("a takeover whose create was refused: want it reverted, got released %v, %v", released, err)
+	}
+	if cl = getClaim(t, api, "kafka", "orders"); !IsRetained(cl) || cl.Spec.Owner.UID != "gone-uid" {
+		t.Fatalf("want it reverted to gone-uid's retained claim, got %+v", cl.Spec)
+	}
+
+	// Checked after the claim (Acquire, then Advance to Created).
+	taken, conflict, err := s.Acquire(ctx, heir, k)
+	if err != nil || conflict != nil {
+		t.Fatalf("take over: conflict %+v, %v", conflict, err)
+	}
+	if err := s.Advance(ctx, taken, v1.ClaimCreated); err != nil {
+		t.Fatal(err)
+	}
+	// The process stops here: what the next pass reads is the record.
+	cl = kept("recorded Created, the process stopped before the create", v1.ClaimCreated)
+	if err := s.CreateSucceeded(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	cl = getClaim(t, api, "kafka", "orders")
+	if cl.Spec.Retained != nil || cl.Spec.Phase != v1.ClaimCreated || cl.Spec.Owner.UID != string(heir.UID) {
+		t.Fatalf("the create succeeded: want the heir's own Created claim, no record kept, got %+v", cl.Spec)
+	}
+	if knew, err := s.Knew(ctx, k, "gone-uid", string(heir.UID)); err != nil || !knew {
+		t.Errorf("the create succeeded: want the claims to show they decided the name for the heir, got %v (%v)", knew, err)
+	}
+	// Its own retained record is not another Buckety's: kept.
+	if released, err := s.LetGo(ctx, cl); err != nil || released {
+		t.Fatalf("let go: released %v, %v", released, err)
+	}
+	cl = getClaim(t, api, "kafka", "orders")
+	if err := s.CreateSucceeded(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	if cl = getClaim(t, api, "kafka", "orders"); !IsRetained(cl) || cl.Spec.Owner.UID != string(heir.UID) {
+		t.Errorf("want the heir's claim still retained from the heir, got %+v", cl.Spec)
+	}
+}

@@ -35,7 +35,11 @@
 //     Adopting only in the pass that recorded it, when the create found the
 //     resource made by someone else meanwhile (nothing is written to it:
 //     Ensure is CreateOnly). A claim taken over from a deleted owner starts
-//     Claimed (nothing written yet), and the check then advances it.
+//     Claimed (nothing written yet), and the check then advances it; it
+//     keeps the record of the owner it was taken from until the new owner
+//     has written to the resource (a create: once the create succeeded),
+//     so a takeover refused, given up or whose create failed reverts to
+//     it.
 //     Adopting -> Adopted once the adoption settles: nothing is written
 //     while the resource differs from the tenant's parameters, unless both
 //     the backend (adoption.allow) and the tenant (spec.adoption
@@ -52,6 +56,8 @@
 //     parameters (drivers.Locator: R2's jurisdiction) when it is made;
 //     every later backend call uses them (Effective), so an edit of the
 //     spec, even during deletion, never points a call at another resource.
+//     A claim taken over keeps them: a Buckety whose parameters select
+//     another location is refused, and its check never looks elsewhere.
 //   - Fresh before writing. A claim read from the cache is confirmed with a
 //     fresh read (Store.Confirm) before the first backend write that relies
 //     on it, so a lagging cache or a leader that lost its lease cannot

@@ -68,20 +68,32 @@ func Effective(keys []string, cl *v1.BucketyClaim, params map[string]string) map
 // those cl recorded, naming each key; "" when they agree (or cl recorded
 // none).
 func LocationChanged(keys []string, cl *v1.BucketyClaim, params map[string]string) string {
-	if cl == nil || cl.Spec.Location == nil {
-		return ""
-	}
 	var diffs []string
+	for _, k := range LocationKeysChanged(keys, cl, params) {
+		was, had := cl.Spec.Location[k]
+		now, has := params[k]
+		diffs = append(diffs, fmt.Sprintf("spec.parameters[%s] is %s, but %s was claimed with %s", k, quoteOrUnset(now, has), cl.Spec.ResourceName, quoteOrUnset(was, had)))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// LocationKeysChanged names, sorted, the location parameters params sets
+// otherwise than cl recorded them; none when they agree (or cl recorded
+// none).
+func LocationKeysChanged(keys []string, cl *v1.BucketyClaim, params map[string]string) []string {
+	if cl == nil || cl.Spec.Location == nil {
+		return nil
+	}
+	var out []string
 	for _, k := range keys {
 		was, had := cl.Spec.Location[k]
 		now, has := params[k]
-		if had == has && was == now {
-			continue
+		if had != has || was != now {
+			out = append(out, k)
 		}
-		diffs = append(diffs, fmt.Sprintf("spec.parameters[%s] is %s, but %s was claimed with %s", k, quoteOrUnset(now, has), cl.Spec.ResourceName, quoteOrUnset(was, had)))
 	}
-	sort.Strings(diffs)
-	return strings.Join(diffs, "; ")
+	sort.Strings(out)
+	return out
 }
 
 func quoteOrUnset(v string, set bool) string {
