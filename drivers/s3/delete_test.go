@@ -207,6 +207,31 @@ func TestBatchSize(t *testing.T) {
 }
 
 // putMany puts n small objects into bucket, eight at a time.
+// lyingProxy is a proxy to endpoint that, while lies is set (it is to
+// begin with), answers the requests lie picks with answer instead,
+// counting them in lied: a server answering from two views (a lagging
+// node, a filer down, a proxy mid-rollout).
+func lyingProxy(t *testing.T, endpoint string, lie func(*http.Request) bool, answer http.HandlerFunc) (srv *httptest.Server, lies *atomic.Bool, lied *atomic.Int32) {
+	t.Helper()
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	lies, lied = &atomic.Bool{}, &atomic.Int32{}
+	lies.Store(true)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if lies.Load() && lie(r) {
+			lied.Add(1)
+			answer(w, r)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, lies, lied
+}
+
 func putMany(t *testing.T, cl *s3.Client, bucket string, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -254,23 +279,9 @@ func TestDeleteDoesNotTakeABodilessNotFoundForGone(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			target, err := url.Parse(f.srv.Endpoint)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rp := httputil.NewSingleHostReverseProxy(target)
-			var lies atomic.Bool
-			var heads atomic.Int32
-			lies.Store(true)
-			lying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if lies.Load() && r.Method == http.MethodHead && strings.Trim(r.URL.Path, "/") == bucket {
-					heads.Add(1)
-					w.WriteHeader(http.StatusNotFound)
-					return
-				}
-				rp.ServeHTTP(w, r)
-			}))
-			t.Cleanup(lying.Close)
+			lying, lies, heads := lyingProxy(t, f.srv.Endpoint, func(r *http.Request) bool {
+				return r.Method == http.MethodHead && strings.Trim(r.URL.Path, "/") == bucket
+			}, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) })
 			cfg := *f.cfg
 			cfg.Endpoint = lying.URL
 			be, _ := open(t, &cfg)

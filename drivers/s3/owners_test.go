@@ -636,25 +636,14 @@ func TestRecordReadAnsweredNoSuchBucketIsNoVerdict(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			target, err := url.Parse(f.srv.Endpoint)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rp := httputil.NewSingleHostReverseProxy(target)
-			var lies atomic.Bool
-			var lied atomic.Int32
-			lies.Store(true)
-			lying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if _, tagging := r.URL.Query()["tagging"]; lies.Load() && tagging && r.Method == http.MethodGet && strings.Trim(r.URL.Path, "/") == bucket {
-					lied.Add(1)
-					w.Header().Set("Content-Type", "application/xml")
-					w.WriteHeader(http.StatusNotFound)
-					fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message><BucketName>%s</BucketName></Error>`, bucket)
-					return
-				}
-				rp.ServeHTTP(w, r)
-			}))
-			t.Cleanup(lying.Close)
+			lying, lies, lied := lyingProxy(t, f.srv.Endpoint, func(r *http.Request) bool {
+				_, tagging := r.URL.Query()["tagging"]
+				return tagging && r.Method == http.MethodGet && strings.Trim(r.URL.Path, "/") == bucket
+			}, func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusNotFound)
+				fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message><BucketName>%s</BucketName></Error>`, bucket)
+			})
 			cfg := *f.cfg
 			cfg.Endpoint = lying.URL
 			be, _ := open(t, &cfg)
