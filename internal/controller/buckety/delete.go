@@ -157,7 +157,13 @@ func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(cont
 			// Another namespace's access, shared with it: it holds the
 			// deletion back as the Buckety's own do, until it is deleted
 			// or (its consent withdrawn) holds nothing.
-			f.blockedBy = append(f.blockedBy, a.Namespace+"/"+a.Name)
+			holds, err := r.foreignHolds(ctx, b, a)
+			if err != nil {
+				return false, err
+			}
+			if holds {
+				f.blockedBy = append(f.blockedBy, a.Namespace+"/"+a.Name)
+			}
 		default:
 			// Withdrawn, as its status says. A spec change its pass
 			// has not caught up with may be one the Buckety shares (a
@@ -176,6 +182,43 @@ func (r *Reconciler) heldBack(ctx context.Context, b *v1.Buckety, list func(cont
 	return len(f.blockedBy) > 0 || f.waitingImplicit, nil
 }
 
+// foreignHolds reports whether access a of another namespace, whose
+// status does not show it withdrawn from b, holds b's deletion back: b
+// shares with it now (sharedNow), or a credential record of it is still
+// bound to b (its revocation is not done), read from the API server. One
+// b no longer shares with and bound to b by no record holds nothing,
+// whatever its status says: its tenant can keep that status from ever
+// being written (the access grown by metadata-only patches to just under
+// the API server's request limit), and its withdrawal (credentials
+// revoked, Secret deleted) does not wait for that write. Were the status
+// trusted, another namespace once shared with could keep the owner's
+// deletion, and its namespace's, waiting for ever.
+func (r *Reconciler) foreignHolds(ctx context.Context, b *v1.Buckety, a *v1.BucketyAccess) (bool, error) {
+	if shared, err := r.sharedNow(ctx, b, a); err != nil || shared {
+		return shared, err
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	var list v1.BucketyCredentialList
+	if err := reader.List(ctx, &list, ctrl.MatchingLabels{v1.ClaimOwnerLabel: string(a.UID)}); err != nil {
+		return false, fmt.Errorf("list the credentials of access %s/%s, which Buckety %s no longer shares with: %w", a.Namespace, a.Name, b.Name, err)
+	}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Spec.Owner.UID != string(a.UID) {
+			continue
+		}
+		// A record from before credentials were bound (no Buckety) may
+		// be b's.
+		if c.Spec.BucketyUID == "" || c.Spec.BucketyUID == string(b.UID) || slices.ContainsFunc(c.Spec.Resources, func(cr v1.CredentialResource) bool { return cr.BucketyUID == string(b.UID) }) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // sharesAgain reports whether access a of another namespace, withdrawn
 // from b as its status says, has a spec its last pass did not see (its
 // Ready condition's observedGeneration: status.observedGeneration moves
@@ -185,6 +228,12 @@ func (r *Reconciler) sharesAgain(ctx context.Context, b *v1.Buckety, a *v1.Bucke
 	if c := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionReady); c == nil || c.ObservedGeneration == a.Generation {
 		return false, nil
 	}
+	return r.sharedNow(ctx, b, a)
+}
+
+// sharedNow reports whether b shares with access a of another namespace
+// now (its role), in a namespace that is not being deleted.
+func (r *Reconciler) sharedNow(ctx context.Context, b *v1.Buckety, a *v1.BucketyAccess) (bool, error) {
 	n := &corev1.Namespace{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Name: b.Namespace}, n); {
 	case apierrors.IsNotFound(err):

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -20,7 +21,9 @@ import (
 // owner's deletion, and the owner's namespace, waiting for ever. One still
 // carrying buckety's finalizer, and a live one, still hold it back.
 func TestAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
-	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders"}}
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders"},
+		Spec:   v1.BucketySpec{Backend: "kafka", Sharing: []v1.SharingRule{{Namespace: "consumer", Roles: []v1.Role{v1.RoleReadWrite}}}},
+		Status: v1.BucketyStatus{Backend: "kafka"}}
 	now := metav1.Now()
 	access := func(ns, name string, deleting bool, finalizers ...string) v1.BucketyAccess {
 		a := v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: finalizers},
@@ -40,7 +43,8 @@ func TestAccessKeptByAnotherFinalizerHoldsNothing(t *testing.T) {
 		access("consumer", "live", false, v1.Finalizer),
 		access("payments", "live", false, v1.Finalizer),
 	}
-	r := &Reconciler{}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "payments"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	r := &Reconciler{Backends: testSet(t), Client: fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(ns).Build()}
 	held, f, err := heldBackOn(r, b, accesses)
 	if err != nil {
 		t.Fatal(err)
@@ -138,4 +142,48 @@ func heldBackOn(r *Reconciler, b *v1.Buckety, accesses []v1.BucketyAccess) (bool
 		return accesses, nil
 	}, f)
 	return held, f, err
+}
+
+// TestUnsharedAccessWhoseStatusSaysNothingHoldsByItsRecords: Buckety
+// payments/orders, being deleted, no longer shares with namespace
+// consumer, whose accesses' statuses do not show them withdrawn (a
+// tenant can keep that status write from ever succeeding, its access
+// grown by metadata-only patches). Each holds the deletion back only
+// while a credential record of it is bound to orders (its revocation not
+// done; a record from before credentials were bound may be orders'):
+// one with no record, or with a record bound to another Buckety, holds
+// nothing. Trusting the status, consumer kept the owner's deletion, and
+// its namespace's, waiting for ever.
+func TestUnsharedAccessWhoseStatusSaysNothingHoldsByItsRecords(t *testing.T) {
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "orders", UID: "uid-orders"},
+		Spec: v1.BucketySpec{Backend: "kafka"}, Status: v1.BucketyStatus{Backend: "kafka"}}
+	access := func(name string) v1.BucketyAccess {
+		return v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "consumer", Name: name, UID: types.UID("uid-" + name), Finalizers: []string{v1.Finalizer}},
+			Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Namespace: "payments", Name: "orders"}, CredentialsSecretName: name}}
+	}
+	record := func(owner, bucketyUID string, resources ...string) *v1.BucketyCredential {
+		c := &v1.BucketyCredential{ObjectMeta: metav1.ObjectMeta{Name: "cred-" + owner + "-" + bucketyUID, Labels: map[string]string{v1.ClaimOwnerLabel: "uid-" + owner}},
+			Spec: v1.BucketyCredentialSpec{Backend: "kafka", Service: "kafka", Principal: "p-" + owner, Serial: 1, Phase: v1.CredentialActive, BucketyUID: bucketyUID,
+				Owner: v1.ClaimOwner{Namespace: "consumer", Name: owner, UID: "uid-" + owner}}}
+		for _, uid := range resources {
+			c.Spec.Resources = append(c.Spec.Resources, v1.CredentialResource{Resource: "r", Buckety: "x/y", BucketyUID: uid, Claim: "c"})
+		}
+		return c
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "payments"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(ns,
+		record("revoking", "uid-orders"),
+		record("several", "uid-first", "uid-first", "uid-orders"),
+		record("legacy", ""),
+		record("elsewhere", "uid-other"),
+	).Build()
+	r := &Reconciler{Backends: testSet(t), Client: c, APIReader: c}
+	held, f, err := heldBackOn(r, b, []v1.BucketyAccess{access("revoked"), access("revoking"), access("several"), access("legacy"), access("elsewhere")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"consumer/revoking", "consumer/several", "consumer/legacy"}
+	if !held || !slices.Equal(f.blockedBy, want) {
+		t.Errorf("want the deletion held back by %v, got held %v by %v", want, held, f.blockedBy)
+	}
 }
