@@ -72,6 +72,14 @@ type Assigner struct {
 	Log logr.Logger
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// AfterFunc calls f once d has passed on the clock Now reads, unless
+	// the timer it returns is stopped first, as time.AfterFunc does (nil:
+	// time.AfterFunc); never before it has returned, as the shards'
+	// watchdogs it times (watchLocked) are armed under the lock f takes.
+	// A shard is lost at its last renewal, a time of Now, plus
+	// RenewDeadline: a test that sets Now sets AfterFunc to the same
+	// clock, and moves both together.
+	AfterFunc func(d time.Duration, f func()) interface{ Stop() bool }
 
 	mu       sync.Mutex
 	held     map[int]*running
@@ -145,7 +153,7 @@ type running struct {
 	// watchdog loses the shard at renewed + RenewDeadline unless it is
 	// renewed before (watch); watch counts its armings, renewErr is the
 	// last renewal's error since renewed (all under mu).
-	watchdog *time.Timer
+	watchdog interface{ Stop() bool }
 	watch    uint64
 	renewErr error
 }
@@ -190,6 +198,14 @@ func (a *Assigner) now() time.Time {
 		return a.Now()
 	}
 	return time.Now()
+}
+
+// afterFunc arms a timer of the Assigner's clock (AfterFunc).
+func (a *Assigner) afterFunc(d time.Duration, f func()) interface{ Stop() bool } {
+	if a.AfterFunc != nil {
+		return a.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f)
 }
 
 func (a *Assigner) defaults() error {
@@ -779,7 +795,7 @@ func (a *Assigner) watchLocked(k int, r *running) {
 	}
 	r.watch++
 	watch := r.watch
-	r.watchdog = time.AfterFunc(r.renewed.Add(a.RenewDeadline).Sub(a.now()), func() { a.overdue(k, r, watch) })
+	r.watchdog = a.afterFunc(r.renewed.Add(a.RenewDeadline).Sub(a.now()), func() { a.overdue(k, r, watch) })
 }
 
 // overdue is shard k's watchdog, armed as watch: the shard, held as r,
