@@ -242,8 +242,27 @@ func (b *Backend) execDeleteACLs(ctx context.Context, calls []*call[[]acl, struc
 	}
 	answerByCount(calls, counts, len(resp.Results), func(i int) error {
 		r := resp.Results[i]
-		return withMessage(kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+		if err := withMessage(kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage); err != nil {
+			return err
+		}
+		// A filter answered as a success can still name ACLs it failed
+		// to delete (a ZooKeeper-mode broker answers a failed deletion
+		// per ACL): taking the filter's code alone would report a
+		// narrowing, a Drop or a revoke done with an ALLOW ACL left.
+		var errs []error
+		for _, m := range r.MatchingACLs {
+			if err := withMessage(kerr.ErrorForCode(m.ErrorCode), m.ErrorMessage); err != nil {
+				errs = append(errs, fmt.Errorf("ACL %s: %w", matchingACLString(m), err))
+			}
+		}
+		return errors.Join(errs...)
 	})
+}
+
+// matchingACLString names one ACL of a DeleteACLs answer by permission,
+// operation, resource and host (its principal is the call's).
+func matchingACLString(m kmsg.DeleteACLsResponseResultMatchingACL) string {
+	return fmt.Sprintf("%s %s on %s %s %q from host %s", m.PermissionType, m.Operation, m.ResourcePatternType, m.ResourceType, m.ResourceName, m.Host)
 }
 
 // answerByCount gives call i the first error among its counts[i] results,

@@ -367,13 +367,18 @@ func (b *Backend) revokeCredential(ctx context.Context, principal string) error 
 	); err != nil {
 		return err
 	}
-	d, err := b.describeUser(ctx, principal)
-	if err != nil {
-		return err
-	}
-	// One mechanism per request (Kafka refuses a user twice in one).
-	for _, ci := range d.CredInfos {
-		if err := b.alterUser(ctx, principal, scramOp{del: &kadm.DeleteSCRAM{User: principal, Mechanism: ci.Mechanism}}); err != nil {
+	// Both mechanisms are deleted without reading which the user has: a
+	// read answered by a broker whose metadata lags (just after the
+	// upsert) lists none, and a revoke that trusted it would delete
+	// nothing, report success and leave a user that still authenticates
+	// once the controller has dropped the record naming it. Deleting a
+	// mechanism the user lacks is success (alterUser). One mechanism per
+	// request (Kafka refuses a user twice in one, and the batcher never
+	// puts a user twice in one): a revoke costs two
+	// AlterUserSCRAMCredentials requests and no read, each shared with
+	// the other revocations and grants of its batch.
+	for _, mech := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
+		if err := b.alterUser(ctx, principal, scramOp{del: &kadm.DeleteSCRAM{User: principal, Mechanism: mech}}); err != nil {
 			return err
 		}
 	}
