@@ -62,6 +62,10 @@ type Sweeper struct {
 	// epochs is each backend's registry epoch at its last sweep
 	// (drivers.RegistryEpochs), by backend name.
 	epochs sync.Map
+	// kept is, by backend name, what the sweeps last read of the owner
+	// records of the backend's retained resources (*keptRecords), to
+	// write them again after a registry loss.
+	kept sync.Map
 }
 
 // Start implements manager.Runnable: one loop per sweeping backend, until
@@ -103,7 +107,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 		return fmt.Errorf("list claims: %w", err)
 	}
 	targets := driftTargets(list.Items, claims.Items, s.Backends, e.Name)
-	if err := s.registryRecreated(ctx, e, targets); err != nil {
+	if err := s.registryRecreated(ctx, e, targets, claims.Items); err != nil {
 		return err
 	}
 	if len(targets) == 0 {
@@ -164,12 +168,14 @@ func (s *Sweeper) SweepOnce(ctx context.Context, e *backends.Entry) error {
 // within one epoch). Without it the records came back at each Buckety's
 // next periodic pass, hours later where the sweep sees all drift, and
 // meanwhile another installation whose tenant holds both adoption keys
-// could adopt a resource this one holds. The registry is caught up at
-// most once every registryCheckSweeps intervals (a catch-up the passes'
-// reads made meanwhile counts), so the check adds about one request in
-// five sweeps to the sweep's few; a read that fails is left to the passes
-// to report.
-func (s *Sweeper) registryRecreated(ctx context.Context, e *backends.Entry, targets []sweepTarget) error {
+// could adopt a resource this one holds. The records of the resources
+// retained from deleted Bucketies, which no pass writes, the sweep writes
+// again itself (keepRetainedRecords, from claimList). The registry is
+// caught up at most once every registryCheckSweeps intervals (a catch-up
+// the passes' reads made meanwhile counts), so the check adds about one
+// request in five sweeps to the sweep's few; a read that fails is left to
+// the passes to report.
+func (s *Sweeper) registryRecreated(ctx context.Context, e *backends.Entry, targets []sweepTarget, claimList []v1.BucketyClaim) error {
 	re, ok := e.Owners.(drivers.RegistryEpochs)
 	if !ok {
 		return nil
@@ -180,15 +186,15 @@ func (s *Sweeper) registryRecreated(ctx context.Context, e *backends.Entry, targ
 	}
 	ep := re.RegistryEpoch()
 	prev, seen := s.epochs.Swap(e.Name, ep)
-	if !seen || prev.(uint64) == ep {
-		return nil
-	}
-	s.Log.Info("the owner registry was deleted and created again: every Buckety on the backend writes its owner record again", "backend", e.Name, "bucketies", len(targets))
-	for _, t := range targets {
-		if err := s.Wakes.BucketyDrifted(ctx, t.buckety); err != nil {
-			return err
+	if seen && prev.(uint64) != ep {
+		s.Log.Info("the owner registry was deleted and created again: every Buckety on the backend writes its owner record again", "backend", e.Name, "bucketies", len(targets))
+		for _, t := range targets {
+			if err := s.Wakes.BucketyDrifted(ctx, t.buckety); err != nil {
+				return err
+			}
 		}
 	}
+	s.keepRetainedRecords(ctx, e, re, ep, claimList)
 	return nil
 }
 
