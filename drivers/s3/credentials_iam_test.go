@@ -1,9 +1,13 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,5 +283,74 @@ func TestIAMGrantOutlastsOneRequestTimeout(t *testing.T) {
 	}
 	if exists, err := be.InspectPrincipal(ctx, a.Principal); err != nil || exists {
 		t.Errorf("want user %s gone after the revocation, got exists %v (%v)", a.Principal, exists, err)
+	}
+}
+
+// TestIAMRevokeTakesOnlyDeleteUserForGone: an eventually consistent IAM
+// (AWS; SeaweedFS with several filers) may answer a ListAccessKeys just
+// after CreateUser with NoSuchEntity though the user exists. Through a
+// proxy that answers the revocation's first ListAccessKeys so, in front
+// of a SeaweedFS holding the user and its key, the revocation either
+// fails (the record stays, and the revocation is tried again) or leaves
+// the user really gone: it never reports done with the user and its key
+// alive, which would leave them live with nothing naming them.
+func TestIAMRevokeTakesOnlyDeleteUserForGone(t *testing.T) {
+	srv, be, admin := iamFixture(t)
+	ctx := context.Background()
+	if err := (s3Ops{t: t, cl: rawClient(t, be.cfg, be.cfg.Endpoint)}).createBucket("ledger"); err != nil {
+		t.Fatal(err)
+	}
+	a := drivers.Access{Resource: "ledger", Namespace: "team", Name: "lagged", UID: "uid-lagged-revoke", Role: drivers.RoleReadWrite, Assert: drivers.IssueRecorded}
+	a.Principal = be.Principal(a, 1)
+	g, err := be.Grant(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first ListAccessKeys only: the next read sees the user.
+	var listed atomic.Int32
+	lying, _, lied := lyingProxy(t, srv.Endpoint, func(r *http.Request) bool {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return false
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		form, err := url.ParseQuery(string(body))
+		return err == nil && form.Get("Action") == "ListAccessKeys" && listed.Add(1) == 1
+	}, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/xml")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `<ErrorResponse xmlns="https://iam.amazonaws.com/doc/2010-05-08/"><Error><Type>Sender</Type><Code>NoSuchEntity</Code><Message>The user with name `+a.Principal+` cannot be found.</Message></Error><RequestId>lagged</RequestId></ErrorResponse>`)
+	})
+	cfg := *be.cfg
+	cfg.Credentials = &Credentials{IAMEndpoint: lying.URL}
+	lagged, _ := open(t, &cfg)
+	rerr := lagged.Revoke(ctx, a)
+	if lied.Load() != 1 {
+		t.Fatalf("want the revocation's ListAccessKeys answered NoSuchEntity once, the proxy lied %d times", lied.Load())
+	}
+	_, gerr := admin.GetUser(ctx, a.Principal)
+	switch {
+	case rerr == nil && !iam.IsNoSuchEntity(gerr):
+		ops := seaweedAs(srv, g.Data)
+		ops.t = t
+		t.Fatalf("revoke after a NoSuchEntity list: reported done, but the user is still there (GetUser: %v; its key puts: %v)", gerr, ops.put("ledger", "after-revoke"))
+	case rerr != nil && iam.IsNoSuchEntity(gerr):
+		t.Errorf("revoke after a NoSuchEntity list: the user is gone, but the revocation failed: %v", rerr)
+	}
+	// Tried again, as the controller does while the record stays: done,
+	// and the user gone with its key.
+	if rerr != nil {
+		t.Logf("the revocation after a NoSuchEntity list failed, to be tried again: %v", rerr)
+		if err := lagged.Revoke(ctx, a); err != nil {
+			t.Fatalf("revoke again: %v", err)
+		}
+	}
+	if _, err := admin.GetUser(ctx, a.Principal); !iam.IsNoSuchEntity(err) {
+		t.Errorf("after the revocation: want GetUser NoSuchEntity, got %v", err)
+	}
+	ops := seaweedAs(srv, g.Data)
+	ops.t = t
+	if err := ops.put("ledger", "after-revoke"); err == nil {
+		t.Error("the revoked key still puts")
 	}
 }

@@ -45,6 +45,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	"github.com/Yolean/buckety-controller/drivers/s3/policy"
@@ -58,6 +60,9 @@ type versityIssuer struct {
 	// hc is the admin client's HTTP client, also for key probes
 	// (versityadmin.KeyKnown).
 	hc *http.Client
+	// drops are the grants this process took away lately, which its
+	// sweeps watch for a stale write putting them back.
+	drops grantDrops
 }
 
 // ready lists the gateway's users: one without an IAM store answers 501
@@ -95,6 +100,7 @@ func (v *versityIssuer) revoke(ctx context.Context, a drivers.Access) error {
 	if err := v.admin.DeleteUser(ctx, a.Principal); err != nil {
 		return v.b.adminError("delete user "+a.Principal, err)
 	}
+	v.drops.forgetPrincipal(a.Principal)
 	return nil
 }
 
@@ -167,6 +173,7 @@ func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret stri
 		if err := v.setBucketGrant(ctx, bucket, a.Principal, "", nil); err != nil && !isNoSuchBucket(err) {
 			return secret, err
 		}
+		v.drops.add(bucket, a.Principal)
 	}
 	return secret, nil
 }
@@ -189,6 +196,12 @@ func (v *versityIssuer) requests(a drivers.Access) int {
 // exists, deleted out of band), to drop such keys from buckety's
 // statements.
 func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, role string, before func(context.Context) error) error {
+	return v.setBucketGrants(ctx, bucket, map[string]string{principal: role}, before)
+}
+
+// setBucketGrants is setBucketGrant for several principals at once (set:
+// principal → role, "" removing its grant), in one read and one write.
+func (v *versityIssuer) setBucketGrants(ctx context.Context, bucket string, set map[string]string, before func(context.Context) error) error {
 	b := v.b
 	l := b.policyLock(bucket)
 	if err := l.lock(ctx, bucket); err != nil {
@@ -211,10 +224,12 @@ func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, r
 	// grants read are kept, and only the edited ones rewritten away, or
 	// one edited statement would cost every other key on the bucket its
 	// grant until the sweep re-asserted it (a retiring key for good).
-	if role == "" {
-		delete(grants, principal)
-	} else {
-		grants[principal] = role
+	for principal, role := range set {
+		if role == "" {
+			delete(grants, principal)
+		} else {
+			grants[principal] = role
+		}
 	}
 	next, changed, err := mergeBucketPolicy(cur, bucket, grants)
 	if err != nil {
@@ -238,7 +253,7 @@ func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, r
 	}
 	dropped := false
 	for p := range grants {
-		if _, ok := users[p]; !ok && p != principal {
+		if _, ok := users[p]; !ok && set[p] == "" {
 			delete(grants, p)
 			dropped = true
 		}
@@ -259,6 +274,24 @@ func (v *versityIssuer) setBucketGrant(ctx context.Context, bucket, principal, r
 // being judged, but a gateway that stops answering (drivers.IsUnavailable)
 // ends the sweep there, as the IAM sweep's: the buckets left are judged by
 // the next sweep.
+//
+// Each bucket read is also audited (strayGrants): a principal of as that
+// buckety's statements grant on a bucket none of its records names loses
+// that grant there, and counts as drifted. Grants are written read-modify-write,
+// and the policyLock that keeps two writes apart holds in one process
+// only: with the controller sharded, accesses of two namespaces naming one
+// bucket are served by two replicas, and one replica's write from a
+// policy it read before the other took a principal's grant away (the
+// bucket stopped being shared with its access) puts that grant back. The
+// access's record no longer names the bucket by then, so nothing else
+// would ever take the grant away again. A principal is only judged by
+// its own records: as are, on a sharded controller, the Active records
+// of the sweeping shard's namespaces alone (whose access and claims are
+// settled), so a principal that is not in as, another shard's or a
+// retiring key, is never touched. The buckets read are those of as, and
+// those this process took a grant of one of as's principals away from
+// lately (grantDrops): a bucket that no record of this shard names any
+// more is read while a stale write may still land there.
 func (v *versityIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, error) {
 	b := v.b
 	users, err := v.admin.ListUsers(ctx)
@@ -270,24 +303,38 @@ func (v *versityIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, 
 		return nil, err
 	}
 	byBucket := map[string][]int{}
+	// named is, for each principal of as, the buckets its records name.
+	named := map[string]map[string]bool{}
 	drifted := map[int]bool{}
 	for i, a := range as {
 		if _, ok := users[a.Principal]; !ok {
 			drifted[i] = true
 		}
+		if named[a.Principal] == nil {
+			named[a.Principal] = map[string]bool{}
+		}
 		// A principal granted on several buckets is judged on each.
 		for _, bucket := range a.Resources() {
 			byBucket[bucket] = append(byBucket[bucket], i)
+			named[a.Principal][bucket] = true
+		}
+	}
+	buckets := slices.Sorted(maps.Keys(byBucket))
+	for _, bucket := range v.drops.watched(named) {
+		if _, ok := byBucket[bucket]; !ok {
+			buckets = append(buckets, bucket)
 		}
 	}
 	var skipped []error
-	left := len(byBucket)
-	for bucket, idx := range byBucket {
-		left--
+	for n, bucket := range buckets {
+		left := len(buckets) - n - 1
+		read := v.drops.clock()
 		doc, err := b.bucketPolicy(ctx, cl, bucket)
 		if err != nil {
 			if !isNoSuchBucket(err) { // the Buckety's own re-check sees to a missing bucket
 				skipped = append(skipped, fmt.Errorf("bucket %s: %w", bucket, err))
+			} else {
+				v.drops.audited(bucket, named, read, 0) // a bucket gone holds no grant
 			}
 			if stop := sweepStopped(ctx, err, left); stop != nil {
 				skipped = append(skipped, stop)
@@ -296,13 +343,208 @@ func (v *versityIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, 
 			continue
 		}
 		grants, err := bucketyGrants(doc)
-		for _, i := range idx {
+		for _, i := range byBucket[bucket] {
 			if err != nil || grants[as[i].Principal] != string(roleOf(as[i])) {
 				drifted[i] = true
 			}
 		}
+		if stray := strayGrants(doc, bucket, named); len(stray) > 0 {
+			if err := v.dropStray(ctx, bucket, stray); err != nil {
+				skipped = append(skipped, fmt.Errorf("bucket %s: take away grants no record names: %w", bucket, err))
+				if stop := sweepStopped(ctx, err, left); stop != nil {
+					skipped = append(skipped, stop)
+					break
+				}
+				continue
+			}
+			// Its credential held rights beyond its records': drift, and
+			// the re-assertion gives back a grant taken away because the
+			// records this sweep was given were older than the grant (a
+			// bucket the access just gained, recorded before it is
+			// granted).
+			for i, a := range as {
+				if slices.Contains(stray, a.Principal) {
+					drifted[i] = true
+				}
+			}
+		}
+		v.drops.audited(bucket, named, read, v.dropWatch())
 	}
 	return slices.Sorted(maps.Keys(drifted)), errors.Join(skipped...)
+}
+
+// strayGrants names the principals of the sweep's records (named) that
+// buckety's statements in bucket's policy doc grant anything, although no
+// record of theirs names bucket. Statements of others, and principals
+// with no record in named, are never named.
+func strayGrants(doc []byte, bucket string, named map[string]map[string]bool) []string {
+	p, err := parsePolicy(doc, isGrantSid)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, st := range p.owned {
+		if st.Principal == nil {
+			continue
+		}
+		for _, k := range st.Principal.AWS {
+			if buckets, ok := named[k]; ok && !buckets[bucket] && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dropStray takes the principals' grants on bucket away, as a grant's
+// Drop does (reading the policy again under its lock), in one write, and
+// watches the bucket for their grants' return as it would after a Drop.
+// It is bounded as a grant of one bucket is: the lock may be held by a
+// pass of this process waiting out a gateway that hangs.
+func (v *versityIssuer) dropStray(ctx context.Context, bucket string, principals []string) error {
+	ctx, cancel := context.WithTimeout(ctx, v.b.grantTimeout(v, drivers.Access{Resource: bucket}))
+	defer cancel()
+	set := map[string]string{}
+	for _, k := range principals {
+		set[k] = ""
+	}
+	if err := v.setBucketGrants(ctx, bucket, set, nil); err != nil && !isNoSuchBucket(err) {
+		return err
+	}
+	for _, k := range principals {
+		v.drops.add(bucket, k)
+	}
+	return nil
+}
+
+// dropWatch is how long after this process took a grant away the bucket
+// is still read by the sweeps that judge the principal (grantDrops). A
+// read-modify-write of the policy that read it before the grant went (in
+// another replica) writes within seven requests of its read: its read,
+// the user's probe, delete and creation (or Ensure's BeforeWrite), its
+// write, and after a refusal a ListUsers and a second write; each is
+// bounded by requestTimeout per attempt, and the SDK makes three. 21
+// request timeouts, and a few more to spare.
+func (v *versityIssuer) dropWatch() time.Duration { return 24 * v.b.cfg.timeout() }
+
+// grantDrops remembers, in this process, the buckets whose grant to a
+// principal it took away lately (a grant's Drop, the sweep's audit), so
+// that the sweeps judging the principal read those buckets too, though
+// no record names them any more, until a read made dropWatch after the
+// drop found the grant gone (or took it away). A record's bucket is
+// read anyway; this is for a bucket that no record of the sweeping
+// shard names. What a restart or a shard moving to another replica
+// forgets is found only where a record of the shard names the bucket.
+// The zero value is ready to use.
+type grantDrops struct {
+	mu sync.Mutex
+	// at is bucket → principal → when its grant there was taken away.
+	at map[string]map[string]time.Time
+	n  int
+	// now is time.Now but in tests.
+	now func() time.Time
+}
+
+// maxGrantDrops bounds what grantDrops holds: the oldest drop is
+// forgotten first. Drops of a principal no sweep of this process judges
+// (another shard's, since this replica let the shard go) are kept until
+// then, and cost no request.
+const maxGrantDrops = 4096
+
+func (d *grantDrops) clock() time.Time {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Now()
+}
+
+// add remembers that principal's grant on bucket was taken away now.
+func (d *grantDrops) add(bucket, principal string) {
+	now := d.clock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.at == nil {
+		d.at = map[string]map[string]time.Time{}
+	}
+	if d.at[bucket] == nil {
+		d.at[bucket] = map[string]time.Time{}
+	}
+	if _, ok := d.at[bucket][principal]; !ok {
+		d.n++
+	}
+	d.at[bucket][principal] = now
+	for d.n > maxGrantDrops {
+		d.forgetOldest()
+	}
+}
+
+// forgetOldest forgets the oldest drop; d.mu is held.
+func (d *grantDrops) forgetOldest() {
+	var ob, op string
+	var oldest time.Time
+	for b, ps := range d.at {
+		for p, t := range ps {
+			if ob == "" || t.Before(oldest) {
+				ob, op, oldest = b, p, t
+			}
+		}
+	}
+	d.forget(ob, op)
+}
+
+// forget forgets one drop; d.mu is held.
+func (d *grantDrops) forget(bucket, principal string) {
+	if _, ok := d.at[bucket][principal]; !ok {
+		return
+	}
+	delete(d.at[bucket], principal)
+	d.n--
+	if len(d.at[bucket]) == 0 {
+		delete(d.at, bucket)
+	}
+}
+
+// forgetPrincipal forgets every drop of a principal: its user is
+// deleted, and a grant naming it that comes back grants nothing.
+func (d *grantDrops) forgetPrincipal(principal string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for b := range d.at {
+		d.forget(b, principal)
+	}
+}
+
+// watched lists, sorted, the buckets that took a grant away from a
+// principal of named that its records do not name there.
+func (d *grantDrops) watched(named map[string]map[string]bool) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for b, ps := range d.at {
+		for p := range ps {
+			if buckets, ok := named[p]; ok && !buckets[b] {
+				out = append(out, b)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// audited forgets the drops on bucket that a read of its policy, begun
+// at read, judged (principals of named whose records do not name bucket),
+// when the read began watch after the drop or later: a stale write had
+// landed by then.
+func (d *grantDrops) audited(bucket string, named map[string]map[string]bool, read time.Time, watch time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for p, t := range d.at[bucket] {
+		if buckets, ok := named[p]; ok && !buckets[bucket] && !read.Before(t.Add(watch)) {
+			d.forget(bucket, p)
+		}
+	}
 }
 
 // errPolicyDrift marks buckety statements in a bucket policy that are not

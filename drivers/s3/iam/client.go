@@ -297,13 +297,16 @@ func (c *Client) DeleteUserPolicy(ctx context.Context, user, name string) error 
 
 // DeleteUserAndKeys deletes a user with everything that would make
 // DeleteUser answer DeleteConflict: its keys, then its inline policies.
-// A user already gone is not an error.
+// A user already gone is not an error, on DeleteUser's word alone: an
+// eventually consistent IAM (AWS; SeaweedFS with several filers) may
+// answer a read just after CreateUser with NoSuchEntity although the user
+// exists, and a revocation that took that for done would leave the user
+// and its key live with nothing naming them. So the deletes are still
+// made after a NoSuchEntity list: keys it did not show make DeleteUser
+// answer DeleteConflict, an error, and the caller tries again.
 func (c *Client) DeleteUserAndKeys(ctx context.Context, user string) error {
 	keys, err := c.ListAccessKeys(ctx, user)
-	if IsNoSuchEntity(err) {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !IsNoSuchEntity(err) {
 		return err
 	}
 	for _, k := range keys {
