@@ -43,7 +43,7 @@ type Usage struct {
 	// scanner runs on its own schedule).
 	MeasuredAt time.Time
 	// Source names how it was measured, for status and docs: "DescribeLogDirs",
-	// "minio data usage", "ListObjectsV2".
+	// "minio data usage", "ListObjectsV2", "ListObjectVersions".
 	Source string
 }
 

@@ -170,6 +170,47 @@ func TestListUsage(t *testing.T) {
 	}
 }
 
+// TestListUsageCountsWhatATenantCannotList: a bucket whose every key was
+// deleted with versioning on holds its data as noncurrent versions behind
+// delete markers, and one with a multipart upload in progress holds its
+// parts: a listing of current objects measures 0 bytes for both, and
+// budget.AtLeastUsed then let a tenant lower the bucket's quota below
+// what it holds and fill another under the same budget. The versioned
+// bucket counts every version's bytes (no current object); the one with
+// an upload in progress is unknown, and known again once the upload is
+// aborted; an unversioned bucket still counts its current objects.
+func TestListUsageCountsWhatATenantCannotList(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, ImplVersityGW, s3test.Options{}, nil)
+	f.ensure(t, "kept-as-versions", map[string]string{ParamVersioning: "true"})
+	f.ensure(t, "uploading", nil)
+	for i, n := range []int{1000, 2000} {
+		key := fmt.Sprint("k", i)
+		wantOK(t, "put", f.putSize("kept-as-versions", key, n))
+		if _, err := f.raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("kept-as-versions"), Key: aws.String(key)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOK(t, "put", f.putSize("uploading", "done", 10))
+	up, err := f.raw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("uploading"), Key: aws.String("big")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := f.usageOf(t, "kept-as-versions", "uploading")
+	if u := us[0]; !u.Known || u.Bytes != 3000 || u.Objects != 0 || u.Source != UsageSourceVersions {
+		t.Errorf("every key deleted, its versions kept: want 3000 bytes in no current object from %q, got %+v", UsageSourceVersions, u)
+	}
+	if us[1].Known {
+		t.Errorf("a multipart upload in progress: want unknown, got %+v", us[1])
+	}
+	if _, err := f.raw.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("uploading"), Key: aws.String("big"), UploadId: up.UploadId}); err != nil {
+		t.Fatal(err)
+	}
+	if u := f.usageOf(t, "uploading")[0]; !u.Known || u.Bytes != 10 || u.Objects != 1 || u.Source != UsageSourceList {
+		t.Errorf("the upload aborted: want 10 bytes in 1 object from %q, got %+v", UsageSourceList, u)
+	}
+}
+
 // TestUsageUnreachable: a service that does not answer fails the
 // measurement as a whole, on the report (MinIO) and on listings alike.
 func TestUsageUnreachable(t *testing.T) {
