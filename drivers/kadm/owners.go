@@ -45,6 +45,10 @@ import (
 // that it did not exist, while a broker with stale metadata could report a
 // registry missing that holds records, and an empty table read off such a
 // report would let another installation's topics look unowned.
+//
+// A registry that exists may not be compacted (created by hand, or
+// altered later): its configs are read and judged, and the probe reports
+// one whose policy lets the brokers delete records (registryconfigs.go).
 
 // reloadAfter bounds how long the table goes without a full load.
 // Compaction drops a tombstone delete.retention.ms (a day by default)
@@ -113,6 +117,13 @@ type ownerTable struct {
 	// epoch counts the times the registry was found deleted and created
 	// again (drivers.RegistryEpochs).
 	epoch uint64
+	// unsound says why the registry's configs let the brokers delete its
+	// records, "" when they do not or before they were read; configsAt is
+	// when they were last asked for, configsID the registry's topic ID
+	// then (registryconfigs.go).
+	unsound   string
+	configsAt time.Time
+	configsID [16]byte
 
 	// Coalescing of catch-ups: next is the round that callers join; it
 	// starts when the running one ends.
@@ -415,6 +426,9 @@ func (b *Backend) registryMetadata(ctx context.Context) error {
 			if recreated {
 				b.forgetRegistryTopicID(topic)
 			}
+			// Read once the registry is known, and at once for one
+			// created again, whose configs are its creator's.
+			b.judgeRegistry(ctx, mt.TopicID)
 			return nil
 		case err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable):
 			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, err))

@@ -1,0 +1,229 @@
+package kadm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/Yolean/buckety-controller/drivers"
+	"github.com/Yolean/buckety-controller/drivers/drivertest"
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// openOnRegistry opens a backend of its own on f's broker whose owner
+// registry is topic, with a counter of its requests.
+func (f *fixture) openOnRegistry(t *testing.T, topic string) (*Backend, *drivertest.Requests) {
+	t.Helper()
+	cfg := *f.backend.cfg
+	cfg.OwnerRegistry = &OwnerRegistry{Topic: topic}
+	counter := &drivertest.Requests{IsWrite: func(api string) bool { return writeAPIs[api] }}
+	be, err := (&Driver{Hooks: []kgo.Hook{requestHook{counter}}}).Open(context.Background(), "kafka", &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return be.(*Backend), counter
+}
+
+// createByHand creates topic with cleanup.policy policy, as an operator
+// or an older tool would, with the fixture's independent client.
+func (f *fixture) createByHand(t *testing.T, topic, policy string) {
+	t.Helper()
+	resp, err := f.admin.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": &policy}, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create %s by hand with cleanup.policy=%s: %v %v", topic, policy, err, resp.Err)
+	}
+}
+
+// fixCommand is the command the probe's message gives for topic.
+func fixCommand(topic string) string {
+	return "kafka-configs --alter --entity-type topics --entity-name " + topic + " --add-config cleanup.policy=compact"
+}
+
+// wantRegistryReported checks that err is the probe's report of registry
+// topic with policy: not an unavailable or refused backend (the view's
+// reason is ProbeFailed), naming the topic, the config and the fix.
+func wantRegistryReported(t *testing.T, err error, topic, policy string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("registry %s with cleanup.policy=%s: want the probe to report it, got no error", topic, policy)
+	}
+	t.Logf("probe: %v", err)
+	if drivers.IsUnavailable(err) || drivers.IsAccessDenied(err) {
+		t.Errorf("want the report neither unavailable nor access denied (the backend answers), got %T: %v", err, err)
+	}
+	for _, want := range []string{"owner registry " + topic, "cleanup.policy=" + policy, fixCommand(topic)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("want the probe's message to say %q, got %q", want, err.Error())
+		}
+	}
+}
+
+// TestProbeReportsRegistryThatDeletesRecords: a registry created by hand
+// before the backend first used it, whose cleanup.policy lets the brokers
+// delete records (delete, or compact,delete), is reported by the probe
+// with the topic, the config and the fix, once the backend learned it
+// exists: from the verdict its first catch-up made, without a request of
+// the probe's own. A compacted one is not. The backend still reads and
+// writes its records on either, and leaves the registry's config as it is.
+func TestProbeReportsRegistryThatDeletesRecords(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		topic, policy string
+		reported      bool
+	}{
+		{"__owners-delete", "delete", true},
+		{"__owners-compact-delete", "compact,delete", true},
+		{"__owners-compact", "compact", false},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			f.createByHand(t, tc.topic, tc.policy)
+			be, counter := f.openOnRegistry(t, tc.topic)
+			// First use: reads are served from the registry as it is.
+			if got, err := be.ReadOwner(ctx, drivers.Resource{Name: "t1"}); err != nil || got != nil {
+				t.Fatalf("first read: want no record, got %v, %v", got, err)
+			}
+			counter.Reset()
+			err := be.Probe(ctx)
+			if tc.reported {
+				wantRegistryReported(t, err, tc.topic, tc.policy)
+			} else if err != nil {
+				t.Errorf("compacted registry: want the probe to pass, got %v", err)
+			}
+			if n := counter.Ops()["DescribeConfigs"]; n != 0 {
+				t.Errorf("want the probe to report the verdict of the first catch-up without reading the configs again, got %d DescribeConfigs", n)
+			}
+			rec := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "b", UID: "u", State: drivers.OwnerHeld}
+			if err := be.WriteOwner(ctx, drivers.Resource{Name: "t1"}, rec); err != nil {
+				t.Fatalf("want records written meanwhile, got %v", err)
+			}
+			other, _ := f.openOnRegistry(t, tc.topic)
+			if got, err := other.ReadOwner(ctx, drivers.Resource{Name: "t1"}); err != nil || !got.Same(rec) {
+				t.Errorf("want the record read by another installation, got %v, %v", got, err)
+			}
+			if _, _, dyn := f.state(t, tc.topic); dyn["cleanup.policy"] != tc.policy {
+				t.Errorf("want the registry's cleanup.policy left at %s, got %q", tc.policy, dyn["cleanup.policy"])
+			}
+		})
+	}
+}
+
+// TestProbeReadsRegistryConfigsEveryFewMinutes: a registry altered with
+// kafka-configs after the backend judged it shows in the probe once the
+// verdict is registryConfigsEvery old, and not before: the probes in
+// between read no configs. Set compacted again, it is no longer reported.
+func TestProbeReadsRegistryConfigsEveryFewMinutes(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	topic := f.backend.cfg.registryTopic()
+	// First use: the backend creates the registry, compacted.
+	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: "t1"}, &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "b", UID: "u", State: drivers.OwnerHeld}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.backend.Probe(ctx); err != nil {
+		t.Fatalf("registry the backend created: want the probe to pass, got %v", err)
+	}
+	policy := "delete"
+	f.setOutOfBand(t, topic, kadm.AlterConfig{Name: "cleanup.policy", Value: &policy})
+	f.counter.Reset()
+	if err := f.backend.Probe(ctx); err != nil {
+		t.Errorf("within registryConfigsEvery of the last reading: want the verdict held, got %v", err)
+	}
+	if n := f.counter.Ops()["DescribeConfigs"]; n != 0 {
+		t.Errorf("within registryConfigsEvery of the last reading: want no DescribeConfigs, got %d", n)
+	}
+	later := time.Now().Add(registryConfigsEvery)
+	f.backend.observed.now = func() time.Time { return later }
+	wantRegistryReported(t, f.backend.Probe(ctx), topic, policy)
+	if n := f.counter.Ops()["DescribeConfigs"]; n != 1 {
+		t.Errorf("a verdict registryConfigsEvery old: want one DescribeConfigs, got %d", n)
+	}
+	compact := "compact"
+	f.setOutOfBand(t, topic, kadm.AlterConfig{Name: "cleanup.policy", Value: &compact})
+	later = later.Add(registryConfigsEvery)
+	if err := f.backend.Probe(ctx); err != nil {
+		t.Errorf("registry compacted again: want the probe to pass, got %v", err)
+	}
+}
+
+// TestProbeReportsRegistryCreatedAgainAtOnce: a registry deleted and
+// created again by hand without compaction is judged as soon as a
+// catch-up finds it created again (a new topic ID), not
+// registryConfigsEvery after the old one was.
+func TestProbeReportsRegistryCreatedAgainAtOnce(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	topic := f.backend.cfg.registryTopic()
+	rec := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "b", UID: "u", State: drivers.OwnerHeld}
+	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: "t1"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.backend.Probe(ctx); err != nil {
+		t.Fatalf("registry the backend created: want the probe to pass, got %v", err)
+	}
+	epoch := f.backend.RegistryEpoch()
+	resp, err := f.admin.DeleteTopics(ctx, topic)
+	if err != nil || resp[topic].Err != nil {
+		t.Fatalf("delete the registry: %v %v", err, resp[topic].Err)
+	}
+	f.createByHand(t, topic, "delete")
+	if err := f.backend.CatchUpRegistry(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if f.backend.RegistryEpoch() == epoch {
+		t.Fatal("the test expects the catch-up to find the registry created again")
+	}
+	wantRegistryReported(t, f.backend.Probe(ctx), topic, "delete")
+}
+
+// TestProbeWithoutRegistry: before any registry exists the probe passes
+// and creates none (the backend creates it compacted on first use).
+func TestProbeWithoutRegistry(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	if err := f.backend.Probe(ctx); err != nil {
+		t.Errorf("no registry: want the probe to pass, got %v", err)
+	}
+	st, err := f.backend.describe(ctx, f.backend.cfg.registryTopic(), false)
+	if err != nil || st.exists {
+		t.Errorf("want the probe to create no registry, got exists=%v, %v", st.exists, err)
+	}
+	if counts := f.counter.Ops(); counts["CreateTopics"] != 0 {
+		t.Errorf("want no CreateTopics from the probe, got %v", counts)
+	}
+}
+
+// TestUnsoundMessage: only a policy of compact alone keeps the records.
+func TestUnsoundMessage(t *testing.T) {
+	retention := map[string]string{"retention.ms": "604800000", "retention.bytes": "-1"}
+	for policy, sound := range map[string]bool{
+		"compact":          true,
+		"compact, compact": true,
+		"delete":           false,
+		"compact,delete":   false,
+		"delete,compact":   false,
+		"":                 false,
+	} {
+		msg := unsoundMessage("__r", policy, retention)
+		if sound != (msg == "") {
+			t.Errorf("cleanup.policy %q: want sound %v, got message %q", policy, sound, msg)
+			continue
+		}
+		if !sound {
+			for _, want := range []string{"cleanup.policy=" + policy + " (retention.ms=604800000, retention.bytes=-1)", fixCommand("__r")} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("cleanup.policy %q: want the message to say %q, got %q", policy, want, msg)
+				}
+			}
+		}
+	}
+}
