@@ -1,12 +1,14 @@
 package kadm
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,7 +38,7 @@ type Backend struct {
 	probes     *batcher[params, string]
 	partitions *batcher[int32, string]
 	alters     *batcher[[]kadm.AlterConfig, string]
-	deletes    *batcher[struct{}, string]
+	deletes    *batcher[topicID, string]
 	// Batchers of per-access users and ACLs (credbatch.go).
 	scramReads  *batcher[struct{}, kadm.DescribedUserSCRAM]
 	scramWrites *batcher[scramOp, struct{}]
@@ -52,6 +54,8 @@ type Backend struct {
 	issuing drivers.IssuingCache
 	// purge drops bulk reads from the client's metadata cache (metacache.go).
 	purge metaPurge
+	// deleted are the deletions this backend sent lately, by name.
+	deleted *deletions
 	// owners is the owner registry, as far as this backend has read it
 	// (owners.go).
 	owners *ownerTable
@@ -65,7 +69,7 @@ func newBackend(name string, cfg *Config, cl *kgo.Client, linger time.Duration, 
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(cfg.timeout().Milliseconds()))
 	base, stop := context.WithCancel(context.Background())
-	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop, observed: newObservations(), owners: newOwnerTable(), base: base}
+	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop, observed: newObservations(), deleted: newDeletions(), owners: newOwnerTable(), base: base}
 	t := cfg.timeout()
 	b.metadata = newBatcher(base, true, linger, maxBatch*metadataBatchFactor, t, b.execMetadata)
 	b.configs = newBatcher(base, true, linger, maxBatch, t, b.execConfigs)
@@ -79,11 +83,19 @@ func newBackend(name string, cfg *Config, cl *kgo.Client, linger time.Duration, 
 	return b
 }
 
+// topicID is a Kafka topic ID (KIP-516): a topic deleted and created
+// again under its name has a new one. The zero ID is none (a broker before
+// Kafka 2.8).
+type topicID = [16]byte
+
 // topicState is what the broker has for a topic.
 type topicState struct {
 	exists            bool
 	partitions        int32
 	replicationFactor int16
+	// id is the topic's ID as Metadata reads it; zero from a broker too
+	// old for IDs, and from observations that are not a Metadata answer.
+	id topicID
 	// dynamic holds the topic's dynamic (per-topic) configs.
 	dynamic map[string]string
 }
@@ -249,6 +261,11 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		if err := w(ctx); err != nil {
 			return drivers.EnsureResult{}, err
 		}
+		// The topic this create makes is the Buckety's own: a Delete of
+		// the name after it deletes it, whatever deletion this backend
+		// sent for an earlier topic of the name (a Buckety deleted and
+		// made again).
+		b.deleted.forget(r.Name)
 		at := b.observed.now()
 		msg, err := b.creates.do(ctx, r.Name, want)
 		switch {
@@ -330,7 +347,12 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 	return res, nil
 }
 
-// Delete implements drivers.Backend.
+// Delete implements drivers.Backend. It reads the topic's metadata and
+// deletes the topic by the ID it read (by name from a broker too old for
+// IDs), so that the request deletes only that topic and never one created
+// under the name since. A name this backend sent a deletion for lately
+// (see deletions) is deleted by that deletion's ID; one that now holds a
+// topic of another ID is left alone and the deletion taken as done.
 func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	name := r.Name
 	if err := b.refuseRegistry(name); err != nil {
@@ -339,13 +361,121 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	at := b.observed.now()
-	msg, err := b.deletes.do(ctx, name, struct{}{})
-	if err == nil || errors.Is(err, kerr.UnknownTopicOrPartition) {
+	st, err := b.metadata.do(ctx, name, struct{}{})
+	if err != nil {
+		return b.classify(fmt.Errorf("delete topic %s: read its metadata: %w", name, b.ctxErr(err)))
+	}
+	id := st.id
+	if sent, ok := b.deleted.get(name); ok {
+		if st.exists && st.id != (topicID{}) && st.id != sent {
+			// The topic this backend deleted is gone (its answer was
+			// lost, or the controller deletes again after a success),
+			// and the one there now was created since by someone else
+			// (a producer's auto-create, an administrator): it is not
+			// this Buckety's, and neither is its data. Delete reports
+			// no more than an error, so it reports done.
+			b.observed.forget(name)
+			return nil
+		}
+		// A topic missing from a broker's metadata may only be missing
+		// from that broker's copy: the deletion sent before is sent
+		// again, by its ID, and can delete nothing else.
+		id = sent
+	}
+	msg, err := b.deletes.do(ctx, name, id)
+	if id != (topicID{}) {
+		// Whatever the answer, and without one: the request may have
+		// deleted the topic, and the name may be taken before the
+		// controller's next Delete of it.
+		b.deleted.put(name, id)
+	}
+	if err == nil || errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
 		b.observed.put(name, topicState{}, at)
 		return nil
 	}
 	b.observed.forget(name)
 	return b.classify(fmt.Errorf("delete topic %s: %w %s", name, err, msg))
+}
+
+// Deletions remembered. A DeleteTopics whose answer is lost (the network
+// drops it, the request times out) may have deleted the topic all the
+// same, and the controller calls Delete again at a later pass; it may call
+// it again after a success too (its update that removes the finalizer
+// failed). Meanwhile the name is free: a producer's auto-create or an
+// administrator may have made a topic of that name and written to it,
+// and a Delete that read the name then would delete a topic, and data,
+// buckety never held. So the backend remembers, per name, the topic ID
+// of the last deletion it sent, and Delete leaves a topic of another ID
+// alone. The memory lives in the process, for deletionTTL (the controller
+// retries a failed pass within minutes) and at most maxDeletions names,
+// the oldest dropped first; a restarted controller does not have it.
+const (
+	deletionTTL  = time.Hour
+	maxDeletions = 4096
+)
+
+// deletions are the deletions a backend sent lately: the topic ID of each
+// name's last one.
+type deletions struct {
+	mu     sync.Mutex
+	byName map[string]*list.Element
+	// order holds the *deletion entries, oldest first.
+	order *list.List
+	now   func() time.Time
+}
+
+type deletion struct {
+	name string
+	id   topicID
+	at   time.Time
+}
+
+func newDeletions() *deletions {
+	return &deletions{byName: map[string]*list.Element{}, order: list.New(), now: time.Now}
+}
+
+// put remembers a deletion of name's topic id, in place of any before it.
+func (d *deletions) put(name string, id topicID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	if e, ok := d.byName[name]; ok {
+		d.order.Remove(e)
+	}
+	d.byName[name] = d.order.PushBack(&deletion{name: name, id: id, at: now})
+	for e := d.order.Front(); e != nil && (d.order.Len() > maxDeletions || now.Sub(e.Value.(*deletion).at) > deletionTTL); e = d.order.Front() {
+		d.removeLocked(e)
+	}
+}
+
+// get returns the topic ID of name's last deletion, unless it has expired.
+func (d *deletions) get(name string) (topicID, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.byName[name]
+	if !ok {
+		return topicID{}, false
+	}
+	del := e.Value.(*deletion)
+	if d.now().Sub(del.at) > deletionTTL {
+		d.removeLocked(e)
+		return topicID{}, false
+	}
+	return del.id, true
+}
+
+// forget drops name's deletion.
+func (d *deletions) forget(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.byName[name]; ok {
+		d.removeLocked(e)
+	}
+}
+
+func (d *deletions) removeLocked(e *list.Element) {
+	delete(d.byName, e.Value.(*deletion).name)
+	d.order.Remove(e)
 }
 
 // refuseRegistry refuses the owner registry's topic as a tenant resource

@@ -21,10 +21,13 @@ import (
 )
 
 // replyLoser dials real connections to the broker and loses the answer to
-// the first CreateTopics request written on any of them: the broker gets
-// the request and answers it, and the client reads a closed connection
-// instead, as when a network drops a reply.
+// the first request of its key (CreateTopics, DeleteTopics) written on any
+// of them once armed, or with all to every one until disarmed: the broker
+// gets the request and answers it, and the client reads a closed
+// connection instead, as when a network drops a reply.
 type replyLoser struct {
+	key   kmsg.Key
+	all   bool
 	armed atomic.Bool
 	lost  atomic.Int32
 }
@@ -47,9 +50,9 @@ type losingConn struct {
 }
 
 // Write passes every request on (kgo writes one request per Write: size,
-// key, version, correlation ID, ...), noting the first CreateTopics.
+// key, version, correlation ID, ...), noting the first of the loser's key.
 func (c *losingConn) Write(p []byte) (int, error) {
-	if len(p) >= 12 && int16(binary.BigEndian.Uint16(p[4:6])) == kmsg.CreateTopics.Int16() && c.l.armed.CompareAndSwap(true, false) {
+	if len(p) >= 12 && int16(binary.BigEndian.Uint16(p[4:6])) == c.l.key.Int16() && (c.l.all && c.l.armed.Load() || c.l.armed.CompareAndSwap(true, false)) {
 		c.mu.Lock()
 		c.lose, c.lostFor = true, int32(binary.BigEndian.Uint32(p[8:12]))
 		c.mu.Unlock()
@@ -57,8 +60,8 @@ func (c *losingConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// Read, once a create's answer is to be lost, reads the broker's answers
-// up to that one (so the broker has carried the create out), drops them
+// Read, once an answer is to be lost, reads the broker's answers
+// up to that one (so the broker has carried the request out), drops them
 // and closes the connection, reading a reset.
 func (c *losingConn) Read(p []byte) (int, error) {
 	c.mu.Lock()
@@ -103,7 +106,7 @@ func TestLostCreateReplyIsNotSomeoneElsesTopic(t *testing.T) {
 	}
 	broker := kafka.Start(t, kafka.Options{})
 	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
-	loser := &replyLoser{}
+	loser := &replyLoser{key: kmsg.CreateTopics}
 	opts, err := cfg.clientOpts()
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func (b *Backend) execMetadata(ctx context.Context, calls []*call[struct{}, topi
 			}
 			continue
 		}
-		st := topicState{exists: true, partitions: int32(len(rt.Partitions))}
+		st := topicState{exists: true, partitions: int32(len(rt.Partitions)), id: rt.TopicID}
 		for _, p := range rt.Partitions {
 			if rf := int16(len(p.Replicas)); rf > st.replicationFactor {
 				st.replicationFactor = rf
@@ -284,14 +284,24 @@ func (b *Backend) execAlters(ctx context.Context, calls []*call[[]kadm.AlterConf
 	})
 }
 
-// execDeletes deletes many topics in one DeleteTopics request.
-func (b *Backend) execDeletes(ctx context.Context, calls []*call[struct{}, string]) {
+// execDeletes deletes many topics in one DeleteTopics request: a call with
+// a topic ID (its in) by that ID, so that it deletes only the topic its
+// Delete read and never one created under the name since; a call without
+// (a broker too old for topic IDs) by name. Every name goes in TopicNames
+// too, which only versions before 6 send: a broker that takes no IDs
+// deletes by name, as before.
+func (b *Backend) execDeletes(ctx context.Context, calls []*call[topicID, string]) {
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
 	for _, c := range calls {
 		req.TopicNames = append(req.TopicNames, c.topic)
 		t := kmsg.NewDeleteTopicsRequestTopic()
-		t.Topic = kmsg.StringPtr(c.topic)
+		// Kafka refuses an entry with both a name and an ID.
+		if c.in == (topicID{}) {
+			t.Topic = kmsg.StringPtr(c.topic)
+		} else {
+			t.TopicID = c.in
+		}
 		req.Topics = append(req.Topics, t)
 	}
 	resp, err := req.RequestWith(ctx, b.kgo)
@@ -299,9 +309,31 @@ func (b *Backend) execDeletes(ctx context.Context, calls []*call[struct{}, strin
 		failRequest(b, calls, err)
 		return
 	}
-	answerWrites(calls, resp.Topics, func(r *kmsg.DeleteTopicsResponseTopic) (string, int16, *string) {
-		return unptr(r.Topic), r.ErrorCode, r.ErrorMessage
-	})
+	// An entry about an ID the broker does not know (UNKNOWN_TOPIC_ID)
+	// has no name; one answered at a version before 6 has no ID.
+	byName := make(map[string]*kmsg.DeleteTopicsResponseTopic, len(resp.Topics))
+	byID := make(map[topicID]*kmsg.DeleteTopicsResponseTopic, len(resp.Topics))
+	for i := range resp.Topics {
+		a := &resp.Topics[i]
+		if a.TopicID != (topicID{}) {
+			byID[a.TopicID] = a
+		}
+		if n := unptr(a.Topic); n != "" {
+			byName[n] = a
+		}
+	}
+	for _, c := range calls {
+		a, ok := byID[c.in] // never the zero ID: a call by name
+		if !ok {
+			a, ok = byName[c.topic]
+		}
+		if !ok {
+			c.err = errors.New("the broker's answer does not mention the topic")
+			continue
+		}
+		c.err = kerr.ErrorForCode(a.ErrorCode)
+		c.out = unptr(a.ErrorMessage)
+	}
 }
 
 // answerWrites hands every call of a write batch its topic's answer: the
