@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -197,6 +198,39 @@ func TestLoweredQuotaCountsWhatTheBucketHolds(t *testing.T) {
 	lowerQuota(t, filled, "1Mi")
 	// 5Mi held + 6Mi asked > 8Mi: no room. Counting the lowered quota,
 	// 1Mi + 6Mi, there was.
+	wantRefused(t, bucket("second", "6Mi"), "over its budget of 8Mi")
+}
+
+// TestQuotaLoweredJustAfterAMeasurementKeepsItsCount (MinIO): a bucket
+// measured empty (its status.usage fresh: here written as the usage
+// refresh would, a moment before the tenant's upload), then filled, then
+// given a quota below what it now holds, before the next measurement. The
+// fresh 0 bytes say nothing of what was written since: the lowered quota
+// keeps counting what it counted before, and a second bucket the budget
+// has no room for beside the data is refused. Before, the fresh 0 bytes
+// let the lowered quota count as asked, and a tenant timing its uploads
+// after each measurement filled bucket after bucket under one budget.
+func TestQuotaLoweredJustAfterAMeasurementKeepsItsCount(t *testing.T) {
+	needInfra(t)
+	ns, filled, bucket := filledUnderQuotaBudget(t, "quota-after-measure", func(o *appcontroller.Options) {
+		o.RESTConfig, o.Recheck, o.Usage = cp.RESTConfig, time.Hour, time.Hour
+	})
+	cur := getBuckety(t, ns, filled.Name)
+	if cur.Status.Usage != nil {
+		t.Fatalf("want the bucket not measured by the refresh (every hour here), got %+v", cur.Status.Usage)
+	}
+	empty := fmt.Sprintf(`{"status":{"usage":{"bytes":0,"objects":0,"measuredAt":%q,"source":"minio data usage"}}}`, time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
+	if err := k8s.Status().Patch(context.Background(), cur, client.RawPatch(types.MergePatchType, []byte(empty))); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "status.usage to say the bucket held nothing a minute ago", func() (bool, string) {
+		u := getBuckety(t, ns, filled.Name).Status.Usage
+		return u != nil && u.Bytes == 0, fmt.Sprintf("%+v", u)
+	})
+	lowerQuota(t, filled, "1Mi")
+	// 6Mi counted before + 6Mi asked > 8Mi: no room. Counting the lowered
+	// quota by the measurement taken before the upload, 1Mi + 6Mi, there
+	// was.
 	wantRefused(t, bucket("second", "6Mi"), "over its budget of 8Mi")
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,7 +64,8 @@ func (r *Reconciler) withinBudget(ctx context.Context, b *v1.Buckety, e *backend
 		// dimensions keep what was recorded (budget.Kept), the others
 		// are checked for growth below.
 	}
-	asked := budget.AtLeastUsed(budget.Kept(fp, budget.Counted(fp), had), had, r.usage(b))
+	kept := budget.Kept(fp, budget.Counted(fp), had)
+	asked := budget.AtLeastUsed(kept, had, r.usageAfterLowering(b, kept, had, f))
 	others, err := r.othersUse(ctx, b, e, namespaceClaims)
 	if err != nil {
 		f.claimErr = err
@@ -129,7 +131,8 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 	}
 	asked := budget.Counted(fp)
 	if cl.Spec.Budgeted != nil {
-		asked = budget.AtLeastUsed(budget.Kept(fp, asked, *cl.Spec.Budgeted), *cl.Spec.Budgeted, r.usage(b))
+		kept := budget.Kept(fp, asked, *cl.Spec.Budgeted)
+		asked = budget.AtLeastUsed(kept, *cl.Spec.Budgeted, r.usageAfterLowering(b, kept, *cl.Spec.Budgeted, f))
 	}
 	if cl.Spec.Budgeted != nil && *cl.Spec.Budgeted == asked {
 		return true
@@ -164,4 +167,60 @@ func (r *Reconciler) budgetFits(ctx context.Context, b *v1.Buckety, e *backends.
 // (Reconciler.UsageMaxAge); nil when not known.
 func (r *Reconciler) usage(b *v1.Buckety) *v1.Usage {
 	return budget.FreshUsage(b.Status.Usage, r.UsageMaxAge, time.Now())
+}
+
+// usageAfterLowering is what b's bucket holds (usage) for a lowered quota
+// (asked's below had's) to count: only a measurement taken after this
+// process first found the quota lowered to that figure, by at least
+// loweringSettle, when the pass that found it had the lowered quota
+// applied on the server (which takes no write past it from then on). A
+// fresh measurement taken before it says nothing of what was written
+// since: a tenant could have it taken on an empty bucket, fill the bucket
+// within the measurement's freshness, lower its quota, have the lowered
+// figure counted, and fill another bucket under the same budget, without
+// end. Until such a measurement the quota counts what it counted before
+// (budget.AtLeastUsed with no usage), and the Buckety is looked at again
+// when the next measurement is due (f.usageIn). The first sighting is
+// kept in memory: a restarted process, or another shard's, finds it
+// anew, which only makes the wait longer.
+func (r *Reconciler) usageAfterLowering(b *v1.Buckety, asked, had v1.Budgeted, f *facts) *v1.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if asked.QuotaBytes <= 0 || asked.QuotaBytes >= had.QuotaBytes {
+		delete(r.lowered, b.UID)
+		return r.usage(b)
+	}
+	now := time.Now()
+	l, ok := r.lowered[b.UID]
+	if !ok || l.quota != asked.QuotaBytes {
+		if r.lowered == nil {
+			r.lowered = map[types.UID]lowering{}
+		}
+		l = lowering{quota: asked.QuotaBytes, seen: now}
+		r.lowered[b.UID] = l
+	}
+	after := l.seen.Add(loweringSettle)
+	if u := r.usage(b); u != nil && u.MeasuredAt.Time.After(after) {
+		return u
+	}
+	if r.UsageMaxAge > 0 {
+		// The refresh runs every third of UsageMaxAge.
+		next := max(after.Sub(now), 0) + r.UsageMaxAge/3 + loweringSettle
+		if f.usageIn == 0 || next < f.usageIn {
+			f.usageIn = next
+		}
+	}
+	return nil
+}
+
+// loweringSettle is how long after a pass first found a quota lowered a
+// measurement must be taken to count for it: the pass applies the quota
+// on the server within its backend's request timeout.
+const loweringSettle = 30 * time.Second
+
+// lowering is a lowered quota a pass found, and when this process first
+// found it.
+type lowering struct {
+	quota int64
+	seen  time.Time
 }

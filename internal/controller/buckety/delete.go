@@ -108,6 +108,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 	}
 	r.mu.Lock()
 	delete(r.deleted, b.UID)
+	delete(r.lowered, b.UID)
 	r.mu.Unlock()
 	if r.Backoff != nil {
 		r.Backoff.Reset(b.UID)

@@ -98,6 +98,9 @@ type facts struct {
 	// without an owner record, and settleIn how much longer.
 	ownerSettling string
 	settleIn      time.Duration
+	// usageIn: a lowered quota waits for a measurement of what its
+	// bucket holds (usageAfterLowering), due in that long.
+	usageIn time.Duration
 	// recordAdopted: the owner record this pass's adoption check read
 	// says buckety adopted the resource (drivers.OwnerRecord.Adopted).
 	recordAdopted bool

@@ -104,6 +104,9 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	deleted map[types.UID]int64
+	// lowered are the lowered quotas passes found, by Buckety
+	// (usageAfterLowering).
+	lowered map[types.UID]lowering
 	// createdImplicit: when this controller created each Buckety's
 	// implicit access, until the cache shows it (accesses.go).
 	createdImplicit sync.Map
@@ -245,6 +248,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	ok, err := r.provision(ctx, b, e, f)
 	if w := f.settleIn; w > 0 && w < requeue.RequeueAfter {
+		requeue.RequeueAfter = w
+	}
+	if w := f.usageIn; w > 0 && w < requeue.RequeueAfter {
 		requeue.RequeueAfter = w
 	}
 	before := drainPhase(b)
