@@ -574,7 +574,8 @@ func (r *Reconciler) keepOwn(ctx context.Context, a *v1.BucketyAccess, e *backen
 		before := a.Status.Withdrawn
 		on.written(a, e.Name)
 		a.Status.Withdrawn = nil
-		for _, k := range on.withdrawn {
+		without, _ := on.without()
+		for _, k := range without {
 			if slices.Contains(before, k) {
 				a.Status.Withdrawn = append(a.Status.Withdrawn, k)
 			}

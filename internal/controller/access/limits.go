@@ -193,8 +193,8 @@ func regained(a *v1.BucketyAccess, on *grantedOn) []int {
 // under its namespace's accessesPerNamespace it holds already, and its
 // credential is no place on that Buckety: were either to let it through,
 // every share given again after a withdrawal would pass the limit. One
-// at its limit stays withdrawn (moved to on.withdrawn, with why), and the
-// access is granted on the rest; ok is false, the reason in f, only when
+// at its limit stays without rights there (moved to on.held, with why:
+// status.withdrawn keeps naming it), and the access is granted on the rest; ok is false, the reason in f, only when
 // none is left.
 func (r *Reconciler) regain(ctx context.Context, a *v1.BucketyAccess, on *grantedOn, back []int, e *backends.Entry, lim *namespaceLimits, keys []string, across []*v1.Buckety, fresh map[string][]v1.BucketyAccess, f *facts) (bool, error) {
 	placed := r.gates.placedIn(keys...)
@@ -203,6 +203,17 @@ func (r *Reconciler) regain(ctx context.Context, a *v1.BucketyAccess, on *grante
 		return false, err
 	}
 	r.gates.forget(settled)
+	// The access holds its place in its namespace's count, and on the
+	// Bucketies it keeps: counted among the others as granted there, so
+	// an older access of its namespace waiting at accessesPerNamespace
+	// takes no place ahead of it that it could not be granted.
+	self := contender{created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, held: true, local: true}
+	for i, t := range on.targets {
+		if !slices.Contains(back, i) {
+			self.refs = append(self.refs, objects.RefKey(t.b.Namespace, t.b.Name))
+		}
+	}
+	others = append(others, self)
 	var full []int
 	var why []string
 	for _, i := range back {
@@ -216,8 +227,9 @@ func (r *Reconciler) regain(ctx context.Context, a *v1.BucketyAccess, on *grante
 		if err != nil {
 			return false, err
 		}
-		q.perNamespace = 0
-		if at, n, _, ok := admit(q, contender{refs: []string{ref}, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others); !ok {
+		// Only the Buckety's limit decides (full): its namespace's place
+		// the access holds already (counted as self).
+		if at, n, _, _ := admit(q, contender{refs: []string{ref}, created: a.CreationTimestamp, name: a.Namespace + "/" + a.Name, local: true}, others); at != "" {
 			full = append(full, i)
 			why = append(why, fmt.Sprintf("Buckety %s shares with it again but already has %d BucketyAccesses granted or ahead of this one, the most backend %s allows per Buckety (%s: %d in buckety-controller.yaml), so the access gets no rights there until one of them is deleted", shortRef(a, at), n, e.Name, cfg.LimitsKey("accessesPerBuckety"), cfg.Limits.AccessesPerBuckety))
 		}
@@ -232,13 +244,13 @@ func (r *Reconciler) regain(ctx context.Context, a *v1.BucketyAccess, on *grante
 	kept := on.targets[:0:0]
 	for i, t := range on.targets {
 		if slices.Contains(full, i) {
-			on.withdrawn = append(on.withdrawn, objects.RefKey(t.b.Namespace, t.b.Name))
+			on.held = append(on.held, objects.RefKey(t.b.Namespace, t.b.Name))
 			continue
 		}
 		kept = append(kept, t)
 	}
 	on.targets = kept
-	on.why = append(on.why, why...)
+	on.heldWhy = append(on.heldWhy, why...)
 	// Nothing wakes it when a place frees (a deletion of another
 	// namespace's access): it looks again as one held at its limit does.
 	f.wakeAt(time.Now().Add(retry.Jitter(r.limitRetry())))
@@ -384,9 +396,21 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 		if o.UID == a.UID || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
+		keys := make([]string, 0, len(o.Refs()))
 		refs := make([]string, 0, len(o.Refs()))
 		for _, ref := range o.Refs() {
-			refs = append(refs, objects.RefKey(o.RefNamespace(ref), ref.Name))
+			key := objects.RefKey(o.RefNamespace(ref), ref.Name)
+			keys = append(keys, key)
+			if granted && slices.Contains(o.Status.Withdrawn, key) {
+				// Granted on the rest, withdrawn from this one (it
+				// stopped sharing, or is held at its limit since it
+				// shares again): it holds no place there. Counted,
+				// two accesses withdrawn from one Buckety under a
+				// limit lowered since would each keep the other out
+				// for good, the Buckety holding neither.
+				continue
+			}
+			refs = append(refs, key)
 		}
 		// The backend of its first Buckety that exists: all of an
 		// access's are on one, and one whose first is gone (deleted, or
@@ -394,10 +418,10 @@ func (r *Reconciler) contenders(ctx context.Context, a *v1.BucketyAccess, on *gr
 		// holds its grant on the others.
 		be := ""
 		for j, ref := range o.Refs() {
-			got, ok := backendOf[refs[j]]
+			got, ok := backendOf[keys[j]]
 			if !ok {
 				got = r.backendOf(ctx, o.RefNamespace(ref), ref.Name)
-				backendOf[refs[j]] = got
+				backendOf[keys[j]] = got
 			}
 			if got != "" {
 				be = got

@@ -827,15 +827,58 @@ func TestSharedAgainIsPlacedAnew(t *testing.T) {
 	if !ok || len(on.targets) != 1 || on.targets[0].b != logs {
 		t.Errorf("shared again at its limit: want the access granted on x/logs alone, got let through %v on %d Bucketies (%q)", ok, len(on.targets), f.limitExceeded)
 	}
-	if len(on.withdrawn) != 1 || on.withdrawn[0] != "o/orders" || len(on.why) != 1 || !strings.Contains(on.why[0], "Buckety o/orders shares with it again but already has 1 BucketyAccesses") || !strings.Contains(on.why[0], "limits.accessesPerBuckety: 1") {
-		t.Errorf("want o/orders kept withdrawn, naming its limit; got %v (%q)", on.withdrawn, on.why)
+	if len(on.held) != 1 || on.held[0] != "o/orders" || len(on.heldWhy) != 1 || !strings.Contains(on.heldWhy[0], "Buckety o/orders shares with it again but already has 1 BucketyAccesses") || !strings.Contains(on.heldWhy[0], "limits.accessesPerBuckety: 1") {
+		t.Errorf("want o/orders held at its limit, naming it; got %v (%q)", on.held, on.heldWhy)
+	}
+	if len(on.withdrawn) != 0 {
+		// Withdrawn, a pass that did not get as far as the Secret would
+		// give up the rest too (giveUp), though nothing is to be taken
+		// away.
+		t.Errorf("want nothing to take away (on.withdrawn), got %v", on.withdrawn)
 	}
 	if err := r.Client.Delete(ctx, own); err != nil {
 		t.Fatal(err)
 	}
 	r.gates.settle(own.UID)
 	on = both()
-	if ok, err := r.withinLimits(ctx, multi, on, e, &facts{}); err != nil || !ok || len(on.targets) != 2 || len(on.withdrawn) != 0 {
-		t.Errorf("o's access gone: want o/orders taken back, got let through %v (%v) on %d Bucketies, withdrawn %v", ok, err, len(on.targets), on.withdrawn)
+	if ok, err := r.withinLimits(ctx, multi, on, e, &facts{}); err != nil || !ok || len(on.targets) != 2 || len(on.held) != 0 {
+		t.Errorf("o's access gone: want o/orders taken back, got let through %v (%v) on %d Bucketies, held %v", ok, err, len(on.targets), on.held)
+	}
+}
+
+// TestWithdrawnFromOneHoldsNoPlaceThere: accesses x/multi and y/multi
+// each name their own logs and o/orders, granted on both under
+// accessesPerBuckety 2; the limit is lowered to 1, o stops sharing and
+// shares again, and both are granted on their logs, withdrawn from
+// orders. Each counted the other on orders (its grant on logs counted for
+// every Bucketies it names), so both stayed held for good and orders held
+// neither: the first to pass takes orders back.
+func TestWithdrawnFromOneHoldsNoPlaceThere(t *testing.T) {
+	r, e := limitsEnv(t, 0)
+	e.Config.Limits = &config.Limits{AccessesPerBuckety: 1}
+	ctx := context.Background()
+	shared := orders.DeepCopy()
+	shared.Spec.Sharing = []v1.SharingRule{{Namespace: "x", Roles: []v1.Role{v1.RoleReadOnly}}, {Namespace: "y", Roles: []v1.Role{v1.RoleReadOnly}}}
+	var ons []*grantedOn
+	var accesses []*v1.BucketyAccess
+	for _, ns := range []string{"x", "y"} {
+		logs := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "logs", Generation: 1}, Spec: v1.BucketySpec{Backend: "svc"}}
+		if err := r.Client.Create(ctx, logs); err != nil {
+			t.Fatal(err)
+		}
+		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "multi", UID: types.UID("uid-" + ns), CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))},
+			Spec: v1.BucketyAccessSpec{BucketyRefs: []v1.BucketyReference{{Name: "logs"}, {Namespace: "o", Name: "orders"}}, CredentialsSecretName: "multi", Role: v1.RoleReadOnly}}
+		if err := r.Client.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		a.Status.BucketyGeneration, a.Status.Backend, a.Status.Withdrawn = 1, e.Name, []string{"o/orders"}
+		if err := r.Client.Status().Update(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		accesses = append(accesses, a)
+		ons = append(ons, &grantedOn{several: true, targets: []target{{ref: a.Spec.BucketyRefs[0], b: logs}, {ref: a.Spec.BucketyRefs[1], b: shared}}})
+	}
+	if ok, err := r.withinLimits(ctx, accesses[0], ons[0], e, &facts{}); err != nil || !ok || len(ons[0].targets) != 2 || len(ons[0].held) != 0 {
+		t.Errorf("x's access, orders held by no one: want it taken back, got let through %v (%v) on %d Bucketies, held %v (%q)", ok, err, len(ons[0].targets), ons[0].held, ons[0].heldWhy)
 	}
 }

@@ -305,7 +305,7 @@ func (r *Reconciler) grantOn(ctx context.Context, a *v1.BucketyAccess, on *grant
 		return requeue, nil
 	}
 	defer func() { r.Breaker.Release(ctx, "accesses", e.Name, probe, f.Outcome(f.askedBackend)) }()
-	f.withdrawnFrom, f.withdrawnWhy = on.withdrawn, on.why
+	f.withdrawnFrom, f.withdrawnWhy = on.without()
 	acc := on.access(a, e)
 	var scoping drivers.Issuing
 	var cred *v1.BucketyCredential
@@ -503,10 +503,12 @@ func (r *Reconciler) publish(ctx context.Context, a *v1.BucketyAccess, e *backen
 		if err := r.settle(ctx, a, e, on, cred, secret, f); err != nil {
 			return requeue, err
 		}
-		if !f.wake.IsZero() {
-			if d := time.Until(f.wake) + time.Second; d < requeue.RequeueAfter {
-				requeue.RequeueAfter = d
-			}
+	}
+	if !f.wake.IsZero() {
+		// A rotation due, or a Buckety held at its limit (regain),
+		// whatever the backend's credentials.
+		if d := time.Until(f.wake) + time.Second; d < requeue.RequeueAfter {
+			requeue.RequeueAfter = d
 		}
 	}
 	on.written(a, e.Name)

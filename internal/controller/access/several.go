@@ -44,6 +44,18 @@ type grantedOn struct {
 	// withdrawn are the Bucketies (namespace/name) of an access naming
 	// several that stopped sharing with it, and why, in the order named.
 	withdrawn, why []string
+	// held are those that share with it again after a withdrawal but are
+	// at their accessesPerBuckety (regain), and why: the access holds no
+	// rights there, as on a withdrawn one, but nothing is to be taken
+	// away, so a pass that does not get as far as the Secret does not
+	// give up the rest (giveUp) nor skip the backend's breaker for them.
+	held, heldWhy []string
+}
+
+// without are the Bucketies the access holds no rights on though it names
+// them (withdrawn, then held), and why.
+func (g *grantedOn) without() (keys, why []string) {
+	return append(slices.Clip(g.withdrawn), g.held...), append(slices.Clip(g.why), g.heldWhy...)
 }
 
 func (g *grantedOn) b() *v1.Buckety             { return g.targets[0].b }
@@ -179,7 +191,7 @@ func (on *grantedOn) boundTo(c *v1.BucketyCredential) bool {
 		return len(c.Spec.Resources) == 0 && c.Spec.BucketyUID == string(on.b().UID) && c.Spec.Claim == on.cl().Name
 	}
 	for _, cr := range c.Spec.Resources {
-		ok := slices.Contains(on.withdrawn, cr.Buckety) || slices.ContainsFunc(on.targets, func(t target) bool {
+		ok := slices.Contains(on.withdrawn, cr.Buckety) || slices.Contains(on.held, cr.Buckety) || slices.ContainsFunc(on.targets, func(t target) bool {
 			return cr.BucketyUID == string(t.b.UID) && cr.Claim == t.cl.Name
 		})
 		if !ok {
@@ -211,10 +223,12 @@ func (on *grantedOn) widen(c *v1.BucketyCredential) bool {
 }
 
 // withdrawnFrom reports whether credential c was granted on a Buckety
-// that stopped sharing with the access (on.withdrawn).
+// the access holds no rights on (on.without: stopped sharing with it, or
+// held at its limit).
 func (on *grantedOn) withdrawnFrom(c *v1.BucketyCredential) bool {
+	keys, _ := on.without()
 	return slices.ContainsFunc(c.Spec.Resources, func(cr v1.CredentialResource) bool {
-		return slices.Contains(on.withdrawn, cr.Buckety)
+		return slices.Contains(keys, cr.Buckety)
 	})
 }
 
@@ -257,7 +271,7 @@ func (on *grantedOn) written(a *v1.BucketyAccess, backend string) {
 	for _, t := range on.targets {
 		a.Status.BucketyGenerations[objects.RefKey(t.b.Namespace, t.b.Name)] = t.b.Generation
 	}
-	a.Status.Withdrawn = on.withdrawn
+	a.Status.Withdrawn, _ = on.without()
 }
 
 // validSeveral checks spec.bucketyRefs, on its own and against the
