@@ -381,7 +381,9 @@ func missingNameHeld(rec *drivers.OwnerRecord, b *v1.Buckety, e *backends.Entry,
 // retained record until this Buckety writes to it). A claim that is
 // merely held, Claimed or Adopting, proves nothing: one is taken over
 // fresh from a stale claim that never wrote to the resource; nor does a
-// Created one whose create failed, retained when its Buckety went.
+// Created one whose create failed, retained when its Buckety went; nor
+// one whose create found the resource there after all (claims.Store's
+// Advance drops the record then: the check had found it missing).
 func vouches(f *facts, cl *v1.BucketyClaim) bool {
 	return f.recordsUnkept && cl != nil && cl.Spec.Retained != nil
 }

@@ -22,9 +22,9 @@ import (
 // resources over) has no Buckety left to: only its retained claim stands,
 // in this cluster, and on the backend the resource looks unowned to every
 // other installation, which may then adopt it, and its data. So the
-// sweep writes those records again itself, as the deletions wrote them:
-// retained, or handed over where the backend hands its resources over
-// (as markRetainedRecord does).
+// sweep writes those records again itself, as they were before the loss:
+// retained, or handed over to whom they were (one still held, its
+// deletion unmarked, as markRetainedRecord would mark it now).
 //
 // It writes again only the records it read in the registry before the
 // loss, this installation's for the Buckety each resource was retained
@@ -197,16 +197,23 @@ const (
 )
 
 // restoreRecord writes again the record was of the resource of retained
-// claim cl, as its deletion wrote it: retained, or handed over where e
-// now hands its resources over (markRetainedRecord), where the registry
+// claim cl, as it was before the loss (under this installation's name
+// now): retained, or handed over to whom it was, whatever e's config asks
+// now (a handOverTo added since hands over only what is deleted since). A
+// record still held (its deletion left it unmarked) is written as its
+// deletion would have: retained, or handed over where e now hands its
+// resources over (markRetainedRecord). It is written where the registry
 // shows none, read fresh before the write. A resource handed over is
 // marked only while it exists: a mark outlives its resource, and would
 // hold its name for the receiver for good (as handOver has it).
 func (s *Sweeper) restoreRecord(ctx context.Context, e *backends.Entry, cl *v1.BucketyClaim, was drivers.OwnerRecord) (restoreOutcome, error) {
 	want := was
-	want.Installation, want.State, want.To = s.Backends.Installation(), drivers.OwnerRetained, ""
-	if to := e.Config.HandOverTo(); to != "" {
-		want.State, want.To = drivers.OwnerHandedOver, to
+	want.Installation = s.Backends.Installation()
+	if was.State != drivers.OwnerRetained && was.State != drivers.OwnerHandedOver {
+		want.State, want.To = drivers.OwnerRetained, ""
+		if to := e.Config.HandOverTo(); to != "" {
+			want.State, want.To = drivers.OwnerHandedOver, to
+		}
 	}
 	res := backendResource(e, cl.Spec.ResourceName, nil, cl)
 	// What the sweep's catch-up shows first: after a retry, most are

@@ -287,3 +287,45 @@ func TestHandedOverRecordsWrittenAgainAfterRegistryLoss(t *testing.T) {
 		t.Errorf("want no mark on a.gone, which does not exist, got %v", got)
 	}
 }
+
+// TestRecordsWrittenAgainAsTheyWere: the records of resources retained
+// from deleted Bucketies are written again after a registry loss as they
+// were before it, whatever the config asks now: on a backend that hands
+// its resources over to west since, kept (retained when its Buckety was
+// deleted) is written retained, and east (handed over to east then) is
+// written handed over to east. Unmarked (still held: its backend was
+// missing from the config when its Buckety was deleted) is written as
+// its deletion would have now: handed over to west. Before, every record
+// was written as the config asks now: a loss after handOverTo was added
+// handed over to west resources that were only retained.
+func TestRecordsWrittenAgainAsTheyWere(t *testing.T) {
+	rec := func(from string, state drivers.OwnerState, to string) drivers.OwnerRecord {
+		return drivers.OwnerRecord{Installation: "north", Namespace: "a", Name: from, UID: "uid-" + from, State: state, To: to}
+	}
+	owners := newLostRegistry(map[string]drivers.OwnerRecord{
+		"a.kept":     rec("kept", drivers.OwnerRetained, ""),
+		"a.east":     rec("east", drivers.OwnerHandedOver, "east"),
+		"a.unmarked": rec("unmarked", drivers.OwnerHeld, ""),
+	})
+	g := newKeptRig(t, "installation: north\nbackends:\n- {name: kafka, driver: kadm, ownership: {handOverTo: west}, config: {seedBrokers: ['127.0.0.1:1']}}\n", owners,
+		retainedClaim("kept", "a.kept", v1.ClaimCreated, false),
+		retainedClaim("east", "a.east", v1.ClaimCreated, false),
+		retainedClaim("unmarked", "a.unmarked", v1.ClaimCreated, true),
+	)
+	for _, name := range []string{"a.kept", "a.east", "a.unmarked"} {
+		g.be.Put(name, 1)
+	}
+	g.sweep(t)
+
+	owners.lose()
+	g.sweep(t)
+	for name, want := range map[string]drivers.OwnerRecord{
+		"a.kept":     rec("kept", drivers.OwnerRetained, ""),
+		"a.east":     rec("east", drivers.OwnerHandedOver, "east"),
+		"a.unmarked": rec("unmarked", drivers.OwnerHandedOver, "west"),
+	} {
+		if got := owners.record(name); !got.Same(&want) {
+			t.Errorf("after the loss: want %s's record %v, got %v", name, want, got)
+		}
+	}
+}

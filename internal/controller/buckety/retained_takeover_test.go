@@ -289,3 +289,43 @@ func TestTakeOverOfAMissingRetainedResourceDecidesAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeOverWhoseCreateFindsItThereIsNotVouched: bucket orders, made
+// for Buckety a/data (uid-old) on a backend that keeps no owner records,
+// was retained when a/data was deleted, and deleted out of band since.
+// Buckety b/x applies for the name: its check finds it missing, so its
+// claim is recorded Created; before its create, someone outside buckety
+// makes an empty bucket orders. The create finds it there, and the claim
+// goes Adopting: that bucket is not the retained one, so it is refused as
+// any made outside buckety (b/x has no adoption keys), and the claim is
+// released. Before, the claim kept the retained record while Adopting,
+// and the record vouched for the bucket: it was adopted.
+func TestTakeOverWhoseCreateFindsItThereIsNotVouched(t *testing.T) {
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "x", UID: "uid-new", Generation: 1},
+		Spec: v1.BucketySpec{Backend: "s3"}}
+	g := newRetainedRig(t, nil, "orders", map[string]string{claims.NoLocation: ""}, false, b)
+	acc := g.be.at[""]
+	acc.BeforeEnsure = func(name string) {
+		acc.BeforeEnsure = nil
+		acc.Put(name, 0)
+	}
+
+	f, ok := g.pass(t)
+	if ok || f.claimErr == nil {
+		t.Fatalf("first pass: want the create to find the bucket there, got ok %v, claimErr %v, failure %v", ok, f.claimErr, f.Err())
+	}
+	cl := g.fresh(t)
+	if cl.Spec.Owner.UID != "uid-new" || cl.Spec.Phase != v1.ClaimAdopting || cl.Spec.Retained != nil {
+		t.Fatalf("first pass: want uid-new's claim Adopting, without the record of the bucket retained, got %s for %s, retained %+v", cl.Spec.Phase, cl.Spec.Owner.UID, cl.Spec.Retained)
+	}
+
+	f, ok = g.pass(t)
+	if ok || f.adoptionRefused == "" {
+		t.Fatalf("next pass: want the bucket made outside buckety refused, got ok %v, refused %q, claimErr %v, failure %v", ok, f.adoptionRefused, f.claimErr, f.Err())
+	}
+	if got, err := g.r.Claims.Fresh(context.Background(), g.claim); err != nil {
+		t.Fatal(err)
+	} else if got != nil {
+		t.Errorf("next pass: want the claim released, got %s for %s", got.Spec.Phase, got.Spec.Owner.UID)
+	}
+}

@@ -637,15 +637,22 @@ func (c *Store) ownerExists(ctx context.Context, cl *v1.BucketyClaim) (bool, err
 // owner has written to the resource: an adoption that settles (Adopted)
 // drops it here, a create only once it has succeeded (CreateSucceeded),
 // since Created is recorded before the create, which may fail or never
-// run.
+// run. A create that finds the resource there after all (Created or
+// Creating moved to Adopting) drops it too: the check that recorded
+// Created found the retained resource missing, so the one there now was
+// made by someone else, and the record must not vouch for it (on a
+// backend that keeps no owner records, an empty resource a retained
+// claim vouches for is adopted without the adoption keys).
 func (c *Store) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.ClaimPhase) error {
 	if cl.Spec.Phase == phase {
 		return nil
 	}
 	prev, retained := cl.Spec.Phase, cl.Spec.Retained
 	cl.Spec.Phase = phase
-	if phase == v1.ClaimAdopted && retained != nil && retained.Owner.UID != cl.Spec.Owner.UID {
-		// The new owner holds the resource now: it counts as its own.
+	foundThere := phase == v1.ClaimAdopting && (prev == v1.ClaimCreated || prev == v1.ClaimCreating)
+	if (phase == v1.ClaimAdopted || foundThere) && retained != nil && retained.Owner.UID != cl.Spec.Owner.UID {
+		// The new owner holds the resource now (or the one it found is
+		// not the retained one): it counts as its own.
 		cl.Spec.Retained = nil
 	}
 	if err := c.Client.Update(ctx, cl); err != nil {

@@ -767,3 +767,39 @@ func TestTakeOverKeepsTheRecordUntilCreated(t *testing.T) {
 		t.Errorf("want the heir's claim still retained from the heir, got %+v", cl.Spec)
 	}
 }
+
+// TestAdvanceFromCreatedToAdoptingDropsTheRecord: a takeover recorded
+// Created (its check found the retained resource missing) whose create
+// finds the resource there after all moves to Adopting: that resource was
+// made by someone else, so the retained record is dropped, and vouches for
+// nothing. One taken over Adopting (its check found the resource) keeps
+// the record until the adoption settles.
+func TestAdvanceFromCreatedToAdoptingDropsTheRecord(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		taken v1.ClaimPhase
+		kept  bool
+	}{
+		{"taken over Created, the create found it there", v1.ClaimCreated, false},
+		{"taken over Claimed, the check found it there", v1.ClaimClaimed, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gone := claimOf("s3", "orders", "team", "orders", "gone-uid", v1.ClaimCreated)
+			heir := buckety("other", "grab")
+			api := newClient(t, heir, retainedBy(gone))
+			s := &Store{Client: api, APIReader: api}
+			if _, took, conflict, err := s.AcquireAs(ctx, heir, Key{Backend: "s3", Resource: "orders"}, c.taken, nil, nil); err != nil || conflict != nil || !took {
+				t.Fatalf("take over: took %v, conflict %+v, %v", took, conflict, err)
+			}
+			cl := getClaim(t, api, "s3", "orders")
+			if err := s.Advance(ctx, cl, v1.ClaimAdopting); err != nil {
+				t.Fatal(err)
+			}
+			cl = getClaim(t, api, "s3", "orders")
+			if cl.Spec.Phase != v1.ClaimAdopting || (cl.Spec.Retained != nil) != c.kept {
+				t.Errorf("want the heir's claim Adopting, the retained record kept %v, got %s, retained %+v", c.kept, cl.Spec.Phase, cl.Spec.Retained)
+			}
+		})
+	}
+}
