@@ -366,7 +366,8 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 		return b.classify(fmt.Errorf("delete topic %s: read its metadata: %w", name, b.ctxErr(err)))
 	}
 	id := st.id
-	if sent, ok := b.deleted.get(name); ok {
+	sent, remembered := b.deleted.get(name)
+	if remembered {
 		if st.exists && st.id != (topicID{}) && st.id != sent {
 			// The topic this backend deleted is gone (its answer was
 			// lost, or the controller deletes again after a success),
@@ -388,6 +389,26 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 		// deleted the topic, and the name may be taken before the
 		// controller's next Delete of it.
 		b.deleted.put(name, id)
+	}
+	if errors.Is(err, kerr.UnknownTopicID) && !remembered {
+		// The ID was read just now, and a broker answering from stale
+		// metadata, or one that takes DeleteTopics v6 but not deletion
+		// by ID, answers UNKNOWN_TOPIC_ID for a topic still there: it
+		// is done only if the name no longer holds that topic. Until
+		// then the deletion is not remembered: the request deleted
+		// nothing, and the next pass's Delete, were it a retry of this
+		// one, would take the same answer for done.
+		now, rerr := b.metadata.do(ctx, name, struct{}{})
+		if rerr != nil {
+			b.deleted.forget(name)
+			b.observed.forget(name)
+			return b.classify(fmt.Errorf("delete topic %s: %w %s; read its metadata again: %w", name, err, msg, b.ctxErr(rerr)))
+		}
+		if now.exists && now.id == id {
+			b.deleted.forget(name)
+			b.observed.forget(name)
+			return b.classify(fmt.Errorf("delete topic %s: the broker answered %w %s for topic ID %x, and the topic of that ID is still there: the deletion by ID was not applied", name, err, msg, id))
+		}
 	}
 	if err == nil || errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
 		b.observed.put(name, topicState{}, at)

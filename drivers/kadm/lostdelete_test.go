@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -81,11 +83,18 @@ func (f *lostDeleteFixture) deleteLosingReply(t *testing.T, r drivers.Resource) 
 // client's cache).
 func (f *lostDeleteFixture) exists(t *testing.T, topic string) (bool, topicID) {
 	t.Helper()
+	return topicExists(t, f.kgo, topic)
+}
+
+// topicExists reports whether cl finds topic, and its ID, in a Metadata
+// request of its own.
+func topicExists(t *testing.T, cl *kgo.Client, topic string) (bool, topicID) {
+	t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), f.kgo)
+	resp, err := req.RequestWith(context.Background(), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +217,69 @@ func TestDeleteByIDLeavesATopicCreatedSinceTheRead(t *testing.T) {
 	}
 	if ok, id := f.exists(t, r.Name); !ok || id != theirs {
 		t.Errorf("the topic created since the read: want it kept (ID %x), got exists=%v ID %x", theirs, ok, id)
+	}
+}
+
+// TestDeleteUnknownTopicIDOfATopicStillThere: a broker answering from
+// stale metadata, or one that takes DeleteTopics v6 but not deletion by
+// ID, answers UNKNOWN_TOPIC_ID for the ID a Delete read just now while the
+// topic is still there. Delete used to take the answer for done, and the
+// controller would release the name with the topic, and its data, left
+// behind. It must read the topic again and report the deletion not
+// applied; so must its next pass (not a retry of a deletion that deleted
+// nothing); and once the broker deletes by ID, Delete deletes the topic.
+//
+// The broker is franz-go's kfake cluster in this process: only there can
+// a request be answered as such a broker would (Cluster.ControlKey).
+func TestDeleteUnknownTopicIDOfATopicStillThere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs a real Kafka-protocol broker")
+	}
+	c, b := inProcessBackend(t, New(), kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))
+	ctx := context.Background()
+	r := drivers.Resource{Name: "not-deleted-by-id"}
+	if _, err := b.Ensure(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	ok, ours := topicExists(t, b.kgo, r.Name)
+	if !ok || ours == (topicID{}) {
+		t.Fatalf("topic %s: want it with a topic ID, got exists=%v ID %x", r.Name, ok, ours)
+	}
+	// While stale, every DeleteTopics entry is answered UNKNOWN_TOPIC_ID
+	// (without a name, as Kafka answers an ID it does not know), and
+	// nothing is deleted.
+	var stale atomic.Bool
+	stale.Store(true)
+	c.ControlKey(kmsg.DeleteTopics.Int16(), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !stale.Load() {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.DeleteTopicsRequest)
+		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		resp.Version = req.Version
+		for _, rt := range req.Topics {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			st.TopicID, st.ErrorCode = rt.TopicID, kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	for _, pass := range []string{"the delete", "the next pass's delete"} {
+		err := b.Delete(ctx, r)
+		if err == nil || !errors.Is(err, kerr.UnknownTopicID) || drivers.IsRefused(err) {
+			t.Errorf("%s answered UNKNOWN_TOPIC_ID for a topic still there: want an error the pass retries, got %v", pass, err)
+		}
+		if ok, id := topicExists(t, b.kgo, r.Name); !ok || id != ours {
+			t.Fatalf("%s answered UNKNOWN_TOPIC_ID: want topic %s kept (ID %x), got exists=%v ID %x", pass, r.Name, ours, ok, id)
+		}
+	}
+	stale.Store(false)
+	if err := b.Delete(ctx, r); err != nil {
+		t.Fatalf("the delete after the broker caught up: %v", err)
+	}
+	if ok, _ := topicExists(t, b.kgo, r.Name); ok {
+		t.Errorf("topic %s after its delete: want it gone, it exists", r.Name)
 	}
 }
 
