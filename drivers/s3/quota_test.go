@@ -177,8 +177,9 @@ func TestListUsage(t *testing.T) {
 // budget.AtLeastUsed then let a tenant lower the bucket's quota below
 // what it holds and fill another under the same budget. The versioned
 // bucket counts every version's bytes (no current object); the one with
-// an upload in progress is unknown, and known again once the upload is
-// aborted; an unversioned bucket still counts its current objects.
+// an upload in progress counts its uploaded part's bytes besides its
+// current object (an abandoned upload must not leave it unknown for
+// ever), and its object alone once the upload is aborted.
 func TestListUsageCountsWhatATenantCannotList(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, ImplVersityGW, s3test.Options{}, nil)
@@ -196,18 +197,39 @@ func TestListUsageCountsWhatATenantCannotList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.raw.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("uploading"), Key: aws.String("big"), UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: bytes.NewReader(make([]byte, 5000))}); err != nil {
+		t.Fatal(err)
+	}
 	us := f.usageOf(t, "kept-as-versions", "uploading")
 	if u := us[0]; !u.Known || u.Bytes != 3000 || u.Objects != 0 || u.Source != UsageSourceVersions {
 		t.Errorf("every key deleted, its versions kept: want 3000 bytes in no current object from %q, got %+v", UsageSourceVersions, u)
 	}
-	if us[1].Known {
-		t.Errorf("a multipart upload in progress: want unknown, got %+v", us[1])
+	if u := us[1]; !u.Known || u.Bytes != 5010 || u.Objects != 1 || u.Source != UsageSourceList {
+		t.Errorf("a multipart upload in progress, one part of 5000 bytes: want 5010 bytes in 1 object from %q, got %+v", UsageSourceList, u)
 	}
 	if _, err := f.raw.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("uploading"), Key: aws.String("big"), UploadId: up.UploadId}); err != nil {
 		t.Fatal(err)
 	}
 	if u := f.usageOf(t, "uploading")[0]; !u.Known || u.Bytes != 10 || u.Objects != 1 || u.Source != UsageSourceList {
 		t.Errorf("the upload aborted: want 10 bytes in 1 object from %q, got %+v", UsageSourceList, u)
+	}
+}
+
+// TestListUsageCountsEachVersionOnce: VersityGW starts a page of a
+// version listing again at its marker: a page that ends with a key's
+// current version, the key having older ones, is followed by one that
+// lists that version again. Each version is counted once.
+func TestListUsageCountsEachVersionOnce(t *testing.T) {
+	f := newFixture(t, ImplVersityGW, s3test.Options{}, nil)
+	f.backend.usage = usageListing{pages: 10, keys: 2}
+	f.ensure(t, "versioned", map[string]string{ParamVersioning: "true"})
+	for _, k := range []string{"a", "b", "c"} {
+		for _, n := range []int{1000, 200, 30} {
+			wantOK(t, "put", f.putSize("versioned", k, n))
+		}
+	}
+	if u := f.usageOf(t, "versioned")[0]; !u.Known || u.Bytes != 3690 || u.Objects != 3 || u.Source != UsageSourceVersions {
+		t.Errorf("three versions each of three keys over pages of two: want 3690 bytes in 3 objects from %q, got %+v", UsageSourceVersions, u)
 	}
 }
 

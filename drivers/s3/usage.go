@@ -29,6 +29,14 @@ const (
 	UsagePageKeys = 1000
 )
 
+// UsageUploads bounds the multipart uploads in progress whose parts a
+// usage measurement counts per bucket, and UsageUploadParts the parts it
+// reads per upload (one page each): a bucket with more is unknown.
+const (
+	UsageUploads     = 100
+	UsageUploadParts = 1000
+)
+
 // usageListing is how much listUsage reads of one bucket.
 type usageListing struct{ pages, keys int32 }
 
@@ -85,15 +93,18 @@ func (b *Backend) minioUsage(ctx context.Context, rs []drivers.Resource) ([]driv
 // listUsage counts one bucket's bytes and current objects: a bucket
 // whose versioning was ever enabled with ListObjectVersions (every
 // version's bytes, noncurrent ones included), another with ListObjectsV2,
-// at most UsagePages pages either way. A bucket holding multipart uploads
-// in progress is unknown: their parts hold bytes no listing shows.
+// at most UsagePages pages either way, plus the bytes of the parts of its
+// multipart uploads in progress (uploadBytes), which no listing shows.
 // Counting current objects alone, a tenant could keep data as noncurrent
 // versions (every key deleted, each leaving a delete marker) or as
 // unfinished uploads, measured at 0 bytes, lower the bucket's quota to
 // fit (budget.AtLeastUsed trusts a known figure) and fill another bucket
-// under the same budget, without end. A missing bucket, one listed past
-// the cap, or one the service answers another error about is unknown; an
-// unreachable service or refused keys fail the measurement.
+// under the same budget, without end; and abandoned uploads, which stay
+// until a lifecycle rule aborts them, would leave the bucket unknown for
+// ever were they not counted. A missing bucket, one listed past the cap
+// (or with uploads or parts past theirs), or one the service answers
+// another error about is unknown; an unreachable service or refused keys
+// fail the measurement.
 func (b *Backend) listUsage(ctx context.Context, r drivers.Resource) (drivers.Usage, error) {
 	cl, err := b.clientFor(parseParams(r.Parameters))
 	if err != nil {
@@ -110,19 +121,22 @@ func (b *Backend) listUsage(ctx context.Context, r drivers.Resource) (drivers.Us
 	}
 	lim := b.listing()
 	u := drivers.Usage{MeasuredAt: time.Now(), Source: UsageSourceList}
-	uploads, err := b.uploadsInProgress(ctx, cl, r.Name)
+	parts, ok, err := b.uploadBytes(ctx, cl, r.Name)
 	switch {
 	case err != nil:
 		return failed("list the uploads of", err)
-	case uploads:
+	case !ok:
 		return drivers.Usage{}, nil
 	}
+	u.Bytes = parts
 	if versioned, err := b.everVersioned(ctx, cl, r.Name); err != nil {
 		return failed("read the versioning of", err)
 	} else if !versioned {
 		return b.currentUsage(ctx, cl, r, u, failed)
 	}
 	u.Source = UsageSourceVersions
+	type version struct{ key, id string }
+	counted := map[version]struct{}{}
 	versions := s3.NewListObjectVersionsPaginator(cl, &s3.ListObjectVersionsInput{Bucket: aws.String(r.Name), MaxKeys: aws.Int32(lim.keys)})
 	for n := int32(0); versions.HasMorePages(); n++ {
 		if n == lim.pages {
@@ -138,7 +152,14 @@ func (b *Backend) listUsage(ctx context.Context, r drivers.Resource) (drivers.Us
 		if err != nil {
 			return failed("list the versions of", err)
 		}
+		// VersityGW starts a page again at its marker: a version it
+		// listed already is counted once.
 		for _, v := range page.Versions {
+			id := version{aws.ToString(v.Key), aws.ToString(v.VersionId)}
+			if _, dup := counted[id]; dup {
+				continue
+			}
+			counted[id] = struct{}{}
 			u.Bytes += aws.ToInt64(v.Size)
 			if aws.ToBool(v.IsLatest) {
 				u.Objects++
@@ -176,7 +197,7 @@ func (b *Backend) currentUsage(ctx context.Context, cl *s3.Client, r drivers.Res
 // bucket holds noncurrent versions and delete markers. An unversioned
 // bucket's current objects are all it holds, and ListObjectsV2 pages them
 // on every server (VersityGW pages a version listing from its marker
-// again, counting a key twice). A service that implements no versioning
+// again, listing a version twice). A service that implements no versioning
 // has none.
 func (b *Backend) everVersioned(ctx context.Context, cl *s3.Client, bucket string) (bool, error) {
 	ctx, cancel := b.ctx(ctx)
@@ -191,20 +212,40 @@ func (b *Backend) everVersioned(ctx context.Context, cl *s3.Client, bucket strin
 	return out.Status != "", nil
 }
 
-// uploadsInProgress reports whether bucket holds a multipart upload not
-// completed or aborted (one ListMultipartUploads of one entry); a service
-// that implements none holds none.
-func (b *Backend) uploadsInProgress(ctx context.Context, cl *s3.Client, bucket string) (bool, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	out, err := cl.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), MaxUploads: aws.Int32(1)})
+// uploadBytes sums the sizes of the parts uploaded so far to bucket's
+// multipart uploads not completed or aborted: one ListMultipartUploads
+// page of UsageUploads uploads, one ListParts page of UsageUploadParts
+// parts per upload. ok is false if either was truncated. A service that
+// implements no uploads, or no part listing, holds none.
+func (b *Backend) uploadBytes(ctx context.Context, cl *s3.Client, bucket string) (n int64, ok bool, err error) {
+	rctx, cancel := b.ctx(ctx)
+	out, err := cl.ListMultipartUploads(rctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), MaxUploads: aws.Int32(UsageUploads)})
+	cancel()
 	switch {
 	case isNotImplemented(err):
-		return false, nil
+		return 0, true, nil
 	case err != nil:
-		return false, err
+		return 0, false, err
+	case aws.ToBool(out.IsTruncated) || len(out.Uploads) > UsageUploads:
+		return 0, false, nil
 	}
-	return len(out.Uploads) > 0, nil
+	for _, up := range out.Uploads {
+		rctx, cancel := b.ctx(ctx)
+		parts, err := cl.ListParts(rctx, &s3.ListPartsInput{Bucket: aws.String(bucket), Key: up.Key, UploadId: up.UploadId, MaxParts: aws.Int32(UsageUploadParts)})
+		cancel()
+		switch {
+		case isNotImplemented(err):
+			continue
+		case err != nil:
+			return 0, false, err
+		case aws.ToBool(parts.IsTruncated) || len(parts.Parts) > UsageUploadParts:
+			return 0, false, nil
+		}
+		for _, p := range parts.Parts {
+			n += aws.ToInt64(p.Size)
+		}
+	}
+	return n, true, nil
 }
 
 // listPage reads one page within requestTimeout.
