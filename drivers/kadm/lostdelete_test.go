@@ -38,22 +38,8 @@ func newLostDeleteFixture(t *testing.T, opt ...kgo.Opt) *lostDeleteFixture {
 	// kgo sends a DeleteTopics whose answer was lost again, within the
 	// request timeout; a short one makes it give up sooner.
 	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 2 * time.Second}}
-	opts, err := cfg.clientOpts()
-	if err != nil {
-		t.Fatal(err)
-	}
 	loser := &replyLoser{key: kmsg.DeleteTopics, all: true}
-	cl, err := kgo.NewClient(append(append(opts, kgo.Dialer(loser.dial)), opt...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &Driver{}
-	be := newBackend("kafka", cfg, cl, d.linger(), d.maxBatch())
-	t.Cleanup(func() {
-		if err := be.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	be, opts := losingBackend(t, cfg, loser, opt...)
 	other, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -107,11 +108,26 @@ func TestLostCreateReplyIsNotSomeoneElsesTopic(t *testing.T) {
 	broker := kafka.Start(t, kafka.Options{})
 	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
 	loser := &replyLoser{key: kmsg.CreateTopics}
+	be, _ := losingBackend(t, cfg, loser)
+	params := map[string]string{"partitions": "3", "config.retention.ms": "3600000"}
+	drivertest.LostCreateSettles(t, be, drivers.Resource{Name: "lost-reply", Parameters: params},
+		func() { loser.armed.Store(true) }, func() int { return int(loser.lost.Load()) })
+	st, err := be.describe(context.Background(), "lost-reply", true)
+	if err != nil || !st.exists || st.partitions != 3 || st.dynamic["retention.ms"] != "3600000" {
+		t.Errorf("the topic after the next pass: want 3 partitions and retention.ms 3600000, got %+v %v", st, err)
+	}
+}
+
+// losingBackend is a Backend on cfg whose connections lose the answers
+// loser picks (opt added to its client's options); it returns the
+// client options without the loser, for a client of the test's own.
+func losingBackend(t *testing.T, cfg *Config, loser *replyLoser, opt ...kgo.Opt) (*Backend, []kgo.Opt) {
+	t.Helper()
 	opts, err := cfg.clientOpts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.Dialer(loser.dial))...)
+	cl, err := kgo.NewClient(append(append(slices.Clip(opts), kgo.Dialer(loser.dial)), opt...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +138,5 @@ func TestLostCreateReplyIsNotSomeoneElsesTopic(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	params := map[string]string{"partitions": "3", "config.retention.ms": "3600000"}
-	drivertest.LostCreateSettles(t, be, drivers.Resource{Name: "lost-reply", Parameters: params},
-		func() { loser.armed.Store(true) }, func() int { return int(loser.lost.Load()) })
-	st, err := be.describe(context.Background(), "lost-reply", true)
-	if err != nil || !st.exists || st.partitions != 3 || st.dynamic["retention.ms"] != "3600000" {
-		t.Errorf("the topic after the next pass: want 3 partitions and retention.ms 3600000, got %+v %v", st, err)
-	}
+	return be, opts
 }

@@ -47,19 +47,11 @@ func TestOwnerRegistryDeletedRetainedRecordComesBack(t *testing.T) {
 	deleteOn(t, k8s, b)
 
 	ctx := context.Background()
-	reader, err := (&kadmdriver.Driver{}).Open(ctx, backend, &cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := reader.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	reader := registryReader(t, backend, &cfg)
 	retained := func(what string) {
 		t.Helper()
 		wait.For(t, waitTimeout, what, func() (bool, string) {
-			got, err := reader.(drivers.OwnerRecorder).ReadOwner(ctx, drivers.Resource{Name: topic})
+			got, err := reader.ReadOwner(ctx, drivers.Resource{Name: topic})
 			ok := err == nil && got != nil && got.Installation == "east" && got.Namespace == ns && got.Name == "archive" && got.UID == uid && got.State == drivers.OwnerRetained
 			return ok, fmt.Sprintf("record %v %v", got, err)
 		})

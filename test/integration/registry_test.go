@@ -39,19 +39,11 @@ func TestOwnerRegistryDeletedRecordsComeBack(t *testing.T) {
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 
 	ctx := context.Background()
-	reader, err := (&kadmdriver.Driver{}).Open(ctx, "kafka", &cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := reader.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	reader := registryReader(t, "kafka", &cfg)
 	eastsRecord := func(what string) {
 		t.Helper()
 		wait.For(t, waitTimeout, what, func() (bool, string) {
-			got, err := reader.(drivers.OwnerRecorder).ReadOwner(ctx, drivers.Resource{Name: topic})
+			got, err := reader.ReadOwner(ctx, drivers.Resource{Name: topic})
 			cur := getBuckety(t, ns, "orders")
 			return err == nil && got != nil && got.Installation == "east" && got.Namespace == ns && got.Name == "orders", fmt.Sprintf("record %v %v; the Buckety: %s", got, err, condString(cur.Status.Conditions))
 		})
@@ -70,4 +62,20 @@ func TestOwnerRegistryDeletedRecordsComeBack(t *testing.T) {
 	deleted := time.Now()
 	eastsRecord("east's owner record of " + topic + " written again after the registry was deleted")
 	t.Logf("figure: the record back %s after the registry was deleted (drift sweep every 1s, re-check every hour)", time.Since(deleted).Round(time.Millisecond))
+}
+
+// registryReader is a kadm backend of its own on cfg, named backend, to
+// read the owner records as another process would.
+func registryReader(t *testing.T, backend string, cfg *kadmdriver.Config) drivers.OwnerRecorder {
+	t.Helper()
+	reader, err := (&kadmdriver.Driver{}).Open(context.Background(), backend, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := reader.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return reader.(drivers.OwnerRecorder)
 }
