@@ -206,7 +206,6 @@ func TestBatchSize(t *testing.T) {
 	}
 }
 
-// putMany puts n small objects into bucket, eight at a time.
 // lyingProxy is a proxy to endpoint that, while lies is set (it is to
 // begin with), answers the requests lie picks with answer instead,
 // counting them in lied: a server answering from two views (a lagging
@@ -232,6 +231,7 @@ func lyingProxy(t *testing.T, endpoint string, lie func(*http.Request) bool, ans
 	return srv, lies, lied
 }
 
+// putMany puts n small objects into bucket, eight at a time.
 func putMany(t *testing.T, cl *s3.Client, bucket string, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
