@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -103,6 +105,9 @@ func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket
 	if err := b.putBucketPolicy(ctx, cl, bucket, next); err != nil {
 		return err
 	}
+	if w, _ := b.anonWatch(); w != nil {
+		w.add(bucket)
+	}
 	res.Changes = append(res.Changes, change)
 	return nil
 }
@@ -126,6 +131,106 @@ func (b *Backend) anonymousReadWanted(p params, res *drivers.EnsureResult) (want
 		return false, true
 	}
 	return asked, true
+}
+
+// A stale write of the anonymous read statement. On VersityGW the
+// issuer's grants share the bucket policy with the anonymous read
+// statement, and a grant is a read-modify-write that copies the
+// statement as it read it (policy.go). The policyLock that keeps the two
+// writers apart holds in one process only: with the controller sharded,
+// the Buckety and an access of another namespace granted on its bucket
+// are served by two replicas, and a grant merged from a policy read
+// before the Buckety's replica removed the statement puts it back (the
+// bucket is readable by anyone against its owner's wish), or merged from
+// one read before the statement was added takes it away. Nothing else
+// would look again before the Buckety's next periodic re-check.
+// So the replica that wrote the statement remembers the bucket for a
+// while (anonWrites), and its drift sweep reads those buckets' policies
+// and compares them with the parameter, as Ensure does
+// (auditAnonymousRead, sweep.go): a statement put back or taken away is
+// drift, and the Ensure the controller runs for the drifted Buckety
+// writes the statement again as its parameter says. The grant's merge
+// cannot tell a stale statement from a wanted one: the replica writing
+// it knows nothing of the Buckety's parameter.
+
+// anonWatch is where the backend remembers its writes of anonymous read
+// statements, and how long after a write it reads the bucket's policy
+// again: the VersityGW issuer's (which every VersityGW backend has, its
+// credentials set or not), watched for as long as the issuer watches a
+// grant it took away, since the stale writes are the same grants. nil on
+// other implementations, where Ensure alone writes the bucket policy.
+func (b *Backend) anonWatch() (*anonWrites, time.Duration) {
+	if v, ok := b.scoping.issuer.(*versityIssuer); ok {
+		return &v.anon, v.dropWatch()
+	}
+	return nil, 0
+}
+
+// anonWrites remembers, in this process, the buckets whose anonymous read
+// statement it wrote lately (added, repaired or removed), so that its
+// drift sweeps read their policies until a read begun the watch after
+// the last write found the statement as the parameter wants it. What a
+// restart or a shard moving to another replica forgets is found at the
+// Buckety's next re-check. The zero value is ready to use.
+type anonWrites struct {
+	mu sync.Mutex
+	// at is bucket → when this process last wrote its anonymous read
+	// statement.
+	at map[string]time.Time
+	// now is time.Now but in tests.
+	now func() time.Time
+}
+
+// maxAnonWrites bounds what anonWrites holds: the oldest write is
+// forgotten first. A bucket no sweep of this process judges (another
+// shard's, since this replica let the shard go) is kept until then, and
+// costs no request.
+const maxAnonWrites = 4096
+
+func (w *anonWrites) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
+}
+
+// add remembers that bucket's anonymous read statement was written now.
+func (w *anonWrites) add(bucket string) {
+	now := w.clock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at == nil {
+		w.at = map[string]time.Time{}
+	}
+	w.at[bucket] = now
+	for len(w.at) > maxAnonWrites {
+		oldest := ""
+		for b, t := range w.at {
+			if oldest == "" || t.Before(w.at[oldest]) {
+				oldest = b
+			}
+		}
+		delete(w.at, oldest)
+	}
+}
+
+// watched reports whether bucket's policy is to be read by the sweep.
+func (w *anonWrites) watched(bucket string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.at[bucket]
+	return ok
+}
+
+// audited forgets bucket when a read of its policy, begun at read, found
+// the statement as wanted, and began watch after the last write or
+// later: a stale write had landed by then.
+func (w *anonWrites) audited(bucket string, read time.Time, watch time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.at[bucket]; ok && !read.Before(t.Add(watch)) {
+		delete(w.at, bucket)
+	}
 }
 
 // policyMaxBytes bounds the bucket policies buckety writes: VersityGW's

@@ -63,6 +63,10 @@ type versityIssuer struct {
 	// drops are the grants this process took away lately, which its
 	// sweeps watch for a stale write putting them back.
 	drops grantDrops
+	// anon are the buckets whose anonymous read statement this process
+	// wrote lately, which its drift sweeps watch for a stale grant
+	// putting the statement back or taking it away (anonread.go).
+	anon anonWrites
 }
 
 // ready lists the gateway's users: one without an IAM store answers 501
