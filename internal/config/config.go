@@ -80,7 +80,10 @@ type Backend struct {
 	// ReservedNames are names no Buckety may resolve to on this backend,
 	// as globs (* matches any run of characters), on top of the names the
 	// driver reserves itself (kadm: the internal topics of Kafka, Schema
-	// Registry, Kafka Connect, Confluent and Redpanda).
+	// Registry, Kafka Connect, Confluent and Redpanda). A pattern ending
+	// in * that reserves every name starting with the longer text of two
+	// overlapping name policies on one service makes that pair safe, and
+	// the overlap check (overlap.go) lets it load.
 	ReservedNames []string `json:"reservedNames,omitempty"`
 	// Credentials configures the lifecycle (rotation, grace, revocation of
 	// orphans) of the credentials issued per access, the same for every

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -234,18 +235,104 @@ func (c *Config) checkPolicyOverlaps(root *field.Path, checked []bool) field.Err
 			if col == nil {
 				continue
 			}
-			fix := `write the same text before $${namespace} in both (as "$${namespace}." and "$${namespace}_"), or texts that differ at a character both have (as "a.$${namespace}." and "b.$${namespace}.")`
+			short, long := bi, bj
+			if len(shapes[i].lit) > len(shapes[j].lit) {
+				short, long = bj, bi
+			}
+			under := longerLit(*shapes[i], *shapes[j])
+			if bi.reservesUnder(under, *shapes[i]) != "" || bj.reservesUnder(under, *shapes[j]) != "" {
+				continue
+			}
+			fix := fmt.Sprintf(`write the same text before $${namespace} in both (as "$${namespace}." and "$${namespace}_"), or texts that differ at a character both have (as "a.$${namespace}." and "b.$${namespace}."); or, if backend %s need not serve the namespaces whose names under it would start with %q, reserve all those names on it, as reservedNames: [%q] (a reservation that leaves any name starting so unreserved does not do)`, short.Name, under, globQuote(under)+"*")
 			other := fmt.Sprintf("backends[%d].namePolicy.prefix (%s)", i, describePolicy(bi, *shapes[i]))
 			var msg string
-			if col.unproven {
+			switch {
+			case col.unproven:
 				msg = fmt.Sprintf("may overlap %s on service %s, where the two backends share one claim space: the prefixes continue alike up to a second ${namespace}, and the check cannot show that no name goes to two namespaces; %s", other, bj.ClaimScope(), fix)
-			} else {
+			case reservedEither(bi, bj, col.name):
+				// The example is reserved, but not every name that
+				// goes to two namespaces is.
+				msg = fmt.Sprintf("overlaps %s on service %s, where the two backends share one claim space: names starting with %q can go to one namespace through backend %s and to another through backend %s, and the reservedNames of neither backend reserve them all; %s", other, bj.ClaimScope(), under, short.Name, long.Name, fix)
+			default:
 				msg = fmt.Sprintf("overlaps %s on service %s, where the two backends share one claim space: namespace %s may claim %q through backend %s, and namespace %s through backend %s; %s", other, bj.ClaimScope(), col.a, col.name, bi.Name, col.b, bj.Name, fix)
 			}
 			errs = append(errs, field.Invalid(root.Index(j).Child("namePolicy", "prefix"), bj.NamePolicy.Prefix, msg))
 		}
 	}
 	return errs
+}
+
+// longerLit is the longer literal text before ${namespace} of two
+// policies collide found overlapping. Every name the two give to two
+// namespaces starts with it: it starts with a prefix the longer policy
+// gives, and every such prefix starts with its literal text.
+func longerLit(s1, s2 policyShape) string {
+	if len(s1.lit) >= len(s2.lit) {
+		return s1.lit
+	}
+	return s2.lit
+}
+
+// reservesUnder returns a pattern of b's reserved names (Reserved) that
+// matches every name starting with lit, "" when none does; then no name
+// starting with lit is b's to give, and two policies whose overlap is all
+// under lit (longerLit) overlap on no name a tenant can claim through b.
+// A pattern does when it is a glob q followed by a final *, and q matches
+// lit or a start of it: the * matches the rest, which path.Match allows
+// for any rest without a "/". So b's driver must refuse names holding a
+// "/", as Kafka topic and S3 bucket names cannot hold one: a name under
+// b's policy (own) that the driver takes, and no longer takes with a "/"
+// in it, says so. A driver that takes such names gets no help from
+// reservedNames.
+func (b *Backend) reservesUnder(lit string, own policyShape) string {
+	if b.driver == nil || strings.Contains(lit, "/") {
+		return ""
+	}
+	name := field.NewPath("name")
+	if _, errs := b.driver.ValidateName(name, b.options, own.prefix("team")+"orders"); len(errs) > 0 {
+		return ""
+	}
+	if _, errs := b.driver.ValidateName(name, b.options, own.prefix("team")+"or/ders"); len(errs) == 0 {
+		return ""
+	}
+	for _, p := range b.reservedPatterns() {
+		q, ok := strings.CutSuffix(p, "*")
+		if !ok || escapedEnd(q) {
+			continue
+		}
+		for n := 0; n <= len(lit); n++ {
+			if ok, err := path.Match(q, lit[:n]); err == nil && ok {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// escapedEnd reports whether the glob q ends with an unescaped
+// backslash, which makes a * that follows it a literal *.
+func escapedEnd(q string) bool {
+	n := len(q) - len(strings.TrimRight(q, `\`))
+	return n%2 == 1
+}
+
+// globQuote is s as a glob matching s alone.
+func globQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// reservedEither reports whether bi or bj reserves name.
+func reservedEither(bi, bj *Backend, name string) bool {
+	_, ri := bi.Reserved(name)
+	_, rj := bj.Reserved(name)
+	return ri || rj
 }
 
 // describePolicy quotes b's prefix, and what it is with the backend's

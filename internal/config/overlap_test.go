@@ -153,3 +153,99 @@ backends:
 		t.Errorf("Notices():\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestNamePolicyOverlapReserved: reservedNames makes two overlapping
+// policies of one service safe when a backend reserves every name that
+// starts with the longer literal text before ${namespace} (every name the
+// policies give to two namespaces starts with it): through it no tenant
+// gets any of those names. A reservation that leaves any of them out
+// (another text, the overlap's own example only, a part of the names
+// under the text, a literal * that is no glob) does not do: the pair is
+// refused, the error saying what reservation would.
+func TestNamePolicyOverlapReserved(t *testing.T) {
+	cases := []struct {
+		name, a, b string
+		// reservedNames of backends a and b.
+		ra, rb []string
+		want   []string // empty: accepted
+	}{
+		{"the shorter policy's backend reserves the longer text", "$${namespace}.", "eu-$${namespace}.", []string{"eu-*"}, nil, nil},
+		{"the longer policy's backend reserves its own text", "$${namespace}.", "eu-$${namespace}.", nil, []string{"eu-*"}, nil},
+		{"a glob covering the text", "$${namespace}.", "eu-$${namespace}.", []string{"e*"}, nil, nil},
+		{"a glob with a class covering the text", "$${namespace}.", "eu-$${namespace}.", []string{"[de]u-*"}, nil, nil},
+		{"among other reservations", "$${namespace}.", "eu-$${namespace}.", []string{"internal", "eu-*"}, nil, nil},
+		{"a namespace name and a dot", "$${namespace}.", "eu.$${namespace}.", []string{"eu.*"}, nil, nil},
+		{"the text from a default", "$${backend.zone}-$${namespace}.", "$${namespace}.", nil, []string{"eu-*"}, nil},
+		{"a pair the check cannot prove apart", "$${namespace}.$${namespace}.", "eu-$${namespace}.eu-$${namespace}-q.", []string{"eu-*"}, nil, nil},
+
+		{"another text reserved", "$${namespace}.", "eu-$${namespace}.", []string{"us-*"}, nil, []string{
+			`overlaps backends[0].namePolicy.prefix ("${namespace}.") on service kafka`,
+			`namespace eu-x may claim "eu-x.orders" through backend a, and namespace x through backend b`,
+			`or, if backend a need not serve the namespaces whose names under it would start with "eu-", reserve all those names on it, as reservedNames: ["eu-*"]`,
+		}},
+		{"the example alone reserved", "$${namespace}.", "eu-$${namespace}.", []string{"eu-x.*"}, nil, []string{
+			`names starting with "eu-" can go to one namespace through backend a and to another through backend b, and the reservedNames of neither backend reserve them all`,
+			`reservedNames: ["eu-*"]`,
+		}},
+		{"only the names of one form under the text", "$${namespace}.", "eu-$${namespace}.", []string{"eu-*.orders"}, nil, []string{
+			`names starting with "eu-" can go to one namespace`, `reservedNames: ["eu-*"]`,
+		}},
+		{"the exact text, no glob", "$${namespace}.", "eu-$${namespace}.", []string{"eu-"}, nil, []string{
+			`namespace eu-x may claim "eu-x.orders"`,
+		}},
+		{"a literal star", "$${namespace}.", "eu-$${namespace}.", []string{`eu-\*`}, nil, []string{
+			`namespace eu-x may claim "eu-x.orders"`,
+		}},
+		{"the shorter text reserved", "$${namespace}.", "eu-$${namespace}.", []string{"e?-x*"}, nil, []string{
+			`can go to one namespace through backend a`,
+		}},
+		{"the longer policy's backend named in the fix", "eu-$${namespace}.", "$${namespace}.", nil, []string{"us-*"}, []string{
+			`or, if backend b need not serve the namespaces whose names under it would start with "eu-", reserve all those names on it, as reservedNames: ["eu-*"]`,
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := fmt.Sprintf(`backends:
+- name: a
+  driver: kadm
+  service: kafka
+  config: {seedBrokers: ['k:9092']}
+  defaults: {zone: eu}
+  namePolicy: {prefix: %q}
+  reservedNames: %s
+- name: b
+  driver: kadm
+  service: kafka
+  config: {seedBrokers: ['k:9092']}
+  namePolicy: {prefix: %q}
+  reservedNames: %s
+`, c.a, yamlList(c.ra), c.b, yamlList(c.rb))
+			for _, withoutEnv := range []bool{false, true} {
+				_, err := config.Load(writeConfig(t, body), config.Options{Registry: all.Registry(), Lookup: lookup(nil), WithoutCredentials: withoutEnv})
+				if len(c.want) == 0 {
+					if err != nil {
+						t.Errorf("webhook=%v: want accepted, got %v", withoutEnv, err)
+					}
+					continue
+				}
+				if err == nil {
+					t.Fatalf("webhook=%v: want refused, got accepted", withoutEnv)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("webhook=%v: want the error to contain %q, got %v", withoutEnv, w, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// yamlList is l as a YAML flow sequence of single-quoted strings.
+func yamlList(l []string) string {
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}

@@ -48,16 +48,22 @@ func (c *Config) ScopeMembers(scope string) []string {
 // Reserved reports the pattern (the driver's or the backend's
 // reservedNames) a resolved name matches, if any.
 func (b *Backend) Reserved(name string) (pattern string, reserved bool) {
-	var patterns []string
-	if r, ok := b.driver.(drivers.NameReserver); ok {
-		patterns = append(patterns, r.ReservedNames()...)
-	}
-	for _, p := range append(patterns, b.ReservedNames...) {
+	for _, p := range b.reservedPatterns() {
 		if ok, err := path.Match(p, name); err == nil && ok {
 			return p, true
 		}
 	}
 	return "", false
+}
+
+// reservedPatterns are the globs Reserved matches: the driver's, then the
+// backend's reservedNames.
+func (b *Backend) reservedPatterns() []string {
+	var patterns []string
+	if r, ok := b.driver.(drivers.NameReserver); ok {
+		patterns = append(patterns, r.ReservedNames()...)
+	}
+	return append(patterns, b.ReservedNames...)
 }
 
 // CheckParameterLimits applies limits.parameterMax, limits.parameterMin

@@ -182,35 +182,54 @@ func (r *Reconciler) usage(b *v1.Buckety) *v1.Usage {
 // (budget.AtLeastUsed with no usage), and the Buckety is looked at again
 // when the next measurement is due (f.usageIn). The first sighting is
 // kept in memory: a restarted process, or another shard's, finds it
-// anew, which only makes the wait longer.
+// anew, which only makes the wait longer; so does a sighting forgotten
+// (forgetLowering), which is why forgetting one is always safe. Without
+// measurements (UsageMaxAge 0) none is kept: no usage would count anyway.
 func (r *Reconciler) usageAfterLowering(b *v1.Buckety, asked, had v1.Budgeted, f *facts) *v1.Usage {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if asked.QuotaBytes <= 0 || asked.QuotaBytes >= had.QuotaBytes {
-		delete(r.lowered, b.UID)
+	key := ctrl.ObjectKeyFromObject(b)
+	if r.UsageMaxAge <= 0 || asked.QuotaBytes <= 0 || asked.QuotaBytes >= had.QuotaBytes {
+		r.forgetLowering(key)
 		return r.usage(b)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	now := time.Now()
-	l, ok := r.lowered[b.UID]
-	if !ok || l.quota != asked.QuotaBytes {
+	l, ok := r.lowered[key]
+	if !ok || l.uid != b.UID || l.quota != asked.QuotaBytes {
+		// Not found before, or found for a Buckety of this name since
+		// deleted (its finalizer removed by hand) and made again: the
+		// wait starts now.
 		if r.lowered == nil {
-			r.lowered = map[types.UID]lowering{}
+			r.lowered = map[types.NamespacedName]lowering{}
 		}
-		l = lowering{quota: asked.QuotaBytes, seen: now}
-		r.lowered[b.UID] = l
+		l = lowering{uid: b.UID, quota: asked.QuotaBytes, seen: now}
+		r.lowered[key] = l
 	}
 	after := l.seen.Add(loweringSettle)
 	if u := r.usage(b); u != nil && u.MeasuredAt.Time.After(after) {
 		return u
 	}
-	if r.UsageMaxAge > 0 {
-		// The refresh runs every third of UsageMaxAge.
-		next := max(after.Sub(now), 0) + r.UsageMaxAge/3 + loweringSettle
-		if f.usageIn == 0 || next < f.usageIn {
-			f.usageIn = next
-		}
+	// The refresh runs every third of UsageMaxAge.
+	next := max(after.Sub(now), 0) + r.UsageMaxAge/3 + loweringSettle
+	if f.usageIn == 0 || next < f.usageIn {
+		f.usageIn = next
 	}
 	return nil
+}
+
+// forgetLowering drops the lowering found for the Buckety key, if any:
+// its quota is no longer lowered, or the Buckety is gone (deleted, its
+// finalizer removed by hand, or out of this shard's cache). Each Buckety
+// holds at most one entry, under its name, and every way it leaves the
+// cache ends in a pass that finds it gone (Reconcile) and drops it, so the
+// map never holds more than the Bucketies the shard serves; a shard
+// released takes its Reconciler, map and all, with it. Dropping an entry
+// is always safe: a quota still lowered is found anew by the next pass,
+// which waits again for a measurement taken after that.
+func (r *Reconciler) forgetLowering(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.lowered, key)
+	r.mu.Unlock()
 }
 
 // loweringSettle is how long after a pass first found a quota lowered a
@@ -218,9 +237,10 @@ func (r *Reconciler) usageAfterLowering(b *v1.Buckety, asked, had v1.Budgeted, f
 // on the server within its backend's request timeout.
 const loweringSettle = 30 * time.Second
 
-// lowering is a lowered quota a pass found, and when this process first
-// found it.
+// lowering is a lowered quota a pass found, of the Buckety uid, and when
+// this process first found it.
 type lowering struct {
+	uid   types.UID
 	quota int64
 	seen  time.Time
 }

@@ -107,8 +107,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *v1.Buckety, f *fact
 		r.event(b, corev1.EventTypeNormal, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("left %s on backend %s in place: buckety holds no claim of this Buckety on it", b.Status.BackendResourceName, b.Status.Backend))
 	}
 	r.mu.Lock()
-	delete(r.deleted, b.UID)
-	delete(r.lowered, b.UID)
+	delete(r.deleted, ctrl.ObjectKeyFromObject(b))
+	delete(r.lowered, ctrl.ObjectKeyFromObject(b))
 	r.mu.Unlock()
 	if r.Backoff != nil {
 		r.Backoff.Reset(b.UID)
@@ -391,7 +391,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	var ip *drivers.InProgressError
 	switch {
 	case errors.As(err, &ip):
-		total := r.addDeleted(b.UID, ip.Done)
+		total := r.addDeleted(b, ip.Done)
 		f.deleteProgress = fmt.Sprintf("deleting %s on backend %s: %d removed so far; %s", name, e.Name, total, ip.Message)
 		if ip.Done == 0 && r.Backoff != nil {
 			// Nothing removed and more to do (a server whose DeleteBucket
@@ -429,14 +429,32 @@ func (r *Reconciler) deletesAdopted(backend string) bool {
 	return ok && e.Config.DeletesAdopted()
 }
 
-func (r *Reconciler) addDeleted(uid types.UID, n int64) int64 {
+// addDeleted adds n to what the deletion of b removed so far, and returns
+// the sum. It is kept by name, with the UID it counts for: a Buckety of
+// the name made again (its finalizer removed by hand mid-deletion) counts
+// from nothing, and a pass that finds the name gone drops it
+// (forgetLowering's twin in Reconcile), so the map holds no more than the
+// Bucketies being deleted.
+func (r *Reconciler) addDeleted(b *v1.Buckety, n int64) int64 {
+	key := ctrl.ObjectKeyFromObject(b)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.deleted == nil {
-		r.deleted = map[types.UID]int64{}
+		r.deleted = map[types.NamespacedName]deletedSoFar{}
 	}
-	r.deleted[uid] += n
-	return r.deleted[uid]
+	d := r.deleted[key]
+	if d.uid != b.UID {
+		d = deletedSoFar{uid: b.UID}
+	}
+	d.n += n
+	r.deleted[key] = d
+	return d.n
+}
+
+// deletedSoFar is what the deletion of the Buckety uid removed so far.
+type deletedSoFar struct {
+	uid types.UID
+	n   int64
 }
 
 // recordBeforeRetain records what a claim made before its backend's budget

@@ -102,11 +102,13 @@ type Reconciler struct {
 	// counted before.
 	UsageMaxAge time.Duration
 
-	mu      sync.Mutex
-	deleted map[types.UID]int64
-	// lowered are the lowered quotas passes found, by Buckety
-	// (usageAfterLowering).
-	lowered map[types.UID]lowering
+	mu sync.Mutex
+	// deleted is what each deletion in progress removed so far, by
+	// Buckety name (addDeleted).
+	deleted map[types.NamespacedName]deletedSoFar
+	// lowered are the lowered quotas passes found, by Buckety name
+	// (usageAfterLowering, forgetLowering).
+	lowered map[types.NamespacedName]lowering
 	// createdImplicit: when this controller created each Buckety's
 	// implicit access, until the cache shows it (accesses.go).
 	createdImplicit sync.Map
@@ -149,6 +151,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			r.Written.Forget(req.NamespacedName)
 			r.Held.Forget(req.NamespacedName)
 			r.Waiters.Done(req.NamespacedName)
+			r.forgetLowering(req.NamespacedName)
+			r.mu.Lock()
+			delete(r.deleted, req.NamespacedName)
+			r.mu.Unlock()
 		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
