@@ -2,24 +2,34 @@ package kadm
 
 import (
 	"context"
-	"errors"
+
+	"github.com/Yolean/buckety-controller/drivers"
 )
+
+var (
+	_ drivers.Prober = (*Backend)(nil)
+	_ drivers.Warner = (*Backend)(nil)
+)
+
+// ReasonRegistryNotCompacted is the warning of a backend whose owner
+// registry is not compacted (ProbeWarnings): the BucketyBackend's Degraded
+// reason.
+const ReasonRegistryNotCompacted = "RegistryNotCompacted"
 
 // Probe implements drivers.Prober: one Metadata request for no topic
 // (the brokers and the controller), sent to the cluster rather than
 // answered from kgo's metadata cache, within the backend's request
 // timeout. A refused SASL login surfaces as *drivers.AccessDeniedError.
 //
-// A cluster that answers fails the probe still when its owner registry
-// is not compacted (registryconfigs.go): its configs are read here when
-// the last reading is older than registryConfigsEvery (one
-// DescribeConfigs), else the verdict the backend holds is reported.
-// drivers.Prober carries no warning, and the probe's error is what an
-// operator sees of a backend (the BucketyBackend's Ready, reason
-// ProbeFailed, with the message; buckety_backend_up). The error is
-// neither unavailable nor access denied, and nothing else stops on it:
-// no Buckety waits on the probe, and the backend reads and writes its
-// topics and owner records as before.
+// A cluster that answers has its owner registry judged too
+// (registryconfigs.go): its configs are read here when the last reading
+// is older than registryConfigsEvery (one DescribeConfigs), else the
+// verdict the backend holds stands. A registry that is not compacted does
+// not fail the probe: the backend serves its topics and reads and writes
+// its owner records as before, so it is Ready, and what else the view
+// asks of it (Issuing) is still asked. ProbeWarnings reports it instead.
+// A reading that fails does not fail the probe either: the cluster
+// answered, and the last verdict stands.
 func (b *Backend) Probe(ctx context.Context) error {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
@@ -27,8 +37,18 @@ func (b *Backend) Probe(ctx context.Context) error {
 		return b.classify(err)
 	}
 	b.judgeRegistry(ctx, [16]byte{})
+	return nil
+}
+
+// ProbeWarnings implements drivers.Warner: a registry whose cleanup.policy
+// lets the brokers delete ownership records is a warning, reason
+// RegistryNotCompacted, whose message names the topic, the setting and
+// the kafka-configs command that fixes it. It is the verdict the backend
+// holds: the last Probe's, or a newer one from a catch-up that found the
+// registry created again since.
+func (b *Backend) ProbeWarnings() []drivers.Warning {
 	if why := b.registryVerdict(); why != "" {
-		return errors.New(why)
+		return []drivers.Warning{{Reason: ReasonRegistryNotCompacted, Message: why}}
 	}
 	return nil
 }

@@ -21,14 +21,16 @@ import (
 // topics they name as unowned and may take them over. The backend reads
 // the registry's configs when it learns the registry exists or finds it
 // created again (registryMetadata), and when the probe finds the last
-// reading older than registryConfigsEvery; the probe reports a registry
-// whose policy is anything but compact (Probe). The backend never alters
-// the registry's configs: they may be the cluster's policy, which its
+// reading older than registryConfigsEvery; a registry whose policy is
+// anything but compact is the probe's warning (ProbeWarnings), not its
+// failure: the backend serves meanwhile. The backend never alters the
+// registry's configs: they may be the cluster's policy, which its
 // operator owns.
 
 // registryConfigsEvery bounds how often the registry's configs are read:
-// a registry altered with kafka-configs shows in the probe within it, and
-// neither the probes nor catch-ups after errors ask more often.
+// a registry altered with kafka-configs shows in the probe's warnings
+// within it, and neither the probes nor catch-ups after errors ask more
+// often.
 const registryConfigsEvery = 5 * time.Minute
 
 // registryConfigKeys are the configs of the registry the verdict reads:
@@ -108,8 +110,8 @@ func (b *Backend) registryUnsound(ctx context.Context) (string, error) {
 	return unsoundMessage(topic, policy, configs), nil
 }
 
-// unsoundMessage is the probe's word on a registry whose cleanup.policy
-// is policy, "" when that is compact alone. It names the config, what it
+// unsoundMessage is the probe's warning about a registry whose
+// cleanup.policy is policy, "" when that is compact alone. It names the config, what it
 // risks and the command that fixes it, which the operator runs: the
 // backend does not.
 func unsoundMessage(topic, policy string, configs map[string]string) string {

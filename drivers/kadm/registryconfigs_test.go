@@ -48,32 +48,50 @@ func fixCommand(topic string) string {
 	return "kafka-configs --alter --entity-type topics --entity-name " + topic + " --add-config cleanup.policy=compact"
 }
 
-// wantRegistryReported checks that err is the probe's report of registry
-// topic with policy: not an unavailable or refused backend (the view's
-// reason is ProbeFailed), naming the topic, the config and the fix.
-func wantRegistryReported(t *testing.T, err error, topic, policy string) {
+// wantRegistryWarned checks that the probe of be passed (err is its
+// error: the cluster answers and be serves) and that be warns of registry
+// topic with policy, reason RegistryNotCompacted, naming the topic, the
+// config and the fix.
+func wantRegistryWarned(t *testing.T, be *Backend, err error, topic, policy string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("registry %s with cleanup.policy=%s: want the probe to report it, got no error", topic, policy)
+	if err != nil {
+		t.Errorf("registry %s with cleanup.policy=%s: want the probe to pass (the backend serves) and warn, got %v", topic, policy, err)
 	}
-	t.Logf("probe: %v", err)
-	if drivers.IsUnavailable(err) || drivers.IsAccessDenied(err) {
-		t.Errorf("want the report neither unavailable nor access denied (the backend answers), got %T: %v", err, err)
+	ws := be.ProbeWarnings()
+	if len(ws) != 1 {
+		t.Fatalf("registry %s with cleanup.policy=%s: want one warning, got %+v", topic, policy, ws)
+	}
+	t.Logf("warning: %s: %s", ws[0].Reason, ws[0].Message)
+	if ws[0].Reason != ReasonRegistryNotCompacted {
+		t.Errorf("want reason %s, got %s", ReasonRegistryNotCompacted, ws[0].Reason)
 	}
 	for _, want := range []string{"owner registry " + topic, "cleanup.policy=" + policy, fixCommand(topic)} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("want the probe's message to say %q, got %q", want, err.Error())
+		if !strings.Contains(ws[0].Message, want) {
+			t.Errorf("want the warning to say %q, got %q", want, ws[0].Message)
 		}
+	}
+}
+
+// wantNoWarning checks that the probe of be passed (err is its error)
+// without a warning.
+func wantNoWarning(t *testing.T, be *Backend, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: want the probe to pass, got %v", what, err)
+	}
+	if ws := be.ProbeWarnings(); len(ws) != 0 {
+		t.Errorf("%s: want no warning, got %+v", what, ws)
 	}
 }
 
 // TestProbeReportsRegistryThatDeletesRecords: a registry created by hand
 // before the backend first used it, whose cleanup.policy lets the brokers
-// delete records (delete, or compact,delete), is reported by the probe
-// with the topic, the config and the fix, once the backend learned it
-// exists: from the verdict its first catch-up made, without a request of
-// the probe's own. A compacted one is not. The backend still reads and
-// writes its records on either, and leaves the registry's config as it is.
+// delete records (delete, or compact,delete), is the probe's warning, with
+// the topic, the config and the fix, once the backend learned it exists:
+// from the verdict its first catch-up made, without a request of the
+// probe's own. The probe passes all the same: the backend serves. A
+// compacted registry is no warning. The backend still reads and writes its
+// records on either, and leaves the registry's config as it is.
 func TestProbeReportsRegistryThatDeletesRecords(t *testing.T) {
 	f := newFixture(t, kafka.Options{}, nil)
 	ctx := context.Background()
@@ -95,9 +113,9 @@ func TestProbeReportsRegistryThatDeletesRecords(t *testing.T) {
 			counter.Reset()
 			err := be.Probe(ctx)
 			if tc.reported {
-				wantRegistryReported(t, err, tc.topic, tc.policy)
-			} else if err != nil {
-				t.Errorf("compacted registry: want the probe to pass, got %v", err)
+				wantRegistryWarned(t, be, err, tc.topic, tc.policy)
+			} else {
+				wantNoWarning(t, be, err, "compacted registry")
 			}
 			if n := counter.Ops()["DescribeConfigs"]; n != 0 {
 				t.Errorf("want the probe to report the verdict of the first catch-up without reading the configs again, got %d DescribeConfigs", n)
@@ -118,9 +136,10 @@ func TestProbeReportsRegistryThatDeletesRecords(t *testing.T) {
 }
 
 // TestProbeReadsRegistryConfigsEveryFewMinutes: a registry altered with
-// kafka-configs after the backend judged it shows in the probe once the
-// verdict is registryConfigsEvery old, and not before: the probes in
-// between read no configs. Set compacted again, it is no longer reported.
+// kafka-configs after the backend judged it shows in the probe's warnings
+// once the verdict is registryConfigsEvery old, and not before: the probes
+// in between read no configs. Set compacted again, it is no longer a
+// warning.
 func TestProbeReadsRegistryConfigsEveryFewMinutes(t *testing.T) {
 	f := newFixture(t, kafka.Options{}, nil)
 	ctx := context.Background()
@@ -129,30 +148,24 @@ func TestProbeReadsRegistryConfigsEveryFewMinutes(t *testing.T) {
 	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: "t1"}, &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "b", UID: "u", State: drivers.OwnerHeld}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.backend.Probe(ctx); err != nil {
-		t.Fatalf("registry the backend created: want the probe to pass, got %v", err)
-	}
+	wantNoWarning(t, f.backend, f.backend.Probe(ctx), "registry the backend created")
 	policy := "delete"
 	f.setOutOfBand(t, topic, kadm.AlterConfig{Name: "cleanup.policy", Value: &policy})
 	f.counter.Reset()
-	if err := f.backend.Probe(ctx); err != nil {
-		t.Errorf("within registryConfigsEvery of the last reading: want the verdict held, got %v", err)
-	}
+	wantNoWarning(t, f.backend, f.backend.Probe(ctx), "within registryConfigsEvery of the last reading: the verdict held")
 	if n := f.counter.Ops()["DescribeConfigs"]; n != 0 {
 		t.Errorf("within registryConfigsEvery of the last reading: want no DescribeConfigs, got %d", n)
 	}
 	later := time.Now().Add(registryConfigsEvery)
 	f.backend.observed.now = func() time.Time { return later }
-	wantRegistryReported(t, f.backend.Probe(ctx), topic, policy)
+	wantRegistryWarned(t, f.backend, f.backend.Probe(ctx), topic, policy)
 	if n := f.counter.Ops()["DescribeConfigs"]; n != 1 {
 		t.Errorf("a verdict registryConfigsEvery old: want one DescribeConfigs, got %d", n)
 	}
 	compact := "compact"
 	f.setOutOfBand(t, topic, kadm.AlterConfig{Name: "cleanup.policy", Value: &compact})
 	later = later.Add(registryConfigsEvery)
-	if err := f.backend.Probe(ctx); err != nil {
-		t.Errorf("registry compacted again: want the probe to pass, got %v", err)
-	}
+	wantNoWarning(t, f.backend, f.backend.Probe(ctx), "registry compacted again")
 }
 
 // TestProbeReportsRegistryCreatedAgainAtOnce: a registry deleted and
@@ -167,9 +180,7 @@ func TestProbeReportsRegistryCreatedAgainAtOnce(t *testing.T) {
 	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: "t1"}, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.backend.Probe(ctx); err != nil {
-		t.Fatalf("registry the backend created: want the probe to pass, got %v", err)
-	}
+	wantNoWarning(t, f.backend, f.backend.Probe(ctx), "registry the backend created")
 	epoch := f.backend.RegistryEpoch()
 	resp, err := f.admin.DeleteTopics(ctx, topic)
 	if err != nil || resp[topic].Err != nil {
@@ -182,7 +193,7 @@ func TestProbeReportsRegistryCreatedAgainAtOnce(t *testing.T) {
 	if f.backend.RegistryEpoch() == epoch {
 		t.Fatal("the test expects the catch-up to find the registry created again")
 	}
-	wantRegistryReported(t, f.backend.Probe(ctx), topic, "delete")
+	wantRegistryWarned(t, f.backend, f.backend.Probe(ctx), topic, "delete")
 }
 
 // TestProbeWithoutRegistry: before any registry exists the probe passes
@@ -190,9 +201,7 @@ func TestProbeReportsRegistryCreatedAgainAtOnce(t *testing.T) {
 func TestProbeWithoutRegistry(t *testing.T) {
 	f := newFixture(t, kafka.Options{}, nil)
 	ctx := context.Background()
-	if err := f.backend.Probe(ctx); err != nil {
-		t.Errorf("no registry: want the probe to pass, got %v", err)
-	}
+	wantNoWarning(t, f.backend, f.backend.Probe(ctx), "no registry")
 	st, err := f.backend.describe(ctx, f.backend.cfg.registryTopic(), false)
 	if err != nil || st.exists {
 		t.Errorf("want the probe to create no registry, got exists=%v, %v", st.exists, err)

@@ -46,7 +46,8 @@ type Entry struct {
 	// nil when the driver cannot.
 	Principals drivers.PrincipalLister
 	// Prober is the same connection's health probe, instrumented; nil
-	// when the driver has none.
+	// when the driver has none. It is a drivers.Warner too, with no
+	// warning from a driver that has none.
 	Prober drivers.Prober
 	// Implementation names the software behind the backend
 	// (drivers.Implementer), "" when the driver or the config does not say.
@@ -400,4 +401,13 @@ func (i *instrumentedProber) Probe(ctx context.Context) error {
 	err := i.Prober.Probe(ctx)
 	i.in.observe("probe", start, err)
 	return err
+}
+
+// ProbeWarnings passes drivers.Warner through to the backend, which the
+// wrapper would hide: none for a backend that cannot warn.
+func (i *instrumentedProber) ProbeWarnings() []drivers.Warning {
+	if w, ok := i.Prober.(drivers.Warner); ok {
+		return w.ProbeWarnings()
+	}
+	return nil
 }

@@ -15,6 +15,16 @@ var (
 		Help: "1 when the backend answered the controller's last probe (BucketyBackend Ready True), 0 when it did not; the reason label is the Ready reason.",
 	}, []string{"backend", "driver", "reason"})
 
+	// BackendDegraded is 1 while a backend that answers its probes warned
+	// of something its operator should fix (BucketyBackend Degraded True,
+	// drivers.Warner), 0 when the last probe that passed warned of
+	// nothing. Absent until a probe passed and on replicas that are not
+	// the leader; a failing probe leaves it as it was.
+	BackendDegraded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "buckety_backend_degraded",
+		Help: "1 when the backend's last probe that passed warned of something its operator should fix (BucketyBackend Degraded True), 0 when it warned of nothing; the reason label is the Degraded reason.",
+	}, []string{"backend", "driver", "reason"})
+
 	// BackendProbes counts the probes of a backend the leader started:
 	// its BucketyBackend's status.probes numbers them the same way, from
 	// the leader's start.
@@ -31,5 +41,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(BackendUp, BackendProbes, BackendLastProbe)
+	ctrlmetrics.Registry.MustRegister(BackendUp, BackendDegraded, BackendProbes, BackendLastProbe)
 }

@@ -5,8 +5,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// BucketyBackend condition reasons, on its one condition type, Ready
-// (positive polarity: True is the normal state).
+// BucketyBackend condition reasons. A BucketyBackend carries two
+// condition types: Ready (positive polarity: True is the normal state),
+// whether the backend serves; and Degraded (negative polarity), whether
+// the probe that found it serving warned of something its operator should
+// fix (drivers.Warner). Degraded True has the warning's reason, which the
+// driver names (kadm: RegistryNotCompacted, an owner registry whose
+// cleanup.policy lets the brokers delete ownership records); False is
+// AsExpected; Unknown is NotProbed before a probe ran, NotDetermined when
+// none passed yet. While the probe fails, Degraded keeps what the last
+// probe that passed found.
 const (
 	// ReasonReachable (Ready True): the last probe reached the backend
 	// with the controller's credentials.
@@ -111,7 +119,12 @@ type BucketyBackendStatus struct {
 	ProbeInterval string `json:"probeInterval,omitempty"`
 	// Conditions: Ready (positive polarity), with reason Reachable,
 	// EndpointUnreachable, CredentialsInvalid, ProbeFailed,
-	// KeysPerAccessUnavailable or NotProbed.
+	// KeysPerAccessUnavailable or NotProbed; and Degraded (negative
+	// polarity): True while the last probe that passed warned of something
+	// the backend's operator should fix, with the driver's reason (kadm:
+	// RegistryNotCompacted) and the fix in the message, False (AsExpected)
+	// when it warned of nothing, Unknown (NotProbed, NotDetermined) before
+	// a probe passed.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -174,6 +187,7 @@ type BackendLimits struct {
 // +kubebuilder:printcolumn:name="Per-Access-Keys",type=boolean,JSONPath=`.status.keysPerAccess`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Last-Probe",type=date,JSONPath=`.status.lastProbeTime`
 // +kubebuilder:printcolumn:name="Bucketies",type=integer,JSONPath=`.status.bucketies`
 // +kubebuilder:printcolumn:name="Budgets",type=string,JSONPath=`.status.budgets`,priority=1

@@ -42,6 +42,9 @@ type Facts struct {
 	Probed   bool
 	ProbeErr error
 	Probe    int64
+	// Warnings are what a probe that passed warned of (drivers.Warner):
+	// the backend serves, and its operator should fix them.
+	Warnings []drivers.Warning
 	// ProbeTime is when the probe ran.
 	ProbeTime time.Time
 	// Issuing is the backend's answer about keys per access: nil when the
@@ -98,6 +101,40 @@ func readyCondition(f Facts) metav1.Condition {
 	return c
 }
 
+// degradedCondition derives the Degraded condition from the facts: True
+// with the first warning's reason and every warning's message when the
+// probe passed and warned, False when it passed without a warning, Unknown
+// before a probe (or without one). known is false when the probe failed:
+// the warnings of a backend that does not answer are not known, and the
+// condition keeps what the last probe that passed found (Desired), as
+// Ready says the backend is down.
+func degradedCondition(f Facts) (c metav1.Condition, known bool) {
+	c = metav1.Condition{Type: v1.ConditionDegraded}
+	switch {
+	case !f.HasProber:
+		c.Status, c.Reason = metav1.ConditionUnknown, v1.ReasonNotProbed
+		c.Message = fmt.Sprintf("driver %s has no probe, so nothing warns of a setting that puts the backend's data at risk", f.Driver)
+	case !f.Probed:
+		c.Status, c.Reason = metav1.ConditionUnknown, v1.ReasonNotProbed
+		c.Message = "not probed since the controller started"
+	case f.ProbeErr != nil:
+		c.Status, c.Reason = metav1.ConditionUnknown, v1.ReasonNotDetermined
+		c.Message = "the probe failed (Ready says why), and only a probe that passes tells what to warn of"
+		return c, false
+	case len(f.Warnings) > 0:
+		msgs := make([]string, len(f.Warnings))
+		for i, w := range f.Warnings {
+			msgs[i] = w.Message
+		}
+		c.Status, c.Reason = metav1.ConditionTrue, f.Warnings[0].Reason
+		c.Message = truncate(redact(strings.Join(msgs, "; also: ")))
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonAsExpected
+		c.Message = "the backend's last probe warned of nothing"
+	}
+	return c, true
+}
+
 // Addresses in a driver's error (a URL, a host or IP and port), which the
 // view's readers, every authenticated user, are not to learn from it: the
 // view holds "never a credential, an endpoint" (v1.BucketyBackend).
@@ -122,8 +159,8 @@ func truncate(s string) string {
 
 // Desired is the status the facts call for, given the object's current
 // status (nil for none): its conditions keep their lastTransitionTime when
-// their status did not change, and keysPerAccess keeps its last known value
-// while the backend cannot be asked.
+// their status did not change, and keysPerAccess and Degraded keep their
+// last known value while the backend cannot be asked.
 func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 	b := f.Backend
 	s := v1.BucketyBackendStatus{
@@ -162,12 +199,17 @@ func Desired(f Facts, cur *v1.BucketyBackendStatus) v1.BucketyBackendStatus {
 	if cur != nil {
 		s.Conditions = append([]metav1.Condition(nil), cur.Conditions...)
 	}
-	c := readyCondition(f)
-	c.LastTransitionTime = metav1.Time{Time: f.ProbeTime}
-	if c.LastTransitionTime.IsZero() {
-		c.LastTransitionTime = metav1.Now()
+	at := metav1.Time{Time: f.ProbeTime}
+	if at.IsZero() {
+		at = metav1.Now()
 	}
+	c := readyCondition(f)
+	c.LastTransitionTime = at
 	meta.SetStatusCondition(&s.Conditions, c)
+	if d, known := degradedCondition(f); known || meta.FindStatusCondition(s.Conditions, v1.ConditionDegraded) == nil {
+		d.LastTransitionTime = at
+		meta.SetStatusCondition(&s.Conditions, d)
+	}
 	return s
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -72,6 +73,100 @@ func TestReadyMessageNamesNoAddress(t *testing.T) {
 	}
 }
 
+// registryWarning is what kadm warns of on a registry that is not
+// compacted (drivers/kadm unsoundMessage).
+var registryWarning = drivers.Warning{Reason: "RegistryNotCompacted",
+	Message: "owner registry __buckety-owners has cleanup.policy=delete (retention.ms=604800000): the brokers may delete its ownership records by age or size. " +
+		"Make it compacted with kafka-configs --alter --entity-type topics --entity-name __buckety-owners --add-config cleanup.policy=compact"}
+
+// TestDegradedCondition: a probe that passed and warned is Degraded True
+// with the warning's reason and message, and leaves Ready True (the
+// backend serves); one that passed without a warning is Degraded False;
+// before a probe, Unknown; after a probe that failed, not known (Desired
+// keeps the last).
+func TestDegradedCondition(t *testing.T) {
+	other := drivers.Warning{Reason: "Other", Message: "something else at 10.0.0.7:9092"}
+	for _, tc := range []struct {
+		name   string
+		f      Facts
+		known  bool
+		status metav1.ConditionStatus
+		reason string
+		msg    []string
+	}{
+		{"no probe in the driver", Facts{Driver: "x"}, true, metav1.ConditionUnknown, v1.ReasonNotProbed, []string{"driver x has no probe"}},
+		{"not probed yet", Facts{HasProber: true}, true, metav1.ConditionUnknown, v1.ReasonNotProbed, []string{"not probed"}},
+		{"passed without a warning", Facts{HasProber: true, Probed: true}, true, metav1.ConditionFalse, v1.ReasonAsExpected, []string{"warned of nothing"}},
+		{"passed with a warning", Facts{HasProber: true, Probed: true, Warnings: []drivers.Warning{registryWarning}}, true, metav1.ConditionTrue, "RegistryNotCompacted",
+			[]string{"owner registry __buckety-owners has cleanup.policy=delete", "kafka-configs --alter --entity-type topics --entity-name __buckety-owners --add-config cleanup.policy=compact"}},
+		{"two warnings", Facts{HasProber: true, Probed: true, Warnings: []drivers.Warning{registryWarning, other}}, true, metav1.ConditionTrue, "RegistryNotCompacted",
+			[]string{"cleanup.policy=delete", "; also: something else at <address>"}},
+		{"probe failed", Facts{HasProber: true, Probed: true, ProbeErr: errors.New("refused")}, false, metav1.ConditionUnknown, v1.ReasonNotDetermined, []string{"the probe failed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, known := degradedCondition(tc.f)
+			if known != tc.known || c.Type != v1.ConditionDegraded || c.Status != tc.status || c.Reason != tc.reason {
+				t.Errorf("want Degraded %s %s (known %v), got %s %s %s (known %v)", tc.status, tc.reason, tc.known, c.Type, c.Status, c.Reason, known)
+			}
+			for _, m := range tc.msg {
+				if !strings.Contains(c.Message, m) {
+					t.Errorf("want a message with %q, got %q", m, c.Message)
+				}
+			}
+			if r := readyCondition(tc.f); len(tc.f.Warnings) > 0 && (r.Status != metav1.ConditionTrue || r.Reason != v1.ReasonReachable) {
+				t.Errorf("want a backend that warns Ready True %s, got %s %s", v1.ReasonReachable, r.Status, r.Reason)
+			}
+		})
+	}
+}
+
+// TestDesiredDegraded: a probe's warning turns Degraded True beside Ready
+// True; a probe that fails turns Ready False and keeps Degraded as it was
+// (the warning is not known to be fixed); the first probe that passes
+// without a warning turns it False.
+func TestDesiredDegraded(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	f := Facts{Backend: backend(), HasProber: true, Probed: true, Probe: 1, ProbeTime: t0, IssuingKnown: true, Warnings: []drivers.Warning{registryWarning}}
+	conds := func(s v1.BucketyBackendStatus) (ready, degraded *metav1.Condition) {
+		return meta.FindStatusCondition(s.Conditions, v1.ConditionReady), meta.FindStatusCondition(s.Conditions, v1.ConditionDegraded)
+	}
+	warned := Desired(f, nil)
+	r, d := conds(warned)
+	if r == nil || r.Status != metav1.ConditionTrue || d == nil || d.Status != metav1.ConditionTrue || d.Reason != "RegistryNotCompacted" || !d.LastTransitionTime.Time.Equal(t0) {
+		t.Fatalf("want Ready True and Degraded True RegistryNotCompacted since %s, got %+v", t0, warned.Conditions)
+	}
+	if warned.KeysPerAccess == nil {
+		t.Error("want keysPerAccess from the Issuing read of a backend that warns")
+	}
+	g := f
+	g.Probe, g.ProbeTime, g.ProbeErr, g.Warnings, g.IssuingKnown = 2, t0.Add(time.Minute), &drivers.UnavailableError{Err: errors.New("timeout")}, nil, false
+	down := Desired(g, &warned)
+	r, d = conds(down)
+	if r == nil || r.Status != metav1.ConditionFalse || d == nil || d.Status != metav1.ConditionTrue || d.Reason != "RegistryNotCompacted" || !d.LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("want Ready False and Degraded True kept since %s while the probe fails, got %+v", t0, down.Conditions)
+	}
+	if !NeedsWrite(&warned, down, time.Minute) {
+		t.Error("want the object written when Ready turns False")
+	}
+	g = f
+	g.Probe, g.ProbeTime, g.Warnings = 3, t0.Add(2*time.Minute), nil
+	fixed := Desired(g, &down)
+	r, d = conds(fixed)
+	if r == nil || r.Status != metav1.ConditionTrue || d == nil || d.Status != metav1.ConditionFalse || d.Reason != v1.ReasonAsExpected || !d.LastTransitionTime.Time.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("want Ready True and Degraded False since the probe that warned of nothing, got %+v", fixed.Conditions)
+	}
+	if !NeedsWrite(&down, fixed, time.Minute) {
+		t.Error("want the object written when Degraded turns False")
+	}
+	first := Desired(g, nil)
+	if _, d := conds(Desired(Facts{Backend: backend(), HasProber: true, Probed: true, ProbeErr: errors.New("refused")}, nil)); d == nil || d.Status != metav1.ConditionUnknown || d.Reason != v1.ReasonNotDetermined {
+		t.Errorf("want Degraded Unknown %s on a new object whose probe failed, got %+v", v1.ReasonNotDetermined, d)
+	}
+	if _, d := conds(first); d == nil || d.Status != metav1.ConditionFalse {
+		t.Errorf("want Degraded False on a new object whose probe passed without a warning, got %+v", d)
+	}
+}
+
 func TestReadyMessageBounded(t *testing.T) {
 	c := readyCondition(Facts{HasProber: true, Probed: true, ProbeErr: errors.New(strings.Repeat("x", 5000))})
 	if len(c.Message) != maxMessage {
@@ -116,8 +211,11 @@ func TestDesiredCopiesTheConfig(t *testing.T) {
 	if s.LastProbeTime == nil || !s.LastProbeTime.Time.Equal(now) || s.ProbeInterval != "30s" || s.Probes != 5 {
 		t.Errorf("want probe 5 at %s, every 30s, got probe %d at %v every %s", now, s.Probes, s.LastProbeTime, s.ProbeInterval)
 	}
-	if len(s.Conditions) != 1 || s.Conditions[0].Status != metav1.ConditionTrue || !s.Conditions[0].LastTransitionTime.Time.Equal(now) {
+	if c := meta.FindStatusCondition(s.Conditions, v1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(now) {
 		t.Errorf("want Ready True since %s, got %+v", now, s.Conditions)
+	}
+	if c := meta.FindStatusCondition(s.Conditions, v1.ConditionDegraded); len(s.Conditions) != 2 || c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonAsExpected {
+		t.Errorf("want Ready and Degraded False %s, got %+v", v1.ReasonAsExpected, s.Conditions)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/backends"
 	"github.com/Yolean/buckety-controller/internal/controller/periodic"
@@ -108,6 +109,12 @@ func (v *View) probe(ctx context.Context, e *backends.Entry, n int64) Facts {
 	f.ProbeTime = v.clock()
 	if e.Prober != nil {
 		f.Probed, f.Probe, f.ProbeErr = true, n, e.Prober.Probe(pctx)
+		// A backend that passed may still warn (a kadm owner registry
+		// that is not compacted): it serves, so it is Ready and its
+		// Issuing is asked below as for any other.
+		if w, ok := e.Prober.(drivers.Warner); ok && f.ProbeErr == nil {
+			f.Warnings = w.ProbeWarnings()
+		}
 	}
 	switch {
 	case e.Issuer == nil:
@@ -132,7 +139,9 @@ func (v *View) clock() time.Time {
 	return time.Now()
 }
 
-// observe sets the backend's gauges.
+// observe sets the backend's gauges. buckety_backend_degraded follows the
+// Degraded condition: it is left as it is while the probe fails, as the
+// condition is.
 func observe(f Facts) {
 	if !f.Probed {
 		return
@@ -144,6 +153,14 @@ func observe(f Facts) {
 	}
 	metrics.BackendUp.DeletePartialMatch(map[string]string{"backend": f.Backend.Name})
 	metrics.BackendUp.WithLabelValues(f.Backend.Name, f.Driver, c.Reason).Set(up)
+	if d, known := degradedCondition(f); known {
+		degraded := 0.0
+		if d.Status == metav1.ConditionTrue {
+			degraded = 1
+		}
+		metrics.BackendDegraded.DeletePartialMatch(map[string]string{"backend": f.Backend.Name})
+		metrics.BackendDegraded.WithLabelValues(f.Backend.Name, f.Driver, d.Reason).Set(degraded)
+	}
 	metrics.BackendLastProbe.WithLabelValues(f.Backend.Name).Set(float64(f.ProbeTime.UnixNano()) / 1e9)
 }
 
