@@ -31,6 +31,21 @@ import (
 // that went away may come back without what it had), a topic's when a write
 // to it failed or got no answer (a hung broker may still carry it out), and
 // they expire after the largest MaxAge asked for.
+//
+// Reads and writes of a topic overlap (a sweep reads every topic while
+// Ensure writes some), so each observation carries a time, and which one
+// stands follows from what each could have seen. A read is recorded as of
+// when it was sent (put): the broker may have answered it from any moment
+// between then and its answer. A write's result is recorded as of its
+// answer (wrote): only then is it known to hold. A read is therefore not
+// recorded over anything recorded as of after it was sent: in particular a
+// read sent while a write was in flight may have been answered before the
+// broker applied the write, and is refused once the write completed,
+// whichever of the two is recorded first (the read recorded first is
+// replaced by the write's result). A write's result replaces whatever was
+// recorded before its answer, unless another write to the topic completed
+// while it was in flight: in which order the broker applied the two is
+// unknown, and the topic is in doubt until read again.
 type observations struct {
 	mu sync.Mutex
 	m  map[string]observation
@@ -42,8 +57,10 @@ type observations struct {
 	// maxAge is the largest MaxAge asked for: older entries are pruned
 	// (none before the first ask).
 	maxAge time.Duration
-	// cleared is when every observation was last dropped: a read that
-	// started before it is not recorded when its answer comes late.
+	// cleared is when every observation made before it was dropped: all
+	// of them by clear (an outage), or by a prune those older than the
+	// largest MaxAge, with what they said of writes. A read sent before it
+	// is not recorded when its answer comes late.
 	cleared time.Time
 	puts    int
 	now     func() time.Time
@@ -55,11 +72,18 @@ type observation struct {
 	// st is the topic's state; st.exists false: seen missing. An existing
 	// topic's observation always holds its dynamic configs.
 	st topicState
+	// at is when st held: a read's sending, a write's answer. It never
+	// goes back for a topic: a read sent before it is refused.
 	at time.Time
-	// doubt marks a topic whose last write failed or got no answer: get
-	// finds nothing, and put refuses what a read that started before the
-	// doubt saw (a Metadata sent before a create that got no answer can
-	// be answered after it, still showing the topic missing).
+	// wroteAt is when the last write to the topic completed (its answer,
+	// or its failure); a read that replaces the write's result keeps it. A
+	// write sent before it overlapped that one.
+	wroteAt time.Time
+	// doubt marks a topic whose last write failed or got no answer, or
+	// overlapped another write: get finds nothing, and put refuses what a
+	// read that started before the doubt saw (a Metadata sent before a
+	// create that got no answer can be answered after it, still showing
+	// the topic missing).
 	doubt bool
 }
 
@@ -121,39 +145,73 @@ func (o *observations) get(topic string, maxAge time.Duration) (topicState, bool
 	return st, true
 }
 
-// put records topic's state as seen at at (taken before the read or write
-// that saw it, so an observation never claims to be newer than it is).
+// put records topic's state as a read saw it; at is when the read was
+// sent (taken before sending, so that an observation never claims to be
+// newer than it is). It is not recorded over an observation as of after
+// at: a later read's, a write's that completed after at (the read may have
+// been answered before the broker applied it), a doubt's.
 func (o *observations) put(topic string, st topicState, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	st.dynamic = o.shared(st.dynamic)
-	if cur, ok := o.m[topic]; ok && cur.at.After(at) {
-		return // a newer observation, or a doubt, arrived first
+	cur, ok := o.m[topic]
+	if ok && cur.at.After(at) {
+		return // a newer observation, a write's result or a doubt
 	}
 	if o.cleared.After(at) {
-		return // read before the outage that dropped everything
+		return // read before the outage (or the prune) that dropped it all
 	}
-	o.m[topic] = observation{st: st, at: at}
+	o.record(topic, observation{st: st, at: at, wroteAt: cur.wroteAt})
+}
+
+// wrote records topic's state after a write the broker answered as
+// applied; sent is when the write (the first of its requests) was sent.
+// The state holds as of now, the answer. A write sent before another write
+// to the topic completed overlapped it, and the topic is in doubt instead.
+func (o *observations) wrote(topic string, st topicState, sent time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.now()
+	if cur, ok := o.m[topic]; ok && cur.wroteAt.After(sent) {
+		o.m[topic] = observation{doubt: true, at: now, wroteAt: now}
+		return
+	}
+	o.record(topic, observation{st: st, at: now, wroteAt: now})
+}
+
+// record stores ob as topic's observation, pruning expired entries every
+// pruneEvery records. Called with o.mu held.
+func (o *observations) record(topic string, ob observation) {
+	ob.st.dynamic = o.shared(ob.st.dynamic)
+	o.m[topic] = ob
 	// Until a caller has asked (a process's first sweep runs before its
 	// first Ensure), the age that matters is unknown: pruning by 0 would
 	// drop what the sweep just saw, 1024 at a time, and every Ensure after
 	// it would read its topic again.
 	if o.puts++; o.puts%pruneEvery == 0 && o.maxAge > 0 {
 		now := o.now()
-		for t, ob := range o.m {
-			if now.Sub(ob.at) > o.maxAge {
+		for t, e := range o.m {
+			if now.Sub(e.at) > o.maxAge {
 				delete(o.m, t)
 			}
+		}
+		// A pruned entry no longer refuses the late reads it refused (a
+		// read sent before a write's answer or a doubt): reads sent before
+		// the entries pruned are refused instead. They are older than any
+		// MaxAge asked for.
+		if floor := now.Add(-o.maxAge); floor.After(o.cleared) {
+			o.cleared = floor
 		}
 	}
 }
 
 // forget drops topic's observation: a write to it failed or got no answer,
-// so what it holds is unknown until a read that starts now.
+// so what it holds is unknown until a read that starts now. It counts as
+// the write's completion: a write in flight meanwhile overlapped it.
 func (o *observations) forget(topic string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.m[topic] = observation{doubt: true, at: o.now()}
+	now := o.now()
+	o.m[topic] = observation{doubt: true, at: now, wroteAt: now}
 }
 
 // clear drops every observation, and what reads in flight will answer.
