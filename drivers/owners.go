@@ -56,6 +56,18 @@ type OwnerRecord struct {
 	// holds it as adopted, which retentionPolicy Delete deletes only where
 	// the backend sets adoption.deleteAdopted.
 	Adopted bool `json:"adopted,omitempty"`
+	// ResourceID is the service's own identity of the resource the record
+	// was written for, where the service gives one that a resource of the
+	// same name created again does not share (a Kafka topic ID): a
+	// resource deleted out of band and made again under its name by
+	// someone else (a producer's auto-create, an administrator) is then
+	// told from the one the record holds, and buckety neither converges,
+	// drains nor deletes it. The driver fills it in and checks it (the
+	// controller composes records without it, and keeps it where it
+	// copies a record it read); "" in a record written before it was
+	// kept, or by a driver whose service has no such identity (S3 bucket
+	// tags never carry it).
+	ResourceID string `json:"resourceID,omitempty"`
 }
 
 // String describes the record for the controller's log.
@@ -95,12 +107,20 @@ func (o OwnerRecord) describe(holder string) string {
 	return s
 }
 
-// Same reports whether o and p hold the same values.
+// Same reports whether o and p hold the same values. ResourceID counts
+// only when both carry one: it is the driver's, and a record the
+// controller wants (composed without it) is the same as the one the
+// driver stored with it, so a pass that finds its record in place writes
+// nothing, rather than writing it again on every pass.
 func (o *OwnerRecord) Same(p *OwnerRecord) bool {
 	if o == nil || p == nil {
 		return o == p
 	}
-	return *o == *p
+	a, b := *o, *p
+	if a.ResourceID == "" || b.ResourceID == "" {
+		a.ResourceID, b.ResourceID = "", ""
+	}
+	return a == b
 }
 
 // OwnerRecorder is an optional capability of a Backend: keeping an owner

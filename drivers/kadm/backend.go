@@ -34,7 +34,7 @@ type Backend struct {
 	metadata   *batcher[struct{}, topicState]
 	configs    *batcher[struct{}, map[string]string]
 	offsets    *batcher[int32, topicOffsets]
-	creates    *batcher[params, string]
+	creates    *batcher[params, createAnswer]
 	probes     *batcher[params, string]
 	partitions *batcher[int32, string]
 	alters     *batcher[[]kadm.AlterConfig, string]
@@ -59,6 +59,9 @@ type Backend struct {
 	// owners is the owner registry, as far as this backend has read it
 	// (owners.go).
 	owners *ownerTable
+	// ids are the topic IDs this backend last created or checked, by
+	// name (topicid.go).
+	ids *topicIDs
 	// base ends when the backend is closed.
 	base context.Context
 }
@@ -69,7 +72,7 @@ func newBackend(name string, cfg *Config, cl *kgo.Client, linger time.Duration, 
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(cfg.timeout().Milliseconds()))
 	base, stop := context.WithCancel(context.Background())
-	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop, observed: newObservations(), deleted: newDeletions(), owners: newOwnerTable(), base: base}
+	b := &Backend{name: name, cfg: cfg, kgo: cl, adm: adm, stop: stop, observed: newObservations(), deleted: newDeletions(), owners: newOwnerTable(), ids: newTopicIDs(), base: base}
 	t := cfg.timeout()
 	b.metadata = newBatcher(base, true, linger, maxBatch*metadataBatchFactor, t, b.execMetadata)
 	b.configs = newBatcher(base, true, linger, maxBatch, t, b.execConfigs)
@@ -93,8 +96,9 @@ type topicState struct {
 	exists            bool
 	partitions        int32
 	replicationFactor int16
-	// id is the topic's ID as Metadata reads it; zero from a broker too
-	// old for IDs, and from observations that are not a Metadata answer.
+	// id is the topic's ID as Metadata reads it, or as a CreateTopics
+	// answer gives it for the topic Ensure created; zero from a broker too
+	// old for IDs (and from an observation of a create answered without).
 	id topicID
 	// dynamic holds the topic's dynamic (per-topic) configs.
 	dynamic map[string]string
@@ -227,7 +231,9 @@ func (b *Backend) probe(ctx context.Context, r drivers.Resource) (probeResult, e
 }
 
 // Ensure implements drivers.Backend. With r.MaxAge it may act on a recent
-// observation instead of reading the topic (observed.go).
+// observation instead of reading the topic (observed.go). An existing
+// topic whose ID is not the one its owner record names is refused, and a
+// record without an ID gets the topic's (topicid.go).
 func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.EnsureResult, error) {
 	if err := b.refuseRegistry(r.Name); err != nil {
 		return drivers.EnsureResult{}, err
@@ -235,8 +241,16 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	want := parseParams(r.Parameters)
+	w := beforeWrite(r)
 	st, seen := b.recent(ctx, r)
 	if seen && st.exists {
+		// The observation's topic ID is checked first (in memory): an
+		// observation is never older than the last sweep, which sees a
+		// topic created again under the name, and a topic refused is
+		// refused again at the controller's retries without a request.
+		if err := b.ensureTopicID(ctx, r, st.id, w); err != nil {
+			return drivers.EnsureResult{}, err
+		}
 		if p := planFor(want, st); p.empty() {
 			return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
 		}
@@ -256,7 +270,6 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		// its adoption settles.
 		return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
 	}
-	w := beforeWrite(r)
 	if !st.exists {
 		if err := w(ctx); err != nil {
 			return drivers.EnsureResult{}, err
@@ -267,10 +280,21 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		// made again).
 		b.deleted.forget(r.Name)
 		at := b.observed.now()
-		msg, err := b.creates.do(ctx, r.Name, want)
+		ans, err := b.creates.do(ctx, r.Name, want)
+		msg := ans.msg
 		switch {
 		case err == nil:
-			b.observed.put(r.Name, created(want), at)
+			st := created(want)
+			st.id = ans.id
+			b.observed.wrote(r.Name, st, at)
+			b.ids.created(r.Name, ans.id)
+			if rec := b.tableRecord(r.Name); rec != nil && ans.id != (topicID{}) && rec.ResourceID != formatTopicID(ans.id) {
+				// The name's record names the topic deleted out of
+				// band (or none): it names this one from now on. The
+				// topic is this Buckety's whatever the stamp's outcome
+				// (the controller writes its record next, with the ID).
+				_ = b.bindTopicID(ctx, opConverge, r.Name, ans.id)
+			}
 			return drivers.EnsureResult{Created: true, Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}}, nil
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			if r.CreateOnly {
@@ -292,7 +316,31 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			return drivers.EnsureResult{}, b.createError(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
 		}
 	}
+	if err := b.ensureTopicID(ctx, r, st.id, w); err != nil {
+		return drivers.EnsureResult{}, err
+	}
 	return b.converge(ctx, r.Name, want, st, r.DryRun, w)
+}
+
+// ensureTopicID is Ensure's check of the ID of the existing topic it found
+// (topicid.go): a refusal when the owner record names another topic, and,
+// unless a dry run, the record given the ID where it lacks it, after the
+// controller's owner check (beforeWrite): it is a write. With CreateOnly
+// an existing topic is someone else's, written nothing, and its ID is
+// neither checked nor recorded: a record there (one retained) must not be
+// bound to it.
+func (b *Backend) ensureTopicID(ctx context.Context, r drivers.Resource, id topicID, beforeWrite func(context.Context) error) error {
+	if r.CreateOnly {
+		return nil
+	}
+	stamp, err := b.checkTopicID(opConverge, r.Name, id)
+	if err != nil || !stamp || r.DryRun {
+		return err
+	}
+	if err := beforeWrite(ctx); err != nil {
+		return err
+	}
+	return b.bindTopicID(ctx, opConverge, r.Name, id)
 }
 
 // beforeWrite returns a function that calls r.BeforeWrite the first time
@@ -339,7 +387,7 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 		}
 	}
 	if !dryRun && (p.growTo > 0 || len(p.alters) > 0) {
-		b.observed.put(topic, applied(st, p), at)
+		b.observed.wrote(topic, applied(st, p), at)
 	}
 	if p.drift != nil {
 		return res, p.drift
@@ -353,6 +401,9 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 // under the name since. A name this backend sent a deletion for lately
 // (see deletions) is deleted by that deletion's ID; one that now holds a
 // topic of another ID is left alone and the deletion taken as done.
+// Otherwise a topic whose ID is not the one its owner record names is
+// refused (topicid.go): it was created under the name by someone else
+// since the record's topic was deleted out of band.
 func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	name := r.Name
 	if err := b.refuseRegistry(name); err != nil {
@@ -382,6 +433,13 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 		// from that broker's copy: the deletion sent before is sent
 		// again, by its ID, and can delete nothing else.
 		id = sent
+	} else if st.exists {
+		// A topic whose ID is not its owner record's was created under
+		// the name since the record's topic was deleted out of band: it
+		// is not deleted (topicid.go).
+		if _, err := b.checkTopicID(opDelete, name, st.id); err != nil {
+			return err
+		}
 	}
 	msg, err := b.deletes.do(ctx, name, id)
 	if id != (topicID{}) {
@@ -411,7 +469,8 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 		}
 	}
 	if err == nil || errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
-		b.observed.put(name, topicState{}, at)
+		b.observed.wrote(name, topicState{}, at)
+		b.ids.forget(name)
 		return nil
 	}
 	b.observed.forget(name)

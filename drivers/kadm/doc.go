@@ -63,7 +63,10 @@
 // Owner records (owners.go), which say which installation of buckety owns
 // each topic it created, cannot travel with their topics (Kafka refuses
 // unknown topic configs), so they live in a compacted registry topic that
-// only the backend's own user reaches. Inspect asks the controller, with a
+// only the backend's own user reaches. A record names its topic's ID too
+// (topicid.go): a name is free the moment its topic is deleted, and a
+// topic someone else created under it since is not this Buckety's to
+// converge, drain or delete. Inspect asks the controller, with a
 // validate-only create, whether a topic exists, because a broker that
 // restarted a moment ago answers Metadata without it, and a topic another
 // installation owns would look free to take.

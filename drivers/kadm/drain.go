@@ -29,8 +29,9 @@ var _ drivers.Drainer = (*Backend)(nil)
 // offsets then (records produced while the step ran), and Done is true
 // when there are none. limits.Units does not apply: a DeleteRecords costs
 // the broker the same whatever it deletes. It refuses the owner registry
-// and Kafka's internal ("__") topics, a missing topic, and a topic whose
-// cleanup.policy does not include delete.
+// and Kafka's internal ("__") topics, a missing topic, a topic whose ID
+// is not the one its owner record names, and a topic whose cleanup.policy
+// does not include delete.
 func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.DrainLimits) (drivers.DrainStep, error) {
 	step := drivers.DrainStep{Deleted: drivers.Content{Known: true}}
 	name := r.Name
@@ -57,6 +58,12 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.
 	if !st.exists {
 		step.Requests--
 		return step, fmt.Errorf("kadm: backend %s: topic %s does not exist: there is nothing to drain", b.name, name)
+	}
+	// A topic whose ID is not its owner record's was created under the
+	// name since the record's topic was deleted out of band: its records
+	// are not this Buckety's to delete (topicid.go).
+	if _, err := b.checkTopicID(opDrain, name, st.id); err != nil {
+		return step, err
 	}
 	if p, ok := st.dynamic["cleanup.policy"]; ok && !hasDeletePolicy(p) {
 		return step, compactedError(b.name, name, fmt.Sprintf("its cleanup.policy is %q", p))

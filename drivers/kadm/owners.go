@@ -211,21 +211,21 @@ func entryRecord(name string, e ownerEntry, ok bool) (*drivers.OwnerRecord, erro
 }
 
 // WriteOwner implements drivers.OwnerRecorder: one record produced to the
-// registry, created first when this backend has not seen it exist.
+// registry, created first when this backend has not seen it exist. A
+// record without a topic ID gets the one recordedTopicID knows
+// (topicid.go).
 func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drivers.OwnerRecord) error {
 	if r.Name == "" {
 		return fmt.Errorf("kadm: backend %s: write owner record: no topic", b.name)
 	}
+	return b.writeRecord(ctx, r.Name, rec, true)
+}
+
+// writeRecord produces rec as name's record; with fill, a record without
+// a topic ID gets the one recordedTopicID knows, once the table is loaded.
+func (b *Backend) writeRecord(ctx context.Context, name string, rec *drivers.OwnerRecord, fill bool) error {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
-	var value []byte
-	if rec != nil {
-		v, err := json.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		value = v
-	}
 	t := b.owners
 	t.mu.Lock()
 	known := t.known
@@ -235,6 +235,19 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 		if err := b.catchUp(ctx); err != nil {
 			return err
 		}
+	}
+	var value []byte
+	if rec != nil {
+		if fill && rec.ResourceID == "" {
+			c := *rec
+			c.ResourceID = b.recordedTopicID(name)
+			rec = &c
+		}
+		v, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		value = v
 	}
 	topic := b.cfg.registryTopic()
 	// The produce runs on a goroutine of its own, which the caller leaves
@@ -250,7 +263,7 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 	// it again.
 	done := make(chan error, 1)
 	go func() {
-		res, err := b.kgo.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(r.Name), Value: value}).First()
+		res, err := b.kgo.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(name), Value: value}).First()
 		if err != nil {
 			// The registry may have moved or gone: the next catch-up reads
 			// its metadata again (and creates it when it is missing).
@@ -262,7 +275,7 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 			return
 		}
 		t.mu.Lock()
-		t.apply(r.Name, ownerEntry{rec: rec, partition: res.Partition, offset: res.Offset})
+		t.apply(name, ownerEntry{rec: rec, partition: res.Partition, offset: res.Offset})
 		if p := t.parts[res.Partition]; p != nil {
 			p.wrote(res.Offset)
 		}
@@ -276,7 +289,7 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 		err = ctx.Err()
 	}
 	if err != nil {
-		return b.classify(fmt.Errorf("write owner record of %s to %s: %w", r.Name, topic, err))
+		return b.classify(fmt.Errorf("write owner record of %s to %s: %w", name, topic, err))
 	}
 	return nil
 }

@@ -195,14 +195,58 @@ func (b *Backend) listOffsetsCounted(ctx context.Context, parts map[string]int32
 	return got, errs, len(shards)
 }
 
-// execCreates creates many topics, each with its own parameters, in one
-// CreateTopics request. A call's out is the broker's error message.
-func (b *Backend) execCreates(ctx context.Context, calls []*call[params, string]) {
-	b.sendCreates(ctx, calls, false)
+// createAnswer is what a CreateTopics answer says of one topic.
+type createAnswer struct {
+	// msg is the broker's error message.
+	msg string
+	// id is the created topic's ID (CreateTopics v7 on, Kafka 2.8), zero
+	// from an older broker and for a topic not created.
+	id topicID
 }
 
-// sendCreates sends one CreateTopics request for calls.
+// execCreates creates many topics, each with its own parameters, in one
+// CreateTopics request. A call's out is the broker's error message and
+// the created topic's ID.
+func (b *Backend) execCreates(ctx context.Context, calls []*call[params, createAnswer]) {
+	resp, err := createTopics(ctx, b, calls, false)
+	if err != nil {
+		failRequest(b, calls, err)
+		return
+	}
+	byName := make(map[string]*kmsg.CreateTopicsResponseTopic, len(resp.Topics))
+	for i := range resp.Topics {
+		byName[resp.Topics[i].Topic] = &resp.Topics[i]
+	}
+	for _, c := range calls {
+		a, ok := byName[c.topic]
+		if !ok {
+			c.err = errors.New("the broker's answer does not mention the topic")
+			continue
+		}
+		c.err = kerr.ErrorForCode(a.ErrorCode)
+		c.out = createAnswer{msg: unptr(a.ErrorMessage)}
+		if c.err == nil {
+			c.out.id = a.TopicID
+		}
+	}
+}
+
+// sendCreates sends one CreateTopics request for calls, and hands every
+// call its topic's answer.
 func (b *Backend) sendCreates(ctx context.Context, calls []*call[params, string], validateOnly bool) {
+	resp, err := createTopics(ctx, b, calls, validateOnly)
+	if err != nil {
+		failRequest(b, calls, err)
+		return
+	}
+	answerWrites(calls, resp.Topics, func(r *kmsg.CreateTopicsResponseTopic) (string, int16, *string) {
+		return r.Topic, r.ErrorCode, r.ErrorMessage
+	})
+}
+
+// createTopics sends one CreateTopics request of the calls' topics, each
+// with its call's parameters.
+func createTopics[Out any](ctx context.Context, b *Backend, calls []*call[params, Out], validateOnly bool) (*kmsg.CreateTopicsResponse, error) {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
 	req.ValidateOnly = validateOnly
@@ -219,14 +263,7 @@ func (b *Backend) sendCreates(ctx context.Context, calls []*call[params, string]
 		}
 		req.Topics = append(req.Topics, t)
 	}
-	resp, err := req.RequestWith(ctx, b.kgo)
-	if err != nil {
-		failRequest(b, calls, err)
-		return
-	}
-	answerWrites(calls, resp.Topics, func(r *kmsg.CreateTopicsResponseTopic) (string, int16, *string) {
-		return r.Topic, r.ErrorCode, r.ErrorMessage
-	})
+	return req.RequestWith(ctx, b.kgo)
 }
 
 // execProbes asks, in one validate-only CreateTopics request, whether the

@@ -45,6 +45,12 @@ type facts struct {
 	// the spec or the backend changes, so it is retried on the slower
 	// backoff (each retry writes the claim twice: Created, then Claimed).
 	createRefused bool
+	// refused: Ensure's error was a lasting refusal (drivers.RefusedError:
+	// a broker error code Kafka does not retry, an S3 4xx, a topic that is
+	// no longer the one its owner record names): asked again, the backend
+	// answers the same until someone acts, so it is retried on the slower
+	// backoff too; a change to the Buckety still retries at once.
+	refused bool
 	// conflict is the claim another, existing Buckety holds on the resource.
 	conflict *claims.Conflict
 	// limitExceeded: the namespace holds as many claims on the backend as

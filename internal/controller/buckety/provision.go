@@ -209,6 +209,7 @@ func (r *Reconciler) ensure(ctx context.Context, b *v1.Buckety, e *backends.Entr
 		r.event(b, corev1.EventTypeWarning, v1.EventDriftUnrepairable, v1.EventActionReconcile, drift.Error())
 	case err != nil:
 		f.Record(err)
+		f.refused = drivers.IsRefused(err)
 		if drivers.IsNotCreated(err) {
 			f.createRefused = true
 			r.nothingCreated(ctx, b, f)

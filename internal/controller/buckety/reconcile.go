@@ -293,9 +293,9 @@ func mergeDefaults(e *backends.Entry, b *v1.Buckety, f *facts) {
 // act outside the object, and at the drift re-check interval otherwise.
 func failure(f *facts) retry.Failure {
 	switch {
-	case f.Unavailable != nil, f.Other != nil && !f.createRefused, f.claimErr != nil:
+	case f.Unavailable != nil, f.Other != nil && !f.createRefused && !f.refused, f.claimErr != nil:
 		return retry.Transient
-	case f.createRefused, f.AccessDenied != nil, f.adoptionRefused != "", f.ownedElsewhere != "", f.handedOver != "", len(f.adoptionDrift) > 0, f.conflict != nil, f.limitExceeded != "", f.budgetExceeded != "", f.locationChanged != "", len(f.shortfalls) > 0:
+	case f.createRefused, f.refused, f.AccessDenied != nil, f.adoptionRefused != "", f.ownedElsewhere != "", f.handedOver != "", len(f.adoptionDrift) > 0, f.conflict != nil, f.limitExceeded != "", f.budgetExceeded != "", f.locationChanged != "", len(f.shortfalls) > 0:
 		return retry.Permanent
 	}
 	return retry.None
