@@ -83,7 +83,7 @@ type Backend struct {
 	// Registry, Kafka Connect, Confluent and Redpanda). A pattern ending
 	// in * that reserves every name starting with the longer text of two
 	// overlapping name policies on one service makes that pair safe, and
-	// the overlap check (overlap.go) lets it load.
+	// the check of overlapping policies lets such a file load.
 	ReservedNames []string `json:"reservedNames,omitempty"`
 	// Credentials configures the lifecycle (rotation, grace, revocation of
 	// orphans) of the credentials issued per access, the same for every
