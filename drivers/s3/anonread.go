@@ -2,8 +2,10 @@ package s3
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -102,10 +104,22 @@ func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket
 	if err := g.open(ctx); err != nil {
 		return err
 	}
+	// The bucket is watched from before the write: a write the server
+	// applied but whose reply was lost fails here, and the retry finds the
+	// statement as wanted and writes nothing, so a watch begun only on a
+	// reply would never begin, and a stale grant putting the statement
+	// back would go unseen until the re-check. A write that failed
+	// without landing costs the sweeps a read or two, and they report the
+	// statement not yet written as the drift it is. A write that landed
+	// moves the watch's start to its reply.
+	w, _ := b.anonWatch()
+	if w != nil {
+		w.add(bucket)
+	}
 	if err := b.putBucketPolicy(ctx, cl, bucket, next); err != nil {
 		return err
 	}
-	if w, _ := b.anonWatch(); w != nil {
+	if w != nil {
 		w.add(bucket)
 	}
 	res.Changes = append(res.Changes, change)
@@ -174,11 +188,27 @@ func (b *Backend) anonWatch() (*anonWrites, time.Duration) {
 // Buckety's next re-check. The zero value is ready to use.
 type anonWrites struct {
 	mu sync.Mutex
-	// at is bucket → when this process last wrote its anonymous read
-	// statement.
-	at map[string]time.Time
+	// at is bucket → this process's last write of its anonymous read
+	// statement, and the bucket's place in the sweeps' audit queue.
+	at map[string]anonWrite
+	// turns counts the places handed out in the audit queue.
+	turns uint64
 	// now is time.Now but in tests.
 	now func() time.Time
+}
+
+// anonWrite is one watched bucket.
+type anonWrite struct {
+	// wrote is when this process last wrote its anonymous read statement
+	// (began the write: a write whose reply is lost may have landed).
+	wrote time.Time
+	// turn is the bucket's place in the audit queue, lowest first: a
+	// bucket joins it behind every bucket watched before it (the oldest
+	// write first), and goes to its back when a sweep reads its policy,
+	// so that a sweep that audits only some (maxAnonAudits) leaves the
+	// rest first in line for the next. Written again, a bucket keeps its
+	// place: toggling the parameter does not push it back.
+	turn uint64
 }
 
 // maxAnonWrites bounds what anonWrites holds: the oldest write is
@@ -200,13 +230,19 @@ func (w *anonWrites) add(bucket string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.at == nil {
-		w.at = map[string]time.Time{}
+		w.at = map[string]anonWrite{}
 	}
-	w.at[bucket] = now
+	e, ok := w.at[bucket]
+	if !ok {
+		w.turns++
+		e.turn = w.turns
+	}
+	e.wrote = now
+	w.at[bucket] = e
 	for len(w.at) > maxAnonWrites {
 		oldest := ""
-		for b, t := range w.at {
-			if oldest == "" || t.Before(w.at[oldest]) {
+		for b, e := range w.at {
+			if oldest == "" || e.wrote.Before(w.at[oldest].wrote) {
 				oldest = b
 			}
 		}
@@ -222,13 +258,43 @@ func (w *anonWrites) watched(bucket string) bool {
 	return ok
 }
 
+// queue orders the watched buckets among buckets as the audit queue
+// does, first in line first: their indices in buckets. Buckets not
+// watched are left out.
+func (w *anonWrites) queue(buckets []string) []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []int
+	for i, b := range buckets {
+		if _, ok := w.at[b]; ok {
+			out = append(out, i)
+		}
+	}
+	slices.SortStableFunc(out, func(i, j int) int { return cmp.Compare(w.at[buckets[i]].turn, w.at[buckets[j]].turn) })
+	return out
+}
+
+// requeue sends bucket to the back of the audit queue: a sweep reads its
+// policy now.
+func (w *anonWrites) requeue(bucket string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.at[bucket]; ok {
+		w.turns++
+		e.turn = w.turns
+		w.at[bucket] = e
+	}
+}
+
 // audited forgets bucket when a read of its policy, begun at read, found
 // the statement as wanted, and began watch after the last write or
-// later: a stale write had landed by then.
+// later: a stale write had landed by then. With watch 0 it forgets a
+// bucket the sweeps need not read again (gone, or a policy Ensure leaves
+// alone), unless it was written again after the read.
 func (w *anonWrites) audited(bucket string, read time.Time, watch time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if t, ok := w.at[bucket]; ok && !read.Before(t.Add(watch)) {
+	if e, ok := w.at[bucket]; ok && !read.Before(e.wrote.Add(watch)) {
 		delete(w.at, bucket)
 	}
 }

@@ -30,7 +30,10 @@ func (b *Backend) SweepCoverage() drivers.SweepCoverage { return drivers.SweepPa
 // Everything else about a bucket is left to the per-object re-check (see
 // SweepCoverage), but for the anonymous read statement of a bucket whose
 // statement this process wrote lately, where a stale write of another
-// replica may have put it back or taken it away (auditAnonymousRead).
+// replica may have put it back or taken it away (auditAnonymousRead): at
+// most maxAnonAudits GetBucketPolicy (32) within anonAuditBudget request
+// timeouts (2) per sweep, however many buckets are watched, the rest
+// read at the next sweeps.
 func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.SweepVerdict, error) {
 	out := make([]drivers.SweepVerdict, len(rs))
 	clients := map[*s3.Client][]int{}
@@ -71,32 +74,63 @@ func (b *Backend) Sweep(ctx context.Context, rs []drivers.Resource) ([]drivers.S
 	return out, nil
 }
 
+// maxAnonAudits bounds the GetBucketPolicy requests one sweep's audit of
+// anonymous read statements sends (auditAnonymousRead), so that the
+// sweep's requests do not grow with the buckets watched (up to
+// maxAnonWrites, and a tenant toggling anonymousRead on many Bucketies
+// grows the watch). Those left out stay watched and are first in line
+// at the next sweep: every watched bucket is read within
+// ceil(watched/maxAnonAudits) sweeps, 128 at most.
+const maxAnonAudits = 32
+
+// anonAuditBudget bounds one sweep's audit of anonymous read statements,
+// in request timeouts: a slow gateway (each read answered just within
+// the timeout) holds the drift sweep for two timeouts at most, not one
+// per watched bucket.
+const anonAuditBudget = 2
+
 // auditAnonymousRead judges the anonymous read statement of the buckets
 // of rs whose statement this process wrote lately (anonWatch), where a
 // stale grant of another replica may put it back or take it away
 // (anonread.go): one GetBucketPolicy each, compared with the parameter
 // by mergeAnonymousRead, Ensure's own comparison, whose change joins the
-// verdict. Every other bucket costs nothing more, so the sweep's
-// requests grow only with the anonymous read statements written within
-// the watch. A policy that cannot be read leaves its resource unjudged
-// (its verdict's Err); a server that stops answering leaves the buckets
-// after it to the next sweep, which still watches them.
+// verdict. Every other bucket costs nothing more. The audit is bounded
+// whatever the number of buckets watched: at most maxAnonAudits reads,
+// first in line first (anonWrites.queue), within anonAuditBudget request
+// timeouts, and it stops at the first server error (5xx) or a server
+// that does not answer; what it does not read stays watched, first in
+// line for the next sweep. A policy that cannot be read leaves its
+// resource unjudged (its verdict's Err). A bucket whose policy Ensure
+// leaves alone (one the keys may not read, a server without policies,
+// a policy that does not parse) is no longer watched: reading it again
+// would change nothing.
 func (b *Backend) auditAnonymousRead(ctx context.Context, rs []drivers.Resource, gone map[int]bool, out []drivers.SweepVerdict) {
 	w, watch := b.anonWatch()
 	if w == nil {
 		return
 	}
+	var cands []int
+	var names []string
 	for i, r := range rs {
 		switch {
-		case out[i].Err != nil || !w.watched(r.Name):
-			continue
+		case out[i].Err != nil:
+			// Unjudged already.
 		case gone[i]:
 			w.audited(r.Name, w.clock(), 0) // a bucket gone holds no statement
-			continue
-		case r.CreateOnly:
-			continue // Ensure writes nothing to it
+		default:
+			cands = append(cands, i)
+			names = append(names, r.Name)
 		}
-		p := parseParams(r.Parameters)
+	}
+	ctx, cancel := context.WithTimeout(ctx, anonAuditBudget*b.cfg.timeout())
+	defer cancel()
+	sent := 0
+	for _, c := range w.queue(names) {
+		if sent == maxAnonAudits || ctx.Err() != nil {
+			return // the rest stays watched, first in line next sweep
+		}
+		i, name := cands[c], names[c]
+		p := parseParams(rs[i].Parameters)
 		want, ok := b.anonymousReadWanted(p, &drivers.EnsureResult{})
 		if !ok {
 			continue
@@ -106,35 +140,43 @@ func (b *Backend) auditAnonymousRead(ctx context.Context, rs []drivers.Resource,
 			out[i].Err = err
 			continue
 		}
+		sent++
+		w.requeue(name)
 		read := w.clock()
 		doc, err := func() ([]byte, error) {
 			ctx, cancel := b.ctx(ctx)
 			defer cancel()
-			return b.bucketPolicy(ctx, cl, r.Name)
+			return b.bucketPolicy(ctx, cl, name)
 		}()
 		switch {
 		case isNoSuchBucket(err):
-			w.audited(r.Name, read, 0)
+			w.audited(name, read, 0)
 			continue
 		case err != nil && p.anonymousRead == nil && (drivers.IsAccessDenied(err) || isNotImplemented(err)):
-			continue // Ensure leaves such a policy alone
+			w.audited(name, read, 0) // Ensure leaves such a policy alone
+			continue
+		case err != nil && ctx.Err() != nil:
+			return // the budget spent: the bucket is read next sweep
 		case err != nil:
 			out[i].Err = err
-			if drivers.IsUnavailable(err) || ctx.Err() != nil {
+			if drivers.IsUnavailable(err) || httpStatus(err) >= 500 {
 				return
 			}
 			continue
 		}
-		_, change, err := mergeAnonymousRead(doc, r.Name, want, b.policyMaxBytes())
+		_, change, err := mergeAnonymousRead(doc, name, want, b.policyMaxBytes())
 		switch {
 		case err != nil:
+			// Ensure fails on it too, and writes nothing: the
+			// Buckety's re-check reports it.
 			out[i].Err = err
+			w.audited(name, read, 0)
 		case change != "":
 			// Still watched: the bucket is read again until a read
 			// after the watch finds the statement as wanted.
 			out[i].Changes = append(out[i].Changes, change)
 		default:
-			w.audited(r.Name, read, watch)
+			w.audited(name, read, watch)
 		}
 	}
 }
