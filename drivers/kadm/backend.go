@@ -244,17 +244,28 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 	w := beforeWrite(r)
 	st, seen := b.recent(ctx, r)
 	if seen && st.exists {
-		// The observation's topic ID is checked first (in memory): an
-		// observation is never older than the last sweep, which sees a
-		// topic created again under the name, and a topic refused is
-		// refused again at the controller's retries without a request.
-		if err := b.ensureTopicID(ctx, r, st.id, w); err != nil {
-			return drivers.EnsureResult{}, err
+		// The observation's topic ID is checked first (in memory). One
+		// that fails the check is not refused on it: the observation may
+		// predate a topic created again under the name (by another
+		// replica of this installation, which recorded it), so the
+		// topic is read again and checked on that, with the registry
+		// caught up (ensureTopicID below). A refusal confirmed so
+		// before, of the same topic under the same record, stands
+		// without a request: the controller retries a refused pass.
+		if _, err := b.checkTopicID(opConverge, r.Name, st.id); err != nil && !r.CreateOnly {
+			if b.ids.confirmed(r.Name, err) {
+				return drivers.EnsureResult{}, err
+			}
+			seen = false
+		} else {
+			if err := b.ensureTopicID(ctx, r, st.id, w); err != nil {
+				return drivers.EnsureResult{}, err
+			}
+			if p := planFor(want, st); p.empty() {
+				return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
+			}
+			seen = false // something to write: read it first
 		}
-		if p := planFor(want, st); p.empty() {
-			return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
-		}
-		seen = false // something to write: read it first
 	}
 	if !seen {
 		var err error
@@ -279,6 +290,12 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		// sent for an earlier topic of the name (a Buckety deleted and
 		// made again).
 		b.deleted.forget(r.Name)
+		// A record of this installation naming the topic deleted out of
+		// band loses that ID before the create (topicid.go): the topic
+		// made is the Buckety's whatever becomes of the answer.
+		if err := b.unbindTopicID(ctx, r.Name); err != nil {
+			return drivers.EnsureResult{}, err
+		}
 		at := b.observed.now()
 		ans, err := b.creates.do(ctx, r.Name, want)
 		msg := ans.msg
@@ -288,14 +305,19 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			st.id = ans.id
 			b.observed.wrote(r.Name, st, at)
 			b.ids.created(r.Name, ans.id)
+			changes := []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}
 			if rec := b.tableRecord(r.Name); rec != nil && ans.id != (topicID{}) && rec.ResourceID != formatTopicID(ans.id) {
-				// The name's record names the topic deleted out of
-				// band (or none): it names this one from now on. The
-				// topic is this Buckety's whatever the stamp's outcome
-				// (the controller writes its record next, with the ID).
-				_ = b.bindTopicID(ctx, opConverge, r.Name, ans.id)
+				// The name's record names no topic (cleared before the
+				// create, or written before IDs were kept): it names
+				// this one from now on. The create stands whatever the
+				// stamp's outcome: the record without an ID trusts the
+				// topic, and the next Ensure stamps it (its back-fill),
+				// so a failed stamp is reported with the create.
+				if err := b.bindTopicID(ctx, opConverge, r.Name, ans.id); err != nil {
+					changes = append(changes, fmt.Sprintf("owner record of topic %s not yet given the topic's ID (the next pass does): %v", r.Name, err))
+				}
 			}
-			return drivers.EnsureResult{Created: true, Shortfalls: want.shortfalls(), Changes: []string{fmt.Sprintf("created topic %s (partitions %s, replication factor %s, %d configs)", r.Name, orBroker(int64(want.partitions)), orBroker(int64(want.replicationFactor)), len(want.configs))}}, nil
+			return drivers.EnsureResult{Created: true, Shortfalls: want.shortfalls(), Changes: changes}, nil
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			if r.CreateOnly {
 				// Created by someone else since the adoption check.
@@ -333,7 +355,7 @@ func (b *Backend) ensureTopicID(ctx context.Context, r drivers.Resource, id topi
 	if r.CreateOnly {
 		return nil
 	}
-	stamp, err := b.checkTopicID(opConverge, r.Name, id)
+	stamp, err := b.checkTopicIDFresh(ctx, opConverge, r.Name, id)
 	if err != nil || !stamp || r.DryRun {
 		return err
 	}
@@ -437,7 +459,7 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 		// A topic whose ID is not its owner record's was created under
 		// the name since the record's topic was deleted out of band: it
 		// is not deleted (topicid.go).
-		if _, err := b.checkTopicID(opDelete, name, st.id); err != nil {
+		if _, err := b.checkTopicIDFresh(ctx, opDelete, name, st.id); err != nil {
 			return err
 		}
 	}

@@ -62,8 +62,10 @@ func (b *Backend) Drain(ctx context.Context, r drivers.Resource, limits drivers.
 	// A topic whose ID is not its owner record's was created under the
 	// name since the record's topic was deleted out of band: its records
 	// are not this Buckety's to delete (topicid.go).
-	if _, err := b.checkTopicID(opDrain, name, st.id); err != nil {
-		return step, err
+	var cerr error
+	phase(func(ctx context.Context) { _, cerr = b.checkTopicIDFresh(ctx, opDrain, name, st.id) })
+	if cerr != nil {
+		return step, cerr
 	}
 	if p, ok := st.dynamic["cleanup.policy"]; ok && !hasDeletePolicy(p) {
 		return step, compactedError(b.name, name, fmt.Sprintf("its cleanup.policy is %q", p))

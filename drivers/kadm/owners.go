@@ -213,17 +213,23 @@ func entryRecord(name string, e ownerEntry, ok bool) (*drivers.OwnerRecord, erro
 // WriteOwner implements drivers.OwnerRecorder: one record produced to the
 // registry, created first when this backend has not seen it exist. A
 // record without a topic ID gets the one recordedTopicID knows
-// (topicid.go).
+// (topicid.go). The controller writes only its own installation's
+// records: the installation of rec is noted as this backend's own
+// (ownRecord).
 func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drivers.OwnerRecord) error {
 	if r.Name == "" {
 		return fmt.Errorf("kadm: backend %s: write owner record: no topic", b.name)
 	}
-	return b.writeRecord(ctx, r.Name, rec, true)
+	if rec != nil {
+		b.ids.wrote(rec.Installation)
+	}
+	return b.writeRecord(ctx, r.Name, rec, true, r.JustCreated)
 }
 
 // writeRecord produces rec as name's record; with fill, a record without
-// a topic ID gets the one recordedTopicID knows, once the table is loaded.
-func (b *Backend) writeRecord(ctx context.Context, name string, rec *drivers.OwnerRecord, fill bool) error {
+// a topic ID gets the one recordedTopicID knows (justCreated: the topic
+// was created in the controller's pass), once the table is loaded.
+func (b *Backend) writeRecord(ctx context.Context, name string, rec *drivers.OwnerRecord, fill, justCreated bool) error {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	t := b.owners
@@ -240,7 +246,7 @@ func (b *Backend) writeRecord(ctx context.Context, name string, rec *drivers.Own
 	if rec != nil {
 		if fill && rec.ResourceID == "" {
 			c := *rec
-			c.ResourceID = b.recordedTopicID(name)
+			c.ResourceID = b.recordedTopicID(name, rec, justCreated)
 			rec = &c
 		}
 		v, err := json.Marshal(rec)

@@ -3,6 +3,7 @@ package kadm
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -25,29 +26,60 @@ import (
 //
 // The IDs come from what those calls read anyway (Metadata, an
 // observation, a CreateTopics answer) and from the registry held in
-// memory: the check costs no request. The record gets its ID:
+// memory: the check costs no request on the steady path. A topic that
+// fails the check is checked again on fresh data before it is refused:
+// the registry is caught up (another replica may have recorded the topic
+// since this one's table was read), and a topic seen in an observation is
+// read again (it may have been created again since). Only the refusal
+// path pays those requests, and only once: the controller's retries of a
+// refused pass, from an observation of the same topic under the same
+// record, are refused again in memory. The record gets its ID:
 //
-//   - from WriteOwner, which fills in the ID of the topic this backend last
-//     created or checked under the name (topicIDs), or else keeps the one
-//     the record it replaces carries: the controller composes records
-//     without IDs, and drivers.OwnerRecord.Same ignores an ID one side
-//     lacks, so the controller's steady pass finds its record the same and
-//     writes nothing;
+//   - from WriteOwner (recordedTopicID), which fills in the ID of the
+//     topic this backend created in the same pass
+//     (drivers.Resource.JustCreated); else keeps the ID the record it
+//     replaces carries where that record is of the same installation
+//     (the controller rewrites a record it read: a state change, a
+//     handover; another replica may have created the topic again since
+//     this one last saw it); else the ID of the topic this backend last
+//     created or checked under the name (topicIDs): the controller
+//     composes records without IDs, and drivers.OwnerRecord.Same ignores
+//     an ID one side lacks, so the controller's steady pass finds its
+//     record the same and writes nothing;
 //   - from Ensure itself where the controller would not write: a record
-//     written before IDs were kept is back-filled, once, with the ID of the
-//     topic Ensure finds (the topic today's behaviour trusts), and a topic
-//     Ensure creates under a name whose record carries another ID (the
-//     topic was deleted out of band) gets its record stamped with the new
-//     ID at once, before the controller's own write, so that a controller
-//     stopped between the create and its record does not find its own
-//     topic refused after a restart. Both read the registry fresh first,
-//     and write only the record read with the ID changed.
+//     without an ID (written before IDs were kept, or cleared before a
+//     create, below) is back-filled with the ID of the topic Ensure finds
+//     (the topic today's behaviour trusts), and a topic Ensure creates is
+//     stamped into its record at once. Both read the registry fresh
+//     first, and write only the record read with the ID changed.
+//
+// Before Ensure creates a topic under a name whose record carries an ID
+// (the topic was deleted out of band), it clears the ID from the record
+// (write-ahead), and creates nothing when that write fails: the create's
+// answer may be lost, or the process stop before the stamp, and a record
+// still naming the deleted topic would have the Buckety's own topic
+// refused for good. A record without an ID trusts the topic found, and
+// the back-fill binds whatever the create made. That includes a topic
+// someone else created under the name between Ensure's read and its
+// create (answered TOPIC_ALREADY_EXISTS, which a retry of a create whose
+// answer was lost gets too): the two cannot be told apart, and refusing
+// the Buckety's own topic for good is the worse mistake.
+//
+// Ensure writes (clears, stamps, back-fills) only records of its own
+// installation. The driver is not told its installation's name, so a
+// record counts as its own when it is held (drivers.OwnerHeld: the
+// controller's adoption rules never let a Buckety create or converge
+// under a name another installation holds, so a held record Ensure acts
+// under is this installation's), or names an installation this backend
+// was given records of by WriteOwner (the controller writes only its own
+// installation's). Another installation's retained record, which a
+// Buckety may create over, is left as it is: the controller's write that
+// follows the create replaces it, with the new topic's ID.
 //
 // A topic Ensure created in this process is its own even where the record
-// still names an older ID (its record write was lost): it is stamped, not
-// refused. After a restart that memory is gone, and such a topic (created,
-// then the process stopped before any record named it) is refused like a
-// stranger's; the refusal says what a maintainer can do.
+// still names an older ID (another installation's retained record, left
+// as it is): it is not refused. After a restart that memory is gone; the
+// controller's record write after the create names the new topic.
 //
 // A broker before Kafka 2.8 gives no IDs (the zero ID): nothing is
 // checked or recorded, as before. A record without an ID, or no record,
@@ -88,7 +120,7 @@ func (e *TopicReplacedError) Error() string {
 			"or delete the topic yourself if its data is not wanted"
 	}
 	return s + fmt.Sprintf("To have buckety create the Buckety's topic again, delete this one if its data is not wanted; to make this topic the Buckety's as it is, "+
-		"remove the topic's owner record from the registry %s (produce a record of key %s and a null value, e.g. `echo '%s:' | kcat -P -b <broker> -t %s -K: -Z`)",
+		"ask the cluster's operator to remove the topic's owner record from the registry %s (a record of key %s and a null value, e.g. `echo '%s:' | kcat -P -b <broker> -t %s -K: -Z`)",
 		e.Registry, e.Topic, e.Topic, e.Registry)
 }
 
@@ -102,10 +134,16 @@ const (
 // topicIDs is, per topic name, the ID of the topic this backend last
 // created or checked under it: what WriteOwner fills into a record the
 // controller writes without one. made marks a topic this backend created
-// itself.
+// itself. It also holds the installations whose records WriteOwner was
+// given: the controller writes only its own installation's, so they tell
+// which records are this installation's (ownRecord).
 type topicIDs struct {
-	mu sync.Mutex
-	m  map[string]knownTopicID
+	mu            sync.Mutex
+	m             map[string]knownTopicID
+	installations map[string]bool
+	// refused is, per name, the refusal last confirmed on fresh data
+	// (checkTopicIDFresh): the record's ID and the topic's.
+	refused map[string][2]string
 }
 
 type knownTopicID struct {
@@ -113,7 +151,9 @@ type knownTopicID struct {
 	made bool
 }
 
-func newTopicIDs() *topicIDs { return &topicIDs{m: map[string]knownTopicID{}} }
+func newTopicIDs() *topicIDs {
+	return &topicIDs{m: map[string]knownTopicID{}, installations: map[string]bool{}, refused: map[string][2]string{}}
+}
 
 // created notes the topic this backend created under name (the zero ID
 // when the broker's answer had none: the name's last ID is then unknown).
@@ -121,6 +161,7 @@ func (k *topicIDs) created(name string, id topicID) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.m[name] = knownTopicID{id: id, made: true}
+	delete(k.refused, name)
 }
 
 // checked notes a topic found under name whose record holds it (or that
@@ -128,6 +169,7 @@ func (k *topicIDs) created(name string, id topicID) {
 func (k *topicIDs) checked(name string, id topicID) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	delete(k.refused, name)
 	if have, ok := k.m[name]; ok && have.id == id {
 		return
 	}
@@ -146,6 +188,54 @@ func (k *topicIDs) forget(name string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.m, name)
+	delete(k.refused, name)
+}
+
+// confirmRefusal notes err, when it refuses a topic (TopicReplacedError),
+// as a refusal made on fresh data.
+func (k *topicIDs) confirmRefusal(name string, err error) {
+	var re *TopicReplacedError
+	if !errors.As(err, &re) {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.refused[name] = [2]string{re.Recorded, re.Current}
+}
+
+// confirmed reports whether err, a refusal checkTopicID made in memory,
+// is the one last confirmed on fresh data for name: the same record's ID
+// and the same topic's. A refused pass the controller retries is then
+// refused again without a request, until the record or the topic seen
+// under the name changes (the sweep reads both within its interval).
+func (k *topicIDs) confirmed(name string, err error) bool {
+	var re *TopicReplacedError
+	if !errors.As(err, &re) {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.refused[name]
+	return ok && v == [2]string{re.Recorded, re.Current}
+}
+
+// wrote notes the installation of a record WriteOwner was given.
+func (k *topicIDs) wrote(installation string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.installations[installation] = true
+}
+
+// ownRecord reports whether Ensure may write rec, a record of its topic:
+// one of this installation (see the package's notes on topic IDs above).
+func (b *Backend) ownRecord(rec *drivers.OwnerRecord) bool {
+	if rec.State == drivers.OwnerHeld {
+		return true
+	}
+	k := b.ids
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.installations[rec.Installation]
 }
 
 // tableRecord is the record the registry held in memory has for name:
@@ -167,8 +257,10 @@ func (b *Backend) tableRecord(name string) *drivers.OwnerRecord {
 // its owner record (in memory) names, before op: a *drivers.RefusedError
 // wrapping a *TopicReplacedError when they differ, unless this backend
 // created that topic itself. stamp reports a record that should carry id
-// and does not (written before IDs were kept, or before its topic was
-// created again by this backend). It sends no request.
+// and does not (written before IDs were kept, cleared before a create, or
+// naming a topic this backend has created again since). It sends no
+// request: a refusal it returns may come of a table behind the registry,
+// and stands only once checkTopicIDFresh confirms it.
 func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err error) {
 	if id == (topicID{}) {
 		return false, nil
@@ -183,8 +275,9 @@ func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err err
 		b.ids.checked(name, id)
 		return false, nil
 	case rec.ResourceID == "":
-		// Written before IDs were kept: the topic is trusted, as it was
-		// before, and its ID recorded.
+		// Written before IDs were kept, or cleared before this
+		// installation created the topic again: the topic is trusted,
+		// as it was before, and its ID recorded.
 		b.ids.checked(name, id)
 		return true, nil
 	}
@@ -194,39 +287,97 @@ func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err err
 	return false, &drivers.RefusedError{Err: &TopicReplacedError{Backend: b.name, Topic: name, Op: op, Recorded: rec.ResourceID, Current: cur, Registry: b.cfg.registryTopic()}}
 }
 
+// checkTopicIDFresh is checkTopicID of a topic read just now (id), whose
+// refusal stands only on a registry caught up first: the table in memory
+// may be up to a read's MaxAge old, and miss the record another replica
+// wrote for the topic it created again. The catch-up is made only when
+// the table's record refuses the topic, so the steady path sends nothing;
+// an error of the catch-up is returned as it is (the check is not made).
+func (b *Backend) checkTopicIDFresh(ctx context.Context, op, name string, id topicID) (stamp bool, err error) {
+	if stamp, err = b.checkTopicID(op, name, id); err == nil {
+		return stamp, nil
+	}
+	if err := b.catchUp(ctx); err != nil {
+		return false, fmt.Errorf("kadm: backend %s: topic %s: read its owner record again before refusing the topic (its ID is not the one the record read before names): %w", b.name, name, err)
+	}
+	stamp, err = b.checkTopicID(op, name, id)
+	b.ids.confirmRefusal(name, err)
+	return stamp, err
+}
+
 // bindTopicID gives name's owner record the ID of the topic Ensure found
 // or created, where checkTopicID said it lacks it: the registry is caught
 // up first, the check made again on what it holds now, and the record
-// read written back with the ID. Only a refusal found then is returned: a
-// record that cannot be read or written now is stamped by a later pass,
-// and meanwhile the topic is what the record's check before trusted.
+// read written back with the ID, if it is this installation's
+// (ownRecord). It returns a refusal found then, and the error of a
+// catch-up or write that failed: the record is then stamped by a later
+// pass, and meanwhile the topic is what the check before trusted.
 func (b *Backend) bindTopicID(ctx context.Context, op, name string, id topicID) error {
 	if err := b.catchUp(ctx); err != nil {
-		return nil
+		return fmt.Errorf("kadm: backend %s: topic %s: read its owner record before giving it the topic's ID %s: %w", b.name, name, formatTopicID(id), err)
 	}
 	stamp, err := b.checkTopicID(op, name, id)
 	if err != nil || !stamp {
 		return err
 	}
 	rec := b.tableRecord(name)
-	if rec == nil {
+	if rec == nil || !b.ownRecord(rec) {
 		return nil
 	}
 	rec.ResourceID = formatTopicID(id)
-	_ = b.writeRecord(ctx, name, rec, false)
+	if err := b.writeRecord(ctx, name, rec, false, false); err != nil {
+		return fmt.Errorf("kadm: backend %s: topic %s: give its owner record the topic's ID %s: %w", b.name, name, rec.ResourceID, err)
+	}
 	return nil
 }
 
-// recordedTopicID is the ID WriteOwner puts in a record composed without
-// one: the topic this backend last created or checked under name; else
-// the ID the record it replaces carries (the controller rewrites a
-// record it read for the same topic: a state change, a handover).
-func (b *Backend) recordedTopicID(name string) string {
-	if k, ok := b.ids.get(name); ok {
+// unbindTopicID is the write-ahead before Ensure creates name: a record of
+// this installation naming a topic ID (the topic deleted out of band) is
+// written again without it, read fresh first, so that the topic the
+// create makes is trusted whatever becomes of the create's answer and of
+// the stamp after it (a lost reply, a stopped process, a failed write).
+// The back-fill of a later Ensure binds the record to the topic found
+// then. Ensure creates nothing when this fails. A record the table in
+// memory shows without an ID costs no request: the controller read the
+// record in its owner check of this pass. (One another replica gave an
+// ID after that read is not cleared; only a create whose answer is lost
+// in that window leaves a record naming the old topic.)
+func (b *Backend) unbindTopicID(ctx context.Context, name string) error {
+	if rec := b.tableRecord(name); rec == nil || rec.ResourceID == "" || !b.ownRecord(rec) {
+		return nil
+	}
+	if err := b.catchUp(ctx); err != nil {
+		return fmt.Errorf("kadm: backend %s: topic %s: read its owner record before creating the topic again (its record names the topic deleted out of band): %w; nothing was created", b.name, name, err)
+	}
+	rec := b.tableRecord(name)
+	if rec == nil || rec.ResourceID == "" || !b.ownRecord(rec) {
+		return nil
+	}
+	was := rec.ResourceID
+	rec.ResourceID = ""
+	if err := b.writeRecord(ctx, name, rec, false, false); err != nil {
+		return fmt.Errorf("kadm: backend %s: topic %s: clear the topic ID %s (the topic deleted out of band) from its owner record before creating the topic again: %w; nothing was created", b.name, name, was, err)
+	}
+	return nil
+}
+
+// recordedTopicID is the ID WriteOwner puts in rec, a record composed
+// without one, for name: the topic this backend created in the same pass
+// (justCreated); else the ID the record it replaces carries, where that
+// record is of rec's installation (the controller rewrites a record it
+// read: a state change, a handover; another replica may have created the
+// topic again and recorded it since this backend last saw it); else the
+// topic this backend last created or checked under name.
+func (b *Backend) recordedTopicID(name string, rec *drivers.OwnerRecord, justCreated bool) string {
+	k, known := b.ids.get(name)
+	if justCreated && known && k.made {
 		return formatTopicID(k.id)
 	}
-	if rec := b.tableRecord(name); rec != nil {
-		return rec.ResourceID
+	if was := b.tableRecord(name); was != nil && was.ResourceID != "" && was.Installation == rec.Installation {
+		return was.ResourceID
+	}
+	if known {
+		return formatTopicID(k.id)
 	}
 	return ""
 }
