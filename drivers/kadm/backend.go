@@ -258,11 +258,12 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			}
 			seen = false
 		} else {
-			if err := b.ensureTopicID(ctx, r, st.id, w); err != nil {
+			bound, err := b.ensureTopicID(ctx, r, st.id, w)
+			if err != nil {
 				return drivers.EnsureResult{}, err
 			}
 			if p := planFor(want, st); p.empty() {
-				return drivers.EnsureResult{Shortfalls: want.shortfalls()}, nil
+				return drivers.EnsureResult{Shortfalls: want.shortfalls(), Changes: bound}, nil
 			}
 			seen = false // something to write: read it first
 		}
@@ -293,7 +294,8 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 		// A record of this installation naming the topic deleted out of
 		// band loses that ID before the create (topicid.go): the topic
 		// made is the Buckety's whatever becomes of the answer.
-		if err := b.unbindTopicID(ctx, r.Name); err != nil {
+		cleared, err := b.unbindTopicID(ctx, r.Name)
+		if err != nil {
 			return drivers.EnsureResult{}, err
 		}
 		at := b.observed.now()
@@ -335,13 +337,24 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 			// was seen before it no longer stands: the next pass reads the
 			// topic instead of creating it again.
 			b.observed.forget(r.Name)
-			return drivers.EnsureResult{}, b.createError(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
+			cerr := b.createError(fmt.Errorf("create topic %s: %w %s", r.Name, err, msg))
+			if nc := (*drivers.NotCreatedError)(nil); cleared != "" && errors.As(cerr, &nc) {
+				// Refused: nothing was created, and the record names the
+				// deleted topic again (topicid.go).
+				if err := b.rebindTopicID(ctx, r.Name, cleared); err != nil {
+					return drivers.EnsureResult{}, fmt.Errorf("%w; %v", cerr, err)
+				}
+			}
+			return drivers.EnsureResult{}, cerr
 		}
 	}
-	if err := b.ensureTopicID(ctx, r, st.id, w); err != nil {
+	bound, err := b.ensureTopicID(ctx, r, st.id, w)
+	if err != nil {
 		return drivers.EnsureResult{}, err
 	}
-	return b.converge(ctx, r.Name, want, st, r.DryRun, w)
+	res, err := b.converge(ctx, r.Name, want, st, r.DryRun, w)
+	res.Changes = append(bound, res.Changes...)
+	return res, err
 }
 
 // ensureTopicID is Ensure's check of the ID of the existing topic it found
@@ -350,19 +363,30 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 // controller's owner check (beforeWrite): it is a write. With CreateOnly
 // an existing topic is someone else's, written nothing, and its ID is
 // neither checked nor recorded: a record there (one retained) must not be
-// bound to it.
-func (b *Backend) ensureTopicID(ctx context.Context, r drivers.Resource, id topicID, beforeWrite func(context.Context) error) error {
+// bound to it. A record that could not be given the ID (its catch-up or
+// write failed) does not fail Ensure: the topic is the one the record
+// without an ID trusts, as before IDs were kept (every record of an older
+// release right after an upgrade), and the next pass binds it; the
+// failure is returned as a change line (bound), as the create's stamp is.
+func (b *Backend) ensureTopicID(ctx context.Context, r drivers.Resource, id topicID, beforeWrite func(context.Context) error) (bound []string, err error) {
 	if r.CreateOnly {
-		return nil
+		return nil, nil
 	}
 	stamp, err := b.checkTopicIDFresh(ctx, opConverge, r.Name, id)
 	if err != nil || !stamp || r.DryRun {
-		return err
+		return nil, err
 	}
 	if err := beforeWrite(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	return b.bindTopicID(ctx, opConverge, r.Name, id)
+	if err := b.bindTopicID(ctx, opConverge, r.Name, id); err != nil {
+		var re *TopicReplacedError
+		if errors.As(err, &re) {
+			return nil, err
+		}
+		return []string{fmt.Sprintf("owner record of topic %s not yet given the topic's ID %s (the next pass does): %v", r.Name, formatTopicID(id), err)}, nil
+	}
+	return nil, nil
 }
 
 // beforeWrite returns a function that calls r.BeforeWrite the first time

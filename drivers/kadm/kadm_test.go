@@ -86,6 +86,9 @@ func newFixture(t testing.TB, opts kafka.Options, mutate func(*Config)) *fixture
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
+	// Told its installation as the controller tells it: the one of the
+	// records heldBy composes.
+	be.(*Backend).SetInstallation("east", nil)
 	return &fixture{broker: b, backend: be.(*Backend), counter: counter, admin: kadm.NewClient(cl), kgo: cl}
 }
 

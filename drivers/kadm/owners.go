@@ -214,8 +214,8 @@ func entryRecord(name string, e ownerEntry, ok bool) (*drivers.OwnerRecord, erro
 // registry, created first when this backend has not seen it exist. A
 // record without a topic ID gets the one recordedTopicID knows
 // (topicid.go). The controller writes only its own installation's
-// records: the installation of rec is noted as this backend's own
-// (ownRecord).
+// records: the installation of rec is noted as this backend's own, for
+// ownRecord while the backend was told no installation.
 func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drivers.OwnerRecord) error {
 	if r.Name == "" {
 		return fmt.Errorf("kadm: backend %s: write owner record: no topic", b.name)
@@ -245,8 +245,12 @@ func (b *Backend) writeRecord(ctx context.Context, name string, rec *drivers.Own
 	var value []byte
 	if rec != nil {
 		if fill && rec.ResourceID == "" {
+			id, err := b.recordedTopicID(ctx, name, rec, justCreated)
+			if err != nil {
+				return err
+			}
 			c := *rec
-			c.ResourceID = b.recordedTopicID(name, rec, justCreated)
+			c.ResourceID = id
 			rec = &c
 		}
 		v, err := json.Marshal(rec)

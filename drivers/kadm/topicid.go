@@ -37,7 +37,9 @@ import (
 //
 //   - from WriteOwner (recordedTopicID), which fills in the ID of the
 //     topic this backend created in the same pass
-//     (drivers.Resource.JustCreated); else keeps the ID the record it
+//     (drivers.Resource.JustCreated), or created with no record of the
+//     name written since (the controller did not see the create's answer
+//     in time); else keeps the ID the record it
 //     replaces carries where that record is of the same installation
 //     (the controller rewrites a record it read: a state change, a
 //     handover; another replica may have created the topic again since
@@ -65,16 +67,23 @@ import (
 // answer was lost gets too): the two cannot be told apart, and refusing
 // the Buckety's own topic for good is the worse mistake.
 //
+// When the create is refused (drivers.NotCreatedError: a policy, a
+// replication factor the cluster cannot give, authorization, a quota),
+// nothing was created, and the record gets its ID back: only a create
+// whose outcome is unknown leaves the record without one.
+//
 // Ensure writes (clears, stamps, back-fills) only records of its own
-// installation. The driver is not told its installation's name, so a
-// record counts as its own when it is held (drivers.OwnerHeld: the
-// controller's adoption rules never let a Buckety create or converge
-// under a name another installation holds, so a held record Ensure acts
-// under is this installation's), or names an installation this backend
-// was given records of by WriteOwner (the controller writes only its own
-// installation's). Another installation's retained record, which a
-// Buckety may create over, is left as it is: the controller's write that
-// follows the create replaces it, with the new topic's ID.
+// installation: the controller tells the backend the installation's name
+// and former names (drivers.InstallationAware), and a record naming any
+// of them is its own, after a restart too, whatever its state (held,
+// retained, handed over), as is one another installation handed over to
+// it. A held record of another installation is not: the controller's
+// owner check may have read an older record than the one Ensure acts on.
+// A backend told no installation (opened outside the controller) counts
+// the installations of the records WriteOwner gave it. Another
+// installation's retained record, which a Buckety may create over, is left
+// as it is: the controller's write that follows the create replaces it,
+// with the new topic's ID.
 //
 // A topic Ensure created in this process is its own even where the record
 // still names an older ID (another installation's retained record, left
@@ -134,12 +143,18 @@ const (
 // topicIDs is, per topic name, the ID of the topic this backend last
 // created or checked under it: what WriteOwner fills into a record the
 // controller writes without one. made marks a topic this backend created
-// itself. It also holds the installations whose records WriteOwner was
-// given: the controller writes only its own installation's, so they tell
-// which records are this installation's (ownRecord).
+// itself. It also holds what tells which records are this installation's
+// (ownRecord): the installation's names, once told (SetInstallation), and
+// until then the installations whose records WriteOwner was given.
 type topicIDs struct {
-	mu            sync.Mutex
-	m             map[string]knownTopicID
+	mu sync.Mutex
+	m  map[string]knownTopicID
+	// told: SetInstallation was called; names are then the installation's
+	// current and former names.
+	told  bool
+	names map[string]bool
+	// installations are those of the records WriteOwner was given,
+	// consulted only while the backend was told no installation.
 	installations map[string]bool
 	// refused is, per name, the refusal last confirmed on fresh data
 	// (checkTopicIDFresh): the record's ID and the topic's.
@@ -152,7 +167,22 @@ type knownTopicID struct {
 }
 
 func newTopicIDs() *topicIDs {
-	return &topicIDs{m: map[string]knownTopicID{}, installations: map[string]bool{}, refused: map[string][2]string{}}
+	return &topicIDs{m: map[string]knownTopicID{}, names: map[string]bool{}, installations: map[string]bool{}, refused: map[string][2]string{}}
+}
+
+var _ drivers.InstallationAware = (*Backend)(nil)
+
+// SetInstallation implements drivers.InstallationAware: records naming
+// current or a former name are this installation's (ownRecord).
+func (b *Backend) SetInstallation(current string, former []string) {
+	k := b.ids
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.told = true
+	k.names = map[string]bool{current: true}
+	for _, n := range former {
+		k.names[n] = true
+	}
 }
 
 // created notes the topic this backend created under name (the zero ID
@@ -227,15 +257,21 @@ func (k *topicIDs) wrote(installation string) {
 }
 
 // ownRecord reports whether Ensure may write rec, a record of its topic:
-// one of this installation (see the package's notes on topic IDs above).
+// one of this installation, under its name or a former one, or one
+// another installation handed over to it (see the package's notes on
+// topic IDs above). A held record is not by that alone: the table the
+// controller's owner check read may be older than the one Ensure acts on,
+// whose record may be another installation's since. A backend told no
+// installation (one opened outside the controller) goes by the records
+// WriteOwner was given.
 func (b *Backend) ownRecord(rec *drivers.OwnerRecord) bool {
-	if rec.State == drivers.OwnerHeld {
-		return true
-	}
 	k := b.ids
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.installations[rec.Installation]
+	if !k.told {
+		return k.installations[rec.Installation]
+	}
+	return k.names[rec.Installation] || rec.State == drivers.OwnerHandedOver && k.names[rec.To]
 }
 
 // tableRecord is the record the registry held in memory has for name:
@@ -337,26 +373,52 @@ func (b *Backend) bindTopicID(ctx context.Context, op, name string, id topicID) 
 // create makes is trusted whatever becomes of the create's answer and of
 // the stamp after it (a lost reply, a stopped process, a failed write).
 // The back-fill of a later Ensure binds the record to the topic found
-// then. Ensure creates nothing when this fails. A record the table in
-// memory shows without an ID costs no request: the controller read the
-// record in its owner check of this pass. (One another replica gave an
-// ID after that read is not cleared; only a create whose answer is lost
-// in that window leaves a record naming the old topic.)
-func (b *Backend) unbindTopicID(ctx context.Context, name string) error {
+// then. Ensure creates nothing when this fails. It returns the ID cleared
+// ("" when none was), which rebindTopicID writes back when the create is
+// refused. A record the table in memory shows without an ID costs no
+// request: the controller read the record in its owner check of this
+// pass. (One another replica gave an ID after that read is not cleared;
+// only a create whose answer is lost in that window leaves a record
+// naming the old topic.)
+func (b *Backend) unbindTopicID(ctx context.Context, name string) (string, error) {
 	if rec := b.tableRecord(name); rec == nil || rec.ResourceID == "" || !b.ownRecord(rec) {
-		return nil
+		return "", nil
 	}
 	if err := b.catchUp(ctx); err != nil {
-		return fmt.Errorf("kadm: backend %s: topic %s: read its owner record before creating the topic again (its record names the topic deleted out of band): %w; nothing was created", b.name, name, err)
+		return "", fmt.Errorf("kadm: backend %s: topic %s: read its owner record before creating the topic again (its record names the topic deleted out of band): %w; nothing was created", b.name, name, err)
 	}
 	rec := b.tableRecord(name)
 	if rec == nil || rec.ResourceID == "" || !b.ownRecord(rec) {
-		return nil
+		return "", nil
 	}
 	was := rec.ResourceID
 	rec.ResourceID = ""
 	if err := b.writeRecord(ctx, name, rec, false, false); err != nil {
-		return fmt.Errorf("kadm: backend %s: topic %s: clear the topic ID %s (the topic deleted out of band) from its owner record before creating the topic again: %w; nothing was created", b.name, name, was, err)
+		return "", fmt.Errorf("kadm: backend %s: topic %s: clear the topic ID %s (the topic deleted out of band) from its owner record before creating the topic again: %w; nothing was created", b.name, name, was, err)
+	}
+	return was, nil
+}
+
+// rebindTopicID undoes unbindTopicID's write after a create the broker
+// refused (drivers.NotCreatedError: nothing was created): name's record
+// names the deleted topic's ID was again, so that a topic someone else
+// creates under the name while the create keeps being refused (a policy,
+// a replication factor the cluster cannot give, a quota) is not trusted
+// as the Buckety's. Only a create whose outcome is unknown (a lost
+// answer, a timeout) leaves the record without an ID. The record is read
+// fresh first and written only while it is this installation's and still
+// names no topic.
+func (b *Backend) rebindTopicID(ctx context.Context, name, was string) error {
+	if err := b.catchUp(ctx); err != nil {
+		return fmt.Errorf("kadm: backend %s: topic %s: read its owner record to give it back the topic ID %s (the create was refused): %w", b.name, name, was, err)
+	}
+	rec := b.tableRecord(name)
+	if rec == nil || rec.ResourceID != "" || !b.ownRecord(rec) {
+		return nil
+	}
+	rec.ResourceID = was
+	if err := b.writeRecord(ctx, name, rec, false, false); err != nil {
+		return fmt.Errorf("kadm: backend %s: topic %s: give its owner record back the topic ID %s (the create was refused): %w", b.name, name, was, err)
 	}
 	return nil
 }
@@ -364,20 +426,51 @@ func (b *Backend) unbindTopicID(ctx context.Context, name string) error {
 // recordedTopicID is the ID WriteOwner puts in rec, a record composed
 // without one, for name: the topic this backend created in the same pass
 // (justCreated); else the ID the record it replaces carries, where that
-// record is of rec's installation (the controller rewrites a record it
+// record is of rec's installation or this one's (ownRecord: a former name,
+// a handover to it) (the controller rewrites a record it
 // read: a state change, a handover; another replica may have created the
-// topic again and recorded it since this backend last saw it); else the
-// topic this backend last created or checked under name.
-func (b *Backend) recordedTopicID(name string, rec *drivers.OwnerRecord, justCreated bool) string {
+// topic again and recorded it since this backend last saw it), unless
+// this backend created a topic under name of another ID and that topic is
+// the one under the name now (madeIsCurrent); else the topic this backend
+// last created or checked under name.
+func (b *Backend) recordedTopicID(ctx context.Context, name string, rec *drivers.OwnerRecord, justCreated bool) (string, error) {
 	k, known := b.ids.get(name)
 	if justCreated && known && k.made {
-		return formatTopicID(k.id)
+		return formatTopicID(k.id), nil
 	}
-	if was := b.tableRecord(name); was != nil && was.ResourceID != "" && was.Installation == rec.Installation {
-		return was.ResourceID
+	if was := b.tableRecord(name); was != nil && was.ResourceID != "" && (was.Installation == rec.Installation || b.ownRecord(was)) {
+		if !known || !k.made || was.ResourceID == formatTopicID(k.id) {
+			return was.ResourceID, nil
+		}
+		current, err := b.madeIsCurrent(ctx, name, was.ResourceID, k.id)
+		if err != nil || !current {
+			return was.ResourceID, err
+		}
+		return formatTopicID(k.id), nil
 	}
 	if known {
-		return formatTopicID(k.id)
+		return formatTopicID(k.id), nil
 	}
-	return ""
+	return "", nil
+}
+
+// madeIsCurrent reports whether the topic under name now is id, the one
+// this backend created: read when a record of this installation names
+// another ID (recorded). Either may be the topic under the name. The
+// controller passes JustCreated only where it saw the create's answer in time; one
+// that came late leaves the record naming the topic the create replaced,
+// which is then stored for good, and refused, if the process stops
+// before a later pass writes it. Or another replica created the topic
+// again since (after an out-of-band deletion of this backend's) and
+// recorded it, and this backend's is gone. The topic's metadata tells
+// them apart; only this conflict pays the request.
+func (b *Backend) madeIsCurrent(ctx context.Context, name, recorded string, id topicID) (bool, error) {
+	if id == (topicID{}) {
+		return false, nil
+	}
+	st, err := b.metadata.do(ctx, name, struct{}{})
+	if err != nil {
+		return false, b.classify(fmt.Errorf("kadm: backend %s: topic %s: read its metadata to tell which topic its owner record names (the record names topic ID %s, and this backend created one of ID %s): %w", b.name, name, recorded, formatTopicID(id), b.ctxErr(err)))
+	}
+	return st.exists && st.id == id, nil
 }

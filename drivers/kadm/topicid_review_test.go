@@ -2,6 +2,9 @@ package kadm
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -295,5 +298,221 @@ func TestNoCreateWhenTheRecordsIDCannotBeCleared(t *testing.T) {
 	}
 	if ok, id := topicExists(t, cl, r.Name); ok {
 		t.Errorf("want nothing created when the record's topic ID could not be cleared, got topic %s of ID %s", r.Name, formatTopicID(id))
+	}
+}
+
+// anID is a topic ID no topic of the broker has: the ID of a topic
+// deleted before the test, as its owner record names it.
+var anID = formatTopicID(topicID{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+
+// TestOwnRetainedTopicCreatedAgainAfterARestartSurvivesALostCreateReply:
+// installation a retained a topic (its record names the topic's ID) that
+// was deleted out of band since; after a restart (nothing written by
+// WriteOwner in this process), a Buckety adopting it creates it again,
+// and the create's answer is lost. The record counted as this
+// installation's only when held or given to WriteOwner in this process,
+// so its ID was not cleared before the create, and every later Ensure
+// refused the Buckety's own new topic. The backend is told its
+// installation: the record is cleared, and the next Ensure, on a fresh
+// backend (another restart), converges the topic.
+func TestOwnRetainedTopicCreatedAgainAfterARestartSurvivesALostCreateReply(t *testing.T) {
+	broker := kafka.Start(t, kafka.Options{})
+	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
+	ctx := context.Background()
+	r := drivers.Resource{Name: "retained-again", Parameters: map[string]string{"partitions": "1"}}
+	// The process before the restart wrote the record.
+	before := openTold(t, cfg, "a")
+	retained := &drivers.OwnerRecord{Installation: "a", Namespace: "team", Name: r.Name, UID: "uid-a", State: drivers.OwnerRetained, ResourceID: anID}
+	if err := before.WriteOwner(ctx, drivers.Resource{Name: r.Name}, retained); err != nil {
+		t.Fatal(err)
+	}
+	loser := &replyLoser{key: kmsg.CreateTopics}
+	be, opts := losingBackend(t, cfg, loser)
+	be.SetInstallation("a", nil)
+	if _, err := be.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	loser.armed.Store(true)
+	if _, err := be.Ensure(ctx, r); err == nil || loser.lost.Load() != 1 {
+		t.Fatalf("Ensure whose create answer is lost: want an error and one answer lost, got %v (%d lost)", err, loser.lost.Load())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ok, id := topicExists(t, cl, r.Name)
+	if !ok {
+		t.Fatalf("want the topic created by the Ensure whose answer was lost, got none")
+	}
+	after := openTold(t, cfg, "a")
+	if _, err := after.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.Ensure(ctx, r); err != nil {
+		t.Fatalf("Ensure after a restart of the Buckety's own topic created again: want it converged, got %v", err)
+	}
+	if rec, err := openTold(t, cfg, "a").ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil || rec == nil || rec.ResourceID != formatTopicID(id) {
+		t.Errorf("the record after the next Ensure: want topic ID %s, got %v %v", formatTopicID(id), rec, err)
+	}
+}
+
+// openTold opens a backend of its own on cfg, told its installation, as
+// the controller's backends.Set does.
+func openTold(t *testing.T, cfg *Config, installation string, former ...string) *Backend {
+	t.Helper()
+	opened, err := New().Open(context.Background(), "kafka", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := opened.(*Backend)
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	be.SetInstallation(installation, former)
+	return be
+}
+
+// TestAnotherInstallationsHeldRecordIsNotWritten: the registry holds
+// installation b's held record of a name, naming a topic deleted since,
+// and installation a's backend Ensures the name (its controller's owner
+// check read an older table). A held record counted as the backend's own
+// by that alone: a cleared b's ID before the create and stamped its own
+// new topic into b's record. Only records of a's names are written.
+func TestAnotherInstallationsHeldRecordIsNotWritten(t *testing.T) {
+	broker := kafka.Start(t, kafka.Options{})
+	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
+	ctx := context.Background()
+	r := drivers.Resource{Name: "held-by-b", Parameters: map[string]string{"partitions": "1"}}
+	held := &drivers.OwnerRecord{Installation: "b", Namespace: "team", Name: r.Name, UID: "uid-b", State: drivers.OwnerHeld, ResourceID: anID}
+	if err := openTold(t, cfg, "b").WriteOwner(ctx, drivers.Resource{Name: r.Name}, held); err != nil {
+		t.Fatal(err)
+	}
+	a := openTold(t, cfg, "a", "a-before")
+	if _, err := a.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.Ensure(ctx, r); err != nil || !res.Created {
+		t.Fatalf("Ensure: want the topic created, got %+v %v", res, err)
+	}
+	rec, err := openTold(t, cfg, "b").ReadOwner(ctx, drivers.Resource{Name: r.Name})
+	if err != nil || rec == nil {
+		t.Fatalf("b's record after a's Ensure: want it, got %v %v", rec, err)
+	}
+	if *rec != *held {
+		t.Errorf("b's record after a's Ensure: want it as it was (%v, topic ID %s), got %v, topic ID %q", held, held.ResourceID, rec, rec.ResourceID)
+	}
+}
+
+// TestRefusedCreateGivesTheRecordItsIDBack: a Buckety's topic deleted out
+// of band is created again, and the broker refuses the create (here a
+// replication factor the one broker cannot give). The record's ID,
+// cleared before the create, stayed cleared while the create kept being
+// refused, so a topic anyone made under the name meanwhile was trusted as
+// the Buckety's. Nothing was created: the record names its ID again.
+func TestRefusedCreateGivesTheRecordItsIDBack(t *testing.T) {
+	broker := kafka.Start(t, kafka.Options{})
+	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
+	ctx := context.Background()
+	r := drivers.Resource{Name: "refused-again", Parameters: map[string]string{"replicationFactor": "7"}}
+	be := openTold(t, cfg, "east")
+	rec := heldBy(r.Name)
+	rec.ResourceID = anID
+	if err := be.WriteOwner(ctx, drivers.Resource{Name: r.Name}, rec); err != nil {
+		t.Fatal(err)
+	}
+	_, err := be.Ensure(ctx, r)
+	if nc := (*drivers.NotCreatedError)(nil); !errors.As(err, &nc) {
+		t.Fatalf("Ensure asking a replication factor of 7 of one broker: want a NotCreatedError, got %v", err)
+	}
+	got, err := openTold(t, cfg, "east").ReadOwner(ctx, drivers.Resource{Name: r.Name})
+	if err != nil || got == nil {
+		t.Fatalf("the record after a refused create: want it, got %v %v", got, err)
+	}
+	if got.ResourceID != anID {
+		t.Errorf("the record after a refused create: want topic ID %s, got %q", anID, got.ResourceID)
+	}
+}
+
+// TestFailedBackFillDoesNotFailEnsure: a record written before topic IDs
+// were kept (every record, right after an upgrade) is back-filled by
+// Ensure; when that write fails, Ensure used to fail, and converging
+// every Buckety depended on registry writes. The topic is the one a
+// record without an ID trusts: Ensure goes on and reports the failure
+// among its changes.
+func TestFailedBackFillDoesNotFailEnsure(t *testing.T) {
+	broker := kafka.Start(t, kafka.Options{})
+	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 2 * time.Second}}
+	ctx := context.Background()
+	r := drivers.Resource{Name: "legacy", Parameters: map[string]string{"partitions": "1"}}
+	old := openTold(t, cfg, "east")
+	if err := old.WriteOwner(ctx, drivers.Resource{Name: r.Name}, heldBy(r.Name)); err != nil {
+		t.Fatal(err)
+	}
+	loser := &replyLoser{key: kmsg.Produce, all: true}
+	be, opts := losingBackend(t, cfg, loser)
+	be.SetInstallation("east", nil)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, r.Name); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := be.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil || rec == nil || rec.ResourceID != "" {
+		t.Fatalf("the record before the upgrade: want one without a topic ID, got %+v %v", rec, err)
+	}
+	loser.armed.Store(true)
+	res, err := be.Ensure(ctx, r)
+	loser.armed.Store(false)
+	if err != nil || loser.lost.Load() == 0 {
+		t.Fatalf("Ensure whose back-fill of the record fails: want the topic converged, got %v (%d answers lost)", err, loser.lost.Load())
+	}
+	if !slices.ContainsFunc(res.Changes, func(c string) bool { return strings.Contains(c, "not yet given the topic's ID") }) {
+		t.Errorf("want the failed back-fill among the changes, got %q", res.Changes)
+	}
+}
+
+// TestLateCreateAnswerRecordsTheTopicCreated: this installation's record
+// of a name names a deleted topic's ID (written by another of its
+// processes after this one read the registry, so not cleared before the
+// create), and this backend creates the topic again; the controller,
+// which saw the create's answer too late, writes its record without
+// JustCreated. WriteOwner filled in the stored record's ID, the deleted
+// topic's: the Buckety's own topic was refused from then on. The topic
+// under the name is the one this backend created: its ID is written.
+func TestLateCreateAnswerRecordsTheTopicCreated(t *testing.T) {
+	broker := kafka.Start(t, kafka.Options{})
+	cfg := &Config{SeedBrokers: broker.Addrs, ClientID: "buckety-test", RequestTimeout: drivers.Duration{Duration: 5 * time.Second}}
+	ctx := context.Background()
+	r := drivers.Resource{Name: "late", Parameters: map[string]string{"partitions": "1"}}
+	be := openTold(t, cfg, "a")
+	if _, err := be.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	stale := &drivers.OwnerRecord{Installation: "a", Namespace: "team", Name: r.Name, UID: "uid-a", State: drivers.OwnerHeld, ResourceID: anID}
+	if err := openTold(t, cfg, "a").WriteOwner(ctx, drivers.Resource{Name: r.Name}, stale); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := be.Ensure(ctx, r); err != nil || !res.Created {
+		t.Fatalf("Ensure: want the topic created, got %+v %v", res, err)
+	}
+	if _, err := be.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	held := *stale
+	held.ResourceID = ""
+	if err := be.WriteOwner(ctx, drivers.Resource{Name: r.Name}, &held); err != nil {
+		t.Fatal(err)
+	}
+	after := openTold(t, cfg, "a")
+	if _, err := after.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.Ensure(ctx, r); err != nil {
+		t.Errorf("Ensure after a restart: want the topic this installation created converged, got %v", err)
 	}
 }

@@ -156,7 +156,7 @@ func (b *Backend) auditAnonymousRead(ctx context.Context, rs []drivers.Resource,
 			w.audited(name, read, 0) // Ensure leaves such a policy alone
 			continue
 		case err != nil && ctx.Err() != nil:
-			return // the budget spent: the bucket is read next sweep
+			return // the budget spent: the bucket, at the back of the queue since its read began, is read again in turn
 		case err != nil:
 			out[i].Err = err
 			if drivers.IsUnavailable(err) || httpStatus(err) >= 500 {

@@ -59,6 +59,9 @@ type Set struct {
 	cfg          *config.Config
 	entries      map[string]*Entry
 	installation string
+	// aware are the opened backends that are told the installation
+	// (drivers.InstallationAware).
+	aware []drivers.InstallationAware
 }
 
 // Open opens every backend of cfg. Drivers do not dial in Open, so an
@@ -70,6 +73,9 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		be, err := b.DriverImpl().Open(ctx, b.Name, b.Options())
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("open backend %s: %w", b.Name, err), s.Close())
+		}
+		if ia, ok := be.(drivers.InstallationAware); ok {
+			s.aware = append(s.aware, ia)
 		}
 		in := &instrumented{Backend: be, backend: b.Name, driver: b.Driver}
 		e := &Entry{Name: b.Name, Config: b, Driver: b.DriverImpl(), Backend: in}
@@ -102,6 +108,9 @@ func Open(ctx context.Context, cfg *config.Config) (*Set, error) {
 		}
 		s.entries[b.Name] = e
 	}
+	if s.installation != "" {
+		s.tellInstallation()
+	}
 	return s, nil
 }
 
@@ -114,9 +123,22 @@ func (s *Set) Installation() string { return s.installation }
 // them are its own.
 func (s *Set) FormerInstallations() []string { return s.cfg.FormerInstallations }
 
-// SetInstallation sets the name Installation returns; the controller calls
-// it once, before its reconcilers start.
-func (s *Set) SetInstallation(name string) { s.installation = name }
+// SetInstallation sets the name Installation returns, and tells the
+// backends that keep records of their own (drivers.InstallationAware); the
+// controller calls it once, before its reconcilers start, when the config
+// names no installation (Open tells the config's).
+func (s *Set) SetInstallation(name string) {
+	s.installation = name
+	s.tellInstallation()
+}
+
+// tellInstallation tells every backend that asks the installation's
+// current and former names.
+func (s *Set) tellInstallation() {
+	for _, ia := range s.aware {
+		ia.SetInstallation(s.installation, s.cfg.FormerInstallations)
+	}
+}
 
 // Entries lists the open backends, in file order.
 func (s *Set) Entries() []*Entry {
