@@ -53,9 +53,7 @@ func TestOwnTopicCreatedAgainSurvivesALostCreateReply(t *testing.T) {
 	if _, err := be.Ensure(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := be.WriteOwner(ctx, drivers.Resource{Name: r.Name, JustCreated: true}, heldBy(r.Name)); err != nil {
-		t.Fatal(err)
-	}
+	writeHeld(t, be, r.Name)
 	_, first := topicExists(t, cl, r.Name)
 	res, err := adm.DeleteTopics(ctx, r.Name)
 	if err == nil {
@@ -106,9 +104,7 @@ func TestTopicCreatedAgainByAnotherReplicaIsNotRefused(t *testing.T) {
 	params := map[string]string{"config.retention.ms": "604800000"}
 	r := drivers.Resource{Name: "moved", Parameters: params, MaxAge: time.Hour}
 	f.ensure(t, r.Name, params)
-	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: r.Name, JustCreated: true}, heldBy(r.Name)); err != nil {
-		t.Fatal(err)
-	}
+	writeHeld(t, f.backend, r.Name)
 	b := f.openAnother(t)
 	if _, err := b.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
 		t.Fatal(err)
@@ -144,9 +140,7 @@ func TestStaleObservationDoesNotRefuseTheTopic(t *testing.T) {
 	params := map[string]string{"config.retention.ms": "604800000"}
 	r := drivers.Resource{Name: "observed", Parameters: params}
 	f.ensure(t, r.Name, params)
-	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: r.Name, JustCreated: true}, heldBy(r.Name)); err != nil {
-		t.Fatal(err)
-	}
+	writeHeld(t, f.backend, r.Name)
 	b := f.openAnother(t)
 	if _, err := b.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
 		t.Fatal(err)
@@ -181,9 +175,7 @@ func TestHandoverKeepsTheRecordedTopicID(t *testing.T) {
 	params := map[string]string{"config.retention.ms": "604800000"}
 	r := drivers.Resource{Name: "handed", Parameters: params}
 	f.ensure(t, r.Name, params)
-	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: r.Name, JustCreated: true}, heldBy(r.Name)); err != nil {
-		t.Fatal(err)
-	}
+	writeHeld(t, f.backend, r.Name)
 	a2 := f.openAnother(t)
 	f.deleteOutOfBand(t, r.Name)
 	if _, err := a2.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
@@ -192,9 +184,7 @@ func TestHandoverKeepsTheRecordedTopicID(t *testing.T) {
 	if res, err := a2.Ensure(ctx, r); err != nil || !res.Created {
 		t.Fatalf("Ensure on A2 of a topic deleted out of band: want it created again, got %+v %v", res, err)
 	}
-	if err := a2.WriteOwner(ctx, drivers.Resource{Name: r.Name, JustCreated: true}, heldBy(r.Name)); err != nil {
-		t.Fatal(err)
-	}
+	writeHeld(t, a2, r.Name)
 	second := f.topicIDOf(t, r.Name)
 	// Back on A1: the handover reads the record fresh, then writes it
 	// handed over.
@@ -247,9 +237,7 @@ func TestCreateDoesNotStampAnotherInstallationsRecord(t *testing.T) {
 	if rec, err := f.openAnother(t).ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil || !rec.Same(retained) || rec.ResourceID != formatTopicID(first) {
 		t.Errorf("west's record after this installation's create: want it as it was (topic ID %s), got %+v %v", formatTopicID(first), rec, err)
 	}
-	if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: r.Name, JustCreated: true}, heldBy(r.Name)); err != nil {
-		t.Fatal(err)
-	}
+	writeHeld(t, f.backend, r.Name)
 	if rec, err := f.openAnother(t).ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil || !rec.Same(heldBy(r.Name)) || rec.ResourceID != formatTopicID(second) {
 		t.Errorf("this installation's record written after the create: want topic ID %s, got %+v %v", formatTopicID(second), rec, err)
 	}
@@ -277,9 +265,7 @@ func TestNoCreateWhenTheRecordsIDCannotBeCleared(t *testing.T) {
 	if _, err := be.Ensure(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := be.WriteOwner(ctx, drivers.Resource{Name: r.Name, JustCreated: true}, heldBy(r.Name)); err != nil {
-		t.Fatal(err)
-	}
+	writeHeld(t, be, r.Name)
 	res, err := adm.DeleteTopics(ctx, r.Name)
 	if err == nil {
 		err = res.Error()

@@ -22,6 +22,15 @@ func heldBy(name string) *drivers.OwnerRecord {
 	return &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: name, UID: "uid-" + name, State: drivers.OwnerHeld}
 }
 
+// writeHeld writes, through be, the record the controller writes for the
+// Buckety whose topic be just created.
+func writeHeld(t *testing.T, be *Backend, topic string) {
+	t.Helper()
+	if err := be.WriteOwner(context.Background(), drivers.Resource{Name: topic, JustCreated: true}, heldBy(topic)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // topicIDOf reads topic's ID with the fixture's independent client.
 func (f *fixture) topicIDOf(t *testing.T, topic string) topicID {
 	t.Helper()
@@ -60,13 +69,7 @@ func (f *fixture) configsOf(t *testing.T, topic string) map[string]string {
 func (f *fixture) replaceOutOfBand(t *testing.T, topic string) topicID {
 	t.Helper()
 	ctx := context.Background()
-	res, err := f.admin.DeleteTopics(ctx, topic)
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
-		t.Fatalf("delete %s out of band: %v", topic, err)
-	}
+	f.deleteOutOfBand(t, topic)
 	created, err := f.admin.CreateTopic(ctx, 1, 1, nil, topic)
 	if err != nil || created.Err != nil {
 		t.Fatalf("create %s out of band: %v %v", topic, err, created.Err)
