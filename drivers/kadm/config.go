@@ -421,3 +421,14 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// saslPrincipal is the Kafka principal the backend logs in as with SASL
+// (User:NAME, as kafka-acls names it), "" without SASL: a mutual TLS
+// principal is what the brokers' mapping of the certificate makes, which
+// the backend does not know.
+func (c *Config) saslPrincipal() string {
+	if c.SASL == nil || c.SASL.Username == "" {
+		return ""
+	}
+	return "User:" + c.SASL.Username
+}

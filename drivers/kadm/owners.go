@@ -117,11 +117,12 @@ type ownerTable struct {
 	// epoch counts the times the registry was found deleted and created
 	// again (drivers.RegistryEpochs).
 	epoch uint64
-	// unsound says why the registry's configs let the brokers delete its
-	// records, "" when they do not or before they were read; configsAt is
-	// when they were last asked for, configsID the registry's topic ID
-	// then (registryconfigs.go).
-	unsound   string
+	// unsound is the verdict on the registry's configs: why they let the
+	// brokers delete its records, or why they could not be read, zero when
+	// they keep them or before they were read; configsAt is when they were
+	// last asked for, configsID the registry's topic ID then
+	// (registryconfigs.go).
+	unsound   drivers.Warning
 	configsAt time.Time
 	configsID [16]byte
 

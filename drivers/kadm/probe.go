@@ -16,6 +16,12 @@ var (
 // reason.
 const ReasonRegistryNotCompacted = "RegistryNotCompacted"
 
+// ReasonRegistryConfigsUnreadable is the warning of a backend whose
+// principal the brokers refuse the read of the owner registry's configs
+// (DescribeConfigs on the topic), so that whether the registry keeps its
+// records cannot be told.
+const ReasonRegistryConfigsUnreadable = "RegistryConfigsUnreadable"
+
 // Probe implements drivers.Prober: one Metadata request for no topic
 // (the brokers and the controller), sent to the cluster rather than
 // answered from kgo's metadata cache, within the backend's request
@@ -43,12 +49,14 @@ func (b *Backend) Probe(ctx context.Context) error {
 // ProbeWarnings implements drivers.Warner: a registry whose cleanup.policy
 // lets the brokers delete ownership records is a warning, reason
 // RegistryNotCompacted, whose message names the topic, the setting and
-// the kafka-configs command that fixes it. It is the verdict the backend
-// holds: the last Probe's, or a newer one from a catch-up that found the
-// registry created again since.
+// the kafka-configs command that fixes it; one whose configs the brokers
+// refuse the backend's principal is a warning too, reason
+// RegistryConfigsUnreadable, naming the right to grant. It is the verdict
+// the backend holds: the last Probe's, or a newer one from a catch-up that
+// found the registry created again since.
 func (b *Backend) ProbeWarnings() []drivers.Warning {
-	if why := b.registryVerdict(); why != "" {
-		return []drivers.Warning{{Reason: ReasonRegistryNotCompacted, Message: why}}
+	if w := b.registryVerdict(); w.Reason != "" {
+		return []drivers.Warning{w}
 	}
 	return nil
 }

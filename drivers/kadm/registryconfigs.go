@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/Yolean/buckety-controller/drivers"
 )
 
 // The registry's configs. createRegistry makes the registry compacted, and
@@ -23,9 +25,13 @@ import (
 // created again (registryMetadata), and when the probe finds the last
 // reading older than registryConfigsEvery; a registry whose policy is
 // anything but compact is the probe's warning (ProbeWarnings), not its
-// failure: the backend serves meanwhile. The backend never alters the
-// registry's configs: they may be the cluster's policy, which its
-// operator owns.
+// failure: the backend serves meanwhile. So is a registry whose configs
+// the backend's principal may not read (DescribeConfigs refused with
+// TOPIC_AUTHORIZATION_FAILED): whether the brokers keep its records cannot
+// be told, and a backend that looked sound only because nobody could look
+// would hide the risk the warning is for. The backend never alters the
+// registry's configs or its rights: they may be the cluster's policy,
+// which its operator owns.
 
 // registryConfigsEvery bounds how often the registry's configs are read:
 // a registry altered with kafka-configs shows in the probe's warnings
@@ -43,7 +49,9 @@ var registryConfigKeys = []string{"cleanup.policy", "retention.ms", "retention.b
 // zero ID, from the probe or a broker without topic IDs, means whichever
 // exists now. A reading that fails keeps the last verdict: a broker slow
 // to answer it says nothing about the registry, and reads and writes of
-// records go on either way.
+// records go on either way. A reading the brokers refuse is a verdict of
+// its own (RegistryConfigsUnreadable), which the first reading they
+// answer replaces.
 func (b *Backend) judgeRegistry(ctx context.Context, topicID [16]byte) {
 	t := b.owners
 	now := b.observed.now()
@@ -64,7 +72,13 @@ func (b *Backend) judgeRegistry(ctx context.Context, topicID [16]byte) {
 	}
 	unsound, err := b.registryUnsound(ctx)
 	if err != nil {
-		return
+		// A refusal is the brokers' answer, not a slow broker's: it
+		// stands until the operator grants the right.
+		var denied *registryConfigsDenied
+		if !errors.As(err, &denied) {
+			return
+		}
+		unsound = denied.warning()
 	}
 	t.mu.Lock()
 	// A reading of a registry found created again since keeps the newer
@@ -76,10 +90,12 @@ func (b *Backend) judgeRegistry(ctx context.Context, topicID [16]byte) {
 }
 
 // registryUnsound reads the registry's configs (one DescribeConfigs) and
-// says why they let the brokers delete ownership records, "" when they do
-// not or when the registry does not exist (createRegistry makes it
-// compacted).
-func (b *Backend) registryUnsound(ctx context.Context) (string, error) {
+// says why they let the brokers delete ownership records (a warning of
+// reason RegistryNotCompacted), the zero Warning when they do not or when
+// the registry does not exist (createRegistry makes it compacted). The
+// brokers refusing the backend's principal the read is a
+// *registryConfigsDenied.
+func (b *Backend) registryUnsound(ctx context.Context) (drivers.Warning, error) {
 	topic := b.cfg.registryTopic()
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	rr := kmsg.NewDescribeConfigsRequestResource()
@@ -87,17 +103,19 @@ func (b *Backend) registryUnsound(ctx context.Context) (string, error) {
 	req.Resources = append(req.Resources, rr)
 	resp, err := req.RequestWith(ctx, b.kgo)
 	if err != nil {
-		return "", b.classify(fmt.Errorf("owner registry %s: describe configs: %w", topic, err))
+		return drivers.Warning{}, b.classify(fmt.Errorf("owner registry %s: describe configs: %w", topic, err))
 	}
 	if len(resp.Resources) != 1 {
-		return "", fmt.Errorf("owner registry %s: describe configs: the broker's answer does not mention the topic", topic)
+		return drivers.Warning{}, fmt.Errorf("owner registry %s: describe configs: the broker's answer does not mention the topic", topic)
 	}
 	r := resp.Resources[0]
 	switch err := kerr.ErrorForCode(r.ErrorCode); {
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
-		return "", nil
+		return drivers.Warning{}, nil
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		return drivers.Warning{}, &registryConfigsDenied{topic: topic, principal: b.cfg.saslPrincipal(), err: b.classify(fmt.Errorf("owner registry %s: describe configs: %w %s", topic, err, unptr(r.ErrorMessage)))}
 	case err != nil:
-		return "", b.classify(fmt.Errorf("owner registry %s: describe configs: %w %s", topic, err, unptr(r.ErrorMessage)))
+		return drivers.Warning{}, b.classify(fmt.Errorf("owner registry %s: describe configs: %w %s", topic, err, unptr(r.ErrorMessage)))
 	}
 	configs := map[string]string{}
 	for _, c := range r.Configs {
@@ -105,9 +123,42 @@ func (b *Backend) registryUnsound(ctx context.Context) (string, error) {
 	}
 	policy, ok := configs["cleanup.policy"]
 	if !ok {
-		return "", fmt.Errorf("owner registry %s: describe configs: the broker's answer has no cleanup.policy", topic)
+		return drivers.Warning{}, fmt.Errorf("owner registry %s: describe configs: the broker's answer has no cleanup.policy", topic)
 	}
-	return unsoundMessage(topic, policy, configs), nil
+	if why := unsoundMessage(topic, policy, configs); why != "" {
+		return drivers.Warning{Reason: ReasonRegistryNotCompacted, Message: why}, nil
+	}
+	return drivers.Warning{}, nil
+}
+
+// registryConfigsDenied is the brokers refusing the backend's principal
+// the read of the registry's configs.
+type registryConfigsDenied struct {
+	// topic is the registry's; principal the backend's SASL principal
+	// (User:NAME), "" when it logs in otherwise (mTLS, whose principal
+	// the broker's mapping makes).
+	topic, principal string
+	err              error
+}
+
+func (e *registryConfigsDenied) Error() string { return e.err.Error() }
+func (e *registryConfigsDenied) Unwrap() error { return e.err }
+
+// warning is the probe's warning about it, reason
+// RegistryConfigsUnreadable: what cannot be told, what it risks, and the
+// right that lets the backend tell.
+func (e *registryConfigsDenied) warning() drivers.Warning {
+	principal := e.principal
+	if principal == "" {
+		principal = "User:PRINCIPAL"
+	}
+	return drivers.Warning{Reason: ReasonRegistryConfigsUnreadable, Message: fmt.Sprintf(
+		"owner registry %s: the brokers refuse the backend's principal the read of its configs (DescribeConfigs: %v), "+
+			"so whether they keep its ownership records cannot be told: with a cleanup.policy other than compact they may delete them by age or size, "+
+			"and another installation then sees the topics they name as unowned and may take them over. "+
+			"The backend serves its topics and writes its records meanwhile: "+
+			"allow the backend's principal DescribeConfigs on the topic, e.g. kafka-acls --add --allow-principal %s --operation DescribeConfigs --topic %s",
+		e.topic, kerr.TopicAuthorizationFailed.Message, principal, e.topic)}
 }
 
 // unsoundMessage is the probe's warning about a registry whose
@@ -146,9 +197,9 @@ func compactOnly(policy string) bool {
 	return true
 }
 
-// registryVerdict is the last verdict on the registry's configs, "" when
-// they keep its records (or were not read yet).
-func (b *Backend) registryVerdict() string {
+// registryVerdict is the last verdict on the registry's configs, the
+// zero Warning when they keep its records (or were not read yet).
+func (b *Backend) registryVerdict() drivers.Warning {
 	t := b.owners
 	t.mu.Lock()
 	defer t.mu.Unlock()

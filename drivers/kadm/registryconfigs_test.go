@@ -236,3 +236,85 @@ func TestUnsoundMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeWarnsWhenRegistryConfigsAreRefused: a backend whose principal
+// the brokers refuse DescribeConfigs on the owner registry cannot tell
+// whether the registry keeps its records. That is the probe's warning,
+// reason RegistryConfigsUnreadable, naming the topic and the right to
+// grant, not a registry taken for sound because nobody could look; the
+// probe passes and the backend writes its records meanwhile. Once the
+// operator grants the right, the next reading (registryConfigsEvery
+// later) judges the configs as usual: a compacted registry is no warning,
+// one that deletes records is RegistryNotCompacted.
+func TestProbeWarnsWhenRegistryConfigsAreRefused(t *testing.T) {
+	const user, password = "bky-backend", "backend-s3cr3t"
+	f := newFixture(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:admin:s3cr3t"}, ACLs: true}, func(c *Config) {
+		c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "admin", Password: "s3cr3t"}
+	})
+	ctx := context.Background()
+	topic := f.backend.cfg.registryTopic()
+	if _, err := f.admin.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: password}}); err != nil {
+		t.Fatal(err)
+	}
+	allow := kadm.NewACLs().Allow("User:" + user).AllowHosts("*").Topics("*").Clusters().Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral)
+	deny := kadm.NewACLs().Deny("User:" + user).DenyHosts("*").Topics(topic).Operations(kadm.OpDescribeConfigs).ResourcePatternType(kadm.ACLPatternLiteral)
+	for _, b := range []*kadm.ACLBuilder{allow, deny} {
+		res, err := f.admin.CreateACLs(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("ACL %+v: %v", r, r.Err)
+			}
+		}
+	}
+	f.createByHand(t, topic, "delete")
+
+	cfg := *f.backend.cfg
+	cfg.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: user, Password: password}
+	d, err := (&Driver{}).Open(ctx, "kafka", &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	be := d.(*Backend)
+	be.SetInstallation("east", nil)
+	rec := &drivers.OwnerRecord{Installation: "east", Namespace: "team", Name: "b", UID: "u", State: drivers.OwnerHeld}
+	if err := be.WriteOwner(ctx, drivers.Resource{Name: "t1"}, rec); err != nil {
+		t.Fatalf("want records written although the registry's configs are refused, got %v", err)
+	}
+	if err := be.Probe(ctx); err != nil {
+		t.Fatalf("want the probe to pass (the backend serves), got %v", err)
+	}
+	ws := be.ProbeWarnings()
+	if len(ws) != 1 || ws[0].Reason != ReasonRegistryConfigsUnreadable {
+		t.Fatalf("registry configs refused: want one warning of reason %s, got %+v", ReasonRegistryConfigsUnreadable, ws)
+	}
+	t.Logf("warning: %s: %s", ws[0].Reason, ws[0].Message)
+	for _, want := range []string{"owner registry " + topic, "DescribeConfigs", "--allow-principal User:" + user + " --operation DescribeConfigs --topic " + topic} {
+		if !strings.Contains(ws[0].Message, want) {
+			t.Errorf("want the warning to say %q, got %q", want, ws[0].Message)
+		}
+	}
+	if strings.Contains(ws[0].Message, password) {
+		t.Errorf("the warning names the backend's password: %q", ws[0].Message)
+	}
+
+	// The operator grants the right: the next reading judges the configs.
+	dres, err := f.admin.DeleteACLs(ctx, kadm.NewACLs().Deny("User:"+user).DenyHosts("*").Topics(topic).Operations(kadm.OpDescribeConfigs).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || len(dres) == 0 || dres[0].Err != nil {
+		t.Fatalf("delete the deny ACL: %v %+v", err, dres)
+	}
+	later := time.Now().Add(registryConfigsEvery)
+	be.observed.now = func() time.Time { return later }
+	wantRegistryWarned(t, be, be.Probe(ctx), topic, "delete")
+	compact := "compact"
+	f.setOutOfBand(t, topic, kadm.AlterConfig{Name: "cleanup.policy", Value: &compact})
+	later = later.Add(registryConfigsEvery)
+	wantNoWarning(t, be, be.Probe(ctx), "registry compacted, its configs readable")
+}

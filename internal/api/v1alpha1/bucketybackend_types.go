@@ -11,7 +11,9 @@ import (
 // the probe that found it serving warned of something its operator should
 // fix (drivers.Warner). Degraded True has the warning's reason, which the
 // driver names (kadm: RegistryNotCompacted, an owner registry whose
-// cleanup.policy lets the brokers delete ownership records); False is
+// cleanup.policy lets the brokers delete ownership records;
+// RegistryConfigsUnreadable, one whose configs the brokers refuse the
+// backend's principal, so that this cannot be told); False is
 // AsExpected; Unknown is NotProbed before a probe ran, NotDetermined when
 // none passed yet. While the probe fails, Degraded keeps what the last
 // probe that passed found.
@@ -122,7 +124,8 @@ type BucketyBackendStatus struct {
 	// KeysPerAccessUnavailable or NotProbed; and Degraded (negative
 	// polarity): True while the last probe that passed warned of something
 	// the backend's operator should fix, with the driver's reason (kadm:
-	// RegistryNotCompacted) and the fix in the message, False (AsExpected)
+	// RegistryNotCompacted, RegistryConfigsUnreadable) and the fix in the
+	// message, False (AsExpected)
 	// when it warned of nothing, Unknown (NotProbed, NotDetermined) before
 	// a probe passed.
 	// +optional
