@@ -221,6 +221,16 @@ func (a *Assigner) defaults() error {
 	if a.RetryPeriod <= 0 {
 		a.RetryPeriod = 2 * time.Second
 	}
+	// A Lease holds its duration in whole seconds (spec), and a taker
+	// waits what the Lease holds: with a fraction of a second cut off, a
+	// holder cut off from the API server would still work the shard, up
+	// to its renew deadline, after another replica may take it.
+	if a.LeaseDuration%time.Second != 0 {
+		return fmt.Errorf("lease duration %s: want a whole number of seconds, as a Lease records it", a.LeaseDuration)
+	}
+	if a.RenewDeadline >= a.LeaseDuration {
+		return fmt.Errorf("renew deadline %s: want less than the lease duration %s, so a holder stops before another replica may take its shards", a.RenewDeadline, a.LeaseDuration)
+	}
 	a.held = map[int]*running{}
 	a.stopping = map[int]chan struct{}{}
 	a.warming = map[int]context.CancelFunc{}

@@ -132,6 +132,7 @@ func TestBadFlagValuesExit2(t *testing.T) {
 		{[]string{"--backend-probe-interval", "10ms"}, "buckety-controller: --backend-probe-interval 10ms: want 0 (no probe, no BucketyBackend objects) or at least 1s"},
 		{[]string{"--leader-elect-lease-duration", "0s"}, "buckety-controller: --leader-elect-lease-duration 0s: want a positive duration"},
 		{[]string{"--leader-elect-renew-deadline", "15s"}, "buckety-controller: --leader-elect-renew-deadline 15s: want less than --leader-elect-lease-duration (15s)"},
+		{[]string{"--leader-elect-lease-duration", "10500ms", "--leader-elect-renew-deadline", "10200ms"}, "buckety-controller: --leader-elect-lease-duration 10.5s: want a whole number of seconds"},
 		{[]string{"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "3s"}, "buckety-controller: --leader-elect-retry-period 3s: want the renew deadline (3s) to exceed 1.2× it"},
 	}
 	for _, c := range cases {

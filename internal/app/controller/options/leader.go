@@ -30,6 +30,9 @@ func (f *Flags) validateLeaderElection() error {
 			return fmt.Errorf("%s %s: want a positive duration", d.flag, d.v)
 		}
 	}
+	if f.LeaseDuration%time.Second != 0 {
+		return fmt.Errorf("--leader-elect-lease-duration %s: want a whole number of seconds: a Lease records its duration in whole seconds (leaseDurationSeconds), and the other replicas wait what it records, so a holder would go on working after they may take over", f.LeaseDuration)
+	}
 	if f.RenewDeadline >= f.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline %s: want less than --leader-elect-lease-duration (%s), so a leader gives up before a standby may take over", f.RenewDeadline, f.LeaseDuration)
 	}
