@@ -172,8 +172,10 @@ func (b *Backend) BucketyRefsPerAccess() int {
 type Limits struct {
 	// PerNamespace is the most Bucketies one namespace may have on this
 	// backend (counted at admission from the Bucketies naming it, and by
-	// the controller from the claims of the namespace on the backend's
-	// service); 0 or absent: no limit.
+	// the controller from the namespace's claims recorded through it); 0
+	// or absent: no limit. Each backend counts its own, as do the budgets
+	// below: two backends that reach one service with a limit each let a
+	// namespace hold both there.
 	PerNamespace int `json:"perNamespace,omitempty"`
 	// AccessesPerNamespace is the most BucketyAccesses (explicit and
 	// implicit) one namespace may have on Bucketies of this backend: each
