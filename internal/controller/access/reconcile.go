@@ -534,6 +534,41 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 	return r.bucketyOf(ctx, a, a.Spec.BucketyRef, f)
 }
 
+// grantedOnAnother reports whether the access's credentials were granted
+// on another Buckety of the name namespace/name than the one of UID uid:
+// the access's status says so for an access naming one (the Buckety its
+// Secret was last written for); for one naming several, its credential
+// records do, each resource with its Buckety's UID (a record of an older
+// release holds the first one's alone). An access granted nothing yet
+// was granted on none.
+func (r *Reconciler) grantedOnAnother(ctx context.Context, a *v1.BucketyAccess, namespace, name string, uid types.UID) (bool, error) {
+	if !a.Several() {
+		return a.Status.BucketyUID != "" && a.Status.BucketyUID != uid, nil
+	}
+	creds, err := r.credentials(ctx, a.UID)
+	if err != nil {
+		return false, err
+	}
+	key := namespace + "/" + name
+	first := a.Spec.BucketyRefs[0]
+	isFirst := a.RefNamespace(first) == namespace && first.Name == name
+	for i := range creds {
+		c := &creds[i].Spec
+		if len(c.Resources) == 0 {
+			if isFirst && c.BucketyUID != "" && c.BucketyUID != string(uid) {
+				return true, nil
+			}
+			continue
+		}
+		for _, res := range c.Resources {
+			if res.Buckety == key && res.BucketyUID != string(uid) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // bucketyOf is buckety for one of the Bucketies the access names.
 func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.BucketyReference, f *facts) (_ *v1.Buckety, _ *backends.Entry, ok bool, err error) {
 	b := &v1.Buckety{}
@@ -556,14 +591,21 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if !a.Several() && a.Status.BucketyUID != "" && a.Status.BucketyUID != b.UID {
+	replaced, err := r.grantedOnAnother(ctx, a, ns, ref.Name, b.UID)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if replaced {
 		// Not the Buckety the access's credentials were granted on: that
 		// one was deleted (its finalizer stripped) and this one applied
 		// under its name, and the pass never saw the gap. Where this one
 		// cannot be granted on now (not provisioned yet, being deleted,
 		// its backend gone), those credentials are revoked at once, as
 		// for a missing Buckety, not once it has provisioned (when the
-		// grant's own pass revokes them) or at the orphan check.
+		// grant's own pass revokes them) or at the orphan check. For an
+		// access naming several, one such Buckety revokes the one
+		// credential they share, which the access is granted afresh once
+		// every one can be.
 		defer func() {
 			if !ok && err == nil {
 				f.bucketyReplaced = true

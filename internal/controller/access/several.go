@@ -75,10 +75,15 @@ func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f 
 	// elsewhereWhy keeps why the first Buckety whose resource is not this
 	// installation's revokes the access (f.elsewhere), which a later
 	// one's wait would otherwise overwrite.
-	elsewhereWhy := ""
+	// replacedWhy keeps the same of the first Buckety that is not the
+	// one the access's credentials were granted on (f.bucketyReplaced).
+	elsewhereWhy, replacedWhy := "", ""
 	defer func() {
-		if elsewhereWhy != "" {
+		switch {
+		case elsewhereWhy != "":
 			f.bucketyWaiting = elsewhereWhy
+		case replacedWhy != "":
+			f.bucketyWaiting = replacedWhy
 		}
 	}()
 	for i, ref := range a.Spec.BucketyRefs {
@@ -88,6 +93,9 @@ func (r *Reconciler) resolveSeveral(ctx context.Context, a *v1.BucketyAccess, f 
 		}
 		if f.elsewhere && elsewhereWhy == "" {
 			elsewhereWhy = f.bucketyWaiting
+		}
+		if f.bucketyReplaced && replacedWhy == "" {
+			replacedWhy = f.bucketyWaiting
 		}
 		if f.notShared != "" {
 			on.withdrawn = append(on.withdrawn, objects.RefKey(a.RefNamespace(ref), ref.Name))
