@@ -446,7 +446,9 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 // IDs), so that the request deletes only that topic and never one created
 // under the name since. A name this backend sent a deletion for lately
 // (see deletions) is deleted by that deletion's ID; one that now holds a
-// topic of another ID is left alone and the deletion taken as done.
+// topic of another ID is left alone and the deletion taken as done,
+// unless the name's owner record names that topic's ID (the Buckety
+// holding the name now).
 // Otherwise a topic whose ID is not the one its owner record names is
 // refused (topicid.go): it was created under the name by someone else
 // since the record's topic was deleted out of band.
@@ -464,17 +466,28 @@ func (b *Backend) Delete(ctx context.Context, r drivers.Resource) error {
 	}
 	id := st.id
 	sent, remembered := b.deleted.get(name)
-	if remembered {
-		if st.exists && st.id != (topicID{}) && st.id != sent {
-			// The topic this backend deleted is gone (its answer was
-			// lost, or the controller deletes again after a success),
-			// and the one there now was created since by someone else
-			// (a producer's auto-create, an administrator): it is not
-			// this Buckety's, and neither is its data. Delete reports
-			// no more than an error, so it reports done.
+	if remembered && st.exists && st.id != (topicID{}) && st.id != sent {
+		// The topic this backend deleted is gone (its answer was lost,
+		// or the controller deletes again after a success), and another
+		// was created under the name since. One whose owner record
+		// names its ID is the record holder's: a Buckety that took the
+		// name since (created by another replica, adopted, handed over),
+		// whose deletion the controller asks for having read that
+		// record, and it is deleted as any other. Any other topic was
+		// created by someone else (a producer's auto-create, an
+		// administrator): it is not this Buckety's, and neither is its
+		// data. Delete reports no more than an error, so it reports done.
+		held, err := b.recordNamesTopic(ctx, name, st.id)
+		if err != nil {
+			return err
+		}
+		if !held {
 			b.observed.forget(name)
 			return nil
 		}
+		remembered = false
+	}
+	if remembered {
 		// A topic missing from a broker's metadata may only be missing
 		// from that broker's copy: the deletion sent before is sent
 		// again, by its ID, and can delete nothing else.

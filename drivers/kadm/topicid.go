@@ -474,3 +474,16 @@ func (b *Backend) madeIsCurrent(ctx context.Context, name, recorded string, id t
 	}
 	return st.exists && st.id == id, nil
 }
+
+// recordNamesTopic reports whether name's owner record, read from a
+// registry caught up just now, names the topic of ID id: the topic is the
+// record holder's. A record without an ID (written before IDs were kept)
+// names none: a topic created since a deletion of this backend is then
+// taken for someone else's, as before IDs.
+func (b *Backend) recordNamesTopic(ctx context.Context, name string, id topicID) (bool, error) {
+	if err := b.catchUp(ctx); err != nil {
+		return false, fmt.Errorf("kadm: backend %s: topic %s: read its owner record before deleting a topic created since this backend's deletion of the name: %w", b.name, name, err)
+	}
+	rec := b.tableRecord(name)
+	return rec != nil && rec.ResourceID == formatTopicID(id), nil
+}
