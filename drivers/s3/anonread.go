@@ -75,12 +75,15 @@ func mergeAnonymousRead(existing []byte, bucket string, want bool, maxBytes int)
 // to the parameter, on the implementations that have it. A policy that
 // the backend's keys may not read, or a server without bucket policies,
 // is left alone when the parameter is not set: no statement was written
-// there.
+// there; nor, on an implementation without the statement, when it is:
+// there is one to remove only if the backend declared another
+// implementation before.
 func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket string, p params, g *writeGate, res *drivers.EnsureResult) error {
 	want, ok := b.anonymousReadWanted(p, res)
 	if !ok {
 		return nil
 	}
+	lenient := p.anonymousRead == nil || !b.srv.has(ParamAnonymousRead)
 	l := b.policyLock(bucket)
 	if err := l.lock(ctx, bucket); err != nil {
 		return err
@@ -88,7 +91,7 @@ func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket
 	defer l.unlock()
 	cur, err := b.bucketPolicy(ctx, cl, bucket)
 	switch {
-	case err != nil && p.anonymousRead == nil && (drivers.IsAccessDenied(err) || isNotImplemented(err)):
+	case err != nil && lenient && (drivers.IsAccessDenied(err) || isNotImplemented(err)):
 		return nil
 	case err != nil:
 		return err
@@ -117,7 +120,21 @@ func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket
 		w.add(bucket)
 	}
 	if err := b.putBucketPolicy(ctx, cl, bucket, next); err != nil {
-		return err
+		// VersityGW refuses a policy whose grants name a user it no
+		// longer knows: without those grants the statement is written,
+		// rather than the bucket staying public against its parameter
+		// until some grant is written there.
+		v, ok := b.scoping.issuer.(*versityIssuer)
+		if !ok {
+			return err
+		}
+		pruned, dropped, perr := v.withoutMissingUsers(ctx, bucket, next, err)
+		if !dropped {
+			return perr
+		}
+		if err := b.putBucketPolicy(ctx, cl, bucket, pruned); err != nil {
+			return err
+		}
 	}
 	if w != nil {
 		w.add(bucket)
@@ -127,19 +144,24 @@ func (b *Backend) ensureAnonymousRead(ctx context.Context, cl *s3.Client, bucket
 }
 
 // anonymousReadWanted is whether the bucket is to be readable by anyone,
-// and ok false where the implementation has no such statement to read
-// (nothing to do). A parameter that asks for it where it cannot be had (it
-// was admitted before the gate or the config refused it) is a shortfall,
-// and the statement is removed from a bucket on a backend whose config
-// no longer allows it.
+// and ok false where there is nothing to do: the implementation has no
+// such statement and the parameter is not set. A parameter that asks for
+// it where it cannot be had (it was admitted before the gate or the
+// config refused it) is a shortfall, and the statement is removed from a
+// bucket on a backend whose config no longer allows it. So it is where
+// the backend's implementation no longer has the statement (its operator
+// changed or removed implementation, which takes allowAnonymousRead
+// with it) and the parameter is set, either way: a statement written
+// while the backend declared one that has it would otherwise keep the
+// bucket public, against the shortfall's word and the tenant's "false".
 func (b *Backend) anonymousReadWanted(p params, res *drivers.EnsureResult) (want, ok bool) {
 	asked := p.anonymousRead != nil && *p.anonymousRead
 	switch {
 	case !b.srv.has(ParamAnonymousRead):
 		if asked {
-			res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamAnonymousRead, Message: "this backend's implementation does not serve anonymous reads through a bucket policy; the bucket is not public"})
+			res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamAnonymousRead, Message: "this backend's implementation does not serve anonymous reads through a bucket policy, so the bucket is not public (an anonymous read statement buckety wrote before is removed)"})
 		}
-		return false, false
+		return false, p.anonymousRead != nil
 	case asked && !b.cfg.AllowAnonymousRead:
 		res.Shortfalls = append(res.Shortfalls, drivers.Shortfall{Parameter: ParamAnonymousRead, Message: "the backend's config does not set allowAnonymousRead, so the bucket is not public (an anonymous read statement buckety wrote before is removed)"})
 		return false, true

@@ -275,3 +275,49 @@ func TestMergeAnonymousRead(t *testing.T) {
 		t.Errorf("grants merged beside the anonymous statement: want it kept, got %s (%v)", merged, err)
 	}
 }
+
+// TestAnonymousReadRemovedWhenTheImplementationChanges: a bucket made
+// public on a backend declared minio, whose operator then removes
+// implementation (the config makes allowAnonymousRead go with it): an
+// implementation without the statement still reads the policy of a
+// Buckety that sets the parameter and takes buckety's statement out, so
+// the shortfall's "not public" is true and a later "false" is honoured.
+// Nothing else would ever read that policy again: the bucket stayed
+// public. A Buckety without the parameter costs no policy read.
+func TestAnonymousReadRemovedWhenTheImplementationChanges(t *testing.T) {
+	f := newFixture(t, ImplMinIO, s3test.Options{}, func(c *Config) { c.AllowAnonymousRead = true })
+	ctx := context.Background()
+	on := map[string]string{ParamAnonymousRead: "true"}
+	for _, bucket := range []string{"public-media", "other-media"} {
+		f.ensure(t, bucket, on)
+		f.put(t, bucket, "a.txt", "hello")
+		f.anonymousSees(t, bucket, map[string]int{"get": 200})
+	}
+
+	cfg := *f.cfg
+	cfg.Implementation, cfg.AllowAnonymousRead = "", false
+	be, counter := open(t, &cfg)
+	res, err := be.Ensure(ctx, drivers.Resource{Name: "public-media", Parameters: on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Shortfalls) != 1 || res.Shortfalls[0].Parameter != ParamAnonymousRead || !strings.Contains(res.Shortfalls[0].Message, "removed") {
+		t.Errorf("want the anonymousRead shortfall, got %+v", res.Shortfalls)
+	}
+	if len(res.Changes) != 1 || res.Changes[0] != anonymousReadRemoved {
+		t.Errorf("want the change %q, got %q", anonymousReadRemoved, res.Changes)
+	}
+	f.anonymousSees(t, "public-media", map[string]int{"get": 403})
+	if res, err := be.Ensure(ctx, drivers.Resource{Name: "other-media", Parameters: map[string]string{ParamAnonymousRead: "false"}}); err != nil || len(res.Changes) != 1 || res.Changes[0] != anonymousReadRemoved {
+		t.Errorf("anonymousRead false: want the change %q, got %+v (%v)", anonymousReadRemoved, res, err)
+	}
+	f.anonymousSees(t, "other-media", map[string]int{"get": 403})
+
+	counter.Reset()
+	if _, err := be.Ensure(ctx, drivers.Resource{Name: "other-media"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.Ops()["GetBucketPolicy"]; n != 0 {
+		t.Errorf("a Buckety without the parameter: want no policy read, got %d", n)
+	}
+}

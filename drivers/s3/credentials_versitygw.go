@@ -97,7 +97,7 @@ func (v *versityIssuer) inspect(ctx context.Context, principal string) (bool, er
 // then deletes its user.
 func (v *versityIssuer) revoke(ctx context.Context, a drivers.Access) error {
 	for _, bucket := range append(a.Resources(), a.Drop...) {
-		if err := v.setBucketGrant(ctx, bucket, a.Principal, "", nil); err != nil && !isNoSuchBucket(err) {
+		if err := v.setBucketGrant(ctx, bucket, a.Principal, "", nil); err != nil && !saidNoSuchBucket(err) {
 			return err
 		}
 	}
@@ -174,7 +174,7 @@ func (v *versityIssuer) grant(ctx context.Context, a drivers.Access, secret stri
 		user = nil
 	}
 	for _, bucket := range a.Drop {
-		if err := v.setBucketGrant(ctx, bucket, a.Principal, "", nil); err != nil && !isNoSuchBucket(err) {
+		if err := v.setBucketGrant(ctx, bucket, a.Principal, "", nil); err != nil && !saidNoSuchBucket(err) {
 			return secret, err
 		}
 		v.drops.add(bucket, a.Principal)
@@ -271,6 +271,46 @@ func (v *versityIssuer) setBucketGrants(ctx context.Context, bucket string, set 
 	return b.putBucketPolicy(ctx, cl, bucket, next)
 }
 
+// withoutMissingUsers is doc, a policy the gateway refused (werr), without
+// buckety's grants to keys the gateway no longer knows: VersityGW refuses
+// any policy naming a user that does not exist, and a grant can outlive
+// its user (a principal revoked by its name alone, a user deleted by
+// hand). The grant's own write recovers so (setBucketGrants); the other
+// writers of the policy (the anonymous read statement) use this. dropped
+// is false, with werr, when no grant names a missing user, or the
+// refusal says nothing of the policy (the gateway unreachable, the keys
+// refused).
+func (v *versityIssuer) withoutMissingUsers(ctx context.Context, bucket string, doc []byte, werr error) (out []byte, dropped bool, err error) {
+	if drivers.IsUnavailable(werr) || drivers.IsAccessDenied(werr) {
+		return nil, false, werr
+	}
+	grants, gerr := bucketyGrants(doc)
+	if gerr != nil && !errors.Is(gerr, errPolicyDrift) {
+		return nil, false, werr
+	}
+	if len(grants) == 0 {
+		return nil, false, werr
+	}
+	users, err := v.admin.ListUsers(ctx)
+	if err != nil {
+		return nil, false, errors.Join(werr, v.b.adminError("list users", err))
+	}
+	for p := range grants {
+		if _, ok := users[p]; !ok {
+			delete(grants, p)
+			dropped = true
+		}
+	}
+	if !dropped {
+		return nil, false, werr
+	}
+	out, _, err = mergeBucketPolicy(doc, bucket, grants)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
 // sweep makes one ListUsers, and one GetBucketPolicy per bucket: a
 // missing user, or a principal whose grant in buckety's statements of any
 // of its buckets is not its role (or buckety's statements edited),
@@ -335,7 +375,7 @@ func (v *versityIssuer) sweep(ctx context.Context, as []drivers.Access) ([]int, 
 		read := v.drops.clock()
 		doc, err := b.bucketPolicy(ctx, cl, bucket)
 		if err != nil {
-			if !isNoSuchBucket(err) { // the Buckety's own re-check sees to a missing bucket
+			if !saidNoSuchBucket(err) { // the Buckety's own re-check sees to a missing bucket
 				skipped = append(skipped, fmt.Errorf("bucket %s: %w", bucket, err))
 			} else {
 				v.drops.audited(bucket, named, read, 0) // a bucket gone holds no grant
@@ -413,7 +453,7 @@ func (v *versityIssuer) dropStray(ctx context.Context, bucket string, principals
 	for _, k := range principals {
 		set[k] = ""
 	}
-	if err := v.setBucketGrants(ctx, bucket, set, nil); err != nil && !isNoSuchBucket(err) {
+	if err := v.setBucketGrants(ctx, bucket, set, nil); err != nil && !saidNoSuchBucket(err) {
 		return err
 	}
 	for _, k := range principals {

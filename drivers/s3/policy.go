@@ -44,6 +44,15 @@ func (b *Backend) putBucketPolicy(ctx context.Context, cl *s3.Client, bucket str
 // isNoSuchBucket reports a bucket that is gone.
 func isNoSuchBucket(err error) bool { return isCode(err, "NoSuchBucket", "NotFound") }
 
+// saidNoSuchBucket reports a bucket the server said, in an answer with a
+// body, is gone: NoSuchBucket, not NotFound, which the SDK makes of any
+// 404 without a body (a proxy in a rollout, a node whose bucket metadata
+// lags). What a bucket gone lets buckety skip or forget (taking a key's
+// grant out of its policy, watching it for a grant's return) waits for
+// this answer: skipped on a 404 that said nothing, a grant would stay in
+// the policy of a bucket that is there, with nothing left to look again.
+func saidNoSuchBucket(err error) bool { return isCode(err, "NoSuchBucket") }
+
 // A bucket's policy holds the statements of several owners: the
 // VersityGW issuer's grants to keys (credentials_versitygw.go), the
 // anonymous read statement (anonread.go), and anyone else's. Each of

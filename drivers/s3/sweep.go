@@ -149,7 +149,7 @@ func (b *Backend) auditAnonymousRead(ctx context.Context, rs []drivers.Resource,
 			return b.bucketPolicy(ctx, cl, name)
 		}()
 		switch {
-		case isNoSuchBucket(err):
+		case saidNoSuchBucket(err):
 			w.audited(name, read, 0)
 			continue
 		case err != nil && p.anonymousRead == nil && (drivers.IsAccessDenied(err) || isNotImplemented(err)):
