@@ -59,3 +59,39 @@ func TestRememberedDeletionDoesNotSkipTheNextHoldersTopic(t *testing.T) {
 		t.Errorf("replica A reported the next holder's topic deleted: want it gone, got it there (ID %x)", id)
 	}
 }
+
+// TestRememberedDeletionLeavesAnotherInstallationsTopic: the same, but
+// the topic made under the name since is another installation's (its
+// record names it and that installation): it is not this installation's
+// to delete, whatever the controller read of the record before, and the
+// deletion is taken as done.
+func TestRememberedDeletionLeavesAnotherInstallationsTopic(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	a := f.backend
+	west, _ := f.openOnRegistry(t, a.cfg.registryTopic())
+	west.SetInstallation("west", nil)
+	r := drivers.Resource{Name: "orders"}
+	if _, err := a.Ensure(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	writeHeld(t, a, r.Name)
+	if err := a.Delete(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := west.Ensure(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	rec := heldBy(r.Name)
+	rec.Installation = "west"
+	if err := west.WriteOwner(ctx, drivers.Resource{Name: r.Name, JustCreated: true}, rec); err != nil {
+		t.Fatal(err)
+	}
+	theirs := f.topicIDOf(t, r.Name)
+	if err := a.Delete(ctx, r); err != nil {
+		t.Fatalf("east's retried delete: want done, got %v", err)
+	}
+	if ok, id := topicExists(t, f.kgo, r.Name); !ok || id != theirs {
+		t.Errorf("west's topic: want it kept (ID %x), got exists=%v ID %x", theirs, ok, id)
+	}
+}

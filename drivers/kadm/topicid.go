@@ -476,14 +476,17 @@ func (b *Backend) madeIsCurrent(ctx context.Context, name, recorded string, id t
 }
 
 // recordNamesTopic reports whether name's owner record, read from a
-// registry caught up just now, names the topic of ID id: the topic is the
-// record holder's. A record without an ID (written before IDs were kept)
-// names none: a topic created since a deletion of this backend is then
-// taken for someone else's, as before IDs.
+// registry caught up just now, is this installation's and names the topic
+// of ID id: the topic is the record holder's, a Buckety of this
+// installation. A record without an ID (written before IDs were kept)
+// names none, and another installation's is not this one's to act on
+// (its Buckety may have taken the name between the controller's read of
+// the record and this one): a topic created since a deletion of this
+// backend is then taken for someone else's, as before IDs.
 func (b *Backend) recordNamesTopic(ctx context.Context, name string, id topicID) (bool, error) {
 	if err := b.catchUp(ctx); err != nil {
 		return false, fmt.Errorf("kadm: backend %s: topic %s: read its owner record before deleting a topic created since this backend's deletion of the name: %w", b.name, name, err)
 	}
 	rec := b.tableRecord(name)
-	return rec != nil && rec.ResourceID == formatTopicID(id), nil
+	return rec != nil && b.ownRecord(rec) && rec.ResourceID == formatTopicID(id), nil
 }

@@ -62,8 +62,8 @@ func loadShardParams(t *testing.T) shardParams {
 	if most := sp.shards(maxOf(sp.Replicas)); len(sp.Replicas) == 0 || most > sp.Namespaces || most > shard.Slots {
 		t.Fatalf("SCALE_REPLICAS=%v, SCALE_SHARDS_PER_REPLICA=%d: want at least one count, and at most SCALE_NAMESPACES=%d (a shard without a namespace measures nothing) and %d shards", sp.Replicas, sp.PerReplica, sp.Namespaces, shard.Slots)
 	}
-	if sp.Lease < 3*time.Second {
-		t.Fatalf("SCALE_LEASE=%s: want at least 3s (the controller's renew deadline and retry period are whole fractions of it)", sp.Lease)
+	if sp.Lease < 3*time.Second || sp.Lease%time.Second != 0 {
+		t.Fatalf("SCALE_LEASE=%s: want whole seconds, at least 3s (the controller's renew deadline and retry period are whole fractions of it, and it refuses a lease duration that is not whole seconds, as a Lease records it)", sp.Lease)
 	}
 	return sp
 }
