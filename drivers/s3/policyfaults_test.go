@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +12,20 @@ import (
 
 	"github.com/Yolean/buckety-controller/drivers"
 )
+
+// policyReadsNotFound opens another backend on fx's server, through a
+// proxy that, while lies is set (not to begin with), answers bucket's
+// GetBucketPolicy 404 without a body, counting those answers in lied.
+func (fx *fixture) policyReadsNotFound(t *testing.T, bucket string) (be *Backend, lies *atomic.Bool, lied *atomic.Int32) {
+	t.Helper()
+	lying, lies, lied := lyingProxy(t, fx.srv.Endpoint, func(r *http.Request) bool {
+		return isPolicyRead(r) && strings.Trim(r.URL.Path, "/") == bucket
+	}, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) })
+	lies.Store(false)
+	be, _, _ = fx.through(t, lying, nil)
+	scopingOf(t, be)
+	return be, lies, lied
+}
 
 // TestVersityGrantTakenAwayOnlyFromABucketSaidGone: on VersityGW a key's
 // grant lives in its buckets' policies, and a Drop or a Revoke skips a
@@ -31,12 +46,7 @@ func TestVersityGrantTakenAwayOnlyFromABucketSaidGone(t *testing.T) {
 	for _, bucket := range []string{"kept", "shared", "gone"} {
 		fx.ensure(t, bucket, nil)
 	}
-	lying, lies, lied := lyingProxy(t, fx.srv.Endpoint, func(r *http.Request) bool {
-		return isPolicyRead(r) && strings.Trim(r.URL.Path, "/") == "shared"
-	}, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) })
-	lies.Store(false)
-	be, _, _ := fx.through(t, lying, nil)
-	scopingOf(t, be)
+	be, lies, lied := fx.policyReadsNotFound(t, "shared")
 
 	p := drivers.Access{Namespace: "team-p", Name: "p", UID: "uid-404-p", Role: drivers.RoleReadWrite, Resource: "kept", Several: severalOf("kept", "shared"), Assert: drivers.IssueNew}
 	p.Principal = be.Principal(p, 1)
@@ -75,12 +85,7 @@ func TestVersityGrantTakenAwayOnlyFromABucketSaidGone(t *testing.T) {
 
 	// The Revoke while kept's policy read answers a bodiless 404; a
 	// bucket the server says is gone is skipped.
-	lying2, lies2, lied2 := lyingProxy(t, fx.srv.Endpoint, func(r *http.Request) bool {
-		return isPolicyRead(r) && strings.Trim(r.URL.Path, "/") == "kept"
-	}, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) })
-	lies2.Store(false)
-	be2, _, _ := fx.through(t, lying2, nil)
-	scopingOf(t, be2)
+	be2, lies2, lied2 := fx.policyReadsNotFound(t, "kept")
 	p.Drop = nil
 	p.Several = severalOf("kept", "gone")
 	if _, err := be2.Grant(ctx, p); err != nil {

@@ -25,6 +25,12 @@ type facts struct {
 	// credentials were granted on (deleted, its finalizer stripped, and
 	// applied again), and the new one has not provisioned yet.
 	bucketyReplaced bool
+	// grantedUIDs is, for an access naming several Bucketies, the UIDs
+	// each of them (namespace/name) was granted on by the access's
+	// credential records, every record's, read once a pass
+	// (grantedOnAnother): a Buckety is replaced when any of them is not
+	// its UID.
+	grantedUIDs map[string][]string
 	// missing names it (a Buckety of the access's namespace: one of
 	// another is not shared).
 	missing string

@@ -539,31 +539,36 @@ func (r *Reconciler) buckety(ctx context.Context, a *v1.BucketyAccess, f *facts)
 // the access's status says so for an access naming one (the Buckety its
 // Secret was last written for); for one naming several, its credential
 // records do, each resource with its Buckety's UID (a record of an older
-// release holds the first one's alone). An access granted nothing yet
-// was granted on none.
-func (r *Reconciler) grantedOnAnother(ctx context.Context, a *v1.BucketyAccess, namespace, name string, uid types.UID) (bool, error) {
+// release holds the first one's alone), read once a pass into f. An
+// access granted nothing yet was granted on none.
+func (r *Reconciler) grantedOnAnother(ctx context.Context, a *v1.BucketyAccess, namespace, name string, uid types.UID, f *facts) (bool, error) {
 	if !a.Several() {
 		return a.Status.BucketyUID != "" && a.Status.BucketyUID != uid, nil
 	}
-	creds, err := r.credentials(ctx, a.UID)
-	if err != nil {
-		return false, err
-	}
-	key := namespace + "/" + name
-	first := a.Spec.BucketyRefs[0]
-	isFirst := a.RefNamespace(first) == namespace && first.Name == name
-	for i := range creds {
-		c := &creds[i].Spec
-		if len(c.Resources) == 0 {
-			if isFirst && c.BucketyUID != "" && c.BucketyUID != string(uid) {
-				return true, nil
-			}
-			continue
+	if f.grantedUIDs == nil {
+		creds, err := r.credentials(ctx, a.UID)
+		if err != nil {
+			return false, err
 		}
-		for _, res := range c.Resources {
-			if res.Buckety == key && res.BucketyUID != string(uid) {
-				return true, nil
+		f.grantedUIDs = map[string][]string{}
+		first := a.Spec.BucketyRefs[0]
+		firstKey := a.RefNamespace(first) + "/" + first.Name
+		for i := range creds {
+			c := &creds[i].Spec
+			if len(c.Resources) == 0 {
+				if c.BucketyUID != "" {
+					f.grantedUIDs[firstKey] = append(f.grantedUIDs[firstKey], c.BucketyUID)
+				}
+				continue
 			}
+			for _, res := range c.Resources {
+				f.grantedUIDs[res.Buckety] = append(f.grantedUIDs[res.Buckety], res.BucketyUID)
+			}
+		}
+	}
+	for _, granted := range f.grantedUIDs[namespace+"/"+name] {
+		if granted != string(uid) {
+			return true, nil
 		}
 	}
 	return false, nil
@@ -591,7 +596,7 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 	if err != nil {
 		return nil, nil, false, err
 	}
-	replaced, err := r.grantedOnAnother(ctx, a, ns, ref.Name, b.UID)
+	replaced, err := r.grantedOnAnother(ctx, a, ns, ref.Name, b.UID, f)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -605,9 +610,11 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 		// grant's own pass revokes them) or at the orphan check. For an
 		// access naming several, one such Buckety revokes the one
 		// credential they share, which the access is granted afresh once
-		// every one can be.
+		// every one can be. One that no longer shares with the access is
+		// withdrawn instead (f.notShared): for an access naming several,
+		// its rights alone go, and the others' key stays.
 		defer func() {
-			if !ok && err == nil {
+			if !ok && err == nil && f.notShared == "" {
 				f.bucketyReplaced = true
 				if f.bucketyWaiting != "" {
 					f.bucketyWaiting += fmt.Sprintf("; Buckety %s is not the one the access's credentials were granted on (that one was deleted and this one applied under its name), so those were revoked", refNameOf(a, ref))

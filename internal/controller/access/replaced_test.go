@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,6 +64,9 @@ func TestReplacedBucketyOfSeveralIsTakenForMissing(t *testing.T) {
 	set := backendstest.Open(t, "backends:\n- {name: kafka, driver: kadm, config: {seedBrokers: ['127.0.0.1:1']}}\n")
 	events := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "events", UID: "uid-new"}, Spec: v1.BucketySpec{Backend: "kafka"}}
 	audit := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "audit", UID: "uid-audit"}, Spec: v1.BucketySpec{Backend: "kafka"}}
+	// x shares with no one (any more): the access is withdrawn from it,
+	// its rights on x alone taken away.
+	x := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Namespace: "o", Name: "x", UID: "uid-x-new"}, Spec: v1.BucketySpec{Backend: "kafka"}}
 	for _, c := range []struct {
 		name      string
 		refs      []string
@@ -79,13 +83,20 @@ func TestReplacedBucketyOfSeveralIsTakenForMissing(t *testing.T) {
 		{"granted nothing yet", []string{"audit", "events"}, nil, "", false},
 		{"an older release's record, the first Buckety deleted since", []string{"events", "audit"}, nil, "uid-old", true},
 		{"an older release's record, another first Buckety", []string{"audit", "events"}, nil, "uid-audit", false},
+		{"another namespace's Buckety replaced and no longer shared", []string{"audit", "o/x"}, []v1.CredentialResource{
+			{Resource: "audit", Buckety: "t/audit", BucketyUID: "uid-audit", Claim: "c1"},
+			{Resource: "x", Buckety: "o/x", BucketyUID: "uid-x-old", Claim: "c3"}}, "", false},
 	} {
 		a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "app", UID: "uid-app"},
 			Spec: v1.BucketyAccessSpec{CredentialsSecretName: "app"}}
 		for _, n := range c.refs {
-			a.Spec.BucketyRefs = append(a.Spec.BucketyRefs, v1.BucketyReference{Name: n})
+			ref := v1.BucketyReference{Name: n}
+			if ns, name, ok := strings.Cut(n, "/"); ok {
+				ref = v1.BucketyReference{Namespace: ns, Name: name}
+			}
+			a.Spec.BucketyRefs = append(a.Spec.BucketyRefs, ref)
 		}
-		objs := []client.Object{events.DeepCopy(), audit.DeepCopy()}
+		objs := []client.Object{events.DeepCopy(), audit.DeepCopy(), x.DeepCopy()}
 		if c.resources != nil || c.legacyUID != "" {
 			uid := c.legacyUID
 			if uid == "" {
@@ -110,6 +121,9 @@ func TestReplacedBucketyOfSeveralIsTakenForMissing(t *testing.T) {
 		}
 		if said := strings.Contains(f.bucketyWaiting, "so those were revoked"); said != c.replaced {
 			t.Errorf("%s: the status says the credentials were revoked: %v, want %v (%q)", c.name, said, c.replaced, f.bucketyWaiting)
+		}
+		if slices.Contains(c.refs, "o/x") && f.notShared == "" {
+			t.Errorf("%s: want the access withdrawn from o/x (not shared), got no notShared", c.name)
 		}
 	}
 }
