@@ -48,8 +48,10 @@ const (
 	// BucketyAccess was deleted, because spec.defaultAccess was removed or
 	// an explicit BucketyAccess targets the Buckety.
 	EventImplicitAccessRemoved = "ImplicitAccessRemoved"
-	// EventRetained (Normal, Buckety): the Buckety was deleted and its
-	// backend resource left in place; the note says why.
+	// EventRetained (Normal, Buckety; Warning when retentionPolicy Delete
+	// could not be honoured because the resource under the name is not
+	// the one the Buckety held): the Buckety was deleted and its backend
+	// resource left in place; the note says why.
 	EventRetained = "Retained"
 	// EventDeletionProgress (Normal, Buckety): deleting the backend resource
 	// takes several passes; the note counts what was removed so far.

@@ -282,12 +282,17 @@ func (r *Reconciler) accessesLagging(ctx context.Context, b *v1.Buckety) ([]v1.B
 // true when the resource was deleted.
 func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.BucketyClaim, f *facts) (res reconcile.Result, done, deleted bool, err error) {
 	name := cl.Spec.ResourceName
+	// eventType is Normal for a resource kept as the Buckety's
+	// retentionPolicy or the backend's rules say, Warning for one kept
+	// against retentionPolicy Delete because it is not the resource the
+	// Buckety held (recordGone): someone should look at it.
+	eventType := corev1.EventTypeNormal
 	retain := func(why string) (reconcile.Result, bool, bool, error) {
 		if claims.Written(cl.Spec.Phase) {
 			why += fmt.Sprintf("; it keeps counting against namespace %s's limits on the backend until a cluster maintainer releases it (kubectl delete bucketyclaim %s)", b.Namespace, cl.Name)
 		}
 		if cl.Spec.Phase != v1.ClaimClaimed {
-			r.event(b, corev1.EventTypeNormal, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("left %s on backend %s in place: %s", name, cl.Spec.Backend, why))
+			r.event(b, eventType, v1.EventRetained, v1.EventActionDelete, fmt.Sprintf("left %s on backend %s in place: %s", name, cl.Spec.Backend, why))
 		}
 		return reconcile.Result{}, true, false, nil
 	}
@@ -370,7 +375,14 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	at := backendResource(e, name, budget.EffectiveParameters(e.Config, b), cl)
 	// The record on the backend has the last word: a resource another
 	// installation holds (or this one handed over) is never deleted.
-	why, err := r.deletableByRecord(ctx, b, e, at)
+	why, gone, err := r.deletableByRecord(ctx, b, e, cl, at)
+	if gone {
+		// The resource this Buckety held is gone already: the deletion
+		// finishes as retentionPolicy Retain would, and leaves the one
+		// under its name now as it is.
+		eventType = corev1.EventTypeWarning
+		why += "; retentionPolicy Delete does not delete it: the deletion finishes as retentionPolicy Retain would"
+	}
 	if err == nil && why == "" {
 		// Nor one its claim says it created, holding someone else's
 		// content (createdElsewhere).

@@ -239,6 +239,8 @@ func drainRules(b *v1.Buckety, e *backends.Entry, f *facts) string {
 	switch {
 	case f.ownedElsewhere != "":
 		return "the resource is not this Buckety's to drain: " + f.ownedElsewhere
+	case f.recordGone != "":
+		return "the resource is not this Buckety's to drain: " + f.recordGone
 	case f.handedOver != "":
 		return "the resource is handed over to another installation: " + f.handedOver
 	}
@@ -315,11 +317,14 @@ func (r *Reconciler) drainPass(ctx context.Context, b *v1.Buckety, e *backends.E
 	// the pass's owner check may have trusted what this process
 	// remembered, and another installation may have taken the resource
 	// over since (a topic deleted out of band and created again by it).
-	switch why, err := r.deletableByRecord(ctx, b, e, res); {
+	switch why, gone, err := r.deletableByRecord(ctx, b, e, f.claim, res); {
 	case err != nil:
 		f.Record(err)
 		return terms.interval
 	case why != "":
+		if gone {
+			why += ": " + goneHint(f.claim.Name)
+		}
 		refuse(st, t, "stopped: the resource is not this Buckety's to drain: "+why)
 		r.flushDrainEvents(b, f)
 		r.event(b, corev1.EventTypeWarning, v1.EventDrainRefused, v1.EventActionDrain, fmt.Sprintf("drain %q %s, after deleting %s", st.Request, st.Message, contentWords(b, st.Deleted)))

@@ -91,6 +91,10 @@ type facts struct {
 	// under another name of this installation (InstallationMismatch).
 	ownedElsewhere string
 	misnamed       bool
+	// recordGone says why the resource is not the one this Buckety's
+	// record was on (owners.go recordGone): it has none, and the claim
+	// records that it had.
+	recordGone string
 	// ownerFromMemo: this pass's owner check trusted the record this
 	// process remembers; the first write reads it fresh (confirmOwner).
 	ownerFromMemo bool

@@ -44,7 +44,13 @@ import (
 //     (nameHeldElsewhere);
 //   - a Buckety whose resource now carries another installation's record
 //     (deleted out of band and created again there) reports
-//     OwnedElsewhere, and its accesses' credentials are revoked.
+//     OwnedElsewhere, and its accesses' credentials are revoked;
+//   - a Buckety whose claim records that its record was on the resource
+//     (spec.ownerRecorded), where records are kept with the resources,
+//     and whose resource now stands with no record at all (deleted out
+//     of band and created again by someone outside buckety) writes
+//     nothing to it, grants nothing on it, and neither drains nor
+//     deletes it (recordGone).
 //
 // Records are read fresh (MaxAge 0) wherever a resource would be taken
 // over or deleted. Otherwise a registry held in memory (kadm) is read on
@@ -383,6 +389,103 @@ func (r *Reconciler) judgeOwnerRecord(ctx context.Context, b *v1.Buckety, e *bac
 			return false
 		}
 	}
+	return r.recordKept(ctx, b, e, f, res, rec)
+}
+
+// keptWithResource reports whether e keeps its owner records with the
+// resources (a bucket's tags), where a record goes with its resource: not
+// in a registry apart from them (registryKept), which keeps a deleted
+// resource's record and tells the resource created again by its own
+// means (kadm's topic IDs).
+func keptWithResource(e *backends.Entry) bool {
+	return e.Owners != nil && !registryKept(e)
+}
+
+// recordGone says why resource res, whose claim cl records that its
+// owner's record was on it (spec.ownerRecorded), is not the resource that
+// record was on, "" when nothing says so: the backend keeps its records
+// with the resources (keptWithResource), the record read fresh is rec,
+// none at all, and the resource exists. A bucket's tags go with it: the
+// bucket this Buckety held was deleted out of band, and someone outside
+// buckety (an application that creates its bucket on start, Terraform)
+// created one of the same name since, perhaps with data of its own.
+// Trusted as this Buckety's, it would get this Buckety's record and
+// grants, a drain would empty it and retentionPolicy Delete delete it.
+// One request (an Inspect), only for a flagged claim whose record is
+// missing; a resource that is gone is created again as before, and gets
+// its record.
+func (r *Reconciler) recordGone(ctx context.Context, b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, res drivers.Resource, rec *drivers.OwnerRecord) (string, error) {
+	if rec != nil || cl == nil || !cl.Spec.OwnerRecorded || !keptWithResource(e) || b.Status.Provenance == "" {
+		// A Buckety that never reported its resource provisioned may
+		// have lost the pass that writes its record after the create
+		// (a crash, a lost reply): createdElsewhere judges such a
+		// resource, as it did before claims recorded this.
+		return "", nil
+	}
+	var scratch facts
+	if ok, err := r.ownerRecords(ctx, e, &scratch); err != nil || !ok {
+		// A service that keeps no records holds none on any resource.
+		return "", err
+	}
+	res.DryRun, res.CreateOnly, res.BeforeWrite, res.JustCreated = false, false, nil, false
+	in, err := e.Backend.Inspect(ctx, res)
+	if err != nil {
+		return "", err
+	}
+	if !in.Exists {
+		return "", nil
+	}
+	return fmt.Sprintf("%s on backend %s carries no owner record, and claim %s records that this Buckety's record was written on it (spec.ownerRecorded): it is not the resource this Buckety held (that one was deleted out of band, and someone outside buckety created one of the same name since), or it was restored without its owner record", res.Name, e.Name, cl.Name), nil
+}
+
+// goneHint is what an operator does about a resource recordGone
+// refuses, for claim name.
+func goneHint(name string) string {
+	return fmt.Sprintf("if it is this Buckety's (restored from a backup without its tags), clear the claim's flag to have buckety take it as it is: kubectl patch bucketyclaim %s --type merge -p '{\"spec\":{\"ownerRecorded\":null}}'; otherwise delete or rename that resource on the backend, and buckety creates this Buckety's again", name)
+}
+
+// recordKept is the check of recordGone in a provisioning pass: false,
+// with the refusal in f, when the resource is not the one this Buckety's
+// record was on. A refusal lasts until someone acts (f.refused: the slow
+// backoff), and is reported as a backend's refusal is (kadm's topic
+// created again under the name: drivers.RefusedError).
+func (r *Reconciler) recordKept(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts, res drivers.Resource, rec *drivers.OwnerRecord) bool {
+	why, err := r.recordGone(ctx, b, e, f.claim, res, rec)
+	switch {
+	case err != nil:
+		f.Record(err)
+		return false
+	case why == "":
+		return true
+	}
+	f.recordGone = why + "; buckety does not write its record or settings to it, grant on it, drain or delete it: " + goneHint(f.claim.Name)
+	f.Record(&drivers.RefusedError{Err: errors.New(f.recordGone)})
+	f.refused = true
+	return false
+}
+
+// noteRecorded records on this pass's claim (spec.ownerRecorded) that
+// the owner record on the resource is this Buckety's, written or read
+// back, where records are kept with the resources and this backend's
+// service keeps them: from then on a resource of the name found with no
+// record is not taken for this Buckety's (recordGone). Claims of older
+// releases get it at their first pass that reads their record. False,
+// with f.claimErr, when the claim could not be written.
+func (r *Reconciler) noteRecorded(ctx context.Context, e *backends.Entry, f *facts) bool {
+	cl := f.claim
+	if cl == nil || cl.Spec.OwnerRecorded || !keptWithResource(e) || (cl.Spec.Phase != v1.ClaimCreated && cl.Spec.Phase != v1.ClaimAdopted) {
+		return true
+	}
+	var scratch facts
+	if ok, err := r.ownerRecords(ctx, e, &scratch); err != nil || !ok {
+		// A service that keeps no records wrote none; one that could
+		// not be asked is asked on the next pass.
+		return true
+	}
+	if err := r.Claims.RecordOwner(ctx, cl); err != nil {
+		f.claimErr = err
+		return false
+	}
 	return true
 }
 
@@ -420,7 +523,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		// A resource this pass created again (deleted out of band) has
 		// lost a record kept with it (a bucket's tags), whatever this
 		// process remembers: it is written again below.
-		return true
+		return r.noteRecorded(ctx, e, f)
 	}
 	if !created || late {
 		rec, err := r.readOwner(ctx, b, e, res, 0)
@@ -434,9 +537,14 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 			f.claimErr = err
 			return false
 		case rec.Same(want):
-			return true
+			return r.noteRecorded(ctx, e, f)
 		case v == ownerForeign, v == ownerSibling && !adoptionKeys(b, e):
 			r.ownedElsewhere(b, e, f, rec, why)
+			return false
+		}
+		// A resource this pass created holds no record yet, whoever's
+		// record its claim says was on the one before.
+		if !created && !r.recordKept(ctx, b, e, f, res, rec) {
 			return false
 		}
 	}
@@ -449,7 +557,7 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		return false
 	}
 	r.owners.put(e, res.Name, want, b.Generation)
-	return true
+	return r.noteRecorded(ctx, e, f)
 }
 
 // ownedElsewhere reports a resource whose record rec keeps this Buckety
@@ -522,6 +630,11 @@ func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.En
 			f.handedOver = fmt.Sprintf("%s on backend %s is handed over to installation %s (ownership.handOverTo) and does not exist there now; nothing is written to it from this installation", f.resourceName, e.Name, to)
 			return
 		}
+		// Nor is one someone else made under the name since the one
+		// this Buckety's record was on was deleted.
+		if !r.recordKept(ctx, b, e, f, res, rec) {
+			return
+		}
 	}
 	want := r.heldRecord(b, f.claim)
 	want.State, want.To = drivers.OwnerHandedOver, to
@@ -537,26 +650,29 @@ func (r *Reconciler) handOver(ctx context.Context, b *v1.Buckety, e *backends.En
 }
 
 // deletableByRecord reads the record, fresh, before the resource is
-// deleted: why is non-empty when it is not this installation's to delete.
-func (r *Reconciler) deletableByRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, res drivers.Resource) (why string, err error) {
+// deleted or drained: why is non-empty when it is not this
+// installation's to delete; gone is true when that is because its claim
+// cl records this Buckety's record on it and it has none (recordGone).
+func (r *Reconciler) deletableByRecord(ctx context.Context, b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, res drivers.Resource) (why string, gone bool, err error) {
 	var f facts
 	ok, err := r.ownerRecords(ctx, e, &f)
 	if err != nil || !ok {
-		return "", err
+		return "", false, err
 	}
 	rec, err := r.readOwner(ctx, b, e, res, 0)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	v, msg, err := r.verdict(ctx, rec, b, e, res.Name)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	switch v {
 	case ownerForeign, ownerSibling:
-		return "its owner record on the backend says it " + msg, nil
+		return "its owner record on the backend says it " + msg, false, nil
 	}
-	return "", nil
+	why, err = r.recordGone(ctx, b, e, cl, res, rec)
+	return why, why != "", err
 }
 
 // dropOwner removes the record of a resource this Buckety deleted, where

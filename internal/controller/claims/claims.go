@@ -62,6 +62,13 @@ type Key struct {
 	// made before services existed are named by backend, not service: a
 	// sibling's claim under that name is found and honoured too.
 	Siblings []string
+	// RecordsWithResource: the backend keeps its owner records with the
+	// resources (a bucket's tags). A claim born Created on it records
+	// from its birth that its owner's record is on the resource
+	// (spec.ownerRecorded), written with the create, rather than in a
+	// write of its own after it; a claim born otherwise (adopting, taken
+	// over) records it once its owner wrote the record (RecordOwner).
+	RecordsWithResource bool
 }
 
 func (k Key) space() string {
@@ -157,7 +164,8 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 		cl = &v1.BucketyClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID), shard.SlotLabel: shard.SlotValue(b.Namespace)}},
 			Spec: v1.BucketyClaimSpec{Backend: k.Backend, Service: k.space(), ResourceName: k.Resource, Phase: phase, Location: location, Budgeted: budgeted,
-				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
+				Owner:         v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)},
+				OwnerRecorded: k.RecordsWithResource && phase == v1.ClaimCreated},
 		}
 		err := c.Client.Create(ctx, cl)
 		if err == nil {
@@ -280,6 +288,9 @@ func (c *Store) takeOver(ctx context.Context, b *v1.Buckety, k Key, cur *v1.Buck
 		location = recorded
 	}
 	cl.Spec.Owner = v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}
+	// The record the gone owner wrote on the resource says nothing of
+	// b's, which b writes once it holds the resource (RecordOwner).
+	cl.Spec.OwnerRecorded = false
 	// Through the backend b names (a sibling of the same service may have
 	// made it), as a claim b made would be.
 	cl.Spec.Backend, cl.Spec.Service = k.Backend, k.space()
@@ -542,6 +553,25 @@ func (c *Store) RecordLocation(ctx context.Context, cl *v1.BucketyClaim, locatio
 	return nil
 }
 
+// RecordOwner records on claim cl that its owner's record is on the
+// resource itself (spec.ownerRecorded): written there, or read back from
+// it naming the owner, on a backend that keeps its records with the
+// resources. Once per claim; an optimistic-lock update, so a claim
+// changed since it was read (a maintainer who cleared the field, a
+// takeover) is not overwritten, and the pass tries again.
+func (c *Store) RecordOwner(ctx context.Context, cl *v1.BucketyClaim) error {
+	if cl.Spec.OwnerRecorded {
+		return nil
+	}
+	cl.Spec.OwnerRecorded = true
+	if err := c.Client.Update(ctx, cl); err != nil {
+		cl.Spec.OwnerRecorded = false
+		return fmt.Errorf("record on claim %s that its owner record is on the resource: %w", cl.Name, err)
+	}
+	c.recent.put(cl)
+	return nil
+}
+
 // RecordBudgeted records what the claim's resource counts against its
 // namespace's budget, with an optimistic lock: a claim changed since it
 // was read is not overwritten, and the pass tries again.
@@ -647,8 +677,15 @@ func (c *Store) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.Claim
 	if cl.Spec.Phase == phase {
 		return nil
 	}
-	prev, retained := cl.Spec.Phase, cl.Spec.Retained
+	prev, retained, recorded := cl.Spec.Phase, cl.Spec.Retained, cl.Spec.OwnerRecorded
 	cl.Spec.Phase = phase
+	if phase == v1.ClaimClaimed || phase == v1.ClaimAdopting {
+		// The resource the claim goes on to is decided again (a create
+		// refused: the recorded one is gone; one found there after all,
+		// or one being adopted: not the one recorded): its record is
+		// written, and recorded, once the owner holds it.
+		cl.Spec.OwnerRecorded = false
+	}
 	foundThere := phase == v1.ClaimAdopting && (prev == v1.ClaimCreated || prev == v1.ClaimCreating)
 	if (phase == v1.ClaimAdopted || foundThere) && retained != nil && retained.Owner.UID != cl.Spec.Owner.UID {
 		// The new owner holds the resource now (or the one it found is
@@ -656,7 +693,7 @@ func (c *Store) Advance(ctx context.Context, cl *v1.BucketyClaim, phase v1.Claim
 		cl.Spec.Retained = nil
 	}
 	if err := c.Client.Update(ctx, cl); err != nil {
-		cl.Spec.Phase, cl.Spec.Retained = prev, retained
+		cl.Spec.Phase, cl.Spec.Retained, cl.Spec.OwnerRecorded = prev, retained, recorded
 		return fmt.Errorf("record claim %s as %s: %w", cl.Name, phase, err)
 	}
 	c.recent.put(cl)

@@ -1,0 +1,134 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	s3driver "github.com/Yolean/buckety-controller/drivers/s3"
+	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/wait"
+)
+
+// TestBucketCreatedAgainOutOfBandIsNotTaken (MinIO): east's Buckety
+// (retentionPolicy Delete) created its bucket, whose tags hold its owner
+// record, and its claim records that (spec.ownerRecorded). The bucket is
+// deleted on the server, and someone outside buckety creates one of the
+// name and writes to it, without buckety's tags. The Buckety's next pass
+// (an edit) used to take that bucket for its own: the claim was Created
+// and the status provisioned, and no record at all read as "the adoption
+// rules do not apply". East's tags and settings were written to it, a
+// drain request emptied it, and the deletion deleted it with its data.
+// Now the Buckety goes Ready False naming the bucket and the way out,
+// nothing is written to the bucket (no tags, versioning unchanged), no
+// access is granted on it, a drain request is refused, and the deletion
+// finishes leaving the bucket and its object in place.
+func TestBucketCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
+	needInfra(t)
+	root := eastOnMinIO(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	bucket := ns + "-logs"
+	_, b, a := tenantManifests(ns, bucket, "")
+	b.Spec.Parameters = map[string]string{"versioning": "false"}
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	uid := getBuckety(t, ns, b.Name).UID
+	wait.For(t, waitTimeout, "the claim on "+bucket+" recording its owner record", func() (bool, string) {
+		var list v1.BucketyClaimList
+		if err := k8s.List(ctx, &list, client.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
+			return false, err.Error()
+		}
+		for _, cl := range list.Items {
+			if cl.Spec.ResourceName == bucket {
+				return cl.Spec.OwnerRecorded, fmt.Sprintf("claim %s, ownerRecorded %v", cl.Name, cl.Spec.OwnerRecorded)
+			}
+		}
+		return false, fmt.Sprintf("no claim among %d", len(list.Items))
+	})
+
+	tagged := func() string {
+		out, err := root.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			return ""
+		}
+		for _, tag := range out.TagSet {
+			if aws.ToString(tag.Key) == s3driver.TagInstallation {
+				return aws.ToString(tag.Value)
+			}
+		}
+		return ""
+	}
+	// The stranger's bucket, made with an object and no buckety tags.
+	// East's sweep (every second) may find the bucket missing first and
+	// create it again, with its record: then it is deleted and made again.
+	wait.For(t, waitTimeout, bucket+" made again by someone outside buckety", func() (bool, string) {
+		if list, err := root.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)}); err == nil {
+			for _, o := range list.Contents {
+				if _, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
+					return false, err.Error()
+				}
+			}
+		}
+		if _, err := root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			return false, "delete: " + err.Error()
+		}
+		if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			return false, "create: " + err.Error()
+		}
+		if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("theirs"), Body: strings.NewReader("theirs")}); err != nil {
+			return false, "put: " + err.Error()
+		}
+		inst := tagged()
+		return inst == "", "east's pass came between the create and the check, and tagged it " + inst
+	})
+	theirs := func(what string) {
+		t.Helper()
+		if inst := tagged(); inst != "" {
+			t.Errorf("%s: want no owner record on the stranger's bucket, got installation %s", what, inst)
+		}
+		v, err := root.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			t.Fatalf("%s: want the stranger's bucket kept: %v", what, err)
+		}
+		if v.Status == s3types.BucketVersioningStatusEnabled {
+			t.Errorf("%s: want the stranger's bucket's settings untouched, got versioning %s", what, v.Status)
+		}
+		if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("theirs")}); err != nil {
+			t.Errorf("%s: want the stranger's object kept: %v", what, err)
+		}
+	}
+
+	// An edit wakes the Buckety, and would write to the bucket.
+	patch(t, b, `{"spec":{"parameters":{"versioning":"true"}}}`)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendError, waitTimeout)
+	if !strings.Contains(c.Message, bucket+" on backend owned carries no owner record") || !strings.Contains(c.Message, "kubectl patch bucketyclaim") {
+		t.Errorf("want the Ready message to name the bucket and the way out, got %q", c.Message)
+	}
+	theirs("after the Buckety's pass")
+
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, waitTimeout)
+
+	patch(t, b, `{"spec":{"drain":{"request":"r1"}}}`)
+	wait.For(t, waitTimeout, "the drain refused", func() (bool, string) {
+		st := getBuckety(t, ns, b.Name).Status.Drain
+		if st == nil {
+			return false, "no status.drain"
+		}
+		return st.Phase == v1.DrainPhaseRefused && strings.Contains(st.Message, "not this Buckety's to drain"), fmt.Sprintf("%s: %s", st.Phase, st.Message)
+	})
+	theirs("after the drain request")
+
+	deleteOn(t, k8s, a)
+	deleteOn(t, k8s, b)
+	theirs("after the Buckety was deleted with retentionPolicy Delete")
+}
