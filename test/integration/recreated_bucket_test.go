@@ -26,10 +26,11 @@ import (
 // and the status provisioned, and no record at all read as "the adoption
 // rules do not apply". East's tags and settings were written to it, a
 // drain request emptied it, and the deletion deleted it with its data.
-// Now the Buckety goes Ready False naming the bucket and the way out,
-// nothing is written to the bucket (no tags, versioning unchanged), no
-// access is granted on it, a drain request is refused, and the deletion
-// finishes leaving the bucket and its object in place.
+// Now the Buckety goes Ready False (ResourceReplaced) naming the bucket
+// and the way out, nothing is written to the bucket (no tags, versioning
+// unchanged), the key of its access granted before is revoked, a drain
+// request is refused, and the deletion finishes leaving the bucket and
+// its object in place.
 func TestBucketCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 	needInfra(t)
 	root := eastOnMinIO(t)
@@ -42,6 +43,13 @@ func TestBucketCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 	create(t, b)
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	uid := getBuckety(t, ns, b.Name).UID
+	// An access granted before the bucket is replaced: its key of its own
+	// works on east's bucket.
+	create(t, a)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	copied := secret(t, ns, a.Spec.CredentialsSecretName).Data
+	putGet(t, copied, "east", "east's")
+	keyOf := s3Client(t, string(copied["endpoint"]), string(copied["region"]), string(copied["accessKeyID"]), string(copied["secretAccessKey"]))
 	wait.For(t, waitTimeout, "the claim on "+bucket+" recording its owner record", func() (bool, string) {
 		var list v1.BucketyClaimList
 		if err := k8s.List(ctx, &list, client.MatchingLabels{v1.ClaimOwnerLabel: string(uid)}); err != nil {
@@ -109,14 +117,20 @@ func TestBucketCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 
 	// An edit wakes the Buckety, and would write to the bucket.
 	patch(t, b, `{"spec":{"parameters":{"versioning":"true"}}}`)
-	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendError, waitTimeout)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonResourceReplaced, waitTimeout)
 	if !strings.Contains(c.Message, bucket+" on backend owned carries no owner record") || !strings.Contains(c.Message, "kubectl patch bucketyclaim") {
 		t.Errorf("want the Ready message to name the bucket and the way out, got %q", c.Message)
 	}
 	theirs("after the Buckety's pass")
 
-	create(t, a)
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBucketyNotReady, waitTimeout)
+	// The access's key, whose grant names the bucket, no longer reaches
+	// the stranger's: it is revoked, as for a bucket another installation
+	// holds.
+	wait.For(t, waitTimeout, "the access's key revoked", func() (bool, string) {
+		_, err := keyOf.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("theirs")})
+		return err != nil, "the access's key still reads the stranger's object"
+	})
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, "", waitTimeout)
 
 	patch(t, b, `{"spec":{"drain":{"request":"r1"}}}`)
 	wait.For(t, waitTimeout, "the drain refused", func() (bool, string) {

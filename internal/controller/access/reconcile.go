@@ -635,12 +635,14 @@ func (r *Reconciler) bucketyOf(ctx context.Context, a *v1.BucketyAccess, ref v1.
 			return nil, nil, false, err
 		}
 	}
-	if prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned); prov != nil && prov.Status == metav1.ConditionFalse && prov.Reason == v1.ReasonOwnedElsewhere {
+	if prov := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionProvisioned); prov != nil && prov.Status == metav1.ConditionFalse && (prov.Reason == v1.ReasonOwnedElsewhere || prov.Reason == v1.ReasonResourceReplaced) {
 		// Another installation's record stands on the resource now (the
 		// name was free when this one created it, and was deleted out
-		// of band since and created again there): the credentials this
-		// installation issued on the name would reach that
-		// installation's data.
+		// of band since and created again there), or a resource with no
+		// record stands where the Buckety's record was (ResourceReplaced:
+		// created again by someone outside buckety): the credentials
+		// this installation issued on the name would reach someone
+		// else's data.
 		f.bucketyWaiting = fmt.Sprintf("Buckety %s's backend resource is not this installation's (%s: %s): a credential of its own this installation issued to the access is revoked", refNameOf(a, ref), prov.Reason, prov.Message)
 		f.elsewhere = true
 		return nil, nil, false, nil

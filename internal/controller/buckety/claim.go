@@ -24,7 +24,7 @@ import (
 // every backend sharing it.
 func (r *Reconciler) key(e *backends.Entry, resource string) claims.Key {
 	scope := e.Config.ClaimScope()
-	return claims.Key{Backend: e.Name, Service: scope, Resource: resource, Siblings: r.Backends.ScopeMembers(scope), RecordsWithResource: keptWithResource(e)}
+	return claims.Key{Backend: e.Name, Service: scope, Resource: resource, Siblings: r.Backends.ScopeMembers(scope)}
 }
 
 // claim makes sure no other Buckety owns the backend resource, and finds

@@ -221,7 +221,7 @@ func (h *Held) Supersede(key types.NamespacedName, hold bool, derived []status.C
 		return
 	}
 	for _, c := range derived {
-		if c.Type == v1.ConditionProvisioned && c.Status == metav1.ConditionFalse && c.Reason == v1.ReasonOwnedElsewhere {
+		if c.Type == v1.ConditionProvisioned && c.Status == metav1.ConditionFalse && (c.Reason == v1.ReasonOwnedElsewhere || c.Reason == v1.ReasonResourceReplaced) {
 			h.Forget(key)
 			return
 		}

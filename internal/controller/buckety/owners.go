@@ -415,11 +415,12 @@ func keptWithResource(e *backends.Entry) bool {
 // missing; a resource that is gone is created again as before, and gets
 // its record.
 func (r *Reconciler) recordGone(ctx context.Context, b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, res drivers.Resource, rec *drivers.OwnerRecord) (string, error) {
-	if rec != nil || cl == nil || !cl.Spec.OwnerRecorded || !keptWithResource(e) || b.Status.Provenance == "" {
-		// A Buckety that never reported its resource provisioned may
-		// have lost the pass that writes its record after the create
-		// (a crash, a lost reply): createdElsewhere judges such a
-		// resource, as it did before claims recorded this.
+	if rec != nil || cl == nil || !cl.Spec.OwnerRecorded || !keptWithResource(e) || b.Status.Provenance == "" || b.Status.BackendResourceName != cl.Spec.ResourceName {
+		// A Buckety that never reported this resource provisioned (a
+		// new one, or one whose spec.name moved it to this resource) may
+		// have lost the pass that writes its record after the create (a
+		// crash, a lost reply): createdElsewhere judges such a resource,
+		// as it did before claims recorded this.
 		return "", nil
 	}
 	var scratch facts
@@ -433,6 +434,15 @@ func (r *Reconciler) recordGone(ctx context.Context, b *v1.Buckety, e *backends.
 		return "", err
 	}
 	if !in.Exists {
+		// Gone: the pass creates it again, and a create whose record
+		// write never happens (a lost reply, a crash, a failed write
+		// after it) must not leave the flag standing over the Buckety's
+		// own new bucket. Cleared before the create (every create passes
+		// here first, in its BeforeWrite), set again once the new
+		// bucket's record is written (noteRecorded).
+		if err := r.Claims.ForgetOwnerRecorded(ctx, cl); err != nil {
+			return "", err
+		}
 		return "", nil
 	}
 	return fmt.Sprintf("%s on backend %s carries no owner record, and claim %s records that this Buckety's record was written on it (spec.ownerRecorded): it is not the resource this Buckety held (that one was deleted out of band, and someone outside buckety created one of the same name since), or it was restored without its owner record", res.Name, e.Name, cl.Name), nil
@@ -458,9 +468,13 @@ func (r *Reconciler) recordKept(ctx context.Context, b *v1.Buckety, e *backends.
 	case why == "":
 		return true
 	}
-	f.recordGone = why + "; buckety does not write its record or settings to it, grant on it, drain or delete it: " + goneHint(f.claim.Name)
-	f.Record(&drivers.RefusedError{Err: errors.New(f.recordGone)})
+	f.recordGone = why + "; buckety does not write its record or settings to it, grant on it, drain or delete it, and revokes the credentials its accesses hold: " + goneHint(f.claim.Name)
+	// Reported as its own reason (ResourceReplaced), on which the
+	// accesses revoke what they hold; retried on the slow backoff.
 	f.refused = true
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c == nil || c.Reason != v1.ReasonResourceReplaced || c.ObservedGeneration != b.Generation {
+		r.event(b, corev1.EventTypeWarning, v1.ReasonResourceReplaced, v1.EventActionProvision, f.recordGone)
+	}
 	return false
 }
 

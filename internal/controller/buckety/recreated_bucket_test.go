@@ -188,7 +188,7 @@ func TestRecreatedBucketIsNotTaken(t *testing.T) {
 		t.Errorf("want nothing ensured on the stranger's bucket, got %d ensures", got-ensures)
 	}
 	ready := readiness(g.b, f).ready
-	if ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "logs on backend s3") ||
+	if ready.Status != metav1.ConditionFalse || ready.Reason != v1.ReasonResourceReplaced || !strings.Contains(ready.Message, "logs on backend s3") ||
 		!strings.Contains(ready.Message, "kubectl patch bucketyclaim "+g.claim) || !strings.Contains(ready.Message, "delete or rename") {
 		t.Errorf("want Ready False naming the bucket and the way out, got %s %s: %q", ready.Status, ready.Reason, ready.Message)
 	}
@@ -375,4 +375,128 @@ func TestRecordedFlagCostsNoWrite(t *testing.T) {
 	if f.recordGone != "" || f.refused {
 		t.Errorf("a Buckety never reported provisioned, its record lost: want its own bucket not refused, got %q (refused %v)", f.recordGone, f.refused)
 	}
+}
+
+// switchedOwners is memOwners whose writes fail while failWrites is set
+// (a lost reply, a crash before the write), and whose service keeps no
+// records while unkept is set (VersityGW on a store without tags, or a
+// proxy answering NotImplemented).
+type switchedOwners struct {
+	*memOwners
+	failWrites, unkept bool
+}
+
+func (o *switchedOwners) OwnerRecords(ctx context.Context) (bool, string, error) {
+	if o.unkept {
+		return false, "NotImplemented", nil
+	}
+	return o.memOwners.OwnerRecords(ctx)
+}
+
+func (o *switchedOwners) WriteOwner(ctx context.Context, r drivers.Resource, rec *drivers.OwnerRecord) error {
+	if o.failWrites || o.unkept {
+		return context.DeadlineExceeded
+	}
+	return o.memOwners.WriteOwner(ctx, r, rec)
+}
+
+// passOn is pass for the Buckety's resource name (a spec.name change
+// moves it to another).
+func (g *recreatedRig) passOn(t *testing.T, name string) (*facts, bool) {
+	t.Helper()
+	ctx := context.Background()
+	f := &facts{resourceName: name, now: time.Now()}
+	mergeDefaults(g.e, g.b, f)
+	if !g.r.claim(ctx, g.b, g.e, f) {
+		t.Fatalf("claim: want it taken, got claimErr %v, conflict %v", f.claimErr, f.conflict)
+	}
+	ok, err := g.r.provision(ctx, g.b, g.e, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, ok
+}
+
+// TestOwnBucketWhoseRecordWriteIsLostIsNotRefused: the Buckety's own
+// bucket, created by a pass whose record write never happened (a lost
+// reply, a crash), is not refused by the next pass, whatever the claim's
+// flag said of the resource before: a bucket deleted out of band and
+// created again (the flag cleared when the pass found it gone, before
+// the create); a Buckety moved by spec.name to another bucket (a claim
+// of its own, the status still naming the old bucket); and a bucket
+// provisioned while the service kept no tags, once it keeps them (no
+// flag is born where no record is written). Each is taken and recorded,
+// and flagged, once the record can be written.
+func TestOwnBucketWhoseRecordWriteIsLostIsNotRefused(t *testing.T) {
+	setup := func(t *testing.T) (*recreatedRig, *switchedOwners) {
+		g := newRecreatedRig(t, false)
+		so := &switchedOwners{memOwners: g.owners}
+		g.e.Owners = so
+		return g, so
+	}
+	settled := func(t *testing.T, g *recreatedRig, name string) {
+		t.Helper()
+		f, ok := g.passOn(t, name)
+		if f.recordGone != "" || f.refused {
+			t.Fatalf("want the Buckety's own bucket %s not refused, got %q", name, f.recordGone)
+		}
+		if !ok {
+			t.Fatalf("want bucket %s provisioned, got failure %v, claimErr %v", name, f.Err(), f.claimErr)
+		}
+		if rec := g.recordOf(name); rec == nil || rec.UID != "uid-logs" {
+			t.Errorf("want %s's record written, got %+v", name, rec)
+		}
+		cl, err := g.r.Claims.Fresh(context.Background(), g.r.key(g.e, name).Name())
+		if err != nil || cl == nil || !cl.Spec.OwnerRecorded {
+			t.Errorf("want %s's claim flagged once its record is written, got %+v, %v", name, cl, err)
+		}
+	}
+
+	t.Run("created again, its record write lost", func(t *testing.T) {
+		g, so := setup(t)
+		if _, ok := g.pass(t); !ok {
+			t.Fatal("first pass: want bucket logs created")
+		}
+		if err := g.be.Delete(context.Background(), drivers.Resource{Name: "logs"}); err != nil {
+			t.Fatal(err)
+		}
+		g.owners.mu.Lock()
+		delete(g.owners.recs, "logs")
+		g.owners.mu.Unlock()
+		so.failWrites = true
+		f, _ := g.pass(t)
+		if _, there := g.be.Get("logs"); !there {
+			t.Fatalf("want bucket logs created again, got none (failure %v)", f.Err())
+		}
+		if f.recordGone != "" {
+			t.Fatalf("the pass creating it again: want no refusal, got %q", f.recordGone)
+		}
+		so.failWrites = false
+		settled(t, g, "logs")
+	})
+	t.Run("moved by spec.name, its record write lost", func(t *testing.T) {
+		g, so := setup(t)
+		if _, ok := g.pass(t); !ok {
+			t.Fatal("first pass: want bucket logs created")
+		}
+		so.failWrites = true
+		g.passOn(t, "logs2")
+		if _, there := g.be.Get("logs2"); !there {
+			t.Fatal("want bucket logs2 created")
+		}
+		so.failWrites = false
+		g.b.Status.Provenance, g.b.Status.BackendResourceName = v1.ProvenanceCreated, "logs"
+		settled(t, g, "logs2")
+	})
+	t.Run("provisioned while the service kept no tags", func(t *testing.T) {
+		g, so := setup(t)
+		so.unkept = true
+		g.pass(t)
+		if _, there := g.be.Get("logs"); !there {
+			t.Fatal("want bucket logs created")
+		}
+		g.b.Status.Provenance, g.b.Status.BackendResourceName = v1.ProvenanceCreated, "logs"
+		so.unkept = false
+		settled(t, g, "logs")
+	})
 }

@@ -148,7 +148,7 @@ type link func(b *v1.Buckety, f *facts) *readinessResult
 // Before provisionedLinks the backend resource is not usable; after them it
 // exists and Ready waits only on parameters applied and access Secrets.
 var readyChain = []link{
-	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, budgetLink, ownerLink, handedOverLink, adoptionLink, adoptionDriftLink, settlingLink,
+	deletingLink, problemLink, templateLink, nameLink, parametersLink, conflictLink, limitLink, budgetLink, ownerLink, replacedLink, handedOverLink, adoptionLink, adoptionDriftLink, settlingLink,
 	locationLink, backendFailureLink, claimLink, notYetProvisionedLink,
 	// The backend resource exists from here on.
 	driftLink, shortfallLink, implicitAccessLink, pendingAccessesLink,
@@ -283,6 +283,15 @@ func ownerLink(_ *v1.Buckety, f *facts) *readinessResult {
 		return notReady(v1.ReasonInstallationMismatch, f.ownedElsewhere, false)
 	}
 	return notReady(v1.ReasonOwnedElsewhere, f.ownedElsewhere, false)
+}
+
+// replacedLink: the resource under the name is not the one the Buckety
+// held (recordGone).
+func replacedLink(_ *v1.Buckety, f *facts) *readinessResult {
+	if f.recordGone == "" {
+		return nil
+	}
+	return notReady(v1.ReasonResourceReplaced, f.recordGone, false)
 }
 
 // handedOverLink: the backend hands its resources over to another

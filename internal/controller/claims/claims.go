@@ -572,6 +572,23 @@ func (c *Store) RecordOwner(ctx context.Context, cl *v1.BucketyClaim) error {
 	return nil
 }
 
+// ForgetOwnerRecorded clears spec.ownerRecorded on claim cl: its resource
+// is gone, and the one created again holds no record until its owner
+// writes it (RecordOwner then). An optimistic-lock update, as
+// RecordOwner's.
+func (c *Store) ForgetOwnerRecorded(ctx context.Context, cl *v1.BucketyClaim) error {
+	if !cl.Spec.OwnerRecorded {
+		return nil
+	}
+	cl.Spec.OwnerRecorded = false
+	if err := c.Client.Update(ctx, cl); err != nil {
+		cl.Spec.OwnerRecorded = true
+		return fmt.Errorf("record on claim %s that its resource is gone with its owner record: %w", cl.Name, err)
+	}
+	c.recent.put(cl)
+	return nil
+}
+
 // RecordBudgeted records what the claim's resource counts against its
 // namespace's budget, with an optimistic lock: a claim changed since it
 // was read is not overwritten, and the pass tries again.
