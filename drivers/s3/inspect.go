@@ -39,6 +39,13 @@ func (b *Backend) Inspect(ctx context.Context, r drivers.Resource) (drivers.Insp
 	if !ok {
 		return drivers.Inspection{}, nil
 	}
+	if b.recordUnseen(name) {
+		// The last read of its owner record was answered NoSuchBucket:
+		// two views of the server (recordUnseen). What the caller would
+		// decide on (an adoption, a bucket taken for another's) waits
+		// for a read that sees the bucket and its record.
+		return drivers.Inspection{Exists: true, HasContent: true, Detail: "cannot tell: the read of its owner record did not see it"}, b.unseenError(name, "HeadBucket", "judged")
+	}
 	content := func(detail string) (drivers.Inspection, error) {
 		return drivers.Inspection{Exists: true, HasContent: true, Detail: detail}, nil
 	}

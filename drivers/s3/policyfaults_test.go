@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/Yolean/buckety-controller/drivers"
+	s3test "github.com/Yolean/buckety-controller/test/s3"
 )
 
 // policyReadsNotFound opens another backend on fx's server, through a
@@ -159,5 +160,41 @@ func TestVersityAnonymousReadRemovedBesideAGrantOfAGoneUser(t *testing.T) {
 	fx.anonymousSees(t, bucket, map[string]int{"get": 403})
 	if got, err := bucketyGrants(fx.policyOf(t, be, bucket)); err != nil || got[p.Principal] != "" {
 		t.Errorf("want the gone user's grant dropped with it, got %v (%v)", got, err)
+	}
+}
+
+// TestInspectWaitsWhenTheRecordReadDidNotSeeTheBucket: a server answering
+// from two views (a lagging node, a proxy in a rollout) said NoSuchBucket
+// to the read of a bucket's owner record, and HEAD finds the bucket. An
+// Inspect then does not report a bucket without a record, on which the
+// controller would judge it someone else's (and revoke its accesses'
+// keys): it fails as unavailable until a read sees the bucket and its
+// record, as Ensure, Delete and Drain already did.
+func TestInspectWaitsWhenTheRecordReadDidNotSeeTheBucket(t *testing.T) {
+	fx := newFixture(t, ImplMinIO, s3test.Options{}, nil)
+	ctx := context.Background()
+	const bucket = "two-views"
+	fx.ensure(t, bucket, nil)
+	lying, _, lied := lyingProxy(t, fx.srv.Endpoint, func(r *http.Request) bool {
+		return r.Method == http.MethodGet && r.URL.Query().Has("tagging") && strings.Trim(r.URL.Path, "/") == bucket
+	}, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusNotFound)
+		if _, err := w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message><BucketName>` + bucket + `</BucketName></Error>`)); err != nil {
+			t.Error(err)
+		}
+	})
+	cfg := *fx.cfg
+	cfg.Endpoint = lying.URL
+	be, _ := open(t, &cfg)
+	if rec, err := be.ReadOwner(ctx, drivers.Resource{Name: bucket}); err != nil || rec != nil {
+		t.Fatalf("the record read answered NoSuchBucket: want no record, got %+v, %v", rec, err)
+	}
+	if lied.Load() == 0 {
+		t.Fatal("the proxy answered no GetBucketTagging: the test proves nothing")
+	}
+	in, err := be.Inspect(ctx, drivers.Resource{Name: bucket})
+	if !drivers.IsUnavailable(err) {
+		t.Errorf("Inspect after a record read that did not see the bucket: want unavailable, got %+v, %v", in, err)
 	}
 }

@@ -96,24 +96,22 @@ type BucketyClaimSpec struct {
 	// resource; one refused or given up reverts the claim to it.
 	// +optional
 	Retained *ClaimRetained `json:"retained,omitempty"`
-	// OwnerRecorded records that the owner's record is on the resource
-	// itself (a bucket's tags), on a backend that keeps its owner records
-	// with the resources (S3; not kadm, whose registry is kept apart): set
-	// when the claim is made for a resource buckety creates (the record is
-	// written with the create), otherwise once the record was written on
-	// the resource, or read back from it naming the owner. Such a record
-	// goes with its resource: once the owner has reported the resource
-	// provisioned (status.provenance), a resource of this name found with
-	// no record at all is not the one recorded (it was deleted out of band
+	// OwnerRecorded records that the owner's record was written on the
+	// resource itself (a bucket's tags), or read back from it naming the
+	// owner, on a backend that keeps its owner records with the resources
+	// (S3; not kadm, whose registry is kept apart). Such a record goes
+	// with its resource: a resource of this name found later with no
+	// record at all is not the one recorded (it was deleted out of band
 	// and created again by someone else, or restored without its tags),
 	// and buckety does not write its record to it, grant on it, drain it
-	// or delete it; the owner reports it. A cluster maintainer who knows
+	// or delete it; the owner reports it (ResourceReplaced). A cluster maintainer who knows
 	// it is the owner's resource clears this field (kubectl patch
 	// bucketyclaim NAME --type merge -p '{"spec":{"ownerRecorded":null}}')
 	// to have buckety take it as it is; otherwise the resource is deleted
 	// or renamed on the backend, and buckety creates the owner's again.
-	// Cleared when the claim is taken over, or its phase goes back to
-	// Claimed or Adopting (the resource it is decided for is another).
+	// Cleared when the claim is taken over, its phase goes back to
+	// Claimed or Adopting (the resource it is decided for is another), or
+	// its owner creates the resource again.
 	// +optional
 	OwnerRecorded bool `json:"ownerRecorded,omitempty"`
 }

@@ -64,20 +64,6 @@ func (r *Reconciler) inspectAndRecord(ctx context.Context, b *v1.Buckety, e *bac
 		return nil, false, nil, false
 	}
 	k := r.key(e, f.resourceName)
-	if keptWithResource(e) {
-		// A claim born Created records that the record is on the
-		// resource (spec.ownerRecorded) only where the service keeps
-		// records now: one that keeps none writes none with the create,
-		// and a claim flagged there would refuse its own bucket once the
-		// service kept them (recordGone).
-		var scratch facts
-		kept, err := r.ownerRecords(ctx, e, &scratch)
-		if err != nil {
-			f.Record(err)
-			return nil, false, nil, false
-		}
-		k.RecordsWithResource = kept
-	}
 	// The owner record on the backend, read fresh: another installation's
 	// resource is never taken, empty or not; this installation's own, for
 	// this Buckety (a cluster rebuilt from git), or one handed over to it,

@@ -415,12 +415,7 @@ func keptWithResource(e *backends.Entry) bool {
 // missing; a resource that is gone is created again as before, and gets
 // its record.
 func (r *Reconciler) recordGone(ctx context.Context, b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, res drivers.Resource, rec *drivers.OwnerRecord) (string, error) {
-	if rec != nil || cl == nil || !cl.Spec.OwnerRecorded || !keptWithResource(e) || b.Status.Provenance == "" || b.Status.BackendResourceName != cl.Spec.ResourceName {
-		// A Buckety that never reported this resource provisioned (a
-		// new one, or one whose spec.name moved it to this resource) may
-		// have lost the pass that writes its record after the create (a
-		// crash, a lost reply): createdElsewhere judges such a resource,
-		// as it did before claims recorded this.
+	if rec != nil || cl == nil || !cl.Spec.OwnerRecorded || !keptWithResource(e) {
 		return "", nil
 	}
 	var scratch facts
@@ -434,15 +429,10 @@ func (r *Reconciler) recordGone(ctx context.Context, b *v1.Buckety, e *backends.
 		return "", err
 	}
 	if !in.Exists {
-		// Gone: the pass creates it again, and a create whose record
-		// write never happens (a lost reply, a crash, a failed write
-		// after it) must not leave the flag standing over the Buckety's
-		// own new bucket. Cleared before the create (every create passes
-		// here first, in its BeforeWrite), set again once the new
-		// bucket's record is written (noteRecorded).
-		if err := r.Claims.ForgetOwnerRecorded(ctx, cl); err != nil {
-			return "", err
-		}
+		// Gone: the pass creates it again. The flag is cleared once this
+		// Buckety's create made the new bucket (keepOwner), not here: a
+		// HEAD answered 404 by a lagging node would clear it over a
+		// stranger's bucket that is there.
 		return "", nil
 	}
 	return fmt.Sprintf("%s on backend %s carries no owner record, and claim %s records that this Buckety's record was written on it (spec.ownerRecorded): it is not the resource this Buckety held (that one was deleted out of band, and someone outside buckety created one of the same name since), or it was restored without its owner record", res.Name, e.Name, cl.Name), nil
@@ -559,6 +549,19 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 		// A resource this pass created holds no record yet, whoever's
 		// record its claim says was on the one before.
 		if !created && !r.recordKept(ctx, b, e, f, res, rec) {
+			return false
+		}
+	}
+	if created && f.claim != nil && f.claim.Spec.OwnerRecorded {
+		// This pass's create made the bucket (the one the flag spoke of
+		// was deleted out of band): until its record is written, the
+		// flag must not stand over it, or a record write lost below
+		// would have the next pass refuse the Buckety's own bucket. Set
+		// again once the record is written (noteRecorded). A crash
+		// between the create and this write leaves it standing: the
+		// refusal then names the way out.
+		if err := r.Claims.ForgetOwnerRecorded(ctx, f.claim); err != nil {
+			f.claimErr = err
 			return false
 		}
 	}

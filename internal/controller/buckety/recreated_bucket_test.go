@@ -337,43 +337,100 @@ func TestRecordedClaimRules(t *testing.T) {
 	})
 }
 
-// TestRecordedFlagCostsNoWrite: a claim born Created where records are
-// kept with the resources carries spec.ownerRecorded from its create, so
-// provisioning a Buckety writes its claim once, as before the flag (a
-// write of its own after the record would be one more API write per
-// bucket). And a Buckety whose pass created its bucket but never wrote
-// its record (a crash, a lost reply), which therefore never reported it
-// provisioned, is not refused its own bucket on the next pass: the flag
-// is judged only once status.provenance says the bucket was provisioned,
-// and before that createdElsewhere judges the bucket as it always did.
-func TestRecordedFlagCostsNoWrite(t *testing.T) {
+// TestRecordedFlagFollowsTheRecord: a claim gets spec.ownerRecorded only
+// once its bucket's record is written (a write of the claim of its own,
+// after its create), so the flag always means that this very bucket held
+// the record. A Buckety whose first create's record write was lost is
+// not refused its own bucket. And a Buckety that moved to another bucket
+// (spec.name) keeps the flag on its old claim: when its old bucket is
+// replaced by a stranger's, the Buckety's deletion with retentionPolicy
+// Delete leaves that bucket as it is (a claim flagged from its birth
+// took the stranger's bucket for the moved Buckety's own new one).
+func TestRecordedFlagFollowsTheRecord(t *testing.T) {
+	g := newRecreatedRig(t, false)
+	so := &switchedOwners{memOwners: g.owners, failWrites: true}
+	g.e.Owners = so
+	g.pass(t)
+	if g.fresh(t).Spec.OwnerRecorded {
+		t.Error("a create whose record write failed: want no flag")
+	}
+	so.failWrites = false
+	// An empty bucket without a record, never reported provisioned:
+	// createdElsewhere's rules (it settles before it is taken), not the
+	// refusal.
+	if f, _ := g.pass(t); f.recordGone != "" || f.refused {
+		t.Fatalf("the next pass: want the Buckety's own bucket not refused, got %q", f.recordGone)
+	}
+
+	g = newRecreatedRig(t, false)
+	if _, ok := g.pass(t); !ok {
+		t.Fatal("first pass: want bucket logs created")
+	}
+	if cl := g.fresh(t); !cl.Spec.OwnerRecorded || cl.ResourceVersion != "2" {
+		t.Errorf("want the flag written once the record is (the claim's second write), got %v at resourceVersion %s", cl.Spec.OwnerRecorded, cl.ResourceVersion)
+	}
+	// Moved to logs2; logs replaced by a stranger's; the Buckety deleted.
+	if f, ok := g.passOn(t, "logs2"); !ok {
+		t.Fatalf("move to logs2: %v", f.Err())
+	}
+	g.b.Status.Provenance, g.b.Status.BackendResourceName = v1.ProvenanceCreated, "logs2"
+	g.replaceByStranger(t, 3)
+	old, err := g.r.Claims.Fresh(context.Background(), g.claim)
+	if err != nil || old == nil || !old.Spec.OwnerRecorded {
+		t.Fatalf("want the old claim on logs flagged, got %+v, %v", old, err)
+	}
+	g.drainEvents()
+	if _, _, deleted, err := g.r.deleteOrRetain(context.Background(), g.b, old, &facts{}); err != nil || deleted {
+		t.Fatalf("delete through the old claim: want logs retained, got deleted %v, %v", deleted, err)
+	}
+	if s, there := g.be.Get("logs"); !there || s.Records != 3 {
+		t.Errorf("want the stranger's logs kept with its 3 records, got there %v, %+v", there, s)
+	}
+	if evs := g.drainEvents(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+v1.EventRetained) {
+		t.Errorf("want one Warning %s event, got %q", v1.EventRetained, evs)
+	}
+}
+
+// lyingInspect is a backend whose Inspect answers "missing" while lies
+// counts down: a HEAD answered 404 by a node whose bucket metadata lags.
+type lyingInspect struct {
+	*drivertest.Backend
+	lies int
+}
+
+func (l *lyingInspect) Inspect(ctx context.Context, r drivers.Resource) (drivers.Inspection, error) {
+	if l.lies > 0 {
+		l.lies--
+		return drivers.Inspection{}, nil
+	}
+	return l.Backend.Inspect(ctx, r)
+}
+
+// TestReplacedBucketStaysRefusedThroughALyingInspect: a Buckety refusing
+// the stranger's bucket under its name keeps refusing it when one check
+// of the bucket is answered "missing" by a lagging node: the flag is not
+// cleared on that word (only the Buckety's own create clears it), so no
+// later pass takes the bucket, writes its record to it or grants on it.
+func TestReplacedBucketStaysRefusedThroughALyingInspect(t *testing.T) {
 	g := newRecreatedRig(t, false)
 	if _, ok := g.pass(t); !ok {
 		t.Fatal("first pass: want bucket logs created")
 	}
-	cl := g.fresh(t)
-	if !cl.Spec.OwnerRecorded {
-		t.Error("want the claim born with spec.ownerRecorded")
+	g.replaceByStranger(t, 2)
+	li := &lyingInspect{Backend: g.be, lies: 1}
+	g.e.Backend = li
+	for i := range 3 {
+		g.pass(t)
+		if rec := g.recordOf("logs"); rec != nil {
+			t.Fatalf("pass %d: want no record written to the stranger's bucket, got %+v", i, rec)
+		}
 	}
-	if cl.ResourceVersion != "1" {
-		t.Errorf("want the claim written once (its create), got resourceVersion %s", cl.ResourceVersion)
+	if !g.fresh(t).Spec.OwnerRecorded {
+		t.Error("want the flag kept")
 	}
-
-	// The record's write lost: the bucket there, no record, the Buckety
-	// never reported provisioned.
-	g2 := newRecreatedRig(t, false)
-	if _, ok := g2.pass(t); !ok {
-		t.Fatal("first pass: want bucket logs created")
-	}
-	g2.owners.mu.Lock()
-	delete(g2.owners.recs, "logs")
-	g2.owners.mu.Unlock()
-	g2.b.Status.Provenance = ""
-	f, _ := g2.pass(t)
-	// createdElsewhere's rules apply (an empty bucket with no record
-	// settles before it is taken: settleUnrecorded), not the refusal.
-	if f.recordGone != "" || f.refused {
-		t.Errorf("a Buckety never reported provisioned, its record lost: want its own bucket not refused, got %q (refused %v)", f.recordGone, f.refused)
+	f, _ := g.pass(t)
+	if r := readiness(g.b, f).ready; r.Reason != v1.ReasonResourceReplaced {
+		t.Errorf("want Ready ResourceReplaced, got %s: %s", r.Reason, r.Message)
 	}
 }
 

@@ -62,13 +62,6 @@ type Key struct {
 	// made before services existed are named by backend, not service: a
 	// sibling's claim under that name is found and honoured too.
 	Siblings []string
-	// RecordsWithResource: the backend keeps its owner records with the
-	// resources (a bucket's tags). A claim born Created on it records
-	// from its birth that its owner's record is on the resource
-	// (spec.ownerRecorded), written with the create, rather than in a
-	// write of its own after it; a claim born otherwise (adopting, taken
-	// over) records it once its owner wrote the record (RecordOwner).
-	RecordsWithResource bool
 }
 
 func (k Key) space() string {
@@ -164,8 +157,7 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 		cl = &v1.BucketyClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID), shard.SlotLabel: shard.SlotValue(b.Namespace)}},
 			Spec: v1.BucketyClaimSpec{Backend: k.Backend, Service: k.space(), ResourceName: k.Resource, Phase: phase, Location: location, Budgeted: budgeted,
-				Owner:         v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)},
-				OwnerRecorded: k.RecordsWithResource && phase == v1.ClaimCreated},
+				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
 		}
 		err := c.Client.Create(ctx, cl)
 		if err == nil {
@@ -572,10 +564,10 @@ func (c *Store) RecordOwner(ctx context.Context, cl *v1.BucketyClaim) error {
 	return nil
 }
 
-// ForgetOwnerRecorded clears spec.ownerRecorded on claim cl: its resource
-// is gone, and the one created again holds no record until its owner
-// writes it (RecordOwner then). An optimistic-lock update, as
-// RecordOwner's.
+// ForgetOwnerRecorded clears spec.ownerRecorded on claim cl: its owner
+// created the resource again (the one recorded was deleted out of band),
+// and the new one holds no record until its owner writes it (RecordOwner
+// then). An optimistic-lock update, as RecordOwner's.
 func (c *Store) ForgetOwnerRecorded(ctx context.Context, cl *v1.BucketyClaim) error {
 	if !cl.Spec.OwnerRecorded {
 		return nil
