@@ -81,17 +81,7 @@ func newRecreatedRig(t *testing.T, registry bool) *recreatedRig {
 // pass runs what a provisioning pass runs: the claim, then provision.
 func (g *recreatedRig) pass(t *testing.T) (*facts, bool) {
 	t.Helper()
-	ctx := context.Background()
-	f := &facts{resourceName: "logs", now: time.Now()}
-	mergeDefaults(g.e, g.b, f)
-	if !g.r.claim(ctx, g.b, g.e, f) {
-		t.Fatalf("claim: want it taken, got claimErr %v, conflict %v", f.claimErr, f.conflict)
-	}
-	ok, err := g.r.provision(ctx, g.b, g.e, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, ok
+	return g.passOn(t, "logs")
 }
 
 func (g *recreatedRig) fresh(t *testing.T) *v1.BucketyClaim {
@@ -478,11 +468,11 @@ func (g *recreatedRig) passOn(t *testing.T, name string) (*facts, bool) {
 // bucket, created by a pass whose record write never happened (a lost
 // reply, a crash), is not refused by the next pass, whatever the claim's
 // flag said of the resource before: a bucket deleted out of band and
-// created again (the flag cleared when the pass found it gone, before
-// the create); a Buckety moved by spec.name to another bucket (a claim
-// of its own, the status still naming the old bucket); and a bucket
-// provisioned while the service kept no tags, once it keeps them (no
-// flag is born where no record is written). Each is taken and recorded,
+// created again (the flag cleared once the create made it, before the
+// record's write); a Buckety moved by spec.name to another bucket (a
+// claim of its own, flagged only once its record is written); and a
+// bucket provisioned while the service kept no tags, once it keeps them
+// (no flag where no record was written). Each is taken and recorded,
 // and flagged, once the record can be written.
 func TestOwnBucketWhoseRecordWriteIsLostIsNotRefused(t *testing.T) {
 	setup := func(t *testing.T) (*recreatedRig, *switchedOwners) {
