@@ -664,6 +664,25 @@ func eastOnMinIO(t *testing.T) *s3.Client {
 		Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")})
 }
 
+// remakeBucket empties and deletes bucket with root's keys, and creates
+// it again empty and untagged, as someone outside buckety would.
+func remakeBucket(ctx context.Context, root *s3.Client, bucket string) error {
+	if list, err := root.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)}); err == nil {
+		for _, o := range list.Contents {
+			if _, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	return nil
+}
+
 // TestBucketCreatedAgainCarriesItsRecord (MinIO): a bucket deleted out of
 // band takes its owner record (its tags) with it. The drift sweep wakes its
 // Buckety, whose pass creates it again; that pass writes the record again,
@@ -733,19 +752,8 @@ func TestDriftedBucketReadsItsRecordAgain(t *testing.T) {
 	// sweep (every second) may find the bucket missing first and create it
 	// again: then the bucket is deleted and made again.
 	wait.For(t, waitTimeout, bucket+" made again as west's", func() (bool, string) {
-		list, err := root.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-		if err == nil {
-			for _, o := range list.Contents {
-				if _, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
-					return false, err.Error()
-				}
-			}
-		}
-		if _, err := root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
-			return false, "delete: " + err.Error()
-		}
-		if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-			return false, "create: " + err.Error()
+		if err := remakeBucket(ctx, root, bucket); err != nil {
+			return false, err.Error()
 		}
 		tags := []s3types.Tag{}
 		for k, v := range map[string]string{s3driver.TagInstallation: "west", s3driver.TagNamespace: ns, s3driver.TagName: "orders", s3driver.TagUID: "uid-of-west", s3driver.TagState: string(drivers.OwnerHeld)} {

@@ -79,18 +79,8 @@ func TestBucketCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 	// East's sweep (every second) may find the bucket missing first and
 	// create it again, with its record: then it is deleted and made again.
 	wait.For(t, waitTimeout, bucket+" made again by someone outside buckety", func() (bool, string) {
-		if list, err := root.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)}); err == nil {
-			for _, o := range list.Contents {
-				if _, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
-					return false, err.Error()
-				}
-			}
-		}
-		if _, err := root.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
-			return false, "delete: " + err.Error()
-		}
-		if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-			return false, "create: " + err.Error()
+		if err := remakeBucket(ctx, root, bucket); err != nil {
+			return false, err.Error()
 		}
 		if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("theirs"), Body: strings.NewReader("theirs")}); err != nil {
 			return false, "put: " + err.Error()

@@ -104,6 +104,14 @@ func (g *recreatedRig) recordOf(name string) *drivers.OwnerRecord {
 	return &rec
 }
 
+// dropRecord takes name's record away, as deleting the bucket takes its
+// tags.
+func (g *recreatedRig) dropRecord(name string) {
+	g.owners.mu.Lock()
+	defer g.owners.mu.Unlock()
+	delete(g.owners.recs, name)
+}
+
 // replaceByStranger deletes bucket logs with its tags, as an
 // administrator on the server does, and makes one of the name, holding
 // records, without buckety's tags, as an application or Terraform does.
@@ -112,9 +120,7 @@ func (g *recreatedRig) replaceByStranger(t *testing.T, records int) {
 	if err := g.be.Delete(context.Background(), drivers.Resource{Name: "logs"}); err != nil {
 		t.Fatal(err)
 	}
-	g.owners.mu.Lock()
-	delete(g.owners.recs, "logs")
-	g.owners.mu.Unlock()
+	g.dropRecord("logs")
 	g.be.Put("logs", records)
 }
 
@@ -275,9 +281,7 @@ func TestRecordedClaimRules(t *testing.T) {
 		if err := g.r.Client.Update(context.Background(), cl); err != nil {
 			t.Fatal(err)
 		}
-		g.owners.mu.Lock()
-		delete(g.owners.recs, "logs")
-		g.owners.mu.Unlock()
+		g.dropRecord("logs")
 		g.be.Put("logs", 2)
 		f, ok := g.pass(t)
 		if !ok {
@@ -507,9 +511,7 @@ func TestOwnBucketWhoseRecordWriteIsLostIsNotRefused(t *testing.T) {
 		if err := g.be.Delete(context.Background(), drivers.Resource{Name: "logs"}); err != nil {
 			t.Fatal(err)
 		}
-		g.owners.mu.Lock()
-		delete(g.owners.recs, "logs")
-		g.owners.mu.Unlock()
+		g.dropRecord("logs")
 		so.failWrites = true
 		f, _ := g.pass(t)
 		if _, there := g.be.Get("logs"); !there {

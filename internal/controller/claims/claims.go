@@ -552,16 +552,7 @@ func (c *Store) RecordLocation(ctx context.Context, cl *v1.BucketyClaim, locatio
 // changed since it was read (a maintainer who cleared the field, a
 // takeover) is not overwritten, and the pass tries again.
 func (c *Store) RecordOwner(ctx context.Context, cl *v1.BucketyClaim) error {
-	if cl.Spec.OwnerRecorded {
-		return nil
-	}
-	cl.Spec.OwnerRecorded = true
-	if err := c.Client.Update(ctx, cl); err != nil {
-		cl.Spec.OwnerRecorded = false
-		return fmt.Errorf("record on claim %s that its owner record is on the resource: %w", cl.Name, err)
-	}
-	c.recent.put(cl)
-	return nil
+	return c.setOwnerRecorded(ctx, cl, true, "that its owner record is on the resource")
 }
 
 // ForgetOwnerRecorded clears spec.ownerRecorded on claim cl: its owner
@@ -569,13 +560,19 @@ func (c *Store) RecordOwner(ctx context.Context, cl *v1.BucketyClaim) error {
 // and the new one holds no record until its owner writes it (RecordOwner
 // then). An optimistic-lock update, as RecordOwner's.
 func (c *Store) ForgetOwnerRecorded(ctx context.Context, cl *v1.BucketyClaim) error {
-	if !cl.Spec.OwnerRecorded {
+	return c.setOwnerRecorded(ctx, cl, false, "that its resource is gone with its owner record")
+}
+
+// setOwnerRecorded writes spec.ownerRecorded as to, nothing when it is
+// so already; what names the write in its error.
+func (c *Store) setOwnerRecorded(ctx context.Context, cl *v1.BucketyClaim, to bool, what string) error {
+	if cl.Spec.OwnerRecorded == to {
 		return nil
 	}
-	cl.Spec.OwnerRecorded = false
+	cl.Spec.OwnerRecorded = to
 	if err := c.Client.Update(ctx, cl); err != nil {
-		cl.Spec.OwnerRecorded = true
-		return fmt.Errorf("record on claim %s that its resource is gone with its owner record: %w", cl.Name, err)
+		cl.Spec.OwnerRecorded = !to
+		return fmt.Errorf("record on claim %s %s: %w", cl.Name, what, err)
 	}
 	c.recent.put(cl)
 	return nil
