@@ -130,3 +130,23 @@ func IsNotCreated(err error) bool {
 	var n *NotCreatedError
 	return errors.As(err, &n)
 }
+
+// Replaced is implemented by a driver's refusal of a resource that is not
+// the one its owner record was written for: that one was deleted out of
+// band, and someone created one of the same name since (kadm's
+// TopicReplacedError, from the topic IDs its records carry). It comes
+// wrapped in a *RefusedError. The controller reports it as
+// ResourceReplaced, as it does a bucket whose record went with it: the
+// Buckety's accesses revoke the credentials they hold on the name, a drain
+// is refused, and a deletion under retentionPolicy Delete finishes as
+// Retain would, leaving the resource as it is.
+type Replaced interface {
+	error
+	ResourceReplaced()
+}
+
+// IsReplaced reports whether err is or wraps a Replaced refusal.
+func IsReplaced(err error) bool {
+	var r Replaced
+	return errors.As(err, &r)
+}

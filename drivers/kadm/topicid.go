@@ -123,15 +123,20 @@ func (e *TopicReplacedError) Error() string {
 	verb := map[string]string{opConverge: "write to", opDrain: "drain", opDelete: "delete"}[e.Op]
 	s := fmt.Sprintf("kadm: backend %s: topic %s is not the topic buckety holds: its owner record names topic ID %s, and the topic now under the name has ID %s "+
 		"(the topic was deleted out of band, and someone, a producer's auto-create or an administrator, created one of the same name since); "+
-		"buckety does not %s it, nor touch its data. ", e.Backend, e.Topic, e.Recorded, e.Current, verb)
+		"buckety does not %s it, nor touch its data, and revokes the credentials its accesses hold on the name. ", e.Backend, e.Topic, e.Recorded, e.Current, verb)
 	if e.Op == opDelete {
-		return s + "The topic buckety held is gone: to finish the Buckety's deletion and leave this one as it is, set its spec.retentionPolicy to Retain; " +
-			"or delete the topic yourself if its data is not wanted"
+		return s + "The topic buckety held is gone: the Buckety's deletion leaves this one as it is (delete it yourself if its data is not wanted)"
 	}
 	return s + fmt.Sprintf("To have buckety create the Buckety's topic again, delete this one if its data is not wanted; to make this topic the Buckety's as it is, "+
 		"ask the cluster's operator to remove the topic's owner record from the registry %s (a record of key %s and a null value, e.g. `echo '%s:' | kcat -P -b <broker> -t %s -K: -Z`)",
 		e.Registry, e.Topic, e.Topic, e.Registry)
 }
+
+// ResourceReplaced implements drivers.Replaced: the controller reports
+// the refusal as ResourceReplaced.
+func (e *TopicReplacedError) ResourceReplaced() {}
+
+var _ drivers.Replaced = (*TopicReplacedError)(nil)
 
 // What a TopicReplacedError refuses.
 const (

@@ -85,8 +85,8 @@ func (f *fixture) replaceOutOfBand(t *testing.T, topic string) topicID {
 func wantReplaced(t *testing.T, what string, err error, topic, op string, recorded, current topicID) {
 	t.Helper()
 	var re *TopicReplacedError
-	if !errors.As(err, &re) || !drivers.IsRefused(err) {
-		t.Errorf("%s of a topic created again out of band: want a *drivers.RefusedError wrapping a *TopicReplacedError, got %T %v", what, err, err)
+	if !errors.As(err, &re) || !drivers.IsRefused(err) || !drivers.IsReplaced(err) {
+		t.Errorf("%s of a topic created again out of band: want a *drivers.RefusedError wrapping a *TopicReplacedError, which the controller takes for a replaced resource (drivers.IsReplaced), got %T %v", what, err, err)
 		return
 	}
 	if re.Topic != topic || re.Op != op || re.Recorded != formatTopicID(recorded) || re.Current != formatTopicID(current) {

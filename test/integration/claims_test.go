@@ -683,7 +683,12 @@ func TestRefusalRetriesOnBackoff(t *testing.T) {
 // kadm driver keeps it, fresh.
 func ownerOf(t *testing.T, topic string) *drivers.OwnerRecord {
 	t.Helper()
-	cfg := kadmdriver.Config{SeedBrokers: broker.Addrs, RequestTimeout: harness.Duration(5 * time.Second)}
+	return ownerWith(t, kadmdriver.Config{SeedBrokers: broker.Addrs, RequestTimeout: harness.Duration(5 * time.Second)}, topic)
+}
+
+// ownerWith is ownerOf on the broker cfg reaches.
+func ownerWith(t *testing.T, cfg kadmdriver.Config, topic string) *drivers.OwnerRecord {
+	t.Helper()
 	be, err := (&kadmdriver.Driver{}).Open(context.Background(), "kafka", &cfg)
 	if err != nil {
 		t.Fatal(err)

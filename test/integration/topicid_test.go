@@ -7,39 +7,63 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/Yolean/buckety-controller/drivers"
+	kadmdriver "github.com/Yolean/buckety-controller/drivers/kadm"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
+	"github.com/Yolean/buckety-controller/test/harness"
+	"github.com/Yolean/buckety-controller/test/kafka"
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
-// TestTopicCreatedAgainOutOfBandIsNotTaken on the real broker and control
-// plane: a Buckety's topic (retentionPolicy Delete) is deleted out of band
-// and someone else creates a topic of the same name and writes to it. The
-// controller used to converge that topic at the Buckety's next pass, and
-// delete it, with its data, when the Buckety was deleted: the name was all
-// it knew of its topic. The owner record carries the topic's ID: the
-// Buckety goes not Ready saying so, the stranger's topic keeps its configs
-// and records, its deletion is refused, and once the Buckety is set to
-// Retain its deletion finishes with the topic left in place.
+// TestTopicCreatedAgainOutOfBandIsNotTaken on the real broker (SCRAM and
+// ACLs enforced) and control plane: a Buckety's topic (retentionPolicy
+// Delete), with an access holding a SCRAM user of its own, is deleted out
+// of band and someone else creates a topic of the same name and writes to
+// it. The controller used to converge that topic at the Buckety's next
+// pass, and delete it, with its data, when the Buckety was deleted: the
+// name was all it knew of its topic. The owner record carries the topic's
+// ID: the Buckety goes not Ready, ResourceReplaced (it was a plain backend
+// error, under which the access kept its user and ACLs on the name, and
+// reached the stranger's topic), the access's user is revoked, the
+// stranger's topic keeps its configs and records, and the Buckety's
+// deletion finishes as Retain would, with a Warning, the topic left in
+// place.
 func TestTopicCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 	needInfra(t)
-	startController(t, configYAML("kafka", "s3"), nil, time.Hour)
+	br, cfg := scopedBroker(t, 0)
+	startController(t, cfg, nil, time.Hour)
 	ns := namespace(t)
 	removeWhileRunning(t, ns)
 	name := ns + ".orders"
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: name,
 		RetentionPolicy: v1.RetentionDelete, Parameters: map[string]string{"config.retention.ms": "604800000"}}}
 	create(t, b)
+	a := &v1.BucketyAccess{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.BucketyAccessSpec{BucketyRef: v1.BucketyReference{Name: "orders"}, CredentialsSecretName: "app"}}
+	create(t, a)
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	copied := secret(t, ns, "app").Data
+	if err := produceWith(t, copied, name); err != nil {
+		t.Fatalf("want the access's Secret to produce to %s, got %v", name, err)
+	}
+	owner := ownerOn(t, br)
 	wait.For(t, waitTimeout, "the owner record of "+name+" with its topic ID", func() (bool, string) {
-		rec := ownerOf(t, name)
+		rec := owner(name)
 		return rec != nil && rec.ResourceID != "", fmt.Sprintf("record %+v", rec)
 	})
 
 	ctx := context.Background()
-	adm, cl := kafkaAdmin(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs...), kgo.MetadataMinAge(100*time.Millisecond), kgo.SASL(scram.Auth{User: "buckety", Pass: "s3cr3t"}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
 	deleteTopicOutOfBand(t, adm, name)
 	if _, err := adm.CreateTopic(ctx, 1, -1, nil, name); err != nil {
 		t.Fatal(err)
@@ -49,10 +73,22 @@ func TestTopicCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 	}
 	// Wake the Buckety (a change of a mutable field that keeps Delete).
 	patch(t, b, `{"spec":{"parameters":{"config.retention.ms":"604800001"}}}`)
-	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonBackendError, waitTimeout)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonResourceReplaced, waitTimeout)
 	if !strings.Contains(c.Message, "is not the topic buckety holds") || !strings.Contains(c.Message, name) {
 		t.Errorf("want the Ready message to say the topic is not the Buckety's, got %q", c.Message)
 	}
+	waitCondition(t, b, v1.ConditionProvisioned, metav1.ConditionFalse, v1.ReasonResourceReplaced, waitTimeout)
+	waitEvent(t, ns, v1.ReasonResourceReplaced, "is not the topic buckety holds")
+	// The access's user reached the topic by its name: it is revoked.
+	wait.For(t, waitTimeout, "the access's user revoked", func() (bool, string) {
+		err := produceWith(t, copied, name)
+		return err != nil, "the Secret copied before still produces to the stranger's topic"
+	})
+	wait.For(t, waitTimeout, "the access's credential record deleted", func() (bool, string) {
+		n := len(credentialsOf(t, a.UID))
+		return n == 0, fmt.Sprintf("%d records", n)
+	})
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, "", waitTimeout)
 	theirs := func(what string) {
 		t.Helper()
 		info := topicWith(t, adm, cl, name)
@@ -68,15 +104,77 @@ func TestTopicCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 	}
 	theirs("after the Buckety's pass")
 
+	if err := k8s.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
 	if err := k8s.Delete(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	wait.For(t, waitTimeout, "the deletion refused", func() (bool, string) {
-		cur := getBuckety(t, ns, "orders")
-		return strings.Contains(condString(cur.Status.Conditions), "is not the topic buckety holds"), condString(cur.Status.Conditions)
-	})
-	theirs("after the deletion was refused")
-	patch(t, b, `{"spec":{"retentionPolicy":"Retain"}}`)
+	// retentionPolicy Delete, and the topic under the name is not the
+	// one the Buckety held: the deletion finishes, leaving it.
 	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
-	theirs("after the Buckety was deleted with Retain")
+	waitEvent(t, ns, v1.EventRetained, "the deletion finishes as retentionPolicy Retain would")
+	theirs("after the Buckety was deleted")
+}
+
+// ownerOn reads owner records of topics on broker br fresh, as the kadm
+// driver keeps them, as the superuser scopedBroker configures.
+func ownerOn(t *testing.T, br *kafka.Broker) func(topic string) *drivers.OwnerRecord {
+	cfg := kadmdriver.Config{SeedBrokers: br.Addrs, RequestTimeout: harness.Duration(5 * time.Second),
+		SASL: &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}}
+	return func(topic string) *drivers.OwnerRecord { return ownerWith(t, cfg, topic) }
+}
+
+// TestAdoptionOverAReplacedRetainedTopicIsRefusedAsReplaced: a Buckety's
+// topic is retained (its record marked so, with the topic's ID), its claim
+// released, and the topic deleted out of band and created again by someone
+// else. A Buckety asking to adopt the name, on a backend that allows it,
+// is refused by the driver (the topic is not the one the retained record
+// names): that refusal was a plain backend error, retried on the fast
+// backoff for ever; it is ResourceReplaced now, as any topic created again
+// under a record, with the way out in the message, and the stranger's
+// topic keeps its configs and records.
+func TestAdoptionOverAReplacedRetainedTopicIsRefusedAsReplaced(t *testing.T) {
+	needInfra(t)
+	startController(t, adoptionConfigYAML(), nil, time.Hour)
+	ns := namespace(t)
+	removeWhileRunning(t, ns)
+	name := ns + ".orders"
+	first := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka-adopt", Name: name}}
+	create(t, first)
+	waitCondition(t, first, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	ctx := context.Background()
+	if err := k8s.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, waitTimeout, "the first Buckety deleted", func() (bool, string) { return gone(t, first) })
+	wait.For(t, waitTimeout, "the retained record of "+name+" with its topic ID", func() (bool, string) {
+		rec := ownerOf(t, name)
+		return rec != nil && rec.State == drivers.OwnerRetained && rec.ResourceID != "", fmt.Sprintf("record %+v", rec)
+	})
+	// The maintainer releases the retained claim (kubectl delete
+	// bucketyclaim), so the name may be adopted.
+	cl, ok := claimOn(t, "kafka-adopt", name)
+	if !ok {
+		t.Fatalf("want the retained claim of %s", name)
+	}
+	if err := k8s.Delete(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	adm, kc := kafkaAdmin(t)
+	deleteTopicOutOfBand(t, adm, name)
+	legacyTopic(t, name, "theirs")
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka-adopt", Name: name,
+		Adoption: v1.AdoptionAdopt, Parameters: map[string]string{"partitions": "2", "config.retention.ms": "1000000"}}}
+	create(t, b)
+	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonResourceReplaced, waitTimeout)
+	if !strings.Contains(c.Message, "is not the topic buckety holds") || !strings.Contains(c.Message, "remove the topic's owner record") {
+		t.Errorf("want the Ready message to say the topic is not the record's, and the way out, got %q", c.Message)
+	}
+	if info := topicWith(t, adm, kc, name); !info.exists || info.dynamic["retention.ms"] != "1000000" || info.partitions != 2 {
+		t.Errorf("want the stranger's topic as it was (2 partitions, retention.ms 1000000), got %+v", info)
+	}
+	if got := records(t, name); got != 1 {
+		t.Errorf("want the stranger's record kept, got %d records", got)
+	}
 }

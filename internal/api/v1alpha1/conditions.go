@@ -178,10 +178,11 @@ const (
 	// name is not the one it held: on S3, a bucket with no owner record at
 	// all where the Buckety's claim records that its record was on it
 	// (deleted out of band and created again by someone outside buckety,
-	// or restored without its tags). Nothing is written to it, nothing
-	// granted, and its accesses' credentials are revoked, as for
-	// OwnedElsewhere: it may be another's data. The message names the
-	// bucket, the claim and the way out.
+	// or restored without its tags); on kadm, a topic whose ID is not the
+	// one its owner record names (deleted out of band and created again
+	// under the name). Nothing is written to it, nothing granted, and its
+	// accesses' credentials are revoked, as for OwnedElsewhere: it may be
+	// another's data. The message names the resource and the way out.
 	ReasonResourceReplaced = "ResourceReplaced"
 	// ReasonInstallationMismatch: the backend resource's owner record
 	// names this very Buckety (its UID) under another installation name:

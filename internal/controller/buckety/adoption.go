@@ -508,6 +508,10 @@ func (r *Reconciler) settleAdoption(ctx context.Context, b *v1.Buckety, e *backe
 	var drift *drivers.DriftError
 	if err != nil && !errors.As(err, &drift) {
 		f.Record(err)
+		// A retained record whose topic was replaced out of band: not
+		// the resource the record was written for, refused until
+		// someone acts, on the slow backoff.
+		r.replacedByDriver(b, f, err)
 		return false
 	}
 	diffs := res.Changes

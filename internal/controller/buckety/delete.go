@@ -396,6 +396,14 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 	}
 	if err == nil {
 		err = e.Backend.Delete(ctx, at)
+		if drivers.IsReplaced(err) {
+			// The driver found the resource under the name is not the
+			// one the record was written for (kadm: a topic of another
+			// ID): the one this Buckety held is gone, as for
+			// deletableByRecord's gone, and this one is left alone.
+			eventType = corev1.EventTypeWarning
+			return retain(err.Error() + "; retentionPolicy Delete does not delete it: the deletion finishes as retentionPolicy Retain would")
+		}
 	}
 	if err == nil {
 		err = r.dropOwner(ctx, e, at)

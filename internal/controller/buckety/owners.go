@@ -468,6 +468,24 @@ func (r *Reconciler) recordKept(ctx context.Context, b *v1.Buckety, e *backends.
 	return false
 }
 
+// replacedByDriver notes err in f when the driver refused the resource as
+// not the one its owner record was written for (drivers.Replaced: kadm's
+// topic created again under the name, told by its ID), and reports
+// whether it did: the refusal is reported as recordKept's is
+// (ResourceReplaced, on which the accesses revoke what they hold on the
+// name; a Warning event when Ready did not say so yet; the slow backoff).
+func (r *Reconciler) replacedByDriver(b *v1.Buckety, f *facts, err error) bool {
+	if !drivers.IsReplaced(err) {
+		return false
+	}
+	f.recordGone = err.Error()
+	f.refused = true
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c == nil || c.Reason != v1.ReasonResourceReplaced || c.ObservedGeneration != b.Generation {
+		r.event(b, corev1.EventTypeWarning, v1.ReasonResourceReplaced, v1.EventActionProvision, f.recordGone)
+	}
+	return true
+}
+
 // noteRecorded records on this pass's claim (spec.ownerRecorded) that
 // the owner record on the resource is this Buckety's, written or read
 // back, where records are kept with the resources and this backend's

@@ -210,6 +210,7 @@ func (r *Reconciler) ensure(ctx context.Context, b *v1.Buckety, e *backends.Entr
 	case err != nil:
 		f.Record(err)
 		f.refused = drivers.IsRefused(err)
+		r.replacedByDriver(b, f, err)
 		if drivers.IsNotCreated(err) {
 			f.createRefused = true
 			r.nothingCreated(ctx, b, f)
