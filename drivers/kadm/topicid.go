@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/Yolean/buckety-controller/drivers"
@@ -164,7 +165,16 @@ type topicIDs struct {
 	// refused is, per name, the refusal last confirmed on fresh data
 	// (checkTopicIDFresh): the record's ID and the topic's.
 	refused map[string][2]string
+	// gone is, per name, the IDs of topics this backend found deleted
+	// under it before it created the name's topic again (unbindTopicID),
+	// the newest last, at most goneKept: a broker whose metadata is
+	// behind may still answer one of them, and that is not a topic
+	// someone else made.
+	gone map[string][]string
 }
+
+// goneKept is how many deleted topics' IDs topicIDs.gone keeps a name.
+const goneKept = 4
 
 type knownTopicID struct {
 	id   topicID
@@ -172,7 +182,26 @@ type knownTopicID struct {
 }
 
 func newTopicIDs() *topicIDs {
-	return &topicIDs{m: map[string]knownTopicID{}, names: map[string]bool{}, installations: map[string]bool{}, refused: map[string][2]string{}}
+	return &topicIDs{m: map[string]knownTopicID{}, names: map[string]bool{}, installations: map[string]bool{}, refused: map[string][2]string{}, gone: map[string][]string{}}
+}
+
+// deletedBefore notes id (formatted) as a topic found deleted under name.
+func (k *topicIDs) deletedBefore(name, id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ids := slices.DeleteFunc(k.gone[name], func(s string) bool { return s == id })
+	if len(ids) >= goneKept {
+		ids = ids[len(ids)-goneKept+1:]
+	}
+	k.gone[name] = append(ids, id)
+}
+
+// wasDeleted reports whether id (formatted) is a topic found deleted
+// under name (deletedBefore).
+func (k *topicIDs) wasDeleted(name, id string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Contains(k.gone[name], id)
 }
 
 var _ drivers.InstallationAware = (*Backend)(nil)
@@ -325,6 +354,13 @@ func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err err
 	if k, ok := b.ids.get(name); ok && k.made && k.id == id {
 		return true, nil
 	}
+	if b.ids.wasDeleted(name, cur) {
+		// A topic this backend found deleted before it created the
+		// name's topic again: a broker whose metadata is behind the
+		// deletion answered it. Not a topic someone else made, and not
+		// refused: read again.
+		return false, fmt.Errorf("kadm: backend %s: topic %s: the broker answered topic ID %s, of the topic deleted before buckety created the name's topic again (its owner record names %s): that broker's metadata is behind; read again on the next pass", b.name, name, cur, rec.ResourceID)
+	}
 	return false, &drivers.RefusedError{Err: &TopicReplacedError{Backend: b.name, Topic: name, Op: op, Recorded: rec.ResourceID, Current: cur, Registry: b.cfg.registryTopic()}}
 }
 
@@ -342,6 +378,23 @@ func (b *Backend) checkTopicIDFresh(ctx context.Context, op, name string, id top
 		return false, fmt.Errorf("kadm: backend %s: topic %s: read its owner record again before refusing the topic (its ID is not the one the record read before names): %w", b.name, name, err)
 	}
 	stamp, err = b.checkTopicID(op, name, id)
+	if drivers.IsReplaced(err) {
+		// The topic's metadata is read again before the refusal
+		// stands: a refusal revokes the credentials of the Buckety's
+		// accesses, and one broker's metadata may be behind (a topic
+		// deleted and created again under the name by another replica
+		// of this installation, whose record names the new one). A
+		// Metadata request goes to any broker, so the second read may
+		// reach another. A topic that is gone or of another ID now is
+		// not refused on this read: the next pass reads it again.
+		now, rerr := b.metadata.do(ctx, name, struct{}{})
+		switch {
+		case rerr != nil:
+			return false, b.classify(fmt.Errorf("kadm: backend %s: topic %s: read its metadata again before refusing the topic (its ID is not the one its owner record names): %w", b.name, name, b.ctxErr(rerr)))
+		case !now.exists || now.id != id:
+			return false, fmt.Errorf("kadm: backend %s: topic %s: two reads of its metadata disagree (topic ID %s, then %s): a broker's metadata is behind, or the topic changed just now; read again on the next pass", b.name, name, formatTopicID(id), formatTopicID(now.id))
+		}
+	}
 	b.ids.confirmRefusal(name, err)
 	return stamp, err
 }
@@ -397,6 +450,10 @@ func (b *Backend) unbindTopicID(ctx context.Context, name string) (string, error
 		return "", nil
 	}
 	was := rec.ResourceID
+	// Found deleted (Ensure read the name missing): a broker that
+	// still answers it after the create is behind, whatever becomes of
+	// the write.
+	b.ids.deletedBefore(name, was)
 	rec.ResourceID = ""
 	if err := b.writeRecord(ctx, name, rec, false, false); err != nil {
 		return "", fmt.Errorf("kadm: backend %s: topic %s: clear the topic ID %s (the topic deleted out of band) from its owner record before creating the topic again: %w; nothing was created", b.name, name, was, err)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -30,8 +31,10 @@ import (
 // ID: the Buckety goes not Ready, ResourceReplaced (it was a plain backend
 // error, under which the access kept its user and ACLs on the name, and
 // reached the stranger's topic), the access's user is revoked, the
-// stranger's topic keeps its configs and records, and the Buckety's
-// deletion finishes as Retain would, with a Warning, the topic left in
+// stranger's topic keeps its configs and records. Once that topic is
+// deleted the Buckety creates its own again and the access gets a new
+// user; replaced once more, the Buckety's deletion (retentionPolicy
+// Delete) finishes as Retain would, with a Warning, the topic left in
 // place.
 func TestTopicCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 	needInfra(t)
@@ -64,31 +67,6 @@ func TestTopicCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 	}
 	t.Cleanup(cl.Close)
 	adm := kadm.NewClient(cl)
-	deleteTopicOutOfBand(t, adm, name)
-	if _, err := adm.CreateTopic(ctx, 1, -1, nil, name); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: name, Value: []byte("theirs")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	// Wake the Buckety (a change of a mutable field that keeps Delete).
-	patch(t, b, `{"spec":{"parameters":{"config.retention.ms":"604800001"}}}`)
-	c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonResourceReplaced, waitTimeout)
-	if !strings.Contains(c.Message, "is not the topic buckety holds") || !strings.Contains(c.Message, name) {
-		t.Errorf("want the Ready message to say the topic is not the Buckety's, got %q", c.Message)
-	}
-	waitCondition(t, b, v1.ConditionProvisioned, metav1.ConditionFalse, v1.ReasonResourceReplaced, waitTimeout)
-	waitEvent(t, ns, v1.ReasonResourceReplaced, "is not the topic buckety holds")
-	// The access's user reached the topic by its name: it is revoked.
-	wait.For(t, waitTimeout, "the access's user revoked", func() (bool, string) {
-		err := produceWith(t, copied, name)
-		return err != nil, "the Secret copied before still produces to the stranger's topic"
-	})
-	wait.For(t, waitTimeout, "the access's credential record deleted", func() (bool, string) {
-		n := len(credentialsOf(t, a.UID))
-		return n == 0, fmt.Sprintf("%d records", n)
-	})
-	waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, "", waitTimeout)
 	theirs := func(what string) {
 		t.Helper()
 		info := topicWith(t, adm, cl, name)
@@ -102,19 +80,86 @@ func TestTopicCreatedAgainOutOfBandIsNotTaken(t *testing.T) {
 			t.Errorf("%s: want the stranger's record kept, got %d records", what, got)
 		}
 	}
+	// replace deletes the Buckety's topic out of band, has a stranger
+	// create one of the name and write to it, and wakes the Buckety (a
+	// change of a mutable field that keeps Delete) with retention.
+	replace := func(retention string) {
+		t.Helper()
+		deleteTopicOutOfBand(t, adm, name)
+		if _, err := adm.CreateTopic(ctx, 1, -1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+		// The stranger's own client: one that knew the Buckety's topic
+		// would send its old ID.
+		stranger, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs...), kgo.SASL(scram.Auth{User: "buckety", Pass: "s3cr3t"}.AsSha512Mechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stranger.Close()
+		if err := stranger.ProduceSync(ctx, &kgo.Record{Topic: name, Value: []byte("theirs")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		patch(t, b, `{"spec":{"parameters":{"config.retention.ms":"`+retention+`"}}}`)
+		c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonResourceReplaced, waitTimeout)
+		if !strings.Contains(c.Message, "is not the topic buckety holds") || !strings.Contains(c.Message, name) {
+			t.Errorf("want the Ready message to say the topic is not the Buckety's, got %q", c.Message)
+		}
+		waitCondition(t, b, v1.ConditionProvisioned, metav1.ConditionFalse, v1.ReasonResourceReplaced, waitTimeout)
+	}
+	replace("604800001")
+	waitEvent(t, ns, v1.ReasonResourceReplaced, "is not the topic buckety holds")
+	// The access's user reached the topic by its name: it is revoked.
+	wait.For(t, waitTimeout, "the access's user revoked", func() (bool, string) {
+		err := produceWith(t, copied, name)
+		return err != nil, "the Secret copied before still produces to the stranger's topic"
+	})
+	wait.For(t, waitTimeout, "the access's credential record deleted", func() (bool, string) {
+		n := len(credentialsOf(t, a.UID))
+		return n == 0, fmt.Sprintf("%d records", n)
+	})
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionFalse, "", waitTimeout)
 	theirs("after the Buckety's pass")
 
+	// The operator finds the stranger's data unwanted and deletes the
+	// topic: the Buckety creates its own again, and its access is
+	// granted afresh, with a user of its own the old Secret does not hold.
+	deleteTopicOutOfBand(t, adm, name)
+	patch(t, b, `{"spec":{"parameters":{"config.retention.ms":"604800002"}}}`)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	waitCondition(t, a, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	wait.For(t, waitTimeout, "the access's new Secret producing to the Buckety's new topic", func() (bool, string) {
+		err := produceWith(t, secret(t, ns, "app").Data, name)
+		return err == nil, fmt.Sprint(err)
+	})
+	if err := produceWith(t, copied, name); err == nil {
+		t.Error("want the Secret copied before the revocation refused, it produces")
+	}
+
+	// Replaced once more, then deleted: retentionPolicy Delete, and the
+	// topic under the name is not the one the Buckety held: the deletion
+	// finishes, leaving it.
+	replace("604800003")
+	theirs("after the second replacement")
 	if err := k8s.Delete(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	if err := k8s.Delete(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	// retentionPolicy Delete, and the topic under the name is not the
-	// one the Buckety held: the deletion finishes, leaving it.
 	wait.For(t, waitTimeout, "Buckety deleted", func() (bool, string) { return gone(t, b) })
 	waitEvent(t, ns, v1.EventRetained, "the deletion finishes as retentionPolicy Retain would")
 	theirs("after the Buckety was deleted")
+	// Its record is marked retained, still naming the topic it held: a
+	// Held record of a Buckety gone would leave the name to no one.
+	td, err := adm.ListTopics(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := td[name].ID
+	strangers := base64.RawURLEncoding.EncodeToString(id[:])
+	if rec := owner(name); rec == nil || rec.State != drivers.OwnerRetained || rec.ResourceID == "" || rec.ResourceID == strangers {
+		t.Errorf("want the owner record of %s retained with the held topic's ID (not the stranger's %s), got %+v", name, strangers, rec)
+	}
 }
 
 // ownerOn reads owner records of topics on broker br fresh, as the kadm

@@ -401,6 +401,14 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 			// one the record was written for (kadm: a topic of another
 			// ID): the one this Buckety held is gone, as for
 			// deletableByRecord's gone, and this one is left alone.
+			// The record, kept apart from the topic, is marked retained
+			// as any kept resource's (still naming the held topic's ID,
+			// so the one under the name stays refused): a Held record
+			// of a Buckety gone would leave the name to no one once
+			// the claim is released.
+			if !markKept(r.retainOwner) {
+				return failed(), false, false, nil
+			}
 			eventType = corev1.EventTypeWarning
 			return retain(err.Error() + "; retentionPolicy Delete does not delete it: the deletion finishes as retentionPolicy Retain would")
 		}
