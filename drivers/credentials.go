@@ -62,8 +62,10 @@ type Issuing struct {
 // CredentialSweeper is implemented by a CredentialIssuer that can judge, in
 // a few requests for a whole backend, whether each issued principal still
 // exists with exactly its role's rights: the drift sweep's counterpart of
-// Sweeper for credentials. Changed, added or removed rights and a missing
-// principal count as drift; the controller then re-asserts those accesses
+// Sweeper for credentials. Changed, added or removed rights, a missing
+// principal and a principal whose credential is not of the kind the
+// backend now issues (kadm: another SCRAM mechanism) count as drift; the
+// controller then re-asserts those accesses
 // (Grant with Assert), from their Secrets.
 type CredentialSweeper interface {
 	// SweepCredentials returns the indices, in as, of the accesses whose

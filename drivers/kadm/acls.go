@@ -146,9 +146,13 @@ var _ drivers.CredentialSweeper = (*Backend)(nil)
 // SweepCredentials implements drivers.CredentialSweeper with three
 // requests for the whole cluster: DescribeUserSCRAMs of every user,
 // DescribeACLs of every ACL and DescribeClientQuotas of every user entity.
-// Only the principals in as are judged: on their ALLOW ACLs (an operator's
-// DENY is not drift) and their client quotas (quotas.go); every other
-// user, ACL and quota is someone else's and is not looked at further.
+// Only the principals in as are judged: on their SCRAM credentials (the
+// configured credentials.mechanism's and not the other SCRAM mechanism's,
+// as upsertUser leaves them: a user left with only the mechanism it was
+// issued before a change of credentials.mechanism cannot log in with the
+// Secret, which names the new one), their ALLOW ACLs (an operator's DENY
+// is not drift) and their client quotas (quotas.go); every other user,
+// ACL and quota is someone else's and is not looked at further.
 func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]int, error) {
 	if len(as) == 0 {
 		return nil, nil
@@ -167,6 +171,7 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 	if err != nil {
 		return nil, err
 	}
+	mech, _ := b.cfg.mechanism()
 	var drifted []int
 	var errs []error
 	for i, a := range as {
@@ -175,7 +180,7 @@ func (b *Backend) SweepCredentials(ctx context.Context, as []drivers.Access) ([]
 			// Its re-assert reports the parameter.
 			errs = append(errs, fmt.Errorf("access %s/%s: %w", a.Namespace, a.Name, err))
 		}
-		if d, ok := users[a.Principal]; err != nil || !ok || d.Err != nil || len(d.CredInfos) == 0 ||
+		if d, ok := users[a.Principal]; err != nil || !ok || d.Err != nil || !hasOnlyMechanism(d.CredInfos, mech) ||
 			!sameACLs(have[a.Principal], wantACLs(a)) || !sameQuotas(quotas[a.Principal], want) {
 			drifted = append(drifted, i)
 		}

@@ -106,7 +106,10 @@ type Credentials struct {
 	Mode drivers.CredentialsMode `json:"mode,omitempty" jsonschema:"enum=PerAccess,enum=Shared"`
 	// Mechanism of the issued users' passwords: SCRAM-SHA-512 (the
 	// default) or SCRAM-SHA-256. Consumers authenticate with it
-	// (sasl.mechanism in the Secret).
+	// (sasl.mechanism in the Secret). Changing it moves every issued user
+	// to the new mechanism when the controller restarts: each access's
+	// password is set on the new one and deleted from the old one, so
+	// connections with the old mechanism are refused from then on.
 	Mechanism string `json:"mechanism,omitempty" jsonschema:"enum=SCRAM-SHA-512,enum=SCRAM-SHA-256"`
 }
 

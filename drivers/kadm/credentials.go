@@ -316,7 +316,7 @@ func (b *Backend) assertCredential(ctx context.Context, a drivers.Access, mech k
 		return fmt.Errorf("kadm: backend %s: grant for %s/%s: %w", b.name, a.Namespace, a.Name, err)
 	}
 	return concurrently(
-		func() error { return b.upsertUser(ctx, a.Principal, mech, password) },
+		func() error { return b.upsertUser(ctx, a.Principal, mech, password, a.IsNew()) },
 		func() error {
 			if a.IsNew() && len(a.Drop) == 0 {
 				return b.createACLs(ctx, a.Principal, wantACLs(a))
@@ -348,12 +348,56 @@ func concurrently(fns ...func() error) error {
 	return nil
 }
 
-// upsertUser sets principal's password for mech. After a change of
-// credentials.mechanism a user keeps its password for the other mechanism
-// too (the same password: nothing more is known to anyone) until it is
-// revoked; rotation moves an access to a user of the new mechanism only.
-func (b *Backend) upsertUser(ctx context.Context, principal string, mech kadm.ScramMechanism, password string) error {
-	return b.alterUser(ctx, principal, scramOp{upsert: &kadm.UpsertSCRAM{User: principal, Mechanism: mech, Iterations: scramIterations, Password: password}})
+// upsertUser sets principal's password for mech, then deletes the
+// user's credential for the other SCRAM mechanism, so the user
+// authenticates with this password on the configured mechanism only.
+// After a change of credentials.mechanism the user still has its
+// previous password on the other mechanism: left there, a password the
+// tenant replaced (a leaked one, whose Secret it deleted) would keep
+// logging in, with all the access's ACLs, through that mechanism. The
+// credential sweep counts a user holding the other mechanism, or lacking
+// the configured one, as drift (acls.go), so the start-up sweep after
+// such a change re-asserts every access's password on the new mechanism
+// and removes the old one. A crash between the upsert and the deletion
+// leaves the other mechanism, which the next sweep reports again.
+//
+// Two requests, upsert first: Kafka refuses a user named twice in one
+// AlterUserSCRAMCredentials request (the batcher never puts a user twice
+// in one), and a user that loses its old credential before it has the
+// new one cannot log in at all in between. Deleting a mechanism the user
+// lacks is success (alterUser); each request is shared with the other
+// grants and revocations of its batch. A user being issued (fresh:
+// drivers.Access.IsNew) has no credential but what this grant, or an
+// interrupted attempt of it, made on the configured mechanism, so the
+// deletion is not sent: a new access costs no request more.
+func (b *Backend) upsertUser(ctx context.Context, principal string, mech kadm.ScramMechanism, password string, fresh bool) error {
+	if err := b.alterUser(ctx, principal, scramOp{upsert: &kadm.UpsertSCRAM{User: principal, Mechanism: mech, Iterations: scramIterations, Password: password}}); err != nil || fresh {
+		return err
+	}
+	return b.alterUser(ctx, principal, scramOp{del: &kadm.DeleteSCRAM{User: principal, Mechanism: otherMechanism(mech)}})
+}
+
+// otherMechanism is the SCRAM mechanism that is not mech.
+func otherMechanism(mech kadm.ScramMechanism) kadm.ScramMechanism {
+	if mech == kadm.ScramSha256 {
+		return kadm.ScramSha512
+	}
+	return kadm.ScramSha256
+}
+
+// hasOnlyMechanism reports whether a user's SCRAM credentials are mech's
+// and not the other mechanism's (what upsertUser leaves).
+func hasOnlyMechanism(infos []kadm.CredInfo, mech kadm.ScramMechanism) bool {
+	has := false
+	for _, c := range infos {
+		switch c.Mechanism {
+		case mech:
+			has = true
+		case otherMechanism(mech):
+			return false
+		}
+	}
+	return has
 }
 
 // revokeCredential deletes every ALLOW ACL of the principal (an operator's

@@ -174,7 +174,7 @@ func TestScopedSecretIsTheSourceOfTruth(t *testing.T) {
 		t.Fatalf("want a long random password, got %d characters", len(password))
 	}
 	// Drift: the password changed and the role narrowed out of band.
-	if err := f.backend.upsertUser(context.Background(), principal, 2, "changed-by-hand"); err != nil {
+	if err := f.backend.upsertUser(context.Background(), principal, 2, "changed-by-hand", false); err != nil {
 		t.Fatal(err)
 	}
 	f.counter.Reset()
