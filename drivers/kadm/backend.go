@@ -62,6 +62,9 @@ type Backend struct {
 	// ids are the topic IDs this backend last created or checked, by
 	// name (topicid.go).
 	ids *topicIDs
+	// open is the verdict on the brokers' allow.everyone.if.no.acl.found
+	// (openacls.go).
+	open openVerdict
 	// base ends when the backend is closed.
 	base context.Context
 }

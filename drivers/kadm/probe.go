@@ -39,10 +39,12 @@ const ReasonRegistryConfigsUnreadable = "RegistryConfigsUnreadable"
 func (b *Backend) Probe(ctx context.Context) error {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
-	if _, err := b.adm.BrokerMetadata(ctx); err != nil {
+	m, err := b.adm.BrokerMetadata(ctx)
+	if err != nil {
 		return b.classify(err)
 	}
 	b.judgeRegistry(ctx, [16]byte{})
+	b.judgeOpenACLs(ctx, m.Brokers.NodeIDs())
 	return nil
 }
 
@@ -51,14 +53,20 @@ func (b *Backend) Probe(ctx context.Context) error {
 // RegistryNotCompacted, whose message names the topic, the setting and
 // the kafka-configs command that fixes it; one whose configs the brokers
 // refuse the backend's principal is a warning too, reason
-// RegistryConfigsUnreadable, naming the right to grant. It is the verdict
+// RegistryConfigsUnreadable, naming the right to grant; brokers that let
+// every user do what no ACL names, where the backend issues a user per
+// access, are a warning of reason BrokersAllowWithoutACLs (openacls.go).
+// It is the verdict
 // the backend holds: the last Probe's, or a newer one from a catch-up that
 // found the registry created again since.
 func (b *Backend) ProbeWarnings() []drivers.Warning {
-	if w := b.registryVerdict(); w.Reason != "" {
-		return []drivers.Warning{w}
+	var ws []drivers.Warning
+	for _, w := range []drivers.Warning{b.registryVerdict(), b.openWarning()} {
+		if w.Reason != "" {
+			ws = append(ws, w)
+		}
 	}
-	return nil
+	return ws
 }
 
 // Implementation implements drivers.Implementer: kadm speaks the Kafka

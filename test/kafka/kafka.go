@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,6 +46,10 @@ type Options struct {
 	// CountRequests makes the broker count the requests it handles per API
 	// key; Requests reads the counts.
 	CountRequests bool
+	// BrokerConfigs are broker configs DescribeConfigs reports, as a
+	// broker started with them in server.properties does (the broker acts
+	// only on the keys kfake knows).
+	BrokerConfigs map[string]string
 }
 
 // Broker is a running broker process.
@@ -143,6 +149,9 @@ func (b *Broker) start() error {
 	}
 	if b.opts.ReauthMS > 0 {
 		args = append(args, "--reauth-ms", strconv.Itoa(b.opts.ReauthMS))
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.opts.BrokerConfigs)) {
+		args = append(args, "--broker-config", k+"="+b.opts.BrokerConfigs[k])
 	}
 	if b.opts.TLSCert != "" {
 		args = append(args, "--tls-cert", b.opts.TLSCert, "--tls-key", b.opts.TLSKey)

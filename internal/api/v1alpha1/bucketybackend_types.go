@@ -13,7 +13,9 @@ import (
 // driver names (kadm: RegistryNotCompacted, an owner registry whose
 // cleanup.policy lets the brokers delete ownership records;
 // RegistryConfigsUnreadable, one whose configs the brokers refuse the
-// backend's principal, so that this cannot be told); False is
+// backend's principal, so that this cannot be told;
+// BrokersAllowWithoutACLs, brokers that let every user do what no ACL
+// names, where the backend issues a user per access); False is
 // AsExpected; Unknown is NotProbed before a probe ran, NotDetermined when
 // none passed yet. While the probe fails, Degraded keeps what the last
 // probe that passed found.
@@ -124,7 +126,8 @@ type BucketyBackendStatus struct {
 	// KeysPerAccessUnavailable or NotProbed; and Degraded (negative
 	// polarity): True while the last probe that passed warned of something
 	// the backend's operator should fix, with the driver's reason (kadm:
-	// RegistryNotCompacted, RegistryConfigsUnreadable) and the fix in the
+	// RegistryNotCompacted, RegistryConfigsUnreadable,
+	// BrokersAllowWithoutACLs) and the fix in the
 	// message, False (AsExpected)
 	// when it warned of nothing, Unknown (NotProbed, NotDetermined) before
 	// a probe passed.

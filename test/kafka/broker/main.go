@@ -73,6 +73,8 @@ func run() error {
 	acls := flag.Bool("acls", false, "enforce ACLs: users other than the --sasl superusers may do only what their ACLs allow")
 	reauthMS := flag.Int("reauth-ms", 0, "connections.max.reauth.ms: SASL connections must re-authenticate within it (0: never)")
 	kafka26 := flag.Bool("kafka-2.6", false, "answer only the API versions of Kafka 2.6: no SCRAM admin API (KIP-554)")
+	var brokerConfigs list
+	flag.Var(&brokerConfigs, "broker-config", "KEY=VALUE a broker config DescribeConfigs reports, as a broker started with it in server.properties does (repeatable; kfake acts only on the keys it knows)")
 	flag.Parse()
 
 	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.DefaultNumPartitions(*partitions)}
@@ -124,6 +126,13 @@ func run() error {
 	}
 	if *reauthMS > 0 {
 		opts = append(opts, kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": strconv.Itoa(*reauthMS)}))
+	}
+	for _, kv := range brokerConfigs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--broker-config %q: want KEY=VALUE", kv)
+		}
+		opts = append(opts, kfake.BrokerConfigs(map[string]string{k: v}))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {

@@ -1,0 +1,128 @@
+package kadm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/Yolean/buckety-controller/drivers"
+)
+
+// ReasonBrokersAllowWithoutACLs is the warning of a backend issuing a
+// user per access on a cluster whose brokers let every authenticated user
+// do what no ACL names (Kafka's allow.everyone.if.no.acl.found=true): the
+// BucketyBackend's Degraded reason.
+const ReasonBrokersAllowWithoutACLs = "BrokersAllowWithoutACLs"
+
+// allowEveryoneKey is the broker setting: with it true, a resource that no
+// ACL matches is open to every user, not only to the superusers.
+const allowEveryoneKey = "allow.everyone.if.no.acl.found"
+
+// Per-access users keep tenants apart only where every resource a tenant
+// must not reach carries an ACL, or the brokers deny what no ACL names
+// (Kafka's default). With allow.everyone.if.no.acl.found=true on a broker,
+// an access's own user, whose password its tenant holds, reaches every
+// topic and group no ACL names: the owner registry (where it could write
+// forged records or tombstones), and every Buckety's topic no access is
+// scoped to yet. Such users are still narrower than the backend's own
+// (the topics of scoped accesses carry their ACLs), so the backend keeps
+// issuing them, and warns: the BucketyBackend goes Degraded, and its
+// operator sets the key to false.
+//
+// The setting is read in the probe, at most once every
+// registryConfigsEvery, from every broker the probe's metadata names (one
+// DescribeConfigs each: the
+// value is a broker's own static config, which a cluster-wide read does
+// not show). A reading that fails keeps the last verdict, as the
+// registry's does; a backend that issues no per-access users is not read.
+type openVerdict struct {
+	mu      sync.Mutex
+	at      time.Time
+	warning drivers.Warning
+}
+
+// judgeOpenACLs reads allow.everyone.if.no.acl.found from brokers (their
+// node IDs, from the probe's metadata) when the last reading is older
+// than registryConfigsEvery, and keeps the verdict.
+func (b *Backend) judgeOpenACLs(ctx context.Context, brokers []int32) {
+	if b.cfg.sharedReason(b.name) != "" {
+		return
+	}
+	v := &b.open
+	now := b.observed.now()
+	v.mu.Lock()
+	due := v.at.IsZero() || now.Sub(v.at) >= registryConfigsEvery
+	if due {
+		v.at = now
+	}
+	v.mu.Unlock()
+	if !due {
+		return
+	}
+	w, err := b.brokersOpen(ctx, brokers)
+	if err != nil {
+		return
+	}
+	v.mu.Lock()
+	v.warning = w
+	v.mu.Unlock()
+}
+
+// openWarning is the verdict judgeOpenACLs holds.
+func (b *Backend) openWarning() drivers.Warning {
+	v := &b.open
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.warning
+}
+
+// brokersOpen reads allow.everyone.if.no.acl.found from brokers and says,
+// as a warning, which set it true: the zero Warning when none does.
+// A broker that does not report the key (Redpanda, a broker without it in
+// its config) keeps Kafka's default, false. An error means nothing was
+// judged: some broker did not answer.
+func (b *Backend) brokersOpen(ctx context.Context, brokers []int32) (drivers.Warning, error) {
+	if len(brokers) == 0 {
+		// No broker ID: a cluster-wide read would not show the brokers'
+		// own configs.
+		return drivers.Warning{}, fmt.Errorf("describe broker configs: the metadata names no broker")
+	}
+	rcs, err := b.adm.DescribeBrokerConfigs(ctx, brokers...)
+	var se *kadm.ShardErrors
+	if err != nil && !errors.As(err, &se) {
+		return drivers.Warning{}, b.classify(fmt.Errorf("describe broker configs: %w", err))
+	}
+	var open []string
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			err = errors.Join(err, fmt.Errorf("broker %s: %w", rc.Name, rc.Err))
+			continue
+		}
+		for _, c := range rc.Configs {
+			if c.Key == allowEveryoneKey && strings.EqualFold(strings.TrimSpace(c.MaybeValue()), "true") {
+				open = append(open, rc.Name)
+			}
+		}
+	}
+	switch {
+	case len(open) > 0:
+		// What the brokers that answered say stands; the others are
+		// read again next time.
+	case err != nil:
+		return drivers.Warning{}, b.classify(fmt.Errorf("describe broker configs: %w", err))
+	default:
+		return drivers.Warning{}, nil
+	}
+	slices.Sort(open)
+	return drivers.Warning{Reason: ReasonBrokersAllowWithoutACLs, Message: fmt.Sprintf(
+		"broker %s of backend %s sets %s=true: every authenticated user, each access's own among them, may do what no ACL names on a topic or group, "+
+			"so per-access users do not keep tenants apart: a tenant's user reaches the owner registry %s (and could write forged ownership records to it) and every Buckety's topic that no access is scoped to; "+
+			"set %s=false on every broker (Kafka's default), after giving any other client that relies on it the ACLs it needs",
+		strings.Join(open, ", "), b.name, allowEveryoneKey, b.cfg.registryTopic(), allowEveryoneKey)}, nil
+}

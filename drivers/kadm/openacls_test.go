@@ -1,0 +1,80 @@
+package kadm
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/Yolean/buckety-controller/test/kafka"
+)
+
+// TestProbeWarnsWhenBrokersAllowWithoutACLs: a broker with
+// allow.everyone.if.no.acl.found=true lets every user, an access's own
+// among them, do what no ACL names: the owner registry and every topic no
+// access is scoped to. The issuing probe only asked whether the cluster
+// has an authorizer, so a backend issuing per-access users there reported
+// its tenants kept apart. The probe now warns (Degraded,
+// BrokersAllowWithoutACLs) where the backend issues per-access users; a
+// broker with Kafka's default, or a backend that issues none, is not
+// warned of, and the brokers are read at most once every
+// registryConfigsEvery.
+func TestProbeWarnsWhenBrokersAllowWithoutACLs(t *testing.T) {
+	ctx := context.Background()
+	open := map[string]string{allowEveryoneKey: "true"}
+	scoped := func(c *Config) {
+		c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}
+	}
+	cases := []struct {
+		name   string
+		opts   kafka.Options
+		mutate func(*Config)
+		want   bool
+	}{
+		{"per-access users, allow.everyone true", kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, BrokerConfigs: open}, scoped, true},
+		{"per-access users, Kafka's default", kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true}, scoped, false},
+		{"per-access users, allow.everyone false", kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, BrokerConfigs: map[string]string{allowEveryoneKey: "false"}}, scoped, false},
+		{"no sasl: no per-access users to warn of", kafka.Options{BrokerConfigs: open}, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.opts, c.mutate)
+			if err := f.backend.Probe(ctx); err != nil {
+				t.Fatalf("want the probe to pass, got %v", err)
+			}
+			var got []string
+			for _, w := range f.backend.ProbeWarnings() {
+				if w.Reason == ReasonBrokersAllowWithoutACLs {
+					got = append(got, w.Message)
+				}
+			}
+			if !c.want {
+				if len(got) != 0 {
+					t.Errorf("want no %s warning, got %q", ReasonBrokersAllowWithoutACLs, got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("want one %s warning, got %q", ReasonBrokersAllowWithoutACLs, got)
+			}
+			for _, want := range []string{allowEveryoneKey + "=true", allowEveryoneKey + "=false", f.backend.cfg.registryTopic(), "per-access users do not keep tenants apart"} {
+				if !strings.Contains(got[0], want) {
+					t.Errorf("want the warning to name %q, got %q", want, got[0])
+				}
+			}
+			// Read once every registryConfigsEvery, not every probe.
+			if n := f.counter.Ops()["DescribeConfigs"]; n == 0 {
+				t.Fatal("want the first probe's DescribeConfigs counted")
+			}
+			f.counter.Reset()
+			if err := f.backend.Probe(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.counter.Ops()["DescribeConfigs"]; n != 0 {
+				t.Errorf("want no DescribeConfigs on a probe within %s of the last reading, got %d", registryConfigsEvery, n)
+			}
+			if len(f.backend.ProbeWarnings()) == 0 {
+				t.Error("want the verdict kept between readings")
+			}
+		})
+	}
+}
