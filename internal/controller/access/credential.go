@@ -93,6 +93,9 @@ func (r *Reconciler) credential(ctx context.Context, a *v1.BucketyAccess, e *bac
 	}
 	made := ""
 	if why := rotationDue(a, e, cur, retiring, f, now); why != "" {
+		if taken, err := r.secretTaken(ctx, a, f); taken || err != nil {
+			return nil, err
+		}
 		next, secret, err := r.rotate(ctx, a, e, on, acc, cur, top+1, why, f)
 		if next == nil || err != nil {
 			return nil, err

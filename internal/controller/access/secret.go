@@ -222,6 +222,46 @@ func (r *Reconciler) conflictPersists(ctx context.Context, a *v1.BucketyAccess, 
 	return true, nil
 }
 
+// secretTaken, before a credential is recorded and issued for the access
+// (its first, or a rotation's next), reports whether a Secret the access
+// does not own holds its credentialsSecretName, and if so ends the pass
+// with the conflict writeSecret would report, having written nothing.
+// Otherwise the pass would record the credential, create its principal
+// and grant it on the backend, and only then find that it cannot write
+// the Secret: a live credential that no Secret holds, one for each access
+// a tenant points at a Secret of their own, for as long as the conflict
+// lasts (conflictPersists only stops the issues after it is reported).
+//
+// The cache holds only buckety's Secrets: one it shows as the access's
+// costs no read (a rotation of a settled access); any other answer is
+// confirmed by a read of the metadata (ownSecretMeta), so a new access's
+// first issue costs one GET. A pass of an access already reporting a
+// conflict has just read the Secret (conflictPersists) and reads nothing
+// more. A Secret created between this read and the Secret's write still
+// makes the conflict writeSecret reports, after the issue: that
+// credential then stays live, unwritten, until the conflict ends (the
+// pass that finds the name free issues it again into the access's
+// Secret) or the access is deleted (its records are revoked).
+func (r *Reconciler) secretTaken(ctx context.Context, a *v1.BucketyAccess, f *facts) (bool, error) {
+	if conflictReported(a) {
+		return false, nil
+	}
+	m, err := r.ownSecretMeta(ctx, a, true)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read Secret %s: %w", a.Spec.CredentialsSecretName, err)
+	case ownsSecret(a, m):
+		return false, nil
+	}
+	a.Status.Secret = nil
+	f.secretName = a.Spec.CredentialsSecretName
+	f.secretConflict = conflictMessage(a, m)
+	r.event(a, corev1.EventTypeWarning, v1.EventSecretConflict, v1.EventActionWriteSecret, f.secretConflict)
+	return true, nil
+}
+
 // secretMeta is an empty Secret metadata object, for reading the cache.
 func secretMeta() *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
