@@ -17,19 +17,9 @@ import (
 // after the operator changed it would.
 func (f *fixture) openWithMechanism(t *testing.T, mech string) *Backend {
 	t.Helper()
-	cfg := *f.backend.cfg
-	cfg.Credentials = &Credentials{Mechanism: mech}
-	be, err := New().Open(context.Background(), "kafka", &cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := be.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	be.(*Backend).SetInstallation("east", nil)
-	return be.(*Backend)
+	be := f.openWith(t, func(c *Config) { c.Credentials = &Credentials{Mechanism: mech} })
+	be.SetInstallation("east", nil)
+	return be
 }
 
 // mechanismsOf lists the SCRAM mechanisms principal has on the broker,

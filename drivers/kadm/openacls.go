@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/Yolean/buckety-controller/drivers"
 )
@@ -19,6 +20,12 @@ import (
 // do what no ACL names (Kafka's allow.everyone.if.no.acl.found=true): the
 // BucketyBackend's Degraded reason.
 const ReasonBrokersAllowWithoutACLs = "BrokersAllowWithoutACLs"
+
+// ReasonBrokerConfigsUnreadable is the warning of a backend issuing a
+// user per access whose principal the brokers refuse DescribeConfigs on
+// the cluster, so that whether they let every user do what no ACL names
+// cannot be told.
+const ReasonBrokerConfigsUnreadable = "BrokerConfigsUnreadable"
 
 // allowEveryoneKey is the broker setting: with it true, a resource that no
 // ACL matches is open to every user, not only to the superusers.
@@ -39,8 +46,12 @@ const allowEveryoneKey = "allow.everyone.if.no.acl.found"
 // registryConfigsEvery, from every broker the probe's metadata names (one
 // DescribeConfigs each: the
 // value is a broker's own static config, which a cluster-wide read does
-// not show). A reading that fails keeps the last verdict, as the
-// registry's does; a backend that issues no per-access users is not read.
+// not show). A reading the brokers refuse is a verdict of its own
+// (BrokerConfigsUnreadable, naming the ACL to grant), as the registry's
+// is: a setting nobody can read must not pass for false, nor a fixed one
+// stay reported once the read is refused. Any other failed reading keeps
+// the last verdict; a backend that issues no per-access users is not
+// read.
 type openVerdict struct {
 	mu      sync.Mutex
 	at      time.Time
@@ -96,11 +107,16 @@ func (b *Backend) brokersOpen(ctx context.Context, brokers []int32) (drivers.War
 	rcs, err := b.adm.DescribeBrokerConfigs(ctx, brokers...)
 	var se *kadm.ShardErrors
 	if err != nil && !errors.As(err, &se) {
+		if refusedConfigs(err) {
+			return b.brokerConfigsDenied(), nil
+		}
 		return drivers.Warning{}, b.classify(fmt.Errorf("describe broker configs: %w", err))
 	}
 	var open []string
+	denied := refusedConfigs(err)
 	for _, rc := range rcs {
 		if rc.Err != nil {
+			denied = denied || refusedConfigs(rc.Err)
 			err = errors.Join(err, fmt.Errorf("broker %s: %w", rc.Name, rc.Err))
 			continue
 		}
@@ -114,6 +130,8 @@ func (b *Backend) brokersOpen(ctx context.Context, brokers []int32) (drivers.War
 	case len(open) > 0:
 		// What the brokers that answered say stands; the others are
 		// read again next time.
+	case denied:
+		return b.brokerConfigsDenied(), nil
 	case err != nil:
 		return drivers.Warning{}, b.classify(fmt.Errorf("describe broker configs: %w", err))
 	default:
@@ -125,4 +143,21 @@ func (b *Backend) brokersOpen(ctx context.Context, brokers []int32) (drivers.War
 			"so per-access users do not keep tenants apart: a tenant's user reaches the owner registry %s (and could write forged ownership records to it) and every Buckety's topic that no access is scoped to; "+
 			"set %s=false on every broker (Kafka's default), after giving any other client that relies on it the ACLs it needs",
 		strings.Join(open, ", "), b.name, allowEveryoneKey, b.cfg.registryTopic(), allowEveryoneKey)}, nil
+}
+
+// refusedConfigs reports whether err is the brokers refusing the
+// backend's principal DescribeConfigs on the cluster.
+func refusedConfigs(err error) bool {
+	return errors.Is(err, kerr.ClusterAuthorizationFailed)
+}
+
+// brokerConfigsDenied is the warning of brokers that refuse the backend's
+// principal the read of their configs.
+func (b *Backend) brokerConfigsDenied() drivers.Warning {
+	who := b.cfg.saslPrincipal()
+	grant := "kafka-acls --bootstrap-server BROKER --add --allow-principal " + who + " --operation DescribeConfigs --cluster"
+	return drivers.Warning{Reason: ReasonBrokerConfigsUnreadable, Message: fmt.Sprintf(
+		"the brokers of backend %s refuse principal %s DescribeConfigs on the cluster, so whether they let every user do what no ACL names (%s=true) cannot be told; "+
+			"with it true, per-access users would not keep tenants apart; grant it: %s",
+		b.name, who, allowEveryoneKey, grant)}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/Yolean/buckety-controller/test/kafka"
 )
 
@@ -62,8 +64,8 @@ func TestProbeWarnsWhenBrokersAllowWithoutACLs(t *testing.T) {
 				}
 			}
 			// Read once every registryConfigsEvery, not every probe.
-			if n := f.counter.Ops()["DescribeConfigs"]; n == 0 {
-				t.Fatal("want the first probe's DescribeConfigs counted")
+			if n := f.counter.Ops()["DescribeConfigs"]; n < 2 {
+				t.Fatalf("want the first probe to read the registry's configs and the broker's, got %d DescribeConfigs", n)
 			}
 			f.counter.Reset()
 			if err := f.backend.Probe(ctx); err != nil {
@@ -76,5 +78,45 @@ func TestProbeWarnsWhenBrokersAllowWithoutACLs(t *testing.T) {
 				t.Error("want the verdict kept between readings")
 			}
 		})
+	}
+}
+
+// TestProbeWarnsWhenBrokerConfigsAreRefused: a backend principal that may
+// not DescribeConfigs on the cluster cannot tell whether the brokers let
+// every user do what no ACL names. The failed reading was dropped, so a
+// cluster open that way showed no warning at all (and one fixed while the
+// right was taken away kept its old warning for ever). The refusal is a
+// verdict of its own, naming the ACL to grant.
+func TestProbeWarnsWhenBrokerConfigsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true, BrokerConfigs: map[string]string{allowEveryoneKey: "true"}}, func(c *Config) {
+		c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"}
+	})
+	// An operator's principal with the cluster rights buckety's users
+	// and ACLs need, and not DescribeConfigs.
+	if _, err := f.admin.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "ops", Mechanism: kadm.ScramSha512, Iterations: scramIterations, Password: "opspw"}}); err != nil {
+		t.Fatal(err)
+	}
+	acl := kadm.NewACLs().Allow("User:ops").Clusters().Operations(kadm.OpAlter, kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
+	if _, err := f.admin.CreateACLs(ctx, acl); err != nil {
+		t.Fatal(err)
+	}
+	ops := f.openWith(t, func(c *Config) { c.SASL = &SASL{Mechanism: "SCRAM-SHA-512", Username: "ops", Password: "opspw"} })
+	if err := ops.Probe(ctx); err != nil {
+		t.Fatalf("want the probe to pass, got %v", err)
+	}
+	var got []string
+	for _, w := range ops.ProbeWarnings() {
+		if w.Reason == ReasonBrokerConfigsUnreadable {
+			got = append(got, w.Message)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("want one %s warning, got %+v", ReasonBrokerConfigsUnreadable, ops.ProbeWarnings())
+	}
+	for _, want := range []string{"User:ops", "--operation DescribeConfigs --cluster", allowEveryoneKey} {
+		if !strings.Contains(got[0], want) {
+			t.Errorf("want the warning to name %q, got %q", want, got[0])
+		}
 	}
 }

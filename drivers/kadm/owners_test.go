@@ -30,7 +30,16 @@ import (
 // installation pointed at the same cluster would.
 func (f *fixture) openAnother(t *testing.T) *Backend {
 	t.Helper()
+	return f.openWith(t, nil)
+}
+
+// openWith is openAnother with f's config changed by mutate.
+func (f *fixture) openWith(t *testing.T, mutate func(*Config)) *Backend {
+	t.Helper()
 	cfg := *f.backend.cfg
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	be, err := New().Open(context.Background(), "kafka", &cfg)
 	if err != nil {
 		t.Fatal(err)

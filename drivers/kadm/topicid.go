@@ -196,6 +196,17 @@ func (k *topicIDs) deletedBefore(name, id string) {
 	k.gone[name] = append(ids, id)
 }
 
+// notDeleted forgets id (formatted) as a topic found deleted under name:
+// two reads answered it since (checkTopicIDFresh).
+func (k *topicIDs) notDeleted(name, id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.gone[name] = slices.DeleteFunc(k.gone[name], func(s string) bool { return s == id })
+	if len(k.gone[name]) == 0 {
+		delete(k.gone, name)
+	}
+}
+
 // wasDeleted reports whether id (formatted) is a topic found deleted
 // under name (deletedBefore).
 func (k *topicIDs) wasDeleted(name, id string) bool {
@@ -341,6 +352,13 @@ func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err err
 	case rec == nil:
 		b.ids.checked(name, id)
 		return false, nil
+	case rec.ResourceID != cur && b.ids.wasDeleted(name, cur):
+		// A topic this backend found deleted before it created the
+		// name's topic again: a broker whose metadata is behind the
+		// deletion answered it. It is neither refused nor bound to a
+		// record cleared before that create (whose answer may have
+		// been lost): checkTopicIDFresh reads it again.
+		return false, &staleTopicIDError{backend: b.name, topic: name, id: cur, recorded: rec.ResourceID}
 	case rec.ResourceID == cur:
 		b.ids.checked(name, id)
 		return false, nil
@@ -353,13 +371,6 @@ func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err err
 	}
 	if k, ok := b.ids.get(name); ok && k.made && k.id == id {
 		return true, nil
-	}
-	if b.ids.wasDeleted(name, cur) {
-		// A topic this backend found deleted before it created the
-		// name's topic again: a broker whose metadata is behind the
-		// deletion answered it. Not a topic someone else made, and not
-		// refused: read again.
-		return false, fmt.Errorf("kadm: backend %s: topic %s: the broker answered topic ID %s, of the topic deleted before buckety created the name's topic again (its owner record names %s): that broker's metadata is behind; read again on the next pass", b.name, name, cur, rec.ResourceID)
 	}
 	return false, &drivers.RefusedError{Err: &TopicReplacedError{Backend: b.name, Topic: name, Op: op, Recorded: rec.ResourceID, Current: cur, Registry: b.cfg.registryTopic()}}
 }
@@ -378,7 +389,9 @@ func (b *Backend) checkTopicIDFresh(ctx context.Context, op, name string, id top
 		return false, fmt.Errorf("kadm: backend %s: topic %s: read its owner record again before refusing the topic (its ID is not the one the record read before names): %w", b.name, name, err)
 	}
 	stamp, err = b.checkTopicID(op, name, id)
-	if drivers.IsReplaced(err) {
+	var stale *staleTopicIDError
+	switch {
+	case drivers.IsReplaced(err):
 		// The topic's metadata is read again before the refusal
 		// stands: a refusal revokes the credentials of the Buckety's
 		// accesses, and one broker's metadata may be behind (a topic
@@ -387,16 +400,55 @@ func (b *Backend) checkTopicIDFresh(ctx context.Context, op, name string, id top
 		// Metadata request goes to any broker, so the second read may
 		// reach another. A topic that is gone or of another ID now is
 		// not refused on this read: the next pass reads it again.
-		now, rerr := b.metadata.do(ctx, name, struct{}{})
-		switch {
-		case rerr != nil:
-			return false, b.classify(fmt.Errorf("kadm: backend %s: topic %s: read its metadata again before refusing the topic (its ID is not the one its owner record names): %w", b.name, name, b.ctxErr(rerr)))
-		case !now.exists || now.id != id:
-			return false, fmt.Errorf("kadm: backend %s: topic %s: two reads of its metadata disagree (topic ID %s, then %s): a broker's metadata is behind, or the topic changed just now; read again on the next pass", b.name, name, formatTopicID(id), formatTopicID(now.id))
+		if err := b.readsAgain(ctx, name, id, "before refusing the topic (its ID is not the one its owner record names)"); err != nil {
+			return false, err
 		}
+	case errors.As(err, &stale) && stale.recorded == "":
+		// The record lost its ID before a create whose answer this
+		// backend did not get, and the topic found deleted then is
+		// answered: a broker behind the deletion, or the topic was
+		// never gone (a broker that did not know it yet answered the
+		// name missing, and the create found it there). A second read
+		// that answers it again is taken for the topic's: it is
+		// bound, as any topic a record without an ID finds. One that
+		// answers another is bound on a later pass.
+		if err := b.readsAgain(ctx, name, id, "before recording it (its ID is the one of the topic found deleted before)"); err != nil {
+			return false, err
+		}
+		b.ids.notDeleted(name, stale.id)
+		stamp, err = b.checkTopicID(op, name, id)
 	}
 	b.ids.confirmRefusal(name, err)
 	return stamp, err
+}
+
+// readsAgain reads name's metadata again, and returns nil when it shows
+// the topic of id again, else an error to read it again on a later pass
+// (why says what the read is for).
+func (b *Backend) readsAgain(ctx context.Context, name string, id topicID, why string) error {
+	now, err := b.metadata.do(ctx, name, struct{}{})
+	switch {
+	case err != nil:
+		return b.classify(fmt.Errorf("kadm: backend %s: topic %s: read its metadata again %s: %w", b.name, name, why, b.ctxErr(err)))
+	case !now.exists || now.id != id:
+		return fmt.Errorf("kadm: backend %s: topic %s: two reads of its metadata disagree (topic ID %s, then %s): a broker's metadata is behind, or the topic changed just now; read again on the next pass", b.name, name, formatTopicID(id), formatTopicID(now.id))
+	}
+	return nil
+}
+
+// staleTopicIDError is checkTopicID's answer for a topic ID this backend
+// found deleted under the name before it created the name's topic again
+// (topicIDs.gone): not a refusal, and retried.
+type staleTopicIDError struct {
+	backend, topic, id, recorded string
+}
+
+func (e *staleTopicIDError) Error() string {
+	rec := "no topic ID"
+	if e.recorded != "" {
+		rec = "topic ID " + e.recorded
+	}
+	return fmt.Sprintf("kadm: backend %s: topic %s: the broker answered topic ID %s, of the topic found deleted before buckety created the name's topic again (its owner record names %s): that broker's metadata is behind; read again on the next pass", e.backend, e.topic, e.id, rec)
 }
 
 // bindTopicID gives name's owner record the ID of the topic Ensure found

@@ -60,3 +60,83 @@ func TestStaleMetadataOfTheDeletedTopicIsNotARefusal(t *testing.T) {
 		wantReplaced(t, "a stranger's topic", err, name, opConverge, now, theirs)
 	}
 }
+
+// TestClearedRecordIsNotBoundToTheDeletedTopic: a Buckety's topic is
+// deleted out of band; Ensure clears the record's ID before it creates the
+// topic again, and the create's answer is lost (the broker made the
+// topic). A broker behind the deletion then answers the deleted topic's
+// ID: a record without an ID trusted it and was given it, and the
+// Buckety's own new topic was refused for good from then on. It is read
+// again instead: the new topic is bound. And where the topic was never
+// gone (a broker that did not know it yet answered the name missing, and
+// the create found it there), two reads that answer it are taken for the
+// topic's, which is bound again.
+func TestClearedRecordIsNotBoundToTheDeletedTopic(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	record := func(name string) string {
+		t.Helper()
+		rec, err := f.openAnother(t).ReadOwner(ctx, drivers.Resource{Name: name})
+		if err != nil || rec == nil {
+			t.Fatalf("read the record of %s: %+v %v", name, rec, err)
+		}
+		return rec.ResourceID
+	}
+	made := func(name string) topicID {
+		t.Helper()
+		if res := f.ensure(t, name, nil); !res.Created {
+			t.Fatalf("want topic %s created, got %+v", name, res)
+		}
+		if err := f.backend.WriteOwner(ctx, drivers.Resource{Name: name, JustCreated: true}, heldBy(name)); err != nil {
+			t.Fatal(err)
+		}
+		return f.topicIDOf(t, name)
+	}
+
+	name := "lost-answer"
+	deleted := made(name)
+	f.deleteOutOfBand(t, name)
+	if was, err := f.backend.unbindTopicID(ctx, name); err != nil || was != formatTopicID(deleted) {
+		t.Fatalf("clear the record's ID before the create: want %s cleared, got %q %v", formatTopicID(deleted), was, err)
+	}
+	// The create whose answer was lost.
+	if _, err := f.admin.CreateTopic(ctx, 1, -1, nil, name); err != nil {
+		t.Fatal(err)
+	}
+	ours := f.topicIDOf(t, name)
+	if _, err := f.backend.checkTopicIDFresh(ctx, opConverge, name, deleted); err == nil || drivers.IsRefused(err) {
+		t.Errorf("the deleted topic's ID from a broker behind, under a record without an ID: want an error read again on the next pass, got %v", err)
+	}
+	if got := record(name); got != "" {
+		t.Errorf("want the record without an ID still, got %s (the deleted topic's is %s)", got, formatTopicID(deleted))
+	}
+	if err := f.backend.bindTopicID(ctx, opConverge, name, deleted); err == nil {
+		t.Error("want the deleted topic's ID not bound to the record")
+	}
+	if stamp, err := f.backend.checkTopicIDFresh(ctx, opConverge, name, ours); err != nil || !stamp {
+		t.Fatalf("the topic the lost create made: want it trusted and to be recorded, got %v %v", stamp, err)
+	}
+	if err := f.backend.bindTopicID(ctx, opConverge, name, ours); err != nil {
+		t.Fatal(err)
+	}
+	if got := record(name); got != formatTopicID(ours) {
+		t.Errorf("want the record naming the topic the create made (%s), got %s", formatTopicID(ours), got)
+	}
+
+	// Never gone: the name was answered missing by a broker that did not
+	// know the topic yet, and the create found it there.
+	kept := "never-gone"
+	id := made(kept)
+	if _, err := f.backend.unbindTopicID(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	if stamp, err := f.backend.checkTopicIDFresh(ctx, opConverge, kept, id); err != nil || !stamp {
+		t.Fatalf("a topic never gone, answered by two reads: want it trusted and to be recorded, got %v %v", stamp, err)
+	}
+	if err := f.backend.bindTopicID(ctx, opConverge, kept, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := record(kept); got != formatTopicID(id) {
+		t.Errorf("want the record naming the topic again (%s), got %s", formatTopicID(id), got)
+	}
+}

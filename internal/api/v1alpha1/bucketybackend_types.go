@@ -15,7 +15,9 @@ import (
 // RegistryConfigsUnreadable, one whose configs the brokers refuse the
 // backend's principal, so that this cannot be told;
 // BrokersAllowWithoutACLs, brokers that let every user do what no ACL
-// names, where the backend issues a user per access); False is
+// names, where the backend issues a user per access;
+// BrokerConfigsUnreadable, brokers that refuse the backend's principal
+// the read that tells); False is
 // AsExpected; Unknown is NotProbed before a probe ran, NotDetermined when
 // none passed yet. While the probe fails, Degraded keeps what the last
 // probe that passed found.
@@ -127,7 +129,7 @@ type BucketyBackendStatus struct {
 	// polarity): True while the last probe that passed warned of something
 	// the backend's operator should fix, with the driver's reason (kadm:
 	// RegistryNotCompacted, RegistryConfigsUnreadable,
-	// BrokersAllowWithoutACLs) and the fix in the
+	// BrokersAllowWithoutACLs, BrokerConfigsUnreadable) and the fix in the
 	// message, False (AsExpected)
 	// when it warned of nothing, Unknown (NotProbed, NotDetermined) before
 	// a probe passed.
