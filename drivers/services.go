@@ -20,6 +20,18 @@ type NameReserver interface {
 	ReservedNames() []string
 }
 
+// NameFolder is implemented by a driver whose service takes names that
+// differ for the same name: Kafka refuses a topic whose name differs from
+// an existing one's only in '.' against '_' (the two collide in its
+// metric names), so a tenant's "_.transaction_state" would keep Kafka
+// from ever creating __transaction_state. FoldName maps a name to the
+// form such names share. A reserved pattern (NameReserver, a backend's
+// reservedNames) then reserves every name that folds to the fold of a
+// name it matches.
+type NameFolder interface {
+	FoldName(name string) string
+}
+
 // Locator is implemented by a driver whose parameters select where a
 // resource lives, not only how it is configured: an R2 bucket's
 // jurisdiction picks the endpoint every call on the bucket goes to. The

@@ -133,8 +133,15 @@ func validTopicName(p *field.Path, name string) (warnings []string, errs field.E
 	if len(bad) > 0 {
 		errs = append(errs, field.Invalid(p, name, fmt.Sprintf("a Kafka topic name may contain only ASCII letters, digits, '.', '_' and '-'; found %q", strings.Join(bad, ""))))
 	}
-	if strings.HasPrefix(name, "__") {
+	switch {
+	case strings.HasPrefix(name, "__"):
 		errs = append(errs, field.Invalid(p, name, `names starting with "__" are reserved for Kafka's internal topics`))
+	case strings.HasPrefix(foldTopicName(name), "__"):
+		// Kafka refuses a topic that collides with an existing one
+		// (the names differ only in '.' against '_'), so this name
+		// would keep Kafka from creating its internal topic of the
+		// "__" spelling (__transaction_state, made on first use).
+		errs = append(errs, field.Invalid(p, name, fmt.Sprintf(`Kafka takes '.' and '_' in topic names for the same character, so this name collides with %q, and names starting with "__" are reserved for Kafka's internal topics`, foldTopicName(name))))
 	}
 	if strings.Contains(name, ".") && strings.Contains(name, "_") {
 		warnings = append(warnings, fmt.Sprintf("%s: topic name %q mixes '.' and '_': Kafka metric names replace '.' with '_', so it can collide with another topic's metrics", p, name))

@@ -36,5 +36,13 @@ var reservedNames = []string{
 	"connect-configs", "connect-offsets", "connect-status",
 }
 
+// FoldName implements drivers.NameFolder: Kafka refuses a topic whose name
+// differs from an existing one's only in '.' against '_' (they collide in
+// its metric names), so reserving a name reserves its other spellings.
+func (d *Driver) FoldName(name string) string { return foldTopicName(name) }
+
+// foldTopicName is the form topic names Kafka takes for colliding share.
+func foldTopicName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
 // ReservedNames implements drivers.NameReserver.
 func (d *Driver) ReservedNames() []string { return append([]string(nil), reservedNames...) }

@@ -331,6 +331,10 @@ func TestHostileBuckety(t *testing.T) {
 		{"the namespace at its limit", bky("tenants", "${namespace}.orders", nil, nil), "tenant1", "spec.backend: Forbidden: namespace tenant1 already has 2 Bucketies on backend tenants, the most its limits allow (limits.perNamespace: 2 in buckety-controller.yaml)"},
 		{"a name the backend reserves", bky("tenants", "${namespace}.reserved-x", nil, nil), "tenant2", "which backend tenants reserves"},
 		{"a name the driver reserves", bky("kafka", "_schemas", nil, nil), "tenant2", `resolves to "_schemas", which backend kafka reserves ("_schemas")`},
+		// Kafka takes '.' and '_' for the same in topic names: the other
+		// spellings would keep the reserved topics from being created.
+		{"another spelling of a name the driver reserves", bky("kafka", ".schemas", nil, nil), "tenant2", `resolves to ".schemas", which backend kafka reserves ("_schemas")`},
+		{"another spelling of an internal topic", bky("kafka", "_.transaction_state", nil, nil), "tenant2", `collides with "__transaction_state", and names starting with "__" are reserved for Kafka's internal topics`},
 		{"a namespace under its limit", bky("tenants", "${namespace}.orders", map[string]string{"partitions": "64"}, nil), "tenant2", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -80,7 +80,10 @@ type Backend struct {
 	// ReservedNames are names no Buckety may resolve to on this backend,
 	// as globs (* matches any run of characters), on top of the names the
 	// driver reserves itself (kadm: the internal topics of Kafka, Schema
-	// Registry, Kafka Connect, Confluent and Redpanda). A pattern ending
+	// Registry, Kafka Connect, Confluent and Redpanda). On kadm a pattern
+	// also reserves the names that differ only in '.' against '_' (Kafka
+	// takes them for the same topic: "_schemas" reserves ".schemas"). A
+	// pattern ending
 	// in * that reserves every name starting with the longer text of two
 	// overlapping name policies on one service makes that pair safe, and
 	// the check of overlapping policies lets such a file load.

@@ -46,11 +46,20 @@ func (c *Config) ScopeMembers(scope string) []string {
 }
 
 // Reserved reports the pattern (the driver's or the backend's
-// reservedNames) a resolved name matches, if any.
+// reservedNames) a resolved name matches, if any. Where the driver folds
+// names the service takes for the same (drivers.NameFolder: Kafka's '.'
+// and '_'), a pattern also reserves the names whose fold its fold
+// matches: ".schemas" would collide with "_schemas".
 func (b *Backend) Reserved(name string) (pattern string, reserved bool) {
+	f, folds := b.driver.(drivers.NameFolder)
 	for _, p := range b.reservedPatterns() {
 		if ok, err := path.Match(p, name); err == nil && ok {
 			return p, true
+		}
+		if folds {
+			if ok, err := path.Match(f.FoldName(p), f.FoldName(name)); err == nil && ok {
+				return p, true
+			}
 		}
 	}
 	return "", false
