@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -107,8 +108,16 @@ func (*Driver) ValidateName(p *field.Path, _ drivers.Config, name string) (warni
 	if strings.Contains(name, "..") {
 		bad(`a bucket name has no two adjacent periods ("..")`)
 	}
-	if ip := net.ParseIP(name); ip != nil && ip.To4() != nil {
-		bad("a bucket name is not formatted as an IP address")
+	if ip := net.ParseIP(name); ip != nil && ip.To4() != nil || ipShaped.MatchString(name) {
+		// Four dot-separated runs of digits, whatever their values
+		// (10.0.0.01, 999.1.1.1): MinIO refuses them all, where
+		// net.ParseIP takes only real addresses.
+		bad("a bucket name is not formatted as an IP address (four dot-separated numbers)")
+	}
+	if strings.Contains(name, ".-") || strings.Contains(name, "-.") {
+		// Each dot-separated label starts and ends with a letter or
+		// digit, as a DNS label does; MinIO refuses the bucket.
+		bad(`a bucket name has no '-' next to a '.' (".-" or "-.")`)
 	}
 	for _, prefix := range []string{"xn--", "sthree-", "amzn-s3-demo-"} {
 		if strings.HasPrefix(name, prefix) {
@@ -125,6 +134,9 @@ func (*Driver) ValidateName(p *field.Path, _ drivers.Config, name string) (warni
 	}
 	return warnings, errs
 }
+
+// ipShaped is a name of four dot-separated runs of digits.
+var ipShaped = regexp.MustCompile(`^(\d+\.){3}\d+$`)
 
 func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 

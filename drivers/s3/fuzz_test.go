@@ -47,13 +47,14 @@ var plainBucket = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$`)
 var reserved = regexp.MustCompile(`^(xn--|sthree-|amzn-s3-demo-)|(-s3alias|--ol-s3|\.mrap|--x-s3|--table-s3)$`)
 
 // FuzzValidateName: an accepted name follows the S3 rules (3 to 63 of
-// [a-z0-9.-], alphanumeric at both ends, no ".."), and every plain
+// [a-z0-9.-], alphanumeric at both ends, no "..", no '-' next to a '.',
+// not four dot-separated numbers, which MinIO refuses), and every plain
 // lowercase-and-dashes name of a legal length is accepted.
 func FuzzValidateName(f *testing.F) {
 	for _, n := range s3Seeds(f).Names {
 		f.Add(n)
 	}
-	for _, n := range []string{"", "ab", "a..b", "192.168.5.4", "xn--a", "a-s3alias", "logs.v1", strings.Repeat("a", 64), "Upper"} {
+	for _, n := range []string{"", "ab", "a..b", "192.168.5.4", "10.0.0.01", "999.1.1.1", "ab-.cd", "ab.-cd", "xn--a", "a-s3alias", "logs.v1", strings.Repeat("a", 64), "Upper"} {
 		f.Add(n)
 	}
 	d := s3.New()
@@ -62,7 +63,8 @@ func FuzzValidateName(f *testing.F) {
 		drivertest.CheckPaths(t, errs, "spec.name")
 		if len(errs) == 0 {
 			ok := len(name) >= 3 && len(name) <= 63 && !strings.Contains(name, "..") &&
-				regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`).MatchString(name) && !reserved.MatchString(name)
+				regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`).MatchString(name) && !reserved.MatchString(name) &&
+				!strings.Contains(name, ".-") && !strings.Contains(name, "-.") && !regexp.MustCompile(`^(\d+\.){3}\d+$`).MatchString(name)
 			if !ok {
 				t.Fatalf("accepted bucket name %q, which breaks the S3 naming rules", name)
 			}
