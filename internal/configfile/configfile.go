@@ -162,9 +162,26 @@ func checkFields(v any, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	// Types that decode themselves (a string into a net.IP, say) are
-	// checked by their own decoder.
-	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+	// Types that decode themselves (a string into a duration, say) are
+	// checked by their own decoder, here, so that its error carries the
+	// field's path (the whole file's decode names none). A raw message is
+	// decoded later by whoever reads it.
+	if t == rawMessageType {
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		if v == nil {
+			// null: left to the whole decode, which leaves a pointer
+			// field nil rather than call its decoder.
+			return nil
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return &Error{Path: path, Msg: err.Error(), Err: err}
+		}
+		if err := json.Unmarshal(js, reflect.New(t).Interface()); err != nil {
+			return &Error{Path: path, Msg: err.Error(), Err: err}
+		}
 		return nil
 	}
 	if err := checkKind(v, t, path); err != nil {
