@@ -186,6 +186,12 @@ func validateParams(fp *field.Path, old, new map[string]string) (warnings []stri
 				continue
 			}
 			if !apacheTopicConfigs[name] {
+				if near := nearTopicConfig(name); near != "" {
+					// A misspelt config: the broker would refuse it at
+					// the create, and a limit on it would bound nothing.
+					errs = append(errs, field.NotSupported(kp, k, []string{ConfigPrefix + near}))
+					continue
+				}
 				warnings = append(warnings, fmt.Sprintf("%s: %q is not an Apache Kafka topic config; it is passed to the broker as is, which rejects it if it does not know it", kp, name))
 			}
 			if c, ok := cautions[name]; ok && old != nil && old[k] != v {
@@ -235,4 +241,54 @@ func orUnset(s string) string {
 		return "unset"
 	}
 	return s
+}
+
+// nearTopicConfig is the Apache Kafka topic config name that name, which
+// is not one, is a misspelling of: at most two edits away (a letter left
+// out, added or changed, '_' for '.'), "" when none is, or when name is
+// too short for two edits to tell a typo from another config. A broker's
+// own configs (Redpanda's redpanda.*, Confluent's confluent.*) are far
+// from every Apache name, and are passed on as before.
+func nearTopicConfig(name string) string {
+	if len(name) < 8 {
+		return ""
+	}
+	const far = 3
+	best, bestD := "", far
+	for c := range apacheTopicConfigs {
+		if d := editDistance(name, c, far); d < bestD || d == bestD && d < far && c < best {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, or max when it is
+// max or more.
+func editDistance(a, b string, max int) int {
+	if d := len(a) - len(b); d >= max || -d >= max {
+		return max
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		low := cur[0]
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+			low = min(low, cur[j])
+		}
+		if low >= max {
+			return max
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], max)
 }

@@ -163,6 +163,23 @@ func TestMisconfigured(t *testing.T) {
 	}
 }
 
+// TestMisspeltLimitKeyOnKadm: a limit on a misspelt Kafka topic config
+// loaded (the driver only warned of the key) and bounded nothing: a
+// tenant's config.retention.bytes passed parameterMax
+// config.retention.byte. It is refused at load, naming the key meant.
+func TestMisspeltLimitKeyOnKadm(t *testing.T) {
+	body := "backends:\n- name: a\n  driver: kadm\n  config: {seedBrokers: ['k:9092']}\n  limits: {parameterMax: {config.retention.byte: 1000}, deniedParameters: [config.unclean.leader.election.enabled]}\n"
+	_, err := config.Load(writeConfig(t, body), config.Options{Registry: all.Registry(), Lookup: lookup(nil)})
+	for _, want := range []string{
+		`backends[0].limits.parameterMax[config.retention.byte]: Invalid value: "config.retention.byte": is not a parameter of driver kadm (supported values: "config.retention.bytes")`,
+		`backends[0].limits.deniedParameters[0]: Invalid value: "config.unclean.leader.election.enabled": is not a parameter of driver kadm (supported values: "config.unclean.leader.election.enable")`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q, got %v", want, err)
+		}
+	}
+}
+
 func TestNamePolicy(t *testing.T) {
 	c, err := config.Load(writeConfig(t, "backends:\n- name: a\n  driver: kadm\n  config: {seedBrokers: ['k:9092']}\n  defaults: {zone: eu}\n  namePolicy: {prefix: '$${backend.zone}-$${namespace}.'}\n"), config.Options{Registry: all.Registry(), Lookup: lookup(nil)})
 	if err != nil {
