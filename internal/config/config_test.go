@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,6 +177,55 @@ func TestMisspeltLimitKeyOnKadm(t *testing.T) {
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q, got %v", want, err)
+		}
+	}
+}
+
+// TestLargestByteCountLoads: a byte count written as the largest int64
+// loads. The check of values that decode themselves re-encoded a float64
+// of it, 9223372036854775808, and refused what the operator never wrote.
+func TestLargestByteCountLoads(t *testing.T) {
+	body := "backends:\n- {name: a, driver: test, limits: {namespaces: [{names: [t], diskBytes: 9223372036854775807}]}, config: {endpoint: x}}\n"
+	c, err := config.Load(writeConfig(t, body), config.Options{Registry: registry(), Lookup: lookup(nil)})
+	if err != nil {
+		t.Fatalf("want the largest byte count to load, got %v", err)
+	}
+	if b, _ := c.Backend("a"); b.Limits.Namespaces[0].DiskBytes.Bytes != math.MaxInt64 {
+		t.Errorf("want diskBytes %d, got %+v", int64(math.MaxInt64), b.Limits.Namespaces[0].DiskBytes)
+	}
+}
+
+// TestReservedSpellings: on kadm a reserved pattern reserves the other
+// spellings Kafka takes for the same topic ('.' and '_'), at admission
+// and provisioning (CheckName); before a deletion (CheckNameToDelete)
+// only the spelling written counts, since a topic of another spelling is
+// never the reserved one: a Buckety that took such a name before it was
+// reserved is deleted as its retentionPolicy says, not kept for good.
+func TestReservedSpellings(t *testing.T) {
+	body := "backends:\n- name: a\n  driver: kadm\n  config: {seedBrokers: ['k:9092']}\n  reservedNames: ['ops_*']\n"
+	c, err := config.Load(writeConfig(t, body), config.Options{Registry: all.Registry(), Lookup: lookup(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.Backend("a")
+	src := naming.Source{Name: "n", Namespace: "team"}
+	for _, x := range []struct {
+		name             string
+		create, toDelete bool
+	}{
+		{"ops_metrics", false, false},
+		{"ops.metrics", false, true},
+		{"_schemas", false, false},
+		{".schemas", false, true},
+		{"__consumer_offsets", false, false},
+		{"_.orders", false, true},
+		{"team.orders", true, true},
+	} {
+		if got := b.CheckName(src, x.name) == nil; got != x.create {
+			t.Errorf("CheckName(%q): want allowed=%v, got %v", x.name, x.create, got)
+		}
+		if got := b.CheckNameToDelete(src, x.name) == nil; got != x.toDelete {
+			t.Errorf("CheckNameToDelete(%q): want allowed=%v, got %v", x.name, x.toDelete, got)
 		}
 	}
 }

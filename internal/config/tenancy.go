@@ -51,7 +51,13 @@ func (c *Config) ScopeMembers(scope string) []string {
 // and '_'), a pattern also reserves the names whose fold its fold
 // matches: ".schemas" would collide with "_schemas".
 func (b *Backend) Reserved(name string) (pattern string, reserved bool) {
+	return b.reserved(name, true)
+}
+
+// reserved is Reserved, with the driver's folding when fold is set.
+func (b *Backend) reserved(name string, fold bool) (pattern string, reserved bool) {
 	f, folds := b.driver.(drivers.NameFolder)
+	folds = folds && fold
 	for _, p := range b.reservedPatterns() {
 		if ok, err := path.Match(p, name); err == nil && ok {
 			return p, true
@@ -325,7 +331,22 @@ func (n *NamespaceLimits) sets(key string) bool {
 // resolved name, with the same substitution sources as the name. The error
 // quotes the pattern or the policy.
 func (b *Backend) CheckName(src naming.Source, resolved string) error {
-	if p, ok := b.Reserved(resolved); ok {
+	return b.checkName(src, resolved, true)
+}
+
+// CheckNameToDelete is CheckName before buckety deletes a resource a
+// Buckety held, with reserved patterns matched as written: a name
+// reserved only as another spelling of one (Kafka's '.' for '_') cannot
+// be the service's own resource, since the service lets one spelling
+// exist, and a Buckety that took it before the folding refused it is
+// deleted as its retentionPolicy says, rather than kept for good under a
+// name no Buckety may take again.
+func (b *Backend) CheckNameToDelete(src naming.Source, resolved string) error {
+	return b.checkName(src, resolved, false)
+}
+
+func (b *Backend) checkName(src naming.Source, resolved string, fold bool) error {
+	if p, ok := b.reserved(resolved, fold); ok {
 		return fmt.Errorf("resolves to %q, which backend %s reserves (%q): it belongs to the service itself or to another system; choose another spec.name", resolved, b.Name, p)
 	}
 	if b.NamePolicy == nil || b.policyUnresolved {

@@ -1,6 +1,7 @@
 package configfile
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -133,8 +134,13 @@ func DecodeStrict(data []byte, v any) error {
 	if err != nil {
 		return &Error{Msg: "not valid YAML: " + err.Error(), Err: err}
 	}
+	// Numbers keep their text (json.Number): a value checked on its own
+	// (checkFields) is decoded from what the file says, not from a
+	// float64 that rounds 9223372036854775807 up past int64.
 	var generic any
-	if err := json.Unmarshal(js, &generic); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
 		return &Error{Msg: "not valid YAML: " + err.Error(), Err: err}
 	}
 	if err := checkFields(generic, reflect.TypeOf(v), ""); err != nil {
@@ -242,11 +248,13 @@ func checkKind(v any, t reflect.Type, path string) error {
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if f, ok := v.(float64); !ok || f != float64(int64(f)) {
+		if !wholeNumber(v) {
 			want = "a whole number"
 		}
 	case reflect.Float32, reflect.Float64:
-		if _, ok := v.(float64); !ok {
+		if n, ok := v.(json.Number); !ok {
+			want = "a number"
+		} else if _, err := n.Float64(); err != nil {
 			want = "a number"
 		}
 	case reflect.Struct, reflect.Map:
@@ -269,7 +277,7 @@ func describeJSON(v any) string {
 	switch x := v.(type) {
 	case string:
 		return strconv.Quote(x)
-	case bool, float64:
+	case bool, float64, json.Number:
 		return fmt.Sprint(x)
 	case map[string]any:
 		return "a mapping"
@@ -324,4 +332,21 @@ func joinPath(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// wholeNumber reports whether v, a decoded JSON value, is a whole number
+// (written as one, or as 3.0 or 1e3, which the decode takes too).
+func wholeNumber(v any) bool {
+	n, ok := v.(json.Number)
+	if !ok {
+		return false
+	}
+	if _, err := n.Int64(); err == nil {
+		return true
+	}
+	if _, err := strconv.ParseUint(string(n), 10, 64); err == nil {
+		return true
+	}
+	f, err := n.Float64()
+	return err == nil && f == float64(int64(f))
 }

@@ -365,7 +365,7 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		return reconcile.Result{RequeueAfter: retry.Jitter(r.Recheck)}, false, false, nil
 	}
 	src := naming.Source{Name: b.Name, Namespace: b.Namespace, Labels: b.Labels, BackendName: e.Name, Defaults: e.Config.Defaults}
-	if err := e.Config.CheckName(src, name); err != nil {
+	if err := e.Config.CheckNameToDelete(src, name); err != nil {
 		return retain("the backend's name policy does not give this name to namespace " + b.Namespace + " (" + err.Error() + ")")
 	}
 	// Where the resource lives is what the claim recorded, not what the
