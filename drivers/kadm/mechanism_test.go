@@ -56,6 +56,21 @@ func loginWith(t *testing.T, data map[string][]byte, mech, topic string) error {
 	return produce(cl, topic)
 }
 
+// grantedOnOrders is a scoped fixture with topic orders and an access of
+// uid and role on it, granted on the fixture's backend (SCRAM-SHA-512).
+func grantedOnOrders(t *testing.T, uid string, role drivers.Role) (*fixture, drivers.Access, drivers.Grant) {
+	t.Helper()
+	f := scopedFixture(t, true)
+	f.ensure(t, "orders", nil)
+	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app", UID: uid, Role: role}
+	a.Principal = f.backend.Principal(a, 1)
+	g, err := f.backend.Grant(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, a, g
+}
+
 // TestMechanismChangeIsDrift: after credentials.mechanism changes from
 // SCRAM-SHA-512 to SCRAM-SHA-256, a user issued before has only the old
 // mechanism while its Secret now names the new one, so the credential
@@ -64,15 +79,8 @@ func loginWith(t *testing.T, data map[string][]byte, mech, topic string) error {
 // in over SCRAM-SHA-256, leaves the user that mechanism only, and the
 // sweep quiet.
 func TestMechanismChangeIsDrift(t *testing.T) {
-	f := scopedFixture(t, true)
-	f.ensure(t, "orders", nil)
+	f, a, g := grantedOnOrders(t, "uid-mech", drivers.RoleReadWrite)
 	ctx := context.Background()
-	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app", UID: "uid-mech", Role: drivers.RoleReadWrite}
-	a.Principal = f.backend.Principal(a, 1)
-	g, err := f.backend.Grant(ctx, a)
-	if err != nil {
-		t.Fatal(err)
-	}
 	password := string(g.Data[SecretSASLPassword])
 	if got := mechanismsOf(t, f, a.Principal); fmt.Sprint(got) != "[SCRAM-SHA-512]" {
 		t.Fatalf("before the change: want the user on [SCRAM-SHA-512], got %v", got)
@@ -116,15 +124,8 @@ func TestMechanismChangeIsDrift(t *testing.T) {
 // password) gets a new password, and the old one no longer logs in over
 // either mechanism: the user keeps the new mechanism's credential only.
 func TestMechanismChangeNewPasswordEndsOld(t *testing.T) {
-	f := scopedFixture(t, true)
-	f.ensure(t, "orders", nil)
+	f, a, old := grantedOnOrders(t, "uid-leak", drivers.RoleReadWrite)
 	ctx := context.Background()
-	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app", UID: "uid-leak", Role: drivers.RoleReadWrite}
-	a.Principal = f.backend.Principal(a, 1)
-	old, err := f.backend.Grant(ctx, a)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := loginWith(t, old.Data, "SCRAM-SHA-512", "orders"); err != nil {
 		t.Fatalf("before the change: want the password to log in over SCRAM-SHA-512, got %v", err)
 	}
@@ -157,15 +158,8 @@ func TestMechanismChangeNewPasswordEndsOld(t *testing.T) {
 // one set out of band) is drift, and its re-assert leaves only the
 // configured one.
 func TestSweepBothMechanisms(t *testing.T) {
-	f := scopedFixture(t, true)
-	f.ensure(t, "orders", nil)
+	f, a, g := grantedOnOrders(t, "uid-both", drivers.RoleReadOnly)
 	ctx := context.Background()
-	a := drivers.Access{Resource: "orders", Namespace: "team", Name: "app", UID: "uid-both", Role: drivers.RoleReadOnly}
-	a.Principal = f.backend.Principal(a, 1)
-	g, err := f.backend.Grant(ctx, a)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := f.admin.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: a.Principal, Mechanism: kadm.ScramSha256, Iterations: scramIterations, Password: "other"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,21 @@ func TestClearedRecordIsNotBoundToTheDeletedTopic(t *testing.T) {
 		return f.topicIDOf(t, name)
 	}
 
+	// bound checks that topic id under name is trusted, to be recorded,
+	// and that the record is given its ID.
+	bound := func(name string, id topicID, what string) {
+		t.Helper()
+		if stamp, err := f.backend.checkTopicIDFresh(ctx, opConverge, name, id); err != nil || !stamp {
+			t.Fatalf("%s: want it trusted and to be recorded, got %v %v", what, stamp, err)
+		}
+		if err := f.backend.bindTopicID(ctx, opConverge, name, id); err != nil {
+			t.Fatal(err)
+		}
+		if got := record(name); got != formatTopicID(id) {
+			t.Errorf("%s: want the record naming it (%s), got %s", what, formatTopicID(id), got)
+		}
+	}
+
 	name := "lost-answer"
 	deleted := made(name)
 	f.deleteOutOfBand(t, name)
@@ -113,15 +128,7 @@ func TestClearedRecordIsNotBoundToTheDeletedTopic(t *testing.T) {
 	if err := f.backend.bindTopicID(ctx, opConverge, name, deleted); err == nil {
 		t.Error("want the deleted topic's ID not bound to the record")
 	}
-	if stamp, err := f.backend.checkTopicIDFresh(ctx, opConverge, name, ours); err != nil || !stamp {
-		t.Fatalf("the topic the lost create made: want it trusted and to be recorded, got %v %v", stamp, err)
-	}
-	if err := f.backend.bindTopicID(ctx, opConverge, name, ours); err != nil {
-		t.Fatal(err)
-	}
-	if got := record(name); got != formatTopicID(ours) {
-		t.Errorf("want the record naming the topic the create made (%s), got %s", formatTopicID(ours), got)
-	}
+	bound(name, ours, "the topic the lost create made")
 
 	// Never gone: the name was answered missing by a broker that did not
 	// know the topic yet, and the create found it there.
@@ -130,13 +137,5 @@ func TestClearedRecordIsNotBoundToTheDeletedTopic(t *testing.T) {
 	if _, err := f.backend.unbindTopicID(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
-	if stamp, err := f.backend.checkTopicIDFresh(ctx, opConverge, kept, id); err != nil || !stamp {
-		t.Fatalf("a topic never gone, answered by two reads: want it trusted and to be recorded, got %v %v", stamp, err)
-	}
-	if err := f.backend.bindTopicID(ctx, opConverge, kept, id); err != nil {
-		t.Fatal(err)
-	}
-	if got := record(kept); got != formatTopicID(id) {
-		t.Errorf("want the record naming the topic again (%s), got %s", formatTopicID(id), got)
-	}
+	bound(kept, id, "a topic never gone, answered by two reads")
 }

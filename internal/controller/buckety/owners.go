@@ -458,32 +458,31 @@ func (r *Reconciler) recordKept(ctx context.Context, b *v1.Buckety, e *backends.
 	case why == "":
 		return true
 	}
-	f.recordGone = why + "; buckety does not write its record or settings to it, grant on it, drain or delete it, and revokes the credentials its accesses hold: " + goneHint(f.claim.Name)
-	// Reported as its own reason (ResourceReplaced), on which the
-	// accesses revoke what they hold; retried on the slow backoff.
-	f.refused = true
-	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c == nil || c.Reason != v1.ReasonResourceReplaced || c.ObservedGeneration != b.Generation {
-		r.event(b, corev1.EventTypeWarning, v1.ReasonResourceReplaced, v1.EventActionProvision, f.recordGone)
-	}
+	r.replaced(b, f, why+"; buckety does not write its record or settings to it, grant on it, drain or delete it, and revokes the credentials its accesses hold: "+goneHint(f.claim.Name))
 	return false
 }
 
-// replacedByDriver notes err in f when the driver refused the resource as
-// not the one its owner record was written for (drivers.Replaced: kadm's
-// topic created again under the name, told by its ID), and reports
-// whether it did: the refusal is reported as recordKept's is
-// (ResourceReplaced, on which the accesses revoke what they hold on the
-// name; a Warning event when Ready did not say so yet; the slow backoff).
-func (r *Reconciler) replacedByDriver(b *v1.Buckety, f *facts, err error) bool {
-	if !drivers.IsReplaced(err) {
-		return false
-	}
-	f.recordGone = err.Error()
+// replaced notes in f that the resource under the Buckety's name is not
+// the one it held, saying why: reported as its own reason
+// (ResourceReplaced), on which the accesses revoke what they hold, with a
+// Warning event when Ready did not say so yet, and retried on the slow
+// backoff.
+func (r *Reconciler) replaced(b *v1.Buckety, f *facts, why string) {
+	f.recordGone = why
 	f.refused = true
 	if c := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady); c == nil || c.Reason != v1.ReasonResourceReplaced || c.ObservedGeneration != b.Generation {
-		r.event(b, corev1.EventTypeWarning, v1.ReasonResourceReplaced, v1.EventActionProvision, f.recordGone)
+		r.event(b, corev1.EventTypeWarning, v1.ReasonResourceReplaced, v1.EventActionProvision, why)
 	}
-	return true
+}
+
+// replacedByDriver notes err in f, as replaced, when the driver refused
+// the resource as not the one its owner record was written for
+// (drivers.Replaced: kadm's topic created again under the name, told by
+// its ID).
+func (r *Reconciler) replacedByDriver(b *v1.Buckety, f *facts, err error) {
+	if drivers.IsReplaced(err) {
+		r.replaced(b, f, err.Error())
+	}
 }
 
 // noteRecorded records on this pass's claim (spec.ownerRecorded) that

@@ -455,13 +455,19 @@ func (o *switchedOwners) WriteOwner(ctx context.Context, r drivers.Resource, rec
 // moves it to another).
 func (g *recreatedRig) passOn(t *testing.T, name string) (*facts, bool) {
 	t.Helper()
+	return claimAndProvision(t, g.r, g.b, g.e, &facts{resourceName: name, now: time.Now()})
+}
+
+// claimAndProvision is the provisioning part of a pass of b on e with f:
+// the claim, which must be taken, then provision.
+func claimAndProvision(t *testing.T, r *Reconciler, b *v1.Buckety, e *backends.Entry, f *facts) (*facts, bool) {
+	t.Helper()
 	ctx := context.Background()
-	f := &facts{resourceName: name, now: time.Now()}
-	mergeDefaults(g.e, g.b, f)
-	if !g.r.claim(ctx, g.b, g.e, f) {
+	mergeDefaults(e, b, f)
+	if !r.claim(ctx, b, e, f) {
 		t.Fatalf("claim: want it taken, got claimErr %v, conflict %v", f.claimErr, f.conflict)
 	}
-	ok, err := g.r.provision(ctx, g.b, g.e, f)
+	ok, err := r.provision(ctx, b, e, f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,17 +137,7 @@ func (g *retainedRig) fresh(t *testing.T) *v1.BucketyClaim {
 // pass runs what a provisioning pass runs: the claim, then provision.
 func (g *retainedRig) pass(t *testing.T) (*facts, bool) {
 	t.Helper()
-	ctx := context.Background()
-	f := &facts{resourceName: g.fresh(t).Spec.ResourceName}
-	mergeDefaults(g.e, g.b, f)
-	if !g.r.claim(ctx, g.b, g.e, f) {
-		t.Fatalf("claim: want it taken, got claimErr %v, conflict %v", f.claimErr, f.conflict)
-	}
-	ok, err := g.r.provision(ctx, g.b, g.e, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, ok
+	return claimAndProvision(t, g.r, g.b, g.e, &facts{resourceName: g.fresh(t).Spec.ResourceName})
 }
 
 // TestRetainedIsTakenOverWhereItLives: bucket data was made in the EU
