@@ -88,6 +88,28 @@ type IssuedSecrets interface {
 	SecretFrom(principal string, data map[string][]byte) string
 }
 
+// StaleSecrets is implemented by a CredentialIssuer whose Secret payload
+// names a setting the credential was issued under (kadm: sasl.mechanism,
+// the SCRAM mechanism the user's password was set for). SecretStale
+// reports that data was written under another value of it than the
+// backend's config now gives: the principal's secret is then asserted
+// again (Grant with Reassert) before the Secret is written with the new
+// value, so the Secret never names a setting its credential does not have
+// on the service yet.
+type StaleSecrets interface {
+	SecretStale(data map[string][]byte) bool
+}
+
+// SecretStale reports whether an access's Secret data was written under
+// a setting sc no longer issues with (StaleSecrets); false for an issuer
+// that names none.
+func SecretStale(sc CredentialIssuer, data map[string][]byte) bool {
+	if st, ok := sc.(StaleSecrets); ok {
+		return st.SecretStale(data)
+	}
+	return false
+}
+
 // SecretMaker is implemented by a CredentialIssuer that takes the secret
 // buckety issues for a principal. NewSecret returns a fresh one in the
 // service's format, or "" when this backend's service issues its own (an

@@ -71,6 +71,7 @@ const issuingTTL = 5 * time.Minute
 var (
 	_ drivers.CredentialIssuer = (*Backend)(nil)
 	_ drivers.SecretMaker      = (*Backend)(nil)
+	_ drivers.StaleSecrets     = (*Backend)(nil)
 )
 
 // Issuing implements drivers.CredentialIssuer.
@@ -224,6 +225,23 @@ func (b *Backend) ListPrincipals(ctx context.Context, installation string) ([]st
 
 // CredentialKeys implements drivers.CredentialIssuer.
 func (b *Backend) CredentialKeys() (string, string) { return SecretSASLUsername, SecretSASLPassword }
+
+// SecretStale implements drivers.StaleSecrets: a Secret that names
+// another SASL mechanism than credentials.mechanism was written before
+// the mechanism was changed, when the user's password was set for that
+// one only. A pass that trusted the user would write the new mechanism
+// into the Secret before anything set the password for it (the credential
+// sweep finds such users drifted, but only once it runs), and a workload
+// reconnecting in between would be refused. The access asserts its
+// password on the new mechanism first (grantCredential, upsertUser).
+func (b *Backend) SecretStale(data map[string][]byte) bool {
+	got, ok := data[SecretSASLMechanism]
+	if !ok {
+		return false
+	}
+	_, want := b.cfg.mechanism()
+	return string(got) != want
+}
 
 // accessEnd ends the part of a group prefix that names its access. It is
 // a character no Kubernetes name holds (a namespace is a DNS label, an

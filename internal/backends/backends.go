@@ -352,6 +352,12 @@ func (i *instrumentedIssuer) SecretFrom(principal string, data map[string][]byte
 	return drivers.SecretOf(i.CredentialIssuer, principal, data)
 }
 
+// SecretStale passes drivers.StaleSecrets through to the backend, which
+// the wrapper would hide.
+func (i *instrumentedIssuer) SecretStale(data map[string][]byte) bool {
+	return drivers.SecretStale(i.CredentialIssuer, data)
+}
+
 // instrumentedOwners records owner-record reads and writes as operations
 // "read_owner" and "write_owner".
 type instrumentedOwners struct {

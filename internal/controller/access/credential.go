@@ -677,6 +677,15 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 	if secret == "" {
 		return "", true, nil
 	}
+	if drivers.SecretStale(sc, s.Data) {
+		// Written under a setting the backend no longer issues with
+		// (kadm: another SASL mechanism): the secret is asserted again
+		// on the backend before the Secret names the new setting, and
+		// not kept, so a pass that fails before writing it reads it
+		// again.
+		r.reassert.mark(a.UID)
+		return secret, true, nil
+	}
 	r.secrets.put(a.UID, s.ResourceVersion, principal, secret)
 	return secret, true, nil
 }

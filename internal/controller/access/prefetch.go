@@ -251,6 +251,12 @@ func (r *Reconciler) knowIssuedSecret(keys []issuedKey, uid types.UID, s *corev1
 			continue
 		}
 		principal := string(p)
+		if drivers.SecretStale(k.sc, s.Data) {
+			// Written under a setting the backend no longer issues
+			// with: the access's pass reads it (secretOf) and asserts
+			// its credential again.
+			continue
+		}
 		if secret := drivers.SecretOf(k.sc, principal, s.Data); secret != "" && len(secret) <= maxKeptCredential {
 			r.secrets.putFresh(uid, s.ResourceVersion, principal, secret)
 			return
