@@ -27,6 +27,14 @@ const ReasonBrokersAllowWithoutACLs = "BrokersAllowWithoutACLs"
 // cannot be told.
 const ReasonBrokerConfigsUnreadable = "BrokerConfigsUnreadable"
 
+// ReasonBrokersHideAllowWithoutACLs is the warning of a backend issuing a
+// user per access on a cluster whose brokers set
+// allow.everyone.if.no.acl.found in their config but do not report its
+// value: Apache Kafka reports a setting it has no type for (its
+// authorizer's settings are not among the broker's own) as sensitive, with
+// no value, so true and false look the same.
+const ReasonBrokersHideAllowWithoutACLs = "BrokersHideAllowWithoutACLs"
+
 // allowEveryoneKey is the broker setting: with it true, a resource that no
 // ACL matches is open to every user, not only to the superusers.
 const allowEveryoneKey = "allow.everyone.if.no.acl.found"
@@ -96,7 +104,8 @@ func (b *Backend) openWarning() drivers.Warning {
 // brokersOpen reads allow.everyone.if.no.acl.found from brokers and says,
 // as a warning, which set it true: the zero Warning when none does.
 // A broker that does not report the key (Redpanda, a broker without it in
-// its config) keeps Kafka's default, false. An error means nothing was
+// its config) keeps Kafka's default, false; one that reports it without
+// its value hides it (judgeBrokerConfigs). An error means nothing was
 // judged: some broker did not answer.
 func (b *Backend) brokersOpen(ctx context.Context, brokers []int32) (drivers.Warning, error) {
 	if len(brokers) == 0 {
@@ -112,7 +121,16 @@ func (b *Backend) brokersOpen(ctx context.Context, brokers []int32) (drivers.War
 		}
 		return drivers.Warning{}, b.classify(fmt.Errorf("describe broker configs: %w", err))
 	}
-	var open []string
+	return b.judgeBrokerConfigs(rcs, err)
+}
+
+// judgeBrokerConfigs is brokersOpen's verdict on the brokers' answer rcs
+// (err: the request's error, kadm.ShardErrors or nil). A broker that
+// reports the key without a value, or as sensitive (Apache Kafka, for a
+// setting it has no type for), hides it: with no broker found open, that
+// is a warning of its own, since a hidden true must not pass for false.
+func (b *Backend) judgeBrokerConfigs(rcs kadm.ResourceConfigs, err error) (drivers.Warning, error) {
+	var open, hidden []string
 	denied := refusedConfigs(err)
 	for _, rc := range rcs {
 		if rc.Err != nil {
@@ -121,7 +139,13 @@ func (b *Backend) brokersOpen(ctx context.Context, brokers []int32) (drivers.War
 			continue
 		}
 		for _, c := range rc.Configs {
-			if c.Key == allowEveryoneKey && strings.EqualFold(strings.TrimSpace(c.MaybeValue()), "true") {
+			if c.Key != allowEveryoneKey {
+				continue
+			}
+			switch {
+			case c.Value == nil || c.Sensitive:
+				hidden = append(hidden, rc.Name)
+			case strings.EqualFold(strings.TrimSpace(*c.Value), "true"):
 				open = append(open, rc.Name)
 			}
 		}
@@ -130,6 +154,13 @@ func (b *Backend) brokersOpen(ctx context.Context, brokers []int32) (drivers.War
 	case len(open) > 0:
 		// What the brokers that answered say stands; the others are
 		// read again next time.
+	case len(hidden) > 0:
+		slices.Sort(hidden)
+		return drivers.Warning{Reason: ReasonBrokersHideAllowWithoutACLs, Message: fmt.Sprintf(
+			"broker %s of backend %s sets %s in its config but does not report its value (Kafka reports its authorizer's settings as sensitive), so whether it is true cannot be told: "+
+				"with it true, every authenticated user, each access's own among them, may do what no ACL names, so per-access users do not keep tenants apart (a tenant's user reaches the owner registry %s and every Buckety's topic that no access is scoped to); "+
+				"if it is false, remove it from the brokers' config (false is Kafka's default) and this warning goes; if it is true, set it to false, after giving any other client that relies on it the ACLs it needs",
+			strings.Join(hidden, ", "), b.name, allowEveryoneKey, b.cfg.registryTopic())}, nil
 	case denied:
 		return b.brokerConfigsDenied(), nil
 	case err != nil:

@@ -120,3 +120,48 @@ func TestProbeWarnsWhenBrokerConfigsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestHiddenAllowEveryoneIsNotAnAllClear: Apache Kafka reports a broker
+// setting it has no type for as sensitive with no value, and
+// allow.everyone.if.no.acl.found is its authorizer's, not the broker's:
+// a cluster that sets it true in server.properties answers the key with a
+// null value. That answer read as false, an all-clear on the very cluster
+// the warning is for. A hidden value is now a warning of its own naming
+// the brokers and the way to clear it; a value in the clear is judged as
+// before, and one broker found open still says so.
+func TestHiddenAllowEveryoneIsNotAnAllClear(t *testing.T) {
+	b := &Backend{name: "kafka", cfg: &Config{}}
+	val := func(v string) *string { return &v }
+	broker := func(name string, cs ...kadm.Config) kadm.ResourceConfig {
+		return kadm.ResourceConfig{Name: name, Configs: cs}
+	}
+	hidden := kadm.Config{Key: allowEveryoneKey, Sensitive: true}
+	for _, tc := range []struct {
+		name   string
+		rcs    kadm.ResourceConfigs
+		reason string
+		names  []string
+	}{
+		{"Apache Kafka with it set: sensitive, no value", kadm.ResourceConfigs{broker("1", hidden), broker("2", hidden)}, ReasonBrokersHideAllowWithoutACLs, []string{"broker 1, 2", "remove it from the brokers' config"}},
+		{"no value, not marked sensitive", kadm.ResourceConfigs{broker("1", kadm.Config{Key: allowEveryoneKey})}, ReasonBrokersHideAllowWithoutACLs, []string{"broker 1 "}},
+		{"one broker hides it, one does not have it", kadm.ResourceConfigs{broker("1"), broker("2", hidden)}, ReasonBrokersHideAllowWithoutACLs, []string{"broker 2 "}},
+		{"one hides it, one says true", kadm.ResourceConfigs{broker("1", hidden), broker("2", kadm.Config{Key: allowEveryoneKey, Value: val("true")})}, ReasonBrokersAllowWithoutACLs, []string{"broker 2 "}},
+		{"in the clear, false", kadm.ResourceConfigs{broker("1", kadm.Config{Key: allowEveryoneKey, Value: val("false")})}, "", nil},
+		{"not set (Kafka's default, Redpanda)", kadm.ResourceConfigs{broker("1", kadm.Config{Key: "broker.rack", Value: val("r1")})}, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := b.judgeBrokerConfigs(tc.rcs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Reason != tc.reason {
+				t.Fatalf("want reason %q, got %q (%s)", tc.reason, w.Reason, w.Message)
+			}
+			for _, n := range tc.names {
+				if !strings.Contains(w.Message, n) {
+					t.Errorf("want the warning to say %q, got %q", n, w.Message)
+				}
+			}
+		})
+	}
+}

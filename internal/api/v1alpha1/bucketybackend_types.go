@@ -16,6 +16,8 @@ import (
 // backend's principal, so that this cannot be told;
 // BrokersAllowWithoutACLs, brokers that let every user do what no ACL
 // names, where the backend issues a user per access;
+// BrokersHideAllowWithoutACLs, brokers that set that setting but do not
+// report its value;
 // BrokerConfigsUnreadable, brokers that refuse the backend's principal
 // the read that tells); False is
 // AsExpected; Unknown is NotProbed before a probe ran, NotDetermined when
@@ -129,7 +131,8 @@ type BucketyBackendStatus struct {
 	// polarity): True while the last probe that passed warned of something
 	// the backend's operator should fix, with the driver's reason (kadm:
 	// RegistryNotCompacted, RegistryConfigsUnreadable,
-	// BrokersAllowWithoutACLs, BrokerConfigsUnreadable) and the fix in the
+	// BrokersAllowWithoutACLs, BrokersHideAllowWithoutACLs,
+	// BrokerConfigsUnreadable) and the fix in the
 	// message, False (AsExpected)
 	// when it warned of nothing, Unknown (NotProbed, NotDetermined) before
 	// a probe passed.
