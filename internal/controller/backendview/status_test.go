@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/Yolean/buckety-controller/drivers"
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
 	"github.com/Yolean/buckety-controller/internal/config"
+	"github.com/Yolean/buckety-controller/internal/metrics"
 )
 
 func TestReadyCondition(t *testing.T) {
@@ -352,4 +355,47 @@ func TestDesiredBudgets(t *testing.T) {
 	if s.Budgets != "none" {
 		t.Errorf("want budgets %q without limits, got %q", "none", s.Budgets)
 	}
+}
+
+// TestDegradedGaugeHasEveryReason: a probe that warns of two settings
+// (the owner registry not compacted, brokers open to every user) sets
+// Degraded to the first reason, and buckety_backend_degraded had only
+// that series, so an alert grouped by reason never named the second. Each
+// reason has its series now; a probe that warns of nothing leaves one
+// series at 0.
+func TestDegradedGaugeHasEveryReason(t *testing.T) {
+	f := Facts{Backend: &config.Backend{Name: "kafka-two-warnings"}, Driver: "kadm", HasProber: true, Probed: true, ProbeTime: time.Now(),
+		Warnings: []drivers.Warning{{Reason: "RegistryNotCompacted", Message: "a"}, {Reason: "BrokersAllowWithoutACLs", Message: "b"}}}
+	observe(f)
+	if got := degradedSeries(t, f.Backend.Name); len(got) != 2 || got["RegistryNotCompacted"] != 1 || got["BrokersAllowWithoutACLs"] != 1 {
+		t.Errorf("want buckety_backend_degraded 1 for each reason warned of, got %v", got)
+	}
+	f.Warnings = nil
+	observe(f)
+	if got := degradedSeries(t, f.Backend.Name); len(got) != 1 || got[v1.ReasonAsExpected] != 0 {
+		t.Errorf("after a probe that warned of nothing: want one series, reason AsExpected, 0; got %v", got)
+	}
+}
+
+// degradedSeries is buckety_backend_degraded's value per reason for
+// backend.
+func degradedSeries(t *testing.T, backend string) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	go func() { metrics.BackendDegraded.Collect(ch); close(ch) }()
+	out := map[string]float64{}
+	for pm := range ch {
+		m := &dto.Metric{}
+		if err := pm.Write(m); err != nil {
+			t.Fatal(err)
+		}
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["backend"] == backend {
+			out[l["reason"]] = m.GetGauge().GetValue()
+		}
+	}
+	return out
 }

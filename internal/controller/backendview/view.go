@@ -140,8 +140,9 @@ func (v *View) clock() time.Time {
 }
 
 // observe sets the backend's gauges. buckety_backend_degraded follows the
-// Degraded condition: it is left as it is while the probe fails, as the
-// condition is.
+// Degraded condition, with a series of value 1 for each reason the probe
+// warned of: it is left as it is while the probe fails, as the condition
+// is.
 func observe(f Facts) {
 	if !f.Probed {
 		return
@@ -154,12 +155,18 @@ func observe(f Facts) {
 	metrics.BackendUp.DeletePartialMatch(map[string]string{"backend": f.Backend.Name})
 	metrics.BackendUp.WithLabelValues(f.Backend.Name, f.Driver, c.Reason).Set(up)
 	if d, known := degradedCondition(f); known {
-		degraded := 0.0
-		if d.Status == metav1.ConditionTrue {
-			degraded = 1
-		}
 		metrics.BackendDegraded.DeletePartialMatch(map[string]string{"backend": f.Backend.Name})
-		metrics.BackendDegraded.WithLabelValues(f.Backend.Name, f.Driver, d.Reason).Set(degraded)
+		if d.Status != metav1.ConditionTrue {
+			metrics.BackendDegraded.WithLabelValues(f.Backend.Name, f.Driver, d.Reason).Set(0)
+		}
+		// One series per reason warned of: the condition has room for
+		// the first reason only (its message carries every warning),
+		// and an alert grouped by reason must not hide the second.
+		for _, w := range f.Warnings {
+			if d.Status == metav1.ConditionTrue {
+				metrics.BackendDegraded.WithLabelValues(f.Backend.Name, f.Driver, w.Reason).Set(1)
+			}
+		}
 	}
 	metrics.BackendLastProbe.WithLabelValues(f.Backend.Name).Set(float64(f.ProbeTime.UnixNano()) / 1e9)
 }
