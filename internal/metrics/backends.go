@@ -22,7 +22,7 @@ var (
 	// the leader; a failing probe leaves it as it was.
 	BackendDegraded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "buckety_backend_degraded",
-		Help: "1 when the backend's last probe that passed warned of something its operator should fix (BucketyBackend Degraded True), 0 when it warned of nothing; the reason label is the Degraded reason.",
+		Help: "1 when the backend's last probe that passed warned of something its operator should fix (BucketyBackend Degraded True), 0 when it warned of nothing; one series per reason warned of (the Degraded reason is the first).",
 	}, []string{"backend", "driver", "reason"})
 
 	// BackendProbes counts the probes of a backend the leader started:
