@@ -103,6 +103,12 @@ func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 	var errs []error
 	now := time.Now()
 	flagged := map[string]bool{}
+	// down holds the backends that did not answer in this round: their
+	// other claims wait for the next one. One loop serves every backend,
+	// and each read of a backend that accepts connections and never
+	// answers costs its whole request timeout: a hundred such claims
+	// would hold the marking of every other backend's for over an hour.
+	down := map[string]bool{}
 	for i := range list.Items {
 		cl := &list.Items[i]
 		if !claims.IsRetained(cl) || !cl.Spec.Retained.RecordUnmarked || !m.Serves.Namespace(cl.Spec.Retained.Owner.Namespace) {
@@ -113,7 +119,7 @@ func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 			continue
 		}
 		flagged[cl.Name] = true
-		if w, ok := m.waits[cl.Name]; ok && now.Before(w.next) {
+		if w, ok := m.waits[cl.Name]; (ok && now.Before(w.next)) || down[cl.Spec.Backend] {
 			continue
 		}
 		// Read fresh: a Buckety of the name may have taken the claim
@@ -128,6 +134,9 @@ func (m *RecordMarker) MarkOnce(ctx context.Context) (int, error) {
 		}
 		settled, err := r.markRetainedRecord(ctx, e, cur)
 		if err != nil {
+			if drivers.IsUnavailable(err) {
+				down[cl.Spec.Backend] = true
+			}
 			errs = append(errs, err)
 			continue
 		}
