@@ -68,6 +68,17 @@ type OwnerRecord struct {
 	// kept, or by a driver whose service has no such identity (S3 bucket
 	// tags never carry it).
 	ResourceID string `json:"resourceID,omitempty"`
+	// ClearedResourceID is kadm's alone: the ID of the topic found deleted
+	// out of band, kept when the driver cleared it from ResourceID before
+	// it created the topic again (whose answer may be lost). A broker whose
+	// metadata is behind the deletion may still answer that ID: that is
+	// not the Buckety's topic, and the record is not bound to it (unless
+	// two reads answer it: the topic was never gone). "" once the record
+	// names a topic again. The driver keeps it to itself: ReadOwner
+	// answers records without it, so the controller neither compares nor
+	// copies it, and WriteOwner carries it over where it carries
+	// ResourceID.
+	ClearedResourceID string `json:"clearedResourceID,omitempty"`
 }
 
 // String describes the record for the controller's log.

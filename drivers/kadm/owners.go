@@ -198,6 +198,10 @@ func (b *Backend) ReadOwner(ctx context.Context, r drivers.Resource) (*drivers.O
 	return entryRecord(r.Name, e, ok)
 }
 
+// entryRecord is the record ReadOwner answers for e: without its
+// ClearedResourceID, which is this driver's alone (topicid.go). The
+// controller compares the records it reads with the ones it composes,
+// which never carry it, and copies them into records it writes.
 func entryRecord(name string, e ownerEntry, ok bool) (*drivers.OwnerRecord, error) {
 	switch {
 	case !ok:
@@ -208,13 +212,15 @@ func entryRecord(name string, e ownerEntry, ok bool) (*drivers.OwnerRecord, erro
 		return nil, nil
 	}
 	rec := *e.rec
+	rec.ClearedResourceID = ""
 	return &rec, nil
 }
 
 // WriteOwner implements drivers.OwnerRecorder: one record produced to the
 // registry, created first when this backend has not seen it exist. A
 // record without a topic ID gets the one recordedTopicID knows
-// (topicid.go). The controller writes only its own installation's
+// (topicid.go), or, where it knows none, the cleared ID the record it
+// replaces keeps. The controller writes only its own installation's
 // records: the installation of rec is noted as this backend's own, for
 // ownRecord while the backend was told no installation.
 func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drivers.OwnerRecord) error {
@@ -229,7 +235,10 @@ func (b *Backend) WriteOwner(ctx context.Context, r drivers.Resource, rec *drive
 
 // writeRecord produces rec as name's record; with fill, a record without
 // a topic ID gets the one recordedTopicID knows (justCreated: the topic
-// was created in the controller's pass), once the table is loaded.
+// was created in the controller's pass), once the table is loaded, or
+// else the cleared ID it carries over. A record that names a topic keeps
+// no cleared ID: the one it had was of a topic deleted before the one it
+// names now.
 func (b *Backend) writeRecord(ctx context.Context, name string, rec *drivers.OwnerRecord, fill, justCreated bool) error {
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
@@ -246,12 +255,17 @@ func (b *Backend) writeRecord(ctx context.Context, name string, rec *drivers.Own
 	var value []byte
 	if rec != nil {
 		if fill && rec.ResourceID == "" {
-			id, err := b.recordedTopicID(ctx, name, rec, justCreated)
+			id, cleared, err := b.recordedTopicID(ctx, name, rec, justCreated)
 			if err != nil {
 				return err
 			}
 			c := *rec
-			c.ResourceID = id
+			c.ResourceID, c.ClearedResourceID = id, cleared
+			rec = &c
+		}
+		if rec.ResourceID != "" && rec.ClearedResourceID != "" {
+			c := *rec
+			c.ClearedResourceID = ""
 			rec = &c
 		}
 		v, err := json.Marshal(rec)

@@ -68,6 +68,16 @@ import (
 // answer was lost gets too): the two cannot be told apart, and refusing
 // the Buckety's own topic for good is the worse mistake.
 //
+// Not the deleted topic, though: the record keeps the ID it lost
+// (drivers.OwnerRecord.ClearedResourceID), and a topic answered with that
+// ID is the deleted one, from a broker whose metadata is behind the
+// deletion. It is not bound: after a lost answer, the pass of a restarted
+// process, or of another replica the Buckety moved to, would bind the
+// record to the deleted topic on such an answer, and the Buckety's own
+// topic be refused for good. Only two reads answering that ID make it the
+// topic's: it was never gone (a broker that did not know it yet answered
+// the name missing, and the create found it there).
+//
 // When the create is refused (drivers.NotCreatedError: a policy, a
 // replication factor the cluster cannot give, authorization, a quota),
 // nothing was created, and the record gets its ID back: only a create
@@ -169,8 +179,14 @@ type topicIDs struct {
 	// under it before it created the name's topic again (unbindTopicID),
 	// the newest last, at most goneKept: a broker whose metadata is
 	// behind may still answer one of them, and that is not a topic
-	// someone else made.
+	// someone else made. The record keeps the newest too
+	// (drivers.OwnerRecord.ClearedResourceID), for a restarted process
+	// and another replica.
 	gone map[string][]string
+	// answered is, per name, a topic ID found deleted (in gone, or the
+	// record's ClearedResourceID) that two reads answered since
+	// (checkTopicIDFresh): the topic was never gone, and is bound.
+	answered map[string]string
 }
 
 // goneKept is how many deleted topics' IDs topicIDs.gone keeps a name.
@@ -182,7 +198,7 @@ type knownTopicID struct {
 }
 
 func newTopicIDs() *topicIDs {
-	return &topicIDs{m: map[string]knownTopicID{}, names: map[string]bool{}, installations: map[string]bool{}, refused: map[string][2]string{}, gone: map[string][]string{}}
+	return &topicIDs{m: map[string]knownTopicID{}, names: map[string]bool{}, installations: map[string]bool{}, refused: map[string][2]string{}, gone: map[string][]string{}, answered: map[string]string{}}
 }
 
 // deletedBefore notes id (formatted) as a topic found deleted under name.
@@ -194,10 +210,14 @@ func (k *topicIDs) deletedBefore(name, id string) {
 		ids = ids[len(ids)-goneKept+1:]
 	}
 	k.gone[name] = append(ids, id)
+	if k.answered[name] == id {
+		delete(k.answered, name)
+	}
 }
 
 // notDeleted forgets id (formatted) as a topic found deleted under name:
-// two reads answered it since (checkTopicIDFresh).
+// two reads answered it since (checkTopicIDFresh). It is the topic's
+// even where the record keeps it as its cleared ID.
 func (k *topicIDs) notDeleted(name, id string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -205,14 +225,17 @@ func (k *topicIDs) notDeleted(name, id string) {
 	if len(k.gone[name]) == 0 {
 		delete(k.gone, name)
 	}
+	k.answered[name] = id
 }
 
 // wasDeleted reports whether id (formatted) is a topic found deleted
-// under name (deletedBefore).
-func (k *topicIDs) wasDeleted(name, id string) bool {
+// under name: by this backend (deletedBefore), or by the one that cleared
+// it from name's record (cleared, the record's ClearedResourceID), unless
+// two reads answered it since (notDeleted).
+func (k *topicIDs) wasDeleted(name, id, cleared string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return slices.Contains(k.gone[name], id)
+	return id != "" && (slices.Contains(k.gone[name], id) || id == cleared && k.answered[name] != id)
 }
 
 var _ drivers.InstallationAware = (*Backend)(nil)
@@ -352,20 +375,24 @@ func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err err
 	case rec == nil:
 		b.ids.checked(name, id)
 		return false, nil
-	case rec.ResourceID != cur && b.ids.wasDeleted(name, cur):
-		// A topic this backend found deleted before it created the
-		// name's topic again: a broker whose metadata is behind the
-		// deletion answered it. It is neither refused nor bound to a
-		// record cleared before that create (whose answer may have
-		// been lost): checkTopicIDFresh reads it again.
+	case rec.ResourceID != cur && b.ids.wasDeleted(name, cur, rec.ClearedResourceID):
+		// A topic found deleted before the name's topic was created
+		// again (by this backend, or by the one that cleared the
+		// record, as its cleared ID says: this process may have been
+		// restarted since, or the Buckety moved to it from another
+		// replica): a broker whose metadata is behind the deletion
+		// answered it. It is neither refused nor bound to a record
+		// cleared before that create (whose answer may have been
+		// lost): checkTopicIDFresh reads it again.
 		return false, &staleTopicIDError{backend: b.name, topic: name, id: cur, recorded: rec.ResourceID}
 	case rec.ResourceID == cur:
 		b.ids.checked(name, id)
 		return false, nil
 	case rec.ResourceID == "":
 		// Written before IDs were kept, or cleared before this
-		// installation created the topic again: the topic is trusted,
-		// as it was before, and its ID recorded.
+		// installation created the topic again (and not the topic
+		// found deleted then, above): the topic is trusted, as it was
+		// before, and its ID recorded.
 		b.ids.checked(name, id)
 		return true, nil
 	}
@@ -410,8 +437,10 @@ func (b *Backend) checkTopicIDFresh(ctx context.Context, op, name string, id top
 		// never gone (a broker that did not know it yet answered the
 		// name missing, and the create found it there). A second read
 		// that answers it again is taken for the topic's: it is
-		// bound, as any topic a record without an ID finds. One that
-		// answers another is bound on a later pass.
+		// bound, as any topic a record without an ID finds, whether
+		// this backend or the record (its cleared ID) knows it for the
+		// deleted one. One that answers another is bound on a later
+		// pass.
 		if err := b.readsAgain(ctx, name, id, "before recording it (its ID is the one of the topic found deleted before)"); err != nil {
 			return false, err
 		}
@@ -436,9 +465,10 @@ func (b *Backend) readsAgain(ctx context.Context, name string, id topicID, why s
 	return nil
 }
 
-// staleTopicIDError is checkTopicID's answer for a topic ID this backend
-// found deleted under the name before it created the name's topic again
-// (topicIDs.gone): not a refusal, and retried.
+// staleTopicIDError is checkTopicID's answer for a topic ID found deleted
+// under the name before the name's topic was created again (by this
+// backend, topicIDs.gone, or by the one that cleared it from the record,
+// its ClearedResourceID): not a refusal, and retried.
 type staleTopicIDError struct {
 	backend, topic, id, recorded string
 }
@@ -470,7 +500,7 @@ func (b *Backend) bindTopicID(ctx context.Context, op, name string, id topicID) 
 	if rec == nil || !b.ownRecord(rec) {
 		return nil
 	}
-	rec.ResourceID = formatTopicID(id)
+	rec.ResourceID, rec.ClearedResourceID = formatTopicID(id), ""
 	if err := b.writeRecord(ctx, name, rec, false, false); err != nil {
 		return fmt.Errorf("kadm: backend %s: topic %s: give its owner record the topic's ID %s: %w", b.name, name, rec.ResourceID, err)
 	}
@@ -490,8 +520,19 @@ func (b *Backend) bindTopicID(ctx context.Context, op, name string, id topicID) 
 // pass. (One another replica gave an ID after that read is not cleared;
 // only a create whose answer is lost in that window leaves a record
 // naming the old topic.)
+//
+// The record keeps the ID cleared (ClearedResourceID): a broker behind
+// the deletion may answer it after the create, to this process or to one
+// that has none of its memory (restarted, or another replica the Buckety
+// moved to), and checkTopicID binds no record to it.
 func (b *Backend) unbindTopicID(ctx context.Context, name string) (string, error) {
 	if rec := b.tableRecord(name); rec == nil || rec.ResourceID == "" || !b.ownRecord(rec) {
+		if rec != nil && rec.ResourceID == "" && rec.ClearedResourceID != "" && b.ownRecord(rec) {
+			// Cleared before an earlier create, and the name read
+			// missing again: the topic of that ID is gone, whatever two
+			// reads answered since.
+			b.ids.deletedBefore(name, rec.ClearedResourceID)
+		}
 		return "", nil
 	}
 	if err := b.catchUp(ctx); err != nil {
@@ -506,7 +547,7 @@ func (b *Backend) unbindTopicID(ctx context.Context, name string) (string, error
 	// still answers it after the create is behind, whatever becomes of
 	// the write.
 	b.ids.deletedBefore(name, was)
-	rec.ResourceID = ""
+	rec.ResourceID, rec.ClearedResourceID = "", was
 	if err := b.writeRecord(ctx, name, rec, false, false); err != nil {
 		return "", fmt.Errorf("kadm: backend %s: topic %s: clear the topic ID %s (the topic deleted out of band) from its owner record before creating the topic again: %w; nothing was created", b.name, name, was, err)
 	}
@@ -515,13 +556,13 @@ func (b *Backend) unbindTopicID(ctx context.Context, name string) (string, error
 
 // rebindTopicID undoes unbindTopicID's write after a create the broker
 // refused (drivers.NotCreatedError: nothing was created): name's record
-// names the deleted topic's ID was again, so that a topic someone else
-// creates under the name while the create keeps being refused (a policy,
-// a replication factor the cluster cannot give, a quota) is not trusted
-// as the Buckety's. Only a create whose outcome is unknown (a lost
-// answer, a timeout) leaves the record without an ID. The record is read
-// fresh first and written only while it is this installation's and still
-// names no topic.
+// names the deleted topic's ID was again, and keeps no cleared ID, so
+// that a topic someone else creates under the name while the create
+// keeps being refused (a policy, a replication factor the cluster cannot
+// give, a quota) is not trusted as the Buckety's. Only a create whose
+// outcome is unknown (a lost answer, a timeout) leaves the record without
+// an ID. The record is read fresh first and written only while it is this
+// installation's and still names no topic.
 func (b *Backend) rebindTopicID(ctx context.Context, name, was string) error {
 	if err := b.catchUp(ctx); err != nil {
 		return fmt.Errorf("kadm: backend %s: topic %s: read its owner record to give it back the topic ID %s (the create was refused): %w", b.name, name, was, err)
@@ -530,7 +571,7 @@ func (b *Backend) rebindTopicID(ctx context.Context, name, was string) error {
 	if rec == nil || rec.ResourceID != "" || !b.ownRecord(rec) {
 		return nil
 	}
-	rec.ResourceID = was
+	rec.ResourceID, rec.ClearedResourceID = was, ""
 	if err := b.writeRecord(ctx, name, rec, false, false); err != nil {
 		return fmt.Errorf("kadm: backend %s: topic %s: give its owner record back the topic ID %s (the create was refused): %w", b.name, name, was, err)
 	}
@@ -546,26 +587,35 @@ func (b *Backend) rebindTopicID(ctx context.Context, name, was string) error {
 // topic again and recorded it since this backend last saw it), unless
 // this backend created a topic under name of another ID and that topic is
 // the one under the name now (madeIsCurrent); else the topic this backend
-// last created or checked under name.
-func (b *Backend) recordedTopicID(ctx context.Context, name string, rec *drivers.OwnerRecord, justCreated bool) (string, error) {
+// last created or checked under name, unless that is a topic found
+// deleted (wasDeleted: the record was cleared before a create since).
+// Where it returns no ID, cleared is the one the record it replaces keeps
+// (drivers.OwnerRecord.ClearedResourceID), carried over on the same terms
+// as its ID.
+func (b *Backend) recordedTopicID(ctx context.Context, name string, rec *drivers.OwnerRecord, justCreated bool) (id, cleared string, err error) {
 	k, known := b.ids.get(name)
 	if justCreated && known && k.made {
-		return formatTopicID(k.id), nil
+		return formatTopicID(k.id), "", nil
 	}
-	if was := b.tableRecord(name); was != nil && was.ResourceID != "" && (was.Installation == rec.Installation || b.ownRecord(was)) {
+	was := b.tableRecord(name)
+	carried := was != nil && (was.Installation == rec.Installation || b.ownRecord(was))
+	if carried && was.ResourceID != "" {
 		if !known || !k.made || was.ResourceID == formatTopicID(k.id) {
-			return was.ResourceID, nil
+			return was.ResourceID, "", nil
 		}
 		current, err := b.madeIsCurrent(ctx, name, was.ResourceID, k.id)
 		if err != nil || !current {
-			return was.ResourceID, err
+			return was.ResourceID, "", err
 		}
-		return formatTopicID(k.id), nil
+		return formatTopicID(k.id), "", nil
 	}
-	if known {
-		return formatTopicID(k.id), nil
+	if carried {
+		cleared = was.ClearedResourceID
 	}
-	return "", nil
+	if id := formatTopicID(k.id); known && id != "" && !b.ids.wasDeleted(name, id, cleared) {
+		return id, "", nil
+	}
+	return "", cleared, nil
 }
 
 // madeIsCurrent reports whether the topic under name now is id, the one
