@@ -233,6 +233,13 @@ func (b *Backend) probe(ctx context.Context, r drivers.Resource) (probeResult, e
 	return probeUnknown, b.classify(fmt.Errorf("ask the controller whether topic %s exists (validate-only create): %w %s", r.Name, b.ctxErr(err), msg))
 }
 
+// recentWithin is recent bounded by a request timeout of its own.
+func (b *Backend) recentWithin(ctx context.Context, r drivers.Resource) (topicState, bool) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
+	return b.recent(ctx, r)
+}
+
 // Ensure implements drivers.Backend. With r.MaxAge it may act on a recent
 // observation instead of reading the topic (observed.go). An existing
 // topic whose ID is not the one its owner record names is refused, and a
@@ -241,11 +248,17 @@ func (b *Backend) Ensure(ctx context.Context, r drivers.Resource) (drivers.Ensur
 	if err := b.refuseRegistry(r.Name); err != nil {
 		return drivers.EnsureResult{}, err
 	}
+	// The wait for a sweep in flight that reads the topic has a request
+	// timeout of its own: at start-up every Buckety's first pass runs
+	// beside the first sweep, read in chunks, and a pass whose topic is in
+	// a late chunk spent its whole deadline waiting, then failed as
+	// unreachable on a broker that answered every request in time. A wait
+	// cut short reads the topic itself, with a deadline of its own.
+	st, seen := b.recentWithin(ctx, r)
 	ctx, cancel := b.ctx(ctx)
 	defer cancel()
 	want := parseParams(r.Parameters)
 	w := beforeWrite(r)
-	st, seen := b.recent(ctx, r)
 	if seen && st.exists {
 		// The observation's topic ID is checked first (in memory). One
 		// that fails the check is not refused on it: the observation may
@@ -392,6 +405,13 @@ func (b *Backend) ensureTopicID(ctx context.Context, r drivers.Resource, id topi
 	return nil, nil
 }
 
+// grownTo reports whether topic, read afresh, is still the topic of id
+// and has at least n partitions.
+func (b *Backend) grownTo(ctx context.Context, topic string, id topicID, n int32) bool {
+	now, err := b.describe(ctx, topic, false)
+	return err == nil && now.exists && now.id == id && now.partitions >= n
+}
+
 // beforeWrite returns a function that calls r.BeforeWrite the first time
 // it is called, and remembers its answer.
 func beforeWrite(r drivers.Resource) func(context.Context) error {
@@ -423,6 +443,13 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 	at := b.observed.now()
 	if p.growTo > 0 && !dryRun {
 		msg, err := b.partitions.do(ctx, topic, p.growTo)
+		if errors.Is(err, kerr.InvalidPartitions) && b.grownTo(ctx, topic, st.id, p.growTo) {
+			// Sent again after a reset connection lost the answer to the
+			// grow (kgo resends it), or grown by another pass meanwhile:
+			// the broker refuses a count the topic already has. Read
+			// again, the topic has it: that grow is done, not refused.
+			err = nil
+		}
 		if err != nil {
 			b.observed.forget(topic)
 			return res, b.classify(fmt.Errorf("grow partitions of %s to %d: %w %s", topic, p.growTo, err, msg))
