@@ -441,6 +441,7 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 		}
 	}
 	at := b.observed.now()
+	grownElsewhere := false
 	if p.growTo > 0 && !dryRun {
 		msg, err := b.partitions.do(ctx, topic, p.growTo)
 		if errors.Is(err, kerr.InvalidPartitions) && b.grownTo(ctx, topic, st.id, p.growTo) {
@@ -448,7 +449,10 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 			// grow (kgo resends it), or grown by another pass meanwhile:
 			// the broker refuses a count the topic already has. Read
 			// again, the topic has it: that grow is done, not refused.
-			err = nil
+			// Its count may be more than asked (grown out of band too):
+			// no observation is recorded, so the next pass reads it and
+			// reports any drift.
+			err, grownElsewhere = nil, true
 		}
 		if err != nil {
 			b.observed.forget(topic)
@@ -462,7 +466,10 @@ func (b *Backend) converge(ctx context.Context, topic string, want params, st to
 			return res, b.classify(fmt.Errorf("alter configs of %s: %w %s", topic, err, msg))
 		}
 	}
-	if !dryRun && (p.growTo > 0 || len(p.alters) > 0) {
+	switch {
+	case grownElsewhere:
+		b.observed.forget(topic)
+	case !dryRun && (p.growTo > 0 || len(p.alters) > 0):
 		b.observed.wrote(topic, applied(st, p), at)
 	}
 	if p.drift != nil {

@@ -153,3 +153,75 @@ func TestClearedRecordIsNotBoundToTheDeletedTopicAfterARestart(t *testing.T) {
 		t.Errorf("a topic never gone, answered by two reads: want the record naming it (%s), got %q", formatTopicID(id), got)
 	}
 }
+
+// TestNeverGoneOnceIsNotNeverGoneAgain: a replica found the name's topic
+// never gone (two reads answered the ID its record had cleared) and bound
+// it. Later the topic is deleted out of band for real, another replica
+// clears its ID from the record and creates the topic again, and that
+// create's answer is lost. Back on the first replica, a broker behind the
+// deletion answers the old ID: the first replica's memory that two reads
+// had answered it once bound the record to the deleted topic at once, and
+// the Buckety's own new topic was refused from then on. That memory holds
+// only for the record it was judged under: the old ID is read again.
+func TestNeverGoneOnceIsNotNeverGoneAgain(t *testing.T) {
+	f := newFixture(t, kafka.Options{}, nil)
+	ctx := context.Background()
+	told := func() *Backend {
+		t.Helper()
+		be := f.openAnother(t)
+		be.SetInstallation("east", nil)
+		return be
+	}
+	params := map[string]string{"config.retention.ms": "604800000"}
+	r := drivers.Resource{Name: "twice", Parameters: params}
+	if res := f.ensure(t, r.Name, params); !res.Created {
+		t.Fatalf("want topic %s created, got %+v", r.Name, res)
+	}
+	writeHeld(t, f.backend, r.Name)
+	first := f.topicIDOf(t, r.Name)
+	// Never gone, on the first replica: the record cleared, the topic
+	// there all along, bound on two reads.
+	if _, err := f.backend.unbindTopicID(ctx, r.Name); err != nil {
+		t.Fatal(err)
+	}
+	one := told()
+	if _, err := one.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := one.Ensure(ctx, r); err != nil {
+		t.Fatalf("a topic never gone: want it converged and bound, got %v", err)
+	}
+	if rec := one.tableRecord(r.Name); rec == nil || rec.ResourceID != formatTopicID(first) {
+		t.Fatalf("a topic never gone: want the record naming it, got %+v", rec)
+	}
+	// Deleted for real; another replica clears the record and creates
+	// the topic again, its answer lost.
+	two := told()
+	if _, err := two.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	f.deleteOutOfBand(t, r.Name)
+	if was, err := two.unbindTopicID(ctx, r.Name); err != nil || was != formatTopicID(first) {
+		t.Fatalf("want %s cleared, got %q %v", formatTopicID(first), was, err)
+	}
+	if _, err := f.admin.CreateTopic(ctx, 1, -1, nil, r.Name); err != nil {
+		t.Fatal(err)
+	}
+	// Back on the first replica, its registry caught up, a broker behind
+	// answers the deleted topic.
+	if _, err := one.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := one.checkTopicIDFresh(ctx, opConverge, r.Name, first); err == nil || drivers.IsReplaced(err) {
+		t.Errorf("the deleted topic's ID, on the replica that once found it never gone: want an error read again on the next pass, got %v", err)
+	}
+	if err := one.bindTopicID(ctx, opConverge, r.Name, first); err == nil {
+		t.Error("want the deleted topic's ID not bound to the record")
+	}
+	if rec, err := told().ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil || rec == nil || rec.ResourceID != "" {
+		t.Errorf("want the record without an ID still, got %+v %v (the deleted topic's is %s)", rec, err, formatTopicID(first))
+	}
+}

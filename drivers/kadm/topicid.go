@@ -185,8 +185,26 @@ type topicIDs struct {
 	gone map[string][]string
 	// answered is, per name, a topic ID found deleted (in gone, or the
 	// record's ClearedResourceID) that two reads answered since
-	// (checkTopicIDFresh): the topic was never gone, and is bound.
-	answered map[string]string
+	// (checkTopicIDFresh): the topic was never gone, and is bound. It
+	// holds only for the record it was judged under (its place in the
+	// registry): a record written since, by this backend or another
+	// replica (which may have found that very topic deleted, cleared it,
+	// and lost its create's answer), is judged afresh.
+	answered map[string]answeredID
+}
+
+// answeredID is an entry of topicIDs.answered: the ID, and the place in
+// the registry of the record it was judged under.
+type answeredID struct {
+	id  string
+	rec recordAt
+}
+
+// recordAt is a record's place in the registry: its partition and offset
+// (recordPlace).
+type recordAt struct {
+	partition int32
+	offset    int64
 }
 
 // goneKept is how many deleted topics' IDs topicIDs.gone keeps a name.
@@ -198,7 +216,7 @@ type knownTopicID struct {
 }
 
 func newTopicIDs() *topicIDs {
-	return &topicIDs{m: map[string]knownTopicID{}, names: map[string]bool{}, installations: map[string]bool{}, refused: map[string][2]string{}, gone: map[string][]string{}, answered: map[string]string{}}
+	return &topicIDs{m: map[string]knownTopicID{}, names: map[string]bool{}, installations: map[string]bool{}, refused: map[string][2]string{}, gone: map[string][]string{}, answered: map[string]answeredID{}}
 }
 
 // deletedBefore notes id (formatted) as a topic found deleted under name.
@@ -210,32 +228,33 @@ func (k *topicIDs) deletedBefore(name, id string) {
 		ids = ids[len(ids)-goneKept+1:]
 	}
 	k.gone[name] = append(ids, id)
-	if k.answered[name] == id {
+	if k.answered[name].id == id {
 		delete(k.answered, name)
 	}
 }
 
 // notDeleted forgets id (formatted) as a topic found deleted under name:
 // two reads answered it since (checkTopicIDFresh). It is the topic's
-// even where the record keeps it as its cleared ID.
-func (k *topicIDs) notDeleted(name, id string) {
+// even where the record at at keeps it as its cleared ID.
+func (k *topicIDs) notDeleted(name, id string, at recordAt) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.gone[name] = slices.DeleteFunc(k.gone[name], func(s string) bool { return s == id })
 	if len(k.gone[name]) == 0 {
 		delete(k.gone, name)
 	}
-	k.answered[name] = id
+	k.answered[name] = answeredID{id: id, rec: at}
 }
 
 // wasDeleted reports whether id (formatted) is a topic found deleted
 // under name: by this backend (deletedBefore), or by the one that cleared
-// it from name's record (cleared, the record's ClearedResourceID), unless
-// two reads answered it since (notDeleted).
-func (k *topicIDs) wasDeleted(name, id, cleared string) bool {
+// it from name's record (cleared, the ClearedResourceID of the record at
+// at), unless two reads answered it since under that record
+// (notDeleted).
+func (k *topicIDs) wasDeleted(name, id, cleared string, at recordAt) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return id != "" && (slices.Contains(k.gone[name], id) || id == cleared && k.answered[name] != id)
+	return id != "" && (slices.Contains(k.gone[name], id) || id == cleared && k.answered[name] != answeredID{id: id, rec: at})
 }
 
 var _ drivers.InstallationAware = (*Backend)(nil)
@@ -346,15 +365,21 @@ func (b *Backend) ownRecord(rec *drivers.OwnerRecord) bool {
 // nil for none, a tombstone or one that cannot be decoded (ReadOwner
 // fails on that, so the controller never gets as far as an Ensure).
 func (b *Backend) tableRecord(name string) *drivers.OwnerRecord {
+	rec, _ := b.tableRecordAt(name)
+	return rec
+}
+
+// tableRecordAt is tableRecord with the record's place in the registry.
+func (b *Backend) tableRecordAt(name string) (*drivers.OwnerRecord, recordAt) {
 	t := b.owners
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.recs[name]
 	if !ok || e.rec == nil || e.err != nil {
-		return nil
+		return nil, recordAt{}
 	}
 	rec := *e.rec
-	return &rec
+	return &rec, recordAt{partition: e.partition, offset: e.offset}
 }
 
 // checkTopicID compares the ID of the topic found under name with the one
@@ -369,13 +394,13 @@ func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err err
 	if id == (topicID{}) {
 		return false, nil
 	}
-	rec := b.tableRecord(name)
+	rec, at := b.tableRecordAt(name)
 	cur := formatTopicID(id)
 	switch {
 	case rec == nil:
 		b.ids.checked(name, id)
 		return false, nil
-	case rec.ResourceID != cur && b.ids.wasDeleted(name, cur, rec.ClearedResourceID):
+	case rec.ResourceID != cur && b.ids.wasDeleted(name, cur, rec.ClearedResourceID, at):
 		// A topic found deleted before the name's topic was created
 		// again (by this backend, or by the one that cleared the
 		// record, as its cleared ID says: this process may have been
@@ -444,7 +469,8 @@ func (b *Backend) checkTopicIDFresh(ctx context.Context, op, name string, id top
 		if err := b.readsAgain(ctx, name, id, "before recording it (its ID is the one of the topic found deleted before)"); err != nil {
 			return false, err
 		}
-		b.ids.notDeleted(name, stale.id)
+		_, at := b.tableRecordAt(name)
+		b.ids.notDeleted(name, stale.id, at)
 		stamp, err = b.checkTopicID(op, name, id)
 	}
 	b.ids.confirmRefusal(name, err)
@@ -597,7 +623,7 @@ func (b *Backend) recordedTopicID(ctx context.Context, name string, rec *drivers
 	if justCreated && known && k.made {
 		return formatTopicID(k.id), "", nil
 	}
-	was := b.tableRecord(name)
+	was, at := b.tableRecordAt(name)
 	carried := was != nil && (was.Installation == rec.Installation || b.ownRecord(was))
 	if carried && was.ResourceID != "" {
 		if !known || !k.made || was.ResourceID == formatTopicID(k.id) {
@@ -612,7 +638,7 @@ func (b *Backend) recordedTopicID(ctx context.Context, name string, rec *drivers
 	if carried {
 		cleared = was.ClearedResourceID
 	}
-	if id := formatTopicID(k.id); known && id != "" && !b.ids.wasDeleted(name, id, cleared) {
+	if id := formatTopicID(k.id); known && id != "" && !b.ids.wasDeleted(name, id, cleared, at) {
 		return id, "", nil
 	}
 	return "", cleared, nil
