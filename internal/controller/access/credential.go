@@ -308,7 +308,7 @@ func (r *Reconciler) rotate(ctx context.Context, a *v1.BucketyAccess, e *backend
 // never less than what recording it in this pass set). A Secret someone
 // else changed soon after the last such issue waits (f.reissuePaced).
 func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e *backends.Entry, cur *v1.BucketyCredential, acc *drivers.Access, f *facts) error {
-	secret, fresh, err := r.secretOf(ctx, a, e.Issuer, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
+	secret, fresh, stale, err := r.secretOf(ctx, a, e.Issuer, cur.Spec.Principal, cur.Spec.Phase == v1.CredentialMinting)
 	if foreign := (*foreignSecretError)(nil); errors.As(err, &foreign) {
 		// The Secret is there and not the access's: the pass ends as
 		// the conflict writeSecret would report, before any Grant. Had
@@ -329,7 +329,12 @@ func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e 
 	// unless it holds the secret last asserted for the principal: a
 	// restart re-asserts nothing, an edited password is made the
 	// backend's.
-	edited := fresh && (secret == "" || cur.Spec.SecretDigest != SecretDigest(secret))
+	// A Secret written under a setting the backend no longer issues with
+	// (kadm: another SASL mechanism, stale) is asserted as an edited one
+	// is: before the Secret names the new setting, and paced as an edit
+	// (a Secret whose write keeps failing, or that its tenant keeps
+	// writing so, must not make every pass a backend write).
+	edited := fresh && (secret == "" || cur.Spec.SecretDigest != SecretDigest(secret) || stale)
 	drifted := r.reassert.take(a.UID)
 	if edited && !drifted && acc.Assert != drivers.IssueRecorded {
 		// A new secret is issued for the principal on the backend: its
@@ -343,10 +348,14 @@ func (r *Reconciler) secretToAssert(ctx context.Context, a *v1.BucketyAccess, e 
 		// no issue again.
 		now := time.Now()
 		if at, last, first := r.reissues.next(a.UID, now); now.Before(at) {
-			if cur.Spec.Phase == v1.CredentialActive && a.Status.Principal == cur.Spec.Principal {
+			switch {
+			case stale:
+				f.reissuePaced = fmt.Sprintf("Secret %s was written under settings backend %s no longer issues with (its sasl.mechanism, say, after credentials.mechanism changed), and buckety set the credential of principal %s for the new ones at %s: while the Secret is not rewritten (its write fails, or someone other than buckety writes it back), that is done again at most every %s, next at %s",
+					a.Spec.CredentialsSecretName, e.Name, cur.Spec.Principal, last.UTC().Format(time.RFC3339), at.Sub(last).Round(time.Second), at.UTC().Format(time.RFC3339))
+			case cur.Spec.Phase == v1.CredentialActive && a.Status.Principal == cur.Spec.Principal:
 				f.reissuePaced = fmt.Sprintf("Secret %s no longer holds the credential of principal %s (someone other than buckety changed or deleted it) and buckety issued it again at %s for the same reason: while the Secret keeps changing, it is issued again at most every %s, next at %s",
 					a.Spec.CredentialsSecretName, cur.Spec.Principal, last.UTC().Format(time.RFC3339), at.Sub(last).Round(time.Second), at.UTC().Format(time.RFC3339))
-			} else {
+			default:
 				f.reissuePaced = fmt.Sprintf("buckety issued the credential of principal %s at %s and Secret %s does not hold it (its write did not succeed, or someone other than buckety changed it since): while it does not, the credential is issued again at most every %s, next at %s",
 					cur.Spec.Principal, last.UTC().Format(time.RFC3339), a.Spec.CredentialsSecretName, at.Sub(last).Round(time.Second), at.UTC().Format(time.RFC3339))
 			}
@@ -634,15 +643,17 @@ func (r *Reconciler) widen(ctx context.Context, on *grantedOn, c *v1.BucketyCred
 }
 
 // secretOf returns the secret the access's Secret holds for principal ("":
-// none), and whether it was read afresh. The Secret's data is not cached:
+// none), whether it was read afresh, and whether it was written under a
+// setting the backend no longer issues with (drivers.StaleSecrets). The
+// Secret's data is not cached:
 // it is read when its resourceVersion differs from the one this
 // controller last wrote or read (kept in memory, with the secret).
-func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialIssuer, principal string, issuing bool) (string, bool, error) {
+func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drivers.CredentialIssuer, principal string, issuing bool) (string, bool, bool, error) {
 	key := types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.CredentialsSecretName}
 	m := secretMeta()
 	err := r.Client.Get(ctx, key, m)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return "", false, err
+		return "", false, false, err
 	}
 	if err != nil && issuing {
 		// A credential still being issued is in no Secret anyone relies
@@ -650,44 +661,43 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 		// missing. (Should the cache lag a Secret an interrupted issue
 		// wrote, the issue finishes with a new password, as it would had
 		// the Secret not been written.)
-		return "", true, nil
+		return "", true, false, nil
 	}
 	if err == nil && ownsSecret(a, m) {
 		if !r.secrets.has(a.UID) {
 			r.prefetchSecrets(ctx, func() bool { return r.secrets.has(a.UID) }) // once after a start (prefetch.go)
 		}
 		if got, fresh, ok := r.secrets.get(a.UID, m.ResourceVersion, principal); ok {
-			return got, fresh, nil
+			return got, fresh, false, nil
 		}
 	}
 	s := &corev1.Secret{}
 	err = r.APIReader.Get(ctx, key, s)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", true, nil
+		return "", true, false, nil
 	case err != nil:
-		return "", false, err
+		return "", false, false, err
 	case !ownsSecret(a, s):
 		// Nothing is read from a Secret that is not this access's, and
 		// nothing issued for it (secretToAssert ends the pass as a
 		// conflict).
-		return "", false, &foreignSecretError{secret: s}
+		return "", false, false, &foreignSecretError{secret: s}
 	}
 	secret := drivers.SecretOf(sc, principal, s.Data)
 	if secret == "" {
-		return "", true, nil
+		return "", true, false, nil
 	}
 	if drivers.SecretStale(sc, s.Data) {
 		// Written under a setting the backend no longer issues with
 		// (kadm: another SASL mechanism): the secret is asserted again
-		// on the backend before the Secret names the new setting, and
-		// not kept, so a pass that fails before writing it reads it
-		// again.
-		r.reassert.mark(a.UID)
-		return secret, true, nil
+		// on the backend before the Secret names the new setting
+		// (secretToAssert), and not kept, so a pass that fails before
+		// writing it reads it again.
+		return secret, true, true, nil
 	}
 	r.secrets.put(a.UID, s.ResourceVersion, principal, secret)
-	return secret, true, nil
+	return secret, true, false, nil
 }
 
 // foreignSecretError is secretOf's answer for a Secret of the access's

@@ -83,7 +83,7 @@ func TestSecretOfDoesNotKeepATenantMegabyte(t *testing.T) {
 				t.Fatal(err)
 			}
 			for pass := range 2 {
-				got, fresh, err := r.secretOf(ctx, a, keyedIssuer{}, principal, false)
+				got, fresh, _, err := r.secretOf(ctx, a, keyedIssuer{}, principal, false)
 				if err != nil {
 					t.Fatal(err)
 				}

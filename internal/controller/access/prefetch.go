@@ -220,17 +220,23 @@ func (r *Reconciler) issuedKeys(ctx context.Context) []issuedKey {
 		if err != nil || !sc.PerAccess {
 			continue
 		}
-		k := issuedKey{sc: e.Issuer}
+		k := issuedKey{sc: e.Issuer, all: []drivers.CredentialIssuer{e.Issuer}}
 		k.principal, k.secret = e.Issuer.CredentialKeys()
-		if !slices.ContainsFunc(keys, func(o issuedKey) bool { return o.principal == k.principal && o.secret == k.secret }) {
+		if i := slices.IndexFunc(keys, func(o issuedKey) bool { return o.principal == k.principal && o.secret == k.secret }); i >= 0 {
+			keys[i].all = append(keys[i].all, e.Issuer)
+		} else {
 			keys = append(keys, k)
 		}
 	}
 	return keys
 }
 
+// issuedKey is the Secret keys of a kind of issued credential: sc reads
+// the secret; all are every backend's issuer of those keys (each kadm
+// backend's, which may issue under different settings).
 type issuedKey struct {
 	sc                drivers.CredentialIssuer
+	all               []drivers.CredentialIssuer
 	principal, secret string
 }
 
@@ -251,11 +257,12 @@ func (r *Reconciler) knowIssuedSecret(keys []issuedKey, uid types.UID, s *corev1
 			continue
 		}
 		principal := string(p)
-		if drivers.SecretStale(k.sc, s.Data) {
-			// Written under a setting the backend no longer issues
-			// with: the access's pass reads it (secretOf) and asserts
-			// its credential again.
-			continue
+		if slices.ContainsFunc(k.all, func(sc drivers.CredentialIssuer) bool { return drivers.SecretStale(sc, s.Data) }) {
+			// Written under a setting its backend (which the Secret does
+			// not name: any of those issuing these keys) no longer
+			// issues with: the access's pass reads it (secretOf) and
+			// asserts its credential again.
+			return
 		}
 		if secret := drivers.SecretOf(k.sc, principal, s.Data); secret != "" && len(secret) <= maxKeptCredential {
 			r.secrets.putFresh(uid, s.ResourceVersion, principal, secret)
