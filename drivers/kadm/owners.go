@@ -114,6 +114,9 @@ type ownerTable struct {
 	caughtUp, loadedAt time.Time
 	// full asks the next catch-up to load the whole registry again.
 	full bool
+	// partial is what a full load that failed read, for the next to
+	// resume from (fetchRegistry).
+	partial *fullLoad
 	// epoch counts the times the registry was found deleted and created
 	// again (drivers.RegistryEpochs).
 	epoch uint64
@@ -130,6 +133,32 @@ type ownerTable struct {
 	// starts when the running one ends.
 	next    *catchUpRound
 	running bool
+}
+
+// fullLoad is a load of the whole registry: a table of its own, so that
+// records it no longer finds (compacted into a tombstone) do not survive,
+// and where in the log it stopped.
+type fullLoad struct {
+	topicID [16]byte
+	// started is when the load's first try began: the table it makes is
+	// as old as the records it read first.
+	started time.Time
+	recs    map[string]ownerEntry
+	// read holds the topics of every record the load read.
+	read map[string]struct{}
+	next map[int32]int64
+}
+
+func newFullLoad(topicID [16]byte, started time.Time) *fullLoad {
+	return &fullLoad{topicID: topicID, started: started, recs: map[string]ownerEntry{}, read: map[string]struct{}{}, next: map[int32]int64{}}
+}
+
+// add takes records read, in log order, into the load's table.
+func (l *fullLoad) add(batch []fetched) {
+	for _, f := range batch {
+		l.read[f.topic] = struct{}{}
+		applyEntry(l.recs, f.topic, f.entry)
+	}
 }
 
 // catchUpRound is one catch-up, shared by every caller that joined it
@@ -323,12 +352,17 @@ func (b *Backend) writeRecord(ctx context.Context, name string, rec *drivers.Own
 // unless the table already holds a later record of the topic's partition.
 // A nil record removes the topic's.
 func (t *ownerTable) apply(topic string, e ownerEntry) {
-	if have, ok := t.recs[topic]; ok && have.partition == e.partition && have.offset > e.offset {
+	applyEntry(t.recs, topic, e)
+}
+
+// applyEntry is apply on the table recs.
+func applyEntry(recs map[string]ownerEntry, topic string, e ownerEntry) {
+	if have, ok := recs[topic]; ok && have.partition == e.partition && have.offset > e.offset {
 		return
 	}
 	// A tombstone is kept as an entry with no record, so that an older
 	// record read later is not taken for the latest.
-	t.recs[topic] = e
+	recs[topic] = e
 }
 
 // catchUp waits for a catch-up of the table that starts after it was
@@ -353,15 +387,26 @@ func (b *Backend) catchUp(ctx context.Context) error {
 }
 
 // startCatchUpLocked runs the round callers joined, and the next after it.
+//
+// A round is bounded per request, not as a whole: each request it makes
+// has a timeout of its own (b.ctx). A full load is several requests in a
+// row (Metadata, DescribeConfigs, ListOffsets, a Fetch per 16 MiB of each
+// partition, and the client's own metadata requests), and the next round
+// is a full load again until one completes: under one timeout for them
+// all, a broker answering each request in a third of it, or a registry
+// too large to fetch within one, would fail every load, and every read of
+// the registry, for as long as it lasted, while each request alone was
+// answered in time. A broker that stops answering ends a round at the
+// timeout of the request it holds. The callers wait with
+// contexts of their own (catchUp): one that gives up leaves the round
+// running, and the table it loads answers the callers after it.
 func (b *Backend) startCatchUpLocked() {
 	t := b.owners
 	r := t.next
 	t.next = nil
 	t.running = true
 	go func() {
-		ctx, cancel := context.WithTimeout(b.base, b.cfg.timeout())
-		r.err = b.runCatchUp(ctx)
-		cancel()
+		r.err = b.runCatchUp(b.base)
 		t.mu.Lock()
 		close(r.done)
 		if t.next != nil {
@@ -374,7 +419,8 @@ func (b *Backend) startCatchUpLocked() {
 }
 
 // runCatchUp brings the table to the registry's end offsets as of its
-// start.
+// start. ctx bounds the whole catch-up (it ends when the backend is
+// closed); each request has a timeout of its own.
 func (b *Backend) runCatchUp(ctx context.Context) error {
 	t := b.owners
 	at := b.observed.now()
@@ -390,7 +436,7 @@ func (b *Backend) runCatchUp(ctx context.Context) error {
 			return err
 		}
 	}
-	err := b.fetchRegistry(ctx, full)
+	err := b.fetchRegistry(ctx, full, at)
 	if errors.Is(err, errReload) && !full {
 		// The log no longer holds what the table read: its tail lost (a
 		// wiped log directory, an unclean election) or its start moved
@@ -406,7 +452,7 @@ func (b *Backend) runCatchUp(ctx context.Context) error {
 		if err := b.registryMetadata(ctx); err != nil {
 			return err
 		}
-		err = b.fetchRegistry(ctx, full)
+		err = b.fetchRegistry(ctx, full, at)
 	}
 	if err != nil {
 		return err
@@ -414,7 +460,9 @@ func (b *Backend) runCatchUp(ctx context.Context) error {
 	t.mu.Lock()
 	t.caughtUp = at
 	if full {
-		t.loadedAt, t.full = at, false
+		// loadedAt is set by fetchRegistry: the start of the load's first
+		// try, which a load resumed is older than.
+		t.full = false
 	}
 	t.mu.Unlock()
 	return nil
@@ -425,15 +473,21 @@ func (b *Backend) runCatchUp(ctx context.Context) error {
 var errReload = errors.New("the owner registry's log start moved past the table")
 
 // registryMetadata learns the registry's partitions and topic ID, and
-// creates the registry when Metadata reports it missing.
+// creates the registry when Metadata reports it missing. Each request has
+// a timeout of its own; waiting for a registry just created to show in
+// the metadata ends one timeout after the first request was sent.
 func (b *Backend) registryMetadata(ctx context.Context) error {
 	topic := b.cfg.registryTopic()
+	wait, cancelWait := b.ctx(ctx)
+	defer cancelWait()
 	for attempt := 0; ; attempt++ {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, b.kgo)
+		rctx, cancel := b.ctx(ctx)
+		resp, err := req.RequestWith(rctx, b.kgo)
+		cancel()
 		if err != nil {
 			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, err))
 		}
@@ -451,7 +505,7 @@ func (b *Backend) registryMetadata(ctx context.Context) error {
 				// Deleted and created again since the table was read
 				// (by hand, or with the whole cluster): what the table
 				// holds, and where it stopped, are another log's.
-				t.recs, t.parts, t.full = map[string]ownerEntry{}, map[int32]*registryPartition{}, true
+				t.recs, t.parts, t.full, t.partial = map[string]ownerEntry{}, map[int32]*registryPartition{}, true, nil
 				t.epoch++
 			}
 			t.known, t.topicID = true, mt.TopicID
@@ -466,7 +520,9 @@ func (b *Backend) registryMetadata(ctx context.Context) error {
 			}
 			// Read once the registry is known, and at once for one
 			// created again, whose configs are its creator's.
-			b.judgeRegistry(ctx, mt.TopicID)
+			jctx, cancel := b.ctx(ctx)
+			b.judgeRegistry(jctx, mt.TopicID)
+			cancel()
 			return nil
 		case err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable):
 			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, err))
@@ -480,15 +536,15 @@ func (b *Backend) registryMetadata(ctx context.Context) error {
 				// It did not exist: whatever the table held is gone.
 				t := b.owners
 				t.mu.Lock()
-				t.recs, t.parts, t.full = map[string]ownerEntry{}, map[int32]*registryPartition{}, true
+				t.recs, t.parts, t.full, t.partial = map[string]ownerEntry{}, map[int32]*registryPartition{}, true, nil
 				t.mu.Unlock()
 			}
 		}
 		// Created, or created by another installation a moment ago:
 		// its metadata reaches the brokers shortly.
 		select {
-		case <-ctx.Done():
-			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, ctx.Err()))
+		case <-wait.Done():
+			return b.classify(fmt.Errorf("owner registry %s: metadata: %w", topic, wait.Err()))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -497,6 +553,8 @@ func (b *Backend) registryMetadata(ctx context.Context) error {
 // createRegistry creates the registry topic; created is false when it
 // existed already.
 func (b *Backend) createRegistry(ctx context.Context) (created bool, err error) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
 	topic := b.cfg.registryTopic()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(b.cfg.timeout().Milliseconds())
@@ -527,8 +585,17 @@ func (b *Backend) createRegistry(ctx context.Context) (created bool, err error) 
 
 // fetchRegistry reads the registry's end offsets (one ListOffsets per
 // partition leader) and fetches every partition from where the table
-// stopped, or from its start when full, to those end offsets.
-func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
+// stopped, or from its start when full, to those end offsets; at is when
+// the catch-up began.
+//
+// A full load that fails after it read some of the log keeps what it
+// read (ownerTable.partial), and the next catch-up, full too, resumes it
+// from where it stopped: a registry whose load takes many requests is
+// loaded even when some fail now and then, not only when all of one try
+// succeed. A load is not resumed on another log (the registry was created
+// again, or lost the tail it read), nor once it is older than reloadAfter,
+// the bound full loads keep on a table's age.
+func (b *Backend) fetchRegistry(ctx context.Context, full bool, at time.Time) error {
 	topic := b.cfg.registryTopic()
 	t := b.owners
 	t.mu.Lock()
@@ -559,20 +626,29 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 			}
 		}
 	}
-	// A full load starts a table of its own, so that records it no
-	// longer finds (compacted into a tombstone) do not survive.
-	recs := map[string]ownerEntry{}
+	var load *fullLoad
 	next := map[int32]int64{}
 	t.mu.Lock()
-	if !full {
-		recs = t.recs
-	}
-	for p, rp := range t.parts {
-		if !full {
+	if full {
+		load, t.partial = t.partial, nil
+		if load == nil || load.topicID != topicID || at.Sub(load.started) > reloadAfter || beyond(load.next, ends) {
+			load = newFullLoad(topicID, at)
+		}
+		next = load.next
+	} else {
+		for p, rp := range t.parts {
 			next[p] = rp.next
 		}
 	}
 	t.mu.Unlock()
+	// keep leaves what a full load read for the next to resume.
+	keep := func() {
+		if full {
+			t.mu.Lock()
+			t.partial, t.full = load, true
+			t.mu.Unlock()
+		}
+	}
 	var got []fetched
 	for p := int32(0); p < n; p++ {
 		for next[p] < ends[p] {
@@ -585,11 +661,17 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 				return errReload
 			case err != nil:
 				b.forgetRegistry()
+				keep()
 				return err
 			case nextOffset <= next[p]:
+				keep()
 				return fmt.Errorf("owner registry %s partition %d: a fetch at offset %d made no progress", topic, p, next[p])
 			}
-			got = append(got, batch...)
+			if full {
+				load.add(batch)
+			} else {
+				got = append(got, batch...)
+			}
 			next[p] = nextOffset
 		}
 	}
@@ -598,16 +680,17 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 	if full {
 		// Writes this backend made meanwhile, past what the load saw.
 		lost := false
-		read := make(map[string]struct{}, len(got))
-		for _, f := range got {
-			read[f.topic] = struct{}{}
-		}
 		for name, e := range t.recs {
 			if e.offset >= next[e.partition] {
-				recs[name] = e
+				// A record the load read of another partition (the
+				// registry's partitions were added to) stands, as a
+				// record read after it would.
+				if have, ok := load.recs[name]; !ok || have.partition == e.partition {
+					load.recs[name] = e
+				}
 				continue
 			}
-			if _, ok := read[name]; !ok && e.rec != nil {
+			if _, ok := load.read[name]; !ok && e.rec != nil {
 				// A live record the table read is in no record of the
 				// log now: compaction keeps a key's latest record (or
 				// its tombstone), so it was deleted (DeleteRecords, a
@@ -618,7 +701,7 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 				lost = true
 			}
 		}
-		t.recs = recs
+		t.recs, t.loadedAt = load.recs, load.started
 		if lost {
 			t.epoch++
 		}
@@ -637,6 +720,17 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool) error {
 		t.parts[p].advance()
 	}
 	return nil
+}
+
+// beyond: an offset of next is past its partition's end: the log lost
+// the tail read up to it.
+func beyond(next, ends map[int32]int64) bool {
+	for p, o := range next {
+		if e, ok := ends[p]; ok && o > e {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetRegistryTopicID drops what the client knows of the registry
@@ -666,6 +760,8 @@ type fetched struct {
 // registryEnds lists the end offset and leader of every registry
 // partition.
 func (b *Backend) registryEnds(ctx context.Context, topic string, n int32) (map[int32]int64, map[int32]int32, error) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
@@ -704,6 +800,8 @@ func (b *Backend) registryEnds(ctx context.Context, topic string, n int32) (map[
 // fetchPartition fetches one registry partition from offset, from its
 // leader, and decodes its records.
 func (b *Backend) fetchPartition(ctx context.Context, leader int32, topic string, topicID [16]byte, partition int32, offset int64) (recs []fetched, next, logStart int64, err error) {
+	ctx, cancel := b.ctx(ctx)
+	defer cancel()
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 0
