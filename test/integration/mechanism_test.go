@@ -29,7 +29,7 @@ import (
 func TestMechanismChangeSetsThePasswordBeforeTheSecretNamesIt(t *testing.T) {
 	needInfra(t)
 	b := kafka.Start(t, kafka.Options{SASL: []string{"SCRAM-SHA-512:buckety:s3cr3t"}, ACLs: true})
-	run := startController(t, harness.ConfigYAML(superuserBackend(b, 0)), nil, time.Hour)
+	run := startController(t, harness.ConfigYAML(kadmWithMechanism("kafka", b, "")), nil, time.Hour)
 	ns := namespace(t)
 	topic := ns + ".ledger"
 	create(t, &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: topic,
@@ -42,24 +42,9 @@ func TestMechanismChangeSetsThePasswordBeforeTheSecretNamesIt(t *testing.T) {
 	}
 	run.stop(t)
 
-	be := harness.Kadm("kafka", kadmdriver.Config{SeedBrokers: []string{b.Bootstrap()}, RequestTimeout: harness.Duration(5 * time.Second),
-		SASL:        &kadmdriver.SASL{Mechanism: "SCRAM-SHA-512", Username: "buckety", Password: "s3cr3t"},
-		Credentials: &kadmdriver.Credentials{Mechanism: "SCRAM-SHA-256"}})
-	startController(t, harness.ConfigYAML(be), nil, time.Hour)
+	startController(t, harness.ConfigYAML(kadmWithMechanism("kafka", b, "SCRAM-SHA-256")), nil, time.Hour)
 	removeWhileRunning(t, ns)
-	var after map[string][]byte
-	wait.For(t, waitTimeout, "the Secret names SCRAM-SHA-256", func() (bool, string) {
-		after = secret(t, ns, "ledger").Data
-		return string(after["sasl.mechanism"]) == "SCRAM-SHA-256", string(after["sasl.mechanism"])
-	})
-	// Checked once, at once: the Secret must never name a mechanism its
-	// password is not set for on the broker.
-	if err := produceAs(after, topic); err != nil {
-		t.Errorf("the Secret names SCRAM-SHA-256: want its password to log in with it, got %v", err)
-	}
-	if string(after["sasl.password"]) != string(before["sasl.password"]) || string(after["sasl.username"]) != string(before["sasl.username"]) {
-		t.Error("want the access's user and password kept through a change of mechanism: only the mechanism changes")
-	}
+	movedToSHA256(t, ns, topic, before)
 	if err := produceWith(t, before, topic); err == nil {
 		t.Error("after the change: want the password refused over SCRAM-SHA-512, got a login")
 	}
@@ -113,6 +98,15 @@ func TestMechanismChangeOnOneOfTwoBackends(t *testing.T) {
 
 	startController(t, harness.ConfigYAML(kadmWithMechanism("kafka-a", a, ""), kadmWithMechanism("kafka-b", b, "SCRAM-SHA-256")), nil, time.Hour)
 	removeWhileRunning(t, ns)
+	movedToSHA256(t, ns, topic, before)
+}
+
+// movedToSHA256 waits until Secret ledger of ns names SCRAM-SHA-256, and
+// checks at once that its password logs in with it to write topic, and
+// that the user and password are before's: the Secret must never name a
+// mechanism its password is not set for on the broker.
+func movedToSHA256(t *testing.T, ns, topic string, before map[string][]byte) {
+	t.Helper()
 	var after map[string][]byte
 	wait.For(t, waitTimeout, "the Secret names SCRAM-SHA-256", func() (bool, string) {
 		after = secret(t, ns, "ledger").Data
@@ -121,8 +115,8 @@ func TestMechanismChangeOnOneOfTwoBackends(t *testing.T) {
 	if err := produceAs(after, topic); err != nil {
 		t.Errorf("the Secret names SCRAM-SHA-256: want its password to log in with it, got %v", err)
 	}
-	if string(after["sasl.password"]) != string(before["sasl.password"]) {
-		t.Error("want the access's password kept through a change of mechanism")
+	if string(after["sasl.password"]) != string(before["sasl.password"]) || string(after["sasl.username"]) != string(before["sasl.username"]) {
+		t.Error("want the access's user and password kept through a change of mechanism: only the mechanism changes")
 	}
 }
 
