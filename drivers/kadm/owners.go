@@ -161,6 +161,21 @@ func (l *fullLoad) add(batch []fetched) {
 	}
 }
 
+// dropBelow forgets what the load read of partition p before offset
+// start: a resumed load whose next fetch finds the log starting past
+// what an earlier try read (DeleteRecords, a retention on a registry
+// created by hand) must not keep records the log no longer has, and a
+// record the table had there then counts as lost (catchUp moves the
+// epoch).
+func (l *fullLoad) dropBelow(p int32, start int64) {
+	for name, e := range l.recs {
+		if e.partition == p && e.offset < start {
+			delete(l.recs, name)
+			delete(l.read, name)
+		}
+	}
+}
+
 // catchUpRound is one catch-up, shared by every caller that joined it
 // before it started.
 type catchUpRound struct {
@@ -655,6 +670,7 @@ func (b *Backend) fetchRegistry(ctx context.Context, full bool, at time.Time) er
 			batch, nextOffset, logStart, err := b.fetchPartition(ctx, leaders[p], topic, topicID, p, next[p])
 			switch {
 			case errors.Is(err, kerr.OffsetOutOfRange) && full && logStart > next[p]:
+				load.dropBelow(p, logStart)
 				next[p] = logStart
 				continue
 			case errors.Is(err, kerr.OffsetOutOfRange):

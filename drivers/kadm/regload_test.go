@@ -36,7 +36,11 @@ func TestOwnerRegistryLoadsFromASlowBroker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = be.Close() })
+		t.Cleanup(func() {
+			if err := be.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		return be.(*Backend)
 	}
 	ctx := context.Background()
@@ -107,7 +111,11 @@ func TestOwnerRegistryLoadResumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = be.Close() })
+		t.Cleanup(func() {
+			if err := be.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		return be.(*Backend)
 	}
 	ctx := context.Background()
@@ -183,6 +191,28 @@ func TestOwnerRegistryLoadResumes(t *testing.T) {
 		got, err := be.ReadOwner(ctx, drivers.Resource{Name: name, MaxAge: time.Hour})
 		if err != nil || got == nil || got.UID != "u"+name {
 			t.Errorf("%s: want the record of UID u%s, got %+v, %v", name, name, got, err)
+		}
+	}
+}
+
+// TestResumedLoadDropsWhatTheLogNoLongerHas: a full load read part of a
+// partition, failed, and resumes; meanwhile the log's start moved past
+// what it read (DeleteRecords, a retention on a registry created by
+// hand). The records read before that start are not kept: the log has
+// none of them, and a record the table had there counts as lost.
+func TestResumedLoadDropsWhatTheLogNoLongerHas(t *testing.T) {
+	l := newFullLoad([16]byte{1}, time.Now())
+	l.add([]fetched{
+		{topic: "gone", entry: ownerEntry{rec: &drivers.OwnerRecord{UID: "a"}, partition: 0, offset: 3}},
+		{topic: "kept", entry: ownerEntry{rec: &drivers.OwnerRecord{UID: "b"}, partition: 0, offset: 9}},
+		{topic: "other", entry: ownerEntry{rec: &drivers.OwnerRecord{UID: "c"}, partition: 1, offset: 1}},
+	})
+	l.dropBelow(0, 5)
+	for name, want := range map[string]bool{"gone": false, "kept": true, "other": true} {
+		_, inRecs := l.recs[name]
+		_, inRead := l.read[name]
+		if inRecs != want || inRead != want {
+			t.Errorf("%s: want kept %v, got in the table %v, read %v", name, want, inRecs, inRead)
 		}
 	}
 }

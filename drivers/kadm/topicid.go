@@ -409,7 +409,7 @@ func (b *Backend) checkTopicID(op, name string, id topicID) (stamp bool, err err
 		// answered it. It is neither refused nor bound to a record
 		// cleared before that create (whose answer may have been
 		// lost): checkTopicIDFresh reads it again.
-		return false, &staleTopicIDError{backend: b.name, topic: name, id: cur, recorded: rec.ResourceID}
+		return false, &staleTopicIDError{backend: b.name, topic: name, id: cur, recorded: rec.ResourceID, at: at}
 	case rec.ResourceID == cur:
 		b.ids.checked(name, id)
 		return false, nil
@@ -469,8 +469,11 @@ func (b *Backend) checkTopicIDFresh(ctx context.Context, op, name string, id top
 		if err := b.readsAgain(ctx, name, id, "before recording it (its ID is the one of the topic found deleted before)"); err != nil {
 			return false, err
 		}
-		_, at := b.tableRecordAt(name)
-		b.ids.notDeleted(name, stale.id, at)
+		// The verdict holds for the record judged stale, not for one
+		// another replica wrote meanwhile (that replica may have found
+		// this very topic deleted since): such a record is judged
+		// afresh on this check.
+		b.ids.notDeleted(name, stale.id, stale.at)
 		stamp, err = b.checkTopicID(op, name, id)
 	}
 	b.ids.confirmRefusal(name, err)
@@ -497,6 +500,9 @@ func (b *Backend) readsAgain(ctx context.Context, name string, id topicID, why s
 // its ClearedResourceID): not a refusal, and retried.
 type staleTopicIDError struct {
 	backend, topic, id, recorded string
+	// at is the place of the record judged (what a never-gone verdict
+	// holds for).
+	at recordAt
 }
 
 func (e *staleTopicIDError) Error() string {
