@@ -667,7 +667,7 @@ func (r *Reconciler) secretOf(ctx context.Context, a *v1.BucketyAccess, sc drive
 		if !r.secrets.has(a.UID) {
 			r.prefetchSecrets(ctx, func() bool { return r.secrets.has(a.UID) }) // once after a start (prefetch.go)
 		}
-		if got, fresh, ok := r.secrets.get(a.UID, m.ResourceVersion, principal); ok {
+		if got, fresh, ok := r.secrets.get(a.UID, m.ResourceVersion, principal, sc); ok {
 			return got, fresh, false, nil
 		}
 	}
@@ -733,15 +733,23 @@ type knownSecret struct {
 	// edited while no controller ran is asserted), until a pass replaces
 	// it with what it wrote or checked.
 	fresh bool
+	// staleFor are the issuers that find the Secret the prefetch read
+	// written under settings they no longer issue with
+	// (drivers.StaleSecrets): with two kadm backends of different
+	// mechanisms, every Secret is one backend's and stale for the other,
+	// and the Secret does not say which. An access of such a backend
+	// reads its Secret on its own (secretOf), and is judged by it.
+	staleFor []drivers.CredentialIssuer
 }
 
 // get returns the secret remembered for uid at rv and principal, and
-// whether it counts as read afresh.
-func (k *knownSecrets) get(uid types.UID, rv, principal string) (secret string, fresh, ok bool) {
+// whether it counts as read afresh; none for an issuer sc the Secret is
+// stale for (nil: any).
+func (k *knownSecrets) get(uid types.UID, rv, principal string, sc drivers.CredentialIssuer) (secret string, fresh, ok bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	got, ok := k.m[uid]
-	if !ok || rv == "" || got.resourceVersion != rv || got.principal != principal {
+	if !ok || rv == "" || got.resourceVersion != rv || got.principal != principal || sc != nil && slices.Contains(got.staleFor, sc) {
 		return "", false, false
 	}
 	return got.secret, got.fresh, true
@@ -760,8 +768,8 @@ func (k *knownSecrets) put(uid types.UID, rv, principal, secret string) {
 
 // putFresh records what the prefetch read, unless a pass recorded the
 // access's secret meanwhile (from a newer resourceVersion).
-func (k *knownSecrets) putFresh(uid types.UID, rv, principal, secret string) {
-	k.store(uid, knownSecret{resourceVersion: rv, principal: principal, secret: secret, fresh: true}, false)
+func (k *knownSecrets) putFresh(uid types.UID, rv, principal, secret string, staleFor []drivers.CredentialIssuer) {
+	k.store(uid, knownSecret{resourceVersion: rv, principal: principal, secret: secret, fresh: true, staleFor: staleFor}, false)
 }
 
 // store records s for uid, replacing what is there only when replace. A

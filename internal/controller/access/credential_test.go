@@ -37,7 +37,7 @@ func TestKnownSecretsKeepNothingPastTheBound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var k knownSecrets
 			if tc.fresh {
-				k.putFresh("a", "2", tc.principal, tc.secret)
+				k.putFresh("a", "2", tc.principal, tc.secret, nil)
 			} else {
 				k.put("a", "2", tc.principal, tc.secret)
 			}

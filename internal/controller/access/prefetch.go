@@ -257,15 +257,19 @@ func (r *Reconciler) knowIssuedSecret(keys []issuedKey, uid types.UID, s *corev1
 			continue
 		}
 		principal := string(p)
-		if slices.ContainsFunc(k.all, func(sc drivers.CredentialIssuer) bool { return drivers.SecretStale(sc, s.Data) }) {
-			// Written under a setting its backend (which the Secret does
-			// not name: any of those issuing these keys) no longer
-			// issues with: the access's pass reads it (secretOf) and
-			// asserts its credential again.
-			return
+		// Written under a setting an issuer of these keys no longer
+		// issues with: kept as read for the others (the Secret does not
+		// name its backend), and an access of such an issuer's backend
+		// reads it on its own (secretOf), is judged by it, and asserts
+		// its credential again.
+		var staleFor []drivers.CredentialIssuer
+		for _, sc := range k.all {
+			if drivers.SecretStale(sc, s.Data) {
+				staleFor = append(staleFor, sc)
+			}
 		}
 		if secret := drivers.SecretOf(k.sc, principal, s.Data); secret != "" && len(secret) <= maxKeptCredential {
-			r.secrets.putFresh(uid, s.ResourceVersion, principal, secret)
+			r.secrets.putFresh(uid, s.ResourceVersion, principal, secret, staleFor)
 			return
 		}
 	}

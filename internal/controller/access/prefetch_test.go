@@ -54,10 +54,10 @@ func TestPrefetchKeepsBoundedCredentialsAsFresh(t *testing.T) {
 		return s
 	}
 	r.knowIssuedSecret(keys, "a", secret("7", map[string]string{"user": "u-a", "password": "pw"}))
-	if got, fresh, ok := r.secrets.get("a", "7", "u-a"); !ok || !fresh || got != "pw" {
+	if got, fresh, ok := r.secrets.get("a", "7", "u-a", nil); !ok || !fresh || got != "pw" {
 		t.Errorf("want pw kept as fresh at 7, got %q fresh=%v ok=%v", got, fresh, ok)
 	}
-	if _, _, ok := r.secrets.get("a", "8", "u-a"); ok {
+	if _, _, ok := r.secrets.get("a", "8", "u-a", nil); ok {
 		t.Error("want nothing at another resourceVersion")
 	}
 	huge := strings.Repeat("x", 1<<20)
@@ -74,7 +74,7 @@ func TestPrefetchKeepsBoundedCredentialsAsFresh(t *testing.T) {
 	}
 	r.secrets.put("b", "9", "u-b", "written")
 	r.knowIssuedSecret(keys, "b", secret("5", map[string]string{"user": "u-b", "password": "listed"}))
-	if got, fresh, ok := r.secrets.get("b", "9", "u-b"); !ok || fresh || got != "written" {
+	if got, fresh, ok := r.secrets.get("b", "9", "u-b", nil); !ok || fresh || got != "written" {
 		t.Errorf("want the pass's record kept over the list's, got %q fresh=%v ok=%v", got, fresh, ok)
 	}
 }
@@ -272,4 +272,39 @@ func accessSecret(name string, uid types.UID) corev1.Secret {
 		Labels:          map[string]string{v1.ManagedByLabel: v1.ManagedByValue},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "BucketyAccess", Name: name, UID: uid, Controller: &controller}}},
 		Type: corev1.SecretTypeOpaque}
+}
+
+// staleIssuer is a keyed issuer whose Secrets name a mechanism: one
+// written under another is stale (drivers.StaleSecrets), as kadm's are.
+type staleIssuer struct {
+	keyedIssuer
+	mechanism string
+}
+
+func (s *staleIssuer) SecretStale(data map[string][]byte) bool {
+	got, ok := data["mechanism"]
+	return ok && string(got) != s.mechanism
+}
+
+// TestPrefetchKeepsASecretForTheIssuersItIsCurrentFor: two backends issue
+// under the same Secret keys, and only one changed its mechanism. Every
+// Secret is stale for one of them, and the Secret does not say which is
+// its own: a Secret the start read was not kept at all when any issuer
+// found it stale, so every pass of every access waited for the whole
+// read and then read its Secret on its own. It is kept, and found, for
+// the issuers it is current for; an access of the other reads it.
+func TestPrefetchKeepsASecretForTheIssuersItIsCurrentFor(t *testing.T) {
+	old, moved := &staleIssuer{mechanism: "A"}, &staleIssuer{mechanism: "B"}
+	var r Reconciler
+	data := map[string][]byte{"user": []byte("u-a"), "password": []byte("pw"), "mechanism": []byte("A")}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}, Data: data}
+	k := issuedKey{sc: old, all: []drivers.CredentialIssuer{old, moved}}
+	k.principal, k.secret = old.CredentialKeys()
+	r.knowIssuedSecret([]issuedKey{k}, "a", s)
+	if got, _, ok := r.secrets.get("a", "7", "u-a", old); !ok || got != "pw" {
+		t.Errorf("the issuer the Secret is current for: want it found, got %q %v", got, ok)
+	}
+	if _, _, ok := r.secrets.get("a", "7", "u-a", moved); ok {
+		t.Error("the issuer the Secret is stale for: want it read on its own, got it found")
+	}
 }

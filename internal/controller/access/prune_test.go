@@ -23,7 +23,7 @@ func TestRememberedSecretsArePruned(t *testing.T) {
 	if len(v.m) != 1 || v.resourceVersion("live") != "1" {
 		t.Errorf("verified: want only the live access kept, got %v", v.m)
 	}
-	if _, _, ok := k.get("live", "1", "p-live"); len(k.m) != 1 || !ok {
+	if _, _, ok := k.get("live", "1", "p-live", nil); len(k.m) != 1 || !ok {
 		t.Errorf("secrets: want only the live access kept, got %v", k.m)
 	}
 }
