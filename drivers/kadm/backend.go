@@ -28,6 +28,8 @@ type Backend struct {
 	cfg  *Config
 	kgo  *kgo.Client
 	adm  *kadm.Client
+	// cluster is the cluster's ID, once read (serviceid.go).
+	cluster clusterID
 
 	// stop ends the batchers' requests when the backend is closed.
 	stop       context.CancelFunc

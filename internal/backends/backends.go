@@ -346,6 +346,12 @@ func (i *instrumentedIssuer) NewSecret() (string, error) {
 	return "", nil
 }
 
+// ServiceID passes drivers.ServiceIdentifier through to the backend,
+// which the wrapper would hide: "" for a backend that cannot tell.
+func (i *instrumented) ServiceID(ctx context.Context) (string, error) {
+	return drivers.ServiceIDOf(ctx, i.Backend)
+}
+
 // SecretFrom passes drivers.IssuedSecrets through to the backend, which
 // the wrapper would hide.
 func (i *instrumentedIssuer) SecretFrom(principal string, data map[string][]byte) string {

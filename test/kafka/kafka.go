@@ -50,6 +50,9 @@ type Options struct {
 	// broker started with them in server.properties does (the broker acts
 	// only on the keys kfake knows).
 	BrokerConfigs map[string]string
+	// ClusterID is the cluster ID its Metadata answers report; "" keeps
+	// kfake's, which every broker started without it shares.
+	ClusterID string
 }
 
 // Broker is a running broker process.
@@ -158,6 +161,9 @@ func (b *Broker) start() error {
 	}
 	if b.opts.DataDir != "" {
 		args = append(args, "--data-dir", b.opts.DataDir)
+	}
+	if b.opts.ClusterID != "" {
+		args = append(args, "--cluster-id", b.opts.ClusterID)
 	}
 	if b.statsPort != 0 {
 		args = append(args, "--stats-addr", "127.0.0.1:"+strconv.Itoa(b.statsPort))

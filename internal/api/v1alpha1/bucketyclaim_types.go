@@ -114,6 +114,21 @@ type BucketyClaimSpec struct {
 	// its owner creates the resource again.
 	// +optional
 	OwnerRecorded bool `json:"ownerRecorded,omitempty"`
+	// ServiceID is the identity of the service the claim's resource was
+	// created or adopted on, as its backend reports it (a Kafka cluster's
+	// ID; backends whose driver cannot tell leave it out): recorded when
+	// the claim is made, or, on a claim made before the field, once a
+	// pass has read the owner's record on the resource there. A pass that
+	// finds the backend reaching a service of another identity (its
+	// seedBrokers pointed at another cluster) writes nothing on it: no
+	// create, no parameter, no owner record, no grant, no drain, no
+	// delete; the owner reports it (ServiceChanged). When the move is
+	// intended and the resources were copied to the new service, a
+	// cluster maintainer clears this field (kubectl patch bucketyclaim
+	// NAME --type merge -p '{"spec":{"serviceID":null}}'); otherwise the
+	// backend is pointed back.
+	// +optional
+	ServiceID string `json:"serviceID,omitempty"`
 }
 
 // ClaimRetained is the Buckety a resource was retained from.

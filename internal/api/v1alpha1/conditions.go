@@ -184,6 +184,16 @@ const (
 	// accesses' credentials are revoked, as for OwnedElsewhere: it may be
 	// another's data. The message names the resource and the way out.
 	ReasonResourceReplaced = "ResourceReplaced"
+	// ReasonServiceChanged: the Buckety's backend reaches another service
+	// than the one its claim records its resource on (spec.serviceID of
+	// the BucketyClaim: a Kafka cluster's ID), as after its seedBrokers
+	// were pointed at another cluster. Nothing is written there, nothing
+	// granted, nothing drained, and a deletion leaves it, as
+	// retentionPolicy Retain would; the accesses keep their Secrets as
+	// they are (revoking would write on the wrong service). The message
+	// names the backend, both identities and the way out. Ready and
+	// Provisioned are False with it, BackendUnavailable True.
+	ReasonServiceChanged = "ServiceChanged"
 	// ReasonInstallationMismatch: the backend resource's owner record
 	// names this very Buckety (its UID) under another installation name:
 	// the installation was renamed without formerInstallations, or its

@@ -686,12 +686,36 @@ func (r *Reconciler) resource(ctx context.Context, b *v1.Buckety, e *backends.En
 	for i := range owned {
 		cl := &owned[i]
 		if cl.Spec.Backend == e.Name && cl.Spec.ResourceName == b.Status.BackendResourceName && (cl.Spec.Phase == v1.ClaimCreated || cl.Spec.Phase == v1.ClaimAdopted) {
-			return cl, true, nil
+			return cl, r.sameService(ctx, b, e, cl, f), nil
 		}
 	}
 	f.bucketyWaiting = fmt.Sprintf("waiting for Buckety %s to hold its claim on %s", b.Name, b.Status.BackendResourceName)
 	f.claimPending = true
 	return nil, false, nil
+}
+
+// sameService reports whether backend e reaches the service claim cl
+// records its resource on (spec.serviceID; a claim without it, or a
+// backend that cannot tell, is trusted): false, with the reason in f,
+// when it reaches another, as after its seedBrokers were pointed at
+// another cluster. The access then grants nothing there, and its Secret
+// and credentials stay as they are: revoking would write on that other
+// service, and the Buckety's status may still say Provisioned from before
+// the change, so the backend itself is asked (once per process).
+func (r *Reconciler) sameService(ctx context.Context, b *v1.Buckety, e *backends.Entry, cl *v1.BucketyClaim, f *facts) bool {
+	if cl.Spec.ServiceID == "" {
+		return true
+	}
+	id, err := drivers.ServiceIDOf(ctx, e.Backend)
+	switch {
+	case err != nil:
+		f.Record(fmt.Errorf("read the identity of the service backend %s reaches: %w", e.Name, err))
+		return false
+	case id == cl.Spec.ServiceID:
+		return true
+	}
+	f.bucketyWaiting = fmt.Sprintf("Buckety %s's resource %s is on service %q, and backend %s reaches %q now (%s): nothing is granted there, and the Secret is kept as it is", b.Name, cl.Spec.ResourceName, cl.Spec.ServiceID, e.Name, id, v1.ReasonServiceChanged)
+	return false
 }
 
 func (r *Reconciler) event(a *v1.BucketyAccess, typ, reason, action, note string) {

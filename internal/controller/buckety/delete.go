@@ -331,6 +331,22 @@ func (r *Reconciler) deleteOrRetain(ctx context.Context, b *v1.Buckety, cl *v1.B
 		}
 		return reconcile.Result{RequeueAfter: r.Backoff.Next(b.UID, retry.Transient)}
 	}
+	// A backend that reaches another service than the one the resource
+	// is on (servicechange.go) is asked nothing more, neither to delete
+	// nor to mark a record kept: the deletion finishes as
+	// retentionPolicy Retain would, and leaves the resource of the name
+	// there as it is.
+	switch why, err := r.otherService(ctx, cl); {
+	case err != nil:
+		f.Record(err)
+		return failed(), false, false, nil
+	case why != "":
+		eventType = corev1.EventTypeWarning
+		if b.Spec.RetentionPolicy == v1.RetentionDelete {
+			why += "; retentionPolicy Delete does not delete it: the deletion finishes as retentionPolicy Retain would"
+		}
+		return retain(why)
+	}
 	if e, ok := r.Backends.Get(cl.Spec.Backend); ok && e.Config.HandOverTo() != "" && claims.Written(cl.Spec.Phase) {
 		// Never deleted, nor marked retained (the installation taking it
 		// over would find it another's): a deletion that came before any

@@ -388,6 +388,13 @@ func (r *Reconciler) judgeOwnerRecord(ctx context.Context, b *v1.Buckety, e *bac
 			r.ownedElsewhere(b, e, f, rec, why)
 			return false
 		}
+	case ownerMine:
+		// The record read there holds the resource for this Buckety: a
+		// claim made before claims recorded their service records this
+		// one (servicechange.go).
+		if !r.stampService(ctx, e, f) {
+			return false
+		}
 	}
 	return r.recordKept(ctx, b, e, f, res, rec)
 }

@@ -47,19 +47,32 @@ import (
 // them is reported, not acted on. A write on the strength of a claim read
 // from the cache is preceded by a fresh read of the claim
 // (drivers.Resource.BeforeWrite); a claim this pass wrote needs none.
-// The sticky status fields are then copied from the claim.
+// The sticky status fields are then copied from the claim. A claim that
+// records another service than the one e reaches stops the pass before
+// any of it (sameService).
 func (r *Reconciler) provision(ctx context.Context, b *v1.Buckety, e *backends.Entry, f *facts) (bool, error) {
 	f.askedBackend = true
 	cl := f.claim
+	// Nothing is asked of a service the claim's resource is not on; a
+	// claim made now records the one e reaches.
+	id, ok := r.sameService(ctx, b, e, f, cl)
+	if !ok {
+		return false, nil
+	}
+	ctx = claims.WithServiceID(ctx, id)
 	justRecorded, fresh := false, false
 	var in *drivers.Inspection
 	if cl == nil || cl.Spec.Phase == v1.ClaimClaimed {
-		var ok bool
 		if cl, justRecorded, in, ok = r.inspectAndRecord(ctx, b, e, f, cl); !ok {
 			return false, nil
 		}
 		f.claim = cl
 		fresh = in != nil
+		// A claim taken over from a deleted Buckety records where that
+		// one's resource is.
+		if _, ok := r.sameService(ctx, b, e, f, cl); !ok {
+			return false, nil
+		}
 	}
 	locKeys := drivers.LocationParameters(e.Driver)
 	if msg := claims.LocationChanged(locKeys, cl, f.params); msg != "" {

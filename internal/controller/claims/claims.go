@@ -157,7 +157,7 @@ func (c *Store) AcquireAs(ctx context.Context, b *v1.Buckety, k Key, phase v1.Cl
 		cl = &v1.BucketyClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ClaimOwnerLabel: string(b.UID), shard.SlotLabel: shard.SlotValue(b.Namespace)}},
 			Spec: v1.BucketyClaimSpec{Backend: k.Backend, Service: k.space(), ResourceName: k.Resource, Phase: phase, Location: location, Budgeted: budgeted,
-				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}},
+				Owner: v1.ClaimOwner{Namespace: b.Namespace, Name: b.Name, UID: string(b.UID)}, ServiceID: serviceIDFrom(ctx)},
 		}
 		err := c.Client.Create(ctx, cl)
 		if err == nil {
@@ -573,6 +573,47 @@ func (c *Store) setOwnerRecorded(ctx context.Context, cl *v1.BucketyClaim, to bo
 	if err := c.Client.Update(ctx, cl); err != nil {
 		cl.Spec.OwnerRecorded = !to
 		return fmt.Errorf("record on claim %s %s: %w", cl.Name, what, err)
+	}
+	c.recent.put(cl)
+	return nil
+}
+
+// serviceIDKey keys the service identity in a context (WithServiceID).
+type serviceIDKey struct{}
+
+// WithServiceID is ctx carrying id, the identity of the service the
+// backend of the pass reaches (drivers.ServiceIdentifier), which a claim
+// AcquireAs creates records (spec.serviceID): in the same write, so a
+// claim costs no second one. The pass that asked the backend knows it;
+// the claim's create, deep in the adoption check, is made with its
+// context.
+func WithServiceID(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, serviceIDKey{}, id)
+}
+
+// serviceIDFrom is the identity WithServiceID put in ctx, "" for none.
+func serviceIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(serviceIDKey{}).(string)
+	return id
+}
+
+// RecordServiceID records on claim cl, made before claims recorded it,
+// the identity of the service its resource is on (spec.serviceID): once,
+// by a pass that read its owner's record there. An optimistic-lock
+// update, as RecordOwner's: a claim changed since it was read (a
+// maintainer who cleared the field, a takeover) is not overwritten, and
+// the pass tries again.
+func (c *Store) RecordServiceID(ctx context.Context, cl *v1.BucketyClaim, id string) error {
+	if cl.Spec.ServiceID != "" || id == "" {
+		return nil
+	}
+	cl.Spec.ServiceID = id
+	if err := c.Client.Update(ctx, cl); err != nil {
+		cl.Spec.ServiceID = ""
+		return fmt.Errorf("record on claim %s the service its resource is on: %w", cl.Name, err)
 	}
 	c.recent.put(cl)
 	return nil

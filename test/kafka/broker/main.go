@@ -5,7 +5,7 @@
 //	broker --ports 19092 --addr-file /tmp/addrs [--brokers 1] [--data-dir DIR]
 //	       [--sasl SCRAM-SHA-256:admin:secret [--acls] [--reauth-ms N]] [--kafka-2.6]
 //	       [--tls-cert F --tls-key F]
-//	       [--stats-addr 127.0.0.1:PORT]
+//	       [--stats-addr 127.0.0.1:PORT] [--cluster-id ID]
 //
 // It writes the comma-separated listen addresses to --addr-file once it
 // accepts connections, and runs until SIGTERM or SIGINT.
@@ -67,6 +67,7 @@ func run() error {
 	partitions := flag.Int("default-partitions", 1, "partitions of a topic created with -1 (Kafka's num.partitions default is 1)")
 	tlsCert := flag.String("tls-cert", "", "PEM certificate to serve TLS with")
 	tlsKey := flag.String("tls-key", "", "PEM key for --tls-cert")
+	clusterID := flag.String("cluster-id", "", "the cluster ID Metadata answers report (default kfake's, the same for every broker)")
 	statsAddr := flag.String("stats-addr", "", "serve request counts per API key at http://ADDR/requests (a 127.0.0.1 address)")
 	var sasls list
 	flag.Var(&sasls, "sasl", "MECHANISM:user:password of a superuser; enables SASL (repeatable)")
@@ -78,6 +79,9 @@ func run() error {
 	flag.Parse()
 
 	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.DefaultNumPartitions(*partitions)}
+	if *clusterID != "" {
+		opts = append(opts, kfake.ClusterID(*clusterID))
+	}
 	if *ports != "" {
 		var ps []int
 		for _, p := range strings.Split(*ports, ",") {
