@@ -30,8 +30,11 @@ func (b *Backend) ServiceID(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", b.classify(err)
 	}
-	c.id, c.read = m.Cluster, true
-	return c.id, nil
+	// An answer without an ID (a proxy, an old Metadata version) is not
+	// kept: the next call asks again, so a broker that reports one later
+	// is not taken for a service without an identity for the process.
+	c.id, c.read = m.Cluster, m.Cluster != ""
+	return m.Cluster, nil
 }
 
 // clusterID is what a backend read of its cluster's ID.

@@ -161,3 +161,53 @@ func TestBackendPointedAtAnotherClusterWritesNothingThere(t *testing.T) {
 		t.Error("want the Buckety's topic on cluster A left as it is, it is gone")
 	}
 }
+
+// TestUpgradedAndRepointedAtOnceIsNotStampedWithTheNewCluster: a claim of
+// an older release records no cluster, and the operator rolls the new
+// release out together with seedBrokers pointed at cluster B. The first
+// pass on B finds no record there and writes one (an older claim cannot
+// be told from a new Buckety's); the next read its own record back and
+// stamped the claim with B's ID, so that, pointed back at A, the Buckety's
+// own topic was refused as ServiceChanged. A record this process wrote
+// proves nothing: the claim stays unstamped, and back on A it is Ready.
+func TestUpgradedAndRepointedAtOnceIsNotStampedWithTheNewCluster(t *testing.T) {
+	needInfra(t)
+	sasl := []string{"SCRAM-SHA-512:buckety:s3cr3t"}
+	a := kafka.Start(t, kafka.Options{SASL: sasl, ACLs: true, ClusterID: "cluster-a"})
+	bb := kafka.Start(t, kafka.Options{SASL: sasl, ACLs: true, ClusterID: "cluster-b"})
+	ctx := context.Background()
+	opts := func(o *appcontroller.Options) { o.RESTConfig, o.Recheck = cp.RESTConfig, 2 * time.Second }
+	first := startControllerWith(t, harness.ConfigYAML(superuserBackend(a, 0)), nil, opts)
+	ns := namespace(t)
+	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".orders"}}
+	create(t, b)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	var claims v1.BucketyClaimList
+	if err := k8s.List(ctx, &claims, client.MatchingLabels{v1.ClaimOwnerLabel: string(b.UID)}); err != nil || len(claims.Items) != 1 {
+		t.Fatalf("want one claim, got %v %d", err, len(claims.Items))
+	}
+	cl := &claims.Items[0]
+	first.stop(t)
+	// The claim as an older release made it.
+	patch(t, cl, `{"spec":{"serviceID":null}}`)
+
+	onB := startControllerWith(t, harness.ConfigYAML(superuserBackend(bb, 0)), nil, opts)
+	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
+	// Passes that read the record written on B back (the re-check every
+	// 2 s).
+	time.Sleep(8 * time.Second)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(cl), cl); err != nil {
+		t.Fatal(err)
+	}
+	if cl.Spec.ServiceID != "" {
+		t.Errorf("a claim of an older release on a cluster whose record this process wrote: want it unstamped, got serviceID %q", cl.Spec.ServiceID)
+	}
+	onB.stop(t)
+	startControllerWith(t, harness.ConfigYAML(superuserBackend(a, 0)), nil, opts)
+	removeWhileRunning(t, ns)
+	patch(t, b, `{"metadata":{"annotations":{"touched":"1"}}}`)
+	time.Sleep(4 * time.Second)
+	if c := waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout); c.Reason == v1.ReasonServiceChanged {
+		t.Errorf("pointed back at A: want Ready, got %s", c.Reason)
+	}
+}

@@ -713,6 +713,9 @@ func (r *Reconciler) sameService(ctx context.Context, b *v1.Buckety, e *backends
 		return false
 	case id == cl.Spec.ServiceID:
 		return true
+	case id == "":
+		f.Record(fmt.Errorf("backend %s's service answered without an identity, and Buckety %s's resource %s is recorded on service %q: asked again before anything is granted", e.Name, b.Name, cl.Spec.ResourceName, cl.Spec.ServiceID))
+		return false
 	}
 	f.bucketyWaiting = fmt.Sprintf("Buckety %s's resource %s is on service %q, and backend %s reaches %q now (%s): nothing is granted there, and the Secret is kept as it is", b.Name, cl.Spec.ResourceName, cl.Spec.ServiceID, e.Name, id, v1.ReasonServiceChanged)
 	return false

@@ -593,6 +593,11 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 	// A resource this pass created holds no one's record or tags: the
 	// driver may skip its read (drivers.Resource.JustCreated).
 	res.JustCreated = created && !late
+	if f.claim != nil && f.claim.Spec.ServiceID == "" {
+		// Before the write: a record whose write is answered late is
+		// this process's word all the same.
+		r.unproven.Store(f.claim.Name, true)
+	}
 	if err := e.Owners.WriteOwner(ctx, res, want); err != nil {
 		f.Record(fmt.Errorf("write the owner record of %s: %w", res.Name, err))
 		return false

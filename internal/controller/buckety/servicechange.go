@@ -44,6 +44,13 @@ func (r *Reconciler) sameService(ctx context.Context, b *v1.Buckety, e *backends
 	if cl == nil || cl.Spec.ServiceID == "" || cl.Spec.ServiceID == id {
 		return id, true
 	}
+	if id == "" {
+		// The service answered without an identity (a proxy, a broker
+		// in a rollout): nothing is told, and nothing written; asked
+		// again on the next pass.
+		f.Record(noServiceID(e, cl))
+		return "", false
+	}
 	msg := serviceChanged(e, cl, id)
 	f.problem = &backends.Problem{Condition: v1.ConditionBackendUnavailable, Reason: v1.ReasonServiceChanged, Message: msg}
 	// Until someone acts: the slow backoff.
@@ -52,6 +59,13 @@ func (r *Reconciler) sameService(ctx context.Context, b *v1.Buckety, e *backends
 		r.event(b, corev1.EventTypeWarning, v1.ReasonServiceChanged, v1.EventActionProvision, msg)
 	}
 	return "", false
+}
+
+// noServiceID is the error of a backend whose service answered without
+// an identity while claim cl records one: asked again, never taken for
+// another service (a deletion would then finish as Retain for good).
+func noServiceID(e *backends.Entry, cl *v1.BucketyClaim) error {
+	return fmt.Errorf("backend %s's service answered without an identity, and claim %s records %s on service %q: asked again before anything is written", e.Name, cl.Name, cl.Spec.ResourceName, cl.Spec.ServiceID)
 }
 
 // serviceChanged says, for a cluster maintainer, that claim cl's resource
@@ -88,8 +102,11 @@ func (r *Reconciler) otherService(ctx context.Context, cl *v1.BucketyClaim) (str
 	if err != nil {
 		return "", fmt.Errorf("read the identity of the service backend %s reaches: %w", e.Name, err)
 	}
-	if id == cl.Spec.ServiceID {
+	switch id {
+	case cl.Spec.ServiceID:
 		return "", nil
+	case "":
+		return "", noServiceID(e, cl)
 	}
 	// Short: the Retained event adds what the claim keeps counting.
 	return serviceMoved(e, cl, id), nil
@@ -98,13 +115,18 @@ func (r *Reconciler) otherService(ctx context.Context, cl *v1.BucketyClaim) (str
 // stampService records on this pass's claim, made before claims recorded
 // it, the service its resource is on, once this pass has read the owner
 // record there naming this Buckety (judgeOwnerRecord): the resource is
-// this Buckety's on the service e reaches. A record this pass wrote
-// proves nothing (the pass may have been pointed at the wrong service),
-// so no claim is stamped on its own word. False, with f.claimErr, when
+// this Buckety's on the service e reaches. A record this process wrote
+// proves nothing (it may have been pointed at the wrong service since it
+// started: an upgrade that changed seedBrokers too found no record there,
+// wrote one, and read it back on its next pass), so no claim is stamped
+// on this process's own word (r.unproven). False, with f.claimErr, when
 // the claim could not be written.
 func (r *Reconciler) stampService(ctx context.Context, e *backends.Entry, f *facts) bool {
 	cl := f.claim
 	if cl == nil || cl.Spec.ServiceID != "" || (cl.Spec.Phase != v1.ClaimCreated && cl.Spec.Phase != v1.ClaimAdopted && cl.Spec.Phase != v1.ClaimCreating) {
+		return true
+	}
+	if _, wrote := r.unproven.Load(cl.Name); wrote {
 		return true
 	}
 	id, err := drivers.ServiceIDOf(ctx, e.Backend)
