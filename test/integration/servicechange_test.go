@@ -176,7 +176,7 @@ func TestUpgradedAndRepointedAtOnceIsNotStampedWithTheNewCluster(t *testing.T) {
 	a := kafka.Start(t, kafka.Options{SASL: sasl, ACLs: true, ClusterID: "cluster-a"})
 	bb := kafka.Start(t, kafka.Options{SASL: sasl, ACLs: true, ClusterID: "cluster-b"})
 	ctx := context.Background()
-	opts := func(o *appcontroller.Options) { o.RESTConfig, o.Recheck = cp.RESTConfig, 2 * time.Second }
+	opts := func(o *appcontroller.Options) { o.RESTConfig, o.Recheck = cp.RESTConfig, 2*time.Second }
 	first := startControllerWith(t, harness.ConfigYAML(superuserBackend(a, 0)), nil, opts)
 	ns := namespace(t)
 	b := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Name: ns + ".orders"}}
