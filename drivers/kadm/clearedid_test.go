@@ -31,12 +31,7 @@ func TestClearedRecordIsNotBoundToTheDeletedTopicAfterARestart(t *testing.T) {
 	ctx := context.Background()
 	// told opens a backend of the same installation, as the controller
 	// does after a restart.
-	told := func() *Backend {
-		t.Helper()
-		be := f.openAnother(t)
-		be.SetInstallation("east", nil)
-		return be
-	}
+	told := func() *Backend { return toldBackend(t, f) }
 	record := func(name string) string {
 		t.Helper()
 		rec, err := told().ReadOwner(ctx, drivers.Resource{Name: name})
@@ -134,20 +129,9 @@ func TestClearedRecordIsNotBoundToTheDeletedTopicAfterARestart(t *testing.T) {
 	// the topic there. A backend with none of the first one's memory
 	// binds it on two reads.
 	kept := drivers.Resource{Name: "never-gone-restarted", Parameters: params}
-	if res := f.ensure(t, kept.Name, params); !res.Created {
-		t.Fatalf("want topic %s created, got %+v", kept.Name, res)
-	}
-	writeHeld(t, f.backend, kept.Name)
-	id := f.topicIDOf(t, kept.Name)
-	if _, err := f.backend.unbindTopicID(ctx, kept.Name); err != nil {
-		t.Fatal(err)
-	}
-	fresh := told()
-	if _, err := fresh.ReadOwner(ctx, drivers.Resource{Name: kept.Name}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fresh.Ensure(ctx, kept); err != nil {
-		t.Errorf("Ensure of a topic never gone, on a backend opened afresh: want it converged, got %v", err)
+	id, fresh := neverGone(t, f, kept)
+	if fresh.err != nil {
+		t.Errorf("Ensure of a topic never gone, on a backend opened afresh: want it converged, got %v", fresh.err)
 	}
 	if got := record(kept.Name); got != formatTopicID(id) {
 		t.Errorf("a topic never gone, answered by two reads: want the record naming it (%s), got %q", formatTopicID(id), got)
@@ -166,32 +150,16 @@ func TestClearedRecordIsNotBoundToTheDeletedTopicAfterARestart(t *testing.T) {
 func TestNeverGoneOnceIsNotNeverGoneAgain(t *testing.T) {
 	f := newFixture(t, kafka.Options{}, nil)
 	ctx := context.Background()
-	told := func() *Backend {
-		t.Helper()
-		be := f.openAnother(t)
-		be.SetInstallation("east", nil)
-		return be
-	}
+	told := func() *Backend { return toldBackend(t, f) }
 	params := map[string]string{"config.retention.ms": "604800000"}
 	r := drivers.Resource{Name: "twice", Parameters: params}
-	if res := f.ensure(t, r.Name, params); !res.Created {
-		t.Fatalf("want topic %s created, got %+v", r.Name, res)
-	}
-	writeHeld(t, f.backend, r.Name)
-	first := f.topicIDOf(t, r.Name)
 	// Never gone, on the first replica: the record cleared, the topic
 	// there all along, bound on two reads.
-	if _, err := f.backend.unbindTopicID(ctx, r.Name); err != nil {
-		t.Fatal(err)
+	first, one := neverGone(t, f, r)
+	if one.err != nil {
+		t.Fatalf("a topic never gone: want it converged and bound, got %v", one.err)
 	}
-	one := told()
-	if _, err := one.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := one.Ensure(ctx, r); err != nil {
-		t.Fatalf("a topic never gone: want it converged and bound, got %v", err)
-	}
-	if rec := one.tableRecord(r.Name); rec == nil || rec.ResourceID != formatTopicID(first) {
+	if rec := one.be.tableRecord(r.Name); rec == nil || rec.ResourceID != formatTopicID(first) {
 		t.Fatalf("a topic never gone: want the record naming it, got %+v", rec)
 	}
 	// Deleted for real; another replica clears the record and creates
@@ -209,19 +177,57 @@ func TestNeverGoneOnceIsNotNeverGoneAgain(t *testing.T) {
 	}
 	// Back on the first replica, its registry caught up, a broker behind
 	// answers the deleted topic.
-	if _, err := one.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+	if _, err := one.be.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
 		t.Fatal(err)
 	}
-	if err := one.catchUp(ctx); err != nil {
+	if err := one.be.catchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := one.checkTopicIDFresh(ctx, opConverge, r.Name, first); err == nil || drivers.IsReplaced(err) {
+	if _, err := one.be.checkTopicIDFresh(ctx, opConverge, r.Name, first); err == nil || drivers.IsReplaced(err) {
 		t.Errorf("the deleted topic's ID, on the replica that once found it never gone: want an error read again on the next pass, got %v", err)
 	}
-	if err := one.bindTopicID(ctx, opConverge, r.Name, first); err == nil {
+	if err := one.be.bindTopicID(ctx, opConverge, r.Name, first); err == nil {
 		t.Error("want the deleted topic's ID not bound to the record")
 	}
 	if rec, err := told().ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil || rec == nil || rec.ResourceID != "" {
 		t.Errorf("want the record without an ID still, got %+v %v (the deleted topic's is %s)", rec, err, formatTopicID(first))
 	}
+}
+
+// toldBackend opens a backend of f's installation (east), as the
+// controller does after a restart.
+func toldBackend(t *testing.T, f *fixture) *Backend {
+	t.Helper()
+	be := f.openAnother(t)
+	be.SetInstallation("east", nil)
+	return be
+}
+
+// ensured is a backend and what its Ensure answered.
+type ensured struct {
+	be  *Backend
+	err error
+}
+
+// neverGone creates r's topic with a held record, clears the record's ID
+// as before a create, and has a backend opened afresh read the record and
+// Ensure r (the topic there all along): it returns the topic's ID and
+// that backend with its Ensure's error.
+func neverGone(t *testing.T, f *fixture, r drivers.Resource) (topicID, ensured) {
+	t.Helper()
+	ctx := context.Background()
+	if res := f.ensure(t, r.Name, r.Parameters); !res.Created {
+		t.Fatalf("want topic %s created, got %+v", r.Name, res)
+	}
+	writeHeld(t, f.backend, r.Name)
+	id := f.topicIDOf(t, r.Name)
+	if _, err := f.backend.unbindTopicID(ctx, r.Name); err != nil {
+		t.Fatal(err)
+	}
+	be := toldBackend(t, f)
+	if _, err := be.ReadOwner(ctx, drivers.Resource{Name: r.Name}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := be.Ensure(ctx, r)
+	return id, ensured{be: be, err: err}
 }

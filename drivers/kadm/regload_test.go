@@ -31,18 +31,7 @@ func TestOwnerRegistryLoadsFromASlowBroker(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	const timeout = 5 * time.Second
-	open := func() *Backend {
-		be, err := New().Open(context.Background(), "kafka", &Config{SeedBrokers: c.ListenAddrs(), RequestTimeout: drivers.Duration{Duration: timeout}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := be.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		return be.(*Backend)
-	}
+	open := func() *Backend { return openOn(t, c, timeout) }
 	ctx := context.Background()
 	r := drivers.Resource{Name: "slow-registry", Parameters: map[string]string{"partitions": "1"}}
 	want := drivers.OwnerRecord{Installation: "i", Namespace: "n", Name: "b", UID: "u"}
@@ -106,18 +95,7 @@ func TestOwnerRegistryLoadResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	open := func() *Backend {
-		be, err := New().Open(context.Background(), "kafka", &Config{SeedBrokers: c.ListenAddrs(), RequestTimeout: drivers.Duration{Duration: 10 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := be.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		return be.(*Backend)
-	}
+	open := func() *Backend { return openOn(t, c, 10*time.Second) }
 	ctx := context.Background()
 	const partitions = 3
 	first := open()
@@ -215,4 +193,20 @@ func TestResumedLoadDropsWhatTheLogNoLongerHas(t *testing.T) {
 			t.Errorf("%s: want kept %v, got in the table %v, read %v", name, want, inRecs, inRead)
 		}
 	}
+}
+
+// openOn opens a backend on the in-process cluster c with requestTimeout
+// timeout, closed when the test ends.
+func openOn(t *testing.T, c *kfake.Cluster, timeout time.Duration) *Backend {
+	t.Helper()
+	be, err := New().Open(context.Background(), "kafka", &Config{SeedBrokers: c.ListenAddrs(), RequestTimeout: drivers.Duration{Duration: timeout}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return be.(*Backend)
 }
