@@ -3,6 +3,7 @@ package kadm
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/Yolean/buckety-controller/drivers"
 )
@@ -21,7 +22,7 @@ func (b *Backend) ServiceID(ctx context.Context) (string, error) {
 	c := &b.cluster
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.read {
+	if c.read || !c.empty.IsZero() && time.Since(c.empty) < emptyIDKept {
 		return c.id, nil
 	}
 	ctx, cancel := b.ctx(ctx)
@@ -30,10 +31,15 @@ func (b *Backend) ServiceID(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", b.classify(err)
 	}
-	// An answer without an ID (a proxy, an old Metadata version) is not
-	// kept: the next call asks again, so a broker that reports one later
-	// is not taken for a service without an identity for the process.
+	// An answer without an ID (a proxy, an old Metadata version) is kept
+	// only emptyIDKept: a broker that reports one later is not taken for
+	// a service without an identity for the life of the process.
 	c.id, c.read = m.Cluster, m.Cluster != ""
+	if !c.read {
+		// Kept a while, so brokers that never report one are not asked
+		// on every pass.
+		c.empty = time.Now()
+	}
 	return m.Cluster, nil
 }
 
@@ -42,4 +48,10 @@ type clusterID struct {
 	mu   sync.Mutex
 	read bool
 	id   string
+	// empty is when an answer without an ID came (zero: none).
+	empty time.Time
 }
+
+// emptyIDKept is how long an answer without a cluster ID stands before
+// the cluster is asked again.
+const emptyIDKept = time.Minute

@@ -194,8 +194,12 @@ func TestUpgradedAndRepointedAtOnceIsNotStampedWithTheNewCluster(t *testing.T) {
 	onB := startControllerWith(t, harness.ConfigYAML(superuserBackend(bb, 0)), nil, opts)
 	waitCondition(t, b, v1.ConditionReady, metav1.ConditionTrue, "", waitTimeout)
 	// Passes that read the record written on B back (the re-check every
-	// 2 s).
-	time.Sleep(8 * time.Second)
+	// 2 s), of this process and, after a restart (or a shard moved), of
+	// one that did not write it.
+	time.Sleep(6 * time.Second)
+	onB.stop(t)
+	onB = startControllerWith(t, harness.ConfigYAML(superuserBackend(bb, 0)), nil, opts)
+	time.Sleep(6 * time.Second)
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(cl), cl); err != nil {
 		t.Fatal(err)
 	}

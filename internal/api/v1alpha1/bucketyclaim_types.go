@@ -47,6 +47,15 @@ const (
 // of one Buckety can be found and released.
 const ClaimOwnerLabel = "buckety.yolean.se/owner-uid"
 
+// ClaimServiceUnprovenAnnotation ("true") marks a claim without
+// spec.serviceID whose owner record the controller wrote itself on a
+// service that reports an identity: that record, read back later (by this
+// process, another replica or after a restart), proves nothing of which
+// service the claim's resource is on (an upgrade rolled out together with
+// the backend pointed at another cluster writes it there), so the claim
+// is never stamped from it.
+const ClaimServiceUnprovenAnnotation = "buckety.yolean.se/service-unproven"
+
 // BucketyClaimSpec records which Buckety owns one backend resource and how
 // it came to own it.
 type BucketyClaimSpec struct {

@@ -594,9 +594,17 @@ func (r *Reconciler) keepOwner(ctx context.Context, b *v1.Buckety, e *backends.E
 	// driver may skip its read (drivers.Resource.JustCreated).
 	res.JustCreated = created && !late
 	if f.claim != nil && f.claim.Spec.ServiceID == "" {
-		// Before the write: a record whose write is answered late is
-		// this process's word all the same.
-		r.unproven.Store(f.claim.Name, true)
+		// A record this controller writes proves nothing of the
+		// service later (servicechange.go, stampService): the claim
+		// says so before the write, where a service reports an
+		// identity (a claim made now records it, so this is an older
+		// claim's first record there).
+		if id, err := drivers.ServiceIDOf(ctx, e.Backend); err == nil && id != "" {
+			if err := r.Claims.MarkServiceUnproven(ctx, f.claim); err != nil {
+				f.claimErr = err
+				return false
+			}
+		}
 	}
 	if err := e.Owners.WriteOwner(ctx, res, want); err != nil {
 		f.Record(fmt.Errorf("write the owner record of %s: %w", res.Name, err))

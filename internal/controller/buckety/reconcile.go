@@ -44,11 +44,6 @@ type Reconciler struct {
 	// owners remembers the owner records this process read or wrote
 	// (owners.go).
 	owners ownerMemo
-	// unproven holds the claims (by name) without spec.serviceID whose
-	// owner record this process wrote: a record read back later proves
-	// nothing of which service the claim's resource is on
-	// (servicechange.go, stampService).
-	unproven sync.Map
 	// Backends are the open backends of the controller config.
 	Backends *backends.Set
 	// Claims is the controller's record of which Buckety owns which backend

@@ -118,15 +118,16 @@ func (r *Reconciler) otherService(ctx context.Context, cl *v1.BucketyClaim) (str
 // this Buckety's on the service e reaches. A record this process wrote
 // proves nothing (it may have been pointed at the wrong service since it
 // started: an upgrade that changed seedBrokers too found no record there,
-// wrote one, and read it back on its next pass), so no claim is stamped
-// on this process's own word (r.unproven). False, with f.claimErr, when
-// the claim could not be written.
+// wrote one, and read it back on its next pass, or another replica's
+// did), so no claim is stamped on the controller's own word
+// (v1.ClaimServiceUnprovenAnnotation, set before such a write). False,
+// with f.claimErr, when the claim could not be written.
 func (r *Reconciler) stampService(ctx context.Context, e *backends.Entry, f *facts) bool {
 	cl := f.claim
 	if cl == nil || cl.Spec.ServiceID != "" || (cl.Spec.Phase != v1.ClaimCreated && cl.Spec.Phase != v1.ClaimAdopted && cl.Spec.Phase != v1.ClaimCreating) {
 		return true
 	}
-	if _, wrote := r.unproven.Load(cl.Name); wrote {
+	if cl.Annotations[v1.ClaimServiceUnprovenAnnotation] == "true" {
 		return true
 	}
 	id, err := drivers.ServiceIDOf(ctx, e.Backend)

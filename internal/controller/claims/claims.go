@@ -619,6 +619,28 @@ func (c *Store) RecordServiceID(ctx context.Context, cl *v1.BucketyClaim, id str
 	return nil
 }
 
+// MarkServiceUnproven marks claim cl, without spec.serviceID, as one
+// whose owner record the controller is about to write itself
+// (v1.ClaimServiceUnprovenAnnotation), before the write: an
+// optimistic-lock update, nothing when it is marked already.
+func (c *Store) MarkServiceUnproven(ctx context.Context, cl *v1.BucketyClaim) error {
+	if cl.Annotations[v1.ClaimServiceUnprovenAnnotation] == "true" {
+		return nil
+	}
+	was := cl.Annotations
+	cl.Annotations = maps.Clone(was)
+	if cl.Annotations == nil {
+		cl.Annotations = map[string]string{}
+	}
+	cl.Annotations[v1.ClaimServiceUnprovenAnnotation] = "true"
+	if err := c.Client.Update(ctx, cl); err != nil {
+		cl.Annotations = was
+		return fmt.Errorf("mark claim %s as one whose owner record proves nothing of its service: %w", cl.Name, err)
+	}
+	c.recent.put(cl)
+	return nil
+}
+
 // RecordBudgeted records what the claim's resource counts against its
 // namespace's budget, with an optimistic lock: a claim changed since it
 // was read is not overwritten, and the pass tries again.
