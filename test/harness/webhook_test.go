@@ -15,7 +15,8 @@ import (
 // TestDeployedWebhooks: Register builds its configuration from the deploy
 // YAML, so that file must decode strictly, name both of buckety-webhook's
 // paths, and carry the spec-or-slot-changed match condition on each
-// webhook.
+// webhook, which calls it for a CREATE only without buckety's stamp (the
+// finalizer and slot label, spelt as the code spells them).
 func TestDeployedWebhooks(t *testing.T) {
 	hooks, err := harness.DeployedWebhooks()
 	if err != nil {
@@ -34,6 +35,8 @@ func TestDeployedWebhooks(t *testing.T) {
 		}
 		if len(h.MatchConditions) != 1 || h.MatchConditions[0].Name != "spec-or-slot-changed" || !strings.Contains(h.MatchConditions[0].Expression, "object.spec != oldObject.spec") || !strings.Contains(h.MatchConditions[0].Expression, shard.SlotLabel) {
 			t.Errorf("%s: want the spec-or-slot-changed match condition, got %+v", h.Name, h.MatchConditions)
+		} else if e := h.MatchConditions[0].Expression; !strings.HasPrefix(e, "request.operation == 'CREATE' ? !(") || !strings.Contains(e, "f == '"+v1.Finalizer+"'") || !strings.Contains(e, "'"+shard.SlotLabel+"' in object.metadata.labels) :") {
+			t.Errorf("%s: want a CREATE matched only without %s and %s, got %s", h.Name, v1.Finalizer, shard.SlotLabel, e)
 		}
 		if h.FailurePolicy == nil || *h.FailurePolicy != "Fail" {
 			t.Errorf("%s: want failurePolicy Fail, got %v", h.Name, h.FailurePolicy)
@@ -42,15 +45,19 @@ func TestDeployedWebhooks(t *testing.T) {
 }
 
 // TestDeployedStamps: the deployed MutatingWebhookConfiguration decodes
-// strictly, names both stamp paths, and is called for CREATE only.
+// strictly, names both stamp paths under the validating webhooks' names
+// (a refusal names the same webhook whichever phase refused), is called
+// for every CREATE (no match condition: a stamp a manifest carries must
+// not skip the verdict) and only CREATE, and again when another mutating
+// webhook changed the object after it.
 func TestDeployedStamps(t *testing.T) {
 	stamps, err := harness.DeployedStamps()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"stamp.bucketies.buckety.yolean.se":       appwebhook.PathStampBuckety,
-		"stamp.bucketyaccesses.buckety.yolean.se": appwebhook.PathStampAccess,
+		"bucketies.buckety.yolean.se":       appwebhook.PathStampBuckety,
+		"bucketyaccesses.buckety.yolean.se": appwebhook.PathStampAccess,
 	}
 	if len(stamps) != len(want) {
 		t.Fatalf("want %d webhooks, got %d", len(want), len(stamps))
@@ -65,20 +72,14 @@ func TestDeployedStamps(t *testing.T) {
 		if h.SideEffects == nil || *h.SideEffects != "None" {
 			t.Errorf("%s: want sideEffects None (dry runs are stamped too), got %v", h.Name, h.SideEffects)
 		}
-	}
-}
-
-// TestStampMatchConditionNamesTheFinalizer: the stamps' match condition
-// (which skips objects that already carry buckety's finalizer and slot
-// label) spells both as the code does.
-func TestStampMatchConditionNamesTheFinalizer(t *testing.T) {
-	stamps, err := harness.DeployedStamps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range stamps {
-		if len(h.MatchConditions) != 1 || !strings.Contains(h.MatchConditions[0].Expression, "'"+v1.Finalizer+"'") || !strings.Contains(h.MatchConditions[0].Expression, "'"+shard.SlotLabel+"'") {
-			t.Errorf("%s: want one match condition naming %s and %s, got %+v", h.Name, v1.Finalizer, shard.SlotLabel, h.MatchConditions)
+		if len(h.MatchConditions) != 0 {
+			t.Errorf("%s: want no match condition, got %+v", h.Name, h.MatchConditions)
+		}
+		if h.ReinvocationPolicy == nil || *h.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+			t.Errorf("%s: want reinvocationPolicy IfNeeded, got %v", h.Name, h.ReinvocationPolicy)
+		}
+		if h.FailurePolicy == nil || *h.FailurePolicy != "Fail" {
+			t.Errorf("%s: want failurePolicy Fail, got %v", h.Name, h.FailurePolicy)
 		}
 	}
 }

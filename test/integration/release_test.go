@@ -37,11 +37,13 @@ import (
 	"github.com/Yolean/buckety-controller/test/wait"
 )
 
-// specChanged is the deployed webhooks' match condition: CREATE always,
-// UPDATE only when spec changed or the slot label did, its presence or
-// its value (a tenant's edit of the label would take the object out of
-// its shard's cache).
-const specChanged = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec || (has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels) != (has(oldObject.metadata.labels) && 'buckety.yolean.se/slot' in oldObject.metadata.labels) || (has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels ? object.metadata.labels['buckety.yolean.se/slot'] : '') != (has(oldObject.metadata.labels) && 'buckety.yolean.se/slot' in oldObject.metadata.labels ? oldObject.metadata.labels['buckety.yolean.se/slot'] : '')"
+// specChanged is the deployed validating webhooks' match condition: a
+// CREATE only without buckety's stamp (the finalizer and slot label: what
+// the mutating webhook of the same name, which judges every create, left
+// to the schema), an UPDATE only when spec changed or the slot label did,
+// its presence or its value (a tenant's edit of the label would take the
+// object out of its shard's cache).
+const specChanged = "request.operation == 'CREATE' ? !(has(object.metadata.finalizers) && object.metadata.finalizers.exists(f, f == 'buckety.yolean.se/cleanup') && has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels) : !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec || (has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels) != (has(oldObject.metadata.labels) && 'buckety.yolean.se/slot' in oldObject.metadata.labels) || (has(object.metadata.labels) && 'buckety.yolean.se/slot' in object.metadata.labels ? object.metadata.labels['buckety.yolean.se/slot'] : '') != (has(oldObject.metadata.labels) && 'buckety.yolean.se/slot' in oldObject.metadata.labels ? oldObject.metadata.labels['buckety.yolean.se/slot'] : '')"
 
 const testDigest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 
@@ -198,14 +200,18 @@ func TestReleaseAppliesWithServerSideDryRun(t *testing.T) {
 	if want := systemNS + "/buckety-webhook-ca"; injectStamps != want {
 		t.Errorf("MutatingWebhookConfiguration: want cert-manager.io/inject-ca-from %q (the CA, not the leaf), got %q", want, injectStamps)
 	}
-	// The stamps (the finalizer and slot label of a new object) are called
-	// for CREATE only, of both kinds.
+	// The mutating webhooks (a create's verdict and stamp) are called for
+	// every CREATE, of both kinds, and only CREATE, again when another
+	// mutating webhook changed the object after them.
 	if len(stamps) != 2 {
 		t.Fatalf("MutatingWebhookConfiguration: want 2 webhooks, got %d", len(stamps))
 	}
 	for _, h := range stamps {
 		if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
 			t.Errorf("stamp %s: want one rule for CREATE only, got %+v", h.Name, h.Rules)
+		}
+		if len(h.MatchConditions) != 0 || h.ReinvocationPolicy == nil || *h.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+			t.Errorf("stamp %s: want no match condition and reinvocationPolicy IfNeeded, got %+v, %v", h.Name, h.MatchConditions, h.ReinvocationPolicy)
 		}
 	}
 	// Metadata-only updates are not sent to the webhook (issue 16): every

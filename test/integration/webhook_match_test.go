@@ -300,3 +300,93 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryCreateIsJudgedOnce: on the real API server, with the deployed
+// configurations, a create is judged in the mutating webhook's one call
+// (the verdict and the stamp), and the validating webhook is called for a
+// create only when the object reaches it without the stamp. So a manifest
+// that carries buckety's finalizer and slot label (copied from `kubectl
+// get -o yaml`) is judged all the same; one the typed kind cannot hold is
+// refused by the schema naming the field, its written-in stamp taken off;
+// and one with a list in spec longer than the mutating webhook judges,
+// which the schema admits (a label selector's values), is judged by the
+// validating webhook, the stamp written in taken off for it. Counted with
+// buckety_admission_requests_total.
+func TestEveryCreateIsJudgedOnce(t *testing.T) {
+	needInfra(t)
+	w := startWebhook(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	c := newWarningClient(t)
+	w.waitMetrics(t)
+	calls := func() float64 {
+		t.Helper()
+		var n float64
+		for _, r := range []string{appwebhook.ResultAllowed, appwebhook.ResultDenied, appwebhook.ResultError} {
+			v, ok := w.metric(t, fmt.Sprintf(`buckety_admission_requests_total{kind="Buckety",operation="CREATE",result=%q}`, r))
+			if !ok {
+				t.Fatalf("want buckety_admission_requests_total for Buckety CREATE %s on the webhook's /metrics", r)
+			}
+			n += v
+		}
+		return n
+	}
+	stamped := func(name, backend string) *v1.Buckety {
+		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: []string{v1.Finalizer}, Labels: map[string]string{shard.SlotLabel: shard.SlotValue(ns)}},
+			Spec: v1.BucketySpec{Backend: backend, Parameters: map[string]string{"partitions": "3"}}}
+	}
+	wait.For(t, waitTimeout, "webhook in effect", func() (bool, string) {
+		err := c.Create(ctx, stamped("probe", "nope"), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "no such backend"), fmt.Sprint(err)
+	})
+
+	before := calls()
+	if err := c.Create(ctx, stamped("copied", "kafak")); err == nil || !strings.Contains(err.Error(), `admission webhook "bucketies.buckety.yolean.se" denied the request`) || !strings.Contains(err.Error(), `spec.backend: Invalid value: "kafak"`) {
+		t.Errorf("a stamped manifest with an unknown backend: want refused naming spec.backend, got %v", err)
+	}
+	if got := calls() - before; got != 1 {
+		t.Errorf("a stamped manifest refused: want 1 call, got %g", got)
+	}
+
+	// The typed kind cannot hold a drain interval that does not parse.
+	before = calls()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1.GroupVersion.String(), "kind": "Buckety",
+		"metadata": map[string]any{"name": "soon", "namespace": ns, "finalizers": []any{v1.Finalizer}, "labels": map[string]any{shard.SlotLabel: shard.SlotValue(ns)}},
+		"spec":     map[string]any{"backend": "kafka", "drain": map[string]any{"request": "r1", "interval": "soon"}},
+	}}
+	if err := c.Create(ctx, u); err == nil || !strings.Contains(err.Error(), "spec.drain.interval") {
+		t.Errorf("an undecodable stamped manifest: want refused by the schema naming spec.drain.interval, got %v", err)
+	}
+	if got := calls() - before; got != 1 {
+		t.Errorf("an undecodable manifest: want 1 call (the mutating webhook's, leaving it to the schema), got %g", got)
+	}
+
+	// A selector's values have no bound in the schema: past the mutating
+	// webhook's, the validating webhook judges the create.
+	values := make([]string, 129)
+	for i := range values {
+		values[i] = fmt.Sprint("team-", i)
+	}
+	many := func(name, backend string) *v1.Buckety {
+		b := stamped(name, backend)
+		b.Spec.Sharing = []v1.SharingRule{{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: values}}}, Roles: []v1.Role{v1.RoleReadOnly}}}
+		return b
+	}
+	before = calls()
+	if err := c.Create(ctx, many("wide", "kafak")); err == nil || !strings.Contains(err.Error(), `admission webhook "bucketies.buckety.yolean.se" denied the request`) || !strings.Contains(err.Error(), `spec.backend: Invalid value: "kafak"`) {
+		t.Errorf("a long selector with an unknown backend: want refused by the validating webhook naming spec.backend, got %v", err)
+	}
+	if got := calls() - before; got != 2 {
+		t.Errorf("a long selector: want 2 calls (left to the schema, then judged), got %g", got)
+	}
+	// Judged whole: the verdict's own bound on a selector's values, which
+	// the schema does not have.
+	before = calls()
+	if err := c.Create(ctx, many("wide", "kafka")); err == nil || !strings.Contains(err.Error(), "spec.sharing[0].namespaceSelector.matchExpressions[0].values: Too many: 129") {
+		t.Errorf("a long selector: want refused by the validating webhook naming the values' bound, got %v", err)
+	}
+	if got := calls() - before; got != 2 {
+		t.Errorf("a long selector, again: want 2 calls, got %g", got)
+	}
+}

@@ -43,6 +43,7 @@ import (
 	"github.com/Yolean/buckety-controller/internal/kubeconfig"
 	"github.com/Yolean/buckety-controller/internal/metrics"
 	"github.com/Yolean/buckety-controller/internal/runtime/pagedcache"
+	"github.com/Yolean/buckety-controller/internal/shard"
 	"github.com/Yolean/buckety-controller/internal/version"
 )
 
@@ -211,9 +212,19 @@ func Run(ctx context.Context, o Options) error {
 	ah := admission.WithValidator[*v1.BucketyAccess](scheme, bucketyadmission.AccessValidator{Validators: validators})
 	ah.Handler = counted("BucketyAccess", ah.Handler)
 	srv.Register(PathAccess, ah)
+	// A create's one call: the verdict and the stamp (bucketyadmission.Admit);
+	// the validators above judge updates, and a create Admit left to the
+	// schema.
 	decoder := admission.NewDecoder(scheme)
-	srv.Register(PathStampBuckety, &admission.Webhook{Handler: bucketyadmission.Stamp{Kind: "Buckety", Decoder: decoder}})
-	srv.Register(PathStampAccess, &admission.Webhook{Handler: bucketyadmission.Stamp{Kind: "BucketyAccess", Decoder: decoder}})
+	bv, av := bucketyadmission.BucketyValidator{Validators: validators}, bucketyadmission.AccessValidator{Validators: validators}
+	srv.Register(PathStampBuckety, &admission.Webhook{Handler: counted("Buckety", bucketyadmission.Admit[*v1.Buckety]{
+		Kind: "Buckety", Decoder: decoder, New: func() *v1.Buckety { return &v1.Buckety{} },
+		Slot: shard.BucketyValue, Validate: bv.ValidateCreate,
+	})})
+	srv.Register(PathStampAccess, &admission.Webhook{Handler: counted("BucketyAccess", bucketyadmission.Admit[*v1.BucketyAccess]{
+		Kind: "BucketyAccess", Decoder: decoder, New: func() *v1.BucketyAccess { return &v1.BucketyAccess{} },
+		Slot: shard.AccessValue, Validate: av.ValidateCreate,
+	})})
 
 	var draining atomic.Bool
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
