@@ -11,6 +11,7 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -25,6 +26,11 @@ import (
 // the schema, which would refuse a longer list, only runs after the
 // mutating webhooks.
 const MaxSpecEntries = 128
+
+// MaxSpecString is the longest string any field of a Buckety's or
+// BucketyAccess's spec may hold under the CRDs' schemas (a parameter's
+// value, 4096; TestMaxSpecEntriesBoundsTheSchemas).
+const MaxSpecString = 4096
 
 // Admit is the one admission call of a new Buckety or BucketyAccess: it
 // judges the object as the validating webhook does (the kind's
@@ -46,7 +52,7 @@ const MaxSpecEntries = 128
 // webhook judges it if the schema admits it. The mutating webhooks are
 // registered with reinvocationPolicy IfNeeded, so an object another
 // mutating webhook changes after Admit's answer is judged again as it
-// then is.
+// then is (once: the API server reinvokes a webhook at most once).
 type Admit[T client.Object] struct {
 	// Kind is Buckety or BucketyAccess.
 	Kind    string
@@ -68,14 +74,16 @@ func (a Admit[T]) Handle(ctx context.Context, req admission.Request) admission.R
 	ctx = admission.NewContextWithRequest(ctx, req)
 	var raw struct {
 		Metadata struct {
-			Finalizers []string `json:"finalizers"`
+			Name       string            `json:"name"`
+			Labels     map[string]string `json:"labels"`
+			Finalizers []string          `json:"finalizers"`
 		} `json:"metadata"`
 		Spec any `json:"spec"`
 	}
 	if err := json.Unmarshal(req.Object.Raw, &raw); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s does not decode: %w", a.Kind, err))
 	}
-	if !bounded(raw.Spec) {
+	if !bounded(raw.Spec) || !judgeable(raw.Metadata.Name, raw.Metadata.Labels) {
 		return unstamped(raw.Metadata.Finalizers)
 	}
 	obj := a.New()
@@ -112,24 +120,44 @@ func (a Admit[T]) Handle(ctx context.Context, req admission.Request) admission.R
 }
 
 // unstamped admits an object Admit leaves to the schema and the validating
-// webhook, taking buckety's finalizer off it if its author wrote it in.
+// webhook, taking buckety's finalizer off it if its author wrote it in: one
+// operation however often it is listed (a remove per copy costs the API
+// server a copy of the list each).
 func unstamped(finalizers []string) admission.Response {
-	var ops []jsonpatch.JsonPatchOperation
-	for i := len(finalizers) - 1; i >= 0; i-- {
-		if finalizers[i] == v1.Finalizer {
-			ops = append(ops, jsonpatch.NewOperation("remove", fmt.Sprintf("/metadata/finalizers/%d", i), nil))
-		}
-	}
-	if len(ops) == 0 {
+	if !slices.Contains(finalizers, v1.Finalizer) {
 		return admission.Allowed("")
 	}
-	return admission.Patched("", ops...)
+	kept := slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == v1.Finalizer })
+	if len(kept) == 0 {
+		return admission.Patched("", jsonpatch.NewOperation("remove", "/metadata/finalizers", nil))
+	}
+	return admission.Patched("", jsonpatch.NewOperation("replace", "/metadata/finalizers", kept))
+}
+
+// judgeable reports whether the object's name and labels are ones the API
+// server's validation of metadata, which runs after the mutating webhooks,
+// admits, and the name is set: a create with generateName gets its name
+// only after them, and the validating webhook judges it under that name.
+// The verdict resolves the naming template from both, so their length
+// bounds its cost.
+func judgeable(name string, labels map[string]string) bool {
+	if name == "" || len(name) > validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	for k, v := range labels {
+		if len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // bounded reports whether every list and map in v holds at most
-// MaxSpecEntries entries.
+// MaxSpecEntries entries and every string at most MaxSpecString bytes.
 func bounded(v any) bool {
 	switch v := v.(type) {
+	case string:
+		return len(v) <= MaxSpecString
 	case []any:
 		if len(v) > MaxSpecEntries {
 			return false
@@ -143,8 +171,8 @@ func bounded(v any) bool {
 		if len(v) > MaxSpecEntries {
 			return false
 		}
-		for _, e := range v {
-			if !bounded(e) {
+		for k, e := range v {
+			if len(k) > MaxSpecString || !bounded(e) {
 				return false
 			}
 		}

@@ -220,12 +220,16 @@ func TestAdmitJudgesTheStampedObject(t *testing.T) {
 
 // TestAdmitLeavesToTheSchemaWhatItCannotHold: a create the typed object
 // cannot hold (a drain interval that does not parse: the schema's error
-// names the field, the decoder's names none), or with a list in spec past
-// MaxSpecEntries (which the schema refuses, and whose verdict would cost
-// without bound), is admitted unjudged and unstamped, for the schema and
-// then the validating webhook, which is called for a create without the
-// stamp. A stamp its author wrote in is taken off, so it cannot pass for
-// Admit's. A list of exactly MaxSpecEntries is judged.
+// names the field, the decoder's names none), with a list in spec past
+// MaxSpecEntries or a string past MaxSpecString (which the schema refuses,
+// and whose verdict would cost without bound: the naming template repeats
+// the name and labels), with a name or label the API server's metadata
+// validation refuses, or named by generateName (named only after the
+// mutating webhooks), is admitted unjudged and unstamped, for the schema
+// and then the validating webhook, which is called for a create without
+// the stamp. A stamp its author wrote in is taken off, in one operation
+// however often it is listed, so it cannot pass for Admit's. Values at the
+// bounds are judged.
 func TestAdmitLeavesToTheSchemaWhatItCannotHold(t *testing.T) {
 	refs := func(n int) string {
 		r := make([]string, n)
@@ -250,6 +254,12 @@ func TestAdmitLeavesToTheSchemaWhatItCannotHold(t *testing.T) {
 			b, _ := json.Marshal(m)
 			return string(b)
 		}() + `}}}`, false, nil},
+		{"a string past the bound", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"long"},"spec":{"backend":"kafka","name":"` + strings.Repeat("${name}", MaxSpecString/7+1) + `"}}`, false, nil},
+		{"a name past the API server's bound", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"` + strings.Repeat("a", 254) + `"},"spec":{"backend":"kafka"}}`, false, nil},
+		{"a label value the API server refuses", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"long","labels":{"a":"` + strings.Repeat("a", 64) + `"}},"spec":{"backend":"kafka"}}`, false, nil},
+		{"a label key the API server refuses", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"long","labels":{"a b":"c"}},"spec":{"backend":"kafka"}}`, false, nil},
+		{"generateName: named after the mutating webhooks", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"generateName":"orders-"},"spec":{"backend":"kafka"}}`, false, nil},
+		{"a name at the bound", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"` + strings.Repeat("a", 253) + `","labels":{"example.com/a":"` + strings.Repeat("a", 63) + `"}},"spec":{"backend":"kafka","name":"` + strings.Repeat("a", MaxSpecString) + `"}}`, true, []string{v1.Finalizer}},
 		{"a list at the bound", "BucketyAccess", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"BucketyAccess","metadata":{"name":"many"},"spec":{"bucketyRefs":` + refs(MaxSpecEntries) + `}}`, true, []string{v1.Finalizer}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,13 +278,16 @@ func TestAdmitLeavesToTheSchemaWhatItCannotHold(t *testing.T) {
 			if !slices.Equal(got.Metadata.Finalizers, c.finalizers) {
 				t.Errorf("finalizers: want %v, got %v", c.finalizers, got.Metadata.Finalizers)
 			}
+			if !c.judged && len(resp.Patches) > 1 {
+				t.Errorf("want at most one patch operation (a remove per copy costs the API server a copy of the list each), got %v", resp.Patches)
+			}
 		})
 	}
 }
 
 // TestMaxSpecEntriesBoundsTheSchemas: no list or map in the generated
 // CRDs' specs of Buckety and BucketyAccess allows more than MaxSpecEntries
-// entries, so Admit judges every create the schema could admit with its
+// entries, and no string more than MaxSpecString characters, so Admit judges every create the schema could admit with its
 // bounds (a list without a bound in the schema, as a label selector's, is
 // left to the schema and the validating webhook past it: a second call,
 // never an unjudged object).
@@ -302,6 +315,12 @@ func TestMaxSpecEntriesBoundsTheSchemas(t *testing.T) {
 						if *m > MaxSpecEntries {
 							t.Errorf("%s %s: %s allows %d entries, more than MaxSpecEntries (%d)", f, v.Name, path, *m, MaxSpecEntries)
 						}
+					}
+				}
+				if s.MaxLength != nil {
+					bounds++
+					if *s.MaxLength > MaxSpecString {
+						t.Errorf("%s %s: %s allows %d characters, more than MaxSpecString (%d)", f, v.Name, path, *s.MaxLength, MaxSpecString)
 					}
 				}
 				for k, p := range s.Properties {

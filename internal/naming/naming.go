@@ -213,6 +213,12 @@ type Source struct {
 	Defaults map[string]string
 }
 
+// MaxResolved is the longest name Resolve returns, four times the longest
+// any driver takes (a Kafka topic's 249): a template that repeats a long
+// name or label is refused before its result grows with the product of
+// the two (a 118 KB object resolved to 280 MB in the webhook).
+const MaxResolved = 1024
+
 // Resolve substitutes every reference from src in a single pass. A label or
 // default that is present with an empty value resolves to the empty string;
 // one that is absent is missing. All missing sources are reported together in
@@ -223,14 +229,14 @@ func (t *Template) Resolve(src Source) (string, error) {
 	for _, p := range t.parts {
 		if p.ref == nil {
 			b.WriteString(p.lit)
-			continue
-		}
-		v, ok := lookup(*p.ref, src)
-		if !ok {
+		} else if v, ok := lookup(*p.ref, src); ok {
+			b.WriteString(v)
+		} else {
 			missing[p.ref.describe(src.BackendName)] = true
-			continue
 		}
-		b.WriteString(v)
+		if b.Len() > MaxResolved {
+			return "", fmt.Errorf("template %q resolves to more than %d characters", t.src, MaxResolved)
+		}
 	}
 	if len(missing) > 0 {
 		list := make([]string, 0, len(missing))

@@ -188,3 +188,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestResolveStopsAtMaxResolved: a template that repeats a long name is
+// refused as soon as its result passes MaxResolved, whatever it would
+// grow to; one that resolves to exactly MaxResolved characters resolves.
+func TestResolveStopsAtMaxResolved(t *testing.T) {
+	tmpl, err := Parse(strings.Repeat("${name}", 14000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tmpl.Resolve(Source{Name: strings.Repeat("a", 253)}); err == nil || !strings.Contains(err.Error(), "resolves to more than 1024 characters") {
+		t.Errorf("want refused past %d characters, got %d characters, %v", MaxResolved, len(got), err)
+	}
+	exact, err := Parse(strings.Repeat("${name}", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := exact.Resolve(Source{Name: strings.Repeat("a", MaxResolved/4)}); err != nil || len(got) != MaxResolved {
+		t.Errorf("want %d characters resolved, got %d, %v", MaxResolved, len(got), err)
+	}
+}

@@ -249,7 +249,7 @@ func (w *Webhook) Register(ctx context.Context, c client.Client, name string) (*
 	}
 	for i := range stamps {
 		h := &stamps[i]
-		if h.ClientConfig, err = w.clientConfig(MutatingConfigFile(), h.Name, h.ClientConfig, appwebhook.PathStampBuckety, appwebhook.PathStampAccess); err != nil {
+		if h.ClientConfig, err = w.clientConfig(MutatingConfigFile(), h.Name, h.ClientConfig, appwebhook.PathAdmitBuckety, appwebhook.PathAdmitAccess); err != nil {
 			return nil, err
 		}
 	}

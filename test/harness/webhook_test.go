@@ -56,8 +56,8 @@ func TestDeployedStamps(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"bucketies.buckety.yolean.se":       appwebhook.PathStampBuckety,
-		"bucketyaccesses.buckety.yolean.se": appwebhook.PathStampAccess,
+		"bucketies.buckety.yolean.se":       appwebhook.PathAdmitBuckety,
+		"bucketyaccesses.buckety.yolean.se": appwebhook.PathAdmitAccess,
 	}
 	if len(stamps) != len(want) {
 		t.Fatalf("want %d webhooks, got %d", len(want), len(stamps))

@@ -186,7 +186,7 @@ func startBenchWebhooks(b *testing.B) string {
 		})
 		sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: baselineLabel, Operator: r.op}}}
 		registerBenchHook(b, fmt.Sprintf("buckety-bench-%d", k), "https://"+hw.Addr+appwebhook.PathBuckety, hw.CA.CertPEM, bucketies, sel)
-		registerBenchStamp(b, fmt.Sprintf("buckety-bench-%d", k), "https://"+hw.Addr+appwebhook.PathStampBuckety, hw.CA.CertPEM, sel)
+		registerBenchStamp(b, fmt.Sprintf("buckety-bench-%d", k), "https://"+hw.Addr+appwebhook.PathAdmitBuckety, hw.CA.CertPEM, sel)
 	}
 	return pprof
 }

@@ -310,8 +310,9 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 // refused by the schema naming the field, its written-in stamp taken off;
 // and one with a list in spec longer than the mutating webhook judges,
 // which the schema admits (a label selector's values), is judged by the
-// validating webhook, the stamp written in taken off for it. Counted with
-// buckety_admission_requests_total.
+// validating webhook, the stamp written in taken off for it, as is a
+// create by generateName (named only after the mutating webhooks). Counted
+// with buckety_admission_requests_total.
 func TestEveryCreateIsJudgedOnce(t *testing.T) {
 	needInfra(t)
 	w := startWebhook(t)
@@ -380,6 +381,21 @@ func TestEveryCreateIsJudgedOnce(t *testing.T) {
 	if got := calls() - before; got != 2 {
 		t.Errorf("a long selector: want 2 calls (left to the schema, then judged), got %g", got)
 	}
+	// A create by generateName is named after the mutating webhooks: the
+	// validating webhook judges it under its name.
+	before = calls()
+	gen := &v1.Buckety{ObjectMeta: metav1.ObjectMeta{GenerateName: "orders-", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafka", Parameters: map[string]string{"partitions": "3"}}}
+	if err := c.Create(ctx, gen, client.DryRunAll); err != nil || !strings.HasPrefix(gen.Name, "orders-") {
+		t.Errorf("a create by generateName: want admitted under a generated name, got %q, %v", gen.Name, err)
+	}
+	if got := calls() - before; got != 2 {
+		t.Errorf("a create by generateName: want 2 calls (left to the schema, then judged), got %g", got)
+	}
+	gen = &v1.Buckety{ObjectMeta: metav1.ObjectMeta{GenerateName: "orders-", Namespace: ns}, Spec: v1.BucketySpec{Backend: "kafak"}}
+	if err := c.Create(ctx, gen, client.DryRunAll); err == nil || !strings.Contains(err.Error(), `Buckety.buckety.yolean.se "orders-`) || !strings.Contains(err.Error(), `spec.backend: Invalid value: "kafak"`) {
+		t.Errorf("a create by generateName with an unknown backend: want refused under its generated name naming spec.backend, got %v", err)
+	}
+
 	// Judged whole: the verdict's own bound on a selector's values, which
 	// the schema does not have.
 	before = calls()

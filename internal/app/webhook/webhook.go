@@ -54,11 +54,19 @@ import (
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Paths the webhook serves: the ValidatingWebhookConfiguration names the
-// validators', the MutatingWebhookConfiguration the stamps' (the finalizer
-// and slot label of a new object, admission.Stamp).
+// validators', the MutatingWebhookConfiguration the admitters' (a create's
+// verdict and stamp, admission.Admit). The admitters have paths of their
+// own: while a release rolls out, a replica of an older release, whose
+// mutating handler at the stamp paths only stamped, answers the new paths
+// 404, and the create is refused (failurePolicy Fail) rather than stored
+// stamped and unjudged, which the validating webhooks would then skip.
+// The stamp paths serve the admitters too, for the older release's
+// configuration in the same window (the create then judged twice).
 const (
 	PathBuckety      = "/validate-buckety-yolean-se-v1alpha1-buckety"
 	PathAccess       = "/validate-buckety-yolean-se-v1alpha1-bucketyaccess"
+	PathAdmitBuckety = "/admit-buckety-yolean-se-v1alpha1-buckety"
+	PathAdmitAccess  = "/admit-buckety-yolean-se-v1alpha1-bucketyaccess"
 	PathStampBuckety = "/mutate-buckety-yolean-se-v1alpha1-buckety"
 	PathStampAccess  = "/mutate-buckety-yolean-se-v1alpha1-bucketyaccess"
 )
@@ -217,14 +225,17 @@ func Run(ctx context.Context, o Options) error {
 	// schema.
 	decoder := admission.NewDecoder(scheme)
 	bv, av := bucketyadmission.BucketyValidator{Validators: validators}, bucketyadmission.AccessValidator{Validators: validators}
-	srv.Register(PathStampBuckety, &admission.Webhook{Handler: counted("Buckety", bucketyadmission.Admit[*v1.Buckety]{
+	admitBuckety := counted("Buckety", bucketyadmission.Admit[*v1.Buckety]{
 		Kind: "Buckety", Decoder: decoder, New: func() *v1.Buckety { return &v1.Buckety{} },
 		Slot: shard.BucketyValue, Validate: bv.ValidateCreate,
-	})})
-	srv.Register(PathStampAccess, &admission.Webhook{Handler: counted("BucketyAccess", bucketyadmission.Admit[*v1.BucketyAccess]{
+	})
+	admitAccess := counted("BucketyAccess", bucketyadmission.Admit[*v1.BucketyAccess]{
 		Kind: "BucketyAccess", Decoder: decoder, New: func() *v1.BucketyAccess { return &v1.BucketyAccess{} },
 		Slot: shard.AccessValue, Validate: av.ValidateCreate,
-	})})
+	})
+	for path, h := range map[string]admission.Handler{PathAdmitBuckety: admitBuckety, PathStampBuckety: admitBuckety, PathAdmitAccess: admitAccess, PathStampAccess: admitAccess} {
+		srv.Register(path, &admission.Webhook{Handler: h})
+	}
 
 	var draining atomic.Bool
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
