@@ -42,17 +42,22 @@ const MaxSpecString = 4096
 //
 // The validating webhooks are then called for a CREATE only when the
 // object reaches them without buckety's stamp (their match condition):
-// what Admit leaves to the API server's schema validation, which runs after
-// the mutating webhooks. That is an object the typed kind cannot hold (a
-// drain interval that does not parse: the schema's error names the field,
-// the decoder's does not) or one with a list or map in spec longer than
-// MaxSpecEntries (which the schema refuses). Admit takes buckety's finalizer
-// off such an object, so a stamp its author wrote in (a manifest copied from
-// `kubectl get -o yaml`) cannot pass for Admit's, and the validating
-// webhook judges it if the schema admits it. The mutating webhooks are
-// registered with reinvocationPolicy IfNeeded, so an object another
-// mutating webhook changes after Admit's answer is judged again as it
-// then is (once: the API server reinvokes a webhook at most once).
+// what Admit leaves, unjudged, to the API server's own checks, which run
+// after the mutating webhooks. That is an object the typed kind cannot
+// hold (a drain interval that does not parse: the schema's error names the
+// field, the decoder's does not); one with a list or map in spec longer
+// than MaxSpecEntries or a string longer than MaxSpecString, which the
+// schema refuses; one whose name or labels the API server's validation of
+// metadata refuses (the verdict's cost grows with them: a naming template
+// repeats them); and a create by generateName, which is named only after
+// the mutating webhooks (the validating webhook judges it under its name).
+// Admit takes buckety's finalizer and slot label off such an object, so a
+// stamp its author wrote in (a manifest copied from `kubectl get -o yaml`)
+// cannot pass for Admit's, and the validating webhook judges it if the API
+// server admits it. The mutating webhooks are registered with
+// reinvocationPolicy IfNeeded, so an object another mutating webhook
+// changes after Admit's answer is judged again as it then is (once: the
+// API server reinvokes a webhook at most once).
 type Admit[T client.Object] struct {
 	// Kind is Buckety or BucketyAccess.
 	Kind    string
@@ -84,11 +89,11 @@ func (a Admit[T]) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s does not decode: %w", a.Kind, err))
 	}
 	if !bounded(raw.Spec) || !judgeable(raw.Metadata.Name, raw.Metadata.Labels) {
-		return unstamped(raw.Metadata.Finalizers)
+		return unstamped(raw.Metadata.Finalizers, raw.Metadata.Labels)
 	}
 	obj := a.New()
 	if err := a.Decoder.DecodeRaw(req.Object, obj); err != nil {
-		return unstamped(raw.Metadata.Finalizers)
+		return unstamped(raw.Metadata.Finalizers, raw.Metadata.Labels)
 	}
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(req.Namespace)
@@ -122,16 +127,26 @@ func (a Admit[T]) Handle(ctx context.Context, req admission.Request) admission.R
 // unstamped admits an object Admit leaves to the schema and the validating
 // webhook, taking buckety's finalizer off it if its author wrote it in: one
 // operation however often it is listed (a remove per copy costs the API
-// server a copy of the list each).
-func unstamped(finalizers []string) admission.Response {
-	if !slices.Contains(finalizers, v1.Finalizer) {
+// server a copy of the list each). A slot label its author wrote goes too,
+// as Admit's stamp would have set it to the object's own: the controller
+// labels the object once it is stored (internal/controller/labeller).
+func unstamped(finalizers []string, labels map[string]string) admission.Response {
+	var ops []jsonpatch.JsonPatchOperation
+	if slices.Contains(finalizers, v1.Finalizer) {
+		kept := slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == v1.Finalizer })
+		if len(kept) == 0 {
+			ops = append(ops, jsonpatch.NewOperation("remove", "/metadata/finalizers", nil))
+		} else {
+			ops = append(ops, jsonpatch.NewOperation("replace", "/metadata/finalizers", kept))
+		}
+	}
+	if _, ok := labels[shard.SlotLabel]; ok {
+		ops = append(ops, jsonpatch.NewOperation("remove", "/metadata/labels/"+pointerEscape(shard.SlotLabel), nil))
+	}
+	if len(ops) == 0 {
 		return admission.Allowed("")
 	}
-	kept := slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == v1.Finalizer })
-	if len(kept) == 0 {
-		return admission.Patched("", jsonpatch.NewOperation("remove", "/metadata/finalizers", nil))
-	}
-	return admission.Patched("", jsonpatch.NewOperation("replace", "/metadata/finalizers", kept))
+	return admission.Patched("", ops...)
 }
 
 // judgeable reports whether the object's name and labels are ones the API

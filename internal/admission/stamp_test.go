@@ -227,9 +227,10 @@ func TestAdmitJudgesTheStampedObject(t *testing.T) {
 // validation refuses, or named by generateName (named only after the
 // mutating webhooks), is admitted unjudged and unstamped, for the schema
 // and then the validating webhook, which is called for a create without
-// the stamp. A stamp its author wrote in is taken off, in one operation
-// however often it is listed, so it cannot pass for Admit's. Values at the
-// bounds are judged.
+// the stamp. A stamp its author wrote in is taken off, the finalizer in
+// one operation however often it is listed, so it cannot pass for
+// Admit's (and a slot label written in is not refused there, where
+// Admit's stamp would have set it right). Values at the bounds are judged.
 func TestAdmitLeavesToTheSchemaWhatItCannotHold(t *testing.T) {
 	refs := func(n int) string {
 		r := make([]string, n)
@@ -259,6 +260,7 @@ func TestAdmitLeavesToTheSchemaWhatItCannotHold(t *testing.T) {
 		{"a label value the API server refuses", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"long","labels":{"a":"` + strings.Repeat("a", 64) + `"}},"spec":{"backend":"kafka"}}`, false, nil},
 		{"a label key the API server refuses", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"long","labels":{"a b":"c"}},"spec":{"backend":"kafka"}}`, false, nil},
 		{"generateName: named after the mutating webhooks", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"generateName":"orders-"},"spec":{"backend":"kafka"}}`, false, nil},
+		{"a map key past the bound", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"long","labels":{"` + shard.SlotLabel + `":"7"}},"spec":{"backend":"kafka","parameters":{"` + strings.Repeat("k", MaxSpecString+1) + `":"v"}}}`, false, nil},
 		{"a name at the bound", "Buckety", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"Buckety","metadata":{"name":"` + strings.Repeat("a", 253) + `","labels":{"example.com/a":"` + strings.Repeat("a", 63) + `"}},"spec":{"backend":"kafka","name":"` + strings.Repeat("a", MaxSpecString) + `"}}`, true, []string{v1.Finalizer}},
 		{"a list at the bound", "BucketyAccess", `{"apiVersion":"buckety.yolean.se/v1alpha1","kind":"BucketyAccess","metadata":{"name":"many"},"spec":{"bucketyRefs":` + refs(MaxSpecEntries) + `}}`, true, []string{v1.Finalizer}},
 	} {
@@ -278,8 +280,11 @@ func TestAdmitLeavesToTheSchemaWhatItCannotHold(t *testing.T) {
 			if !slices.Equal(got.Metadata.Finalizers, c.finalizers) {
 				t.Errorf("finalizers: want %v, got %v", c.finalizers, got.Metadata.Finalizers)
 			}
-			if !c.judged && len(resp.Patches) > 1 {
-				t.Errorf("want at most one patch operation (a remove per copy costs the API server a copy of the list each), got %v", resp.Patches)
+			if !c.judged && len(resp.Patches) > 2 {
+				t.Errorf("want at most two patch operations, the finalizers' and the label's (a remove per copy costs the API server a copy of the list each), got %v", resp.Patches)
+			}
+			if _, ok := got.Metadata.Labels[shard.SlotLabel]; ok != c.judged {
+				t.Errorf("want the slot label set only when judged (Admit's stamp), got %v", got.Metadata.Labels)
 			}
 		})
 	}

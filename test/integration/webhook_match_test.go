@@ -1,14 +1,22 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -405,4 +413,48 @@ func TestEveryCreateIsJudgedOnce(t *testing.T) {
 	if got := calls() - before; got != 2 {
 		t.Errorf("a long selector, again: want 2 calls, got %g", got)
 	}
+
+	// The earlier release's mutating configuration calls the /mutate-
+	// paths: while a release rolls out, they judge as the /admit- ones do
+	// (that configuration's validating webhook judges too).
+	for _, path := range []string{appwebhook.PathAdmitBuckety, appwebhook.PathStampBuckety} {
+		if allowed, msg := review(t, w, path, stamped("copied", "kafak")); allowed || !strings.Contains(msg, `spec.backend: Invalid value: "kafak"`) {
+			t.Errorf("%s: want a create with an unknown backend refused naming spec.backend, got allowed %v, %q", path, allowed, msg)
+		}
+	}
+}
+
+// review posts obj's CREATE to the webhook's path as the API server would,
+// and returns its answer.
+func review(t *testing.T, w *webhookProcess, path string, obj client.Object) (bool, string) {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: &admissionv1.AdmissionRequest{
+		UID: "r1", Kind: metav1.GroupVersionKind{Group: v1.GroupVersion.Group, Version: v1.GroupVersion.Version, Kind: "Buckety"},
+		Resource:  metav1.GroupVersionResource{Group: v1.GroupVersion.Group, Version: v1.GroupVersion.Version, Resource: "bucketies"},
+		Name:      obj.GetName(), Namespace: obj.GetNamespace(), Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(w.CA.CertPEM)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}}
+	resp, err := hc.Post("https://"+w.addr+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
+		t.Fatalf("%s: want an AdmissionReview answer, got status %s, %v", path, resp.Status, err)
+	}
+	msg := ""
+	if out.Response.Result != nil {
+		msg = out.Response.Result.Message
+	}
+	return out.Response.Allowed, msg
 }
