@@ -434,8 +434,8 @@ func review(t *testing.T, w *webhookProcess, path string, obj client.Object) (bo
 	}
 	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: &admissionv1.AdmissionRequest{
 		UID: "r1", Kind: metav1.GroupVersionKind{Group: v1.GroupVersion.Group, Version: v1.GroupVersion.Version, Kind: "Buckety"},
-		Resource:  metav1.GroupVersionResource{Group: v1.GroupVersion.Group, Version: v1.GroupVersion.Version, Resource: "bucketies"},
-		Name:      obj.GetName(), Namespace: obj.GetNamespace(), Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+		Resource: metav1.GroupVersionResource{Group: v1.GroupVersion.Group, Version: v1.GroupVersion.Version, Resource: "bucketies"},
+		Name:     obj.GetName(), Namespace: obj.GetNamespace(), Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
 	}})
 	if err != nil {
 		t.Fatal(err)
