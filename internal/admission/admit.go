@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "github.com/Yolean/buckety-controller/internal/api/v1alpha1"
@@ -103,15 +104,8 @@ func (a Admit[T]) Handle(ctx context.Context, req admission.Request) admission.R
 	// Judged as it will be stored: a slot label the tenant wrote is the
 	// object's once stamped, as the validating webhook saw it after the
 	// stamp's own call.
-	if !slices.Contains(obj.GetFinalizers(), v1.Finalizer) {
-		obj.SetFinalizers(append(obj.GetFinalizers(), v1.Finalizer))
-	}
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[shard.SlotLabel] = slot
-	obj.SetLabels(labels)
+	controllerutil.AddFinalizer(obj, v1.Finalizer)
+	shard.SetLabel(obj, slot)
 	warnings, err := a.Validate(ctx, obj)
 	if err != nil {
 		var status apierrors.APIStatus

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -38,6 +39,16 @@ const Slots = 256
 // SlotLabel is the label that records an object's slot, for the shards'
 // label-selected caches.
 const SlotLabel = "buckety.yolean.se/slot"
+
+// SetLabel sets obj's slot label to slot, in memory.
+func SetLabel(obj metav1.Object, slot string) {
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[SlotLabel] = slot
+	obj.SetLabels(l)
+}
 
 // Everywhere is the SlotLabel value of an object every shard reads (a
 // Buckety another namespace may use; an access naming a Buckety of

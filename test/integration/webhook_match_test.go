@@ -41,20 +41,7 @@ func TestWebhookSkipsMetadataOnlyUpdates(t *testing.T) {
 	ctx := context.Background()
 	c := newWarningClient(t)
 	w.waitMetrics(t)
-	// calls is what the webhook answered for kind and operation, summed over
-	// its results.
-	calls := func(kind, op string) float64 {
-		t.Helper()
-		var n float64
-		for _, r := range []string{appwebhook.ResultAllowed, appwebhook.ResultDenied, appwebhook.ResultError} {
-			v, ok := w.metric(t, fmt.Sprintf(`buckety_admission_requests_total{kind=%q,operation=%q,result=%q}`, kind, op, r))
-			if !ok {
-				t.Fatalf("want buckety_admission_requests_total for %s %s %s on the webhook's /metrics", kind, op, r)
-			}
-			n += v
-		}
-		return n
-	}
+	calls := func(kind, op string) float64 { return w.admissions(t, kind, op) }
 	result := func(kind, op, r string) float64 {
 		t.Helper()
 		v, ok := w.metric(t, fmt.Sprintf(`buckety_admission_requests_total{kind=%q,operation=%q,result=%q}`, kind, op, r))
@@ -328,18 +315,7 @@ func TestEveryCreateIsJudgedOnce(t *testing.T) {
 	ctx := context.Background()
 	c := newWarningClient(t)
 	w.waitMetrics(t)
-	calls := func() float64 {
-		t.Helper()
-		var n float64
-		for _, r := range []string{appwebhook.ResultAllowed, appwebhook.ResultDenied, appwebhook.ResultError} {
-			v, ok := w.metric(t, fmt.Sprintf(`buckety_admission_requests_total{kind="Buckety",operation="CREATE",result=%q}`, r))
-			if !ok {
-				t.Fatalf("want buckety_admission_requests_total for Buckety CREATE %s on the webhook's /metrics", r)
-			}
-			n += v
-		}
-		return n
-	}
+	calls := func() float64 { return w.admissions(t, "Buckety", "CREATE") }
 	stamped := func(name, backend string) *v1.Buckety {
 		return &v1.Buckety{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: []string{v1.Finalizer}, Labels: map[string]string{shard.SlotLabel: shard.SlotValue(ns)}},
 			Spec: v1.BucketySpec{Backend: backend, Parameters: map[string]string{"partitions": "3"}}}
@@ -457,4 +433,19 @@ func review(t *testing.T, w *webhookProcess, path string, obj client.Object) (bo
 		msg = out.Response.Result.Message
 	}
 	return out.Response.Allowed, msg
+}
+
+// admissions is what the webhook answered for kind and operation, summed
+// over its results (buckety_admission_requests_total).
+func (w *webhookProcess) admissions(t *testing.T, kind, op string) float64 {
+	t.Helper()
+	var n float64
+	for _, r := range []string{appwebhook.ResultAllowed, appwebhook.ResultDenied, appwebhook.ResultError} {
+		v, ok := w.metric(t, fmt.Sprintf(`buckety_admission_requests_total{kind=%q,operation=%q,result=%q}`, kind, op, r))
+		if !ok {
+			t.Fatalf("want buckety_admission_requests_total for %s %s %s on the webhook's /metrics", kind, op, r)
+		}
+		n += v
+	}
+	return n
 }

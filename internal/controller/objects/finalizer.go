@@ -33,12 +33,7 @@ func AddFinalizer(ctx context.Context, c client.Client, obj client.Object, slot 
 	}
 	before := obj.DeepCopyObject().(client.Object)
 	controllerutil.AddFinalizer(obj, v1.Finalizer)
-	l := obj.GetLabels()
-	if l == nil {
-		l = map[string]string{}
-	}
-	l[shard.SlotLabel] = slot
-	obj.SetLabels(l)
+	shard.SetLabel(obj, slot)
 	return c.Patch(ctx, obj, client.MergeFrom(before))
 }
 
